@@ -1,0 +1,57 @@
+// ModelConfig: the architecture hyper-parameters of a decoder-only model, from config.json.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace sgl::model {
+
+enum class RopeScalingType { kNone, kLlama3 };
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::kNone;
+  // llama3 parameters (see transformers' _compute_llama3_parameters).
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+};
+
+struct ModelConfig {
+  std::string architecture;  // e.g. "LlamaForCausalLM"; inferred from model_type when absent
+  std::string model_type;    // "llama", "mistral", "qwen2", "qwen3"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;  // defaults to num_attention_heads
+  int64_t head_dim = 0;             // explicit, else hidden_size / num_attention_heads
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;  // top level or inside rope_parameters
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2: always)
+  bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
+  std::string hidden_act = "silu";
+  std::string torch_dtype;           // "bfloat16", "float32", ... as written
+  std::vector<int32_t> eos_token_ids;  // from config.json (and generation_config.json)
+  int32_t bos_token_id = -1;
+
+  // Derived sizes.
+  int64_t q_size() const { return num_attention_heads * head_dim; }
+  int64_t kv_size() const { return num_key_value_heads * head_dim; }
+};
+
+// Parses `json_text` (the contents of config.json). `source` names the file in errors.
+Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source);
+
+// Reads <dir>/config.json and, when present, merges eos ids from generation_config.json.
+Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir);
+
+}  // namespace sgl::model
