@@ -1,4 +1,45 @@
-// Backend-level queries that do not need CUDA headers.
+// Backend queries; CUDA paths compile only with SGL_WITH_CUDA.
 #include "backend/backend.h"
 
-namespace sgl::backend {}  // namespace sgl::backend
+#include <unistd.h>
+
+#include "backend/stream.h"
+#ifdef SGL_WITH_CUDA
+#include "backend/cuda/cuda_runtime.h"
+#endif
+
+namespace sgl::backend {
+
+Result<MemoryInfo> memory_info(Device device) {
+  if (device.is_cpu()) {
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long avail = sysconf(_SC_AVPHYS_PAGES);
+    long page = sysconf(_SC_PAGE_SIZE);
+    return MemoryInfo{static_cast<size_t>(avail) * page, static_cast<size_t>(pages) * page};
+  }
+#ifdef SGL_WITH_CUDA
+  return cuda::memory_info(device.index);
+#else
+  return unimplemented("this binary was built without CUDA (configure with -DSGL_WITH_CUDA=ON)");
+#endif
+}
+
+Status check_device_available(Device device) {
+  if (device.is_cpu()) return Status::ok_status();
+#ifdef SGL_WITH_CUDA
+  return cuda::check_device(device.index);
+#else
+  return unimplemented("device " + device.to_string() +
+                       " requested, but this binary was built without CUDA "
+                       "(configure with -DSGL_WITH_CUDA=ON)");
+#endif
+}
+
+void synchronize(Stream stream) {
+  if (stream.device.is_cpu()) return;
+#ifdef SGL_WITH_CUDA
+  cuda::synchronize(stream);
+#endif
+}
+
+}  // namespace sgl::backend

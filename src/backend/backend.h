@@ -1,2 +1,23 @@
-// Backend: device allocators, streams and events (no-ops on CPU), CUDA RAII handles.
+// Backend: device selection helpers shared by every layer above core.
 #pragma once
+
+#include <cstddef>
+
+#include "core/allocator.h"
+#include "core/device.h"
+#include "core/status.h"
+
+namespace sgl::backend {
+
+// Memory a device reports: free and total bytes (host: available / total RAM).
+struct MemoryInfo {
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+};
+
+Result<MemoryInfo> memory_info(Device device);
+
+// Checks that `device` can be used by this binary (built with CUDA, a GPU present).
+Status check_device_available(Device device);
+
+}  // namespace sgl::backend

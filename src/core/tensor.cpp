@@ -72,6 +72,19 @@ Tensor Tensor::slice_last(int64_t start, int64_t length) const {
   return out;
 }
 
+Tensor Tensor::split_heads(int64_t heads) const {
+  const int last = ndim_ - 1;
+  SGL_CHECK(ndim_ < kMaxDims && heads > 0 && shape_[last] % heads == 0 && strides_[last] == 1)
+      << "split_heads(" << heads << ") of " << shape_string();
+  Tensor out = *this;
+  out.ndim_ = ndim_ + 1;
+  out.shape_[last] = heads;
+  out.shape_[last + 1] = shape_[last] / heads;
+  out.strides_[last] = shape_[last] / heads;
+  out.strides_[last + 1] = 1;
+  return out;
+}
+
 Tensor Tensor::reshape(std::initializer_list<int64_t> shape) const {
   return reshape(std::span<const int64_t>(shape.begin(), shape.size()));
 }

@@ -46,6 +46,9 @@ class Tensor {
   Tensor slice_rows(int64_t start, int64_t length) const;
   // Columns [start, start + length) of the last dim; keeps the row stride (non-contiguous).
   Tensor slice_last(int64_t start, int64_t length) const;
+  // Splits the last dim into [heads, last / heads], keeping the outer strides:
+  // a row-strided [T, H * D] view becomes [T, H, D].
+  Tensor split_heads(int64_t heads) const;
   // Same memory, new shape; requires a contiguous tensor with the same numel.
   Tensor reshape(std::initializer_list<int64_t> shape) const;
   Tensor reshape(std::span<const int64_t> shape) const;

@@ -1,0 +1,391 @@
+// config.json parsing: architecture detection, both RoPE layouts, eos merging and validation.
+#include "model/model_config.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+
+namespace sgl::model {
+namespace {
+
+using Json = nlohmann::json;
+
+struct Family {
+  std::string_view model_type;
+  std::string_view architecture;
+  bool supported;
+};
+
+// Families we recognise. The unsupported ones are listed so that a config without
+// `architectures` still gets an error naming the architecture.
+constexpr std::array<Family, 7> kFamilies = {{
+    {"llama", "LlamaForCausalLM", true},
+    {"mistral", "MistralForCausalLM", true},
+    {"qwen2", "Qwen2ForCausalLM", true},
+    {"qwen3", "Qwen3ForCausalLM", true},
+    {"mixtral", "MixtralForCausalLM", false},
+    {"qwen2_moe", "Qwen2MoeForCausalLM", false},
+    {"qwen3_moe", "Qwen3MoeForCausalLM", false},
+}};
+
+std::string supported_architectures() {
+  std::string out;
+  for (const Family& f : kFamilies) {
+    if (!f.supported) continue;
+    if (!out.empty()) out += ", ";
+    out += f.architecture;
+  }
+  return out;
+}
+
+const Family* family_by_architecture(std::string_view architecture) {
+  for (const Family& f : kFamilies) {
+    if (f.architecture == architecture) return &f;
+  }
+  return nullptr;
+}
+
+const Family* family_by_model_type(std::string_view model_type) {
+  for (const Family& f : kFamilies) {
+    if (f.model_type == model_type) return &f;
+  }
+  return nullptr;
+}
+
+Result<Json> parse_json(const std::string& text, const std::string& source) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::exception& e) {
+    return invalid_argument(source + ": malformed JSON: " + e.what());
+  }
+}
+
+Result<std::string> read_text_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return not_found(path.string() + ": file not found");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return invalid_argument(path.string() + ": cannot open for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return invalid_argument(path.string() + ": read error");
+  return text.str();
+}
+
+void append_unique(std::vector<int32_t>& ids, int32_t id) {
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+}
+
+// Typed access to the fields of one JSON object; errors name the file and the field.
+// A key whose value is null counts as absent (transformers writes e.g. "head_dim": null).
+class Fields {
+ public:
+  Fields(const Json& object, const std::string& source, std::string prefix = "")
+      : object_(object), source_(source), prefix_(std::move(prefix)) {}
+
+  bool has(const char* key) const {
+    auto it = object_.find(key);
+    return it != object_.end() && !it->is_null();
+  }
+
+  const Json* get(const char* key) const {
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  Status error(const char* key, const std::string& what) const {
+    return invalid_argument(source_ + ": field '" + prefix_ + key + "' " + what);
+  }
+
+  Result<int64_t> required_positive_int(const char* key) const {
+    if (!has(key)) return error(key, "is missing");
+    return positive_int(key, 0);
+  }
+
+  // `fallback` when absent; otherwise the value, which must be a positive integer.
+  Result<int64_t> positive_int(const char* key, int64_t fallback) const {
+    const Json* v = get(key);
+    if (v == nullptr) return fallback;
+    SGL_ASSIGN_OR_RETURN(int64_t n, as_int(key, *v));
+    if (n <= 0) return error(key, "must be positive, got " + std::to_string(n));
+    return n;
+  }
+
+  Result<double> positive_number(const char* key, double fallback) const {
+    const Json* v = get(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number()) return error(key, "must be a number, got " + v->dump());
+    double x = v->get<double>();
+    if (!(x > 0.0) || !std::isfinite(x)) return error(key, "must be positive, got " + v->dump());
+    return x;
+  }
+
+  Result<bool> boolean(const char* key, bool fallback) const {
+    const Json* v = get(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) return error(key, "must be true or false, got " + v->dump());
+    return v->get<bool>();
+  }
+
+  Result<std::string> string(const char* key, const std::string& fallback) const {
+    const Json* v = get(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_string()) return error(key, "must be a string, got " + v->dump());
+    return v->get<std::string>();
+  }
+
+  // A token id or a list of them (eos_token_id is either); absent or null gives an empty list.
+  Result<std::vector<int32_t>> token_ids(const char* key) const {
+    std::vector<int32_t> ids;
+    const Json* v = get(key);
+    if (v == nullptr) return ids;
+    if (v->is_array()) {
+      for (const Json& item : *v) {
+        SGL_ASSIGN_OR_RETURN(int32_t id, token_id(key, item));
+        ids.push_back(id);
+      }
+    } else {
+      SGL_ASSIGN_OR_RETURN(int32_t id, token_id(key, *v));
+      ids.push_back(id);
+    }
+    return ids;
+  }
+
+  Result<int32_t> token_id(const char* key, const Json& v) const {
+    SGL_ASSIGN_OR_RETURN(int64_t n, as_int(key, v));
+    if (n < 0 || n > std::numeric_limits<int32_t>::max()) {
+      return error(key, "holds an out-of-range token id " + std::to_string(n));
+    }
+    return static_cast<int32_t>(n);
+  }
+
+ private:
+  Result<int64_t> as_int(const char* key, const Json& v) const {
+    if (v.is_number_unsigned()) {
+      auto u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return error(key, "is too large: " + v.dump());
+      }
+      return static_cast<int64_t>(u);
+    }
+    if (v.is_number_integer()) return v.get<int64_t>();
+    // NOTE: some hand-written configs say 4096.0; accept floats that are whole numbers.
+    if (v.is_number_float()) {
+      double x = v.get<double>();
+      if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9.0e15) {
+        return static_cast<int64_t>(x);
+      }
+    }
+    return error(key, "must be an integer, got " + v.dump());
+  }
+
+  const Json& object_;
+  const std::string& source_;
+  std::string prefix_;
+};
+
+// Architecture from `architectures[0]`, else inferred from `model_type`.
+Result<const Family*> resolve_family(const Fields& top, const std::string& source,
+                                     std::string* architecture) {
+  const Json* archs = top.get("architectures");
+  if (archs != nullptr) {
+    if (!archs->is_array()) return top.error("architectures", "must be a list of strings");
+    if (!archs->empty()) {
+      const Json& first = archs->front();
+      if (!first.is_string()) return top.error("architectures", "must be a list of strings");
+      *architecture = first.get<std::string>();
+    }
+  }
+  SGL_ASSIGN_OR_RETURN(std::string model_type, top.string("model_type", ""));
+  if (architecture->empty()) {
+    if (model_type.empty()) {
+      return top.error("architectures", "is missing (and there is no model_type to infer it)");
+    }
+    const Family* family = family_by_model_type(model_type);
+    if (family == nullptr) {
+      return unimplemented(
+          source + ": model_type '" + model_type +
+          "' is not supported (supported architectures: " + supported_architectures() + ")");
+    }
+    *architecture = std::string(family->architecture);
+  }
+  const Family* family = family_by_architecture(*architecture);
+  if (family == nullptr || !family->supported) {
+    return unimplemented(source + ": architecture '" + *architecture +
+                         "' is not supported (supported: " + supported_architectures() + ")");
+  }
+  return family;
+}
+
+// RoPE: `rope_theta` / `rope_scaling` at the top level (classic layout) or both inside
+// `rope_parameters` (transformers 5.x).
+Status parse_rope(const Fields& top, const std::string& source, ModelConfig& config) {
+  const Json* params = top.get("rope_parameters");
+  if (params != nullptr && !params->is_object()) {
+    return top.error("rope_parameters", "must be an object, got " + params->dump());
+  }
+  const Json* scaling = top.get("rope_scaling");
+  if (scaling != nullptr && !scaling->is_object()) {
+    return top.error("rope_scaling", "must be an object or null, got " + scaling->dump());
+  }
+
+  if (params != nullptr && Fields(*params, source).has("rope_theta")) {
+    Fields p(*params, source, "rope_parameters.");
+    SGL_ASSIGN_OR_RETURN(config.rope_theta, p.positive_number("rope_theta", 10000.0));
+  } else {
+    SGL_ASSIGN_OR_RETURN(config.rope_theta, top.positive_number("rope_theta", 10000.0));
+  }
+
+  const Json* block = scaling != nullptr ? scaling : params;
+  if (block == nullptr) return Status::ok_status();
+  const std::string prefix = scaling != nullptr ? "rope_scaling." : "rope_parameters.";
+  Fields s(*block, source, prefix);
+  // Old configs say "type", newer ones "rope_type".
+  const char* type_key = s.has("rope_type") ? "rope_type" : "type";
+  SGL_ASSIGN_OR_RETURN(std::string type, s.string(type_key, "default"));
+  if (type == "default") {
+    config.rope_scaling = RopeScaling{};
+    return Status::ok_status();
+  }
+  if (type != "llama3") {
+    return unimplemented(source + ": " + prefix + type_key + " '" + type +
+                         "' is not supported (supported: default, llama3)");
+  }
+  RopeScaling& rs = config.rope_scaling;
+  rs.type = RopeScalingType::kLlama3;
+  for (const char* key : {"factor", "low_freq_factor", "high_freq_factor"}) {
+    if (!s.has(key)) return s.error(key, "is missing (required by rope type llama3)");
+  }
+  SGL_ASSIGN_OR_RETURN(rs.factor, s.positive_number("factor", 1.0));
+  SGL_ASSIGN_OR_RETURN(rs.low_freq_factor, s.positive_number("low_freq_factor", 1.0));
+  SGL_ASSIGN_OR_RETURN(rs.high_freq_factor, s.positive_number("high_freq_factor", 4.0));
+  if (!s.has("original_max_position_embeddings")) {
+    return s.error("original_max_position_embeddings", "is missing (required by rope type llama3)");
+  }
+  SGL_ASSIGN_OR_RETURN(rs.original_max_position_embeddings,
+                       s.positive_int("original_max_position_embeddings", 0));
+  // The llama3 formula divides by (high - low).
+  if (!(rs.high_freq_factor > rs.low_freq_factor)) {
+    return s.error("high_freq_factor", "must exceed low_freq_factor (" +
+                                           std::to_string(rs.low_freq_factor) + "), got " +
+                                           std::to_string(rs.high_freq_factor));
+  }
+  return Status::ok_status();
+}
+
+Status parse_sliding_window(const Fields& top, const std::string& source, const Family& family,
+                            ModelConfig& config) {
+  if (family.model_type == "mistral") {
+    SGL_ASSIGN_OR_RETURN(config.sliding_window, top.positive_int("sliding_window", 0));
+    return Status::ok_status();
+  }
+  if (family.model_type == "qwen2" || family.model_type == "qwen3") {
+    SGL_ASSIGN_OR_RETURN(bool use_sliding_window, top.boolean("use_sliding_window", false));
+    // NOTE: Qwen's sliding window applies only to layers >= max_window_layers; nothing here
+    // implements that yet, and ignoring it would silently change the model's outputs.
+    if (use_sliding_window) {
+      return unimplemented(source + ": use_sliding_window true is not supported for " +
+                           config.architecture);
+    }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source) {
+  SGL_ASSIGN_OR_RETURN(Json root, parse_json(json_text, source));
+  if (!root.is_object()) return invalid_argument(source + ": top level must be a JSON object");
+  Fields top(root, source);
+
+  ModelConfig config;
+  SGL_ASSIGN_OR_RETURN(const Family* family, resolve_family(top, source, &config.architecture));
+  SGL_ASSIGN_OR_RETURN(config.model_type, top.string("model_type", ""));
+  if (config.model_type.empty()) config.model_type = std::string(family->model_type);
+
+  SGL_ASSIGN_OR_RETURN(config.vocab_size, top.required_positive_int("vocab_size"));
+  SGL_ASSIGN_OR_RETURN(config.hidden_size, top.required_positive_int("hidden_size"));
+  SGL_ASSIGN_OR_RETURN(config.intermediate_size, top.required_positive_int("intermediate_size"));
+  SGL_ASSIGN_OR_RETURN(config.num_hidden_layers, top.required_positive_int("num_hidden_layers"));
+  SGL_ASSIGN_OR_RETURN(config.num_attention_heads,
+                       top.required_positive_int("num_attention_heads"));
+  SGL_ASSIGN_OR_RETURN(config.max_position_embeddings,
+                       top.required_positive_int("max_position_embeddings"));
+  if (config.vocab_size > std::numeric_limits<int32_t>::max()) {
+    return top.error("vocab_size", "does not fit 32-bit token ids");
+  }
+
+  SGL_ASSIGN_OR_RETURN(config.num_key_value_heads,
+                       top.positive_int("num_key_value_heads", config.num_attention_heads));
+  if (config.num_attention_heads % config.num_key_value_heads != 0) {
+    return top.error("num_key_value_heads", "(" + std::to_string(config.num_key_value_heads) +
+                                                ") must divide num_attention_heads (" +
+                                                std::to_string(config.num_attention_heads) + ")");
+  }
+  if (top.has("head_dim")) {
+    SGL_ASSIGN_OR_RETURN(config.head_dim, top.positive_int("head_dim", 0));
+  } else {
+    if (config.hidden_size % config.num_attention_heads != 0) {
+      return top.error("hidden_size", "(" + std::to_string(config.hidden_size) +
+                                          ") is not divisible by num_attention_heads (" +
+                                          std::to_string(config.num_attention_heads) +
+                                          ") and there is no head_dim");
+    }
+    config.head_dim = config.hidden_size / config.num_attention_heads;
+  }
+
+  SGL_ASSIGN_OR_RETURN(config.rms_norm_eps, top.positive_number("rms_norm_eps", 1e-6));
+  SGL_RETURN_IF_ERROR(parse_rope(top, source, config));
+  SGL_RETURN_IF_ERROR(parse_sliding_window(top, source, *family, config));
+
+  SGL_ASSIGN_OR_RETURN(config.tie_word_embeddings, top.boolean("tie_word_embeddings", false));
+  // transformers 5.x calls it `qkv_bias` in some families; Qwen2 has the biases regardless.
+  SGL_ASSIGN_OR_RETURN(bool attention_bias, top.boolean("attention_bias", false));
+  SGL_ASSIGN_OR_RETURN(bool qkv_bias, top.boolean("qkv_bias", false));
+  config.attention_bias = attention_bias || qkv_bias || family->model_type == "qwen2";
+  config.qk_norm = family->model_type == "qwen3";
+
+  SGL_ASSIGN_OR_RETURN(config.hidden_act, top.string("hidden_act", "silu"));
+  // NOTE: transformers 5.x writes `dtype`; older versions `torch_dtype`.
+  const char* dtype_key = top.has("torch_dtype") ? "torch_dtype" : "dtype";
+  SGL_ASSIGN_OR_RETURN(config.torch_dtype, top.string(dtype_key, ""));
+
+  SGL_ASSIGN_OR_RETURN(std::vector<int32_t> eos, top.token_ids("eos_token_id"));
+  for (int32_t id : eos) append_unique(config.eos_token_ids, id);
+  if (top.has("bos_token_id")) {
+    SGL_ASSIGN_OR_RETURN(config.bos_token_id,
+                         top.token_id("bos_token_id", *top.get("bos_token_id")));
+  }
+  return config;
+}
+
+Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
+  const std::filesystem::path config_path = model_dir / "config.json";
+  SGL_ASSIGN_OR_RETURN(std::string text, read_text_file(config_path));
+  SGL_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config(text, config_path.string()));
+
+  const std::filesystem::path gen_path = model_dir / "generation_config.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(gen_path, ec)) return config;
+  const std::string gen_source = gen_path.string();
+  SGL_ASSIGN_OR_RETURN(std::string gen_text, read_text_file(gen_path));
+  SGL_ASSIGN_OR_RETURN(Json gen, parse_json(gen_text, gen_source));
+  if (!gen.is_object()) return invalid_argument(gen_source + ": top level must be a JSON object");
+  Fields gen_fields(gen, gen_source);
+  SGL_ASSIGN_OR_RETURN(std::vector<int32_t> gen_eos, gen_fields.token_ids("eos_token_id"));
+  for (int32_t id : gen_eos) append_unique(config.eos_token_ids, id);
+  if (config.bos_token_id < 0 && gen_fields.has("bos_token_id")) {
+    SGL_ASSIGN_OR_RETURN(config.bos_token_id,
+                         gen_fields.token_id("bos_token_id", *gen_fields.get("bos_token_id")));
+  }
+  return config;
+}
+
+}  // namespace sgl::model

@@ -32,6 +32,9 @@ struct ModelConfig {
   int64_t num_key_value_heads = 0;  // defaults to num_attention_heads
   int64_t head_dim = 0;             // explicit, else hidden_size / num_attention_heads
   int64_t max_position_embeddings = 0;
+  // Sliding-window attention span in tokens; 0 = full attention. Set only where the family
+  // enables it (Mistral's `sliding_window`; Qwen2/Qwen3 only with `use_sliding_window` true).
+  int64_t sliding_window = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;  // top level or inside rope_parameters
   RopeScaling rope_scaling;
@@ -39,7 +42,7 @@ struct ModelConfig {
   bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2: always)
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
   std::string hidden_act = "silu";
-  std::string torch_dtype;           // "bfloat16", "float32", ... as written
+  std::string torch_dtype;  // "bfloat16", "float32", ... from `torch_dtype` or 5.x's `dtype`
   std::vector<int32_t> eos_token_ids;  // from config.json (and generation_config.json)
   int32_t bos_token_id = -1;
 

@@ -37,9 +37,18 @@ struct TensorInfo {
   std::string name;
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
-  const uint8_t* data = nullptr;  // points into the owning SafetensorsFile's mapping
+  // Points into the owning SafetensorsFile's mapping.
+  // NOTE: not necessarily aligned to the element size (the data section starts at 8 + header
+  // length, which writers other than safetensors' own need not pad); copy or use memcpy.
+  const uint8_t* data = nullptr;
   size_t nbytes = 0;
-  std::string file;  // file name, for error messages
+  std::string file;  // path of the file, for error messages
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
 };
 
 // One .safetensors file. Validates the header fully at open: JSON well-formed, known dtypes,

@@ -1,0 +1,44 @@
+// AttentionBackend: paged attention over the KvPool for one forward pass (all layers).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include "attention/kv_pool.h"
+#include "core/status.h"
+#include "forward/forward_batch.h"
+
+namespace sgl::attention {
+
+struct AttentionConfig {
+  int64_t num_q_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  float scale = 0.f;  // softmax scale, usually 1/sqrt(head_dim)
+};
+
+class AttentionBackend {
+ public:
+  virtual ~AttentionBackend() = default;
+  // Host-side metadata for the batch; called once per forward, never inside graph capture.
+  virtual void plan(const ForwardBatch& fb) = 0;
+  // Writes k and v of the new tokens to their out_cache_loc slots of `layer`, then computes
+  // causal attention of q over each request's KV (prefix + new tokens) into out.
+  // q: [T, Hq, D]; k, v: [T, Hk, D] (rows may be strided, last dim contiguous);
+  // out: [T, Hq * D] contiguous.
+  virtual void forward(int layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                       const Tensor& out, const ForwardBatch& fb) = 0;
+  virtual void init_graph_capture(std::span<const int> batch_sizes, int max_context_len) {}
+  virtual void prepare_capture(const ForwardBatch& fb) {}
+  virtual void prepare_replay(const ForwardBatch& fb) {}
+};
+
+// Creates the backend registered under `name` ("cpu" for now; "auto" picks the device's
+// default). The backend borrows `kv_pool`, which must outlive it.
+Result<std::unique_ptr<AttentionBackend>> create_attention_backend(const std::string& name,
+                                                                   Device device,
+                                                                   const AttentionConfig& config,
+                                                                   KvPool& kv_pool);
+
+}  // namespace sgl::attention

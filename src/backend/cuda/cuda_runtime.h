@@ -1,0 +1,13 @@
+// Thin CUDA runtime wrappers used by the backend (no CUDA headers leak from here).
+#pragma once
+
+#include "backend/backend.h"
+#include "backend/stream.h"
+
+namespace sgl::backend::cuda {
+
+Result<MemoryInfo> memory_info(int device_index);
+Status check_device(int device_index);
+void synchronize(Stream stream);
+
+}  // namespace sgl::backend::cuda

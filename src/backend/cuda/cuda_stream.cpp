@@ -1,0 +1,62 @@
+// CudaStream lifetime and the CUDA runtime wrappers of backend.h.
+#include "backend/cuda/cuda_stream.h"
+
+#include <utility>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_runtime.h"
+
+namespace sgl::backend {
+
+CudaStream::CudaStream(int device_index) : device_index_(device_index) {
+  SGL_CUDA_CHECK(cudaSetDevice(device_index));
+  cudaStream_t stream = nullptr;
+  SGL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  native_ = stream;
+}
+
+CudaStream::~CudaStream() {
+  if (native_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(native_));
+}
+
+CudaStream::CudaStream(CudaStream&& other) noexcept
+    : device_index_(other.device_index_), native_(std::exchange(other.native_, nullptr)) {}
+
+CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
+  if (this != &other) {
+    if (native_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(native_));
+    device_index_ = other.device_index_;
+    native_ = std::exchange(other.native_, nullptr);
+  }
+  return *this;
+}
+
+namespace cuda {
+
+Result<MemoryInfo> memory_info(int device_index) {
+  SGL_RETURN_IF_ERROR(check_device(device_index));
+  SGL_CUDA_CHECK(cudaSetDevice(device_index));
+  size_t free_bytes = 0, total_bytes = 0;
+  SGL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return MemoryInfo{free_bytes, total_bytes};
+}
+
+Status check_device(int device_index) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    return unimplemented(std::string("no usable CUDA device: ") + cudaGetErrorString(err));
+  }
+  if (device_index < 0 || device_index >= count) {
+    return invalid_argument("cuda:" + std::to_string(device_index) + " requested but " +
+                            std::to_string(count) + " CUDA device(s) are visible");
+  }
+  return Status::ok_status();
+}
+
+void synchronize(Stream stream) {
+  SGL_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream.native)));
+}
+
+}  // namespace cuda
+}  // namespace sgl::backend

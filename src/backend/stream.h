@@ -1,0 +1,20 @@
+// Stream: a non-owning handle to an ordered queue of device work (a no-op on CPU).
+#pragma once
+
+#include "core/device.h"
+
+namespace sgl::backend {
+
+// Trivially copyable. For CUDA, `native` is a cudaStream_t (nullptr = the legacy default
+// stream); the owning RAII type is CudaStream (backend/cuda/cuda_stream.h).
+struct Stream {
+  Device device = Device::cpu();
+  void* native = nullptr;
+
+  static Stream cpu() { return {}; }
+};
+
+// Blocks the host until all work queued on `stream` is done (no-op on CPU).
+void synchronize(Stream stream);
+
+}  // namespace sgl::backend

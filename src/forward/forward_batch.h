@@ -1,0 +1,50 @@
+// ForwardBatch: device views describing one forward pass; the model and attention read only this.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "core/tensor.h"
+#include "forward/forward_mode.h"
+
+namespace sgl {
+
+// Which positions produce logits.
+enum class LogitsMode {
+  kLastPerRequest,  // one row per request: its last token (prefill) or its only token (decode)
+  kAllTokens,       // every token (teacher-forced scoring, prompt logprobs)
+};
+
+// Every tensor is a view into staging buffers owned by the ForwardBatchBuilder; each request
+// `b` owns query rows [qo_indptr[b], qo_indptr[b + 1]).
+struct ForwardBatch {
+  ForwardMode mode = ForwardMode::kIdle;
+  LogitsMode logits_mode = LogitsMode::kLastPerRequest;
+  int32_t batch_size = 0;
+  int32_t num_tokens = 0;
+  int32_t max_seq_len = 0;  // max over seq_lens
+
+  Tensor input_ids;           // i32 [num_tokens]
+  Tensor positions;           // i32 [num_tokens]
+  Tensor out_cache_loc;       // i32 [num_tokens]: KV slot each new token is written to
+  Tensor seq_lens;            // i32 [bs]: prefix + new tokens
+  Tensor extend_prefix_lens;  // i32 [bs]: tokens already in the KV cache
+  Tensor extend_seq_lens;     // i32 [bs]: new tokens this pass
+  Tensor qo_indptr;           // i32 [bs + 1]
+  Tensor req_pool_indices;    // i32 [bs]: row of each request in req_to_token
+  Tensor req_to_token;        // i32 [max_reqs, max_context_len]: KV slot of each token
+
+  // Host mirrors of the per-request lengths (the attention backend plans with these).
+  std::span<const int32_t> seq_lens_host;
+  std::span<const int32_t> extend_prefix_lens_host;
+  std::span<const int32_t> extend_seq_lens_host;
+  std::span<const int32_t> qo_indptr_host;
+  std::span<const int32_t> req_pool_indices_host;
+
+  // Rows of the logits output: batch_size or num_tokens.
+  int32_t num_logit_rows() const {
+    return logits_mode == LogitsMode::kAllTokens ? num_tokens : batch_size;
+  }
+};
+
+}  // namespace sgl

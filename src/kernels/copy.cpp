@@ -1,0 +1,71 @@
+// Tensor copies across devices and host dtype conversion.
+#include "kernels/copy.h"
+
+#include <cstring>
+
+#include "core/half.h"
+#ifdef SGL_WITH_CUDA
+#include "kernels/cuda/cuda_copy.h"
+#endif
+#include "kernels/check_args.h"
+
+namespace sgl::kernels {
+namespace {
+
+float load_as_float(const void* base, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::kF32: return static_cast<const float*>(base)[i];
+    case DType::kBF16: return bf16_to_float(static_cast<const uint16_t*>(base)[i]);
+    case DType::kF16: return f16_to_float(static_cast<const uint16_t*>(base)[i]);
+    default: SGL_CHECK(false) << "copy: cannot convert from " << dtype_name(dtype); return 0.f;
+  }
+}
+
+void store_float(void* base, DType dtype, int64_t i, float v) {
+  switch (dtype) {
+    case DType::kF32: static_cast<float*>(base)[i] = v; break;
+    case DType::kBF16: static_cast<uint16_t*>(base)[i] = float_to_bf16(v); break;
+    case DType::kF16: static_cast<uint16_t*>(base)[i] = float_to_f16(v); break;
+    default: SGL_CHECK(false) << "copy: cannot convert to " << dtype_name(dtype);
+  }
+}
+
+}  // namespace
+
+void copy(const Tensor& src, const Tensor& dst, backend::Stream stream) {
+  SGL_CHECK(src.numel() == dst.numel() && src.is_contiguous() && dst.is_contiguous())
+      << "copy: src " << src.shape_string() << " dst " << dst.shape_string();
+  if (src.dtype() != dst.dtype()) {
+    SGL_CHECK(src.device().is_cpu() && dst.device().is_cpu())
+        << "copy: dtype conversion " << dtype_name(src.dtype()) << " -> "
+        << dtype_name(dst.dtype()) << " is host-only";
+    const int64_t n = src.numel();
+    for (int64_t i = 0; i < n; ++i) store_float(dst.raw(), dst.dtype(), i,
+                                                load_as_float(src.raw(), src.dtype(), i));
+    return;
+  }
+  if (src.device().is_cpu() && dst.device().is_cpu()) {
+    if (src.nbytes() > 0) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+    return;
+  }
+#ifdef SGL_WITH_CUDA
+  cuda::copy_bytes(src.raw(), src.device(), dst.raw(), dst.device(), src.nbytes(), stream);
+#else
+  detail::no_cuda("copy");
+#endif
+}
+
+void zero(const Tensor& dst, backend::Stream stream) {
+  SGL_CHECK(dst.is_contiguous()) << "zero: non-contiguous " << dst.shape_string();
+  if (dst.device().is_cpu()) {
+    if (dst.nbytes() > 0) std::memset(dst.raw(), 0, dst.nbytes());
+    return;
+  }
+#ifdef SGL_WITH_CUDA
+  cuda::zero_bytes(dst.raw(), dst.nbytes(), stream);
+#else
+  detail::no_cuda("zero");
+#endif
+}
+
+}  // namespace sgl::kernels

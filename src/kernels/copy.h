@@ -1,0 +1,16 @@
+// Copies between tensors of any devices, with dtype conversion on the host.
+#pragma once
+
+#include "backend/stream.h"
+#include "core/tensor.h"
+
+namespace sgl::kernels {
+
+// dst = src. Same shape; both contiguous. Same dtype for any device pair (async on `stream` for
+// CUDA copies); a different dtype only host to host (f32/f16/bf16 conversions).
+void copy(const Tensor& src, const Tensor& dst, backend::Stream stream);
+
+// Fills a contiguous tensor with zeros.
+void zero(const Tensor& dst, backend::Stream stream);
+
+}  // namespace sgl::kernels

@@ -1,0 +1,16 @@
+// CPU implementations of the ops; arguments already validated by the dispatchers in kernels/.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace sgl::kernels::cpu {
+
+void embedding(const Tensor& ids, const Tensor& table, const Tensor& out);
+void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& out);
+void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps);
+void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& cos_sin);
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y);
+void silu_and_mul(const Tensor& gate_up, const Tensor& out);
+void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out);
+
+}  // namespace sgl::kernels::cpu

@@ -1,0 +1,22 @@
+// CUDA launchers of the ops (declared without CUDA headers); arguments already validated.
+#pragma once
+
+#include "backend/stream.h"
+#include "core/tensor.h"
+
+namespace sgl::kernels::cuda {
+
+void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backend::Stream stream);
+void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& out,
+              backend::Stream stream);
+void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps,
+                        backend::Stream stream);
+void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& cos_sin,
+          backend::Stream stream);
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+            backend::Stream stream);
+void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream);
+void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
+                        backend::Stream stream);
+
+}  // namespace sgl::kernels::cuda

@@ -1,0 +1,122 @@
+// Op dispatchers: validate arguments once on the host, then run the tensor's backend.
+#include "kernels/activation.h"
+#include "kernels/check_args.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/embedding.h"
+#include "kernels/gather.h"
+#include "kernels/linear.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+#ifdef SGL_WITH_CUDA
+#include "kernels/cuda/cuda_ops.h"
+#define SGL_RUN_ON(device, fn, cpu_args, cuda_args) \
+  ((device).is_cpu() ? cpu::fn cpu_args : cuda::fn cuda_args)
+#else
+#define SGL_RUN_ON(device, fn, cpu_args, cuda_args) \
+  ((device).is_cpu() ? cpu::fn cpu_args : detail::no_cuda(#fn))
+#endif
+
+namespace sgl::kernels {
+
+using detail::check_last_dim_contiguous;
+using detail::check_same_device;
+
+void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backend::Stream stream) {
+  SGL_CHECK(ids.dtype() == DType::kI32 && ids.ndim() == 1) << "embedding: ids " << ids.shape_string();
+  SGL_CHECK(table.ndim() == 2 && table.is_contiguous()) << "embedding: table " << table.shape_string();
+  SGL_CHECK(out.ndim() == 2 && out.is_contiguous() && out.size(0) == ids.size(0) &&
+            out.size(1) == table.size(1) && out.dtype() == table.dtype())
+      << "embedding: out " << out.shape_string() << " for table " << table.shape_string();
+  check_same_device(ids, table, "embedding");
+  check_same_device(out, table, "embedding");
+  SGL_RUN_ON(table.device(), embedding, (ids, table, out), (ids, table, out, stream));
+}
+
+void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& out,
+              backend::Stream stream) {
+  check_last_dim_contiguous(x, "rms_norm");
+  check_last_dim_contiguous(out, "rms_norm");
+  SGL_CHECK(weight.ndim() == 1 && weight.size(0) == x.size(-1))
+      << "rms_norm: weight " << weight.shape_string() << " for x " << x.shape_string();
+  SGL_CHECK(x.ndim() == out.ndim() && x.numel() == out.numel() && x.dtype() == out.dtype())
+      << "rms_norm: out " << out.shape_string() << " for x " << x.shape_string();
+  check_same_device(x, weight, "rms_norm");
+  check_same_device(x, out, "rms_norm");
+  SGL_RUN_ON(x.device(), rms_norm, (x, weight, eps, out), (x, weight, eps, out, stream));
+}
+
+void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps,
+                        backend::Stream stream) {
+  SGL_CHECK(x.ndim() == 2 && x.is_contiguous() && residual.is_contiguous() &&
+            residual.ndim() == 2 && x.size(0) == residual.size(0) &&
+            x.size(1) == residual.size(1) && x.dtype() == residual.dtype())
+      << "fused_add_rms_norm: x " << x.shape_string() << " residual " << residual.shape_string();
+  SGL_CHECK(weight.ndim() == 1 && weight.size(0) == x.size(1))
+      << "fused_add_rms_norm: weight " << weight.shape_string();
+  check_same_device(x, residual, "fused_add_rms_norm");
+  check_same_device(x, weight, "fused_add_rms_norm");
+  SGL_RUN_ON(x.device(), fused_add_rms_norm, (x, residual, weight, eps),
+             (x, residual, weight, eps, stream));
+}
+
+void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& cos_sin,
+          backend::Stream stream) {
+  SGL_CHECK(q.ndim() == 3 && k.ndim() == 3 && q.size(0) == k.size(0) && q.size(2) == k.size(2))
+      << "rope: q " << q.shape_string() << " k " << k.shape_string();
+  check_last_dim_contiguous(q, "rope");
+  check_last_dim_contiguous(k, "rope");
+  SGL_CHECK(q.size(2) % 2 == 0) << "rope: odd head_dim " << q.size(2);
+  SGL_CHECK(positions.dtype() == DType::kI32 && positions.ndim() == 1 &&
+            positions.size(0) == q.size(0))
+      << "rope: positions " << positions.shape_string();
+  SGL_CHECK(cos_sin.dtype() == DType::kF32 && cos_sin.ndim() == 2 && cos_sin.is_contiguous() &&
+            cos_sin.size(1) == q.size(2))
+      << "rope: cos_sin " << cos_sin.shape_string() << " for head_dim " << q.size(2);
+  check_same_device(q, k, "rope");
+  check_same_device(q, positions, "rope");
+  check_same_device(q, cos_sin, "rope");
+  SGL_RUN_ON(q.device(), rope, (q, k, positions, cos_sin), (q, k, positions, cos_sin, stream));
+}
+
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+            backend::Stream stream) {
+  SGL_CHECK(x.ndim() == 2 && w.ndim() == 2 && y.ndim() == 2 && x.size(1) == w.size(1) &&
+            y.size(0) == x.size(0) && y.size(1) == w.size(0))
+      << "linear: x " << x.shape_string() << " w " << w.shape_string() << " y "
+      << y.shape_string();
+  check_last_dim_contiguous(x, "linear");
+  SGL_CHECK(w.is_contiguous() && y.is_contiguous()) << "linear: w and y must be contiguous";
+  if (bias.defined()) {
+    SGL_CHECK(bias.ndim() == 1 && bias.size(0) == w.size(0))
+        << "linear: bias " << bias.shape_string();
+    check_same_device(bias, w, "linear");
+  }
+  check_same_device(x, w, "linear");
+  check_same_device(x, y, "linear");
+  SGL_RUN_ON(x.device(), linear, (x, w, bias, y), (x, w, bias, y, stream));
+}
+
+void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream) {
+  SGL_CHECK(gate_up.ndim() == 2 && out.ndim() == 2 && gate_up.is_contiguous() &&
+            out.is_contiguous() && gate_up.size(0) == out.size(0) &&
+            gate_up.size(1) == 2 * out.size(1) && gate_up.dtype() == out.dtype())
+      << "silu_and_mul: gate_up " << gate_up.shape_string() << " out " << out.shape_string();
+  check_same_device(gate_up, out, "silu_and_mul");
+  SGL_RUN_ON(out.device(), silu_and_mul, (gate_up, out), (gate_up, out, stream));
+}
+
+void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
+                        backend::Stream stream) {
+  SGL_CHECK(src.ndim() == 2 && out.ndim() == 2 && src.is_contiguous() && out.is_contiguous() &&
+            src.size(1) == out.size(1) && src.dtype() == out.dtype())
+      << "gather_last_tokens: src " << src.shape_string() << " out " << out.shape_string();
+  SGL_CHECK(qo_indptr.dtype() == DType::kI32 && qo_indptr.ndim() == 1 &&
+            qo_indptr.size(0) == out.size(0) + 1)
+      << "gather_last_tokens: qo_indptr " << qo_indptr.shape_string();
+  check_same_device(src, out, "gather_last_tokens");
+  check_same_device(src, qo_indptr, "gather_last_tokens");
+  SGL_RUN_ON(src.device(), gather_last_tokens, (src, qo_indptr, out),
+             (src, qo_indptr, out, stream));
+}
+
+}  // namespace sgl::kernels

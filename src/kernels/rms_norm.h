@@ -1,0 +1,18 @@
+// RMSNorm, and RMSNorm fused with the residual add (as SGLang's fused_add_rmsnorm).
+#pragma once
+
+#include "backend/stream.h"
+#include "core/tensor.h"
+
+namespace sgl::kernels {
+
+// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight. x, out: [..., D] with a contiguous
+// last dim (rows may be strided; out may alias x); weight: [D].
+void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& out,
+              backend::Stream stream);
+
+// residual += x; x = rms_norm(residual) * weight. x, residual: contiguous [T, D].
+void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps,
+                        backend::Stream stream);
+
+}  // namespace sgl::kernels

@@ -1,0 +1,158 @@
+// The Llama-family decoder: embed -> N x (attention + SwiGLU MLP, pre-norm residual) -> LM head.
+#include "model/llama.h"
+
+#include "kernels/activation.h"
+#include "kernels/copy.h"
+#include "kernels/embedding.h"
+#include "kernels/gather.h"
+#include "kernels/linear.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+#include "model/rope_cache.h"
+
+namespace sgl::model {
+
+Result<std::unique_ptr<LlamaForCausalLM>> LlamaForCausalLM::load(const ModelConfig& config,
+                                                                 WeightLoader& weights,
+                                                                 Allocator& allocator,
+                                                                 const ModelOptions& options) {
+  if (config.hidden_act != "silu") {
+    return unimplemented("hidden_act '" + config.hidden_act + "' (only silu is supported)");
+  }
+  std::unique_ptr<LlamaForCausalLM> model(new LlamaForCausalLM(config, options));
+  if (model->options_.max_positions <= 0) {
+    model->options_.max_positions = config.max_position_embeddings;
+  }
+  SGL_RETURN_IF_ERROR(model->load_weights(weights));
+
+  // RoPE table: computed on the host in f32, uploaded once.
+  const std::vector<float> table = compute_rope_cos_sin(config, model->options_.max_positions);
+  model->rope_cos_sin_ = Buffer(allocator, DType::kF32, {model->options_.max_positions,
+                                                          config.head_dim});
+  Tensor host(const_cast<float*>(table.data()), DType::kF32,
+              {model->options_.max_positions, config.head_dim});
+  kernels::copy(host, model->rope_cos_sin_, backend::Stream{allocator.device(), nullptr});
+  backend::synchronize(backend::Stream{allocator.device(), nullptr});
+
+  model->allocate_activations(allocator);
+  return model;
+}
+
+Status LlamaForCausalLM::load_weights(WeightLoader& w) {
+  const ModelConfig& c = config_;
+  const int64_t h = c.hidden_size, q = c.q_size(), kv = c.kv_size(), inter = c.intermediate_size;
+  SGL_ASSIGN_OR_RETURN(embed_tokens_, w.load("model.embed_tokens.weight", {c.vocab_size, h}));
+  layers_.resize(c.num_hidden_layers);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    Layer& layer = layers_[i];
+    SGL_ASSIGN_OR_RETURN(layer.input_norm, w.load_norm(p + "input_layernorm.weight", h));
+    SGL_ASSIGN_OR_RETURN(
+        layer.qkv_proj,
+        w.load_concat({p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
+                       p + "self_attn.v_proj.weight"},
+                      {{q, h}, {kv, h}, {kv, h}}));
+    if (c.attention_bias) {
+      SGL_ASSIGN_OR_RETURN(
+          layer.qkv_bias,
+          w.load_concat({p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias",
+                         p + "self_attn.v_proj.bias"},
+                        {{q}, {kv}, {kv}}));
+    }
+    if (c.qk_norm) {
+      SGL_ASSIGN_OR_RETURN(layer.q_norm, w.load_norm(p + "self_attn.q_norm.weight", c.head_dim));
+      SGL_ASSIGN_OR_RETURN(layer.k_norm, w.load_norm(p + "self_attn.k_norm.weight", c.head_dim));
+    }
+    SGL_ASSIGN_OR_RETURN(layer.o_proj, w.load(p + "self_attn.o_proj.weight", {h, q}));
+    SGL_ASSIGN_OR_RETURN(layer.post_norm, w.load_norm(p + "post_attention_layernorm.weight", h));
+    SGL_ASSIGN_OR_RETURN(layer.gate_up_proj,
+                         w.load_concat({p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"},
+                                       {{inter, h}, {inter, h}}));
+    SGL_ASSIGN_OR_RETURN(layer.down_proj, w.load(p + "mlp.down_proj.weight", {h, inter}));
+  }
+  SGL_ASSIGN_OR_RETURN(final_norm_, w.load_norm("model.norm.weight", h));
+  if (!c.tie_word_embeddings) {
+    SGL_ASSIGN_OR_RETURN(lm_head_, w.load("lm_head.weight", {c.vocab_size, h}));
+  }
+  return Status::ok_status();
+}
+
+void LlamaForCausalLM::allocate_activations(Allocator& allocator) {
+  const ModelConfig& c = config_;
+  const int64_t n = options_.max_num_tokens, rows = options_.max_logit_rows;
+  const DType dt = embed_tokens_.tensor().dtype();
+  act_.hidden = Buffer(allocator, dt, {n, c.hidden_size});
+  act_.residual = Buffer(allocator, dt, {n, c.hidden_size});
+  act_.qkv = Buffer(allocator, dt, {n, c.q_size() + 2 * c.kv_size()});
+  act_.attn_out = Buffer(allocator, dt, {n, c.q_size()});
+  act_.gate_up = Buffer(allocator, dt, {n, 2 * c.intermediate_size});
+  act_.mlp_act = Buffer(allocator, dt, {n, c.intermediate_size});
+  act_.last_hidden = Buffer(allocator, dt, {rows, c.hidden_size});
+  act_.logits = Buffer(allocator, DType::kF32, {rows, c.vocab_size});
+}
+
+void LlamaForCausalLM::run_layer(int index, const Layer& layer, int64_t n, const ForwardBatch& fb,
+                                 ModelContext& ctx) {
+  const ModelConfig& c = config_;
+  const double eps = c.rms_norm_eps;
+  const Tensor hidden = act_.hidden.tensor().slice_rows(0, n);
+  const Tensor residual = act_.residual.tensor().slice_rows(0, n);
+  const Tensor qkv = act_.qkv.tensor().slice_rows(0, n);
+  const Tensor attn_out = act_.attn_out.tensor().slice_rows(0, n);
+  const Tensor gate_up = act_.gate_up.tensor().slice_rows(0, n);
+  const Tensor mlp_act = act_.mlp_act.tensor().slice_rows(0, n);
+
+  // Pre-attention norm; the first layer starts the residual stream.
+  if (index == 0) {
+    kernels::copy(hidden, residual, ctx.stream);
+    kernels::rms_norm(hidden, layer.input_norm, eps, hidden, ctx.stream);
+  } else {
+    kernels::fused_add_rms_norm(hidden, residual, layer.input_norm, eps, ctx.stream);
+  }
+
+  kernels::linear(hidden, layer.qkv_proj, layer.qkv_bias.tensor(), qkv, ctx.stream);
+  const Tensor q = qkv.slice_last(0, c.q_size()).split_heads(c.num_attention_heads);
+  const Tensor k = qkv.slice_last(c.q_size(), c.kv_size()).split_heads(c.num_key_value_heads);
+  const Tensor v =
+      qkv.slice_last(c.q_size() + c.kv_size(), c.kv_size()).split_heads(c.num_key_value_heads);
+  if (c.qk_norm) {
+    kernels::rms_norm(q, layer.q_norm, eps, q, ctx.stream);
+    kernels::rms_norm(k, layer.k_norm, eps, k, ctx.stream);
+  }
+  kernels::rope(q, k, fb.positions, rope_cos_sin_, ctx.stream);
+  ctx.attention.forward(index, q, k, v, attn_out, fb);
+  kernels::linear(attn_out, layer.o_proj, Tensor(), hidden, ctx.stream);
+
+  kernels::fused_add_rms_norm(hidden, residual, layer.post_norm, eps, ctx.stream);
+  kernels::linear(hidden, layer.gate_up_proj, Tensor(), gate_up, ctx.stream);
+  kernels::silu_and_mul(gate_up, mlp_act, ctx.stream);
+  kernels::linear(mlp_act, layer.down_proj, Tensor(), hidden, ctx.stream);
+}
+
+Tensor LlamaForCausalLM::forward(const ForwardBatch& fb, ModelContext& ctx) {
+  const int64_t n = fb.num_tokens;
+  SGL_CHECK(n > 0 && n <= options_.max_num_tokens)
+      << "forward of " << n << " tokens; the model reserved " << options_.max_num_tokens;
+  const int64_t rows = fb.num_logit_rows();
+  SGL_CHECK_LE(rows, options_.max_logit_rows);
+
+  const Tensor hidden = act_.hidden.tensor().slice_rows(0, n);
+  kernels::embedding(fb.input_ids, embed_tokens_, hidden, ctx.stream);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    run_layer(static_cast<int>(i), layers_[i], n, fb, ctx);
+  }
+  const Tensor residual = act_.residual.tensor().slice_rows(0, n);
+  kernels::fused_add_rms_norm(hidden, residual, final_norm_, config_.rms_norm_eps, ctx.stream);
+
+  Tensor head_in = hidden;
+  if (fb.logits_mode == LogitsMode::kLastPerRequest && fb.mode != ForwardMode::kDecode) {
+    head_in = act_.last_hidden.tensor().slice_rows(0, rows);
+    kernels::gather_last_tokens(hidden, fb.qo_indptr, head_in, ctx.stream);
+  }
+  const Buffer& head = config_.tie_word_embeddings ? embed_tokens_ : lm_head_;
+  const Tensor logits = act_.logits.tensor().slice_rows(0, rows);
+  kernels::linear(head_in, head, Tensor(), logits, ctx.stream);
+  return logits;
+}
+
+}  // namespace sgl::model

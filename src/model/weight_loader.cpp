@@ -1,0 +1,113 @@
+// Weight loading: shape checks, conversion to the compute dtype on the host, upload.
+#include "model/weight_loader.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "core/half.h"
+#include "kernels/copy.h"
+
+namespace sgl::model {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+WeightLoader::WeightLoader(const Checkpoint* checkpoint, Allocator& allocator, DType dtype,
+                           backend::Stream stream, uint64_t seed)
+    : checkpoint_(checkpoint), allocator_(allocator), dtype_(dtype), stream_(stream), rng_(seed) {}
+
+bool WeightLoader::has(const std::string& name) const {
+  return checkpoint_ == nullptr || checkpoint_->find(name) != nullptr;
+}
+
+Status WeightLoader::read_into(const std::string& name, const std::vector<int64_t>& shape,
+                               float* dst) {
+  const int64_t n = numel(shape);
+  if (checkpoint_ == nullptr) {
+    std::uniform_real_distribution<float> dist(-0.02f, 0.02f);
+    for (int64_t i = 0; i < n; ++i) dst[i] = dist(rng_);
+    return Status::ok_status();
+  }
+  const TensorInfo* info = checkpoint_->find(name);
+  if (info == nullptr) return not_found("weight '" + name + "' is missing from the checkpoint");
+  if (info->shape != shape) {
+    return invalid_argument("weight '" + name + "' in " + info->file + " has shape " +
+                            shape_str(info->shape) + ", expected " + shape_str(shape));
+  }
+  switch (info->dtype) {
+    case DType::kF32: {
+      std::memcpy(dst, info->data, static_cast<size_t>(n) * sizeof(float));  // may be unaligned
+      break;
+    }
+    case DType::kBF16:
+    case DType::kF16: {
+      const bool bf16 = info->dtype == DType::kBF16;
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, info->data + 2 * i, 2);
+        dst[i] = bf16 ? bf16_to_float(bits) : f16_to_float(bits);
+      }
+      break;
+    }
+    default:
+      return unimplemented("weight '" + name + "' in " + info->file + " has dtype " +
+                           std::string(dtype_name(info->dtype)) +
+                           "; expected a float type (f32, f16, bf16)");
+  }
+  return Status::ok_status();
+}
+
+Result<Buffer> WeightLoader::upload(const std::vector<float>& host, std::vector<int64_t> shape) {
+  Buffer out(allocator_, dtype_, shape);
+  if (dtype_ == DType::kF32 && allocator_.device().is_cpu()) {
+    kernels::copy(Tensor(const_cast<float*>(host.data()), DType::kF32, shape), out, stream_);
+    return out;
+  }
+  Buffer staging(cpu_allocator(), dtype_, shape);
+  kernels::copy(Tensor(const_cast<float*>(host.data()), DType::kF32, shape), staging, stream_);
+  kernels::copy(staging, out, stream_);
+  backend::synchronize(stream_);  // staging dies at return
+  return out;
+}
+
+Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> shape) {
+  std::vector<float> host(static_cast<size_t>(numel(shape)));
+  SGL_RETURN_IF_ERROR(read_into(name, shape, host.data()));
+  return upload(host, std::move(shape));
+}
+
+Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
+                                         const std::vector<std::vector<int64_t>>& shapes) {
+  SGL_CHECK_EQ(names.size(), shapes.size());
+  std::vector<int64_t> fused = shapes.at(0);
+  fused[0] = 0;
+  for (const auto& s : shapes) fused[0] += s[0];
+  std::vector<float> host(static_cast<size_t>(numel(fused)));
+  float* cursor = host.data();
+  for (size_t i = 0; i < names.size(); ++i) {
+    SGL_RETURN_IF_ERROR(read_into(names[i], shapes[i], cursor));
+    cursor += numel(shapes[i]);
+  }
+  return upload(host, std::move(fused));
+}
+
+Result<Buffer> WeightLoader::load_norm(const std::string& name, int64_t size) {
+  if (checkpoint_ != nullptr) return load(name, {size});
+  return upload(std::vector<float>(static_cast<size_t>(size), 1.0f), {size});
+}
+
+}  // namespace sgl::model

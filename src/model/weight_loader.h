@@ -1,0 +1,45 @@
+// WeightLoader: checkpoint tensors -> device Buffers, with dtype conversion, fusion and checks.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/stream.h"
+#include "core/allocator.h"
+#include "core/buffer.h"
+#include "model/safetensors.h"
+
+namespace sgl::model {
+
+// Where weights come from: a checkpoint, or random values (--load-format dummy).
+class WeightLoader {
+ public:
+  // Reads from `checkpoint`; nullptr means dummy weights drawn from `seed`.
+  WeightLoader(const Checkpoint* checkpoint, Allocator& allocator, DType dtype,
+               backend::Stream stream, uint64_t seed = 0);
+
+  // Loads `name`, which must have exactly `shape`.
+  Result<Buffer> load(const std::string& name, std::vector<int64_t> shape);
+  // Loads tensors of shapes [rows_i, ...] and stacks them along dim 0 (fused qkv, gate_up).
+  Result<Buffer> load_concat(const std::vector<std::string>& names,
+                             const std::vector<std::vector<int64_t>>& shapes);
+  // RMSNorm weights in dummy mode are ones (random norms make activations explode).
+  Result<Buffer> load_norm(const std::string& name, int64_t size);
+
+  bool has(const std::string& name) const;
+  DType dtype() const { return dtype_; }
+
+ private:
+  Status read_into(const std::string& name, const std::vector<int64_t>& shape, float* dst);
+  Result<Buffer> upload(const std::vector<float>& host, std::vector<int64_t> shape);
+
+  const Checkpoint* checkpoint_;
+  Allocator& allocator_;
+  DType dtype_;
+  backend::Stream stream_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace sgl::model

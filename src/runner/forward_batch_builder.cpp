@@ -1,0 +1,86 @@
+// ForwardBatch assembly.
+#include "runner/forward_batch_builder.h"
+
+#include <algorithm>
+
+#include "kernels/copy.h"
+
+namespace sgl::runner {
+
+ForwardBatchBuilder::ForwardBatchBuilder(Allocator& allocator, int64_t max_num_tokens,
+                                         int64_t max_batch_size,
+                                         const cache::ReqToTokenPool& req_to_token)
+    : max_num_tokens_(max_num_tokens),
+      max_batch_size_(max_batch_size),
+      req_to_token_(req_to_token) {
+  input_ids_.reserve(max_num_tokens);
+  positions_.reserve(max_num_tokens);
+  out_cache_loc_.reserve(max_num_tokens);
+  for (auto* v : {&seq_lens_, &prefix_lens_, &extend_lens_, &req_pool_indices_}) {
+    v->reserve(max_batch_size);
+  }
+  qo_indptr_.reserve(max_batch_size + 1);
+  SGL_CHECK(allocator.device().is_cpu()) << "device staging is added with the CUDA runner";
+}
+
+ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode,
+                                        std::span<const BatchRequest> requests,
+                                        backend::Stream stream) {
+  const auto bs = static_cast<int64_t>(requests.size());
+  SGL_CHECK(bs > 0 && bs <= max_batch_size_) << "batch of " << bs << " requests (max "
+                                             << max_batch_size_ << ")";
+  input_ids_.clear();
+  positions_.clear();
+  out_cache_loc_.clear();
+  seq_lens_.clear();
+  prefix_lens_.clear();
+  extend_lens_.clear();
+  req_pool_indices_.clear();
+  qo_indptr_.assign(1, 0);
+  int32_t max_seq_len = 0;
+  for (const BatchRequest& r : requests) {
+    SGL_CHECK_EQ(r.input_ids.size(), r.out_cache_loc.size());
+    SGL_CHECK(!r.input_ids.empty()) << "request with no new tokens";
+    const auto n = static_cast<int32_t>(r.input_ids.size());
+    SGL_CHECK_LE(static_cast<int64_t>(input_ids_.size()) + n, max_num_tokens_);
+    input_ids_.insert(input_ids_.end(), r.input_ids.begin(), r.input_ids.end());
+    out_cache_loc_.insert(out_cache_loc_.end(), r.out_cache_loc.begin(), r.out_cache_loc.end());
+    for (int32_t i = 0; i < n; ++i) positions_.push_back(r.prefix_len + i);
+    const int32_t seq_len = r.prefix_len + n;
+    SGL_CHECK_LE(seq_len, req_to_token_.max_context_len());
+    seq_lens_.push_back(seq_len);
+    prefix_lens_.push_back(r.prefix_len);
+    extend_lens_.push_back(n);
+    req_pool_indices_.push_back(r.req_pool_idx);
+    qo_indptr_.push_back(qo_indptr_.back() + n);
+    max_seq_len = std::max(max_seq_len, seq_len);
+  }
+
+  ForwardBatch fb;
+  fb.mode = mode;
+  fb.logits_mode = logits_mode;
+  fb.batch_size = static_cast<int32_t>(bs);
+  fb.num_tokens = static_cast<int32_t>(input_ids_.size());
+  fb.max_seq_len = max_seq_len;
+  auto view = [](std::vector<int32_t>& v) {
+    return Tensor(v.data(), DType::kI32, {static_cast<int64_t>(v.size())});
+  };
+  fb.input_ids = view(input_ids_);
+  fb.positions = view(positions_);
+  fb.out_cache_loc = view(out_cache_loc_);
+  fb.seq_lens = view(seq_lens_);
+  fb.extend_prefix_lens = view(prefix_lens_);
+  fb.extend_seq_lens = view(extend_lens_);
+  fb.qo_indptr = view(qo_indptr_);
+  fb.req_pool_indices = view(req_pool_indices_);
+  fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token_.table()), DType::kI32,
+                           {req_to_token_.size(), req_to_token_.max_context_len()});
+  fb.seq_lens_host = seq_lens_;
+  fb.extend_prefix_lens_host = prefix_lens_;
+  fb.extend_seq_lens_host = extend_lens_;
+  fb.qo_indptr_host = qo_indptr_;
+  fb.req_pool_indices_host = req_pool_indices_;
+  return fb;
+}
+
+}  // namespace sgl::runner

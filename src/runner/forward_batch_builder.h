@@ -1,0 +1,46 @@
+// ForwardBatchBuilder: the one host -> device translation point from scheduled requests to a
+// ForwardBatch, writing into fixed-address staging buffers sized for the largest batch.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/stream.h"
+#include "cache/req_to_token_pool.h"
+#include "core/allocator.h"
+#include "core/buffer.h"
+#include "forward/forward_batch.h"
+
+namespace sgl::runner {
+
+// One request's part of a batch, as the scheduler decided it.
+struct BatchRequest {
+  int32_t req_pool_idx = 0;
+  int32_t prefix_len = 0;                 // tokens already in the KV cache
+  std::span<const int32_t> input_ids;     // new tokens this pass
+  std::span<const int32_t> out_cache_loc; // their KV slots (same length as input_ids)
+};
+
+class ForwardBatchBuilder {
+ public:
+  // Staging for up to `max_num_tokens` tokens and `max_batch_size` requests on `allocator`'s
+  // device. The builder borrows `req_to_token`, whose table the batches view.
+  ForwardBatchBuilder(Allocator& allocator, int64_t max_num_tokens, int64_t max_batch_size,
+                      const cache::ReqToTokenPool& req_to_token);
+
+  // The returned views stay valid until the next build(). Requests must already have their
+  // new slots written into the ReqToTokenPool.
+  ForwardBatch build(ForwardMode mode, LogitsMode logits_mode,
+                     std::span<const BatchRequest> requests, backend::Stream stream);
+
+ private:
+  int64_t max_num_tokens_;
+  int64_t max_batch_size_;
+  const cache::ReqToTokenPool& req_to_token_;
+  // Host staging (CPU batches view these directly).
+  std::vector<int32_t> input_ids_, positions_, out_cache_loc_;
+  std::vector<int32_t> seq_lens_, prefix_lens_, extend_lens_, qo_indptr_, req_pool_indices_;
+};
+
+}  // namespace sgl::runner

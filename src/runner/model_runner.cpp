@@ -1,0 +1,108 @@
+// ModelRunner: load weights, size and allocate the KV pool, run forward passes.
+#include "runner/model_runner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/backend.h"
+#include "core/logging.h"
+#include "model/model_registry.h"
+#include "model/safetensors.h"
+#include "model/weight_loader.h"
+#ifdef SGL_WITH_CUDA
+#include "backend/cuda/cuda_allocator.h"
+#endif
+
+namespace sgl::runner {
+namespace {
+
+std::unique_ptr<Allocator> make_allocator(Device device) {
+  if (device.is_cpu()) return std::make_unique<CpuAllocator>();
+#ifdef SGL_WITH_CUDA
+  return std::make_unique<backend::CudaAllocator>(device.index);
+#else
+  SGL_CHECK(false) << "CUDA allocator in a build without CUDA";
+  return nullptr;
+#endif
+}
+
+// KV slots from the memory left for the cache (SGLang's mem_fraction_static idea; on CPU a
+// fraction of available RAM). Capped so tiny models do not reserve absurd pools.
+Result<int64_t> size_kv_pool(const ModelRunnerOptions& options,
+                             const attention::KvPoolShape& shape, int64_t context_length) {
+  if (options.num_kv_slots > 0) return options.num_kv_slots;
+  SGL_ASSIGN_OR_RETURN(backend::MemoryInfo mem, backend::memory_info(options.device));
+  const double budget = static_cast<double>(mem.free_bytes) * options.mem_fraction_static;
+  const auto by_memory = static_cast<int64_t>(budget / static_cast<double>(shape.bytes_per_token()));
+  const int64_t cap = options.max_batch_size * context_length + 1;
+  const int64_t slots = std::min(by_memory, cap);
+  SGL_LOG_INFO << "KV pool: " << mem.free_bytes / (1 << 20) << " MiB free x "
+               << options.mem_fraction_static << " / " << shape.bytes_per_token()
+               << " B per token = " << by_memory << " slots; capped at " << cap << " -> " << slots;
+  if (slots < 2) return resource_exhausted("no memory left for the KV cache");
+  return slots;
+}
+
+}  // namespace
+
+ModelRunner::~ModelRunner() = default;
+
+Result<std::unique_ptr<ModelRunner>> ModelRunner::create(const std::filesystem::path& model_path,
+                                                         const ModelRunnerOptions& options) {
+  std::unique_ptr<ModelRunner> runner(new ModelRunner());
+  SGL_RETURN_IF_ERROR(runner->init(model_path, options));
+  return runner;
+}
+
+Status ModelRunner::init(const std::filesystem::path& model_path,
+                         const ModelRunnerOptions& options) {
+  options_ = options;
+  SGL_RETURN_IF_ERROR(backend::check_device_available(options.device));
+  if (options.load_format != "auto" && options.load_format != "dummy") {
+    return invalid_argument("load format '" + options.load_format + "' (expected auto or dummy)");
+  }
+  SGL_ASSIGN_OR_RETURN(model::ModelConfig config, model::load_model_config(model_path));
+  context_length_ = options.context_length > 0 ? options.context_length
+                                               : config.max_position_embeddings;
+  allocator_ = make_allocator(options.device);
+  stream_ = backend::Stream{options.device, nullptr};
+
+  std::unique_ptr<model::Checkpoint> checkpoint;
+  if (options.load_format == "auto") {
+    SGL_ASSIGN_OR_RETURN(checkpoint, model::Checkpoint::open(model_path));
+  }
+  // CPU computes in f32; GPUs in bf16.
+  const DType compute = options.device.is_cpu() ? DType::kF32 : DType::kBF16;
+  model::WeightLoader weights(checkpoint.get(), *allocator_, compute, stream_, options.seed);
+  model::ModelOptions model_options;
+  model_options.max_num_tokens = options.max_num_tokens;
+  model_options.max_logit_rows = std::max(options.max_num_tokens, options.max_batch_size);
+  model_options.max_positions = context_length_;
+  SGL_ASSIGN_OR_RETURN(model_, model::create_model(config, weights, *allocator_, model_options));
+
+  attention::KvPoolShape shape{config.num_hidden_layers, 0, config.num_key_value_heads,
+                               config.head_dim, compute};
+  SGL_ASSIGN_OR_RETURN(shape.num_slots, size_kv_pool(options, shape, context_length_));
+  kv_pool_ = std::make_unique<attention::KvPool>(*allocator_, shape);
+  attention::AttentionConfig attn{config.num_attention_heads, config.num_key_value_heads,
+                                  config.head_dim,
+                                  1.0f / std::sqrt(static_cast<float>(config.head_dim))};
+  SGL_ASSIGN_OR_RETURN(attention_, attention::create_attention_backend(
+                                       options.attention_backend, options.device, attn, *kv_pool_));
+  return Status::ok_status();
+}
+
+Tensor ModelRunner::forward_logits(const ForwardBatch& fb) {
+  attention_->plan(fb);
+  model::ModelContext ctx{*attention_, stream_};
+  return model_->forward(fb, ctx);
+}
+
+sampling::SampleOutput ModelRunner::forward_and_sample(const ForwardBatch& fb,
+                                                       const sampling::SamplingBatch& sampling) {
+  SGL_CHECK(fb.logits_mode == LogitsMode::kLastPerRequest) << "sampling needs one row per request";
+  const Tensor logits = forward_logits(fb);
+  return sampler_.sample(logits, sampling);
+}
+
+}  // namespace sgl::runner

@@ -1,0 +1,63 @@
+// ModelRunner: owns the model weights, the KV pool and the attention backend of one device, and
+// runs forward passes + sampling on ForwardBatches.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "attention/attention_backend.h"
+#include "attention/kv_pool.h"
+#include "core/allocator.h"
+#include "forward/forward_batch.h"
+#include "model/model.h"
+#include "model/model_config.h"
+#include "sampling/sampler.h"
+
+namespace sgl::runner {
+
+struct ModelRunnerOptions {
+  Device device = Device::cpu();
+  std::string attention_backend = "auto";
+  std::string load_format = "auto";  // "auto" (safetensors) or "dummy" (random weights)
+  int64_t max_num_tokens = 8192;     // tokens in one forward pass
+  int64_t max_batch_size = 256;      // requests in one forward pass
+  int64_t context_length = 0;        // 0 = the model's max_position_embeddings
+  int64_t num_kv_slots = 0;          // 0 = size from free memory and mem_fraction_static
+  double mem_fraction_static = 0.2;  // CPU: fraction of available RAM for the KV pool
+  uint64_t seed = 0;                 // dummy weights
+};
+
+class ModelRunner {
+ public:
+  static Result<std::unique_ptr<ModelRunner>> create(const std::filesystem::path& model_path,
+                                                     const ModelRunnerOptions& options);
+  ~ModelRunner();
+
+  const model::ModelConfig& config() const { return model_->config(); }
+  const ModelRunnerOptions& options() const { return options_; }
+  int64_t context_length() const { return context_length_; }
+  int64_t num_kv_slots() const { return kv_pool_->shape().num_slots; }
+  Allocator& allocator() { return *allocator_; }
+
+  // Logits f32 [fb.num_logit_rows(), vocab], valid until the next forward.
+  Tensor forward_logits(const ForwardBatch& fb);
+  // forward_logits + sampling (one row per request; fb.logits_mode must be kLastPerRequest).
+  sampling::SampleOutput forward_and_sample(const ForwardBatch& fb,
+                                            const sampling::SamplingBatch& sampling);
+
+ private:
+  ModelRunner() = default;
+  Status init(const std::filesystem::path& model_path, const ModelRunnerOptions& options);
+
+  ModelRunnerOptions options_;
+  int64_t context_length_ = 0;
+  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<attention::KvPool> kv_pool_;
+  std::unique_ptr<attention::AttentionBackend> attention_;
+  sampling::Sampler sampler_;
+  backend::Stream stream_;
+};
+
+}  // namespace sgl::runner

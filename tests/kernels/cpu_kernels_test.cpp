@@ -1,0 +1,176 @@
+// CPU op tests against direct float64 formulas (the references every CUDA op is checked against).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "kernels/activation.h"
+#include "kernels/copy.h"
+#include "kernels/embedding.h"
+#include "kernels/gather.h"
+#include "kernels/linear.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+
+namespace sgl::kernels {
+namespace {
+
+const backend::Stream kCpu = backend::Stream::cpu();
+
+std::vector<float> random_vec(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+Tensor view(std::vector<float>& v, std::initializer_list<int64_t> shape) {
+  return Tensor(v.data(), DType::kF32, shape);
+}
+
+TEST(CpuKernels, LinearMatchesReferenceWithBiasAndRowStride) {
+  const int64_t m = 7, k = 33, n = 111, ld = 40;  // x rows strided by 40
+  auto x = random_vec(m * ld, 1), w = random_vec(n * k, 2), b = random_vec(n, 3);
+  std::vector<float> y(m * n, NAN);
+  Tensor xs = view(x, {m, ld}).slice_last(0, k);
+  linear(xs, view(w, {n, k}), view(b, {n}), view(y, {m, n}), kCpu);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double ref = b[j];
+      for (int64_t c = 0; c < k; ++c) ref += double(x[i * ld + c]) * w[j * k + c];
+      ASSERT_NEAR(y[i * n + j], ref, 1e-4) << i << "," << j;
+    }
+  }
+}
+
+TEST(CpuKernels, RmsNormAndFusedAdd) {
+  const int64_t t = 5, d = 48;
+  auto x = random_vec(t * d, 4), r = random_vec(t * d, 5), w = random_vec(d, 6);
+  std::vector<float> out(t * d);
+  rms_norm(view(x, {t, d}), view(w, {d}), 1e-6, view(out, {t, d}), kCpu);
+  auto x2 = x, r2 = r;
+  fused_add_rms_norm(view(x2, {t, d}), view(r2, {t, d}), view(w, {d}), 1e-6, kCpu);
+  for (int64_t i = 0; i < t; ++i) {
+    double ss = 0, ss2 = 0;
+    for (int64_t j = 0; j < d; ++j) {
+      ss += double(x[i * d + j]) * x[i * d + j];
+      const double s = double(x[i * d + j]) + r[i * d + j];
+      ss2 += s * s;
+    }
+    const double inv = 1 / std::sqrt(ss / d + 1e-6), inv2 = 1 / std::sqrt(ss2 / d + 1e-6);
+    for (int64_t j = 0; j < d; ++j) {
+      EXPECT_NEAR(out[i * d + j], w[j] * x[i * d + j] * inv, 1e-5);
+      const double s = double(x[i * d + j]) + r[i * d + j];
+      EXPECT_NEAR(r2[i * d + j], s, 1e-6);
+      EXPECT_NEAR(x2[i * d + j], w[j] * s * inv2, 1e-5);
+    }
+  }
+}
+
+TEST(CpuKernels, RmsNormOnStridedHeadsView) {
+  // Per-head norm of the q part of a fused qkv row (as Qwen3's q_norm).
+  const int64_t t = 3, heads = 4, dim = 8, width = heads * dim + 16;
+  auto qkv = random_vec(t * width, 7), w = random_vec(dim, 8);
+  auto original = qkv;
+  Tensor q = view(qkv, {t, width}).slice_last(0, heads * dim).split_heads(heads);
+  rms_norm(q, view(w, {dim}), 1e-6, q, kCpu);
+  for (int64_t i = 0; i < t; ++i) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* src = original.data() + i * width + h * dim;
+      double ss = 0;
+      for (int64_t j = 0; j < dim; ++j) ss += double(src[j]) * src[j];
+      const double inv = 1 / std::sqrt(ss / dim + 1e-6);
+      for (int64_t j = 0; j < dim; ++j) {
+        EXPECT_NEAR(qkv[i * width + h * dim + j], w[j] * src[j] * inv, 1e-5);
+      }
+    }
+    for (int64_t j = heads * dim; j < width; ++j) {  // k/v part untouched
+      EXPECT_EQ(qkv[i * width + j], original[i * width + j]);
+    }
+  }
+}
+
+TEST(CpuKernels, RopeRotatesHalves) {
+  const int64_t t = 3, hq = 2, hk = 1, d = 8, max_pos = 16;
+  auto q = random_vec(t * hq * d, 9), k = random_vec(t * hk * d, 10);
+  auto q0 = q, k0 = k;
+  std::vector<float> table(max_pos * d);
+  for (int64_t p = 0; p < max_pos; ++p) {
+    for (int64_t i = 0; i < d / 2; ++i) {
+      const double angle = p * std::pow(10000.0, -2.0 * i / d);
+      table[p * d + i] = std::cos(angle);
+      table[p * d + d / 2 + i] = std::sin(angle);
+    }
+  }
+  std::vector<int32_t> pos = {0, 5, 15};
+  rope(view(q, {t, hq, d}), view(k, {t, hk, d}), Tensor(pos.data(), DType::kI32, {t}),
+       view(table, {max_pos, d}), kCpu);
+  for (int64_t i = 0; i < t; ++i) {
+    for (int64_t j = 0; j < d / 2; ++j) {
+      const double angle = pos[i] * std::pow(10000.0, -2.0 * j / d);
+      const float* a = q0.data() + i * hq * d;  // head 0
+      EXPECT_NEAR(q[i * hq * d + j], a[j] * std::cos(angle) - a[j + d / 2] * std::sin(angle), 1e-5);
+      EXPECT_NEAR(q[i * hq * d + j + d / 2], a[j + d / 2] * std::cos(angle) + a[j] * std::sin(angle),
+                  1e-5);
+    }
+  }
+  EXPECT_NEAR(k[0], k0[0], 1e-7);  // position 0 is the identity
+}
+
+TEST(CpuKernels, SiluAndMulEmbeddingGather) {
+  auto gu = random_vec(2 * 2 * 5, 11);
+  std::vector<float> out(2 * 5);
+  silu_and_mul(view(gu, {2, 10}), view(out, {2, 5}), kCpu);
+  for (int r = 0; r < 2; ++r) {
+    for (int i = 0; i < 5; ++i) {
+      const double g = gu[r * 10 + i];
+      EXPECT_NEAR(out[r * 5 + i], g / (1 + std::exp(-g)) * gu[r * 10 + 5 + i], 1e-6);
+    }
+  }
+  auto table = random_vec(6 * 3, 12);
+  std::vector<int32_t> ids = {5, 0, 5};
+  std::vector<float> emb(3 * 3);
+  embedding(Tensor(ids.data(), DType::kI32, {3}), view(table, {6, 3}), view(emb, {3, 3}), kCpu);
+  EXPECT_EQ(emb[0], table[15]);
+  EXPECT_EQ(emb[3], table[0]);
+  std::vector<int32_t> indptr = {0, 2, 3};
+  std::vector<float> last(2 * 3);
+  gather_last_tokens(view(emb, {3, 3}), Tensor(indptr.data(), DType::kI32, {3}),
+                     view(last, {2, 3}), kCpu);
+  EXPECT_EQ(last[0], emb[3]);
+  EXPECT_EQ(last[3], emb[6]);
+}
+
+TEST(CpuKernels, EmbeddingRejectsOutOfRangeIds) {
+  auto table = random_vec(4 * 2, 13);
+  std::vector<int32_t> ids = {4};
+  std::vector<float> out(2);
+  EXPECT_DEATH(embedding(Tensor(ids.data(), DType::kI32, {1}), view(table, {4, 2}),
+                         view(out, {1, 2}), kCpu),
+               "token id 4");
+}
+
+TEST(Half, Bf16AndF16RoundTrip) {
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f)), 1.0f);
+  EXPECT_EQ(float_to_bf16(1.00390625f), 0x3f80);  // tie rounds to even
+  for (float v : {0.f, -2.5f, 65504.f, 6.1035156e-05f, 5.9604645e-08f, -0.333251953125f}) {
+    EXPECT_EQ(f16_to_float(float_to_f16(v)), v) << v;
+  }
+  EXPECT_TRUE(std::isinf(f16_to_float(float_to_f16(1e6f))));
+  EXPECT_EQ(float_to_f16(2.9802322e-08f), 0);  // half of the smallest subnormal: ties to 0
+}
+
+TEST(Copy, ConvertsOnHost) {
+  std::vector<float> src = {1.5f, -2.f, 3.25f};
+  std::vector<uint16_t> bf(3);
+  std::vector<float> back(3);
+  copy(view(src, {3}), Tensor(bf.data(), DType::kBF16, {3}), kCpu);
+  copy(Tensor(bf.data(), DType::kBF16, {3}), view(back, {3}), kCpu);
+  EXPECT_EQ(back, src);
+}
+
+}  // namespace
+}  // namespace sgl::kernels

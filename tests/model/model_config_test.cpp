@@ -1,0 +1,404 @@
+// Tests for config.json parsing: the test models, both RoPE layouts, eos merging, errors.
+#include "model/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "model_test_util.h"
+
+namespace sgl::model {
+namespace {
+
+using Json = nlohmann::json;
+using test_util::TempDir;
+using test_util::testdata_models_dir;
+
+ModelConfig load_ok(const std::string& model) {
+  Result<ModelConfig> r = load_model_config(testdata_models_dir() / model);
+  EXPECT_TRUE(r.ok()) << model << ": " << r.status().to_string();
+  return r.ok() ? r.value() : ModelConfig{};
+}
+
+// A Llama-3.1-8B-shaped config in the classic layout (rope settings at top level).
+Json llama3_config() {
+  return Json::parse(R"({
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "vocab_size": 128256,
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 500000.0,
+    "rope_scaling": {
+      "factor": 8.0,
+      "low_freq_factor": 1.0,
+      "high_freq_factor": 4.0,
+      "original_max_position_embeddings": 8192,
+      "rope_type": "llama3"
+    },
+    "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16",
+    "bos_token_id": 128000,
+    "eos_token_id": [128001, 128008, 128009]
+  })");
+}
+
+Result<ModelConfig> parse(const Json& j) {
+  return parse_model_config(j.dump(), "test/config.json");
+}
+
+void expect_error(const Result<ModelConfig>& r, StatusCode code,
+                  const std::vector<std::string>& substrings) {
+  test_util::expect_status(r.status(), code, substrings);
+}
+
+TEST(ModelConfigTest, Stories260K) {
+  ModelConfig c = load_ok("stories260K");
+  // NOTE: stories260K has no `architectures`; it is inferred from model_type.
+  EXPECT_EQ(c.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c.model_type, "llama");
+  EXPECT_EQ(c.vocab_size, 512);
+  EXPECT_EQ(c.hidden_size, 64);
+  EXPECT_EQ(c.intermediate_size, 172);
+  EXPECT_EQ(c.num_hidden_layers, 5);
+  EXPECT_EQ(c.num_attention_heads, 8);
+  EXPECT_EQ(c.num_key_value_heads, 4);
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.max_position_embeddings, 512);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kNone);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.hidden_act, "silu");
+  EXPECT_EQ(c.torch_dtype, "float32");  // written as `dtype` by transformers 5.x
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{2});
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(c.q_size(), 64);
+  EXPECT_EQ(c.kv_size(), 32);
+}
+
+TEST(ModelConfigTest, TinyLlama) {
+  ModelConfig c = load_ok("tiny-llama");
+  EXPECT_EQ(c.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c.vocab_size, 1000);
+  EXPECT_EQ(c.hidden_size, 128);
+  EXPECT_EQ(c.num_hidden_layers, 2);
+  EXPECT_EQ(c.num_attention_heads, 4);
+  EXPECT_EQ(c.num_key_value_heads, 2);
+  EXPECT_EQ(c.head_dim, 32);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_EQ(c.torch_dtype, "bfloat16");
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{2});
+}
+
+TEST(ModelConfigTest, TinyLlamaTied) {
+  ModelConfig c = load_ok("tiny-llama-tied");
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.num_key_value_heads, 4);
+  EXPECT_EQ(c.num_attention_heads, 4);
+}
+
+TEST(ModelConfigTest, TinyQwen2HasQkvBias) {
+  ModelConfig c = load_ok("tiny-qwen2");
+  EXPECT_EQ(c.architecture, "Qwen2ForCausalLM");
+  EXPECT_EQ(c.model_type, "qwen2");
+  // NOTE: the config has no attention_bias key; Qwen2 always has q/k/v biases.
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.head_dim, 32);  // no head_dim key: hidden / heads
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
+}
+
+TEST(ModelConfigTest, TinyQwen3HasQkNormAndWideHeads) {
+  ModelConfig c = load_ok("tiny-qwen3");
+  EXPECT_EQ(c.architecture, "Qwen3ForCausalLM");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_EQ(c.head_dim, 48);  // != hidden 128 / 4 heads
+  EXPECT_EQ(c.q_size(), 192);
+  EXPECT_EQ(c.kv_size(), 96);
+}
+
+TEST(ModelConfigTest, MoeModelsAreUnimplemented) {
+  for (const auto& [dir, arch] : std::vector<std::pair<std::string, std::string>>{
+           {"tiny-mixtral", "MixtralForCausalLM"},
+           {"tiny-qwen2-moe", "Qwen2MoeForCausalLM"},
+           {"tiny-qwen3-moe", "Qwen3MoeForCausalLM"}}) {
+    SCOPED_TRACE(dir);
+    Result<ModelConfig> r = load_model_config(testdata_models_dir() / dir);
+    expect_error(r, StatusCode::kUnimplemented,
+                 {arch, "config.json", "LlamaForCausalLM", "Qwen3ForCausalLM"});
+  }
+}
+
+TEST(ModelConfigTest, EveryTestModelParsesOrIsUnimplemented) {
+  const std::set<std::string> moe = {"tiny-mixtral", "tiny-qwen2-moe", "tiny-qwen3-moe"};
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(testdata_models_dir())) {
+    if (!std::filesystem::exists(entry.path() / "config.json")) continue;
+    const std::string name = entry.path().filename().string();
+    SCOPED_TRACE(name);
+    ++count;
+    Result<ModelConfig> r = load_model_config(entry.path());
+    if (moe.count(name)) {
+      EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_GT(r->head_dim, 0);
+    EXPECT_EQ(r->num_attention_heads % r->num_key_value_heads, 0);
+    EXPECT_FALSE(r->eos_token_ids.empty());
+  }
+  EXPECT_GE(count, 8);
+}
+
+TEST(ModelConfigTest, TopLevelRopeThetaAndLlama3Scaling) {
+  Result<ModelConfig> r = parse(llama3_config());
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const ModelConfig& c = *r;
+  EXPECT_DOUBLE_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 8.0);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.low_freq_factor, 1.0);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.num_key_value_heads, 8);
+  EXPECT_EQ(c.torch_dtype, "bfloat16");
+  EXPECT_EQ(c.bos_token_id, 128000);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{128001, 128008, 128009}));
+}
+
+TEST(ModelConfigTest, Llama3ScalingInsideRopeParameters) {
+  Json j = llama3_config();
+  j.erase("rope_theta");
+  j.erase("rope_scaling");
+  j["rope_parameters"] = Json::parse(R"({"rope_theta": 500000.0, "rope_type": "llama3",
+      "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+      "original_max_position_embeddings": 8192})");
+  Result<ModelConfig> r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_DOUBLE_EQ(r->rope_theta, 500000.0);
+  EXPECT_EQ(r->rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_DOUBLE_EQ(r->rope_scaling.factor, 32.0);
+}
+
+TEST(ModelConfigTest, OldStyleScalingTypeKeyAndNullScaling) {
+  Json j = llama3_config();
+  j["rope_scaling"].erase("rope_type");
+  j["rope_scaling"]["type"] = "llama3";
+  Result<ModelConfig> r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->rope_scaling.type, RopeScalingType::kLlama3);
+
+  j["rope_scaling"] = nullptr;
+  r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->rope_scaling.type, RopeScalingType::kNone);
+
+  j.erase("rope_scaling");
+  j.erase("rope_theta");
+  r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_DOUBLE_EQ(r->rope_theta, 10000.0);  // the Llama default
+}
+
+TEST(ModelConfigTest, UnsupportedRopeTypeIsUnimplemented) {
+  Json j = llama3_config();
+  j["rope_scaling"] = Json::parse(R"({"rope_type": "yarn", "factor": 4.0})");
+  expect_error(parse(j), StatusCode::kUnimplemented, {"test/config.json", "yarn"});
+}
+
+TEST(ModelConfigTest, Llama3ScalingMissingParameter) {
+  Json j = llama3_config();
+  j["rope_scaling"].erase("original_max_position_embeddings");
+  expect_error(parse(j), StatusCode::kInvalidArgument,
+               {"test/config.json", "rope_scaling.original_max_position_embeddings"});
+  j = llama3_config();
+  j["rope_scaling"].erase("factor");
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"rope_scaling.factor"});
+  j = llama3_config();
+  j["rope_scaling"]["high_freq_factor"] = 1.0;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"rope_scaling.high_freq_factor"});
+}
+
+TEST(ModelConfigTest, InfersArchitectureFromModelType) {
+  Json j = llama3_config();
+  j.erase("architectures");
+  j["model_type"] = "qwen3";
+  j["head_dim"] = 128;
+  Result<ModelConfig> r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->architecture, "Qwen3ForCausalLM");
+  EXPECT_TRUE(r->qk_norm);
+
+  j["model_type"] = "qwen2";
+  r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->architecture, "Qwen2ForCausalLM");
+  EXPECT_TRUE(r->attention_bias);
+
+  j["model_type"] = "mixtral";
+  expect_error(parse(j), StatusCode::kUnimplemented, {"MixtralForCausalLM"});
+  j["model_type"] = "gpt2";
+  expect_error(parse(j), StatusCode::kUnimplemented, {"gpt2", "LlamaForCausalLM"});
+}
+
+TEST(ModelConfigTest, MistralSlidingWindow) {
+  Json j = llama3_config();
+  j["architectures"] = {"MistralForCausalLM"};
+  j["model_type"] = "mistral";
+  j.erase("rope_scaling");
+  j["sliding_window"] = 4096;
+  Result<ModelConfig> r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->architecture, "MistralForCausalLM");
+  EXPECT_EQ(r->sliding_window, 4096);
+  j["sliding_window"] = nullptr;
+  r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->sliding_window, 0);
+}
+
+TEST(ModelConfigTest, QwenSlidingWindowIsUnimplemented) {
+  Json j = llama3_config();
+  j["architectures"] = {"Qwen2ForCausalLM"};
+  j["model_type"] = "qwen2";
+  j["sliding_window"] = 4096;
+  j["use_sliding_window"] = false;
+  ASSERT_TRUE(parse(j).ok());
+  j["use_sliding_window"] = true;
+  expect_error(parse(j), StatusCode::kUnimplemented, {"use_sliding_window"});
+}
+
+TEST(ModelConfigTest, QkvBiasKeyAndNullHeadDim) {
+  Json j = llama3_config();
+  j["qkv_bias"] = true;
+  j["head_dim"] = nullptr;
+  Result<ModelConfig> r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->attention_bias);
+  EXPECT_EQ(r->head_dim, 128);
+}
+
+TEST(ModelConfigTest, KvHeadsDefaultToAttentionHeads) {
+  Json j = llama3_config();
+  j.erase("num_key_value_heads");
+  Result<ModelConfig> r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->num_key_value_heads, 32);
+}
+
+TEST(ModelConfigTest, EosMergedFromGenerationConfig) {
+  TempDir dir;
+  Json j = llama3_config();
+  j["eos_token_id"] = 128001;
+  dir.write("config.json", j.dump());
+  dir.write("generation_config.json", R"({"eos_token_id": [128001, 128009, 128009]})");
+  Result<ModelConfig> r = load_model_config(dir.path());
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->eos_token_ids, (std::vector<int32_t>{128001, 128009}));
+}
+
+TEST(ModelConfigTest, CorruptGenerationConfigNamesFile) {
+  TempDir dir;
+  dir.write("config.json", llama3_config().dump());
+  dir.write("generation_config.json", R"({"eos_token_id": )");
+  Result<ModelConfig> r = load_model_config(dir.path());
+  expect_error(r, StatusCode::kInvalidArgument, {"generation_config.json"});
+}
+
+TEST(ModelConfigTest, MissingConfigJson) {
+  TempDir dir;
+  Result<ModelConfig> r = load_model_config(dir.path());
+  expect_error(r, StatusCode::kNotFound, {(dir.path() / "config.json").string()});
+}
+
+TEST(ModelConfigTest, UnknownArchitecture) {
+  Json j = llama3_config();
+  j["architectures"] = {"FooForCausalLM"};
+  expect_error(parse(j), StatusCode::kUnimplemented,
+               {"test/config.json", "FooForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",
+                "Qwen2ForCausalLM", "Qwen3ForCausalLM"});
+}
+
+TEST(ModelConfigTest, MissingArchitectureAndModelType) {
+  Json j = llama3_config();
+  j.erase("architectures");
+  j.erase("model_type");
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"test/config.json", "architectures"});
+}
+
+TEST(ModelConfigTest, MissingRequiredField) {
+  for (const char* field : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                            "num_attention_heads", "max_position_embeddings"}) {
+    SCOPED_TRACE(field);
+    Json j = llama3_config();
+    j.erase(field);
+    expect_error(parse(j), StatusCode::kInvalidArgument,
+                 {"test/config.json", std::string("'") + field + "'", "missing"});
+    j[field] = nullptr;  // null counts as missing
+    expect_error(parse(j), StatusCode::kInvalidArgument, {field, "missing"});
+  }
+}
+
+TEST(ModelConfigTest, NonPositiveOrWrongTypedField) {
+  Json j = llama3_config();
+  j["num_hidden_layers"] = 0;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"num_hidden_layers", "positive"});
+  j = llama3_config();
+  j["hidden_size"] = "4096";
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"hidden_size", "integer"});
+  j = llama3_config();
+  j["rms_norm_eps"] = -1.0;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"rms_norm_eps"});
+  j = llama3_config();
+  j["tie_word_embeddings"] = "yes";
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"tie_word_embeddings"});
+  j = llama3_config();
+  j["eos_token_id"] = Json::array({1, "x"});
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"eos_token_id"});
+  j = llama3_config();
+  j["head_dim"] = -8;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"head_dim"});
+}
+
+TEST(ModelConfigTest, HeadsNotDivisibleByKvHeads) {
+  Json j = llama3_config();
+  j["num_key_value_heads"] = 5;
+  expect_error(parse(j), StatusCode::kInvalidArgument,
+               {"test/config.json", "num_key_value_heads", "num_attention_heads"});
+}
+
+TEST(ModelConfigTest, HiddenNotDivisibleByHeadsWithoutHeadDim) {
+  Json j = llama3_config();
+  j["hidden_size"] = 4000;
+  j["num_attention_heads"] = 24;
+  j["num_key_value_heads"] = 8;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"hidden_size", "head_dim"});
+  j["head_dim"] = 128;  // explicit head_dim makes it fine
+  EXPECT_TRUE(parse(j).ok());
+}
+
+TEST(ModelConfigTest, MalformedJson) {
+  expect_error(parse_model_config("{\"vocab_size\": ", "x/config.json"),
+               StatusCode::kInvalidArgument, {"x/config.json", "JSON"});
+  expect_error(parse_model_config("[1, 2]", "x/config.json"), StatusCode::kInvalidArgument,
+               {"x/config.json"});
+}
+
+}  // namespace
+}  // namespace sgl::model
