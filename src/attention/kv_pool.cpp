@@ -10,12 +10,12 @@ KvPool::KvPool(Allocator& allocator, const KvPoolShape& shape) : shape_(shape) {
   k_.reserve(shape.num_layers);
   v_.reserve(shape.num_layers);
   for (int64_t l = 0; l < shape.num_layers; ++l) {
-    k_.emplace_back(allocator, shape.dtype,
-                    std::initializer_list<int64_t>{shape.num_slots, shape.num_kv_heads,
-                                                   shape.head_dim});
-    v_.emplace_back(allocator, shape.dtype,
-                    std::initializer_list<int64_t>{shape.num_slots, shape.num_kv_heads,
-                                                   shape.head_dim});
+    k_.emplace_back(
+        allocator, shape.dtype,
+        std::initializer_list<int64_t>{shape.num_slots, shape.num_kv_heads, shape.head_dim});
+    v_.emplace_back(
+        allocator, shape.dtype,
+        std::initializer_list<int64_t>{shape.num_slots, shape.num_kv_heads, shape.head_dim});
   }
 }
 

@@ -6,10 +6,12 @@
 namespace sgl::backend {
 
 // Trivially copyable. For CUDA, `native` is a cudaStream_t (nullptr = the legacy default
-// stream); the owning RAII type is CudaStream (backend/cuda/cuda_stream.h).
+// stream); the owning RAII type is CudaStream (backend/cuda/cuda_stream.h), which also owns
+// the cuBLAS handle bound to it.
 struct Stream {
   Device device = Device::cpu();
   void* native = nullptr;
+  void* blas = nullptr;  // CUDA: a cublasHandle_t bound to `native`, for GEMMs
 
   static Stream cpu() { return {}; }
 };

@@ -14,19 +14,31 @@ namespace {
 
 float load_as_float(const void* base, DType dtype, int64_t i) {
   switch (dtype) {
-    case DType::kF32: return static_cast<const float*>(base)[i];
-    case DType::kBF16: return bf16_to_float(static_cast<const uint16_t*>(base)[i]);
-    case DType::kF16: return f16_to_float(static_cast<const uint16_t*>(base)[i]);
-    default: SGL_CHECK(false) << "copy: cannot convert from " << dtype_name(dtype); return 0.f;
+    case DType::kF32:
+      return static_cast<const float*>(base)[i];
+    case DType::kBF16:
+      return bf16_to_float(static_cast<const uint16_t*>(base)[i]);
+    case DType::kF16:
+      return f16_to_float(static_cast<const uint16_t*>(base)[i]);
+    default:
+      SGL_CHECK(false) << "copy: cannot convert from " << dtype_name(dtype);
+      return 0.f;
   }
 }
 
 void store_float(void* base, DType dtype, int64_t i, float v) {
   switch (dtype) {
-    case DType::kF32: static_cast<float*>(base)[i] = v; break;
-    case DType::kBF16: static_cast<uint16_t*>(base)[i] = float_to_bf16(v); break;
-    case DType::kF16: static_cast<uint16_t*>(base)[i] = float_to_f16(v); break;
-    default: SGL_CHECK(false) << "copy: cannot convert to " << dtype_name(dtype);
+    case DType::kF32:
+      static_cast<float*>(base)[i] = v;
+      break;
+    case DType::kBF16:
+      static_cast<uint16_t*>(base)[i] = float_to_bf16(v);
+      break;
+    case DType::kF16:
+      static_cast<uint16_t*>(base)[i] = float_to_f16(v);
+      break;
+    default:
+      SGL_CHECK(false) << "copy: cannot convert to " << dtype_name(dtype);
   }
 }
 
@@ -37,11 +49,11 @@ void copy(const Tensor& src, const Tensor& dst, backend::Stream stream) {
       << "copy: src " << src.shape_string() << " dst " << dst.shape_string();
   if (src.dtype() != dst.dtype()) {
     SGL_CHECK(src.device().is_cpu() && dst.device().is_cpu())
-        << "copy: dtype conversion " << dtype_name(src.dtype()) << " -> "
-        << dtype_name(dst.dtype()) << " is host-only";
+        << "copy: dtype conversion " << dtype_name(src.dtype()) << " -> " << dtype_name(dst.dtype())
+        << " is host-only";
     const int64_t n = src.numel();
-    for (int64_t i = 0; i < n; ++i) store_float(dst.raw(), dst.dtype(), i,
-                                                load_as_float(src.raw(), src.dtype(), i));
+    for (int64_t i = 0; i < n; ++i)
+      store_float(dst.raw(), dst.dtype(), i, load_as_float(src.raw(), src.dtype(), i));
     return;
   }
   if (src.device().is_cpu() && dst.device().is_cpu()) {

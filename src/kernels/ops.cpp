@@ -22,8 +22,10 @@ using detail::check_last_dim_contiguous;
 using detail::check_same_device;
 
 void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backend::Stream stream) {
-  SGL_CHECK(ids.dtype() == DType::kI32 && ids.ndim() == 1) << "embedding: ids " << ids.shape_string();
-  SGL_CHECK(table.ndim() == 2 && table.is_contiguous()) << "embedding: table " << table.shape_string();
+  SGL_CHECK(ids.dtype() == DType::kI32 && ids.ndim() == 1)
+      << "embedding: ids " << ids.shape_string();
+  SGL_CHECK(table.ndim() == 2 && table.is_contiguous())
+      << "embedding: table " << table.shape_string();
   SGL_CHECK(out.ndim() == 2 && out.is_contiguous() && out.size(0) == ids.size(0) &&
             out.size(1) == table.size(1) && out.dtype() == table.dtype())
       << "embedding: out " << out.shape_string() << " for table " << table.shape_string();
@@ -82,8 +84,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& 
             backend::Stream stream) {
   SGL_CHECK(x.ndim() == 2 && w.ndim() == 2 && y.ndim() == 2 && x.size(1) == w.size(1) &&
             y.size(0) == x.size(0) && y.size(1) == w.size(0))
-      << "linear: x " << x.shape_string() << " w " << w.shape_string() << " y "
-      << y.shape_string();
+      << "linear: x " << x.shape_string() << " w " << w.shape_string() << " y " << y.shape_string();
   check_last_dim_contiguous(x, "linear");
   SGL_CHECK(w.is_contiguous() && y.is_contiguous()) << "linear: w and y must be contiguous";
   if (bias.defined()) {

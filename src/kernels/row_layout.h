@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "core/tensor.h"
+
 #ifdef __CUDACC__
 #define SGL_HOST_DEVICE __host__ __device__
 #else
@@ -15,9 +17,9 @@ namespace sgl::kernels {
 struct RowLayout {
   int64_t num_rows = 0;
   int64_t row_len = 0;
-  int lead_dims = 0;         // rank - 1
-  int64_t sizes[3] = {};     // leading dim sizes
-  int64_t strides[3] = {};   // leading dim strides, elements
+  int lead_dims = 0;        // rank - 1
+  int64_t sizes[3] = {};    // leading dim sizes
+  int64_t strides[3] = {};  // leading dim strides, elements
 
   // Element offset of the first element of row `r`.
   SGL_HOST_DEVICE int64_t offset(int64_t r) const {
@@ -33,8 +35,6 @@ struct RowLayout {
 
 }  // namespace sgl::kernels
 
-#ifndef __CUDACC__
-#include "core/tensor.h"
 namespace sgl::kernels {
 inline RowLayout row_layout(const Tensor& t) {
   RowLayout layout;
@@ -49,4 +49,3 @@ inline RowLayout row_layout(const Tensor& t) {
   return layout;
 }
 }  // namespace sgl::kernels
-#endif

@@ -27,8 +27,8 @@ ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode
                                         std::span<const BatchRequest> requests,
                                         backend::Stream stream) {
   const auto bs = static_cast<int64_t>(requests.size());
-  SGL_CHECK(bs > 0 && bs <= max_batch_size_) << "batch of " << bs << " requests (max "
-                                             << max_batch_size_ << ")";
+  SGL_CHECK(bs > 0 && bs <= max_batch_size_)
+      << "batch of " << bs << " requests (max " << max_batch_size_ << ")";
   input_ids_.clear();
   positions_.clear();
   out_cache_loc_.clear();

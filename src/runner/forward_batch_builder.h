@@ -17,9 +17,9 @@ namespace sgl::runner {
 // One request's part of a batch, as the scheduler decided it.
 struct BatchRequest {
   int32_t req_pool_idx = 0;
-  int32_t prefix_len = 0;                 // tokens already in the KV cache
-  std::span<const int32_t> input_ids;     // new tokens this pass
-  std::span<const int32_t> out_cache_loc; // their KV slots (same length as input_ids)
+  int32_t prefix_len = 0;                  // tokens already in the KV cache
+  std::span<const int32_t> input_ids;      // new tokens this pass
+  std::span<const int32_t> out_cache_loc;  // their KV slots (same length as input_ids)
 };
 
 class ForwardBatchBuilder {

@@ -28,12 +28,13 @@ std::unique_ptr<Allocator> make_allocator(Device device) {
 
 // KV slots from the memory left for the cache (SGLang's mem_fraction_static idea; on CPU a
 // fraction of available RAM). Capped so tiny models do not reserve absurd pools.
-Result<int64_t> size_kv_pool(const ModelRunnerOptions& options,
-                             const attention::KvPoolShape& shape, int64_t context_length) {
+Result<int64_t> size_kv_pool(const ModelRunnerOptions& options, const attention::KvPoolShape& shape,
+                             int64_t context_length) {
   if (options.num_kv_slots > 0) return options.num_kv_slots;
   SGL_ASSIGN_OR_RETURN(backend::MemoryInfo mem, backend::memory_info(options.device));
   const double budget = static_cast<double>(mem.free_bytes) * options.mem_fraction_static;
-  const auto by_memory = static_cast<int64_t>(budget / static_cast<double>(shape.bytes_per_token()));
+  const auto by_memory =
+      static_cast<int64_t>(budget / static_cast<double>(shape.bytes_per_token()));
   const int64_t cap = options.max_batch_size * context_length + 1;
   const int64_t slots = std::min(by_memory, cap);
   SGL_LOG_INFO << "KV pool: " << mem.free_bytes / (1 << 20) << " MiB free x "
@@ -58,12 +59,17 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
                          const ModelRunnerOptions& options) {
   options_ = options;
   SGL_RETURN_IF_ERROR(backend::check_device_available(options.device));
+  if (!options.device.is_cpu()) {
+    // NOTE: the CUDA ops exist (kernels/cuda) but paged attention, graphs and the device batch
+    // staging land with the CUDA backend issue; fail before loading gigabytes of weights.
+    return unimplemented("the CUDA model runner is not available yet; use --device cpu");
+  }
   if (options.load_format != "auto" && options.load_format != "dummy") {
     return invalid_argument("load format '" + options.load_format + "' (expected auto or dummy)");
   }
   SGL_ASSIGN_OR_RETURN(model::ModelConfig config, model::load_model_config(model_path));
-  context_length_ = options.context_length > 0 ? options.context_length
-                                               : config.max_position_embeddings;
+  context_length_ =
+      options.context_length > 0 ? options.context_length : config.max_position_embeddings;
   allocator_ = make_allocator(options.device);
   stream_ = backend::Stream{options.device, nullptr};
 

@@ -113,8 +113,8 @@ TEST(CpuKernels, RopeRotatesHalves) {
       const double angle = pos[i] * std::pow(10000.0, -2.0 * j / d);
       const float* a = q0.data() + i * hq * d;  // head 0
       EXPECT_NEAR(q[i * hq * d + j], a[j] * std::cos(angle) - a[j + d / 2] * std::sin(angle), 1e-5);
-      EXPECT_NEAR(q[i * hq * d + j + d / 2], a[j + d / 2] * std::cos(angle) + a[j] * std::sin(angle),
-                  1e-5);
+      EXPECT_NEAR(q[i * hq * d + j + d / 2],
+                  a[j + d / 2] * std::cos(angle) + a[j] * std::sin(angle), 1e-5);
     }
   }
   EXPECT_NEAR(k[0], k0[0], 1e-7);  // position 0 is the identity
@@ -138,8 +138,8 @@ TEST(CpuKernels, SiluAndMulEmbeddingGather) {
   EXPECT_EQ(emb[3], table[0]);
   std::vector<int32_t> indptr = {0, 2, 3};
   std::vector<float> last(2 * 3);
-  gather_last_tokens(view(emb, {3, 3}), Tensor(indptr.data(), DType::kI32, {3}),
-                     view(last, {2, 3}), kCpu);
+  gather_last_tokens(view(emb, {3, 3}), Tensor(indptr.data(), DType::kI32, {3}), view(last, {2, 3}),
+                     kCpu);
   EXPECT_EQ(last[0], emb[3]);
   EXPECT_EQ(last[3], emb[6]);
 }
@@ -148,9 +148,9 @@ TEST(CpuKernels, EmbeddingRejectsOutOfRangeIds) {
   auto table = random_vec(4 * 2, 13);
   std::vector<int32_t> ids = {4};
   std::vector<float> out(2);
-  EXPECT_DEATH(embedding(Tensor(ids.data(), DType::kI32, {1}), view(table, {4, 2}),
-                         view(out, {1, 2}), kCpu),
-               "token id 4");
+  EXPECT_DEATH(
+      embedding(Tensor(ids.data(), DType::kI32, {1}), view(table, {4, 2}), view(out, {1, 2}), kCpu),
+      "token id 4");
 }
 
 TEST(Half, Bf16AndF16RoundTrip) {

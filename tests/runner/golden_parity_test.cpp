@@ -42,9 +42,8 @@ engine::GenerateRequest greedy_request(const nlohmann::json& c, int32_t top_logp
 
 // Each golden (id, logprob) is found among ours with a logprob within tol. The last rank may
 // swap with a runner-up that is within tol of it.
-void expect_top_logprobs(const std::vector<sampling::TokenLogprob>& ours,
-                         const nlohmann::json& ids, const nlohmann::json& logprobs,
-                         const std::string& where) {
+void expect_top_logprobs(const std::vector<sampling::TokenLogprob>& ours, const nlohmann::json& ids,
+                         const nlohmann::json& logprobs, const std::string& where) {
   std::map<int32_t, float> by_id;
   for (const auto& e : ours) by_id[e.id] = e.logprob;
   for (size_t k = 0; k < ids.size(); ++k) {

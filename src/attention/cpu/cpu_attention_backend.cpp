@@ -25,10 +25,10 @@ void CpuAttentionBackend::store_kv(int layer, const Tensor& k, const Tensor& v,
   for (int64_t t = 0; t < fb.num_tokens; ++t) {
     SGL_CHECK(loc[t] >= 0 && loc[t] < num_slots) << "KV slot " << loc[t] << " out of range";
     for (int64_t h = 0; h < heads; ++h) {
-      std::memcpy(k_cache + (loc[t] * heads + h) * dim, k.data<float>() + t * k.stride(0) +
-                  h * k.stride(1), dim * sizeof(float));
-      std::memcpy(v_cache + (loc[t] * heads + h) * dim, v.data<float>() + t * v.stride(0) +
-                  h * v.stride(1), dim * sizeof(float));
+      std::memcpy(k_cache + (loc[t] * heads + h) * dim,
+                  k.data<float>() + t * k.stride(0) + h * k.stride(1), dim * sizeof(float));
+      std::memcpy(v_cache + (loc[t] * heads + h) * dim,
+                  v.data<float>() + t * v.stride(0) + h * v.stride(1), dim * sizeof(float));
     }
   }
 }
@@ -47,7 +47,9 @@ void CpuAttentionBackend::forward(int layer, const Tensor& q, const Tensor& k, c
 
   // One work item per (query token, q head).
   const int64_t items = static_cast<int64_t>(fb.num_tokens) * q_heads;
-#pragma omp parallel
+  // Threads only pay off once there is real work (thread wake-ups cost ~10 us each).
+  const int64_t work = items * static_cast<int64_t>(fb.max_seq_len) * dim;
+#pragma omp parallel if (work >= (1 << 20))
   {
     std::vector<float> scores;
 #pragma omp for schedule(static)

@@ -5,11 +5,10 @@
 
 #include "core/check.h"
 
-#define SGL_CUDA_CHECK(expr)                                                          \
-  do {                                                                                \
-    cudaError_t sgl_cuda_err_ = (expr);                                               \
-    SGL_CHECK(sgl_cuda_err_ == cudaSuccess) << #expr << ": "                          \
-                                            << cudaGetErrorString(sgl_cuda_err_);     \
+#define SGL_CUDA_CHECK(expr)                                                                       \
+  do {                                                                                             \
+    cudaError_t sgl_cuda_err_ = (expr);                                                            \
+    SGL_CHECK(sgl_cuda_err_ == cudaSuccess) << #expr << ": " << cudaGetErrorString(sgl_cuda_err_); \
   } while (false)
 
 // After every kernel launch.

@@ -1,6 +1,8 @@
 // CudaStream lifetime and the CUDA runtime wrappers of backend.h.
 #include "backend/cuda/cuda_stream.h"
 
+#include <cublas_v2.h>
+
 #include <utility>
 
 #include "backend/cuda/cuda_check.h"
@@ -13,20 +15,31 @@ CudaStream::CudaStream(int device_index) : device_index_(device_index) {
   cudaStream_t stream = nullptr;
   SGL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   native_ = stream;
+  cublasHandle_t handle = nullptr;
+  SGL_CHECK(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS) << "cublasCreate failed";
+  SGL_CHECK(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS) << "cublasSetStream failed";
+  blas_ = handle;
 }
 
-CudaStream::~CudaStream() {
+CudaStream::~CudaStream() { release(); }
+
+void CudaStream::release() {
+  if (blas_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(blas_));
   if (native_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(native_));
+  blas_ = native_ = nullptr;
 }
 
 CudaStream::CudaStream(CudaStream&& other) noexcept
-    : device_index_(other.device_index_), native_(std::exchange(other.native_, nullptr)) {}
+    : device_index_(other.device_index_),
+      native_(std::exchange(other.native_, nullptr)),
+      blas_(std::exchange(other.blas_, nullptr)) {}
 
 CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
   if (this != &other) {
-    if (native_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(native_));
+    release();
     device_index_ = other.device_index_;
     native_ = std::exchange(other.native_, nullptr);
+    blas_ = std::exchange(other.blas_, nullptr);
   }
   return *this;
 }

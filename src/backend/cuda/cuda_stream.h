@@ -1,4 +1,4 @@
-// CudaStream: an owned, move-only cudaStream_t; hands out non-owning Stream handles.
+// CudaStream: an owned, move-only cudaStream_t plus its cuBLAS handle; hands out Stream handles.
 #pragma once
 
 #include "backend/stream.h"
@@ -14,11 +14,13 @@ class CudaStream {
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
 
-  Stream get() const { return {Device::cuda(device_index_), native_}; }
+  Stream get() const { return {Device::cuda(device_index_), native_, blas_}; }
 
  private:
+  void release();
   int device_index_ = 0;
   void* native_ = nullptr;
+  void* blas_ = nullptr;  // cublasHandle_t
 };
 
 }  // namespace sgl::backend

@@ -12,8 +12,8 @@ void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) {
   const char* src = static_cast<const char*>(table.raw());
   char* dst = static_cast<char*>(out.raw());
   for (int64_t t = 0; t < ids.size(0); ++t) {
-    SGL_CHECK(id[t] >= 0 && id[t] < vocab) << "embedding: token id " << id[t] << " not in [0, "
-                                           << vocab << ")";
+    SGL_CHECK(id[t] >= 0 && id[t] < vocab)
+        << "embedding: token id " << id[t] << " not in [0, " << vocab << ")";
     std::memcpy(dst + t * row_bytes, src + id[t] * row_bytes, row_bytes);
   }
 }

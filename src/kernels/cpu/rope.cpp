@@ -24,8 +24,8 @@ void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tenso
   const int64_t max_pos = cos_sin.size(0), dim = cos_sin.size(1);
   const float* table = cos_sin.data<float>();
   for (int64_t t = 0; t < q.size(0); ++t) {
-    SGL_CHECK(pos[t] >= 0 && pos[t] < max_pos) << "rope: position " << pos[t] << " beyond "
-                                               << max_pos;
+    SGL_CHECK(pos[t] >= 0 && pos[t] < max_pos)
+        << "rope: position " << pos[t] << " beyond " << max_pos;
     const float* cos = table + pos[t] * dim;
     const float* sin = cos + dim / 2;
     rotate_heads(q, t, cos, sin);

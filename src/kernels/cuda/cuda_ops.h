@@ -19,4 +19,7 @@ void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stre
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
                         backend::Stream stream);
 
+// y[r, :] += bias (used by linear).
+void add_bias(const Tensor& y, const Tensor& bias, backend::Stream stream);
+
 }  // namespace sgl::kernels::cuda

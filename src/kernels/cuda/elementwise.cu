@@ -1,0 +1,112 @@
+// CUDA embedding lookup, SiLU-and-mul, last-token gather, bias add, and raw copies.
+#include "backend/cuda/cuda_check.h"
+#include "kernels/cuda/common/cuda_types.cuh"
+#include "kernels/cuda/common/dispatch.cuh"
+#include "kernels/cuda/cuda_copy.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace sgl::kernels::cuda {
+namespace {
+
+cudaStream_t native(backend::Stream s) { return static_cast<cudaStream_t>(s.native); }
+
+// One block per output row; rows copied as raw bytes in 4-byte words when aligned.
+__global__ void gather_rows_kernel(const char* src, char* dst, const int32_t* row_of,
+                                   int64_t row_bytes, int64_t num_src_rows, bool last_of_indptr) {
+  const int64_t b = blockIdx.x;
+  const int64_t r = last_of_indptr ? row_of[b + 1] - 1 : row_of[b];
+  if (r < 0 || r >= num_src_rows) __trap();  // out-of-range id: a bug upstream
+  const char* s = src + r * row_bytes;
+  char* d = dst + b * row_bytes;
+  for (int64_t i = threadIdx.x; i < row_bytes; i += blockDim.x) d[i] = s[i];
+}
+
+template <typename T>
+__global__ void silu_and_mul_kernel(const T* gate_up, T* out, int64_t rows, int64_t inter) {
+  const int64_t total = rows * inter;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx / inter, i = idx % inter;
+    const float g = to_float(gate_up[r * 2 * inter + i]);
+    const float u = to_float(gate_up[r * 2 * inter + inter + i]);
+    // As transformers: silu(gate) in the activation dtype, then the product.
+    const float act = to_float(from_float<T>(g / (1.f + __expf(-g))));
+    out[idx] = from_float<T>(act * u);
+  }
+}
+
+template <typename T, typename B>
+__global__ void add_bias_kernel(T* y, const B* bias, int64_t rows, int64_t cols) {
+  const int64_t total = rows * cols;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    y[idx] = from_float<T>(to_float(y[idx]) + to_float(bias[idx % cols]));
+  }
+}
+
+int grid_for(int64_t n, int threads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<int>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
+}
+
+}  // namespace
+
+void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backend::Stream stream) {
+  if (ids.size(0) == 0) return;
+  const int64_t row_bytes = table.size(1) * static_cast<int64_t>(dtype_size(table.dtype()));
+  gather_rows_kernel<<<ids.size(0), 256, 0, native(stream)>>>(
+      static_cast<const char*>(table.raw()), static_cast<char*>(out.raw()), ids.data<int32_t>(),
+      row_bytes, table.size(0), false);
+  SGL_CUDA_CHECK_LAUNCH();
+}
+
+void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
+                        backend::Stream stream) {
+  if (out.size(0) == 0) return;
+  const int64_t row_bytes = src.size(1) * static_cast<int64_t>(dtype_size(src.dtype()));
+  gather_rows_kernel<<<out.size(0), 256, 0, native(stream)>>>(
+      static_cast<const char*>(src.raw()), static_cast<char*>(out.raw()), qo_indptr.data<int32_t>(),
+      row_bytes, src.size(0), true);
+  SGL_CUDA_CHECK_LAUNCH();
+}
+
+void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream) {
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  SGL_DISPATCH_FLOAT(out.dtype(), T, {
+    silu_and_mul_kernel<T><<<grid_for(total, 256), 256, 0, native(stream)>>>(
+        static_cast<const T*>(gate_up.raw()), static_cast<T*>(out.raw()), out.size(0), out.size(1));
+  });
+  SGL_CUDA_CHECK_LAUNCH();
+}
+
+void add_bias(const Tensor& y, const Tensor& bias, backend::Stream stream) {
+  const int64_t total = y.numel();
+  if (total == 0) return;
+  SGL_CHECK(bias.dtype() == DType::kBF16 || bias.dtype() == DType::kF32) << "bias dtype";
+  SGL_DISPATCH_FLOAT(y.dtype(), T, {
+    if (bias.dtype() == DType::kBF16) {
+      add_bias_kernel<T, __nv_bfloat16><<<grid_for(total, 256), 256, 0, native(stream)>>>(
+          static_cast<T*>(y.raw()), static_cast<const __nv_bfloat16*>(bias.raw()), y.size(0),
+          y.size(1));
+    } else {
+      add_bias_kernel<T, float><<<grid_for(total, 256), 256, 0, native(stream)>>>(
+          static_cast<T*>(y.raw()), static_cast<const float*>(bias.raw()), y.size(0), y.size(1));
+    }
+  });
+  SGL_CUDA_CHECK_LAUNCH();
+}
+
+void copy_bytes(const void* src, Device src_device, void* dst, Device dst_device, size_t bytes,
+                backend::Stream stream) {
+  if (bytes == 0) return;
+  SGL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, native(stream)));
+  // A host destination is read right after return by host code: wait for it.
+  if (dst_device.is_cpu()) SGL_CUDA_CHECK(cudaStreamSynchronize(native(stream)));
+}
+
+void zero_bytes(void* dst, size_t bytes, backend::Stream stream) {
+  if (bytes > 0) SGL_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, native(stream)));
+}
+
+}  // namespace sgl::kernels::cuda

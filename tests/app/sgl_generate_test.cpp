@@ -1,0 +1,170 @@
+// sgl-generate end to end: the golden continuation, JSON output, seeds, and clear loader errors
+// with a non-zero exit (never a crash) for broken model directories.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "model/model_test_util.h"
+#include "test_data.h"
+
+namespace sgl {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+RunResult run_generate(const std::string& args) {
+  const std::string cmd = std::string(SGL_BINARY_DIR) + "/src/app/sgl-generate " + args + " 2>&1";
+  RunResult result;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) result.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string stories() { return test::model_dir("stories260K").string(); }
+
+TEST(SglGenerate, PrintsTheGoldenContinuation) {
+  const auto golden = test::golden("stories260K")["cases"][0];
+  ASSERT_EQ(golden["prompt"], "Once upon a time");
+  const RunResult r = run_generate("--model-path " + stories() +
+                                   " --prompt \"Once upon a time\" --max-new-tokens 48 "
+                                   "--temperature 0 --ignore-eos");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, golden["greedy_text"].get<std::string>() + "\n");
+}
+
+TEST(SglGenerate, JsonWithPromptIdsAndLogprobs) {
+  const auto golden = test::golden("tiny-qwen3")["cases"][1];
+  std::string ids;
+  for (int id : golden["prompt_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const RunResult r = run_generate("--model-path " + test::model_dir("tiny-qwen3").string() +
+                                   " --prompt-ids " + ids +
+                                   " --max-new-tokens 16 --temperature 0 --ignore-eos "
+                                   "--top-logprobs 5 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["prompt_ids"], golden["prompt_ids"]);
+  EXPECT_EQ(out["output_ids"], golden["greedy_ids"]);
+  ASSERT_EQ(out["logprobs"].size(), 16u);
+  EXPECT_EQ(out["logprobs"][0].size(), 5u);
+  EXPECT_NEAR(out["logprobs"][0][0]["logprob"].get<double>(),
+              golden["steps_top5"][0]["logprobs"][0].get<double>(), 1e-3);
+}
+
+TEST(SglGenerate, SeededSamplingRepeatsAndStopsAtEos) {
+  const std::string args = "--model-path " + stories() +
+                           " --prompt \"The little dog\" --max-new-tokens 200 --temperature 1.0 "
+                           "--top-p 0.95 --seed 7 --json";
+  const RunResult a = run_generate(args), b = run_generate(args);
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  const auto out = nlohmann::json::parse(a.out);
+  const auto ids = out["output_ids"].get<std::vector<int>>();
+  ASSERT_FALSE(ids.empty());
+  if (out["finish_reason"] == "stop") {
+    EXPECT_EQ(ids.back(), 2);  // </s>
+  } else {
+    EXPECT_EQ(ids.size(), 200u);
+  }
+  for (size_t i = 0; i + 1 < ids.size(); ++i) EXPECT_NE(ids[i], 2) << "generated past EOS";
+}
+
+TEST(SglGenerate, BadArgumentsExitTwoWithUsage) {
+  for (const std::string args :
+       {"", "--model-path x", "--model-path x --prompt a --prompt-ids 1",
+        "--model-path x --prompt a --max-new-tokens abc", "--model-path x --bogus-flag 1",
+        "--model-path x --prompt-ids 1,,2"}) {
+    const RunResult r = run_generate(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("usage:"), std::string::npos) << args;
+  }
+}
+
+TEST(SglGenerate, ContextOverflowAndBadIdsAreClearErrors) {
+  RunResult r = run_generate("--model-path " + stories() + " --prompt-ids 1,2,999 --json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("token id 999 is outside the vocabulary"), std::string::npos) << r.out;
+  r = run_generate("--model-path " + stories() + " --prompt hi --max-new-tokens 100000");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("exceeds the context length 512"), std::string::npos) << r.out;
+}
+
+// Copies stories260K's small files into a scratch dir and lets a test break one.
+class BrokenModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* f :
+         {"config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"}) {
+      std::filesystem::copy_file(std::filesystem::path(stories()) / f, dir_.path() / f);
+    }
+  }
+  RunResult generate() {
+    return run_generate("--model-path " + dir_.path().string() + " --prompt hi --max-new-tokens 4");
+  }
+  void expect_error(const std::vector<std::string>& needles) {
+    const RunResult r = generate();
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    for (const auto& n : needles) EXPECT_NE(r.out.find(n), std::string::npos) << n << "\n" << r.out;
+  }
+  model::test_util::TempDir dir_;
+};
+
+TEST_F(BrokenModel, Intact) { EXPECT_EQ(generate().exit_code, 0); }
+
+TEST_F(BrokenModel, MissingWeights) {
+  std::filesystem::remove(dir_.path() / "model.safetensors");
+  expect_error({"NotFound", dir_.path().string()});
+}
+
+TEST_F(BrokenModel, CorruptHeader) {
+  std::fstream f(dir_.path() / "model.safetensors",
+                 std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(10);
+  f.write("\x01\x02garbage", 9);
+  f.close();
+  expect_error({"model.safetensors"});
+}
+
+TEST_F(BrokenModel, TruncatedFile) {
+  std::filesystem::resize_file(dir_.path() / "model.safetensors", 5000);
+  expect_error({"DataLoss", "model.safetensors"});
+}
+
+TEST_F(BrokenModel, WrongShapeNamesTensorAndShapes) {
+  auto config = test::read_json(dir_.path() / "config.json");
+  config["intermediate_size"] = 100;
+  dir_.write("config.json", config.dump());
+  expect_error({"model.layers.0.mlp.gate_proj.weight", "[172, 64]", "[100, 64]"});
+}
+
+TEST_F(BrokenModel, MissingTensor) {
+  auto config = test::read_json(dir_.path() / "config.json");
+  config["num_hidden_layers"] = 6;
+  dir_.write("config.json", config.dump());
+  expect_error({"model.layers.5.", "missing"});
+}
+
+TEST_F(BrokenModel, UnknownArchitecture) {
+  auto config = test::read_json(dir_.path() / "config.json");
+  config["architectures"] = {"FancyNewForCausalLM"};
+  dir_.write("config.json", config.dump());
+  expect_error({"Unimplemented", "FancyNewForCausalLM", "LlamaForCausalLM"});
+}
+
+TEST_F(BrokenModel, MissingConfig) {
+  std::filesystem::remove(dir_.path() / "config.json");
+  expect_error({"config.json"});
+}
+
+}  // namespace
+}  // namespace sgl

@@ -1,0 +1,167 @@
+// CUDA op parity sweeps against the CPU ops (f32 and bf16, awkward sizes). Label: cuda.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_stream.h"
+#include "core/buffer.h"
+#include "core/half.h"
+#include "kernels/activation.h"
+#include "kernels/copy.h"
+#include "kernels/embedding.h"
+#include "kernels/gather.h"
+#include "kernels/linear.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+
+namespace sgl::kernels {
+namespace {
+
+class CudaKernels : public ::testing::TestWithParam<DType> {
+ protected:
+  backend::CudaAllocator gpu_{0};
+  backend::CudaStream stream_{0};
+  backend::Stream cpu_ = backend::Stream::cpu();
+  std::mt19937 rng_{123};
+
+  // Random f32 host values, rounded to the dtype under test so both sides see equal inputs.
+  Buffer host_random(std::initializer_list<int64_t> shape, float scale = 1.f) {
+    Buffer b(cpu_allocator(), DType::kF32, shape);
+    std::normal_distribution<float> dist(0.f, scale);
+    float* p = b.data<float>();
+    for (int64_t i = 0; i < b.tensor().numel(); ++i) {
+      p[i] = GetParam() == DType::kBF16 ? bf16_to_float(float_to_bf16(dist(rng_))) : dist(rng_);
+    }
+    return b;
+  }
+  // Device copy in the dtype under test.
+  Buffer to_device(const Buffer& host) {
+    Buffer staged(cpu_allocator(), GetParam(), host.tensor().shape());
+    copy(host, staged, cpu_);
+    Buffer dev(gpu_, GetParam(), host.tensor().shape());
+    copy(staged, dev, stream_.get());
+    return dev;
+  }
+  // Host f32 copy of a device tensor (any dtype).
+  Buffer to_host(const Tensor& dev) {
+    Buffer staged(cpu_allocator(), dev.dtype(), dev.shape());
+    copy(dev, staged, stream_.get());
+    Buffer out(cpu_allocator(), DType::kF32, dev.shape());
+    copy(staged, out, cpu_);
+    return out;
+  }
+  double tol() const { return GetParam() == DType::kBF16 ? 2e-2 : 1e-4; }
+  // max |a - b| / max(1, |b|)
+  static double max_rel_err(const Tensor& a, const Tensor& b) {
+    double err = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const double x = a.data<float>()[i], y = b.data<float>()[i];
+      if (std::isnan(x)) return INFINITY;
+      err = std::max(err, std::abs(x - y) / std::max(1.0, std::abs(y)));
+    }
+    return err;
+  }
+};
+
+TEST_P(CudaKernels, LinearSweep) {
+  for (int64_t m : {1, 7, 257}) {
+    for (int64_t n : {111, 1024}) {
+      const int64_t k = 96;
+      Buffer x = host_random({m, k}), w = host_random({n, k}, 0.1f), b = host_random({n});
+      Buffer y_ref(cpu_allocator(), DType::kF32, {m, n});
+      linear(x, w, b, y_ref, cpu_);
+      Buffer dx = to_device(x), dw = to_device(w), db = to_device(b);
+      Buffer dy(gpu_, GetParam(), {m, n});
+      linear(dx, dw, db, dy, stream_.get());
+      EXPECT_LT(max_rel_err(to_host(dy), y_ref), tol()) << m << "x" << n;
+      Buffer dy32(gpu_, DType::kF32, {m, n});  // f32 output (the logits path)
+      linear(dx, dw, Tensor(), dy32, stream_.get());
+      Buffer y_nobias(cpu_allocator(), DType::kF32, {m, n});
+      linear(x, w, Tensor(), y_nobias, cpu_);
+      EXPECT_LT(max_rel_err(to_host(dy32), y_nobias), 1e-3) << m << "x" << n;
+    }
+  }
+}
+
+TEST_P(CudaKernels, RmsNormAndFusedAddSweep) {
+  for (int64_t rows : {1, 7, 257}) {
+    for (int64_t d : {64, 111, 4096}) {
+      Buffer x = host_random({rows, d}), r = host_random({rows, d}), w = host_random({d});
+      Buffer dx = to_device(x), dr = to_device(r), dw = to_device(w);
+      Buffer dout(gpu_, GetParam(), {rows, d});
+      rms_norm(dx, dw, 1e-6, dout, stream_.get());
+      Buffer ref(cpu_allocator(), DType::kF32, {rows, d});
+      rms_norm(x, w, 1e-6, ref, cpu_);
+      EXPECT_LT(max_rel_err(to_host(dout), ref), tol()) << rows << "x" << d;
+      fused_add_rms_norm(dx, dr, dw, 1e-6, stream_.get());
+      fused_add_rms_norm(x, r, w, 1e-6, cpu_);
+      EXPECT_LT(max_rel_err(to_host(dx), x), 4 * tol()) << rows << "x" << d;
+      EXPECT_LT(max_rel_err(to_host(dr), r), tol()) << rows << "x" << d;
+    }
+  }
+}
+
+TEST_P(CudaKernels, RopeOnStridedQkv) {
+  const int64_t t = 7, hq = 4, hk = 2, d = 64, max_pos = 64, width = (hq + 2 * hk) * d;
+  Buffer qkv = host_random({t, width});
+  Buffer table(cpu_allocator(), DType::kF32, {max_pos, d});
+  for (int64_t p = 0; p < max_pos; ++p) {
+    for (int64_t i = 0; i < d / 2; ++i) {
+      table.data<float>()[p * d + i] = std::cos(p * std::pow(10000.0, -2.0 * i / d));
+      table.data<float>()[p * d + d / 2 + i] = std::sin(p * std::pow(10000.0, -2.0 * i / d));
+    }
+  }
+  std::vector<int32_t> pos = {0, 3, 9, 63, 1, 2, 40};
+  Tensor pos_host(pos.data(), DType::kI32, {t});
+  Buffer pos_dev(gpu_, DType::kI32, {t});
+  copy(pos_host, pos_dev, stream_.get());
+  Buffer table_dev(gpu_, DType::kF32, {max_pos, d});
+  copy(table, table_dev, stream_.get());
+  Buffer dqkv = to_device(qkv);
+  auto views = [&](const Tensor& all) {
+    return std::pair(all.slice_last(0, hq * d).split_heads(hq),
+                     all.slice_last(hq * d, hk * d).split_heads(hk));
+  };
+  auto [q, k] = views(qkv.tensor());
+  rope(q, k, pos_host, table, cpu_);
+  auto [dq, dk] = views(dqkv.tensor());
+  rope(dq, dk, pos_dev, table_dev, stream_.get());
+  EXPECT_LT(max_rel_err(to_host(dqkv), qkv), tol());
+}
+
+TEST_P(CudaKernels, SiluEmbeddingGather) {
+  for (int64_t rows : {1, 7, 257}) {
+    Buffer gu = host_random({rows, 2 * 111});
+    Buffer out(cpu_allocator(), DType::kF32, {rows, 111});
+    silu_and_mul(gu, out, cpu_);
+    Buffer dgu = to_device(gu);
+    Buffer dout(gpu_, GetParam(), {rows, 111});
+    silu_and_mul(dgu, dout, stream_.get());
+    EXPECT_LT(max_rel_err(to_host(dout), out), tol());
+  }
+  const int64_t vocab = 32000, h = 72;
+  Buffer table = host_random({vocab, h});
+  std::vector<int32_t> ids = {0, 31999, 5, 5, 17000};
+  std::vector<int32_t> indptr = {0, 2, 3, 5};
+  Buffer ids_dev(gpu_, DType::kI32, {5}), indptr_dev(gpu_, DType::kI32, {4});
+  copy(Tensor(ids.data(), DType::kI32, {5}), ids_dev, stream_.get());
+  copy(Tensor(indptr.data(), DType::kI32, {4}), indptr_dev, stream_.get());
+  Buffer dtable = to_device(table);
+  Buffer demb(gpu_, GetParam(), {5, h}), dlast(gpu_, GetParam(), {3, h});
+  embedding(ids_dev, dtable, demb, stream_.get());
+  gather_last_tokens(demb, indptr_dev, dlast, stream_.get());
+  Buffer emb(cpu_allocator(), DType::kF32, {5, h}), last(cpu_allocator(), DType::kF32, {3, h});
+  embedding(Tensor(ids.data(), DType::kI32, {5}), table, emb, cpu_);
+  gather_last_tokens(emb, Tensor(indptr.data(), DType::kI32, {4}), last, cpu_);
+  EXPECT_EQ(max_rel_err(to_host(demb), emb), 0.0);
+  EXPECT_EQ(max_rel_err(to_host(dlast), last), 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernels, ::testing::Values(DType::kF32, DType::kBF16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace sgl::kernels
