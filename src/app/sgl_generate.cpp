@@ -12,7 +12,8 @@
 namespace sgl::app {
 namespace {
 
-constexpr const char* kUsage = R"(usage: sgl-generate --model-path DIR (--prompt TEXT | --prompt-ids 1,2,3)
+constexpr const char* kUsage =
+    R"(usage: sgl-generate --model-path DIR (--prompt TEXT | --prompt-ids 1,2,3)
   [--max-new-tokens N=128] [--temperature T=1.0] [--top-k K=-1] [--top-p P=1.0] [--min-p P=0.0]
   [--seed S] [--ignore-eos] [--top-logprobs K] [--device cpu] [--attention-backend NAME]
   [--context-length N] [--json] [--log-level debug|info|warn|error]
@@ -31,9 +32,8 @@ Result<Options> parse_options(int argc, char** argv) {
       CliArgs args,
       CliArgs::parse(argc, argv,
                      {"--model-path", "--prompt", "--prompt-ids", "--max-new-tokens",
-                      "--temperature", "--top-k", "--top-p", "--min-p", "--seed",
-                      "--top-logprobs", "--device", "--attention-backend", "--context-length",
-                      "--log-level"},
+                      "--temperature", "--top-k", "--top-p", "--min-p", "--seed", "--top-logprobs",
+                      "--device", "--attention-backend", "--context-length", "--log-level"},
                      {"--ignore-eos", "--json", "--help"}));
   Options o;
   if (args.has("--help")) return invalid_argument("");
@@ -61,6 +61,7 @@ Result<Options> parse_options(int argc, char** argv) {
   SGL_ASSIGN_OR_RETURN(int64_t top_logprobs, args.get_int("--top-logprobs", 0));
   if (top_logprobs < 0) return invalid_argument("--top-logprobs must be >= 0");
   o.request.top_logprobs_num = static_cast<int32_t>(top_logprobs);
+  o.request.return_logprob = top_logprobs > 0;
   o.request.ignore_eos = args.has("--ignore-eos");
   o.json = args.has("--json");
   auto device = parse_device(args.get("--device").value_or("cpu"));
@@ -71,11 +72,16 @@ Result<Options> parse_options(int argc, char** argv) {
   // One request: a small KV pool is enough.
   o.runner.max_batch_size = 1;
   const std::string level = args.get("--log-level").value_or("warn");
-  if (level == "debug") set_log_level(LogLevel::kDebug);
-  else if (level == "info") set_log_level(LogLevel::kInfo);
-  else if (level == "warn") set_log_level(LogLevel::kWarn);
-  else if (level == "error") set_log_level(LogLevel::kError);
-  else return invalid_argument("--log-level expects debug, info, warn or error");
+  if (level == "debug")
+    set_log_level(LogLevel::kDebug);
+  else if (level == "info")
+    set_log_level(LogLevel::kInfo);
+  else if (level == "warn")
+    set_log_level(LogLevel::kWarn);
+  else if (level == "error")
+    set_log_level(LogLevel::kError);
+  else
+    return invalid_argument("--log-level expects debug, info, warn or error");
   return o;
 }
 

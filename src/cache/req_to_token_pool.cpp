@@ -13,8 +13,8 @@ ReqToTokenPool::ReqToTokenPool(int32_t size, int32_t max_context_len)
       max_context_len_(max_context_len),
       table_(static_cast<size_t>(size) * max_context_len, 0),
       in_use_(size, false) {
-  SGL_CHECK(size > 0 && max_context_len > 0) << "ReqToTokenPool(" << size << ", "
-                                             << max_context_len << ")";
+  SGL_CHECK(size > 0 && max_context_len > 0)
+      << "ReqToTokenPool(" << size << ", " << max_context_len << ")";
   free_rows_.reserve(size);
   for (int32_t i = size - 1; i >= 0; --i) free_rows_.push_back(i);  // pops 0 first
 }
@@ -38,7 +38,8 @@ void ReqToTokenPool::write(int32_t row, int32_t start, std::span<const int32_t> 
   SGL_CHECK(start >= 0 && start + static_cast<int64_t>(slots.size()) <= max_context_len_)
       << "positions [" << start << ", " << start + slots.size() << ") beyond context "
       << max_context_len_;
-  std::copy(slots.begin(), slots.end(), table_.begin() + static_cast<size_t>(row) * max_context_len_ + start);
+  std::copy(slots.begin(), slots.end(),
+            table_.begin() + static_cast<size_t>(row) * max_context_len_ + start);
 }
 
 std::span<const int32_t> ReqToTokenPool::row(int32_t row) const {
@@ -50,7 +51,8 @@ std::span<const int32_t> ReqToTokenPool::row(int32_t row) const {
 Status ReqToTokenPool::check_integrity() const {
   std::vector<bool> seen(size_, false);
   for (int32_t row : free_rows_) {
-    if (row < 0 || row >= size_) return internal_error("free row " + std::to_string(row) + " out of range");
+    if (row < 0 || row >= size_)
+      return internal_error("free row " + std::to_string(row) + " out of range");
     if (seen[row]) return internal_error("row " + std::to_string(row) + " freed twice");
     if (in_use_[row]) return internal_error("row " + std::to_string(row) + " both free and used");
     seen[row] = true;

@@ -27,8 +27,8 @@ std::optional<std::vector<int32_t>> TokenToKvPoolAllocator::alloc(int32_t n) {
 
 void TokenToKvPoolAllocator::free(std::span<const int32_t> slots) {
   for (int32_t s : slots) {
-    SGL_CHECK(s >= 1 && s < num_slots_ && in_use_[s]) << "freeing KV slot " << s
-                                                      << " that is not in use";
+    SGL_CHECK(s >= 1 && s < num_slots_ && in_use_[s])
+        << "freeing KV slot " << s << " that is not in use";
     in_use_[s] = false;
     free_slots_.push_back(s);
   }
@@ -37,7 +37,8 @@ void TokenToKvPoolAllocator::free(std::span<const int32_t> slots) {
 Status TokenToKvPoolAllocator::check_integrity() const {
   std::vector<bool> seen(num_slots_, false);
   for (int32_t s : free_slots_) {
-    if (s < 1 || s >= num_slots_) return internal_error("free slot " + std::to_string(s) + " out of range");
+    if (s < 1 || s >= num_slots_)
+      return internal_error("free slot " + std::to_string(s) + " out of range");
     if (seen[s]) return internal_error("slot " + std::to_string(s) + " free twice");
     if (in_use_[s]) return internal_error("slot " + std::to_string(s) + " both free and used");
     seen[s] = true;
@@ -45,8 +46,7 @@ Status TokenToKvPoolAllocator::check_integrity() const {
   const auto used = std::count(in_use_.begin(), in_use_.end(), true);
   if (used + static_cast<int64_t>(free_slots_.size()) != capacity()) {
     return internal_error("KV slots leaked: used " + std::to_string(used) + " + free " +
-                          std::to_string(free_slots_.size()) + " != " +
-                          std::to_string(capacity()));
+                          std::to_string(free_slots_.size()) + " != " + std::to_string(capacity()));
   }
   return Status::ok_status();
 }

@@ -6,10 +6,6 @@
 
 namespace sgl::engine {
 
-const char* finish_reason_name(FinishReason reason) {
-  return reason == FinishReason::kLength ? "length" : "stop";
-}
-
 struct BatchGenerator::Running {
   const GenerateRequest* request = nullptr;
   GenerateResult result;
@@ -57,13 +53,11 @@ Status BatchGenerator::validate(const GenerateRequest& r) const {
 void BatchGenerator::record(Running& r, const sampling::SampleOutput& out, size_t row) {
   const int32_t id = out.next_token_ids[row];
   r.result.output_ids.push_back(id);
-  if (!out.next_token_logprobs.empty()) {
-    r.result.output_logprobs.push_back(out.next_token_logprobs[row]);
-    if (r.request->top_logprobs_num > 0) r.result.top_logprobs.push_back(out.top_logprobs[row]);
-  }
+  if (r.request->return_logprob) r.result.output_logprobs.push_back(out.next_token_logprobs[row]);
+  if (r.request->top_logprobs_num > 0) r.result.top_logprobs.push_back(out.top_logprobs[row]);
   const auto& stop = r.request->stop_token_ids;
-  const bool is_eos = std::find(eos_token_ids_.begin(), eos_token_ids_.end(), id) !=
-                      eos_token_ids_.end();
+  const bool is_eos =
+      std::find(eos_token_ids_.begin(), eos_token_ids_.end(), id) != eos_token_ids_.end();
   if ((!r.request->ignore_eos && is_eos) || std::find(stop.begin(), stop.end(), id) != stop.end()) {
     r.finished = true;
     r.result.finish_reason = FinishReason::kStop;
@@ -82,7 +76,8 @@ Result<std::vector<GenerateResult>> BatchGenerator::generate(
     return resource_exhausted("more requests than max_batch_size");
   }
   int64_t needed = 0;
-  for (const auto& r : requests) needed += static_cast<int64_t>(r.input_ids.size()) + r.max_new_tokens;
+  for (const auto& r : requests)
+    needed += static_cast<int64_t>(r.input_ids.size()) + r.max_new_tokens;
   if (needed > kv_allocator_.available()) {
     return resource_exhausted("requests need " + std::to_string(needed) + " KV slots, " +
                               std::to_string(kv_allocator_.available()) + " are free");
@@ -132,12 +127,13 @@ void BatchGenerator::prefill(std::vector<Running>& running) {
       req_to_token_.write(r.req_pool_idx, 0, r.slots);
       batch.push_back({r.req_pool_idx, 0, r.request->input_ids, r.slots});
       sampling.params.push_back(r.params);
-      sampling.steps.push_back(0);
+      sampling.steps.push_back(static_cast<uint64_t>(n));  // RNG counter: next position
       sampling.top_logprobs_num.push_back(r.request->top_logprobs_num);
-      sampling.return_logprob = sampling.return_logprob || r.request->top_logprobs_num > 0;
+      sampling.return_logprob = sampling.return_logprob || r.request->return_logprob ||
+                                r.request->top_logprobs_num > 0;
     }
-    const ForwardBatch fb = builder_.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest,
-                                           batch, backend::Stream::cpu());
+    const ForwardBatch fb = builder_.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, batch,
+                                           backend::Stream::cpu());
     const sampling::SampleOutput out = runner_.forward_and_sample(fb, sampling);
     for (size_t i = begin; i < end; ++i) {
       if (!running[i].finished) record(running[i], out, i - begin);
@@ -158,9 +154,10 @@ void BatchGenerator::decode(std::vector<Running*>& active) {
     batch.push_back({r.req_pool_idx, pos, std::span<const int32_t>(&r.result.output_ids.back(), 1),
                      std::span<const int32_t>(&r.slots.back(), 1)});
     sampling.params.push_back(r.params);
-    sampling.steps.push_back(r.result.output_ids.size());
+    sampling.steps.push_back(static_cast<uint64_t>(pos) + 1);
     sampling.top_logprobs_num.push_back(r.request->top_logprobs_num);
-    sampling.return_logprob = sampling.return_logprob || r.request->top_logprobs_num > 0;
+    sampling.return_logprob = sampling.return_logprob || r.request->return_logprob ||
+                              r.request->top_logprobs_num > 0;
   }
   const ForwardBatch fb = builder_.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, batch,
                                          backend::Stream::cpu());

@@ -1,27 +1,17 @@
-// GenerateRequest / GenerateResult: one generation job in token ids, and what it produced.
+// The engine's request and result types in token ids (the scheduler defines the request).
 #pragma once
 
-#include <cstdint>
-#include <string>
 #include <vector>
 
 #include "sampling/sampler.h"
-#include "sampling/sampling_params.h"
+#include "scheduler/req.h"
 
 namespace sgl::engine {
 
-struct GenerateRequest {
-  std::vector<int32_t> input_ids;
-  sampling::SamplingParams sampling;
-  int32_t max_new_tokens = 128;
-  bool ignore_eos = false;
-  std::vector<int32_t> stop_token_ids;  // stop on these as well as the model's EOS ids
-  int32_t top_logprobs_num = 0;         // > 0 also returns per-step top-k logprobs
-};
-
-enum class FinishReason { kLength, kStop };
-
-const char* finish_reason_name(FinishReason reason);  // "length", "stop"
+using scheduler::FinishReason;
+using scheduler::FinishState;
+using scheduler::GenerateRequest;
+using scheduler::finish_reason_name;
 
 struct GenerateResult {
   std::vector<int32_t> output_ids;

@@ -12,8 +12,8 @@ namespace sgl::sampling {
 
 // Per-request sampling state for one batch, aligned with the logits rows.
 struct SamplingBatch {
-  std::vector<SamplingParams> params;   // [bs]; seeds must be set (the engine fills defaults)
-  std::vector<uint64_t> steps;          // [bs]: tokens generated so far (the RNG counter)
+  std::vector<SamplingParams> params;     // [bs]; seeds must be set (the engine fills defaults)
+  std::vector<uint64_t> steps;            // [bs]: tokens generated so far (the RNG counter)
   std::vector<int32_t> top_logprobs_num;  // [bs]: 0 = no top-k logprobs
   bool return_logprob = false;
 
@@ -26,8 +26,8 @@ struct TokenLogprob {
 };
 
 struct SampleOutput {
-  std::vector<int32_t> next_token_ids;                 // [bs]
-  std::vector<float> next_token_logprobs;              // [bs] when return_logprob
+  std::vector<int32_t> next_token_ids;                  // [bs]
+  std::vector<float> next_token_logprobs;               // [bs] when return_logprob
   std::vector<std::vector<TokenLogprob>> top_logprobs;  // [bs][k] when return_logprob
 };
 

@@ -11,8 +11,8 @@ Status SamplingParams::validate() const {
     return invalid_argument("temperature must be a finite number >= 0, got " +
                             std::to_string(temperature));
   }
-  if (top_k < -1) return invalid_argument("top_k must be -1 (disabled) or >= 1, got " +
-                                          std::to_string(top_k));
+  if (top_k < -1)
+    return invalid_argument("top_k must be -1 (disabled) or >= 1, got " + std::to_string(top_k));
   if (!(top_p > 0.f && top_p <= 1.f)) {
     return invalid_argument("top_p must be in (0, 1], got " + std::to_string(top_p));
   }

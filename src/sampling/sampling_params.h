@@ -9,10 +9,10 @@
 namespace sgl::sampling {
 
 struct SamplingParams {
-  float temperature = 1.0f;  // 0 = greedy
-  int32_t top_k = -1;        // -1 (or 0) = disabled
-  float top_p = 1.0f;        // in (0, 1]
-  float min_p = 0.0f;        // in [0, 1]
+  float temperature = 1.0f;      // 0 = greedy
+  int32_t top_k = -1;            // -1 (or 0) = disabled
+  float top_p = 1.0f;            // in (0, 1]
+  float min_p = 0.0f;            // in [0, 1]
   std::optional<uint64_t> seed;  // same seed + same prompt -> same output
 
   bool is_greedy() const { return temperature <= 1e-6f || top_k == 1; }

@@ -37,6 +37,7 @@ engine::GenerateRequest greedy_request(const nlohmann::json& c, int32_t top_logp
   r.sampling.temperature = 0.f;
   r.ignore_eos = true;  // the goldens do not stop at EOS
   r.top_logprobs_num = top_logprobs;
+  r.return_logprob = true;
   return r;
 }
 
@@ -145,6 +146,7 @@ TEST_P(GoldenParity, BatchEqualsEachAlone) {
     auto alone = generator.generate({requests[i]});
     ASSERT_TRUE(alone.ok());
     EXPECT_EQ(together->at(i).output_ids, alone->at(0).output_ids) << "request " << i;
+    ASSERT_EQ(alone->at(0).output_logprobs.size(), alone->at(0).output_ids.size());
     for (size_t s = 0; s < alone->at(0).output_logprobs.size(); ++s) {
       EXPECT_NEAR(together->at(i).output_logprobs[s], alone->at(0).output_logprobs[s], 1e-4);
     }

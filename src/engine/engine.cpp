@@ -1,0 +1,273 @@
+// The engine loop: inbox -> schedule -> launch -> process results -> stream updates.
+#include "engine/engine.h"
+
+#include <random>
+
+#include "core/logging.h"
+#include "engine/exec_batch.h"
+
+namespace sgl::engine {
+namespace {
+
+constexpr std::chrono::milliseconds kWaitForever = std::chrono::hours(24 * 365);
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
+Engine::Engine(const EngineOptions& options)
+    : options_(options),
+      scheduler_(std::make_unique<scheduler::Scheduler>(options.scheduler, options.num_kv_slots,
+                                                        options.context_length,
+                                                        options.eos_token_ids)) {}
+
+Engine::~Engine() {
+  {
+    std::lock_guard lock(inbox_mutex_);
+    stopping_ = true;
+  }
+  inbox_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+const cache::ReqToTokenPool& Engine::req_to_token_pool() const {
+  return scheduler_->req_to_token_pool();
+}
+
+void Engine::start(runner::BatchRunner& runner) {
+  SGL_CHECK(!thread_.joinable()) << "engine already started";
+  thread_ = std::thread([this, &runner] { loop(runner); });
+}
+
+Result<std::shared_ptr<RequestStream>> Engine::submit(GenerateRequest request) {
+  SGL_RETURN_IF_ERROR(scheduler_->validate(request));  // reads only immutable limits
+  for (int32_t id : request.input_ids) {
+    if (id < 0 || id >= options_.vocab_size) {
+      return invalid_argument("token id " + std::to_string(id) +
+                              " is outside the vocabulary [0, " +
+                              std::to_string(options_.vocab_size) + ")");
+    }
+  }
+  const auto prompt = static_cast<int64_t>(request.input_ids.size());
+  if (options_.scheduler.chunked_prefill_size <= 0 && prompt > options_.max_num_tokens) {
+    return invalid_argument("the prompt has " + std::to_string(prompt) +
+                            " tokens; without chunked prefill one forward takes at most " +
+                            std::to_string(options_.max_num_tokens));
+  }
+  const int64_t limit = options_.scheduler.max_queued_requests;
+  if (limit > 0 && queued_.load() >= limit + options_.scheduler.max_running_requests) {
+    return resource_exhausted("the server is at capacity: " + std::to_string(queued_.load()) +
+                              " requests queued or running");
+  }
+  if (!request.sampling.seed) {
+    std::random_device entropy;
+    request.sampling.seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
+  }
+  const uint64_t rid = next_rid_++;
+  auto stream = std::make_shared<RequestStream>(rid);
+  ++queued_;
+  post(Submit{rid, std::move(request), stream});
+  return stream;
+}
+
+void Engine::abort(uint64_t rid) { post(Abort{rid}); }
+
+bool Engine::flush_cache() {
+  Flush flush;
+  std::future<bool> done = flush.done.get_future();
+  post(std::move(flush));
+  return done.get();
+}
+
+EngineStats Engine::get_stats() {
+  Stats stats;
+  std::future<EngineStats> done = stats.done.get_future();
+  post(std::move(stats));
+  return done.get();
+}
+
+Status Engine::last_integrity() const {
+  std::lock_guard lock(integrity_mutex_);
+  return last_integrity_;
+}
+
+void Engine::post(Message message) {
+  {
+    std::lock_guard lock(inbox_mutex_);
+    inbox_.push_back(std::move(message));
+  }
+  inbox_cv_.notify_all();
+}
+
+// Applies queued messages, first waiting up to `max_wait` for one. False once stopping.
+bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
+  std::deque<Message> messages;
+  {
+    std::unique_lock lock(inbox_mutex_);
+    inbox_cv_.wait_for(lock, max_wait, [this] { return stopping_ || !inbox_.empty(); });
+    if (stopping_) return false;
+    messages.swap(inbox_);
+  }
+  for (Message& m : messages) {
+    if (auto* s = std::get_if<Submit>(&m)) {
+      streams_[s->rid] = s->stream;
+      if (!scheduler_->add_request(s->rid, std::move(s->request))) {
+        StreamEvent event;
+        event.finished = scheduler::FinishState{scheduler::FinishReason::kAbort, -1,
+                                                "the waiting queue is full"};
+        s->stream->push(std::move(event));
+        streams_.erase(s->rid);
+        --queued_;
+      }
+    } else if (auto* a = std::get_if<Abort>(&m)) {
+      scheduler_->abort(a->rid, "aborted by the client");
+    } else if (auto* f = std::get_if<Flush>(&m)) {
+      f->done.set_value(scheduler_->flush_cache());
+    } else if (auto* st = std::get_if<Stats>(&m)) {
+      st->done.set_value(make_stats());
+    }
+  }
+  return true;
+}
+
+void Engine::dispatch_updates() {
+  for (scheduler::ReqUpdate& u : scheduler_->take_updates()) {
+    auto it = streams_.find(u.rid);
+    if (it == streams_.end()) continue;
+    StreamEvent event;
+    event.token_ids = std::move(u.new_token_ids);
+    event.logprobs = std::move(u.new_logprobs);
+    event.top_logprobs = std::move(u.new_top_logprobs);
+    event.finished = std::move(u.finished);
+    event.usage = {u.prompt_tokens, u.completion_tokens, u.cached_tokens};
+    const bool finished = event.finished.has_value();
+    if (!event.token_ids.empty()) {
+      throughput_window_.emplace_back(now_s(), static_cast<int64_t>(event.token_ids.size()));
+    }
+    it->second->push(std::move(event));
+    if (finished) {
+      streams_.erase(it);
+      --queued_;
+    }
+  }
+}
+
+void Engine::abort_all(const std::string& reason) {
+  for (auto& [rid, stream] : streams_) scheduler_->abort(rid, reason);
+  dispatch_updates();
+}
+
+void Engine::loop(runner::BatchRunner& runner) {
+  std::unique_ptr<runner::BatchExecutor> executor;
+  if (options_.disable_overlap_schedule) {
+    executor = std::make_unique<runner::SyncExecutor>(runner);
+  } else {
+    executor = std::make_unique<runner::AsyncExecutor>(runner);
+  }
+  const bool overlap = !options_.disable_overlap_schedule;
+  std::deque<scheduler::ScheduleBatch> in_flight;
+  auto finish_oldest = [&] {
+    runner::ExecResult result = executor->wait();
+    SGL_CHECK_EQ(result.batch_id, in_flight.front().id);
+    scheduler_->process_batch_result(in_flight.front(), result.output);
+    in_flight.pop_front();
+  };
+
+  for (;;) {
+    const bool idle = in_flight.empty() && scheduler_->idle();
+    if (!handle_inbox(idle ? kWaitForever : std::chrono::milliseconds(0))) break;
+    const double cpu_start = thread_cpu_s();
+    scheduler::NextBatch next = scheduler_->get_next_batch_to_run();
+    if (next.need_drain) {
+      while (!in_flight.empty()) finish_oldest();
+      dispatch_updates();
+      continue;
+    }
+    bool is_decode = false;
+    if (next.batch) {
+      is_decode = next.batch->mode == ForwardMode::kDecode;
+      executor->submit(to_exec_batch(*next.batch));
+      in_flight.push_back(std::move(*next.batch));
+    }
+    double cpu_s = thread_cpu_s() - cpu_start;
+    // Overlap: keep the batch just launched running while the previous one is processed.
+    const size_t keep = overlap && next.batch ? 1 : 0;
+    while (in_flight.size() > keep) {
+      const bool sync_wait = !overlap;
+      if (sync_wait) {
+        // NOTE: the sync executor runs the model inside wait(): exclude it from engine time.
+        runner::ExecResult result = executor->wait();
+        const double t = thread_cpu_s();
+        scheduler_->process_batch_result(in_flight.front(), result.output);
+        in_flight.pop_front();
+        cpu_s += thread_cpu_s() - t;
+      } else {
+        const double t0 = thread_cpu_s();
+        finish_oldest();
+        cpu_s += thread_cpu_s() - t0;  // waiting blocks without CPU time
+      }
+    }
+    const double t = thread_cpu_s();
+    dispatch_updates();
+    cpu_s += thread_cpu_s() - t;
+    if (is_decode) {
+      decode_cpu_s_ += cpu_s;
+      ++decode_steps_;
+    }
+    if (check_integrity_) {
+      Status status = scheduler_->check_integrity();
+      std::lock_guard lock(integrity_mutex_);
+      if (last_integrity_.ok()) last_integrity_ = std::move(status);
+    }
+    if (!next.batch && in_flight.empty() && !scheduler_->idle()) {
+      // Requests wait but nothing can run now (a timeout pending): poll gently, don't spin.
+      if (!handle_inbox(std::chrono::milliseconds(5))) break;
+    }
+  }
+  // Shutdown: finish what is in flight, then abort everything left, queued messages included.
+  while (!in_flight.empty()) finish_oldest();
+  abort_all("the engine is shutting down");
+  std::lock_guard lock(inbox_mutex_);
+  for (Message& m : inbox_) {
+    if (auto* s = std::get_if<Submit>(&m)) {
+      StreamEvent event;
+      event.finished = scheduler::FinishState{scheduler::FinishReason::kAbort, -1,
+                                              "the engine is shutting down"};
+      s->stream->push(std::move(event));
+    } else if (auto* f = std::get_if<Flush>(&m)) {
+      f->done.set_value(false);
+    } else if (auto* st = std::get_if<Stats>(&m)) {
+      st->done.set_value(make_stats());
+    }
+  }
+  inbox_.clear();
+}
+
+EngineStats Engine::make_stats() const {
+  EngineStats stats;
+  stats.scheduler = scheduler_->stats();
+  const double now = now_s();
+  int64_t tokens = 0;
+  double oldest = now;
+  for (const auto& [t, n] : throughput_window_) {
+    if (now - t <= 5.0) {
+      tokens += n;
+      oldest = std::min(oldest, t);
+    }
+  }
+  if (tokens > 0 && now > oldest) stats.generation_throughput = static_cast<double>(tokens) / (now - oldest);
+  stats.decode_steps = decode_steps_;
+  stats.decode_step_cpu_us = decode_steps_ ? decode_cpu_s_ / static_cast<double>(decode_steps_) * 1e6 : 0;
+  return stats;
+}
+
+}  // namespace sgl::engine

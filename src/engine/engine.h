@@ -1,0 +1,119 @@
+// Engine: owns the Scheduler and runs its loop on a dedicated thread — the only thread that
+// touches scheduling state. Everything else talks to it through typed messages: submit, abort,
+// flush the cache, get stats. Batches run through a BatchExecutor, inline (normal loop) or on a
+// worker thread (overlap loop: batch N+1 is scheduled and launched before N's results are
+// processed).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <variant>
+
+#include "engine/generate_request.h"
+#include "engine/request_stream.h"
+#include "runner/batch_executor.h"
+#include "scheduler/scheduler.h"
+
+namespace sgl::engine {
+
+struct EngineOptions {
+  scheduler::SchedulerOptions scheduler;
+  bool disable_overlap_schedule = false;  // --disable-overlap-schedule
+  int32_t num_kv_slots = 0;               // KV pool size (the runner's)
+  int32_t context_length = 0;
+  int64_t vocab_size = 0;                 // ids outside [0, vocab) are rejected
+  int64_t max_num_tokens = 0;             // tokens one forward can take (the runner's)
+  std::vector<int32_t> eos_token_ids;
+};
+
+struct EngineStats {
+  scheduler::SchedulerStats scheduler;
+  double generation_throughput = 0;  // generated tokens/s over the last few seconds
+  // Engine-thread CPU time per decode step (schedule + batch build + result processing),
+  // averaged over the decode steps so far, in microseconds.
+  double decode_step_cpu_us = 0;
+  int64_t decode_steps = 0;
+};
+
+class Engine {
+ public:
+  // Borrows `runner`, which executes batches (the model, or a fake in tests); the
+  // runner must read its req_to_token rows from `req_to_token_pool()` — construct the runner
+  // after the engine with that pool.
+  explicit Engine(const EngineOptions& options);
+  ~Engine();  // stops the loop; outstanding requests end with finish_reason abort
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // The scheduler's ReqToTokenPool, for constructing the BatchRunner.
+  const cache::ReqToTokenPool& req_to_token_pool() const;
+  // Starts the loop thread over `runner` (borrowed; must outlive the engine).
+  void start(runner::BatchRunner& runner);
+
+  // Validates (a bad request gives kInvalidArgument; a full queue kResourceExhausted) and
+  // queues the request. The stream delivers its tokens and finish.
+  Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request);
+  void abort(uint64_t rid);
+  // Frees the radix cache; false while requests run.
+  bool flush_cache();
+  EngineStats get_stats();
+
+  // For tests: the scheduler's integrity after the loop's latest step (OK when never run).
+  Status last_integrity() const;
+  // Check integrity after every step (slow; tests).
+  void set_check_integrity(bool on) { check_integrity_ = on; }
+
+ private:
+  struct Submit {
+    uint64_t rid;
+    GenerateRequest request;
+    // NOTE: shared with the consumer, who may drop it (a disconnect) before or after the engine
+    // finishes the request; neither side outlives the other predictably.
+    std::shared_ptr<RequestStream> stream;
+  };
+  struct Abort {
+    uint64_t rid;
+  };
+  struct Flush {
+    std::promise<bool> done;
+  };
+  struct Stats {
+    std::promise<EngineStats> done;
+  };
+  using Message = std::variant<Submit, Abort, Flush, Stats>;
+
+  void post(Message message);
+  void loop(runner::BatchRunner& runner);
+  bool handle_inbox(std::chrono::milliseconds max_wait);
+  void dispatch_updates();
+  void abort_all(const std::string& reason);
+  EngineStats make_stats() const;
+
+  EngineOptions options_;
+  std::unique_ptr<scheduler::Scheduler> scheduler_;  // engine thread only
+  std::map<uint64_t, std::shared_ptr<RequestStream>> streams_;  // engine thread only
+  std::atomic<uint64_t> next_rid_{1};
+  std::atomic<int64_t> queued_{0};  // submitted, not yet finished
+
+  std::mutex inbox_mutex_;
+  std::condition_variable inbox_cv_;
+  std::deque<Message> inbox_;
+  bool stopping_ = false;  // under inbox_mutex_
+  std::thread thread_;
+
+  bool check_integrity_ = false;
+  mutable std::mutex integrity_mutex_;
+  Status last_integrity_;
+  // Throughput window and step timers (engine thread; copied into stats).
+  std::deque<std::pair<double, int64_t>> throughput_window_;
+  double decode_cpu_s_ = 0;
+  int64_t decode_steps_ = 0;
+};
+
+}  // namespace sgl::engine

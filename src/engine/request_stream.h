@@ -1,0 +1,55 @@
+// RequestStream: the per-request event queue between the engine thread (producer) and one
+// consumer (an HTTP handler, a CLI). Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "sampling/sampler.h"
+#include "scheduler/req.h"
+
+namespace sgl::engine {
+
+struct Usage {
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;
+};
+
+struct StreamEvent {
+  std::vector<int32_t> token_ids;  // new tokens since the previous event
+  std::vector<float> logprobs;     // per new token, when requested
+  std::vector<std::vector<sampling::TokenLogprob>> top_logprobs;  // per new token, when requested
+  std::optional<scheduler::FinishState> finished;  // set on the last event only
+  Usage usage;
+};
+
+class RequestStream {
+ public:
+  explicit RequestStream(uint64_t rid) : rid_(rid) {}
+  uint64_t rid() const { return rid_; }
+
+  // Producer side (engine thread).
+  void push(StreamEvent event);
+
+  // Consumer side: waits up to `timeout` for events and returns them all merged into one
+  // (tokens concatenated, the finish and latest usage kept); nullopt on timeout or once the
+  // final event has been taken.
+  std::optional<StreamEvent> next(std::chrono::milliseconds timeout = std::chrono::hours(24));
+  bool done() const;
+
+ private:
+  const uint64_t rid_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<StreamEvent> events_;
+  bool finished_pushed_ = false;
+  bool finished_taken_ = false;
+};
+
+}  // namespace sgl::engine

@@ -1,0 +1,70 @@
+// In-order batch execution, inline or on a worker thread.
+#include "runner/batch_executor.h"
+
+#include "core/check.h"
+
+namespace sgl::runner {
+
+ExecResult SyncExecutor::wait() {
+  SGL_CHECK(!pending_.empty()) << "wait() with nothing submitted";
+  ExecBatch batch = std::move(pending_.front());
+  pending_.pop_front();
+  return runner_.run(batch);
+}
+
+AsyncExecutor::AsyncExecutor(BatchRunner& runner)
+    : runner_(runner), worker_([this] { worker_loop(); }) {}
+
+AsyncExecutor::~AsyncExecutor() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void AsyncExecutor::submit(ExecBatch batch) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(batch));
+    ++in_flight_;
+  }
+  cv_.notify_all();
+}
+
+ExecResult AsyncExecutor::wait() {
+  std::unique_lock lock(mutex_);
+  SGL_CHECK(in_flight_ > 0) << "wait() with nothing submitted";
+  cv_.wait(lock, [this] { return !done_.empty(); });
+  ExecResult result = std::move(done_.front());
+  done_.pop_front();
+  --in_flight_;
+  return result;
+}
+
+int64_t AsyncExecutor::in_flight() const {
+  std::lock_guard lock(mutex_);
+  return in_flight_;
+}
+
+void AsyncExecutor::worker_loop() {
+  for (;;) {
+    ExecBatch batch;
+    {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ with nothing left
+      batch = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    ExecResult result = runner_.run(batch);
+    {
+      std::lock_guard lock(mutex_);
+      done_.push_back(std::move(result));
+    }
+    cv_.notify_all();
+  }
+}
+
+}  // namespace sgl::runner

@@ -1,0 +1,95 @@
+// BatchExecutor: runs scheduled batches in submission order, possibly on another thread, so the
+// scheduler can build batch N+1 while batch N runs (the overlap loop).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "forward/forward_mode.h"
+#include "sampling/sampler.h"
+#include "sampling/sampling_params.h"
+
+namespace sgl::runner {
+
+// One request's part of a batch, in host values the executor copies at submit().
+struct ExecRequest {
+  int32_t req_pool_idx = 0;
+  int32_t prefix_len = 0;  // tokens already in the KV cache
+  int32_t extend_len = 0;  // new tokens this pass
+  // The new tokens' ids when the scheduler knows them (prompts, recomputation). Empty for a
+  // decode step: its input is the token sampled last for this row, read from the token table
+  // on the executor side, so no host round trip sits between two batches.
+  std::vector<int32_t> input_ids;
+  std::vector<int32_t> out_cache_loc;  // [extend_len]: KV slots of the new tokens
+  sampling::SamplingParams sampling;   // seed set
+  int32_t top_logprobs_num = 0;
+  bool return_logprob = false;
+};
+
+struct ExecBatch {
+  int64_t id = 0;  // increasing; results come back with it
+  ForwardMode mode = ForwardMode::kExtend;
+  std::vector<ExecRequest> requests;
+};
+
+struct ExecResult {
+  int64_t batch_id = 0;
+  sampling::SampleOutput output;  // one row per request
+};
+
+// Runs one batch to completion on the calling thread.
+class BatchRunner {
+ public:
+  virtual ~BatchRunner() = default;
+  virtual ExecResult run(const ExecBatch& batch) = 0;
+};
+
+// Executes batches in submission order. wait() returns the oldest unreturned result.
+class BatchExecutor {
+ public:
+  virtual ~BatchExecutor() = default;
+  virtual void submit(ExecBatch batch) = 0;
+  virtual ExecResult wait() = 0;
+  virtual int64_t in_flight() const = 0;
+};
+
+// Runs each batch inside wait(), on the caller's thread (the normal, non-overlap loop).
+class SyncExecutor final : public BatchExecutor {
+ public:
+  explicit SyncExecutor(BatchRunner& runner) : runner_(runner) {}
+  void submit(ExecBatch batch) override { pending_.push_back(std::move(batch)); }
+  ExecResult wait() override;
+  int64_t in_flight() const override { return static_cast<int64_t>(pending_.size()); }
+
+ private:
+  BatchRunner& runner_;
+  std::deque<ExecBatch> pending_;
+};
+
+// Runs batches on its own worker thread, so submit() returns at once (the overlap loop).
+class AsyncExecutor final : public BatchExecutor {
+ public:
+  explicit AsyncExecutor(BatchRunner& runner);
+  ~AsyncExecutor() override;
+  void submit(ExecBatch batch) override;
+  ExecResult wait() override;
+  int64_t in_flight() const override;
+
+ private:
+  void worker_loop();
+  BatchRunner& runner_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<ExecBatch> queue_;
+  std::deque<ExecResult> done_;
+  int64_t in_flight_ = 0;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+}  // namespace sgl::runner

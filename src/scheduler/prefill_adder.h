@@ -1,0 +1,58 @@
+// PrefillAdder: admits waiting requests into one prefill batch under token budgets (SGLang's
+// PrefillAdder): total KV left after reserving room for running requests' future tokens, new
+// input tokens per batch, and the chunked-prefill chunk.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "scheduler/req.h"
+
+namespace sgl::scheduler {
+
+enum class AddResult {
+  kContinue,  // admitted (maybe as a chunk); try the next request
+  kNoToken,   // out of KV memory: stop admitting
+  kOther,     // a per-batch budget is spent: stop admitting
+};
+
+class PrefillAdder {
+ public:
+  // `available_and_evictable` is read live: locking a prefix makes it unevictable, so the
+  // budget must see that. `reserved_tokens` is what running requests may still generate
+  // (already scaled by new_token_ratio). `chunk_tokens` <= 0 disables chunking.
+  // With `nothing_running`, the first request is admitted whenever its input fits, even if its
+  // future tokens may not: otherwise a request larger than the budget would wait forever
+  // (retraction then keeps it going).
+  PrefillAdder(std::function<int64_t()> available_and_evictable, int64_t reserved_tokens,
+               int64_t max_prefill_tokens, int64_t chunk_tokens, int32_t free_running_slots,
+               bool nothing_running);
+
+  // `req` has fill_ids / prefix_indices / extend_input_len set from a fresh prefix match; `lock`
+  // locks its prefix (called only when admitted). A request whose input exceeds the chunk
+  // budget is truncated to a chunk (is_chunked = true, fill_ids and extend_input_len cut).
+  AddResult add_one_req(Req& req, const std::function<void(Req&)>& lock);
+
+  // The request chunked in the previous round resumes first: it already holds its lock and
+  // memory for what it computed, so only the chunk budget applies.
+  void add_chunked_req(Req& req);
+
+  const std::vector<Req*>& can_run_list() const { return can_run_list_; }
+  Req* new_chunked_req() const { return new_chunked_req_; }
+  int64_t rem_total_tokens() const { return available_and_evictable_() - total_offset_; }
+
+ private:
+  AddResult budget_state() const;
+
+  std::function<int64_t()> available_and_evictable_;
+  int64_t total_offset_;  // tokens promised: running reservation + admitted requests
+  int64_t rem_input_tokens_;
+  int64_t rem_chunk_tokens_;  // INT64_MAX when chunking is off
+  int32_t free_running_slots_;
+  bool nothing_running_;
+  std::vector<Req*> can_run_list_;
+  Req* new_chunked_req_ = nullptr;
+};
+
+}  // namespace sgl::scheduler

@@ -1,0 +1,76 @@
+// Req: one request's state through WAITING -> (CHUNKED)* -> EXTEND -> DECODE -> FINISHED, with
+// RETRACTED back to waiting (SGLang's Req).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/radix_cache.h"
+#include "sampling/sampler.h"
+#include "sampling/sampling_params.h"
+
+namespace sgl::scheduler {
+
+enum class FinishReason {
+  kLength,      // max_new_tokens reached (or the context filled up)
+  kStop,        // EOS or a stop_token_id
+  kStopString,  // a stop string matched (reported by the text layer)
+  kAbort,       // aborted: by the client, a timeout, or an error
+};
+
+const char* finish_reason_name(FinishReason reason);  // "length", "stop", "stop", "abort"
+
+struct FinishState {
+  FinishReason reason = FinishReason::kLength;
+  int32_t matched_token = -1;  // the stop token, for kStop
+  std::string message;         // why, for kAbort
+};
+
+// What a client asks for, in token ids.
+struct GenerateRequest {
+  std::vector<int32_t> input_ids;
+  sampling::SamplingParams sampling;
+  int32_t max_new_tokens = 128;
+  bool ignore_eos = false;
+  std::vector<int32_t> stop_token_ids;  // stop on these as well as the model's EOS ids
+  bool return_logprob = false;          // logprob of each sampled token
+  int32_t top_logprobs_num = 0;         // > 0: also the top-k at each step
+};
+
+using Clock = std::chrono::steady_clock;
+
+struct Req {
+  uint64_t rid = 0;
+  GenerateRequest request;  // origin_input_ids = request.input_ids
+  std::vector<int32_t> output_ids;
+  std::vector<float> output_logprobs;
+  std::vector<std::vector<sampling::TokenLogprob>> output_top_logprobs;
+  std::optional<FinishState> finished;
+
+  // Scheduling state.
+  std::vector<int32_t> fill_ids;        // the tokens the KV must hold after this extend
+  std::vector<int32_t> prefix_indices;  // KV slots of fill_ids' cached prefix (tree's slots)
+  int32_t extend_input_len = 0;         // tokens this extend computes
+  int32_t req_pool_idx = -1;            // row in the ReqToTokenPool; -1 = none
+  cache::RadixLock lock;                // pins prefix_indices (last_node = lock.node())
+  int32_t kv_len = 0;                   // positions with KV slots in the row (scheduled)
+  int32_t borrowed_len = 0;             // row[0:borrowed_len] are the tree's slots
+  int32_t scheduled_samples = 0;        // tokens sampled once every in-flight batch is done
+  bool is_chunked = false;              // a prefill chunk is in progress
+  bool prefill_cached = false;          // its prompt's KV was published to the radix cache
+  int32_t cached_tokens = 0;            // prompt tokens served from the cache at first prefill
+  int32_t retract_count = 0;
+  int64_t last_batch_id = -1;           // newest batch that reads this request's row
+  Clock::time_point arrival_time = Clock::now();
+  std::optional<Clock::time_point> first_schedule_time;
+
+  const std::vector<int32_t>& origin_input_ids() const { return request.input_ids; }
+  // origin_input_ids + output_ids
+  std::vector<int32_t> all_token_ids() const;
+  int32_t prompt_len() const { return static_cast<int32_t>(request.input_ids.size()); }
+};
+
+}  // namespace sgl::scheduler

@@ -1,0 +1,508 @@
+// Scheduler: admission (prefill), decode, retraction, result processing and release.
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/check.h"
+#include "scheduler/prefill_adder.h"
+#include "scheduler/schedule_policy.h"
+
+namespace sgl::scheduler {
+namespace {
+
+int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return static_cast<int64_t>(i);
+}
+
+bool contains(const std::vector<int32_t>& ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// Retraction assumes each survivor decodes this many more steps before the ratio settles
+// (SGLang's RETRACT_DECODE_STEPS).
+constexpr int64_t kRetractDecodeSteps = 20;
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerOptions& options, int32_t num_kv_slots,
+                     int32_t max_context_len, std::vector<int32_t> eos_token_ids)
+    : options_(options),
+      max_context_len_(max_context_len),
+      eos_token_ids_(std::move(eos_token_ids)),
+      // NOTE: finished requests keep their row until the batch still reading it completes, so
+      // the overlap loop needs room for a second generation of rows.
+      req_to_token_(2 * options.max_running_requests + 2, max_context_len),
+      allocator_(num_kv_slots),
+      tree_(options.disable_radix_cache),
+      rng_(options.random_seed),
+      new_token_ratio_(options.init_new_token_ratio()) {
+  totals_.kv_capacity = allocator_.capacity();
+}
+
+Scheduler::~Scheduler() {
+  for (auto& [rid, req] : reqs_) req->lock.reset();  // locks must not outlive the tree
+}
+
+Status Scheduler::validate(const GenerateRequest& r) const {
+  SGL_RETURN_IF_ERROR(r.sampling.validate());
+  if (r.input_ids.empty()) return invalid_argument("the prompt is empty");
+  if (r.max_new_tokens < 0) return invalid_argument("max_new_tokens must be >= 0");
+  if (r.top_logprobs_num < 0) return invalid_argument("top_logprobs_num must be >= 0");
+  const auto len = static_cast<int64_t>(r.input_ids.size());
+  if (len >= max_context_len_) {
+    return invalid_argument("the prompt has " + std::to_string(len) +
+                            " tokens; the context length is " + std::to_string(max_context_len_));
+  }
+  const int64_t max_new = std::min<int64_t>(r.max_new_tokens, max_context_len_ - len);
+  if (len + max_new > allocator_.capacity()) {
+    return invalid_argument("the request needs " + std::to_string(len + max_new) +
+                            " KV slots (prompt + max_new_tokens); the KV cache holds " +
+                            std::to_string(allocator_.capacity()));
+  }
+  return Status::ok_status();
+}
+
+bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
+  SGL_CHECK(!reqs_.count(rid)) << "duplicate request id " << rid;
+  if (options_.max_queued_requests > 0 &&
+      static_cast<int64_t>(waiting_.size()) >= options_.max_queued_requests) {
+    return false;
+  }
+  auto req = std::make_unique<Req>();
+  req->rid = rid;
+  req->request = std::move(request);
+  // Generation stops at the context length (SGLang clamps max_new_tokens the same way).
+  req->request.max_new_tokens =
+      std::min(req->request.max_new_tokens, max_context_len_ - req->prompt_len());
+  Req* raw = req.get();
+  reqs_.emplace(rid, std::move(req));
+  if (raw->request.max_new_tokens == 0) {
+    finish(*raw, {FinishReason::kLength, -1, ""});
+    release_ready();
+    return true;
+  }
+  waiting_.push_back(raw);
+  return true;
+}
+
+Req* Scheduler::find(uint64_t rid) {
+  auto it = reqs_.find(rid);
+  return it == reqs_.end() ? nullptr : it->second.get();
+}
+
+void Scheduler::abort(uint64_t rid, const std::string& message) {
+  Req* req = find(rid);
+  if (req == nullptr || req->finished) return;
+  finish(*req, {FinishReason::kAbort, -1, message});
+  release_ready();
+}
+
+bool Scheduler::flush_cache() {
+  if (!idle() || in_flight_batches() > 0 || !to_release_.empty()) return false;
+  return tree_.reset(allocator_);
+}
+
+void Scheduler::emit(const Req& req, ReqUpdate update) {
+  update.rid = req.rid;
+  update.prompt_tokens = req.prompt_len();
+  update.completion_tokens = static_cast<int32_t>(req.output_ids.size());
+  update.cached_tokens = req.cached_tokens;
+  updates_.push_back(std::move(update));
+}
+
+std::vector<ReqUpdate> Scheduler::take_updates() { return std::exchange(updates_, {}); }
+
+int64_t Scheduler::reserved_decode_tokens() const {
+  double reserved = 0;
+  for (const Req* r : running_) {
+    const int64_t left = std::min<int64_t>(r->request.max_new_tokens - r->scheduled_samples,
+                                           kClipMaxNewTokens);
+    reserved += static_cast<double>(std::max<int64_t>(left, 0)) * new_token_ratio_;
+  }
+  return static_cast<int64_t>(reserved);
+}
+
+std::optional<std::vector<int32_t>> Scheduler::alloc_slots(int32_t n) {
+  if (allocator_.available() < n) tree_.evict(n - allocator_.available(), allocator_);
+  return allocator_.alloc(n);
+}
+
+void Scheduler::init_next_round_input(Req& req) {
+  req.fill_ids = req.all_token_ids();
+  if (req.kv_len > 0) {
+    // A chunked request resumes after what it computed (its prefix_indices, locked).
+    req.extend_input_len = static_cast<int32_t>(req.fill_ids.size()) - req.kv_len;
+    return;
+  }
+  // At least one token is computed, so there are logits to sample from.
+  const std::span<const int32_t> key(req.fill_ids.data(), req.fill_ids.size() - 1);
+  cache::MatchResult match = tree_.match_prefix(key);
+  req.prefix_indices = std::move(match.device_indices);
+  req.extend_input_len =
+      static_cast<int32_t>(req.fill_ids.size() - req.prefix_indices.size());
+  req.lock = tree_.lock(match.last_node);  // pinned until admission decides
+}
+
+bool Scheduler::prepare_extend_entry(Req& req, BatchEntry* entry) {
+  if (req.req_pool_idx < 0) {
+    auto row = req_to_token_.alloc();
+    SGL_CHECK(row.has_value()) << "ReqToTokenPool exhausted (sized for the running limit)";
+    req.req_pool_idx = *row;
+  }
+  const auto prefix_len = static_cast<int32_t>(req.prefix_indices.size());
+  auto slots = alloc_slots(req.extend_input_len);
+  if (!slots) return false;
+  if (req.kv_len == 0) req.borrowed_len = prefix_len;
+  req_to_token_.write(req.req_pool_idx, 0, req.prefix_indices);
+  req_to_token_.write(req.req_pool_idx, prefix_len, *slots);
+  entry->req = &req;
+  entry->prefix_len = prefix_len;
+  entry->extend_len = req.extend_input_len;
+  entry->input_ids.assign(req.fill_ids.begin() + prefix_len, req.fill_ids.end());
+  entry->out_cache_loc = std::move(*slots);
+  entry->samples = !req.is_chunked;
+  req.kv_len = prefix_len + req.extend_input_len;
+  if (entry->samples) ++req.scheduled_samples;
+  totals_.computed_tokens_total += req.extend_input_len;
+  return true;
+}
+
+void Scheduler::cache_unfinished(Req& req) {
+  const std::span<const int32_t> row = req_to_token_.row(req.req_pool_idx);
+  // Positions whose tokens are known (a chunk's fill_ids; a decoder's prompt and outputs).
+  std::vector<int32_t> tokens = req.is_chunked ? req.fill_ids : req.all_token_ids();
+  const auto n = static_cast<int32_t>(std::min<size_t>(tokens.size(), req.kv_len));
+  cache::CacheUnfinishedResult cached = tree_.cache_unfinished_req(
+      std::span(tokens.data(), n), row.subspan(0, n), std::move(req.lock), allocator_);
+  req_to_token_.write(req.req_pool_idx, 0, cached.kv_slots);
+  req.prefix_indices = std::move(cached.kv_slots);
+  req.lock = std::move(cached.lock);
+  req.borrowed_len = tree_.disabled() ? 0 : n;
+}
+
+NextBatch Scheduler::get_next_batch_to_run() {
+  handle_timeouts();
+  release_ready();
+  std::erase_if(running_, [](const Req* r) { return r->finished.has_value(); });
+  if (chunked_req_ != nullptr) cache_unfinished(*chunked_req_);
+  // Publish freshly prefilled prompts so waiting requests sharing them hit the cache (SGLang
+  // does this when the prefill result is processed). NOTE: this rewrites the request's row, so
+  // only once no in-flight batch reads it; in the overlap loop a running request is nearly
+  // always in flight, and its prompt is then cached when it finishes.
+  for (Req* req : running_) {
+    if (!req->prefill_cached && req->last_batch_id <= last_processed_batch_id_) {
+      cache_unfinished(*req);
+      req->prefill_cached = true;
+    }
+  }
+
+  NextBatch next;
+  next.batch = get_new_batch_prefill();
+  if (!next.batch) next.batch = get_decode_batch(&next.need_drain);
+  if (next.batch) {
+    next.batch->id = next_batch_id_++;
+    for (const BatchEntry& e : next.batch->entries) e.req->last_batch_id = next.batch->id;
+  }
+  return next;
+}
+
+std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
+  if (waiting_.empty() && chunked_req_ == nullptr) return std::nullopt;
+  const auto running_bs = static_cast<int32_t>(running_.size());
+  if (running_bs >= options_.max_running_requests && chunked_req_ == nullptr) return std::nullopt;
+
+  const SchedulePolicy applied = sort_waiting_queue(options_.policy, waiting_, tree_, rng_);
+  const bool in_batch_prefix_caching =
+      applied == SchedulePolicy::kLpm || applied == SchedulePolicy::kDfsWeight;
+  PrefillAdder adder([this] { return allocator_.available() + tree_.evictable_size(); },
+                     reserved_decode_tokens(), options_.max_prefill_tokens,
+                     options_.chunked_prefill_size, options_.max_running_requests - running_bs,
+                     running_bs == 0 && chunked_req_ == nullptr);
+  if (chunked_req_ != nullptr) {
+    init_next_round_input(*chunked_req_);
+    adder.add_chunked_req(*chunked_req_);
+  }
+  std::vector<Req*> admitted_this_round;
+  for (Req* req : waiting_) {
+    init_next_round_input(*req);
+    if (in_batch_prefix_caching && static_cast<int64_t>(req->prefix_indices.size()) <
+                                       kInBatchPrefixThreshold) {
+      // Another request admitted this round will cache this prefix: wait one round for it.
+      bool shares = false;
+      for (const Req* other : admitted_this_round) {
+        shares = shares || common_prefix(req->fill_ids, other->fill_ids) >= kInBatchPrefixThreshold;
+      }
+      if (shares) {
+        req->lock.reset();
+        continue;
+      }
+    }
+    const AddResult result = adder.add_one_req(*req, [](Req&) {});
+    const bool admitted = !adder.can_run_list().empty() && adder.can_run_list().back() == req;
+    if (!admitted) req->lock.reset();
+    if (admitted) admitted_this_round.push_back(req);
+    if (result != AddResult::kContinue) break;
+  }
+  // Waiting requests not admitted dropped their locks above; the loop may have stopped early.
+  for (Req* req : waiting_) {
+    if (std::find(admitted_this_round.begin(), admitted_this_round.end(), req) ==
+        admitted_this_round.end()) {
+      req->lock.reset();
+    }
+  }
+  if (adder.can_run_list().empty()) return std::nullopt;
+
+  ScheduleBatch batch;
+  batch.mode = ForwardMode::kExtend;
+  Req* resumed = chunked_req_;
+  chunked_req_ = nullptr;
+  for (Req* req : adder.can_run_list()) {
+    BatchEntry entry;
+    if (!prepare_extend_entry(*req, &entry)) {
+      // Out of KV after all (budgets are estimates): back to waiting, nothing held.
+      if (req != resumed) {
+        req->lock.reset();
+        continue;  // stays in waiting_
+      }
+      chunked_req_ = resumed;  // retry the chunk next round
+      continue;
+    }
+    if (req != resumed) std::erase(waiting_, req);
+    if (!req->first_schedule_time) {
+      req->first_schedule_time = Clock::now();
+      req->cached_tokens = static_cast<int32_t>(req->prefix_indices.size());
+      totals_.prompt_tokens_total += req->prompt_len();
+      totals_.cached_prompt_tokens_total += req->cached_tokens;
+    }
+    if (req->is_chunked) {
+      chunked_req_ = req;
+    } else {
+      running_.push_back(req);
+    }
+    batch.entries.push_back(std::move(entry));
+  }
+  if (batch.entries.empty()) return std::nullopt;
+
+  // MIXED: the running decodes ride along with the prefill chunk.
+  if (options_.enable_mixed_chunk && running_bs > 0) {
+    std::vector<Req*> decoders(running_.begin(), running_.begin() + running_bs);
+    std::erase_if(decoders, [](const Req* r) {
+      return r->scheduled_samples >= r->request.max_new_tokens;
+    });
+    if (!decoders.empty() &&
+        allocator_.available() + tree_.evictable_size() >= static_cast<int64_t>(decoders.size())) {
+      for (Req* req : decoders) {
+        auto slot = alloc_slots(1);
+        SGL_CHECK(slot.has_value());
+        req_to_token_.write(req->req_pool_idx, req->kv_len, *slot);
+        batch.entries.push_back({req, req->kv_len, 1, {}, std::move(*slot), true});
+        ++req->kv_len;
+        ++req->scheduled_samples;
+        ++totals_.computed_tokens_total;
+      }
+      batch.mode = ForwardMode::kMixed;
+    }
+  }
+  return batch;
+}
+
+std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
+  auto decodable = [](const Req* r) { return r->scheduled_samples < r->request.max_new_tokens; };
+  int64_t needed = std::count_if(running_.begin(), running_.end(), decodable);
+  if (needed == 0) return std::nullopt;
+  if (allocator_.available() + tree_.evictable_size() < needed) {
+    if (in_flight_batches() > 0) {
+      *need_drain = true;
+      return std::nullopt;
+    }
+    retract_for_decode(needed);
+    needed = std::count_if(running_.begin(), running_.end(), decodable);
+    if (needed == 0) return std::nullopt;
+  }
+  ScheduleBatch batch;
+  batch.mode = ForwardMode::kDecode;
+  for (Req* req : running_) {
+    if (!decodable(req)) continue;
+    auto slot = alloc_slots(1);
+    SGL_CHECK(slot.has_value()) << "decode slots were checked";
+    req_to_token_.write(req->req_pool_idx, req->kv_len, *slot);
+    batch.entries.push_back({req, req->kv_len, 1, {}, std::move(*slot), true});
+    ++req->kv_len;
+    ++req->scheduled_samples;
+  }
+  totals_.computed_tokens_total += static_cast<int64_t>(batch.entries.size());
+  new_token_ratio_ = std::max(new_token_ratio_ - options_.new_token_ratio_decay(),
+                              options_.min_new_token_ratio());
+  return batch;
+}
+
+void Scheduler::retract_for_decode(int64_t needed) {
+  // Retract the requests with the fewest output tokens (then the longest prompts) first.
+  std::vector<Req*> order = running_;
+  std::stable_sort(order.begin(), order.end(), [](const Req* a, const Req* b) {
+    if (a->output_ids.size() != b->output_ids.size()) return a->output_ids.size() > b->output_ids.size();
+    return a->prompt_len() < b->prompt_len();
+  });
+  while (!order.empty() && allocator_.available() + tree_.evictable_size() < needed) {
+    Req* req = order.back();
+    order.pop_back();
+    std::erase(running_, req);
+    --needed;
+    release(*req);  // KV back to the cache/allocator; the request itself lives on
+    req->prefix_indices.clear();
+    req->fill_ids.clear();
+    req->is_chunked = false;
+    req->prefill_cached = false;
+    req->scheduled_samples = static_cast<int32_t>(req->output_ids.size());
+    ++req->retract_count;
+    ++totals_.num_retracted_total;
+    waiting_.push_front(req);
+  }
+  // The survivors' future tokens were underestimated: raise the ratio (SGLang's formula).
+  int64_t decoded = 0, max_new = 0;
+  for (const Req* r : running_) {
+    decoded += static_cast<int64_t>(r->output_ids.size());
+    max_new += r->request.max_new_tokens;
+  }
+  if (max_new > 0) {
+    new_token_ratio_ = std::min(
+        1.0, static_cast<double>(decoded + kRetractDecodeSteps * static_cast<int64_t>(running_.size())) /
+                 static_cast<double>(max_new));
+  }
+}
+
+void Scheduler::process_batch_result(const ScheduleBatch& batch,
+                                     const sampling::SampleOutput& output) {
+  SGL_CHECK_EQ(batch.id, last_processed_batch_id_ + 1) << "batch results out of order";
+  SGL_CHECK_EQ(output.next_token_ids.size(), batch.entries.size());
+  last_processed_batch_id_ = batch.id;
+  for (size_t i = 0; i < batch.entries.size(); ++i) {
+    const BatchEntry& entry = batch.entries[i];
+    Req& req = *entry.req;
+    if (!entry.samples || req.finished) continue;  // a chunk, or a token past the finish
+    const int32_t token = output.next_token_ids[i];
+    req.output_ids.push_back(token);
+    ++totals_.generated_tokens_total;
+    ReqUpdate update;
+    update.new_token_ids = {token};
+    if (req.request.return_logprob && !output.next_token_logprobs.empty()) {
+      req.output_logprobs.push_back(output.next_token_logprobs[i]);
+      update.new_logprobs = {output.next_token_logprobs[i]};
+    }
+    if (req.request.top_logprobs_num > 0 && !output.top_logprobs.empty()) {
+      req.output_top_logprobs.push_back(output.top_logprobs[i]);
+      update.new_top_logprobs = {output.top_logprobs[i]};
+    }
+    emit(req, std::move(update));
+    check_finished(req, token);
+  }
+  release_ready();
+}
+
+void Scheduler::check_finished(Req& req, int32_t token) {
+  const GenerateRequest& r = req.request;
+  if ((!r.ignore_eos && contains(eos_token_ids_, token)) || contains(r.stop_token_ids, token)) {
+    finish(req, {FinishReason::kStop, token, ""});
+  } else if (static_cast<int32_t>(req.output_ids.size()) >= r.max_new_tokens ||
+             req.prompt_len() + static_cast<int32_t>(req.output_ids.size()) >= max_context_len_) {
+    finish(req, {FinishReason::kLength, -1, ""});
+  }
+}
+
+void Scheduler::finish(Req& req, FinishState state) {
+  req.finished = std::move(state);
+  std::erase(waiting_, &req);
+  std::erase(running_, &req);
+  if (chunked_req_ == &req) chunked_req_ = nullptr;
+  ++totals_.finished_requests_total;
+  ReqUpdate update;
+  update.finished = req.finished;
+  emit(req, std::move(update));
+  to_release_.push_back(&req);
+}
+
+void Scheduler::release(Req& req) {
+  if (req.req_pool_idx >= 0) {
+    const std::span<const int32_t> row = req_to_token_.row(req.req_pool_idx);
+    const std::vector<int32_t> tokens = req.all_token_ids();
+    // An aborted request may hold slots for positions whose tokens never came back.
+    const auto known = static_cast<int32_t>(std::min<size_t>(tokens.size(), req.kv_len));
+    SGL_CHECK_GE(known, req.borrowed_len);
+    tree_.cache_finished_req(std::span(tokens.data(), known), row.subspan(0, known),
+                             std::move(req.lock), allocator_);
+    allocator_.free(row.subspan(known, req.kv_len - known));
+    req_to_token_.free(req.req_pool_idx);
+    req.req_pool_idx = -1;
+  }
+  req.lock.reset();
+  req.kv_len = 0;
+  req.borrowed_len = 0;
+}
+
+void Scheduler::release_ready() {
+  std::erase_if(to_release_, [this](Req* req) {
+    if (req->last_batch_id > last_processed_batch_id_) return false;  // still read in flight
+    release(*req);
+    reqs_.erase(req->rid);
+    return true;
+  });
+}
+
+void Scheduler::handle_timeouts() {
+  if (options_.waiting_timeout_s <= 0 && options_.running_timeout_s <= 0) return;
+  const Clock::time_point now = Clock::now();
+  std::vector<Req*> expired;
+  for (auto& [rid, req] : reqs_) {
+    if (req->finished) continue;
+    const double waited = std::chrono::duration<double>(now - req->arrival_time).count();
+    const bool waiting = !req->first_schedule_time.has_value();
+    if (waiting && options_.waiting_timeout_s > 0 && waited > options_.waiting_timeout_s) {
+      expired.push_back(req.get());
+    } else if (!waiting && options_.running_timeout_s > 0 &&
+               std::chrono::duration<double>(now - *req->first_schedule_time).count() >
+                   options_.running_timeout_s) {
+      expired.push_back(req.get());
+    }
+  }
+  for (Req* req : expired) {
+    const bool waiting = !req->first_schedule_time.has_value();
+    finish(*req, {FinishReason::kAbort, -1,
+                  waiting ? "request timed out while waiting" : "request timed out while running"});
+  }
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s = totals_;
+  s.num_running = static_cast<int64_t>(running_.size()) + (chunked_req_ != nullptr ? 1 : 0);
+  s.num_waiting = static_cast<int64_t>(waiting_.size());
+  s.kv_used = allocator_.capacity() - allocator_.available();
+  s.kv_cached = tree_.total_size();
+  s.new_token_ratio = new_token_ratio_;
+  return s;
+}
+
+Status Scheduler::check_integrity() const {
+  SGL_RETURN_IF_ERROR(allocator_.check_integrity());
+  SGL_RETURN_IF_ERROR(req_to_token_.check_integrity());
+  int64_t held = 0, rows = 0;
+  for (const auto& [rid, req] : reqs_) {
+    if (req->req_pool_idx >= 0) {
+      ++rows;
+      held += req->kv_len - req->borrowed_len;
+    } else if (req->kv_len != 0) {
+      return internal_error("request " + std::to_string(rid) + " has KV but no row");
+    }
+  }
+  if (rows != req_to_token_.size() - req_to_token_.available()) {
+    return internal_error("req_to_token rows in use " +
+                          std::to_string(req_to_token_.size() - req_to_token_.available()) +
+                          " but requests hold " + std::to_string(rows));
+  }
+  return tree_.check_integrity(allocator_, held);
+}
+
+}  // namespace sgl::scheduler

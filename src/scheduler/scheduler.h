@@ -1,0 +1,135 @@
+// Scheduler: SGLang's event-loop brain on the host. Owns the waiting queue, the running set and
+// the KV metadata (ReqToTokenPool, TokenToKvPoolAllocator, RadixCache); decides each batch
+// (prefill first, else decode, retracting when KV runs out); applies each batch's sampled
+// tokens. No CUDA dependency: the engine turns ScheduleBatches into device work.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "cache/radix_cache.h"
+#include "cache/req_to_token_pool.h"
+#include "cache/token_to_kv_pool_allocator.h"
+#include "scheduler/req.h"
+#include "scheduler/schedule_batch.h"
+#include "scheduler/scheduler_options.h"
+
+namespace sgl::scheduler {
+
+// What a request gained since the last update: new tokens (with logprobs) and/or its finish.
+struct ReqUpdate {
+  uint64_t rid = 0;
+  std::vector<int32_t> new_token_ids;
+  std::vector<float> new_logprobs;                                  // when return_logprob
+  std::vector<std::vector<sampling::TokenLogprob>> new_top_logprobs;  // when top_logprobs_num
+  std::optional<FinishState> finished;
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;
+};
+
+struct SchedulerStats {
+  int64_t num_running = 0;
+  int64_t num_waiting = 0;
+  int64_t num_retracted_total = 0;  // retractions since start
+  int64_t kv_capacity = 0;          // allocatable KV slots
+  int64_t kv_used = 0;              // held by requests or the cache
+  int64_t kv_cached = 0;            // held by the radix cache
+  int64_t prompt_tokens_total = 0;  // over first prefills
+  int64_t cached_prompt_tokens_total = 0;
+  int64_t computed_tokens_total = 0;  // tokens run through the model (prefill + decode)
+  int64_t generated_tokens_total = 0;
+  int64_t finished_requests_total = 0;
+  double new_token_ratio = 0;
+  double cache_hit_rate() const {
+    return prompt_tokens_total ? static_cast<double>(cached_prompt_tokens_total) /
+                                     static_cast<double>(prompt_tokens_total)
+                               : 0.0;
+  }
+  double kv_usage() const {
+    return kv_capacity ? static_cast<double>(kv_used) / static_cast<double>(kv_capacity) : 0.0;
+  }
+};
+
+struct NextBatch {
+  std::optional<ScheduleBatch> batch;
+  // The scheduler must retract, and retraction frees memory in-flight batches still read:
+  // the caller must finish (process) every in-flight batch, then ask again.
+  bool need_drain = false;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerOptions& options, int32_t num_kv_slots, int32_t max_context_len,
+            std::vector<int32_t> eos_token_ids);
+  ~Scheduler();
+
+  // Checks the request against the context and the limits; the reason as a Status.
+  Status validate(const GenerateRequest& request) const;
+  // Queues a validated request. Returns false (and queues nothing) when the waiting queue is
+  // full (max_queued_requests).
+  bool add_request(uint64_t rid, GenerateRequest request);
+  // Aborts a waiting or running request (no-op for unknown ids); its update says abort.
+  void abort(uint64_t rid, const std::string& message);
+  // Frees everything the radix cache holds; false while requests are running or in flight.
+  bool flush_cache();
+
+  // The next batch: a prefill (maybe MIXED with the running decodes), else a decode of every
+  // running request. In the overlap loop the previous batch may still be running; a request
+  // that finished there is dropped once its result is processed.
+  NextBatch get_next_batch_to_run();
+  // Applies a batch's sampled tokens (one row per entry), in batch order.
+  void process_batch_result(const ScheduleBatch& batch, const sampling::SampleOutput& output);
+
+  // Updates accumulated since the last call (the engine streams them to clients).
+  std::vector<ReqUpdate> take_updates();
+  SchedulerStats stats() const;
+  // KV slots conserved (free + cached + held by requests == capacity), pools consistent.
+  Status check_integrity() const;
+  // The table of KV slots per request row; the model side reads it (engine: runner).
+  const cache::ReqToTokenPool& req_to_token_pool() const { return req_to_token_; }
+  bool idle() const { return running_.empty() && waiting_.empty() && chunked_req_ == nullptr; }
+  int64_t in_flight_batches() const { return next_batch_id_ - 1 - last_processed_batch_id_; }
+
+ private:
+  std::optional<ScheduleBatch> get_new_batch_prefill();
+  std::optional<ScheduleBatch> get_decode_batch(bool* need_drain);
+  void init_next_round_input(Req& req);
+  bool prepare_extend_entry(Req& req, BatchEntry* entry);
+  std::optional<std::vector<int32_t>> alloc_slots(int32_t n);
+  void cache_unfinished(Req& req);
+  void retract_for_decode(int64_t needed);
+  void check_finished(Req& req, int32_t token);
+  void finish(Req& req, FinishState state);
+  void release(Req& req);
+  void release_ready();
+  void handle_timeouts();
+  int64_t reserved_decode_tokens() const;
+  void emit(const Req& req, ReqUpdate update);
+  Req* find(uint64_t rid);
+
+  SchedulerOptions options_;
+  int32_t max_context_len_;
+  std::vector<int32_t> eos_token_ids_;
+  cache::ReqToTokenPool req_to_token_;
+  cache::TokenToKvPoolAllocator allocator_;
+  cache::RadixCache tree_;
+  std::mt19937_64 rng_;
+
+  std::map<uint64_t, std::unique_ptr<Req>> reqs_;  // every live request, by rid
+  std::deque<Req*> waiting_;
+  std::vector<Req*> running_;  // decoding
+  Req* chunked_req_ = nullptr;
+  std::vector<Req*> to_release_;  // finished; released once no in-flight batch reads them
+  double new_token_ratio_;
+  int64_t next_batch_id_ = 1;
+  int64_t last_processed_batch_id_ = 0;
+  std::vector<ReqUpdate> updates_;
+  SchedulerStats totals_;
+};
+
+}  // namespace sgl::scheduler

@@ -1,0 +1,45 @@
+// SchedulerOptions: the knobs of continuous batching, under SGLang's flag names.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+
+namespace sgl::scheduler {
+
+// --schedule-policy. A closed set: an enum and a switch (schedule_policy.cpp).
+enum class SchedulePolicy { kFcfs, kLpm, kDfsWeight, kLof, kRandom };
+
+Result<SchedulePolicy> parse_schedule_policy(const std::string& name);
+const char* schedule_policy_name(SchedulePolicy policy);
+
+struct SchedulerOptions {
+  int32_t max_running_requests = 256;    // --max-running-requests
+  int64_t max_prefill_tokens = 16384;    // --max-prefill-tokens: new tokens in one prefill batch
+  int64_t chunked_prefill_size = 8192;   // --chunked-prefill-size; <= 0 disables chunking
+  SchedulePolicy policy = SchedulePolicy::kFcfs;  // --schedule-policy
+  bool disable_radix_cache = false;      // --disable-radix-cache
+  bool enable_mixed_chunk = false;       // --enable-mixed-chunk
+  double schedule_conservativeness = 1.0;  // --schedule-conservativeness
+  int64_t max_queued_requests = 0;       // waiting-queue bound; 0 = unbounded
+  double waiting_timeout_s = 0;          // abort requests waiting longer; 0 = never
+  double running_timeout_s = 0;          // abort requests running longer; 0 = never
+  uint64_t random_seed = 0;              // the random policy's shuffle
+
+  // SGLang's new_token_ratio schedule, derived from schedule_conservativeness.
+  double init_new_token_ratio() const;
+  double min_new_token_ratio() const;
+  double new_token_ratio_decay() const;  // per decode step
+};
+
+// Budgets never assume more than this many new tokens per request (SGLang's
+// CLIP_MAX_NEW_TOKENS_ESTIMATION).
+constexpr int64_t kClipMaxNewTokens = 4096;
+// lpm falls back to fcfs above this many waiting requests (matching is O(waiting)).
+constexpr size_t kLpmFallbackQueueSize = 128;
+// In-batch prefix caching: a request with a cached prefix shorter than this that shares at least
+// this many tokens with a request admitted earlier in the same round waits one round.
+constexpr int64_t kInBatchPrefixThreshold = 32;
+
+}  // namespace sgl::scheduler

@@ -1,0 +1,79 @@
+// FakeBatchRunner: a stand-in model whose next token is a hash of the tokens it finds in the
+// KV slots of the request's row. Wrong input ids, wrong req_to_token rows or wrongly shared
+// prefix slots all change the output, so matching the reference proves the bookkeeping.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cache/req_to_token_pool.h"
+#include "runner/batch_executor.h"
+
+namespace sgl::test {
+
+class FakeBatchRunner final : public runner::BatchRunner {
+ public:
+  FakeBatchRunner(const cache::ReqToTokenPool& pool, int32_t num_kv_slots, int32_t vocab)
+      : pool_(pool),
+        vocab_(vocab),
+        kv_(num_kv_slots, -1),
+        tokens_(static_cast<size_t>(pool.size()) * pool.max_context_len(), -1) {}
+
+  // The reference: next token after `sequence`.
+  static int32_t next_token(const std::vector<int32_t>& sequence, int32_t vocab) {
+    uint64_t h = 1469598103934665603ull;
+    for (int32_t t : sequence) h = (h ^ static_cast<uint64_t>(t + 7)) * 1099511628211ull;
+    return static_cast<int32_t>((h >> 17) % static_cast<uint64_t>(vocab));
+  }
+
+  runner::ExecResult run(const runner::ExecBatch& batch) override {
+    runner::ExecResult result;
+    result.batch_id = batch.id;
+    for (const runner::ExecRequest& r : batch.requests) {
+      int32_t* row_tokens = tokens_.data() + static_cast<size_t>(r.req_pool_idx) * pool_.max_context_len();
+      if (!r.input_ids.empty()) {
+        std::copy(r.input_ids.begin(), r.input_ids.end(), row_tokens + r.prefix_len);
+      }
+      for (int32_t i = 0; i < r.extend_len; ++i) {
+        kv_.at(r.out_cache_loc.at(i)) = row_tokens[r.prefix_len + i];  // the "KV" is the token
+      }
+      const auto slots = pool_.row(r.req_pool_idx);
+      std::vector<int32_t> seen;
+      for (int32_t p = 0; p < r.prefix_len + r.extend_len; ++p) seen.push_back(kv_.at(slots[p]));
+      const int32_t next = next_token(seen, vocab_);
+      if (r.prefix_len + r.extend_len < pool_.max_context_len()) {
+        row_tokens[r.prefix_len + r.extend_len] = next;
+      }
+      result.output.next_token_ids.push_back(next);
+      computed_tokens_ += r.extend_len;
+    }
+    ++batches_;
+    return result;
+  }
+
+  int64_t computed_tokens() const { return computed_tokens_; }
+  int64_t batches() const { return batches_; }
+
+ private:
+  const cache::ReqToTokenPool& pool_;
+  int32_t vocab_;
+  std::vector<int32_t> kv_;      // [num_kv_slots]: token id whose "KV" the slot holds
+  std::vector<int32_t> tokens_;  // [rows, context]: token ids per row position
+  int64_t computed_tokens_ = 0;
+  int64_t batches_ = 0;
+};
+
+// Expected output of a greedy fake-model request run alone.
+inline std::vector<int32_t> fake_reference(std::vector<int32_t> prompt, int32_t max_new,
+                                           int32_t vocab, const std::vector<int32_t>& stop_ids) {
+  std::vector<int32_t> out;
+  while (static_cast<int32_t>(out.size()) < max_new) {
+    const int32_t t = FakeBatchRunner::next_token(prompt, vocab);
+    out.push_back(t);
+    prompt.push_back(t);
+    if (std::find(stop_ids.begin(), stop_ids.end(), t) != stop_ids.end()) break;
+  }
+  return out;
+}
+
+}  // namespace sgl::test

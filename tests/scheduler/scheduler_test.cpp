@@ -1,0 +1,400 @@
+// Scheduler unit tests against the fake runner: chunking, prefix reuse, eviction, retraction,
+// aborts, policies, and a long randomized run with integrity checked after every step — each
+// in the normal loop and in the overlap loop (batch N+1 scheduled before N is processed).
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <iostream>
+#include <map>
+#include <random>
+
+#include "engine/exec_batch.h"
+#include "scheduler/scheduler.h"
+#include "scheduler/fake_batch_runner.h"
+
+namespace sgl::scheduler {
+namespace {
+
+constexpr int32_t kVocab = 97;
+constexpr int32_t kEos = 0;
+
+std::vector<int32_t> tokens(int32_t n, int32_t seed) {
+  std::vector<int32_t> ids;
+  for (int32_t i = 0; i < n; ++i) ids.push_back(1 + (seed * 31 + i * 7) % (kVocab - 1));
+  return ids;
+}
+
+GenerateRequest make_request(std::vector<int32_t> prompt, int32_t max_new) {
+  GenerateRequest r;
+  r.input_ids = std::move(prompt);
+  r.max_new_tokens = max_new;
+  r.sampling.temperature = 0.f;
+  r.ignore_eos = true;
+  return r;
+}
+
+// What a scheduled batch held, recorded when it was scheduled (its Req pointers die with the
+// requests).
+struct BatchRecord {
+  ForwardMode mode;
+  std::vector<std::pair<uint64_t, int32_t>> extends;  // (rid, extend_len)
+  int64_t num_tokens = 0;
+};
+
+// Runs a Scheduler with the fake model. Checks integrity after every step.
+class Driver {
+ public:
+  Driver(const SchedulerOptions& options, int32_t kv_slots, int32_t context, bool overlap)
+      : scheduler_(options, kv_slots, context, {kEos}),
+        runner_(scheduler_.req_to_token_pool(), kv_slots, kVocab),
+        overlap_(overlap) {}
+
+  uint64_t submit(GenerateRequest r) {
+    const uint64_t rid = next_rid_++;
+    EXPECT_TRUE(scheduler_.validate(r).ok()) << scheduler_.validate(r).to_string();
+    requests_[rid] = r;
+    EXPECT_TRUE(scheduler_.add_request(rid, std::move(r)));
+    return rid;
+  }
+
+  // One loop iteration; false when nothing was scheduled or in flight.
+  bool step() {
+    NextBatch next = scheduler_.get_next_batch_to_run();
+    if (next.need_drain) {
+      EXPECT_TRUE(overlap_);
+      while (!in_flight_.empty()) finish_oldest();
+      return true;
+    }
+    if (next.batch) {
+      BatchRecord record{next.batch->mode, {}, next.batch->num_tokens()};
+      for (const BatchEntry& e : next.batch->entries) record.extends.emplace_back(e.req->rid, e.extend_len);
+      batches_.push_back(std::move(record));
+      in_flight_.push_back(std::move(*next.batch));
+    }
+    const size_t keep = overlap_ && next.batch ? 1 : 0;
+    const bool progressed = next.batch.has_value() || !in_flight_.empty();
+    while (in_flight_.size() > keep) finish_oldest();
+    collect();
+    Status integrity = scheduler_.check_integrity();
+    EXPECT_TRUE(integrity.ok()) << integrity.to_string();
+    return progressed;
+  }
+
+  void run_until_idle(int max_steps = 100000) {
+    for (int i = 0; i < max_steps; ++i) {
+      if (!step() && scheduler_.idle()) return;
+    }
+    ADD_FAILURE() << "did not finish in " << max_steps << " steps";
+  }
+
+  void collect() {
+    for (ReqUpdate& u : scheduler_.take_updates()) {
+      auto& out = outputs_[u.rid];
+      out.insert(out.end(), u.new_token_ids.begin(), u.new_token_ids.end());
+      if (u.finished) finished_[u.rid] = *u.finished;
+    }
+  }
+
+  void expect_reference_outputs() {
+    for (const auto& [rid, r] : requests_) {
+      if (finished_.count(rid) && finished_[rid].reason == FinishReason::kAbort) continue;
+      ASSERT_TRUE(finished_.count(rid)) << "request " << rid << " never finished";
+      const auto expected = test::fake_reference(r.input_ids, r.max_new_tokens, kVocab,
+                                                 r.ignore_eos ? std::vector<int32_t>{}
+                                                              : std::vector<int32_t>{kEos});
+      EXPECT_EQ(outputs_[rid], expected) << "request " << rid;
+    }
+  }
+
+  Scheduler& scheduler() { return scheduler_; }
+  test::FakeBatchRunner& runner() { return runner_; }
+  const std::vector<BatchRecord>& batches() const { return batches_; }
+  std::map<uint64_t, std::vector<int32_t>>& outputs() { return outputs_; }
+  std::map<uint64_t, FinishState>& finished() { return finished_; }
+
+ private:
+  void finish_oldest() {
+    const runner::ExecResult result = runner_.run(engine::to_exec_batch(in_flight_.front()));
+    scheduler_.process_batch_result(in_flight_.front(), result.output);
+    in_flight_.pop_front();
+  }
+
+  Scheduler scheduler_;
+  test::FakeBatchRunner runner_;
+  bool overlap_;
+  uint64_t next_rid_ = 1;
+  std::deque<ScheduleBatch> in_flight_;
+  std::vector<BatchRecord> batches_;
+  std::map<uint64_t, GenerateRequest> requests_;
+  std::map<uint64_t, std::vector<int32_t>> outputs_;
+  std::map<uint64_t, FinishState> finished_;
+};
+
+class SchedulerLoops : public ::testing::TestWithParam<bool> {
+ protected:
+  bool overlap() const { return GetParam(); }
+};
+
+TEST_P(SchedulerLoops, ChunkedPrefillSplitsAtBudgetAndResumesFirst) {
+  SchedulerOptions options;
+  options.chunked_prefill_size = 16;
+  Driver d(options, 1024, 256, overlap());
+  const uint64_t big = d.submit(make_request(tokens(40, 1), 4));
+  d.step();  // first chunk
+  const uint64_t small = d.submit(make_request(tokens(5, 2), 4));
+  d.run_until_idle();
+  // Prefill batches: [16 of big], [16 of big, ...], [8 of big + small...].
+  std::vector<std::pair<uint64_t, int32_t>> extends;
+  for (const BatchRecord& b : d.batches()) {
+    if (b.mode == ForwardMode::kDecode) continue;
+    extends.insert(extends.end(), b.extends.begin(), b.extends.end());
+  }
+  ASSERT_GE(extends.size(), 4u);
+  EXPECT_EQ(extends[0], std::make_pair(big, 16));
+  EXPECT_EQ(extends[1], std::make_pair(big, 16));  // the chunk resumes before `small`
+  EXPECT_EQ(extends[2], std::make_pair(big, 8));
+  EXPECT_EQ(extends[3], std::make_pair(small, 5));
+  for (const BatchRecord& b : d.batches()) EXPECT_LE(b.num_tokens, 16);
+  d.expect_reference_outputs();
+}
+
+TEST_P(SchedulerLoops, PrefixHitsSkipRecomputation) {
+  Driver d({}, 1024, 256, overlap());
+  std::vector<int32_t> shared = tokens(48, 3);
+  d.submit(make_request(shared, 3));
+  d.run_until_idle();
+  const int64_t before = d.runner().computed_tokens();
+  std::vector<int32_t> second = shared;
+  second.push_back(5);
+  second.push_back(6);
+  d.submit(make_request(second, 3));
+  d.run_until_idle();
+  // 48 shared tokens come from the cache: 2 new prompt tokens + 2 decode steps.
+  EXPECT_EQ(d.runner().computed_tokens() - before, 2 + 2);
+  EXPECT_EQ(d.scheduler().stats().cached_prompt_tokens_total, 48);
+  EXPECT_NEAR(d.scheduler().stats().cache_hit_rate(), 48.0 / 98.0, 1e-9);
+  d.expect_reference_outputs();
+}
+
+TEST_P(SchedulerLoops, DisabledRadixCacheRecomputes) {
+  SchedulerOptions options;
+  options.disable_radix_cache = true;
+  Driver d(options, 1024, 256, overlap());
+  d.submit(make_request(tokens(48, 3), 3));
+  d.run_until_idle();
+  const int64_t before = d.runner().computed_tokens();
+  d.submit(make_request(tokens(48, 3), 3));
+  d.run_until_idle();
+  EXPECT_EQ(d.runner().computed_tokens() - before, 48 + 2);
+  EXPECT_EQ(d.scheduler().stats().kv_used, 0);
+  d.expect_reference_outputs();
+}
+
+TEST_P(SchedulerLoops, EvictionUnderPressureKeepsIntegrity) {
+  Driver d({}, 120, 256, overlap());
+  for (int i = 0; i < 30; ++i) {
+    d.submit(make_request(tokens(30, 100 + i), 5));
+    d.run_until_idle();
+  }
+  EXPECT_LE(d.scheduler().stats().kv_used, 119);
+  d.expect_reference_outputs();
+}
+
+TEST_P(SchedulerLoops, RetractionRecomputesAndEveryRequestCompletes) {
+  SchedulerOptions options;
+  options.max_running_requests = 16;
+  Driver d(options, 200, 256, overlap());
+  for (int i = 0; i < 12; ++i) d.submit(make_request(tokens(10, 200 + i), 60));
+  d.run_until_idle();
+  EXPECT_GT(d.scheduler().stats().num_retracted_total, 0);
+  d.expect_reference_outputs();
+}
+
+TEST_P(SchedulerLoops, AbortsFreeEverything) {
+  Driver d({}, 512, 256, overlap());
+  const uint64_t a = d.submit(make_request(tokens(20, 7), 100));
+  const uint64_t b = d.submit(make_request(tokens(20, 8), 100));
+  d.step();
+  d.step();
+  d.scheduler().abort(a, "test");
+  const uint64_t c = d.submit(make_request(tokens(20, 9), 100));
+  d.scheduler().abort(c, "test");  // still waiting
+  d.run_until_idle();
+  d.collect();
+  EXPECT_EQ(d.finished()[a].reason, FinishReason::kAbort);
+  EXPECT_EQ(d.finished()[c].reason, FinishReason::kAbort);
+  EXPECT_EQ(d.finished()[b].reason, FinishReason::kLength);
+  EXPECT_TRUE(d.outputs()[c].empty());
+  EXPECT_TRUE(d.scheduler().check_integrity().ok());
+  EXPECT_TRUE(d.scheduler().flush_cache());
+  EXPECT_EQ(d.scheduler().stats().kv_used, 0);
+}
+
+TEST_P(SchedulerLoops, StopTokensAndLengthFinish) {
+  Driver d({}, 512, 64, overlap());
+  GenerateRequest r = make_request(tokens(8, 11), 40);
+  const auto reference = test::fake_reference(r.input_ids, 40, kVocab, {});
+  r.stop_token_ids = {reference[5]};
+  const uint64_t stopped = d.submit(r);
+  const uint64_t capped = d.submit(make_request(tokens(60, 12), 100));  // context 64
+  d.run_until_idle();
+  EXPECT_EQ(d.finished()[stopped].reason, FinishReason::kStop);
+  EXPECT_EQ(d.outputs()[stopped].back(), reference[5]);
+  EXPECT_LE(d.outputs()[stopped].size(), 6u);
+  EXPECT_EQ(d.finished()[capped].reason, FinishReason::kLength);
+  EXPECT_EQ(d.outputs()[capped].size(), 4u);
+}
+
+TEST_P(SchedulerLoops, MixedChunkBatchesCarryDecodes) {
+  SchedulerOptions options;
+  options.enable_mixed_chunk = true;
+  options.chunked_prefill_size = 8;
+  Driver d(options, 1024, 256, overlap());
+  d.submit(make_request(tokens(6, 21), 20));
+  d.step();
+  d.step();
+  d.submit(make_request(tokens(30, 22), 5));
+  d.run_until_idle();
+  bool saw_mixed = false;
+  for (const BatchRecord& b : d.batches()) saw_mixed = saw_mixed || b.mode == ForwardMode::kMixed;
+  EXPECT_TRUE(saw_mixed);
+  d.expect_reference_outputs();
+}
+
+TEST(SchedulePolicy, LpmOrdersByCachedPrefixLength) {
+  SchedulerOptions options;
+  options.policy = SchedulePolicy::kLpm;
+  options.max_prefill_tokens = 40;  // one request per prefill batch
+  Driver d(options, 1024, 256, false);
+  const std::vector<int32_t> shared = tokens(36, 5);
+  d.submit(make_request(shared, 1));
+  d.run_until_idle();
+  std::vector<int32_t> hit = shared;
+  hit.push_back(3);
+  const uint64_t cold = d.submit(make_request(tokens(37, 6), 1));
+  const uint64_t warm = d.submit(make_request(hit, 1));
+  d.step();
+  const BatchRecord& batch = d.batches().back();
+  ASSERT_FALSE(batch.extends.empty());
+  EXPECT_EQ(batch.extends[0].first, warm);
+  d.run_until_idle();
+  EXPECT_TRUE(d.finished().count(cold));
+}
+
+TEST(SchedulePolicy, LofAndFcfsOrders) {
+  for (SchedulePolicy policy : {SchedulePolicy::kLof, SchedulePolicy::kFcfs}) {
+    SchedulerOptions options;
+    options.policy = policy;
+    options.max_prefill_tokens = 8;
+    Driver d(options, 1024, 256, false);
+    const uint64_t short_out = d.submit(make_request(tokens(8, 1), 2));
+    const uint64_t long_out = d.submit(make_request(tokens(8, 2), 50));
+    d.step();
+    EXPECT_EQ(d.batches().back().extends[0].first,
+              policy == SchedulePolicy::kLof ? long_out : short_out);
+  }
+}
+
+TEST(SchedulePolicy, InBatchPrefixCachingDefersASharer) {
+  SchedulerOptions options;
+  options.policy = SchedulePolicy::kLpm;
+  Driver d(options, 1024, 256, false);
+  const std::vector<int32_t> shared = tokens(40, 9);
+  std::vector<int32_t> a = shared, b = shared;
+  a.push_back(1);
+  b.push_back(2);
+  d.submit(make_request(a, 2));
+  d.submit(make_request(b, 2));
+  d.step();
+  EXPECT_EQ(d.batches().back().extends.size(), 1u);  // b waits for a's prefix
+  d.run_until_idle();
+  EXPECT_EQ(d.scheduler().stats().cached_prompt_tokens_total, 40);
+  d.expect_reference_outputs();
+}
+
+TEST(SchedulePolicy, DfsWeightAndRandomComplete) {
+  for (SchedulePolicy policy : {SchedulePolicy::kDfsWeight, SchedulePolicy::kRandom}) {
+    SchedulerOptions options;
+    options.policy = policy;
+    options.max_prefill_tokens = 64;
+    Driver d(options, 2048, 256, false);
+    for (int g = 0; g < 3; ++g) {
+      std::vector<int32_t> p = tokens(20, 50 + g);
+      d.submit(make_request(p, 2));
+    }
+    d.run_until_idle();
+    for (int i = 0; i < 12; ++i) {
+      std::vector<int32_t> p = tokens(20, 50 + i % 3);
+      p.push_back(1 + i);
+      d.submit(make_request(p, 3));
+    }
+    d.run_until_idle();
+    d.expect_reference_outputs();
+  }
+}
+
+TEST(SchedulePolicy, ParseNames) {
+  EXPECT_EQ(*parse_schedule_policy("dfs-weight"), SchedulePolicy::kDfsWeight);
+  EXPECT_FALSE(parse_schedule_policy("sjf").ok());
+}
+
+TEST(SchedulerValidate, RejectsImpossibleRequests) {
+  Scheduler s({}, 100, 64, {kEos});
+  EXPECT_FALSE(s.validate(make_request({}, 4)).ok());
+  EXPECT_FALSE(s.validate(make_request(tokens(64, 1), 4)).ok());   // prompt fills the context
+  EXPECT_FALSE(s.validate(make_request(tokens(60, 1), 200)).ok() &&
+               false);  // clamped to the context: fine
+  EXPECT_TRUE(s.validate(make_request(tokens(60, 1), 200)).ok());
+  Scheduler tiny({}, 20, 64, {kEos});
+  EXPECT_FALSE(tiny.validate(make_request(tokens(10, 1), 30)).ok());  // needs 40 slots
+}
+
+// Thousands of requests: random arrivals, lengths, stop tokens and aborts, a tiny KV pool,
+// chunking; integrity after every step; every non-aborted request matches its reference.
+TEST_P(SchedulerLoops, RandomizedSoak) {
+  std::mt19937 rng(overlap() ? 2 : 1);
+  SchedulerOptions options;
+  options.chunked_prefill_size = 24;
+  options.max_running_requests = 12;
+  options.max_prefill_tokens = 48;
+  options.policy = overlap() ? SchedulePolicy::kLpm : SchedulePolicy::kFcfs;
+  Driver d(options, 160, 128, overlap());
+  std::vector<uint64_t> live;
+  int submitted = 0;
+  for (int step = 0; step < 20000 && (submitted < 2000 || !d.scheduler().idle()); ++step) {
+    if (submitted < 2000 && rng() % 3 == 0) {
+      const int32_t len = 1 + static_cast<int32_t>(rng() % 40);
+      std::vector<int32_t> prompt = tokens(len, static_cast<int32_t>(rng() % 8));  // shared prefixes
+      prompt.back() = 1 + static_cast<int32_t>(rng() % (kVocab - 1));
+      GenerateRequest r = make_request(prompt, 1 + static_cast<int32_t>(rng() % 30));
+      r.ignore_eos = rng() % 2;
+      live.push_back(d.submit(r));
+      ++submitted;
+    }
+    if (!live.empty() && rng() % 40 == 0) {
+      d.scheduler().abort(live[rng() % live.size()], "random abort");
+    }
+    d.step();
+  }
+  d.run_until_idle();
+  EXPECT_EQ(submitted, 2000);
+  d.expect_reference_outputs();
+  // The soak must have exercised the hard paths.
+  const SchedulerStats stats = d.scheduler().stats();
+  EXPECT_GT(stats.num_retracted_total, 0);
+  EXPECT_GT(stats.cached_prompt_tokens_total, 0);
+  int aborted = 0;
+  for (const auto& [rid, f] : d.finished()) aborted += f.reason == FinishReason::kAbort;
+  EXPECT_GT(aborted, 0);
+  std::cout << "soak: retracted " << stats.num_retracted_total << ", cached prompt tokens "
+            << stats.cached_prompt_tokens_total << " of " << stats.prompt_tokens_total
+            << ", aborted " << aborted << "\n";
+  EXPECT_TRUE(d.scheduler().flush_cache());
+  EXPECT_EQ(d.scheduler().stats().kv_used, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Loops, SchedulerLoops, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "overlap" : "normal"; });
+
+}  // namespace
+}  // namespace sgl::scheduler
