@@ -1,88 +1,149 @@
-// sgl-generate: generate a continuation of one prompt from the command line.
+// sgl-generate: generate from the command line — one prompt, or a JSONL batch file submitted
+// all at once through the continuous-batching engine.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "app/batch_file.h"
 #include "app/cli_args.h"
-#include "core/logging.h"
-#include "engine/batch_generator.h"
-#include "runner/model_runner.h"
+#include "app/engine_flags.h"
+#include "engine/model_engine.h"
+#include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sgl::app {
 namespace {
 
 constexpr const char* kUsage =
-    R"(usage: sgl-generate --model-path DIR (--prompt TEXT | --prompt-ids 1,2,3)
+    R"(usage: sgl-generate --model-path DIR (--prompt TEXT | --prompt-ids 1,2,3 | --batch-file F.jsonl)
   [--max-new-tokens N=128] [--temperature T=1.0] [--top-k K=-1] [--top-p P=1.0] [--min-p P=0.0]
-  [--seed S] [--ignore-eos] [--top-logprobs K] [--device cpu] [--attention-backend NAME]
-  [--context-length N] [--json] [--log-level debug|info|warn|error]
+  [--seed S] [--ignore-eos] [--top-logprobs K] [--json]
 )";
 
 struct Options {
   std::string model_path;
-  engine::GenerateRequest request;
-  runner::ModelRunnerOptions runner;
-  std::optional<std::string> prompt;
+  std::vector<GenerationJob> jobs;
+  EngineSetup setup;
   bool json = false;
 };
 
-Result<Options> parse_options(int argc, char** argv) {
-  SGL_ASSIGN_OR_RETURN(
-      CliArgs args,
-      CliArgs::parse(argc, argv,
-                     {"--model-path", "--prompt", "--prompt-ids", "--max-new-tokens",
-                      "--temperature", "--top-k", "--top-p", "--min-p", "--seed", "--top-logprobs",
-                      "--device", "--attention-backend", "--context-length", "--log-level"},
-                     {"--ignore-eos", "--json", "--help"}));
-  Options o;
-  if (args.has("--help")) return invalid_argument("");
-  if (!args.get("--model-path")) return invalid_argument("--model-path is required");
-  o.model_path = *args.get("--model-path");
-  o.prompt = args.get("--prompt");
-  SGL_ASSIGN_OR_RETURN(o.request.input_ids, args.get_int_list("--prompt-ids"));
-  if (o.prompt.has_value() == args.has("--prompt-ids")) {
-    return invalid_argument("give exactly one of --prompt and --prompt-ids");
+Result<GenerationJob> job_from_flags(const CliArgs& args) {
+  GenerationJob job;
+  engine::GenerateRequest& r = job.request;
+  job.prompt = args.get("--prompt");
+  SGL_ASSIGN_OR_RETURN(r.input_ids, args.get_int_list("--prompt-ids"));
+  if (job.prompt.has_value() == args.has("--prompt-ids")) {
+    return invalid_argument("give exactly one of --prompt, --prompt-ids and --batch-file");
   }
   SGL_ASSIGN_OR_RETURN(int64_t max_new, args.get_int("--max-new-tokens", 128));
-  o.request.max_new_tokens = static_cast<int32_t>(max_new);
   SGL_ASSIGN_OR_RETURN(double temperature, args.get_double("--temperature", 1.0));
   SGL_ASSIGN_OR_RETURN(int64_t top_k, args.get_int("--top-k", -1));
   SGL_ASSIGN_OR_RETURN(double top_p, args.get_double("--top-p", 1.0));
   SGL_ASSIGN_OR_RETURN(double min_p, args.get_double("--min-p", 0.0));
-  o.request.sampling.temperature = static_cast<float>(temperature);
-  o.request.sampling.top_k = static_cast<int32_t>(top_k);
-  o.request.sampling.top_p = static_cast<float>(top_p);
-  o.request.sampling.min_p = static_cast<float>(min_p);
+  SGL_ASSIGN_OR_RETURN(int64_t top_logprobs, args.get_int("--top-logprobs", 0));
+  if (max_new < 0 || max_new > (1 << 30)) return invalid_argument("--max-new-tokens out of range");
+  if (top_logprobs < 0 || top_logprobs > 1000) return invalid_argument("--top-logprobs out of range");
+  r.max_new_tokens = static_cast<int32_t>(max_new);
+  r.sampling.temperature = static_cast<float>(temperature);
+  r.sampling.top_k = static_cast<int32_t>(top_k);
+  r.sampling.top_p = static_cast<float>(top_p);
+  r.sampling.min_p = static_cast<float>(min_p);
   if (args.has("--seed")) {
     SGL_ASSIGN_OR_RETURN(int64_t seed, args.get_int("--seed", 0));
-    o.request.sampling.seed = static_cast<uint64_t>(seed);
+    r.sampling.seed = static_cast<uint64_t>(seed);
   }
-  SGL_ASSIGN_OR_RETURN(int64_t top_logprobs, args.get_int("--top-logprobs", 0));
-  if (top_logprobs < 0) return invalid_argument("--top-logprobs must be >= 0");
-  o.request.top_logprobs_num = static_cast<int32_t>(top_logprobs);
-  o.request.return_logprob = top_logprobs > 0;
-  o.request.ignore_eos = args.has("--ignore-eos");
+  r.top_logprobs_num = static_cast<int32_t>(top_logprobs);
+  r.return_logprob = top_logprobs > 0;
+  r.ignore_eos = args.has("--ignore-eos");
+  return job;
+}
+
+Result<Options> parse_options(int argc, char** argv) {
+  std::set<std::string> values = {"--model-path", "--prompt", "--prompt-ids", "--batch-file",
+                                  "--max-new-tokens", "--temperature", "--top-k", "--top-p",
+                                  "--min-p", "--seed", "--top-logprobs"};
+  std::set<std::string> switches = {"--ignore-eos", "--json", "--help"};
+  values.insert(engine_value_flags().begin(), engine_value_flags().end());
+  switches.insert(engine_switch_flags().begin(), engine_switch_flags().end());
+  SGL_ASSIGN_OR_RETURN(CliArgs args, CliArgs::parse(argc, argv, values, switches));
+  if (args.has("--help")) return invalid_argument("");
+  Options o;
+  if (!args.get("--model-path")) return invalid_argument("--model-path is required");
+  o.model_path = *args.get("--model-path");
   o.json = args.has("--json");
-  auto device = parse_device(args.get("--device").value_or("cpu"));
-  if (!device) return invalid_argument("--device expects cpu, cuda or cuda:N");
-  o.runner.device = *device;
-  o.runner.attention_backend = args.get("--attention-backend").value_or("auto");
-  SGL_ASSIGN_OR_RETURN(o.runner.context_length, args.get_int("--context-length", 0));
-  // One request: a small KV pool is enough.
-  o.runner.max_batch_size = 1;
-  const std::string level = args.get("--log-level").value_or("warn");
-  if (level == "debug")
-    set_log_level(LogLevel::kDebug);
-  else if (level == "info")
-    set_log_level(LogLevel::kInfo);
-  else if (level == "warn")
-    set_log_level(LogLevel::kWarn);
-  else if (level == "error")
-    set_log_level(LogLevel::kError);
-  else
-    return invalid_argument("--log-level expects debug, info, warn or error");
+  SGL_ASSIGN_OR_RETURN(o.setup, parse_engine_flags(args));
+  if (auto file = args.get("--batch-file")) {
+    if (args.has("--prompt") || args.has("--prompt-ids")) {
+      return invalid_argument("give exactly one of --prompt, --prompt-ids and --batch-file");
+    }
+    SGL_ASSIGN_OR_RETURN(o.jobs, read_batch_file(*file));
+    o.json = true;  // one JSON line per request
+  } else {
+    SGL_ASSIGN_OR_RETURN(GenerationJob job, job_from_flags(args));
+    o.jobs.push_back(std::move(job));
+  }
   return o;
+}
+
+// One submitted job while it streams: detokenizes and watches stop strings.
+struct Running {
+  GenerationJob* job = nullptr;
+  std::shared_ptr<engine::RequestStream> stream;
+  std::vector<int32_t> output_ids;
+  std::vector<std::vector<sampling::TokenLogprob>> top_logprobs;
+  std::optional<tokenizer::IncrementalDetokenizer> detok;
+  std::optional<tokenizer::StopStringMatcher> stops;
+  std::string text;
+  std::string finish_reason;
+  bool done = false;
+};
+
+// Applies one event; returns true when the job needs an abort (a stop string matched).
+bool apply(Running& r, const engine::StreamEvent& e) {
+  r.output_ids.insert(r.output_ids.end(), e.token_ids.begin(), e.token_ids.end());
+  r.top_logprobs.insert(r.top_logprobs.end(), e.top_logprobs.begin(), e.top_logprobs.end());
+  bool stop_matched = false;
+  if (r.detok) {
+    std::string piece = r.detok->add(e.token_ids);
+    if (e.finished) piece += r.detok->flush();
+    auto m = r.stops->add(piece);
+    r.text += m.text;
+    if (m.matched) {
+      stop_matched = true;
+    } else if (e.finished) {
+      r.text += r.stops->flush();
+    }
+  }
+  if (stop_matched) {
+    r.finish_reason = "stop";
+    r.done = true;
+  } else if (e.finished) {
+    r.finish_reason = engine::finish_reason_name(e.finished->reason);
+    r.done = true;
+    if (e.finished->reason == scheduler::FinishReason::kAbort) {
+      std::cerr << "sgl-generate: request aborted: " << e.finished->message << "\n";
+    }
+  }
+  return stop_matched && !e.finished;
+}
+
+void print_json(const Running& r) {
+  nlohmann::ordered_json out;
+  out["prompt_ids"] = r.job->request.input_ids;
+  out["output_ids"] = r.output_ids;
+  out["text"] = r.text;
+  out["finish_reason"] = r.finish_reason;
+  if (r.job->request.top_logprobs_num > 0) {
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+    for (const auto& step : r.top_logprobs) {
+      nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+      for (const auto& t : step) entries.push_back({{"id", t.id}, {"logprob", t.logprob}});
+      steps.push_back(entries);
+    }
+    out["logprobs"] = steps;
+  }
+  std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 int run(int argc, char** argv) {
@@ -91,63 +152,73 @@ int run(int argc, char** argv) {
     if (!parsed.status().message().empty()) {
       std::cerr << "sgl-generate: " << parsed.status().message() << "\n";
     }
-    std::cerr << kUsage;
+    std::cerr << kUsage << engine_flags_usage();
     return 2;
   }
   Options& o = *parsed;
+  auto fail = [](const Status& s) {
+    std::cerr << "sgl-generate: " << s.to_string() << "\n";
+    return 1;
+  };
 
-  // The tokenizer is optional when the prompt is given as ids (random test models have none).
+  // The tokenizer is optional when every prompt is given as ids (random test models have none).
   std::unique_ptr<tokenizer::Tokenizer> tok;
   auto tok_result = tokenizer::Tokenizer::from_dir(o.model_path);
-  if (tok_result.ok()) {
-    tok = std::move(tok_result).value();
-  } else if (o.prompt) {
-    std::cerr << "sgl-generate: " << tok_result.status().to_string() << "\n";
-    return 1;
+  if (tok_result.ok()) tok = std::move(tok_result).value();
+  for (GenerationJob& job : o.jobs) {
+    if (!job.prompt) continue;
+    if (!tok) return fail(tok_result.status());
+    job.request.input_ids = tok->encode(*job.prompt, {});
   }
-  if (o.prompt) o.request.input_ids = tok->encode(*o.prompt, {});
-  // Validation runs before the KV pool is sized, so an oversized request fails fast.
-  o.runner.num_kv_slots = static_cast<int64_t>(o.request.input_ids.size()) +
-                          std::max<int64_t>(o.request.max_new_tokens, 0) + 1;
+  o.setup.engine.scheduler.max_running_requests =
+      std::min<int32_t>(o.setup.engine.scheduler.max_running_requests,
+                        static_cast<int32_t>(o.jobs.size()));
+  auto me = engine::launch_model_engine(o.model_path, o.setup.runner, o.setup.engine,
+                                        tok ? tok->eos_token_ids() : std::vector<int32_t>{});
+  if (!me.ok()) return fail(me.status());
+  engine::Engine& engine = *me->engine;
 
-  auto runner = runner::ModelRunner::create(o.model_path, o.runner);
-  if (!runner.ok()) {
-    std::cerr << "sgl-generate: " << runner.status().to_string() << "\n";
-    return 1;
-  }
-  std::vector<int32_t> eos = (*runner)->config().eos_token_ids;
-  if (tok) {
-    for (int32_t id : tok->eos_token_ids()) {
-      if (std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
+  // Validate everything before submitting anything: a bad line fails the whole run.
+  for (size_t i = 0; i < o.jobs.size(); ++i) {
+    for (int32_t id : o.jobs[i].request.input_ids) {
+      if (id < 0 || id >= me->model_runner->config().vocab_size) {
+        return fail(invalid_argument("request " + std::to_string(i) + ": token id " +
+                                     std::to_string(id) + " is outside the vocabulary [0, " +
+                                     std::to_string(me->model_runner->config().vocab_size) + ")"));
+      }
     }
   }
-  engine::BatchGenerator generator(**runner, eos);
-  auto results = generator.generate({o.request});
-  if (!results.ok()) {
-    std::cerr << "sgl-generate: " << results.status().to_string() << "\n";
-    return 1;
-  }
-  const engine::GenerateResult& result = results->at(0);
-  const std::string text = tok ? tok->decode(result.output_ids, {}) : std::string();
-  if (!o.json) {
-    std::cout << text << "\n";
-    return 0;
-  }
-  nlohmann::ordered_json out;
-  out["prompt_ids"] = o.request.input_ids;
-  out["output_ids"] = result.output_ids;
-  out["text"] = text;
-  out["finish_reason"] = engine::finish_reason_name(result.finish_reason);
-  if (o.request.top_logprobs_num > 0) {
-    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-    for (const auto& step : result.top_logprobs) {
-      nlohmann::ordered_json entries = nlohmann::ordered_json::array();
-      for (const auto& e : step) entries.push_back({{"id", e.id}, {"logprob", e.logprob}});
-      steps.push_back(entries);
+  std::vector<Running> running(o.jobs.size());
+  for (size_t i = 0; i < o.jobs.size(); ++i) {
+    Running& r = running[i];
+    r.job = &o.jobs[i];
+    if (tok) {
+      r.detok.emplace(*tok, std::vector<int32_t>{});
+      r.stops.emplace(r.job->stop);
     }
-    out["logprobs"] = steps;
+    auto stream = engine.submit(r.job->request);
+    if (!stream.ok()) return fail(stream.status().with_context("request " + std::to_string(i)));
+    r.stream = *stream;
   }
-  std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  for (size_t remaining = running.size(); remaining > 0;) {
+    bool progressed = false;
+    for (Running& r : running) {
+      if (r.done) continue;
+      auto event = r.stream->next(std::chrono::milliseconds(0));
+      if (!event) continue;
+      progressed = true;
+      if (apply(r, *event)) engine.abort(r.stream->rid());
+      if (r.done) --remaining;
+    }
+    if (!progressed) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  for (const Running& r : running) {
+    if (o.json) {
+      print_json(r);
+    } else {
+      std::cout << r.text << "\n";
+    }
+  }
   return 0;
 }
 

@@ -43,9 +43,10 @@ const cache::ReqToTokenPool& Engine::req_to_token_pool() const {
   return scheduler_->req_to_token_pool();
 }
 
-void Engine::start(runner::BatchRunner& runner) {
+void Engine::start(std::unique_ptr<runner::BatchRunner> runner) {
   SGL_CHECK(!thread_.joinable()) << "engine already started";
-  thread_ = std::thread([this, &runner] { loop(runner); });
+  runner_ = std::move(runner);
+  thread_ = std::thread([this] { loop(*runner_); });
 }
 
 Result<std::shared_ptr<RequestStream>> Engine::submit(GenerateRequest request) {

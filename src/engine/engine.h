@@ -43,9 +43,7 @@ struct EngineStats {
 
 class Engine {
  public:
-  // Borrows `runner`, which executes batches (the model, or a fake in tests); the
-  // runner must read its req_to_token rows from `req_to_token_pool()` — construct the runner
-  // after the engine with that pool.
+  // Construct, build the BatchRunner over req_to_token_pool(), then start() with it.
   explicit Engine(const EngineOptions& options);
   ~Engine();  // stops the loop; outstanding requests end with finish_reason abort
   Engine(const Engine&) = delete;
@@ -53,8 +51,9 @@ class Engine {
 
   // The scheduler's ReqToTokenPool, for constructing the BatchRunner.
   const cache::ReqToTokenPool& req_to_token_pool() const;
-  // Starts the loop thread over `runner` (borrowed; must outlive the engine).
-  void start(runner::BatchRunner& runner);
+  // Starts the loop thread; the engine owns `runner` (the model, or a fake in tests) and
+  // destroys it after the loop has stopped.
+  void start(std::unique_ptr<runner::BatchRunner> runner);
 
   // Validates (a bad request gives kInvalidArgument; a full queue kResourceExhausted) and
   // queues the request. The stream delivers its tokens and finish.
@@ -97,6 +96,7 @@ class Engine {
 
   EngineOptions options_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;  // engine thread only
+  std::unique_ptr<runner::BatchRunner> runner_;      // engine thread only, once started
   std::map<uint64_t, std::shared_ptr<RequestStream>> streams_;  // engine thread only
   std::atomic<uint64_t> next_rid_{1};
   std::atomic<int64_t> queued_{0};  // submitted, not yet finished

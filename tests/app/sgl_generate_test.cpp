@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #include "model/model_test_util.h"
 #include "test_data.h"
@@ -94,9 +95,69 @@ TEST(SglGenerate, ContextOverflowAndBadIdsAreClearErrors) {
   RunResult r = run_generate("--model-path " + stories() + " --prompt-ids 1,2,999 --json");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("token id 999 is outside the vocabulary"), std::string::npos) << r.out;
-  r = run_generate("--model-path " + stories() + " --prompt hi --max-new-tokens 100000");
+  std::string long_prompt = "1";
+  for (int i = 0; i < 600; ++i) long_prompt += ",5";
+  r = run_generate("--model-path " + stories() + " --prompt-ids " + long_prompt);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find("exceeds the context length 512"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the prompt has 601 tokens; the context length is 512"), std::string::npos)
+      << r.out;
+  // max_new_tokens past the context is clamped to it, as SGLang does.
+  r = run_generate("--model-path " + stories() + " --prompt hi --max-new-tokens 100000 "
+                   "--ignore-eos --temperature 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["prompt_ids"].size() + out["output_ids"].size(), 512u);
+  EXPECT_EQ(out["finish_reason"], "length");
+}
+
+TEST(SglGenerate, BatchFileAnswersInInputOrderWithStops) {
+  model::test_util::TempDir dir;
+  const auto golden = test::golden("stories260K")["cases"];
+  std::string lines;
+  for (int i = 0; i < 6; ++i) {
+    nlohmann::json j = {{"prompt", golden[i]["prompt"]}, {"max_new_tokens", 48},
+                        {"temperature", 0}, {"ignore_eos", true}};
+    lines += j.dump() + "\n";
+  }
+  lines += R"({"prompt_ids": [1, 403, 407, 261, 378], "max_new_tokens": 48, "temperature": 0,)"
+           R"( "ignore_eos": true, "stop": ["Lily"]})" "\n";
+  lines += R"({"prompt": "Once upon a time", "max_new_tokens": 48, "temperature": 0,)"
+           R"( "stop_token_ids": [432]})" "\n";
+  const auto path = dir.write("batch.jsonl", lines);
+  const RunResult r = run_generate("--model-path " + stories() + " --batch-file " + path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::vector<nlohmann::json> outs;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) outs.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(outs.size(), 8u);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(outs[i]["prompt_ids"], golden[i]["prompt_ids"]) << i;
+    EXPECT_EQ(outs[i]["output_ids"], golden[i]["greedy_ids"]) << i;
+    EXPECT_EQ(outs[i]["text"], golden[i]["greedy_text"]) << i;
+    EXPECT_EQ(outs[i]["finish_reason"], "length");
+  }
+  // Stop string: the text ends right before it.
+  EXPECT_EQ(outs[6]["finish_reason"], "stop");
+  EXPECT_EQ(outs[6]["text"], ", there was a little girl named ");
+  // Stop token: generation ends with it.
+  EXPECT_EQ(outs[7]["finish_reason"], "stop");
+  EXPECT_EQ(outs[7]["output_ids"], nlohmann::json::array({432}));
+}
+
+TEST(SglGenerate, BadBatchFilesNameTheLine) {
+  model::test_util::TempDir dir;
+  const auto bad = dir.write("bad.jsonl", "{\"prompt\": \"a\"}\n{not json}\n");
+  RunResult r = run_generate("--model-path " + stories() + " --batch-file " + bad.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("bad.jsonl:2: invalid JSON"), std::string::npos) << r.out;
+  const auto unknown = dir.write("unknown.jsonl", "{\"prompt\": \"a\", \"temprature\": 1}\n");
+  r = run_generate("--model-path " + stories() + " --batch-file " + unknown.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("unknown field 'temprature'"), std::string::npos) << r.out;
+  const auto type = dir.write("type.jsonl", "{\"prompt\": \"a\", \"max_new_tokens\": \"x\"}\n");
+  r = run_generate("--model-path " + stories() + " --batch-file " + type.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("type.jsonl:1"), std::string::npos) << r.out;
 }
 
 // Copies stories260K's small files into a scratch dir and lets a test break one.

@@ -1,0 +1,85 @@
+// Engine flag parsing.
+#include "app/engine_flags.h"
+
+#include "core/logging.h"
+
+namespace sgl::app {
+
+const std::set<std::string>& engine_value_flags() {
+  static const std::set<std::string> flags = {
+      "--device", "--attention-backend", "--context-length", "--load-format",
+      "--max-running-requests", "--max-prefill-tokens", "--chunked-prefill-size",
+      "--schedule-policy", "--schedule-conservativeness", "--max-total-tokens",
+      "--mem-fraction-static", "--max-queued-requests", "--random-seed", "--log-level"};
+  return flags;
+}
+
+const std::set<std::string>& engine_switch_flags() {
+  static const std::set<std::string> flags = {"--disable-radix-cache", "--enable-mixed-chunk",
+                                              "--disable-overlap-schedule"};
+  return flags;
+}
+
+const char* engine_flags_usage() {
+  return R"(engine flags (SGLang's names):
+  --device cpu|cuda[:N]        --attention-backend NAME     --context-length N
+  --load-format auto|dummy     --max-running-requests N     --max-prefill-tokens N
+  --chunked-prefill-size N     --schedule-policy lpm|dfs-weight|fcfs|lof|random
+  --schedule-conservativeness X  --max-total-tokens N (KV slots)  --mem-fraction-static X
+  --max-queued-requests N      --random-seed N              --log-level debug|info|warn|error
+  --disable-radix-cache        --enable-mixed-chunk         --disable-overlap-schedule
+)";
+}
+
+Result<EngineSetup> parse_engine_flags(const CliArgs& args) {
+  EngineSetup s;
+  auto device = parse_device(args.get("--device").value_or("cpu"));
+  if (!device) return invalid_argument("--device expects cpu, cuda or cuda:N");
+  s.runner.device = *device;
+  s.runner.attention_backend = args.get("--attention-backend").value_or("auto");
+  s.runner.load_format = args.get("--load-format").value_or("auto");
+  SGL_ASSIGN_OR_RETURN(s.runner.context_length, args.get_int("--context-length", 0));
+  SGL_ASSIGN_OR_RETURN(s.runner.num_kv_slots, args.get_int("--max-total-tokens", 0));
+  SGL_ASSIGN_OR_RETURN(s.runner.mem_fraction_static, args.get_double("--mem-fraction-static", 0.2));
+  if (s.runner.context_length < 0 || s.runner.num_kv_slots < 0 ||
+      !(s.runner.mem_fraction_static > 0 && s.runner.mem_fraction_static < 1)) {
+    return invalid_argument("--context-length and --max-total-tokens must be >= 0 and "
+                            "--mem-fraction-static in (0, 1)");
+  }
+  scheduler::SchedulerOptions& o = s.engine.scheduler;
+  SGL_ASSIGN_OR_RETURN(int64_t running, args.get_int("--max-running-requests", 256));
+  SGL_ASSIGN_OR_RETURN(o.max_prefill_tokens, args.get_int("--max-prefill-tokens", 16384));
+  SGL_ASSIGN_OR_RETURN(o.chunked_prefill_size, args.get_int("--chunked-prefill-size", 8192));
+  SGL_ASSIGN_OR_RETURN(o.schedule_conservativeness,
+                       args.get_double("--schedule-conservativeness", 1.0));
+  SGL_ASSIGN_OR_RETURN(o.max_queued_requests, args.get_int("--max-queued-requests", 0));
+  SGL_ASSIGN_OR_RETURN(int64_t seed, args.get_int("--random-seed", 0));
+  if (running < 1 || running > 65536 || o.max_prefill_tokens < 1 ||
+      o.schedule_conservativeness <= 0 || o.max_queued_requests < 0) {
+    return invalid_argument("--max-running-requests, --max-prefill-tokens and "
+                            "--schedule-conservativeness must be positive");
+  }
+  o.max_running_requests = static_cast<int32_t>(running);
+  o.random_seed = static_cast<uint64_t>(seed);
+  SGL_ASSIGN_OR_RETURN(o.policy,
+                       scheduler::parse_schedule_policy(args.get("--schedule-policy").value_or("fcfs")));
+  o.disable_radix_cache = args.has("--disable-radix-cache");
+  o.enable_mixed_chunk = args.has("--enable-mixed-chunk");
+  s.engine.disable_overlap_schedule = args.has("--disable-overlap-schedule");
+
+  const std::string level = args.get("--log-level").value_or("warn");
+  if (level == "debug") {
+    set_log_level(LogLevel::kDebug);
+  } else if (level == "info") {
+    set_log_level(LogLevel::kInfo);
+  } else if (level == "warn") {
+    set_log_level(LogLevel::kWarn);
+  } else if (level == "error") {
+    set_log_level(LogLevel::kError);
+  } else {
+    return invalid_argument("--log-level expects debug, info, warn or error");
+  }
+  return s;
+}
+
+}  // namespace sgl::app

@@ -1,0 +1,43 @@
+// ModelEngine assembly.
+#include "engine/model_engine.h"
+
+#include <algorithm>
+
+#include "runner/model_batch_runner.h"
+
+namespace sgl::engine {
+
+Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
+                                        const runner::ModelRunnerOptions& runner_options,
+                                        EngineOptions options,
+                                        const std::vector<int32_t>& extra_eos_ids) {
+  runner::ModelRunnerOptions ro = runner_options;
+  // One forward takes a full prefill budget (or chunk) plus every running decode (MIXED).
+  const int64_t prefill = options.scheduler.chunked_prefill_size > 0
+                              ? std::min(options.scheduler.chunked_prefill_size,
+                                         options.scheduler.max_prefill_tokens)
+                              : options.scheduler.max_prefill_tokens;
+  ro.max_batch_size = 2 * options.scheduler.max_running_requests + 2;
+  ro.max_num_tokens = std::max(prefill, options.scheduler.max_prefill_tokens) +
+                      options.scheduler.max_running_requests;
+  ModelEngine me;
+  SGL_ASSIGN_OR_RETURN(me.model_runner, runner::ModelRunner::create(model_path, ro));
+  const model::ModelConfig& config = me.model_runner->config();
+  options.num_kv_slots = static_cast<int32_t>(me.model_runner->num_kv_slots());
+  options.context_length = static_cast<int32_t>(me.model_runner->context_length());
+  options.vocab_size = config.vocab_size;
+  options.max_num_tokens = ro.max_num_tokens;
+  options.eos_token_ids = config.eos_token_ids;
+  for (int32_t id : extra_eos_ids) {
+    if (std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), id) ==
+        options.eos_token_ids.end()) {
+      options.eos_token_ids.push_back(id);
+    }
+  }
+  me.engine = std::make_unique<Engine>(options);
+  me.engine->start(std::make_unique<runner::ModelBatchRunner>(*me.model_runner,
+                                                              me.engine->req_to_token_pool()));
+  return me;
+}
+
+}  // namespace sgl::engine

@@ -1,0 +1,25 @@
+// ModelEngine: a ModelRunner and the Engine serving it, built and torn down in the right order.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "engine/engine.h"
+#include "runner/model_runner.h"
+
+namespace sgl::engine {
+
+struct ModelEngine {
+  std::unique_ptr<runner::ModelRunner> model_runner;  // outlives the engine (declared first)
+  std::unique_ptr<Engine> engine;
+};
+
+// Loads the model and starts the engine loop over it. `engine_options`' KV, context, vocab and
+// token limits are filled from the runner; `extra_eos_ids` (e.g. the tokenizer's) join the
+// model's EOS ids.
+Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
+                                        const runner::ModelRunnerOptions& runner_options,
+                                        EngineOptions engine_options,
+                                        const std::vector<int32_t>& extra_eos_ids = {});
+
+}  // namespace sgl::engine

@@ -1,0 +1,120 @@
+// Streaming detokenization: token-by-token text equals the whole decode and is valid UTF-8 at
+// every step, for every vector string of every tokenizer; stop strings across pieces.
+#include "tokenizer/incremental_detokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "tokenizer/tokenizer.h"
+
+namespace sgl::tokenizer {
+namespace {
+
+const std::string kData = SGL_TESTDATA_DIR;
+
+bool valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (int k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+std::vector<std::string> vector_strings(const std::string& name) {
+  std::ifstream in(kData + "/tokenizers/vectors/" + name + ".inp", std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string all = ss.str(), sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t at; (at = all.find(sep, start)) != std::string::npos; start = at + sep.size()) {
+    out.push_back(all.substr(start, at - start));
+  }
+  return out;
+}
+
+struct Case {
+  const char* tokenizer_dir;
+  const char* vectors;
+};
+
+class Streaming : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Streaming, TokenByTokenEqualsWholeDecode) {
+  auto tok = Tokenizer::from_dir(kData + "/" + GetParam().tokenizer_dir);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  std::vector<std::string> texts = vector_strings(GetParam().vectors);
+  // Plus random byte-fallback / multi-byte heavy strings.
+  std::mt19937 rng(5);
+  const std::vector<std::string> pieces = {
+      "é", "漢字", "🦙", "👩‍👩‍👧", " ", "  ", "a", "\n", "ё", "ω"};
+  for (int i = 0; i < 200; ++i) {
+    std::string s;
+    for (int k = 0; k < 12; ++k) s += pieces[rng() % pieces.size()];
+    texts.push_back(s);
+  }
+  ASSERT_GT(texts.size(), 200u);
+  for (const std::string& text : texts) {
+    const std::vector<int32_t> ids = (*tok)->encode(text, {.add_special_tokens = false});
+    // Prompt context: the first two tokens; stream the rest one at a time.
+    const size_t split = std::min<size_t>(2, ids.size());
+    const std::vector<int32_t> prompt(ids.begin(), ids.begin() + split);
+    IncrementalDetokenizer detok(**tok, prompt);
+    for (size_t i = split; i < ids.size(); ++i) {
+      const std::string piece = detok.add({ids[i]});
+      ASSERT_TRUE(valid_utf8(piece)) << "invalid UTF-8 piece while streaming '" << text << "'";
+    }
+    detok.flush();
+    EXPECT_EQ(detok.emitted(), detok.full_text()) << "text: '" << text << "'";
+    if (split == 0) {
+      EXPECT_EQ(detok.emitted(), (*tok)->decode(ids, {})) << "text: '" << text << "'";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, Streaming,
+                         ::testing::Values(Case{"models/stories260K", "llama-spm"},
+                                           Case{"tokenizers/llama2", "llama-spm"},
+                                           Case{"tokenizers/llama3_1", "llama-bpe"},
+                                           Case{"tokenizers/qwen3", "qwen2"},
+                                           Case{"tokenizers/gpt2", "gpt-2"}),
+                         [](const auto& info) {
+                           std::string n = info.param.tokenizer_dir;
+                           return n.substr(n.find('/') + 1);
+                         });
+
+TEST(StopStringMatcher, MatchesAcrossPiecesAndHoldsBackPartialMatches) {
+  StopStringMatcher m({"\n\nUser:", "END"});
+  auto r = m.add("Hello\n");
+  EXPECT_EQ(r.text, "Hello");  // "\n" may start "\n\nUser:"
+  EXPECT_FALSE(r.matched);
+  r = m.add("\nUs");
+  EXPECT_EQ(r.text, "");
+  r = m.add("er: hi");
+  EXPECT_TRUE(r.matched);
+  EXPECT_EQ(r.text, "");
+  EXPECT_EQ(r.matched_str, "\n\nUser:");
+
+  StopStringMatcher n({"END"});
+  EXPECT_EQ(n.add("the EN").text, "the ");
+  EXPECT_EQ(n.add("D").matched, true);
+  StopStringMatcher o({"END"});
+  EXPECT_EQ(o.add("EN").text, "");
+  EXPECT_EQ(o.add("Dless? no, ENS").text, "");  // matched at "END"
+  StopStringMatcher p({"xyz"});
+  EXPECT_EQ(p.add("ab").text, "ab");
+  EXPECT_EQ(p.add("cx").text, "c");
+  EXPECT_EQ(p.flush(), "x");
+}
+
+}  // namespace
+}  // namespace sgl::tokenizer
