@@ -26,16 +26,15 @@ struct Voidify {
 
 }  // namespace sgl::detail
 
-#define SGL_CHECK(cond)                \
-  (cond) ? (void)0                     \
-         : ::sgl::detail::Voidify() &  \
-               ::sgl::detail::CheckFailure(__FILE__, __LINE__, #cond).stream()
+#define SGL_CHECK(cond) \
+  (cond)                \
+      ? (void)0         \
+      : ::sgl::detail::Voidify() & ::sgl::detail::CheckFailure(__FILE__, __LINE__, #cond).stream()
 
-#define SGL_CHECK_OP_(a, b, op)                                                        \
-  ((a)op(b)) ? (void)0                                                                 \
-             : ::sgl::detail::Voidify() &                                              \
-                   ::sgl::detail::CheckFailure(__FILE__, __LINE__, #a " " #op " " #b) \
-                           .stream()                                                   \
+#define SGL_CHECK_OP_(a, b, op)                                                                \
+  ((a)op(b)) ? (void)0                                                                         \
+             : ::sgl::detail::Voidify() &                                                      \
+                   ::sgl::detail::CheckFailure(__FILE__, __LINE__, #a " " #op " " #b).stream() \
                        << "(" << (a) << " vs " << (b) << ") "
 
 #define SGL_CHECK_EQ(a, b) SGL_CHECK_OP_(a, b, ==)

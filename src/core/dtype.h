@@ -18,16 +18,22 @@ enum class DType : uint8_t {
 };
 
 size_t dtype_size(DType dtype);
-std::string_view dtype_name(DType dtype);  // "f32", "bf16", ...
+std::string_view dtype_name(DType dtype);                 // "f32", "bf16", ...
 std::optional<DType> parse_dtype(std::string_view name);  // accepts our names and torch's
 
 template <typename T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::kF32; }
+constexpr DType dtype_of<float>() {
+  return DType::kF32;
+}
 template <>
-constexpr DType dtype_of<int32_t>() { return DType::kI32; }
+constexpr DType dtype_of<int32_t>() {
+  return DType::kI32;
+}
 template <>
-constexpr DType dtype_of<int64_t>() { return DType::kI64; }
+constexpr DType dtype_of<int64_t>() {
+  return DType::kI64;
+}
 
 }  // namespace sgl

@@ -34,10 +34,18 @@ bool log_enabled(LogLevel level) { return static_cast<int>(level) >= min_level()
 
 void log_message(LogLevel level, std::string_view message) {
   switch (level) {
-    case LogLevel::kDebug: logger().debug("{}", message); break;
-    case LogLevel::kInfo: logger().info("{}", message); break;
-    case LogLevel::kWarn: logger().warn("{}", message); break;
-    case LogLevel::kError: logger().error("{}", message); break;
+    case LogLevel::kDebug:
+      logger().debug("{}", message);
+      break;
+    case LogLevel::kInfo:
+      logger().info("{}", message);
+      break;
+    case LogLevel::kWarn:
+      logger().warn("{}", message);
+      break;
+    case LogLevel::kError:
+      logger().error("{}", message);
+      break;
   }
 }
 

@@ -2,9 +2,9 @@
 #pragma once
 
 #include <sstream>
+#include <string_view>
 
 #include "core/check.h"
-#include <string_view>
 
 namespace sgl {
 
@@ -29,10 +29,10 @@ class LogLine {
 
 }  // namespace sgl
 
-#define SGL_LOG(level)                                               \
-  !::sgl::log_enabled(::sgl::LogLevel::level) ? (void)0              \
-                                              : ::sgl::detail::Voidify() & \
-                                                    ::sgl::detail::LogLine(::sgl::LogLevel::level).stream()
+#define SGL_LOG(level)                        \
+  !::sgl::log_enabled(::sgl::LogLevel::level) \
+      ? (void)0                               \
+      : ::sgl::detail::Voidify() & ::sgl::detail::LogLine(::sgl::LogLevel::level).stream()
 #define SGL_LOG_DEBUG SGL_LOG(kDebug)
 #define SGL_LOG_INFO SGL_LOG(kInfo)
 #define SGL_LOG_WARN SGL_LOG(kWarn)

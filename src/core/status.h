@@ -53,7 +53,7 @@ Status internal_error(std::string message);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : storage_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : storage_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : storage_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     check_not_ok();
   }
@@ -107,10 +107,10 @@ void Result<T>::check_not_ok() const {
 #define SGL_CONCAT_(a, b) SGL_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not ok.
-#define SGL_RETURN_IF_ERROR(expr)                    \
-  do {                                               \
-    ::sgl::Status sgl_status_ = (expr);              \
-    if (!sgl_status_.ok()) return sgl_status_;       \
+#define SGL_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::sgl::Status sgl_status_ = (expr);        \
+    if (!sgl_status_.ok()) return sgl_status_; \
   } while (false)
 
 // `lhs = value of expr`, or returns its error Status.

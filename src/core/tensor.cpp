@@ -92,8 +92,8 @@ Tensor Tensor::reshape(std::initializer_list<int64_t> shape) const {
 Tensor Tensor::reshape(std::span<const int64_t> shape) const {
   SGL_CHECK(is_contiguous()) << "reshape of a non-contiguous tensor " << shape_string();
   Tensor out(data_, dtype_, shape, device_);
-  SGL_CHECK_EQ(out.numel(), numel()) << "reshape " << shape_string() << " -> "
-                                     << out.shape_string();
+  SGL_CHECK_EQ(out.numel(), numel())
+      << "reshape " << shape_string() << " -> " << out.shape_string();
   return out;
 }
 

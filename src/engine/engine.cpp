@@ -176,11 +176,15 @@ void Engine::loop(runner::BatchRunner& runner) {
   }
   const bool overlap = !options_.disable_overlap_schedule;
   std::deque<scheduler::ScheduleBatch> in_flight;
+  // Waits for the oldest batch (the sync executor runs the model inside wait()) and processes
+  // its result; returns the engine CPU seconds spent processing, the wait excluded.
   auto finish_oldest = [&] {
     runner::ExecResult result = executor->wait();
+    const double t = thread_cpu_s();
     SGL_CHECK_EQ(result.batch_id, in_flight.front().id);
     scheduler_->process_batch_result(in_flight.front(), result.output);
     in_flight.pop_front();
+    return thread_cpu_s() - t;
   };
 
   for (;;) {
@@ -202,21 +206,7 @@ void Engine::loop(runner::BatchRunner& runner) {
     double cpu_s = thread_cpu_s() - cpu_start;
     // Overlap: keep the batch just launched running while the previous one is processed.
     const size_t keep = overlap && next.batch ? 1 : 0;
-    while (in_flight.size() > keep) {
-      const bool sync_wait = !overlap;
-      if (sync_wait) {
-        // NOTE: the sync executor runs the model inside wait(): exclude it from engine time.
-        runner::ExecResult result = executor->wait();
-        const double t = thread_cpu_s();
-        scheduler_->process_batch_result(in_flight.front(), result.output);
-        in_flight.pop_front();
-        cpu_s += thread_cpu_s() - t;
-      } else {
-        const double t0 = thread_cpu_s();
-        finish_oldest();
-        cpu_s += thread_cpu_s() - t0;  // waiting blocks without CPU time
-      }
-    }
+    while (in_flight.size() > keep) cpu_s += finish_oldest();
     const double t = thread_cpu_s();
     dispatch_updates();
     cpu_s += thread_cpu_s() - t;

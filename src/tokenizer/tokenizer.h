@@ -19,6 +19,9 @@ struct EncodeOptions {
 
 struct DecodeOptions {
   bool skip_special_tokens = true;
+  // transformers' clean_up_tokenization (" ." -> ".", " n't" -> "n't", ...). Off by default so
+  // that decode(encode(x)) == x; tokenizer_config.json's value is exposed by HfTokenizer.
+  bool clean_up_tokenization_spaces = false;
 };
 
 // Immutable after load; encode/decode are const and thread-safe.
@@ -26,11 +29,15 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // Loads <dir>/tokenizer.json (or tokenizer.json.gz) and, when present, tokenizer_config.json.
+  // Loads <dir>/tokenizer.json (or tokenizer.json.gz; else GPT-2's vocab.json + merges.txt, .gz
+  // allowed) and, when present, tokenizer_config.json, generation_config.json (eos ids) and
+  // chat_template.jinja. Errors name the file and the field.
   static Result<std::unique_ptr<Tokenizer>> from_dir(const std::filesystem::path& dir);
 
-  virtual std::vector<int32_t> encode(std::string_view text, const EncodeOptions& options) const = 0;
-  virtual std::string decode(const std::vector<int32_t>& ids, const DecodeOptions& options) const = 0;
+  virtual std::vector<int32_t> encode(std::string_view text,
+                                      const EncodeOptions& options) const = 0;
+  virtual std::string decode(const std::vector<int32_t>& ids,
+                             const DecodeOptions& options) const = 0;
 
   virtual int64_t vocab_size() const = 0;
   // The token's string as stored in the vocab ("▁the", "<0x0A>"); nullopt when out of range.

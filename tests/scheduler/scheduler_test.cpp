@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "engine/exec_batch.h"
 #include "scheduler/scheduler.h"
@@ -331,6 +332,24 @@ TEST(SchedulePolicy, DfsWeightAndRandomComplete) {
     d.run_until_idle();
     d.expect_reference_outputs();
   }
+}
+
+TEST(SchedulerTimeouts, WaitingAndRunningRequestsTimeOut) {
+  SchedulerOptions options;
+  options.max_running_requests = 1;
+  options.waiting_timeout_s = 0.05;
+  options.running_timeout_s = 0.05;
+  Driver d(options, 1024, 256, false);
+  const uint64_t runs = d.submit(make_request(tokens(8, 1), 200));
+  const uint64_t waits = d.submit(make_request(tokens(8, 2), 200));
+  d.step();
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  d.run_until_idle();
+  EXPECT_EQ(d.finished()[runs].reason, FinishReason::kAbort);
+  EXPECT_EQ(d.finished()[runs].message, "request timed out while running");
+  EXPECT_EQ(d.finished()[waits].reason, FinishReason::kAbort);
+  EXPECT_EQ(d.finished()[waits].message, "request timed out while waiting");
+  EXPECT_TRUE(d.outputs()[waits].empty());
 }
 
 TEST(SchedulePolicy, ParseNames) {
