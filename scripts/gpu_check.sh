@@ -1,49 +1,72 @@
 #!/usr/bin/env bash
 # GPU check in two halves, because the GPU machine lacks our Debian libraries:
-#   scripts/gpu_check.sh pack   (here)   build the CUDA preset, copy the cuda test binaries, the
-#                                        benchmarks and the .so files they need into .carry/gpu
-#   scripts/gpu_check.sh run    (device) run every cuda test and benchmark from .carry/gpu and
+#   scripts/gpu_check.sh pack   (here)   build the CUDA preset; pack the cuda test binaries,
+#                                        sgl-generate, their non-system .so files and the test
+#                                        data into .carry/gpu.tgz (binaries carry a static
+#                                        OpenBLAS, hence the compression)
+#   scripts/gpu_check.sh run    (device) unpack, run every cuda test and the GPU smoke checks,
 #                                        print a short table last
 # Device call: run(command="scripts/gpu_check.sh run", carry=[".carry"]).
+# SGL_GPU_TARGETS="a b" limits the build to those targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dest=.carry/gpu
+stage=build/gpu_stage
 
 pack() {
   cmake --preset cuda >/dev/null
-  cmake --build --preset cuda
-  rm -rf "$dest" && mkdir -p "$dest/lib"
-  # Every test binary with the cuda label.
+  cmake --build --preset cuda ${SGL_GPU_TARGETS:+--target $SGL_GPU_TARGETS}
+  rm -rf "$stage" && mkdir -p "$stage/gpu/lib" "$stage/testdata"
   for t in $(ctest --test-dir build/cuda -L cuda -N -V 2>/dev/null |
              sed -n 's/.*Test command: \([^ ]*\).*/\1/p' | sort -u); do
-    cp "$t" "$dest/"
+    [ -x "$t" ] && cp "$t" "$stage/gpu/"
   done
-  # Shared libraries that are neither CUDA's nor glibc's travel along.
-  for bin in "$dest"/*; do
+  cp build/cuda/src/app/sgl-generate "$stage/gpu/"
+  strip "$stage"/gpu/* 2>/dev/null || true
+  # Shared libraries that are neither CUDA's, glibc's nor the C++ runtime's travel along.
+  for bin in "$stage"/gpu/*; do
     [ -f "$bin" ] || continue
-    ldd "$bin" | awk '/=> \//{print $3}' | grep -vE 'cuda|libc\.so|libm\.so|ld-linux|libpthread|libdl|librt' |
-      xargs -r -I{} cp -L {} "$dest/lib/"
+    ldd "$bin" | awk '/=> \//{print $3}' |
+      grep -vE 'cuda|libc\.so|libm\.so|ld-linux|libpthread|libdl|librt|libstdc\+\+|libgcc_s' |
+      xargs -r -I{} cp -L {} "$stage/gpu/lib/"
   done
-  ls -la "$dest" "$dest/lib"
-  du -sh "$dest"
+  cp -r ../shared/testdata/models ../shared/testdata/golden "$stage/testdata/"
+  mkdir -p .carry && tar czf .carry/gpu.tgz -C "$stage" gpu testdata
+  ls -la "$stage/gpu" && du -sh .carry/gpu.tgz
 }
 
 run() {
-  export LD_LIBRARY_PATH="$PWD/$dest/lib:${LD_LIBRARY_PATH:-}"
+  local root=/tmp/sgl_gpu
+  rm -rf "$root" && mkdir -p "$root" && tar xzf .carry/gpu.tgz -C "$root"
+  export LD_LIBRARY_PATH="$root/gpu/lib:${LD_LIBRARY_PATH:-}"
+  export SGL_TESTDATA_DIR="$root/testdata"
+  local log="${OUT:-/tmp}"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
   declare -a rows=()
-  status=0
-  for t in "$dest"/*_test; do
+  local status=0
+  for t in "$root"/gpu/*_test; do
     [ -x "$t" ] || continue
+    local name
     name=$(basename "$t")
-    if "$t" >"${OUT:-/tmp}/$name.log" 2>&1; then
-      rows+=("$name PASS $(grep -o 'PASSED  \] [0-9]* test' "${OUT:-/tmp}/$name.log" | grep -o '[0-9]*')")
+    if "$t" >"$log/$name.log" 2>&1; then
+      rows+=("$name PASS $(grep -o 'PASSED  \] [0-9]* test' "$log/$name.log" | grep -o '[0-9]*')")
     else
       status=1
       rows+=("$name FAIL")
-      tail -40 "${OUT:-/tmp}/$name.log"
+      grep -E "Failure|FAILED|error" -A4 "$log/$name.log" | head -60 || true
     fi
   done
+  # The golden continuation through sgl-generate on the GPU.
+  local expected=", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it,"
+  local got
+  got=$("$root/gpu/sgl-generate" --device cuda --model-path "$SGL_TESTDATA_DIR/models/stories260K" \
+        --prompt "Once upon a time" --max-new-tokens 48 --temperature 0 --ignore-eos 2>&1) || true
+  if [ "$got" = "$expected" ]; then
+    rows+=("sgl-generate-cuda PASS golden")
+  else
+    status=1
+    rows+=("sgl-generate-cuda FAIL")
+    echo "sgl-generate --device cuda printed: $got"
+  fi
   echo "==== gpu_check summary"
   printf '%s\n' "${rows[@]}"
   return $status

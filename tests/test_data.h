@@ -1,6 +1,7 @@
 // Shared helpers for tests that read ../shared/testdata.
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -9,7 +10,12 @@
 
 namespace sgl::test {
 
-inline std::filesystem::path testdata_dir() { return SGL_TESTDATA_DIR; }
+// SGL_TESTDATA_DIR in the environment overrides the build-time path (binaries carried to the
+// GPU machine find the data there).
+inline std::filesystem::path testdata_dir() {
+  const char* env = std::getenv("SGL_TESTDATA_DIR");
+  return env != nullptr ? env : SGL_TESTDATA_DIR;
+}
 inline std::filesystem::path model_dir(const std::string& name) {
   return testdata_dir() / "models" / name;
 }

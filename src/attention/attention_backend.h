@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attention/kv_pool.h"
+#include "backend/stream.h"
 #include "core/status.h"
 #include "forward/forward_batch.h"
 
@@ -34,11 +35,13 @@ class AttentionBackend {
   virtual void prepare_replay(const ForwardBatch& fb) {}
 };
 
-// Creates the backend registered under `name` ("cpu" for now; "auto" picks the device's
-// default). The backend borrows `kv_pool`, which must outlive it.
+// Creates the backend registered under `name`: "cpu", "cuda_ref" (the reference CUDA kernel);
+// "auto" picks the device's default. The backend borrows `kv_pool`, which must outlive it, and
+// queues its work on `stream`.
 Result<std::unique_ptr<AttentionBackend>> create_attention_backend(const std::string& name,
                                                                    Device device,
                                                                    const AttentionConfig& config,
-                                                                   KvPool& kv_pool);
+                                                                   KvPool& kv_pool,
+                                                                   backend::Stream stream);
 
 }  // namespace sgl::attention

@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include "backend/stream.h"
+#include "core/check.h"
 #ifdef SGL_WITH_CUDA
+#include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_runtime.h"
+#include "backend/cuda/cuda_stream.h"
 #endif
 
 namespace sgl::backend {
@@ -32,6 +35,33 @@ Status check_device_available(Device device) {
   return unimplemented("device " + device.to_string() +
                        " requested, but this binary was built without CUDA "
                        "(configure with -DSGL_WITH_CUDA=ON)");
+#endif
+}
+
+namespace {
+class CpuStream final : public OwnedStream {
+ public:
+  Stream get() const override { return Stream::cpu(); }
+};
+}  // namespace
+
+std::unique_ptr<OwnedStream> create_stream(Device device) {
+  if (device.is_cpu()) return std::make_unique<CpuStream>();
+#ifdef SGL_WITH_CUDA
+  return std::make_unique<CudaStream>(device.index);
+#else
+  SGL_CHECK(false) << "CUDA stream in a build without CUDA";
+  return nullptr;
+#endif
+}
+
+std::unique_ptr<Allocator> create_staging_allocator(Device device) {
+  if (device.is_cpu()) return std::make_unique<CpuAllocator>();
+#ifdef SGL_WITH_CUDA
+  return std::make_unique<PinnedAllocator>();
+#else
+  SGL_CHECK(false) << "pinned memory in a build without CUDA";
+  return nullptr;
 #endif
 }
 

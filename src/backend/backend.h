@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "core/allocator.h"
 #include "core/device.h"
@@ -16,6 +17,9 @@ struct MemoryInfo {
 };
 
 Result<MemoryInfo> memory_info(Device device);
+
+// Host memory for staging copies to/from `device`: pinned for GPUs, plain on CPU.
+std::unique_ptr<Allocator> create_staging_allocator(Device device);
 
 // Checks that `device` can be used by this binary (built with CUDA, a GPU present).
 Status check_device_available(Device device);

@@ -1,6 +1,8 @@
 // Stream: a non-owning handle to an ordered queue of device work (a no-op on CPU).
 #pragma once
 
+#include <memory>
+
 #include "core/device.h"
 
 namespace sgl::backend {
@@ -18,5 +20,15 @@ struct Stream {
 
 // Blocks the host until all work queued on `stream` is done (no-op on CPU).
 void synchronize(Stream stream);
+
+// Owns a stream (RAII, move-only behind the pointer); CPU streams own nothing.
+class OwnedStream {
+ public:
+  virtual ~OwnedStream() = default;
+  virtual Stream get() const = 0;
+};
+
+// A new stream on `device` (CUDA: a non-blocking stream with its own cuBLAS handle).
+std::unique_ptr<OwnedStream> create_stream(Device device);
 
 }  // namespace sgl::backend

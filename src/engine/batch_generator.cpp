@@ -21,7 +21,7 @@ BatchGenerator::BatchGenerator(runner::ModelRunner& runner, std::vector<int32_t>
       req_to_token_(static_cast<int32_t>(runner.options().max_batch_size),
                     static_cast<int32_t>(runner.context_length())),
       kv_allocator_(static_cast<int32_t>(runner.num_kv_slots())),
-      builder_(cpu_allocator(), runner.options().max_num_tokens, runner.options().max_batch_size,
+      builder_(runner.allocator(), runner.options().max_num_tokens, runner.options().max_batch_size,
                req_to_token_) {}
 
 Status BatchGenerator::validate(const GenerateRequest& r) const {
@@ -133,7 +133,7 @@ void BatchGenerator::prefill(std::vector<Running>& running) {
                                 r.request->top_logprobs_num > 0;
     }
     const ForwardBatch fb = builder_.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, batch,
-                                           backend::Stream::cpu());
+                                           runner_.stream());
     const sampling::SampleOutput out = runner_.forward_and_sample(fb, sampling);
     for (size_t i = begin; i < end; ++i) {
       if (!running[i].finished) record(running[i], out, i - begin);
@@ -160,7 +160,7 @@ void BatchGenerator::decode(std::vector<Running*>& active) {
                               r.request->top_logprobs_num > 0;
   }
   const ForwardBatch fb = builder_.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, batch,
-                                         backend::Stream::cpu());
+                                         runner_.stream());
   const sampling::SampleOutput out = runner_.forward_and_sample(fb, sampling);
   for (size_t i = 0; i < active.size(); ++i) record(*active[i], out, i);
   std::erase_if(active, [](const Running* r) { return r->finished; });

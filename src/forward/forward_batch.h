@@ -32,7 +32,11 @@ struct ForwardBatch {
   Tensor extend_seq_lens;     // i32 [bs]: new tokens this pass
   Tensor qo_indptr;           // i32 [bs + 1]
   Tensor req_pool_indices;    // i32 [bs]: row of each request in req_to_token
-  Tensor req_to_token;        // i32 [max_reqs, max_context_len]: KV slot of each token
+  Tensor req_to_token;        // i32 [max_reqs, max_context_len]: KV slot of each token (CPU)
+  // GPU batches carry each request's KV slots compactly instead: request b's tokens are
+  // kv_indices[kv_indptr[b] : kv_indptr[b + 1]] (seq_lens[b] of them).
+  Tensor kv_indptr;   // i32 [bs + 1] (GPU batches only)
+  Tensor kv_indices;  // i32 [sum(seq_lens)] (GPU batches only)
 
   // Host mirrors of the per-request lengths (the attention backend plans with these).
   std::span<const int32_t> seq_lens_host;

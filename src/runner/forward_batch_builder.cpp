@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/copy.h"
+#include "backend/backend.h"
 
 namespace sgl::runner {
 
@@ -12,7 +13,8 @@ ForwardBatchBuilder::ForwardBatchBuilder(Allocator& allocator, int64_t max_num_t
                                          const cache::ReqToTokenPool& req_to_token)
     : max_num_tokens_(max_num_tokens),
       max_batch_size_(max_batch_size),
-      req_to_token_(req_to_token) {
+      req_to_token_(req_to_token),
+      device_(allocator.device()) {
   input_ids_.reserve(max_num_tokens);
   positions_.reserve(max_num_tokens);
   out_cache_loc_.reserve(max_num_tokens);
@@ -20,8 +22,16 @@ ForwardBatchBuilder::ForwardBatchBuilder(Allocator& allocator, int64_t max_num_t
     v->reserve(max_batch_size);
   }
   qo_indptr_.reserve(max_batch_size + 1);
-  SGL_CHECK(allocator.device().is_cpu()) << "device staging is added with the CUDA runner";
+  if (device_.is_cpu()) return;
+  // Tokens: ids, positions, slots; requests: 5 arrays + 2 indptrs; kv_indices: every row.
+  const int64_t capacity = 3 * max_num_tokens + 7 * (max_batch_size + 1) +
+                           max_batch_size * static_cast<int64_t>(req_to_token.max_context_len());
+  pinned_allocator_ = backend::create_staging_allocator(device_);
+  pinned_ = Buffer(*pinned_allocator_, DType::kI32, {capacity});
+  device_ints_ = Buffer(allocator, DType::kI32, {capacity});
 }
+
+ForwardBatchBuilder::~ForwardBatchBuilder() = default;
 
 ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode,
                                         std::span<const BatchRequest> requests,
@@ -62,24 +72,50 @@ ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode
   fb.batch_size = static_cast<int32_t>(bs);
   fb.num_tokens = static_cast<int32_t>(input_ids_.size());
   fb.max_seq_len = max_seq_len;
-  auto view = [](std::vector<int32_t>& v) {
-    return Tensor(v.data(), DType::kI32, {static_cast<int64_t>(v.size())});
-  };
-  fb.input_ids = view(input_ids_);
-  fb.positions = view(positions_);
-  fb.out_cache_loc = view(out_cache_loc_);
-  fb.seq_lens = view(seq_lens_);
-  fb.extend_prefix_lens = view(prefix_lens_);
-  fb.extend_seq_lens = view(extend_lens_);
-  fb.qo_indptr = view(qo_indptr_);
-  fb.req_pool_indices = view(req_pool_indices_);
-  fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token_.table()), DType::kI32,
-                           {req_to_token_.size(), req_to_token_.max_context_len()});
   fb.seq_lens_host = seq_lens_;
   fb.extend_prefix_lens_host = prefix_lens_;
   fb.extend_seq_lens_host = extend_lens_;
   fb.qo_indptr_host = qo_indptr_;
   fb.req_pool_indices_host = req_pool_indices_;
+  auto host_view = [](std::vector<int32_t>& v) {
+    return Tensor(v.data(), DType::kI32, {static_cast<int64_t>(v.size())});
+  };
+  std::vector<int32_t>* arrays[] = {&input_ids_,   &positions_,   &out_cache_loc_,
+                                    &seq_lens_,    &prefix_lens_, &extend_lens_,
+                                    &qo_indptr_,   &req_pool_indices_, &kv_indptr_,
+                                    &kv_indices_};
+  Tensor* views[] = {&fb.input_ids,   &fb.positions,          &fb.out_cache_loc,
+                     &fb.seq_lens,    &fb.extend_prefix_lens, &fb.extend_seq_lens,
+                     &fb.qo_indptr,   &fb.req_pool_indices,   &fb.kv_indptr,
+                     &fb.kv_indices};
+  if (device_.is_cpu()) {
+    for (int i = 0; i < 8; ++i) *views[i] = host_view(*arrays[i]);
+    fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token_.table()), DType::kI32,
+                             {req_to_token_.size(), req_to_token_.max_context_len()});
+    return fb;
+  }
+  // GPU: gather each request's row into kv_indices, pack everything, upload in one copy.
+  // NOTE: the pinned buffer is rewritten by the next build(); the runner synchronizes on the
+  // logits copy of each forward before building the next batch.
+  kv_indptr_.assign(1, 0);
+  kv_indices_.clear();
+  for (const BatchRequest& r : requests) {
+    const auto row = req_to_token_.row(r.req_pool_idx);
+    const int32_t seq_len = r.prefix_len + static_cast<int32_t>(r.input_ids.size());
+    kv_indices_.insert(kv_indices_.end(), row.begin(), row.begin() + seq_len);
+    kv_indptr_.push_back(static_cast<int32_t>(kv_indices_.size()));
+  }
+  int32_t* pinned = pinned_.data<int32_t>();
+  int64_t offset = 0;
+  for (int i = 0; i < 10; ++i) {
+    const auto n = static_cast<int64_t>(arrays[i]->size());
+    SGL_CHECK_LE(offset + n, pinned_.tensor().numel());
+    std::copy(arrays[i]->begin(), arrays[i]->end(), pinned + offset);
+    *views[i] = device_ints_.tensor().slice_rows(offset, n);
+    offset += n;
+  }
+  kernels::copy(pinned_.tensor().slice_rows(0, offset),
+                device_ints_.tensor().slice_rows(0, offset), stream);
   return fb;
 }
 

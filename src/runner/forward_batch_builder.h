@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -25,9 +26,11 @@ struct BatchRequest {
 class ForwardBatchBuilder {
  public:
   // Staging for up to `max_num_tokens` tokens and `max_batch_size` requests on `allocator`'s
-  // device. The builder borrows `req_to_token`, whose table the batches view.
+  // device. The builder borrows `req_to_token`, whose table the batches view (CPU) or whose
+  // rows it gathers into kv_indices (GPU).
   ForwardBatchBuilder(Allocator& allocator, int64_t max_num_tokens, int64_t max_batch_size,
                       const cache::ReqToTokenPool& req_to_token);
+  ~ForwardBatchBuilder();
 
   // The returned views stay valid until the next build(). Requests must already have their
   // new slots written into the ReqToTokenPool.
@@ -41,6 +44,12 @@ class ForwardBatchBuilder {
   // Host staging (CPU batches view these directly).
   std::vector<int32_t> input_ids_, positions_, out_cache_loc_;
   std::vector<int32_t> seq_lens_, prefix_lens_, extend_lens_, qo_indptr_, req_pool_indices_;
+  std::vector<int32_t> kv_indptr_, kv_indices_;
+  // GPU: every array above packed into one pinned host buffer, uploaded in one copy.
+  Device device_;
+  std::unique_ptr<Allocator> pinned_allocator_;
+  Buffer pinned_;  // i32 [capacity]
+  Buffer device_ints_;  // i32 [capacity] on the GPU
 };
 
 }  // namespace sgl::runner

@@ -10,7 +10,7 @@ ModelBatchRunner::ModelBatchRunner(ModelRunner& model_runner,
     : model_runner_(model_runner),
       context_len_(req_to_token.max_context_len()),
       token_table_(static_cast<size_t>(req_to_token.size()) * req_to_token.max_context_len(), 0),
-      builder_(cpu_allocator(), model_runner.options().max_num_tokens,
+      builder_(model_runner.allocator(), model_runner.options().max_num_tokens,
                model_runner.options().max_batch_size, req_to_token) {}
 
 ExecResult ModelBatchRunner::run(const ExecBatch& batch) {
@@ -39,7 +39,7 @@ ExecResult ModelBatchRunner::run(const ExecBatch& batch) {
     offset += r.extend_len;
   }
   const ForwardBatch fb =
-      builder_.build(batch.mode, LogitsMode::kLastPerRequest, requests, backend::Stream::cpu());
+      builder_.build(batch.mode, LogitsMode::kLastPerRequest, requests, model_runner_.stream());
   ExecResult result{batch.id, model_runner_.forward_and_sample(fb, sampling)};
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     const ExecRequest& r = batch.requests[i];

@@ -6,8 +6,9 @@
 
 #include "backend/backend.h"
 #include "core/logging.h"
+#include "kernels/copy.h"
 #include "model/model_registry.h"
-#include "model/safetensors.h"
+#include "model/model_source.h"
 #include "model/weight_loader.h"
 #ifdef SGL_WITH_CUDA
 #include "backend/cuda/cuda_allocator.h"
@@ -59,27 +60,24 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
                          const ModelRunnerOptions& options) {
   options_ = options;
   SGL_RETURN_IF_ERROR(backend::check_device_available(options.device));
-  if (!options.device.is_cpu()) {
-    // NOTE: the CUDA ops exist (kernels/cuda) but paged attention, graphs and the device batch
-    // staging land with the CUDA backend issue; fail before loading gigabytes of weights.
-    return unimplemented("the CUDA model runner is not available yet; use --device cpu");
-  }
   if (options.load_format != "auto" && options.load_format != "dummy") {
     return invalid_argument("load format '" + options.load_format + "' (expected auto or dummy)");
   }
-  SGL_ASSIGN_OR_RETURN(model::ModelConfig config, model::load_model_config(model_path));
+  // A Hugging Face directory or a .gguf file; dummy weights need only the config.
+  model::ModelSourceOptions source_options;
+  source_options.open_weights = options.load_format == "auto";
+  SGL_ASSIGN_OR_RETURN(model::ModelSource source,
+                       model::open_model_source(model_path, source_options));
+  const model::ModelConfig& config = source.config;
   context_length_ =
       options.context_length > 0 ? options.context_length : config.max_position_embeddings;
   allocator_ = make_allocator(options.device);
-  stream_ = backend::Stream{options.device, nullptr};
+  owned_stream_ = backend::create_stream(options.device);
+  stream_ = owned_stream_->get();
 
-  std::unique_ptr<model::Checkpoint> checkpoint;
-  if (options.load_format == "auto") {
-    SGL_ASSIGN_OR_RETURN(checkpoint, model::Checkpoint::open(model_path));
-  }
   // CPU computes in f32; GPUs in bf16.
   const DType compute = options.device.is_cpu() ? DType::kF32 : DType::kBF16;
-  model::WeightLoader weights(checkpoint.get(), *allocator_, compute, stream_, options.seed);
+  model::WeightLoader weights(source.weights.get(), *allocator_, compute, stream_, options.seed);
   model::ModelOptions model_options;
   model_options.max_num_tokens = options.max_num_tokens;
   model_options.max_logit_rows = std::max(options.max_num_tokens, options.max_batch_size);
@@ -94,14 +92,25 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
                                   config.head_dim,
                                   1.0f / std::sqrt(static_cast<float>(config.head_dim))};
   SGL_ASSIGN_OR_RETURN(attention_, attention::create_attention_backend(
-                                       options.attention_backend, options.device, attn, *kv_pool_));
+                                       options.attention_backend, options.device, attn, *kv_pool_,
+                                       stream_));
+  if (!options.device.is_cpu()) {
+    staging_allocator_ = backend::create_staging_allocator(options.device);
+    host_logits_ = Buffer(*staging_allocator_, DType::kF32,
+                          {model_options.max_logit_rows, config.vocab_size});
+  }
   return Status::ok_status();
 }
 
 Tensor ModelRunner::forward_logits(const ForwardBatch& fb) {
   attention_->plan(fb);
   model::ModelContext ctx{*attention_, stream_};
-  return model_->forward(fb, ctx);
+  const Tensor logits = model_->forward(fb, ctx);
+  if (logits.device().is_cpu()) return logits;
+  // GPU: the sampler runs on the host for now; the copy synchronizes the stream.
+  const Tensor host = host_logits_.tensor().slice_rows(0, logits.size(0));
+  kernels::copy(logits, host, stream_);
+  return host;
 }
 
 sampling::SampleOutput ModelRunner::forward_and_sample(const ForwardBatch& fb,

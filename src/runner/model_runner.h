@@ -8,7 +8,9 @@
 
 #include "attention/attention_backend.h"
 #include "attention/kv_pool.h"
+#include "backend/stream.h"
 #include "core/allocator.h"
+#include "core/buffer.h"
 #include "forward/forward_batch.h"
 #include "model/model.h"
 #include "model/model_config.h"
@@ -40,8 +42,10 @@ class ModelRunner {
   int64_t num_kv_slots() const { return kv_pool_->shape().num_slots; }
   Allocator& allocator() { return *allocator_; }
 
-  // Logits f32 [fb.num_logit_rows(), vocab], valid until the next forward.
+  // Host f32 logits [fb.num_logit_rows(), vocab], valid until the next forward.
   Tensor forward_logits(const ForwardBatch& fb);
+  // The stream forward passes run on (the batch builder uploads on it too).
+  backend::Stream stream() const { return stream_; }
   // forward_logits + sampling (one row per request; fb.logits_mode must be kLastPerRequest).
   sampling::SampleOutput forward_and_sample(const ForwardBatch& fb,
                                             const sampling::SamplingBatch& sampling);
@@ -57,7 +61,10 @@ class ModelRunner {
   std::unique_ptr<attention::KvPool> kv_pool_;
   std::unique_ptr<attention::AttentionBackend> attention_;
   sampling::Sampler sampler_;
+  std::unique_ptr<backend::OwnedStream> owned_stream_;
+  std::unique_ptr<Allocator> staging_allocator_;  // GPU only: pinned host memory
   backend::Stream stream_;
+  Buffer host_logits_;  // GPU only: pinned f32 [max_logit_rows, vocab]
 };
 
 }  // namespace sgl::runner

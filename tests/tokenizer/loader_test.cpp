@@ -1,5 +1,6 @@
 // Loading: error Statuses naming file and field, tokenizer_config.json semantics, thread safety.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstring>
@@ -32,9 +33,11 @@ constexpr const char* kToyJson = R"({
             "merges": ["a b"]}
 })";
 
-// A fresh directory under the test temp dir.
+// A fresh directory under the test temp dir, private to this process (ctest runs tests of
+// this binary in parallel processes).
 fs::path make_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("sgl_tokenizer_" + name);
+  const fs::path dir = fs::path(::testing::TempDir()) /
+                       ("sgl_tokenizer_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -5,16 +5,16 @@
 
 namespace sgl::backend {
 
-class CudaStream {
+class CudaStream final : public OwnedStream {
  public:
   explicit CudaStream(int device_index);
-  ~CudaStream();
+  ~CudaStream() override;
   CudaStream(CudaStream&& other) noexcept;
   CudaStream& operator=(CudaStream&& other) noexcept;
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
 
-  Stream get() const { return {Device::cuda(device_index_), native_, blas_}; }
+  Stream get() const override { return {Device::cuda(device_index_), native_, blas_}; }
 
  private:
   void release();

@@ -1,0 +1,23 @@
+// CudaReferenceBackend: store the new K/V, then the reference kernel.
+#include "attention/cuda/cuda_reference_backend.h"
+
+#include "attention/cuda/reference_attention.h"
+
+namespace sgl::attention {
+
+CudaReferenceBackend::CudaReferenceBackend(const AttentionConfig& config, KvPool& kv_pool,
+                                           backend::Stream stream)
+    : config_(config), kv_pool_(kv_pool), stream_(stream) {
+  SGL_CHECK(kv_pool.shape().dtype == DType::kBF16) << "CUDA attention needs a bf16 KV pool";
+}
+
+void CudaReferenceBackend::forward(int layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                                   const Tensor& out, const ForwardBatch& fb) {
+  SGL_CHECK(fb.kv_indices.defined() && fb.kv_indices.device().is_cuda())
+      << "CUDA attention needs the batch's kv_indices on the device";
+  cuda::store_kv(k, v, fb.out_cache_loc, kv_pool_.k(layer), kv_pool_.v(layer), stream_);
+  cuda::reference_attention(q, kv_pool_.k(layer), kv_pool_.v(layer), out, fb, config_.scale,
+                            stream_);
+}
+
+}  // namespace sgl::attention

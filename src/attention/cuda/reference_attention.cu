@@ -1,0 +1,123 @@
+// Reference CUDA paged attention: simple, obviously correct, used to check the fast kernels
+// and to run golden parity. One warp per (query token, q head); f32 online softmax.
+#include "attention/cuda/reference_attention.h"
+#include "backend/cuda/cuda_check.h"
+#include "kernels/cuda/common/cuda_types.cuh"
+
+namespace sgl::attention::cuda {
+namespace {
+
+using kernels::cuda::from_float;
+using kernels::cuda::to_float;
+using kernels::cuda::warp_sum;
+
+constexpr int kMaxDimsPerLane = 8;  // head_dim <= 256
+
+cudaStream_t native(backend::Stream s) { return static_cast<cudaStream_t>(s.native); }
+
+template <typename T>
+__global__ void store_kv_kernel(const T* k, int64_t k_tok, int64_t k_head, const T* v,
+                                int64_t v_tok, int64_t v_head, const int32_t* loc, T* k_cache,
+                                T* v_cache, int heads, int dim) {
+  const int64_t t = blockIdx.x;
+  const int64_t slot = loc[t];
+  for (int i = threadIdx.x; i < heads * dim; i += blockDim.x) {
+    const int h = i / dim, d = i % dim;
+    k_cache[(slot * heads + h) * dim + d] = k[t * k_tok + h * k_head + d];
+    v_cache[(slot * heads + h) * dim + d] = v[t * v_tok + h * v_head + d];
+  }
+}
+
+struct AttnParams {
+  const void* q;
+  int64_t q_tok, q_head;
+  const void* k_cache;
+  const void* v_cache;
+  void* out;
+  const int32_t* qo_indptr;       // [bs + 1]
+  const int32_t* prefix_lens;     // [bs]
+  const int32_t* kv_indptr;       // [bs + 1]
+  const int32_t* kv_indices;      // [total kv]
+  int batch_size, q_heads, kv_heads, dim;
+  float scale;
+};
+
+template <typename T>
+__global__ void reference_attention_kernel(AttnParams p) {
+  const int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x;
+  // The request owning query row t.
+  int lo = 0, hi = p.batch_size - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (p.qo_indptr[mid] <= t) lo = mid; else hi = mid - 1;
+  }
+  const int b = lo;
+  const int kv_len = p.prefix_lens[b] + (t - p.qo_indptr[b]) + 1;
+  const int32_t* slots = p.kv_indices + p.kv_indptr[b];
+  const int kvh = h / (p.q_heads / p.kv_heads);
+  const T* q = static_cast<const T*>(p.q) + t * p.q_tok + h * p.q_head;
+  float qv[kMaxDimsPerLane], acc[kMaxDimsPerLane];
+  for (int i = 0; i < kMaxDimsPerLane; ++i) {
+    const int d = lane + 32 * i;
+    qv[i] = d < p.dim ? to_float(q[d]) : 0.f;
+    acc[i] = 0.f;
+  }
+  float m = -INFINITY, l = 0.f;
+  for (int j = 0; j < kv_len; ++j) {
+    const int64_t base = (static_cast<int64_t>(slots[j]) * p.kv_heads + kvh) * p.dim;
+    const T* kr = static_cast<const T*>(p.k_cache) + base;
+    const T* vr = static_cast<const T*>(p.v_cache) + base;
+    float dot = 0.f;
+    for (int i = 0; i < kMaxDimsPerLane; ++i) {
+      const int d = lane + 32 * i;
+      if (d < p.dim) dot += qv[i] * to_float(kr[d]);
+    }
+    const float s = warp_sum(dot) * p.scale;
+    const float m_new = fmaxf(m, s);
+    const float correction = __expf(m - m_new), w = __expf(s - m_new);
+    l = l * correction + w;
+    for (int i = 0; i < kMaxDimsPerLane; ++i) {
+      const int d = lane + 32 * i;
+      if (d < p.dim) acc[i] = acc[i] * correction + w * to_float(vr[d]);
+    }
+    m = m_new;
+  }
+  T* out = static_cast<T*>(p.out) + (static_cast<int64_t>(t) * p.q_heads + h) * p.dim;
+  for (int i = 0; i < kMaxDimsPerLane; ++i) {
+    const int d = lane + 32 * i;
+    if (d < p.dim) out[d] = from_float<T>(acc[i] / l);
+  }
+}
+
+}  // namespace
+
+void store_kv(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc,
+              const Tensor& k_cache, const Tensor& v_cache, backend::Stream stream) {
+  const int64_t tokens = k.size(0);
+  if (tokens == 0) return;
+  SGL_CHECK(k.dtype() == DType::kBF16 && k_cache.dtype() == DType::kBF16)
+      << "CUDA attention runs in bf16";
+  using T = __nv_bfloat16;
+  store_kv_kernel<T><<<tokens, 256, 0, native(stream)>>>(
+      static_cast<const T*>(k.raw()), k.stride(0), k.stride(1), static_cast<const T*>(v.raw()),
+      v.stride(0), v.stride(1), out_cache_loc.data<int32_t>(), static_cast<T*>(k_cache.raw()),
+      static_cast<T*>(v_cache.raw()), static_cast<int>(k.size(1)), static_cast<int>(k.size(2)));
+  SGL_CUDA_CHECK_LAUNCH();
+}
+
+void reference_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                         const Tensor& out, const ForwardBatch& fb, float scale,
+                         backend::Stream stream) {
+  if (fb.num_tokens == 0) return;
+  SGL_CHECK(q.size(2) <= 32 * kMaxDimsPerLane) << "head_dim " << q.size(2) << " > 256";
+  AttnParams p{q.raw(), q.stride(0), q.stride(1), k_cache.raw(), v_cache.raw(), out.raw(),
+               fb.qo_indptr.data<int32_t>(), fb.extend_prefix_lens.data<int32_t>(),
+               fb.kv_indptr.data<int32_t>(), fb.kv_indices.data<int32_t>(), fb.batch_size,
+               static_cast<int>(q.size(1)), static_cast<int>(k_cache.size(1)),
+               static_cast<int>(q.size(2)), scale};
+  const dim3 grid(static_cast<unsigned>(fb.num_tokens), static_cast<unsigned>(q.size(1)));
+  reference_attention_kernel<__nv_bfloat16><<<grid, 32, 0, native(stream)>>>(p);
+  SGL_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace sgl::attention::cuda
