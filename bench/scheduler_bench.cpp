@@ -40,7 +40,11 @@ void decode_step(benchmark::State& state) {
   for (auto _ : state) run_step();
 }
 
-BENCHMARK(decode_step)->Args({256, 1})->Args({256, 0})->Args({64, 1})->Unit(benchmark::kMicrosecond)
+BENCHMARK(decode_step)
+    ->Args({256, 1})
+    ->Args({256, 0})
+    ->Args({64, 1})
+    ->Unit(benchmark::kMicrosecond)
     ->Iterations(3000);
 
 }  // namespace

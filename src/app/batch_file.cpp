@@ -2,8 +2,8 @@
 #include "app/batch_file.h"
 
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace sgl::app {
 namespace {
@@ -13,8 +13,8 @@ using nlohmann::json;
 Status parse_job(const json& j, GenerationJob* job) {
   if (!j.is_object()) return invalid_argument("expected a JSON object");
   static const std::set<std::string> known = {
-      "prompt", "prompt_ids", "max_new_tokens", "temperature", "top_k", "top_p", "min_p",
-      "seed", "ignore_eos", "stop", "stop_token_ids", "top_logprobs"};
+      "prompt", "prompt_ids", "max_new_tokens", "temperature", "top_k",          "top_p",
+      "min_p",  "seed",       "ignore_eos",     "stop",        "stop_token_ids", "top_logprobs"};
   for (const auto& [key, value] : j.items()) {
     if (!known.count(key)) return invalid_argument("unknown field '" + key + "'");
   }
@@ -65,8 +65,8 @@ Result<std::vector<GenerationJob>> read_batch_file(const std::filesystem::path& 
       return invalid_argument(path.string() + ":" + std::to_string(number) + ": invalid JSON");
     }
     GenerationJob job;
-    SGL_RETURN_IF_ERROR(parse_job(j, &job).with_context(path.string() + ":" +
-                                                        std::to_string(number)));
+    SGL_RETURN_IF_ERROR(
+        parse_job(j, &job).with_context(path.string() + ":" + std::to_string(number)));
     jobs.push_back(std::move(job));
   }
   if (jobs.empty()) return invalid_argument(path.string() + ": no requests");

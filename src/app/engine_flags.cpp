@@ -6,11 +6,20 @@
 namespace sgl::app {
 
 const std::set<std::string>& engine_value_flags() {
-  static const std::set<std::string> flags = {
-      "--device", "--attention-backend", "--context-length", "--load-format",
-      "--max-running-requests", "--max-prefill-tokens", "--chunked-prefill-size",
-      "--schedule-policy", "--schedule-conservativeness", "--max-total-tokens",
-      "--mem-fraction-static", "--max-queued-requests", "--random-seed", "--log-level"};
+  static const std::set<std::string> flags = {"--device",
+                                              "--attention-backend",
+                                              "--context-length",
+                                              "--load-format",
+                                              "--max-running-requests",
+                                              "--max-prefill-tokens",
+                                              "--chunked-prefill-size",
+                                              "--schedule-policy",
+                                              "--schedule-conservativeness",
+                                              "--max-total-tokens",
+                                              "--mem-fraction-static",
+                                              "--max-queued-requests",
+                                              "--random-seed",
+                                              "--log-level"};
   return flags;
 }
 
@@ -43,8 +52,9 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args) {
   SGL_ASSIGN_OR_RETURN(s.runner.mem_fraction_static, args.get_double("--mem-fraction-static", 0.2));
   if (s.runner.context_length < 0 || s.runner.num_kv_slots < 0 ||
       !(s.runner.mem_fraction_static > 0 && s.runner.mem_fraction_static < 1)) {
-    return invalid_argument("--context-length and --max-total-tokens must be >= 0 and "
-                            "--mem-fraction-static in (0, 1)");
+    return invalid_argument(
+        "--context-length and --max-total-tokens must be >= 0 and "
+        "--mem-fraction-static in (0, 1)");
   }
   scheduler::SchedulerOptions& o = s.engine.scheduler;
   SGL_ASSIGN_OR_RETURN(int64_t running, args.get_int("--max-running-requests", 256));
@@ -56,13 +66,14 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args) {
   SGL_ASSIGN_OR_RETURN(int64_t seed, args.get_int("--random-seed", 0));
   if (running < 1 || running > 65536 || o.max_prefill_tokens < 1 ||
       o.schedule_conservativeness <= 0 || o.max_queued_requests < 0) {
-    return invalid_argument("--max-running-requests, --max-prefill-tokens and "
-                            "--schedule-conservativeness must be positive");
+    return invalid_argument(
+        "--max-running-requests, --max-prefill-tokens and "
+        "--schedule-conservativeness must be positive");
   }
   o.max_running_requests = static_cast<int32_t>(running);
   o.random_seed = static_cast<uint64_t>(seed);
-  SGL_ASSIGN_OR_RETURN(o.policy,
-                       scheduler::parse_schedule_policy(args.get("--schedule-policy").value_or("fcfs")));
+  SGL_ASSIGN_OR_RETURN(
+      o.policy, scheduler::parse_schedule_policy(args.get("--schedule-policy").value_or("fcfs")));
   o.disable_radix_cache = args.has("--disable-radix-cache");
   o.enable_mixed_chunk = args.has("--enable-mixed-chunk");
   s.engine.disable_overlap_schedule = args.has("--disable-overlap-schedule");

@@ -43,7 +43,8 @@ Result<GenerationJob> job_from_flags(const CliArgs& args) {
   SGL_ASSIGN_OR_RETURN(double min_p, args.get_double("--min-p", 0.0));
   SGL_ASSIGN_OR_RETURN(int64_t top_logprobs, args.get_int("--top-logprobs", 0));
   if (max_new < 0 || max_new > (1 << 30)) return invalid_argument("--max-new-tokens out of range");
-  if (top_logprobs < 0 || top_logprobs > 1000) return invalid_argument("--top-logprobs out of range");
+  if (top_logprobs < 0 || top_logprobs > 1000)
+    return invalid_argument("--top-logprobs out of range");
   r.max_new_tokens = static_cast<int32_t>(max_new);
   r.sampling.temperature = static_cast<float>(temperature);
   r.sampling.top_k = static_cast<int32_t>(top_k);
@@ -60,9 +61,10 @@ Result<GenerationJob> job_from_flags(const CliArgs& args) {
 }
 
 Result<Options> parse_options(int argc, char** argv) {
-  std::set<std::string> values = {"--model-path", "--prompt", "--prompt-ids", "--batch-file",
-                                  "--max-new-tokens", "--temperature", "--top-k", "--top-p",
-                                  "--min-p", "--seed", "--top-logprobs"};
+  std::set<std::string> values = {"--model-path", "--prompt",         "--prompt-ids",
+                                  "--batch-file", "--max-new-tokens", "--temperature",
+                                  "--top-k",      "--top-p",          "--min-p",
+                                  "--seed",       "--top-logprobs"};
   std::set<std::string> switches = {"--ignore-eos", "--json", "--help"};
   values.insert(engine_value_flags().begin(), engine_value_flags().end());
   switches.insert(engine_switch_flags().begin(), engine_switch_flags().end());
@@ -170,9 +172,8 @@ int run(int argc, char** argv) {
     if (!tok) return fail(tok_result.status());
     job.request.input_ids = tok->encode(*job.prompt, {});
   }
-  o.setup.engine.scheduler.max_running_requests =
-      std::min<int32_t>(o.setup.engine.scheduler.max_running_requests,
-                        static_cast<int32_t>(o.jobs.size()));
+  o.setup.engine.scheduler.max_running_requests = std::min<int32_t>(
+      o.setup.engine.scheduler.max_running_requests, static_cast<int32_t>(o.jobs.size()));
   auto me = engine::launch_model_engine(o.model_path, o.setup.runner, o.setup.engine,
                                         tok ? tok->eos_token_ids() : std::vector<int32_t>{});
   if (!me.ok()) return fail(me.status());

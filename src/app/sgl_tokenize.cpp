@@ -49,7 +49,8 @@ Status render_chat(const tokenizer::Tokenizer& tok, const CliArgs& args) {
   if (auto path = args.get("--template")) {
     SGL_ASSIGN_OR_RETURN(source, read_file(*path));
   }
-  if (source.empty()) return invalid_argument("the tokenizer has no chat template; pass --template");
+  if (source.empty())
+    return invalid_argument("the tokenizer has no chat template; pass --template");
   SGL_ASSIGN_OR_RETURN(
       std::string text,
       tokenizer::apply_chat_template(source, messages.dump(), tools.is_null() ? "" : tools.dump(),
@@ -87,10 +88,9 @@ Status run_mode(const tokenizer::Tokenizer& tok, const CliArgs& args) {
 }
 
 int run(int argc, char** argv) {
-  auto args = CliArgs::parse(argc, argv,
-                             {"--tokenizer", "--text", "--text-file", "--decode", "--chat",
-                              "--template"},
-                             {"--no-special", "--add-generation-prompt", "--help"});
+  auto args = CliArgs::parse(
+      argc, argv, {"--tokenizer", "--text", "--text-file", "--decode", "--chat", "--template"},
+      {"--no-special", "--add-generation-prompt", "--help"});
   const int modes = args.ok() ? args->has("--text") + args->has("--text-file") +
                                     args->has("--decode") + args->has("--chat")
                               : 0;

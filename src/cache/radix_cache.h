@@ -36,7 +36,8 @@ class TreeNode {
   // Calls fn(const TreeNode*) for each child, in unspecified order.
   template <typename Fn>
   void for_each_child(Fn&& fn) const {
-    for (const auto& [first_token, child] : children_) fn(static_cast<const TreeNode*>(child.get()));
+    for (const auto& [first_token, child] : children_)
+      fn(static_cast<const TreeNode*>(child.get()));
   }
   bool is_root() const { return parent_ == nullptr; }
 

@@ -129,11 +129,11 @@ void BatchGenerator::prefill(std::vector<Running>& running) {
       sampling.params.push_back(r.params);
       sampling.steps.push_back(static_cast<uint64_t>(n));  // RNG counter: next position
       sampling.top_logprobs_num.push_back(r.request->top_logprobs_num);
-      sampling.return_logprob = sampling.return_logprob || r.request->return_logprob ||
-                                r.request->top_logprobs_num > 0;
+      sampling.return_logprob =
+          sampling.return_logprob || r.request->return_logprob || r.request->top_logprobs_num > 0;
     }
-    const ForwardBatch fb = builder_.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, batch,
-                                           runner_.stream());
+    const ForwardBatch fb =
+        builder_.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, batch, runner_.stream());
     const sampling::SampleOutput out = runner_.forward_and_sample(fb, sampling);
     for (size_t i = begin; i < end; ++i) {
       if (!running[i].finished) record(running[i], out, i - begin);
@@ -156,11 +156,11 @@ void BatchGenerator::decode(std::vector<Running*>& active) {
     sampling.params.push_back(r.params);
     sampling.steps.push_back(static_cast<uint64_t>(pos) + 1);
     sampling.top_logprobs_num.push_back(r.request->top_logprobs_num);
-    sampling.return_logprob = sampling.return_logprob || r.request->return_logprob ||
-                              r.request->top_logprobs_num > 0;
+    sampling.return_logprob =
+        sampling.return_logprob || r.request->return_logprob || r.request->top_logprobs_num > 0;
   }
-  const ForwardBatch fb = builder_.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, batch,
-                                         runner_.stream());
+  const ForwardBatch fb =
+      builder_.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, batch, runner_.stream());
   const sampling::SampleOutput out = runner_.forward_and_sample(fb, sampling);
   for (size_t i = 0; i < active.size(); ++i) record(*active[i], out, i);
   std::erase_if(active, [](const Running* r) { return r->finished; });

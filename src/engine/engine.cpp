@@ -12,8 +12,7 @@ namespace {
 constexpr std::chrono::milliseconds kWaitForever = std::chrono::hours(24 * 365);
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double thread_cpu_s() {
@@ -26,9 +25,9 @@ double thread_cpu_s() {
 
 Engine::Engine(const EngineOptions& options)
     : options_(options),
-      scheduler_(std::make_unique<scheduler::Scheduler>(options.scheduler, options.num_kv_slots,
-                                                        options.context_length,
-                                                        options.eos_token_ids)) {}
+      scheduler_(std::make_unique<scheduler::Scheduler>(
+          options.scheduler, options.num_kv_slots, options.context_length, options.eos_token_ids)) {
+}
 
 Engine::~Engine() {
   {
@@ -53,8 +52,7 @@ Result<std::shared_ptr<RequestStream>> Engine::submit(GenerateRequest request) {
   SGL_RETURN_IF_ERROR(scheduler_->validate(request));  // reads only immutable limits
   for (int32_t id : request.input_ids) {
     if (id < 0 || id >= options_.vocab_size) {
-      return invalid_argument("token id " + std::to_string(id) +
-                              " is outside the vocabulary [0, " +
+      return invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                               std::to_string(options_.vocab_size) + ")");
     }
   }
@@ -255,9 +253,11 @@ EngineStats Engine::make_stats() const {
       oldest = std::min(oldest, t);
     }
   }
-  if (tokens > 0 && now > oldest) stats.generation_throughput = static_cast<double>(tokens) / (now - oldest);
+  if (tokens > 0 && now > oldest)
+    stats.generation_throughput = static_cast<double>(tokens) / (now - oldest);
   stats.decode_steps = decode_steps_;
-  stats.decode_step_cpu_us = decode_steps_ ? decode_cpu_s_ / static_cast<double>(decode_steps_) * 1e6 : 0;
+  stats.decode_step_cpu_us =
+      decode_steps_ ? decode_cpu_s_ / static_cast<double>(decode_steps_) * 1e6 : 0;
   return stats;
 }
 

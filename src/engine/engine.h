@@ -27,8 +27,8 @@ struct EngineOptions {
   bool disable_overlap_schedule = false;  // --disable-overlap-schedule
   int32_t num_kv_slots = 0;               // KV pool size (the runner's)
   int32_t context_length = 0;
-  int64_t vocab_size = 0;                 // ids outside [0, vocab) are rejected
-  int64_t max_num_tokens = 0;             // tokens one forward can take (the runner's)
+  int64_t vocab_size = 0;      // ids outside [0, vocab) are rejected
+  int64_t max_num_tokens = 0;  // tokens one forward can take (the runner's)
   std::vector<int32_t> eos_token_ids;
 };
 
@@ -95,8 +95,8 @@ class Engine {
   EngineStats make_stats() const;
 
   EngineOptions options_;
-  std::unique_ptr<scheduler::Scheduler> scheduler_;  // engine thread only
-  std::unique_ptr<runner::BatchRunner> runner_;      // engine thread only, once started
+  std::unique_ptr<scheduler::Scheduler> scheduler_;             // engine thread only
+  std::unique_ptr<runner::BatchRunner> runner_;                 // engine thread only, once started
   std::map<uint64_t, std::shared_ptr<RequestStream>> streams_;  // engine thread only
   std::atomic<uint64_t> next_rid_{1};
   std::atomic<int64_t> queued_{0};  // submitted, not yet finished

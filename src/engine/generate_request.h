@@ -8,14 +8,14 @@
 
 namespace sgl::engine {
 
+using scheduler::finish_reason_name;
 using scheduler::FinishReason;
 using scheduler::FinishState;
 using scheduler::GenerateRequest;
-using scheduler::finish_reason_name;
 
 struct GenerateResult {
   std::vector<int32_t> output_ids;
-  std::vector<float> output_logprobs;                              // per step, chosen token
+  std::vector<float> output_logprobs;                             // per step, chosen token
   std::vector<std::vector<sampling::TokenLogprob>> top_logprobs;  // per step, when asked
   FinishReason finish_reason = FinishReason::kLength;
 };

@@ -13,10 +13,10 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                                         const std::vector<int32_t>& extra_eos_ids) {
   runner::ModelRunnerOptions ro = runner_options;
   // One forward takes a full prefill budget (or chunk) plus every running decode (MIXED).
-  const int64_t prefill = options.scheduler.chunked_prefill_size > 0
-                              ? std::min(options.scheduler.chunked_prefill_size,
-                                         options.scheduler.max_prefill_tokens)
-                              : options.scheduler.max_prefill_tokens;
+  const int64_t prefill =
+      options.scheduler.chunked_prefill_size > 0
+          ? std::min(options.scheduler.chunked_prefill_size, options.scheduler.max_prefill_tokens)
+          : options.scheduler.max_prefill_tokens;
   ro.max_batch_size = 2 * options.scheduler.max_running_requests + 2;
   ro.max_num_tokens = std::max(prefill, options.scheduler.max_prefill_tokens) +
                       options.scheduler.max_running_requests;
@@ -35,8 +35,8 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     }
   }
   me.engine = std::make_unique<Engine>(options);
-  me.engine->start(std::make_unique<runner::ModelBatchRunner>(*me.model_runner,
-                                                              me.engine->req_to_token_pool()));
+  me.engine->start(
+      std::make_unique<runner::ModelBatchRunner>(*me.model_runner, me.engine->req_to_token_pool()));
   return me;
 }
 

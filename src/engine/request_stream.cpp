@@ -4,13 +4,27 @@
 namespace sgl::engine {
 
 void RequestStream::push(StreamEvent event) {
+  std::shared_ptr<const std::function<void()>> notify;
   {
     std::lock_guard lock(mutex_);
     if (finished_pushed_) return;
     finished_pushed_ = event.finished.has_value();
     events_.push_back(std::move(event));
+    notify = notify_;
   }
   cv_.notify_all();
+  if (notify) (*notify)();
+}
+
+void RequestStream::set_notify(std::function<void()> notify) {
+  bool pending = false;
+  {
+    std::lock_guard lock(mutex_);
+    notify_ = notify ? std::make_shared<const std::function<void()>>(std::move(notify)) : nullptr;
+    pending = notify_ && !events_.empty();
+    if (pending) notify = *notify_;
+  }
+  if (pending) notify();
 }
 
 std::optional<StreamEvent> RequestStream::next(std::chrono::milliseconds timeout) {

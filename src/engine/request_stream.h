@@ -6,6 +6,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -25,7 +27,7 @@ struct StreamEvent {
   std::vector<int32_t> token_ids;  // new tokens since the previous event
   std::vector<float> logprobs;     // per new token, when requested
   std::vector<std::vector<sampling::TokenLogprob>> top_logprobs;  // per new token, when requested
-  std::optional<scheduler::FinishState> finished;  // set on the last event only
+  std::optional<scheduler::FinishState> finished;                 // set on the last event only
   Usage usage;
 };
 
@@ -43,6 +45,12 @@ class RequestStream {
   std::optional<StreamEvent> next(std::chrono::milliseconds timeout = std::chrono::hours(24));
   bool done() const;
 
+  // Consumer side, for event loops that must not block: `notify` runs after every push, on the
+  // producer's thread and outside the stream's lock; when events are already waiting it also
+  // runs once from here. It must be quick and thread-safe (e.g. post to an executor) and must
+  // not push. Replaces any previous callback; an empty function removes it.
+  void set_notify(std::function<void()> notify);
+
  private:
   const uint64_t rid_;
   mutable std::mutex mutex_;
@@ -50,6 +58,8 @@ class RequestStream {
   std::deque<StreamEvent> events_;
   bool finished_pushed_ = false;
   bool finished_taken_ = false;
+  // NOTE: shared so that push() can copy it under the lock cheaply and call it outside.
+  std::shared_ptr<const std::function<void()>> notify_;
 };
 
 }  // namespace sgl::engine

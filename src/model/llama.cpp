@@ -27,8 +27,8 @@ Result<std::unique_ptr<LlamaForCausalLM>> LlamaForCausalLM::load(const ModelConf
 
   // RoPE table: computed on the host in f32, uploaded once.
   const std::vector<float> table = compute_rope_cos_sin(config, model->options_.max_positions);
-  model->rope_cos_sin_ = Buffer(allocator, DType::kF32, {model->options_.max_positions,
-                                                          config.head_dim});
+  model->rope_cos_sin_ =
+      Buffer(allocator, DType::kF32, {model->options_.max_positions, config.head_dim});
   Tensor host(const_cast<float*>(table.data()), DType::kF32,
               {model->options_.max_positions, config.head_dim});
   kernels::copy(host, model->rope_cos_sin_, backend::Stream{allocator.device(), nullptr});
@@ -48,16 +48,14 @@ Status LlamaForCausalLM::load_weights(WeightLoader& w) {
     Layer& layer = layers_[i];
     SGL_ASSIGN_OR_RETURN(layer.input_norm, w.load_norm(p + "input_layernorm.weight", h));
     SGL_ASSIGN_OR_RETURN(
-        layer.qkv_proj,
-        w.load_concat({p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
-                       p + "self_attn.v_proj.weight"},
-                      {{q, h}, {kv, h}, {kv, h}}));
+        layer.qkv_proj, w.load_concat({p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
+                                       p + "self_attn.v_proj.weight"},
+                                      {{q, h}, {kv, h}, {kv, h}}));
     if (c.attention_bias) {
-      SGL_ASSIGN_OR_RETURN(
-          layer.qkv_bias,
-          w.load_concat({p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias",
-                         p + "self_attn.v_proj.bias"},
-                        {{q}, {kv}, {kv}}));
+      SGL_ASSIGN_OR_RETURN(layer.qkv_bias,
+                           w.load_concat({p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias",
+                                          p + "self_attn.v_proj.bias"},
+                                         {{q}, {kv}, {kv}}));
     }
     if (c.qk_norm) {
       SGL_ASSIGN_OR_RETURN(layer.q_norm, w.load_norm(p + "self_attn.q_norm.weight", c.head_dim));

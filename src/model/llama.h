@@ -12,43 +12,42 @@ namespace sgl::model {
 
 // Sizes of the activation memory a model reserves once, at load.
 struct ModelOptions {
-  int64_t max_num_tokens = 8192;   // tokens in one forward pass
-  int64_t max_logit_rows = 256;    // rows of logits one forward may return
-  int64_t max_positions = 0;       // RoPE table length; 0 = config.max_position_embeddings
+  int64_t max_num_tokens = 8192;  // tokens in one forward pass
+  int64_t max_logit_rows = 256;   // rows of logits one forward may return
+  int64_t max_positions = 0;      // RoPE table length; 0 = config.max_position_embeddings
 };
 
 class LlamaForCausalLM final : public Model {
  public:
   static Result<std::unique_ptr<LlamaForCausalLM>> load(const ModelConfig& config,
-                                                         WeightLoader& weights,
-                                                         Allocator& allocator,
-                                                         const ModelOptions& options);
+                                                        WeightLoader& weights, Allocator& allocator,
+                                                        const ModelOptions& options);
 
   const ModelConfig& config() const override { return config_; }
   Tensor forward(const ForwardBatch& fb, ModelContext& ctx) override;
 
  private:
   struct Layer {
-    Buffer input_norm;     // [H]
-    Buffer qkv_proj;       // [q_size + 2 * kv_size, H]
-    Buffer qkv_bias;       // [q_size + 2 * kv_size] (attention_bias only)
-    Buffer q_norm;         // [head_dim] (qk_norm only)
-    Buffer k_norm;         // [head_dim] (qk_norm only)
-    Buffer o_proj;         // [H, q_size]
-    Buffer post_norm;      // [H]
-    Buffer gate_up_proj;   // [2 * I, H]
-    Buffer down_proj;      // [H, I]
+    Buffer input_norm;    // [H]
+    Buffer qkv_proj;      // [q_size + 2 * kv_size, H]
+    Buffer qkv_bias;      // [q_size + 2 * kv_size] (attention_bias only)
+    Buffer q_norm;        // [head_dim] (qk_norm only)
+    Buffer k_norm;        // [head_dim] (qk_norm only)
+    Buffer o_proj;        // [H, q_size]
+    Buffer post_norm;     // [H]
+    Buffer gate_up_proj;  // [2 * I, H]
+    Buffer down_proj;     // [H, I]
   };
   // Activation scratch, allocated for max_num_tokens rows.
   struct Activations {
-    Buffer hidden;      // [N, H]
-    Buffer residual;    // [N, H]
-    Buffer qkv;         // [N, q_size + 2 * kv_size]
-    Buffer attn_out;    // [N, q_size]
-    Buffer gate_up;     // [N, 2 * I]
-    Buffer mlp_act;     // [N, I]
-    Buffer last_hidden; // [max_logit_rows, H]
-    Buffer logits;      // f32 [max_logit_rows, V]
+    Buffer hidden;       // [N, H]
+    Buffer residual;     // [N, H]
+    Buffer qkv;          // [N, q_size + 2 * kv_size]
+    Buffer attn_out;     // [N, q_size]
+    Buffer gate_up;      // [N, 2 * I]
+    Buffer mlp_act;      // [N, I]
+    Buffer last_hidden;  // [max_logit_rows, H]
+    Buffer logits;       // f32 [max_logit_rows, V]
   };
 
   LlamaForCausalLM(const ModelConfig& config, const ModelOptions& options)

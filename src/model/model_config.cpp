@@ -11,6 +11,9 @@
 #include <string_view>
 #include <system_error>
 
+#include "model/gguf.h"
+#include "model/gguf_config.h"
+
 namespace sgl::model {
 namespace {
 
@@ -367,6 +370,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
 }
 
 Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
+  if (is_gguf_file(model_dir)) return load_gguf_model_config(model_dir);
   const std::filesystem::path config_path = model_dir / "config.json";
   SGL_ASSIGN_OR_RETURN(std::string text, read_text_file(config_path));
   SGL_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config(text, config_path.string()));

@@ -54,7 +54,8 @@ struct ModelConfig {
 // Parses `json_text` (the contents of config.json). `source` names the file in errors.
 Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source);
 
-// Reads <dir>/config.json and, when present, merges eos ids from generation_config.json.
+// Reads <dir>/config.json and, when present, merges eos ids from generation_config.json. A path
+// that is a GGUF file (by its magic) is read with load_gguf_model_config instead.
 Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir);
 
 }  // namespace sgl::model

@@ -12,15 +12,15 @@ Result<std::unique_ptr<Model>> create_model(const ModelConfig& config, WeightLoa
   for (const std::string& arch : supported_architectures()) {
     if (arch == config.architecture) {
       // All four differ only by flags the config carries (attention_bias, qk_norm).
-      SGL_ASSIGN_OR_RETURN(auto model,
-                           LlamaForCausalLM::load(config, weights, allocator, options));
+      SGL_ASSIGN_OR_RETURN(auto model, LlamaForCausalLM::load(config, weights, allocator, options));
       return std::unique_ptr<Model>(std::move(model));
     }
   }
   std::string list;
-  for (const std::string& arch : supported_architectures()) list += (list.empty() ? "" : ", ") + arch;
-  return unimplemented("architecture '" + config.architecture + "' is not supported (supported: " +
-                       list + ")");
+  for (const std::string& arch : supported_architectures())
+    list += (list.empty() ? "" : ", ") + arch;
+  return unimplemented("architecture '" + config.architecture +
+                       "' is not supported (supported: " + list + ")");
 }
 
 }  // namespace sgl::model

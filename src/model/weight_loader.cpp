@@ -1,22 +1,10 @@
 // Weight loading: shape checks, conversion to the compute dtype on the host, upload.
 #include "model/weight_loader.h"
 
-#include <cstring>
-#include <sstream>
-
-#include "core/half.h"
 #include "kernels/copy.h"
 
 namespace sgl::model {
 namespace {
-
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << "]";
-  return out.str();
-}
 
 int64_t numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -26,49 +14,23 @@ int64_t numel(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-WeightLoader::WeightLoader(const Checkpoint* checkpoint, Allocator& allocator, DType dtype,
+WeightLoader::WeightLoader(const WeightSource* source, Allocator& allocator, DType dtype,
                            backend::Stream stream, uint64_t seed)
-    : checkpoint_(checkpoint), allocator_(allocator), dtype_(dtype), stream_(stream), rng_(seed) {}
+    : source_(source), allocator_(allocator), dtype_(dtype), stream_(stream), rng_(seed) {}
 
 bool WeightLoader::has(const std::string& name) const {
-  return checkpoint_ == nullptr || checkpoint_->find(name) != nullptr;
+  return source_ == nullptr || source_->has(name);
 }
 
 Status WeightLoader::read_into(const std::string& name, const std::vector<int64_t>& shape,
                                float* dst) {
   const int64_t n = numel(shape);
-  if (checkpoint_ == nullptr) {
+  if (source_ == nullptr) {
     std::uniform_real_distribution<float> dist(-0.02f, 0.02f);
     for (int64_t i = 0; i < n; ++i) dst[i] = dist(rng_);
     return Status::ok_status();
   }
-  const TensorInfo* info = checkpoint_->find(name);
-  if (info == nullptr) return not_found("weight '" + name + "' is missing from the checkpoint");
-  if (info->shape != shape) {
-    return invalid_argument("weight '" + name + "' in " + info->file + " has shape " +
-                            shape_str(info->shape) + ", expected " + shape_str(shape));
-  }
-  switch (info->dtype) {
-    case DType::kF32: {
-      std::memcpy(dst, info->data, static_cast<size_t>(n) * sizeof(float));  // may be unaligned
-      break;
-    }
-    case DType::kBF16:
-    case DType::kF16: {
-      const bool bf16 = info->dtype == DType::kBF16;
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, info->data + 2 * i, 2);
-        dst[i] = bf16 ? bf16_to_float(bits) : f16_to_float(bits);
-      }
-      break;
-    }
-    default:
-      return unimplemented("weight '" + name + "' in " + info->file + " has dtype " +
-                           std::string(dtype_name(info->dtype)) +
-                           "; expected a float type (f32, f16, bf16)");
-  }
-  return Status::ok_status();
+  return source_->read_f32(name, shape, dst);
 }
 
 Result<Buffer> WeightLoader::upload(const std::vector<float>& host, std::vector<int64_t> shape) {
@@ -106,7 +68,7 @@ Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
 }
 
 Result<Buffer> WeightLoader::load_norm(const std::string& name, int64_t size) {
-  if (checkpoint_ != nullptr) return load(name, {size});
+  if (source_ != nullptr) return load(name, {size});
   return upload(std::vector<float>(static_cast<size_t>(size), 1.0f), {size});
 }
 

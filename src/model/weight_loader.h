@@ -1,4 +1,4 @@
-// WeightLoader: checkpoint tensors -> device Buffers, with dtype conversion, fusion and checks.
+// WeightLoader: weight-source tensors -> device Buffers, with dtype conversion, fusion and checks.
 #pragma once
 
 #include <cstdint>
@@ -9,15 +9,17 @@
 #include "backend/stream.h"
 #include "core/allocator.h"
 #include "core/buffer.h"
-#include "model/safetensors.h"
+#include "model/weight_source.h"
 
 namespace sgl::model {
 
-// Where weights come from: a checkpoint, or random values (--load-format dummy).
+// Where weights come from: a WeightSource (safetensors checkpoint, GGUF file), or random values
+// (--load-format dummy).
 class WeightLoader {
  public:
-  // Reads from `checkpoint`; nullptr means dummy weights drawn from `seed`.
-  WeightLoader(const Checkpoint* checkpoint, Allocator& allocator, DType dtype,
+  // Reads from `source` (borrowed; must outlive the loader); nullptr means dummy weights drawn
+  // from `seed`.
+  WeightLoader(const WeightSource* source, Allocator& allocator, DType dtype,
                backend::Stream stream, uint64_t seed = 0);
 
   // Loads `name`, which must have exactly `shape`.
@@ -35,7 +37,7 @@ class WeightLoader {
   Status read_into(const std::string& name, const std::vector<int64_t>& shape, float* dst);
   Result<Buffer> upload(const std::vector<float>& host, std::vector<int64_t> shape);
 
-  const Checkpoint* checkpoint_;
+  const WeightSource* source_;
   Allocator& allocator_;
   DType dtype_;
   backend::Stream stream_;

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "kernels/copy.h"
 #include "backend/backend.h"
+#include "kernels/copy.h"
 
 namespace sgl::runner {
 
@@ -80,13 +80,12 @@ ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode
   auto host_view = [](std::vector<int32_t>& v) {
     return Tensor(v.data(), DType::kI32, {static_cast<int64_t>(v.size())});
   };
-  std::vector<int32_t>* arrays[] = {&input_ids_,   &positions_,   &out_cache_loc_,
-                                    &seq_lens_,    &prefix_lens_, &extend_lens_,
-                                    &qo_indptr_,   &req_pool_indices_, &kv_indptr_,
-                                    &kv_indices_};
-  Tensor* views[] = {&fb.input_ids,   &fb.positions,          &fb.out_cache_loc,
-                     &fb.seq_lens,    &fb.extend_prefix_lens, &fb.extend_seq_lens,
-                     &fb.qo_indptr,   &fb.req_pool_indices,   &fb.kv_indptr,
+  std::vector<int32_t>* arrays[] = {
+      &input_ids_,   &positions_, &out_cache_loc_,    &seq_lens_,  &prefix_lens_,
+      &extend_lens_, &qo_indptr_, &req_pool_indices_, &kv_indptr_, &kv_indices_};
+  Tensor* views[] = {&fb.input_ids, &fb.positions,          &fb.out_cache_loc,
+                     &fb.seq_lens,  &fb.extend_prefix_lens, &fb.extend_seq_lens,
+                     &fb.qo_indptr, &fb.req_pool_indices,   &fb.kv_indptr,
                      &fb.kv_indices};
   if (device_.is_cpu()) {
     for (int i = 0; i < 8; ++i) *views[i] = host_view(*arrays[i]);
@@ -114,8 +113,8 @@ ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode
     *views[i] = device_ints_.tensor().slice_rows(offset, n);
     offset += n;
   }
-  kernels::copy(pinned_.tensor().slice_rows(0, offset),
-                device_ints_.tensor().slice_rows(0, offset), stream);
+  kernels::copy(pinned_.tensor().slice_rows(0, offset), device_ints_.tensor().slice_rows(0, offset),
+                stream);
   return fb;
 }
 

@@ -48,7 +48,7 @@ class ForwardBatchBuilder {
   // GPU: every array above packed into one pinned host buffer, uploaded in one copy.
   Device device_;
   std::unique_ptr<Allocator> pinned_allocator_;
-  Buffer pinned_;  // i32 [capacity]
+  Buffer pinned_;       // i32 [capacity]
   Buffer device_ints_;  // i32 [capacity] on the GPU
 };
 

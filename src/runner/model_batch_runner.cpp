@@ -44,7 +44,8 @@ ExecResult ModelBatchRunner::run(const ExecBatch& batch) {
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     const ExecRequest& r = batch.requests[i];
     const int32_t next_pos = r.prefix_len + r.extend_len;
-    if (next_pos < context_len_) token_row(r.req_pool_idx)[next_pos] = result.output.next_token_ids[i];
+    if (next_pos < context_len_)
+      token_row(r.req_pool_idx)[next_pos] = result.output.next_token_ids[i];
   }
   return result;
 }

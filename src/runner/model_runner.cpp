@@ -91,13 +91,13 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
   attention::AttentionConfig attn{config.num_attention_heads, config.num_key_value_heads,
                                   config.head_dim,
                                   1.0f / std::sqrt(static_cast<float>(config.head_dim))};
-  SGL_ASSIGN_OR_RETURN(attention_, attention::create_attention_backend(
-                                       options.attention_backend, options.device, attn, *kv_pool_,
-                                       stream_));
+  SGL_ASSIGN_OR_RETURN(
+      attention_, attention::create_attention_backend(options.attention_backend, options.device,
+                                                      attn, *kv_pool_, stream_));
   if (!options.device.is_cpu()) {
     staging_allocator_ = backend::create_staging_allocator(options.device);
-    host_logits_ = Buffer(*staging_allocator_, DType::kF32,
-                          {model_options.max_logit_rows, config.vocab_size});
+    host_logits_ =
+        Buffer(*staging_allocator_, DType::kF32, {model_options.max_logit_rows, config.vocab_size});
   }
   return Status::ok_status();
 }

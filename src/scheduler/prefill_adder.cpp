@@ -10,8 +10,7 @@ namespace sgl::scheduler {
 
 PrefillAdder::PrefillAdder(std::function<int64_t()> available_and_evictable,
                            int64_t reserved_tokens, int64_t max_prefill_tokens,
-                           int64_t chunk_tokens, int32_t free_running_slots,
-                           bool nothing_running)
+                           int64_t chunk_tokens, int32_t free_running_slots, bool nothing_running)
     : available_and_evictable_(std::move(available_and_evictable)),
       total_offset_(reserved_tokens),
       rem_input_tokens_(max_prefill_tokens),
@@ -49,8 +48,7 @@ void PrefillAdder::add_chunked_req(Req& req) {
 AddResult PrefillAdder::add_one_req(Req& req, const std::function<void(Req&)>& lock) {
   if (free_running_slots_ <= 0 || rem_chunk_tokens_ <= 0) return AddResult::kOther;
   const int64_t remaining_new = std::max<int64_t>(
-      0, std::min<int64_t>(req.request.max_new_tokens -
-                               static_cast<int64_t>(req.output_ids.size()),
+      0, std::min<int64_t>(req.request.max_new_tokens - static_cast<int64_t>(req.output_ids.size()),
                            kClipMaxNewTokens));
   const int64_t extend = req.extend_input_len;
   const bool first_of_idle = nothing_running_ && can_run_list_.empty();

@@ -5,10 +5,14 @@ namespace sgl::scheduler {
 
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kLength: return "length";
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kStopString: return "stop";
-    case FinishReason::kAbort: return "abort";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kStopString:
+      return "stop";
+    case FinishReason::kAbort:
+      return "abort";
   }
   return "?";
 }

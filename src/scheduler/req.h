@@ -63,7 +63,7 @@ struct Req {
   bool prefill_cached = false;          // its prompt's KV was published to the radix cache
   int32_t cached_tokens = 0;            // prompt tokens served from the cache at first prefill
   int32_t retract_count = 0;
-  int64_t last_batch_id = -1;           // newest batch that reads this request's row
+  int64_t last_batch_id = -1;  // newest batch that reads this request's row
   Clock::time_point arrival_time = Clock::now();
   std::optional<Clock::time_point> first_schedule_time;
 

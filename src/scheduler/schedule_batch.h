@@ -11,12 +11,12 @@ namespace sgl::scheduler {
 
 // One request's part of the batch.
 struct BatchEntry {
-  Req* req = nullptr;            // borrowed from the scheduler; valid while the batch is in flight
-  int32_t prefix_len = 0;        // tokens already in the KV cache (row[0:prefix_len])
-  int32_t extend_len = 0;        // new tokens this pass
+  Req* req = nullptr;      // borrowed from the scheduler; valid while the batch is in flight
+  int32_t prefix_len = 0;  // tokens already in the KV cache (row[0:prefix_len])
+  int32_t extend_len = 0;  // new tokens this pass
   std::vector<int32_t> input_ids;      // [extend_len] when known on the host; empty for decode
   std::vector<int32_t> out_cache_loc;  // [extend_len] KV slots of the new tokens
-  bool samples = true;           // false for a non-final prefill chunk (its token is dropped)
+  bool samples = true;                 // false for a non-final prefill chunk (its token is dropped)
 };
 
 struct ScheduleBatch {

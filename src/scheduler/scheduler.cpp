@@ -28,8 +28,8 @@ constexpr int64_t kRetractDecodeSteps = 20;
 
 }  // namespace
 
-Scheduler::Scheduler(const SchedulerOptions& options, int32_t num_kv_slots,
-                     int32_t max_context_len, std::vector<int32_t> eos_token_ids)
+Scheduler::Scheduler(const SchedulerOptions& options, int32_t num_kv_slots, int32_t max_context_len,
+                     std::vector<int32_t> eos_token_ids)
     : options_(options),
       max_context_len_(max_context_len),
       eos_token_ids_(std::move(eos_token_ids)),
@@ -119,8 +119,8 @@ std::vector<ReqUpdate> Scheduler::take_updates() { return std::exchange(updates_
 int64_t Scheduler::reserved_decode_tokens() const {
   double reserved = 0;
   for (const Req* r : running_) {
-    const int64_t left = std::min<int64_t>(r->request.max_new_tokens - r->scheduled_samples,
-                                           kClipMaxNewTokens);
+    const int64_t left =
+        std::min<int64_t>(r->request.max_new_tokens - r->scheduled_samples, kClipMaxNewTokens);
     reserved += static_cast<double>(std::max<int64_t>(left, 0)) * new_token_ratio_;
   }
   return static_cast<int64_t>(reserved);
@@ -142,8 +142,7 @@ void Scheduler::init_next_round_input(Req& req) {
   const std::span<const int32_t> key(req.fill_ids.data(), req.fill_ids.size() - 1);
   cache::MatchResult match = tree_.match_prefix(key);
   req.prefix_indices = std::move(match.device_indices);
-  req.extend_input_len =
-      static_cast<int32_t>(req.fill_ids.size() - req.prefix_indices.size());
+  req.extend_input_len = static_cast<int32_t>(req.fill_ids.size() - req.prefix_indices.size());
   req.lock = tree_.lock(match.last_node);  // pinned until admission decides
 }
 
@@ -229,8 +228,8 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   std::vector<Req*> admitted_this_round;
   for (Req* req : waiting_) {
     init_next_round_input(*req);
-    if (in_batch_prefix_caching && static_cast<int64_t>(req->prefix_indices.size()) <
-                                       kInBatchPrefixThreshold) {
+    if (in_batch_prefix_caching &&
+        static_cast<int64_t>(req->prefix_indices.size()) < kInBatchPrefixThreshold) {
       // Another request admitted this round will cache this prefix: wait one round for it.
       bool shares = false;
       for (const Req* other : admitted_this_round) {
@@ -290,9 +289,8 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   // MIXED: the running decodes ride along with the prefill chunk.
   if (options_.enable_mixed_chunk && running_bs > 0) {
     std::vector<Req*> decoders(running_.begin(), running_.begin() + running_bs);
-    std::erase_if(decoders, [](const Req* r) {
-      return r->scheduled_samples >= r->request.max_new_tokens;
-    });
+    std::erase_if(decoders,
+                  [](const Req* r) { return r->scheduled_samples >= r->request.max_new_tokens; });
     if (!decoders.empty() &&
         allocator_.available() + tree_.evictable_size() >= static_cast<int64_t>(decoders.size())) {
       for (Req* req : decoders) {
@@ -335,8 +333,8 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
     ++req->scheduled_samples;
   }
   totals_.computed_tokens_total += static_cast<int64_t>(batch.entries.size());
-  new_token_ratio_ = std::max(new_token_ratio_ - options_.new_token_ratio_decay(),
-                              options_.min_new_token_ratio());
+  new_token_ratio_ =
+      std::max(new_token_ratio_ - options_.new_token_ratio_decay(), options_.min_new_token_ratio());
   return batch;
 }
 
@@ -344,7 +342,8 @@ void Scheduler::retract_for_decode(int64_t needed) {
   // Retract the requests with the fewest output tokens (then the longest prompts) first.
   std::vector<Req*> order = running_;
   std::stable_sort(order.begin(), order.end(), [](const Req* a, const Req* b) {
-    if (a->output_ids.size() != b->output_ids.size()) return a->output_ids.size() > b->output_ids.size();
+    if (a->output_ids.size() != b->output_ids.size())
+      return a->output_ids.size() > b->output_ids.size();
     return a->prompt_len() < b->prompt_len();
   });
   while (!order.empty() && allocator_.available() + tree_.evictable_size() < needed) {
@@ -370,8 +369,9 @@ void Scheduler::retract_for_decode(int64_t needed) {
   }
   if (max_new > 0) {
     new_token_ratio_ = std::min(
-        1.0, static_cast<double>(decoded + kRetractDecodeSteps * static_cast<int64_t>(running_.size())) /
-                 static_cast<double>(max_new));
+        1.0,
+        static_cast<double>(decoded + kRetractDecodeSteps * static_cast<int64_t>(running_.size())) /
+            static_cast<double>(max_new));
   }
 }
 

@@ -24,7 +24,7 @@ namespace sgl::scheduler {
 struct ReqUpdate {
   uint64_t rid = 0;
   std::vector<int32_t> new_token_ids;
-  std::vector<float> new_logprobs;                                  // when return_logprob
+  std::vector<float> new_logprobs;                                    // when return_logprob
   std::vector<std::vector<sampling::TokenLogprob>> new_top_logprobs;  // when top_logprobs_num
   std::optional<FinishState> finished;
   int32_t prompt_tokens = 0;

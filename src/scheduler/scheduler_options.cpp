@@ -17,11 +17,16 @@ Result<SchedulePolicy> parse_schedule_policy(const std::string& name) {
 
 const char* schedule_policy_name(SchedulePolicy policy) {
   switch (policy) {
-    case SchedulePolicy::kFcfs: return "fcfs";
-    case SchedulePolicy::kLpm: return "lpm";
-    case SchedulePolicy::kDfsWeight: return "dfs-weight";
-    case SchedulePolicy::kLof: return "lof";
-    case SchedulePolicy::kRandom: return "random";
+    case SchedulePolicy::kFcfs:
+      return "fcfs";
+    case SchedulePolicy::kLpm:
+      return "lpm";
+    case SchedulePolicy::kDfsWeight:
+      return "dfs-weight";
+    case SchedulePolicy::kLof:
+      return "lof";
+    case SchedulePolicy::kRandom:
+      return "random";
   }
   return "?";
 }

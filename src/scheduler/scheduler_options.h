@@ -15,17 +15,17 @@ Result<SchedulePolicy> parse_schedule_policy(const std::string& name);
 const char* schedule_policy_name(SchedulePolicy policy);
 
 struct SchedulerOptions {
-  int32_t max_running_requests = 256;    // --max-running-requests
-  int64_t max_prefill_tokens = 16384;    // --max-prefill-tokens: new tokens in one prefill batch
-  int64_t chunked_prefill_size = 8192;   // --chunked-prefill-size; <= 0 disables chunking
+  int32_t max_running_requests = 256;   // --max-running-requests
+  int64_t max_prefill_tokens = 16384;   // --max-prefill-tokens: new tokens in one prefill batch
+  int64_t chunked_prefill_size = 8192;  // --chunked-prefill-size; <= 0 disables chunking
   SchedulePolicy policy = SchedulePolicy::kFcfs;  // --schedule-policy
-  bool disable_radix_cache = false;      // --disable-radix-cache
-  bool enable_mixed_chunk = false;       // --enable-mixed-chunk
-  double schedule_conservativeness = 1.0;  // --schedule-conservativeness
-  int64_t max_queued_requests = 0;       // waiting-queue bound; 0 = unbounded
-  double waiting_timeout_s = 0;          // abort requests waiting longer; 0 = never
-  double running_timeout_s = 0;          // abort requests running longer; 0 = never
-  uint64_t random_seed = 0;              // the random policy's shuffle
+  bool disable_radix_cache = false;               // --disable-radix-cache
+  bool enable_mixed_chunk = false;                // --enable-mixed-chunk
+  double schedule_conservativeness = 1.0;         // --schedule-conservativeness
+  int64_t max_queued_requests = 0;                // waiting-queue bound; 0 = unbounded
+  double waiting_timeout_s = 0;                   // abort requests waiting longer; 0 = never
+  double running_timeout_s = 0;                   // abort requests running longer; 0 = never
+  uint64_t random_seed = 0;                       // the random policy's shuffle
 
   // SGLang's new_token_ratio schedule, derived from schedule_conservativeness.
   double init_new_token_ratio() const;

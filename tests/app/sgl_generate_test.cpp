@@ -102,7 +102,8 @@ TEST(SglGenerate, ContextOverflowAndBadIdsAreClearErrors) {
   EXPECT_NE(r.out.find("the prompt has 601 tokens; the context length is 512"), std::string::npos)
       << r.out;
   // max_new_tokens past the context is clamped to it, as SGLang does.
-  r = run_generate("--model-path " + stories() + " --prompt hi --max-new-tokens 100000 "
+  r = run_generate("--model-path " + stories() +
+                   " --prompt hi --max-new-tokens 100000 "
                    "--ignore-eos --temperature 0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto out = nlohmann::json::parse(r.out);
@@ -115,14 +116,18 @@ TEST(SglGenerate, BatchFileAnswersInInputOrderWithStops) {
   const auto golden = test::golden("stories260K")["cases"];
   std::string lines;
   for (int i = 0; i < 6; ++i) {
-    nlohmann::json j = {{"prompt", golden[i]["prompt"]}, {"max_new_tokens", 48},
-                        {"temperature", 0}, {"ignore_eos", true}};
+    nlohmann::json j = {{"prompt", golden[i]["prompt"]},
+                        {"max_new_tokens", 48},
+                        {"temperature", 0},
+                        {"ignore_eos", true}};
     lines += j.dump() + "\n";
   }
   lines += R"({"prompt_ids": [1, 403, 407, 261, 378], "max_new_tokens": 48, "temperature": 0,)"
-           R"( "ignore_eos": true, "stop": ["Lily"]})" "\n";
+           R"( "ignore_eos": true, "stop": ["Lily"]})"
+           "\n";
   lines += R"({"prompt": "Once upon a time", "max_new_tokens": 48, "temperature": 0,)"
-           R"( "stop_token_ids": [432]})" "\n";
+           R"( "stop_token_ids": [432]})"
+           "\n";
   const auto path = dir.write("batch.jsonl", lines);
   const RunResult r = run_generate("--model-path " + stories() + " --batch-file " + path.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;

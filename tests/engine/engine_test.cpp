@@ -1,12 +1,13 @@
 // Engine: the loop thread with concurrent submitters, both loops, aborts, stats; and the real
 // stories260K model: 64 concurrent greedy requests give exactly each request's solo output
 // under every scheduler configuration.
+#include "engine/engine.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "engine/batch_generator.h"
-#include "engine/engine.h"
 #include "engine/model_engine.h"
 #include "scheduler/fake_batch_runner.h"
 #include "test_data.h"
@@ -230,16 +231,15 @@ TEST_P(RealModelBatching, SixtyFourConcurrentRequestsMatchSoloRuns) {
             << stats.decode_step_cpu_us << " us\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Configs, RealModelBatching,
-    ::testing::Values(Config{"default", true, 8192, true, false},
-                      Config{"no_radix", false, 8192, true, false},
-                      Config{"chunk16", true, 16, true, false},
-                      Config{"chunk7_no_radix", false, 7, true, false},
-                      Config{"no_overlap", true, 8192, false, false},
-                      Config{"mixed_chunk32", true, 32, true, true},
-                      Config{"mixed_no_overlap", true, 16, false, true}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Configs, RealModelBatching,
+                         ::testing::Values(Config{"default", true, 8192, true, false},
+                                           Config{"no_radix", false, 8192, true, false},
+                                           Config{"chunk16", true, 16, true, false},
+                                           Config{"chunk7_no_radix", false, 7, true, false},
+                                           Config{"no_overlap", true, 8192, false, false},
+                                           Config{"mixed_chunk32", true, 32, true, true},
+                                           Config{"mixed_no_overlap", true, 16, false, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace sgl::engine

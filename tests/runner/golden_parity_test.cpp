@@ -95,8 +95,8 @@ TEST_P(GoldenParity, GreedyIdsAndStepLogprobs) {
       const double gap = lp[0].get<double>() - lp[1].get<double>();
       EXPECT_LT(gap, kTieTol) << "case " << ci << ": greedy ids diverge at step " << agree
                               << " where the reference's top-2 gap is " << gap;
-      std::cout << "case " << ci << ": tolerated near-tie divergence at step " << agree
-                << " (gap " << gap << ")\n";
+      std::cout << "case " << ci << ": tolerated near-tie divergence at step " << agree << " (gap "
+                << gap << ")\n";
     }
     for (size_t s = 0; s < agree; ++s) {
       expect_top_logprobs(out.top_logprobs[s], c["steps_top5"][s]["ids"],

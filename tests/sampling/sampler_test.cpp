@@ -1,4 +1,6 @@
 // Sampler tests on constructed distributions: greedy, seeds, and the top-k/top-p/min-p sets.
+#include "sampling/sampler.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -6,8 +8,6 @@
 #include <map>
 #include <set>
 #include <vector>
-
-#include "sampling/sampler.h"
 
 namespace sgl::sampling {
 namespace {

@@ -30,7 +30,8 @@ class FakeBatchRunner final : public runner::BatchRunner {
     runner::ExecResult result;
     result.batch_id = batch.id;
     for (const runner::ExecRequest& r : batch.requests) {
-      int32_t* row_tokens = tokens_.data() + static_cast<size_t>(r.req_pool_idx) * pool_.max_context_len();
+      int32_t* row_tokens =
+          tokens_.data() + static_cast<size_t>(r.req_pool_idx) * pool_.max_context_len();
       if (!r.input_ids.empty()) {
         std::copy(r.input_ids.begin(), r.input_ids.end(), row_tokens + r.prefix_len);
       }

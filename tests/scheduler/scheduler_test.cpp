@@ -1,6 +1,8 @@
 // Scheduler unit tests against the fake runner: chunking, prefix reuse, eviction, retraction,
 // aborts, policies, and a long randomized run with integrity checked after every step — each
 // in the normal loop and in the overlap loop (batch N+1 scheduled before N is processed).
+#include "scheduler/scheduler.h"
+
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -10,7 +12,6 @@
 #include <thread>
 
 #include "engine/exec_batch.h"
-#include "scheduler/scheduler.h"
 #include "scheduler/fake_batch_runner.h"
 
 namespace sgl::scheduler {
@@ -68,7 +69,8 @@ class Driver {
     }
     if (next.batch) {
       BatchRecord record{next.batch->mode, {}, next.batch->num_tokens()};
-      for (const BatchEntry& e : next.batch->entries) record.extends.emplace_back(e.req->rid, e.extend_len);
+      for (const BatchEntry& e : next.batch->entries)
+        record.extends.emplace_back(e.req->rid, e.extend_len);
       batches_.push_back(std::move(record));
       in_flight_.push_back(std::move(*next.batch));
     }
@@ -100,9 +102,9 @@ class Driver {
     for (const auto& [rid, r] : requests_) {
       if (finished_.count(rid) && finished_[rid].reason == FinishReason::kAbort) continue;
       ASSERT_TRUE(finished_.count(rid)) << "request " << rid << " never finished";
-      const auto expected = test::fake_reference(r.input_ids, r.max_new_tokens, kVocab,
-                                                 r.ignore_eos ? std::vector<int32_t>{}
-                                                              : std::vector<int32_t>{kEos});
+      const auto expected =
+          test::fake_reference(r.input_ids, r.max_new_tokens, kVocab,
+                               r.ignore_eos ? std::vector<int32_t>{} : std::vector<int32_t>{kEos});
       EXPECT_EQ(outputs_[rid], expected) << "request " << rid;
     }
   }
@@ -360,7 +362,7 @@ TEST(SchedulePolicy, ParseNames) {
 TEST(SchedulerValidate, RejectsImpossibleRequests) {
   Scheduler s({}, 100, 64, {kEos});
   EXPECT_FALSE(s.validate(make_request({}, 4)).ok());
-  EXPECT_FALSE(s.validate(make_request(tokens(64, 1), 4)).ok());   // prompt fills the context
+  EXPECT_FALSE(s.validate(make_request(tokens(64, 1), 4)).ok());  // prompt fills the context
   EXPECT_FALSE(s.validate(make_request(tokens(60, 1), 200)).ok() &&
                false);  // clamped to the context: fine
   EXPECT_TRUE(s.validate(make_request(tokens(60, 1), 200)).ok());
@@ -383,7 +385,8 @@ TEST_P(SchedulerLoops, RandomizedSoak) {
   for (int step = 0; step < 20000 && (submitted < 2000 || !d.scheduler().idle()); ++step) {
     if (submitted < 2000 && rng() % 3 == 0) {
       const int32_t len = 1 + static_cast<int32_t>(rng() % 40);
-      std::vector<int32_t> prompt = tokens(len, static_cast<int32_t>(rng() % 8));  // shared prefixes
+      std::vector<int32_t> prompt =
+          tokens(len, static_cast<int32_t>(rng() % 8));  // shared prefixes
       prompt.back() = 1 + static_cast<int32_t>(rng() % (kVocab - 1));
       GenerateRequest r = make_request(prompt, 1 + static_cast<int32_t>(rng() % 30));
       r.ignore_eos = rng() % 2;

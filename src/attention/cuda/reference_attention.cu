@@ -34,10 +34,10 @@ struct AttnParams {
   const void* k_cache;
   const void* v_cache;
   void* out;
-  const int32_t* qo_indptr;       // [bs + 1]
-  const int32_t* prefix_lens;     // [bs]
-  const int32_t* kv_indptr;       // [bs + 1]
-  const int32_t* kv_indices;      // [total kv]
+  const int32_t* qo_indptr;    // [bs + 1]
+  const int32_t* prefix_lens;  // [bs]
+  const int32_t* kv_indptr;    // [bs + 1]
+  const int32_t* kv_indices;   // [total kv]
   int batch_size, q_heads, kv_heads, dim;
   float scale;
 };
@@ -49,7 +49,10 @@ __global__ void reference_attention_kernel(AttnParams p) {
   int lo = 0, hi = p.batch_size - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (p.qo_indptr[mid] <= t) lo = mid; else hi = mid - 1;
+    if (p.qo_indptr[mid] <= t)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   const int b = lo;
   const int kv_len = p.prefix_lens[b] + (t - p.qo_indptr[b]) + 1;
@@ -91,8 +94,8 @@ __global__ void reference_attention_kernel(AttnParams p) {
 
 }  // namespace
 
-void store_kv(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc,
-              const Tensor& k_cache, const Tensor& v_cache, backend::Stream stream) {
+void store_kv(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc, const Tensor& k_cache,
+              const Tensor& v_cache, backend::Stream stream) {
   const int64_t tokens = k.size(0);
   if (tokens == 0) return;
   SGL_CHECK(k.dtype() == DType::kBF16 && k_cache.dtype() == DType::kBF16)
@@ -110,11 +113,21 @@ void reference_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v
                          backend::Stream stream) {
   if (fb.num_tokens == 0) return;
   SGL_CHECK(q.size(2) <= 32 * kMaxDimsPerLane) << "head_dim " << q.size(2) << " > 256";
-  AttnParams p{q.raw(), q.stride(0), q.stride(1), k_cache.raw(), v_cache.raw(), out.raw(),
-               fb.qo_indptr.data<int32_t>(), fb.extend_prefix_lens.data<int32_t>(),
-               fb.kv_indptr.data<int32_t>(), fb.kv_indices.data<int32_t>(), fb.batch_size,
-               static_cast<int>(q.size(1)), static_cast<int>(k_cache.size(1)),
-               static_cast<int>(q.size(2)), scale};
+  AttnParams p{q.raw(),
+               q.stride(0),
+               q.stride(1),
+               k_cache.raw(),
+               v_cache.raw(),
+               out.raw(),
+               fb.qo_indptr.data<int32_t>(),
+               fb.extend_prefix_lens.data<int32_t>(),
+               fb.kv_indptr.data<int32_t>(),
+               fb.kv_indices.data<int32_t>(),
+               fb.batch_size,
+               static_cast<int>(q.size(1)),
+               static_cast<int>(k_cache.size(1)),
+               static_cast<int>(q.size(2)),
+               scale};
   const dim3 grid(static_cast<unsigned>(fb.num_tokens), static_cast<unsigned>(q.size(1)));
   reference_attention_kernel<__nv_bfloat16><<<grid, 32, 0, native(stream)>>>(p);
   SGL_CUDA_CHECK_LAUNCH();

@@ -1,0 +1,209 @@
+// GGUF metadata -> ModelConfig: architecture mapping, hyper-parameters, special tokens, checks.
+#include "model/gguf_config.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <string_view>
+
+namespace sgl::model {
+namespace {
+
+struct GgufArch {
+  std::string_view gguf_name;  // general.architecture
+  std::string_view architecture;
+  std::string_view model_type;
+};
+
+constexpr std::array<GgufArch, 3> kArchs = {{
+    {"llama", "LlamaForCausalLM", "llama"},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2"},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3"},
+}};
+
+// Typed access to `<arch>.<key>` with errors naming the file and the full key.
+class ArchKeys {
+ public:
+  ArchKeys(const GgufMetadata& meta, std::string arch, const std::string& file)
+      : meta_(meta), arch_(std::move(arch)), file_(file) {}
+
+  std::string key(std::string_view k) const { return arch_ + "." + std::string(k); }
+
+  Result<int64_t> positive_int(std::string_view k, std::optional<int64_t> fallback) const {
+    const std::string full = key(k);
+    if (!meta_.has(full)) {
+      if (fallback) return *fallback;
+      return not_found(file_ + ": metadata key '" + full + "' is missing");
+    }
+    const GgufValue* v = meta_.find(full);
+    if (v->is_array()) {
+      return unimplemented(file_ + ": metadata key '" + full +
+                           "' holds per-layer values; only one value for all layers is supported");
+    }
+    SGL_ASSIGN_OR_RETURN(int64_t n, meta_.get_int(full));
+    if (n <= 0) {
+      return data_loss(file_ + ": metadata key '" + full + "' must be positive, got " +
+                       std::to_string(n));
+    }
+    return n;
+  }
+
+  Result<double> positive_number(std::string_view k, std::optional<double> fallback) const {
+    const std::string full = key(k);
+    if (!meta_.has(full)) {
+      if (fallback) return *fallback;
+      return not_found(file_ + ": metadata key '" + full + "' is missing");
+    }
+    SGL_ASSIGN_OR_RETURN(double x, meta_.get_float(full));
+    if (!(x > 0.0) || !std::isfinite(x)) {
+      return data_loss(file_ + ": metadata key '" + full + "' must be positive, got " +
+                       std::to_string(x));
+    }
+    return x;
+  }
+
+ private:
+  const GgufMetadata& meta_;
+  std::string arch_;
+  const std::string& file_;
+};
+
+Result<int32_t> token_id(const GgufMetadata& meta, const std::string& key,
+                         const std::string& file) {
+  SGL_ASSIGN_OR_RETURN(int64_t id, meta.get_int(key));
+  if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+    return data_loss(file + ": metadata key '" + key + "' holds an out-of-range token id " +
+                     std::to_string(id));
+  }
+  return static_cast<int32_t>(id);
+}
+
+}  // namespace
+
+Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
+  const std::string& file = gguf.path();
+  const GgufMetadata& meta = gguf.metadata();
+  SGL_ASSIGN_OR_RETURN(std::string arch_name, meta.get_string("general.architecture"));
+  const GgufArch* arch = nullptr;
+  for (const GgufArch& a : kArchs) {
+    if (a.gguf_name == arch_name) arch = &a;
+  }
+  if (arch == nullptr) {
+    return unimplemented(file + ": GGUF architecture '" + arch_name +
+                         "' is not supported (supported: llama, qwen2, qwen3)");
+  }
+  const ArchKeys keys(meta, arch_name, file);
+
+  ModelConfig c;
+  c.architecture = std::string(arch->architecture);
+  c.model_type = std::string(arch->model_type);
+  SGL_ASSIGN_OR_RETURN(c.max_position_embeddings, keys.positive_int("context_length", {}));
+  SGL_ASSIGN_OR_RETURN(c.hidden_size, keys.positive_int("embedding_length", {}));
+  SGL_ASSIGN_OR_RETURN(c.num_hidden_layers, keys.positive_int("block_count", {}));
+  SGL_ASSIGN_OR_RETURN(c.intermediate_size, keys.positive_int("feed_forward_length", {}));
+  SGL_ASSIGN_OR_RETURN(c.num_attention_heads, keys.positive_int("attention.head_count", {}));
+  SGL_ASSIGN_OR_RETURN(c.num_key_value_heads,
+                       keys.positive_int("attention.head_count_kv", c.num_attention_heads));
+  if (c.num_attention_heads % c.num_key_value_heads != 0) {
+    return data_loss(file + ": " + keys.key("attention.head_count_kv") + " (" +
+                     std::to_string(c.num_key_value_heads) + ") must divide " +
+                     keys.key("attention.head_count") + " (" +
+                     std::to_string(c.num_attention_heads) + ")");
+  }
+
+  // head_dim: key_length when written (Qwen3 and any model whose head_dim != hidden / heads),
+  // else hidden / heads as llama.cpp assumes.
+  if (meta.has(keys.key("attention.key_length"))) {
+    SGL_ASSIGN_OR_RETURN(c.head_dim, keys.positive_int("attention.key_length", {}));
+  } else {
+    if (c.hidden_size % c.num_attention_heads != 0) {
+      return data_loss(file + ": " + keys.key("embedding_length") + " (" +
+                       std::to_string(c.hidden_size) + ") is not divisible by " +
+                       keys.key("attention.head_count") + " (" +
+                       std::to_string(c.num_attention_heads) + ") and there is no " +
+                       keys.key("attention.key_length"));
+    }
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  SGL_ASSIGN_OR_RETURN(int64_t value_length,
+                       keys.positive_int("attention.value_length", c.head_dim));
+  if (value_length != c.head_dim) {
+    return unimplemented(file + ": " + keys.key("attention.value_length") + " " +
+                         std::to_string(value_length) + " differs from the key length " +
+                         std::to_string(c.head_dim));
+  }
+  SGL_ASSIGN_OR_RETURN(int64_t rope_dims, keys.positive_int("rope.dimension_count", c.head_dim));
+  if (rope_dims != c.head_dim) {
+    return unimplemented(file + ": " + keys.key("rope.dimension_count") + " " +
+                         std::to_string(rope_dims) + " != head_dim " + std::to_string(c.head_dim) +
+                         " (partial rotary embeddings are not supported)");
+  }
+  SGL_ASSIGN_OR_RETURN(c.rope_theta, keys.positive_number("rope.freq_base", 10000.0));
+  SGL_ASSIGN_OR_RETURN(c.rms_norm_eps,
+                       keys.positive_number("attention.layer_norm_rms_epsilon", {}));
+
+  SGL_ASSIGN_OR_RETURN(std::string scaling,
+                       meta.get_string_or(keys.key("rope.scaling.type"), "none"));
+  if (scaling != "none") {
+    return unimplemented(file + ": " + keys.key("rope.scaling.type") + " '" + scaling +
+                         "' is not supported (supported: none)");
+  }
+  // NOTE: Llama 3.x GGUFs carry their llama3 RoPE scaling as precomputed per-frequency divisors
+  // in rope_freqs.weight; ignoring it would silently change long-context outputs.
+  if (gguf.find_tensor("rope_freqs.weight") != nullptr) {
+    return unimplemented(file +
+                         ": RoPE frequency factors (tensor 'rope_freqs.weight', Llama 3 "
+                         "rope scaling) are not supported yet");
+  }
+
+  // Vocabulary: the embedding's rows are what the model computes with.
+  const GgufTensorInfo* embd = gguf.find_tensor("token_embd.weight");
+  if (embd == nullptr) return not_found(file + ": tensor 'token_embd.weight' is missing");
+  if (embd->shape.size() != 2 || embd->shape[1] != c.hidden_size) {
+    std::string dims;
+    for (size_t i = 0; i < embd->shape.size(); ++i) {
+      dims += (i ? ", " : "") + std::to_string(embd->shape[i]);
+    }
+    return data_loss(file + ": tensor 'token_embd.weight' has shape [" + dims +
+                     "], expected [vocab, " + std::to_string(c.hidden_size) + "]");
+  }
+  c.vocab_size = embd->shape[0];
+  if (c.vocab_size <= 0 || c.vocab_size > std::numeric_limits<int32_t>::max()) {
+    return data_loss(file + ": vocabulary size " + std::to_string(c.vocab_size) +
+                     " does not fit 32-bit token ids");
+  }
+  SGL_ASSIGN_OR_RETURN(int64_t declared_vocab, keys.positive_int("vocab_size", c.vocab_size));
+  if (declared_vocab != c.vocab_size) {
+    return data_loss(file + ": " + keys.key("vocab_size") + " " + std::to_string(declared_vocab) +
+                     " != token_embd.weight rows " + std::to_string(c.vocab_size));
+  }
+
+  c.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
+  c.attention_bias =
+      arch->model_type == "qwen2" || gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.qk_norm = arch->model_type == "qwen3";
+  c.hidden_act = "silu";
+  c.torch_dtype = "float32";
+
+  if (meta.has("tokenizer.ggml.bos_token_id")) {
+    SGL_ASSIGN_OR_RETURN(c.bos_token_id, token_id(meta, "tokenizer.ggml.bos_token_id", file));
+  }
+  // End of generation: eos, and llama.cpp's end-of-turn / end-of-message ids when present.
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    if (!meta.has(key)) continue;
+    SGL_ASSIGN_OR_RETURN(int32_t id, token_id(meta, key, file));
+    if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end()) {
+      c.eos_token_ids.push_back(id);
+    }
+  }
+  return c;
+}
+
+Result<ModelConfig> load_gguf_model_config(const std::filesystem::path& path) {
+  SGL_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
+  return model_config_from_gguf(file);
+}
+
+}  // namespace sgl::model

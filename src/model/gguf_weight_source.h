@@ -1,0 +1,62 @@
+// GgufWeightSource: a GGUF file's tensors under Hugging Face names, dequantized to f32, with
+// llama.cpp's q/k row permutation undone for Llama-architecture files.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/gguf.h"
+#include "model/model_config.h"
+#include "model/weight_source.h"
+
+namespace sgl::model {
+
+// Hugging Face tensor name -> GGUF name ("model.layers.3.mlp.up_proj.weight" ->
+// "blk.3.ffn_up.weight"), or nullopt for names GGUF has no spelling for.
+std::optional<std::string> gguf_tensor_name(std::string_view hf_name);
+// The inverse: GGUF name -> Hugging Face name, or nullopt for tensors we have no use for
+// (e.g. rope_freqs.weight).
+std::optional<std::string> hf_tensor_name(std::string_view gguf_name);
+
+// llama.cpp's converter stores Llama q/k projections with each head's rows reordered from
+// Hugging Face's rotate-half layout (row i of the first half, then row i of the second half:
+// pairs rotate together in RoPE) to interleaved pairs. With D = rows / n_head and half = D / 2,
+// for head h, i < half, j in {0, 1}:
+//   interleaved row h*D + 2*i + j  ==  rotate-half row h*D + j*half + i.
+// Both take `rows` x `cols` row-major f32 (cols = 1 for a bias); rows must be a multiple of
+// 2 * n_head. `src` and `dst` must not overlap.
+void permute_rows_to_interleaved(const float* src, int64_t rows, int64_t cols, int64_t n_head,
+                                 float* dst);  // HF -> GGUF (what the converter does)
+void permute_rows_to_rotate_half(const float* src, int64_t rows, int64_t cols, int64_t n_head,
+                                 float* dst);  // GGUF -> HF (what we do at load)
+
+class GgufWeightSource final : public WeightSource {
+ public:
+  // `config` (from the same file) gives the head counts that undo the q/k permutation; it is
+  // undone when `config.model_type` is "llama" (llama.cpp leaves qwen2 / qwen3 rows alone).
+  GgufWeightSource(GgufFile file, const ModelConfig& config);
+
+  const GgufFile& file() const { return file_; }
+
+  std::string describe() const override { return file_.path(); }
+  bool has(const std::string& name) const override { return find(name) != nullptr; }
+  Result<std::vector<int64_t>> shape(const std::string& name) const override;
+  std::vector<std::string> names() const override;
+  Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
+                  float* dst) const override;
+
+ private:
+  const GgufTensorInfo* find(const std::string& hf_name) const;
+  // Heads whose rows to un-permute for `hf_name`, or 0 when it is not a permuted tensor.
+  int64_t permuted_heads(const std::string& hf_name) const;
+
+  GgufFile file_;
+  bool unpermute_qk_ = false;
+  int64_t num_heads_ = 0;
+  int64_t num_kv_heads_ = 0;
+};
+
+}  // namespace sgl::model

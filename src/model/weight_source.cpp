@@ -1,0 +1,67 @@
+// SafetensorsWeightSource: shape checks and f32/f16/bf16 -> f32 conversion of checkpoint tensors.
+#include "model/weight_source.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "core/half.h"
+
+namespace sgl::model {
+
+std::string shape_to_string(const std::vector<int64_t>& shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+Result<std::unique_ptr<SafetensorsWeightSource>> SafetensorsWeightSource::open(
+    const std::filesystem::path& model_dir) {
+  SGL_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(model_dir));
+  return std::make_unique<SafetensorsWeightSource>(std::move(checkpoint), model_dir.string());
+}
+
+bool SafetensorsWeightSource::has(const std::string& name) const {
+  return checkpoint_->find(name) != nullptr;
+}
+
+Result<std::vector<int64_t>> SafetensorsWeightSource::shape(const std::string& name) const {
+  const TensorInfo* info = checkpoint_->find(name);
+  if (info == nullptr) return not_found("weight '" + name + "' is missing from the checkpoint");
+  return info->shape;
+}
+
+Status SafetensorsWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
+                                         float* dst) const {
+  const TensorInfo* info = checkpoint_->find(name);
+  if (info == nullptr) return not_found("weight '" + name + "' is missing from the checkpoint");
+  if (info->shape != shape) {
+    return invalid_argument("weight '" + name + "' in " + info->file + " has shape " +
+                            shape_to_string(info->shape) + ", expected " + shape_to_string(shape));
+  }
+  const int64_t n = info->numel();
+  switch (info->dtype) {
+    case DType::kF32: {
+      if (n > 0) std::memcpy(dst, info->data, static_cast<size_t>(n) * sizeof(float));  // unaligned
+      break;
+    }
+    case DType::kBF16:
+    case DType::kF16: {
+      const bool bf16 = info->dtype == DType::kBF16;
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, info->data + 2 * i, 2);
+        dst[i] = bf16 ? bf16_to_float(bits) : f16_to_float(bits);
+      }
+      break;
+    }
+    default:
+      return unimplemented("weight '" + name + "' in " + info->file + " has dtype " +
+                           std::string(dtype_name(info->dtype)) +
+                           "; expected a float type (f32, f16, bf16)");
+  }
+  return Status::ok_status();
+}
+
+}  // namespace sgl::model

@@ -1,0 +1,60 @@
+// WeightSource: where WeightLoader reads named tensors from (safetensors checkpoint or GGUF file).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/safetensors.h"
+
+namespace sgl::model {
+
+// Tensors under Hugging Face names ("model.layers.0.self_attn.q_proj.weight"), read as f32.
+// Implementations are immutable after construction; reads may run concurrently.
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+
+  // The directory or file the weights come from, for messages.
+  virtual std::string describe() const = 0;
+  virtual bool has(const std::string& name) const = 0;
+  // Row-major shape of `name`; NotFound when absent.
+  virtual Result<std::vector<int64_t>> shape(const std::string& name) const = 0;
+  // Every available tensor name, sorted.
+  virtual std::vector<std::string> names() const = 0;
+  // Converts `name`, which must have exactly `shape`, to f32 into dst[0, numel(shape)).
+  // NotFound when absent, InvalidArgument on a shape mismatch, Unimplemented for a dtype that
+  // cannot be converted.
+  virtual Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
+                          float* dst) const = 0;
+};
+
+// A Hugging Face model directory's safetensors checkpoint (single file or shards).
+class SafetensorsWeightSource final : public WeightSource {
+ public:
+  static Result<std::unique_ptr<SafetensorsWeightSource>> open(
+      const std::filesystem::path& model_dir);
+  SafetensorsWeightSource(std::unique_ptr<Checkpoint> checkpoint, std::string dir)
+      : checkpoint_(std::move(checkpoint)), dir_(std::move(dir)) {}
+
+  const Checkpoint& checkpoint() const { return *checkpoint_; }
+
+  std::string describe() const override { return dir_; }
+  bool has(const std::string& name) const override;
+  Result<std::vector<int64_t>> shape(const std::string& name) const override;
+  std::vector<std::string> names() const override { return checkpoint_->names(); }
+  Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
+                  float* dst) const override;
+
+ private:
+  std::unique_ptr<Checkpoint> checkpoint_;
+  std::string dir_;
+};
+
+// "[a, b, c]", as weight errors print shapes.
+std::string shape_to_string(const std::vector<int64_t>& shape);
+
+}  // namespace sgl::model

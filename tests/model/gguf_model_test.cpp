@@ -1,0 +1,704 @@
+// Tests for GGUF models: name mapping, the q/k row permutation (index and RoPE semantics), config
+// from metadata, GgufWeightSource errors, open_model_source, and whole-model parity: the test
+// models converted to GGUF (F32, F16, Q8_0; Llama q/k permuted as llama.cpp's converter does)
+// give the same logits through ModelRunner as safetensors twins holding the same values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cache/req_to_token_pool.h"
+#include "cache/token_to_kv_pool_allocator.h"
+#include "core/half.h"
+#include "gguf_test_util.h"
+#include "model/gguf.h"
+#include "model/gguf_config.h"
+#include "model/gguf_weight_source.h"
+#include "model/model_source.h"
+#include "model/safetensors.h"
+#include "model_test_util.h"
+#include "runner/forward_batch_builder.h"
+#include "runner/model_runner.h"
+
+namespace sgl::model {
+namespace {
+
+namespace fs = std::filesystem;
+using test_util::expect_status;
+using test_util::gguf_f32;
+using test_util::gguf_i32_array;
+using test_util::gguf_string;
+using test_util::gguf_u32;
+using test_util::GgufWriter;
+using test_util::raw_bytes;
+using test_util::SyntheticTensor;
+using test_util::TempDir;
+using test_util::testdata_models_dir;
+
+constexpr uint32_t kTypeF32 = 0, kTypeF16 = 1, kTypeQ8_0 = 8, kTypeIQ2_XXS = 16;
+
+// ---- names ----
+
+TEST(GgufNamesTest, HuggingFaceToGgufAndBack) {
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"model.embed_tokens.weight", "token_embd.weight"},
+      {"model.norm.weight", "output_norm.weight"},
+      {"lm_head.weight", "output.weight"},
+      {"model.layers.0.input_layernorm.weight", "blk.0.attn_norm.weight"},
+      {"model.layers.12.self_attn.q_proj.weight", "blk.12.attn_q.weight"},
+      {"model.layers.3.self_attn.k_proj.weight", "blk.3.attn_k.weight"},
+      {"model.layers.3.self_attn.v_proj.weight", "blk.3.attn_v.weight"},
+      {"model.layers.3.self_attn.o_proj.weight", "blk.3.attn_output.weight"},
+      {"model.layers.1.self_attn.q_proj.bias", "blk.1.attn_q.bias"},
+      {"model.layers.1.self_attn.k_proj.bias", "blk.1.attn_k.bias"},
+      {"model.layers.1.self_attn.v_proj.bias", "blk.1.attn_v.bias"},
+      {"model.layers.7.self_attn.q_norm.weight", "blk.7.attn_q_norm.weight"},
+      {"model.layers.7.self_attn.k_norm.weight", "blk.7.attn_k_norm.weight"},
+      {"model.layers.29.post_attention_layernorm.weight", "blk.29.ffn_norm.weight"},
+      {"model.layers.2.mlp.gate_proj.weight", "blk.2.ffn_gate.weight"},
+      {"model.layers.2.mlp.up_proj.weight", "blk.2.ffn_up.weight"},
+      {"model.layers.2.mlp.down_proj.weight", "blk.2.ffn_down.weight"},
+  };
+  for (const auto& [hf, gguf] : pairs) {
+    EXPECT_EQ(gguf_tensor_name(hf), gguf) << hf;
+    EXPECT_EQ(hf_tensor_name(gguf), hf) << gguf;
+  }
+  for (const char* bad : {"model.layers.x.mlp.up_proj.weight", "model.layers.1.mlp.experts.0.w1",
+                          "model.layers..mlp.up_proj.weight", "lm_head.bias", ""}) {
+    EXPECT_FALSE(gguf_tensor_name(bad)) << bad;
+  }
+  for (const char* bad : {"rope_freqs.weight", "blk.1a.attn_q.weight", "blk.1.ffn_gate_exps.weight",
+                          "blk.attn_q.weight"}) {
+    EXPECT_FALSE(hf_tensor_name(bad)) << bad;
+  }
+}
+
+// ---- the q/k permutation ----
+
+// llama.cpp's converter, written the way it is described there: view the rows as
+// [n_head, 2, D / 2] (rotate-half halves), swap the last two axes to [n_head, D / 2, 2].
+std::vector<float> llama_cpp_permute(const std::vector<float>& w, int64_t rows, int64_t cols,
+                                     int64_t n_head) {
+  const int64_t d = rows / n_head, half = d / 2;
+  std::vector<float> out(w.size());
+  for (int64_t h = 0; h < n_head; ++h) {
+    for (int64_t a = 0; a < 2; ++a) {
+      for (int64_t b = 0; b < half; ++b) {
+        const int64_t src_row = (h * 2 + a) * half + b;  // index (h, a, b) of [n_head, 2, half]
+        const int64_t dst_row = (h * half + b) * 2 + a;  // index (h, b, a) of [n_head, half, 2]
+        for (int64_t c = 0; c < cols; ++c) out[dst_row * cols + c] = w[src_row * cols + c];
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(GgufPermuteTest, SmallExample) {
+  // Two heads of 4 rows, one column: per head, rotate-half [a0 a1 | b0 b1] -> [a0 b0 a1 b1].
+  const std::vector<float> hf = {0, 1, 2, 3, 10, 11, 12, 13};
+  std::vector<float> il(8), back(8);
+  permute_rows_to_interleaved(hf.data(), 8, 1, 2, il.data());
+  EXPECT_EQ(il, (std::vector<float>{0, 2, 1, 3, 10, 12, 11, 13}));
+  permute_rows_to_rotate_half(il.data(), 8, 1, 2, back.data());
+  EXPECT_EQ(back, hf);
+}
+
+TEST(GgufPermuteTest, RoundTripAndMatchesConverter) {
+  for (auto [n_head, d, cols] : {std::tuple<int64_t, int64_t, int64_t>{9, 64, 5},
+                                 {3, 64, 7},
+                                 {4, 32, 1},
+                                 {1, 2, 3},
+                                 {2, 48, 4}}) {
+    const int64_t rows = n_head * d;
+    const std::vector<float> hf = random_values(static_cast<size_t>(rows * cols), 7);
+    const std::vector<float> converted = llama_cpp_permute(hf, rows, cols, n_head);
+    std::vector<float> ours(hf.size()), back(hf.size());
+    permute_rows_to_interleaved(hf.data(), rows, cols, n_head, ours.data());
+    EXPECT_EQ(ours, converted) << n_head << "x" << d;
+    permute_rows_to_rotate_half(converted.data(), rows, cols, n_head, back.data());
+    EXPECT_EQ(back, hf) << n_head << "x" << d;
+  }
+}
+
+// The point of the permutation: interleaved RoPE (pairs 2i, 2i+1 at frequency i, what
+// llama.cpp runs for Llama) on permuted rows equals rotate-half RoPE (pairs i, i + D/2, what we
+// run) on the original rows. So a projection un-permuted at load gives our RoPE the same q/k.
+TEST(GgufPermuteTest, InterleavedRopeOnPermutedEqualsRotateHalfRope) {
+  const int64_t n_head = 3, d = 16, half = d / 2, hidden = 12;
+  const std::vector<float> w = random_values(static_cast<size_t>(n_head * d * hidden), 3);
+  const std::vector<float> x = random_values(static_cast<size_t>(hidden), 4);
+  const std::vector<float> w_il = llama_cpp_permute(w, n_head * d, hidden, n_head);
+  auto project = [&](const std::vector<float>& m) {
+    std::vector<double> q(static_cast<size_t>(n_head * d));
+    for (int64_t r = 0; r < n_head * d; ++r) {
+      for (int64_t c = 0; c < hidden; ++c) q[r] += double{m[r * hidden + c]} * x[c];
+    }
+    return q;
+  };
+  std::vector<double> q_hf = project(w), q_il = project(w_il);
+  const double pos = 5;
+  for (int64_t h = 0; h < n_head; ++h) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double theta = pos * std::pow(10000.0, -2.0 * i / d);
+      const double c = std::cos(theta), s = std::sin(theta);
+      double& a = q_hf[h * d + i];  // rotate-half pair
+      double& b = q_hf[h * d + half + i];
+      const double a0 = a, b0 = b;
+      a = a0 * c - b0 * s;
+      b = b0 * c + a0 * s;
+      double& e = q_il[h * d + 2 * i];  // interleaved pair
+      double& o = q_il[h * d + 2 * i + 1];
+      const double e0 = e, o0 = o;
+      e = e0 * c - o0 * s;
+      o = o0 * c + e0 * s;
+    }
+  }
+  std::vector<float> il_f(q_il.begin(), q_il.end()), back(il_f.size());
+  permute_rows_to_rotate_half(il_f.data(), n_head * d, 1, n_head, back.data());
+  for (size_t r = 0; r < back.size(); ++r) EXPECT_NEAR(back[r], q_hf[r], 1e-5) << r;
+}
+
+// ---- HF checkpoint -> GGUF conversion (the test's own converter) ----
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Q8_0 quantization (round to nearest, d = amax / 127) and the values it decodes to.
+std::string quantize_q8_0(const std::vector<float>& x, std::vector<float>* decoded) {
+  std::string out;
+  decoded->resize(x.size());
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+    const uint16_t d16 = float_to_f16(amax / 127.0f);
+    const float d = f16_to_float(d16);
+    out += test_util::le_bytes(d16);
+    for (int j = 0; j < 32; ++j) {
+      const int q = d == 0 ? 0 : static_cast<int>(std::lround(x[b * 32 + j] / d));
+      const int8_t qc = static_cast<int8_t>(std::clamp(q, -127, 127));
+      out += static_cast<char>(qc);
+      (*decoded)[b * 32 + j] = static_cast<float>(qc) * d;
+    }
+  }
+  return out;
+}
+
+struct Converted {
+  fs::path gguf;  // the GGUF file
+  fs::path twin;  // a Hugging Face directory (config dtype float32) holding the same values
+};
+
+// Converts the test model `model` to GGUF with 2-D tensors stored as `type` (1-D tensors stay
+// F32, as llama.cpp keeps norms and biases), permuting Llama q/k rows as llama.cpp does.
+Converted convert_model(const TempDir& dir, const std::string& model, const std::string& arch,
+                        uint32_t type) {
+  const fs::path src = testdata_models_dir() / model;
+  Result<ModelConfig> config = load_model_config(src);
+  EXPECT_TRUE(config.ok()) << config.status().to_string();
+  const ModelConfig& c = *config;
+  Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(src);
+  EXPECT_TRUE(ckpt.ok()) << ckpt.status().to_string();
+
+  GgufWriter w;
+  const auto key = [&](const std::string& k) { return arch + "." + k; };
+  w.kv("general.architecture", gguf_string(arch))
+      .kv("general.name", gguf_string(model))
+      .kv(key("context_length"), gguf_u32(static_cast<uint32_t>(c.max_position_embeddings)))
+      .kv(key("embedding_length"), gguf_u32(static_cast<uint32_t>(c.hidden_size)))
+      .kv(key("block_count"), gguf_u32(static_cast<uint32_t>(c.num_hidden_layers)))
+      .kv(key("feed_forward_length"), gguf_u32(static_cast<uint32_t>(c.intermediate_size)))
+      .kv(key("attention.head_count"), gguf_u32(static_cast<uint32_t>(c.num_attention_heads)))
+      .kv(key("attention.head_count_kv"), gguf_u32(static_cast<uint32_t>(c.num_key_value_heads)))
+      .kv(key("attention.key_length"), gguf_u32(static_cast<uint32_t>(c.head_dim)))
+      .kv(key("attention.value_length"), gguf_u32(static_cast<uint32_t>(c.head_dim)))
+      .kv(key("rope.dimension_count"), gguf_u32(static_cast<uint32_t>(c.head_dim)))
+      .kv(key("rope.freq_base"), gguf_f32(static_cast<float>(c.rope_theta)))
+      .kv(key("attention.layer_norm_rms_epsilon"), gguf_f32(static_cast<float>(c.rms_norm_eps)))
+      .kv("tokenizer.ggml.bos_token_id", gguf_u32(static_cast<uint32_t>(c.bos_token_id)))
+      .kv("tokenizer.ggml.eos_token_id", gguf_u32(static_cast<uint32_t>(c.eos_token_ids.at(0))));
+
+  std::vector<SyntheticTensor> twin;
+  for (const std::string& name : (*ckpt)->names()) {
+    const TensorInfo* t = (*ckpt)->find(name);
+    std::vector<float> values(static_cast<size_t>(t->numel()));
+    if (t->dtype == DType::kF32) {
+      std::memcpy(values.data(), t->data, t->nbytes);
+    } else {
+      EXPECT_EQ(t->dtype, DType::kBF16) << name;
+      for (size_t i = 0; i < values.size(); ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, t->data + 2 * i, 2);
+        values[i] = bf16_to_float(bits);
+      }
+    }
+    const int64_t rows = t->shape[0];
+    const int64_t cols = t->shape.size() == 2 ? t->shape[1] : 1;
+    const bool is_q = name.find("self_attn.q_proj.") != std::string::npos;
+    const bool is_k = name.find("self_attn.k_proj.") != std::string::npos;
+    const int64_t heads = arch != "llama" ? 0
+                          : is_q          ? c.num_attention_heads
+                          : is_k          ? c.num_key_value_heads
+                                          : 0;
+
+    // The file holds the rows in llama.cpp's order; `decoded` is what they decode to.
+    const std::vector<float> file_rows =
+        heads > 0 ? llama_cpp_permute(values, rows, cols, heads) : values;
+    const uint32_t stored = t->shape.size() == 2 ? type : kTypeF32;
+    std::string data;
+    std::vector<float> decoded = file_rows;
+    if (stored == kTypeF32) data = raw_bytes(file_rows);
+    if (stored == kTypeF16) {
+      std::vector<uint16_t> h(file_rows.size());
+      for (size_t i = 0; i < h.size(); ++i) {
+        h[i] = float_to_f16(file_rows[i]);
+        decoded[i] = f16_to_float(h[i]);
+      }
+      data = raw_bytes(h);
+    }
+    if (stored == kTypeQ8_0) data = quantize_q8_0(file_rows, &decoded);
+
+    // The twin holds the decoded rows back in Hugging Face order: file row r came from the row
+    // whose index llama_cpp_permute moved there.
+    std::vector<float> hf_rows = decoded;
+    if (heads > 0) {
+      std::vector<float> index(static_cast<size_t>(rows));
+      for (int64_t r = 0; r < rows; ++r) index[r] = static_cast<float>(r);
+      const std::vector<float> source_row = llama_cpp_permute(index, rows, 1, heads);
+      for (int64_t r = 0; r < rows; ++r) {
+        const auto from = static_cast<int64_t>(source_row[r]);
+        std::copy_n(decoded.begin() + r * cols, cols, hf_rows.begin() + from * cols);
+      }
+    }
+    std::vector<uint64_t> dims(t->shape.rbegin(), t->shape.rend());
+    w.tensor(*gguf_tensor_name(name), dims, stored, data);
+    twin.push_back({name, "F32", t->shape, raw_bytes(hf_rows)});
+  }
+
+  Converted out;
+  out.gguf = dir.write(model + "-" + std::to_string(type) + ".gguf", w.bytes());
+  out.twin = dir.path() / (model + "-twin-" + std::to_string(type));
+  fs::create_directories(out.twin);
+  nlohmann::json cfg = nlohmann::json::parse(read_text(src / "config.json"));
+  cfg.erase("torch_dtype");
+  cfg["dtype"] = "float32";  // GGUF RoPE frequencies are not bf16-rounded
+  std::ofstream(out.twin / "config.json") << cfg.dump();
+  std::ofstream(out.twin / "model.safetensors", std::ios::binary)
+      << test_util::build_safetensors(twin, R"({"format":"pt"})");
+  return out;
+}
+
+std::unique_ptr<runner::ModelRunner> make_runner(const fs::path& path,
+                                                 const std::string& load_format = "auto") {
+  runner::ModelRunnerOptions options;
+  options.max_num_tokens = 64;
+  options.max_batch_size = 4;
+  options.num_kv_slots = 256;
+  options.load_format = load_format;
+  auto r = runner::ModelRunner::create(path, options);
+  EXPECT_TRUE(r.ok()) << path << ": " << r.status().to_string();
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+// Logits f32 [ids.size(), vocab] of one prefill over `ids`.
+std::vector<float> prefill_logits(runner::ModelRunner& runner, const std::vector<int32_t>& ids) {
+  cache::ReqToTokenPool req_to_token(2, static_cast<int32_t>(runner.context_length()));
+  cache::TokenToKvPoolAllocator kv(static_cast<int32_t>(runner.num_kv_slots()));
+  runner::ForwardBatchBuilder builder(cpu_allocator(), 64, 4, req_to_token);
+  const int32_t row = *req_to_token.alloc();
+  const std::vector<int32_t> slots = *kv.alloc(static_cast<int32_t>(ids.size()));
+  req_to_token.write(row, 0, slots);
+  const runner::BatchRequest request{row, 0, ids, slots};
+  const ForwardBatch fb = builder.build(ForwardMode::kExtend, LogitsMode::kAllTokens,
+                                        std::span(&request, 1), backend::Stream::cpu());
+  const Tensor logits = runner.forward_logits(fb);
+  const float* p = logits.data<float>();
+  return std::vector<float>(p, p + logits.numel());
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
+  }
+  return m;
+}
+
+const std::vector<int32_t> kPrompt = {1, 17, 250, 3, 999, 42, 42, 7, 512, 100, 64, 2, 88};
+
+struct ParityCase {
+  std::string model;
+  std::string arch;
+  uint32_t type;
+};
+
+void PrintTo(const ParityCase& p, std::ostream* os) {
+  *os << p.model << " as " << p.arch << " ggml type " << p.type;
+}
+
+class GgufParityTest : public ::testing::TestWithParam<ParityCase> {};
+
+TEST_P(GgufParityTest, SameLogitsAsSafetensorsTwin) {
+  const ParityCase& p = GetParam();
+  TempDir dir;
+  const Converted conv = convert_model(dir, p.model, p.arch, p.type);
+
+  Result<ModelConfig> gc = load_model_config(conv.gguf);  // a GGUF path works here too
+  ASSERT_TRUE(gc.ok()) << gc.status().to_string();
+  Result<ModelConfig> tc = load_model_config(conv.twin);
+  ASSERT_TRUE(tc.ok()) << tc.status().to_string();
+  EXPECT_EQ(gc->architecture, tc->architecture);
+  EXPECT_EQ(gc->vocab_size, tc->vocab_size);
+  EXPECT_EQ(gc->head_dim, tc->head_dim);
+  EXPECT_EQ(gc->num_key_value_heads, tc->num_key_value_heads);
+  EXPECT_EQ(gc->tie_word_embeddings, tc->tie_word_embeddings);
+  EXPECT_EQ(gc->attention_bias, tc->attention_bias);
+  EXPECT_EQ(gc->qk_norm, tc->qk_norm);
+  EXPECT_EQ(gc->max_position_embeddings, tc->max_position_embeddings);
+  EXPECT_FLOAT_EQ(static_cast<float>(gc->rms_norm_eps), static_cast<float>(tc->rms_norm_eps));
+  EXPECT_EQ(gc->torch_dtype, "float32");
+
+  auto gguf_runner = make_runner(conv.gguf);
+  auto twin_runner = make_runner(conv.twin);
+  ASSERT_TRUE(gguf_runner && twin_runner);
+  const int64_t vocab = gguf_runner->config().vocab_size;
+  std::vector<int32_t> prompt;
+  for (int32_t id : kPrompt) prompt.push_back(static_cast<int32_t>(id % vocab));
+  const std::vector<float> a = prefill_logits(*gguf_runner, prompt);
+  const std::vector<float> b = prefill_logits(*twin_runner, prompt);
+  EXPECT_LT(max_abs_diff(a, b), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GgufParityTest,
+                         ::testing::Values(ParityCase{"tiny-llama", "llama", kTypeF32},
+                                           ParityCase{"tiny-llama", "llama", kTypeF16},
+                                           ParityCase{"tiny-llama", "llama", kTypeQ8_0},
+                                           ParityCase{"tiny-llama-tied", "llama", kTypeF32},
+                                           ParityCase{"stories260K", "llama", kTypeF32},
+                                           ParityCase{"tiny-qwen2", "qwen2", kTypeF32},
+                                           ParityCase{"tiny-qwen2", "qwen2", kTypeQ8_0},
+                                           ParityCase{"tiny-qwen3", "qwen3", kTypeF32},
+                                           ParityCase{"tiny-qwen3", "qwen3", kTypeF16}),
+                         [](const ::testing::TestParamInfo<ParityCase>& info) {
+                           std::string name =
+                               info.param.model + "_" + std::to_string(info.param.type);
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
+
+// stories260K is f32 with a float32 config: its GGUF must match the original checkpoint itself
+// (which golden_parity_test checks against transformers).
+TEST(GgufModelTest, Stories260KMatchesOriginal) {
+  TempDir dir;
+  const Converted conv = convert_model(dir, "stories260K", "llama", kTypeF32);
+  auto gguf_runner = make_runner(conv.gguf);
+  auto original = make_runner(testdata_models_dir() / "stories260K");
+  ASSERT_TRUE(gguf_runner && original);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 268, 1004 % 512, 9, 33};
+  EXPECT_LT(max_abs_diff(prefill_logits(*gguf_runner, prompt), prefill_logits(*original, prompt)),
+            1e-5);
+}
+
+// The un-permute is what the parity above rests on: read as a family llama.cpp does not permute,
+// the same file gives interleaved q rows (and identical v rows).
+TEST(GgufModelTest, UnpermuteAppliesToLlamaQkOnly) {
+  TempDir dir;
+  const Converted conv = convert_model(dir, "tiny-llama", "llama", kTypeF32);
+  Result<GgufFile> f = GgufFile::open(conv.gguf);
+  ASSERT_TRUE(f.ok());
+  Result<ModelConfig> c = model_config_from_gguf(*f);
+  ASSERT_TRUE(c.ok());
+  ModelConfig as_qwen = *c;
+  as_qwen.model_type = "qwen3";
+  GgufWeightSource unpermuted(std::move(f).value(), *c);
+  Result<GgufFile> f2 = GgufFile::open(conv.gguf);
+  ASSERT_TRUE(f2.ok());
+  GgufWeightSource raw(std::move(f2).value(), as_qwen);
+  const std::string q = "model.layers.0.self_attn.q_proj.weight";
+  const std::vector<int64_t> shape = {c->q_size(), c->hidden_size};
+  std::vector<float> a(static_cast<size_t>(c->q_size() * c->hidden_size)), b(a.size());
+  ASSERT_TRUE(unpermuted.read_f32(q, shape, a.data()).ok());
+  ASSERT_TRUE(raw.read_f32(q, shape, b.data()).ok());
+  EXPECT_NE(a, b);
+  std::vector<float> expect(a.size());
+  permute_rows_to_rotate_half(b.data(), c->q_size(), c->hidden_size, c->num_attention_heads,
+                              expect.data());
+  EXPECT_EQ(a, expect);
+  // v is never permuted.
+  const std::string v = "model.layers.1.self_attn.v_proj.weight";
+  const std::vector<int64_t> vshape = {c->kv_size(), c->hidden_size};
+  std::vector<float> va(static_cast<size_t>(c->kv_size() * c->hidden_size)), vb(va.size());
+  ASSERT_TRUE(unpermuted.read_f32(v, vshape, va.data()).ok());
+  ASSERT_TRUE(raw.read_f32(v, vshape, vb.data()).ok());
+  EXPECT_EQ(va, vb);
+}
+
+// ---- config from metadata ----
+
+// Metadata of a minimal model: the keys llama.cpp writes for `arch`.
+using Kvs = std::vector<std::pair<std::string, test_util::GgufRawValue>>;
+Kvs minimal_kvs(const std::string& arch = "llama") {
+  return {{"general.architecture", gguf_string(arch)},
+          {arch + ".context_length", gguf_u32(2048)},
+          {arch + ".embedding_length", gguf_u32(64)},
+          {arch + ".block_count", gguf_u32(2)},
+          {arch + ".feed_forward_length", gguf_u32(128)},
+          {arch + ".attention.head_count", gguf_u32(4)},
+          {arch + ".attention.head_count_kv", gguf_u32(2)},
+          {arch + ".rope.freq_base", gguf_f32(500000.0f)},
+          {arch + ".attention.layer_norm_rms_epsilon", gguf_f32(1e-5f)},
+          {"tokenizer.ggml.bos_token_id", gguf_u32(5)},
+          {"tokenizer.ggml.eos_token_id", gguf_u32(6)},
+          {"tokenizer.ggml.eot_token_id", gguf_u32(7)}};
+}
+
+// `kvs` with `key` set to `value` (added when absent), or removed when `value` is nullopt.
+Kvs with(Kvs kvs, const std::string& key, std::optional<test_util::GgufRawValue> value) {
+  auto it = std::find_if(kvs.begin(), kvs.end(), [&](const auto& kv) { return kv.first == key; });
+  if (!value) {
+    if (it != kvs.end()) kvs.erase(it);
+  } else if (it != kvs.end()) {
+    it->second = *value;
+  } else {
+    kvs.emplace_back(key, *value);
+  }
+  return kvs;
+}
+
+// A GGUF of `kvs` and a token_embd of [vocab 8, hidden 64].
+GgufWriter model_writer(const Kvs& kvs) {
+  GgufWriter w;
+  for (const auto& [k, v] : kvs) w.kv(k, v);
+  w.tensor("token_embd.weight", {64, 8}, kTypeF32, std::string(64 * 8 * 4, '\0'));
+  return w;
+}
+
+GgufWriter minimal_llama(const std::string& arch = "llama") {
+  return model_writer(minimal_kvs(arch));
+}
+
+TEST(GgufConfigTest, LlamaKeys) {
+  TempDir dir;
+  const fs::path p = dir.write("m.gguf", minimal_llama().bytes());
+  Result<ModelConfig> c = load_gguf_model_config(p);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c->model_type, "llama");
+  EXPECT_EQ(c->max_position_embeddings, 2048);
+  EXPECT_EQ(c->hidden_size, 64);
+  EXPECT_EQ(c->num_hidden_layers, 2);
+  EXPECT_EQ(c->intermediate_size, 128);
+  EXPECT_EQ(c->num_attention_heads, 4);
+  EXPECT_EQ(c->num_key_value_heads, 2);
+  EXPECT_EQ(c->head_dim, 16);
+  EXPECT_EQ(c->vocab_size, 8);
+  EXPECT_EQ(c->rope_theta, 500000.0);
+  EXPECT_FLOAT_EQ(static_cast<float>(c->rms_norm_eps), 1e-5f);
+  EXPECT_TRUE(c->tie_word_embeddings);  // no output.weight
+  EXPECT_FALSE(c->attention_bias);
+  EXPECT_FALSE(c->qk_norm);
+  EXPECT_EQ(c->bos_token_id, 5);
+  EXPECT_EQ(c->eos_token_ids, (std::vector<int32_t>{6, 7}));
+  EXPECT_EQ(c->torch_dtype, "float32");
+  EXPECT_EQ(c->hidden_act, "silu");
+
+  // The same through load_model_config and open_model_source (config only).
+  EXPECT_TRUE(load_model_config(p).ok());
+  Result<ModelSource> src = open_model_source(p, {.open_weights = false});
+  ASSERT_TRUE(src.ok()) << src.status().to_string();
+  EXPECT_EQ(src->format, ModelFormat::kGguf);
+  EXPECT_EQ(src->weights, nullptr);
+  EXPECT_EQ(src->config.hidden_size, 64);
+}
+
+TEST(GgufConfigTest, QwenFamiliesAndOptionalKeys) {
+  TempDir dir;
+  GgufWriter q2 = minimal_llama("qwen2");
+  q2.tensor("output.weight", {64, 8}, kTypeF32, std::string(64 * 8 * 4, '\0'));
+  Result<ModelConfig> c2 = load_gguf_model_config(dir.write("q2.gguf", q2.bytes()));
+  ASSERT_TRUE(c2.ok()) << c2.status().to_string();
+  EXPECT_EQ(c2->architecture, "Qwen2ForCausalLM");
+  EXPECT_TRUE(c2->attention_bias);
+  EXPECT_FALSE(c2->tie_word_embeddings);
+
+  GgufWriter q3 = minimal_llama("qwen3");
+  q3.kv("qwen3.attention.key_length", gguf_u32(24)).kv("qwen3.vocab_size", gguf_u32(8));
+  Result<ModelConfig> c3 = load_gguf_model_config(dir.write("q3.gguf", q3.bytes()));
+  ASSERT_TRUE(c3.ok()) << c3.status().to_string();
+  EXPECT_EQ(c3->architecture, "Qwen3ForCausalLM");
+  EXPECT_EQ(c3->head_dim, 24);  // key_length wins over hidden / heads
+  EXPECT_TRUE(c3->qk_norm);
+  EXPECT_FALSE(c3->attention_bias);
+
+  // head_count_kv and freq_base are optional; a Llama with q biases has attention_bias.
+  GgufWriter bare;
+  bare.kv("general.architecture", gguf_string("llama"))
+      .kv("llama.context_length", gguf_u32(16))
+      .kv("llama.embedding_length", gguf_u32(32))
+      .kv("llama.block_count", gguf_u32(1))
+      .kv("llama.feed_forward_length", gguf_u32(32))
+      .kv("llama.attention.head_count", gguf_u32(2))
+      .kv("llama.attention.layer_norm_rms_epsilon", gguf_f32(1e-6f))
+      .tensor("token_embd.weight", {32, 3}, kTypeF32, std::string(32 * 3 * 4, '\0'))
+      .tensor("blk.0.attn_q.bias", {32}, kTypeF32, std::string(32 * 4, '\0'));
+  Result<ModelConfig> cb = load_gguf_model_config(dir.write("bare.gguf", bare.bytes()));
+  ASSERT_TRUE(cb.ok()) << cb.status().to_string();
+  EXPECT_EQ(cb->num_key_value_heads, 2);
+  EXPECT_EQ(cb->rope_theta, 10000.0);
+  EXPECT_TRUE(cb->attention_bias);
+  EXPECT_EQ(cb->bos_token_id, -1);
+  EXPECT_TRUE(cb->eos_token_ids.empty());
+}
+
+TEST(GgufConfigTest, Errors) {
+  TempDir dir;
+  auto expect_error = [&](const GgufWriter& w, StatusCode code,
+                          std::vector<std::string> substrings) {
+    const fs::path p = dir.write("bad.gguf", w.bytes());
+    substrings.push_back("bad.gguf");
+    expect_status(load_gguf_model_config(p).status(), code, substrings);
+  };
+  const Kvs base = minimal_kvs();
+  expect_error(model_writer(with(base, "general.architecture", std::nullopt)),
+               StatusCode::kNotFound, {"'general.architecture'", "missing"});
+  expect_error(minimal_llama("gpt2"), StatusCode::kUnimplemented,
+               {"architecture 'gpt2'", "supported: llama, qwen2, qwen3"});
+  expect_error(model_writer(with(base, "general.architecture", gguf_u32(1))), StatusCode::kDataLoss,
+               {"'general.architecture'", "uint32"});
+  expect_error(model_writer(with(base, "llama.block_count", std::nullopt)), StatusCode::kNotFound,
+               {"'llama.block_count'", "missing"});
+  expect_error(model_writer(with(base, "llama.embedding_length", gguf_string("64"))),
+               StatusCode::kDataLoss, {"'llama.embedding_length'", "string"});
+  expect_error(model_writer(with(base, "llama.block_count", gguf_u32(0))), StatusCode::kDataLoss,
+               {"'llama.block_count'", "positive"});
+  expect_error(model_writer(with(base, "llama.attention.head_count_kv", gguf_u32(3))),
+               StatusCode::kDataLoss, {"head_count_kv", "(3) must divide"});
+  expect_error(model_writer(with(base, "llama.attention.head_count", gguf_i32_array({4, 4}))),
+               StatusCode::kUnimplemented, {"'llama.attention.head_count'", "per-layer"});
+  expect_error(model_writer(with(with(base, "llama.attention.head_count", gguf_u32(5)),
+                                 "llama.attention.head_count_kv", std::nullopt)),
+               StatusCode::kDataLoss, {"not divisible", "key_length"});
+  expect_error(model_writer(with(base, "llama.attention.layer_norm_rms_epsilon", std::nullopt)),
+               StatusCode::kNotFound, {"layer_norm_rms_epsilon"});
+  expect_error(model_writer(with(base, "llama.rope.freq_base", gguf_f32(-1.0f))),
+               StatusCode::kDataLoss, {"'llama.rope.freq_base'", "positive"});
+  expect_error(model_writer(with(base, "llama.rope.dimension_count", gguf_u32(8))),
+               StatusCode::kUnimplemented, {"rope.dimension_count", "partial rotary"});
+  expect_error(model_writer(with(base, "llama.rope.scaling.type", gguf_string("linear"))),
+               StatusCode::kUnimplemented, {"rope.scaling.type", "'linear'"});
+  expect_error(model_writer(with(base, "llama.vocab_size", gguf_u32(9))), StatusCode::kDataLoss,
+               {"llama.vocab_size 9", "token_embd.weight rows 8"});
+  expect_error(model_writer(with(base, "tokenizer.ggml.eos_token_id", test_util::gguf_i32(-2))),
+               StatusCode::kDataLoss, {"eos_token_id", "out-of-range"});
+  GgufWriter freqs = minimal_llama();
+  freqs.tensor("rope_freqs.weight", {8}, kTypeF32, std::string(32, '\0'));
+  expect_error(freqs, StatusCode::kUnimplemented, {"rope_freqs.weight"});
+  GgufWriter no_embd;
+  for (const auto& [k, v] : base) no_embd.kv(k, v);
+  expect_error(no_embd, StatusCode::kNotFound, {"'token_embd.weight' is missing"});
+  GgufWriter bad_embd;
+  for (const auto& [k, v] : base) bad_embd.kv(k, v);
+  bad_embd.tensor("token_embd.weight", {32, 8}, kTypeF32, std::string(32 * 8 * 4, '\0'));
+  expect_error(bad_embd, StatusCode::kDataLoss, {"token_embd.weight", "[8, 32]", "[vocab, 64]"});
+}
+
+// ---- the weight source ----
+
+TEST(GgufWeightSourceTest, ReadsAndErrors) {
+  TempDir dir;
+  GgufWriter w = minimal_llama();
+  w.tensor("output_norm.weight", {64}, kTypeF16, std::string(128, '\0'))
+      .tensor("blk.0.ffn_up.weight", {256, 2}, kTypeIQ2_XXS, std::string(2 * 66, '\0'))
+      .tensor("rope_unused.weight", {4}, kTypeF32, std::string(16, '\0'));
+  const fs::path p = dir.write("w.gguf", w.bytes());
+  Result<ModelSource> src = open_model_source(p);
+  ASSERT_TRUE(src.ok()) << src.status().to_string();
+  ASSERT_NE(src->weights, nullptr);
+  const WeightSource& ws = *src->weights;
+  EXPECT_EQ(ws.describe(), p.string());
+  EXPECT_EQ(ws.names(),
+            (std::vector<std::string>{"model.embed_tokens.weight",
+                                      "model.layers.0.mlp.up_proj.weight", "model.norm.weight"}));
+  EXPECT_TRUE(ws.has("model.norm.weight"));
+  EXPECT_FALSE(ws.has("lm_head.weight"));
+  EXPECT_EQ(*ws.shape("model.embed_tokens.weight"), (std::vector<int64_t>{8, 64}));
+  EXPECT_EQ(*ws.shape("model.layers.0.mlp.up_proj.weight"), (std::vector<int64_t>{2, 256}));
+
+  std::vector<float> buf(512, 1.0f);
+  ASSERT_TRUE(ws.read_f32("model.norm.weight", {64}, buf.data()).ok());
+  EXPECT_EQ(buf[63], 0.0f);
+  expect_status(ws.read_f32("lm_head.weight", {8, 64}, buf.data()), StatusCode::kNotFound,
+                {"weight 'lm_head.weight'", "'output.weight'", "missing", "w.gguf"});
+  expect_status(ws.shape("lm_head.weight").status(), StatusCode::kNotFound, {"lm_head.weight"});
+  expect_status(ws.read_f32("model.embed_tokens.weight", {64, 8}, buf.data()),
+                StatusCode::kInvalidArgument,
+                {"weight 'model.embed_tokens.weight'", "'token_embd.weight'", "w.gguf",
+                 "has shape [8, 64], expected [64, 8]"});
+  expect_status(ws.read_f32("model.layers.0.mlp.up_proj.weight", {2, 256}, buf.data()),
+                StatusCode::kUnimplemented, {"blk.0.ffn_up.weight", "IQ2_XXS"});
+}
+
+TEST(ModelSourceTest, FormatsAndErrors) {
+  TempDir dir;
+  Result<ModelSource> hf = open_model_source(testdata_models_dir() / "tiny-llama");
+  ASSERT_TRUE(hf.ok()) << hf.status().to_string();
+  EXPECT_EQ(hf->format, ModelFormat::kHuggingFace);
+  ASSERT_NE(hf->weights, nullptr);
+  EXPECT_TRUE(hf->weights->has("lm_head.weight"));
+  EXPECT_EQ(*hf->weights->shape("lm_head.weight"), (std::vector<int64_t>{1000, 128}));
+  // The safetensors path keeps its messages.
+  std::vector<float> buf(128 * 1000);
+  expect_status(hf->weights->read_f32("lm_head.weight", {128, 1000}, buf.data()),
+                StatusCode::kInvalidArgument,
+                {"weight 'lm_head.weight' in",
+                 "model.safetensors has shape [1000, 128], expected "
+                 "[128, 1000]"});
+  expect_status(hf->weights->read_f32("nope", {1}, buf.data()), StatusCode::kNotFound,
+                {"weight 'nope' is missing from the checkpoint"});
+
+  Result<ModelSource> config_only =
+      open_model_source(testdata_models_dir() / "tiny-llama", {.open_weights = false});
+  ASSERT_TRUE(config_only.ok());
+  EXPECT_EQ(config_only->weights, nullptr);
+
+  const fs::path text = dir.write("notes.txt", "hello");
+  expect_status(open_model_source(text).status(), StatusCode::kInvalidArgument,
+                {"notes.txt", "not a GGUF file"});
+  expect_status(open_model_source(dir.path() / "absent.gguf").status(), StatusCode::kNotFound,
+                {"absent.gguf", "no such model directory or GGUF file"});
+  const fs::path truncated = dir.write("cut.gguf", minimal_llama().bytes().substr(0, 100));
+  expect_status(open_model_source(truncated).status(), StatusCode::kDataLoss, {"cut.gguf"});
+}
+
+TEST(GgufModelTest, DummyWeightsFromGgufConfig) {
+  TempDir dir;
+  const Converted conv = convert_model(dir, "tiny-qwen3", "qwen3", kTypeF32);
+  auto runner = make_runner(conv.gguf, "dummy");
+  ASSERT_TRUE(runner);
+  EXPECT_EQ(runner->config().architecture, "Qwen3ForCausalLM");
+  EXPECT_EQ(runner->config().head_dim, 48);
+  EXPECT_EQ(prefill_logits(*runner, {1, 2, 3}).size(), 3u * 1000u);
+}
+
+}  // namespace
+}  // namespace sgl::model
