@@ -50,6 +50,16 @@ Status BatchGenerator::validate(const GenerateRequest& r) const {
   return Status::ok_status();
 }
 
+// Appends `r`'s sampling state for the token at `position` (the RNG counter).
+void BatchGenerator::add_to_sampling_batch(const Running& r, int64_t position,
+                                           sampling::SamplingBatch& batch) {
+  batch.params.push_back(r.params);
+  batch.steps.push_back(static_cast<uint64_t>(position));
+  batch.top_logprobs_num.push_back(r.request->top_logprobs_num);
+  batch.return_logprob =
+      batch.return_logprob || r.request->return_logprob || r.request->top_logprobs_num > 0;
+}
+
 void BatchGenerator::record(Running& r, const sampling::SampleOutput& out, size_t row) {
   const int32_t id = out.next_token_ids[row];
   r.result.output_ids.push_back(id);
@@ -126,11 +136,7 @@ void BatchGenerator::prefill(std::vector<Running>& running) {
       r.slots = *kv_allocator_.alloc(static_cast<int32_t>(n));
       req_to_token_.write(r.req_pool_idx, 0, r.slots);
       batch.push_back({r.req_pool_idx, 0, r.request->input_ids, r.slots});
-      sampling.params.push_back(r.params);
-      sampling.steps.push_back(static_cast<uint64_t>(n));  // RNG counter: next position
-      sampling.top_logprobs_num.push_back(r.request->top_logprobs_num);
-      sampling.return_logprob =
-          sampling.return_logprob || r.request->return_logprob || r.request->top_logprobs_num > 0;
+      add_to_sampling_batch(r, n, sampling);
     }
     const ForwardBatch fb =
         builder_.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, batch, runner_.stream());
@@ -153,11 +159,7 @@ void BatchGenerator::decode(std::vector<Running*>& active) {
     req_to_token_.write(r.req_pool_idx, pos, std::span<const int32_t>(&r.slots.back(), 1));
     batch.push_back({r.req_pool_idx, pos, std::span<const int32_t>(&r.result.output_ids.back(), 1),
                      std::span<const int32_t>(&r.slots.back(), 1)});
-    sampling.params.push_back(r.params);
-    sampling.steps.push_back(static_cast<uint64_t>(pos) + 1);
-    sampling.top_logprobs_num.push_back(r.request->top_logprobs_num);
-    sampling.return_logprob =
-        sampling.return_logprob || r.request->return_logprob || r.request->top_logprobs_num > 0;
+    add_to_sampling_batch(r, pos + 1, sampling);
   }
   const ForwardBatch fb =
       builder_.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, batch, runner_.stream());

@@ -32,6 +32,8 @@ class BatchGenerator {
   void prefill(std::vector<Running>& running);
   void decode(std::vector<Running*>& active);
   void record(Running& r, const sampling::SampleOutput& out, size_t row);
+  static void add_to_sampling_batch(const Running& r, int64_t position,
+                                    sampling::SamplingBatch& batch);
 
   runner::ModelRunner& runner_;
   std::vector<int32_t> eos_token_ids_;

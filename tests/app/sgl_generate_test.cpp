@@ -1,35 +1,21 @@
 // sgl-generate end to end: the golden continuation, JSON output, seeds, and clear loader errors
 // with a non-zero exit (never a crash) for broken model directories.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "model/model_test_util.h"
+#include "run_command.h"
 #include "test_data.h"
 
 namespace sgl {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr together
-};
+using test::RunResult;
 
 RunResult run_generate(const std::string& args) {
-  const std::string cmd = std::string(SGL_BINARY_DIR) + "/src/app/sgl-generate " + args + " 2>&1";
-  RunResult result;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) result.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  return test::run_tool("src/app/sgl-generate", args);
 }
 
 std::string stories() { return test::model_dir("stories260K").string(); }

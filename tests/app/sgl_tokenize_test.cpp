@@ -1,32 +1,19 @@
 // sgl-tokenize end to end: encode (also from a file), decode, chat rendering, and errors.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <sstream>
 
 #include "model/model_test_util.h"
+#include "run_command.h"
 #include "test_data.h"
 
 namespace sgl {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-};
+using test::RunResult;
 
 RunResult run_tokenize(const std::string& args) {
-  const std::string cmd = std::string(SGL_BINARY_DIR) + "/src/app/sgl-tokenize " + args + " 2>&1";
-  RunResult result;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) result.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  return test::run_tool("src/app/sgl-tokenize", args);
 }
 
 std::string qwen3() { return (test::testdata_dir() / "tokenizers" / "qwen3").string(); }
