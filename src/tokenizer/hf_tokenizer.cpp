@@ -188,6 +188,28 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text,
 
 std::string HfTokenizer::decode(const std::vector<int32_t>& ids,
                                 const DecodeOptions& options) const {
+  if (options.spaces_between_special_tokens && !options.skip_special_tokens) {
+    std::vector<std::string> parts;
+    std::vector<int32_t> run;
+    DecodeOptions plain = options;
+    plain.spaces_between_special_tokens = false;
+    auto flush = [&] {
+      if (!run.empty()) parts.push_back(decode(run, plain));
+      run.clear();
+    };
+    for (int32_t id : ids) {
+      if (!is_special(id)) {
+        run.push_back(id);
+        continue;
+      }
+      flush();
+      if (const std::string* token = token_string(id)) parts.push_back(*token);
+    }
+    flush();
+    std::string text;
+    for (size_t i = 0; i < parts.size(); ++i) text += (i ? " " : "") + parts[i];
+    return text;
+  }
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (int32_t id : ids) {

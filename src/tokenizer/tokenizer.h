@@ -22,6 +22,10 @@ struct DecodeOptions {
   // transformers' clean_up_tokenization (" ." -> ".", " n't" -> "n't", ...). Off by default so
   // that decode(encode(x)) == x; tokenizer_config.json's value is exposed by HfTokenizer.
   bool clean_up_tokenization_spaces = false;
+  // As transformers' slow tokenizers (and vLLM/SGLang): with special tokens kept, the text runs
+  // between them are decoded separately and everything is joined with spaces. HF's fast
+  // tokenizers ignore this option, hence the default.
+  bool spaces_between_special_tokens = false;
 };
 
 // Immutable after load; encode/decode are const and thread-safe.

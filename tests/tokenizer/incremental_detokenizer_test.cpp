@@ -92,6 +92,18 @@ INSTANTIATE_TEST_SUITE_P(Tokenizers, Streaming,
                            return n.substr(n.find('/') + 1);
                          });
 
+TEST(Decode, SpacesBetweenSpecialTokens) {
+  auto tok = Tokenizer::from_dir(kData + "/tokenizers/qwen3");
+  ASSERT_TRUE(tok.ok());
+  const std::vector<int32_t> ids =
+      (*tok)->encode("<|im_start|>user\nHi<|im_end|>", {.add_special_tokens = false});
+  DecodeOptions keep{.skip_special_tokens = false};
+  EXPECT_EQ((*tok)->decode(ids, keep), "<|im_start|>user\nHi<|im_end|>");
+  keep.spaces_between_special_tokens = true;
+  EXPECT_EQ((*tok)->decode(ids, keep), "<|im_start|> user\nHi <|im_end|>");
+  EXPECT_EQ((*tok)->decode(ids, {}), "user\nHi");  // skipped: the option does nothing
+}
+
 TEST(StopStringMatcher, MatchesAcrossPiecesAndHoldsBackPartialMatches) {
   StopStringMatcher m({"\n\nUser:", "END"});
   auto r = m.add("Hello\n");
