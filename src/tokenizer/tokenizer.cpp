@@ -1,7 +1,10 @@
-// Tokenizer::from_dir: finds the tokenizer files of a model directory and builds an HfTokenizer.
+// Tokenizer::from_dir: finds the tokenizer files of a model directory (or a .gguf file) and
+// builds an HfTokenizer.
 #include "tokenizer/tokenizer.h"
 
+#include "model/gguf.h"
 #include "tokenizer/file_reader.h"
+#include "tokenizer/gguf_tokenizer.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer_config.h"
 #include "tokenizer/tokenizer_json.h"
@@ -42,6 +45,10 @@ Result<TokenizerSpec> load_spec(const std::filesystem::path& dir, bool* gpt2_fil
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_dir(const std::filesystem::path& dir) {
+  if (model::is_gguf_file(dir)) {
+    SGL_ASSIGN_OR_RETURN(const model::GgufFile file, model::GgufFile::open(dir));
+    return tokenizer_from_gguf(file);
+  }
   bool gpt2_files = false;
   SGL_ASSIGN_OR_RETURN(TokenizerSpec spec, load_spec(dir, &gpt2_files));
   SGL_ASSIGN_OR_RETURN(TokenizerConfig config, load_tokenizer_config(dir));
