@@ -1,0 +1,177 @@
+// Model and server endpoints: /v1/models, /health, /health_generate, /get_model_info,
+// /get_server_info, /flush_cache, /abort_request, /metrics.
+#include <nlohmann/json.hpp>
+
+#include "server/engine_request.h"
+#include "server/errors.h"
+#include "server/generation_reply.h"
+#include "server/handlers.h"
+#include "server/openai_json.h"
+
+namespace sgl::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+HttpResponse json_response(const json& body, int status = 200) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+json model_card(const ServerContext& ctx) {
+  return json{{"id", ctx.info.served_model_name},   {"object", "model"},
+              {"created", ctx.info.created},        {"owned_by", "sglang"},
+              {"root", ctx.info.served_model_name}, {"max_model_len", ctx.info.context_length}};
+}
+
+// /health_generate: one greedy token through the whole engine.
+class HealthReply final : public GenerationReply {
+ public:
+  using GenerationReply::GenerationReply;
+
+ private:
+  std::string stream_delta(size_t, const ChoiceDelta&) override { return ""; }
+  std::string stream_end() override { return ""; }
+  HttpResponse complete() override {
+    const FinishInfo& f = choices_[0]->finish();
+    if (f.reason == "abort") return error_response(503, "health generation aborted: " + f.message);
+    HttpResponse r;
+    r.content_type = "text/plain";
+    return r;
+  }
+};
+
+}  // namespace
+
+std::optional<HttpResponse> check_model(const ServerContext& ctx,
+                                        const std::optional<std::string>& model) {
+  if (!model || *model == ctx.info.served_model_name) return std::nullopt;
+  return error_response(404,
+                        "The model '" + *model + "' does not exist (this server serves '" +
+                            ctx.info.served_model_name + "')",
+                        "model");
+}
+
+Reply handle_models(ServerContext& ctx, const HttpRequest&) {
+  return Reply::of(json_response({{"object", "list"}, {"data", json::array({model_card(ctx)})}}));
+}
+
+Reply handle_model(ServerContext& ctx, const HttpRequest& request) {
+  const std::string id = request.path.substr(std::string_view("/v1/models/").size());
+  if (id != ctx.info.served_model_name) {
+    return Reply::of(error_response(404, "The model '" + id + "' does not exist", "model"));
+  }
+  return Reply::of(json_response(model_card(ctx)));
+}
+
+Reply handle_health(ServerContext&, const HttpRequest&) {
+  HttpResponse r;
+  r.content_type = "text/plain";
+  return Reply::of(r);
+}
+
+Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {
+  SamplingInput sampling;
+  sampling.temperature = 0;
+  sampling.max_tokens = 1;
+  std::vector<int32_t> ids = {ctx.tokenizer.bos_token_id().value_or(0)};
+  auto built = build_engine_request(ctx, sampling, ids, 0, std::nullopt);
+  if (!built.ok()) return Reply::of(error_response(503, built.status().message()));
+  std::vector<ChoicePlan> plans;
+  plans.push_back({std::move(built).value(), {}});
+  auto choices = submit_choices(ctx, std::move(plans));
+  if (!choices.ok()) return Reply::of(error_response(503, choices.status().message()));
+  return Reply::later(std::make_unique<HealthReply>(ctx, make_request_id("health-"),
+                                                    std::move(choices).value(), false),
+                      false);
+}
+
+Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
+  const ServerInfo& i = ctx.info;
+  return Reply::of(json_response({{"model_path", i.model_path},
+                                  {"tokenizer_path", i.model_path},
+                                  {"served_model_name", i.served_model_name},
+                                  {"is_generation", true},
+                                  {"preferred_sampling_params", nullptr},
+                                  {"weight_version", "default"},
+                                  {"has_image_understanding", false},
+                                  {"has_audio_understanding", false},
+                                  {"model_type", i.model_type},
+                                  {"architectures", json::array({i.architecture})},
+                                  {"context_length", i.context_length},
+                                  {"vocab_size", i.vocab_size},
+                                  {"has_chat_template", i.has_chat_template}}));
+}
+
+Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
+  const ServerInfo& i = ctx.info;
+  const engine::EngineStats stats = ctx.engine.get_stats();
+  const scheduler::SchedulerStats& s = stats.scheduler;
+  json state = {{"num_running_reqs", s.num_running},
+                {"num_waiting_reqs", s.num_waiting},
+                {"kv_capacity", s.kv_capacity},
+                {"kv_used", s.kv_used},
+                {"kv_cached", s.kv_cached},
+                {"kv_free", s.kv_capacity - s.kv_used},
+                {"kv_in_use_by_requests", s.kv_used - s.kv_cached},
+                {"token_usage", s.kv_usage()},
+                {"cache_hit_rate", s.cache_hit_rate()},
+                {"gen_throughput", stats.generation_throughput},
+                {"prompt_tokens_total", s.prompt_tokens_total},
+                {"cached_prompt_tokens_total", s.cached_prompt_tokens_total},
+                {"generated_tokens_total", s.generated_tokens_total},
+                {"finished_requests_total", s.finished_requests_total},
+                {"num_retracted_total", s.num_retracted_total},
+                {"decode_steps", stats.decode_steps},
+                {"decode_step_cpu_us", stats.decode_step_cpu_us},
+                {"http_requests_in_flight", ctx.registry.size()}};
+  return Reply::of(json_response({{"version", "sgl.cpp-0.1"},
+                                  {"model_path", i.model_path},
+                                  {"served_model_name", i.served_model_name},
+                                  {"host", i.host},
+                                  {"port", i.port},
+                                  {"device", i.device},
+                                  {"context_length", i.context_length},
+                                  {"max_total_num_tokens", s.kv_capacity},
+                                  {"max_running_requests", i.max_running_requests},
+                                  {"max_prefill_tokens", i.max_prefill_tokens},
+                                  {"chunked_prefill_size", i.chunked_prefill_size},
+                                  {"max_queued_requests", i.max_queued_requests},
+                                  {"schedule_policy", i.schedule_policy},
+                                  {"disable_radix_cache", i.disable_radix_cache},
+                                  {"internal_states", json::array({std::move(state)})}}));
+}
+
+Reply handle_flush_cache(ServerContext& ctx, const HttpRequest& request) {
+  if (Status s = check_optional_object(request.body); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
+  if (!ctx.engine.flush_cache()) {
+    return Reply::of(error_response(400, "Cache not flushed: requests are running"));
+  }
+  HttpResponse r;
+  r.content_type = "text/plain";
+  r.body = "Cache flushed.\n";
+  return Reply::of(r);
+}
+
+Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request) {
+  auto parsed = parse_abort_request(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  const std::vector<uint64_t> rids =
+      parsed->abort_all ? ctx.registry.all_rids() : ctx.registry.find(parsed->rid);
+  for (uint64_t rid : rids) ctx.engine.abort(rid);
+  return Reply::of(json_response(
+      {{"success", !rids.empty()}, {"num_aborted", static_cast<int64_t>(rids.size())}}));
+}
+
+Reply handle_metrics(ServerContext& ctx, const HttpRequest&) {
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = ctx.metrics.render(ctx.engine.get_stats());
+  return Reply::of(r);
+}
+
+}  // namespace sgl::server

@@ -1,0 +1,216 @@
+// POST /v1/chat/completions: messages through the chat template, n choices, logprobs,
+// streaming deltas.
+#include <nlohmann/json.hpp>
+
+#include "server/engine_request.h"
+#include "server/errors.h"
+#include "server/generation_reply.h"
+#include "server/handlers.h"
+#include "server/openai_json.h"
+#include "server/sse.h"
+#include "tokenizer/chat_template/json_value.h"
+
+namespace sgl::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string dump_json(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json utf8_bytes(const std::string& s) {
+  json bytes = json::array();
+  for (unsigned char c : s) bytes.push_back(static_cast<int>(c));
+  return bytes;
+}
+
+class ChatReply final : public GenerationReply {
+ public:
+  struct Setup {
+    std::string model;
+    bool logprobs = false;
+    bool include_usage = false;
+    int64_t prompt_tokens = 0;
+  };
+
+  ChatReply(ServerContext& ctx, std::string id, std::vector<std::unique_ptr<ChoiceStream>> choices,
+            bool stream, Setup setup)
+      : GenerationReply(ctx, std::move(id), std::move(choices), stream),
+        setup_(std::move(setup)),
+        started_(choices_.size(), false) {}
+
+ private:
+  json head(const char* object) const {
+    return json{{"id", id_}, {"object", object}, {"created", created_}, {"model", setup_.model}};
+  }
+
+  json usage() const {
+    int64_t completion = 0;
+    for (const auto& c : choices_) completion += c->completion_tokens();
+    return json{{"prompt_tokens", setup_.prompt_tokens},
+                {"completion_tokens", completion},
+                {"total_tokens", setup_.prompt_tokens + completion}};
+  }
+
+  json logprobs(const ChoiceDelta& d) const {
+    json content = json::array();
+    for (size_t i = 0; i < d.token_ids.size(); ++i) {
+      const std::string& text = i < d.token_texts.size() ? d.token_texts[i] : std::string();
+      json top = json::array();
+      if (i < d.top_logprobs.size()) {
+        for (size_t k = 0; k < d.top_logprobs[i].size(); ++k) {
+          const std::string& alt = d.top_token_texts[i][k];
+          top.push_back({{"token", alt},
+                         {"logprob", d.top_logprobs[i][k].logprob},
+                         {"bytes", utf8_bytes(alt)}});
+        }
+      }
+      content.push_back({{"token", text},
+                         {"logprob", i < d.logprobs.size() ? json(d.logprobs[i]) : json(nullptr)},
+                         {"bytes", utf8_bytes(text)},
+                         {"top_logprobs", std::move(top)}});
+    }
+    return json{{"content", std::move(content)}};
+  }
+
+  void add_finish(json& c, size_t index) const {
+    c["finish_reason"] = nullptr;
+    if (!choices_[index]->finished()) return;
+    const FinishInfo& f = choices_[index]->finish();
+    c["finish_reason"] = f.reason;
+    c["matched_stop"] = f.matched_string  ? json(*f.matched_string)
+                        : f.matched_token ? json(*f.matched_token)
+                                          : json(nullptr);
+  }
+
+  std::string chunk(json choice) const {
+    json out = head("chat.completion.chunk");
+    out["choices"] = json::array({std::move(choice)});
+    if (setup_.include_usage) out["usage"] = nullptr;
+    return sse_data(dump_json(out));
+  }
+
+  std::string stream_delta(size_t index, const ChoiceDelta& d) override {
+    std::string out;
+    if (!started_[index]) {
+      started_[index] = true;
+      out += chunk({{"index", index},
+                    {"delta", {{"role", "assistant"}, {"content", ""}}},
+                    {"logprobs", nullptr},
+                    {"finish_reason", nullptr}});
+    }
+    if (!d.text.empty() || (setup_.logprobs && !d.token_ids.empty())) {
+      out += chunk({{"index", index},
+                    {"delta", {{"content", d.text}}},
+                    {"logprobs", setup_.logprobs ? logprobs(d) : json(nullptr)},
+                    {"finish_reason", nullptr}});
+    }
+    if (d.finished) {
+      json c = {{"index", index}, {"delta", json::object()}, {"logprobs", nullptr}};
+      add_finish(c, index);
+      out += chunk(std::move(c));
+    }
+    return out;
+  }
+
+  std::string stream_end() override {
+    std::string out;
+    if (setup_.include_usage) {
+      json last = head("chat.completion.chunk");
+      last["choices"] = json::array();
+      last["usage"] = usage();
+      out += sse_data(dump_json(last));
+    }
+    return out + sse_done();
+  }
+
+  HttpResponse complete() override {
+    json body = head("chat.completion");
+    body["choices"] = json::array();
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      const ChoiceDelta& total = choices_[i]->total();
+      json c = {
+          {"index", i},
+          {"message", {{"role", "assistant"}, {"content", total.text}, {"tool_calls", nullptr}}},
+          {"logprobs", setup_.logprobs ? logprobs(total) : json(nullptr)}};
+      add_finish(c, i);
+      body["choices"].push_back(std::move(c));
+    }
+    body["usage"] = usage();
+    HttpResponse r;
+    r.body = dump_json(body);
+    return r;
+  }
+
+  Setup setup_;
+  std::vector<bool> started_;
+};
+
+// Renders the conversation with the chat template.
+Result<std::string> render_prompt(const ServerContext& ctx, const ChatRequest& req) {
+  tokenizer::ChatTemplateInputs inputs;
+  SGL_ASSIGN_OR_RETURN(inputs.messages, tokenizer::jinja::value_from_json(req.messages_json));
+  if (!req.tools_json.empty()) {
+    SGL_ASSIGN_OR_RETURN(inputs.tools, tokenizer::jinja::value_from_json(req.tools_json));
+  }
+  if (!req.template_kwargs_json.empty()) {
+    SGL_ASSIGN_OR_RETURN(tokenizer::jinja::Value extra,
+                         tokenizer::jinja::value_from_json(req.template_kwargs_json));
+    if (extra.is_dict()) inputs.extra_context = extra.dict_data();
+  }
+  inputs.add_generation_prompt = req.add_generation_prompt;
+  inputs.bos_token = ctx.tokenizer.bos_token().value_or("");
+  inputs.eos_token = ctx.tokenizer.eos_token().value_or("");
+  auto rendered = ctx.chat_template->apply(inputs);
+  if (!rendered.ok()) {
+    return invalid_argument("the chat template failed: " + rendered.status().message());
+  }
+  return rendered;
+}
+
+}  // namespace
+
+Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request) {
+  auto parsed = parse_chat_request(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  ChatRequest& req = *parsed;
+  if (auto error = check_model(ctx, req.model)) return Reply::of(std::move(*error));
+  if (ctx.chat_template == nullptr) {
+    return Reply::of(error_response(400,
+                                    "the model has no chat template; start the server with "
+                                    "--chat-template FILE"));
+  }
+  auto prompt = render_prompt(ctx, req);
+  if (!prompt.ok()) return Reply::of(error_response(prompt.status()));
+  // The template writes the special tokens itself (transformers' apply_chat_template).
+  tokenizer::EncodeOptions encode;
+  encode.add_special_tokens = false;
+  const std::vector<int32_t> ids = ctx.tokenizer.encode(*prompt, encode);
+
+  ChatReply::Setup setup;
+  setup.model = ctx.info.served_model_name;
+  setup.logprobs = req.logprobs;
+  setup.include_usage = req.include_usage;
+  setup.prompt_tokens = static_cast<int64_t>(ids.size());
+  std::vector<ChoicePlan> plans;
+  for (int64_t j = 0; j < req.sampling.n; ++j) {
+    auto built = build_engine_request(ctx, req.sampling, ids, j, std::nullopt);
+    if (!built.ok()) return Reply::of(error_response(built.status()));
+    ChoicePlan plan{std::move(built).value(), {}};
+    plan.request.return_logprob = req.logprobs;
+    plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs);
+    plan.options.stop = req.sampling.stop;
+    plan.options.skip_special_tokens = req.sampling.skip_special_tokens;
+    plan.options.token_texts = req.logprobs;
+    plans.push_back(std::move(plan));
+  }
+  auto choices = submit_choices(ctx, std::move(plans));
+  if (!choices.ok()) return Reply::of(error_response(choices.status()));
+  return Reply::later(
+      std::make_unique<ChatReply>(ctx, make_request_id("chatcmpl-"), std::move(choices).value(),
+                                  req.stream, std::move(setup)),
+      req.stream);
+}
+
+}  // namespace sgl::server

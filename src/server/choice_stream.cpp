@@ -1,0 +1,143 @@
+// ChoiceStream: engine events -> API text, finish and metrics.
+#include "server/choice_stream.h"
+
+#include <chrono>
+
+#include "server/token_text.h"
+
+namespace sgl::server {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+tokenizer::DecodeOptions decode_options(bool skip_special_tokens) {
+  tokenizer::DecodeOptions o;
+  o.skip_special_tokens = skip_special_tokens;
+  return o;
+}
+
+void append(ChoiceDelta& to, const ChoiceDelta& d) {
+  to.text += d.text;
+  to.token_ids.insert(to.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
+  to.logprobs.insert(to.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+  to.top_logprobs.insert(to.top_logprobs.end(), d.top_logprobs.begin(), d.top_logprobs.end());
+  to.token_texts.insert(to.token_texts.end(), d.token_texts.begin(), d.token_texts.end());
+  to.top_token_texts.insert(to.top_token_texts.end(), d.top_token_texts.begin(),
+                            d.top_token_texts.end());
+  to.finished = d.finished;
+}
+
+}  // namespace
+
+ChoiceStream::ChoiceStream(ServerContext& ctx, std::shared_ptr<engine::RequestStream> stream,
+                           const std::vector<int32_t>& prompt_ids, ChoiceOptions options)
+    : ctx_(ctx),
+      stream_(std::move(stream)),
+      options_(std::move(options)),
+      detok_(ctx.tokenizer, prompt_ids, decode_options(options_.skip_special_tokens)),
+      stops_(options_.stop),
+      prompt_tokens_(static_cast<int32_t>(prompt_ids.size())),
+      start_s_(now_s()) {
+  if (options_.token_texts) {
+    const size_t n = std::min(prompt_ids.size(), kTokenTextContext);
+    context_.assign(prompt_ids.end() - static_cast<std::ptrdiff_t>(n), prompt_ids.end());
+  }
+}
+
+ChoiceStream::~ChoiceStream() {
+  stream_->set_notify({});
+  if (!engine_done_) ctx_.engine.abort(rid());
+}
+
+std::optional<ChoiceDelta> ChoiceStream::pull() {
+  if (finish_) return std::nullopt;
+  std::optional<engine::StreamEvent> event = stream_->next(std::chrono::milliseconds(0));
+  if (!event) return std::nullopt;
+  ChoiceDelta d;
+  const double now = now_s();
+  const size_t n = event->token_ids.size();
+  if (n > 0) {
+    if (total_.token_ids.empty()) {
+      ctx_.metrics.observe_time_to_first_token(now - start_s_);
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        ctx_.metrics.observe_inter_token_latency((now - last_token_s_) / static_cast<double>(n));
+      }
+    }
+    last_token_s_ = now;
+  }
+  d.token_ids = std::move(event->token_ids);
+  d.logprobs = std::move(event->logprobs);
+  d.top_logprobs = std::move(event->top_logprobs);
+  if (options_.token_texts) add_token_texts(d);
+  if (event->usage.cached_tokens > cached_tokens_) cached_tokens_ = event->usage.cached_tokens;
+
+  std::string piece = detok_.add(d.token_ids);
+  if (event->finished) {
+    piece += detok_.flush();
+    engine_done_ = true;
+  }
+  tokenizer::StopStringMatcher::Result match = stops_.add(piece);
+  d.text = std::move(match.text);
+  std::optional<FinishInfo> finish;
+  if (match.matched) {
+    if (!engine_done_) ctx_.engine.abort(rid());
+    engine_done_ = true;
+    finish = FinishInfo{"stop", std::nullopt, match.matched_str, ""};
+  } else if (event->finished) {
+    d.text += stops_.flush();
+    const scheduler::FinishState& f = *event->finished;
+    finish = FinishInfo{};
+    switch (f.reason) {
+      case scheduler::FinishReason::kLength:
+        finish->reason = "length";
+        break;
+      case scheduler::FinishReason::kStop:
+      case scheduler::FinishReason::kStopString:
+        finish->reason = "stop";
+        if (f.matched_token >= 0) finish->matched_token = f.matched_token;
+        break;
+      case scheduler::FinishReason::kAbort:
+        finish->reason = "abort";
+        finish->message = f.message;
+        break;
+    }
+  }
+  d.finished = finish.has_value();
+  append(total_, d);
+  if (finish) set_finished(std::move(*finish));
+  return d;
+}
+
+void ChoiceStream::abort() {
+  if (finish_) return;
+  if (!engine_done_) ctx_.engine.abort(rid());
+  engine_done_ = true;
+  set_finished(FinishInfo{"abort", std::nullopt, std::nullopt, "aborted by the client"});
+}
+
+void ChoiceStream::add_token_texts(ChoiceDelta& d) {
+  for (size_t i = 0; i < d.token_ids.size(); ++i) {
+    d.token_texts.push_back(token_text(ctx_.tokenizer, context_, d.token_ids[i]));
+    if (i < d.top_logprobs.size()) {
+      std::vector<std::string> texts;
+      texts.reserve(d.top_logprobs[i].size());
+      for (const sampling::TokenLogprob& t : d.top_logprobs[i]) {
+        texts.push_back(token_text(ctx_.tokenizer, context_, t.id));
+      }
+      d.top_token_texts.push_back(std::move(texts));
+    }
+    context_.push_back(d.token_ids[i]);
+    if (context_.size() > kTokenTextContext) context_.erase(context_.begin());
+  }
+}
+
+void ChoiceStream::set_finished(FinishInfo finish) {
+  finish_ = std::move(finish);
+  ctx_.metrics.observe_finished(now_s() - start_s_, finish_->reason, prompt_tokens_,
+                                completion_tokens(), cached_tokens_);
+}
+
+}  // namespace sgl::server

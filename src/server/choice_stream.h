@@ -1,0 +1,87 @@
+// ChoiceStream: one engine request seen as API text — incremental detokenization with the
+// prompt as context, stop strings (a match aborts the engine request and finishes with
+// "stop"), logprob token texts, usage, and its latency metrics.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request_stream.h"
+#include "server/server_context.h"
+#include "tokenizer/incremental_detokenizer.h"
+
+namespace sgl::server {
+
+struct ChoiceOptions {
+  std::vector<std::string> stop;
+  bool skip_special_tokens = true;
+  bool token_texts = false;  // fill ChoiceDelta's token texts (logprob listings)
+};
+
+// How a choice ended, in API terms.
+struct FinishInfo {
+  std::string reason;                         // "stop", "length" or "abort"
+  std::optional<int32_t> matched_token;       // the EOS / stop token that ended it
+  std::optional<std::string> matched_string;  // the stop string that ended it
+  std::string message;                        // why, for "abort"
+};
+
+// What became final since the previous pull (or, in ChoiceStream::total(), so far).
+struct ChoiceDelta {
+  std::string text;
+  std::vector<int32_t> token_ids;
+  std::vector<float> logprobs;                                    // when asked for
+  std::vector<std::vector<sampling::TokenLogprob>> top_logprobs;  // when asked for
+  std::vector<std::string> token_texts;                           // ChoiceOptions::token_texts
+  std::vector<std::vector<std::string>> top_token_texts;
+  bool finished = false;
+};
+
+class ChoiceStream {
+ public:
+  ChoiceStream(ServerContext& ctx, std::shared_ptr<engine::RequestStream> stream,
+               const std::vector<int32_t>& prompt_ids, ChoiceOptions options);
+  ~ChoiceStream();  // aborts the engine request if it has not finished
+  ChoiceStream(const ChoiceStream&) = delete;
+  ChoiceStream& operator=(const ChoiceStream&) = delete;
+
+  uint64_t rid() const { return stream_->rid(); }
+  void set_notify(std::function<void()> notify) { stream_->set_notify(std::move(notify)); }
+
+  // Non-blocking: what the engine produced since the last call; nullopt when nothing is new
+  // or the choice already finished.
+  std::optional<ChoiceDelta> pull();
+  // Aborts the engine request (a client that went away); the choice finishes with "abort".
+  void abort();
+
+  bool finished() const { return finish_.has_value(); }
+  const FinishInfo& finish() const { return *finish_; }
+  const ChoiceDelta& total() const { return total_; }
+  int32_t prompt_tokens() const { return prompt_tokens_; }
+  int32_t completion_tokens() const { return static_cast<int32_t>(total_.token_ids.size()); }
+  int32_t cached_tokens() const { return cached_tokens_; }
+
+ private:
+  void add_token_texts(ChoiceDelta& delta);
+  void set_finished(FinishInfo finish);
+
+  ServerContext& ctx_;
+  std::shared_ptr<engine::RequestStream> stream_;
+  ChoiceOptions options_;
+  tokenizer::IncrementalDetokenizer detok_;
+  tokenizer::StopStringMatcher stops_;
+  std::vector<int32_t> context_;  // prompt tail + outputs, for token texts
+  ChoiceDelta total_;
+  std::optional<FinishInfo> finish_;
+  bool engine_done_ = false;  // the engine sent its final event (or we aborted it)
+  int32_t prompt_tokens_ = 0;
+  int32_t cached_tokens_ = 0;
+  double start_s_ = 0;
+  double last_token_s_ = 0;
+};
+
+}  // namespace sgl::server

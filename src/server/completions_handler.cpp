@@ -1,0 +1,196 @@
+// POST /v1/completions: prompts (text or ids, one or many) x n choices, echo, logprobs,
+// streaming.
+#include <nlohmann/json.hpp>
+
+#include "server/engine_request.h"
+#include "server/errors.h"
+#include "server/generation_reply.h"
+#include "server/handlers.h"
+#include "server/openai_json.h"
+#include "server/sse.h"
+
+namespace sgl::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+size_t utf8_length(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+json matched_stop(const FinishInfo& f) {
+  if (f.matched_string) return *f.matched_string;
+  if (f.matched_token) return *f.matched_token;
+  return nullptr;
+}
+
+class CompletionReply final : public GenerationReply {
+ public:
+  struct Setup {
+    std::string model;
+    std::vector<std::string> echo;  // per choice: the prompt text to prepend (echo), else ""
+    std::optional<int64_t> logprobs;
+    bool include_usage = false;
+    int64_t prompt_tokens = 0;  // over the prompts, each counted once
+  };
+
+  CompletionReply(ServerContext& ctx, std::string id,
+                  std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream, Setup setup)
+      : GenerationReply(ctx, std::move(id), std::move(choices), stream),
+        setup_(std::move(setup)),
+        offsets_(choices_.size(), 0),
+        started_(choices_.size(), false) {
+    for (size_t i = 0; i < offsets_.size(); ++i) offsets_[i] = utf8_length(setup_.echo[i]);
+  }
+
+ private:
+  json head() const {
+    return json{
+        {"id", id_}, {"object", "text_completion"}, {"created", created_}, {"model", setup_.model}};
+  }
+
+  json usage() const {
+    int64_t completion = 0;
+    for (const auto& c : choices_) completion += c->completion_tokens();
+    return json{{"prompt_tokens", setup_.prompt_tokens},
+                {"completion_tokens", completion},
+                {"total_tokens", setup_.prompt_tokens + completion}};
+  }
+
+  // OpenAI's legacy logprobs object for `d`'s tokens; advances the choice's text offset.
+  json logprobs(size_t index, const ChoiceDelta& d) {
+    json tokens = json::array(), token_logprobs = json::array(), offsets = json::array();
+    json top = setup_.logprobs.value_or(0) > 0 ? json::array() : json(nullptr);
+    for (size_t i = 0; i < d.token_ids.size(); ++i) {
+      const std::string& text = i < d.token_texts.size() ? d.token_texts[i] : std::string();
+      tokens.push_back(text);
+      token_logprobs.push_back(i < d.logprobs.size() ? json(d.logprobs[i]) : json(nullptr));
+      offsets.push_back(offsets_[index]);
+      offsets_[index] += utf8_length(text);
+      if (!top.is_null()) {
+        json alternatives = json::object();
+        if (i < d.top_logprobs.size()) {
+          for (size_t k = 0; k < d.top_logprobs[i].size(); ++k) {
+            const std::string& alt = d.top_token_texts[i][k];
+            if (!alternatives.contains(alt)) alternatives[alt] = d.top_logprobs[i][k].logprob;
+          }
+        }
+        top.push_back(std::move(alternatives));
+      }
+    }
+    return json{{"tokens", std::move(tokens)},
+                {"token_logprobs", std::move(token_logprobs)},
+                {"top_logprobs", std::move(top)},
+                {"text_offset", std::move(offsets)}};
+  }
+
+  json choice(size_t index, std::string text, const ChoiceDelta& d) {
+    json c = {{"index", index},
+              {"text", std::move(text)},
+              {"logprobs", nullptr},
+              {"finish_reason", nullptr}};
+    if (setup_.logprobs) c["logprobs"] = logprobs(index, d);
+    if (choices_[index]->finished()) {
+      const FinishInfo& f = choices_[index]->finish();
+      c["finish_reason"] = f.reason;
+      c["matched_stop"] = matched_stop(f);
+    }
+    return c;
+  }
+
+  std::string stream_delta(size_t index, const ChoiceDelta& d) override {
+    const bool first = !started_[index];
+    if (d.text.empty() && !d.finished && !first && (!setup_.logprobs || d.token_ids.empty())) {
+      return "";
+    }
+    started_[index] = true;
+    json chunk = head();
+    chunk["choices"] = json::array({choice(index, (first ? setup_.echo[index] : "") + d.text, d)});
+    if (setup_.include_usage) chunk["usage"] = nullptr;
+    return sse_data(dump_json(chunk));
+  }
+
+  std::string stream_end() override {
+    std::string out;
+    if (setup_.include_usage) {
+      json chunk = head();
+      chunk["choices"] = json::array();
+      chunk["usage"] = usage();
+      out += sse_data(dump_json(chunk));
+    }
+    return out + sse_done();
+  }
+
+  HttpResponse complete() override {
+    json body = head();
+    body["choices"] = json::array();
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      const ChoiceDelta& total = choices_[i]->total();
+      body["choices"].push_back(choice(i, setup_.echo[i] + total.text, total));
+    }
+    body["usage"] = usage();
+    HttpResponse r;
+    r.body = dump_json(body);
+    return r;
+  }
+
+  static std::string dump_json(const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+
+  Setup setup_;
+  std::vector<size_t> offsets_;
+  std::vector<bool> started_;
+};
+
+}  // namespace
+
+Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
+  auto parsed = parse_completion_request(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  CompletionRequest& req = *parsed;
+  if (auto error = check_model(ctx, req.model)) return Reply::of(std::move(*error));
+  if (req.echo && req.logprobs) {
+    return Reply::of(error_response(400,
+                                    "echo with logprobs (prompt logprobs) is not supported "
+                                    "yet",
+                                    "echo"));
+  }
+  CompletionReply::Setup setup;
+  setup.model = ctx.info.served_model_name;
+  setup.logprobs = req.logprobs;
+  setup.include_usage = req.include_usage;
+  std::vector<ChoicePlan> plans;
+  for (const PromptInput& prompt : req.prompts) {
+    std::vector<int32_t> ids = prompt_ids(ctx, prompt);
+    setup.prompt_tokens += static_cast<int64_t>(ids.size());
+    std::string echo;
+    if (req.echo) {
+      tokenizer::DecodeOptions decode;
+      decode.skip_special_tokens = req.sampling.skip_special_tokens;
+      echo = prompt.is_text ? prompt.text : ctx.tokenizer.decode(ids, decode);
+    }
+    for (int64_t j = 0; j < req.sampling.n; ++j) {
+      auto built = build_engine_request(ctx, req.sampling, ids, j, std::nullopt);
+      if (!built.ok()) return Reply::of(error_response(built.status()));
+      ChoicePlan plan{std::move(built).value(), {}};
+      plan.request.return_logprob = req.logprobs.has_value();
+      plan.request.top_logprobs_num = static_cast<int32_t>(req.logprobs.value_or(0));
+      plan.options.stop = req.sampling.stop;
+      plan.options.skip_special_tokens = req.sampling.skip_special_tokens;
+      plan.options.token_texts = req.logprobs.has_value();
+      plans.push_back(std::move(plan));
+      setup.echo.push_back(echo);
+    }
+  }
+  auto choices = submit_choices(ctx, std::move(plans));
+  if (!choices.ok()) return Reply::of(error_response(choices.status()));
+  return Reply::later(
+      std::make_unique<CompletionReply>(ctx, make_request_id("cmpl-"), std::move(choices).value(),
+                                        req.stream, std::move(setup)),
+      req.stream);
+}
+
+}  // namespace sgl::server

@@ -1,0 +1,104 @@
+// Engine request building and submission.
+#include "server/engine_request.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+namespace sgl::server {
+
+Status check_supported(const SamplingInput& s) {
+  auto no = [](const char* what) {
+    return unimplemented(std::string(what) + " is not supported yet (only its default value)");
+  };
+  if (s.presence_penalty != 0) return no("presence_penalty");
+  if (s.frequency_penalty != 0) return no("frequency_penalty");
+  if (s.repetition_penalty != 1) return no("repetition_penalty");
+  if (s.has_logit_bias) return no("logit_bias");
+  if (s.min_tokens != 0) return no("min_tokens");
+  return Status::ok_status();
+}
+
+Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
+                                                     const SamplingInput& s,
+                                                     std::vector<int32_t> prompt_ids, int64_t index,
+                                                     std::optional<int64_t> default_max_tokens) {
+  SGL_RETURN_IF_ERROR(check_supported(s));
+  const auto len = static_cast<int64_t>(prompt_ids.size());
+  const int64_t context = ctx.info.context_length;
+  if (len == 0) return invalid_argument("the prompt is empty");
+  if (len >= context) {
+    return invalid_argument("the prompt has " + std::to_string(len) +
+                            " tokens; the model's context length is " + std::to_string(context));
+  }
+  if (s.max_tokens && len + *s.max_tokens > context) {
+    return invalid_argument("the prompt (" + std::to_string(len) + " tokens) plus max_tokens (" +
+                            std::to_string(*s.max_tokens) +
+                            ") exceeds the model's context length " + std::to_string(context));
+  }
+  for (int32_t id : prompt_ids) {
+    if (id >= ctx.info.vocab_size) {
+      return invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                              std::to_string(ctx.info.vocab_size) + ")");
+    }
+  }
+  for (int32_t id : s.stop_token_ids) {
+    if (id >= ctx.info.vocab_size) {
+      return invalid_argument("stop_token_ids: token id " + std::to_string(id) +
+                              " is outside the vocabulary");
+    }
+  }
+  engine::GenerateRequest r;
+  r.input_ids = std::move(prompt_ids);
+  r.sampling.temperature = static_cast<float>(s.temperature);
+  r.sampling.top_p = static_cast<float>(s.top_p);
+  r.sampling.top_k = static_cast<int32_t>(std::min<int64_t>(s.top_k, 1 << 30));
+  r.sampling.min_p = static_cast<float>(s.min_p);
+  if (s.seed) r.sampling.seed = static_cast<uint64_t>(*s.seed) + static_cast<uint64_t>(index);
+  const int64_t room = context - len;
+  const int64_t max_new = s.max_tokens ? *s.max_tokens : default_max_tokens.value_or(room);
+  r.max_new_tokens = static_cast<int32_t>(std::min(max_new, room));
+  r.ignore_eos = s.ignore_eos;
+  r.stop_token_ids = s.stop_token_ids;
+  SGL_RETURN_IF_ERROR(r.sampling.validate());
+  return r;
+}
+
+std::vector<int32_t> prompt_ids(const ServerContext& ctx, const PromptInput& prompt,
+                                bool add_special_tokens) {
+  if (!prompt.is_text) return prompt.ids;
+  tokenizer::EncodeOptions options;
+  options.add_special_tokens = add_special_tokens;
+  return ctx.tokenizer.encode(prompt.text, options);
+}
+
+Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(ServerContext& ctx,
+                                                                  std::vector<ChoicePlan> plans) {
+  std::vector<std::unique_ptr<ChoiceStream>> choices;
+  choices.reserve(plans.size());
+  for (ChoicePlan& plan : plans) {
+    const std::vector<int32_t> prompt = plan.request.input_ids;
+    auto stream = ctx.engine.submit(std::move(plan.request));
+    // On an error the streams already made abort their requests as they are destroyed.
+    if (!stream.ok()) return stream.status();
+    choices.push_back(std::make_unique<ChoiceStream>(ctx, std::move(stream).value(), prompt,
+                                                     std::move(plan.options)));
+  }
+  return choices;
+}
+
+std::string make_request_id(std::string_view prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char hex[33];
+  std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return std::string(prefix) + hex;
+}
+
+int64_t unix_time() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace sgl::server

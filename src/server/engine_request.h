@@ -1,0 +1,50 @@
+// From API fields to engine requests: checks against the model (context, vocabulary),
+// unsupported sampling features, submission of a request's choices, request ids.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/generate_request.h"
+#include "server/choice_stream.h"
+#include "server/openai_types.h"
+#include "server/server_context.h"
+
+namespace sgl::server {
+
+// kUnimplemented for sampling features the sampler lacks, when given a non-default value
+// (presence / frequency / repetition penalties, logit_bias, min_tokens).
+Status check_supported(const SamplingInput& s);
+
+// The engine request for sample `index` (of n; with a seed, sample i uses seed + i) of
+// `prompt_ids`. With no max_tokens given, `default_max_tokens` applies (nullopt: up to the
+// context). An explicit max_tokens that does not fit the context is an error, as in SGLang.
+Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
+                                                     const SamplingInput& s,
+                                                     std::vector<int32_t> prompt_ids, int64_t index,
+                                                     std::optional<int64_t> default_max_tokens);
+
+// The text prompt's token ids (or the given ids).
+std::vector<int32_t> prompt_ids(const ServerContext& ctx, const PromptInput& prompt,
+                                bool add_special_tokens = true);
+
+struct ChoicePlan {
+  engine::GenerateRequest request;
+  ChoiceOptions options;
+};
+
+// Submits every plan, in order; if one fails, aborts those already submitted and returns its
+// error (a full queue is kResourceExhausted -> 503).
+Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(ServerContext& ctx,
+                                                                  std::vector<ChoicePlan> plans);
+
+// A fresh request id: `prefix` + 32 hex digits.
+std::string make_request_id(std::string_view prefix);
+// Unix time in seconds.
+int64_t unix_time();
+
+}  // namespace sgl::server

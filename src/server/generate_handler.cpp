@@ -1,0 +1,146 @@
+// POST /generate (SGLang native): text or input_ids (one or a batch) x n, sampling_params,
+// logprobs as [logprob, id, text] triples, streaming of cumulative outputs.
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "server/engine_request.h"
+#include "server/errors.h"
+#include "server/generation_reply.h"
+#include "server/handlers.h"
+#include "server/openai_json.h"
+#include "server/sse.h"
+
+namespace sgl::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string dump_json(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class GenerateReply final : public GenerationReply {
+ public:
+  struct Setup {
+    bool list = false;  // answer a list (a batch, or n > 1)
+    bool logprobs = false;
+    bool text_in_logprobs = false;
+  };
+
+  GenerateReply(ServerContext& ctx, std::string id,
+                std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream, Setup setup)
+      : GenerationReply(ctx, std::move(id), std::move(choices), stream),
+        setup_(setup),
+        start_s_(now_s()) {}
+
+ private:
+  json triple(float logprob, int32_t id, const std::string* text) const {
+    return json::array(
+        {logprob, id, setup_.text_in_logprobs && text ? json(*text) : json(nullptr)});
+  }
+
+  json finish_reason(size_t i) const {
+    if (!choices_[i]->finished()) return nullptr;
+    const FinishInfo& f = choices_[i]->finish();
+    json r = {{"type", f.reason}};
+    if (f.reason == "length") r["length"] = choices_[i]->completion_tokens();
+    if (f.matched_string) r["matched"] = *f.matched_string;
+    if (f.matched_token) r["matched"] = *f.matched_token;
+    if (f.reason == "abort") r["message"] = f.message;
+    return r;
+  }
+
+  // The item for choice i: everything so far (SGLang streams cumulative outputs).
+  json item(size_t i) const {
+    const ChoiceStream& c = *choices_[i];
+    const ChoiceDelta& t = c.total();
+    json meta = {{"id", setup_.list ? id_ + "-" + std::to_string(i) : id_},
+                 {"finish_reason", finish_reason(i)},
+                 {"prompt_tokens", c.prompt_tokens()},
+                 {"completion_tokens", c.completion_tokens()},
+                 {"cached_tokens", c.cached_tokens()},
+                 {"e2e_latency", now_s() - start_s_}};
+    if (setup_.logprobs) {
+      json tokens = json::array(), tops = json::array();
+      for (size_t k = 0; k < t.token_ids.size(); ++k) {
+        const std::string* text = k < t.token_texts.size() ? &t.token_texts[k] : nullptr;
+        tokens.push_back(triple(k < t.logprobs.size() ? t.logprobs[k] : 0.f, t.token_ids[k], text));
+        json top = json::array();
+        if (k < t.top_logprobs.size()) {
+          for (size_t a = 0; a < t.top_logprobs[k].size(); ++a) {
+            const bool has_text = k < t.top_token_texts.size();
+            top.push_back(triple(t.top_logprobs[k][a].logprob, t.top_logprobs[k][a].id,
+                                 has_text ? &t.top_token_texts[k][a] : nullptr));
+          }
+        }
+        tops.push_back(std::move(top));
+      }
+      meta["output_token_logprobs"] = std::move(tokens);
+      meta["output_top_logprobs"] = std::move(tops);
+    }
+    json out = {{"text", t.text}, {"output_ids", t.token_ids}, {"meta_info", std::move(meta)}};
+    if (setup_.list) out["index"] = i;
+    return out;
+  }
+
+  std::string stream_delta(size_t index, const ChoiceDelta& d) override {
+    if (d.token_ids.empty() && d.text.empty() && !d.finished) return "";
+    return sse_data(dump_json(item(index)));
+  }
+
+  std::string stream_end() override { return sse_done(); }
+
+  HttpResponse complete() override {
+    HttpResponse r;
+    if (setup_.list) {
+      json items = json::array();
+      for (size_t i = 0; i < choices_.size(); ++i) items.push_back(item(i));
+      r.body = dump_json(items);
+    } else {
+      r.body = dump_json(item(0));
+    }
+    return r;
+  }
+
+  Setup setup_;
+  double start_s_;
+};
+
+}  // namespace
+
+Reply handle_generate(ServerContext& ctx, const HttpRequest& request) {
+  auto parsed = parse_generate_request(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  GenerateInput& req = *parsed;
+  GenerateReply::Setup setup;
+  setup.list = req.batch || req.sampling.n > 1;
+  setup.logprobs = req.return_logprob || req.top_logprobs_num > 0;
+  setup.text_in_logprobs = req.return_text_in_logprobs;
+  std::vector<ChoicePlan> plans;
+  for (const PromptInput& prompt : req.prompts) {
+    const std::vector<int32_t> ids = prompt_ids(ctx, prompt);
+    for (int64_t j = 0; j < req.sampling.n; ++j) {
+      auto built = build_engine_request(ctx, req.sampling, ids, j, 128);  // SGLang's default
+      if (!built.ok()) return Reply::of(error_response(built.status()));
+      ChoicePlan plan{std::move(built).value(), {}};
+      plan.request.return_logprob = setup.logprobs;
+      plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs_num);
+      plan.options.stop = req.sampling.stop;
+      plan.options.skip_special_tokens = req.sampling.skip_special_tokens;
+      plan.options.token_texts = setup.logprobs && setup.text_in_logprobs;
+      plans.push_back(std::move(plan));
+    }
+  }
+  auto choices = submit_choices(ctx, std::move(plans));
+  if (!choices.ok()) return Reply::of(error_response(choices.status()));
+  std::string id = req.rid.empty() ? make_request_id("") : req.rid;
+  return Reply::later(std::make_unique<GenerateReply>(
+                          ctx, std::move(id), std::move(choices).value(), req.stream, setup),
+                      req.stream);
+}
+
+}  // namespace sgl::server

@@ -1,0 +1,46 @@
+// GenerationReply: the deferred reply of a generation request — polls its choices on the
+// connection's strand, streams their deltas or assembles the whole response, aborts them when
+// the client goes away, and keeps the request in the registry while it runs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/choice_stream.h"
+#include "server/http_types.h"
+#include "server/server_context.h"
+
+namespace sgl::server {
+
+class GenerationReply : public DeferredReply {
+ public:
+  // `id` is the request id clients see (and may pass to /abort_request).
+  GenerationReply(ServerContext& ctx, std::string id,
+                  std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream);
+  ~GenerationReply() override;  // unregisters; unfinished choices abort
+
+  void start(std::function<void()> wake) override;
+  Progress poll() override;
+  void cancel() override;
+
+ protected:
+  // Streaming: the event-stream bytes for one choice's delta (may be empty).
+  virtual std::string stream_delta(size_t index, const ChoiceDelta& delta) = 0;
+  // Streaming: the bytes after every choice finished, "data: [DONE]" included.
+  virtual std::string stream_end() = 0;
+  // Non-streaming: the response once every choice finished.
+  virtual HttpResponse complete() = 0;
+
+  ServerContext& ctx_;
+  const std::string id_;
+  const int64_t created_;
+  std::vector<std::unique_ptr<ChoiceStream>> choices_;
+
+ private:
+  const bool stream_;
+  uint64_t registry_handle_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace sgl::server

@@ -1,0 +1,35 @@
+// The endpoint handlers. Each runs on an io thread, never blocks for long and never throws:
+// bad input becomes an OpenAI-style error response, generations a deferred reply.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "server/http_types.h"
+#include "server/server_context.h"
+
+namespace sgl::server {
+
+// OpenAI
+Reply handle_completions(ServerContext& ctx, const HttpRequest& request);       // completions.cpp
+Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request);  // chat.cpp
+Reply handle_models(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp
+Reply handle_model(ServerContext& ctx, const HttpRequest& request);   // /v1/models/{id}
+
+// SGLang native
+Reply handle_generate(ServerContext& ctx, const HttpRequest& request);  // generate.cpp
+Reply handle_health(ServerContext& ctx, const HttpRequest& request);    // admin_handlers.cpp
+Reply handle_health_generate(ServerContext& ctx, const HttpRequest& request);
+Reply handle_model_info(ServerContext& ctx, const HttpRequest& request);
+Reply handle_server_info(ServerContext& ctx, const HttpRequest& request);
+Reply handle_flush_cache(ServerContext& ctx, const HttpRequest& request);
+Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request);
+Reply handle_tokenize(ServerContext& ctx, const HttpRequest& request);  // tokenize_handlers.cpp
+Reply handle_detokenize(ServerContext& ctx, const HttpRequest& request);
+Reply handle_metrics(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp
+
+// 404 when a request names a model other than the served one (no model is fine).
+std::optional<HttpResponse> check_model(const ServerContext& ctx,
+                                        const std::optional<std::string>& model);
+
+}  // namespace sgl::server

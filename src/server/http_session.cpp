@@ -1,0 +1,340 @@
+// HttpSession: the per-connection state machine of the HTTP server.
+#include "server/http_session.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "core/logging.h"
+#include "server/errors.h"
+
+namespace sgl::server::detail {
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+
+namespace {
+
+// Bytes a client may pipeline while a reply is pending before we stop reading them.
+constexpr size_t kMaxPipelinedBytes = size_t{1} << 20;
+// After an error answer we keep reading (and discarding) what the client still sends, so that
+// it sees the answer rather than a connection reset: while bytes keep coming (each read within
+// kLingerIdle), up to kMaxLingerBytes.
+constexpr auto kLingerIdle = std::chrono::seconds(2);
+constexpr size_t kMaxLingerBytes = size_t{256} << 20;
+// A body may take this many read timeouts in all (see read_body()).
+constexpr int kBodyTimeFactor = 10;
+
+// Parse errors (answered 400) as opposed to the connection ending or timing out (closed).
+bool is_protocol_error(const beast::error_code& ec) {
+  return ec && ec.category() == http::make_error_code(http::error::bad_method).category();
+}
+
+std::string chunk(const std::string& data) {
+  char size[32];
+  std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
+  std::string out = size;
+  out += data;
+  out += "\r\n";
+  return out;
+}
+
+// NOTE: Boost 1.74's Beast uses boost::string_view, not std::string_view.
+std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
+
+}  // namespace
+
+HttpSession::HttpSession(net::ip::tcp::socket&& socket, SessionHub& hub)
+    : stream_(std::move(socket)), hub_(hub) {}
+
+HttpSession::~HttpSession() {
+  if (deferred_) deferred_->cancel();
+  std::lock_guard lock(hub_.mutex);
+  hub_.sessions.erase(this);
+}
+
+void HttpSession::run() {
+  {
+    std::lock_guard lock(hub_.mutex);
+    hub_.sessions.emplace(this, weak_from_this());
+  }
+  beast::error_code ec;
+  stream_.socket().set_option(net::ip::tcp::no_delay(true), ec);
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+}
+
+void HttpSession::force_close() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] { self->close(); });
+}
+
+void HttpSession::read_header() {
+  if (closed_) return;
+  parser_.emplace();
+  parser_->header_limit(static_cast<uint32_t>(hub_.options.max_header_bytes));
+  parser_->body_limit(hub_.options.max_body_bytes);
+  stream_.expires_after(hub_.options.read_timeout);
+  http::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+}
+
+void HttpSession::on_header(beast::error_code ec) {
+  if (ec == http::error::header_limit) return reject(431, "request header fields too large");
+  if (ec == http::error::body_limit) return reject(413, "request body too large");
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message) return close();
+  if (is_protocol_error(ec)) return reject(400, "malformed HTTP request: " + ec.message());
+  if (ec) return close();  // timeout, reset
+  const auto& req = parser_->get();
+  version_ = req.version();
+  if (hub_.draining.load()) return reject(503, "the server is shutting down");
+  const auto length = parser_->content_length();
+  if (length && *length > hub_.options.max_body_bytes) {
+    return reject(413, "request body too large: " + std::to_string(*length) + " bytes (limit " +
+                           std::to_string(hub_.options.max_body_bytes) + ")");
+  }
+  if (beast::iequals(req[http::field::expect], "100-continue") && !parser_->is_done()) {
+    out_ = "HTTP/1.1 100 Continue\r\n\r\n";
+    stream_.expires_after(hub_.options.write_timeout);
+    net::async_write(stream_, net::buffer(out_),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->close();
+                       self->read_body();
+                     });
+    return;
+  }
+  read_body();
+}
+
+// Reads the body piece by piece: each read must bring bytes within the read timeout (a
+// stalled client is dropped), and the whole body must arrive within kBodyTimeFactor read
+// timeouts (a trickling one too).
+void HttpSession::read_body() {
+  if (closed_) return;
+  if (parser_->is_done()) return dispatch();
+  if (body_deadline_ == Clock::time_point{}) {
+    body_deadline_ = Clock::now() + kBodyTimeFactor * hub_.options.read_timeout;
+  } else if (Clock::now() > body_deadline_) {
+    return close();
+  }
+  stream_.expires_after(hub_.options.read_timeout);
+  http::async_read_some(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body(ec); });
+}
+
+void HttpSession::on_body(beast::error_code ec) {
+  if (ec == http::error::body_limit) return reject(413, "request body too large");
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message) return close();
+  if (is_protocol_error(ec)) return reject(400, "malformed HTTP request: " + ec.message());
+  if (ec) return close();
+  read_body();
+}
+
+void HttpSession::dispatch() {
+  stream_.expires_never();
+  body_deadline_ = {};
+  http::request<http::string_body> req = parser_->release();
+  parser_.reset();
+  // NOTE: HEAD is answered like any unsupported method, with a body; closing keeps the
+  // connection's framing sane for the client.
+  keep_alive_ = req.keep_alive() && !hub_.draining.load() && req.method() != http::verb::head;
+  HttpRequest request;
+  request.method = std::string(view(req.method_string()));
+  const std::string_view target = view(req.target());
+  const size_t q = target.find('?');
+  request.path = std::string(target.substr(0, q));
+  if (q != std::string_view::npos) request.query = std::string(target.substr(q + 1));
+  for (const auto& field : req) {
+    std::string name(view(field.name_string()));
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    request.headers.emplace_back(std::move(name), std::string(view(field.value())));
+  }
+  request.body = std::move(req.body());
+
+  Reply reply;
+  try {
+    reply = hub_.handler(request);
+  } catch (const std::exception& e) {
+    SGL_LOG_ERROR << "handler threw: " << e.what();
+    reply = Reply::of(error_response(500, "internal error"));
+  } catch (...) {
+    reply = Reply::of(error_response(500, "internal error"));
+  }
+  if (reply.deferred) return start_deferred(std::move(reply));
+  send(reply.response);
+}
+
+void HttpSession::send(const HttpResponse& r) {
+  if (closed_) return;
+  response_.emplace(static_cast<http::status>(r.status), version_);
+  response_->set(http::field::server, "sgl.cpp");
+  response_->set(http::field::content_type, r.content_type);
+  for (const auto& [name, value] : r.headers) response_->set(name, value);
+  response_->keep_alive(keep_alive_);
+  response_->body() = r.body;
+  response_->prepare_payload();
+  writing_ = true;
+  stream_.expires_after(hub_.options.write_timeout);
+  http::async_write(stream_, *response_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    self->on_sent(ec);
+  });
+}
+
+void HttpSession::on_sent(beast::error_code ec) {
+  writing_ = false;
+  response_.reset();
+  if (ec) return close();
+  stream_.expires_never();
+  if (lingering_) return linger();
+  if (deferred_) {  // a non-streaming deferred reply was the response
+    deferred_.reset();
+  }
+  if (!keep_alive_ || hub_.draining.load()) return close();
+  next_request();
+}
+
+void HttpSession::reject(int status, const std::string& message) {
+  keep_alive_ = false;
+  lingering_ = true;
+  parser_.reset();
+  send(error_response(status, message));
+}
+
+// Half-closes, then reads and discards until the client closes (or a time/size limit), so that
+// a client still sending a rejected body reads our answer instead of a reset.
+void HttpSession::linger() {
+  if (closed_) return;
+  if (lingered_bytes_ == 0) {
+    beast::error_code ec;
+    stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+  }
+  stream_.expires_after(kLingerIdle);
+  buffer_.clear();
+  stream_.async_read_some(buffer_.prepare(64 * 1024),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            self->lingered_bytes_ += n + 1;
+                            if (ec || self->lingered_bytes_ > kMaxLingerBytes) return self->close();
+                            self->linger();
+                          });
+}
+
+void HttpSession::start_deferred(Reply reply) {
+  deferred_ = std::move(reply.deferred);
+  event_stream_ = reply.event_stream;
+  deferred_done_ = false;
+  deferred_->start([weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->wake();
+  });
+  watch();
+  if (event_stream_) {
+    chunked_ = version_ >= 11;
+    if (!chunked_) keep_alive_ = false;
+    std::string head = version_ >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
+    head += "Server: sgl.cpp\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n";
+    if (chunked_) head += "Transfer-Encoding: chunked\r\n";
+    head += keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+    write_raw(std::move(head));
+    return;
+  }
+  pump();
+}
+
+void HttpSession::wake() {
+  if (wake_pending_.exchange(true)) return;
+  net::post(stream_.get_executor(), [self = shared_from_this()] {
+    self->wake_pending_ = false;
+    self->pump();
+  });
+}
+
+void HttpSession::pump() {
+  if (closed_ || writing_ || !deferred_ || deferred_done_) return;
+  DeferredReply::Progress p;
+  try {
+    p = deferred_->poll();
+  } catch (const std::exception& e) {
+    SGL_LOG_ERROR << "deferred reply threw: " << e.what();
+    return close();
+  }
+  if (p.done) deferred_done_ = true;
+  if (event_stream_) {
+    std::string bytes = p.data.empty() ? std::string() : (chunked_ ? chunk(p.data) : p.data);
+    if (p.done && chunked_) bytes += "0\r\n\r\n";
+    if (!bytes.empty()) return write_raw(std::move(bytes));
+    if (p.done) finish_deferred();
+    return;
+  }
+  if (p.done) send(p.response ? *p.response : error_response(500, "no response"));
+}
+
+void HttpSession::write_raw(std::string bytes) {
+  if (closed_) return;
+  out_ = std::move(bytes);
+  writing_ = true;
+  stream_.expires_after(hub_.options.write_timeout);
+  net::async_write(
+      stream_, net::buffer(out_),
+      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_raw_written(ec); });
+}
+
+void HttpSession::on_raw_written(beast::error_code ec) {
+  writing_ = false;
+  if (ec) return close();
+  stream_.expires_never();
+  if (deferred_done_) return finish_deferred();
+  pump();
+}
+
+void HttpSession::finish_deferred() {
+  deferred_.reset();
+  if (!keep_alive_ || hub_.draining.load()) return close();
+  next_request();
+}
+
+void HttpSession::watch() {
+  if (closed_ || watching_ || buffer_.size() >= kMaxPipelinedBytes) return;
+  watching_ = true;
+  stream_.expires_never();
+  stream_.async_read_some(
+      buffer_.prepare(4096),
+      [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_watch(ec, n); });
+}
+
+void HttpSession::on_watch(beast::error_code ec, size_t bytes) {
+  watching_ = false;
+  if (closed_) return;
+  if (!ec) buffer_.commit(bytes);  // a pipelined request: kept for the next read
+  if (next_after_watch_) {
+    next_after_watch_ = false;
+    return read_header();
+  }
+  if (ec) return close();  // the client went away: cancel the reply
+  if (deferred_) watch();
+}
+
+// Reads the next request once the watch read (if any) has been cancelled.
+void HttpSession::next_request() {
+  if (watching_) {
+    next_after_watch_ = true;
+    beast::error_code ec;
+    stream_.socket().cancel(ec);
+    return;
+  }
+  read_header();
+}
+
+void HttpSession::close() {
+  if (closed_) return;
+  closed_ = true;
+  if (deferred_) {
+    deferred_->cancel();
+    deferred_.reset();
+  }
+  beast::error_code ec;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+  stream_.close();
+}
+
+}  // namespace sgl::server::detail

@@ -1,0 +1,94 @@
+// HttpSession (internal to the HTTP server; includes Boost): one client connection — reads
+// requests, runs the handler, writes responses and event streams, watches for disconnects.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "server/http_server.h"
+#include "server/http_types.h"
+
+namespace sgl::server::detail {
+
+class HttpSession;
+
+// What every session of one server shares; outlives them all.
+struct SessionHub {
+  HttpServerOptions options;
+  HttpHandler handler;
+  std::atomic<bool> draining{false};
+
+  std::mutex mutex;
+  std::unordered_map<const HttpSession*, std::weak_ptr<HttpSession>> sessions;  // under mutex
+};
+
+// NOTE: shared_ptr-owned (enable_shared_from_this) because its pending asynchronous
+// operations, not any one owner, decide how long it lives.
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  HttpSession(boost::asio::ip::tcp::socket&& socket, SessionHub& hub);
+  ~HttpSession();
+  HttpSession(const HttpSession&) = delete;
+  HttpSession& operator=(const HttpSession&) = delete;
+
+  void run();          // registers with the hub and starts reading
+  void force_close();  // any thread: closes the connection (cancels a deferred reply)
+
+ private:
+  using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+  using Response = boost::beast::http::response<boost::beast::http::string_body>;
+
+  void read_header();
+  void on_header(boost::beast::error_code ec);
+  void read_body();
+  void on_body(boost::beast::error_code ec);
+  void dispatch();
+  void send(const HttpResponse& response);
+  void on_sent(boost::beast::error_code ec);
+  // Answers an error, then closes after draining what the client still sends.
+  void reject(int status, const std::string& message);
+  void linger();
+
+  void start_deferred(Reply reply);
+  void wake();  // any thread
+  void pump();
+  void write_raw(std::string bytes);
+  void on_raw_written(boost::beast::error_code ec);
+  void finish_deferred();
+  void watch();  // reads while a reply is pending, to notice a client that goes away
+  void on_watch(boost::beast::error_code ec, size_t bytes);
+  void next_request();
+  void close();
+
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_;
+  SessionHub& hub_;
+  std::optional<Parser> parser_;
+  std::optional<Response> response_;
+  std::unique_ptr<DeferredReply> deferred_;
+  std::string out_;  // bytes of the raw write in flight
+  unsigned version_ = 11;
+  bool keep_alive_ = false;
+  bool event_stream_ = false;
+  bool chunked_ = false;
+  bool writing_ = false;
+  bool watching_ = false;
+  bool deferred_done_ = false;
+  bool next_after_watch_ = false;  // the watch read was cancelled to read the next request
+  bool lingering_ = false;
+  bool closed_ = false;
+  size_t lingered_bytes_ = 0;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point body_deadline_{};  // set while a body is being read
+  std::atomic<bool> wake_pending_{false};
+};
+
+}  // namespace sgl::server::detail

@@ -1,0 +1,147 @@
+// Metrics: counters, histograms and the Prometheus text rendering.
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace sgl::server {
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+std::string escape_label(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void header(std::string& out, const std::string& name, const char* type, const char* help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void sample(std::string& out, const std::string& name, const std::string& labels, double v) {
+  out += name + "{" + labels + "} " + number(v) + "\n";
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), value);
+  ++counts_[static_cast<size_t>(it - bounds_.begin())];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::render(const std::string& name, const std::string& labels, std::string& out) const {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    sample(out, name + "_bucket", labels + ",le=\"" + number(bounds_[i]) + "\"",
+           static_cast<double>(cumulative));
+  }
+  sample(out, name + "_bucket", labels + ",le=\"+Inf\"", static_cast<double>(count_));
+  sample(out, name + "_sum", labels, sum_);
+  sample(out, name + "_count", labels, static_cast<double>(count_));
+}
+
+Metrics::Metrics(std::string model_name)
+    : labels_("model_name=\"" + escape_label(model_name) + "\""),
+      ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+             0.75,  1,     2.5,  5,    7.5,  10,   15,   20,  30,   60}),
+      itl_({0.0005, 0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04,
+            0.05,   0.075, 0.1,   0.15,  0.2,  0.3,   0.5,  0.75,  1,    2.5}),
+      e2e_({0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 40, 60, 120, 300, 600}) {}
+
+void Metrics::count_response(int http_status) {
+  std::lock_guard lock(mutex_);
+  ++responses_[http_status];
+}
+
+void Metrics::observe_time_to_first_token(double seconds) {
+  std::lock_guard lock(mutex_);
+  ttft_.observe(seconds);
+}
+
+void Metrics::observe_inter_token_latency(double seconds) {
+  std::lock_guard lock(mutex_);
+  itl_.observe(seconds);
+}
+
+void Metrics::observe_finished(double e2e_seconds, const std::string& finish_reason,
+                               int64_t prompt_tokens, int64_t completion_tokens,
+                               int64_t cached_tokens) {
+  std::lock_guard lock(mutex_);
+  e2e_.observe(e2e_seconds);
+  ++finished_[finish_reason];
+  prompt_tokens_ += static_cast<uint64_t>(std::max<int64_t>(prompt_tokens, 0));
+  generation_tokens_ += static_cast<uint64_t>(std::max<int64_t>(completion_tokens, 0));
+  cached_tokens_ += static_cast<uint64_t>(std::max<int64_t>(cached_tokens, 0));
+}
+
+std::string Metrics::render(const engine::EngineStats& stats) const {
+  const scheduler::SchedulerStats& s = stats.scheduler;
+  std::string out;
+  std::lock_guard lock(mutex_);
+  header(out, "sglang:http_requests_total", "counter", "HTTP responses by status code.");
+  for (const auto& [code, n] : responses_) {
+    sample(out, "sglang:http_requests_total", labels_ + ",code=\"" + std::to_string(code) + "\"",
+           static_cast<double>(n));
+  }
+  header(out, "sglang:num_requests_total", "counter",
+         "Finished generation requests by finish reason.");
+  for (const char* reason : {"stop", "length", "abort"}) {
+    const auto it = finished_.find(reason);
+    sample(out, "sglang:num_requests_total",
+           labels_ + ",finish_reason=\"" + std::string(reason) + "\"",
+           it == finished_.end() ? 0.0 : static_cast<double>(it->second));
+  }
+  header(out, "sglang:prompt_tokens_total", "counter", "Prompt tokens of finished requests.");
+  sample(out, "sglang:prompt_tokens_total", labels_, static_cast<double>(prompt_tokens_));
+  header(out, "sglang:generation_tokens_total", "counter",
+         "Generated tokens of finished requests.");
+  sample(out, "sglang:generation_tokens_total", labels_, static_cast<double>(generation_tokens_));
+  header(out, "sglang:cached_tokens_total", "counter",
+         "Prompt tokens served from the prefix cache.");
+  sample(out, "sglang:cached_tokens_total", labels_, static_cast<double>(cached_tokens_));
+
+  header(out, "sglang:time_to_first_token_seconds", "histogram", "Time to first token.");
+  ttft_.render("sglang:time_to_first_token_seconds", labels_, out);
+  header(out, "sglang:inter_token_latency_seconds", "histogram", "Time between tokens.");
+  itl_.render("sglang:inter_token_latency_seconds", labels_, out);
+  header(out, "sglang:e2e_request_latency_seconds", "histogram", "End-to-end request latency.");
+  e2e_.render("sglang:e2e_request_latency_seconds", labels_, out);
+
+  header(out, "sglang:num_running_reqs", "gauge", "Requests running.");
+  sample(out, "sglang:num_running_reqs", labels_, static_cast<double>(s.num_running));
+  header(out, "sglang:num_queue_reqs", "gauge", "Requests waiting.");
+  sample(out, "sglang:num_queue_reqs", labels_, static_cast<double>(s.num_waiting));
+  header(out, "sglang:num_used_tokens", "gauge", "KV slots in use (requests and cache).");
+  sample(out, "sglang:num_used_tokens", labels_, static_cast<double>(s.kv_used));
+  header(out, "sglang:max_total_num_tokens", "gauge", "KV slots in all.");
+  sample(out, "sglang:max_total_num_tokens", labels_, static_cast<double>(s.kv_capacity));
+  header(out, "sglang:token_usage", "gauge", "Fraction of KV slots in use.");
+  sample(out, "sglang:token_usage", labels_, s.kv_usage());
+  header(out, "sglang:cache_hit_rate", "gauge", "Prompt tokens served from the prefix cache.");
+  sample(out, "sglang:cache_hit_rate", labels_, s.cache_hit_rate());
+  header(out, "sglang:gen_throughput", "gauge", "Generated tokens per second, recently.");
+  sample(out, "sglang:gen_throughput", labels_, stats.generation_throughput);
+  return out;
+}
+
+}  // namespace sgl::server

@@ -1,0 +1,56 @@
+// Metrics: request counters and latency histograms, rendered with the engine's gauges in
+// Prometheus' text format (SGLang's `sglang:` metric names). Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace sgl::server {
+
+// A cumulative histogram over fixed upper bounds (+Inf implied).
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value);
+  // Appends `name`_bucket / _sum / _count lines with the given label text ("k=\"v\"").
+  void render(const std::string& name, const std::string& labels, std::string& out) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket (not cumulative); last = above every bound
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+class Metrics {
+ public:
+  explicit Metrics(std::string model_name);
+
+  void count_response(int http_status);
+  void observe_time_to_first_token(double seconds);
+  void observe_inter_token_latency(double seconds);
+  // A finished generation request: its end-to-end latency, finish reason and token counts.
+  void observe_finished(double e2e_seconds, const std::string& finish_reason, int64_t prompt_tokens,
+                        int64_t completion_tokens, int64_t cached_tokens);
+
+  std::string render(const engine::EngineStats& stats) const;
+
+ private:
+  const std::string labels_;  // model_name="..."
+  mutable std::mutex mutex_;
+  std::map<int, uint64_t> responses_;         // by HTTP status
+  std::map<std::string, uint64_t> finished_;  // by finish reason
+  uint64_t prompt_tokens_ = 0;
+  uint64_t generation_tokens_ = 0;
+  uint64_t cached_tokens_ = 0;
+  Histogram ttft_;
+  Histogram itl_;
+  Histogram e2e_;
+};
+
+}  // namespace sgl::server

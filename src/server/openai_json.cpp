@@ -1,0 +1,526 @@
+// JSON request parsing for every endpoint: typed field readers, then one parser per request.
+#include "server/openai_json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace sgl::server {
+namespace {
+
+using json = nlohmann::json;
+
+// Longest stop string (matching holds back text up to a stop string's length).
+constexpr size_t kMaxStopBytes = 1024;
+
+Status field_error(std::string_view field, std::string_view problem) {
+  std::string message;
+  message.reserve(field.size() + problem.size() + 3);
+  message.append(1, '\'').append(field).append("' ").append(problem);
+  return invalid_argument(std::move(message));
+}
+
+// Rejects nesting deeper than kMaxJsonDepth before parsing (strings are skipped).
+Status check_depth(std::string_view body) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        return invalid_argument("the JSON nests deeper than " + std::to_string(kMaxJsonDepth));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return Status::ok_status();
+}
+
+// Parses a body that must be a JSON object. nlohmann rejects invalid UTF-8 and lone surrogates.
+Result<json> parse_object(std::string_view body) {
+  SGL_RETURN_IF_ERROR(check_depth(body));
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {
+    return invalid_argument(std::string("invalid JSON body: ") + e.what());
+  }
+  if (!j.is_object()) return invalid_argument("the JSON body must be an object");
+  return j;
+}
+
+const json* find(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it == o.end() || it->is_null() ? nullptr : &*it;
+}
+
+// Typed readers: an absent or null field leaves `out` unchanged.
+Status read(const json& o, const char* key, bool& out) {
+  const json* v = find(o, key);
+  if (!v) return Status::ok_status();
+  if (!v->is_boolean()) return field_error(key, "must be a boolean");
+  out = v->get<bool>();
+  return Status::ok_status();
+}
+
+Status read(const json& o, const char* key, double& out) {
+  const json* v = find(o, key);
+  if (!v) return Status::ok_status();
+  if (!v->is_number()) return field_error(key, "must be a number");
+  out = v->get<double>();
+  if (!std::isfinite(out)) return field_error(key, "must be finite");
+  return Status::ok_status();
+}
+
+Status to_int(const json& v, std::string_view key, int64_t& out) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return field_error(key, "is out of range");
+    }
+    out = static_cast<int64_t>(v.get<uint64_t>());
+  } else if (v.is_number_integer()) {
+    out = v.get<int64_t>();
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e15) {
+      return field_error(key, "must be an integer");
+    }
+    out = static_cast<int64_t>(d);
+  } else {
+    return field_error(key, "must be an integer");
+  }
+  return Status::ok_status();
+}
+
+Status read(const json& o, const char* key, int64_t& out) {
+  const json* v = find(o, key);
+  return v ? to_int(*v, key, out) : Status::ok_status();
+}
+
+Status read(const json& o, const char* key, std::optional<int64_t>& out) {
+  const json* v = find(o, key);
+  if (!v) return Status::ok_status();
+  int64_t x = 0;
+  SGL_RETURN_IF_ERROR(to_int(*v, key, x));
+  out = x;
+  return Status::ok_status();
+}
+
+Status read(const json& o, const char* key, std::string& out) {
+  const json* v = find(o, key);
+  if (!v) return Status::ok_status();
+  if (!v->is_string()) return field_error(key, "must be a string");
+  out = v->get<std::string>();
+  return Status::ok_status();
+}
+
+Status read(const json& o, const char* key, std::optional<std::string>& out) {
+  std::string s;
+  if (!find(o, key)) return Status::ok_status();
+  SGL_RETURN_IF_ERROR(read(o, key, s));
+  out = std::move(s);
+  return Status::ok_status();
+}
+
+Status check_range(std::string_view key, double v, double lo, double hi) {
+  if (v < lo || v > hi) {
+    return field_error(key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                "], got " + std::to_string(v));
+  }
+  return Status::ok_status();
+}
+
+// A token id list: integers in [0, 2^31).
+Status to_ids(const json& v, std::string_view key, std::vector<int32_t>& out) {
+  if (!v.is_array()) return field_error(key, "must be a list of token ids");
+  out.clear();
+  out.reserve(v.size());
+  for (const json& e : v) {
+    int64_t id = 0;
+    if (!e.is_number_integer() && !e.is_number_unsigned()) {
+      return field_error(key, "must hold integer token ids");
+    }
+    SGL_RETURN_IF_ERROR(to_int(e, key, id));
+    if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+      return field_error(key, "holds an invalid token id " + std::to_string(id));
+    }
+    out.push_back(static_cast<int32_t>(id));
+  }
+  return Status::ok_status();
+}
+
+// `stop`: a string or a list of strings (empty strings are dropped).
+Status read_stop(const json& o, const char* key, std::vector<std::string>& out) {
+  const json* v = find(o, key);
+  if (!v) return Status::ok_status();
+  auto add = [&](const json& e) {
+    if (!e.is_string()) return field_error(key, "must be a string or a list of strings");
+    const std::string& s = e.get_ref<const std::string&>();
+    if (s.size() > kMaxStopBytes) {
+      return field_error(key,
+                         "strings may be at most " + std::to_string(kMaxStopBytes) + " bytes long");
+    }
+    if (!s.empty()) out.push_back(s);
+    return Status::ok_status();
+  };
+  if (!v->is_array()) return add(*v);
+  if (v->size() > 64) return field_error(key, "may hold at most 64 strings");
+  for (const json& e : *v) SGL_RETURN_IF_ERROR(add(e));
+  return Status::ok_status();
+}
+
+// A prompt in any of the API's forms: "text", ["a", "b"], [1, 2], [[1, 2], [3]].
+Status read_prompts(const json& v, std::string_view key, std::vector<PromptInput>& out,
+                    bool& batch) {
+  out.clear();
+  batch = false;
+  if (v.is_string()) {
+    out.push_back({true, v.get<std::string>(), {}});
+    return Status::ok_status();
+  }
+  if (!v.is_array() || v.empty()) {
+    return field_error(key,
+                       "must be a string, a list of strings, a list of token ids or a "
+                       "list of token id lists (non-empty)");
+  }
+  if (static_cast<int64_t>(v.size()) > kMaxBatchPrompts && !v[0].is_number()) {
+    return field_error(key, "may hold at most " + std::to_string(kMaxBatchPrompts) + " prompts");
+  }
+  if (v[0].is_number()) {
+    PromptInput p;
+    SGL_RETURN_IF_ERROR(to_ids(v, key, p.ids));
+    out.push_back(std::move(p));
+    return Status::ok_status();
+  }
+  batch = true;
+  for (const json& e : v) {
+    PromptInput p;
+    if (e.is_string() && v[0].is_string()) {
+      p.is_text = true;
+      p.text = e.get<std::string>();
+    } else if (e.is_array() && v[0].is_array()) {
+      SGL_RETURN_IF_ERROR(to_ids(e, key, p.ids));
+    } else {
+      return field_error(key, "mixes prompt forms or holds a value that is not a prompt");
+    }
+    out.push_back(std::move(p));
+  }
+  return Status::ok_status();
+}
+
+// Sampling fields at the top level (OpenAI) or inside sampling_params (SGLang).
+Status read_sampling(const json& o, SamplingInput& s, bool native) {
+  SGL_RETURN_IF_ERROR(read(o, "temperature", s.temperature));
+  SGL_RETURN_IF_ERROR(read(o, "top_p", s.top_p));
+  SGL_RETURN_IF_ERROR(read(o, "top_k", s.top_k));
+  SGL_RETURN_IF_ERROR(read(o, "min_p", s.min_p));
+  SGL_RETURN_IF_ERROR(read(o, "seed", s.seed));
+  if (native) SGL_RETURN_IF_ERROR(read(o, "sampling_seed", s.seed));
+  SGL_RETURN_IF_ERROR(read_stop(o, "stop", s.stop));
+  if (const json* ids = find(o, "stop_token_ids")) {
+    SGL_RETURN_IF_ERROR(to_ids(*ids, "stop_token_ids", s.stop_token_ids));
+  }
+  SGL_RETURN_IF_ERROR(read(o, "ignore_eos", s.ignore_eos));
+  SGL_RETURN_IF_ERROR(read(o, "skip_special_tokens", s.skip_special_tokens));
+  SGL_RETURN_IF_ERROR(read(o, "n", s.n));
+  SGL_RETURN_IF_ERROR(read(o, "presence_penalty", s.presence_penalty));
+  SGL_RETURN_IF_ERROR(read(o, "frequency_penalty", s.frequency_penalty));
+  SGL_RETURN_IF_ERROR(read(o, "repetition_penalty", s.repetition_penalty));
+  SGL_RETURN_IF_ERROR(read(o, native ? "min_new_tokens" : "min_tokens", s.min_tokens));
+  if (native) SGL_RETURN_IF_ERROR(read(o, "max_new_tokens", s.max_tokens));
+
+  if (s.temperature < 0) return field_error("temperature", "must be >= 0");
+  if (!(s.top_p > 0 && s.top_p <= 1)) return field_error("top_p", "must be in (0, 1]");
+  if (s.top_k < -1) return field_error("top_k", "must be -1 (disabled), 0 or >= 1");
+  SGL_RETURN_IF_ERROR(check_range("min_p", s.min_p, 0, 1));
+  if (s.n < 1 || s.n > kMaxChoices) {
+    return field_error("n", "must be in [1, " + std::to_string(kMaxChoices) + "]");
+  }
+  SGL_RETURN_IF_ERROR(check_range("presence_penalty", s.presence_penalty, -2, 2));
+  SGL_RETURN_IF_ERROR(check_range("frequency_penalty", s.frequency_penalty, -2, 2));
+  if (!(s.repetition_penalty > 0 && s.repetition_penalty <= 2)) {
+    return field_error("repetition_penalty", "must be in (0, 2]");
+  }
+  if (s.min_tokens < 0)
+    return field_error(native ? "min_new_tokens" : "min_tokens", "must be >= 0");
+  if (const json* bias = find(o, "logit_bias")) {
+    if (!bias->is_object()) return field_error("logit_bias", "must map token ids to numbers");
+    for (const auto& [token, value] : bias->items()) {
+      if (token.empty() || token.find_first_not_of("0123456789") != std::string::npos ||
+          token.size() > 9) {
+        return field_error("logit_bias", "keys must be token ids, got '" + token + "'");
+      }
+      if (!value.is_number()) return field_error("logit_bias", "values must be numbers");
+      const double b = value.get<double>();
+      SGL_RETURN_IF_ERROR(check_range("logit_bias", b, -100, 100));
+      if (b != 0) s.has_logit_bias = true;
+    }
+  }
+  return Status::ok_status();
+}
+
+Status read_max_tokens(const json& o, const char* key, SamplingInput& s) {
+  SGL_RETURN_IF_ERROR(read(o, key, s.max_tokens));
+  if (s.max_tokens && *s.max_tokens < 0) return field_error(key, "must be >= 0");
+  return Status::ok_status();
+}
+
+Status read_stream(const json& o, bool& stream, bool& include_usage) {
+  SGL_RETURN_IF_ERROR(read(o, "stream", stream));
+  if (const json* options = find(o, "stream_options")) {
+    if (!options->is_object()) return field_error("stream_options", "must be an object");
+    SGL_RETURN_IF_ERROR(read(*options, "include_usage", include_usage));
+  }
+  return Status::ok_status();
+}
+
+Status reject_non_text_format(const json& o) {
+  if (const json* format = find(o, "response_format")) {
+    if (!format->is_object()) return field_error("response_format", "must be an object");
+    std::string type = "text";
+    SGL_RETURN_IF_ERROR(read(*format, "type", type));
+    if (type != "text") {
+      return unimplemented("response_format '" + type + "' is not supported yet");
+    }
+  }
+  return Status::ok_status();
+}
+
+// A chat message for the template: content parts joined into one string (text parts only).
+Result<json> template_message(const json& m, size_t index) {
+  const std::string where = "messages[" + std::to_string(index) + "]";
+  if (!m.is_object()) return field_error(where, "must be an object");
+  const json* role = find(m, "role");
+  if (!role || !role->is_string()) return field_error(where + ".role", "must be a string");
+  static const char* kRoles[] = {"system", "user", "assistant", "tool", "developer", "function"};
+  if (std::find(std::begin(kRoles), std::end(kRoles), role->get<std::string>()) ==
+      std::end(kRoles)) {
+    return field_error(where + ".role", "is not a known role: '" + role->get<std::string>() + "'");
+  }
+  json out = m;
+  const auto content = m.find("content");
+  if (content == m.end() || content->is_null()) {
+    out["content"] = nullptr;
+  } else if (content->is_array()) {
+    std::string text;
+    for (const json& part : *content) {
+      const json* type = part.is_object() ? find(part, "type") : nullptr;
+      if (!type || !type->is_string()) {
+        return field_error(where + ".content", "parts must be objects with a 'type'");
+      }
+      if (type->get<std::string>() != "text") {
+        return unimplemented("content parts of type '" + type->get<std::string>() +
+                             "' are not supported yet (text only)");
+      }
+      const json* t = find(part, "text");
+      if (!t || !t->is_string()) return field_error(where + ".content", "text parts need 'text'");
+      if (!text.empty()) text += "\n";
+      text += t->get<std::string>();
+    }
+    out["content"] = text;
+  } else if (!content->is_string()) {
+    return field_error(where + ".content", "must be a string, a list of parts or null");
+  }
+  return out;
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+Result<CompletionRequest> parse_completion_request(std::string_view body) {
+  SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
+  CompletionRequest r;
+  SGL_RETURN_IF_ERROR(read(o, "model", r.model));
+  const json* prompt = find(o, "prompt");
+  if (!prompt) return field_error("prompt", "is required");
+  bool batch = false;
+  SGL_RETURN_IF_ERROR(read_prompts(*prompt, "prompt", r.prompts, batch));
+  SGL_RETURN_IF_ERROR(read_sampling(o, r.sampling, false));
+  SGL_RETURN_IF_ERROR(read_max_tokens(o, "max_tokens", r.sampling));
+  if (!r.sampling.max_tokens) r.sampling.max_tokens = 16;  // OpenAI's default
+  SGL_RETURN_IF_ERROR(read(o, "echo", r.echo));
+  SGL_RETURN_IF_ERROR(read(o, "logprobs", r.logprobs));
+  if (r.logprobs && (*r.logprobs < 0 || *r.logprobs > kMaxTopLogprobs)) {
+    return field_error("logprobs", "must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
+  }
+  SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage));
+  std::optional<int64_t> best_of;
+  SGL_RETURN_IF_ERROR(read(o, "best_of", best_of));
+  if (best_of && (*best_of < 1 || *best_of > kMaxChoices)) {
+    return field_error("best_of", "must be in [1, " + std::to_string(kMaxChoices) + "]");
+  }
+  if (best_of && *best_of != r.sampling.n)
+    return unimplemented("best_of != n is not supported yet");
+  std::string suffix;
+  SGL_RETURN_IF_ERROR(read(o, "suffix", suffix));
+  if (!suffix.empty()) return unimplemented("suffix is not supported yet");
+  SGL_RETURN_IF_ERROR(reject_non_text_format(o));
+  if (static_cast<int64_t>(r.prompts.size()) * r.sampling.n > kMaxBatchPrompts) {
+    return field_error("n",
+                       "times the number of prompts exceeds " + std::to_string(kMaxBatchPrompts));
+  }
+  return r;
+}
+
+Result<ChatRequest> parse_chat_request(std::string_view body) {
+  SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
+  ChatRequest r;
+  SGL_RETURN_IF_ERROR(read(o, "model", r.model));
+  const json* messages = find(o, "messages");
+  if (!messages || !messages->is_array() || messages->empty()) {
+    return field_error("messages", "must be a non-empty list of messages");
+  }
+  json converted = json::array();
+  for (size_t i = 0; i < messages->size(); ++i) {
+    SGL_ASSIGN_OR_RETURN(json m, template_message((*messages)[i], i));
+    converted.push_back(std::move(m));
+  }
+  r.messages_json = dump(converted);
+
+  std::string tool_choice = "auto";
+  if (const json* choice = find(o, "tool_choice")) {
+    if (!choice->is_string()) return unimplemented("a named tool_choice is not supported yet");
+    tool_choice = choice->get<std::string>();
+    if (tool_choice == "required")
+      return unimplemented("tool_choice 'required' is not supported yet");
+    if (tool_choice != "auto" && tool_choice != "none") {
+      return field_error("tool_choice", "must be 'none', 'auto', 'required' or an object");
+    }
+  }
+  if (const json* tools = find(o, "tools")) {
+    if (!tools->is_array()) return field_error("tools", "must be a list");
+    for (const json& t : *tools) {
+      if (!t.is_object()) return field_error("tools", "must hold objects");
+    }
+    if (tool_choice != "none" && !tools->empty()) r.tools_json = dump(*tools);
+  }
+  if (const json* kwargs = find(o, "chat_template_kwargs")) {
+    if (!kwargs->is_object()) return field_error("chat_template_kwargs", "must be an object");
+    r.template_kwargs_json = dump(*kwargs);
+  }
+  SGL_RETURN_IF_ERROR(read(o, "add_generation_prompt", r.add_generation_prompt));
+  bool continue_final = false;
+  SGL_RETURN_IF_ERROR(read(o, "continue_final_message", continue_final));
+  if (continue_final) return unimplemented("continue_final_message is not supported yet");
+
+  SGL_RETURN_IF_ERROR(read_sampling(o, r.sampling, false));
+  SGL_RETURN_IF_ERROR(read_max_tokens(o, "max_tokens", r.sampling));
+  SGL_RETURN_IF_ERROR(read_max_tokens(o, "max_completion_tokens", r.sampling));
+  SGL_RETURN_IF_ERROR(read(o, "logprobs", r.logprobs));
+  SGL_RETURN_IF_ERROR(read(o, "top_logprobs", r.top_logprobs));
+  if (r.top_logprobs < 0 || r.top_logprobs > kMaxTopLogprobs) {
+    return field_error("top_logprobs", "must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
+  }
+  if (r.top_logprobs > 0 && !r.logprobs) {
+    return field_error("top_logprobs", "requires 'logprobs' to be true");
+  }
+  SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage));
+  SGL_RETURN_IF_ERROR(reject_non_text_format(o));
+  return r;
+}
+
+Result<GenerateInput> parse_generate_request(std::string_view body) {
+  SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
+  GenerateInput r;
+  const json* text = find(o, "text");
+  const json* ids = find(o, "input_ids");
+  if ((text == nullptr) == (ids == nullptr)) {
+    return invalid_argument("give exactly one of 'text' and 'input_ids'");
+  }
+  if (text) {
+    if (!text->is_string() && !(text->is_array() && !text->empty() && (*text)[0].is_string())) {
+      return field_error("text", "must be a string or a non-empty list of strings");
+    }
+    SGL_RETURN_IF_ERROR(read_prompts(*text, "text", r.prompts, r.batch));
+  } else {
+    if (!ids->is_array() || ids->empty() || (*ids)[0].is_string()) {
+      return field_error("input_ids", "must be a non-empty list of token ids or of id lists");
+    }
+    SGL_RETURN_IF_ERROR(read_prompts(*ids, "input_ids", r.prompts, r.batch));
+  }
+  if (const json* params = find(o, "sampling_params")) {
+    if (!params->is_object()) return field_error("sampling_params", "must be an object");
+    SGL_RETURN_IF_ERROR(read_sampling(*params, r.sampling, true));
+    if (r.sampling.max_tokens && *r.sampling.max_tokens < 0) {
+      return field_error("max_new_tokens", "must be >= 0");
+    }
+    for (const char* key : {"json_schema", "regex", "ebnf", "structural_tag"}) {
+      if (find(*params, key)) return unimplemented(std::string(key) + " is not supported yet");
+    }
+  }
+  SGL_RETURN_IF_ERROR(read(o, "stream", r.stream));
+  SGL_RETURN_IF_ERROR(read(o, "return_logprob", r.return_logprob));
+  SGL_RETURN_IF_ERROR(read(o, "top_logprobs_num", r.top_logprobs_num));
+  if (r.top_logprobs_num < 0 || r.top_logprobs_num > 1024) {
+    return field_error("top_logprobs_num", "must be in [0, 1024]");
+  }
+  SGL_RETURN_IF_ERROR(read(o, "return_text_in_logprobs", r.return_text_in_logprobs));
+  if (const json* rid = find(o, "rid")) {
+    if (!rid->is_string()) return field_error("rid", "must be a string");
+    r.rid = rid->get<std::string>();
+  }
+  if (static_cast<int64_t>(r.prompts.size()) * r.sampling.n > kMaxBatchPrompts) {
+    return field_error("n",
+                       "times the number of prompts exceeds " + std::to_string(kMaxBatchPrompts));
+  }
+  return r;
+}
+
+Result<TokenizeInput> parse_tokenize_request(std::string_view body) {
+  SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
+  TokenizeInput r;
+  const json* prompt = find(o, "prompt");
+  if (!prompt) prompt = find(o, "text");
+  if (!prompt) return field_error("prompt", "is required");
+  if (prompt->is_string()) {
+    r.prompts.push_back(prompt->get<std::string>());
+  } else if (prompt->is_array() && !prompt->empty() &&
+             static_cast<int64_t>(prompt->size()) <= kMaxBatchPrompts) {
+    r.batch = true;
+    for (const json& p : *prompt) {
+      if (!p.is_string()) return field_error("prompt", "must be a string or a list of strings");
+      r.prompts.push_back(p.get<std::string>());
+    }
+  } else {
+    return field_error("prompt", "must be a string or a non-empty list of strings");
+  }
+  SGL_RETURN_IF_ERROR(read(o, "add_special_tokens", r.add_special_tokens));
+  return r;
+}
+
+Result<DetokenizeInput> parse_detokenize_request(std::string_view body) {
+  SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
+  DetokenizeInput r;
+  const json* tokens = find(o, "tokens");
+  if (!tokens) return field_error("tokens", "is required");
+  SGL_RETURN_IF_ERROR(to_ids(*tokens, "tokens", r.tokens));
+  SGL_RETURN_IF_ERROR(read(o, "skip_special_tokens", r.skip_special_tokens));
+  return r;
+}
+
+Result<AbortInput> parse_abort_request(std::string_view body) {
+  SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
+  AbortInput r;
+  SGL_RETURN_IF_ERROR(read(o, "rid", r.rid));
+  SGL_RETURN_IF_ERROR(read(o, "abort_all", r.abort_all));
+  if (r.rid.empty() && !r.abort_all) return field_error("rid", "is required (or abort_all)");
+  return r;
+}
+
+Status check_optional_object(std::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return Status::ok_status();
+  return parse_object(body).status();
+}
+
+}  // namespace sgl::server

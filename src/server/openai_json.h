@@ -1,0 +1,25 @@
+// JSON request bodies -> typed requests. Errors are kInvalidArgument (bad JSON, wrong types,
+// out-of-range values; the message names the field) or kUnimplemented (valid requests for
+// features not built yet). Unknown fields are ignored, as OpenAI does.
+#pragma once
+
+#include <string_view>
+
+#include "core/status.h"
+#include "server/openai_types.h"
+
+namespace sgl::server {
+
+// Deepest JSON nesting a request may use.
+constexpr int kMaxJsonDepth = 64;
+
+Result<CompletionRequest> parse_completion_request(std::string_view body);
+Result<ChatRequest> parse_chat_request(std::string_view body);
+Result<GenerateInput> parse_generate_request(std::string_view body);
+Result<TokenizeInput> parse_tokenize_request(std::string_view body);
+Result<DetokenizeInput> parse_detokenize_request(std::string_view body);
+Result<AbortInput> parse_abort_request(std::string_view body);
+// Bodies that may be empty or "{}" (e.g. /flush_cache): OK unless present and not an object.
+Status check_optional_object(std::string_view body);
+
+}  // namespace sgl::server

@@ -1,0 +1,102 @@
+// Typed API requests (OpenAI and SGLang-native), parsed from JSON by openai_json.cpp. Fields
+// keep the API's names; ranges are checked at parse time, model-dependent limits later.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sgl::server {
+
+// Most prompts / choices one request may ask for.
+constexpr int64_t kMaxBatchPrompts = 1024;
+constexpr int64_t kMaxChoices = 128;     // n
+constexpr int64_t kMaxTopLogprobs = 20;  // OpenAI's limit (logprobs, top_logprobs)
+
+// A prompt as text or as token ids.
+struct PromptInput {
+  bool is_text = false;
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+// Sampling and stopping fields shared by the generation endpoints (SGLang's semantics).
+struct SamplingInput {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int64_t top_k = -1;
+  double min_p = 0.0;
+  std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens / max_new_tokens
+  std::optional<int64_t> seed;
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  bool skip_special_tokens = true;
+  int64_t n = 1;
+  // Accepted and range-checked; the sampler does not implement them yet, so a non-default
+  // value is refused (see unsupported_sampling()).
+  double presence_penalty = 0.0;
+  double frequency_penalty = 0.0;
+  double repetition_penalty = 1.0;
+  int64_t min_tokens = 0;
+  bool has_logit_bias = false;  // a logit_bias with a non-zero entry
+};
+
+// POST /v1/completions
+struct CompletionRequest {
+  std::optional<std::string> model;
+  std::vector<PromptInput> prompts;
+  SamplingInput sampling;
+  bool echo = false;
+  std::optional<int64_t> logprobs;  // top-k per token; 0 = the chosen token only
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// POST /v1/chat/completions
+struct ChatRequest {
+  std::optional<std::string> model;
+  std::string messages_json;         // the messages as the template sees them (text content)
+  std::string tools_json;            // empty: no tools (none given, or tool_choice "none")
+  std::string template_kwargs_json;  // chat_template_kwargs; empty: none
+  bool add_generation_prompt = true;
+  SamplingInput sampling;
+  bool logprobs = false;
+  int64_t top_logprobs = 0;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+// POST /generate (SGLang native)
+struct GenerateInput {
+  std::vector<PromptInput> prompts;
+  bool batch = false;  // text / input_ids was a list of prompts: answer a list
+  SamplingInput sampling;
+  bool stream = false;
+  bool return_logprob = false;
+  int64_t top_logprobs_num = 0;
+  bool return_text_in_logprobs = false;
+  std::string rid;  // the client's request id; empty: one is made up
+};
+
+// POST /tokenize
+struct TokenizeInput {
+  std::vector<std::string> prompts;
+  bool batch = false;
+  bool add_special_tokens = true;
+};
+
+// POST /detokenize
+struct DetokenizeInput {
+  std::vector<int32_t> tokens;
+  bool skip_special_tokens = true;
+};
+
+// POST /abort_request
+struct AbortInput {
+  std::string rid;
+  bool abort_all = false;
+};
+
+}  // namespace sgl::server

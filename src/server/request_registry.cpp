@@ -1,0 +1,41 @@
+// RequestRegistry.
+#include "server/request_registry.h"
+
+namespace sgl::server {
+
+uint64_t RequestRegistry::add(const std::string& id, std::vector<uint64_t> rids) {
+  std::lock_guard lock(mutex_);
+  const uint64_t handle = next_handle_++;
+  entries_.emplace(handle, Entry{id, std::move(rids)});
+  return handle;
+}
+
+void RequestRegistry::remove(uint64_t handle) {
+  std::lock_guard lock(mutex_);
+  entries_.erase(handle);
+}
+
+std::vector<uint64_t> RequestRegistry::find(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  std::vector<uint64_t> rids;
+  for (const auto& [handle, entry] : entries_) {
+    if (entry.id == id) rids.insert(rids.end(), entry.rids.begin(), entry.rids.end());
+  }
+  return rids;
+}
+
+std::vector<uint64_t> RequestRegistry::all_rids() const {
+  std::lock_guard lock(mutex_);
+  std::vector<uint64_t> rids;
+  for (const auto& [handle, entry] : entries_) {
+    rids.insert(rids.end(), entry.rids.begin(), entry.rids.end());
+  }
+  return rids;
+}
+
+size_t RequestRegistry::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+}  // namespace sgl::server

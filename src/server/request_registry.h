@@ -1,0 +1,33 @@
+// RequestRegistry: the generation requests in flight, by the id the client sees (for
+// /abort_request, and for draining at shutdown). Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sgl::server {
+
+class RequestRegistry {
+ public:
+  // Records a request's engine rids under `id`; returns a handle for remove().
+  uint64_t add(const std::string& id, std::vector<uint64_t> rids);
+  void remove(uint64_t handle);
+  // The engine rids of every request named `id` (ids from clients may repeat).
+  std::vector<uint64_t> find(const std::string& id) const;
+  std::vector<uint64_t> all_rids() const;
+  size_t size() const;
+
+ private:
+  struct Entry {
+    std::string id;
+    std::vector<uint64_t> rids;
+  };
+  mutable std::mutex mutex_;
+  uint64_t next_handle_ = 1;
+  std::map<uint64_t, Entry> entries_;
+};
+
+}  // namespace sgl::server

@@ -1,0 +1,89 @@
+// Router.
+#include "server/router.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "core/logging.h"
+#include "server/errors.h"
+#include "server/handlers.h"
+
+namespace sgl::server {
+namespace {
+
+// Compares without an early exit, so the key cannot be guessed byte by byte from timing.
+bool same_secret(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+Router::Router(ServerContext& ctx) : ctx_(ctx) {
+  const std::vector<std::string> get = {"GET"}, post = {"POST"}, both = {"GET", "POST"};
+  routes_ = {
+      {"/v1/completions", false, post, handle_completions},
+      {"/v1/chat/completions", false, post, handle_chat_completions},
+      {"/v1/models", false, get, handle_models},
+      {"/v1/models/", true, get, handle_model},
+      {"/generate", false, post, handle_generate},
+      {"/health", false, get, handle_health, true},
+      {"/health_generate", false, get, handle_health_generate, true},
+      {"/get_model_info", false, get, handle_model_info},
+      {"/get_server_info", false, get, handle_server_info},
+      {"/flush_cache", false, both, handle_flush_cache},
+      {"/abort_request", false, post, handle_abort_request},
+      {"/tokenize", false, post, handle_tokenize},
+      {"/detokenize", false, post, handle_detokenize},
+      {"/metrics", false, get, handle_metrics, true},
+  };
+}
+
+bool Router::authorized(const HttpRequest& request) const {
+  if (ctx_.api_key.empty()) return true;
+  const auto header = request.header("authorization");
+  return header && same_secret(*header, "Bearer " + ctx_.api_key);
+}
+
+Reply Router::dispatch(const HttpRequest& request) {
+  for (const Route& route : routes_) {
+    const bool match = route.prefix
+                           ? request.path.size() > route.path.size() &&
+                                 request.path.compare(0, route.path.size(), route.path) == 0
+                           : request.path == route.path;
+    if (!match) continue;
+    if (!route.public_route && !authorized(request)) {
+      return Reply::of(error_response(401, "invalid or missing API key (Authorization: Bearer)"));
+    }
+    if (std::find(route.methods.begin(), route.methods.end(), request.method) ==
+        route.methods.end()) {
+      HttpResponse r =
+          error_response(405, "method " + request.method + " is not allowed on " + request.path);
+      std::string allow;
+      for (const std::string& m : route.methods) allow += (allow.empty() ? "" : ", ") + m;
+      r.headers.emplace_back("Allow", allow);
+      return Reply::of(std::move(r));
+    }
+    return route.handler(ctx_, request);
+  }
+  return Reply::of(error_response(404, "no route for " + request.path));
+}
+
+Reply Router::handle(const HttpRequest& request) noexcept {
+  Reply reply;
+  try {
+    reply = dispatch(request);
+  } catch (const std::exception& e) {
+    SGL_LOG_ERROR << request.method << " " << request.path << " failed: " << e.what();
+    reply = Reply::of(error_response(500, std::string("internal error: ") + e.what()));
+  } catch (...) {
+    reply = Reply::of(error_response(500, "internal error"));
+  }
+  if (!reply.deferred) ctx_.metrics.count_response(reply.response.status);
+  return reply;
+}
+
+}  // namespace sgl::server

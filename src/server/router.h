@@ -1,0 +1,35 @@
+// Router: method + path -> handler, API-key authentication, 404/405, and the exception
+// boundary (a handler that throws answers 500).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "server/http_types.h"
+#include "server/server_context.h"
+
+namespace sgl::server {
+
+class Router {
+ public:
+  explicit Router(ServerContext& ctx);
+  // Thread-safe; never throws.
+  Reply handle(const HttpRequest& request) noexcept;
+
+ private:
+  using Handler = Reply (*)(ServerContext&, const HttpRequest&);
+  struct Route {
+    std::string path;
+    bool prefix = false;  // path is a prefix ("/v1/models/")
+    std::vector<std::string> methods;
+    Handler handler;
+    bool public_route = false;  // no API key needed (health, metrics)
+  };
+  Reply dispatch(const HttpRequest& request);
+  bool authorized(const HttpRequest& request) const;
+
+  ServerContext& ctx_;
+  std::vector<Route> routes_;
+};
+
+}  // namespace sgl::server

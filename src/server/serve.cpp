@@ -1,0 +1,146 @@
+// serve(): wiring (context, router, HTTP server), signal wait and drain.
+#include "server/serve.h"
+
+#include <signal.h>
+
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "core/logging.h"
+#include "scheduler/scheduler_options.h"
+#include "server/engine_request.h"
+#include "server/http_server.h"
+#include "server/router.h"
+
+namespace sgl::server {
+namespace {
+
+sigset_t termination_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+Result<std::optional<tokenizer::ChatTemplate>> load_chat_template(
+    const ServeOptions& options, const tokenizer::Tokenizer& tokenizer) {
+  std::string source = tokenizer.chat_template();
+  std::string origin = "the tokenizer's chat template";
+  if (!options.chat_template_path.empty()) {
+    std::ifstream in(options.chat_template_path, std::ios::binary);
+    if (!in) return not_found("cannot read --chat-template " + options.chat_template_path);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    source = buffer.str();
+    origin = options.chat_template_path;
+  }
+  if (source.empty()) return std::optional<tokenizer::ChatTemplate>();
+  auto parsed = tokenizer::ChatTemplate::parse(source);
+  if (!parsed.ok()) {
+    if (!options.chat_template_path.empty()) return parsed.status().with_context(origin);
+    SGL_LOG_WARN << origin << " does not parse (" << parsed.status().message()
+                 << "); chat completions are disabled";
+    return std::optional<tokenizer::ChatTemplate>();
+  }
+  return std::optional<tokenizer::ChatTemplate>(std::move(parsed).value());
+}
+
+// Waits up to `timeout` for `done`; false early if a termination signal arrives.
+template <typename Done>
+bool wait_for(Done done, std::chrono::milliseconds timeout) {
+  const sigset_t set = termination_signals();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    timespec pause{0, 20'000'000};
+    if (sigtimedwait(&set, nullptr, &pause) > 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void block_termination_signals() {
+  const sigset_t set = termination_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
+             const tokenizer::Tokenizer& tokenizer,
+             const std::function<void(const std::string& url)>& on_ready) {
+  SGL_ASSIGN_OR_RETURN(std::optional<tokenizer::ChatTemplate> chat_template,
+                       load_chat_template(options, tokenizer));
+  const model::ModelConfig& config = model_engine.model_runner->config();
+  ServerInfo info;
+  info.model_path = options.model_path;
+  info.served_model_name =
+      options.served_model_name.empty() ? options.model_path : options.served_model_name;
+  info.host = options.host;
+  info.context_length = model_engine.model_runner->context_length();
+  info.vocab_size = config.vocab_size;
+  info.architecture = config.architecture;
+  info.model_type = config.model_type;
+  info.device = options.device;
+  info.created = unix_time();
+  const scheduler::SchedulerOptions& so = options.engine.scheduler;
+  info.max_running_requests = so.max_running_requests;
+  info.max_prefill_tokens = so.max_prefill_tokens;
+  info.chunked_prefill_size = so.chunked_prefill_size;
+  info.max_queued_requests = so.max_queued_requests;
+  info.schedule_policy = scheduler::schedule_policy_name(so.policy);
+  info.disable_radix_cache = so.disable_radix_cache;
+  info.has_chat_template = chat_template.has_value();
+
+  HttpServerOptions http;
+  http.host = options.host;
+  http.port = options.port;
+  http.num_threads = options.http_threads;
+  http.read_timeout = options.http_read_timeout;
+  // The port is known only once bound (--port 0), so ServerInfo takes it afterwards.
+  std::unique_ptr<ServerContext> ctx;
+  std::unique_ptr<Router> router;
+  std::atomic<Router*> live_router{nullptr};
+  auto started = HttpServer::start(http, [&live_router](HttpRequest& request) {
+    Router* r = live_router.load();
+    if (r == nullptr) {
+      Reply reply;
+      reply.response.status = 503;
+      return reply;
+    }
+    return r->handle(request);
+  });
+  if (!started.ok()) return started.status();
+  std::unique_ptr<HttpServer> server = std::move(started).value();
+  info.port = server->port();
+  ctx = std::make_unique<ServerContext>(*model_engine.engine, tokenizer,
+                                        chat_template ? &*chat_template : nullptr, info,
+                                        options.api_key);
+  router = std::make_unique<Router>(*ctx);
+  live_router = router.get();
+
+  std::string host =
+      options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
+  on_ready("http://" + host + ":" + std::to_string(info.port));
+
+  const sigset_t set = termination_signals();
+  int signal_number = 0;
+  sigwait(&set, &signal_number);
+  SGL_LOG_WARN << "sgl-server: signal " << signal_number << ", draining (" << ctx->registry.size()
+               << " requests in flight)";
+  server->stop_accepting();
+  if (!wait_for([&] { return ctx->registry.size() == 0; }, options.drain_timeout)) {
+    const std::vector<uint64_t> rids = ctx->registry.all_rids();
+    SGL_LOG_WARN << "sgl-server: aborting " << rids.size() << " unfinished requests";
+    for (uint64_t rid : rids) ctx->engine.abort(rid);
+    wait_for([&] { return ctx->registry.size() == 0; }, std::chrono::seconds(5));
+  }
+  server->stop();
+  server.reset();  // sessions (and their replies) go before the context they use
+  return Status::ok_status();
+}
+
+}  // namespace sgl::server

@@ -1,0 +1,40 @@
+// serve(): runs the OpenAI-compatible server over a started engine until SIGINT/SIGTERM, then
+// drains — stops accepting, lets in-flight requests finish within the drain timeout, aborts
+// the rest (they end with finish_reason "abort") and closes every connection.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "core/status.h"
+#include "engine/model_engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sgl::server {
+
+struct ServeOptions {
+  std::string model_path;
+  std::string served_model_name;  // empty: model_path
+  std::string host = "127.0.0.1";
+  int port = 30000;
+  std::string api_key;             // empty: no authentication
+  std::string chat_template_path;  // empty: the tokenizer's template, if any
+  int http_threads = 4;
+  std::chrono::milliseconds http_read_timeout{30'000};
+  std::chrono::milliseconds drain_timeout{10'000};
+  std::string device;            // reported by /get_server_info
+  engine::EngineOptions engine;  // reported by /get_server_info
+};
+
+// Blocks SIGINT and SIGTERM in the calling thread and the threads it starts afterwards, so
+// that serve() can wait for them. Call first thing in main().
+void block_termination_signals();
+
+// `on_ready` runs once the server listens, with its URL. Returns when drained (OK), or the
+// startup error (chat template, port binding).
+Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
+             const tokenizer::Tokenizer& tokenizer,
+             const std::function<void(const std::string& url)>& on_ready);
+
+}  // namespace sgl::server

@@ -1,0 +1,57 @@
+// ServerContext: what every handler shares — the engine, the tokenizer, the chat template,
+// static facts about the server, metrics and the in-flight request registry.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/metrics.h"
+#include "server/request_registry.h"
+#include "tokenizer/chat_template/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sgl::server {
+
+// Facts reported by /v1/models, /get_model_info and /get_server_info.
+struct ServerInfo {
+  std::string model_path;
+  std::string served_model_name;
+  std::string host;
+  int port = 0;
+  int64_t context_length = 0;
+  int64_t vocab_size = 0;
+  std::string architecture;
+  std::string model_type;
+  std::string device;
+  int64_t created = 0;  // unix seconds at startup
+  int32_t max_running_requests = 0;
+  int64_t max_prefill_tokens = 0;
+  int64_t chunked_prefill_size = 0;
+  int64_t max_queued_requests = 0;
+  std::string schedule_policy;
+  bool disable_radix_cache = false;
+  bool has_chat_template = false;
+};
+
+struct ServerContext {
+  ServerContext(engine::Engine& engine_in, const tokenizer::Tokenizer& tokenizer_in,
+                const tokenizer::ChatTemplate* chat_template_in, ServerInfo info_in,
+                std::string api_key_in)
+      : engine(engine_in),
+        tokenizer(tokenizer_in),
+        chat_template(chat_template_in),
+        info(std::move(info_in)),
+        api_key(std::move(api_key_in)),
+        metrics(info.served_model_name) {}
+
+  engine::Engine& engine;                        // outlives the context
+  const tokenizer::Tokenizer& tokenizer;         // outlives the context
+  const tokenizer::ChatTemplate* chat_template;  // null: chat completions are refused
+  const ServerInfo info;
+  const std::string api_key;  // empty: no authentication
+  Metrics metrics;
+  RequestRegistry registry;
+};
+
+}  // namespace sgl::server

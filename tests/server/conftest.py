@@ -1,0 +1,200 @@
+# Shared fixtures for the sgl-server end-to-end suites: launch the server binary on the
+# stories260K test model with an ephemeral port, wait for /health, stop it with SIGTERM.
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+try:
+    import requests
+except ImportError:  # the suites skip (scripts/install_deps.sh installs it)
+    requests = None
+
+REPO = Path(__file__).resolve().parents[2]
+TESTDATA = Path(os.environ.get("SGL_TESTDATA_DIR", REPO.parent / "shared" / "testdata"))
+MODEL = TESTDATA / "models" / "stories260K"
+GOLDEN = TESTDATA / "golden" / "stories260K.json"
+
+# A tiny chat template: plain "User: ... / Assistant:" turns. A system message "RAISE" makes it
+# raise (to test template errors); tools are counted into the prompt (to test they reach it).
+CHAT_TEMPLATE = """{{ bos_token }}
+{%- if tools %}Tools: {{ tools | length }}
+{% endif %}
+{%- for message in messages %}
+{%- if message['role'] == 'system' and message['content'] == 'RAISE' %}
+{{- raise_exception('system message RAISE is not allowed') }}
+{%- endif %}
+{%- if message['role'] == 'user' %}User: {{ message['content'] }}
+{% elif message['role'] == 'assistant' %}Assistant: {{ message['content'] }}
+{% else %}{{ message['content'] }}
+{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}Assistant:{% endif %}"""
+
+
+def server_binary():
+    env = os.environ.get("SGL_SERVER_BIN")
+    if env:
+        return Path(env)
+    for candidate in sorted(REPO.glob("build*/**/src/app/sgl-server")) + sorted(
+            REPO.glob("build*/src/app/sgl-server")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def raise_fd_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+class Server:
+    """One sgl-server process."""
+
+    def __init__(self, workdir, *extra_args):
+        if requests is None:
+            pytest.skip("the requests package is not installed")
+        binary = server_binary()
+        if binary is None or not MODEL.is_dir():
+            pytest.skip("sgl-server binary or the stories260K test model is missing")
+        template = Path(workdir) / "chat_template.jinja"
+        template.write_text(CHAT_TEMPLATE)
+        self.stderr_path = Path(workdir) / f"server-{time.monotonic_ns()}.err"
+        self.stderr = open(self.stderr_path, "wb")
+        args = [str(binary), "--model-path", str(MODEL), "--host", "127.0.0.1", "--port", "0",
+                "--served-model-name", "stories260K", "--chat-template", str(template),
+                *extra_args]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr)
+        self.url = self._wait_for_url(timeout=120)
+        self.host, self.port = "127.0.0.1", int(self.url.rsplit(":", 1)[1])
+        deadline = time.monotonic() + 60
+        while requests.get(self.url + "/health", timeout=10).status_code != 200:
+            assert time.monotonic() < deadline, "server never became healthy"
+            time.sleep(0.1)
+
+    def _wait_for_url(self, timeout):
+        deadline = time.monotonic() + timeout
+        line = b""
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                line += chunk
+                if b"\n" in line:
+                    text = line.decode()
+                    assert "sgl-server listening on http://" in text, text
+                    return text.split("listening on ", 1)[1].split()[0]
+            if self.proc.poll() is not None:
+                break
+        raise AssertionError(f"server did not start: {self.log()}")
+
+    def log(self):
+        self.stderr.flush()
+        return self.stderr_path.read_text(errors="replace")[-4000:]
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, timeout=30):
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+            raise AssertionError("server did not exit within %ss after SIGTERM" % timeout)
+        finally:
+            self.stderr.close()
+        return code
+
+    # Helpers
+    def post(self, path, body=None, **kwargs):
+        kwargs.setdefault("timeout", 60)
+        if body is not None and not isinstance(body, (bytes, str)):
+            return requests.post(self.url + path, json=body, **kwargs)
+        return requests.post(self.url + path, data=body, **kwargs)
+
+    def get(self, path, **kwargs):
+        kwargs.setdefault("timeout", 60)
+        return requests.get(self.url + path, **kwargs)
+
+    def state(self):
+        return self.get("/get_server_info").json()["internal_states"][0]
+
+    def wait_idle_no_leak(self, timeout=20):
+        """Waits until nothing runs and every used KV slot belongs to the cache."""
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.state()
+            if (s["num_running_reqs"] == 0 and s["num_waiting_reqs"] == 0
+                    and s["kv_used"] - s["kv_cached"] == 0):
+                return s
+            assert time.monotonic() < deadline, f"KV leak or stuck requests: {s}"
+            time.sleep(0.05)
+
+
+def raw_request(host, port, data, timeout=10.0, read=True):
+    """Sends raw bytes; returns everything the server answers before closing (or timing out)."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(data)
+        if not read:
+            return b""
+        out = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+                if b"\r\n\r\n" in out and _complete(out):
+                    break
+        except socket.timeout:
+            pass
+        return out
+
+
+def _complete(response):
+    head, _, body = response.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value.strip())
+    return False
+
+
+def http_post(path, body, host="127.0.0.1", extra_headers=b""):
+    if isinstance(body, str):
+        body = body.encode()
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: " + host.encode() +
+            b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(body)).encode() +
+            b"\r\n" + extra_headers + b"\r\n" + body)
+
+
+def status_of(response):
+    line = response.split(b"\r\n", 1)[0]
+    parts = line.split()
+    return int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else None
+
+
+def golden():
+    return json.loads(GOLDEN.read_text())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    raise_fd_limit()
+    srv = Server(tmp_path_factory.mktemp("server"))
+    yield srv
+    assert srv.alive(), "the server died: " + srv.log()
+    assert srv.stop() == 0, srv.log()

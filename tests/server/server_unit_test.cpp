@@ -1,0 +1,80 @@
+// Unit tests of the server's small pieces: RequestStream notification, SSE framing, metrics
+// histograms, request parsing and error bodies.
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "engine/request_stream.h"
+#include "server/errors.h"
+#include "server/metrics.h"
+#include "server/openai_json.h"
+#include "server/sse.h"
+
+namespace sgl::server {
+namespace {
+
+TEST(RequestStreamNotify, CalledAfterPushAndOnceForPendingEvents) {
+  engine::RequestStream stream(7);
+  stream.push(engine::StreamEvent{{1}, {}, {}, std::nullopt, {}});
+  std::atomic<int> calls{0};
+  stream.set_notify([&] { ++calls; });
+  EXPECT_EQ(calls, 1);  // an event was already waiting
+  stream.push(engine::StreamEvent{{2}, {}, {}, std::nullopt, {}});
+  EXPECT_EQ(calls, 2);
+  auto merged = stream.next(std::chrono::milliseconds(0));
+  ASSERT_TRUE(merged);
+  EXPECT_EQ(merged->token_ids, (std::vector<int32_t>{1, 2}));
+  EXPECT_FALSE(stream.next(std::chrono::milliseconds(0)));
+  stream.set_notify({});
+  stream.push(engine::StreamEvent{{3}, {}, {}, scheduler::FinishState{}, {}});
+  EXPECT_EQ(calls, 2);
+  stream.push(engine::StreamEvent{{4}, {}, {}, std::nullopt, {}});  // after the finish: dropped
+  EXPECT_EQ(stream.next(std::chrono::milliseconds(0))->token_ids, (std::vector<int32_t>{3}));
+  EXPECT_TRUE(stream.done());
+}
+
+TEST(Sse, FramesEventsAndSplitsLines) {
+  EXPECT_EQ(sse_data("{\"a\":1}"), "data: {\"a\":1}\n\n");
+  EXPECT_EQ(sse_data("x\ny"), "data: x\ndata: y\n\n");
+  EXPECT_EQ(sse_done(), "data: [DONE]\n\n");
+}
+
+TEST(Metrics, HistogramIsCumulative) {
+  Histogram h({1.0, 2.0});
+  h.observe(0.5);
+  h.observe(1.5);
+  h.observe(9.0);
+  std::string out;
+  h.render("m", "k=\"v\"", out);
+  EXPECT_NE(out.find("m_bucket{k=\"v\",le=\"1\"} 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_bucket{k=\"v\",le=\"2\"} 2\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_bucket{k=\"v\",le=\"+Inf\"} 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_count{k=\"v\"} 3\n"), std::string::npos) << out;
+}
+
+TEST(OpenAiJson, ParsesPromptFormsAndRejectsBadFields) {
+  auto r = parse_completion_request(R"({"prompt": [[1, 2], [3]], "n": 2, "stop": "x"})");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->prompts.size(), 2u);
+  EXPECT_EQ(r->prompts[1].ids, (std::vector<int32_t>{3}));
+  EXPECT_EQ(r->sampling.stop, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(r->sampling.max_tokens, 16);  // OpenAI's default
+  EXPECT_FALSE(parse_completion_request(R"({"prompt": "a", "max_tokens": "5"})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt": "a", "temperature": -1})").ok());
+  EXPECT_FALSE(parse_completion_request("{\"prompt\": \"\xff\"}").ok());  // invalid UTF-8
+  EXPECT_FALSE(parse_completion_request(std::string(100, '[')).ok());     // too deep
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "a", "presence_penalty": 3})").status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(parse_completion_request(R"({"prompt": "a", "whatever": {"x": 1}})").ok());
+}
+
+TEST(Errors, OpenAiShape) {
+  HttpResponse r = error_response(400, "bad \"thing\"", "prompt");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body, R"({"error":{"message":"bad \"thing\"","type":"invalid_request_error",)"
+                    R"("param":"prompt","code":400}})");
+  EXPECT_EQ(error_response(resource_exhausted("full")).status, 503);
+}
+
+}  // namespace
+}  // namespace sgl::server

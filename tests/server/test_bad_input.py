@@ -1,0 +1,419 @@
+# Malformed and hostile requests against sgl-server: each gets its documented answer (an
+# OpenAI-style error JSON with the right status, or a closed connection for broken transfers),
+# the server stays up, and normal requests still succeed afterwards.
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from conftest import Server, http_post, raw_request, status_of
+
+requests = pytest.importorskip("requests")
+
+OK = {"prompt": "Once upon a time", "max_tokens": 2}
+MSGS = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("bad"), "--http-read-timeout", "1")
+    yield srv
+    assert srv.alive(), "the server died: " + srv.log()
+    assert srv.stop() == 0, srv.log()
+
+
+def completion(**fields):
+    return json.dumps({**OK, **fields})
+
+
+def chat(**fields):
+    return json.dumps({"messages": MSGS, "max_tokens": 2, **fields})
+
+
+# (name, method, path, body, expected status, substring of the error message)
+CASES = [
+    # Broken JSON bodies.
+    ("empty body", "POST", "/v1/completions", "", 400, "invalid JSON"),
+    ("truncated json", "POST", "/v1/completions", '{"prompt": "a", ', 400, "invalid JSON"),
+    ("trailing garbage", "POST", "/v1/completions", '{"prompt": "a"} xyz', 400, "invalid JSON"),
+    ("json array body", "POST", "/v1/completions", '["prompt"]', 400, "must be an object"),
+    ("json null body", "POST", "/v1/completions", "null", 400, "must be an object"),
+    ("json string body", "POST", "/v1/chat/completions", '"hi"', 400, "must be an object"),
+    ("NaN literal", "POST", "/v1/completions", '{"prompt": "a", "temperature": NaN}', 400,
+     "invalid JSON"),
+    ("single quotes", "POST", "/v1/completions", "{'prompt': 'a'}", 400, "invalid JSON"),
+    ("invalid utf-8 byte", "POST", "/v1/completions", b'{"prompt": "a\xff"}', 400,
+     "invalid JSON"),
+    ("overlong utf-8", "POST", "/v1/completions", b'{"prompt": "\xc0\xaf"}', 400, "invalid JSON"),
+    ("truncated utf-8", "POST", "/v1/chat/completions",
+     b'{"messages": [{"role": "user", "content": "\xe2\x82"}]}', 400, "invalid JSON"),
+    ("lone surrogate escape", "POST", "/v1/completions", '{"prompt": "\\ud800"}', 400,
+     "invalid JSON"),
+    ("deep nesting", "POST", "/v1/completions", "[" * 10000 + "]" * 10000, 400, "nests deeper"),
+    ("deep nesting in field", "POST", "/v1/completions",
+     '{"prompt": "a", "x": ' + "[" * 100 + "]" * 100 + "}", 400, "nests deeper"),
+    # Wrong types.
+    ("prompt missing", "POST", "/v1/completions", '{"max_tokens": 2}', 400, "'prompt'"),
+    ("prompt number", "POST", "/v1/completions", '{"prompt": 5.5}', 400, "'prompt'"),
+    ("prompt empty list", "POST", "/v1/completions", '{"prompt": []}', 400, "'prompt'"),
+    ("prompt mixed list", "POST", "/v1/completions", '{"prompt": [1, "a"]}', 400, "'prompt'"),
+    ("prompt mixed lists", "POST", "/v1/completions", '{"prompt": ["a", [1]]}', 400, "'prompt'"),
+    ("prompt float ids", "POST", "/v1/completions", '{"prompt": [1.5, 2]}', 400, "'prompt'"),
+    ("prompt negative id", "POST", "/v1/completions", '{"prompt": [-1]}', 400, "'prompt'"),
+    ("prompt id past vocab", "POST", "/v1/completions", '{"prompt": [1, 99999]}', 400,
+     "vocabulary"),
+    ("prompt id past int32", "POST", "/v1/completions", '{"prompt": [4294967296]}', 400,
+     "'prompt'"),
+    ("empty id list", "POST", "/v1/completions", '{"prompt": [[]]}', 400, "empty"),
+    ("max_tokens string", "POST", "/v1/completions", completion(max_tokens="5"), 400,
+     "'max_tokens'"),
+    ("max_tokens fraction", "POST", "/v1/completions", completion(max_tokens=1.5), 400,
+     "'max_tokens'"),
+    ("stream string", "POST", "/v1/completions", completion(stream="yes"), 400, "'stream'"),
+    ("echo number", "POST", "/v1/completions", completion(echo=1), 400, "'echo'"),
+    ("stop number", "POST", "/v1/completions", completion(stop=5), 400, "'stop'"),
+    ("stop list of ints", "POST", "/v1/completions", completion(stop=[1, 2]), 400, "'stop'"),
+    ("stop too long", "POST", "/v1/completions", completion(stop="x" * 5000), 400, "'stop'"),
+    ("stop_token_ids strings", "POST", "/v1/completions", completion(stop_token_ids=["a"]), 400,
+     "'stop_token_ids'"),
+    ("stop_token_ids past vocab", "POST", "/v1/completions", completion(stop_token_ids=[10**6]),
+     400, "stop_token_ids"),
+    ("seed string", "POST", "/v1/completions", completion(seed="abc"), 400, "'seed'"),
+    ("seed huge", "POST", "/v1/completions", '{"prompt": "a", "seed": 1e300}', 400, "'seed'"),
+    ("stream_options not object", "POST", "/v1/completions",
+     completion(stream=True, stream_options=1), 400, "'stream_options'"),
+    ("model number", "POST", "/v1/completions", completion(model=3), 400, "'model'"),
+    # Out-of-range values.
+    ("negative max_tokens", "POST", "/v1/completions", completion(max_tokens=-1), 400,
+     "'max_tokens'"),
+    ("huge max_tokens", "POST", "/v1/completions", completion(max_tokens=10**12), 400,
+     "context length"),
+    ("max_tokens 1e400", "POST", "/v1/completions", '{"prompt": "a", "max_tokens": 1e400}', 400,
+     "number overflow"),
+    ("negative temperature", "POST", "/v1/completions", completion(temperature=-0.5), 400,
+     "'temperature'"),
+    ("top_p zero", "POST", "/v1/completions", completion(top_p=0), 400, "'top_p'"),
+    ("top_p above one", "POST", "/v1/completions", completion(top_p=1.5), 400, "'top_p'"),
+    ("top_k below -1", "POST", "/v1/completions", completion(top_k=-2), 400, "'top_k'"),
+    ("min_p above one", "POST", "/v1/completions", completion(min_p=2), 400, "'min_p'"),
+    ("n zero", "POST", "/v1/completions", completion(n=0), 400, "'n'"),
+    ("n huge", "POST", "/v1/completions", completion(n=100000), 400, "'n'"),
+    ("logprobs too many", "POST", "/v1/completions", completion(logprobs=50), 400, "'logprobs'"),
+    ("logprobs negative", "POST", "/v1/completions", completion(logprobs=-1), 400, "'logprobs'"),
+    ("presence_penalty range", "POST", "/v1/completions", completion(presence_penalty=3), 400,
+     "'presence_penalty'"),
+    ("frequency_penalty range", "POST", "/v1/completions", completion(frequency_penalty=-9), 400,
+     "'frequency_penalty'"),
+    ("repetition_penalty zero", "POST", "/v1/completions", completion(repetition_penalty=0), 400,
+     "'repetition_penalty'"),
+    ("min_tokens negative", "POST", "/v1/completions", completion(min_tokens=-1), 400,
+     "'min_tokens'"),
+    ("logit_bias bad key", "POST", "/v1/completions", completion(logit_bias={"abc": 1}), 400,
+     "'logit_bias'"),
+    ("logit_bias out of range", "POST", "/v1/completions", completion(logit_bias={"5": 500}), 400,
+     "'logit_bias'"),
+    ("logit_bias not object", "POST", "/v1/completions", completion(logit_bias=[1]), 400,
+     "'logit_bias'"),
+    ("too many prompts", "POST", "/v1/completions", json.dumps({"prompt": ["a"] * 1025}), 400,
+     "'prompt'"),
+    ("prompt past context", "POST", "/v1/completions", completion(prompt="once upon a time " * 400),
+     400, "context length"),
+    ("prompt ids past context", "POST", "/v1/completions", json.dumps({"prompt": [300] * 600}),
+     400, "context length"),
+    ("prompt + max_tokens past context", "POST", "/v1/completions",
+     json.dumps({"prompt": [300] * 500, "max_tokens": 100}), 400, "context length"),
+    # Accepted but not implemented (non-default values only).
+    ("presence_penalty set", "POST", "/v1/completions", completion(presence_penalty=0.5), 400,
+     "not supported yet"),
+    ("frequency_penalty set", "POST", "/v1/chat/completions", chat(frequency_penalty=0.5), 400,
+     "not supported yet"),
+    ("repetition_penalty set", "POST", "/v1/completions", completion(repetition_penalty=1.2), 400,
+     "not supported yet"),
+    ("logit_bias set", "POST", "/v1/completions", completion(logit_bias={"5": 5}), 400,
+     "not supported yet"),
+    ("min_tokens set", "POST", "/v1/completions", completion(min_tokens=3), 400,
+     "not supported yet"),
+    ("echo with logprobs", "POST", "/v1/completions", completion(echo=True, logprobs=1), 400,
+     "not supported yet"),
+    ("suffix", "POST", "/v1/completions", completion(suffix="end"), 400, "not supported yet"),
+    ("best_of above n", "POST", "/v1/completions", completion(best_of=3), 400,
+     "not supported yet"),
+    ("response_format json", "POST", "/v1/chat/completions",
+     chat(response_format={"type": "json_object"}), 400, "not supported yet"),
+    ("image content part", "POST", "/v1/chat/completions",
+     json.dumps({"messages": [{"role": "user", "content": [
+         {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}), 400,
+     "not supported yet"),
+    ("tool_choice required", "POST", "/v1/chat/completions", chat(tool_choice="required"), 400,
+     "not supported yet"),
+    # Chat messages.
+    ("messages missing", "POST", "/v1/chat/completions", '{"max_tokens": 2}', 400, "'messages'"),
+    ("messages empty", "POST", "/v1/chat/completions", '{"messages": []}', 400, "'messages'"),
+    ("messages object", "POST", "/v1/chat/completions", '{"messages": {"role": "user"}}', 400,
+     "'messages'"),
+    ("message not object", "POST", "/v1/chat/completions", '{"messages": ["hi"]}', 400,
+     "messages[0]"),
+    ("message without role", "POST", "/v1/chat/completions",
+     '{"messages": [{"content": "hi"}]}', 400, "messages[0].role"),
+    ("unknown role", "POST", "/v1/chat/completions",
+     '{"messages": [{"role": "wizard", "content": "hi"}]}', 400, "messages[0].role"),
+    ("content number", "POST", "/v1/chat/completions",
+     '{"messages": [{"role": "user", "content": 5}]}', 400, "messages[0].content"),
+    ("content part without text", "POST", "/v1/chat/completions",
+     '{"messages": [{"role": "user", "content": [{"type": "text"}]}]}', 400, "text"),
+    ("template raises", "POST", "/v1/chat/completions",
+     json.dumps({"messages": [{"role": "system", "content": "RAISE"}, *MSGS]}), 400,
+     "RAISE is not allowed"),
+    ("top_logprobs without logprobs", "POST", "/v1/chat/completions", chat(top_logprobs=2), 400,
+     "'top_logprobs'"),
+    ("top_logprobs too many", "POST", "/v1/chat/completions", chat(logprobs=True, top_logprobs=30),
+     400, "'top_logprobs'"),
+    ("tools not list", "POST", "/v1/chat/completions", chat(tools={"a": 1}), 400, "'tools'"),
+    ("chat_template_kwargs not object", "POST", "/v1/chat/completions",
+     chat(chat_template_kwargs=[1]), 400, "'chat_template_kwargs'"),
+    # Unknown models, routes and methods.
+    ("unknown model", "POST", "/v1/completions", completion(model="gpt-4"), 404, "gpt-4"),
+    ("unknown model chat", "POST", "/v1/chat/completions", chat(model="nope"), 404, "nope"),
+    ("unknown model retrieve", "GET", "/v1/models/gpt-4", None, 404, "gpt-4"),
+    ("unknown route", "GET", "/v2/everything", None, 404, "no route"),
+    ("trailing slash", "POST", "/v1/completions/", completion(), 404, "no route"),
+    ("GET on completions", "GET", "/v1/completions", None, 405, "not allowed"),
+    ("POST on models", "POST", "/v1/models", "{}", 405, "not allowed"),
+    ("DELETE on generate", "DELETE", "/generate", None, 405, "not allowed"),
+    ("PUT on health", "PUT", "/health", None, 405, "not allowed"),
+    # SGLang native endpoints.
+    ("generate text and ids", "POST", "/generate", '{"text": "a", "input_ids": [1]}', 400,
+     "exactly one"),
+    ("generate neither", "POST", "/generate", '{"sampling_params": {}}', 400, "exactly one"),
+    ("generate text number", "POST", "/generate", '{"text": 5}', 400, "'text'"),
+    ("generate ids strings", "POST", "/generate", '{"input_ids": ["a"]}', 400, "'input_ids'"),
+    ("generate params not object", "POST", "/generate", '{"text": "a", "sampling_params": 1}',
+     400, "'sampling_params'"),
+    ("generate negative max_new_tokens", "POST", "/generate",
+     '{"text": "a", "sampling_params": {"max_new_tokens": -5}}', 400, "max_new_tokens"),
+    ("generate regex", "POST", "/generate",
+     '{"text": "a", "sampling_params": {"regex": "a+"}}', 400, "not supported yet"),
+    ("generate rid number", "POST", "/generate", '{"text": "a", "rid": 5}', 400, "'rid'"),
+    ("generate top_logprobs_num negative", "POST", "/generate",
+     '{"text": "a", "top_logprobs_num": -1}', 400, "'top_logprobs_num'"),
+    ("tokenize number", "POST", "/tokenize", '{"prompt": 5}', 400, "'prompt'"),
+    ("tokenize missing", "POST", "/tokenize", "{}", 400, "'prompt'"),
+    ("detokenize strings", "POST", "/detokenize", '{"tokens": ["a"]}', 400, "'tokens'"),
+    ("detokenize past vocab", "POST", "/detokenize", '{"tokens": [123456]}', 400, "vocabulary"),
+    ("abort without rid", "POST", "/abort_request", "{}", 400, "'rid'"),
+    ("flush_cache bad body", "POST", "/flush_cache", "[1, 2", 400, "invalid JSON"),
+    # Accepted: unknown fields are ignored, defaults and nulls are fine.
+    ("unknown fields", "POST", "/v1/completions", completion(foo={"bar": [1, 2]}, user="u"), 200,
+     None),
+    ("null optional fields", "POST", "/v1/completions",
+     completion(temperature=None, stop=None, seed=None, logprobs=None), 200, None),
+    ("default-valued penalties", "POST", "/v1/completions",
+     completion(presence_penalty=0, frequency_penalty=0.0, repetition_penalty=1,
+                logit_bias={"5": 0}, min_tokens=0, best_of=1), 200, None),
+    ("NUL character in prompt", "POST", "/v1/completions", completion(prompt="a\u0000b"), 200,
+     None),
+    ("emoji prompt", "POST", "/v1/chat/completions",
+     json.dumps({"messages": [{"role": "user", "content": "héllo 🙂 世界"}], "max_tokens": 2}),
+     200, None),
+    ("integral float max_tokens", "POST", "/v1/completions", completion(max_tokens=2.0), 200, None),
+    ("text/plain content type", "POST", "/v1/completions", completion(), 200, None),
+    ("stop list with empty string", "POST", "/v1/completions", completion(stop=["", "zz"]), 200,
+     None),
+]
+
+
+@pytest.mark.parametrize("name,method,path,body,status,message", CASES,
+                         ids=[c[0] for c in CASES])
+def test_bad_request_answers(server, name, method, path, body, status, message):
+    headers = {"Content-Type": "text/plain"} if name == "text/plain content type" else {}
+    if isinstance(body, str):
+        body = body.encode()
+    r = requests.request(method, server.url + path, data=body, headers=headers, timeout=60)
+    assert r.status_code == status, r.text
+    if status >= 400:
+        error = r.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+        assert error["code"] == status
+        assert message in error["message"], error["message"]
+
+
+def test_case_count():
+    assert len(CASES) >= 50
+
+
+# Raw HTTP: broken framing, limits, slow and vanishing clients.
+
+def test_garbage_request_line(server):
+    assert status_of(raw_request(server.host, server.port, b"GARBAGE\r\n\r\n")) == 400
+
+
+def test_header_without_colon(server):
+    data = b"GET /health HTTP/1.1\r\nHost: x\r\nNoColonHere\r\n\r\n"
+    assert status_of(raw_request(server.host, server.port, data)) == 400
+
+
+def test_bad_content_length(server):
+    data = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}"
+    assert status_of(raw_request(server.host, server.port, data)) == 400
+
+
+def test_header_too_large_is_431(server):
+    data = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n"
+    assert status_of(raw_request(server.host, server.port, data)) == 431
+
+
+def test_declared_huge_body_is_413(server):
+    data = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 40000000\r\n\r\n{")
+    response = raw_request(server.host, server.port, data)
+    assert status_of(response) == 413 and b'"error"' in response
+
+
+def test_huge_body_is_413(server):
+    body = b'{"prompt": "' + b"a" * (33 << 20) + b'"}'
+    r = requests.post(server.url + "/v1/completions", data=body, timeout=120)
+    assert r.status_code == 413 and "too large" in r.json()["error"]["message"]
+
+
+def test_huge_chunked_body_is_413(server):
+    def chunks():
+        yield b'{"prompt": "'
+        for _ in range(40):
+            yield b"a" * (1 << 20)
+        yield b'"}'
+
+    r = requests.post(server.url + "/v1/completions", data=chunks(), timeout=120)
+    assert r.status_code == 413
+
+
+def test_bad_chunked_encoding(server):
+    data = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"zz\r\nhello\r\n0\r\n\r\n")
+    assert status_of(raw_request(server.host, server.port, data)) == 400
+
+
+def test_valid_chunked_body(server):
+    body = completion().encode()
+    data = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+            format(len(body), "x").encode() + b"\r\n" + body + b"\r\n0\r\n\r\n")
+    assert status_of(raw_request(server.host, server.port, data)) == 200
+
+
+def test_expect_100_continue(server):
+    with socket.create_connection((server.host, server.port), timeout=10) as s:
+        body = completion().encode()
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        assert s.recv(1024).startswith(b"HTTP/1.1 100 Continue")
+        s.sendall(body)
+        assert status_of(s.recv(65536)) == 200
+
+
+def test_pipelined_requests(server):
+    with socket.create_connection((server.host, server.port), timeout=10) as s:
+        one = http_post("/v1/completions", completion())
+        s.sendall(one + one + b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        deadline = time.monotonic() + 10
+        while data.count(b"HTTP/1.1 200") < 3 and time.monotonic() < deadline:
+            data += s.recv(65536)
+        assert data.count(b"HTTP/1.1 200") == 3
+
+
+def test_http10_closes(server):
+    data = b"GET /health HTTP/1.0\r\n\r\n"
+    response = raw_request(server.host, server.port, data)
+    assert response.startswith(b"HTTP/1.0 200")
+
+
+def closed_within(sock, seconds):
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_partial_body_times_out(server):
+    with socket.create_connection((server.host, server.port)) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"p")
+        assert closed_within(s, 5)
+
+
+def test_slow_header_times_out(server):
+    with socket.create_connection((server.host, server.port)) as s:
+        start = time.monotonic()
+        try:
+            for byte in b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n":
+                s.sendall(bytes([byte]))
+                time.sleep(0.2)
+                if time.monotonic() - start > 5:
+                    break
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert closed_within(s, 5)
+        assert time.monotonic() - start < 8
+
+
+def test_idle_connection_times_out(server):
+    with socket.create_connection((server.host, server.port)) as s:
+        assert closed_within(s, 5)
+
+
+def test_disconnect_before_response(server):
+    for _ in range(5):
+        raw_request(server.host, server.port,
+                    http_post("/v1/completions", completion(max_tokens=300, ignore_eos=True)),
+                    read=False)
+    server.wait_idle_no_leak()
+
+
+def test_disconnect_mid_upload(server):
+    with socket.create_connection((server.host, server.port)) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" +
+                  b"a" * 1000)
+    assert server.get("/health").status_code == 200
+
+
+def test_disconnect_mid_stream(server):
+    body = completion(max_tokens=480, ignore_eos=True, stream=True, n=8)
+    for _ in range(3):
+        with socket.create_connection((server.host, server.port), timeout=10) as s:
+            s.sendall(http_post("/v1/completions", body))
+            data = b""
+            while b"data: " not in data:
+                chunk = s.recv(65536)
+                assert chunk
+                data += chunk
+            assert status_of(data) == 200
+    server.wait_idle_no_leak()
+
+
+def test_many_concurrent_bad_requests(server):
+    bodies = ["{", "[]", completion(n=0), completion(model="x"), completion()]
+    codes = []
+
+    def hit(body):
+        codes.append(requests.post(server.url + "/v1/completions", data=body, timeout=60)
+                     .status_code)
+
+    threads = [threading.Thread(target=hit, args=(bodies[i % len(bodies)],)) for i in range(100)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(set(codes)) == [200, 400, 404] and len(codes) == 100
+
+
+def test_server_still_healthy_afterwards(server):
+    assert server.alive()
+    assert server.get("/health").status_code == 200
+    r = server.post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 8,
+                                        "temperature": 0})
+    assert r.status_code == 200 and r.json()["choices"][0]["text"]
+    server.wait_idle_no_leak()
