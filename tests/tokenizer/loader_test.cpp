@@ -36,8 +36,8 @@ constexpr const char* kToyJson = R"({
 // A fresh directory under the test temp dir, private to this process (ctest runs tests of
 // this binary in parallel processes).
 fs::path make_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) /
-                       ("sgl_tokenizer_" + std::to_string(::getpid()) + "_" + name);
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("sgl_tokenizer_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
