@@ -2,7 +2,9 @@
 // Run: build/cpu/bench/decode_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <string>
 
 #include "engine/batch_generator.h"
 #include "runner/model_runner.h"
@@ -10,7 +12,16 @@
 namespace sgl {
 namespace {
 
+// A test model by name, or the default model (SmolLM2 GGUF) from the fetch script's cache.
 std::filesystem::path model_dir(const char* name) {
+  if (std::string(name) == "smollm2") {
+    if (const char* env = std::getenv("SGL_SMOLLM2_GGUF")) return env;
+    const char* cache = std::getenv("SGL_CACHE_DIR");
+    const char* home = std::getenv("HOME");
+    return std::filesystem::path(cache ? cache
+                                       : std::string(home ? home : "/root") + "/.cache/sgl.cpp") /
+           "SmolLM2-135M-Instruct.Q4_1.gguf";
+  }
   return std::filesystem::path(SGL_TESTDATA_DIR) / "models" / name;
 }
 
@@ -54,6 +65,13 @@ BENCHMARK_CAPTURE(decode, tiny_llama, "tiny-llama")
     ->Args({8, 16})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+// The default model (run scripts/fetch_default_model.sh first; skipped when absent).
+BENCHMARK_CAPTURE(decode, smollm2_135m, "smollm2")
+    ->Args({1, 16})
+    ->Args({8, 16})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(2);
 
 }  // namespace
 }  // namespace sgl
