@@ -59,19 +59,24 @@ def raise_fd_limit():
 class Server:
     """One sgl-server process."""
 
-    def __init__(self, workdir, *extra_args):
+    def __init__(self, workdir, *extra_args, model=None, served_model_name="stories260K"):
+        """`model` defaults to stories260K with the tiny test chat template; any other model
+        (e.g. the default GGUF) uses its own template."""
         if requests is None:
             pytest.skip("the requests package is not installed")
         binary = server_binary()
-        if binary is None or not MODEL.is_dir():
-            pytest.skip("sgl-server binary or the stories260K test model is missing")
-        template = Path(workdir) / "chat_template.jinja"
-        template.write_text(CHAT_TEMPLATE)
+        model_path = Path(model) if model else MODEL
+        if binary is None or not model_path.exists():
+            pytest.skip(f"sgl-server binary or the model {model_path} is missing")
         self.stderr_path = Path(workdir) / f"server-{time.monotonic_ns()}.err"
         self.stderr = open(self.stderr_path, "wb")
-        args = [str(binary), "--model-path", str(MODEL), "--host", "127.0.0.1", "--port", "0",
-                "--served-model-name", "stories260K", "--chat-template", str(template),
-                *extra_args]
+        args = [str(binary), "--model-path", str(model_path), "--host", "127.0.0.1", "--port",
+                "0", "--served-model-name", served_model_name]
+        if model is None:
+            template = Path(workdir) / "chat_template.jinja"
+            template.write_text(CHAT_TEMPLATE)
+            args += ["--chat-template", str(template)]
+        args += list(extra_args)
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr)
         self.url = self._wait_for_url(timeout=120)
         self.host, self.port = "127.0.0.1", int(self.url.rsplit(":", 1)[1])
