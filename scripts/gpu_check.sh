@@ -4,8 +4,10 @@
 #                                        sgl-generate, their non-system .so files and the test
 #                                        data into .carry/gpu.tgz (binaries carry a static
 #                                        OpenBLAS, hence the compression)
-#   scripts/gpu_check.sh run    (device) unpack, run every cuda test and the GPU smoke checks,
-#                                        print a short table last
+#   scripts/gpu_check.sh run    (device) unpack, run every cuda test, the GPU smoke checks and
+#                                        the benchmarks (sgl-bench one-batch on a dummy
+#                                        Llama-3-8B; SGL_BENCH_ARGS overrides its cases), print a
+#                                        short table last; JSON and logs land in $OUT
 # Device call: run(command="scripts/gpu_check.sh run", carry=[".carry"]).
 # SGL_GPU_TARGETS="a b" limits the build to those targets.
 set -euo pipefail
@@ -18,19 +20,20 @@ pack() {
   rm -rf "$stage" && mkdir -p "$stage/gpu/lib" "$stage/testdata"
   for t in $(ctest --test-dir build/cuda -L cuda -N -V 2>/dev/null |
              sed -n 's/.*Test command: \([^ ]*\).*/\1/p' | sort -u); do
-    [ -x "$t" ] && cp "$t" "$stage/gpu/"
+    if [ -x "$t" ]; then cp "$t" "$stage/gpu/"; fi
   done
-  cp build/cuda/src/app/sgl-generate "$stage/gpu/"
+  cp build/cuda/src/app/sgl-generate build/cuda/src/app/sgl-bench "$stage/gpu/"
+  cp -r configs "$stage/"
   strip "$stage"/gpu/* 2>/dev/null || true
   # Shared libraries that are neither CUDA's, glibc's nor the C++ runtime's travel along.
   for bin in "$stage"/gpu/*; do
     [ -f "$bin" ] || continue
     ldd "$bin" | awk '/=> \//{print $3}' |
-      grep -vE 'cuda|libc\.so|libm\.so|ld-linux|libpthread|libdl|librt|libstdc\+\+|libgcc_s' |
+      { grep -vE 'cuda|libc\.so|libm\.so|ld-linux|libpthread|libdl|librt|libstdc\+\+|libgcc_s' || true; } |
       xargs -r -I{} cp -L {} "$stage/gpu/lib/"
   done
   cp -r ../shared/testdata/models ../shared/testdata/golden "$stage/testdata/"
-  mkdir -p .carry && tar czf .carry/gpu.tgz -C "$stage" gpu testdata
+  mkdir -p .carry && tar czf .carry/gpu.tgz -C "$stage" gpu testdata configs
   ls -la "$stage/gpu" && du -sh .carry/gpu.tgz
 }
 
@@ -66,6 +69,47 @@ run() {
     status=1
     rows+=("sgl-generate-cuda FAIL")
     echo "sgl-generate --device cuda printed: $got"
+  fi
+  # Benchmarks: one static batch on a dummy Llama-3-8B against the measured floors.
+  local bench_args=${SGL_BENCH_ARGS:---batch-size 1,64,256 --input-len 128,1024 --output-len 64}
+  if "$root/gpu/sgl-bench" one-batch --config "$root/configs/llama-3-8b.json" $bench_args \
+       --output-file "$log/one_batch.json" >"$log/one_batch.log" 2>&1; then
+    rows+=("sgl-bench-one-batch PASS")
+  else
+    status=1
+    rows+=("sgl-bench-one-batch FAIL")
+  fi
+  echo "==== sgl-bench one-batch (Llama-3-8B shape, dummy bf16 weights)"
+  tail -n 20 "$log/one_batch.log"
+  # The engine without HTTP: throughput and its CPU time per decode step at batch 64.
+  local offline_args=${SGL_OFFLINE_ARGS:---num-prompts 256 --random-input-len 1024 --random-output-len 256 --max-running-requests 64}
+  if "$root/gpu/sgl-bench" offline --config "$root/configs/llama-3-8b.json" --device cuda \
+       $offline_args --output-file "$log/offline.json" >"$log/offline.log" 2>&1; then
+    rows+=("sgl-bench-offline PASS")
+  else
+    status=1
+    rows+=("sgl-bench-offline FAIL")
+  fi
+  echo "==== sgl-bench offline (Llama-3-8B shape, dummy bf16 weights)"
+  tail -n 11 "$log/offline.log"
+  # Full-scale parity with transformers (SGL_GPU_PARITY_8B=1; several minutes): a random
+  # Llama-3-8B-shaped checkpoint made and decoded by transformers, then by sgl-generate.
+  if [ "${SGL_GPU_PARITY_8B:-0}" = 1 ]; then
+    local dir=/tmp/llama8b_random
+    rm -rf "$dir" && mkdir -p "$dir"
+    if python3 scripts/transformers_8b_parity.py make "$dir" --config "$root/configs/llama-3-8b.json" \
+         >"$log/parity_8b.log" 2>&1 &&
+       "$root/gpu/sgl-generate" --device cuda --model-path "$dir" --batch-file "$dir/batch.jsonl" \
+         >"$log/parity_8b_ours.jsonl" 2>>"$log/parity_8b.log" &&
+       python3 scripts/transformers_8b_parity.py compare "$dir" "$log/parity_8b_ours.jsonl" \
+         >>"$log/parity_8b.log" 2>&1; then
+      rows+=("transformers-8b-parity PASS")
+    else
+      status=1
+      rows+=("transformers-8b-parity FAIL")
+    fi
+    tail -n 12 "$log/parity_8b.log"
+    cp "$dir/reference.json" "$log/parity_8b_reference.json" 2>/dev/null || true
   fi
   echo "==== gpu_check summary"
   printf '%s\n' "${rows[@]}"

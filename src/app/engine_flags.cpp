@@ -10,6 +10,8 @@ const std::set<std::string>& engine_value_flags() {
                                               "--attention-backend",
                                               "--context-length",
                                               "--load-format",
+                                              "--dtype",
+                                              "--cuda-graph-max-bs",
                                               "--max-running-requests",
                                               "--max-prefill-tokens",
                                               "--chunked-prefill-size",
@@ -25,18 +27,20 @@ const std::set<std::string>& engine_value_flags() {
 
 const std::set<std::string>& engine_switch_flags() {
   static const std::set<std::string> flags = {"--disable-radix-cache", "--enable-mixed-chunk",
-                                              "--disable-overlap-schedule"};
+                                              "--disable-overlap-schedule", "--disable-cuda-graph"};
   return flags;
 }
 
 const char* engine_flags_usage() {
   return R"(engine flags (SGLang's names):
   --device cpu|cuda[:N]        --attention-backend NAME     --context-length N
-  --load-format auto|dummy     --max-running-requests N     --max-prefill-tokens N
+  --load-format auto|dummy     --dtype auto|bfloat16|float32 (auto: cpu f32, cuda bf16)
+  --max-running-requests N     --max-prefill-tokens N
   --chunked-prefill-size N     --schedule-policy lpm|dfs-weight|fcfs|lof|random
   --schedule-conservativeness X  --max-total-tokens N (KV slots)  --mem-fraction-static X
   --max-queued-requests N      --random-seed N              --log-level debug|info|warn|error
   --disable-radix-cache        --enable-mixed-chunk         --disable-overlap-schedule
+  --cuda-graph-max-bs N (256)  --disable-cuda-graph
 )";
 }
 
@@ -47,11 +51,15 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args) {
   s.runner.device = *device;
   s.runner.attention_backend = args.get("--attention-backend").value_or("auto");
   s.runner.load_format = args.get("--load-format").value_or("auto");
+  s.runner.dtype = args.get("--dtype").value_or("auto");
+  s.runner.disable_cuda_graph = args.has("--disable-cuda-graph");
+  SGL_ASSIGN_OR_RETURN(s.runner.cuda_graph_max_bs, args.get_int("--cuda-graph-max-bs", 256));
+  if (s.runner.cuda_graph_max_bs < 1) return invalid_argument("--cuda-graph-max-bs must be >= 1");
   SGL_ASSIGN_OR_RETURN(s.runner.context_length, args.get_int("--context-length", 0));
   SGL_ASSIGN_OR_RETURN(s.runner.num_kv_slots, args.get_int("--max-total-tokens", 0));
-  SGL_ASSIGN_OR_RETURN(s.runner.mem_fraction_static, args.get_double("--mem-fraction-static", 0.2));
+  SGL_ASSIGN_OR_RETURN(s.runner.mem_fraction_static, args.get_double("--mem-fraction-static", 0));
   if (s.runner.context_length < 0 || s.runner.num_kv_slots < 0 ||
-      !(s.runner.mem_fraction_static > 0 && s.runner.mem_fraction_static < 1)) {
+      !(s.runner.mem_fraction_static >= 0 && s.runner.mem_fraction_static < 1)) {
     return invalid_argument(
         "--context-length and --max-total-tokens must be >= 0 and "
         "--mem-fraction-static in (0, 1)");

@@ -4,6 +4,7 @@
 
 #include "app/cli_args.h"
 #include "app/engine_flags.h"
+#include "app/omp_wait_policy.h"
 #include "engine/model_engine.h"
 #include "server/serve.h"
 #include "tokenizer/tokenizer.h"
@@ -92,4 +93,7 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace sgl::app
 
-int main(int argc, char** argv) { return sgl::app::run(argc, argv); }
+int main(int argc, char** argv) {
+  sgl::app::default_omp_wait_policy_to_passive(argv);
+  return sgl::app::run(argc, argv);
+}

@@ -3,6 +3,7 @@
 #include "attention/cpu/cpu_attention_backend.h"
 #ifdef SGL_WITH_CUDA
 #include "attention/cuda/cuda_reference_backend.h"
+#include "attention/cuda/flash_attention_backend.h"
 #endif
 
 namespace sgl::attention {
@@ -16,7 +17,10 @@ Result<std::unique_ptr<AttentionBackend>> create_attention_backend(const std::st
       config.num_q_heads % config.num_kv_heads != 0 || config.head_dim <= 0) {
     return invalid_argument("attention: bad head configuration");
   }
-  const std::string resolved = name == "auto" ? (device.is_cpu() ? "cpu" : "cuda_ref") : name;
+  // On GPUs "auto" is our flash kernels, which need a bf16 KV cache; the reference otherwise.
+  const bool bf16_kv = kv_pool.shape().dtype == DType::kBF16;
+  const std::string resolved =
+      name == "auto" ? (device.is_cpu() ? "cpu" : (bf16_kv ? "flash" : "cuda_ref")) : name;
   if (resolved == "cpu") {
     if (!device.is_cpu()) return invalid_argument("attention backend 'cpu' needs --device cpu");
     return std::unique_ptr<AttentionBackend>(new CpuAttentionBackend(config, kv_pool));
@@ -26,9 +30,15 @@ Result<std::unique_ptr<AttentionBackend>> create_attention_backend(const std::st
     if (!device.is_cuda()) return invalid_argument("attention backend 'cuda_ref' needs a GPU");
     return std::unique_ptr<AttentionBackend>(new CudaReferenceBackend(config, kv_pool, stream));
   }
+  if (resolved == "flash") {
+    if (!device.is_cuda()) return invalid_argument("attention backend 'flash' needs a GPU");
+    if (!bf16_kv) return invalid_argument("attention backend 'flash' needs a bfloat16 KV cache");
+    return std::unique_ptr<AttentionBackend>(
+        new FlashAttentionBackend(config, kv_pool, stream, device));
+  }
 #endif
   return invalid_argument("unknown attention backend '" + name + "' for device " +
-                          device.to_string() + " (available: cpu, cuda_ref)");
+                          device.to_string() + " (available: cpu, cuda_ref, flash)");
 }
 
 }  // namespace sgl::attention

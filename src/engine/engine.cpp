@@ -56,6 +56,13 @@ Result<std::shared_ptr<RequestStream>> Engine::submit(GenerateRequest request) {
                               std::to_string(options_.vocab_size) + ")");
     }
   }
+  for (const sampling::LogitBias& b : request.sampling.logit_bias) {
+    if (b.id >= options_.vocab_size) {
+      return invalid_argument("logit_bias: token id " + std::to_string(b.id) +
+                              " is outside the vocabulary [0, " +
+                              std::to_string(options_.vocab_size) + ")");
+    }
+  }
   const auto prompt = static_cast<int64_t>(request.input_ids.size());
   if (options_.scheduler.chunked_prefill_size <= 0 && prompt > options_.max_num_tokens) {
     return invalid_argument("the prompt has " + std::to_string(prompt) +
@@ -146,6 +153,7 @@ void Engine::dispatch_updates() {
     event.token_ids = std::move(u.new_token_ids);
     event.logprobs = std::move(u.new_logprobs);
     event.top_logprobs = std::move(u.new_top_logprobs);
+    event.input_logprobs = std::move(u.input_logprobs);
     event.finished = std::move(u.finished);
     event.usage = {u.prompt_tokens, u.completion_tokens, u.cached_tokens};
     const bool finished = event.finished.has_value();
@@ -180,7 +188,7 @@ void Engine::loop(runner::BatchRunner& runner) {
     runner::ExecResult result = executor->wait();
     const double t = thread_cpu_s();
     SGL_CHECK_EQ(result.batch_id, in_flight.front().id);
-    scheduler_->process_batch_result(in_flight.front(), result.output);
+    scheduler_->process_batch_result(in_flight.front(), result.output, result.prompt_logprobs);
     in_flight.pop_front();
     return thread_cpu_s() - t;
   };
@@ -198,7 +206,7 @@ void Engine::loop(runner::BatchRunner& runner) {
     bool is_decode = false;
     if (next.batch) {
       is_decode = next.batch->mode == ForwardMode::kDecode;
-      executor->submit(to_exec_batch(*next.batch));
+      executor->submit(to_exec_batch(*next.batch, options_.eos_token_ids));
       in_flight.push_back(std::move(*next.batch));
     }
     double cpu_s = thread_cpu_s() - cpu_start;

@@ -1,17 +1,55 @@
 // ScheduleBatch -> ExecBatch.
 #include "engine/exec_batch.h"
 
-namespace sgl::engine {
+#include <algorithm>
 
-runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch) {
+#include "core/check.h"
+
+namespace sgl::engine {
+namespace {
+
+// The first `n` tokens of the request's sequence (prompt, then outputs).
+std::vector<int32_t> sequence_prefix(const scheduler::Req& req, int32_t n) {
+  const std::vector<int32_t>& prompt = req.origin_input_ids();
+  std::vector<int32_t> ids(prompt.begin(), prompt.begin() + std::min<size_t>(n, prompt.size()));
+  for (size_t i = 0; static_cast<int32_t>(ids.size()) < n && i < req.output_ids.size(); ++i) {
+    ids.push_back(req.output_ids[i]);
+  }
+  SGL_CHECK_EQ(static_cast<int32_t>(ids.size()), n) << "prefix past the known tokens";
+  return ids;
+}
+
+}  // namespace
+
+runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
+                                std::span<const int32_t> eos_token_ids) {
   runner::ExecBatch exec;
   exec.id = batch.id;
   exec.mode = batch.mode;
   exec.requests.reserve(batch.entries.size());
   for (const scheduler::BatchEntry& e : batch.entries) {
     const scheduler::GenerateRequest& r = e.req->request;
-    exec.requests.push_back({e.req->req_pool_idx, e.prefix_len, e.extend_len, e.input_ids,
-                             e.out_cache_loc, r.sampling, r.top_logprobs_num, r.return_logprob});
+    runner::ExecRequest x{e.req->req_pool_idx, e.prefix_len, e.extend_len,       e.input_ids,
+                          e.out_cache_loc,     r.sampling,   r.top_logprobs_num, r.return_logprob};
+    x.prompt_len = e.req->prompt_len();
+    const sampling::SamplingParams& p = r.sampling;
+    // NOTE: in the overlap loop output_ids may lag the scheduled steps; the mask then stays on
+    // a step longer than needed, which the processor resolves from the true count.
+    const bool before_min_tokens =
+        static_cast<int64_t>(e.req->output_ids.size()) < p.min_new_tokens;
+    x.process_logits = p.has_penalties_or_bias() || before_min_tokens;
+    if (p.has_penalties_or_bias() && !e.input_ids.empty() && e.prefix_len > 0) {
+      // The runner reads the request's whole sequence from its token table.
+      x.cached_prefix_ids = sequence_prefix(*e.req, e.prefix_len);
+    }
+    if (before_min_tokens) {
+      x.min_tokens_stop_ids.assign(eos_token_ids.begin(), eos_token_ids.end());
+      x.min_tokens_stop_ids.insert(x.min_tokens_stop_ids.end(), r.stop_token_ids.begin(),
+                                   r.stop_token_ids.end());
+    }
+    x.logprob_begin = e.logprob_begin;
+    x.logprob_targets = e.logprob_targets;
+    exec.requests.push_back(std::move(x));
   }
   return exec;
 }

@@ -41,6 +41,7 @@ std::optional<StreamEvent> RequestStream::next(std::chrono::milliseconds timeout
     merged.logprobs.insert(merged.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
     merged.top_logprobs.insert(merged.top_logprobs.end(), e.top_logprobs.begin(),
                                e.top_logprobs.end());
+    if (e.input_logprobs) merged.input_logprobs = std::move(e.input_logprobs);
     if (e.finished) merged.finished = e.finished;
     merged.usage = e.usage;
     events_.pop_front();

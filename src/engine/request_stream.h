@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "sampling/prompt_logprobs.h"
 #include "sampling/sampler.h"
 #include "scheduler/req.h"
 
@@ -29,6 +30,9 @@ struct StreamEvent {
   std::vector<std::vector<sampling::TokenLogprob>> top_logprobs;  // per new token, when requested
   std::optional<scheduler::FinishState> finished;                 // set on the last event only
   Usage usage;
+  // Prompt logprobs (GenerateRequest::logprob_start_len), once: with the first token, or with
+  // the finish of a prompt-scoring request (max_new_tokens 0).
+  std::optional<sampling::PromptLogprobs> input_logprobs = {};
 };
 
 class RequestStream {

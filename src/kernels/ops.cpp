@@ -49,9 +49,10 @@ void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& o
 
 void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps,
                         backend::Stream stream) {
-  SGL_CHECK(x.ndim() == 2 && x.is_contiguous() && residual.is_contiguous() &&
-            residual.ndim() == 2 && x.size(0) == residual.size(0) &&
-            x.size(1) == residual.size(1) && x.dtype() == residual.dtype())
+  SGL_CHECK(
+      x.ndim() == 2 && x.is_contiguous() && residual.is_contiguous() && residual.ndim() == 2 &&
+      x.size(0) == residual.size(0) && x.size(1) == residual.size(1) &&
+      (x.dtype() == residual.dtype() || (residual.dtype() == DType::kF32 && !x.device().is_cpu())))
       << "fused_add_rms_norm: x " << x.shape_string() << " residual " << residual.shape_string();
   SGL_CHECK(weight.ndim() == 1 && weight.size(0) == x.size(1))
       << "fused_add_rms_norm: weight " << weight.shape_string();

@@ -11,7 +11,8 @@ namespace sgl::kernels {
 void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& out,
               backend::Stream stream);
 
-// residual += x; x = rms_norm(residual) * weight. x, residual: contiguous [T, D].
+// residual += x; x = rms_norm(residual) * weight. x, residual: contiguous [T, D]. On CUDA the
+// residual may be f32 under a bf16 x (the model keeps its residual stream in f32).
 void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps,
                         backend::Stream stream);
 

@@ -80,7 +80,9 @@ void LlamaForCausalLM::allocate_activations(Allocator& allocator) {
   const int64_t n = options_.max_num_tokens, rows = options_.max_logit_rows;
   const DType dt = embed_tokens_.tensor().dtype();
   act_.hidden = Buffer(allocator, dt, {n, c.hidden_size});
-  act_.residual = Buffer(allocator, dt, {n, c.hidden_size});
+  // The residual stream stays f32 whatever the activation dtype: bf16 rounding of the running
+  // sum is the largest bf16 error source in a deep stack.
+  act_.residual = Buffer(allocator, DType::kF32, {n, c.hidden_size});
   act_.qkv = Buffer(allocator, dt, {n, c.q_size() + 2 * c.kv_size()});
   act_.attn_out = Buffer(allocator, dt, {n, c.q_size()});
   act_.gate_up = Buffer(allocator, dt, {n, 2 * c.intermediate_size});
@@ -100,13 +102,8 @@ void LlamaForCausalLM::run_layer(int index, const Layer& layer, int64_t n, const
   const Tensor gate_up = act_.gate_up.tensor().slice_rows(0, n);
   const Tensor mlp_act = act_.mlp_act.tensor().slice_rows(0, n);
 
-  // Pre-attention norm; the first layer starts the residual stream.
-  if (index == 0) {
-    kernels::copy(hidden, residual, ctx.stream);
-    kernels::rms_norm(hidden, layer.input_norm, eps, hidden, ctx.stream);
-  } else {
-    kernels::fused_add_rms_norm(hidden, residual, layer.input_norm, eps, ctx.stream);
-  }
+  // Pre-attention norm; the first layer starts the residual stream (zeroed in forward()).
+  kernels::fused_add_rms_norm(hidden, residual, layer.input_norm, eps, ctx.stream);
 
   kernels::linear(hidden, layer.qkv_proj, layer.qkv_bias.tensor(), qkv, ctx.stream);
   const Tensor q = qkv.slice_last(0, c.q_size()).split_heads(c.num_attention_heads);
@@ -136,6 +133,7 @@ Tensor LlamaForCausalLM::forward(const ForwardBatch& fb, ModelContext& ctx) {
 
   const Tensor hidden = act_.hidden.tensor().slice_rows(0, n);
   kernels::embedding(fb.input_ids, embed_tokens_, hidden, ctx.stream);
+  kernels::zero(act_.residual.tensor().slice_rows(0, n), ctx.stream);
   for (size_t i = 0; i < layers_.size(); ++i) {
     run_layer(static_cast<int>(i), layers_[i], n, fb, ctx);
   }

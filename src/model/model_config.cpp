@@ -369,6 +369,11 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   return config;
 }
 
+Result<ModelConfig> load_model_config_file(const std::filesystem::path& config_path) {
+  SGL_ASSIGN_OR_RETURN(std::string text, read_text_file(config_path));
+  return parse_model_config(text, config_path.string());
+}
+
 Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
   if (is_gguf_file(model_dir)) return load_gguf_model_config(model_dir);
   const std::filesystem::path config_path = model_dir / "config.json";

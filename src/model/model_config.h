@@ -57,5 +57,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
 // Reads <dir>/config.json and, when present, merges eos ids from generation_config.json. A path
 // that is a GGUF file (by its magic) is read with load_gguf_model_config instead.
 Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir);
+// Reads one config.json-style file (no generation_config.json next to it).
+Result<ModelConfig> load_model_config_file(const std::filesystem::path& config_path);
 
 }  // namespace sgl::model

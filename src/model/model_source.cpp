@@ -17,6 +17,16 @@ Result<ModelSource> open_model_source(const std::filesystem::path& path,
   if (!std::filesystem::exists(path, ec)) {
     return not_found(path.string() + ": no such model directory or GGUF file");
   }
+  if (std::filesystem::is_regular_file(path, ec) && path.extension() == ".json") {
+    // A bare config.json (sgl-bench --config): enough for dummy weights.
+    if (options.open_weights) {
+      return invalid_argument(path.string() +
+                              ": a config file has no weights (use --load-format dummy)");
+    }
+    source.format = ModelFormat::kHuggingFace;
+    SGL_ASSIGN_OR_RETURN(source.config, load_model_config_file(path));
+    return source;
+  }
   if (std::filesystem::is_regular_file(path, ec)) {
     if (!is_gguf_file(path)) {
       return invalid_argument(path.string() +

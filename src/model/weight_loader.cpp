@@ -2,6 +2,7 @@
 #include "model/weight_loader.h"
 
 #include "kernels/copy.h"
+#include "kernels/fill.h"
 
 namespace sgl::model {
 namespace {
@@ -16,7 +17,7 @@ int64_t numel(const std::vector<int64_t>& shape) {
 
 WeightLoader::WeightLoader(const WeightSource* source, Allocator& allocator, DType dtype,
                            backend::Stream stream, uint64_t seed)
-    : source_(source), allocator_(allocator), dtype_(dtype), stream_(stream), rng_(seed) {}
+    : source_(source), allocator_(allocator), dtype_(dtype), stream_(stream), seed_(seed) {}
 
 bool WeightLoader::has(const std::string& name) const {
   return source_ == nullptr || source_->has(name);
@@ -24,12 +25,6 @@ bool WeightLoader::has(const std::string& name) const {
 
 Status WeightLoader::read_into(const std::string& name, const std::vector<int64_t>& shape,
                                float* dst) {
-  const int64_t n = numel(shape);
-  if (source_ == nullptr) {
-    std::uniform_real_distribution<float> dist(-0.02f, 0.02f);
-    for (int64_t i = 0; i < n; ++i) dst[i] = dist(rng_);
-    return Status::ok_status();
-  }
   return source_->read_f32(name, shape, dst);
 }
 
@@ -46,7 +41,14 @@ Result<Buffer> WeightLoader::upload(const std::vector<float>& host, std::vector<
   return out;
 }
 
+Buffer WeightLoader::dummy(std::vector<int64_t> shape) {
+  Buffer out(allocator_, dtype_, std::move(shape));
+  kernels::fill_uniform(out, -kDummyRange, kDummyRange, seed_ + dummy_count_++, stream_);
+  return out;
+}
+
 Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> shape) {
+  if (source_ == nullptr) return dummy(std::move(shape));
   std::vector<float> host(static_cast<size_t>(numel(shape)));
   SGL_RETURN_IF_ERROR(read_into(name, shape, host.data()));
   return upload(host, std::move(shape));
@@ -58,6 +60,7 @@ Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
   std::vector<int64_t> fused = shapes.at(0);
   fused[0] = 0;
   for (const auto& s : shapes) fused[0] += s[0];
+  if (source_ == nullptr) return dummy(std::move(fused));
   std::vector<float> host(static_cast<size_t>(numel(fused)));
   float* cursor = host.data();
   for (size_t i = 0; i < names.size(); ++i) {
@@ -69,7 +72,9 @@ Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
 
 Result<Buffer> WeightLoader::load_norm(const std::string& name, int64_t size) {
   if (source_ != nullptr) return load(name, {size});
-  return upload(std::vector<float>(static_cast<size_t>(size), 1.0f), {size});
+  Buffer out(allocator_, dtype_, {size});
+  kernels::fill_constant(out, 1.0f, stream_);
+  return out;
 }
 
 }  // namespace sgl::model

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -34,14 +33,19 @@ class WeightLoader {
   DType dtype() const { return dtype_; }
 
  private:
+  static constexpr float kDummyRange = 0.02f;  // dummy weights are uniform in +-kDummyRange
+
   Status read_into(const std::string& name, const std::vector<int64_t>& shape, float* dst);
+  // Random weights filled on the weights' device (fast for 8B-sized dummy models).
+  Buffer dummy(std::vector<int64_t> shape);
   Result<Buffer> upload(const std::vector<float>& host, std::vector<int64_t> shape);
 
   const WeightSource* source_;
   Allocator& allocator_;
   DType dtype_;
   backend::Stream stream_;
-  std::mt19937_64 rng_;
+  uint64_t seed_;
+  uint64_t dummy_count_ = 0;  // each dummy tensor draws from its own seed
 };
 
 }  // namespace sgl::model

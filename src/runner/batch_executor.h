@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "forward/forward_mode.h"
+#include "sampling/prompt_logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
 
@@ -29,6 +30,22 @@ struct ExecRequest {
   sampling::SamplingParams sampling;   // seed set
   int32_t top_logprobs_num = 0;
   bool return_logprob = false;
+  // Apply sampling/logit_processor.h to this request's row: a penalty or logit_bias, or
+  // min_new_tokens not reached yet. False costs nothing.
+  bool process_logits = false;
+  // Row positions from prompt_len on hold generated tokens (logit processing reads them).
+  int32_t prompt_len = 0;
+  // [prefix_len] ids of the cached prefix, sent only for requests with penalties (which read
+  // the whole row) when the prefix came from the radix cache or a retraction: their row
+  // positions were never written.
+  std::vector<int32_t> cached_prefix_ids = {};
+  // EOS + stop_token_ids, masked while fewer than sampling.min_new_tokens tokens were generated;
+  // empty when min_new_tokens is 0.
+  std::vector<int32_t> min_tokens_stop_ids = {};
+  // Prompt logprobs: the logits at positions [logprob_begin, logprob_begin + size) of this pass
+  // score these tokens (the prompt token after each position). Empty: none wanted.
+  int32_t logprob_begin = 0;
+  std::vector<int32_t> logprob_targets = {};
 };
 
 struct ExecBatch {
@@ -40,6 +57,8 @@ struct ExecBatch {
 struct ExecResult {
   int64_t batch_id = 0;
   sampling::SampleOutput output;  // one row per request
+  // [bs] when some request wanted prompt logprobs (the others' entries empty), else empty.
+  std::vector<sampling::PromptLogprobs> prompt_logprobs;
 };
 
 // Runs one batch to completion on the calling thread.

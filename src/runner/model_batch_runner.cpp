@@ -18,6 +18,7 @@ ExecResult ModelBatchRunner::run(const ExecBatch& batch) {
   requests.reserve(batch.requests.size());
   sampling::SamplingBatch sampling;
   input_ids_.clear();
+  bool process = false, score_prompt = false;
   for (const ExecRequest& r : batch.requests) {
     int32_t* row = token_row(r.req_pool_idx);
     SGL_CHECK_LE(r.prefix_len + r.extend_len, context_len_);
@@ -25,11 +26,17 @@ ExecResult ModelBatchRunner::run(const ExecBatch& batch) {
       SGL_CHECK_EQ(static_cast<int32_t>(r.input_ids.size()), r.extend_len);
       std::copy(r.input_ids.begin(), r.input_ids.end(), row + r.prefix_len);
     }
+    if (!r.cached_prefix_ids.empty()) {
+      SGL_CHECK_EQ(static_cast<int32_t>(r.cached_prefix_ids.size()), r.prefix_len);
+      std::copy(r.cached_prefix_ids.begin(), r.cached_prefix_ids.end(), row);
+    }
     input_ids_.insert(input_ids_.end(), row + r.prefix_len, row + r.prefix_len + r.extend_len);
     sampling.params.push_back(r.sampling);
     sampling.steps.push_back(static_cast<uint64_t>(r.prefix_len + r.extend_len));
     sampling.top_logprobs_num.push_back(r.top_logprobs_num);
     sampling.return_logprob = sampling.return_logprob || r.return_logprob;
+    process = process || r.process_logits;
+    score_prompt = score_prompt || !r.logprob_targets.empty();
   }
   size_t offset = 0;
   for (const ExecRequest& r : batch.requests) {
@@ -38,9 +45,27 @@ ExecResult ModelBatchRunner::run(const ExecBatch& batch) {
                         r.out_cache_loc});
     offset += r.extend_len;
   }
-  const ForwardBatch fb =
-      builder_.build(batch.mode, LogitsMode::kLastPerRequest, requests, model_runner_.stream());
-  ExecResult result{batch.id, model_runner_.forward_and_sample(fb, sampling)};
+  // Prompt logprobs need a logits row for every token of the batch.
+  // NOTE: the LM head then runs over the other requests' tokens too; only such batches pay.
+  const LogitsMode logits_mode =
+      score_prompt ? LogitsMode::kAllTokens : LogitsMode::kLastPerRequest;
+  const ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
+  ExecResult result;
+  result.batch_id = batch.id;
+  if (!process && !score_prompt) {
+    result.output = model_runner_.forward_and_sample(fb, sampling);
+  } else {
+    // Host logits; processing edits them in place (they are scratch until the next forward).
+    Tensor logits = model_runner_.forward_logits(fb);
+    if (score_prompt) {
+      result.prompt_logprobs = score_prompts(batch, fb, logits);
+      logits = gather_last_rows(fb, logits);
+    }
+    // NOTE: the sampler reports logprobs of the processed distribution (penalties, bias and
+    // the min_new_tokens mask applied; temperature not), as SGLang does.
+    if (process) sampling::process_logits(logits, logit_processing(batch));
+    result.output = model_runner_.sample(logits, sampling);
+  }
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     const ExecRequest& r = batch.requests[i];
     const int32_t next_pos = r.prefix_len + r.extend_len;
@@ -48,6 +73,49 @@ ExecResult ModelBatchRunner::run(const ExecBatch& batch) {
       token_row(r.req_pool_idx)[next_pos] = result.output.next_token_ids[i];
   }
   return result;
+}
+
+sampling::LogitProcessorBatch ModelBatchRunner::logit_processing(const ExecBatch& batch) {
+  sampling::LogitProcessorBatch out;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    const ExecRequest& r = batch.requests[i];
+    if (!r.process_logits) continue;
+    // The row holds the prompt and every token generated so far: the sampled ids are written
+    // right after sampling, so this is current in the overlap loop too.
+    const std::span<const int32_t> tokens(token_row(r.req_pool_idx), r.prefix_len + r.extend_len);
+    out.add(static_cast<int64_t>(i), {&r.sampling, tokens, r.prompt_len, r.min_tokens_stop_ids});
+  }
+  return out;
+}
+
+std::vector<sampling::PromptLogprobs> ModelBatchRunner::score_prompts(const ExecBatch& batch,
+                                                                      const ForwardBatch& fb,
+                                                                      const Tensor& logits) const {
+  const int64_t vocab = logits.size(1);
+  const float* data = logits.data<float>();
+  std::vector<sampling::PromptLogprobs> out(batch.requests.size());
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    const ExecRequest& r = batch.requests[i];
+    if (r.logprob_targets.empty()) continue;
+    const auto n = static_cast<int32_t>(r.logprob_targets.size());
+    SGL_CHECK(r.logprob_begin >= r.prefix_len && r.logprob_begin + n <= r.prefix_len + r.extend_len)
+        << "prompt logprob rows outside the pass";
+    const int64_t row = fb.qo_indptr_host[i] + (r.logprob_begin - r.prefix_len);
+    out[i] = sampling::score_prompt_tokens(data + row * vocab, vocab, r.logprob_begin,
+                                           r.logprob_targets, r.top_logprobs_num);
+  }
+  return out;
+}
+
+Tensor ModelBatchRunner::gather_last_rows(const ForwardBatch& fb, const Tensor& logits) {
+  const int64_t bs = fb.batch_size, vocab = logits.size(1);
+  last_rows_.resize(static_cast<size_t>(bs * vocab));
+  const float* data = logits.data<float>();
+  for (int64_t b = 0; b < bs; ++b) {
+    const int64_t last = fb.qo_indptr_host[b + 1] - 1;
+    std::copy(data + last * vocab, data + (last + 1) * vocab, last_rows_.data() + b * vocab);
+  }
+  return Tensor(last_rows_.data(), DType::kF32, {bs, vocab});
 }
 
 }  // namespace sgl::runner

@@ -10,8 +10,14 @@
 #include "model/model_registry.h"
 #include "model/model_source.h"
 #include "model/weight_loader.h"
+#include "runner/device_sampler.h"
 #ifdef SGL_WITH_CUDA
 #include "backend/cuda/cuda_allocator.h"
+#include "runner/cuda_graph_runner.h"
+#else
+namespace sgl::runner {
+class CudaGraphRunner {};  // never created without CUDA
+}  // namespace sgl::runner
 #endif
 
 namespace sgl::runner {
@@ -27,22 +33,46 @@ std::unique_ptr<Allocator> make_allocator(Device device) {
 #endif
 }
 
-// KV slots from the memory left for the cache (SGLang's mem_fraction_static idea; on CPU a
-// fraction of available RAM). Capped so tiny models do not reserve absurd pools.
+// KV slots from memory (SGLang's mem_fraction_static). GPU: the fraction of the device's total
+// memory for static use (weights, graphs, KV pool), so the pool gets that minus what is already
+// used. CPU: a fraction of the available RAM. Capped at what max_batch_size full-length
+// requests need.
 Result<int64_t> size_kv_pool(const ModelRunnerOptions& options, const attention::KvPoolShape& shape,
                              int64_t context_length) {
   if (options.num_kv_slots > 0) return options.num_kv_slots;
   SGL_ASSIGN_OR_RETURN(backend::MemoryInfo mem, backend::memory_info(options.device));
-  const double budget = static_cast<double>(mem.free_bytes) * options.mem_fraction_static;
+  const bool gpu = !options.device.is_cpu();
+  const double fraction = options.mem_fraction_static > 0 ? options.mem_fraction_static
+                          : gpu                           ? 0.88
+                                                          : 0.2;
+  const auto total = static_cast<double>(mem.total_bytes),
+             free = static_cast<double>(mem.free_bytes);
+  const double budget = gpu ? total * fraction - (total - free) : free * fraction;
   const auto by_memory =
-      static_cast<int64_t>(budget / static_cast<double>(shape.bytes_per_token()));
+      static_cast<int64_t>(std::max(0.0, budget) / static_cast<double>(shape.bytes_per_token()));
   const int64_t cap = options.max_batch_size * context_length + 1;
   const int64_t slots = std::min(by_memory, cap);
-  SGL_LOG_INFO << "KV pool: " << mem.free_bytes / (1 << 20) << " MiB free x "
-               << options.mem_fraction_static << " / " << shape.bytes_per_token()
-               << " B per token = " << by_memory << " slots; capped at " << cap << " -> " << slots;
+  SGL_LOG_INFO << "KV pool: " << (gpu ? "total " : "free ")
+               << static_cast<int64_t>((gpu ? total : free) / (1 << 20)) << " MiB x " << fraction
+               << (gpu ? " - used " +
+                             std::to_string(static_cast<int64_t>((total - free) / (1 << 20))) +
+                             " MiB"
+                       : std::string())
+               << " = " << static_cast<int64_t>(budget / (1 << 20)) << " MiB / "
+               << shape.bytes_per_token() << " B per token = " << by_memory << " slots; capped at "
+               << cap << " -> " << slots;
   if (slots < 2) return resource_exhausted("no memory left for the KV cache");
   return slots;
+}
+
+Result<DType> parse_compute_dtype(const std::string& name, Device device) {
+  if (name == "auto") return device.is_cpu() ? DType::kF32 : DType::kBF16;
+  if (name == "float32" || name == "float") return DType::kF32;
+  if (name == "bfloat16") {
+    if (device.is_cpu()) return unimplemented("--dtype bfloat16 on the CPU (it computes in f32)");
+    return DType::kBF16;
+  }
+  return invalid_argument("--dtype '" + name + "' (expected auto, bfloat16 or float32)");
 }
 
 }  // namespace
@@ -75,8 +105,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
   owned_stream_ = backend::create_stream(options.device);
   stream_ = owned_stream_->get();
 
-  // CPU computes in f32; GPUs in bf16.
-  const DType compute = options.device.is_cpu() ? DType::kF32 : DType::kBF16;
+  SGL_ASSIGN_OR_RETURN(const DType compute, parse_compute_dtype(options.dtype, options.device));
   model::WeightLoader weights(source.weights.get(), *allocator_, compute, stream_, options.seed);
   model::ModelOptions model_options;
   model_options.max_num_tokens = options.max_num_tokens;
@@ -94,7 +123,20 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
   SGL_ASSIGN_OR_RETURN(
       attention_, attention::create_attention_backend(options.attention_backend, options.device,
                                                       attn, *kv_pool_, stream_));
+#ifdef SGL_WITH_CUDA
+  if (options.device.is_cuda() && !options.disable_cuda_graph) {
+    const int64_t max_bs =
+        std::min({options.cuda_graph_max_bs, options.max_batch_size, options.max_num_tokens});
+    if (max_bs >= 1) {
+      SGL_ASSIGN_OR_RETURN(graph_runner_, CudaGraphRunner::create(
+                                              *model_, *attention_, *allocator_, stream_,
+                                              cuda_graph_batch_sizes(static_cast<int32_t>(max_bs)),
+                                              static_cast<int32_t>(context_length_)));
+    }
+  }
+#endif
   if (!options.device.is_cpu()) {
+    device_sampler_ = std::make_unique<DeviceSampler>(*allocator_, options.max_batch_size);
     staging_allocator_ = backend::create_staging_allocator(options.device);
     host_logits_ =
         Buffer(*staging_allocator_, DType::kF32, {model_options.max_logit_rows, config.vocab_size});
@@ -102,10 +144,17 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
   return Status::ok_status();
 }
 
-Tensor ModelRunner::forward_logits(const ForwardBatch& fb) {
+Tensor ModelRunner::forward(const ForwardBatch& fb) {
+#ifdef SGL_WITH_CUDA
+  if (graph_runner_ != nullptr && graph_runner_->can_run(fb)) return graph_runner_->replay(fb);
+#endif
   attention_->plan(fb);
   model::ModelContext ctx{*attention_, stream_};
-  const Tensor logits = model_->forward(fb, ctx);
+  return model_->forward(fb, ctx);
+}
+
+Tensor ModelRunner::forward_logits(const ForwardBatch& fb) {
+  const Tensor logits = forward(fb);
   if (logits.device().is_cpu()) return logits;
   // GPU: the sampler runs on the host for now; the copy synchronizes the stream.
   const Tensor host = host_logits_.tensor().slice_rows(0, logits.size(0));
@@ -116,6 +165,9 @@ Tensor ModelRunner::forward_logits(const ForwardBatch& fb) {
 sampling::SampleOutput ModelRunner::forward_and_sample(const ForwardBatch& fb,
                                                        const sampling::SamplingBatch& sampling) {
   SGL_CHECK(fb.logits_mode == LogitsMode::kLastPerRequest) << "sampling needs one row per request";
+  if (device_sampler_ != nullptr && DeviceSampler::supports(sampling)) {
+    return device_sampler_->sample(forward(fb), sampling, stream_);
+  }
   const Tensor logits = forward_logits(fb);
   return sampler_.sample(logits, sampling);
 }

@@ -22,13 +22,23 @@ struct ModelRunnerOptions {
   Device device = Device::cpu();
   std::string attention_backend = "auto";
   std::string load_format = "auto";  // "auto" (safetensors) or "dummy" (random weights)
-  int64_t max_num_tokens = 8192;     // tokens in one forward pass
-  int64_t max_batch_size = 256;      // requests in one forward pass
-  int64_t context_length = 0;        // 0 = the model's max_position_embeddings
-  int64_t num_kv_slots = 0;          // 0 = size from free memory and mem_fraction_static
-  double mem_fraction_static = 0.2;  // CPU: fraction of available RAM for the KV pool
-  uint64_t seed = 0;                 // dummy weights
+  // Weights, activations and KV: "auto" (CPU float32, GPU bfloat16), "bfloat16" (GPU only) or
+  // "float32"/"float" (SGLang's names).
+  std::string dtype = "auto";
+  int64_t max_num_tokens = 8192;  // tokens in one forward pass
+  int64_t max_batch_size = 256;   // requests in one forward pass
+  int64_t context_length = 0;     // 0 = the model's max_position_embeddings
+  int64_t num_kv_slots = 0;       // 0 = size from free memory and mem_fraction_static
+  // GPU: fraction of total memory for weights + KV pool (SGLang's meaning; 0 = 0.88). CPU:
+  // fraction of available RAM for the KV pool (0 = 0.2).
+  double mem_fraction_static = 0;
+  uint64_t seed = 0;                // dummy weights
+  bool disable_cuda_graph = false;  // GPU: decode batches run eagerly
+  int64_t cuda_graph_max_bs = 256;  // GPU: largest decode batch captured (capped at max_batch_size)
 };
+
+class CudaGraphRunner;
+class DeviceSampler;
 
 class ModelRunner {
  public:
@@ -40,8 +50,13 @@ class ModelRunner {
   const ModelRunnerOptions& options() const { return options_; }
   int64_t context_length() const { return context_length_; }
   int64_t num_kv_slots() const { return kv_pool_->shape().num_slots; }
+  // Weights, activations and KV cache dtype (--dtype).
+  DType compute_dtype() const { return kv_pool_->shape().dtype; }
   Allocator& allocator() { return *allocator_; }
 
+  // f32 logits [fb.num_logit_rows(), vocab] on the runner's device (queued on stream(); valid
+  // until the next forward).
+  Tensor forward(const ForwardBatch& fb);
   // Host f32 logits [fb.num_logit_rows(), vocab], valid until the next forward.
   Tensor forward_logits(const ForwardBatch& fb);
   // The stream forward passes run on (the batch builder uploads on it too).
@@ -49,6 +64,12 @@ class ModelRunner {
   // forward_logits + sampling (one row per request; fb.logits_mode must be kLastPerRequest).
   sampling::SampleOutput forward_and_sample(const ForwardBatch& fb,
                                             const sampling::SamplingBatch& sampling);
+  // Samples from host f32 logits [bs, vocab] (forward_and_sample's second half), for callers
+  // that gather or process the logits of forward_logits first.
+  sampling::SampleOutput sample(const Tensor& logits,
+                                const sampling::SamplingBatch& sampling) const {
+    return sampler_.sample(logits, sampling);
+  }
 
  private:
   ModelRunner() = default;
@@ -60,7 +81,9 @@ class ModelRunner {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<attention::KvPool> kv_pool_;
   std::unique_ptr<attention::AttentionBackend> attention_;
-  sampling::Sampler sampler_;
+  std::unique_ptr<CudaGraphRunner> graph_runner_;  // GPU decode graphs, unless disabled
+  sampling::Sampler sampler_;                      // CPU logits (and what the GPU op lacks)
+  std::unique_ptr<DeviceSampler> device_sampler_;  // GPU logits
   std::unique_ptr<backend::OwnedStream> owned_stream_;
   std::unique_ptr<Allocator> staging_allocator_;  // GPU only: pinned host memory
   backend::Stream stream_;

@@ -1,4 +1,4 @@
-// CPU sampling: filters follow SGLang's top_k_top_p_min_p sampling on the sorted distribution.
+// CPU sampling: the reference implementation of the rules in sampler.h (sorts the candidates).
 #include "sampling/sampler.h"
 
 #include <algorithm>
@@ -6,16 +6,11 @@
 #include <numeric>
 
 #include "core/check.h"
+#include "kernels/sampling_math.h"
 
 namespace sgl::sampling {
+namespace sm = kernels::sampling_math;
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 int32_t argmax(const float* row, int64_t vocab) {
   int64_t best = 0;
@@ -32,54 +27,61 @@ double log_sum_exp(const float* row, int64_t vocab) {
   return max_v + std::log(sum);
 }
 
+// The rules of sampler.h, step by step, with a sort.
 int32_t sample_row(const float* row, int64_t vocab, const SamplingParams& p, uint64_t step) {
   if (p.is_greedy()) return argmax(row, vocab);
-  // probs = softmax(logits / T)
-  std::vector<double> probs(vocab);
-  const float max_v = *std::max_element(row, row + vocab);
-  double total = 0.0;
+  // 2. weights
+  const float max_logit = *std::max_element(row, row + vocab);
+  const double inv_temperature = 1.0 / static_cast<double>(p.temperature);
+  std::vector<uint64_t> weight(vocab);  // [V]; later zeroed outside the kept set
+  uint64_t total = 0;
   for (int64_t i = 0; i < vocab; ++i) {
-    probs[i] = std::exp((static_cast<double>(row[i]) - max_v) / p.temperature);
-    total += probs[i];
+    weight[i] = sm::token_weight(row[i], max_logit, inv_temperature);
+    total += weight[i];
   }
-  for (double& v : probs) v /= total;
-
-  // Candidates sorted by probability, descending (ties: lower id first).
-  std::vector<int32_t> order(vocab);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int32_t a, int32_t b) { return probs[a] > probs[b]; });
-  int64_t keep = vocab;
-  if (p.top_k > 0) keep = std::min<int64_t>(keep, p.top_k);
-  // top-p: drop a token once the mass before it already exceeds top_p.
-  double before = 0.0;
-  for (int64_t i = 0; i < keep; ++i) {
-    if (before > p.top_p) {
-      keep = i;
-      break;
+  if (total == 0) return argmax(row, vocab);
+  // 3. candidates (min-p), ranked by weight descending, ties by lower id
+  const uint64_t min_weight = sm::min_p_weight(p.min_p);
+  std::vector<int32_t> ranked;
+  for (int64_t i = 0; i < vocab; ++i) {
+    if (weight[i] >= min_weight) {
+      ranked.push_back(static_cast<int32_t>(i));
+    } else {
+      weight[i] = 0;
     }
-    before += probs[order[i]];
   }
-  // min-p: drop tokens below min_p times the most likely one.
-  const double threshold = p.min_p * probs[order[0]];
-  while (keep > 1 && probs[order[keep - 1]] < threshold) --keep;
-
-  double kept_mass = 0.0;
-  for (int64_t i = 0; i < keep; ++i) kept_mass += probs[order[i]];
-  const double target = uniform_from_counter(*p.seed, step) * kept_mass;
-  double acc = 0.0;
-  for (int64_t i = 0; i < keep; ++i) {
-    acc += probs[order[i]];
-    if (target < acc) return order[i];
+  const auto before = [&](int32_t a, int32_t b) {
+    return weight[a] > weight[b] || (weight[a] == weight[b] && a < b);
+  };
+  size_t keep = ranked.size();
+  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < keep) {
+    keep = static_cast<size_t>(p.top_k);
+    std::partial_sort(ranked.begin(), ranked.begin() + static_cast<int64_t>(keep), ranked.end(),
+                      before);
+  } else {
+    std::sort(ranked.begin(), ranked.end(), before);
   }
-  return order[keep - 1];
+  // 4. top-k, then top-p: a token is dropped once the weight before it exceeds the limit
+  const uint64_t limit = sm::top_p_limit(p.top_p, total);
+  uint64_t kept_weight = 0;
+  size_t kept = 0;
+  while (kept < keep && kept_weight <= limit) kept_weight += weight[ranked[kept++]];
+  for (size_t r = kept; r < ranked.size(); ++r) weight[ranked[r]] = 0;
+  // 5. inverse CDF in id order
+  const uint64_t target = sm::scale_draw(sm::random_bits53(*p.seed, step), kept_weight);
+  uint64_t running = 0;
+  for (int64_t i = 0; i < vocab; ++i) {
+    running += weight[i];
+    if (running > target) return static_cast<int32_t>(i);
+  }
+  SGL_CHECK(false) << "sampler: the draw ran past the kept set";
+  return 0;
 }
 
 }  // namespace
 
 double uniform_from_counter(uint64_t seed, uint64_t step) {
-  const uint64_t bits = splitmix64(splitmix64(seed) ^ (step * 0xd1b54a32d192ed03ull));
-  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+  return static_cast<double>(sm::random_bits53(seed, step)) * 0x1.0p-53;
 }
 
 std::vector<TokenLogprob> top_logprobs_of(const float* logits, int64_t vocab, int32_t k) {
@@ -102,6 +104,7 @@ SampleOutput Sampler::sample(const Tensor& logits, const SamplingBatch& batch) c
       << "sampler: logits " << logits.shape_string();
   const int64_t bs = logits.size(0), vocab = logits.size(1);
   SGL_CHECK_EQ(static_cast<size_t>(bs), batch.size());
+  SGL_CHECK(vocab > 0 && vocab <= sm::kMaxVocab) << "sampler: vocab " << vocab;
   const float* data = logits.data<float>();
   SampleOutput out;
   out.next_token_ids.resize(bs);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cache/radix_cache.h"
+#include "sampling/prompt_logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
 
@@ -38,6 +39,14 @@ struct GenerateRequest {
   std::vector<int32_t> stop_token_ids;  // stop on these as well as the model's EOS ids
   bool return_logprob = false;          // logprob of each sampled token
   int32_t top_logprobs_num = 0;         // > 0: also the top-k at each step
+  // With return_logprob, prompt logprobs from this prompt position on (SGLang's
+  // logprob_start_len); -1: none. The logits at positions [start, prompt_len - 1) score the
+  // prompt token after each; cached prefix tokens have no logits, so the radix cache match stops
+  // at `start`. With max_new_tokens 0 the request only scores its prompt.
+  int32_t logprob_start_len = -1;
+
+  // How many prompt tokens get a logprob (positions start + 1 .. prompt_len - 1).
+  int32_t input_logprob_count() const;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -63,7 +72,9 @@ struct Req {
   bool prefill_cached = false;          // its prompt's KV was published to the radix cache
   int32_t cached_tokens = 0;            // prompt tokens served from the cache at first prefill
   int32_t retract_count = 0;
-  int64_t last_batch_id = -1;  // newest batch that reads this request's row
+  sampling::PromptLogprobs input_logprobs;  // gathered chunk by chunk until the prefill ends
+  bool input_logprobs_sent = false;         // delivered with the first token (or the finish)
+  int64_t last_batch_id = -1;               // newest batch that reads this request's row
   Clock::time_point arrival_time = Clock::now();
   std::optional<Clock::time_point> first_schedule_time;
 
@@ -71,6 +82,10 @@ struct Req {
   // origin_input_ids + output_ids
   std::vector<int32_t> all_token_ids() const;
   int32_t prompt_len() const { return static_cast<int32_t>(request.input_ids.size()); }
+  // Prompt logprobs are asked for and not yet delivered.
+  bool wants_input_logprobs() const {
+    return !input_logprobs_sent && request.input_logprob_count() > 0;
+  }
 };
 
 }  // namespace sgl::scheduler

@@ -17,6 +17,10 @@ struct BatchEntry {
   std::vector<int32_t> input_ids;      // [extend_len] when known on the host; empty for decode
   std::vector<int32_t> out_cache_loc;  // [extend_len] KV slots of the new tokens
   bool samples = true;                 // false for a non-final prefill chunk (its token is dropped)
+  // Prompt logprobs: the logits at positions [logprob_begin, logprob_begin + n) score these
+  // prompt tokens (the one after each position). Empty: none in this pass.
+  int32_t logprob_begin = 0;
+  std::vector<int32_t> logprob_targets = {};
 };
 
 struct ScheduleBatch {

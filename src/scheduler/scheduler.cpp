@@ -53,6 +53,10 @@ Status Scheduler::validate(const GenerateRequest& r) const {
   if (r.max_new_tokens < 0) return invalid_argument("max_new_tokens must be >= 0");
   if (r.top_logprobs_num < 0) return invalid_argument("top_logprobs_num must be >= 0");
   const auto len = static_cast<int64_t>(r.input_ids.size());
+  if (r.logprob_start_len < -1 || r.logprob_start_len >= len) {
+    return invalid_argument("logprob_start_len must be -1 or in [0, " + std::to_string(len) +
+                            ") (the prompt length), got " + std::to_string(r.logprob_start_len));
+  }
   if (len >= max_context_len_) {
     return invalid_argument("the prompt has " + std::to_string(len) +
                             " tokens; the context length is " + std::to_string(max_context_len_));
@@ -80,7 +84,7 @@ bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
       std::min(req->request.max_new_tokens, max_context_len_ - req->prompt_len());
   Req* raw = req.get();
   reqs_.emplace(rid, std::move(req));
-  if (raw->request.max_new_tokens == 0) {
+  if (raw->request.max_new_tokens == 0 && !raw->wants_input_logprobs()) {
     finish(*raw, {FinishReason::kLength, -1, ""});
     release_ready();
     return true;
@@ -138,8 +142,13 @@ void Scheduler::init_next_round_input(Req& req) {
     req.extend_input_len = static_cast<int32_t>(req.fill_ids.size()) - req.kv_len;
     return;
   }
-  // At least one token is computed, so there are logits to sample from.
-  const std::span<const int32_t> key(req.fill_ids.data(), req.fill_ids.size() - 1);
+  // At least one token is computed, so there are logits to sample from; prompt logprobs need
+  // logits from logprob_start_len on, so the cache may serve only the tokens before it.
+  size_t key_len = req.fill_ids.size() - 1;
+  if (req.wants_input_logprobs()) {
+    key_len = std::min(key_len, static_cast<size_t>(req.request.logprob_start_len));
+  }
+  const std::span<const int32_t> key(req.fill_ids.data(), key_len);
   cache::MatchResult match = tree_.match_prefix(key);
   req.prefix_indices = std::move(match.device_indices);
   req.extend_input_len = static_cast<int32_t>(req.fill_ids.size() - req.prefix_indices.size());
@@ -164,6 +173,14 @@ bool Scheduler::prepare_extend_entry(Req& req, BatchEntry* entry) {
   entry->input_ids.assign(req.fill_ids.begin() + prefix_len, req.fill_ids.end());
   entry->out_cache_loc = std::move(*slots);
   entry->samples = !req.is_chunked;
+  if (req.wants_input_logprobs()) {
+    // Positions [start, prompt_len - 1) score the prompt token after them.
+    const std::vector<int32_t>& prompt = req.origin_input_ids();
+    const int32_t begin = std::max(prefix_len, req.request.logprob_start_len);
+    const int32_t end = std::min(prefix_len + req.extend_input_len, req.prompt_len() - 1);
+    entry->logprob_begin = begin;
+    for (int32_t p = begin; p < end; ++p) entry->logprob_targets.push_back(prompt[p + 1]);
+  }
   req.kv_len = prefix_len + req.extend_input_len;
   if (entry->samples) ++req.scheduled_samples;
   totals_.computed_tokens_total += req.extend_input_len;
@@ -376,18 +393,34 @@ void Scheduler::retract_for_decode(int64_t needed) {
 }
 
 void Scheduler::process_batch_result(const ScheduleBatch& batch,
-                                     const sampling::SampleOutput& output) {
+                                     const sampling::SampleOutput& output,
+                                     std::span<const sampling::PromptLogprobs> prompt_logprobs) {
   SGL_CHECK_EQ(batch.id, last_processed_batch_id_ + 1) << "batch results out of order";
   SGL_CHECK_EQ(output.next_token_ids.size(), batch.entries.size());
+  SGL_CHECK(prompt_logprobs.empty() || prompt_logprobs.size() == batch.entries.size());
   last_processed_batch_id_ = batch.id;
   for (size_t i = 0; i < batch.entries.size(); ++i) {
     const BatchEntry& entry = batch.entries[i];
     Req& req = *entry.req;
-    if (!entry.samples || req.finished) continue;  // a chunk, or a token past the finish
+    if (req.finished) continue;  // a token past the finish
+    if (!entry.logprob_targets.empty() && !prompt_logprobs.empty()) {
+      req.input_logprobs.append(prompt_logprobs[i]);
+    }
+    if (!entry.samples) continue;  // a non-final prefill chunk
+    ReqUpdate update;
+    if (req.wants_input_logprobs()) {  // the prefill is complete: deliver them once
+      req.input_logprobs_sent = true;
+      update.input_logprobs = std::move(req.input_logprobs);
+      req.input_logprobs = {};
+    }
+    if (req.request.max_new_tokens == 0) {  // prompt scoring only: no token
+      emit(req, std::move(update));
+      finish(req, {FinishReason::kLength, -1, ""});
+      continue;
+    }
     const int32_t token = output.next_token_ids[i];
     req.output_ids.push_back(token);
     ++totals_.generated_tokens_total;
-    ReqUpdate update;
     update.new_token_ids = {token};
     if (req.request.return_logprob && !output.next_token_logprobs.empty()) {
       req.output_logprobs.push_back(output.next_token_logprobs[i]);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "cache/radix_cache.h"
@@ -26,6 +27,7 @@ struct ReqUpdate {
   std::vector<int32_t> new_token_ids;
   std::vector<float> new_logprobs;                                    // when return_logprob
   std::vector<std::vector<sampling::TokenLogprob>> new_top_logprobs;  // when top_logprobs_num
+  std::optional<sampling::PromptLogprobs> input_logprobs;  // once, when the prefill completes
   std::optional<FinishState> finished;
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
@@ -82,8 +84,10 @@ class Scheduler {
   // running request. In the overlap loop the previous batch may still be running; a request
   // that finished there is dropped once its result is processed.
   NextBatch get_next_batch_to_run();
-  // Applies a batch's sampled tokens (one row per entry), in batch order.
-  void process_batch_result(const ScheduleBatch& batch, const sampling::SampleOutput& output);
+  // Applies a batch's sampled tokens (one row per entry), in batch order, and the prompt
+  // logprobs of the entries that asked (one per entry, or none).
+  void process_batch_result(const ScheduleBatch& batch, const sampling::SampleOutput& output,
+                            std::span<const sampling::PromptLogprobs> prompt_logprobs = {});
 
   // Updates accumulated since the last call (the engine streams them to clients).
   std::vector<ReqUpdate> take_updates();

@@ -26,6 +26,7 @@ void append(ChoiceDelta& to, const ChoiceDelta& d) {
   to.token_texts.insert(to.token_texts.end(), d.token_texts.begin(), d.token_texts.end());
   to.top_token_texts.insert(to.top_token_texts.end(), d.top_token_texts.begin(),
                             d.top_token_texts.end());
+  if (d.prompt_logprobs) to.prompt_logprobs = d.prompt_logprobs;
   to.finished = d.finished;
 }
 
@@ -71,6 +72,7 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
   d.token_ids = std::move(event->token_ids);
   d.logprobs = std::move(event->logprobs);
   d.top_logprobs = std::move(event->top_logprobs);
+  d.prompt_logprobs = std::move(event->input_logprobs);
   if (options_.token_texts) add_token_texts(d);
   if (event->usage.cached_tokens > cached_tokens_) cached_tokens_ = event->usage.cached_tokens;
 

@@ -38,6 +38,8 @@ struct ChoiceDelta {
   std::vector<std::vector<sampling::TokenLogprob>> top_logprobs;  // when asked for
   std::vector<std::string> token_texts;                           // ChoiceOptions::token_texts
   std::vector<std::vector<std::string>> top_token_texts;
+  // The prompt logprobs, in the delta they arrived with (and in total()), when asked for.
+  std::optional<sampling::PromptLogprobs> prompt_logprobs;
   bool finished = false;
 };
 

@@ -7,6 +7,7 @@
 #include "server/generation_reply.h"
 #include "server/handlers.h"
 #include "server/openai_json.h"
+#include "server/prompt_token_logprobs.h"
 #include "server/sse.h"
 
 namespace sgl::server {
@@ -32,6 +33,9 @@ class CompletionReply final : public GenerationReply {
     std::string model;
     std::vector<std::string> echo;  // per choice: the prompt text to prepend (echo), else ""
     std::optional<int64_t> logprobs;
+    // echo with logprobs: the prompt tokens are listed first (per choice: its prompt ids).
+    bool echo_logprobs = false;
+    std::vector<std::vector<int32_t>> prompt_ids;
     bool include_usage = false;
     int64_t prompt_tokens = 0;  // over the prompts, each counted once
   };
@@ -59,10 +63,37 @@ class CompletionReply final : public GenerationReply {
                 {"total_tokens", setup_.prompt_tokens + completion}};
   }
 
-  // OpenAI's legacy logprobs object for `d`'s tokens; advances the choice's text offset.
-  json logprobs(size_t index, const ChoiceDelta& d) {
+  // OpenAI's legacy logprobs object for `d`'s tokens, after the prompt's tokens when
+  // `with_prompt` (echo); advances the choice's text offset.
+  json logprobs(size_t index, const ChoiceDelta& d, bool with_prompt) {
     json tokens = json::array(), token_logprobs = json::array(), offsets = json::array();
     json top = setup_.logprobs.value_or(0) > 0 ? json::array() : json(nullptr);
+    if (with_prompt) {
+      const auto& scores = choices_[index]->total().prompt_logprobs;
+      size_t offset = 0;
+      for (const PromptTokenEntry& e : prompt_token_entries(
+               ctx_.tokenizer, setup_.prompt_ids[index], 0, scores ? &*scores : nullptr, true)) {
+        tokens.push_back(e.text);
+        token_logprobs.push_back(e.logprob ? json(*e.logprob) : json(nullptr));
+        offsets.push_back(offset);
+        offset += utf8_length(e.text);
+        if (top.is_null()) continue;
+        if (!e.top) {
+          top.push_back(nullptr);
+          continue;
+        }
+        json alternatives = json::object();
+        for (size_t k = 0; k < e.top->size(); ++k) {
+          if (!alternatives.contains(e.top_texts[k])) {
+            alternatives[e.top_texts[k]] = (*e.top)[k].logprob;
+          }
+        }
+        top.push_back(std::move(alternatives));
+      }
+      // The generated tokens' offsets continue after the prompt's tokens (whose texts, e.g. a
+      // BOS "<s>", need not spell the echoed prompt text exactly).
+      offsets_[index] = offset;
+    }
     for (size_t i = 0; i < d.token_ids.size(); ++i) {
       const std::string& text = i < d.token_texts.size() ? d.token_texts[i] : std::string();
       tokens.push_back(text);
@@ -86,12 +117,12 @@ class CompletionReply final : public GenerationReply {
                 {"text_offset", std::move(offsets)}};
   }
 
-  json choice(size_t index, std::string text, const ChoiceDelta& d) {
+  json choice(size_t index, std::string text, const ChoiceDelta& d, bool first) {
     json c = {{"index", index},
               {"text", std::move(text)},
               {"logprobs", nullptr},
               {"finish_reason", nullptr}};
-    if (setup_.logprobs) c["logprobs"] = logprobs(index, d);
+    if (setup_.logprobs) c["logprobs"] = logprobs(index, d, first && setup_.echo_logprobs);
     if (choices_[index]->finished()) {
       const FinishInfo& f = choices_[index]->finish();
       c["finish_reason"] = f.reason;
@@ -107,7 +138,8 @@ class CompletionReply final : public GenerationReply {
     }
     started_[index] = true;
     json chunk = head();
-    chunk["choices"] = json::array({choice(index, (first ? setup_.echo[index] : "") + d.text, d)});
+    chunk["choices"] =
+        json::array({choice(index, (first ? setup_.echo[index] : "") + d.text, d, first)});
     if (setup_.include_usage) chunk["usage"] = nullptr;
     return sse_data(dump_json(chunk));
   }
@@ -128,7 +160,7 @@ class CompletionReply final : public GenerationReply {
     body["choices"] = json::array();
     for (size_t i = 0; i < choices_.size(); ++i) {
       const ChoiceDelta& total = choices_[i]->total();
-      body["choices"].push_back(choice(i, setup_.echo[i] + total.text, total));
+      body["choices"].push_back(choice(i, setup_.echo[i] + total.text, total, true));
     }
     body["usage"] = usage();
     HttpResponse r;
@@ -152,15 +184,10 @@ Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   CompletionRequest& req = *parsed;
   if (auto error = check_model(ctx, req.model)) return Reply::of(std::move(*error));
-  if (req.echo && req.logprobs) {
-    return Reply::of(error_response(400,
-                                    "echo with logprobs (prompt logprobs) is not supported "
-                                    "yet",
-                                    "echo"));
-  }
   CompletionReply::Setup setup;
   setup.model = ctx.info.served_model_name;
   setup.logprobs = req.logprobs;
+  setup.echo_logprobs = req.echo && req.logprobs.has_value();
   setup.include_usage = req.include_usage;
   std::vector<ChoicePlan> plans;
   for (const PromptInput& prompt : req.prompts) {
@@ -178,6 +205,10 @@ Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
       ChoicePlan plan{std::move(built).value(), {}};
       plan.request.return_logprob = req.logprobs.has_value();
       plan.request.top_logprobs_num = static_cast<int32_t>(req.logprobs.value_or(0));
+      if (setup.echo_logprobs) {
+        plan.request.logprob_start_len = 0;  // every prompt token (the first has none)
+        setup.prompt_ids.push_back(ids);
+      }
       plan.options.stop = req.sampling.stop;
       plan.options.skip_special_tokens = req.sampling.skip_special_tokens;
       plan.options.token_texts = req.logprobs.has_value();

@@ -7,23 +7,10 @@
 
 namespace sgl::server {
 
-Status check_supported(const SamplingInput& s) {
-  auto no = [](const char* what) {
-    return unimplemented(std::string(what) + " is not supported yet (only its default value)");
-  };
-  if (s.presence_penalty != 0) return no("presence_penalty");
-  if (s.frequency_penalty != 0) return no("frequency_penalty");
-  if (s.repetition_penalty != 1) return no("repetition_penalty");
-  if (s.has_logit_bias) return no("logit_bias");
-  if (s.min_tokens != 0) return no("min_tokens");
-  return Status::ok_status();
-}
-
 Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
                                                      const SamplingInput& s,
                                                      std::vector<int32_t> prompt_ids, int64_t index,
                                                      std::optional<int64_t> default_max_tokens) {
-  SGL_RETURN_IF_ERROR(check_supported(s));
   const auto len = static_cast<int64_t>(prompt_ids.size());
   const int64_t context = ctx.info.context_length;
   if (len == 0) return invalid_argument("the prompt is empty");
@@ -48,6 +35,13 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
                               " is outside the vocabulary");
     }
   }
+  for (const auto& [id, bias] : s.logit_bias) {
+    if (id >= ctx.info.vocab_size) {
+      return invalid_argument("'logit_bias' token id " + std::to_string(id) +
+                              " is outside the vocabulary [0, " +
+                              std::to_string(ctx.info.vocab_size) + ")");
+    }
+  }
   engine::GenerateRequest r;
   r.input_ids = std::move(prompt_ids);
   r.sampling.temperature = static_cast<float>(s.temperature);
@@ -55,6 +49,13 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
   r.sampling.top_k = static_cast<int32_t>(std::min<int64_t>(s.top_k, 1 << 30));
   r.sampling.min_p = static_cast<float>(s.min_p);
   if (s.seed) r.sampling.seed = static_cast<uint64_t>(*s.seed) + static_cast<uint64_t>(index);
+  r.sampling.presence_penalty = static_cast<float>(s.presence_penalty);
+  r.sampling.frequency_penalty = static_cast<float>(s.frequency_penalty);
+  r.sampling.repetition_penalty = static_cast<float>(s.repetition_penalty);
+  r.sampling.min_new_tokens = static_cast<int32_t>(std::min<int64_t>(s.min_tokens, 1 << 30));
+  for (const auto& [id, bias] : s.logit_bias) {
+    r.sampling.logit_bias.push_back({static_cast<int32_t>(id), static_cast<float>(bias)});
+  }
   const int64_t room = context - len;
   const int64_t max_new = s.max_tokens ? *s.max_tokens : default_max_tokens.value_or(room);
   r.max_new_tokens = static_cast<int32_t>(std::min(max_new, room));

@@ -1,5 +1,5 @@
 // From API fields to engine requests: checks against the model (context, vocabulary),
-// unsupported sampling features, submission of a request's choices, request ids.
+// submission of a request's choices, request ids.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +15,6 @@
 #include "server/server_context.h"
 
 namespace sgl::server {
-
-// kUnimplemented for sampling features the sampler lacks, when given a non-default value
-// (presence / frequency / repetition penalties, logit_bias, min_tokens).
-Status check_supported(const SamplingInput& s);
 
 // The engine request for sample `index` (of n; with a seed, sample i uses seed + i) of
 // `prompt_ids`. With no max_tokens given, `default_max_tokens` applies (nullopt: up to the

@@ -8,6 +8,7 @@
 #include "server/generation_reply.h"
 #include "server/handlers.h"
 #include "server/openai_json.h"
+#include "server/prompt_token_logprobs.h"
 #include "server/sse.h"
 
 namespace sgl::server {
@@ -29,13 +30,19 @@ class GenerateReply final : public GenerationReply {
     bool list = false;  // answer a list (a batch, or n > 1)
     bool logprobs = false;
     bool text_in_logprobs = false;
+    // With logprobs, per choice: its prompt ids and where input_token_logprobs start (SGLang:
+    // logprob_start_len, or the last prompt token by default).
+    std::vector<std::vector<int32_t>> prompt_ids;
+    std::vector<int32_t> logprob_starts;
   };
 
   GenerateReply(ServerContext& ctx, std::string id,
                 std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream, Setup setup)
       : GenerationReply(ctx, std::move(id), std::move(choices), stream),
         setup_(setup),
-        start_s_(now_s()) {}
+        start_s_(now_s()),
+        input_cache_(choices_.size()),
+        input_final_(choices_.size(), false) {}
 
  private:
   json triple(float logprob, int32_t id, const std::string* text) const {
@@ -54,8 +61,36 @@ class GenerateReply final : public GenerationReply {
     return r;
   }
 
+  struct InputLogprobs {
+    json tokens = json::array();  // input_token_logprobs: [logprob | null, id, text | null]
+    json tops = json::array();    // input_top_logprobs: null or a list of triples, per token
+  };
+
+  // Choice i's prompt-token listings, rebuilt until its prompt logprobs arrived or it finished
+  // (streams repeat them in every item).
+  const InputLogprobs& input_logprobs(size_t i) {
+    const auto& scores = choices_[i]->total().prompt_logprobs;
+    if (input_cache_[i] && input_final_[i]) return *input_cache_[i];
+    InputLogprobs out;
+    for (const PromptTokenEntry& e :
+         prompt_token_entries(ctx_.tokenizer, setup_.prompt_ids[i], setup_.logprob_starts[i],
+                              scores ? &*scores : nullptr, setup_.text_in_logprobs)) {
+      const json text = setup_.text_in_logprobs ? json(e.text) : json(nullptr);
+      out.tokens.push_back(json::array({e.logprob ? json(*e.logprob) : json(nullptr), e.id, text}));
+      json top = e.top ? json::array() : json(nullptr);
+      for (size_t a = 0; e.top && a < e.top->size(); ++a) {
+        top.push_back(triple((*e.top)[a].logprob, (*e.top)[a].id,
+                             setup_.text_in_logprobs ? &e.top_texts[a] : nullptr));
+      }
+      out.tops.push_back(std::move(top));
+    }
+    input_cache_[i] = std::move(out);
+    input_final_[i] = scores.has_value() || choices_[i]->finished();
+    return *input_cache_[i];
+  }
+
   // The item for choice i: everything so far (SGLang streams cumulative outputs).
-  json item(size_t i) const {
+  json item(size_t i) {
     const ChoiceStream& c = *choices_[i];
     const ChoiceDelta& t = c.total();
     json meta = {{"id", setup_.list ? id_ + "-" + std::to_string(i) : id_},
@@ -79,6 +114,9 @@ class GenerateReply final : public GenerationReply {
         }
         tops.push_back(std::move(top));
       }
+      const InputLogprobs& input = input_logprobs(i);
+      meta["input_token_logprobs"] = input.tokens;
+      meta["input_top_logprobs"] = input.tops;
       meta["output_token_logprobs"] = std::move(tokens);
       meta["output_top_logprobs"] = std::move(tops);
     }
@@ -108,6 +146,8 @@ class GenerateReply final : public GenerationReply {
 
   Setup setup_;
   double start_s_;
+  std::vector<std::optional<InputLogprobs>> input_cache_;  // per choice
+  std::vector<bool> input_final_;
 };
 
 }  // namespace
@@ -129,6 +169,22 @@ Reply handle_generate(ServerContext& ctx, const HttpRequest& request) {
       ChoicePlan plan{std::move(built).value(), {}};
       plan.request.return_logprob = setup.logprobs;
       plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs_num);
+      if (setup.logprobs) {
+        // SGLang: input_token_logprobs from logprob_start_len (default: the last prompt token,
+        // which has none).
+        const auto len = static_cast<int64_t>(ids.size());
+        if (req.logprob_start_len >= len) {
+          return Reply::of(error_response(
+              400,
+              "logprob_start_len (" + std::to_string(req.logprob_start_len) +
+                  ") must be less than the prompt length (" + std::to_string(len) + ")",
+              "logprob_start_len"));
+        }
+        plan.request.logprob_start_len = static_cast<int32_t>(req.logprob_start_len);
+        setup.prompt_ids.push_back(ids);
+        setup.logprob_starts.push_back(
+            static_cast<int32_t>(req.logprob_start_len >= 0 ? req.logprob_start_len : len - 1));
+      }
       plan.options.stop = req.sampling.stop;
       plan.options.skip_special_tokens = req.sampling.skip_special_tokens;
       plan.options.token_texts = setup.logprobs && setup.text_in_logprobs;

@@ -263,8 +263,19 @@ Status read_sampling(const json& o, SamplingInput& s, bool native) {
       if (!value.is_number()) return field_error("logit_bias", "values must be numbers");
       const double b = value.get<double>();
       SGL_RETURN_IF_ERROR(check_range("logit_bias", b, -100, 100));
-      if (b != 0) s.has_logit_bias = true;
+      if (b != 0) s.logit_bias.emplace_back(std::stoll(token), b);
     }
+  }
+  return Status::ok_status();
+}
+
+// min_tokens may not exceed max_tokens (SGLang: min_new_tokens in [0, max_new_tokens]).
+Status check_min_tokens(const SamplingInput& s, bool native) {
+  if (s.max_tokens && s.min_tokens > *s.max_tokens) {
+    return field_error(native ? "min_new_tokens" : "min_tokens",
+                       "must be <= " + std::string(native ? "max_new_tokens" : "max_tokens") +
+                           " (" + std::to_string(*s.max_tokens) + "), got " +
+                           std::to_string(s.min_tokens));
   }
   return Status::ok_status();
 }
@@ -349,6 +360,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body) {
   SGL_RETURN_IF_ERROR(read_sampling(o, r.sampling, false));
   SGL_RETURN_IF_ERROR(read_max_tokens(o, "max_tokens", r.sampling));
   if (!r.sampling.max_tokens) r.sampling.max_tokens = 16;  // OpenAI's default
+  SGL_RETURN_IF_ERROR(check_min_tokens(r.sampling, false));
   SGL_RETURN_IF_ERROR(read(o, "echo", r.echo));
   SGL_RETURN_IF_ERROR(read(o, "logprobs", r.logprobs));
   if (r.logprobs && (*r.logprobs < 0 || *r.logprobs > kMaxTopLogprobs)) {
@@ -417,6 +429,7 @@ Result<ChatRequest> parse_chat_request(std::string_view body) {
   SGL_RETURN_IF_ERROR(read_sampling(o, r.sampling, false));
   SGL_RETURN_IF_ERROR(read_max_tokens(o, "max_tokens", r.sampling));
   SGL_RETURN_IF_ERROR(read_max_tokens(o, "max_completion_tokens", r.sampling));
+  SGL_RETURN_IF_ERROR(check_min_tokens(r.sampling, false));
   SGL_RETURN_IF_ERROR(read(o, "logprobs", r.logprobs));
   SGL_RETURN_IF_ERROR(read(o, "top_logprobs", r.top_logprobs));
   if (r.top_logprobs < 0 || r.top_logprobs > kMaxTopLogprobs) {
@@ -455,6 +468,7 @@ Result<GenerateInput> parse_generate_request(std::string_view body) {
     if (r.sampling.max_tokens && *r.sampling.max_tokens < 0) {
       return field_error("max_new_tokens", "must be >= 0");
     }
+    SGL_RETURN_IF_ERROR(check_min_tokens(r.sampling, true));
     for (const char* key : {"json_schema", "regex", "ebnf", "structural_tag"}) {
       if (find(*params, key)) return unimplemented(std::string(key) + " is not supported yet");
     }
@@ -465,6 +479,8 @@ Result<GenerateInput> parse_generate_request(std::string_view body) {
   if (r.top_logprobs_num < 0 || r.top_logprobs_num > 1024) {
     return field_error("top_logprobs_num", "must be in [0, 1024]");
   }
+  SGL_RETURN_IF_ERROR(read(o, "logprob_start_len", r.logprob_start_len));
+  if (r.logprob_start_len < -1) return field_error("logprob_start_len", "must be >= -1");
   SGL_RETURN_IF_ERROR(read(o, "return_text_in_logprobs", r.return_text_in_logprobs));
   if (const json* rid = find(o, "rid")) {
     if (!rid->is_string()) return field_error("rid", "must be a string");

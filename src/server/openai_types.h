@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sgl::server {
@@ -34,13 +35,12 @@ struct SamplingInput {
   bool ignore_eos = false;
   bool skip_special_tokens = true;
   int64_t n = 1;
-  // Accepted and range-checked; the sampler does not implement them yet, so a non-default
-  // value is refused (see unsupported_sampling()).
+  // Logit processing (range-checked here; token ids against the vocabulary later).
   double presence_penalty = 0.0;
   double frequency_penalty = 0.0;
   double repetition_penalty = 1.0;
-  int64_t min_tokens = 0;
-  bool has_logit_bias = false;  // a logit_bias with a non-zero entry
+  int64_t min_tokens = 0;                              // min_tokens / min_new_tokens
+  std::vector<std::pair<int64_t, double>> logit_bias;  // (token id, bias); zero biases dropped
 };
 
 // POST /v1/completions
@@ -76,6 +76,7 @@ struct GenerateInput {
   bool stream = false;
   bool return_logprob = false;
   int64_t top_logprobs_num = 0;
+  int64_t logprob_start_len = -1;  // prompt logprobs from this position; -1: none
   bool return_text_in_logprobs = false;
   std::string rid;  // the client's request id; empty: one is made up
 };

@@ -5,10 +5,12 @@
 #include <random>
 #include <vector>
 
+#include "core/buffer.h"
 #include "core/half.h"
 #include "kernels/activation.h"
 #include "kernels/copy.h"
 #include "kernels/embedding.h"
+#include "kernels/fill.h"
 #include "kernels/gather.h"
 #include "kernels/linear.h"
 #include "kernels/rms_norm.h"
@@ -29,6 +31,32 @@ std::vector<float> random_vec(size_t n, uint32_t seed) {
 
 Tensor view(std::vector<float>& v, std::initializer_list<int64_t> shape) {
   return Tensor(v.data(), DType::kF32, shape);
+}
+
+TEST(CpuKernels, FillUniformIsSeededBoundedAndFlat) {
+  const int64_t n = 100000;
+  Buffer a(cpu_allocator(), DType::kF32, {n}), b(cpu_allocator(), DType::kF32, {n}),
+      c(cpu_allocator(), DType::kF32, {n});
+  fill_uniform(a, -0.02f, 0.02f, 5, backend::Stream::cpu());
+  fill_uniform(b, -0.02f, 0.02f, 5, backend::Stream::cpu());
+  fill_uniform(c, -0.02f, 0.02f, 6, backend::Stream::cpu());
+  double sum = 0;
+  int64_t same_as_other_seed = 0, low_quarter = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = a.data<float>()[i];
+    ASSERT_GE(v, -0.02f);
+    ASSERT_LT(v, 0.02f);
+    ASSERT_EQ(v, b.data<float>()[i]);
+    same_as_other_seed += v == c.data<float>()[i];
+    low_quarter += v < -0.01f;
+    sum += v;
+  }
+  EXPECT_NEAR(sum / n, 0.0, 2e-4);
+  EXPECT_NEAR(static_cast<double>(low_quarter) / n, 0.25, 0.01);
+  EXPECT_LT(same_as_other_seed, 10);
+  Buffer h(cpu_allocator(), DType::kBF16, {3});
+  fill_constant(h, 1.f, backend::Stream::cpu());
+  EXPECT_EQ(bf16_to_float(static_cast<uint16_t*>(h.tensor().raw())[2]), 1.f);
 }
 
 TEST(CpuKernels, LinearMatchesReferenceWithBiasAndRowStride) {

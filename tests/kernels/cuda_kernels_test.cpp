@@ -12,6 +12,7 @@
 #include "kernels/activation.h"
 #include "kernels/copy.h"
 #include "kernels/embedding.h"
+#include "kernels/fill.h"
 #include "kernels/gather.h"
 #include "kernels/linear.h"
 #include "kernels/rms_norm.h"
@@ -102,6 +103,39 @@ TEST_P(CudaKernels, RmsNormAndFusedAddSweep) {
       EXPECT_LT(max_rel_err(to_host(dr), r), tol()) << rows << "x" << d;
     }
   }
+}
+
+// The model's layout: activations in the dtype under test, the residual stream in f32.
+TEST_P(CudaKernels, FusedAddRmsNormWithF32Residual) {
+  for (int64_t rows : {1, 7, 257}) {
+    for (int64_t d : {64, 4096}) {
+      Buffer x = host_random({rows, d}), r = host_random({rows, d}), w = host_random({d});
+      Buffer dx = to_device(x), dw = to_device(w);
+      Buffer dr(gpu_, DType::kF32, {rows, d});
+      copy(r, dr, stream_.get());
+      fused_add_rms_norm(dx, dr, dw, 1e-6, stream_.get());
+      fused_add_rms_norm(x, r, w, 1e-6, cpu_);
+      EXPECT_LT(max_rel_err(to_host(dx), x), 4 * tol()) << rows << "x" << d;
+      EXPECT_LT(max_rel_err(to_host(dr), r), 1e-6) << rows << "x" << d;  // the sum stays f32
+    }
+  }
+}
+
+// Dummy weights: the GPU fill produces exactly the CPU fill's values.
+TEST_P(CudaKernels, FillUniformMatchesCpu) {
+  for (int64_t n : {1, 1000, 1 << 20}) {
+    Buffer host(cpu_allocator(), GetParam(), {n});
+    fill_uniform(host, -0.5f, 0.25f, 77, cpu_);
+    Buffer dev(gpu_, GetParam(), {n});
+    fill_uniform(dev, -0.5f, 0.25f, 77, stream_.get());
+    Buffer a = to_host(dev), b(cpu_allocator(), DType::kF32, {n});
+    copy(host, b, cpu_);
+    EXPECT_EQ(max_rel_err(a, b), 0.0) << n;
+  }
+  Buffer ones(gpu_, GetParam(), {4097});
+  fill_constant(ones, 1.f, stream_.get());
+  Buffer h = to_host(ones);
+  for (int64_t i = 0; i < 4097; ++i) ASSERT_EQ(h.data<float>()[i], 1.f);
 }
 
 TEST_P(CudaKernels, RopeOnStridedQkv) {

@@ -17,27 +17,17 @@
 #include "model/gguf_config.h"
 #include "runner/forward_batch_builder.h"
 #include "runner/model_runner.h"
+#include "test_data.h"
 
 namespace sgl::model {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path smollm2_path() {
-  if (const char* p = std::getenv("SGL_SMOLLM2_GGUF")) return p;
-  fs::path cache;
-  if (const char* c = std::getenv("SGL_CACHE_DIR")) {
-    cache = c;
-  } else if (const char* home = std::getenv("HOME")) {
-    cache = fs::path(home) / ".cache" / "sgl.cpp";
-  }
-  return cache / "SmolLM2-135M-Instruct.Q4_1.gguf";
-}
-
 class SmolLM2Test : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = smollm2_path();
+    path_ = test::smollm2_gguf_path();
     std::error_code ec;
     if (!fs::is_regular_file(path_, ec)) {
       GTEST_SKIP() << path_ << " not found; run scripts/fetch_default_model.sh";

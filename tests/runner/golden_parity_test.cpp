@@ -14,28 +14,69 @@
 #include "runner/model_runner.h"
 #include "sampling/sampler.h"
 #include "test_data.h"
+#include "top_logprobs_check.h"
 
 namespace sgl {
 namespace {
 
+// Three regimes from one source: CPU f32 (golden_parity_test), CUDA f32
+// (golden_parity_cuda_f32_test: the same math on our GPU kernels, the same bounds as the CPU) and
+// CUDA bf16 (golden_parity_cuda_test).
 #ifdef SGL_TEST_ON_CUDA
-// bf16 weights and activations with f32 accumulation.
 const Device kDevice = Device::cuda(0);
-constexpr double kLogprobTol = 2e-2;
-constexpr double kLogitTol = 0.15;
-// Random-weight models have near-ties: a greedy divergence is tolerated only at a step where
-// the reference's top-2 logprobs are closer than this (and the rest of that case is skipped).
-constexpr double kTieTol = 2 * kLogprobTol;
 #else
 const Device kDevice = Device::cpu();
-constexpr double kLogprobTol = 1e-3;  // the bound; f32 lands near 1e-5
-constexpr double kLogitTol = 2e-3;    // absolute, on raw last-position logits
-constexpr double kTieTol = 0;         // f32: no divergence tolerated
+#endif
+#if defined(SGL_TEST_ON_CUDA) && !defined(SGL_TEST_DTYPE_F32)
+constexpr bool kBf16 = true;
+#else
+constexpr bool kBf16 = false;
 #endif
 
-std::unique_ptr<runner::ModelRunner> make_runner(const std::string& model) {
+struct Tolerances {
+  double step_logprob = 1e-3;     // per-step top-5 logprobs (the f32 bound)
+  double prefill_logprob = 1e-3;  // teacher-forced top-10 logprobs
+  double logit = 2e-3;            // absolute, on raw last-position logits
+  // Random-weight models have near-ties: a greedy divergence is tolerated only at a step where
+  // the reference's top-2 logprobs are closer than this (and the rest of that case is skipped).
+  double tie = 0;
+};
+
+// f32: the bounds above. bf16: the goldens are f32 math, and bf16 math moves these tiny models'
+// logprobs by more than the 2e-2 even in transformers (measured by
+// scripts/measure_transformers_bf16_error.py into data/transformers_bf16_error.json: up to 0.18
+// on stories260K, 0.03-0.07 on the random models). We are held to max(2e-2, 1.5 x transformers'
+// own bf16 error) per model.
+Tolerances tolerances_for(const std::string& model) {
+  Tolerances t;
+  if (!kBf16) return t;
+  const nlohmann::json measured = test::read_json(std::filesystem::path(SGL_RUNNER_TEST_DATA_DIR) /
+                                                  "transformers_bf16_error.json")["models"][model];
+  t.step_logprob = std::max(2e-2, 1.5 * measured["step_top5_logprob"].get<double>());
+  t.prefill_logprob = std::max(2e-2, 1.5 * measured["prefill_top10_logprob"].get<double>());
+  t.logit = std::max(0.15, 1.5 * measured["last_logits"].get<double>());
+  t.tie = 2 * t.step_logprob;
+  return t;
+}
+
+// The reference each model is held to. With bf16 weights stories260K (a float32 checkpoint) is
+// compared with its golden recomputed on bf16-rounded weights (scripts/make_bf16_weight_golden.py),
+// the regime of the other goldens; rounding its weights alone moves logprobs by up to 0.1 and
+// changes one case's greedy ids.
+nlohmann::json golden_for(const std::string& model) {
+  if (kBf16 && model == "stories260K") {
+    return test::read_json(std::filesystem::path(SGL_RUNNER_TEST_DATA_DIR) /
+                           "stories260K-bf16-weights.json");
+  }
+  return test::golden(model);
+}
+
+std::unique_ptr<runner::ModelRunner> make_runner(const std::string& model,
+                                                 bool disable_cuda_graph = false) {
   runner::ModelRunnerOptions options;
   options.device = kDevice;
+  options.disable_cuda_graph = disable_cuda_graph;
+  options.dtype = kBf16 ? "bfloat16" : "float32";
   options.max_num_tokens = 512;
   options.max_batch_size = 16;
   options.num_kv_slots = 4096;
@@ -55,29 +96,11 @@ engine::GenerateRequest greedy_request(const nlohmann::json& c, int32_t top_logp
   return r;
 }
 
-// Each golden (id, logprob) is found among ours with a logprob within tol. The last rank may
-// swap with a runner-up that is within tol of it.
-void expect_top_logprobs(const std::vector<sampling::TokenLogprob>& ours, const nlohmann::json& ids,
-                         const nlohmann::json& logprobs, const std::string& where) {
-  std::map<int32_t, float> by_id;
-  for (const auto& e : ours) by_id[e.id] = e.logprob;
-  for (size_t k = 0; k < ids.size(); ++k) {
-    const int32_t id = ids[k];
-    const double ref = logprobs[k];
-    auto it = by_id.find(id);
-    if (it == by_id.end()) {
-      ASSERT_EQ(k, ids.size() - 1) << where << ": id " << id << " missing at rank " << k;
-      EXPECT_NEAR(ours.back().logprob, ref, kLogprobTol) << where << ": swapped last rank";
-      continue;
-    }
-    EXPECT_NEAR(it->second, ref, kLogprobTol) << where << ": id " << id << " rank " << k;
-  }
-}
-
 class GoldenParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenParity, GreedyIdsAndStepLogprobs) {
-  const nlohmann::json golden = test::golden(GetParam());
+  const nlohmann::json golden = golden_for(GetParam());
+  const Tolerances tol = tolerances_for(GetParam());
   auto runner = make_runner(GetParam());
   ASSERT_TRUE(runner);
   engine::BatchGenerator generator(*runner, runner->config().eos_token_ids);
@@ -93,15 +116,15 @@ TEST_P(GoldenParity, GreedyIdsAndStepLogprobs) {
     if (agree < expected.size()) {
       const auto& lp = c["steps_top5"][agree]["logprobs"];
       const double gap = lp[0].get<double>() - lp[1].get<double>();
-      EXPECT_LT(gap, kTieTol) << "case " << ci << ": greedy ids diverge at step " << agree
+      EXPECT_LT(gap, tol.tie) << "case " << ci << ": greedy ids diverge at step " << agree
                               << " where the reference's top-2 gap is " << gap;
       std::cout << "case " << ci << ": tolerated near-tie divergence at step " << agree << " (gap "
                 << gap << ")\n";
     }
     for (size_t s = 0; s < agree; ++s) {
-      expect_top_logprobs(out.top_logprobs[s], c["steps_top5"][s]["ids"],
-                          c["steps_top5"][s]["logprobs"],
-                          "case " + std::to_string(ci) + " step " + std::to_string(s));
+      test::expect_top_logprobs(out.top_logprobs[s], c["steps_top5"][s]["ids"],
+                                c["steps_top5"][s]["logprobs"], tol.step_logprob,
+                                "case " + std::to_string(ci) + " step " + std::to_string(s));
     }
   }
   EXPECT_TRUE(generator.kv_allocator().check_integrity().ok());
@@ -109,7 +132,8 @@ TEST_P(GoldenParity, GreedyIdsAndStepLogprobs) {
 }
 
 TEST_P(GoldenParity, TeacherForcedLogprobsAndLastLogits) {
-  const nlohmann::json golden = test::golden(GetParam());
+  const nlohmann::json golden = golden_for(GetParam());
+  const Tolerances tol = tolerances_for(GetParam());
   auto runner = make_runner(GetParam());
   ASSERT_TRUE(runner);
   cache::ReqToTokenPool req_to_token(4, static_cast<int32_t>(runner->context_length()));
@@ -134,8 +158,9 @@ TEST_P(GoldenParity, TeacherForcedLogprobsAndLastLogits) {
     const int64_t vocab = logits.size(1);
     for (size_t p = 0; p < positions; ++p) {
       const auto top = sampling::top_logprobs_of(logits.data<float>() + p * vocab, vocab, 10);
-      expect_top_logprobs(top, c["prefill"]["topk_ids"][p], c["prefill"]["topk_logprobs"][p],
-                          "case " + std::to_string(ci) + " position " + std::to_string(p));
+      test::expect_top_logprobs(top, c["prefill"]["topk_ids"][p], c["prefill"]["topk_logprobs"][p],
+                                tol.prefill_logprob,
+                                "case " + std::to_string(ci) + " position " + std::to_string(p));
     }
     const auto& last = c["prefill"]["last_logits"];
     ASSERT_EQ(static_cast<int64_t>(last.size()), vocab);
@@ -144,14 +169,15 @@ TEST_P(GoldenParity, TeacherForcedLogprobsAndLastLogits) {
     for (int64_t v = 0; v < vocab; ++v) {
       max_err = std::max(max_err, std::abs(ours[v] - last[v].get<double>()));
     }
-    EXPECT_LT(max_err, kLogitTol) << "case " << ci;
+    EXPECT_LT(max_err, tol.logit) << "case " << ci;
     kv.free(slots);
     req_to_token.free(row);
   }
 }
 
 TEST_P(GoldenParity, BatchEqualsEachAlone) {
-  const nlohmann::json golden = test::golden(GetParam());
+  const nlohmann::json golden = golden_for(GetParam());
+  const Tolerances tol = tolerances_for(GetParam());
   auto runner = make_runner(GetParam());
   ASSERT_TRUE(runner);
   engine::BatchGenerator generator(*runner, runner->config().eos_token_ids);
@@ -176,19 +202,70 @@ TEST_P(GoldenParity, BatchEqualsEachAlone) {
     const auto& b = alone->at(0).output_ids;
     size_t same = 0;
     while (same < a.size() && same < b.size() && a[same] == b[same]) ++same;
-    if (kTieTol == 0) {
+    if (tol.tie == 0) {
       EXPECT_EQ(a, b) << "request " << i;
     } else if (same < b.size()) {
       std::cout << "request " << i << ": batched run diverges at step " << same << "\n";
     }
     for (size_t s = 0; s < same; ++s) {
       EXPECT_NEAR(together->at(i).output_logprobs[s], alone->at(0).output_logprobs[s],
-                  kTieTol == 0 ? 1e-4 : kLogprobTol);
+                  tol.tie == 0 ? 1e-4 : tol.step_logprob);
     }
   }
   EXPECT_TRUE(generator.kv_allocator().check_integrity().ok());
   EXPECT_TRUE(generator.req_to_token_pool().check_integrity().ok());
 }
+
+#ifdef SGL_TEST_ON_CUDA
+// Decode through the CUDA graphs (batches padded to their bucket) gives the eager pass's logits.
+TEST_P(GoldenParity, GraphReplayMatchesEagerDecode) {
+  auto graphs = make_runner(GetParam());
+  auto eager = make_runner(GetParam(), /*disable_cuda_graph=*/true);
+  ASSERT_TRUE(graphs && eager);
+  const nlohmann::json golden = golden_for(GetParam());
+  for (size_t bs : {size_t{1}, size_t{3}, golden["cases"].size()}) {
+    double worst = 0;
+    std::vector<float> first;  // the graph runner's logits
+    for (runner::ModelRunner* r : {graphs.get(), eager.get()}) {
+      cache::ReqToTokenPool req_to_token(16, static_cast<int32_t>(r->context_length()));
+      cache::TokenToKvPoolAllocator kv(static_cast<int32_t>(r->num_kv_slots()));
+      runner::ForwardBatchBuilder builder(r->allocator(), 512, 16, req_to_token);
+      std::vector<runner::BatchRequest> prefill, decode;
+      std::vector<std::vector<int32_t>> ids, slots;
+      for (size_t b = 0; b < bs; ++b) {
+        // The prompt plus the first generated token: every request has >= 2 tokens.
+        const nlohmann::json& c = golden["cases"][b % golden["cases"].size()];
+        ids.push_back(c["prompt_ids"]);
+        ids.back().push_back(c["greedy_ids"][0]);
+        slots.push_back(*kv.alloc(static_cast<int32_t>(ids.back().size())));
+      }
+      for (size_t b = 0; b < bs; ++b) {
+        const int32_t row = *req_to_token.alloc();
+        req_to_token.write(row, 0, slots[b]);
+        const auto n = ids[b].size();
+        prefill.push_back(
+            {row, 0, std::span(ids[b]).first(n - 1), std::span(slots[b]).first(n - 1)});
+        decode.push_back({row, static_cast<int32_t>(n - 1), std::span(ids[b]).last(1),
+                          std::span(slots[b]).last(1)});
+      }
+      r->forward_logits(
+          builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, prefill, r->stream()));
+      const Tensor logits = r->forward_logits(
+          builder.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, decode, r->stream()));
+      const float* p = logits.data<float>();
+      if (r == graphs.get()) {
+        first.assign(p, p + logits.numel());
+      } else {
+        ASSERT_EQ(first.size(), static_cast<size_t>(logits.numel()));
+        for (size_t i = 0; i < first.size(); ++i) {
+          worst = std::max(worst, std::abs(static_cast<double>(first[i]) - p[i]));
+        }
+      }
+    }
+    EXPECT_LT(worst, 2e-2) << "batch " << bs;  // bf16: other GEMM kernels for padded shapes
+  }
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(DenseModels, GoldenParity,
                          ::testing::Values("stories260K", "tiny-llama", "tiny-llama-tied",

@@ -15,25 +15,16 @@
 #include "engine/batch_generator.h"
 #include "model/gguf.h"
 #include "runner/model_runner.h"
+#include "test_data.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/gguf_tokenizer.h"
+#include "top_logprobs_check.h"
 
 namespace sgl {
 namespace {
 
 namespace fs = std::filesystem;
 constexpr double kLogprobTol = 1e-3;
-
-fs::path smollm2_path() {
-  if (const char* p = std::getenv("SGL_SMOLLM2_GGUF")) return p;
-  fs::path cache;
-  if (const char* c = std::getenv("SGL_CACHE_DIR")) {
-    cache = c;
-  } else if (const char* home = std::getenv("HOME")) {
-    cache = fs::path(home) / ".cache" / "sgl.cpp";
-  }
-  return cache / "SmolLM2-135M-Instruct.Q4_1.gguf";
-}
 
 nlohmann::json load_golden() {
   std::ifstream in(fs::path(SGL_RUNNER_TEST_DATA_DIR) / "smollm2_golden.json");
@@ -44,7 +35,7 @@ nlohmann::json load_golden() {
 class SmolLM2Golden : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = smollm2_path();
+    path_ = test::smollm2_gguf_path();
     std::error_code ec;
     if (!fs::is_regular_file(path_, ec)) {
       GTEST_SKIP() << path_ << " not found; run scripts/fetch_default_model.sh";
@@ -128,22 +119,10 @@ TEST_F(SmolLM2Golden, GreedyIdsAndTop5LogprobsOnCpu) {
     ASSERT_EQ(out.output_ids, c["greedy_ids"].get<std::vector<int32_t>>()) << "case " << ci;
     ASSERT_EQ(out.top_logprobs.size(), c["steps_top5"].size());
     for (size_t s = 0; s < out.top_logprobs.size(); ++s) {
-      std::map<int32_t, float> ours;
-      for (const auto& e : out.top_logprobs[s]) ours[e.id] = e.logprob;
-      const auto& ids = c["steps_top5"][s]["ids"];
-      const auto& logprobs = c["steps_top5"][s]["logprobs"];
-      for (size_t k = 0; k < ids.size(); ++k) {
-        const int32_t id = ids[k];
-        const double ref = logprobs[k];
-        auto it = ours.find(id);
-        if (it == ours.end()) {  // the 5th rank may swap with a runner-up within tolerance
-          ASSERT_EQ(k, ids.size() - 1) << "case " << ci << " step " << s << " id " << id;
-          EXPECT_NEAR(out.top_logprobs[s].back().logprob, ref, kLogprobTol);
-          continue;
-        }
-        worst = std::max(worst, std::abs(it->second - ref));
-        EXPECT_NEAR(it->second, ref, kLogprobTol) << "case " << ci << " step " << s << " id " << id;
-      }
+      worst = std::max(
+          worst, test::expect_top_logprobs(
+                     out.top_logprobs[s], c["steps_top5"][s]["ids"], c["steps_top5"][s]["logprobs"],
+                     kLogprobTol, "case " + std::to_string(ci) + " step " + std::to_string(s)));
     }
   }
   std::cout << "SmolLM2 golden: " << requests.size() << " chats, worst top-5 logprob error "

@@ -1,4 +1,5 @@
-// Sampler tests on constructed distributions: greedy, seeds, and the top-k/top-p/min-p sets.
+// Sampler tests on constructed distributions: greedy, seeds, the top-k/top-p/min-p sets, ties,
+// the id-order draw, the shared integer arithmetic, and a second implementation of the rules.
 #include "sampling/sampler.h"
 
 #include <gtest/gtest.h>
@@ -6,11 +7,16 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 #include <set>
 #include <vector>
 
+#include "kernels/sampling_math.h"
+
 namespace sgl::sampling {
 namespace {
+
+namespace sm = kernels::sampling_math;
 
 // Logits whose softmax is exactly `probs`.
 std::vector<float> logits_for(const std::vector<double>& probs) {
@@ -127,6 +133,182 @@ TEST(Sampler, LogprobsAreLogSoftmaxOfRawLogits) {
   ASSERT_EQ(out.top_logprobs[0].size(), 3u);
   EXPECT_EQ(out.top_logprobs[0][1].id, 3);
   EXPECT_NEAR(out.top_logprobs[0][2].logprob, std::log(0.15), 1e-6);
+}
+
+TEST(Sampler, TopKCutsATieByLowerId) {
+  SamplingParams p;
+  p.seed = 5;
+  p.top_k = 3;
+  std::set<int32_t> seen;
+  for (int32_t id : draw(std::vector<float>(8, 0.5f), p, 2000)) seen.insert(id);
+  EXPECT_EQ(seen, (std::set<int32_t>{0, 1, 2}));
+}
+
+TEST(Sampler, TopPComparesTheExactMassBefore) {
+  // Four equal tokens: the mass before the third is exactly 0.5, which does not exceed 0.5.
+  std::vector<float> logits = {1.f, 1.f, 1.f, 1.f, -INFINITY, -INFINITY};
+  SamplingParams p;
+  p.seed = 6;
+  p.top_p = 0.5f;
+  std::set<int32_t> seen;
+  for (int32_t id : draw(logits, p, 2000)) seen.insert(id);
+  EXPECT_EQ(seen, (std::set<int32_t>{0, 1, 2}));
+}
+
+TEST(Sampler, MinPOneKeepsOnlyTheTiedMaxima) {
+  SamplingParams p;
+  p.seed = 8;
+  p.min_p = 1.f;
+  std::set<int32_t> seen;
+  for (int32_t id : draw({0.f, 2.f, 1.f, 2.f, 1.999f}, p, 1000)) seen.insert(id);
+  EXPECT_EQ(seen, (std::set<int32_t>{1, 3}));
+}
+
+TEST(Sampler, DrawIsTheInverseCdfInIdOrder) {
+  // Weights 1/4, 1/2, 1/4 of the mass: u < 1/4 draws id 0, u < 3/4 id 1, else id 2 (in rank
+  // order the middle token would come first).
+  const std::vector<float> logits = {0.f, std::log(2.f), 0.f};
+  SamplingParams p;
+  p.seed = 11;
+  const auto ids = draw(logits, p, 300);
+  const double w0 = static_cast<double>(sm::token_weight(0.f, logits[1], 1.0));
+  const double total = 2 * w0 + static_cast<double>(sm::kMaxWeight);
+  for (int step = 0; step < 300; ++step) {
+    const double u = uniform_from_counter(11, step);
+    const int32_t expected = u < w0 / total ? 0 : (u < (w0 + sm::kMaxWeight) / total ? 1 : 2);
+    EXPECT_EQ(ids[step], expected) << "u = " << u;
+  }
+}
+
+TEST(Sampler, TokensBelowTheWeightFloorAreNeverDrawn) {
+  SamplingParams p;
+  p.seed = 12;
+  p.temperature = 2.f;
+  for (int32_t id : draw({0.f, -70.f, -1e30f, -INFINITY}, p, 500)) EXPECT_EQ(id, 0);
+}
+
+TEST(Sampler, AllMinusInfinityFallsBackToTheFirstToken) {
+  SamplingParams p;
+  p.seed = 13;
+  for (int32_t id : draw(std::vector<float>(5, -INFINITY), p, 10)) EXPECT_EQ(id, 0);
+}
+
+// The rules of sampler.h written a second way, token by token (quadratic; small rows only): a
+// token is kept if it is a candidate, fewer than top_k candidates rank before it, and their
+// weight is within the top-p limit.
+int32_t sample_by_definition(const std::vector<float>& x, const SamplingParams& p, uint64_t step) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  if (p.is_greedy()) return static_cast<int32_t>(std::max_element(x.begin(), x.end()) - x.begin());
+  const float max_logit = *std::max_element(x.begin(), x.end());
+  std::vector<uint64_t> w(n);
+  uint64_t total = 0;
+  for (int64_t i = 0; i < n; ++i)
+    total += w[i] = sm::token_weight(x[i], max_logit, 1.0 / p.temperature);
+  const uint64_t min_weight = sm::min_p_weight(p.min_p), limit = sm::top_p_limit(p.top_p, total);
+  std::vector<uint64_t> kept(n, 0);
+  uint64_t kept_total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (w[i] < min_weight) continue;
+    int64_t rank = 0;
+    uint64_t before = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      if (w[j] >= min_weight && (w[j] > w[i] || (w[j] == w[i] && j < i))) {
+        ++rank;
+        before += w[j];
+      }
+    }
+    if ((p.top_k <= 0 || rank < p.top_k) && before <= limit) kept_total += kept[i] = w[i];
+  }
+  const uint64_t target = sm::scale_draw(sm::random_bits53(*p.seed, step), kept_total);
+  uint64_t running = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    running += kept[i];
+    if (running > target) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+TEST(Sampler, AgreesWithTheRulesTokenByToken) {
+  std::mt19937_64 rng(21);
+  const float temperatures[] = {0.3f, 1.f, 2.f};
+  const int32_t top_ks[] = {-1, 2, 5};
+  const float top_ps[] = {1.f, 0.9f, 0.5f, 0.01f};
+  const float min_ps[] = {0.f, 0.05f, 0.5f};
+  Sampler sampler;
+  int rows = 0;
+  for (int trial = 0; trial < 6; ++trial) {
+    for (float t : temperatures) {
+      for (int32_t k : top_ks) {
+        for (float top_p : top_ps) {
+          for (float min_p : min_ps) {
+            // Coarse values, so ties are common.
+            std::vector<float> x(1 + rng() % 40);
+            for (float& v : x)
+              v = static_cast<float>(rng() % 9) * 0.5f - (rng() % 7 == 0 ? 50.f : 0.f);
+            SamplingParams p;
+            p.temperature = t;
+            p.top_k = k;
+            p.top_p = top_p;
+            p.min_p = min_p;
+            p.seed = rng();
+            const uint64_t step = rng() % 1000;
+            SamplingBatch batch{{p}, {step}, {0}, false};
+            const Tensor tensor(x.data(), DType::kF32, {1, static_cast<int64_t>(x.size())});
+            ASSERT_EQ(sampler.sample(tensor, batch).next_token_ids[0],
+                      sample_by_definition(x, p, step))
+                << "T " << t << " top_k " << k << " top_p " << top_p << " min_p " << min_p;
+            ++rows;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(rows, 6 * 3 * 3 * 4 * 3);
+}
+
+TEST(SamplingMath, ExpIsAccurateAndBitStable) {
+  for (double t = -32.0; t <= 0.0; t += 1.0 / 1024) {
+    EXPECT_NEAR(sm::exp_scaled(t, 0) / std::exp(t), 1.0, 4e-16) << t;
+  }
+  // Golden bits: a changed bit here (e.g. an fma contracted differently) breaks host/device parity.
+  const std::pair<double, double> golden[] = {{-0x1.999999999999ap-4, 0x1.cf46d99d52b3ap-1},
+                                              {-0x1p+0, 0x1.78b56362cef38p-2},
+                                              {-0x1.4p+1, 0x1.50385c094f425p-4},
+                                              {-0x1.aaaaaaaaaaaabp+1, 0x1.243dc957d03eep-5},
+                                              {-0x1.12p+4, 0x1.39d4ec6b9f3d3p-25},
+                                              {-0x1.fp+4, 0x1.36121e24d3bbap-45}};
+  for (const auto& [t, e] : golden) EXPECT_EQ(sm::exp_scaled(t, 0), e) << t;
+}
+
+TEST(SamplingMath, TokenWeights) {
+  EXPECT_EQ(sm::token_weight(3.f, 3.f, 1.0 / 0.7), sm::kMaxWeight);
+  EXPECT_EQ(sm::token_weight(-1.5f, 2.25f, 1.0), 827457120888ull);
+  EXPECT_EQ(sm::token_weight(0.1f, 0.2f, 1.0 / static_cast<double>(0.3f)), 25210704453231ull);
+  EXPECT_EQ(sm::token_weight(0.f, 31.f, 1.0), 1u);  // e^-31 * 2^45 = 1.2
+  EXPECT_EQ(sm::token_weight(0.f, 31.5f, 1.0), 0u);
+  EXPECT_EQ(sm::token_weight(-INFINITY, 0.f, 1.0), 0u);
+  EXPECT_EQ(sm::token_weight(NAN, 0.f, 1.0), 0u);
+  EXPECT_EQ(sm::min_p_weight(0.f), 1u);
+  EXPECT_EQ(sm::min_p_weight(0.5f), sm::kMaxWeight / 2);
+  EXPECT_EQ(sm::min_p_weight(1.f), sm::kMaxWeight);
+  EXPECT_EQ(sm::top_p_limit(1.f, 123), ~uint64_t{0});
+  EXPECT_EQ(sm::top_p_limit(0.5f, 1001), 500u);
+}
+
+TEST(SamplingMath, ScaledDrawIsTheExactFloor) {
+  EXPECT_EQ(sm::scale_draw(uint64_t{1} << 52, 10), 5u);  // u = 1/2
+  // (1 - 2^-53) * 2^62 = 2^62 - 2^9
+  EXPECT_EQ(sm::scale_draw((uint64_t{1} << 53) - 1, uint64_t{1} << 62), (uint64_t{1} << 62) - 512);
+  EXPECT_EQ(sm::scale_draw(0, 12345), 0u);
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t bits = rng() >> 11, mass = rng() >> 1;
+    const uint64_t r = sm::scale_draw(bits, mass);
+    const auto exact = static_cast<unsigned __int128>(bits) * mass;
+    EXPECT_LT(r, mass);
+    EXPECT_EQ(r, static_cast<uint64_t>(exact >> 53));
+  }
+  EXPECT_EQ(sm::random_bits53(42, 7), 466803804666104ull);
 }
 
 TEST(SamplingParams, ValidateNamesTheField) {

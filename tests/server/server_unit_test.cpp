@@ -2,6 +2,7 @@
 // histograms, request parsing and error bodies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "engine/request_stream.h"
@@ -66,6 +67,39 @@ TEST(OpenAiJson, ParsesPromptFormsAndRejectsBadFields) {
   EXPECT_EQ(parse_completion_request(R"({"prompt": "a", "presence_penalty": 3})").status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_TRUE(parse_completion_request(R"({"prompt": "a", "whatever": {"x": 1}})").ok());
+}
+
+TEST(OpenAiJson, ParsesLogitProcessingAndPromptLogprobFields) {
+  auto r = parse_completion_request(
+      R"({"prompt": "a", "logit_bias": {"5": 2.5, "17": 0, "300": -100}, "min_tokens": 3,
+          "frequency_penalty": -1.5, "presence_penalty": 0.5, "repetition_penalty": 1.2})");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  // Zero biases are dropped; the rest keep their ids.
+  std::sort(r->sampling.logit_bias.begin(), r->sampling.logit_bias.end());
+  EXPECT_EQ(r->sampling.logit_bias,
+            (std::vector<std::pair<int64_t, double>>{{5, 2.5}, {300, -100.0}}));
+  EXPECT_EQ(r->sampling.min_tokens, 3);
+  EXPECT_EQ(r->sampling.frequency_penalty, -1.5);
+  EXPECT_EQ(r->sampling.repetition_penalty, 1.2);
+  // min_tokens may not exceed max_tokens (16 by default for completions).
+  auto over = parse_completion_request(R"({"prompt": "a", "min_tokens": 17})");
+  EXPECT_EQ(over.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(over.status().message().find("'min_tokens'"), std::string::npos);
+  EXPECT_TRUE(parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}],
+                                    "min_tokens": 500})")
+                  .ok());  // no max_tokens: up to the context
+  auto native = parse_generate_request(
+      R"({"text": "a", "return_logprob": true, "logprob_start_len": 0,
+          "sampling_params": {"min_new_tokens": 4, "max_new_tokens": 8, "logit_bias": {"1": 1}}})");
+  ASSERT_TRUE(native.ok()) << native.status().to_string();
+  EXPECT_EQ(native->logprob_start_len, 0);
+  EXPECT_EQ(native->sampling.min_tokens, 4);
+  EXPECT_EQ(native->sampling.logit_bias.size(), 1u);
+  auto native_over = parse_generate_request(
+      R"({"text": "a", "sampling_params": {"min_new_tokens": 9, "max_new_tokens": 8}})");
+  EXPECT_NE(native_over.status().message().find("'min_new_tokens'"), std::string::npos);
+  EXPECT_FALSE(parse_generate_request(R"({"text": "a", "logprob_start_len": -2})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt": "a", "logit_bias": {"-1": 1}})").ok());
 }
 
 TEST(Errors, OpenAiShape) {

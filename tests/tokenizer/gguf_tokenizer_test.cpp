@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "model/gguf_test_util.h"
+#include "test_data.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/chat_template/json_value.h"
 #include "tokenizer/file_reader.h"
@@ -220,17 +221,11 @@ TEST(GgufTokenizerTest, UnknownModelIsUnimplemented) {
 }
 
 // The real SmolLM2-135M-Instruct GGUF against goldens from HF (make_smollm2_tokenizer_golden.py).
-std::filesystem::path smollm2_path() {
-  if (const char* env = std::getenv("SGL_SMOLLM2_GGUF"); env != nullptr && *env) return env;
-  const char* home = std::getenv("HOME");
-  if (home == nullptr) return {};
-  return std::filesystem::path(home) / ".cache/sgl.cpp/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
 
 class SmolLM2GgufTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto path = smollm2_path();
+    const auto path = test::smollm2_gguf_path();
     if (path.empty() || !std::filesystem::exists(path)) {
       GTEST_SKIP() << "SmolLM2 GGUF not found (set SGL_SMOLLM2_GGUF or run "
                       "scripts/fetch_default_model.sh)";

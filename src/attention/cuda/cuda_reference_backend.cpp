@@ -8,7 +8,8 @@ namespace sgl::attention {
 CudaReferenceBackend::CudaReferenceBackend(const AttentionConfig& config, KvPool& kv_pool,
                                            backend::Stream stream)
     : config_(config), kv_pool_(kv_pool), stream_(stream) {
-  SGL_CHECK(kv_pool.shape().dtype == DType::kBF16) << "CUDA attention needs a bf16 KV pool";
+  SGL_CHECK(kv_pool.shape().dtype == DType::kBF16 || kv_pool.shape().dtype == DType::kF32)
+      << "the reference CUDA attention needs a bf16 or f32 KV pool";
 }
 
 void CudaReferenceBackend::forward(int layer, const Tensor& q, const Tensor& k, const Tensor& v,

@@ -3,6 +3,7 @@
 #include "attention/cuda/reference_attention.h"
 #include "backend/cuda/cuda_check.h"
 #include "kernels/cuda/common/cuda_types.cuh"
+#include "kernels/cuda/common/dispatch.cuh"
 
 namespace sgl::attention::cuda {
 namespace {
@@ -98,13 +99,15 @@ void store_kv(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc, con
               const Tensor& v_cache, backend::Stream stream) {
   const int64_t tokens = k.size(0);
   if (tokens == 0) return;
-  SGL_CHECK(k.dtype() == DType::kBF16 && k_cache.dtype() == DType::kBF16)
-      << "CUDA attention runs in bf16";
-  using T = __nv_bfloat16;
-  store_kv_kernel<T><<<tokens, 256, 0, native(stream)>>>(
-      static_cast<const T*>(k.raw()), k.stride(0), k.stride(1), static_cast<const T*>(v.raw()),
-      v.stride(0), v.stride(1), out_cache_loc.data<int32_t>(), static_cast<T*>(k_cache.raw()),
-      static_cast<T*>(v_cache.raw()), static_cast<int>(k.size(1)), static_cast<int>(k.size(2)));
+  SGL_CHECK(k.dtype() == k_cache.dtype() && v.dtype() == v_cache.dtype())
+      << "store_kv: k " << dtype_name(k.dtype()) << " into a " << dtype_name(k_cache.dtype())
+      << " cache";
+  SGL_DISPATCH_FLOAT(k.dtype(), T, {
+    store_kv_kernel<T><<<tokens, 256, 0, native(stream)>>>(
+        static_cast<const T*>(k.raw()), k.stride(0), k.stride(1), static_cast<const T*>(v.raw()),
+        v.stride(0), v.stride(1), out_cache_loc.data<int32_t>(), static_cast<T*>(k_cache.raw()),
+        static_cast<T*>(v_cache.raw()), static_cast<int>(k.size(1)), static_cast<int>(k.size(2)));
+  });
   SGL_CUDA_CHECK_LAUNCH();
 }
 
@@ -129,7 +132,11 @@ void reference_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v
                static_cast<int>(q.size(2)),
                scale};
   const dim3 grid(static_cast<unsigned>(fb.num_tokens), static_cast<unsigned>(q.size(1)));
-  reference_attention_kernel<__nv_bfloat16><<<grid, 32, 0, native(stream)>>>(p);
+  SGL_CHECK(q.dtype() == k_cache.dtype() && out.dtype() == q.dtype())
+      << "reference_attention: q " << dtype_name(q.dtype()) << ", cache "
+      << dtype_name(k_cache.dtype());
+  SGL_DISPATCH_FLOAT(q.dtype(), T,
+                     { reference_attention_kernel<T><<<grid, 32, 0, native(stream)>>>(p); });
   SGL_CUDA_CHECK_LAUNCH();
 }
 

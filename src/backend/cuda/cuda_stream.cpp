@@ -18,6 +18,10 @@ CudaStream::CudaStream(int device_index) : device_index_(device_index) {
   cublasHandle_t handle = nullptr;
   SGL_CHECK(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS) << "cublasCreate failed";
   SGL_CHECK(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS) << "cublasSetStream failed";
+  // A workspace of our own, so cuBLAS never allocates while a CUDA graph is being captured.
+  SGL_CUDA_CHECK(cudaMalloc(&workspace_, kBlasWorkspaceBytes));
+  SGL_CHECK(cublasSetWorkspace(handle, workspace_, kBlasWorkspaceBytes) == CUBLAS_STATUS_SUCCESS)
+      << "cublasSetWorkspace failed";
   blas_ = handle;
 }
 
@@ -26,13 +30,15 @@ CudaStream::~CudaStream() { release(); }
 void CudaStream::release() {
   if (blas_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(blas_));
   if (native_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(native_));
-  blas_ = native_ = nullptr;
+  if (workspace_ != nullptr) cudaFree(workspace_);
+  blas_ = native_ = workspace_ = nullptr;
 }
 
 CudaStream::CudaStream(CudaStream&& other) noexcept
     : device_index_(other.device_index_),
       native_(std::exchange(other.native_, nullptr)),
-      blas_(std::exchange(other.blas_, nullptr)) {}
+      blas_(std::exchange(other.blas_, nullptr)),
+      workspace_(std::exchange(other.workspace_, nullptr)) {}
 
 CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
   if (this != &other) {
@@ -40,6 +46,7 @@ CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
     device_index_ = other.device_index_;
     native_ = std::exchange(other.native_, nullptr);
     blas_ = std::exchange(other.blas_, nullptr);
+    workspace_ = std::exchange(other.workspace_, nullptr);
   }
   return *this;
 }

@@ -20,7 +20,9 @@ class CudaStream final : public OwnedStream {
   void release();
   int device_index_ = 0;
   void* native_ = nullptr;
-  void* blas_ = nullptr;  // cublasHandle_t
+  static constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
+  void* blas_ = nullptr;       // cublasHandle_t
+  void* workspace_ = nullptr;  // cuBLAS workspace (device memory)
 };
 
 }  // namespace sgl::backend

@@ -10,21 +10,22 @@ namespace {
 
 constexpr int kNormThreads = 256;
 
-// One block per row. `residual` (nullable) gets x + residual, and the norm runs over it.
-template <typename T>
+// One block per row. `residual` (nullable; f32 or the activation dtype) gets x + residual, and
+// the norm runs over it.
+template <typename T, typename R = T>
 __global__ void rms_norm_kernel(const T* x, RowLayout x_rows, T* out, RowLayout out_rows,
-                                T* residual, const T* weight, float eps) {
+                                R* residual, const T* weight, float eps) {
   const int64_t row = blockIdx.x;
   const int64_t n = x_rows.row_len;
   const T* xr = x + x_rows.offset(row);
   T* orow = out + out_rows.offset(row);
-  T* rr = residual ? residual + row * n : nullptr;
+  R* rr = residual ? residual + row * n : nullptr;
   float sum_sq = 0.f;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
     float v = to_float(xr[i]);
     if (rr) {
       v += to_float(rr[i]);
-      rr[i] = from_float<T>(v);
+      rr[i] = from_float<R>(v);
     }
     sum_sq += v * v;
   }
@@ -66,8 +67,8 @@ void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& o
   if (in_rows.num_rows == 0) return;
   SGL_DISPATCH_FLOAT(x.dtype(), T, {
     rms_norm_kernel<T><<<in_rows.num_rows, kNormThreads, 0, native(stream)>>>(
-        static_cast<const T*>(x.raw()), in_rows, static_cast<T*>(out.raw()), out_rows, nullptr,
-        static_cast<const T*>(weight.raw()), static_cast<float>(eps));
+        static_cast<const T*>(x.raw()), in_rows, static_cast<T*>(out.raw()), out_rows,
+        static_cast<T*>(nullptr), static_cast<const T*>(weight.raw()), static_cast<float>(eps));
   });
   SGL_CUDA_CHECK_LAUNCH();
 }
@@ -77,10 +78,17 @@ void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& w
   const RowLayout rows = row_layout(x);
   if (rows.num_rows == 0) return;
   SGL_DISPATCH_FLOAT(x.dtype(), T, {
-    rms_norm_kernel<T><<<rows.num_rows, kNormThreads, 0, native(stream)>>>(
-        static_cast<const T*>(x.raw()), rows, static_cast<T*>(x.raw()), rows,
-        static_cast<T*>(residual.raw()), static_cast<const T*>(weight.raw()),
-        static_cast<float>(eps));
+    if (residual.dtype() == DType::kF32) {
+      rms_norm_kernel<T, float><<<rows.num_rows, kNormThreads, 0, native(stream)>>>(
+          static_cast<const T*>(x.raw()), rows, static_cast<T*>(x.raw()), rows,
+          static_cast<float*>(residual.raw()), static_cast<const T*>(weight.raw()),
+          static_cast<float>(eps));
+    } else {
+      rms_norm_kernel<T><<<rows.num_rows, kNormThreads, 0, native(stream)>>>(
+          static_cast<const T*>(x.raw()), rows, static_cast<T*>(x.raw()), rows,
+          static_cast<T*>(residual.raw()), static_cast<const T*>(weight.raw()),
+          static_cast<float>(eps));
+    }
   });
   SGL_CUDA_CHECK_LAUNCH();
 }

@@ -1,0 +1,14 @@
+// The sgl-bench subcommands: each takes its own argv (argv[0] is the subcommand's name) and
+// returns the process exit code.
+#pragma once
+
+namespace sgl::app {
+
+// sgl-bench serving: load an OpenAI-compatible server over HTTP (bench_serving/).
+int run_bench_serving(int argc, char** argv);
+// sgl-bench one-batch: one static batch through the ModelRunner, against the device's floors.
+int run_bench_one_batch(int argc, char** argv);
+// sgl-bench offline: synthetic requests through the engine without HTTP; throughput.
+int run_bench_offline(int argc, char** argv);
+
+}  // namespace sgl::app

@@ -1,0 +1,309 @@
+// sgl-bench one-batch: one static batch straight through the ModelRunner (no scheduler, no HTTP),
+// like SGLang's bench_one_batch: prefill bs x input_len tokens, then output_len decode steps,
+// each a forward pass plus greedy sampling and the download of the sampled ids.
+// Every result is printed next to its floor (METHOD.md): decode against the bytes a step must
+// read (weights + KV) over the measured copy bandwidth, prefill against its FLOPs over the
+// measured bf16 GEMM rate.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "app/bench_commands.h"
+#include "app/cli_args.h"
+#include "app/device_floors.h"
+#include "app/engine_flags.h"
+#include "backend/backend.h"
+#include "cache/req_to_token_pool.h"
+#include "cache/token_to_kv_pool_allocator.h"
+#include "runner/forward_batch_builder.h"
+#include "runner/model_runner.h"
+
+namespace sgl::app {
+namespace {
+
+constexpr const char* kUsage =
+    R"(usage: sgl-bench one-batch (--model-path DIR|FILE.gguf | --config CONFIG.json)
+  [--load-format auto|dummy] [--dtype auto|bfloat16|float32] [--device cuda|cpu]
+  [--batch-size 1,8,64,256] [--input-len 128,1024] [--output-len 256]
+  [--max-prefill-tokens 8192] [--attention-backend NAME] [--output-file F.json]
+  [--skip-floors] [--disable-cuda-graph]
+--config implies --load-format dummy (random weights for that config.json).
+)";
+
+struct Case {
+  int32_t batch_size = 0;
+  int32_t input_len = 0;
+  int32_t output_len = 0;
+};
+
+struct CaseResult {
+  Case c;
+  double prefill_s = 0;
+  double decode_step_s = 0;  // median over the decode steps
+  double decode_bytes = 0;   // weights + KV read by the median step
+  double prefill_flops = 0;
+};
+
+// Bytes of the weights every decode step reads: all but the embedding table (the LM head
+// included; a tied head is the embedding table, read whole each step all the same).
+double weight_bytes_per_step(const model::ModelConfig& c, size_t dtype_bytes) {
+  const double h = c.hidden_size, q = c.q_size(), kv = c.kv_size(), inter = c.intermediate_size;
+  const double layer = h * (q + 2 * kv) + q * h + h * 2 * inter + inter * h + 2 * h;
+  return (c.num_hidden_layers * layer + h + c.vocab_size * h) * static_cast<double>(dtype_bytes);
+}
+
+// FLOPs of a prefill of `bs` requests of `len` new tokens each (no prefix): GEMMs over every
+// token, the LM head over the last token of each request, causal attention (QK^T and PV).
+double prefill_flops(const model::ModelConfig& c, int64_t bs, int64_t len) {
+  const double h = c.hidden_size, q = c.q_size(), kv = c.kv_size(), inter = c.intermediate_size;
+  const double layer_params = h * (q + 2 * kv) + q * h + h * 2 * inter + inter * h;
+  const double tokens = static_cast<double>(bs * len);
+  const double gemm = 2.0 * tokens * c.num_hidden_layers * layer_params;
+  const double head = 2.0 * static_cast<double>(bs) * h * c.vocab_size;
+  const double pairs = static_cast<double>(bs) * len * (len + 1) / 2.0;
+  const double attn = 4.0 * pairs * c.num_hidden_layers * c.num_attention_heads * c.head_dim;
+  return gemm + head + attn;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+class OneBatchBench {
+ public:
+  OneBatchBench(runner::ModelRunner& runner, int32_t max_prefill_tokens)
+      : runner_(runner),
+        max_prefill_tokens_(max_prefill_tokens),
+        req_to_token_(static_cast<int32_t>(runner.options().max_batch_size),
+                      static_cast<int32_t>(runner.context_length())),
+        kv_(static_cast<int32_t>(runner.num_kv_slots())),
+        builder_(runner.allocator(), runner.options().max_num_tokens,
+                 runner.options().max_batch_size, req_to_token_) {}
+
+  Result<CaseResult> run(const Case& c) {
+    const int32_t total = c.input_len + c.output_len;
+    std::vector<int32_t> rows(c.batch_size);
+    std::vector<std::vector<int32_t>> slots(c.batch_size), ids(c.batch_size);
+    std::mt19937 rng(c.batch_size * 7919 + c.input_len);
+    std::uniform_int_distribution<int32_t> token(
+        10, static_cast<int32_t>(runner_.config().vocab_size - 1));
+    for (int32_t b = 0; b < c.batch_size; ++b) {
+      std::optional<int32_t> row = req_to_token_.alloc();
+      std::optional<std::vector<int32_t>> row_slots = kv_.alloc(total);
+      if (!row || !row_slots) return resource_exhausted("KV pool too small for the case");
+      rows[b] = *row;
+      slots[b] = std::move(*row_slots);
+      req_to_token_.write(rows[b], 0, slots[b]);
+      ids[b].resize(total);
+      for (int32_t& t : ids[b]) t = token(rng);
+    }
+    CaseResult result{c};
+    const backend::Stream stream = runner_.stream();
+    // Greedy sampling on the device, as a server would run it; sampled ids feed the next step.
+    sampling::SamplingBatch greedy;
+    greedy.params.assign(c.batch_size, sampling::SamplingParams{.temperature = 0.f});
+    greedy.steps.assign(c.batch_size, 0);
+    greedy.top_logprobs_num.assign(c.batch_size, 0);
+
+    // Prefill, in chunks of whole requests of at most max_prefill_tokens (like the scheduler).
+    backend::synchronize(stream);
+    auto start = std::chrono::steady_clock::now();
+    for (int32_t first = 0; first < c.batch_size;) {
+      std::vector<runner::BatchRequest> chunk;
+      int32_t tokens = 0;
+      while (first < c.batch_size &&
+             (chunk.empty() || tokens + c.input_len <= max_prefill_tokens_)) {
+        chunk.push_back({rows[first], 0, std::span(ids[first]).first(c.input_len),
+                         std::span(slots[first]).first(c.input_len)});
+        tokens += c.input_len;
+        ++first;
+      }
+      const ForwardBatch fb =
+          builder_.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, chunk, stream);
+      sampling::SamplingBatch chunk_sampling = greedy;
+      chunk_sampling.params.resize(chunk.size());
+      chunk_sampling.steps.resize(chunk.size());
+      chunk_sampling.top_logprobs_num.resize(chunk.size());
+      runner_.forward_and_sample(fb, chunk_sampling);
+    }
+    backend::synchronize(stream);
+    result.prefill_s = seconds_since(start);
+
+    // Decode: one token per request per step.
+    std::vector<double> steps;
+    std::vector<runner::BatchRequest> batch(c.batch_size);
+    for (int32_t s = 0; s < c.output_len; ++s) {
+      const int32_t pos = c.input_len + s;
+      for (int32_t b = 0; b < c.batch_size; ++b) {
+        batch[b] = {rows[b], pos, std::span(ids[b]).subspan(pos, 1),
+                    std::span(slots[b]).subspan(pos, 1)};
+      }
+      start = std::chrono::steady_clock::now();
+      const ForwardBatch fb =
+          builder_.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, batch, stream);
+      const sampling::SampleOutput next = runner_.forward_and_sample(fb, greedy);
+      steps.push_back(seconds_since(start));
+      if (pos + 1 < total) {
+        for (int32_t b = 0; b < c.batch_size; ++b) ids[b][pos + 1] = next.next_token_ids[b];
+      }
+    }
+    std::vector<double> sorted = steps;
+    std::sort(sorted.begin(), sorted.end());
+    result.decode_step_s = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+
+    const model::ModelConfig& config = runner_.config();
+    const double kv_token_bytes = 2.0 * config.num_hidden_layers * config.num_key_value_heads *
+                                  config.head_dim * dtype_size(runner_.compute_dtype());
+    const double mid_context = c.input_len + c.output_len / 2.0;
+    result.decode_bytes = weight_bytes_per_step(config, dtype_size(runner_.compute_dtype())) +
+                          c.batch_size * mid_context * kv_token_bytes;
+    result.prefill_flops = prefill_flops(config, c.batch_size, c.input_len);
+
+    for (int32_t b = 0; b < c.batch_size; ++b) {
+      kv_.free(slots[b]);
+      req_to_token_.free(rows[b]);
+    }
+    return result;
+  }
+
+ private:
+  runner::ModelRunner& runner_;
+  int32_t max_prefill_tokens_;
+  cache::ReqToTokenPool req_to_token_;
+  cache::TokenToKvPoolAllocator kv_;
+  runner::ForwardBatchBuilder builder_;
+};
+
+int fail(const Status& s) {
+  std::cerr << "sgl-bench one-batch: " << s.to_string() << "\n";
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace
+
+int run_bench_one_batch(int argc, char** argv) {
+  const std::set<std::string> value_flags = {"--model-path",
+                                             "--config",
+                                             "--load-format",
+                                             "--dtype",
+                                             "--device",
+                                             "--batch-size",
+                                             "--input-len",
+                                             "--output-len",
+                                             "--output-file",
+                                             "--max-prefill-tokens",
+                                             "--attention-backend",
+                                             "--log-level"};
+  const std::set<std::string> switch_flags = {"--skip-floors", "--disable-cuda-graph", "--help"};
+  auto args = CliArgs::parse(argc, argv, value_flags, switch_flags);
+  if (!args.ok()) return fail(args.status());
+  if (args->has("--help")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  const std::optional<std::string> model_path = args->get("--model-path");
+  const std::optional<std::string> config_path = args->get("--config");
+  if (model_path.has_value() == config_path.has_value()) {
+    std::cerr << kUsage;
+    return fail(invalid_argument("give exactly one of --model-path and --config"));
+  }
+  auto batch_sizes = args->get_int_list("--batch-size");
+  auto input_lens = args->get_int_list("--input-len");
+  auto output_len = args->get_int("--output-len", 256);
+  auto max_prefill = args->get_int("--max-prefill-tokens", 8192);
+  for (const Status& s :
+       {batch_sizes.status(), input_lens.status(), output_len.status(), max_prefill.status()}) {
+    if (!s.ok()) return fail(s);
+  }
+  if (batch_sizes->empty()) *batch_sizes = {1, 8, 64, 256};
+  if (input_lens->empty()) *input_lens = {128, 1024};
+  const int32_t max_bs = *std::max_element(batch_sizes->begin(), batch_sizes->end());
+  const int32_t max_in = *std::max_element(input_lens->begin(), input_lens->end());
+  if (*std::min_element(batch_sizes->begin(), batch_sizes->end()) < 1 ||
+      *std::min_element(input_lens->begin(), input_lens->end()) < 1 || *output_len < 1 ||
+      *max_prefill < max_in) {
+    return fail(invalid_argument(
+        "batch sizes, input and output lengths must be >= 1 and --max-prefill-tokens >= the "
+        "longest input"));
+  }
+
+  runner::ModelRunnerOptions options;
+  auto device = parse_device(args->get("--device").value_or("cuda"));
+  if (!device) return fail(invalid_argument("--device expects cpu, cuda or cuda:N"));
+  options.device = *device;
+  options.dtype = args->get("--dtype").value_or("auto");
+  options.attention_backend = args->get("--attention-backend").value_or("auto");
+  options.load_format = args->get("--load-format").value_or(config_path ? "dummy" : "auto");
+  options.max_batch_size = max_bs;
+  options.disable_cuda_graph = args->has("--disable-cuda-graph");
+  options.max_num_tokens = std::max<int64_t>(*max_prefill, max_bs);
+  options.context_length = max_in + static_cast<int32_t>(*output_len);
+  options.num_kv_slots = static_cast<int64_t>(max_bs) * options.context_length + 1;
+
+  const auto load_start = std::chrono::steady_clock::now();
+  auto runner = runner::ModelRunner::create(model_path ? *model_path : *config_path, options);
+  if (!runner.ok()) return fail(runner.status());
+  backend::synchronize((*runner)->stream());
+  const double load_s = seconds_since(load_start);
+  std::printf("loaded in %.2f s (%s, %s)\n", load_s, options.device.to_string().c_str(),
+              std::string(dtype_name((*runner)->compute_dtype())).c_str());
+
+  DeviceFloors floors;
+  if (!options.device.is_cpu() && !args->has("--skip-floors")) {
+    auto measured = measure_device_floors((*runner)->allocator(), (*runner)->stream());
+    if (!measured.ok()) return fail(measured.status());
+    floors = *measured;
+    std::printf("floors: copy %.0f GB/s (read + write), bf16 GEMM %.0f TFLOP/s\n",
+                floors.copy_bytes_per_s / 1e9, floors.gemm_flops_per_s / 1e12);
+  }
+
+  OneBatchBench bench(**runner, static_cast<int32_t>(*max_prefill));
+  nlohmann::json report = {{"load_s", load_s},
+                           {"device", options.device.to_string()},
+                           {"copy_bytes_per_s", floors.copy_bytes_per_s},
+                           {"gemm_flops_per_s", floors.gemm_flops_per_s},
+                           {"cases", nlohmann::json::array()}};
+  std::printf("\n%6s %6s %6s | %11s %12s %8s | %10s %12s %9s %8s\n", "bs", "in", "out",
+              "prefill ms", "prefill t/s", "of peak", "step ms", "decode t/s", "GB/step", "of bw");
+  for (int32_t in : *input_lens) {
+    for (int32_t bs : *batch_sizes) {
+      auto r = bench.run({bs, in, static_cast<int32_t>(*output_len)});
+      if (!r.ok()) return fail(r.status());
+      const double prefill_tps = bs * in / r->prefill_s;
+      const double decode_tps = bs / r->decode_step_s;
+      const double of_peak = floors.gemm_flops_per_s > 0
+                                 ? r->prefill_flops / floors.gemm_flops_per_s / r->prefill_s
+                                 : 0;
+      const double of_bw = floors.copy_bytes_per_s > 0
+                               ? r->decode_bytes / floors.copy_bytes_per_s / r->decode_step_s
+                               : 0;
+      std::printf("%6d %6d %6d | %11.2f %12.0f %7.1f%% | %10.3f %12.1f %9.2f %7.1f%%\n", bs, in,
+                  r->c.output_len, r->prefill_s * 1e3, prefill_tps, 100 * of_peak,
+                  r->decode_step_s * 1e3, decode_tps, r->decode_bytes / 1e9, 100 * of_bw);
+      std::fflush(stdout);
+      report["cases"].push_back({{"batch_size", bs},
+                                 {"input_len", in},
+                                 {"output_len", r->c.output_len},
+                                 {"prefill_s", r->prefill_s},
+                                 {"prefill_tokens_per_s", prefill_tps},
+                                 {"prefill_flops", r->prefill_flops},
+                                 {"prefill_fraction_of_gemm_peak", of_peak},
+                                 {"decode_step_s", r->decode_step_s},
+                                 {"decode_tokens_per_s", decode_tps},
+                                 {"decode_bytes_per_step", r->decode_bytes},
+                                 {"decode_fraction_of_bandwidth", of_bw}});
+    }
+  }
+  if (const auto out = args->get("--output-file")) {
+    std::ofstream f(*out);
+    f << report.dump(1) << "\n";
+    if (!f) return fail(internal_error("cannot write " + *out));
+  }
+  return 0;
+}
+
+}  // namespace sgl::app

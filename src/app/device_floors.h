@@ -1,0 +1,20 @@
+// The two ceilings a benchmark is measured against (METHOD.md): the device's copy bandwidth
+// (a large device-to-device copy, bytes read + written) and its bf16 GEMM rate (a large product
+// through kernels::linear, i.e. cuBLAS).
+#pragma once
+
+#include "backend/stream.h"
+#include "core/allocator.h"
+#include "core/status.h"
+
+namespace sgl::app {
+
+struct DeviceFloors {
+  double copy_bytes_per_s = 0;  // read + write bytes per second
+  double gemm_flops_per_s = 0;  // bf16 in, f32 accumulate
+};
+
+// Runs each probe with warm-up and takes the median of several timed rounds on `stream`.
+Result<DeviceFloors> measure_device_floors(Allocator& device_allocator, backend::Stream stream);
+
+}  // namespace sgl::app

@@ -1,0 +1,91 @@
+// FlashAttentionBackend: store the new K/V, then split-KV decode or tensor-core extend.
+#include "attention/cuda/flash_attention_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "attention/cuda/flash_attention.h"
+#include "attention/cuda/reference_attention.h"
+#include "attention/cuda/split_kv_policy.h"
+#include "backend/cuda/cuda_check.h"
+
+namespace sgl::attention {
+namespace {
+
+// The tensor-core kernels' shapes and layout: head_dim 64/128/256, 16-byte aligned rows.
+// q: [T, Hq, D] row-strided; k_cache: [slots, Hk, D].
+bool flash_supports(const Tensor& q, const Tensor& k_cache) {
+  const int64_t dim = q.size(2);
+  const bool fast_dim = dim == 64 || dim == 128 || dim == 256;
+  return fast_dim && q.dtype() == DType::kBF16 && q.stride(2) == 1 && q.stride(1) % 8 == 0 &&
+         q.stride(0) % 8 == 0 && reinterpret_cast<uintptr_t>(q.raw()) % 16 == 0 &&
+         k_cache.is_contiguous();
+}
+
+int device_sm_count(int device_index) {
+  int sms = 0;
+  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_index));
+  return sms;
+}
+
+}  // namespace
+
+FlashAttentionBackend::FlashAttentionBackend(const AttentionConfig& config, KvPool& kv_pool,
+                                             backend::Stream stream, Device device)
+    : config_(config), kv_pool_(kv_pool), stream_(stream), allocator_(device.index) {
+  SGL_CHECK(kv_pool.shape().dtype == DType::kBF16) << "CUDA attention needs a bf16 KV pool";
+  // Kernel attributes are per device: set them on `device`, then restore the caller's.
+  int previous = 0;
+  SGL_CUDA_CHECK(cudaGetDevice(&previous));
+  SGL_CUDA_CHECK(cudaSetDevice(device.index));
+  cuda::configure_flash_decode_kernels();
+  cuda::configure_flash_extend_kernels();
+  resident_decode_ctas_ =
+      device_sm_count(device.index) *
+      std::max(1, cuda::flash_decode_ctas_per_sm(static_cast<int>(config.head_dim)));
+  SGL_CUDA_CHECK(cudaSetDevice(previous));
+  const int64_t rows =
+      cuda::max_split_partial_rows(static_cast<int>(config.num_q_heads),
+                                   static_cast<int>(config.num_kv_heads), resident_decode_ctas_);
+  partial_o_ = Buffer(allocator_, DType::kF32, {rows, config.head_dim});
+  partial_lse_ = Buffer(allocator_, DType::kF32, {rows});
+}
+
+int FlashAttentionBackend::decode_splits(int batch_size) const {
+  return cuda::decode_num_splits(batch_size, static_cast<int>(config_.num_kv_heads),
+                                 resident_decode_ctas_);
+}
+
+void FlashAttentionBackend::forward(int layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& out, const ForwardBatch& fb) {
+  SGL_CHECK(fb.kv_indices.defined() && fb.kv_indices.device().is_cuda())
+      << "CUDA attention needs the batch's kv_indices on the device";
+  cuda::store_kv_vectorized(k, v, fb.out_cache_loc, kv_pool_.k(layer), kv_pool_.v(layer), stream_);
+  attend(layer, q, out, fb);
+}
+
+void FlashAttentionBackend::attend(int layer, const Tensor& q, const Tensor& out,
+                                   const ForwardBatch& fb) {
+  const Tensor& k_cache = kv_pool_.k(layer);
+  const Tensor& v_cache = kv_pool_.v(layer);
+  if (fb.num_tokens == 0) return;
+  if (!flash_supports(q, k_cache)) {
+    cuda::reference_attention(q, k_cache, v_cache, out, fb, config_.scale, stream_);
+    return;
+  }
+  // The decode kernel packs a KV head's q heads into 16 MMA rows; wider groups use extend.
+  const bool decode = fb.mode == ForwardMode::kDecode && fb.num_tokens == fb.batch_size &&
+                      config_.num_q_heads <= 16 * config_.num_kv_heads;
+  if (decode) {
+    const cuda::SplitKvScratch scratch{partial_o_.data<float>(), partial_lse_.data<float>(),
+                                       partial_lse_.tensor().size(0)};
+    cuda::flash_decode(q, k_cache, v_cache, out, fb, config_.scale, decode_splits(fb.batch_size),
+                       scratch, stream_);
+  } else {
+    cuda::flash_extend(q, k_cache, v_cache, out, fb, config_.scale, stream_);
+  }
+}
+
+}  // namespace sgl::attention

@@ -1,0 +1,43 @@
+// FlashAttentionBackend: our paged flash attention kernels behind AttentionBackend ("flash"):
+// split-KV tensor-core decode, FlashAttention-2 style extend; bf16 KV, f32 accumulation.
+#pragma once
+
+#include "attention/attention_backend.h"
+#include "backend/cuda/cuda_allocator.h"
+#include "core/buffer.h"
+
+namespace sgl::attention {
+
+// Decode launches depend only on the batch size and fixed config: the split count comes from
+// the batch size and how many decode CTAs the GPU holds at once, and each CTA finds its chunk
+// from the device seq_lens. The split-KV scratch is allocated here once, sized for any batch
+// size. So decode can be captured in a CUDA graph and replayed with new lengths and slots in
+// the same device tensors. Head dims other than 64/128/256 (or unaligned layouts) fall back to
+// the reference kernel.
+class FlashAttentionBackend final : public AttentionBackend {
+ public:
+  // kv_pool: bf16, on `device`; must outlive the backend.
+  FlashAttentionBackend(const AttentionConfig& config, KvPool& kv_pool, backend::Stream stream,
+                        Device device);
+  // Nothing to plan: the kernels read every per-batch value from the ForwardBatch tensors.
+  void plan(const ForwardBatch& fb) override {}
+  void forward(int layer, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+               const ForwardBatch& fb) override;
+  // forward() without the KV store: attention of q over KV already in the pool.
+  // q: [T, Hq, D] row-strided; out: [T, Hq * D].
+  void attend(int layer, const Tensor& q, const Tensor& out, const ForwardBatch& fb);
+
+  // Splits per request decode uses at this batch size (exposed for tests and benchmarks).
+  int decode_splits(int batch_size) const;
+
+ private:
+  AttentionConfig config_;
+  KvPool& kv_pool_;
+  backend::Stream stream_;
+  int resident_decode_ctas_ = 0;  // decode CTAs the GPU holds at once (sizes the split grid)
+  backend::CudaAllocator allocator_;
+  Buffer partial_o_;    // f32 [rows, head_dim]: split-KV partial outputs
+  Buffer partial_lse_;  // f32 [rows]
+};
+
+}  // namespace sgl::attention

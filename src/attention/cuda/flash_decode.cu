@@ -1,0 +1,302 @@
+// Flash decoding: split-KV decode attention on bf16 tensor cores, then a merge of the splits'
+// partial (max, sum, output) in f32. One CTA = one (request, KV head, split); its warps share
+// the group's q heads (the MMA rows, padded to 16) and take 16 KV tokens each per tile.
+#include "attention/cuda/flash_attention.h"
+#include "attention/cuda/split_kv_policy.h"
+#include "attention/cuda/warp_attention.cuh"
+#include "backend/cuda/cuda_check.h"
+
+namespace sgl::attention::cuda {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct DecodeParams {
+  const bf16* q;  // [bs, q_heads, dim], rows strided
+  int64_t q_token_stride;
+  int64_t q_head_stride;
+  const bf16* k_cache;        // [slots, kv_heads, dim]
+  const bf16* v_cache;        // [slots, kv_heads, dim]
+  bf16* out;                  // [bs, q_heads * dim]
+  float* partial_o;           // [bs * num_splits * q_heads, dim]
+  float* partial_lse;         // [bs * num_splits * q_heads]
+  const int32_t* seq_lens;    // [bs]
+  const int32_t* kv_indptr;   // [bs + 1]
+  const int32_t* kv_indices;  // [sum(seq_lens)]
+  int q_heads;
+  int kv_heads;
+  int group;  // q heads per KV head, <= 16
+  int num_splits;
+  float scale_log2;  // softmax scale * log2(e)
+};
+
+// kWarps warps share a KV tile (16 tokens each); kStages tiles in a cp.async ring.
+template <int kHeadDim, int kNumWarps, int kKvStages>
+struct DecodeConfig {
+  static constexpr int kDim = kHeadDim;
+  static constexpr int kWarps = kNumWarps;
+  static constexpr int kStages = kKvStages;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kTileTokens = 16 * kWarps;  // each warp takes 16 tokens of a tile
+  static constexpr int kQBytes = 16 * kDim * 2;
+  static constexpr int kTileBytes = kTileTokens * kDim * 2;
+  static constexpr int kSmemBytes = kQBytes + kStages * 2 * kTileBytes;
+  static constexpr bool kQInRegisters = kDim <= 128;
+  // The warps' partial states, merged through the (then idle) KV stages.
+  static_assert(kWarps * 16 * (kDim + 2) * 4 <= kStages * 2 * kTileBytes);
+  static_assert(kSplitChunkAlign % kTileTokens == 0);
+};
+
+template <typename Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads)
+    flash_decode_kernel(const __grid_constant__ DecodeParams p) {
+  constexpr int kDim = Cfg::kDim, kWarps = Cfg::kWarps, kStages = Cfg::kStages;
+  using Tile = SwizzledRows<kDim>;
+  extern __shared__ __align__(128) uint8_t smem[];
+  const int split = blockIdx.x, kv_head = blockIdx.y, b = blockIdx.z;
+  // Both loads issue before the early exit: they are the first links of a dependent chain
+  // (lengths -> slots -> KV) that starts every CTA.
+  const int seq_len = p.seq_lens[b];
+  const int32_t* slots = p.kv_indices + p.kv_indptr[b];
+  const int chunk = split_chunk_len(seq_len, p.num_splits);
+  const int start = split * chunk;
+  if (start >= seq_len) {
+    if (seq_len == 0 && split == 0) {  // nothing to attend to: zeros, not 0 / 0
+      for (int i = threadIdx.x; i < p.group * kDim; i += Cfg::kThreads) {
+        p.out[(static_cast<int64_t>(b) * p.q_heads + kv_head * p.group) * kDim + i] =
+            __float2bfloat16_rn(0.f);
+      }
+    }
+    return;
+  }
+  const int end = min(seq_len, start + chunk);
+  const int num_tiles = (end - start + Cfg::kTileTokens - 1) / Cfg::kTileTokens;
+  const uint32_t q_tile = shared_address(smem);
+  const uint32_t kv_stages = q_tile + Cfg::kQBytes;
+  auto k_tile = [&](int stage) { return kv_stages + stage * 2 * Cfg::kTileBytes; };
+  auto load_tile = [&](int t) {
+    const uint32_t k = k_tile(t % kStages);
+    load_kv_tile<kDim, Cfg::kTileTokens, Cfg::kThreads>(
+        k, k + Cfg::kTileBytes, p.k_cache, p.v_cache, slots, start + t * Cfg::kTileTokens, end,
+        kv_head, p.kv_heads);
+  };
+
+  // Q tile: the group's heads of this request's token as rows 0..group-1, zero rows to 16.
+  const bf16* q = p.q + b * p.q_token_stride + kv_head * p.group * p.q_head_stride;
+  for (int c = threadIdx.x; c < 16 * Tile::kChunks; c += Cfg::kThreads) {
+    const int row = c / Tile::kChunks, ch = c % Tile::kChunks;
+    const bool valid = row < p.group;
+    cp_async_16(q_tile + Tile::offset(row, ch), valid ? q + row * p.q_head_stride + ch * 8 : p.q,
+                valid);
+  }
+  for (int t = 0; t < kStages - 1; ++t) {
+    if (t < num_tiles) load_tile(t);
+    cp_async_commit();  // empty groups keep the wait counts uniform
+  }
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  QFragments<kDim, 1, Cfg::kQInRegisters> qf;
+  float o_tile[1][kDim / 8][4];  // one m16 row tile: the group's heads, padded
+  auto& o = o_tile[0];
+#pragma unroll
+  for (int j = 0; j < kDim / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  SoftmaxRows rows;
+  for (int t = 0; t < num_tiles; ++t) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile t landed for everyone; stage (t - 1) % kStages is free again
+    if (t + kStages - 1 < num_tiles) load_tile(t + kStages - 1);
+    cp_async_commit();
+    if (t == 0) qf.init(q_tile, 0, lane);
+    const uint32_t k = k_tile(t % kStages);
+    float s_tile[1][2][4];
+    auto& s = s_tile[0];
+    warp_scores<kDim, 1, 2>(s_tile, qf, k, warp * 16, lane);
+    const int tok0 = start + t * Cfg::kTileTokens + warp * 16 + 2 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[j][e] = tok0 + 8 * j + (e & 1) < end ? s[j][e] * p.scale_log2 : -INFINITY;
+      }
+    }
+    online_softmax_update(s, o, rows);
+    warp_accumulate_pv<kDim, 1, 2>(o_tile, s_tile, k + Cfg::kTileBytes, warp * 16, lane);
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+
+  // Merge the warps' states through shared memory.
+  quad_row_sums(rows);
+  float* merge_o = reinterpret_cast<float*>(smem + Cfg::kQBytes);  // [kWarps, 16, kDim]
+  float* merge_max = merge_o + kWarps * 16 * kDim;                 // [kWarps, 16]
+  float* merge_sum = merge_max + kWarps * 16;                      // [kWarps, 16]
+  const int g = lane / 4, tq = lane % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float* row_o = merge_o + (warp * 16 + g + 8 * r) * kDim + 2 * tq;
+#pragma unroll
+    for (int j = 0; j < kDim / 8; ++j) {
+      *reinterpret_cast<float2*>(row_o + 8 * j) = make_float2(o[j][2 * r], o[j][2 * r + 1]);
+    }
+    if (tq == 0) {
+      merge_max[warp * 16 + g + 8 * r] = rows.max[r];
+      merge_sum[warp * 16 + g + 8 * r] = rows.sum[r];
+    }
+  }
+  __syncthreads();
+  const bool single_split = (seq_len + chunk - 1) / chunk == 1;
+  for (int i = threadIdx.x; i < p.group * kDim; i += Cfg::kThreads) {
+    const int row = i / kDim, d = i % kDim;
+    float m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, merge_max[w * 16 + row]);
+    float sum = 0.f, acc = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = fast_exp2(merge_max[w * 16 + row] - m);
+      sum += merge_sum[w * 16 + row] * f;
+      acc += merge_o[(w * 16 + row) * kDim + d] * f;
+    }
+    const int head = kv_head * p.group + row;
+    if (single_split) {
+      p.out[(static_cast<int64_t>(b) * p.q_heads + head) * kDim + d] =
+          __float2bfloat16_rn(acc / sum);
+    } else {
+      const int64_t prow = (static_cast<int64_t>(b) * p.num_splits + split) * p.q_heads + head;
+      p.partial_o[prow * kDim + d] = acc / sum;
+      if (d == 0) p.partial_lse[prow] = m + __log2f(sum);
+    }
+  }
+}
+
+struct MergeParams {
+  const float* partial_o;    // [bs * num_splits * q_heads, dim]
+  const float* partial_lse;  // [bs * num_splits * q_heads]
+  bf16* out;                 // [bs, q_heads * dim]
+  const int32_t* seq_lens;   // [bs]
+  int q_heads;
+  int num_splits;
+  int dim;
+};
+
+// One CTA per (q head, request): out = sum_s 2^(lse_s - max) o_s / sum_s 2^(lse_s - max).
+// Requests with a single non-empty split were written by the decode kernel directly.
+__global__ void merge_splits_kernel(const __grid_constant__ MergeParams p) {
+  const int head = blockIdx.x, b = blockIdx.y;
+  const int n = split_count(p.seq_lens[b], p.num_splits);
+  if (n <= 1) return;
+  const int64_t row0 = static_cast<int64_t>(b) * p.num_splits * p.q_heads + head;
+  float m = -INFINITY;
+  for (int s = 0; s < n; ++s) m = fmaxf(m, p.partial_lse[row0 + s * p.q_heads]);
+  for (int d = threadIdx.x; d < p.dim; d += blockDim.x) {
+    float sum = 0.f, acc = 0.f;
+    for (int s = 0; s < n; ++s) {
+      const int64_t row = row0 + s * p.q_heads;
+      const float w = fast_exp2(p.partial_lse[row] - m);
+      sum += w;
+      acc += w * p.partial_o[row * p.dim + d];
+    }
+    p.out[(static_cast<int64_t>(b) * p.q_heads + head) * p.dim + d] =
+        __float2bfloat16_rn(acc / sum);
+  }
+}
+
+template <typename Cfg>
+void launch_decode(const DecodeParams& p, int batch_size, cudaStream_t stream) {
+  const dim3 grid(p.num_splits, p.kv_heads, batch_size);
+  flash_decode_kernel<Cfg><<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+  SGL_CUDA_CHECK_LAUNCH();
+}
+
+template <typename Cfg>
+void allow_decode_smem() {
+  SGL_CUDA_CHECK(cudaFuncSetAttribute(
+      flash_decode_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+}
+
+template <typename Cfg>
+int resident_ctas_per_sm() {
+  int ctas = 0;
+  SGL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, flash_decode_kernel<Cfg>,
+                                                               Cfg::kThreads, Cfg::kSmemBytes));
+  return ctas;
+}
+
+// Per head_dim: <dim, warps, stages>. Small CTAs (2 warps, 32-token tiles) let 4 of them share
+// an SM at head_dim 128, so one wave covers more (request, KV head) pairs.
+using Decode64 = DecodeConfig<64, 2, 4>;
+using Decode128 = DecodeConfig<128, 2, 3>;
+using Decode256 = DecodeConfig<256, 2, 3>;
+
+}  // namespace
+
+void configure_flash_decode_kernels() {
+  allow_decode_smem<Decode64>();
+  allow_decode_smem<Decode128>();
+  allow_decode_smem<Decode256>();
+}
+
+int flash_decode_ctas_per_sm(int head_dim) {
+  switch (head_dim) {
+    case 64:
+      return resident_ctas_per_sm<Decode64>();
+    case 128:
+      return resident_ctas_per_sm<Decode128>();
+    case 256:
+      return resident_ctas_per_sm<Decode256>();
+    default:
+      return 1;
+  }
+}
+
+void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
+                  const ForwardBatch& fb, float scale, int num_splits,
+                  const SplitKvScratch& scratch, backend::Stream stream) {
+  const int batch_size = fb.batch_size;
+  if (batch_size == 0) return;
+  const int q_heads = static_cast<int>(q.size(1)), kv_heads = static_cast<int>(k_cache.size(1));
+  const int dim = static_cast<int>(q.size(2));
+  SGL_CHECK(q_heads / kv_heads <= 16) << "flash decode takes at most 16 q heads per KV head";
+  SGL_CHECK(num_splits >= 1 && num_splits <= kMaxSplits) << num_splits;
+  if (num_splits > 1) {
+    SGL_CHECK_LE(static_cast<int64_t>(batch_size) * num_splits * q_heads, scratch.rows)
+        << "split-KV scratch too small";
+  }
+  const DecodeParams p{static_cast<const bf16*>(q.raw()),
+                       q.stride(0),
+                       q.stride(1),
+                       static_cast<const bf16*>(k_cache.raw()),
+                       static_cast<const bf16*>(v_cache.raw()),
+                       static_cast<bf16*>(out.raw()),
+                       scratch.o,
+                       scratch.lse,
+                       fb.seq_lens.data<int32_t>(),
+                       fb.kv_indptr.data<int32_t>(),
+                       fb.kv_indices.data<int32_t>(),
+                       q_heads,
+                       kv_heads,
+                       q_heads / kv_heads,
+                       num_splits,
+                       scale * kLog2e};
+  auto native = static_cast<cudaStream_t>(stream.native);
+  switch (dim) {
+    case 64:
+      launch_decode<Decode64>(p, batch_size, native);
+      break;
+    case 128:
+      launch_decode<Decode128>(p, batch_size, native);
+      break;
+    case 256:
+      launch_decode<Decode256>(p, batch_size, native);
+      break;
+    default:
+      SGL_CHECK(false) << "flash decode: head_dim " << dim;
+  }
+  if (num_splits > 1) {
+    const MergeParams m{scratch.o, scratch.lse, p.out, p.seq_lens, q_heads, num_splits, dim};
+    merge_splits_kernel<<<dim3(q_heads, batch_size), 128, 0, native>>>(m);
+    SGL_CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace sgl::attention::cuda

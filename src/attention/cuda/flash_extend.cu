@@ -1,0 +1,277 @@
+// FlashAttention-2 style extend/prefill attention over the paged KV cache on bf16 tensor cores.
+// One CTA = 64 or 128 rows of one request's (new token, q head) pairs of one KV head (GQA
+// packed into the MMA M dimension) x all of that request's visible KV, gathered through
+// kv_indices into swizzled shared memory with cp.async; 4 warps of 16 or 32 rows each; online
+// softmax in f32.
+#include "attention/cuda/flash_attention.h"
+#include "attention/cuda/warp_attention.cuh"
+#include "backend/cuda/cuda_check.h"
+
+namespace sgl::attention::cuda {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+
+struct ExtendParams {
+  const bf16* q;  // [T, q_heads, dim], rows strided
+  int64_t q_token_stride;
+  int64_t q_head_stride;
+  const bf16* k_cache;         // [slots, kv_heads, dim]
+  const bf16* v_cache;         // [slots, kv_heads, dim]
+  bf16* out;                   // [T, q_heads * dim]
+  const int32_t* qo_indptr;    // [bs + 1]
+  const int32_t* prefix_lens;  // [bs]
+  const int32_t* kv_indptr;    // [bs + 1]
+  const int32_t* kv_indices;   // [sum(seq_lens)]
+  int batch_size;
+  int q_heads;
+  int kv_heads;
+  int group;  // q heads per KV head
+  float scale_log2;
+};
+
+// kMTiles m16 row tiles per warp (more reuse each K / V fragment read from shared memory, at
+// the cost of registers); KV tiles of kTileTokens tokens in a kStages cp.async ring.
+template <int kHeadDim, int kRowTiles, int kKvTileTokens, int kKvStages, bool kQInRegs>
+struct ExtendConfig {
+  static constexpr int kDim = kHeadDim;
+  static constexpr int kMTiles = kRowTiles;
+  static constexpr int kTileTokens = kKvTileTokens;
+  static constexpr int kStages = kKvStages;
+  static constexpr int kRows = kWarps * 16 * kMTiles;  // packed (token, q head) rows per CTA
+  static constexpr int kQBytes = kRows * kDim * 2;
+  static constexpr int kTileBytes = kTileTokens * kDim * 2;
+  static constexpr int kSmemBytes = kQBytes + kStages * 2 * kTileBytes;
+  static constexpr bool kQInRegisters = kQInRegs;
+  static constexpr int kSBlocks = kTileTokens / 8;
+};
+
+// Q tiles are numbered request by request (ceil(new tokens * group / rows) each). Run by one
+// warp: finds the request owning tile `tile` and which of its tiles it is, latest (longest
+// KV) first so the heavy causal tiles start early; request -1 past the last tile.
+__device__ void locate_q_tile(const ExtendParams& p, int tile, int rows_per_tile, int lane,
+                              int* owner) {
+  int before = 0;
+  for (int b0 = 0; b0 < p.batch_size; b0 += 32) {
+    const int b = b0 + lane;
+    const int n =
+        b < p.batch_size
+            ? ((p.qo_indptr[b + 1] - p.qo_indptr[b]) * p.group + rows_per_tile - 1) / rows_per_tile
+            : 0;
+    int inclusive = n;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int x = __shfl_up_sync(0xffffffffu, inclusive, d);
+      if (lane >= d) inclusive += x;
+    }
+    const int total = __shfl_sync(0xffffffffu, inclusive, 31);
+    if (tile < before + total) {
+      const unsigned hit = __ballot_sync(0xffffffffu, tile < before + inclusive);
+      if (lane == __ffs(hit) - 1) {
+        owner[0] = b;
+        owner[1] = n - 1 - (tile - (before + inclusive - n));
+      }
+      return;
+    }
+    before += total;
+  }
+  if (lane == 0) owner[0] = -1;
+}
+
+template <typename Cfg>
+__global__ void __launch_bounds__(kThreads)
+    flash_extend_kernel(const __grid_constant__ ExtendParams p) {
+  constexpr int kDim = Cfg::kDim, kMTiles = Cfg::kMTiles, kTileTokens = Cfg::kTileTokens;
+  constexpr int kStages = Cfg::kStages;
+  using Tile = SwizzledRows<kDim>;
+  constexpr int kRowsPerCta = Cfg::kRows;
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ int owner[2];  // request, its q tile
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp == 0) locate_q_tile(p, blockIdx.x, kRowsPerCta, lane, owner);
+  __syncthreads();
+  const int b = owner[0];
+  if (b < 0) return;
+  const int kv_head = blockIdx.y;
+  const int qo_start = p.qo_indptr[b];
+  const int packed_rows = (p.qo_indptr[b + 1] - qo_start) * p.group;
+  const int prefix = p.prefix_lens[b];
+  const int row0 = owner[1] * kRowsPerCta;
+  const int last_row = min(packed_rows, row0 + kRowsPerCta) - 1;
+  const int kv_end = prefix + last_row / p.group + 1;  // KV this tile sees at most
+  const int mask_from = prefix + row0 / p.group + 1;   // every row sees KV below this
+  const int num_tiles = (kv_end + kTileTokens - 1) / kTileTokens;
+  const int32_t* slots = p.kv_indices + p.kv_indptr[b];
+  const uint32_t q_tile = shared_address(smem);
+  const uint32_t kv_stages = q_tile + Cfg::kQBytes;
+  auto k_tile = [&](int stage) { return kv_stages + stage * 2 * Cfg::kTileBytes; };
+  auto load_tile = [&](int t) {
+    const uint32_t k = k_tile(t % kStages);
+    load_kv_tile<kDim, kTileTokens, kThreads>(k, k + Cfg::kTileBytes, p.k_cache, p.v_cache, slots,
+                                              t * kTileTokens, kv_end, kv_head, p.kv_heads);
+  };
+
+  // Q tile: packed row r is (new token r / group, q head r % group of this KV head's group).
+  for (int c = threadIdx.x; c < kRowsPerCta * Tile::kChunks; c += kThreads) {
+    const int row = c / Tile::kChunks, ch = c % Tile::kChunks;
+    const int packed = row0 + row;
+    const bool valid = packed < packed_rows;
+    const bf16* src =
+        valid ? p.q + static_cast<int64_t>(qo_start + packed / p.group) * p.q_token_stride +
+                    (kv_head * p.group + packed % p.group) * p.q_head_stride + ch * 8
+              : p.q;
+    cp_async_16(q_tile + Tile::offset(row, ch), src, valid);
+  }
+  for (int t = 0; t < kStages - 1; ++t) {
+    if (t < num_tiles) load_tile(t);
+    cp_async_commit();  // empty groups keep the wait counts uniform
+  }
+
+  // The warp's rows start at warp_row0; in m16 tile m this thread holds rows g and g + 8,
+  // which see KV positions below limit[m][r].
+  const int warp_row0 = row0 + warp * 16 * kMTiles;
+  int limit[kMTiles][2];
+#pragma unroll
+  for (int m = 0; m < kMTiles; ++m) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      limit[m][r] = prefix + (warp_row0 + 16 * m + lane / 4 + 8 * r) / p.group + 1;
+    }
+  }
+  QFragments<kDim, kMTiles, Cfg::kQInRegisters> qf;
+  float o[kMTiles][kDim / 8][4];
+#pragma unroll
+  for (int m = 0; m < kMTiles; ++m) {
+#pragma unroll
+    for (int j = 0; j < kDim / 8; ++j) o[m][j][0] = o[m][j][1] = o[m][j][2] = o[m][j][3] = 0.f;
+  }
+  SoftmaxRows rows[kMTiles];
+  for (int t = 0; t < num_tiles; ++t) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile t landed for everyone; stage (t - 1) % kStages is free again
+    if (t + kStages - 1 < num_tiles) load_tile(t + kStages - 1);
+    cp_async_commit();
+    if (t == 0) qf.init(q_tile, warp * 16 * kMTiles, lane);
+    const uint32_t k = k_tile(t % kStages);
+    float s[kMTiles][Cfg::kSBlocks][4];
+    warp_scores<kDim, kMTiles, Cfg::kSBlocks>(s, qf, k, 0, lane);
+    const int col0 = t * kTileTokens;
+    if (col0 + kTileTokens > mask_from) {  // the causal diagonal (or the KV end) crosses this tile
+      const int col = col0 + 2 * (lane % 4);
+#pragma unroll
+      for (int m = 0; m < kMTiles; ++m) {
+#pragma unroll
+        for (int j = 0; j < Cfg::kSBlocks; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            s[m][j][e] =
+                col + 8 * j + (e & 1) < limit[m][e >> 1] ? s[m][j][e] * p.scale_log2 : -INFINITY;
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int m = 0; m < kMTiles; ++m) {
+#pragma unroll
+        for (int j = 0; j < Cfg::kSBlocks; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[m][j][e] *= p.scale_log2;
+        }
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < kMTiles; ++m) online_softmax_update(s[m], o[m], rows[m]);
+    warp_accumulate_pv<kDim, kMTiles, Cfg::kSBlocks>(o, s, k + Cfg::kTileBytes, 0, lane);
+  }
+  cp_async_wait<0>();
+
+#pragma unroll
+  for (int m = 0; m < kMTiles; ++m) {
+    quad_row_sums(rows[m]);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int packed = warp_row0 + 16 * m + lane / 4 + 8 * r;
+      if (packed >= packed_rows) continue;
+      const int64_t token = qo_start + packed / p.group;
+      const int head = kv_head * p.group + packed % p.group;
+      bf16* dst = p.out + (token * p.q_heads + head) * kDim + 2 * (lane % 4);
+      const float inv = 1.f / rows[m].sum[r];
+#pragma unroll
+      for (int j = 0; j < kDim / 8; ++j) {
+        *reinterpret_cast<uint32_t*>(dst + 8 * j) =
+            pack_bf16x2(o[m][j][2 * r] * inv, o[m][j][2 * r + 1] * inv);
+      }
+    }
+  }
+}
+
+// Launches one configuration over all q tiles (x) and KV heads (y). Each request rounds its
+// rows up to whole tiles, so (rows / tile rows + batch size) bounds the tile count without host
+// metadata; CTAs past the last tile exit at once.
+template <typename Cfg>
+void launch_extend(const ExtendParams& p, int num_tokens, cudaStream_t stream) {
+  const int64_t rows = static_cast<int64_t>(num_tokens) * p.group;
+  const int64_t tiles = (rows + Cfg::kRows - 1) / Cfg::kRows + p.batch_size;
+  const dim3 grid(static_cast<unsigned>(tiles), p.kv_heads);
+  flash_extend_kernel<Cfg><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(p);
+  SGL_CUDA_CHECK_LAUNCH();
+}
+
+template <typename Cfg>
+void allow_extend_smem() {
+  SGL_CUDA_CHECK(cudaFuncSetAttribute(
+      flash_extend_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+}
+
+// Per head_dim: <dim, m16 tiles per warp, KV tile tokens, stages, Q fragments in registers>.
+using Extend64 = ExtendConfig<64, 2, 64, 3, true>;
+using Extend128 = ExtendConfig<128, 2, 64, 2, false>;
+using Extend256 = ExtendConfig<256, 1, 32, 2, false>;
+
+}  // namespace
+
+void configure_flash_extend_kernels() {
+  allow_extend_smem<Extend64>();
+  allow_extend_smem<Extend128>();
+  allow_extend_smem<Extend256>();
+}
+
+void flash_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
+                  const ForwardBatch& fb, float scale, backend::Stream stream) {
+  if (fb.num_tokens == 0 || fb.batch_size == 0) return;
+  const int q_heads = static_cast<int>(q.size(1)), kv_heads = static_cast<int>(k_cache.size(1));
+  const int dim = static_cast<int>(q.size(2)), group = q_heads / kv_heads;
+  const ExtendParams p{static_cast<const bf16*>(q.raw()),
+                       q.stride(0),
+                       q.stride(1),
+                       static_cast<const bf16*>(k_cache.raw()),
+                       static_cast<const bf16*>(v_cache.raw()),
+                       static_cast<bf16*>(out.raw()),
+                       fb.qo_indptr.data<int32_t>(),
+                       fb.extend_prefix_lens.data<int32_t>(),
+                       fb.kv_indptr.data<int32_t>(),
+                       fb.kv_indices.data<int32_t>(),
+                       fb.batch_size,
+                       q_heads,
+                       kv_heads,
+                       group,
+                       scale * kLog2e};
+  auto native = static_cast<cudaStream_t>(stream.native);
+  switch (dim) {
+    case 64:
+      launch_extend<Extend64>(p, fb.num_tokens, native);
+      break;
+    case 128:
+      launch_extend<Extend128>(p, fb.num_tokens, native);
+      break;
+    case 256:
+      launch_extend<Extend256>(p, fb.num_tokens, native);
+      break;
+    default:
+      SGL_CHECK(false) << "flash extend: head_dim " << dim;
+  }
+}
+
+}  // namespace sgl::attention::cuda

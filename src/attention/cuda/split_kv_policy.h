@@ -1,0 +1,50 @@
+// How flash decoding splits each request's KV across CTAs; shared by the host (grid, scratch
+// size) and the device (each CTA's chunk, from seq_len), so a captured graph stays valid for
+// any sequence lengths.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define SGL_HOST_DEVICE __host__ __device__
+#else
+#define SGL_HOST_DEVICE
+#endif
+
+namespace sgl::attention::cuda {
+
+inline constexpr int kSplitChunkAlign = 64;  // tokens; a multiple of every decode KV tile
+inline constexpr int kMaxSplits = 128;       // splits per request
+
+// Splits per request for a decode batch: as many (request, KV head, split) CTAs as fit in one
+// wave of the `resident_ctas` the GPU runs at once (SMs x CTAs per SM), never more. Measured
+// on H100 (Llama-3-8B heads): a second wave or more merge traffic costs more than shorter
+// chunks save. Depends only on the batch size and fixed config, never on sequence lengths.
+inline int decode_num_splits(int batch_size, int kv_heads, int resident_ctas) {
+  const int64_t pairs = static_cast<int64_t>(batch_size) * kv_heads;
+  return static_cast<int>(std::clamp<int64_t>(resident_ctas / pairs, 1, kMaxSplits));
+}
+
+// Partial-output rows (request, split, q head) the largest split batch can need: when
+// splits > 1, batch * kv_heads * splits <= resident_ctas.
+inline int64_t max_split_partial_rows(int q_heads, int kv_heads, int resident_ctas) {
+  return static_cast<int64_t>(resident_ctas) * (q_heads / kv_heads);
+}
+
+// Tokens per split for a request of seq_len tokens: an even share, rounded up to whole tiles
+// (at least one). Split s covers [s * chunk, min(seq_len, (s + 1) * chunk)); splits past
+// seq_len are empty.
+SGL_HOST_DEVICE inline int split_chunk_len(int seq_len, int num_splits) {
+  const int even = (seq_len + num_splits - 1) / num_splits;
+  const int aligned = (even + kSplitChunkAlign - 1) / kSplitChunkAlign * kSplitChunkAlign;
+  return aligned > kSplitChunkAlign ? aligned : kSplitChunkAlign;
+}
+
+// Non-empty splits of a request (0 for an empty one).
+SGL_HOST_DEVICE inline int split_count(int seq_len, int num_splits) {
+  const int chunk = split_chunk_len(seq_len, num_splits);
+  return (seq_len + chunk - 1) / chunk;
+}
+
+}  // namespace sgl::attention::cuda

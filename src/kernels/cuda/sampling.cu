@@ -1,0 +1,144 @@
+// CUDA sampling: one block per logits row follows the rules of sampling/sampler.h (greedy, then
+// weights, min-p, top-k, top-p and an id-order draw) without sorting the vocabulary.
+#include "backend/cuda/cuda_check.h"
+#include "kernels/cuda/common/block_reduce.cuh"
+#include "kernels/cuda/common/row_pass.cuh"
+#include "kernels/cuda/cuda_sampling.h"
+#include "kernels/cuda/sampling_select.cuh"
+#include "kernels/sampling_math.h"
+
+namespace sgl::kernels::cuda {
+namespace {
+
+namespace sm = sampling_math;
+
+struct SampleArgs {
+  const float* logits;  // f32 [bs, vocab], rows `row_stride` apart
+  int64_t row_stride;
+  int32_t vocab;
+  const float* temperature;  // [bs]
+  const int32_t* top_k;
+  const float* top_p;
+  const float* min_p;
+  const u64* seed;
+  const u64* step;
+  int32_t* next_ids;     // [bs]
+  float* next_logprobs;  // [bs] or null
+};
+
+// Sum of exp(x - max) over the row, for the logprobs.
+__device__ double row_exp_sum(const float* logits, int32_t vocab, float max_logit) {
+  double sum = 0.0;
+  for_each_token<kSampleThreads>(logits, vocab, [&](int32_t, bool valid, float x) {
+    if (valid) sum += static_cast<double>(expf(x - max_logit));
+  });
+  return block_sum_of(sum);
+}
+
+// A non-greedy row: rules 2-5 of sampler.h. Also sums exp(x - max) when exp_sum is given.
+__device__ int32_t sample_row(RowSelector& row, const float* logits, int32_t vocab, float max_logit,
+                              int32_t greedy_id, int32_t top_k, float top_p, u64 seed, u64 step,
+                              double* exp_sum) {
+  const u64 bits = sm::random_bits53(seed, step);
+  const auto draw_target = [&](u64 kept_weight) { return sm::scale_draw(bits, kept_weight); };
+  if ((top_k <= 0 || top_k >= vocab) && top_p >= 1.f) {
+    // Only min-p filters: the kept set is every candidate, no pivot to find.
+    if (exp_sum) *exp_sum = row_exp_sum(logits, vocab, max_logit);
+    const double t_floor = RowSelector::exponent_floor(row.min_weight());
+    return row.find_by_running_sum(
+        [&](int32_t, float x) -> u64 {
+          const u64 w = row.weight_if_above(x, t_floor);
+          return row.is_candidate(w) ? w : 0;
+        },
+        draw_target, greedy_id);
+  }
+  const u64 total = row.histogram_all(exp_sum);
+  if (total == 0) return greedy_id;  // every logit -inf
+  const u64 rank_limit = top_k > 0 && top_k < vocab ? static_cast<u64>(top_k) : vocab;
+  const u64 weight_limit = sm::top_p_limit(top_p, total);
+  WeightRange range = row.pivot_log_bucket(rank_limit, weight_limit);
+  Pivot pivot;
+  bool segments_summed = false;
+  for (;;) {
+    if (range.count <= kCollectCap) {
+      pivot = row.pivot_by_sorting(range, rank_limit, weight_limit);
+      segments_summed = true;
+      break;
+    }
+    if (range.width == 1) {
+      pivot = row.pivot_in_tie(range, rank_limit, weight_limit);
+      break;
+    }
+    range = row.narrow(range, rank_limit, weight_limit);
+  }
+  const double t_floor = RowSelector::exponent_floor(pivot.weight);
+  const auto kept_weight = [&](int32_t i, float x) -> u64 {
+    const u64 w = row.weight_if_above(x, t_floor);
+    return w > pivot.weight || (w == pivot.weight && i <= pivot.id) ? w : 0;
+  };
+  return segments_summed ? row.search_segments(kept_weight, draw_target, greedy_id)
+                         : row.find_by_running_sum(kept_weight, draw_target, greedy_id);
+}
+
+__global__ void __launch_bounds__(kSampleThreads) sample_kernel(SampleArgs a) {
+  __shared__ SelectShared sh;
+  const int64_t row_index = blockIdx.x;
+  const float* logits = a.logits + row_index * a.row_stride;
+  const int32_t vocab = a.vocab;
+  // Rule 1 (and the maximum every weight is relative to): the first maximum.
+  ValueIndex best = lowest_value_index();
+  for_each_token<kSampleThreads>(logits, vocab, [&](int32_t i, bool valid, float x) {
+    const ValueIndex v{x, i};
+    if (valid && ranks_before(v, best)) best = v;
+  });
+  best = block_best(best);
+  const float temperature = a.temperature[row_index];
+  const int32_t top_k = a.top_k[row_index];
+  double exp_sum = 0.0;
+  double* want_exp_sum = a.next_logprobs ? &exp_sum : nullptr;
+  int32_t id = best.index;
+  if (!sm::is_greedy_row(temperature, top_k)) {
+    RowSelector row(logits, vocab, best.value, 1.0 / static_cast<double>(temperature),
+                    sm::min_p_weight(a.min_p[row_index]), sh);
+    id = sample_row(row, logits, vocab, best.value, best.index, top_k, a.top_p[row_index],
+                    a.seed[row_index], a.step[row_index], want_exp_sum);
+  } else if (want_exp_sum) {
+    exp_sum = row_exp_sum(logits, vocab, best.value);
+  }
+  if (threadIdx.x == 0) {
+    a.next_ids[row_index] = id;
+    if (a.next_logprobs) {
+      const double log_sum = static_cast<double>(best.value) + log(exp_sum);
+      a.next_logprobs[row_index] = static_cast<float>(static_cast<double>(logits[id]) - log_sum);
+    }
+  }
+}
+
+cudaStream_t native(backend::Stream s) { return static_cast<cudaStream_t>(s.native); }
+
+}  // namespace
+
+void sample_tokens(const Tensor& logits, const SamplingRows& rows, const SampledTokens& out,
+                   backend::Stream stream) {
+  SampleArgs args{};
+  args.logits = logits.data<float>();
+  args.row_stride = logits.stride(0);
+  args.vocab = static_cast<int32_t>(logits.size(1));
+  args.temperature = rows.temperature.data<float>();
+  args.top_k = rows.top_k.data<int32_t>();
+  args.top_p = rows.top_p.data<float>();
+  args.min_p = rows.min_p.data<float>();
+  args.seed = static_cast<const u64*>(rows.seed.raw());
+  args.step = static_cast<const u64*>(rows.step.raw());
+  args.next_ids = out.next_token_ids.data<int32_t>();
+  args.next_logprobs =
+      out.next_token_logprobs.defined() ? out.next_token_logprobs.data<float>() : nullptr;
+  const auto blocks = static_cast<unsigned>(logits.size(0));
+  sample_kernel<<<blocks, kSampleThreads, 0, native(stream)>>>(args);
+  SGL_CUDA_CHECK_LAUNCH();
+  if (out.top_logprobs.defined()) {
+    top_logprobs(logits, rows.top_logprobs_num, out.top_logprob_ids, out.top_logprobs, stream);
+  }
+}
+
+}  // namespace sgl::kernels::cuda

@@ -1,0 +1,58 @@
+// CudaGraphRunner: decode forward passes captured as CUDA graphs, one per batch-size bucket
+// (1, 2, 4, 8, 16, 24, ... up to the max), replayed with the batch padded to its bucket.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "attention/attention_backend.h"
+#include "backend/cuda/cuda_graph.h"
+#include "core/allocator.h"
+#include "core/buffer.h"
+#include "model/model.h"
+
+namespace sgl::runner {
+
+// The capture buckets for `max_bs`: 1, 2, 4, 8, then every multiple of 8 up to max_bs (and
+// max_bs itself).
+std::vector<int32_t> cuda_graph_batch_sizes(int32_t max_bs);
+
+class CudaGraphRunner {
+ public:
+  // Captures one decode graph per size in `batch_sizes`, largest first. Borrows everything.
+  static Result<std::unique_ptr<CudaGraphRunner>> create(
+      model::Model& model, attention::AttentionBackend& attention, Allocator& allocator,
+      backend::Stream stream, std::vector<int32_t> batch_sizes, int32_t max_context_len);
+  ~CudaGraphRunner();
+
+  // A decode batch with one logits row per request and at most max_batch_size() requests.
+  bool can_run(const ForwardBatch& fb) const;
+  // Copies fb's metadata into the bucket's static inputs and replays its graph on the stream.
+  // Returns f32 logits [fb.batch_size, vocab] on the device, valid until the next forward.
+  Tensor replay(const ForwardBatch& fb);
+  int32_t max_batch_size() const { return buckets_.empty() ? 0 : buckets_.back().size; }
+  size_t num_graphs() const { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    int32_t size = 0;
+    ForwardBatch fb;  // views of the static inputs, batch_size = size
+    backend::CudaGraph graph;
+    Tensor logits;  // f32 [size, vocab] at the address the graph writes
+  };
+  CudaGraphRunner(model::Model& model, attention::AttentionBackend& attention,
+                  backend::Stream stream)
+      : model_(model), attention_(attention), stream_(stream) {}
+  ForwardBatch static_batch(int32_t size);
+
+  model::Model& model_;
+  attention::AttentionBackend& attention_;
+  backend::Stream stream_;
+  int32_t max_context_len_ = 0;
+  int32_t capacity_ = 0;  // requests the static inputs hold (the largest bucket)
+  Buffer static_ints_;    // i32: every static input array, at fixed offsets
+  std::vector<int32_t> ones_, zeros_, iota_;  // host mirrors of a padded batch
+  std::vector<Bucket> buckets_;               // ascending by size
+};
+
+}  // namespace sgl::runner

@@ -1,0 +1,284 @@
+// FlashAttentionBackend ("flash") parity against the reference CUDA kernel over head dims, GQA
+// ratios, decode and extend batch shapes, shuffled KV slots; KV store contents; decode replayed
+// from a CUDA graph with new lengths. Label: cuda.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attention/attention_backend.h"
+#include "attention/cuda/flash_attention_backend.h"
+#include "attention/cuda/reference_attention.h"
+#include "attention/paged_batch.h"
+#include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_stream.h"
+#include "core/half.h"
+
+namespace sgl::attention {
+namespace {
+
+using test::DeviceBatch;
+using test::HostBatch;
+using test::make_host_batch;
+using test::RequestLens;
+
+struct HeadShape {
+  int q_heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+};
+
+// Output error bound, per (token, q head) row: max |flash - ref| <= kRelTol * max |ref| + kAbsTol.
+// Both outputs are bf16 (rounding alone differs by up to 2^-8 relative) and flash rounds P to
+// bf16 before P @ V.
+constexpr double kRelTol = 2e-2;
+constexpr double kAbsTol = 1e-5;
+constexpr int64_t kPoolSlots = 40000;
+
+// Random bf16 bits, uniform in [-range, range).
+std::vector<uint16_t> random_bf16(size_t n, float range, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-range, range);
+  std::vector<uint16_t> out(n);
+  for (auto& x : out) x = float_to_bf16(dist(rng));
+  return out;
+}
+
+// NOTE: copies go through `stream` and wait for it: a plain cudaMemcpy from pageable memory
+// may return before its DMA lands, and the backend's non-blocking stream would not wait for it.
+void upload(const std::vector<uint16_t>& host, const Tensor& t, cudaStream_t stream) {
+  SGL_CHECK_EQ(host.size() * 2, t.nbytes());
+  SGL_CUDA_CHECK(cudaMemcpyAsync(t.raw(), host.data(), t.nbytes(), cudaMemcpyHostToDevice, stream));
+  SGL_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+std::vector<uint16_t> download(const Tensor& t, cudaStream_t stream) {
+  std::vector<uint16_t> host(t.numel());
+  SGL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  SGL_CUDA_CHECK(cudaMemcpy(host.data(), t.raw(), t.nbytes(), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
+ protected:
+  void SetUp() override {
+    const HeadShape s = GetParam();
+    pool_ = std::make_unique<KvPool>(
+        gpu_, KvPoolShape{1, kPoolSlots, s.kv_heads, s.head_dim, DType::kBF16});
+    const size_t n = static_cast<size_t>(kPoolSlots) * s.kv_heads * s.head_dim;
+    for (const Tensor* t : {&pool_->k(0), &pool_->v(0)})
+      upload(random_bf16(n, 1.f, rng_), *t, native());
+    config_ = {s.q_heads, s.kv_heads, s.head_dim, 1.f / std::sqrt(static_cast<float>(s.head_dim))};
+    auto backend = create_attention_backend("flash", Device::cuda(0), config_, *pool_, stream());
+    ASSERT_TRUE(backend.ok()) << backend.status().to_string();
+    backend_ = std::move(backend).value();
+  }
+
+  backend::Stream stream() const { return stream_.get(); }
+  cudaStream_t native() const { return static_cast<cudaStream_t>(stream_.get().native); }
+
+  // New tokens' q|k|v rows, as the model's fused projection lays them out: [T, (Hq + 2Hk) D].
+  Buffer make_qkv(int64_t tokens) {
+    const HeadShape s = GetParam();
+    const int64_t width = static_cast<int64_t>(s.q_heads + 2 * s.kv_heads) * s.head_dim;
+    Buffer qkv(gpu_, DType::kBF16, {tokens, width});
+    // q is wider than k so that the softmax is not flat.
+    upload(random_bf16(tokens * width, 2.f, rng_), qkv, native());
+    return qkv;
+  }
+
+  // Runs `batch` through the flash backend and the reference; checks outputs and KV stores.
+  void check_batch(const HostBatch& host, const std::string& what) {
+    const HeadShape s = GetParam();
+    DeviceBatch batch(host, gpu_, native());
+    const ForwardBatch& fb = batch.fb();
+    const int64_t tokens = fb.num_tokens, qd = int64_t{s.q_heads} * s.head_dim;
+    const int64_t kd = int64_t{s.kv_heads} * s.head_dim;
+    Buffer qkv = make_qkv(tokens);
+    const Tensor q = qkv.tensor().slice_last(0, qd).split_heads(s.q_heads);
+    const Tensor k = qkv.tensor().slice_last(qd, kd).split_heads(s.kv_heads);
+    const Tensor v = qkv.tensor().slice_last(qd + kd, kd).split_heads(s.kv_heads);
+    Buffer out(gpu_, DType::kBF16, {tokens, qd}), ref(gpu_, DType::kBF16, {tokens, qd});
+    backend_->plan(fb);
+    backend_->forward(0, q, k, v, out, fb);
+    cuda::reference_attention(q, pool_->k(0), pool_->v(0), ref, fb, config_.scale, stream());
+    SGL_CUDA_CHECK(cudaStreamSynchronize(native()));
+    SGL_CUDA_CHECK(cudaGetLastError());
+    expect_close(download(out, native()), download(ref, native()), tokens, what);
+    check_kv_store(download(qkv, native()), host.out_cache_loc, what);
+  }
+
+  void expect_close(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want,
+                    int64_t tokens, const std::string& what) {
+    const HeadShape s = GetParam();
+    double worst = 0;  // max over rows of err / (kRelTol * row max + kAbsTol)
+    double worst_rel = 0;
+    int64_t bad_rows = 0;
+    for (int64_t row = 0; row < tokens * s.q_heads; ++row) {
+      double err = 0, mag = 0;
+      for (int d = 0; d < s.head_dim; ++d) {
+        const double x = bf16_to_float(got[row * s.head_dim + d]);
+        const double y = bf16_to_float(want[row * s.head_dim + d]);
+        err = std::isnan(x) ? INFINITY : std::max(err, std::abs(x - y));
+        mag = std::max(mag, std::abs(y));
+      }
+      const double ratio = err / (kRelTol * mag + kAbsTol);
+      if (ratio > 1) ++bad_rows;
+      worst = std::max(worst, ratio);
+      worst_rel = std::max(worst_rel, err / std::max(mag, 1e-6));
+    }
+    EXPECT_EQ(bad_rows, 0) << what << ": " << bad_rows << " rows out of tolerance, worst " << worst
+                           << "x the bound";
+    std::printf("  %-48s tokens %6lld  max row rel err %.2e\n", what.c_str(),
+                static_cast<long long>(tokens), worst_rel);
+  }
+
+  // Every new token's K and V now sit bit-exact in its out_cache_loc slot.
+  void check_kv_store(const std::vector<uint16_t>& qkv, const std::vector<int32_t>& slots,
+                      const std::string& what) {
+    const HeadShape s = GetParam();
+    const int64_t kd = int64_t{s.kv_heads} * s.head_dim;
+    const int64_t width = int64_t{s.q_heads} * s.head_dim + 2 * kd;
+    std::vector<uint16_t> row(kd);
+    int64_t mismatches = 0;
+    for (size_t t = 0; t < slots.size(); ++t) {
+      for (int which = 0; which < 2; ++which) {
+        const Tensor& cache = which == 0 ? pool_->k(0) : pool_->v(0);
+        const auto* src = static_cast<const uint16_t*>(cache.raw()) + slots[t] * kd;
+        SGL_CUDA_CHECK(cudaMemcpy(row.data(), src, kd * 2, cudaMemcpyDeviceToHost));
+        const uint16_t* want =
+            qkv.data() + t * width + int64_t{s.q_heads} * s.head_dim + which * kd;
+        mismatches += !std::equal(row.begin(), row.end(), want);
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << what << ": KV rows not stored";
+  }
+
+  std::vector<RequestLens> decode_requests(int batch, int context) {
+    return std::vector<RequestLens>(batch, RequestLens{context - 1, 1});
+  }
+
+  backend::CudaAllocator gpu_{0};
+  backend::CudaStream stream_{0};
+  std::mt19937 rng_{20240607};
+  std::unique_ptr<KvPool> pool_;
+  AttentionConfig config_;
+  std::unique_ptr<AttentionBackend> backend_;
+};
+
+TEST_P(FlashAttentionTest, DecodeSweep) {
+  for (int batch : {1, 3, 64, 257}) {
+    for (int context : {1, 7, 100, 1024, 4097}) {
+      check_batch(
+          make_host_batch(ForwardMode::kDecode, decode_requests(batch, context), kPoolSlots, rng_),
+          "decode bs " + std::to_string(batch) + " ctx " + std::to_string(context));
+    }
+  }
+  check_batch(make_host_batch(ForwardMode::kDecode, decode_requests(1, 33000), kPoolSlots, rng_),
+              "decode bs 1 ctx 33000");
+  std::vector<RequestLens> ragged;
+  std::uniform_int_distribution<int> len(1, 5000);
+  for (int b = 0; b < 37; ++b) ragged.push_back({len(rng_) - 1, 1});
+  check_batch(make_host_batch(ForwardMode::kDecode, ragged, kPoolSlots, rng_),
+              "decode bs 37 ragged ctx 1..5000");
+}
+
+TEST_P(FlashAttentionTest, ExtendSweep) {
+  std::vector<RequestLens> all;
+  for (int prefix : {0, 1, 63, 500}) {
+    for (int extend : {1, 2, 17, 128, 1000}) all.push_back({prefix, extend});
+  }
+  std::shuffle(all.begin(), all.end(), rng_);
+  check_batch(make_host_batch(ForwardMode::kExtend, all, kPoolSlots, rng_),
+              "extend prefix {0,1,63,500} x new {1,2,17,128,1000}");
+  for (int extend : {1, 2, 17, 128, 1000}) {
+    check_batch(make_host_batch(ForwardMode::kExtend, {{0, extend}}, kPoolSlots, rng_),
+                "extend bs 1 prefix 0 new " + std::to_string(extend));
+  }
+  check_batch(make_host_batch(ForwardMode::kExtend, {{3072, 1024}}, kPoolSlots, rng_),
+              "extend bs 1 prefix 3072 new 1024");
+  // A prefill chunk with running decodes (one new token each).
+  std::vector<RequestLens> mixed = {{63, 1000}};
+  std::uniform_int_distribution<int> len(1, 3000);
+  for (int b = 0; b < 40; ++b) mixed.push_back({len(rng_), 1});
+  std::shuffle(mixed.begin(), mixed.end(), rng_);
+  check_batch(make_host_batch(ForwardMode::kMixed, mixed, kPoolSlots, rng_),
+              "mixed 1 x (63 + 1000) + 40 decodes");
+}
+
+// Decode captured once in a CUDA graph, then replayed after new lengths and slots are written
+// into the same device tensors (longer contexts than at capture).
+TEST_P(FlashAttentionTest, DecodeGraphReplay) {
+  const HeadShape s = GetParam();
+  const int batch = 5;
+  const int64_t qd = int64_t{s.q_heads} * s.head_dim, kd = int64_t{s.kv_heads} * s.head_dim;
+  const std::vector<RequestLens> first = decode_requests(batch, 100);
+  const std::vector<RequestLens> second = {{4999, 1}, {0, 1}, {2047, 1}, {63, 1}, {9000, 1}};
+  DeviceBatch dev(make_host_batch(ForwardMode::kDecode, first, kPoolSlots, rng_), gpu_, native(),
+                  /*kv_capacity=*/20000);
+  Buffer qkv = make_qkv(batch);
+  const Tensor q = qkv.tensor().slice_last(0, qd).split_heads(s.q_heads);
+  const Tensor k = qkv.tensor().slice_last(qd, kd).split_heads(s.kv_heads);
+  const Tensor v = qkv.tensor().slice_last(qd + kd, kd).split_heads(s.kv_heads);
+  Buffer out(gpu_, DType::kBF16, {batch, qd}), ref(gpu_, DType::kBF16, {batch, qd});
+  backend_->plan(dev.fb());
+  backend_->forward(0, q, k, v, out, dev.fb());  // warm-up outside capture
+  cudaGraph_t graph = nullptr;
+  SGL_CUDA_CHECK(cudaStreamBeginCapture(native(), cudaStreamCaptureModeThreadLocal));
+  backend_->forward(0, q, k, v, out, dev.fb());
+  SGL_CUDA_CHECK(cudaStreamEndCapture(native(), &graph));
+  cudaGraphExec_t exec = nullptr;
+  SGL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (const auto& requests : {first, second}) {
+    dev.rewrite(make_host_batch(ForwardMode::kDecode, requests, kPoolSlots, rng_));
+    SGL_CUDA_CHECK(cudaGraphLaunch(exec, native()));
+    cuda::reference_attention(q, pool_->k(0), pool_->v(0), ref, dev.fb(), config_.scale, stream());
+    expect_close(download(out, native()), download(ref, native()), batch, "graph replay");
+  }
+  SGL_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  SGL_CUDA_CHECK(cudaGraphDestroy(graph));
+}
+
+std::vector<HeadShape> head_shapes() {
+  std::vector<HeadShape> shapes;
+  for (int dim : {8, 48, 64, 128, 256}) {
+    for (int ratio : {1, 4, 8}) shapes.push_back({2 * ratio, 2, dim});
+  }
+  shapes.push_back({32, 8, 128});  // Llama-3-8B
+  shapes.push_back({32, 1, 128});  // 32 q heads per KV head: decode takes the extend kernel
+  return shapes;
+}
+
+INSTANTIATE_TEST_SUITE_P(Heads, FlashAttentionTest, ::testing::ValuesIn(head_shapes()),
+                         [](const auto& info) {
+                           const HeadShape& s = info.param;
+                           return "d" + std::to_string(s.head_dim) + "_q" +
+                                  std::to_string(s.q_heads) + "_kv" + std::to_string(s.kv_heads);
+                         });
+
+TEST(FlashAttentionRegistry, AutoPicksFlashOnCudaAndCudaRefStaysAvailable) {
+  backend::CudaAllocator gpu(0);
+  backend::CudaStream stream(0);
+  KvPool pool(gpu, KvPoolShape{1, 16, 2, 64, DType::kBF16});
+  const AttentionConfig config{4, 2, 64, 0.125f};
+  auto chosen = create_attention_backend("auto", Device::cuda(0), config, pool, stream.get());
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_NE(dynamic_cast<FlashAttentionBackend*>(chosen.value().get()), nullptr);
+  auto ref = create_attention_backend("cuda_ref", Device::cuda(0), config, pool, stream.get());
+  ASSERT_TRUE(ref.ok());
+  EXPECT_EQ(dynamic_cast<FlashAttentionBackend*>(ref.value().get()), nullptr);
+  // An f32 KV cache (--dtype float32) keeps the reference under "auto"; "flash" refuses it.
+  KvPool f32_pool(gpu, KvPoolShape{1, 16, 2, 64, DType::kF32});
+  auto f32_auto = create_attention_backend("auto", Device::cuda(0), config, f32_pool, stream.get());
+  ASSERT_TRUE(f32_auto.ok());
+  EXPECT_EQ(dynamic_cast<FlashAttentionBackend*>(f32_auto.value().get()), nullptr);
+  EXPECT_FALSE(
+      create_attention_backend("flash", Device::cuda(0), config, f32_pool, stream.get()).ok());
+}
+
+}  // namespace
+}  // namespace sgl::attention

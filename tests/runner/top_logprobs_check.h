@@ -1,0 +1,41 @@
+// The golden-parity check of one step's top-k logprobs, shared by the parity tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sampling/sampler.h"
+
+namespace sgl::test {
+
+// Each reference (id, logprob) is found among ours with a logprob within tol, or is missing only
+// because it lies within tol of our cutoff (our k-th logprob): near-equal neighbours may swap
+// across the cutoff under numeric noise. Returns the largest error among the ids found.
+inline double expect_top_logprobs(const std::vector<sampling::TokenLogprob>& ours,
+                                  const nlohmann::json& ids, const nlohmann::json& logprobs,
+                                  double tol, const std::string& where) {
+  std::map<int32_t, float> by_id;
+  for (const auto& e : ours) by_id[e.id] = e.logprob;
+  double worst = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const int32_t id = ids[k];
+    const double ref = logprobs[k];
+    auto it = by_id.find(id);
+    if (it == by_id.end()) {
+      EXPECT_LE(ref, ours.back().logprob + tol) << where << ": id " << id << " (rank " << k
+                                                << ") is missing from our top-" << ours.size();
+      continue;
+    }
+    worst = std::max(worst, std::abs(it->second - ref));
+    EXPECT_NEAR(it->second, ref, tol) << where << ": id " << id << " rank " << k;
+  }
+  return worst;
+}
+
+}  // namespace sgl::test

@@ -1,0 +1,269 @@
+# End-to-end tests of the logit-processing request fields (presence / frequency / repetition
+# penalties, logit_bias, min_tokens) and of prompt logprobs (completions echo + logprobs,
+# /generate logprob_start_len) on sgl-server with stories260K, through the official openai
+# client and /generate; values are checked against the golden file and an independent
+# reference loop, bad values against their 400 answers.
+import json
+
+import pytest
+
+from conftest import golden
+
+openai = pytest.importorskip("openai")
+
+PROMPT = "Once upon a time"
+EOS = 2
+PERIOD = 426  # "."
+LILY = 317  # "▁Lily"
+VOCAB = 512
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+
+
+def case(i=0):
+    return golden()["cases"][i]
+
+
+def teacher_forced(c):
+    """The golden case's prompt and the first 16 greedy tokens (its `prefill` sequence)."""
+    return c["prompt_ids"] + c["greedy_ids"][:16]
+
+
+def generate(server, ids, **params):
+    extra = params.pop("extra", {})
+    body = {"input_ids": ids, "sampling_params": {"temperature": 0, **params}, **extra}
+    r = server.post("/generate", body)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def check_golden_row(c, row, token_logprob, top):
+    """`top` maps token id -> logprob at teacher-forced position `row`; `token_logprob` is the
+    logprob of the token after it."""
+    ids, lps = c["prefill"]["topk_ids"][row], c["prefill"]["topk_logprobs"][row]
+    assert list(top) == ids[:len(top)], row
+    assert list(top.values()) == pytest.approx(lps[:len(top)], abs=1e-3), row
+    target = teacher_forced(c)[row + 1]
+    if target in ids:
+        assert token_logprob == pytest.approx(lps[ids.index(target)], abs=1e-3), row
+    else:
+        assert token_logprob < lps[-1] + 1e-3, row
+
+
+# ---- penalties ----
+
+def test_frequency_and_presence_penalties_match_a_reference_loop(server, client):
+    prompt = case()["prompt_ids"]
+    for frequency, presence in [(1.0, 0.0), (0.0, 2.0)]:
+        # Reference: greedy over the unpenalized full-vocabulary logprobs, penalized here.
+        expected, counts = [], {}
+        for _ in range(40):
+            out = generate(server, prompt + expected, max_new_tokens=1,
+                           extra={"return_logprob": True, "top_logprobs_num": VOCAB})
+            row = {t[1]: t[0] for t in out["meta_info"]["output_top_logprobs"][0]}
+            for token, n in counts.items():
+                row[token] -= frequency * n + presence
+            best = max(sorted(row), key=lambda t: row[t])  # first maximum
+            expected.append(best)
+            counts[best] = counts.get(best, 0) + 1
+        out = generate(server, prompt, max_new_tokens=40, frequency_penalty=frequency,
+                       presence_penalty=presence)
+        assert out["output_ids"] == expected
+        assert out["output_ids"] != case()["greedy_ids"][:40]
+        # The same through the openai client (completions and chat accept both fields).
+        r = client.completions.create(model="stories260K", prompt=prompt, max_tokens=40,
+                                      temperature=0, frequency_penalty=frequency,
+                                      presence_penalty=presence)
+        assert r.choices[0].text == out["text"]
+    chat = client.chat.completions.create(
+        model="stories260K", max_tokens=40, temperature=0, frequency_penalty=2.0,
+        presence_penalty=2.0, messages=[{"role": "user", "content": "Tell me a story."}])
+    plain = client.chat.completions.create(
+        model="stories260K", max_tokens=40, temperature=0,
+        messages=[{"role": "user", "content": "Tell me a story."}])
+    assert chat.choices[0].message.content != plain.choices[0].message.content
+
+
+def test_repetition_penalty_matches_the_golden_last_logits(server, client):
+    changed = 0
+    for c in golden()["cases"]:
+        seq = teacher_forced(c)
+        for penalty in (0.5, 1.5, 2.0):
+            row = list(c["prefill"]["last_logits"])
+            for token in set(seq):
+                row[token] = row[token] / penalty if row[token] > 0 else row[token] * penalty
+            expected = max(range(VOCAB), key=lambda t: (row[t], -t))
+            out = generate(server, seq, max_new_tokens=1, repetition_penalty=penalty)
+            assert out["output_ids"] == [expected], (c["prompt"], penalty)
+            changed += expected != c["greedy_ids"][16]
+    assert changed > 0
+    r = client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=40,
+                                  temperature=0, extra_body={"repetition_penalty": 1.5})
+    plain = client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=40,
+                                      temperature=0)
+    assert r.choices[0].text != plain.choices[0].text
+
+
+def test_logit_bias_forces_and_forbids_tokens(server, client):
+    r = client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=6,
+                                  temperature=0, logit_bias={str(LILY): 100}, logprobs=0)
+    assert r.choices[0].text.split() == ["Lily"] * 6
+    assert all(lp == pytest.approx(0, abs=1e-3) for lp in r.choices[0].logprobs.token_logprobs)
+    first = case()["greedy_ids"][0]
+    out = generate(server, case()["prompt_ids"], max_new_tokens=1,
+                   logit_bias={str(first): -100})
+    assert out["output_ids"] == [case()["steps_top5"][0]["ids"][1]]
+    chat = client.chat.completions.create(
+        model="stories260K", max_tokens=4, temperature=0, logit_bias={str(LILY): 100},
+        messages=[{"role": "user", "content": "hi"}])
+    assert chat.choices[0].message.content.split() == ["Lily"] * 4
+
+
+def test_min_tokens_delays_stop_token_ids_and_eos(server, client):
+    stop = {"stop_token_ids": [PERIOD]}
+    r = client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=40,
+                                  temperature=0, extra_body=stop)
+    assert r.usage.completion_tokens == case()["greedy_ids"].index(PERIOD) + 1
+    assert r.choices[0].finish_reason == "stop"
+    out = generate(server, case()["prompt_ids"], max_new_tokens=40, min_new_tokens=20,
+                   stop_token_ids=[PERIOD])
+    assert len(out["output_ids"]) >= 20
+    assert PERIOD not in out["output_ids"][:20] and EOS not in out["output_ids"][:20]
+    r = client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=40,
+                                  temperature=0, extra_body={**stop, "min_tokens": 20})
+    assert r.usage.completion_tokens == len(out["output_ids"])
+    # EOS made overwhelming: the first token without min_tokens, the sixth with 5.
+    eos = {"logit_bias": {str(EOS): 100}}
+    r = client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=40,
+                                  temperature=0, **eos)
+    assert r.usage.completion_tokens == 1 and r.choices[0].finish_reason == "stop"
+    r = client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=40,
+                                  temperature=0, extra_body={"min_tokens": 5}, **eos)
+    assert r.usage.completion_tokens == 6 and r.choices[0].finish_reason == "stop"
+    assert r.choices[0].model_extra["matched_stop"] == EOS
+    chat = client.chat.completions.create(
+        model="stories260K", max_tokens=40, temperature=0, extra_body={"min_tokens": 3},
+        messages=[{"role": "user", "content": "hi"}], **eos)
+    assert chat.usage.completion_tokens == 4 and chat.choices[0].finish_reason == "stop"
+
+
+# ---- prompt logprobs ----
+
+def test_echo_with_logprobs_scores_the_prompt(server, client):
+    c = case(2)
+    seq = teacher_forced(c)
+    r = client.completions.create(model="stories260K", prompt=seq, max_tokens=0, echo=True,
+                                  logprobs=5)
+    choice = r.choices[0]
+    lp = choice.logprobs
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(seq)
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    for i in range(1, len(seq)):
+        ids = c["prefill"]["topk_ids"][i - 1]
+        assert list(lp.top_logprobs[i].values()) == pytest.approx(
+            c["prefill"]["topk_logprobs"][i - 1][:5], abs=1e-3)
+        target = seq[i]
+        if target in ids:
+            assert lp.token_logprobs[i] == pytest.approx(
+                c["prefill"]["topk_logprobs"][i - 1][ids.index(target)], abs=1e-3)
+    assert lp.text_offset[0] == 0 and lp.text_offset == sorted(lp.text_offset)
+    assert r.usage.completion_tokens == 0 and choice.finish_reason == "length"
+    # With a completion: the prompt tokens, then the generated ones.
+    r = client.completions.create(model="stories260K", prompt=seq, max_tokens=3, echo=True,
+                                  logprobs=2, temperature=0)
+    lp = r.choices[0].logprobs
+    assert len(lp.tokens) == len(seq) + 3
+    # Offsets index the concatenated token texts, prompt tokens first.
+    assert lp.text_offset == [sum(len(t) for t in lp.tokens[:i]) for i in range(len(lp.tokens))]
+    assert lp.token_logprobs[len(seq)] == pytest.approx(
+        c["prefill"]["topk_logprobs"][len(seq) - 1][0], abs=1e-3)
+    # Streaming: the first chunk carries the prompt tokens; the whole matches.
+    chunks = list(client.completions.create(model="stories260K", prompt=seq, max_tokens=3,
+                                            echo=True, logprobs=2, temperature=0,
+                                            stream=True))
+    tokens = [t for ch in chunks if ch.choices and ch.choices[0].logprobs
+              for t in ch.choices[0].logprobs.tokens]
+    assert tokens == lp.tokens
+    assert "".join(ch.choices[0].text for ch in chunks if ch.choices) == r.choices[0].text
+    server.wait_idle_no_leak()
+
+
+def test_echo_text_prompt_with_logprobs(server, client):
+    plain = client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=6,
+                                      temperature=0)
+    r = client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=6,
+                                  temperature=0, echo=True, logprobs=1, n=2)
+    for choice in r.choices:
+        assert choice.text == PROMPT + plain.choices[0].text
+        lp = choice.logprobs
+        assert len(lp.tokens) == 5 + 6  # <s> + 4 prompt tokens, 6 generated
+        assert lp.token_logprobs[0] is None
+        assert all(v is not None and v <= 0 for v in lp.token_logprobs[1:])
+
+
+def test_generate_input_token_logprobs(server):
+    c = case(4)
+    seq = teacher_forced(c)
+    for start in (0, 7):
+        out = generate(server, seq, max_new_tokens=2,
+                       extra={"return_logprob": True, "logprob_start_len": start,
+                              "top_logprobs_num": 4, "return_text_in_logprobs": True})
+        meta = out["meta_info"]
+        entries, tops = meta["input_token_logprobs"], meta["input_top_logprobs"]
+        assert [e[1] for e in entries] == seq[start:]
+        assert entries[0][0] is None and tops[0] is None
+        assert all(isinstance(e[2], str) for e in entries)
+        for k in range(1, len(entries)):
+            row = start + k - 1
+            check_golden_row(c, row, entries[k][0], {t[1]: t[0] for t in tops[k]})
+        assert out["output_ids"] == c["greedy_ids"][16:18]
+    # Default start: the last prompt token only, with no logprob (SGLang).
+    meta = generate(server, seq, max_new_tokens=1, extra={"return_logprob": True})["meta_info"]
+    assert meta["input_token_logprobs"] == [[None, seq[-1], None]]
+    # Scoring only.
+    out = generate(server, seq, max_new_tokens=0,
+                   extra={"return_logprob": True, "logprob_start_len": 0})
+    assert out["output_ids"] == [] and len(out["meta_info"]["input_token_logprobs"]) == len(seq)
+    server.wait_idle_no_leak()
+
+
+# ---- bad values ----
+
+def expect_400(call, field):
+    with pytest.raises(openai.BadRequestError) as e:
+        call()
+    assert e.value.status_code == 400
+    assert field in str(e.value), str(e.value)
+
+
+def test_bad_values_are_400_with_the_field(server, client):
+    def completion(**kwargs):
+        return lambda: client.completions.create(model="stories260K", prompt=PROMPT,
+                                                 max_tokens=4, **kwargs)
+
+    expect_400(completion(presence_penalty=2.5), "presence_penalty")
+    expect_400(completion(frequency_penalty=-2.5), "frequency_penalty")
+    expect_400(completion(extra_body={"repetition_penalty": 2.5}), "repetition_penalty")
+    expect_400(completion(extra_body={"repetition_penalty": 0}), "repetition_penalty")
+    expect_400(completion(logit_bias={"5": 101}), "logit_bias")
+    expect_400(completion(logit_bias={str(VOCAB): 1}), "logit_bias")
+    expect_400(completion(logit_bias={"x": 1}), "logit_bias")
+    expect_400(completion(extra_body={"min_tokens": -1}), "min_tokens")
+    expect_400(completion(extra_body={"min_tokens": 5}), "min_tokens")  # > max_tokens (4)
+    expect_400(lambda: client.chat.completions.create(
+        model="stories260K", messages=[{"role": "user", "content": "hi"}],
+        logit_bias={"100000": 1}), "logit_bias")
+    for params, field in [({"min_new_tokens": -1}, "min_new_tokens"),
+                          ({"min_new_tokens": 9, "max_new_tokens": 8}, "min_new_tokens"),
+                          ({"repetition_penalty": 3}, "repetition_penalty"),
+                          ({"logit_bias": {"999": 1}}, "logit_bias")]:
+        r = server.post("/generate", {"text": PROMPT, "sampling_params": params})
+        assert r.status_code == 400 and field in r.json()["error"]["message"], r.text
+    for extra in [{"return_logprob": True, "logprob_start_len": 5},
+                  {"return_logprob": True, "logprob_start_len": -2}]:
+        r = server.post("/generate", json.dumps({"input_ids": [1, 403, 407], **extra}))
+        assert r.status_code == 400 and "logprob_start_len" in r.text, r.text
+    server.wait_idle_no_leak()
