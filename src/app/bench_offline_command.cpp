@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "app/bench_commands.h"
+#include "app/bench_model_source.h"
 #include "app/cli_args.h"
 #include "app/engine_flags.h"
 #include "engine/model_engine.h"
@@ -73,12 +74,6 @@ int run_bench_offline(int argc, char** argv) {
     std::cout << kUsage << engine_flags_usage();
     return 0;
   }
-  const std::optional<std::string> model_path = args->get("--model-path");
-  const std::optional<std::string> config_path = args->get("--config");
-  if (model_path.has_value() == config_path.has_value()) {
-    std::cerr << kUsage;
-    return fail(invalid_argument("give exactly one of --model-path and --config"));
-  }
   auto setup = parse_engine_flags(*args);
   auto n = args->get_int("--num-prompts", 1000);
   auto in_len = args->get_int("--random-input-len", 1024);
@@ -93,11 +88,14 @@ int run_bench_offline(int argc, char** argv) {
     return fail(invalid_argument(
         "--num-prompts and the lengths must be >= 1, --random-range-ratio in [0, 1]"));
   }
-  if (config_path && !args->has("--load-format")) setup->runner.load_format = "dummy";
+  auto model_path = bench_model_path(*args, setup->runner.load_format);
+  if (!model_path.ok()) {
+    std::cerr << kUsage;
+    return fail(model_path.status());
+  }
 
   const auto load_start = std::chrono::steady_clock::now();
-  auto me = engine::launch_model_engine(model_path ? *model_path : *config_path, setup->runner,
-                                        setup->engine);
+  auto me = engine::launch_model_engine(*model_path, setup->runner, setup->engine);
   if (!me.ok()) return fail(me.status());
   const std::chrono::duration<double> load_s = std::chrono::steady_clock::now() - load_start;
   Workload w = make_workload(*n, *in_len, *out_len, *ratio, static_cast<uint64_t>(*seed),

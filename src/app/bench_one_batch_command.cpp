@@ -13,6 +13,7 @@
 #include <random>
 
 #include "app/bench_commands.h"
+#include "app/bench_model_source.h"
 #include "app/cli_args.h"
 #include "app/device_floors.h"
 #include "app/engine_flags.h"
@@ -205,11 +206,12 @@ int run_bench_one_batch(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
-  const std::optional<std::string> model_path = args->get("--model-path");
-  const std::optional<std::string> config_path = args->get("--config");
-  if (model_path.has_value() == config_path.has_value()) {
+  runner::ModelRunnerOptions options;
+  options.load_format = args->get("--load-format").value_or("auto");
+  auto model_path = bench_model_path(*args, options.load_format);
+  if (!model_path.ok()) {
     std::cerr << kUsage;
-    return fail(invalid_argument("give exactly one of --model-path and --config"));
+    return fail(model_path.status());
   }
   auto batch_sizes = args->get_int_list("--batch-size");
   auto input_lens = args->get_int_list("--input-len");
@@ -231,13 +233,11 @@ int run_bench_one_batch(int argc, char** argv) {
         "longest input"));
   }
 
-  runner::ModelRunnerOptions options;
   auto device = parse_device(args->get("--device").value_or("cuda"));
   if (!device) return fail(invalid_argument("--device expects cpu, cuda or cuda:N"));
   options.device = *device;
   options.dtype = args->get("--dtype").value_or("auto");
   options.attention_backend = args->get("--attention-backend").value_or("auto");
-  options.load_format = args->get("--load-format").value_or(config_path ? "dummy" : "auto");
   options.max_batch_size = max_bs;
   options.disable_cuda_graph = args->has("--disable-cuda-graph");
   options.max_num_tokens = std::max<int64_t>(*max_prefill, max_bs);
@@ -245,7 +245,7 @@ int run_bench_one_batch(int argc, char** argv) {
   options.num_kv_slots = static_cast<int64_t>(max_bs) * options.context_length + 1;
 
   const auto load_start = std::chrono::steady_clock::now();
-  auto runner = runner::ModelRunner::create(model_path ? *model_path : *config_path, options);
+  auto runner = runner::ModelRunner::create(*model_path, options);
   if (!runner.ok()) return fail(runner.status());
   backend::synchronize((*runner)->stream());
   const double load_s = seconds_since(load_start);

@@ -62,7 +62,7 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args) {
       !(s.runner.mem_fraction_static >= 0 && s.runner.mem_fraction_static < 1)) {
     return invalid_argument(
         "--context-length and --max-total-tokens must be >= 0 and "
-        "--mem-fraction-static in (0, 1)");
+        "--mem-fraction-static in [0, 1) (0 = the device's default)");
   }
   scheduler::SchedulerOptions& o = s.engine.scheduler;
   SGL_ASSIGN_OR_RETURN(int64_t running, args.get_int("--max-running-requests", 256));

@@ -120,10 +120,9 @@ Tensor CudaGraphRunner::replay(const ForwardBatch& fb) {
   auto it = std::lower_bound(buckets_.begin(), buckets_.end(), fb.batch_size,
                              [](const Bucket& b, int32_t bs) { return b.size < bs; });
   Bucket& bucket = *it;
-  int64_t num_kv = 0;
-  for (int32_t len : fb.seq_lens_host) num_kv += len;
-  cuda::pack_decode_inputs(arrays_of(fb), fb.batch_size, static_cast<int32_t>(num_kv),
-                           arrays_of(bucket.fb), bucket.size, stream_);
+  const auto num_kv = static_cast<int32_t>(fb.kv_indices.numel());  // sum of seq_lens
+  cuda::pack_decode_inputs(arrays_of(fb), fb.batch_size, num_kv, arrays_of(bucket.fb), bucket.size,
+                           stream_);
   attention_.prepare_replay(fb);
   bucket.graph.replay(stream_);
   return bucket.logits.slice_rows(0, fb.batch_size);

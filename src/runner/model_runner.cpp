@@ -52,13 +52,12 @@ Result<int64_t> size_kv_pool(const ModelRunnerOptions& options, const attention:
       static_cast<int64_t>(std::max(0.0, budget) / static_cast<double>(shape.bytes_per_token()));
   const int64_t cap = options.max_batch_size * context_length + 1;
   const int64_t slots = std::min(by_memory, cap);
-  SGL_LOG_INFO << "KV pool: " << (gpu ? "total " : "free ")
-               << static_cast<int64_t>((gpu ? total : free) / (1 << 20)) << " MiB x " << fraction
-               << (gpu ? " - used " +
-                             std::to_string(static_cast<int64_t>((total - free) / (1 << 20))) +
-                             " MiB"
-                       : std::string())
-               << " = " << static_cast<int64_t>(budget / (1 << 20)) << " MiB / "
+  const auto mib = [](double bytes) { return static_cast<int64_t>(bytes / (1 << 20)); };
+  const std::string formula =
+      gpu ? "total " + std::to_string(mib(total)) + " MiB x " + std::to_string(fraction) +
+                " - in use " + std::to_string(mib(total - free)) + " MiB"
+          : "free " + std::to_string(mib(free)) + " MiB x " + std::to_string(fraction);
+  SGL_LOG_INFO << "KV pool: " << formula << " = " << mib(budget) << " MiB / "
                << shape.bytes_per_token() << " B per token = " << by_memory << " slots; capped at "
                << cap << " -> " << slots;
   if (slots < 2) return resource_exhausted("no memory left for the KV cache");

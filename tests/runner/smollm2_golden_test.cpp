@@ -43,16 +43,23 @@ class SmolLM2Golden : public ::testing::Test {
     golden_ = load_golden();
     ASSERT_GE(golden_["cases"].size(), 6u);
   }
+  // The tokenizer (and chat template) built from the GGUF's metadata; null on failure.
+  std::unique_ptr<tokenizer::Tokenizer> load_tokenizer() const {
+    Result<model::GgufFile> file = model::GgufFile::open(path_);
+    EXPECT_TRUE(file.ok()) << file.status().to_string();
+    if (!file.ok()) return nullptr;
+    auto tok = tokenizer::tokenizer_from_gguf(*file);
+    EXPECT_TRUE(tok.ok()) << tok.status().to_string();
+    return tok.ok() ? std::move(tok).value() : nullptr;
+  }
   fs::path path_;
   nlohmann::json golden_;
 };
 
 TEST_F(SmolLM2Golden, TemplateAndTokenizerGiveTheReferencePromptIds) {
-  Result<model::GgufFile> file = model::GgufFile::open(path_);
-  ASSERT_TRUE(file.ok()) << file.status().to_string();
-  auto tok = tokenizer::tokenizer_from_gguf(*file);
-  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
-  const tokenizer::Tokenizer& t = **tok;
+  std::unique_ptr<tokenizer::Tokenizer> tok = load_tokenizer();
+  ASSERT_TRUE(tok);
+  const tokenizer::Tokenizer& t = *tok;
   for (size_t ci = 0; ci < golden_["cases"].size(); ++ci) {
     const nlohmann::json& c = golden_["cases"][ci];
     auto text =
@@ -70,11 +77,9 @@ TEST_F(SmolLM2Golden, TemplateAndTokenizerGiveTheReferencePromptIds) {
 // The five shared chat-template conversations (tools and a tool call included), rendered with the
 // GGUF's template, byte for byte as transformers renders them.
 TEST_F(SmolLM2Golden, TemplateRendersTheSharedConversationsLikeTransformers) {
-  Result<model::GgufFile> file = model::GgufFile::open(path_);
-  ASSERT_TRUE(file.ok()) << file.status().to_string();
-  auto tok = tokenizer::tokenizer_from_gguf(*file);
-  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
-  const tokenizer::Tokenizer& t = **tok;
+  std::unique_ptr<tokenizer::Tokenizer> tok = load_tokenizer();
+  ASSERT_TRUE(tok);
+  const tokenizer::Tokenizer& t = *tok;
   ASSERT_EQ(golden_["template_cases"].size(), 5u);
   for (const auto& [name, entry] : golden_["template_cases"].items()) {
     const nlohmann::json& c = entry["case"];

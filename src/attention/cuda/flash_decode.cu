@@ -9,8 +9,6 @@
 namespace sgl::attention::cuda {
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f;
-
 struct DecodeParams {
   const bf16* q;  // [bs, q_heads, dim], rows strided
   int64_t q_token_stride;

@@ -10,7 +10,6 @@
 namespace sgl::attention::cuda {
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 

@@ -8,6 +8,9 @@
 
 namespace sgl::attention::cuda {
 
+// Scores are scaled by scale * kLog2e so the softmax can use exp2.
+constexpr float kLog2e = 1.4426950408889634f;
+
 // Running state of a thread's two rows, in log2 units (scores pre-multiplied by
 // scale * log2(e)). row_sum is this lane's share of the row; quad_row_sums completes it.
 struct SoftmaxRows {
