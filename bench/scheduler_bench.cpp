@@ -26,13 +26,15 @@ void decode_step(benchmark::State& state) {
     scheduler.add_request(static_cast<uint64_t>(i + 1), r);
   }
   sampling::SampleOutput out;
+  std::vector<ReqUpdate> updates;
   auto run_step = [&] {
     NextBatch next = scheduler.get_next_batch_to_run();
     runner::ExecBatch exec = engine::to_exec_batch(*next.batch);
     benchmark::DoNotOptimize(exec);
     out.next_token_ids.assign(next.batch->entries.size(), 5);
     scheduler.process_batch_result(*next.batch, out);
-    benchmark::DoNotOptimize(scheduler.take_updates());
+    scheduler.take_updates(&updates);
+    benchmark::DoNotOptimize(updates);
     return next.batch->mode;
   };
   while (run_step() != ForwardMode::kDecode) {

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # GPU check in two halves, because the GPU machine lacks our Debian libraries:
 #   scripts/gpu_check.sh pack   (here)   build the CUDA preset; pack the cuda test binaries,
-#                                        sgl-generate, their non-system .so files and the test
-#                                        data into .carry/gpu.tgz (binaries carry a static
+#                                        sgl-generate, sgl-bench, sgl-server, their non-system
+#                                        .so files and the test data (with the Llama-3.1
+#                                        tokenizer) into .carry/gpu.tgz (binaries carry a static
 #                                        OpenBLAS, hence the compression)
 #   scripts/gpu_check.sh run    (device) unpack, run every cuda test, the GPU smoke checks and
 #                                        the benchmarks (sgl-bench one-batch on a dummy
 #                                        Llama-3-8B; SGL_BENCH_ARGS overrides its cases), print a
-#                                        short table last; JSON and logs land in $OUT
+#                                        short table last; JSON and logs land in $OUT;
+#                                        SGL_GPU_SERVING=1 adds scripts/gpu_serving_bench.sh
+#                                        (sgl-server + sgl-bench serving, dummy Llama-3-8B)
 # Device call: run(command="scripts/gpu_check.sh run", carry=[".carry"]).
 # SGL_GPU_TARGETS="a b" limits the build to those targets.
 set -euo pipefail
@@ -22,7 +25,8 @@ pack() {
              sed -n 's/.*Test command: \([^ ]*\).*/\1/p' | sort -u); do
     if [ -x "$t" ]; then cp "$t" "$stage/gpu/"; fi
   done
-  cp build/cuda/src/app/sgl-generate build/cuda/src/app/sgl-bench "$stage/gpu/"
+  cp build/cuda/src/app/sgl-generate build/cuda/src/app/sgl-bench build/cuda/src/app/sgl-server \
+     "$stage/gpu/"
   cp -r configs "$stage/"
   strip "$stage"/gpu/* 2>/dev/null || true
   # Shared libraries that are neither CUDA's, glibc's nor the C++ runtime's travel along.
@@ -33,6 +37,9 @@ pack() {
       xargs -r -I{} cp -L {} "$stage/gpu/lib/"
   done
   cp -r ../shared/testdata/models ../shared/testdata/golden "$stage/testdata/"
+  # The Llama-3.1 tokenizer for the serving benchmark (scripts/gpu_serving_bench.sh).
+  mkdir -p "$stage/testdata/tokenizers"
+  cp -r ../shared/testdata/tokenizers/llama3_1 "$stage/testdata/tokenizers/"
   mkdir -p .carry && tar czf .carry/gpu.tgz -C "$stage" gpu testdata configs
   ls -la "$stage/gpu" && du -sh .carry/gpu.tgz
 }
@@ -70,6 +77,16 @@ run() {
     rows+=("sgl-generate-cuda FAIL")
     echo "sgl-generate --device cuda printed: $got"
   fi
+  # The decode GEMMs alone (cuBLASLt vs. our small-batch kernel) against the copy floor.
+  if "$root/gpu/sgl-bench" gemm --config "$root/configs/llama-3-8b.json" ${SGL_GEMM_ARGS:-} \
+       --output-file "$log/gemm.json" >"$log/gemm.log" 2>&1; then
+    rows+=("sgl-bench-gemm PASS")
+  else
+    status=1
+    rows+=("sgl-bench-gemm FAIL")
+  fi
+  echo "==== sgl-bench gemm (Llama-3-8B decode GEMMs, random bf16 weights)"
+  cat "$log/gemm.log"
   # Benchmarks: one static batch on a dummy Llama-3-8B against the measured floors.
   local bench_args=${SGL_BENCH_ARGS:---batch-size 1,64,256 --input-len 128,1024 --output-len 64}
   if "$root/gpu/sgl-bench" one-batch --config "$root/configs/llama-3-8b.json" $bench_args \
@@ -110,6 +127,23 @@ run() {
     fi
     tail -n 12 "$log/parity_8b.log"
     cp "$dir/reference.json" "$log/parity_8b_reference.json" 2>/dev/null || true
+  fi
+  # Serving benchmark (SGL_GPU_SERVING=1; about 2 minutes): sgl-server on a dummy Llama-3-8B
+  # with the Llama-3.1 tokenizer, sgl-bench serving with 1000 ShareGPT-like requests at
+  # concurrency 256; its result block is printed here, JSON and logs in $OUT.
+  if [ "${SGL_GPU_SERVING:-0}" = 1 ]; then
+    if OUT="$log" scripts/gpu_serving_bench.sh "$root" >"$log/serving_bench.log" 2>&1; then
+      rows+=("sgl-bench-serving $(tail -n 1 "$log/serving_bench.log" | sed 's/^RESULT: //')")
+    else
+      status=1
+      rows+=("sgl-bench-serving $({ grep '^RESULT: ' "$log/serving_bench.log" || echo FAIL; } |
+        sed 's/^RESULT: //')")
+    fi
+    if grep -q '^==== server log' "$log/serving_bench.log"; then
+      sed -n '/^==== server log/,$p' "$log/serving_bench.log"
+    else
+      tail -n 30 "$log/serving_bench.log"
+    fi
   fi
   echo "==== gpu_check summary"
   printf '%s\n' "${rows[@]}"

@@ -14,15 +14,15 @@ _sgl_alive() {
 }
 
 # sgl_server_start BIN MODEL LOG_PREFIX [server flags...]: sets SGL_SERVER_PID, SGL_SERVER_URL.
-# The logs go to LOG_PREFIX.out / LOG_PREFIX.err.
+# The logs go to LOG_PREFIX.out / LOG_PREFIX.err. Waits SGL_SERVER_START_TIMEOUT seconds [120].
 sgl_server_start() {
-  local bin=$1 model=$2 log=$3
+  local bin=$1 model=$2 log=$3 timeout=${SGL_SERVER_START_TIMEOUT:-120}
   shift 3
   "$bin" --model-path "$model" --host 127.0.0.1 --port 0 "$@" >"$log.out" 2>"$log.err" &
   SGL_SERVER_PID=$!
   SGL_SERVER_URL=""
   local _
-  for _ in $(seq 1 1200); do  # up to 120 s
+  for _ in $(seq 1 $((timeout * 10))); do
     SGL_SERVER_URL=$(sed -n 's/^sgl-server listening on //p' "$log.out")
     if [ -n "$SGL_SERVER_URL" ] && curl -sf "$SGL_SERVER_URL/health" >/dev/null; then
       return 0
@@ -34,7 +34,7 @@ sgl_server_start() {
     fi
     sleep 0.1
   done
-  echo "sgl-server did not become healthy" >&2
+  echo "sgl-server did not become healthy in ${timeout} s" >&2
   return 1
 }
 

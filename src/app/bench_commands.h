@@ -10,5 +10,8 @@ int run_bench_serving(int argc, char** argv);
 int run_bench_one_batch(int argc, char** argv);
 // sgl-bench offline: synthetic requests through the engine without HTTP; throughput.
 int run_bench_offline(int argc, char** argv);
+// sgl-bench gemm: a model's decode GEMMs alone (library vs. our small-batch kernel) vs. copy
+// bandwidth.
+int run_bench_gemm(int argc, char** argv);
 
 }  // namespace sgl::app

@@ -21,6 +21,8 @@ constexpr Subcommand kSubcommands[] = {
      run_bench_one_batch},
     {"offline", "synthetic requests through the engine (no HTTP): throughput, engine CPU/step",
      run_bench_offline},
+    {"gemm", "a model's decode GEMMs from one CUDA graph, library vs. ours, vs. copy bandwidth",
+     run_bench_gemm},
 };
 
 void print_usage(std::FILE* out) {

@@ -30,6 +30,15 @@ class AttentionBackend {
   // out: [T, Hq * D] contiguous.
   virtual void forward(int layer, const Tensor& q, const Tensor& k, const Tensor& v,
                        const Tensor& out, const ForwardBatch& fb) = 0;
+  // Rotate-half RoPE of q and k at `positions` (cos_sin: [max_pos, D] f32, cos | sin halves)
+  // fused with forward(): the rotated k is written straight into the cache (k itself may be
+  // left unrotated). Returns false, having done nothing, when the backend has no fused path
+  // for these tensors; the caller then runs kernels::rope and forward().
+  virtual bool forward_with_rope(int layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                                 const Tensor& positions, const Tensor& cos_sin, const Tensor& out,
+                                 const ForwardBatch& fb) {
+    return false;
+  }
   virtual void init_graph_capture(std::span<const int> batch_sizes, int max_context_len) {}
   virtual void prepare_capture(const ForwardBatch& fb) {}
   virtual void prepare_replay(const ForwardBatch& fb) {}

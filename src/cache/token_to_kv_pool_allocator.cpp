@@ -25,6 +25,14 @@ std::optional<std::vector<int32_t>> TokenToKvPoolAllocator::alloc(int32_t n) {
   return out;
 }
 
+std::optional<int32_t> TokenToKvPoolAllocator::alloc_one() {
+  if (free_slots_.empty()) return std::nullopt;
+  const int32_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  in_use_[slot] = true;
+  return slot;
+}
+
 void TokenToKvPoolAllocator::free(std::span<const int32_t> slots) {
   for (int32_t s : slots) {
     SGL_CHECK(s >= 1 && s < num_slots_ && in_use_[s])

@@ -17,6 +17,8 @@ class TokenToKvPoolAllocator {
 
   // `n` slots, or nullopt (and nothing taken) when fewer are free.
   std::optional<std::vector<int32_t>> alloc(int32_t n);
+  // One slot (the one alloc(1) would give), or nullopt when none is free.
+  std::optional<int32_t> alloc_one();
   void free(std::span<const int32_t> slots);
 
   int32_t available() const { return static_cast<int32_t>(free_slots_.size()); }

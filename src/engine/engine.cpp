@@ -10,6 +10,8 @@ namespace sgl::engine {
 namespace {
 
 constexpr std::chrono::milliseconds kWaitForever = std::chrono::hours(24 * 365);
+// generation_throughput counts the tokens streamed over this many seconds.
+constexpr double kThroughputWindowS = 5.0;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -116,7 +118,7 @@ void Engine::post(Message message) {
 
 // Applies queued messages, first waiting up to `max_wait` for one. False once stopping.
 bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
-  std::deque<Message> messages;
+  std::vector<Message> messages;
   {
     std::unique_lock lock(inbox_mutex_);
     inbox_cv_.wait_for(lock, max_wait, [this] { return stopping_ || !inbox_.empty(); });
@@ -146,7 +148,9 @@ bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
 }
 
 void Engine::dispatch_updates() {
-  for (scheduler::ReqUpdate& u : scheduler_->take_updates()) {
+  scheduler_->take_updates(&updates_);
+  int64_t new_tokens = 0;
+  for (scheduler::ReqUpdate& u : updates_) {
     auto it = streams_.find(u.rid);
     if (it == streams_.end()) continue;
     StreamEvent event;
@@ -157,15 +161,24 @@ void Engine::dispatch_updates() {
     event.finished = std::move(u.finished);
     event.usage = {u.prompt_tokens, u.completion_tokens, u.cached_tokens};
     const bool finished = event.finished.has_value();
-    if (!event.token_ids.empty()) {
-      throughput_window_.emplace_back(now_s(), static_cast<int64_t>(event.token_ids.size()));
-    }
+    new_tokens += static_cast<int64_t>(event.token_ids.size());
     it->second->push(std::move(event));
     if (finished) {
       streams_.erase(it);
       --queued_;
     }
   }
+  if (new_tokens > 0) record_streamed_tokens(new_tokens);
+}
+
+void Engine::record_streamed_tokens(int64_t n) {
+  const double now = now_s();
+  // Entries that left the window can never count again: drop them so the window stays small.
+  while (!throughput_window_.empty() &&
+         now - throughput_window_.front().first > kThroughputWindowS) {
+    throughput_window_.pop_front();
+  }
+  throughput_window_.emplace_back(now, n);
 }
 
 void Engine::abort_all(const std::string& reason) {
@@ -256,7 +269,7 @@ EngineStats Engine::make_stats() const {
   int64_t tokens = 0;
   double oldest = now;
   for (const auto& [t, n] : throughput_window_) {
-    if (now - t <= 5.0) {
+    if (now - t <= kThroughputWindowS) {
       tokens += n;
       oldest = std::min(oldest, t);
     }

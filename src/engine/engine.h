@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 #include <variant>
+#include <vector>
 
 #include "engine/generate_request.h"
 #include "engine/request_stream.h"
@@ -91,6 +92,7 @@ class Engine {
   void loop(runner::BatchRunner& runner);
   bool handle_inbox(std::chrono::milliseconds max_wait);
   void dispatch_updates();
+  void record_streamed_tokens(int64_t n);
   void abort_all(const std::string& reason);
   EngineStats make_stats() const;
 
@@ -98,19 +100,22 @@ class Engine {
   std::unique_ptr<scheduler::Scheduler> scheduler_;             // engine thread only
   std::unique_ptr<runner::BatchRunner> runner_;                 // engine thread only, once started
   std::map<uint64_t, std::shared_ptr<RequestStream>> streams_;  // engine thread only
+  // dispatch_updates' buffer, kept so that streaming a step's updates allocates no vector.
+  std::vector<scheduler::ReqUpdate> updates_;  // engine thread only
   std::atomic<uint64_t> next_rid_{1};
   std::atomic<int64_t> queued_{0};  // submitted, not yet finished
 
   std::mutex inbox_mutex_;
   std::condition_variable inbox_cv_;
-  std::deque<Message> inbox_;
+  std::vector<Message> inbox_;
   bool stopping_ = false;  // under inbox_mutex_
   std::thread thread_;
 
   bool check_integrity_ = false;
   mutable std::mutex integrity_mutex_;
   Status last_integrity_;
-  // Throughput window and step timers (engine thread; copied into stats).
+  // Throughput window (time, tokens streamed then) and step timers (engine thread; copied into
+  // stats).
   std::deque<std::pair<double, int64_t>> throughput_window_;
   double decode_cpu_s_ = 0;
   int64_t decode_steps_ = 0;

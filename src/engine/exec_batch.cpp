@@ -26,11 +26,12 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
   runner::ExecBatch exec;
   exec.id = batch.id;
   exec.mode = batch.mode;
+  exec.out_cache_loc = batch.out_cache_loc;
   exec.requests.reserve(batch.entries.size());
   for (const scheduler::BatchEntry& e : batch.entries) {
     const scheduler::GenerateRequest& r = e.req->request;
-    runner::ExecRequest x{e.req->req_pool_idx, e.prefix_len, e.extend_len,       e.input_ids,
-                          e.out_cache_loc,     r.sampling,   r.top_logprobs_num, r.return_logprob};
+    runner::ExecRequest x{e.req->req_pool_idx, e.prefix_len,       e.extend_len,    e.input_ids,
+                          r.sampling,          r.top_logprobs_num, r.return_logprob};
     x.prompt_len = e.req->prompt_len();
     const sampling::SamplingParams& p = r.sampling;
     // NOTE: in the overlap loop output_ids may lag the scheduled steps; the mask then stays on

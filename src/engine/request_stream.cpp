@@ -1,7 +1,25 @@
 // RequestStream.
 #include "engine/request_stream.h"
 
+#include <iterator>
+
 namespace sgl::engine {
+namespace {
+
+// Appends the later event `e` to `merged`: tokens (and their logprobs) concatenated, the prompt
+// logprobs and the finish taken when `e` has them, the latest usage.
+void merge_into(StreamEvent& merged, StreamEvent&& e) {
+  merged.token_ids.insert(merged.token_ids.end(), e.token_ids.begin(), e.token_ids.end());
+  merged.logprobs.insert(merged.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
+  merged.top_logprobs.insert(merged.top_logprobs.end(),
+                             std::make_move_iterator(e.top_logprobs.begin()),
+                             std::make_move_iterator(e.top_logprobs.end()));
+  if (e.input_logprobs) merged.input_logprobs = std::move(e.input_logprobs);
+  if (e.finished) merged.finished = std::move(e.finished);
+  merged.usage = e.usage;
+}
+
+}  // namespace
 
 void RequestStream::push(StreamEvent event) {
   std::shared_ptr<const std::function<void()>> notify;
@@ -9,7 +27,11 @@ void RequestStream::push(StreamEvent event) {
     std::lock_guard lock(mutex_);
     if (finished_pushed_) return;
     finished_pushed_ = event.finished.has_value();
-    events_.push_back(std::move(event));
+    if (pending_) {
+      merge_into(*pending_, std::move(event));
+    } else {
+      pending_ = std::move(event);
+    }
     notify = notify_;
   }
   cv_.notify_all();
@@ -21,7 +43,7 @@ void RequestStream::set_notify(std::function<void()> notify) {
   {
     std::lock_guard lock(mutex_);
     notify_ = notify ? std::make_shared<const std::function<void()>>(std::move(notify)) : nullptr;
-    pending = notify_ && !events_.empty();
+    pending = notify_ && pending_.has_value();
     if (pending) notify = *notify_;
   }
   if (pending) notify();
@@ -29,24 +51,13 @@ void RequestStream::set_notify(std::function<void()> notify) {
 
 std::optional<StreamEvent> RequestStream::next(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  if (!cv_.wait_for(lock, timeout, [this] { return !events_.empty() || finished_taken_; })) {
+  if (!cv_.wait_for(lock, timeout, [this] { return pending_.has_value() || finished_taken_; })) {
     return std::nullopt;
   }
-  if (events_.empty()) return std::nullopt;
-  StreamEvent merged = std::move(events_.front());
-  events_.pop_front();
-  while (!events_.empty()) {
-    StreamEvent& e = events_.front();
-    merged.token_ids.insert(merged.token_ids.end(), e.token_ids.begin(), e.token_ids.end());
-    merged.logprobs.insert(merged.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
-    merged.top_logprobs.insert(merged.top_logprobs.end(), e.top_logprobs.begin(),
-                               e.top_logprobs.end());
-    if (e.input_logprobs) merged.input_logprobs = std::move(e.input_logprobs);
-    if (e.finished) merged.finished = e.finished;
-    merged.usage = e.usage;
-    events_.pop_front();
-  }
-  if (merged.finished) finished_taken_ = true;
+  if (!pending_) return std::nullopt;
+  std::optional<StreamEvent> merged = std::move(pending_);
+  pending_.reset();
+  if (merged->finished) finished_taken_ = true;
   return merged;
 }
 

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -59,7 +58,8 @@ class RequestStream {
   const uint64_t rid_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<StreamEvent> events_;
+  // The events pushed and not yet taken, merged into one as they arrive (what next() returns).
+  std::optional<StreamEvent> pending_;
   bool finished_pushed_ = false;
   bool finished_taken_ = false;
   // NOTE: shared so that push() can copy it under the lock cheaply and call it outside.

@@ -98,6 +98,32 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& 
   SGL_RUN_ON(x.device(), linear, (x, w, bias, y), (x, w, bias, y, stream));
 }
 
+void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor& gate_up,
+                         const Tensor& out, backend::Stream stream) {
+  SGL_CHECK(w_gate_up.ndim() == 2 && w_gate_up.size(0) == 2 * out.size(1) && out.ndim() == 2 &&
+            out.size(0) == x.size(0) && gate_up.ndim() == 2 && gate_up.size(0) == x.size(0) &&
+            gate_up.size(1) == w_gate_up.size(0))
+      << "linear_silu_and_mul: x " << x.shape_string() << " w " << w_gate_up.shape_string()
+      << " gate_up " << gate_up.shape_string() << " out " << out.shape_string();
+  if (x.device().is_cpu()) {
+    linear(x, w_gate_up, Tensor(), gate_up, stream);
+    silu_and_mul(gate_up, out, stream);
+    return;
+  }
+#ifdef SGL_WITH_CUDA
+  check_last_dim_contiguous(x, "linear_silu_and_mul");
+  SGL_CHECK(w_gate_up.is_contiguous() && gate_up.is_contiguous() && out.is_contiguous() &&
+            x.dtype() == w_gate_up.dtype() && out.dtype() == gate_up.dtype())
+      << "linear_silu_and_mul: layouts or dtypes";
+  check_same_device(x, w_gate_up, "linear_silu_and_mul");
+  check_same_device(x, out, "linear_silu_and_mul");
+  check_same_device(x, gate_up, "linear_silu_and_mul");
+  cuda::linear_silu_and_mul(x, w_gate_up, gate_up, out, stream);
+#else
+  detail::no_cuda("linear_silu_and_mul");
+#endif
+}
+
 void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream) {
   SGL_CHECK(gate_up.ndim() == 2 && out.ndim() == 2 && gate_up.is_contiguous() &&
             out.is_contiguous() && gate_up.size(0) == out.size(0) &&

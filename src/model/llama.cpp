@@ -114,13 +114,15 @@ void LlamaForCausalLM::run_layer(int index, const Layer& layer, int64_t n, const
     kernels::rms_norm(q, layer.q_norm, eps, q, ctx.stream);
     kernels::rms_norm(k, layer.k_norm, eps, k, ctx.stream);
   }
-  kernels::rope(q, k, fb.positions, rope_cos_sin_, ctx.stream);
-  ctx.attention.forward(index, q, k, v, attn_out, fb);
+  // RoPE, the KV store and attention: one pass where the backend fuses RoPE with the store.
+  if (!ctx.attention.forward_with_rope(index, q, k, v, fb.positions, rope_cos_sin_, attn_out, fb)) {
+    kernels::rope(q, k, fb.positions, rope_cos_sin_, ctx.stream);
+    ctx.attention.forward(index, q, k, v, attn_out, fb);
+  }
   kernels::linear(attn_out, layer.o_proj, Tensor(), hidden, ctx.stream);
 
   kernels::fused_add_rms_norm(hidden, residual, layer.post_norm, eps, ctx.stream);
-  kernels::linear(hidden, layer.gate_up_proj, Tensor(), gate_up, ctx.stream);
-  kernels::silu_and_mul(gate_up, mlp_act, ctx.stream);
+  kernels::linear_silu_and_mul(hidden, layer.gate_up_proj, gate_up, mlp_act, ctx.stream);
   kernels::linear(mlp_act, layer.down_proj, Tensor(), hidden, ctx.stream);
 }
 

@@ -26,8 +26,7 @@ struct ExecRequest {
   // decode step: its input is the token sampled last for this row, read from the token table
   // on the executor side, so no host round trip sits between two batches.
   std::vector<int32_t> input_ids;
-  std::vector<int32_t> out_cache_loc;  // [extend_len]: KV slots of the new tokens
-  sampling::SamplingParams sampling;   // seed set
+  sampling::SamplingParams sampling;  // seed set
   int32_t top_logprobs_num = 0;
   bool return_logprob = false;
   // Apply sampling/logit_processor.h to this request's row: a penalty or logit_bias, or
@@ -52,6 +51,8 @@ struct ExecBatch {
   int64_t id = 0;  // increasing; results come back with it
   ForwardMode mode = ForwardMode::kExtend;
   std::vector<ExecRequest> requests;
+  // [sum of extend_len]: the KV slots of the new tokens, request after request (extend_len each).
+  std::vector<int32_t> out_cache_loc;
 };
 
 struct ExecResult {

@@ -38,11 +38,13 @@ ExecResult ModelBatchRunner::run(const ExecBatch& batch) {
     process = process || r.process_logits;
     score_prompt = score_prompt || !r.logprob_targets.empty();
   }
+  SGL_CHECK_EQ(batch.out_cache_loc.size(), input_ids_.size());
   size_t offset = 0;
   for (const ExecRequest& r : batch.requests) {
-    requests.push_back({r.req_pool_idx, r.prefix_len,
-                        std::span<const int32_t>(input_ids_.data() + offset, r.extend_len),
-                        r.out_cache_loc});
+    requests.push_back(
+        {r.req_pool_idx, r.prefix_len,
+         std::span<const int32_t>(input_ids_.data() + offset, r.extend_len),
+         std::span<const int32_t>(batch.out_cache_loc.data() + offset, r.extend_len)});
     offset += r.extend_len;
   }
   // Prompt logprobs need a logits row for every token of the batch.

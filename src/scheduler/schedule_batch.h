@@ -14,9 +14,8 @@ struct BatchEntry {
   Req* req = nullptr;      // borrowed from the scheduler; valid while the batch is in flight
   int32_t prefix_len = 0;  // tokens already in the KV cache (row[0:prefix_len])
   int32_t extend_len = 0;  // new tokens this pass
-  std::vector<int32_t> input_ids;      // [extend_len] when known on the host; empty for decode
-  std::vector<int32_t> out_cache_loc;  // [extend_len] KV slots of the new tokens
-  bool samples = true;                 // false for a non-final prefill chunk (its token is dropped)
+  std::vector<int32_t> input_ids;  // [extend_len] when known on the host; empty for decode
+  bool samples = true;             // false for a non-final prefill chunk (its token is dropped)
   // Prompt logprobs: the logits at positions [logprob_begin, logprob_begin + n) score these
   // prompt tokens (the one after each position). Empty: none in this pass.
   int32_t logprob_begin = 0;
@@ -27,6 +26,9 @@ struct ScheduleBatch {
   int64_t id = 0;
   ForwardMode mode = ForwardMode::kIdle;
   std::vector<BatchEntry> entries;
+  // [num_tokens()]: the KV slots of the new tokens, entry after entry (extend_len each). One
+  // array for the batch, so a decode step allocates nothing per request.
+  std::vector<int32_t> out_cache_loc;
 
   int64_t num_tokens() const {
     int64_t n = 0;

@@ -118,7 +118,10 @@ void Scheduler::emit(const Req& req, ReqUpdate update) {
   updates_.push_back(std::move(update));
 }
 
-std::vector<ReqUpdate> Scheduler::take_updates() { return std::exchange(updates_, {}); }
+void Scheduler::take_updates(std::vector<ReqUpdate>* out) {
+  out->clear();
+  out->swap(updates_);
+}
 
 int64_t Scheduler::reserved_decode_tokens() const {
   double reserved = 0;
@@ -133,6 +136,21 @@ int64_t Scheduler::reserved_decode_tokens() const {
 std::optional<std::vector<int32_t>> Scheduler::alloc_slots(int32_t n) {
   if (allocator_.available() < n) tree_.evict(n - allocator_.available(), allocator_);
   return allocator_.alloc(n);
+}
+
+std::optional<int32_t> Scheduler::alloc_slot() {
+  if (allocator_.available() < 1) tree_.evict(1 - allocator_.available(), allocator_);
+  return allocator_.alloc_one();
+}
+
+void Scheduler::add_decode_entry(Req& req, ScheduleBatch& batch) {
+  const std::optional<int32_t> slot = alloc_slot();
+  SGL_CHECK(slot.has_value()) << "decode slots were checked";
+  req_to_token_.write(req.req_pool_idx, req.kv_len, std::span(&*slot, 1));
+  batch.entries.push_back({&req, req.kv_len, 1, {}, true});
+  batch.out_cache_loc.push_back(*slot);
+  ++req.kv_len;
+  ++req.scheduled_samples;
 }
 
 void Scheduler::init_next_round_input(Req& req) {
@@ -155,7 +173,8 @@ void Scheduler::init_next_round_input(Req& req) {
   req.lock = tree_.lock(match.last_node);  // pinned until admission decides
 }
 
-bool Scheduler::prepare_extend_entry(Req& req, BatchEntry* entry) {
+bool Scheduler::prepare_extend_entry(Req& req, BatchEntry* entry,
+                                     std::vector<int32_t>* out_cache_loc) {
   if (req.req_pool_idx < 0) {
     auto row = req_to_token_.alloc();
     SGL_CHECK(row.has_value()) << "ReqToTokenPool exhausted (sized for the running limit)";
@@ -171,7 +190,7 @@ bool Scheduler::prepare_extend_entry(Req& req, BatchEntry* entry) {
   entry->prefix_len = prefix_len;
   entry->extend_len = req.extend_input_len;
   entry->input_ids.assign(req.fill_ids.begin() + prefix_len, req.fill_ids.end());
-  entry->out_cache_loc = std::move(*slots);
+  out_cache_loc->insert(out_cache_loc->end(), slots->begin(), slots->end());
   entry->samples = !req.is_chunked;
   if (req.wants_input_logprobs()) {
     // Positions [start, prompt_len - 1) score the prompt token after them.
@@ -278,7 +297,7 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   chunked_req_ = nullptr;
   for (Req* req : adder.can_run_list()) {
     BatchEntry entry;
-    if (!prepare_extend_entry(*req, &entry)) {
+    if (!prepare_extend_entry(*req, &entry, &batch.out_cache_loc)) {
       // Out of KV after all (budgets are estimates): back to waiting, nothing held.
       if (req != resumed) {
         req->lock.reset();
@@ -311,12 +330,7 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
     if (!decoders.empty() &&
         allocator_.available() + tree_.evictable_size() >= static_cast<int64_t>(decoders.size())) {
       for (Req* req : decoders) {
-        auto slot = alloc_slots(1);
-        SGL_CHECK(slot.has_value());
-        req_to_token_.write(req->req_pool_idx, req->kv_len, *slot);
-        batch.entries.push_back({req, req->kv_len, 1, {}, std::move(*slot), true});
-        ++req->kv_len;
-        ++req->scheduled_samples;
+        add_decode_entry(*req, batch);
         ++totals_.computed_tokens_total;
       }
       batch.mode = ForwardMode::kMixed;
@@ -340,14 +354,10 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   }
   ScheduleBatch batch;
   batch.mode = ForwardMode::kDecode;
+  batch.entries.reserve(static_cast<size_t>(needed));
+  batch.out_cache_loc.reserve(static_cast<size_t>(needed));
   for (Req* req : running_) {
-    if (!decodable(req)) continue;
-    auto slot = alloc_slots(1);
-    SGL_CHECK(slot.has_value()) << "decode slots were checked";
-    req_to_token_.write(req->req_pool_idx, req->kv_len, *slot);
-    batch.entries.push_back({req, req->kv_len, 1, {}, std::move(*slot), true});
-    ++req->kv_len;
-    ++req->scheduled_samples;
+    if (decodable(req)) add_decode_entry(*req, batch);
   }
   totals_.computed_tokens_total += static_cast<int64_t>(batch.entries.size());
   new_token_ratio_ =

@@ -89,8 +89,10 @@ class Scheduler {
   void process_batch_result(const ScheduleBatch& batch, const sampling::SampleOutput& output,
                             std::span<const sampling::PromptLogprobs> prompt_logprobs = {});
 
-  // Updates accumulated since the last call (the engine streams them to clients).
-  std::vector<ReqUpdate> take_updates();
+  // Moves the updates accumulated since the last call (the engine streams them to clients) into
+  // `*out`, replacing its contents. The two vectors trade storage, so a caller that keeps its
+  // vector between calls makes no allocation here in steady state.
+  void take_updates(std::vector<ReqUpdate>* out);
   SchedulerStats stats() const;
   // KV slots conserved (free + cached + held by requests == capacity), pools consistent.
   Status check_integrity() const;
@@ -103,8 +105,14 @@ class Scheduler {
   std::optional<ScheduleBatch> get_new_batch_prefill();
   std::optional<ScheduleBatch> get_decode_batch(bool* need_drain);
   void init_next_round_input(Req& req);
-  bool prepare_extend_entry(Req& req, BatchEntry* entry);
+  // Fills `entry` and appends its new KV slots to `out_cache_loc` (the batch's); false (nothing
+  // allocated) when the KV cache is out of slots.
+  bool prepare_extend_entry(Req& req, BatchEntry* entry, std::vector<int32_t>* out_cache_loc);
+  // `n` KV slots (alloc_slot: one), evicting from the radix cache when the allocator runs short.
   std::optional<std::vector<int32_t>> alloc_slots(int32_t n);
+  std::optional<int32_t> alloc_slot();
+  // Appends one decode token of the running `req` to `batch` (its slot must be available).
+  void add_decode_entry(Req& req, ScheduleBatch& batch);
   void cache_unfinished(Req& req);
   void retract_for_decode(int64_t needed);
   void check_finished(Req& req, int32_t token);

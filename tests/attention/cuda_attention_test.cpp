@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_stream.h"
 #include "core/half.h"
+#include "kernels/rope.h"
 
 namespace sgl::attention {
 namespace {
@@ -241,6 +243,56 @@ TEST_P(FlashAttentionTest, DecodeGraphReplay) {
   }
   SGL_CUDA_CHECK(cudaGraphExecDestroy(exec));
   SGL_CUDA_CHECK(cudaGraphDestroy(graph));
+}
+
+// forward_with_rope (RoPE fused with the KV store) == kernels::rope then forward(): the same
+// output, q and cache rows, bit for bit, for a decode and a mixed batch.
+TEST_P(FlashAttentionTest, RopeFusedWithStoreMatchesRopeThenForward) {
+  const HeadShape s = GetParam();
+  const int64_t qd = int64_t{s.q_heads} * s.head_dim, kd = int64_t{s.kv_heads} * s.head_dim;
+  const int64_t max_pos = 8192;
+  std::vector<float> table(max_pos * s.head_dim);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  for (float& x : table) x = unit(rng_);
+  Buffer cos_sin(gpu_, DType::kF32, {max_pos, s.head_dim});
+  SGL_CUDA_CHECK(cudaMemcpyAsync(cos_sin.tensor().raw(), table.data(), cos_sin.tensor().nbytes(),
+                                 cudaMemcpyHostToDevice, native()));
+  std::vector<RequestLens> mixed = {{63, 200}, {10, 1}, {500, 1}};
+  for (const auto& [mode, requests] : {std::pair{ForwardMode::kDecode, decode_requests(3, 100)},
+                                       std::pair{ForwardMode::kMixed, mixed}}) {
+    DeviceBatch batch(make_host_batch(mode, requests, kPoolSlots, rng_), gpu_, native());
+    const ForwardBatch& fb = batch.fb();
+    Buffer qkv = make_qkv(fb.num_tokens);
+    Buffer qkv_copy(gpu_, DType::kBF16, qkv.tensor().shape());
+    SGL_CUDA_CHECK(cudaMemcpyAsync(qkv_copy.tensor().raw(), qkv.tensor().raw(),
+                                   qkv.tensor().nbytes(), cudaMemcpyDeviceToDevice, native()));
+    auto views = [&](const Buffer& b) {
+      return std::array<Tensor, 3>{b.tensor().slice_last(0, qd).split_heads(s.q_heads),
+                                   b.tensor().slice_last(qd, kd).split_heads(s.kv_heads),
+                                   b.tensor().slice_last(qd + kd, kd).split_heads(s.kv_heads)};
+    };
+    const auto [q1, k1, v1] = views(qkv);
+    const auto [q2, k2, v2] = views(qkv_copy);
+    Buffer out1(gpu_, DType::kBF16, {fb.num_tokens, qd}),
+        out2(gpu_, DType::kBF16, {fb.num_tokens, qd});
+    backend_->plan(fb);
+    kernels::rope(q1, k1, fb.positions, cos_sin, stream());
+    backend_->forward(0, q1, k1, v1, out1, fb);
+    const std::vector<uint16_t> k_cache1 = download(pool_->k(0), native());
+    const std::vector<uint16_t> v_cache1 = download(pool_->v(0), native());
+    ASSERT_TRUE(backend_->forward_with_rope(0, q2, k2, v2, fb.positions, cos_sin, out2, fb));
+    EXPECT_EQ(download(out1, native()), download(out2, native())) << "attention output";
+    EXPECT_EQ(download(pool_->k(0), native()), k_cache1) << "K cache";
+    EXPECT_EQ(download(pool_->v(0), native()), v_cache1) << "V cache";
+    const std::vector<uint16_t> rows1 = download(qkv, native()),
+                                rows2 = download(qkv_copy, native());
+    for (int64_t t = 0; t < fb.num_tokens; ++t) {  // q rotated in place alike
+      const int64_t width = qd + 2 * kd;
+      EXPECT_TRUE(std::equal(rows1.begin() + t * width, rows1.begin() + t * width + qd,
+                             rows2.begin() + t * width))
+          << "q of token " << t;
+    }
+  }
 }
 
 std::vector<HeadShape> head_shapes() {

@@ -6,11 +6,15 @@
 #include <vector>
 
 #include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/cuda_stream.h"
 #include "core/buffer.h"
 #include "core/half.h"
+#include "device_copies.h"
 #include "kernels/activation.h"
 #include "kernels/copy.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/embedding.h"
 #include "kernels/fill.h"
 #include "kernels/gather.h"
@@ -40,20 +44,10 @@ class CudaKernels : public ::testing::TestWithParam<DType> {
   }
   // Device copy in the dtype under test.
   Buffer to_device(const Buffer& host) {
-    Buffer staged(cpu_allocator(), GetParam(), host.tensor().shape());
-    copy(host, staged, cpu_);
-    Buffer dev(gpu_, GetParam(), host.tensor().shape());
-    copy(staged, dev, stream_.get());
-    return dev;
+    return test::to_device_as(host, GetParam(), gpu_, stream_.get());
   }
   // Host f32 copy of a device tensor (any dtype).
-  Buffer to_host(const Tensor& dev) {
-    Buffer staged(cpu_allocator(), dev.dtype(), dev.shape());
-    copy(dev, staged, stream_.get());
-    Buffer out(cpu_allocator(), DType::kF32, dev.shape());
-    copy(staged, out, cpu_);
-    return out;
-  }
+  Buffer to_host(const Tensor& dev) { return test::to_host_f32(dev, stream_.get()); }
   double tol() const { return GetParam() == DType::kBF16 ? 2e-2 : 1e-4; }
   // max |a - b| / max(1, |b|)
   static double max_rel_err(const Tensor& a, const Tensor& b) {
@@ -85,6 +79,107 @@ TEST_P(CudaKernels, LinearSweep) {
       EXPECT_LT(max_rel_err(to_host(dy32), y_nobias), 1e-3) << m << "x" << n;
     }
   }
+}
+
+// The cuBLASLt path (kernels/cuda/cublaslt_gemm.h) on awkward shapes: with and without bias,
+// x contiguous or a column window of wider rows (16-byte aligned, or at an odd element offset,
+// which cuBLASLt may hand to the cublasGemmEx fallback), y in the dtype under test and in f32
+// (where a bf16 bias cannot ride in the epilogue and is added apart).
+TEST_P(CudaKernels, LinearCublasLtAwkwardShapes) {
+  const auto& lt = cuda::CublasLtGemm::of(stream_.get());
+  std::vector<DType> outs = {GetParam()};
+  if (GetParam() != DType::kF32) outs.push_back(DType::kF32);
+  for (int64_t m : {1, 3, 17, 64, 300}) {
+    for (int64_t n : {8, 72, 1000}) {
+      for (int64_t k : {16, 136, 520}) {
+        Buffer x = host_random({m, k}), w = host_random({n, k}, 0.1f), b = host_random({n});
+        Buffer want(cpu_allocator(), DType::kF32, {m, n});
+        Buffer want_bias(cpu_allocator(), DType::kF32, {m, n});
+        linear(x, w, Tensor(), want, cpu_);
+        linear(x, w, b, want_bias, cpu_);
+        Buffer dw = to_device(w), db = to_device(b);
+        for (int64_t offset : {0, 8, 3}) {
+          // x as columns [offset, offset + k) of [m, width] rows; NaN elsewhere.
+          const int64_t width = offset == 0 ? k : k + 24;
+          Buffer wide(cpu_allocator(), DType::kF32, {m, width});
+          for (int64_t r = 0; r < m; ++r) {
+            for (int64_t c = 0; c < width; ++c) {
+              wide.data<float>()[r * width + c] =
+                  c >= offset && c < offset + k ? x.data<float>()[r * k + c - offset] : NAN;
+            }
+          }
+          Buffer dwide = to_device(wide);
+          const Tensor dx = dwide.tensor().slice_last(offset, k);
+          for (DType out : outs) {
+            for (bool with_bias : {false, true}) {
+              const size_t fallbacks = lt.plans_without_algorithm();
+              Buffer dy(gpu_, out, {m, n});
+              cuda::linear_library(dx, dw, with_bias ? db.tensor() : Tensor(), dy, stream_.get());
+              double bound = tol();  // bf16 out
+              if (out == DType::kF32) bound = GetParam() == DType::kF32 ? 1e-4 : 1e-3;
+              EXPECT_LT(max_rel_err(to_host(dy), with_bias ? want_bias : want), bound)
+                  << m << "x" << n << "x" << k << " offset " << offset << " out " << dtype_name(out)
+                  << (with_bias ? " bias" : "");
+              if (offset != 3) {  // aligned: must run on cuBLASLt, not the fallback
+                EXPECT_EQ(lt.plans_without_algorithm(), fallbacks)
+                    << m << "x" << n << "x" << k << " offset " << offset;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// One plan per shape: the same shape (same or fresh buffers) reuses it; bias or not, and
+// another m, each make one more.
+TEST_P(CudaKernels, LinearCublasLtCachesPlansPerShape) {
+  const auto& lt = cuda::CublasLtGemm::of(stream_.get());
+  ASSERT_EQ(lt.cache_size(), 0u);
+  const int64_t m = 17, n = 72, k = 136;
+  Buffer x = host_random({m, k}), w = host_random({n, k}, 0.1f), b = host_random({n});
+  Buffer dx = to_device(x), dw = to_device(w), db = to_device(b);
+  Buffer dy(gpu_, GetParam(), {m, n}), dy2(gpu_, GetParam(), {m, n});
+  cuda::linear_library(dx, dw, db, dy, stream_.get());
+  EXPECT_EQ(lt.cache_size(), 1u);
+  cuda::linear_library(dx, dw, db, dy, stream_.get());
+  EXPECT_EQ(lt.cache_size(), 1u);
+  cuda::linear_library(dx, dw, db, dy2,
+                       stream_.get());  // fresh y: cudaMalloc's alignment, same plan
+  EXPECT_EQ(lt.cache_size(), 1u);
+  cuda::linear_library(dx, dw, Tensor(), dy2, stream_.get());
+  EXPECT_EQ(lt.cache_size(), 2u);
+  cuda::linear_library(dx.tensor().slice_rows(0, 3), dw, db, dy.tensor().slice_rows(0, 3),
+                       stream_.get());
+  EXPECT_EQ(lt.cache_size(), 3u);
+  EXPECT_EQ(lt.plans_without_algorithm(), 0u);
+  Buffer want(cpu_allocator(), DType::kF32, {m, n});
+  linear(x, w, b, want, cpu_);
+  EXPECT_LT(max_rel_err(to_host(dy), want), tol());
+}
+
+// Captured into a CUDA graph and replayed: a shape planned by an eager call before capture,
+// and one first met during capture (its plan is built then, on the host only).
+TEST_P(CudaKernels, LinearCublasLtUnderGraphCapture) {
+  const int64_t n = 72, k = 136;
+  Buffer x = host_random({5, k}), w = host_random({n, k}, 0.1f), b = host_random({n});
+  Buffer dx = to_device(x), dw = to_device(w), db = to_device(b);
+  Buffer dy(gpu_, GetParam(), {5, n}), dy3(gpu_, GetParam(), {3, n});
+  const Tensor dx3 = dx.tensor().slice_rows(0, 3);
+  cuda::linear_library(dx, dw, db, dy, stream_.get());  // eager: plans [5, k] x [n, k] with bias
+  backend::synchronize(stream_.get());
+  zero(dy, stream_.get());
+  const backend::CudaGraph graph = backend::CudaGraph::capture(stream_.get(), [&] {
+    cuda::linear_library(dx, dw, db, dy, stream_.get());
+    cuda::linear_library(dx3, dw, Tensor(), dy3, stream_.get());
+  });
+  graph.replay(stream_.get());
+  Buffer want(cpu_allocator(), DType::kF32, {5, n}), want3(cpu_allocator(), DType::kF32, {3, n});
+  linear(x, w, b, want, cpu_);
+  linear(x.tensor().slice_rows(0, 3), w, Tensor(), want3, cpu_);
+  EXPECT_LT(max_rel_err(to_host(dy), want), tol());
+  EXPECT_LT(max_rel_err(to_host(dy3), want3), tol());
 }
 
 TEST_P(CudaKernels, RmsNormAndFusedAddSweep) {

@@ -690,6 +690,24 @@ TEST(ModelSourceTest, FormatsAndErrors) {
   expect_status(open_model_source(truncated).status(), StatusCode::kDataLoss, {"cut.gguf"});
 }
 
+// A directory with config.json (and a tokenizer) but no safetensors serves with dummy weights:
+// scripts/gpu_serving_bench.sh builds such a directory for the Llama-3-8B shape.
+TEST(ModelSourceTest, DummyWeightsFromDirectoryWithoutSafetensors) {
+  TempDir dir;
+  fs::copy_file(testdata_models_dir() / "tiny-llama" / "config.json", dir.path() / "config.json");
+  dir.write("tokenizer_config.json", "{}");
+  Result<ModelSource> config_only = open_model_source(dir.path(), {.open_weights = false});
+  ASSERT_TRUE(config_only.ok()) << config_only.status().to_string();
+  EXPECT_EQ(config_only->format, ModelFormat::kHuggingFace);
+  EXPECT_EQ(config_only->weights, nullptr);
+  EXPECT_EQ(config_only->config.vocab_size, 1000);
+  EXPECT_FALSE(open_model_source(dir.path()).ok());  // real weights are required without dummy
+
+  auto runner = make_runner(dir.path(), "dummy");
+  ASSERT_TRUE(runner);
+  EXPECT_EQ(prefill_logits(*runner, {1, 2, 3}).size(), 3u * 1000u);
+}
+
 TEST(GgufModelTest, DummyWeightsFromGgufConfig) {
   TempDir dir;
   const Converted conv = convert_model(dir, "tiny-qwen3", "qwen3", kTypeF32);

@@ -29,6 +29,7 @@ class FakeBatchRunner final : public runner::BatchRunner {
   runner::ExecResult run(const runner::ExecBatch& batch) override {
     runner::ExecResult result;
     result.batch_id = batch.id;
+    size_t slot_offset = 0;  // r's slots in batch.out_cache_loc
     for (const runner::ExecRequest& r : batch.requests) {
       int32_t* row_tokens =
           tokens_.data() + static_cast<size_t>(r.req_pool_idx) * pool_.max_context_len();
@@ -36,8 +37,10 @@ class FakeBatchRunner final : public runner::BatchRunner {
         std::copy(r.input_ids.begin(), r.input_ids.end(), row_tokens + r.prefix_len);
       }
       for (int32_t i = 0; i < r.extend_len; ++i) {
-        kv_.at(r.out_cache_loc.at(i)) = row_tokens[r.prefix_len + i];  // the "KV" is the token
+        // The "KV" is the token.
+        kv_.at(batch.out_cache_loc.at(slot_offset + i)) = row_tokens[r.prefix_len + i];
       }
+      slot_offset += r.extend_len;
       const auto slots = pool_.row(r.req_pool_idx);
       std::vector<int32_t> seen;
       for (int32_t p = 0; p < r.prefix_len + r.extend_len; ++p) seen.push_back(kv_.at(slots[p]));

@@ -91,7 +91,9 @@ class Driver {
   }
 
   void collect() {
-    for (ReqUpdate& u : scheduler_.take_updates()) {
+    std::vector<ReqUpdate> updates;
+    scheduler_.take_updates(&updates);
+    for (ReqUpdate& u : updates) {
       auto& out = outputs_[u.rid];
       out.insert(out.end(), u.new_token_ids.begin(), u.new_token_ids.end());
       if (u.finished) finished_[u.rid] = *u.finished;

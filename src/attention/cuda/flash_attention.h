@@ -32,6 +32,14 @@ struct SplitKvScratch {
 void store_kv_vectorized(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc,
                          const Tensor& k_cache, const Tensor& v_cache, backend::Stream stream);
 
+// RoPE and KV store in one kernel: q rotated in place, k rotated into k_cache, v copied into
+// v_cache (rows out_cache_loc[t]); k is left as it was. Needs bf16 and an f32 cos_sin table
+// [max_pos, D] (cos | sin halves); returns false, having queued nothing, otherwise.
+// q: [T, Hq, D], k, v: [T, Hk, D] (rows strided, last dim contiguous); positions: i32 [T].
+bool rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                   const Tensor& cos_sin, const Tensor& out_cache_loc, const Tensor& k_cache,
+                   const Tensor& v_cache, backend::Stream stream);
+
 // Decode attention (one query per request, fb.mode == kDecode): grid (num_splits, Hk, bs);
 // each CTA attends all q heads of one KV head over one chunk of one request's KV, then, when a
 // request has more than one non-empty split, a merge kernel combines the partials (scratch)

@@ -66,6 +66,20 @@ void FlashAttentionBackend::forward(int layer, const Tensor& q, const Tensor& k,
   attend(layer, q, out, fb);
 }
 
+bool FlashAttentionBackend::forward_with_rope(int layer, const Tensor& q, const Tensor& k,
+                                              const Tensor& v, const Tensor& positions,
+                                              const Tensor& cos_sin, const Tensor& out,
+                                              const ForwardBatch& fb) {
+  SGL_CHECK(fb.kv_indices.defined() && fb.kv_indices.device().is_cuda())
+      << "CUDA attention needs the batch's kv_indices on the device";
+  if (!cuda::rope_store_kv(q, k, v, positions, cos_sin, fb.out_cache_loc, kv_pool_.k(layer),
+                           kv_pool_.v(layer), stream_)) {
+    return false;
+  }
+  attend(layer, q, out, fb);
+  return true;
+}
+
 void FlashAttentionBackend::attend(int layer, const Tensor& q, const Tensor& out,
                                    const ForwardBatch& fb) {
   const Tensor& k_cache = kv_pool_.k(layer);

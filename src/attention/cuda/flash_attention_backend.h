@@ -21,6 +21,9 @@ class FlashAttentionBackend final : public AttentionBackend {
                         Device device);
   // Nothing to plan: the kernels read every per-batch value from the ForwardBatch tensors.
   void plan(const ForwardBatch& fb) override {}
+  bool forward_with_rope(int layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Tensor& positions, const Tensor& cos_sin, const Tensor& out,
+                         const ForwardBatch& fb) override;
   void forward(int layer, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                const ForwardBatch& fb) override;
   // forward() without the KV store: attention of q over KV already in the pool.

@@ -36,29 +36,55 @@ struct SwizzledRows {
   }
 };
 
-// Starts cp.async copies of KV positions [first, first + kRows) of one request into the K and V
-// tiles (kv head `kv_head`); positions at or past `end` are zero-filled, so masked-out columns
-// never feed NaN garbage into P @ V.
+// The paged KV gather of a tile of kRows positions, in two steps so a kernel can fetch the
+// slots (a dependent global load) a tile ahead of the copies that need them:
+//   fetch(slots, first, end)   this thread's slots of positions [first, first + kRows)
+//   copy(k_tile, v_tile, ...)  cp.async of those positions' K and V rows into the tiles (kv head
+//                              `kv_head`); positions at or past `end` are zero-filled, so
+//                              masked-out columns never feed NaN garbage into P @ V.
 // k_cache, v_cache: [slots, kv_heads, kDim]; slots: the request's kv_indices (one per position).
+template <int kDim, int kRows, int kThreads>
+struct KvTileGather {
+  using Tile = SwizzledRows<kDim>;
+  static constexpr int kTotal = kRows * Tile::kChunks;
+  static_assert(kTotal % kThreads == 0 && kThreads % Tile::kChunks == 0);
+  static constexpr int kPerThread = kTotal / kThreads;  // rows this thread copies a chunk of
+
+  int32_t slot[kPerThread];  // -1: past the end
+
+  __device__ static int row_of(int i) {
+    return static_cast<int>(threadIdx.x) / Tile::kChunks + i * (kThreads / Tile::kChunks);
+  }
+  __device__ void fetch(const int32_t* slots, int first, int end) {
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int pos = first + row_of(i);
+      slot[i] = pos < end ? slots[pos] : -1;
+    }
+  }
+  __device__ void copy(uint32_t k_tile, uint32_t v_tile, const bf16* k_cache, const bf16* v_cache,
+                       int kv_head, int kv_heads) const {
+    const int chunk = threadIdx.x % Tile::kChunks;
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const bool valid = slot[i] >= 0;
+      const int64_t element =
+          valid ? (static_cast<int64_t>(slot[i]) * kv_heads + kv_head) * kDim + chunk * 8 : 0;
+      const uint32_t off = Tile::offset(row_of(i), chunk);
+      cp_async_16(k_tile + off, k_cache + element, valid);
+      cp_async_16(v_tile + off, v_cache + element, valid);
+    }
+  }
+};
+
+// Both steps at once: KV positions [first, first + kRows) of one request into the K and V tiles.
 template <int kDim, int kRows, int kThreads>
 __device__ __forceinline__ void load_kv_tile(uint32_t k_tile, uint32_t v_tile, const bf16* k_cache,
                                              const bf16* v_cache, const int32_t* slots, int first,
                                              int end, int kv_head, int kv_heads) {
-  using Tile = SwizzledRows<kDim>;
-  constexpr int kTotal = kRows * Tile::kChunks;
-  static_assert(kTotal % kThreads == 0 && kThreads % Tile::kChunks == 0);
-  const int chunk = threadIdx.x % Tile::kChunks;
-#pragma unroll
-  for (int i = 0; i < kTotal / kThreads; ++i) {
-    const int row = threadIdx.x / Tile::kChunks + i * (kThreads / Tile::kChunks);
-    const int pos = first + row;
-    const bool valid = pos < end;
-    const int64_t element =
-        valid ? (static_cast<int64_t>(slots[pos]) * kv_heads + kv_head) * kDim + chunk * 8 : 0;
-    const uint32_t off = Tile::offset(row, chunk);
-    cp_async_16(k_tile + off, k_cache + element, valid);
-    cp_async_16(v_tile + off, v_cache + element, valid);
-  }
+  KvTileGather<kDim, kRows, kThreads> gather;
+  gather.fetch(slots, first, end);
+  gather.copy(k_tile, v_tile, k_cache, v_cache, kv_head, kv_heads);
 }
 
 }  // namespace sgl::attention::cuda

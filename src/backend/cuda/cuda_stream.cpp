@@ -23,11 +23,13 @@ CudaStream::CudaStream(int device_index) : device_index_(device_index) {
   SGL_CHECK(cublasSetWorkspace(handle, workspace_, kBlasWorkspaceBytes) == CUBLAS_STATUS_SUCCESS)
       << "cublasSetWorkspace failed";
   blas_ = handle;
+  gemm_ = std::make_unique<StreamSlot>();
 }
 
 CudaStream::~CudaStream() { release(); }
 
 void CudaStream::release() {
+  gemm_.reset();  // may hold cuBLASLt state that uses the stream and the workspace
   if (blas_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(blas_));
   if (native_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(native_));
   if (workspace_ != nullptr) cudaFree(workspace_);
@@ -38,7 +40,8 @@ CudaStream::CudaStream(CudaStream&& other) noexcept
     : device_index_(other.device_index_),
       native_(std::exchange(other.native_, nullptr)),
       blas_(std::exchange(other.blas_, nullptr)),
-      workspace_(std::exchange(other.workspace_, nullptr)) {}
+      workspace_(std::exchange(other.workspace_, nullptr)),
+      gemm_(std::move(other.gemm_)) {}
 
 CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
   if (this != &other) {
@@ -47,6 +50,7 @@ CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
     native_ = std::exchange(other.native_, nullptr);
     blas_ = std::exchange(other.blas_, nullptr);
     workspace_ = std::exchange(other.workspace_, nullptr);
+    gemm_ = std::move(other.gemm_);
   }
   return *this;
 }

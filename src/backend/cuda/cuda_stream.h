@@ -1,7 +1,11 @@
-// CudaStream: an owned, move-only cudaStream_t plus its cuBLAS handle; hands out Stream handles.
+// CudaStream: an owned, move-only cudaStream_t plus its cuBLAS handle, GEMM workspace and GEMM
+// slot; hands out Stream handles.
 #pragma once
 
+#include <memory>
+
 #include "backend/stream.h"
+#include "backend/stream_slot.h"
 
 namespace sgl::backend {
 
@@ -14,7 +18,14 @@ class CudaStream final : public OwnedStream {
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
 
-  Stream get() const override { return {Device::cuda(device_index_), native_, blas_}; }
+  Stream get() const override {
+    return {.device = Device::cuda(device_index_),
+            .native = native_,
+            .blas = blas_,
+            .workspace = workspace_,
+            .workspace_bytes = kBlasWorkspaceBytes,
+            .gemm = gemm_.get()};
+  }
 
  private:
   void release();
@@ -22,7 +33,10 @@ class CudaStream final : public OwnedStream {
   void* native_ = nullptr;
   static constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
   void* blas_ = nullptr;       // cublasHandle_t
-  void* workspace_ = nullptr;  // cuBLAS workspace (device memory)
+  void* workspace_ = nullptr;  // cuBLAS / cuBLASLt workspace (device memory)
+  // The kernels' GEMM state (created on first use, freed before the handle and the stream);
+  // behind a pointer so Stream handles stay valid when the CudaStream moves.
+  std::unique_ptr<StreamSlot> gemm_;
 };
 
 }  // namespace sgl::backend

@@ -15,7 +15,13 @@ void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tenso
           backend::Stream stream);
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
             backend::Stream stream);
+// linear through the library GEMM (cuBLASLt) whatever the token count; linear() itself sends
+// decode-sized token counts to gemv (gemv.h).
+void linear_library(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+                    backend::Stream stream);
 void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream);
+void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor& gate_up,
+                         const Tensor& out, backend::Stream stream);
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
                         backend::Stream stream);
 

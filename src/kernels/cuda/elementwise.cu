@@ -1,9 +1,12 @@
-// CUDA embedding lookup, SiLU-and-mul, last-token gather, bias add, and raw copies.
+// CUDA embedding lookup, SiLU-and-mul (and its fusion with the gate/up GEMM), last-token gather,
+// bias add, and raw copies.
 #include "backend/cuda/cuda_check.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
+#include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/cuda_copy.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/gemv.h"
 
 namespace sgl::kernels::cuda {
 namespace {
@@ -13,6 +16,8 @@ cudaStream_t native(backend::Stream s) { return static_cast<cudaStream_t>(s.nati
 // One block per output row; rows copied as raw bytes in 4-byte words when aligned.
 __global__ void gather_rows_kernel(const char* src, char* dst, const int32_t* row_of,
                                    int64_t row_bytes, int64_t num_src_rows, bool last_of_indptr) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t b = blockIdx.x;
   const int64_t r = last_of_indptr ? row_of[b + 1] - 1 : row_of[b];
   if (r < 0 || r >= num_src_rows) __trap();  // out-of-range id: a bug upstream
@@ -23,6 +28,8 @@ __global__ void gather_rows_kernel(const char* src, char* dst, const int32_t* ro
 
 template <typename T>
 __global__ void silu_and_mul_kernel(const T* gate_up, T* out, int64_t rows, int64_t inter) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t total = rows * inter;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -37,6 +44,8 @@ __global__ void silu_and_mul_kernel(const T* gate_up, T* out, int64_t rows, int6
 
 template <typename T, typename B>
 __global__ void add_bias_kernel(T* y, const B* bias, int64_t rows, int64_t cols) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t total = rows * cols;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -54,30 +63,38 @@ int grid_for(int64_t n, int threads) {
 void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backend::Stream stream) {
   if (ids.size(0) == 0) return;
   const int64_t row_bytes = table.size(1) * static_cast<int64_t>(dtype_size(table.dtype()));
-  gather_rows_kernel<<<ids.size(0), 256, 0, native(stream)>>>(
-      static_cast<const char*>(table.raw()), static_cast<char*>(out.raw()), ids.data<int32_t>(),
-      row_bytes, table.size(0), false);
-  SGL_CUDA_CHECK_LAUNCH();
+  launch_pdl(gather_rows_kernel, dim3(ids.size(0)), 256, 0, native(stream),
+             static_cast<const char*>(table.raw()), static_cast<char*>(out.raw()),
+             ids.data<int32_t>(), row_bytes, table.size(0), false);
 }
 
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
                         backend::Stream stream) {
   if (out.size(0) == 0) return;
   const int64_t row_bytes = src.size(1) * static_cast<int64_t>(dtype_size(src.dtype()));
-  gather_rows_kernel<<<out.size(0), 256, 0, native(stream)>>>(
-      static_cast<const char*>(src.raw()), static_cast<char*>(out.raw()), qo_indptr.data<int32_t>(),
-      row_bytes, src.size(0), true);
-  SGL_CUDA_CHECK_LAUNCH();
+  launch_pdl(gather_rows_kernel, dim3(out.size(0)), 256, 0, native(stream),
+             static_cast<const char*>(src.raw()), static_cast<char*>(out.raw()),
+             qo_indptr.data<int32_t>(), row_bytes, src.size(0), true);
 }
 
 void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream) {
   const int64_t total = out.numel();
   if (total == 0) return;
   SGL_DISPATCH_FLOAT(out.dtype(), T, {
-    silu_and_mul_kernel<T><<<grid_for(total, 256), 256, 0, native(stream)>>>(
-        static_cast<const T*>(gate_up.raw()), static_cast<T*>(out.raw()), out.size(0), out.size(1));
+    launch_pdl(silu_and_mul_kernel<T>, dim3(grid_for(total, 256)), 256, 0, native(stream),
+               static_cast<const T*>(gate_up.raw()), static_cast<T*>(out.raw()), out.size(0),
+               out.size(1));
   });
-  SGL_CUDA_CHECK_LAUNCH();
+}
+
+void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor& gate_up,
+                         const Tensor& out, backend::Stream stream) {
+  if (gemv_applies(x, w_gate_up) && out.dtype() == DType::kBF16) {
+    gemv_silu_and_mul(x, w_gate_up, out, stream);
+    return;
+  }
+  linear(x, w_gate_up, Tensor(), gate_up, stream);
+  silu_and_mul(gate_up, out, stream);
 }
 
 void add_bias(const Tensor& y, const Tensor& bias, backend::Stream stream) {
@@ -86,15 +103,15 @@ void add_bias(const Tensor& y, const Tensor& bias, backend::Stream stream) {
   SGL_CHECK(bias.dtype() == DType::kBF16 || bias.dtype() == DType::kF32) << "bias dtype";
   SGL_DISPATCH_FLOAT(y.dtype(), T, {
     if (bias.dtype() == DType::kBF16) {
-      add_bias_kernel<T, __nv_bfloat16><<<grid_for(total, 256), 256, 0, native(stream)>>>(
-          static_cast<T*>(y.raw()), static_cast<const __nv_bfloat16*>(bias.raw()), y.size(0),
-          y.size(1));
+      launch_pdl(add_bias_kernel<T, __nv_bfloat16>, dim3(grid_for(total, 256)), 256, 0,
+                 native(stream), static_cast<T*>(y.raw()),
+                 static_cast<const __nv_bfloat16*>(bias.raw()), y.size(0), y.size(1));
     } else {
-      add_bias_kernel<T, float><<<grid_for(total, 256), 256, 0, native(stream)>>>(
-          static_cast<T*>(y.raw()), static_cast<const float*>(bias.raw()), y.size(0), y.size(1));
+      launch_pdl(add_bias_kernel<T, float>, dim3(grid_for(total, 256)), 256, 0, native(stream),
+                 static_cast<T*>(y.raw()), static_cast<const float*>(bias.raw()), y.size(0),
+                 y.size(1));
     }
   });
-  SGL_CUDA_CHECK_LAUNCH();
 }
 
 void copy_bytes(const void* src, Device src_device, void* dst, Device dst_device, size_t bytes,

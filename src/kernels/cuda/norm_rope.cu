@@ -1,7 +1,13 @@
-// CUDA RMSNorm (plain and fused residual add) and rotate-half RoPE.
+// CUDA RMSNorm (plain and fused residual add) and rotate-half RoPE. Kernels are launched
+// programmatically (common/pdl.cuh): each waits for the previous kernel before touching
+// activations.
+#include <algorithm>
+#include <cstdint>
+
 #include "backend/cuda/cuda_check.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
+#include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/row_layout.h"
 
@@ -15,6 +21,8 @@ constexpr int kNormThreads = 256;
 template <typename T, typename R = T>
 __global__ void rms_norm_kernel(const T* x, RowLayout x_rows, T* out, RowLayout out_rows,
                                 R* residual, const T* weight, float eps) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t row = blockIdx.x;
   const int64_t n = x_rows.row_len;
   const T* xr = x + x_rows.offset(row);
@@ -38,23 +46,109 @@ __global__ void rms_norm_kernel(const T* x, RowLayout x_rows, T* out, RowLayout 
   }
 }
 
+// The decode-sized case of the fused residual add + RMSNorm: bf16 x, f32 residual, rows of
+// n % 8 == 0 held in registers (kChunks x 8 values per thread), one pass over memory with
+// 16-byte accesses. One block per row.
+template <int kChunks>
+__global__ void add_rms_norm_vec_kernel(__nv_bfloat16* x, float* residual,
+                                        const __nv_bfloat16* weight, int n, float eps) {
+  const int64_t row = blockIdx.x;
+  uint4* xr = reinterpret_cast<uint4*>(x + row * n);
+  float4* rr = reinterpret_cast<float4*>(residual + row * n);
+  const uint4* wr = reinterpret_cast<const uint4*>(weight);
+  const int chunks = n / 8;
+  uint4 w[kChunks];
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int i = threadIdx.x + c * blockDim.x;
+    if (i < chunks) w[c] = wr[i];  // weights: constant, safe before the wait
+  }
+  pdl_wait();
+  float v[kChunks][8];
+  float sum_sq = 0.f;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int i = threadIdx.x + c * blockDim.x;
+    if (i >= chunks) continue;
+    const uint4 xv = xr[i];
+    const float4 r0 = rr[2 * i], r1 = rr[2 * i + 1];
+    const __nv_bfloat16* xb = reinterpret_cast<const __nv_bfloat16*>(&xv);
+    const float r[8] = {r0.x, r0.y, r0.z, r0.w, r1.x, r1.y, r1.z, r1.w};
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      v[c][e] = __bfloat162float(xb[e]) + r[e];
+      sum_sq += v[c][e] * v[c][e];
+    }
+    rr[2 * i] = make_float4(v[c][0], v[c][1], v[c][2], v[c][3]);
+    rr[2 * i + 1] = make_float4(v[c][4], v[c][5], v[c][6], v[c][7]);
+  }
+  pdl_launch_dependents();
+  const float inv = rsqrtf(block_sum(sum_sq) / static_cast<float>(n) + eps);
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int i = threadIdx.x + c * blockDim.x;
+    if (i >= chunks) continue;
+    const __nv_bfloat16* wb = reinterpret_cast<const __nv_bfloat16*>(&w[c]);
+    uint4 out;
+    __nv_bfloat16* ob = reinterpret_cast<__nv_bfloat16*>(&out);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      // As transformers: normalize in f32, round to the activation dtype, then scale.
+      const float normed = __bfloat162float(__float2bfloat16_rn(v[c][e] * inv));
+      ob[e] = __float2bfloat16_rn(__bfloat162float(wb[e]) * normed);
+    }
+    xr[i] = out;
+  }
+}
+
+// One block per (token, head): thread i rotates the pair (i, i + head_dim / 2).
 template <typename T>
 __global__ void rope_kernel(T* q, int64_t q_tok_stride, int64_t q_head_stride, int q_heads, T* k,
-                            int64_t k_tok_stride, int64_t k_head_stride, int k_heads,
-                            const int32_t* positions, const float* cos_sin, int head_dim) {
+                            int64_t k_tok_stride, int64_t k_head_stride, const int32_t* positions,
+                            const float* cos_sin, int head_dim) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t t = blockIdx.x;
-  const int half = head_dim / 2;
+  const int head = blockIdx.y, half = head_dim / 2, i = threadIdx.x;
+  if (i >= half) return;
   const float* cos = cos_sin + static_cast<int64_t>(positions[t]) * head_dim;
   const float* sin = cos + half;
-  const int total = (q_heads + k_heads) * half;
-  for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
-    const int head = idx / half, i = idx % half;
-    T* v = head < q_heads ? q + t * q_tok_stride + head * q_head_stride
-                          : k + t * k_tok_stride + (head - q_heads) * k_head_stride;
-    const float a = to_float(v[i]), b = to_float(v[i + half]);
-    v[i] = from_float<T>(a * cos[i] - b * sin[i]);
-    v[i + half] = from_float<T>(b * cos[i] + a * sin[i]);
+  T* v = head < q_heads ? q + t * q_tok_stride + head * q_head_stride
+                        : k + t * k_tok_stride + (head - q_heads) * k_head_stride;
+  const float a = to_float(v[i]), b = to_float(v[i + half]);
+  v[i] = from_float<T>(a * cos[i] - b * sin[i]);
+  v[i + half] = from_float<T>(b * cos[i] + a * sin[i]);
+}
+
+constexpr int kVecNormMaxThreads = 1024;
+
+// Runs the vectorized add + norm when the layout allows; false otherwise.
+bool try_add_rms_norm_vec(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps,
+                          cudaStream_t stream) {
+  const int64_t n = x.size(1), chunks = n / 8;
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (x.dtype() != DType::kBF16 || residual.dtype() != DType::kF32 || n % 8 != 0 ||
+      chunks > 4 * kVecNormMaxThreads || !aligned(x.raw()) || !aligned(residual.raw()) ||
+      !aligned(weight.raw())) {
+    return false;
   }
+  const int threads =
+      static_cast<int>(std::min<int64_t>(kVecNormMaxThreads, (chunks + 31) / 32 * 32));
+  const int64_t per_thread = (chunks + threads - 1) / threads;
+  auto* xp = static_cast<__nv_bfloat16*>(x.raw());
+  auto* rp = static_cast<float*>(residual.raw());
+  const auto* wp = static_cast<const __nv_bfloat16*>(weight.raw());
+  const dim3 grid(static_cast<unsigned>(x.size(0)));
+  const int ni = static_cast<int>(n);
+  const float e = static_cast<float>(eps);
+  if (per_thread == 1) {
+    launch_pdl(add_rms_norm_vec_kernel<1>, grid, threads, 0, stream, xp, rp, wp, ni, e);
+  } else if (per_thread == 2) {
+    launch_pdl(add_rms_norm_vec_kernel<2>, grid, threads, 0, stream, xp, rp, wp, ni, e);
+  } else {
+    launch_pdl(add_rms_norm_vec_kernel<4>, grid, threads, 0, stream, xp, rp, wp, ni, e);
+  }
+  return true;
 }
 
 cudaStream_t native(backend::Stream s) { return static_cast<cudaStream_t>(s.native); }
@@ -66,43 +160,46 @@ void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& o
   const RowLayout in_rows = row_layout(x), out_rows = row_layout(out);
   if (in_rows.num_rows == 0) return;
   SGL_DISPATCH_FLOAT(x.dtype(), T, {
-    rms_norm_kernel<T><<<in_rows.num_rows, kNormThreads, 0, native(stream)>>>(
-        static_cast<const T*>(x.raw()), in_rows, static_cast<T*>(out.raw()), out_rows,
-        static_cast<T*>(nullptr), static_cast<const T*>(weight.raw()), static_cast<float>(eps));
+    launch_pdl(rms_norm_kernel<T, T>, dim3(in_rows.num_rows), kNormThreads, 0, native(stream),
+               static_cast<const T*>(x.raw()), in_rows, static_cast<T*>(out.raw()), out_rows,
+               static_cast<T*>(nullptr), static_cast<const T*>(weight.raw()),
+               static_cast<float>(eps));
   });
-  SGL_CUDA_CHECK_LAUNCH();
 }
 
 void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps,
                         backend::Stream stream) {
   const RowLayout rows = row_layout(x);
   if (rows.num_rows == 0) return;
+  if (try_add_rms_norm_vec(x, residual, weight, eps, native(stream))) return;
+  const dim3 grid(rows.num_rows);
   SGL_DISPATCH_FLOAT(x.dtype(), T, {
     if (residual.dtype() == DType::kF32) {
-      rms_norm_kernel<T, float><<<rows.num_rows, kNormThreads, 0, native(stream)>>>(
-          static_cast<const T*>(x.raw()), rows, static_cast<T*>(x.raw()), rows,
-          static_cast<float*>(residual.raw()), static_cast<const T*>(weight.raw()),
-          static_cast<float>(eps));
+      launch_pdl(rms_norm_kernel<T, float>, grid, kNormThreads, 0, native(stream),
+                 static_cast<const T*>(x.raw()), rows, static_cast<T*>(x.raw()), rows,
+                 static_cast<float*>(residual.raw()), static_cast<const T*>(weight.raw()),
+                 static_cast<float>(eps));
     } else {
-      rms_norm_kernel<T><<<rows.num_rows, kNormThreads, 0, native(stream)>>>(
-          static_cast<const T*>(x.raw()), rows, static_cast<T*>(x.raw()), rows,
-          static_cast<T*>(residual.raw()), static_cast<const T*>(weight.raw()),
-          static_cast<float>(eps));
+      launch_pdl(rms_norm_kernel<T, T>, grid, kNormThreads, 0, native(stream),
+                 static_cast<const T*>(x.raw()), rows, static_cast<T*>(x.raw()), rows,
+                 static_cast<T*>(residual.raw()), static_cast<const T*>(weight.raw()),
+                 static_cast<float>(eps));
     }
   });
-  SGL_CUDA_CHECK_LAUNCH();
 }
 
 void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& cos_sin,
           backend::Stream stream) {
   if (q.size(0) == 0) return;
+  const int half = static_cast<int>(q.size(2) / 2);
+  const dim3 grid(static_cast<unsigned>(q.size(0)), static_cast<unsigned>(q.size(1) + k.size(1)));
+  const int threads = (half + 31) / 32 * 32;
   SGL_DISPATCH_FLOAT(q.dtype(), T, {
-    rope_kernel<T><<<q.size(0), 128, 0, native(stream)>>>(
-        static_cast<T*>(q.raw()), q.stride(0), q.stride(1), static_cast<int>(q.size(1)),
-        static_cast<T*>(k.raw()), k.stride(0), k.stride(1), static_cast<int>(k.size(1)),
-        positions.data<int32_t>(), cos_sin.data<float>(), static_cast<int>(q.size(2)));
+    launch_pdl(rope_kernel<T>, grid, threads, 0, native(stream), static_cast<T*>(q.raw()),
+               q.stride(0), q.stride(1), static_cast<int>(q.size(1)), static_cast<T*>(k.raw()),
+               k.stride(0), k.stride(1), positions.data<int32_t>(), cos_sin.data<float>(),
+               static_cast<int>(q.size(2)));
   });
-  SGL_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace sgl::kernels::cuda

@@ -1,0 +1,47 @@
+// Programmatic dependent launch (Hopper): a kernel launched with launch_pdl may start while the
+// kernel before it on the stream is still finishing, so its launch and prologue (index math,
+// loads of weights nothing upstream writes) overlap the previous kernel's tail. The contract:
+//   - a kernel launched with launch_pdl calls pdl_wait() before it touches memory that earlier
+//     kernels write, or memory they read that it writes (activations, KV cache, outputs);
+//     only data constant during the forward pass (weights, tables) may be read before;
+//   - pdl_launch_dependents() lets the next kernel start launching; without it the next kernel
+//     starts when this one ends, as usual. Call it once the CTA's bulk of work is issued.
+// Works inside CUDA graph capture (programmatic edges). Both are no-ops before sm_90.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "backend/cuda/cuda_check.h"
+
+namespace sgl::kernels::cuda {
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) with programmatic stream serialization.
+template <typename... Params, typename... Args>
+void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                Args&&... args) {
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  SGL_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace sgl::kernels::cuda

@@ -1,0 +1,273 @@
+// Small-batch linear layers on tensor cores (see gemv.h).
+//
+// A block owns 16 (or 2 x 16) weight rows and splits k across its 8 warps. Each step a warp
+// covers 64 k values of its 16 rows: lane (g = lane / 4, t = lane % 4) loads 2 x 16 bytes of
+// rows g and g + 8 and the same k of token g, and feeds them to m16n8k16 MMAs with the weight
+// as A (16 rows x 16 k) and the tokens as B (16 k x 8 tokens). A dot product does not care in
+// which order its k values are summed, so the k slots of the fragments are simply the 8
+// contiguous values each lane loaded (A and B permuted alike): no shuffles, no shared memory
+// on the way in, 16-byte loads that stream the weight once. Each warp keeps kUnroll steps of
+// loads in flight; the first steps' weight lines are requested from L2 before waiting on the
+// previous kernel (programmatic launch), overlapping its tail. The warps' partial sums meet in
+// shared memory at the end.
+//
+// (Measured on H200, decode GEMMs of Llama-3-8B at 1 token: this register-staged form streams
+// faster than a per-thread cp.async ring in shared memory, 87% vs. 79% of copy bandwidth;
+// docs/benchmarks.md has the variants tried.)
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+#include "kernels/cuda/common/cuda_types.cuh"
+#include "kernels/cuda/common/mma_m16n8k16.cuh"
+#include "kernels/cuda/common/pdl.cuh"
+#include "kernels/cuda/gemv.h"
+
+namespace sgl::kernels::cuda {
+namespace {
+
+constexpr int kWarps = 8;  // warps per block, splitting k
+constexpr int kThreads = 32 * kWarps;
+constexpr int kStepK = 64;      // k values per warp step: 4 lanes x 2 chunks x 8 values
+constexpr int kTileRows = 16;   // weight rows per MMA tile
+constexpr int kTileTokens = 8;  // tokens per MMA tile
+
+enum class Epilogue {
+  kStore,    // y[token, j] = acc (+ bias[j]); row tile r of block b is rows (b R + r) 16 ..
+  kSiluMul,  // out[token, j] = silu(gate) * up; tile 0 = gate rows b 16 .., tile 1 = up rows
+};
+
+struct GemvParams {
+  const __nv_bfloat16* x;  // [m, k], row stride x_stride
+  int64_t x_stride;
+  int m;
+  const __nv_bfloat16* w;  // kStore: [n, k]; kSiluMul: [2n, k] = [gate; up]
+  int64_t k;
+  int64_t n;                  // output columns
+  const __nv_bfloat16* bias;  // [n] or nullptr (kStore only)
+  void* y;                    // [m, n], contiguous
+};
+
+// Asks L2 for the 128-byte line at `p` without waiting for it.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+// 16 weight bytes, streamed past L1 (each is read once, while x stays cached), asking L2 for
+// the whole 128-byte line: a lane's two 64-byte halves of a line are separate loads, and
+// without the hint the fused gate/up kernel fetched lines twice (measured on H200: 88% -> 93%
+// of copy bandwidth for gate/up + SiLU, 85.6% -> 88.3% for all decode GEMMs; L2::256B: worse).
+__device__ __forceinline__ uint4 load_weight(const __nv_bfloat16* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+template <int kTokenTiles, int kRowTiles, int kUnroll, Epilogue kEpilogue, typename OutT>
+__global__ void __launch_bounds__(kThreads, 2) gemv_kernel(const __grid_constant__ GemvParams p) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+
+  // The two weight rows (g, g + 8) this lane reads in each row tile, clamped into range (rows
+  // past n are computed and dropped).
+  const __nv_bfloat16* w_row[kRowTiles][2];
+#pragma unroll
+  for (int r = 0; r < kRowTiles; ++r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      int64_t j = g + 8 * h, row;
+      if constexpr (kEpilogue == Epilogue::kStore) {
+        j += (static_cast<int64_t>(blockIdx.x) * kRowTiles + r) * kTileRows;
+        row = j < p.n ? j : p.n - 1;
+      } else {
+        j += static_cast<int64_t>(blockIdx.x) * kTileRows;
+        row = (j < p.n ? j : p.n - 1) + r * p.n;
+      }
+      w_row[r][h] = p.w + row * p.k;
+    }
+  }
+  const __nv_bfloat16* x_row[kTokenTiles];
+  bool token_ok[kTokenTiles];
+#pragma unroll
+  for (int tt = 0; tt < kTokenTiles; ++tt) {
+    const int token = tt * kTileTokens + g;
+    token_ok[tt] = token < p.m;
+    x_row[tt] = p.x + (token_ok[tt] ? token : 0) * p.x_stride;
+  }
+
+  float acc[kRowTiles][kTokenTiles][4] = {};
+  const int64_t steps = (p.k + kStepK - 1) / kStepK;
+
+  // Before waiting on the previous kernel: start pulling this warp's first steps of weights
+  // into L2 (weights never change during a forward pass). A step of a row is one 128-byte line.
+  if (t == 0) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t s = warp + u * kWarps;
+      if (s < steps) {
+#pragma unroll
+        for (int r = 0; r < kRowTiles; ++r) {
+          prefetch_l2(w_row[r][0] + s * kStepK);
+          prefetch_l2(w_row[r][1] + s * kStepK);
+        }
+      }
+    }
+  }
+  pdl_wait();
+
+  for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
+    uint4 wv[kUnroll][2][kRowTiles][2];  // [step][chunk][tile][row half]
+    uint4 xv[kUnroll][2][kTokenTiles];   // [step][chunk][token tile]
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t s = s0 + u * kWarps;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int64_t kk = s * kStepK + 32 * c + 8 * t;
+        const bool ok = s < steps && kk < p.k;  // k % 8 == 0: whole chunks
+#pragma unroll
+        for (int r = 0; r < kRowTiles; ++r) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            wv[u][c][r][h] = ok ? load_weight(w_row[r][h] + kk) : make_uint4(0, 0, 0, 0);
+          }
+        }
+#pragma unroll
+        for (int tt = 0; tt < kTokenTiles; ++tt) {
+          xv[u][c][tt] = ok && token_ok[tt] ? __ldg(reinterpret_cast<const uint4*>(x_row[tt] + kk))
+                                            : make_uint4(0, 0, 0, 0);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+#pragma unroll
+        for (int r = 0; r < kRowTiles; ++r) {
+          const uint4 lo = wv[u][c][r][0], hi = wv[u][c][r][1];
+          // Values 0..3 of the chunk form one 16-k MMA, values 4..7 the next.
+          const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y};
+          const uint32_t a1[4] = {lo.z, hi.z, lo.w, hi.w};
+#pragma unroll
+          for (int tt = 0; tt < kTokenTiles; ++tt) {
+            const uint4 b = xv[u][c][tt];
+            mma_bf16_16816(acc[r][tt], a0, b.x, b.y);
+            mma_bf16_16816(acc[r][tt], a1, b.z, b.w);
+          }
+        }
+      }
+    }
+  }
+  pdl_launch_dependents();
+
+  // Sum the warps' partials: red[warp][tile][token tile][fragment element][lane].
+  __shared__ float red[kWarps][kRowTiles][kTokenTiles][4][32];
+#pragma unroll
+  for (int r = 0; r < kRowTiles; ++r) {
+#pragma unroll
+    for (int tt = 0; tt < kTokenTiles; ++tt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) red[warp][r][tt][e][lane] = acc[r][tt][e];
+    }
+  }
+  __syncthreads();
+  constexpr int kOutTiles = kEpilogue == Epilogue::kStore ? kRowTiles : 1;
+  static_assert(kOutTiles * kTokenTiles * 4 * 32 <= kThreads);
+  const int idx = threadIdx.x;
+  if (idx >= kOutTiles * kTokenTiles * 4 * 32) return;
+  const int l = idx % 32, e = (idx / 32) % 4, tt = (idx / 128) % kTokenTiles,
+            r = idx / (128 * kTokenTiles);
+  const int token = tt * kTileTokens + 2 * (l % 4) + e % 2;
+  const int row_in_tile = l / 4 + 8 * (e / 2);
+  if (token >= p.m) return;
+  auto sum_of = [&](int tile) {
+    float s = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) s += red[w][tile][tt][e][l];
+    return s;
+  };
+  if constexpr (kEpilogue == Epilogue::kStore) {
+    const int64_t j = (static_cast<int64_t>(blockIdx.x) * kRowTiles + r) * kTileRows + row_in_tile;
+    if (j >= p.n) return;
+    float v = sum_of(r);
+    if (p.bias != nullptr) v += __bfloat162float(p.bias[j]);
+    static_cast<OutT*>(p.y)[token * p.n + j] = from_float<OutT>(v);
+  } else {
+    const int64_t j = static_cast<int64_t>(blockIdx.x) * kTileRows + row_in_tile;
+    if (j >= p.n) return;
+    // Rounded as the unfused path rounds: projections to bf16, silu(gate) to bf16, product.
+    const float gate = to_float(from_float<__nv_bfloat16>(sum_of(0)));
+    const float up = to_float(from_float<__nv_bfloat16>(sum_of(1)));
+    const float act = to_float(from_float<__nv_bfloat16>(gate / (1.f + __expf(-gate))));
+    static_cast<__nv_bfloat16*>(p.y)[token * p.n + j] = from_float<__nv_bfloat16>(act * up);
+  }
+}
+
+// Loads in flight per thread stay at 16 x 16 bytes whatever the tiles (registers: two blocks
+// of 8 warps per SM).
+// Loads in flight per thread stay at 16 x 16 bytes whatever the tiles (registers: two blocks
+// of 8 warps per SM).
+template <int kRowTiles, Epilogue kEpilogue, typename OutT>
+void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
+  const auto s = static_cast<cudaStream_t>(stream.native);
+  const dim3 grid(static_cast<unsigned>(blocks));
+  constexpr int kUnroll = 4 / kRowTiles;
+  if (p.m <= kTileTokens) {
+    launch_pdl(gemv_kernel<1, kRowTiles, kUnroll, kEpilogue, OutT>, grid, kThreads, 0, s, p);
+  } else {
+    launch_pdl(gemv_kernel<2, kRowTiles, kUnroll / 2, kEpilogue, OutT>, grid, kThreads, 0, s, p);
+  }
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+GemvParams params_of(const Tensor& x, const Tensor& w, int64_t n, const Tensor& bias,
+                     const Tensor& y) {
+  return GemvParams{static_cast<const __nv_bfloat16*>(x.raw()),
+                    x.stride(0),
+                    static_cast<int>(x.size(0)),
+                    static_cast<const __nv_bfloat16*>(w.raw()),
+                    w.size(1),
+                    n,
+                    bias.defined() ? static_cast<const __nv_bfloat16*>(bias.raw()) : nullptr,
+                    y.raw()};
+}
+
+}  // namespace
+
+bool gemv_applies(const Tensor& x, const Tensor& w) {
+  return x.dtype() == DType::kBF16 && w.dtype() == DType::kBF16 && x.size(0) >= 1 &&
+         x.size(0) <= kGemvMaxTokens && w.size(1) % 8 == 0 && x.stride(0) % 8 == 0 &&
+         w.is_contiguous() && aligned16(x.raw()) && aligned16(w.raw());
+}
+
+void gemv(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+          backend::Stream stream) {
+  SGL_CHECK(gemv_applies(x, w)) << "gemv: x " << x.shape_string() << " w " << w.shape_string();
+  SGL_CHECK(!bias.defined() || bias.dtype() == DType::kBF16) << "gemv: bias must be bf16";
+  const int64_t n = w.size(0);
+  const GemvParams p = params_of(x, w, n, bias, y);
+  const int64_t blocks = (n + kTileRows - 1) / kTileRows;
+  if (y.dtype() == DType::kF32) {
+    launch<1, Epilogue::kStore, float>(p, blocks, stream);
+  } else {
+    SGL_CHECK(y.dtype() == DType::kBF16) << "gemv: y must be bf16 or f32";
+    launch<1, Epilogue::kStore, __nv_bfloat16>(p, blocks, stream);
+  }
+}
+
+void gemv_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out,
+                       backend::Stream stream) {
+  SGL_CHECK(gemv_applies(x, w) && out.dtype() == DType::kBF16 && w.size(0) == 2 * out.size(1))
+      << "gemv_silu_and_mul: x " << x.shape_string() << " w " << w.shape_string() << " out "
+      << out.shape_string();
+  const int64_t n = out.size(1);
+  const GemvParams p = params_of(x, w, n, Tensor(), out);
+  launch<2, Epilogue::kSiluMul, __nv_bfloat16>(p, (n + kTileRows - 1) / kTileRows, stream);
+}
+
+}  // namespace sgl::kernels::cuda
