@@ -38,8 +38,8 @@ for n, t in step:
     by[short][0] += 1
     by[short][1] += t
 total = sum(t for _, t in step)
-unit = rows[head + 1][time_i]  # "nsecond", "usecond" or "msecond"
-scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(unit, 1.0)
+unit = rows[head + 1][time_i]  # "ns", "us" or "ms"
+scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}.get(unit, 1.0)
 print(f"last decode step: {len(step)} kernels, {total*scale:.1f} us summed")
 for n, (c, t) in sorted(by.items(), key=lambda kv: -kv[1][1]):
     print(f"{n:60s} {c:5d} {t*scale:10.1f} us {100*t/total:5.1f}%")
