@@ -77,38 +77,32 @@ run() {
     rows+=("sgl-generate-cuda FAIL")
     echo "sgl-generate --device cuda printed: $got"
   fi
+  # Runs `sgl-bench SUB --config <8B> ARGS... --output-file $log/NAME.json`, adds its row and
+  # prints the last TAIL lines of its log (0: all) under TITLE.
+  bench_step() {
+    local sub=$1 name=$2 tail_lines=$3 title=$4
+    shift 4
+    if "$root/gpu/sgl-bench" "$sub" --config "$root/configs/llama-3-8b.json" "$@" \
+         --output-file "$log/$name.json" >"$log/$name.log" 2>&1; then
+      rows+=("sgl-bench-$sub PASS")
+    else
+      status=1
+      rows+=("sgl-bench-$sub FAIL")
+    fi
+    echo "==== sgl-bench $sub ($title)"
+    if [ "$tail_lines" = 0 ]; then cat "$log/$name.log"; else tail -n "$tail_lines" "$log/$name.log"; fi
+  }
   # The decode GEMMs alone (cuBLASLt vs. our small-batch kernel) against the copy floor.
-  if "$root/gpu/sgl-bench" gemm --config "$root/configs/llama-3-8b.json" ${SGL_GEMM_ARGS:-} \
-       --output-file "$log/gemm.json" >"$log/gemm.log" 2>&1; then
-    rows+=("sgl-bench-gemm PASS")
-  else
-    status=1
-    rows+=("sgl-bench-gemm FAIL")
-  fi
-  echo "==== sgl-bench gemm (Llama-3-8B decode GEMMs, random bf16 weights)"
-  cat "$log/gemm.log"
-  # Benchmarks: one static batch on a dummy Llama-3-8B against the measured floors.
-  local bench_args=${SGL_BENCH_ARGS:---batch-size 1,64,256 --input-len 128,1024 --output-len 64}
-  if "$root/gpu/sgl-bench" one-batch --config "$root/configs/llama-3-8b.json" $bench_args \
-       --output-file "$log/one_batch.json" >"$log/one_batch.log" 2>&1; then
-    rows+=("sgl-bench-one-batch PASS")
-  else
-    status=1
-    rows+=("sgl-bench-one-batch FAIL")
-  fi
-  echo "==== sgl-bench one-batch (Llama-3-8B shape, dummy bf16 weights)"
-  tail -n 20 "$log/one_batch.log"
+  # shellcheck disable=SC2086  # the *_ARGS variables are word lists
+  bench_step gemm gemm 0 "Llama-3-8B decode GEMMs, random bf16 weights" ${SGL_GEMM_ARGS:-}
+  # One static batch on a dummy Llama-3-8B against the measured floors.
+  # shellcheck disable=SC2086
+  bench_step one-batch one_batch 20 "Llama-3-8B shape, dummy bf16 weights" \
+    ${SGL_BENCH_ARGS:---batch-size 1,64,256 --input-len 128,1024 --output-len 64}
   # The engine without HTTP: throughput and its CPU time per decode step at batch 64.
-  local offline_args=${SGL_OFFLINE_ARGS:---num-prompts 256 --random-input-len 1024 --random-output-len 256 --max-running-requests 64}
-  if "$root/gpu/sgl-bench" offline --config "$root/configs/llama-3-8b.json" --device cuda \
-       $offline_args --output-file "$log/offline.json" >"$log/offline.log" 2>&1; then
-    rows+=("sgl-bench-offline PASS")
-  else
-    status=1
-    rows+=("sgl-bench-offline FAIL")
-  fi
-  echo "==== sgl-bench offline (Llama-3-8B shape, dummy bf16 weights)"
-  tail -n 11 "$log/offline.log"
+  # shellcheck disable=SC2086
+  bench_step offline offline 11 "Llama-3-8B shape, dummy bf16 weights" --device cuda \
+    ${SGL_OFFLINE_ARGS:---num-prompts 256 --random-input-len 1024 --random-output-len 256 --max-running-requests 64}
   # Full-scale parity with transformers (SGL_GPU_PARITY_8B=1; several minutes): a random
   # Llama-3-8B-shaped checkpoint made and decoded by transformers, then by sgl-generate.
   if [ "${SGL_GPU_PARITY_8B:-0}" = 1 ]; then

@@ -2,7 +2,12 @@
 // returns the process exit code.
 #pragma once
 
+#include "core/status.h"
+
 namespace sgl::app {
+
+// Prints "sgl-bench SUBCOMMAND: <status>" to stderr; returns the exit code (2 for bad arguments).
+int bench_fail(const char* subcommand, const Status& status);
 
 // sgl-bench serving: load an OpenAI-compatible server over HTTP (bench_serving/).
 int run_bench_serving(int argc, char** argv);

@@ -3,7 +3,6 @@
 // SiLU, down) and the LM head over random bf16 weights, once through the library GEMM and once
 // through our small-batch kernel (kernels/cuda/gemv.h); bytes = the weights, read once.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -35,10 +34,7 @@ Replays every decode GEMM of the model (random bf16 weights) from one CUDA graph
 count and implementation; prints achieved bandwidth over the measured copy bandwidth.
 )";
 
-int fail(const Status& s) {
-  std::cerr << "sgl-bench gemm: " << s.to_string() << "\n";
-  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
-}
+int fail(const Status& s) { return bench_fail("gemm", s); }
 
 #ifdef SGL_WITH_CUDA
 
@@ -81,8 +77,7 @@ struct LayerWeights {
 class DecodeGemms {
  public:
   DecodeGemms(const model::ModelConfig& c, int64_t max_tokens, Allocator& gpu,
-              backend::Stream stream)
-      : config_(c) {
+              backend::Stream stream) {
     const int64_t h = c.hidden_size, inter = c.intermediate_size;
     uint64_t seed = 11;
     auto random = [&](std::initializer_list<int64_t> shape) {
@@ -152,26 +147,9 @@ class DecodeGemms {
   }
 
  private:
-  model::ModelConfig config_;
   std::vector<LayerWeights> layers_;
   Buffer lm_head_, hidden_, attn_, qkv_out_, gate_up_, act_, out_, logits_;
 };
-
-// Median seconds per replay of `graph`.
-double time_graph(const backend::CudaGraph& graph, backend::Stream stream) {
-  graph.replay(stream);
-  backend::synchronize(stream);
-  std::vector<double> per_replay;
-  for (int round = 0; round < 7; ++round) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 5; ++i) graph.replay(stream);
-    backend::synchronize(stream);
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    per_replay.push_back(took.count() / 5);
-  }
-  std::sort(per_replay.begin(), per_replay.end());
-  return per_replay[per_replay.size() / 2];
-}
 
 int run_cuda(const model::ModelConfig& config, const std::vector<int32_t>& token_counts,
              const std::string& output_file) {
@@ -191,7 +169,7 @@ int run_cuda(const model::ModelConfig& config, const std::vector<int32_t>& token
     const double bytes = gemms.weight_bytes(set);
     const backend::CudaGraph graph =
         backend::CudaGraph::capture(stream, [&] { gemms.run(set, m, impl, stream); });
-    const double s = time_graph(graph, stream);
+    const double s = median_seconds([&] { graph.replay(stream); }, stream, 5, 7);
     const double fraction = bytes / s / floors->copy_bytes_per_s;
     std::printf("%-8d %-14s %-12s %10.3f %10.0f %7.1f%%\n", m, set_name(set), impl_name(impl),
                 s * 1e3, bytes / s / 1e9, 100 * fraction);
@@ -215,9 +193,10 @@ int run_cuda(const model::ModelConfig& config, const std::vector<int32_t>& token
     }
   }
   if (!output_file.empty()) {
-    std::ofstream(output_file)
-        << nlohmann::json{{"copy_bytes_per_s", floors->copy_bytes_per_s}, {"results", rows}}.dump(2)
+    std::ofstream out(output_file);
+    out << nlohmann::json{{"copy_bytes_per_s", floors->copy_bytes_per_s}, {"results", rows}}.dump(2)
         << "\n";
+    if (!out) return fail(internal_error("cannot write " + output_file));
   }
   return 0;
 }

@@ -179,10 +179,7 @@ class OneBatchBench {
   runner::ForwardBatchBuilder builder_;
 };
 
-int fail(const Status& s) {
-  std::cerr << "sgl-bench one-batch: " << s.to_string() << "\n";
-  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
-}
+int fail(const Status& s) { return bench_fail("one-batch", s); }
 
 }  // namespace
 

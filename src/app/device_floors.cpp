@@ -13,8 +13,6 @@
 #include "kernels/linear.h"
 
 namespace sgl::app {
-namespace {
-
 // Median seconds per call of `op`, over rounds of `calls` back-to-back launches.
 double median_seconds(const std::function<void()>& op, backend::Stream stream, int calls,
                       int rounds) {
@@ -31,8 +29,6 @@ double median_seconds(const std::function<void()>& op, backend::Stream stream, i
   std::sort(per_call.begin(), per_call.end());
   return per_call[per_call.size() / 2];
 }
-
-}  // namespace
 
 Result<DeviceFloors> measure_device_floors(Allocator& device_allocator, backend::Stream stream) {
   if (device_allocator.device().is_cpu()) {

@@ -50,6 +50,12 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+
+int bench_fail(const char* subcommand, const Status& status) {
+  std::fprintf(stderr, "sgl-bench %s: %s\n", subcommand, status.to_string().c_str());
+  return status.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
 }  // namespace sgl::app
 
 int main(int argc, char** argv) { return sgl::app::run(argc, argv); }

@@ -118,8 +118,6 @@ Result<std::unique_ptr<AsyncHttpClient>> AsyncHttpClient::create(const HttpEndpo
   return std::unique_ptr<AsyncHttpClient>(new AsyncHttpClient(std::move(impl)));
 }
 
-const HttpEndpoint& AsyncHttpClient::endpoint() const { return impl_->endpoint; }
-
 void AsyncHttpClient::start(HttpRequestSpec spec, ResponseHandler* handler) {
   asio::co_spawn(impl_->io, impl_->exchange(std::move(spec), handler), asio::detached);
 }

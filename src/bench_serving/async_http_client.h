@@ -45,7 +45,6 @@ class AsyncHttpClient {
   AsyncHttpClient(const AsyncHttpClient&) = delete;
   AsyncHttpClient& operator=(const AsyncHttpClient&) = delete;
 
-  const HttpEndpoint& endpoint() const;
   // Starts a request. `handler` is borrowed: it must live until its on_finish.
   void start(HttpRequestSpec spec, ResponseHandler* handler);
   // Runs `fn` on the client's thread at `when`.

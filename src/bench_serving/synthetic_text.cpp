@@ -48,8 +48,6 @@ double SplitMix64::normal() {
 
 double SplitMix64::exponential(double mean) { return -mean * std::log(1.0 - uniform()); }
 
-std::span<const char* const> prompt_words() { return kWords; }
-
 std::string synthetic_text(int64_t num_words, SplitMix64& rng) {
   std::string text;
   for (int64_t i = 0; i < num_words; ++i) {

@@ -11,7 +11,6 @@ namespace sgl::bench_serving {
 // draws on every platform, unlike std:: distributions whose algorithms are unspecified.
 class SplitMix64 {
  public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
   // Seeds from (seed, stream) so that each request index gets its own independent sequence.
   SplitMix64(uint64_t seed, uint64_t stream);
 
@@ -29,12 +28,9 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-// The words prompts are built from: common English words that are one token each in the
-// stories260K test tokenizer and (with their leading space) in the usual large BPE vocabularies
-// (Llama, Qwen, GPT). A prompt of N words is then N tokens plus any BOS the server adds.
-std::span<const char* const> prompt_words();
-
-// `num_words` words drawn from prompt_words(), separated by single spaces.
+// `num_words` words, separated by single spaces, drawn from common English words that are one
+// token each in the stories260K test tokenizer and (with their leading space) in the usual
+// large BPE vocabularies (Llama, Qwen, GPT): a prompt of N words is N tokens plus any BOS.
 std::string synthetic_text(int64_t num_words, SplitMix64& rng);
 
 }  // namespace sgl::bench_serving

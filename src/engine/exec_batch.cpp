@@ -39,8 +39,8 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
     const bool before_min_tokens =
         static_cast<int64_t>(e.req->output_ids.size()) < p.min_new_tokens;
     x.process_logits = p.has_penalties_or_bias() || before_min_tokens;
-    if (p.has_penalties_or_bias() && !e.input_ids.empty() && e.prefix_len > 0) {
-      // The runner reads the request's whole sequence from its token table.
+    if (p.has_penalties() && !e.input_ids.empty() && e.prefix_len > 0) {
+      // Penalties read the request's whole sequence from the runner's token table.
       x.cached_prefix_ids = sequence_prefix(*e.req, e.prefix_len);
     }
     if (before_min_tokens) {

@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "backend/stream.h"
+#include "core/host_device.h"
 #include "core/tensor.h"
-#include "kernels/row_layout.h"  // SGL_HOST_DEVICE
 
 namespace sgl::kernels {
 

@@ -62,8 +62,8 @@ void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& w
              (x, residual, weight, eps, stream));
 }
 
-void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& cos_sin,
-          backend::Stream stream) {
+void check_rope_args(const Tensor& q, const Tensor& k, const Tensor& positions,
+                     const Tensor& cos_sin) {
   SGL_CHECK(q.ndim() == 3 && k.ndim() == 3 && q.size(0) == k.size(0) && q.size(2) == k.size(2))
       << "rope: q " << q.shape_string() << " k " << k.shape_string();
   check_last_dim_contiguous(q, "rope");
@@ -78,6 +78,11 @@ void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tenso
   check_same_device(q, k, "rope");
   check_same_device(q, positions, "rope");
   check_same_device(q, cos_sin, "rope");
+}
+
+void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& cos_sin,
+          backend::Stream stream) {
+  check_rope_args(q, k, positions, cos_sin);
   SGL_RUN_ON(q.device(), rope, (q, k, positions, cos_sin), (q, k, positions, cos_sin, stream));
 }
 

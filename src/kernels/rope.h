@@ -12,4 +12,9 @@ namespace sgl::kernels {
 void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& cos_sin,
           backend::Stream stream);
 
+// The argument checks rope() makes (aborts with a clear message), for kernels that fuse RoPE
+// with other work (AttentionBackend::forward_with_rope).
+void check_rope_args(const Tensor& q, const Tensor& k, const Tensor& positions,
+                     const Tensor& cos_sin);
+
 }  // namespace sgl::kernels

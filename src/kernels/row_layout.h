@@ -4,13 +4,8 @@
 
 #include <cstdint>
 
+#include "core/host_device.h"
 #include "core/tensor.h"
-
-#ifdef __CUDACC__
-#define SGL_HOST_DEVICE __host__ __device__
-#else
-#define SGL_HOST_DEVICE
-#endif
 
 namespace sgl::kernels {
 

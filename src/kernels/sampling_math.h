@@ -6,13 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#ifndef SGL_HOST_DEVICE
-#ifdef __CUDACC__
-#define SGL_HOST_DEVICE __host__ __device__
-#else
-#define SGL_HOST_DEVICE
-#endif
-#endif
+#include "core/host_device.h"
 
 namespace sgl::kernels::sampling_math {
 

@@ -376,9 +376,7 @@ Result<ModelConfig> load_model_config_file(const std::filesystem::path& config_p
 
 Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
   if (is_gguf_file(model_dir)) return load_gguf_model_config(model_dir);
-  const std::filesystem::path config_path = model_dir / "config.json";
-  SGL_ASSIGN_OR_RETURN(std::string text, read_text_file(config_path));
-  SGL_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config(text, config_path.string()));
+  SGL_ASSIGN_OR_RETURN(ModelConfig config, load_model_config_file(model_dir / "config.json"));
 
   const std::filesystem::path gen_path = model_dir / "generation_config.json";
   std::error_code ec;

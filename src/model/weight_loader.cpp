@@ -23,11 +23,6 @@ bool WeightLoader::has(const std::string& name) const {
   return source_ == nullptr || source_->has(name);
 }
 
-Status WeightLoader::read_into(const std::string& name, const std::vector<int64_t>& shape,
-                               float* dst) {
-  return source_->read_f32(name, shape, dst);
-}
-
 Result<Buffer> WeightLoader::upload(const std::vector<float>& host, std::vector<int64_t> shape) {
   Buffer out(allocator_, dtype_, shape);
   if (dtype_ == DType::kF32 && allocator_.device().is_cpu()) {
@@ -50,7 +45,7 @@ Buffer WeightLoader::dummy(std::vector<int64_t> shape) {
 Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> shape) {
   if (source_ == nullptr) return dummy(std::move(shape));
   std::vector<float> host(static_cast<size_t>(numel(shape)));
-  SGL_RETURN_IF_ERROR(read_into(name, shape, host.data()));
+  SGL_RETURN_IF_ERROR(source_->read_f32(name, shape, host.data()));
   return upload(host, std::move(shape));
 }
 
@@ -64,7 +59,7 @@ Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
   std::vector<float> host(static_cast<size_t>(numel(fused)));
   float* cursor = host.data();
   for (size_t i = 0; i < names.size(); ++i) {
-    SGL_RETURN_IF_ERROR(read_into(names[i], shapes[i], cursor));
+    SGL_RETURN_IF_ERROR(source_->read_f32(names[i], shapes[i], cursor));
     cursor += numel(shapes[i]);
   }
   return upload(host, std::move(fused));

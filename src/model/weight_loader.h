@@ -35,7 +35,6 @@ class WeightLoader {
  private:
   static constexpr float kDummyRange = 0.02f;  // dummy weights are uniform in +-kDummyRange
 
-  Status read_into(const std::string& name, const std::vector<int64_t>& shape, float* dst);
   // Random weights filled on the weights' device (fast for 8B-sized dummy models).
   Buffer dummy(std::vector<int64_t> shape);
   Result<Buffer> upload(const std::vector<float>& host, std::vector<int64_t> shape);

@@ -74,7 +74,7 @@ Result<std::unique_ptr<CudaGraphRunner>> CudaGraphRunner::create(
     backend::Stream stream, std::vector<int32_t> batch_sizes, int32_t max_context_len) {
   if (batch_sizes.empty()) return invalid_argument("no CUDA graph batch sizes");
   std::sort(batch_sizes.begin(), batch_sizes.end());
-  std::unique_ptr<CudaGraphRunner> r(new CudaGraphRunner(model, attention, stream));
+  std::unique_ptr<CudaGraphRunner> r(new CudaGraphRunner(attention, stream));
   r->max_context_len_ = max_context_len;
   r->capacity_ = batch_sizes.back();
   const int64_t cap = r->capacity_;

@@ -31,7 +31,6 @@ class CudaGraphRunner {
   // Returns f32 logits [fb.batch_size, vocab] on the device, valid until the next forward.
   Tensor replay(const ForwardBatch& fb);
   int32_t max_batch_size() const { return buckets_.empty() ? 0 : buckets_.back().size; }
-  size_t num_graphs() const { return buckets_.size(); }
 
  private:
   struct Bucket {
@@ -40,12 +39,10 @@ class CudaGraphRunner {
     backend::CudaGraph graph;
     Tensor logits;  // f32 [size, vocab] at the address the graph writes
   };
-  CudaGraphRunner(model::Model& model, attention::AttentionBackend& attention,
-                  backend::Stream stream)
-      : model_(model), attention_(attention), stream_(stream) {}
+  CudaGraphRunner(attention::AttentionBackend& attention, backend::Stream stream)
+      : attention_(attention), stream_(stream) {}
   ForwardBatch static_batch(int32_t size);
 
-  model::Model& model_;
   attention::AttentionBackend& attention_;
   backend::Stream stream_;
   int32_t max_context_len_ = 0;

@@ -40,14 +40,13 @@ kernels::SampledTokens result_views(const Buffer& block, int64_t capacity, int64
 
 }  // namespace
 
-DeviceSampler::DeviceSampler(Allocator& allocator, int64_t capacity)
-    : capacity_(capacity),
-      pinned_allocator_(backend::create_staging_allocator(allocator.device())) {
+DeviceSampler::DeviceSampler(Allocator& allocator, Allocator& pinned, int64_t capacity)
+    : capacity_(capacity) {
   const int64_t param_words = (kernels::packed_sampling_rows_bytes(capacity) + 3) / 4;
-  params_host_ = Buffer(*pinned_allocator_, DType::kI32, {param_words});
+  params_host_ = Buffer(pinned, DType::kI32, {param_words});
   params_device_ = Buffer(allocator, DType::kI32, {param_words});
   const ResultLayout layout(capacity);
-  results_host_ = Buffer(*pinned_allocator_, DType::kI32, {layout.words});
+  results_host_ = Buffer(pinned, DType::kI32, {layout.words});
   results_device_ = Buffer(allocator, DType::kI32, {layout.words});
 }
 
@@ -97,7 +96,7 @@ sampling::SampleOutput DeviceSampler::sample(const Tensor& logits,
   sampling::SampleOutput out;
   const int32_t* ids = got.next_token_ids.data<int32_t>();
   out.next_token_ids.assign(ids, ids + bs);
-  if (batch.return_logprob || top) {
+  if (logprobs) {
     const float* lp = got.next_token_logprobs.data<float>();
     out.next_token_logprobs.assign(lp, lp + bs);
     out.top_logprobs.resize(bs);

@@ -13,8 +13,9 @@ namespace sgl::runner {
 
 class DeviceSampler {
  public:
-  // Buffers for up to `capacity` rows on `allocator`'s device (plus pinned host staging).
-  DeviceSampler(Allocator& allocator, int64_t capacity);
+  // Buffers for up to `capacity` rows on `allocator`'s device, staged through `pinned` host
+  // memory (both must outlive this).
+  DeviceSampler(Allocator& allocator, Allocator& pinned, int64_t capacity);
   ~DeviceSampler();
 
   // Whether the device op covers `batch` (top_logprobs_num up to kernels::kMaxTopLogprobs).
@@ -26,7 +27,6 @@ class DeviceSampler {
 
  private:
   int64_t capacity_;
-  std::unique_ptr<Allocator> pinned_allocator_;
   Buffer params_host_, params_device_;    // packed SamplingRows (kernels/sampling.h)
   Buffer results_host_, results_device_;  // 32-bit words: ids, logprobs, top ids, top logprobs
 };

@@ -66,12 +66,14 @@ Result<int64_t> size_kv_pool(const ModelRunnerOptions& options, const attention:
 
 Result<DType> parse_compute_dtype(const std::string& name, Device device) {
   if (name == "auto") return device.is_cpu() ? DType::kF32 : DType::kBF16;
-  if (name == "float32" || name == "float") return DType::kF32;
-  if (name == "bfloat16") {
-    if (device.is_cpu()) return unimplemented("--dtype bfloat16 on the CPU (it computes in f32)");
-    return DType::kBF16;
+  const std::optional<DType> dtype = parse_dtype(name);
+  if (dtype == DType::kBF16 && device.is_cpu()) {
+    return unimplemented("--dtype bfloat16 on the CPU (it computes in f32)");
   }
-  return invalid_argument("--dtype '" + name + "' (expected auto, bfloat16 or float32)");
+  if (dtype != DType::kF32 && dtype != DType::kBF16) {
+    return invalid_argument("--dtype '" + name + "' (expected auto, bfloat16 or float32)");
+  }
+  return *dtype;
 }
 
 }  // namespace
@@ -135,8 +137,9 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
   }
 #endif
   if (!options.device.is_cpu()) {
-    device_sampler_ = std::make_unique<DeviceSampler>(*allocator_, options.max_batch_size);
     staging_allocator_ = backend::create_staging_allocator(options.device);
+    device_sampler_ =
+        std::make_unique<DeviceSampler>(*allocator_, *staging_allocator_, options.max_batch_size);
     host_logits_ =
         Buffer(*staging_allocator_, DType::kF32, {model_options.max_logit_rows, config.vocab_size});
   }
@@ -155,7 +158,7 @@ Tensor ModelRunner::forward(const ForwardBatch& fb) {
 Tensor ModelRunner::forward_logits(const ForwardBatch& fb) {
   const Tensor logits = forward(fb);
   if (logits.device().is_cpu()) return logits;
-  // GPU: the sampler runs on the host for now; the copy synchronizes the stream.
+  // GPU: the host sampler or logit processing needs host logits; the copy synchronizes.
   const Tensor host = host_logits_.tensor().slice_rows(0, logits.size(0));
   kernels::copy(logits, host, stream_);
   return host;

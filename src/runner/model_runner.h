@@ -83,11 +83,12 @@ class ModelRunner {
   std::unique_ptr<attention::AttentionBackend> attention_;
   std::unique_ptr<CudaGraphRunner> graph_runner_;  // GPU decode graphs, unless disabled
   sampling::Sampler sampler_;                      // CPU logits (and what the GPU op lacks)
-  std::unique_ptr<DeviceSampler> device_sampler_;  // GPU logits
   std::unique_ptr<backend::OwnedStream> owned_stream_;
   std::unique_ptr<Allocator> staging_allocator_;  // GPU only: pinned host memory
   backend::Stream stream_;
   Buffer host_logits_;  // GPU only: pinned f32 [max_logit_rows, vocab]
+  // GPU logits; after staging_allocator_, whose memory it holds (members die in reverse).
+  std::unique_ptr<DeviceSampler> device_sampler_;
 };
 
 }  // namespace sgl::runner

@@ -7,17 +7,6 @@
 #include "core/check.h"
 
 namespace sgl::sampling {
-namespace {
-
-double log_sum_exp_row(const float* row, int64_t vocab) {
-  const float max_v = *std::max_element(row, row + vocab);
-  double sum = 0.0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(row[i] - max_v));
-  return max_v + std::log(sum);
-}
-
-}  // namespace
-
 void PromptLogprobs::append(const PromptLogprobs& more) {
   if (more.empty()) return;
   if (empty()) {
@@ -37,7 +26,7 @@ PromptLogprobs score_prompt_tokens(const float* logits, int64_t vocab, int32_t b
   for (size_t i = 0; i < targets.size(); ++i) {
     const float* row = logits + static_cast<int64_t>(i) * vocab;
     SGL_CHECK(targets[i] >= 0 && targets[i] < vocab) << "prompt token " << targets[i];
-    out.logprobs.push_back(static_cast<float>(row[targets[i]] - log_sum_exp_row(row, vocab)));
+    out.logprobs.push_back(static_cast<float>(row[targets[i]] - log_sum_exp(row, vocab)));
     if (top_k > 0) out.top.push_back(top_logprobs_of(row, vocab, top_k));
   }
   return out;

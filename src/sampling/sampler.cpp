@@ -20,13 +20,6 @@ int32_t argmax(const float* row, int64_t vocab) {
   return static_cast<int32_t>(best);
 }
 
-double log_sum_exp(const float* row, int64_t vocab) {
-  const float max_v = *std::max_element(row, row + vocab);
-  double sum = 0.0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(row[i] - max_v));
-  return max_v + std::log(sum);
-}
-
 // The rules of sampler.h, step by step, with a sort.
 int32_t sample_row(const float* row, int64_t vocab, const SamplingParams& p, uint64_t step) {
   if (p.is_greedy()) return argmax(row, vocab);
@@ -79,6 +72,13 @@ int32_t sample_row(const float* row, int64_t vocab, const SamplingParams& p, uin
 }
 
 }  // namespace
+
+double log_sum_exp(const float* row, int64_t vocab) {
+  const float max_v = *std::max_element(row, row + vocab);
+  double sum = 0.0;
+  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(row[i] - max_v));
+  return max_v + std::log(sum);
+}
 
 double uniform_from_counter(uint64_t seed, uint64_t step) {
   return static_cast<double>(sm::random_bits53(seed, step)) * 0x1.0p-53;

@@ -60,6 +60,8 @@ double uniform_from_counter(uint64_t seed, uint64_t step);
 // log_softmax of one logits row, as top-`k` (id, logprob) pairs sorted by logprob descending,
 // ties by lower id.
 std::vector<TokenLogprob> top_logprobs_of(const float* logits, int64_t vocab, int32_t k);
+// log(sum(exp(row))) over a [vocab] row, in f64 around the row's max.
+double log_sum_exp(const float* row, int64_t vocab);
 
 // The host implementation of the rules above.
 class Sampler {

@@ -29,11 +29,12 @@ struct SamplingParams {
   std::vector<LogitBias> logit_bias;  // ids are checked against the vocabulary by the engine
 
   bool is_greedy() const { return temperature <= 1e-6f || top_k == 1; }
-  // A penalty or a logit_bias applies (at every step).
-  bool has_penalties_or_bias() const {
-    return presence_penalty != 0.f || frequency_penalty != 0.f || repetition_penalty != 1.f ||
-           !logit_bias.empty();
+  // A penalty applies: it reads the tokens seen so far.
+  bool has_penalties() const {
+    return presence_penalty != 0.f || frequency_penalty != 0.f || repetition_penalty != 1.f;
   }
+  // A penalty or a logit_bias applies (at every step).
+  bool has_penalties_or_bias() const { return has_penalties() || !logit_bias.empty(); }
   // Any logit processing applies (min_new_tokens only during the first steps).
   bool needs_logit_processing() const { return has_penalties_or_bias() || min_new_tokens > 0; }
   // Range checks, with the field name in the message.

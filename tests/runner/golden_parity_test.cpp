@@ -85,17 +85,6 @@ std::unique_ptr<runner::ModelRunner> make_runner(const std::string& model,
   return r.ok() ? std::move(r).value() : nullptr;
 }
 
-engine::GenerateRequest greedy_request(const nlohmann::json& c, int32_t top_logprobs) {
-  engine::GenerateRequest r;
-  r.input_ids = c["prompt_ids"].get<std::vector<int32_t>>();
-  r.max_new_tokens = static_cast<int32_t>(c["greedy_ids"].size());
-  r.sampling.temperature = 0.f;
-  r.ignore_eos = true;  // the goldens do not stop at EOS
-  r.top_logprobs_num = top_logprobs;
-  r.return_logprob = true;
-  return r;
-}
-
 class GoldenParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenParity, GreedyIdsAndStepLogprobs) {
@@ -106,7 +95,7 @@ TEST_P(GoldenParity, GreedyIdsAndStepLogprobs) {
   engine::BatchGenerator generator(*runner, runner->config().eos_token_ids);
   for (size_t ci = 0; ci < golden["cases"].size(); ++ci) {
     const nlohmann::json& c = golden["cases"][ci];
-    auto results = generator.generate({greedy_request(c, 5)});
+    auto results = generator.generate({test::greedy_request(c, 5)});
     ASSERT_TRUE(results.ok()) << results.status().to_string();
     const auto& out = results->at(0);
     const auto expected = c["greedy_ids"].get<std::vector<int32_t>>();
@@ -182,7 +171,7 @@ TEST_P(GoldenParity, BatchEqualsEachAlone) {
   ASSERT_TRUE(runner);
   engine::BatchGenerator generator(*runner, runner->config().eos_token_ids);
   std::vector<engine::GenerateRequest> requests;
-  for (const auto& c : golden["cases"]) requests.push_back(greedy_request(c, 5));
+  for (const auto& c : golden["cases"]) requests.push_back(test::greedy_request(c, 5));
   // A sampled request rides along: its seeded draws must not depend on the batch either.
   engine::GenerateRequest sampled = requests[0];
   sampled.sampling.temperature = 0.8f;

@@ -104,16 +104,7 @@ TEST_F(SmolLM2Golden, GreedyIdsAndTop5LogprobsOnCpu) {
 
   // All cases in one batch: batching must not change any request's numbers.
   std::vector<engine::GenerateRequest> requests;
-  for (const nlohmann::json& c : golden_["cases"]) {
-    engine::GenerateRequest r;
-    r.input_ids = c["prompt_ids"].get<std::vector<int32_t>>();
-    r.max_new_tokens = static_cast<int32_t>(c["greedy_ids"].size());
-    r.sampling.temperature = 0.f;
-    r.ignore_eos = true;  // the reference does not stop at EOS
-    r.return_logprob = true;
-    r.top_logprobs_num = 5;
-    requests.push_back(std::move(r));
-  }
+  for (const nlohmann::json& c : golden_["cases"]) requests.push_back(test::greedy_request(c, 5));
   auto results = generator.generate(requests);
   ASSERT_TRUE(results.ok()) << results.status().to_string();
 

@@ -1,4 +1,5 @@
-// The golden-parity check of one step's top-k logprobs, shared by the parity tests.
+// The golden-parity check of one step's top-k logprobs and the golden case's request, shared
+// by the parity tests.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,9 +11,23 @@
 #include <string>
 #include <vector>
 
+#include "engine/generate_request.h"
 #include "sampling/sampler.h"
 
 namespace sgl::test {
+
+// A golden case ({"prompt_ids", "greedy_ids"}) as a greedy request that ignores EOS (the
+// goldens do not stop at it) and returns its logprobs with `top_logprobs` alternatives.
+inline engine::GenerateRequest greedy_request(const nlohmann::json& c, int32_t top_logprobs) {
+  engine::GenerateRequest r;
+  r.input_ids = c["prompt_ids"].get<std::vector<int32_t>>();
+  r.max_new_tokens = static_cast<int32_t>(c["greedy_ids"].size());
+  r.sampling.temperature = 0.f;
+  r.ignore_eos = true;
+  r.top_logprobs_num = top_logprobs;
+  r.return_logprob = true;
+  return r;
+}
 
 // Each reference (id, logprob) is found among ours with a logprob within tol, or is missing only
 // because it lies within tol of our cutoff (our k-th logprob): near-equal neighbours may swap

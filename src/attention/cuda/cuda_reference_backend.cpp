@@ -1,6 +1,7 @@
 // CudaReferenceBackend: store the new K/V, then the reference kernel.
 #include "attention/cuda/cuda_reference_backend.h"
 
+#include "attention/cuda/kv_store.h"
 #include "attention/cuda/reference_attention.h"
 
 namespace sgl::attention {

@@ -1,6 +1,6 @@
-// Launchers of our flash attention kernels (declared without CUDA headers): vectorized KV
-// store, split-KV decode (flash-decoding) and tensor-core extend/prefill, all paged with page
-// size 1 (each token's KV slot comes from fb.kv_indices).
+// Launchers of our flash attention kernels (declared without CUDA headers): split-KV decode
+// (flash-decoding) and tensor-core extend/prefill, all paged with page size 1 (each token's KV slot
+// comes from fb.kv_indices).
 #pragma once
 
 #include <cstdint>
@@ -25,20 +25,6 @@ struct SplitKvScratch {
   float* lse = nullptr;  // [rows]: each split's log2-sum-exp2 of its scaled scores
   int64_t rows = 0;      // capacity in (request, split, q head) rows
 };
-
-// k_cache[out_cache_loc[t], h, :] = k[t, h, :] and the same for v, 16 bytes per thread (falls
-// back to the reference store for unaligned layouts). k, v: [T, Hk, D] row-strided;
-// out_cache_loc: i32 [T]; k_cache, v_cache: [slots, Hk, D].
-void store_kv_vectorized(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc,
-                         const Tensor& k_cache, const Tensor& v_cache, backend::Stream stream);
-
-// RoPE and KV store in one kernel: q rotated in place, k rotated into k_cache, v copied into
-// v_cache (rows out_cache_loc[t]); k is left as it was. Needs bf16 and an f32 cos_sin table
-// [max_pos, D] (cos | sin halves); returns false, having queued nothing, otherwise.
-// q: [T, Hq, D], k, v: [T, Hk, D] (rows strided, last dim contiguous); positions: i32 [T].
-bool rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
-                   const Tensor& cos_sin, const Tensor& out_cache_loc, const Tensor& k_cache,
-                   const Tensor& v_cache, backend::Stream stream);
 
 // Decode attention (one query per request, fb.mode == kDecode): grid (num_splits, Hk, bs);
 // each CTA attends all q heads of one KV head over one chunk of one request's KV, then, when a

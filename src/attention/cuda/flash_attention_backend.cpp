@@ -7,9 +7,11 @@
 #include <cstdint>
 
 #include "attention/cuda/flash_attention.h"
+#include "attention/cuda/kv_store.h"
 #include "attention/cuda/reference_attention.h"
 #include "attention/cuda/split_kv_policy.h"
 #include "backend/cuda/cuda_check.h"
+#include "kernels/rope.h"
 
 namespace sgl::attention {
 namespace {
@@ -62,7 +64,7 @@ void FlashAttentionBackend::forward(int layer, const Tensor& q, const Tensor& k,
                                     const Tensor& out, const ForwardBatch& fb) {
   SGL_CHECK(fb.kv_indices.defined() && fb.kv_indices.device().is_cuda())
       << "CUDA attention needs the batch's kv_indices on the device";
-  cuda::store_kv_vectorized(k, v, fb.out_cache_loc, kv_pool_.k(layer), kv_pool_.v(layer), stream_);
+  cuda::store_kv(k, v, fb.out_cache_loc, kv_pool_.k(layer), kv_pool_.v(layer), stream_);
   attend(layer, q, out, fb);
 }
 
@@ -72,6 +74,7 @@ bool FlashAttentionBackend::forward_with_rope(int layer, const Tensor& q, const 
                                               const ForwardBatch& fb) {
   SGL_CHECK(fb.kv_indices.defined() && fb.kv_indices.device().is_cuda())
       << "CUDA attention needs the batch's kv_indices on the device";
+  kernels::check_rope_args(q, k, positions, cos_sin);
   if (!cuda::rope_store_kv(q, k, v, positions, cos_sin, fb.out_cache_loc, kv_pool_.k(layer),
                            kv_pool_.v(layer), stream_)) {
     return false;

@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     }
   }
   __syncthreads();
-  const bool single_split = (seq_len + chunk - 1) / chunk == 1;
+  const bool single_split = split_count(seq_len, p.num_splits) == 1;  // as the merge decides
   for (int i = threadIdx.x; i < p.group * kDim; i += Cfg::kThreads) {
     const int row = i / kDim, d = i % kDim;
     float m = -INFINITY;

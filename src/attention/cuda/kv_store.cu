@@ -1,44 +1,50 @@
-// Vectorized KV store: each thread copies 16 bytes of one new token's K and V into its slot.
+// KV store: each new token's K and V into its slot (16 bytes per thread when rows allow), alone
+// or fused with RoPE.
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cstdint>
 
-#include "attention/cuda/flash_attention.h"
-#include "attention/cuda/reference_attention.h"
+#include "attention/cuda/kv_store.h"
 #include "backend/cuda/cuda_check.h"
+#include "kernels/cuda/common/dispatch.cuh"
 #include "kernels/cuda/common/pdl.cuh"
+#include "kernels/cuda/common/rotate_half.cuh"
 
 namespace sgl::attention::cuda {
 namespace {
 
 using bf16 = __nv_bfloat16;
 
-struct StoreParams {
-  const uint4* k;  // [T, heads, dim] as 16-byte chunks, rows strided
-  const uint4* v;
-  int64_t k_token_stride;  // in chunks
-  int64_t k_head_stride;
-  int64_t v_token_stride;
-  int64_t v_head_stride;
-  const int32_t* out_cache_loc;  // [T]
-  uint4* k_cache;                // [slots, heads, dim] as chunks
-  uint4* v_cache;
-  int heads;
-  int chunks;  // dim / 8
-};
-
-__global__ void store_kv_vectorized_kernel(const __grid_constant__ StoreParams p) {
+// k_cache[loc[t], h, :] = k[t, h, :] and the same for v, in units of T (16-byte chunks when the
+// rows allow, else elements); strides are in units too.
+template <typename T>
+__global__ void store_kv_kernel(const T* k, int64_t k_tok, int64_t k_head, const T* v,
+                                int64_t v_tok, int64_t v_head, const int32_t* loc, T* k_cache,
+                                T* v_cache, int heads, int units) {
   kernels::cuda::pdl_wait();
   kernels::cuda::pdl_launch_dependents();
   const int64_t t = blockIdx.x;
-  const int64_t slot = p.out_cache_loc[t];
-  for (int i = threadIdx.x; i < p.heads * p.chunks; i += blockDim.x) {
-    const int h = i / p.chunks, c = i % p.chunks;
-    const int64_t dst = (slot * p.heads + h) * p.chunks + c;
-    p.k_cache[dst] = p.k[t * p.k_token_stride + h * p.k_head_stride + c];
-    p.v_cache[dst] = p.v[t * p.v_token_stride + h * p.v_head_stride + c];
+  const int64_t slot = loc[t];
+  for (int i = threadIdx.x; i < heads * units; i += blockDim.x) {
+    const int h = i / units, u = i % units;
+    k_cache[(slot * heads + h) * units + u] = k[t * k_tok + h * k_head + u];
+    v_cache[(slot * heads + h) * units + u] = v[t * v_tok + h * v_head + u];
   }
+}
+
+template <typename T>
+void launch_store(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc,
+                  const Tensor& k_cache, const Tensor& v_cache, int64_t per_unit,
+                  cudaStream_t stream) {
+  const int heads = static_cast<int>(k.size(1)), units = static_cast<int>(k.size(2) / per_unit);
+  const int threads = std::min(256, (heads * units + 31) / 32 * 32);
+  kernels::cuda::launch_pdl(store_kv_kernel<T>, dim3(static_cast<unsigned>(k.size(0))), threads, 0,
+                            stream, static_cast<const T*>(k.raw()), k.stride(0) / per_unit,
+                            k.stride(1) / per_unit, static_cast<const T*>(v.raw()),
+                            v.stride(0) / per_unit, v.stride(1) / per_unit,
+                            out_cache_loc.data<int32_t>(), static_cast<T*>(k_cache.raw()),
+                            static_cast<T*>(v_cache.raw()), heads, units);
 }
 
 struct RopeStoreParams {
@@ -72,8 +78,6 @@ __global__ void rope_store_kv_kernel(const __grid_constant__ RopeStoreParams p) 
     dst[i + half] = src[i + half];
     return;
   }
-  const float* cos = p.cos_sin + static_cast<int64_t>(p.positions[t]) * p.dim;
-  const float* sin = cos + half;
   const bool is_q = head < p.q_heads;
   const int h = is_q ? head : head - p.q_heads;
   const bf16* src = is_q ? p.q + t * p.q_token_stride + h * p.q_head_stride
@@ -81,15 +85,14 @@ __global__ void rope_store_kv_kernel(const __grid_constant__ RopeStoreParams p) 
   bf16* dst = is_q
                   ? p.q + t * p.q_token_stride + h * p.q_head_stride
                   : p.k_cache + (static_cast<int64_t>(p.out_cache_loc[t]) * p.kv_heads + h) * p.dim;
-  // As kernels::rope: rotate in f32, round once.
-  const float a = __bfloat162float(src[i]), b = __bfloat162float(src[i + half]);
-  dst[i] = __float2bfloat16_rn(a * cos[i] - b * sin[i]);
-  dst[i + half] = __float2bfloat16_rn(b * cos[i] + a * sin[i]);
+  kernels::cuda::rotate_half_pair(
+      src, dst, p.cos_sin + static_cast<int64_t>(p.positions[t]) * p.dim, i, half);
 }
 
-bool chunk_aligned(const Tensor& t) {
-  return reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0 && t.stride(0) % 8 == 0 &&
-         t.stride(1) % 8 == 0 && t.stride(2) == 1 && t.size(2) % 8 == 0;
+// Rows of t ([T, heads, D]) are whole 16-byte chunks at 16-byte addresses.
+bool chunk_aligned(const Tensor& t, int64_t per_chunk) {
+  return reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0 && t.stride(0) % per_chunk == 0 &&
+         t.stride(1) % per_chunk == 0 && t.stride(2) == 1 && t.size(2) % per_chunk == 0;
 }
 
 }  // namespace
@@ -98,12 +101,11 @@ bool rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
                    const Tensor& cos_sin, const Tensor& out_cache_loc, const Tensor& k_cache,
                    const Tensor& v_cache, backend::Stream stream) {
   const int64_t tokens = q.size(0), dim = q.size(2);
+  // The rope arguments were checked (kernels::check_rope_args); what this kernel adds:
   const bool fusable = q.dtype() == DType::kBF16 && k.dtype() == DType::kBF16 &&
                        v.dtype() == DType::kBF16 && k_cache.dtype() == DType::kBF16 &&
-                       v_cache.dtype() == DType::kBF16 && cos_sin.dtype() == DType::kF32 &&
-                       cos_sin.size(1) == dim && dim % 2 == 0 && dim <= 2048 && q.stride(2) == 1 &&
-                       k.stride(2) == 1 && v.stride(2) == 1 && k_cache.is_contiguous() &&
-                       v_cache.is_contiguous();
+                       v_cache.dtype() == DType::kBF16 && dim <= 2048 && v.stride(2) == 1 &&
+                       k_cache.is_contiguous() && v_cache.is_contiguous();
   if (!fusable) return false;
   if (tokens == 0) return true;
   const int q_heads = static_cast<int>(q.size(1)), kv_heads = static_cast<int>(k.size(1));
@@ -131,32 +133,21 @@ bool rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   return true;
 }
 
-void store_kv_vectorized(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc,
-                         const Tensor& k_cache, const Tensor& v_cache, backend::Stream stream) {
-  const int64_t tokens = k.size(0);
-  if (tokens == 0) return;
-  if (!chunk_aligned(k) || !chunk_aligned(v) || !k_cache.is_contiguous() ||
-      !v_cache.is_contiguous()) {
-    store_kv(k, v, out_cache_loc, k_cache, v_cache, stream);
+void store_kv(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc, const Tensor& k_cache,
+              const Tensor& v_cache, backend::Stream stream) {
+  if (k.size(0) == 0) return;
+  SGL_CHECK(k.dtype() == k_cache.dtype() && v.dtype() == v_cache.dtype())
+      << "store_kv: k " << dtype_name(k.dtype()) << " into a " << dtype_name(k_cache.dtype())
+      << " cache";
+  const auto native = static_cast<cudaStream_t>(stream.native);
+  const int64_t per_chunk = 16 / static_cast<int64_t>(dtype_size(k.dtype()));
+  if (chunk_aligned(k, per_chunk) && chunk_aligned(v, per_chunk) &&
+      chunk_aligned(k_cache, per_chunk) && chunk_aligned(v_cache, per_chunk)) {
+    launch_store<uint4>(k, v, out_cache_loc, k_cache, v_cache, per_chunk, native);
     return;
   }
-  SGL_CHECK(k.dtype() == DType::kBF16 && k_cache.dtype() == DType::kBF16)
-      << "CUDA attention runs in bf16";
-  const int heads = static_cast<int>(k.size(1)), chunks = static_cast<int>(k.size(2) / 8);
-  const StoreParams p{static_cast<const uint4*>(k.raw()),
-                      static_cast<const uint4*>(v.raw()),
-                      k.stride(0) / 8,
-                      k.stride(1) / 8,
-                      v.stride(0) / 8,
-                      v.stride(1) / 8,
-                      out_cache_loc.data<int32_t>(),
-                      static_cast<uint4*>(k_cache.raw()),
-                      static_cast<uint4*>(v_cache.raw()),
-                      heads,
-                      chunks};
-  const int threads = std::min(256, (heads * chunks + 31) / 32 * 32);
-  kernels::cuda::launch_pdl(store_kv_vectorized_kernel, dim3(static_cast<unsigned>(tokens)),
-                            threads, 0, static_cast<cudaStream_t>(stream.native), p);
+  SGL_DISPATCH_FLOAT(k.dtype(), T,
+                     { launch_store<T>(k, v, out_cache_loc, k_cache, v_cache, 1, native); });
 }
 
 }  // namespace sgl::attention::cuda

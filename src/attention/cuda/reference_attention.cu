@@ -16,19 +16,6 @@ constexpr int kMaxDimsPerLane = 8;  // head_dim <= 256
 
 cudaStream_t native(backend::Stream s) { return static_cast<cudaStream_t>(s.native); }
 
-template <typename T>
-__global__ void store_kv_kernel(const T* k, int64_t k_tok, int64_t k_head, const T* v,
-                                int64_t v_tok, int64_t v_head, const int32_t* loc, T* k_cache,
-                                T* v_cache, int heads, int dim) {
-  const int64_t t = blockIdx.x;
-  const int64_t slot = loc[t];
-  for (int i = threadIdx.x; i < heads * dim; i += blockDim.x) {
-    const int h = i / dim, d = i % dim;
-    k_cache[(slot * heads + h) * dim + d] = k[t * k_tok + h * k_head + d];
-    v_cache[(slot * heads + h) * dim + d] = v[t * v_tok + h * v_head + d];
-  }
-}
-
 struct AttnParams {
   const void* q;
   int64_t q_tok, q_head;
@@ -94,22 +81,6 @@ __global__ void reference_attention_kernel(AttnParams p) {
 }
 
 }  // namespace
-
-void store_kv(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc, const Tensor& k_cache,
-              const Tensor& v_cache, backend::Stream stream) {
-  const int64_t tokens = k.size(0);
-  if (tokens == 0) return;
-  SGL_CHECK(k.dtype() == k_cache.dtype() && v.dtype() == v_cache.dtype())
-      << "store_kv: k " << dtype_name(k.dtype()) << " into a " << dtype_name(k_cache.dtype())
-      << " cache";
-  SGL_DISPATCH_FLOAT(k.dtype(), T, {
-    store_kv_kernel<T><<<tokens, 256, 0, native(stream)>>>(
-        static_cast<const T*>(k.raw()), k.stride(0), k.stride(1), static_cast<const T*>(v.raw()),
-        v.stride(0), v.stride(1), out_cache_loc.data<int32_t>(), static_cast<T*>(k_cache.raw()),
-        static_cast<T*>(v_cache.raw()), static_cast<int>(k.size(1)), static_cast<int>(k.size(2)));
-  });
-  SGL_CUDA_CHECK_LAUNCH();
-}
 
 void reference_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                          const Tensor& out, const ForwardBatch& fb, float scale,

@@ -7,10 +7,6 @@
 
 namespace sgl::attention::cuda {
 
-// k_cache[out_cache_loc[t], h, :] = k[t, h, :]; the same for v. k, v: [T, Hk, D] row-strided.
-void store_kv(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc, const Tensor& k_cache,
-              const Tensor& v_cache, backend::Stream stream);
-
 // Causal attention of each query row over its request's KV (fb.kv_indptr / fb.kv_indices),
 // one warp per (token, head), online softmax in f32. q: [T, Hq, D]; out: [T, Hq * D].
 void reference_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

@@ -6,11 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define SGL_HOST_DEVICE __host__ __device__
-#else
-#define SGL_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace sgl::attention::cuda {
 

@@ -209,8 +209,6 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(const __grid_constant
 
 // Loads in flight per thread stay at 16 x 16 bytes whatever the tiles (registers: two blocks
 // of 8 warps per SM).
-// Loads in flight per thread stay at 16 x 16 bytes whatever the tiles (registers: two blocks
-// of 8 warps per SM).
 template <int kRowTiles, Epilogue kEpilogue, typename OutT>
 void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   const auto s = static_cast<cudaStream_t>(stream.native);

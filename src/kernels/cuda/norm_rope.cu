@@ -8,6 +8,7 @@
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
 #include "kernels/cuda/common/pdl.cuh"
+#include "kernels/cuda/common/rotate_half.cuh"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/row_layout.h"
 
@@ -111,13 +112,9 @@ __global__ void rope_kernel(T* q, int64_t q_tok_stride, int64_t q_head_stride, i
   const int64_t t = blockIdx.x;
   const int head = blockIdx.y, half = head_dim / 2, i = threadIdx.x;
   if (i >= half) return;
-  const float* cos = cos_sin + static_cast<int64_t>(positions[t]) * head_dim;
-  const float* sin = cos + half;
   T* v = head < q_heads ? q + t * q_tok_stride + head * q_head_stride
                         : k + t * k_tok_stride + (head - q_heads) * k_head_stride;
-  const float a = to_float(v[i]), b = to_float(v[i + half]);
-  v[i] = from_float<T>(a * cos[i] - b * sin[i]);
-  v[i + half] = from_float<T>(b * cos[i] + a * sin[i]);
+  rotate_half_pair(v, v, cos_sin + static_cast<int64_t>(positions[t]) * head_dim, i, half);
 }
 
 constexpr int kVecNormMaxThreads = 1024;
