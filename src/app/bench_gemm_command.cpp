@@ -1,7 +1,8 @@
-// sgl-bench gemm: the decode GEMMs of a model, alone, against the copy-bandwidth floor. For each
-// token count it replays one CUDA graph holding every layer's projections (qkv, o, gate/up with
-// SiLU, down) and the LM head over random bf16 weights, once through the library GEMM and once
-// through our small-batch kernel (kernels/cuda/gemv.h); bytes = the weights, read once.
+// sgl-bench gemm: the decode GEMMs of a model, alone, against the copy-bandwidth and GEMM-peak
+// floors. For each token count it replays one CUDA graph per kind (every layer's qkv, o, gate/up,
+// gate/up with SiLU, down; the LM head) and one for the whole step over random bf16 weights,
+// through the library GEMM and (up to its token limit) our small-batch kernel
+// (kernels/cuda/gemv.h); bytes = the weights, read once; flops = 2 x tokens x weights.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -30,8 +31,9 @@ namespace {
 constexpr const char* kUsage =
     R"(usage: sgl-bench gemm --config CONFIG.json [--batch-size 1,2,4,8,16,32,64]
   [--output-file F.json]
-Replays every decode GEMM of the model (random bf16 weights) from one CUDA graph per token
-count and implementation; prints achieved bandwidth over the measured copy bandwidth.
+Replays the decode GEMMs of the model (random bf16 weights) from one CUDA graph per kind, token
+count and implementation, then the whole step's; prints achieved bandwidth over the measured
+copy bandwidth and achieved TFLOP/s over the measured bf16 GEMM peak.
 )";
 
 int fail(const Status& s) { return bench_fail("gemm", s); }
@@ -160,33 +162,42 @@ int run_cuda(const model::ModelConfig& config, const std::vector<int32_t>& token
   if (!floors.ok()) return fail(floors.status());
   const int64_t max_tokens = *std::max_element(token_counts.begin(), token_counts.end());
   const DecodeGemms gemms(config, max_tokens, gpu, stream);
-  std::printf("copy bandwidth %.0f GB/s; decode GEMM weights %.2f GB\n",
-              floors->copy_bytes_per_s / 1e9, gemms.weight_bytes(GemmSet::kAll) / 1e9);
-  std::printf("%-8s %-14s %-12s %10s %10s %8s\n", "tokens", "gemms", "impl", "time (ms)", "GB/s",
-              "of copy");
+  std::printf(
+      "copy bandwidth %.0f GB/s, bf16 GEMM peak %.0f TFLOP/s; decode GEMM weights %.2f GB\n",
+      floors->copy_bytes_per_s / 1e9, floors->gemm_flops_per_s / 1e12,
+      gemms.weight_bytes(GemmSet::kAll) / 1e9);
+  std::printf("%-8s %-14s %-12s %10s %10s %8s %9s %8s\n", "tokens", "gemms", "impl", "time (ms)",
+              "GB/s", "of copy", "TFLOP/s", "of peak");
   nlohmann::json rows = nlohmann::json::array();
   auto measure = [&](GemmSet set, int32_t m, GemmImpl impl) {
     const double bytes = gemms.weight_bytes(set);
+    const double flops = static_cast<double>(m) * bytes;  // 2 m flops per bf16 weight
     const backend::CudaGraph graph =
         backend::CudaGraph::capture(stream, [&] { gemms.run(set, m, impl, stream); });
     const double s = median_seconds([&] { graph.replay(stream); }, stream, 5, 7);
     const double fraction = bytes / s / floors->copy_bytes_per_s;
-    std::printf("%-8d %-14s %-12s %10.3f %10.0f %7.1f%%\n", m, set_name(set), impl_name(impl),
-                s * 1e3, bytes / s / 1e9, 100 * fraction);
+    const double compute_fraction = flops / s / floors->gemm_flops_per_s;
+    std::printf("%-8d %-14s %-12s %10.3f %10.0f %7.1f%% %9.0f %7.1f%%\n", m, set_name(set),
+                impl_name(impl), s * 1e3, bytes / s / 1e9, 100 * fraction, flops / s / 1e12,
+                100 * compute_fraction);
     rows.push_back({{"tokens", m},
                     {"gemms", set_name(set)},
                     {"impl", impl_name(impl)},
                     {"seconds", s},
                     {"bytes", bytes},
-                    {"fraction_of_copy", fraction}});
+                    {"flops", flops},
+                    {"fraction_of_copy", fraction},
+                    {"fraction_of_gemm_peak", compute_fraction}});
   };
-  // Per kind at the smallest token count, then the whole step at each count.
-  for (GemmSet set : kPerKind) {
-    for (GemmImpl impl : {GemmImpl::kLibrary, GemmImpl::kSmallBatch}) {
-      measure(set, token_counts.front(), impl);
-    }
-  }
+  // Per kind and then the whole step, at each token count; the small-batch kernel where it
+  // applies.
   for (int32_t m : token_counts) {
+    for (GemmSet set : kPerKind) {
+      for (GemmImpl impl : {GemmImpl::kLibrary, GemmImpl::kSmallBatch}) {
+        if (impl != GemmImpl::kLibrary && m > kernels::cuda::kGemvMaxTokens) continue;
+        measure(set, m, impl);
+      }
+    }
     for (GemmImpl impl : {GemmImpl::kLibrary, GemmImpl::kSmallBatch}) {
       if (impl != GemmImpl::kLibrary && m > kernels::cuda::kGemvMaxTokens) continue;
       measure(GemmSet::kAll, m, impl);

@@ -263,13 +263,15 @@ TEST_P(CudaKernels, RopeOnStridedQkv) {
 
 TEST_P(CudaKernels, SiluEmbeddingGather) {
   for (int64_t rows : {1, 7, 257}) {
-    Buffer gu = host_random({rows, 2 * 111});
-    Buffer out(cpu_allocator(), DType::kF32, {rows, 111});
-    silu_and_mul(gu, out, cpu_);
-    Buffer dgu = to_device(gu);
-    Buffer dout(gpu_, GetParam(), {rows, 111});
-    silu_and_mul(dgu, dout, stream_.get());
-    EXPECT_LT(max_rel_err(to_host(dout), out), tol());
+    for (int64_t inter : {111, 2056}) {  // 2056: the bf16 16-byte path, a partial last block
+      Buffer gu = host_random({rows, 2 * inter});
+      Buffer out(cpu_allocator(), DType::kF32, {rows, inter});
+      silu_and_mul(gu, out, cpu_);
+      Buffer dgu = to_device(gu);
+      Buffer dout(gpu_, GetParam(), {rows, inter});
+      silu_and_mul(dgu, dout, stream_.get());
+      EXPECT_LT(max_rel_err(to_host(dout), out), tol()) << rows << "x" << inter;
+    }
   }
   const int64_t vocab = 32000, h = 72;
   Buffer table = host_random({vocab, h});

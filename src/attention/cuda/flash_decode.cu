@@ -53,15 +53,17 @@ __global__ void __launch_bounds__(Cfg::kThreads)
   using Tile = SwizzledRows<kDim>;
   extern __shared__ __align__(128) uint8_t smem[];
   const int split = blockIdx.x, kv_head = blockIdx.y, b = blockIdx.z;
-  kernels::cuda::pdl_wait();  // q and the KV just stored come from the kernels before
-  // Both loads issue before the early exit: they are the first links of a dependent chain
-  // (lengths -> slots -> KV) that starts every CTA.
+  // The batch's lengths and slots, and the KV of every position but the newest, are not
+  // written by the kernel before (the KV store writes q and the newest position's K and V;
+  // metadata and older KV come from earlier steps, host copies or kernels that completed before
+  // it started): they are read before waiting on it, overlapping its tail.
   const int seq_len = p.seq_lens[b];
   const int32_t* slots = p.kv_indices + p.kv_indptr[b];
   const int chunk = split_chunk_len(seq_len, p.num_splits);
   const int start = split * chunk;
   if (start >= seq_len) {
     if (seq_len == 0 && split == 0) {  // nothing to attend to: zeros, not 0 / 0
+      kernels::cuda::pdl_wait();
       for (int i = threadIdx.x; i < p.group * kDim; i += Cfg::kThreads) {
         p.out[(static_cast<int64_t>(b) * p.q_heads + kv_head * p.group) * kDim + i] =
             __float2bfloat16_rn(0.f);
@@ -83,21 +85,34 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     const uint32_t k = k_tile(t % kStages);
     next.copy(k, k + Cfg::kTileBytes, p.k_cache, p.v_cache, kv_head, p.kv_heads);
   };
-
-  // Q tile: the group's heads of this request's token as rows 0..group-1, zero rows to 16.
+  // The first kStages - 1 tiles, one cp.async group each (empty groups keep the wait counts
+  // uniform); those before the tile holding the newest position go before the wait.
+  const int newest = seq_len - 1;  // >= start
+  const int first_after_wait = newest < end ? (newest - start) / Cfg::kTileTokens : num_tiles;
+  int t0 = 0;
+  for (; t0 < kStages - 1 && t0 < first_after_wait; ++t0) {
+    fetch_slots(t0);
+    copy_tile(t0);
+    cp_async_commit();
+  }
+  kernels::cuda::pdl_wait();
+  // Q tile: the group's heads of this request's token as rows 0..group-1, zero rows to 16,
+  // through registers (the cp.async groups are the KV tiles'); the loop's first barrier
+  // publishes it.
   const bf16* q = p.q + b * p.q_token_stride + kv_head * p.group * p.q_head_stride;
   for (int c = threadIdx.x; c < 16 * Tile::kChunks; c += Cfg::kThreads) {
     const int row = c / Tile::kChunks, ch = c % Tile::kChunks;
-    const bool valid = row < p.group;
-    cp_async_16(q_tile + Tile::offset(row, ch), valid ? q + row * p.q_head_stride + ch * 8 : p.q,
-                valid);
+    const uint4 v = row < p.group
+                        ? *reinterpret_cast<const uint4*>(q + row * p.q_head_stride + ch * 8)
+                        : make_uint4(0, 0, 0, 0);
+    *reinterpret_cast<uint4*>(smem + Tile::offset(row, ch)) = v;
   }
-  for (int t = 0; t < kStages - 1; ++t) {
-    if (t < num_tiles) {
-      fetch_slots(t);
-      copy_tile(t);
+  for (; t0 < kStages - 1; ++t0) {
+    if (t0 < num_tiles) {
+      fetch_slots(t0);
+      copy_tile(t0);
     }
-    cp_async_commit();  // empty groups keep the wait counts uniform
+    cp_async_commit();
   }
   if (kStages - 1 < num_tiles) fetch_slots(kStages - 1);
 
@@ -196,10 +211,12 @@ struct MergeParams {
 // head), measured slower at batch 1 on H200, once: 4.71 vs. 4.43 ms per Llama-3-8B step; that
 // CTA's 64 threads merge serially where this kernel spreads the q heads over CTAs.)
 __global__ void merge_splits_kernel(const __grid_constant__ MergeParams p) {
+  const int head = blockIdx.x, b = blockIdx.y;
+  const int n = split_count(p.seq_lens[b], p.num_splits);  // before the wait: pdl.cuh
+  // Every CTA waits, even one with nothing to merge, so this grid's completion implies the
+  // decode kernel's (whose single-split outputs the next kernel reads).
   kernels::cuda::pdl_wait();
   kernels::cuda::pdl_launch_dependents();
-  const int head = blockIdx.x, b = blockIdx.y;
-  const int n = split_count(p.seq_lens[b], p.num_splits);
   if (n <= 1) return;
   const int64_t row0 = static_cast<int64_t>(b) * p.num_splits * p.q_heads + head;
   float m = -INFINITY;

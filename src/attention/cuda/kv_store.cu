@@ -65,28 +65,35 @@ struct RopeStoreParams {
 // One block per (token, head) over q heads, then k heads, then v heads; thread i takes the
 // pair (i, i + D / 2).
 __global__ void rope_store_kv_kernel(const __grid_constant__ RopeStoreParams p) {
-  kernels::cuda::pdl_wait();
-  kernels::cuda::pdl_launch_dependents();
   const int64_t t = blockIdx.x;
   const int head = blockIdx.y, half = p.dim / 2, i = threadIdx.x;
   if (i >= half) return;
-  if (head >= p.q_heads + p.kv_heads) {  // v: copied into its slot
+  const bool is_q = head < p.q_heads, is_v = head >= p.q_heads + p.kv_heads;
+  // Positions, slots and the cos/sin table are no kernel's output in a forward pass: read
+  // before the wait (pdl.cuh).
+  const int64_t slot = is_q ? 0 : p.out_cache_loc[t];
+  float c = 0.f, s = 0.f;
+  if (!is_v) {
+    const float* row = p.cos_sin + static_cast<int64_t>(p.positions[t]) * p.dim;
+    c = row[i];
+    s = row[half + i];
+  }
+  kernels::cuda::pdl_wait();
+  kernels::cuda::pdl_launch_dependents();
+  if (is_v) {  // v: copied into its slot
     const int h = head - p.q_heads - p.kv_heads;
     const bf16* src = p.v + t * p.v_token_stride + h * p.v_head_stride;
-    bf16* dst = p.v_cache + (static_cast<int64_t>(p.out_cache_loc[t]) * p.kv_heads + h) * p.dim;
+    bf16* dst = p.v_cache + (slot * p.kv_heads + h) * p.dim;
     dst[i] = src[i];
     dst[i + half] = src[i + half];
     return;
   }
-  const bool is_q = head < p.q_heads;
   const int h = is_q ? head : head - p.q_heads;
   const bf16* src = is_q ? p.q + t * p.q_token_stride + h * p.q_head_stride
                          : p.k + t * p.k_token_stride + h * p.k_head_stride;
-  bf16* dst = is_q
-                  ? p.q + t * p.q_token_stride + h * p.q_head_stride
-                  : p.k_cache + (static_cast<int64_t>(p.out_cache_loc[t]) * p.kv_heads + h) * p.dim;
-  kernels::cuda::rotate_half_pair(
-      src, dst, p.cos_sin + static_cast<int64_t>(p.positions[t]) * p.dim, i, half);
+  bf16* dst = is_q ? p.q + t * p.q_token_stride + h * p.q_head_stride
+                   : p.k_cache + (slot * p.kv_heads + h) * p.dim;
+  kernels::cuda::rotate_half_pair(src, dst, c, s, i, half);
 }
 
 // Rows of t ([T, heads, D]) are whole 16-byte chunks at 16-byte addresses.

@@ -1,5 +1,8 @@
 // CUDA embedding lookup, SiLU-and-mul (and its fusion with the gate/up GEMM), last-token gather,
 // bias add, and raw copies.
+#include <algorithm>
+#include <cstdint>
+
 #include "backend/cuda/cuda_check.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
@@ -42,6 +45,33 @@ __global__ void silu_and_mul_kernel(const T* gate_up, T* out, int64_t rows, int6
   }
 }
 
+// bf16 rows with inter % 8 == 0: 8 outputs per thread from 16-byte loads of gate and up and one
+// 16-byte store; blockIdx.y strides over rows. (The scalar kernel above moved 2 bytes per load:
+// at 256 tokens of Llama-3-8B it took 15.8 us a layer, about half the copy bandwidth.)
+__global__ void silu_and_mul_vec_kernel(const __nv_bfloat16* gate_up, __nv_bfloat16* out,
+                                        int64_t rows, int64_t inter) {
+  pdl_wait();
+  pdl_launch_dependents();
+  const int64_t i = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * 8;
+  if (i >= inter) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const __nv_bfloat16* gate = gate_up + r * 2 * inter + i;
+    const uint4 g8 = *reinterpret_cast<const uint4*>(gate);
+    const uint4 u8 = *reinterpret_cast<const uint4*>(gate + inter);
+    const auto* g = reinterpret_cast<const __nv_bfloat16*>(&g8);
+    const auto* u = reinterpret_cast<const __nv_bfloat16*>(&u8);
+    uint4 o8;
+    auto* o = reinterpret_cast<__nv_bfloat16*>(&o8);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float gf = __bfloat162float(g[j]);
+      const float act = __bfloat162float(__float2bfloat16_rn(gf / (1.f + __expf(-gf))));
+      o[j] = __float2bfloat16_rn(act * __bfloat162float(u[j]));
+    }
+    *reinterpret_cast<uint4*>(out + r * inter + i) = o8;
+  }
+}
+
 template <typename T, typename B>
 __global__ void add_bias_kernel(T* y, const B* bias, int64_t rows, int64_t cols) {
   pdl_wait();
@@ -80,6 +110,17 @@ void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor
 void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream) {
   const int64_t total = out.numel();
   if (total == 0) return;
+  const int64_t rows = out.size(0), inter = out.size(1);
+  if (out.dtype() == DType::kBF16 && inter % 8 == 0 &&
+      reinterpret_cast<uintptr_t>(gate_up.raw()) % 16 == 0 &&
+      reinterpret_cast<uintptr_t>(out.raw()) % 16 == 0) {
+    const dim3 grid(static_cast<unsigned>((inter / 8 + 255) / 256),
+                    static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
+    launch_pdl(silu_and_mul_vec_kernel, grid, 256, 0, native(stream),
+               static_cast<const __nv_bfloat16*>(gate_up.raw()),
+               static_cast<__nv_bfloat16*>(out.raw()), rows, inter);
+    return;
+  }
   SGL_DISPATCH_FLOAT(out.dtype(), T, {
     launch_pdl(silu_and_mul_kernel<T>, dim3(grid_for(total, 256)), 256, 0, native(stream),
                static_cast<const T*>(gate_up.raw()), static_cast<T*>(out.raw()), out.size(0),

@@ -1,11 +1,16 @@
 // Programmatic dependent launch (Hopper): a kernel launched with launch_pdl may start while the
 // kernel before it on the stream is still finishing, so its launch and prologue (index math,
 // loads of weights nothing upstream writes) overlap the previous kernel's tail. The contract:
-//   - a kernel launched with launch_pdl calls pdl_wait() before it touches memory that earlier
-//     kernels write, or memory they read that it writes (activations, KV cache, outputs);
-//     only data constant during the forward pass (weights, tables) may be read before;
+//   - a kernel launched with launch_pdl calls pdl_wait() before it touches memory that the
+//     kernel before it writes, or memory that kernel reads and it writes (activations, the KV
+//     rows just stored, outputs);
 //   - pdl_launch_dependents() lets the next kernel start launching; without it the next kernel
-//     starts when this one ends, as usual. Call it once the CTA's bulk of work is issued.
+//     starts when this one ends, as usual. Call it once the CTA's bulk of work is issued, and
+//     never before the CTA's pdl_wait(); and let at least one CTA wait, so the grid's
+//     completion implies its predecessor's.
+// The second rule makes a kernel's start imply that every kernel two or more back on the stream
+// has completed, so data only those wrote (batch metadata, older KV, weights and tables) may be
+// read before the wait: flash decode starts its KV tiles there, the GEMV its weight lines.
 // Works inside CUDA graph capture (programmatic edges). Both are no-ops before sm_90.
 #pragma once
 
