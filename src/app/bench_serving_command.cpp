@@ -1,5 +1,4 @@
 // sgl-bench serving: flags (SGLang bench_serving's names) -> ServingConfig -> run -> report.
-#include <sys/resource.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +10,7 @@
 #include "app/cli_args.h"
 #include "bench_serving/report.h"
 #include "bench_serving/serving_benchmark.h"
+#include "core/open_file_limit.h"
 
 namespace sgl::app {
 namespace {
@@ -42,14 +42,6 @@ constexpr const char* kUsage = R"(usage: sgl-bench serving [flags]
   --output-details          add per-request lists to the JSON line
 exit status: 0 all requests succeeded, 3 some failed, 1 setup error, 2 bad flags
 )";
-
-// Each connection is a file descriptor; thousands of concurrent requests need a high limit.
-void raise_open_file_limit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
-  limit.rlim_cur = limit.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &limit);
-}
 
 Result<double> parse_rate(const CliArgs& args) {
   const auto text = args.get("--request-rate");

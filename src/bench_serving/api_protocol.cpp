@@ -95,11 +95,11 @@ const char* api_path(ApiKind api) {
   return "";
 }
 
-Status validate_extra_body(const std::string& extra_body_json) {
-  if (extra_body_json.empty()) return Status::ok_status();
-  const json extra = json::parse(extra_body_json, nullptr, /*allow_exceptions=*/false);
+Result<json> parse_extra_body(const std::string& text) {
+  if (text.empty()) return json();
+  json extra = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!extra.is_object()) return invalid_argument("--extra-request-body must be a JSON object");
-  return Status::ok_status();
+  return extra;
 }
 
 std::string make_request_body(ApiKind api, const DatasetRow& row, const RequestBodyOptions& o) {
@@ -123,9 +123,7 @@ std::string make_request_body(ApiKind api, const DatasetRow& row, const RequestB
     }
     if (o.stream) body["stream_options"] = {{"include_usage", true}};
   }
-  if (!o.extra_body_json.empty()) {
-    body.update(json::parse(o.extra_body_json, nullptr, /*allow_exceptions=*/false));
-  }
+  if (o.extra_body.is_object()) body.update(o.extra_body);
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

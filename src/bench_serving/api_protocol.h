@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,11 +25,11 @@ struct RequestBodyOptions {
   std::string model;
   bool stream = true;
   bool ignore_eos = true;
-  std::string extra_body_json;  // a JSON object merged into every body ("" = none)
+  nlohmann::json extra_body;  // an object merged into every body (null = none)
 };
 
-// Checks that `extra_body_json` is empty or a JSON object.
-Status validate_extra_body(const std::string& extra_body_json);
+// --extra-request-body, parsed once: an object, or null for "".
+Result<nlohmann::json> parse_extra_body(const std::string& text);
 
 // Greedy (temperature 0), max tokens = row.output_len, ignore_eos as asked; streaming asks for
 // usage in the last event (stream_options.include_usage) on the OpenAI endpoints.

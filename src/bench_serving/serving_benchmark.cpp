@@ -61,7 +61,7 @@ class Driver {
     body_options_.model = std::move(model);
     body_options_.stream = config.stream;
     body_options_.ignore_eos = config.ignore_eos;
-    body_options_.extra_body_json = config.extra_request_body;
+    body_options_.extra_body = parse_extra_body(config.extra_request_body).value();  // validated
   }
 
   // All at once, ungated; returns the outputs.
@@ -184,7 +184,7 @@ class Driver {
 Status validate_serving_config(const ServingConfig& c) {
   SGL_RETURN_IF_ERROR(api_for_backend(c.backend).status());
   SGL_RETURN_IF_ERROR(validate_dataset_options(c.dataset));
-  SGL_RETURN_IF_ERROR(validate_extra_body(c.extra_request_body));
+  SGL_RETURN_IF_ERROR(parse_extra_body(c.extra_request_body).status());
   if (c.num_prompts < 1) return invalid_argument("--num-prompts must be >= 1");
   if (!(c.request_rate > 0)) return invalid_argument("--request-rate must be > 0 (or inf)");
   if (c.max_concurrency && *c.max_concurrency < 1) {

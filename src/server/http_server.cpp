@@ -1,8 +1,6 @@
 // HttpServer: listener, io thread pool and session registry over Boost.Asio.
 #include "server/http_server.h"
 
-#include <sys/resource.h>
-
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "core/logging.h"
+#include "core/open_file_limit.h"
 #include "server/http_session.h"
 
 namespace sgl::server {
@@ -25,20 +24,6 @@ std::optional<std::string_view> HttpRequest::header(std::string_view name) const
   }
   return std::nullopt;
 }
-
-namespace {
-
-// Many concurrent streams need many descriptors: lift the soft limit to the hard one.
-void raise_fd_limit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
-  if (limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) SGL_LOG_WARN << "cannot raise RLIMIT_NOFILE";
-  }
-}
-
-}  // namespace
 
 struct HttpServer::Impl {
   // NOTE: declared first so it outlives the io_context, whose destruction destroys sessions.
@@ -101,7 +86,7 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& options,
                                                       HttpHandler handler) {
   if (options.num_threads < 1) return invalid_argument("the HTTP server needs >= 1 thread");
-  raise_fd_limit();
+  if (!raise_open_file_limit()) SGL_LOG_WARN << "cannot raise RLIMIT_NOFILE";
   auto impl = std::make_unique<Impl>();
   impl->hub.options = options;
   impl->hub.handler = std::move(handler);

@@ -10,21 +10,13 @@
 #include "engine/batch_generator.h"
 #include "engine/model_engine.h"
 #include "scheduler/fake_batch_runner.h"
+#include "scheduler/greedy_ids_request.h"
 #include "test_data.h"
 
 namespace sgl::engine {
 namespace {
 
 constexpr int32_t kVocab = 97;
-
-GenerateRequest greedy(std::vector<int32_t> prompt, int32_t max_new) {
-  GenerateRequest r;
-  r.input_ids = std::move(prompt);
-  r.max_new_tokens = max_new;
-  r.sampling.temperature = 0.f;
-  r.ignore_eos = true;
-  return r;
-}
 
 // Drains a stream; returns the tokens and the finish.
 std::pair<std::vector<int32_t>, scheduler::FinishState> collect(RequestStream& stream) {
@@ -82,7 +74,7 @@ TEST_P(EngineLoops, ConcurrentSubmittersGetTheirOwnStreams) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
         const int n = t * kPerThread + i;
-        GenerateRequest r = greedy(prompt_of(n), 5 + n % 20);
+        GenerateRequest r = test::greedy_ids_request(prompt_of(n), 5 + n % 20);
         const auto expected = test::fake_reference(r.input_ids, r.max_new_tokens, kVocab, {});
         auto stream = fe.engine->submit(r);
         ASSERT_TRUE(stream.ok());
@@ -107,7 +99,7 @@ TEST_P(EngineLoops, ConcurrentSubmittersGetTheirOwnStreams) {
 
 TEST_P(EngineLoops, AbortEndsTheStreamAndFreesMemory) {
   FakeEngine fe(fake_options(GetParam()));
-  auto long_run = fe.engine->submit(greedy(prompt_of(1), 200));
+  auto long_run = fe.engine->submit(test::greedy_ids_request(prompt_of(1), 200));
   ASSERT_TRUE(long_run.ok());
   auto first = (*long_run)->next(std::chrono::seconds(10));  // it is running
   ASSERT_TRUE(first.has_value());
@@ -124,7 +116,8 @@ TEST_P(EngineLoops, StatsReportRunningWaitingAndUsage) {
   o.scheduler.max_running_requests = 2;
   FakeEngine fe(o);
   std::vector<std::shared_ptr<RequestStream>> streams;
-  for (int i = 0; i < 6; ++i) streams.push_back(*fe.engine->submit(greedy(prompt_of(i), 150)));
+  for (int i = 0; i < 6; ++i)
+    streams.push_back(*fe.engine->submit(test::greedy_ids_request(prompt_of(i), 150)));
   (void)streams[0]->next(std::chrono::seconds(10));
   const EngineStats mid = fe.engine->get_stats();
   EXPECT_EQ(mid.scheduler.num_running, 2);
@@ -143,12 +136,14 @@ TEST_P(EngineLoops, RejectsBadRequestsAndAFullQueue) {
   o.scheduler.max_queued_requests = 1;
   o.scheduler.max_running_requests = 1;
   FakeEngine fe(o);
-  EXPECT_EQ(fe.engine->submit(greedy({}, 4)).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(fe.engine->submit(greedy({1, 500}, 4)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fe.engine->submit(test::greedy_ids_request({}, 4)).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(fe.engine->submit(test::greedy_ids_request({1, 500}, 4)).status().code(),
+            StatusCode::kInvalidArgument);
   std::vector<std::shared_ptr<RequestStream>> accepted;
   int rejected = 0;
   for (int i = 0; i < 6; ++i) {
-    auto s = fe.engine->submit(greedy(prompt_of(i), 100));
+    auto s = fe.engine->submit(test::greedy_ids_request(prompt_of(i), 100));
     if (s.ok()) {
       accepted.push_back(*s);
     } else {
@@ -185,7 +180,7 @@ TEST_P(RealModelBatching, SixtyFourConcurrentRequestsMatchSoloRuns) {
     std::vector<int32_t> p = gc["prompt_ids"].get<std::vector<int32_t>>();
     const auto cont = gc["greedy_ids"].get<std::vector<int32_t>>();
     p.insert(p.end(), cont.begin(), cont.begin() + (i / 6) % 12);
-    requests.push_back(greedy(p, 24));
+    requests.push_back(test::greedy_ids_request(p, 24));
   }
   requests[5].sampling.temperature = 0.9f;  // seeded sampling must batch-invariant too
   requests[5].sampling.seed = 77;

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "engine/model_engine.h"
+#include "scheduler/greedy_ids_request.h"
 #include "test_data.h"
 
 namespace sgl::engine {
@@ -60,15 +61,6 @@ Outcome collect(RequestStream& stream) {
       return out;
     }
   }
-}
-
-GenerateRequest greedy(std::vector<int32_t> prompt, int32_t max_new) {
-  GenerateRequest r;
-  r.input_ids = std::move(prompt);
-  r.max_new_tokens = max_new;
-  r.sampling.temperature = 0.f;
-  r.ignore_eos = true;
-  return r;
 }
 
 // A golden case's prompt followed by the first `n` tokens of its greedy continuation.
@@ -163,13 +155,13 @@ TEST_P(RequestFields, PromptLogprobsEqualTheGoldenTeacherForcedTopK) {
   // Background decoders, so that prefills run beside decodes (MIXED where enabled).
   std::vector<std::shared_ptr<RequestStream>> background;
   for (int i = 0; i < 3; ++i) {
-    background.push_back(submit(greedy(golden_["cases"][i]["prompt_ids"], 48)));
+    background.push_back(submit(test::greedy_ids_request(golden_["cases"][i]["prompt_ids"], 48)));
   }
   std::vector<std::shared_ptr<RequestStream>> streams;
   std::vector<std::vector<int32_t>> seqs;
   for (const auto& c : golden_["cases"]) {
     seqs.push_back(golden_sequence(c, 16));
-    GenerateRequest r = greedy(seqs.back(), 2);
+    GenerateRequest r = test::greedy_ids_request(seqs.back(), 2);
     r.return_logprob = true;
     r.top_logprobs_num = 10;
     r.logprob_start_len = 0;
@@ -196,9 +188,9 @@ TEST_P(RequestFields, PromptLogprobsEqualTheGoldenTeacherForcedTopK) {
 TEST_P(RequestFields, PromptLogprobsBypassTheCacheOnlyFromTheirStart) {
   const auto& c = golden_["cases"][3];
   const std::vector<int32_t> seq = golden_sequence(c, 16);
-  run(greedy(seq, 1));  // the radix cache now holds the sequence (when enabled)
+  run(test::greedy_ids_request(seq, 1));  // the radix cache now holds the sequence (when enabled)
   for (int32_t start : {0, 10}) {
-    GenerateRequest r = greedy(seq, 1);
+    GenerateRequest r = test::greedy_ids_request(seq, 1);
     r.return_logprob = true;
     r.top_logprobs_num = 10;
     r.logprob_start_len = start;
@@ -209,7 +201,7 @@ TEST_P(RequestFields, PromptLogprobsBypassTheCacheOnlyFromTheirStart) {
     EXPECT_EQ(out.usage.cached_tokens, GetParam().radix ? start : 0);
   }
   // Without return_logprob the start is ignored and the cache serves the whole prompt.
-  GenerateRequest plain = greedy(seq, 1);
+  GenerateRequest plain = test::greedy_ids_request(seq, 1);
   plain.logprob_start_len = 0;
   Outcome out = run(plain);
   EXPECT_FALSE(out.input.has_value());
@@ -219,7 +211,7 @@ TEST_P(RequestFields, PromptLogprobsBypassTheCacheOnlyFromTheirStart) {
 TEST_P(RequestFields, ScoringOnlyRequestsReturnPromptLogprobsAndNoTokens) {
   const auto& c = golden_["cases"][1];
   const std::vector<int32_t> seq = golden_sequence(c, 16);
-  GenerateRequest r = greedy(seq, 0);
+  GenerateRequest r = test::greedy_ids_request(seq, 0);
   r.return_logprob = true;
   r.top_logprobs_num = 10;
   r.logprob_start_len = 0;
@@ -254,7 +246,7 @@ TEST_P(RequestFields, FrequencyAndPresencePenaltiesMatchAReferenceLoop) {
     for (int step = 0; step < kSteps; ++step) {
       std::vector<int32_t> seq = prompt;
       seq.insert(seq.end(), expected.begin(), expected.end());
-      GenerateRequest r = greedy(seq, 1);
+      GenerateRequest r = test::greedy_ids_request(seq, 1);
       r.return_logprob = true;
       r.top_logprobs_num = kVocab;
       Outcome raw = run(r);
@@ -267,12 +259,12 @@ TEST_P(RequestFields, FrequencyAndPresencePenaltiesMatchAReferenceLoop) {
       expected_logprobs.push_back(log_softmax_at(row, next));
       ++counts[next];
     }
-    GenerateRequest r = greedy(prompt, kSteps);
+    GenerateRequest r = test::greedy_ids_request(prompt, kSteps);
     r.sampling.frequency_penalty = frequency;
     r.sampling.presence_penalty = presence;
     r.return_logprob = true;
     // Beside unpenalized requests, which must stay exactly as they were.
-    auto plain = submit(greedy(golden_["cases"][2]["prompt_ids"], 48));
+    auto plain = submit(test::greedy_ids_request(golden_["cases"][2]["prompt_ids"], 48));
     auto penalized = submit(r);
     Outcome out = collect(*penalized);
     EXPECT_EQ(out.ids, expected);
@@ -306,14 +298,14 @@ TEST_P(RequestFields, RepetitionPenaltyMatchesTheGoldenLastLogits) {
       seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
       for (int32_t id : seen) row[id] = row[id] > 0 ? row[id] / penalty : row[id] * penalty;
       const int32_t expected = argmax(row);
-      GenerateRequest r = greedy(seq, 1);
+      GenerateRequest r = test::greedy_ids_request(seq, 1);
       r.sampling.repetition_penalty = penalty;
       r.return_logprob = true;
       for (int pass = 0; pass < 2; ++pass) {
         if (pass == 1) {
           // The second pass finds its prompt cached, in a request row another prompt just
           // used: the processor must still see this request's own prompt.
-          run(greedy(std::vector<int32_t>(seq.size() + 4, 5), 1));
+          run(test::greedy_ids_request(std::vector<int32_t>(seq.size() + 4, 5), 1));
         }
         Outcome out = run(r);
         ASSERT_EQ(out.ids.size(), 1u);
@@ -328,7 +320,7 @@ TEST_P(RequestFields, RepetitionPenaltyMatchesTheGoldenLastLogits) {
 
 TEST_P(RequestFields, LogitBiasForcesAndForbidsTokens) {
   const auto& c = golden_["cases"][0];
-  GenerateRequest r = greedy(c["prompt_ids"], 8);
+  GenerateRequest r = test::greedy_ids_request(c["prompt_ids"], 8);
   r.sampling.logit_bias = {{kLily, 100.f}};
   EXPECT_EQ(run(r).ids, std::vector<int32_t>(8, kLily));
   r.max_new_tokens = 1;
@@ -343,7 +335,7 @@ TEST_P(RequestFields, MinNewTokensDelaysEosAndStopTokenIds) {
   const auto greedy_ids = c["greedy_ids"].get<std::vector<int32_t>>();
   const auto first_period = std::find(greedy_ids.begin(), greedy_ids.end(), kPeriod);
   ASSERT_NE(first_period, greedy_ids.end());
-  GenerateRequest r = greedy(c["prompt_ids"], 40);
+  GenerateRequest r = test::greedy_ids_request(c["prompt_ids"], 40);
   r.ignore_eos = false;
   r.stop_token_ids = {kPeriod};
   Outcome out = run(r);
@@ -360,7 +352,7 @@ TEST_P(RequestFields, MinNewTokensDelaysEosAndStopTokenIds) {
   if (out.finish.reason == scheduler::FinishReason::kStop) EXPECT_EQ(out.ids.back(), kPeriod);
 
   // EOS made overwhelming: without min_new_tokens it is the first token; with 5 it is the 6th.
-  GenerateRequest e = greedy(c["prompt_ids"], 40);
+  GenerateRequest e = test::greedy_ids_request(c["prompt_ids"], 40);
   e.ignore_eos = false;
   e.sampling.logit_bias = {{kEos, 100.f}};
   EXPECT_EQ(run(e).ids, std::vector<int32_t>{kEos});

@@ -13,6 +13,7 @@
 
 #include "engine/exec_batch.h"
 #include "scheduler/fake_batch_runner.h"
+#include "scheduler/greedy_ids_request.h"
 
 namespace sgl::scheduler {
 namespace {
@@ -24,15 +25,6 @@ std::vector<int32_t> tokens(int32_t n, int32_t seed) {
   std::vector<int32_t> ids;
   for (int32_t i = 0; i < n; ++i) ids.push_back(1 + (seed * 31 + i * 7) % (kVocab - 1));
   return ids;
-}
-
-GenerateRequest make_request(std::vector<int32_t> prompt, int32_t max_new) {
-  GenerateRequest r;
-  r.input_ids = std::move(prompt);
-  r.max_new_tokens = max_new;
-  r.sampling.temperature = 0.f;
-  r.ignore_eos = true;
-  return r;
 }
 
 // What a scheduled batch held, recorded when it was scheduled (its Req pointers die with the
@@ -144,9 +136,9 @@ TEST_P(SchedulerLoops, ChunkedPrefillSplitsAtBudgetAndResumesFirst) {
   SchedulerOptions options;
   options.chunked_prefill_size = 16;
   Driver d(options, 1024, 256, overlap());
-  const uint64_t big = d.submit(make_request(tokens(40, 1), 4));
+  const uint64_t big = d.submit(test::greedy_ids_request(tokens(40, 1), 4));
   d.step();  // first chunk
-  const uint64_t small = d.submit(make_request(tokens(5, 2), 4));
+  const uint64_t small = d.submit(test::greedy_ids_request(tokens(5, 2), 4));
   d.run_until_idle();
   // Prefill batches: [16 of big], [16 of big, ...], [8 of big + small...].
   std::vector<std::pair<uint64_t, int32_t>> extends;
@@ -166,13 +158,13 @@ TEST_P(SchedulerLoops, ChunkedPrefillSplitsAtBudgetAndResumesFirst) {
 TEST_P(SchedulerLoops, PrefixHitsSkipRecomputation) {
   Driver d({}, 1024, 256, overlap());
   std::vector<int32_t> shared = tokens(48, 3);
-  d.submit(make_request(shared, 3));
+  d.submit(test::greedy_ids_request(shared, 3));
   d.run_until_idle();
   const int64_t before = d.runner().computed_tokens();
   std::vector<int32_t> second = shared;
   second.push_back(5);
   second.push_back(6);
-  d.submit(make_request(second, 3));
+  d.submit(test::greedy_ids_request(second, 3));
   d.run_until_idle();
   // 48 shared tokens come from the cache: 2 new prompt tokens + 2 decode steps.
   EXPECT_EQ(d.runner().computed_tokens() - before, 2 + 2);
@@ -185,10 +177,10 @@ TEST_P(SchedulerLoops, DisabledRadixCacheRecomputes) {
   SchedulerOptions options;
   options.disable_radix_cache = true;
   Driver d(options, 1024, 256, overlap());
-  d.submit(make_request(tokens(48, 3), 3));
+  d.submit(test::greedy_ids_request(tokens(48, 3), 3));
   d.run_until_idle();
   const int64_t before = d.runner().computed_tokens();
-  d.submit(make_request(tokens(48, 3), 3));
+  d.submit(test::greedy_ids_request(tokens(48, 3), 3));
   d.run_until_idle();
   EXPECT_EQ(d.runner().computed_tokens() - before, 48 + 2);
   EXPECT_EQ(d.scheduler().stats().kv_used, 0);
@@ -198,7 +190,7 @@ TEST_P(SchedulerLoops, DisabledRadixCacheRecomputes) {
 TEST_P(SchedulerLoops, EvictionUnderPressureKeepsIntegrity) {
   Driver d({}, 120, 256, overlap());
   for (int i = 0; i < 30; ++i) {
-    d.submit(make_request(tokens(30, 100 + i), 5));
+    d.submit(test::greedy_ids_request(tokens(30, 100 + i), 5));
     d.run_until_idle();
   }
   EXPECT_LE(d.scheduler().stats().kv_used, 119);
@@ -209,7 +201,7 @@ TEST_P(SchedulerLoops, RetractionRecomputesAndEveryRequestCompletes) {
   SchedulerOptions options;
   options.max_running_requests = 16;
   Driver d(options, 200, 256, overlap());
-  for (int i = 0; i < 12; ++i) d.submit(make_request(tokens(10, 200 + i), 60));
+  for (int i = 0; i < 12; ++i) d.submit(test::greedy_ids_request(tokens(10, 200 + i), 60));
   d.run_until_idle();
   EXPECT_GT(d.scheduler().stats().num_retracted_total, 0);
   d.expect_reference_outputs();
@@ -217,12 +209,12 @@ TEST_P(SchedulerLoops, RetractionRecomputesAndEveryRequestCompletes) {
 
 TEST_P(SchedulerLoops, AbortsFreeEverything) {
   Driver d({}, 512, 256, overlap());
-  const uint64_t a = d.submit(make_request(tokens(20, 7), 100));
-  const uint64_t b = d.submit(make_request(tokens(20, 8), 100));
+  const uint64_t a = d.submit(test::greedy_ids_request(tokens(20, 7), 100));
+  const uint64_t b = d.submit(test::greedy_ids_request(tokens(20, 8), 100));
   d.step();
   d.step();
   d.scheduler().abort(a, "test");
-  const uint64_t c = d.submit(make_request(tokens(20, 9), 100));
+  const uint64_t c = d.submit(test::greedy_ids_request(tokens(20, 9), 100));
   d.scheduler().abort(c, "test");  // still waiting
   d.run_until_idle();
   d.collect();
@@ -237,11 +229,11 @@ TEST_P(SchedulerLoops, AbortsFreeEverything) {
 
 TEST_P(SchedulerLoops, StopTokensAndLengthFinish) {
   Driver d({}, 512, 64, overlap());
-  GenerateRequest r = make_request(tokens(8, 11), 40);
+  GenerateRequest r = test::greedy_ids_request(tokens(8, 11), 40);
   const auto reference = test::fake_reference(r.input_ids, 40, kVocab, {});
   r.stop_token_ids = {reference[5]};
   const uint64_t stopped = d.submit(r);
-  const uint64_t capped = d.submit(make_request(tokens(60, 12), 100));  // context 64
+  const uint64_t capped = d.submit(test::greedy_ids_request(tokens(60, 12), 100));  // context 64
   d.run_until_idle();
   EXPECT_EQ(d.finished()[stopped].reason, FinishReason::kStop);
   EXPECT_EQ(d.outputs()[stopped].back(), reference[5]);
@@ -255,10 +247,10 @@ TEST_P(SchedulerLoops, MixedChunkBatchesCarryDecodes) {
   options.enable_mixed_chunk = true;
   options.chunked_prefill_size = 8;
   Driver d(options, 1024, 256, overlap());
-  d.submit(make_request(tokens(6, 21), 20));
+  d.submit(test::greedy_ids_request(tokens(6, 21), 20));
   d.step();
   d.step();
-  d.submit(make_request(tokens(30, 22), 5));
+  d.submit(test::greedy_ids_request(tokens(30, 22), 5));
   d.run_until_idle();
   bool saw_mixed = false;
   for (const BatchRecord& b : d.batches()) saw_mixed = saw_mixed || b.mode == ForwardMode::kMixed;
@@ -272,12 +264,12 @@ TEST(SchedulePolicy, LpmOrdersByCachedPrefixLength) {
   options.max_prefill_tokens = 40;  // one request per prefill batch
   Driver d(options, 1024, 256, false);
   const std::vector<int32_t> shared = tokens(36, 5);
-  d.submit(make_request(shared, 1));
+  d.submit(test::greedy_ids_request(shared, 1));
   d.run_until_idle();
   std::vector<int32_t> hit = shared;
   hit.push_back(3);
-  const uint64_t cold = d.submit(make_request(tokens(37, 6), 1));
-  const uint64_t warm = d.submit(make_request(hit, 1));
+  const uint64_t cold = d.submit(test::greedy_ids_request(tokens(37, 6), 1));
+  const uint64_t warm = d.submit(test::greedy_ids_request(hit, 1));
   d.step();
   const BatchRecord& batch = d.batches().back();
   ASSERT_FALSE(batch.extends.empty());
@@ -292,8 +284,8 @@ TEST(SchedulePolicy, LofAndFcfsOrders) {
     options.policy = policy;
     options.max_prefill_tokens = 8;
     Driver d(options, 1024, 256, false);
-    const uint64_t short_out = d.submit(make_request(tokens(8, 1), 2));
-    const uint64_t long_out = d.submit(make_request(tokens(8, 2), 50));
+    const uint64_t short_out = d.submit(test::greedy_ids_request(tokens(8, 1), 2));
+    const uint64_t long_out = d.submit(test::greedy_ids_request(tokens(8, 2), 50));
     d.step();
     EXPECT_EQ(d.batches().back().extends[0].first,
               policy == SchedulePolicy::kLof ? long_out : short_out);
@@ -308,8 +300,8 @@ TEST(SchedulePolicy, InBatchPrefixCachingDefersASharer) {
   std::vector<int32_t> a = shared, b = shared;
   a.push_back(1);
   b.push_back(2);
-  d.submit(make_request(a, 2));
-  d.submit(make_request(b, 2));
+  d.submit(test::greedy_ids_request(a, 2));
+  d.submit(test::greedy_ids_request(b, 2));
   d.step();
   EXPECT_EQ(d.batches().back().extends.size(), 1u);  // b waits for a's prefix
   d.run_until_idle();
@@ -325,13 +317,13 @@ TEST(SchedulePolicy, DfsWeightAndRandomComplete) {
     Driver d(options, 2048, 256, false);
     for (int g = 0; g < 3; ++g) {
       std::vector<int32_t> p = tokens(20, 50 + g);
-      d.submit(make_request(p, 2));
+      d.submit(test::greedy_ids_request(p, 2));
     }
     d.run_until_idle();
     for (int i = 0; i < 12; ++i) {
       std::vector<int32_t> p = tokens(20, 50 + i % 3);
       p.push_back(1 + i);
-      d.submit(make_request(p, 3));
+      d.submit(test::greedy_ids_request(p, 3));
     }
     d.run_until_idle();
     d.expect_reference_outputs();
@@ -344,8 +336,8 @@ TEST(SchedulerTimeouts, WaitingAndRunningRequestsTimeOut) {
   options.waiting_timeout_s = 0.05;
   options.running_timeout_s = 0.05;
   Driver d(options, 1024, 256, false);
-  const uint64_t runs = d.submit(make_request(tokens(8, 1), 200));
-  const uint64_t waits = d.submit(make_request(tokens(8, 2), 200));
+  const uint64_t runs = d.submit(test::greedy_ids_request(tokens(8, 1), 200));
+  const uint64_t waits = d.submit(test::greedy_ids_request(tokens(8, 2), 200));
   d.step();
   std::this_thread::sleep_for(std::chrono::milliseconds(80));
   d.run_until_idle();
@@ -363,13 +355,14 @@ TEST(SchedulePolicy, ParseNames) {
 
 TEST(SchedulerValidate, RejectsImpossibleRequests) {
   Scheduler s({}, 100, 64, {kEos});
-  EXPECT_FALSE(s.validate(make_request({}, 4)).ok());
-  EXPECT_FALSE(s.validate(make_request(tokens(64, 1), 4)).ok());  // prompt fills the context
-  EXPECT_FALSE(s.validate(make_request(tokens(60, 1), 200)).ok() &&
+  EXPECT_FALSE(s.validate(test::greedy_ids_request({}, 4)).ok());
+  EXPECT_FALSE(
+      s.validate(test::greedy_ids_request(tokens(64, 1), 4)).ok());  // prompt fills the context
+  EXPECT_FALSE(s.validate(test::greedy_ids_request(tokens(60, 1), 200)).ok() &&
                false);  // clamped to the context: fine
-  EXPECT_TRUE(s.validate(make_request(tokens(60, 1), 200)).ok());
+  EXPECT_TRUE(s.validate(test::greedy_ids_request(tokens(60, 1), 200)).ok());
   Scheduler tiny({}, 20, 64, {kEos});
-  EXPECT_FALSE(tiny.validate(make_request(tokens(10, 1), 30)).ok());  // needs 40 slots
+  EXPECT_FALSE(tiny.validate(test::greedy_ids_request(tokens(10, 1), 30)).ok());  // needs 40 slots
 }
 
 // Thousands of requests: random arrivals, lengths, stop tokens and aborts, a tiny KV pool,
@@ -390,7 +383,7 @@ TEST_P(SchedulerLoops, RandomizedSoak) {
       std::vector<int32_t> prompt =
           tokens(len, static_cast<int32_t>(rng() % 8));  // shared prefixes
       prompt.back() = 1 + static_cast<int32_t>(rng() % (kVocab - 1));
-      GenerateRequest r = make_request(prompt, 1 + static_cast<int32_t>(rng() % 30));
+      GenerateRequest r = test::greedy_ids_request(prompt, 1 + static_cast<int32_t>(rng() % 30));
       r.ignore_eos = rng() % 2;
       live.push_back(d.submit(r));
       ++submitted;

@@ -5,6 +5,7 @@
 #include "attention/cuda/split_kv_policy.h"
 #include "attention/cuda/warp_attention.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/pdl.cuh"
 
 namespace sgl::attention::cuda {
@@ -311,7 +312,7 @@ void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                        q_heads / kv_heads,
                        num_splits,
                        scale * kLog2e};
-  auto native = static_cast<cudaStream_t>(stream.native);
+  auto native = backend::cuda::native_stream(stream);
   switch (dim) {
     case 64:
       launch_decode<Decode64>(p, batch_size, native);

@@ -6,6 +6,7 @@
 #include "attention/cuda/flash_attention.h"
 #include "attention/cuda/warp_attention.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 
 namespace sgl::attention::cuda {
 namespace {
@@ -257,7 +258,7 @@ void flash_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                        kv_heads,
                        group,
                        scale * kLog2e};
-  auto native = static_cast<cudaStream_t>(stream.native);
+  auto native = backend::cuda::native_stream(stream);
   switch (dim) {
     case 64:
       launch_extend<Extend64>(p, fb.num_tokens, native);

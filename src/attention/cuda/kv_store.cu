@@ -7,6 +7,7 @@
 
 #include "attention/cuda/kv_store.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/dispatch.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/common/rotate_half.cuh"
@@ -136,7 +137,7 @@ bool rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(q_heads + 2 * kv_heads));
   const int threads = static_cast<int>((dim / 2 + 31) / 32 * 32);
   kernels::cuda::launch_pdl(rope_store_kv_kernel, grid, threads, 0,
-                            static_cast<cudaStream_t>(stream.native), p);
+                            backend::cuda::native_stream(stream), p);
   return true;
 }
 
@@ -146,7 +147,7 @@ void store_kv(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc, con
   SGL_CHECK(k.dtype() == k_cache.dtype() && v.dtype() == v_cache.dtype())
       << "store_kv: k " << dtype_name(k.dtype()) << " into a " << dtype_name(k_cache.dtype())
       << " cache";
-  const auto native = static_cast<cudaStream_t>(stream.native);
+  const auto native = backend::cuda::native_stream(stream);
   const int64_t per_chunk = 16 / static_cast<int64_t>(dtype_size(k.dtype()));
   if (chunk_aligned(k, per_chunk) && chunk_aligned(v, per_chunk) &&
       chunk_aligned(k_cache, per_chunk) && chunk_aligned(v_cache, per_chunk)) {

@@ -2,6 +2,7 @@
 // and to run golden parity. One warp per (query token, q head); f32 online softmax.
 #include "attention/cuda/reference_attention.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
 
@@ -13,8 +14,6 @@ using kernels::cuda::to_float;
 using kernels::cuda::warp_sum;
 
 constexpr int kMaxDimsPerLane = 8;  // head_dim <= 256
-
-cudaStream_t native(backend::Stream s) { return static_cast<cudaStream_t>(s.native); }
 
 struct AttnParams {
   const void* q;
@@ -106,8 +105,9 @@ void reference_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v
   SGL_CHECK(q.dtype() == k_cache.dtype() && out.dtype() == q.dtype())
       << "reference_attention: q " << dtype_name(q.dtype()) << ", cache "
       << dtype_name(k_cache.dtype());
-  SGL_DISPATCH_FLOAT(q.dtype(), T,
-                     { reference_attention_kernel<T><<<grid, 32, 0, native(stream)>>>(p); });
+  SGL_DISPATCH_FLOAT(q.dtype(), T, {
+    reference_attention_kernel<T><<<grid, 32, 0, backend::cuda::native_stream(stream)>>>(p);
+  });
   SGL_CUDA_CHECK_LAUNCH();
 }
 

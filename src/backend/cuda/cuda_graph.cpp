@@ -4,11 +4,12 @@
 #include <utility>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 
 namespace sgl::backend {
 
 CudaGraph CudaGraph::capture(Stream stream, const std::function<void()>& body) {
-  auto native = static_cast<cudaStream_t>(stream.native);
+  auto native = cuda::native_stream(stream);
   SGL_CHECK(native != nullptr) << "CUDA graphs are captured on a created stream";
   // Thread-local mode: other threads may keep using CUDA (e.g. the engine's uploads).
   SGL_CUDA_CHECK(cudaStreamBeginCapture(native, cudaStreamCaptureModeThreadLocal));
@@ -25,8 +26,7 @@ CudaGraph CudaGraph::capture(Stream stream, const std::function<void()>& body) {
 
 void CudaGraph::replay(Stream stream) const {
   SGL_CHECK(exec_ != nullptr) << "replay of an empty CudaGraph";
-  SGL_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_),
-                                 static_cast<cudaStream_t>(stream.native)));
+  SGL_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), cuda::native_stream(stream)));
 }
 
 CudaGraph::~CudaGraph() { release(); }

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_runtime.h"
+#include "backend/cuda/native_stream.h"
 
 namespace sgl::backend {
 
@@ -79,7 +80,7 @@ Status check_device(int device_index) {
 }
 
 void synchronize(Stream stream) {
-  SGL_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream.native)));
+  SGL_CUDA_CHECK(cudaStreamSynchronize(cuda::native_stream(stream)));
 }
 
 }  // namespace cuda

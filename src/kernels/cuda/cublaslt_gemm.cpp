@@ -4,6 +4,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include "backend/cuda/native_stream.h"
 #include "backend/stream_slot.h"
 #include "core/check.h"
 #include "kernels/cuda/cuda_data_type.h"
@@ -152,7 +153,7 @@ bool CublasLtGemm::run(const Tensor& x, const Tensor& w, const Tensor& bias, con
     const float alpha = 1.f, beta = 0.f;
     check(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), plan.desc, &alpha, w.raw(), plan.w,
                          x.raw(), plan.x, &beta, y.raw(), plan.y, y.raw(), plan.y, &plan.algo,
-                         workspace_, workspace_bytes_, static_cast<cudaStream_t>(stream.native)),
+                         workspace_, workspace_bytes_, backend::cuda::native_stream(stream)),
           "cublasLtMatmul");
   }
   if (bias.defined() && !key.fused_bias) add_bias(y, bias, stream);

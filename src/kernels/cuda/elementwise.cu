@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
 #include "kernels/cuda/common/pdl.cuh"
@@ -13,8 +14,6 @@
 
 namespace sgl::kernels::cuda {
 namespace {
-
-cudaStream_t native(backend::Stream s) { return static_cast<cudaStream_t>(s.native); }
 
 // One block per output row; rows copied as raw bytes in 4-byte words when aligned.
 __global__ void gather_rows_kernel(const char* src, char* dst, const int32_t* row_of,
@@ -93,7 +92,7 @@ int grid_for(int64_t n, int threads) {
 void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backend::Stream stream) {
   if (ids.size(0) == 0) return;
   const int64_t row_bytes = table.size(1) * static_cast<int64_t>(dtype_size(table.dtype()));
-  launch_pdl(gather_rows_kernel, dim3(ids.size(0)), 256, 0, native(stream),
+  launch_pdl(gather_rows_kernel, dim3(ids.size(0)), 256, 0, backend::cuda::native_stream(stream),
              static_cast<const char*>(table.raw()), static_cast<char*>(out.raw()),
              ids.data<int32_t>(), row_bytes, table.size(0), false);
 }
@@ -102,7 +101,7 @@ void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor
                         backend::Stream stream) {
   if (out.size(0) == 0) return;
   const int64_t row_bytes = src.size(1) * static_cast<int64_t>(dtype_size(src.dtype()));
-  launch_pdl(gather_rows_kernel, dim3(out.size(0)), 256, 0, native(stream),
+  launch_pdl(gather_rows_kernel, dim3(out.size(0)), 256, 0, backend::cuda::native_stream(stream),
              static_cast<const char*>(src.raw()), static_cast<char*>(out.raw()),
              qo_indptr.data<int32_t>(), row_bytes, src.size(0), true);
 }
@@ -116,15 +115,15 @@ void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stre
       reinterpret_cast<uintptr_t>(out.raw()) % 16 == 0) {
     const dim3 grid(static_cast<unsigned>((inter / 8 + 255) / 256),
                     static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
-    launch_pdl(silu_and_mul_vec_kernel, grid, 256, 0, native(stream),
+    launch_pdl(silu_and_mul_vec_kernel, grid, 256, 0, backend::cuda::native_stream(stream),
                static_cast<const __nv_bfloat16*>(gate_up.raw()),
                static_cast<__nv_bfloat16*>(out.raw()), rows, inter);
     return;
   }
   SGL_DISPATCH_FLOAT(out.dtype(), T, {
-    launch_pdl(silu_and_mul_kernel<T>, dim3(grid_for(total, 256)), 256, 0, native(stream),
-               static_cast<const T*>(gate_up.raw()), static_cast<T*>(out.raw()), out.size(0),
-               out.size(1));
+    launch_pdl(silu_and_mul_kernel<T>, dim3(grid_for(total, 256)), 256, 0,
+               backend::cuda::native_stream(stream), static_cast<const T*>(gate_up.raw()),
+               static_cast<T*>(out.raw()), out.size(0), out.size(1));
   });
 }
 
@@ -145,12 +144,12 @@ void add_bias(const Tensor& y, const Tensor& bias, backend::Stream stream) {
   SGL_DISPATCH_FLOAT(y.dtype(), T, {
     if (bias.dtype() == DType::kBF16) {
       launch_pdl(add_bias_kernel<T, __nv_bfloat16>, dim3(grid_for(total, 256)), 256, 0,
-                 native(stream), static_cast<T*>(y.raw()),
+                 backend::cuda::native_stream(stream), static_cast<T*>(y.raw()),
                  static_cast<const __nv_bfloat16*>(bias.raw()), y.size(0), y.size(1));
     } else {
-      launch_pdl(add_bias_kernel<T, float>, dim3(grid_for(total, 256)), 256, 0, native(stream),
-                 static_cast<T*>(y.raw()), static_cast<const float*>(bias.raw()), y.size(0),
-                 y.size(1));
+      launch_pdl(add_bias_kernel<T, float>, dim3(grid_for(total, 256)), 256, 0,
+                 backend::cuda::native_stream(stream), static_cast<T*>(y.raw()),
+                 static_cast<const float*>(bias.raw()), y.size(0), y.size(1));
     }
   });
 }
@@ -158,13 +157,16 @@ void add_bias(const Tensor& y, const Tensor& bias, backend::Stream stream) {
 void copy_bytes(const void* src, Device src_device, void* dst, Device dst_device, size_t bytes,
                 backend::Stream stream) {
   if (bytes == 0) return;
-  SGL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, native(stream)));
+  SGL_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, backend::cuda::native_stream(stream)));
   // A host destination is read right after return by host code: wait for it.
-  if (dst_device.is_cpu()) SGL_CUDA_CHECK(cudaStreamSynchronize(native(stream)));
+  if (dst_device.is_cpu())
+    SGL_CUDA_CHECK(cudaStreamSynchronize(backend::cuda::native_stream(stream)));
 }
 
 void zero_bytes(void* dst, size_t bytes, backend::Stream stream) {
-  if (bytes > 0) SGL_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, native(stream)));
+  if (bytes > 0)
+    SGL_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, backend::cuda::native_stream(stream)));
 }
 
 }  // namespace sgl::kernels::cuda

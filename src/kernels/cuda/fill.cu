@@ -2,6 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/cuda_fill.h"
 #include "kernels/fill.h"
@@ -34,7 +35,7 @@ void launch(const Tensor& dst, float lo, float scale, uint64_t seed, bool random
   if (n == 0) return;
   const int threads = 256;
   const int64_t blocks = std::min<int64_t>((n + threads - 1) / threads, 132 * 32);
-  auto s = static_cast<cudaStream_t>(stream.native);
+  auto s = backend::cuda::native_stream(stream);
   switch (dst.dtype()) {
     case DType::kF32:
       fill_kernel<<<blocks, threads, 0, s>>>(dst.data<float>(), n, lo, scale, seed, random);

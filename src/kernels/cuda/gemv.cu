@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/mma_m16n8k16.cuh"
 #include "kernels/cuda/common/pdl.cuh"
@@ -211,7 +212,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(const __grid_constant
 // of 8 warps per SM).
 template <int kRowTiles, Epilogue kEpilogue, typename OutT>
 void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
-  const auto s = static_cast<cudaStream_t>(stream.native);
+  const auto s = backend::cuda::native_stream(stream);
   const dim3 grid(static_cast<unsigned>(blocks));
   constexpr int kUnroll = 4 / kRowTiles;
   if (p.m <= kTileTokens) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
 #include "kernels/cuda/common/pdl.cuh"
@@ -148,8 +149,6 @@ bool try_add_rms_norm_vec(const Tensor& x, const Tensor& residual, const Tensor&
   return true;
 }
 
-cudaStream_t native(backend::Stream s) { return static_cast<cudaStream_t>(s.native); }
-
 }  // namespace
 
 void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& out,
@@ -157,10 +156,10 @@ void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& o
   const RowLayout in_rows = row_layout(x), out_rows = row_layout(out);
   if (in_rows.num_rows == 0) return;
   SGL_DISPATCH_FLOAT(x.dtype(), T, {
-    launch_pdl(rms_norm_kernel<T, T>, dim3(in_rows.num_rows), kNormThreads, 0, native(stream),
-               static_cast<const T*>(x.raw()), in_rows, static_cast<T*>(out.raw()), out_rows,
-               static_cast<T*>(nullptr), static_cast<const T*>(weight.raw()),
-               static_cast<float>(eps));
+    launch_pdl(rms_norm_kernel<T, T>, dim3(in_rows.num_rows), kNormThreads, 0,
+               backend::cuda::native_stream(stream), static_cast<const T*>(x.raw()), in_rows,
+               static_cast<T*>(out.raw()), out_rows, static_cast<T*>(nullptr),
+               static_cast<const T*>(weight.raw()), static_cast<float>(eps));
   });
 }
 
@@ -168,16 +167,16 @@ void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& w
                         backend::Stream stream) {
   const RowLayout rows = row_layout(x);
   if (rows.num_rows == 0) return;
-  if (try_add_rms_norm_vec(x, residual, weight, eps, native(stream))) return;
+  if (try_add_rms_norm_vec(x, residual, weight, eps, backend::cuda::native_stream(stream))) return;
   const dim3 grid(rows.num_rows);
   SGL_DISPATCH_FLOAT(x.dtype(), T, {
     if (residual.dtype() == DType::kF32) {
-      launch_pdl(rms_norm_kernel<T, float>, grid, kNormThreads, 0, native(stream),
-                 static_cast<const T*>(x.raw()), rows, static_cast<T*>(x.raw()), rows,
-                 static_cast<float*>(residual.raw()), static_cast<const T*>(weight.raw()),
-                 static_cast<float>(eps));
+      launch_pdl(rms_norm_kernel<T, float>, grid, kNormThreads, 0,
+                 backend::cuda::native_stream(stream), static_cast<const T*>(x.raw()), rows,
+                 static_cast<T*>(x.raw()), rows, static_cast<float*>(residual.raw()),
+                 static_cast<const T*>(weight.raw()), static_cast<float>(eps));
     } else {
-      launch_pdl(rms_norm_kernel<T, T>, grid, kNormThreads, 0, native(stream),
+      launch_pdl(rms_norm_kernel<T, T>, grid, kNormThreads, 0, backend::cuda::native_stream(stream),
                  static_cast<const T*>(x.raw()), rows, static_cast<T*>(x.raw()), rows,
                  static_cast<T*>(residual.raw()), static_cast<const T*>(weight.raw()),
                  static_cast<float>(eps));
@@ -192,10 +191,10 @@ void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tenso
   const dim3 grid(static_cast<unsigned>(q.size(0)), static_cast<unsigned>(q.size(1) + k.size(1)));
   const int threads = (half + 31) / 32 * 32;
   SGL_DISPATCH_FLOAT(q.dtype(), T, {
-    launch_pdl(rope_kernel<T>, grid, threads, 0, native(stream), static_cast<T*>(q.raw()),
-               q.stride(0), q.stride(1), static_cast<int>(q.size(1)), static_cast<T*>(k.raw()),
-               k.stride(0), k.stride(1), positions.data<int32_t>(), cos_sin.data<float>(),
-               static_cast<int>(q.size(2)));
+    launch_pdl(rope_kernel<T>, grid, threads, 0, backend::cuda::native_stream(stream),
+               static_cast<T*>(q.raw()), q.stride(0), q.stride(1), static_cast<int>(q.size(1)),
+               static_cast<T*>(k.raw()), k.stride(0), k.stride(1), positions.data<int32_t>(),
+               cos_sin.data<float>(), static_cast<int>(q.size(2)));
   });
 }
 

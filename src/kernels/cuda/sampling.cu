@@ -1,6 +1,7 @@
 // CUDA sampling: one block per logits row follows the rules of sampling/sampler.h (greedy, then
 // weights, min-p, top-k, top-p and an id-order draw) without sorting the vocabulary.
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/block_reduce.cuh"
 #include "kernels/cuda/common/row_pass.cuh"
 #include "kernels/cuda/cuda_sampling.h"
@@ -114,8 +115,6 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SampleArgs a) {
   }
 }
 
-cudaStream_t native(backend::Stream s) { return static_cast<cudaStream_t>(s.native); }
-
 }  // namespace
 
 void sample_tokens(const Tensor& logits, const SamplingRows& rows, const SampledTokens& out,
@@ -134,7 +133,7 @@ void sample_tokens(const Tensor& logits, const SamplingRows& rows, const Sampled
   args.next_logprobs =
       out.next_token_logprobs.defined() ? out.next_token_logprobs.data<float>() : nullptr;
   const auto blocks = static_cast<unsigned>(logits.size(0));
-  sample_kernel<<<blocks, kSampleThreads, 0, native(stream)>>>(args);
+  sample_kernel<<<blocks, kSampleThreads, 0, backend::cuda::native_stream(stream)>>>(args);
   SGL_CUDA_CHECK_LAUNCH();
   if (out.top_logprobs.defined()) {
     top_logprobs(logits, rows.top_logprobs_num, out.top_logprob_ids, out.top_logprobs, stream);

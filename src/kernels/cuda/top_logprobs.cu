@@ -2,6 +2,7 @@
 // log_softmax, as sampling::top_logprobs_of. One block per row: every thread keeps its own top
 // kMaxTopLogprobs in registers, then k rounds of a block arg-max merge the lists.
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/block_reduce.cuh"
 #include "kernels/cuda/common/row_pass.cuh"
 #include "kernels/cuda/cuda_sampling.h"
@@ -73,8 +74,6 @@ __global__ void __launch_bounds__(kTopThreads) top_logprobs_kernel(TopLogprobsAr
   }
 }
 
-cudaStream_t native(backend::Stream s) { return static_cast<cudaStream_t>(s.native); }
-
 }  // namespace
 
 void top_logprobs(const Tensor& logits, const Tensor& num, const Tensor& out_ids,
@@ -87,8 +86,8 @@ void top_logprobs(const Tensor& logits, const Tensor& num, const Tensor& out_ids
   args.k_max = static_cast<int32_t>(out_ids.size(1));
   args.out_ids = out_ids.data<int32_t>();
   args.out_logprobs = out_logprobs.data<float>();
-  top_logprobs_kernel<<<static_cast<unsigned>(logits.size(0)), kTopThreads, 0, native(stream)>>>(
-      args);
+  top_logprobs_kernel<<<static_cast<unsigned>(logits.size(0)), kTopThreads, 0,
+                        backend::cuda::native_stream(stream)>>>(args);
   SGL_CUDA_CHECK_LAUNCH();
 }
 

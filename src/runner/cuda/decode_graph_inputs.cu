@@ -1,5 +1,6 @@
 // One grid-stride kernel: per-request arrays, indptrs and the KV index list with padding.
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 #include "runner/cuda/decode_graph_inputs.h"
 
 namespace sgl::runner::cuda {
@@ -35,7 +36,7 @@ void pack_decode_inputs(const DecodeArrays& src, int32_t bs, int32_t num_kv,
   const int32_t total = std::max(padded_bs + 1, num_kv + padded_bs - bs);
   const int threads = 256;
   const int blocks = std::min((total + threads - 1) / threads, 1024);
-  pack_decode_inputs_kernel<<<blocks, threads, 0, static_cast<cudaStream_t>(stream.native)>>>(
+  pack_decode_inputs_kernel<<<blocks, threads, 0, backend::cuda::native_stream(stream)>>>(
       src, bs, num_kv, dst, padded_bs);
   SGL_CUDA_CHECK_LAUNCH();
 }
