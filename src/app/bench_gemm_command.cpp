@@ -1,8 +1,9 @@
 // sgl-bench gemm: the decode GEMMs of a model, alone, against the copy-bandwidth and GEMM-peak
 // floors. For each token count it replays one CUDA graph per kind (every layer's qkv, o, gate/up,
 // gate/up with SiLU, down; the LM head) and one for the whole step over random bf16 weights,
-// through the library GEMM and (up to its token limit) our small-batch kernel
-// (kernels/cuda/gemv.h); bytes = the weights, read once; flops = 2 x tokens x weights.
+// through the library GEMM and, up to their token limits, our small-batch kernel
+// (kernels/cuda/gemv.h) and our Hopper GEMM (kernels/cuda/hopper_gemm.h); bytes = the weights, read
+// once; flops = 2 x tokens x weights.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "kernels/activation.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/stream_gemms.h"
 #include "kernels/fill.h"
 #endif
 
@@ -40,10 +42,33 @@ int fail(const Status& s) { return bench_fail("gemm", s); }
 
 #ifdef SGL_WITH_CUDA
 
-enum class GemmImpl { kLibrary, kSmallBatch };
+enum class GemmImpl { kLibrary, kSmallBatch, kHopper };
+constexpr GemmImpl kImpls[] = {GemmImpl::kLibrary, GemmImpl::kSmallBatch, GemmImpl::kHopper};
 
 const char* impl_name(GemmImpl impl) {
-  return impl == GemmImpl::kLibrary ? "library" : "small-batch";
+  switch (impl) {
+    case GemmImpl::kLibrary:
+      return "library";
+    case GemmImpl::kSmallBatch:
+      return "small-batch";
+    case GemmImpl::kHopper:
+      return "hopper";
+  }
+  return "?";
+}
+
+// Whether `impl` runs `m` tokens on this stream's GPU.
+bool impl_runs(GemmImpl impl, int64_t m, backend::Stream stream) {
+  switch (impl) {
+    case GemmImpl::kLibrary:
+      return true;
+    case GemmImpl::kSmallBatch:
+      return m <= kernels::cuda::kGemvMaxTokens;
+    case GemmImpl::kHopper:
+      return m <= kernels::cuda::kHopperGemmMaxTokens &&
+             kernels::cuda::StreamGemms::of(stream).hopper.available();
+  }
+  return false;
 }
 
 // The model's GEMMs one kind at a time (every layer's, from one graph), then all together.
@@ -123,11 +148,15 @@ class DecodeGemms {
     const Tensor qkv = qkv_out_.tensor().slice_rows(0, m);
     const Tensor gu = gate_up_.tensor().slice_rows(0, m);
     const Tensor logits = logits_.tensor().slice_rows(0, m);
+    kernels::cuda::HopperGemm& hopper = kernels::cuda::StreamGemms::of(s).hopper;
     auto linear = [&](const Tensor& in, const Buffer& w, const Tensor& y) {
-      if (impl != GemmImpl::kLibrary) {
-        kernels::cuda::gemv(in, w, Tensor(), y, s);
-      } else {
-        kernels::cuda::linear_library(in, w, Tensor(), y, s);
+      switch (impl) {
+        case GemmImpl::kLibrary:
+          return kernels::cuda::linear_library(in, w, Tensor(), y, s);
+        case GemmImpl::kSmallBatch:
+          return kernels::cuda::gemv(in, w, Tensor(), y, s);
+        case GemmImpl::kHopper:
+          return hopper.run(in, w, Tensor(), y, s);
       }
     };
     const bool all = set == GemmSet::kAll;
@@ -136,8 +165,10 @@ class DecodeGemms {
       if (all || set == GemmSet::kO) linear(a, l.o, out);
       if (set == GemmSet::kGateUp) linear(x, l.gate_up, gu);
       if (all || set == GemmSet::kGateUpSilu) {
-        if (impl != GemmImpl::kLibrary) {
+        if (impl == GemmImpl::kSmallBatch) {
           kernels::cuda::gemv_silu_and_mul(x, l.gate_up, act, s);
+        } else if (impl == GemmImpl::kHopper) {
+          hopper.run_silu_and_mul(x, l.gate_up, act, s);
         } else {
           kernels::cuda::linear_library(x, l.gate_up, Tensor(), gu, s);
           kernels::cuda::silu_and_mul(gu, act, s);
@@ -193,14 +224,12 @@ int run_cuda(const model::ModelConfig& config, const std::vector<int32_t>& token
   // applies.
   for (int32_t m : token_counts) {
     for (GemmSet set : kPerKind) {
-      for (GemmImpl impl : {GemmImpl::kLibrary, GemmImpl::kSmallBatch}) {
-        if (impl != GemmImpl::kLibrary && m > kernels::cuda::kGemvMaxTokens) continue;
-        measure(set, m, impl);
+      for (GemmImpl impl : kImpls) {
+        if (impl_runs(impl, m, stream)) measure(set, m, impl);
       }
     }
-    for (GemmImpl impl : {GemmImpl::kLibrary, GemmImpl::kSmallBatch}) {
-      if (impl != GemmImpl::kLibrary && m > kernels::cuda::kGemvMaxTokens) continue;
-      measure(GemmSet::kAll, m, impl);
+    for (GemmImpl impl : kImpls) {
+      if (impl_runs(impl, m, stream)) measure(GemmSet::kAll, m, impl);
     }
   }
   if (!output_file.empty()) {

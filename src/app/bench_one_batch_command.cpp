@@ -30,7 +30,8 @@ constexpr const char* kUsage =
     R"(usage: sgl-bench one-batch (--model-path DIR|FILE.gguf | --config CONFIG.json)
   [--load-format auto|dummy] [--dtype auto|bfloat16|float32] [--device cuda|cpu]
   [--batch-size 1,8,64,256] [--input-len 128,1024] [--output-len 256]
-  [--max-prefill-tokens 8192] [--attention-backend NAME] [--output-file F.json]
+  [--max-prefill-tokens 8192] [--attention-backend NAME] [--linear-backend auto|hopper]
+  [--output-file F.json]
   [--skip-floors] [--disable-cuda-graph]
 --config implies --load-format dummy (random weights for that config.json).
 )";
@@ -195,6 +196,7 @@ int run_bench_one_batch(int argc, char** argv) {
                                              "--output-file",
                                              "--max-prefill-tokens",
                                              "--attention-backend",
+                                             "--linear-backend",
                                              "--log-level"};
   const std::set<std::string> switch_flags = {"--skip-floors", "--disable-cuda-graph", "--help"};
   auto args = CliArgs::parse(argc, argv, value_flags, switch_flags);
@@ -235,6 +237,7 @@ int run_bench_one_batch(int argc, char** argv) {
   options.device = *device;
   options.dtype = args->get("--dtype").value_or("auto");
   options.attention_backend = args->get("--attention-backend").value_or("auto");
+  options.linear_backend = args->get("--linear-backend").value_or("auto");
   options.max_batch_size = max_bs;
   options.disable_cuda_graph = args->has("--disable-cuda-graph");
   options.max_num_tokens = std::max<int64_t>(*max_prefill, max_bs);

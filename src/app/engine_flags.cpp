@@ -8,6 +8,7 @@ namespace sgl::app {
 const std::set<std::string>& engine_value_flags() {
   static const std::set<std::string> flags = {"--device",
                                               "--attention-backend",
+                                              "--linear-backend",
                                               "--context-length",
                                               "--load-format",
                                               "--dtype",
@@ -35,6 +36,7 @@ const char* engine_flags_usage() {
   return R"(engine flags (SGLang's names):
   --device cpu|cuda[:N]        --attention-backend NAME     --context-length N
   --load-format auto|dummy     --dtype auto|bfloat16|float32 (auto: cpu f32, cuda bf16)
+  --linear-backend auto|hopper (hopper: our sm_90a GEMM for 17-256 tokens)
   --max-running-requests N     --max-prefill-tokens N
   --chunked-prefill-size N     --schedule-policy lpm|dfs-weight|fcfs|lof|random
   --schedule-conservativeness X  --max-total-tokens N (KV slots)  --mem-fraction-static X
@@ -50,6 +52,7 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args) {
   if (!device) return invalid_argument("--device expects cpu, cuda or cuda:N");
   s.runner.device = *device;
   s.runner.attention_backend = args.get("--attention-backend").value_or("auto");
+  s.runner.linear_backend = args.get("--linear-backend").value_or("auto");
   s.runner.load_format = args.get("--load-format").value_or("auto");
   s.runner.dtype = args.get("--dtype").value_or("auto");
   s.runner.disable_cuda_graph = args.has("--disable-cuda-graph");

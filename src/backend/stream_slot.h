@@ -8,7 +8,7 @@ namespace sgl::backend {
 
 // Owned by a stream (CudaStream), reached through Stream handles. The backend sits below the
 // layers that use it, so it stores the object type-erased and never looks inside; the kernels
-// keep their per-stream GEMM state (kernels::cuda::CublasLtGemm) here. Thread-safe: the object
+// keep their per-stream GEMM state (kernels::cuda::StreamGemms) here. Thread-safe: the object
 // is created once (std::call_once); what it does afterwards is its own business.
 class StreamSlot {
  public:

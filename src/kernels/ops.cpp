@@ -1,4 +1,6 @@
 // Op dispatchers: validate arguments once on the host, then run the tensor's backend.
+#include <string>
+
 #include "kernels/activation.h"
 #include "kernels/check_args.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -127,6 +129,23 @@ void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor&
 #else
   detail::no_cuda("linear_silu_and_mul");
 #endif
+}
+
+Status set_linear_backend(backend::Stream stream, std::string_view name) {
+  if (name == "auto") {
+#ifdef SGL_WITH_CUDA
+    if (stream.device.is_cuda()) return cuda::set_hopper_linear(stream, false);
+#endif
+    return Status::ok_status();
+  }
+  if (name != "hopper") {
+    return invalid_argument("--linear-backend '" + std::string(name) +
+                            "' (expected auto or hopper)");
+  }
+#ifdef SGL_WITH_CUDA
+  if (stream.device.is_cuda()) return cuda::set_hopper_linear(stream, true);
+#endif
+  return invalid_argument("--linear-backend hopper needs a CUDA device");
 }
 
 void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream) {

@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "core/logging.h"
 #include "kernels/copy.h"
+#include "kernels/linear.h"
 #include "model/model_registry.h"
 #include "model/model_source.h"
 #include "model/weight_loader.h"
@@ -105,6 +106,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
   allocator_ = make_allocator(options.device);
   owned_stream_ = backend::create_stream(options.device);
   stream_ = owned_stream_->get();
+  SGL_RETURN_IF_ERROR(kernels::set_linear_backend(stream_, options.linear_backend));
 
   SGL_ASSIGN_OR_RETURN(const DType compute, parse_compute_dtype(options.dtype, options.device));
   model::WeightLoader weights(source.weights.get(), *allocator_, compute, stream_, options.seed);

@@ -21,7 +21,8 @@ namespace sgl::runner {
 struct ModelRunnerOptions {
   Device device = Device::cpu();
   std::string attention_backend = "auto";
-  std::string load_format = "auto";  // "auto" (safetensors) or "dummy" (random weights)
+  std::string linear_backend = "auto";  // kernels::set_linear_backend
+  std::string load_format = "auto";     // "auto" (safetensors) or "dummy" (random weights)
   // Weights, activations and KV: "auto" (CPU float32, GPU bfloat16), "bfloat16" (GPU only) or
   // "float32"/"float" (SGLang's names).
   std::string dtype = "auto";

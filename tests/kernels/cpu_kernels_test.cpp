@@ -74,6 +74,17 @@ TEST(CpuKernels, LinearMatchesReferenceWithBiasAndRowStride) {
   }
 }
 
+// --linear-backend: "auto" everywhere; "hopper" is a CUDA kernel, refused on the CPU with a
+// clear error; unknown names are invalid arguments.
+TEST(CpuKernels, LinearBackendNames) {
+  const backend::Stream cpu = backend::Stream::cpu();
+  EXPECT_TRUE(set_linear_backend(cpu, "auto").ok());
+  const Status hopper = set_linear_backend(cpu, "hopper");
+  EXPECT_EQ(hopper.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(hopper.message().find("CUDA"), std::string::npos) << hopper.message();
+  EXPECT_EQ(set_linear_backend(cpu, "cublas").code(), StatusCode::kInvalidArgument);
+}
+
 TEST(CpuKernels, RmsNormAndFusedAdd) {
   const int64_t t = 5, d = 48;
   auto x = random_vec(t * d, 4), r = random_vec(t * d, 5), w = random_vec(d, 6);

@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 
 #include "backend/cuda/native_stream.h"
-#include "backend/stream_slot.h"
 #include "core/check.h"
 #include "kernels/cuda/cuda_data_type.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -83,13 +82,6 @@ CublasLtGemm::CublasLtGemm(void* workspace, size_t workspace_bytes)
 CublasLtGemm::~CublasLtGemm() {
   plans_.clear();
   cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
-}
-
-CublasLtGemm& CublasLtGemm::of(backend::Stream stream) {
-  SGL_CHECK(stream.gemm != nullptr && stream.workspace != nullptr)
-      << "linear on CUDA needs a stream made by CudaStream (GEMM slot and workspace)";
-  return stream.gemm->get_or_create<CublasLtGemm>(
-      [&] { return std::make_unique<CublasLtGemm>(stream.workspace, stream.workspace_bytes); });
 }
 
 const CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key, const void* bias) {

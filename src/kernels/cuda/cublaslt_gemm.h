@@ -21,8 +21,8 @@ namespace sgl::kernels::cuda {
 // The bias rides in cuBLASLt's epilogue (CUBLASLT_EPILOGUE_BIAS) when its dtype is y's (what
 // the epilogue takes); otherwise the GEMM runs plain and add_bias follows.
 //
-// Ownership: one per stream, kept in the CudaStream's GEMM slot (backend/stream_slot.h) and
-// made on the stream's first GEMM; no globals. The cuBLASLt handle is its own; the workspace
+// Ownership: one per stream, part of the stream's StreamGemms (stream_gemms.h), made on the
+// stream's first GEMM; no globals. The cuBLASLt handle is its own; the workspace
 // is the stream's (shared with cuBLAS, safe because both queue on that one stream).
 // Thread-safe: a mutex guards the cache and each call (a cached descriptor carries the bias
 // pointer, set per call). Plans are never evicted: one per (m, n, k, ldx, dtypes, bias, pointer
@@ -39,7 +39,7 @@ class CublasLtGemm {
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
 
-  // The instance of `stream` (a CudaStream's handle), made on first call.
+  // The instance of `stream` (a CudaStream's handle), made on first call (stream_gemms.cpp).
   static CublasLtGemm& of(backend::Stream stream);
 
   // Queues y = x w^T (+ bias) on `stream` (arguments validated by kernels::linear). Returns

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "backend/stream.h"
+#include "core/status.h"
 #include "core/tensor.h"
 
 namespace sgl::kernels::cuda {
@@ -24,6 +25,10 @@ void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor&
                          const Tensor& out, backend::Stream stream);
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
                         backend::Stream stream);
+
+// Sends `stream`'s linear layers of 17-256 tokens to the Hopper GEMM (hopper_gemm.h) or back
+// to cuBLASLt; fails where the GPU cannot run it.
+Status set_hopper_linear(backend::Stream stream, bool enable);
 
 // y[r, :] += bias (used by linear).
 void add_bias(const Tensor& y, const Tensor& bias, backend::Stream stream);

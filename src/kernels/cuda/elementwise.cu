@@ -11,6 +11,7 @@
 #include "kernels/cuda/cuda_copy.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/stream_gemms.h"
 
 namespace sgl::kernels::cuda {
 namespace {
@@ -132,6 +133,13 @@ void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor&
   if (gemv_applies(x, w_gate_up) && out.dtype() == DType::kBF16) {
     gemv_silu_and_mul(x, w_gate_up, out, stream);
     return;
+  }
+  if (x.size(0) > 0 && x.size(0) <= kHopperGemmMaxTokens) {
+    StreamGemms& gemms = StreamGemms::of(stream);
+    if (gemms.hopper_for_linear && gemms.hopper.applies_silu_and_mul(x, w_gate_up, out)) {
+      gemms.hopper.run_silu_and_mul(x, w_gate_up, out, stream);
+      return;
+    }
   }
   linear(x, w_gate_up, Tensor(), gate_up, stream);
   silu_and_mul(gate_up, out, stream);

@@ -2,10 +2,10 @@
 // f32 accumulate, f32 or bf16 out.
 #include <cublas_v2.h>
 
-#include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_data_type.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/stream_gemms.h"
 
 namespace sgl::kernels::cuda {
 namespace {
@@ -34,21 +34,30 @@ void linear_library(const Tensor& x, const Tensor& w, const Tensor& bias, const 
                     backend::Stream stream) {
   if (x.size(0) == 0) return;
   SGL_CHECK(x.dtype() == w.dtype()) << "linear: x and w dtypes differ";
-  if (CublasLtGemm::of(stream).run(x, w, bias, y, stream)) return;
+  if (StreamGemms::of(stream).library.run(x, w, bias, y, stream)) return;
   linear_gemm_ex(x, w, bias, y, stream);
 }
 
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
             backend::Stream stream) {
-  // Decode-sized token counts: our weight-streaming kernel (gemv.h). cuBLASLt streams a very
-  // large weight (an LM head of 1 GB) a little faster (measured on H200: 99% vs. 94% of copy
-  // bandwidth), so those stay with the library.
+  // Decode-sized token counts: our weight-streaming kernel (gemv.h) up to 16 tokens; our
+  // Hopper GEMM (hopper_gemm.h) up to 256 when the stream asks for it (set_linear_backend:
+  // measured on H200 it ties cuBLASLt at 64 tokens and trails it at 256). cuBLASLt streams a very
+  // large weight (an LM head of 1 GB) a little faster at one token (measured on H200: 99% vs. 94%
+  // of copy bandwidth), so those stay with the library.
   constexpr size_t kGemvMaxWeightBytes = size_t{256} << 20;
   if (gemv_applies(x, w) && w.nbytes() <= kGemvMaxWeightBytes &&
       (!bias.defined() || bias.dtype() == DType::kBF16) &&
       (y.dtype() == DType::kBF16 || y.dtype() == DType::kF32)) {
     gemv(x, w, bias, y, stream);
     return;
+  }
+  if (x.size(0) <= kHopperGemmMaxTokens) {
+    StreamGemms& gemms = StreamGemms::of(stream);
+    if (gemms.hopper_for_linear && gemms.hopper.applies(x, w, bias, y)) {
+      gemms.hopper.run(x, w, bias, y, stream);
+      return;
+    }
   }
   linear_library(x, w, bias, y, stream);
 }

@@ -1,0 +1,473 @@
+// The Hopper GEMM's kernel and launcher (see hopper_gemm.h).
+//
+// CTA = 3 warpgroups. Warpgroup 0 is the producer: one thread issues TMA loads of each k-block
+// (64 k) into a ring of stages, each a weight tile of 2 x 64 rows and a token tile, completing
+// on the stage's `full` barrier; it waits on the stage's `empty` barrier before refilling it.
+// Warpgroups 1 and 2 each own 64 weight rows: per stage, four m64nTk16 wgmmas from the
+// swizzled tiles, released one k-block later (one group stays in flight). Cluster x = CTAs of
+// adjacent weight tiles that each load a slice of the shared token tile and multicast it to
+// all (a stage is then refilled only once every member released it); cluster z = CTAs
+// splitting k. After the last k-block the accumulators go to shared memory as a
+// [tokens][128 + 4] f32 tile (the padding spreads a warp's writes over all banks), the cluster
+// synchronizes, and each k-split CTA sums its share of the tile's rows over its split
+// partners' tiles (distributed shared memory) and stores them.
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
+#include "core/check.h"
+#include "kernels/cuda/common/hopper_async.cuh"
+#include "kernels/cuda/common/pdl.cuh"
+#include "kernels/cuda/common/wgmma_bf16.cuh"
+#include "kernels/cuda/hopper_gemm.h"
+#include "kernels/cuda/hopper_gemm_plan.h"
+
+namespace sgl::kernels::cuda {
+namespace {
+
+constexpr int kBlockK = 64;               // k per stage: one 128-byte swizzle row of bf16
+constexpr int kHalfRows = 64;             // weight rows per consumer warpgroup (wgmma M)
+constexpr int kTileRows = 2 * kHalfRows;  // weight rows per CTA
+constexpr int kHalfBytes = kHalfRows * kBlockK * 2;
+constexpr int kThreads = 3 * 128;          // producer + 2 consumer warpgroups
+constexpr int kOutStride = kTileRows + 4;  // floats per token row of the output tile
+
+// One CTA per SM. (Two per SM for token tiles up to 64, each with half the ring, measured
+// slower on H200: 73.6% vs. 77.4% of copy bandwidth over the decode GEMMs at 64 tokens.)
+constexpr int kPipelineBudget = 200 * 1024;
+
+template <int kTokens>
+struct TileConfig {
+  static constexpr int kWeightBytes = 2 * kHalfBytes;
+  static constexpr int kTokenBytes = kTokens * kBlockK * 2;
+  static constexpr int kStageBytes = kWeightBytes + kTokenBytes;
+  static constexpr int kStages = std::min(8, kPipelineBudget / kStageBytes);
+  static constexpr int kOutBytes = kTokens * kOutStride * 4;
+  static constexpr int kBarrierOffset = std::max(kStages * kStageBytes, kOutBytes);
+  static constexpr int kSmemBytes = kBarrierOffset + 2 * kStages * 8 + 1024;  // + alignment
+};
+
+enum class Epilogue { kStore, kSiluMul };
+
+struct Params {
+  int m;                      // tokens
+  int n;                      // output columns (kSiluMul: the intermediate size I)
+  int k_blocks;               // ceil(k / 64)
+  int multicast;              // cluster x (HopperGemmPlan)
+  const __nv_bfloat16* bias;  // [n] or nullptr (kStore)
+  void* y;                    // [m, n] contiguous: bf16, or f32 when y_f32
+  bool y_f32;
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// Registers per thread after the split: 128 x 40 + 256 x 232 <= 64K.
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+
+__device__ __forceinline__ float bf16_round(float v) {
+  return __bfloat162float(__float2bfloat16(v));
+}
+
+// silu(gate) * up, rounded as the unfused path rounds: projections to bf16, silu(gate) to bf16,
+// the product.
+__device__ __forceinline__ float silu_mul(float gate_sum, float up_sum) {
+  const float gate = bf16_round(gate_sum);
+  return bf16_round(gate / (1.f + __expf(-gate))) * bf16_round(up_sum);
+}
+
+__device__ __forceinline__ void store_bf16x4(__nv_bfloat16* dst, float a, float b, float c,
+                                             float d) {
+  const __nv_bfloat162 lo = __floats2bfloat162_rn(a, b), hi = __floats2bfloat162_rn(c, d);
+  uint2 packed;
+  packed.x = *reinterpret_cast<const uint32_t*>(&lo);
+  packed.y = *reinterpret_cast<const uint32_t*>(&hi);
+  *reinterpret_cast<uint2*>(dst) = packed;
+}
+
+// Where a CTA sits: its k-blocks, weight rows and token tile, and the CTAs it shares the token
+// tile with (cluster x: ranks group_rank0 .. + multicast - 1, this one the peer-th).
+struct CtaTile {
+  int kb_begin, num_kb;
+  int row0, row1;  // first weight row of each consumer's half
+  int token0;
+  int multicast, peer;
+  uint32_t group_rank0;
+};
+
+// The producer thread: fills the ring with the CTA's k-blocks. With multicast, each CTA of the
+// group loads 1/multicast of the token rows into every member's stage.
+template <int kTokens>
+__device__ void produce(const CUtensorMap* w_map, const CUtensorMap* x_map, uint8_t* smem,
+                        uint64_t* full, uint64_t* empty, const CtaTile& t) {
+  using Cfg = TileConfig<kTokens>;
+  const uint64_t read_once = hopper::policy_evict_first(), reread = hopper::policy_evict_last();
+  const int slice_rows = kTokens / t.multicast;
+  const uint16_t group_mask = static_cast<uint16_t>(((1u << t.multicast) - 1) << t.group_rank0);
+  auto load_weights = [&](int i, int s) {
+    uint8_t* stage = smem + s * Cfg::kStageBytes;
+    hopper::mbarrier_arrive_expect_tx(&full[s], Cfg::kStageBytes);
+    const int k0 = (t.kb_begin + i) * kBlockK;
+    hopper::tma_load_2d(stage, w_map, &full[s], k0, t.row0, read_once);
+    hopper::tma_load_2d(stage + kHalfBytes, w_map, &full[s], k0, t.row1, read_once);
+  };
+  auto load_tokens = [&](int i, int s) {
+    uint8_t* tokens = smem + s * Cfg::kStageBytes + Cfg::kWeightBytes;
+    const int k0 = (t.kb_begin + i) * kBlockK;
+    if (t.multicast == 1) {
+      hopper::tma_load_2d(tokens, x_map, &full[s], k0, t.token0, reread);
+    } else {
+      hopper::tma_load_2d_multicast(tokens + t.peer * slice_rows * 128, x_map, &full[s], k0,
+                                    t.token0 + t.peer * slice_rows, group_mask, reread);
+    }
+  };
+  // Weights are written by nobody upstream: the first stages' loads go out before the wait
+  // on the previous kernel (pdl.cuh), the tokens' after it.
+  const int prologue = min(Cfg::kStages, t.num_kb);
+  for (int i = 0; i < prologue; ++i) load_weights(i, i);
+  pdl_wait();
+  for (int i = 0; i < prologue; ++i) load_tokens(i, i);
+  for (int i = prologue; i < t.num_kb; ++i) {
+    const int s = i % Cfg::kStages;
+    // Released by both consumers of every CTA in the group: all their copies of stage s.
+    hopper::mbarrier_wait(&empty[s], ((i / Cfg::kStages) - 1) & 1);
+    load_weights(i, s);
+    load_tokens(i, s);
+  }
+}
+
+// A consumer warpgroup: its 64 weight rows x kTokens tokens over the ring's k-blocks, then the
+// fragment into the output tile (rows = tokens, columns = the CTA's 128 weight rows). One
+// k-block's MMAs stay in flight while the next is issued; a stage is released (to the
+// producers of every CTA that multicasts into it) once the MMAs reading it are done.
+template <int kTokens>
+__device__ void consume(uint8_t* smem, uint64_t* full, uint64_t* empty, const CtaTile& t,
+                        int half) {
+  using Cfg = TileConfig<kTokens>;
+  using Mma = WgmmaBf16<kTokens>;
+  float acc[Mma::kAccumulators];
+#pragma unroll
+  for (int j = 0; j < Mma::kAccumulators; ++j) acc[j] = 0.f;
+  const uint32_t ring = hopper::smem_addr(smem);
+  // Lane j < multicast of the warpgroup's first warp releases the stage to group member j
+  // (one warp instruction for all members: a remote arrival carries a GPU-scope fence).
+  const int lane_in_group = threadIdx.x % 128;
+  const bool releaser = lane_in_group < t.multicast;
+  auto release = [&](int s) {
+    if (t.multicast == 1) {
+      hopper::mbarrier_arrive(&empty[s]);
+    } else {
+      hopper::mbarrier_arrive_cluster(
+          hopper::cluster_map(hopper::smem_addr(&empty[s]), t.group_rank0 + lane_in_group));
+    }
+  };
+  for (int i = 0; i < t.num_kb; ++i) {
+    const int s = i % Cfg::kStages;
+    hopper::mbarrier_wait(&full[s], (i / Cfg::kStages) & 1);
+    const uint32_t w_tile = ring + s * Cfg::kStageBytes + half * kHalfBytes;
+    const uint32_t x_tile = ring + s * Cfg::kStageBytes + Cfg::kWeightBytes;
+    hopper::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockK / 16; ++kk) {
+      Mma::mma(acc, hopper::sw128_kmajor_desc(w_tile + kk * 32),
+               hopper::sw128_kmajor_desc(x_tile + kk * 32));
+    }
+    hopper::wgmma_commit();
+    hopper::wgmma_wait<1>();  // k-block i - 1's MMAs are done
+    if (releaser && i > 0) release((i - 1) % Cfg::kStages);
+  }
+  hopper::wgmma_wait<0>();  // the last stage is never refilled: no release needed
+  // Both warpgroups are done with the ring before its memory becomes the output tile.
+  hopper::named_barrier(1, 256);
+  float* tile = reinterpret_cast<float*>(smem);
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+  const int row = half * kHalfRows + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < Mma::kAccumulators; ++j) {
+    const int token = (j / 4) * 8 + (lane % 4) * 2 + (j % 2);
+    tile[token * kOutStride + row + 8 * ((j / 2) % 2)] = acc[j];
+  }
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// grid (feature tiles, token tiles, splits); cluster (multicast, 1, splits). kStore: feature
+// tile f is weight rows [128 f, 128 f + 128); kSiluMul: gate rows [64 f, 64 f + 64) and the up
+// rows n further.
+template <int kTokens, Epilogue kEpilogue>
+__global__ void __launch_bounds__(kThreads, 1)
+    hopper_gemm_kernel(const __grid_constant__ CUtensorMap w_map,
+                       const __grid_constant__ CUtensorMap x_map, const Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Cfg = TileConfig<kTokens>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  auto* full = reinterpret_cast<uint64_t*>(smem + Cfg::kBarrierOffset);
+  uint64_t* empty = full + Cfg::kStages;
+  constexpr bool kSilu = kEpilogue == Epilogue::kSiluMul;
+  const int splits = static_cast<int>(gridDim.z), split = static_cast<int>(blockIdx.z);
+  const int peer = static_cast<int>(blockIdx.x) % p.multicast;
+  const int col0 = static_cast<int>(blockIdx.x) * (kSilu ? kHalfRows : kTileRows);
+  CtaTile t;
+  t.kb_begin = split * p.k_blocks / splits;
+  t.num_kb = (split + 1) * p.k_blocks / splits - t.kb_begin;
+  t.row0 = col0;
+  t.row1 = kSilu ? p.n + col0 : col0 + kHalfRows;
+  t.token0 = static_cast<int>(blockIdx.y) * kTokens;
+  t.multicast = p.multicast;
+  t.peer = peer;
+  t.group_rank0 = static_cast<uint32_t>(split * p.multicast);  // cluster rank = x + multicast z
+  const int warpgroup = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      hopper::mbarrier_init(&full[s], 1);
+      hopper::mbarrier_init(&empty[s], 2 * p.multicast);
+    }
+    hopper::fence_barrier_init();
+    hopper::prefetch_tensor_map(&w_map);
+    hopper::prefetch_tensor_map(&x_map);
+  }
+  // Peers multicast into this CTA's ring and arrive on its barriers: all are initialized first.
+  if (p.multicast > 1) {
+    hopper::cluster_sync();
+  } else {
+    __syncthreads();
+  }
+
+  if (warpgroup == 0) {
+    hopper::warpgroup_reg_dealloc<kProducerRegs>();
+    if (threadIdx.x == 0) produce<kTokens>(&w_map, &x_map, smem, full, empty, t);
+  } else {
+    hopper::warpgroup_reg_alloc<kConsumerRegs>();
+    consume<kTokens>(smem, full, empty, t, warpgroup - 1);
+  }
+
+  // Every CTA's partial tile is written (and every producer has waited on the previous
+  // kernel, so the grid's completion implies its predecessor's).
+  __syncwarp();
+  hopper::cluster_sync();
+  pdl_launch_dependents();
+
+  // This CTA's share (split-th of `splits`) of the tile's (token, 4-column chunk) items, summed
+  // over the partial tiles of the CTAs at the same x in the cluster (ranks peer + multicast q).
+  constexpr int kOutCols = kSilu ? kHalfRows : kTileRows;
+  constexpr int kChunks = kOutCols / 4;
+  const int valid_tokens = min(kTokens, p.m - t.token0);
+  const int items = valid_tokens * kChunks;
+  const int first = split * items / splits, last = (split + 1) * items / splits;
+  const uint32_t tile = hopper::smem_addr(smem);
+  for (int item = first + threadIdx.x; item < last; item += kThreads) {
+    const int tok = item / kChunks, c = (item % kChunks) * 4;
+    const int col = col0 + c;
+    if (col >= p.n) continue;  // n % 8 == 0: a chunk is wholly in or out
+    const uint32_t at = tile + (tok * kOutStride + c) * 4;
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f), up = sum;
+    for (int q = 0; q < splits; ++q) {
+      const uint32_t rank = static_cast<uint32_t>(peer + q * p.multicast);
+      const float4 v = hopper::cluster_load_f4(hopper::cluster_map(at, rank));
+      sum = make_float4(sum.x + v.x, sum.y + v.y, sum.z + v.z, sum.w + v.w);
+      if constexpr (kSilu) {
+        const float4 u = hopper::cluster_load_f4(hopper::cluster_map(at + kHalfRows * 4, rank));
+        up = make_float4(up.x + u.x, up.y + u.y, up.z + u.z, up.w + u.w);
+      }
+    }
+    const int64_t out = static_cast<int64_t>(t.token0 + tok) * p.n + col;
+    if constexpr (kSilu) {
+      store_bf16x4(static_cast<__nv_bfloat16*>(p.y) + out, silu_mul(sum.x, up.x),
+                   silu_mul(sum.y, up.y), silu_mul(sum.z, up.z), silu_mul(sum.w, up.w));
+    } else {
+      if (p.bias != nullptr) {
+        sum.x += __bfloat162float(p.bias[col]);
+        sum.y += __bfloat162float(p.bias[col + 1]);
+        sum.z += __bfloat162float(p.bias[col + 2]);
+        sum.w += __bfloat162float(p.bias[col + 3]);
+      }
+      if (p.y_f32) {
+        *reinterpret_cast<float4*>(static_cast<float*>(p.y) + out) = sum;
+      } else {
+        store_bf16x4(static_cast<__nv_bfloat16*>(p.y) + out, sum.x, sum.y, sum.z, sum.w);
+      }
+    }
+  }
+  // No CTA leaves while another may still read its tile.
+  hopper::cluster_sync();
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+using KernelFn = void (*)(CUtensorMap, CUtensorMap, Params);
+
+template <Epilogue kEpilogue>
+KernelFn kernel_for(int token_tile) {
+  switch (token_tile) {
+    case 16:
+      return hopper_gemm_kernel<16, kEpilogue>;
+    case 32:
+      return hopper_gemm_kernel<32, kEpilogue>;
+    case 64:
+      return hopper_gemm_kernel<64, kEpilogue>;
+    case 128:
+      return hopper_gemm_kernel<128, kEpilogue>;
+    default:
+      return hopper_gemm_kernel<256, kEpilogue>;
+  }
+}
+
+int smem_bytes_for(int token_tile) {
+  switch (token_tile) {
+    case 16:
+      return TileConfig<16>::kSmemBytes;
+    case 32:
+      return TileConfig<32>::kSmemBytes;
+    case 64:
+      return TileConfig<64>::kSmemBytes;
+    case 128:
+      return TileConfig<128>::kSmemBytes;
+    default:
+      return TileConfig<256>::kSmemBytes;
+  }
+}
+
+constexpr int kTokenTiles[] = {16, 32, 64, 128, 256};
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// x: bf16 [m, k] with 16-byte aligned rows; w: bf16 [rows, k] contiguous.
+bool operands_fit(const Tensor& x, const Tensor& w) {
+  return x.ndim() == 2 && w.ndim() == 2 && x.dtype() == DType::kBF16 && w.dtype() == DType::kBF16 &&
+         x.size(1) == w.size(1) && x.size(1) % 8 == 0 && x.stride(1) == 1 && x.stride(0) % 8 == 0 &&
+         aligned16(x.raw()) && w.is_contiguous() && aligned16(w.raw()) && x.size(0) >= 1 &&
+         x.size(0) <= INT32_MAX && w.size(0) <= INT32_MAX && x.size(1) <= INT32_MAX;
+}
+
+}  // namespace
+
+struct HopperGemm::Launch {
+  Epilogue epilogue;
+  const Tensor& x;
+  const Tensor& w;
+  const __nv_bfloat16* bias;
+  const Tensor& y;
+  int64_t feature_tiles;
+};
+
+HopperGemm::HopperGemm(int device_index) {
+  int major = 0, minor = 0;
+  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index));
+  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_index));
+  available_ = major == 9 && minor == 0;
+  if (!available_) return;
+  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_index));
+  encoder_ = std::make_unique<TensorMapEncoder>();
+  // Kernel attributes are per device: set them on `device_index`, then restore the caller's.
+  int previous = 0;
+  SGL_CUDA_CHECK(cudaGetDevice(&previous));
+  SGL_CUDA_CHECK(cudaSetDevice(device_index));
+  for (int tile : kTokenTiles) {
+    for (KernelFn fn : {kernel_for<Epilogue::kStore>(tile), kernel_for<Epilogue::kSiluMul>(tile)}) {
+      SGL_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          smem_bytes_for(tile)));
+    }
+  }
+  SGL_CUDA_CHECK(cudaSetDevice(previous));
+}
+
+bool HopperGemm::applies(const Tensor& x, const Tensor& w, const Tensor& bias,
+                         const Tensor& y) const {
+  return available_ && operands_fit(x, w) && w.size(0) % 8 == 0 && y.ndim() == 2 &&
+         y.is_contiguous() && y.size(0) == x.size(0) && y.size(1) == w.size(0) &&
+         (y.dtype() == DType::kBF16 || y.dtype() == DType::kF32) && aligned16(y.raw()) &&
+         (!bias.defined() ||
+          (bias.dtype() == DType::kBF16 && bias.is_contiguous() && bias.numel() == w.size(0)));
+}
+
+bool HopperGemm::applies_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out) const {
+  return available_ && operands_fit(x, w) && w.size(0) % 16 == 0 && out.ndim() == 2 &&
+         out.is_contiguous() && out.dtype() == DType::kBF16 && out.size(0) == x.size(0) &&
+         out.size(1) * 2 == w.size(0) && aligned16(out.raw());
+}
+
+void HopperGemm::run(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+                     backend::Stream stream) {
+  SGL_CHECK(applies(x, w, bias, y)) << "hopper gemm: operands it does not take";
+  const auto* b = bias.defined() ? static_cast<const __nv_bfloat16*>(bias.raw()) : nullptr;
+  launch({Epilogue::kStore, x, w, b, y, (w.size(0) + kTileRows - 1) / kTileRows}, stream);
+}
+
+void HopperGemm::run_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out,
+                                  backend::Stream stream) {
+  SGL_CHECK(applies_silu_and_mul(x, w, out)) << "hopper gemm: operands it does not take";
+  launch({Epilogue::kSiluMul, x, w, nullptr, out, (out.size(1) + kHalfRows - 1) / kHalfRows},
+         stream);
+}
+
+int HopperGemm::resident_clusters(int token_tile, int multicast, int splits) {
+  const auto key = std::make_tuple(token_tile, multicast, splits);
+  if (auto it = resident_.find(key); it != resident_.end()) return it->second;
+  const KernelFn fn = kernel_for<Epilogue::kStore>(token_tile);
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = static_cast<unsigned>(multicast);
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = static_cast<unsigned>(splits);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(multicast), 1, static_cast<unsigned>(splits));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = smem_bytes_for(token_tile);
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, fn, &config) != cudaSuccess) {
+    (void)cudaGetLastError();  // this cluster shape cannot be resident: never chosen
+    clusters = 0;
+  }
+  resident_[key] = clusters;
+  return clusters;
+}
+
+void HopperGemm::launch(const Launch& l, backend::Stream stream) {
+  const int64_t m = l.x.size(0), k = l.x.size(1);
+  const int64_t k_blocks = (k + kBlockK - 1) / kBlockK;
+  HopperGemmPlan plan;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    plan = plan_hopper_gemm(m, l.feature_tiles, k_blocks, [&](int tile, int multicast, int splits) {
+      return resident_clusters(tile, multicast, splits);
+    });
+  }
+  const CUtensorMap w_map = encoder_->bf16_rows_sw128(l.w.raw(), l.w.size(0), k, k, kHalfRows);
+  const CUtensorMap x_map =
+      encoder_->bf16_rows_sw128(l.x.raw(), m, k, l.x.stride(0), plan.token_tile / plan.multicast);
+  const Params params{static_cast<int>(m),
+                      static_cast<int>(l.y.size(1)),
+                      static_cast<int>(k_blocks),
+                      plan.multicast,
+                      l.bias,
+                      l.y.raw(),
+                      l.y.dtype() == DType::kF32};
+  cudaLaunchAttribute attribute[2];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  attribute[1].id = cudaLaunchAttributeClusterDimension;
+  attribute[1].val.clusterDim.x = static_cast<unsigned>(plan.multicast);
+  attribute[1].val.clusterDim.y = 1;
+  attribute[1].val.clusterDim.z = static_cast<unsigned>(plan.splits);
+  cudaLaunchConfig_t config = {};
+  config.gridDim =
+      dim3(static_cast<unsigned>(l.feature_tiles), static_cast<unsigned>(plan.token_tiles),
+           static_cast<unsigned>(plan.splits));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = smem_bytes_for(plan.token_tile);
+  config.stream = backend::cuda::native_stream(stream);
+  config.attrs = attribute;
+  config.numAttrs = 2;
+  const KernelFn fn = l.epilogue == Epilogue::kStore
+                          ? kernel_for<Epilogue::kStore>(plan.token_tile)
+                          : kernel_for<Epilogue::kSiluMul>(plan.token_tile);
+  SGL_CUDA_CHECK(cudaLaunchKernelEx(&config, fn, w_map, x_map, params));
+}
+
+}  // namespace sgl::kernels::cuda

@@ -1,0 +1,69 @@
+// HopperGemm: our linear layer for decode-sized batches on Hopper (sm_90a), y[m, n] =
+// x[m, k] w[n, k]^T in bf16 with f32 accumulation, for 16 < m <= a few hundred tokens, where
+// every weight byte is read once per step and the library's short GEMMs lose their ramp and
+// tail. The weight is the wgmma A operand (64 rows per consumer warpgroup, 128 per CTA), the
+// tokens its N dimension; TMA streams both through a shared-memory ring that one producer warp
+// fills while two consumer warpgroups multiply. CTAs of adjacent weight tiles form a cluster
+// whose members each load a slice of the shared token tile and multicast it to all, cutting
+// the L2 traffic that re-reading tokens costs at 128-256 tokens. Shapes with few output tiles
+// also split k across the cluster's CTAs and sum the partials through distributed shared
+// memory, so there is no workspace and no second kernel; the output tile leaves through shared
+// memory in 16-byte rows. The fused gate/up + SiLU variant puts 64 gate rows and the 64 matching up
+// rows in one CTA and writes silu(gate) * up. Programmatic launch: the first stages' weight
+// loads are issued before waiting on the previous kernel.
+//
+// Ownership: one per stream (StreamGemms, stream_gemms.h), holding the device's facts (SM
+// count, cluster residency per tile shape) and the tensor-map encoder. Thread-safe. CUDA
+// graphs: run() queues one kernel launch with the tensor maps as by-value parameters.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "backend/stream.h"
+#include "core/tensor.h"
+#include "kernels/cuda/tensor_map.h"
+
+namespace sgl::kernels::cuda {
+
+// With --linear-backend hopper, linear() sends token counts in (kGemvMaxTokens,
+// kHopperGemmMaxTokens] here; longer prefills stay with cuBLASLt.
+inline constexpr int64_t kHopperGemmMaxTokens = 256;
+
+class HopperGemm {
+ public:
+  explicit HopperGemm(int device_index);
+
+  // Whether this GPU runs the kernel (compute capability 9.0: it is built as sm_90a only).
+  bool available() const { return available_; }
+
+  // Whether run() takes this problem: available, bf16 x and w, x rows 16-byte aligned with
+  // k % 8 == 0, w contiguous, n % 8 == 0, y contiguous bf16 or f32, bias bf16 or undefined.
+  bool applies(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) const;
+  // The same for run_silu_and_mul: w = [gate; up]: [2I, k], out: [m, I] bf16 with I % 8 == 0.
+  bool applies_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out) const;
+
+  // y = x w^T (+ bias), queued on `stream`.
+  void run(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+           backend::Stream stream);
+  // out = silu(x gate^T) * (x up^T), rounded as the unfused ops round (each projection and
+  // silu to bf16).
+  void run_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out,
+                        backend::Stream stream);
+
+ private:
+  struct Launch;
+  void launch(const Launch& l, backend::Stream stream);
+  // Clusters of this shape resident at once; cached, mu_ held by the caller.
+  int resident_clusters(int token_tile, int multicast, int splits);
+
+  bool available_ = false;
+  int sm_count_ = 0;
+  std::unique_ptr<TensorMapEncoder> encoder_;  // set when available
+  std::mutex mu_;
+  std::map<std::tuple<int, int, int>, int> resident_;  // (tile, multicast, splits); mu_
+};
+
+}  // namespace sgl::kernels::cuda

@@ -1,0 +1,132 @@
+// Our Hopper GEMM (kernels/cuda/hopper_gemm.h) against the CPU linear: token counts across
+// every token tile and past one tile, output widths from one tile to many, k from one k-block
+// to splits across a cluster, strided x, bias, bf16 and f32 outputs, and the fused gate/up +
+// SiLU; plus what it declines. Skips where the GPU is not compute capability 9.0. Label: cuda.
+#include <gtest/gtest.h>
+
+#include <tuple>
+#include <vector>
+
+#include "cuda_linear_fixture.h"
+#include "kernels/cuda/hopper_gemm.h"
+#include "kernels/cuda/stream_gemms.h"
+#include "kernels/linear.h"
+
+namespace sgl::kernels {
+namespace {
+
+class CudaHopperGemm : public test::CudaLinearTest {
+ protected:
+  void SetUp() override {
+    if (!hopper().available()) GTEST_SKIP() << "needs a compute capability 9.0 GPU";
+  }
+  cuda::HopperGemm& hopper() { return cuda::StreamGemms::of(stream_.get()).hopper; }
+};
+
+TEST_F(CudaHopperGemm, MatchesCpuLinearOverShapes) {
+  // (n, k): one partial feature tile and one k-block; awkward sizes; few feature tiles with a
+  // long k (k split across a cluster); Llama-3-8B's o projection.
+  const std::vector<std::tuple<int64_t, int64_t>> shapes = {
+      {8, 64}, {136, 72}, {1000, 520}, {264, 4104}, {4096, 4096}};
+  for (auto [n, k] : shapes) {
+    for (int64_t m : {1, 17, 33, 64, 100, 129, 256, 300}) {
+      if (n * k > 1'000'000 && m != 64 && m != 256) continue;  // keep the CPU reference quick
+      const int64_t x_cols = k + 8;  // x lives in the first k columns of wider rows
+      Buffer x_wide = host_random({m, x_cols}, 1.f);
+      Buffer w = host_random({n, k}, 0.1f), bias = host_random({n}, 1.f);
+      const Tensor x = x_wide.tensor().slice_last(0, k);
+      Buffer want(cpu_allocator(), DType::kF32, {m, n}),
+          want_nobias(cpu_allocator(), DType::kF32, {m, n});
+      linear(x, w, bias, want, cpu_);
+      linear(x, w, Tensor(), want_nobias, cpu_);
+      Buffer magnitude(cpu_allocator(), DType::kF32, {m, n});
+      linear(absolute(x), absolute(w), absolute(bias), magnitude, cpu_);
+
+      Buffer dx = to_device(x_wide), dw = to_device(w), db = to_device(bias);
+      const Tensor dx_view = dx.tensor().slice_last(0, k);
+      Buffer y32 = poisoned(DType::kF32, {m, n});
+      ASSERT_TRUE(hopper().applies(dx_view, dw, db, y32)) << m << "x" << n << "x" << k;
+      hopper().run(dx_view, dw, db, y32, stream_.get());
+      // f32 out: only the summation order differs from the CPU's.
+      EXPECT_LT(err_over_magnitude(to_host(y32), want, magnitude), 1e-5)
+          << m << "x" << n << "x" << k << " f32";
+      Buffer y16 = poisoned(DType::kBF16, {m, n});
+      hopper().run(dx_view, dw, Tensor(), y16, stream_.get());
+      EXPECT_LT(rel_err(to_host(y16), want_nobias), 1e-2) << m << "x" << n << "x" << k;
+      // The op, with this stream's linear layers sent to the Hopper GEMM.
+      ASSERT_TRUE(set_linear_backend(stream_.get(), "hopper").ok());
+      Buffer via_op = poisoned(DType::kBF16, {m, n});
+      linear(dx_view, dw, db, via_op, stream_.get());
+      EXPECT_LT(rel_err(to_host(via_op), want), 1e-2) << m << "x" << n << "x" << k << " op";
+    }
+  }
+}
+
+TEST_F(CudaHopperGemm, FusedGateUpSiluMatchesUnfusedOps) {
+  for (int64_t inter : {8, 200, 1000}) {
+    for (int64_t k : {64, 1288, 4096}) {
+      for (int64_t m : {17, 64, 200, 256}) {
+        Buffer x = host_random({m, k}, 1.f), w = host_random({2 * inter, k}, 0.2f);
+        Buffer want = silu_mul_reference(x, w, inter);
+        Buffer dx = to_device(x), dw = to_device(w);
+        Buffer out = poisoned(DType::kBF16, {m, inter});
+        ASSERT_TRUE(hopper().applies_silu_and_mul(dx, dw, out));
+        hopper().run_silu_and_mul(dx, dw, out, stream_.get());
+        EXPECT_LT(rel_err(to_host(out), want), 2e-2) << m << "x" << inter << "x" << k;
+        // The op, with this stream's linear layers sent to the Hopper GEMM.
+        ASSERT_TRUE(set_linear_backend(stream_.get(), "hopper").ok());
+        Buffer scratch(gpu_, DType::kBF16, {m, 2 * inter});
+        Buffer via_op = poisoned(DType::kBF16, {m, inter});
+        linear_silu_and_mul(dx, dw, scratch, via_op, stream_.get());
+        EXPECT_LT(rel_err(to_host(via_op), want), 2e-2) << m << "x" << inter << "x" << k;
+      }
+    }
+  }
+}
+
+// Repeated runs of one shape give bit-identical results (no race in the cluster reduction).
+TEST_F(CudaHopperGemm, Deterministic) {
+  const int64_t m = 200, n = 264, k = 4104;
+  Buffer x = to_device(host_random({m, k}, 1.f)), w = to_device(host_random({n, k}, 0.1f));
+  Buffer first(gpu_, DType::kF32, {m, n}), again(gpu_, DType::kF32, {m, n});
+  hopper().run(x, w, Tensor(), first, stream_.get());
+  Buffer want = to_host(first);
+  for (int rep = 0; rep < 20; ++rep) {
+    hopper().run(x, w, Tensor(), again, stream_.get());
+    Buffer got = to_host(again);
+    for (int64_t i = 0; i < m * n; ++i) {
+      ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << "rep " << rep << " at " << i;
+    }
+  }
+}
+
+TEST_F(CudaHopperGemm, LinearBackendIsPerStream) {
+  EXPECT_TRUE(set_linear_backend(stream_.get(), "hopper").ok());
+  EXPECT_TRUE(cuda::StreamGemms::of(stream_.get()).hopper_for_linear);
+  backend::CudaStream other(0);
+  EXPECT_FALSE(cuda::StreamGemms::of(other.get()).hopper_for_linear);
+  EXPECT_TRUE(set_linear_backend(stream_.get(), "auto").ok());
+  EXPECT_FALSE(cuda::StreamGemms::of(stream_.get()).hopper_for_linear);
+  EXPECT_EQ(set_linear_backend(stream_.get(), "cutlass").code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(CudaHopperGemm, DeclinesWhatItCannotTake) {
+  Buffer w(gpu_, DType::kBF16, {32, 64}), x(gpu_, DType::kBF16, {20, 64});
+  Buffer y(gpu_, DType::kBF16, {20, 32});
+  EXPECT_TRUE(hopper().applies(x, w, Tensor(), y));
+  Buffer w_odd_n(gpu_, DType::kBF16, {36, 64}), y_odd_n(gpu_, DType::kBF16, {20, 36});
+  EXPECT_FALSE(hopper().applies(x, w_odd_n, Tensor(), y_odd_n));  // n % 8 != 0
+  Buffer w_odd_k(gpu_, DType::kBF16, {32, 60}), x_odd_k(gpu_, DType::kBF16, {20, 60});
+  EXPECT_FALSE(hopper().applies(x_odd_k, w_odd_k, Tensor(), y));  // k % 8 != 0
+  Buffer w32(gpu_, DType::kF32, {32, 64}), x32(gpu_, DType::kF32, {20, 64});
+  EXPECT_FALSE(hopper().applies(x32, w32, Tensor(), y));  // f32 runs through cuBLASLt
+  Buffer f32_bias(gpu_, DType::kF32, {32});
+  EXPECT_FALSE(hopper().applies(x, w, f32_bias, y));
+  Buffer out(gpu_, DType::kBF16, {20, 16});
+  EXPECT_TRUE(hopper().applies_silu_and_mul(x, w, out));
+  Buffer out_f32(gpu_, DType::kF32, {20, 16});
+  EXPECT_FALSE(hopper().applies_silu_and_mul(x, w, out_f32));
+}
+
+}  // namespace
+}  // namespace sgl::kernels
