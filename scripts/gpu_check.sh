@@ -10,7 +10,11 @@
 #                                        Llama-3-8B; SGL_BENCH_ARGS overrides its cases), print a
 #                                        short table last; JSON and logs land in $OUT;
 #                                        SGL_GPU_SERVING=1 adds scripts/gpu_serving_bench.sh
-#                                        (sgl-server + sgl-bench serving, dummy Llama-3-8B)
+#                                        (sgl-server + sgl-bench serving, dummy Llama-3-8B);
+#                                        SGL_GPU_PARITY_8B=1 adds the transformers parity of a
+#                                        random Llama-3-8B (SGL_PARITY_8B_FLAGS: more engine flags
+#                                        for sgl-generate, e.g. "--linear-backend hopper
+#                                        --chunked-prefill-size 64")
 # Device call: run(command="scripts/gpu_check.sh run", carry=[".carry"]).
 # SGL_GPU_TARGETS="a b" limits the build to those targets.
 set -euo pipefail
@@ -105,12 +109,14 @@ run() {
     ${SGL_OFFLINE_ARGS:---num-prompts 256 --random-input-len 1024 --random-output-len 256 --max-running-requests 64}
   # Full-scale parity with transformers (SGL_GPU_PARITY_8B=1; several minutes): a random
   # Llama-3-8B-shaped checkpoint made and decoded by transformers, then by sgl-generate.
+  # shellcheck disable=SC2086  # SGL_PARITY_8B_FLAGS is a word list
   if [ "${SGL_GPU_PARITY_8B:-0}" = 1 ]; then
     local dir=/tmp/llama8b_random
     rm -rf "$dir" && mkdir -p "$dir"
     if python3 scripts/transformers_8b_parity.py make "$dir" --config "$root/configs/llama-3-8b.json" \
          >"$log/parity_8b.log" 2>&1 &&
        "$root/gpu/sgl-generate" --device cuda --model-path "$dir" --batch-file "$dir/batch.jsonl" \
+         ${SGL_PARITY_8B_FLAGS:-} \
          >"$log/parity_8b_ours.jsonl" 2>>"$log/parity_8b.log" &&
        python3 scripts/transformers_8b_parity.py compare "$dir" "$log/parity_8b_ours.jsonl" \
          >>"$log/parity_8b.log" 2>&1; then
