@@ -239,6 +239,7 @@ int run_bench_one_batch(int argc, char** argv) {
   options.attention_backend = args->get("--attention-backend").value_or("auto");
   options.linear_backend = args->get("--linear-backend").value_or("auto");
   options.max_batch_size = max_bs;
+  options.max_logit_rows = max_bs;  // one row per request: nothing here scores prompts
   options.disable_cuda_graph = args->has("--disable-cuda-graph");
   options.max_num_tokens = std::max<int64_t>(*max_prefill, max_bs);
   options.context_length = max_in + static_cast<int32_t>(*output_len);

@@ -112,7 +112,9 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
   model::WeightLoader weights(source.weights.get(), *allocator_, compute, stream_, options.seed);
   model::ModelOptions model_options;
   model_options.max_num_tokens = options.max_num_tokens;
-  model_options.max_logit_rows = std::max(options.max_num_tokens, options.max_batch_size);
+  model_options.max_logit_rows = options.max_logit_rows > 0
+                                     ? std::max(options.max_logit_rows, options.max_batch_size)
+                                     : std::max(options.max_num_tokens, options.max_batch_size);
   model_options.max_positions = context_length_;
   SGL_ASSIGN_OR_RETURN(model_, model::create_model(config, weights, *allocator_, model_options));
 

@@ -28,8 +28,11 @@ struct ModelRunnerOptions {
   std::string dtype = "auto";
   int64_t max_num_tokens = 8192;  // tokens in one forward pass
   int64_t max_batch_size = 256;   // requests in one forward pass
-  int64_t context_length = 0;     // 0 = the model's max_position_embeddings
-  int64_t num_kv_slots = 0;       // 0 = size from free memory and mem_fraction_static
+  // Rows of logits one forward may return (f32 x vocab each, on the device and pinned on the
+  // host): 0 = max(max_num_tokens, max_batch_size), so any batch may score every token.
+  int64_t max_logit_rows = 0;
+  int64_t context_length = 0;  // 0 = the model's max_position_embeddings
+  int64_t num_kv_slots = 0;    // 0 = size from free memory and mem_fraction_static
   // GPU: fraction of total memory for weights + KV pool (SGLang's meaning; 0 = 0.88). CPU:
   // fraction of available RAM for the KV pool (0 = 0.2).
   double mem_fraction_static = 0;

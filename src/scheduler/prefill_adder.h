@@ -1,6 +1,8 @@
 // PrefillAdder: admits waiting requests into one prefill batch under token budgets (SGLang's
 // PrefillAdder): total KV left after reserving room for running requests' future tokens, new
-// input tokens per batch, and the chunked-prefill chunk.
+// input tokens per batch, the chunked-prefill chunk, and the scoring budget: a batch in which a
+// request wants its prompt's logprobs returns logits for every token, so its tokens are capped
+// at what the model's logits buffer holds.
 #pragma once
 
 #include <cstdint>
@@ -24,18 +26,19 @@ class PrefillAdder {
   // (already scaled by new_token_ratio). `chunk_tokens` <= 0 disables chunking.
   // With `nothing_running`, the first request is admitted whenever its input fits, even if its
   // future tokens may not: otherwise a request larger than the budget would wait forever
-  // (retraction then keeps it going).
+  // (retraction then keeps it going). `scoring_tokens` <= 0: no scoring budget.
   PrefillAdder(std::function<int64_t()> available_and_evictable, int64_t reserved_tokens,
                int64_t max_prefill_tokens, int64_t chunk_tokens, int32_t free_running_slots,
-               bool nothing_running);
+               bool nothing_running, int64_t scoring_tokens = 0);
 
   // `req` has fill_ids / prefix_indices / extend_input_len set from a fresh prefix match; `lock`
   // locks its prefix (called only when admitted). A request whose input exceeds the chunk
-  // budget is truncated to a chunk (is_chunked = true, fill_ids and extend_input_len cut).
+  // budget (or, in a scoring batch, the scoring budget) is truncated to a chunk (is_chunked =
+  // true, fill_ids and extend_input_len cut).
   AddResult add_one_req(Req& req, const std::function<void(Req&)>& lock);
 
   // The request chunked in the previous round resumes first: it already holds its lock and
-  // memory for what it computed, so only the chunk budget applies.
+  // memory for what it computed, so only the chunk (and scoring) budgets apply.
   void add_chunked_req(Req& req);
 
   const std::vector<Req*>& can_run_list() const { return can_run_list_; }
@@ -44,6 +47,11 @@ class PrefillAdder {
 
  private:
   AddResult budget_state() const;
+  // Input tokens `req` may add to the batch now (before chunking).
+  int64_t room_for(const Req& req) const;
+  // Books `tokens` of `req`'s input into the batch, chunking it when they are fewer than its
+  // extend length.
+  void take(Req& req, int64_t tokens);
 
   std::function<int64_t()> available_and_evictable_;
   int64_t total_offset_;  // tokens promised: running reservation + admitted requests
@@ -51,6 +59,9 @@ class PrefillAdder {
   int64_t rem_chunk_tokens_;  // INT64_MAX when chunking is off
   int32_t free_running_slots_;
   bool nothing_running_;
+  int64_t scoring_tokens_;    // INT64_MAX when there is no scoring budget
+  int64_t batch_tokens_ = 0;  // input tokens admitted so far
+  bool scoring_ = false;      // an admitted request wants its prompt's logprobs
   std::vector<Req*> can_run_list_;
   Req* new_chunked_req_ = nullptr;
 };

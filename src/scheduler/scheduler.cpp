@@ -256,7 +256,7 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   PrefillAdder adder([this] { return allocator_.available() + tree_.evictable_size(); },
                      reserved_decode_tokens(), options_.max_prefill_tokens,
                      options_.chunked_prefill_size, options_.max_running_requests - running_bs,
-                     running_bs == 0 && chunked_req_ == nullptr);
+                     running_bs == 0 && chunked_req_ == nullptr, options_.max_scoring_tokens);
   if (chunked_req_ != nullptr) {
     init_next_round_input(*chunked_req_);
     adder.add_chunked_req(*chunked_req_);

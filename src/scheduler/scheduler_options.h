@@ -26,6 +26,10 @@ struct SchedulerOptions {
   double waiting_timeout_s = 0;                   // abort requests waiting longer; 0 = never
   double running_timeout_s = 0;                   // abort requests running longer; 0 = never
   uint64_t random_seed = 0;                       // the random policy's shuffle
+  // Input tokens of a prefill batch in which a request wants its prompt's logprobs (that batch
+  // returns logits for every token): the model's logits buffer holds this many besides one row
+  // per decode; longer prompts are scored in chunks. 0 = no bound beyond the budgets above.
+  int64_t max_scoring_tokens = 0;
 
   // SGLang's new_token_ratio schedule, derived from schedule_conservativeness.
   double init_new_token_ratio() const;

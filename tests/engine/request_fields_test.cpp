@@ -29,6 +29,7 @@ struct Config {
   int64_t chunk;
   bool overlap;
   bool mixed;
+  int64_t scoring = 0;  // SchedulerOptions::max_scoring_tokens (0: the engine's default)
 };
 
 struct Outcome {
@@ -91,6 +92,7 @@ class RequestFields : public ::testing::TestWithParam<Config> {
     eo.scheduler.disable_radix_cache = !c.radix;
     eo.scheduler.chunked_prefill_size = c.chunk;
     eo.scheduler.enable_mixed_chunk = c.mixed;
+    eo.scheduler.max_scoring_tokens = c.scoring;
     eo.scheduler.max_running_requests = 16;
     eo.disable_overlap_schedule = !c.overlap;
     runner::ModelRunnerOptions ro;
@@ -370,7 +372,8 @@ INSTANTIATE_TEST_SUITE_P(Configs, RequestFields,
                                            Config{"no_overlap", true, 8192, false, false},
                                            Config{"chunk7", true, 7, true, false},
                                            Config{"chunk5_no_radix", false, 5, false, false},
-                                           Config{"mixed_chunk8", true, 8, true, true}),
+                                           Config{"mixed_chunk8", true, 8, true, true},
+                                           Config{"mixed_scoring6", true, 8192, true, true, 6}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -33,6 +33,7 @@ struct BatchRecord {
   ForwardMode mode;
   std::vector<std::pair<uint64_t, int32_t>> extends;  // (rid, extend_len)
   int64_t num_tokens = 0;
+  int64_t scored = 0;  // prompt positions whose logprob the batch returns
 };
 
 // Runs a Scheduler with the fake model. Checks integrity after every step.
@@ -61,8 +62,10 @@ class Driver {
     }
     if (next.batch) {
       BatchRecord record{next.batch->mode, {}, next.batch->num_tokens()};
-      for (const BatchEntry& e : next.batch->entries)
+      for (const BatchEntry& e : next.batch->entries) {
         record.extends.emplace_back(e.req->rid, e.extend_len);
+        record.scored += static_cast<int64_t>(e.logprob_targets.size());
+      }
       batches_.push_back(std::move(record));
       in_flight_.push_back(std::move(*next.batch));
     }
@@ -152,6 +155,45 @@ TEST_P(SchedulerLoops, ChunkedPrefillSplitsAtBudgetAndResumesFirst) {
   EXPECT_EQ(extends[2], std::make_pair(big, 8));
   EXPECT_EQ(extends[3], std::make_pair(small, 5));
   for (const BatchRecord& b : d.batches()) EXPECT_LE(b.num_tokens, 16);
+  d.expect_reference_outputs();
+}
+
+// A batch that scores a prompt (returns logits for every token) stays within
+// max_scoring_tokens: the scoring request is chunked to it and others wait or share what is
+// left, while batches without a scorer still take the full chunk; every prompt position is
+// scored exactly once.
+TEST_P(SchedulerLoops, ScoringBatchesStayWithinTheLogitsBudget) {
+  SchedulerOptions options;
+  options.chunked_prefill_size = 64;
+  options.max_scoring_tokens = 16;
+  Driver d(options, 1024, 256, overlap());
+  d.submit(test::greedy_ids_request(tokens(10, 4), 3));
+  GenerateRequest scoring = test::greedy_ids_request(tokens(40, 5), 3);
+  scoring.return_logprob = true;
+  scoring.logprob_start_len = 0;
+  const uint64_t scorer = d.submit(scoring);
+  d.submit(test::greedy_ids_request(tokens(50, 6), 3));
+  d.run_until_idle();
+  int64_t scored = 0, scorer_tokens = 0, widest_plain_batch = 0;
+  for (const BatchRecord& b : d.batches()) {
+    if (b.mode == ForwardMode::kDecode) continue;
+    bool has_scorer = false;
+    for (const auto& [rid, len] : b.extends) {
+      if (rid == scorer) {
+        has_scorer = true;
+        scorer_tokens += len;
+      }
+    }
+    if (has_scorer) {
+      EXPECT_LE(b.num_tokens, 16);
+    } else {
+      widest_plain_batch = std::max(widest_plain_batch, b.num_tokens);
+    }
+    scored += b.scored;
+  }
+  EXPECT_EQ(scorer_tokens, 40);
+  EXPECT_EQ(scored, 39);              // positions 0 .. 38 score tokens 1 .. 39
+  EXPECT_GT(widest_plain_batch, 16);  // the budget binds only scoring batches
   d.expect_reference_outputs();
 }
 
