@@ -73,8 +73,10 @@ bool impl_runs(GemmImpl impl, int64_t m, backend::Stream stream) {
 
 // The model's GEMMs one kind at a time (every layer's, from one graph), then all together.
 enum class GemmSet { kQkv, kO, kGateUp, kGateUpSilu, kDown, kLmHead, kAll };
-constexpr GemmSet kPerKind[] = {GemmSet::kQkv,        GemmSet::kO,    GemmSet::kGateUp,
-                                GemmSet::kGateUpSilu, GemmSet::kDown, GemmSet::kLmHead};
+// Measured in this order: each kind, then the whole step.
+constexpr GemmSet kSets[] = {GemmSet::kQkv,        GemmSet::kO,    GemmSet::kGateUp,
+                             GemmSet::kGateUpSilu, GemmSet::kDown, GemmSet::kLmHead,
+                             GemmSet::kAll};
 
 const char* set_name(GemmSet set) {
   switch (set) {
@@ -221,16 +223,12 @@ int run_cuda(const model::ModelConfig& config, const std::vector<int32_t>& token
                     {"fraction_of_copy", fraction},
                     {"fraction_of_gemm_peak", compute_fraction}});
   };
-  // Per kind and then the whole step, at each token count; the small-batch kernel where it
-  // applies.
+  // Every set at each token count, through each implementation that takes that many tokens.
   for (int32_t m : token_counts) {
-    for (GemmSet set : kPerKind) {
+    for (GemmSet set : kSets) {
       for (GemmImpl impl : kImpls) {
         if (impl_runs(impl, m, stream)) measure(set, m, impl);
       }
-    }
-    for (GemmImpl impl : kImpls) {
-      if (impl_runs(impl, m, stream)) measure(GemmSet::kAll, m, impl);
     }
   }
   if (!output_file.empty()) {

@@ -6,12 +6,6 @@
 #include "runner/model_batch_runner.h"
 
 namespace sgl::engine {
-namespace {
-
-// Prompt tokens scored (logprobs) in one forward pass, unless the scheduler options set it.
-constexpr int64_t kScoringTokens = 1024;
-
-}  // namespace
 
 Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                                         const runner::ModelRunnerOptions& runner_options,
@@ -26,13 +20,15 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
   ro.max_batch_size = 2 * options.scheduler.max_running_requests + 2;
   ro.max_num_tokens = std::max(prefill, options.scheduler.max_prefill_tokens) +
                       options.scheduler.max_running_requests;
-  // Logits rows: one per request (max_batch_size covers every decode of a MIXED batch) plus a
-  // bounded scoring budget for prompt logprobs, instead of one per token of the largest batch
-  // (8448 x 128256 f32 = 4.3 GB for Llama-3 at the defaults, on the GPU and again pinned).
-  if (options.scheduler.max_scoring_tokens <= 0) {
-    options.scheduler.max_scoring_tokens = std::min(kScoringTokens, ro.max_num_tokens);
-  }
-  ro.max_logit_rows = ro.max_batch_size + options.scheduler.max_scoring_tokens;
+  // Logits rows: one per request, or for a batch that scores a prompt its scored prefill (the
+  // scheduler's budget) plus the running decodes a MIXED batch carries; not one per token of
+  // the largest batch (8448 x 128256 f32 = 4.3 GB for Llama-3 at the defaults, on the GPU and
+  // again pinned).
+  options.scheduler.max_scoring_tokens =
+      std::clamp<int64_t>(options.scheduler.max_scoring_tokens, 1, ro.max_num_tokens);
+  ro.max_logit_rows =
+      std::max<int64_t>(ro.max_batch_size, options.scheduler.max_running_requests +
+                                               options.scheduler.max_scoring_tokens);
   ModelEngine me;
   SGL_ASSIGN_OR_RETURN(me.model_runner, runner::ModelRunner::create(model_path, ro));
   const model::ModelConfig& config = me.model_runner->config();

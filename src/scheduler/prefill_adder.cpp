@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/check.h"
 #include "scheduler/scheduler_options.h"
 
 namespace sgl::scheduler {
@@ -18,12 +19,14 @@ PrefillAdder::PrefillAdder(std::function<int64_t()> available_and_evictable,
       rem_chunk_tokens_(chunk_tokens > 0 ? chunk_tokens : std::numeric_limits<int64_t>::max()),
       free_running_slots_(free_running_slots),
       nothing_running_(nothing_running),
-      scoring_tokens_(scoring_tokens > 0 ? scoring_tokens : std::numeric_limits<int64_t>::max()) {}
+      rem_scoring_tokens_(scoring_tokens) {
+  SGL_CHECK(scoring_tokens >= 1) << "PrefillAdder: scoring budget must be at least one token";
+}
 
 AddResult PrefillAdder::budget_state() const {
   if (rem_total_tokens() <= 0) return AddResult::kNoToken;
   if (rem_input_tokens_ <= 0 || rem_chunk_tokens_ <= 0 || free_running_slots_ <= 0 ||
-      (scoring_ && batch_tokens_ >= scoring_tokens_)) {
+      (scoring_ && rem_scoring_tokens_ <= 0)) {
     return AddResult::kOther;
   }
   return AddResult::kContinue;
@@ -31,7 +34,7 @@ AddResult PrefillAdder::budget_state() const {
 
 int64_t PrefillAdder::room_for(const Req& req) const {
   if (scoring_ || req.wants_input_logprobs()) {
-    return std::min(rem_chunk_tokens_, scoring_tokens_ - batch_tokens_);
+    return std::min(rem_chunk_tokens_, rem_scoring_tokens_);
   }
   return rem_chunk_tokens_;
 }
@@ -49,21 +52,20 @@ void PrefillAdder::take(Req& req, int64_t tokens) {
   if (rem_chunk_tokens_ != std::numeric_limits<int64_t>::max()) {
     rem_chunk_tokens_ -= req.extend_input_len;
   }
-  batch_tokens_ += req.extend_input_len;
+  rem_scoring_tokens_ -= req.extend_input_len;
   scoring_ = scoring_ || req.wants_input_logprobs();
   can_run_list_.push_back(&req);
   --free_running_slots_;
 }
 
 void PrefillAdder::add_chunked_req(Req& req) {
-  take(req, std::min<int64_t>(req.extend_input_len, room_for(req)));
+  take(req, room_for(req));
   total_offset_ += req.extend_input_len;
 }
 
 AddResult PrefillAdder::add_one_req(Req& req, const std::function<void(Req&)>& lock) {
-  if (free_running_slots_ <= 0 || rem_chunk_tokens_ <= 0) return AddResult::kOther;
-  const int64_t room = room_for(req);
-  if (room <= 0) return AddResult::kOther;  // a scoring batch is full: next round
+  const int64_t room = room_for(req);  // <= 0: the chunk or a scoring batch is full
+  if (free_running_slots_ <= 0 || room <= 0) return AddResult::kOther;
   const int64_t remaining_new = std::max<int64_t>(
       0, std::min<int64_t>(req.request.max_new_tokens - static_cast<int64_t>(req.output_ids.size()),
                            kClipMaxNewTokens));
@@ -78,7 +80,7 @@ AddResult PrefillAdder::add_one_req(Req& req, const std::function<void(Req&)>& l
   lock(req);
   // A request taken whole also reserves its future tokens; the rest of a chunked one follows
   // in later rounds.
-  take(req, std::min(extend, room));
+  take(req, room);
   total_offset_ += req.extend_input_len + (req.is_chunked ? 0 : remaining_new);
   return budget_state();
 }

@@ -26,10 +26,10 @@ class PrefillAdder {
   // (already scaled by new_token_ratio). `chunk_tokens` <= 0 disables chunking.
   // With `nothing_running`, the first request is admitted whenever its input fits, even if its
   // future tokens may not: otherwise a request larger than the budget would wait forever
-  // (retraction then keeps it going). `scoring_tokens` <= 0: no scoring budget.
+  // (retraction then keeps it going). `scoring_tokens` >= 1.
   PrefillAdder(std::function<int64_t()> available_and_evictable, int64_t reserved_tokens,
                int64_t max_prefill_tokens, int64_t chunk_tokens, int32_t free_running_slots,
-               bool nothing_running, int64_t scoring_tokens = 0);
+               bool nothing_running, int64_t scoring_tokens);
 
   // `req` has fill_ids / prefix_indices / extend_input_len set from a fresh prefix match; `lock`
   // locks its prefix (called only when admitted). A request whose input exceeds the chunk
@@ -49,8 +49,8 @@ class PrefillAdder {
   AddResult budget_state() const;
   // Input tokens `req` may add to the batch now (before chunking).
   int64_t room_for(const Req& req) const;
-  // Books `tokens` of `req`'s input into the batch, chunking it when they are fewer than its
-  // extend length.
+  // Books up to `tokens` of `req`'s input into the batch, chunking it when they are fewer than
+  // its extend length.
   void take(Req& req, int64_t tokens);
 
   std::function<int64_t()> available_and_evictable_;
@@ -59,9 +59,8 @@ class PrefillAdder {
   int64_t rem_chunk_tokens_;  // INT64_MAX when chunking is off
   int32_t free_running_slots_;
   bool nothing_running_;
-  int64_t scoring_tokens_;    // INT64_MAX when there is no scoring budget
-  int64_t batch_tokens_ = 0;  // input tokens admitted so far
-  bool scoring_ = false;      // an admitted request wants its prompt's logprobs
+  int64_t rem_scoring_tokens_;  // binds once the batch scores a prompt
+  bool scoring_ = false;        // an admitted request wants its prompt's logprobs
   std::vector<Req*> can_run_list_;
   Req* new_chunked_req_ = nullptr;
 };

@@ -28,8 +28,8 @@ struct SchedulerOptions {
   uint64_t random_seed = 0;                       // the random policy's shuffle
   // Input tokens of a prefill batch in which a request wants its prompt's logprobs (that batch
   // returns logits for every token): the model's logits buffer holds this many besides one row
-  // per decode; longer prompts are scored in chunks. 0 = no bound beyond the budgets above.
-  int64_t max_scoring_tokens = 0;
+  // per decode; longer prompts are scored in chunks. At least 1.
+  int64_t max_scoring_tokens = 1024;
 
   // SGLang's new_token_ratio schedule, derived from schedule_conservativeness.
   double init_new_token_ratio() const;

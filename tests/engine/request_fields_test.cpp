@@ -92,7 +92,7 @@ class RequestFields : public ::testing::TestWithParam<Config> {
     eo.scheduler.disable_radix_cache = !c.radix;
     eo.scheduler.chunked_prefill_size = c.chunk;
     eo.scheduler.enable_mixed_chunk = c.mixed;
-    eo.scheduler.max_scoring_tokens = c.scoring;
+    if (c.scoring > 0) eo.scheduler.max_scoring_tokens = c.scoring;
     eo.scheduler.max_running_requests = 16;
     eo.disable_overlap_schedule = !c.overlap;
     runner::ModelRunnerOptions ro;

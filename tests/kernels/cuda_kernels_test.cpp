@@ -13,8 +13,8 @@
 #include "device_copies.h"
 #include "kernels/activation.h"
 #include "kernels/copy.h"
-#include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/stream_gemms.h"
 #include "kernels/embedding.h"
 #include "kernels/fill.h"
 #include "kernels/gather.h"
@@ -86,7 +86,7 @@ TEST_P(CudaKernels, LinearSweep) {
 // which cuBLASLt may hand to the cublasGemmEx fallback), y in the dtype under test and in f32
 // (where a bf16 bias cannot ride in the epilogue and is added apart).
 TEST_P(CudaKernels, LinearCublasLtAwkwardShapes) {
-  const auto& lt = cuda::CublasLtGemm::of(stream_.get());
+  const auto& lt = cuda::StreamGemms::of(stream_.get()).library;
   std::vector<DType> outs = {GetParam()};
   if (GetParam() != DType::kF32) outs.push_back(DType::kF32);
   for (int64_t m : {1, 3, 17, 64, 300}) {
@@ -135,7 +135,7 @@ TEST_P(CudaKernels, LinearCublasLtAwkwardShapes) {
 // One plan per shape: the same shape (same or fresh buffers) reuses it; bias or not, and
 // another m, each make one more.
 TEST_P(CudaKernels, LinearCublasLtCachesPlansPerShape) {
-  const auto& lt = cuda::CublasLtGemm::of(stream_.get());
+  const auto& lt = cuda::StreamGemms::of(stream_.get()).library;
   ASSERT_EQ(lt.cache_size(), 0u);
   const int64_t m = 17, n = 72, k = 136;
   Buffer x = host_random({m, k}), w = host_random({n, k}, 0.1f), b = host_random({n});

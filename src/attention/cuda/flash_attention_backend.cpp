@@ -11,6 +11,7 @@
 #include "attention/cuda/reference_attention.h"
 #include "attention/cuda/split_kv_policy.h"
 #include "backend/cuda/cuda_check.h"
+#include "core/alignment.h"
 #include "kernels/rope.h"
 
 namespace sgl::attention {
@@ -22,8 +23,7 @@ bool flash_supports(const Tensor& q, const Tensor& k_cache) {
   const int64_t dim = q.size(2);
   const bool fast_dim = dim == 64 || dim == 128 || dim == 256;
   return fast_dim && q.dtype() == DType::kBF16 && q.stride(2) == 1 && q.stride(1) % 8 == 0 &&
-         q.stride(0) % 8 == 0 && reinterpret_cast<uintptr_t>(q.raw()) % 16 == 0 &&
-         k_cache.is_contiguous();
+         q.stride(0) % 8 == 0 && is_aligned(q.raw(), 16) && k_cache.is_contiguous();
 }
 
 int device_sm_count(int device_index) {

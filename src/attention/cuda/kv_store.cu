@@ -8,6 +8,7 @@
 #include "attention/cuda/kv_store.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
+#include "core/alignment.h"
 #include "kernels/cuda/common/dispatch.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/common/rotate_half.cuh"
@@ -99,8 +100,8 @@ __global__ void rope_store_kv_kernel(const __grid_constant__ RopeStoreParams p) 
 
 // Rows of t ([T, heads, D]) are whole 16-byte chunks at 16-byte addresses.
 bool chunk_aligned(const Tensor& t, int64_t per_chunk) {
-  return reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0 && t.stride(0) % per_chunk == 0 &&
-         t.stride(1) % per_chunk == 0 && t.stride(2) == 1 && t.size(2) % per_chunk == 0;
+  return is_aligned(t.raw(), 16) && t.stride(0) % per_chunk == 0 && t.stride(1) % per_chunk == 0 &&
+         t.stride(2) == 1 && t.size(2) % per_chunk == 0;
 }
 
 }  // namespace

@@ -39,9 +39,6 @@ class CublasLtGemm {
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
 
-  // The instance of `stream` (a CudaStream's handle), made on first call (stream_gemms.cpp).
-  static CublasLtGemm& of(backend::Stream stream);
-
   // Queues y = x w^T (+ bias) on `stream` (arguments validated by kernels::linear). Returns
   // false, having queued nothing, when cuBLASLt has no algorithm for this shape.
   bool run(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,

@@ -1,17 +1,16 @@
-// CUDA embedding lookup, SiLU-and-mul (and its fusion with the gate/up GEMM), last-token gather,
+// CUDA embedding lookup, SiLU-and-mul, last-token gather,
 // bias add, and raw copies.
 #include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
+#include "core/alignment.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/cuda_copy.h"
 #include "kernels/cuda/cuda_ops.h"
-#include "kernels/cuda/gemv.h"
-#include "kernels/cuda/stream_gemms.h"
 
 namespace sgl::kernels::cuda {
 namespace {
@@ -37,11 +36,8 @@ __global__ void silu_and_mul_kernel(const T* gate_up, T* out, int64_t rows, int6
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = idx / inter, i = idx % inter;
-    const float g = to_float(gate_up[r * 2 * inter + i]);
-    const float u = to_float(gate_up[r * 2 * inter + inter + i]);
-    // As transformers: silu(gate) in the activation dtype, then the product.
-    const float act = to_float(from_float<T>(g / (1.f + __expf(-g))));
-    out[idx] = from_float<T>(act * u);
+    out[idx] = from_float<T>(silu_mul<T>(to_float(gate_up[r * 2 * inter + i]),
+                                         to_float(gate_up[r * 2 * inter + inter + i])));
   }
 }
 
@@ -64,9 +60,8 @@ __global__ void silu_and_mul_vec_kernel(const __nv_bfloat16* gate_up, __nv_bfloa
     auto* o = reinterpret_cast<__nv_bfloat16*>(&o8);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const float gf = __bfloat162float(g[j]);
-      const float act = __bfloat162float(__float2bfloat16_rn(gf / (1.f + __expf(-gf))));
-      o[j] = __float2bfloat16_rn(act * __bfloat162float(u[j]));
+      o[j] = __float2bfloat16_rn(
+          silu_mul<__nv_bfloat16>(__bfloat162float(g[j]), __bfloat162float(u[j])));
     }
     *reinterpret_cast<uint4*>(out + r * inter + i) = o8;
   }
@@ -111,9 +106,8 @@ void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stre
   const int64_t total = out.numel();
   if (total == 0) return;
   const int64_t rows = out.size(0), inter = out.size(1);
-  if (out.dtype() == DType::kBF16 && inter % 8 == 0 &&
-      reinterpret_cast<uintptr_t>(gate_up.raw()) % 16 == 0 &&
-      reinterpret_cast<uintptr_t>(out.raw()) % 16 == 0) {
+  if (out.dtype() == DType::kBF16 && inter % 8 == 0 && is_aligned(gate_up.raw(), 16) &&
+      is_aligned(out.raw(), 16)) {
     const dim3 grid(static_cast<unsigned>((inter / 8 + 255) / 256),
                     static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
     launch_pdl(silu_and_mul_vec_kernel, grid, 256, 0, backend::cuda::native_stream(stream),
@@ -126,23 +120,6 @@ void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stre
                backend::cuda::native_stream(stream), static_cast<const T*>(gate_up.raw()),
                static_cast<T*>(out.raw()), out.size(0), out.size(1));
   });
-}
-
-void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor& gate_up,
-                         const Tensor& out, backend::Stream stream) {
-  if (gemv_applies(x, w_gate_up) && out.dtype() == DType::kBF16) {
-    gemv_silu_and_mul(x, w_gate_up, out, stream);
-    return;
-  }
-  if (x.size(0) > 0 && x.size(0) <= kHopperGemmMaxTokens) {
-    StreamGemms& gemms = StreamGemms::of(stream);
-    if (gemms.hopper_for_linear && gemms.hopper.applies_silu_and_mul(x, w_gate_up, out)) {
-      gemms.hopper.run_silu_and_mul(x, w_gate_up, out, stream);
-      return;
-    }
-  }
-  linear(x, w_gate_up, Tensor(), gate_up, stream);
-  silu_and_mul(gate_up, out, stream);
 }
 
 void add_bias(const Tensor& y, const Tensor& bias, backend::Stream stream) {

@@ -20,6 +20,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
+#include "core/alignment.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/mma_m16n8k16.cuh"
 #include "kernels/cuda/common/pdl.cuh"
@@ -200,11 +201,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(const __grid_constant
   } else {
     const int64_t j = static_cast<int64_t>(blockIdx.x) * kTileRows + row_in_tile;
     if (j >= p.n) return;
-    // Rounded as the unfused path rounds: projections to bf16, silu(gate) to bf16, product.
-    const float gate = to_float(from_float<__nv_bfloat16>(sum_of(0)));
-    const float up = to_float(from_float<__nv_bfloat16>(sum_of(1)));
-    const float act = to_float(from_float<__nv_bfloat16>(gate / (1.f + __expf(-gate))));
-    static_cast<__nv_bfloat16*>(p.y)[token * p.n + j] = from_float<__nv_bfloat16>(act * up);
+    static_cast<__nv_bfloat16*>(p.y)[token * p.n + j] =
+        from_float<__nv_bfloat16>(silu_mul<__nv_bfloat16>(sum_of(0), sum_of(1)));
   }
 }
 
@@ -221,8 +219,6 @@ void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
     launch_pdl(gemv_kernel<2, kRowTiles, kUnroll / 2, kEpilogue, OutT>, grid, kThreads, 0, s, p);
   }
 }
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 GemvParams params_of(const Tensor& x, const Tensor& w, int64_t n, const Tensor& bias,
                      const Tensor& y) {
@@ -241,7 +237,7 @@ GemvParams params_of(const Tensor& x, const Tensor& w, int64_t n, const Tensor& 
 bool gemv_applies(const Tensor& x, const Tensor& w) {
   return x.dtype() == DType::kBF16 && w.dtype() == DType::kBF16 && x.size(0) >= 1 &&
          x.size(0) <= kGemvMaxTokens && w.size(1) % 8 == 0 && x.stride(0) % 8 == 0 &&
-         w.is_contiguous() && aligned16(x.raw()) && aligned16(w.raw());
+         w.is_contiguous() && is_aligned(x.raw(), 16) && is_aligned(w.raw(), 16);
 }
 
 void gemv(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,

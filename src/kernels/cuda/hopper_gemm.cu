@@ -18,7 +18,9 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
+#include "core/alignment.h"
 #include "core/check.h"
+#include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/hopper_async.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/common/wgmma_bf16.cuh"
@@ -66,17 +68,6 @@ struct Params {
 
 // Registers per thread after the split: 128 x 40 + 256 x 232 <= 64K.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-
-__device__ __forceinline__ float bf16_round(float v) {
-  return __bfloat162float(__float2bfloat16(v));
-}
-
-// silu(gate) * up, rounded as the unfused path rounds: projections to bf16, silu(gate) to bf16,
-// the product.
-__device__ __forceinline__ float silu_mul(float gate_sum, float up_sum) {
-  const float gate = bf16_round(gate_sum);
-  return bf16_round(gate / (1.f + __expf(-gate))) * bf16_round(up_sum);
-}
 
 __device__ __forceinline__ void store_bf16x4(__nv_bfloat16* dst, float a, float b, float c,
                                              float d) {
@@ -277,8 +268,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const int64_t out = static_cast<int64_t>(t.token0 + tok) * p.n + col;
     if constexpr (kSilu) {
-      store_bf16x4(static_cast<__nv_bfloat16*>(p.y) + out, silu_mul(sum.x, up.x),
-                   silu_mul(sum.y, up.y), silu_mul(sum.z, up.z), silu_mul(sum.w, up.w));
+      store_bf16x4(static_cast<__nv_bfloat16*>(p.y) + out, silu_mul<__nv_bfloat16>(sum.x, up.x),
+                   silu_mul<__nv_bfloat16>(sum.y, up.y), silu_mul<__nv_bfloat16>(sum.z, up.z),
+                   silu_mul<__nv_bfloat16>(sum.w, up.w));
     } else {
       if (p.bias != nullptr) {
         sum.x += __bfloat162float(p.bias[col]);
@@ -300,47 +292,41 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 using KernelFn = void (*)(CUtensorMap, CUtensorMap, Params);
 
-template <Epilogue kEpilogue>
-KernelFn kernel_for(int token_tile) {
-  switch (token_tile) {
-    case 16:
-      return hopper_gemm_kernel<16, kEpilogue>;
-    case 32:
-      return hopper_gemm_kernel<32, kEpilogue>;
-    case 64:
-      return hopper_gemm_kernel<64, kEpilogue>;
-    case 128:
-      return hopper_gemm_kernel<128, kEpilogue>;
-    default:
-      return hopper_gemm_kernel<256, kEpilogue>;
-  }
+// The kernel instance for a token tile and epilogue, and the dynamic shared memory it needs.
+struct KernelChoice {
+  KernelFn fn;
+  int smem_bytes;
+};
+
+template <int kTokens>
+KernelChoice choice_for(Epilogue epilogue) {
+  return {epilogue == Epilogue::kStore ? hopper_gemm_kernel<kTokens, Epilogue::kStore>
+                                       : hopper_gemm_kernel<kTokens, Epilogue::kSiluMul>,
+          TileConfig<kTokens>::kSmemBytes};
 }
 
-int smem_bytes_for(int token_tile) {
+KernelChoice kernel_for(int token_tile, Epilogue epilogue) {
   switch (token_tile) {
     case 16:
-      return TileConfig<16>::kSmemBytes;
+      return choice_for<16>(epilogue);
     case 32:
-      return TileConfig<32>::kSmemBytes;
+      return choice_for<32>(epilogue);
     case 64:
-      return TileConfig<64>::kSmemBytes;
+      return choice_for<64>(epilogue);
     case 128:
-      return TileConfig<128>::kSmemBytes;
+      return choice_for<128>(epilogue);
     default:
-      return TileConfig<256>::kSmemBytes;
+      return choice_for<256>(epilogue);
   }
 }
-
-constexpr int kTokenTiles[] = {16, 32, 64, 128, 256};
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // x: bf16 [m, k] with 16-byte aligned rows; w: bf16 [rows, k] contiguous.
 bool operands_fit(const Tensor& x, const Tensor& w) {
   return x.ndim() == 2 && w.ndim() == 2 && x.dtype() == DType::kBF16 && w.dtype() == DType::kBF16 &&
          x.size(1) == w.size(1) && x.size(1) % 8 == 0 && x.stride(1) == 1 && x.stride(0) % 8 == 0 &&
-         aligned16(x.raw()) && w.is_contiguous() && aligned16(w.raw()) && x.size(0) >= 1 &&
-         x.size(0) <= INT32_MAX && w.size(0) <= INT32_MAX && x.size(1) <= INT32_MAX;
+         is_aligned(x.raw(), 16) && w.is_contiguous() && is_aligned(w.raw(), 16) &&
+         x.size(0) >= 1 && x.size(0) <= INT32_MAX && w.size(0) <= INT32_MAX &&
+         x.size(1) <= INT32_MAX;
 }
 
 }  // namespace
@@ -354,22 +340,25 @@ struct HopperGemm::Launch {
   int64_t feature_tiles;
 };
 
-HopperGemm::HopperGemm(int device_index) {
+HopperGemm::HopperGemm(int device_index) : device_index_(device_index) {
   int major = 0, minor = 0;
   SGL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index));
   SGL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_index));
   available_ = major == 9 && minor == 0;
-  if (!available_) return;
-  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_index));
+}
+
+void HopperGemm::prepare() {
+  if (encoder_ != nullptr) return;
   encoder_ = std::make_unique<TensorMapEncoder>();
-  // Kernel attributes are per device: set them on `device_index`, then restore the caller's.
+  // Kernel attributes are per device: set them on this one, then restore the caller's.
   int previous = 0;
   SGL_CUDA_CHECK(cudaGetDevice(&previous));
-  SGL_CUDA_CHECK(cudaSetDevice(device_index));
-  for (int tile : kTokenTiles) {
-    for (KernelFn fn : {kernel_for<Epilogue::kStore>(tile), kernel_for<Epilogue::kSiluMul>(tile)}) {
-      SGL_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          smem_bytes_for(tile)));
+  SGL_CUDA_CHECK(cudaSetDevice(device_index_));
+  for (int tile : kHopperTokenTiles) {
+    for (Epilogue epilogue : {Epilogue::kStore, Epilogue::kSiluMul}) {
+      const KernelChoice k = kernel_for(tile, epilogue);
+      SGL_CUDA_CHECK(
+          cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
     }
   }
   SGL_CUDA_CHECK(cudaSetDevice(previous));
@@ -379,7 +368,7 @@ bool HopperGemm::applies(const Tensor& x, const Tensor& w, const Tensor& bias,
                          const Tensor& y) const {
   return available_ && operands_fit(x, w) && w.size(0) % 8 == 0 && y.ndim() == 2 &&
          y.is_contiguous() && y.size(0) == x.size(0) && y.size(1) == w.size(0) &&
-         (y.dtype() == DType::kBF16 || y.dtype() == DType::kF32) && aligned16(y.raw()) &&
+         (y.dtype() == DType::kBF16 || y.dtype() == DType::kF32) && is_aligned(y.raw(), 16) &&
          (!bias.defined() ||
           (bias.dtype() == DType::kBF16 && bias.is_contiguous() && bias.numel() == w.size(0)));
 }
@@ -387,7 +376,7 @@ bool HopperGemm::applies(const Tensor& x, const Tensor& w, const Tensor& bias,
 bool HopperGemm::applies_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out) const {
   return available_ && operands_fit(x, w) && w.size(0) % 16 == 0 && out.ndim() == 2 &&
          out.is_contiguous() && out.dtype() == DType::kBF16 && out.size(0) == x.size(0) &&
-         out.size(1) * 2 == w.size(0) && aligned16(out.raw());
+         out.size(1) * 2 == w.size(0) && is_aligned(out.raw(), 16);
 }
 
 void HopperGemm::run(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
@@ -407,20 +396,17 @@ void HopperGemm::run_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor
 int HopperGemm::resident_clusters(int token_tile, int multicast, int splits) {
   const auto key = std::make_tuple(token_tile, multicast, splits);
   if (auto it = resident_.find(key); it != resident_.end()) return it->second;
-  const KernelFn fn = kernel_for<Epilogue::kStore>(token_tile);
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = static_cast<unsigned>(multicast);
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = static_cast<unsigned>(splits);
+  const KernelChoice k = kernel_for(token_tile, Epilogue::kStore);
+  const dim3 cluster(static_cast<unsigned>(multicast), 1, static_cast<unsigned>(splits));
+  cudaLaunchAttribute attribute = cluster_dims_attribute(cluster);
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(multicast), 1, static_cast<unsigned>(splits));
+  config.gridDim = cluster;
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = smem_bytes_for(token_tile);
-  config.attrs = attribute;
+  config.dynamicSmemBytes = k.smem_bytes;
+  config.attrs = &attribute;
   config.numAttrs = 1;
   int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, fn, &config) != cudaSuccess) {
+  if (cudaOccupancyMaxActiveClusters(&clusters, k.fn, &config) != cudaSuccess) {
     (void)cudaGetLastError();  // this cluster shape cannot be resident: never chosen
     clusters = 0;
   }
@@ -434,6 +420,7 @@ void HopperGemm::launch(const Launch& l, backend::Stream stream) {
   HopperGemmPlan plan;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    prepare();
     plan = plan_hopper_gemm(m, l.feature_tiles, k_blocks, [&](int tile, int multicast, int splits) {
       return resident_clusters(tile, multicast, splits);
     });
@@ -448,26 +435,14 @@ void HopperGemm::launch(const Launch& l, backend::Stream stream) {
                       l.bias,
                       l.y.raw(),
                       l.y.dtype() == DType::kF32};
-  cudaLaunchAttribute attribute[2];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  attribute[1].id = cudaLaunchAttributeClusterDimension;
-  attribute[1].val.clusterDim.x = static_cast<unsigned>(plan.multicast);
-  attribute[1].val.clusterDim.y = 1;
-  attribute[1].val.clusterDim.z = static_cast<unsigned>(plan.splits);
-  cudaLaunchConfig_t config = {};
-  config.gridDim =
+  const KernelChoice kernel = kernel_for(plan.token_tile, l.epilogue);
+  launch_pdl_clusters(
+      kernel.fn,
       dim3(static_cast<unsigned>(l.feature_tiles), static_cast<unsigned>(plan.token_tiles),
-           static_cast<unsigned>(plan.splits));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = smem_bytes_for(plan.token_tile);
-  config.stream = backend::cuda::native_stream(stream);
-  config.attrs = attribute;
-  config.numAttrs = 2;
-  const KernelFn fn = l.epilogue == Epilogue::kStore
-                          ? kernel_for<Epilogue::kStore>(plan.token_tile)
-                          : kernel_for<Epilogue::kSiluMul>(plan.token_tile);
-  SGL_CUDA_CHECK(cudaLaunchKernelEx(&config, fn, w_map, x_map, params));
+           static_cast<unsigned>(plan.splits)),
+      dim3(static_cast<unsigned>(plan.multicast), 1, static_cast<unsigned>(plan.splits)),
+      dim3(kThreads), kernel.smem_bytes, backend::cuda::native_stream(stream), w_map, x_map,
+      params);
 }
 
 }  // namespace sgl::kernels::cuda

@@ -12,9 +12,10 @@
 // rows in one CTA and writes silu(gate) * up. Programmatic launch: the first stages' weight
 // loads are issued before waiting on the previous kernel.
 //
-// Ownership: one per stream (StreamGemms, stream_gemms.h), holding the device's facts (SM
-// count, cluster residency per tile shape) and the tensor-map encoder. Thread-safe. CUDA
-// graphs: run() queues one kernel launch with the tensor maps as by-value parameters.
+// Ownership: one per stream (StreamGemms, stream_gemms.h), holding the device's facts
+// (compute capability, cluster residency per tile shape) and the tensor-map encoder.
+// Thread-safe. CUDA graphs: run() queues one kernel launch with the tensor maps as by-value
+// parameters.
 #pragma once
 
 #include <map>
@@ -56,12 +57,15 @@ class HopperGemm {
  private:
   struct Launch;
   void launch(const Launch& l, backend::Stream stream);
+  // Kernel attributes and the tensor-map encoder, made on the first launch (not at
+  // construction: a stream that never runs this GEMM pays nothing); mu_ held by the caller.
+  void prepare();
   // Clusters of this shape resident at once; cached, mu_ held by the caller.
   int resident_clusters(int token_tile, int multicast, int splits);
 
+  int device_index_ = 0;
   bool available_ = false;
-  int sm_count_ = 0;
-  std::unique_ptr<TensorMapEncoder> encoder_;  // set when available
+  std::unique_ptr<TensorMapEncoder> encoder_;  // set by prepare()
   std::mutex mu_;
   std::map<std::tuple<int, int, int>, int> resident_;  // (tile, multicast, splits); mu_
 };

@@ -1,6 +1,7 @@
 #include "kernels/cuda/hopper_gemm_plan.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/check.h"
 
@@ -17,10 +18,10 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 int hopper_token_tile(int64_t m) {
-  for (int tile : {16, 32, 64, 128}) {
+  for (int tile : kHopperTokenTiles) {
     if (m <= tile) return tile;
   }
-  return 256;
+  return std::end(kHopperTokenTiles)[-1];
 }
 
 HopperGemmPlan plan_hopper_gemm(int64_t m, int64_t feature_tiles, int64_t k_blocks,

@@ -12,7 +12,10 @@ inline constexpr int kHopperMaxClusterSize = 8;  // portable
 inline constexpr int kHopperMaxSplits = kHopperMaxClusterSize;
 inline constexpr int kHopperMaxMulticast = 4;
 
-// Token tiles the kernel is built for: the smallest that holds m, at most 256.
+// Token tiles (wgmma N) the kernel is built for, ascending.
+inline constexpr int kHopperTokenTiles[] = {16, 32, 64, 128, 256};
+
+// The smallest token tile that holds m; the largest beyond it.
 int hopper_token_tile(int64_t m);
 
 struct HopperGemmPlan {

@@ -1,5 +1,6 @@
-// CUDA linear layer: cuBLASLt with a per-shape plan cache (cublaslt_gemm.h); bf16 or f32 in,
-// f32 accumulate, f32 or bf16 out.
+// CUDA linear layers (and the MLP's gate/up + SiLU): which GEMM takes a call, cuBLASLt with a
+// per-shape plan cache (cublaslt_gemm.h) by default; bf16 or f32 in, f32 accumulate, f32 or bf16
+// out.
 #include <cublas_v2.h>
 
 #include "kernels/cuda/cuda_data_type.h"
@@ -28,6 +29,23 @@ void linear_gemm_ex(const Tensor& x, const Tensor& w, const Tensor& bias, const 
   if (bias.defined()) add_bias(y, bias, stream);
 }
 
+// Decode-sized token counts: our weight-streaming kernel (gemv.h) up to 16 tokens; our Hopper
+// GEMM (hopper_gemm.h) up to 256 when the stream asks for it (set_linear_backend: measured on
+// H200 it ties cuBLASLt at 64 tokens and trails it at 256). cuBLASLt streams a very large weight
+// (an LM head of 1 GB) a little faster at one token (measured on H200: 99% vs. 94% of copy
+// bandwidth), so those stay with the library.
+bool use_gemv(const Tensor& x, const Tensor& w) {
+  constexpr size_t kGemvMaxWeightBytes = size_t{256} << 20;
+  return gemv_applies(x, w) && w.nbytes() <= kGemvMaxWeightBytes;
+}
+
+// The stream's Hopper GEMM when it should take x (17..256 tokens, --linear-backend hopper).
+HopperGemm* hopper_for(const Tensor& x, backend::Stream stream) {
+  if (x.size(0) > kHopperGemmMaxTokens) return nullptr;
+  StreamGemms& gemms = StreamGemms::of(stream);
+  return gemms.hopper_for_linear ? &gemms.hopper : nullptr;
+}
+
 }  // namespace
 
 void linear_library(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
@@ -40,26 +58,31 @@ void linear_library(const Tensor& x, const Tensor& w, const Tensor& bias, const 
 
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
             backend::Stream stream) {
-  // Decode-sized token counts: our weight-streaming kernel (gemv.h) up to 16 tokens; our
-  // Hopper GEMM (hopper_gemm.h) up to 256 when the stream asks for it (set_linear_backend:
-  // measured on H200 it ties cuBLASLt at 64 tokens and trails it at 256). cuBLASLt streams a very
-  // large weight (an LM head of 1 GB) a little faster at one token (measured on H200: 99% vs. 94%
-  // of copy bandwidth), so those stay with the library.
-  constexpr size_t kGemvMaxWeightBytes = size_t{256} << 20;
-  if (gemv_applies(x, w) && w.nbytes() <= kGemvMaxWeightBytes &&
-      (!bias.defined() || bias.dtype() == DType::kBF16) &&
+  if (use_gemv(x, w) && (!bias.defined() || bias.dtype() == DType::kBF16) &&
       (y.dtype() == DType::kBF16 || y.dtype() == DType::kF32)) {
     gemv(x, w, bias, y, stream);
     return;
   }
-  if (x.size(0) <= kHopperGemmMaxTokens) {
-    StreamGemms& gemms = StreamGemms::of(stream);
-    if (gemms.hopper_for_linear && gemms.hopper.applies(x, w, bias, y)) {
-      gemms.hopper.run(x, w, bias, y, stream);
-      return;
-    }
+  if (HopperGemm* hopper = hopper_for(x, stream); hopper && hopper->applies(x, w, bias, y)) {
+    hopper->run(x, w, bias, y, stream);
+    return;
   }
   linear_library(x, w, bias, y, stream);
+}
+
+void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor& gate_up,
+                         const Tensor& out, backend::Stream stream) {
+  if (use_gemv(x, w_gate_up) && out.dtype() == DType::kBF16) {
+    gemv_silu_and_mul(x, w_gate_up, out, stream);
+    return;
+  }
+  if (HopperGemm* hopper = hopper_for(x, stream);
+      hopper && hopper->applies_silu_and_mul(x, w_gate_up, out)) {
+    hopper->run_silu_and_mul(x, w_gate_up, out, stream);
+    return;
+  }
+  linear(x, w_gate_up, Tensor(), gate_up, stream);
+  silu_and_mul(gate_up, out, stream);
 }
 
 }  // namespace sgl::kernels::cuda

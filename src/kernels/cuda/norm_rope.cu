@@ -6,6 +6,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
+#include "core/alignment.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
 #include "kernels/cuda/common/pdl.cuh"
@@ -124,10 +125,9 @@ constexpr int kVecNormMaxThreads = 1024;
 bool try_add_rms_norm_vec(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps,
                           cudaStream_t stream) {
   const int64_t n = x.size(1), chunks = n / 8;
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (x.dtype() != DType::kBF16 || residual.dtype() != DType::kF32 || n % 8 != 0 ||
-      chunks > 4 * kVecNormMaxThreads || !aligned(x.raw()) || !aligned(residual.raw()) ||
-      !aligned(weight.raw())) {
+      chunks > 4 * kVecNormMaxThreads || !is_aligned(x.raw(), 16) ||
+      !is_aligned(residual.raw(), 16) || !is_aligned(weight.raw(), 16)) {
     return false;
   }
   const int threads =

@@ -17,8 +17,6 @@ StreamGemms& StreamGemms::of(backend::Stream stream) {
   });
 }
 
-CublasLtGemm& CublasLtGemm::of(backend::Stream stream) { return StreamGemms::of(stream).library; }
-
 Status set_hopper_linear(backend::Stream stream, bool enable) {
   StreamGemms& gemms = StreamGemms::of(stream);
   if (enable && !gemms.hopper.available()) {

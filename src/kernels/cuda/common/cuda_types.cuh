@@ -1,4 +1,5 @@
-// Device helpers: load/store as float for f32 and bf16, warp and block sums.
+// Device helpers: load/store as float for f32 and bf16, SiLU-and-mul rounding, warp and block
+// sums.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -18,6 +19,15 @@ __device__ __forceinline__ float from_float<float>(float v) {
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
+}
+
+// silu(gate) * up rounded as transformers' unfused ops round in dtype T: gate and up as stored
+// in T, silu(gate) in T, then the product (which the caller stores as T). Every SiLU-and-mul
+// path (the op and the GEMMs' fused epilogues) goes through this, so they agree bit for bit.
+template <typename T>
+__device__ __forceinline__ float silu_mul(float gate, float up) {
+  const float g = to_float(from_float<T>(gate)), u = to_float(from_float<T>(up));
+  return to_float(from_float<T>(g / (1.f + __expf(-g)))) * u;
 }
 
 __device__ __forceinline__ float warp_sum(float v) {

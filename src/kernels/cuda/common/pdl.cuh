@@ -32,21 +32,51 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...) with programmatic stream serialization.
+// The launch attribute that groups a grid's CTAs into thread-block clusters of `dims`.
+inline cudaLaunchAttribute cluster_dims_attribute(dim3 dims) {
+  cudaLaunchAttribute attribute;
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = dims.x;
+  attribute.val.clusterDim.y = dims.y;
+  attribute.val.clusterDim.z = dims.z;
+  return attribute;
+}
+
+namespace detail {
+
 template <typename... Params, typename... Args>
-void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                Args&&... args) {
-  cudaLaunchAttribute attribute[1];
+void launch_programmatic(void (*kernel)(Params...), dim3 grid, const dim3* cluster, dim3 block,
+                         size_t smem, cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attribute[2];
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  if (cluster != nullptr) attribute[1] = cluster_dims_attribute(*cluster);
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = attribute;
-  config.numAttrs = 1;
+  config.numAttrs = cluster != nullptr ? 2 : 1;
   SGL_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace detail
+
+// kernel<<<grid, block, smem, stream>>>(args...) with programmatic stream serialization.
+template <typename... Params, typename... Args>
+void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                Args&&... args) {
+  detail::launch_programmatic(kernel, grid, nullptr, block, smem, stream,
+                              std::forward<Args>(args)...);
+}
+
+// The same on a grid of thread-block clusters of `cluster` CTAs (grid divisible by it).
+template <typename... Params, typename... Args>
+void launch_pdl_clusters(void (*kernel)(Params...), dim3 grid, dim3 cluster, dim3 block,
+                         size_t smem, cudaStream_t stream, Args&&... args) {
+  detail::launch_programmatic(kernel, grid, &cluster, block, smem, stream,
+                              std::forward<Args>(args)...);
 }
 
 }  // namespace sgl::kernels::cuda
