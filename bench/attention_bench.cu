@@ -203,7 +203,9 @@ int run(const Options& opt) {
     for (int i = 0; i < c.extend; ++i) pairs += c.prefix + i + 1;
     const double flops = 4.0 * kHeadDim * kQHeads * c.batch * pairs;
     const bool decode = fb.mode == ForwardMode::kDecode;
-    const int splits = decode && flash != nullptr ? flash->decode_splits(c.batch) : 1;
+    const cuda::DecodeShape shape =
+        decode && flash != nullptr ? flash->decode_shape(c.batch) : cuda::DecodeShape{};
+    const int splits = shape.num_splits;
     std::printf("%-7s %6d %8d %8d %7d %11.1f %11.1f %10.1f %10.1f\n", c.kind, c.batch, c.prefix,
                 c.extend, splits, forward_us, us, kv_bytes / us / 1e3, flops / us / 1e6);
     if (!opt.sweep_splits || !decode || flash == nullptr) continue;
@@ -211,7 +213,8 @@ int run(const Options& opt) {
     for (int n = 1; n <= cuda::kMaxSplits && int64_t{c.batch} * n * kQHeads <= sweep_rows; n *= 2) {
       const double sweep_us = time_us(
           [&] {
-            cuda::flash_decode(q, pool.k(0), pool.v(0), out, fb, config.scale, n, scratch, stream);
+            cuda::flash_decode(q, pool.k(0), pool.v(0), out, fb, config.scale, {shape.width, n},
+                               scratch, stream);
           },
           flush, opt.iters, native);
       std::printf("%-7s %6s %8s %8s %7d %11s %11.1f %10.1f\n", "  sweep", "", "", "", n, "",

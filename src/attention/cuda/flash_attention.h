@@ -16,8 +16,23 @@ namespace sgl::attention::cuda {
 void configure_flash_decode_kernels();
 void configure_flash_extend_kernels();
 
+// The decode kernel's CTA shape. Narrow: 2 warps share 32-token KV tiles, several CTAs per SM,
+// splits aligned to 64 tokens; for batches whose (request, KV head) pairs fill the GPU. Wide:
+// 8 warps (4 at head_dim 256) share 128-token (64-token) tiles, splits of at least 256 tokens;
+// for small batches, where a short context is one CTA per KV head with no merge.
+enum class DecodeWidth { kNarrow, kWide };
+
+// How a decode batch is cut: the CTA shape and the splits per request.
+struct DecodeShape {
+  DecodeWidth width = DecodeWidth::kNarrow;
+  int num_splits = 1;
+};
+
+// Tokens a split's length is a multiple of (split_kv_policy.h), per width.
+int flash_decode_split_align(DecodeWidth width);
+
 // Decode CTAs of this head_dim's kernel that fit on one SM at once (after configuring).
-int flash_decode_ctas_per_sm(int head_dim);
+int flash_decode_ctas_per_sm(int head_dim, DecodeWidth width);
 
 // Preallocated f32 scratch for split-KV decode partials; the backend owns the memory.
 struct SplitKvScratch {
@@ -26,15 +41,29 @@ struct SplitKvScratch {
   int64_t rows = 0;      // capacity in (request, split, q head) rows
 };
 
-// Decode attention (one query per request, fb.mode == kDecode): grid (num_splits, Hk, bs);
+// A decode batch's new tokens, for flash_decode to rotate and store itself (forward_with_rope):
+// q and k arrive unrotated; k rotated and v are written to their slots, q is rotated into the
+// kernel's tile only (q and k themselves stay as they were). Rows 16-byte aligned.
+struct DecodeNewTokens {
+  Tensor k;              // [bs, Hk, D] bf16, rows strided
+  Tensor v;              // [bs, Hk, D] bf16, rows strided
+  Tensor positions;      // i32 [bs]
+  Tensor cos_sin;        // f32 [max_pos, D]: cos | sin halves
+  Tensor out_cache_loc;  // i32 [bs]
+};
+
+// Decode attention (one query per request, fb.mode == kDecode): grid (splits, Hk, bs);
 // each CTA attends all q heads of one KV head over one chunk of one request's KV, then, when a
 // request has more than one non-empty split, a merge kernel combines the partials (scratch)
 // into out. Needs Hq / Hk <= 16. Reads lengths and slots only from fb's device tensors
 // (seq_lens, kv_indptr, kv_indices), so the launches can be captured in a CUDA graph.
+// With new_tokens, q is unrotated and the new K/V not yet stored (see DecodeNewTokens); without,
+// the KV store already ran.
 // q: [bs, Hq, D]; k_cache, v_cache: [slots, Hk, D]; out: [bs, Hq * D].
 void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
-                  const ForwardBatch& fb, float scale, int num_splits,
-                  const SplitKvScratch& scratch, backend::Stream stream);
+                  const ForwardBatch& fb, float scale, DecodeShape shape,
+                  const SplitKvScratch& scratch, backend::Stream stream,
+                  const DecodeNewTokens* new_tokens = nullptr);
 
 // Extend / prefill / mixed attention: causal within each request's new tokens after its cached
 // prefix (query i of a request with prefix P sees KV positions <= P + i). Each CTA takes 64

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "attention/attention_backend.h"
+#include "attention/cuda/flash_attention.h"
 #include "backend/cuda/cuda_allocator.h"
 #include "core/buffer.h"
 
@@ -30,14 +31,23 @@ class FlashAttentionBackend final : public AttentionBackend {
   // q: [T, Hq, D] row-strided; out: [T, Hq * D].
   void attend(int layer, const Tensor& q, const Tensor& out, const ForwardBatch& fb);
 
-  // Splits per request decode uses at this batch size (exposed for tests and benchmarks).
-  int decode_splits(int batch_size) const;
+  // The decode kernel's CTA shape and splits per request at this batch size (exposed for tests
+  // and benchmarks).
+  cuda::DecodeShape decode_shape(int batch_size) const;
 
  private:
+  // Whether q of this batch goes to the decode kernel (else extend or the reference).
+  bool takes_decode_kernel(const Tensor& q, int layer, const ForwardBatch& fb) const;
+  // The decode kernel (and its merge); fresh: the new tokens to rotate and store, or nullptr.
+  void decode(int layer, const Tensor& q, const Tensor& out, const ForwardBatch& fb,
+              const cuda::DecodeNewTokens* fresh);
+
   AttentionConfig config_;
   KvPool& kv_pool_;
   backend::Stream stream_;
-  int resident_decode_ctas_ = 0;  // decode CTAs the GPU holds at once (sizes the split grid)
+  int sm_count_ = 0;
+  int resident_narrow_ctas_ = 0;  // narrow decode CTAs the GPU holds at once
+  int resident_wide_ctas_ = 0;    // wide decode CTAs the GPU holds at once
   backend::CudaAllocator allocator_;
   Buffer partial_o_;    // f32 [rows, head_dim]: split-KV partial outputs
   Buffer partial_lse_;  // f32 [rows]

@@ -1,15 +1,33 @@
 // Flash decoding: split-KV decode attention on bf16 tensor cores, then a merge of the splits'
 // partial (max, sum, output) in f32. One CTA = one (request, KV head, split); its warps share
-// the group's q heads (the MMA rows, padded to 16) and take 16 KV tokens each per tile.
+// the group's q heads (the MMA rows, padded to 16) and take 16 KV tokens each per tile. A
+// variant does the new token's RoPE and KV store itself (kRope).
 #include "attention/cuda/flash_attention.h"
 #include "attention/cuda/split_kv_policy.h"
 #include "attention/cuda/warp_attention.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/pdl.cuh"
+#include "kernels/cuda/common/rotate_half.cuh"
 
 namespace sgl::attention::cuda {
 namespace {
+
+// Each request's new token, for a decode kernel that does the token's RoPE and KV store itself
+// (flash_decode with DecodeNewTokens).
+struct NewTokenParams {
+  const bf16* k;  // [bs, kv_heads, dim], rows strided, not rotated
+  int64_t k_token_stride;
+  int64_t k_head_stride;
+  const bf16* v;  // [bs, kv_heads, dim], rows strided
+  int64_t v_token_stride;
+  int64_t v_head_stride;
+  const int32_t* positions;      // [bs]
+  const float* cos_sin;          // [max_pos, dim]: cos | sin halves
+  const int32_t* out_cache_loc;  // [bs]
+  bf16* k_cache;                 // the caches DecodeParams reads, written here
+  bf16* v_cache;
+};
 
 struct DecodeParams {
   const bf16* q;  // [bs, q_heads, dim], rows strided
@@ -27,31 +45,71 @@ struct DecodeParams {
   int kv_heads;
   int group;  // q heads per KV head, <= 16
   int num_splits;
-  float scale_log2;  // softmax scale * log2(e)
+  float scale_log2;      // softmax scale * log2(e)
+  NewTokenParams fresh;  // kRope kernels only
 };
 
-// kWarps warps share a KV tile (16 tokens each); kStages tiles in a cp.async ring.
-template <int kHeadDim, int kNumWarps, int kKvStages>
+// The RoPE angles of one 16-byte chunk c of the first half of a head: dims 8c .. 8c + 7.
+struct ChunkAngles {
+  float cos[8];
+  float sin[8];
+
+  // row: the position's [dim] cos | sin row.
+  __device__ void load(const float* row, int chunk, int dim) {
+    const float4* c = reinterpret_cast<const float4*>(row + chunk * 8);
+    const float4* s = reinterpret_cast<const float4*>(row + dim / 2 + chunk * 8);
+    const float4 c0 = c[0], c1 = c[1], s0 = s[0], s1 = s[1];
+    const float cs[16] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w,
+                          s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      cos[e] = cs[e];
+      sin[e] = cs[8 + e];
+    }
+  }
+  // lo: x[8c .. 8c + 7], hi: the partners x[D/2 + 8c ..]; rotated in place as kernels::rope
+  // rotates them.
+  __device__ void rotate(uint4& lo, uint4& hi) const {
+    auto* l = reinterpret_cast<bf16*>(&lo);
+    auto* h = reinterpret_cast<bf16*>(&hi);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      kernels::cuda::rotate_half_values(__bfloat162float(l[e]), __bfloat162float(h[e]), cos[e],
+                                        sin[e], l[e], h[e]);
+    }
+  }
+};
+
+// kWarps warps share a KV tile (16 tokens each); kStages tiles in a cp.async ring; splits are
+// multiples of kSplitAlign tokens.
+template <int kHeadDim, int kNumWarps, int kKvStages, int kSplitTokens>
 struct DecodeConfig {
   static constexpr int kDim = kHeadDim;
   static constexpr int kWarps = kNumWarps;
   static constexpr int kStages = kKvStages;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kTileTokens = 16 * kWarps;  // each warp takes 16 tokens of a tile
+  static constexpr int kSplitAlign = kSplitTokens;
   static constexpr int kQBytes = 16 * kDim * 2;
   static constexpr int kTileBytes = kTileTokens * kDim * 2;
   static constexpr int kSmemBytes = kQBytes + kStages * 2 * kTileBytes;
   static constexpr bool kQInRegisters = kDim <= 128;
   // The warps' partial states, merged through the (then idle) KV stages.
   static_assert(kWarps * 16 * (kDim + 2) * 4 <= kStages * 2 * kTileBytes);
-  static_assert(kSplitChunkAlign % kTileTokens == 0);
+  static_assert(kSplitAlign % kTileTokens == 0);
 };
 
-template <typename Cfg>
+// kRope: q and the new token's k arrive unrotated and the new K and V are not yet in the cache;
+// the kernel rotates q into its tile, and the CTA whose split holds the new position rotates
+// k, writes K and V to the cache for later steps and into its KV tile for this one.
+template <typename Cfg, bool kRope>
 __global__ void __launch_bounds__(Cfg::kThreads)
     flash_decode_kernel(const __grid_constant__ DecodeParams p) {
   constexpr int kDim = Cfg::kDim, kWarps = Cfg::kWarps, kStages = Cfg::kStages;
   using Tile = SwizzledRows<kDim>;
+  constexpr int kHalf = Tile::kChunks / 2;  // 16-byte chunks per rotate-half
+  static_assert(kHalf + Tile::kChunks <= Cfg::kThreads, "one new-token chunk per thread");
+  static_assert(Cfg::kThreads % kHalf == 0, "a thread rotates one chunk index");
   extern __shared__ __align__(128) uint8_t smem[];
   const int split = blockIdx.x, kv_head = blockIdx.y, b = blockIdx.z;
   // The batch's lengths and slots, and the KV of every position but the newest, are not
@@ -60,7 +118,7 @@ __global__ void __launch_bounds__(Cfg::kThreads)
   // it started): they are read before waiting on it, overlapping its tail.
   const int seq_len = p.seq_lens[b];
   const int32_t* slots = p.kv_indices + p.kv_indptr[b];
-  const int chunk = split_chunk_len(seq_len, p.num_splits);
+  const int chunk = split_chunk_len(seq_len, p.num_splits, Cfg::kSplitAlign);
   const int start = split * chunk;
   if (start >= seq_len) {
     if (seq_len == 0 && split == 0) {  // nothing to attend to: zeros, not 0 / 0
@@ -87,26 +145,71 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     next.copy(k, k + Cfg::kTileBytes, p.k_cache, p.v_cache, kv_head, p.kv_heads);
   };
   // The first kStages - 1 tiles, one cp.async group each (empty groups keep the wait counts
-  // uniform); those before the tile holding the newest position go before the wait.
+  // uniform); those before the tile holding the newest position go before the wait. With
+  // kRope nothing before this kernel writes that position (its row is patched below), so all go.
   const int newest = seq_len - 1;  // >= start
-  const int first_after_wait = newest < end ? (newest - start) / Cfg::kTileTokens : num_tiles;
+  const bool has_newest = newest < end;
+  const int newest_tile = has_newest ? (newest - start) / Cfg::kTileTokens : num_tiles;
+  const int first_after_wait = kRope ? num_tiles : newest_tile;
   int t0 = 0;
   for (; t0 < kStages - 1 && t0 < first_after_wait; ++t0) {
     fetch_slots(t0);
     copy_tile(t0);
     cp_async_commit();
   }
+  // kRope: the angles of the one rotate-half chunk index this thread rotates (of q and of the
+  // new k) and the new token's slot; positions and the table are no kernel's output.
+  constexpr int kNewChunks = kHalf + Tile::kChunks;  // new-token units: K pairs, then V chunks
+  const int unit = threadIdx.x;  // < kHalf: K pair (unit, unit + kHalf); then V chunk unit - kHalf
+  ChunkAngles angles;
+  int64_t new_slot = 0;
+  if constexpr (kRope) {
+    angles.load(p.fresh.cos_sin + static_cast<int64_t>(p.fresh.positions[b]) * kDim,
+                threadIdx.x % kHalf, kDim);
+    if (has_newest && unit < kNewChunks) new_slot = p.fresh.out_cache_loc[b];
+  }
   kernels::cuda::pdl_wait();
   // Q tile: the group's heads of this request's token as rows 0..group-1, zero rows to 16,
   // through registers (the cp.async groups are the KV tiles'); the loop's first barrier
   // publishes it.
   const bf16* q = p.q + b * p.q_token_stride + kv_head * p.group * p.q_head_stride;
-  for (int c = threadIdx.x; c < 16 * Tile::kChunks; c += Cfg::kThreads) {
-    const int row = c / Tile::kChunks, ch = c % Tile::kChunks;
-    const uint4 v = row < p.group
-                        ? *reinterpret_cast<const uint4*>(q + row * p.q_head_stride + ch * 8)
-                        : make_uint4(0, 0, 0, 0);
-    *reinterpret_cast<uint4*>(smem + Tile::offset(row, ch)) = v;
+  auto q_chunk = [&](int row, int ch) {
+    return row < p.group ? *reinterpret_cast<const uint4*>(q + row * p.q_head_stride + ch * 8)
+                         : make_uint4(0, 0, 0, 0);
+  };
+  // kRope: this thread's chunks of the new K (a rotate-half pair: lo | hi) or V (lo), for the
+  // CTA holding the newest position.
+  uint4 new_lo = make_uint4(0, 0, 0, 0), new_hi = new_lo;
+  if constexpr (kRope) {
+    for (int c = threadIdx.x; c < 16 * kHalf; c += Cfg::kThreads) {
+      const int row = c / kHalf, ch = c % kHalf;  // ch == threadIdx.x % kHalf
+      uint4 lo = q_chunk(row, ch), hi = q_chunk(row, ch + kHalf);
+      if (row < p.group) angles.rotate(lo, hi);
+      *reinterpret_cast<uint4*>(smem + Tile::offset(row, ch)) = lo;
+      *reinterpret_cast<uint4*>(smem + Tile::offset(row, ch + kHalf)) = hi;
+    }
+    if (has_newest && unit < kNewChunks) {
+      const NewTokenParams& f = p.fresh;
+      const int64_t cache_row = (new_slot * p.kv_heads + kv_head) * kDim;
+      if (unit < kHalf) {
+        const bf16* k = f.k + b * f.k_token_stride + kv_head * f.k_head_stride;
+        new_lo = *reinterpret_cast<const uint4*>(k + unit * 8);
+        new_hi = *reinterpret_cast<const uint4*>(k + (unit + kHalf) * 8);
+        angles.rotate(new_lo, new_hi);
+        *reinterpret_cast<uint4*>(f.k_cache + cache_row + unit * 8) = new_lo;
+        *reinterpret_cast<uint4*>(f.k_cache + cache_row + (unit + kHalf) * 8) = new_hi;
+      } else {
+        const int ch = unit - kHalf;
+        const bf16* v = f.v + b * f.v_token_stride + kv_head * f.v_head_stride;
+        new_lo = *reinterpret_cast<const uint4*>(v + ch * 8);
+        *reinterpret_cast<uint4*>(f.v_cache + cache_row + ch * 8) = new_lo;
+      }
+    }
+  } else {
+    for (int c = threadIdx.x; c < 16 * Tile::kChunks; c += Cfg::kThreads) {
+      const int row = c / Tile::kChunks, ch = c % Tile::kChunks;
+      *reinterpret_cast<uint4*>(smem + Tile::offset(row, ch)) = q_chunk(row, ch);
+    }
   }
   for (; t0 < kStages - 1; ++t0) {
     if (t0 < num_tiles) {
@@ -132,8 +235,22 @@ __global__ void __launch_bounds__(Cfg::kThreads)
       if (t + kStages < num_tiles) fetch_slots(t + kStages);
     }
     cp_async_commit();
-    if (t == 0) qf.init(q_tile, 0, lane);
     const uint32_t k = k_tile(t % kStages);
+    if (kRope && t == newest_tile) {  // the new K and V row over the copy of its stale slot
+      const int row = newest - start - t * Cfg::kTileTokens;
+      uint8_t* k_rows = smem + (k - q_tile);
+      auto put = [&](uint8_t* tile, int ch, uint4 v) {
+        *reinterpret_cast<uint4*>(tile + Tile::offset(row, ch)) = v;
+      };
+      if (unit < kHalf) {
+        put(k_rows, unit, new_lo);
+        put(k_rows, unit + kHalf, new_hi);
+      } else if (unit < kNewChunks) {
+        put(k_rows + Cfg::kTileBytes, unit - kHalf, new_lo);
+      }
+      __syncthreads();
+    }
+    if (t == 0) qf.init(q_tile, 0, lane);
     float s_tile[1][2][4];
     auto& s = s_tile[0];
     warp_scores<kDim, 1, 2>(s_tile, qf, k, warp * 16, lane);
@@ -171,7 +288,8 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     }
   }
   __syncthreads();
-  const bool single_split = split_count(seq_len, p.num_splits) == 1;  // as the merge decides
+  // As the merge decides.
+  const bool single_split = split_count(seq_len, p.num_splits, Cfg::kSplitAlign) == 1;
   for (int i = threadIdx.x; i < p.group * kDim; i += Cfg::kThreads) {
     const int row = i / kDim, d = i % kDim;
     float m = -INFINITY;
@@ -203,6 +321,7 @@ struct MergeParams {
   const int32_t* seq_lens;   // [bs]
   int q_heads;
   int num_splits;
+  int split_align;
   int dim;
 };
 
@@ -213,7 +332,8 @@ struct MergeParams {
 // CTA's 64 threads merge serially where this kernel spreads the q heads over CTAs.)
 __global__ void merge_splits_kernel(const __grid_constant__ MergeParams p) {
   const int head = blockIdx.x, b = blockIdx.y;
-  const int n = split_count(p.seq_lens[b], p.num_splits);  // before the wait: pdl.cuh
+  // Before the wait: pdl.cuh.
+  const int n = split_count(p.seq_lens[b], p.num_splits, p.split_align);
   // Every CTA waits, even one with nothing to merge, so this grid's completion implies the
   // decode kernel's (whose single-split outputs the next kernel reads).
   kernels::cuda::pdl_wait();
@@ -236,56 +356,84 @@ __global__ void merge_splits_kernel(const __grid_constant__ MergeParams p) {
 }
 
 template <typename Cfg>
-void launch_decode(const DecodeParams& p, int batch_size, cudaStream_t stream) {
+void launch_decode(const DecodeParams& p, bool rope, int batch_size, cudaStream_t stream) {
   const dim3 grid(p.num_splits, p.kv_heads, batch_size);
-  kernels::cuda::launch_pdl(flash_decode_kernel<Cfg>, grid, Cfg::kThreads, Cfg::kSmemBytes, stream,
-                            p);
+  kernels::cuda::launch_pdl(rope ? flash_decode_kernel<Cfg, true> : flash_decode_kernel<Cfg, false>,
+                            grid, Cfg::kThreads, Cfg::kSmemBytes, stream, p);
 }
 
 template <typename Cfg>
 void allow_decode_smem() {
-  SGL_CUDA_CHECK(cudaFuncSetAttribute(
-      flash_decode_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  for (auto* kernel : {flash_decode_kernel<Cfg, false>, flash_decode_kernel<Cfg, true>}) {
+    SGL_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  }
 }
 
+// (Shared memory bounds both kRope variants, which differ only in registers.)
 template <typename Cfg>
 int resident_ctas_per_sm() {
   int ctas = 0;
-  SGL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, flash_decode_kernel<Cfg>,
-                                                               Cfg::kThreads, Cfg::kSmemBytes));
+  SGL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &ctas, flash_decode_kernel<Cfg, false>, Cfg::kThreads, Cfg::kSmemBytes));
   return ctas;
 }
 
-// Per head_dim: <dim, warps, stages>. Small CTAs (2 warps, 32-token tiles) let 4 of them share
-// an SM at head_dim 128, so one wave covers more (request, KV head) pairs.
-using Decode64 = DecodeConfig<64, 2, 4>;
-using Decode128 = DecodeConfig<128, 2, 3>;
-using Decode256 = DecodeConfig<256, 2, 3>;
+// Per width and head_dim: <dim, warps, stages, split alignment>. Narrow CTAs (2 warps, 32-token
+// tiles) let 4 of them share an SM at head_dim 128, so one wave covers more (request, KV head)
+// pairs. Wide CTAs keep a 256-token context in flight at once.
+constexpr int kNarrowSplitAlign = 64, kWideSplitAlign = 256;
+using Narrow64 = DecodeConfig<64, 2, 4, kNarrowSplitAlign>;
+using Narrow128 = DecodeConfig<128, 2, 3, kNarrowSplitAlign>;
+using Narrow256 = DecodeConfig<256, 2, 3, kNarrowSplitAlign>;
+using Wide64 = DecodeConfig<64, 8, 3, kWideSplitAlign>;
+using Wide128 = DecodeConfig<128, 8, 3, kWideSplitAlign>;
+using Wide256 = DecodeConfig<256, 4, 3, kWideSplitAlign>;
+
+// Calls f(Cfg{}) with the config of (head_dim, width); false for another head_dim.
+template <typename F>
+bool with_config(int head_dim, DecodeWidth width, F&& f) {
+  const bool wide = width == DecodeWidth::kWide;
+  switch (head_dim) {
+    case 64:
+      wide ? f(Wide64{}) : f(Narrow64{});
+      return true;
+    case 128:
+      wide ? f(Wide128{}) : f(Narrow128{});
+      return true;
+    case 256:
+      wide ? f(Wide256{}) : f(Narrow256{});
+      return true;
+    default:
+      return false;
+  }
+}
 
 }  // namespace
 
 void configure_flash_decode_kernels() {
-  allow_decode_smem<Decode64>();
-  allow_decode_smem<Decode128>();
-  allow_decode_smem<Decode256>();
-}
-
-int flash_decode_ctas_per_sm(int head_dim) {
-  switch (head_dim) {
-    case 64:
-      return resident_ctas_per_sm<Decode64>();
-    case 128:
-      return resident_ctas_per_sm<Decode128>();
-    case 256:
-      return resident_ctas_per_sm<Decode256>();
-    default:
-      return 1;
+  for (const DecodeWidth width : {DecodeWidth::kNarrow, DecodeWidth::kWide}) {
+    for (const int dim : {64, 128, 256}) {
+      with_config(dim, width, [](auto cfg) { allow_decode_smem<decltype(cfg)>(); });
+    }
   }
 }
 
+int flash_decode_split_align(DecodeWidth width) {
+  return width == DecodeWidth::kWide ? kWideSplitAlign : kNarrowSplitAlign;
+}
+
+int flash_decode_ctas_per_sm(int head_dim, DecodeWidth width) {
+  int ctas = 1;
+  with_config(head_dim, width, [&](auto cfg) { ctas = resident_ctas_per_sm<decltype(cfg)>(); });
+  return ctas;
+}
+
 void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
-                  const ForwardBatch& fb, float scale, int num_splits,
-                  const SplitKvScratch& scratch, backend::Stream stream) {
+                  const ForwardBatch& fb, float scale, DecodeShape shape,
+                  const SplitKvScratch& scratch, backend::Stream stream,
+                  const DecodeNewTokens* new_tokens) {
+  const int num_splits = shape.num_splits;
   const int batch_size = fb.batch_size;
   if (batch_size == 0) return;
   const int q_heads = static_cast<int>(q.size(1)), kv_heads = static_cast<int>(k_cache.size(1));
@@ -296,38 +444,56 @@ void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
     SGL_CHECK_LE(static_cast<int64_t>(batch_size) * num_splits * q_heads, scratch.rows)
         << "split-KV scratch too small";
   }
-  const DecodeParams p{static_cast<const bf16*>(q.raw()),
-                       q.stride(0),
-                       q.stride(1),
-                       static_cast<const bf16*>(k_cache.raw()),
-                       static_cast<const bf16*>(v_cache.raw()),
-                       static_cast<bf16*>(out.raw()),
-                       scratch.o,
-                       scratch.lse,
-                       fb.seq_lens.data<int32_t>(),
-                       fb.kv_indptr.data<int32_t>(),
-                       fb.kv_indices.data<int32_t>(),
-                       q_heads,
-                       kv_heads,
-                       q_heads / kv_heads,
-                       num_splits,
-                       scale * kLog2e};
-  auto native = backend::cuda::native_stream(stream);
-  switch (dim) {
-    case 64:
-      launch_decode<Decode64>(p, batch_size, native);
-      break;
-    case 128:
-      launch_decode<Decode128>(p, batch_size, native);
-      break;
-    case 256:
-      launch_decode<Decode256>(p, batch_size, native);
-      break;
-    default:
-      SGL_CHECK(false) << "flash decode: head_dim " << dim;
+  DecodeParams p{static_cast<const bf16*>(q.raw()),
+                 q.stride(0),
+                 q.stride(1),
+                 static_cast<const bf16*>(k_cache.raw()),
+                 static_cast<const bf16*>(v_cache.raw()),
+                 static_cast<bf16*>(out.raw()),
+                 scratch.o,
+                 scratch.lse,
+                 fb.seq_lens.data<int32_t>(),
+                 fb.kv_indptr.data<int32_t>(),
+                 fb.kv_indices.data<int32_t>(),
+                 q_heads,
+                 kv_heads,
+                 q_heads / kv_heads,
+                 num_splits,
+                 scale * kLog2e,
+                 {}};
+  if (new_tokens != nullptr) {
+    const DecodeNewTokens& n = *new_tokens;
+    SGL_CHECK(n.k.size(0) == batch_size && n.k.dtype() == DType::kBF16 &&
+              n.v.dtype() == DType::kBF16 && n.cos_sin.dtype() == DType::kF32 &&
+              n.cos_sin.size(1) == dim)
+        << "flash decode: new tokens k " << n.k.shape_string() << " cos_sin "
+        << n.cos_sin.shape_string();
+    p.fresh = {static_cast<const bf16*>(n.k.raw()),
+               n.k.stride(0),
+               n.k.stride(1),
+               static_cast<const bf16*>(n.v.raw()),
+               n.v.stride(0),
+               n.v.stride(1),
+               n.positions.data<int32_t>(),
+               n.cos_sin.data<float>(),
+               n.out_cache_loc.data<int32_t>(),
+               static_cast<bf16*>(k_cache.raw()),
+               static_cast<bf16*>(v_cache.raw())};
   }
+  auto native = backend::cuda::native_stream(stream);
+  const bool launched = with_config(dim, shape.width, [&](auto cfg) {
+    launch_decode<decltype(cfg)>(p, new_tokens != nullptr, batch_size, native);
+  });
+  SGL_CHECK(launched) << "flash decode: head_dim " << dim;
   if (num_splits > 1) {
-    const MergeParams m{scratch.o, scratch.lse, p.out, p.seq_lens, q_heads, num_splits, dim};
+    const MergeParams m{scratch.o,
+                        scratch.lse,
+                        p.out,
+                        p.seq_lens,
+                        q_heads,
+                        num_splits,
+                        flash_decode_split_align(shape.width),
+                        dim};
     kernels::cuda::launch_pdl(merge_splits_kernel, dim3(q_heads, batch_size), 128, 0, native, m);
   }
 }

@@ -10,8 +10,7 @@
 
 namespace sgl::attention::cuda {
 
-inline constexpr int kSplitChunkAlign = 64;  // tokens; a multiple of every decode KV tile
-inline constexpr int kMaxSplits = 128;       // splits per request
+inline constexpr int kMaxSplits = 128;  // splits per request
 
 // Splits per request for a decode batch: as many (request, KV head, split) CTAs as fit in one
 // wave of the `resident_ctas` the GPU runs at once (SMs x CTAs per SM), never more. Measured
@@ -28,18 +27,18 @@ inline int64_t max_split_partial_rows(int q_heads, int kv_heads, int resident_ct
   return static_cast<int64_t>(resident_ctas) * (q_heads / kv_heads);
 }
 
-// Tokens per split for a request of seq_len tokens: an even share, rounded up to whole tiles
-// (at least one). Split s covers [s * chunk, min(seq_len, (s + 1) * chunk)); splits past
-// seq_len are empty.
-SGL_HOST_DEVICE inline int split_chunk_len(int seq_len, int num_splits) {
+// Tokens per split for a request of seq_len tokens: an even share, rounded up to a multiple of
+// `align` (the kernel's split alignment, a multiple of its KV tile; at least one). Split s
+// covers [s * chunk, min(seq_len, (s + 1) * chunk)); splits past seq_len are empty.
+SGL_HOST_DEVICE inline int split_chunk_len(int seq_len, int num_splits, int align) {
   const int even = (seq_len + num_splits - 1) / num_splits;
-  const int aligned = (even + kSplitChunkAlign - 1) / kSplitChunkAlign * kSplitChunkAlign;
-  return aligned > kSplitChunkAlign ? aligned : kSplitChunkAlign;
+  const int aligned = (even + align - 1) / align * align;
+  return aligned > align ? aligned : align;
 }
 
 // Non-empty splits of a request (0 for an empty one).
-SGL_HOST_DEVICE inline int split_count(int seq_len, int num_splits) {
-  const int chunk = split_chunk_len(seq_len, num_splits);
+SGL_HOST_DEVICE inline int split_count(int seq_len, int num_splits, int align) {
+  const int chunk = split_chunk_len(seq_len, num_splits, align);
   return (seq_len + chunk - 1) / chunk;
 }
 

@@ -10,7 +10,7 @@
 //     completion implies its predecessor's.
 // The second rule makes a kernel's start imply that every kernel two or more back on the stream
 // has completed, so data only those wrote (batch metadata, older KV, weights and tables) may be
-// read before the wait: flash decode starts its KV tiles there, the GEMV its weight lines.
+// read before the wait: flash decode starts its KV tiles there.
 // Works inside CUDA graph capture (programmatic edges). Both are no-ops before sm_90.
 #pragma once
 

@@ -1,0 +1,47 @@
+// The split-KV decode policy (attention/cuda/split_kv_policy.h), on the host: chunks are whole
+// multiples of the kernel's alignment, the non-empty splits cover every position once, and the
+// split count fills one wave of resident CTAs. Label: cpu.
+#include "attention/cuda/split_kv_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace sgl::attention::cuda {
+namespace {
+
+TEST(SplitKvPolicy, ChunksAreAlignedAndCoverEveryPositionOnce) {
+  for (int align : {64, 256}) {
+    for (int splits : {1, 2, 3, 16, kMaxSplits}) {
+      for (int seq_len : {1, 63, 64, 65, 192, 255, 256, 257, 1000, 4097, 33000}) {
+        const int chunk = split_chunk_len(seq_len, splits, align);
+        const int count = split_count(seq_len, splits, align);
+        EXPECT_EQ(chunk % align, 0) << seq_len << " " << splits << " " << align;
+        EXPECT_GE(count, 1);
+        EXPECT_LE(count, splits);
+        // Splits [s * chunk, min(seq_len, (s + 1) * chunk)) for s < count tile [0, seq_len).
+        EXPECT_LT((count - 1) * chunk, seq_len);
+        EXPECT_GE(count * chunk, seq_len);
+      }
+    }
+  }
+  EXPECT_EQ(split_count(0, 8, 64), 0);
+}
+
+TEST(SplitKvPolicy, ShortContextsTakeOneSplitAtTheWideAlignment) {
+  // 16 splits offered (batch 1, 8 KV heads, 132 wide CTAs): a 192-token context is one split
+  // of 256 tokens at the wide alignment, three of 64 at the narrow one.
+  EXPECT_EQ(split_count(192, 16, 256), 1);
+  EXPECT_EQ(split_count(192, 16, 64), 3);
+  EXPECT_EQ(split_chunk_len(33000, 16, 256), 2304);
+}
+
+TEST(SplitKvPolicy, SplitCountFillsOneWaveOfResidentCtas) {
+  EXPECT_EQ(decode_num_splits(1, 8, 132), 16);
+  EXPECT_EQ(decode_num_splits(16, 8, 132), 1);
+  EXPECT_EQ(decode_num_splits(64, 8, 528), 1);
+  EXPECT_EQ(decode_num_splits(256, 8, 528), 1);  // never fewer than one
+  EXPECT_EQ(decode_num_splits(1, 1, 1000), kMaxSplits);
+  EXPECT_EQ(max_split_partial_rows(32, 8, 528), 528 * 4);
+}
+
+}  // namespace
+}  // namespace sgl::attention::cuda
