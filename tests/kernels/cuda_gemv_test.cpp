@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "backend/cuda/cuda_runtime.h"
 #include "core/half.h"
 #include "cuda_linear_fixture.h"
 #include "kernels/activation.h"
@@ -46,6 +47,24 @@ TEST_F(CudaGemv, MatchesCpuLinearOverShapes) {
         linear(x, w, Tensor(), want_nobias, cpu_);
         EXPECT_LT(rel_err(to_host(y16), want_nobias), 1e-2) << m << "x" << n << "x" << k;
       }
+    }
+  }
+}
+
+// A grid of 1..1.5 waves at two blocks per SM runs at three blocks per SM (up to 8 tokens;
+// 9..16 keep two): n chosen from this GPU's SM count so that both sides run.
+TEST_F(CudaGemv, ThreeBlocksPerSmGridMatchesCpuLinear) {
+  const int64_t sms = backend::cuda::multiprocessor_count(0);
+  const int64_t n = 16 * (2 * sms + sms / 2) - 5;  // a partial last block
+  for (int64_t m : {1, 8, 9}) {
+    for (int64_t k : {64, 4104}) {
+      Buffer x = host_random({m, k}, 1.f), w = host_random({n, k}, 0.1f);
+      Buffer want(cpu_allocator(), DType::kF32, {m, n});
+      linear(x, w, Tensor(), want, cpu_);
+      Buffer dx = to_device(x), dw = to_device(w);
+      Buffer y = poisoned(DType::kBF16, {m, n});
+      cuda::gemv(dx, dw, Tensor(), y, stream_.get());
+      EXPECT_LT(rel_err(to_host(y), want), 1e-2) << m << "x" << n << "x" << k;
     }
   }
 }

@@ -12,6 +12,7 @@
 #include "attention/cuda/reference_attention.h"
 #include "attention/cuda/split_kv_policy.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_runtime.h"
 #include "core/alignment.h"
 #include "kernels/rope.h"
 
@@ -33,12 +34,6 @@ bool chunked_rows(const Tensor& t) {
          t.stride(0) % 8 == 0 && is_aligned(t.raw(), 16);
 }
 
-int device_sm_count(int device_index) {
-  int sms = 0;
-  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_index));
-  return sms;
-}
-
 }  // namespace
 
 FlashAttentionBackend::FlashAttentionBackend(const AttentionConfig& config, KvPool& kv_pool,
@@ -52,7 +47,7 @@ FlashAttentionBackend::FlashAttentionBackend(const AttentionConfig& config, KvPo
   cuda::configure_flash_decode_kernels();
   cuda::configure_flash_extend_kernels();
   const int dim = static_cast<int>(config.head_dim);
-  sm_count_ = device_sm_count(device.index);
+  sm_count_ = backend::cuda::multiprocessor_count(device.index);
   resident_narrow_ctas_ =
       sm_count_ * std::max(1, cuda::flash_decode_ctas_per_sm(dim, cuda::DecodeWidth::kNarrow));
   resident_wide_ctas_ =

@@ -328,8 +328,11 @@ struct MergeParams {
 // One CTA per (q head, request): out = sum_s 2^(lse_s - max) o_s / sum_s 2^(lse_s - max).
 // Requests with a single non-empty split were written by the decode kernel directly.
 // (Merging in the last split CTA to finish instead, with an atomic counter per (request, KV
-// head), measured slower at batch 1 on H200, once: 4.71 vs. 4.43 ms per Llama-3-8B step; that
-// CTA's 64 threads merge serially where this kernel spreads the q heads over CTAs.)
+// head), measured slower at batch 1 on H200, twice: 4.71 vs. 4.43 ms per Llama-3-8B step with
+// narrow CTAs, 4.39 vs. 4.24 ms with wide ones, even at contexts of one split, where the merge
+// kernel has nothing to do. This kernel also keeps the GEMV after it from launching while the
+// decode CTAs still hold their SMs: launched early, the GEMV's one-wave grid finds those SMs
+// full and runs a second wave. See pdl.cuh.)
 __global__ void merge_splits_kernel(const __grid_constant__ MergeParams p) {
   const int head = blockIdx.x, b = blockIdx.y;
   // Before the wait: pdl.cuh.

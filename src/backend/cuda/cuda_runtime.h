@@ -7,6 +7,8 @@
 namespace sgl::backend::cuda {
 
 Result<MemoryInfo> memory_info(int device_index);
+// Streaming multiprocessors of a device (valid index).
+int multiprocessor_count(int device_index);
 Status check_device(int device_index);
 void synchronize(Stream stream);
 

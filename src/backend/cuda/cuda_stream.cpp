@@ -66,6 +66,12 @@ Result<MemoryInfo> memory_info(int device_index) {
   return MemoryInfo{free_bytes, total_bytes};
 }
 
+int multiprocessor_count(int device_index) {
+  int sms = 0;
+  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_index));
+  return sms;
+}
+
 Status check_device(int device_index) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);

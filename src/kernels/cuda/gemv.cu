@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/native_stream.h"
 #include "core/alignment.h"
 #include "kernels/cuda/common/cuda_types.cuh"
@@ -61,8 +62,10 @@ __device__ __forceinline__ uint4 load_weight(const __nv_bfloat16* p) {
   return v;
 }
 
-template <int kTokenTiles, int kRowTiles, int kUnroll, Epilogue kEpilogue, typename OutT>
-__global__ void __launch_bounds__(kThreads, 2) gemv_kernel(const __grid_constant__ GemvParams p) {
+template <int kTokenTiles, int kRowTiles, int kUnroll, Epilogue kEpilogue, typename OutT,
+          int kBlocksPerSm = 2>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    gemv_kernel(const __grid_constant__ GemvParams p) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
 
@@ -191,12 +194,19 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(const __grid_constant
 }
 
 // Loads in flight per thread stay at 16 x 16 bytes whatever the tiles (registers: two blocks
-// of 8 warps per SM).
+// of 8 warps per SM), except that a grid of one to 1.5 waves at two blocks per SM runs as one
+// wave at three, with half the loads in flight (kUnroll 2). Measured on H200, Llama-3-8B's qkv
+// at 1 token (384 blocks, 132 SMs): 79.7% -> 84.1% of copy; batch-1 step 0.03-0.06 ms faster.
 template <int kRowTiles, Epilogue kEpilogue, typename OutT>
 void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   const auto s = backend::cuda::native_stream(stream);
   const dim3 grid(static_cast<unsigned>(blocks));
   constexpr int kUnroll = 4 / kRowTiles;
+  const int sms = backend::cuda::multiprocessor_count(stream.device.index);
+  if (kRowTiles == 1 && p.m <= kTileTokens && blocks > 2 * sms && blocks <= 3 * sms) {
+    launch_pdl(gemv_kernel<1, 1, 2, kEpilogue, OutT, 3>, grid, kThreads, 0, s, p);
+    return;
+  }
   if (p.m <= kTileTokens) {
     launch_pdl(gemv_kernel<1, kRowTiles, kUnroll, kEpilogue, OutT>, grid, kThreads, 0, s, p);
   } else {

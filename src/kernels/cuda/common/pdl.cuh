@@ -11,6 +11,11 @@
 // The second rule makes a kernel's start imply that every kernel two or more back on the stream
 // has completed, so data only those wrote (batch metadata, older KV, weights and tables) may be
 // read before the wait: flash decode starts its KV tiles there.
+// Launching early has a cost too: a dependent's CTAs are placed as soon as it launches, so a
+// grid sized to one wave (the GEMV) that launches while a heavy kernel's CTAs still hold SMs
+// gets a second wave. Measured on H200 (Llama-3-8B, batch 1): dropping the merge kernel
+// between flash decode and the o projection, which made the GEMV launch while decode ran,
+// cost 0.15 ms per step. (Requesting the GEMV's weights before its wait cost as much: gemv.cu.)
 // Works inside CUDA graph capture (programmatic edges). Both are no-ops before sm_90.
 #pragma once
 
