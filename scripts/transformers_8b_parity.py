@@ -87,6 +87,7 @@ def compare(out_dir, ours_path, tol, tie):
     bound = max(tol, 1.25 * hf_worst)
     tie = tie if tie is not None else 2 * bound
     worst, compared, failures = 0.0, 0, []
+    ours_errs, hf_errs = [], []  # over the same (case, step, id) entries
     for ci, case in enumerate(reference["cases"]):
         mine = by_prompt.get(tuple(case["prompt_ids"]))
         if mine is None:
@@ -98,6 +99,8 @@ def compare(out_dir, ours_path, tol, tie):
                 if rid in got:
                     err = abs(got[rid] - truth)
                     worst = max(worst, err)
+                    ours_errs.append(err)
+                    hf_errs.append(abs(step["logprobs"][rank] - truth))
                     if err > bound:
                         failures.append("case %d step %d id %d: %.4f vs f32 %.4f" % (
                             ci, s, rid, got[rid], truth))
@@ -113,6 +116,9 @@ def compare(out_dir, ours_path, tol, tie):
     print("8B parity vs float32 truth: %d steps compared; worst top-5 logprob error: ours %.4f, "
           "transformers bf16 %.4f; bound %.4f, tie %.4f; %d failures" % (
               compared, worst, hf_worst, bound, tie, len(failures)))
+    if ours_errs:
+        print("mean top-5 logprob error over the same %d entries: ours %.4f, transformers bf16 %.4f"
+              % (len(ours_errs), sum(ours_errs) / len(ours_errs), sum(hf_errs) / len(hf_errs)))
     for line in failures[:20]:
         print("  " + line)
     return 1 if failures else 0
