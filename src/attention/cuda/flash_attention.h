@@ -19,7 +19,7 @@ void configure_flash_extend_kernels();
 // The decode kernel's CTA shape. Narrow: 2 warps share 32-token KV tiles, several CTAs per SM,
 // splits aligned to 64 tokens; for batches whose (request, KV head) pairs fill the GPU. Wide:
 // 8 warps (4 at head_dim 256) share 128-token (64-token) tiles, splits of at least 256 tokens;
-// for small batches, where a short context is one CTA per KV head with no merge.
+// for small batches, where a short context is one CTA per KV head with nothing to merge.
 enum class DecodeWidth { kNarrow, kWide };
 
 // How a decode batch is cut: the CTA shape and the splits per request.
