@@ -28,6 +28,7 @@ void sample_tokens(const Tensor& logits, const SamplingRows& rows, const Sampled
   detail::check_last_dim_contiguous(logits, "sample_tokens");
   const int64_t bs = logits.size(0), vocab = logits.size(1);
   SGL_CHECK(vocab > 0 && vocab <= sampling_math::kMaxVocab) << "sample_tokens: vocab " << vocab;
+  SGL_CHECK(bs <= 65535) << "sample_tokens: " << bs << " rows (at most 65535, a grid dimension)";
   check_row_array(rows.temperature, DType::kF32, bs, logits, "temperature");
   check_row_array(rows.top_k, DType::kI32, bs, logits, "top_k");
   check_row_array(rows.top_p, DType::kF32, bs, logits, "top_p");

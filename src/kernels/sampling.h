@@ -33,7 +33,8 @@ struct SampledTokens {
   Tensor top_logprobs;     // f32 [bs, k_max]
 };
 
-// Samples every row of `logits` (f32 [bs, V], last dim contiguous, V <= 2^18) on `stream`.
+// Samples every row of `logits` (f32 [bs, V], last dim contiguous, bs <= 65535, V <= 2^18) on
+// `stream`.
 // CUDA only: host logits go through sampling::Sampler. Enqueues kernels and returns; the
 // outputs are ready when `stream` reaches them. Reads only its arguments (no scratch memory),
 // so it may be captured in a CUDA graph.

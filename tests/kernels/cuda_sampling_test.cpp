@@ -218,15 +218,21 @@ std::vector<Row> sweep_rows(std::mt19937_64& rng) {
 TEST_F(CudaSampling, IdsEqualTheCpuSamplerOnTheParameterSweep) {
   std::mt19937_64 rng(2024);
   int64_t total_rows = 0, sampled_rows = 0;
-  for (int64_t vocab : {111, 32000, 128256, 151936}) {
-    const std::vector<Row> all = sweep_rows(rng);  // 768 rows
+  for (int64_t vocab : {5, 111, 32000, 128256, 151936}) {
+    std::vector<Row> all = sweep_rows(rng);     // 768 rows
+    std::shuffle(all.begin(), all.end(), rng);  // every shape and mode in the small batches too
     const auto n = static_cast<int64_t>(all.size());
-    for (int64_t start = 0; start < n; start += 512) {  // batches of 512 and 256
-      const std::vector<Row> rows(all.begin() + start, all.begin() + std::min(n, start + 512));
+    // Batches of every width of a row's cluster: up to 8 CTAs per row for small batches, one
+    // for large ones (sample_tokens sizes it by the SM count).
+    int64_t start = 0;
+    for (const int64_t batch : {1, 3, 8, 16, 33, 195, 512}) {
+      const int64_t first = start;
+      start = std::min(n, first + batch);
+      const std::vector<Row> rows(all.begin() + first, all.begin() + start);
       const auto bs = static_cast<int64_t>(rows.size());
       std::vector<float> logits(bs * vocab);
       parallel_for(bs, [&](int64_t b) {
-        fill_row(logits.data() + b * vocab, vocab, rows[b].shape, 1000003 * vocab + start + b);
+        fill_row(logits.data() + b * vocab, vocab, rows[b].shape, 1000003 * vocab + first + b);
       });
       const Buffer dev = upload(logits, bs, vocab);
       const Outputs got = run(dev, rows, 0);
@@ -235,11 +241,11 @@ TEST_F(CudaSampling, IdsEqualTheCpuSamplerOnTheParameterSweep) {
       for (int64_t b = 0; b < bs; ++b) {
         sampled_rows += rows[b].params.is_greedy() ? 0 : 1;
         if (got.ids[b] != want.next_token_ids[b] && ++mismatches <= 10) {
-          ADD_FAILURE() << "V " << vocab << " row " << start + b << " " << describe(rows[b])
+          ADD_FAILURE() << "V " << vocab << " row " << first + b << " " << describe(rows[b])
                         << ": gpu " << got.ids[b] << " cpu " << want.next_token_ids[b];
         }
         EXPECT_PRED2(logprob_close, got.logprobs[b], want.next_token_logprobs[b])
-            << "V " << vocab << " row " << start + b << " " << describe(rows[b]);
+            << "V " << vocab << " row " << first + b << " " << describe(rows[b]);
       }
       total_rows += bs;
     }
@@ -361,9 +367,9 @@ TEST_F(CudaSampling, GraphReplayMatchesEagerRuns) {
   SGL_CUDA_CHECK(cudaGraphDestroy(graph));
 }
 
-// Not a check: prints the op's time at bs 256 x V 128256 (speed is measured, not asserted).
-TEST_F(CudaSampling, PrintTimingAtBs256) {
-  const int64_t bs = 256, vocab = 128256;
+// Not a check: prints the op's time at bs 1 and 256 x V 128256 (speed is measured, not asserted).
+TEST_F(CudaSampling, PrintTimingAtBs1And256) {
+  const int64_t vocab = 128256;
   struct Case {
     const char* name;
     Shape shape;
@@ -381,44 +387,46 @@ TEST_F(CudaSampling, PrintTimingAtBs256) {
       {"flat T=1 top_p=0.9", Shape::kFlat, 1.f, -1, 0.9f, 0.f},
       {"duplicated T=1 top_p=0.5", Shape::kDuplicated, 1.f, -1, 0.5f, 0.f},
   };
-  for (const Case& c : cases) {
-    std::vector<Row> rows(bs);
-    for (int64_t b = 0; b < bs; ++b) {
-      rows[b] = {c.shape, {}, 3, 0};
-      rows[b].params.temperature = c.temperature;
-      rows[b].params.top_k = c.top_k;
-      rows[b].params.top_p = c.top_p;
-      rows[b].params.min_p = c.min_p;
-      rows[b].params.seed = b;
+  for (const int64_t bs : {1, 256}) {
+    for (const Case& c : cases) {
+      std::vector<Row> rows(bs);
+      for (int64_t b = 0; b < bs; ++b) {
+        rows[b] = {c.shape, {}, 3, 0};
+        rows[b].params.temperature = c.temperature;
+        rows[b].params.top_k = c.top_k;
+        rows[b].params.top_p = c.top_p;
+        rows[b].params.min_p = c.min_p;
+        rows[b].params.seed = b;
+      }
+      std::vector<float> logits(bs * vocab);
+      parallel_for(bs, [&](int64_t b) { fill_row(logits.data() + b * vocab, vocab, c.shape, b); });
+      const Buffer dev = upload(logits, bs, vocab);
+      Buffer block;
+      const SamplingRows dev_rows = upload_rows(rows, block);
+      Buffer ids(gpu_, DType::kI32, {bs}), logprobs(gpu_, DType::kF32, {bs});
+      auto native = static_cast<cudaStream_t>(stream_.get().native);
+      cudaEvent_t begin, end;
+      SGL_CUDA_CHECK(cudaEventCreate(&begin));
+      SGL_CUDA_CHECK(cudaEventCreate(&end));
+      float ms[2] = {0, 0};
+      for (int with_logprobs = 0; with_logprobs < 2; ++with_logprobs) {
+        const SampledTokens out{ids, with_logprobs ? logprobs.tensor() : Tensor(), Tensor(),
+                                Tensor()};
+        sample_tokens(dev, dev_rows, out, stream_.get());  // warm-up
+        const int reps = 20;
+        SGL_CUDA_CHECK(cudaEventRecord(begin, native));
+        for (int r = 0; r < reps; ++r) sample_tokens(dev, dev_rows, out, stream_.get());
+        SGL_CUDA_CHECK(cudaEventRecord(end, native));
+        SGL_CUDA_CHECK(cudaEventSynchronize(end));
+        SGL_CUDA_CHECK(cudaEventElapsedTime(&ms[with_logprobs], begin, end));
+        ms[with_logprobs] /= reps;
+      }
+      std::printf("sample_tokens bs %lld x V %lld  %-28s %7.1f us  (+logprob %7.1f us)\n",
+                  static_cast<long long>(bs), static_cast<long long>(vocab), c.name, ms[0] * 1e3,
+                  ms[1] * 1e3);
+      SGL_CUDA_CHECK(cudaEventDestroy(begin));
+      SGL_CUDA_CHECK(cudaEventDestroy(end));
     }
-    std::vector<float> logits(bs * vocab);
-    parallel_for(bs, [&](int64_t b) { fill_row(logits.data() + b * vocab, vocab, c.shape, b); });
-    const Buffer dev = upload(logits, bs, vocab);
-    Buffer block;
-    const SamplingRows dev_rows = upload_rows(rows, block);
-    Buffer ids(gpu_, DType::kI32, {bs}), logprobs(gpu_, DType::kF32, {bs});
-    auto native = static_cast<cudaStream_t>(stream_.get().native);
-    cudaEvent_t begin, end;
-    SGL_CUDA_CHECK(cudaEventCreate(&begin));
-    SGL_CUDA_CHECK(cudaEventCreate(&end));
-    float ms[2] = {0, 0};
-    for (int with_logprobs = 0; with_logprobs < 2; ++with_logprobs) {
-      const SampledTokens out{ids, with_logprobs ? logprobs.tensor() : Tensor(), Tensor(),
-                              Tensor()};
-      sample_tokens(dev, dev_rows, out, stream_.get());  // warm-up
-      const int reps = 20;
-      SGL_CUDA_CHECK(cudaEventRecord(begin, native));
-      for (int r = 0; r < reps; ++r) sample_tokens(dev, dev_rows, out, stream_.get());
-      SGL_CUDA_CHECK(cudaEventRecord(end, native));
-      SGL_CUDA_CHECK(cudaEventSynchronize(end));
-      SGL_CUDA_CHECK(cudaEventElapsedTime(&ms[with_logprobs], begin, end));
-      ms[with_logprobs] /= reps;
-    }
-    std::printf("sample_tokens bs %lld x V %lld  %-28s %7.1f us  (+logprob %7.1f us)\n",
-                static_cast<long long>(bs), static_cast<long long>(vocab), c.name, ms[0] * 1e3,
-                ms[1] * 1e3);
-    SGL_CUDA_CHECK(cudaEventDestroy(begin));
-    SGL_CUDA_CHECK(cudaEventDestroy(end));
   }
   cudaDeviceProp prop{};
   SGL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));

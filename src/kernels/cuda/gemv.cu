@@ -99,38 +99,54 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   float acc[kRowTiles][kTokenTiles][4] = {};
   const int64_t steps = (p.k + kStepK - 1) / kStepK;
 
-  // No weight lines are requested before the wait. With programmatic launch this kernel starts
-  // while the kernels before it run: its early requests compete with the small ones on the
-  // critical path (norms, attention), and lines fetched during a large GEMM's tail can be
-  // evicted before use. Measured on H200, Llama-3-8B batch 1: asking L2 for each warp's first
-  // 4 steps (17 MB over the first wave) made a decode step 0.15-0.20 ms slower, the first
-  // step only 0.08 ms.
-  pdl_wait();
-
-  for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
-    uint4 wv[kUnroll][2][kRowTiles][2];  // [step][chunk][tile][row half]
-    uint4 xv[kUnroll][2][kTokenTiles];   // [step][chunk][token tile]
+  // Calls fn(u, c, kk, ok) for chunk c of step u of the kUnroll steps from s0: this lane's 8
+  // values from k index kk, ok when they exist (k % 8 == 0: whole chunks).
+  auto for_each_chunk = [&](int64_t s0, auto&& fn) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t s = s0 + u * kWarps;
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         const int64_t kk = s * kStepK + 32 * c + 8 * t;
-        const bool ok = s < steps && kk < p.k;  // k % 8 == 0: whole chunks
-#pragma unroll
-        for (int r = 0; r < kRowTiles; ++r) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            wv[u][c][r][h] = ok ? load_weight(w_row[r][h] + kk) : make_uint4(0, 0, 0, 0);
-          }
-        }
-#pragma unroll
-        for (int tt = 0; tt < kTokenTiles; ++tt) {
-          xv[u][c][tt] = ok && token_ok[tt] ? __ldg(reinterpret_cast<const uint4*>(x_row[tt] + kk))
-                                            : make_uint4(0, 0, 0, 0);
-        }
+        fn(u, c, kk, s < steps && kk < p.k);
       }
     }
+  };
+  uint4 wv[kUnroll][2][kRowTiles][2];  // [step][chunk][tile][row half]
+  auto load_weights = [&](int64_t s0) {
+    for_each_chunk(s0, [&](int u, int c, int64_t kk, bool ok) {
+#pragma unroll
+      for (int r = 0; r < kRowTiles; ++r) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          wv[u][c][r][h] = ok ? load_weight(w_row[r][h] + kk) : make_uint4(0, 0, 0, 0);
+        }
+      }
+    });
+  };
+  // The first steps' weights go out before the wait, into registers: a block placed during the
+  // tail of the kernel before (the last wave of the GEMV before, a norm, flash decode) has its
+  // first weight bytes in flight when that kernel ends. And the next kernel launches as soon as
+  // every block of this one runs, so its launch latency hides behind this one's work. Measured
+  // on H100, Llama-3-8B, with decode's early launch (flash_decode.cu), ms per step: batch
+  // 1 x 128 5.69 -> 5.61, 8 x 128 5.86 -> 5.82, 1 x 1k 5.78 -> 5.69, 8 x 1k 6.33 -> 6.17.
+  // Asking L2 for the lines instead (prefetch.global.L2, bulk prefetches) made steps slower
+  // (docs/benchmarks.md). The loads sit under a branch: ptxas hoists the wait above an
+  // unconditional block of them, and with the wait first nothing was gained.
+  if (warp < steps) load_weights(warp);
+  pdl_wait();
+  pdl_launch_dependents();
+
+  for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
+    if (s0 != warp) load_weights(s0);
+    uint4 xv[kUnroll][2][kTokenTiles];  // [step][chunk][token tile]
+    for_each_chunk(s0, [&](int u, int c, int64_t kk, bool ok) {
+#pragma unroll
+      for (int tt = 0; tt < kTokenTiles; ++tt) {
+        xv[u][c][tt] = ok && token_ok[tt] ? __ldg(reinterpret_cast<const uint4*>(x_row[tt] + kk))
+                                          : make_uint4(0, 0, 0, 0);
+      }
+    });
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
@@ -151,7 +167,6 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       }
     }
   }
-  pdl_launch_dependents();
 
   // Sum the warps' partials: red[warp][tile][token tile][fragment element][lane].
   __shared__ float red[kWarps][kRowTiles][kTokenTiles][4][32];

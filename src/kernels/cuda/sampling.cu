@@ -1,8 +1,14 @@
 // CUDA sampling: one block per logits row follows the rules of sampling/sampler.h (greedy, then
-// weights, min-p, top-k, top-p and an id-order draw) without sorting the vocabulary.
+// weights, min-p, top-k, top-p and an id-order draw) without sorting the vocabulary. For small
+// batches each row is a thread-block cluster whose CTAs find the row's maximum over a slice of
+// the vocabulary each; the first CTA then goes on alone.
+#include <cooperative_groups.h>
+
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/block_reduce.cuh"
+#include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/common/row_pass.cuh"
 #include "kernels/cuda/cuda_sampling.h"
 #include "kernels/cuda/sampling_select.cuh"
@@ -12,6 +18,8 @@ namespace sgl::kernels::cuda {
 namespace {
 
 namespace sm = sampling_math;
+
+constexpr int kMaxRowParts = 8;  // CTAs per row's cluster (the portable cluster size)
 
 struct SampleArgs {
   const float* logits;  // f32 [bs, vocab], rows `row_stride` apart
@@ -81,18 +89,44 @@ __device__ int32_t sample_row(RowSelector& row, const float* logits, int32_t voc
                          : row.find_by_running_sum(kept_weight, draw_target, greedy_id);
 }
 
-__global__ void __launch_bounds__(kSampleThreads) sample_kernel(SampleArgs a) {
-  __shared__ SelectShared sh;
-  const int64_t row_index = blockIdx.x;
-  const float* logits = a.logits + row_index * a.row_stride;
-  const int32_t vocab = a.vocab;
-  // Rule 1 (and the maximum every weight is relative to): the first maximum.
-  ValueIndex best = lowest_value_index();
-  for_each_token<kSampleThreads>(logits, vocab, [&](int32_t i, bool valid, float x) {
-    const ValueIndex v{x, i};
+// Rule 1 (and the maximum every weight is relative to): the row's first maximum. Each CTA of
+// the row's cluster scans an equal slice; the first CTA gathers the slices' bests (the same
+// order, so the same answer as one pass) and returns true, the others return false.
+__device__ bool row_first_maximum(const float* logits, int32_t vocab, ValueIndex& best) {
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const auto parts = static_cast<int32_t>(cluster.num_blocks());
+  const auto part = static_cast<int32_t>(cluster.block_rank());
+  const int32_t per = (vocab + parts - 1) / parts;
+  const int32_t begin = min(vocab, part * per), end = min(vocab, begin + per);
+  best = lowest_value_index();
+  for_each_token<kSampleThreads>(logits + begin, end - begin, [&](int32_t i, bool valid, float x) {
+    const ValueIndex v{x, begin + i};
     if (valid && ranks_before(v, best)) best = v;
   });
   best = block_best(best);
+  if (parts == 1) return true;
+  __shared__ ValueIndex slice_best;
+  if (threadIdx.x == 0) slice_best = best;
+  cluster.sync();  // every slice's best is published
+  if (part == 0) {
+    for (int32_t r = 1; r < parts; ++r) {
+      const ValueIndex other = *cluster.map_shared_rank(&slice_best, r);
+      if (ranks_before(other, best)) best = other;
+    }
+  }
+  cluster.sync();  // the first CTA has read them: the others may exit
+  return part == 0;
+}
+
+// grid (cluster CTAs, rows): one cluster per logits row.
+__global__ void __launch_bounds__(kSampleThreads) sample_kernel(SampleArgs a) {
+  __shared__ SelectShared sh;
+  const int64_t row_index = blockIdx.y;
+  const float* logits = a.logits + row_index * a.row_stride;
+  const int32_t vocab = a.vocab;
+  ValueIndex best;
+  if (!row_first_maximum(logits, vocab, best)) return;
   const float temperature = a.temperature[row_index];
   const int32_t top_k = a.top_k[row_index];
   double exp_sum = 0.0;
@@ -132,9 +166,20 @@ void sample_tokens(const Tensor& logits, const SamplingRows& rows, const Sampled
   args.next_ids = out.next_token_ids.data<int32_t>();
   args.next_logprobs =
       out.next_token_logprobs.defined() ? out.next_token_logprobs.data<float>() : nullptr;
-  const auto blocks = static_cast<unsigned>(logits.size(0));
-  sample_kernel<<<blocks, kSampleThreads, 0, backend::cuda::native_stream(stream)>>>(args);
-  SGL_CUDA_CHECK_LAUNCH();
+  // One CTA per row once the rows fill the GPU; up to 8 per row below that. (Llama-3's 128k
+  // logits took one CTA ~30 us to scan, a latency-bound pass over L2.)
+  const auto row_count = static_cast<int>(logits.size(0));
+  const int sms = backend::cuda::multiprocessor_count(logits.device().index);
+  int parts = 1;
+  while (parts < kMaxRowParts && 2 * parts * row_count <= sms) parts *= 2;
+  cudaLaunchAttribute cluster = cluster_dims_attribute(dim3(parts, 1, 1));
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(parts, row_count);
+  config.blockDim = kSampleThreads;
+  config.stream = backend::cuda::native_stream(stream);
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  SGL_CUDA_CHECK(cudaLaunchKernelEx(&config, sample_kernel, args));
   if (out.top_logprobs.defined()) {
     top_logprobs(logits, rows.top_logprobs_num, out.top_logprob_ids, out.top_logprobs, stream);
   }

@@ -5,17 +5,22 @@
 //     kernel before it writes, or memory that kernel reads and it writes (activations, the KV
 //     rows just stored, outputs);
 //   - pdl_launch_dependents() lets the next kernel start launching; without it the next kernel
-//     starts when this one ends, as usual. Call it once the CTA's bulk of work is issued, and
-//     never before the CTA's pdl_wait(); and let at least one CTA wait, so the grid's
-//     completion implies its predecessor's.
+//     starts when this one ends, as usual. The next kernel launches once every CTA of this one
+//     has called it or exited, so a call late in a CTA exposes the launch latency (~1 us);
+//     call it right after the CTA's pdl_wait() unless placing the next kernel early costs
+//     (below), and never before it; and let at least one CTA wait, so the grid's completion
+//     implies its predecessor's.
 // The second rule makes a kernel's start imply that every kernel two or more back on the stream
 // has completed, so data only those wrote (batch metadata, older KV, weights and tables) may be
 // read before the wait: flash decode starts its KV tiles there.
-// Launching early has a cost too: a dependent's CTAs are placed as soon as it launches, so a
-// grid sized to one wave (the GEMV) that launches while a heavy kernel's CTAs still hold SMs
-// gets a second wave. Measured on H200 (Llama-3-8B, batch 1): dropping the merge kernel
-// between flash decode and the o projection, which made the GEMV launch while decode ran,
-// cost 0.15 ms per step. (Requesting the GEMV's weights before its wait cost as much: gemv.cu.)
+// (Calling it before the wait measured badly on H100, Llama-3-8B: in the fused add + RMSNorm,
+// so the linear layer after it launched during the GEMV before, batch 1 and 8 were 0.03-0.06
+// ms per step faster but batch 16 1 ms slower; in the merge kernel, 1.1 ms slower at batch 1.)
+// Launching early has a cost where the next kernel's CTAs take SMs that this grid's unplaced
+// CTAs or a heavy predecessor still need: a grid sized to one wave (the GEMV) that launches
+// while flash decode's CTAs hold SMs finds those SMs full and runs a second wave. Measured on
+// H200 (Llama-3-8B, batch 1): dropping the merge kernel between flash decode and the o
+// projection cost 0.15 ms per step.
 // Works inside CUDA graph capture (programmatic edges). Both are no-ops before sm_90.
 #pragma once
 
