@@ -47,13 +47,6 @@ struct DecodeParams {
   int num_splits;
   float scale_log2;      // softmax scale * log2(e)
   NewTokenParams fresh;  // kRope kernels only
-  // Let the next kernel launch right after the wait: set for wide CTAs followed by the merge
-  // kernel (which only waits). Otherwise it launches after the loop, late enough that a
-  // one-wave GEMV does not take the SMs decode still holds, nor the narrow case's many merge
-  // CTAs the SMs of decode CTAs (pdl.cuh). Measured on H100, Llama-3-8B, early vs. late:
-  // batch 1 / 8 x 1k 5.74 / 6.33 -> 5.70 / 6.24 ms per step; narrow batch 24 x 128 6.48 ->
-  // 6.58 ms, so not there.
-  bool launch_early;
 };
 
 // The RoPE angles of one 16-byte chunk c of the first half of a head: dims 8c .. 8c + 7.
@@ -87,6 +80,9 @@ struct ChunkAngles {
   }
 };
 
+// Split alignments of the two CTA widths (DecodeWidth).
+constexpr int kNarrowSplitAlign = 64, kWideSplitAlign = 256;
+
 // kWarps warps share a KV tile (16 tokens each); kStages tiles in a cp.async ring; splits are
 // multiples of kSplitAlign tokens.
 template <int kHeadDim, int kNumWarps, int kKvStages, int kSplitTokens>
@@ -97,6 +93,7 @@ struct DecodeConfig {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kTileTokens = 16 * kWarps;  // each warp takes 16 tokens of a tile
   static constexpr int kSplitAlign = kSplitTokens;
+  static constexpr bool kWide = kSplitTokens == kWideSplitAlign;
   static constexpr int kQBytes = 16 * kDim * 2;
   static constexpr int kTileBytes = kTileTokens * kDim * 2;
   static constexpr int kSmemBytes = kQBytes + kStages * 2 * kTileBytes;
@@ -176,7 +173,12 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     if (has_newest && unit < kNewChunks) new_slot = p.fresh.out_cache_loc[b];
   }
   kernels::cuda::pdl_wait();
-  if (p.launch_early) kernels::cuda::pdl_launch_dependents();
+  // Wide CTAs followed by the merge kernel (which only waits) let it launch now. Otherwise the
+  // next kernel launches after the loop, late enough that a one-wave GEMV does not take the SMs
+  // decode still holds, nor the narrow case's many merge CTAs those of decode CTAs (pdl.cuh).
+  // Measured on H100, Llama-3-8B, early vs. late: batch 1 / 8 x 1k 5.74 / 6.33 -> 5.70 / 6.24
+  // ms per step; narrow batch 24 x 128 6.48 -> 6.58 ms, so not there.
+  if (Cfg::kWide && p.num_splits > 1) kernels::cuda::pdl_launch_dependents();
   // Q tile: the group's heads of this request's token as rows 0..group-1, zero rows to 16,
   // through registers (the cp.async groups are the KV tiles'); the loop's first barrier
   // publishes it.
@@ -393,7 +395,6 @@ int resident_ctas_per_sm() {
 // Per width and head_dim: <dim, warps, stages, split alignment>. Narrow CTAs (2 warps, 32-token
 // tiles) let 4 of them share an SM at head_dim 128, so one wave covers more (request, KV head)
 // pairs. Wide CTAs keep a 256-token context in flight at once.
-constexpr int kNarrowSplitAlign = 64, kWideSplitAlign = 256;
 using Narrow64 = DecodeConfig<64, 2, 4, kNarrowSplitAlign>;
 using Narrow128 = DecodeConfig<128, 2, 3, kNarrowSplitAlign>;
 using Narrow256 = DecodeConfig<256, 2, 3, kNarrowSplitAlign>;
@@ -471,8 +472,7 @@ void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                  q_heads / kv_heads,
                  num_splits,
                  scale * kLog2e,
-                 {},
-                 shape.width == DecodeWidth::kWide && num_splits > 1};
+                 {}};
   if (new_tokens != nullptr) {
     const DecodeNewTokens& n = *new_tokens;
     SGL_CHECK(n.k.size(0) == batch_size && n.k.dtype() == DType::kBF16 &&

@@ -5,13 +5,13 @@
 #include <cooperative_groups.h>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/block_reduce.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/common/row_pass.cuh"
 #include "kernels/cuda/cuda_sampling.h"
 #include "kernels/cuda/sampling_select.cuh"
+#include "kernels/cuda/stream_gemms.h"
 #include "kernels/sampling_math.h"
 
 namespace sgl::kernels::cuda {
@@ -169,17 +169,11 @@ void sample_tokens(const Tensor& logits, const SamplingRows& rows, const Sampled
   // One CTA per row once the rows fill the GPU; up to 8 per row below that. (Llama-3's 128k
   // logits took one CTA ~30 us to scan, a latency-bound pass over L2.)
   const auto row_count = static_cast<int>(logits.size(0));
-  const int sms = backend::cuda::multiprocessor_count(logits.device().index);
+  const int sms = StreamGemms::of(stream).sm_count;
   int parts = 1;
   while (parts < kMaxRowParts && 2 * parts * row_count <= sms) parts *= 2;
-  cudaLaunchAttribute cluster = cluster_dims_attribute(dim3(parts, 1, 1));
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(parts, row_count);
-  config.blockDim = kSampleThreads;
-  config.stream = backend::cuda::native_stream(stream);
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  SGL_CUDA_CHECK(cudaLaunchKernelEx(&config, sample_kernel, args));
+  launch_clusters(sample_kernel, dim3(parts, row_count), dim3(parts, 1, 1), kSampleThreads, 0,
+                  backend::cuda::native_stream(stream), args);
   if (out.top_logprobs.defined()) {
     top_logprobs(logits, rows.top_logprobs_num, out.top_logprob_ids, out.top_logprobs, stream);
   }

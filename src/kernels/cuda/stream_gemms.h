@@ -1,6 +1,6 @@
 // StreamGemms: the per-stream GEMM state kept in a CudaStream's GEMM slot
 // (backend/stream_slot.h): the library GEMM's plans, our Hopper GEMM's device facts and the
-// device's SM count (the GEMV sizes its grid by it).
+// device's SM count (the GEMV and the sampling kernel size their grids by it).
 #pragma once
 
 #include "backend/cuda/cuda_runtime.h"

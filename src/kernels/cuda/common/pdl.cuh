@@ -22,6 +22,8 @@
 // H200 (Llama-3-8B, batch 1): dropping the merge kernel between flash decode and the o
 // projection cost 0.15 ms per step.
 // Works inside CUDA graph capture (programmatic edges). Both are no-ops before sm_90.
+// The launch helpers below (launch_pdl, launch_pdl_clusters; launch_clusters without PDL) all
+// go through one cudaLaunchKernelEx wrapper.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -54,20 +56,24 @@ inline cudaLaunchAttribute cluster_dims_attribute(dim3 dims) {
 
 namespace detail {
 
+// cudaLaunchKernelEx with programmatic stream serialization and/or clusters of `*cluster`.
 template <typename... Params, typename... Args>
-void launch_programmatic(void (*kernel)(Params...), dim3 grid, const dim3* cluster, dim3 block,
-                         size_t smem, cudaStream_t stream, Args&&... args) {
+void launch_ex(void (*kernel)(Params...), dim3 grid, bool programmatic, const dim3* cluster,
+               dim3 block, size_t smem, cudaStream_t stream, Args&&... args) {
   cudaLaunchAttribute attribute[2];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  if (cluster != nullptr) attribute[1] = cluster_dims_attribute(*cluster);
+  unsigned count = 0;
+  if (programmatic) {
+    attribute[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[count++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster != nullptr) attribute[count++] = cluster_dims_attribute(*cluster);
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = attribute;
-  config.numAttrs = cluster != nullptr ? 2 : 1;
+  config.numAttrs = count;
   SGL_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
@@ -77,16 +83,23 @@ void launch_programmatic(void (*kernel)(Params...), dim3 grid, const dim3* clust
 template <typename... Params, typename... Args>
 void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                 Args&&... args) {
-  detail::launch_programmatic(kernel, grid, nullptr, block, smem, stream,
-                              std::forward<Args>(args)...);
+  detail::launch_ex(kernel, grid, true, nullptr, block, smem, stream, std::forward<Args>(args)...);
 }
 
 // The same on a grid of thread-block clusters of `cluster` CTAs (grid divisible by it).
 template <typename... Params, typename... Args>
 void launch_pdl_clusters(void (*kernel)(Params...), dim3 grid, dim3 cluster, dim3 block,
                          size_t smem, cudaStream_t stream, Args&&... args) {
-  detail::launch_programmatic(kernel, grid, &cluster, block, smem, stream,
-                              std::forward<Args>(args)...);
+  detail::launch_ex(kernel, grid, true, &cluster, block, smem, stream, std::forward<Args>(args)...);
+}
+
+// kernel on a grid of thread-block clusters, ordinarily serialized on the stream (for kernels
+// that do not call pdl_wait()).
+template <typename... Params, typename... Args>
+void launch_clusters(void (*kernel)(Params...), dim3 grid, dim3 cluster, dim3 block, size_t smem,
+                     cudaStream_t stream, Args&&... args) {
+  detail::launch_ex(kernel, grid, false, &cluster, block, smem, stream,
+                    std::forward<Args>(args)...);
 }
 
 }  // namespace sgl::kernels::cuda
