@@ -218,9 +218,11 @@ void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   const auto s = backend::cuda::native_stream(stream);
   const dim3 grid(static_cast<unsigned>(blocks));
   constexpr int kUnroll = 4 / kRowTiles;
-  if (kRowTiles == 1 && p.m <= kTileTokens && blocks > 2 * sms && blocks <= 3 * sms) {
-    launch_pdl(gemv_kernel<1, 1, 2, kEpilogue, OutT, 3>, grid, kThreads, 0, s, p);
-    return;
+  if constexpr (kRowTiles == 1) {  // (no three-per-SM variant of the two-tile gate/up kernel)
+    if (p.m <= kTileTokens && blocks > 2 * sms && blocks <= 3 * sms) {
+      launch_pdl(gemv_kernel<1, 1, 2, kEpilogue, OutT, 3>, grid, kThreads, 0, s, p);
+      return;
+    }
   }
   if (p.m <= kTileTokens) {
     launch_pdl(gemv_kernel<1, kRowTiles, kUnroll, kEpilogue, OutT>, grid, kThreads, 0, s, p);

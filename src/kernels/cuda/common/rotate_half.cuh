@@ -5,9 +5,6 @@
 
 namespace sgl::kernels::cuda {
 
-// dst[i], dst[i + half] = the pair src[i], src[i + half] rotated by the angle whose cos and sin
-// are c and s (or cos_sin_row[i] and cos_sin_row[half + i], a [D] row: cos | sin); in f32,
-// rounded once. dst may be src.
 // The pair (a, b) = (x[i], x[i + D / 2]) rotated: (a c - b s, b c + a s), rounded once. The
 // multiply-adds are spelled out so that every kernel rotating a pair gets the same bits
 // (contraction left to the compiler may differ between call sites).
@@ -18,6 +15,9 @@ __device__ __forceinline__ void rotate_half_values(float a, float b, float c, fl
   hi = from_float<T>(__fmaf_rn(b, c, __fmul_rn(a, s)));
 }
 
+// dst[i], dst[i + half] = the pair src[i], src[i + half] rotated by the angle whose cos and sin
+// are c and s (or cos_sin_row[i] and cos_sin_row[half + i], a [D] row: cos | sin); in f32,
+// rounded once. dst may be src.
 template <typename T>
 __device__ __forceinline__ void rotate_half_pair(const T* src, T* dst, float c, float s, int i,
                                                  int half) {
