@@ -68,7 +68,8 @@ cuda::DecodeShape FlashAttentionBackend::decode_shape(int batch_size) const {
   const int kv_heads = static_cast<int>(config_.num_kv_heads);
   if (batch_size * kv_heads <= sm_count_) {
     return {cuda::DecodeWidth::kWide,
-            cuda::decode_num_splits(batch_size, kv_heads, resident_wide_ctas_)};
+            cuda::decode_num_splits(batch_size, kv_heads, resident_wide_ctas_),
+            cuda::decode_early_launch_ctas(sm_count_)};
   }
   return {cuda::DecodeWidth::kNarrow,
           cuda::decode_num_splits(batch_size, kv_heads, resident_narrow_ctas_)};

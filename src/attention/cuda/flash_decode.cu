@@ -173,11 +173,17 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     if (has_newest && unit < kNewChunks) new_slot = p.fresh.out_cache_loc[b];
   }
   kernels::cuda::pdl_wait();
-  // Wide CTAs followed by the merge kernel (which only waits) let it launch now. Otherwise the
-  // next kernel launches after the loop, late enough that a one-wave GEMV does not take the SMs
-  // decode still holds, nor the narrow case's many merge CTAs those of decode CTAs (pdl.cuh).
-  // Measured on H100, Llama-3-8B, early vs. late: batch 1 / 8 x 1k 5.74 / 6.33 -> 5.70 / 6.24
-  // ms per step; narrow batch 24 x 128 6.48 -> 6.58 ms, so not there.
+  // When the next kernel launches:
+  // - after split wide CTAs, now: it is the merge kernel, which only waits (and may launch the
+  //   GEMV after it early: merge_splits_kernel);
+  // - after unsplit wide CTAs, when they have ended: the next kernel is a one-wave GEMV, placed
+  //   on all SMs at once instead of filling each SM that a decode CTA leaves;
+  // - after narrow CTAs, after the loop (below), late enough that the many merge CTAs do not
+  //   take SMs that decode CTAs still wait for (pdl.cuh).
+  // Measured on H100, Llama-3-8B, ms per step: split wide early vs. after the loop, batch 1 / 8
+  // x 1k 5.74 / 6.33 -> 5.70 / 6.24; narrow early vs. after the loop, batch 24 x 128 6.58 vs.
+  // 6.48; unsplit wide at the end vs. after the loop, batch 16 x 128 / 1k 6.06-6.09 /
+  // 6.73-6.76 -> 5.96-5.99 / 6.58-6.63.
   if (Cfg::kWide && p.num_splits > 1) kernels::cuda::pdl_launch_dependents();
   // Q tile: the group's heads of this request's token as rows 0..group-1, zero rows to 16,
   // through registers (the cp.async groups are the KV tiles'); the loop's first barrier
@@ -276,7 +282,7 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     warp_accumulate_pv<kDim, 1, 2>(o_tile, s_tile, k + Cfg::kTileBytes, warp * 16, lane);
   }
   cp_async_wait<0>();
-  kernels::cuda::pdl_launch_dependents();
+  if constexpr (!Cfg::kWide) kernels::cuda::pdl_launch_dependents();
   __syncthreads();
 
   // Merge the warps' states through shared memory.
@@ -333,6 +339,10 @@ struct MergeParams {
   int num_splits;
   int split_align;
   int dim;
+  int kv_heads;
+  // Launch the next kernel before the wait when the batch has at most this many non-empty
+  // decode CTAs (0: never).
+  int early_launch_ctas;
 };
 
 // One CTA per (q head, request): out = sum_s 2^(lse_s - max) o_s / sum_s 2^(lse_s - max).
@@ -342,15 +352,30 @@ struct MergeParams {
 // narrow CTAs, 4.39 vs. 4.24 ms with wide ones, even at contexts of one split, where the merge
 // kernel has nothing to do. This kernel also keeps the GEMV after it from launching while the
 // decode CTAs still hold their SMs: launched early, the GEMV's one-wave grid finds those SMs
-// full and runs a second wave. See pdl.cuh.)
+// full and runs a second wave, or fills the SMs decode CTAs leave one by one. See pdl.cuh.)
+//
+// After few decode CTAs (wide ones of a short batch: early_launch_ctas) it launches the next
+// kernel, the attention output projection, before its wait, so that projection's blocks take
+// the SMs decode leaves free and have their first weights in flight when decode ends (it then
+// runs three blocks per SM to fit there: gemv.cu). Measured on H100s, Llama-3-8B, batch 1 x
+// 128: 0.2-0.8% faster per step (gemv.cu).
 __global__ void merge_splits_kernel(const __grid_constant__ MergeParams p) {
   const int head = blockIdx.x, b = blockIdx.y;
   // Before the wait: pdl.cuh.
   const int n = split_count(p.seq_lens[b], p.num_splits, p.split_align);
+  bool launch_early = false;
+  if (p.early_launch_ctas > 0) {
+    int ctas = 0;
+    for (int r = 0; r < static_cast<int>(gridDim.y); ++r) {
+      ctas += split_count(p.seq_lens[r], p.num_splits, p.split_align);
+    }
+    launch_early = ctas * p.kv_heads <= p.early_launch_ctas;
+  }
+  if (launch_early) kernels::cuda::pdl_launch_dependents();
   // Every CTA waits, even one with nothing to merge, so this grid's completion implies the
   // decode kernel's (whose single-split outputs the next kernel reads).
   kernels::cuda::pdl_wait();
-  kernels::cuda::pdl_launch_dependents();
+  if (!launch_early) kernels::cuda::pdl_launch_dependents();
   if (n <= 1) return;
   const int64_t row0 = static_cast<int64_t>(b) * p.num_splits * p.q_heads + head;
   float m = -INFINITY;
@@ -498,14 +523,19 @@ void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
   });
   SGL_CHECK(launched) << "flash decode: head_dim " << dim;
   if (num_splits > 1) {
-    const MergeParams m{scratch.o,
-                        scratch.lse,
-                        p.out,
-                        p.seq_lens,
-                        q_heads,
-                        num_splits,
-                        flash_decode_split_align(shape.width),
-                        dim};
+    const MergeParams m{
+        scratch.o,
+        scratch.lse,
+        p.out,
+        p.seq_lens,
+        q_heads,
+        num_splits,
+        flash_decode_split_align(shape.width),
+        dim,
+        kv_heads,
+        shape.width == DecodeWidth::kWide && batch_size * kv_heads <= shape.early_launch_ctas
+            ? shape.early_launch_ctas
+            : 0};
     kernels::cuda::launch_pdl(merge_splits_kernel, dim3(q_heads, batch_size), 128, 0, native, m);
   }
 }

@@ -34,6 +34,9 @@ constexpr int kStepK = 64;      // k values per warp step: 4 lanes x 2 chunks x 
 constexpr int kTileRows = 16;   // weight rows per MMA tile
 constexpr int kTileTokens = 8;  // tokens per MMA tile
 
+// Rows of at most this many k values make a short block (three_blocks_per_sm).
+constexpr int64_t kShortBlockK = 4096;
+
 enum class Epilogue {
   kStore,    // y[token, j] = acc (+ bias[j]); row tile r of block b is rows (b R + r) 16 ..
   kSiluMul,  // out[token, j] = silu(gate) * up; tile 0 = gate rows b 16 .., tile 1 = up rows
@@ -208,10 +211,27 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   }
 }
 
+// Whether a one-token-tile grid of `blocks` runs three blocks per SM (kUnroll 2) instead of two
+// (the comment above launch()).
+bool three_blocks_per_sm(int64_t blocks, int64_t k, int sms) {
+  if (blocks > 3 * sms) return false;
+  return blocks > 2 * sms || (blocks > sms && k <= kShortBlockK);
+}
+
 // Loads in flight per thread stay at 16 x 16 bytes whatever the tiles (registers: two blocks
-// of 8 warps per SM), except that a grid of one to 1.5 waves at two blocks per SM runs as one
-// wave at three, with half the loads in flight (kUnroll 2). Measured on H200, Llama-3-8B's qkv
-// at 1 token (384 blocks, 132 SMs): 79.7% -> 84.1% of copy; batch-1 step 0.03-0.06 ms faster.
+// of 8 warps per SM), except where three blocks per SM, with half the loads in flight
+// (kUnroll 2), pay:
+// - a grid of one to 1.5 waves at two blocks per SM runs as one wave at three. Measured on
+//   H200, Llama-3-8B's qkv at 1 token (384 blocks, 132 SMs): 79.7% -> 84.1% of copy; batch-1
+//   step 0.03-0.06 ms faster.
+// - a grid of short blocks (k <= kShortBlockK) between one and two waves at two per SM, such
+//   as the attention output projection, then fits on the SMs flash decode's CTAs leave free,
+//   so all of its blocks are placed while decode runs and have their first weights in flight
+//   when it ends (the merge kernel launches it early after a few decode CTAs:
+//   flash_decode.cu). Measured on H100s, Llama-3-8B, batch 1 x 128, with that early launch:
+//   0.2-0.8% faster per step (5.622 -> 5.565 ms at best); three per SM without the early
+//   launch, or the early launch with two per SM: no gain; three per SM for the down
+//   projection too (k = 14336): 0.02 ms slower.
 template <int kRowTiles, Epilogue kEpilogue, typename OutT>
 void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   const int sms = StreamGemms::of(stream).sm_count;
@@ -219,7 +239,7 @@ void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   const dim3 grid(static_cast<unsigned>(blocks));
   constexpr int kUnroll = 4 / kRowTiles;
   if constexpr (kRowTiles == 1) {  // (no three-per-SM variant of the two-tile gate/up kernel)
-    if (p.m <= kTileTokens && blocks > 2 * sms && blocks <= 3 * sms) {
+    if (p.m <= kTileTokens && three_blocks_per_sm(blocks, p.k, sms)) {
       launch_pdl(gemv_kernel<1, 1, 2, kEpilogue, OutT, 3>, grid, kThreads, 0, s, p);
       return;
     }
