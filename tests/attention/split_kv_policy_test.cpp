@@ -1,6 +1,7 @@
 // The split-KV decode policy (attention/cuda/split_kv_policy.h), on the host: chunks are whole
-// multiples of the kernel's alignment, the non-empty splits cover every position once, and the
-// split count fills one wave of resident CTAs. Label: cpu.
+// multiples of the kernel's alignment, the non-empty splits cover every position once, the
+// split count fills one wave of resident CTAs, and the merge kernel's early launch is limited to
+// batches of few CTAs. Label: cpu.
 #include "attention/cuda/split_kv_policy.h"
 
 #include <gtest/gtest.h>
@@ -41,6 +42,16 @@ TEST(SplitKvPolicy, SplitCountFillsOneWaveOfResidentCtas) {
   EXPECT_EQ(decode_num_splits(256, 8, 528), 1);  // never fewer than one
   EXPECT_EQ(decode_num_splits(1, 1, 1000), kMaxSplits);
   EXPECT_EQ(max_split_partial_rows(32, 8, 528), 528 * 4);
+}
+
+TEST(SplitKvPolicy, EarlyLaunchOnlyForBatchesOfFewCtas) {
+  // 132 SMs: at most 16 non-empty CTAs. With 8 KV heads that is 2 splits in all: batch 1 up to
+  // two splits, batch 2 one split each; batch 3 never.
+  EXPECT_EQ(decode_early_launch_splits(132, 1, 8), 2);
+  EXPECT_EQ(decode_early_launch_splits(132, 2, 8), 2);
+  EXPECT_EQ(decode_early_launch_splits(132, 3, 8), 0);
+  EXPECT_EQ(decode_early_launch_splits(132, 4, 2), 8);
+  EXPECT_EQ(decode_early_launch_splits(132, 1, 32), 0);
 }
 
 }  // namespace

@@ -26,9 +26,10 @@ enum class DecodeWidth { kNarrow, kWide };
 struct DecodeShape {
   DecodeWidth width = DecodeWidth::kNarrow;
   int num_splits = 1;
-  // Wide only: with at most this many non-empty decode CTAs in the batch, the merge kernel
-  // launches the kernel after it before waiting (decode_early_launch_ctas, split_kv_policy.h).
-  int early_launch_ctas = 0;
+  // Wide only: with at most this many non-empty splits in the batch (summed over requests), the
+  // merge kernel launches the kernel after it before waiting (decode_early_launch_splits in
+  // split_kv_policy.h); 0: never.
+  int early_launch_splits = 0;
 };
 
 // Tokens a split's length is a multiple of (split_kv_policy.h), per width.

@@ -69,7 +69,7 @@ cuda::DecodeShape FlashAttentionBackend::decode_shape(int batch_size) const {
   if (batch_size * kv_heads <= sm_count_) {
     return {cuda::DecodeWidth::kWide,
             cuda::decode_num_splits(batch_size, kv_heads, resident_wide_ctas_),
-            cuda::decode_early_launch_ctas(sm_count_)};
+            cuda::decode_early_launch_splits(sm_count_, batch_size, kv_heads)};
   }
   return {cuda::DecodeWidth::kNarrow,
           cuda::decode_num_splits(batch_size, kv_heads, resident_narrow_ctas_)};

@@ -339,10 +339,9 @@ struct MergeParams {
   int num_splits;
   int split_align;
   int dim;
-  int kv_heads;
   // Launch the next kernel before the wait when the batch has at most this many non-empty
-  // decode CTAs (0: never).
-  int early_launch_ctas;
+  // splits, summed over its requests (0: never).
+  int early_launch_splits;
 };
 
 // One CTA per (q head, request): out = sum_s 2^(lse_s - max) o_s / sum_s 2^(lse_s - max).
@@ -354,7 +353,7 @@ struct MergeParams {
 // decode CTAs still hold their SMs: launched early, the GEMV's one-wave grid finds those SMs
 // full and runs a second wave, or fills the SMs decode CTAs leave one by one. See pdl.cuh.)
 //
-// After few decode CTAs (wide ones of a short batch: early_launch_ctas) it launches the next
+// After few decode CTAs (wide ones of a short batch: early_launch_splits) it launches the next
 // kernel, the attention output projection, before its wait, so that projection's blocks take
 // the SMs decode leaves free and have their first weights in flight when decode ends (it then
 // runs three blocks per SM to fit there: gemv.cu). Measured on H100s, Llama-3-8B, batch 1 x
@@ -364,12 +363,12 @@ __global__ void merge_splits_kernel(const __grid_constant__ MergeParams p) {
   // Before the wait: pdl.cuh.
   const int n = split_count(p.seq_lens[b], p.num_splits, p.split_align);
   bool launch_early = false;
-  if (p.early_launch_ctas > 0) {
-    int ctas = 0;
+  if (p.early_launch_splits > 0) {
+    int splits = 0;
     for (int r = 0; r < static_cast<int>(gridDim.y); ++r) {
-      ctas += split_count(p.seq_lens[r], p.num_splits, p.split_align);
+      splits += split_count(p.seq_lens[r], p.num_splits, p.split_align);
     }
-    launch_early = ctas * p.kv_heads <= p.early_launch_ctas;
+    launch_early = splits <= p.early_launch_splits;
   }
   if (launch_early) kernels::cuda::pdl_launch_dependents();
   // Every CTA waits, even one with nothing to merge, so this grid's completion implies the
@@ -523,19 +522,15 @@ void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
   });
   SGL_CHECK(launched) << "flash decode: head_dim " << dim;
   if (num_splits > 1) {
-    const MergeParams m{
-        scratch.o,
-        scratch.lse,
-        p.out,
-        p.seq_lens,
-        q_heads,
-        num_splits,
-        flash_decode_split_align(shape.width),
-        dim,
-        kv_heads,
-        shape.width == DecodeWidth::kWide && batch_size * kv_heads <= shape.early_launch_ctas
-            ? shape.early_launch_ctas
-            : 0};
+    const MergeParams m{scratch.o,
+                        scratch.lse,
+                        p.out,
+                        p.seq_lens,
+                        q_heads,
+                        num_splits,
+                        flash_decode_split_align(shape.width),
+                        dim,
+                        shape.early_launch_splits};
     kernels::cuda::launch_pdl(merge_splits_kernel, dim3(q_heads, batch_size), 128, 0, native, m);
   }
 }
