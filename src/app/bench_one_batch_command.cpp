@@ -1,6 +1,7 @@
 // sgl-bench one-batch: one static batch straight through the ModelRunner (no scheduler, no HTTP),
 // like SGLang's bench_one_batch: prefill bs x input_len tokens, then output_len decode steps,
-// each a forward pass plus greedy sampling and the download of the sampled ids.
+// each a forward pass plus greedy sampling and the download of the sampled ids, pipelined as the
+// engine's overlap loop runs them (a GPU runner: ModelRunner::launch_forward_and_sample).
 // Every result is printed next to its floor (METHOD.md): decode against the bytes a step must
 // read (weights + KV) over the measured copy bandwidth, prefill against its FLOPs over the
 // measured bf16 GEMM rate.
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "app/bench_commands.h"
@@ -135,24 +137,55 @@ class OneBatchBench {
     backend::synchronize(stream);
     result.prefill_s = seconds_since(start);
 
-    // Decode: one token per request per step.
+    // Decode: one token per request per step. On a GPU queued as the engine's overlap loop
+    // queues them: step s + 1 goes out before step s's ids reach the host, its input ids read on
+    // the device from step s's samples (sampled_id_ref), and a step's time is the interval
+    // between two collects (the GPU's time per step, host work hidden). On the CPU each step
+    // runs to its end before the next is built.
+    const bool pipelined = runner_.can_launch(greedy);
     std::vector<double> steps;
     std::vector<runner::BatchRequest> batch(c.batch_size);
+    std::vector<int32_t> refs(c.batch_size);
+    for (int32_t b = 0; b < c.batch_size; ++b) refs[b] = sampled_id_ref(b);
+    std::optional<runner::ModelRunner::LaunchedSample> in_flight;
+    start = std::chrono::steady_clock::now();
+    auto step_done = [&] {
+      const auto now = std::chrono::steady_clock::now();
+      steps.push_back(std::chrono::duration<double>(now - start).count());
+      start = now;
+    };
     for (int32_t s = 0; s < c.output_len; ++s) {
       const int32_t pos = c.input_len + s;
       for (int32_t b = 0; b < c.batch_size; ++b) {
-        batch[b] = {rows[b], pos, std::span(ids[b]).subspan(pos, 1),
-                    std::span(slots[b]).subspan(pos, 1)};
+        const std::span<const int32_t> id = pipelined && s > 0
+                                                ? std::span<const int32_t>(refs).subspan(b, 1)
+                                                : std::span<const int32_t>(ids[b]).subspan(pos, 1);
+        batch[b] = {rows[b], pos, id, std::span(slots[b]).subspan(pos, 1)};
       }
-      start = std::chrono::steady_clock::now();
       const ForwardBatch fb =
           builder_.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, batch, stream);
-      const sampling::SampleOutput next = runner_.forward_and_sample(fb, greedy);
-      steps.push_back(seconds_since(start));
-      if (pos + 1 < total) {
-        for (int32_t b = 0; b < c.batch_size; ++b) ids[b][pos + 1] = next.next_token_ids[b];
+      if (!pipelined) {
+        const sampling::SampleOutput next = runner_.forward_and_sample(fb, greedy);
+        step_done();
+        if (pos + 1 < total) {
+          for (int32_t b = 0; b < c.batch_size; ++b) ids[b][pos + 1] = next.next_token_ids[b];
+        }
+        continue;
       }
+      const runner::ModelRunner::LaunchedSample launched =
+          runner_.launch_forward_and_sample(fb, greedy);
+      if (in_flight) {
+        runner_.collect(*in_flight);
+        step_done();
+      }
+      in_flight = launched;
     }
+    if (in_flight) {
+      runner_.collect(*in_flight);
+      step_done();
+    }
+    // A pipelined run's first interval also holds the pipeline's fill.
+    if (pipelined && steps.size() > 1) steps.erase(steps.begin());
     std::vector<double> sorted = steps;
     std::sort(sorted.begin(), sorted.end());
     result.decode_step_s = sorted.empty() ? 0 : sorted[sorted.size() / 2];

@@ -55,6 +55,16 @@ std::unique_ptr<OwnedStream> create_stream(Device device) {
 #endif
 }
 
+std::unique_ptr<OwnedStream> create_copy_stream(Device device) {
+  if (device.is_cpu()) return std::make_unique<CpuStream>();
+#ifdef SGL_WITH_CUDA
+  return std::make_unique<CudaStream>(device.index, /*gemms=*/false);
+#else
+  SGL_CHECK(false) << "CUDA stream in a build without CUDA";
+  return nullptr;
+#endif
+}
+
 std::unique_ptr<Allocator> create_staging_allocator(Device device) {
   if (device.is_cpu()) return std::make_unique<CpuAllocator>();
 #ifdef SGL_WITH_CUDA

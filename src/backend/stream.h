@@ -39,5 +39,7 @@ class OwnedStream {
 
 // A new stream on `device` (CUDA: a non-blocking stream with its own cuBLAS handle).
 std::unique_ptr<OwnedStream> create_stream(Device device);
+// A stream for copies (and plain kernels) beside the compute stream: no GEMM state.
+std::unique_ptr<OwnedStream> create_copy_stream(Device device);
 
 }  // namespace sgl::backend

@@ -15,6 +15,11 @@ enum class LogitsMode {
   kAllTokens,       // every token (teacher-forced scoring, prompt logprobs)
 };
 
+// An input id the host does not know yet: the id that the runner's previous forward sampled for
+// its request `row` (GPU only; the runner resolves it on the device before the model reads it),
+// so a decode step can be queued before the step before it has returned its ids.
+constexpr int32_t sampled_id_ref(int32_t row) { return -(row + 1); }
+
 // Every tensor is a view into staging buffers owned by the ForwardBatchBuilder; each request
 // `b` owns query rows [qo_indptr[b], qo_indptr[b + 1]).
 struct ForwardBatch {
@@ -23,6 +28,8 @@ struct ForwardBatch {
   int32_t batch_size = 0;
   int32_t num_tokens = 0;
   int32_t max_seq_len = 0;  // max over seq_lens
+  // Some input_ids are sampled_id_ref()s (set by the builder).
+  bool input_ids_reference_samples = false;
 
   Tensor input_ids;           // i32 [num_tokens]
   Tensor positions;           // i32 [num_tokens]

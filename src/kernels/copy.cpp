@@ -44,9 +44,37 @@ void store_float(void* base, DType dtype, int64_t i, float v) {
 
 }  // namespace
 
-void copy(const Tensor& src, const Tensor& dst, backend::Stream stream) {
+namespace {
+
+void copy_same_dtype(const Tensor& src, const Tensor& dst, backend::Stream stream,
+                     bool wait_for_host) {
+  if (src.device().is_cpu() && dst.device().is_cpu()) {
+    if (src.nbytes() > 0) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+    return;
+  }
+#ifdef SGL_WITH_CUDA
+  cuda::copy_bytes(src.raw(), src.device(), dst.raw(), dst.device(), src.nbytes(), stream,
+                   wait_for_host);
+#else
+  detail::no_cuda("copy");
+#endif
+}
+
+void check_copy_shapes(const Tensor& src, const Tensor& dst) {
   SGL_CHECK(src.numel() == dst.numel() && src.is_contiguous() && dst.is_contiguous())
       << "copy: src " << src.shape_string() << " dst " << dst.shape_string();
+}
+
+}  // namespace
+
+void copy_async(const Tensor& src, const Tensor& dst, backend::Stream stream) {
+  check_copy_shapes(src, dst);
+  SGL_CHECK(src.dtype() == dst.dtype()) << "copy_async: dtypes differ";
+  copy_same_dtype(src, dst, stream, /*wait_for_host=*/false);
+}
+
+void copy(const Tensor& src, const Tensor& dst, backend::Stream stream) {
+  check_copy_shapes(src, dst);
   if (src.dtype() != dst.dtype()) {
     SGL_CHECK(src.device().is_cpu() && dst.device().is_cpu())
         << "copy: dtype conversion " << dtype_name(src.dtype()) << " -> " << dtype_name(dst.dtype())
@@ -56,15 +84,7 @@ void copy(const Tensor& src, const Tensor& dst, backend::Stream stream) {
       store_float(dst.raw(), dst.dtype(), i, load_as_float(src.raw(), src.dtype(), i));
     return;
   }
-  if (src.device().is_cpu() && dst.device().is_cpu()) {
-    if (src.nbytes() > 0) std::memcpy(dst.raw(), src.raw(), src.nbytes());
-    return;
-  }
-#ifdef SGL_WITH_CUDA
-  cuda::copy_bytes(src.raw(), src.device(), dst.raw(), dst.device(), src.nbytes(), stream);
-#else
-  detail::no_cuda("copy");
-#endif
+  copy_same_dtype(src, dst, stream, /*wait_for_host=*/true);
 }
 
 void zero(const Tensor& dst, backend::Stream stream) {

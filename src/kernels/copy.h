@@ -10,6 +10,11 @@ namespace sgl::kernels {
 // CUDA copies); a different dtype only host to host (f32/f16/bf16 conversions).
 void copy(const Tensor& src, const Tensor& dst, backend::Stream stream);
 
+// copy without waiting: a host destination of a CUDA copy holds the data only once the work
+// queued on `stream` so far is done (wait for a backend::StreamEvent recorded after it). Same
+// dtype only.
+void copy_async(const Tensor& src, const Tensor& dst, backend::Stream stream);
+
 // Fills a contiguous tensor with zeros.
 void zero(const Tensor& dst, backend::Stream stream);
 

@@ -12,6 +12,20 @@ ExecResult SyncExecutor::wait() {
   return runner_.run(batch);
 }
 
+void ComputingBatchRunner::launch(const ExecBatch& batch) {
+  ExecResult result = compute(batch);
+  std::lock_guard lock(mutex_);
+  done_.push_back(std::move(result));
+}
+
+ExecResult ComputingBatchRunner::finish() {
+  std::lock_guard lock(mutex_);
+  SGL_CHECK(!done_.empty()) << "finish() with nothing launched";
+  ExecResult result = std::move(done_.front());
+  done_.pop_front();
+  return result;
+}
+
 AsyncExecutor::AsyncExecutor(BatchRunner& runner)
     : runner_(runner), worker_([this] { worker_loop(); }) {}
 
@@ -34,11 +48,14 @@ void AsyncExecutor::submit(ExecBatch batch) {
 }
 
 ExecResult AsyncExecutor::wait() {
-  std::unique_lock lock(mutex_);
-  SGL_CHECK(in_flight_ > 0) << "wait() with nothing submitted";
-  cv_.wait(lock, [this] { return !done_.empty(); });
-  ExecResult result = std::move(done_.front());
-  done_.pop_front();
+  {
+    std::unique_lock lock(mutex_);
+    SGL_CHECK(in_flight_ > 0) << "wait() with nothing submitted";
+    cv_.wait(lock, [this] { return launched_ > 0; });
+    --launched_;
+  }
+  ExecResult result = runner_.finish();
+  std::lock_guard lock(mutex_);
   --in_flight_;
   return result;
 }
@@ -58,10 +75,10 @@ void AsyncExecutor::worker_loop() {
       batch = std::move(queue_.front());
       queue_.pop_front();
     }
-    ExecResult result = runner_.run(batch);
+    runner_.launch(batch);
     {
       std::lock_guard lock(mutex_);
-      done_.push_back(std::move(result));
+      ++launched_;
     }
     cv_.notify_all();
   }

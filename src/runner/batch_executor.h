@@ -62,11 +62,34 @@ struct ExecResult {
   std::vector<sampling::PromptLogprobs> prompt_logprobs;
 };
 
-// Runs one batch to completion on the calling thread.
+// Runs batches in order: launch() queues one (on a GPU it returns once the batch's work is
+// queued on the device), finish() returns the oldest launched batch's result, waiting for it.
+// launch() and finish() may run on two threads (one each); at most two batches are launched
+// and not finished (launch() waits for finish() beyond that).
 class BatchRunner {
  public:
   virtual ~BatchRunner() = default;
-  virtual ExecResult run(const ExecBatch& batch) = 0;
+  virtual void launch(const ExecBatch& batch) = 0;
+  virtual ExecResult finish() = 0;
+  // One batch to its end on the calling thread.
+  ExecResult run(const ExecBatch& batch) {
+    launch(batch);
+    return finish();
+  }
+};
+
+// A BatchRunner that computes each batch to its end inside launch() (test fakes, host models).
+class ComputingBatchRunner : public BatchRunner {
+ public:
+  void launch(const ExecBatch& batch) final;
+  ExecResult finish() final;
+
+ protected:
+  virtual ExecResult compute(const ExecBatch& batch) = 0;
+
+ private:
+  std::mutex mutex_;
+  std::deque<ExecResult> done_;
 };
 
 // Executes batches in submission order. wait() returns the oldest unreturned result.
@@ -91,7 +114,9 @@ class SyncExecutor final : public BatchExecutor {
   std::deque<ExecBatch> pending_;
 };
 
-// Runs batches on its own worker thread, so submit() returns at once (the overlap loop).
+// Launches batches on its own worker thread, so submit() returns at once, and finishes them in
+// wait(), on the caller's thread: with a GPU runner batch N+1 is queued on the device before
+// batch N's results reach the host (the overlap loop).
 class AsyncExecutor final : public BatchExecutor {
  public:
   explicit AsyncExecutor(BatchRunner& runner);
@@ -105,9 +130,9 @@ class AsyncExecutor final : public BatchExecutor {
   BatchRunner& runner_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<ExecBatch> queue_;
-  std::deque<ExecResult> done_;
-  int64_t in_flight_ = 0;
+  std::deque<ExecBatch> queue_;  // submitted, not launched
+  int64_t launched_ = 0;         // launched, not finished
+  int64_t in_flight_ = 0;        // submitted, not finished
   bool stop_ = false;
   std::thread worker_;
 };

@@ -94,7 +94,7 @@ Result<std::unique_ptr<CudaGraphRunner>> CudaGraphRunner::create(
     b.fb = r->static_batch(b.size);
     // Every row a dummy request, then one eager pass (lazy state, cuBLAS heuristics) and the
     // captured one.
-    cuda::pack_decode_inputs(arrays_of(b.fb), 0, 0, arrays_of(b.fb), b.size, stream);
+    cuda::pack_decode_inputs(arrays_of(b.fb), 0, 0, arrays_of(b.fb), b.size, nullptr, stream);
     model::ModelContext ctx{attention, stream};
     attention.plan(b.fb);
     attention.prepare_capture(b.fb);
@@ -115,14 +115,16 @@ bool CudaGraphRunner::can_run(const ForwardBatch& fb) const {
          fb.max_seq_len <= max_context_len_;
 }
 
-Tensor CudaGraphRunner::replay(const ForwardBatch& fb) {
+Tensor CudaGraphRunner::replay(const ForwardBatch& fb, const int32_t* sampled) {
   SGL_CHECK(can_run(fb)) << "CUDA graph replay of an unsupported batch";
   auto it = std::lower_bound(buckets_.begin(), buckets_.end(), fb.batch_size,
                              [](const Bucket& b, int32_t bs) { return b.size < bs; });
   Bucket& bucket = *it;
   const auto num_kv = static_cast<int32_t>(fb.kv_indices.numel());  // sum of seq_lens
+  SGL_CHECK(sampled != nullptr || !fb.input_ids_reference_samples)
+      << "sampled id references without the sampled ids";
   cuda::pack_decode_inputs(arrays_of(fb), fb.batch_size, num_kv, arrays_of(bucket.fb), bucket.size,
-                           stream_);
+                           sampled, stream_);
   attention_.prepare_replay(fb);
   bucket.graph.replay(stream_);
   return bucket.logits.slice_rows(0, fb.batch_size);

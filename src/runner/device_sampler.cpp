@@ -1,4 +1,4 @@
-// DeviceSampler: pack parameters, one upload, the sampling kernels, one download.
+// DeviceSampler: pack parameters, one upload (copy stream), the sampling kernels, one download.
 #include "runner/device_sampler.h"
 
 #include <algorithm>
@@ -41,12 +41,14 @@ kernels::SampledTokens result_views(const Buffer& block, int64_t capacity, int64
 }  // namespace
 
 DeviceSampler::DeviceSampler(Allocator& allocator, Allocator& pinned, int64_t capacity)
-    : capacity_(capacity) {
+    : capacity_(capacity), copy_stream_(backend::create_copy_stream(allocator.device())) {
   const int64_t param_words = (kernels::packed_sampling_rows_bytes(capacity) + 3) / 4;
-  params_host_ = Buffer(pinned, DType::kI32, {param_words});
-  params_device_ = Buffer(allocator, DType::kI32, {param_words});
   const ResultLayout layout(capacity);
-  results_host_ = Buffer(pinned, DType::kI32, {layout.words});
+  for (Slot& slot : slots_) {
+    slot.params_host = Buffer(pinned, DType::kI32, {param_words});
+    slot.params_device = Buffer(allocator, DType::kI32, {param_words});
+    slot.results_host = Buffer(pinned, DType::kI32, {layout.words});
+  }
   results_device_ = Buffer(allocator, DType::kI32, {layout.words});
 }
 
@@ -57,19 +59,25 @@ bool DeviceSampler::supports(const sampling::SamplingBatch& batch) {
                      [](int32_t k) { return k <= kTop; });
 }
 
-sampling::SampleOutput DeviceSampler::sample(const Tensor& logits,
-                                             const sampling::SamplingBatch& batch,
-                                             backend::Stream stream) {
-  const auto bs = static_cast<int64_t>(batch.size());
-  SGL_CHECK(bs <= capacity_ && logits.size(0) == bs) << "device sampling of " << bs << " rows";
-  const bool top = std::any_of(batch.top_logprobs_num.begin(), batch.top_logprobs_num.end(),
-                               [](int32_t k) { return k > 0; });
-  const bool logprobs = batch.return_logprob || top;
+DeviceSampler::Ticket DeviceSampler::stage(const sampling::SamplingBatch& batch) {
+  Ticket ticket;
+  ticket.bs = static_cast<int64_t>(batch.size());
+  SGL_CHECK(ticket.bs <= capacity_) << "device sampling of " << ticket.bs << " rows";
+  ticket.slot = next_slot_;
+  Slot& slot = slots_[ticket.slot];
+  SGL_CHECK(!slot.busy) << "device sampler: more than " << kSlots << " samplings in flight";
+  slot.busy = true;
+  next_slot_ = (next_slot_ + 1) % kSlots;
+  ticket.top_logprobs_num = batch.top_logprobs_num;
+  ticket.top = std::any_of(batch.top_logprobs_num.begin(), batch.top_logprobs_num.end(),
+                           [](int32_t k) { return k > 0; });
+  ticket.logprobs = batch.return_logprob || ticket.top;
 
-  // Parameters: filled in pinned memory, uploaded in one copy.
-  const kernels::SamplingRows host =
-      kernels::packed_sampling_rows(params_host_.tensor().raw(), Device::cpu(), capacity_, bs);
-  for (int64_t b = 0; b < bs; ++b) {
+  // Parameters: filled in pinned memory (free: the slot's last upload was collected), uploaded
+  // in one copy on the copy stream, so it runs beside the forward instead of after it.
+  const kernels::SamplingRows host = kernels::packed_sampling_rows(
+      slot.params_host.tensor().raw(), Device::cpu(), capacity_, ticket.bs);
+  for (int64_t b = 0; b < ticket.bs; ++b) {
     const sampling::SamplingParams& p = batch.params[b];
     SGL_CHECK(p.is_greedy() || p.seed.has_value())
         << "device sampler: request " << b << " has no seed";
@@ -81,29 +89,54 @@ sampling::SampleOutput DeviceSampler::sample(const Tensor& logits,
     host.step.data<int64_t>()[b] = std::bit_cast<int64_t>(batch.steps[b]);
     host.top_logprobs_num.data<int32_t>()[b] = batch.top_logprobs_num[b];
   }
-  kernels::copy(params_host_, params_device_, stream);
-  const kernels::SamplingRows rows = kernels::packed_sampling_rows(
-      params_device_.tensor().raw(), params_device_.tensor().device(), capacity_, bs);
-  kernels::sample_tokens(logits, rows, result_views(results_device_, capacity_, bs, logprobs, top),
-                         stream);
+  const backend::Stream copy_stream = copy_stream_->get();
+  kernels::copy_async(slot.params_host, slot.params_device, copy_stream);
+  slot.uploaded.record(copy_stream);
+  return ticket;
+}
 
+void DeviceSampler::launch(const Tensor& logits, const Ticket& ticket, backend::Stream stream) {
+  Slot& slot = slots_[ticket.slot];
+  SGL_CHECK(slot.busy && logits.size(0) == ticket.bs) << "device sampler: launch of an unstaged "
+                                                         "sampling";
+  slot.uploaded.make_wait(stream);
+  const kernels::SamplingRows rows =
+      kernels::packed_sampling_rows(slot.params_device.tensor().raw(),
+                                    slot.params_device.tensor().device(), capacity_, ticket.bs);
+  kernels::sample_tokens(
+      logits, rows,
+      result_views(results_device_, capacity_, ticket.bs, ticket.logprobs, ticket.top), stream);
   // Results: one download (the ids and logprobs, plus the top-k block when asked for).
   const ResultLayout at(capacity_);
-  const int64_t words = top ? at.words : at.top_ids;
-  kernels::copy(results_device_.tensor().slice_rows(0, words),
-                results_host_.tensor().slice_rows(0, words), stream);
-  const kernels::SampledTokens got = result_views(results_host_, capacity_, bs, logprobs, top);
+  const int64_t words = ticket.top ? at.words : at.top_ids;
+  kernels::copy_async(results_device_.tensor().slice_rows(0, words),
+                      slot.results_host.tensor().slice_rows(0, words), stream);
+  slot.downloaded.record(stream);
+}
+
+const int32_t* DeviceSampler::latest_ids() const {
+  return static_cast<const int32_t*>(results_device_.tensor().raw());  // ResultLayout::ids = 0
+}
+
+sampling::SampleOutput DeviceSampler::collect(const Ticket& ticket) {
+  Slot& slot = slots_[ticket.slot];
+  SGL_CHECK(slot.busy) << "device sampler: collect of a sampling not in flight";
+  slot.downloaded.synchronize();
+  slot.busy = false;
+  const int64_t bs = ticket.bs;
+  const kernels::SampledTokens got =
+      result_views(slot.results_host, capacity_, bs, ticket.logprobs, ticket.top);
   sampling::SampleOutput out;
   const int32_t* ids = got.next_token_ids.data<int32_t>();
   out.next_token_ids.assign(ids, ids + bs);
-  if (logprobs) {
+  if (ticket.logprobs) {
     const float* lp = got.next_token_logprobs.data<float>();
     out.next_token_logprobs.assign(lp, lp + bs);
     out.top_logprobs.resize(bs);
   }
-  if (top) {
+  if (ticket.top) {
     for (int64_t b = 0; b < bs; ++b) {
-      const int32_t k = std::min<int32_t>(batch.top_logprobs_num[b], kTop);
+      const int32_t k = std::min<int32_t>(ticket.top_logprobs_num[b], kTop);
       for (int32_t i = 0; i < k; ++i) {
         const int32_t id = got.top_logprob_ids.data<int32_t>()[b * kTop + i];
         if (id < 0) break;

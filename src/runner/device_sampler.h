@@ -1,10 +1,17 @@
 // DeviceSampler: samples GPU logits on the GPU (kernels::sample_tokens) and brings back only the
-// chosen ids and logprobs — a few bytes per request instead of a [bs, vocab] logits copy.
+// chosen ids and logprobs — a few bytes per request instead of a [bs, vocab] logits copy. A
+// sampling is staged (its parameters uploaded on a copy stream, beside the forward that makes the
+// logits), launched, and collected later, so the next step can be queued before this one's ids
+// reach the host; until then they stay on the device (latest_ids()).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "backend/stream.h"
+#include "backend/stream_event.h"
 #include "core/allocator.h"
 #include "core/buffer.h"
 #include "sampling/sampler.h"
@@ -13,6 +20,18 @@ namespace sgl::runner {
 
 class DeviceSampler {
  public:
+  // Samplings that may be staged and not yet collected.
+  static constexpr int kSlots = 2;
+
+  // One sampling between stage() and collect().
+  struct Ticket {
+    int slot = 0;
+    int64_t bs = 0;
+    bool logprobs = false;
+    bool top = false;
+    std::vector<int32_t> top_logprobs_num;  // [bs]
+  };
+
   // Buffers for up to `capacity` rows on `allocator`'s device, staged through `pinned` host
   // memory (both must outlive this).
   DeviceSampler(Allocator& allocator, Allocator& pinned, int64_t capacity);
@@ -20,15 +39,30 @@ class DeviceSampler {
 
   // Whether the device op covers `batch` (top_logprobs_num up to kernels::kMaxTopLogprobs).
   static bool supports(const sampling::SamplingBatch& batch);
-  // logits: f32 [bs, vocab] on the device. Uploads the parameters, samples on `stream`, copies
-  // the results back (one synchronisation).
-  sampling::SampleOutput sample(const Tensor& logits, const sampling::SamplingBatch& batch,
-                                backend::Stream stream);
+  // Uploads `batch`'s parameters at once, on the sampler's copy stream. At most kSlots tickets
+  // may be uncollected.
+  Ticket stage(const sampling::SamplingBatch& batch);
+  // Samples logits: f32 [ticket.bs, vocab] on the device, queued on `stream` after the staged
+  // upload, and queues the download of the results.
+  void launch(const Tensor& logits, const Ticket& ticket, backend::Stream stream);
+  // Waits for the launched sampling's results and returns them.
+  sampling::SampleOutput collect(const Ticket& ticket);
+  // i32 [capacity] on the device: the ids of the latest launch, valid for work queued on its
+  // stream before the next launch.
+  const int32_t* latest_ids() const;
 
  private:
+  struct Slot {
+    Buffer params_host, params_device;  // packed SamplingRows (kernels/sampling.h)
+    Buffer results_host;                // 32-bit words: ids, logprobs, top ids, top logprobs
+    backend::StreamEvent uploaded, downloaded;
+    bool busy = false;  // staged and not collected
+  };
   int64_t capacity_;
-  Buffer params_host_, params_device_;    // packed SamplingRows (kernels/sampling.h)
-  Buffer results_host_, results_device_;  // 32-bit words: ids, logprobs, top ids, top logprobs
+  std::unique_ptr<backend::OwnedStream> copy_stream_;
+  std::array<Slot, kSlots> slots_;
+  int next_slot_ = 0;
+  Buffer results_device_;  // the layout of Slot::results_host
 };
 
 }  // namespace sgl::runner

@@ -67,6 +67,10 @@ ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode
   }
 
   ForwardBatch fb;
+  fb.input_ids_reference_samples =
+      std::any_of(input_ids_.begin(), input_ids_.end(), [](int32_t id) { return id < 0; });
+  SGL_CHECK(!fb.input_ids_reference_samples || !device_.is_cpu())
+      << "sampled id references in a CPU batch";
   fb.mode = mode;
   fb.logits_mode = logits_mode;
   fb.batch_size = static_cast<int32_t>(bs);
@@ -93,9 +97,10 @@ ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode
                              {req_to_token_.size(), req_to_token_.max_context_len()});
     return fb;
   }
-  // GPU: gather each request's row into kv_indices, pack everything, upload in one copy.
-  // NOTE: the pinned buffer is rewritten by the next build(); the runner synchronizes on the
-  // logits copy of each forward before building the next batch.
+  // GPU: gather each request's row into kv_indices, pack everything, upload in one copy. The
+  // pinned buffer is rewritten only once the previous upload from it is done (in a pipelined
+  // decode loop it is: the step before last was collected).
+  uploaded_.synchronize();
   kv_indptr_.assign(1, 0);
   kv_indices_.clear();
   for (const BatchRequest& r : requests) {
@@ -115,6 +120,7 @@ ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode
   }
   kernels::copy(pinned_.tensor().slice_rows(0, offset), device_ints_.tensor().slice_rows(0, offset),
                 stream);
+  uploaded_.record(stream);
   return fb;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/stream.h"
+#include "backend/stream_event.h"
 #include "cache/req_to_token_pool.h"
 #include "core/allocator.h"
 #include "core/buffer.h"
@@ -33,7 +34,9 @@ class ForwardBatchBuilder {
   ~ForwardBatchBuilder();
 
   // The returned views stay valid until the next build(). Requests must already have their
-  // new slots written into the ReqToTokenPool.
+  // new slots written into the ReqToTokenPool. Input ids may be sampled_id_ref()s (GPU only).
+  // The device arrays are rewritten in `stream` order, so the next batch may be built while
+  // this one runs when both use one stream.
   ForwardBatch build(ForwardMode mode, LogitsMode logits_mode,
                      std::span<const BatchRequest> requests, backend::Stream stream);
 
@@ -48,8 +51,9 @@ class ForwardBatchBuilder {
   // GPU: every array above packed into one pinned host buffer, uploaded in one copy.
   Device device_;
   std::unique_ptr<Allocator> pinned_allocator_;
-  Buffer pinned_;       // i32 [capacity]
-  Buffer device_ints_;  // i32 [capacity] on the GPU
+  Buffer pinned_;                  // i32 [capacity]
+  Buffer device_ints_;             // i32 [capacity] on the GPU
+  backend::StreamEvent uploaded_;  // the latest upload from pinned_
 };
 
 }  // namespace sgl::runner

@@ -2,6 +2,7 @@
 #include "runner/model_batch_runner.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace sgl::runner {
 
@@ -9,28 +10,16 @@ ModelBatchRunner::ModelBatchRunner(ModelRunner& model_runner,
                                    const cache::ReqToTokenPool& req_to_token)
     : model_runner_(model_runner),
       context_len_(req_to_token.max_context_len()),
-      token_table_(static_cast<size_t>(req_to_token.size()) * req_to_token.max_context_len(), 0),
       builder_(model_runner.allocator(), model_runner.options().max_num_tokens,
-               model_runner.options().max_batch_size, req_to_token) {}
+               model_runner.options().max_batch_size, req_to_token),
+      token_table_(static_cast<size_t>(req_to_token.size()) * req_to_token.max_context_len(), 0),
+      pending_batch_(req_to_token.size(), -1),
+      pending_index_(req_to_token.size(), 0) {}
 
-ExecResult ModelBatchRunner::run(const ExecBatch& batch) {
-  std::vector<BatchRequest> requests;
-  requests.reserve(batch.requests.size());
+void ModelBatchRunner::launch(const ExecBatch& batch) {
   sampling::SamplingBatch sampling;
-  input_ids_.clear();
   bool process = false, score_prompt = false;
   for (const ExecRequest& r : batch.requests) {
-    int32_t* row = token_row(r.req_pool_idx);
-    SGL_CHECK_LE(r.prefix_len + r.extend_len, context_len_);
-    if (!r.input_ids.empty()) {
-      SGL_CHECK_EQ(static_cast<int32_t>(r.input_ids.size()), r.extend_len);
-      std::copy(r.input_ids.begin(), r.input_ids.end(), row + r.prefix_len);
-    }
-    if (!r.cached_prefix_ids.empty()) {
-      SGL_CHECK_EQ(static_cast<int32_t>(r.cached_prefix_ids.size()), r.prefix_len);
-      std::copy(r.cached_prefix_ids.begin(), r.cached_prefix_ids.end(), row);
-    }
-    input_ids_.insert(input_ids_.end(), row + r.prefix_len, row + r.prefix_len + r.extend_len);
     sampling.params.push_back(r.sampling);
     sampling.steps.push_back(static_cast<uint64_t>(r.prefix_len + r.extend_len));
     sampling.top_logprobs_num.push_back(r.top_logprobs_num);
@@ -38,7 +27,41 @@ ExecResult ModelBatchRunner::run(const ExecBatch& batch) {
     process = process || r.process_logits;
     score_prompt = score_prompt || !r.logprob_targets.empty();
   }
+  const bool on_host = process || score_prompt || !model_runner_.can_launch(sampling);
+  Launched launched;
+  launched.result.batch_id = batch.id;
+  {
+    std::unique_lock lock(mutex_);
+    // A batch sampled on the host reads the token table (logit processing) and its decode
+    // requests' last tokens there: every batch before it must be finished. A device launch may
+    // follow one unfinished batch (the device sampler's two slots).
+    finished_.wait(lock, [&] { return launched_.size() < (on_host ? 1u : 2u); });
+    input_ids_.clear();
+    for (const ExecRequest& r : batch.requests) {
+      int32_t* row = token_row(r.req_pool_idx);
+      SGL_CHECK_LE(r.prefix_len + r.extend_len, context_len_);
+      if (!r.input_ids.empty()) {
+        SGL_CHECK_EQ(static_cast<int32_t>(r.input_ids.size()), r.extend_len);
+        std::copy(r.input_ids.begin(), r.input_ids.end(), row + r.prefix_len);
+      }
+      if (!r.cached_prefix_ids.empty()) {
+        SGL_CHECK_EQ(static_cast<int32_t>(r.cached_prefix_ids.size()), r.prefix_len);
+        std::copy(r.cached_prefix_ids.begin(), r.cached_prefix_ids.end(), row);
+      }
+      if (r.input_ids.empty() && pending_batch_[r.req_pool_idx] >= 0) {
+        // Its last token is still on the device, sampled by the unfinished batch before.
+        SGL_CHECK_EQ(r.extend_len, 1);
+        input_ids_.push_back(sampled_id_ref(pending_index_[r.req_pool_idx]));
+      } else {
+        input_ids_.insert(input_ids_.end(), row + r.prefix_len, row + r.prefix_len + r.extend_len);
+      }
+      launched.rows.push_back(r.req_pool_idx);
+      launched.next_pos.push_back(r.prefix_len + r.extend_len);
+    }
+  }
   SGL_CHECK_EQ(batch.out_cache_loc.size(), input_ids_.size());
+  std::vector<BatchRequest> requests;
+  requests.reserve(batch.requests.size());
   size_t offset = 0;
   for (const ExecRequest& r : batch.requests) {
     requests.push_back(
@@ -52,28 +75,71 @@ ExecResult ModelBatchRunner::run(const ExecBatch& batch) {
   const LogitsMode logits_mode =
       score_prompt ? LogitsMode::kAllTokens : LogitsMode::kLastPerRequest;
   const ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
+  if (on_host) {
+    ExecResult result = run_on_host(batch, fb, sampling, process, score_prompt);
+    result.batch_id = batch.id;
+    launched.result = std::move(result);
+    std::lock_guard lock(mutex_);
+    record_sampled(launched, launched.result.output.next_token_ids);
+    launched_.push_back(std::move(launched));
+    return;
+  }
+  launched.sample = model_runner_.launch_forward_and_sample(fb, sampling);
+  std::lock_guard lock(mutex_);
+  for (size_t i = 0; i < launched.rows.size(); ++i) {
+    pending_batch_[launched.rows[i]] = batch.id;
+    pending_index_[launched.rows[i]] = static_cast<int32_t>(i);
+  }
+  launched_.push_back(std::move(launched));
+}
+
+ExecResult ModelBatchRunner::finish() {
+  std::unique_lock lock(mutex_);
+  SGL_CHECK(!launched_.empty()) << "finish() with nothing launched";
+  if (launched_.front().sample) {
+    const ModelRunner::LaunchedSample ticket = *launched_.front().sample;
+    lock.unlock();  // launch() may queue the next batch meanwhile
+    sampling::SampleOutput output = model_runner_.collect(ticket);
+    lock.lock();
+    Launched& oldest = launched_.front();
+    record_sampled(oldest, output.next_token_ids);
+    for (int32_t row : oldest.rows) {
+      if (pending_batch_[row] == oldest.result.batch_id) pending_batch_[row] = -1;
+    }
+    oldest.result.output = std::move(output);
+  }
+  ExecResult result = std::move(launched_.front().result);
+  launched_.pop_front();
+  lock.unlock();
+  finished_.notify_all();
+  return result;
+}
+
+void ModelBatchRunner::record_sampled(const Launched& launched, const std::vector<int32_t>& ids) {
+  for (size_t i = 0; i < launched.rows.size(); ++i) {
+    if (launched.next_pos[i] < context_len_)
+      token_row(launched.rows[i])[launched.next_pos[i]] = ids[i];
+  }
+}
+
+ExecResult ModelBatchRunner::run_on_host(const ExecBatch& batch, const ForwardBatch& fb,
+                                         const sampling::SamplingBatch& sampling, bool process,
+                                         bool score_prompt) {
   ExecResult result;
-  result.batch_id = batch.id;
   if (!process && !score_prompt) {
     result.output = model_runner_.forward_and_sample(fb, sampling);
-  } else {
-    // Host logits; processing edits them in place (they are scratch until the next forward).
-    Tensor logits = model_runner_.forward_logits(fb);
-    if (score_prompt) {
-      result.prompt_logprobs = score_prompts(batch, fb, logits);
-      logits = gather_last_rows(fb, logits);
-    }
-    // NOTE: the sampler reports logprobs of the processed distribution (penalties, bias and
-    // the min_new_tokens mask applied; temperature not), as SGLang does.
-    if (process) sampling::process_logits(logits, logit_processing(batch));
-    result.output = model_runner_.sample(logits, sampling);
+    return result;
   }
-  for (size_t i = 0; i < batch.requests.size(); ++i) {
-    const ExecRequest& r = batch.requests[i];
-    const int32_t next_pos = r.prefix_len + r.extend_len;
-    if (next_pos < context_len_)
-      token_row(r.req_pool_idx)[next_pos] = result.output.next_token_ids[i];
+  // Host logits; processing edits them in place (they are scratch until the next forward).
+  Tensor logits = model_runner_.forward_logits(fb);
+  if (score_prompt) {
+    result.prompt_logprobs = score_prompts(batch, fb, logits);
+    logits = gather_last_rows(fb, logits);
   }
+  // NOTE: the sampler reports logprobs of the processed distribution (penalties, bias and
+  // the min_new_tokens mask applied; temperature not), as SGLang does.
+  if (process) sampling::process_logits(logits, logit_processing(batch));
+  result.output = model_runner_.sample(logits, sampling);
   return result;
 }
 
@@ -82,8 +148,9 @@ sampling::LogitProcessorBatch ModelBatchRunner::logit_processing(const ExecBatch
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     const ExecRequest& r = batch.requests[i];
     if (!r.process_logits) continue;
-    // The row holds the prompt and every token generated so far: the sampled ids are written
-    // right after sampling, so this is current in the overlap loop too.
+    // The row holds the prompt and every token generated so far: a batch processed on the host
+    // launches once every batch before it is finished, so this is current in the overlap loop
+    // too. (No lock: finish() has nothing to write then.)
     const std::span<const int32_t> tokens(token_row(r.req_pool_idx), r.prefix_len + r.extend_len);
     out.add(static_cast<int64_t>(i), {&r.sampling, tokens, r.prompt_len, r.min_tokens_stop_ids});
   }

@@ -1,8 +1,15 @@
 // ModelBatchRunner: a BatchRunner over the real model — resolves input ids from the token
 // table, builds the ForwardBatch, runs forward + sampling (with logit processing and prompt
-// logprobs for the requests that ask), records sampled ids in the table.
+// logprobs for the requests that ask), records sampled ids in the table. On a GPU a batch that
+// needs no host logits is only launched (ModelRunner::launch_forward_and_sample): a decode
+// request whose last token the unfinished batch before it samples reads that token on the
+// device (sampled_id_ref), so batch N+1 is queued before batch N's ids reach the host.
 #pragma once
 
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "cache/req_to_token_pool.h"
@@ -17,12 +24,26 @@ class ModelBatchRunner final : public BatchRunner {
  public:
   // Borrows `model_runner` and `req_to_token` (the scheduler's pool, whose rows it reads).
   ModelBatchRunner(ModelRunner& model_runner, const cache::ReqToTokenPool& req_to_token);
-  ExecResult run(const ExecBatch& batch) override;
+  void launch(const ExecBatch& batch) override;
+  ExecResult finish() override;
 
  private:
+  // A launched batch: its result, complete at once for batches sampled on the host; a device
+  // launch's output comes at finish().
+  struct Launched {
+    ExecResult result;  // batch_id set at launch
+    std::optional<ModelRunner::LaunchedSample> sample;
+    std::vector<int32_t> rows;      // [bs] req_pool_idx
+    std::vector<int32_t> next_pos;  // [bs] the position each request's sampled id takes
+  };
   int32_t* token_row(int32_t req_pool_idx) {
     return token_table_.data() + static_cast<size_t>(req_pool_idx) * context_len_;
   }
+  // Writes the sampled ids into the token table (under mutex_).
+  void record_sampled(const Launched& launched, const std::vector<int32_t>& ids);
+  // Host logits, processing, sampling: a batch whose earlier batches are all finished.
+  ExecResult run_on_host(const ExecBatch& batch, const ForwardBatch& fb,
+                         const sampling::SamplingBatch& sampling, bool process, bool score_prompt);
   // Penalties / bias / min_new_tokens inputs of the requests that use them (row i = request i).
   sampling::LogitProcessorBatch logit_processing(const ExecBatch& batch);
   // Scores the prompt tokens the requests asked for; `logits` has one row per token.
@@ -34,12 +55,22 @@ class ModelBatchRunner final : public BatchRunner {
 
   ModelRunner& model_runner_;
   int32_t context_len_;
+  ForwardBatchBuilder builder_;     // launch() only
+  std::vector<int32_t> input_ids_;  // launch() only; scratch: [num_tokens]
+  std::vector<float> last_rows_;    // launch() only; scratch: f32 [bs, vocab]
+
+  // Shared by launch() and finish(), under mutex_.
+  std::mutex mutex_;
+  std::condition_variable finished_;
   // i32 [max_reqs, context_len]: the token id at each position of each request row. Prompt ids
-  // are written when a batch carries them; sampled ids right after sampling.
+  // are written when a batch carries them; sampled ids when their batch is finished (at once
+  // for host sampling).
   std::vector<int32_t> token_table_;
-  ForwardBatchBuilder builder_;
-  std::vector<int32_t> input_ids_;  // scratch: [num_tokens]
-  std::vector<float> last_rows_;    // scratch: f32 [bs, vocab] (prompt-logprob batches)
+  std::deque<Launched> launched_;  // launched, not finished, oldest first
+  // Per request row: the unfinished device launch that samples its next id (batch id, -1 for
+  // none) and the row's index in that batch.
+  std::vector<int64_t> pending_batch_;
+  std::vector<int32_t> pending_index_;
 };
 
 }  // namespace sgl::runner

@@ -14,6 +14,7 @@
 #include "runner/device_sampler.h"
 #ifdef SGL_WITH_CUDA
 #include "backend/cuda/cuda_allocator.h"
+#include "runner/cuda/sampled_id_refs.h"
 #include "runner/cuda_graph_runner.h"
 #else
 namespace sgl::runner {
@@ -152,7 +153,19 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
 
 Tensor ModelRunner::forward(const ForwardBatch& fb) {
 #ifdef SGL_WITH_CUDA
-  if (graph_runner_ != nullptr && graph_runner_->can_run(fb)) return graph_runner_->replay(fb);
+  const int32_t* sampled = nullptr;
+  if (fb.input_ids_reference_samples) {
+    SGL_CHECK(device_sampler_ != nullptr) << "sampled id references on a CPU runner";
+    sampled = device_sampler_->latest_ids();
+  }
+  if (graph_runner_ != nullptr && graph_runner_->can_run(fb)) {
+    return graph_runner_->replay(fb, sampled);
+  }
+  if (sampled != nullptr) {
+    cuda::resolve_sampled_id_refs(fb.input_ids.data<int32_t>(), fb.num_tokens, sampled, stream_);
+  }
+#else
+  SGL_CHECK(!fb.input_ids_reference_samples) << "sampled id references on a CPU runner";
 #endif
   attention_->plan(fb);
   model::ModelContext ctx{*attention_, stream_};
@@ -171,11 +184,28 @@ Tensor ModelRunner::forward_logits(const ForwardBatch& fb) {
 sampling::SampleOutput ModelRunner::forward_and_sample(const ForwardBatch& fb,
                                                        const sampling::SamplingBatch& sampling) {
   SGL_CHECK(fb.logits_mode == LogitsMode::kLastPerRequest) << "sampling needs one row per request";
-  if (device_sampler_ != nullptr && DeviceSampler::supports(sampling)) {
-    return device_sampler_->sample(forward(fb), sampling, stream_);
-  }
+  if (can_launch(sampling)) return collect(launch_forward_and_sample(fb, sampling));
   const Tensor logits = forward_logits(fb);
   return sampler_.sample(logits, sampling);
+}
+
+bool ModelRunner::can_launch(const sampling::SamplingBatch& sampling) const {
+  return device_sampler_ != nullptr && DeviceSampler::supports(sampling);
+}
+
+ModelRunner::LaunchedSample ModelRunner::launch_forward_and_sample(
+    const ForwardBatch& fb, const sampling::SamplingBatch& sampling) {
+  SGL_CHECK(fb.logits_mode == LogitsMode::kLastPerRequest && can_launch(sampling))
+      << "launch_forward_and_sample needs one logits row per request and device sampling";
+  // The parameters' upload goes out first, so it runs beside the forward.
+  LaunchedSample launched = device_sampler_->stage(sampling);
+  device_sampler_->launch(forward(fb), launched, stream_);
+  return launched;
+}
+
+sampling::SampleOutput ModelRunner::collect(const LaunchedSample& launched) {
+  SGL_CHECK(device_sampler_ != nullptr) << "collect on a runner without device sampling";
+  return device_sampler_->collect(launched);
 }
 
 }  // namespace sgl::runner

@@ -14,6 +14,7 @@
 #include "forward/forward_batch.h"
 #include "model/model.h"
 #include "model/model_config.h"
+#include "runner/device_sampler.h"
 #include "sampling/sampler.h"
 
 namespace sgl::runner {
@@ -42,7 +43,6 @@ struct ModelRunnerOptions {
 };
 
 class CudaGraphRunner;
-class DeviceSampler;
 
 class ModelRunner {
  public:
@@ -68,6 +68,17 @@ class ModelRunner {
   // forward_logits + sampling (one row per request; fb.logits_mode must be kLastPerRequest).
   sampling::SampleOutput forward_and_sample(const ForwardBatch& fb,
                                             const sampling::SamplingBatch& sampling);
+
+  // forward_and_sample in two halves, for a decode loop that queues step N+1 before step N's
+  // ids reach the host: launch returns once the forward and the sampling are queued; the
+  // sampled ids stay on the device, where the next launch's sampled_id_ref() inputs read them,
+  // and come back from collect(). Only where can_launch(); at most two launches uncollected,
+  // collected in order.
+  using LaunchedSample = DeviceSampler::Ticket;
+  bool can_launch(const sampling::SamplingBatch& sampling) const;
+  LaunchedSample launch_forward_and_sample(const ForwardBatch& fb,
+                                           const sampling::SamplingBatch& sampling);
+  sampling::SampleOutput collect(const LaunchedSample& launched);
   // Samples from host f32 logits [bs, vocab] (forward_and_sample's second half), for callers
   // that gather or process the logits of forward_logits first.
   sampling::SampleOutput sample(const Tensor& logits,

@@ -11,7 +11,7 @@
 
 namespace sgl::test {
 
-class FakeBatchRunner final : public runner::BatchRunner {
+class FakeBatchRunner final : public runner::ComputingBatchRunner {
  public:
   FakeBatchRunner(const cache::ReqToTokenPool& pool, int32_t num_kv_slots, int32_t vocab)
       : pool_(pool),
@@ -26,7 +26,7 @@ class FakeBatchRunner final : public runner::BatchRunner {
     return static_cast<int32_t>((h >> 17) % static_cast<uint64_t>(vocab));
   }
 
-  runner::ExecResult run(const runner::ExecBatch& batch) override {
+  runner::ExecResult compute(const runner::ExecBatch& batch) override {
     runner::ExecResult result;
     result.batch_id = batch.id;
     size_t slot_offset = 0;  // r's slots in batch.out_cache_loc

@@ -11,11 +11,12 @@
 
 namespace sgl::backend {
 
-CudaStream::CudaStream(int device_index) : device_index_(device_index) {
+CudaStream::CudaStream(int device_index, bool gemms) : device_index_(device_index) {
   SGL_CUDA_CHECK(cudaSetDevice(device_index));
   cudaStream_t stream = nullptr;
   SGL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   native_ = stream;
+  if (!gemms) return;
   cublasHandle_t handle = nullptr;
   SGL_CHECK(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS) << "cublasCreate failed";
   SGL_CHECK(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS) << "cublasSetStream failed";

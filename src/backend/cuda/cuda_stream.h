@@ -1,5 +1,5 @@
 // CudaStream: an owned, move-only cudaStream_t plus its cuBLAS handle, GEMM workspace and GEMM
-// slot; hands out Stream handles.
+// slot (a copy stream has none of the three); hands out Stream handles.
 #pragma once
 
 #include <memory>
@@ -11,7 +11,8 @@ namespace sgl::backend {
 
 class CudaStream final : public OwnedStream {
  public:
-  explicit CudaStream(int device_index);
+  // `gemms` false: a stream for copies and plain kernels only (no cuBLAS state).
+  explicit CudaStream(int device_index, bool gemms = true);
   ~CudaStream() override;
   CudaStream(CudaStream&& other) noexcept;
   CudaStream& operator=(CudaStream&& other) noexcept;
@@ -23,7 +24,7 @@ class CudaStream final : public OwnedStream {
             .native = native_,
             .blas = blas_,
             .workspace = workspace_,
-            .workspace_bytes = kBlasWorkspaceBytes,
+            .workspace_bytes = workspace_ != nullptr ? kBlasWorkspaceBytes : 0,
             .gemm = gemm_.get()};
   }
 

@@ -8,10 +8,10 @@
 
 namespace sgl::kernels::cuda {
 
-// Copies between any two devices. Host destinations are complete on return; others are
-// ordered on `stream`.
+// Copies between any two devices, ordered on `stream`; with `wait_for_host`, a host destination
+// is complete on return.
 void copy_bytes(const void* src, Device src_device, void* dst, Device dst_device, size_t bytes,
-                backend::Stream stream);
+                backend::Stream stream, bool wait_for_host);
 void zero_bytes(void* dst, size_t bytes, backend::Stream stream);
 
 }  // namespace sgl::kernels::cuda

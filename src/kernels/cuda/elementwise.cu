@@ -15,17 +15,39 @@
 namespace sgl::kernels::cuda {
 namespace {
 
-// One block per output row; rows copied as raw bytes in 4-byte words when aligned.
-__global__ void gather_rows_kernel(const char* src, char* dst, const int32_t* row_of,
-                                   int64_t row_bytes, int64_t num_src_rows, bool last_of_indptr) {
+// One block per output row, copied in words of Word (16 bytes when rows and bases allow). The
+// byte-wise form before moved one byte per load with every load behind the previous store
+// (char pointers may alias): a batch-1 decode step's embedding row (8 KB of Llama-3-8B) took
+// 16.7 us on H100 (ncu), on the critical path of every step.
+template <typename Word>
+__global__ void gather_rows_kernel(const Word* __restrict__ src, Word* __restrict__ dst,
+                                   const int32_t* row_of, int64_t row_words, int64_t num_src_rows,
+                                   bool last_of_indptr) {
   pdl_wait();
   pdl_launch_dependents();
   const int64_t b = blockIdx.x;
   const int64_t r = last_of_indptr ? row_of[b + 1] - 1 : row_of[b];
   if (r < 0 || r >= num_src_rows) __trap();  // out-of-range id: a bug upstream
-  const char* s = src + r * row_bytes;
-  char* d = dst + b * row_bytes;
-  for (int64_t i = threadIdx.x; i < row_bytes; i += blockDim.x) d[i] = s[i];
+  const Word* s = src + r * row_words;
+  Word* d = dst + b * row_words;
+  for (int64_t i = threadIdx.x; i < row_words; i += blockDim.x) d[i] = s[i];
+}
+
+// dst row b = src row row_of[b] (or row row_of[b + 1] - 1 of an indptr), raw bytes.
+void gather_rows(const Tensor& src, const Tensor& dst, const Tensor& row_of, bool last_of_indptr,
+                 backend::Stream stream) {
+  const int64_t row_bytes = src.size(1) * static_cast<int64_t>(dtype_size(src.dtype()));
+  const auto s = backend::cuda::native_stream(stream);
+  const dim3 grid(static_cast<unsigned>(dst.size(0)));
+  if (row_bytes % 16 == 0 && is_aligned(src.raw(), 16) && is_aligned(dst.raw(), 16)) {
+    launch_pdl(gather_rows_kernel<uint4>, grid, 256, 0, s, static_cast<const uint4*>(src.raw()),
+               static_cast<uint4*>(dst.raw()), row_of.data<int32_t>(), row_bytes / 16, src.size(0),
+               last_of_indptr);
+  } else {
+    launch_pdl(gather_rows_kernel<char>, grid, 256, 0, s, static_cast<const char*>(src.raw()),
+               static_cast<char*>(dst.raw()), row_of.data<int32_t>(), row_bytes, src.size(0),
+               last_of_indptr);
+  }
 }
 
 template <typename T>
@@ -86,20 +108,12 @@ int grid_for(int64_t n, int threads) {
 }  // namespace
 
 void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backend::Stream stream) {
-  if (ids.size(0) == 0) return;
-  const int64_t row_bytes = table.size(1) * static_cast<int64_t>(dtype_size(table.dtype()));
-  launch_pdl(gather_rows_kernel, dim3(ids.size(0)), 256, 0, backend::cuda::native_stream(stream),
-             static_cast<const char*>(table.raw()), static_cast<char*>(out.raw()),
-             ids.data<int32_t>(), row_bytes, table.size(0), false);
+  if (ids.size(0) > 0) gather_rows(table, out, ids, false, stream);
 }
 
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
                         backend::Stream stream) {
-  if (out.size(0) == 0) return;
-  const int64_t row_bytes = src.size(1) * static_cast<int64_t>(dtype_size(src.dtype()));
-  launch_pdl(gather_rows_kernel, dim3(out.size(0)), 256, 0, backend::cuda::native_stream(stream),
-             static_cast<const char*>(src.raw()), static_cast<char*>(out.raw()),
-             qo_indptr.data<int32_t>(), row_bytes, src.size(0), true);
+  if (out.size(0) > 0) gather_rows(src, out, qo_indptr, true, stream);
 }
 
 void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream) {
@@ -140,12 +154,11 @@ void add_bias(const Tensor& y, const Tensor& bias, backend::Stream stream) {
 }
 
 void copy_bytes(const void* src, Device src_device, void* dst, Device dst_device, size_t bytes,
-                backend::Stream stream) {
+                backend::Stream stream, bool wait_for_host) {
   if (bytes == 0) return;
   SGL_CUDA_CHECK(
       cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, backend::cuda::native_stream(stream)));
-  // A host destination is read right after return by host code: wait for it.
-  if (dst_device.is_cpu())
+  if (wait_for_host && dst_device.is_cpu())
     SGL_CUDA_CHECK(cudaStreamSynchronize(backend::cuda::native_stream(stream)));
 }
 

@@ -4,6 +4,8 @@
 // the vocabulary each; the first CTA then goes on alone.
 #include <cooperative_groups.h>
 
+#include <cstdint>
+
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
 #include "kernels/cuda/common/block_reduce.cuh"
@@ -89,22 +91,60 @@ __device__ int32_t sample_row(RowSelector& row, const float* logits, int32_t voc
                          : row.find_by_running_sum(kept_weight, draw_target, greedy_id);
 }
 
+// The best (value, id) of row[begin, end) for this thread (the block's threads share the slice).
+// A 16-byte aligned row is read in float4s, so a slice of a cluster row (16k logits of Llama-3)
+// is one round of loads per thread instead of four: batch-1 sampling took 12.4 us on H100 with
+// scalar loads.
+__device__ ValueIndex slice_best_of_thread(const float* row, int32_t begin, int32_t end) {
+  ValueIndex best = lowest_value_index();
+  const auto take = [&](float x, int32_t id) {
+    const ValueIndex v{x, id};
+    if (ranks_before(v, best)) best = v;
+  };
+  if (reinterpret_cast<uintptr_t>(row + begin) % 16 != 0) {
+    for_each_token<kSampleThreads>(row + begin, end - begin, [&](int32_t i, bool valid, float x) {
+      if (valid) take(x, begin + i);
+    });
+    return best;
+  }
+  const auto* quads = reinterpret_cast<const float4*>(row + begin);
+  const int32_t n4 = (end - begin) / 4;
+  const auto tid = static_cast<int32_t>(threadIdx.x);
+  for (int32_t base = 0; base < n4; base += kSampleThreads * kLoadsInFlight) {
+    float4 x[kLoadsInFlight];
+#pragma unroll
+    for (int u = 0; u < kLoadsInFlight; ++u) {
+      const int32_t i = base + u * kSampleThreads + tid;
+      if (i < n4) x[u] = quads[i];
+    }
+#pragma unroll
+    for (int u = 0; u < kLoadsInFlight; ++u) {
+      const int32_t i = base + u * kSampleThreads + tid;
+      if (i >= n4) continue;
+      const int32_t id = begin + 4 * i;
+      take(x[u].x, id);
+      take(x[u].y, id + 1);
+      take(x[u].z, id + 2);
+      take(x[u].w, id + 3);
+    }
+  }
+  const int32_t tail = begin + 4 * n4 + tid;  // the last (end - begin) % 4 logits
+  if (tail < end) take(row[tail], tail);
+  return best;
+}
+
 // Rule 1 (and the maximum every weight is relative to): the row's first maximum. Each CTA of
-// the row's cluster scans an equal slice; the first CTA gathers the slices' bests (the same
-// order, so the same answer as one pass) and returns true, the others return false.
+// the row's cluster scans an equal slice (whole float4s but the last); the first CTA gathers the
+// slices' bests (the same order, so the same answer as one pass) and returns true, the others
+// return false.
 __device__ bool row_first_maximum(const float* logits, int32_t vocab, ValueIndex& best) {
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
   const auto parts = static_cast<int32_t>(cluster.num_blocks());
   const auto part = static_cast<int32_t>(cluster.block_rank());
-  const int32_t per = (vocab + parts - 1) / parts;
+  const int32_t per = ((vocab + parts - 1) / parts + 3) / 4 * 4;
   const int32_t begin = min(vocab, part * per), end = min(vocab, begin + per);
-  best = lowest_value_index();
-  for_each_token<kSampleThreads>(logits + begin, end - begin, [&](int32_t i, bool valid, float x) {
-    const ValueIndex v{x, begin + i};
-    if (valid && ranks_before(v, best)) best = v;
-  });
-  best = block_best(best);
+  best = block_best(slice_best_of_thread(logits, begin, end));
   if (parts == 1) return true;
   __shared__ ValueIndex slice_best;
   if (threadIdx.x == 0) slice_best = best;

@@ -7,13 +7,15 @@ namespace sgl::runner::cuda {
 namespace {
 
 __global__ void pack_decode_inputs_kernel(DecodeArrays src, int32_t bs, int32_t num_kv,
-                                          DecodeArrays dst, int32_t padded_bs) {
+                                          DecodeArrays dst, int32_t padded_bs,
+                                          const int32_t* sampled) {
   const int32_t pad = padded_bs - bs;
   const int32_t total = max(padded_bs + 1, num_kv + pad);
   for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     if (i < padded_bs) {
       const bool real = i < bs;
-      dst.input_ids[i] = real ? src.input_ids[i] : 0;
+      const int32_t id = real ? src.input_ids[i] : 0;
+      dst.input_ids[i] = id < 0 ? sampled[-id - 1] : id;  // sampled_id_ref(row) = -(row + 1)
       dst.positions[i] = real ? src.positions[i] : 0;
       dst.out_cache_loc[i] = real ? src.out_cache_loc[i] : 0;  // slot 0: the dummy slot
       dst.seq_lens[i] = real ? src.seq_lens[i] : 1;
@@ -32,12 +34,13 @@ __global__ void pack_decode_inputs_kernel(DecodeArrays src, int32_t bs, int32_t 
 }  // namespace
 
 void pack_decode_inputs(const DecodeArrays& src, int32_t bs, int32_t num_kv,
-                        const DecodeArrays& dst, int32_t padded_bs, backend::Stream stream) {
+                        const DecodeArrays& dst, int32_t padded_bs, const int32_t* sampled,
+                        backend::Stream stream) {
   const int32_t total = std::max(padded_bs + 1, num_kv + padded_bs - bs);
   const int threads = 256;
   const int blocks = std::min((total + threads - 1) / threads, 1024);
   pack_decode_inputs_kernel<<<blocks, threads, 0, backend::cuda::native_stream(stream)>>>(
-      src, bs, num_kv, dst, padded_bs);
+      src, bs, num_kv, dst, padded_bs, sampled);
   SGL_CUDA_CHECK_LAUNCH();
 }
 
