@@ -33,6 +33,7 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
     runner::ExecRequest x{e.req->req_pool_idx, e.prefix_len,       e.extend_len,    e.input_ids,
                           r.sampling,          r.top_logprobs_num, r.return_logprob};
     x.prompt_len = e.req->prompt_len();
+    x.samples = e.samples;
     const sampling::SamplingParams& p = r.sampling;
     // NOTE: in the overlap loop output_ids may lag the scheduled steps; the mask then stays on
     // a step longer than needed, which the processor resolves from the true count.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/host_device.h"
 #include "core/tensor.h"
 #include "forward/forward_mode.h"
 
@@ -15,10 +16,12 @@ enum class LogitsMode {
   kAllTokens,       // every token (teacher-forced scoring, prompt logprobs)
 };
 
-// An input id the host does not know yet: the id that the runner's previous forward sampled for
-// its request `row` (GPU only; the runner resolves it on the device before the model reads it),
-// so a decode step can be queued before the step before it has returned its ids.
-constexpr int32_t sampled_id_ref(int32_t row) { return -(row + 1); }
+// An input id the host does not know yet: the id that the runner's latest sampling on the device
+// drew for its request `row` (GPU only; the runner resolves it on the device before the model
+// reads it), so a decode step can be queued before the step before it has returned its ids.
+SGL_HOST_DEVICE constexpr int32_t sampled_id_ref(int32_t row) { return -(row + 1); }
+SGL_HOST_DEVICE constexpr bool is_sampled_id_ref(int32_t id) { return id < 0; }
+SGL_HOST_DEVICE constexpr int32_t sampled_id_row(int32_t ref) { return -ref - 1; }
 
 // Every tensor is a view into staging buffers owned by the ForwardBatchBuilder; each request
 // `b` owns query rows [qo_indptr[b], qo_indptr[b + 1]).
@@ -28,8 +31,8 @@ struct ForwardBatch {
   int32_t batch_size = 0;
   int32_t num_tokens = 0;
   int32_t max_seq_len = 0;  // max over seq_lens
-  // Some input_ids are sampled_id_ref()s (set by the builder).
-  bool input_ids_reference_samples = false;
+  // 1 + the largest row a sampled_id_ref() input names; 0 when the input ids are all known.
+  int32_t sampled_id_rows = 0;
 
   Tensor input_ids;           // i32 [num_tokens]
   Tensor positions;           // i32 [num_tokens]

@@ -29,6 +29,8 @@ struct ExecRequest {
   sampling::SamplingParams sampling;  // seed set
   int32_t top_logprobs_num = 0;
   bool return_logprob = false;
+  // False for a prefill chunk before the prompt's last: the id it samples is dropped.
+  bool samples = true;
   // Apply sampling/logit_processor.h to this request's row: a penalty or logit_bias, or
   // min_new_tokens not reached yet. False costs nothing.
   bool process_logits = false;
@@ -62,10 +64,10 @@ struct ExecResult {
   std::vector<sampling::PromptLogprobs> prompt_logprobs;
 };
 
-// Runs batches in order: launch() queues one (on a GPU it returns once the batch's work is
+// Runs batches in order: launch() queues one (on a GPU it may return once the batch's work is
 // queued on the device), finish() returns the oldest launched batch's result, waiting for it.
-// launch() and finish() may run on two threads (one each); at most two batches are launched
-// and not finished (launch() waits for finish() beyond that).
+// launch() and finish() may run on two threads (one each). A runner may bound the batches
+// launched and not finished (ModelBatchRunner: two; its launch() waits for finish() beyond).
 class BatchRunner {
  public:
   virtual ~BatchRunner() = default;
@@ -78,7 +80,7 @@ class BatchRunner {
   }
 };
 
-// A BatchRunner that computes each batch to its end inside launch() (test fakes, host models).
+// A BatchRunner that computes each batch to its end inside launch() (the tests' fake models).
 class ComputingBatchRunner : public BatchRunner {
  public:
   void launch(const ExecBatch& batch) final;

@@ -121,7 +121,7 @@ Tensor CudaGraphRunner::replay(const ForwardBatch& fb, const int32_t* sampled) {
                              [](const Bucket& b, int32_t bs) { return b.size < bs; });
   Bucket& bucket = *it;
   const auto num_kv = static_cast<int32_t>(fb.kv_indices.numel());  // sum of seq_lens
-  SGL_CHECK(sampled != nullptr || !fb.input_ids_reference_samples)
+  SGL_CHECK(sampled != nullptr || fb.sampled_id_rows == 0)
       << "sampled id references without the sampled ids";
   cuda::pack_decode_inputs(arrays_of(fb), fb.batch_size, num_kv, arrays_of(bucket.fb), bucket.size,
                            sampled, stream_);

@@ -28,8 +28,8 @@ class CudaGraphRunner {
   // A decode batch with one logits row per request and at most max_batch_size() requests.
   bool can_run(const ForwardBatch& fb) const;
   // Copies fb's metadata into the bucket's static inputs and replays its graph on the stream.
-  // sampled: the previous forward's sampled ids on the device, which fb's sampled_id_ref()
-  // inputs read (null when it has none). Returns f32 logits [fb.batch_size, vocab] on the
+  // sampled: the ids of the latest sampling on the device, which fb's sampled_id_ref() inputs
+  // read (null when it has none). Returns f32 logits [fb.batch_size, vocab] on the
   // device, valid until the next forward.
   Tensor replay(const ForwardBatch& fb, const int32_t* sampled);
   int32_t max_batch_size() const { return buckets_.empty() ? 0 : buckets_.back().size; }

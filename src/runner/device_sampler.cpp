@@ -106,6 +106,7 @@ void DeviceSampler::launch(const Tensor& logits, const Ticket& ticket, backend::
   kernels::sample_tokens(
       logits, rows,
       result_views(results_device_, capacity_, ticket.bs, ticket.logprobs, ticket.top), stream);
+  latest_rows_ = ticket.bs;
   // Results: one download (the ids and logprobs, plus the top-k block when asked for).
   const ResultLayout at(capacity_);
   const int64_t words = ticket.top ? at.words : at.top_ids;
@@ -122,7 +123,6 @@ sampling::SampleOutput DeviceSampler::collect(const Ticket& ticket) {
   Slot& slot = slots_[ticket.slot];
   SGL_CHECK(slot.busy) << "device sampler: collect of a sampling not in flight";
   slot.downloaded.synchronize();
-  slot.busy = false;
   const int64_t bs = ticket.bs;
   const kernels::SampledTokens got =
       result_views(slot.results_host, capacity_, bs, ticket.logprobs, ticket.top);
@@ -144,6 +144,7 @@ sampling::SampleOutput DeviceSampler::collect(const Ticket& ticket) {
       }
     }
   }
+  slot.busy = false;  // its pinned results are read: the slot may be staged again
   return out;
 }
 

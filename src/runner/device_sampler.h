@@ -48,8 +48,9 @@ class DeviceSampler {
   // Waits for the launched sampling's results and returns them.
   sampling::SampleOutput collect(const Ticket& ticket);
   // i32 [capacity] on the device: the ids of the latest launch, valid for work queued on its
-  // stream before the next launch.
+  // stream before the next launch; latest_rows() of them (0 before the first launch).
   const int32_t* latest_ids() const;
+  int64_t latest_rows() const { return latest_rows_; }
 
  private:
   struct Slot {
@@ -62,6 +63,7 @@ class DeviceSampler {
   std::unique_ptr<backend::OwnedStream> copy_stream_;
   std::array<Slot, kSlots> slots_;
   int next_slot_ = 0;
+  int64_t latest_rows_ = 0;
   Buffer results_device_;  // the layout of Slot::results_host
 };
 

@@ -67,10 +67,11 @@ ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode
   }
 
   ForwardBatch fb;
-  fb.input_ids_reference_samples =
-      std::any_of(input_ids_.begin(), input_ids_.end(), [](int32_t id) { return id < 0; });
-  SGL_CHECK(!fb.input_ids_reference_samples || !device_.is_cpu())
-      << "sampled id references in a CPU batch";
+  for (int32_t id : input_ids_) {
+    if (is_sampled_id_ref(id))
+      fb.sampled_id_rows = std::max(fb.sampled_id_rows, sampled_id_row(id) + 1);
+  }
+  SGL_CHECK(fb.sampled_id_rows == 0 || !device_.is_cpu()) << "sampled id references in a CPU batch";
   fb.mode = mode;
   fb.logits_mode = logits_mode;
   fb.batch_size = static_cast<int32_t>(bs);
@@ -99,7 +100,7 @@ ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode
   }
   // GPU: gather each request's row into kv_indices, pack everything, upload in one copy. The
   // pinned buffer is rewritten only once the previous upload from it is done (in a pipelined
-  // decode loop it is: the step before last was collected).
+  // decode loop that upload runs as soon as the step before last is done, so the wait is short).
   uploaded_.synchronize();
   kv_indptr_.assign(1, 0);
   kv_indices_.clear();

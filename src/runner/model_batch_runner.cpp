@@ -35,7 +35,7 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     // A batch sampled on the host reads the token table (logit processing) and its decode
     // requests' last tokens there: every batch before it must be finished. A device launch may
     // follow one unfinished batch (the device sampler's two slots).
-    finished_.wait(lock, [&] { return launched_.size() < (on_host ? 1u : 2u); });
+    batch_finished_.wait(lock, [&] { return unfinished_.size() < (on_host ? 1u : 2u); });
     input_ids_.clear();
     for (const ExecRequest& r : batch.requests) {
       int32_t* row = token_row(r.req_pool_idx);
@@ -56,7 +56,7 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
         input_ids_.insert(input_ids_.end(), row + r.prefix_len, row + r.prefix_len + r.extend_len);
       }
       launched.rows.push_back(r.req_pool_idx);
-      launched.next_pos.push_back(r.prefix_len + r.extend_len);
+      launched.next_pos.push_back(r.samples ? r.prefix_len + r.extend_len : -1);
     }
   }
   SGL_CHECK_EQ(batch.out_cache_loc.size(), input_ids_.size());
@@ -77,48 +77,50 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   const ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
   if (on_host) {
     ExecResult result = run_on_host(batch, fb, sampling, process, score_prompt);
-    result.batch_id = batch.id;
-    launched.result = std::move(result);
+    launched.result.output = std::move(result.output);
+    launched.result.prompt_logprobs = std::move(result.prompt_logprobs);
     std::lock_guard lock(mutex_);
     record_sampled(launched, launched.result.output.next_token_ids);
-    launched_.push_back(std::move(launched));
+    unfinished_.push_back(std::move(launched));
     return;
   }
   launched.sample = model_runner_.launch_forward_and_sample(fb, sampling);
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < launched.rows.size(); ++i) {
+    if (launched.next_pos[i] < 0) continue;  // a dropped sample feeds nothing
     pending_batch_[launched.rows[i]] = batch.id;
     pending_index_[launched.rows[i]] = static_cast<int32_t>(i);
   }
-  launched_.push_back(std::move(launched));
+  unfinished_.push_back(std::move(launched));
 }
 
 ExecResult ModelBatchRunner::finish() {
   std::unique_lock lock(mutex_);
-  SGL_CHECK(!launched_.empty()) << "finish() with nothing launched";
-  if (launched_.front().sample) {
-    const ModelRunner::LaunchedSample ticket = *launched_.front().sample;
+  SGL_CHECK(!unfinished_.empty()) << "finish() with nothing launched";
+  if (unfinished_.front().sample) {
+    const ModelRunner::LaunchedSample ticket = *unfinished_.front().sample;
     lock.unlock();  // launch() may queue the next batch meanwhile
     sampling::SampleOutput output = model_runner_.collect(ticket);
     lock.lock();
-    Launched& oldest = launched_.front();
+    Launched& oldest = unfinished_.front();
     record_sampled(oldest, output.next_token_ids);
     for (int32_t row : oldest.rows) {
       if (pending_batch_[row] == oldest.result.batch_id) pending_batch_[row] = -1;
     }
     oldest.result.output = std::move(output);
   }
-  ExecResult result = std::move(launched_.front().result);
-  launched_.pop_front();
+  ExecResult result = std::move(unfinished_.front().result);
+  unfinished_.pop_front();
   lock.unlock();
-  finished_.notify_all();
+  batch_finished_.notify_all();
   return result;
 }
 
 void ModelBatchRunner::record_sampled(const Launched& launched, const std::vector<int32_t>& ids) {
   for (size_t i = 0; i < launched.rows.size(); ++i) {
-    if (launched.next_pos[i] < context_len_)
-      token_row(launched.rows[i])[launched.next_pos[i]] = ids[i];
+    const int32_t pos = launched.next_pos[i];
+    // A dropped sample (-1) must not land on the prompt the next chunk wrote there.
+    if (pos >= 0 && pos < context_len_) token_row(launched.rows[i])[pos] = ids[i];
   }
 }
 
@@ -126,10 +128,6 @@ ExecResult ModelBatchRunner::run_on_host(const ExecBatch& batch, const ForwardBa
                                          const sampling::SamplingBatch& sampling, bool process,
                                          bool score_prompt) {
   ExecResult result;
-  if (!process && !score_prompt) {
-    result.output = model_runner_.forward_and_sample(fb, sampling);
-    return result;
-  }
   // Host logits; processing edits them in place (they are scratch until the next forward).
   Tensor logits = model_runner_.forward_logits(fb);
   if (score_prompt) {

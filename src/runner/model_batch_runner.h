@@ -34,7 +34,7 @@ class ModelBatchRunner final : public BatchRunner {
     ExecResult result;  // batch_id set at launch
     std::optional<ModelRunner::LaunchedSample> sample;
     std::vector<int32_t> rows;      // [bs] req_pool_idx
-    std::vector<int32_t> next_pos;  // [bs] the position each request's sampled id takes
+    std::vector<int32_t> next_pos;  // [bs] the position each sampled id takes; -1: dropped
   };
   int32_t* token_row(int32_t req_pool_idx) {
     return token_table_.data() + static_cast<size_t>(req_pool_idx) * context_len_;
@@ -61,12 +61,12 @@ class ModelBatchRunner final : public BatchRunner {
 
   // Shared by launch() and finish(), under mutex_.
   std::mutex mutex_;
-  std::condition_variable finished_;
+  std::condition_variable batch_finished_;
   // i32 [max_reqs, context_len]: the token id at each position of each request row. Prompt ids
   // are written when a batch carries them; sampled ids when their batch is finished (at once
   // for host sampling).
   std::vector<int32_t> token_table_;
-  std::deque<Launched> launched_;  // launched, not finished, oldest first
+  std::deque<Launched> unfinished_;  // launched, not finished, oldest first
   // Per request row: the unfinished device launch that samples its next id (batch id, -1 for
   // none) and the row's index in that batch.
   std::vector<int64_t> pending_batch_;

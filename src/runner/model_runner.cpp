@@ -154,8 +154,9 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
 Tensor ModelRunner::forward(const ForwardBatch& fb) {
 #ifdef SGL_WITH_CUDA
   const int32_t* sampled = nullptr;
-  if (fb.input_ids_reference_samples) {
-    SGL_CHECK(device_sampler_ != nullptr) << "sampled id references on a CPU runner";
+  if (fb.sampled_id_rows > 0) {
+    SGL_CHECK(device_sampler_ != nullptr && fb.sampled_id_rows <= device_sampler_->latest_rows())
+        << "sampled id references to rows the latest device sampling does not have";
     sampled = device_sampler_->latest_ids();
   }
   if (graph_runner_ != nullptr && graph_runner_->can_run(fb)) {
@@ -164,8 +165,6 @@ Tensor ModelRunner::forward(const ForwardBatch& fb) {
   if (sampled != nullptr) {
     cuda::resolve_sampled_id_refs(fb.input_ids.data<int32_t>(), fb.num_tokens, sampled, stream_);
   }
-#else
-  SGL_CHECK(!fb.input_ids_reference_samples) << "sampled id references on a CPU runner";
 #endif
   attention_->plan(fb);
   model::ModelContext ctx{*attention_, stream_};

@@ -71,7 +71,7 @@ class ModelRunner {
 
   // forward_and_sample in two halves, for a decode loop that queues step N+1 before step N's
   // ids reach the host: launch returns once the forward and the sampling are queued; the
-  // sampled ids stay on the device, where the next launch's sampled_id_ref() inputs read them,
+  // sampled ids stay on the device, where the next forward's sampled_id_ref() inputs read them,
   // and come back from collect(). Only where can_launch(); at most two launches uncollected,
   // collected in order.
   using LaunchedSample = DeviceSampler::Ticket;

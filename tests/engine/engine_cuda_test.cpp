@@ -2,8 +2,9 @@
 // host and its decode inputs are read on the device (ModelBatchRunner, sampled_id_ref): each
 // stories260K request, run alone, gives exactly what the normal loop gives (each batch to its end
 // before the next; the same kernels), tokens and logprobs, whether it is sampled on the device
-// (greedy, seeded, top logprobs) or on the host (a repetition penalty); requests running
-// together all finish and leave the scheduler's memory intact.
+// (greedy, seeded, top logprobs) or on the host (a repetition penalty), through CUDA graphs or
+// eager passes; requests running together (in mixed prefill + decode batches where the
+// scheduler forms them) all finish and leave the scheduler's memory intact.
 #include <gtest/gtest.h>
 
 #include "engine/model_engine.h"
@@ -33,9 +34,7 @@ GenerateResult collect(RequestStream& stream) {
 runner::ModelRunnerOptions cuda_options() {
   runner::ModelRunnerOptions o;
   o.device = Device::cuda(0);
-  o.num_kv_slots = 2048;
-  o.max_batch_size = 8;
-  o.max_num_tokens = 512;
+  o.num_kv_slots = 2048;  // batch and token limits: the engine's (launch_model_engine)
   return o;
 }
 
@@ -59,19 +58,28 @@ std::vector<GenerateRequest> requests_of_every_kind() {
   return requests;
 }
 
-ModelEngine launch_engine(bool overlap) {
+ModelEngine launch_engine(bool overlap, bool cuda_graphs) {
   EngineOptions eo;
   eo.disable_overlap_schedule = !overlap;
   eo.scheduler.disable_radix_cache = true;  // every prefill from scratch: the same kernels
-  auto me = launch_model_engine(test::model_dir("stories260K"), cuda_options(), eo);
+  eo.scheduler.enable_mixed_chunk = true;   // decode inputs inside extend batches too
+  runner::ModelRunnerOptions ro = cuda_options();
+  ro.disable_cuda_graph = !cuda_graphs;
+  auto me = launch_model_engine(test::model_dir("stories260K"), ro, eo);
   EXPECT_TRUE(me.ok()) << me.status().to_string();
   if (!me.ok()) return {};
   me->engine->set_check_integrity(true);
   return std::move(me).value();
 }
 
-TEST(EngineOnCuda, OverlapLoopMatchesTheNormalLoop) {
-  ModelEngine overlap = launch_engine(true), normal = launch_engine(false);
+// Graph replays resolve the references while packing their inputs, eager passes in a kernel
+// of their own: both against the normal loop with the same forward path.
+class EngineOnCuda : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EngineOnCuda, OverlapLoopMatchesTheNormalLoop) {
+  const bool cuda_graphs = GetParam();
+  ModelEngine overlap = launch_engine(true, cuda_graphs);
+  ModelEngine normal = launch_engine(false, cuda_graphs);
   ASSERT_TRUE(overlap.engine && normal.engine);
   const std::vector<GenerateRequest> requests = requests_of_every_kind();
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -99,19 +107,26 @@ TEST(EngineOnCuda, OverlapLoopMatchesTheNormalLoop) {
   }
   Engine& engine = *overlap.engine;
 
-  // All of them at once: batches of every kind follow each other (device launches, host
-  // batches while the penalized request runs), each request gets its full length.
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (const GenerateRequest& r : requests) {
-    auto stream = engine.submit(r);
-    ASSERT_TRUE(stream.ok()) << stream.status().to_string();
-    streams.push_back(*stream);
-  }
-  for (size_t i = 0; i < streams.size(); ++i) {
-    EXPECT_EQ(collect(*streams[i]).output_ids.size(), 24u) << "request " << i;
+  // Together: first without the penalized request (every batch launched on the device, rows
+  // of several requests referring to the batch before), then all of them (host batches while
+  // the penalized one runs); each request gets its full length. (Exact outputs of batched
+  // pipelined runs: model_batch_runner_cuda_test.)
+  for (const size_t count : {requests.size() - 1, requests.size()}) {
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (size_t i = 0; i < count; ++i) {
+      auto stream = engine.submit(requests[i]);
+      ASSERT_TRUE(stream.ok()) << stream.status().to_string();
+      streams.push_back(*stream);
+    }
+    for (size_t i = 0; i < streams.size(); ++i) {
+      EXPECT_EQ(collect(*streams[i]).output_ids.size(), 24u) << "request " << i;
+    }
   }
   EXPECT_TRUE(engine.last_integrity().ok()) << engine.last_integrity().to_string();
 }
+
+INSTANTIATE_TEST_SUITE_P(ForwardPaths, EngineOnCuda, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "graphs" : "eager"; });
 
 }  // namespace
 }  // namespace sgl::engine

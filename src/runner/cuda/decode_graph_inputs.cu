@@ -1,6 +1,7 @@
 // One grid-stride kernel: per-request arrays, indptrs and the KV index list with padding.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
+#include "forward/forward_batch.h"
 #include "runner/cuda/decode_graph_inputs.h"
 
 namespace sgl::runner::cuda {
@@ -15,7 +16,7 @@ __global__ void pack_decode_inputs_kernel(DecodeArrays src, int32_t bs, int32_t 
     if (i < padded_bs) {
       const bool real = i < bs;
       const int32_t id = real ? src.input_ids[i] : 0;
-      dst.input_ids[i] = id < 0 ? sampled[-id - 1] : id;  // sampled_id_ref(row) = -(row + 1)
+      dst.input_ids[i] = is_sampled_id_ref(id) ? sampled[sampled_id_row(id)] : id;
       dst.positions[i] = real ? src.positions[i] : 0;
       dst.out_cache_loc[i] = real ? src.out_cache_loc[i] : 0;  // slot 0: the dummy slot
       dst.seq_lens[i] = real ? src.seq_lens[i] : 1;

@@ -23,8 +23,8 @@ struct DecodeArrays {
 };
 
 // dst (sized for `padded_bs` requests) <- src (bs requests, num_kv KV entries), in one launch.
-// Input ids that are sampled_id_ref(row) become sampled[row] (sampled: the previous forward's
-// sampled ids on the device; may be null when src has no such ids).
+// Input ids that are sampled_id_ref(row) become sampled[row] (sampled: the ids of the latest
+// sampling on the device; may be null when src has no such ids).
 void pack_decode_inputs(const DecodeArrays& src, int32_t bs, int32_t num_kv,
                         const DecodeArrays& dst, int32_t padded_bs, const int32_t* sampled,
                         backend::Stream stream);

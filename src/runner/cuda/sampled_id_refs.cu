@@ -1,6 +1,7 @@
 // One grid-stride kernel over the input ids.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
+#include "forward/forward_batch.h"
 #include "runner/cuda/sampled_id_refs.h"
 
 namespace sgl::runner::cuda {
@@ -9,7 +10,7 @@ namespace {
 __global__ void resolve_sampled_id_refs_kernel(int32_t* ids, int32_t n, const int32_t* sampled) {
   for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const int32_t id = ids[i];
-    if (id < 0) ids[i] = sampled[-id - 1];  // sampled_id_ref(row) = -(row + 1)
+    if (is_sampled_id_ref(id)) ids[i] = sampled[sampled_id_row(id)];
   }
 }
 
