@@ -159,6 +159,24 @@ TEST_P(CudaKernels, LinearCublasLtCachesPlansPerShape) {
   EXPECT_LT(max_rel_err(to_host(dy), want), tol());
 }
 
+// A bounded cache: past max_plans shapes it starts over, and every call still computes right.
+TEST_P(CudaKernels, LinearCublasLtPlanCacheStaysBounded) {
+  const backend::Stream stream = stream_.get();
+  cuda::CublasLtGemm lt(stream.workspace, stream.workspace_bytes, /*max_plans=*/3);
+  const int64_t n = 72, k = 136;
+  Buffer w = host_random({n, k}, 0.1f);
+  Buffer dw = to_device(w);
+  for (int64_t m = 1; m <= 8; ++m) {
+    Buffer x = host_random({m, k});
+    Buffer dx = to_device(x), dy(gpu_, GetParam(), {m, n});
+    ASSERT_TRUE(lt.run(dx, dw, Tensor(), dy, stream));
+    EXPECT_EQ(lt.cache_size(), static_cast<size_t>((m - 1) % 3 + 1)) << "m " << m;
+    Buffer want(cpu_allocator(), DType::kF32, {m, n});
+    linear(x, w, Tensor(), want, cpu_);
+    EXPECT_LT(max_rel_err(to_host(dy), want), tol()) << "m " << m;
+  }
+}
+
 // Captured into a CUDA graph and replayed: a shape planned by an eager call before capture,
 // and one first met during capture (its plan is built then, on the host only).
 TEST_P(CudaKernels, LinearCublasLtUnderGraphCapture) {

@@ -72,8 +72,9 @@ struct CublasLtGemm::Plan {
   }
 };
 
-CublasLtGemm::CublasLtGemm(void* workspace, size_t workspace_bytes)
-    : workspace_(workspace), workspace_bytes_(workspace_bytes) {
+CublasLtGemm::CublasLtGemm(void* workspace, size_t workspace_bytes, size_t max_plans)
+    : workspace_(workspace), workspace_bytes_(workspace_bytes), max_plans_(max_plans) {
+  SGL_CHECK(max_plans >= 1) << "cuBLASLt plan cache of no plans";
   cublasLtHandle_t handle = nullptr;
   check(cublasLtCreate(&handle), "cublasLtCreate");
   handle_ = handle;
@@ -86,6 +87,7 @@ CublasLtGemm::~CublasLtGemm() {
 
 const CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key, const void* bias) {
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
+  if (plans_.size() >= max_plans_) plans_.clear();  // no call holds a plan: mu_ is held
   auto plan = std::make_unique<Plan>();
   check(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
         "cublasLtMatmulDescCreate");

@@ -25,16 +25,20 @@ namespace sgl::kernels::cuda {
 // stream's first GEMM; no globals. The cuBLASLt handle is its own; the workspace
 // is the stream's (shared with cuBLAS, safe because both queue on that one stream).
 // Thread-safe: a mutex guards the cache and each call (a cached descriptor carries the bias
-// pointer, set per call). Plans are never evicted: one per (m, n, k, ldx, dtypes, bias, pointer
-// alignments) met.
+// pointer, set per call). One plan per (m, n, k, ldx, dtypes, bias, pointer alignments) met; a
+// server meets a new m with nearly every prefill size, so once the cache holds max_plans the
+// next new shape empties it (a plan is rebuilt in tens of microseconds on the host; keeping the
+// hot ones would need use tracking that every call pays for).
 // CUDA graphs: run() makes no device allocation and queues one cublasLtMatmul (+ add_bias)
 // with the stream's fixed workspace, so it can be captured. Building a plan only calls host
 // functions (descriptor creation, the heuristic query), so even a shape first met during
 // capture is fine; the graph runner's eager pass before each capture builds them anyway.
 class CublasLtGemm {
  public:
+  static constexpr size_t kDefaultMaxPlans = 4096;
+
   // Borrows `workspace` (device memory of `workspace_bytes`); it must outlive this object.
-  CublasLtGemm(void* workspace, size_t workspace_bytes);
+  CublasLtGemm(void* workspace, size_t workspace_bytes, size_t max_plans = kDefaultMaxPlans);
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
@@ -44,7 +48,8 @@ class CublasLtGemm {
   bool run(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
            backend::Stream stream);
 
-  // Plans cached (shapes met), and how many of them found no cuBLASLt algorithm.
+  // Plans cached (shapes met since the cache was last emptied), and how many of them found no
+  // cuBLASLt algorithm.
   size_t cache_size() const;
   size_t plans_without_algorithm() const;
 
@@ -64,6 +69,7 @@ class CublasLtGemm {
   void* handle_ = nullptr;  // cublasLtHandle_t
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  size_t max_plans_;
   mutable std::mutex mu_;
   std::map<Key, std::unique_ptr<Plan>> plans_;  // guarded by mu_
 };
