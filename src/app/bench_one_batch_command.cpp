@@ -154,6 +154,11 @@ class OneBatchBench {
       steps.push_back(std::chrono::duration<double>(now - start).count());
       start = now;
     };
+    auto collect_in_flight = [&] {
+      if (!in_flight) return;
+      runner_.collect(*in_flight);
+      step_done();
+    };
     for (int32_t s = 0; s < c.output_len; ++s) {
       const int32_t pos = c.input_len + s;
       for (int32_t b = 0; b < c.batch_size; ++b) {
@@ -172,18 +177,11 @@ class OneBatchBench {
         }
         continue;
       }
-      const runner::ModelRunner::LaunchedSample launched =
-          runner_.launch_forward_and_sample(fb, greedy);
-      if (in_flight) {
-        runner_.collect(*in_flight);
-        step_done();
-      }
-      in_flight = launched;
+      runner::ModelRunner::LaunchedSample launched = runner_.launch_forward_and_sample(fb, greedy);
+      collect_in_flight();
+      in_flight = std::move(launched);
     }
-    if (in_flight) {
-      runner_.collect(*in_flight);
-      step_done();
-    }
+    collect_in_flight();
     // A pipelined run's first interval also holds the pipeline's fill.
     if (pipelined && steps.size() > 1) steps.erase(steps.begin());
     std::vector<double> sorted = steps;

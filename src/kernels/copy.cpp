@@ -42,10 +42,6 @@ void store_float(void* base, DType dtype, int64_t i, float v) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 void copy_same_dtype(const Tensor& src, const Tensor& dst, backend::Stream stream,
                      bool wait_for_host) {
   if (src.device().is_cpu() && dst.device().is_cpu()) {

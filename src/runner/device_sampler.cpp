@@ -68,9 +68,9 @@ DeviceSampler::Ticket DeviceSampler::stage(const sampling::SamplingBatch& batch)
   SGL_CHECK(!slot.busy) << "device sampler: more than " << kSlots << " samplings in flight";
   slot.busy = true;
   next_slot_ = (next_slot_ + 1) % kSlots;
-  ticket.top_logprobs_num = batch.top_logprobs_num;
   ticket.top = std::any_of(batch.top_logprobs_num.begin(), batch.top_logprobs_num.end(),
                            [](int32_t k) { return k > 0; });
+  if (ticket.top) ticket.top_logprobs_num = batch.top_logprobs_num;
   ticket.logprobs = batch.return_logprob || ticket.top;
 
   // Parameters: filled in pinned memory (free: the slot's last upload was collected), uploaded

@@ -29,7 +29,7 @@ class DeviceSampler {
     int64_t bs = 0;
     bool logprobs = false;
     bool top = false;
-    std::vector<int32_t> top_logprobs_num;  // [bs]
+    std::vector<int32_t> top_logprobs_num;  // [bs] when `top`, else empty
   };
 
   // Buffers for up to `capacity` rows on `allocator`'s device, staged through `pinned` host

@@ -76,9 +76,7 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
       score_prompt ? LogitsMode::kAllTokens : LogitsMode::kLastPerRequest;
   const ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
   if (on_host) {
-    ExecResult result = run_on_host(batch, fb, sampling, process, score_prompt);
-    launched.result.output = std::move(result.output);
-    launched.result.prompt_logprobs = std::move(result.prompt_logprobs);
+    run_on_host(batch, fb, sampling, process, score_prompt, launched.result);
     std::lock_guard lock(mutex_);
     record_sampled(launched, launched.result.output.next_token_ids);
     unfinished_.push_back(std::move(launched));
@@ -98,7 +96,7 @@ ExecResult ModelBatchRunner::finish() {
   std::unique_lock lock(mutex_);
   SGL_CHECK(!unfinished_.empty()) << "finish() with nothing launched";
   if (unfinished_.front().sample) {
-    const ModelRunner::LaunchedSample ticket = *unfinished_.front().sample;
+    const ModelRunner::LaunchedSample ticket = std::move(*unfinished_.front().sample);
     lock.unlock();  // launch() may queue the next batch meanwhile
     sampling::SampleOutput output = model_runner_.collect(ticket);
     lock.lock();
@@ -124,10 +122,9 @@ void ModelBatchRunner::record_sampled(const Launched& launched, const std::vecto
   }
 }
 
-ExecResult ModelBatchRunner::run_on_host(const ExecBatch& batch, const ForwardBatch& fb,
-                                         const sampling::SamplingBatch& sampling, bool process,
-                                         bool score_prompt) {
-  ExecResult result;
+void ModelBatchRunner::run_on_host(const ExecBatch& batch, const ForwardBatch& fb,
+                                   const sampling::SamplingBatch& sampling, bool process,
+                                   bool score_prompt, ExecResult& result) {
   // Host logits; processing edits them in place (they are scratch until the next forward).
   Tensor logits = model_runner_.forward_logits(fb);
   if (score_prompt) {
@@ -138,7 +135,6 @@ ExecResult ModelBatchRunner::run_on_host(const ExecBatch& batch, const ForwardBa
   // the min_new_tokens mask applied; temperature not), as SGLang does.
   if (process) sampling::process_logits(logits, logit_processing(batch));
   result.output = model_runner_.sample(logits, sampling);
-  return result;
 }
 
 sampling::LogitProcessorBatch ModelBatchRunner::logit_processing(const ExecBatch& batch) {

@@ -41,9 +41,11 @@ class ModelBatchRunner final : public BatchRunner {
   }
   // Writes the sampled ids into the token table (under mutex_).
   void record_sampled(const Launched& launched, const std::vector<int32_t>& ids);
-  // Host logits, processing, sampling: a batch whose earlier batches are all finished.
-  ExecResult run_on_host(const ExecBatch& batch, const ForwardBatch& fb,
-                         const sampling::SamplingBatch& sampling, bool process, bool score_prompt);
+  // Host logits, processing, sampling into result's output and prompt logprobs: a batch whose
+  // earlier batches are all finished.
+  void run_on_host(const ExecBatch& batch, const ForwardBatch& fb,
+                   const sampling::SamplingBatch& sampling, bool process, bool score_prompt,
+                   ExecResult& result);
   // Penalties / bias / min_new_tokens inputs of the requests that use them (row i = request i).
   sampling::LogitProcessorBatch logit_processing(const ExecBatch& batch);
   // Scores the prompt tokens the requests asked for; `logits` has one row per token.

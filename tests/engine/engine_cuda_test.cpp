@@ -9,27 +9,14 @@
 
 #include "engine/model_engine.h"
 #include "scheduler/greedy_ids_request.h"
+#include "stream_outcome.h"
 #include "test_data.h"
 
 namespace sgl::engine {
 namespace {
 
-GenerateResult collect(RequestStream& stream) {
-  GenerateResult out;
-  for (;;) {
-    auto event = stream.next(std::chrono::seconds(60));
-    if (!event) {
-      ADD_FAILURE() << "stream " << stream.rid() << " timed out";
-      return out;
-    }
-    out.output_ids.insert(out.output_ids.end(), event->token_ids.begin(), event->token_ids.end());
-    out.output_logprobs.insert(out.output_logprobs.end(), event->logprobs.begin(),
-                               event->logprobs.end());
-    out.top_logprobs.insert(out.top_logprobs.end(), event->top_logprobs.begin(),
-                            event->top_logprobs.end());
-    if (event->finished) return out;
-  }
-}
+using test::collect;
+using test::Outcome;
 
 runner::ModelRunnerOptions cuda_options() {
   runner::ModelRunnerOptions o;
@@ -83,25 +70,24 @@ TEST_P(EngineOnCuda, OverlapLoopMatchesTheNormalLoop) {
   ASSERT_TRUE(overlap.engine && normal.engine);
   const std::vector<GenerateRequest> requests = requests_of_every_kind();
   for (size_t i = 0; i < requests.size(); ++i) {
-    GenerateResult got[2];
+    Outcome got[2];
     for (int e = 0; e < 2; ++e) {
       auto stream = (e == 0 ? overlap : normal).engine->submit(requests[i]);
       ASSERT_TRUE(stream.ok()) << stream.status().to_string();
       got[e] = collect(**stream);
     }
-    EXPECT_EQ(got[0].output_ids.size(), 24u) << "request " << i;
-    EXPECT_EQ(got[0].output_ids, got[1].output_ids) << "request " << i;
-    ASSERT_EQ(got[0].output_logprobs.size(), got[1].output_logprobs.size()) << "request " << i;
-    for (size_t s = 0; s < got[0].output_logprobs.size(); ++s) {
-      EXPECT_EQ(got[0].output_logprobs[s], got[1].output_logprobs[s])
-          << "request " << i << " step " << s;
+    EXPECT_EQ(got[0].ids.size(), 24u) << "request " << i;
+    EXPECT_EQ(got[0].ids, got[1].ids) << "request " << i;
+    ASSERT_EQ(got[0].logprobs.size(), got[1].logprobs.size()) << "request " << i;
+    for (size_t s = 0; s < got[0].logprobs.size(); ++s) {
+      EXPECT_EQ(got[0].logprobs[s], got[1].logprobs[s]) << "request " << i << " step " << s;
     }
-    ASSERT_EQ(got[0].top_logprobs.size(), requests[i].top_logprobs_num > 0 ? 24u : 0u);
-    ASSERT_EQ(got[0].top_logprobs.size(), got[1].top_logprobs.size());
-    for (size_t s = 0; s < got[0].top_logprobs.size(); ++s) {
-      ASSERT_EQ(got[0].top_logprobs[s].size(), got[1].top_logprobs[s].size());
-      for (size_t k = 0; k < got[0].top_logprobs[s].size(); ++k) {
-        EXPECT_EQ(got[0].top_logprobs[s][k].id, got[1].top_logprobs[s][k].id);
+    ASSERT_EQ(got[0].top.size(), requests[i].top_logprobs_num > 0 ? 24u : 0u);
+    ASSERT_EQ(got[0].top.size(), got[1].top.size());
+    for (size_t s = 0; s < got[0].top.size(); ++s) {
+      ASSERT_EQ(got[0].top[s].size(), got[1].top[s].size());
+      for (size_t k = 0; k < got[0].top[s].size(); ++k) {
+        EXPECT_EQ(got[0].top[s][k].id, got[1].top[s][k].id);
       }
     }
   }
@@ -119,7 +105,7 @@ TEST_P(EngineOnCuda, OverlapLoopMatchesTheNormalLoop) {
       streams.push_back(*stream);
     }
     for (size_t i = 0; i < streams.size(); ++i) {
-      EXPECT_EQ(collect(*streams[i]).output_ids.size(), 24u) << "request " << i;
+      EXPECT_EQ(collect(*streams[i]).ids.size(), 24u) << "request " << i;
     }
   }
   EXPECT_TRUE(engine.last_integrity().ok()) << engine.last_integrity().to_string();

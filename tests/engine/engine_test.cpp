@@ -11,6 +11,7 @@
 #include "engine/model_engine.h"
 #include "scheduler/fake_batch_runner.h"
 #include "scheduler/greedy_ids_request.h"
+#include "stream_outcome.h"
 #include "test_data.h"
 
 namespace sgl::engine {
@@ -18,19 +19,7 @@ namespace {
 
 constexpr int32_t kVocab = 97;
 
-// Drains a stream; returns the tokens and the finish.
-std::pair<std::vector<int32_t>, scheduler::FinishState> collect(RequestStream& stream) {
-  std::vector<int32_t> ids;
-  for (;;) {
-    auto event = stream.next(std::chrono::seconds(60));
-    if (!event) {
-      ADD_FAILURE() << "stream " << stream.rid() << " timed out";
-      return {ids, {}};
-    }
-    ids.insert(ids.end(), event->token_ids.begin(), event->token_ids.end());
-    if (event->finished) return {ids, *event->finished};
-  }
-}
+using test::collect;
 
 struct FakeEngine {
   explicit FakeEngine(EngineOptions options) {
@@ -78,8 +67,9 @@ TEST_P(EngineLoops, ConcurrentSubmittersGetTheirOwnStreams) {
         const auto expected = test::fake_reference(r.input_ids, r.max_new_tokens, kVocab, {});
         auto stream = fe.engine->submit(r);
         ASSERT_TRUE(stream.ok());
-        auto [ids, finish] = collect(**stream);
-        if (ids != expected || finish.reason != scheduler::FinishReason::kLength) ++mismatches;
+        const test::Outcome got = collect(**stream);
+        if (got.ids != expected || got.finish.reason != scheduler::FinishReason::kLength)
+          ++mismatches;
       }
     });
   }
@@ -104,8 +94,7 @@ TEST_P(EngineLoops, AbortEndsTheStreamAndFreesMemory) {
   auto first = (*long_run)->next(std::chrono::seconds(10));  // it is running
   ASSERT_TRUE(first.has_value());
   fe.engine->abort((*long_run)->rid());
-  auto [ids, finish] = collect(**long_run);
-  EXPECT_EQ(finish.reason, scheduler::FinishReason::kAbort);
+  EXPECT_EQ(collect(**long_run).finish.reason, scheduler::FinishReason::kAbort);
   EXPECT_TRUE(fe.engine->flush_cache());
   EXPECT_EQ(fe.engine->get_stats().scheduler.kv_used, 0);
   EXPECT_TRUE(fe.engine->last_integrity().ok());
@@ -212,7 +201,7 @@ TEST_P(RealModelBatching, SixtyFourConcurrentRequestsMatchSoloRuns) {
     streams.push_back(*s);
   }
   for (size_t i = 0; i < requests.size(); ++i) {
-    auto [ids, finish] = collect(*streams[i]);
+    const std::vector<int32_t> ids = collect(*streams[i]).ids;
     auto alone = solo.generate({requests[i]});
     ASSERT_TRUE(alone.ok());
     EXPECT_EQ(ids, alone->at(0).output_ids) << c.name << ": request " << i;

@@ -12,6 +12,7 @@
 
 #include "engine/model_engine.h"
 #include "scheduler/greedy_ids_request.h"
+#include "stream_outcome.h"
 #include "test_data.h"
 
 namespace sgl::engine {
@@ -32,37 +33,8 @@ struct Config {
   int64_t scoring = 0;  // SchedulerOptions::max_scoring_tokens (0: the engine's default)
 };
 
-struct Outcome {
-  std::vector<int32_t> ids;
-  std::vector<float> logprobs;
-  std::vector<std::vector<sampling::TokenLogprob>> top;
-  std::optional<sampling::PromptLogprobs> input;
-  scheduler::FinishState finish;
-  Usage usage;
-};
-
-Outcome collect(RequestStream& stream) {
-  Outcome out;
-  for (;;) {
-    auto event = stream.next(std::chrono::seconds(60));
-    if (!event) {
-      ADD_FAILURE() << "stream " << stream.rid() << " timed out";
-      return out;
-    }
-    out.ids.insert(out.ids.end(), event->token_ids.begin(), event->token_ids.end());
-    out.logprobs.insert(out.logprobs.end(), event->logprobs.begin(), event->logprobs.end());
-    out.top.insert(out.top.end(), event->top_logprobs.begin(), event->top_logprobs.end());
-    if (event->input_logprobs) {
-      EXPECT_FALSE(out.input.has_value()) << "prompt logprobs delivered twice";
-      out.input = std::move(event->input_logprobs);
-    }
-    out.usage = event->usage;
-    if (event->finished) {
-      out.finish = *event->finished;
-      return out;
-    }
-  }
-}
+using test::collect;
+using test::Outcome;
 
 // A golden case's prompt followed by the first `n` tokens of its greedy continuation.
 std::vector<int32_t> golden_sequence(const nlohmann::json& c, int n) {

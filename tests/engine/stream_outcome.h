@@ -1,0 +1,47 @@
+// Drains a RequestStream into what the request produced (the engine tests' shared helper).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "engine/request_stream.h"
+
+namespace sgl::test {
+
+struct Outcome {
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
+  std::vector<std::vector<sampling::TokenLogprob>> top;
+  std::optional<sampling::PromptLogprobs> input;
+  scheduler::FinishState finish;
+  engine::Usage usage;
+};
+
+// Reads events until the finish (a test failure after 60 s without one).
+inline Outcome collect(engine::RequestStream& stream) {
+  Outcome out;
+  for (;;) {
+    auto event = stream.next(std::chrono::seconds(60));
+    if (!event) {
+      ADD_FAILURE() << "stream " << stream.rid() << " timed out";
+      return out;
+    }
+    out.ids.insert(out.ids.end(), event->token_ids.begin(), event->token_ids.end());
+    out.logprobs.insert(out.logprobs.end(), event->logprobs.begin(), event->logprobs.end());
+    out.top.insert(out.top.end(), event->top_logprobs.begin(), event->top_logprobs.end());
+    if (event->input_logprobs) {
+      EXPECT_FALSE(out.input.has_value()) << "prompt logprobs delivered twice";
+      out.input = std::move(event->input_logprobs);
+    }
+    out.usage = event->usage;
+    if (event->finished) {
+      out.finish = *event->finished;
+      return out;
+    }
+  }
+}
+
+}  // namespace sgl::test
