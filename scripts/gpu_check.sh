@@ -14,7 +14,9 @@
 #                                        SGL_GPU_PARITY_8B=1 adds the transformers parity of a
 #                                        random Llama-3-8B (SGL_PARITY_8B_FLAGS: more engine flags
 #                                        for sgl-generate, e.g. "--linear-backend hopper
-#                                        --chunked-prefill-size 64")
+#                                        --chunked-prefill-size 64");
+#                                        SGL_GPU_LOAD=1 adds scripts/gpu_load_bench.sh (start-up
+#                                        from a real bf16 8B checkpoint and a Q8_0 GGUF)
 # Device call: run(command="scripts/gpu_check.sh run", carry=[".carry"]).
 # SGL_GPU_TARGETS="a b" limits the build to those targets.
 set -euo pipefail
@@ -144,6 +146,17 @@ run() {
     else
       tail -n 30 "$log/serving_bench.log"
     fi
+  fi
+  # Start-up from real files (SGL_GPU_LOAD=1; about 2 minutes): a transformers-written bf16 8B
+  # checkpoint to a healthy sgl-server, and a Q8_0 GGUF of the same shape through sgl-generate.
+  if [ "${SGL_GPU_LOAD:-0}" = 1 ]; then
+    if OUT="$log" scripts/gpu_load_bench.sh "$root" >"$log/load_bench.log" 2>&1; then
+      rows+=("load-bench PASS")
+    else
+      status=1
+      rows+=("load-bench FAIL")
+    fi
+    grep -E "RESULT|loaded|wrote|ready|error" "$log/load_bench.log" || tail -n 30 "$log/load_bench.log"
   fi
   echo "==== gpu_check summary"
   printf '%s\n' "${rows[@]}"

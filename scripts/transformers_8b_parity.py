@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Full-scale parity with transformers on the GPU machine (issue #6).
 
+  save OUT_DIR   only the checkpoint below (config.json + bf16 safetensors shards), for the
+                 load-time benchmark (scripts/gpu_load_bench.sh).
+
   make OUT_DIR   transformers builds a Llama-3-8B-shaped model (configs/llama-3-8b.json) with
                  random bf16 weights on the GPU (its own init: normal(0, 0.02), norms 1), saves
                  it as safetensors in OUT_DIR, and decodes 8 random-id prompts greedily in bf16
@@ -25,9 +28,9 @@ import sys
 STEPS = 16
 
 
-def make(out_dir, config_path):
+def save(out_dir, config_path):
+    """Builds the random bf16 model on the GPU and saves it; returns (model, config)."""
     import torch
-    import transformers
     from transformers import LlamaConfig, LlamaForCausalLM
 
     with open(config_path) as f:
@@ -37,6 +40,14 @@ def make(out_dir, config_path):
     with torch.device("cuda"):
         model = LlamaForCausalLM(config).eval()
     model.save_pretrained(out_dir, safe_serialization=True)
+    return model, config
+
+
+def make(out_dir, config_path):
+    import torch
+    import transformers
+
+    model, config = save(out_dir, config_path)
 
     gen = torch.Generator().manual_seed(1)
     cases = []
@@ -126,7 +137,7 @@ def compare(out_dir, ours_path, tol, tie):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["make", "compare"])
+    ap.add_argument("mode", choices=["save", "make", "compare"])
     ap.add_argument("out_dir")
     ap.add_argument("ours", nargs="?")
     ap.add_argument("--config", default=os.path.join(os.path.dirname(__file__),
@@ -134,6 +145,9 @@ def main():
     ap.add_argument("--tol", type=float, default=0.05)
     ap.add_argument("--tie", type=float, default=None, help="default: 2 x the error bound")
     args = ap.parse_args()
+    if args.mode == "save":
+        save(args.out_dir, args.config)
+        return 0
     if args.mode == "make":
         make(args.out_dir, args.config)
         return 0

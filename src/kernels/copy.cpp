@@ -83,6 +83,20 @@ void copy(const Tensor& src, const Tensor& dst, backend::Stream stream) {
   copy_same_dtype(src, dst, stream, /*wait_for_host=*/true);
 }
 
+void copy_bytes_async(const void* src, Device src_device, void* dst, Device dst_device,
+                      size_t bytes, backend::Stream stream) {
+  if (src_device.is_cpu() && dst_device.is_cpu()) {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    return;
+  }
+#ifdef SGL_WITH_CUDA
+  cuda::copy_bytes(src, src_device, dst, dst_device, bytes, stream, /*wait_for_host=*/false);
+#else
+  (void)stream;
+  detail::no_cuda("copy_bytes_async");
+#endif
+}
+
 void zero(const Tensor& dst, backend::Stream stream) {
   SGL_CHECK(dst.is_contiguous()) << "zero: non-contiguous " << dst.shape_string();
   if (dst.device().is_cpu()) {

@@ -15,6 +15,11 @@ void copy(const Tensor& src, const Tensor& dst, backend::Stream stream);
 // dtype only.
 void copy_async(const Tensor& src, const Tensor& dst, backend::Stream stream);
 
+// `bytes` bytes from src to dst, any devices (plain memcpy host to host). Like copy_async, a
+// CUDA copy is only queued on `stream`; pinned host memory makes it truly asynchronous.
+void copy_bytes_async(const void* src, Device src_device, void* dst, Device dst_device,
+                      size_t bytes, backend::Stream stream);
+
 // Fills a contiguous tensor with zeros.
 void zero(const Tensor& dst, backend::Stream stream);
 

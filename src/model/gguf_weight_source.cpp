@@ -161,20 +161,82 @@ std::vector<std::string> GgufWeightSource::names() const {
   return out;
 }
 
-Status GgufWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
-                                  float* dst) const {
+namespace {
+
+std::string describe_weight(const std::string& name, const std::string& path) {
+  return "weight '" + name + "' (GGUF tensor '" + gguf_tensor_name(name).value_or("?") + "') in " +
+         path;
+}
+
+std::optional<kernels::StoredFormat> stored_format(GgmlType type) {
+  switch (type) {
+    case GgmlType::kF32:
+      return kernels::StoredFormat::kF32;
+    case GgmlType::kF16:
+      return kernels::StoredFormat::kF16;
+    case GgmlType::kBF16:
+      return kernels::StoredFormat::kBF16;
+    case GgmlType::kQ8_0:
+      return kernels::StoredFormat::kQ8_0;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Result<const GgufTensorInfo*> GgufWeightSource::find_checked(
+    const std::string& name, const std::vector<int64_t>& shape) const {
   const GgufTensorInfo* info = find(name);
-  const std::optional<std::string> gguf_name = gguf_tensor_name(name);
-  const std::string where =
-      "weight '" + name + "' (GGUF tensor '" + gguf_name.value_or("?") + "') in " + file_.path();
   if (info == nullptr) {
-    return not_found("weight '" + name + "' (GGUF tensor '" + gguf_name.value_or("?") +
+    return not_found("weight '" + name + "' (GGUF tensor '" + gguf_tensor_name(name).value_or("?") +
                      "') is missing from " + file_.path());
   }
   if (info->shape != shape) {
-    return invalid_argument(where + " has shape " + shape_to_string(info->shape) + ", expected " +
-                            shape_to_string(shape));
+    return invalid_argument(describe_weight(name, file_.path()) + " has shape " +
+                            shape_to_string(info->shape) + ", expected " + shape_to_string(shape));
   }
+  return info;
+}
+
+Result<size_t> GgufWeightSource::stored_nbytes(const std::string& name) const {
+  const GgufTensorInfo* info = find(name);
+  if (info == nullptr) return find_checked(name, {}).status();
+  return info->nbytes;
+}
+
+Result<std::optional<StoredTensor>> GgufWeightSource::stored(
+    const std::string& name, const std::vector<int64_t>& shape) const {
+  SGL_ASSIGN_OR_RETURN(const GgufTensorInfo* info, find_checked(name, shape));
+  const std::optional<kernels::StoredFormat> format = stored_format(info->type);
+  const auto [rows, per_row] = stored_rows(shape);
+  if (!format || rows == 0 || per_row % kernels::stored_block_elems(*format) != 0) {
+    return std::optional<StoredTensor>();
+  }
+  StoredTensor out;
+  out.format = *format;
+  out.data = info->data;
+  out.rows = rows;
+  out.row_bytes = kernels::stored_bytes(*format, per_row);
+  if (out.nbytes() != info->nbytes) return std::optional<StoredTensor>();
+  if (const int64_t heads = permuted_heads(name); heads > 0) {
+    if (rows % (2 * heads) != 0) return std::optional<StoredTensor>();  // read_f32 explains
+    // Row h*D + j*half + i of the rotate-half layout is row h*D + 2*i + j of the file.
+    const int64_t d = rows / heads, half = d / 2;
+    out.row_order.resize(static_cast<size_t>(rows));
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t i = 0; i < half; ++i) {
+        for (int64_t j = 0; j < 2; ++j) out.row_order[h * d + j * half + i] = h * d + 2 * i + j;
+      }
+    }
+  }
+  return std::optional<StoredTensor>(std::move(out));
+}
+
+Status GgufWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
+                                  float* dst) const {
+  SGL_ASSIGN_OR_RETURN(const GgufTensorInfo* info, find_checked(name, shape));
+  const std::string where = describe_weight(name, file_.path());
   if (!can_dequantize(info->type)) {
     return unimplemented(where + " has ggml type " + ggml_type_name(info->type) +
                          ", which cannot be dequantized (supported: F32, F16, BF16, F64, Q4_0, "

@@ -47,9 +47,16 @@ class GgufWeightSource final : public WeightSource {
   std::vector<std::string> names() const override;
   Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
                   float* dst) const override;
+  // F32, F16, BF16 and Q8_0 tensors; q/k rows come in the un-permuted order.
+  Result<std::optional<StoredTensor>> stored(const std::string& name,
+                                             const std::vector<int64_t>& shape) const override;
+  Result<size_t> stored_nbytes(const std::string& name) const override;
 
  private:
   const GgufTensorInfo* find(const std::string& hf_name) const;
+  // The tensor `name` with exactly `shape`, or NotFound / InvalidArgument naming both names.
+  Result<const GgufTensorInfo*> find_checked(const std::string& name,
+                                             const std::vector<int64_t>& shape) const;
   // Heads whose rows to un-permute for `hf_name`, or 0 when it is not a permuted tensor.
   int64_t permuted_heads(const std::string& hf_name) const;
 

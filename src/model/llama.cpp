@@ -23,7 +23,11 @@ Result<std::unique_ptr<LlamaForCausalLM>> LlamaForCausalLM::load(const ModelConf
   if (model->options_.max_positions <= 0) {
     model->options_.max_positions = config.max_position_embeddings;
   }
-  SGL_RETURN_IF_ERROR(model->load_weights(weights));
+  // The loads are queued; finish() also on failure, so no copy outlives the model's Buffers.
+  const Status loaded = model->load_weights(weights);
+  const Status uploaded = weights.finish();
+  SGL_RETURN_IF_ERROR(loaded);
+  SGL_RETURN_IF_ERROR(uploaded);
 
   // RoPE table: computed on the host in f32, uploaded once.
   const std::vector<float> table = compute_rope_cos_sin(config, model->options_.max_positions);

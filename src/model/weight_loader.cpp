@@ -1,39 +1,43 @@
-// Weight loading: shape checks, conversion to the compute dtype on the host, upload.
+// Weight loading: shape checks, queueing reads on the uploader, dummy weights.
 #include "model/weight_loader.h"
 
-#include "kernels/copy.h"
+#include <cstdio>
+
+#include "core/logging.h"
 #include "kernels/fill.h"
 
 namespace sgl::model {
-namespace {
-
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-}  // namespace
 
 WeightLoader::WeightLoader(const WeightSource* source, Allocator& allocator, DType dtype,
                            backend::Stream stream, uint64_t seed)
-    : source_(source), allocator_(allocator), dtype_(dtype), stream_(stream), seed_(seed) {}
+    : source_(source),
+      allocator_(allocator),
+      dtype_(dtype),
+      stream_(stream),
+      seed_(seed),
+      start_(std::chrono::steady_clock::now()) {
+  if (source_ != nullptr) {
+    uploader_ = std::make_unique<WeightUploader>(allocator_, WeightUploader::Options{});
+  }
+}
 
 bool WeightLoader::has(const std::string& name) const {
   return source_ == nullptr || source_->has(name);
 }
 
-Result<Buffer> WeightLoader::upload(const std::vector<float>& host, std::vector<int64_t> shape) {
-  Buffer out(allocator_, dtype_, shape);
-  if (dtype_ == DType::kF32 && allocator_.device().is_cpu()) {
-    kernels::copy(Tensor(const_cast<float*>(host.data()), DType::kF32, shape), out, stream_);
-    return out;
+Status WeightLoader::enqueue(const std::string& name, const std::vector<int64_t>& shape,
+                             const Tensor& dst) {
+  SGL_ASSIGN_OR_RETURN(std::optional<StoredTensor> stored, source_->stored(name, shape));
+  if (stored && uploader_->can_stage(*stored)) {
+    uploader_->enqueue(std::move(*stored), dst);
+    return Status::ok_status();
   }
-  Buffer staging(cpu_allocator(), dtype_, shape);
-  kernels::copy(Tensor(const_cast<float*>(host.data()), DType::kF32, shape), staging, stream_);
-  kernels::copy(staging, out, stream_);
-  backend::synchronize(stream_);  // staging dies at return
-  return out;
+  SGL_ASSIGN_OR_RETURN(const size_t file_bytes, source_->stored_nbytes(name));
+  const WeightSource* source = source_;
+  uploader_->enqueue_f32(
+      [source, name, shape](float* out) { return source->read_f32(name, shape, out); }, dst,
+      file_bytes);
+  return Status::ok_status();
 }
 
 Buffer WeightLoader::dummy(std::vector<int64_t> shape) {
@@ -44,9 +48,13 @@ Buffer WeightLoader::dummy(std::vector<int64_t> shape) {
 
 Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> shape) {
   if (source_ == nullptr) return dummy(std::move(shape));
-  std::vector<float> host(static_cast<size_t>(numel(shape)));
-  SGL_RETURN_IF_ERROR(source_->read_f32(name, shape, host.data()));
-  return upload(host, std::move(shape));
+  SGL_ASSIGN_OR_RETURN(std::vector<int64_t> found, source_->shape(name));
+  if (found != shape) {  // the precise message comes from the source
+    SGL_RETURN_IF_ERROR(source_->stored(name, shape).status());
+  }
+  Buffer out(allocator_, dtype_, shape);
+  SGL_RETURN_IF_ERROR(enqueue(name, shape, out));
+  return out;
 }
 
 Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
@@ -56,13 +64,17 @@ Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
   fused[0] = 0;
   for (const auto& s : shapes) fused[0] += s[0];
   if (source_ == nullptr) return dummy(std::move(fused));
-  std::vector<float> host(static_cast<size_t>(numel(fused)));
-  float* cursor = host.data();
-  for (size_t i = 0; i < names.size(); ++i) {
-    SGL_RETURN_IF_ERROR(source_->read_f32(names[i], shapes[i], cursor));
-    cursor += numel(shapes[i]);
+  for (size_t i = 0; i < names.size(); ++i) {  // every part checked before allocating
+    SGL_ASSIGN_OR_RETURN(std::vector<int64_t> found, source_->shape(names[i]));
+    if (found != shapes[i]) SGL_RETURN_IF_ERROR(source_->stored(names[i], shapes[i]).status());
   }
-  return upload(host, std::move(fused));
+  Buffer out(allocator_, dtype_, fused);
+  int64_t row = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    SGL_RETURN_IF_ERROR(enqueue(names[i], shapes[i], out.tensor().slice_rows(row, shapes[i][0])));
+    row += shapes[i][0];
+  }
+  return out;
 }
 
 Result<Buffer> WeightLoader::load_norm(const std::string& name, int64_t size) {
@@ -70,6 +82,21 @@ Result<Buffer> WeightLoader::load_norm(const std::string& name, int64_t size) {
   Buffer out(allocator_, dtype_, {size});
   kernels::fill_constant(out, 1.0f, stream_);
   return out;
+}
+
+Status WeightLoader::finish() {
+  if (uploader_ == nullptr) return Status::ok_status();
+  Status status = uploader_->finish();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double gb = static_cast<double>(uploader_->bytes_queued()) / 1e9;
+  if (status.ok()) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%.2f GB of weights in %.2f s (%.2f GB/s) from ", gb, seconds,
+                  seconds > 0 ? gb / seconds : 0.0);
+    SGL_LOG_INFO << "loaded " << line << source_->describe();
+  }
+  return status;
 }
 
 }  // namespace sgl::model

@@ -1,7 +1,9 @@
 // WeightLoader: weight-source tensors -> device Buffers, with dtype conversion, fusion and checks.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,11 +11,17 @@
 #include "core/allocator.h"
 #include "core/buffer.h"
 #include "model/weight_source.h"
+#include "model/weight_uploader.h"
 
 namespace sgl::model {
 
 // Where weights come from: a WeightSource (safetensors checkpoint, GGUF file), or random values
 // (--load-format dummy).
+//
+// Loads are asynchronous: load() checks the name and shape, allocates the Buffer and queues the
+// copy (on a WeightUploader's threads); the Buffer holds the weights once finish() returns OK.
+// Stored formats the destination device converts (f32 / f16 / bf16, GGUF Q8_0) travel as they
+// are stored; others are converted to f32 on the host first.
 class WeightLoader {
  public:
   // Reads from `source` (borrowed; must outlive the loader); nullptr means dummy weights drawn
@@ -21,7 +29,7 @@ class WeightLoader {
   WeightLoader(const WeightSource* source, Allocator& allocator, DType dtype,
                backend::Stream stream, uint64_t seed = 0);
 
-  // Loads `name`, which must have exactly `shape`.
+  // Loads `name`, which must have exactly `shape` (checked before anything is allocated).
   Result<Buffer> load(const std::string& name, std::vector<int64_t> shape);
   // Loads tensors of shapes [rows_i, ...] and stacks them along dim 0 (fused qkv, gate_up).
   Result<Buffer> load_concat(const std::vector<std::string>& names,
@@ -32,19 +40,26 @@ class WeightLoader {
   bool has(const std::string& name) const;
   DType dtype() const { return dtype_; }
 
+  // Waits until every loaded Buffer holds its weights; the first read error, if any. Call it
+  // before the Buffers are used or destroyed, on error paths too. Logs the time and rate.
+  Status finish();
+
  private:
   static constexpr float kDummyRange = 0.02f;  // dummy weights are uniform in +-kDummyRange
 
   // Random weights filled on the weights' device (fast for 8B-sized dummy models).
   Buffer dummy(std::vector<int64_t> shape);
-  Result<Buffer> upload(const std::vector<float>& host, std::vector<int64_t> shape);
+  // Queues `name` (checked to have `shape`) into dst.
+  Status enqueue(const std::string& name, const std::vector<int64_t>& shape, const Tensor& dst);
 
   const WeightSource* source_;
   Allocator& allocator_;
   DType dtype_;
   backend::Stream stream_;
   uint64_t seed_;
-  uint64_t dummy_count_ = 0;  // each dummy tensor draws from its own seed
+  uint64_t dummy_count_ = 0;                  // each dummy tensor draws from its own seed
+  std::unique_ptr<WeightUploader> uploader_;  // with a source
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace sgl::model

@@ -32,14 +32,57 @@ Result<std::vector<int64_t>> SafetensorsWeightSource::shape(const std::string& n
   return info->shape;
 }
 
-Status SafetensorsWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
-                                         float* dst) const {
+std::pair<int64_t, int64_t> stored_rows(const std::vector<int64_t>& shape) {
+  if (shape.empty()) return {1, 1};
+  int64_t per_row = 1;
+  for (size_t i = 1; i < shape.size(); ++i) per_row *= shape[i];
+  return {shape[0], per_row};
+}
+
+Result<const TensorInfo*> SafetensorsWeightSource::find_checked(
+    const std::string& name, const std::vector<int64_t>& shape) const {
   const TensorInfo* info = checkpoint_->find(name);
   if (info == nullptr) return not_found("weight '" + name + "' is missing from the checkpoint");
   if (info->shape != shape) {
     return invalid_argument("weight '" + name + "' in " + info->file + " has shape " +
                             shape_to_string(info->shape) + ", expected " + shape_to_string(shape));
   }
+  return info;
+}
+
+Result<size_t> SafetensorsWeightSource::stored_nbytes(const std::string& name) const {
+  const TensorInfo* info = checkpoint_->find(name);
+  if (info == nullptr) return not_found("weight '" + name + "' is missing from the checkpoint");
+  return info->nbytes;
+}
+
+Result<std::optional<StoredTensor>> SafetensorsWeightSource::stored(
+    const std::string& name, const std::vector<int64_t>& shape) const {
+  SGL_ASSIGN_OR_RETURN(const TensorInfo* info, find_checked(name, shape));
+  StoredTensor out;
+  switch (info->dtype) {
+    case DType::kF32:
+      out.format = kernels::StoredFormat::kF32;
+      break;
+    case DType::kF16:
+      out.format = kernels::StoredFormat::kF16;
+      break;
+    case DType::kBF16:
+      out.format = kernels::StoredFormat::kBF16;
+      break;
+    default:
+      return std::optional<StoredTensor>();
+  }
+  const auto [rows, per_row] = stored_rows(shape);
+  out.data = info->data;
+  out.rows = rows;
+  out.row_bytes = static_cast<size_t>(per_row) * dtype_size(info->dtype);
+  return std::optional<StoredTensor>(std::move(out));
+}
+
+Status SafetensorsWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
+                                         float* dst) const {
+  SGL_ASSIGN_OR_RETURN(const TensorInfo* info, find_checked(name, shape));
   const int64_t n = info->numel();
   switch (info->dtype) {
     case DType::kF32: {

@@ -4,13 +4,30 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "kernels/convert_stored.h"
 #include "model/safetensors.h"
 
 namespace sgl::model {
+
+// A tensor's bytes as its file stores them, for loaders that copy them as they are and convert
+// on the destination device (no f32 round trip on the host). Row r of the tensor is the
+// row_bytes bytes at data + row_order[r] * row_bytes (data + r * row_bytes when row_order is
+// empty); a row is shape[1:] (one value for a 1-D tensor) and a whole number of format blocks.
+struct StoredTensor {
+  kernels::StoredFormat format = kernels::StoredFormat::kF32;
+  const uint8_t* data = nullptr;  // in the source's mapping: valid while the source lives
+  int64_t rows = 0;
+  size_t row_bytes = 0;
+  std::vector<int64_t> row_order;
+
+  size_t nbytes() const { return static_cast<size_t>(rows) * row_bytes; }
+};
 
 // Tensors under Hugging Face names ("model.layers.0.self_attn.q_proj.weight"), read as f32.
 // Implementations are immutable after construction; reads may run concurrently.
@@ -30,6 +47,12 @@ class WeightSource {
   // cannot be converted.
   virtual Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
                           float* dst) const = 0;
+  // `name`'s stored bytes, which must have exactly `shape`; nullopt when its format is not one
+  // kernels::convert_stored handles (read it with read_f32). Errors as read_f32's.
+  virtual Result<std::optional<StoredTensor>> stored(const std::string& name,
+                                                     const std::vector<int64_t>& shape) const = 0;
+  // Bytes `name` takes in its file (what reading it costs); NotFound when absent.
+  virtual Result<size_t> stored_nbytes(const std::string& name) const = 0;
 };
 
 // A Hugging Face model directory's safetensors checkpoint (single file or shards).
@@ -48,11 +71,21 @@ class SafetensorsWeightSource final : public WeightSource {
   std::vector<std::string> names() const override { return checkpoint_->names(); }
   Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
                   float* dst) const override;
+  Result<std::optional<StoredTensor>> stored(const std::string& name,
+                                             const std::vector<int64_t>& shape) const override;
+  Result<size_t> stored_nbytes(const std::string& name) const override;
 
  private:
+  // The tensor `name` with exactly `shape`, or NotFound / InvalidArgument.
+  Result<const TensorInfo*> find_checked(const std::string& name,
+                                         const std::vector<int64_t>& shape) const;
+
   std::unique_ptr<Checkpoint> checkpoint_;
   std::string dir_;
 };
+
+// `shape` as StoredTensor rows (rows, values per row); a 0-D tensor is one row of one value.
+std::pair<int64_t, int64_t> stored_rows(const std::vector<int64_t>& shape);
 
 // "[a, b, c]", as weight errors print shapes.
 std::string shape_to_string(const std::vector<int64_t>& shape);

@@ -17,6 +17,7 @@
 #include "cache/token_to_kv_pool_allocator.h"
 #include "core/half.h"
 #include "gguf_test_util.h"
+#include "kernels/convert_stored.h"
 #include "model/gguf.h"
 #include "model/gguf_config.h"
 #include "model/gguf_weight_source.h"
@@ -451,6 +452,43 @@ TEST(GgufModelTest, UnpermuteAppliesToLlamaQkOnly) {
   ASSERT_TRUE(unpermuted.read_f32(v, vshape, va.data()).ok());
   ASSERT_TRUE(raw.read_f32(v, vshape, vb.data()).ok());
   EXPECT_EQ(va, vb);
+}
+
+// What the loader uploads from stored() (rows gathered in row_order, converted where they land)
+// is what read_f32 returns, for every tensor, stored as F32, F16 or Q8_0, q/k un-permuted.
+TEST(GgufModelTest, StoredRowsEqualReadF32) {
+  TempDir dir;
+  for (const uint32_t type : {kTypeF32, kTypeF16, kTypeQ8_0}) {
+    const Converted conv = convert_model(dir, "tiny-llama", "llama", type);
+    Result<GgufFile> f = GgufFile::open(conv.gguf);
+    ASSERT_TRUE(f.ok());
+    Result<ModelConfig> c = model_config_from_gguf(*f);
+    ASSERT_TRUE(c.ok());
+    GgufWeightSource source(std::move(f).value(), *c);
+    int permuted = 0;
+    for (const std::string& name : source.names()) {
+      SCOPED_TRACE(name + " type " + std::to_string(type));
+      const std::vector<int64_t> shape = *source.shape(name);
+      auto stored = source.stored(name, shape);
+      ASSERT_TRUE(stored.ok()) << stored.status().to_string();
+      ASSERT_TRUE(stored->has_value());
+      const StoredTensor& t = **stored;
+      permuted += t.row_order.empty() ? 0 : 1;
+      std::vector<uint8_t> gathered(t.nbytes());
+      for (int64_t r = 0; r < t.rows; ++r) {
+        const int64_t from = t.row_order.empty() ? r : t.row_order[r];
+        std::memcpy(gathered.data() + r * t.row_bytes, t.data + from * t.row_bytes, t.row_bytes);
+      }
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      std::vector<float> got(static_cast<size_t>(n)), expect(got.size());
+      kernels::convert_stored(gathered.data(), t.format, Tensor(got.data(), DType::kF32, {n}),
+                              backend::Stream{});
+      ASSERT_TRUE(source.read_f32(name, shape, expect.data()).ok());
+      EXPECT_EQ(got, expect);
+    }
+    EXPECT_EQ(permuted, 2 * c->num_hidden_layers);  // every q and k projection
+  }
 }
 
 // ---- config from metadata ----
