@@ -151,10 +151,10 @@ fails=()
 [ "$completed" = "$num_prompts" ] || fails+=("$completed of $num_prompts completed")
 [ "$idle_rc" = 0 ] || fails+=("server not idle afterwards: $(cat "$out/server_state.json")")
 [ "$stop_rc" = 0 ] || fails+=("sgl-server exited $stop_rc after SIGTERM")
-summary=$(json_field '"%d/%d completed in %.1f s; %.0f output tok/s, %.0f total tok/s; TTFT median %.0f ms p99 %.0f ms; ITL median %.1f ms p99 %.1f ms" % (
+summary=$(json_field '"%d/%d completed in %.1f s; %.0f output tok/s, %.0f total tok/s; TTFT median %.0f ms p99 %.0f ms; ITL median %.1f ms p99 %.1f ms max %.0f ms" % (
     d["completed"], d["completed"] + d["failed"], d["duration"], d["output_throughput"],
     d["total_throughput"], d["median_ttft_ms"], d["p99_ttft_ms"], d["median_itl_ms"],
-    d["p99_itl_ms"])' <"$out/serving.json" 2>/dev/null || echo "no result")
+    d["p99_itl_ms"], d.get("max_itl_ms", float("nan")))' <"$out/serving.json" 2>/dev/null || echo "no result")
 if [ ${#fails[@]} = 0 ]; then
   echo "RESULT: PASS $summary"
 else

@@ -22,13 +22,15 @@ const std::set<std::string>& engine_value_flags() {
                                               "--mem-fraction-static",
                                               "--max-queued-requests",
                                               "--random-seed",
+                                              "--mixed-chunk-size",
                                               "--log-level"};
   return flags;
 }
 
 const std::set<std::string>& engine_switch_flags() {
   static const std::set<std::string> flags = {"--disable-radix-cache", "--enable-mixed-chunk",
-                                              "--disable-overlap-schedule", "--disable-cuda-graph"};
+                                              "--disable-mixed-chunk", "--disable-overlap-schedule",
+                                              "--disable-cuda-graph"};
   return flags;
 }
 
@@ -41,7 +43,9 @@ const char* engine_flags_usage() {
   --chunked-prefill-size N     --schedule-policy lpm|dfs-weight|fcfs|lof|random
   --schedule-conservativeness X  --max-total-tokens N (KV slots)  --mem-fraction-static X
   --max-queued-requests N      --random-seed N              --log-level debug|info|warn|error
-  --disable-radix-cache        --enable-mixed-chunk         --disable-overlap-schedule
+  --disable-radix-cache        --disable-overlap-schedule   --disable-mixed-chunk
+  --mixed-chunk-size N (1280: tokens of a batch that carries decodes, decodes counted; mixing
+                       is on by default, SGLang's --enable-mixed-chunk is accepted)
   --cuda-graph-max-bs N (256)  --disable-cuda-graph
 )";
 }
@@ -86,7 +90,13 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args) {
   SGL_ASSIGN_OR_RETURN(
       o.policy, scheduler::parse_schedule_policy(args.get("--schedule-policy").value_or("fcfs")));
   o.disable_radix_cache = args.has("--disable-radix-cache");
-  o.enable_mixed_chunk = args.has("--enable-mixed-chunk");
+  // --enable-mixed-chunk is the default; SGLang's flag stays accepted.
+  if (args.has("--enable-mixed-chunk") && args.has("--disable-mixed-chunk")) {
+    return invalid_argument("--enable-mixed-chunk and --disable-mixed-chunk contradict each other");
+  }
+  o.enable_mixed_chunk = !args.has("--disable-mixed-chunk");
+  SGL_ASSIGN_OR_RETURN(o.mixed_chunk_size, args.get_int("--mixed-chunk-size", 1280));
+  if (o.mixed_chunk_size < 1) return invalid_argument("--mixed-chunk-size must be positive");
   s.engine.disable_overlap_schedule = args.has("--disable-overlap-schedule");
 
   const std::string level = args.get("--log-level").value_or("warn");

@@ -62,6 +62,7 @@ void TimedRequest::apply(const ResponseUpdate& u, Clock::time_point now) {
   if (u.finish_reason == "abort") fail("the server aborted the request");
   if (u.prompt_tokens) prompt_tokens_ = u.prompt_tokens;
   if (u.completion_tokens) completion_tokens_ = u.completion_tokens;
+  tokens_since_text_ += u.new_tokens;
   if (u.new_text.empty()) return;
   out_.generated_text += u.new_text;
   ++text_chunks_;
@@ -69,14 +70,16 @@ void TimedRequest::apply(const ResponseUpdate& u, Clock::time_point now) {
     saw_text_ = true;
     out_.ttft_s = seconds_since_start(now);
   } else {
-    // /generate reports how many tokens a chunk carries: its gap is spread over them, as
-    // SGLang does; an OpenAI chunk counts as one token.
-    const int64_t tokens = api_ == ApiKind::kGenerate ? u.new_tokens : 1;
+    // /generate reports how many tokens arrived since the last chunk with text (chunks whose
+    // tokens end inside a UTF-8 character carry none): the gap is spread over all of them, as
+    // SGLang's bench_serving does with completion_tokens; an OpenAI chunk counts as one token.
+    const int64_t tokens = api_ == ApiKind::kGenerate ? tokens_since_text_ : 1;
     if (tokens == 0) return;
     const double gap = std::chrono::duration<double>(now - last_chunk_).count();
     out_.itl_s.insert(out_.itl_s.end(), static_cast<size_t>(tokens),
                       gap / static_cast<double>(tokens));
   }
+  tokens_since_text_ = 0;
   last_chunk_ = now;
 }
 

@@ -51,6 +51,7 @@ class TimedRequest final : public ResponseHandler {
   int64_t text_chunks_ = 0;
   std::optional<int64_t> prompt_tokens_;
   std::optional<int64_t> completion_tokens_;
+  int64_t tokens_since_text_ = 0;  // /generate tokens since the last chunk with text
   RequestOutput out_;
 };
 

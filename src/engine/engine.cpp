@@ -9,6 +9,21 @@
 namespace sgl::engine {
 namespace {
 
+// "batch 12 mixed: 3 prefill (+1024 tokens), 250 decode": one line a batch at debug level,
+// to see from the log when prefills run and how large they are.
+std::string describe_batch(const scheduler::ScheduleBatch& batch) {
+  int64_t prefill = 0, prefill_tokens = 0, decode = 0;
+  for (const scheduler::BatchEntry& e : batch.entries) {
+    const bool is_decode = e.input_ids.empty();
+    decode += is_decode ? 1 : 0;
+    prefill += is_decode ? 0 : 1;
+    prefill_tokens += is_decode ? 0 : e.extend_len;
+  }
+  return "batch " + std::to_string(batch.id) + " " + forward_mode_name(batch.mode) + ": " +
+         std::to_string(prefill) + " prefill (+" + std::to_string(prefill_tokens) + " tokens), " +
+         std::to_string(decode) + " decode";
+}
+
 constexpr std::chrono::milliseconds kWaitForever = std::chrono::hours(24 * 365);
 // generation_throughput counts the tokens streamed over this many seconds.
 constexpr double kThroughputWindowS = 5.0;
@@ -219,6 +234,7 @@ void Engine::loop(runner::BatchRunner& runner) {
     bool is_decode = false;
     if (next.batch) {
       is_decode = next.batch->mode == ForwardMode::kDecode;
+      SGL_LOG_DEBUG << describe_batch(*next.batch);
       executor->submit(to_exec_batch(*next.batch, options_.eos_token_ids));
       in_flight.push_back(std::move(*next.batch));
     }

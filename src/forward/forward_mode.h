@@ -17,4 +17,23 @@ inline bool is_extend_like(ForwardMode mode) {
          mode == ForwardMode::kTargetVerify || mode == ForwardMode::kDraftExtend;
 }
 
+// SGLang's spelling, lower case: "extend", "decode", "mixed", ...
+inline const char* forward_mode_name(ForwardMode mode) {
+  switch (mode) {
+    case ForwardMode::kExtend:
+      return "extend";
+    case ForwardMode::kDecode:
+      return "decode";
+    case ForwardMode::kMixed:
+      return "mixed";
+    case ForwardMode::kIdle:
+      return "idle";
+    case ForwardMode::kTargetVerify:
+      return "target_verify";
+    case ForwardMode::kDraftExtend:
+      return "draft_extend";
+  }
+  return "?";
+}
+
 }  // namespace sgl

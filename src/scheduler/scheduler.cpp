@@ -253,9 +253,20 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   const SchedulePolicy applied = sort_waiting_queue(options_.policy, waiting_, tree_, rng_);
   const bool in_batch_prefix_caching =
       applied == SchedulePolicy::kLpm || applied == SchedulePolicy::kDfsWeight;
+  // A batch that will carry the running decodes is as long as every one of their steps waits:
+  // it holds mixed_chunk_size tokens, the decodes counted (as SGLang's chunked prefill counts
+  // them when mixing), and at least a quarter of that for the prefill so new requests go on.
+  const bool mixing = options_.enable_mixed_chunk && running_bs > 0;
+  const int64_t mixed_prefill =
+      std::max(options_.mixed_chunk_size - running_bs, (options_.mixed_chunk_size + 3) / 4);
+  const int64_t input_budget =
+      mixing ? std::min(options_.max_prefill_tokens, mixed_prefill) : options_.max_prefill_tokens;
+  const int64_t chunk_budget = mixing && options_.chunked_prefill_size > 0
+                                   ? std::min(options_.chunked_prefill_size, mixed_prefill)
+                                   : options_.chunked_prefill_size;
   PrefillAdder adder([this] { return allocator_.available() + tree_.evictable_size(); },
-                     reserved_decode_tokens(), options_.max_prefill_tokens,
-                     options_.chunked_prefill_size, options_.max_running_requests - running_bs,
+                     reserved_decode_tokens(), input_budget, chunk_budget,
+                     options_.max_running_requests - running_bs,
                      running_bs == 0 && chunked_req_ == nullptr, options_.max_scoring_tokens);
   if (chunked_req_ != nullptr) {
     init_next_round_input(*chunked_req_);
@@ -323,7 +334,7 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   if (batch.entries.empty()) return std::nullopt;
 
   // MIXED: the running decodes ride along with the prefill chunk.
-  if (options_.enable_mixed_chunk && running_bs > 0) {
+  if (mixing) {
     std::vector<Req*> decoders(running_.begin(), running_.begin() + running_bs);
     std::erase_if(decoders,
                   [](const Req* r) { return r->scheduled_samples >= r->request.max_new_tokens; });

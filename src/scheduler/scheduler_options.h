@@ -20,12 +20,18 @@ struct SchedulerOptions {
   int64_t chunked_prefill_size = 8192;  // --chunked-prefill-size; <= 0 disables chunking
   SchedulePolicy policy = SchedulePolicy::kFcfs;  // --schedule-policy
   bool disable_radix_cache = false;               // --disable-radix-cache
-  bool enable_mixed_chunk = false;                // --enable-mixed-chunk
-  double schedule_conservativeness = 1.0;         // --schedule-conservativeness
-  int64_t max_queued_requests = 0;                // waiting-queue bound; 0 = unbounded
-  double waiting_timeout_s = 0;                   // abort requests waiting longer; 0 = never
-  double running_timeout_s = 0;                   // abort requests running longer; 0 = never
-  uint64_t random_seed = 0;                       // the random policy's shuffle
+  // --enable-mixed-chunk, on by default here (--disable-mixed-chunk): a prefill batch formed
+  // while requests decode carries their decode steps, so prefills never stall them.
+  bool enable_mixed_chunk = true;
+  // --mixed-chunk-size: the tokens of a batch that carries decodes, the decodes counted (every
+  // running request waits for that batch's step), with at least a quarter of it for prefill;
+  // batches with nothing decoding still take chunked_prefill_size / max_prefill_tokens.
+  int64_t mixed_chunk_size = 1280;
+  double schedule_conservativeness = 1.0;  // --schedule-conservativeness
+  int64_t max_queued_requests = 0;         // waiting-queue bound; 0 = unbounded
+  double waiting_timeout_s = 0;            // abort requests waiting longer; 0 = never
+  double running_timeout_s = 0;            // abort requests running longer; 0 = never
+  uint64_t random_seed = 0;                // the random policy's shuffle
   // Input tokens of a prefill batch in which a request wants its prompt's logprobs (that batch
   // returns logits for every token): the model's logits buffer holds this many besides one row
   // per decode; longer prompts are scored in chunks. At least 1.

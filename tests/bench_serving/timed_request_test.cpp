@@ -108,6 +108,28 @@ TEST_F(TimedRequestTest, GenerateSpreadsAGapOverTheTokensItCarries) {
   EXPECT_EQ(o.generated_text, "abcd");
 }
 
+// Tokens that end inside a UTF-8 character come in chunks without text; the gap until the next
+// text is spread over every token since the last text, as SGLang's bench_serving does, not
+// charged to the one token of the chunk that completes the character.
+TEST_F(TimedRequestTest, GenerateGapsSpanTheTokensOfChunksWithoutText) {
+  const auto gen = [](const std::string& text, int tokens) {
+    return "data: {\"text\":\"" + text +
+           "\",\"meta_info\":{\"completion_tokens\":" + std::to_string(tokens) + "}}\n\n";
+  };
+  const RequestOutput o = run(ApiKind::kGenerate, true, 200,
+                              {{10, gen("a", 1)},
+                               {20, gen("a", 2)},
+                               {30, gen("a", 3)},
+                               {40, gen("ab", 4)},
+                               {50, "data: [DONE]\n\n"}},
+                              50);
+  ASSERT_TRUE(o.success) << o.error;
+  EXPECT_NEAR(o.ttft_s, 0.010, 1e-9);
+  ASSERT_EQ(o.itl_s.size(), 3u);  // 30 ms over the 3 tokens after the first
+  for (double itl : o.itl_s) EXPECT_NEAR(itl, 0.010, 1e-9);
+  EXPECT_EQ(o.output_len, 4);
+}
+
 TEST_F(TimedRequestTest, NotStreamingTtftIsTheLatency) {
   const RequestOutput o =
       run(ApiKind::kCompletions, false, 200,

@@ -33,7 +33,8 @@ struct BatchRecord {
   ForwardMode mode;
   std::vector<std::pair<uint64_t, int32_t>> extends;  // (rid, extend_len)
   int64_t num_tokens = 0;
-  int64_t scored = 0;  // prompt positions whose logprob the batch returns
+  int64_t scored = 0;          // prompt positions whose logprob the batch returns
+  int64_t prefill_tokens = 0;  // of prefill entries (decode entries have no host input ids)
 };
 
 // Runs a Scheduler with the fake model. Checks integrity after every step.
@@ -65,6 +66,7 @@ class Driver {
       for (const BatchEntry& e : next.batch->entries) {
         record.extends.emplace_back(e.req->rid, e.extend_len);
         record.scored += static_cast<int64_t>(e.logprob_targets.size());
+        if (!e.input_ids.empty()) record.prefill_tokens += e.extend_len;
       }
       batches_.push_back(std::move(record));
       in_flight_.push_back(std::move(*next.batch));
@@ -166,6 +168,9 @@ TEST_P(SchedulerLoops, ScoringBatchesStayWithinTheLogitsBudget) {
   SchedulerOptions options;
   options.chunked_prefill_size = 64;
   options.max_scoring_tokens = 16;
+  // Counts whole batches: no decodes riding along (they add one logits row each, which the
+  // buffer holds beside the scoring budget).
+  options.enable_mixed_chunk = false;
   Driver d(options, 1024, 256, overlap());
   d.submit(test::greedy_ids_request(tokens(10, 4), 3));
   GenerateRequest scoring = test::greedy_ids_request(tokens(40, 5), 3);
@@ -297,6 +302,32 @@ TEST_P(SchedulerLoops, MixedChunkBatchesCarryDecodes) {
   bool saw_mixed = false;
   for (const BatchRecord& b : d.batches()) saw_mixed = saw_mixed || b.mode == ForwardMode::kMixed;
   EXPECT_TRUE(saw_mixed);
+  d.expect_reference_outputs();
+}
+
+// While requests decode, a prefill batch holds at most mixed_chunk_size tokens, its decodes
+// counted (each of those steps is one every running request waits for); with nothing decoding
+// it takes the whole chunk.
+TEST_P(SchedulerLoops, MixedBatchesKeepToTheMixedChunkSize) {
+  SchedulerOptions options;
+  options.chunked_prefill_size = 64;
+  options.mixed_chunk_size = 8;
+  Driver d(options, 2048, 256, overlap());
+  d.submit(test::greedy_ids_request(tokens(40, 31), 30));
+  d.step();
+  d.submit(test::greedy_ids_request(tokens(50, 32), 3));
+  d.submit(test::greedy_ids_request(tokens(20, 33), 3));
+  d.run_until_idle();
+  int mixed = 0;
+  for (const BatchRecord& b : d.batches()) {
+    if (b.mode == ForwardMode::kMixed) {
+      ++mixed;
+      EXPECT_LE(b.num_tokens, 8);  // decodes included
+    }
+  }
+  EXPECT_GE(mixed, 10);  // 70 prompt tokens in chunks of at most 7
+  EXPECT_EQ(d.batches().front().mode, ForwardMode::kExtend);
+  EXPECT_EQ(d.batches().front().extends.at(0).second, 40);  // nothing decoding: one chunk
   d.expect_reference_outputs();
 }
 
