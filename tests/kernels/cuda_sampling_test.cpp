@@ -335,6 +335,44 @@ TEST_F(CudaSampling, StridedRowsAndTinyShapes) {
   }
 }
 
+// A model that produces NaN logits (broken weights, an overflow) must not make the sampler
+// return an id outside the vocabulary: the next step would embed it (the GPU faulted). A row
+// with no comparable logit gives id 0, as the CPU sampler does; partly-NaN rows pick among the
+// numbers.
+TEST_F(CudaSampling, NanLogitsGiveIdsInTheVocabulary) {
+  const int64_t vocab = 32000;
+  std::mt19937_64 rng(5);
+  std::vector<Row> rows;
+  std::vector<float> logits;
+  for (int64_t b = 0; b < 8; ++b) {
+    Row r{Shape::kPeaked, {}, rng() % 50, 0};
+    if (b % 2 == 1) {
+      r.params.temperature = 0.8f;
+      r.params.top_k = b % 4 == 1 ? 40 : -1;
+      r.params.top_p = 0.9f;
+      r.params.seed = rng();
+    } else {
+      r.params.temperature = 0.f;
+    }
+    rows.push_back(r);
+    std::vector<float> row(vocab, std::nanf(""));
+    if (b >= 4) {  // partly NaN: every other logit a number
+      fill_row(row.data(), vocab, Shape::kPeaked, rng());
+      for (int64_t i = 0; i < vocab; i += 2) row[i] = std::nanf("");
+    }
+    logits.insert(logits.end(), row.begin(), row.end());
+  }
+  const Buffer dev = upload(logits, 8, vocab);
+  const Outputs got = run(dev.tensor(), rows, 0);
+  ASSERT_EQ(got.ids.size(), 8u);
+  for (int64_t b = 0; b < 8; ++b) {
+    EXPECT_GE(got.ids[b], 0) << "row " << b;
+    EXPECT_LT(got.ids[b], vocab) << "row " << b;
+    if (b < 4 && b % 2 == 0) EXPECT_EQ(got.ids[b], 0) << "greedy, row " << b;
+    if (b >= 4 && b % 2 == 0) EXPECT_EQ(got.ids[b] % 2, 1) << "greedy picks a number, row " << b;
+  }
+}
+
 TEST_F(CudaSampling, GraphReplayMatchesEagerRuns) {
   const int64_t bs = 64, vocab = 32000;
   std::mt19937_64 rng(17);

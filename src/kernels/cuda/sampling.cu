@@ -179,6 +179,10 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SampleArgs a) {
   } else if (want_exp_sum) {
     exp_sum = row_exp_sum(logits, vocab, best.value);
   }
+  // NOTE: a row with no comparable logit (all NaN: broken weights, an overflow) has no first
+  // maximum; any id outside the vocabulary would be embedded by the next step. Take id 0, as
+  // the CPU sampler does.
+  if (id < 0 || id >= vocab) id = 0;
   if (threadIdx.x == 0) {
     a.next_ids[row_index] = id;
     if (a.next_logprobs) {
