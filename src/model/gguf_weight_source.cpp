@@ -161,16 +161,15 @@ std::vector<std::string> GgufWeightSource::names() const {
   return out;
 }
 
-Status GgufWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
-                                  float* dst) const {
+Status GgufWeightSource::check(const std::string& name, const std::vector<int64_t>& shape) const {
   const GgufTensorInfo* info = find(name);
-  const std::optional<std::string> gguf_name = gguf_tensor_name(name);
-  const std::string where =
-      "weight '" + name + "' (GGUF tensor '" + gguf_name.value_or("?") + "') in " + file_.path();
+  const std::string gguf_name = gguf_tensor_name(name).value_or("?");
   if (info == nullptr) {
-    return not_found("weight '" + name + "' (GGUF tensor '" + gguf_name.value_or("?") +
-                     "') is missing from " + file_.path());
+    return not_found("weight '" + name + "' (GGUF tensor '" + gguf_name + "') is missing from " +
+                     file_.path());
   }
+  const std::string where =
+      "weight '" + name + "' (GGUF tensor '" + gguf_name + "') in " + file_.path();
   if (info->shape != shape) {
     return invalid_argument(where + " has shape " + shape_to_string(info->shape) + ", expected " +
                             shape_to_string(shape));
@@ -181,17 +180,28 @@ Status GgufWeightSource::read_f32(const std::string& name, const std::vector<int
                          "Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)");
   }
   const int64_t heads = permuted_heads(name);
+  const int64_t rows = shape.empty() ? 1 : shape[0];
+  if (heads > 0 && rows % (2 * heads) != 0) {
+    return invalid_argument(where + " has " + std::to_string(rows) +
+                            " rows, not a whole number of row pairs for " + std::to_string(heads) +
+                            " heads");
+  }
+  return Status::ok_status();
+}
+
+Status GgufWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
+                                  float* dst) const {
+  SGL_RETURN_IF_ERROR(check(name, shape));
+  const GgufTensorInfo* info = find(name);
+  const std::string where = "weight '" + name + "' (GGUF tensor '" +
+                            gguf_tensor_name(name).value_or("?") + "') in " + file_.path();
+  const int64_t heads = permuted_heads(name);
   if (heads == 0) {
     Status s = dequantize(info->type, info->data, info->nbytes, info->numel(), dst);
     return s.ok() ? s : s.with_context(where);
   }
   const int64_t rows = shape.empty() ? 1 : shape[0];
   const int64_t cols = rows == 0 ? 0 : info->numel() / rows;
-  if (rows % (2 * heads) != 0) {
-    return invalid_argument(where + " has " + std::to_string(rows) +
-                            " rows, not a whole number of row pairs for " + std::to_string(heads) +
-                            " heads");
-  }
   std::vector<float> interleaved(static_cast<size_t>(info->numel()));
   Status s = dequantize(info->type, info->data, info->nbytes, info->numel(), interleaved.data());
   if (!s.ok()) return s.with_context(where);

@@ -45,6 +45,7 @@ class GgufWeightSource final : public WeightSource {
   bool has(const std::string& name) const override { return find(name) != nullptr; }
   Result<std::vector<int64_t>> shape(const std::string& name) const override;
   std::vector<std::string> names() const override;
+  Status check(const std::string& name, const std::vector<int64_t>& shape) const override;
   Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
                   float* dst) const override;
 

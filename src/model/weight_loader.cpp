@@ -42,7 +42,17 @@ Buffer WeightLoader::dummy(std::vector<int64_t> shape) {
   return out;
 }
 
+Status WeightLoader::check(const std::string& name, const std::vector<int64_t>& shape) {
+  if (source_ != nullptr) SGL_RETURN_IF_ERROR(source_->check(name, shape));
+  checked_bytes_ += numel(shape) * static_cast<int64_t>(dtype_size(dtype_));
+  return Status::ok_status();
+}
+
 Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> shape) {
+  if (check_only_) {
+    SGL_RETURN_IF_ERROR(check(name, shape));
+    return Buffer();
+  }
   if (source_ == nullptr) return dummy(std::move(shape));
   std::vector<float> host(static_cast<size_t>(numel(shape)));
   SGL_RETURN_IF_ERROR(source_->read_f32(name, shape, host.data()));
@@ -52,6 +62,10 @@ Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> 
 Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
                                          const std::vector<std::vector<int64_t>>& shapes) {
   SGL_CHECK_EQ(names.size(), shapes.size());
+  if (check_only_) {
+    for (size_t i = 0; i < names.size(); ++i) SGL_RETURN_IF_ERROR(check(names[i], shapes[i]));
+    return Buffer();
+  }
   std::vector<int64_t> fused = shapes.at(0);
   fused[0] = 0;
   for (const auto& s : shapes) fused[0] += s[0];
@@ -66,7 +80,7 @@ Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
 }
 
 Result<Buffer> WeightLoader::load_norm(const std::string& name, int64_t size) {
-  if (source_ != nullptr) return load(name, {size});
+  if (source_ != nullptr || check_only_) return load(name, {size});
   Buffer out(allocator_, dtype_, {size});
   kernels::fill_constant(out, 1.0f, stream_);
   return out;

@@ -32,12 +32,22 @@ class WeightLoader {
   bool has(const std::string& name) const;
   DType dtype() const { return dtype_; }
 
+  // While on, load / load_concat / load_norm only check each tensor (WeightSource::check: there,
+  // with its shape and a convertible dtype), add its bytes to checked_bytes() and return an
+  // empty Buffer: nothing is read or allocated. Models run their load once this way first, so
+  // that a wrong checkpoint fails before gigabytes are allocated for it.
+  void set_check_only(bool on) { check_only_ = on; }
+  // Bytes (in dtype()) of the tensors loaded while check-only.
+  int64_t checked_bytes() const { return checked_bytes_; }
+
  private:
   static constexpr float kDummyRange = 0.02f;  // dummy weights are uniform in +-kDummyRange
 
   // Random weights filled on the weights' device (fast for 8B-sized dummy models).
   Buffer dummy(std::vector<int64_t> shape);
   Result<Buffer> upload(const std::vector<float>& host, std::vector<int64_t> shape);
+  // The check-only load of `name`: checks it (unless dummy) and counts its bytes.
+  Status check(const std::string& name, const std::vector<int64_t>& shape);
 
   const WeightSource* source_;
   Allocator& allocator_;
@@ -45,6 +55,8 @@ class WeightLoader {
   backend::Stream stream_;
   uint64_t seed_;
   uint64_t dummy_count_ = 0;  // each dummy tensor draws from its own seed
+  bool check_only_ = false;
+  int64_t checked_bytes_ = 0;
 };
 
 }  // namespace sgl::model

@@ -32,36 +32,50 @@ Result<std::vector<int64_t>> SafetensorsWeightSource::shape(const std::string& n
   return info->shape;
 }
 
-Status SafetensorsWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
-                                         float* dst) const {
+Status SafetensorsWeightSource::check(const std::string& name,
+                                      const std::vector<int64_t>& shape) const {
   const TensorInfo* info = checkpoint_->find(name);
   if (info == nullptr) return not_found("weight '" + name + "' is missing from the checkpoint");
   if (info->shape != shape) {
     return invalid_argument("weight '" + name + "' in " + info->file + " has shape " +
                             shape_to_string(info->shape) + ", expected " + shape_to_string(shape));
   }
-  const int64_t n = info->numel();
-  switch (info->dtype) {
+  if (info->dtype != DType::kF32 && info->dtype != DType::kF16 && info->dtype != DType::kBF16) {
+    return unimplemented("weight '" + name + "' in " + info->file + " has dtype " +
+                         std::string(dtype_name(info->dtype)) +
+                         "; expected a float type (f32, f16, bf16)");
+  }
+  return Status::ok_status();
+}
+
+Status SafetensorsWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
+                                         float* dst) const {
+  SGL_RETURN_IF_ERROR(check(name, shape));
+  return tensor_to_f32(*checkpoint_->find(name), dst);
+}
+
+Status tensor_to_f32(const TensorInfo& info, float* dst) {
+  const int64_t n = info.numel();
+  switch (info.dtype) {
     case DType::kF32: {
-      if (n > 0) std::memcpy(dst, info->data, static_cast<size_t>(n) * sizeof(float));  // unaligned
-      break;
+      if (n > 0) std::memcpy(dst, info.data, static_cast<size_t>(n) * sizeof(float));  // unaligned
+      return Status::ok_status();
     }
     case DType::kBF16:
     case DType::kF16: {
-      const bool bf16 = info->dtype == DType::kBF16;
+      const bool bf16 = info.dtype == DType::kBF16;
       for (int64_t i = 0; i < n; ++i) {
         uint16_t bits;
-        std::memcpy(&bits, info->data + 2 * i, 2);
+        std::memcpy(&bits, info.data + 2 * i, 2);
         dst[i] = bf16 ? bf16_to_float(bits) : f16_to_float(bits);
       }
-      break;
+      return Status::ok_status();
     }
     default:
-      return unimplemented("weight '" + name + "' in " + info->file + " has dtype " +
-                           std::string(dtype_name(info->dtype)) +
+      return unimplemented("tensor '" + info.name + "' in " + info.file + " has dtype " +
+                           std::string(dtype_name(info.dtype)) +
                            "; expected a float type (f32, f16, bf16)");
   }
-  return Status::ok_status();
 }
 
 }  // namespace sgl::model

@@ -25,9 +25,12 @@ class WeightSource {
   virtual Result<std::vector<int64_t>> shape(const std::string& name) const = 0;
   // Every available tensor name, sorted.
   virtual std::vector<std::string> names() const = 0;
-  // Converts `name`, which must have exactly `shape`, to f32 into dst[0, numel(shape)).
-  // NotFound when absent, InvalidArgument on a shape mismatch, Unimplemented for a dtype that
-  // cannot be converted.
+  // Whether read_f32(name, shape, ...) would succeed, without touching the data: NotFound when
+  // absent, InvalidArgument on a shape mismatch, Unimplemented for a dtype that cannot be
+  // converted. Cheap: loaders check every tensor this way before allocating anything.
+  virtual Status check(const std::string& name, const std::vector<int64_t>& shape) const = 0;
+  // Converts `name`, which must have exactly `shape`, to f32 into dst[0, numel(shape)), with
+  // check()'s errors.
   virtual Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
                           float* dst) const = 0;
 };
@@ -46,6 +49,7 @@ class SafetensorsWeightSource final : public WeightSource {
   bool has(const std::string& name) const override;
   Result<std::vector<int64_t>> shape(const std::string& name) const override;
   std::vector<std::string> names() const override { return checkpoint_->names(); }
+  Status check(const std::string& name, const std::vector<int64_t>& shape) const override;
   Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
                   float* dst) const override;
 
@@ -53,6 +57,10 @@ class SafetensorsWeightSource final : public WeightSource {
   std::unique_ptr<Checkpoint> checkpoint_;
   std::string dir_;
 };
+
+// Converts an f32 / f16 / bf16 tensor to f32 into dst[0, info.numel()); Unimplemented for
+// other dtypes.
+Status tensor_to_f32(const TensorInfo& info, float* dst);
 
 // "[a, b, c]", as weight errors print shapes.
 std::string shape_to_string(const std::vector<int64_t>& shape);
