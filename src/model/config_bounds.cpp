@@ -26,13 +26,16 @@ Status int_in_range(const std::string& source, const std::string& name, int64_t 
   return Status::ok_status();
 }
 
-// (0, max] and finite; `open_max` makes it (0, max).
-Status float_in_range(const std::string& source, const std::string& name, double value, double max,
-                      bool open_max = false) {
+// A finite value in [min, max], or (min, max] / [min, max) / (min, max) as `open_min` and
+// `open_max` say.
+Status float_in_range(const std::string& source, const std::string& name, double value, double min,
+                      double max, bool open_min, bool open_max) {
+  const bool below = open_min ? value <= min : value < min;
   const bool above = open_max ? value >= max : value > max;
-  if (!std::isfinite(value) || value <= 0 || above) {
+  if (!std::isfinite(value) || below || above) {
     return invalid_argument(source + ": " + name + " is " + number(value) + ", expected " +
-                            (open_max ? "0 < x < " : "0 < x <= ") + number(max));
+                            number(min) + (open_min ? " < x " : " <= x ") +
+                            (open_max ? "< " : "<= ") + number(max));
   }
   return Status::ok_status();
 }
@@ -69,17 +72,19 @@ Status check_config_bounds(const ModelConfig& c, const std::string& source,
     SGL_RETURN_IF_ERROR(
         int_in_range(source, n.sliding_window, c.sliding_window, B::kMaxContextLength));
   }
-  SGL_RETURN_IF_ERROR(float_in_range(source, n.rms_norm_eps, c.rms_norm_eps, B::kMaxRmsNormEps,
-                                     /*open_max=*/true));
-  SGL_RETURN_IF_ERROR(float_in_range(source, n.rope_theta, c.rope_theta, B::kMaxRopeTheta));
+  SGL_RETURN_IF_ERROR(float_in_range(source, n.rms_norm_eps, c.rms_norm_eps, 0, B::kMaxRmsNormEps,
+                                     /*open_min=*/true, /*open_max=*/true));
+  SGL_RETURN_IF_ERROR(float_in_range(source, n.rope_theta, c.rope_theta, B::kMinRopeTheta,
+                                     B::kMaxRopeTheta, false, false));
   const RopeScaling& s = c.rope_scaling;
   if (s.type == RopeScalingType::kLlama3) {
     const std::string& r = n.rope_scaling;
-    SGL_RETURN_IF_ERROR(float_in_range(source, r + " factor", s.factor, B::kMaxRopeScalingFactor));
-    SGL_RETURN_IF_ERROR(float_in_range(source, r + " low_freq_factor", s.low_freq_factor,
-                                       B::kMaxRopeScalingFactor));
-    SGL_RETURN_IF_ERROR(float_in_range(source, r + " high_freq_factor", s.high_freq_factor,
-                                       B::kMaxRopeScalingFactor));
+    SGL_RETURN_IF_ERROR(
+        float_in_range(source, r + " factor", s.factor, 1, B::kMaxRopeScalingFactor, false, false));
+    SGL_RETURN_IF_ERROR(float_in_range(source, r + " low_freq_factor", s.low_freq_factor, 0,
+                                       B::kMaxRopeScalingFactor, true, false));
+    SGL_RETURN_IF_ERROR(float_in_range(source, r + " high_freq_factor", s.high_freq_factor, 0,
+                                       B::kMaxRopeScalingFactor, true, false));
     SGL_RETURN_IF_ERROR(int_in_range(source, r + " original_max_position_embeddings",
                                      s.original_max_position_embeddings, B::kMaxContextLength));
   }

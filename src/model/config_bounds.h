@@ -29,9 +29,12 @@ struct ConfigBounds {
   static constexpr int64_t kMaxHeadDim = 1024;
   // Largest advertised: 10M tokens (Llama 4 Scout). Positions and KV slot counts are int32.
   static constexpr int64_t kMaxContextLength = int64_t{1} << 24;
-  // Largest in use: 1e7 (Qwen2.5-1M); the inverse frequencies stay representable far beyond.
+  // RoPE base: in use 1e4 .. 1e7 (Qwen2.5-1M). Below 1 the inverse frequencies exceed 1 and a
+  // tiny base overflows them (a NaN table); the top keeps them well inside float range.
+  static constexpr double kMinRopeTheta = 1.0;
   static constexpr double kMaxRopeTheta = 1e12;
-  // RoPE scaling factors (llama3 `factor`, low/high frequency factors); largest in use: 32.
+  // RoPE scaling factors: llama3 `factor` in [1, max] (it divides frequencies; in use: 8, 32),
+  // low/high frequency factors in (0, max].
   static constexpr double kMaxRopeScalingFactor = 1e4;
   // rms_norm_eps lies in (0, kMaxRmsNormEps); real models use 1e-6 .. 1e-5.
   static constexpr double kMaxRmsNormEps = 1.0;

@@ -1,7 +1,9 @@
 // The Llama-family decoder: embed -> N x (attention + SwiGLU MLP, pre-norm residual) -> LM head.
 #include "model/llama.h"
 
+#include <charconv>
 #include <cstdio>
+#include <string_view>
 
 #include "backend/backend.h"
 #include "kernels/activation.h"
@@ -38,6 +40,24 @@ Status check_fits(Device device, const ModelMemoryPlan& plan, int64_t max_positi
       device.to_string() + " has " + gib(available) + (cpu ? " of memory" : " free"));
 }
 
+// A checkpoint with more layers than the config would load as a different, truncated network
+// and answer without complaint; refuse it.
+Status check_no_extra_layers(const ModelConfig& config, const WeightSource* source) {
+  if (source == nullptr) return Status::ok_status();
+  constexpr std::string_view kPrefix = "model.layers.";
+  for (const std::string& name : source->names()) {
+    if (name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    int64_t layer = 0;
+    const char* begin = name.data() + kPrefix.size();
+    const auto [end, ec] = std::from_chars(begin, name.data() + name.size(), layer);
+    if (ec != std::errc() || end == begin || layer < config.num_hidden_layers) continue;
+    return invalid_argument(source->describe() + ": weight '" + name + "' belongs to layer " +
+                            std::to_string(layer) + ", but the config has num_hidden_layers " +
+                            std::to_string(config.num_hidden_layers));
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Result<ModelMemoryPlan> LlamaForCausalLM::plan(const ModelConfig& config, WeightLoader& weights,
@@ -60,6 +80,8 @@ Result<ModelMemoryPlan> LlamaForCausalLM::plan(const ModelConfig& config, Weight
   const Status checked = probe.load_weights(weights);
   weights.set_check_only(false);
   SGL_RETURN_IF_ERROR(checked);
+
+  SGL_RETURN_IF_ERROR(check_no_extra_layers(config, weights.source()));
 
   ModelMemoryPlan plan;
   plan.weights = weights.checked_bytes() - before;

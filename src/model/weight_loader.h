@@ -31,6 +31,8 @@ class WeightLoader {
 
   bool has(const std::string& name) const;
   DType dtype() const { return dtype_; }
+  // The weights' source; nullptr for dummy weights.
+  const WeightSource* source() const { return source_; }
 
   // While on, load / load_concat / load_norm only check each tensor (WeightSource::check: there,
   // with its shape and a convertible dtype), add its bytes to checked_bytes() and return an

@@ -442,6 +442,7 @@ TEST(ModelConfigTest, AbsurdHyperParametersAreRefused) {
       {"head_dim", int64_t{1} << 20, {"'head_dim' is 1048576", "maximum 1024"}},
       {"head_dim", 127, {"'head_dim' is 127", "even"}},
       {"rope_theta", 1e300, {"'rope_theta'", "1e+300"}},
+      {"rope_theta", 1e-300, {"'rope_theta' is 1e-300", "1 <= x <= 1e+12"}},
       {"rms_norm_eps", 2.0, {"'rms_norm_eps' is 2", "0 < x < 1"}},
       {"rms_norm_eps", 0.0, {"rms_norm_eps"}},
       {"vocab_size", -5, {"'vocab_size'", "positive, got -5"}},
@@ -457,6 +458,8 @@ TEST(ModelConfigTest, AbsurdHyperParametersAreRefused) {
   Json j = llama3_config();
   j["rope_scaling"]["factor"] = 1e9;
   expect_error(parse(j), StatusCode::kInvalidArgument, {"rope_scaling", "factor"});
+  j["rope_scaling"]["factor"] = 1e-9;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"rope_scaling", "factor is 1e-09"});
   j = llama3_config();
   j["rope_scaling"]["original_max_position_embeddings"] = int64_t{1} << 40;
   expect_error(parse(j), StatusCode::kInvalidArgument, {"original_max_position_embeddings"});

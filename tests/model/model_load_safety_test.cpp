@@ -172,6 +172,11 @@ TEST(ModelLoadSafetyTest, AbsurdGgufMetadataIsAnErrorNotAnAbort) {
     const fs::path model = dir.write("absurd.gguf", llama_gguf({{key, value}}));
     expect_status(create(model), StatusCode::kInvalidArgument, {"absurd.gguf", "'" + key + "'"});
   }
+  // A block_count below the file's layers would run a truncated network.
+  const fs::path short_model =
+      dir.write("short.gguf", llama_gguf({{"llama.block_count", test_util::gguf_u32(1)}}));
+  expect_status(create(short_model), StatusCode::kInvalidArgument,
+                {"short.gguf", "belongs to layer 1", "num_hidden_layers 1"});
 }
 
 // A checkpoint that does not match its config fails before a single byte is allocated: every
@@ -183,6 +188,9 @@ TEST(ModelLoadSafetyTest, CheckpointNotMatchingConfigAllocatesNothing) {
       {[](Json& c) { c["intermediate_size"] = 100; },
        {"model.layers.0.mlp.gate_proj.weight", "[172, 64]", "[100, 64]"}},
       {[](Json& c) { c["vocab_size"] = 4000000; }, {"embed_tokens", "[512, 64]", "[4000000, 64]"}},
+      // Fewer layers than the checkpoint used to load silently as a truncated network.
+      {[](Json& c) { c["num_hidden_layers"] = 4; },
+       {"'model.layers.4.", "belongs to layer 4", "num_hidden_layers 4"}},
   };
   for (const auto& [edit, message] : cases) {
     const fs::path model = copy_model(dir, "stories260K", edit);
