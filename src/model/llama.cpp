@@ -37,7 +37,9 @@ Status check_fits(Device device, const ModelMemoryPlan& plan, int64_t max_positi
       "the model needs " + gib(plan.total()) + " on " + device.to_string() + " (weights " +
       gib(plan.weights) + ", activations " + gib(plan.activations) + ", RoPE table " +
       gib(plan.rope_table) + " for " + std::to_string(max_positions) + " positions) but " +
-      device.to_string() + " has " + gib(available) + (cpu ? " of memory" : " free"));
+      device.to_string() + " has " + gib(available) + (cpu ? " of memory" : " free") +
+      (plan.rope_table * 4 > plan.total() ? "; a smaller --context-length shrinks the RoPE table"
+                                          : ""));
 }
 
 // A checkpoint with more layers than the config would load as a different, truncated network
