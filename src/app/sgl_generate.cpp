@@ -9,6 +9,7 @@
 #include "app/cli_args.h"
 #include "app/engine_flags.h"
 #include "engine/model_engine.h"
+#include "model/model_source.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -163,6 +164,10 @@ int run(int argc, char** argv) {
     return 1;
   };
 
+  // First, so that a bad path reads as one (not as a missing tokenizer).
+  if (auto format = model::check_model_path(o.model_path); !format.ok()) {
+    return fail(format.status());
+  }
   // The tokenizer is optional when every prompt is given as ids (random test models have none).
   std::unique_ptr<tokenizer::Tokenizer> tok;
   auto tok_result = tokenizer::Tokenizer::from_dir(o.model_path);

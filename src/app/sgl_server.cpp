@@ -6,6 +6,7 @@
 #include "app/engine_flags.h"
 #include "app/omp_wait_policy.h"
 #include "engine/model_engine.h"
+#include "model/model_source.h"
 #include "server/serve.h"
 #include "tokenizer/tokenizer.h"
 
@@ -77,6 +78,10 @@ int run(int argc, char** argv) {
     std::cerr << "sgl-server: " << s.to_string() << "\n";
     return 1;
   };
+  // First, so that a bad path reads as one (not as a missing tokenizer).
+  if (auto format = model::check_model_path(o.model_path); !format.ok()) {
+    return fail(format.status());
+  }
   auto tok = tokenizer::Tokenizer::from_dir(o.model_path);
   if (!tok.ok()) return fail(tok.status());
   auto me = engine::launch_model_engine(o.model_path, setup.runner, setup.engine,

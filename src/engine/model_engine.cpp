@@ -2,6 +2,7 @@
 #include "engine/model_engine.h"
 
 #include <algorithm>
+#include <new>
 
 #include "runner/model_batch_runner.h"
 
@@ -43,7 +44,14 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
       options.eos_token_ids.push_back(id);
     }
   }
-  me.engine = std::make_unique<Engine>(options);
+  // The scheduler's tables are sized by the context length (e.g. requests x context ids).
+  try {
+    me.engine = std::make_unique<Engine>(options);
+  } catch (const std::bad_alloc& e) {
+    return resource_exhausted("out of memory starting the engine for " + model_path.string() +
+                              " (context length " + std::to_string(options.context_length) + ": " +
+                              e.what() + "); try a smaller --context-length");
+  }
   me.engine->start(
       std::make_unique<runner::ModelBatchRunner>(*me.model_runner, me.engine->req_to_token_pool()));
   return me;

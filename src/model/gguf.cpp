@@ -18,33 +18,27 @@ constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, 0 dims, 
 // length / type + count fields), so item counts can be bounded by the bytes left.
 uint64_t min_value_bytes(GgufValueType type) {
   switch (type) {
-    case GgufValueType::kUint8:
-    case GgufValueType::kInt8:
-    case GgufValueType::kBool:
-      return 1;
-    case GgufValueType::kUint16:
-    case GgufValueType::kInt16:
-      return 2;
-    case GgufValueType::kUint32:
-    case GgufValueType::kInt32:
-    case GgufValueType::kFloat32:
-      return 4;
     case GgufValueType::kString:
-    case GgufValueType::kUint64:
-    case GgufValueType::kInt64:
-    case GgufValueType::kFloat64:
       return 8;
     case GgufValueType::kArray:
       return 4 + 8;
+    default:
+      return gguf_scalar_width(type);
   }
-  return 1;
 }
 
 bool is_known_value_type(uint32_t id) {
   return id <= static_cast<uint32_t>(GgufValueType::kFloat64);
 }
 
-// Little-endian reads from the mapped bytes; every read is bounds-checked and a short read is a
+std::string bytes_text(uint64_t n) {
+  if (n >= (uint64_t{1} << 20) && n % (uint64_t{1} << 20) == 0) {
+    return std::to_string(n >> 20) + " MiB";
+  }
+  return std::to_string(n) + " bytes";
+}
+
+// Little-endian reads from the file's bytes; every read is bounds-checked and a short read is a
 // DataLoss error naming the file, the offset and what was being read.
 class Cursor {
  public:
@@ -53,16 +47,23 @@ class Cursor {
 
   uint64_t pos() const { return pos_; }
   uint64_t remaining() const { return size_ - pos_; }
+  const uint8_t* here() const { return data_ + pos_; }
 
   Status truncated(uint64_t need, const std::string& what) const {
-    return data_loss(file_ + ": truncated: " + what + " needs " + std::to_string(need) +
-                     " bytes at offset " + std::to_string(pos_) + " but the file has " +
-                     std::to_string(remaining()) + " left");
+    return data_loss("truncated GGUF file " + file_ + ": " + what + " needs " +
+                     std::to_string(need) + " bytes at offset " + std::to_string(pos_) +
+                     ", the file has " + std::to_string(size_));
   }
 
   Status bytes(void* dst, uint64_t n, const std::string& what) {
     if (n > remaining()) return truncated(n, what);
     if (n > 0) std::memcpy(dst, data_ + pos_, n);
+    pos_ += n;
+    return Status::ok_status();
+  }
+
+  Status skip(uint64_t n, const std::string& what) {
+    if (n > remaining()) return truncated(n, what);
     pos_ += n;
     return Status::ok_status();
   }
@@ -74,13 +75,20 @@ class Cursor {
     return v;
   }
 
-  Result<std::string> string(const std::string& what) {
+  // A string's length, checked against the bytes left (the characters are not consumed).
+  Result<uint64_t> string_length(const std::string& what) {
     SGL_ASSIGN_OR_RETURN(uint64_t len, scalar<uint64_t>(what + " length"));
     if (len > remaining()) {
-      return data_loss(file_ + ": " + what + " has length " + std::to_string(len) + " but only " +
-                       std::to_string(remaining()) + " bytes are left at offset " +
-                       std::to_string(pos_));
+      return data_loss("truncated GGUF file " + file_ + ": " + what + " has length " +
+                       std::to_string(len) + " but only " + std::to_string(remaining()) +
+                       " bytes are left at offset " + std::to_string(pos_) + ", the file has " +
+                       std::to_string(size_));
     }
+    return len;
+  }
+
+  Result<std::string> string(const std::string& what) {
+    SGL_ASSIGN_OR_RETURN(uint64_t len, string_length(what));
     std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(len));
     pos_ += len;
     return s;
@@ -93,43 +101,101 @@ class Cursor {
   const std::string& file_;
 };
 
-Result<GgufValue> read_value(Cursor& in, GgufValueType type, const std::string& file,
-                             const std::string& what, int depth);
+// Counts the memory the parsed header will take and refuses, before allocating, past the limit.
+class HeaderBudget {
+ public:
+  HeaderBudget(uint64_t limit, const std::string& file) : limit_(limit), file_(file) {}
 
-Result<GgufValue> read_array(Cursor& in, const std::string& file, const std::string& what,
-                             int depth) {
+  Status charge(uint64_t bytes, const std::string& what) {
+    if (bytes > limit_ - used_) {
+      return resource_exhausted(file_ + ": the GGUF header (metadata and tensor infos) needs " +
+                                "more than the " + bytes_text(limit_) + " limit, at " + what);
+    }
+    used_ += bytes;
+    return Status::ok_status();
+  }
+
+ private:
+  uint64_t limit_;
+  uint64_t used_ = 0;
+  const std::string& file_;
+};
+
+// The reading state of one file: cursor, budget and the file name for messages.
+struct Reader {
+  Cursor in;
+  HeaderBudget budget;
+  const std::string& file;
+};
+
+Result<GgufArray> read_array(Reader& r, const std::string& what, int depth);
+
+Result<GgufArray> read_string_array(Reader& r, uint64_t count, const std::string& what) {
+  // Two passes: the lengths first (bounds-checked, not stored), so that the characters and the
+  // offsets are charged and allocated once, at their exact size.
+  Cursor probe = r.in;
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const std::string item = what + "[" + std::to_string(i) + "]";
+    SGL_ASSIGN_OR_RETURN(uint64_t len, probe.string_length(item));
+    SGL_RETURN_IF_ERROR(probe.skip(len, item));
+    total += len;  // <= the file size: no overflow
+  }
+  SGL_RETURN_IF_ERROR(r.budget.charge(total + count * sizeof(uint64_t), what));
+  std::string chars(static_cast<size_t>(total), '\0');
+  std::vector<uint64_t> ends(static_cast<size_t>(count));
+  uint64_t end = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const std::string item = what + "[" + std::to_string(i) + "]";
+    SGL_ASSIGN_OR_RETURN(uint64_t len, r.in.string_length(item));
+    SGL_RETURN_IF_ERROR(r.in.bytes(chars.data() + end, len, item));
+    end += len;
+    ends[i] = end;
+  }
+  return GgufArray::strings(std::move(chars), std::move(ends));
+}
+
+Result<GgufArray> read_array(Reader& r, const std::string& what, int depth) {
   if (depth >= kMaxArrayDepth) {
-    return data_loss(file + ": " + what + ": arrays nested deeper than " +
+    return data_loss(r.file + ": " + what + ": arrays nested deeper than " +
                      std::to_string(kMaxArrayDepth) + " levels");
   }
-  SGL_ASSIGN_OR_RETURN(uint32_t elem_id, in.scalar<uint32_t>(what + " element type"));
+  SGL_ASSIGN_OR_RETURN(uint32_t elem_id, r.in.scalar<uint32_t>(what + " element type"));
   if (!is_known_value_type(elem_id)) {
-    return data_loss(file + ": " + what + ": unknown array element type " +
+    return data_loss(r.file + ": " + what + ": unknown array element type " +
                      std::to_string(elem_id));
   }
   const auto elem = static_cast<GgufValueType>(elem_id);
-  SGL_ASSIGN_OR_RETURN(uint64_t count, in.scalar<uint64_t>(what + " element count"));
-  // Checked before reserving: a corrupt count must not turn into a huge allocation.
-  if (count > in.remaining() / min_value_bytes(elem)) {
-    return data_loss(file + ": " + what + ": array of " + std::to_string(count) + " " +
-                     gguf_value_type_name(elem) + " items cannot fit in the " +
-                     std::to_string(in.remaining()) + " bytes left");
+  SGL_ASSIGN_OR_RETURN(uint64_t count, r.in.scalar<uint64_t>(what + " element count"));
+  // Checked before anything is sized from it: a corrupt count must not become an allocation.
+  if (count > r.in.remaining() / min_value_bytes(elem)) {
+    return data_loss("truncated GGUF file " + r.file + ": " + what + ": array of " +
+                     std::to_string(count) + " " + gguf_value_type_name(elem) +
+                     " items cannot fit in the " + std::to_string(r.in.remaining()) +
+                     " bytes left");
   }
-  GgufArray array;
-  array.element_type = elem;
-  array.items.reserve(static_cast<size_t>(count));
-  for (uint64_t i = 0; i < count; ++i) {
-    SGL_ASSIGN_OR_RETURN(
-        GgufValue item,
-        read_value(in, elem, file, what + "[" + std::to_string(i) + "]", depth + 1));
-    array.items.push_back(std::move(item));
+  if (elem == GgufValueType::kString) return read_string_array(r, count, what);
+  if (elem == GgufValueType::kArray) {
+    SGL_RETURN_IF_ERROR(r.budget.charge(count * sizeof(GgufArray), what));
+    std::vector<GgufArray> children;
+    children.reserve(static_cast<size_t>(count));
+    for (uint64_t i = 0; i < count; ++i) {
+      SGL_ASSIGN_OR_RETURN(GgufArray child,
+                           read_array(r, what + "[" + std::to_string(i) + "]", depth + 1));
+      children.push_back(std::move(child));
+    }
+    return GgufArray::arrays(std::move(children));
   }
-  return GgufValue(GgufValue::Storage(std::move(array)));
+  const uint64_t nbytes = count * gguf_scalar_width(elem);  // <= remaining(): no overflow
+  SGL_RETURN_IF_ERROR(r.budget.charge(nbytes, what));
+  std::vector<uint8_t> bytes(static_cast<size_t>(nbytes));
+  SGL_RETURN_IF_ERROR(r.in.bytes(bytes.data(), nbytes, what));
+  return GgufArray::scalars(elem, count, std::move(bytes));
 }
 
-Result<GgufValue> read_value(Cursor& in, GgufValueType type, const std::string& file,
-                             const std::string& what, int depth) {
+Result<GgufValue> read_value(Reader& r, GgufValueType type, const std::string& what) {
   using S = GgufValue::Storage;
+  Cursor& in = r.in;
   switch (type) {
     case GgufValueType::kUint8: {
       SGL_ASSIGN_OR_RETURN(uint8_t v, in.scalar<uint8_t>(what));
@@ -164,11 +230,16 @@ Result<GgufValue> read_value(Cursor& in, GgufValueType type, const std::string& 
       return GgufValue(S(v != 0));
     }
     case GgufValueType::kString: {
+      Cursor probe = in;
+      SGL_ASSIGN_OR_RETURN(uint64_t len, probe.string_length(what));
+      SGL_RETURN_IF_ERROR(r.budget.charge(len, what));
       SGL_ASSIGN_OR_RETURN(std::string v, in.string(what));
       return GgufValue(S(std::move(v)));
     }
-    case GgufValueType::kArray:
-      return read_array(in, file, what, depth);
+    case GgufValueType::kArray: {
+      SGL_ASSIGN_OR_RETURN(GgufArray v, read_array(r, what, 0));
+      return GgufValue(S(std::move(v)));
+    }
     case GgufValueType::kUint64: {
       SGL_ASSIGN_OR_RETURN(uint64_t v, in.scalar<uint64_t>(what));
       return GgufValue(S(v));
@@ -182,7 +253,7 @@ Result<GgufValue> read_value(Cursor& in, GgufValueType type, const std::string& 
       return GgufValue(S(v));
     }
   }
-  return data_loss(file + ": " + what + ": unknown value type");
+  return data_loss(r.file + ": " + what + ": unknown value type");
 }
 
 std::string dims_str(const std::vector<uint64_t>& dims) {
@@ -192,8 +263,13 @@ std::string dims_str(const std::vector<uint64_t>& dims) {
 }
 
 // Reads one tensor info (name, dims, type, offset) and checks everything but the data range.
-Status read_tensor_info(Cursor& in, const std::string& file, uint64_t index, GgufTensorInfo& info) {
+Status read_tensor_info(Reader& r, uint64_t index, GgufTensorInfo& info) {
+  Cursor& in = r.in;
+  const std::string& file = r.file;
   const std::string where = "tensor #" + std::to_string(index);
+  Cursor probe = in;
+  SGL_ASSIGN_OR_RETURN(uint64_t name_len, probe.string_length(where + " name"));
+  SGL_RETURN_IF_ERROR(r.budget.charge(name_len + GgufFile::kMaxDims * sizeof(int64_t), where));
   SGL_ASSIGN_OR_RETURN(info.name, in.string(where + " name"));
   const std::string named = "tensor '" + info.name + "'";
   SGL_ASSIGN_OR_RETURN(uint32_t n_dims, in.scalar<uint32_t>(named + " dim count"));
@@ -243,226 +319,32 @@ Status read_tensor_info(Cursor& in, const std::string& file, uint64_t index, Ggu
 
 }  // namespace
 
-std::string gguf_value_type_name(GgufValueType type) {
-  switch (type) {
-    case GgufValueType::kUint8:
-      return "uint8";
-    case GgufValueType::kInt8:
-      return "int8";
-    case GgufValueType::kUint16:
-      return "uint16";
-    case GgufValueType::kInt16:
-      return "int16";
-    case GgufValueType::kUint32:
-      return "uint32";
-    case GgufValueType::kInt32:
-      return "int32";
-    case GgufValueType::kFloat32:
-      return "float32";
-    case GgufValueType::kBool:
-      return "bool";
-    case GgufValueType::kString:
-      return "string";
-    case GgufValueType::kArray:
-      return "array";
-    case GgufValueType::kUint64:
-      return "uint64";
-    case GgufValueType::kInt64:
-      return "int64";
-    case GgufValueType::kFloat64:
-      return "float64";
-  }
-  return "type " + std::to_string(static_cast<uint32_t>(type));
-}
-
-// ---- GgufValue ----
-
-bool GgufValue::is_integer() const {
-  switch (type()) {
-    case GgufValueType::kUint8:
-    case GgufValueType::kInt8:
-    case GgufValueType::kUint16:
-    case GgufValueType::kInt16:
-    case GgufValueType::kUint32:
-    case GgufValueType::kInt32:
-    case GgufValueType::kUint64:
-    case GgufValueType::kInt64:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool GgufValue::is_float() const {
-  return type() == GgufValueType::kFloat32 || type() == GgufValueType::kFloat64;
-}
-
-std::optional<int64_t> GgufValue::as_int() const {
-  return std::visit(
-      [](const auto& v) -> std::optional<int64_t> {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, uint64_t>) {
-          if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-          return static_cast<int64_t>(v);
-        } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-          return static_cast<int64_t>(v);
-        } else {
-          return std::nullopt;
-        }
-      },
-      storage_);
-}
-
-std::optional<double> GgufValue::as_float() const {
-  if (const float* f = std::get_if<float>(&storage_)) return static_cast<double>(*f);
-  if (const double* d = std::get_if<double>(&storage_)) return *d;
-  if (const uint64_t* u = std::get_if<uint64_t>(&storage_)) return static_cast<double>(*u);
-  std::optional<int64_t> i = as_int();
-  if (i) return static_cast<double>(*i);
-  return std::nullopt;
-}
-
-std::optional<bool> GgufValue::as_bool() const {
-  if (const bool* b = std::get_if<bool>(&storage_)) return *b;
-  return std::nullopt;
-}
-
-std::string GgufValue::type_description() const {
-  const GgufArray* array = as_array();
-  if (array == nullptr) return gguf_value_type_name(type());
-  if (array->element_type == GgufValueType::kArray && !array->items.empty()) {
-    return "array[" + array->items.front().type_description() + "]";
-  }
-  return "array[" + gguf_value_type_name(array->element_type) + "]";
-}
-
-// ---- GgufMetadata ----
-
-const GgufValue* GgufMetadata::find(std::string_view key) const {
-  auto it = entries_.find(key);
-  return it == entries_.end() ? nullptr : &it->second;
-}
-
-Result<const GgufValue*> GgufMetadata::require(std::string_view key) const {
-  const GgufValue* v = find(key);
-  if (v == nullptr)
-    return not_found(source_ + ": metadata key '" + std::string(key) + "' is missing");
-  return v;
-}
-
-Status GgufMetadata::wrong_type(std::string_view key, const GgufValue& value,
-                                const char* expected) const {
-  return data_loss(source_ + ": metadata key '" + std::string(key) + "' is " +
-                   value.type_description() + ", expected " + expected);
-}
-
-Result<std::string> GgufMetadata::get_string(std::string_view key) const {
-  SGL_ASSIGN_OR_RETURN(const GgufValue* v, require(key));
-  if (!v->is_string()) return wrong_type(key, *v, "a string");
-  return *v->as_string();
-}
-
-Result<int64_t> GgufMetadata::get_int(std::string_view key) const {
-  SGL_ASSIGN_OR_RETURN(const GgufValue* v, require(key));
-  std::optional<int64_t> i = v->as_int();
-  if (!i) return wrong_type(key, *v, "an integer that fits int64");
-  return *i;
-}
-
-Result<double> GgufMetadata::get_float(std::string_view key) const {
-  SGL_ASSIGN_OR_RETURN(const GgufValue* v, require(key));
-  std::optional<double> f = v->as_float();
-  if (!f) return wrong_type(key, *v, "a number");
-  return *f;
-}
-
-Result<bool> GgufMetadata::get_bool(std::string_view key) const {
-  SGL_ASSIGN_OR_RETURN(const GgufValue* v, require(key));
-  std::optional<bool> b = v->as_bool();
-  if (!b) return wrong_type(key, *v, "a bool");
-  return *b;
-}
-
-Result<size_t> GgufMetadata::get_array_size(std::string_view key) const {
-  SGL_ASSIGN_OR_RETURN(const GgufValue* v, require(key));
-  if (!v->is_array()) return wrong_type(key, *v, "an array");
-  return v->as_array()->items.size();
-}
-
-Result<std::vector<std::string>> GgufMetadata::get_string_array(std::string_view key) const {
-  SGL_ASSIGN_OR_RETURN(const GgufValue* v, require(key));
-  const GgufArray* a = v->as_array();
-  if (a == nullptr || a->element_type != GgufValueType::kString) {
-    return wrong_type(key, *v, "array[string]");
-  }
-  std::vector<std::string> out;
-  out.reserve(a->items.size());
-  for (const GgufValue& item : a->items) out.push_back(*item.as_string());
-  return out;
-}
-
-Result<std::vector<int64_t>> GgufMetadata::get_int_array(std::string_view key) const {
-  SGL_ASSIGN_OR_RETURN(const GgufValue* v, require(key));
-  const GgufArray* a = v->as_array();
-  if (a == nullptr) return wrong_type(key, *v, "an array of integers");
-  std::vector<int64_t> out;
-  out.reserve(a->items.size());
-  for (const GgufValue& item : a->items) {
-    std::optional<int64_t> i = item.as_int();
-    if (!i) return wrong_type(key, *v, "an array of integers that fit int64");
-    out.push_back(*i);
-  }
-  return out;
-}
-
-Result<std::vector<double>> GgufMetadata::get_float_array(std::string_view key) const {
-  SGL_ASSIGN_OR_RETURN(const GgufValue* v, require(key));
-  const GgufArray* a = v->as_array();
-  if (a == nullptr) return wrong_type(key, *v, "an array of numbers");
-  std::vector<double> out;
-  out.reserve(a->items.size());
-  for (const GgufValue& item : a->items) {
-    std::optional<double> f = item.as_float();
-    if (!f) return wrong_type(key, *v, "an array of numbers");
-    out.push_back(*f);
-  }
-  return out;
-}
-
-Result<std::string> GgufMetadata::get_string_or(std::string_view key, std::string fallback) const {
-  if (!has(key)) return fallback;
-  return get_string(key);
-}
-
-Result<int64_t> GgufMetadata::get_int_or(std::string_view key, int64_t fallback) const {
-  if (!has(key)) return fallback;
-  return get_int(key);
-}
-
-Result<double> GgufMetadata::get_float_or(std::string_view key, double fallback) const {
-  if (!has(key)) return fallback;
-  return get_float(key);
-}
-
-Result<bool> GgufMetadata::get_bool_or(std::string_view key, bool fallback) const {
-  if (!has(key)) return fallback;
-  return get_bool(key);
-}
-
-Status GgufMetadata::insert(std::string key, GgufValue value) {
-  auto [it, inserted] = entries_.emplace(std::move(key), std::move(value));
-  if (!inserted) return data_loss(source_ + ": duplicate metadata key '" + it->first + "'");
-  return Status::ok_status();
-}
-
 // ---- GgufFile ----
 
-Result<GgufFile> GgufFile::open(const std::filesystem::path& path) {
+Result<GgufFile> GgufFile::open(const std::filesystem::path& path, const GgufReadOptions& options) {
   GgufFile out;
   out.path_ = path.string();
-  const std::string& file = out.path_;
   SGL_ASSIGN_OR_RETURN(out.mapping_, MappedFile::open(path));
-  Cursor in(out.mapping_.data(), out.mapping_.size(), file);
+  out.bytes_ = out.mapping_.data();
+  out.size_ = out.mapping_.size();
+  SGL_RETURN_IF_ERROR(out.parse(options));
+  return out;
+}
+
+Result<GgufFile> GgufFile::from_bytes(std::span<const uint8_t> bytes, std::string name,
+                                      const GgufReadOptions& options) {
+  GgufFile out;
+  out.path_ = std::move(name);
+  out.bytes_ = bytes.data();
+  out.size_ = bytes.size();
+  SGL_RETURN_IF_ERROR(out.parse(options));
+  return out;
+}
+
+Status GgufFile::parse(const GgufReadOptions& options) {
+  const std::string& file = path_;
+  Reader r{Cursor(bytes_, size_, file), HeaderBudget(options.max_header_bytes, file), file};
+  Cursor& in = r.in;
 
   char magic[4] = {};
   if (in.remaining() < 4) {
@@ -483,37 +365,40 @@ Result<GgufFile> GgufFile::open(const std::filesystem::path& path) {
     }
     return data_loss(file + ": not a GGUF file: bad magic '" + shown + "' (expected 'GGUF')");
   }
-  SGL_ASSIGN_OR_RETURN(out.version_, in.scalar<uint32_t>("version"));
-  if (out.version_ != 2 && out.version_ != 3) {
+  SGL_ASSIGN_OR_RETURN(version_, in.scalar<uint32_t>("version"));
+  if (version_ != 2 && version_ != 3) {
     // A big-endian file reads as a byte-swapped small version (e.g. 0x03000000).
-    if ((out.version_ & 0xffffu) == 0 && (out.version_ >> 24) >= 1 && (out.version_ >> 24) <= 3) {
+    if ((version_ & 0xffffu) == 0 && (version_ >> 24) >= 1 && (version_ >> 24) <= 3) {
       return unimplemented(file + ": big-endian GGUF files are not supported");
     }
-    return unimplemented(file + ": GGUF version " + std::to_string(out.version_) +
+    return unimplemented(file + ": GGUF version " + std::to_string(version_) +
                          " is not supported (supported: 2, 3)");
   }
   SGL_ASSIGN_OR_RETURN(uint64_t n_tensors, in.scalar<uint64_t>("tensor count"));
   SGL_ASSIGN_OR_RETURN(uint64_t n_kv, in.scalar<uint64_t>("metadata count"));
   // Each key-value pair takes at least 8 (key length) + 4 (type) + 1 bytes.
   if (n_kv > in.remaining() / 13) {
-    return data_loss(file + ": metadata count " + std::to_string(n_kv) + " cannot fit in the " +
-                     std::to_string(in.remaining()) + " bytes left");
+    return data_loss("truncated GGUF file " + file + ": metadata count " + std::to_string(n_kv) +
+                     " cannot fit in the " + std::to_string(in.remaining()) + " bytes left");
   }
 
-  out.metadata_ = GgufMetadata(file);
+  metadata_ = GgufMetadata(file);
   for (uint64_t i = 0; i < n_kv; ++i) {
-    SGL_ASSIGN_OR_RETURN(std::string key, in.string("metadata key #" + std::to_string(i)));
+    const std::string where = "metadata key #" + std::to_string(i);
+    Cursor probe = in;
+    SGL_ASSIGN_OR_RETURN(uint64_t key_len, probe.string_length(where));
+    SGL_RETURN_IF_ERROR(r.budget.charge(key_len + GgufMetadata::kEntryOverhead, where));
+    SGL_ASSIGN_OR_RETURN(std::string key, in.string(where));
     const std::string what = "metadata key '" + key + "'";
     SGL_ASSIGN_OR_RETURN(uint32_t type_id, in.scalar<uint32_t>(what + " type"));
     if (!is_known_value_type(type_id)) {
       return data_loss(file + ": " + what + " has unknown value type " + std::to_string(type_id));
     }
-    SGL_ASSIGN_OR_RETURN(GgufValue value,
-                         read_value(in, static_cast<GgufValueType>(type_id), file, what, 0));
-    SGL_RETURN_IF_ERROR(out.metadata_.insert(std::move(key), std::move(value)));
+    SGL_ASSIGN_OR_RETURN(GgufValue value, read_value(r, static_cast<GgufValueType>(type_id), what));
+    SGL_RETURN_IF_ERROR(metadata_.insert(std::move(key), std::move(value)));
   }
 
-  if (const GgufValue* a = out.metadata_.find("general.alignment")) {
+  if (const GgufValue* a = metadata_.find("general.alignment")) {
     const uint32_t* align = std::get_if<uint32_t>(&a->storage());
     if (align == nullptr) {
       return data_loss(file + ": metadata key 'general.alignment' is " + a->type_description() +
@@ -523,46 +408,51 @@ Result<GgufFile> GgufFile::open(const std::filesystem::path& path) {
       return data_loss(file + ": general.alignment " + std::to_string(*align) +
                        " is not a power of two");
     }
-    out.alignment_ = *align;
+    alignment_ = *align;
   }
 
   if (n_tensors > in.remaining() / kMinTensorInfoBytes) {
-    return data_loss(file + ": tensor count " + std::to_string(n_tensors) + " cannot fit in the " +
-                     std::to_string(in.remaining()) + " bytes left");
+    return data_loss("truncated GGUF file " + file + ": tensor count " + std::to_string(n_tensors) +
+                     " cannot fit in the " + std::to_string(in.remaining()) + " bytes left");
   }
-  out.tensors_.resize(static_cast<size_t>(n_tensors));
+  // Each info, its index entry and their bookkeeping.
+  constexpr uint64_t kTensorOverhead =
+      sizeof(GgufTensorInfo) + sizeof(std::pair<const std::string, size_t>) + 4 * sizeof(void*);
+  SGL_RETURN_IF_ERROR(r.budget.charge(n_tensors * kTensorOverhead, "the tensor count"));
+  tensors_.resize(static_cast<size_t>(n_tensors));
   for (uint64_t i = 0; i < n_tensors; ++i) {
-    GgufTensorInfo& info = out.tensors_[i];
-    SGL_RETURN_IF_ERROR(read_tensor_info(in, file, i, info));
-    auto [it, inserted] = out.tensor_index_.emplace(info.name, static_cast<size_t>(i));
+    GgufTensorInfo& info = tensors_[i];
+    SGL_RETURN_IF_ERROR(read_tensor_info(r, i, info));
+    auto [it, inserted] = tensor_index_.emplace(info.name, static_cast<size_t>(i));
     if (!inserted) return data_loss(file + ": duplicate tensor name '" + info.name + "'");
   }
 
   // The data section starts at the next multiple of the alignment.
   const uint64_t header_end = in.pos();
-  const uint64_t size = out.mapping_.size();
-  out.data_offset_ = header_end + (out.alignment_ - header_end % out.alignment_) % out.alignment_;
-  if (n_tensors > 0 && out.data_offset_ > size) {
-    return data_loss(file + ": truncated: the data section should start at offset " +
-                     std::to_string(out.data_offset_) + " but the file has " +
-                     std::to_string(size) + " bytes");
+  const uint64_t size = size_;
+  data_offset_ = header_end + (alignment_ - header_end % alignment_) % alignment_;
+  if (n_tensors > 0 && data_offset_ > size) {
+    return data_loss("truncated GGUF file " + file + ": the data section should start at offset " +
+                     std::to_string(data_offset_) + ", the file has " + std::to_string(size) +
+                     " bytes");
   }
-  const uint64_t data_size = n_tensors > 0 ? size - out.data_offset_ : 0;
-  for (GgufTensorInfo& info : out.tensors_) {
-    const std::string named = file + ": tensor '" + info.name + "'";
-    if (info.offset % out.alignment_ != 0) {
-      return data_loss(named + " offset " + std::to_string(info.offset) +
-                       " is not a multiple of the alignment " + std::to_string(out.alignment_));
+  const uint64_t data_size = n_tensors > 0 ? size - data_offset_ : 0;
+  for (GgufTensorInfo& info : tensors_) {
+    const std::string named = "tensor '" + info.name + "'";
+    if (info.offset % alignment_ != 0) {
+      return data_loss(file + ": " + named + " offset " + std::to_string(info.offset) +
+                       " is not a multiple of the alignment " + std::to_string(alignment_));
     }
     if (info.offset > data_size || info.nbytes > data_size - info.offset) {
-      return data_loss(named + " (" + std::to_string(info.nbytes) + " bytes at data offset " +
-                       std::to_string(info.offset) +
-                       ") runs past the end of the file (data section " +
-                       std::to_string(data_size) + " bytes)");
+      return data_loss("truncated GGUF file " + file + ": " + named + " (" +
+                       std::to_string(info.nbytes) + " bytes at data offset " +
+                       std::to_string(info.offset) + ") runs past the end of the file: the data " +
+                       "section has " + std::to_string(data_size) + " bytes, the file " +
+                       std::to_string(size));
     }
-    info.data = out.mapping_.data() + out.data_offset_ + info.offset;
+    info.data = bytes_ + data_offset_ + info.offset;
   }
-  return out;
+  return Status::ok_status();
 }
 
 const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {

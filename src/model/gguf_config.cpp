@@ -7,6 +7,8 @@
 #include <limits>
 #include <string_view>
 
+#include "model/config_bounds.h"
+
 namespace sgl::model {
 namespace {
 
@@ -29,6 +31,28 @@ class ArchKeys {
       : meta_(meta), arch_(std::move(arch)), file_(file) {}
 
   std::string key(std::string_view k) const { return arch_ + "." + std::string(k); }
+
+  // The keys each ModelConfig field comes from, for check_config_bounds' messages.
+  ConfigFieldNames field_names() const {
+    auto named = [&](std::string_view k) { return "metadata key '" + key(k) + "'"; };
+    ConfigFieldNames n;
+    n.vocab_size = "the vocabulary size (rows of tensor 'token_embd.weight')";
+    n.hidden_size = named("embedding_length");
+    n.intermediate_size = named("feed_forward_length");
+    n.num_hidden_layers = named("block_count");
+    n.num_attention_heads = named("attention.head_count");
+    n.num_key_value_heads = named("attention.head_count_kv");
+    n.head_dim = meta_.has(key("attention.key_length"))
+                     ? named("attention.key_length")
+                     : "the head dimension (" + key("embedding_length") + " / " +
+                           key("attention.head_count") + ")";
+    n.max_position_embeddings = named("context_length");
+    n.sliding_window = named("attention.sliding_window");
+    n.rms_norm_eps = named("attention.layer_norm_rms_epsilon");
+    n.rope_theta = named("rope.freq_base");
+    n.rope_scaling = named("rope.scaling");
+    return n;
+  }
 
   Result<int64_t> positive_int(std::string_view k, std::optional<int64_t> fallback) const {
     const std::string full = key(k);
@@ -169,14 +193,18 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
                      "], expected [vocab, " + std::to_string(c.hidden_size) + "]");
   }
   c.vocab_size = embd->shape[0];
-  if (c.vocab_size <= 0 || c.vocab_size > std::numeric_limits<int32_t>::max()) {
-    return data_loss(file + ": vocabulary size " + std::to_string(c.vocab_size) +
-                     " does not fit 32-bit token ids");
-  }
   SGL_ASSIGN_OR_RETURN(int64_t declared_vocab, keys.positive_int("vocab_size", c.vocab_size));
   if (declared_vocab != c.vocab_size) {
     return data_loss(file + ": " + keys.key("vocab_size") + " " + std::to_string(declared_vocab) +
                      " != token_embd.weight rows " + std::to_string(c.vocab_size));
+  }
+
+  // llama.cpp writes the window for models whose attention uses one (0: none).
+  const std::string window_key = keys.key("attention.sliding_window");
+  SGL_ASSIGN_OR_RETURN(c.sliding_window, meta.get_int_or(window_key, 0));
+  if (c.sliding_window < 0) {
+    return data_loss(file + ": metadata key '" + window_key + "' must not be negative, got " +
+                     std::to_string(c.sliding_window));
   }
 
   c.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
@@ -198,6 +226,7 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
       c.eos_token_ids.push_back(id);
     }
   }
+  SGL_RETURN_IF_ERROR(check_config_bounds(c, file, keys.field_names()));
   return c;
 }
 

@@ -12,7 +12,8 @@ namespace sgl::model {
 // Builds our config from `<arch>.*` keys (arch = general.architecture), the tokenizer's special
 // token ids and the tensor list (tied embeddings when output.weight is absent; vocab size from
 // token_embd.weight). torch_dtype is "float32": llama.cpp computes RoPE frequencies in f32, so
-// no bf16 rounding of inv_freq (see rope_cache.cpp).
+// no bf16 rounding of inv_freq (see rope_cache.cpp). Every value is checked against
+// ConfigBounds, errors naming the metadata key.
 Result<ModelConfig> model_config_from_gguf(const GgufFile& file);
 
 // GgufFile::open + model_config_from_gguf.

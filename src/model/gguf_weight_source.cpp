@@ -161,12 +161,35 @@ std::vector<std::string> GgufWeightSource::names() const {
   return out;
 }
 
-namespace {
-
-std::string describe_weight(const std::string& name, const std::string& path) {
-  return "weight '" + name + "' (GGUF tensor '" + gguf_tensor_name(name).value_or("?") + "') in " +
-         path;
+Status GgufWeightSource::check(const std::string& name, const std::vector<int64_t>& shape) const {
+  const GgufTensorInfo* info = find(name);
+  const std::string gguf_name = gguf_tensor_name(name).value_or("?");
+  if (info == nullptr) {
+    return not_found("weight '" + name + "' (GGUF tensor '" + gguf_name + "') is missing from " +
+                     file_.path());
+  }
+  const std::string where =
+      "weight '" + name + "' (GGUF tensor '" + gguf_name + "') in " + file_.path();
+  if (info->shape != shape) {
+    return invalid_argument(where + " has shape " + shape_to_string(info->shape) + ", expected " +
+                            shape_to_string(shape));
+  }
+  if (!can_dequantize(info->type)) {
+    return unimplemented(where + " has ggml type " + ggml_type_name(info->type) +
+                         ", which cannot be dequantized (supported: F32, F16, BF16, F64, Q4_0, "
+                         "Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)");
+  }
+  const int64_t heads = permuted_heads(name);
+  const int64_t rows = shape.empty() ? 1 : shape[0];
+  if (heads > 0 && rows % (2 * heads) != 0) {
+    return invalid_argument(where + " has " + std::to_string(rows) +
+                            " rows, not a whole number of row pairs for " + std::to_string(heads) +
+                            " heads");
+  }
+  return Status::ok_status();
 }
+
+namespace {
 
 std::optional<kernels::StoredFormat> stored_format(GgmlType type) {
   switch (type) {
@@ -185,29 +208,19 @@ std::optional<kernels::StoredFormat> stored_format(GgmlType type) {
 
 }  // namespace
 
-Result<const GgufTensorInfo*> GgufWeightSource::find_checked(
-    const std::string& name, const std::vector<int64_t>& shape) const {
+Result<size_t> GgufWeightSource::stored_nbytes(const std::string& name) const {
   const GgufTensorInfo* info = find(name);
   if (info == nullptr) {
     return not_found("weight '" + name + "' (GGUF tensor '" + gguf_tensor_name(name).value_or("?") +
                      "') is missing from " + file_.path());
   }
-  if (info->shape != shape) {
-    return invalid_argument(describe_weight(name, file_.path()) + " has shape " +
-                            shape_to_string(info->shape) + ", expected " + shape_to_string(shape));
-  }
-  return info;
-}
-
-Result<size_t> GgufWeightSource::stored_nbytes(const std::string& name) const {
-  const GgufTensorInfo* info = find(name);
-  if (info == nullptr) return find_checked(name, {}).status();
   return info->nbytes;
 }
 
 Result<std::optional<StoredTensor>> GgufWeightSource::stored(
     const std::string& name, const std::vector<int64_t>& shape) const {
-  SGL_ASSIGN_OR_RETURN(const GgufTensorInfo* info, find_checked(name, shape));
+  SGL_RETURN_IF_ERROR(check(name, shape));
+  const GgufTensorInfo* info = find(name);
   const std::optional<kernels::StoredFormat> format = stored_format(info->type);
   const auto [rows, per_row] = stored_rows(shape);
   if (!format || rows == 0 || per_row % kernels::stored_block_elems(*format) != 0) {
@@ -219,8 +232,7 @@ Result<std::optional<StoredTensor>> GgufWeightSource::stored(
   out.rows = rows;
   out.row_bytes = kernels::stored_bytes(*format, per_row);
   if (out.nbytes() != info->nbytes) return std::optional<StoredTensor>();
-  if (const int64_t heads = permuted_heads(name); heads > 0) {
-    if (rows % (2 * heads) != 0) return std::optional<StoredTensor>();  // read_f32 explains
+  if (const int64_t heads = permuted_heads(name); heads > 0) {  // check(): whole row pairs
     // Row h*D + j*half + i of the rotate-half layout is row h*D + 2*i + j of the file.
     const int64_t d = rows / heads, half = d / 2;
     out.row_order.resize(static_cast<size_t>(rows));
@@ -235,13 +247,10 @@ Result<std::optional<StoredTensor>> GgufWeightSource::stored(
 
 Status GgufWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
                                   float* dst) const {
-  SGL_ASSIGN_OR_RETURN(const GgufTensorInfo* info, find_checked(name, shape));
-  const std::string where = describe_weight(name, file_.path());
-  if (!can_dequantize(info->type)) {
-    return unimplemented(where + " has ggml type " + ggml_type_name(info->type) +
-                         ", which cannot be dequantized (supported: F32, F16, BF16, F64, Q4_0, "
-                         "Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)");
-  }
+  SGL_RETURN_IF_ERROR(check(name, shape));
+  const GgufTensorInfo* info = find(name);
+  const std::string where = "weight '" + name + "' (GGUF tensor '" +
+                            gguf_tensor_name(name).value_or("?") + "') in " + file_.path();
   const int64_t heads = permuted_heads(name);
   if (heads == 0) {
     Status s = dequantize(info->type, info->data, info->nbytes, info->numel(), dst);
@@ -249,11 +258,6 @@ Status GgufWeightSource::read_f32(const std::string& name, const std::vector<int
   }
   const int64_t rows = shape.empty() ? 1 : shape[0];
   const int64_t cols = rows == 0 ? 0 : info->numel() / rows;
-  if (rows % (2 * heads) != 0) {
-    return invalid_argument(where + " has " + std::to_string(rows) +
-                            " rows, not a whole number of row pairs for " + std::to_string(heads) +
-                            " heads");
-  }
   std::vector<float> interleaved(static_cast<size_t>(info->numel()));
   Status s = dequantize(info->type, info->data, info->nbytes, info->numel(), interleaved.data());
   if (!s.ok()) return s.with_context(where);

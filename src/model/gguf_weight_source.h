@@ -45,6 +45,7 @@ class GgufWeightSource final : public WeightSource {
   bool has(const std::string& name) const override { return find(name) != nullptr; }
   Result<std::vector<int64_t>> shape(const std::string& name) const override;
   std::vector<std::string> names() const override;
+  Status check(const std::string& name, const std::vector<int64_t>& shape) const override;
   Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
                   float* dst) const override;
   // F32, F16, BF16 and Q8_0 tensors; q/k rows come in the un-permuted order.
@@ -54,9 +55,6 @@ class GgufWeightSource final : public WeightSource {
 
  private:
   const GgufTensorInfo* find(const std::string& hf_name) const;
-  // The tensor `name` with exactly `shape`, or NotFound / InvalidArgument naming both names.
-  Result<const GgufTensorInfo*> find_checked(const std::string& name,
-                                             const std::vector<int64_t>& shape) const;
   // Heads whose rows to un-permute for `hf_name`, or 0 when it is not a permuted tensor.
   int64_t permuted_heads(const std::string& hf_name) const;
 

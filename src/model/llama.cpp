@@ -1,6 +1,11 @@
 // The Llama-family decoder: embed -> N x (attention + SwiGLU MLP, pre-norm residual) -> LM head.
 #include "model/llama.h"
 
+#include <charconv>
+#include <cstdio>
+#include <string_view>
+
+#include "backend/backend.h"
 #include "kernels/activation.h"
 #include "kernels/copy.h"
 #include "kernels/embedding.h"
@@ -8,9 +13,87 @@
 #include "kernels/linear.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
+#include "model/config_bounds.h"
 #include "model/rope_cache.h"
 
 namespace sgl::model {
+
+namespace {
+
+std::string gib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
+}
+
+// The plan must fit the device: GPU memory is not overcommitted (cudaMalloc fails, and fails
+// by aborting), and host memory past the machine's RAM cannot be resident either.
+Status check_fits(Device device, const ModelMemoryPlan& plan, int64_t max_positions) {
+  SGL_ASSIGN_OR_RETURN(backend::MemoryInfo mem, backend::memory_info(device));
+  const bool cpu = device.is_cpu();
+  const auto available = static_cast<int64_t>(cpu ? mem.total_bytes : mem.free_bytes);
+  if (plan.total() <= available) return Status::ok_status();
+  return resource_exhausted(
+      "the model needs " + gib(plan.total()) + " on " + device.to_string() + " (weights " +
+      gib(plan.weights) + ", activations " + gib(plan.activations) + ", RoPE table " +
+      gib(plan.rope_table) + " for " + std::to_string(max_positions) + " positions) but " +
+      device.to_string() + " has " + gib(available) + (cpu ? " of memory" : " free") +
+      (plan.rope_table * 4 > plan.total() ? "; a smaller --context-length shrinks the RoPE table"
+                                          : ""));
+}
+
+// A checkpoint with more layers than the config would load as a different, truncated network
+// and answer without complaint; refuse it.
+Status check_no_extra_layers(const ModelConfig& config, const WeightSource* source) {
+  if (source == nullptr) return Status::ok_status();
+  constexpr std::string_view kPrefix = "model.layers.";
+  for (const std::string& name : source->names()) {
+    if (name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    int64_t layer = 0;
+    const char* begin = name.data() + kPrefix.size();
+    const auto [end, ec] = std::from_chars(begin, name.data() + name.size(), layer);
+    if (ec != std::errc() || end == begin || layer < config.num_hidden_layers) continue;
+    return invalid_argument(source->describe() + ": weight '" + name + "' belongs to layer " +
+                            std::to_string(layer) + ", but the config has num_hidden_layers " +
+                            std::to_string(config.num_hidden_layers));
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Result<ModelMemoryPlan> LlamaForCausalLM::plan(const ModelConfig& config, WeightLoader& weights,
+                                               const ModelOptions& options) {
+  SGL_RETURN_IF_ERROR(check_config_bounds(config, "model config"));
+  if (options.max_positions < 0 || options.max_positions > ConfigBounds::kMaxContextLength ||
+      options.max_num_tokens <= 0 || options.max_logit_rows <= 0) {
+    return invalid_argument(
+        "model options: max_positions " + std::to_string(options.max_positions) +
+        ", max_num_tokens " + std::to_string(options.max_num_tokens) + ", max_logit_rows " +
+        std::to_string(options.max_logit_rows) +
+        " (positions 0 = the config's; the others positive; " + "positions at most " +
+        std::to_string(ConfigBounds::kMaxContextLength) + ")");
+  }
+  LlamaForCausalLM probe(config, options);
+  if (probe.options_.max_positions == 0)
+    probe.options_.max_positions = config.max_position_embeddings;
+  const int64_t before = weights.checked_bytes();
+  weights.set_check_only(true);
+  const Status checked = probe.load_weights(weights);
+  weights.set_check_only(false);
+  SGL_RETURN_IF_ERROR(checked);
+
+  SGL_RETURN_IF_ERROR(check_no_extra_layers(config, weights.source()));
+
+  ModelMemoryPlan plan;
+  plan.weights = weights.checked_bytes() - before;
+  plan.rope_table =
+      probe.options_.max_positions * config.head_dim * static_cast<int64_t>(sizeof(float));
+  for (const ActivationSpec& a : probe.activation_specs(weights.dtype())) {
+    plan.activations += a.rows * a.cols * static_cast<int64_t>(dtype_size(a.dtype));
+  }
+  return plan;
+}
 
 Result<std::unique_ptr<LlamaForCausalLM>> LlamaForCausalLM::load(const ModelConfig& config,
                                                                  WeightLoader& weights,
@@ -23,6 +106,10 @@ Result<std::unique_ptr<LlamaForCausalLM>> LlamaForCausalLM::load(const ModelConf
   if (model->options_.max_positions <= 0) {
     model->options_.max_positions = config.max_position_embeddings;
   }
+  const int64_t positions = model->options_.max_positions;
+  SGL_ASSIGN_OR_RETURN(const ModelMemoryPlan plan,
+                       LlamaForCausalLM::plan(config, weights, model->options_));
+  SGL_RETURN_IF_ERROR(check_fits(allocator.device(), plan, positions));
   // The loads are queued; finish() also on failure, so no copy outlives the model's Buffers.
   const Status loaded = model->load_weights(weights);
   const Status uploaded = weights.finish();
@@ -30,11 +117,9 @@ Result<std::unique_ptr<LlamaForCausalLM>> LlamaForCausalLM::load(const ModelConf
   SGL_RETURN_IF_ERROR(uploaded);
 
   // RoPE table: computed on the host in f32, uploaded once.
-  const std::vector<float> table = compute_rope_cos_sin(config, model->options_.max_positions);
-  model->rope_cos_sin_ =
-      Buffer(allocator, DType::kF32, {model->options_.max_positions, config.head_dim});
-  Tensor host(const_cast<float*>(table.data()), DType::kF32,
-              {model->options_.max_positions, config.head_dim});
+  const std::vector<float> table = compute_rope_cos_sin(config, positions);
+  model->rope_cos_sin_ = Buffer(allocator, DType::kF32, {positions, config.head_dim});
+  Tensor host(const_cast<float*>(table.data()), DType::kF32, {positions, config.head_dim});
   kernels::copy(host, model->rope_cos_sin_, backend::Stream{allocator.device(), nullptr});
   backend::synchronize(backend::Stream{allocator.device(), nullptr});
 
@@ -79,20 +164,27 @@ Status LlamaForCausalLM::load_weights(WeightLoader& w) {
   return Status::ok_status();
 }
 
-void LlamaForCausalLM::allocate_activations(Allocator& allocator) {
+std::vector<LlamaForCausalLM::ActivationSpec> LlamaForCausalLM::activation_specs(DType dt) const {
   const ModelConfig& c = config_;
   const int64_t n = options_.max_num_tokens, rows = options_.max_logit_rows;
-  const DType dt = embed_tokens_.tensor().dtype();
-  act_.hidden = Buffer(allocator, dt, {n, c.hidden_size});
   // The residual stream stays f32 whatever the activation dtype: bf16 rounding of the running
   // sum is the largest bf16 error source in a deep stack.
-  act_.residual = Buffer(allocator, DType::kF32, {n, c.hidden_size});
-  act_.qkv = Buffer(allocator, dt, {n, c.q_size() + 2 * c.kv_size()});
-  act_.attn_out = Buffer(allocator, dt, {n, c.q_size()});
-  act_.gate_up = Buffer(allocator, dt, {n, 2 * c.intermediate_size});
-  act_.mlp_act = Buffer(allocator, dt, {n, c.intermediate_size});
-  act_.last_hidden = Buffer(allocator, dt, {rows, c.hidden_size});
-  act_.logits = Buffer(allocator, DType::kF32, {rows, c.vocab_size});
+  return {
+      {&Activations::hidden, dt, n, c.hidden_size},
+      {&Activations::residual, DType::kF32, n, c.hidden_size},
+      {&Activations::qkv, dt, n, c.q_size() + 2 * c.kv_size()},
+      {&Activations::attn_out, dt, n, c.q_size()},
+      {&Activations::gate_up, dt, n, 2 * c.intermediate_size},
+      {&Activations::mlp_act, dt, n, c.intermediate_size},
+      {&Activations::last_hidden, dt, rows, c.hidden_size},
+      {&Activations::logits, DType::kF32, rows, c.vocab_size},
+  };
+}
+
+void LlamaForCausalLM::allocate_activations(Allocator& allocator) {
+  for (const ActivationSpec& a : activation_specs(embed_tokens_.tensor().dtype())) {
+    act_.*a.buffer = Buffer(allocator, a.dtype, {a.rows, a.cols});
+  }
 }
 
 void LlamaForCausalLM::run_layer(int index, const Layer& layer, int64_t n, const ForwardBatch& fb,

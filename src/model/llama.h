@@ -17,11 +17,26 @@ struct ModelOptions {
   int64_t max_positions = 0;      // RoPE table length; 0 = config.max_position_embeddings
 };
 
+// Device memory a model takes once loaded (activations and RoPE table sized by ModelOptions).
+struct ModelMemoryPlan {
+  int64_t weights = 0;
+  int64_t rope_table = 0;
+  int64_t activations = 0;
+  int64_t total() const { return weights + rope_table + activations; }
+};
+
 class LlamaForCausalLM final : public Model {
  public:
+  // Checks everything before allocating anything: the config's bounds, that `weights` holds
+  // every tensor with the shape the config implies (plan()), and that the plan fits the
+  // allocator's device (ResourceExhausted naming the sizes otherwise). Then allocates and loads.
   static Result<std::unique_ptr<LlamaForCausalLM>> load(const ModelConfig& config,
                                                         WeightLoader& weights, Allocator& allocator,
                                                         const ModelOptions& options);
+  // The checking half of load(): every tensor checked (WeightLoader::set_check_only), nothing
+  // read or allocated; returns what load() would allocate.
+  static Result<ModelMemoryPlan> plan(const ModelConfig& config, WeightLoader& weights,
+                                      const ModelOptions& options);
 
   const ModelConfig& config() const override { return config_; }
   Tensor forward(const ForwardBatch& fb, ModelContext& ctx) override;
@@ -50,9 +65,18 @@ class LlamaForCausalLM final : public Model {
     Buffer logits;       // f32 [max_logit_rows, V]
   };
 
+  // One activation buffer: which member, its dtype and [rows, cols].
+  struct ActivationSpec {
+    Buffer Activations::*buffer;
+    DType dtype;
+    int64_t rows;
+    int64_t cols;
+  };
+
   LlamaForCausalLM(const ModelConfig& config, const ModelOptions& options)
       : config_(config), options_(options) {}
   Status load_weights(WeightLoader& weights);
+  std::vector<ActivationSpec> activation_specs(DType dtype) const;
   void allocate_activations(Allocator& allocator);
   void run_layer(int index, const Layer& layer, int64_t num_tokens, const ForwardBatch& fb,
                  ModelContext& ctx);

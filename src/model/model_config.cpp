@@ -4,15 +4,15 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string_view>
 #include <system_error>
 
+#include "model/config_bounds.h"
 #include "model/gguf.h"
 #include "model/gguf_config.h"
+#include "model/mapped_file.h"
 
 namespace sgl::model {
 namespace {
@@ -69,17 +69,11 @@ Result<Json> parse_json(const std::string& text, const std::string& source) {
   }
 }
 
+// config.json and generation_config.json are a few KB; 16 MiB is far beyond any real one.
+constexpr uint64_t kMaxConfigBytes = 16ull << 20;
+
 Result<std::string> read_text_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return not_found(path.string() + ": file not found");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return invalid_argument(path.string() + ": cannot open for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return invalid_argument(path.string() + ": read error");
-  return text.str();
+  return read_small_file(path, kMaxConfigBytes);
 }
 
 void append_unique(std::vector<int32_t>& ids, int32_t id) {
@@ -118,6 +112,14 @@ class Fields {
     if (v == nullptr) return fallback;
     SGL_ASSIGN_OR_RETURN(int64_t n, as_int(key, *v));
     if (n <= 0) return error(key, "must be positive, got " + std::to_string(n));
+    return n;
+  }
+
+  Result<int64_t> non_negative_int(const char* key, int64_t fallback) const {
+    const Json* v = get(key);
+    if (v == nullptr) return fallback;
+    SGL_ASSIGN_OR_RETURN(int64_t n, as_int(key, *v));
+    if (n < 0) return error(key, "must not be negative, got " + std::to_string(n));
     return n;
   }
 
@@ -283,20 +285,40 @@ Status parse_rope(const Fields& top, const std::string& source, ModelConfig& con
   return Status::ok_status();
 }
 
+// Sliding-window attention as transformers applies it: Mistral on every layer when
+// `sliding_window` is set; Qwen2/Qwen3 only with `use_sliding_window` true, on the layers that
+// `layer_types` marks (or, without it, those >= max_window_layers). LlamaForCausalLM ignores the
+// key, as transformers' Llama does. The window is parsed here and refused at load
+// (check_context_length) when it would change results.
 Status parse_sliding_window(const Fields& top, const std::string& source, const Family& family,
                             ModelConfig& config) {
   if (family.model_type == "mistral") {
     SGL_ASSIGN_OR_RETURN(config.sliding_window, top.positive_int("sliding_window", 0));
     return Status::ok_status();
   }
-  if (family.model_type == "qwen2" || family.model_type == "qwen3") {
-    SGL_ASSIGN_OR_RETURN(bool use_sliding_window, top.boolean("use_sliding_window", false));
-    // NOTE: Qwen's sliding window applies only to layers >= max_window_layers; nothing here
-    // implements that yet, and ignoring it would silently change the model's outputs.
-    if (use_sliding_window) {
-      return unimplemented(source + ": use_sliding_window true is not supported for " +
-                           config.architecture);
+  if (family.model_type != "qwen2" && family.model_type != "qwen3") return Status::ok_status();
+  SGL_ASSIGN_OR_RETURN(bool use_sliding_window, top.boolean("use_sliding_window", false));
+  if (!use_sliding_window) return Status::ok_status();
+  bool any_sliding_layer = false;
+  if (const Json* types = top.get("layer_types")) {
+    if (!types->is_array()) return top.error("layer_types", "must be a list of strings");
+    for (const Json& type : *types) {
+      if (!type.is_string()) return top.error("layer_types", "must be a list of strings");
+      const std::string name = type.get<std::string>();
+      if (name == "sliding_attention") {
+        any_sliding_layer = true;
+      } else if (name != "full_attention") {
+        return unimplemented(source + ": layer_types entry '" + name +
+                             "' is not supported (supported: full_attention, sliding_attention)");
+      }
     }
+  } else {
+    // transformers' default: 28.
+    SGL_ASSIGN_OR_RETURN(int64_t max_window_layers, top.non_negative_int("max_window_layers", 28));
+    any_sliding_layer = max_window_layers < config.num_hidden_layers;
+  }
+  if (any_sliding_layer) {
+    SGL_ASSIGN_OR_RETURN(config.sliding_window, top.positive_int("sliding_window", 0));
   }
   return Status::ok_status();
 }
@@ -321,10 +343,6 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
                        top.required_positive_int("num_attention_heads"));
   SGL_ASSIGN_OR_RETURN(config.max_position_embeddings,
                        top.required_positive_int("max_position_embeddings"));
-  if (config.vocab_size > std::numeric_limits<int32_t>::max()) {
-    return top.error("vocab_size", "does not fit 32-bit token ids");
-  }
-
   SGL_ASSIGN_OR_RETURN(config.num_key_value_heads,
                        top.positive_int("num_key_value_heads", config.num_attention_heads));
   if (config.num_attention_heads % config.num_key_value_heads != 0) {
@@ -366,6 +384,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
     SGL_ASSIGN_OR_RETURN(config.bos_token_id,
                          top.token_id("bos_token_id", *top.get("bos_token_id")));
   }
+  SGL_RETURN_IF_ERROR(check_config_bounds(config, source));
   return config;
 }
 

@@ -32,8 +32,10 @@ struct ModelConfig {
   int64_t num_key_value_heads = 0;  // defaults to num_attention_heads
   int64_t head_dim = 0;             // explicit, else hidden_size / num_attention_heads
   int64_t max_position_embeddings = 0;
-  // Sliding-window attention span in tokens; 0 = full attention. Set only where the family
-  // enables it (Mistral's `sliding_window`; Qwen2/Qwen3 only with `use_sliding_window` true).
+  // Sliding-window attention span in tokens; 0 = full attention. Set only where transformers
+  // applies it (Mistral's `sliding_window`; Qwen2/Qwen3 with `use_sliding_window` true and some
+  // layer sliding; GGUF's <arch>.attention.sliding_window). Not implemented: a model with one
+  // loads only with a context length within the window (check_context_length).
   int64_t sliding_window = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;  // top level or inside rope_parameters
@@ -51,7 +53,8 @@ struct ModelConfig {
   int64_t kv_size() const { return num_key_value_heads * head_dim; }
 };
 
-// Parses `json_text` (the contents of config.json). `source` names the file in errors.
+// Parses `json_text` (the contents of config.json) and checks every hyper-parameter against
+// ConfigBounds (config_bounds.h). `source` names the file in errors.
 Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source);
 
 // Reads <dir>/config.json and, when present, merges eos ids from generation_config.json. A path

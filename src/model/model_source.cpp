@@ -9,38 +9,61 @@
 
 namespace sgl::model {
 
+Result<ModelFormat> check_model_path(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  const std::string name = path.string();
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (status.type() == fs::file_type::not_found) {
+    return not_found("no such file or directory: " + name);
+  }
+  if (ec) return invalid_argument("cannot inspect " + name + ": " + ec.message());
+  if (fs::is_directory(status)) {
+    const fs::file_status config = fs::status(path / "config.json", ec);
+    if (fs::exists(config)) return ModelFormat::kHuggingFace;  // read_small_file refuses a FIFO
+    if (path.extension() == ".gguf") {
+      return invalid_argument("not a regular file: " + name +
+                              " (a directory; a GGUF model is a single .gguf file)");
+    }
+    return not_found(name +
+                     ": not a model directory: it has no config.json (expected a Hugging Face "
+                     "model directory or a .gguf file)");
+  }
+  if (!fs::is_regular_file(status)) {
+    return invalid_argument("not a regular file: " + name +
+                            " (expected a model directory or a .gguf file)");
+  }
+  if (is_gguf_file(path)) return ModelFormat::kGguf;
+  if (path.extension() == ".json") return ModelFormat::kConfigFile;
+  return invalid_argument(name + ": not a GGUF file (no 'GGUF' magic) and not a model directory");
+}
+
 Result<ModelSource> open_model_source(const std::filesystem::path& path,
                                       const ModelSourceOptions& options) {
   ModelSource source;
   source.path = path;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return not_found(path.string() + ": no such model directory or GGUF file");
-  }
-  if (std::filesystem::is_regular_file(path, ec) && path.extension() == ".json") {
-    // A bare config.json (sgl-bench --config): enough for dummy weights.
-    if (options.open_weights) {
-      return invalid_argument(path.string() +
-                              ": a config file has no weights (use --load-format dummy)");
+  SGL_ASSIGN_OR_RETURN(source.format, check_model_path(path));
+  switch (source.format) {
+    case ModelFormat::kConfigFile: {
+      // A bare config.json (sgl-bench --config): enough for dummy weights.
+      if (options.open_weights) {
+        return invalid_argument(path.string() +
+                                ": a config file has no weights (use --load-format dummy)");
+      }
+      SGL_ASSIGN_OR_RETURN(source.config, load_model_config_file(path));
+      return source;
     }
-    source.format = ModelFormat::kHuggingFace;
-    SGL_ASSIGN_OR_RETURN(source.config, load_model_config_file(path));
-    return source;
-  }
-  if (std::filesystem::is_regular_file(path, ec)) {
-    if (!is_gguf_file(path)) {
-      return invalid_argument(path.string() +
-                              ": not a GGUF file (no 'GGUF' magic) and not a model directory");
+    case ModelFormat::kGguf: {
+      SGL_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
+      SGL_ASSIGN_OR_RETURN(source.config, model_config_from_gguf(file));
+      if (options.open_weights) {
+        source.weights = std::make_unique<GgufWeightSource>(std::move(file), source.config);
+      }
+      return source;
     }
-    source.format = ModelFormat::kGguf;
-    SGL_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
-    SGL_ASSIGN_OR_RETURN(source.config, model_config_from_gguf(file));
-    if (options.open_weights) {
-      source.weights = std::make_unique<GgufWeightSource>(std::move(file), source.config);
-    }
-    return source;
+    case ModelFormat::kHuggingFace:
+      break;
   }
-  source.format = ModelFormat::kHuggingFace;
   SGL_ASSIGN_OR_RETURN(source.config, load_model_config(path));
   if (options.open_weights) {
     SGL_ASSIGN_OR_RETURN(source.weights, SafetensorsWeightSource::open(path));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "core/check.h"
 #include "core/half.h"
 
 namespace sgl::model {
@@ -40,6 +41,8 @@ std::vector<double> rope_inv_freq(const ModelConfig& config) {
 }
 
 std::vector<float> compute_rope_cos_sin(const ModelConfig& config, int64_t max_positions) {
+  // An odd head_dim would leave the table a column short of [max_positions, head_dim].
+  SGL_CHECK(config.head_dim % 2 == 0) << "RoPE needs an even head_dim, got " << config.head_dim;
   const std::vector<double> inv_freq = rope_inv_freq(config);
   const int64_t half = static_cast<int64_t>(inv_freq.size()), dim = 2 * half;
   std::vector<float> table(static_cast<size_t>(max_positions * dim));

@@ -1,19 +1,11 @@
-// safetensors reader: POSIX mmap, fully validated header parsing, sharded checkpoints.
+// safetensors reader: fully validated header parsing over a mapping, sharded checkpoints.
 #include "model/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -25,8 +17,8 @@ using Json = nlohmann::json;
 
 // The reference implementation refuses headers above 100 MB; so do we, before parsing.
 constexpr uint64_t kMaxHeaderBytes = 100ull * 1024 * 1024;
-
-std::string errno_text(int err) { return std::strerror(err); }
+// An index lists each tensor once (~100 bytes each): 64 MiB is far beyond any real model.
+constexpr uint64_t kMaxIndexBytes = 64ull << 20;
 
 std::optional<DType> safetensors_dtype(std::string_view name) {
   if (name == "F32") return DType::kF32;
@@ -47,9 +39,10 @@ std::optional<uint64_t> as_u64(const Json& v) {
   return std::nullopt;
 }
 
-// Validates one tensor entry of the header and fills `info`.
+// Validates one tensor entry of the header (all but its range in the file, which the caller
+// checks for all entries together) and fills `info` and `*begin`.
 Status parse_tensor_entry(const std::string& file, const std::string& name, const Json& entry,
-                          const uint8_t* data_section, uint64_t data_size, TensorInfo& info) {
+                          TensorInfo& info, uint64_t* begin_offset) {
   const std::string where = file + ": tensor '" + name + "'";
   if (!entry.is_object()) return data_loss(where + ": header entry must be an object");
 
@@ -93,10 +86,6 @@ Status parse_tensor_entry(const std::string& file, const std::string& name, cons
   if (*end < *begin) {
     return data_loss(where + ": data_offsets " + offsets_it->dump() + " end before begin");
   }
-  if (*end > data_size) {
-    return data_loss(where + ": data_offsets " + offsets_it->dump() +
-                     " run past the data section (" + std::to_string(data_size) + " bytes)");
-  }
   const uint64_t nbytes = *end - *begin;
   uint64_t expected = 0;
   overflow = overflow || __builtin_mul_overflow(numel, dtype_size(*dtype), &expected);
@@ -111,7 +100,7 @@ Status parse_tensor_entry(const std::string& file, const std::string& name, cons
   info.shape = std::move(shape);
   info.nbytes = static_cast<size_t>(nbytes);
   info.file = file;
-  info.data = data_section + *begin;
+  *begin_offset = *begin;
   return Status::ok_status();
 }
 
@@ -127,79 +116,37 @@ bool is_safe_relative(const std::string& name) {
 
 }  // namespace
 
-// ---- MappedFile ----
-
-Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    if (err == ENOENT) return not_found(name + ": file not found");
-    return invalid_argument(name + ": cannot open: " + errno_text(err));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return invalid_argument(name + ": cannot stat: " + errno_text(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return invalid_argument(name + ": not a regular file");
-  }
-  MappedFile file;
-  file.size_ = static_cast<size_t>(st.st_size);
-  if (file.size_ > 0) {  // mmap of zero bytes fails; an empty file is an empty mapping.
-    void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      return invalid_argument(name + ": mmap failed: " + errno_text(err));
-    }
-    file.data_ = static_cast<const uint8_t*>(p);
-  }
-  ::close(fd);  // the mapping keeps the file alive
-  return file;
-}
-
-MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
-}
-
-MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-
-MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
-  if (this != &other) {
-    if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-  }
-  return *this;
-}
-
 // ---- SafetensorsFile ----
 
 Result<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path) {
-  const std::string file = path.string();
   SafetensorsFile out;
   SGL_ASSIGN_OR_RETURN(out.mapping_, MappedFile::open(path));
-  const uint8_t* bytes = out.mapping_.data();
-  const uint64_t size = out.mapping_.size();
+  SGL_RETURN_IF_ERROR(out.parse(out.mapping_.data(), out.mapping_.size(), path.string()));
+  return out;
+}
 
+Result<SafetensorsFile> SafetensorsFile::from_bytes(std::span<const uint8_t> bytes,
+                                                    std::string name) {
+  SafetensorsFile out;
+  SGL_RETURN_IF_ERROR(out.parse(bytes.data(), bytes.size(), name));
+  return out;
+}
+
+Status SafetensorsFile::parse(const uint8_t* bytes, uint64_t size, const std::string& file) {
   if (size < 8) {
-    return data_loss(file + ": truncated: " + std::to_string(size) +
+    return data_loss("truncated safetensors file " + file + ": " + std::to_string(size) +
                      " bytes, too short for the 8-byte header length");
   }
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little-endian
-  if (header_len > size - 8) {
-    return data_loss(file + ": header length " + std::to_string(header_len) +
-                     " exceeds the file size (" + std::to_string(size) + " bytes)");
-  }
   if (header_len > kMaxHeaderBytes) {
     return data_loss(file + ": header length " + std::to_string(header_len) +
                      " exceeds the 100 MB limit");
+  }
+  if (header_len > size - 8) {
+    return data_loss("truncated safetensors file " + file + ": header says at least " +
+                     std::to_string(8 + header_len) + " bytes (8 + header length " +
+                     std::to_string(header_len) + "), file has " + std::to_string(size));
   }
 
   const char* header_begin = reinterpret_cast<const char*>(bytes + 8);
@@ -211,8 +158,12 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path)
   }
   if (!header.is_object()) return data_loss(file + ": JSON header must be an object");
 
-  const uint8_t* data_section = bytes + 8 + header_len;
-  const uint64_t data_size = size - 8 - header_len;
+  // Every tensor's [begin, end) in the data section, checked together below.
+  struct Range {
+    uint64_t begin, end;
+    TensorInfo* info;
+  };
+  std::vector<Range> ranges;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       if (entry.is_null()) continue;
@@ -221,15 +172,47 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path)
         if (!value.is_string()) {
           return data_loss(file + ": __metadata__ value of '" + key + "' must be a string");
         }
-        out.metadata_[key] = value.get<std::string>();
+        metadata_[key] = value.get<std::string>();
       }
       continue;
     }
     TensorInfo info;
-    SGL_RETURN_IF_ERROR(parse_tensor_entry(file, name, entry, data_section, data_size, info));
-    out.tensors_.emplace(name, std::move(info));
+    uint64_t begin = 0;
+    SGL_RETURN_IF_ERROR(parse_tensor_entry(file, name, entry, info, &begin));
+    TensorInfo& stored = tensors_.emplace(name, std::move(info)).first->second;
+    ranges.push_back({begin, begin + stored.nbytes, &stored});
   }
-  return out;
+
+  const uint64_t data_size = size - 8 - header_len;
+  const Range* last = nullptr;
+  for (const Range& r : ranges) {
+    if (last == nullptr || r.end > last->end) last = &r;
+  }
+  if (last != nullptr && last->end > data_size) {
+    return data_loss("truncated safetensors file " + file + ": header says " +
+                     std::to_string(8 + header_len + last->end) + " bytes, file has " +
+                     std::to_string(size) + " (tensor '" + last->info->name + "' ends at byte " +
+                     std::to_string(last->end) + " of the data section, which has " +
+                     std::to_string(data_size) + ")");
+  }
+  // NOTE: two tensors sharing bytes is never what a writer meant (safetensors' own reader
+  // refuses it too); empty tensors occupy nothing.
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  const Range* previous = nullptr;
+  for (const Range& r : ranges) {
+    if (r.begin == r.end) continue;
+    if (previous != nullptr && r.begin < previous->end) {
+      return data_loss(file + ": tensors '" + previous->info->name + "' [" +
+                       std::to_string(previous->begin) + ", " + std::to_string(previous->end) +
+                       ") and '" + r.info->name + "' [" + std::to_string(r.begin) + ", " +
+                       std::to_string(r.end) + ") overlap in the data section");
+    }
+    previous = &r;
+  }
+  const uint8_t* data_section = bytes + 8 + header_len;
+  for (const Range& r : ranges) r.info->data = data_section + r.begin;
+  return Status::ok_status();
 }
 
 // ---- Checkpoint ----
@@ -250,13 +233,10 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::filesystem::path
     ckpt->files_.push_back(std::move(f));
   } else if (std::filesystem::exists(index_path, ec)) {
     const std::string index_name = index_path.string();
-    std::ifstream in(index_path, std::ios::binary);
-    if (!in) return invalid_argument(index_name + ": cannot open for reading");
-    std::ostringstream text;
-    text << in.rdbuf();
+    SGL_ASSIGN_OR_RETURN(const std::string text, read_small_file(index_path, kMaxIndexBytes));
     Json index;
     try {
-      index = Json::parse(text.str());
+      index = Json::parse(text);
     } catch (const Json::exception& e) {
       return data_loss(index_name + ": corrupt JSON: " + e.what());
     }

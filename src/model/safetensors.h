@@ -5,32 +5,15 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "model/mapped_file.h"
 
 namespace sgl::model {
-
-// Read-only memory map of a whole file (RAII, move-only).
-class MappedFile {
- public:
-  static Result<MappedFile> open(const std::filesystem::path& path);
-  MappedFile() = default;
-  ~MappedFile();
-  MappedFile(MappedFile&& other) noexcept;
-  MappedFile& operator=(MappedFile&& other) noexcept;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 // One tensor inside a checkpoint: dtype, shape and its bytes in the mapped file.
 struct TensorInfo {
@@ -51,17 +34,25 @@ struct TensorInfo {
   }
 };
 
-// One .safetensors file. Validates the header fully at open: JSON well-formed, known dtypes,
-// offsets inside the data section, nbytes == numel * dtype size.
+// One .safetensors file. Validates the header fully at open, before anything uses it: JSON
+// well-formed, known dtypes, nbytes == numel * dtype size, every tensor's bytes inside the file
+// and no two tensors' bytes overlapping. A file shorter than its header says is DataLoss
+// "truncated safetensors file PATH: header says N bytes, file has M".
 class SafetensorsFile {
  public:
   static Result<SafetensorsFile> open(const std::filesystem::path& path);
+  // Parses `bytes` in place; they are borrowed and must outlive the file (tensor data points
+  // into them). `name` stands for the path in messages. For fuzzing and tests.
+  static Result<SafetensorsFile> from_bytes(std::span<const uint8_t> bytes, std::string name);
 
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
  private:
-  MappedFile mapping_;
+  // Parses `bytes` (the mapping's or borrowed) into tensors_ and metadata_.
+  Status parse(const uint8_t* bytes, uint64_t size, const std::string& file);
+
+  MappedFile mapping_;  // empty for from_bytes
   std::map<std::string, TensorInfo> tensors_;
   std::map<std::string, std::string> metadata_;
 };

@@ -46,12 +46,21 @@ Buffer WeightLoader::dummy(std::vector<int64_t> shape) {
   return out;
 }
 
+Status WeightLoader::check(const std::string& name, const std::vector<int64_t>& shape) {
+  if (source_ != nullptr) SGL_RETURN_IF_ERROR(source_->check(name, shape));
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  checked_bytes_ += n * static_cast<int64_t>(dtype_size(dtype_));
+  return Status::ok_status();
+}
+
 Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> shape) {
-  if (source_ == nullptr) return dummy(std::move(shape));
-  SGL_ASSIGN_OR_RETURN(std::vector<int64_t> found, source_->shape(name));
-  if (found != shape) {  // the precise message comes from the source
-    SGL_RETURN_IF_ERROR(source_->stored(name, shape).status());
+  if (check_only_) {
+    SGL_RETURN_IF_ERROR(check(name, shape));
+    return Buffer();
   }
+  if (source_ == nullptr) return dummy(std::move(shape));
+  SGL_RETURN_IF_ERROR(source_->check(name, shape));
   Buffer out(allocator_, dtype_, shape);
   SGL_RETURN_IF_ERROR(enqueue(name, shape, out));
   return out;
@@ -60,13 +69,16 @@ Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> 
 Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
                                          const std::vector<std::vector<int64_t>>& shapes) {
   SGL_CHECK_EQ(names.size(), shapes.size());
+  if (check_only_) {
+    for (size_t i = 0; i < names.size(); ++i) SGL_RETURN_IF_ERROR(check(names[i], shapes[i]));
+    return Buffer();
+  }
   std::vector<int64_t> fused = shapes.at(0);
   fused[0] = 0;
   for (const auto& s : shapes) fused[0] += s[0];
   if (source_ == nullptr) return dummy(std::move(fused));
   for (size_t i = 0; i < names.size(); ++i) {  // every part checked before allocating
-    SGL_ASSIGN_OR_RETURN(std::vector<int64_t> found, source_->shape(names[i]));
-    if (found != shapes[i]) SGL_RETURN_IF_ERROR(source_->stored(names[i], shapes[i]).status());
+    SGL_RETURN_IF_ERROR(source_->check(names[i], shapes[i]));
   }
   Buffer out(allocator_, dtype_, fused);
   int64_t row = 0;
@@ -78,7 +90,7 @@ Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
 }
 
 Result<Buffer> WeightLoader::load_norm(const std::string& name, int64_t size) {
-  if (source_ != nullptr) return load(name, {size});
+  if (source_ != nullptr || check_only_) return load(name, {size});
   Buffer out(allocator_, dtype_, {size});
   kernels::fill_constant(out, 1.0f, stream_);
   return out;

@@ -39,6 +39,16 @@ class WeightLoader {
 
   bool has(const std::string& name) const;
   DType dtype() const { return dtype_; }
+  // The weights' source; nullptr for dummy weights.
+  const WeightSource* source() const { return source_; }
+
+  // While on, load / load_concat / load_norm only check each tensor (WeightSource::check: there,
+  // with its shape and a convertible dtype), add its bytes to checked_bytes() and return an
+  // empty Buffer: nothing is read or allocated. Models run their load once this way first, so
+  // that a wrong checkpoint fails before gigabytes are allocated for it.
+  void set_check_only(bool on) { check_only_ = on; }
+  // Bytes (in dtype()) of the tensors loaded while check-only.
+  int64_t checked_bytes() const { return checked_bytes_; }
 
   // Waits until every loaded Buffer holds its weights; the first read error, if any. Call it
   // before the Buffers are used or destroyed, on error paths too. Logs the time and rate.
@@ -51,13 +61,17 @@ class WeightLoader {
   Buffer dummy(std::vector<int64_t> shape);
   // Queues `name` (checked to have `shape`) into dst.
   Status enqueue(const std::string& name, const std::vector<int64_t>& shape, const Tensor& dst);
+  // The check-only load of `name`: checks it (unless dummy) and counts its bytes.
+  Status check(const std::string& name, const std::vector<int64_t>& shape);
 
   const WeightSource* source_;
   Allocator& allocator_;
   DType dtype_;
   backend::Stream stream_;
   uint64_t seed_;
-  uint64_t dummy_count_ = 0;                  // each dummy tensor draws from its own seed
+  uint64_t dummy_count_ = 0;  // each dummy tensor draws from its own seed
+  bool check_only_ = false;
+  int64_t checked_bytes_ = 0;
   std::unique_ptr<WeightUploader> uploader_;  // with a source
   std::chrono::steady_clock::time_point start_;
 };

@@ -32,22 +32,27 @@ Result<std::vector<int64_t>> SafetensorsWeightSource::shape(const std::string& n
   return info->shape;
 }
 
-std::pair<int64_t, int64_t> stored_rows(const std::vector<int64_t>& shape) {
-  if (shape.empty()) return {1, 1};
-  int64_t per_row = 1;
-  for (size_t i = 1; i < shape.size(); ++i) per_row *= shape[i];
-  return {shape[0], per_row};
-}
-
-Result<const TensorInfo*> SafetensorsWeightSource::find_checked(
-    const std::string& name, const std::vector<int64_t>& shape) const {
+Status SafetensorsWeightSource::check(const std::string& name,
+                                      const std::vector<int64_t>& shape) const {
   const TensorInfo* info = checkpoint_->find(name);
   if (info == nullptr) return not_found("weight '" + name + "' is missing from the checkpoint");
   if (info->shape != shape) {
     return invalid_argument("weight '" + name + "' in " + info->file + " has shape " +
                             shape_to_string(info->shape) + ", expected " + shape_to_string(shape));
   }
-  return info;
+  if (info->dtype != DType::kF32 && info->dtype != DType::kF16 && info->dtype != DType::kBF16) {
+    return unimplemented("weight '" + name + "' in " + info->file + " has dtype " +
+                         std::string(dtype_name(info->dtype)) +
+                         "; expected a float type (f32, f16, bf16)");
+  }
+  return Status::ok_status();
+}
+
+std::pair<int64_t, int64_t> stored_rows(const std::vector<int64_t>& shape) {
+  if (shape.empty()) return {1, 1};
+  int64_t per_row = 1;
+  for (size_t i = 1; i < shape.size(); ++i) per_row *= shape[i];
+  return {shape[0], per_row};
 }
 
 Result<size_t> SafetensorsWeightSource::stored_nbytes(const std::string& name) const {
@@ -58,7 +63,8 @@ Result<size_t> SafetensorsWeightSource::stored_nbytes(const std::string& name) c
 
 Result<std::optional<StoredTensor>> SafetensorsWeightSource::stored(
     const std::string& name, const std::vector<int64_t>& shape) const {
-  SGL_ASSIGN_OR_RETURN(const TensorInfo* info, find_checked(name, shape));
+  SGL_RETURN_IF_ERROR(check(name, shape));
+  const TensorInfo* info = checkpoint_->find(name);
   StoredTensor out;
   switch (info->dtype) {
     case DType::kF32:
@@ -67,11 +73,8 @@ Result<std::optional<StoredTensor>> SafetensorsWeightSource::stored(
     case DType::kF16:
       out.format = kernels::StoredFormat::kF16;
       break;
-    case DType::kBF16:
-      out.format = kernels::StoredFormat::kBF16;
-      break;
     default:
-      return std::optional<StoredTensor>();
+      out.format = kernels::StoredFormat::kBF16;  // check() admits only these three
   }
   const auto [rows, per_row] = stored_rows(shape);
   out.data = info->data;
@@ -82,29 +85,32 @@ Result<std::optional<StoredTensor>> SafetensorsWeightSource::stored(
 
 Status SafetensorsWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
                                          float* dst) const {
-  SGL_ASSIGN_OR_RETURN(const TensorInfo* info, find_checked(name, shape));
-  const int64_t n = info->numel();
-  switch (info->dtype) {
+  SGL_RETURN_IF_ERROR(check(name, shape));
+  return tensor_to_f32(*checkpoint_->find(name), dst);
+}
+
+Status tensor_to_f32(const TensorInfo& info, float* dst) {
+  const int64_t n = info.numel();
+  switch (info.dtype) {
     case DType::kF32: {
-      if (n > 0) std::memcpy(dst, info->data, static_cast<size_t>(n) * sizeof(float));  // unaligned
-      break;
+      if (n > 0) std::memcpy(dst, info.data, static_cast<size_t>(n) * sizeof(float));  // unaligned
+      return Status::ok_status();
     }
     case DType::kBF16:
     case DType::kF16: {
-      const bool bf16 = info->dtype == DType::kBF16;
+      const bool bf16 = info.dtype == DType::kBF16;
       for (int64_t i = 0; i < n; ++i) {
         uint16_t bits;
-        std::memcpy(&bits, info->data + 2 * i, 2);
+        std::memcpy(&bits, info.data + 2 * i, 2);
         dst[i] = bf16 ? bf16_to_float(bits) : f16_to_float(bits);
       }
-      break;
+      return Status::ok_status();
     }
     default:
-      return unimplemented("weight '" + name + "' in " + info->file + " has dtype " +
-                           std::string(dtype_name(info->dtype)) +
+      return unimplemented("tensor '" + info.name + "' in " + info.file + " has dtype " +
+                           std::string(dtype_name(info.dtype)) +
                            "; expected a float type (f32, f16, bf16)");
   }
-  return Status::ok_status();
 }
 
 }  // namespace sgl::model

@@ -42,9 +42,12 @@ class WeightSource {
   virtual Result<std::vector<int64_t>> shape(const std::string& name) const = 0;
   // Every available tensor name, sorted.
   virtual std::vector<std::string> names() const = 0;
-  // Converts `name`, which must have exactly `shape`, to f32 into dst[0, numel(shape)).
-  // NotFound when absent, InvalidArgument on a shape mismatch, Unimplemented for a dtype that
-  // cannot be converted.
+  // Whether read_f32(name, shape, ...) would succeed, without touching the data: NotFound when
+  // absent, InvalidArgument on a shape mismatch, Unimplemented for a dtype that cannot be
+  // converted. Cheap: loaders check every tensor this way before allocating anything.
+  virtual Status check(const std::string& name, const std::vector<int64_t>& shape) const = 0;
+  // Converts `name`, which must have exactly `shape`, to f32 into dst[0, numel(shape)), with
+  // check()'s errors.
   virtual Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
                           float* dst) const = 0;
   // `name`'s stored bytes, which must have exactly `shape`; nullopt when its format is not one
@@ -69,6 +72,7 @@ class SafetensorsWeightSource final : public WeightSource {
   bool has(const std::string& name) const override;
   Result<std::vector<int64_t>> shape(const std::string& name) const override;
   std::vector<std::string> names() const override { return checkpoint_->names(); }
+  Status check(const std::string& name, const std::vector<int64_t>& shape) const override;
   Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
                   float* dst) const override;
   Result<std::optional<StoredTensor>> stored(const std::string& name,
@@ -76,16 +80,15 @@ class SafetensorsWeightSource final : public WeightSource {
   Result<size_t> stored_nbytes(const std::string& name) const override;
 
  private:
-  // The tensor `name` with exactly `shape`, or NotFound / InvalidArgument.
-  Result<const TensorInfo*> find_checked(const std::string& name,
-                                         const std::vector<int64_t>& shape) const;
-
   std::unique_ptr<Checkpoint> checkpoint_;
   std::string dir_;
 };
 
 // `shape` as StoredTensor rows (rows, values per row); a 0-D tensor is one row of one value.
 std::pair<int64_t, int64_t> stored_rows(const std::vector<int64_t>& shape);
+// Converts an f32 / f16 / bf16 tensor to f32 into dst[0, info.numel()); Unimplemented for
+// other dtypes.
+Status tensor_to_f32(const TensorInfo& info, float* dst);
 
 // "[a, b, c]", as weight errors print shapes.
 std::string shape_to_string(const std::vector<int64_t>& shape);

@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <new>
 
 #include "backend/backend.h"
 #include "core/logging.h"
 #include "kernels/copy.h"
 #include "kernels/linear.h"
+#include "model/config_bounds.h"
 #include "model/model_registry.h"
 #include "model/model_source.h"
 #include "model/weight_loader.h"
@@ -52,7 +55,9 @@ Result<int64_t> size_kv_pool(const ModelRunnerOptions& options, const attention:
   const double budget = gpu ? total * fraction - (total - free) : free * fraction;
   const auto by_memory =
       static_cast<int64_t>(std::max(0.0, budget) / static_cast<double>(shape.bytes_per_token()));
-  const int64_t cap = options.max_batch_size * context_length + 1;
+  // KV slot ids are int32.
+  const int64_t cap = std::min<int64_t>(options.max_batch_size * context_length + 1,
+                                        std::numeric_limits<int32_t>::max() - 1);
   const int64_t slots = std::min(by_memory, cap);
   const auto mib = [](double bytes) { return static_cast<int64_t>(bytes / (1 << 20)); };
   const std::string formula =
@@ -85,7 +90,14 @@ ModelRunner::~ModelRunner() = default;
 Result<std::unique_ptr<ModelRunner>> ModelRunner::create(const std::filesystem::path& model_path,
                                                          const ModelRunnerOptions& options) {
   std::unique_ptr<ModelRunner> runner(new ModelRunner());
-  SGL_RETURN_IF_ERROR(runner->init(model_path, options));
+  // NOTE: init checks sizes before allocating, but an allocation can still fail (other processes,
+  // memory limits); at this boundary that is an error for the caller, not an abort.
+  try {
+    SGL_RETURN_IF_ERROR(runner->init(model_path, options));
+  } catch (const std::bad_alloc& e) {
+    return resource_exhausted("out of memory loading the model: " + model_path.string() + " (" +
+                              e.what() + ")");
+  }
   return runner;
 }
 
@@ -104,6 +116,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
   const model::ModelConfig& config = source.config;
   context_length_ =
       options.context_length > 0 ? options.context_length : config.max_position_embeddings;
+  SGL_RETURN_IF_ERROR(model::check_context_length(config, context_length_, model_path.string()));
   allocator_ = make_allocator(options.device);
   owned_stream_ = backend::create_stream(options.device);
   stream_ = owned_stream_->get();

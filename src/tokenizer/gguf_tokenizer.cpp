@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/config_bounds.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer_config.h"
 #include "tokenizer/tokenizer_json.h"
@@ -104,6 +105,35 @@ Json merges_from_scores(const std::vector<std::string>& tokens, const std::vecto
   return out;
 }
 
+// A vocabulary (or merge list) longer than any model's is refused before it is copied: each
+// entry costs far more in the tokenizer's tables than in the file.
+Status check_count(const model::GgufMetadata& md, const char* key, const std::string& source) {
+  SGL_ASSIGN_OR_RETURN(const size_t n, md.get_array_size(key));
+  if (n > static_cast<size_t>(model::ConfigBounds::kMaxVocabSize)) {
+    return data_loss(source + ": " + key + " has " + std::to_string(n) +
+                     " entries, above the supported maximum " +
+                     std::to_string(model::ConfigBounds::kMaxVocabSize));
+  }
+  return Status::ok_status();
+}
+
+// merges_from_scores tries every split of every token: work grows with the square of each
+// token's length. Real vocabularies need ~1e7 steps (Gemma's 256k tokens); a hostile one with
+// huge tokens would take hours, so the work is bounded up front.
+Status check_merge_work(const std::vector<std::string>& tokens, const std::string& source) {
+  constexpr uint64_t kMaxWork = uint64_t{1} << 30;
+  uint64_t work = 0;
+  for (const std::string& token : tokens) {
+    work += static_cast<uint64_t>(token.size()) * token.size();
+    if (work > kMaxWork) {
+      return data_loss(source + ": tokenizer.ggml.tokens: deriving sentencepiece merges from " +
+                       "tokens this long (token '" + token.substr(0, 32) + "...' has " +
+                       std::to_string(token.size()) + " bytes) exceeds the work limit");
+    }
+  }
+  return Status::ok_status();
+}
+
 struct Metadata {
   const model::GgufMetadata& md;
   const std::string& source;
@@ -178,6 +208,7 @@ Result<Built> build(const model::GgufMetadata& md, const std::string& source) {
     return unimplemented(source + ": tokenizer.ggml.model '" + kind +
                          "' is not supported (only gpt2 and llama)");
   }
+  SGL_RETURN_IF_ERROR(check_count(md, "tokenizer.ggml.tokens", source));
   SGL_ASSIGN_OR_RETURN(const std::vector<std::string> tokens,
                        md.get_string_array("tokenizer.ggml.tokens"));
   std::vector<int64_t> types(tokens.size(), 1);
@@ -253,6 +284,7 @@ Result<Built> build(const model::GgufMetadata& md, const std::string& source) {
     }
     SGL_ASSIGN_OR_RETURN(const bool prefix_space,
                          md.get_bool_or("tokenizer.ggml.add_space_prefix", true));
+    SGL_RETURN_IF_ERROR(check_merge_work(tokens, source));
     model["merges"] = merges_from_scores(tokens, scores, ids);
     model["unk_token"] = config.unk_token ? Json(*config.unk_token) : Json(nullptr);
     model["fuse_unk"] = true;
@@ -275,6 +307,7 @@ Result<Built> build(const model::GgufMetadata& md, const std::string& source) {
   } else {
     SGL_ASSIGN_OR_RETURN(const std::string pre, md.get_string_or("tokenizer.ggml.pre", "default"));
     SGL_ASSIGN_OR_RETURN(doc["pre_tokenizer"], pre_tokenizer_for(pre, source));
+    SGL_RETURN_IF_ERROR(check_count(md, "tokenizer.ggml.merges", source));
     SGL_ASSIGN_OR_RETURN(model["merges"], md.get_string_array("tokenizer.ggml.merges"));
     model["unk_token"] = nullptr;
     model["fuse_unk"] = false;

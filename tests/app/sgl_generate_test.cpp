@@ -1,10 +1,12 @@
 // sgl-generate end to end: the golden continuation, JSON output, seeds, and clear loader errors
 // with a non-zero exit (never a crash) for broken model directories.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "model/gguf_test_util.h"
 #include "model/model_test_util.h"
 #include "run_command.h"
 #include "test_data.h"
@@ -188,8 +190,62 @@ TEST_F(BrokenModel, CorruptHeader) {
 }
 
 TEST_F(BrokenModel, TruncatedFile) {
-  std::filesystem::resize_file(dir_.path() / "model.safetensors", 5000);
-  expect_error({"DataLoss", "model.safetensors"});
+  const std::string weights = (dir_.path() / "model.safetensors").string();
+  std::filesystem::resize_file(weights, 5000);
+  expect_error({"DataLoss", "truncated safetensors file " + weights, "file has 5000"});
+  std::filesystem::resize_file(weights, 50);  // inside the header
+  expect_error({"truncated safetensors file " + weights, "header says at least", "file has 50"});
+}
+
+// A bad --model-path is reported as what it is; each of these used to read as a missing
+// tokenizer (or a missing config.json inside a FIFO or a device).
+TEST(SglGenerate, BadModelPathsSayWhatIsWrong) {
+  model::test_util::TempDir dir;
+  const std::string fifo = (dir.path() / "fifo").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string gguf_dir = (dir.path() / "model.gguf").string();
+  std::filesystem::create_directories(gguf_dir);
+  const std::string no_config = (dir.path() / "no_config").string();
+  std::filesystem::create_directories(no_config);
+  std::filesystem::copy_file(std::filesystem::path(stories()) / "tokenizer.json",
+                             std::filesystem::path(no_config) / "tokenizer.json");
+  const std::string absent = (dir.path() / "absent").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {absent, "no such file or directory: " + absent},
+      {fifo, "not a regular file: " + fifo},
+      {"/dev/zero", "not a regular file: /dev/zero"},
+      {gguf_dir, "not a regular file: " + gguf_dir},
+      {no_config, no_config + ": not a model directory: it has no config.json"},
+  };
+  for (const auto& [path, message] : cases) {
+    const RunResult r = run_generate("--model-path " + path + " --prompt hi --max-new-tokens 4");
+    EXPECT_EQ(r.exit_code, 1) << path << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << message << "\n" << r.out;
+    EXPECT_EQ(r.out.find("tokenizer"), std::string::npos) << r.out;
+  }
+}
+
+// A GGUF cut inside its header or its data (no tokenizer in it, so the prompt is ids).
+TEST(SglGenerate, TruncatedGgufSaysTruncated) {
+  model::test_util::TempDir dir;
+  model::test_util::GgufWriter w;
+  w.kv("general.architecture", model::test_util::gguf_string("llama"))
+      .kv("llama.context_length", model::test_util::gguf_u32(64))
+      .kv("llama.embedding_length", model::test_util::gguf_u32(32))
+      .kv("llama.block_count", model::test_util::gguf_u32(1))
+      .kv("llama.feed_forward_length", model::test_util::gguf_u32(32))
+      .kv("llama.attention.head_count", model::test_util::gguf_u32(2))
+      .kv("llama.attention.layer_norm_rms_epsilon", model::test_util::gguf_f32(1e-5f))
+      .tensor("token_embd.weight", {32, 16}, 0, std::string(32 * 16 * 4, '\0'));
+  const std::string bytes = w.bytes();
+  for (const size_t keep : {size_t{100}, bytes.size() - 64}) {
+    const std::string path = dir.write("cut.gguf", bytes.substr(0, keep)).string();
+    const RunResult r =
+        run_generate("--model-path " + path + " --prompt-ids 1,2 --max-new-tokens 2");
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find("truncated GGUF file " + path), std::string::npos) << keep << "\n"
+                                                                            << r.out;
+  }
 }
 
 TEST_F(BrokenModel, WrongShapeNamesTensorAndShapes) {

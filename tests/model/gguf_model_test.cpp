@@ -660,6 +660,48 @@ TEST(GgufConfigTest, Errors) {
   expect_error(bad_embd, StatusCode::kDataLoss, {"token_embd.weight", "[8, 32]", "[vocab, 64]"});
 }
 
+// The GGUF spellings of config_bounds.h: every key is bounded before anything is sized from it.
+TEST(GgufConfigTest, AbsurdMetadataIsRefused) {
+  TempDir dir;
+  const Kvs base = minimal_kvs();
+  auto expect_refused = [&](const std::string& key, const test_util::GgufRawValue& value,
+                            std::vector<std::string> substrings) {
+    SCOPED_TRACE(key);
+    const fs::path p = dir.write("absurd.gguf", model_writer(with(base, key, value)).bytes());
+    substrings.push_back("absurd.gguf");
+    expect_status(load_gguf_model_config(p).status(), StatusCode::kInvalidArgument, substrings);
+  };
+  expect_refused("llama.block_count", test_util::gguf_u64(uint64_t{1} << 31),
+                 {"metadata key 'llama.block_count' is 2147483648", "maximum 1024"});
+  expect_refused("llama.context_length", test_util::gguf_u64(uint64_t{1} << 31),
+                 {"metadata key 'llama.context_length' is 2147483648", "maximum 16777216"});
+  expect_refused("llama.feed_forward_length", test_util::gguf_u64(uint64_t{1} << 40),
+                 {"'llama.feed_forward_length'", "maximum 1048576"});
+  expect_refused("llama.attention.key_length", gguf_u32(1u << 20),
+                 {"'llama.attention.key_length' is 1048576", "maximum 1024"});
+  expect_refused("llama.attention.key_length", gguf_u32(15),
+                 {"'llama.attention.key_length' is 15", "even"});
+  expect_refused("llama.rope.freq_base", test_util::gguf_f64(1e30), {"'llama.rope.freq_base'"});
+  expect_refused("llama.attention.layer_norm_rms_epsilon", gguf_f32(2.0f),
+                 {"'llama.attention.layer_norm_rms_epsilon' is 2"});
+  expect_refused("llama.attention.sliding_window", test_util::gguf_u64(uint64_t{1} << 40),
+                 {"'llama.attention.sliding_window'"});
+  // The embedding's width must match embedding_length whatever its size.
+  const fs::path wide = dir.write(
+      "wide.gguf",
+      model_writer(with(base, "llama.embedding_length", test_util::gguf_u64(uint64_t{1} << 40)))
+          .bytes());
+  expect_status(load_gguf_model_config(wide).status(), StatusCode::kDataLoss,
+                {"token_embd.weight", "expected [vocab, 1099511627776]"});
+  // A sliding window is read (and refused at load unless the context fits it).
+  const fs::path swa =
+      dir.write("swa.gguf",
+                model_writer(with(base, "llama.attention.sliding_window", gguf_u32(512))).bytes());
+  Result<ModelConfig> c = load_gguf_model_config(swa);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->sliding_window, 512);
+}
+
 // ---- the weight source ----
 
 TEST(GgufWeightSourceTest, ReadsAndErrors) {
@@ -723,7 +765,7 @@ TEST(ModelSourceTest, FormatsAndErrors) {
   expect_status(open_model_source(text).status(), StatusCode::kInvalidArgument,
                 {"notes.txt", "not a GGUF file"});
   expect_status(open_model_source(dir.path() / "absent.gguf").status(), StatusCode::kNotFound,
-                {"absent.gguf", "no such model directory or GGUF file"});
+                {"no such file or directory: " + (dir.path() / "absent.gguf").string()});
   const fs::path truncated = dir.write("cut.gguf", minimal_llama().bytes().substr(0, 100));
   expect_status(open_model_source(truncated).status(), StatusCode::kDataLoss, {"cut.gguf"});
 }

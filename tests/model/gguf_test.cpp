@@ -17,6 +17,8 @@
 namespace sgl::model {
 namespace {
 
+namespace fs = std::filesystem;
+
 using test_util::expect_status;
 using test_util::gguf_array;
 using test_util::gguf_bool;
@@ -151,19 +153,25 @@ TEST(GgufTest, EveryMetadataType) {
   EXPECT_EQ(*m.get_array_size("arr.str"), 3u);
   const GgufArray* bools = m.find("arr.bool")->as_array();
   ASSERT_NE(bools, nullptr);
-  EXPECT_EQ(bools->element_type, GgufValueType::kBool);
-  EXPECT_EQ(bools->items[0].as_bool(), true);
-  EXPECT_EQ(bools->items[1].as_bool(), false);
+  EXPECT_EQ(bools->element_type(), GgufValueType::kBool);
+  EXPECT_EQ(bools->bool_at(0), true);
+  EXPECT_EQ(bools->bool_at(1), false);
+  EXPECT_EQ(bools->int_at(0), std::nullopt);  // a bool is not an integer
 
   const GgufArray* nested = m.find("arr.nested")->as_array();
   ASSERT_NE(nested, nullptr);
-  EXPECT_EQ(nested->element_type, GgufValueType::kArray);
-  ASSERT_EQ(nested->items.size(), 2u);
-  EXPECT_EQ(nested->items[0].as_array()->items[1].as_int(), 2);
-  EXPECT_EQ(nested->items[1].as_array()->element_type, GgufValueType::kInt32);
+  EXPECT_EQ(nested->element_type(), GgufValueType::kArray);
+  ASSERT_EQ(nested->size(), 2u);
+  EXPECT_EQ(nested->array_at(0).int_at(1), 2);
+  EXPECT_EQ(nested->array_at(1).element_type(), GgufValueType::kInt32);
+  EXPECT_TRUE(nested->array_at(1).empty());
   const GgufArray* nested_str = m.find("arr.nested.str")->as_array();
   ASSERT_NE(nested_str, nullptr);
-  EXPECT_EQ(*nested_str->items[1].as_array()->items[1].as_string(), "z");
+  EXPECT_EQ(nested_str->array_at(1).string_at(1), "z");
+  EXPECT_EQ(nested_str->array_at(0).string_at(0), "x");
+  EXPECT_EQ((*m.get_array("arr.u64"))->int_at(0), 8);
+  EXPECT_EQ((*m.get_array("arr.f32"))->float_at(1), -1.0);
+  EXPECT_EQ((*m.get_array("arr.str"))->string_at(1), "");
 
   // Fallback getters.
   EXPECT_EQ(*m.get_int_or("absent", 42), 42);
@@ -459,6 +467,114 @@ TEST(GgufErrorTest, HugeCountsAreRefusedBeforeAllocating) {
                 {"metadata key #0", "length"});
 }
 
+// Metadata arrays are stored packed: memory stays at about their bytes in the file (each item
+// used to become a ~40-byte variant, so a 600 MB array took 24 GB).
+TEST(GgufTest, LargeArraysArePacked) {
+  TempDir dir;
+  constexpr uint64_t kStrings = 2000000;
+  std::string strings = le_bytes<uint32_t>(8) + le_bytes<uint64_t>(kStrings);
+  uint64_t chars = 0;
+  for (uint64_t i = 0; i < kStrings; ++i) {
+    const std::string token = "t" + std::to_string(i % 100000);
+    strings += le_bytes<uint64_t>(token.size()) + token;
+    chars += token.size();
+  }
+  constexpr uint64_t kBytes = 8 << 20;
+  const std::string u8s =
+      le_bytes<uint32_t>(0) + le_bytes<uint64_t>(kBytes) + std::string(kBytes, '\x07');
+  GgufWriter w;
+  w.kv("tokenizer.ggml.tokens", {9, strings}).kv("blob", {9, u8s});
+  Result<GgufFile> f = open_bytes(dir, w.bytes());
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const GgufMetadata& m = f->metadata();
+  const GgufArray& tokens = **m.get_array("tokenizer.ggml.tokens");
+  ASSERT_EQ(tokens.size(), kStrings);
+  EXPECT_EQ(tokens.string_at(0), "t0");
+  EXPECT_EQ(tokens.string_at(1234567), "t34567");
+  EXPECT_EQ(tokens.string_at(kStrings - 1), "t99999");
+  // The characters plus one 8-byte offset each: exactly the array's bytes in the file.
+  EXPECT_EQ(tokens.memory_bytes(), chars + 8 * kStrings);
+  EXPECT_EQ(tokens.memory_bytes(), strings.size() - 12);
+  const GgufArray& blob = **m.get_array("blob");
+  EXPECT_EQ(blob.memory_bytes(), kBytes);
+  EXPECT_EQ(blob.int_at(kBytes - 1), 7);
+  // The whole metadata: the arrays plus bookkeeping for two keys.
+  EXPECT_LE(m.memory_bytes(), tokens.memory_bytes() + blob.memory_bytes() + 1024);
+  EXPECT_EQ((*m.get_string_array("tokenizer.ggml.tokens"))[99999], "t99999");
+}
+
+// The parsed header's memory is budgeted (GgufReadOptions::max_header_bytes, 512 MiB by
+// default) and a file that would exceed it is refused before the allocation.
+TEST(GgufErrorTest, HeaderMemoryIsBudgeted) {
+  TempDir dir;
+  const fs::path path = dir.write(
+      "big.gguf", GgufWriter()
+                      .kv("general.architecture", gguf_string("llama"))
+                      .kv("tokenizer.ggml.tokens",
+                          gguf_string_array(std::vector<std::string>(200, std::string(20, 'x'))))
+                      .bytes());
+  ASSERT_TRUE(GgufFile::open(path).ok());
+  expect_status(GgufFile::open(path, {.max_header_bytes = 4096}).status(),
+                StatusCode::kResourceExhausted,
+                {"big.gguf", "4096 bytes limit", "metadata key 'tokenizer.ggml.tokens'"});
+  GgufWriter scalars;
+  scalars.kv("blob",
+             {9, le_bytes<uint32_t>(0) + le_bytes<uint64_t>(5000) + std::string(5000, 'a')});
+  expect_status(
+      GgufFile::open(dir.write("blob.gguf", scalars.bytes()), {.max_header_bytes = 4096}).status(),
+      StatusCode::kResourceExhausted, {"'blob'", "limit"});
+  GgufWriter nested;
+  std::vector<GgufRawValue> empties(300, gguf_array(0, {}));
+  nested.kv("nested", gguf_array(9, empties));
+  expect_status(
+      GgufFile::open(dir.write("nested.gguf", nested.bytes()), {.max_header_bytes = 4096}).status(),
+      StatusCode::kResourceExhausted, {"'nested'", "limit"});
+  GgufWriter tensors;
+  for (int i = 0; i < 100; ++i) tensors.tensor("t" + std::to_string(i), {1}, kF32, f32_bytes({1}));
+  expect_status(
+      GgufFile::open(dir.write("tensors.gguf", tensors.bytes()), {.max_header_bytes = 4096})
+          .status(),
+      StatusCode::kResourceExhausted, {"tensor count", "limit"});
+}
+
+// Declared sizes are checked against the bytes left before anything is sized from them.
+TEST(GgufErrorTest, HugeDeclaredArraysFailFast) {
+  TempDir dir;
+  GgufWriter huge;
+  huge.kv("blob", {9, le_bytes<uint32_t>(0) + le_bytes<uint64_t>(uint64_t{1} << 40)});
+  expect_status(open_bytes(dir, huge.bytes()).status(), StatusCode::kDataLoss,
+                {"'blob'", "array of 1099511627776 uint8 items cannot fit"});
+  // More items than the file has bytes for, and a string longer than the file.
+  GgufWriter over;
+  over.kv("ids", {9, le_bytes<uint32_t>(5) + le_bytes<uint64_t>(1000) + std::string(64, '\0')});
+  expect_status(open_bytes(dir, over.bytes()).status(), StatusCode::kDataLoss,
+                {"'ids'", "array of 1000 int32 items cannot fit"});
+  GgufWriter long_item;
+  long_item.kv("toks", {9, le_bytes<uint32_t>(8) + le_bytes<uint64_t>(2) + gguf_str("ab") +
+                               le_bytes<uint64_t>(uint64_t{1} << 40) + "cd"});
+  expect_status(open_bytes(dir, long_item.bytes()).status(), StatusCode::kDataLoss,
+                {"truncated GGUF file", "'toks'[1] has length 1099511627776"});
+}
+
+TEST(GgufTest, FromBytesMatchesOpen) {
+  TempDir dir;
+  const std::string bytes = small_writer().bytes();
+  const std::vector<uint8_t> buffer(bytes.begin(), bytes.end());
+  Result<GgufFile> mem = GgufFile::from_bytes(buffer, "in-memory");
+  ASSERT_TRUE(mem.ok()) << mem.status().to_string();
+  Result<GgufFile> file = open_bytes(dir, bytes);
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(mem->path(), "in-memory");
+  EXPECT_EQ(mem->metadata().size(), file->metadata().size());
+  ASSERT_EQ(mem->tensors().size(), 2u);
+  const GgufTensorInfo* a = mem->find_tensor("t.a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->data, buffer.data() + mem->data_offset() + a->offset);
+  EXPECT_EQ(std::memcmp(a->data, file->find_tensor("t.a")->data, a->nbytes), 0);
+  expect_status(GgufFile::from_bytes(std::span(buffer).first(40), "cut").status(),
+                StatusCode::kDataLoss, {"truncated GGUF file cut"});
+}
+
 TEST(GgufErrorTest, BadMetadata) {
   TempDir dir;
   GgufWriter unknown;
@@ -485,8 +601,9 @@ TEST(GgufErrorTest, BadMetadata) {
 TEST(GgufErrorTest, MissingFileAndDirectory) {
   TempDir dir;
   expect_status(GgufFile::open(dir.path() / "absent.gguf").status(), StatusCode::kNotFound,
-                {"absent.gguf"});
-  EXPECT_FALSE(GgufFile::open(dir.path()).ok());
+                {"no such file or directory: " + (dir.path() / "absent.gguf").string()});
+  expect_status(GgufFile::open(dir.path()).status(), StatusCode::kInvalidArgument,
+                {"not a regular file: " + dir.path().string()});
 }
 
 TEST(GgufTest, IsGgufFile) {

@@ -273,15 +273,44 @@ TEST(ModelConfigTest, MistralSlidingWindow) {
   EXPECT_EQ(r->sliding_window, 0);
 }
 
-TEST(ModelConfigTest, QwenSlidingWindowIsUnimplemented) {
-  Json j = llama3_config();
+// Qwen's window applies as transformers applies it: only with use_sliding_window, and only on
+// the layers layer_types (or else max_window_layers) marks; the window itself is refused at load
+// unless the context fits it (model_load_safety_test).
+TEST(ModelConfigTest, QwenSlidingWindowFollowsTransformers) {
+  Json j = llama3_config();  // 32 layers
   j["architectures"] = {"Qwen2ForCausalLM"};
   j["model_type"] = "qwen2";
   j["sliding_window"] = 4096;
   j["use_sliding_window"] = false;
-  ASSERT_TRUE(parse(j).ok());
+  j["max_window_layers"] = 0;
+  EXPECT_EQ(parse(j)->sliding_window, 0);  // transformers ignores the window too
   j["use_sliding_window"] = true;
-  expect_error(parse(j), StatusCode::kUnimplemented, {"use_sliding_window"});
+  EXPECT_EQ(parse(j)->sliding_window, 4096);
+  j["max_window_layers"] = 32;  // no layer at or past it
+  EXPECT_EQ(parse(j)->sliding_window, 0);
+  j.erase("max_window_layers");  // transformers' default 28 < 32 layers
+  EXPECT_EQ(parse(j)->sliding_window, 4096);
+  j["layer_types"] = Json::array();
+  for (int i = 0; i < 32; ++i) j["layer_types"].push_back("full_attention");
+  EXPECT_EQ(parse(j)->sliding_window, 0);  // layer_types wins over max_window_layers
+  j["layer_types"][31] = "sliding_attention";
+  EXPECT_EQ(parse(j)->sliding_window, 4096);
+  j["layer_types"][0] = "chunked_attention";
+  expect_error(parse(j), StatusCode::kUnimplemented, {"layer_types", "chunked_attention"});
+  j["model_type"] = "qwen3";
+  j["architectures"] = {"Qwen3ForCausalLM"};
+  j.erase("layer_types");
+  j["use_sliding_window"] = false;
+  EXPECT_EQ(parse(j)->sliding_window, 0);
+}
+
+// transformers' Llama attention never reads sliding_window.
+TEST(ModelConfigTest, LlamaIgnoresSlidingWindow) {
+  Json j = llama3_config();
+  j["sliding_window"] = 4096;
+  Result<ModelConfig> r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->sliding_window, 0);
 }
 
 TEST(ModelConfigTest, QkvBiasKeyAndNullHeadDim) {
@@ -391,6 +420,63 @@ TEST(ModelConfigTest, HiddenNotDivisibleByHeadsWithoutHeadDim) {
   expect_error(parse(j), StatusCode::kInvalidArgument, {"hidden_size", "head_dim"});
   j["head_dim"] = 128;  // explicit head_dim makes it fine
   EXPECT_TRUE(parse(j).ok());
+}
+
+// Every hyper-parameter is bounded (config_bounds.h) at parse time, so nothing downstream sizes
+// a table from an absurd value. Each of these used to parse, and loading it then aborted on
+// std::bad_alloc or allocated gigabytes.
+TEST(ModelConfigTest, AbsurdHyperParametersAreRefused) {
+  struct Case {
+    const char* field;
+    Json value;
+    std::vector<std::string> message;
+  };
+  const std::vector<Case> cases = {
+      {"vocab_size", 1e9, {"'vocab_size' is 1000000000", "maximum 4194304"}},
+      {"vocab_size", int64_t{1} << 31, {"'vocab_size' is 2147483648", "maximum"}},
+      {"num_hidden_layers", int64_t{1} << 31, {"'num_hidden_layers' is 2147483648", "1024"}},
+      {"hidden_size", int64_t{1} << 40, {"'hidden_size' is 1099511627776", "65536"}},
+      {"max_position_embeddings", int64_t{1} << 31, {"'max_position_embeddings'", "16777216"}},
+      {"intermediate_size", int64_t{1} << 34, {"'intermediate_size'", "maximum 1048576"}},
+      {"num_attention_heads", 4096, {"'num_attention_heads' is 4096", "maximum 1024"}},
+      {"head_dim", int64_t{1} << 20, {"'head_dim' is 1048576", "maximum 1024"}},
+      {"head_dim", 127, {"'head_dim' is 127", "even"}},
+      {"rope_theta", 1e300, {"'rope_theta'", "1e+300"}},
+      {"rope_theta", 1e-300, {"'rope_theta' is 1e-300", "1 <= x <= 1e+12"}},
+      {"rms_norm_eps", 2.0, {"'rms_norm_eps' is 2", "0 < x < 1"}},
+      {"rms_norm_eps", 0.0, {"rms_norm_eps"}},
+      {"vocab_size", -5, {"'vocab_size'", "positive, got -5"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.field) + " = " + c.value.dump());
+    Json j = llama3_config();
+    j[c.field] = c.value;
+    std::vector<std::string> message = c.message;
+    message.push_back("test/config.json");
+    expect_error(parse(j), StatusCode::kInvalidArgument, message);
+  }
+  Json j = llama3_config();
+  j["rope_scaling"]["factor"] = 1e9;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"rope_scaling", "factor"});
+  j["rope_scaling"]["factor"] = 1e-9;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"rope_scaling", "factor is 1e-09"});
+  j = llama3_config();
+  j["rope_scaling"]["original_max_position_embeddings"] = int64_t{1} << 40;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"original_max_position_embeddings"});
+  j = llama3_config();
+  j["num_attention_heads"] = 0;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"num_attention_heads", "positive"});
+  // Values at the bounds still parse: the bounds are limits, not guesses.
+  j = llama3_config();
+  j["vocab_size"] = int64_t{1} << 22;
+  j["hidden_size"] = 65536;
+  j["num_attention_heads"] = 64;
+  j["num_key_value_heads"] = 64;
+  j["head_dim"] = 1024;
+  j["num_hidden_layers"] = 1024;
+  j["max_position_embeddings"] = int64_t{1} << 24;
+  j["intermediate_size"] = int64_t{1} << 20;
+  EXPECT_TRUE(parse(j).ok()) << parse(j).status().to_string();
 }
 
 TEST(ModelConfigTest, MalformedJson) {

@@ -1,7 +1,10 @@
 // Tests for the safetensors reader: the test models, synthetic and sharded files, loader errors.
 #include "model/safetensors.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -10,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "model/weight_source.h"
 #include "model_test_util.h"
 
 namespace sgl::model {
@@ -261,7 +265,8 @@ TEST(SafetensorsErrorTest, OffsetsOutOfRange) {
       open_status(dir,
                   safetensors_bytes(
                       R"({"w.beyond":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}})", kData)),
-      StatusCode::kDataLoss, {"bad.safetensors", "w.beyond", "data section"});
+      StatusCode::kDataLoss,
+      {"truncated safetensors file", "bad.safetensors", "'w.beyond'", "data section"});
   expect_status(
       open_status(dir,
                   safetensors_bytes(
@@ -277,6 +282,75 @@ TEST(SafetensorsErrorTest, OffsetsOutOfRange) {
                   safetensors_bytes(
                       R"({"w.three":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})", kData)),
       StatusCode::kDataLoss, {"bad.safetensors", "w.three", "data_offsets"});
+}
+
+// Two tensors sharing bytes are refused (each would read the other's values); touching and
+// empty ones are fine.
+TEST(SafetensorsErrorTest, OverlappingTensors) {
+  TempDir dir;
+  expect_status(
+      open_status(dir,
+                  safetensors_bytes(R"({"w.a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},
+          "w.b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+                                    kData)),
+      StatusCode::kDataLoss, {"bad.safetensors", "'w.a' [0, 16)", "'w.b' [8, 16)", "overlap"});
+  expect_status(
+      open_status(dir, safetensors_bytes(R"({"w.a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
+          "w.same":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                                         kData)),
+      StatusCode::kDataLoss, {"overlap"});
+  EXPECT_TRUE(open_status(dir, safetensors_bytes(
+                                   R"({"w.a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
+          "w.b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]},
+          "w.e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]}})",
+                                   kData))
+                  .ok());
+}
+
+// A file shorter than its header says: the message says truncated, with both sizes.
+TEST(SafetensorsErrorTest, TruncatedFileSaysSo) {
+  TempDir dir;
+  const std::string header = R"({"w":{"dtype":"F32","shape":[6],"data_offsets":[0,24]}})";
+  const std::string full = safetensors_bytes(header, kData);
+  const std::string path = (dir.path() / "bad.safetensors").string();
+  expect_status(open_status(dir, full.substr(0, 20)), StatusCode::kDataLoss,
+                {"truncated safetensors file " + path,
+                 "header says at least " + std::to_string(8 + header.size()), "file has 20"});
+  expect_status(open_status(dir, full.substr(0, full.size() - 5)), StatusCode::kDataLoss,
+                {"truncated safetensors file " + path,
+                 "header says " + std::to_string(full.size()) + " bytes",
+                 "file has " + std::to_string(full.size() - 5), "tensor 'w'"});
+}
+
+TEST(SafetensorsErrorTest, NotARegularFile) {
+  TempDir dir;
+  const auto fifo = dir.path() / "fifo.safetensors";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // Held open for writing, so that even a blocking open of it could not hang this test.
+  const int holder = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
+  expect_status(SafetensorsFile::open(fifo).status(), StatusCode::kInvalidArgument,
+                {"not a regular file: " + fifo.string()});
+  ::close(holder);
+  expect_status(SafetensorsFile::open("/dev/zero").status(), StatusCode::kInvalidArgument,
+                {"not a regular file: /dev/zero"});
+  expect_status(SafetensorsFile::open(dir.path()).status(), StatusCode::kInvalidArgument,
+                {"not a regular file: " + dir.path().string()});
+}
+
+TEST(SafetensorsTest, FromBytes) {
+  const std::vector<float> v = {1, 2, 3};
+  const std::string bytes = build_safetensors({{"w", "F32", {3}, raw_bytes(v)}});
+  const std::vector<uint8_t> buffer(bytes.begin(), bytes.end());
+  Result<SafetensorsFile> f = SafetensorsFile::from_bytes(buffer, "mem");
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const TensorInfo& w = f->tensors().at("w");
+  EXPECT_EQ(w.file, "mem");
+  std::vector<float> out(3);
+  ASSERT_TRUE(tensor_to_f32(w, out.data()).ok());
+  EXPECT_EQ(out, v);
+  expect_status(
+      SafetensorsFile::from_bytes(std::span(buffer).first(buffer.size() - 1), "mem").status(),
+      StatusCode::kDataLoss, {"truncated safetensors file mem"});
 }
 
 TEST(SafetensorsErrorTest, NbytesDoesNotMatchShape) {
@@ -319,7 +393,8 @@ TEST(SafetensorsErrorTest, BadMetadata) {
 TEST(SafetensorsErrorTest, MissingFile) {
   TempDir dir;
   expect_status(SafetensorsFile::open(dir.path() / "nope.safetensors").status(),
-                StatusCode::kNotFound, {"nope.safetensors"});
+                StatusCode::kNotFound,
+                {"no such file or directory: " + (dir.path() / "nope.safetensors").string()});
 }
 
 // Every truncation and many single-byte corruptions of a valid file: a Status, never a crash.

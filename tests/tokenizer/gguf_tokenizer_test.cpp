@@ -220,6 +220,39 @@ TEST(GgufTokenizerTest, UnknownModelIsUnimplemented) {
   EXPECT_NE(tok.status().message().find("t5"), std::string::npos);
 }
 
+// A hostile vocabulary is refused before the tokenizer builds tables from it: more tokens than
+// any model has, or (sentencepiece) tokens so long that deriving merges would take hours.
+TEST(GgufTokenizerTest, HostileVocabulariesAreRefused) {
+  constexpr uint64_t kTokens = (uint64_t{1} << 22) + 1;
+  const std::string one = tu::le_bytes<uint64_t>(1) + "a";  // the string "a"
+  std::string tokens = tu::le_bytes<uint32_t>(8) + tu::le_bytes<uint64_t>(kTokens);
+  tokens.reserve(tokens.size() + kTokens * one.size());
+  for (uint64_t i = 0; i < kTokens; ++i) tokens += one;
+  GgufWriter many;
+  many.kv("tokenizer.ggml.model", tu::gguf_string("gpt2"));
+  many.kv("tokenizer.ggml.tokens", {9, tokens});
+  auto path = write_temp(many.bytes(), "many");
+  auto tok = Tokenizer::from_dir(path);
+  std::filesystem::remove(path);
+  ASSERT_FALSE(tok.ok());
+  EXPECT_NE(tok.status().message().find("tokenizer.ggml.tokens has 4194305 entries"),
+            std::string::npos)
+      << tok.status().to_string();
+
+  GgufWriter long_token;
+  long_token.kv("tokenizer.ggml.model", tu::gguf_string("llama"));
+  long_token.kv("tokenizer.ggml.tokens",
+                tu::gguf_string_array({"<unk>", "a", std::string(40000, 'a')}));
+  long_token.kv("tokenizer.ggml.scores", tu::gguf_f32_array({0, -1, -2}));
+  path = write_temp(long_token.bytes(), "long");
+  tok = Tokenizer::from_dir(path);
+  std::filesystem::remove(path);
+  ASSERT_FALSE(tok.ok());
+  EXPECT_NE(tok.status().message().find("has 40000 bytes) exceeds the work limit"),
+            std::string::npos)
+      << tok.status().to_string();
+}
+
 // The real SmolLM2-135M-Instruct GGUF against goldens from HF (make_smollm2_tokenizer_golden.py).
 
 class SmolLM2GgufTest : public ::testing::Test {
