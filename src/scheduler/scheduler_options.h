@@ -25,7 +25,8 @@ struct SchedulerOptions {
   bool enable_mixed_chunk = true;
   // --mixed-chunk-size: the tokens of a batch that carries decodes, the decodes counted (every
   // running request waits for that batch's step), with at least a quarter of it for prefill;
-  // batches with nothing decoding still take chunked_prefill_size / max_prefill_tokens.
+  // batches with nothing decoding still take chunked_prefill_size / max_prefill_tokens. Why
+  // 1280: docs/perf-log/2026-11-25-startup-and-serving-tails.md.
   int64_t mixed_chunk_size = 1280;
   double schedule_conservativeness = 1.0;  // --schedule-conservativeness
   int64_t max_queued_requests = 0;         // waiting-queue bound; 0 = unbounded

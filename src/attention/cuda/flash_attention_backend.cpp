@@ -62,9 +62,8 @@ FlashAttentionBackend::FlashAttentionBackend(const AttentionConfig& config, KvPo
 
 cuda::DecodeShape FlashAttentionBackend::decode_shape(int batch_size) const {
   // Wide CTAs while one of them per (request, KV head) fits on the SMs at once, so a short
-  // context needs neither splits nor a merge (measured on H200, Llama-3-8B, batch 1 to 16 with
-  // 128- and 1024-token contexts: 0.03-0.16 ms faster per step than narrow CTAs); narrow ones
-  // once the batch fills the GPU by itself.
+  // context needs neither splits nor a merge (faster than narrow CTAs at batch 1 to 16:
+  // docs/perf-log/cuda-session-06.md); narrow ones once the batch fills the GPU by itself.
   const int kv_heads = static_cast<int>(config_.num_kv_heads);
   if (batch_size * kv_heads <= sm_count_) {
     return {cuda::DecodeWidth::kWide,

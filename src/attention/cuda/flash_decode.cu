@@ -180,10 +180,8 @@ __global__ void __launch_bounds__(Cfg::kThreads)
   //   on all SMs at once instead of filling each SM that a decode CTA leaves;
   // - after narrow CTAs, after the loop (below), late enough that the many merge CTAs do not
   //   take SMs that decode CTAs still wait for (pdl.cuh).
-  // Measured on H100, Llama-3-8B, ms per step: split wide early vs. after the loop, batch 1 / 8
-  // x 1k 5.74 / 6.33 -> 5.70 / 6.24; narrow early vs. after the loop, batch 24 x 128 6.58 vs.
-  // 6.48; unsplit wide at the end vs. after the loop, batch 16 x 128 / 1k 6.06-6.09 /
-  // 6.73-6.76 -> 5.96-5.99 / 6.58-6.63.
+  // Each measured faster than the other placements: docs/perf-log/cuda-session-07.md and
+  // cuda-session-09.md.
   if (Cfg::kWide && p.num_splits > 1) kernels::cuda::pdl_launch_dependents();
   // Q tile: the group's heads of this request's token as rows 0..group-1, zero rows to 16,
   // through registers (the cp.async groups are the KV tiles'); the loop's first barrier
@@ -347,17 +345,17 @@ struct MergeParams {
 // One CTA per (q head, request): out = sum_s 2^(lse_s - max) o_s / sum_s 2^(lse_s - max).
 // Requests with a single non-empty split were written by the decode kernel directly.
 // (Merging in the last split CTA to finish instead, with an atomic counter per (request, KV
-// head), measured slower at batch 1 on H200, twice: 4.71 vs. 4.43 ms per Llama-3-8B step with
-// narrow CTAs, 4.39 vs. 4.24 ms with wide ones, even at contexts of one split, where the merge
-// kernel has nothing to do. This kernel also keeps the GEMV after it from launching while the
+// head), measured slower at batch 1, twice, with narrow and with wide CTAs, even at contexts of
+// one split, where the merge kernel has nothing to do: docs/perf-log/cuda-session-03.md and
+// cuda-session-06.md. This kernel also keeps the GEMV after it from launching while the
 // decode CTAs still hold their SMs: launched early, the GEMV's one-wave grid finds those SMs
 // full and runs a second wave, or fills the SMs decode CTAs leave one by one. See pdl.cuh.)
 //
 // After few decode CTAs (wide ones of a short batch: early_launch_splits) it launches the next
 // kernel, the attention output projection, before its wait, so that projection's blocks take
 // the SMs decode leaves free and have their first weights in flight when decode ends (it then
-// runs three blocks per SM to fit there: gemv.cu). Measured on H100s, Llama-3-8B, batch 1 x
-// 128: 0.2-0.8% faster per step (gemv.cu).
+// runs three blocks per SM to fit there: gemv.cu). Batch 1 got faster:
+// docs/perf-log/cuda-session-09.md.
 __global__ void merge_splits_kernel(const __grid_constant__ MergeParams p) {
   const int head = blockIdx.x, b = blockIdx.y;
   // Before the wait: pdl.cuh.

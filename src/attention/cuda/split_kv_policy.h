@@ -25,9 +25,9 @@ inline int decode_num_splits(int batch_size, int kv_heads, int resident_ctas) {
 // launches the kernel after it (the attention output projection) before its wait
 // (flash_decode.cu): the batch then has at most sm_count / 8 non-empty CTAs (splits x KV
 // heads), few enough that the projection's grid fits on the SMs they leave free and still
-// spreads over most of the GPU. 0 (never) when even one split per request is more. (Measured
-// on H100, Llama-3-8B: a batch of 1 x 1k has 40 CTAs, and the projection launched early beside
-// them, on the 92 SMs they leave, made the step 0.09 ms slower; 1 x 128 has 8.)
+// spreads over most of the GPU. 0 (never) when even one split per request is more. (Beside the
+// 40 CTAs of a Llama-3-8B batch of 1 x 1k the early projection covered too few SMs and the step
+// got slower; 1 x 128 has 8: docs/perf-log/cuda-session-09.md.)
 inline int decode_early_launch_splits(int sm_count, int batch_size, int kv_heads) {
   const int max_ctas = sm_count / 8;
   return batch_size * kv_heads <= max_ctas ? max_ctas / kv_heads : 0;

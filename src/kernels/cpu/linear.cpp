@@ -8,7 +8,7 @@ namespace sgl::kernels::cpu {
 namespace {
 
 // Below this many rows sgemm's packing of w (a full extra pass over the weights) costs more
-// than it saves; measured in docs/benchmarks.md.
+// than it saves; measured in docs/perf-log/cpu-foundation.md.
 constexpr int64_t kMaxStreamingRows = 4;
 
 void linear_streaming(const float* x, int64_t ldx, const float* w, const float* bias, float* y,

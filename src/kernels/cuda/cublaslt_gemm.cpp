@@ -112,8 +112,9 @@ const CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key, const void* bia
   cublasLtMatmulHeuristicResult_t result{};
   int count = 0;
   // NOTE: "no algorithm" comes back as CUBLAS_STATUS_NOT_SUPPORTED, not as an error to abort on.
-  // (Timing the heuristic's top 8 on the call's operands for decode-sized shapes was tried:
-  // startup 2.4 -> 5.8 s on H200 and no faster steps, so its first choice is taken.)
+  // (Timing the heuristic's top 8 on the call's operands for decode-sized shapes was tried: a
+  // much slower startup and no faster steps, docs/perf-log/cuda-session-03.md; so its first
+  // choice is taken.)
   const cublasStatus_t status =
       cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), plan->desc, plan->w,
                                      plan->x, plan->y, plan->y, pref, 1, &result, &count);

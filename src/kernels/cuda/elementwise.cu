@@ -17,8 +17,8 @@ namespace {
 
 // One block per output row, copied in words of Word (16 bytes when rows and bases allow). The
 // byte-wise form before moved one byte per load with every load behind the previous store
-// (char pointers may alias): a batch-1 embedding row (8 KB of Llama-3-8B) took 16.7 us on H100
-// under ncu (inside the decode graph it overlapped other work: the step did not change).
+// (char pointers may alias): slow alone, though inside the decode graph it overlapped other
+// work and the step did not change (docs/perf-log/cuda-session-10.md).
 template <typename Word>
 __global__ void gather_rows_kernel(const Word* __restrict__ src, Word* __restrict__ dst,
                                    const int32_t* row_of, int64_t row_words, int64_t num_src_rows,
@@ -64,8 +64,8 @@ __global__ void silu_and_mul_kernel(const T* gate_up, T* out, int64_t rows, int6
 }
 
 // bf16 rows with inter % 8 == 0: 8 outputs per thread from 16-byte loads of gate and up and one
-// 16-byte store; blockIdx.y strides over rows. (The scalar kernel above moved 2 bytes per load:
-// at 256 tokens of Llama-3-8B it took 15.8 us a layer, about half the copy bandwidth.)
+// 16-byte store; blockIdx.y strides over rows. (The scalar kernel above moved 2 bytes per load
+// and reached about half the copy bandwidth: docs/perf-log/cuda-session-04.md.)
 __global__ void silu_and_mul_vec_kernel(const __nv_bfloat16* gate_up, __nv_bfloat16* out,
                                         int64_t rows, int64_t inter) {
   pdl_wait();

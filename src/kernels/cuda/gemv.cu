@@ -9,9 +9,8 @@
 // on the way in, 16-byte loads that stream the weight once. Each warp keeps kUnroll steps of
 // loads in flight. The warps' partial sums meet in shared memory at the end.
 //
-// (Measured on H200, decode GEMMs of Llama-3-8B at 1 token: this register-staged form streams
-// faster than a per-thread cp.async ring in shared memory, 87% vs. 79% of copy bandwidth;
-// docs/benchmarks.md has the variants tried.)
+// (This register-staged form streams faster than a per-thread cp.async ring in shared memory
+// or bulk copies: docs/perf-log/cuda-session-03.md and cuda-session-04.md have the variants.)
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -55,8 +54,8 @@ struct GemvParams {
 
 // 16 weight bytes, streamed past L1 (each is read once, while x stays cached), asking L2 for
 // the whole 128-byte line: a lane's two 64-byte halves of a line are separate loads, and
-// without the hint the fused gate/up kernel fetched lines twice (measured on H200: 88% -> 93%
-// of copy bandwidth for gate/up + SiLU, 85.6% -> 88.3% for all decode GEMMs; L2::256B: worse).
+// without the hint the fused gate/up kernel fetched lines twice (L2::256B was worse:
+// docs/perf-log/cuda-session-03.md).
 __device__ __forceinline__ uint4 load_weight(const __nv_bfloat16* p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -130,12 +129,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   // The first steps' weights go out before the wait, into registers: a block placed during the
   // tail of the kernel before (the last wave of the GEMV before, a norm, flash decode) has its
   // first weight bytes in flight when that kernel ends. And the next kernel launches as soon as
-  // every block of this one runs, so its launch latency hides behind this one's work. Measured
-  // on H100, Llama-3-8B, with decode's early launch (flash_decode.cu), ms per step: batch
-  // 1 x 128 5.69 -> 5.61, 8 x 128 5.86 -> 5.82, 1 x 1k 5.78 -> 5.69, 8 x 1k 6.33 -> 6.17.
-  // Asking L2 for the lines instead (prefetch.global.L2, bulk prefetches) made steps slower
-  // (docs/benchmarks.md). The loads sit under a branch: ptxas hoists the wait above an
-  // unconditional block of them, and with the wait first nothing was gained.
+  // every block of this one runs, so its launch latency hides behind this one's work
+  // (docs/perf-log/cuda-session-07.md). Asking L2 for the lines instead (prefetch.global.L2,
+  // bulk prefetches) made steps slower (cuda-session-04.md, cuda-session-07.md). The loads sit
+  // under a branch: ptxas hoists the wait above an unconditional block of them, and with the
+  // wait first nothing was gained.
   if (warp < steps) load_weights(warp);
   pdl_wait();
   pdl_launch_dependents();
@@ -221,17 +219,15 @@ bool three_blocks_per_sm(int64_t blocks, int64_t k, int sms) {
 // Loads in flight per thread stay at 16 x 16 bytes whatever the tiles (registers: two blocks
 // of 8 warps per SM), except where three blocks per SM, with half the loads in flight
 // (kUnroll 2), pay:
-// - a grid of one to 1.5 waves at two blocks per SM runs as one wave at three. Measured on
-//   H200, Llama-3-8B's qkv at 1 token (384 blocks, 132 SMs): 79.7% -> 84.1% of copy; batch-1
-//   step 0.03-0.06 ms faster.
+// - a grid of one to 1.5 waves at two blocks per SM runs as one wave at three (Llama-3-8B's
+//   qkv at 1 token, 384 blocks on 132 SMs, got faster: docs/perf-log/cuda-session-06.md).
 // - a grid of short blocks (k <= kShortBlockK) between one and two waves at two per SM, such
 //   as the attention output projection, then fits on the SMs flash decode's CTAs leave free,
 //   so all of its blocks are placed while decode runs and have their first weights in flight
 //   when it ends (the merge kernel launches it early after a few decode CTAs:
-//   flash_decode.cu). Measured on H100s, Llama-3-8B, batch 1 x 128, with that early launch:
-//   0.2-0.8% faster per step (5.622 -> 5.565 ms at best); three per SM without the early
-//   launch, or the early launch with two per SM: no gain; three per SM for the down
-//   projection too (k = 14336): 0.02 ms slower.
+//   flash_decode.cu). Batch 1 got faster; three per SM without the early launch, or the early
+//   launch with two per SM, gained nothing, and three per SM for the down projection
+//   (k = 14336) was slower: docs/perf-log/cuda-session-09.md.
 template <int kRowTiles, Epilogue kEpilogue, typename OutT>
 void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   const int sms = StreamGemms::of(stream).sm_count;

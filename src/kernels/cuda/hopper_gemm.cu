@@ -38,7 +38,7 @@ constexpr int kThreads = 3 * 128;          // producer + 2 consumer warpgroups
 constexpr int kOutStride = kTileRows + 4;  // floats per token row of the output tile
 
 // One CTA per SM. (Two per SM for token tiles up to 64, each with half the ring, measured
-// slower on H200: 73.6% vs. 77.4% of copy bandwidth over the decode GEMMs at 64 tokens.)
+// slower: docs/perf-log/cuda-session-05.md.)
 constexpr int kPipelineBudget = 200 * 1024;
 
 template <int kTokens>

@@ -30,11 +30,10 @@ void linear_gemm_ex(const Tensor& x, const Tensor& w, const Tensor& bias, const 
 }
 
 // Decode-sized token counts: our weight-streaming kernel (gemv.h) up to 16 tokens, whatever the
-// weight's size; our Hopper GEMM (hopper_gemm.h) up to 256 when the stream asks for it
-// (set_linear_backend: measured on H200 it ties cuBLASLt at 64 tokens and trails it at 256).
-// The LM head (1 GB for Llama-3-8B) went to cuBLASLt until measured on H100: 0.343 ms (101.5% of
-// copy bandwidth) against 0.372 ms at one token (`sgl-bench gemm`); batch 1 x 128 decode step
-// 5.60 -> 5.55 ms.
+// weight's size (it streams the 1 GB LM head of Llama-3-8B faster than cuBLASLt:
+// docs/perf-log/cuda-session-10.md); our Hopper GEMM (hopper_gemm.h) up to 256 when the stream
+// asks for it (set_linear_backend: it ties cuBLASLt at 64 tokens and trails it at 256,
+// docs/perf-log/cuda-session-05.md).
 //
 // The stream's Hopper GEMM when it should take x (17..256 tokens, --linear-backend hopper).
 HopperGemm* hopper_for(const Tensor& x, backend::Stream stream) {

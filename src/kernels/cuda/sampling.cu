@@ -93,7 +93,7 @@ __device__ int32_t sample_row(RowSelector& row, const float* logits, int32_t voc
 
 // The best (value, id) of row[begin, end) for this thread (the block's threads share the slice).
 // A 16-byte aligned row is read in float4s, so a slice of a cluster row (16k logits of Llama-3)
-// is one round of loads per thread instead of four (batch 1, ncu on H200: 8.9 -> 7.8 us).
+// is one round of loads per thread instead of four (docs/perf-log/cuda-session-10.md).
 __device__ ValueIndex slice_best_of_thread(const float* row, int32_t begin, int32_t end) {
   ValueIndex best = lowest_value_index();
   const auto take = [&](float x, int32_t id) {
@@ -209,8 +209,9 @@ void sample_tokens(const Tensor& logits, const SamplingRows& rows, const Sampled
   args.next_ids = out.next_token_ids.data<int32_t>();
   args.next_logprobs =
       out.next_token_logprobs.defined() ? out.next_token_logprobs.data<float>() : nullptr;
-  // One CTA per row once the rows fill the GPU; up to 8 per row below that. (Llama-3's 128k
-  // logits took one CTA ~30 us to scan, a latency-bound pass over L2.)
+  // One CTA per row once the rows fill the GPU; up to 8 per row below that. (One CTA's scan of
+  // Llama-3's 128k logits is a latency-bound pass over L2: docs/perf-log/cuda-session-06.md and
+  // cuda-session-07.md.)
   const auto row_count = static_cast<int>(logits.size(0));
   const int sms = StreamGemms::of(stream).sm_count;
   int parts = 1;

@@ -13,17 +13,17 @@
 // The second rule makes a kernel's start imply that every kernel two or more back on the stream
 // has completed, so data only those wrote (batch metadata, older KV, weights and tables) may be
 // read before the wait: flash decode starts its KV tiles there.
-// (Calling it before the wait measured badly on H100, Llama-3-8B: in the fused add + RMSNorm,
-// so the linear layer after it launched during the GEMV before, batch 1 and 8 were 0.03-0.06
-// ms per step faster but batch 16 1 ms slower; in the merge kernel, 1.1 ms slower at batch 1
-// while the GEMV after it ran two blocks per SM. The exception: the merge kernel after a few
+// (Calling it before the wait measured badly: in the fused add + RMSNorm, so the linear layer
+// after it launched during the GEMV before, batches 1 and 8 gained a little and batch 16 lost
+// far more; in the merge kernel, while the GEMV after it ran two blocks per SM, every batch was
+// slower: docs/perf-log/cuda-session-07.md. The exception: the merge kernel after a few
 // flash decode CTAs calls it before its wait, which pays (flash_decode.cu); the GEMV it
 // launches reads only weights before its own wait, which the missing guarantee cannot touch.)
 // Launching early has a cost where the next kernel's CTAs take SMs that this grid's unplaced
 // CTAs or a heavy predecessor still need: a grid sized to one wave (the GEMV) that launches
-// while flash decode's CTAs hold SMs finds those SMs full and runs a second wave. Measured on
-// H200 (Llama-3-8B, batch 1): dropping the merge kernel between flash decode and the o
-// projection cost 0.15 ms per step.
+// while flash decode's CTAs hold SMs finds those SMs full and runs a second wave: dropping the
+// merge kernel between flash decode and the o projection made batch 1 slower
+// (docs/perf-log/cuda-session-06.md).
 // Works inside CUDA graph capture (programmatic edges). Both are no-ops before sm_90.
 // The launch helpers below (launch_pdl, launch_pdl_clusters; launch_clusters without PDL) all
 // go through one cudaLaunchKernelEx wrapper.
