@@ -1,10 +1,15 @@
-// Unit tests of the HTTP server's request framing rules (a table of header combinations).
+// Unit tests of the HTTP server's request framing rules (a table of header combinations) and of
+// RequestReader, which applies them with the buffering bounds to bytes as they come.
 #include "server/http_framing.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "server/http_request_reader.h"
 
 namespace sgl::server {
 namespace {
@@ -253,6 +258,143 @@ TEST(HttpFraming, BodyTimeAllowanceGrowsWithSize) {
   EXPECT_EQ(body_time_allowance(t, kMinBodyBytesPerSecond), t + milliseconds(1000));
   EXPECT_EQ(body_time_allowance(t, uint64_t{32} << 20), t + milliseconds(128'000));
   EXPECT_GT(body_time_allowance(t, UINT64_MAX), milliseconds(0));  // no overflow
+}
+
+// RequestReader over byte strings.
+
+using detail::RequestReader;
+using Event = RequestReader::Event;
+
+struct Outcome {
+  std::vector<Event> events;
+  size_t consumed = 0;
+  std::string body;
+  int status = 0;
+  std::string message;
+};
+
+// Feeds `data` in pieces of `step` bytes (as reads would bring them) until the request is done,
+// fails, or the bytes run out.
+Outcome read_one(RequestReader& reader, const std::string& data, size_t step = SIZE_MAX) {
+  Outcome out;
+  size_t given = std::min(step, data.size());
+  for (;;) {
+    size_t used = 0;
+    const Event e =
+        reader.parse(std::string_view(data).substr(out.consumed, given - out.consumed), used);
+    out.consumed += used;
+    if (e != Event::kNeedMore) out.events.push_back(e);
+    if (e == Event::kDone) {
+      out.body = reader.release().body();
+      return out;
+    }
+    if (e == Event::kError) {
+      out.status = reader.error().status;
+      out.message = reader.error().message;
+      return out;
+    }
+    if (e == Event::kNeedMore) {
+      if (given == data.size()) return out;
+      given = std::min(data.size(), given + step);
+    }
+  }
+}
+
+RequestReader::Limits limits() { return {8192, 1 << 20}; }
+
+TEST(RequestReader, ReadsPipelinedRequestsOneAtATime) {
+  const std::string first = "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
+  const std::string second = "GET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+  RequestReader reader(limits());
+  Outcome a = read_one(reader, first + second);
+  EXPECT_EQ(a.events, (std::vector<Event>{Event::kHeader, Event::kDone}));
+  EXPECT_EQ(a.consumed, first.size());
+  EXPECT_EQ(a.body, "abc");
+  reader.start();
+  Outcome b = read_one(reader, second);
+  EXPECT_EQ(b.events, (std::vector<Event>{Event::kHeader, Event::kDone}));
+  EXPECT_EQ(b.consumed, second.size());
+}
+
+TEST(RequestReader, ChunkedBodyByteByByte) {
+  const std::string data =
+      "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "3;name=value\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+  for (size_t step : {size_t{1}, size_t{7}, data.size()}) {
+    RequestReader reader(limits());
+    Outcome o = read_one(reader, data, step);
+    EXPECT_EQ(o.events, (std::vector<Event>{Event::kHeader, Event::kDone})) << step;
+    EXPECT_EQ(o.body, "abcde");
+    EXPECT_EQ(o.consumed, data.size());
+  }
+}
+
+const std::string kChunkedHead = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+TEST(RequestReader, RefusesTrailers) {
+  RequestReader reader(limits());
+  Outcome o = read_one(reader, kChunkedHead + "1\r\na\r\n0\r\nX-Trailer: 1\r\n\r\n");
+  EXPECT_EQ(o.status, 400);
+  EXPECT_EQ(o.message, "trailer fields are not supported");
+}
+
+TEST(RequestReader, HugeTrailerIsRefusedWithoutThrowing) {
+  // A trailer field of 64 KiB or more made the parser throw std::length_error.
+  for (size_t step : {size_t{65536}, SIZE_MAX}) {
+    RequestReader reader(limits());
+    Outcome o = read_one(
+        reader, kChunkedHead + "1\r\na\r\n0\r\nX-T: " + std::string(70'000, 'a') + "\r\n\r\n",
+        step);
+    EXPECT_EQ(o.status, 400) << step;
+    EXPECT_NE(o.message.find("longer than 4096 bytes"), std::string::npos) << o.message;
+  }
+}
+
+TEST(RequestReader, LongChunkLineIsRefusedAfterLookingAtTheBound) {
+  RequestReader reader(limits());
+  const std::string data = kChunkedHead + "1;" + std::string(1 << 20, 'a') + "\r\na\r\n0\r\n\r\n";
+  Outcome o = read_one(reader, data);
+  EXPECT_EQ(o.status, 400);
+  EXPECT_NE(o.message.find("chunk-size line"), std::string::npos) << o.message;
+  EXPECT_EQ(o.consumed, kChunkedHead.size());  // nothing of the line was taken
+}
+
+TEST(RequestReader, ChunkExtensionsAreBoundedInAll) {
+  std::string body;
+  for (int i = 0; i < 100; ++i) body += "1;ext=" + std::string(60, 'e') + "\r\na\r\n";
+  RequestReader reader(limits());
+  Outcome o = read_one(reader, kChunkedHead + body + "0\r\n\r\n");
+  EXPECT_EQ(o.status, 400);
+  EXPECT_NE(o.message.find("chunk extensions"), std::string::npos) << o.message;
+}
+
+TEST(RequestReader, SmugglingIsRefusedAtTheHeader) {
+  const std::string smuggled = "GET /admin HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const char* te : {"identity", "gzip", "chunked, identity"}) {
+    RequestReader reader(limits());
+    Outcome o = read_one(reader, std::string("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ") +
+                                     te + "\r\nContent-Length: " + std::to_string(smuggled.size()) +
+                                     "\r\n\r\n" + smuggled);
+    EXPECT_EQ(o.events, std::vector<Event>{Event::kError}) << te;
+    EXPECT_EQ(o.status, 400) << te;
+  }
+}
+
+TEST(RequestReader, LimitsAnswerTheirStatus) {
+  RequestReader reader(limits());
+  EXPECT_EQ(
+      read_one(reader, "GET / HTTP/1.1\r\nHost: x\r\nX: " + std::string(9000, 'a') + "\r\n\r\n")
+          .status,
+      431);
+  reader.start();
+  Outcome declared =
+      read_one(reader, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n");
+  EXPECT_EQ(declared.status, 413);
+  EXPECT_NE(declared.message.find("2000000 bytes"), std::string::npos) << declared.message;
+  reader.start();
+  EXPECT_EQ(read_one(reader, kChunkedHead + "100001\r\n").status, 413);
+  reader.start();
+  EXPECT_EQ(read_one(reader, "GARBAGE\r\n\r\n").status, 400);
 }
 
 }  // namespace
