@@ -344,7 +344,11 @@ void HttpSession::finish_deferred() {
 }
 
 void HttpSession::watch() {
-  if (closed_ || watching_ || buffer_.size() >= kMaxPipelinedBytes) return;
+  if (closed_ || watching_) return;
+  if (buffer_.size() >= kMaxPipelinedBytes) {
+    paused_self_ = shared_from_this();  // back-pressure: the client waits until we read again
+    return;
+  }
   watching_ = true;
   stream_.expires_never();
   stream_.async_read_some(buffer_.prepare(4096),
@@ -367,6 +371,8 @@ void HttpSession::on_watch(beast::error_code ec, size_t bytes) {
 
 // Reads the next request once the watch read (if any) has been cancelled.
 void HttpSession::next_request() {
+  // NOTE: the caller's handler holds this session, so dropping the self-hold here is safe.
+  paused_self_.reset();
   if (watching_) {
     next_after_watch_ = true;
     beast::error_code ec;
@@ -377,6 +383,7 @@ void HttpSession::next_request() {
 }
 
 void HttpSession::close() {
+  paused_self_.reset();  // the caller's handler holds this session
   if (closed_) return;
   closed_ = true;
   if (deferred_) {

@@ -1,9 +1,11 @@
 # Hostile HTTP/1.1 framing over raw sockets: request smuggling (Transfer-Encoding / Content-Length
-# / Host combinations), chunk extensions and trailers, and trickling bodies. Each case asserts the exact outcome (the status and message, and whether the
+# / Host combinations), chunk extensions and trailers, large pipelined bursts and trickling
+# bodies. Each case asserts the exact outcome (the status and message, and whether the
 # connection closes), then that the server is still up and answers a normal request.
 import json
 import select
 import socket
+import threading
 import time
 
 import pytest
@@ -196,6 +198,53 @@ def test_small_chunk_extensions_are_accepted(server):
     responses = exchange(server, CHUNKED_HEAD.replace(b"Host: x", b"Host: x\r\nConnection: close")
                          + body + b"0;last\r\n\r\n")
     assert [r[0] for r in responses] == [200]
+
+
+def generate_request(rid, max_new_tokens, pad, ignore_eos=False):
+    body = json.dumps({"text": "Once upon a time", "rid": rid, "pad": "x" * pad,
+                       "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0,
+                                           "ignore_eos": ignore_eos}}).encode()
+    return (b"POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+@pytest.mark.parametrize("count,pad", [(200, 0), (160, 20_000)], ids=["200 small", "1.6 MB"])
+def test_pipelined_burst_answered_in_order(server, count, pad):
+    # The first reply (200 tokens, ~50 ms) is pending while the rest of the burst arrives: past
+    # kMaxPipelinedBytes (1 MiB) in the second case, where the server stops reading. It used to
+    # drop the connection there (a reset: no answer at all); now the client waits, then is
+    # answered in order.
+    expected, chunks = [], []
+    for i in range(count):
+        if i % 2:
+            chunks.append(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            expected.append(None)
+        else:
+            rid = f"burst-{pad}-{i}"
+            chunks.append(generate_request(rid, 200 if i == 0 else 2, pad, ignore_eos=i == 0))
+            expected.append(rid)
+    data = b"".join(chunks)
+    with socket.create_connection((server.host, server.port), timeout=30) as s:
+        writer = threading.Thread(target=s.sendall, args=(data,))
+        writer.start()
+        received, responses = b"", []
+        deadline = time.monotonic() + 60
+        while len(responses) < count:
+            assert time.monotonic() < deadline, f"{len(responses)} of {count} answered"
+            chunk = s.recv(65536)
+            assert chunk, f"connection closed after {len(responses)} of {count} answers"
+            received += chunk
+            more, received = parse_responses(received)
+            responses += more
+        writer.join(30)
+    assert len(responses) == count
+    for rid, (status, _, body) in zip(expected, responses):
+        assert status == 200, body
+        if rid is None:
+            assert body == b""
+        else:
+            assert json.loads(body)["meta_info"]["id"] == rid
+    assert_serves_normally(server)
 
 
 def test_trickling_body_is_dropped_by_its_deadline(server):
