@@ -51,9 +51,28 @@ struct HttpServer::Impl {
                               });
                               return;
                             }
-                            std::make_shared<detail::HttpSession>(std::move(socket), hub)->run();
+                            try {
+                              std::make_shared<detail::HttpSession>(std::move(socket), hub)->run();
+                            } catch (const std::exception& e) {
+                              SGL_LOG_ERROR << "cannot start an HTTP connection: " << e.what();
+                            }
                             accept();
                           });
+  }
+
+  // An io thread. Sessions catch their own exceptions; one that still escapes a handler (from
+  // the libraries under them) ends that handler, and with it its connection, never the process.
+  void run_io() {
+    for (;;) {
+      try {
+        ioc.run();
+        return;
+      } catch (const std::exception& e) {
+        SGL_LOG_ERROR << "HTTP io thread: a handler threw (" << e.what() << "); continuing";
+      } catch (...) {
+        SGL_LOG_ERROR << "HTTP io thread: a handler threw; continuing";
+      }
+    }
   }
 
   Status listen(const HttpServerOptions& options) {
@@ -93,7 +112,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& o
   SGL_RETURN_IF_ERROR(impl->listen(options));
   net::post(impl->accept_strand, [p = impl.get()] { p->accept(); });
   for (int i = 0; i < options.num_threads; ++i) {
-    impl->threads.emplace_back([p = impl.get()] { p->ioc.run(); });
+    impl->threads.emplace_back([p = impl.get()] { p->run_io(); });
   }
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }

@@ -19,8 +19,9 @@ struct HttpServerOptions {
   int listen_backlog = 4096;
   size_t max_body_bytes = size_t{32} << 20;    // larger bodies get 413
   size_t max_header_bytes = size_t{64} << 10;  // larger headers get 431
-  // Time to read one request's header (including a keep-alive connection's idle wait), then
-  // again its body; a slower client is disconnected.
+  // Time to read one request's header (including a keep-alive connection's idle wait); then
+  // each read of its body must bring bytes within it, and the whole body arrive within it plus
+  // its size at kMinBodyBytesPerSecond (http_framing.h). A slower client is disconnected.
   std::chrono::milliseconds read_timeout{30'000};
   // Time one write may take (a client that stops reading is disconnected).
   std::chrono::milliseconds write_timeout{60'000};

@@ -1,6 +1,7 @@
 // HttpSession: the per-connection state machine of the HTTP server.
 #include "server/http_session.h"
 
+#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -9,6 +10,7 @@
 
 #include "core/logging.h"
 #include "server/errors.h"
+#include "server/http_framing.h"
 
 namespace sgl::server::detail {
 namespace net = boost::asio;
@@ -24,13 +26,8 @@ constexpr size_t kMaxPipelinedBytes = size_t{1} << 20;
 // kLingerIdle), up to kMaxLingerBytes.
 constexpr auto kLingerIdle = std::chrono::seconds(2);
 constexpr size_t kMaxLingerBytes = size_t{256} << 20;
-// A body may take this many read timeouts in all (see read_body()).
-constexpr int kBodyTimeFactor = 10;
-
-// Parse errors (answered 400) as opposed to the connection ending or timing out (closed).
-bool is_protocol_error(const beast::error_code& ec) {
-  return ec && ec.category() == http::make_error_code(http::error::bad_method).category();
-}
+// Bytes asked of the socket per read while a request is read.
+constexpr size_t kReadBytes = size_t{64} << 10;
 
 std::string chunk(const std::string& data) {
   char size[32];
@@ -44,15 +41,43 @@ std::string chunk(const std::string& data) {
 // NOTE: Boost 1.74's Beast uses boost::string_view, not std::string_view.
 std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
 
+std::string_view view(const beast::flat_buffer& b) {
+  return {static_cast<const char*>(b.data().data()), b.size()};
+}
+
 }  // namespace
 
 HttpSession::HttpSession(net::ip::tcp::socket&& socket, SessionHub& hub)
-    : stream_(std::move(socket)), hub_(hub) {}
+    : stream_(std::move(socket)),
+      hub_(hub),
+      reader_({hub.options.max_header_bytes, hub.options.max_body_bytes}) {}
 
 HttpSession::~HttpSession() {
   if (deferred_) deferred_->cancel();
   std::lock_guard lock(hub_.mutex);
   hub_.sessions.erase(this);
+}
+
+template <class Step>
+void HttpSession::guarded(Step&& step) noexcept {
+  try {
+    step();
+  } catch (const std::exception& e) {
+    fail(e.what());
+  } catch (...) {
+    fail("unknown exception");
+  }
+}
+
+void HttpSession::fail(const char* what) noexcept {
+  try {
+    SGL_LOG_ERROR << "HTTP connection closed after an internal error: " << what;
+  } catch (...) {  // NOTE: logging failed too (out of memory?): close all the same
+  }
+  try {
+    close();
+  } catch (...) {  // NOTE: nothing more can be done for this connection
+  }
 }
 
 void HttpSession::run() {
@@ -62,81 +87,101 @@ void HttpSession::run() {
   }
   beast::error_code ec;
   stream_.socket().set_option(net::ip::tcp::no_delay(true), ec);
-  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+  net::dispatch(stream_.get_executor(),
+                [self = shared_from_this()] { self->guarded([&] { self->read_request(); }); });
 }
 
 void HttpSession::force_close() {
-  net::post(stream_.get_executor(), [self = shared_from_this()] { self->close(); });
+  net::post(stream_.get_executor(),
+            [self = shared_from_this()] { self->guarded([&] { self->close(); }); });
 }
 
-void HttpSession::read_header() {
+void HttpSession::read_request() {
   if (closed_) return;
-  parser_.emplace();
-  parser_->header_limit(static_cast<uint32_t>(hub_.options.max_header_bytes));
-  parser_->body_limit(hub_.options.max_body_bytes);
-  stream_.expires_after(hub_.options.read_timeout);
-  http::async_read_header(
-      stream_, buffer_, *parser_,
-      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+  reader_.start();
+  in_body_ = false;
+  stream_.expires_after(hub_.options.read_timeout);  // for the whole header
+  parse_buffered();
 }
 
-void HttpSession::on_header(beast::error_code ec) {
-  if (ec == http::error::header_limit) return reject(431, "request header fields too large");
-  if (ec == http::error::body_limit) return reject(413, "request body too large");
-  if (ec == http::error::end_of_stream || ec == http::error::partial_message) return close();
-  if (is_protocol_error(ec)) return reject(400, "malformed HTTP request: " + ec.message());
-  if (ec) return close();  // timeout, reset
-  const auto& req = parser_->get();
-  version_ = req.version();
-  if (hub_.draining.load()) return reject(503, "the server is shutting down");
-  const auto length = parser_->content_length();
-  if (length && *length > hub_.options.max_body_bytes) {
-    return reject(413, "request body too large: " + std::to_string(*length) + " bytes (limit " +
-                           std::to_string(hub_.options.max_body_bytes) + ")");
+void HttpSession::parse_buffered() {
+  for (;;) {
+    size_t used = 0;
+    const RequestReader::Event event = reader_.parse(view(buffer_), used);
+    buffer_.consume(used);
+    switch (event) {
+      case RequestReader::Event::kNeedMore:
+        return read_more();
+      case RequestReader::Event::kError:
+        return reject(reader_.error().status, reader_.error().message);
+      case RequestReader::Event::kDone:
+        return dispatch();
+      case RequestReader::Event::kHeader:
+        if (!on_header()) return;
+        break;
+    }
   }
-  if (beast::iequals(req[http::field::expect], "100-continue") && !parser_->is_done()) {
+}
+
+bool HttpSession::on_header() {
+  const auto& req = reader_.header();
+  version_ = req.version();
+  if (hub_.draining.load()) {
+    reject(503, "the server is shutting down");
+    return false;
+  }
+  in_body_ = true;
+  body_bytes_ = 0;
+  body_start_ = Clock::now();
+  body_deadline_ = body_start_ + body_time_allowance(hub_.options.read_timeout,
+                                                     reader_.framing().content_length.value_or(0));
+  if (beast::iequals(req[http::field::expect], "100-continue") && !reader_.done()) {
     out_ = "HTTP/1.1 100 Continue\r\n\r\n";
     stream_.expires_after(hub_.options.write_timeout);
     net::async_write(stream_, net::buffer(out_),
                      [self = shared_from_this()](beast::error_code ec, size_t) {
-                       if (ec) return self->close();
-                       self->read_body();
+                       self->guarded([&] {
+                         if (ec) return self->close();
+                         self->parse_buffered();
+                       });
                      });
-    return;
+    return false;
   }
-  read_body();
+  return true;
 }
 
-// Reads the body piece by piece: each read must bring bytes within the read timeout (a
-// stalled client is dropped), and the whole body must arrive within kBodyTimeFactor read
-// timeouts (a trickling one too).
-void HttpSession::read_body() {
+// Each read must bring bytes within the read timeout (a stalled client is dropped), and a body
+// must be complete by its deadline (a trickling one too).
+void HttpSession::read_more() {
   if (closed_) return;
-  if (parser_->is_done()) return dispatch();
-  if (body_deadline_ == Clock::time_point{}) {
-    body_deadline_ = Clock::now() + kBodyTimeFactor * hub_.options.read_timeout;
-  } else if (Clock::now() > body_deadline_) {
-    return close();
+  if (in_body_) {
+    const auto now = Clock::now();
+    if (now >= body_deadline_) return close();
+    stream_.expires_after(
+        std::min<Clock::duration>(hub_.options.read_timeout, body_deadline_ - now));
   }
-  stream_.expires_after(hub_.options.read_timeout);
-  http::async_read_some(
-      stream_, buffer_, *parser_,
-      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body(ec); });
+  stream_.async_read_some(buffer_.prepare(kReadBytes),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            self->guarded([&] { self->on_read(ec, n); });
+                          });
 }
 
-void HttpSession::on_body(beast::error_code ec) {
-  if (ec == http::error::body_limit) return reject(413, "request body too large");
-  if (ec == http::error::end_of_stream || ec == http::error::partial_message) return close();
-  if (is_protocol_error(ec)) return reject(400, "malformed HTTP request: " + ec.message());
-  if (ec) return close();
-  read_body();
+void HttpSession::on_read(beast::error_code ec, size_t bytes) {
+  if (ec) return close();  // the client went away, or timed out: a partial request is dropped
+  buffer_.commit(bytes);
+  if (in_body_) {
+    body_bytes_ += bytes;
+    if (reader_.framing().chunked) {
+      body_deadline_ = body_start_ + body_time_allowance(hub_.options.read_timeout, body_bytes_);
+    }
+  }
+  parse_buffered();
 }
 
 void HttpSession::dispatch() {
   stream_.expires_never();
-  body_deadline_ = {};
-  http::request<http::string_body> req = parser_->release();
-  parser_.reset();
+  in_body_ = false;
+  http::request<http::string_body> req = reader_.release();
   // NOTE: HEAD is answered like any unsupported method, with a body; closing keeps the
   // connection's framing sane for the client.
   keep_alive_ = req.keep_alive() && !hub_.draining.load() && req.method() != http::verb::head;
@@ -178,7 +223,7 @@ void HttpSession::send(const HttpResponse& r) {
   writing_ = true;
   stream_.expires_after(hub_.options.write_timeout);
   http::async_write(stream_, *response_, [self = shared_from_this()](beast::error_code ec, size_t) {
-    self->on_sent(ec);
+    self->guarded([&] { self->on_sent(ec); });
   });
 }
 
@@ -198,7 +243,7 @@ void HttpSession::on_sent(beast::error_code ec) {
 void HttpSession::reject(int status, const std::string& message) {
   keep_alive_ = false;
   lingering_ = true;
-  parser_.reset();
+  in_body_ = false;
   send(error_response(status, message));
 }
 
@@ -214,9 +259,13 @@ void HttpSession::linger() {
   buffer_.clear();
   stream_.async_read_some(buffer_.prepare(64 * 1024),
                           [self = shared_from_this()](beast::error_code ec, size_t n) {
-                            self->lingered_bytes_ += n + 1;
-                            if (ec || self->lingered_bytes_ > kMaxLingerBytes) return self->close();
-                            self->linger();
+                            self->guarded([&] {
+                              self->lingered_bytes_ += n + 1;
+                              if (ec || self->lingered_bytes_ > kMaxLingerBytes) {
+                                return self->close();
+                              }
+                              self->linger();
+                            });
                           });
 }
 
@@ -245,7 +294,7 @@ void HttpSession::wake() {
   if (wake_pending_.exchange(true)) return;
   net::post(stream_.get_executor(), [self = shared_from_this()] {
     self->wake_pending_ = false;
-    self->pump();
+    self->guarded([&] { self->pump(); });
   });
 }
 
@@ -274,9 +323,10 @@ void HttpSession::write_raw(std::string bytes) {
   out_ = std::move(bytes);
   writing_ = true;
   stream_.expires_after(hub_.options.write_timeout);
-  net::async_write(
-      stream_, net::buffer(out_),
-      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_raw_written(ec); });
+  net::async_write(stream_, net::buffer(out_),
+                   [self = shared_from_this()](beast::error_code ec, size_t) {
+                     self->guarded([&] { self->on_raw_written(ec); });
+                   });
 }
 
 void HttpSession::on_raw_written(beast::error_code ec) {
@@ -294,12 +344,17 @@ void HttpSession::finish_deferred() {
 }
 
 void HttpSession::watch() {
-  if (closed_ || watching_ || buffer_.size() >= kMaxPipelinedBytes) return;
+  if (closed_ || watching_) return;
+  if (buffer_.size() >= kMaxPipelinedBytes) {
+    paused_self_ = shared_from_this();  // back-pressure: the client waits until we read again
+    return;
+  }
   watching_ = true;
   stream_.expires_never();
-  stream_.async_read_some(
-      buffer_.prepare(4096),
-      [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_watch(ec, n); });
+  stream_.async_read_some(buffer_.prepare(4096),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            self->guarded([&] { self->on_watch(ec, n); });
+                          });
 }
 
 void HttpSession::on_watch(beast::error_code ec, size_t bytes) {
@@ -308,7 +363,7 @@ void HttpSession::on_watch(beast::error_code ec, size_t bytes) {
   if (!ec) buffer_.commit(bytes);  // a pipelined request: kept for the next read
   if (next_after_watch_) {
     next_after_watch_ = false;
-    return read_header();
+    return read_request();
   }
   if (ec) return close();  // the client went away: cancel the reply
   if (deferred_) watch();
@@ -316,16 +371,19 @@ void HttpSession::on_watch(beast::error_code ec, size_t bytes) {
 
 // Reads the next request once the watch read (if any) has been cancelled.
 void HttpSession::next_request() {
+  // NOTE: the caller's handler holds this session, so dropping the self-hold here is safe.
+  paused_self_.reset();
   if (watching_) {
     next_after_watch_ = true;
     beast::error_code ec;
     stream_.socket().cancel(ec);
     return;
   }
-  read_header();
+  read_request();
 }
 
 void HttpSession::close() {
+  paused_self_.reset();  // the caller's handler holds this session
   if (closed_) return;
   closed_ = true;
   if (deferred_) {

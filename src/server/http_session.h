@@ -13,6 +13,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "server/http_request_reader.h"
 #include "server/http_server.h"
 #include "server/http_types.h"
 
@@ -43,13 +44,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void force_close();  // any thread: closes the connection (cancels a deferred reply)
 
  private:
-  using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
   using Response = boost::beast::http::response<boost::beast::http::string_body>;
+  using Clock = std::chrono::steady_clock;
 
-  void read_header();
-  void on_header(boost::beast::error_code ec);
-  void read_body();
-  void on_body(boost::beast::error_code ec);
+  // Runs one step of the state machine: an exception closes this connection (logged) instead
+  // of escaping into the io thread.
+  template <class Step>
+  void guarded(Step&& step) noexcept;
+  void fail(const char* what) noexcept;
+
+  void read_request();  // starts the next request, parsing buffered bytes first
+  void parse_buffered();
+  bool on_header();  // false: it answered or is writing "100 Continue", parsing resumes later
+  void read_more();
+  void on_read(boost::beast::error_code ec, size_t bytes);
   void dispatch();
   void send(const HttpResponse& response);
   void on_sent(boost::beast::error_code ec);
@@ -69,11 +77,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void close();
 
   boost::beast::tcp_stream stream_;
-  boost::beast::flat_buffer buffer_;
+  boost::beast::flat_buffer buffer_;  // read, not yet parsed (pipelined requests included)
   SessionHub& hub_;
-  std::optional<Parser> parser_;
+  RequestReader reader_;
   std::optional<Response> response_;
   std::unique_ptr<DeferredReply> deferred_;
+  // NOTE: set while reading is paused for back-pressure (kMaxPipelinedBytes buffered) and a
+  // reply is pending: then no operation holds this session, so it holds itself until the reply
+  // is done or the connection closes.
+  std::shared_ptr<HttpSession> paused_self_;
   std::string out_;  // bytes of the raw write in flight
   unsigned version_ = 11;
   bool keep_alive_ = false;
@@ -86,8 +98,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool lingering_ = false;
   bool closed_ = false;
   size_t lingered_bytes_ = 0;
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point body_deadline_{};  // set while a body is being read
+  // While a body is read: when it began, the bytes read for it, and when it must be complete
+  // (body_time_allowance(): fixed by Content-Length, or growing with a chunked body's bytes).
+  bool in_body_ = false;
+  Clock::time_point body_start_{};
+  Clock::time_point body_deadline_{};
+  uint64_t body_bytes_ = 0;
   std::atomic<bool> wake_pending_{false};
 };
 
