@@ -3,6 +3,7 @@
 
 #include <random>
 #include <string>
+#include <vector>
 
 #include "tokenizer/chat_template/test_util.h"
 
@@ -98,6 +99,35 @@ TEST(ChatTemplateLimits, DeepNestingIsASyntaxError) {
   std::string blocks;
   for (int i = 0; i < 5000; ++i) blocks += "{% if true %}";
   EXPECT_FALSE(render_template(blocks).ok());
+}
+
+// Left-associative chains nest the tree one level per operator without recursing in the
+// parser; before they counted against the nesting limit, evaluating (or just destroying) a
+// 200k-link chain overflowed the native stack.
+TEST(ChatTemplateLimits, LongOperatorChainsAreASyntaxError) {
+  const std::vector<std::string> links = {" ~ 1",  " + 1",   " * 1",        " ** 1",
+                                          " or 1", " and 1", "|string",     ".a",
+                                          "[0]",   "()",     " if 1 else 1"};
+  for (const std::string& link : links) {
+    std::string src = "{{ 1";
+    for (int i = 0; i < 200000; ++i) src += link;
+    src += " }}";
+    auto out = render_template(src);
+    ASSERT_FALSE(out.ok()) << link;
+    EXPECT_NE(out.status().message().find("nesting too deep"), std::string::npos) << link;
+  }
+  auto out =
+      render_template("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}");
+  EXPECT_NE(out.status().message().find("nesting too deep"), std::string::npos);
+}
+
+TEST(ChatTemplateLimits, ModerateChainsWork) {
+  std::string src = "{{ ('a'";
+  for (int i = 0; i < 60; ++i) src += " ~ 'a'";
+  src += ")|length }}";
+  auto out = render_template(src);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(*out, "61");
 }
 
 TEST(ChatTemplateLimits, ModerateNestingWorks) {
