@@ -285,8 +285,8 @@ Result<Value> resolve_field(std::string_view field, const CallArgs& args, size_t
 
 }  // namespace
 
-Result<std::string> format_value(const Value& v, std::string_view spec_text) {
-  if (spec_text.empty()) return py_str(v);
+Result<std::string> format_value(const Value& v, std::string_view spec_text, size_t max_bytes) {
+  if (spec_text.empty()) return py_str(v, max_bytes);
   SGL_ASSIGN_OR_RETURN(Spec s, parse_spec(spec_text));
   if (v.is_float() || (v.is_integral() &&
                        std::string("eEfFgG%").find(s.type ? s.type : 'x') != std::string::npos)) {
@@ -310,27 +310,28 @@ Result<std::string> format_value(const Value& v, std::string_view spec_text) {
   return type_error("unsupported format string passed to " + type_name(v) + ".__format__");
 }
 
-Result<std::string> str_format(std::string_view fmt, const CallArgs& args) {
-  std::string out;
+Result<std::string> str_format(std::string_view fmt, const CallArgs& args, RenderBudget& budget) {
+  const size_t limit = budget.options().max_output_bytes;
+  BudgetedString out(budget);
   size_t auto_index = 0;
   size_t i = 0;
   while (i < fmt.size()) {
     char c = fmt[i];
     if (c == '}') {
       if (i + 1 < fmt.size() && fmt[i + 1] == '}') {
-        out += '}';
+        SGL_RETURN_IF_ERROR(out.push_back('}'));
         i += 2;
         continue;
       }
       return value_error("Single '}' encountered in format string");
     }
     if (c != '{') {
-      out += c;
+      SGL_RETURN_IF_ERROR(out.push_back(c));
       ++i;
       continue;
     }
     if (i + 1 < fmt.size() && fmt[i + 1] == '{') {
-      out += '{';
+      SGL_RETURN_IF_ERROR(out.push_back('{'));
       i += 2;
       continue;
     }
@@ -353,34 +354,36 @@ Result<std::string> str_format(std::string_view fmt, const CallArgs& args) {
     }
     SGL_ASSIGN_OR_RETURN(Value v, resolve_field(field, args, &auto_index));
     if (conversion == 'r' || conversion == 'a') {
-      v = Value(py_repr(v));
+      v = Value(py_repr(v, limit));
     } else if (conversion == 's') {
-      v = Value(py_str(v));
+      v = Value(py_str(v, limit));
     } else if (conversion != '\0') {
       return value_error(std::string("Unknown conversion specifier ") + conversion);
     }
-    SGL_ASSIGN_OR_RETURN(std::string piece, format_value(v, spec));
-    out += piece;
+    SGL_ASSIGN_OR_RETURN(std::string piece, format_value(v, spec, limit));
+    SGL_RETURN_IF_ERROR(out.append(piece));
     i = close + 1;
   }
-  return out;
+  return out.take();
 }
 
-Result<std::string> percent_format(std::string_view fmt, const Value& args) {
+Result<std::string> percent_format(std::string_view fmt, const Value& args, RenderBudget& budget) {
+  const size_t limit = budget.options().max_output_bytes;
   std::vector<Value> positional;
   const DictData* mapping = nullptr;
   if (args.is_tuple()) {
+    SGL_RETURN_IF_ERROR(budget.allocate_values(args.items().size()));
     positional = args.items();
   } else {
     if (args.is_dict()) mapping = &args.dict_data();
     positional.push_back(args);
   }
   size_t next = 0;
-  std::string out;
+  BudgetedString out(budget);
   size_t i = 0;
   while (i < fmt.size()) {
     if (fmt[i] != '%') {
-      out += fmt[i++];
+      SGL_RETURN_IF_ERROR(out.push_back(fmt[i++]));
       continue;
     }
     ++i;
@@ -424,7 +427,7 @@ Result<std::string> percent_format(std::string_view fmt, const Value& args) {
     if (i >= fmt.size()) return value_error("incomplete format");
     char conv = fmt[i++];
     if (conv == '%') {
-      out += '%';
+      SGL_RETURN_IF_ERROR(out.push_back('%'));
       continue;
     }
     if (!have_value) {
@@ -438,7 +441,7 @@ Result<std::string> percent_format(std::string_view fmt, const Value& args) {
       case 's':
       case 'r':
       case 'a': {
-        std::string text = conv == 's' ? py_str(v) : py_repr(v);
+        std::string text = conv == 's' ? py_str(v, limit) : py_repr(v, limit);
         if (s.precision >= 0) {
           std::u32string u = utf8_decode(text);
           if (u.size() > static_cast<size_t>(s.precision)) {
@@ -483,18 +486,19 @@ Result<std::string> percent_format(std::string_view fmt, const Value& args) {
       default:
         return value_error(std::string("unsupported format character '") + conv + "'");
     }
-    out += piece;
+    SGL_RETURN_IF_ERROR(out.append(piece));
   }
   if (mapping == nullptr && next < positional.size()) {
     return type_error("not all arguments converted during string formatting");
   }
-  return out;
+  return out.take();
 }
 
-std::string py_strftime(std::string_view fmt, const std::tm& tm, int microseconds) {
+std::string py_strftime(std::string_view fmt, const std::tm& tm, int microseconds,
+                        size_t max_bytes) {
   std::string out;
   size_t i = 0;
-  while (i < fmt.size()) {
+  while (i < fmt.size() && out.size() <= max_bytes) {
     size_t pct = fmt.find('%', i);
     if (pct == std::string_view::npos) {
       out += fmt.substr(i);
