@@ -231,8 +231,12 @@ Result<Value> f_round(Interpreter& interp, const Value& input, const CallArgs& a
       return Value(std::strtod(buf, nullptr));
     }
     double scale = std::pow(10.0, static_cast<double>(-precision));
-    double r = std::nearbyint(x / scale) * scale;
-    return input.is_integral() ? Value(static_cast<int64_t>(r)) : Value(r);
+    // Rounding to a place above every finite double leaves zero (0 * inf would be NaN).
+    double r = std::isinf(scale) ? 0.0 * x : std::nearbyint(x / scale) * scale;
+    if (!input.is_integral()) return Value(r);
+    // The nearest multiple of 10^-precision can pass INT64_MAX.
+    if (std::fabs(r) >= 9.2e18) return invalid_argument("OverflowError: integer overflow");
+    return Value(static_cast<int64_t>(r));
   }
   double scale = std::pow(10.0, static_cast<double>(precision));
   double x = input.as_double() * scale;

@@ -215,6 +215,17 @@ Result<std::string> format_float(double v, const Spec& s) {
   return pad(head + body, s, '>', head.size());
 }
 
+bool all_digits(std::string_view s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// A field's decimal index; SIZE_MAX (out of range of anything) when it has too many digits
+// for size_t, which std::stoul would throw on.
+size_t parse_index(std::string_view digits) {
+  if (digits.size() > 18) return SIZE_MAX;
+  return std::stoull(std::string(digits));
+}
+
 // Resolves "name.attr[key]" against the arguments.
 Result<Value> resolve_field(std::string_view field, const CallArgs& args, size_t* auto_index) {
   size_t end = field.find_first_of(".[");
@@ -225,8 +236,8 @@ Result<Value> resolve_field(std::string_view field, const CallArgs& args, size_t
       return invalid_argument("IndexError: tuple index out of range");
     }
     v = args.positional[(*auto_index)++];
-  } else if (head.find_first_not_of("0123456789") == std::string_view::npos) {
-    size_t idx = std::stoul(std::string(head));
+  } else if (all_digits(head)) {
+    size_t idx = parse_index(head);
     if (idx >= args.positional.size()) {
       return invalid_argument("IndexError: tuple index out of range");
     }
@@ -262,15 +273,13 @@ Result<Value> resolve_field(std::string_view field, const CallArgs& args, size_t
       Value next_v;
       if (v.is_dict()) {
         const Value* found = v.dict_data().find(key);
-        if (found == nullptr && key.find_first_not_of("0123456789") == std::string::npos &&
-            !key.empty()) {
-          found = v.dict_data().find(Value(static_cast<int64_t>(std::stoll(key))));
+        if (found == nullptr && all_digits(key) && key.size() <= 18) {
+          found = v.dict_data().find(Value(static_cast<int64_t>(parse_index(key))));
         }
         if (found == nullptr) return invalid_argument("KeyError: " + string_repr(key));
         next_v = *found;
-      } else if (v.is_sequence() && !key.empty() &&
-                 key.find_first_not_of("0123456789") == std::string::npos) {
-        size_t idx = std::stoul(key);
+      } else if (v.is_sequence() && all_digits(key)) {
+        size_t idx = parse_index(key);
         if (idx >= v.items().size()) return invalid_argument("IndexError: list index out of range");
         next_v = v.items()[idx];
       } else {
@@ -463,6 +472,15 @@ Result<std::string> percent_format(std::string_view fmt, const Value& args, Rend
         if (!v.is_number()) {
           return type_error(std::string("%") + conv + " format: a real number is required, not " +
                             type_name(v));
+        }
+        if (v.is_float()) {
+          double d = v.as_double();
+          if (std::isnan(d)) return value_error("cannot convert float NaN to integer");
+          // NOTE: Python prints any finite float's integer digits; past int64 we cannot.
+          if (!std::isfinite(d) || std::fabs(d) >= 9.2e18) {
+            return invalid_argument("OverflowError: cannot convert float " + float_repr(d) +
+                                    " to integer");
+          }
         }
         int64_t n = v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int();
         s.type = (conv == 'i' || conv == 'u') ? 'd' : conv;

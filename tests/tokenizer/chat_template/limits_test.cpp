@@ -213,6 +213,27 @@ TEST(ChatTemplateRobustness, RandomBytesNeverCrash) {
   }
 }
 
+// Found by the fuzzer (tests/fuzz/jinja_template_fuzz.cpp): a format field index past size_t
+// threw out of std::stoul (terminating the process); floats past int64 were cast to it
+// (undefined behaviour, garbage in Release).
+TEST(ChatTemplateRobustness, NumbersPastInt64) {
+  const char* errors[] = {
+      "{{ '{99999999999999999999}'.format(1) }}",
+      "{{ '{0[99999999999999999999]}'.format([1]) }}",
+      "{{ '{0[99999999999999999999]}'.format({}) }}",
+      "{{ '%d' % 3.14e159 }}",
+      "{{ '%x' % (1e300 * 1e300) }}",
+      "{{ 9223372036854775807 | round(-1) }}",
+  };
+  for (const char* src : errors) {
+    auto out = render_template(src);
+    EXPECT_FALSE(out.ok()) << src << " gave " << *out;
+  }
+  auto out = render_template("{{ 5 | round(-400) }} {{ 5.5 | round(-400) }}");
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(*out, "0 0.0");
+}
+
 TEST(ChatTemplateRobustness, InvalidUtf8PassesThrough) {
   auto out = render_template("a\xff{{ 'b\xfe' }}{{ s | length }}", R"({"s": "ok"})");
   ASSERT_TRUE(out.ok()) << out.status().to_string();
