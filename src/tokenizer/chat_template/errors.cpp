@@ -50,7 +50,7 @@ Value undefined_attribute(const Value& obj, const std::string& attr) {
 Value undefined_element(const Value& obj, const Value& key) {
   if (key.is_string()) return undefined_attribute(obj, key.as_string());
   return Value::undefined("UndefinedError: " + object_type_repr(obj) + " has no element " +
-                          py_repr(key));
+                          message_repr(key));
 }
 
 Value undefined_hint(const std::string& hint) {

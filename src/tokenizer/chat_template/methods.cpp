@@ -35,7 +35,7 @@ Result<Value> l_index(Interpreter& interp, const Value& self, const CallArgs& ar
   for (int64_t i = b; i < std::min(e, n); ++i) {
     if (py_equal(items[static_cast<size_t>(i)], a[0])) return Value(i);
   }
-  return value_error(py_repr(a[0]) + " is not in " + type_name(self));
+  return value_error(message_repr(a[0]) + " is not in " + type_name(self));
 }
 
 Result<Value> l_count(Interpreter& interp, const Value& self, const CallArgs& args) {
@@ -209,7 +209,7 @@ Result<Value> d_pop(Interpreter& interp, const Value& self, const CallArgs& args
     return out;
   }
   if (args.positional.size() == 2) return args.positional[1];
-  return invalid_argument("KeyError: " + py_repr(key));
+  return invalid_argument("KeyError: " + message_repr(key));
 }
 
 Result<Value> d_popitem(Interpreter& interp, const Value& self, const CallArgs& args) {
@@ -281,7 +281,11 @@ Result<Value> invoke(MethodFn fn, Interpreter& interp, const Value& self, const 
     for (const auto& [k, v] : args.keyword) bytes += v.is_string() ? v.as_string().size() : 0;
     SGL_RETURN_IF_ERROR(interp.budget().charge(bytes));
   }
-  return fn(interp, self, args);
+  SGL_ASSIGN_OR_RETURN(Value result, fn(interp, self, args));
+  // Case changes can grow a string (up to 3x): checked here; methods that multiply it
+  // (center, join, format, replace, ...) check before building.
+  if (result.is_string()) SGL_RETURN_IF_ERROR(interp.budget().allocate(result.as_string().size()));
+  return result;
 }
 
 Value bind(const Value& self, const std::string& name, MethodFn fn) {

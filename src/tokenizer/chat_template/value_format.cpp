@@ -241,6 +241,16 @@ std::string py_repr(const Value& v, size_t max_bytes) {
   return out;
 }
 
+std::string message_repr(const Value& v) {
+  constexpr size_t kMaxBytes = 1000;
+  std::string s = py_repr(v, kMaxBytes);
+  if (s.size() > kMaxBytes) {
+    s.resize(kMaxBytes);
+    s += "...";
+  }
+  return s;
+}
+
 std::string py_str(const Value& v, size_t max_bytes) {
   if (v.is_string()) return v.as_string();
   if (v.is_undefined()) return "";

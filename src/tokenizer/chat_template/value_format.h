@@ -19,6 +19,8 @@ std::string html_escape(std::string_view s);
 // `max_bytes`, for the caller's size check to fail: a value shared many times ([x, x] nested
 // 60 deep) would otherwise print for ever.
 std::string py_repr(const Value& v, size_t max_bytes = SIZE_MAX);
+// py_repr for error messages: past 1000 bytes it is cut and ends in "...".
+std::string message_repr(const Value& v);
 // Python's str(value) as Jinja prints it: undefined prints as the empty string.
 std::string py_str(const Value& v, size_t max_bytes = SIZE_MAX);
 

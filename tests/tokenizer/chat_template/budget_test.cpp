@@ -98,6 +98,26 @@ TEST(ChatTemplateBudget, ValuesAreCheckedWhileBuilding) {
   }
 }
 
+// A case change re-encodes its string: each invalid UTF-8 byte becomes U+FFFD (3 bytes).
+TEST(ChatTemplateBudget, GrownStringsAreChecked) {
+  RenderOptions options = test_options();
+  options.max_output_bytes = 1 << 20;
+  auto out = render_template("{% set s = '\xff' * 400000 %}{% set t = s.upper() %}{{ s | length }}",
+                             "{}", options);
+  EXPECT_LIMIT(out, "output limit of 1048576 bytes");
+}
+
+// An error message quoted the whole repr of the offending value: a value shared 2^22 times.
+TEST(ChatTemplateBudget, ErrorMessagesAreBounded) {
+  auto out = render_template(
+      "{% set ns = namespace(a=[1]) %}{% for i in range(22) %}{% set ns.a = [ns.a, ns.a] %}"
+      "{% endfor %}{{ [1][ns.a].x }}");
+  ASSERT_FALSE(out.ok());
+  EXPECT_LT(out.status().message().size(), 2000u);
+  EXPECT_NE(out.status().message().find("list object has no element [[[["), std::string::npos)
+      << out.status().message().substr(0, 200);
+}
+
 // A list's values count against the single-value limit before it is built: range() made a
 // 320 MB list here, ten times over.
 TEST(ChatTemplateBudget, ListsAreSizedBeforeTheyAreBuilt) {
