@@ -73,6 +73,11 @@ void Metrics::count_response(int http_status) {
   ++responses_[http_status];
 }
 
+void Metrics::count_prepare_cancelled() {
+  std::lock_guard lock(mutex_);
+  ++prepare_cancelled_;
+}
+
 void Metrics::observe_time_to_first_token(double seconds) {
   std::lock_guard lock(mutex_);
   ttft_.observe(seconds);
@@ -119,6 +124,10 @@ std::string Metrics::render(const engine::EngineStats& stats) const {
   header(out, "sglang:cached_tokens_total", "counter",
          "Prompt tokens served from the prefix cache.");
   sample(out, "sglang:cached_tokens_total", labels_, static_cast<double>(cached_tokens_));
+
+  header(out, "sgl:prepare_cancelled_total", "counter",
+         "Requests whose chat template rendering or tokenization was cancelled.");
+  sample(out, "sgl:prepare_cancelled_total", labels_, static_cast<double>(prepare_cancelled_));
 
   header(out, "sglang:time_to_first_token_seconds", "histogram", "Time to first token.");
   ttft_.render("sglang:time_to_first_token_seconds", labels_, out);

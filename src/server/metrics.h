@@ -32,6 +32,9 @@ class Metrics {
   explicit Metrics(std::string model_name);
 
   void count_response(int http_status);
+  // A request whose preparation (chat template, tokenization) was cancelled: the client went
+  // away or the server stopped.
+  void count_prepare_cancelled();
   void observe_time_to_first_token(double seconds);
   void observe_inter_token_latency(double seconds);
   // A finished generation request: its end-to-end latency, finish reason and token counts.
@@ -48,6 +51,7 @@ class Metrics {
   uint64_t prompt_tokens_ = 0;
   uint64_t generation_tokens_ = 0;
   uint64_t cached_tokens_ = 0;
+  uint64_t prepare_cancelled_ = 0;
   Histogram ttft_;
   Histogram itl_;
   Histogram e2e_;
