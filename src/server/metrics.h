@@ -41,7 +41,8 @@ class Metrics {
   void observe_finished(double e2e_seconds, const std::string& finish_reason, int64_t prompt_tokens,
                         int64_t completion_tokens, int64_t cached_tokens);
 
-  std::string render(const engine::EngineStats& stats) const;
+  // `preparing`: requests queued or running on the work pool (chat template, tokenization).
+  std::string render(const engine::EngineStats& stats, size_t preparing = 0) const;
 
  private:
   const std::string labels_;  // model_name="..."

@@ -85,4 +85,9 @@ size_t WorkPool::queued() const {
   return queue_.size();
 }
 
+size_t WorkPool::pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size() + running_.size();
+}
+
 }  // namespace sgl::server

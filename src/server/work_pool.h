@@ -45,6 +45,7 @@ class WorkPool {
   void stop();
 
   size_t queued() const;
+  size_t pending() const;  // queued or running
   size_t stack_bytes() const { return options_.stack_bytes; }
 
  private:
