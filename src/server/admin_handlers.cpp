@@ -170,7 +170,7 @@ Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request) {
 Reply handle_metrics(ServerContext& ctx, const HttpRequest&) {
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  r.body = ctx.metrics.render(ctx.engine.get_stats());
+  r.body = ctx.metrics.render(ctx.engine.get_stats(), ctx.pool.pending());
   return Reply::of(r);
 }
 

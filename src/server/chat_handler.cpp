@@ -1,5 +1,8 @@
 // POST /v1/chat/completions: messages through the chat template, n choices, logprobs,
 // streaming deltas.
+#include <atomic>
+#include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "server/engine_request.h"
@@ -7,6 +10,7 @@
 #include "server/generation_reply.h"
 #include "server/handlers.h"
 #include "server/openai_json.h"
+#include "server/prepared_reply.h"
 #include "server/sse.h"
 #include "tokenizer/chat_template/json_value.h"
 
@@ -14,6 +18,9 @@ namespace sgl::server {
 namespace {
 
 using json = nlohmann::ordered_json;
+
+// A render that takes longer is stopped (templates are untrusted code from model files).
+constexpr auto kChatTemplateRenderTimeout = std::chrono::seconds(10);
 
 std::string dump_json(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -147,8 +154,10 @@ class ChatReply final : public GenerationReply {
   std::vector<bool> started_;
 };
 
-// Renders the conversation with the chat template.
-Result<std::string> render_prompt(const ServerContext& ctx, const ChatRequest& req) {
+// Renders the conversation with the chat template, within the render budget; stops early once
+// `cancelled` (the client went away).
+Result<std::string> render_prompt(const ServerContext& ctx, const ChatRequest& req,
+                                  const std::atomic<bool>& cancelled) {
   tokenizer::ChatTemplateInputs inputs;
   SGL_ASSIGN_OR_RETURN(inputs.messages, tokenizer::jinja::value_from_json(req.messages_json));
   if (!req.tools_json.empty()) {
@@ -162,26 +171,20 @@ Result<std::string> render_prompt(const ServerContext& ctx, const ChatRequest& r
   inputs.add_generation_prompt = req.add_generation_prompt;
   inputs.bos_token = ctx.tokenizer.bos_token().value_or("");
   inputs.eos_token = ctx.tokenizer.eos_token().value_or("");
-  auto rendered = ctx.chat_template->apply(inputs);
+  tokenizer::RenderOptions options;
+  options.cancelled = &cancelled;
+  options.deadline = std::chrono::steady_clock::now() + kChatTemplateRenderTimeout;
+  auto rendered = ctx.chat_template->apply(inputs, options);
   if (!rendered.ok()) {
-    return invalid_argument("the chat template failed: " + rendered.status().message());
+    return invalid_argument("chat template " + ctx.info.chat_template_origin + ": " +
+                            rendered.status().message());
   }
   return rendered;
 }
 
-}  // namespace
-
-Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request) {
-  auto parsed = parse_chat_request(request.body);
-  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-  ChatRequest& req = *parsed;
-  if (auto error = check_model(ctx, req.model)) return Reply::of(std::move(*error));
-  if (ctx.chat_template == nullptr) {
-    return Reply::of(error_response(400,
-                                    "the model has no chat template; start the server with "
-                                    "--chat-template FILE"));
-  }
-  auto prompt = render_prompt(ctx, req);
+// On a pool thread: renders, tokenizes and submits the choices.
+Reply prepare_chat(ServerContext& ctx, const ChatRequest& req, const std::atomic<bool>& cancelled) {
+  auto prompt = render_prompt(ctx, req, cancelled);
   if (!prompt.ok()) return Reply::of(error_response(prompt.status()));
   // The template writes the special tokens itself (transformers' apply_chat_template).
   tokenizer::EncodeOptions encode;
@@ -211,6 +214,25 @@ Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request) {
       std::make_unique<ChatReply>(ctx, make_request_id("chatcmpl-"), std::move(choices).value(),
                                   req.stream, std::move(setup)),
       req.stream);
+}
+
+}  // namespace
+
+Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request) {
+  auto parsed = parse_chat_request(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  ChatRequest& req = *parsed;
+  if (auto error = check_model(ctx, req.model)) return Reply::of(std::move(*error));
+  if (ctx.chat_template == nullptr) {
+    return Reply::of(error_response(400,
+                                    "the model has no chat template; start the server with "
+                                    "--chat-template FILE"));
+  }
+  const bool stream = req.stream;
+  auto shared = std::make_shared<const ChatRequest>(std::move(req));
+  return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>& cancelled) {
+    return prepare_chat(ctx, *shared, cancelled);
+  });
 }
 
 }  // namespace sgl::server

@@ -1,5 +1,7 @@
 // POST /v1/completions: prompts (text or ids, one or many) x n choices, echo, logprobs,
 // streaming.
+#include <atomic>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "server/engine_request.h"
@@ -7,6 +9,7 @@
 #include "server/generation_reply.h"
 #include "server/handlers.h"
 #include "server/openai_json.h"
+#include "server/prepared_reply.h"
 #include "server/prompt_token_logprobs.h"
 #include "server/sse.h"
 
@@ -177,13 +180,8 @@ class CompletionReply final : public GenerationReply {
   std::vector<bool> started_;
 };
 
-}  // namespace
-
-Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
-  auto parsed = parse_completion_request(request.body);
-  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-  CompletionRequest& req = *parsed;
-  if (auto error = check_model(ctx, req.model)) return Reply::of(std::move(*error));
+// On a pool thread: tokenizes the prompts and submits the choices.
+Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
   CompletionReply::Setup setup;
   setup.model = ctx.info.served_model_name;
   setup.logprobs = req.logprobs;
@@ -222,6 +220,23 @@ Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
       std::make_unique<CompletionReply>(ctx, make_request_id("cmpl-"), std::move(choices).value(),
                                         req.stream, std::move(setup)),
       req.stream);
+}
+
+}  // namespace
+
+Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
+  auto parsed = parse_completion_request(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  CompletionRequest& req = *parsed;
+  if (auto error = check_model(ctx, req.model)) return Reply::of(std::move(*error));
+  if (Status s = check_text_length(ctx, req.prompts, "prompt"); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
+  const bool stream = req.stream;
+  auto shared = std::make_shared<const CompletionRequest>(std::move(req));
+  return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>&) {
+    return prepare_completions(ctx, *shared);
+  });
 }
 
 }  // namespace sgl::server

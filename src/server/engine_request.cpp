@@ -1,6 +1,7 @@
 // Engine request building and submission.
 #include "server/engine_request.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -63,6 +64,23 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
   r.stop_token_ids = s.stop_token_ids;
   SGL_RETURN_IF_ERROR(r.sampling.validate());
   return r;
+}
+
+Status check_text_length(const ServerContext& ctx, size_t bytes, std::string_view field) {
+  const size_t limit =
+      std::max<size_t>(size_t{1} << 20, 16 * static_cast<size_t>(ctx.info.context_length));
+  if (bytes <= limit) return Status::ok_status();
+  return invalid_argument("'" + std::string(field) + "' is " + std::to_string(bytes) +
+                          " bytes long; the limit is " + std::to_string(limit) +
+                          " bytes (16 per token of the context length, at least 1 MiB)");
+}
+
+Status check_text_length(const ServerContext& ctx, const std::vector<PromptInput>& prompts,
+                         std::string_view field) {
+  for (const PromptInput& p : prompts) {
+    if (p.is_text) SGL_RETURN_IF_ERROR(check_text_length(ctx, p.text.size(), field));
+  }
+  return Status::ok_status();
 }
 
 std::vector<int32_t> prompt_ids(const ServerContext& ctx, const PromptInput& prompt,

@@ -24,6 +24,13 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
                                                      std::vector<int32_t> prompt_ids, int64_t index,
                                                      std::optional<int64_t> default_max_tokens);
 
+// Text to tokenize may be at most max(1 MiB, 16 bytes per token of the context) long: longer
+// text cannot fit the context with any real vocabulary, and tokenizing it only costs time and
+// memory. An error (400) naming `field` otherwise.
+Status check_text_length(const ServerContext& ctx, size_t bytes, std::string_view field);
+Status check_text_length(const ServerContext& ctx, const std::vector<PromptInput>& prompts,
+                         std::string_view field);
+
 // The text prompt's token ids (or the given ids).
 std::vector<int32_t> prompt_ids(const ServerContext& ctx, const PromptInput& prompt,
                                 bool add_special_tokens = true);

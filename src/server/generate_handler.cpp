@@ -1,6 +1,8 @@
 // POST /generate (SGLang native): text or input_ids (one or a batch) x n, sampling_params,
 // logprobs as [logprob, id, text] triples, streaming of cumulative outputs.
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "server/engine_request.h"
@@ -8,6 +10,7 @@
 #include "server/generation_reply.h"
 #include "server/handlers.h"
 #include "server/openai_json.h"
+#include "server/prepared_reply.h"
 #include "server/prompt_token_logprobs.h"
 #include "server/sse.h"
 
@@ -150,12 +153,8 @@ class GenerateReply final : public GenerationReply {
   std::vector<bool> input_final_;
 };
 
-}  // namespace
-
-Reply handle_generate(ServerContext& ctx, const HttpRequest& request) {
-  auto parsed = parse_generate_request(request.body);
-  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-  GenerateInput& req = *parsed;
+// On a pool thread: tokenizes the prompts and submits the choices.
+Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   GenerateReply::Setup setup;
   setup.list = req.batch || req.sampling.n > 1;
   setup.logprobs = req.return_logprob || req.top_logprobs_num > 0;
@@ -197,6 +196,22 @@ Reply handle_generate(ServerContext& ctx, const HttpRequest& request) {
   return Reply::later(std::make_unique<GenerateReply>(
                           ctx, std::move(id), std::move(choices).value(), req.stream, setup),
                       req.stream);
+}
+
+}  // namespace
+
+Reply handle_generate(ServerContext& ctx, const HttpRequest& request) {
+  auto parsed = parse_generate_request(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  GenerateInput& req = *parsed;
+  if (Status s = check_text_length(ctx, req.prompts, "text"); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
+  const bool stream = req.stream;
+  auto shared = std::make_shared<const GenerateInput>(std::move(req));
+  return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>&) {
+    return prepare_generate(ctx, *shared);
+  });
 }
 
 }  // namespace sgl::server

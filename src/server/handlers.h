@@ -1,5 +1,6 @@
 // The endpoint handlers. Each runs on an io thread, never blocks for long and never throws:
-// bad input becomes an OpenAI-style error response, generations a deferred reply.
+// bad input becomes an OpenAI-style error response, generations a deferred reply. Chat
+// templates and tokenization run on the work pool (PreparedReply).
 #pragma once
 
 #include <optional>

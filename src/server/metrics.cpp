@@ -73,6 +73,11 @@ void Metrics::count_response(int http_status) {
   ++responses_[http_status];
 }
 
+void Metrics::count_prepare_cancelled() {
+  std::lock_guard lock(mutex_);
+  ++prepare_cancelled_;
+}
+
 void Metrics::observe_time_to_first_token(double seconds) {
   std::lock_guard lock(mutex_);
   ttft_.observe(seconds);
@@ -94,7 +99,7 @@ void Metrics::observe_finished(double e2e_seconds, const std::string& finish_rea
   cached_tokens_ += static_cast<uint64_t>(std::max<int64_t>(cached_tokens, 0));
 }
 
-std::string Metrics::render(const engine::EngineStats& stats) const {
+std::string Metrics::render(const engine::EngineStats& stats, size_t preparing) const {
   const scheduler::SchedulerStats& s = stats.scheduler;
   std::string out;
   std::lock_guard lock(mutex_);
@@ -119,6 +124,14 @@ std::string Metrics::render(const engine::EngineStats& stats) const {
   header(out, "sglang:cached_tokens_total", "counter",
          "Prompt tokens served from the prefix cache.");
   sample(out, "sglang:cached_tokens_total", labels_, static_cast<double>(cached_tokens_));
+
+  header(out, "sgl:prepare_cancelled_total", "counter",
+         "Requests whose chat template rendering or tokenization was cancelled.");
+  sample(out, "sgl:prepare_cancelled_total", labels_, static_cast<double>(prepare_cancelled_));
+
+  header(out, "sgl:num_preparing_reqs", "gauge",
+         "Requests whose chat template or tokenization is queued or running.");
+  sample(out, "sgl:num_preparing_reqs", labels_, static_cast<double>(preparing));
 
   header(out, "sglang:time_to_first_token_seconds", "histogram", "Time to first token.");
   ttft_.render("sglang:time_to_first_token_seconds", labels_, out);

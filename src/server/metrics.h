@@ -32,13 +32,17 @@ class Metrics {
   explicit Metrics(std::string model_name);
 
   void count_response(int http_status);
+  // A request whose preparation (chat template, tokenization) was cancelled: the client went
+  // away or the server stopped.
+  void count_prepare_cancelled();
   void observe_time_to_first_token(double seconds);
   void observe_inter_token_latency(double seconds);
   // A finished generation request: its end-to-end latency, finish reason and token counts.
   void observe_finished(double e2e_seconds, const std::string& finish_reason, int64_t prompt_tokens,
                         int64_t completion_tokens, int64_t cached_tokens);
 
-  std::string render(const engine::EngineStats& stats) const;
+  // `preparing`: requests queued or running on the work pool (chat template, tokenization).
+  std::string render(const engine::EngineStats& stats, size_t preparing = 0) const;
 
  private:
   const std::string labels_;  // model_name="..."
@@ -48,6 +52,7 @@ class Metrics {
   uint64_t prompt_tokens_ = 0;
   uint64_t generation_tokens_ = 0;
   uint64_t cached_tokens_ = 0;
+  uint64_t prepare_cancelled_ = 0;
   Histogram ttft_;
   Histogram itl_;
   Histogram e2e_;

@@ -3,14 +3,14 @@
 
 #include <signal.h>
 
-#include <fstream>
+#include <algorithm>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "core/logging.h"
 #include "scheduler/scheduler_options.h"
+#include "server/chat_template_loader.h"
 #include "server/engine_request.h"
 #include "server/http_server.h"
 #include "server/router.h"
@@ -24,29 +24,6 @@ sigset_t termination_signals() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   return set;
-}
-
-Result<std::optional<tokenizer::ChatTemplate>> load_chat_template(
-    const ServeOptions& options, const tokenizer::Tokenizer& tokenizer) {
-  std::string source = tokenizer.chat_template();
-  std::string origin = "the tokenizer's chat template";
-  if (!options.chat_template_path.empty()) {
-    std::ifstream in(options.chat_template_path, std::ios::binary);
-    if (!in) return not_found("cannot read --chat-template " + options.chat_template_path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    source = buffer.str();
-    origin = options.chat_template_path;
-  }
-  if (source.empty()) return std::optional<tokenizer::ChatTemplate>();
-  auto parsed = tokenizer::ChatTemplate::parse(source);
-  if (!parsed.ok()) {
-    if (!options.chat_template_path.empty()) return parsed.status().with_context(origin);
-    SGL_LOG_WARN << origin << " does not parse (" << parsed.status().message()
-                 << "); chat completions are disabled";
-    return std::optional<tokenizer::ChatTemplate>();
-  }
-  return std::optional<tokenizer::ChatTemplate>(std::move(parsed).value());
 }
 
 // Waits up to `timeout` for `done`; false early if a termination signal arrives.
@@ -72,8 +49,17 @@ void block_termination_signals() {
 Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
              const tokenizer::Tokenizer& tokenizer,
              const std::function<void(const std::string& url)>& on_ready) {
-  SGL_ASSIGN_OR_RETURN(std::optional<tokenizer::ChatTemplate> chat_template,
-                       load_chat_template(options, tokenizer));
+  // Chat templates and tokenization run on the pool (a known stack for the template's stack
+  // guard, bounded concurrency); the template is checked there once before anything listens.
+  WorkPoolOptions pool_options;
+  pool_options.threads =
+      std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2, 2, 8);
+  pool_options.max_queued = 256;
+  SGL_ASSIGN_OR_RETURN(std::unique_ptr<WorkPool> pool, WorkPool::start(pool_options));
+  SGL_ASSIGN_OR_RETURN(
+      LoadedChatTemplate loaded,
+      load_chat_template(options.chat_template_path, options.model_path, tokenizer, *pool));
+  const std::optional<tokenizer::ChatTemplate>& chat_template = loaded.chat_template;
   const model::ModelConfig& config = model_engine.model_runner->config();
   ServerInfo info;
   info.model_path = options.model_path;
@@ -94,6 +80,7 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   info.schedule_policy = scheduler::schedule_policy_name(so.policy);
   info.disable_radix_cache = so.disable_radix_cache;
   info.has_chat_template = chat_template.has_value();
+  info.chat_template_origin = loaded.origin;
 
   HttpServerOptions http;
   http.host = options.host;
@@ -118,7 +105,7 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   info.port = server->port();
   ctx = std::make_unique<ServerContext>(*model_engine.engine, tokenizer,
                                         chat_template ? &*chat_template : nullptr, info,
-                                        options.api_key);
+                                        options.api_key, *pool);
   router = std::make_unique<Router>(*ctx);
   live_router = router.get();
 
@@ -132,6 +119,9 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   SGL_LOG_WARN << "sgl-server: signal " << signal_number << ", draining (" << ctx->registry.size()
                << " requests in flight)";
   server->stop_accepting();
+  // Renders and tokenizations in progress see their cancel flags and stop within milliseconds;
+  // their clients get a 503. What already reached the engine drains below.
+  pool->stop();
   if (!wait_for([&] { return ctx->registry.size() == 0; }, options.drain_timeout)) {
     const std::vector<uint64_t> rids = ctx->registry.all_rids();
     SGL_LOG_WARN << "sgl-server: aborting " << rids.size() << " unfinished requests";

@@ -1,5 +1,5 @@
 // ServerContext: what every handler shares — the engine, the tokenizer, the chat template,
-// static facts about the server, metrics and the in-flight request registry.
+// static facts about the server, metrics, the in-flight request registry and the work pool.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include "engine/engine.h"
 #include "server/metrics.h"
 #include "server/request_registry.h"
+#include "server/work_pool.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -32,18 +33,20 @@ struct ServerInfo {
   std::string schedule_policy;
   bool disable_radix_cache = false;
   bool has_chat_template = false;
+  std::string chat_template_origin;  // the --chat-template path, or where the tokenizer's is
 };
 
 struct ServerContext {
   ServerContext(engine::Engine& engine_in, const tokenizer::Tokenizer& tokenizer_in,
                 const tokenizer::ChatTemplate* chat_template_in, ServerInfo info_in,
-                std::string api_key_in)
+                std::string api_key_in, WorkPool& pool_in)
       : engine(engine_in),
         tokenizer(tokenizer_in),
         chat_template(chat_template_in),
         info(std::move(info_in)),
         api_key(std::move(api_key_in)),
-        metrics(info.served_model_name) {}
+        metrics(info.served_model_name),
+        pool(pool_in) {}
 
   engine::Engine& engine;                        // outlives the context
   const tokenizer::Tokenizer& tokenizer;         // outlives the context
@@ -52,6 +55,7 @@ struct ServerContext {
   const std::string api_key;  // empty: no authentication
   Metrics metrics;
   RequestRegistry registry;
+  WorkPool& pool;  // chat templates and tokenization run here, not on the I/O threads
 };
 
 }  // namespace sgl::server

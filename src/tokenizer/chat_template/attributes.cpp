@@ -17,6 +17,7 @@ Value same_kind(const Value& s, std::string text) {
 // NOTE: Python attributes win over dict keys for `x.name` (so `d.items` is the method), while
 // `x[key]` tries the key first and falls back to the attribute.
 Result<Value> Interpreter::get_attr(const Value& obj, const std::string& name) {
+  SGL_RETURN_IF_ERROR(budget_.charge(name.size()));  // hashed (attribute names can be built)
   switch (obj.kind()) {
     case Kind::kUndefined:
       return undefined_error(obj);
@@ -44,6 +45,7 @@ Result<Value> Interpreter::get_item(const Value& obj, const Value& key) {
     case Kind::kUndefined:
       return undefined_error(obj);
     case Kind::kDict:
+      SGL_RETURN_IF_ERROR(budget_.charge_walk(key));  // hashed
       if (const Value* v = obj.dict_data().find(key)) return *v;
       break;
     case Kind::kList:
@@ -58,6 +60,7 @@ Result<Value> Interpreter::get_item(const Value& obj, const Value& key) {
     case Kind::kString:
       if (key.is_integral()) {
         const std::string& s = obj.as_string();
+        SGL_RETURN_IF_ERROR(budget_.charge(s.size()));  // scanned for its characters
         int64_t i = key.as_int();
         if (is_ascii(s)) {
           int64_t n = static_cast<int64_t>(s.size());
@@ -77,6 +80,7 @@ Result<Value> Interpreter::get_item(const Value& obj, const Value& key) {
       break;
     case Kind::kObject:
       if (key.is_string()) {
+        SGL_RETURN_IF_ERROR(budget_.charge(key.as_string().size()));
         if (const Value* v = obj.object_data().attrs.find(key.as_string())) return *v;
       }
       break;

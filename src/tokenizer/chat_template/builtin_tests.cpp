@@ -6,6 +6,7 @@
 #include "tokenizer/chat_template/builtin_filters.h"
 #include "tokenizer/chat_template/call_args.h"
 #include "tokenizer/chat_template/errors.h"
+#include "tokenizer/chat_template/interpreter.h"
 #include "tokenizer/chat_template/utf8.h"
 #include "tokenizer/chat_template/value_format.h"
 #include "tokenizer/chat_template/value_ops.h"
@@ -46,48 +47,53 @@ SGL_SIMPLE_TEST(t_escaped, "escaped", v.is_markup())
 
 #undef SGL_SIMPLE_TEST
 
-Result<bool> t_lower(Interpreter&, const Value& v, const CallArgs& args) {
+Result<bool> t_lower(Interpreter& interp, const Value& v, const CallArgs& args) {
   SGL_RETURN_IF_ERROR(no_args("lower", args));
+  SGL_ASSIGN_OR_RETURN(std::string text, interp.str(v));
   bool cased = false;
-  for (char32_t cp : utf8_decode(py_str(v))) {
+  for (char32_t cp : utf8_decode(text)) {
     if (is_py_upper(cp)) return false;
     if (is_py_lower(cp)) cased = true;
   }
   return cased;
 }
 
-Result<bool> t_upper(Interpreter&, const Value& v, const CallArgs& args) {
+Result<bool> t_upper(Interpreter& interp, const Value& v, const CallArgs& args) {
   SGL_RETURN_IF_ERROR(no_args("upper", args));
+  SGL_ASSIGN_OR_RETURN(std::string text, interp.str(v));
   bool cased = false;
-  for (char32_t cp : utf8_decode(py_str(v))) {
+  for (char32_t cp : utf8_decode(text)) {
     if (is_py_lower(cp)) return false;
     if (is_py_upper(cp)) cased = true;
   }
   return cased;
 }
 
-Result<bool> mod_equals(const Value& v, const Value& divisor, int64_t expected) {
-  SGL_ASSIGN_OR_RETURN(Value m, binary_op(BinaryOp::kMod, v, divisor, 1 << 20));
+Result<bool> mod_equals(Interpreter& interp, const Value& v, const Value& divisor,
+                        int64_t expected) {
+  SGL_ASSIGN_OR_RETURN(Value m, binary_op(BinaryOp::kMod, v, divisor, interp.budget()));
   return py_equal(m, Value(expected));
 }
 
-Result<bool> t_odd(Interpreter&, const Value& v, const CallArgs& args) {
+Result<bool> t_odd(Interpreter& interp, const Value& v, const CallArgs& args) {
   SGL_RETURN_IF_ERROR(no_args("odd", args));
-  return mod_equals(v, Value(2), 1);
+  return mod_equals(interp, v, Value(2), 1);
 }
 
-Result<bool> t_even(Interpreter&, const Value& v, const CallArgs& args) {
+Result<bool> t_even(Interpreter& interp, const Value& v, const CallArgs& args) {
   SGL_RETURN_IF_ERROR(no_args("even", args));
-  return mod_equals(v, Value(2), 0);
+  return mod_equals(interp, v, Value(2), 0);
 }
 
-Result<bool> t_divisibleby(Interpreter&, const Value& v, const CallArgs& args) {
+Result<bool> t_divisibleby(Interpreter& interp, const Value& v, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(auto a, bind_args("divisibleby", args, {{"num", {}, true}}));
-  return mod_equals(v, a[0], 0);
+  return mod_equals(interp, v, a[0], 0);
 }
 
-Result<bool> t_sameas(Interpreter&, const Value& v, const CallArgs& args) {
+Result<bool> t_sameas(Interpreter& interp, const Value& v, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(auto a, bind_args("sameas", args, {{"other", {}, true}}));
+  SGL_RETURN_IF_ERROR(interp.budget().charge_walk(v));
+  SGL_RETURN_IF_ERROR(interp.budget().charge_walk(a[0]));
   const Value& o = a[0];
   if (v.kind() != o.kind()) return false;
   if (v.identity() != nullptr) {
@@ -98,13 +104,17 @@ Result<bool> t_sameas(Interpreter&, const Value& v, const CallArgs& args) {
 }
 
 template <CompareOp Op>
-Result<bool> t_compare(Interpreter&, const Value& v, const CallArgs& args) {
+Result<bool> t_compare(Interpreter& interp, const Value& v, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(auto a, bind_args("compare", args, {{"other", {}, true}}));
+  SGL_RETURN_IF_ERROR(interp.budget().charge_walk(v));
+  SGL_RETURN_IF_ERROR(interp.budget().charge_walk(a[0]));
   return compare_op(Op, v, a[0]);
 }
 
-Result<bool> t_in(Interpreter&, const Value& v, const CallArgs& args) {
+Result<bool> t_in(Interpreter& interp, const Value& v, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(auto a, bind_args("in", args, {{"seq", {}, true}}));
+  SGL_RETURN_IF_ERROR(interp.budget().charge_walk(v));
+  SGL_RETURN_IF_ERROR(interp.budget().charge_walk(a[0]));
   return py_contains(a[0], v);
 }
 

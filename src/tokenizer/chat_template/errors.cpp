@@ -25,8 +25,11 @@ Status python_assertion_error(const std::string& message) {
 
 Status template_error(const std::string& message) { return invalid_argument(message); }
 
-Status limit_error(const std::string& message) {
-  return resource_exhausted("TemplateRuntimeError: " + message);
+Status limit_error(const std::string& message) { return resource_exhausted(message); }
+
+Status output_limit_error(size_t limit, size_t bytes) {
+  return limit_error("chat template exceeded the output limit of " + std::to_string(limit) +
+                     " bytes (a value of " + std::to_string(bytes) + " bytes)");
 }
 
 Status undefined_error(const Value& undefined) {
@@ -47,7 +50,7 @@ Value undefined_attribute(const Value& obj, const std::string& attr) {
 Value undefined_element(const Value& obj, const Value& key) {
   if (key.is_string()) return undefined_attribute(obj, key.as_string());
   return Value::undefined("UndefinedError: " + object_type_repr(obj) + " has no element " +
-                          py_repr(key));
+                          message_repr(key));
 }
 
 Value undefined_hint(const std::string& hint) {

@@ -16,8 +16,12 @@ Status filter_argument_error(const std::string& message);   // FilterArgumentErr
 Status python_assertion_error(const std::string& message);  // AssertionError
 // raise_exception(): the template's own message, unprefixed.
 Status template_error(const std::string& message);
-// Limits (output size, recursion, iterations): kResourceExhausted.
+// Limits (output size, work, stack, recursion, iterations, cancellation, deadline):
+// kResourceExhausted, unprefixed (they are ours, not Jinja's).
 Status limit_error(const std::string& message);
+// A string or collection of `bytes` would exceed the output limit (RenderOptions::
+// max_output_bytes, which also bounds every single value).
+Status output_limit_error(size_t limit, size_t bytes);
 
 // The error an undefined value raises when it is used (its stored message).
 Status undefined_error(const Value& undefined);

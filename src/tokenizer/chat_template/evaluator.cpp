@@ -23,11 +23,13 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 }  // namespace
 
 Result<Value> Interpreter::eval(const Expr& expr) {
+  SGL_RETURN_IF_ERROR(budget_.step());
   return std::visit(
       Overloaded{
           [&](const LiteralExpr& e) -> Result<Value> { return e.value; },
           [&](const NameExpr& e) -> Result<Value> { return eval_name(e); },
           [&](const ListExpr& e) -> Result<Value> {
+            SGL_RETURN_IF_ERROR(budget_.allocate_values(e.items.size()));
             std::vector<Value> items;
             items.reserve(e.items.size());
             for (const ExprPtr& item : e.items) {
@@ -37,6 +39,7 @@ Result<Value> Interpreter::eval(const Expr& expr) {
             return Value::list(std::move(items));
           },
           [&](const TupleExpr& e) -> Result<Value> {
+            SGL_RETURN_IF_ERROR(budget_.allocate_values(e.items.size()));
             std::vector<Value> items;
             items.reserve(e.items.size());
             for (const ExprPtr& item : e.items) {
@@ -46,10 +49,12 @@ Result<Value> Interpreter::eval(const Expr& expr) {
             return Value::tuple(std::move(items));
           },
           [&](const DictExpr& e) -> Result<Value> {
+            SGL_RETURN_IF_ERROR(budget_.allocate_values(2 * e.items.size()));
             DictData d;
             for (const auto& [key_expr, value_expr] : e.items) {
               SGL_ASSIGN_OR_RETURN(Value key, eval(*key_expr));
               SGL_ASSIGN_OR_RETURN(Value value, eval(*value_expr));
+              SGL_RETURN_IF_ERROR(budget_.charge_walk(key));  // hashed
               if (!d.set(key, std::move(value))) {
                 return type_error("unhashable type: '" + type_name(key) + "'");
               }
@@ -114,13 +119,16 @@ Result<Value> Interpreter::eval_binary(const BinaryExpr& e) {
     return eval(*e.right);
   }
   SGL_ASSIGN_OR_RETURN(Value right, eval(*e.right));
-  return binary_op(e.op, left, right, options_.max_output_bytes);
+  return binary_op(e.op, left, right, budget_);
 }
 
 Result<Value> Interpreter::eval_compare(const CompareExpr& e) {
   SGL_ASSIGN_OR_RETURN(Value left, eval(*e.first));
   for (const auto& [op, right_expr] : e.rest) {
     SGL_ASSIGN_OR_RETURN(Value right, eval(*right_expr));
+    // Equality, ordering and membership may walk both operands to the bottom.
+    SGL_RETURN_IF_ERROR(budget_.charge_walk(left));
+    SGL_RETURN_IF_ERROR(budget_.charge_walk(right));
     SGL_ASSIGN_OR_RETURN(bool ok, compare_op(op, left, right));
     if (!ok) return Value(false);
     left = std::move(right);
@@ -141,12 +149,13 @@ Result<CallArgs> Interpreter::eval_args(const ArgsExpr& args) {
   }
   if (args.star_args) {
     SGL_ASSIGN_OR_RETURN(Value v, eval(*args.star_args));
-    SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(v));
+    SGL_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(v));
     for (Value& item : items) out.positional.push_back(std::move(item));
   }
   if (args.star_kwargs) {
     SGL_ASSIGN_OR_RETURN(Value v, eval(*args.star_kwargs));
     if (!v.is_dict()) return type_error("argument after ** must be a mapping, not " + type_name(v));
+    SGL_RETURN_IF_ERROR(budget_.allocate_values(2 * v.dict_data().size()));
     for (const auto& [k, val] : v.dict_data().entries()) {
       if (!k.is_string()) return type_error("keywords must be strings");
       out.keyword.emplace_back(k.as_string(), val);
@@ -163,6 +172,7 @@ Result<Value> Interpreter::eval_call(const CallExpr& e, const Value* caller) {
 }
 
 Result<Value> Interpreter::call(const Value& callee, const CallArgs& args) {
+  SGL_RETURN_IF_ERROR(budget_.step());
   if (callee.is_callable()) return callee.callable_data().fn(*this, args);
   if (callee.is_object() && callee.object_data().call)
     return callee.object_data().call(*this, args);
@@ -195,6 +205,8 @@ Result<Value> Interpreter::apply_filter(const std::string& name, const Value& in
                                         const CallArgs& args) {
   FilterFn fn = find_filter(name);
   if (fn == nullptr) return runtime_error("No filter named '" + name + "' found.");
+  // Filters on strings read them at least once (length counts characters, int parses).
+  if (input.is_string()) SGL_RETURN_IF_ERROR(budget_.charge(input.as_string().size()));
   return fn(*this, input, args);
 }
 
@@ -229,6 +241,7 @@ Result<Value> Interpreter::eval_slice(const Value& obj, const SliceExpr& slice) 
   std::u32string chars;
   int64_t len = 0;
   if (obj.is_string()) {
+    SGL_RETURN_IF_ERROR(budget_.charge(obj.as_string().size()));
     chars = utf8_decode(obj.as_string());
     len = static_cast<int64_t>(chars.size());
   } else {
@@ -247,22 +260,25 @@ Result<Value> Interpreter::eval_slice(const Value& obj, const SliceExpr& slice) 
   };
   int64_t b = adjust(start, step < 0 ? len - 1 : 0);
   int64_t e = adjust(stop, step < 0 ? -1 : len);
-  std::vector<int64_t> indices;
-  if (step > 0) {
-    for (int64_t i = b; i < e; i += step) indices.push_back(i);
-  } else {
-    for (int64_t i = b; i > e; i += step) indices.push_back(i);
-  }
+  // Python's slice length: the indices are b, b + step, ... short of e. |step| is unsigned
+  // because -INT64_MIN does not fit.
+  uint64_t stride = step < 0 ? 0 - static_cast<uint64_t>(step) : static_cast<uint64_t>(step);
+  uint64_t span = step > 0 ? static_cast<uint64_t>(std::max<int64_t>(e - b, 0))
+                           : static_cast<uint64_t>(std::max<int64_t>(b - e, 0));
+  auto count = static_cast<int64_t>(span == 0 ? 0 : (span - 1) / stride + 1);
+  auto index = [&](int64_t k) { return static_cast<size_t>(b + k * step); };
   if (obj.is_string()) {
     std::u32string out;
-    out.reserve(indices.size());
-    for (int64_t i : indices) out.push_back(chars[static_cast<size_t>(i)]);
+    out.reserve(static_cast<size_t>(count));
+    for (int64_t k = 0; k < count; ++k) out.push_back(chars[index(k)]);
     std::string text = utf8_encode(out);
+    SGL_RETURN_IF_ERROR(budget_.allocate(text.size()));
     return obj.is_markup() ? Value::markup(std::move(text)) : Value(std::move(text));
   }
+  SGL_RETURN_IF_ERROR(budget_.allocate_values(static_cast<size_t>(count)));
   std::vector<Value> out;
-  out.reserve(indices.size());
-  for (int64_t i : indices) out.push_back(obj.items()[static_cast<size_t>(i)]);
+  out.reserve(static_cast<size_t>(count));
+  for (int64_t k = 0; k < count; ++k) out.push_back(obj.items()[index(k)]);
   return obj.is_tuple() ? Value::tuple(std::move(out)) : Value::list(std::move(out));
 }
 

@@ -142,8 +142,10 @@ Result<Value> f_tojson(Interpreter& interp, const Value& input, const CallArgs& 
     o.key_separator = a[2].items()[1].as_string();
   }
   o.sort_keys = a[3].truthy();
+  o.max_bytes = interp.options().max_output_bytes;
+  if (o.sort_keys) SGL_RETURN_IF_ERROR(interp.budget().charge_walk(input));  // key comparisons
   SGL_ASSIGN_OR_RETURN(std::string out, dump_json(input, o));
-  SGL_RETURN_IF_ERROR(interp.check_size(out.size()));
+  SGL_RETURN_IF_ERROR(interp.budget().allocate(out.size()));
   return Value(std::move(out));
 }
 
@@ -206,10 +208,10 @@ Result<Value> f_abs(Interpreter&, const Value& input, const CallArgs& args) {
   return type_error("bad operand type for abs(): '" + type_name(input) + "'");
 }
 
-Result<Value> f_round(Interpreter&, const Value& input, const CallArgs& args) {
+Result<Value> f_round(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(
       auto a, bind_args("round", args, {{"precision", Value(0)}, {"method", Value("common")}}));
-  std::string method = py_str(a[1]);
+  SGL_ASSIGN_OR_RETURN(std::string method, interp.str(a[1]));
   if (method != "common" && method != "ceil" && method != "floor") {
     return filter_argument_error("method must be common, ceil or floor");
   }
@@ -229,8 +231,12 @@ Result<Value> f_round(Interpreter&, const Value& input, const CallArgs& args) {
       return Value(std::strtod(buf, nullptr));
     }
     double scale = std::pow(10.0, static_cast<double>(-precision));
-    double r = std::nearbyint(x / scale) * scale;
-    return input.is_integral() ? Value(static_cast<int64_t>(r)) : Value(r);
+    // Rounding to a place above every finite double leaves zero (0 * inf would be NaN).
+    double r = std::isinf(scale) ? 0.0 * x : std::nearbyint(x / scale) * scale;
+    if (!input.is_integral()) return Value(r);
+    // The nearest multiple of 10^-precision can pass INT64_MAX.
+    if (std::fabs(r) >= 9.2e18) return invalid_argument("OverflowError: integer overflow");
+    return Value(static_cast<int64_t>(r));
   }
   double scale = std::pow(10.0, static_cast<double>(precision));
   double x = input.as_double() * scale;
@@ -238,9 +244,11 @@ Result<Value> f_round(Interpreter&, const Value& input, const CallArgs& args) {
   return Value(x / scale);
 }
 
-Result<Value> f_pprint(Interpreter&, const Value& input, const CallArgs& args) {
+Result<Value> f_pprint(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_RETURN_IF_ERROR(bind_args("pprint", args, {}).status());
-  return Value(py_repr(input));
+  std::string text = py_repr(input, interp.options().max_output_bytes);
+  SGL_RETURN_IF_ERROR(interp.budget().allocate(text.size()));
+  return Value(std::move(text));
 }
 
 }  // namespace sgl::tokenizer::jinja

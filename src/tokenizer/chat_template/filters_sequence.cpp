@@ -18,9 +18,9 @@ namespace {
 Value generator(std::vector<Value> items) { return Value::iterator("generator", std::move(items)); }
 
 // Jinja's `if value: for item in value` (falsy inputs such as none yield nothing).
-Result<std::vector<Value>> iterate_if_truthy(const Value& v) {
+Result<std::vector<Value>> iterate_if_truthy(Interpreter& interp, const Value& v) {
   if (!v.truthy()) return std::vector<Value>{};
-  return py_iterate(v);
+  return interp.iterate(v);
 }
 
 Value ignore_case(const Value& v) {
@@ -64,7 +64,7 @@ Result<Value> select_or_reject(Interpreter& interp, const Value& input, const Ca
                                 args.positional.end());
   }
   test_args.keyword = args.keyword;
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, iterate_if_truthy(input));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, iterate_if_truthy(interp, input));
   std::vector<Value> out;
   for (Value& item : items) {
     Value v = item;
@@ -86,7 +86,9 @@ Result<Value> min_or_max(Interpreter& interp, const Value& input, const CallArgs
   SGL_ASSIGN_OR_RETURN(auto a,
                        bind_args(max ? "max" : "min", args,
                                  {{"case_sensitive", Value(false)}, {"attribute", Value::none()}}));
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(input));
+  // Before iterating, which consumes a generator.
+  SGL_RETURN_IF_ERROR(interp.budget().charge_walk(input));  // n comparisons
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, interp.iterate(input));
   if (items.empty()) {
     return undefined_hint(max ? "No largest item, sequence was empty."
                               : "No smallest item, sequence was empty.");
@@ -154,19 +156,19 @@ Result<Value> f_length(Interpreter&, const Value& input, const CallArgs& args) {
   return Value(n);
 }
 
-Result<Value> f_first(Interpreter&, const Value& input, const CallArgs& args) {
+Result<Value> f_first(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_RETURN_IF_ERROR(bind_args("first", args, {}).status());
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(input));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, interp.iterate(input));
   if (items.empty()) return undefined_hint("No first item, sequence was empty.");
   return items.front();
 }
 
-Result<Value> f_last(Interpreter&, const Value& input, const CallArgs& args) {
+Result<Value> f_last(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_RETURN_IF_ERROR(bind_args("last", args, {}).status());
   if (input.is_iterator() && input.list_data().iter_type == "generator") {
     return type_error("'generator' object is not reversible");
   }
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(input));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, interp.iterate(input));
   if (items.empty()) return undefined_hint("No last item, sequence was empty.");
   return items.back();
 }
@@ -174,22 +176,26 @@ Result<Value> f_last(Interpreter&, const Value& input, const CallArgs& args) {
 Result<Value> f_join(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(auto a,
                        bind_args("join", args, {{"d", Value("")}, {"attribute", Value::none()}}));
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(input));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, interp.iterate(input));
   AttrGetter getter;
   if (!a[1].is_none()) getter = make_attrgetter(interp, a[1], nullptr);
-  std::string sep = py_str(a[0]);
-  std::string out;
+  SGL_ASSIGN_OR_RETURN(std::string sep, interp.str(a[0]));
+  const size_t limit = interp.options().max_output_bytes;
+  BudgetedString out(interp.budget());
   for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += sep;
+    if (i > 0) SGL_RETURN_IF_ERROR(out.append(sep));
+    Value v = items[i];
     if (getter) {
-      SGL_ASSIGN_OR_RETURN(Value v, getter(items[i]));
-      out += py_str(v);
-    } else {
-      out += py_str(items[i]);
+      SGL_ASSIGN_OR_RETURN(v, getter(items[i]));
     }
-    SGL_RETURN_IF_ERROR(interp.check_size(out.size()));
+    if (v.is_string()) {
+      SGL_RETURN_IF_ERROR(out.append(v.as_string()));
+    } else {
+      SGL_RETURN_IF_ERROR(out.append(py_str(v, limit)));
+    }
   }
-  return Value(std::move(out));
+  SGL_ASSIGN_OR_RETURN(std::string text, out.take());
+  return Value(std::move(text));
 }
 
 Result<Value> f_map(Interpreter& interp, const Value& input, const CallArgs& args) {
@@ -220,7 +226,8 @@ Result<Value> f_map(Interpreter& interp, const Value& input, const CallArgs& arg
       return interp.apply_filter(name, item, rest);
     };
   }
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, iterate_if_truthy(input));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, iterate_if_truthy(interp, input));
+  SGL_RETURN_IF_ERROR(interp.budget().allocate_values(items.size()));
   std::vector<Value> out;
   out.reserve(items.size());
   for (const Value& item : items) {
@@ -252,7 +259,9 @@ Result<Value> f_unique(Interpreter& interp, const Value& input, const CallArgs& 
       bind_args("unique", args, {{"case_sensitive", Value(false)}, {"attribute", Value::none()}}));
   AttrGetter getter;
   if (!a[1].is_none()) getter = make_attrgetter(interp, a[1], nullptr);
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(input));
+  SGL_RETURN_IF_ERROR(interp.budget().charge_walk(input));  // hashing every key
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, interp.iterate(input));
+  SGL_RETURN_IF_ERROR(interp.budget().allocate_values(2 * items.size()));
   DictData seen;
   std::vector<Value> out;
   for (const Value& item : items) {
@@ -269,22 +278,23 @@ Result<Value> f_unique(Interpreter& interp, const Value& input, const CallArgs& 
   return generator(std::move(out));
 }
 
-Result<Value> f_list(Interpreter&, const Value& input, const CallArgs& args) {
+Result<Value> f_list(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_RETURN_IF_ERROR(bind_args("list", args, {}).status());
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(input));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, interp.iterate(input));
   return Value::list(std::move(items));
 }
 
-Result<Value> f_items(Interpreter&, const Value& input, const CallArgs& args) {
+Result<Value> f_items(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_RETURN_IF_ERROR(bind_args("items", args, {}).status());
   if (input.is_undefined()) return generator({});
   if (!input.is_dict()) return type_error("Can only get item pairs from a mapping.");
+  SGL_RETURN_IF_ERROR(interp.budget().allocate_values(3 * input.dict_data().size()));
   std::vector<Value> out;
   for (const auto& [k, v] : input.dict_data().entries()) out.push_back(Value::tuple({k, v}));
   return generator(std::move(out));
 }
 
-Result<Value> f_dictsort(Interpreter&, const Value& input, const CallArgs& args) {
+Result<Value> f_dictsort(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(auto a, bind_args("dictsort", args,
                                          {{"case_sensitive", Value(false)},
                                           {"by", Value("key")},
@@ -294,10 +304,12 @@ Result<Value> f_dictsort(Interpreter&, const Value& input, const CallArgs& args)
     return invalid_argument("AttributeError: '" + type_name(input) +
                             "' object has no attribute 'items'");
   }
-  std::string by = py_str(a[1]);
+  SGL_ASSIGN_OR_RETURN(std::string by, interp.str(a[1]));
   if (by != "key" && by != "value") {
     return filter_argument_error("You can only sort by either \"key\" or \"value\"");
   }
+  SGL_RETURN_IF_ERROR(interp.budget().charge_sort(input));
+  SGL_RETURN_IF_ERROR(interp.budget().allocate_values(5 * input.dict_data().size()));
   std::vector<std::pair<Value, Value>> keyed;
   for (const auto& [k, v] : input.dict_data().entries()) {
     Value key = by == "key" ? k : v;
@@ -314,7 +326,9 @@ Result<Value> f_sort(Interpreter& interp, const Value& input, const CallArgs& ar
                                          {{"reverse", Value(false)},
                                           {"case_sensitive", Value(false)},
                                           {"attribute", Value::none()}}));
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(input));
+  SGL_RETURN_IF_ERROR(interp.budget().charge_sort(input));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, interp.iterate(input));
+  SGL_RETURN_IF_ERROR(interp.budget().allocate_values(3 * items.size()));
   AttrGetter getter;
   if (!a[2].is_none()) getter = make_attrgetter(interp, a[2], nullptr);
   std::vector<std::pair<Value, Value>> keyed;
@@ -331,14 +345,15 @@ Result<Value> f_sort(Interpreter& interp, const Value& input, const CallArgs& ar
   return Value::list(std::move(out));
 }
 
-Result<Value> f_reverse(Interpreter&, const Value& input, const CallArgs& args) {
+Result<Value> f_reverse(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_RETURN_IF_ERROR(bind_args("reverse", args, {}).status());
   if (input.is_string()) {
+    SGL_RETURN_IF_ERROR(interp.budget().allocate(input.as_string().size()));
     std::u32string u = utf8_decode(input.as_string());
     std::reverse(u.begin(), u.end());
     return Value(utf8_encode(u));
   }
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(input));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, interp.iterate(input));
   std::reverse(items.begin(), items.end());
   return Value::list(std::move(items));
 }
@@ -354,7 +369,7 @@ Result<Value> f_max(Interpreter& interp, const Value& input, const CallArgs& arg
 Result<Value> f_sum(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(auto a,
                        bind_args("sum", args, {{"attribute", Value::none()}, {"start", Value(0)}}));
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(input));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, interp.iterate(input));
   AttrGetter getter;
   if (!a[0].is_none()) getter = make_attrgetter(interp, a[0], nullptr);
   Value total = a[1];
@@ -363,18 +378,21 @@ Result<Value> f_sum(Interpreter& interp, const Value& input, const CallArgs& arg
     if (getter) {
       SGL_ASSIGN_OR_RETURN(v, getter(item));
     }
-    SGL_ASSIGN_OR_RETURN(total,
-                         binary_op(BinaryOp::kAdd, total, v, interp.options().max_output_bytes));
+    SGL_ASSIGN_OR_RETURN(total, binary_op(BinaryOp::kAdd, total, v, interp.budget()));
   }
   return total;
 }
 
-Result<Value> f_batch(Interpreter&, const Value& input, const CallArgs& args) {
+Result<Value> f_batch(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(
       auto a, bind_args("batch", args, {{"linecount", {}, true}, {"fill_with", Value::none()}}));
   SGL_ASSIGN_OR_RETURN(int64_t n, int_arg("batch", a[0]));
   if (n <= 0) return value_error("batch size must be positive");
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(input));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, interp.iterate(input));
+  // Filling pads the last batch up to n items: one batch of [1]|batch(10**9, 0) is 10**9 long.
+  size_t fill = a[1].is_none() || items.empty() ? 0 : static_cast<size_t>(n) - 1;
+  if (fill > interp.options().max_output_bytes) return interp.budget().check_size(fill);
+  SGL_RETURN_IF_ERROR(interp.budget().allocate_values(2 * items.size() + fill));
   std::vector<Value> out;
   std::vector<Value> tmp;
   for (Value& item : items) {
@@ -393,13 +411,16 @@ Result<Value> f_batch(Interpreter&, const Value& input, const CallArgs& args) {
   return generator(std::move(out));
 }
 
-Result<Value> f_slice(Interpreter&, const Value& input, const CallArgs& args) {
+Result<Value> f_slice(Interpreter& interp, const Value& input, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(
       auto a, bind_args("slice", args, {{"slices", {}, true}, {"fill_with", Value::none()}}));
   SGL_ASSIGN_OR_RETURN(int64_t slices, int_arg("slice", a[0]));
   if (slices <= 0) return invalid_argument("ZeroDivisionError: integer division or modulo by zero");
   if (slices > 1'000'000) return value_error("too many slices");
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> seq, py_iterate(input));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> seq, interp.iterate(input));
+  // Every slice is a list of its own (and may get a fill value), even when seq is empty.
+  SGL_RETURN_IF_ERROR(
+      interp.budget().allocate_values(seq.size() + 4 * static_cast<size_t>(slices)));
   int64_t length = static_cast<int64_t>(seq.size());
   int64_t per = length / slices;
   int64_t extra = length % slices;

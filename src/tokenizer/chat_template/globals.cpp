@@ -35,27 +35,33 @@ Result<Value> g_range(Interpreter& interp, const CallArgs& args) {
   __int128 abs_step = step > 0 ? step : -static_cast<__int128>(step);
   int64_t count = span <= 0 ? 0 : static_cast<int64_t>((span + abs_step - 1) / abs_step);
   if (count > interp.options().max_loop_iterations) {
-    return limit_error("range() of " + std::to_string(count) + " items exceeds the loop limit");
+    return limit_error("chat template exceeded the loop iteration limit of " +
+                       std::to_string(interp.options().max_loop_iterations) + " (a range() of " +
+                       std::to_string(count) + " items)");
   }
+  SGL_RETURN_IF_ERROR(interp.budget().allocate_values(static_cast<size_t>(count)));
   std::vector<Value> out;
   out.reserve(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) out.emplace_back(start + i * step);
   return Value::list(std::move(out));
 }
 
-Status merge_into(DictData& d, const CallArgs& args, const char* fn) {
+Status merge_into(Interpreter& interp, DictData& d, const CallArgs& args, const char* fn) {
   if (args.positional.size() > 1) {
     return type_error(std::string(fn) + " expected at most 1 argument, got " +
                       std::to_string(args.positional.size()));
   }
   if (!args.positional.empty()) {
     const Value& src = args.positional[0];
+    // Every key is hashed.
+    SGL_RETURN_IF_ERROR(interp.budget().charge_walk(src));
     if (src.is_dict()) {
+      SGL_RETURN_IF_ERROR(interp.budget().allocate_values(2 * src.dict_data().size()));
       for (const auto& [k, v] : src.dict_data().entries()) d.set(k, v);
     } else {
-      SGL_ASSIGN_OR_RETURN(std::vector<Value> pairs, py_iterate(src));
+      SGL_ASSIGN_OR_RETURN(std::vector<Value> pairs, interp.iterate(src));
       for (const Value& p : pairs) {
-        SGL_ASSIGN_OR_RETURN(std::vector<Value> kv, py_iterate(p));
+        SGL_ASSIGN_OR_RETURN(std::vector<Value> kv, interp.iterate(p));
         if (kv.size() != 2) {
           return value_error("dictionary update sequence element has length " +
                              std::to_string(kv.size()) + "; 2 is required");
@@ -64,25 +70,27 @@ Status merge_into(DictData& d, const CallArgs& args, const char* fn) {
       }
     }
   }
+  SGL_RETURN_IF_ERROR(interp.budget().allocate_values(2 * args.keyword.size()));
   for (const auto& [k, v] : args.keyword) d.set(k, v);
   return Status::ok_status();
 }
 
-Result<Value> g_dict(Interpreter&, const CallArgs& args) {
+Result<Value> g_dict(Interpreter& interp, const CallArgs& args) {
   DictData d;
-  SGL_RETURN_IF_ERROR(merge_into(d, args, "dict"));
+  SGL_RETURN_IF_ERROR(merge_into(interp, d, args, "dict"));
   return Value::dict(std::move(d));
 }
 
-Result<Value> g_namespace(Interpreter&, const CallArgs& args) {
+Result<Value> g_namespace(Interpreter& interp, const CallArgs& args) {
   DictData d;
-  SGL_RETURN_IF_ERROR(merge_into(d, args, "namespace"));
+  SGL_RETURN_IF_ERROR(merge_into(interp, d, args, "namespace"));
   return make_namespace(std::move(d));
 }
 
-Result<Value> g_raise_exception(Interpreter&, const CallArgs& args) {
+Result<Value> g_raise_exception(Interpreter& interp, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(auto a, bind_args("raise_exception", args, {{"message", {}, true}}));
-  return template_error(py_str(a[0]));
+  SGL_ASSIGN_OR_RETURN(std::string message, interp.str(a[0]));
+  return template_error(message);
 }
 
 Result<Value> g_strftime_now(Interpreter& interp, const CallArgs& args) {
@@ -106,7 +114,10 @@ Result<Value> g_strftime_now(Interpreter& interp, const CallArgs& args) {
         std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
         1000000);
   }
-  return Value(py_strftime(a[0].as_string(), tm, micros));
+  // Each %-code expands to at most a few hundred bytes: built under the output limit.
+  std::string text = py_strftime(a[0].as_string(), tm, micros, interp.options().max_output_bytes);
+  SGL_RETURN_IF_ERROR(interp.budget().allocate(text.size()));
+  return Value(std::move(text));
 }
 
 Result<Value> g_cycler(Interpreter&, const CallArgs& args) {

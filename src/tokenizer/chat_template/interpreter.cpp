@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "tokenizer/chat_template/errors.h"
+#include "tokenizer/chat_template/utf8.h"
 #include "tokenizer/chat_template/value_format.h"
 #include "tokenizer/chat_template/value_ops.h"
 
@@ -28,51 +29,63 @@ const Value* Frame::lookup(const std::string& name) const {
 }
 
 Interpreter::Interpreter(const RenderOptions& options, const DictData& context)
-    : options_(options), frame_(std::make_shared<Frame>(nullptr)) {
+    : options_(options), budget_(options), frame_(std::make_shared<Frame>(nullptr)) {
   for (const auto& [key, value] : context.entries()) {
     if (key.is_string()) frame_->set(key.as_string(), value);
   }
 }
 
 Result<std::string> Interpreter::render(const Body& body) {
+  SGL_RETURN_IF_ERROR(budget_.start(__builtin_frame_address(0)));
   std::string out;
   out_ = &out;
   auto flow = exec_body(body);
   out_ = nullptr;
+  // NOTE: `{% set ns.me = ns %}` makes a reference cycle that would outlive the render (with
+  // whatever else the namespace holds); emptying such namespaces breaks every cycle.
+  for (const Value& ns : namespaces_holding_containers_) ns.object_data().attrs.clear();
+  namespaces_holding_containers_.clear();
   if (!flow.ok()) return flow.status();
   return out;
 }
 
-Status Interpreter::check_size(size_t bytes) const {
-  if (bytes > options_.max_output_bytes) {
-    return limit_error("output of " + std::to_string(bytes) + " bytes exceeds the limit of " +
-                       std::to_string(options_.max_output_bytes));
+Result<std::vector<Value>> Interpreter::iterate(const Value& v) {
+  if (v.is_string()) {
+    // A list of one-character strings: the list's values, then each string's allocations.
+    const std::string& s = v.as_string();
+    SGL_RETURN_IF_ERROR(budget_.charge(s.size()));
+    size_t n = utf8_length(s);
+    SGL_RETURN_IF_ERROR(budget_.allocate_values(n));
+    SGL_RETURN_IF_ERROR(budget_.charge(n * (RenderBudget::kStringValueBytes - sizeof(Value))));
+  } else if (v.is_sequence() || v.is_iterator()) {
+    SGL_RETURN_IF_ERROR(budget_.allocate_values(v.items().size()));
+  } else if (v.is_dict()) {
+    SGL_RETURN_IF_ERROR(budget_.allocate_values(v.dict_data().size()));
   }
-  return Status::ok_status();
+  return py_iterate(v);
 }
 
-Status Interpreter::count_iterations(size_t n) {
-  iterations_ += static_cast<int64_t>(n);
-  if (iterations_ > options_.max_loop_iterations) {
-    return limit_error("loop iteration limit of " + std::to_string(options_.max_loop_iterations) +
-                       " exceeded");
+Result<std::string> Interpreter::str(const Value& v) {
+  if (v.is_string()) {
+    SGL_RETURN_IF_ERROR(budget_.allocate(v.as_string().size()));
+    return v.as_string();
   }
-  return Status::ok_status();
-}
-
-Status Interpreter::enter_call() {
-  if (++call_depth_ > options_.max_call_depth) {
-    --call_depth_;
-    return limit_error("maximum recursion depth exceeded (" +
-                       std::to_string(options_.max_call_depth) + " nested calls)");
-  }
-  return Status::ok_status();
+  std::string s = py_str(v, options_.max_output_bytes);
+  SGL_RETURN_IF_ERROR(budget_.allocate(s.size()));
+  return s;
 }
 
 Status Interpreter::emit(std::string_view text) {
-  SGL_RETURN_IF_ERROR(check_size(out_->size() + text.size()));
+  SGL_RETURN_IF_ERROR(budget_.check_size(out_->size() + text.size()));
+  SGL_RETURN_IF_ERROR(budget_.charge(text.size()));
   out_->append(text);
   return Status::ok_status();
+}
+
+Status Interpreter::emit_value(const Value& v) {
+  if (v.is_string()) return emit(v.as_string());
+  SGL_ASSIGN_OR_RETURN(std::string text, str(v));
+  return emit(text);
 }
 
 Result<Interpreter::Flow> Interpreter::exec_body(const Body& body) {
@@ -84,6 +97,7 @@ Result<Interpreter::Flow> Interpreter::exec_body(const Body& body) {
 }
 
 Result<Interpreter::Flow> Interpreter::exec(const Stmt& stmt) {
+  SGL_RETURN_IF_ERROR(budget_.step());
   auto done = [](Status s) -> Result<Flow> {
     if (!s.ok()) return s;
     return Flow::kNormal;
@@ -93,8 +107,7 @@ Result<Interpreter::Flow> Interpreter::exec(const Stmt& stmt) {
           [&](const TextStmt& s) -> Result<Flow> { return done(emit(s.text)); },
           [&](const OutputStmt& s) -> Result<Flow> {
             SGL_ASSIGN_OR_RETURN(Value v, eval(*s.expr));
-            if (v.is_string()) return done(emit(v.as_string()));
-            return done(emit(py_str(v)));
+            return done(emit_value(v));
           },
           [&](const IfStmt& s) -> Result<Flow> { return exec_if(s); },
           [&](const ForStmt& s) -> Result<Flow> { return exec_for(s); },
@@ -135,7 +148,7 @@ Result<Interpreter::Flow> Interpreter::exec_for(const ForStmt& stmt) {
 }
 
 Status Interpreter::run_loop(const ForStmt& stmt, const Value& iterable, int depth) {
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(iterable));
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(iterable));
   std::shared_ptr<Frame> outer = frame_;
   frame_ = std::make_shared<Frame>(outer);
   struct Restore {
@@ -147,7 +160,7 @@ Status Interpreter::run_loop(const ForStmt& stmt, const Value& iterable, int dep
   if (stmt.filter) {
     std::vector<Value> kept;
     for (Value& item : items) {
-      SGL_RETURN_IF_ERROR(count_iterations(1));
+      SGL_RETURN_IF_ERROR(budget_.count_iterations(1));
       SGL_RETURN_IF_ERROR(assign(stmt.target, item));
       SGL_ASSIGN_OR_RETURN(Value keep, eval(*stmt.filter));
       if (keep.truthy()) kept.push_back(std::move(item));
@@ -158,10 +171,17 @@ Status Interpreter::run_loop(const ForStmt& stmt, const Value& iterable, int dep
 
   const size_t n = items.size();
   auto last_changed = std::make_shared<std::optional<std::vector<Value>>>();
+  // NOTE: `loop.changed(loop)` stores the loop object in state its own method holds: a
+  // reference cycle that would leak (with whatever else was passed) unless cleared at the end.
+  struct ForgetChanged {
+    std::shared_ptr<std::optional<std::vector<Value>>> state;
+    ~ForgetChanged() { state->reset(); }
+  } forget_changed{last_changed};
   std::weak_ptr<Frame> weak_outer = outer;
   const ForStmt* stmt_ptr = &stmt;
   for (size_t i = 0; i < n; ++i) {
-    SGL_RETURN_IF_ERROR(count_iterations(1));
+    SGL_RETURN_IF_ERROR(budget_.count_iterations(1));
+    SGL_RETURN_IF_ERROR(budget_.charge(RenderBudget::kIterationBytes));
     auto loop = std::make_shared<ObjectData>();
     loop->type_name = "jinja2.runtime.LoopContext";
     DictData& a = loop->attrs;
@@ -183,20 +203,23 @@ Status Interpreter::run_loop(const ForStmt& stmt, const Value& iterable, int dep
             if (args.positional.empty()) return type_error("no items for cycling given");
             return args.positional[static_cast<size_t>(idx) % args.positional.size()];
           }));
-    a.set("changed",
-          Value::callable("changed",
-                          [last_changed](Interpreter&, const CallArgs& args) -> Result<Value> {
-                            bool changed = true;
-                            if (last_changed->has_value()) {
-                              const auto& prev = **last_changed;
-                              changed = prev.size() != args.positional.size();
-                              for (size_t k = 0; !changed && k < prev.size(); ++k) {
-                                changed = !py_equal(prev[k], args.positional[k]);
-                              }
-                            }
-                            if (changed) *last_changed = args.positional;
-                            return Value(changed);
-                          }));
+    a.set("changed", Value::callable("changed",
+                                     [last_changed](Interpreter& interp,
+                                                    const CallArgs& args) -> Result<Value> {
+                                       for (const Value& arg : args.positional) {
+                                         SGL_RETURN_IF_ERROR(interp.budget().charge_walk(arg));
+                                       }
+                                       bool changed = true;
+                                       if (last_changed->has_value()) {
+                                         const auto& prev = **last_changed;
+                                         changed = prev.size() != args.positional.size();
+                                         for (size_t k = 0; !changed && k < prev.size(); ++k) {
+                                           changed = !py_equal(prev[k], args.positional[k]);
+                                         }
+                                       }
+                                       if (changed) *last_changed = args.positional;
+                                       return Value(changed);
+                                     }));
     if (stmt.recursive) {
       loop->call = [stmt_ptr, weak_outer, depth](Interpreter& interp,
                                                  const CallArgs& args) -> Result<Value> {
@@ -205,7 +228,7 @@ Status Interpreter::run_loop(const ForStmt& stmt, const Value& iterable, int dep
         }
         std::shared_ptr<Frame> frame = weak_outer.lock();
         if (!frame) return runtime_error("recursive loop called outside of its scope");
-        SGL_RETURN_IF_ERROR(interp.enter_call());
+        SGL_RETURN_IF_ERROR(interp.budget_.enter_call());
         std::string buffer;
         std::string* saved_out = interp.out_;
         std::shared_ptr<Frame> saved_frame = interp.frame_;
@@ -214,7 +237,7 @@ Status Interpreter::run_loop(const ForStmt& stmt, const Value& iterable, int dep
         Status s = interp.run_loop(*stmt_ptr, args.positional[0], depth + 1);
         interp.out_ = saved_out;
         interp.frame_ = saved_frame;
-        interp.leave_call();
+        interp.budget_.leave_call();
         SGL_RETURN_IF_ERROR(s);
         return Value(std::move(buffer));
       };
@@ -240,12 +263,17 @@ Status Interpreter::assign(const AssignTarget& target, const Value& value) {
       if (ns == nullptr || !ns->is_object() || !ns->object_data().assignable) {
         return runtime_error("cannot assign attribute on non-namespace object");
       }
+      bool scalar =
+          value.is_none() || value.is_undefined() || value.is_number() || value.is_string();
+      if (!scalar && namespaces_seen_.insert(ns->identity()).second) {
+        namespaces_holding_containers_.push_back(*ns);
+      }
       ns->object_data().attrs.set(target.attr, value);
       return Status::ok_status();
     }
     case AssignTarget::Kind::kTuple: {
       if (value.is_undefined()) return undefined_error(value);
-      SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(value));
+      SGL_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(value));
       size_t expected = target.items.size();
       if (items.size() > expected) {
         return value_error("too many values to unpack (expected " + std::to_string(expected) + ")");
@@ -292,13 +320,13 @@ Status Interpreter::exec_filter_block(const FilterBlockStmt& stmt) {
   SGL_ASSIGN_OR_RETURN(std::string text, capture(stmt.body));
   Value input(std::move(text));
   SGL_ASSIGN_OR_RETURN(Value v, eval_filter(std::get<FilterExpr>(stmt.filter->node), &input));
-  return emit(py_str(v));
+  return emit_value(v);
 }
 
 Status Interpreter::exec_call_block(const CallBlockStmt& stmt) {
   Value caller = make_macro(MacroDef{"caller", &stmt.params, &stmt.body});
   SGL_ASSIGN_OR_RETURN(Value v, eval_call(std::get<CallExpr>(stmt.call->node), &caller));
-  return emit(py_str(v));
+  return emit_value(v);
 }
 
 Result<Interpreter::Flow> Interpreter::exec_with(const WithStmt& stmt) {
@@ -329,7 +357,7 @@ Value Interpreter::make_macro(const MacroDef& def) {
 
 Result<Value> Interpreter::invoke_macro(const MacroDef& def, const std::shared_ptr<Frame>& closure,
                                         const CallArgs& args) {
-  SGL_RETURN_IF_ERROR(enter_call());
+  SGL_RETURN_IF_ERROR(budget_.enter_call());
   std::string buffer;
   std::string* saved_out = out_;
   std::shared_ptr<Frame> saved_frame = frame_;
@@ -340,7 +368,7 @@ Result<Value> Interpreter::invoke_macro(const MacroDef& def, const std::shared_p
     ~Restore() {
       self->out_ = out;
       self->frame_ = std::move(frame);
-      self->leave_call();
+      self->budget_.leave_call();
     }
   } restore{this, saved_out, saved_frame};
   frame_ = std::make_shared<Frame>(closure);

@@ -5,9 +5,12 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "core/status.h"
 #include "tokenizer/chat_template/ast.h"
+#include "tokenizer/chat_template/render_budget.h"
 #include "tokenizer/chat_template/render_options.h"
 #include "tokenizer/chat_template/value.h"
 
@@ -36,16 +39,17 @@ class Interpreter {
 
   // Services for filters, tests, methods and globals.
   const RenderOptions& options() const { return options_; }
+  RenderBudget& budget() { return budget_; }
   Result<Value> call(const Value& callee, const CallArgs& args);
   Result<Value> apply_filter(const std::string& name, const Value& input, const CallArgs& args);
   Result<bool> apply_test(const std::string& name, const Value& input, const CallArgs& args);
   // Jinja's sandboxed getattr (`x.name`) and getitem (`x[key]`).
   Result<Value> get_attr(const Value& obj, const std::string& name);
   Result<Value> get_item(const Value& obj, const Value& key);
-  // Fails when a string/collection of `bytes` would exceed the output limit.
-  Status check_size(size_t bytes) const;
-  // Counts loop iterations against the limit.
-  Status count_iterations(size_t n);
+  // Python list(v) (py_iterate) with the list it builds charged to the budget first.
+  Result<std::vector<Value>> iterate(const Value& v);
+  // Python str(v) (py_str), bounded by and charged to the budget.
+  Result<std::string> str(const Value& v);
 
  private:
   enum class Flow { kNormal, kBreak, kContinue };
@@ -59,6 +63,7 @@ class Interpreter {
   Result<Flow> exec_body(const Body& body);
   Result<Flow> exec(const Stmt& stmt);
   Status emit(std::string_view text);
+  Status emit_value(const Value& v);  // str(v)
   Result<Flow> exec_if(const IfStmt& stmt);
   Result<Flow> exec_for(const ForStmt& stmt);
   Status run_loop(const ForStmt& stmt, const Value& iterable, int depth);
@@ -73,8 +78,6 @@ class Interpreter {
   Value make_macro(const MacroDef& def);
   Result<Value> invoke_macro(const MacroDef& def, const std::shared_ptr<Frame>& closure,
                              const CallArgs& args);
-  Status enter_call();
-  void leave_call() { --call_depth_; }
 
   // Expressions (evaluator.cpp).
   Result<Value> eval(const Expr& expr);
@@ -91,10 +94,12 @@ class Interpreter {
   Result<Value> eval_slice(const Value& obj, const SliceExpr& slice);
 
   const RenderOptions& options_;
+  RenderBudget budget_;
   std::shared_ptr<Frame> frame_;
   std::string* out_ = nullptr;
-  int call_depth_ = 0;
-  int64_t iterations_ = 0;
+  // Namespaces assigned a container (a possible reference cycle): emptied when the render ends.
+  std::vector<Value> namespaces_holding_containers_;
+  std::unordered_set<const void*> namespaces_seen_;
 };
 
 }  // namespace sgl::tokenizer::jinja

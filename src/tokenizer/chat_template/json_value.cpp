@@ -153,6 +153,7 @@ class Dumper {
   }
 
   Status dump(const Value& v, int depth) {
+    if (out_.size() > o_.max_bytes) return output_limit_error(o_.max_bytes, out_.size());
     if (depth > kMaxJsonDepth) return value_error("Circular reference detected");
     switch (v.kind()) {
       case Kind::kNone:
@@ -168,6 +169,9 @@ class Dumper {
         out_ += json_float(v.as_double());
         return Status::ok_status();
       case Kind::kString:
+        if (v.as_string().size() > o_.max_bytes - out_.size()) {
+          return output_limit_error(o_.max_bytes, out_.size() + v.as_string().size());
+        }
         append_escaped(out_, v.as_string(), o_.ensure_ascii);
         return Status::ok_status();
       case Kind::kList:
@@ -183,9 +187,15 @@ class Dumper {
   std::string take() { return std::move(out_); }
 
  private:
-  void newline(int depth) {
+  // Checked before appending: indent strings nested 512 deep multiply fast.
+  Status newline(int depth) {
+    size_t n = 1 + static_cast<size_t>(depth) * o_.indent->size();
+    if (n > o_.max_bytes || out_.size() > o_.max_bytes - n) {
+      return output_limit_error(o_.max_bytes, out_.size() + n);
+    }
     out_ += '\n';
     for (int i = 0; i < depth; ++i) out_ += *o_.indent;
+    return Status::ok_status();
   }
 
   Status dump_list(const std::vector<Value>& items, int depth) {
@@ -196,10 +206,10 @@ class Dumper {
     out_ += '[';
     for (size_t i = 0; i < items.size(); ++i) {
       if (i > 0) out_ += item_sep_;
-      if (o_.indent) newline(depth + 1);
+      if (o_.indent) SGL_RETURN_IF_ERROR(newline(depth + 1));
       SGL_RETURN_IF_ERROR(dump(items[i], depth + 1));
     }
-    if (o_.indent) newline(depth);
+    if (o_.indent) SGL_RETURN_IF_ERROR(newline(depth));
     out_ += ']';
     return Status::ok_status();
   }
@@ -245,13 +255,13 @@ class Dumper {
     for (const auto* e : entries) {
       if (!first) out_ += item_sep_;
       first = false;
-      if (o_.indent) newline(depth + 1);
+      if (o_.indent) SGL_RETURN_IF_ERROR(newline(depth + 1));
       SGL_ASSIGN_OR_RETURN(std::string key, key_string(e->first));
       append_escaped(out_, key, o_.ensure_ascii);
       out_ += o_.key_separator;
       SGL_RETURN_IF_ERROR(dump(e->second, depth + 1));
     }
-    if (o_.indent) newline(depth);
+    if (o_.indent) SGL_RETURN_IF_ERROR(newline(depth));
     out_ += '}';
     return Status::ok_status();
   }
@@ -272,7 +282,9 @@ Result<Value> value_from_json(std::string_view json) {
 Result<std::string> dump_json(const Value& value, const JsonDumpOptions& options) {
   Dumper dumper(options);
   SGL_RETURN_IF_ERROR(dumper.dump(value, 0));
-  return dumper.take();
+  std::string out = dumper.take();
+  if (out.size() > options.max_bytes) return output_limit_error(options.max_bytes, out.size());
+  return out;
 }
 
 }  // namespace sgl::tokenizer::jinja

@@ -1,6 +1,7 @@
 // JSON <-> Value: parsing inputs (order-preserving) and Python json.dumps for `tojson`.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,8 @@ struct JsonDumpOptions {
   std::optional<std::string> item_separator;  // default ", " (or "," when indenting)
   std::string key_separator = ": ";
   bool sort_keys = false;
+  // Fails (output limit error) as soon as the text grows past this, before building more.
+  size_t max_bytes = SIZE_MAX;
 };
 
 // Python's json.dumps(value, ...) byte for byte; TypeError for values JSON cannot hold

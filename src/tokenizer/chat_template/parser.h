@@ -99,6 +99,27 @@ class Parser {
   Status enter();
   void leave() { --depth_; }
 
+  // The nodes a loop wraps around its left operand (`a ~ b ~ c`, `x.a[0]()`, `x|f|g`,
+  // `a if b if c`): each nests the tree one level deeper without recursing here, but the
+  // interpreter and the tree's destructor recurse through every level. Each link counts
+  // against the nesting limit until the loop's expression is complete.
+  class Chain {
+   public:
+    explicit Chain(Parser* parser) : parser_(parser) {}
+    Chain(const Chain&) = delete;
+    Chain& operator=(const Chain&) = delete;
+    ~Chain() { parser_->depth_ -= links_; }
+    Status link() {
+      SGL_RETURN_IF_ERROR(parser_->enter());
+      ++links_;
+      return Status::ok_status();
+    }
+
+   private:
+    Parser* parser_;
+    int links_ = 0;
+  };
+
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   int depth_ = 0;

@@ -48,10 +48,14 @@ Result<ExprPtr> Parser::parse_expression(bool with_condexpr) {
 Result<ExprPtr> Parser::parse_condexpr() {
   int line = cur().line;
   SGL_ASSIGN_OR_RETURN(ExprPtr expr1, parse_or());
+  Chain chain(this);
   while (skip_name("if")) {
+    SGL_RETURN_IF_ERROR(chain.link());
     SGL_ASSIGN_OR_RETURN(ExprPtr expr2, parse_or());
     ExprPtr expr3;
     if (skip_name("else")) {
+      SGL_RETURN_IF_ERROR(enter());
+      DepthLeave leave_guard{&depth_};
       SGL_ASSIGN_OR_RETURN(expr3, parse_condexpr());
     }
     expr1 = make_expr(CondExpr{std::move(expr2), std::move(expr1), std::move(expr3)}, line);
@@ -62,7 +66,9 @@ Result<ExprPtr> Parser::parse_condexpr() {
 Result<ExprPtr> Parser::parse_or() {
   int line = cur().line;
   SGL_ASSIGN_OR_RETURN(ExprPtr left, parse_and());
+  Chain chain(this);
   while (skip_name("or")) {
+    SGL_RETURN_IF_ERROR(chain.link());
     SGL_ASSIGN_OR_RETURN(ExprPtr right, parse_and());
     left = make_expr(BinaryExpr{BinaryOp::kOr, std::move(left), std::move(right)}, line);
   }
@@ -72,7 +78,9 @@ Result<ExprPtr> Parser::parse_or() {
 Result<ExprPtr> Parser::parse_and() {
   int line = cur().line;
   SGL_ASSIGN_OR_RETURN(ExprPtr left, parse_not());
+  Chain chain(this);
   while (skip_name("and")) {
+    SGL_RETURN_IF_ERROR(chain.link());
     SGL_ASSIGN_OR_RETURN(ExprPtr right, parse_not());
     left = make_expr(BinaryExpr{BinaryOp::kAnd, std::move(left), std::move(right)}, line);
   }
@@ -127,9 +135,11 @@ Result<ExprPtr> Parser::parse_compare() {
 Result<ExprPtr> Parser::parse_math1() {
   int line = cur().line;
   SGL_ASSIGN_OR_RETURN(ExprPtr left, parse_concat());
+  Chain chain(this);
   while (at_op("+") || at_op("-")) {
     BinaryOp op = at_op("+") ? BinaryOp::kAdd : BinaryOp::kSub;
     advance();
+    SGL_RETURN_IF_ERROR(chain.link());
     SGL_ASSIGN_OR_RETURN(ExprPtr right, parse_concat());
     left = make_expr(BinaryExpr{op, std::move(left), std::move(right)}, line);
   }
@@ -139,7 +149,9 @@ Result<ExprPtr> Parser::parse_math1() {
 Result<ExprPtr> Parser::parse_concat() {
   int line = cur().line;
   SGL_ASSIGN_OR_RETURN(ExprPtr left, parse_math2());
+  Chain chain(this);
   while (skip_op("~")) {
+    SGL_RETURN_IF_ERROR(chain.link());
     SGL_ASSIGN_OR_RETURN(ExprPtr right, parse_math2());
     left = make_expr(BinaryExpr{BinaryOp::kConcat, std::move(left), std::move(right)}, line);
   }
@@ -149,6 +161,7 @@ Result<ExprPtr> Parser::parse_concat() {
 Result<ExprPtr> Parser::parse_math2() {
   int line = cur().line;
   SGL_ASSIGN_OR_RETURN(ExprPtr left, parse_pow());
+  Chain chain(this);
   while (true) {
     BinaryOp op;
     if (at_op("*")) {
@@ -163,6 +176,7 @@ Result<ExprPtr> Parser::parse_math2() {
       break;
     }
     advance();
+    SGL_RETURN_IF_ERROR(chain.link());
     SGL_ASSIGN_OR_RETURN(ExprPtr right, parse_pow());
     left = make_expr(BinaryExpr{op, std::move(left), std::move(right)}, line);
   }
@@ -172,7 +186,9 @@ Result<ExprPtr> Parser::parse_math2() {
 Result<ExprPtr> Parser::parse_pow() {
   int line = cur().line;
   SGL_ASSIGN_OR_RETURN(ExprPtr left, parse_unary(true));
+  Chain chain(this);
   while (skip_op("**")) {
+    SGL_RETURN_IF_ERROR(chain.link());
     SGL_ASSIGN_OR_RETURN(ExprPtr right, parse_unary(true));
     left = make_expr(BinaryExpr{BinaryOp::kPow, std::move(left), std::move(right)}, line);
   }
@@ -281,7 +297,9 @@ Result<ExprPtr> Parser::parse_dict() {
 }
 
 Result<ExprPtr> Parser::parse_postfix(ExprPtr node) {
+  Chain chain(this);
   while (true) {
+    if (at_op(".") || at_op("[") || at_op("(")) SGL_RETURN_IF_ERROR(chain.link());
     if (at_op(".") || at_op("[")) {
       SGL_ASSIGN_OR_RETURN(node, parse_subscript(std::move(node)));
     } else if (at_op("(")) {
@@ -295,7 +313,14 @@ Result<ExprPtr> Parser::parse_postfix(ExprPtr node) {
 }
 
 Result<ExprPtr> Parser::parse_filter_expr(ExprPtr node) {
+  Chain chain(this);
   while (true) {
+    // parse_filter counts its own links; a test wraps its operand in up to two nodes.
+    if (at_op("(")) SGL_RETURN_IF_ERROR(chain.link());
+    if (at_name("is")) {
+      SGL_RETURN_IF_ERROR(chain.link());
+      SGL_RETURN_IF_ERROR(chain.link());
+    }
     if (at_op("|")) {
       SGL_ASSIGN_OR_RETURN(node, parse_filter(std::move(node), false));
     } else if (at_name("is")) {
@@ -394,7 +419,9 @@ Result<ArgsExpr> Parser::parse_call_args() {
 }
 
 Result<ExprPtr> Parser::parse_filter(ExprPtr node, bool start_inline) {
+  Chain chain(this);
   while (at_op("|") || start_inline) {
+    SGL_RETURN_IF_ERROR(chain.link());
     if (!start_inline) advance();
     start_inline = false;
     int line = cur().line;

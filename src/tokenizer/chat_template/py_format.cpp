@@ -215,6 +215,17 @@ Result<std::string> format_float(double v, const Spec& s) {
   return pad(head + body, s, '>', head.size());
 }
 
+bool all_digits(std::string_view s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// A field's decimal index; SIZE_MAX (out of range of anything) when it has too many digits
+// for size_t, which std::stoul would throw on.
+size_t parse_index(std::string_view digits) {
+  if (digits.size() > 18) return SIZE_MAX;
+  return std::stoull(std::string(digits));
+}
+
 // Resolves "name.attr[key]" against the arguments.
 Result<Value> resolve_field(std::string_view field, const CallArgs& args, size_t* auto_index) {
   size_t end = field.find_first_of(".[");
@@ -225,8 +236,8 @@ Result<Value> resolve_field(std::string_view field, const CallArgs& args, size_t
       return invalid_argument("IndexError: tuple index out of range");
     }
     v = args.positional[(*auto_index)++];
-  } else if (head.find_first_not_of("0123456789") == std::string_view::npos) {
-    size_t idx = std::stoul(std::string(head));
+  } else if (all_digits(head)) {
+    size_t idx = parse_index(head);
     if (idx >= args.positional.size()) {
       return invalid_argument("IndexError: tuple index out of range");
     }
@@ -262,15 +273,13 @@ Result<Value> resolve_field(std::string_view field, const CallArgs& args, size_t
       Value next_v;
       if (v.is_dict()) {
         const Value* found = v.dict_data().find(key);
-        if (found == nullptr && key.find_first_not_of("0123456789") == std::string::npos &&
-            !key.empty()) {
-          found = v.dict_data().find(Value(static_cast<int64_t>(std::stoll(key))));
+        if (found == nullptr && all_digits(key) && key.size() <= 18) {
+          found = v.dict_data().find(Value(static_cast<int64_t>(parse_index(key))));
         }
         if (found == nullptr) return invalid_argument("KeyError: " + string_repr(key));
         next_v = *found;
-      } else if (v.is_sequence() && !key.empty() &&
-                 key.find_first_not_of("0123456789") == std::string::npos) {
-        size_t idx = std::stoul(key);
+      } else if (v.is_sequence() && all_digits(key)) {
+        size_t idx = parse_index(key);
         if (idx >= v.items().size()) return invalid_argument("IndexError: list index out of range");
         next_v = v.items()[idx];
       } else {
@@ -285,8 +294,8 @@ Result<Value> resolve_field(std::string_view field, const CallArgs& args, size_t
 
 }  // namespace
 
-Result<std::string> format_value(const Value& v, std::string_view spec_text) {
-  if (spec_text.empty()) return py_str(v);
+Result<std::string> format_value(const Value& v, std::string_view spec_text, size_t max_bytes) {
+  if (spec_text.empty()) return py_str(v, max_bytes);
   SGL_ASSIGN_OR_RETURN(Spec s, parse_spec(spec_text));
   if (v.is_float() || (v.is_integral() &&
                        std::string("eEfFgG%").find(s.type ? s.type : 'x') != std::string::npos)) {
@@ -310,27 +319,28 @@ Result<std::string> format_value(const Value& v, std::string_view spec_text) {
   return type_error("unsupported format string passed to " + type_name(v) + ".__format__");
 }
 
-Result<std::string> str_format(std::string_view fmt, const CallArgs& args) {
-  std::string out;
+Result<std::string> str_format(std::string_view fmt, const CallArgs& args, RenderBudget& budget) {
+  const size_t limit = budget.options().max_output_bytes;
+  BudgetedString out(budget);
   size_t auto_index = 0;
   size_t i = 0;
   while (i < fmt.size()) {
     char c = fmt[i];
     if (c == '}') {
       if (i + 1 < fmt.size() && fmt[i + 1] == '}') {
-        out += '}';
+        SGL_RETURN_IF_ERROR(out.push_back('}'));
         i += 2;
         continue;
       }
       return value_error("Single '}' encountered in format string");
     }
     if (c != '{') {
-      out += c;
+      SGL_RETURN_IF_ERROR(out.push_back(c));
       ++i;
       continue;
     }
     if (i + 1 < fmt.size() && fmt[i + 1] == '{') {
-      out += '{';
+      SGL_RETURN_IF_ERROR(out.push_back('{'));
       i += 2;
       continue;
     }
@@ -353,34 +363,36 @@ Result<std::string> str_format(std::string_view fmt, const CallArgs& args) {
     }
     SGL_ASSIGN_OR_RETURN(Value v, resolve_field(field, args, &auto_index));
     if (conversion == 'r' || conversion == 'a') {
-      v = Value(py_repr(v));
+      v = Value(py_repr(v, limit));
     } else if (conversion == 's') {
-      v = Value(py_str(v));
+      v = Value(py_str(v, limit));
     } else if (conversion != '\0') {
       return value_error(std::string("Unknown conversion specifier ") + conversion);
     }
-    SGL_ASSIGN_OR_RETURN(std::string piece, format_value(v, spec));
-    out += piece;
+    SGL_ASSIGN_OR_RETURN(std::string piece, format_value(v, spec, limit));
+    SGL_RETURN_IF_ERROR(out.append(piece));
     i = close + 1;
   }
-  return out;
+  return out.take();
 }
 
-Result<std::string> percent_format(std::string_view fmt, const Value& args) {
+Result<std::string> percent_format(std::string_view fmt, const Value& args, RenderBudget& budget) {
+  const size_t limit = budget.options().max_output_bytes;
   std::vector<Value> positional;
   const DictData* mapping = nullptr;
   if (args.is_tuple()) {
+    SGL_RETURN_IF_ERROR(budget.allocate_values(args.items().size()));
     positional = args.items();
   } else {
     if (args.is_dict()) mapping = &args.dict_data();
     positional.push_back(args);
   }
   size_t next = 0;
-  std::string out;
+  BudgetedString out(budget);
   size_t i = 0;
   while (i < fmt.size()) {
     if (fmt[i] != '%') {
-      out += fmt[i++];
+      SGL_RETURN_IF_ERROR(out.push_back(fmt[i++]));
       continue;
     }
     ++i;
@@ -424,7 +436,7 @@ Result<std::string> percent_format(std::string_view fmt, const Value& args) {
     if (i >= fmt.size()) return value_error("incomplete format");
     char conv = fmt[i++];
     if (conv == '%') {
-      out += '%';
+      SGL_RETURN_IF_ERROR(out.push_back('%'));
       continue;
     }
     if (!have_value) {
@@ -438,7 +450,7 @@ Result<std::string> percent_format(std::string_view fmt, const Value& args) {
       case 's':
       case 'r':
       case 'a': {
-        std::string text = conv == 's' ? py_str(v) : py_repr(v);
+        std::string text = conv == 's' ? py_str(v, limit) : py_repr(v, limit);
         if (s.precision >= 0) {
           std::u32string u = utf8_decode(text);
           if (u.size() > static_cast<size_t>(s.precision)) {
@@ -460,6 +472,15 @@ Result<std::string> percent_format(std::string_view fmt, const Value& args) {
         if (!v.is_number()) {
           return type_error(std::string("%") + conv + " format: a real number is required, not " +
                             type_name(v));
+        }
+        if (v.is_float()) {
+          double d = v.as_double();
+          if (std::isnan(d)) return value_error("cannot convert float NaN to integer");
+          // NOTE: Python prints any finite float's integer digits; past int64 we cannot.
+          if (!std::isfinite(d) || std::fabs(d) >= 9.2e18) {
+            return invalid_argument("OverflowError: cannot convert float " + float_repr(d) +
+                                    " to integer");
+          }
         }
         int64_t n = v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int();
         s.type = (conv == 'i' || conv == 'u') ? 'd' : conv;
@@ -483,18 +504,19 @@ Result<std::string> percent_format(std::string_view fmt, const Value& args) {
       default:
         return value_error(std::string("unsupported format character '") + conv + "'");
     }
-    out += piece;
+    SGL_RETURN_IF_ERROR(out.append(piece));
   }
   if (mapping == nullptr && next < positional.size()) {
     return type_error("not all arguments converted during string formatting");
   }
-  return out;
+  return out.take();
 }
 
-std::string py_strftime(std::string_view fmt, const std::tm& tm, int microseconds) {
+std::string py_strftime(std::string_view fmt, const std::tm& tm, int microseconds,
+                        size_t max_bytes) {
   std::string out;
   size_t i = 0;
-  while (i < fmt.size()) {
+  while (i < fmt.size() && out.size() <= max_bytes) {
     size_t pct = fmt.find('%', i);
     if (pct == std::string_view::npos) {
       out += fmt.substr(i);

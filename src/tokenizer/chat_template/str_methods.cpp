@@ -9,6 +9,7 @@
 #include "tokenizer/chat_template/method_table.h"
 #include "tokenizer/chat_template/methods.h"
 #include "tokenizer/chat_template/py_format.h"
+#include "tokenizer/chat_template/str_search.h"
 #include "tokenizer/chat_template/utf8.h"
 #include "tokenizer/chat_template/value_format.h"
 #include "tokenizer/chat_template/value_ops.h"
@@ -79,22 +80,33 @@ Result<Value> s_endswith(Interpreter&, const Value& self, const CallArgs& args) 
   return s_affix(self, args, false);
 }
 
-std::vector<Value> split_whitespace(const std::string& s, int64_t maxsplit, bool from_right) {
+// Appends a piece to a split result, charged first: a string of separators splits into far
+// more (and larger) values than it has bytes.
+Status add_piece(RenderBudget& budget, std::vector<Value>& out, std::string piece) {
+  SGL_RETURN_IF_ERROR(budget.allocate_string_item(out.size(), piece.size()));
+  out.emplace_back(std::move(piece));
+  return Status::ok_status();
+}
+
+Result<std::vector<Value>> split_whitespace(RenderBudget& budget, const std::string& s,
+                                            int64_t maxsplit, bool from_right) {
   std::u32string u = utf8_decode(s);
   std::vector<Value> out;
+  auto piece = [&](size_t b, size_t e) {
+    return utf8_encode(std::u32string_view(u).substr(b, e - b));
+  };
   if (!from_right) {
     size_t i = 0;
     while (true) {
       while (i < u.size() && is_py_space(u[i])) ++i;
       if (i >= u.size()) break;
       if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-        size_t e = u.size();
-        out.emplace_back(utf8_encode(std::u32string_view(u).substr(i, e - i)));
+        SGL_RETURN_IF_ERROR(add_piece(budget, out, piece(i, u.size())));
         break;
       }
       size_t j = i;
       while (j < u.size() && !is_py_space(u[j])) ++j;
-      out.emplace_back(utf8_encode(std::u32string_view(u).substr(i, j - i)));
+      SGL_RETURN_IF_ERROR(add_piece(budget, out, piece(i, j)));
       i = j;
     }
     return out;
@@ -104,56 +116,68 @@ std::vector<Value> split_whitespace(const std::string& s, int64_t maxsplit, bool
     while (e > 0 && is_py_space(u[e - 1])) --e;
     if (e == 0) break;
     if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-      out.emplace_back(utf8_encode(std::u32string_view(u).substr(0, e)));
+      SGL_RETURN_IF_ERROR(add_piece(budget, out, piece(0, e)));
       break;
     }
     size_t b = e;
     while (b > 0 && !is_py_space(u[b - 1])) --b;
-    out.emplace_back(utf8_encode(std::u32string_view(u).substr(b, e - b)));
+    SGL_RETURN_IF_ERROR(add_piece(budget, out, piece(b, e)));
     e = b;
   }
   std::reverse(out.begin(), out.end());
   return out;
 }
 
-Result<Value> s_split_impl(const Value& self, const CallArgs& args, bool from_right) {
+Result<Value> s_split_impl(RenderBudget& budget, const Value& self, const CallArgs& args,
+                           bool from_right) {
   SGL_ASSIGN_OR_RETURN(auto a, bind_args(from_right ? "rsplit" : "split", args,
                                          {{"sep", Value::none()}, {"maxsplit", Value(-1)}}));
   SGL_ASSIGN_OR_RETURN(int64_t maxsplit, int_arg("split", a[1]));
   const std::string& s = self.as_string();
-  if (a[0].is_none()) return Value::list(split_whitespace(s, maxsplit, from_right));
+  if (a[0].is_none()) {
+    SGL_ASSIGN_OR_RETURN(std::vector<Value> words,
+                         split_whitespace(budget, s, maxsplit, from_right));
+    return Value::list(std::move(words));
+  }
   SGL_ASSIGN_OR_RETURN(std::string sep, str_arg("split", a[0]));
   if (sep.empty()) return value_error("empty separator");
   std::vector<Value> out;
   if (!from_right) {
     size_t pos = 0;
     while (maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit) {
-      size_t f = s.find(sep, pos);
+      size_t f = find_substring(s, sep, pos);
       if (f == std::string::npos) break;
-      out.emplace_back(s.substr(pos, f - pos));
+      SGL_RETURN_IF_ERROR(add_piece(budget, out, s.substr(pos, f - pos)));
       pos = f + sep.size();
     }
-    out.emplace_back(s.substr(pos));
+    SGL_RETURN_IF_ERROR(add_piece(budget, out, s.substr(pos)));
     return Value::list(std::move(out));
   }
-  size_t end = s.size();
+  // From the right: split the reversed text at the reversed separator, then reverse back.
+  std::string rev(s.rbegin(), s.rend());
+  std::string rev_sep(sep.rbegin(), sep.rend());
+  auto piece = [&](size_t b, size_t e) {  // rev[b, e), reversed back
+    std::string p = rev.substr(b, e - b);
+    std::reverse(p.begin(), p.end());
+    return p;
+  };
+  size_t pos = 0;
   while (maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit) {
-    if (end < sep.size()) break;
-    size_t f = s.rfind(sep, end - sep.size());
+    size_t f = find_substring(rev, rev_sep, pos);
     if (f == std::string::npos) break;
-    out.emplace_back(s.substr(f + sep.size(), end - f - sep.size()));
-    end = f;
+    SGL_RETURN_IF_ERROR(add_piece(budget, out, piece(pos, f)));
+    pos = f + rev_sep.size();
   }
-  out.emplace_back(s.substr(0, end));
+  SGL_RETURN_IF_ERROR(add_piece(budget, out, piece(pos, rev.size())));
   std::reverse(out.begin(), out.end());
   return Value::list(std::move(out));
 }
 
-Result<Value> s_split(Interpreter&, const Value& self, const CallArgs& args) {
-  return s_split_impl(self, args, false);
+Result<Value> s_split(Interpreter& interp, const Value& self, const CallArgs& args) {
+  return s_split_impl(interp.budget(), self, args, false);
 }
-Result<Value> s_rsplit(Interpreter&, const Value& self, const CallArgs& args) {
-  return s_split_impl(self, args, true);
+Result<Value> s_rsplit(Interpreter& interp, const Value& self, const CallArgs& args) {
+  return s_split_impl(interp.budget(), self, args, true);
 }
 
 Result<Value> s_strip_impl(const Value& self, const CallArgs& args, bool left, bool right) {
@@ -178,33 +202,35 @@ Result<Value> s_rstrip(Interpreter&, const Value& self, const CallArgs& args) {
 // Shared with the `replace` filter.
 Result<std::string> py_replace(Interpreter& interp, const std::string& s, const std::string& old,
                                const std::string& repl, int64_t count) {
-  std::string out;
+  BudgetedString out(interp.budget());
   if (old.empty()) {
     std::u32string u = utf8_decode(s);
     int64_t done = 0;
     for (size_t i = 0; i <= u.size(); ++i) {
       if (count < 0 || done < count) {
-        out += repl;
+        SGL_RETURN_IF_ERROR(out.append(repl));
         ++done;
       }
-      if (i < u.size()) utf8_append(out, u[i]);
-      SGL_RETURN_IF_ERROR(interp.check_size(out.size()));
+      if (i < u.size()) {
+        std::string one;
+        utf8_append(one, u[i]);
+        SGL_RETURN_IF_ERROR(out.append(one));
+      }
     }
-    return out;
+    return out.take();
   }
   size_t pos = 0;
   int64_t done = 0;
   while (count < 0 || done < count) {
-    size_t f = s.find(old, pos);
+    size_t f = find_substring(s, old, pos);
     if (f == std::string::npos) break;
-    out.append(s, pos, f - pos);
-    out += repl;
-    SGL_RETURN_IF_ERROR(interp.check_size(out.size()));
+    SGL_RETURN_IF_ERROR(out.append(std::string_view(s).substr(pos, f - pos)));
+    SGL_RETURN_IF_ERROR(out.append(repl));
     pos = f + old.size();
     ++done;
   }
-  out.append(s, pos, std::string::npos);
-  return out;
+  SGL_RETURN_IF_ERROR(out.append(std::string_view(s).substr(pos)));
+  return out.take();
 }
 
 namespace {
@@ -253,7 +279,7 @@ Result<Value> s_find_impl(const Value& self, const CallArgs& args, const char* f
   size_t found = std::string::npos;
   if (b <= e && e - b >= sub.size()) {
     std::string_view view = std::string_view(s).substr(b, e - b);
-    size_t f = reverse ? view.rfind(sub) : view.find(sub);
+    size_t f = reverse ? rfind_substring(view, sub) : find_substring(view, sub);
     if (f != std::string_view::npos) found = b + f;
   }
   if (found == std::string::npos) {
@@ -288,32 +314,32 @@ Result<Value> s_count(Interpreter&, const Value& self, const CallArgs& args) {
   std::string_view view = std::string_view(s).substr(b, e - b);
   if (sub.empty()) return Value(static_cast<int64_t>(utf8_length(view) + 1));
   int64_t n = 0;
-  for (size_t f = view.find(sub); f != std::string_view::npos; f = view.find(sub, f + sub.size())) {
+  for (size_t f = find_substring(view, sub); f != std::string_view::npos;
+       f = find_substring(view, sub, f + sub.size())) {
     ++n;
   }
   return Value(n);
 }
 
 Result<Value> s_format(Interpreter& interp, const Value& self, const CallArgs& args) {
-  SGL_ASSIGN_OR_RETURN(std::string out, str_format(self.as_string(), args));
-  SGL_RETURN_IF_ERROR(interp.check_size(out.size()));
+  SGL_ASSIGN_OR_RETURN(std::string out, str_format(self.as_string(), args, interp.budget()));
   return Value(std::move(out));
 }
 
 Result<Value> s_join(Interpreter& interp, const Value& self, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(auto a, bind_args("join", args, {{"iterable", {}, true}}));
-  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, py_iterate(a[0]));
-  std::string out;
+  SGL_ASSIGN_OR_RETURN(std::vector<Value> items, interp.iterate(a[0]));
+  BudgetedString out(interp.budget());
   for (size_t i = 0; i < items.size(); ++i) {
     if (!items[i].is_string()) {
       return type_error("sequence item " + std::to_string(i) + ": expected str instance, " +
                         type_name(items[i]) + " found");
     }
-    if (i > 0) out += self.as_string();
-    out += items[i].as_string();
-    SGL_RETURN_IF_ERROR(interp.check_size(out.size()));
+    if (i > 0) SGL_RETURN_IF_ERROR(out.append(self.as_string()));
+    SGL_RETURN_IF_ERROR(out.append(items[i].as_string()));
   }
-  return Value(std::move(out));
+  SGL_ASSIGN_OR_RETURN(std::string text, out.take());
+  return Value(std::move(text));
 }
 
 template <bool (*Pred)(char32_t)>
@@ -352,16 +378,16 @@ Result<Value> s_justify(Interpreter& interp, const Value& self, const CallArgs& 
   const std::string& s = self.as_string();
   int64_t len = static_cast<int64_t>(utf8_length(s));
   if (width <= len) return self;
-  SGL_RETURN_IF_ERROR(interp.check_size(static_cast<size_t>(width) * fill.size()));
   size_t total = static_cast<size_t>(width - len);
   size_t left = how == 'l'   ? 0
                 : how == 'r' ? total
                              : total / 2 + (total & static_cast<size_t>(width) & 1);
-  std::string out;
-  for (size_t i = 0; i < left; ++i) out += fill;
-  out += s;
-  for (size_t i = left; i < total; ++i) out += fill;
-  return Value(std::move(out));
+  BudgetedString out(interp.budget());
+  SGL_RETURN_IF_ERROR(out.append_repeated(fill, left));
+  SGL_RETURN_IF_ERROR(out.append(s));
+  SGL_RETURN_IF_ERROR(out.append_repeated(fill, total - left));
+  SGL_ASSIGN_OR_RETURN(std::string text, out.take());
+  return Value(std::move(text));
 }
 Result<Value> s_center(Interpreter& interp, const Value& self, const CallArgs& args) {
   return s_justify(interp, self, args, "center", 'c');
@@ -379,7 +405,10 @@ Result<Value> s_zfill(Interpreter& interp, const Value& self, const CallArgs& ar
   std::string s = self.as_string();
   int64_t len = static_cast<int64_t>(utf8_length(s));
   if (width <= len) return Value(s);
-  SGL_RETURN_IF_ERROR(interp.check_size(static_cast<size_t>(width)));
+  if (static_cast<uint64_t>(width - len) > interp.options().max_output_bytes) {
+    return interp.budget().check_size(static_cast<size_t>(width - len));
+  }
+  SGL_RETURN_IF_ERROR(interp.budget().allocate(s.size() + static_cast<size_t>(width - len)));
   size_t sign = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
   s.insert(sign, static_cast<size_t>(width - len), '0');
   return Value(std::move(s));
@@ -393,7 +422,8 @@ bool is_line_break(char32_t cp) {
 }  // namespace
 
 // Python's str.splitlines(); shared with the indent filter.
-std::vector<std::string> py_splitlines(const std::string& s, bool keepends) {
+Result<std::vector<std::string>> py_splitlines(RenderBudget& budget, const std::string& s,
+                                               bool keepends) {
   std::u32string u = utf8_decode(s);
   std::vector<std::string> out;
   size_t i = 0;
@@ -404,7 +434,9 @@ std::vector<std::string> py_splitlines(const std::string& s, bool keepends) {
     if (j < u.size()) {
       eol = (u[j] == '\r' && j + 1 < u.size() && u[j + 1] == '\n') ? j + 2 : j + 1;
     }
-    out.push_back(utf8_encode(std::u32string_view(u).substr(i, (keepends ? eol : j) - i)));
+    std::string line = utf8_encode(std::u32string_view(u).substr(i, (keepends ? eol : j) - i));
+    SGL_RETURN_IF_ERROR(budget.allocate_string_item(out.size(), line.size()));
+    out.push_back(std::move(line));
     i = eol;
   }
   return out;
@@ -412,12 +444,12 @@ std::vector<std::string> py_splitlines(const std::string& s, bool keepends) {
 
 namespace {
 
-Result<Value> s_splitlines(Interpreter&, const Value& self, const CallArgs& args) {
+Result<Value> s_splitlines(Interpreter& interp, const Value& self, const CallArgs& args) {
   SGL_ASSIGN_OR_RETURN(auto a, bind_args("splitlines", args, {{"keepends", Value(false)}}));
+  SGL_ASSIGN_OR_RETURN(std::vector<std::string> lines,
+                       py_splitlines(interp.budget(), self.as_string(), a[0].truthy()));
   std::vector<Value> out;
-  for (std::string& line : py_splitlines(self.as_string(), a[0].truthy())) {
-    out.emplace_back(std::move(line));
-  }
+  for (std::string& line : lines) out.emplace_back(std::move(line));
   return Value::list(std::move(out));
 }
 
@@ -426,7 +458,7 @@ Result<Value> s_partition_impl(const Value& self, const CallArgs& args, bool rev
   SGL_ASSIGN_OR_RETURN(std::string sep, str_arg("partition", a[0]));
   if (sep.empty()) return value_error("empty separator");
   const std::string& s = self.as_string();
-  size_t f = reverse ? s.rfind(sep) : s.find(sep);
+  size_t f = reverse ? rfind_substring(s, sep) : find_substring(s, sep);
   if (f == std::string::npos) {
     if (reverse) return Value::tuple({Value(""), Value(""), Value(s)});
     return Value::tuple({Value(s), Value(""), Value("")});

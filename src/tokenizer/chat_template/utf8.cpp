@@ -226,9 +226,11 @@ std::string py_capitalize(std::string_view s) {
 std::string py_strip(std::string_view s, const std::string* chars, bool left, bool right) {
   std::u32string set;
   if (chars != nullptr) set = utf8_decode(*chars);
+  // Sorted: a long `chars` must not make stripping a long string quadratic.
+  std::sort(set.begin(), set.end());
   auto strip_it = [&](char32_t cp) {
     if (chars == nullptr) return is_py_space(cp);
-    return set.find(cp) != std::u32string::npos;
+    return std::binary_search(set.begin(), set.end(), cp);
   };
   if (is_ascii(s) && (chars == nullptr || is_ascii(*chars))) {
     size_t b = 0;

@@ -7,6 +7,63 @@
 #include "tokenizer/chat_template/value_format.h"
 
 namespace sgl::tokenizer::jinja {
+namespace {
+
+// What container destructors nested inside an outer one leave to it (see value.h).
+struct ReleaseQueue {
+  std::vector<std::vector<Value>> values;
+  std::vector<std::vector<std::pair<Value, Value>>> entries;
+  std::vector<NativeFunction> functions;
+};
+
+// The queue of the outermost container destructor running on this thread, if any.
+// NOTE: thread_local, as the last reference can be dropped on any thread; a plain pointer, so
+// it is still valid for values destroyed after the thread's other thread_locals.
+thread_local ReleaseQueue* draining = nullptr;
+
+// Destroys `held` (moved from) when called from the outermost container destructor on the
+// thread, then everything the nested ones queue meanwhile; queues it otherwise.
+template <class T>
+void release(std::vector<T> ReleaseQueue::*queue, T& held) {
+  if (draining != nullptr) {
+    (draining->*queue).push_back(std::move(held));
+    return;
+  }
+  ReleaseQueue q;
+  draining = &q;
+  { T doomed = std::move(held); }
+  while (!q.values.empty() || !q.entries.empty() || !q.functions.empty()) {
+    if (!q.values.empty()) {
+      std::vector<Value> doomed = std::move(q.values.back());
+      q.values.pop_back();
+    } else if (!q.entries.empty()) {
+      std::vector<std::pair<Value, Value>> doomed = std::move(q.entries.back());
+      q.entries.pop_back();
+    } else {
+      NativeFunction doomed = std::move(q.functions.back());
+      q.functions.pop_back();
+    }
+  }
+  draining = nullptr;
+}
+
+}  // namespace
+
+Callable::~Callable() {
+  if (fn) release(&ReleaseQueue::functions, fn);
+}
+
+ListData::~ListData() {
+  if (!items.empty()) release(&ReleaseQueue::values, items);
+}
+
+DictData::~DictData() {
+  if (!entries_.empty()) release(&ReleaseQueue::entries, entries_);
+}
+
+ObjectData::~ObjectData() {
+  if (call) release(&ReleaseQueue::functions, call);
+}
 
 Value::Value(std::string s)
     : kind_(Kind::kString), data_(std::make_shared<const std::string>(std::move(s))) {}
@@ -70,7 +127,7 @@ Value Value::object(std::shared_ptr<ObjectData> object) {
 Value Value::callable(std::string name, NativeFunction fn) {
   Value v;
   v.kind_ = Kind::kCallable;
-  v.data_ = std::make_shared<const Callable>(Callable{std::move(name), std::move(fn)});
+  v.data_ = std::make_shared<const Callable>(std::move(name), std::move(fn));
   return v;
 }
 
@@ -132,7 +189,14 @@ const void* Value::identity() const {
       data_);
 }
 
-std::optional<std::string> hash_key(const Value& v) {
+namespace {
+
+// Python raises RecursionError past ~1000 frames; the walks here stop there too, rather than
+// run off the native stack on values a template nested millions deep.
+constexpr int kMaxWalkDepth = 1000;
+
+std::optional<std::string> hash_key_at(const Value& v, int depth) {
+  if (depth > kMaxWalkDepth) return std::nullopt;
   switch (v.kind()) {
     case Kind::kNone:
       return std::string("N");
@@ -153,7 +217,7 @@ std::optional<std::string> hash_key(const Value& v) {
     case Kind::kTuple: {
       std::string key = "T(";
       for (const Value& item : v.items()) {
-        auto k = hash_key(item);
+        auto k = hash_key_at(item, depth + 1);
         if (!k) return std::nullopt;
         key += std::to_string(k->size()) + ":" + *k;
       }
@@ -173,41 +237,62 @@ std::optional<std::string> hash_key(const Value& v) {
   return std::nullopt;
 }
 
-bool py_equal(const Value& a, const Value& b) {
+enum class Equality { kEqual, kUnequal, kTooDeep };
+
+Equality equal_at(const Value& a, const Value& b, int depth) {
+  if (depth > kMaxWalkDepth) return Equality::kTooDeep;
+  auto of = [](bool equal) { return equal ? Equality::kEqual : Equality::kUnequal; };
   if (a.is_number() && b.is_number()) {
-    if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
-    return a.as_int() == b.as_int();
+    if (a.is_float() || b.is_float()) return of(a.as_double() == b.as_double());
+    return of(a.as_int() == b.as_int());
   }
-  if (a.kind() != b.kind()) return false;
+  if (a.kind() != b.kind()) return Equality::kUnequal;
   switch (a.kind()) {
     case Kind::kUndefined:
     case Kind::kNone:
-      return true;
+      return Equality::kEqual;
     case Kind::kString:
-      return a.as_string() == b.as_string();
+      return of(a.as_string() == b.as_string());
     case Kind::kList:
     case Kind::kTuple: {
       const auto& x = a.items();
       const auto& y = b.items();
-      if (x.size() != y.size()) return false;
+      if (x.size() != y.size()) return Equality::kUnequal;
       for (size_t i = 0; i < x.size(); ++i) {
-        if (!py_equal(x[i], y[i])) return false;
+        Equality e = equal_at(x[i], y[i], depth + 1);
+        if (e != Equality::kEqual) return e;
       }
-      return true;
+      return Equality::kEqual;
     }
     case Kind::kDict: {
       const DictData& x = a.dict_data();
       const DictData& y = b.dict_data();
-      if (x.size() != y.size()) return false;
+      if (x.size() != y.size()) return Equality::kUnequal;
       for (const auto& [k, val] : x.entries()) {
         const Value* other = y.find(k);
-        if (other == nullptr || !py_equal(val, *other)) return false;
+        if (other == nullptr) return Equality::kUnequal;
+        Equality e = equal_at(val, *other, depth + 1);
+        if (e != Equality::kEqual) return e;
       }
-      return true;
+      return Equality::kEqual;
     }
     default:
-      return a.identity() == b.identity();
+      return of(a.identity() == b.identity());
   }
+}
+
+}  // namespace
+
+std::optional<std::string> hash_key(const Value& v) { return hash_key_at(v, 0); }
+
+bool py_equal(const Value& a, const Value& b) { return equal_at(a, b, 0) == Equality::kEqual; }
+
+Result<bool> py_equal_checked(const Value& a, const Value& b) {
+  Equality e = equal_at(a, b, 0);
+  if (e == Equality::kTooDeep) {
+    return invalid_argument("RecursionError: maximum recursion depth exceeded in comparison");
+  }
+  return e == Equality::kEqual;
 }
 
 std::string type_name(const Value& v) {

@@ -123,12 +123,27 @@ struct CallArgs {
   std::vector<std::pair<std::string, Value>> keyword;
 };
 
+// NOTE: the destructors of Callable, ListData, DictData and ObjectData hand what they hold to
+// a per-thread queue while an outer destructor on the thread is draining it (value.cpp): a
+// template can nest values millions deep ({% set ns.a = [ns.a] %} in a loop, or joiners in
+// joiners), and destroying them recursively would overflow the native stack.
 struct Callable {
+  Callable(std::string name_in, NativeFunction fn_in)
+      : name(std::move(name_in)), fn(std::move(fn_in)) {}
+  Callable(const Callable&) = default;
+  Callable& operator=(const Callable&) = default;
+  ~Callable();
+
   std::string name;
   NativeFunction fn;
 };
 
 struct ListData {
+  ListData() = default;
+  ListData(const ListData&) = default;
+  ListData& operator=(const ListData&) = default;
+  ~ListData();
+
   std::vector<Value> items;
   std::string iter_type;  // iterators only: Python type name ("generator", "dict_items", ...)
 };
@@ -136,6 +151,13 @@ struct ListData {
 // Insertion-ordered dict with Python key semantics (1 == 1.0 == True).
 class DictData {
  public:
+  DictData() = default;
+  DictData(const DictData&) = default;
+  DictData(DictData&&) = default;
+  DictData& operator=(const DictData&) = default;
+  DictData& operator=(DictData&&) = default;
+  ~DictData();
+
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
   const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
@@ -158,6 +180,11 @@ class DictData {
 };
 
 struct ObjectData {
+  ObjectData() = default;
+  ObjectData(const ObjectData&) = default;
+  ObjectData& operator=(const ObjectData&) = default;
+  ~ObjectData();
+
   std::string type_name;  // Python qualified type, e.g. "jinja2.utils.Namespace"
   DictData attrs;
   bool assignable = false;  // namespace(): `{% set ns.x = ... %}` is allowed
@@ -166,8 +193,10 @@ struct ObjectData {
 
 // Hash identity of a dict key (Python hash/eq classes); nullopt for unhashable values.
 std::optional<std::string> hash_key(const Value& v);
-// Python ==.
+// Python ==. Values nested past Python's recursion limit compare unequal here; the `==`
+// operator uses py_equal_checked, which raises RecursionError as Python does.
 bool py_equal(const Value& a, const Value& b);
+Result<bool> py_equal_checked(const Value& a, const Value& b);
 // Python type name as in error messages: 'NoneType', 'int', 'str', 'dict', 'Namespace', ...
 std::string type_name(const Value& v);
 // Jinja's object_type_repr: "None", "dict object", "jinja2.utils.Namespace object".

@@ -32,29 +32,32 @@ void append_hex(std::string& out, char prefix, char32_t cp, int digits) {
   out += buf;
 }
 
-void repr_into(std::string& out, const Value& v, int depth);
+// Stops descending once `out` is longer than `limit`: the caller's size check then fails.
+void repr_into(std::string& out, const Value& v, int depth, size_t limit);
 
-void repr_items(std::string& out, const std::vector<Value>& items, int depth) {
-  for (size_t i = 0; i < items.size(); ++i) {
+void repr_items(std::string& out, const std::vector<Value>& items, int depth, size_t limit) {
+  for (size_t i = 0; i < items.size() && out.size() <= limit; ++i) {
     if (i > 0) out += ", ";
-    repr_into(out, items[i], depth + 1);
+    repr_into(out, items[i], depth + 1, limit);
   }
 }
 
-void repr_dict(std::string& out, const DictData& d, int depth) {
+void repr_dict(std::string& out, const DictData& d, int depth, size_t limit) {
   out += '{';
   bool first = true;
   for (const auto& [k, val] : d.entries()) {
+    if (out.size() > limit) return;
     if (!first) out += ", ";
     first = false;
-    repr_into(out, k, depth + 1);
+    repr_into(out, k, depth + 1, limit);
     out += ": ";
-    repr_into(out, val, depth + 1);
+    repr_into(out, val, depth + 1, limit);
   }
   out += '}';
 }
 
-void repr_into(std::string& out, const Value& v, int depth) {
+void repr_into(std::string& out, const Value& v, int depth, size_t limit) {
+  if (out.size() > limit) return;
   if (depth > kMaxReprDepth) {
     out += "...";
     return;
@@ -84,17 +87,17 @@ void repr_into(std::string& out, const Value& v, int depth) {
       return;
     case Kind::kList:
       out += '[';
-      repr_items(out, v.items(), depth);
+      repr_items(out, v.items(), depth, limit);
       out += ']';
       return;
     case Kind::kTuple:
       out += '(';
-      repr_items(out, v.items(), depth);
+      repr_items(out, v.items(), depth, limit);
       if (v.items().size() == 1) out += ',';
       out += ')';
       return;
     case Kind::kDict:
-      repr_dict(out, v.dict_data(), depth);
+      repr_dict(out, v.dict_data(), depth, limit);
       return;
     case Kind::kIterator: {
       const std::string& type = v.list_data().iter_type;
@@ -105,7 +108,7 @@ void repr_into(std::string& out, const Value& v, int depth) {
         return;
       }
       out += type + "([";
-      repr_items(out, v.items(), depth);
+      repr_items(out, v.items(), depth, limit);
       out += "])";
       return;
     }
@@ -113,7 +116,7 @@ void repr_into(std::string& out, const Value& v, int depth) {
       const ObjectData& obj = v.object_data();
       if (obj.assignable) {
         out += "<Namespace ";
-        repr_dict(out, obj.attrs, depth);
+        repr_dict(out, obj.attrs, depth, limit);
         out += '>';
         return;
       }
@@ -232,16 +235,26 @@ std::string html_escape(std::string_view s) {
   return out;
 }
 
-std::string py_repr(const Value& v) {
+std::string py_repr(const Value& v, size_t max_bytes) {
   std::string out;
-  repr_into(out, v, 0);
+  repr_into(out, v, 0, max_bytes);
   return out;
 }
 
-std::string py_str(const Value& v) {
+std::string message_repr(const Value& v) {
+  constexpr size_t kMaxBytes = 1000;
+  std::string s = py_repr(v, kMaxBytes);
+  if (s.size() > kMaxBytes) {
+    s.resize(kMaxBytes);
+    s += "...";
+  }
+  return s;
+}
+
+std::string py_str(const Value& v, size_t max_bytes) {
   if (v.is_string()) return v.as_string();
   if (v.is_undefined()) return "";
-  return py_repr(v);
+  return py_repr(v, max_bytes);
 }
 
 }  // namespace sgl::tokenizer::jinja

@@ -1,6 +1,7 @@
 // Python-style printing of values: str(), repr() and float repr.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,9 +15,13 @@ std::string float_repr(double d);
 std::string string_repr(std::string_view s);
 // markupsafe.escape: & < > " ' as &amp; &lt; &gt; &#34; &#39;.
 std::string html_escape(std::string_view s);
-// Python's repr(value) ("Undefined" for undefined).
-std::string py_repr(const Value& v);
+// Python's repr(value) ("Undefined" for undefined). Stops early once the text is longer than
+// `max_bytes`, for the caller's size check to fail: a value shared many times ([x, x] nested
+// 60 deep) would otherwise print for ever.
+std::string py_repr(const Value& v, size_t max_bytes = SIZE_MAX);
+// py_repr for error messages: past 1000 bytes it is cut and ends in "...".
+std::string message_repr(const Value& v);
 // Python's str(value) as Jinja prints it: undefined prints as the empty string.
-std::string py_str(const Value& v);
+std::string py_str(const Value& v, size_t max_bytes = SIZE_MAX);
 
 }  // namespace sgl::tokenizer::jinja

@@ -6,6 +6,7 @@
 
 #include "tokenizer/chat_template/errors.h"
 #include "tokenizer/chat_template/py_format.h"
+#include "tokenizer/chat_template/str_search.h"
 #include "tokenizer/chat_template/utf8.h"
 #include "tokenizer/chat_template/value_format.h"
 
@@ -38,31 +39,37 @@ Status unsupported(BinaryOp op, const Value& a, const Value& b) {
                     type_name(a) + "' and '" + type_name(b) + "'");
 }
 
-Status too_large(size_t bytes) {
-  return limit_error("result of " + std::to_string(bytes) + " bytes exceeds the size limit");
-}
-
 Status overflow() { return invalid_argument("OverflowError: integer overflow"); }
 
-Result<Value> repeat(const Value& seq, int64_t times, size_t max_bytes) {
+Result<Value> repeat(const Value& seq, int64_t times, RenderBudget& budget) {
   if (times < 0) times = 0;
+  auto n = static_cast<size_t>(times);
   if (seq.is_string()) {
-    const std::string& s = seq.as_string();
-    if (!s.empty() && static_cast<uint64_t>(times) > max_bytes / s.size()) {
-      return too_large(s.size() * static_cast<size_t>(std::min<int64_t>(times, 1 << 30)));
-    }
-    std::string out;
-    out.reserve(s.size() * static_cast<size_t>(times));
-    for (int64_t i = 0; i < times; ++i) out += s;
-    return seq.is_markup() ? Value::markup(std::move(out)) : Value(std::move(out));
+    BudgetedString out(budget);
+    SGL_RETURN_IF_ERROR(out.append_repeated(seq.as_string(), n));
+    SGL_ASSIGN_OR_RETURN(std::string text, out.take());
+    return seq.is_markup() ? Value::markup(std::move(text)) : Value(std::move(text));
   }
   const auto& items = seq.items();
-  if (!items.empty() && static_cast<uint64_t>(times) > max_bytes / (items.size() * 16)) {
-    return too_large(items.size() * 16 * static_cast<size_t>(std::min<int64_t>(times, 1 << 30)));
-  }
+  if (!items.empty() && n > SIZE_MAX / items.size()) return budget.check_size(SIZE_MAX);
+  SGL_RETURN_IF_ERROR(budget.allocate_values(items.size() * n));
   std::vector<Value> out;
-  for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
+  out.reserve(items.size() * n);
+  for (size_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
   return seq.is_tuple() ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+}
+
+// Python str() of both operands joined, sized and charged before it is built.
+Result<std::string> concat(const Value& a, const Value& b, RenderBudget& budget) {
+  size_t limit = budget.options().max_output_bytes;
+  std::string a_text = a.is_string() ? std::string() : py_str(a, limit);
+  std::string b_text = b.is_string() ? std::string() : py_str(b, limit);
+  std::string_view l = a.is_string() ? std::string_view(a.as_string()) : a_text;
+  std::string_view r = b.is_string() ? std::string_view(b.as_string()) : b_text;
+  BudgetedString out(budget);
+  SGL_RETURN_IF_ERROR(out.append(l));
+  SGL_RETURN_IF_ERROR(out.append(r));
+  return out.take();
 }
 
 int64_t floor_div(int64_t a, int64_t b) {
@@ -163,30 +170,39 @@ Result<Value> arithmetic(BinaryOp op, const Value& a, const Value& b) {
 
 }  // namespace
 
-Value escape_format_args(const Value& args) {
-  auto escape_one = [](const Value& v) {
+Result<Value> escape_format_args(const Value& args, RenderBudget& budget) {
+  auto escape_one = [&](const Value& v) -> Result<Value> {
     if (v.is_number() || v.is_markup()) return v;
-    return Value::markup(html_escape(py_str(v)));
+    std::string text = py_str(v, budget.options().max_output_bytes);
+    SGL_RETURN_IF_ERROR(budget.charge(text.size()));
+    std::string escaped = html_escape(text);
+    SGL_RETURN_IF_ERROR(budget.allocate(escaped.size()));
+    return Value::markup(std::move(escaped));
   };
   if (args.is_tuple()) {
+    SGL_RETURN_IF_ERROR(budget.allocate_values(args.items().size()));
     std::vector<Value> items;
-    for (const Value& v : args.items()) items.push_back(escape_one(v));
+    for (const Value& v : args.items()) {
+      SGL_ASSIGN_OR_RETURN(Value escaped, escape_one(v));
+      items.push_back(std::move(escaped));
+    }
     return Value::tuple(std::move(items));
   }
   if (args.is_dict()) {
+    SGL_RETURN_IF_ERROR(budget.allocate_values(2 * args.dict_data().size()));
     DictData d;
-    for (const auto& [k, v] : args.dict_data().entries()) d.set(k, escape_one(v));
+    for (const auto& [k, v] : args.dict_data().entries()) {
+      SGL_ASSIGN_OR_RETURN(Value escaped, escape_one(v));
+      d.set(k, std::move(escaped));
+    }
     return Value::dict(std::move(d));
   }
   return escape_one(args);
 }
 
-Result<Value> binary_op(BinaryOp op, const Value& a, const Value& b, size_t max_bytes) {
+Result<Value> binary_op(BinaryOp op, const Value& a, const Value& b, RenderBudget& budget) {
   if (op == BinaryOp::kConcat) {
-    std::string out = py_str(a);
-    std::string rhs = py_str(b);
-    if (out.size() + rhs.size() > max_bytes) return too_large(out.size() + rhs.size());
-    out += rhs;
+    SGL_ASSIGN_OR_RETURN(std::string out, concat(a, b, budget));
     return Value(std::move(out));
   }
   if (a.is_undefined()) return undefined_error(a);
@@ -195,19 +211,23 @@ Result<Value> binary_op(BinaryOp op, const Value& a, const Value& b, size_t max_
   switch (op) {
     case BinaryOp::kAdd:
       if (a.is_string() && b.is_string()) {
-        size_t n = a.as_string().size() + b.as_string().size();
-        if (n > max_bytes) return too_large(n);
         if (a.is_markup() || b.is_markup()) {
           // markupsafe: the plain operand is escaped, the result stays Markup.
-          std::string l = a.is_markup() ? a.as_string() : html_escape(a.as_string());
-          std::string r = b.is_markup() ? b.as_string() : html_escape(b.as_string());
-          if (l.size() + r.size() > max_bytes) return too_large(l.size() + r.size());
-          return Value::markup(l + r);
+          SGL_ASSIGN_OR_RETURN(Value l,
+                               a.is_markup() ? Result<Value>(a) : escape_format_args(a, budget));
+          SGL_ASSIGN_OR_RETURN(Value r,
+                               b.is_markup() ? Result<Value>(b) : escape_format_args(b, budget));
+          SGL_ASSIGN_OR_RETURN(std::string out, concat(l, r, budget));
+          return Value::markup(std::move(out));
         }
-        return Value(a.as_string() + b.as_string());
+        SGL_ASSIGN_OR_RETURN(std::string out, concat(a, b, budget));
+        return Value(std::move(out));
       }
       if ((a.is_list() && b.is_list()) || (a.is_tuple() && b.is_tuple())) {
-        std::vector<Value> out = a.items();
+        SGL_RETURN_IF_ERROR(budget.allocate_values(a.items().size() + b.items().size()));
+        std::vector<Value> out;
+        out.reserve(a.items().size() + b.items().size());
+        out.insert(out.end(), a.items().begin(), a.items().end());
         out.insert(out.end(), b.items().begin(), b.items().end());
         return a.is_tuple() ? Value::tuple(std::move(out)) : Value::list(std::move(out));
       }
@@ -219,8 +239,8 @@ Result<Value> binary_op(BinaryOp op, const Value& a, const Value& b, size_t max_
     case BinaryOp::kMul: {
       bool a_seq = a.is_string() || a.is_sequence();
       bool b_seq = b.is_string() || b.is_sequence();
-      if (a_seq && b.is_integral()) return repeat(a, b.as_int(), max_bytes);
-      if (b_seq && a.is_integral()) return repeat(b, a.as_int(), max_bytes);
+      if (a_seq && b.is_integral()) return repeat(a, b.as_int(), budget);
+      if (b_seq && a.is_integral()) return repeat(b, a.as_int(), budget);
       if (a_seq || b_seq) {
         return type_error("can't multiply sequence by non-int of type '" +
                           type_name(a_seq ? b : a) + "'");
@@ -229,9 +249,11 @@ Result<Value> binary_op(BinaryOp op, const Value& a, const Value& b, size_t max_
     }
     case BinaryOp::kMod:
       if (a.is_string()) {
-        Value args = a.is_markup() ? escape_format_args(b) : b;
-        SGL_ASSIGN_OR_RETURN(std::string s, percent_format(a.as_string(), args));
-        if (s.size() > max_bytes) return too_large(s.size());
+        Value args = b;
+        if (a.is_markup()) {
+          SGL_ASSIGN_OR_RETURN(args, escape_format_args(b, budget));
+        }
+        SGL_ASSIGN_OR_RETURN(std::string s, percent_format(a.as_string(), args, budget));
         return a.is_markup() ? Value::markup(std::move(s)) : Value(std::move(s));
       }
       return unsupported(op, a, b);
@@ -252,7 +274,15 @@ Result<Value> unary_op(UnaryOp op, const Value& v) {
                     ": '" + type_name(v) + "'");
 }
 
-Result<int> py_compare(const Value& a, const Value& b, const char* op) {
+namespace {
+
+// As in value.cpp's walks: stop where Python would raise RecursionError.
+constexpr int kMaxCompareDepth = 1000;
+
+Result<int> compare_at(const Value& a, const Value& b, const char* op, int depth) {
+  if (depth > kMaxCompareDepth) {
+    return invalid_argument("RecursionError: maximum recursion depth exceeded in comparison");
+  }
   if (a.is_undefined()) return undefined_error(a);
   if (b.is_undefined()) return undefined_error(b);
   if (a.is_number() && b.is_number()) {
@@ -274,7 +304,7 @@ Result<int> py_compare(const Value& a, const Value& b, const char* op) {
     const auto& y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (py_equal(x[i], y[i])) continue;
-      return py_compare(x[i], y[i], op);
+      return compare_at(x[i], y[i], op, depth + 1);
     }
     return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
   }
@@ -282,12 +312,20 @@ Result<int> py_compare(const Value& a, const Value& b, const char* op) {
                     type_name(a) + "' and '" + type_name(b) + "'");
 }
 
+}  // namespace
+
+Result<int> py_compare(const Value& a, const Value& b, const char* op) {
+  return compare_at(a, b, op, 0);
+}
+
 Result<bool> compare_op(CompareOp op, const Value& a, const Value& b) {
   switch (op) {
     case CompareOp::kEq:
-      return py_equal(a, b);
-    case CompareOp::kNe:
-      return !py_equal(a, b);
+      return py_equal_checked(a, b);
+    case CompareOp::kNe: {
+      SGL_ASSIGN_OR_RETURN(bool equal, py_equal_checked(a, b));
+      return !equal;
+    }
     case CompareOp::kIn:
       return py_contains(b, a);
     case CompareOp::kNotIn: {
@@ -321,7 +359,7 @@ Result<bool> py_contains(const Value& container, const Value& item) {
         if (item.is_undefined()) return undefined_error(item);
         return type_error("'in <string>' requires string as left operand, not " + type_name(item));
       }
-      return container.as_string().find(item.as_string()) != std::string::npos;
+      return find_substring(container.as_string(), item.as_string()) != std::string::npos;
     case Kind::kList:
     case Kind::kTuple:
     case Kind::kIterator:

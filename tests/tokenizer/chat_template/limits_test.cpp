@@ -3,6 +3,7 @@
 
 #include <random>
 #include <string>
+#include <vector>
 
 #include "tokenizer/chat_template/test_util.h"
 
@@ -100,6 +101,35 @@ TEST(ChatTemplateLimits, DeepNestingIsASyntaxError) {
   EXPECT_FALSE(render_template(blocks).ok());
 }
 
+// Left-associative chains nest the tree one level per operator without recursing in the
+// parser; before they counted against the nesting limit, evaluating (or just destroying) a
+// 50k-link chain overflowed the native stack.
+TEST(ChatTemplateLimits, LongOperatorChainsAreASyntaxError) {
+  const std::vector<std::string> links = {" ~ 1",  " + 1",   " * 1",        " ** 1",
+                                          " or 1", " and 1", "|string",     ".a",
+                                          "[0]",   "()",     " if 1 else 1"};
+  for (const std::string& link : links) {
+    std::string src = "{{ 1";
+    for (int i = 0; i < 50000; ++i) src += link;
+    src += " }}";
+    auto out = render_template(src);
+    ASSERT_FALSE(out.ok()) << link;
+    EXPECT_NE(out.status().message().find("nesting too deep"), std::string::npos) << link;
+  }
+  auto out =
+      render_template("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}");
+  EXPECT_NE(out.status().message().find("nesting too deep"), std::string::npos);
+}
+
+TEST(ChatTemplateLimits, ModerateChainsWork) {
+  std::string src = "{{ ('a'";
+  for (int i = 0; i < 60; ++i) src += " ~ 'a'";
+  src += ")|length }}";
+  auto out = render_template(src);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(*out, "61");
+}
+
 TEST(ChatTemplateLimits, ModerateNestingWorks) {
   std::string src = "{{ ";
   for (int i = 0; i < 50; ++i) src += "(";
@@ -181,6 +211,27 @@ TEST(ChatTemplateRobustness, RandomBytesNeverCrash) {
     auto out = render_template(src, R"({"x": [1, {"a": "b"}], "xs": "s"})");
     (void)out;  // any Status is fine; the point is no crash / hang
   }
+}
+
+// Found by the fuzzer (tests/fuzz/jinja_template_fuzz.cpp): a format field index past size_t
+// threw out of std::stoul (terminating the process); floats past int64 were cast to it
+// (undefined behaviour, garbage in Release).
+TEST(ChatTemplateRobustness, NumbersPastInt64) {
+  const char* errors[] = {
+      "{{ '{99999999999999999999}'.format(1) }}",
+      "{{ '{0[99999999999999999999]}'.format([1]) }}",
+      "{{ '{0[99999999999999999999]}'.format({}) }}",
+      "{{ '%d' % 3.14e159 }}",
+      "{{ '%x' % (1e300 * 1e300) }}",
+      "{{ 9223372036854775807 | round(-1) }}",
+  };
+  for (const char* src : errors) {
+    auto out = render_template(src);
+    EXPECT_FALSE(out.ok()) << src << " gave " << *out;
+  }
+  auto out = render_template("{{ 5 | round(-400) }} {{ 5.5 | round(-400) }}");
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(*out, "0 0.0");
 }
 
 TEST(ChatTemplateRobustness, InvalidUtf8PassesThrough) {

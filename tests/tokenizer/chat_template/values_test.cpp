@@ -6,6 +6,7 @@
 
 #include "tokenizer/chat_template/json_value.h"
 #include "tokenizer/chat_template/py_format.h"
+#include "tokenizer/chat_template/render_budget.h"
 #include "tokenizer/chat_template/utf8.h"
 #include "tokenizer/chat_template/value.h"
 #include "tokenizer/chat_template/value_format.h"
@@ -182,8 +183,10 @@ TEST(ChatTemplatePyFormat, FormatSpecs) {
   CallArgs args;
   args.positional = {Value("a"), Value(2)};
   args.keyword = {{"k", Value("v")}};
-  EXPECT_EQ(*str_format("{} {} {k} {0!r} {{x}}", args), "a 2 v 'a' {x}");
-  EXPECT_EQ(*percent_format("%s=%d%%", Value::tuple({Value("n"), Value(5)})), "n=5%");
+  RenderOptions options;
+  RenderBudget budget(options);
+  EXPECT_EQ(*str_format("{} {} {k} {0!r} {{x}}", args, budget), "a 2 v 'a' {x}");
+  EXPECT_EQ(*percent_format("%s=%d%%", Value::tuple({Value("n"), Value(5)}), budget), "n=5%");
 }
 
 TEST(ChatTemplatePyFormat, Strftime) {

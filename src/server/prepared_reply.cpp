@@ -1,0 +1,88 @@
+// PreparedReply.
+#include "server/prepared_reply.h"
+
+#include "server/errors.h"
+#include "server/sse.h"
+
+namespace sgl::server {
+
+Reply PreparedReply::submit(ServerContext& ctx, bool event_stream, Prepare prepare) {
+  std::unique_ptr<PreparedReply> reply(new PreparedReply(ctx, event_stream));
+  auto accepted = ctx.pool.submit(
+      reply->shared_->cancelled, [&ctx, shared = reply->shared_, prepare = std::move(prepare)](
+                                     const std::atomic<bool>& cancelled) {
+        std::optional<Reply> result;
+        if (!cancelled.load()) result = prepare(cancelled);
+        if (cancelled.load()) {
+          // The client went away (nobody reads this) or the server stops (the client gets a
+          // 503); a generation the preparation started aborts as its reply goes.
+          ctx.metrics.count_prepare_cancelled();
+          result = Reply::of(error_response(503, "the request was cancelled: the server stops"));
+        }
+        std::function<void()> wake;
+        {
+          std::lock_guard<std::mutex> lock(shared->mutex);
+          shared->result = std::move(result);
+          wake = shared->wake;
+        }
+        if (wake) wake();
+      });
+  if (!accepted) {
+    return Reply::of(error_response(503, "server busy: too many requests are being prepared"));
+  }
+  return Reply::later(std::move(reply), event_stream);
+}
+
+void PreparedReply::start(std::function<void()> wake) {
+  bool ready = false;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->wake = wake;
+    ready = shared_->result.has_value();
+  }
+  wake_ = std::move(wake);
+  if (ready) wake_();
+}
+
+DeferredReply::Progress PreparedReply::poll() {
+  if (inner_) return inner_->poll();
+  Progress p;
+  if (done_) {
+    p.done = true;
+    return p;
+  }
+  std::optional<Reply> result;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    result.swap(shared_->result);
+  }
+  if (!result) return p;
+  if (!result->deferred) return answer(std::move(result->response));
+  inner_ = std::move(result->deferred);
+  inner_->start(wake_);
+  return inner_->poll();
+}
+
+DeferredReply::Progress PreparedReply::answer(HttpResponse response) {
+  ctx_.metrics.count_response(response.status);
+  done_ = true;
+  Progress p;
+  p.done = true;
+  if (!event_stream_) {
+    p.response = std::move(response);
+    return p;
+  }
+  // The event stream's 200 head went out when the request was queued: the error is an event.
+  p.data = sse_data(response.body) + sse_done();
+  return p;
+}
+
+void PreparedReply::cancel() {
+  shared_->cancelled->store(true);
+  if (inner_) return inner_->cancel();
+  if (done_) return;
+  done_ = true;
+  ctx_.metrics.count_response(499);  // the client closed the connection (nginx's code)
+}
+
+}  // namespace sgl::server
