@@ -277,17 +277,20 @@ void HttpSession::start_deferred(Reply reply) {
     if (auto self = weak.lock()) self->wake();
   });
   watch();
-  if (event_stream_) {
-    chunked_ = version_ >= 11;
-    if (!chunked_) keep_alive_ = false;
-    std::string head = version_ >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
-    head += "Server: sgl.cpp\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n";
-    if (chunked_) head += "Transfer-Encoding: chunked\r\n";
-    head += keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
-    write_raw(std::move(head));
-    return;
-  }
+  // An event stream's 200 head goes out with its first bytes: until then the reply may still
+  // turn out to be a plain response (a request that fails while it is prepared gets its 4xx).
+  stream_head_pending_ = event_stream_;
   pump();
+}
+
+std::string HttpSession::event_stream_head() {
+  chunked_ = version_ >= 11;
+  if (!chunked_) keep_alive_ = false;
+  std::string head = version_ >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
+  head += "Server: sgl.cpp\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n";
+  if (chunked_) head += "Transfer-Encoding: chunked\r\n";
+  head += keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+  return head;
 }
 
 void HttpSession::wake() {
@@ -308,8 +311,19 @@ void HttpSession::pump() {
     return close();
   }
   if (p.done) deferred_done_ = true;
+  if (stream_head_pending_ && p.response) {  // the stream never started: a plain response
+    event_stream_ = false;
+    stream_head_pending_ = false;
+  }
   if (event_stream_) {
-    std::string bytes = p.data.empty() ? std::string() : (chunked_ ? chunk(p.data) : p.data);
+    if (stream_head_pending_ && p.data.empty() && !p.done) return;
+    std::string head;
+    if (stream_head_pending_) {
+      head = event_stream_head();
+      stream_head_pending_ = false;
+    }
+    std::string bytes =
+        head + (p.data.empty() ? std::string() : (chunked_ ? chunk(p.data) : p.data));
     if (p.done && chunked_) bytes += "0\r\n\r\n";
     if (!bytes.empty()) return write_raw(std::move(bytes));
     if (p.done) finish_deferred();

@@ -66,7 +66,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void linger();
 
   void start_deferred(Reply reply);
-  void wake();  // any thread
+  std::string event_stream_head();  // sets chunked_ (and keep_alive_ for HTTP/1.0)
+  void wake();                      // any thread
   void pump();
   void write_raw(std::string bytes);
   void on_raw_written(boost::beast::error_code ec);
@@ -91,6 +92,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool keep_alive_ = false;
   bool event_stream_ = false;
   bool chunked_ = false;
+  bool stream_head_pending_ = false;  // an event stream whose 200 head is not sent yet
   bool writing_ = false;
   bool watching_ = false;
   bool deferred_done_ = false;

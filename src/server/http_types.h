@@ -45,7 +45,8 @@ class DeferredReply {
     bool done = false;                     // nothing more will come
   };
   // Non-blocking: takes what is ready. A streaming reply returns done together with its last
-  // bytes; a non-streaming one returns done with its response.
+  // bytes, or, before it has returned any bytes, done with a response that replaces the event
+  // stream (an error found while preparing); a non-streaming one returns done with its response.
   virtual Progress poll() = 0;
 
   // The client went away or the server stops: abort the work. Idempotent; poll() is not called

@@ -2,12 +2,11 @@
 #include "server/prepared_reply.h"
 
 #include "server/errors.h"
-#include "server/sse.h"
 
 namespace sgl::server {
 
 Reply PreparedReply::submit(ServerContext& ctx, bool event_stream, Prepare prepare) {
-  std::unique_ptr<PreparedReply> reply(new PreparedReply(ctx, event_stream));
+  std::unique_ptr<PreparedReply> reply(new PreparedReply(ctx));
   auto accepted = ctx.pool.submit(
       reply->shared_->cancelled, [&ctx, shared = reply->shared_, prepare = std::move(prepare)](
                                      const std::atomic<bool>& cancelled) {
@@ -66,14 +65,10 @@ DeferredReply::Progress PreparedReply::poll() {
 DeferredReply::Progress PreparedReply::answer(HttpResponse response) {
   ctx_.metrics.count_response(response.status);
   done_ = true;
+  // Nothing of an event stream went out yet: the session answers this instead.
   Progress p;
   p.done = true;
-  if (!event_stream_) {
-    p.response = std::move(response);
-    return p;
-  }
-  // The event stream's 200 head went out when the request was queued: the error is an event.
-  p.data = sse_data(response.body) + sse_done();
+  p.response = std::move(response);
   return p;
 }
 

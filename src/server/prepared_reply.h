@@ -37,12 +37,10 @@ class PreparedReply final : public DeferredReply {
     std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   };
 
-  PreparedReply(ServerContext& ctx, bool event_stream)
-      : ctx_(ctx), event_stream_(event_stream), shared_(std::make_shared<Shared>()) {}
+  explicit PreparedReply(ServerContext& ctx) : ctx_(ctx), shared_(std::make_shared<Shared>()) {}
   Progress answer(HttpResponse response);
 
   ServerContext& ctx_;
-  const bool event_stream_;
   std::shared_ptr<Shared> shared_;
   std::function<void()> wake_;
   std::unique_ptr<DeferredReply> inner_;  // the prepared reply, once it answers later

@@ -71,7 +71,14 @@ def test_quadratic_template_answers_400_naming_the_limit(tmp_path):
         message = r.json()["error"]["message"]
         assert message.startswith(f"chat template {tmp_path / 'model'}"), message
         assert "work limit" in message, message
+        # Streaming too: the event stream's 200 head waits for its first event, so the error
+        # is a plain 400.
+        r = srv.post("/v1/chat/completions", {**chat("hi"), "stream": True})
+        assert r.status_code == 400, r.text
+        assert "work limit" in r.json()["error"]["message"]
         assert srv.post("/v1/chat/completions", chat("Hello")).status_code == 200
+        r = srv.post("/v1/chat/completions", {**chat("Hello"), "stream": True})
+        assert r.status_code == 200 and r.text.rstrip().endswith("data: [DONE]"), r.text
     finally:
         assert srv.stop() == 0, srv.log()
 
