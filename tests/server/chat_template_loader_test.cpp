@@ -3,10 +3,13 @@
 #include "server/chat_template_loader.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "../model/gguf_test_util.h"
 
 namespace sgl::server {
 namespace {
@@ -78,6 +81,54 @@ TEST(LoadChatTemplate, AnExplicitBrokenTemplateIsAnErrorNamingIt) {
   EXPECT_NE(loaded.status().message().find(path.string()), std::string::npos);
   EXPECT_NE(loaded.status().message().find("broken on purpose"), std::string::npos);
   std::filesystem::remove(path);
+}
+
+// A GGUF file carries its chat template in its metadata (tokenizer.chat_template): the same
+// start check and render limits apply to it as to a tokenizer_config.json's.
+std::filesystem::path write_gguf_with_template(const std::string& name,
+                                               const std::string& chat_template) {
+  namespace tu = model::test_util;
+  tu::GgufWriter w;
+  w.kv("tokenizer.ggml.model", tu::gguf_string("gpt2"));
+  w.kv("tokenizer.ggml.pre", tu::gguf_string("default"));
+  w.kv("tokenizer.ggml.tokens", tu::gguf_string_array({"<s>", "</s>", "a", "b", "ab"}));
+  w.kv("tokenizer.ggml.merges", tu::gguf_string_array({"a b"}));
+  w.kv("tokenizer.ggml.bos_token_id", tu::gguf_u32(0));
+  w.kv("tokenizer.ggml.eos_token_id", tu::gguf_u32(1));
+  w.kv("tokenizer.chat_template", tu::gguf_string(chat_template));
+  const auto path =
+      std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".gguf");
+  std::ofstream(path, std::ios::binary) << w.bytes();
+  return path;
+}
+
+TEST(LoadChatTemplate, GgufTemplatesGetTheSameChecksAndLimits) {
+  auto p = pool();
+  const auto broken = write_gguf_with_template("broken", "{{ raise_exception('from gguf') }}");
+  auto tok = tokenizer::Tokenizer::from_dir(broken);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  auto loaded = load_chat_template("", broken.string(), **tok, *p);
+  std::filesystem::remove(broken);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_FALSE(loaded->chat_template.has_value());  // disabled with a warning, not served
+
+  // Passes the start check, then builds a quadratic string for any other message.
+  const auto quadratic = write_gguf_with_template(
+      "quadratic",
+      "{% if messages[0].content != 'Hello' %}{% set ns = namespace(s='') %}"
+      "{% for i in range(100000) %}{% set ns.s = ns.s + 'xxxxxxxxxxxxxxxxxxxxxxxx' %}"
+      "{% endfor %}{{ ns.s }}{% endif %}{{ messages[0].content }}");
+  tok = tokenizer::Tokenizer::from_dir(quadratic);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  loaded = load_chat_template("", quadratic.string(), **tok, *p);
+  std::filesystem::remove(quadratic);
+  ASSERT_TRUE(loaded.ok() && loaded->chat_template.has_value());
+  auto rendered = tokenizer::apply_chat_template(loaded->chat_template->source(),
+                                                 R"([{"role": "user", "content": "hi"}])", "", true,
+                                                 "<s>", "</s>");
+  ASSERT_FALSE(rendered.ok());
+  EXPECT_NE(rendered.status().message().find("work limit"), std::string::npos)
+      << rendered.status().message();
 }
 
 }  // namespace
