@@ -109,7 +109,10 @@ TEST_P(EngineLoops, StatsReportRunningWaitingAndUsage) {
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 6; ++i)
     streams.push_back(*fe.engine->submit(test::greedy_ids_request(prompt_of(i), 150)));
-  (void)streams[0]->next(std::chrono::seconds(10));
+  // Both running requests have started (the first prefill may hold only the first: the loop can
+  // take the inbox before the other submits land); the rest wait their 150 steps.
+  ASSERT_TRUE(streams[0]->next(std::chrono::seconds(60)).has_value());
+  ASSERT_TRUE(streams[1]->next(std::chrono::seconds(60)).has_value());
   const EngineStats mid = fe.engine->get_stats();
   EXPECT_EQ(mid.scheduler.num_running, 2);
   EXPECT_EQ(mid.scheduler.num_waiting, 4);
