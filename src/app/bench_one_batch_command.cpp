@@ -86,7 +86,7 @@ class OneBatchBench {
                       static_cast<int32_t>(runner.context_length())),
         kv_(static_cast<int32_t>(runner.num_kv_slots())),
         builder_(runner.allocator(), runner.options().max_num_tokens,
-                 runner.options().max_batch_size, req_to_token_) {}
+                 runner.options().max_batch_size, req_to_token_.table()) {}
 
   Result<CaseResult> run(const Case& c) {
     const int32_t total = c.input_len + c.output_len;

@@ -309,7 +309,7 @@ Status RadixCache::check_integrity() const {
     int64_t children_locks = 0;
     for (const auto& [token, child] : n->children_) {
       if (child == nullptr) return internal_error("null child");
-      auto where = [&] { return "node " + std::to_string(child->id_); };
+      auto where = [id = child->id_] { return "node " + std::to_string(id); };
       if (child->parent_ != n) return internal_error(where() + ": wrong parent link");
       if (child->key_.empty()) return internal_error(where() + ": empty key below the root");
       if (child->key_.size() != child->value_.size()) {

@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "cache/req_to_token_table.h"
 #include "core/status.h"
 
 namespace sgl::cache {
@@ -21,24 +22,29 @@ class ReqToTokenPool {
 
   // Writes `slots` at positions [start, start + slots.size()) of `row`.
   void write(int32_t row, int32_t start, std::span<const int32_t> slots);
-  std::span<const int32_t> row(int32_t row) const;
+  std::span<const int32_t> row(int32_t row) const { return table_.row(row); }
 
-  int32_t size() const { return size_; }
-  int32_t max_context_len() const { return max_context_len_; }
+  int32_t size() const { return table_.size(); }
+  int32_t max_context_len() const { return table_.max_context_len(); }
   int32_t available() const { return static_cast<int32_t>(free_rows_.size()); }
-  // The whole table, i32 [size, max_context_len] row-major.
-  int32_t* table() { return table_.data(); }
-  const int32_t* table() const { return table_.data(); }
+  const ReqToTokenTable& table() const { return table_; }
+
+  // From now on every write() is also recorded for take_writes(), so that a reader on another
+  // thread can keep its own copy of the table instead of sharing this one (the scheduler's pool:
+  // the runner reads rows while the scheduler rewrites them for the next batch).
+  void record_writes() { recording_ = true; }
+  // The writes recorded since the last call, in order.
+  ReqToTokenWrites take_writes();
 
   // Free rows are distinct and in range, and used + free == size.
   Status check_integrity() const;
 
  private:
-  int32_t size_;
-  int32_t max_context_len_;
-  std::vector<int32_t> table_;
+  ReqToTokenTable table_;
   std::vector<int32_t> free_rows_;
   std::vector<bool> in_use_;
+  bool recording_ = false;
+  ReqToTokenWrites recorded_;
 };
 
 }  // namespace sgl::cache

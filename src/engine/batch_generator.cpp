@@ -22,7 +22,7 @@ BatchGenerator::BatchGenerator(runner::ModelRunner& runner, std::vector<int32_t>
                     static_cast<int32_t>(runner.context_length())),
       kv_allocator_(static_cast<int32_t>(runner.num_kv_slots())),
       builder_(runner.allocator(), runner.options().max_num_tokens, runner.options().max_batch_size,
-               req_to_token_) {}
+               req_to_token_.table()) {}
 
 Status BatchGenerator::validate(const GenerateRequest& r) const {
   SGL_RETURN_IF_ERROR(r.sampling.validate());

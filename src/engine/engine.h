@@ -50,7 +50,8 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // The scheduler's ReqToTokenPool, for constructing the BatchRunner.
+  // The scheduler's ReqToTokenPool, for constructing the BatchRunner. Engine thread only once
+  // started: the runner keeps its own copy (ExecBatch::req_to_token_writes).
   const cache::ReqToTokenPool& req_to_token_pool() const;
   // Starts the loop thread; the engine owns `runner` (the model, or a fake in tests) and
   // destroys it after the loop has stopped.

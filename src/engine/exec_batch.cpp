@@ -27,6 +27,7 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
   exec.id = batch.id;
   exec.mode = batch.mode;
   exec.out_cache_loc = batch.out_cache_loc;
+  exec.req_to_token_writes = batch.req_to_token_writes;
   exec.requests.reserve(batch.entries.size());
   for (const scheduler::BatchEntry& e : batch.entries) {
     const scheduler::GenerateRequest& r = e.req->request;

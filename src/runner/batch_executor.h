@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "cache/req_to_token_table.h"
 #include "forward/forward_mode.h"
 #include "sampling/prompt_logprobs.h"
 #include "sampling/sampler.h"
@@ -55,6 +56,10 @@ struct ExecBatch {
   std::vector<ExecRequest> requests;
   // [sum of extend_len]: the KV slots of the new tokens, request after request (extend_len each).
   std::vector<int32_t> out_cache_loc;
+  // The scheduler's req_to_token writes since the batch before (ReqToTokenPool::take_writes()).
+  // A runner keeps its own copy of the table and applies these before running the batch, so
+  // the scheduler may rewrite a row for the next batch while this one still reads it.
+  cache::ReqToTokenWrites req_to_token_writes;
 };
 
 struct ExecResult {

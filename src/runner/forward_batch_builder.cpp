@@ -10,7 +10,7 @@ namespace sgl::runner {
 
 ForwardBatchBuilder::ForwardBatchBuilder(Allocator& allocator, int64_t max_num_tokens,
                                          int64_t max_batch_size,
-                                         const cache::ReqToTokenPool& req_to_token)
+                                         const cache::ReqToTokenTable& req_to_token)
     : max_num_tokens_(max_num_tokens),
       max_batch_size_(max_batch_size),
       req_to_token_(req_to_token),
@@ -94,7 +94,7 @@ ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode
                      &fb.kv_indices};
   if (device_.is_cpu()) {
     for (int i = 0; i < 8; ++i) *views[i] = host_view(*arrays[i]);
-    fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token_.table()), DType::kI32,
+    fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token_.data()), DType::kI32,
                              {req_to_token_.size(), req_to_token_.max_context_len()});
     return fb;
   }

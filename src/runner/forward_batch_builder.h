@@ -9,7 +9,7 @@
 
 #include "backend/stream.h"
 #include "backend/stream_event.h"
-#include "cache/req_to_token_pool.h"
+#include "cache/req_to_token_table.h"
 #include "core/allocator.h"
 #include "core/buffer.h"
 #include "forward/forward_batch.h"
@@ -27,14 +27,14 @@ struct BatchRequest {
 class ForwardBatchBuilder {
  public:
   // Staging for up to `max_num_tokens` tokens and `max_batch_size` requests on `allocator`'s
-  // device. The builder borrows `req_to_token`, whose table the batches view (CPU) or whose
-  // rows it gathers into kv_indices (GPU).
+  // device. The builder borrows `req_to_token`, which the batches view (CPU) or whose rows it
+  // gathers into kv_indices (GPU): it must not change while a batch built over it runs.
   ForwardBatchBuilder(Allocator& allocator, int64_t max_num_tokens, int64_t max_batch_size,
-                      const cache::ReqToTokenPool& req_to_token);
+                      const cache::ReqToTokenTable& req_to_token);
   ~ForwardBatchBuilder();
 
   // The returned views stay valid until the next build(). Requests must already have their
-  // new slots written into the ReqToTokenPool. Input ids may be sampled_id_ref()s (GPU only).
+  // new slots written into the table. Input ids may be sampled_id_ref()s (GPU only).
   // The device arrays are rewritten in `stream` order, so the next batch may be built while
   // this one runs when both use one stream.
   ForwardBatch build(ForwardMode mode, LogitsMode logits_mode,
@@ -43,7 +43,7 @@ class ForwardBatchBuilder {
  private:
   int64_t max_num_tokens_;
   int64_t max_batch_size_;
-  const cache::ReqToTokenPool& req_to_token_;
+  const cache::ReqToTokenTable& req_to_token_;
   // Host staging (CPU batches view these directly).
   std::vector<int32_t> input_ids_, positions_, out_cache_loc_;
   std::vector<int32_t> seq_lens_, prefix_lens_, extend_lens_, qo_indptr_, req_pool_indices_;

@@ -10,13 +10,15 @@ ModelBatchRunner::ModelBatchRunner(ModelRunner& model_runner,
                                    const cache::ReqToTokenPool& req_to_token)
     : model_runner_(model_runner),
       context_len_(req_to_token.max_context_len()),
+      req_to_token_(req_to_token.size(), req_to_token.max_context_len()),
       builder_(model_runner.allocator(), model_runner.options().max_num_tokens,
-               model_runner.options().max_batch_size, req_to_token),
+               model_runner.options().max_batch_size, req_to_token_),
       token_table_(static_cast<size_t>(req_to_token.size()) * req_to_token.max_context_len(), 0),
       pending_batch_(req_to_token.size(), -1),
       pending_index_(req_to_token.size(), 0) {}
 
 void ModelBatchRunner::launch(const ExecBatch& batch) {
+  req_to_token_.apply(batch.req_to_token_writes);
   sampling::SamplingBatch sampling;
   bool process = false, score_prompt = false;
   for (const ExecRequest& r : batch.requests) {

@@ -22,7 +22,8 @@ namespace sgl::runner {
 
 class ModelBatchRunner final : public BatchRunner {
  public:
-  // Borrows `model_runner` and `req_to_token` (the scheduler's pool, whose rows it reads).
+  // Borrows `model_runner`. `req_to_token` is the scheduler's pool: the runner keeps its own copy
+  // of its table, of its shape, brought up to date by each batch's req_to_token_writes.
   ModelBatchRunner(ModelRunner& model_runner, const cache::ReqToTokenPool& req_to_token);
   void launch(const ExecBatch& batch) override;
   ExecResult finish() override;
@@ -57,6 +58,9 @@ class ModelBatchRunner final : public BatchRunner {
 
   ModelRunner& model_runner_;
   int32_t context_len_;
+  // launch() only: the KV slots of each request row as of the batch being launched. NOTE: the
+  // forward reads it (CPU) or gathers it (GPU) inside launch(), so the next launch may rewrite it.
+  cache::ReqToTokenTable req_to_token_;
   ForwardBatchBuilder builder_;     // launch() only
   std::vector<int32_t> input_ids_;  // launch() only; scratch: [num_tokens]
   std::vector<float> last_rows_;    // launch() only; scratch: f32 [bs, vocab]

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cache/req_to_token_table.h"
 #include "forward/forward_mode.h"
 #include "scheduler/req.h"
 
@@ -29,6 +30,9 @@ struct ScheduleBatch {
   // [num_tokens()]: the KV slots of the new tokens, entry after entry (extend_len each). One
   // array for the batch, so a decode step allocates nothing per request.
   std::vector<int32_t> out_cache_loc;
+  // Every req_to_token write the scheduler made since the batch before: the runner's copy of the
+  // table takes them when this batch starts, so batches in flight never read the scheduler's.
+  cache::ReqToTokenWrites req_to_token_writes;
 
   int64_t num_tokens() const {
     int64_t n = 0;

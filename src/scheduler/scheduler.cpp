@@ -40,6 +40,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, int32_t num_kv_slots, int3
       tree_(options.disable_radix_cache),
       rng_(options.random_seed),
       new_token_ratio_(options.init_new_token_ratio()) {
+  req_to_token_.record_writes();  // batches carry them to the runner's copy
   totals_.kv_capacity = allocator_.capacity();
 }
 
@@ -240,6 +241,7 @@ NextBatch Scheduler::get_next_batch_to_run() {
   if (!next.batch) next.batch = get_decode_batch(&next.need_drain);
   if (next.batch) {
     next.batch->id = next_batch_id_++;
+    next.batch->req_to_token_writes = req_to_token_.take_writes();
     for (const BatchEntry& e : next.batch->entries) e.req->last_batch_id = next.batch->id;
   }
   return next;

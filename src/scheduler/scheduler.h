@@ -96,7 +96,8 @@ class Scheduler {
   SchedulerStats stats() const;
   // KV slots conserved (free + cached + held by requests == capacity), pools consistent.
   Status check_integrity() const;
-  // The table of KV slots per request row; the model side reads it (engine: runner).
+  // The table of KV slots per request row (engine thread only). The model side keeps its own
+  // copy, updated from each batch's req_to_token_writes.
   const cache::ReqToTokenPool& req_to_token_pool() const { return req_to_token_; }
   bool idle() const { return running_.empty() && waiting_.empty() && chunked_req_ == nullptr; }
   int64_t in_flight_batches() const { return next_batch_id_ - 1 - last_processed_batch_id_; }

@@ -1,4 +1,4 @@
-// ReqToTokenPool and TokenToKvPoolAllocator: allocation, exhaustion, integrity.
+// ReqToTokenPool and TokenToKvPoolAllocator: allocation, exhaustion, integrity, recorded writes.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -59,6 +59,31 @@ TEST(ReqToTokenPool, RowsAllocWriteFree) {
   EXPECT_EQ(pool.available(), 1);
   EXPECT_TRUE(pool.check_integrity().ok());
   EXPECT_DEATH(pool.write(*r1, 7, slots), "beyond context");
+}
+
+// A copy of the table that applies the recorded writes, in order, ends up equal to the pool's:
+// the runner keeps such a copy so that it never reads rows the scheduler is rewriting.
+TEST(ReqToTokenPool, RecordedWritesBringACopyUpToDate) {
+  ReqToTokenPool pool(3, 6);
+  const int32_t r0 = *pool.alloc(), r1 = *pool.alloc();
+  pool.write(r0, 0, std::vector<int32_t>{9, 9});  // before recording: not recorded
+  pool.record_writes();
+  pool.write(r0, 0, std::vector<int32_t>{1, 2, 3});
+  pool.write(r1, 4, std::vector<int32_t>{7, 8});
+  pool.write(r0, 1, std::vector<int32_t>{5});  // a rewrite: the later write wins
+  ReqToTokenWrites writes = pool.take_writes();
+  EXPECT_EQ(writes.writes.size(), 3u);
+  EXPECT_TRUE(pool.take_writes().empty());  // taking empties the record
+
+  ReqToTokenTable copy(3, 6);
+  copy.apply(writes);
+  for (int32_t row : {r0, r1, 2}) {
+    EXPECT_EQ(std::vector<int32_t>(copy.row(row).begin(), copy.row(row).end()),
+              std::vector<int32_t>(pool.row(row).begin(), pool.row(row).end()))
+        << "row " << row;
+  }
+  EXPECT_EQ(copy.row(r0)[1], 5);
+  EXPECT_DEATH(copy.write(3, 0, std::vector<int32_t>{1}), "row 3");
 }
 
 }  // namespace

@@ -322,7 +322,7 @@ std::unique_ptr<runner::ModelRunner> make_runner(const fs::path& path,
 std::vector<float> prefill_logits(runner::ModelRunner& runner, const std::vector<int32_t>& ids) {
   cache::ReqToTokenPool req_to_token(2, static_cast<int32_t>(runner.context_length()));
   cache::TokenToKvPoolAllocator kv(static_cast<int32_t>(runner.num_kv_slots()));
-  runner::ForwardBatchBuilder builder(cpu_allocator(), 64, 4, req_to_token);
+  runner::ForwardBatchBuilder builder(cpu_allocator(), 64, 4, req_to_token.table());
   const int32_t row = *req_to_token.alloc();
   const std::vector<int32_t> slots = *kv.alloc(static_cast<int32_t>(ids.size()));
   req_to_token.write(row, 0, slots);

@@ -95,7 +95,7 @@ TEST_F(SmolLM2Test, MetadataTensorsAndConfig) {
 std::vector<float> last_logits(runner::ModelRunner& runner, const std::vector<int32_t>& ids) {
   cache::ReqToTokenPool req_to_token(2, static_cast<int32_t>(runner.context_length()));
   cache::TokenToKvPoolAllocator kv(static_cast<int32_t>(runner.num_kv_slots()));
-  runner::ForwardBatchBuilder builder(cpu_allocator(), 32, 1, req_to_token);
+  runner::ForwardBatchBuilder builder(cpu_allocator(), 32, 1, req_to_token.table());
   const int32_t row = *req_to_token.alloc();
   const std::vector<int32_t> slots = *kv.alloc(static_cast<int32_t>(ids.size()));
   req_to_token.write(row, 0, slots);

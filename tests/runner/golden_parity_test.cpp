@@ -127,7 +127,7 @@ TEST_P(GoldenParity, TeacherForcedLogprobsAndLastLogits) {
   ASSERT_TRUE(runner);
   cache::ReqToTokenPool req_to_token(4, static_cast<int32_t>(runner->context_length()));
   cache::TokenToKvPoolAllocator kv(static_cast<int32_t>(runner->num_kv_slots()));
-  runner::ForwardBatchBuilder builder(runner->allocator(), 512, 16, req_to_token);
+  runner::ForwardBatchBuilder builder(runner->allocator(), 512, 16, req_to_token.table());
   for (size_t ci = 0; ci < golden["cases"].size(); ++ci) {
     const nlohmann::json& c = golden["cases"][ci];
     // stories260K's prefill scores the prompt plus 16 generated tokens.
@@ -218,7 +218,7 @@ TEST_P(GoldenParity, GraphReplayMatchesEagerDecode) {
     for (runner::ModelRunner* r : {graphs.get(), eager.get()}) {
       cache::ReqToTokenPool req_to_token(16, static_cast<int32_t>(r->context_length()));
       cache::TokenToKvPoolAllocator kv(static_cast<int32_t>(r->num_kv_slots()));
-      runner::ForwardBatchBuilder builder(r->allocator(), 512, 16, req_to_token);
+      runner::ForwardBatchBuilder builder(r->allocator(), 512, 16, req_to_token.table());
       std::vector<runner::BatchRequest> prefill, decode;
       std::vector<std::vector<int32_t>> ids, slots;
       for (size_t b = 0; b < bs; ++b) {

@@ -28,8 +28,12 @@ struct Seq {
 // Builds the batches of the sequence against one runner's pools.
 class Script {
  public:
-  explicit Script(int32_t num_kv_slots) : pool_(8, kContext), kv_(num_kv_slots) {}
+  explicit Script(int32_t num_kv_slots) : pool_(8, kContext), kv_(num_kv_slots) {
+    pool_.record_writes();
+  }
   const cache::ReqToTokenPool& pool() const { return pool_; }
+  // The rows written since the last call, for the next batch to carry to the runner.
+  cache::ReqToTokenWrites take_writes() { return pool_.take_writes(); }
 
   int add(std::vector<int32_t> prompt) {
     Seq s{std::move(prompt)};
@@ -101,6 +105,7 @@ std::vector<ExecBatch> make_batches(Script& script) {
   };
   const auto half = static_cast<int32_t>(prompts[1].size() / 2);
   ExecBatch* b = &next(ForwardMode::kExtend);
+  b->req_to_token_writes = script.take_writes();  // every row, written by add()
   script.extend(*b, 0, static_cast<int32_t>(prompts[0].size()));
   script.extend(*b, 1, half);  // a first chunk: its sample is dropped
   b = &next(ForwardMode::kExtend);

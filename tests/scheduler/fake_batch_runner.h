@@ -1,6 +1,7 @@
 // FakeBatchRunner: a stand-in model whose next token is a hash of the tokens it finds in the
-// KV slots of the request's row. Wrong input ids, wrong req_to_token rows or wrongly shared
-// prefix slots all change the output, so matching the reference proves the bookkeeping.
+// KV slots of the request's row. Wrong input ids, wrong req_to_token rows (or writes the batches
+// do not carry) or wrongly shared prefix slots all change the output, so matching the reference
+// proves the bookkeeping.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +14,9 @@ namespace sgl::test {
 
 class FakeBatchRunner final : public runner::ComputingBatchRunner {
  public:
+  // Keeps its own copy of `pool`'s table, as ModelBatchRunner does.
   FakeBatchRunner(const cache::ReqToTokenPool& pool, int32_t num_kv_slots, int32_t vocab)
-      : pool_(pool),
+      : table_(pool.size(), pool.max_context_len()),
         vocab_(vocab),
         kv_(num_kv_slots, -1),
         tokens_(static_cast<size_t>(pool.size()) * pool.max_context_len(), -1) {}
@@ -29,10 +31,11 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
   runner::ExecResult compute(const runner::ExecBatch& batch) override {
     runner::ExecResult result;
     result.batch_id = batch.id;
+    table_.apply(batch.req_to_token_writes);
     size_t slot_offset = 0;  // r's slots in batch.out_cache_loc
     for (const runner::ExecRequest& r : batch.requests) {
       int32_t* row_tokens =
-          tokens_.data() + static_cast<size_t>(r.req_pool_idx) * pool_.max_context_len();
+          tokens_.data() + static_cast<size_t>(r.req_pool_idx) * table_.max_context_len();
       if (!r.input_ids.empty()) {
         std::copy(r.input_ids.begin(), r.input_ids.end(), row_tokens + r.prefix_len);
       }
@@ -41,11 +44,11 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
         kv_.at(batch.out_cache_loc.at(slot_offset + i)) = row_tokens[r.prefix_len + i];
       }
       slot_offset += r.extend_len;
-      const auto slots = pool_.row(r.req_pool_idx);
+      const auto slots = table_.row(r.req_pool_idx);
       std::vector<int32_t> seen;
       for (int32_t p = 0; p < r.prefix_len + r.extend_len; ++p) seen.push_back(kv_.at(slots[p]));
       const int32_t next = next_token(seen, vocab_);
-      if (r.prefix_len + r.extend_len < pool_.max_context_len()) {
+      if (r.prefix_len + r.extend_len < table_.max_context_len()) {
         row_tokens[r.prefix_len + r.extend_len] = next;
       }
       result.output.next_token_ids.push_back(next);
@@ -59,7 +62,7 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
   int64_t batches() const { return batches_; }
 
  private:
-  const cache::ReqToTokenPool& pool_;
+  cache::ReqToTokenTable table_;
   int32_t vocab_;
   std::vector<int32_t> kv_;      // [num_kv_slots]: token id whose "KV" the slot holds
   std::vector<int32_t> tokens_;  // [rows, context]: token ids per row position
