@@ -54,7 +54,9 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   WorkPoolOptions pool_options;
   pool_options.threads =
       std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2, 2, 8);
-  pool_options.max_queued = 256;
+  // The queue holds only requests already read into memory: it bounds a burst far past any
+  // client's concurrency (load tests open 1024 streams at once) rather than real traffic.
+  pool_options.max_queued = 16384;
   SGL_ASSIGN_OR_RETURN(std::unique_ptr<WorkPool> pool, WorkPool::start(pool_options));
   SGL_ASSIGN_OR_RETURN(
       LoadedChatTemplate loaded,
