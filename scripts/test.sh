@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: format check, CPU build + tests, ASan/UBSan build + tests, TSan build + the
-# threaded layers' tests, CUDA compile.
+# threaded layers' tests, fuzz targets over their corpora, CUDA compile.
 # Usage: scripts/test.sh [--quick]   (--quick: CPU build + tests only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +50,12 @@ if [ "$quick" != "--quick" ]; then
   tsan_ctest engine -j2
   tsan_ctest scheduler -j2
   tsan_ctest server -j1 -E server_test_default_model
+
+  # Each fuzz target for a few seconds over a scratch copy of its seed corpus (docs/fuzzing.md).
+  echo "== Fuzz targets (clang, libFuzzer + ASan + UBSan)"
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz --target tests/fuzz/all
+  ctest --preset fuzz
 
   if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
     echo "== CUDA build (compile only; no GPU here)"
