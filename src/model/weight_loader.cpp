@@ -25,19 +25,23 @@ bool WeightLoader::has(const std::string& name) const {
   return source_ == nullptr || source_->has(name);
 }
 
-Status WeightLoader::enqueue(const std::string& name, const std::vector<int64_t>& shape,
-                             const Tensor& dst) {
-  SGL_ASSIGN_OR_RETURN(std::optional<StoredTensor> stored, source_->stored(name, shape));
-  if (stored && uploader_->can_stage(*stored)) {
-    uploader_->enqueue(std::move(*stored), dst);
-    return Status::ok_status();
+Result<WeightLoader::PendingLoad> WeightLoader::prepare(const std::string& name,
+                                                        const std::vector<int64_t>& shape) const {
+  PendingLoad pending{name, shape, {}, 0};
+  SGL_ASSIGN_OR_RETURN(pending.stored, source_->stored(name, shape));  // checks name and shape
+  if (!pending.stored || !uploader_->can_stage(*pending.stored)) {
+    pending.stored.reset();
+    SGL_ASSIGN_OR_RETURN(pending.file_bytes, source_->stored_nbytes(name));
   }
-  SGL_ASSIGN_OR_RETURN(const size_t file_bytes, source_->stored_nbytes(name));
-  const WeightSource* source = source_;
+  return pending;
+}
+
+void WeightLoader::submit(PendingLoad pending, const Tensor& dst) {
+  if (pending.stored) return uploader_->enqueue(std::move(*pending.stored), dst);
   uploader_->enqueue_f32(
-      [source, name, shape](float* out) { return source->read_f32(name, shape, out); }, dst,
-      file_bytes);
-  return Status::ok_status();
+      [source = source_, name = std::move(pending.name),
+       shape = std::move(pending.shape)](float* out) { return source->read_f32(name, shape, out); },
+      dst, pending.file_bytes);
 }
 
 Buffer WeightLoader::dummy(std::vector<int64_t> shape) {
@@ -60,9 +64,9 @@ Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> 
     return Buffer();
   }
   if (source_ == nullptr) return dummy(std::move(shape));
-  SGL_RETURN_IF_ERROR(source_->check(name, shape));
+  SGL_ASSIGN_OR_RETURN(PendingLoad pending, prepare(name, shape));
   Buffer out(allocator_, dtype_, shape);
-  SGL_RETURN_IF_ERROR(enqueue(name, shape, out));
+  submit(std::move(pending), out);
   return out;
 }
 
@@ -77,13 +81,15 @@ Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
   fused[0] = 0;
   for (const auto& s : shapes) fused[0] += s[0];
   if (source_ == nullptr) return dummy(std::move(fused));
-  for (size_t i = 0; i < names.size(); ++i) {  // every part checked before allocating
-    SGL_RETURN_IF_ERROR(source_->check(names[i], shapes[i]));
+  std::vector<PendingLoad> parts;  // every part checked before allocating
+  for (size_t i = 0; i < names.size(); ++i) {
+    SGL_ASSIGN_OR_RETURN(PendingLoad part, prepare(names[i], shapes[i]));
+    parts.push_back(std::move(part));
   }
   Buffer out(allocator_, dtype_, fused);
   int64_t row = 0;
   for (size_t i = 0; i < names.size(); ++i) {
-    SGL_RETURN_IF_ERROR(enqueue(names[i], shapes[i], out.tensor().slice_rows(row, shapes[i][0])));
+    submit(std::move(parts[i]), out.tensor().slice_rows(row, shapes[i][0]));
     row += shapes[i][0];
   }
   return out;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,8 +60,18 @@ class WeightLoader {
 
   // Random weights filled on the weights' device (fast for 8B-sized dummy models).
   Buffer dummy(std::vector<int64_t> shape);
-  // Queues `name` (checked to have `shape`) into dst.
-  Status enqueue(const std::string& name, const std::vector<int64_t>& shape, const Tensor& dst);
+  // A tensor checked and ready to queue: its stored bytes when the uploader can stage them,
+  // else read_f32 of `file_bytes` bytes of its file.
+  struct PendingLoad {
+    std::string name;
+    std::vector<int64_t> shape;
+    std::optional<StoredTensor> stored;
+    size_t file_bytes = 0;
+  };
+  // Checks `name` against `shape` (nothing allocated or read).
+  Result<PendingLoad> prepare(const std::string& name, const std::vector<int64_t>& shape) const;
+  // Queues the read into dst.
+  void submit(PendingLoad pending, const Tensor& dst);
   // The check-only load of `name`: checks it (unless dummy) and counts its bytes.
   Status check(const std::string& name, const std::vector<int64_t>& shape);
 
