@@ -33,7 +33,7 @@ int default_threads() {
   return std::clamp(cores, 1, WeightUploader::kMaxThreads);
 }
 
-// A flat view of `t`'s bytes [byte_begin, byte_begin + count elements).
+// A flat view of `t`'s elements [element_begin, element_begin + count).
 Tensor flat_elements(const Tensor& t, int64_t element_begin, int64_t count) {
   auto* base = static_cast<uint8_t*>(t.raw()) + element_begin * dtype_size(t.dtype());
   return Tensor(base, t.dtype(), {count}, t.device());
