@@ -61,7 +61,8 @@ class RequestReader {
   Limits limits_;
   std::optional<Parser> parser_;
   ChunkHeaderCallback on_chunk_header_;
-  size_t extension_bytes_ = 0;  // of this request's chunks so far
+  size_t extension_bytes_ = 0;       // of this request's chunks so far
+  uint64_t chunked_body_bytes_ = 0;  // the sizes of this request's chunks so far
   bool header_reported_ = false;
   size_t header_fields_ = 0;  // counted at kHeader: more at the end means a trailer
   Framing framing_;
