@@ -18,7 +18,8 @@
 #   SGL_SERVING_START_TIMEOUT  seconds to wait for /health  [300]
 #   SGL_SERVING_SERVER_ARGS, SGL_SERVING_BENCH_ARGS  extra flags, appended (later flags win)
 #   OUT                      results: serving.json (sgl-bench's JSON line), serving.txt (its
-#                            table), serving.log (its stderr), server.out / server.err,
+#                            table), serving.log (its stderr and CPU time), metrics.txt (the
+#                            server's /metrics), server.out / server.err,
 #                            server_state.json  [/tmp/sgl_serving_out]
 # Prints the result block last, then one `RESULT:` line. Exit 0 when every request completed,
 # the server was idle with no KV slot leaked afterwards and it exited 0 on SIGTERM; else 1.
@@ -126,8 +127,13 @@ bench_flags=(--backend sglang --base-url "$SGL_SERVER_URL" --dataset-name shareg
   --output-file "$out/serving.json" ${SGL_SERVING_BENCH_ARGS:-})
 echo "sgl-bench serving ${bench_flags[*]}"
 bench_rc=0
-"$root/gpu/sgl-bench" serving "${bench_flags[@]}" >"$out/serving.txt" 2>"$out/serving.log" ||
-  bench_rc=$?
+# The client's own CPU time (user + system) goes to serving.log: a busy client delays the
+# chunks it reads, and that delay is part of every latency it reports.
+TIMEFORMAT='sgl-bench: %R s wall, %U s user, %S s system'
+{ time "$root/gpu/sgl-bench" serving "${bench_flags[@]}" >"$out/serving.txt" 2>"$out/serving.log"; } \
+  2>>"$out/serving.log" || bench_rc=$?
+# The server's own view of the same latencies (measured where its HTTP side takes each token).
+curl -sf "$SGL_SERVER_URL/metrics" >"$out/metrics.txt" || true
 
 idle_rc=0
 sgl_server_check_idle "$SGL_SERVER_URL" 60 >"$out/server_state.json" || idle_rc=$?

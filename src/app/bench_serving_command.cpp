@@ -36,6 +36,7 @@ constexpr const char* kUsage = R"(usage: sgl-bench serving [flags]
   --seed N                  [1]
   --warmup-requests N       not measured  [1]
   --request-timeout S       per request; 0 = none  [0]
+  --client-threads N        threads reading the responses  [4]
   --disable-stream          --disable-ignore-eos
   --extra-request-body JSON merged into every request body
   --output-file FILE        append the result as one JSON line
@@ -86,6 +87,7 @@ Result<ServingConfig> parse_config(const CliArgs& args) {
     SGL_ASSIGN_OR_RETURN(c.duration_s, args.get_double("--duration", 0));
   }
   SGL_ASSIGN_OR_RETURN(c.warmup_requests, args.get_int("--warmup-requests", 1));
+  SGL_ASSIGN_OR_RETURN(c.client_threads, args.get_int("--client-threads", 4));
   SGL_ASSIGN_OR_RETURN(c.request_timeout_s, args.get_double("--request-timeout", 0));
   c.stream = !args.has("--disable-stream");
   c.ignore_eos = !args.has("--disable-ignore-eos");
@@ -115,6 +117,7 @@ int run_bench_serving(int argc, char** argv) {
                                         "--duration",
                                         "--seed",
                                         "--warmup-requests",
+                                        "--client-threads",
                                         "--request-timeout",
                                         "--extra-request-body",
                                         "--output-file"};

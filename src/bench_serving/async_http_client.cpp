@@ -1,5 +1,5 @@
-// AsyncHttpClient on Boost.Asio C++20 coroutines and Beast: one coroutine per request, all on
-// one io_context thread, so a single thread drives thousands of streaming connections.
+// AsyncHttpClient on Boost.Asio C++20 coroutines and Beast: one coroutine per request on a strand
+// of its own, so a few io_context threads drive thousands of streaming connections.
 #include "bench_serving/async_http_client.h"
 
 // clang-format off
@@ -7,9 +7,12 @@
 #include <utility>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -17,6 +20,7 @@
 #include <array>
 #include <exception>
 #include <limits>
+#include <thread>
 
 namespace sgl::bench_serving {
 namespace {
@@ -37,8 +41,12 @@ Status transport_error(const char* step, const boost::system::error_code& ec) {
 }  // namespace
 
 struct AsyncHttpClient::Impl {
+  explicit Impl(int threads) : threads(threads), io(threads) {}
+
+  const int threads;
   HttpEndpoint endpoint;
-  asio::io_context io{1};
+  asio::io_context io;
+  asio::strand<asio::io_context::executor_type> control{io.get_executor()};
   tcp::resolver::results_type addresses;
 
   asio::awaitable<void> exchange(HttpRequestSpec spec, ResponseHandler* handler);
@@ -106,8 +114,10 @@ asio::awaitable<Status> AsyncHttpClient::Impl::exchange_steps(HttpRequestSpec& s
 AsyncHttpClient::AsyncHttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 AsyncHttpClient::~AsyncHttpClient() = default;
 
-Result<std::unique_ptr<AsyncHttpClient>> AsyncHttpClient::create(const HttpEndpoint& endpoint) {
-  auto impl = std::make_unique<Impl>();
+Result<std::unique_ptr<AsyncHttpClient>> AsyncHttpClient::create(const HttpEndpoint& endpoint,
+                                                                 int threads) {
+  if (threads < 1) return invalid_argument("an HTTP client needs at least one thread");
+  auto impl = std::make_unique<Impl>(threads);
   impl->endpoint = endpoint;
   boost::system::error_code ec;
   tcp::resolver resolver(impl->io);
@@ -119,18 +129,25 @@ Result<std::unique_ptr<AsyncHttpClient>> AsyncHttpClient::create(const HttpEndpo
 }
 
 void AsyncHttpClient::start(HttpRequestSpec spec, ResponseHandler* handler) {
-  asio::co_spawn(impl_->io, impl_->exchange(std::move(spec), handler), asio::detached);
+  asio::co_spawn(asio::make_strand(impl_->io), impl_->exchange(std::move(spec), handler),
+                 asio::detached);
 }
 
 void AsyncHttpClient::call_at(Clock::time_point when, std::function<void()> fn) {
   // shared_ptr: the timer must live until its handler runs, which owns the only other copy.
   auto timer = std::make_shared<asio::steady_timer>(impl_->io, when);
-  timer->async_wait([timer, fn = std::move(fn)](const boost::system::error_code&) { fn(); });
+  timer->async_wait(asio::bind_executor(
+      impl_->control, [timer, fn = std::move(fn)](const boost::system::error_code&) { fn(); }));
 }
+
+void AsyncHttpClient::post(std::function<void()> fn) { asio::post(impl_->control, std::move(fn)); }
 
 void AsyncHttpClient::run() {
   impl_->io.restart();
+  std::vector<std::thread> helpers;
+  for (int i = 1; i < impl_->threads; ++i) helpers.emplace_back([this] { impl_->io.run(); });
   impl_->io.run();
+  for (std::thread& t : helpers) t.join();
 }
 
 namespace {

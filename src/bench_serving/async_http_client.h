@@ -1,5 +1,5 @@
 // AsyncHttpClient: many concurrent HTTP/1.1 requests with streamed response bodies, and timers,
-// all driven by one thread (Boost.Asio behind a pimpl).
+// driven by a few threads (Boost.Asio behind a pimpl).
 #pragma once
 
 #include <chrono>
@@ -27,7 +27,8 @@ struct HttpRequestSpec {
 
 // What one request reports, in order: on_status once (unless the exchange fails before the
 // response header), on_body for each piece of the (de-chunked) body as it arrives, then
-// on_finish exactly once. Called on the client's thread. The times are when the bytes arrived.
+// on_finish exactly once. One request's calls never overlap, but different requests' calls run
+// on different threads at once. The times are when the bytes arrived.
 class ResponseHandler {
  public:
   virtual ~ResponseHandler() = default;
@@ -39,17 +40,22 @@ class ResponseHandler {
 
 class AsyncHttpClient {
  public:
-  // Resolves the endpoint's host once; every request opens its own connection to it.
-  static Result<std::unique_ptr<AsyncHttpClient>> create(const HttpEndpoint& endpoint);
+  // Resolves the endpoint's host once; every request opens its own connection to it. `threads`
+  // run the requests: one thread parsing every stream's events falls behind a server that
+  // streams to hundreds of clients at once, and its late reads would count as server latency.
+  static Result<std::unique_ptr<AsyncHttpClient>> create(const HttpEndpoint& endpoint,
+                                                         int threads = 1);
   ~AsyncHttpClient();
   AsyncHttpClient(const AsyncHttpClient&) = delete;
   AsyncHttpClient& operator=(const AsyncHttpClient&) = delete;
 
   // Starts a request. `handler` is borrowed: it must live until its on_finish.
   void start(HttpRequestSpec spec, ResponseHandler* handler);
-  // Runs `fn` on the client's thread at `when`.
+  // Runs `fn` at `when`, or as soon as possible, on the client's control strand: functions given
+  // to call_at and post never run at the same time as each other.
   void call_at(Clock::time_point when, std::function<void()> fn);
-  // Runs requests and timers on the calling thread until none is left.
+  void post(std::function<void()> fn);
+  // Runs requests and timers on the calling thread and threads - 1 more until none is left.
   void run();
 
  private:

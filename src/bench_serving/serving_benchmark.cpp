@@ -1,4 +1,5 @@
-// The benchmark driver: one thread, one AsyncHttpClient, a TimedRequest per request.
+// The benchmark driver: one AsyncHttpClient, a TimedRequest per request. The driver's own steps
+// (arrivals, launches, completions) run on the client's control strand, one at a time.
 #include "bench_serving/serving_benchmark.h"
 
 #include <algorithm>
@@ -116,8 +117,9 @@ class Driver {
     const size_t index = slots_.size();
     Slot& slot = slots_.emplace_back();
     slot.row = std::move(row);
-    slot.timed = std::make_unique<TimedRequest>(api_, config_.stream, slot.row,
-                                                [this](TimedRequest&) { on_done(); });
+    slot.timed = std::make_unique<TimedRequest>(
+        api_, config_.stream, slot.row,
+        [this](TimedRequest&) { client_.post([this] { on_done(); }); });
     return index;
   }
 
@@ -197,6 +199,9 @@ Status validate_serving_config(const ServingConfig& c) {
     }
   }
   if (c.warmup_requests < 0) return invalid_argument("--warmup-requests must be >= 0");
+  if (c.client_threads < 1 || c.client_threads > 256) {
+    return invalid_argument("--client-threads must be in [1, 256]");
+  }
   if (!(c.request_timeout_s >= 0)) return invalid_argument("--request-timeout must be >= 0");
   return Status::ok_status();
 }
@@ -210,8 +215,9 @@ Result<BenchmarkRun> run_serving_benchmark(const ServingConfig& config, std::ost
   } else {
     run.model = config.model;
   }
-  SGL_ASSIGN_OR_RETURN(std::unique_ptr<AsyncHttpClient> client,
-                       AsyncHttpClient::create(config.endpoint));
+  SGL_ASSIGN_OR_RETURN(
+      std::unique_ptr<AsyncHttpClient> client,
+      AsyncHttpClient::create(config.endpoint, static_cast<int>(config.client_threads)));
   Driver driver(config, api, run.model, *client, progress);
 
   if (config.warmup_requests > 0) {

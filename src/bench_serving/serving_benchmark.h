@@ -35,6 +35,9 @@ struct ServingConfig {
   bool ignore_eos = true;
   double request_timeout_s = 0;    // per request, connect to last byte; 0 = none
   std::string extra_request_body;  // JSON object merged into every request body
+  // Threads reading the responses (--client-threads): enough that every stream's bytes are
+  // taken as they arrive, so the latencies are the server's, not the client's backlog.
+  int64_t client_threads = 4;
 };
 
 Status validate_serving_config(const ServingConfig& config);
