@@ -345,7 +345,7 @@ TEST_F(CudaSampling, NanLogitsGiveIdsInTheVocabulary) {
   std::vector<Row> rows;
   std::vector<float> logits;
   for (int64_t b = 0; b < 8; ++b) {
-    Row r{Shape::kPeaked, {}, rng() % 50, 0};
+    Row r{Shape::kPeaked, {}, rng() % 50, 5};
     if (b % 2 == 1) {
       r.params.temperature = 0.8f;
       r.params.top_k = b % 4 == 1 ? 40 : -1;
@@ -363,11 +363,16 @@ TEST_F(CudaSampling, NanLogitsGiveIdsInTheVocabulary) {
     logits.insert(logits.end(), row.begin(), row.end());
   }
   const Buffer dev = upload(logits, 8, vocab);
-  const Outputs got = run(dev.tensor(), rows, 0);
+  const int32_t k_max = 5;
+  const Outputs got = run(dev.tensor(), rows, k_max);
   ASSERT_EQ(got.ids.size(), 8u);
   for (int64_t b = 0; b < 8; ++b) {
     EXPECT_GE(got.ids[b], 0) << "row " << b;
     EXPECT_LT(got.ids[b], vocab) << "row " << b;
+    for (int32_t j = 0; j < k_max; ++j) {  // NaN ranks as -inf: the top ids stay in the vocab
+      EXPECT_GE(got.top_ids[b * k_max + j], 0) << "row " << b << " top " << j;
+      EXPECT_LT(got.top_ids[b * k_max + j], vocab) << "row " << b << " top " << j;
+    }
     if (b < 4 && b % 2 == 0) EXPECT_EQ(got.ids[b], 0) << "greedy, row " << b;
     if (b >= 4 && b % 2 == 0) EXPECT_EQ(got.ids[b] % 2, 1) << "greedy picks a number, row " << b;
   }

@@ -42,7 +42,9 @@ __global__ void __launch_bounds__(kTopThreads) top_logprobs_kernel(TopLogprobsAr
 #pragma unroll
   for (int j = 0; j < kMaxTopLogprobs; ++j) list[j] = lowest_value_index();
   for_each_token<kTopThreads>(logits, a.vocab, [&](int32_t i, bool valid, float x) {
-    ValueIndex c{x, i};
+    // NaN ranks as -inf: it compares false with everything and would leave a row of NaNs
+    // with the lists' placeholder id.
+    ValueIndex c{isnan(x) ? -INFINITY : x, i};
     if (!valid || !ranks_before(c, list[kMaxTopLogprobs - 1])) return;
 #pragma unroll
     for (int j = 0; j < kMaxTopLogprobs; ++j) {
