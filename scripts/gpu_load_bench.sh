@@ -4,13 +4,14 @@
 #     shards; scripts/transformers_8b_parity.py save) and the Llama-3.1 tokenizer beside it;
 #     the files are read once so the page cache is warm; then sgl-server starts on it and the
 #     time from exec to a healthy /health is measured, one request is answered, SIGTERM.
-#  2. scripts/make_random_gguf.py writes a Q8_0 GGUF of the same shape (8.5 GB), warmed the
-#     same way, and sgl-generate loads it and decodes from prompt ids (the file has no
-#     tokenizer); its wall time and the loader's own line are reported.
+#  2. scripts/make_random_gguf.py writes a GGUF of the same shape (Q8_0: 8.5 GB; Q4_K_M:
+#     4.9 GB), warmed the same way, and sgl-generate loads it and decodes from prompt ids (the
+#     file has no tokenizer); its wall time and the loader's own line are reported.
 # Both print the loader's "loaded N GB of weights in S s (R GB/s)" line.
 #
 # usage: scripts/gpu_load_bench.sh [ROOT]   (ROOT: an unpacked .carry/gpu.tgz [/tmp/sgl_gpu])
-# environment: OUT (logs) [/tmp/sgl_load_out]; SGL_LOAD_SKIP_GGUF=1 skips step 2.
+# environment: OUT (logs) [/tmp/sgl_load_out]; SGL_LOAD_SKIP_GGUF=1 skips step 2;
+#   SGL_LOAD_GGUF_TYPE: make_random_gguf.py's --type for step 2 (q8_0, q4_k_m, f16) [q8_0].
 # Prints `RESULT:` lines; exit 1 when a step fails.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,9 +45,10 @@ echo "RESULT: safetensors bf16 8B: sgl-server ready in $ready s; one request: ${
 [ "$answer" != FAIL ]
 
 if [ "${SGL_LOAD_SKIP_GGUF:-0}" != 1 ]; then
-  gguf=/tmp/llama8b_q8_0.gguf
+  type=${SGL_LOAD_GGUF_TYPE:-q8_0}
+  gguf=/tmp/llama8b_$type.gguf
   [ -f "$gguf" ] || python3 "$repo/scripts/make_random_gguf.py" --config "$root/configs/llama-3-8b.json" \
-    --type q8_0 "$gguf"
+    --type "$type" "$gguf"
   cat "$gguf" >/dev/null
   t0=$(date +%s.%N)
   "$root/gpu/sgl-generate" --device cuda --model-path "$gguf" --prompt-ids 128000,9906,11 \
@@ -54,5 +56,5 @@ if [ "${SGL_LOAD_SKIP_GGUF:-0}" != 1 ]; then
     >"$out/gguf.out" 2>"$out/gguf.err"
   wall=$(seconds_since "$t0")
   grep -h "loaded .* GB of weights" "$out/gguf.err" || true
-  echo "RESULT: gguf q8_0 8B ($(du -h "$gguf" | cut -f1)): sgl-generate done in $wall s; $(cat "$out/gguf.out")"
+  echo "RESULT: gguf $type 8B ($(du -h "$gguf" | cut -f1)): sgl-generate done in $wall s; $(cat "$out/gguf.out")"
 fi

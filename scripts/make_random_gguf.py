@@ -4,10 +4,14 @@
   make_random_gguf.py --config configs/llama-3-8b.json --type q8_0 OUT.gguf
 
 Every projection and the embeddings / LM head are stored as --type (q8_0, f16 or bf16); norms
-as F32 ones. Q8_0 blocks (an f16 scale and 32 int8 quants) get scales near 0.02 / 127 so values
-stay in the +-0.02 range of dummy weights. The file holds no tokenizer: drive it with prompt ids
-(sgl-generate --prompt-ids). The random bytes come from one pool reused at shifting offsets:
-loading cost does not depend on the values, and the file is written at disk speed.
+as F32 ones. --type q4_k_m writes llama.cpp's Q4_K_M mix instead: Q4_K matrices, with Q6_K for
+the LM head and for attn_v / ffn_down in the layers llama.cpp gives more bits (the first and
+last eighth of the layers and every third one between); its rows must be whole 256-value
+super-blocks. Quantized blocks get random quants and fixed small f16 scales, so values stay
+near the +-0.02 range of dummy weights. The file holds no tokenizer: drive it with prompt ids
+(sgl-generate --prompt-ids). The random bytes come from one pool per stored type reused at
+shifting offsets: loading cost does not depend on the values, and the file is written at disk
+speed without holding more than the pools in memory.
 """
 import argparse
 import json
@@ -16,7 +20,12 @@ import struct
 import numpy as np
 
 ALIGN = 32
-GGML_TYPES = {"f32": 0, "f16": 1, "q8_0": 8, "bf16": 30}
+GGML_TYPES = {"f32": 0, "f16": 1, "q8_0": 8, "q4_k": 12, "q6_k": 14, "bf16": 30}
+# (values, bytes) per block of each stored type (ggml's block structs).
+BLOCKS = {"f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_k": (256, 144),
+          "q6_k": (256, 210)}
+POOL_BYTES = 64 << 20  # per stored type
+SHIFTS = 4096  # distinct block offsets a pool is read from
 
 
 def kv_str(key, value):
@@ -33,48 +42,89 @@ def kv_f32(key, value):
 
 
 def tensors_of(c):
+    """(name, shape, layer or None, is a matrix) of every tensor."""
     h, inter, vocab = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
     head_dim = c.get("head_dim") or h // c["num_attention_heads"]
     q, kv = c["num_attention_heads"] * head_dim, c["num_key_value_heads"] * head_dim
-    out = [("token_embd.weight", (vocab, h), True)]
+    out = [("token_embd.weight", (vocab, h), None, True)]
     for i in range(c["num_hidden_layers"]):
         p = "blk.%d." % i
-        out += [(p + "attn_norm.weight", (h,), False), (p + "attn_q.weight", (q, h), True),
-                (p + "attn_k.weight", (kv, h), True), (p + "attn_v.weight", (kv, h), True),
-                (p + "attn_output.weight", (h, q), True), (p + "ffn_norm.weight", (h,), False),
-                (p + "ffn_gate.weight", (inter, h), True), (p + "ffn_up.weight", (inter, h), True),
-                (p + "ffn_down.weight", (h, inter), True)]
-    out.append(("output_norm.weight", (h,), False))
+        out += [(p + "attn_norm.weight", (h,), i, False),
+                (p + "attn_q.weight", (q, h), i, True),
+                (p + "attn_k.weight", (kv, h), i, True),
+                (p + "attn_v.weight", (kv, h), i, True),
+                (p + "attn_output.weight", (h, q), i, True),
+                (p + "ffn_norm.weight", (h,), i, False),
+                (p + "ffn_gate.weight", (inter, h), i, True),
+                (p + "ffn_up.weight", (inter, h), i, True),
+                (p + "ffn_down.weight", (h, inter), i, True)]
+    out.append(("output_norm.weight", (h,), None, False))
     if not c.get("tie_word_embeddings", False):
-        out.append(("output.weight", (vocab, h), True))
+        out.append(("output.weight", (vocab, h), None, True))
     return out
 
 
-def nbytes(shape, kind):
-    n = int(np.prod(shape))
-    if kind == "q8_0":
-        return n // 32 * 34
-    return n * (4 if kind == "f32" else 2)
+def more_bits(layer, layers):
+    """The layers whose attn_v / ffn_down llama.cpp's Q4_K_M stores as Q6_K."""
+    return layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2
 
 
-def random_pool(kind, size, rng):
-    """At least `size` random bytes of `kind` (whole blocks)."""
-    if kind == "q8_0":
-        blocks = rng.integers(-127, 128, size=(-(-size // 34), 34), dtype=np.int8).view(np.uint8)
-        scale = np.frombuffer(np.float16(0.02 / 127).tobytes(), dtype=np.uint8)
-        blocks[:, 0:2] = scale
-        return blocks.tobytes()
-    values = rng.uniform(-0.02, 0.02, size=-(-size // 2)).astype(np.float32)
-    if kind == "f16":
-        return values.astype(np.float16).tobytes()
-    return (values.view(np.uint32) >> 16).astype(np.uint16).tobytes()  # bf16 (truncated)
+def kind_of(name, layer, matrix, file_type, layers):
+    """The stored type of one tensor."""
+    if not matrix:
+        return "f32"
+    if file_type != "q4_k_m":
+        return file_type
+    if name == "output.weight":
+        return "q6_k"
+    if name.endswith(("attn_v.weight", "ffn_down.weight")) and more_bits(layer, layers):
+        return "q6_k"
+    return "q4_k"
+
+
+def nbytes(name, shape, kind):
+    values, size = BLOCKS[kind]
+    if shape[-1] % values:
+        raise SystemExit("%s: rows of %d values are not whole %s blocks of %d"
+                         % (name, shape[-1], kind, values))
+    return int(np.prod(shape)) // values * size
+
+
+def f16_bytes(value):
+    return np.frombuffer(np.float16(value).tobytes(), dtype=np.uint8)
+
+
+def pool_blocks(kind):
+    return POOL_BYTES // BLOCKS[kind][1]
+
+
+def random_pool(kind, rng):
+    """pool_blocks(kind) random blocks of `kind`, as bytes."""
+    values, size = BLOCKS[kind]
+    if values == 1:
+        v = rng.random(pool_blocks(kind), dtype=np.float32) * np.float32(0.04) - np.float32(0.02)
+        if kind == "f16":
+            return v.astype(np.float16).tobytes()
+        if kind == "bf16":
+            return (v.view(np.uint32) >> 16).astype(np.uint16).tobytes()  # truncated
+        return v.tobytes()
+    blocks = rng.integers(0, 256, size=(pool_blocks(kind), size), dtype=np.uint8)
+    if kind == "q8_0":  # d | 32 int8: |x| <= 128 d
+        blocks[:, 0:2] = f16_bytes(0.02 / 127)
+    elif kind == "q4_k":  # d | dmin | 6-bit scales, mins | nibbles: x = d sc q - dmin m
+        # mean d * 31.5 * 7.5 - dmin * 31.5 = 0 with dmin = 7.5 d; x in [-0.015, 0.029]
+        blocks[:, 0:2] = f16_bytes(2.0 ** -15)
+        blocks[:, 2:4] = f16_bytes(7.5 * 2.0 ** -15)
+    else:  # q6_k: nibbles | 2-bit highs | int8 scales | d: x = d sc (q - 32), |x| <= 4096 d
+        blocks[:, 208:210] = f16_bytes(2.0 ** -18)
+    return blocks.tobytes()
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("out")
     ap.add_argument("--config", required=True)
-    ap.add_argument("--type", choices=["q8_0", "f16", "bf16"], default="q8_0")
+    ap.add_argument("--type", choices=["q8_0", "q4_k_m", "f16", "bf16"], default="q8_0")
     args = ap.parse_args()
     with open(args.config) as f:
         c = json.load(f)
@@ -93,38 +143,39 @@ def main():
            kv_u32("tokenizer.ggml.bos_token_id", int(c.get("bos_token_id", 1))),
            kv_u32("tokenizer.ggml.eos_token_id", int(c.get("eos_token_id", 2)))]
     tensors = tensors_of(c)
+    layers = c["num_hidden_layers"]
     infos, offset, layout = [], 0, []
-    for name, shape, quantized in tensors:
-        kind = args.type if quantized else "f32"
+    for name, shape, layer, matrix in tensors:
+        kind = kind_of(name, layer, matrix, args.type, layers)
         dims = list(reversed(shape))  # GGUF lists ne0 (the row length) first
         infos.append(struct.pack("<Q", len(name)) + name.encode() + struct.pack("<I", len(dims)) +
                      struct.pack("<%dQ" % len(dims), *dims) +
                      struct.pack("<IQ", GGML_TYPES[kind], offset))
-        layout.append((offset, nbytes(shape, kind), kind))
-        offset += nbytes(shape, kind)
+        size = nbytes(name, shape, kind)
+        layout.append((offset, size, kind))
+        offset += size
         offset += -offset % ALIGN
     header = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + b"".join(infos)
     header += b"\0" * (-len(header) % ALIGN)
     rng = np.random.default_rng(0)
-    pool_size = 34 << 21  # whole q8_0 blocks, whole 16-bit values
-    pool = random_pool(args.type, pool_size + (1 << 20), rng)
-    ones = np.ones(max(s[0] for _, s, q in tensors if not q), dtype=np.float32).tobytes()
+    pools = {kind: random_pool(kind, rng) for kind in sorted({k for _, _, k in layout})}
+    ones = np.ones(max(s[0] for _, s, _, m in tensors if not m), dtype=np.float32).tobytes()
     with open(args.out, "wb") as f:
         f.write(header)
         data_start = f.tell()
         shift = 0
-        for (start, size, kind), (_, shape, quantized) in zip(layout, tensors):
+        for start, size, kind in layout:
             f.seek(data_start + start)
             if kind == "f32":
                 f.write(ones[:size])
                 continue
+            pool, block = pools[kind], BLOCKS[kind][1]
+            longest = (pool_blocks(kind) - SHIFTS) * block
             written = 0
             while written < size:
-                step = min(size - written, pool_size)
-                begin = (shift * 34 * 64) % (1 << 20)  # block-aligned for q8_0, even for 16-bit
-                chunk = pool[begin:begin + step]
-                assert len(chunk) == step
-                f.write(chunk)
+                step = min(size - written, longest)  # whole blocks, as size is
+                begin = (shift * 61 % SHIFTS) * block
+                f.write(pool[begin:begin + step])
                 written += step
                 shift += 1
         f.truncate(data_start + offset)

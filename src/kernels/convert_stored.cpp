@@ -1,11 +1,13 @@
 // Stored-format conversion: dispatch, sizes, and the CPU conversion.
 #include "kernels/convert_stored.h"
 
-#include <cstring>
+#include <type_traits>
 
 #include "core/check.h"
 #include "core/half.h"
 #include "kernels/check_args.h"
+#include "kernels/cpu/gguf_blocks.h"
+#include "kernels/stored_values.h"
 #ifdef SGL_WITH_CUDA
 #include "kernels/cuda/cuda_convert_stored.h"
 #endif
@@ -13,49 +15,48 @@
 namespace sgl::kernels {
 namespace {
 
-uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+// Value i of the plain floats (F32, F16, BF16) at `src`.
+float plain_value(const uint8_t* src, StoredFormat format, int64_t i) {
+  switch (format) {
+    case StoredFormat::kF32:
+      return stored_values::stored_value<StoredFormat::kF32>(src, i);
+    case StoredFormat::kF16:
+      return stored_values::stored_value<StoredFormat::kF16>(src, i);
+    default:
+      return stored_values::stored_value<StoredFormat::kBF16>(src, i);
+  }
 }
 
-float load_value(const uint8_t* src, StoredFormat format, int64_t i) {
-  switch (format) {
-    case StoredFormat::kF32: {
-      float v;
-      std::memcpy(&v, src + 4 * i, sizeof v);
-      return v;
-    }
-    case StoredFormat::kF16:
-      return f16_to_float(load_u16(src + 2 * i));
-    case StoredFormat::kBF16:
-      return bf16_to_float(load_u16(src + 2 * i));
-    case StoredFormat::kQ8_0: {
-      const uint8_t* block = src + 34 * (i / 32);
-      return static_cast<float>(static_cast<int8_t>(block[2 + i % 32])) *
-             f16_to_float(load_u16(block));
+// out[i] = round(value i of the n values at `src`).
+template <typename T, typename Round>
+void convert_values(const uint8_t* src, StoredFormat format, int64_t n, T* out, Round round) {
+  const cpu::BlockDecoder decode = cpu::block_decoder(format);
+  if (decode == nullptr) {
+    for (int64_t i = 0; i < n; ++i) out[i] = round(plain_value(src, format, i));
+    return;
+  }
+  const int64_t elems = stored_block_elems(format), bytes = stored_block_bytes(format);
+  float values[256];  // the largest block
+  for (int64_t b = 0; b < n / elems; ++b, src += bytes, out += elems) {
+    if constexpr (std::is_same_v<T, float>) {
+      decode(src, out);  // f32 needs no rounding
+    } else {
+      decode(src, values);
+      for (int64_t j = 0; j < elems; ++j) out[j] = round(values[j]);
     }
   }
-  return 0.f;
 }
 
 void convert_host(const uint8_t* src, StoredFormat format, const Tensor& dst) {
   const int64_t n = dst.numel();
+  auto* half = static_cast<uint16_t*>(dst.raw());
   switch (dst.dtype()) {
-    case DType::kF32: {
-      float* out = dst.data<float>();
-      for (int64_t i = 0; i < n; ++i) out[i] = load_value(src, format, i);
-      break;
-    }
-    case DType::kBF16: {
-      auto* out = static_cast<uint16_t*>(dst.raw());
-      for (int64_t i = 0; i < n; ++i) out[i] = float_to_bf16(load_value(src, format, i));
-      break;
-    }
-    default: {
-      auto* out = static_cast<uint16_t*>(dst.raw());
-      for (int64_t i = 0; i < n; ++i) out[i] = float_to_f16(load_value(src, format, i));
-    }
+    case DType::kF32:
+      return convert_values(src, format, n, dst.data<float>(), [](float v) { return v; });
+    case DType::kBF16:
+      return convert_values(src, format, n, half, [](float v) { return float_to_bf16(v); });
+    default:
+      return convert_values(src, format, n, half, [](float v) { return float_to_f16(v); });
   }
 }
 
@@ -69,26 +70,33 @@ std::string_view stored_format_name(StoredFormat format) {
       return "f16";
     case StoredFormat::kBF16:
       return "bf16";
+    case StoredFormat::kQ4_0:
+      return "q4_0";
+    case StoredFormat::kQ4_1:
+      return "q4_1";
+    case StoredFormat::kQ5_0:
+      return "q5_0";
+    case StoredFormat::kQ5_1:
+      return "q5_1";
     case StoredFormat::kQ8_0:
       return "q8_0";
+    case StoredFormat::kQ2_K:
+      return "q2_k";
+    case StoredFormat::kQ3_K:
+      return "q3_k";
+    case StoredFormat::kQ4_K:
+      return "q4_k";
+    case StoredFormat::kQ5_K:
+      return "q5_k";
+    case StoredFormat::kQ6_K:
+      return "q6_k";
   }
   return "?";
 }
 
-int64_t stored_block_elems(StoredFormat format) { return format == StoredFormat::kQ8_0 ? 32 : 1; }
+int64_t stored_block_elems(StoredFormat format) { return stored_values::block_elems(format); }
 
-int64_t stored_block_bytes(StoredFormat format) {
-  switch (format) {
-    case StoredFormat::kF32:
-      return 4;
-    case StoredFormat::kF16:
-    case StoredFormat::kBF16:
-      return 2;
-    case StoredFormat::kQ8_0:
-      return 34;
-  }
-  return 0;
-}
+int64_t stored_block_bytes(StoredFormat format) { return stored_values::block_bytes(format); }
 
 size_t stored_bytes(StoredFormat format, int64_t n) {
   const int64_t block = stored_block_elems(format);

@@ -3,6 +3,7 @@
 // are and convert where they land.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -12,13 +13,34 @@
 
 namespace sgl::kernels {
 
-// Stored formats the device converts from. Q8_0 is ggml's: blocks of 32 values, each an f16
-// scale d followed by 32 int8 quants q (value = q * d).
-enum class StoredFormat : uint8_t { kF32, kF16, kBF16, kQ8_0 };
+// Stored formats the device converts from: plain floats and ggml's block quantizations, blocks
+// of 32 values (Q4_0 ... Q8_0) or 256-value super-blocks (the k-quants Q2_K ... Q6_K), each a
+// few f16 scales and packed quants. kernels/cpu/gguf_blocks.cpp and
+// kernels/stored_values.h decode them (host and device).
+enum class StoredFormat : uint8_t {
+  kF32,
+  kF16,
+  kBF16,
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kQ8_0,
+  kQ2_K,
+  kQ3_K,
+  kQ4_K,
+  kQ5_K,
+  kQ6_K,
+};
+inline constexpr std::array<StoredFormat, 13> kStoredFormats = {
+    StoredFormat::kF32,  StoredFormat::kF16,  StoredFormat::kBF16, StoredFormat::kQ4_0,
+    StoredFormat::kQ4_1, StoredFormat::kQ5_0, StoredFormat::kQ5_1, StoredFormat::kQ8_0,
+    StoredFormat::kQ2_K, StoredFormat::kQ3_K, StoredFormat::kQ4_K, StoredFormat::kQ5_K,
+    StoredFormat::kQ6_K};
 
-std::string_view stored_format_name(StoredFormat format);
-int64_t stored_block_elems(StoredFormat format);  // values per block: 1, or 32 for Q8_0
-int64_t stored_block_bytes(StoredFormat format);  // bytes per block
+std::string_view stored_format_name(StoredFormat format);  // "f32", "q8_0", "q4_k", ...
+int64_t stored_block_elems(StoredFormat format);           // values per block: 1, 32 or 256
+int64_t stored_block_bytes(StoredFormat format);           // bytes per block
 // Bytes of `n` values; n must be a whole number of blocks.
 size_t stored_bytes(StoredFormat format, int64_t n);
 

@@ -1,4 +1,5 @@
-// GGUF tensor naming, the q/k row (un)permutation, and dequantizing reads.
+// GGUF tensor naming, the q/k row (un)permutation, stored (device-converted) and dequantizing
+// reads.
 #include "model/gguf_weight_source.h"
 
 #include <algorithm>
@@ -189,25 +190,6 @@ Status GgufWeightSource::check(const std::string& name, const std::vector<int64_
   return Status::ok_status();
 }
 
-namespace {
-
-std::optional<kernels::StoredFormat> stored_format(GgmlType type) {
-  switch (type) {
-    case GgmlType::kF32:
-      return kernels::StoredFormat::kF32;
-    case GgmlType::kF16:
-      return kernels::StoredFormat::kF16;
-    case GgmlType::kBF16:
-      return kernels::StoredFormat::kBF16;
-    case GgmlType::kQ8_0:
-      return kernels::StoredFormat::kQ8_0;
-    default:
-      return std::nullopt;
-  }
-}
-
-}  // namespace
-
 Result<size_t> GgufWeightSource::stored_nbytes(const std::string& name) const {
   const GgufTensorInfo* info = find(name);
   if (info == nullptr) {
@@ -223,6 +205,9 @@ Result<std::optional<StoredTensor>> GgufWeightSource::stored(
   const GgufTensorInfo* info = find(name);
   const std::optional<kernels::StoredFormat> format = stored_format(info->type);
   const auto [rows, per_row] = stored_rows(shape);
+  // NOTE: GgufFile admits only tensors whose innermost dimension is whole blocks, so the rows of
+  // a 2-D or larger tensor are too; a 1-D quantized tensor's "rows" are single values, not whole
+  // blocks: it is read as f32 (read_f32), as are F64 tensors.
   if (!format || rows == 0 || per_row % kernels::stored_block_elems(*format) != 0) {
     return std::optional<StoredTensor>();
   }

@@ -1,5 +1,6 @@
-// GgufWeightSource: a GGUF file's tensors under Hugging Face names, dequantized to f32, with
-// llama.cpp's q/k row permutation undone for Llama-architecture files.
+// GgufWeightSource: a GGUF file's tensors under Hugging Face names, as stored bytes (converted
+// where they land) or dequantized to f32, with llama.cpp's q/k row permutation undone for
+// Llama-architecture files.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +49,8 @@ class GgufWeightSource final : public WeightSource {
   Status check(const std::string& name, const std::vector<int64_t>& shape) const override;
   Status read_f32(const std::string& name, const std::vector<int64_t>& shape,
                   float* dst) const override;
-  // F32, F16, BF16 and Q8_0 tensors; q/k rows come in the un-permuted order.
+  // Tensors of every stored_format() type (all but F64) whose rows are whole blocks (all but
+  // 1-D quantized ones); q/k rows come in the un-permuted order.
   Result<std::optional<StoredTensor>> stored(const std::string& name,
                                              const std::vector<int64_t>& shape) const override;
   Result<size_t> stored_nbytes(const std::string& name) const override;

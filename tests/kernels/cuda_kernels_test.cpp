@@ -14,7 +14,6 @@
 #include "core/half.h"
 #include "device_copies.h"
 #include "kernels/activation.h"
-#include "kernels/convert_stored.h"
 #include "kernels/copy.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/stream_gemms.h"
@@ -256,47 +255,6 @@ TEST_P(CudaKernels, FillUniformMatchesCpu) {
 
 // Weights converted where they land equal the host conversion bit for bit, from every stored
 // format, at sizes that are not multiples of the grid and from an unaligned source.
-TEST_P(CudaKernels, ConvertStoredMatchesCpu) {
-  std::normal_distribution<float> dist(0.f, 1.f);
-  for (auto format :
-       {StoredFormat::kF32, StoredFormat::kF16, StoredFormat::kBF16, StoredFormat::kQ8_0}) {
-    for (int64_t n : {int64_t{32}, int64_t{4128}, int64_t{1} << 21}) {
-      std::vector<uint8_t> bytes(1);  // one leading byte: the source starts unaligned
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = dist(rng_);
-        if (format == StoredFormat::kQ8_0 && i % 32 == 0) {
-          const uint16_t d = float_to_f16(0.05f * std::abs(v) + 1e-3f);
-          bytes.push_back(static_cast<uint8_t>(d & 0xff));
-          bytes.push_back(static_cast<uint8_t>(d >> 8));
-        }
-        if (format == StoredFormat::kQ8_0) {
-          bytes.push_back(
-              static_cast<uint8_t>(static_cast<int8_t>(std::clamp(v * 50.f, -127.f, 127.f))));
-        } else if (format == StoredFormat::kF32) {
-          uint8_t raw[4];
-          std::memcpy(raw, &v, 4);
-          bytes.insert(bytes.end(), raw, raw + 4);
-        } else {
-          const uint16_t h = format == StoredFormat::kF16 ? float_to_f16(v) : float_to_bf16(v);
-          bytes.push_back(static_cast<uint8_t>(h & 0xff));
-          bytes.push_back(static_cast<uint8_t>(h >> 8));
-        }
-      }
-      Buffer cpu(cpu_allocator(), GetParam(), {n});
-      convert_stored(bytes.data() + 1, format, cpu, cpu_);
-      Buffer src(gpu_, DType::kF32, {static_cast<int64_t>(bytes.size() + 3) / 4});
-      copy_bytes_async(bytes.data(), Device::cpu(), src.tensor().raw(), src.tensor().device(),
-                       bytes.size(), stream_.get());
-      Buffer dev(gpu_, GetParam(), {n});
-      convert_stored(static_cast<uint8_t*>(src.tensor().raw()) + 1, format, dev, stream_.get());
-      Buffer back(cpu_allocator(), GetParam(), {n});
-      copy(dev, back, stream_.get());
-      EXPECT_EQ(std::memcmp(back.tensor().raw(), cpu.tensor().raw(), cpu.nbytes()), 0)
-          << stored_format_name(format) << " x " << n;
-    }
-  }
-}
-
 TEST_P(CudaKernels, RopeOnStridedQkv) {
   const int64_t t = 7, hq = 4, hk = 2, d = 64, max_pos = 64, width = (hq + 2 * hk) * d;
   Buffer qkv = host_random({t, width});

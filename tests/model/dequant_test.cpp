@@ -4,12 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/half.h"
+#include "kernels/random_stored.h"
 #include "model/ggml_type.h"
 #include "model_test_util.h"
 
@@ -446,6 +451,50 @@ TEST(DequantTest, MatchesReferenceDecoder) {
     EXPECT_EQ(sum, g.sum);
     for (const auto& [index, value] : g.values) EXPECT_EQ(y[index], value) << "element " << index;
   }
+}
+
+// ---- the stored formats the loader converts on the device ----
+
+// Every type stored_format() maps is the StoredFormat of the same name and block size, each
+// StoredFormat has one type, and convert_stored on the host decodes a type's random blocks
+// (finite f16 scales) exactly as dequantize() does, rounding to bf16 / f16 to nearest even.
+TEST(DequantTest, StoredFormatsAreTheirGgmlTypes) {
+  std::mt19937 rng(5);
+  std::set<kernels::StoredFormat> seen;
+  for (uint32_t id = 0; id < 64; ++id) {
+    const std::optional<GgmlTypeTraits> traits = ggml_type_traits(id);
+    const auto type = static_cast<GgmlType>(id);
+    const std::optional<kernels::StoredFormat> format = stored_format(type);
+    if (!traits || !format) continue;
+    SCOPED_TRACE(std::string(traits->name));
+    EXPECT_TRUE(seen.insert(*format).second);
+    std::string name(traits->name);
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    EXPECT_EQ(kernels::stored_format_name(*format), name);
+    EXPECT_EQ(kernels::stored_block_elems(*format), traits->block_size);
+    EXPECT_EQ(kernels::stored_block_bytes(*format), traits->type_size);
+
+    const int64_t n = 8 * traits->block_size;
+    const std::vector<uint8_t> bytes = kernels::test::random_stored(*format, n, rng);
+    std::vector<float> expect(static_cast<size_t>(n)), got(expect.size());
+    ASSERT_TRUE(dequantize(type, bytes.data(), bytes.size(), n, expect.data()).ok());
+    kernels::convert_stored(bytes.data(), *format, Tensor(got.data(), DType::kF32, {n}),
+                            backend::Stream::cpu());
+    EXPECT_EQ(std::memcmp(got.data(), expect.data(), got.size() * sizeof(float)), 0);
+    std::vector<uint16_t> bf16(expect.size()), f16(expect.size());
+    kernels::convert_stored(bytes.data(), *format, Tensor(bf16.data(), DType::kBF16, {n}),
+                            backend::Stream::cpu());
+    kernels::convert_stored(bytes.data(), *format, Tensor(f16.data(), DType::kF16, {n}),
+                            backend::Stream::cpu());
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(bf16[i], float_to_bf16(expect[i])) << i;
+      ASSERT_EQ(f16[i], float_to_f16(expect[i])) << i;
+    }
+  }
+  EXPECT_EQ(seen.size(), kernels::kStoredFormats.size());
+  EXPECT_FALSE(stored_format(GgmlType::kF64).has_value());  // dequantize() converts it itself
+  EXPECT_TRUE(can_dequantize(GgmlType::kF64));
 }
 
 // ---- errors ----

@@ -18,6 +18,8 @@
 #include "core/half.h"
 #include "gguf_test_util.h"
 #include "kernels/convert_stored.h"
+#include "kernels/random_stored.h"
+#include "model/dequant.h"
 #include "model/gguf.h"
 #include "model/gguf_config.h"
 #include "model/gguf_weight_source.h"
@@ -489,6 +491,90 @@ TEST(GgufModelTest, StoredRowsEqualReadF32) {
     }
     EXPECT_EQ(permuted, 2 * c->num_hidden_layers);  // every q and k projection
   }
+}
+
+// Every block-quantized type goes to the loader as stored bytes (converted where they land),
+// q/k rows included: the rows gathered in row_order and converted equal read_f32, which
+// dequantizes first and un-permutes f32 rows after. A 1-D quantized tensor, whose rows are
+// single values, is read as f32 instead.
+TEST(GgufModelTest, EveryQuantizedTypeIsStoredWithUnpermutedRows) {
+  using kernels::StoredFormat;
+  struct Case {
+    std::string hf_name;
+    std::vector<int64_t> shape;
+    GgmlType type;
+  };
+  // hidden 256 (one k-quant super-block per row), 4 heads and 2 KV heads of 64.
+  const std::vector<Case> cases = {
+      {"model.embed_tokens.weight", {8, 256}, GgmlType::kQ4_0},
+      {"model.layers.0.self_attn.q_proj.weight", {256, 256}, GgmlType::kQ4_K},
+      {"model.layers.0.self_attn.k_proj.weight", {128, 256}, GgmlType::kQ5_K},
+      {"model.layers.0.self_attn.v_proj.weight", {128, 256}, GgmlType::kQ6_K},
+      {"model.layers.0.self_attn.o_proj.weight", {256, 256}, GgmlType::kQ2_K},
+      {"model.layers.0.mlp.gate_proj.weight", {64, 256}, GgmlType::kQ3_K},
+      {"model.layers.0.mlp.up_proj.weight", {64, 256}, GgmlType::kQ4_1},
+      {"model.layers.0.mlp.down_proj.weight", {256, 64}, GgmlType::kQ5_1},
+      {"model.layers.1.self_attn.q_proj.weight", {256, 256}, GgmlType::kQ5_0},
+      {"model.layers.1.self_attn.k_proj.weight", {128, 256}, GgmlType::kQ8_0},
+      {"lm_head.weight", {8, 256}, GgmlType::kQ6_K},
+      {"model.layers.0.input_layernorm.weight", {256}, GgmlType::kQ8_0},  // 1-D
+      {"model.norm.weight", {256}, GgmlType::kF32},
+  };
+  std::mt19937 rng(17);
+  GgufWriter w;
+  w.kv("general.architecture", gguf_string("llama"));
+  for (const Case& c : cases) {
+    const auto format = *stored_format(c.type);
+    int64_t n = 1;
+    for (int64_t d : c.shape) n *= d;
+    const std::vector<uint8_t> bytes = kernels::test::random_stored(format, n, rng);
+    w.tensor(*gguf_tensor_name(c.hf_name), std::vector<uint64_t>(c.shape.rbegin(), c.shape.rend()),
+             static_cast<uint32_t>(c.type), std::string(bytes.begin(), bytes.end()));
+  }
+  TempDir dir;
+  Result<GgufFile> f = GgufFile::open(dir.write("quantized.gguf", w.bytes()));
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  ModelConfig config;
+  config.model_type = "llama";
+  config.num_attention_heads = 4;
+  config.num_key_value_heads = 2;
+  GgufWeightSource source(std::move(f).value(), config);
+  int permuted = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.hf_name);
+    int64_t n = 1;
+    for (int64_t d : c.shape) n *= d;
+    std::vector<float> expect(static_cast<size_t>(n));
+    ASSERT_TRUE(source.read_f32(c.hf_name, c.shape, expect.data()).ok());
+    auto stored = source.stored(c.hf_name, c.shape);
+    ASSERT_TRUE(stored.ok()) << stored.status().to_string();
+    if (c.shape.size() == 1 && c.type != GgmlType::kF32) {
+      EXPECT_FALSE(stored->has_value());
+      continue;
+    }
+    ASSERT_TRUE(stored->has_value());
+    const StoredTensor& t = **stored;
+    EXPECT_EQ(t.format, *stored_format(c.type));
+    EXPECT_EQ(t.rows, c.shape[0]);
+    permuted += t.row_order.empty() ? 0 : 1;
+    std::vector<uint8_t> gathered(t.nbytes());
+    for (int64_t r = 0; r < t.rows; ++r) {
+      const int64_t from = t.row_order.empty() ? r : t.row_order[r];
+      std::memcpy(gathered.data() + r * t.row_bytes, t.data + from * t.row_bytes, t.row_bytes);
+    }
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      Buffer got(cpu_allocator(), dtype, {n});
+      kernels::convert_stored(gathered.data(), t.format, got, backend::Stream::cpu());
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = dtype == DType::kF32
+                            ? got.data<float>()[i]
+                            : bf16_to_float(static_cast<uint16_t*>(got.tensor().raw())[i]);
+        const float e = dtype == DType::kF32 ? expect[i] : bf16_to_float(float_to_bf16(expect[i]));
+        ASSERT_EQ(v, e) << dtype_name(dtype) << " value " << i;
+      }
+    }
+  }
+  EXPECT_EQ(permuted, 4);  // both layers' q and k
 }
 
 // ---- config from metadata ----

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "kernels/random_stored.h"
 
 namespace sgl::model {
 namespace {
@@ -25,18 +26,10 @@ Stored make_stored(kernels::StoredFormat format, int64_t rows, int64_t cols, uin
   Stored s;
   const int64_t n = rows * cols;
   s.values.resize(static_cast<size_t>(n));
-  if (format == kernels::StoredFormat::kQ8_0) {
-    for (int64_t b = 0; b < n / 32; ++b) {
-      const uint16_t d_bits = float_to_f16(0.01f * static_cast<float>(b % 7 + 1));
-      const float d = f16_to_float(d_bits);
-      s.bytes.push_back(static_cast<uint8_t>(d_bits & 0xff));
-      s.bytes.push_back(static_cast<uint8_t>(d_bits >> 8));
-      for (int j = 0; j < 32; ++j) {
-        const auto q = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-        s.bytes.push_back(static_cast<uint8_t>(q));
-        s.values[b * 32 + j] = static_cast<float>(q) * d;
-      }
-    }
+  if (kernels::stored_block_elems(format) > 1) {  // random blocks; values as the host decodes
+    s.bytes = kernels::test::random_stored(format, n, rng);
+    kernels::convert_stored(s.bytes.data(), format, Tensor(s.values.data(), DType::kF32, {n}),
+                            backend::Stream::cpu());
     return s;
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -82,10 +75,9 @@ struct Case {
 };
 
 TEST(WeightUploaderTest, EveryFormatThroughSmallSlotsOnFourThreads) {
-  const int64_t rows = 37, cols = 64;
+  const int64_t rows = 37, cols = 256;  // a row is one k-quant super-block or 8 small blocks
   std::vector<Case> cases;
-  for (auto f : {kernels::StoredFormat::kF32, kernels::StoredFormat::kF16,
-                 kernels::StoredFormat::kBF16, kernels::StoredFormat::kQ8_0}) {
+  for (kernels::StoredFormat f : kernels::kStoredFormats) {
     for (DType d : {DType::kF32, DType::kBF16, DType::kF16}) {
       for (bool reorder : {false, true}) cases.push_back({f, d, reorder});
     }

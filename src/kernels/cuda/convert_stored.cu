@@ -1,36 +1,19 @@
-// CUDA stored-format conversion: a grid-stride loop over the destination, reading stored bytes
-// one at a time (the source is a staging copy of unknown alignment; this runs once per weight at
-// load, far below the PCIe copy in cost).
+// CUDA stored-format conversion: a grid-stride loop over the destination, one value per thread,
+// decoded by the same stored_values.h code the host runs. The source is read a byte at a time (a
+// staging copy of unknown alignment); neighbouring threads read the same block, so the loads hit
+// cache, and this runs once per weight at load, far below the PCIe copy in cost.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
 #include "kernels/cuda/cuda_convert_stored.h"
+#include "kernels/stored_values.h"
 
 namespace sgl::kernels::cuda {
 namespace {
 
-__device__ __forceinline__ unsigned short load_u16(const unsigned char* p) {
-  return static_cast<unsigned short>(p[0] | (p[1] << 8));
-}
-
-template <StoredFormat F>
-__device__ __forceinline__ float load_value(const unsigned char* src, int64_t i) {
-  if constexpr (F == StoredFormat::kF32) {
-    const unsigned char* p = src + 4 * i;
-    return __uint_as_float(p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<unsigned>(p[3]) << 24));
-  } else if constexpr (F == StoredFormat::kF16) {
-    return __half2float(__ushort_as_half(load_u16(src + 2 * i)));
-  } else if constexpr (F == StoredFormat::kBF16) {
-    return __uint_as_float(static_cast<unsigned>(load_u16(src + 2 * i)) << 16);
-  } else {
-    const unsigned char* block = src + 34 * (i / 32);
-    const float d = __half2float(__ushort_as_half(load_u16(block)));
-    return static_cast<float>(static_cast<signed char>(block[2 + i % 32])) * d;
-  }
-}
-
+// Round to nearest even, as the host's float_to_bf16 / float_to_f16.
 template <typename T>
 __device__ __forceinline__ T store_as(float v) {
   if constexpr (std::is_same_v<T, float>) {
@@ -43,15 +26,15 @@ __device__ __forceinline__ T store_as(float v) {
 }
 
 template <StoredFormat F, typename T>
-__global__ void convert_kernel(const unsigned char* src, T* dst, int64_t n) {
+__global__ void convert_kernel(const uint8_t* src, T* dst, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    dst[i] = store_as<T>(load_value<F>(src, i));
+    dst[i] = store_as<T>(stored_values::stored_value<F>(src, i));
   }
 }
 
 template <StoredFormat F>
-void launch_format(const unsigned char* src, const Tensor& dst, cudaStream_t s) {
+void launch_format(const uint8_t* src, const Tensor& dst, cudaStream_t s) {
   const int64_t n = dst.numel();
   const int threads = 256;
   const auto blocks = static_cast<unsigned>(std::min<int64_t>((n + threads - 1) / threads, 4096));
@@ -72,18 +55,10 @@ void launch_format(const unsigned char* src, const Tensor& dst, cudaStream_t s) 
 
 void convert_stored(const void* src, StoredFormat format, const Tensor& dst,
                     backend::Stream stream) {
-  const auto* bytes = static_cast<const unsigned char*>(src);
+  const auto* bytes = static_cast<const uint8_t*>(src);
   cudaStream_t s = backend::cuda::native_stream(stream);
-  switch (format) {
-    case StoredFormat::kF32:
-      return launch_format<StoredFormat::kF32>(bytes, dst, s);
-    case StoredFormat::kF16:
-      return launch_format<StoredFormat::kF16>(bytes, dst, s);
-    case StoredFormat::kBF16:
-      return launch_format<StoredFormat::kBF16>(bytes, dst, s);
-    case StoredFormat::kQ8_0:
-      return launch_format<StoredFormat::kQ8_0>(bytes, dst, s);
-  }
+  stored_values::visit_format(
+      format, [&](auto tag) { launch_format<decltype(tag)::value>(bytes, dst, s); });
 }
 
 }  // namespace sgl::kernels::cuda
