@@ -222,7 +222,7 @@ void LlamaForCausalLM::run_layer(int index, const Layer& layer, int64_t n, const
   kernels::linear(mlp_act, layer.down_proj, Tensor(), hidden, ctx.stream);
 }
 
-Tensor LlamaForCausalLM::forward(const ForwardBatch& fb, ModelContext& ctx) {
+ModelOutput LlamaForCausalLM::forward(const ForwardBatch& fb, ModelContext& ctx) {
   const int64_t n = fb.num_tokens;
   SGL_CHECK(n > 0 && n <= options_.max_num_tokens)
       << "forward of " << n << " tokens; the model reserved " << options_.max_num_tokens;
@@ -246,7 +246,7 @@ Tensor LlamaForCausalLM::forward(const ForwardBatch& fb, ModelContext& ctx) {
   const Buffer& head = config_.tie_word_embeddings ? embed_tokens_ : lm_head_;
   const Tensor logits = act_.logits.tensor().slice_rows(0, rows);
   kernels::linear(head_in, head, Tensor(), logits, ctx.stream);
-  return logits;
+  return {logits, fb.capture_hidden_states ? head_in : Tensor()};
 }
 
 }  // namespace sgl::model

@@ -10,21 +10,6 @@
 
 namespace sgl::model {
 
-// Sizes of the activation memory a model reserves once, at load.
-struct ModelOptions {
-  int64_t max_num_tokens = 8192;  // tokens in one forward pass
-  int64_t max_logit_rows = 256;   // rows of logits one forward may return
-  int64_t max_positions = 0;      // RoPE table length; 0 = config.max_position_embeddings
-};
-
-// Device memory a model takes once loaded (activations and RoPE table sized by ModelOptions).
-struct ModelMemoryPlan {
-  int64_t weights = 0;
-  int64_t rope_table = 0;
-  int64_t activations = 0;
-  int64_t total() const { return weights + rope_table + activations; }
-};
-
 class LlamaForCausalLM final : public Model {
  public:
   // Checks everything before allocating anything: the config's bounds, that `weights` holds
@@ -39,7 +24,7 @@ class LlamaForCausalLM final : public Model {
                                       const ModelOptions& options);
 
   const ModelConfig& config() const override { return config_; }
-  Tensor forward(const ForwardBatch& fb, ModelContext& ctx) override;
+  ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) override;
 
  private:
   struct Layer {
