@@ -33,6 +33,8 @@ struct ForwardBatch {
   int32_t max_seq_len = 0;  // max over seq_lens
   // 1 + the largest row a sampled_id_ref() input names; 0 when the input ids are all known.
   int32_t sampled_id_rows = 0;
+  // The model also returns the final hidden states of its logits rows (ModelOutput).
+  bool capture_hidden_states = false;
 
   Tensor input_ids;           // i32 [num_tokens]
   Tensor positions;           // i32 [num_tokens]

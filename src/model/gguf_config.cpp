@@ -2,27 +2,15 @@
 #include "model/gguf_config.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 #include <string_view>
 
+#include "model/architectures.h"
 #include "model/config_bounds.h"
 
 namespace sgl::model {
 namespace {
-
-struct GgufArch {
-  std::string_view gguf_name;  // general.architecture
-  std::string_view architecture;
-  std::string_view model_type;
-};
-
-constexpr std::array<GgufArch, 3> kArchs = {{
-    {"llama", "LlamaForCausalLM", "llama"},
-    {"qwen2", "Qwen2ForCausalLM", "qwen2"},
-    {"qwen3", "Qwen3ForCausalLM", "qwen3"},
-}};
 
 // Typed access to `<arch>.<key>` with errors naming the file and the full key.
 class ArchKeys {
@@ -109,18 +97,15 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   const std::string& file = gguf.path();
   const GgufMetadata& meta = gguf.metadata();
   SGL_ASSIGN_OR_RETURN(std::string arch_name, meta.get_string("general.architecture"));
-  const GgufArch* arch = nullptr;
-  for (const GgufArch& a : kArchs) {
-    if (a.gguf_name == arch_name) arch = &a;
-  }
-  if (arch == nullptr) {
+  const Architecture* arch = find_architecture_by_gguf_name(arch_name);
+  if (arch == nullptr || !arch->supported()) {
     return unimplemented(file + ": GGUF architecture '" + arch_name +
-                         "' is not supported (supported: llama, qwen2, qwen3)");
+                         "' is not supported (supported: " + supported_gguf_names() + ")");
   }
   const ArchKeys keys(meta, arch_name, file);
 
   ModelConfig c;
-  c.architecture = std::string(arch->architecture);
+  c.architecture = std::string(arch->name);
   c.model_type = std::string(arch->model_type);
   SGL_ASSIGN_OR_RETURN(c.max_position_embeddings, keys.positive_int("context_length", {}));
   SGL_ASSIGN_OR_RETURN(c.hidden_size, keys.positive_int("embedding_length", {}));
@@ -208,9 +193,8 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   }
 
   c.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
-  c.attention_bias =
-      arch->model_type == "qwen2" || gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
-  c.qk_norm = arch->model_type == "qwen3";
+  c.attention_bias = arch->qkv_bias || gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.qk_norm = arch->qk_norm;
   c.hidden_act = "silu";
   c.torch_dtype = "float32";
 

@@ -1,4 +1,4 @@
-// ModelConfig from a GGUF file's metadata (llama, qwen2 and qwen3 architectures).
+// ModelConfig from a GGUF file's metadata (the architectures with a GGUF name in architectures.h).
 #pragma once
 
 #include <filesystem>

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "model/architectures.h"
 #include "model/dequant.h"
 
 namespace sgl::model {
@@ -78,6 +79,13 @@ void move_head_rows(const float* src, int64_t rows, int64_t cols, int64_t n_head
   }
 }
 
+// Whether llama.cpp stored this architecture's q/k rows interleaved. GGUF configs name the
+// architecture's model_type (model_config_from_gguf).
+bool is_interleaved_qk(const ModelConfig& config) {
+  const Architecture* arch = find_architecture_by_model_type(config.model_type);
+  return arch != nullptr && arch->gguf_interleaved_qk;
+}
+
 }  // namespace
 
 std::optional<std::string> gguf_tensor_name(std::string_view hf_name) {
@@ -121,7 +129,7 @@ void permute_rows_to_rotate_half(const float* src, int64_t rows, int64_t cols, i
 
 GgufWeightSource::GgufWeightSource(GgufFile file, const ModelConfig& config)
     : file_(std::move(file)),
-      unpermute_qk_(config.model_type == "llama"),
+      unpermute_qk_(is_interleaved_qk(config)),
       num_heads_(config.num_attention_heads),
       num_kv_heads_(config.num_key_value_heads) {}
 

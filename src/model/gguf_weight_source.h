@@ -37,7 +37,8 @@ void permute_rows_to_rotate_half(const float* src, int64_t rows, int64_t cols, i
 class GgufWeightSource final : public WeightSource {
  public:
   // `config` (from the same file) gives the head counts that undo the q/k permutation; it is
-  // undone when `config.model_type` is "llama" (llama.cpp leaves qwen2 / qwen3 rows alone).
+  // undone when the architecture of `config.model_type` says so (Architecture::
+  // gguf_interleaved_qk: "llama"; llama.cpp leaves qwen2 / qwen3 rows alone).
   GgufWeightSource(GgufFile file, const ModelConfig& config);
 
   const GgufFile& file() const { return file_; }

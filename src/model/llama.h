@@ -1,29 +1,18 @@
-// LlamaForCausalLM and its close relatives (Mistral, Qwen2 with qkv bias, Qwen3 with q/k norm).
+// LlamaForCausalLM and its close relatives (Mistral, Qwen2 with qkv bias, Qwen3 with q/k norm):
+// embedding, decoder layers (attention block + dense MLP), final norm, LM head (tied or not).
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "core/buffer.h"
+#include "model/layers/activation_plan.h"
+#include "model/layers/decoder_layer.h"
+#include "model/layers/linear.h"
 #include "model/model.h"
 #include "model/weight_loader.h"
 
 namespace sgl::model {
-
-// Sizes of the activation memory a model reserves once, at load.
-struct ModelOptions {
-  int64_t max_num_tokens = 8192;  // tokens in one forward pass
-  int64_t max_logit_rows = 256;   // rows of logits one forward may return
-  int64_t max_positions = 0;      // RoPE table length; 0 = config.max_position_embeddings
-};
-
-// Device memory a model takes once loaded (activations and RoPE table sized by ModelOptions).
-struct ModelMemoryPlan {
-  int64_t weights = 0;
-  int64_t rope_table = 0;
-  int64_t activations = 0;
-  int64_t total() const { return weights + rope_table + activations; }
-};
 
 class LlamaForCausalLM final : public Model {
  public:
@@ -39,54 +28,30 @@ class LlamaForCausalLM final : public Model {
                                       const ModelOptions& options);
 
   const ModelConfig& config() const override { return config_; }
-  Tensor forward(const ForwardBatch& fb, ModelContext& ctx) override;
+  ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) override;
 
  private:
-  struct Layer {
-    Buffer input_norm;    // [H]
-    Buffer qkv_proj;      // [q_size + 2 * kv_size, H]
-    Buffer qkv_bias;      // [q_size + 2 * kv_size] (attention_bias only)
-    Buffer q_norm;        // [head_dim] (qk_norm only)
-    Buffer k_norm;        // [head_dim] (qk_norm only)
-    Buffer o_proj;        // [H, q_size]
-    Buffer post_norm;     // [H]
-    Buffer gate_up_proj;  // [2 * I, H]
-    Buffer down_proj;     // [H, I]
-  };
   // Activation scratch, allocated for max_num_tokens rows.
   struct Activations {
     Buffer hidden;       // [N, H]
-    Buffer residual;     // [N, H]
-    Buffer qkv;          // [N, q_size + 2 * kv_size]
-    Buffer attn_out;     // [N, q_size]
-    Buffer gate_up;      // [N, 2 * I]
-    Buffer mlp_act;      // [N, I]
+    Buffer residual;     // f32 [N, H]
+    LayerScratch layer;  // the blocks' scratch, shared by every layer
     Buffer last_hidden;  // [max_logit_rows, H]
     Buffer logits;       // f32 [max_logit_rows, V]
   };
 
-  // One activation buffer: which member, its dtype and [rows, cols].
-  struct ActivationSpec {
-    Buffer Activations::*buffer;
-    DType dtype;
-    int64_t rows;
-    int64_t cols;
-  };
-
-  LlamaForCausalLM(const ModelConfig& config, const ModelOptions& options)
-      : config_(config), options_(options) {}
+  // The config's bounds must have been checked: this builds its layers (nothing allocated).
+  LlamaForCausalLM(const ModelConfig& config, const ModelOptions& options);
   Status load_weights(WeightLoader& weights);
-  std::vector<ActivationSpec> activation_specs(DType dtype) const;
-  void allocate_activations(Allocator& allocator);
-  void run_layer(int index, const Layer& layer, int64_t num_tokens, const ForwardBatch& fb,
-                 ModelContext& ctx);
+  // Declares act_'s buffers, in `dtype` but for the f32 residual stream and logits.
+  void plan_activations(DType dtype, ActivationPlan& plan);
 
   ModelConfig config_;
   ModelOptions options_;
-  Buffer embed_tokens_;  // [V, H]
-  std::vector<Layer> layers_;
+  Linear embed_tokens_;  // [V, H]
+  std::vector<DecoderLayer> layers_;
   Buffer final_norm_;    // [H]
-  Buffer lm_head_;       // [V, H]; empty when tied to embed_tokens_
+  Linear lm_head_;       // [V, H]; empty when tied to embed_tokens_
   Buffer rope_cos_sin_;  // f32 [max_positions, head_dim]
   Activations act_;
 };

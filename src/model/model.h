@@ -1,5 +1,8 @@
-// Model: a causal LM's forward pass over a ForwardBatch, and the context it runs in.
+// Model: a causal LM's forward pass over a ForwardBatch, the context it runs in, its output and
+// the sizes it reserves.
 #pragma once
+
+#include <cstdint>
 
 #include "attention/attention_backend.h"
 #include "backend/stream.h"
@@ -9,20 +12,43 @@
 
 namespace sgl::model {
 
+// Sizes of the activation memory a model reserves once, at load.
+struct ModelOptions {
+  int64_t max_num_tokens = 8192;  // tokens in one forward pass
+  int64_t max_logit_rows = 256;   // rows of logits one forward may return
+  int64_t max_positions = 0;      // RoPE table length; 0 = config.max_position_embeddings
+};
+
+// Device memory a model takes once loaded (activations and RoPE table sized by ModelOptions).
+struct ModelMemoryPlan {
+  int64_t weights = 0;
+  int64_t rope_table = 0;
+  int64_t activations = 0;
+  int64_t total() const { return weights + rope_table + activations; }
+};
+
 // Everything a forward pass borrows; passed explicitly so two engines can share a process.
 struct ModelContext {
   attention::AttentionBackend& attention;
   backend::Stream stream;
 };
 
+// What one forward pass returns, in memory the model owns, valid until its next forward.
+struct ModelOutput {
+  Tensor logits;  // f32 [fb.num_logit_rows(), vocab]
+  // The final norm's output for the same rows (the LM head's input), in the activation dtype
+  // [fb.num_logit_rows(), hidden]; only when fb.capture_hidden_states (EAGLE drafts read it),
+  // undefined otherwise.
+  Tensor hidden_states;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
-  // Runs the batch; returns f32 logits [fb.num_logit_rows(), vocab] in memory the model owns,
-  // valid until the next forward. Writes the batch's K/V into the KV pool via the attention
-  // backend. fb.num_tokens must not exceed the model's max_num_tokens.
-  virtual Tensor forward(const ForwardBatch& fb, ModelContext& ctx) = 0;
+  // Runs the batch. Writes the batch's K/V into the KV pool via the attention backend.
+  // fb.num_tokens must not exceed the model's max_num_tokens.
+  virtual ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) = 0;
 };
 
 }  // namespace sgl::model

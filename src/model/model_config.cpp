@@ -2,13 +2,12 @@
 #include "model/model_config.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <string_view>
 #include <system_error>
 
+#include "model/architectures.h"
 #include "model/config_bounds.h"
 #include "model/gguf.h"
 #include "model/gguf_config.h"
@@ -18,48 +17,6 @@ namespace sgl::model {
 namespace {
 
 using Json = nlohmann::json;
-
-struct Family {
-  std::string_view model_type;
-  std::string_view architecture;
-  bool supported;
-};
-
-// Families we recognise. The unsupported ones are listed so that a config without
-// `architectures` still gets an error naming the architecture.
-constexpr std::array<Family, 7> kFamilies = {{
-    {"llama", "LlamaForCausalLM", true},
-    {"mistral", "MistralForCausalLM", true},
-    {"qwen2", "Qwen2ForCausalLM", true},
-    {"qwen3", "Qwen3ForCausalLM", true},
-    {"mixtral", "MixtralForCausalLM", false},
-    {"qwen2_moe", "Qwen2MoeForCausalLM", false},
-    {"qwen3_moe", "Qwen3MoeForCausalLM", false},
-}};
-
-std::string supported_architectures() {
-  std::string out;
-  for (const Family& f : kFamilies) {
-    if (!f.supported) continue;
-    if (!out.empty()) out += ", ";
-    out += f.architecture;
-  }
-  return out;
-}
-
-const Family* family_by_architecture(std::string_view architecture) {
-  for (const Family& f : kFamilies) {
-    if (f.architecture == architecture) return &f;
-  }
-  return nullptr;
-}
-
-const Family* family_by_model_type(std::string_view model_type) {
-  for (const Family& f : kFamilies) {
-    if (f.model_type == model_type) return &f;
-  }
-  return nullptr;
-}
 
 Result<Json> parse_json(const std::string& text, const std::string& source) {
   try {
@@ -197,8 +154,8 @@ class Fields {
 };
 
 // Architecture from `architectures[0]`, else inferred from `model_type`.
-Result<const Family*> resolve_family(const Fields& top, const std::string& source,
-                                     std::string* architecture) {
+Result<const Architecture*> resolve_architecture(const Fields& top, const std::string& source,
+                                                 std::string* architecture) {
   const Json* archs = top.get("architectures");
   if (archs != nullptr) {
     if (!archs->is_array()) return top.error("architectures", "must be a list of strings");
@@ -213,20 +170,20 @@ Result<const Family*> resolve_family(const Fields& top, const std::string& sourc
     if (model_type.empty()) {
       return top.error("architectures", "is missing (and there is no model_type to infer it)");
     }
-    const Family* family = family_by_model_type(model_type);
-    if (family == nullptr) {
+    const Architecture* arch = find_architecture_by_model_type(model_type);
+    if (arch == nullptr) {
       return unimplemented(
           source + ": model_type '" + model_type +
-          "' is not supported (supported architectures: " + supported_architectures() + ")");
+          "' is not supported (supported architectures: " + supported_architecture_names() + ")");
     }
-    *architecture = std::string(family->architecture);
+    *architecture = std::string(arch->name);
   }
-  const Family* family = family_by_architecture(*architecture);
-  if (family == nullptr || !family->supported) {
+  const Architecture* arch = find_architecture(*architecture);
+  if (arch == nullptr || !arch->supported()) {
     return unimplemented(source + ": architecture '" + *architecture +
-                         "' is not supported (supported: " + supported_architectures() + ")");
+                         "' is not supported (supported: " + supported_architecture_names() + ")");
   }
-  return family;
+  return arch;
 }
 
 // RoPE: `rope_theta` / `rope_scaling` at the top level (classic layout) or both inside
@@ -285,18 +242,18 @@ Status parse_rope(const Fields& top, const std::string& source, ModelConfig& con
   return Status::ok_status();
 }
 
-// Sliding-window attention as transformers applies it: Mistral on every layer when
-// `sliding_window` is set; Qwen2/Qwen3 only with `use_sliding_window` true, on the layers that
-// `layer_types` marks (or, without it, those >= max_window_layers). LlamaForCausalLM ignores the
-// key, as transformers' Llama does. The window is parsed here and refused at load
-// (check_context_length) when it would change results.
-Status parse_sliding_window(const Fields& top, const std::string& source, const Family& family,
+// Sliding-window attention as transformers applies it (the architecture's SlidingWindowRule):
+// Mistral on every layer when `sliding_window` is set; Qwen2/Qwen3 only with
+// `use_sliding_window` true, on the layers that `layer_types` marks (or, without it, those >=
+// max_window_layers). LlamaForCausalLM ignores the key, as transformers' Llama does. The window
+// is parsed here and refused at load (check_context_length) when it would change results.
+Status parse_sliding_window(const Fields& top, const std::string& source, const Architecture& arch,
                             ModelConfig& config) {
-  if (family.model_type == "mistral") {
+  if (arch.sliding_window == SlidingWindowRule::kAlways) {
     SGL_ASSIGN_OR_RETURN(config.sliding_window, top.positive_int("sliding_window", 0));
     return Status::ok_status();
   }
-  if (family.model_type != "qwen2" && family.model_type != "qwen3") return Status::ok_status();
+  if (arch.sliding_window != SlidingWindowRule::kWhenEnabled) return Status::ok_status();
   SGL_ASSIGN_OR_RETURN(bool use_sliding_window, top.boolean("use_sliding_window", false));
   if (!use_sliding_window) return Status::ok_status();
   bool any_sliding_layer = false;
@@ -331,9 +288,10 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   Fields top(root, source);
 
   ModelConfig config;
-  SGL_ASSIGN_OR_RETURN(const Family* family, resolve_family(top, source, &config.architecture));
+  SGL_ASSIGN_OR_RETURN(const Architecture* arch,
+                       resolve_architecture(top, source, &config.architecture));
   SGL_ASSIGN_OR_RETURN(config.model_type, top.string("model_type", ""));
-  if (config.model_type.empty()) config.model_type = std::string(family->model_type);
+  if (config.model_type.empty()) config.model_type = std::string(arch->model_type);
 
   SGL_ASSIGN_OR_RETURN(config.vocab_size, top.required_positive_int("vocab_size"));
   SGL_ASSIGN_OR_RETURN(config.hidden_size, top.required_positive_int("hidden_size"));
@@ -364,14 +322,14 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
 
   SGL_ASSIGN_OR_RETURN(config.rms_norm_eps, top.positive_number("rms_norm_eps", 1e-6));
   SGL_RETURN_IF_ERROR(parse_rope(top, source, config));
-  SGL_RETURN_IF_ERROR(parse_sliding_window(top, source, *family, config));
+  SGL_RETURN_IF_ERROR(parse_sliding_window(top, source, *arch, config));
 
   SGL_ASSIGN_OR_RETURN(config.tie_word_embeddings, top.boolean("tie_word_embeddings", false));
   // transformers 5.x calls it `qkv_bias` in some families; Qwen2 has the biases regardless.
   SGL_ASSIGN_OR_RETURN(bool attention_bias, top.boolean("attention_bias", false));
   SGL_ASSIGN_OR_RETURN(bool qkv_bias, top.boolean("qkv_bias", false));
-  config.attention_bias = attention_bias || qkv_bias || family->model_type == "qwen2";
-  config.qk_norm = family->model_type == "qwen3";
+  config.attention_bias = attention_bias || qkv_bias || arch->qkv_bias;
+  config.qk_norm = arch->qk_norm;
 
   SGL_ASSIGN_OR_RETURN(config.hidden_act, top.string("hidden_act", "silu"));
   // NOTE: transformers 5.x writes `dtype`; older versions `torch_dtype`.

@@ -100,7 +100,8 @@ Result<std::unique_ptr<CudaGraphRunner>> CudaGraphRunner::create(
     attention.prepare_capture(b.fb);
     model.forward(b.fb, ctx);
     backend::synchronize(stream);
-    b.graph = backend::CudaGraph::capture(stream, [&] { b.logits = model.forward(b.fb, ctx); });
+    b.graph =
+        backend::CudaGraph::capture(stream, [&] { b.logits = model.forward(b.fb, ctx).logits; });
   }
   backend::synchronize(stream);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
@@ -111,11 +112,11 @@ Result<std::unique_ptr<CudaGraphRunner>> CudaGraphRunner::create(
 
 bool CudaGraphRunner::can_run(const ForwardBatch& fb) const {
   return fb.mode == ForwardMode::kDecode && fb.logits_mode == LogitsMode::kLastPerRequest &&
-         fb.batch_size <= max_batch_size() && fb.kv_indices.defined() &&
-         fb.max_seq_len <= max_context_len_;
+         !fb.capture_hidden_states && fb.batch_size <= max_batch_size() &&
+         fb.kv_indices.defined() && fb.max_seq_len <= max_context_len_;
 }
 
-Tensor CudaGraphRunner::replay(const ForwardBatch& fb, const int32_t* sampled) {
+model::ModelOutput CudaGraphRunner::replay(const ForwardBatch& fb, const int32_t* sampled) {
   SGL_CHECK(can_run(fb)) << "CUDA graph replay of an unsupported batch";
   auto it = std::lower_bound(buckets_.begin(), buckets_.end(), fb.batch_size,
                              [](const Bucket& b, int32_t bs) { return b.size < bs; });
@@ -127,7 +128,7 @@ Tensor CudaGraphRunner::replay(const ForwardBatch& fb, const int32_t* sampled) {
                            sampled, stream_);
   attention_.prepare_replay(fb);
   bucket.graph.replay(stream_);
-  return bucket.logits.slice_rows(0, fb.batch_size);
+  return {bucket.logits.slice_rows(0, fb.batch_size), Tensor()};
 }
 
 }  // namespace sgl::runner

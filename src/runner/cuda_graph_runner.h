@@ -25,13 +25,14 @@ class CudaGraphRunner {
       backend::Stream stream, std::vector<int32_t> batch_sizes, int32_t max_context_len);
   ~CudaGraphRunner();
 
-  // A decode batch with one logits row per request and at most max_batch_size() requests.
+  // A decode batch with one logits row per request, at most max_batch_size() requests and no
+  // hidden states asked for (the graphs return logits only).
   bool can_run(const ForwardBatch& fb) const;
   // Copies fb's metadata into the bucket's static inputs and replays its graph on the stream.
   // sampled: the ids of the latest sampling on the device, which fb's sampled_id_ref() inputs
   // read (null when it has none). Returns f32 logits [fb.batch_size, vocab] on the
   // device, valid until the next forward.
-  Tensor replay(const ForwardBatch& fb, const int32_t* sampled);
+  model::ModelOutput replay(const ForwardBatch& fb, const int32_t* sampled);
   int32_t max_batch_size() const { return buckets_.empty() ? 0 : buckets_.back().size; }
 
  private:

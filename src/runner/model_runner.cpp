@@ -164,7 +164,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
   return Status::ok_status();
 }
 
-Tensor ModelRunner::forward(const ForwardBatch& fb) {
+model::ModelOutput ModelRunner::forward(const ForwardBatch& fb) {
 #ifdef SGL_WITH_CUDA
   const int32_t* sampled = nullptr;
   if (fb.sampled_id_rows > 0) {
@@ -185,7 +185,7 @@ Tensor ModelRunner::forward(const ForwardBatch& fb) {
 }
 
 Tensor ModelRunner::forward_logits(const ForwardBatch& fb) {
-  const Tensor logits = forward(fb);
+  const Tensor logits = forward(fb).logits;
   if (logits.device().is_cpu()) return logits;
   // GPU: the host sampler or logit processing needs host logits; the copy synchronizes.
   const Tensor host = host_logits_.tensor().slice_rows(0, logits.size(0));
@@ -211,7 +211,7 @@ ModelRunner::LaunchedSample ModelRunner::launch_forward_and_sample(
       << "launch_forward_and_sample needs one logits row per request and device sampling";
   // The parameters' upload goes out first, so it runs beside the forward.
   LaunchedSample launched = device_sampler_->stage(sampling);
-  device_sampler_->launch(forward(fb), launched, stream_);
+  device_sampler_->launch(forward(fb).logits, launched, stream_);
   return launched;
 }
 

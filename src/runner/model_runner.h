@@ -58,9 +58,10 @@ class ModelRunner {
   DType compute_dtype() const { return kv_pool_->shape().dtype; }
   Allocator& allocator() { return *allocator_; }
 
-  // f32 logits [fb.num_logit_rows(), vocab] on the runner's device (queued on stream(); valid
-  // until the next forward).
-  Tensor forward(const ForwardBatch& fb);
+  // The model's output on the runner's device: f32 logits [fb.num_logit_rows(), vocab] (and the
+  // hidden states when fb.capture_hidden_states), queued on stream(), valid until the next
+  // forward.
+  model::ModelOutput forward(const ForwardBatch& fb);
   // Host f32 logits [fb.num_logit_rows(), vocab], valid until the next forward.
   Tensor forward_logits(const ForwardBatch& fb);
   // The stream forward passes run on (the batch builder uploads on it too).

@@ -1,0 +1,93 @@
+// The architecture table and its lookups.
+#include "model/architectures.h"
+
+#include <array>
+
+#include "model/llama.h"
+
+namespace sgl::model {
+namespace {
+
+template <class M>
+Result<std::unique_ptr<Model>> create(const ModelConfig& config, WeightLoader& weights,
+                                      Allocator& allocator, const ModelOptions& options) {
+  SGL_ASSIGN_OR_RETURN(auto model, M::load(config, weights, allocator, options));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+constexpr auto kLlama = &create<LlamaForCausalLM>;
+
+// The MoE families are listed unsupported so that their configs get an error naming them.
+constexpr std::array<Architecture, 7> kArchitectures = {{
+    {.name = "LlamaForCausalLM",
+     .model_type = "llama",
+     .gguf_name = "llama",
+     .factory = kLlama,
+     .gguf_interleaved_qk = true},
+    {.name = "MistralForCausalLM",
+     .model_type = "mistral",
+     .factory = kLlama,
+     .sliding_window = SlidingWindowRule::kAlways},
+    {.name = "Qwen2ForCausalLM",
+     .model_type = "qwen2",
+     .gguf_name = "qwen2",
+     .factory = kLlama,
+     .qkv_bias = true,
+     .sliding_window = SlidingWindowRule::kWhenEnabled},
+    {.name = "Qwen3ForCausalLM",
+     .model_type = "qwen3",
+     .gguf_name = "qwen3",
+     .factory = kLlama,
+     .qk_norm = true,
+     .sliding_window = SlidingWindowRule::kWhenEnabled},
+    {.name = "MixtralForCausalLM", .model_type = "mixtral"},
+    {.name = "Qwen2MoeForCausalLM", .model_type = "qwen2_moe"},
+    {.name = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe"},
+}};
+
+template <class Key>
+const Architecture* find_by(std::string_view value, Key key) {
+  if (value.empty()) return nullptr;
+  for (const Architecture& a : kArchitectures) {
+    if (a.*key == value) return &a;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::span<const Architecture> architectures() { return kArchitectures; }
+
+const Architecture* find_architecture(std::string_view name) {
+  return find_by(name, &Architecture::name);
+}
+
+const Architecture* find_architecture_by_model_type(std::string_view model_type) {
+  return find_by(model_type, &Architecture::model_type);
+}
+
+const Architecture* find_architecture_by_gguf_name(std::string_view gguf_name) {
+  return find_by(gguf_name, &Architecture::gguf_name);
+}
+
+std::string supported_architecture_names() {
+  std::string out;
+  for (const Architecture& a : kArchitectures) {
+    if (!a.supported()) continue;
+    if (!out.empty()) out += ", ";
+    out += a.name;
+  }
+  return out;
+}
+
+std::string supported_gguf_names() {
+  std::string out;
+  for (const Architecture& a : kArchitectures) {
+    if (!a.supported() || a.gguf_name.empty()) continue;
+    if (!out.empty()) out += ", ";
+    out += a.gguf_name;
+  }
+  return out;
+}
+
+}  // namespace sgl::model

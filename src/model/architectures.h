@@ -1,0 +1,62 @@
+// The architecture table: every model architecture we know, read by config.json parsing, the
+// GGUF config reader, the GGUF weight source and the model registry.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/allocator.h"
+#include "core/status.h"
+#include "model/model.h"
+#include "model/model_config.h"
+#include "model/weight_loader.h"
+
+namespace sgl::model {
+
+// Checks `weights` against the config, allocates on `allocator` and loads (see
+// LlamaForCausalLM::load for the contract every architecture keeps).
+using ModelFactory = Result<std::unique_ptr<Model>> (*)(const ModelConfig& config,
+                                                        WeightLoader& weights, Allocator& allocator,
+                                                        const ModelOptions& options);
+
+// Which layers use the config's sliding window, as transformers decides it.
+enum class SlidingWindowRule {
+  kIgnored,      // the architecture has none (transformers' Llama ignores the key)
+  kAlways,       // every layer, whenever `sliding_window` is set (Mistral)
+  kWhenEnabled,  // only with `use_sliding_window`, on the layers `layer_types` (else
+                 // `max_window_layers`) marks (Qwen2, Qwen3)
+};
+
+struct Architecture {
+  std::string_view name;            // config.json `architectures[0]`: "Qwen2ForCausalLM"
+  std::string_view model_type;      // config.json `model_type`: "qwen2"
+  std::string_view gguf_name = {};  // GGUF `general.architecture`; empty: not read from GGUF
+  ModelFactory factory = nullptr;   // null: recognised (errors name it), not supported yet
+  // Quirks: what the architecture implies and its config does not say.
+  bool qkv_bias = false;  // q/k/v projections carry a bias whatever the config says (Qwen2)
+  bool qk_norm = false;   // per-head RMSNorm on q and k (Qwen3)
+  // llama.cpp's converter stored the q/k projection rows interleaved for RoPE (its Llama
+  // converter does; GgufWeightSource undoes it).
+  bool gguf_interleaved_qk = false;
+  SlidingWindowRule sliding_window = SlidingWindowRule::kIgnored;
+
+  bool supported() const { return factory != nullptr; }
+};
+
+// Every architecture, supported ones first, in the order error messages list them.
+std::span<const Architecture> architectures();
+
+// The entry with that config.json architecture name, model_type or GGUF general.architecture;
+// nullptr when none has it.
+const Architecture* find_architecture(std::string_view name);
+const Architecture* find_architecture_by_model_type(std::string_view model_type);
+const Architecture* find_architecture_by_gguf_name(std::string_view gguf_name);
+
+// "LlamaForCausalLM, MistralForCausalLM, ...": the supported architectures, for errors.
+std::string supported_architecture_names();
+// "llama, qwen2, qwen3": the GGUF architectures of the supported ones, for errors.
+std::string supported_gguf_names();
+
+}  // namespace sgl::model

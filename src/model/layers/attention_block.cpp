@@ -1,0 +1,70 @@
+// AttentionBlock: loading and the forward pass.
+#include "model/layers/attention_block.h"
+
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+
+namespace sgl::model {
+
+AttentionShape attention_shape(const ModelConfig& config) {
+  return {.hidden_size = config.hidden_size,
+          .num_heads = config.num_attention_heads,
+          .num_kv_heads = config.num_key_value_heads,
+          .head_dim = config.head_dim,
+          .qkv_bias = config.attention_bias,
+          .qk_norm = config.qk_norm,
+          .rms_norm_eps = config.rms_norm_eps};
+}
+
+void AttentionBlock::plan_scratch(const AttentionShape& shape, int64_t max_num_tokens, DType dtype,
+                                  Scratch& scratch, ActivationPlan& plan) {
+  plan.add(&scratch.qkv, dtype, max_num_tokens, shape.q_size() + 2 * shape.kv_size());
+  plan.add(&scratch.attn_out, dtype, max_num_tokens, shape.q_size());
+}
+
+Status AttentionBlock::load(WeightLoader& w, const std::string& prefix) {
+  const AttentionShape& s = shape_;
+  const LinearSpec qkv{.modules = {prefix + "q_proj", prefix + "k_proj", prefix + "v_proj"},
+                       .out_features = {s.q_size(), s.kv_size(), s.kv_size()},
+                       .in_features = s.hidden_size,
+                       .bias = s.qkv_bias,
+                       .shard = ShardRule::kColumn};
+  const LinearSpec o{.modules = {prefix + "o_proj"},
+                     .out_features = {s.hidden_size},
+                     .in_features = s.q_size(),
+                     .shard = ShardRule::kRow};
+  SGL_RETURN_IF_ERROR(load_linear(w, qkv, qkv_proj_));
+  if (s.qk_norm) {
+    SGL_ASSIGN_OR_RETURN(q_norm_, w.load_norm(prefix + "q_norm.weight", s.head_dim));
+    SGL_ASSIGN_OR_RETURN(k_norm_, w.load_norm(prefix + "k_norm.weight", s.head_dim));
+  }
+  return load_linear(w, o, o_proj_);
+}
+
+void AttentionBlock::forward(const Tensor& hidden, const Tensor& rope_cos_sin,
+                             const Scratch& scratch, const ForwardBatch& fb,
+                             ModelContext& ctx) const {
+  const AttentionShape& s = shape_;
+  const int64_t n = hidden.size(0);
+  const Tensor qkv = scratch.qkv.tensor().slice_rows(0, n);
+  const Tensor attn_out = scratch.attn_out.tensor().slice_rows(0, n);
+
+  qkv_proj_.forward(hidden, qkv, ctx.stream);
+  const Tensor q = qkv.slice_last(0, s.q_size()).split_heads(s.num_heads);
+  const Tensor k = qkv.slice_last(s.q_size(), s.kv_size()).split_heads(s.num_kv_heads);
+  const Tensor v =
+      qkv.slice_last(s.q_size() + s.kv_size(), s.kv_size()).split_heads(s.num_kv_heads);
+  if (s.qk_norm) {
+    kernels::rms_norm(q, q_norm_, s.rms_norm_eps, q, ctx.stream);
+    kernels::rms_norm(k, k_norm_, s.rms_norm_eps, k, ctx.stream);
+  }
+  // RoPE, the KV store and attention: one pass where the backend fuses RoPE with the store.
+  if (!ctx.attention.forward_with_rope(layer_id_, q, k, v, fb.positions, rope_cos_sin, attn_out,
+                                       fb)) {
+    kernels::rope(q, k, fb.positions, rope_cos_sin, ctx.stream);
+    ctx.attention.forward(layer_id_, q, k, v, attn_out, fb);
+  }
+  o_proj_.forward(attn_out, hidden, ctx.stream);
+}
+
+}  // namespace sgl::model

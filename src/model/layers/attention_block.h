@@ -1,0 +1,68 @@
+// AttentionBlock: a decoder layer's self-attention: qkv projection (+ bias), per-head q/k RMSNorm,
+// RoPE + attention over the KV cache, o projection.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/buffer.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "forward/forward_batch.h"
+#include "model/layers/activation_plan.h"
+#include "model/layers/linear.h"
+#include "model/model.h"
+#include "model/model_config.h"
+#include "model/weight_loader.h"
+
+namespace sgl::model {
+
+// The sizes and options of one attention block.
+struct AttentionShape {
+  int64_t hidden_size = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  bool qkv_bias = false;  // q/k/v projections carry a bias
+  bool qk_norm = false;   // per-head RMSNorm on q and k
+  double rms_norm_eps = 1e-6;
+
+  int64_t q_size() const { return num_heads * head_dim; }
+  int64_t kv_size() const { return num_kv_heads * head_dim; }
+};
+
+// The config's attention, every head (one rank).
+AttentionShape attention_shape(const ModelConfig& config);
+
+class AttentionBlock {
+ public:
+  // Activations every layer's block shares, for up to max_num_tokens rows.
+  struct Scratch {
+    Buffer qkv;       // [N, q_size + 2 * kv_size]
+    Buffer attn_out;  // [N, q_size]
+  };
+  static void plan_scratch(const AttentionShape& shape, int64_t max_num_tokens, DType dtype,
+                           Scratch& scratch, ActivationPlan& plan);
+
+  // `layer_id`: the layer's index in the KV pool.
+  AttentionBlock(const AttentionShape& shape, int layer_id) : shape_(shape), layer_id_(layer_id) {}
+
+  // Loads `<prefix>{q,k,v,o}_proj.*` and `<prefix>{q,k}_norm.weight` (prefix e.g.
+  // "model.layers.3.self_attn."); in the loader's check-only mode, checks them.
+  Status load(WeightLoader& weights, const std::string& prefix);
+
+  // hidden: [n, H], the normed input; overwritten with the o projection's output. Stores the
+  // batch's K/V through ctx.attention. rope_cos_sin: f32 [max_positions, head_dim].
+  void forward(const Tensor& hidden, const Tensor& rope_cos_sin, const Scratch& scratch,
+               const ForwardBatch& fb, ModelContext& ctx) const;
+
+ private:
+  AttentionShape shape_;
+  int layer_id_;
+  Linear qkv_proj_;  // [q_size + 2 * kv_size, H] (+ bias)
+  Buffer q_norm_;    // [head_dim] (qk_norm only)
+  Buffer k_norm_;    // [head_dim] (qk_norm only)
+  Linear o_proj_;    // [H, q_size]
+};
+
+}  // namespace sgl::model

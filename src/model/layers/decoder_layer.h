@@ -1,0 +1,59 @@
+// DecoderLayer: one pre-norm transformer layer: input RMSNorm + attention block, post-attention
+// RMSNorm + an MLP block, each added to the residual stream.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "core/buffer.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "forward/forward_batch.h"
+#include "model/layers/activation_plan.h"
+#include "model/layers/attention_block.h"
+#include "model/layers/dense_mlp.h"
+#include "model/model.h"
+#include "model/weight_loader.h"
+
+namespace sgl::model {
+
+// The MLP a layer runs, chosen per layer by the architecture (a sparse MoE block joins this set
+// for the layers a MoE config marks).
+using Mlp = std::variant<DenseMlp>;
+
+// The activation scratch the layers share (each block kind's, declared once).
+struct LayerScratch {
+  AttentionBlock::Scratch attention;
+  DenseMlp::Scratch dense_mlp;
+};
+
+class DecoderLayer {
+ public:
+  DecoderLayer(int64_t hidden_size, double rms_norm_eps, AttentionBlock attention, Mlp mlp)
+      : hidden_size_(hidden_size),
+        rms_norm_eps_(rms_norm_eps),
+        attention_(std::move(attention)),
+        mlp_(std::move(mlp)) {}
+
+  // Loads `<prefix>input_layernorm.weight`, `<prefix>self_attn.*`,
+  // `<prefix>post_attention_layernorm.weight` and `<prefix>mlp.*` (prefix e.g.
+  // "model.layers.3."), in that order; in the loader's check-only mode, checks them.
+  Status load(WeightLoader& weights, const std::string& prefix);
+
+  // hidden: [n, H], the previous layer's output (the embeddings before the first layer), and
+  // residual: f32 [n, H], the residual stream without it (zeros before the first layer). Both
+  // are updated in place: hidden becomes this layer's MLP output.
+  void forward(const Tensor& hidden, const Tensor& residual, const Tensor& rope_cos_sin,
+               const LayerScratch& scratch, const ForwardBatch& fb, ModelContext& ctx) const;
+
+ private:
+  int64_t hidden_size_;
+  double rms_norm_eps_;
+  Buffer input_norm_;  // [H]
+  AttentionBlock attention_;
+  Buffer post_norm_;  // [H]
+  Mlp mlp_;
+};
+
+}  // namespace sgl::model

@@ -1,0 +1,27 @@
+// The checks every architecture's load runs before it allocates: options, extra layers in the
+// checkpoint, and whether the memory plan fits the device.
+#pragma once
+
+#include <cstdint>
+
+#include "core/device.h"
+#include "core/status.h"
+#include "model/model.h"
+#include "model/model_config.h"
+#include "model/weight_source.h"
+
+namespace sgl::model {
+
+// max_positions in [0, ConfigBounds::kMaxContextLength] (0 = the config's), the others positive.
+Status check_model_options(const ModelOptions& options);
+
+// A checkpoint with more layers than the config would load as a different, truncated network
+// and answer without complaint; refuse it. `source` null (dummy weights) passes.
+Status check_no_extra_layers(const ModelConfig& config, const WeightSource* source);
+
+// The plan must fit the device: GPU memory is not overcommitted (cudaMalloc fails, and fails
+// by aborting), and host memory past the machine's RAM cannot be resident either.
+// ResourceExhausted naming the sizes otherwise.
+Status check_fits(Device device, const ModelMemoryPlan& plan, int64_t max_positions);
+
+}  // namespace sgl::model

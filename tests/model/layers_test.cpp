@@ -1,0 +1,141 @@
+// The model's building blocks on the CPU: ActivationPlan sizes and allocates what blocks declare;
+// load_linear stacks fused modules and their biases (and only checks in check-only mode);
+// DenseMlp's forward equals a plain SwiGLU on the checkpoint's weights.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "model/layers/activation_plan.h"
+#include "model/layers/dense_mlp.h"
+#include "model/layers/linear.h"
+#include "model/weight_source.h"
+#include "model_test_util.h"
+
+namespace sgl::model {
+namespace {
+
+using test_util::testdata_models_dir;
+
+std::unique_ptr<SafetensorsWeightSource> open_source(const std::string& model) {
+  auto source = SafetensorsWeightSource::open(testdata_models_dir() / model);
+  EXPECT_TRUE(source.ok()) << source.status().to_string();
+  return source.ok() ? std::move(source).value() : nullptr;
+}
+
+std::vector<float> read(const WeightSource& source, const std::string& name,
+                        const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> out(static_cast<size_t>(n));
+  EXPECT_TRUE(source.read_f32(name, shape, out.data()).ok()) << name;
+  return out;
+}
+
+std::vector<float> values(const Buffer& b) {
+  const float* p = b.data<float>();
+  return std::vector<float>(p, p + b.tensor().numel());
+}
+
+TEST(ActivationPlanTest, SumsAndAllocatesInDeclarationOrder) {
+  Buffer a, b;
+  ActivationPlan plan;
+  plan.add(&a, DType::kBF16, 3, 5);
+  plan.add(&b, DType::kF32, 2, 7);
+  EXPECT_EQ(plan.bytes(), 3 * 5 * 2 + 2 * 7 * 4);
+  EXPECT_EQ(a.nbytes(), 0u);
+  plan.allocate(cpu_allocator());
+  EXPECT_EQ(a.tensor().dtype(), DType::kBF16);
+  EXPECT_EQ(a.tensor().size(0), 3);
+  EXPECT_EQ(a.tensor().size(1), 5);
+  EXPECT_EQ(b.tensor().dtype(), DType::kF32);
+  EXPECT_EQ(b.nbytes(), 2u * 7 * 4);
+}
+
+TEST(LinearTest, FusedModulesAndBiasesStackAlongTheOutput) {
+  auto source = open_source("tiny-qwen2");  // q: 128 rows, k / v: 64 each, biased
+  ASSERT_TRUE(source);
+  const std::string p = "model.layers.1.self_attn.";
+  const LinearSpec spec{.modules = {p + "q_proj", p + "k_proj", p + "v_proj"},
+                        .out_features = {128, 64, 64},
+                        .in_features = 128,
+                        .bias = true};
+  WeightLoader loader(source.get(), cpu_allocator(), DType::kF32, backend::Stream{});
+
+  loader.set_check_only(true);
+  Linear checked;
+  const Status check = load_linear(loader, spec, checked);
+  loader.set_check_only(false);
+  ASSERT_TRUE(check.ok()) << check.to_string();
+  EXPECT_EQ(checked.weight.nbytes(), 0u);  // nothing allocated
+  EXPECT_EQ(loader.checked_bytes(), (256 * 128 + 256) * 4);
+
+  Linear linear;
+  ASSERT_TRUE(load_linear(loader, spec, linear).ok());
+  // A missing bias is named; the weight queued before it stays in `o` until finish().
+  const LinearSpec o_spec{
+      .modules = {p + "o_proj"}, .out_features = {128}, .in_features = 128, .bias = true};
+  Linear o;
+  test_util::expect_status(load_linear(loader, o_spec, o), StatusCode::kNotFound,
+                           {p + "o_proj.bias"});
+  EXPECT_EQ(o.weight.nbytes(), 128u * 128 * 4);
+  ASSERT_TRUE(loader.finish().ok());
+
+  std::vector<float> weight, bias;
+  for (const char* m : {"q_proj", "k_proj", "v_proj"}) {
+    const int64_t rows = m[0] == 'q' ? 128 : 64;
+    const auto w = read(*source, p + m + ".weight", {rows, 128});
+    const auto b = read(*source, p + m + ".bias", {rows});
+    weight.insert(weight.end(), w.begin(), w.end());
+    bias.insert(bias.end(), b.begin(), b.end());
+  }
+  EXPECT_EQ(values(linear.weight), weight);
+  EXPECT_EQ(values(linear.bias), bias);
+  EXPECT_EQ(values(o.weight), read(*source, p + "o_proj.weight", {128, 128}));
+}
+
+TEST(DenseMlpTest, ForwardIsSwiGlu) {
+  auto source = open_source("tiny-llama");  // hidden 128, intermediate 256
+  ASSERT_TRUE(source);
+  constexpr int64_t kHidden = 128, kInter = 256, kTokens = 3;
+  const std::string p = "model.layers.0.mlp.";
+  WeightLoader loader(source.get(), cpu_allocator(), DType::kF32, backend::Stream{});
+  DenseMlp mlp(kHidden, kInter);
+  ASSERT_TRUE(mlp.load(loader, p).ok());
+  ASSERT_TRUE(loader.finish().ok());
+  DenseMlp::Scratch scratch;
+  ActivationPlan plan;
+  DenseMlp::plan_scratch(kInter, kTokens, DType::kF32, scratch, plan);
+  plan.allocate(cpu_allocator());
+
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  Buffer hidden(cpu_allocator(), DType::kF32, {kTokens, kHidden});
+  for (int64_t i = 0; i < kTokens * kHidden; ++i) hidden.data<float>()[i] = dist(rng);
+  const std::vector<float> x = values(hidden);
+  mlp.forward(hidden, scratch, backend::Stream{});
+
+  const auto gate = read(*source, p + "gate_proj.weight", {kInter, kHidden});
+  const auto up = read(*source, p + "up_proj.weight", {kInter, kHidden});
+  const auto down = read(*source, p + "down_proj.weight", {kHidden, kInter});
+  for (int64_t t = 0; t < kTokens; ++t) {
+    std::vector<double> act(kInter);
+    for (int64_t i = 0; i < kInter; ++i) {
+      double g = 0, u = 0;
+      for (int64_t k = 0; k < kHidden; ++k) {
+        g += double{x[t * kHidden + k]} * gate[i * kHidden + k];
+        u += double{x[t * kHidden + k]} * up[i * kHidden + k];
+      }
+      act[i] = g / (1 + std::exp(-g)) * u;
+    }
+    for (int64_t h = 0; h < kHidden; ++h) {
+      double y = 0;
+      for (int64_t i = 0; i < kInter; ++i) y += act[i] * down[h * kInter + i];
+      EXPECT_NEAR(hidden.data<float>()[t * kHidden + h], y, 1e-4) << "token " << t << " " << h;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sgl::model
