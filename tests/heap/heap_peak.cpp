@@ -86,11 +86,20 @@ int posix_memalign(void** out, size_t alignment, size_t size) {
 
 void* valloc(size_t size) { return memalign(4096, size); }
 
+void* pvalloc(size_t size) { return memalign(4096, (size + 4095) / 4096 * 4096); }
+
+void* reallocarray(void* block, size_t count, size_t size) {
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(block, bytes);
+}
+
 }  // extern "C"
 
 namespace sgl::test {
-
-int64_t heap_live_bytes() { return live_bytes.load(); }
 
 HeapPeak::HeapPeak() : start_(live_bytes.load()) { peak_bytes.store(start_); }
 

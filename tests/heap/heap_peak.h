@@ -6,13 +6,11 @@
 
 namespace sgl::test {
 
-// Bytes (malloc_usable_size) of every block malloc, calloc, realloc, the aligned allocators and,
-// through them, operator new hand out and free takes back, counted in this process only.
-int64_t heap_live_bytes();
-
-// Measures the peak heap growth over a stretch of code: the largest live - start seen between
-// construction and peak_growth(). Peaks of other threads count too: measure with no others
-// allocating.
+// Measures the peak heap growth over a stretch of code: the largest rise, between construction
+// and peak_growth(), of the bytes (malloc_usable_size) of the blocks that malloc, calloc, realloc,
+// the aligned allocators and, through them, operator new handed out and free did not take back.
+// Other threads' allocations count too: measure with no others allocating. One at a time:
+// constructing one restarts the high-water mark.
 class HeapPeak {
  public:
   HeapPeak();

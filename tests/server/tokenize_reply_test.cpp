@@ -1,5 +1,6 @@
 // The /tokenize reply body: its JSON layout, and the peak heap of parsing a request and building
-// the reply for a few MiB of text (tests/heap/heap_peak.h counts every allocation of this binary).
+// the reply for 4 MiB of text (tests/heap/heap_peak.h counts every allocation of this binary):
+// measured 4.9x the text; 53.7x with JSON arrays of the ids and the old encoder.
 #include "server/tokenize_reply.h"
 
 #include <gtest/gtest.h>
@@ -62,6 +63,7 @@ TEST(TokenizeReply, PeakIsASmallMultipleOfTheText) {
   const double factor = static_cast<double>(peak.peak_growth()) / static_cast<double>(text.size());
   std::printf("%zu bytes of text, %zu bytes of reply: peak +%lld bytes (%.2fx)\n", text.size(),
               reply.size(), static_cast<long long>(peak.peak_growth()), factor);
+  EXPECT_GE(peak.peak_growth(), static_cast<int64_t>(reply.size()));  // the counter counts
   EXPECT_LE(factor, 6.0);
 }
 
