@@ -64,6 +64,12 @@ const json* find(const json& o, const char* key) {
   return it == o.end() || it->is_null() ? nullptr : &*it;
 }
 
+// find() for a field the caller moves out of the parsed body.
+json* find_mutable(json& o, const char* key) {
+  const auto it = o.find(key);
+  return it == o.end() || it->is_null() ? nullptr : &*it;
+}
+
 // Typed readers: an absent or null field leaves `out` unchanged.
 Status read(const json& o, const char* key, bool& out) {
   const json* v = find(o, key);
@@ -496,17 +502,18 @@ Result<GenerateInput> parse_generate_request(std::string_view body) {
 Result<TokenizeInput> parse_tokenize_request(std::string_view body) {
   SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
   TokenizeInput r;
-  const json* prompt = find(o, "prompt");
-  if (!prompt) prompt = find(o, "text");
+  // NOTE: the prompts are moved out of the parsed body, not copied: they may be megabytes.
+  json* prompt = find_mutable(o, "prompt");
+  if (!prompt) prompt = find_mutable(o, "text");
   if (!prompt) return field_error("prompt", "is required");
   if (prompt->is_string()) {
-    r.prompts.push_back(prompt->get<std::string>());
+    r.prompts.push_back(std::move(prompt->get_ref<std::string&>()));
   } else if (prompt->is_array() && !prompt->empty() &&
              static_cast<int64_t>(prompt->size()) <= kMaxBatchPrompts) {
     r.batch = true;
-    for (const json& p : *prompt) {
+    for (json& p : *prompt) {
       if (!p.is_string()) return field_error("prompt", "must be a string or a list of strings");
-      r.prompts.push_back(p.get<std::string>());
+      r.prompts.push_back(std::move(p.get_ref<std::string&>()));
     }
   } else {
     return field_error("prompt", "must be a string or a non-empty list of strings");

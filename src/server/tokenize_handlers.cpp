@@ -8,6 +8,7 @@
 #include "server/handlers.h"
 #include "server/openai_json.h"
 #include "server/prepared_reply.h"
+#include "server/tokenize_reply.h"
 
 namespace sgl::server {
 namespace {
@@ -18,24 +19,6 @@ HttpResponse json_response(const json& body) {
   HttpResponse r;
   r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
-}
-
-// On a pool thread.
-HttpResponse tokenize(const ServerContext& ctx, const TokenizeInput& input) {
-  tokenizer::EncodeOptions options;
-  options.add_special_tokens = input.add_special_tokens;
-  json tokens = json::array(), counts = json::array();
-  for (const std::string& prompt : input.prompts) {
-    std::vector<int32_t> ids = ctx.tokenizer.encode(prompt, options);
-    counts.push_back(ids.size());
-    tokens.push_back(std::move(ids));
-  }
-  if (!input.batch) {
-    return json_response(
-        {{"tokens", tokens[0]}, {"count", counts[0]}, {"max_model_len", ctx.info.context_length}});
-  }
-  return json_response(
-      {{"tokens", tokens}, {"count", counts}, {"max_model_len", ctx.info.context_length}});
 }
 
 }  // namespace
@@ -50,7 +33,9 @@ Reply handle_tokenize(ServerContext& ctx, const HttpRequest& request) {
   }
   auto input = std::make_shared<const TokenizeInput>(std::move(parsed).value());
   return PreparedReply::submit(ctx, false, [&ctx, input](const std::atomic<bool>&) {
-    return Reply::of(tokenize(ctx, *input));
+    HttpResponse response;
+    response.body = tokenize_reply_body(ctx.tokenizer, *input, ctx.info.context_length);
+    return Reply::of(std::move(response));
   });
 }
 

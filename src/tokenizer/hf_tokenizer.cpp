@@ -131,6 +131,14 @@ Result<std::unique_ptr<HfTokenizer>> HfTokenizer::create(TokenizerSpec spec,
     tok->append_eos_ = *cfg.add_eos_token && !template_eos;
     tok->drop_template_eos_ = !*cfg.add_eos_token && template_eos;
   }
+  if (tok->spec_.post_processor.wraps_once()) {
+    SpecialWrap wrap{prefix, suffix};
+    if (tok->drop_template_bos_) wrap.prefix.erase(wrap.prefix.begin());
+    if (tok->drop_template_eos_) wrap.suffix.pop_back();
+    if (tok->prepend_bos_) wrap.prefix.insert(wrap.prefix.begin(), *tok->bos_token_id_);
+    if (tok->append_eos_) wrap.suffix.push_back(*tok->eos_token_id_);
+    tok->special_wrap_ = std::move(wrap);
+  }
   return tok;
 }
 
@@ -146,24 +154,27 @@ Result<std::unique_ptr<HfTokenizer>> HfTokenizer::from_json(
 }
 
 void HfTokenizer::encode_text(std::string_view text, std::vector<int32_t>& ids) const {
-  std::vector<std::string> words;
+  const WordSink to_ids = [&](std::string_view word) { spec_.model->tokenize(word, ids); };
+  std::string normalized;
   for (const TextSegment& segment : added_vocabulary_.split(text, /*normalized=*/false)) {
     if (segment.id >= 0) {
       ids.push_back(segment.id);
       continue;
     }
-    std::string piece(text.substr(segment.begin, segment.end - segment.begin));
-    spec_.normalizer.normalize(piece);
+    std::string_view piece = text.substr(segment.begin, segment.end - segment.begin);
+    if (!spec_.normalizer.empty()) {
+      normalized.assign(piece);
+      spec_.normalizer.normalize(normalized);
+      piece = normalized;
+    }
     const bool at_start = segment.begin == 0;
     for (const TextSegment& sub : added_vocabulary_.split(piece, /*normalized=*/true)) {
       if (sub.id >= 0) {
         ids.push_back(sub.id);
         continue;
       }
-      words.clear();
       spec_.pre_tokenizer.pre_tokenize(piece.substr(sub.begin, sub.end - sub.begin),
-                                       at_start && sub.begin == 0, words);
-      for (const std::string& word : words) spec_.model->tokenize(word, ids);
+                                       at_start && sub.begin == 0, to_ids);
     }
   }
 }
@@ -176,6 +187,12 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text,
     text = repaired;
   }
   std::vector<int32_t> ids;
+  if (options.add_special_tokens && special_wrap_) {
+    ids = special_wrap_->prefix;
+    encode_text(text, ids);
+    ids.insert(ids.end(), special_wrap_->suffix.begin(), special_wrap_->suffix.end());
+    return ids;
+  }
   encode_text(text, ids);
   if (!options.add_special_tokens) return ids;
   ids = spec_.post_processor.process(std::move(ids));

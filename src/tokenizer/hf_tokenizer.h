@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -66,6 +67,14 @@ class HfTokenizer final : public Tokenizer {
   bool drop_template_eos_ = false;
   bool prepend_bos_ = false;
   bool append_eos_ = false;
+  // The special ids that add_special_tokens puts around the text, all reconciled, when the
+  // post-processor wraps the sequence once (all real ones do): encode() then starts its ids with
+  // the prefix instead of copying them into a processed vector.
+  struct SpecialWrap {
+    std::vector<int32_t> prefix;
+    std::vector<int32_t> suffix;
+  };
+  std::optional<SpecialWrap> special_wrap_;
 };
 
 }  // namespace sgl::tokenizer

@@ -77,7 +77,11 @@ struct StepApplier {
   }
   void operator()(const normalizer::Prepend& step) const {
     // NOTE: HF prepends only to non-empty strings.
-    if (!text.empty()) text.insert(0, step.prefix);
+    if (text.empty()) return;
+    std::string prepended;  // sized exactly: an insert would double the capacity
+    prepended.reserve(step.prefix.size() + text.size());
+    prepended.append(step.prefix).append(text);
+    text = std::move(prepended);
   }
   void operator()(const normalizer::ReplaceString& step) const {
     if (!step.pattern.empty()) text = replace_all(text, step.pattern, step.content);
@@ -94,8 +98,13 @@ void Normalizer::normalize(std::string& text) const {
 }
 
 std::string replace_all(std::string_view text, std::string_view pattern, std::string_view content) {
+  size_t count = 0;
+  for (size_t at = text.find(pattern); at != std::string_view::npos;
+       at = text.find(pattern, at + pattern.size())) {
+    ++count;
+  }
   std::string out;
-  out.reserve(text.size());
+  out.reserve(text.size() - count * pattern.size() + count * content.size());
   size_t pos = 0;
   while (true) {
     const size_t hit = text.find(pattern, pos);
@@ -109,13 +118,11 @@ std::string replace_all(std::string_view text, std::string_view pattern, std::st
 }
 
 std::string replace_all(std::string_view text, const Regex& regex, std::string_view content) {
-  std::vector<ByteRange> matches;
-  regex.find_all(text, matches);
-  if (matches.empty()) return std::string(text);
+  Regex::Matches matches(regex, text);
   std::string out;
   out.reserve(text.size());
   size_t pos = 0;
-  for (const ByteRange& m : matches) {
+  for (ByteRange m; matches.next(m);) {
     out.append(text.substr(pos, m.begin - pos));
     out.append(content);
     pos = m.end;

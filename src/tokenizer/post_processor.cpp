@@ -41,4 +41,13 @@ std::vector<int32_t> PostProcessor::suffix_ids() const {
   return suffix;
 }
 
+bool PostProcessor::wraps_once() const {
+  for (const std::vector<TemplatePiece>& pieces : templates_) {
+    int sequences = 0;
+    for (const TemplatePiece& piece : pieces) sequences += piece.is_sequence ? 1 : 0;
+    if (sequences != 1) return false;
+  }
+  return true;
+}
+
 }  // namespace sgl::tokenizer

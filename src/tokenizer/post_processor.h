@@ -26,6 +26,9 @@ class PostProcessor {
   // The ids added before / after the sequence (to reconcile with add_bos_token/add_eos_token).
   std::vector<int32_t> prefix_ids() const;
   std::vector<int32_t> suffix_ids() const;
+  // Whether every template holds the sequence exactly once, so that process(ids) is
+  // prefix_ids() + ids + suffix_ids().
+  bool wraps_once() const;
 
  private:
   std::vector<std::vector<TemplatePiece>> templates_;

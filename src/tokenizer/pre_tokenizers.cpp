@@ -22,53 +22,124 @@ const Regex& gpt2_regex() {
   return regex;
 }
 
-struct Piece {
-  std::string text;
-  bool at_start = false;  // begins at offset 0 of the original input
-};
-
-using Pieces = std::vector<Piece>;
-
-// Replaces each piece by the ranges `split` keeps of it.
-template <typename SpansFn>
-void split_pieces(Pieces& pieces, SpansFn&& spans_of, SplitBehavior behavior, bool invert) {
-  Pieces out;
-  out.reserve(pieces.size());
-  for (Piece& piece : pieces) {
-    std::vector<MatchSpan> spans = spans_of(std::string_view(piece.text));
-    if (invert) {
-      for (MatchSpan& s : spans) s.is_match = !s.is_match;
-    }
-    const std::vector<ByteRange> ranges = apply_split_behavior(spans, behavior);
-    if (ranges.size() == 1 && ranges[0].begin == 0 && ranges[0].end == piece.text.size()) {
-      out.push_back(std::move(piece));
-      continue;
-    }
-    for (const ByteRange& r : ranges) {
-      out.push_back({piece.text.substr(r.begin, r.end - r.begin), piece.at_start && r.begin == 0});
-    }
-  }
-  pieces = std::move(out);
-}
-
 char32_t first_char(std::string_view s) {
   size_t pos = 0;
   return s.empty() ? 0 : unicode::decode_utf8(s, pos);
 }
 
-// Runs of word characters and runs of other non-space characters; whitespace is dropped.
-void split_whitespace_words(Pieces& pieces) {
-  enum class Kind { kSpace, kWord, kOther };
-  Pieces out;
-  for (Piece& piece : pieces) {
-    const std::string_view text = piece.text;
+// Runs the steps depth-first: a step cuts its piece into ranges (views, no copies) and hands each
+// to the next step before cutting the next, so no step ever holds all the pieces.
+class StepWalk {
+ public:
+  StepWalk(const std::vector<PreTokenizerStep>& steps, const WordSink& sink)
+      : steps_(steps), sink_(sink), buffers_(2 * steps.size()) {}
+
+  // Applies steps[depth...] to `text`, a piece that begins the caller's input when `at_start`.
+  void run(size_t depth, std::string_view text, bool at_start) {
+    if (depth == steps_.size()) {
+      if (!text.empty()) sink_(text);
+      return;
+    }
+    std::visit([&](const auto& step) { apply(step, depth, text, at_start); }, steps_[depth]);
+  }
+
+ private:
+  // Text a step rewrites lives in its depth's buffers while the deeper steps see it.
+  std::string& buffer(size_t depth, size_t which) { return buffers_[2 * depth + which]; }
+
+  // Passes each range of `text` that the split keeps to then(piece, piece_at_start).
+  template <typename NextMatch, typename Then>
+  void split(std::string_view text, bool at_start, NextMatch&& next_match, SplitBehavior behavior,
+             bool invert, Then&& then) {
+    split_ranges(text.size(), next_match, behavior, invert, [&](const ByteRange& r) {
+      then(text.substr(r.begin, r.end - r.begin), at_start && r.begin == 0);
+    });
+  }
+  // Splits and hands each kept range to the next step.
+  template <typename NextMatch>
+  void split_to_next(size_t depth, std::string_view text, bool at_start, NextMatch&& next_match,
+                     SplitBehavior behavior, bool invert) {
+    split(text, at_start, next_match, behavior, invert,
+          [&](std::string_view piece, bool piece_at_start) {
+            run(depth + 1, piece, piece_at_start);
+          });
+  }
+
+  void apply(const pre_tokenizer::ByteLevel& step, size_t depth, std::string_view text,
+             bool at_start) {
+    if (step.add_prefix_space && (text.empty() || text[0] != ' ')) {
+      std::string& spaced = buffer(depth, 0);
+      spaced.assign(1, ' ');
+      spaced.append(text);
+      text = spaced;
+    }
+    auto map_to_next = [&](std::string_view piece, bool piece_at_start) {
+      std::string& mapped = buffer(depth, 1);
+      mapped.clear();
+      ByteLevelAlphabet::get().encode(piece, mapped);
+      run(depth + 1, mapped, piece_at_start);
+    };
+    if (!step.use_regex) return map_to_next(text, at_start);
+    Regex::Matches matches(gpt2_regex(), text);
+    split(
+        text, at_start, [&](ByteRange& m) { return matches.next(m); }, SplitBehavior::kIsolated,
+        false, map_to_next);
+  }
+  void apply(const pre_tokenizer::SplitRegex& step, size_t depth, std::string_view text,
+             bool at_start) {
+    Regex::Matches matches(step.regex, text);
+    split_to_next(
+        depth, text, at_start, [&](ByteRange& m) { return matches.next(m); }, step.behavior,
+        step.invert);
+  }
+  void apply(const pre_tokenizer::SplitString& step, size_t depth, std::string_view text,
+             bool at_start) {
+    split_to_next(depth, text, at_start, literal_matches(text, step.pattern), step.behavior,
+                  step.invert);
+  }
+  void apply(const pre_tokenizer::Metaspace& step, size_t depth, std::string_view text,
+             bool at_start) {
+    if (text.find(' ') != std::string_view::npos) {
+      std::string& replaced = buffer(depth, 0);
+      replaced = replace_all(text, " ", step.replacement);
+      text = replaced;
+    }
+    const bool prepend =
+        !text.starts_with(step.replacement) &&
+        (step.prepend_scheme == pre_tokenizer::PrependScheme::kAlways ||
+         (step.prepend_scheme == pre_tokenizer::PrependScheme::kFirst && at_start));
+    if (prepend) {
+      std::string& prepended = buffer(depth, 1);
+      prepended.assign(step.replacement);
+      prepended.append(text);
+      text = prepended;
+    }
+    if (!step.split) return run(depth + 1, text, at_start);
+    const char32_t replacement = first_char(step.replacement);
+    split_to_next(depth, text, at_start,
+                  char_matches(text, [replacement](char32_t c) { return c == replacement; }),
+                  SplitBehavior::kMergedWithNext, false);
+  }
+  void apply(const pre_tokenizer::Digits& step, size_t depth, std::string_view text,
+             bool at_start) {
+    split_to_next(depth, text, at_start, char_matches(text, unicode::is_numeric),
+                  step.individual_digits ? SplitBehavior::kIsolated : SplitBehavior::kContiguous,
+                  false);
+  }
+  void apply(const pre_tokenizer::Punctuation& step, size_t depth, std::string_view text,
+             bool at_start) {
+    split_to_next(depth, text, at_start, char_matches(text, unicode::is_punctuation), step.behavior,
+                  false);
+  }
+  // Runs of word characters and runs of other non-space characters; whitespace is dropped.
+  void apply(const pre_tokenizer::Whitespace&, size_t depth, std::string_view text, bool at_start) {
+    enum class Kind { kSpace, kWord, kOther };
     size_t pos = 0;
     size_t run_begin = 0;
     Kind run_kind = Kind::kSpace;
     auto flush = [&](size_t end) {
       if (run_kind != Kind::kSpace && end > run_begin) {
-        out.push_back({std::string(text.substr(run_begin, end - run_begin)),
-                       piece.at_start && run_begin == 0});
+        run(depth + 1, text.substr(run_begin, end - run_begin), at_start && run_begin == 0);
       }
     };
     while (pos < text.size()) {
@@ -85,107 +156,37 @@ void split_whitespace_words(Pieces& pieces) {
     }
     flush(text.size());
   }
-  pieces = std::move(out);
-}
-
-struct StepApplier {
-  Pieces& pieces;
-
-  void operator()(const pre_tokenizer::ByteLevel& step) const {
-    if (step.add_prefix_space) {
-      for (Piece& p : pieces) {
-        if (p.text.empty() || p.text[0] != ' ') p.text.insert(p.text.begin(), ' ');
-      }
-    }
-    if (step.use_regex) {
-      split_pieces(
-          pieces, [](std::string_view t) { return regex_spans(t, gpt2_regex()); },
-          SplitBehavior::kIsolated, false);
-    }
-    const ByteLevelAlphabet& alphabet = ByteLevelAlphabet::get();
-    for (Piece& p : pieces) {
-      std::string mapped;
-      alphabet.encode(p.text, mapped);
-      p.text = std::move(mapped);
-    }
+  void apply(const pre_tokenizer::WhitespaceSplit&, size_t depth, std::string_view text,
+             bool at_start) {
+    split_to_next(depth, text, at_start, char_matches(text, unicode::is_whitespace),
+                  SplitBehavior::kRemoved, false);
   }
-  void operator()(const pre_tokenizer::SplitRegex& step) const {
-    split_pieces(
-        pieces, [&](std::string_view t) { return regex_spans(t, step.regex); }, step.behavior,
-        step.invert);
+  // Whitespace split, then punctuation isolated.
+  void apply(const pre_tokenizer::Bert&, size_t depth, std::string_view text, bool at_start) {
+    split(text, at_start, char_matches(text, unicode::is_whitespace), SplitBehavior::kRemoved,
+          false, [&](std::string_view word, bool word_at_start) {
+            split_to_next(depth, word, word_at_start, char_matches(word, unicode::is_punctuation),
+                          SplitBehavior::kIsolated, false);
+          });
   }
-  void operator()(const pre_tokenizer::SplitString& step) const {
-    split_pieces(
-        pieces, [&](std::string_view t) { return literal_spans(t, step.pattern); }, step.behavior,
-        step.invert);
-  }
-  void operator()(const pre_tokenizer::Metaspace& step) const {
-    const char32_t replacement = first_char(step.replacement);
-    for (Piece& p : pieces) {
-      if (p.text.find(' ') != std::string::npos)
-        p.text = replace_all(p.text, " ", step.replacement);
-      const bool starts_with_replacement = p.text.rfind(step.replacement, 0) == 0;
-      const bool prepend =
-          !starts_with_replacement &&
-          (step.prepend_scheme == pre_tokenizer::PrependScheme::kAlways ||
-           (step.prepend_scheme == pre_tokenizer::PrependScheme::kFirst && p.at_start));
-      if (prepend) p.text.insert(0, step.replacement);
-    }
-    if (step.split) {
-      split_pieces(
-          pieces,
-          [&](std::string_view t) {
-            return char_spans(t, [&](char32_t c) { return c == replacement; });
-          },
-          SplitBehavior::kMergedWithNext, false);
-    }
-  }
-  void operator()(const pre_tokenizer::Digits& step) const {
-    split_pieces(
-        pieces, [](std::string_view t) { return char_spans(t, unicode::is_numeric); },
-        step.individual_digits ? SplitBehavior::kIsolated : SplitBehavior::kContiguous, false);
-  }
-  void operator()(const pre_tokenizer::Punctuation& step) const {
-    split_pieces(
-        pieces, [](std::string_view t) { return char_spans(t, unicode::is_punctuation); },
-        step.behavior, false);
-  }
-  void operator()(const pre_tokenizer::Whitespace&) const { split_whitespace_words(pieces); }
-  void operator()(const pre_tokenizer::WhitespaceSplit&) const {
-    split_pieces(
-        pieces, [](std::string_view t) { return char_spans(t, unicode::is_whitespace); },
-        SplitBehavior::kRemoved, false);
-  }
-  void operator()(const pre_tokenizer::Bert&) const {
-    (*this)(pre_tokenizer::WhitespaceSplit{});
-    (*this)(pre_tokenizer::Punctuation{SplitBehavior::kIsolated});
-  }
-  void operator()(const pre_tokenizer::CharDelimiter& step) const {
+  void apply(const pre_tokenizer::CharDelimiter& step, size_t depth, std::string_view text,
+             bool at_start) {
     const char32_t delimiter = step.delimiter;
-    split_pieces(
-        pieces,
-        [&](std::string_view t) {
-          return char_spans(t, [&](char32_t c) { return c == delimiter; });
-        },
-        SplitBehavior::kRemoved, false);
+    split_to_next(depth, text, at_start,
+                  char_matches(text, [delimiter](char32_t c) { return c == delimiter; }),
+                  SplitBehavior::kRemoved, false);
   }
+
+  const std::vector<PreTokenizerStep>& steps_;
+  const WordSink& sink_;
+  std::vector<std::string> buffers_;
 };
 
 }  // namespace
 
-void PreTokenizer::pre_tokenize(std::string text, bool at_start,
-                                std::vector<std::string>& words) const {
+void PreTokenizer::pre_tokenize(std::string_view text, bool at_start, const WordSink& sink) const {
   if (text.empty()) return;
-  if (steps_.empty()) {
-    words.push_back(std::move(text));
-    return;
-  }
-  Pieces pieces;
-  pieces.push_back({std::move(text), at_start});
-  for (const PreTokenizerStep& step : steps_) std::visit(StepApplier{pieces}, step);
-  for (Piece& p : pieces) {
-    if (!p.text.empty()) words.push_back(std::move(p.text));
-  }
+  StepWalk(steps_, sink).run(0, text, at_start);
 }
 
 }  // namespace sgl::tokenizer

@@ -1,6 +1,7 @@
 // PreTokenizer: splits normalized text into words (ByteLevel, Split, Metaspace, Digits, ...).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -52,15 +53,20 @@ using PreTokenizerStep =
                  pre_tokenizer::Whitespace, pre_tokenizer::WhitespaceSplit, pre_tokenizer::Bert,
                  pre_tokenizer::CharDelimiter>;
 
+// Receives each word; the view is valid only during the call.
+using WordSink = std::function<void(std::string_view word)>;
+
 // A flattened Sequence of steps. Empty = the whole text is one word. Immutable after build.
 class PreTokenizer {
  public:
   void add(PreTokenizerStep step) { steps_.push_back(std::move(step)); }
   bool empty() const { return steps_.empty(); }
 
-  // Appends the non-empty words of `text` to `words`. `at_start` says whether `text` begins at
-  // offset 0 of the caller's input (Metaspace's "first" prepend scheme depends on it).
-  void pre_tokenize(std::string text, bool at_start, std::vector<std::string>& words) const;
+  // Passes the non-empty words of `text` to `sink`, in order. `at_start` says whether `text`
+  // begins at offset 0 of the caller's input (Metaspace's "first" prepend scheme depends on it).
+  // Each piece goes through all the steps before the next is cut, so memory stays a small
+  // multiple of `text` however many words it has.
+  void pre_tokenize(std::string_view text, bool at_start, const WordSink& sink) const;
 
  private:
   std::vector<PreTokenizerStep> steps_;

@@ -129,40 +129,51 @@ Result<Regex> Regex::compile(std::string_view pattern) {
 }
 
 void Regex::find_all(std::string_view subject, std::vector<ByteRange>& out) const {
-  if (!impl_) return;
-  pcre2_match_data* data = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
-  if (data == nullptr) return;
-  const auto* bytes = reinterpret_cast<PCRE2_SPTR>(subject.data());
-  size_t pos = 0;
-  size_t last_match_end = std::string_view::npos;
-  while (pos <= subject.size()) {
+  Matches matches(*this, subject);
+  ByteRange match;
+  while (matches.next(match)) out.push_back(match);
+}
+
+Regex::Matches::Matches(const Regex& regex, std::string_view subject)
+    : impl_(regex.impl_.get()), subject_(subject), last_match_end_(std::string_view::npos) {
+  if (impl_ != nullptr) data_ = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
+}
+
+Regex::Matches::~Matches() { pcre2_match_data_free(static_cast<pcre2_match_data*>(data_)); }
+
+bool Regex::Matches::next(ByteRange& match) {
+  auto* data = static_cast<pcre2_match_data*>(data_);
+  const auto* bytes = reinterpret_cast<PCRE2_SPTR>(subject_.data());
+  while (data != nullptr && pos_ <= subject_.size()) {
     int rc = -1;
     if (impl_->jit) {
-      rc = pcre2_jit_match(impl_->code, bytes, subject.size(), pos, PCRE2_NO_UTF_CHECK, data,
+      rc = pcre2_jit_match(impl_->code, bytes, subject_.size(), pos_, PCRE2_NO_UTF_CHECK, data,
                            nullptr);
     }
     if (!impl_->jit || rc == PCRE2_ERROR_JIT_STACKLIMIT) {
       // NOTE: the interpreter keeps its backtracking state on the heap; deep inputs that
       // overflow the JIT stack still match here.
-      rc = pcre2_match(impl_->code, bytes, subject.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
+      rc = pcre2_match(impl_->code, bytes, subject_.size(), pos_, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
                        data, nullptr);
     }
     if (rc < 0) break;  // no match, or a resource limit: the rest has no match
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t begin = ovector[0];
     const size_t end = ovector[1];
-    if (end < begin || end > subject.size()) break;  // \K tricks; never produced by HF patterns
-    if (begin == end && end == last_match_end) {
+    if (end < begin || end > subject_.size()) break;  // \K tricks; never produced by HF patterns
+    if (begin == end && end == last_match_end_) {
       // As Oniguruma's iterator: no empty match right where the previous match ended.
-      if (pos >= subject.size()) break;
-      pos += unicode::utf8_sequence_length(static_cast<unsigned char>(subject[pos]));
+      if (pos_ >= subject_.size()) break;
+      pos_ += unicode::utf8_sequence_length(static_cast<unsigned char>(subject_[pos_]));
       continue;
     }
-    out.push_back({begin, end});
-    pos = end;
-    last_match_end = end;
+    match = {begin, end};
+    pos_ = end;
+    last_match_end_ = end;
+    return true;
   }
-  pcre2_match_data_free(data);
+  pos_ = subject_.size() + 1;  // done: later calls return false at once
+  return false;
 }
 
 }  // namespace sgl::tokenizer

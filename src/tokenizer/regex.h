@@ -21,9 +21,11 @@ struct ByteRange {
 // HF tokenizers compiles its patterns with Oniguruma (Ruby syntax). This wrapper rewrites the
 // few classes whose meaning differs under PCRE2 (\s, \S and \w, \W become Unicode White_Space /
 // word classes; \h is a hex digit) and compiles with UTF, UCP and MULTILINE, then JIT.
-// Immutable after compile; find_all is thread-safe.
+// Immutable after compile; find_all, and Matches over one Regex, may run on many threads at once.
 class Regex {
  public:
+  class Matches;
+
   Regex();
   ~Regex();
   Regex(Regex&& other) noexcept;
@@ -45,6 +47,26 @@ class Regex {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string pattern_;
+};
+
+// The matches of one subject, one at a time, exactly as find_all reports them, so that a caller
+// need not hold them all. One per thread; `regex` and `subject` must outlive it.
+class Regex::Matches {
+ public:
+  Matches(const Regex& regex, std::string_view subject);
+  ~Matches();
+  Matches(const Matches&) = delete;
+  Matches& operator=(const Matches&) = delete;
+
+  // The next match into `match`; false when there is none left.
+  bool next(ByteRange& match);
+
+ private:
+  const Impl* impl_;
+  void* data_ = nullptr;  // pcre2_match_data; null when there is nothing to match
+  std::string_view subject_;
+  size_t pos_ = 0;
+  size_t last_match_end_;
 };
 
 // Rewrites an Oniguruma pattern into the equivalent PCRE2 pattern (exposed for tests).

@@ -3,6 +3,7 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace sgl::tokenizer::unicode {
@@ -44,27 +45,44 @@ size_t valid_sequence_length(std::string_view s, size_t pos, size_t* valid_prefi
   return len;
 }
 
-std::string utf8proc_transform(std::string_view s, int options) {
-  bool ascii = true;
-  for (char ch : s) {
-    if (static_cast<unsigned char>(ch) >= 0x80) {
-      ascii = false;
-      break;
-    }
-  }
-  // NOTE: every normalization form leaves ASCII unchanged.
-  if (ascii) return std::string(s);
-  utf8proc_uint8_t* out = nullptr;
+// Appends `s` (valid UTF-8) transformed by utf8proc_map with `options` to `out`.
+void append_utf8proc_map(std::string_view s, int options, std::string& out) {
+  utf8proc_uint8_t* mapped = nullptr;
   const utf8proc_ssize_t n = utf8proc_map(
       reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()),
-      &out, static_cast<utf8proc_option_t>(options | UTF8PROC_STABLE));
+      &mapped, static_cast<utf8proc_option_t>(options | UTF8PROC_STABLE));
   if (n < 0) {
-    std::free(out);
-    return std::string(s);  // only on invalid input, which callers exclude
+    out.append(s);  // only on invalid input, which callers exclude
+  } else {
+    out.append(reinterpret_cast<const char*>(mapped), static_cast<size_t>(n));
   }
-  std::string result(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
-  std::free(out);
-  return result;
+  std::free(mapped);
+}
+
+std::string utf8proc_transform(std::string_view s, int options) {
+  // utf8proc_map works on 4-byte code points of the decomposed text, so the text goes through it
+  // in chunks of about kChunkBytes, each ending before an ASCII character: every normalization
+  // form leaves ASCII unchanged, and an ASCII character neither reorders with its neighbours
+  // (combining class 0) nor composes with what precedes it (no canonical composition has an
+  // ASCII second character), so the chunks normalize independently.
+  constexpr size_t kChunkBytes = 64 << 10;
+  std::string out;
+  size_t begin = 0;
+  while (begin < s.size()) {
+    size_t end = std::min(begin + kChunkBytes, s.size());
+    while (end < s.size() && static_cast<unsigned char>(s[end]) >= 0x80) ++end;
+    if (begin == 0 && end < s.size()) out.reserve(s.size());  // chunks: one buffer for them all
+    const std::string_view chunk = s.substr(begin, end - begin);
+    const bool ascii = std::all_of(chunk.begin(), chunk.end(),
+                                   [](char ch) { return static_cast<unsigned char>(ch) < 0x80; });
+    if (ascii) {
+      out.append(chunk);
+    } else {
+      append_utf8proc_map(chunk, options, out);
+    }
+    begin = end;
+  }
+  return out;
 }
 
 utf8proc_category_t category(char32_t c) {

@@ -12,7 +12,7 @@ Words run(PreTokenizerStep step, std::string text, bool at_start = true) {
   PreTokenizer pre;
   pre.add(std::move(step));
   Words words;
-  pre.pre_tokenize(std::move(text), at_start, words);
+  pre.pre_tokenize(text, at_start, [&](std::string_view word) { words.emplace_back(word); });
   return words;
 }
 
@@ -92,7 +92,7 @@ TEST(PreTokenizerTest, EmptyInputAndNoSteps) {
   EXPECT_TRUE(run(pre_tokenizer::WhitespaceSplit{}, "   ").empty());
   PreTokenizer none;
   Words words;
-  none.pre_tokenize("as is", true, words);
+  none.pre_tokenize("as is", true, [&](std::string_view word) { words.emplace_back(word); });
   EXPECT_EQ(words, Words{"as is"});
 }
 

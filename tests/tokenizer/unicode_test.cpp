@@ -80,5 +80,28 @@ TEST(UnicodeTest, NormalizationForms) {
   EXPECT_EQ(nfc(std::string("a\0b", 3)), std::string("a\0b", 3));
 }
 
+// Long texts go through utf8proc in chunks cut before ASCII characters. Copies of three parts,
+// each normalized by one utf8proc call (short of a chunk, or free of ASCII), must normalize as a
+// whole to the copies of the normalized parts; a cut anywhere else, in the run longer than a
+// chunk, would split jamo that compose or a mark from its base.
+TEST(UnicodeTest, LongTextsNormalizeAsTheirParts) {
+  std::string run;  // 78000 bytes, no ASCII: jamo composing to a syllable, ü + U+0301 to ǘ
+  for (int i = 0; i < 6000; ++i) run += "\xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8\xC3\xBC\xCC\x81";
+  const std::string parts[] = {"e\xCC\x81 a\xCC\x81\xCC\xA3 ", run,
+                               "x\xEF\xAC\x81\xC2\xB2\xCE\x90 "};
+  std::string text;
+  size_t copies = 0;
+  for (; text.size() < (1u << 20); ++copies) {
+    for (const std::string& part : parts) text += part;
+  }
+  for (auto form : {nfc, nfd, nfkc, nfkd}) {
+    std::string normalized_parts;
+    for (const std::string& part : parts) normalized_parts += form(part);
+    std::string expected;
+    for (size_t i = 0; i < copies; ++i) expected += normalized_parts;
+    EXPECT_EQ(form(text), expected);
+  }
+}
+
 }  // namespace
 }  // namespace sgl::tokenizer::unicode
