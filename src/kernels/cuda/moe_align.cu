@@ -16,7 +16,10 @@
 namespace sgl::kernels::cuda {
 namespace {
 
-constexpr int kThreads = 1024;
+constexpr int kMaxThreads = 1024;
+// A decode step's few entries take a smaller block: its barriers and scans are cheaper.
+constexpr int kSmallThreads = 256;
+constexpr int64_t kSmallEntries = 4096;
 constexpr int64_t kMaxExperts = 8192;  // one i32 per expert in 32 KB of shared memory
 
 // Adds one to counter[id] for every valid lane, one shared-memory atomic per distinct id in the
@@ -33,18 +36,18 @@ __device__ __forceinline__ int32_t warp_aggregated_increment(int32_t* counter, i
   return base + __popc(peers & ((1u << lane) - 1u));
 }
 
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kMaxThreads)
     moe_align_kernel(const int32_t* __restrict__ ids, int32_t entries, int32_t experts,
                      int64_t block_size, MoeAlignOut out) {
   extern __shared__ int32_t cursor[];  // [experts]: counts, then write positions
   pdl_wait();
   pdl_launch_dependents();
-  const int tid = threadIdx.x;
-  for (int e = tid; e < experts; e += kThreads) cursor[e] = 0;
+  const int tid = threadIdx.x, threads = blockDim.x;
+  for (int e = tid; e < experts; e += threads) cursor[e] = 0;
   __syncthreads();
 
   // Every lane of a warp runs the same iterations (warp_aggregated_increment needs all 32).
-  for (int64_t first = 0; first < entries; first += kThreads) {
+  for (int64_t first = 0; first < entries; first += threads) {
     const int64_t i = first + tid;
     const bool valid = i < entries;
     const int32_t id = valid ? ids[i] : -1;
@@ -54,7 +57,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
 
   // Thread tid owns experts [e0, e1): their padded sizes and active flags, scanned over the block.
-  const int per_thread = (experts + kThreads - 1) / kThreads;
+  const int per_thread = (experts + threads - 1) / threads;
   const int e0 = min(experts, tid * per_thread), e1 = min(experts, e0 + per_thread);
   u64 padded = 0, active = 0;
   for (int e = e0; e < e1; ++e) {
@@ -79,7 +82,7 @@ __global__ void __launch_bounds__(kThreads)
     out.counters[0] = static_cast<int32_t>(total);
     if (out.active != nullptr) out.counters[1] = static_cast<int32_t>(num_active);
   }
-  for (int64_t p = static_cast<int64_t>(total) + tid; p < out.sorted_size; p += kThreads) {
+  for (int64_t p = static_cast<int64_t>(total) + tid; p < out.sorted_size; p += threads) {
     out.sorted[p] = entries;
   }
   __syncthreads();
@@ -87,7 +90,7 @@ __global__ void __launch_bounds__(kThreads)
   // expert_ids: block b belongs to the last expert whose group starts at or before it (empty
   // groups before it share its start, and come first).
   const int64_t used_blocks = static_cast<int64_t>(total) / block_size;
-  for (int64_t b = tid; b < out.expert_ids_size; b += kThreads) {
+  for (int64_t b = tid; b < out.expert_ids_size; b += threads) {
     int32_t expert = -1;
     if (b < used_blocks) {
       const int64_t position = b * block_size;
@@ -106,7 +109,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
 
-  for (int64_t first = 0; first < entries; first += kThreads) {
+  for (int64_t first = 0; first < entries; first += threads) {
     const int64_t i = first + tid;
     const bool valid = i < entries;
     const int32_t id = valid ? ids[i] : -1;
@@ -122,7 +125,9 @@ void launch_moe_align(const int32_t* topk_ids, int64_t entries, int64_t experts,
   SGL_CHECK(experts <= kMaxExperts) << "moe_align_block_size: the CUDA kernel takes up to "
                                     << kMaxExperts << " experts, got " << experts;
   SGL_CHECK(entries < (int64_t{1} << 31)) << "moe_align_block_size: " << entries << " entries";
-  launch_pdl(moe_align_kernel, dim3(1), dim3(kThreads), static_cast<size_t>(experts) * 4,
+  const int threads =
+      entries <= kSmallEntries && experts <= kSmallThreads * 4 ? kSmallThreads : kMaxThreads;
+  launch_pdl(moe_align_kernel, dim3(1), dim3(threads), static_cast<size_t>(experts) * 4,
              backend::cuda::native_stream(stream), topk_ids, static_cast<int32_t>(entries),
              static_cast<int32_t>(experts), block_size, out);
 }
