@@ -2,13 +2,16 @@
 #include "kernels/moe.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <string>
 
 #include "core/alignment.h"
 #include "kernels/check_args.h"
 #include "kernels/cpu/moe_ops.h"
+#include "kernels/cuda/moe_plan.h"
+#ifdef SGL_WITH_CUDA
+#include "kernels/cuda/cuda_moe.h"
+#endif
 
 namespace sgl::kernels {
 namespace {
@@ -16,11 +19,11 @@ namespace {
 using detail::check_last_dim_contiguous;
 using detail::check_same_device;
 
-// The CUDA MoE kernels are the second half of issue #20; until they land a CUDA tensor stops here.
-[[noreturn]] void no_cuda_moe(const char* op) {
-  SGL_CHECK(false) << op << ": no CUDA kernel yet (the MoE ops run on the CPU backend only)";
-  std::abort();
-}
+#ifdef SGL_WITH_CUDA
+#define SGL_MOE_ON_CUDA(op, ...) cuda::op(__VA_ARGS__)
+#else
+#define SGL_MOE_ON_CUDA(op, ...) detail::no_cuda(#op)
+#endif
 
 std::string describe(const Tensor& t) {
   return t.defined() ? std::string(dtype_name(t.dtype())) + " " + t.shape_string() : "undefined";
@@ -117,7 +120,11 @@ void moe_route(const Tensor& router_logits, MoeScoring scoring, bool renormalize
   check_same_device(router_logits, topk_weights, op);
   check_same_device(router_logits, topk_ids, op);
   if (router_logits.size(0) == 0) return;
-  if (!router_logits.device().is_cpu()) no_cuda_moe(op);
+  if (!router_logits.device().is_cpu()) {
+    SGL_MOE_ON_CUDA(moe_route, router_logits, scoring == MoeScoring::kSigmoid, renormalize,
+                    topk_weights, topk_ids, stream);
+    return;
+  }
   cpu::moe_route(router_logits, scoring, renormalize, topk_weights, topk_ids);
 }
 
@@ -155,7 +162,10 @@ void moe_align_block_size(const Tensor& topk_ids, int64_t num_experts, int64_t b
        {&out.sorted_token_ids, &out.expert_ids, &out.expert_offsets, &out.num_tokens_post_padded}) {
     check_same_device(topk_ids, *t, op);
   }
-  if (!topk_ids.device().is_cpu()) no_cuda_moe(op);
+  if (!topk_ids.device().is_cpu()) {
+    SGL_MOE_ON_CUDA(moe_align_block_size, topk_ids, num_experts, block_size, out, stream);
+    return;
+  }
   cpu::moe_align_block_size(topk_ids, num_experts, block_size, out);
 }
 
@@ -164,7 +174,9 @@ int64_t fused_moe_workspace_bytes(Device device, int64_t num_tokens, int64_t top
   SGL_CHECK(num_tokens >= 0 && top_k >= 1 && num_experts >= 1 && hidden >= 1 && inter >= 1)
       << "fused_moe_workspace_bytes: tokens " << num_tokens << " top_k " << top_k << " experts "
       << num_experts << " hidden " << hidden << " inter " << inter;
-  if (!device.is_cpu()) no_cuda_moe("fused_moe_workspace_bytes");
+  if (!device.is_cpu()) {
+    return cuda::moe_workspace_bytes({num_tokens, top_k, num_experts, hidden, inter});
+  }
   return cpu::fused_moe_workspace_bytes(num_tokens, top_k, num_experts, hidden, inter);
 }
 
@@ -183,7 +195,11 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
   check_disjoint(workspace, x, op, "workspace and x");
   check_disjoint(workspace, out, op, "workspace and out");
   if (x.size(0) == 0) return;
-  if (!x.device().is_cpu()) no_cuda_moe(op);
+  if (!x.device().is_cpu()) {
+    SGL_MOE_ON_CUDA(fused_moe, x, w_gate_up, w_down, topk_weights, topk_ids, workspace, out,
+                    stream);
+    return;
+  }
   cpu::fused_moe(x, w_gate_up, w_down, topk_weights, topk_ids, workspace, out);
 }
 
@@ -208,7 +224,10 @@ void add_sigmoid_gated(const Tensor& x, const Tensor& w_gate, const Tensor& y, c
   check_disjoint(out, x, op, "out and x");
   check_disjoint(out, y, op, "out and y");
   if (x.size(0) == 0) return;
-  if (!x.device().is_cpu()) no_cuda_moe(op);
+  if (!x.device().is_cpu()) {
+    SGL_MOE_ON_CUDA(add_sigmoid_gated, x, w_gate, y, out, stream);
+    return;
+  }
   cpu::add_sigmoid_gated(x, w_gate, y, out);
 }
 

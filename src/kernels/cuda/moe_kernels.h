@@ -1,0 +1,52 @@
+// Launchers of the CUDA MoE kernels (declared without CUDA headers), shared by the ops' entry
+// points (cuda_moe.h) and fused_moe's driver; device pointers, arguments already validated.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/stream.h"
+#include "core/dtype.h"
+
+namespace sgl::kernels::cuda {
+
+// Where the alignment writes (device pointers; MoeAlignment's fields, plus the active list).
+struct MoeAlignOut {
+  int32_t* sorted = nullptr;  // [sorted_size]
+  int64_t sorted_size = 0;
+  int32_t* expert_ids = nullptr;  // [expert_ids_size]
+  int64_t expert_ids_size = 0;
+  int32_t* offsets = nullptr;   // [E + 1]
+  int32_t* counters = nullptr;  // [0]: num_tokens_post_padded; [1]: active experts (with active)
+  int32_t* active = nullptr;    // nullptr, or [>= min(E, entries)]: experts with tokens, ascending
+};
+
+// moe_align_block_size over `entries` flat ids (one CTA; entries < 2^31, experts <= 12288).
+void launch_moe_align(const int32_t* topk_ids, int64_t entries, int64_t experts, int64_t block_size,
+                      const MoeAlignOut& out, backend::Stream stream);
+
+// One chunk of fused_moe: its first token's x row, the weights, and its workspace pieces
+// (moe_plan.h), the alignment already written there.
+struct MoeExpertsArgs {
+  const void* x = nullptr;  // [rows, H], row stride x_stride
+  int64_t x_stride = 0;
+  const void* w_gate_up = nullptr;  // [E, 2I, H]
+  const void* w_down = nullptr;     // [E, H, I]
+  int64_t rows = 0, top_k = 0, experts = 0, hidden = 0, inter = 0;
+  const int32_t* sorted = nullptr;      // [max_padded]
+  const int32_t* expert_ids = nullptr;  // [max_blocks]
+  const int32_t* offsets = nullptr;     // [E + 1]
+  const int32_t* counters = nullptr;    // [2]
+  const int32_t* active = nullptr;      // [min(E, entries)]
+  int64_t block_size = 0, max_padded = 0, max_blocks = 0;
+  void* act = nullptr;       // [max_padded, I]
+  float* partial = nullptr;  // [rows * top_k, H]
+};
+
+// act and partial by the decode path's expert GEMV (bf16, block size 1, active list).
+void launch_moe_expert_gemv(const MoeExpertsArgs& a, backend::Stream stream);
+// act and partial by the grouped GEMM on tensor cores (bf16, block size kMoeGemmBlockRows).
+void launch_moe_grouped_gemm(const MoeExpertsArgs& a, backend::Stream stream);
+// act and partial one warp per output (f32 or bf16, block size 1).
+void launch_moe_simple(const MoeExpertsArgs& a, DType dtype, backend::Stream stream);
+
+}  // namespace sgl::kernels::cuda

@@ -1,0 +1,61 @@
+// The CUDA fused_moe's chunking, path choice and workspace layout (moe_plan.h).
+#include "kernels/cuda/moe_plan.h"
+
+#include <algorithm>
+
+#include "kernels/moe.h"
+
+namespace sgl::kernels::cuda {
+namespace {
+
+int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
+
+int64_t moe_chunk_tokens(const MoeShape& s) {
+  // act (at most 4 bytes an element on the f32 path) and partial grow with tokens * top_k.
+  const int64_t per_token = s.top_k * (s.inter + s.hidden) * 4;
+  int64_t chunk = std::clamp(kMoeChunkBudgetBytes / std::max<int64_t>(per_token, 1),
+                             kMoeMinChunkTokens, kMoeMaxChunkTokens);
+  chunk = chunk / 64 * 64;
+  return std::min(s.tokens, chunk);
+}
+
+MoePath moe_path(bool vector_ok, int64_t rows, int64_t top_k) {
+  if (!vector_ok) return MoePath::kSimple;
+  return rows * top_k <= kMoeDecodeMaxPairs ? MoePath::kDecode : MoePath::kGrouped;
+}
+
+MoeWorkspaceLayout moe_workspace_layout(MoePath path, const MoeShape& s, int64_t rows,
+                                        int64_t act_bytes) {
+  MoeWorkspaceLayout at;
+  at.block_size = path == MoePath::kGrouped ? kMoeGemmBlockRows : 1;
+  at.entries = rows * s.top_k;
+  const MoeAlignSizes sizes = moe_align_sizes(rows, s.top_k, s.experts, at.block_size);
+  at.max_padded = sizes.max_padded;
+  at.max_blocks = sizes.max_blocks;
+  auto take = [&at](int64_t piece_bytes) {
+    const int64_t offset = at.bytes;
+    at.bytes += round_up(piece_bytes, 256);
+    return offset;
+  };
+  at.sorted = take(at.max_padded * 4);
+  at.expert_ids = take(at.max_blocks * 4);
+  at.offsets = take((s.experts + 1) * 4);
+  at.counters = take(2 * 4);
+  at.active = take(std::min(s.experts, at.entries) * 4);
+  at.act = take(at.max_padded * s.inter * act_bytes);
+  at.partial = take(at.entries * s.hidden * 4);
+  return at;
+}
+
+int64_t moe_workspace_bytes(const MoeShape& s) {
+  const int64_t chunk = moe_chunk_tokens(s);
+  int64_t bytes = std::max(moe_workspace_layout(MoePath::kGrouped, s, chunk, 2).bytes,
+                           moe_workspace_layout(MoePath::kSimple, s, chunk, 4).bytes);
+  const int64_t decode_rows = std::min(chunk, kMoeDecodeMaxPairs / s.top_k);
+  bytes = std::max(bytes, moe_workspace_layout(MoePath::kDecode, s, decode_rows, 2).bytes);
+  return bytes;
+}
+
+}  // namespace sgl::kernels::cuda

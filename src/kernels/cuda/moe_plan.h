@@ -1,0 +1,55 @@
+// How the CUDA fused_moe cuts a call into token chunks and picks the kernels of each chunk, and
+// where each piece of its scratch lives in the workspace. Host-only arithmetic, tested on the CPU.
+#pragma once
+
+#include <cstdint>
+
+namespace sgl::kernels::cuda {
+
+// (token, slot) pairs up to which a chunk takes the decode path.
+inline constexpr int64_t kMoeDecodeMaxPairs = 64;
+// Rows of one grouped-GEMM block: the alignment's block size on that path.
+inline constexpr int64_t kMoeGemmBlockRows = 64;
+// A chunk's act and partial buffers stay near this size (a long prefill runs in chunks) unless
+// that would leave fewer than kMoeMinChunkTokens tokens per chunk.
+inline constexpr int64_t kMoeChunkBudgetBytes = int64_t{64} << 20;
+inline constexpr int64_t kMoeMinChunkTokens = 256;
+inline constexpr int64_t kMoeMaxChunkTokens = 4096;
+
+enum class MoePath : uint8_t {
+  kDecode,   // bf16, few pairs: the expert GEMV streams each selected expert once
+  kGrouped,  // bf16: grouped GEMM on tensor cores over blocks of kMoeGemmBlockRows rows
+  kSimple,   // f32, or bf16 rows that 16-byte loads cannot take: one warp per output
+};
+
+struct MoeShape {
+  int64_t tokens = 0, top_k = 0, experts = 0, hidden = 0, inter = 0;
+};
+
+// Tokens per chunk: all of them, or as many as the budget allows.
+int64_t moe_chunk_tokens(const MoeShape& s);
+
+// The path of a chunk of `rows` tokens. vector_ok: bf16, H, I and x's row stride multiples of 8
+// and 16-byte aligned bases (what 16-byte loads need).
+MoePath moe_path(bool vector_ok, int64_t rows, int64_t top_k);
+
+// Byte offsets into the workspace of one chunk's pieces (each 256-byte aligned):
+//   sorted      i32 [max_padded]   the alignment's sorted_token_ids
+//   expert_ids  i32 [max_blocks]
+//   offsets     i32 [E + 1]        expert_offsets
+//   counters    i32 [2]            num_tokens_post_padded, then the number of active experts
+//   active      i32 [min(E, entries)]  the experts with tokens, ascending (decode path)
+//   act         [max_padded, I]    silu(gate) * up per sorted position (bf16, f32 on kSimple)
+//   partial     f32 [entries, H]   each (token, slot)'s down projection, unweighted
+struct MoeWorkspaceLayout {
+  int64_t block_size = 0, entries = 0, max_padded = 0, max_blocks = 0;
+  int64_t sorted = 0, expert_ids = 0, offsets = 0, counters = 0, active = 0, act = 0, partial = 0;
+  int64_t bytes = 0;
+};
+MoeWorkspaceLayout moe_workspace_layout(MoePath path, const MoeShape& s, int64_t rows,
+                                        int64_t act_bytes);
+
+// Enough for every chunk of a call on any path (the dtype is not known here).
+int64_t moe_workspace_bytes(const MoeShape& s);
+
+}  // namespace sgl::kernels::cuda

@@ -1,0 +1,139 @@
+// CUDA moe_route: one warp per token scores its router logits (softmax or sigmoid, f32), takes
+// the top k by k rounds of a warp arg-max with the CPU's tie and NaN rules, and renormalises.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
+#include "core/check.h"
+#include "kernels/cuda/common/block_reduce.cuh"
+#include "kernels/cuda/common/pdl.cuh"
+#include "kernels/cuda/cuda_moe.h"
+
+namespace sgl::kernels::cuda {
+namespace {
+
+constexpr int kWarps = 4;  // tokens per block
+constexpr int kMaxPerLane = 16;
+constexpr int64_t kMaxExperts = 32 * kMaxPerLane;
+
+struct RouteParams {
+  const float* logits;  // [T, E], row stride ld
+  int64_t ld;
+  int64_t tokens;
+  int experts;
+  int k;
+  bool sigmoid;
+  bool renormalize;
+  float* weights;  // [T, k]
+  int32_t* ids;    // [T, k]
+};
+
+// The CPU picks, among the experts not yet taken, the first one and replaces it by each later
+// one with a strictly greater score: the highest score with the lowest index wins, NaN scores
+// never win, unless the first untaken expert's score is NaN (nothing compares greater than it).
+// Lane l holds experts l, l + 32, ... in s[]; bit i of `taken` marks s[i] taken (or absent).
+template <int kPerLane>
+__global__ void __launch_bounds__(32 * kWarps) moe_route_kernel(const RouteParams p) {
+  pdl_wait();
+  pdl_launch_dependents();
+  const int lane = threadIdx.x % 32;
+  const int64_t token = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
+  if (token >= p.tokens) return;  // the whole warp
+  const float* row = p.logits + token * p.ld;
+
+  float s[kPerLane];
+  unsigned taken = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    s[i] = e < p.experts ? row[e] : 0.f;
+    if (e >= p.experts) taken |= 1u << i;
+  }
+  if (p.sigmoid) {
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) s[i] = 1.0f / (1.0f + expf(-s[i]));
+  } else {
+    float max = NAN;  // fmaxf ignores NaN, as the CPU's std::fmax
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      if (!(taken >> i & 1u)) max = fmaxf(max, s[i]);
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      max = fmaxf(max, __shfl_xor_sync(kFullWarp, max, offset));
+    }
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      s[i] = (taken >> i & 1u) ? 0.f : expf(s[i] - max);
+      sum += s[i];
+    }
+    sum = warp_sum_of(sum);
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) s[i] /= sum;
+  }
+
+  float* w = p.weights + token * p.k;
+  int32_t* id = p.ids + token * p.k;
+  float total = 0.f;
+  for (int j = 0; j < p.k; ++j) {
+    // This lane's best untaken non-NaN score (lowest index on ties: i ascends with the expert)
+    // and its first untaken expert, with whether that one's score is NaN.
+    ValueIndex best = lowest_value_index();
+    unsigned first = 0xffffffffu;
+#pragma unroll
+    for (int i = kPerLane - 1; i >= 0; --i) {
+      if (taken >> i & 1u) continue;
+      const unsigned e = static_cast<unsigned>(lane + 32 * i);
+      first = e << 1 | (isnan(s[i]) ? 1u : 0u);
+      if (!isnan(s[i]) && s[i] >= best.value) best = {s[i], static_cast<int32_t>(e)};
+    }
+    best = warp_best(best);
+    first = __reduce_min_sync(kFullWarp, first);
+    if (first & 1u) best = {NAN, static_cast<int32_t>(first >> 1)};
+    if (lane == best.index % 32) taken |= 1u << (best.index / 32);
+    total += best.value;
+    if (lane == 0) {
+      id[j] = best.index;
+      w[j] = best.value;
+    }
+  }
+  if (p.renormalize && lane == 0) {
+    for (int j = 0; j < p.k; ++j) w[j] /= total;
+  }
+}
+
+}  // namespace
+
+void moe_route(const Tensor& router_logits, bool sigmoid, bool renormalize,
+               const Tensor& topk_weights, const Tensor& topk_ids, backend::Stream stream) {
+  const int64_t tokens = router_logits.size(0), experts = router_logits.size(1);
+  SGL_CHECK(experts <= kMaxExperts)
+      << "moe_route: the CUDA kernel takes up to " << kMaxExperts << " experts, got " << experts;
+  const RouteParams p{router_logits.data<float>(),
+                      router_logits.stride(0),
+                      tokens,
+                      static_cast<int>(experts),
+                      static_cast<int>(topk_ids.size(1)),
+                      sigmoid,
+                      renormalize,
+                      topk_weights.data<float>(),
+                      topk_ids.data<int32_t>()};
+  const dim3 grid(static_cast<unsigned>((tokens + kWarps - 1) / kWarps));
+  const auto s = backend::cuda::native_stream(stream);
+  if (experts <= 32) {
+    launch_pdl(moe_route_kernel<1>, grid, 32 * kWarps, 0, s, p);
+  } else if (experts <= 64) {
+    launch_pdl(moe_route_kernel<2>, grid, 32 * kWarps, 0, s, p);
+  } else if (experts <= 128) {
+    launch_pdl(moe_route_kernel<4>, grid, 32 * kWarps, 0, s, p);
+  } else if (experts <= 256) {
+    launch_pdl(moe_route_kernel<8>, grid, 32 * kWarps, 0, s, p);
+  } else {
+    launch_pdl(moe_route_kernel<16>, grid, 32 * kWarps, 0, s, p);
+  }
+}
+
+}  // namespace sgl::kernels::cuda

@@ -1,0 +1,143 @@
+// CUDA fused_moe against the CPU reference (fused_moe_reference) on every path: the decode
+// expert GEMV (bf16, up to 64 (token, slot) pairs), the grouped tensor-core GEMM (bf16, more),
+// the plain kernels (f32, and bf16 rows 16-byte loads cannot take), over expert counts, top-k,
+// token counts from 1 to 8192 (several chunks), sizes not multiples of 64, the Qwen3-30B-A3B and
+// Mixtral shapes, strided x and skewed routing. Bounds: cuda_moe_fixture.h. Label: cuda.
+#include <gtest/gtest.h>
+
+#include "cuda_moe_fixture.h"
+#include "kernels/cuda/moe_plan.h"
+
+namespace sgl::kernels {
+namespace {
+
+using test::MoeProblem;
+using test::Routing;
+
+class CudaFusedMoe : public test::CudaMoeTest {
+ protected:
+  struct Weights {
+    Buffer w13, w2;
+  };
+  Weights upload_weights(const MoeProblem& p) {
+    return {upload(*p.w13, {p.experts, 2 * p.inter, p.hidden}, p.dtype),
+            upload(*p.w2, {p.experts, p.hidden, p.inter}, p.dtype)};
+  }
+  // fused_moe on the GPU: NaN-poisoned output, a workspace poisoned with 0xff bytes.
+  std::vector<float> run(const MoeProblem& p, const Weights& w) {
+    Buffer x = upload(p.x, {p.tokens, p.x_stride}, p.dtype);
+    const Tensor xv = x.tensor().slice_last(0, p.hidden);
+    Buffer weights = upload(p.weights, {p.tokens, p.top_k}, DType::kF32);
+    Buffer ids = upload_i32(p.ids, {p.tokens, p.top_k});
+    const int64_t bytes =
+        fused_moe_workspace_bytes(xv.device(), p.tokens, p.top_k, p.experts, p.hidden, p.inter);
+    Buffer workspace = filled_i32({std::max<int64_t>(1, (bytes + 3) / 4)}, -1);
+    Buffer out = filled({p.tokens, p.hidden}, p.dtype, NAN);
+    fused_moe(xv, w.w13, w.w2, weights, ids, workspace, out, stream());
+    return download(out);
+  }
+  void check(const MoeProblem& p) {
+    EXPECT_TRUE(test::matches_reference(p, run(p, upload_weights(p))));
+  }
+};
+
+uint64_t seed_of(int64_t a, int64_t b, int64_t c, int64_t d) {
+  return static_cast<uint64_t>(((a * 31 + b) * 131 + c) * 1009 + d);
+}
+
+// bf16 over E, k, T: T*k <= 64 takes the decode GEMV, more the grouped GEMM; H=72 I=40 and
+// H=200 I=96 leave partial row tiles, k slices and column tiles everywhere.
+TEST_F(CudaFusedMoe, Bf16MatchesReferenceOverSweep) {
+  for (const auto [hidden, inter] : {std::pair<int64_t, int64_t>{72, 40}, {200, 96}}) {
+    for (int64_t experts : {8, 16, 60, 128}) {
+      for (int64_t k : {1, 2, 4, 8}) {
+        for (int64_t tokens : {1, 2, 7, 16, 64, 300}) {
+          check(MoeProblem(tokens, hidden, inter, experts, k, DType::kBF16, Routing::kRandom,
+                           seed_of(hidden, experts, k, tokens)));
+        }
+      }
+    }
+  }
+}
+
+// f32 runs the plain kernels (the f32 golden tests' path).
+TEST_F(CudaFusedMoe, F32MatchesReferenceOverSweep) {
+  for (int64_t experts : {8, 60, 128}) {
+    for (int64_t k : {1, 2, 8}) {
+      for (int64_t tokens : {1, 7, 64, 300}) {
+        check(MoeProblem(tokens, 72, 40, experts, k, DType::kF32, Routing::kRandom,
+                         seed_of(1, experts, k, tokens)));
+      }
+    }
+  }
+  check(MoeProblem(5, 36, 20, 16, 4, DType::kF32, Routing::kRandom, 3));
+}
+
+// Long prefills: several chunks (moe_chunk_tokens), thousands of rows per expert.
+TEST_F(CudaFusedMoe, LongPrefillsRunInChunks) {
+  ASSERT_LT(cuda::moe_chunk_tokens({8192, 8, 128, 72, 40}), 8192) << "no chunking exercised";
+  for (int64_t experts : {8, 128}) {
+    for (int64_t k : {2, 8}) {
+      for (int64_t tokens : {2048, 8192}) {
+        check(MoeProblem(tokens, 72, 40, experts, k, DType::kBF16, Routing::kRandom,
+                         seed_of(2, experts, k, tokens)));
+      }
+    }
+  }
+  check(MoeProblem(2048, 72, 40, 16, 4, DType::kF32, Routing::kRandom, 5));
+}
+
+// bf16 rows that 16-byte loads cannot take (H, I or x's stride not a multiple of 8) run the
+// plain kernels; a stride that is a multiple of 8 keeps the tensor-core paths.
+TEST_F(CudaFusedMoe, Bf16UnalignedShapesAndStridedInput) {
+  for (int64_t tokens : {1, 7, 300}) {
+    check(
+        MoeProblem(tokens, 36, 20, 8, 2, DType::kBF16, Routing::kRandom, seed_of(3, 0, 0, tokens)));
+    check(
+        MoeProblem(tokens, 72, 44, 8, 2, DType::kBF16, Routing::kRandom, seed_of(4, 0, 0, tokens)));
+    check(MoeProblem(tokens, 72, 40, 8, 2, DType::kBF16, Routing::kRandom, seed_of(5, 0, 0, tokens),
+                     /*stride=*/76));
+    check(MoeProblem(tokens, 72, 40, 8, 2, DType::kBF16, Routing::kRandom, seed_of(6, 0, 0, tokens),
+                     /*stride=*/88));
+  }
+}
+
+// Skewed routing: every token on the same k experts (the rest empty), and every slot of every
+// token on one expert (one group of T*k rows: several passes of the decode GEMV over 16-token
+// chunks, many blocks of one expert in the grouped GEMM).
+TEST_F(CudaFusedMoe, SkewedRouting) {
+  for (const Routing routing : {Routing::kFirstExperts, Routing::kOneExpert}) {
+    for (const DType dtype : {DType::kBF16, DType::kF32}) {
+      for (int64_t tokens : {1, 8, 32, 300}) {
+        check(MoeProblem(tokens, 72, 40, 16, 2, dtype, routing, seed_of(7, 0, 0, tokens)));
+        check(MoeProblem(tokens, 200, 96, 60, 8, dtype, routing, seed_of(8, 0, 0, tokens)));
+      }
+    }
+  }
+  // k == E: every expert chosen by every token.
+  check(MoeProblem(7, 72, 40, 8, 8, DType::kBF16, Routing::kRandom, 9));
+  check(MoeProblem(64, 72, 40, 8, 8, DType::kBF16, Routing::kRandom, 10));
+}
+
+// Qwen3-30B-A3B's layer: decode (1-8 tokens: the speed-critical path) and small prefills.
+TEST_F(CudaFusedMoe, Qwen3MoeShape) {
+  const MoeProblem all(64, 2048, 768, 128, 8, DType::kBF16, Routing::kRandom, 11);
+  const Weights w = upload_weights(all);
+  for (int64_t tokens : {1, 2, 7, 8, 16, 64}) {
+    const MoeProblem p = all.head(tokens);
+    EXPECT_TRUE(test::matches_reference(p, run(p, w)));
+  }
+}
+
+// Mixtral-8x7B's layer (2.8 GB of bf16 weights), at a few tokens.
+TEST_F(CudaFusedMoe, MixtralShape) {
+  const MoeProblem all(3, 4096, 14336, 8, 2, DType::kBF16, Routing::kRandom, 12);
+  const Weights w = upload_weights(all);
+  for (int64_t tokens : {1, 3}) {
+    const MoeProblem p = all.head(tokens);
+    EXPECT_TRUE(test::matches_reference(p, run(p, w)));
+  }
+}
+
+}  // namespace
+}  // namespace sgl::kernels
