@@ -3,7 +3,7 @@
 
 The CUDA golden-parity test holds our bf16 path to max(2e-2, 1.5 x these numbers): the goldens are
 float32 math, and bf16 math (what transformers, SGLang and we run on a GPU) moves the tiny test
-models' logprobs by more than 2e-2. For each dense golden model this loads the checkpoint in
+models' logprobs by more than 2e-2. For each golden model (dense and MoE) this loads the checkpoint in
 torch.bfloat16 (weights and activations, transformers' usual GPU path, here on the CPU) and
 records the worst error of the per-step top-5 logprobs (teacher-forced over prompt + greedy ids),
 the teacher-forced top-10 logprobs and the last-position logits.
@@ -18,7 +18,8 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM
 
-MODELS = ["stories260K", "tiny-llama", "tiny-llama-tied", "tiny-qwen2", "tiny-qwen3"]
+MODELS = ["stories260K", "tiny-llama", "tiny-llama-tied", "tiny-qwen2", "tiny-qwen3",
+          "tiny-mixtral", "tiny-qwen2-moe", "tiny-qwen3-moe"]
 
 
 def golden_path(testdata, model):

@@ -17,7 +17,6 @@ Result<std::unique_ptr<Model>> create(const ModelConfig& config, WeightLoader& w
 
 constexpr auto kLlama = &create<LlamaForCausalLM>;
 
-// The MoE families are listed unsupported so that their configs get an error naming them.
 constexpr std::array<Architecture, 7> kArchitectures = {{
     {.name = "LlamaForCausalLM",
      .model_type = "llama",
@@ -40,9 +39,24 @@ constexpr std::array<Architecture, 7> kArchitectures = {{
      .factory = kLlama,
      .qk_norm = true,
      .sliding_window = SlidingWindowRule::kWhenEnabled},
-    {.name = "MixtralForCausalLM", .model_type = "mixtral"},
-    {.name = "Qwen2MoeForCausalLM", .model_type = "qwen2_moe"},
-    {.name = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe"},
+    {.name = "MixtralForCausalLM",
+     .model_type = "mixtral",
+     .factory = kLlama,
+     .sliding_window = SlidingWindowRule::kAlways,
+     .moe = MoeStyle::kMixtral},
+    {.name = "Qwen2MoeForCausalLM",
+     .model_type = "qwen2_moe",
+     .factory = kLlama,
+     .qkv_bias = true,
+     .sliding_window = SlidingWindowRule::kWhenEnabled,
+     .moe = MoeStyle::kQwen,
+     .shared_expert = true},
+    {.name = "Qwen3MoeForCausalLM",
+     .model_type = "qwen3_moe",
+     .factory = kLlama,
+     .qk_norm = true,
+     .sliding_window = SlidingWindowRule::kWhenEnabled,
+     .moe = MoeStyle::kQwen},
 }};
 
 template <class Key>

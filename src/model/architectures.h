@@ -2,6 +2,7 @@
 // GGUF config reader, the GGUF weight source and the model registry.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -29,6 +30,18 @@ enum class SlidingWindowRule {
                  // `max_window_layers`) marks (Qwen2, Qwen3)
 };
 
+// How an architecture builds its MLPs, when some are sparse mixture-of-experts blocks.
+enum class MoeStyle : uint8_t {
+  kNone,  // dense MLPs only
+  // Every layer sparse: `num_local_experts` experts of width intermediate_size under
+  // block_sparse_moe.{gate, experts.E.w1|w3|w2}; top-k weights always renormalized.
+  kMixtral,
+  // Sparse where decoder_sparse_step and mlp_only_layers say: experts of width
+  // moe_intermediate_size under mlp.{gate, experts.E.{gate,up,down}_proj}; top-k weights
+  // renormalized iff norm_topk_prob.
+  kQwen,
+};
+
 struct Architecture {
   std::string_view name;            // config.json `architectures[0]`: "Qwen2ForCausalLM"
   std::string_view model_type;      // config.json `model_type`: "qwen2"
@@ -41,6 +54,10 @@ struct Architecture {
   // converter does; GgufWeightSource undoes it).
   bool gguf_interleaved_qk = false;
   SlidingWindowRule sliding_window = SlidingWindowRule::kIgnored;
+  MoeStyle moe = MoeStyle::kNone;
+  // A shared expert (width shared_expert_intermediate_size) beside the routed ones, scaled by a
+  // sigmoid gate (Qwen2-MoE).
+  bool shared_expert = false;
 
   bool supported() const { return factory != nullptr; }
 };

@@ -76,6 +76,19 @@ Status check_config_bounds(const ModelConfig& c, const std::string& source,
                                      /*open_min=*/true, /*open_max=*/true));
   SGL_RETURN_IF_ERROR(float_in_range(source, n.rope_theta, c.rope_theta, B::kMinRopeTheta,
                                      B::kMaxRopeTheta, false, false));
+  if (c.num_experts != 0) {
+    SGL_RETURN_IF_ERROR(int_in_range(source, n.num_experts, c.num_experts, B::kMaxNumExperts));
+    SGL_RETURN_IF_ERROR(
+        int_in_range(source, n.num_experts_per_tok, c.num_experts_per_tok, c.num_experts));
+    SGL_RETURN_IF_ERROR(int_in_range(source, n.moe_intermediate_size, c.moe_intermediate_size,
+                                     B::kMaxIntermediateSize));
+    SGL_RETURN_IF_ERROR(
+        int_in_range(source, n.decoder_sparse_step, c.decoder_sparse_step, B::kMaxNumLayers));
+  }
+  if (c.shared_expert_intermediate_size != 0) {
+    SGL_RETURN_IF_ERROR(int_in_range(source, n.shared_expert_intermediate_size,
+                                     c.shared_expert_intermediate_size, B::kMaxIntermediateSize));
+  }
   const RopeScaling& s = c.rope_scaling;
   if (s.type == RopeScalingType::kLlama3) {
     const std::string& r = n.rope_scaling;

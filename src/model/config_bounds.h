@@ -36,6 +36,9 @@ struct ConfigBounds {
   // RoPE scaling factors: llama3 `factor` in [1, max] (it divides frequencies; in use: 8, 32),
   // low/high frequency factors in (0, max].
   static constexpr double kMaxRopeScalingFactor = 1e4;
+  // Routed experts of a MoE layer; largest released: 384 (Kimi K2). The CUDA router
+  // (kernels::moe_route) takes up to 512.
+  static constexpr int64_t kMaxNumExperts = 512;
   // rms_norm_eps lies in (0, kMaxRmsNormEps); real models use 1e-6 .. 1e-5.
   static constexpr double kMaxRmsNormEps = 1.0;
 };
@@ -53,12 +56,18 @@ struct ConfigFieldNames {
   std::string max_position_embeddings = "field 'max_position_embeddings'";
   std::string sliding_window = "field 'sliding_window'";
   std::string rms_norm_eps = "field 'rms_norm_eps'";
+  std::string num_experts = "field 'num_experts'";
+  std::string num_experts_per_tok = "field 'num_experts_per_tok'";
+  std::string moe_intermediate_size = "field 'moe_intermediate_size'";
+  std::string shared_expert_intermediate_size = "field 'shared_expert_intermediate_size'";
+  std::string decoder_sparse_step = "field 'decoder_sparse_step'";
   std::string rope_theta = "field 'rope_theta'";
   std::string rope_scaling = "field 'rope_scaling'";
 };
 
 // Checks every hyper-parameter of a parsed config against ConfigBounds (and head_dim even,
-// kv heads dividing heads). `source` names the file. InvalidArgument on the first violation.
+// kv heads dividing heads, top-k at most the expert count). `source` names the file.
+// InvalidArgument on the first violation.
 Status check_config_bounds(const ModelConfig& config, const std::string& source,
                            const ConfigFieldNames& names = {});
 

@@ -1,5 +1,5 @@
-// LlamaForCausalLM: embed -> N x DecoderLayer (attention block + dense MLP, pre-norm residual)
-// -> final norm -> LM head.
+// LlamaForCausalLM: embed -> N x DecoderLayer (attention block + dense or MoE MLP, pre-norm
+// residual) -> final norm -> LM head.
 #include "model/llama.h"
 
 #include "backend/backend.h"
@@ -14,8 +14,10 @@
 namespace sgl::model {
 namespace {
 
-// Every Llama-family layer runs a dense MLP.
-Mlp mlp_for_layer(const ModelConfig& config, int64_t /*layer*/) {
+// A dense MLP, or a sparse MoE block on the layers a MoE config marks (Mixtral, Qwen2-MoE,
+// Qwen3-MoE: the same decoder with that MLP).
+Mlp mlp_for_layer(const ModelConfig& config, int64_t layer) {
+  if (config.is_sparse_layer(layer)) return MoeMlp(moe_shape(config));
   return DenseMlp(config.hidden_size, config.intermediate_size);
 }
 
@@ -52,7 +54,7 @@ Result<ModelMemoryPlan> LlamaForCausalLM::plan(const ModelConfig& config, Weight
   plan.rope_table =
       probe.options_.max_positions * config.head_dim * static_cast<int64_t>(sizeof(float));
   ActivationPlan activations;
-  probe.plan_activations(weights.dtype(), activations);
+  probe.plan_activations(weights.dtype(), weights.device(), activations);
   plan.activations = activations.bytes();
   return plan;
 }
@@ -85,7 +87,7 @@ Result<std::unique_ptr<LlamaForCausalLM>> LlamaForCausalLM::load(const ModelConf
   backend::synchronize(backend::Stream{allocator.device(), nullptr});
 
   ActivationPlan activations;
-  model->plan_activations(weights.dtype(), activations);
+  model->plan_activations(weights.dtype(), allocator.device(), activations);
   activations.allocate(allocator);
   return model;
 }
@@ -111,7 +113,7 @@ Status LlamaForCausalLM::load_weights(WeightLoader& w) {
   return Status::ok_status();
 }
 
-void LlamaForCausalLM::plan_activations(DType dtype, ActivationPlan& plan) {
+void LlamaForCausalLM::plan_activations(DType dtype, Device device, ActivationPlan& plan) {
   const ModelConfig& c = config_;
   const int64_t n = options_.max_num_tokens, rows = options_.max_logit_rows;
   // The residual stream stays f32 whatever the activation dtype: bf16 rounding of the running
@@ -119,7 +121,14 @@ void LlamaForCausalLM::plan_activations(DType dtype, ActivationPlan& plan) {
   plan.add(&act_.hidden, dtype, n, c.hidden_size);
   plan.add(&act_.residual, DType::kF32, n, c.hidden_size);
   AttentionBlock::plan_scratch(attention_shape(c), n, dtype, act_.layer.attention, plan);
-  DenseMlp::plan_scratch(c.intermediate_size, n, dtype, act_.layer.dense_mlp, plan);
+  bool dense = false, sparse = false;
+  for (const DecoderLayer& layer : layers_) {
+    (std::holds_alternative<MoeMlp>(layer.mlp()) ? sparse : dense) = true;
+  }
+  if (dense) DenseMlp::plan_scratch(c.intermediate_size, n, dtype, act_.layer.dense_mlp, plan);
+  if (sparse) {
+    MoeMlp::plan_scratch(moe_shape(c), n, dtype, device, act_.layer.moe_mlp, plan);
+  }
   plan.add(&act_.last_hidden, dtype, rows, c.hidden_size);
   plan.add(&act_.logits, DType::kF32, rows, c.vocab_size);
 }

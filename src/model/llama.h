@@ -1,5 +1,6 @@
-// LlamaForCausalLM and its close relatives (Mistral, Qwen2 with qkv bias, Qwen3 with q/k norm):
-// embedding, decoder layers (attention block + dense MLP), final norm, LM head (tied or not).
+// LlamaForCausalLM and its close relatives (Mistral, Qwen2 with qkv bias, Qwen3 with q/k norm, and
+// their sparse MoE variants Mixtral, Qwen2-MoE, Qwen3-MoE): embedding, decoder layers (attention
+// block + dense or MoE MLP), final norm, LM head (tied or not).
 #pragma once
 
 #include <memory>
@@ -43,8 +44,9 @@ class LlamaForCausalLM final : public Model {
   // The config's bounds must have been checked: this builds its layers (nothing allocated).
   LlamaForCausalLM(const ModelConfig& config, const ModelOptions& options);
   Status load_weights(WeightLoader& weights);
-  // Declares act_'s buffers, in `dtype` but for the f32 residual stream and logits.
-  void plan_activations(DType dtype, ActivationPlan& plan);
+  // Declares act_'s buffers, in `dtype` but for the f32 residual stream and logits; `device`
+  // sizes the MoE workspace.
+  void plan_activations(DType dtype, Device device, ActivationPlan& plan);
 
   ModelConfig config_;
   ModelOptions options_;

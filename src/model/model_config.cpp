@@ -280,7 +280,60 @@ Status parse_sliding_window(const Fields& top, const std::string& source, const 
   return Status::ok_status();
 }
 
+// Mixture-of-experts sizes, as the architecture's MoeStyle reads them. The expert count is
+// `num_experts` in Qwen's configs and `num_local_experts` in Mixtral's (transformers 5.x writes the
+// latter for every family).
+Status parse_moe(const Fields& top, const Architecture& arch, ModelConfig& config) {
+  if (arch.moe == MoeStyle::kNone) return Status::ok_status();
+  const bool local = top.has("num_local_experts"), plain = top.has("num_experts");
+  if (!local && !plain) {
+    return top.error("num_experts", "is missing (as is num_local_experts); " +
+                                        std::string(arch.name) + " needs an expert count");
+  }
+  SGL_ASSIGN_OR_RETURN(const int64_t n_local, top.positive_int("num_local_experts", 0));
+  SGL_ASSIGN_OR_RETURN(const int64_t n_plain, top.positive_int("num_experts", 0));
+  if (local && plain && n_local != n_plain) {
+    return top.error("num_experts", "(" + std::to_string(n_plain) +
+                                        ") disagrees with num_local_experts (" +
+                                        std::to_string(n_local) + ")");
+  }
+  config.num_experts = local ? n_local : n_plain;
+  SGL_ASSIGN_OR_RETURN(config.num_experts_per_tok,
+                       top.required_positive_int("num_experts_per_tok"));
+  if (arch.moe == MoeStyle::kMixtral) {
+    config.moe_intermediate_size = config.intermediate_size;
+    config.norm_topk_prob = true;
+    return Status::ok_status();
+  }
+  SGL_ASSIGN_OR_RETURN(config.moe_intermediate_size,
+                       top.required_positive_int("moe_intermediate_size"));
+  SGL_ASSIGN_OR_RETURN(config.norm_topk_prob, top.boolean("norm_topk_prob", false));
+  SGL_ASSIGN_OR_RETURN(config.decoder_sparse_step, top.positive_int("decoder_sparse_step", 1));
+  if (const Json* layers = top.get("mlp_only_layers")) {
+    if (!layers->is_array()) return top.error("mlp_only_layers", "must be a list of layer indices");
+    for (const Json& layer : *layers) {
+      if (!layer.is_number_integer() || layer.get<int64_t>() < 0 ||
+          layer.get<int64_t>() >= config.num_hidden_layers) {
+        return top.error("mlp_only_layers", "holds " + layer.dump() +
+                                                ", not a layer index below num_hidden_layers (" +
+                                                std::to_string(config.num_hidden_layers) + ")");
+      }
+      config.mlp_only_layers.push_back(layer.get<int64_t>());
+    }
+  }
+  if (arch.shared_expert) {
+    SGL_ASSIGN_OR_RETURN(config.shared_expert_intermediate_size,
+                         top.required_positive_int("shared_expert_intermediate_size"));
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
+
+bool ModelConfig::is_sparse_layer(int64_t layer) const {
+  return num_experts > 0 && (layer + 1) % decoder_sparse_step == 0 &&
+         std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) == mlp_only_layers.end();
+}
 
 Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source) {
   SGL_ASSIGN_OR_RETURN(Json root, parse_json(json_text, source));
@@ -323,6 +376,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   SGL_ASSIGN_OR_RETURN(config.rms_norm_eps, top.positive_number("rms_norm_eps", 1e-6));
   SGL_RETURN_IF_ERROR(parse_rope(top, source, config));
   SGL_RETURN_IF_ERROR(parse_sliding_window(top, source, *arch, config));
+  SGL_RETURN_IF_ERROR(parse_moe(top, *arch, config));
 
   SGL_ASSIGN_OR_RETURN(config.tie_word_embeddings, top.boolean("tie_word_embeddings", false));
   // transformers 5.x calls it `qkv_bias` in some families; Qwen2 has the biases regardless.

@@ -43,6 +43,14 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2: always)
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
+  // Sparse mixture-of-experts (Mixtral, Qwen2-MoE, Qwen3-MoE); num_experts 0 = dense.
+  int64_t num_experts = 0;                      // routed experts of a sparse layer
+  int64_t num_experts_per_tok = 0;              // top-k
+  int64_t moe_intermediate_size = 0;            // each expert's width (Mixtral: intermediate_size)
+  int64_t shared_expert_intermediate_size = 0;  // 0 = no shared expert (Qwen2-MoE has one)
+  bool norm_topk_prob = false;                  // renormalize the top-k weights (Mixtral: always)
+  int64_t decoder_sparse_step = 1;              // every step-th layer is sparse ...
+  std::vector<int64_t> mlp_only_layers;         // ... except these, which stay dense
   std::string hidden_act = "silu";
   std::string torch_dtype;  // "bfloat16", "float32", ... from `torch_dtype` or 5.x's `dtype`
   std::vector<int32_t> eos_token_ids;  // from config.json (and generation_config.json)
@@ -51,6 +59,9 @@ struct ModelConfig {
   // Derived sizes.
   int64_t q_size() const { return num_attention_heads * head_dim; }
   int64_t kv_size() const { return num_key_value_heads * head_dim; }
+  // Whether layer `layer` runs a sparse MoE block rather than a dense MLP (transformers'
+  // Qwen2-MoE / Qwen3-MoE rule; Mixtral's configs make every layer sparse).
+  bool is_sparse_layer(int64_t layer) const;
 };
 
 // Parses `json_text` (the contents of config.json) and checks every hyper-parameter against

@@ -1,7 +1,10 @@
 // Weight loading: shape checks, queueing reads on the uploader, dummy weights.
 #include "model/weight_loader.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <numeric>
 
 #include "core/logging.h"
 #include "kernels/fill.h"
@@ -72,24 +75,47 @@ Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> 
 
 Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
                                          const std::vector<std::vector<int64_t>>& shapes) {
-  SGL_CHECK_EQ(names.size(), shapes.size());
+  SGL_CHECK(!shapes.empty());
+  std::vector<int64_t> fused = shapes[0];
+  fused[0] = 0;
+  for (const auto& s : shapes) fused[0] += s[0];
+  return load_rows(names, shapes, std::move(fused));
+}
+
+Result<Buffer> WeightLoader::load_stacked(const std::vector<std::string>& names,
+                                          const std::vector<int64_t>& part,
+                                          std::vector<int64_t> shape) {
+  return load_rows(names, std::vector<std::vector<int64_t>>(names.size(), part), std::move(shape));
+}
+
+Result<Buffer> WeightLoader::load_rows(const std::vector<std::string>& names,
+                                       const std::vector<std::vector<int64_t>>& shapes,
+                                       std::vector<int64_t> shape) {
+  SGL_CHECK(!names.empty() && names.size() == shapes.size());
+  // The parts stacked along dim 0; `shape` must hold exactly that many elements.
+  std::vector<int64_t> rows = shapes[0];
+  rows[0] = 0;
+  for (const auto& s : shapes) {
+    SGL_CHECK(s.size() == rows.size() && std::equal(s.begin() + 1, s.end(), rows.begin() + 1));
+    rows[0] += s[0];
+  }
+  SGL_CHECK_EQ(std::accumulate(rows.begin(), rows.end(), int64_t{1}, std::multiplies<>()),
+               std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
   if (check_only_) {
     for (size_t i = 0; i < names.size(); ++i) SGL_RETURN_IF_ERROR(check(names[i], shapes[i]));
     return Buffer();
   }
-  std::vector<int64_t> fused = shapes.at(0);
-  fused[0] = 0;
-  for (const auto& s : shapes) fused[0] += s[0];
-  if (source_ == nullptr) return dummy(std::move(fused));
+  if (source_ == nullptr) return dummy(std::move(shape));
   std::vector<PendingLoad> parts;  // every part checked before allocating
   for (size_t i = 0; i < names.size(); ++i) {
     SGL_ASSIGN_OR_RETURN(PendingLoad part, prepare(names[i], shapes[i]));
     parts.push_back(std::move(part));
   }
-  Buffer out(allocator_, dtype_, fused);
+  Buffer out(allocator_, dtype_, shape);
+  const Tensor stacked = out.tensor().reshape(rows);
   int64_t row = 0;
   for (size_t i = 0; i < names.size(); ++i) {
-    submit(std::move(parts[i]), out.tensor().slice_rows(row, shapes[i][0]));
+    submit(std::move(parts[i]), stacked.slice_rows(row, shapes[i][0]));
     row += shapes[i][0];
   }
   return out;

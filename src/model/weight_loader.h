@@ -35,11 +35,17 @@ class WeightLoader {
   // Loads tensors of shapes [rows_i, ...] and stacks them along dim 0 (fused qkv, gate_up).
   Result<Buffer> load_concat(const std::vector<std::string>& names,
                              const std::vector<std::vector<int64_t>>& shapes);
+  // Loads tensors that all have shape `part` and lays them one after another, in order, into one
+  // Buffer of `shape` (as many elements as all of them): a MoE layer's per-expert matrices as one
+  // [E, rows, cols] tensor.
+  Result<Buffer> load_stacked(const std::vector<std::string>& names,
+                              const std::vector<int64_t>& part, std::vector<int64_t> shape);
   // RMSNorm weights in dummy mode are ones (random norms make activations explode).
   Result<Buffer> load_norm(const std::string& name, int64_t size);
 
   bool has(const std::string& name) const;
   DType dtype() const { return dtype_; }
+  Device device() const { return allocator_.device(); }
   // The weights' source; nullptr for dummy weights.
   const WeightSource* source() const { return source_; }
 
@@ -72,6 +78,10 @@ class WeightLoader {
   Result<PendingLoad> prepare(const std::string& name, const std::vector<int64_t>& shape) const;
   // Queues the read into dst.
   void submit(PendingLoad pending, const Tensor& dst);
+  // load_concat into a Buffer of `shape` (the stacked parts' element count).
+  Result<Buffer> load_rows(const std::vector<std::string>& names,
+                           const std::vector<std::vector<int64_t>>& shapes,
+                           std::vector<int64_t> shape);
   // The check-only load of `name`: checks it (unless dummy) and counts its bytes.
   Status check(const std::string& name, const std::vector<int64_t>& shape);
 

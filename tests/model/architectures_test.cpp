@@ -16,11 +16,14 @@ namespace {
 
 using Json = nlohmann::json;
 
-// A tiny config of architecture `name` (model_type `model_type`; absent keys left out).
+// A tiny config of architecture `name` (model_type `model_type`; absent keys left out), with the
+// MoE keys the MoE architectures read (the dense ones ignore them).
 Json tiny_config(std::string_view name, std::string_view model_type) {
   Json j = Json::parse(R"({
     "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128
+    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128,
+    "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16,
+    "shared_expert_intermediate_size": 24
   })");
   if (!name.empty()) j["architectures"] = {std::string(name)};
   if (!model_type.empty()) j["model_type"] = std::string(model_type);
@@ -43,7 +46,8 @@ TEST(ArchitecturesTest, KeysAreUniqueAndFindable) {
   EXPECT_EQ(find_architecture("FooForCausalLM"), nullptr);
   EXPECT_EQ(find_architecture_by_gguf_name(""), nullptr);
   EXPECT_EQ(supported_architecture_names(),
-            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM");
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+            "MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM");
   EXPECT_EQ(supported_gguf_names(), "llama, qwen2, qwen3");
 }
 
@@ -65,6 +69,8 @@ TEST(ArchitecturesTest, ConfigParsingAndRegistryFollowTheTable) {
       EXPECT_EQ(c->model_type, a.model_type);
       EXPECT_EQ(c->attention_bias, a.qkv_bias);
       EXPECT_EQ(c->qk_norm, a.qk_norm);
+      EXPECT_EQ(c->num_experts, a.moe == MoeStyle::kNone ? 0 : 4);
+      EXPECT_EQ(c->shared_expert_intermediate_size, a.shared_expert ? 24 : 0);
 
       WeightLoader dummy(nullptr, cpu_allocator(), DType::kF32, backend::Stream{});
       Result<std::unique_ptr<Model>> model =
@@ -74,11 +80,11 @@ TEST(ArchitecturesTest, ConfigParsingAndRegistryFollowTheTable) {
     }
   }
   ModelConfig unknown;
-  unknown.architecture = "Qwen3MoeForCausalLM";
+  unknown.architecture = "DeepseekV3ForCausalLM";
   WeightLoader dummy(nullptr, cpu_allocator(), DType::kF32, backend::Stream{});
   test_util::expect_status(create_model(unknown, dummy, cpu_allocator(), {}).status(),
                            StatusCode::kUnimplemented,
-                           {"Qwen3MoeForCausalLM", supported_architecture_names()});
+                           {"DeepseekV3ForCausalLM", supported_architecture_names()});
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // The model's building blocks on the CPU: ActivationPlan sizes and allocates what blocks declare;
 // load_linear stacks fused modules and their biases (and only checks in check-only mode);
-// DenseMlp's forward equals a plain SwiGLU on the checkpoint's weights.
+// DenseMlp's forward equals a plain SwiGLU on the checkpoint's weights, and MoeMlp's a plain
+// router + top-k experts (+ gated shared expert) loop on them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -10,6 +12,8 @@
 #include "model/layers/activation_plan.h"
 #include "model/layers/dense_mlp.h"
 #include "model/layers/linear.h"
+#include "model/layers/moe_mlp.h"
+#include "model/model_config.h"
 #include "model/weight_source.h"
 #include "model_test_util.h"
 
@@ -135,6 +139,106 @@ TEST(DenseMlpTest, ForwardIsSwiGlu) {
       EXPECT_NEAR(hidden.data<float>()[t * kHidden + h], y, 1e-4) << "token " << t << " " << h;
     }
   }
+}
+
+// SwiGLU of one row x[H] through gate / up [I, H] and down [H, I], in double.
+std::vector<double> swiglu(const float* x, const std::vector<float>& gate,
+                           const std::vector<float>& up, const std::vector<float>& down,
+                           int64_t hidden, int64_t inter) {
+  std::vector<double> act(inter), y(hidden, 0.0);
+  for (int64_t i = 0; i < inter; ++i) {
+    double g = 0, u = 0;
+    for (int64_t k = 0; k < hidden; ++k) {
+      g += double{x[k]} * gate[i * hidden + k];
+      u += double{x[k]} * up[i * hidden + k];
+    }
+    act[i] = g / (1 + std::exp(-g)) * u;
+  }
+  for (int64_t h = 0; h < hidden; ++h) {
+    for (int64_t i = 0; i < inter; ++i) y[h] += act[i] * down[h * inter + i];
+  }
+  return y;
+}
+
+// MoeMlp on a test checkpoint equals transformers' sparse block written out: softmax over the
+// router logits, the top-k experts (renormalized as the config says), each a SwiGLU of the
+// per-expert tensors the checkpoint names, plus the shared expert scaled by its sigmoid gate.
+void expect_moe_matches_loop(const std::string& model) {
+  SCOPED_TRACE(model);
+  auto source = open_source(model);
+  ASSERT_TRUE(source);
+  Result<ModelConfig> config = load_model_config(testdata_models_dir() / model);
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  const MoeShape shape = moe_shape(*config);
+  const int64_t kH = shape.hidden_size, kI = shape.intermediate_size, kE = shape.num_experts;
+  constexpr int64_t kTokens = 5;
+  const std::string p = "model.layers.1." + shape.names.block;
+  WeightLoader loader(source.get(), cpu_allocator(), DType::kF32, backend::Stream{});
+  MoeMlp mlp(shape);
+  ASSERT_TRUE(mlp.load(loader, "model.layers.1.").ok());
+  ASSERT_TRUE(loader.finish().ok());
+  MoeMlp::Scratch scratch;
+  ActivationPlan plan;
+  MoeMlp::plan_scratch(shape, kTokens, DType::kF32, Device::cpu(), scratch, plan);
+  plan.allocate(cpu_allocator());
+
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  Buffer hidden(cpu_allocator(), DType::kF32, {kTokens, kH});
+  for (int64_t i = 0; i < kTokens * kH; ++i) hidden.data<float>()[i] = dist(rng);
+  const std::vector<float> x = values(hidden);
+  mlp.forward(hidden, scratch, backend::Stream{});
+
+  const auto router = read(*source, p + "gate.weight", {kE, kH});
+  for (int64_t t = 0; t < kTokens; ++t) {
+    const float* xt = x.data() + t * kH;
+    std::vector<double> prob(kE);
+    double total = 0;
+    for (int64_t e = 0; e < kE; ++e) {
+      double logit = 0;
+      for (int64_t k = 0; k < kH; ++k) logit += double{xt[k]} * router[e * kH + k];
+      total += prob[e] = std::exp(logit);
+    }
+    std::vector<int64_t> order(kE);
+    for (int64_t e = 0; e < kE; ++e) order[e] = e;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return prob[a] > prob[b]; });
+    double top_sum = 0;
+    for (int64_t j = 0; j < shape.top_k; ++j) top_sum += prob[order[j]];
+    std::vector<double> y(kH, 0.0);
+    for (int64_t j = 0; j < shape.top_k; ++j) {
+      const int64_t e = order[j];
+      const std::string ex = p + "experts." + std::to_string(e) + ".";
+      const double w = prob[e] / (shape.renormalize ? top_sum : total);
+      const auto out =
+          swiglu(xt, read(*source, ex + shape.names.gate_proj + ".weight", {kI, kH}),
+                 read(*source, ex + shape.names.up_proj + ".weight", {kI, kH}),
+                 read(*source, ex + shape.names.down_proj + ".weight", {kH, kI}), kH, kI);
+      for (int64_t h = 0; h < kH; ++h) y[h] += w * out[h];
+    }
+    if (shape.shared_intermediate_size > 0) {
+      const int64_t kS = shape.shared_intermediate_size;
+      const auto out =
+          swiglu(xt, read(*source, p + "shared_expert.gate_proj.weight", {kS, kH}),
+                 read(*source, p + "shared_expert.up_proj.weight", {kS, kH}),
+                 read(*source, p + "shared_expert.down_proj.weight", {kH, kS}), kH, kS);
+      const auto gate = read(*source, p + "shared_expert_gate.weight", {1, kH});
+      double g = 0;
+      for (int64_t k = 0; k < kH; ++k) g += double{xt[k]} * gate[k];
+      for (int64_t h = 0; h < kH; ++h) y[h] += out[h] / (1 + std::exp(-g));
+    }
+    for (int64_t h = 0; h < kH; ++h) {
+      EXPECT_NEAR(hidden.data<float>()[t * kH + h], y[h], 1e-5) << "token " << t << " " << h;
+    }
+  }
+}
+
+TEST(MoeMlpTest, MixtralForwardIsTheRenormalizedTopKExperts) {
+  expect_moe_matches_loop("tiny-mixtral");
+}
+
+TEST(MoeMlpTest, Qwen2MoeForwardAddsTheGatedSharedExpert) {
+  expect_moe_matches_loop("tiny-qwen2-moe");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Golden parity on CPU (f32): greedy ids, per-step top-5 logprobs, teacher-forced top-10
-// logprobs and last-position logits against transformers' float32 references, for every dense
-// model in ../shared/testdata/golden; and batched generation equal to each request alone.
+// logprobs and last-position logits against transformers' float32 references, for every model in
+// ../shared/testdata/golden (dense and MoE); and batched generation equal to each request alone.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,8 +45,11 @@ struct Tolerances {
 // f32: the bounds above. bf16: the goldens are f32 math, and bf16 math moves these tiny models'
 // logprobs by more than the 2e-2 even in transformers (measured by
 // scripts/measure_transformers_bf16_error.py into data/transformers_bf16_error.json: up to 0.18
-// on stories260K, 0.03-0.07 on the random models). We are held to max(2e-2, 1.5 x transformers'
-// own bf16 error) per model.
+// on stories260K, 0.03-0.07 on the random dense models). We are held to max(2e-2, 1.5 x
+// transformers' own bf16 error) per model. NOTE: on the MoE models that error is 0.09-2.0 on
+// logprobs (last logits: 0.03-0.05): bf16 activations flip the router's choice at near-tied
+// experts (transformers with an f32 router measured the same), which moves every logprob of that
+// position; their bounds are loose for that reason, the last-logits bound stays 0.15.
 Tolerances tolerances_for(const std::string& model) {
   Tolerances t;
   if (!kBf16) return t;
@@ -93,6 +96,7 @@ TEST_P(GoldenParity, GreedyIdsAndStepLogprobs) {
   auto runner = make_runner(GetParam());
   ASSERT_TRUE(runner);
   engine::BatchGenerator generator(*runner, runner->config().eos_token_ids);
+  double worst = 0;  // the largest step logprob error, reported
   for (size_t ci = 0; ci < golden["cases"].size(); ++ci) {
     const nlohmann::json& c = golden["cases"][ci];
     auto results = generator.generate({test::greedy_request(c, 5)});
@@ -111,11 +115,13 @@ TEST_P(GoldenParity, GreedyIdsAndStepLogprobs) {
                 << gap << ")\n";
     }
     for (size_t s = 0; s < agree; ++s) {
-      test::expect_top_logprobs(out.top_logprobs[s], c["steps_top5"][s]["ids"],
-                                c["steps_top5"][s]["logprobs"], tol.step_logprob,
-                                "case " + std::to_string(ci) + " step " + std::to_string(s));
+      worst = std::max(worst, test::expect_top_logprobs(
+                                  out.top_logprobs[s], c["steps_top5"][s]["ids"],
+                                  c["steps_top5"][s]["logprobs"], tol.step_logprob,
+                                  "case " + std::to_string(ci) + " step " + std::to_string(s)));
     }
   }
+  std::cout << GetParam() << ": step top-5 logprobs within " << worst << "\n";
   EXPECT_TRUE(generator.kv_allocator().check_integrity().ok());
   EXPECT_EQ(generator.kv_allocator().available(), generator.kv_allocator().capacity());
 }
@@ -128,6 +134,7 @@ TEST_P(GoldenParity, TeacherForcedLogprobsAndLastLogits) {
   cache::ReqToTokenPool req_to_token(4, static_cast<int32_t>(runner->context_length()));
   cache::TokenToKvPoolAllocator kv(static_cast<int32_t>(runner->num_kv_slots()));
   runner::ForwardBatchBuilder builder(runner->allocator(), 512, 16, req_to_token.table());
+  double worst_logprob = 0, worst_logit = 0;  // reported
   for (size_t ci = 0; ci < golden["cases"].size(); ++ci) {
     const nlohmann::json& c = golden["cases"][ci];
     // stories260K's prefill scores the prompt plus 16 generated tokens.
@@ -147,9 +154,11 @@ TEST_P(GoldenParity, TeacherForcedLogprobsAndLastLogits) {
     const int64_t vocab = logits.size(1);
     for (size_t p = 0; p < positions; ++p) {
       const auto top = sampling::top_logprobs_of(logits.data<float>() + p * vocab, vocab, 10);
-      test::expect_top_logprobs(top, c["prefill"]["topk_ids"][p], c["prefill"]["topk_logprobs"][p],
-                                tol.prefill_logprob,
-                                "case " + std::to_string(ci) + " position " + std::to_string(p));
+      worst_logprob = std::max(
+          worst_logprob, test::expect_top_logprobs(
+                             top, c["prefill"]["topk_ids"][p], c["prefill"]["topk_logprobs"][p],
+                             tol.prefill_logprob,
+                             "case " + std::to_string(ci) + " position " + std::to_string(p)));
     }
     const auto& last = c["prefill"]["last_logits"];
     ASSERT_EQ(static_cast<int64_t>(last.size()), vocab);
@@ -159,9 +168,12 @@ TEST_P(GoldenParity, TeacherForcedLogprobsAndLastLogits) {
       max_err = std::max(max_err, std::abs(ours[v] - last[v].get<double>()));
     }
     EXPECT_LT(max_err, tol.logit) << "case " << ci;
+    worst_logit = std::max(worst_logit, max_err);
     kv.free(slots);
     req_to_token.free(row);
   }
+  std::cout << GetParam() << ": teacher-forced top-10 logprobs within " << worst_logprob
+            << ", last logits within " << worst_logit << "\n";
 }
 
 TEST_P(GoldenParity, BatchEqualsEachAlone) {
@@ -256,9 +268,10 @@ TEST_P(GoldenParity, GraphReplayMatchesEagerDecode) {
 }
 #endif
 
-INSTANTIATE_TEST_SUITE_P(DenseModels, GoldenParity,
+INSTANTIATE_TEST_SUITE_P(Models, GoldenParity,
                          ::testing::Values("stories260K", "tiny-llama", "tiny-llama-tied",
-                                           "tiny-qwen2", "tiny-qwen3"),
+                                           "tiny-qwen2", "tiny-qwen3", "tiny-mixtral",
+                                           "tiny-qwen2-moe", "tiny-qwen3-moe"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::erase(name, '-');

@@ -10,7 +10,8 @@ Status DecoderLayer::load(WeightLoader& w, const std::string& prefix) {
   SGL_RETURN_IF_ERROR(attention_.load(w, prefix + "self_attn."));
   SGL_ASSIGN_OR_RETURN(post_norm_,
                        w.load_norm(prefix + "post_attention_layernorm.weight", hidden_size_));
-  return std::visit([&](auto& mlp) { return mlp.load(w, prefix + "mlp."); }, mlp_);
+  if (auto* moe = std::get_if<MoeMlp>(&mlp_)) return moe->load(w, prefix);
+  return std::get<DenseMlp>(mlp_).load(w, prefix + "mlp.");
 }
 
 void DecoderLayer::forward(const Tensor& hidden, const Tensor& residual, const Tensor& rope_cos_sin,
@@ -19,8 +20,11 @@ void DecoderLayer::forward(const Tensor& hidden, const Tensor& residual, const T
   kernels::fused_add_rms_norm(hidden, residual, input_norm_, rms_norm_eps_, ctx.stream);
   attention_.forward(hidden, rope_cos_sin, scratch.attention, fb, ctx);
   kernels::fused_add_rms_norm(hidden, residual, post_norm_, rms_norm_eps_, ctx.stream);
-  std::visit([&](const DenseMlp& mlp) { mlp.forward(hidden, scratch.dense_mlp, ctx.stream); },
-             mlp_);
+  if (const auto* moe = std::get_if<MoeMlp>(&mlp_)) {
+    moe->forward(hidden, scratch.moe_mlp, ctx.stream);
+  } else {
+    std::get<DenseMlp>(mlp_).forward(hidden, scratch.dense_mlp, ctx.stream);
+  }
 }
 
 }  // namespace sgl::model

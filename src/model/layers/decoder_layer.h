@@ -13,19 +13,21 @@
 #include "model/layers/activation_plan.h"
 #include "model/layers/attention_block.h"
 #include "model/layers/dense_mlp.h"
+#include "model/layers/moe_mlp.h"
 #include "model/model.h"
 #include "model/weight_loader.h"
 
 namespace sgl::model {
 
-// The MLP a layer runs, chosen per layer by the architecture (a sparse MoE block joins this set
-// for the layers a MoE config marks).
-using Mlp = std::variant<DenseMlp>;
+// The MLP a layer runs, chosen per layer by the architecture (MoeMlp on the layers a MoE config
+// marks sparse).
+using Mlp = std::variant<DenseMlp, MoeMlp>;
 
 // The activation scratch the layers share (each block kind's, declared once).
 struct LayerScratch {
   AttentionBlock::Scratch attention;
-  DenseMlp::Scratch dense_mlp;
+  DenseMlp::Scratch dense_mlp;  // allocated only when some layer is dense
+  MoeMlp::Scratch moe_mlp;      // allocated only when some layer is sparse
 };
 
 class DecoderLayer {
@@ -37,9 +39,12 @@ class DecoderLayer {
         mlp_(std::move(mlp)) {}
 
   // Loads `<prefix>input_layernorm.weight`, `<prefix>self_attn.*`,
-  // `<prefix>post_attention_layernorm.weight` and `<prefix>mlp.*` (prefix e.g.
-  // "model.layers.3."), in that order; in the loader's check-only mode, checks them.
+  // `<prefix>post_attention_layernorm.weight` and the MLP's tensors (`<prefix>mlp.*`, or
+  // `<prefix>block_sparse_moe.*` for Mixtral's sparse block) (prefix e.g. "model.layers.3."), in
+  // that order; in the loader's check-only mode, checks them.
   Status load(WeightLoader& weights, const std::string& prefix);
+
+  const Mlp& mlp() const { return mlp_; }
 
   // hidden: [n, H], the previous layer's output (the embeddings before the first layer), and
   // residual: f32 [n, H], the residual stream without it (zeros before the first layer). Both

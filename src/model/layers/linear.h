@@ -16,9 +16,10 @@ namespace sgl::model {
 
 // How tensor parallelism would split the weight across ranks, as SGLang's layers do:
 // ColumnParallelLinear (output rows), RowParallelLinear (input columns; the output is then
-// all-reduced), VocabParallelEmbedding / ParallelLMHead (vocabulary rows). Each linear states its
-// rule where it is declared; at one rank (all there is today) every rule keeps the whole weight.
-enum class ShardRule { kColumn, kRow, kVocab };
+// all-reduced), VocabParallelEmbedding / ParallelLMHead (vocabulary rows), ReplicatedLinear (not
+// split; MoE routers). Each linear states its rule where it is declared; at one rank (all there is
+// today) every rule keeps the whole weight.
+enum class ShardRule { kColumn, kRow, kVocab, kReplicated };
 
 // One linear as the checkpoint stores it: tensors `<module>.weight` [out, in] (and
 // `<module>.bias` [out]) for each module, stacked along the output dimension when there are

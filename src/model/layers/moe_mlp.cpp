@@ -1,0 +1,102 @@
+// MoeMlp: loading and the forward pass.
+#include "model/layers/moe_mlp.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "kernels/copy.h"
+#include "kernels/moe.h"
+#include "model/architectures.h"
+
+namespace sgl::model {
+
+MoeShape moe_shape(const ModelConfig& config) {
+  const Architecture* arch = find_architecture(config.architecture);
+  SGL_CHECK(arch != nullptr && arch->moe != MoeStyle::kNone && config.num_experts > 0)
+      << "moe_shape of a dense config (" << config.architecture << ")";
+  MoeShape shape{.hidden_size = config.hidden_size,
+                 .num_experts = config.num_experts,
+                 .top_k = config.num_experts_per_tok,
+                 .intermediate_size = config.moe_intermediate_size,
+                 .shared_intermediate_size = config.shared_expert_intermediate_size,
+                 .renormalize = config.norm_topk_prob,
+                 .names = arch->moe == MoeStyle::kMixtral
+                              ? MoeWeightNames{"block_sparse_moe.", "w1", "w3", "w2"}
+                              : MoeWeightNames{"mlp.", "gate_proj", "up_proj", "down_proj"}};
+  return shape;
+}
+
+void MoeMlp::plan_scratch(const MoeShape& s, int64_t max_num_tokens, DType dtype, Device device,
+                          Scratch& scratch, ActivationPlan& plan) {
+  const int64_t n = max_num_tokens;
+  plan.add(&scratch.router_logits, DType::kF32, n, s.num_experts);
+  plan.add(&scratch.topk_weights, DType::kF32, n, s.top_k);
+  plan.add(&scratch.topk_ids, DType::kI32, n, s.top_k);
+  const int64_t workspace = kernels::fused_moe_workspace_bytes(device, n, s.top_k, s.num_experts,
+                                                               s.hidden_size, s.intermediate_size);
+  plan.add(&scratch.workspace, DType::kF32, 1, std::max<int64_t>(1, (workspace + 3) / 4));
+  plan.add(&scratch.out, dtype, n, s.hidden_size);
+  if (s.shared_intermediate_size > 0) {
+    plan.add(&scratch.shared, dtype, n, s.hidden_size);
+    DenseMlp::plan_scratch(s.shared_intermediate_size, n, dtype, scratch.shared_mlp, plan);
+  }
+}
+
+MoeMlp::MoeMlp(MoeShape shape) : shape_(std::move(shape)) {
+  if (shape_.shared_intermediate_size > 0) {
+    shared_expert_.emplace(shape_.hidden_size, shape_.shared_intermediate_size);
+  }
+}
+
+Status MoeMlp::load(WeightLoader& w, const std::string& prefix) {
+  const MoeShape& s = shape_;
+  const std::string block = prefix + s.names.block;
+  const LinearSpec router{.modules = {block + "gate"},
+                          .out_features = {s.num_experts},
+                          .in_features = s.hidden_size,
+                          .shard = ShardRule::kReplicated};
+  SGL_RETURN_IF_ERROR(load_linear(w, router, router_));
+  // NOTE: tensor parallelism would split each expert's intermediate rows here, as the dense
+  // MLP's column / row rules do.
+  std::vector<std::string> gate_up, down;
+  for (int64_t e = 0; e < s.num_experts; ++e) {
+    const std::string expert = block + "experts." + std::to_string(e) + ".";
+    gate_up.push_back(expert + s.names.gate_proj + ".weight");
+    gate_up.push_back(expert + s.names.up_proj + ".weight");
+    down.push_back(expert + s.names.down_proj + ".weight");
+  }
+  const int64_t e = s.num_experts, h = s.hidden_size, i = s.intermediate_size;
+  SGL_ASSIGN_OR_RETURN(w_gate_up_, w.load_stacked(gate_up, {i, h}, {e, 2 * i, h}));
+  SGL_ASSIGN_OR_RETURN(w_down_, w.load_stacked(down, {h, i}, {e, h, i}));
+  if (shared_expert_) {
+    SGL_RETURN_IF_ERROR(shared_expert_->load(w, block + "shared_expert."));
+    SGL_ASSIGN_OR_RETURN(shared_expert_gate_, w.load(block + "shared_expert_gate.weight", {1, h}));
+  }
+  return Status::ok_status();
+}
+
+void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream) const {
+  const int64_t n = hidden.size(0);
+  const Tensor logits = scratch.router_logits.tensor().slice_rows(0, n);
+  const Tensor weights = scratch.topk_weights.tensor().slice_rows(0, n);
+  const Tensor ids = scratch.topk_ids.tensor().slice_rows(0, n);
+  const Tensor out = scratch.out.tensor().slice_rows(0, n);
+  // NOTE: the router logits are f32 whatever the activation dtype; transformers runs the router
+  // in the model's dtype (bf16 logits) and only the softmax in f32. The f32 logits are the
+  // float32 reference's, and pick its experts where bf16 rounding would tie or swap them.
+  router_.forward(hidden, logits, stream);
+  kernels::moe_route(logits, kernels::MoeScoring::kSoftmax, shape_.renormalize, weights, ids,
+                     stream);
+  kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, ids, scratch.workspace, out, stream);
+  if (shared_expert_) {
+    // The dense block overwrites its input: it runs on a copy, the gate reads the original.
+    const Tensor shared = scratch.shared.tensor().slice_rows(0, n);
+    kernels::copy(hidden, shared, stream);
+    shared_expert_->forward(shared, scratch.shared_mlp, stream);
+    kernels::add_sigmoid_gated(hidden, shared_expert_gate_, shared, out, stream);
+  }
+  kernels::copy(out, hidden, stream);
+}
+
+}  // namespace sgl::model

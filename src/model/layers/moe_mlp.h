@@ -1,0 +1,78 @@
+// MoeMlp: a decoder layer's sparse mixture-of-experts block: router, top-k experts (one fused
+// op over the stacked expert weights), and optionally a shared expert with a sigmoid gate.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "backend/stream.h"
+#include "core/buffer.h"
+#include "core/device.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "model/layers/activation_plan.h"
+#include "model/layers/dense_mlp.h"
+#include "model/layers/linear.h"
+#include "model/model_config.h"
+#include "model/weight_loader.h"
+
+namespace sgl::model {
+
+// How a checkpoint names a sparse block's tensors under the layer's prefix.
+struct MoeWeightNames {
+  std::string block;  // "mlp." (Qwen) or "block_sparse_moe." (Mixtral); the router is <block>gate
+  std::string gate_proj, up_proj, down_proj;  // per expert: <block>experts.E.<name>.weight
+};
+
+// The sizes and options of one sparse block.
+struct MoeShape {
+  int64_t hidden_size = 0;
+  int64_t num_experts = 0;
+  int64_t top_k = 0;
+  int64_t intermediate_size = 0;         // each expert's
+  int64_t shared_intermediate_size = 0;  // the shared expert's; 0 = none
+  bool renormalize = false;              // top-k weights divided by their sum
+  MoeWeightNames names;
+};
+
+// The config's sparse block (its names from the architecture's MoeStyle); the config must be a
+// MoE one.
+MoeShape moe_shape(const ModelConfig& config);
+
+class MoeMlp {
+ public:
+  // Activations every layer's block shares, for up to max_num_tokens rows.
+  struct Scratch {
+    Buffer router_logits;  // f32 [N, E]
+    Buffer topk_weights;   // f32 [N, k]
+    Buffer topk_ids;       // i32 [N, k]
+    Buffer workspace;      // fused_moe's, sized for N tokens on the model's device
+    Buffer out;            // [N, H]: the experts' sum, before it replaces the input
+    Buffer shared;         // [N, H]: the shared expert's input, then its output (if any)
+    DenseMlp::Scratch shared_mlp;
+  };
+  static void plan_scratch(const MoeShape& shape, int64_t max_num_tokens, DType dtype,
+                           Device device, Scratch& scratch, ActivationPlan& plan);
+
+  explicit MoeMlp(MoeShape shape);
+
+  // Loads, under `prefix` + names.block (prefix e.g. "model.layers.3."): the router `gate`, every
+  // expert's gate / up / down (stacked into [E, 2I, H] and [E, H, I]) and, with a shared expert,
+  // `shared_expert.*` and `shared_expert_gate.weight`. In the loader's check-only mode, checks
+  // them.
+  Status load(WeightLoader& weights, const std::string& prefix);
+
+  // hidden: [n, H], the normed input; overwritten with the block's output.
+  void forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream) const;
+
+ private:
+  MoeShape shape_;
+  Linear router_;                          // [E, H]
+  Buffer w_gate_up_;                       // [E, 2I, H]: per expert gate rows, then up rows
+  Buffer w_down_;                          // [E, H, I]
+  std::optional<DenseMlp> shared_expert_;  // with shared_intermediate_size
+  Buffer shared_expert_gate_;              // [1, H]
+};
+
+}  // namespace sgl::model
