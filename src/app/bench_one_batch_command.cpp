@@ -52,21 +52,41 @@ struct CaseResult {
   double prefill_flops = 0;
 };
 
-// Bytes of the weights every decode step reads: all but the embedding table (the LM head
-// included; a tied head is the embedding table, read whole each step all the same).
-double weight_bytes_per_step(const model::ModelConfig& c, size_t dtype_bytes) {
-  const double h = c.hidden_size, q = c.q_size(), kv = c.kv_size(), inter = c.intermediate_size;
-  const double layer = h * (q + 2 * kv) + q * h + h * 2 * inter + inter * h + 2 * h;
-  return (c.num_hidden_layers * layer + h + c.vocab_size * h) * static_cast<double>(dtype_bytes);
+// Parameters of layer `layer`'s MLP that `experts` routed experts per sparse layer touch (the
+// router and a shared expert always).
+double mlp_params(const model::ModelConfig& c, int64_t layer, double experts) {
+  const double h = c.hidden_size;
+  if (!c.is_sparse_layer(layer)) return 3 * h * c.intermediate_size;
+  const double shared = c.shared_expert_intermediate_size;
+  return h * c.num_experts + experts * 3 * h * c.moe_intermediate_size +
+         (shared > 0 ? 3 * h * shared + h : 0);
+}
+
+// Bytes of the weights a decode step of `bs` requests reads: all but the embedding table (the LM
+// head included; a tied head is the embedding table, read whole each step all the same); of a
+// MoE layer's experts, at most bs x top-k distinct ones.
+double weight_bytes_per_step(const model::ModelConfig& c, int64_t bs, size_t dtype_bytes) {
+  const double h = c.hidden_size, q = c.q_size(), kv = c.kv_size();
+  const double experts = static_cast<double>(std::min(c.num_experts, bs * c.num_experts_per_tok));
+  double params = h + c.vocab_size * h;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    params += h * (q + 2 * kv) + q * h + 2 * h + mlp_params(c, i, experts);
+  }
+  return params * static_cast<double>(dtype_bytes);
 }
 
 // FLOPs of a prefill of `bs` requests of `len` new tokens each (no prefix): GEMMs over every
-// token, the LM head over the last token of each request, causal attention (QK^T and PV).
+// token (through its top-k experts on MoE layers), the LM head over the last token of each
+// request, causal attention (QK^T and PV).
 double prefill_flops(const model::ModelConfig& c, int64_t bs, int64_t len) {
-  const double h = c.hidden_size, q = c.q_size(), kv = c.kv_size(), inter = c.intermediate_size;
-  const double layer_params = h * (q + 2 * kv) + q * h + h * 2 * inter + inter * h;
+  const double h = c.hidden_size, q = c.q_size(), kv = c.kv_size();
+  double params = 0;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    params +=
+        h * (q + 2 * kv) + q * h + mlp_params(c, i, static_cast<double>(c.num_experts_per_tok));
+  }
   const double tokens = static_cast<double>(bs * len);
-  const double gemm = 2.0 * tokens * c.num_hidden_layers * layer_params;
+  const double gemm = 2.0 * tokens * params;
   const double head = 2.0 * static_cast<double>(bs) * h * c.vocab_size;
   const double pairs = static_cast<double>(bs) * len * (len + 1) / 2.0;
   const double attn = 4.0 * pairs * c.num_hidden_layers * c.num_attention_heads * c.head_dim;
@@ -192,8 +212,9 @@ class OneBatchBench {
     const double kv_token_bytes = 2.0 * config.num_hidden_layers * config.num_key_value_heads *
                                   config.head_dim * dtype_size(runner_.compute_dtype());
     const double mid_context = c.input_len + c.output_len / 2.0;
-    result.decode_bytes = weight_bytes_per_step(config, dtype_size(runner_.compute_dtype())) +
-                          c.batch_size * mid_context * kv_token_bytes;
+    result.decode_bytes =
+        weight_bytes_per_step(config, c.batch_size, dtype_size(runner_.compute_dtype())) +
+        c.batch_size * mid_context * kv_token_bytes;
     result.prefill_flops = prefill_flops(config, c.batch_size, c.input_len);
 
     for (int32_t b = 0; b < c.batch_size; ++b) {

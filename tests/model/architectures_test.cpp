@@ -8,7 +8,10 @@
 #include <set>
 #include <string>
 
+#include "kernels/moe.h"
+#include "model/llama.h"
 #include "model/model_registry.h"
+#include "model/weight_source.h"
 #include "model_test_util.h"
 
 namespace sgl::model {
@@ -85,6 +88,28 @@ TEST(ArchitecturesTest, ConfigParsingAndRegistryFollowTheTable) {
   test_util::expect_status(create_model(unknown, dummy, cpu_allocator(), {}).status(),
                            StatusCode::kUnimplemented,
                            {"DeepseekV3ForCausalLM", supported_architecture_names()});
+}
+
+// The memory plan of a MoE checkpoint counts every expert's weights (stacked from the per-expert
+// tensors) and the fused-MoE workspace for the largest batch.
+TEST(ArchitecturesTest, MoePlanCountsExpertsAndWorkspace) {
+  const auto dir = test_util::testdata_models_dir() / "tiny-qwen3-moe";
+  Result<ModelConfig> config = load_model_config(dir);
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  auto source = SafetensorsWeightSource::open(dir);
+  ASSERT_TRUE(source.ok()) << source.status().to_string();
+  WeightLoader weights(source->get(), cpu_allocator(), DType::kF32, backend::Stream{});
+  const ModelOptions options{64, 4, 128};
+  Result<ModelMemoryPlan> plan = LlamaForCausalLM::plan(*config, weights, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  // hidden 128, 4 heads / 2 KV heads of 32, 8 experts of width 64, vocab 1000, 2 layers.
+  const int64_t attention = 128 * 128 + 2 * 64 * 128 + 128 * 128 + 2 * 32;
+  const int64_t moe = 8 * 128 + 8 * 3 * 64 * 128;
+  const int64_t params = 2 * (attention + moe + 2 * 128) + 2 * 1000 * 128 + 128;
+  EXPECT_EQ(plan->weights, params * 4);
+  const int64_t workspace = kernels::fused_moe_workspace_bytes(Device::cpu(), 64, 2, 8, 128, 64);
+  // Scratch of the MoE block: router logits, top-k weights and ids, workspace, output.
+  EXPECT_GE(plan->activations, workspace + 64 * (8 + 2 + 2 + 128) * 4);
 }
 
 }  // namespace
