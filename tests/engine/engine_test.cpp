@@ -1,6 +1,6 @@
 // Engine: the loop thread with concurrent submitters, both loops, aborts, stats; and the real
-// stories260K model: 64 concurrent greedy requests give exactly each request's solo output
-// under every scheduler configuration.
+// stories260K model and the MoE test models: 64 concurrent greedy requests give exactly each
+// request's solo output under every scheduler configuration.
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
@@ -213,13 +213,14 @@ struct Config {
   int64_t chunk;
   bool overlap;
   bool mixed;
+  const char* model = "stories260K";
 };
 
 class RealModelBatching : public ::testing::TestWithParam<Config> {};
 
 TEST_P(RealModelBatching, SixtyFourConcurrentRequestsMatchSoloRuns) {
   const Config c = GetParam();
-  const auto golden = test::golden("stories260K");
+  const auto golden = test::golden(c.model);
   // 64 prompts: the golden prompts and continuations of them, so prefixes are shared.
   std::vector<GenerateRequest> requests;
   for (int i = 0; i < 64; ++i) {
@@ -236,7 +237,7 @@ TEST_P(RealModelBatching, SixtyFourConcurrentRequestsMatchSoloRuns) {
   ro.num_kv_slots = 2048;
   ro.max_batch_size = 1;
   ro.max_num_tokens = 512;
-  auto solo_runner = runner::ModelRunner::create(test::model_dir("stories260K"), ro);
+  auto solo_runner = runner::ModelRunner::create(test::model_dir(c.model), ro);
   ASSERT_TRUE(solo_runner.ok());
   BatchGenerator solo(**solo_runner, (*solo_runner)->config().eos_token_ids);
 
@@ -248,7 +249,7 @@ TEST_P(RealModelBatching, SixtyFourConcurrentRequestsMatchSoloRuns) {
   eo.disable_overlap_schedule = !c.overlap;
   runner::ModelRunnerOptions eng_ro;
   eng_ro.num_kv_slots = 1200;  // tight enough to evict and maybe retract
-  auto me = launch_model_engine(test::model_dir("stories260K"), eng_ro, eo);
+  auto me = launch_model_engine(test::model_dir(c.model), eng_ro, eo);
   ASSERT_TRUE(me.ok()) << me.status().to_string();
   me->engine->set_check_integrity(true);
 
@@ -273,15 +274,20 @@ TEST_P(RealModelBatching, SixtyFourConcurrentRequestsMatchSoloRuns) {
             << stats.decode_step_cpu_us << " us\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, RealModelBatching,
-                         ::testing::Values(Config{"default", true, 8192, true, false},
-                                           Config{"no_radix", false, 8192, true, false},
-                                           Config{"chunk16", true, 16, true, false},
-                                           Config{"chunk7_no_radix", false, 7, true, false},
-                                           Config{"no_overlap", true, 8192, false, false},
-                                           Config{"mixed_chunk32", true, 32, true, true},
-                                           Config{"mixed_no_overlap", true, 16, false, true}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Configs, RealModelBatching,
+    ::testing::Values(Config{"default", true, 8192, true, false},
+                      Config{"no_radix", false, 8192, true, false},
+                      Config{"chunk16", true, 16, true, false},
+                      Config{"chunk7_no_radix", false, 7, true, false},
+                      Config{"no_overlap", true, 8192, false, false},
+                      Config{"mixed_chunk32", true, 32, true, true},
+                      Config{"mixed_no_overlap", true, 16, false, true},
+                      // The MoE models through the same engine paths.
+                      Config{"mixtral", true, 8192, true, false, "tiny-mixtral"},
+                      Config{"qwen2_moe_chunk16", true, 16, true, false, "tiny-qwen2-moe"},
+                      Config{"qwen3_moe_mixed_chunk32", true, 32, true, true, "tiny-qwen3-moe"}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace sgl::engine
