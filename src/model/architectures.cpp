@@ -1,7 +1,9 @@
 // The architecture table and its lookups.
 #include "model/architectures.h"
 
+#include <algorithm>
 #include <array>
+#include <vector>
 
 #include "model/llama.h"
 
@@ -41,11 +43,14 @@ constexpr std::array<Architecture, 7> kArchitectures = {{
      .sliding_window = SlidingWindowRule::kWhenEnabled},
     {.name = "MixtralForCausalLM",
      .model_type = "mixtral",
+     .gguf_name = "llama",  // llama.cpp writes Mixtral as llama with experts
      .factory = kLlama,
+     .gguf_interleaved_qk = true,
      .sliding_window = SlidingWindowRule::kAlways,
      .moe = MoeStyle::kMixtral},
     {.name = "Qwen2MoeForCausalLM",
      .model_type = "qwen2_moe",
+     .gguf_name = "qwen2moe",
      .factory = kLlama,
      .qkv_bias = true,
      .sliding_window = SlidingWindowRule::kWhenEnabled,
@@ -53,10 +58,12 @@ constexpr std::array<Architecture, 7> kArchitectures = {{
      .shared_expert = true},
     {.name = "Qwen3MoeForCausalLM",
      .model_type = "qwen3_moe",
+     .gguf_name = "qwen3moe",
      .factory = kLlama,
      .qk_norm = true,
      .sliding_window = SlidingWindowRule::kWhenEnabled,
-     .moe = MoeStyle::kQwen},
+     .moe = MoeStyle::kQwen,
+     .gguf_norm_topk_prob = true},
 }};
 
 template <class Key>
@@ -80,8 +87,12 @@ const Architecture* find_architecture_by_model_type(std::string_view model_type)
   return find_by(model_type, &Architecture::model_type);
 }
 
-const Architecture* find_architecture_by_gguf_name(std::string_view gguf_name) {
-  return find_by(gguf_name, &Architecture::gguf_name);
+const Architecture* find_architecture_by_gguf_name(std::string_view gguf_name, bool experts) {
+  if (gguf_name.empty()) return nullptr;
+  for (const Architecture& a : kArchitectures) {
+    if (a.gguf_name == gguf_name && (a.moe != MoeStyle::kNone) == experts) return &a;
+  }
+  return nullptr;
 }
 
 std::string supported_architecture_names() {
@@ -96,8 +107,11 @@ std::string supported_architecture_names() {
 
 std::string supported_gguf_names() {
   std::string out;
+  std::vector<std::string_view> seen;  // "llama" names Llama and Mixtral
   for (const Architecture& a : kArchitectures) {
     if (!a.supported() || a.gguf_name.empty()) continue;
+    if (std::find(seen.begin(), seen.end(), a.gguf_name) != seen.end()) continue;
+    seen.push_back(a.gguf_name);
     if (!out.empty()) out += ", ";
     out += a.gguf_name;
   }

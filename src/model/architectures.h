@@ -43,10 +43,12 @@ enum class MoeStyle : uint8_t {
 };
 
 struct Architecture {
-  std::string_view name;            // config.json `architectures[0]`: "Qwen2ForCausalLM"
-  std::string_view model_type;      // config.json `model_type`: "qwen2"
-  std::string_view gguf_name = {};  // GGUF `general.architecture`; empty: not read from GGUF
-  ModelFactory factory = nullptr;   // null: recognised (errors name it), not supported yet
+  std::string_view name;        // config.json `architectures[0]`: "Qwen2ForCausalLM"
+  std::string_view model_type;  // config.json `model_type`: "qwen2"
+  // GGUF `general.architecture`; empty: not read from GGUF. With `moe`, the file must declare
+  // `<gguf_name>.expert_count` (llama.cpp's "llama" is Llama without it, Mixtral with it).
+  std::string_view gguf_name = {};
+  ModelFactory factory = nullptr;  // null: recognised (errors name it), not supported yet
   // Quirks: what the architecture implies and its config does not say.
   bool qkv_bias = false;  // q/k/v projections carry a bias whatever the config says (Qwen2)
   bool qk_norm = false;   // per-head RMSNorm on q and k (Qwen3)
@@ -58,6 +60,9 @@ struct Architecture {
   // A shared expert (width shared_expert_intermediate_size) beside the routed ones, scaled by a
   // sigmoid gate (Qwen2-MoE).
   bool shared_expert = false;
+  // llama.cpp renormalizes the top-k weights of this architecture's GGUF files unless their
+  // `<arch>.expert_weights_norm` says otherwise (Qwen3-MoE: yes; Qwen2-MoE: no; Mixtral: always).
+  bool gguf_norm_topk_prob = false;
 
   bool supported() const { return factory != nullptr; }
 };
@@ -69,7 +74,9 @@ std::span<const Architecture> architectures();
 // nullptr when none has it.
 const Architecture* find_architecture(std::string_view name);
 const Architecture* find_architecture_by_model_type(std::string_view model_type);
-const Architecture* find_architecture_by_gguf_name(std::string_view gguf_name);
+// By GGUF general.architecture and whether the file declares experts (`<name>.expert_count`).
+const Architecture* find_architecture_by_gguf_name(std::string_view gguf_name,
+                                                   bool experts = false);
 
 // "LlamaForCausalLM, MistralForCausalLM, ...": the supported architectures, for errors.
 std::string supported_architecture_names();

@@ -19,6 +19,7 @@ class ArchKeys {
       : meta_(meta), arch_(std::move(arch)), file_(file) {}
 
   std::string key(std::string_view k) const { return arch_ + "." + std::string(k); }
+  const std::string& file() const { return file_; }
 
   // The keys each ModelConfig field comes from, for check_config_bounds' messages.
   ConfigFieldNames field_names() const {
@@ -39,6 +40,10 @@ class ArchKeys {
     n.rms_norm_eps = named("attention.layer_norm_rms_epsilon");
     n.rope_theta = named("rope.freq_base");
     n.rope_scaling = named("rope.scaling");
+    n.num_experts = named("expert_count");
+    n.num_experts_per_tok = named("expert_used_count");
+    n.moe_intermediate_size = named("expert_feed_forward_length");
+    n.shared_expert_intermediate_size = named("expert_shared_feed_forward_length");
     return n;
   }
 
@@ -91,16 +96,50 @@ Result<int32_t> token_id(const GgufMetadata& meta, const std::string& key,
   return static_cast<int32_t>(id);
 }
 
+// A MoE architecture's expert sizes, as llama.cpp writes them. Every layer is sparse: llama.cpp
+// reads no decoder_sparse_step or mlp_only_layers.
+Status read_moe(const GgufMetadata& meta, const ArchKeys& keys, const Architecture& arch,
+                ModelConfig& c) {
+  if (arch.moe == MoeStyle::kNone) return Status::ok_status();
+  SGL_ASSIGN_OR_RETURN(c.num_experts, keys.positive_int("expert_count", {}));
+  SGL_ASSIGN_OR_RETURN(c.num_experts_per_tok, keys.positive_int("expert_used_count", {}));
+  if (arch.moe == MoeStyle::kMixtral) {
+    c.moe_intermediate_size = c.intermediate_size;
+    c.norm_topk_prob = true;
+  } else {
+    SGL_ASSIGN_OR_RETURN(c.moe_intermediate_size,
+                         keys.positive_int("expert_feed_forward_length", {}));
+    SGL_ASSIGN_OR_RETURN(c.norm_topk_prob, meta.get_bool_or(keys.key("expert_weights_norm"),
+                                                            arch.gguf_norm_topk_prob));
+  }
+  if (arch.shared_expert) {
+    SGL_ASSIGN_OR_RETURN(c.shared_expert_intermediate_size,
+                         keys.positive_int("expert_shared_feed_forward_length", {}));
+  }
+  // llama.cpp's expert_gating_func: 1 softmax (the default), 2 sigmoid.
+  SGL_ASSIGN_OR_RETURN(const int64_t gating, meta.get_int_or(keys.key("expert_gating_func"), 1));
+  if (gating != 1) {
+    return unimplemented(keys.file() + ": metadata key '" + keys.key("expert_gating_func") +
+                         "' is " + std::to_string(gating) +
+                         "; only softmax expert gating (1) is supported");
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   const std::string& file = gguf.path();
   const GgufMetadata& meta = gguf.metadata();
   SGL_ASSIGN_OR_RETURN(std::string arch_name, meta.get_string("general.architecture"));
-  const Architecture* arch = find_architecture_by_gguf_name(arch_name);
+  SGL_ASSIGN_OR_RETURN(const int64_t experts, meta.get_int_or(arch_name + ".expert_count", 0));
+  const Architecture* arch = find_architecture_by_gguf_name(arch_name, experts > 0);
   if (arch == nullptr || !arch->supported()) {
-    return unimplemented(file + ": GGUF architecture '" + arch_name +
-                         "' is not supported (supported: " + supported_gguf_names() + ")");
+    const bool known = find_architecture_by_gguf_name(arch_name, experts <= 0) != nullptr;
+    return unimplemented(
+        file + ": GGUF architecture '" + arch_name + "'" +
+        (known ? (experts > 0 ? " with experts" : " without experts (no expert_count)") : "") +
+        " is not supported (supported: " + supported_gguf_names() + ")");
   }
   const ArchKeys keys(meta, arch_name, file);
 
@@ -191,6 +230,8 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
     return data_loss(file + ": metadata key '" + window_key + "' must not be negative, got " +
                      std::to_string(c.sliding_window));
   }
+
+  SGL_RETURN_IF_ERROR(read_moe(meta, keys, *arch, c));
 
   c.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
   c.attention_bias = arch->qkv_bias || gguf.find_tensor("blk.0.attn_q.bias") != nullptr;

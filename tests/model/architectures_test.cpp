@@ -34,16 +34,18 @@ Json tiny_config(std::string_view name, std::string_view model_type) {
 }
 
 TEST(ArchitecturesTest, KeysAreUniqueAndFindable) {
-  std::set<std::string_view> names, model_types, gguf_names;
+  std::set<std::string_view> names, model_types;
+  std::set<std::string> gguf_names;
   for (const Architecture& a : architectures()) {
     SCOPED_TRACE(std::string(a.name));
     EXPECT_TRUE(names.insert(a.name).second);
     EXPECT_TRUE(model_types.insert(a.model_type).second);
     EXPECT_EQ(find_architecture(a.name), &a);
     EXPECT_EQ(find_architecture_by_model_type(a.model_type), &a);
-    if (!a.gguf_name.empty()) {
-      EXPECT_TRUE(gguf_names.insert(a.gguf_name).second);
-      EXPECT_EQ(find_architecture_by_gguf_name(a.gguf_name), &a);
+    if (!a.gguf_name.empty()) {  // unique with whether the file declares experts
+      const bool experts = a.moe != MoeStyle::kNone;
+      EXPECT_TRUE(gguf_names.insert(std::string(a.gguf_name) + (experts ? "+experts" : "")).second);
+      EXPECT_EQ(find_architecture_by_gguf_name(a.gguf_name, experts), &a);
     }
   }
   EXPECT_EQ(find_architecture("FooForCausalLM"), nullptr);
@@ -51,7 +53,9 @@ TEST(ArchitecturesTest, KeysAreUniqueAndFindable) {
   EXPECT_EQ(supported_architecture_names(),
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
             "MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM");
-  EXPECT_EQ(supported_gguf_names(), "llama, qwen2, qwen3");
+  EXPECT_EQ(supported_gguf_names(), "llama, qwen2, qwen3, qwen2moe, qwen3moe");
+  EXPECT_EQ(find_architecture_by_gguf_name("llama", true)->name, "MixtralForCausalLM");
+  EXPECT_EQ(find_architecture_by_gguf_name("qwen3moe", false), nullptr);
 }
 
 // Each entry parses (or is refused, when unsupported) whether the config names it or only its

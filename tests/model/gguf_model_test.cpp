@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -34,6 +35,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test_util::expect_status;
+using test_util::gguf_bool;
 using test_util::gguf_f32;
 using test_util::gguf_i32_array;
 using test_util::gguf_string;
@@ -80,6 +82,53 @@ TEST(GgufNamesTest, HuggingFaceToGgufAndBack) {
                           "blk.attn_q.weight"}) {
     EXPECT_FALSE(hf_tensor_name(bad)) << bad;
   }
+}
+
+// MoE blocks: routers and shared experts map one to one; each expert is a slice of a stacked
+// tensor, spelled as Qwen or Mixtral checkpoints spell it.
+TEST(GgufNamesTest, MixtureOfExperts) {
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"model.layers.4.mlp.gate.weight", "blk.4.ffn_gate_inp.weight"},
+      {"model.layers.4.mlp.shared_expert.gate_proj.weight", "blk.4.ffn_gate_shexp.weight"},
+      {"model.layers.4.mlp.shared_expert.up_proj.weight", "blk.4.ffn_up_shexp.weight"},
+      {"model.layers.4.mlp.shared_expert.down_proj.weight", "blk.4.ffn_down_shexp.weight"},
+      {"model.layers.4.mlp.shared_expert_gate.weight", "blk.4.ffn_gate_inp_shexp.weight"},
+  };
+  for (const auto& [hf, gguf] : pairs) {
+    EXPECT_EQ(gguf_tensor_ref(hf), (GgufTensorRef{gguf, -1})) << hf;
+    EXPECT_EQ(hf_tensor_name(gguf, MoeStyle::kQwen), hf) << gguf;
+  }
+  EXPECT_EQ(gguf_tensor_name("model.layers.1.block_sparse_moe.gate.weight"),
+            "blk.1.ffn_gate_inp.weight");
+  EXPECT_EQ(hf_tensor_name("blk.1.ffn_gate_inp.weight", MoeStyle::kMixtral),
+            "model.layers.1.block_sparse_moe.gate.weight");
+
+  const std::vector<std::tuple<std::string, std::string, std::string, int64_t>> experts = {
+      {"model.layers.2.mlp.experts.0.gate_proj.weight",
+       "model.layers.2.block_sparse_moe.experts.0.w1.weight", "blk.2.ffn_gate_exps.weight", 0},
+      {"model.layers.2.mlp.experts.17.up_proj.weight",
+       "model.layers.2.block_sparse_moe.experts.17.w3.weight", "blk.2.ffn_up_exps.weight", 17},
+      {"model.layers.30.mlp.experts.127.down_proj.weight",
+       "model.layers.30.block_sparse_moe.experts.127.w2.weight", "blk.30.ffn_down_exps.weight",
+       127},
+  };
+  for (const auto& [qwen, mixtral, gguf, expert] : experts) {
+    EXPECT_EQ(gguf_tensor_ref(qwen), (GgufTensorRef{gguf, expert})) << qwen;
+    EXPECT_EQ(gguf_tensor_ref(mixtral), (GgufTensorRef{gguf, expert})) << mixtral;
+    EXPECT_EQ(hf_expert_name(gguf, expert, MoeStyle::kQwen), qwen);
+    EXPECT_EQ(hf_expert_name(gguf, expert, MoeStyle::kMixtral), mixtral);
+    EXPECT_FALSE(hf_tensor_name(gguf)) << gguf;  // stacked: no single name
+  }
+  for (const char* bad :
+       {"model.layers.2.mlp.experts.-1.up_proj.weight",
+        "model.layers.2.mlp.experts.x.up_proj.weight", "model.layers.2.mlp.experts.1.w3.weight",
+        "model.layers.2.block_sparse_moe.experts.1.up_proj.weight",
+        "model.layers.2.mlp.experts..up_proj.weight",
+        "model.layers.2.mlp.experts.1.up_proj.bias"}) {
+    EXPECT_FALSE(gguf_tensor_ref(bad)) << bad;
+  }
+  EXPECT_FALSE(hf_expert_name("blk.2.ffn_up.weight", 0, MoeStyle::kQwen));
+  EXPECT_FALSE(hf_expert_name("blk.2.ffn_up_exps.weight", -1, MoeStyle::kQwen));
 }
 
 // ---- the q/k permutation ----
@@ -237,7 +286,25 @@ Converted convert_model(const TempDir& dir, const std::string& model, const std:
       .kv(key("attention.layer_norm_rms_epsilon"), gguf_f32(static_cast<float>(c.rms_norm_eps)))
       .kv("tokenizer.ggml.bos_token_id", gguf_u32(static_cast<uint32_t>(c.bos_token_id)))
       .kv("tokenizer.ggml.eos_token_id", gguf_u32(static_cast<uint32_t>(c.eos_token_ids.at(0))));
+  if (c.num_experts > 0) {
+    w.kv(key("expert_count"), gguf_u32(static_cast<uint32_t>(c.num_experts)))
+        .kv(key("expert_used_count"), gguf_u32(static_cast<uint32_t>(c.num_experts_per_tok)));
+    if (arch != "llama") {
+      w.kv(key("expert_feed_forward_length"),
+           gguf_u32(static_cast<uint32_t>(c.moe_intermediate_size)));
+    }
+    if (c.shared_expert_intermediate_size > 0) {
+      w.kv(key("expert_shared_feed_forward_length"),
+           gguf_u32(static_cast<uint32_t>(c.shared_expert_intermediate_size)));
+    }
+  }
 
+  // Each expert's stored bytes, by stacked GGUF tensor and expert, written after the loop.
+  struct Stacked {
+    std::vector<uint64_t> dims;  // one expert's, innermost first
+    std::map<int64_t, std::string> experts;
+  };
+  std::map<std::string, Stacked> stacked;
   std::vector<SyntheticTensor> twin;
   for (const std::string& name : (*ckpt)->names()) {
     const TensorInfo* t = (*ckpt)->find(name);
@@ -291,8 +358,26 @@ Converted convert_model(const TempDir& dir, const std::string& model, const std:
       }
     }
     std::vector<uint64_t> dims(t->shape.rbegin(), t->shape.rend());
-    w.tensor(*gguf_tensor_name(name), dims, stored, data);
+    const GgufTensorRef ref = *gguf_tensor_ref(name);
+    if (ref.slice >= 0) {
+      stacked[ref.name].dims = dims;
+      stacked[ref.name].experts[ref.slice] = data;
+    } else if (name.ends_with("shared_expert_gate.weight")) {
+      w.tensor(ref.name, {dims[0]}, stored, data);  // llama.cpp declares it 1-D: [H], not [1, H]
+    } else {
+      w.tensor(ref.name, dims, stored, data);
+    }
     twin.push_back({name, "F32", t->shape, raw_bytes(hf_rows)});
+  }
+  for (auto& [name, parts] : stacked) {
+    std::string data;
+    int64_t next = 0;
+    for (const auto& [expert, bytes] : parts.experts) {
+      EXPECT_EQ(expert, next++) << name;  // every expert present, in order
+      data += bytes;
+    }
+    parts.dims.push_back(parts.experts.size());
+    w.tensor(name, parts.dims, type, data);
   }
 
   Converted out;
@@ -376,6 +461,11 @@ TEST_P(GgufParityTest, SameLogitsAsSafetensorsTwin) {
   EXPECT_EQ(gc->attention_bias, tc->attention_bias);
   EXPECT_EQ(gc->qk_norm, tc->qk_norm);
   EXPECT_EQ(gc->max_position_embeddings, tc->max_position_embeddings);
+  EXPECT_EQ(gc->num_experts, tc->num_experts);
+  EXPECT_EQ(gc->num_experts_per_tok, tc->num_experts_per_tok);
+  EXPECT_EQ(gc->moe_intermediate_size, tc->moe_intermediate_size);
+  EXPECT_EQ(gc->shared_expert_intermediate_size, tc->shared_expert_intermediate_size);
+  EXPECT_EQ(gc->norm_topk_prob, tc->norm_topk_prob);
   EXPECT_FLOAT_EQ(static_cast<float>(gc->rms_norm_eps), static_cast<float>(tc->rms_norm_eps));
   EXPECT_EQ(gc->torch_dtype, "float32");
 
@@ -399,7 +489,13 @@ INSTANTIATE_TEST_SUITE_P(Models, GgufParityTest,
                                            ParityCase{"tiny-qwen2", "qwen2", kTypeF32},
                                            ParityCase{"tiny-qwen2", "qwen2", kTypeQ8_0},
                                            ParityCase{"tiny-qwen3", "qwen3", kTypeF32},
-                                           ParityCase{"tiny-qwen3", "qwen3", kTypeF16}),
+                                           ParityCase{"tiny-qwen3", "qwen3", kTypeF16},
+                                           ParityCase{"tiny-mixtral", "llama", kTypeF32},
+                                           ParityCase{"tiny-mixtral", "llama", kTypeQ8_0},
+                                           ParityCase{"tiny-qwen2-moe", "qwen2moe", kTypeF32},
+                                           ParityCase{"tiny-qwen2-moe", "qwen2moe", kTypeQ8_0},
+                                           ParityCase{"tiny-qwen3-moe", "qwen3moe", kTypeF32},
+                                           ParityCase{"tiny-qwen3-moe", "qwen3moe", kTypeF16}),
                          [](const ::testing::TestParamInfo<ParityCase>& info) {
                            std::string name =
                                info.param.model + "_" + std::to_string(info.param.type);
@@ -692,6 +788,68 @@ TEST(GgufConfigTest, QwenFamiliesAndOptionalKeys) {
   EXPECT_TRUE(cb->attention_bias);
   EXPECT_EQ(cb->bos_token_id, -1);
   EXPECT_TRUE(cb->eos_token_ids.empty());
+}
+
+// MoE files: "llama" with expert_count is Mixtral; qwen2moe / qwen3moe read their expert sizes,
+// renormalize as llama.cpp does unless expert_weights_norm says otherwise, and refuse what we
+// cannot run.
+TEST(GgufConfigTest, MixtureOfExpertsKeys) {
+  TempDir dir;
+  auto load = [&](const Kvs& kvs) {
+    return load_gguf_model_config(dir.write("moe.gguf", model_writer(kvs).bytes()));
+  };
+  Kvs mixtral = with(minimal_kvs("llama"), "llama.expert_count", gguf_u32(8));
+  mixtral = with(mixtral, "llama.expert_used_count", gguf_u32(2));
+  Result<ModelConfig> m = load(mixtral);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->architecture, "MixtralForCausalLM");
+  EXPECT_EQ(m->num_experts, 8);
+  EXPECT_EQ(m->num_experts_per_tok, 2);
+  EXPECT_EQ(m->moe_intermediate_size, 128);  // feed_forward_length
+  EXPECT_TRUE(m->norm_topk_prob);
+  EXPECT_TRUE(m->is_sparse_layer(0) && m->is_sparse_layer(1));
+
+  auto qwen = [](const std::string& arch) {
+    Kvs kvs = with(minimal_kvs(arch), arch + ".expert_count", gguf_u32(16));
+    kvs = with(kvs, arch + ".expert_used_count", gguf_u32(4));
+    return with(kvs, arch + ".expert_feed_forward_length", gguf_u32(32));
+  };
+  Result<ModelConfig> q3 = load(qwen("qwen3moe"));
+  ASSERT_TRUE(q3.ok()) << q3.status().to_string();
+  EXPECT_EQ(q3->architecture, "Qwen3MoeForCausalLM");
+  EXPECT_EQ(q3->moe_intermediate_size, 32);
+  EXPECT_EQ(q3->intermediate_size, 128);
+  EXPECT_TRUE(q3->norm_topk_prob);
+  EXPECT_TRUE(q3->qk_norm);
+  EXPECT_EQ(q3->shared_expert_intermediate_size, 0);
+  Result<ModelConfig> q3n =
+      load(with(qwen("qwen3moe"), "qwen3moe.expert_weights_norm", gguf_bool(false)));
+  ASSERT_TRUE(q3n.ok()) << q3n.status().to_string();
+  EXPECT_FALSE(q3n->norm_topk_prob);
+
+  const Kvs q2 = with(qwen("qwen2moe"), "qwen2moe.expert_shared_feed_forward_length", gguf_u32(48));
+  Result<ModelConfig> c2 = load(q2);
+  ASSERT_TRUE(c2.ok()) << c2.status().to_string();
+  EXPECT_EQ(c2->architecture, "Qwen2MoeForCausalLM");
+  EXPECT_FALSE(c2->norm_topk_prob);
+  EXPECT_TRUE(c2->attention_bias);
+  EXPECT_EQ(c2->shared_expert_intermediate_size, 48);
+
+  using test_util::expect_status;
+  expect_status(load(with(q2, "qwen2moe.expert_shared_feed_forward_length", std::nullopt)).status(),
+                StatusCode::kNotFound, {"qwen2moe.expert_shared_feed_forward_length"});
+  expect_status(load(with(qwen("qwen3moe"), "qwen3moe.expert_used_count", std::nullopt)).status(),
+                StatusCode::kNotFound, {"qwen3moe.expert_used_count"});
+  expect_status(load(with(qwen("qwen3moe"), "qwen3moe.expert_used_count", gguf_u32(17))).status(),
+                StatusCode::kInvalidArgument, {"qwen3moe.expert_used_count", "17"});
+  expect_status(load(with(qwen("qwen3moe"), "qwen3moe.expert_count", gguf_u32(100000))).status(),
+                StatusCode::kInvalidArgument, {"qwen3moe.expert_count"});
+  expect_status(load(with(qwen("qwen3moe"), "qwen3moe.expert_gating_func", gguf_u32(2))).status(),
+                StatusCode::kUnimplemented, {"expert_gating_func", "softmax"});
+  expect_status(load(with(qwen("qwen3moe"), "qwen3moe.expert_count", std::nullopt)).status(),
+                StatusCode::kUnimplemented, {"'qwen3moe' without experts", "qwen3moe"});
+  expect_status(load(with(minimal_kvs("qwen3"), "qwen3.expert_count", gguf_u32(8))).status(),
+                StatusCode::kUnimplemented, {"'qwen3' with experts"});
 }
 
 TEST(GgufConfigTest, Errors) {
