@@ -295,6 +295,7 @@ int run_bench_one_batch(int argc, char** argv) {
   options.disable_cuda_graph = args->has("--disable-cuda-graph");
   options.max_num_tokens = std::max<int64_t>(*max_prefill, max_bs);
   options.context_length = max_in + static_cast<int32_t>(*output_len);
+  options.allow_longer_context = true;  // a benchmark of shapes, past the config's length too
   options.num_kv_slots = static_cast<int64_t>(max_bs) * options.context_length + 1;
 
   const auto load_start = std::chrono::steady_clock::now();

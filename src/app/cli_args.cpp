@@ -1,15 +1,19 @@
 // Command-line parsing with clear errors for unknown flags and bad numbers.
 #include "app/cli_args.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
 namespace sgl::app {
 
-Result<CliArgs> CliArgs::parse(int argc, char** argv, const std::set<std::string>& value_flags,
-                               const std::set<std::string>& switch_flags) {
+Result<CliArgs> CliArgs::parse(int argc, char** argv, const FlagSets& flags) {
+  return parse(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), flags);
+}
+
+Result<CliArgs> CliArgs::parse(const std::vector<std::string>& argv, const FlagSets& flags) {
   CliArgs args;
-  for (int i = 1; i < argc; ++i) {
+  for (size_t i = 0; i < argv.size(); ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) return invalid_argument("unexpected argument '" + arg + "'");
     std::optional<std::string> inline_value;
@@ -17,14 +21,20 @@ Result<CliArgs> CliArgs::parse(int argc, char** argv, const std::set<std::string
       inline_value = arg.substr(eq + 1);
       arg = arg.substr(0, eq);
     }
-    if (switch_flags.count(arg)) {
+    if (auto alias = flags.aliases.find(arg); alias != flags.aliases.end()) arg = alias->second;
+    if (flags.switches.count(arg)) {
       if (inline_value) return invalid_argument(arg + " takes no value");
       args.values_[arg] = "";
-    } else if (value_flags.count(arg)) {
+    } else if (flags.values.count(arg)) {
       if (inline_value) {
         args.values_[arg] = *inline_value;
-      } else if (i + 1 < argc) {
-        args.values_[arg] = argv[++i];
+      } else if (i + 1 < argv.size()) {
+        std::string value = argv[++i];
+        while (flags.multi_values.count(arg) && i + 1 < argv.size() &&
+               argv[i + 1].rfind("--", 0) != 0) {
+          value += " " + argv[++i];
+        }
+        args.values_[arg] = std::move(value);
       } else {
         return invalid_argument(arg + " needs a value");
       }

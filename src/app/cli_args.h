@@ -11,11 +11,28 @@
 
 namespace sgl::app {
 
+// The flags a tool knows: `values` take a value, `switches` do not; `aliases` maps other names
+// to one of those ("--tp" -> "--tp-size").
+struct FlagSets {
+  std::set<std::string> values;
+  std::set<std::string> switches;
+  std::map<std::string, std::string> aliases;
+  // Value flags that take one or more values (SGLang's nargs="+": `--cuda-graph-bs 1 2 4`),
+  // stored joined by spaces.
+  std::set<std::string> multi_values;
+};
+
 class CliArgs {
  public:
-  // `value_flags` take a value; `switch_flags` do not. Unknown flags are an error.
+  // `--flag value`, `--flag=value` and `--switch`, under their own names or aliases (stored under
+  // the name). Unknown flags are an error. A flag given twice keeps its last value, so arguments
+  // appended after others (the command line after a --config file's) override them.
+  static Result<CliArgs> parse(const std::vector<std::string>& args, const FlagSets& flags);
+  static Result<CliArgs> parse(int argc, char** argv, const FlagSets& flags);
   static Result<CliArgs> parse(int argc, char** argv, const std::set<std::string>& value_flags,
-                               const std::set<std::string>& switch_flags);
+                               const std::set<std::string>& switch_flags) {
+    return parse(argc, argv, FlagSets{value_flags, switch_flags, {}});
+  }
 
   bool has(const std::string& flag) const { return values_.count(flag) > 0; }
   std::optional<std::string> get(const std::string& flag) const;

@@ -1,68 +1,197 @@
-// Engine flag parsing.
+// Engine flag parsing: the table of engine and runner flags and what each sets.
 #include "app/engine_flags.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
 
 #include "core/logging.h"
 
 namespace sgl::app {
+namespace {
+
+using enum FlagSupport;
+
+// SGLang's attention backends that are kernels for the same attention sgl.cpp computes: they
+// select sgl.cpp's own choice for the device. MLA and vendor backends are refused by name.
+constexpr std::array<std::string_view, 7> kSglangAttentionBackends = {
+    "flashinfer", "fa3", "fa4", "triton", "torch_native", "trtllm_mha", "flex_attention"};
+constexpr std::array<std::string_view, 9> kUnsupportedAttentionBackends = {
+    "flashmla",  "cutlass_mla", "trtllm_mla",           "aiter", "wave", "ascend",
+    "intel_amx", "intel_xpu",   "dual_chunk_flash_attn"};
+
+Result<LogLevel> parse_log_level(const std::string& level) {
+  if (level == "debug") return LogLevel::kDebug;
+  if (level == "info") return LogLevel::kInfo;
+  if (level == "warn" || level == "warning") return LogLevel::kWarn;
+  if (level == "error" || level == "critical") return LogLevel::kError;
+  return invalid_argument("--log-level expects debug, info, warning, error or critical, got '" +
+                          level + "'");
+}
+
+// --attention-backend: ours by name, SGLang's general ones as "auto", the rest refused.
+Result<std::string> parse_attention_backend(const std::string& name,
+                                            std::vector<std::string>& notes) {
+  auto in = [&](const auto& list) {
+    return std::find(list.begin(), list.end(), name) != list.end();
+  };
+  if (in(kSglangAttentionBackends)) {
+    notes.push_back("--attention-backend " + name +
+                    " selects sgl.cpp's own attention kernels (flash on CUDA, cpu on the CPU)");
+    return std::string("auto");
+  }
+  if (in(kUnsupportedAttentionBackends)) {
+    return invalid_argument("--attention-backend " + name +
+                            " is not supported: sgl.cpp has no MLA models or vendor kernels "
+                            "(use auto, flash, cuda_ref or cpu)");
+  }
+  return name;
+}
+
+}  // namespace
+
+std::span<const FlagSpec> engine_flag_table() {
+  static const std::vector<FlagSpec> table = {
+      {.name = "--device",
+       .value = "cpu|cuda|cuda:N",
+       .help = "Where the model runs.",
+       .default_value = "cpu"},
+      {.name = "--base-gpu-id",
+       .value = "N",
+       .help = "The GPU index for --device cuda (as --device cuda:N).",
+       .default_value = "0"},
+      {.name = "--attention-backend",
+       .value = "NAME",
+       .help = "auto, flash (CUDA split-KV decode and tensor-core extend), cuda_ref or cpu. "
+               "SGLang's flashinfer, fa3, fa4, triton, torch_native, trtllm_mha and "
+               "flex_attention mean auto; MLA and vendor backends are refused.",
+       .default_value = "auto"},
+      {.name = "--linear-backend",
+       .value = "auto|hopper",
+       .help = "hopper: our sm_90a wgmma GEMM for 17-256 tokens.",
+       .default_value = "auto"},
+      {.name = "--context-length",
+       .value = "N",
+       .help = "Longest sequence; above the model's max_position_embeddings only with "
+               "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 in the environment.",
+       .default_value = "the model's"},
+      {.name = "--load-format",
+       .value = "auto|safetensors|gguf|dummy",
+       .help = "Weights from the model path (safetensors / gguf also check its format) or "
+               "random (dummy).",
+       .default_value = "auto"},
+      {.name = "--dtype",
+       .value = "auto|bfloat16|float32",
+       .help = "Compute dtype; auto is f32 on the CPU, bf16 on CUDA. half / float16 are refused "
+               "(no f16 compute path).",
+       .default_value = "auto"},
+      {.name = "--cuda-graph-max-bs",
+       .aliases = {"--cuda-graph-max-bs-decode"},
+       .value = "N",
+       .help = "Largest decode batch replayed from a CUDA graph.",
+       .default_value = "256"},
+      {.name = "--disable-cuda-graph", .help = "Run every step eagerly."},
+      {.name = "--max-running-requests",
+       .value = "N",
+       .help = "Requests decoding at once.",
+       .default_value = "256"},
+      {.name = "--max-prefill-tokens",
+       .value = "N",
+       .help = "Prompt tokens admitted per prefill batch.",
+       .default_value = "16384"},
+      {.name = "--chunked-prefill-size",
+       .value = "N",
+       .help = "Longest prefill chunk of one request.",
+       .default_value = "8192"},
+      {.name = "--schedule-policy",
+       .value = "lpm|dfs-weight|fcfs|lof|random",
+       .help = "Order of waiting requests.",
+       .default_value = "fcfs"},
+      {.name = "--schedule-conservativeness",
+       .value = "X",
+       .help = "Scales the KV reserved for running requests' future tokens.",
+       .default_value = "1.0"},
+      {.name = "--max-total-tokens",
+       .value = "N",
+       .help = "KV cache slots; 0 sizes the pool from free memory.",
+       .default_value = "0"},
+      {.name = "--mem-fraction-static",
+       .value = "X",
+       .help = "Share of device memory for weights and KV cache; 0 = the device's default.",
+       .default_value = "0"},
+      {.name = "--max-queued-requests",
+       .value = "N",
+       .help = "Waiting requests before new ones are refused (503); 0 = unbounded.",
+       .default_value = "0"},
+      {.name = "--random-seed",
+       .value = "N",
+       .help = "Seed of unseeded sampling.",
+       .default_value = "0"},
+      {.name = "--log-level",
+       .value = "debug|info|warning|error|critical",
+       .help = "Least severe log line printed.",
+       .default_value = "warning"},
+      {.name = "--disable-radix-cache", .help = "No prefix reuse between requests."},
+      {.name = "--enable-mixed-chunk",
+       .help = "Batches carry prefill chunks beside running decodes (on by default here)."},
+      {.name = "--disable-mixed-chunk", .help = "Prefill batches without decodes."},
+      {.name = "--mixed-chunk-size",
+       .value = "N",
+       .help = "Tokens of a batch that carries decodes, the decodes counted.",
+       .default_value = "1280"},
+      {.name = "--disable-overlap-schedule",
+       .help = "Schedule the next batch only after the last one finished."},
+  };
+  return table;
+}
 
 const std::set<std::string>& engine_value_flags() {
-  static const std::set<std::string> flags = {"--device",
-                                              "--attention-backend",
-                                              "--linear-backend",
-                                              "--context-length",
-                                              "--load-format",
-                                              "--dtype",
-                                              "--cuda-graph-max-bs",
-                                              "--max-running-requests",
-                                              "--max-prefill-tokens",
-                                              "--chunked-prefill-size",
-                                              "--schedule-policy",
-                                              "--schedule-conservativeness",
-                                              "--max-total-tokens",
-                                              "--mem-fraction-static",
-                                              "--max-queued-requests",
-                                              "--random-seed",
-                                              "--mixed-chunk-size",
-                                              "--log-level"};
+  static const std::set<std::string> flags = flag_sets({engine_flag_table()}).values;
   return flags;
 }
 
 const std::set<std::string>& engine_switch_flags() {
-  static const std::set<std::string> flags = {"--disable-radix-cache", "--enable-mixed-chunk",
-                                              "--disable-mixed-chunk", "--disable-overlap-schedule",
-                                              "--disable-cuda-graph"};
+  static const std::set<std::string> flags = flag_sets({engine_flag_table()}).switches;
   return flags;
 }
 
-const char* engine_flags_usage() {
-  return R"(engine flags (SGLang's names):
-  --device cpu|cuda[:N]        --attention-backend NAME     --context-length N
-  --load-format auto|dummy     --dtype auto|bfloat16|float32 (auto: cpu f32, cuda bf16)
-  --linear-backend auto|hopper (hopper: our sm_90a GEMM for 17-256 tokens)
-  --max-running-requests N     --max-prefill-tokens N
-  --chunked-prefill-size N     --schedule-policy lpm|dfs-weight|fcfs|lof|random
-  --schedule-conservativeness X  --max-total-tokens N (KV slots)  --mem-fraction-static X
-  --max-queued-requests N      --random-seed N              --log-level debug|info|warn|error
-  --disable-radix-cache        --disable-overlap-schedule   --disable-mixed-chunk
-  --mixed-chunk-size N (1280: tokens of a batch that carries decodes, decodes counted; mixing
-                       is on by default, SGLang's --enable-mixed-chunk is accepted)
-  --cuda-graph-max-bs N (256)  --disable-cuda-graph
-)";
+const std::string& engine_flags_usage() {
+  static const std::string usage =
+      format_flag_help("engine flags (SGLang's names)", engine_flag_table());
+  return usage;
 }
 
 Result<EngineSetup> parse_engine_flags(const CliArgs& args) {
   EngineSetup s;
   auto device = parse_device(args.get("--device").value_or("cpu"));
   if (!device) return invalid_argument("--device expects cpu, cuda or cuda:N");
+  SGL_ASSIGN_OR_RETURN(const int64_t base_gpu, args.get_int("--base-gpu-id", 0));
+  if (args.has("--base-gpu-id")) {
+    if (!device->is_cuda() || base_gpu < 0 || base_gpu > 1023) {
+      return invalid_argument("--base-gpu-id needs --device cuda and an index in [0, 1023]");
+    }
+    if (device->index != 0 && device->index != base_gpu) {
+      return invalid_argument("--base-gpu-id " + std::to_string(base_gpu) +
+                              " contradicts --device " + device->to_string());
+    }
+    device = Device::cuda(static_cast<int>(base_gpu));
+  }
   s.runner.device = *device;
-  s.runner.attention_backend = args.get("--attention-backend").value_or("auto");
+  SGL_ASSIGN_OR_RETURN(
+      s.runner.attention_backend,
+      parse_attention_backend(args.get("--attention-backend").value_or("auto"), s.notes));
   s.runner.linear_backend = args.get("--linear-backend").value_or("auto");
   s.runner.load_format = args.get("--load-format").value_or("auto");
   s.runner.dtype = args.get("--dtype").value_or("auto");
+  if (s.runner.dtype == "half") s.runner.dtype = "float16";
   s.runner.disable_cuda_graph = args.has("--disable-cuda-graph");
   SGL_ASSIGN_OR_RETURN(s.runner.cuda_graph_max_bs, args.get_int("--cuda-graph-max-bs", 256));
   if (s.runner.cuda_graph_max_bs < 1) return invalid_argument("--cuda-graph-max-bs must be >= 1");
   SGL_ASSIGN_OR_RETURN(s.runner.context_length, args.get_int("--context-length", 0));
+  // SGLang's switch for a context past the model's trained length (RoPE beyond its positions).
+  const char* longer = std::getenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN");
+  s.runner.allow_longer_context = longer != nullptr && std::string_view(longer) != "0" &&
+                                  std::string_view(longer) != "false" && *longer != '\0';
   SGL_ASSIGN_OR_RETURN(s.runner.num_kv_slots, args.get_int("--max-total-tokens", 0));
   SGL_ASSIGN_OR_RETURN(s.runner.mem_fraction_static, args.get_double("--mem-fraction-static", 0));
   if (s.runner.context_length < 0 || s.runner.num_kv_slots < 0 ||
@@ -99,18 +228,9 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args) {
   if (o.mixed_chunk_size < 1) return invalid_argument("--mixed-chunk-size must be positive");
   s.engine.disable_overlap_schedule = args.has("--disable-overlap-schedule");
 
-  const std::string level = args.get("--log-level").value_or("warn");
-  if (level == "debug") {
-    set_log_level(LogLevel::kDebug);
-  } else if (level == "info") {
-    set_log_level(LogLevel::kInfo);
-  } else if (level == "warn") {
-    set_log_level(LogLevel::kWarn);
-  } else if (level == "error") {
-    set_log_level(LogLevel::kError);
-  } else {
-    return invalid_argument("--log-level expects debug, info, warn or error");
-  }
+  SGL_ASSIGN_OR_RETURN(const LogLevel level,
+                       parse_log_level(args.get("--log-level").value_or("warning")));
+  set_log_level(level);
   return s;
 }
 

@@ -2,23 +2,30 @@
 #pragma once
 
 #include <set>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "app/cli_args.h"
+#include "app/flag_spec.h"
 #include "engine/engine.h"
 #include "runner/model_runner.h"
 
 namespace sgl::app {
 
+// The engine and runner flags (all implemented).
+std::span<const FlagSpec> engine_flag_table();
 // Flags that take a value / switches, to merge into a tool's own sets.
 const std::set<std::string>& engine_value_flags();
 const std::set<std::string>& engine_switch_flags();
-// Usage lines for them.
-const char* engine_flags_usage();
+// --help text for them.
+const std::string& engine_flags_usage();
 
 struct EngineSetup {
   runner::ModelRunnerOptions runner;
   engine::EngineOptions engine;
+  // What the flags mean here where SGLang's meaning differs, for the start-up log.
+  std::vector<std::string> notes;
 };
 
 // Reads the flags (defaults as SGLang's) and applies --log-level.

@@ -1,10 +1,15 @@
 // sgl-server: the OpenAI-compatible HTTP server (flags, model loading; the rest is server/).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
 #include "app/cli_args.h"
+#include "app/config_file.h"
 #include "app/engine_flags.h"
+#include "app/flag_spec.h"
 #include "app/omp_wait_policy.h"
+#include "app/sglang_flags.h"
+#include "core/logging.h"
 #include "engine/model_engine.h"
 #include "model/model_source.h"
 #include "server/serve.h"
@@ -13,31 +18,91 @@
 namespace sgl::app {
 namespace {
 
-constexpr const char* kUsage =
-    R"(usage: sgl-server --model-path DIR [--host 127.0.0.1] [--port 30000]
-  [--served-model-name NAME] [--api-key KEY] [--chat-template FILE]
-  [--http-threads N=4] [--http-read-timeout SECONDS=30] [--drain-timeout SECONDS=10]
-)";
+// sgl-server's own flags (SGLang's names where SGLang has the flag).
+std::span<const FlagSpec> server_flag_table() {
+  static const std::vector<FlagSpec> table = {
+      {.name = "--model-path",
+       .aliases = {"--model"},
+       .value = "PATH",
+       .help = "A Hugging Face model directory (config.json, *.safetensors, tokenizer.json) or a "
+               ".gguf file. Required."},
+      {.name = "--tokenizer-path",
+       .value = "PATH",
+       .help = "Where the tokenizer and chat template come from.",
+       .default_value = "--model-path"},
+      {.name = "--config",
+       .value = "FILE",
+       .help = "A YAML file of these flags (model-path: DIR, port: 30000, enable-metrics: "
+               "true); the command line overrides it."},
+      {.name = "--host",
+       .value = "ADDR",
+       .help = "Address to listen on.",
+       .default_value = "127.0.0.1"},
+      {.name = "--port",
+       .value = "N",
+       .help = "Port to listen on (0: any free).",
+       .default_value = "30000"},
+      {.name = "--served-model-name",
+       .value = "NAME",
+       .help = "The model name /v1/models reports.",
+       .default_value = "the model path"},
+      {.name = "--api-key", .value = "KEY", .help = "Bearer token every request must carry."},
+      {.name = "--chat-template",
+       .value = "FILE",
+       .help = "A Jinja chat template replacing the tokenizer's."},
+      {.name = "--http-threads", .value = "N", .help = "HTTP I/O threads.", .default_value = "4"},
+      {.name = "--http-read-timeout",
+       .value = "SECONDS",
+       .help = "Time for a request's header; its body gets this plus its size at 256 KiB/s.",
+       .default_value = "30"},
+      {.name = "--drain-timeout",
+       .value = "SECONDS",
+       .help = "Time running requests get to finish after SIGINT / SIGTERM.",
+       .default_value = "10"},
+      {.name = "--log-requests",
+       .help = "Log each finished request (rid, prompt / completion / cached tokens, finish "
+               "reason, latency) at info level; lowers --log-level to info if it is higher."},
+      {.name = "--help", .aliases = {"-h"}, .help = "Print this and exit."},
+  };
+  return table;
+}
+
+std::string usage() {
+  return "usage: sgl-server --model-path PATH [flags]\n\n" +
+         format_flag_help("server flags", server_flag_table()) + "\n" + engine_flags_usage() +
+         "\n" +
+         format_flag_help("SGLang flags accepted without effect or refused (with the reason)",
+                          sglang_compat_flag_table());
+}
 
 struct Options {
   server::ServeOptions serve;
   EngineSetup setup;
+  std::string tokenizer_path;
+  bool help = false;
+  std::vector<std::string> notes;  // flags whose meaning here differs, logged at start
 };
 
 Result<Options> parse_options(int argc, char** argv) {
-  std::set<std::string> values = {
-      "--model-path",   "--host",          "--port",         "--served-model-name",
-      "--api-key",      "--chat-template", "--http-threads", "--http-read-timeout",
-      "--drain-timeout"};
-  std::set<std::string> switches = {"--help"};
-  values.insert(engine_value_flags().begin(), engine_value_flags().end());
-  switches.insert(engine_switch_flags().begin(), engine_switch_flags().end());
-  SGL_ASSIGN_OR_RETURN(CliArgs args, CliArgs::parse(argc, argv, values, switches));
-  if (args.has("--help")) return invalid_argument("");
+  const FlagSets sets =
+      flag_sets({server_flag_table(), engine_flag_table(), sglang_compat_flag_table()});
+  std::vector<std::string> argv_list(argv + std::min(argc, 1), argv + argc);
   Options options;
+  if (std::find(argv_list.begin(), argv_list.end(), "--help") != argv_list.end() ||
+      std::find(argv_list.begin(), argv_list.end(), "-h") != argv_list.end()) {
+    options.help = true;
+    return options;
+  }
+  if (const std::optional<std::string> config = find_config_path(argv_list)) {
+    SGL_ASSIGN_OR_RETURN(std::vector<std::string> from_file, config_file_args(*config, sets));
+    argv_list.insert(argv_list.begin(), from_file.begin(), from_file.end());
+  }
+  SGL_ASSIGN_OR_RETURN(CliArgs args, CliArgs::parse(argv_list, sets));
+  SGL_RETURN_IF_ERROR(check_flag_support(args, {sglang_compat_flag_table()}, options.notes));
   server::ServeOptions& o = options.serve;
   if (!args.get("--model-path")) return invalid_argument("--model-path is required");
   o.model_path = *args.get("--model-path");
+  options.tokenizer_path = args.get("--tokenizer-path").value_or(o.model_path);
   o.host = args.get("--host").value_or("127.0.0.1");
   SGL_ASSIGN_OR_RETURN(int64_t port, args.get_int("--port", 30000));
   if (port < 0 || port > 65535) return invalid_argument("--port must be in [0, 65535]");
@@ -55,9 +120,12 @@ Result<Options> parse_options(int argc, char** argv) {
   o.http_threads = static_cast<int>(threads);
   o.http_read_timeout = std::chrono::milliseconds(static_cast<int64_t>(read_timeout * 1000));
   o.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(drain_timeout * 1000));
-  SGL_ASSIGN_OR_RETURN(options.setup, parse_engine_flags(args));
+  SGL_ASSIGN_OR_RETURN(options.setup, parse_engine_flags(args));  // sets the log level
+  o.log_requests = args.has("--log-requests");
+  if (o.log_requests && !log_enabled(LogLevel::kInfo)) set_log_level(LogLevel::kInfo);
+  options.notes.insert(options.notes.end(), options.setup.notes.begin(), options.setup.notes.end());
   o.engine = options.setup.engine;
-  o.device = args.get("--device").value_or("cpu");
+  o.device = options.setup.runner.device.to_string();
   return options;
 }
 
@@ -66,12 +134,16 @@ int run(int argc, char** argv) {
   server::block_termination_signals();
   auto parsed = parse_options(argc, argv);
   if (!parsed.ok()) {
-    if (!parsed.status().message().empty()) {
-      std::cerr << "sgl-server: " << parsed.status().message() << "\n";
-    }
-    std::cerr << kUsage << engine_flags_usage();
+    std::cerr << "sgl-server: " << parsed.status().message() << "\n";
     return 2;
   }
+  if (parsed->help) {
+    std::cout << usage();
+    return 0;
+  }
+  // NOTE: on stderr whatever the log level: a flag that does nothing here must never pass
+  // silently.
+  for (const std::string& note : parsed->notes) std::cerr << "sgl-server: " << note << "\n";
   const server::ServeOptions& o = parsed->serve;
   const EngineSetup& setup = parsed->setup;
   auto fail = [](const Status& s) {
@@ -82,7 +154,7 @@ int run(int argc, char** argv) {
   if (auto format = model::check_model_path(o.model_path); !format.ok()) {
     return fail(format.status());
   }
-  auto tok = tokenizer::Tokenizer::from_dir(o.model_path);
+  auto tok = tokenizer::Tokenizer::from_dir(parsed->tokenizer_path);
   if (!tok.ok()) return fail(tok.status());
   auto me = engine::launch_model_engine(o.model_path, setup.runner, setup.engine,
                                         (*tok)->eos_token_ids());

@@ -77,6 +77,10 @@ Result<DType> parse_compute_dtype(const std::string& name, Device device) {
   if (dtype == DType::kBF16 && device.is_cpu()) {
     return unimplemented("--dtype bfloat16 on the CPU (it computes in f32)");
   }
+  if (dtype == DType::kF16) {
+    return unimplemented("--dtype " + name +
+                         ": float16 compute is not implemented (use bfloat16 or float32)");
+  }
   if (dtype != DType::kF32 && dtype != DType::kBF16) {
     return invalid_argument("--dtype '" + name + "' (expected auto, bfloat16 or float32)");
   }
@@ -105,17 +109,33 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
                          const ModelRunnerOptions& options) {
   options_ = options;
   SGL_RETURN_IF_ERROR(backend::check_device_available(options.device));
-  if (options.load_format != "auto" && options.load_format != "dummy") {
-    return invalid_argument("load format '" + options.load_format + "' (expected auto or dummy)");
+  const std::string& format = options.load_format;
+  if (format != "auto" && format != "safetensors" && format != "gguf" && format != "dummy") {
+    return invalid_argument("load format '" + format +
+                            "' (expected auto, safetensors, gguf or dummy)");
   }
   // A Hugging Face directory or a .gguf file; dummy weights need only the config.
   model::ModelSourceOptions source_options;
-  source_options.open_weights = options.load_format == "auto";
+  source_options.open_weights = format != "dummy";
   SGL_ASSIGN_OR_RETURN(model::ModelSource source,
                        model::open_model_source(model_path, source_options));
+  const bool is_gguf = source.format == model::ModelFormat::kGguf;
+  if ((format == "gguf" && !is_gguf) ||
+      (format == "safetensors" && source.format != model::ModelFormat::kHuggingFace)) {
+    return invalid_argument("--load-format " + format + ": " + model_path.string() + " is " +
+                            (is_gguf ? "a GGUF file" : "not a GGUF file"));
+  }
   const model::ModelConfig& config = source.config;
   context_length_ =
       options.context_length > 0 ? options.context_length : config.max_position_embeddings;
+  if (context_length_ > config.max_position_embeddings && !options.allow_longer_context) {
+    return invalid_argument(
+        "--context-length " + std::to_string(context_length_) +
+        " is longer than the model's max_position_embeddings (" +
+        std::to_string(config.max_position_embeddings) +
+        "); set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to allow it (outputs past the "
+        "trained length may be wrong)");
+  }
   SGL_RETURN_IF_ERROR(model::check_context_length(config, context_length_, model_path.string()));
   allocator_ = make_allocator(options.device);
   owned_stream_ = backend::create_stream(options.device);

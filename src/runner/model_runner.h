@@ -23,7 +23,9 @@ struct ModelRunnerOptions {
   Device device = Device::cpu();
   std::string attention_backend = "auto";
   std::string linear_backend = "auto";  // kernels::set_linear_backend
-  std::string load_format = "auto";     // "auto" (safetensors) or "dummy" (random weights)
+  // "auto" (the path's weights), "safetensors" / "gguf" (the same, checked to be that format) or
+  // "dummy" (random weights).
+  std::string load_format = "auto";
   // Weights, activations and KV: "auto" (CPU float32, GPU bfloat16), "bfloat16" (GPU only) or
   // "float32"/"float" (SGLang's names).
   std::string dtype = "auto";
@@ -33,7 +35,10 @@ struct ModelRunnerOptions {
   // host): 0 = max(max_num_tokens, max_batch_size), so any batch may score every token.
   int64_t max_logit_rows = 0;
   int64_t context_length = 0;  // 0 = the model's max_position_embeddings
-  int64_t num_kv_slots = 0;    // 0 = size from free memory and mem_fraction_static
+  // context_length may exceed max_position_embeddings (SGLang's
+  // SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN); otherwise that is an error.
+  bool allow_longer_context = false;
+  int64_t num_kv_slots = 0;  // 0 = size from free memory and mem_fraction_static
   // GPU: fraction of total memory for weights + KV pool (SGLang's meaning; 0 = 0.88). CPU:
   // fraction of available RAM for the KV pool (0 = 0.2).
   double mem_fraction_static = 0;

@@ -2,7 +2,9 @@
 #include "server/choice_stream.h"
 
 #include <chrono>
+#include <cstdio>
 
+#include "core/logging.h"
 #include "server/token_text.h"
 
 namespace sgl::server {
@@ -138,8 +140,17 @@ void ChoiceStream::add_token_texts(ChoiceDelta& d) {
 
 void ChoiceStream::set_finished(FinishInfo finish) {
   finish_ = std::move(finish);
-  ctx_.metrics.observe_finished(now_s() - start_s_, finish_->reason, prompt_tokens_,
-                                completion_tokens(), cached_tokens_);
+  const double latency = now_s() - start_s_;
+  ctx_.metrics.observe_finished(latency, finish_->reason, prompt_tokens_, completion_tokens(),
+                                cached_tokens_);
+  if (ctx_.info.log_requests) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.3f", latency);
+    SGL_LOG_INFO << "request rid=" << rid() << " prompt_tokens=" << prompt_tokens_
+                 << " completion_tokens=" << completion_tokens()
+                 << " cached_tokens=" << cached_tokens_ << " finish_reason=" << finish_->reason
+                 << " latency=" << seconds << "s";
+  }
 }
 
 }  // namespace sgl::server

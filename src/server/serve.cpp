@@ -73,6 +73,7 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   info.architecture = config.architecture;
   info.model_type = config.model_type;
   info.device = options.device;
+  info.log_requests = options.log_requests;
   info.created = unix_time();
   const scheduler::SchedulerOptions& so = options.engine.scheduler;
   info.max_running_requests = so.max_running_requests;

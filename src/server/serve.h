@@ -24,6 +24,7 @@ struct ServeOptions {
   std::chrono::milliseconds http_read_timeout{30'000};
   std::chrono::milliseconds drain_timeout{10'000};
   std::string device;            // reported by /get_server_info
+  bool log_requests = false;     // log each finished request at info level
   engine::EngineOptions engine;  // reported by /get_server_info
 };
 

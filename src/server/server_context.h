@@ -34,6 +34,7 @@ struct ServerInfo {
   bool disable_radix_cache = false;
   bool has_chat_template = false;
   std::string chat_template_origin;  // the --chat-template path, or where the tokenizer's is
+  bool log_requests = false;         // --log-requests: a log line per finished request
 };
 
 struct ServerContext {

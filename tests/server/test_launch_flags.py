@@ -1,0 +1,240 @@
+# SGLang launch command lines, as SGLang's documentation writes them (quick start, OpenAI API,
+# sampling, metrics, server arguments, speculative decoding, structured output, tool parsers,
+# hyper-parameter tuning), run as sgl-server command lines on the stories260K test model: each
+# either serves (healthy, answers a request, and says once for each flag that has no effect here
+# why) or refuses at start with exit status 2 and one line naming the flag and the missing
+# feature; never "unknown flag". Also --help, --config YAML files and their errors.
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import MODEL, requests, server_binary
+
+# {model} is the stories260K directory. `notes`: what stderr must say about flags that do
+# nothing here; `refusal`: words the one-line refusal must hold.
+SERVES = [
+    # Quick start / OpenAI API pages.
+    ("--model-path {model} --host 0.0.0.0", []),
+    ("--model-path {model} --host 0.0.0.0 --port 30000 --log-level warning", []),
+    ("--model {model}", []),
+    ("--model-path {model} --served-model-name my-model --api-key sk-123456", []),
+    # Server arguments page: memory, scheduling, chunked prefill.
+    ("--model-path {model} --mem-fraction-static 0.7", []),
+    ("--model-path {model} --chunked-prefill-size 4096", []),
+    ("--model-path {model} --max-running-requests 16 --max-total-tokens 4096", []),
+    ("--model-path {model} --schedule-policy lpm --schedule-conservativeness 0.3", []),
+    ("--model-path {model} --disable-radix-cache --disable-overlap-schedule", []),
+    ("--model-path {model} --enable-mixed-chunk --max-prefill-tokens 8192", []),
+    ("--model-path {model} --context-length 256 --random-seed 42", []),
+    ("--model-path {model} --tp 1 --dp 1", []),
+    ("--model-path {model} --tp-size 1 --trust-remote-code",
+     ["--trust-remote-code has no effect"]),
+    ("--model-path {model} --enable-metrics", ["--enable-metrics has no effect", "/metrics"]),
+    ("--model-path {model} --enable-torch-compile --torch-compile-max-bs 8",
+     ["--enable-torch-compile has no effect", "--torch-compile-max-bs has no effect"]),
+    ("--model-path {model} --attention-backend triton", ["sgl.cpp's own attention kernels"]),
+    ("--model-path {model} --attention-backend flashinfer --sampling-backend flashinfer",
+     ["sgl.cpp's own attention kernels", "--sampling-backend has no effect"]),
+    ("--model-path {model} --skip-server-warmup --watchdog-timeout 600",
+     ["--skip-server-warmup has no effect", "--watchdog-timeout has no effect"]),
+    ("--model-path {model} --log-requests", ["request rid="]),
+    ("--model-path {model} --load-format dummy", []),
+    ("--model-path {model} --kv-cache-dtype auto --page-size 1 --grammar-backend none", []),
+    ("--model-path {model} --cuda-graph-max-bs 32 --disable-cuda-graph", []),
+    ("--model-path {model} --tokenizer-path {model} --dtype float32", []),
+]
+
+REFUSES = [
+    # Parallelism (server arguments page, multi-node page).
+    ("--model-path {model} --tp 2", ["--tp-size 2", "one GPU"]),
+    ("--model-path {model} --dp 2 --tp 2", ["one GPU"]),
+    ("--model-path {model} --tp 4 --dist-init-addr sgl-dev-0:50000 --nnodes 2 --node-rank 0",
+     ["one GPU"]),
+    ("--model-path {model} --ep-size 8 --enable-ep-moe", ["one GPU"]),
+    # Quantization.
+    ("--model-path {model} --quantization fp8", ["--quantization fp8", "quantization"]),
+    ("--model-path {model} --kv-cache-dtype fp8_e5m2", ["--kv-cache-dtype fp8_e5m2"]),
+    ("--model-path {model} --torchao-config int4wo-128", ["--torchao-config"]),
+    # Speculative decoding page.
+    ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model} "
+     "--speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16",
+     ["speculative decoding"]),
+    # Structured output, tool and reasoning parser pages.
+    ("--model-path {model} --grammar-backend xgrammar", ["--grammar-backend xgrammar",
+                                                         "structured output"]),
+    ("--model-path {model} --tool-call-parser llama3", ["--tool-call-parser llama3"]),
+    ("--model-path {model} --reasoning-parser deepseek-r1", ["--reasoning-parser deepseek-r1"]),
+    # LoRA, embeddings, multimodal.
+    ("--model-path {model} --enable-lora --lora-paths lora0=/tmp/lora", ["LoRA"]),
+    ("--model-path {model} --is-embedding", ["embedding"]),
+    ("--model-path {model} --enable-multimodal", ["multimodal"]),
+    # Kernels and memory features sgl.cpp lacks.
+    ("--model-path {model} --attention-backend flashmla", ["--attention-backend flashmla", "MLA"]),
+    ("--model-path {model} --enable-hierarchical-cache", ["hierarchical"]),
+    ("--model-path {model} --tokenizer-mode slow", ["--tokenizer-mode slow"]),
+    ("--model-path {model} --revision main", ["hf download"]),
+    ("--model-path {model} --stream-interval 8", ["--stream-interval 8"]),
+    ("--model-path {model} --dtype half", ["float16 compute is not implemented"]),
+    ("--model-path {model} --context-length 100000",
+     ["--context-length 100000", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"]),
+    ("--model-path {model} --load-format gguf", ["--load-format gguf", "not a GGUF file"]),
+    ("--model-path {model} --cuda-graph-bs 1 2 4 8", ["--cuda-graph-bs"]),
+]
+
+
+def run_args(line, model=MODEL):
+    return shlex.split(line.format(model=model))
+
+
+def start(args, workdir, env=None):
+    binary = server_binary()
+    if binary is None or requests is None or not MODEL.exists():
+        pytest.skip("sgl-server, the requests package or the test model is missing")
+    err = open(Path(workdir) / f"err-{time.monotonic_ns()}.txt", "w+b")
+    # Whatever host and port the line names, the test listens on a free loopback port.
+    proc = subprocess.Popen([str(binary), *args, "--host", "127.0.0.1", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=err, env=env)
+    return proc, err
+
+
+def stderr_of(err):
+    err.flush()
+    err.seek(0)
+    return err.read().decode(errors="replace")
+
+
+@pytest.mark.parametrize("line,notes", SERVES, ids=[s[0].replace("{model} ", "") for s in SERVES])
+def test_serves(line, notes, tmp_path):
+    proc, err = start(run_args(line), tmp_path)
+    try:
+        first = proc.stdout.readline().decode()
+        assert "sgl-server listening on http://" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+        headers = {"Authorization": "Bearer sk-123456"} if "--api-key" in line else {}
+        deadline = time.monotonic() + 30
+        while requests.get(url + "/health", headers=headers, timeout=10).status_code != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        r = requests.post(url + "/generate", headers=headers, timeout=60, json={
+            "text": "Once upon a time", "sampling_params": {"max_new_tokens": 4,
+                                                             "temperature": 0}})
+        assert r.status_code == 200, r.text
+        assert r.json()["meta_info"]["completion_tokens"] == 4
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
+    log = stderr_of(err)
+    for note in notes:
+        assert note in log, log
+    assert "unknown flag" not in log
+
+
+@pytest.mark.parametrize("line,refusal", REFUSES,
+                         ids=[r[0].replace("{model} ", "") for r in REFUSES])
+def test_refuses_with_a_reason(line, refusal, tmp_path):
+    proc, err = start(run_args(line), tmp_path)
+    code = proc.wait(timeout=60)
+    log = stderr_of(err)
+    assert code != 0, log
+    assert proc.stdout.read() == b"", "a refused command line must not start serving"
+    lines = [l for l in log.splitlines() if l.startswith("sgl-server:")]
+    assert len(lines) == 1, log
+    for word in refusal:
+        assert word in lines[0], log
+    assert "unknown flag" not in log
+
+
+def test_unknown_flag_is_named(tmp_path):
+    proc, err = start(run_args("--model-path {model} --no-such-flag 3"), tmp_path)
+    assert proc.wait(timeout=30) == 2
+    assert "unknown flag '--no-such-flag'" in stderr_of(err)
+
+
+def test_help_lists_every_flag_with_meaning_and_exits_0():
+    binary = server_binary()
+    if binary is None:
+        pytest.skip("sgl-server is missing")
+    out = subprocess.run([str(binary), "--help"], capture_output=True, timeout=30, text=True)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    for flag in ["--model-path, --model PATH", "--tp-size, --tp, --tensor-parallel-size N",
+                 "--config FILE", "--log-requests", "--mem-fraction-static X",
+                 "--trust-remote-code", "--speculative-algorithm NAME"]:
+        assert flag in text, flag
+    words = " ".join(text.split())  # the meanings are wrapped
+    assert "[default: 30000]" in words
+    assert "Refused unless 1: sgl.cpp runs one GPU per server" in words
+    assert "No effect: sgl.cpp never executes code from model files" in words
+    # Every line fits 100 columns.
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_config_file_as_in_sglang_docs(tmp_path):
+    # The docs' example, with the parallel size this machine can serve; the command line
+    # overrides the file (--max-running-requests).
+    config = tmp_path / "config.yaml"
+    config.write_text(f"""model-path: {MODEL}
+host: 0.0.0.0
+port: 30000
+tensor-parallel-size: 1
+enable-metrics: true
+log-requests: true
+max_running_requests: 4
+disable-radix-cache: false
+""")
+    proc, err = start(["--config", str(config), "--max-running-requests", "8"], tmp_path)
+    try:
+        first = proc.stdout.readline().decode()
+        assert "listening on" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+        info = requests.get(url + "/get_server_info", timeout=10).json()
+        assert info["max_running_requests"] == 8
+        assert info["disable_radix_cache"] is False
+        r = requests.post(url + "/generate", timeout=60, json={
+            "text": "Once", "sampling_params": {"max_new_tokens": 2}})
+        assert r.status_code == 200
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+    log = stderr_of(err)
+    assert "--enable-metrics has no effect" in log and "request rid=" in log, log
+
+
+@pytest.mark.parametrize("body,refusal", [
+    ("model-path: {model}\ntensor-parallel-size: 2\n", "--tp-size 2 is not supported"),
+    ("model-path: {model}\nno-such-flag: 1\n", "'no-such-flag' is not a flag"),
+    ("model-path: {model}\nenable-metrics: maybe\n", "'enable-metrics' is a switch: true or false"),
+    ("model-path: {model}\ncuda-graph-bs: [1, 2, 4]\n", "'cuda-graph-bs' needs a single value"),
+    ("model-path: {model}\nconfig: other.yaml\n", "cannot name another"),
+    ("model-path: [unclosed\n", "not valid YAML"),
+    ("- a list\n", "expected a mapping"),
+])
+def test_config_file_errors(body, refusal, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(body.format(model=MODEL))
+    proc, err = start(["--config", str(config)], tmp_path)
+    assert proc.wait(timeout=30) == 2
+    assert refusal in stderr_of(err)
+
+
+def test_missing_config_file(tmp_path):
+    proc, err = start(["--config", str(tmp_path / "absent.yaml")], tmp_path)
+    assert proc.wait(timeout=30) == 2
+    assert "no such file" in stderr_of(err)
+
+
+def test_longer_context_with_sglang_environment_variable(tmp_path):
+    env = dict(os.environ, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN="1")
+    proc, err = start(run_args("--model-path {model} --context-length 1024"), tmp_path, env=env)
+    try:
+        first = proc.stdout.readline().decode()
+        assert "listening on" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+        assert requests.get(url + "/get_model_info", timeout=10).status_code == 200
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
