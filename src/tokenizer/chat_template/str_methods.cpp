@@ -24,9 +24,13 @@ Result<std::string> str_arg(std::string_view fn, const Value& v) {
   return v.as_string();
 }
 
-// Byte offset of code point `index` (clamped Python-style, negatives from the end).
-size_t byte_offset(const std::string& s, const Value& index, size_t default_bytes) {
+// Byte offset of code point `index` (clamped Python-style, negatives from the end); a TypeError,
+// as Python's, for an index that is neither an integer nor None.
+Result<size_t> byte_offset(const std::string& s, const Value& index, size_t default_bytes) {
   if (index.is_none() || index.is_undefined()) return default_bytes;
+  if (!index.is_integral()) {
+    return type_error("slice indices must be integers or None, not " + type_name(index));
+  }
   int64_t len = static_cast<int64_t>(utf8_length(s));
   int64_t i = index.as_int();
   if (i < 0) i = std::max<int64_t>(0, i + len);
@@ -52,8 +56,8 @@ Result<Value> s_affix(const Value& self, const CallArgs& args, bool prefix) {
       auto a,
       bind_args(fn, args, {{"affix", {}, true}, {"start", Value::none()}, {"end", Value::none()}}));
   const std::string& s = self.as_string();
-  size_t b = byte_offset(s, a[1], 0);
-  size_t e = byte_offset(s, a[2], s.size());
+  SGL_ASSIGN_OR_RETURN(const size_t b, byte_offset(s, a[1], 0));
+  SGL_ASSIGN_OR_RETURN(const size_t e, byte_offset(s, a[2], s.size()));
   std::string_view view = b <= e ? std::string_view(s).substr(b, e - b) : std::string_view();
   std::vector<Value> candidates;
   if (a[0].is_tuple()) {
@@ -274,8 +278,8 @@ Result<Value> s_find_impl(const Value& self, const CallArgs& args, const char* f
       bind_args(fn, args, {{"sub", {}, true}, {"start", Value::none()}, {"end", Value::none()}}));
   SGL_ASSIGN_OR_RETURN(std::string sub, str_arg(fn, a[0]));
   const std::string& s = self.as_string();
-  size_t b = byte_offset(s, a[1], 0);
-  size_t e = byte_offset(s, a[2], s.size());
+  SGL_ASSIGN_OR_RETURN(const size_t b, byte_offset(s, a[1], 0));
+  SGL_ASSIGN_OR_RETURN(const size_t e, byte_offset(s, a[2], s.size()));
   size_t found = std::string::npos;
   if (b <= e && e - b >= sub.size()) {
     std::string_view view = std::string_view(s).substr(b, e - b);
@@ -308,8 +312,8 @@ Result<Value> s_count(Interpreter&, const Value& self, const CallArgs& args) {
                         {{"sub", {}, true}, {"start", Value::none()}, {"end", Value::none()}}));
   SGL_ASSIGN_OR_RETURN(std::string sub, str_arg("count", a[0]));
   const std::string& s = self.as_string();
-  size_t b = byte_offset(s, a[1], 0);
-  size_t e = byte_offset(s, a[2], s.size());
+  SGL_ASSIGN_OR_RETURN(const size_t b, byte_offset(s, a[1], 0));
+  SGL_ASSIGN_OR_RETURN(const size_t e, byte_offset(s, a[2], s.size()));
   if (b > e) return Value(0);
   std::string_view view = std::string_view(s).substr(b, e - b);
   if (sub.empty()) return Value(static_cast<int64_t>(utf8_length(view) + 1));

@@ -234,6 +234,25 @@ TEST(ChatTemplateRobustness, NumbersPastInt64) {
   EXPECT_EQ(*out, "0 0.0");
 }
 
+// Found by a fuzz campaign (tests/fuzz/jinja_template_fuzz.cpp): a str method's start / end
+// that was not an integer was read as one (std::bad_variant_access terminated the process).
+TEST(ChatTemplateRobustness, NonIntegerSliceIndicesAreTypeErrors) {
+  for (const char* src : {"{{ 'abc'.startswith('a', 'x') }}", "{{ 'abc'.endswith('c', 0, 'y') }}",
+                          "{{ 'abc'.find('b', [1]) }}", "{{ 'abc'.rindex('b', 0, {}) }}",
+                          "{{ 'abc'.count('b', 1.5) }}"}) {
+    auto out = render_template(src);
+    ASSERT_FALSE(out.ok()) << src << " gave " << *out;
+    EXPECT_NE(out.status().message().find("slice indices must be integers or None"),
+              std::string::npos)
+        << out.status().to_string();
+  }
+  auto out = render_template(
+      "{{ 'abc'.startswith('b', 1) }} {{ 'abc'.endswith('b', none, -1) }} "
+      "{{ 'abcb'.count('b', true) }} {{ 'abc'.find('c', -1) }}");
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(*out, "True True 2 2");
+}
+
 TEST(ChatTemplateRobustness, InvalidUtf8PassesThrough) {
   auto out = render_template("a\xff{{ 'b\xfe' }}{{ s | length }}", R"({"s": "ok"})");
   ASSERT_TRUE(out.ok()) << out.status().to_string();
