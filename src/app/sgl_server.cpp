@@ -50,6 +50,11 @@ std::span<const FlagSpec> server_flag_table() {
       {.name = "--chat-template",
        .value = "FILE",
        .help = "A Jinja chat template replacing the tokenizer's."},
+      {.name = "--allowed-origins",
+       .value = "ORIGINS",
+       .help = "Browser origins allowed to call the API (CORS): comma-separated "
+               "(https://app.example:8080) or a JSON list; * allows every origin, as SGLang does.",
+       .default_value = "*"},
       {.name = "--http-threads", .value = "N", .help = "HTTP I/O threads.", .default_value = "4"},
       {.name = "--http-read-timeout",
        .value = "SECONDS",
@@ -103,6 +108,9 @@ Result<Options> parse_options(int argc, char** argv) {
   if (!args.get("--model-path")) return invalid_argument("--model-path is required");
   o.model_path = *args.get("--model-path");
   options.tokenizer_path = args.get("--tokenizer-path").value_or(o.model_path);
+  o.tokenizer_path = options.tokenizer_path;
+  SGL_ASSIGN_OR_RETURN(o.cors,
+                       server::parse_allowed_origins(args.get("--allowed-origins").value_or("*")));
   o.host = args.get("--host").value_or("127.0.0.1");
   SGL_ASSIGN_OR_RETURN(int64_t port, args.get_int("--port", 30000));
   if (port < 0 || port > 65535) return invalid_argument("--port must be in [0, 65535]");

@@ -1,5 +1,5 @@
-// Model and server endpoints: /v1/models, /health, /health_generate, /get_model_info,
-// /get_server_info, /flush_cache, /abort_request, /metrics.
+// Model and server endpoints: /v1/models, /health (and /ping), /health_generate,
+// /get_model_info, /get_server_info, /version, /v1/loads, /flush_cache, /abort_request, /metrics.
 #include <nlohmann/json.hpp>
 
 #include "server/engine_request.h"
@@ -45,15 +45,6 @@ class HealthReply final : public GenerationReply {
 
 }  // namespace
 
-std::optional<HttpResponse> check_model(const ServerContext& ctx,
-                                        const std::optional<std::string>& model) {
-  if (!model || *model == ctx.info.served_model_name) return std::nullopt;
-  return error_response(404,
-                        "The model '" + *model + "' does not exist (this server serves '" +
-                            ctx.info.served_model_name + "')",
-                        "model");
-}
-
 Reply handle_models(ServerContext& ctx, const HttpRequest&) {
   return Reply::of(json_response({{"object", "list"}, {"data", json::array({model_card(ctx)})}}));
 }
@@ -91,7 +82,7 @@ Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {
 Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
   const ServerInfo& i = ctx.info;
   return Reply::of(json_response({{"model_path", i.model_path},
-                                  {"tokenizer_path", i.model_path},
+                                  {"tokenizer_path", i.tokenizer_path},
                                   {"served_model_name", i.served_model_name},
                                   {"is_generation", true},
                                   {"preferred_sampling_params", nullptr},
@@ -127,7 +118,7 @@ Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
                 {"decode_steps", stats.decode_steps},
                 {"decode_step_cpu_us", stats.decode_step_cpu_us},
                 {"http_requests_in_flight", ctx.registry.size()}};
-  return Reply::of(json_response({{"version", "sgl.cpp-0.1"},
+  return Reply::of(json_response({{"version", kServerVersion},
                                   {"model_path", i.model_path},
                                   {"served_model_name", i.served_model_name},
                                   {"host", i.host},
@@ -165,6 +156,26 @@ Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request) {
   for (uint64_t rid : rids) ctx.engine.abort(rid);
   return Reply::of(json_response(
       {{"success", !rids.empty()}, {"num_aborted", static_cast<int64_t>(rids.size())}}));
+}
+
+Reply handle_version(ServerContext&, const HttpRequest&) {
+  return Reply::of(json_response({{"version", kServerVersion}}));
+}
+
+Reply handle_loads(ServerContext& ctx, const HttpRequest&) {
+  const engine::EngineStats stats = ctx.engine.get_stats();
+  const scheduler::SchedulerStats& s = stats.scheduler;
+  // One entry per data-parallel rank (one rank here), as SGLang's router reads it.
+  json rank = {{"dp_rank", 0},
+               {"num_running_reqs", s.num_running},
+               {"num_waiting_reqs", s.num_waiting},
+               {"num_reqs", s.num_running + s.num_waiting},
+               {"num_used_tokens", s.kv_used - s.kv_cached},
+               {"max_total_num_tokens", s.kv_capacity},
+               {"token_usage", s.kv_usage()},
+               {"gen_throughput", stats.generation_throughput},
+               {"cache_hit_rate", s.cache_hit_rate()}};
+  return Reply::of(json_response({{"loads", json::array({std::move(rank)})}}));
 }
 
 Reply handle_metrics(ServerContext& ctx, const HttpRequest&) {

@@ -192,7 +192,8 @@ Reply prepare_chat(ServerContext& ctx, const ChatRequest& req, const std::atomic
   const std::vector<int32_t> ids = ctx.tokenizer.encode(*prompt, encode);
 
   ChatReply::Setup setup;
-  setup.model = ctx.info.served_model_name;
+  // SGLang serves whatever model name a request gives, and answers with it.
+  setup.model = req.model.value_or(ctx.info.served_model_name);
   setup.logprobs = req.logprobs;
   setup.include_usage = req.include_usage;
   setup.prompt_tokens = static_cast<int64_t>(ids.size());
@@ -222,7 +223,6 @@ Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_chat_request(request.body);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   ChatRequest& req = *parsed;
-  if (auto error = check_model(ctx, req.model)) return Reply::of(std::move(*error));
   if (ctx.chat_template == nullptr) {
     return Reply::of(error_response(400,
                                     "the model has no chat template; start the server with "

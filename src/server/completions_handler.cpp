@@ -183,7 +183,8 @@ class CompletionReply final : public GenerationReply {
 // On a pool thread: tokenizes the prompts and submits the choices.
 Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
   CompletionReply::Setup setup;
-  setup.model = ctx.info.served_model_name;
+  // SGLang serves whatever model name a request gives, and answers with it.
+  setup.model = req.model.value_or(ctx.info.served_model_name);
   setup.logprobs = req.logprobs;
   setup.echo_logprobs = req.echo && req.logprobs.has_value();
   setup.include_usage = req.include_usage;
@@ -228,7 +229,6 @@ Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_completion_request(request.body);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   CompletionRequest& req = *parsed;
-  if (auto error = check_model(ctx, req.model)) return Reply::of(std::move(*error));
   if (Status s = check_text_length(ctx, req.prompts, "prompt"); !s.ok()) {
     return Reply::of(error_response(s));
   }

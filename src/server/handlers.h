@@ -28,9 +28,7 @@ Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request);
 Reply handle_tokenize(ServerContext& ctx, const HttpRequest& request);  // tokenize_handlers.cpp
 Reply handle_detokenize(ServerContext& ctx, const HttpRequest& request);
 Reply handle_metrics(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp
-
-// 404 when a request names a model other than the served one (no model is fine).
-std::optional<HttpResponse> check_model(const ServerContext& ctx,
-                                        const std::optional<std::string>& model);
+Reply handle_version(ServerContext& ctx, const HttpRequest& request);
+Reply handle_loads(ServerContext& ctx, const HttpRequest& request);  // /v1/loads
 
 }  // namespace sgl::server

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "server/cors.h"
 #include "server/http_types.h"
 
 namespace sgl::server {
@@ -25,6 +26,8 @@ struct HttpServerOptions {
   std::chrono::milliseconds read_timeout{30'000};
   // Time one write may take (a client that stops reading is disconnected).
   std::chrono::milliseconds write_timeout{60'000};
+  // Browser origins allowed; preflights are answered here, before the handler.
+  CorsPolicy cors;
 };
 
 class HttpServer {

@@ -100,6 +100,7 @@ void HttpSession::read_request() {
   if (closed_) return;
   reader_.start();
   in_body_ = false;
+  cors_origin_.reset();
   stream_.expires_after(hub_.options.read_timeout);  // for the whole header
   parse_buffered();
 }
@@ -197,6 +198,8 @@ void HttpSession::dispatch() {
     request.headers.emplace_back(std::move(name), std::string(view(field.value())));
   }
   request.body = std::move(req.body());
+  cors_origin_ = cors_allow_origin(hub_.options.cors, request.header("origin"));
+  if (is_cors_preflight(request)) return send(cors_preflight_response(hub_.options.cors, request));
 
   Reply reply;
   try {
@@ -217,6 +220,11 @@ void HttpSession::send(const HttpResponse& r) {
   response_->set(http::field::server, "sgl.cpp");
   response_->set(http::field::content_type, r.content_type);
   for (const auto& [name, value] : r.headers) response_->set(name, value);
+  if (cors_origin_ &&
+      response_->find(http::field::access_control_allow_origin) == response_->end()) {
+    response_->set(http::field::access_control_allow_origin, *cors_origin_);
+    if (*cors_origin_ != "*") response_->set(http::field::vary, "Origin");
+  }
   response_->keep_alive(keep_alive_);
   response_->body() = r.body;
   response_->prepare_payload();
@@ -288,6 +296,10 @@ std::string HttpSession::event_stream_head() {
   if (!chunked_) keep_alive_ = false;
   std::string head = version_ >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
   head += "Server: sgl.cpp\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n";
+  if (cors_origin_) {
+    head += "Access-Control-Allow-Origin: " + *cors_origin_ + "\r\n";
+    if (*cors_origin_ != "*") head += "Vary: Origin\r\n";
+  }
   if (chunked_) head += "Transfer-Encoding: chunked\r\n";
   head += keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   return head;

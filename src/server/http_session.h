@@ -88,6 +88,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // is done or the connection closes.
   std::shared_ptr<HttpSession> paused_self_;
   std::string out_;  // bytes of the raw write in flight
+  // The current request's Access-Control-Allow-Origin, when it came from an allowed origin.
+  std::optional<std::string> cors_origin_;
   unsigned version_ = 11;
   bool keep_alive_ = false;
   bool event_stream_ = false;

@@ -33,11 +33,18 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/health", false, get, handle_health, true},
       {"/health_generate", false, get, handle_health_generate, true},
       {"/get_model_info", false, get, handle_model_info},
+      {"/model_info", false, get, handle_model_info},  // SGLang 0.5's names beside the old
       {"/get_server_info", false, get, handle_server_info},
+      {"/server_info", false, get, handle_server_info},
+      {"/v1/loads", false, get, handle_loads},
+      {"/version", false, get, handle_version},
+      {"/ping", false, both, handle_health, true},
       {"/flush_cache", false, both, handle_flush_cache},
       {"/abort_request", false, post, handle_abort_request},
       {"/tokenize", false, post, handle_tokenize},
+      {"/v1/tokenize", false, post, handle_tokenize},
       {"/detokenize", false, post, handle_detokenize},
+      {"/v1/detokenize", false, post, handle_detokenize},
       {"/metrics", false, get, handle_metrics, true},
   };
 }

@@ -74,6 +74,8 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   info.model_type = config.model_type;
   info.device = options.device;
   info.log_requests = options.log_requests;
+  info.tokenizer_path =
+      options.tokenizer_path.empty() ? options.model_path : options.tokenizer_path;
   info.created = unix_time();
   const scheduler::SchedulerOptions& so = options.engine.scheduler;
   info.max_running_requests = so.max_running_requests;
@@ -90,6 +92,7 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   http.port = options.port;
   http.num_threads = options.http_threads;
   http.read_timeout = options.http_read_timeout;
+  http.cors = options.cors;
   // The port is known only once bound (--port 0), so ServerInfo takes it afterwards.
   std::unique_ptr<ServerContext> ctx;
   std::unique_ptr<Router> router;

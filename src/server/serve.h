@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "engine/model_engine.h"
+#include "server/cors.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sgl::server {
@@ -25,6 +26,8 @@ struct ServeOptions {
   std::chrono::milliseconds drain_timeout{10'000};
   std::string device;            // reported by /get_server_info
   bool log_requests = false;     // log each finished request at info level
+  std::string tokenizer_path;    // reported by /get_model_info; empty: model_path
+  CorsPolicy cors;               // browser origins allowed
   engine::EngineOptions engine;  // reported by /get_server_info
 };
 

@@ -14,9 +14,13 @@
 
 namespace sgl::server {
 
+// What /version and /get_server_info report.
+inline constexpr std::string_view kServerVersion = "sgl.cpp-0.1";
+
 // Facts reported by /v1/models, /get_model_info and /get_server_info.
 struct ServerInfo {
   std::string model_path;
+  std::string tokenizer_path;
   std::string served_model_name;
   std::string host;
   int port = 0;

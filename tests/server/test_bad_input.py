@@ -161,9 +161,7 @@ CASES = [
     ("tools not list", "POST", "/v1/chat/completions", chat(tools={"a": 1}), 400, "'tools'"),
     ("chat_template_kwargs not object", "POST", "/v1/chat/completions",
      chat(chat_template_kwargs=[1]), 400, "'chat_template_kwargs'"),
-    # Unknown models, routes and methods.
-    ("unknown model", "POST", "/v1/completions", completion(model="gpt-4"), 404, "gpt-4"),
-    ("unknown model chat", "POST", "/v1/chat/completions", chat(model="nope"), 404, "nope"),
+    # Unknown models (a request may name any: SGLang serves it), routes and methods.
     ("unknown model retrieve", "GET", "/v1/models/gpt-4", None, 404, "gpt-4"),
     ("unknown route", "GET", "/v2/everything", None, 404, "no route"),
     ("trailing slash", "POST", "/v1/completions/", completion(), 404, "no route"),
@@ -400,7 +398,7 @@ def test_disconnect_mid_stream(server):
 
 
 def test_many_concurrent_bad_requests(server):
-    bodies = ["{", "[]", completion(n=0), completion(model="x"), completion()]
+    bodies = ["{", "[]", completion(n=0), completion(max_tokens=-1), completion()]
     codes = []
 
     def hit(body):
@@ -412,7 +410,8 @@ def test_many_concurrent_bad_requests(server):
         t.start()
     for t in threads:
         t.join(60)
-    assert sorted(set(codes)) == [200, 400, 404] and len(codes) == 100
+    assert len(codes) == 100 and sorted(set(codes)) == [200, 400]
+    assert codes.count(200) == 20
 
 
 def test_server_still_healthy_afterwards(server):

@@ -1,0 +1,115 @@
+# What SGLang and OpenAI clients probe beyond the core API: SGLang 0.5's endpoint names beside
+# the older ones, /ping, /version, /v1/loads, /v1/tokenize; any `model` name served and echoed,
+# as SGLang does; CORS for browser clients (preflight and response headers, allow-all by
+# default, restricted by --allowed-origins).
+import pytest
+
+from conftest import Server, raise_fd_limit, requests
+
+ORIGIN = "http://ui.example:5173"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    raise_fd_limit()
+    srv = Server(tmp_path_factory.mktemp("compat"))
+    yield srv
+    assert srv.stop() == 0, srv.log()
+
+
+@pytest.fixture(scope="module")
+def restricted(tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("cors"), "--allowed-origins",
+                 '["http://allowed.example", "https://app.example:8443"]')
+    yield srv
+    assert srv.stop() == 0, srv.log()
+
+
+def test_sglang_05_names_answer_as_the_old_ones(server):
+    for new, old in [("/server_info", "/get_server_info"), ("/model_info", "/get_model_info")]:
+        a, b = server.get(new), server.get(old)
+        assert a.status_code == b.status_code == 200
+        assert a.json().keys() == b.json().keys()
+    info = server.get("/model_info").json()
+    assert info["tokenizer_path"] == info["model_path"]
+    assert server.get("/server_info").json()["version"] == server.get("/version").json()["version"]
+    assert server.get("/version").json()["version"].startswith("sgl.cpp")
+    for method in (server.get, server.post):
+        assert method("/ping").status_code == 200
+
+
+def test_loads_report_the_running_state(server):
+    loads = server.get("/v1/loads").json()["loads"]
+    assert len(loads) == 1
+    rank = loads[0]
+    assert rank["dp_rank"] == 0 and rank["num_reqs"] == 0
+    assert rank["max_total_num_tokens"] > 0 and 0 <= rank["token_usage"] <= 1
+
+
+def test_v1_tokenize_is_tokenize(server):
+    body = {"prompt": "Once upon a time"}
+    a, b = server.post("/v1/tokenize", body), server.post("/tokenize", body)
+    assert a.status_code == 200 and a.json() == b.json()
+    ids = a.json()["tokens"]
+    d = server.post("/v1/detokenize", {"tokens": ids})
+    assert d.status_code == 200 and "Once upon a time" in d.json()["text"]
+
+
+def test_any_model_name_is_served_and_echoed(server):
+    r = server.post("/v1/completions", {"model": "gpt-4o", "prompt": "Once", "max_tokens": 2})
+    assert r.status_code == 200, r.text
+    assert r.json()["model"] == "gpt-4o"
+    r = server.post("/v1/chat/completions",
+                    {"model": "meta-llama/Llama-3.1-8B-Instruct", "max_tokens": 2,
+                     "messages": [{"role": "user", "content": "hi"}]})
+    assert r.status_code == 200, r.text
+    assert r.json()["model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    # Without a model, the served name; /v1/models still lists only the served name.
+    r = server.post("/v1/completions", {"prompt": "Once", "max_tokens": 1})
+    assert r.json()["model"] == "stories260K"
+    assert [m["id"] for m in server.get("/v1/models").json()["data"]] == ["stories260K"]
+
+
+def test_cors_allows_every_origin_by_default(server):
+    r = requests.options(server.url + "/v1/chat/completions", timeout=10, headers={
+        "Origin": ORIGIN, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type"})
+    assert r.status_code == 204
+    assert r.headers["Access-Control-Allow-Origin"] == "*"
+    assert "POST" in r.headers["Access-Control-Allow-Methods"]
+    assert r.headers["Access-Control-Allow-Headers"] == "authorization, content-type"
+    # The actual call, plain and streaming, carries the header too.
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+    r = requests.post(server.url + "/v1/chat/completions", json=body, timeout=60,
+                      headers={"Origin": ORIGIN})
+    assert r.status_code == 200 and r.headers["Access-Control-Allow-Origin"] == "*"
+    r = requests.post(server.url + "/v1/chat/completions", json={**body, "stream": True},
+                      timeout=60, headers={"Origin": ORIGIN}, stream=True)
+    assert r.headers["Access-Control-Allow-Origin"] == "*"
+    assert b"[DONE]" in r.content
+    # Errors too (the browser must be able to read them).
+    r = requests.post(server.url + "/v1/chat/completions", data="{", timeout=10,
+                      headers={"Origin": ORIGIN})
+    assert r.status_code == 400 and r.headers["Access-Control-Allow-Origin"] == "*"
+    # No Origin: no CORS header.
+    assert "Access-Control-Allow-Origin" not in server.get("/health").headers
+
+
+def test_allowed_origins_restrict(restricted):
+    url = restricted.url + "/v1/completions"
+    ask = {"Access-Control-Request-Method": "POST"}
+    ok = requests.options(url, headers={"Origin": "https://app.example:8443", **ask}, timeout=10)
+    assert ok.status_code == 204
+    assert ok.headers["Access-Control-Allow-Origin"] == "https://app.example:8443"
+    assert ok.headers["Vary"] == "Origin"
+    refused = requests.options(url, headers={"Origin": ORIGIN, **ask}, timeout=10)
+    assert refused.status_code == 403 and "not allowed" in refused.json()["error"]["message"]
+    assert "Access-Control-Allow-Origin" not in refused.headers
+    # A disallowed origin's request runs (CORS is the browser's to enforce) but carries no
+    # header, so a browser refuses to hand the answer to the page.
+    r = requests.post(url, json={"prompt": "a", "max_tokens": 1}, headers={"Origin": ORIGIN},
+                      timeout=60)
+    assert r.status_code == 200 and "Access-Control-Allow-Origin" not in r.headers
+    r = requests.post(url, json={"prompt": "a", "max_tokens": 1},
+                      headers={"Origin": "http://allowed.example"}, timeout=60)
+    assert r.headers["Access-Control-Allow-Origin"] == "http://allowed.example"
