@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 
 namespace sgl::server {
 namespace {
@@ -224,8 +225,57 @@ Status read_prompts(const json& v, std::string_view key, std::vector<PromptInput
   return Status::ok_status();
 }
 
+// Request fields that SGLang or vLLM define and sgl.cpp does not implement yet, with the
+// missing feature: each is refused (400 naming it) unless its value asks for nothing (null,
+// false, "", [] or {}), never accepted and ignored.
+struct UnsupportedField {
+  const char* name;
+  const char* feature;
+};
+constexpr const char* kStructured = "structured output is not implemented yet";
+constexpr UnsupportedField kUnsupportedSampling[] = {
+    {"json_schema", kStructured},
+    {"regex", kStructured},
+    {"ebnf", kStructured},
+    {"structural_tag", kStructured},
+    {"guided_json", kStructured},
+    {"guided_regex", kStructured},
+    {"guided_choice", kStructured},
+    {"guided_grammar", kStructured},
+    {"structured_outputs", kStructured},
+    {"stop_regex", "regular-expression stop conditions are not implemented yet"},
+    {"no_stop_trim", "keeping the matched stop string in the output is not implemented yet"},
+    {"token_ids_logprob", "logprobs of requested token ids are not implemented yet"},
+    {"custom_params", "custom logit processors are not implemented"},
+    {"custom_logit_processor", "custom logit processors are not implemented"},
+};
+// Outside the sampling fields: /generate's top level, and the OpenAI routes' extra fields.
+constexpr UnsupportedField kUnsupportedRequest[] = {
+    {"lora_path", "LoRA adapters are not implemented"},
+    {"return_hidden_states", "hidden states in replies are not implemented"},
+    {"image_data", "multimodal inputs are not implemented"},
+    {"audio_data", "multimodal inputs are not implemented"},
+    {"video_data", "multimodal inputs are not implemented"},
+    {"input_embeds", "input embeddings are not implemented"},
+};
+
+Status reject_unsupported(const json& o, std::span<const UnsupportedField> fields) {
+  for (const UnsupportedField& f : fields) {
+    const json* v = find(o, f.name);
+    const bool asks_nothing = !v || (v->is_boolean() && !v->get<bool>()) ||
+                              (v->is_string() && v->get_ref<const std::string&>().empty()) ||
+                              (v->is_structured() && v->empty());
+    if (asks_nothing) {
+      continue;
+    }
+    return unimplemented("'" + std::string(f.name) + "' is not supported yet: " + f.feature);
+  }
+  return Status::ok_status();
+}
+
 // Sampling fields at the top level (OpenAI) or inside sampling_params (SGLang).
 Status read_sampling(const json& o, SamplingInput& s, bool native) {
+  SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedSampling));
   SGL_RETURN_IF_ERROR(read(o, "temperature", s.temperature));
   SGL_RETURN_IF_ERROR(read(o, "top_p", s.top_p));
   SGL_RETURN_IF_ERROR(read(o, "top_k", s.top_k));
@@ -297,6 +347,9 @@ Status read_stream(const json& o, bool& stream, bool& include_usage) {
   if (const json* options = find(o, "stream_options")) {
     if (!options->is_object()) return field_error("stream_options", "must be an object");
     SGL_RETURN_IF_ERROR(read(*options, "include_usage", include_usage));
+    static constexpr UnsupportedField kContinuous[] = {
+        {"continuous_usage_stats", "usage in every streamed chunk is not implemented yet"}};
+    SGL_RETURN_IF_ERROR(reject_unsupported(*options, kContinuous));
   }
   return Status::ok_status();
 }
@@ -373,6 +426,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body) {
     return field_error("logprobs", "must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage));
+  SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedRequest));
   std::optional<int64_t> best_of;
   SGL_RETURN_IF_ERROR(read(o, "best_of", best_of));
   if (best_of && (*best_of < 1 || *best_of > kMaxChoices)) {
@@ -445,6 +499,7 @@ Result<ChatRequest> parse_chat_request(std::string_view body) {
     return field_error("top_logprobs", "requires 'logprobs' to be true");
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage));
+  SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(reject_non_text_format(o));
   return r;
 }
@@ -475,11 +530,9 @@ Result<GenerateInput> parse_generate_request(std::string_view body) {
       return field_error("max_new_tokens", "must be >= 0");
     }
     SGL_RETURN_IF_ERROR(check_min_tokens(r.sampling, true));
-    for (const char* key : {"json_schema", "regex", "ebnf", "structural_tag"}) {
-      if (find(*params, key)) return unimplemented(std::string(key) + " is not supported yet");
-    }
   }
   SGL_RETURN_IF_ERROR(read(o, "stream", r.stream));
+  SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(read(o, "return_logprob", r.return_logprob));
   SGL_RETURN_IF_ERROR(read(o, "top_logprobs_num", r.top_logprobs_num));
   if (r.top_logprobs_num < 0 || r.top_logprobs_num > 1024) {

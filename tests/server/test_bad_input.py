@@ -421,3 +421,57 @@ def test_server_still_healthy_afterwards(server):
                                         "temperature": 0})
     assert r.status_code == 200 and r.json()["choices"][0]["text"]
     server.wait_idle_no_leak()
+
+
+# Fields SGLang or vLLM define that sgl.cpp does not implement yet: on every route they belong
+# to, a value that asks for something is a 400 naming the field (never accepted and ignored),
+# and a value that asks for nothing is accepted.
+UNSUPPORTED_SAMPLING = {
+    "json_schema": '{"type": "object"}', "regex": "a+", "ebnf": "root ::= \"a\"",
+    "structural_tag": {"type": "structural_tag"}, "guided_json": {"type": "object"},
+    "guided_regex": "a+", "guided_choice": ["a", "b"], "guided_grammar": "root ::= \"a\"",
+    "structured_outputs": {"regex": "a+"}, "stop_regex": "\\.", "no_stop_trim": True,
+    "token_ids_logprob": [1, 2], "custom_params": {"a": 1}, "custom_logit_processor": "x",
+}
+UNSUPPORTED_REQUEST = {
+    "lora_path": "adapter", "return_hidden_states": True, "image_data": "img.png",
+    "audio_data": "a.wav", "video_data": "v.mp4", "input_embeds": [[0.1]],
+}
+
+
+def route_body(route, field, value):
+    if route == "/generate":
+        if field in UNSUPPORTED_SAMPLING:
+            return {"text": "Once", "sampling_params": {"max_new_tokens": 2, field: value}}
+        return {"text": "Once", "sampling_params": {"max_new_tokens": 2}, field: value}
+    if route == "/v1/completions":
+        return {"prompt": "Once", "max_tokens": 2, field: value}
+    return {"messages": MSGS, "max_tokens": 2, field: value}
+
+
+FIELD_CASES = [(route, field, value)
+               for route in ("/generate", "/v1/completions", "/v1/chat/completions")
+               for field, value in {**UNSUPPORTED_SAMPLING, **UNSUPPORTED_REQUEST}.items()]
+
+
+@pytest.mark.parametrize("route,field,value", FIELD_CASES,
+                         ids=[f"{r}:{f}" for r, f, _ in FIELD_CASES])
+def test_unimplemented_fields_are_refused_by_name(server, route, field, value):
+    r = server.post(route, route_body(route, field, value))
+    assert r.status_code == 400, r.text
+    assert f"'{field}' is not supported yet" in r.json()["error"]["message"]
+    empty = {str: "", bool: False, list: [], dict: {}}[type(value)]
+    for nothing in (None, empty):
+        r = server.post(route, route_body(route, field, nothing))
+        assert r.status_code == 200, (nothing, r.text)
+
+
+def test_continuous_usage_stats_is_refused(server):
+    for route, body in (("/v1/completions", {"prompt": "a", "max_tokens": 1}),
+                        ("/v1/chat/completions", {"messages": MSGS, "max_tokens": 1})):
+        r = server.post(route, {**body, "stream": True,
+                                "stream_options": {"include_usage": True,
+                                                   "continuous_usage_stats": True}})
+        assert r.status_code == 400 and "continuous_usage_stats" in r.text
+        r = server.post(route, {**body, "stream_options": {"continuous_usage_stats": False}})
+        assert r.status_code == 200, r.text
