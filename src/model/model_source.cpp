@@ -1,6 +1,8 @@
 // open_model_source: format detection and opening of config + weights for either format.
 #include "model/model_source.h"
 
+#include <algorithm>
+#include <cctype>
 #include <system_error>
 
 #include "model/gguf.h"
@@ -9,12 +11,31 @@
 
 namespace sgl::model {
 
+bool looks_like_hub_repo_id(std::string_view path) {
+  const size_t slash = path.find('/');
+  if (slash == 0 || slash == std::string_view::npos || slash + 1 == path.size() ||
+      path.find('/', slash + 1) != std::string_view::npos || path.front() == '.' ||
+      path.front() == '~') {
+    return false;
+  }
+  return std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+           c == '/';
+  });
+}
+
 Result<ModelFormat> check_model_path(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   const std::string name = path.string();
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (status.type() == fs::file_type::not_found) {
+    if (looks_like_hub_repo_id(name)) {
+      return not_found("no such file or directory: " + name +
+                       " (a Hugging Face repo id? sgl.cpp downloads nothing: fetch it with `hf "
+                       "download " +
+                       name + " --local-dir DIR` and pass --model-path DIR)");
+    }
     return not_found("no such file or directory: " + name);
   }
   if (ec) return invalid_argument("cannot inspect " + name + ": " + ec.message());

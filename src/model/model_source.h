@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <string_view>
 
 #include "core/status.h"
 #include "model/model_config.h"
@@ -25,6 +26,10 @@ enum class ModelFormat {
 //   NotFound         "PATH: not a model directory: it has no config.json ..."
 //   InvalidArgument  "PATH: not a GGUF file (...)" for a file that is neither GGUF nor *.json
 Result<ModelFormat> check_model_path(const std::filesystem::path& path);
+
+// Whether `path` reads like a Hugging Face repo id ("Qwen/Qwen3-8B": one slash between plain
+// names), so that a missing path can say how to download it.
+bool looks_like_hub_repo_id(std::string_view path);
 
 struct ModelSourceOptions {
   // false: config only (--load-format dummy); `weights` stays null and a Hugging Face directory

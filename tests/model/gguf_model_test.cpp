@@ -1014,6 +1014,21 @@ TEST(ModelSourceTest, FormatsAndErrors) {
   expect_status(open_model_source(truncated).status(), StatusCode::kDataLoss, {"cut.gguf"});
 }
 
+// A missing path that reads like a Hugging Face repo id says how to download it.
+TEST(ModelSourceTest, HubRepoIdsAreRecognised) {
+  expect_status(check_model_path("Qwen/Qwen3-8B-Instruct-no-such-local-dir").status(),
+                StatusCode::kNotFound,
+                {"no such file or directory: Qwen/Qwen3-8B-Instruct-no-such-local-dir",
+                 "hf download Qwen/Qwen3-8B-Instruct-no-such-local-dir --local-dir DIR"});
+  for (const char* id : {"meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-0.6B", "a_b/c.d"}) {
+    EXPECT_TRUE(looks_like_hub_repo_id(id)) << id;
+  }
+  for (const char* path : {"/models/llama", "./llama/x", "models/llama/3", "llama", "a/", "/a",
+                           "~/m/x", "a b/c", "org/model.gguf?"}) {
+    EXPECT_FALSE(looks_like_hub_repo_id(path)) << path;
+  }
+}
+
 // A directory with config.json (and a tokenizer) but no safetensors serves with dummy weights:
 // scripts/gpu_serving_bench.sh builds such a directory for the Llama-3-8B shape.
 TEST(ModelSourceTest, DummyWeightsFromDirectoryWithoutSafetensors) {

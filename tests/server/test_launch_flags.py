@@ -83,6 +83,8 @@ REFUSES = [
      ["--context-length 100000", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"]),
     ("--model-path {model} --load-format gguf", ["--load-format gguf", "not a GGUF file"]),
     ("--model-path {model} --cuda-graph-bs 1 2 4 8", ["--cuda-graph-bs"]),
+    # A Hugging Face repo id where a local path belongs.
+    ("--model-path Qwen/Qwen3-8B", ["no such file or directory", "hf download Qwen/Qwen3-8B"]),
 ]
 
 
