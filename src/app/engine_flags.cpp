@@ -130,7 +130,7 @@ std::span<const FlagSpec> engine_flag_table() {
       {.name = "--log-level",
        .value = "debug|info|warning|error|critical",
        .help = "Least severe log line printed.",
-       .default_value = "warning"},
+       .default_value = "info for sgl-server, warning for the other tools"},
       {.name = "--disable-radix-cache", .help = "No prefix reuse between requests."},
       {.name = "--enable-mixed-chunk",
        .help = "Batches carry prefill chunks beside running decodes (on by default here)."},
@@ -141,6 +141,11 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "1280"},
       {.name = "--disable-overlap-schedule",
        .help = "Schedule the next batch only after the last one finished."},
+      {.name = "--decode-log-interval",
+       .value = "N",
+       .help = "Decode steps between the info-level \"Decode batch.\" status lines (each prefill "
+               "batch logs one too); 0: none.",
+       .default_value = "40"},
   };
   return table;
 }
@@ -161,7 +166,7 @@ const std::string& engine_flags_usage() {
   return usage;
 }
 
-Result<EngineSetup> parse_engine_flags(const CliArgs& args) {
+Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& default_log_level) {
   EngineSetup s;
   auto device = parse_device(args.get("--device").value_or("cpu"));
   if (!device) return invalid_argument("--device expects cpu, cuda or cuda:N");
@@ -227,9 +232,13 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args) {
   SGL_ASSIGN_OR_RETURN(o.mixed_chunk_size, args.get_int("--mixed-chunk-size", 1280));
   if (o.mixed_chunk_size < 1) return invalid_argument("--mixed-chunk-size must be positive");
   s.engine.disable_overlap_schedule = args.has("--disable-overlap-schedule");
+  SGL_ASSIGN_OR_RETURN(s.engine.decode_log_interval, args.get_int("--decode-log-interval", 40));
+  if (s.engine.decode_log_interval < 0) {
+    return invalid_argument("--decode-log-interval must be >= 0");
+  }
 
   SGL_ASSIGN_OR_RETURN(const LogLevel level,
-                       parse_log_level(args.get("--log-level").value_or("warning")));
+                       parse_log_level(args.get("--log-level").value_or(default_log_level)));
   set_log_level(level);
   return s;
 }

@@ -28,7 +28,9 @@ struct EngineSetup {
   std::vector<std::string> notes;
 };
 
-// Reads the flags (defaults as SGLang's) and applies --log-level.
-Result<EngineSetup> parse_engine_flags(const CliArgs& args);
+// Reads the flags (defaults as SGLang's) and applies --log-level (`default_log_level` when it is
+// not given: sgl-server logs at info, as SGLang; the other tools at warning).
+Result<EngineSetup> parse_engine_flags(const CliArgs& args,
+                                       const std::string& default_log_level = "warning");
 
 }  // namespace sgl::app

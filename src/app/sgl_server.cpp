@@ -128,7 +128,7 @@ Result<Options> parse_options(int argc, char** argv) {
   o.http_threads = static_cast<int>(threads);
   o.http_read_timeout = std::chrono::milliseconds(static_cast<int64_t>(read_timeout * 1000));
   o.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(drain_timeout * 1000));
-  SGL_ASSIGN_OR_RETURN(options.setup, parse_engine_flags(args));  // sets the log level
+  SGL_ASSIGN_OR_RETURN(options.setup, parse_engine_flags(args, "info"));  // sets the log level
   o.log_requests = args.has("--log-requests");
   if (o.log_requests && !log_enabled(LogLevel::kInfo)) set_log_level(LogLevel::kInfo);
   options.notes.insert(options.notes.end(), options.setup.notes.begin(), options.setup.notes.end());

@@ -1,6 +1,7 @@
 // The engine loop: inbox -> schedule -> launch -> process results -> stream updates.
 #include "engine/engine.h"
 
+#include <cstdio>
 #include <random>
 
 #include "core/logging.h"
@@ -22,6 +23,33 @@ std::string describe_batch(const scheduler::ScheduleBatch& batch) {
   return "batch " + std::to_string(batch.id) + " " + forward_mode_name(batch.mode) + ": " +
          std::to_string(prefill) + " prefill (+" + std::to_string(prefill_tokens) + " tokens), " +
          std::to_string(decode) + " decode";
+}
+
+// SGLang's status lines (its scheduler's wording, which operators grep for).
+std::string prefill_status(const scheduler::ScheduleBatch& batch,
+                           const scheduler::SchedulerStats& s) {
+  int64_t seqs = 0, tokens = 0;
+  for (const scheduler::BatchEntry& e : batch.entries) {
+    if (e.input_ids.empty()) continue;  // a decode riding along
+    ++seqs;
+    tokens += e.extend_len;
+  }
+  char usage[16];
+  std::snprintf(usage, sizeof usage, "%.2f", s.kv_usage());
+  return "Prefill batch. #new-seq: " + std::to_string(seqs) +
+         ", #new-token: " + std::to_string(tokens) + ", token usage: " + usage +
+         ", #running-req: " + std::to_string(s.num_running) +
+         ", #queue-req: " + std::to_string(s.num_waiting);
+}
+
+std::string decode_status(const EngineStats& stats) {
+  const scheduler::SchedulerStats& s = stats.scheduler;
+  char numbers[64];
+  std::snprintf(numbers, sizeof numbers, "token usage: %.2f, gen throughput (token/s): %.2f",
+                s.kv_usage(), stats.generation_throughput);
+  return "Decode batch. #running-req: " + std::to_string(s.num_running) +
+         ", #token: " + std::to_string(s.kv_used - s.kv_cached) + ", " + numbers +
+         ", #queue-req: " + std::to_string(s.num_waiting);
 }
 
 constexpr std::chrono::milliseconds kWaitForever = std::chrono::hours(24 * 365);
@@ -235,6 +263,9 @@ void Engine::loop(runner::BatchRunner& runner) {
     if (next.batch) {
       is_decode = next.batch->mode == ForwardMode::kDecode;
       SGL_LOG_DEBUG << describe_batch(*next.batch);
+      if (!is_decode && log_enabled(LogLevel::kInfo)) {
+        SGL_LOG_INFO << prefill_status(*next.batch, scheduler_->stats());
+      }
       executor->submit(to_exec_batch(*next.batch, options_.eos_token_ids));
       in_flight.push_back(std::move(*next.batch));
     }
@@ -248,6 +279,10 @@ void Engine::loop(runner::BatchRunner& runner) {
     if (is_decode) {
       decode_cpu_s_ += cpu_s;
       ++decode_steps_;
+      const int64_t interval = options_.decode_log_interval;
+      if (interval > 0 && decode_steps_ % interval == 0 && log_enabled(LogLevel::kInfo)) {
+        SGL_LOG_INFO << decode_status(make_stats());
+      }
     }
     if (check_integrity_) {
       Status status = scheduler_->check_integrity();

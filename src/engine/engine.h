@@ -31,6 +31,9 @@ struct EngineOptions {
   int64_t vocab_size = 0;      // ids outside [0, vocab) are rejected
   int64_t max_num_tokens = 0;  // tokens one forward can take (the runner's)
   std::vector<int32_t> eos_token_ids;
+  // SGLang's status lines at info level: one per prefill batch, and one every this many decode
+  // steps (--decode-log-interval; 0: none).
+  int64_t decode_log_interval = 40;
 };
 
 struct EngineStats {

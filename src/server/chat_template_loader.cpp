@@ -67,7 +67,12 @@ Result<LoadedChatTemplate> load_chat_template(const std::string& chat_template_p
     source = buffer.str();
     loaded.origin = chat_template_path;
   }
-  if (source.empty()) return loaded;
+  if (source.empty()) {
+    SGL_LOG_WARN << model_path
+                 << " has no chat template; /v1/chat/completions answers 400 (pass "
+                    "--chat-template FILE)";
+    return loaded;
+  }
   auto parsed = tokenizer::ChatTemplate::parse(source);
   Status status = parsed.ok() ? check_chat_template(*parsed, tokenizer.bos_token().value_or(""),
                                                     tokenizer.eos_token().value_or(""), pool)

@@ -117,7 +117,14 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
 
   std::string host =
       options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
-  on_ready("http://" + host + ":" + std::to_string(info.port));
+  const std::string url = "http://" + host + ":" + std::to_string(info.port);
+  SGL_LOG_INFO << "ready: " << info.served_model_name << " (" << info.architecture << ", context "
+               << info.context_length << " tokens, KV cache "
+               << model_engine.model_runner->num_kv_slots() << " tokens, "
+               << (info.has_chat_template ? "chat template from " + info.chat_template_origin
+                                          : std::string("no chat template"))
+               << ") on " << info.device << " at " << url;
+  on_ready(url);
 
   const sigset_t set = termination_signals();
   int signal_number = 0;

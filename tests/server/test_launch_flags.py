@@ -42,6 +42,11 @@ SERVES = [
     ("--model-path {model} --skip-server-warmup --watchdog-timeout 600",
      ["--skip-server-warmup has no effect", "--watchdog-timeout has no effect"]),
     ("--model-path {model} --log-requests", ["request rid="]),
+    # The default level is info, as SGLang's: the ready line, SGLang's status lines.
+    ("--model-path {model} --decode-log-interval 1",
+     ["(LlamaForCausalLM, context 512 tokens, KV cache", "no chat template",
+      "Prefill batch. #new-seq: 1, #new-token: 5",
+      "Decode batch. #running-req: 1"]),
     ("--model-path {model} --load-format dummy", []),
     ("--model-path {model} --kv-cache-dtype auto --page-size 1 --grammar-backend none", []),
     ("--model-path {model} --cuda-graph-max-bs 32 --disable-cuda-graph", []),
