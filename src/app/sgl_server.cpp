@@ -55,6 +55,11 @@ std::span<const FlagSpec> server_flag_table() {
        .help = "Browser origins allowed to call the API (CORS): comma-separated "
                "(https://app.example:8080) or a JSON list; * allows every origin, as SGLang does.",
        .default_value = "*"},
+      {.name = "--sampling-defaults",
+       .value = "model|openai",
+       .help = "model: a request's unset temperature, top_p, top_k, min_p and repetition_penalty "
+               "come from the model's generation_config.json; openai: OpenAI's defaults.",
+       .default_value = "model"},
       {.name = "--http-threads", .value = "N", .help = "HTTP I/O threads.", .default_value = "4"},
       {.name = "--http-read-timeout",
        .value = "SECONDS",
@@ -117,6 +122,12 @@ Result<Options> parse_options(int argc, char** argv) {
   o.port = static_cast<int>(port);
   o.served_model_name = args.get("--served-model-name").value_or("");
   o.api_key = args.get("--api-key").value_or("");
+  const std::string sampling_defaults = args.get("--sampling-defaults").value_or("model");
+  if (sampling_defaults != "model" && sampling_defaults != "openai") {
+    return invalid_argument("--sampling-defaults expects model or openai, got '" +
+                            sampling_defaults + "'");
+  }
+  o.model_sampling_defaults = sampling_defaults == "model";
   o.chat_template_path = args.get("--chat-template").value_or("");
   SGL_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--http-threads", 4));
   SGL_ASSIGN_OR_RETURN(double read_timeout, args.get_double("--http-read-timeout", 30));

@@ -128,7 +128,6 @@ class Fields {
     return static_cast<int32_t>(n);
   }
 
- private:
   Result<int64_t> as_int(const char* key, const Json& v) const {
     if (v.is_number_unsigned()) {
       auto u = v.get<uint64_t>();
@@ -148,6 +147,7 @@ class Fields {
     return error(key, "must be an integer, got " + v.dump());
   }
 
+ private:
   const Json& object_;
   const std::string& source_;
   std::string prefix_;
@@ -400,6 +400,38 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   return config;
 }
 
+namespace {
+
+// The sampling fields of generation_config.json, each within the range a request may set.
+Result<GenerationDefaults> parse_generation_defaults(const Fields& gen) {
+  GenerationDefaults d;
+  auto number = [&](const char* key, double lo, double hi, bool open_lo,
+                    std::optional<double>& out) -> Status {
+    const Json* v = gen.get(key);
+    if (v == nullptr) return Status::ok_status();
+    const double x = v->is_number() ? v->get<double>() : std::nan("");
+    if (!std::isfinite(x) || x < lo || (open_lo && x == lo) || x > hi) {
+      return gen.error(key, "must be a number in " + std::string(open_lo ? "(" : "[") +
+                                std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                                v->dump());
+    }
+    out = x;
+    return Status::ok_status();
+  };
+  SGL_RETURN_IF_ERROR(number("temperature", 0, 1e6, false, d.temperature));
+  SGL_RETURN_IF_ERROR(number("top_p", 0, 1, true, d.top_p));
+  SGL_RETURN_IF_ERROR(number("min_p", 0, 1, false, d.min_p));
+  SGL_RETURN_IF_ERROR(number("repetition_penalty", 0, 2, true, d.repetition_penalty));
+  if (const Json* v = gen.get("top_k")) {
+    SGL_ASSIGN_OR_RETURN(const int64_t k, gen.as_int("top_k", *v));
+    if (k < -1) return gen.error("top_k", "must be -1 (disabled), 0 or positive");
+    d.top_k = k;
+  }
+  return d;
+}
+
+}  // namespace
+
 Result<ModelConfig> load_model_config_file(const std::filesystem::path& config_path) {
   SGL_ASSIGN_OR_RETURN(std::string text, read_text_file(config_path));
   return parse_model_config(text, config_path.string());
@@ -423,6 +455,7 @@ Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
     SGL_ASSIGN_OR_RETURN(config.bos_token_id,
                          gen_fields.token_id("bos_token_id", *gen_fields.get("bos_token_id")));
   }
+  SGL_ASSIGN_OR_RETURN(config.generation_defaults, parse_generation_defaults(gen_fields));
   return config;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,16 @@ struct RopeScaling {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position_embeddings = 8192;
+};
+
+// The sampling defaults a model's generation_config.json recommends (SGLang applies them to
+// requests that leave the field out, with --sampling-defaults model); unset: not given.
+struct GenerationDefaults {
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int64_t> top_k;
+  std::optional<double> min_p;
+  std::optional<double> repetition_penalty;
 };
 
 struct ModelConfig {
@@ -55,6 +66,7 @@ struct ModelConfig {
   std::string torch_dtype;  // "bfloat16", "float32", ... from `torch_dtype` or 5.x's `dtype`
   std::vector<int32_t> eos_token_ids;  // from config.json (and generation_config.json)
   int32_t bos_token_id = -1;
+  GenerationDefaults generation_defaults;  // from generation_config.json
 
   // Derived sizes.
   int64_t q_size() const { return num_attention_heads * head_dim; }

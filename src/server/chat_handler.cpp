@@ -220,7 +220,7 @@ Reply prepare_chat(ServerContext& ctx, const ChatRequest& req, const std::atomic
 }  // namespace
 
 Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request) {
-  auto parsed = parse_chat_request(request.body);
+  auto parsed = parse_chat_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   ChatRequest& req = *parsed;
   if (ctx.chat_template == nullptr) {

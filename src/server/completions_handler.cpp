@@ -226,7 +226,7 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
 }  // namespace
 
 Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
-  auto parsed = parse_completion_request(request.body);
+  auto parsed = parse_completion_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   CompletionRequest& req = *parsed;
   if (Status s = check_text_length(ctx, req.prompts, "prompt"); !s.ok()) {

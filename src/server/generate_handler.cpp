@@ -201,7 +201,7 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
 }  // namespace
 
 Reply handle_generate(ServerContext& ctx, const HttpRequest& request) {
-  auto parsed = parse_generate_request(request.body);
+  auto parsed = parse_generate_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   GenerateInput& req = *parsed;
   if (Status s = check_text_length(ctx, req.prompts, "text"); !s.ok()) {

@@ -408,9 +408,11 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 }  // namespace
 
-Result<CompletionRequest> parse_completion_request(std::string_view body) {
+Result<CompletionRequest> parse_completion_request(std::string_view body,
+                                                   const SamplingInput& defaults) {
   SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
   CompletionRequest r;
+  r.sampling = defaults;
   SGL_RETURN_IF_ERROR(read(o, "model", r.model));
   const json* prompt = find(o, "prompt");
   if (!prompt) return field_error("prompt", "is required");
@@ -445,9 +447,10 @@ Result<CompletionRequest> parse_completion_request(std::string_view body) {
   return r;
 }
 
-Result<ChatRequest> parse_chat_request(std::string_view body) {
+Result<ChatRequest> parse_chat_request(std::string_view body, const SamplingInput& defaults) {
   SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
   ChatRequest r;
+  r.sampling = defaults;
   SGL_RETURN_IF_ERROR(read(o, "model", r.model));
   const json* messages = find(o, "messages");
   if (!messages || !messages->is_array() || messages->empty()) {
@@ -504,9 +507,10 @@ Result<ChatRequest> parse_chat_request(std::string_view body) {
   return r;
 }
 
-Result<GenerateInput> parse_generate_request(std::string_view body) {
+Result<GenerateInput> parse_generate_request(std::string_view body, const SamplingInput& defaults) {
   SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
   GenerateInput r;
+  r.sampling = defaults;
   const json* text = find(o, "text");
   const json* ids = find(o, "input_ids");
   if ((text == nullptr) == (ids == nullptr)) {

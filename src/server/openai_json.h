@@ -13,9 +13,13 @@ namespace sgl::server {
 // Deepest JSON nesting a request may use.
 constexpr int kMaxJsonDepth = 64;
 
-Result<CompletionRequest> parse_completion_request(std::string_view body);
-Result<ChatRequest> parse_chat_request(std::string_view body);
-Result<GenerateInput> parse_generate_request(std::string_view body);
+// `defaults` are the sampling values a request starts from before its own fields (the model's
+// generation_config.json under --sampling-defaults model; OpenAI's otherwise).
+Result<CompletionRequest> parse_completion_request(std::string_view body,
+                                                   const SamplingInput& defaults = {});
+Result<ChatRequest> parse_chat_request(std::string_view body, const SamplingInput& defaults = {});
+Result<GenerateInput> parse_generate_request(std::string_view body,
+                                             const SamplingInput& defaults = {});
 Result<TokenizeInput> parse_tokenize_request(std::string_view body);
 Result<DetokenizeInput> parse_detokenize_request(std::string_view body);
 Result<AbortInput> parse_abort_request(std::string_view body);

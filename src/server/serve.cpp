@@ -39,6 +39,17 @@ bool wait_for(Done done, std::chrono::milliseconds timeout) {
   return true;
 }
 
+// OpenAI's sampling defaults, with the values the model's generation_config.json recommends.
+SamplingInput model_sampling_defaults(const model::GenerationDefaults& g) {
+  SamplingInput s;
+  s.temperature = g.temperature.value_or(s.temperature);
+  s.top_p = g.top_p.value_or(s.top_p);
+  s.top_k = g.top_k.value_or(s.top_k);
+  s.min_p = g.min_p.value_or(s.min_p);
+  s.repetition_penalty = g.repetition_penalty.value_or(s.repetition_penalty);
+  return s;
+}
+
 }  // namespace
 
 void block_termination_signals() {
@@ -112,6 +123,13 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   ctx = std::make_unique<ServerContext>(*model_engine.engine, tokenizer,
                                         chat_template ? &*chat_template : nullptr, info,
                                         options.api_key, *pool);
+  if (options.model_sampling_defaults) {
+    ctx->sampling_defaults = model_sampling_defaults(config.generation_defaults);
+    const SamplingInput& d = ctx->sampling_defaults;
+    SGL_LOG_INFO << "sampling defaults (--sampling-defaults model): temperature " << d.temperature
+                 << ", top_p " << d.top_p << ", top_k " << d.top_k << ", min_p " << d.min_p
+                 << ", repetition_penalty " << d.repetition_penalty;
+  }
   router = std::make_unique<Router>(*ctx);
   live_router = router.get();
 

@@ -24,10 +24,13 @@ struct ServeOptions {
   int http_threads = 4;
   std::chrono::milliseconds http_read_timeout{30'000};
   std::chrono::milliseconds drain_timeout{10'000};
-  std::string device;            // reported by /get_server_info
-  bool log_requests = false;     // log each finished request at info level
-  std::string tokenizer_path;    // reported by /get_model_info; empty: model_path
-  CorsPolicy cors;               // browser origins allowed
+  std::string device;          // reported by /get_server_info
+  bool log_requests = false;   // log each finished request at info level
+  std::string tokenizer_path;  // reported by /get_model_info; empty: model_path
+  CorsPolicy cors;             // browser origins allowed
+  // --sampling-defaults model: requests start from the model's generation_config.json sampling
+  // values (SGLang's default); false: OpenAI's.
+  bool model_sampling_defaults = true;
   engine::EngineOptions engine;  // reported by /get_server_info
 };
 

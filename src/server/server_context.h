@@ -7,6 +7,7 @@
 
 #include "engine/engine.h"
 #include "server/metrics.h"
+#include "server/openai_types.h"
 #include "server/request_registry.h"
 #include "server/work_pool.h"
 #include "tokenizer/chat_template/chat_template.h"
@@ -58,6 +59,8 @@ struct ServerContext {
   const tokenizer::ChatTemplate* chat_template;  // null: chat completions are refused
   const ServerInfo info;
   const std::string api_key;  // empty: no authentication
+  // What a request's sampling starts from (SamplingInput's own defaults are OpenAI's).
+  SamplingInput sampling_defaults;
   Metrics metrics;
   RequestRegistry registry;
   WorkPool& pool;  // chat templates and tokenization run here, not on the I/O threads

@@ -2,6 +2,8 @@
 # the older ones, /ping, /version, /v1/loads, /v1/tokenize; any `model` name served and echoed,
 # as SGLang does; CORS for browser clients (preflight and response headers, allow-all by
 # default, restricted by --allowed-origins).
+import json
+
 import pytest
 
 from conftest import Server, raise_fd_limit, requests
@@ -113,3 +115,56 @@ def test_allowed_origins_restrict(restricted):
     r = requests.post(url, json={"prompt": "a", "max_tokens": 1},
                       headers={"Origin": "http://allowed.example"}, timeout=60)
     assert r.headers["Access-Control-Allow-Origin"] == "http://allowed.example"
+
+
+def model_with_generation_config(tmp_path, generation_config):
+    """stories260K's files beside a generation_config.json of our own."""
+    from conftest import MODEL
+    model = tmp_path / "model"
+    model.mkdir()
+    for f in MODEL.iterdir():
+        (model / f.name).symlink_to(f)
+    (model / "generation_config.json").write_text(json.dumps(generation_config))
+    return model
+
+
+def completion_ids(srv, **fields):
+    r = srv.post("/generate", {"text": "Once upon a time",
+                               "sampling_params": {"max_new_tokens": 24, "sampling_seed": 7,
+                                                   **fields}})
+    assert r.status_code == 200, r.text
+    return r.json()["output_ids"]
+
+
+def test_sampling_defaults_come_from_generation_config(tmp_path):
+    # The model recommends greedy decoding: requests that leave temperature out get it, unless
+    # --sampling-defaults openai; a request's own temperature always wins.
+    model = model_with_generation_config(tmp_path, {"temperature": 0.0, "top_k": 40,
+                                                    "eos_token_id": 2})
+    srv = Server(tmp_path, model=model)
+    try:
+        greedy = completion_ids(srv, temperature=0)
+        assert completion_ids(srv) == greedy
+        assert completion_ids(srv, temperature=1.0) != greedy
+        r = srv.post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 24,
+                                         "seed": 7})
+        assert r.status_code == 200
+    finally:
+        assert srv.stop() == 0
+    assert "sampling defaults (--sampling-defaults model): temperature 0, top_p 1, top_k 40" \
+        in srv.stderr_path.read_text()
+    srv = Server(tmp_path, "--sampling-defaults", "openai", model=model)
+    try:
+        assert completion_ids(srv) == completion_ids(srv, temperature=1.0) != greedy
+    finally:
+        assert srv.stop() == 0
+
+
+def test_bad_generation_config_refuses_to_start(tmp_path):
+    import subprocess
+    from conftest import server_binary
+    model = model_with_generation_config(tmp_path, {"top_p": 1.5})
+    out = subprocess.run([str(server_binary()), "--model-path", str(model), "--port", "0"],
+                         capture_output=True, timeout=60, text=True)
+    assert out.returncode != 0
+    assert "generation_config.json" in out.stderr and "top_p" in out.stderr
