@@ -88,7 +88,6 @@ std::string usage() {
 struct Options {
   server::ServeOptions serve;
   EngineSetup setup;
-  std::string tokenizer_path;
   bool help = false;
   std::vector<std::string> notes;  // flags whose meaning here differs, logged at start
 };
@@ -112,8 +111,7 @@ Result<Options> parse_options(int argc, char** argv) {
   server::ServeOptions& o = options.serve;
   if (!args.get("--model-path")) return invalid_argument("--model-path is required");
   o.model_path = *args.get("--model-path");
-  options.tokenizer_path = args.get("--tokenizer-path").value_or(o.model_path);
-  o.tokenizer_path = options.tokenizer_path;
+  o.tokenizer_path = args.get("--tokenizer-path").value_or(o.model_path);
   SGL_ASSIGN_OR_RETURN(o.cors,
                        server::parse_allowed_origins(args.get("--allowed-origins").value_or("*")));
   o.host = args.get("--host").value_or("127.0.0.1");
@@ -173,7 +171,7 @@ int run(int argc, char** argv) {
   if (auto format = model::check_model_path(o.model_path); !format.ok()) {
     return fail(format.status());
   }
-  auto tok = tokenizer::Tokenizer::from_dir(parsed->tokenizer_path);
+  auto tok = tokenizer::Tokenizer::from_dir(o.tokenizer_path);
   if (!tok.ok()) return fail(tok.status());
   auto me = engine::launch_model_engine(o.model_path, setup.runner, setup.engine,
                                         (*tok)->eos_token_ids());
