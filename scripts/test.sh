@@ -7,10 +7,13 @@ cd "$(dirname "$0")/.."
 quick=${1:-}
 
 # ccache when installed (scripts/install_deps.sh installs it; CI machines may keep its cache).
-# CMake reads these when it first configures a build folder.
+# CMake reads these when it first configures a build folder. Paths below the checkout are hashed
+# relative to it and the working directory not at all, so a clone in another folder (CI's) hits
+# what an earlier build of the same sources cached.
 if command -v ccache >/dev/null 2>&1; then
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache \
     CMAKE_CUDA_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-20G}"
 fi
 
 if [ "$quick" != "--quick" ]; then
