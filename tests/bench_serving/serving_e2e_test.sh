@@ -74,14 +74,16 @@ expect poisson 'd["failed"]' 0
 expect poisson '15 <= d["completed"] <= 80' True
 expect poisson 'd["total_output_tokens"] <= 8 * d["completed"]' True
 
-# Failures are counted and reported, not hidden: an unknown model is answered 404.
-bench wrong_model --backend sglang-oai --model nope --warmup-requests 0 --num-prompts 5 \
-  --random-input-len 8 --random-output-len 4
-[ "$bench_rc" = 3 ] || fail "wrong_model: exit code $bench_rc, expected 3"
-expect wrong_model 'd["completed"]' 0
-expect wrong_model 'd["failed"]' 5
-expect wrong_model '"HTTP 404" in d["first_errors"][0]' True
-bench wrong_model_warmup --backend sglang-oai --model nope --num-prompts 5
+# Failures are counted and reported, not hidden: a route the server does not have is answered
+# 404 (any model name is served, as SGLang does).
+bench wrong_route --backend sglang-oai --base-url "$SGL_SERVER_URL/nope" --model m \
+  --warmup-requests 0 --num-prompts 5 --random-input-len 8 --random-output-len 4
+[ "$bench_rc" = 3 ] || fail "wrong_route: exit code $bench_rc, expected 3"
+expect wrong_route 'd["completed"]' 0
+expect wrong_route 'd["failed"]' 5
+expect wrong_route '"HTTP 404" in d["first_errors"][0]' True
+bench wrong_route_warmup --backend sglang-oai --base-url "$SGL_SERVER_URL/nope" --model m \
+  --num-prompts 5
 [ "$bench_rc" = 1 ] || fail "a failed warmup must stop the benchmark (exit $bench_rc)"
 # Prompts past the context length (512) are refused with 400.
 bench too_long --backend sglang-oai --warmup-requests 0 --num-prompts 3 \
