@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdlib>
 
 #include "core/logging.h"
@@ -168,16 +169,17 @@ const std::string& engine_flags_usage() {
 
 Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& default_log_level) {
   EngineSetup s;
-  auto device = parse_device(args.get("--device").value_or("cpu"));
+  const std::string device_name = args.get("--device").value_or("cpu");
+  auto device = parse_device(device_name);
   if (!device) return invalid_argument("--device expects cpu, cuda or cuda:N");
   SGL_ASSIGN_OR_RETURN(const int64_t base_gpu, args.get_int("--base-gpu-id", 0));
-  if (args.has("--base-gpu-id")) {
+  if (base_gpu != 0) {  // 0 (SGLang's default) asks for nothing on any device
     if (!device->is_cuda() || base_gpu < 0 || base_gpu > 1023) {
       return invalid_argument("--base-gpu-id needs --device cuda and an index in [0, 1023]");
     }
-    if (device->index != 0 && device->index != base_gpu) {
+    if (device_name != "cuda" && device->index != base_gpu) {
       return invalid_argument("--base-gpu-id " + std::to_string(base_gpu) +
-                              " contradicts --device " + device->to_string());
+                              " contradicts --device " + device_name);
     }
     device = Device::cuda(static_cast<int>(base_gpu));
   }
@@ -194,9 +196,12 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   if (s.runner.cuda_graph_max_bs < 1) return invalid_argument("--cuda-graph-max-bs must be >= 1");
   SGL_ASSIGN_OR_RETURN(s.runner.context_length, args.get_int("--context-length", 0));
   // SGLang's switch for a context past the model's trained length (RoPE beyond its positions).
-  const char* longer = std::getenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN");
-  s.runner.allow_longer_context = longer != nullptr && std::string_view(longer) != "0" &&
-                                  std::string_view(longer) != "false" && *longer != '\0';
+  // As SGLang reads it: "1" or "true" in any case.
+  std::string longer(std::getenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN") != nullptr
+                         ? std::getenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN")
+                         : "");
+  for (char& c : longer) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  s.runner.allow_longer_context = longer == "1" || longer == "true";
   SGL_ASSIGN_OR_RETURN(s.runner.num_kv_slots, args.get_int("--max-total-tokens", 0));
   SGL_ASSIGN_OR_RETURN(s.runner.mem_fraction_static, args.get_double("--mem-fraction-static", 0));
   if (s.runner.context_length < 0 || s.runner.num_kv_slots < 0 ||

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "model/architectures.h"
+#include "model/config_bounds.h"
 #include "model/dequant.h"
 
 namespace sgl::model {
@@ -264,7 +265,10 @@ std::vector<std::string> GgufWeightSource::names() const {
       out.push_back(std::move(*hf));
       continue;
     }
-    const int64_t experts = t.shape.size() < 2 ? 0 : t.shape[0];
+    // NOTE: bounded: a hostile file may declare a huge expert dimension beside a zero one.
+    const int64_t experts = t.shape.size() < 2 || t.numel() == 0
+                                ? 0
+                                : std::min<int64_t>(t.shape[0], ConfigBounds::kMaxNumExperts);
     for (int64_t e = 0; e < experts; ++e) {
       std::optional<std::string> hf = hf_expert_name(t.name, e, moe_);
       if (!hf) break;

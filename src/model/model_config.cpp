@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "core/logging.h"
 #include "model/architectures.h"
 #include "model/config_bounds.h"
 #include "model/gguf.h"
@@ -402,30 +403,25 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
 
 namespace {
 
-// The sampling fields of generation_config.json, each within the range a request may set.
-Result<GenerationDefaults> parse_generation_defaults(const Fields& gen) {
+// The sampling fields of generation_config.json. A value outside the range a request may set is
+// left out with a warning: the recommendation is advice, and a bad one must not stop the model.
+GenerationDefaults parse_generation_defaults(const Json& gen, const std::string& source) {
   GenerationDefaults d;
-  auto number = [&](const char* key, double lo, double hi, bool open_lo,
-                    std::optional<double>& out) -> Status {
-    const Json* v = gen.get(key);
-    if (v == nullptr) return Status::ok_status();
-    const double x = v->is_number() ? v->get<double>() : std::nan("");
-    if (!std::isfinite(x) || x < lo || (open_lo && x == lo) || x > hi) {
-      return gen.error(key, "must be a number in " + std::string(open_lo ? "(" : "[") +
-                                std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-                                v->dump());
-    }
-    out = x;
-    return Status::ok_status();
+  auto number = [&](const char* key, double lo, double hi, bool open_lo) -> std::optional<double> {
+    const auto it = gen.find(key);
+    if (it == gen.end() || it->is_null()) return std::nullopt;
+    const double x = it->is_number() ? it->get<double>() : std::nan("");
+    if (std::isfinite(x) && x >= lo && !(open_lo && x == lo) && x <= hi) return x;
+    SGL_LOG_WARN << source << ": '" << key << "' " << it->dump()
+                 << " is outside the range a request may set; it is not used as a default";
+    return std::nullopt;
   };
-  SGL_RETURN_IF_ERROR(number("temperature", 0, 1e6, false, d.temperature));
-  SGL_RETURN_IF_ERROR(number("top_p", 0, 1, true, d.top_p));
-  SGL_RETURN_IF_ERROR(number("min_p", 0, 1, false, d.min_p));
-  SGL_RETURN_IF_ERROR(number("repetition_penalty", 0, 2, true, d.repetition_penalty));
-  if (const Json* v = gen.get("top_k")) {
-    SGL_ASSIGN_OR_RETURN(const int64_t k, gen.as_int("top_k", *v));
-    if (k < -1) return gen.error("top_k", "must be -1 (disabled), 0 or positive");
-    d.top_k = k;
+  d.temperature = number("temperature", 0, 1e6, false);
+  d.top_p = number("top_p", 0, 1, true);
+  d.min_p = number("min_p", 0, 1, false);
+  d.repetition_penalty = number("repetition_penalty", 0, 2, true);
+  if (std::optional<double> k = number("top_k", -1, 1e9, false)) {
+    if (*k == std::floor(*k)) d.top_k = static_cast<int64_t>(*k);
   }
   return d;
 }
@@ -455,7 +451,7 @@ Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
     SGL_ASSIGN_OR_RETURN(config.bos_token_id,
                          gen_fields.token_id("bos_token_id", *gen_fields.get("bos_token_id")));
   }
-  SGL_ASSIGN_OR_RETURN(config.generation_defaults, parse_generation_defaults(gen_fields));
+  config.generation_defaults = parse_generation_defaults(gen, gen_source);
   return config;
 }
 

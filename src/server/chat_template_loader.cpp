@@ -52,12 +52,12 @@ Status check_chat_template(const tokenizer::ChatTemplate& chat_template,
 }
 
 Result<LoadedChatTemplate> load_chat_template(const std::string& chat_template_path,
-                                              const std::string& model_path,
+                                              const std::string& tokenizer_path,
                                               const tokenizer::Tokenizer& tokenizer,
                                               WorkPool& pool) {
   LoadedChatTemplate loaded;
   std::string source = tokenizer.chat_template();
-  loaded.origin = model_path + " (the tokenizer's)";
+  loaded.origin = tokenizer_path + " (the tokenizer's)";
   const bool explicit_template = !chat_template_path.empty();
   if (explicit_template) {
     std::ifstream in(chat_template_path, std::ios::binary);
@@ -68,7 +68,7 @@ Result<LoadedChatTemplate> load_chat_template(const std::string& chat_template_p
     loaded.origin = chat_template_path;
   }
   if (source.empty()) {
-    SGL_LOG_WARN << model_path
+    SGL_LOG_WARN << tokenizer_path
                  << " has no chat template; /v1/chat/completions answers 400 (pass "
                     "--chat-template FILE)";
     return loaded;

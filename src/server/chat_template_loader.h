@@ -29,7 +29,7 @@ Status check_chat_template(const tokenizer::ChatTemplate& chat_template,
 // `chat_template_path` empty: the tokenizer's template, which is dropped with a warning when
 // it fails to parse or to check; an explicit one that fails is an error.
 Result<LoadedChatTemplate> load_chat_template(const std::string& chat_template_path,
-                                              const std::string& model_path,
+                                              const std::string& tokenizer_path,
                                               const tokenizer::Tokenizer& tokenizer,
                                               WorkPool& pool);
 

@@ -251,6 +251,9 @@ constexpr UnsupportedField kUnsupportedSampling[] = {
 };
 // Outside the sampling fields: /generate's top level, and the OpenAI routes' extra fields.
 constexpr UnsupportedField kUnsupportedRequest[] = {
+    // SGLang's /generate takes these two beside sampling_params, not inside.
+    {"token_ids_logprob", "logprobs of requested token ids are not implemented yet"},
+    {"custom_logit_processor", "custom logit processors are not implemented"},
     {"lora_path", "LoRA adapters are not implemented"},
     {"return_hidden_states", "hidden states in replies are not implemented"},
     {"image_data", "multimodal inputs are not implemented"},

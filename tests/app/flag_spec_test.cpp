@@ -3,6 +3,7 @@
 #include "app/flag_spec.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -85,7 +86,8 @@ TEST(FlagSpecTest, HelpHasEveryNameValueDefaultAndNoteWithin100Columns) {
 }
 
 TEST(ConfigFileTest, KeysInAnySpellingBecomeArguments) {
-  const auto dir = std::filesystem::temp_directory_path() / "sgl_config_file_test";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("sgl_config_file_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto path = dir / "config.yaml";
   std::ofstream(path) << "model_path: /m\n--tp: 1\nenable-metrics: true\ncuda-graph-bs: 8\n"

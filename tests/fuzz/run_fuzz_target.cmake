@@ -6,9 +6,9 @@ file(MAKE_DIRECTORY "${WORK}/corpus" "${WORK}/artifacts")
 file(COPY "${CORPUS}/" DESTINATION "${WORK}/corpus")
 # NOTE: a fixed seed and a fixed count of inputs (not a time budget), no corpus reloads, no
 # mutations built from compared values (-use_cmp=0: they carry pointers) and, where setarch can,
-# no address randomization (some coverage depends on addresses): two runs try the same inputs
-# however fast the machine is, so CI's run is the one a developer ran, and anything it finds is
-# found again by running the test.
+# no address randomization (some coverage depends on addresses): two runs on one machine try the
+# same inputs however busy it is, so CI's run (on the submitting session's machine) is the one a
+# developer ran, and anything it finds is found again by running the test.
 set(args -seed=1 -runs=${RUNS} -reload=0 -use_cmp=0 -timeout=10 -rss_limit_mb=2048
          -print_final_stats=1 -artifact_prefix=${WORK}/artifacts/)
 if(DICT)

@@ -449,6 +449,16 @@ def route_body(route, field, value):
     return {"messages": MSGS, "max_tokens": 2, field: value}
 
 
+# /generate takes these two beside sampling_params too (SGLang's GenerateReqInput).
+TOP_LEVEL_GENERATE = [("token_ids_logprob", [1, 2]), ("custom_logit_processor", "x")]
+
+
+@pytest.mark.parametrize("field,value", TOP_LEVEL_GENERATE)
+def test_generate_top_level_fields_are_refused(server, field, value):
+    r = server.post("/generate", {"text": "Once", field: value})
+    assert r.status_code == 400 and f"'{field}' is not supported yet" in r.text
+
+
 FIELD_CASES = [(route, field, value)
                for route in ("/generate", "/v1/completions", "/v1/chat/completions")
                for field, value in {**UNSUPPORTED_SAMPLING, **UNSUPPORTED_REQUEST}.items()]

@@ -191,7 +191,7 @@ tensor-parallel-size: 1
 enable-metrics: true
 log-requests: true
 max_running_requests: 4
-disable-radix-cache: false
+disable-radix-cache: true
 """)
     proc, err = start(["--config", str(config), "--max-running-requests", "8"], tmp_path)
     try:
@@ -200,7 +200,7 @@ disable-radix-cache: false
         url = first.split("listening on ", 1)[1].split()[0]
         info = requests.get(url + "/get_server_info", timeout=10).json()
         assert info["max_running_requests"] == 8
-        assert info["disable_radix_cache"] is False
+        assert info["disable_radix_cache"] is True
         r = requests.post(url + "/generate", timeout=60, json={
             "text": "Once", "sampling_params": {"max_new_tokens": 2}})
         assert r.status_code == 200
@@ -235,13 +235,17 @@ def test_missing_config_file(tmp_path):
 
 
 def test_longer_context_with_sglang_environment_variable(tmp_path):
-    env = dict(os.environ, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN="1")
+    for no in ("0", "false", "no"):  # as SGLang reads it: only 1 / true
+        proc, err = start(run_args("--model-path {model} --context-length 1024"), tmp_path,
+                          env=dict(os.environ, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=no))
+        assert proc.wait(timeout=30) != 0, no
+    env = dict(os.environ, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN="True")
     proc, err = start(run_args("--model-path {model} --context-length 1024"), tmp_path, env=env)
     try:
         first = proc.stdout.readline().decode()
         assert "listening on" in first, stderr_of(err)
         url = first.split("listening on ", 1)[1].split()[0]
-        assert requests.get(url + "/get_model_info", timeout=10).status_code == 200
+        assert requests.get(url + "/get_model_info", timeout=10).json()["context_length"] == 1024
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
