@@ -31,7 +31,7 @@ class CliArgs {
   static Result<CliArgs> parse(int argc, char** argv, const FlagSets& flags);
   static Result<CliArgs> parse(int argc, char** argv, const std::set<std::string>& value_flags,
                                const std::set<std::string>& switch_flags) {
-    return parse(argc, argv, FlagSets{value_flags, switch_flags, {}});
+    return parse(argc, argv, FlagSets{value_flags, switch_flags, {}, {}});
   }
 
   bool has(const std::string& flag) const { return values_.count(flag) > 0; }
