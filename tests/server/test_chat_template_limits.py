@@ -66,8 +66,8 @@ def test_quadratic_template_answers_400_naming_the_limit(tmp_path):
         assert srv.get("/health", timeout=5).status_code == 200  # while it renders
         thread.join(30)
         r = result["r"]
-        # NOTE: the work limit stops it in about a second; under ThreadSanitizer on a busy
-        # machine the render's 10 s deadline may come first, which also bounds it.
+        # NOTE: the work limit stops it in about a second; under ThreadSanitizer the render's
+        # 10 s deadline may come first, which also bounds it.
         assert time.monotonic() - t0 < 20
         assert r.status_code == 400, r.text
         message = r.json()["error"]["message"]
@@ -77,7 +77,8 @@ def test_quadratic_template_answers_400_naming_the_limit(tmp_path):
         # is a plain 400.
         r = srv.post("/v1/chat/completions", {**chat("hi"), "stream": True})
         assert r.status_code == 400, r.text
-        assert "work limit" in r.json()["error"]["message"]
+        streamed = r.json()["error"]["message"]
+        assert "work limit" in streamed or "deadline exceeded" in streamed, streamed
         assert srv.post("/v1/chat/completions", chat("Hello")).status_code == 200
         r = srv.post("/v1/chat/completions", {**chat("Hello"), "stream": True})
         assert r.status_code == 200 and r.text.rstrip().endswith("data: [DONE]"), r.text
