@@ -279,28 +279,36 @@ std::vector<std::string> GgufWeightSource::names() const {
   return out;
 }
 
-Status GgufWeightSource::check(const std::string& name, const std::vector<int64_t>& shape) const {
-  const std::optional<View> v = find(name);
+std::string GgufWeightSource::weight_label(const std::string& hf_name, const View& v) const {
+  return "weight '" + hf_name + "' (GGUF tensor '" + v.gguf_name + "') in " + file_.path();
+}
+
+Result<GgufWeightSource::View> GgufWeightSource::checked(const std::string& name,
+                                                         const std::vector<int64_t>& shape) const {
+  std::optional<View> v = find(name);
   if (!v) return missing(name);
-  const std::string where =
-      "weight '" + name + "' (GGUF tensor '" + v->gguf_name + "') in " + file_.path();
+  const auto where = [&] { return weight_label(name, *v); };
   if (!same_shape(v->shape, shape)) {
-    return invalid_argument(where + " has shape " + shape_to_string(v->shape) + ", expected " +
+    return invalid_argument(where() + " has shape " + shape_to_string(v->shape) + ", expected " +
                             shape_to_string(shape));
   }
   if (!can_dequantize(v->info->type)) {
-    return unimplemented(where + " has ggml type " + ggml_type_name(v->info->type) +
+    return unimplemented(where() + " has ggml type " + ggml_type_name(v->info->type) +
                          ", which cannot be dequantized (supported: F32, F16, BF16, F64, Q4_0, "
                          "Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)");
   }
   const int64_t heads = permuted_heads(name);
   const int64_t rows = shape.empty() ? 1 : shape[0];
   if (heads > 0 && rows % (2 * heads) != 0) {
-    return invalid_argument(where + " has " + std::to_string(rows) +
+    return invalid_argument(where() + " has " + std::to_string(rows) +
                             " rows, not a whole number of row pairs for " + std::to_string(heads) +
                             " heads");
   }
-  return Status::ok_status();
+  return std::move(*v);
+}
+
+Status GgufWeightSource::check(const std::string& name, const std::vector<int64_t>& shape) const {
+  return checked(name, shape).status();
 }
 
 Result<size_t> GgufWeightSource::stored_nbytes(const std::string& name) const {
@@ -311,8 +319,7 @@ Result<size_t> GgufWeightSource::stored_nbytes(const std::string& name) const {
 
 Result<std::optional<StoredTensor>> GgufWeightSource::stored(
     const std::string& name, const std::vector<int64_t>& shape) const {
-  SGL_RETURN_IF_ERROR(check(name, shape));
-  const View v = *find(name);
+  SGL_ASSIGN_OR_RETURN(const View v, checked(name, shape));
   const std::optional<kernels::StoredFormat> format = stored_format(v.info->type);
   const auto [rows, per_row] = stored_rows(shape);
   // NOTE: GgufFile admits only tensors whose innermost dimension is whole blocks, so the rows of
@@ -342,20 +349,17 @@ Result<std::optional<StoredTensor>> GgufWeightSource::stored(
 
 Status GgufWeightSource::read_f32(const std::string& name, const std::vector<int64_t>& shape,
                                   float* dst) const {
-  SGL_RETURN_IF_ERROR(check(name, shape));
-  const View v = *find(name);
-  const std::string where =
-      "weight '" + name + "' (GGUF tensor '" + v.gguf_name + "') in " + file_.path();
+  SGL_ASSIGN_OR_RETURN(const View v, checked(name, shape));
   const int64_t heads = permuted_heads(name);
   if (heads == 0) {
     Status s = dequantize(v.info->type, v.data, v.nbytes, v.numel, dst);
-    return s.ok() ? s : s.with_context(where);
+    return s.ok() ? s : s.with_context(weight_label(name, v));
   }
   const int64_t rows = shape.empty() ? 1 : shape[0];
   const int64_t cols = rows == 0 ? 0 : v.numel / rows;
   std::vector<float> interleaved(static_cast<size_t>(v.numel));
   Status s = dequantize(v.info->type, v.data, v.nbytes, v.numel, interleaved.data());
-  if (!s.ok()) return s.with_context(where);
+  if (!s.ok()) return s.with_context(weight_label(name, v));
   permute_rows_to_rotate_half(interleaved.data(), rows, cols, heads, dst);
   return Status::ok_status();
 }

@@ -86,6 +86,10 @@ class GgufWeightSource final : public WeightSource {
   };
   // nullopt when the file has no such tensor (or the slice is past its experts).
   std::optional<View> find(const std::string& hf_name) const;
+  // find() with check()'s tests: the view of a tensor that may be read as `shape`.
+  Result<View> checked(const std::string& hf_name, const std::vector<int64_t>& shape) const;
+  // "weight 'model...' (GGUF tensor 'blk...') in FILE", for errors.
+  std::string weight_label(const std::string& hf_name, const View& v) const;
   Status missing(const std::string& hf_name) const;
   // Heads whose rows to un-permute for `hf_name`, or 0 when it is not a permuted tensor.
   int64_t permuted_heads(const std::string& hf_name) const;

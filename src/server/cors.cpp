@@ -5,17 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "server/errors.h"
+#include "server/http_framing.h"
 
 namespace sgl::server {
-namespace {
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
-}
-
-}  // namespace
 
 Result<CorsPolicy> parse_allowed_origins(std::string_view text) {
   CorsPolicy policy;
@@ -34,8 +26,8 @@ Result<CorsPolicy> parse_allowed_origins(std::string_view text) {
     while (start <= text.size()) {
       size_t comma = text.find(',', start);
       if (comma == std::string_view::npos) comma = text.size();
-      std::string origin = trim(text.substr(start, comma - start));
-      if (!origin.empty()) policy.allowed_origins.push_back(std::move(origin));
+      const std::string_view origin = trim_ows(text.substr(start, comma - start));
+      if (!origin.empty()) policy.allowed_origins.emplace_back(origin);
       start = comma + 1;
     }
   }

@@ -15,19 +15,12 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-std::string_view trim(std::string_view s) {
-  const auto ows = [](char c) { return c == ' ' || c == '\t'; };
-  while (!s.empty() && ows(s.front())) s.remove_prefix(1);
-  while (!s.empty() && ows(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // Appends the comma-separated elements of `value`, trimmed; false when one is empty (lists in
 // framing fields are taken strictly: an ambiguity there is a smuggling vector).
 bool split_list(std::string_view value, std::vector<std::string_view>& out) {
   for (;;) {
     const size_t comma = value.find(',');
-    const std::string_view item = trim(value.substr(0, comma));
+    const std::string_view item = trim_ows(value.substr(0, comma));
     if (item.empty()) return false;
     out.push_back(item);
     if (comma == std::string_view::npos) return true;
@@ -60,6 +53,13 @@ bool valid_host(std::string_view s) {
 FramingVerdict reject(int status, std::string message) { return {status, std::move(message), {}}; }
 
 }  // namespace
+
+std::string_view trim_ows(std::string_view s) {
+  const auto ows = [](char c) { return c == ' ' || c == '\t'; };
+  while (!s.empty() && ows(s.front())) s.remove_prefix(1);
+  while (!s.empty() && ows(s.back())) s.remove_suffix(1);
+  return s;
+}
 
 FramingVerdict check_request_framing(unsigned version, std::span<const HeaderField> fields,
                                      uint64_t max_body_bytes) {

@@ -50,6 +50,9 @@ struct FramingVerdict {
 // and come without Content-Length in an HTTP/1.1 request (else 400); Content-Length must be
 // decimal and agree with itself (repeats of one value are accepted, RFC 9110 §8.6); a declared
 // body past max_body_bytes gets 413. `version` is 10 or 11.
+// `s` without leading and trailing optional whitespace (spaces and tabs, RFC 9110's OWS).
+std::string_view trim_ows(std::string_view s);
+
 FramingVerdict check_request_framing(unsigned version, std::span<const HeaderField> fields,
                                      uint64_t max_body_bytes);
 

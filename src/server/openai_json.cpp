@@ -251,9 +251,6 @@ constexpr UnsupportedField kUnsupportedSampling[] = {
 };
 // Outside the sampling fields: /generate's top level, and the OpenAI routes' extra fields.
 constexpr UnsupportedField kUnsupportedRequest[] = {
-    // SGLang's /generate takes these two beside sampling_params, not inside.
-    {"token_ids_logprob", "logprobs of requested token ids are not implemented yet"},
-    {"custom_logit_processor", "custom logit processors are not implemented"},
     {"lora_path", "LoRA adapters are not implemented"},
     {"return_hidden_states", "hidden states in replies are not implemented"},
     {"image_data", "multimodal inputs are not implemented"},
@@ -539,6 +536,9 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
     SGL_RETURN_IF_ERROR(check_min_tokens(r.sampling, true));
   }
   SGL_RETURN_IF_ERROR(read(o, "stream", r.stream));
+  // SGLang's /generate takes token_ids_logprob and custom_logit_processor beside
+  // sampling_params: the sampling list applies at its top level too.
+  SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedSampling));
   SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(read(o, "return_logprob", r.return_logprob));
   SGL_RETURN_IF_ERROR(read(o, "top_logprobs_num", r.top_logprobs_num));

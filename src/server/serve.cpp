@@ -69,11 +69,11 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   // client's concurrency (load tests open 1024 streams at once) rather than real traffic.
   pool_options.max_queued = 16384;
   SGL_ASSIGN_OR_RETURN(std::unique_ptr<WorkPool> pool, WorkPool::start(pool_options));
-  SGL_ASSIGN_OR_RETURN(LoadedChatTemplate loaded,
-                       load_chat_template(options.chat_template_path,
-                                          options.tokenizer_path.empty() ? options.model_path
-                                                                         : options.tokenizer_path,
-                                          tokenizer, *pool));
+  const std::string& tokenizer_path =
+      options.tokenizer_path.empty() ? options.model_path : options.tokenizer_path;
+  SGL_ASSIGN_OR_RETURN(
+      LoadedChatTemplate loaded,
+      load_chat_template(options.chat_template_path, tokenizer_path, tokenizer, *pool));
   const std::optional<tokenizer::ChatTemplate>& chat_template = loaded.chat_template;
   const model::ModelConfig& config = model_engine.model_runner->config();
   ServerInfo info;
@@ -87,8 +87,7 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   info.model_type = config.model_type;
   info.device = options.device;
   info.log_requests = options.log_requests;
-  info.tokenizer_path =
-      options.tokenizer_path.empty() ? options.model_path : options.tokenizer_path;
+  info.tokenizer_path = tokenizer_path;
   info.created = unix_time();
   const scheduler::SchedulerOptions& so = options.engine.scheduler;
   info.max_running_requests = so.max_running_requests;
