@@ -7,7 +7,8 @@
 #                                        OpenBLAS, hence the compression)
 #   scripts/gpu_check.sh run    (device) unpack, run every cuda test, the GPU smoke checks and
 #                                        the benchmarks (sgl-bench one-batch on a dummy
-#                                        Llama-3-8B; SGL_BENCH_ARGS overrides its cases), print a
+#                                        Llama-3-8B, SGL_BENCH_ARGS overrides its cases; on
+#                                        dummy Qwen3-30B-A3B and Mixtral-8x7B), print a
 #                                        short table last; JSON and logs land in $OUT;
 #                                        SGL_GPU_SERVING=1 adds scripts/gpu_serving_bench.sh
 #                                        (sgl-server + sgl-bench serving, dummy Llama-3-8B);
@@ -83,17 +84,17 @@ run() {
     rows+=("sgl-generate-cuda FAIL")
     echo "sgl-generate --device cuda printed: $got"
   fi
-  # Runs `sgl-bench SUB --config <8B> ARGS... --output-file $log/NAME.json`, adds its row and
-  # prints the last TAIL lines of its log (0: all) under TITLE.
+  # Runs `sgl-bench SUB --config <CONFIG, default the 8B> ARGS... --output-file
+  # $log/NAME.json`, adds its row and prints the last TAIL lines of its log (0: all) under TITLE.
   bench_step() {
     local sub=$1 name=$2 tail_lines=$3 title=$4
     shift 4
-    if "$root/gpu/sgl-bench" "$sub" --config "$root/configs/llama-3-8b.json" "$@" \
+    if "$root/gpu/sgl-bench" "$sub" --config "$root/configs/${CONFIG:-llama-3-8b}.json" "$@" \
          --output-file "$log/$name.json" >"$log/$name.log" 2>&1; then
-      rows+=("sgl-bench-$sub PASS")
+      rows+=("sgl-bench-$sub-$name PASS")
     else
       status=1
-      rows+=("sgl-bench-$sub FAIL")
+      rows+=("sgl-bench-$sub-$name FAIL")
     fi
     echo "==== sgl-bench $sub ($title)"
     if [ "$tail_lines" = 0 ]; then cat "$log/$name.log"; else tail -n "$tail_lines" "$log/$name.log"; fi
@@ -105,6 +106,17 @@ run() {
   # shellcheck disable=SC2086
   bench_step one-batch one_batch 20 "Llama-3-8B shape, dummy bf16 weights" \
     ${SGL_BENCH_ARGS:---batch-size 1,64,256 --input-len 128,1024 --output-len 64}
+  # Mixture-of-Experts decode and prefill against the floors (SGL_MOE_BENCH_ARGS overrides the
+  # Qwen3-30B-A3B cases; Mixtral-8x7B at batch 1 needs an H200's memory).
+  # shellcheck disable=SC2086
+  CONFIG=qwen3-30b-a3b bench_step one-batch one_batch_qwen3_moe 6 "Qwen3-30B-A3B shape, dummy bf16" \
+    ${SGL_MOE_BENCH_ARGS:---batch-size 1,8,64,256 --input-len 1024 --output-len 32}
+  local mib
+  mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n 1 || echo 0)
+  if [ "${mib:-0}" -ge 100000 ]; then
+    CONFIG=mixtral-8x7b bench_step one-batch one_batch_mixtral 3 "Mixtral-8x7B shape, dummy bf16" \
+      --batch-size 1 --input-len 1024 --output-len 32
+  fi
   # The engine without HTTP: throughput and its CPU time per decode step at batch 64.
   # shellcheck disable=SC2086
   bench_step offline offline 11 "Llama-3-8B shape, dummy bf16 weights" --device cuda \

@@ -49,6 +49,24 @@ void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& o
   SGL_RUN_ON(x.device(), rms_norm, (x, weight, eps, out), (x, weight, eps, out, stream));
 }
 
+void qk_rms_norm(const Tensor& q, const Tensor& k, const Tensor& q_weight, const Tensor& k_weight,
+                 double eps, backend::Stream stream) {
+  const char* op = "qk_rms_norm";
+  check_last_dim_contiguous(q, op);
+  check_last_dim_contiguous(k, op);
+  SGL_CHECK(q.size(-1) == k.size(-1) && q.dtype() == k.dtype())
+      << op << ": q " << q.shape_string() << " and k " << k.shape_string()
+      << " need one head size and dtype";
+  for (const Tensor* w : {&q_weight, &k_weight}) {
+    SGL_CHECK(w->ndim() == 1 && w->size(0) == q.size(-1) && w->dtype() == q.dtype())
+        << op << ": weight " << w->shape_string() << " for heads of " << q.size(-1);
+    check_same_device(q, *w, op);
+  }
+  check_same_device(q, k, op);
+  SGL_RUN_ON(q.device(), qk_rms_norm, (q, k, q_weight, k_weight, eps),
+             (q, k, q_weight, k_weight, eps, stream));
+}
+
 void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps,
                         backend::Stream stream) {
   SGL_CHECK(

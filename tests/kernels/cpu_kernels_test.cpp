@@ -132,6 +132,27 @@ TEST(CpuKernels, RmsNormOnStridedHeadsView) {
   }
 }
 
+// qk_rms_norm: q's heads by q's weight, k's by k's, v untouched; and its argument checks.
+TEST(CpuKernels, QkRmsNormNormsEachHeadByItsWeight) {
+  const int64_t t = 3, hq = 4, hk = 2, dim = 8, width = (hq + 2 * hk) * dim;
+  auto qkv = random_vec(t * width, 9), wq = random_vec(dim, 10), wk = random_vec(dim, 11);
+  auto want = qkv;
+  const Tensor all = view(qkv, {t, width}), ref = view(want, {t, width});
+  rms_norm(ref.slice_last(0, hq * dim).split_heads(hq), view(wq, {dim}), 1e-6,
+           ref.slice_last(0, hq * dim).split_heads(hq), kCpu);
+  rms_norm(ref.slice_last(hq * dim, hk * dim).split_heads(hk), view(wk, {dim}), 1e-6,
+           ref.slice_last(hq * dim, hk * dim).split_heads(hk), kCpu);
+  ASSERT_NE(want, qkv);
+  qk_rms_norm(all.slice_last(0, hq * dim).split_heads(hq),
+              all.slice_last(hq * dim, hk * dim).split_heads(hk), view(wq, {dim}), view(wk, {dim}),
+              1e-6, kCpu);
+  EXPECT_EQ(qkv, want);
+  EXPECT_DEATH(qk_rms_norm(all.slice_last(0, hq * dim).split_heads(hq),
+                           all.slice_last(hq * dim, hk * dim).split_heads(hk), view(wq, {dim}),
+                           view(wk, {dim - 1}), 1e-6, kCpu),
+               "qk_rms_norm: weight");
+}
+
 TEST(CpuKernels, RopeRotatesHalves) {
   const int64_t t = 3, hq = 2, hk = 1, d = 8, max_pos = 16;
   auto q = random_vec(t * hq * d, 9), k = random_vec(t * hk * d, 10);

@@ -1,5 +1,6 @@
 // CUDA fused_moe against the CPU reference (fused_moe_reference) on every path: the decode
-// expert GEMV (bf16, up to 64 (token, slot) pairs), the grouped tensor-core GEMM (bf16, more),
+// expert GEMV (bf16, up to 64 (token, slot) pairs, no alignment), the GEMV over the alignment
+// (bf16, up to 1024 pairs), the grouped tensor-core GEMM (bf16, more),
 // the plain kernels (f32, and bf16 rows 16-byte loads cannot take), over expert counts, top-k,
 // token counts from 1 to 8192 (several chunks), sizes not multiples of 64, the Qwen3-30B-A3B and
 // Mixtral shapes, strided x and skewed routing. Bounds: cuda_moe_fixture.h. Label: cuda.
@@ -36,6 +37,18 @@ class CudaFusedMoe : public test::CudaMoeTest {
     fused_moe(xv, w.w13, w.w2, weights, ids, workspace, out, stream());
     return download(out);
   }
+  // fused_moe with out = x (contiguous x): the model's in-place call.
+  std::vector<float> run_in_place(const MoeProblem& p, const Weights& w) {
+    Buffer x = upload(p.x, {p.tokens, p.x_stride}, p.dtype);
+    EXPECT_EQ(p.x_stride, p.hidden);
+    Buffer weights = upload(p.weights, {p.tokens, p.top_k}, DType::kF32);
+    Buffer ids = upload_i32(p.ids, {p.tokens, p.top_k});
+    const int64_t bytes =
+        fused_moe_workspace_bytes(Device::cuda(), p.tokens, p.top_k, p.experts, p.hidden, p.inter);
+    Buffer workspace = filled_i32({std::max<int64_t>(1, (bytes + 3) / 4)}, -1);
+    fused_moe(x, w.w13, w.w2, weights, ids, workspace, x, stream());
+    return download(x);
+  }
   void check(const MoeProblem& p) {
     EXPECT_TRUE(test::matches_reference(p, run(p, upload_weights(p))));
   }
@@ -45,7 +58,8 @@ uint64_t seed_of(int64_t a, int64_t b, int64_t c, int64_t d) {
   return static_cast<uint64_t>(((a * 31 + b) * 131 + c) * 1009 + d);
 }
 
-// bf16 over E, k, T: T*k <= 64 takes the decode GEMV, more the grouped GEMM; H=72 I=40 and
+// bf16 over E, k, T: T*k <= 64 takes the decode GEMV, up to 1024 the aligned GEMV (many tokens
+// per expert: several 16-token passes), more (300 x 4, 300 x 8) the grouped GEMM; H=72 I=40 and
 // H=200 I=96 leave partial row tiles, k slices and column tiles everywhere.
 TEST_F(CudaFusedMoe, Bf16MatchesReferenceOverSweep) {
   for (const auto [hidden, inter] : {std::pair<int64_t, int64_t>{72, 40}, {200, 96}}) {
@@ -103,7 +117,7 @@ TEST_F(CudaFusedMoe, Bf16UnalignedShapesAndStridedInput) {
 }
 
 // Skewed routing: every token on the same k experts (the rest empty), and every slot of every
-// token on one expert (one group of T*k rows: several passes of the decode GEMV over 16-token
+// token on one expert (one group of T*k rows: several passes of the GEMVs over 16-token
 // chunks, many blocks of one expert in the grouped GEMM).
 TEST_F(CudaFusedMoe, SkewedRouting) {
   for (const Routing routing : {Routing::kFirstExperts, Routing::kOneExpert}) {
@@ -117,6 +131,20 @@ TEST_F(CudaFusedMoe, SkewedRouting) {
   // k == E: every expert chosen by every token.
   check(MoeProblem(7, 72, 40, 8, 8, DType::kBF16, Routing::kRandom, 9));
   check(MoeProblem(64, 72, 40, 8, 8, DType::kBF16, Routing::kRandom, 10));
+}
+
+// out = x on every path (decode and aligned GEMVs, grouped GEMM, plain kernels; several chunks)
+// gives what a separate out gives, bit for bit.
+TEST_F(CudaFusedMoe, InPlaceEqualsSeparateOutput) {
+  for (const DType dtype : {DType::kBF16, DType::kF32}) {
+    for (int64_t tokens : {1, 8, 100, 300, 8192}) {
+      const MoeProblem p(tokens, 72, 40, 16, 4, dtype, Routing::kRandom, seed_of(9, 0, 0, tokens));
+      const Weights w = upload_weights(p);
+      const std::vector<float> apart = run(p, w);
+      EXPECT_TRUE(test::matches_reference(p, apart));
+      EXPECT_EQ(run_in_place(p, w), apart) << tokens << " tokens";
+    }
+  }
 }
 
 // Qwen3-30B-A3B's layer: decode (1-8 tokens: the speed-critical path) and small prefills.

@@ -236,6 +236,28 @@ TEST_P(CudaKernels, FusedAddRmsNormWithF32Residual) {
   }
 }
 
+// Qwen3's q/k head norms in one launch, on split_heads views of a qkv buffer (v untouched), over
+// head sizes of the warp kernel's three widths, a partial lane row and the block-kernel fallback.
+TEST_P(CudaKernels, QkRmsNormOnStridedQkv) {
+  for (const int64_t d : {40, 64, 128, 200, 320}) {
+    for (const int64_t t : {1, 7, 33}) {
+      const int64_t hq = 4, hk = 2, width = (hq + 2 * hk) * d;
+      Buffer qkv = host_random({t, width}), wq = host_random({d}), wk = host_random({d});
+      Buffer dqkv = to_device(qkv), dwq = to_device(wq), dwk = to_device(wk);
+      auto views = [&](const Tensor& all) {
+        return std::pair(all.slice_last(0, hq * d).split_heads(hq),
+                         all.slice_last(hq * d, hk * d).split_heads(hk));
+      };
+      auto [q, k] = views(qkv.tensor());
+      rms_norm(q, wq, 1e-6, q, cpu_);
+      rms_norm(k, wk, 1e-6, k, cpu_);
+      auto [dq, dk] = views(dqkv.tensor());
+      qk_rms_norm(dq, dk, dwq, dwk, 1e-6, stream_.get());
+      EXPECT_LT(max_rel_err(to_host(dqkv), qkv), tol()) << "t=" << t << " d=" << d;
+    }
+  }
+}
+
 // Dummy weights: the GPU fill produces exactly the CPU fill's values.
 TEST_P(CudaKernels, FillUniformMatchesCpu) {
   for (int64_t n : {1, 1000, 1 << 20}) {

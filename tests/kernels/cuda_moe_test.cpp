@@ -149,9 +149,10 @@ TEST_F(CudaMoe, AlignMatchesCpuGroups) {
 
 // Captured once (routing, alignment and experts) at a fixed T, replayed with new router logits:
 // every replay equals an eager run bit for bit (the same kernels on the same data) and the
-// CPU reference within the bound. T=4, k=8: the decode path; T=100, k=4: the grouped GEMM.
+// CPU reference within the bound. T=4, k=8: the decode path; T=100, k=4: the aligned GEMV;
+// T=300, k=8: the grouped GEMM.
 TEST_F(CudaMoe, FusedMoeReplaysInCudaGraph) {
-  for (const auto [tokens, k] : {std::pair<int64_t, int64_t>{4, 8}, {100, 4}}) {
+  for (const auto [tokens, k] : {std::pair<int64_t, int64_t>{4, 8}, {100, 4}, {300, 8}}) {
     const int64_t hidden = 72, inter = 40, experts = 16;
     MoeProblem p(tokens, hidden, inter, experts, k, DType::kBF16, Routing::kRandom, 40 + tokens);
     Buffer x = upload(p.x, {tokens, hidden}, DType::kBF16);

@@ -28,9 +28,13 @@ TEST(MoePlan, ChunksStayNearTheBudget) {
 
 TEST(MoePlan, PathByPairs) {
   EXPECT_EQ(moe_path(true, 8, 8), MoePath::kDecode);
-  EXPECT_EQ(moe_path(true, 9, 8), MoePath::kGrouped);
+  EXPECT_EQ(moe_path(true, 9, 8), MoePath::kGemv);
   EXPECT_EQ(moe_path(true, 64, 1), MoePath::kDecode);
-  EXPECT_EQ(moe_path(true, 65, 1), MoePath::kGrouped);
+  EXPECT_EQ(moe_path(true, 65, 1), MoePath::kGemv);
+  EXPECT_EQ(moe_path(true, 128, 8), MoePath::kGemv);
+  EXPECT_EQ(moe_path(true, 129, 8), MoePath::kGrouped);
+  EXPECT_EQ(moe_path(true, 1024, 1), MoePath::kGemv);
+  EXPECT_EQ(moe_path(true, 1025, 1), MoePath::kGrouped);
   EXPECT_EQ(moe_path(false, 1, 1), MoePath::kSimple);
   EXPECT_EQ(moe_path(false, 5000, 8), MoePath::kSimple);
 }
@@ -59,16 +63,23 @@ TEST(MoePlan, WorkspaceHoldsEveryChunk) {
                                               << static_cast<int>(path) << " act " << act_bytes);
             EXPECT_LE(at.bytes, bytes);
             const MoeAlignSizes sizes = moe_align_sizes(rows, s.top_k, s.experts, at.block_size);
-            const int64_t starts[] = {at.sorted, at.expert_ids, at.offsets, at.counters,
-                                      at.active, at.act,        at.partial, at.bytes};
+            const int64_t starts[] = {at.sorted,   at.expert_ids,    at.offsets,
+                                      at.counters, at.active,        at.act,
+                                      at.partial,  at.tile_counters, at.bytes};
             const int64_t sizes_bytes[] = {sizes.max_padded * 4,
                                            sizes.max_blocks * 4,
                                            (s.experts + 1) * 4,
                                            8,
                                            std::min(s.experts, rows * s.top_k) * 4,
                                            sizes.max_padded * s.inter * act_bytes,
-                                           rows * s.top_k * s.hidden * 4};
-            for (int i = 0; i < 7; ++i) {
+                                           rows * s.top_k * s.hidden * 4,
+                                           (s.hidden + 15) / 16 * 4};
+            EXPECT_EQ(at.tile_counter_count, (s.hidden + 15) / 16);
+            // The GEMVs index act by entry.
+            if (path == MoePath::kDecode || path == MoePath::kGemv) {
+              EXPECT_EQ(at.max_padded, rows * s.top_k);
+            }
+            for (int i = 0; i < 8; ++i) {
               EXPECT_EQ(starts[i] % 256, 0) << "piece " << i;
               EXPECT_LE(starts[i] + sizes_bytes[i], starts[i + 1]) << "piece " << i;
             }

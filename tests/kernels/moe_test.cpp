@@ -279,7 +279,21 @@ TEST(FusedMoe, SkewedRepeatedExpertsAndStridedInput) {
   EXPECT_LT(s.max_error(), 1e-5);
 }
 
-TEST(FusedMoe, RejectsSmallWorkspaceAndAliasedOutput) {
+// out may be x itself: the layer's hidden rows become its output (every expert reads the
+// original rows first).
+TEST(FusedMoe, InPlaceEqualsSeparateOutput) {
+  MoeCase c(37, 72, 40, 16, 4, 31);
+  c.run();
+  ASSERT_LT(c.max_error(), 1e-5);
+  std::vector<float> ws(fused_moe_workspace_bytes(Device::cpu(), 37, 4, 16, 72, 40) / 4 + 1, NAN);
+  std::vector<float> x = c.x;
+  fused_moe(f32(x, {37, 72}), c.w13t(), c.w2t(), f32(c.routed.weights, {37, 4}),
+            i32(c.routed.ids, {37, 4}), f32(ws, {static_cast<int64_t>(ws.size())}),
+            f32(x, {37, 72}), kCpu);
+  EXPECT_EQ(x, c.out);
+}
+
+TEST(FusedMoe, RejectsSmallWorkspaceAndOverlappingOutput) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // BLAS threads may be running
   MoeCase c(4, 8, 4, 2, 1, 29);
   std::vector<float> ws(4);
@@ -287,10 +301,11 @@ TEST(FusedMoe, RejectsSmallWorkspaceAndAliasedOutput) {
                          i32(c.routed.ids, {4, 1}), f32(ws, {4}), f32(c.out, {4, 8}), kCpu),
                "workspace must be");
   std::vector<float> big(fused_moe_workspace_bytes(Device::cpu(), 4, 1, 2, 8, 4) / 4);
-  EXPECT_DEATH(
-      fused_moe(c.xt(), c.w13t(), c.w2t(), f32(c.routed.weights, {4, 1}), i32(c.routed.ids, {4, 1}),
-                f32(big, {static_cast<int64_t>(big.size())}), c.xt(), kCpu),
-      "x and out overlap");
+  std::vector<float> rows(5 * 8, 0.f);  // x = rows 0-3, out = rows 1-4: overlapping, not x
+  EXPECT_DEATH(fused_moe(f32(rows, {4, 8}), c.w13t(), c.w2t(), f32(c.routed.weights, {4, 1}),
+                         i32(c.routed.ids, {4, 1}), f32(big, {static_cast<int64_t>(big.size())}),
+                         Tensor(rows.data() + 8, DType::kF32, {4, 8}), kCpu),
+               "x and out overlap");
 }
 
 TEST(AddSigmoidGated, AddsGatedSharedExpert) {

@@ -7,6 +7,8 @@ namespace sgl::kernels::cpu {
 
 void embedding(const Tensor& ids, const Tensor& table, const Tensor& out);
 void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& out);
+void qk_rms_norm(const Tensor& q, const Tensor& k, const Tensor& q_weight, const Tensor& k_weight,
+                 double eps);
 void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps);
 void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& cos_sin);
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y);

@@ -1,6 +1,7 @@
 // CPU fused MoE experts: group the (token, slot) pairs by expert with moe_align_block_size, then
 // per expert gather its tokens' rows and run the dense MLP as GEMMs (kernels' CPU linear), and
-// add each result, weighted, into its token's output row.
+// add each result, weighted, into its token's row of a sum that becomes out at the end (so out
+// may be x: every expert reads the original rows).
 #include <algorithm>
 #include <cstring>
 
@@ -22,6 +23,7 @@ struct WorkspaceLayout {
   int64_t entries = 0, experts = 0, rows = 0, hidden = 0, inter = 0;
   int64_t sorted = 0, expert_ids = 0, offsets = 0, total = 0;  // i32
   int64_t xs = 0, gate_up = 0, act = 0, down = 0;              // f32 [rows, ...]
+  int64_t sum = 0;                                             // f32 [tokens, hidden]
   int64_t bytes = 0;
 
   WorkspaceLayout(int64_t tokens, int64_t top_k, int64_t num_experts, int64_t h, int64_t i)
@@ -43,6 +45,7 @@ struct WorkspaceLayout {
     gate_up = take(rows * 2 * inter * 4);
     act = take(rows * inter * 4);
     down = take(rows * hidden * 4);
+    sum = take(tokens * hidden * 4);
   }
 
   Tensor piece(const Tensor& workspace, int64_t offset, DType dtype,
@@ -76,7 +79,7 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
   const float* weights = topk_weights.data<float>();
   float* xs = at.piece(workspace, at.xs, DType::kF32, {at.rows, hidden}).data<float>();
   float* down = at.piece(workspace, at.down, DType::kF32, {at.rows, hidden}).data<float>();
-  float* o = out.data<float>();
+  float* o = at.piece(workspace, at.sum, DType::kF32, {tokens, hidden}).data<float>();
   std::fill_n(o, tokens * hidden, 0.f);
 
   for (int64_t e = 0; e < experts; ++e) {
@@ -105,6 +108,7 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
       }
     }
   }
+  std::memcpy(out.data<float>(), o, tokens * hidden * sizeof(float));
 }
 
 }  // namespace sgl::kernels::cpu

@@ -42,4 +42,10 @@ void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& w
   }
 }
 
+void qk_rms_norm(const Tensor& q, const Tensor& k, const Tensor& q_weight, const Tensor& k_weight,
+                 double eps) {
+  rms_norm(q, q_weight, eps, q);
+  rms_norm(k, k_weight, eps, k);
+}
+
 }  // namespace sgl::kernels::cpu

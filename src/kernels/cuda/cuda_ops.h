@@ -10,6 +10,8 @@ namespace sgl::kernels::cuda {
 void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backend::Stream stream);
 void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& out,
               backend::Stream stream);
+void qk_rms_norm(const Tensor& q, const Tensor& k, const Tensor& q_weight, const Tensor& k_weight,
+                 double eps, backend::Stream stream);
 void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps,
                         backend::Stream stream);
 void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& cos_sin,

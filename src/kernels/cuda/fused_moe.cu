@@ -1,7 +1,9 @@
 // CUDA fused_moe: per chunk of tokens, the alignment, the experts' two projections on the
-// chunk's path (moe_plan.h: the decode GEMV, the grouped GEMM or the plain kernels), then the
-// weighted sum over each token's k slots. Every launch shape follows from the tensor shapes and
-// every kernel reads the data-dependent sizes on the device, so a CUDA graph can capture it.
+// chunk's path (moe_plan.h: the expert GEMVs, the grouped GEMM or the plain kernels), then the
+// weighted sum over each token's k slots (the GEMVs sum themselves; the decode GEMV aligns
+// itself too). out may be x itself: every path reads a chunk's x rows before it writes its out
+// rows. Every launch shape follows from the tensor shapes and every kernel reads the
+// data-dependent sizes on the device, so a CUDA graph can capture it.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -107,11 +109,14 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         .expert_ids_size = layout.max_blocks,
         .offsets = at<int32_t>(workspace, layout.offsets),
         .counters = at<int32_t>(workspace, layout.counters),
-        .active = path == MoePath::kDecode ? at<int32_t>(workspace, layout.active) : nullptr,
+        .active = path == MoePath::kGemv ? at<int32_t>(workspace, layout.active) : nullptr,
     };
     const int32_t* ids = topk_ids.data<int32_t>() + first * shape.top_k;
-    launch_moe_align(ids, layout.entries, shape.experts, layout.block_size, align, stream);
-
+    const float* weights = topk_weights.data<float>() + first * shape.top_k;
+    void* chunk_out = static_cast<char*>(out.raw()) + first * shape.hidden * elem;
+    if (path != MoePath::kDecode) {
+      launch_moe_align(ids, layout.entries, shape.experts, layout.block_size, align, stream);
+    }
     const MoeExpertsArgs args{
         .x = static_cast<const char*>(x.raw()) + first * x.stride(0) * elem,
         .x_stride = x.stride(0),
@@ -122,6 +127,8 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         .experts = shape.experts,
         .hidden = shape.hidden,
         .inter = shape.inter,
+        .topk_ids = ids,
+        .topk_weights = weights,
         .sorted = align.sorted,
         .expert_ids = align.expert_ids,
         .offsets = align.offsets,
@@ -132,11 +139,15 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         .max_blocks = layout.max_blocks,
         .act = at<void>(workspace, layout.act),
         .partial = at<float>(workspace, layout.partial),
+        .tile_counters = at<int32_t>(workspace, layout.tile_counters),
+        .tile_counter_count = layout.tile_counter_count,
+        .out = chunk_out,
     };
     switch (path) {
       case MoePath::kDecode:
-        launch_moe_expert_gemv(args, stream);
-        break;
+      case MoePath::kGemv:
+        launch_moe_expert_gemv(args, path == MoePath::kGemv, stream);  // sums into out itself
+        continue;
       case MoePath::kGrouped:
         launch_moe_grouped_gemm(args, stream);
         break;
@@ -144,9 +155,7 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         launch_moe_simple(args, dtype, stream);
         break;
     }
-    launch_reduce(args.partial, topk_weights.data<float>() + first * shape.top_k, rows, shape.top_k,
-                  shape.hidden, static_cast<char*>(out.raw()) + first * shape.hidden * elem, dtype,
-                  stream);
+    launch_reduce(args.partial, weights, rows, shape.top_k, shape.hidden, chunk_out, dtype, stream);
   }
 }
 

@@ -1,11 +1,16 @@
-// The decode path of fused_moe: the experts chosen in this step, each streamed from memory once
-// however many tokens chose it, as two tensor-core GEMVs over the block-size-1 alignment:
-//   gate/up:  act[p, j] = silu(gate_e[j] . x[token(p)]) * (up_e[j] . x[token(p)])
-//   down:     partial[entry(p), h] = down_e[h] . act[p]
-// for the sorted positions p of expert e's group. Grid (row tiles, active-expert slots): CTA
-// (x, y) takes the y-th expert with tokens (the alignment's active list; CTAs past the number of
-// active experts exit) and a tile of its weight rows, and loops over its tokens 8 or 16 at a
-// time. Each warp covers one 16-row MMA tile over a share of k: lane (g = lane / 4, t = lane %
+// The GEMV paths of fused_moe: the experts chosen in this chunk, each streamed from memory once
+// per 16 of its tokens, as two tensor-core GEMVs, then the weighted sum:
+//   gate/up:  act[i, j] = silu(gate_e[j] . x[token(i)]) * (up_e[j] . x[token(i)])
+//   down:     partial[i, h] = down_e[h] . act[i]
+//   sum:      out[t, h] = sum_j topk_weights[t, j] * partial[t * k + j, h]
+// for the entries i = t * k + j of topk_ids that chose expert e. Grid (row tiles, expert slots):
+// CTA (x, y) takes the y-th expert with entries and a tile of its weight rows, and loops over the
+// expert's tokens 8 or 16 at a time; CTAs past the number of chosen experts exit. At decode (up
+// to 64 entries) each CTA works out its expert and entries from topk_ids itself (no alignment
+// kernel); for larger batches they come from the block-size-1 alignment and its active list. The
+// down projection's last CTA to finish a row tile sums that tile over the slots in slot order
+// (no reduction kernel; the result does not depend on which CTA was last).
+// Each warp covers one 16-row MMA tile over a share of k: lane (g = lane / 4, t = lane %
 // 4) loads 16 bytes of rows g and g + 8 and the same 8 k values of token g, which feed
 // m16n8k16 MMAs with the weight as A and the tokens as B (the k order inside a dot product does
 // not matter, so A and B are permuted alike: the technique of gemv.cu, which has the details).
@@ -23,6 +28,7 @@
 #include "kernels/cuda/common/mma_m16n8k16.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/moe_kernels.h"
+#include "kernels/cuda/moe_plan.h"
 
 namespace sgl::kernels::cuda {
 namespace {
@@ -33,6 +39,7 @@ constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kStepK = 64;      // k values per warp step: 4 lanes x 2 chunks x 8 values
 constexpr int kTileTokens = 8;  // tokens per MMA tile (the n of m16n8k16)
+static_assert(kMoeDecodeMaxPairs <= kThreads, "find_expert_group: a thread per entry");
 
 enum class Proj { kGateUp, kDown };
 
@@ -46,9 +53,74 @@ __device__ __forceinline__ uint4 load_weight(const bf16* p) {
   return v;
 }
 
+// The expert of slot `slot` (the slot-th smallest distinct id among topk_ids' `entries` ids) and
+// the entries that chose it, ascending, in group[0, size). expert = -1 when fewer experts were
+// chosen. All threads call it; entries <= kMoeDecodeMaxPairs <= kThreads.
+struct ExpertGroup {
+  int expert = -1, size = 0, num_experts = 0;
+};
+__device__ ExpertGroup find_expert_group(const int32_t* __restrict__ topk_ids, int entries,
+                                         int experts, int slot, int32_t* group) {
+  __shared__ int32_t ids[kMoeDecodeMaxPairs];
+  __shared__ int32_t first_seen[kMoeDecodeMaxPairs];  // 1 where ids[i] is the id's first entry
+  __shared__ int32_t chosen;
+  const int i = threadIdx.x;
+  const bool valid = i < entries;
+  if (valid) {
+    ids[i] = topk_ids[i];
+    if (ids[i] < 0 || ids[i] >= experts) __trap();  // an expert id out of range: a bug upstream
+  }
+  if (i == 0) chosen = -1;
+  __syncthreads();
+  bool first = valid;
+  for (int j = 0; valid && j < i; ++j) first = first && ids[j] != ids[i];
+  if (valid) first_seen[i] = first;
+  const int distinct = __syncthreads_count(first);
+  if (first) {
+    int rank = 0;  // distinct ids below this one
+    for (int j = 0; j < entries; ++j) rank += first_seen[j] && ids[j] < ids[i];
+    if (rank == slot) chosen = ids[i];
+  }
+  __syncthreads();
+  ExpertGroup out{.expert = chosen, .size = 0, .num_experts = distinct};
+  if (out.expert < 0) return out;
+  const bool mine = valid && ids[i] == out.expert;
+  if (mine) {
+    int position = 0;
+    for (int j = 0; j < i; ++j) position += ids[j] == out.expert;
+    group[position] = i;
+  }
+  out.size = __syncthreads_count(mine);
+  return out;
+}
+
+// Called by every CTA of the down projection once its partial rows [row0, row0 + rows) are
+// written: the CTA that finishes the tile last (of `ctas` with an expert) writes
+// out[t, row] = sum_j topk_weights[t, j] * partial[t * k + j, row], j ascending.
+__device__ void sum_row_tile_if_last(const MoeExpertsArgs& a, int ctas, int64_t row0,
+                                     int64_t rows) {
+  __shared__ bool last;
+  __threadfence();  // this thread's partial rows before the count that publishes them
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&a.tile_counters[blockIdx.x], 1) == ctas - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  rows = min(rows, a.hidden - row0);
+  for (int64_t idx = threadIdx.x; idx < a.rows * rows; idx += kThreads) {
+    const int64_t t = idx / rows, row = row0 + idx % rows;
+    float sum = 0.f;
+    for (int64_t j = 0; j < a.top_k; ++j) {
+      sum +=
+          a.topk_weights[t * a.top_k + j] * __ldcg(&a.partial[(t * a.top_k + j) * a.hidden + row]);
+    }
+    static_cast<bf16*>(a.out)[t * a.hidden + row] = __float2bfloat16_rn(sum);
+  }
+}
+
 // kRowWarps row tiles per CTA, each split over k by kWarps / kRowWarps warps; kTokenTiles x 8
 // tokens per pass over the weights; kUnroll steps of loads in flight per warp.
-template <Proj kProj, int kRowWarps, int kTokenTiles, int kUnroll>
+template <Proj kProj, bool kFromAlignment, int kRowWarps, int kTokenTiles, int kUnroll>
 __global__ void __launch_bounds__(kThreads, 2)
     expert_gemv_kernel(const __grid_constant__ MoeExpertsArgs a) {
   constexpr int kWarpsK = kWarps / kRowWarps;
@@ -57,9 +129,36 @@ __global__ void __launch_bounds__(kThreads, 2)
   constexpr int kOutRows = kGateUp ? 8 : 16;  // outputs per row tile
   pdl_wait();
   pdl_launch_dependents();
-  if (static_cast<int>(blockIdx.y) >= a.counters[1]) return;  // no expert for this slot
-  const int expert = a.active[blockIdx.y];
-  const int begin = a.offsets[expert], end = a.offsets[expert + 1];
+  if constexpr (kGateUp) {
+    // The down projection's tile counters start at zero (it runs after this grid completes).
+    if (blockIdx.x == 0 && blockIdx.y == 0) {
+      for (int64_t i = threadIdx.x; i < a.tile_counter_count; i += kThreads) {
+        a.tile_counters[i] = 0;
+      }
+    }
+  }
+  // This CTA's expert, its entries group[0, end) and the number of experts with entries.
+  int64_t expert = 0;
+  const int32_t* group = nullptr;
+  int end = 0, num_experts = 0;
+  if constexpr (kFromAlignment) {
+    num_experts = a.counters[1];
+    if (static_cast<int>(blockIdx.y) >= num_experts) return;  // no expert for this slot
+    expert = a.active[blockIdx.y];
+    const int begin = a.offsets[expert];
+    group = a.sorted + begin;
+    end = a.offsets[expert + 1] - begin;
+  } else {
+    __shared__ int32_t entries[kMoeDecodeMaxPairs];
+    const ExpertGroup found =
+        find_expert_group(a.topk_ids, static_cast<int>(a.rows * a.top_k),
+                          static_cast<int>(a.experts), static_cast<int>(blockIdx.y), entries);
+    if (found.expert < 0) return;  // no expert for this slot (uniform over the CTA)
+    expert = found.expert;
+    group = entries;
+    end = found.size;
+    num_experts = found.num_experts;
+  }
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -85,19 +184,19 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int64_t steps = (k_dim + kStepK - 1) / kStepK;
   __shared__ float red[kWarps][kTokenTiles][4][32];
 
-  for (int first = begin; first < end; first += kChunk) {
-    // This lane's B column (token g of each token tile): x of the token, or act of the position.
+  for (int first = 0; first < end; first += kChunk) {
+    // This lane's B column (token g of each token tile): x of the token, or act of the entry.
     const bf16* b_row[kTokenTiles];
     bool b_ok[kTokenTiles];
 #pragma unroll
     for (int tt = 0; tt < kTokenTiles; ++tt) {
       const int p = first + tt * kTileTokens + g;
       b_ok[tt] = p < end;
+      const int64_t entry = b_ok[tt] ? group[p] : group[first];
       if constexpr (kGateUp) {
-        const int64_t token = b_ok[tt] ? a.sorted[p] / a.top_k : 0;
-        b_row[tt] = static_cast<const bf16*>(a.x) + token * a.x_stride;
+        b_row[tt] = static_cast<const bf16*>(a.x) + entry / a.top_k * a.x_stride;
       } else {
-        b_row[tt] = static_cast<const bf16*>(a.act) + (b_ok[tt] ? p : first) * a.inter;
+        b_row[tt] = static_cast<const bf16*>(a.act) + entry * a.inter;
       }
     }
 
@@ -161,52 +260,67 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int wk = 0; wk < kWarpsK; ++wk) v += red[rt * kWarpsK + wk][tt][element][l];
         return v;
       };
+      const int64_t entry = group[p];
       if constexpr (kGateUp) {
-        static_cast<bf16*>(a.act)[p * a.inter + row] =
+        static_cast<bf16*>(a.act)[entry * a.inter + row] =
             __float2bfloat16_rn(silu_mul<bf16>(sum_of(e), sum_of(e + 2)));
       } else {
-        a.partial[static_cast<int64_t>(a.sorted[p]) * a.hidden + row] = sum_of(e);
+        a.partial[entry * a.hidden + row] = sum_of(e);
       }
     }
     __syncthreads();  // red is reused by the next pass
   }
+  if constexpr (!kGateUp) {
+    sum_row_tile_if_last(a, num_experts, static_cast<int64_t>(blockIdx.x) * kRowWarps * 16,
+                         kRowWarps * 16);
+  }
 }
 
-template <Proj kProj, int kRowWarps, int kTokenTiles>
+template <Proj kProj, bool kFromAlignment, int kRowWarps, int kTokenTiles>
 void launch_gemv(const MoeExpertsArgs& a, cudaStream_t stream) {
   constexpr int kUnroll = kTokenTiles == 1 ? 4 : 2;  // 16 weight loads in flight per thread
   const int64_t n_out = kProj == Proj::kGateUp ? a.inter : a.hidden;
   const int64_t rows_per_cta = (kProj == Proj::kGateUp ? 8 : 16) * kRowWarps;
   const dim3 grid(static_cast<unsigned>((n_out + rows_per_cta - 1) / rows_per_cta),
                   static_cast<unsigned>(std::min(a.experts, a.rows * a.top_k)));
-  launch_pdl(expert_gemv_kernel<kProj, kRowWarps, kTokenTiles, kUnroll>, grid, kThreads, 0, stream,
-             a);
+  launch_pdl(expert_gemv_kernel<kProj, kFromAlignment, kRowWarps, kTokenTiles, kUnroll>, grid,
+             kThreads, 0, stream, a);
 }
 
-// Row tiles per CTA: one (all 8 warps on k) for long rows; four (two warps each) for short
-// rows, so that a CTA still has 16 loads of 16 bytes per thread in flight.
-template <Proj kProj, int kTokenTiles>
+// Row tiles per CTA: four (two warps each on k) for short rows, so that a CTA still has 16 loads
+// of 16 bytes per thread in flight, and for gate/up at up to 8 tokens, where fewer CTAs looping
+// over k measured faster (docs/perf-log/2026-11-28-moe-decode.md); else one (all 8 warps on k).
+template <Proj kProj, bool kFromAlignment, int kTokenTiles>
 void launch_projection(const MoeExpertsArgs& a, cudaStream_t stream) {
   const int64_t k_dim = kProj == Proj::kGateUp ? a.hidden : a.inter;
-  if (k_dim >= 1024) {
-    launch_gemv<kProj, 1, kTokenTiles>(a, stream);
+  if (k_dim < 1024 || (kProj == Proj::kGateUp && kTokenTiles == 1)) {
+    launch_gemv<kProj, kFromAlignment, 4, kTokenTiles>(a, stream);
   } else {
-    launch_gemv<kProj, 4, kTokenTiles>(a, stream);
+    launch_gemv<kProj, kFromAlignment, 1, kTokenTiles>(a, stream);
+  }
+}
+
+template <bool kFromAlignment>
+void launch_both(const MoeExpertsArgs& a, cudaStream_t stream) {
+  // An expert's group holds at most `rows` entries unless a token repeats an expert; larger
+  // groups take several passes over the weights.
+  if (a.rows <= kTileTokens) {
+    launch_projection<Proj::kGateUp, kFromAlignment, 1>(a, stream);
+    launch_projection<Proj::kDown, kFromAlignment, 1>(a, stream);
+  } else {
+    launch_projection<Proj::kGateUp, kFromAlignment, 2>(a, stream);
+    launch_projection<Proj::kDown, kFromAlignment, 2>(a, stream);
   }
 }
 
 }  // namespace
 
-void launch_moe_expert_gemv(const MoeExpertsArgs& a, backend::Stream stream) {
+void launch_moe_expert_gemv(const MoeExpertsArgs& a, bool from_alignment, backend::Stream stream) {
   const auto s = backend::cuda::native_stream(stream);
-  // An expert's group holds at most `rows` positions unless a token repeats an expert; larger
-  // groups take several passes over the weights.
-  if (a.rows <= kTileTokens) {
-    launch_projection<Proj::kGateUp, 1>(a, s);
-    launch_projection<Proj::kDown, 1>(a, s);
+  if (from_alignment) {
+    launch_both<true>(a, s);
   } else {
-    launch_projection<Proj::kGateUp, 2>(a, s);
-    launch_projection<Proj::kDown, 2>(a, s);
+    launch_both<false>(a, s);
   }
 }
 

@@ -24,26 +24,33 @@ struct MoeAlignOut {
 void launch_moe_align(const int32_t* topk_ids, int64_t entries, int64_t experts, int64_t block_size,
                       const MoeAlignOut& out, backend::Stream stream);
 
-// One chunk of fused_moe: its first token's x row, the weights, and its workspace pieces
-// (moe_plan.h), the alignment already written there.
+// One chunk of fused_moe: its first token's rows, the weights, and its workspace pieces
+// (moe_plan.h), the alignment already written there on the grouped and simple paths.
 struct MoeExpertsArgs {
   const void* x = nullptr;  // [rows, H], row stride x_stride
   int64_t x_stride = 0;
   const void* w_gate_up = nullptr;  // [E, 2I, H]
   const void* w_down = nullptr;     // [E, H, I]
   int64_t rows = 0, top_k = 0, experts = 0, hidden = 0, inter = 0;
+  const int32_t* topk_ids = nullptr;    // [rows, top_k]
+  const float* topk_weights = nullptr;  // [rows, top_k]
   const int32_t* sorted = nullptr;      // [max_padded]
   const int32_t* expert_ids = nullptr;  // [max_blocks]
   const int32_t* offsets = nullptr;     // [E + 1]
   const int32_t* counters = nullptr;    // [2]
-  const int32_t* active = nullptr;      // [min(E, entries)]
+  const int32_t* active = nullptr;      // [min(E, entries)] (GEMV path)
   int64_t block_size = 0, max_padded = 0, max_blocks = 0;
-  void* act = nullptr;       // [max_padded, I]
-  float* partial = nullptr;  // [rows * top_k, H]
+  void* act = nullptr;               // [max_padded, I]
+  float* partial = nullptr;          // [rows * top_k, H]
+  int32_t* tile_counters = nullptr;  // [tile_counter_count] (decode path)
+  int64_t tile_counter_count = 0;
+  void* out = nullptr;  // [rows, H] contiguous; may be x itself
 };
 
-// act and partial by the decode path's expert GEMV (bf16, block size 1, active list).
-void launch_moe_expert_gemv(const MoeExpertsArgs& a, backend::Stream stream);
+// out by the expert GEMVs and their last-CTA sums (bf16). from_alignment: the groups come from
+// the block-size-1 alignment with its active list (kGemv); else each CTA finds its expert's
+// entries in topk_ids itself (kDecode, no alignment).
+void launch_moe_expert_gemv(const MoeExpertsArgs& a, bool from_alignment, backend::Stream stream);
 // act and partial by the grouped GEMM on tensor cores (bf16, block size kMoeGemmBlockRows).
 void launch_moe_grouped_gemm(const MoeExpertsArgs& a, backend::Stream stream);
 // act and partial one warp per output (f32 or bf16, block size 1).

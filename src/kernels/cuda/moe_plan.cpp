@@ -2,6 +2,7 @@
 #include "kernels/cuda/moe_plan.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "kernels/moe.h"
 
@@ -23,7 +24,9 @@ int64_t moe_chunk_tokens(const MoeShape& s) {
 
 MoePath moe_path(bool vector_ok, int64_t rows, int64_t top_k) {
   if (!vector_ok) return MoePath::kSimple;
-  return rows * top_k <= kMoeDecodeMaxPairs ? MoePath::kDecode : MoePath::kGrouped;
+  const int64_t pairs = rows * top_k;
+  if (pairs <= kMoeDecodeMaxPairs) return MoePath::kDecode;
+  return pairs <= kMoeGemvMaxPairs ? MoePath::kGemv : MoePath::kGrouped;
 }
 
 MoeWorkspaceLayout moe_workspace_layout(MoePath path, const MoeShape& s, int64_t rows,
@@ -46,6 +49,8 @@ MoeWorkspaceLayout moe_workspace_layout(MoePath path, const MoeShape& s, int64_t
   at.active = take(std::min(s.experts, at.entries) * 4);
   at.act = take(at.max_padded * s.inter * act_bytes);
   at.partial = take(at.entries * s.hidden * 4);
+  at.tile_counter_count = (s.hidden + 15) / 16;
+  at.tile_counters = take(at.tile_counter_count * 4);
   return at;
 }
 
@@ -53,8 +58,11 @@ int64_t moe_workspace_bytes(const MoeShape& s) {
   const int64_t chunk = moe_chunk_tokens(s);
   int64_t bytes = std::max(moe_workspace_layout(MoePath::kGrouped, s, chunk, 2).bytes,
                            moe_workspace_layout(MoePath::kSimple, s, chunk, 4).bytes);
-  const int64_t decode_rows = std::min(chunk, kMoeDecodeMaxPairs / s.top_k);
-  bytes = std::max(bytes, moe_workspace_layout(MoePath::kDecode, s, decode_rows, 2).bytes);
+  for (const auto& [path, pairs] : {std::pair{MoePath::kDecode, kMoeDecodeMaxPairs},
+                                    std::pair{MoePath::kGemv, kMoeGemvMaxPairs}}) {
+    const int64_t rows = std::min(chunk, pairs / s.top_k);
+    bytes = std::max(bytes, moe_workspace_layout(path, s, rows, 2).bytes);
+  }
   return bytes;
 }
 

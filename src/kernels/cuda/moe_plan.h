@@ -6,8 +6,9 @@
 
 namespace sgl::kernels::cuda {
 
-// (token, slot) pairs up to which a chunk takes the decode path.
+// (token, slot) pairs up to which a chunk takes the decode path, and the GEMV path.
 inline constexpr int64_t kMoeDecodeMaxPairs = 64;
+inline constexpr int64_t kMoeGemvMaxPairs = 1024;
 // Rows of one grouped-GEMM block: the alignment's block size on that path.
 inline constexpr int64_t kMoeGemmBlockRows = 64;
 // A chunk's act and partial buffers stay near this size (a long prefill runs in chunks) unless
@@ -17,7 +18,8 @@ inline constexpr int64_t kMoeMinChunkTokens = 256;
 inline constexpr int64_t kMoeMaxChunkTokens = 4096;
 
 enum class MoePath : uint8_t {
-  kDecode,   // bf16, few pairs: the expert GEMV streams each selected expert once
+  kDecode,   // bf16, few pairs: the expert GEMV streams each selected expert once, no alignment
+  kGemv,     // bf16, a batch's pairs: the expert GEMV over the alignment's groups
   kGrouped,  // bf16: grouped GEMM on tensor cores over blocks of kMoeGemmBlockRows rows
   kSimple,   // f32, or bf16 rows that 16-byte loads cannot take: one warp per output
 };
@@ -38,12 +40,15 @@ MoePath moe_path(bool vector_ok, int64_t rows, int64_t top_k);
 //   expert_ids  i32 [max_blocks]
 //   offsets     i32 [E + 1]        expert_offsets
 //   counters    i32 [2]            num_tokens_post_padded, then the number of active experts
-//   active      i32 [min(E, entries)]  the experts with tokens, ascending (decode path)
-//   act         [max_padded, I]    silu(gate) * up per sorted position (bf16, f32 on kSimple)
+//   active      i32 [min(E, entries)]  the experts with tokens, ascending (GEMV path)
+//   act         [max_padded, I]    silu(gate) * up per sorted position (bf16, f32 on kSimple);
+//                                  per entry on the GEMV paths (max_padded == entries there)
 //   partial     f32 [entries, H]   each (token, slot)'s down projection, unweighted
+//   tile_counters i32 [ceil(H / 16)]  the GEMV paths' finished CTAs per row tile of down
 struct MoeWorkspaceLayout {
-  int64_t block_size = 0, entries = 0, max_padded = 0, max_blocks = 0;
+  int64_t block_size = 0, entries = 0, max_padded = 0, max_blocks = 0, tile_counter_count = 0;
   int64_t sorted = 0, expert_ids = 0, offsets = 0, counters = 0, active = 0, act = 0, partial = 0;
+  int64_t tile_counters = 0;
   int64_t bytes = 0;
 };
 MoeWorkspaceLayout moe_workspace_layout(MoePath path, const MoeShape& s, int64_t rows,

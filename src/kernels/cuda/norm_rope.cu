@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
 #include "core/alignment.h"
+#include "kernels/cuda/common/block_reduce.cuh"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
 #include "kernels/cuda/common/pdl.cuh"
@@ -46,6 +47,36 @@ __global__ void rms_norm_kernel(const T* x, RowLayout x_rows, T* out, RowLayout 
     // As transformers: normalize in f32, round to the activation dtype, then scale.
     const float normed = to_float(from_float<T>(v * inv));
     orow[i] = from_float<T>(to_float(weight[i]) * normed);
+  }
+}
+
+// qk_rms_norm: one warp per head row, q's rows first, then k's; kPerLane values per lane
+// (D <= 32 * kPerLane). Arithmetic as rms_norm_kernel's.
+template <typename T, int kPerLane>
+__global__ void qk_rms_norm_kernel(T* q, RowLayout q_rows, T* k, RowLayout k_rows,
+                                   const T* q_weight, const T* k_weight, float eps) {
+  pdl_wait();
+  pdl_launch_dependents();
+  const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= q_rows.num_rows + k_rows.num_rows) return;  // the whole warp
+  const bool is_q = row < q_rows.num_rows;
+  T* x = is_q ? q + q_rows.offset(row) : k + k_rows.offset(row - q_rows.num_rows);
+  const T* weight = is_q ? q_weight : k_weight;
+  const int n = static_cast<int>(q_rows.row_len);
+  float v[kPerLane];
+  float sum_sq = 0.f;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int i = lane + 32 * j;
+    v[j] = i < n ? to_float(x[i]) : 0.f;
+    sum_sq += v[j] * v[j];
+  }
+  const float inv = rsqrtf(warp_sum_of(sum_sq) / static_cast<float>(n) + eps);
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int i = lane + 32 * j;
+    if (i < n) x[i] = from_float<T>(to_float(weight[i]) * to_float(from_float<T>(v[j] * inv)));
   }
 }
 
@@ -160,6 +191,35 @@ void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& o
                backend::cuda::native_stream(stream), static_cast<const T*>(x.raw()), in_rows,
                static_cast<T*>(out.raw()), out_rows, static_cast<T*>(nullptr),
                static_cast<const T*>(weight.raw()), static_cast<float>(eps));
+  });
+}
+
+void qk_rms_norm(const Tensor& q, const Tensor& k, const Tensor& q_weight, const Tensor& k_weight,
+                 double eps, backend::Stream stream) {
+  const RowLayout q_rows = row_layout(q), k_rows = row_layout(k);
+  const int64_t rows = q_rows.num_rows + k_rows.num_rows;
+  if (rows == 0) return;
+  constexpr int kWarps = 4;
+  const dim3 grid(static_cast<unsigned>((rows + kWarps - 1) / kWarps));
+  const auto s = backend::cuda::native_stream(stream);
+  const int64_t d = q_rows.row_len;
+  SGL_DISPATCH_FLOAT(q.dtype(), T, {
+    auto run = [&](auto kernel) {
+      launch_pdl(kernel, grid, 32 * kWarps, 0, s, static_cast<T*>(q.raw()), q_rows,
+                 static_cast<T*>(k.raw()), k_rows, static_cast<const T*>(q_weight.raw()),
+                 static_cast<const T*>(k_weight.raw()), static_cast<float>(eps));
+    };
+    if (d <= 64) {
+      run(qk_rms_norm_kernel<T, 2>);
+    } else if (d <= 128) {
+      run(qk_rms_norm_kernel<T, 4>);
+    } else if (d <= 256) {
+      run(qk_rms_norm_kernel<T, 8>);
+    } else {
+      // Longer heads: the block-per-row kernel, twice.
+      rms_norm(q, q_weight, eps, q, stream);
+      rms_norm(k, k_weight, eps, k, stream);
+    }
   });
 }
 

@@ -55,8 +55,7 @@ void AttentionBlock::forward(const Tensor& hidden, const Tensor& rope_cos_sin,
   const Tensor v =
       qkv.slice_last(s.q_size() + s.kv_size(), s.kv_size()).split_heads(s.num_kv_heads);
   if (s.qk_norm) {
-    kernels::rms_norm(q, q_norm_, s.rms_norm_eps, q, ctx.stream);
-    kernels::rms_norm(k, k_norm_, s.rms_norm_eps, k, ctx.stream);
+    kernels::qk_rms_norm(q, k, q_norm_, k_norm_, s.rms_norm_eps, ctx.stream);
   }
   // RoPE, the KV store and attention: one pass where the backend fuses RoPE with the store.
   if (!ctx.attention.forward_with_rope(layer_id_, q, k, v, fb.positions, rope_cos_sin, attn_out,

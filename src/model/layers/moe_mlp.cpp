@@ -36,8 +36,8 @@ void MoeMlp::plan_scratch(const MoeShape& s, int64_t max_num_tokens, DType dtype
   const int64_t workspace = kernels::fused_moe_workspace_bytes(device, n, s.top_k, s.num_experts,
                                                                s.hidden_size, s.intermediate_size);
   plan.add(&scratch.workspace, DType::kF32, 1, std::max<int64_t>(1, (workspace + 3) / 4));
-  plan.add(&scratch.out, dtype, n, s.hidden_size);
   if (s.shared_intermediate_size > 0) {
+    plan.add(&scratch.out, dtype, n, s.hidden_size);
     plan.add(&scratch.shared, dtype, n, s.hidden_size);
     DenseMlp::plan_scratch(s.shared_intermediate_size, n, dtype, scratch.shared_mlp, plan);
   }
@@ -81,21 +81,24 @@ void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
   const Tensor logits = scratch.router_logits.tensor().slice_rows(0, n);
   const Tensor weights = scratch.topk_weights.tensor().slice_rows(0, n);
   const Tensor ids = scratch.topk_ids.tensor().slice_rows(0, n);
-  const Tensor out = scratch.out.tensor().slice_rows(0, n);
   // NOTE: the router logits are f32 whatever the activation dtype; transformers runs the router
   // in the model's dtype (bf16 logits) and only the softmax in f32. The f32 logits are the
   // float32 reference's, and pick its experts where bf16 rounding would tie or swap them.
   router_.forward(hidden, logits, stream);
   kernels::moe_route(logits, kernels::MoeScoring::kSoftmax, shape_.renormalize, weights, ids,
                      stream);
-  kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, ids, scratch.workspace, out, stream);
-  if (shared_expert_) {
-    // The dense block overwrites its input: it runs on a copy, the gate reads the original.
-    const Tensor shared = scratch.shared.tensor().slice_rows(0, n);
-    kernels::copy(hidden, shared, stream);
-    shared_expert_->forward(shared, scratch.shared_mlp, stream);
-    kernels::add_sigmoid_gated(hidden, shared_expert_gate_, shared, out, stream);
+  if (!shared_expert_) {
+    kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, ids, scratch.workspace, hidden,
+                       stream);
+    return;
   }
+  const Tensor out = scratch.out.tensor().slice_rows(0, n);
+  kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, ids, scratch.workspace, out, stream);
+  // The dense block overwrites its input: it runs on a copy, the gate reads the original.
+  const Tensor shared = scratch.shared.tensor().slice_rows(0, n);
+  kernels::copy(hidden, shared, stream);
+  shared_expert_->forward(shared, scratch.shared_mlp, stream);
+  kernels::add_sigmoid_gated(hidden, shared_expert_gate_, shared, out, stream);
   kernels::copy(out, hidden, stream);
 }
 

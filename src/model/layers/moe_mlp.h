@@ -48,7 +48,7 @@ class MoeMlp {
     Buffer topk_weights;   // f32 [N, k]
     Buffer topk_ids;       // i32 [N, k]
     Buffer workspace;      // fused_moe's, sized for N tokens on the model's device
-    Buffer out;            // [N, H]: the experts' sum, before it replaces the input
+    Buffer out;            // [N, H], with a shared expert: the experts' sum (else in place)
     Buffer shared;         // [N, H]: the shared expert's input, then its output (if any)
     DenseMlp::Scratch shared_mlp;
   };
