@@ -1,10 +1,10 @@
 // POST /v1/chat/completions: messages through the chat template, n choices, logprobs,
 // streaming deltas.
 #include <atomic>
-#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "server/chat_submit.h"
 #include "server/engine_request.h"
 #include "server/errors.h"
 #include "server/generation_reply.h"
@@ -12,15 +12,11 @@
 #include "server/openai_json.h"
 #include "server/prepared_reply.h"
 #include "server/sse.h"
-#include "tokenizer/chat_template/json_value.h"
 
 namespace sgl::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-// A render that takes longer is stopped (templates are untrusted code from model files).
-constexpr auto kChatTemplateRenderTimeout = std::chrono::seconds(10);
 
 std::string dump_json(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -154,65 +150,18 @@ class ChatReply final : public GenerationReply {
   std::vector<bool> started_;
 };
 
-// Renders the conversation with the chat template, within the render budget; stops early once
-// `cancelled` (the client went away).
-Result<std::string> render_prompt(const ServerContext& ctx, const ChatRequest& req,
-                                  const std::atomic<bool>& cancelled) {
-  tokenizer::ChatTemplateInputs inputs;
-  SGL_ASSIGN_OR_RETURN(inputs.messages, tokenizer::jinja::value_from_json(req.messages_json));
-  if (!req.tools_json.empty()) {
-    SGL_ASSIGN_OR_RETURN(inputs.tools, tokenizer::jinja::value_from_json(req.tools_json));
-  }
-  if (!req.template_kwargs_json.empty()) {
-    SGL_ASSIGN_OR_RETURN(tokenizer::jinja::Value extra,
-                         tokenizer::jinja::value_from_json(req.template_kwargs_json));
-    if (extra.is_dict()) inputs.extra_context = extra.dict_data();
-  }
-  inputs.add_generation_prompt = req.add_generation_prompt;
-  inputs.bos_token = ctx.tokenizer.bos_token().value_or("");
-  inputs.eos_token = ctx.tokenizer.eos_token().value_or("");
-  tokenizer::RenderOptions options;
-  options.cancelled = &cancelled;
-  options.deadline = std::chrono::steady_clock::now() + kChatTemplateRenderTimeout;
-  auto rendered = ctx.chat_template->apply(inputs, options);
-  if (!rendered.ok()) {
-    return invalid_argument("chat template " + ctx.info.chat_template_origin + ": " +
-                            rendered.status().message());
-  }
-  return rendered;
-}
-
 // On a pool thread: renders, tokenizes and submits the choices.
 Reply prepare_chat(ServerContext& ctx, const ChatRequest& req, const std::atomic<bool>& cancelled) {
-  auto prompt = render_prompt(ctx, req, cancelled);
-  if (!prompt.ok()) return Reply::of(error_response(prompt.status()));
-  // The template writes the special tokens itself (transformers' apply_chat_template).
-  tokenizer::EncodeOptions encode;
-  encode.add_special_tokens = false;
-  const std::vector<int32_t> ids = ctx.tokenizer.encode(*prompt, encode);
-
+  auto submitted = submit_chat(ctx, req, cancelled);
+  if (!submitted.ok()) return Reply::of(error_response(submitted.status()));
   ChatReply::Setup setup;
   // SGLang serves whatever model name a request gives, and answers with it.
   setup.model = req.model.value_or(ctx.info.served_model_name);
   setup.logprobs = req.logprobs;
   setup.include_usage = req.include_usage;
-  setup.prompt_tokens = static_cast<int64_t>(ids.size());
-  std::vector<ChoicePlan> plans;
-  for (int64_t j = 0; j < req.sampling.n; ++j) {
-    auto built = build_engine_request(ctx, req.sampling, ids, j, std::nullopt);
-    if (!built.ok()) return Reply::of(error_response(built.status()));
-    ChoicePlan plan{std::move(built).value(), {}};
-    plan.request.return_logprob = req.logprobs;
-    plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs);
-    plan.options.stop = req.sampling.stop;
-    plan.options.skip_special_tokens = req.sampling.skip_special_tokens;
-    plan.options.token_texts = req.logprobs;
-    plans.push_back(std::move(plan));
-  }
-  auto choices = submit_choices(ctx, std::move(plans));
-  if (!choices.ok()) return Reply::of(error_response(choices.status()));
+  setup.prompt_tokens = submitted->prompt_tokens;
   return Reply::later(
-      std::make_unique<ChatReply>(ctx, make_request_id("chatcmpl-"), std::move(choices).value(),
+      std::make_unique<ChatReply>(ctx, make_request_id("chatcmpl-"), std::move(submitted->choices),
                                   req.stream, std::move(setup)),
       req.stream);
 }

@@ -17,6 +17,9 @@ Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request);  
 Reply handle_models(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp
 Reply handle_model(ServerContext& ctx, const HttpRequest& request);   // /v1/models/{id}
 
+// Anthropic
+Reply handle_messages(ServerContext& ctx, const HttpRequest& request);  // messages_handler.cpp
+
 // SGLang native
 Reply handle_generate(ServerContext& ctx, const HttpRequest& request);  // generate.cpp
 Reply handle_health(ServerContext& ctx, const HttpRequest& request);    // admin_handlers.cpp

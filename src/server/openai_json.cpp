@@ -22,34 +22,9 @@ Status field_error(std::string_view field, std::string_view problem) {
   return invalid_argument(std::move(message));
 }
 
-// Rejects nesting deeper than kMaxJsonDepth before parsing (strings are skipped).
-Status check_depth(std::string_view body) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        return invalid_argument("the JSON nests deeper than " + std::to_string(kMaxJsonDepth));
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return Status::ok_status();
-}
-
 // Parses a body that must be a JSON object. nlohmann rejects invalid UTF-8 and lone surrogates.
 Result<json> parse_object(std::string_view body) {
-  SGL_RETURN_IF_ERROR(check_depth(body));
+  SGL_RETURN_IF_ERROR(check_json_depth(body));
   json j;
   try {
     j = json::parse(body);
@@ -407,6 +382,30 @@ Result<json> template_message(const json& m, size_t index) {
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
+
+Status check_json_depth(std::string_view body) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        return invalid_argument("the JSON nests deeper than " + std::to_string(kMaxJsonDepth));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return Status::ok_status();
+}
 
 Result<CompletionRequest> parse_completion_request(std::string_view body,
                                                    const SamplingInput& defaults) {

@@ -1,0 +1,190 @@
+// The Anthropic Messages request, translated into an OpenAI chat request body and parsed by
+// parse_chat_request, so both routes share one meaning for every sampling field.
+#include "server/anthropic_json.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+#include "server/openai_json.h"
+
+namespace sgl::server {
+namespace {
+
+using json = nlohmann::json;
+
+Status field_error(const std::string& field, std::string_view problem) {
+  return invalid_argument("'" + field + "' " + std::string(problem));
+}
+
+// A field is present unless absent or null.
+const json* find(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it == o.end() || it->is_null() ? nullptr : &*it;
+}
+
+// Whether a value asks for nothing: false, "", [] or {}.
+bool asks_nothing(const json& v) {
+  return (v.is_boolean() && !v.get<bool>()) ||
+         (v.is_string() && v.get_ref<const std::string&>().empty()) ||
+         (v.is_structured() && v.empty());
+}
+
+// Text blocks (with optional cache_control: the radix cache reuses prefixes by itself) joined
+// by newlines; any other block type is refused by name.
+Result<std::string> block_text(const json& content, const std::string& where) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array())
+    return field_error(where, "must be a string or a list of content blocks");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& block = content[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    const json* type = block.is_object() ? find(block, "type") : nullptr;
+    if (!type || !type->is_string()) return field_error(at, "must be an object with a 'type'");
+    if (type->get<std::string>() != "text") {
+      return unimplemented("content blocks of type '" + type->get<std::string>() + "' (" + at +
+                           ") are not supported yet (text only)");
+    }
+    const json* t = find(block, "text");
+    if (!t || !t->is_string()) return field_error(at + ".text", "must be a string");
+    if (!text.empty()) text += "\n";
+    text += t->get<std::string>();
+  }
+  return text;
+}
+
+// Messages fields for features sgl.cpp does not have, refused unless they ask for nothing.
+constexpr std::pair<const char*, const char*> kRefusedFeatures[] = {
+    {"mcp_servers", "MCP connectors are not implemented"},
+    {"container", "code-execution containers are not implemented"},
+    {"context_management", "context management is not implemented"},
+    {"diagnostics", "prompt-cache diagnostics are not implemented"},
+    {"output_config", "output formats (structured output) are not implemented yet"},
+    {"inference_geo", "a self-hosted server runs where it runs"},
+};
+
+// Fields of the OpenAI chat request that a Messages reply cannot carry.
+constexpr const char* kChatOnlyFields[] = {"n",
+                                           "logprobs",
+                                           "top_logprobs",
+                                           "stream_options",
+                                           "max_completion_tokens",
+                                           "response_format",
+                                           "functions",
+                                           "function_call"};
+
+}  // namespace
+
+Result<ChatRequest> parse_messages_request(std::string_view body, const SamplingInput& defaults) {
+  SGL_RETURN_IF_ERROR(check_json_depth(body));
+  json o;
+  try {
+    o = json::parse(body);
+  } catch (const json::exception& e) {
+    return invalid_argument(std::string("invalid JSON body: ") + e.what());
+  }
+  if (!o.is_object()) return invalid_argument("the JSON body must be an object");
+
+  for (const char* key : kChatOnlyFields) {
+    const json* v = find(o, key);
+    if (v && !asks_nothing(*v) && !(std::string_view(key) == "n" && *v == 1)) {
+      return invalid_argument(
+          "'" + std::string(key) +
+          "' is a field of /v1/chat/completions; /v1/messages does not take it");
+    }
+  }
+  const json* max_tokens = find(o, "max_tokens");
+  if (!max_tokens) return field_error("max_tokens", "is required");
+  if (!max_tokens->is_number_integer() || max_tokens->get<int64_t>() < 1) {
+    return field_error("max_tokens", "must be an integer >= 1");
+  }
+  if (const json* tools = find(o, "tools"); tools && !asks_nothing(*tools)) {
+    return unimplemented("'tools' is not supported yet on /v1/messages (no function calling)");
+  }
+  if (const json* choice = find(o, "tool_choice")) {
+    const json* type = choice->is_object() ? find(*choice, "type") : nullptr;
+    if (!type || !type->is_string() ||
+        (type->get<std::string>() != "none" && type->get<std::string>() != "auto")) {
+      return unimplemented("'tool_choice' other than none / auto is not supported yet");
+    }
+  }
+  if (const json* thinking = find(o, "thinking")) {
+    const json* type = thinking->is_object() ? find(*thinking, "type") : nullptr;
+    if (!type || *type != "disabled") {
+      return unimplemented("'thinking' (extended thinking) is not supported yet");
+    }
+  }
+  for (const auto& [key, feature] : kRefusedFeatures) {
+    if (const json* v = find(o, key); v && !asks_nothing(*v)) {
+      return unimplemented("'" + std::string(key) + "' is not supported: " + feature);
+    }
+  }
+  if (const json* speed = find(o, "speed"); speed && *speed != "standard") {
+    return unimplemented("'speed' other than 'standard' is not supported (one serving mode)");
+  }
+  for (const char* key : {"user_profile_id", "workspace_id"}) {
+    if (const json* v = find(o, key); v && !v->is_string())
+      return field_error(key, "must be a string");
+  }
+  if (const json* tier = find(o, "service_tier");
+      tier && *tier != "auto" && *tier != "standard_only") {
+    return field_error("service_tier", "must be 'auto' or 'standard_only'");
+  }
+  if (const json* metadata = find(o, "metadata"); metadata && !metadata->is_object()) {
+    return field_error("metadata", "must be an object");
+  }
+
+  json messages = json::array();
+  if (const json* system = find(o, "system")) {
+    SGL_ASSIGN_OR_RETURN(std::string text, block_text(*system, "system"));
+    messages.push_back({{"role", "system"}, {"content", std::move(text)}});
+  }
+  const json* given = find(o, "messages");
+  if (!given || !given->is_array() || given->empty()) {
+    return field_error("messages", "must be a non-empty list of messages");
+  }
+  for (size_t i = 0; i < given->size(); ++i) {
+    const json& m = (*given)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    const json* role = m.is_object() ? find(m, "role") : nullptr;
+    if (!role || (*role != "user" && *role != "assistant")) {
+      return field_error(where + ".role", "must be 'user' or 'assistant'");
+    }
+    const json* content = find(m, "content");
+    if (!content) return field_error(where + ".content", "is required");
+    SGL_ASSIGN_OR_RETURN(std::string text, block_text(*content, where + ".content"));
+    messages.push_back({{"role", *role}, {"content", std::move(text)}});
+  }
+
+  if ((*given)[given->size() - 1]["role"] == "assistant") {
+    // Anthropic continues a final assistant message; the chat template would open a new turn.
+    return unimplemented("a final assistant message (prefill) is not supported yet");
+  }
+
+  json chat = json::object();
+  for (const auto& [key, value] : o.items()) {
+    // Handled above; cache_control needs nothing (the radix cache reuses prefixes by itself);
+    // metadata, service_tier, user_profile_id and workspace_id describe the caller.
+    static const char* kTranslated[] = {
+        "messages",           "system",          "stop_sequences", "tools",         "tool_choice",
+        "thinking",           "metadata",        "service_tier",   "mcp_servers",   "container",
+        "context_management", "diagnostics",     "output_config",  "inference_geo", "speed",
+        "cache_control",      "user_profile_id", "workspace_id"};
+    if (std::find(std::begin(kTranslated), std::end(kTranslated), key) == std::end(kTranslated)) {
+      chat[key] = value;
+    }
+  }
+  chat["messages"] = std::move(messages);
+  if (const json* stops = find(o, "stop_sequences")) {
+    if (!stops->is_array()) return field_error("stop_sequences", "must be a list of strings");
+    for (const json& s : *stops) {
+      if (!s.is_string()) return field_error("stop_sequences", "must be a list of strings");
+    }
+    chat["stop"] = *stops;
+  }
+  return parse_chat_request(chat.dump(), defaults);
+}
+
+}  // namespace sgl::server

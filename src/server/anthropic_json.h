@@ -1,0 +1,18 @@
+// POST /v1/messages bodies (the Anthropic Messages API) -> the chat request the chat route
+// runs: `system` becomes the first message, content blocks become text, `stop_sequences` the
+// stop strings; fields the reply cannot carry or features not built (tools, extended thinking,
+// images) are refused by name (kUnimplemented / kInvalidArgument), never ignored. Other fields
+// pass through with the chat route's meaning (SGLang's extensions such as min_p or ignore_eos).
+#pragma once
+
+#include <string_view>
+
+#include "core/status.h"
+#include "server/openai_types.h"
+
+namespace sgl::server {
+
+Result<ChatRequest> parse_messages_request(std::string_view body,
+                                           const SamplingInput& defaults = {});
+
+}  // namespace sgl::server

@@ -1,0 +1,71 @@
+// The chat routes' shared preparation (chat_submit.h).
+#include "server/chat_submit.h"
+
+#include <chrono>
+#include <string>
+
+#include "server/engine_request.h"
+#include "tokenizer/chat_template/json_value.h"
+
+namespace sgl::server {
+namespace {
+
+// A render that takes longer is stopped (templates are untrusted code from model files).
+constexpr auto kChatTemplateRenderTimeout = std::chrono::seconds(10);
+
+// Renders the conversation with the chat template, within the render budget; stops early once
+// `cancelled` (the client went away).
+Result<std::string> render_prompt(const ServerContext& ctx, const ChatRequest& req,
+                                  const std::atomic<bool>& cancelled) {
+  tokenizer::ChatTemplateInputs inputs;
+  SGL_ASSIGN_OR_RETURN(inputs.messages, tokenizer::jinja::value_from_json(req.messages_json));
+  if (!req.tools_json.empty()) {
+    SGL_ASSIGN_OR_RETURN(inputs.tools, tokenizer::jinja::value_from_json(req.tools_json));
+  }
+  if (!req.template_kwargs_json.empty()) {
+    SGL_ASSIGN_OR_RETURN(tokenizer::jinja::Value extra,
+                         tokenizer::jinja::value_from_json(req.template_kwargs_json));
+    if (extra.is_dict()) inputs.extra_context = extra.dict_data();
+  }
+  inputs.add_generation_prompt = req.add_generation_prompt;
+  inputs.bos_token = ctx.tokenizer.bos_token().value_or("");
+  inputs.eos_token = ctx.tokenizer.eos_token().value_or("");
+  tokenizer::RenderOptions options;
+  options.cancelled = &cancelled;
+  options.deadline = std::chrono::steady_clock::now() + kChatTemplateRenderTimeout;
+  auto rendered = ctx.chat_template->apply(inputs, options);
+  if (!rendered.ok()) {
+    return invalid_argument("chat template " + ctx.info.chat_template_origin + ": " +
+                            rendered.status().message());
+  }
+  return rendered;
+}
+
+}  // namespace
+
+Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
+                                  const std::atomic<bool>& cancelled) {
+  SGL_ASSIGN_OR_RETURN(std::string prompt, render_prompt(ctx, req, cancelled));
+  // The template writes the special tokens itself (transformers' apply_chat_template).
+  tokenizer::EncodeOptions encode;
+  encode.add_special_tokens = false;
+  const std::vector<int32_t> ids = ctx.tokenizer.encode(prompt, encode);
+  std::vector<ChoicePlan> plans;
+  for (int64_t j = 0; j < req.sampling.n; ++j) {
+    SGL_ASSIGN_OR_RETURN(engine::GenerateRequest request,
+                         build_engine_request(ctx, req.sampling, ids, j, std::nullopt));
+    ChoicePlan plan{std::move(request), {}};
+    plan.request.return_logprob = req.logprobs;
+    plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs);
+    plan.options.stop = req.sampling.stop;
+    plan.options.skip_special_tokens = req.sampling.skip_special_tokens;
+    plan.options.token_texts = req.logprobs;
+    plans.push_back(std::move(plan));
+  }
+  SubmittedChat out;
+  out.prompt_tokens = static_cast<int64_t>(ids.size());
+  SGL_ASSIGN_OR_RETURN(out.choices, submit_choices(ctx, std::move(plans)));
+  return out;
+}
+
+}  // namespace sgl::server

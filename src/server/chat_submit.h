@@ -1,0 +1,27 @@
+// A chat request's work on a pool thread, shared by /v1/chat/completions and /v1/messages: the
+// conversation rendered by the chat template (within a time budget), tokenized, and submitted
+// to the engine as n choices.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "server/choice_stream.h"
+#include "server/openai_types.h"
+#include "server/server_context.h"
+
+namespace sgl::server {
+
+struct SubmittedChat {
+  int64_t prompt_tokens = 0;
+  std::vector<std::unique_ptr<ChoiceStream>> choices;  // req.sampling.n of them
+};
+
+// Stops early once `cancelled` (the client went away). Errors: a template that fails or runs
+// out of time (kInvalidArgument), the engine request checks, a full queue.
+Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
+                                  const std::atomic<bool>& cancelled);
+
+}  // namespace sgl::server
