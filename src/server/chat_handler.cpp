@@ -34,6 +34,7 @@ class ChatReply final : public GenerationReply {
     std::string model;
     bool logprobs = false;
     bool include_usage = false;
+    bool continuous_usage = false;  // the usage so far in every chunk
     int64_t prompt_tokens = 0;
   };
 
@@ -90,7 +91,7 @@ class ChatReply final : public GenerationReply {
   std::string chunk(json choice) const {
     json out = head("chat.completion.chunk");
     out["choices"] = json::array({std::move(choice)});
-    if (setup_.include_usage) out["usage"] = nullptr;
+    if (setup_.include_usage) out["usage"] = setup_.continuous_usage ? usage() : json(nullptr);
     return sse_data(dump_json(out));
   }
 
@@ -159,6 +160,7 @@ Reply prepare_chat(ServerContext& ctx, const ChatRequest& req, const std::atomic
   setup.model = req.model.value_or(ctx.info.served_model_name);
   setup.logprobs = req.logprobs;
   setup.include_usage = req.include_usage;
+  setup.continuous_usage = req.continuous_usage;
   setup.prompt_tokens = submitted->prompt_tokens;
   return Reply::later(
       std::make_unique<ChatReply>(ctx, make_request_id("chatcmpl-"), std::move(submitted->choices),

@@ -40,7 +40,8 @@ class CompletionReply final : public GenerationReply {
     bool echo_logprobs = false;
     std::vector<std::vector<int32_t>> prompt_ids;
     bool include_usage = false;
-    int64_t prompt_tokens = 0;  // over the prompts, each counted once
+    bool continuous_usage = false;  // the usage so far in every chunk
+    int64_t prompt_tokens = 0;      // over the prompts, each counted once
   };
 
   CompletionReply(ServerContext& ctx, std::string id,
@@ -143,7 +144,7 @@ class CompletionReply final : public GenerationReply {
     json chunk = head();
     chunk["choices"] =
         json::array({choice(index, (first ? setup_.echo[index] : "") + d.text, d, first)});
-    if (setup_.include_usage) chunk["usage"] = nullptr;
+    if (setup_.include_usage) chunk["usage"] = setup_.continuous_usage ? usage() : json(nullptr);
     return sse_data(dump_json(chunk));
   }
 
@@ -188,6 +189,7 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
   setup.logprobs = req.logprobs;
   setup.echo_logprobs = req.echo && req.logprobs.has_value();
   setup.include_usage = req.include_usage;
+  setup.continuous_usage = req.continuous_usage;
   std::vector<ChoicePlan> plans;
   for (const PromptInput& prompt : req.prompts) {
     std::vector<int32_t> ids = prompt_ids(ctx, prompt);

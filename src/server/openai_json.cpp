@@ -317,14 +317,17 @@ Status read_max_tokens(const json& o, const char* key, SamplingInput& s) {
   return Status::ok_status();
 }
 
-Status read_stream(const json& o, bool& stream, bool& include_usage) {
+// stream, and stream_options' include_usage (a last chunk with the usage) and vLLM's
+// continuous_usage_stats (the usage so far in every chunk too; it needs include_usage, as vLLM).
+Status read_stream(const json& o, bool& stream, bool& include_usage, bool& continuous_usage) {
   SGL_RETURN_IF_ERROR(read(o, "stream", stream));
   if (const json* options = find(o, "stream_options")) {
     if (!options->is_object()) return field_error("stream_options", "must be an object");
     SGL_RETURN_IF_ERROR(read(*options, "include_usage", include_usage));
-    static constexpr UnsupportedField kContinuous[] = {
-        {"continuous_usage_stats", "usage in every streamed chunk is not implemented yet"}};
-    SGL_RETURN_IF_ERROR(reject_unsupported(*options, kContinuous));
+    SGL_RETURN_IF_ERROR(read(*options, "continuous_usage_stats", continuous_usage));
+    if (continuous_usage && !include_usage) {
+      return field_error("continuous_usage_stats", "requires 'include_usage' to be true");
+    }
   }
   return Status::ok_status();
 }
@@ -426,7 +429,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
   if (r.logprobs && (*r.logprobs < 0 || *r.logprobs > kMaxTopLogprobs)) {
     return field_error("logprobs", "must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
   }
-  SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage));
+  SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
   SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedRequest));
   std::optional<int64_t> best_of;
   SGL_RETURN_IF_ERROR(read(o, "best_of", best_of));
@@ -500,7 +503,7 @@ Result<ChatRequest> parse_chat_request(std::string_view body, const SamplingInpu
   if (r.top_logprobs > 0 && !r.logprobs) {
     return field_error("top_logprobs", "requires 'logprobs' to be true");
   }
-  SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage));
+  SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
   SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(reject_non_text_format(o));
   return r;

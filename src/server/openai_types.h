@@ -51,7 +51,8 @@ struct CompletionRequest {
   bool echo = false;
   std::optional<int64_t> logprobs;  // top-k per token; 0 = the chosen token only
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
+  bool include_usage = false;     // stream_options.include_usage
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM)
 };
 
 // POST /v1/chat/completions
@@ -66,6 +67,7 @@ struct ChatRequest {
   int64_t top_logprobs = 0;
   bool stream = false;
   bool include_usage = false;
+  bool continuous_usage = false;
 };
 
 // POST /generate (SGLang native)

@@ -75,6 +75,28 @@ def test_streaming_completion_equals_non_streaming(server, client):
     assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 32
 
 
+def test_continuous_usage_stats_in_every_chunk(server):
+    # vLLM's stream_options.continuous_usage_stats: every chunk carries the usage so far
+    # (completion tokens never decrease and end at max_tokens), then the usual usage chunk.
+    for route, body in (("/v1/completions", {"prompt": PROMPT}),
+                        ("/v1/chat/completions",
+                         {"messages": [{"role": "user", "content": PROMPT}]})):
+        r = server.post(route, {**body, "model": "m", "max_tokens": 12, "temperature": 0,
+                                "stream": True, "stream_options": {
+                                    "include_usage": True, "continuous_usage_stats": True}},
+                        stream=True)
+        assert r.status_code == 200, r.text
+        chunks = [json.loads(line[6:]) for line in r.iter_lines(decode_unicode=True)
+                  if line.startswith("data: ") and line != "data: [DONE]"]
+        counts = [c["usage"]["completion_tokens"] for c in chunks]
+        assert all(c["usage"]["prompt_tokens"] > 0 for c in chunks), chunks
+        assert counts == sorted(counts) and counts[-1] == 12 and len(set(counts)) > 2, counts
+        assert chunks[-1]["choices"] == []
+        for c in chunks:
+            u = c["usage"]
+            assert u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"]
+
+
 def test_chat_completion_and_stream(server, client):
     messages = [{"role": "system", "content": "Be brief."},
                 {"role": "user", "content": "Tell me a story."}]
