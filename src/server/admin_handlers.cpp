@@ -7,18 +7,13 @@
 #include "server/generation_reply.h"
 #include "server/handlers.h"
 #include "server/openai_json.h"
+#include "server/request_json.h"
 
 namespace sgl::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-HttpResponse json_response(const json& body, int status = 200) {
-  HttpResponse r;
-  r.status = status;
-  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
-}
+using request_json::json_response;
 
 json model_card(const ServerContext& ctx) {
   return json{{"id", ctx.info.served_model_name},   {"object", "model"},

@@ -1,5 +1,5 @@
-// The Anthropic Messages request, translated into an OpenAI chat request body and parsed by
-// parse_chat_request, so both routes share one meaning for every sampling field.
+// The Anthropic Messages request, translated into an OpenAI chat request body and read by the
+// chat route's parser, so both routes share one meaning for every sampling field.
 #include "server/anthropic_json.h"
 
 #include <algorithm>
@@ -7,29 +7,15 @@
 #include <string>
 #include <utility>
 
-#include "server/openai_json.h"
+#include "server/request_json.h"
 
 namespace sgl::server {
 namespace {
 
 using json = nlohmann::json;
-
-Status field_error(const std::string& field, std::string_view problem) {
-  return invalid_argument("'" + field + "' " + std::string(problem));
-}
-
-// A field is present unless absent or null.
-const json* find(const json& o, const char* key) {
-  const auto it = o.find(key);
-  return it == o.end() || it->is_null() ? nullptr : &*it;
-}
-
-// Whether a value asks for nothing: false, "", [] or {}.
-bool asks_nothing(const json& v) {
-  return (v.is_boolean() && !v.get<bool>()) ||
-         (v.is_string() && v.get_ref<const std::string&>().empty()) ||
-         (v.is_structured() && v.empty());
-}
+using request_json::asks_nothing;
+using request_json::field_error;
+using request_json::find;
 
 // Text blocks (with optional cache_control: the radix cache reuses prefixes by itself) joined
 // by newlines; any other block type is refused by name.
@@ -78,14 +64,7 @@ constexpr const char* kChatOnlyFields[] = {"n",
 }  // namespace
 
 Result<ChatRequest> parse_messages_request(std::string_view body, const SamplingInput& defaults) {
-  SGL_RETURN_IF_ERROR(check_json_depth(body));
-  json o;
-  try {
-    o = json::parse(body);
-  } catch (const json::exception& e) {
-    return invalid_argument(std::string("invalid JSON body: ") + e.what());
-  }
-  if (!o.is_object()) return invalid_argument("the JSON body must be an object");
+  SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(body));
 
   for (const char* key : kChatOnlyFields) {
     const json* v = find(o, key);
@@ -184,7 +163,7 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
     }
     chat["stop"] = *stops;
   }
-  return parse_chat_request(chat.dump(), defaults);
+  return request_json::parse_chat_object(chat, defaults);
 }
 
 }  // namespace sgl::server

@@ -11,16 +11,13 @@
 #include "server/handlers.h"
 #include "server/openai_json.h"
 #include "server/prepared_reply.h"
+#include "server/request_json.h"
 #include "server/sse.h"
 
 namespace sgl::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-std::string dump_json(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 json utf8_bytes(const std::string& s) {
   json bytes = json::array();
@@ -92,7 +89,7 @@ class ChatReply final : public GenerationReply {
     json out = head("chat.completion.chunk");
     out["choices"] = json::array({std::move(choice)});
     if (setup_.include_usage) out["usage"] = setup_.continuous_usage ? usage() : json(nullptr);
-    return sse_data(dump_json(out));
+    return sse_data(request_json::dump(out));
   }
 
   std::string stream_delta(size_t index, const ChoiceDelta& d) override {
@@ -124,7 +121,7 @@ class ChatReply final : public GenerationReply {
       json last = head("chat.completion.chunk");
       last["choices"] = json::array();
       last["usage"] = usage();
-      out += sse_data(dump_json(last));
+      out += sse_data(request_json::dump(last));
     }
     return out + sse_done();
   }
@@ -142,9 +139,7 @@ class ChatReply final : public GenerationReply {
       body["choices"].push_back(std::move(c));
     }
     body["usage"] = usage();
-    HttpResponse r;
-    r.body = dump_json(body);
-    return r;
+    return request_json::json_response(body);
   }
 
   Setup setup_;

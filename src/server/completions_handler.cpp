@@ -11,6 +11,7 @@
 #include "server/openai_json.h"
 #include "server/prepared_reply.h"
 #include "server/prompt_token_logprobs.h"
+#include "server/request_json.h"
 #include "server/sse.h"
 
 namespace sgl::server {
@@ -145,7 +146,7 @@ class CompletionReply final : public GenerationReply {
     chunk["choices"] =
         json::array({choice(index, (first ? setup_.echo[index] : "") + d.text, d, first)});
     if (setup_.include_usage) chunk["usage"] = setup_.continuous_usage ? usage() : json(nullptr);
-    return sse_data(dump_json(chunk));
+    return sse_data(request_json::dump(chunk));
   }
 
   std::string stream_end() override {
@@ -154,7 +155,7 @@ class CompletionReply final : public GenerationReply {
       json chunk = head();
       chunk["choices"] = json::array();
       chunk["usage"] = usage();
-      out += sse_data(dump_json(chunk));
+      out += sse_data(request_json::dump(chunk));
     }
     return out + sse_done();
   }
@@ -167,13 +168,7 @@ class CompletionReply final : public GenerationReply {
       body["choices"].push_back(choice(i, setup_.echo[i] + total.text, total, true));
     }
     body["usage"] = usage();
-    HttpResponse r;
-    r.body = dump_json(body);
-    return r;
-  }
-
-  static std::string dump_json(const json& j) {
-    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+    return request_json::json_response(body);
   }
 
   Setup setup_;

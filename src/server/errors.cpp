@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/request_json.h"
+
 namespace sgl::server {
 namespace {
 
@@ -44,11 +46,7 @@ HttpResponse error_response(int status, std::string_view message, std::string_vi
   nlohmann::ordered_json error = {
       {"message", message}, {"type", error_type(status)}, {"param", nullptr}, {"code", status}};
   if (!param.empty()) error["param"] = param;
-  HttpResponse r;
-  r.status = status;
-  r.body = nlohmann::ordered_json{{"error", std::move(error)}}.dump(
-      -1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return r;
+  return request_json::json_response({{"error", std::move(error)}}, status);
 }
 
 HttpResponse error_response(const Status& status) {

@@ -12,16 +12,13 @@
 #include "server/openai_json.h"
 #include "server/prepared_reply.h"
 #include "server/prompt_token_logprobs.h"
+#include "server/request_json.h"
 #include "server/sse.h"
 
 namespace sgl::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-std::string dump_json(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -130,7 +127,7 @@ class GenerateReply final : public GenerationReply {
 
   std::string stream_delta(size_t index, const ChoiceDelta& d) override {
     if (d.token_ids.empty() && d.text.empty() && !d.finished) return "";
-    return sse_data(dump_json(item(index)));
+    return sse_data(request_json::dump(item(index)));
   }
 
   std::string stream_end() override { return sse_done(); }
@@ -140,9 +137,9 @@ class GenerateReply final : public GenerationReply {
     if (setup_.list) {
       json items = json::array();
       for (size_t i = 0; i < choices_.size(); ++i) items.push_back(item(i));
-      r.body = dump_json(items);
+      r.body = request_json::dump(items);
     } else {
-      r.body = dump_json(item(0));
+      r.body = request_json::dump(item(0));
     }
     return r;
   }

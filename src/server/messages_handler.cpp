@@ -12,16 +12,13 @@
 #include "server/generation_reply.h"
 #include "server/handlers.h"
 #include "server/prepared_reply.h"
+#include "server/request_json.h"
 #include "server/sse.h"
 
 namespace sgl::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-std::string dump_json(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 // Anthropic's error types by HTTP status.
 const char* error_type(int status) {
@@ -42,14 +39,12 @@ json error_json(int status, std::string_view message) {
 }
 
 HttpResponse anthropic_error(const Status& status) {
-  HttpResponse r;
-  r.status = http_status_for(status.code());
-  r.body = dump_json(error_json(r.status, status.message()));
-  return r;
+  const int code = http_status_for(status.code());
+  return request_json::json_response(error_json(code, status.message()), code);
 }
 
 std::string event(const char* name, const json& data) {
-  return std::string("event: ") + name + "\n" + sse_data(dump_json(data));
+  return std::string("event: ") + name + "\n" + sse_data(request_json::dump(data));
 }
 
 class MessagesReply final : public GenerationReply {
@@ -128,14 +123,10 @@ class MessagesReply final : public GenerationReply {
   std::string stream_end() override { return {}; }  // message_stop ended it (no [DONE])
 
   HttpResponse complete() override {
-    HttpResponse r;
-    if (aborted()) {
-      r.status = 500;
-      r.body = dump_json(error_json(500, choice().finish().message));
-      return r;
-    }
-    r.body = dump_json(message(json::array({{{"type", "text"}, {"text", choice().total().text}}})));
-    return r;
+    if (aborted())
+      return request_json::json_response(error_json(500, choice().finish().message), 500);
+    return request_json::json_response(
+        message(json::array({{{"type", "text"}, {"text", choice().total().text}}})));
   }
 
   const std::string model_;

@@ -7,38 +7,20 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
+#include "server/request_json.h"
+
 namespace sgl::server {
 namespace {
 
 using json = nlohmann::json;
+using request_json::asks_nothing;
+using request_json::dump;
+using request_json::field_error;
+using request_json::find;
+using request_json::parse_object;
 
 // Longest stop string (matching holds back text up to a stop string's length).
 constexpr size_t kMaxStopBytes = 1024;
-
-Status field_error(std::string_view field, std::string_view problem) {
-  std::string message;
-  message.reserve(field.size() + problem.size() + 3);
-  message.append(1, '\'').append(field).append("' ").append(problem);
-  return invalid_argument(std::move(message));
-}
-
-// Parses a body that must be a JSON object. nlohmann rejects invalid UTF-8 and lone surrogates.
-Result<json> parse_object(std::string_view body) {
-  SGL_RETURN_IF_ERROR(check_json_depth(body));
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::exception& e) {
-    return invalid_argument(std::string("invalid JSON body: ") + e.what());
-  }
-  if (!j.is_object()) return invalid_argument("the JSON body must be an object");
-  return j;
-}
-
-const json* find(const json& o, const char* key) {
-  const auto it = o.find(key);
-  return it == o.end() || it->is_null() ? nullptr : &*it;
-}
 
 // find() for a field the caller moves out of the parsed body.
 json* find_mutable(json& o, const char* key) {
@@ -237,12 +219,7 @@ constexpr UnsupportedField kUnsupportedRequest[] = {
 Status reject_unsupported(const json& o, std::span<const UnsupportedField> fields) {
   for (const UnsupportedField& f : fields) {
     const json* v = find(o, f.name);
-    const bool asks_nothing = !v || (v->is_boolean() && !v->get<bool>()) ||
-                              (v->is_string() && v->get_ref<const std::string&>().empty()) ||
-                              (v->is_structured() && v->empty());
-    if (asks_nothing) {
-      continue;
-    }
+    if (!v || asks_nothing(*v)) continue;
     return unimplemented("'" + std::string(f.name) + "' is not supported yet: " + f.feature);
   }
   return Status::ok_status();
@@ -382,33 +359,7 @@ Result<json> template_message(const json& m, size_t index) {
   return out;
 }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 }  // namespace
-
-Status check_json_depth(std::string_view body) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        return invalid_argument("the JSON nests deeper than " + std::to_string(kMaxJsonDepth));
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return Status::ok_status();
-}
 
 Result<CompletionRequest> parse_completion_request(std::string_view body,
                                                    const SamplingInput& defaults) {
@@ -451,6 +402,10 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
 
 Result<ChatRequest> parse_chat_request(std::string_view body, const SamplingInput& defaults) {
   SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
+  return request_json::parse_chat_object(o, defaults);
+}
+
+Result<ChatRequest> request_json::parse_chat_object(const json& o, const SamplingInput& defaults) {
   ChatRequest r;
   r.sampling = defaults;
   SGL_RETURN_IF_ERROR(read(o, "model", r.model));

@@ -13,10 +13,6 @@ namespace sgl::server {
 // Deepest JSON nesting a request may use.
 constexpr int kMaxJsonDepth = 64;
 
-// kInvalidArgument when `body` nests deeper than kMaxJsonDepth (checked before any parser sees
-// it; strings are skipped).
-Status check_json_depth(std::string_view body);
-
 // `defaults` are the sampling values a request starts from before its own fields (the model's
 // generation_config.json under --sampling-defaults model; OpenAI's otherwise).
 Result<CompletionRequest> parse_completion_request(std::string_view body,

@@ -8,18 +8,14 @@
 #include "server/handlers.h"
 #include "server/openai_json.h"
 #include "server/prepared_reply.h"
+#include "server/request_json.h"
 #include "server/tokenize_reply.h"
 
 namespace sgl::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-HttpResponse json_response(const json& body) {
-  HttpResponse r;
-  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
-}
+using request_json::json_response;
 
 }  // namespace
 

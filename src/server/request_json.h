@@ -1,0 +1,42 @@
+// NOTE: internal to src/server/*.cpp (it exposes nlohmann::json); never include it elsewhere.
+// What the request parsers and reply builders share: a body parsed into a JSON object within
+// the nesting limit, field lookup and errors, JSON replies, and the chat request read from an
+// already-parsed object (the Messages route translates into it).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "server/http_types.h"
+#include "server/openai_types.h"
+
+namespace sgl::server::request_json {
+
+// The body as a JSON object: nesting checked against kMaxJsonDepth before parsing; nlohmann
+// rejects invalid UTF-8 and lone surrogates.
+Result<nlohmann::json> parse_object(std::string_view body);
+
+// kInvalidArgument "'field' problem".
+Status field_error(std::string_view field, std::string_view problem);
+
+// The field, unless absent or null.
+const nlohmann::json* find(const nlohmann::json& o, const char* key);
+
+// Whether a value asks for nothing: false, "", [] or {}.
+bool asks_nothing(const nlohmann::json& v);
+
+// A reply body; invalid UTF-8 in generated text becomes U+FFFD.
+template <typename Json>
+std::string dump(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// A JSON reply with `status` (replies keep their fields in the order written).
+HttpResponse json_response(const nlohmann::ordered_json& body, int status = 200);
+
+// parse_chat_request (openai_json.h) on a parsed body.
+Result<ChatRequest> parse_chat_object(const nlohmann::json& o, const SamplingInput& defaults);
+
+}  // namespace sgl::server::request_json
