@@ -46,8 +46,9 @@ class ChatReply final : public GenerationReply {
     return json{{"id", id_}, {"object", object}, {"created", created_}, {"model", setup_.model}};
   }
 
-  json usage() const {
-    int64_t completion = 0;
+  // `unsent`: tokens already counted but not yet in a chunk (the role chunk precedes them).
+  json usage(int64_t unsent = 0) const {
+    int64_t completion = -unsent;
     for (const auto& c : choices_) completion += c->completion_tokens();
     return json{{"prompt_tokens", setup_.prompt_tokens},
                 {"completion_tokens", completion},
@@ -85,10 +86,12 @@ class ChatReply final : public GenerationReply {
                                           : json(nullptr);
   }
 
-  std::string chunk(json choice) const {
+  std::string chunk(json choice, int64_t unsent = 0) const {
     json out = head("chat.completion.chunk");
     out["choices"] = json::array({std::move(choice)});
-    if (setup_.include_usage) out["usage"] = setup_.continuous_usage ? usage() : json(nullptr);
+    if (setup_.include_usage) {
+      out["usage"] = setup_.continuous_usage ? usage(unsent) : json(nullptr);
+    }
     return sse_data(request_json::dump(out));
   }
 
@@ -99,7 +102,8 @@ class ChatReply final : public GenerationReply {
       out += chunk({{"index", index},
                     {"delta", {{"role", "assistant"}, {"content", ""}}},
                     {"logprobs", nullptr},
-                    {"finish_reason", nullptr}});
+                    {"finish_reason", nullptr}},
+                   static_cast<int64_t>(d.token_ids.size()));
     }
     if (!d.text.empty() || (setup_.logprobs && !d.token_ids.empty())) {
       out += chunk({{"index", index},
