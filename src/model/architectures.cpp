@@ -6,52 +6,50 @@
 #include <vector>
 
 #include "model/llama.h"
+#include "model/mixtral.h"
+#include "model/qwen2_moe.h"
+#include "model/qwen3_moe.h"
 
 namespace sgl::model {
 namespace {
 
+// The factory of a DecoderForCausalLM architecture.
 template <class M>
-Result<std::unique_ptr<Model>> create(const ModelConfig& config, WeightLoader& weights,
-                                      Allocator& allocator, const ModelOptions& options) {
-  SGL_ASSIGN_OR_RETURN(auto model, M::load(config, weights, allocator, options));
-  return std::unique_ptr<Model>(std::move(model));
-}
-
-constexpr auto kLlama = &create<LlamaForCausalLM>;
+constexpr ModelFactory kDecoder{&DecoderForCausalLM::load<M>, &DecoderForCausalLM::plan<M>};
 
 constexpr std::array<Architecture, 7> kArchitectures = {{
     {.name = "LlamaForCausalLM",
      .model_type = "llama",
      .gguf_name = "llama",
-     .factory = kLlama,
+     .factory = &kDecoder<LlamaForCausalLM>,
      .gguf_interleaved_qk = true},
     {.name = "MistralForCausalLM",
      .model_type = "mistral",
-     .factory = kLlama,
+     .factory = &kDecoder<LlamaForCausalLM>,
      .sliding_window = SlidingWindowRule::kAlways},
     {.name = "Qwen2ForCausalLM",
      .model_type = "qwen2",
      .gguf_name = "qwen2",
-     .factory = kLlama,
+     .factory = &kDecoder<LlamaForCausalLM>,
      .qkv_bias = true,
      .sliding_window = SlidingWindowRule::kWhenEnabled},
     {.name = "Qwen3ForCausalLM",
      .model_type = "qwen3",
      .gguf_name = "qwen3",
-     .factory = kLlama,
+     .factory = &kDecoder<LlamaForCausalLM>,
      .qk_norm = true,
      .sliding_window = SlidingWindowRule::kWhenEnabled},
     {.name = "MixtralForCausalLM",
      .model_type = "mixtral",
      .gguf_name = "llama",  // llama.cpp writes Mixtral as llama with experts
-     .factory = kLlama,
+     .factory = &kDecoder<MixtralForCausalLM>,
      .gguf_interleaved_qk = true,
      .sliding_window = SlidingWindowRule::kAlways,
      .moe = MoeStyle::kMixtral},
     {.name = "Qwen2MoeForCausalLM",
      .model_type = "qwen2_moe",
      .gguf_name = "qwen2moe",
-     .factory = kLlama,
+     .factory = &kDecoder<Qwen2MoeForCausalLM>,
      .qkv_bias = true,
      .sliding_window = SlidingWindowRule::kWhenEnabled,
      .moe = MoeStyle::kQwen,
@@ -59,7 +57,7 @@ constexpr std::array<Architecture, 7> kArchitectures = {{
     {.name = "Qwen3MoeForCausalLM",
      .model_type = "qwen3_moe",
      .gguf_name = "qwen3moe",
-     .factory = kLlama,
+     .factory = &kDecoder<Qwen3MoeForCausalLM>,
      .qk_norm = true,
      .sliding_window = SlidingWindowRule::kWhenEnabled,
      .moe = MoeStyle::kQwen,

@@ -16,11 +16,17 @@
 
 namespace sgl::model {
 
-// Checks `weights` against the config, allocates on `allocator` and loads (see
-// LlamaForCausalLM::load for the contract every architecture keeps).
-using ModelFactory = Result<std::unique_ptr<Model>> (*)(const ModelConfig& config,
-                                                        WeightLoader& weights, Allocator& allocator,
-                                                        const ModelOptions& options);
+// How the registry makes an architecture's model (DecoderForCausalLM::load / plan state the
+// contract every architecture keeps).
+struct ModelFactory {
+  // Checks `weights` against the config, allocates on `allocator` and loads.
+  Result<std::unique_ptr<Model>> (*load)(const ModelConfig& config, WeightLoader& weights,
+                                         Allocator& allocator, const ModelOptions& options);
+  // The checking half of load: every tensor checked, nothing read or allocated; returns what
+  // load would allocate.
+  Result<ModelMemoryPlan> (*plan)(const ModelConfig& config, WeightLoader& weights,
+                                  const ModelOptions& options);
+};
 
 // Which layers use the config's sliding window, as transformers decides it.
 enum class SlidingWindowRule {
@@ -30,15 +36,16 @@ enum class SlidingWindowRule {
                  // `max_window_layers`) marks (Qwen2, Qwen3)
 };
 
-// How an architecture builds its MLPs, when some are sparse mixture-of-experts blocks.
+// How config parsing, the GGUF config reader and GgufWeightSource read an architecture's
+// mixture-of-experts keys and tensor names (the model class builds the blocks from them).
 enum class MoeStyle : uint8_t {
   kNone,  // dense MLPs only
-  // Every layer sparse: `num_local_experts` experts of width intermediate_size under
+  // `num_local_experts` experts of width intermediate_size under
   // block_sparse_moe.{gate, experts.E.w1|w3|w2}; top-k weights always renormalized.
   kMixtral,
-  // Sparse where decoder_sparse_step and mlp_only_layers say: experts of width
-  // moe_intermediate_size under mlp.{gate, experts.E.{gate,up,down}_proj}; top-k weights
-  // renormalized iff norm_topk_prob.
+  // Experts of width moe_intermediate_size under mlp.{gate, experts.E.{gate,up,down}_proj},
+  // sparse where decoder_sparse_step and mlp_only_layers say; top-k weights renormalized iff
+  // norm_topk_prob.
   kQwen,
 };
 
@@ -48,7 +55,8 @@ struct Architecture {
   // GGUF `general.architecture`; empty: not read from GGUF. With `moe`, the file must declare
   // `<gguf_name>.expert_count` (llama.cpp's "llama" is Llama without it, Mixtral with it).
   std::string_view gguf_name = {};
-  ModelFactory factory = nullptr;  // null: recognised (errors name it), not supported yet
+  // The model class (llama.h, mixtral.h, ...); null: recognised (errors name it), not supported.
+  const ModelFactory* factory = nullptr;
   // Quirks: what the architecture implies and its config does not say.
   bool qkv_bias = false;  // q/k/v projections carry a bias whatever the config says (Qwen2)
   bool qk_norm = false;   // per-head RMSNorm on q and k (Qwen3)
@@ -57,8 +65,7 @@ struct Architecture {
   bool gguf_interleaved_qk = false;
   SlidingWindowRule sliding_window = SlidingWindowRule::kIgnored;
   MoeStyle moe = MoeStyle::kNone;
-  // A shared expert (width shared_expert_intermediate_size) beside the routed ones, scaled by a
-  // sigmoid gate (Qwen2-MoE).
+  // The config declares a shared expert's width, shared_expert_intermediate_size (Qwen2-MoE).
   bool shared_expert = false;
   // llama.cpp renormalizes the top-k weights of this architecture's GGUF files unless their
   // `<arch>.expert_weights_norm` says otherwise (Qwen3-MoE: yes; Qwen2-MoE: no; Mixtral: always).

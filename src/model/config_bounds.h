@@ -13,7 +13,7 @@ namespace sgl::model {
 // of, so real models always pass, while a hostile or corrupt file cannot make us size tables
 // from absurd numbers. The products stay far inside int64 (embedding: 2^22 * 2^16 = 2^38
 // elements), so size arithmetic on checked configs cannot overflow; whether the result fits in
-// memory is checked separately, at load (LlamaForCausalLM::plan).
+// memory is checked separately, at load (DecoderForCausalLM::plan).
 struct ConfigBounds {
   // Token ids are int32. Largest released vocabularies: 256000 (Gemma), 262144 (Gemma 3).
   static constexpr int64_t kMaxVocabSize = int64_t{1} << 22;

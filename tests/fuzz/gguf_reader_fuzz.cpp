@@ -10,7 +10,7 @@
 #include "model/gguf.h"
 #include "model/gguf_config.h"
 #include "model/gguf_weight_source.h"
-#include "model/llama.h"
+#include "model/model_registry.h"
 #include "model/weight_loader.h"
 
 namespace {
@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // The checking half of a load: every tensor the config implies, nothing allocated.
   WeightLoader loader(&source, sgl::cpu_allocator(), sgl::DType::kF32, sgl::backend::Stream{});
-  (void)LlamaForCausalLM::plan(*config, loader, ModelOptions{16, 4, 16});
+  (void)plan_model(*config, loader, ModelOptions{16, 4, 16});
 
   int reads = 0;
   for (const std::string& name : source.names()) {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "model/config_bounds.h"
-#include "model/llama.h"
 #include "model/model_config.h"
+#include "model/model_registry.h"
 #include "model/rope_cache.h"
 #include "model/weight_loader.h"
 
@@ -26,6 +26,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)compute_rope_cos_sin(*config, std::min<int64_t>(config->max_position_embeddings, 4));
   // Dummy weights: sizes only, nothing allocated.
   WeightLoader loader(nullptr, sgl::cpu_allocator(), sgl::DType::kF32, sgl::backend::Stream{});
-  (void)LlamaForCausalLM::plan(*config, loader, ModelOptions{16, 4, 16});
+  (void)plan_model(*config, loader, ModelOptions{16, 4, 16});
   return 0;
 }

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "kernels/moe.h"
-#include "model/llama.h"
 #include "model/model_registry.h"
 #include "model/weight_source.h"
 #include "model_test_util.h"
@@ -94,6 +93,34 @@ TEST(ArchitecturesTest, ConfigParsingAndRegistryFollowTheTable) {
                            {"DeepseekV3ForCausalLM", supported_architecture_names()});
 }
 
+// Each MoE architecture's model builds the MLP its family runs on each layer: Mixtral a sparse
+// block everywhere (of width intermediate_size), the Qwen MoE families a dense MLP on the layers
+// mlp_only_layers names, and Qwen2-MoE's sparse blocks a gated shared expert.
+TEST(ArchitecturesTest, MoeModelsBuildTheirFamilysMlps) {
+  // tiny_config: hidden 32, intermediate 48, 4 experts of width 16, shared expert width 24.
+  const int64_t h = 32, dense = 3 * h * 48, router = 4 * h;
+  const int64_t experts = 4 * 3 * h * 16, shared = 3 * h * 24 + h;
+  auto weights = [](const Json& j) {
+    Result<ModelConfig> c = parse_model_config(j.dump(), "config.json");
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    WeightLoader dummy(nullptr, cpu_allocator(), DType::kF32, backend::Stream{});
+    Result<ModelMemoryPlan> plan = plan_model(*c, dummy, ModelOptions{16, 4, 0});
+    EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+    return plan.ok() ? plan->weights / 4 : 0;
+  };
+  const int64_t llama = weights(tiny_config("LlamaForCausalLM", ""));
+  EXPECT_EQ(weights(tiny_config("MixtralForCausalLM", "")),
+            llama + 2 * (router + 4 * 3 * h * 48 - dense));
+  for (const std::string name : {"Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"}) {
+    SCOPED_TRACE(name);
+    const int64_t sparse = router + experts + (name == "Qwen2MoeForCausalLM" ? shared : 0);
+    Json j = tiny_config(name, "");
+    const int64_t all_sparse = weights(j);
+    j["mlp_only_layers"] = {0};
+    EXPECT_EQ(all_sparse - weights(j), sparse - dense);
+  }
+}
+
 // The memory plan of a MoE checkpoint counts every expert's weights (stacked from the per-expert
 // tensors) and the fused-MoE workspace for the largest batch.
 TEST(ArchitecturesTest, MoePlanCountsExpertsAndWorkspace) {
@@ -104,7 +131,7 @@ TEST(ArchitecturesTest, MoePlanCountsExpertsAndWorkspace) {
   ASSERT_TRUE(source.ok()) << source.status().to_string();
   WeightLoader weights(source->get(), cpu_allocator(), DType::kF32, backend::Stream{});
   const ModelOptions options{64, 4, 128};
-  Result<ModelMemoryPlan> plan = LlamaForCausalLM::plan(*config, weights, options);
+  Result<ModelMemoryPlan> plan = plan_model(*config, weights, options);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   // hidden 128, 4 heads / 2 KV heads of 32, 8 experts of width 64, vocab 1000, 2 layers.
   const int64_t attention = 128 * 128 + 2 * 64 * 128 + 128 * 128 + 2 * 32;

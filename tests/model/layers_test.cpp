@@ -163,13 +163,16 @@ std::vector<double> swiglu(const float* x, const std::vector<float>& gate,
 // MoeMlp on a test checkpoint equals transformers' sparse block written out: softmax over the
 // router logits, the top-k experts (renormalized as the config says), each a SwiGLU of the
 // per-expert tensors the checkpoint names, plus the shared expert scaled by its sigmoid gate.
-void expect_moe_matches_loop(const std::string& model) {
+// `shape_of` builds the block from the config as the architecture does (mixtral.cpp,
+// qwen2_moe.cpp).
+void expect_moe_matches_loop(const std::string& model,
+                             MoeShape (*shape_of)(const ModelConfig& config)) {
   SCOPED_TRACE(model);
   auto source = open_source(model);
   ASSERT_TRUE(source);
   Result<ModelConfig> config = load_model_config(testdata_models_dir() / model);
   ASSERT_TRUE(config.ok()) << config.status().to_string();
-  const MoeShape shape = moe_shape(*config);
+  const MoeShape shape = shape_of(*config);
   const int64_t kH = shape.hidden_size, kI = shape.intermediate_size, kE = shape.num_experts;
   constexpr int64_t kTokens = 5;
   const std::string p = "model.layers.1." + shape.names.block;
@@ -234,11 +237,20 @@ void expect_moe_matches_loop(const std::string& model) {
 }
 
 TEST(MoeMlpTest, MixtralForwardIsTheRenormalizedTopKExperts) {
-  expect_moe_matches_loop("tiny-mixtral");
+  expect_moe_matches_loop("tiny-mixtral", [](const ModelConfig& c) {
+    MoeShape shape = moe_shape(
+        c, {.block = "block_sparse_moe.", .gate_proj = "w1", .up_proj = "w3", .down_proj = "w2"});
+    shape.renormalize = true;
+    return shape;
+  });
 }
 
 TEST(MoeMlpTest, Qwen2MoeForwardAddsTheGatedSharedExpert) {
-  expect_moe_matches_loop("tiny-qwen2-moe");
+  expect_moe_matches_loop("tiny-qwen2-moe", [](const ModelConfig& c) {
+    MoeShape shape = moe_shape(c);
+    shape.shared_intermediate_size = c.shared_expert_intermediate_size;
+    return shape;
+  });
 }
 
 }  // namespace

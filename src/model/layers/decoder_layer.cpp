@@ -1,9 +1,32 @@
 // DecoderLayer: loading and the forward pass.
 #include "model/layers/decoder_layer.h"
 
+#include <algorithm>
+
 #include "kernels/rms_norm.h"
 
 namespace sgl::model {
+
+void DecoderLayer::plan_scratch(std::span<const DecoderLayer> layers,
+                                const AttentionShape& attention, int64_t max_num_tokens,
+                                DType dtype, Device device, LayerScratch& scratch,
+                                ActivationPlan& plan) {
+  const int64_t n = max_num_tokens;
+  AttentionBlock::plan_scratch(attention, n, dtype, scratch.attention, plan);
+  int64_t dense_width = 0;
+  const MoeShape* sparse = nullptr;
+  for (const DecoderLayer& layer : layers) {
+    if (const auto* moe = std::get_if<MoeMlp>(&layer.mlp_)) {
+      SGL_CHECK(sparse == nullptr || *sparse == moe->shape())
+          << "sparse layers of different shapes would share one scratch";
+      sparse = &moe->shape();
+    } else {
+      dense_width = std::max(dense_width, std::get<DenseMlp>(layer.mlp_).intermediate_size());
+    }
+  }
+  if (dense_width > 0) DenseMlp::plan_scratch(dense_width, n, dtype, scratch.dense_mlp, plan);
+  if (sparse != nullptr) MoeMlp::plan_scratch(*sparse, n, dtype, device, scratch.moe_mlp, plan);
+}
 
 Status DecoderLayer::load(WeightLoader& w, const std::string& prefix) {
   SGL_ASSIGN_OR_RETURN(input_norm_, w.load_norm(prefix + "input_layernorm.weight", hidden_size_));

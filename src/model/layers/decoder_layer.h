@@ -2,11 +2,13 @@
 // RMSNorm + an MLP block, each added to the residual stream.
 #pragma once
 
+#include <span>
 #include <string>
 #include <utility>
 #include <variant>
 
 #include "core/buffer.h"
+#include "core/device.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "forward/forward_batch.h"
@@ -19,8 +21,7 @@
 
 namespace sgl::model {
 
-// The MLP a layer runs, chosen per layer by the architecture (MoeMlp on the layers a MoE config
-// marks sparse).
+// The MLP a layer runs, chosen per layer by the architecture.
 using Mlp = std::variant<DenseMlp, MoeMlp>;
 
 // The activation scratch the layers share (each block kind's, declared once).
@@ -32,6 +33,13 @@ struct LayerScratch {
 
 class DecoderLayer {
  public:
+  // Declares `layers`' shared scratch for up to max_num_tokens rows: the attention block's, and
+  // each MLP kind's only when some layer runs it (sized for the widest such layer; the sparse
+  // layers must share one MoeShape). `device` sizes the MoE workspace.
+  static void plan_scratch(std::span<const DecoderLayer> layers, const AttentionShape& attention,
+                           int64_t max_num_tokens, DType dtype, Device device,
+                           LayerScratch& scratch, ActivationPlan& plan);
+
   DecoderLayer(int64_t hidden_size, double rms_norm_eps, AttentionBlock attention, Mlp mlp)
       : hidden_size_(hidden_size),
         rms_norm_eps_(rms_norm_eps),
@@ -39,12 +47,10 @@ class DecoderLayer {
         mlp_(std::move(mlp)) {}
 
   // Loads `<prefix>input_layernorm.weight`, `<prefix>self_attn.*`,
-  // `<prefix>post_attention_layernorm.weight` and the MLP's tensors (`<prefix>mlp.*`, or
-  // `<prefix>block_sparse_moe.*` for Mixtral's sparse block) (prefix e.g. "model.layers.3."), in
-  // that order; in the loader's check-only mode, checks them.
+  // `<prefix>post_attention_layernorm.weight` and the MLP's tensors (`<prefix>mlp.*`; a sparse
+  // block's where its MoeWeightNames say) (prefix e.g. "model.layers.3."), in that order; in the
+  // loader's check-only mode, checks them.
   Status load(WeightLoader& weights, const std::string& prefix);
-
-  const Mlp& mlp() const { return mlp_; }
 
   // hidden: [n, H], the previous layer's output (the embeddings before the first layer), and
   // residual: f32 [n, H], the residual stream without it (zeros before the first layer). Both

@@ -35,6 +35,8 @@ class DenseMlp {
   // hidden: [n, H], the normed input; overwritten with the block's output.
   void forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream) const;
 
+  int64_t intermediate_size() const { return intermediate_size_; }
+
  private:
   int64_t hidden_size_;
   int64_t intermediate_size_;

@@ -7,24 +7,18 @@
 
 #include "kernels/copy.h"
 #include "kernels/moe.h"
-#include "model/architectures.h"
 
 namespace sgl::model {
 
-MoeShape moe_shape(const ModelConfig& config) {
-  const Architecture* arch = find_architecture(config.architecture);
-  SGL_CHECK(arch != nullptr && arch->moe != MoeStyle::kNone && config.num_experts > 0)
+MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names) {
+  SGL_CHECK(config.num_experts > 0)
       << "moe_shape of a dense config (" << config.architecture << ")";
-  MoeShape shape{.hidden_size = config.hidden_size,
-                 .num_experts = config.num_experts,
-                 .top_k = config.num_experts_per_tok,
-                 .intermediate_size = config.moe_intermediate_size,
-                 .shared_intermediate_size = config.shared_expert_intermediate_size,
-                 .renormalize = config.norm_topk_prob,
-                 .names = arch->moe == MoeStyle::kMixtral
-                              ? MoeWeightNames{"block_sparse_moe.", "w1", "w3", "w2"}
-                              : MoeWeightNames{"mlp.", "gate_proj", "up_proj", "down_proj"}};
-  return shape;
+  return MoeShape{.hidden_size = config.hidden_size,
+                  .num_experts = config.num_experts,
+                  .top_k = config.num_experts_per_tok,
+                  .intermediate_size = config.moe_intermediate_size,
+                  .renormalize = config.norm_topk_prob,
+                  .names = std::move(names)};
 }
 
 void MoeMlp::plan_scratch(const MoeShape& s, int64_t max_num_tokens, DType dtype, Device device,

@@ -19,10 +19,17 @@
 
 namespace sgl::model {
 
-// How a checkpoint names a sparse block's tensors under the layer's prefix.
+// How a checkpoint names a sparse block's tensors under the layer's prefix. The defaults are
+// Hugging Face's usual names (Qwen2-MoE, Qwen3-MoE); an architecture with others says so
+// (Mixtral: block_sparse_moe., w1 / w3 / w2).
 struct MoeWeightNames {
-  std::string block;  // "mlp." (Qwen) or "block_sparse_moe." (Mixtral); the router is <block>gate
-  std::string gate_proj, up_proj, down_proj;  // per expert: <block>experts.E.<name>.weight
+  std::string block = "mlp.";  // the router is <block>gate
+  // Per expert: <block>experts.E.<name>.weight.
+  std::string gate_proj = "gate_proj";
+  std::string up_proj = "up_proj";
+  std::string down_proj = "down_proj";
+
+  bool operator==(const MoeWeightNames&) const = default;
 };
 
 // The sizes and options of one sparse block.
@@ -34,11 +41,14 @@ struct MoeShape {
   int64_t shared_intermediate_size = 0;  // the shared expert's; 0 = none
   bool renormalize = false;              // top-k weights divided by their sum
   MoeWeightNames names;
+
+  bool operator==(const MoeShape&) const = default;
 };
 
-// The config's sparse block (its names from the architecture's MoeStyle); the config must be a
-// MoE one.
-MoeShape moe_shape(const ModelConfig& config);
+// The config's routed experts: num_experts of width moe_intermediate_size, num_experts_per_tok
+// of them per token, their weights renormalized iff norm_topk_prob; their tensors named `names`;
+// no shared expert (an architecture with one adds it). The config must be a MoE one.
+MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names = {});
 
 class MoeMlp {
  public:
@@ -65,6 +75,8 @@ class MoeMlp {
 
   // hidden: [n, H], the normed input; overwritten with the block's output.
   void forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream) const;
+
+  const MoeShape& shape() const { return shape_; }
 
  private:
   MoeShape shape_;

@@ -1,0 +1,134 @@
+// DecoderForCausalLM: checking, loading and the forward pass of the shared decoder stack.
+#include "model/decoder_for_causal_lm.h"
+
+#include "backend/backend.h"
+#include "kernels/copy.h"
+#include "kernels/embedding.h"
+#include "kernels/gather.h"
+#include "kernels/rms_norm.h"
+#include "model/config_bounds.h"
+#include "model/model_checks.h"
+#include "model/rope_cache.h"
+
+namespace sgl::model {
+
+Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights) {
+  const ModelConfig& c = config_;
+  SGL_RETURN_IF_ERROR(check_config_bounds(c, "model config"));
+  SGL_RETURN_IF_ERROR(check_model_options(options_));
+  if (options_.max_positions == 0) options_.max_positions = c.max_position_embeddings;
+  // The bounds are checked: the layers can be built (nothing allocated).
+  const AttentionShape attention = attention_shape(c);
+  layers_.reserve(static_cast<size_t>(c.num_hidden_layers));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    layers_.emplace_back(c.hidden_size, c.rms_norm_eps,
+                         AttentionBlock(attention, static_cast<int>(i)), mlp_for_layer(i));
+  }
+
+  const int64_t before = weights.checked_bytes();
+  weights.set_check_only(true);
+  const Status checked = load_weights(weights);
+  weights.set_check_only(false);
+  SGL_RETURN_IF_ERROR(checked);
+
+  SGL_RETURN_IF_ERROR(check_no_extra_layers(c, weights.source()));
+
+  ModelMemoryPlan plan;
+  plan.weights = weights.checked_bytes() - before;
+  plan.rope_table = options_.max_positions * c.head_dim * static_cast<int64_t>(sizeof(float));
+  ActivationPlan activations;
+  plan_activations(weights.dtype(), weights.device(), activations);
+  plan.activations = activations.bytes();
+  return plan;
+}
+
+Status DecoderForCausalLM::check_and_load(WeightLoader& weights, Allocator& allocator) {
+  const ModelConfig& c = config_;
+  if (c.hidden_act != "silu") {
+    return unimplemented("hidden_act '" + c.hidden_act + "' (only silu is supported)");
+  }
+  if (options_.max_positions <= 0) options_.max_positions = c.max_position_embeddings;
+  const int64_t positions = options_.max_positions;
+  SGL_ASSIGN_OR_RETURN(const ModelMemoryPlan plan, check_and_plan(weights));
+  SGL_RETURN_IF_ERROR(check_fits(allocator.device(), plan, positions));
+  // The loads are queued; finish() also on failure, so no copy outlives the model's Buffers.
+  const Status loaded = load_weights(weights);
+  const Status uploaded = weights.finish();
+  SGL_RETURN_IF_ERROR(loaded);
+  SGL_RETURN_IF_ERROR(uploaded);
+
+  // RoPE table: computed on the host in f32, uploaded once.
+  const std::vector<float> table = compute_rope_cos_sin(c, positions);
+  rope_cos_sin_ = Buffer(allocator, DType::kF32, {positions, c.head_dim});
+  Tensor host(const_cast<float*>(table.data()), DType::kF32, {positions, c.head_dim});
+  kernels::copy(host, rope_cos_sin_, backend::Stream{allocator.device(), nullptr});
+  backend::synchronize(backend::Stream{allocator.device(), nullptr});
+
+  ActivationPlan activations;
+  plan_activations(weights.dtype(), allocator.device(), activations);
+  activations.allocate(allocator);
+  return Status::ok_status();
+}
+
+// Every tensor is queued before any is waited for (WeightLoader::finish, in check_and_load()).
+Status DecoderForCausalLM::load_weights(WeightLoader& w) {
+  const ModelConfig& c = config_;
+  // The embedding and the LM head are [V, H] tables split by vocabulary rows.
+  auto vocab_table = [&](const char* module) {
+    return LinearSpec{.modules = {module},
+                      .out_features = {c.vocab_size},
+                      .in_features = c.hidden_size,
+                      .shard = ShardRule::kVocab};
+  };
+  SGL_RETURN_IF_ERROR(load_linear(w, vocab_table("model.embed_tokens"), embed_tokens_));
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    SGL_RETURN_IF_ERROR(layers_[i].load(w, "model.layers." + std::to_string(i) + "."));
+  }
+  SGL_ASSIGN_OR_RETURN(final_norm_, w.load_norm("model.norm.weight", c.hidden_size));
+  if (!c.tie_word_embeddings) {
+    SGL_RETURN_IF_ERROR(load_linear(w, vocab_table("lm_head"), lm_head_));
+  }
+  return Status::ok_status();
+}
+
+void DecoderForCausalLM::plan_activations(DType dtype, Device device, ActivationPlan& plan) {
+  const ModelConfig& c = config_;
+  const int64_t n = options_.max_num_tokens, rows = options_.max_logit_rows;
+  // The residual stream stays f32 whatever the activation dtype: bf16 rounding of the running
+  // sum is the largest bf16 error source in a deep stack.
+  plan.add(&act_.hidden, dtype, n, c.hidden_size);
+  plan.add(&act_.residual, DType::kF32, n, c.hidden_size);
+  DecoderLayer::plan_scratch(layers_, attention_shape(c), n, dtype, device, act_.layer, plan);
+  plan.add(&act_.last_hidden, dtype, rows, c.hidden_size);
+  plan.add(&act_.logits, DType::kF32, rows, c.vocab_size);
+}
+
+ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ctx) {
+  const int64_t n = fb.num_tokens;
+  SGL_CHECK(n > 0 && n <= options_.max_num_tokens)
+      << "forward of " << n << " tokens; the model reserved " << options_.max_num_tokens;
+  const int64_t rows = fb.num_logit_rows();
+  SGL_CHECK_LE(rows, options_.max_logit_rows);
+
+  const Tensor hidden = act_.hidden.tensor().slice_rows(0, n);
+  const Tensor residual = act_.residual.tensor().slice_rows(0, n);
+  kernels::embedding(fb.input_ids, embed_tokens_.weight, hidden, ctx.stream);
+  // The first layer starts the residual stream.
+  kernels::zero(residual, ctx.stream);
+  for (const DecoderLayer& layer : layers_) {
+    layer.forward(hidden, residual, rope_cos_sin_, act_.layer, fb, ctx);
+  }
+  kernels::fused_add_rms_norm(hidden, residual, final_norm_, config_.rms_norm_eps, ctx.stream);
+
+  Tensor head_in = hidden;
+  if (fb.logits_mode == LogitsMode::kLastPerRequest && fb.mode != ForwardMode::kDecode) {
+    head_in = act_.last_hidden.tensor().slice_rows(0, rows);
+    kernels::gather_last_tokens(hidden, fb.qo_indptr, head_in, ctx.stream);
+  }
+  const Linear& head = config_.tie_word_embeddings ? embed_tokens_ : lm_head_;
+  const Tensor logits = act_.logits.tensor().slice_rows(0, rows);
+  head.forward(head_in, logits, ctx.stream);
+  return {logits, fb.capture_hidden_states ? head_in : Tensor()};
+}
+
+}  // namespace sgl::model

@@ -1,0 +1,85 @@
+// DecoderForCausalLM: the decoder stack the Llama-family architectures share: embedding ->
+// N x DecoderLayer (pre-norm attention block + MLP block) -> final norm -> LM head (tied or not).
+// An architecture is a subclass that says what its layers' MLPs are (llama.h, mixtral.h, ...).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/buffer.h"
+#include "core/status.h"
+#include "model/layers/activation_plan.h"
+#include "model/layers/decoder_layer.h"
+#include "model/layers/linear.h"
+#include "model/model.h"
+#include "model/weight_loader.h"
+
+namespace sgl::model {
+
+class DecoderForCausalLM : public Model {
+ public:
+  // Loads architecture M (a subclass that befriends this class). Checks everything before
+  // allocating anything: the config's bounds, that `weights` holds every tensor with the shape
+  // the config implies (plan()), and that the plan fits the allocator's device
+  // (ResourceExhausted naming the sizes otherwise). Then allocates and loads.
+  template <class M>
+  static Result<std::unique_ptr<Model>> load(const ModelConfig& config, WeightLoader& weights,
+                                             Allocator& allocator, const ModelOptions& options) {
+    std::unique_ptr<M> model(new M(config, options));
+    SGL_RETURN_IF_ERROR(model->check_and_load(weights, allocator));
+    return std::unique_ptr<Model>(std::move(model));
+  }
+  // The checking half of load<M>(): every tensor checked (WeightLoader::set_check_only), nothing
+  // read or allocated; returns what load() would allocate.
+  template <class M>
+  static Result<ModelMemoryPlan> plan(const ModelConfig& config, WeightLoader& weights,
+                                      const ModelOptions& options) {
+    M probe(config, options);
+    return probe.check_and_plan(weights);
+  }
+
+  const ModelConfig& config() const override { return config_; }
+  ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) override;
+
+ protected:
+  // Builds nothing: the layers are built once the config's bounds have been checked.
+  DecoderForCausalLM(const ModelConfig& config, const ModelOptions& options)
+      : config_(config), options_(options) {}
+
+  // What an architecture decides: layer `layer`'s MLP block (a DenseMlp, or a MoeMlp with its
+  // experts' weight names and routing), sized from config(), whose bounds have been checked.
+  virtual Mlp mlp_for_layer(int64_t layer) const = 0;
+
+ private:
+  // Activation scratch, allocated for max_num_tokens rows.
+  struct Activations {
+    Buffer hidden;       // [N, H]
+    Buffer residual;     // f32 [N, H]
+    LayerScratch layer;  // the blocks' scratch, shared by every layer
+    Buffer last_hidden;  // [max_logit_rows, H]
+    Buffer logits;       // f32 [max_logit_rows, V]
+  };
+
+  // plan(): checks the config's bounds and the options, builds the layers, checks every tensor.
+  Result<ModelMemoryPlan> check_and_plan(WeightLoader& weights);
+  // load(): check_and_plan(), the fit on the device, then allocation and loading.
+  Status check_and_load(WeightLoader& weights, Allocator& allocator);
+  Status load_weights(WeightLoader& weights);
+  // Declares act_'s buffers, in `dtype` but for the f32 residual stream and logits; `device`
+  // sizes the MoE workspace.
+  void plan_activations(DType dtype, Device device, ActivationPlan& plan);
+
+  ModelConfig config_;
+  ModelOptions options_;
+  Linear embed_tokens_;  // [V, H]
+  std::vector<DecoderLayer> layers_;
+  Buffer final_norm_;    // [H]
+  Linear lm_head_;       // [V, H]; empty when tied to embed_tokens_
+  Buffer rope_cos_sin_;  // f32 [max_positions, head_dim]
+  Activations act_;
+};
+
+}  // namespace sgl::model
