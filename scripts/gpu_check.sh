@@ -11,7 +11,9 @@
 #                                        dummy Qwen3-30B-A3B and Mixtral-8x7B), print a
 #                                        short table last; JSON and logs land in $OUT;
 #                                        SGL_GPU_SERVING=1 adds scripts/gpu_serving_bench.sh
-#                                        (sgl-server + sgl-bench serving, dummy Llama-3-8B);
+#                                        (sgl-server + sgl-bench serving, dummy Llama-3-8B),
+#                                        SGL_GPU_SERVING_MOE=1 the same on dummy Qwen3-30B-A3B
+#                                        with the Qwen3 tokenizer;
 #                                        SGL_GPU_PARITY_8B=1 adds the transformers parity of a
 #                                        random Llama-3-8B (SGL_PARITY_8B_FLAGS: more engine flags
 #                                        for sgl-generate, e.g. "--linear-backend hopper
@@ -44,9 +46,10 @@ pack() {
       xargs -r -I{} cp -L {} "$stage/gpu/lib/"
   done
   cp -r ../shared/testdata/models ../shared/testdata/golden "$stage/testdata/"
-  # The Llama-3.1 tokenizer for the serving benchmark (scripts/gpu_serving_bench.sh).
+  # The Llama-3.1 and Qwen3 tokenizers for the serving benchmarks (scripts/gpu_serving_bench.sh).
   mkdir -p "$stage/testdata/tokenizers"
-  cp -r ../shared/testdata/tokenizers/llama3_1 "$stage/testdata/tokenizers/"
+  cp -r ../shared/testdata/tokenizers/llama3_1 ../shared/testdata/tokenizers/qwen3 \
+    "$stage/testdata/tokenizers/"
   mkdir -p .carry && tar czf .carry/gpu.tgz -C "$stage" gpu testdata configs
   ls -la "$stage/gpu" && du -sh .carry/gpu.tgz
 }
@@ -109,7 +112,7 @@ run() {
   # Mixture-of-Experts decode and prefill against the floors (SGL_MOE_BENCH_ARGS overrides the
   # Qwen3-30B-A3B cases; Mixtral-8x7B at batch 1 needs an H200's memory).
   # shellcheck disable=SC2086
-  CONFIG=qwen3-30b-a3b bench_step one-batch one_batch_qwen3_moe 6 "Qwen3-30B-A3B shape, dummy bf16" \
+  CONFIG=qwen3-30b-a3b bench_step one-batch one_batch_qwen3_moe 10 "Qwen3-30B-A3B shape, dummy bf16" \
     ${SGL_MOE_BENCH_ARGS:---batch-size 1,8,64,256 --input-len 1024 --output-len 32}
   local mib
   mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n 1 || echo 0)
@@ -142,22 +145,30 @@ run() {
     tail -n 12 "$log/parity_8b.log"
     cp "$dir/reference.json" "$log/parity_8b_reference.json" 2>/dev/null || true
   fi
-  # Serving benchmark (SGL_GPU_SERVING=1; about 2 minutes): sgl-server on a dummy Llama-3-8B
-  # with the Llama-3.1 tokenizer, sgl-bench serving with 1000 ShareGPT-like requests at
-  # concurrency 256; its result block is printed here, JSON and logs in $OUT.
-  if [ "${SGL_GPU_SERVING:-0}" = 1 ]; then
-    if OUT="$log" scripts/gpu_serving_bench.sh "$root" >"$log/serving_bench.log" 2>&1; then
-      rows+=("sgl-bench-serving $(tail -n 1 "$log/serving_bench.log" | sed 's/^RESULT: //')")
+  # Serving benchmarks (about 2 minutes each): sgl-server with dummy weights, sgl-bench serving
+  # with 1000 ShareGPT-like requests at concurrency 256; the result block is printed here, JSON
+  # and logs in $OUT/NAME. SGL_GPU_SERVING=1: Llama-3-8B with the Llama-3.1 tokenizer;
+  # SGL_GPU_SERVING_MOE=1: Qwen3-30B-A3B with the Qwen3 tokenizer.
+  serving_step() {
+    local name=$1
+    shift
+    if env "$@" OUT="$log/$name" scripts/gpu_serving_bench.sh "$root" >"$log/$name.log" 2>&1; then
+      rows+=("sgl-bench-$name $(tail -n 1 "$log/$name.log" | sed 's/^RESULT: //')")
     else
       status=1
-      rows+=("sgl-bench-serving $({ grep '^RESULT: ' "$log/serving_bench.log" || echo FAIL; } |
+      rows+=("sgl-bench-$name $({ grep '^RESULT: ' "$log/$name.log" || echo FAIL; } |
         sed 's/^RESULT: //')")
     fi
-    if grep -q '^==== server log' "$log/serving_bench.log"; then
-      sed -n '/^==== server log/,$p' "$log/serving_bench.log"
+    if grep -q '^==== server log' "$log/$name.log"; then
+      sed -n '/^==== server log/,$p' "$log/$name.log"
     else
-      tail -n 30 "$log/serving_bench.log"
+      tail -n 30 "$log/$name.log"
     fi
+  }
+  if [ "${SGL_GPU_SERVING:-0}" = 1 ]; then serving_step serving SGL_GPU_SERVING=1; fi
+  if [ "${SGL_GPU_SERVING_MOE:-0}" = 1 ]; then
+    serving_step serving_qwen3_moe SGL_SERVING_CONFIG="$root/configs/qwen3-30b-a3b.json" \
+      SGL_SERVING_TOKENIZER="$root/testdata/tokenizers/qwen3"
   fi
   # Start-up from real files (SGL_GPU_LOAD=1; about 2 minutes): a transformers-written bf16 8B
   # checkpoint to a healthy sgl-server, and a Q8_0 GGUF of the same shape through sgl-generate.

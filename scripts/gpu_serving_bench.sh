@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Serving benchmark on the GPU machine: sgl-server on a Llama-3-8B-shaped model with dummy
-# (random) weights and the real Llama-3.1 tokenizer, then `sgl-bench serving` with ShareGPT-like
-# requests (sharegpt-synthetic: log-normal input/output lengths, median 160 / 120 tokens) at a
-# fixed concurrency, as SGLang's bench_serving reports it (throughput, TTFT, TPOT, ITL).
+# Serving benchmark on the GPU machine: sgl-server on a Llama-3-8B-shaped model (or another
+# config) with dummy (random) weights and a real tokenizer (Llama-3.1's by default), then
+# `sgl-bench serving` with ShareGPT-like requests (sharegpt-synthetic: log-normal input/output
+# lengths, median 160 / 120 tokens) at a fixed concurrency, as SGLang's bench_serving reports it
+# (throughput, TTFT, TPOT, ITL).
 #
 # usage: scripts/gpu_serving_bench.sh [ROOT]
 #   ROOT: an unpacked .carry/gpu.tgz (scripts/gpu_check.sh pack) [/tmp/sgl_gpu]; when it has no
@@ -110,8 +111,9 @@ if [ "$device" = cuda ]; then
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
 fi
 # shellcheck disable=SC2206  # word splitting of the extra flags is intended
+served_name="$(basename "$config" .json)-dummy"  # e.g. llama-3-8b-dummy
 server_flags=(--load-format dummy "${device_flags[@]}" --max-running-requests 256
-  --served-model-name llama-3-8b-dummy --log-level info ${SGL_SERVING_SERVER_ARGS:-})
+  --served-model-name "$served_name" --log-level info ${SGL_SERVING_SERVER_ARGS:-})
 echo "sgl-server --model-path $model ${server_flags[*]}"
 t0=$(date +%s.%N)
 SGL_SERVER_START_TIMEOUT=${SGL_SERVING_START_TIMEOUT:-300} \
@@ -147,7 +149,7 @@ json_field '"engine: %d decode steps, %.0f us engine CPU time per decode step, c
     d["decode_steps"], d["decode_step_cpu_us"], d["cache_hit_rate"], d["num_retracted_total"])' \
   <"$out/server_state.json" 2>/dev/null || true
 echo "==== sgl-bench serving: sgl-server --device $device, $(basename "$config") shape, dummy" \
-  "weights, Llama-3.1 tokenizer; $num_prompts sharegpt-synthetic prompts, concurrency" \
+  "weights, tokenizer $(basename "$tokenizer"); $num_prompts sharegpt-synthetic prompts, concurrency" \
   "$concurrency; server ready in ${startup} s"
 tail -n 5 "$out/serving.log"
 cat "$out/serving.txt"

@@ -19,7 +19,14 @@ struct RowLayout {
   // Element offset of the first element of row `r`.
   SGL_HOST_DEVICE int64_t offset(int64_t r) const {
     int64_t off = 0;
-    for (int d = lead_dims - 1; d >= 0; --d) {
+    // Unrolled over the largest rank, so a kernel indexes sizes and strides with constants: a
+    // dynamic index puts the by-value parameter in local memory, whose traffic made a
+    // warp-per-row kernel (qk_rms_norm) memory-bound at prefill sizes.
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+    for (int d = 2; d >= 0; --d) {
+      if (d >= lead_dims) continue;
       int64_t idx = r % sizes[d];
       r /= sizes[d];
       off += idx * strides[d];

@@ -1,12 +1,14 @@
 // CUDA fused_moe against the CPU reference (fused_moe_reference) on every path: the decode
 // expert GEMV (bf16, up to 64 (token, slot) pairs, no alignment), the GEMV over the alignment
-// (bf16, up to 1024 pairs), the grouped tensor-core GEMM (bf16, more),
+// (bf16, up to 1024 pairs, 128 on a Hopper GPU), for more pairs the Hopper GEMM's grouped mode
+// (on sm_90) and the portable grouped tensor-core GEMM (both run on a Hopper GPU),
 // the plain kernels (f32, and bf16 rows 16-byte loads cannot take), over expert counts, top-k,
 // token counts from 1 to 8192 (several chunks), sizes not multiples of 64, the Qwen3-30B-A3B and
 // Mixtral shapes, strided x and skewed routing. Bounds: cuda_moe_fixture.h. Label: cuda.
 #include <gtest/gtest.h>
 
 #include "cuda_moe_fixture.h"
+#include "kernels/cuda/cuda_moe.h"
 #include "kernels/cuda/moe_plan.h"
 
 namespace sgl::kernels {
@@ -25,7 +27,8 @@ class CudaFusedMoe : public test::CudaMoeTest {
             upload(*p.w2, {p.experts, p.hidden, p.inter}, p.dtype)};
   }
   // fused_moe on the GPU: NaN-poisoned output, a workspace poisoned with 0xff bytes.
-  std::vector<float> run(const MoeProblem& p, const Weights& w) {
+  // allow_hopper false: batches take the portable grouped GEMM.
+  std::vector<float> run(const MoeProblem& p, const Weights& w, bool allow_hopper = true) {
     Buffer x = upload(p.x, {p.tokens, p.x_stride}, p.dtype);
     const Tensor xv = x.tensor().slice_last(0, p.hidden);
     Buffer weights = upload(p.weights, {p.tokens, p.top_k}, DType::kF32);
@@ -34,7 +37,7 @@ class CudaFusedMoe : public test::CudaMoeTest {
         fused_moe_workspace_bytes(xv.device(), p.tokens, p.top_k, p.experts, p.hidden, p.inter);
     Buffer workspace = filled_i32({std::max<int64_t>(1, (bytes + 3) / 4)}, -1);
     Buffer out = filled({p.tokens, p.hidden}, p.dtype, NAN);
-    fused_moe(xv, w.w13, w.w2, weights, ids, workspace, out, stream());
+    cuda::fused_moe(xv, w.w13, w.w2, weights, ids, workspace, out, stream(), allow_hopper);
     return download(out);
   }
   // fused_moe with out = x (contiguous x): the model's in-place call.
@@ -49,8 +52,14 @@ class CudaFusedMoe : public test::CudaMoeTest {
     fused_moe(x, w.w13, w.w2, weights, ids, workspace, x, stream());
     return download(x);
   }
+  // Every path the problem can take: batches beyond the GEMVs' run with and without the Hopper
+  // GEMM.
   void check(const MoeProblem& p) {
-    EXPECT_TRUE(test::matches_reference(p, run(p, upload_weights(p))));
+    const Weights w = upload_weights(p);
+    EXPECT_TRUE(test::matches_reference(p, run(p, w)));
+    if (p.tokens * p.top_k > cuda::kMoeHopperGemvMaxPairs) {
+      EXPECT_TRUE(test::matches_reference(p, run(p, w, /*allow_hopper=*/false))) << "portable";
+    }
   }
 };
 
@@ -58,9 +67,9 @@ uint64_t seed_of(int64_t a, int64_t b, int64_t c, int64_t d) {
   return static_cast<uint64_t>(((a * 31 + b) * 131 + c) * 1009 + d);
 }
 
-// bf16 over E, k, T: T*k <= 64 takes the decode GEMV, up to 1024 the aligned GEMV (many tokens
-// per expert: several 16-token passes), more (300 x 4, 300 x 8) the grouped GEMM; H=72 I=40 and
-// H=200 I=96 leave partial row tiles, k slices and column tiles everywhere.
+// bf16 over E, k, T: T*k <= 64 takes the decode GEMV, up to 1024 (128 with the Hopper GEMM) the
+// aligned GEMV (many tokens per expert: several 16-token passes), more the grouped GEMMs; H=72
+// I=40 and H=200 I=96 leave partial row tiles, k slices and column tiles everywhere.
 TEST_F(CudaFusedMoe, Bf16MatchesReferenceOverSweep) {
   for (const auto [hidden, inter] : {std::pair<int64_t, int64_t>{72, 40}, {200, 96}}) {
     for (int64_t experts : {8, 16, 60, 128}) {
@@ -147,14 +156,16 @@ TEST_F(CudaFusedMoe, InPlaceEqualsSeparateOutput) {
   }
 }
 
-// Qwen3-30B-A3B's layer: decode (1-8 tokens: the speed-critical path) and small prefills.
+// Qwen3-30B-A3B's layer: decode (1-8 tokens: the speed-critical path), small prefills and a
+// batch beyond the GEMVs (the Hopper GEMM's grouped mode).
 TEST_F(CudaFusedMoe, Qwen3MoeShape) {
-  const MoeProblem all(64, 2048, 768, 128, 8, DType::kBF16, Routing::kRandom, 11);
+  const MoeProblem all(160, 2048, 768, 128, 8, DType::kBF16, Routing::kRandom, 11);
   const Weights w = upload_weights(all);
-  for (int64_t tokens : {1, 2, 7, 8, 16, 64}) {
+  for (int64_t tokens : {1, 2, 7, 8, 16, 64, 160}) {
     const MoeProblem p = all.head(tokens);
     EXPECT_TRUE(test::matches_reference(p, run(p, w)));
   }
+  EXPECT_TRUE(test::matches_reference(all, run(all, w, /*allow_hopper=*/false)));
 }
 
 // Mixtral-8x7B's layer (2.8 GB of bf16 weights), at a few tokens.

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "kernels/moe.h"
 
 namespace sgl::kernels::cuda {
@@ -21,22 +23,40 @@ TEST(MoePlan, ChunksStayNearTheBudget) {
     EXPECT_GE(chunk, kMoeMinChunkTokens);
     EXPECT_LE(chunk, kMoeMaxChunkTokens);
     if (chunk > kMoeMinChunkTokens) {
-      EXPECT_LE(chunk * s.top_k * (s.hidden + s.inter) * 4, kMoeChunkBudgetBytes);
+      EXPECT_LE(chunk * s.top_k * (s.hidden * 6 + s.inter * 4), kMoeChunkBudgetBytes);
     }
   }
 }
 
 TEST(MoePlan, PathByPairs) {
-  EXPECT_EQ(moe_path(true, 8, 8), MoePath::kDecode);
-  EXPECT_EQ(moe_path(true, 9, 8), MoePath::kGemv);
-  EXPECT_EQ(moe_path(true, 64, 1), MoePath::kDecode);
-  EXPECT_EQ(moe_path(true, 65, 1), MoePath::kGemv);
-  EXPECT_EQ(moe_path(true, 128, 8), MoePath::kGemv);
-  EXPECT_EQ(moe_path(true, 129, 8), MoePath::kGrouped);
-  EXPECT_EQ(moe_path(true, 1024, 1), MoePath::kGemv);
-  EXPECT_EQ(moe_path(true, 1025, 1), MoePath::kGrouped);
-  EXPECT_EQ(moe_path(false, 1, 1), MoePath::kSimple);
-  EXPECT_EQ(moe_path(false, 5000, 8), MoePath::kSimple);
+  for (const bool hopper : {false, true}) {
+    const MoePath batch = hopper ? MoePath::kHopper : MoePath::kGrouped;
+    EXPECT_EQ(moe_path(true, hopper, 8, 8), MoePath::kDecode);
+    EXPECT_EQ(moe_path(true, hopper, 9, 8), MoePath::kGemv);
+    EXPECT_EQ(moe_path(true, hopper, 64, 1), MoePath::kDecode);
+    EXPECT_EQ(moe_path(true, hopper, 65, 1), MoePath::kGemv);
+    EXPECT_EQ(moe_path(true, hopper, 16, 8), MoePath::kGemv);
+    EXPECT_EQ(moe_path(true, hopper, 17, 8), hopper ? batch : MoePath::kGemv);
+    EXPECT_EQ(moe_path(true, hopper, 128, 1), MoePath::kGemv);
+    EXPECT_EQ(moe_path(true, hopper, 129, 1), hopper ? batch : MoePath::kGemv);
+    EXPECT_EQ(moe_path(true, hopper, 128, 8), hopper ? batch : MoePath::kGemv);
+    EXPECT_EQ(moe_path(true, hopper, 129, 8), batch);
+    EXPECT_EQ(moe_path(true, hopper, 1024, 1), hopper ? batch : MoePath::kGemv);
+    EXPECT_EQ(moe_path(true, hopper, 1025, 1), batch);
+    EXPECT_EQ(moe_path(false, hopper, 1, 1), MoePath::kSimple);
+    EXPECT_EQ(moe_path(false, hopper, 5000, 8), MoePath::kSimple);
+  }
+}
+
+// The tile holds twice an expert's average share, up to the largest tile.
+TEST(MoePlan, HopperTokenTile) {
+  EXPECT_EQ(moe_hopper_token_tile(1024, 128), 16);  // decode at batch 128, top-8
+  EXPECT_EQ(moe_hopper_token_tile(1032, 128), 32);
+  EXPECT_EQ(moe_hopper_token_tile(2048, 128), 32);  // batch 256
+  EXPECT_EQ(moe_hopper_token_tile(2049, 128), 64);
+  EXPECT_EQ(moe_hopper_token_tile(4096, 8), kMoeHopperMaxTile);
+  EXPECT_EQ(moe_hopper_token_tile(32768, 128), kMoeHopperMaxTile);
+  EXPECT_EQ(moe_hopper_token_tile(1900, 60), 64);
 }
 
 // Every chunk of a call, on the path its pairs and dtype give, fits the workspace the op asks
@@ -54,8 +74,9 @@ TEST(MoePlan, WorkspaceHoldsEveryChunk) {
       const int64_t chunk = std::max<int64_t>(moe_chunk_tokens(s), 1);
       for (int64_t first = 0; first < tokens; first += chunk) {
         const int64_t rows = std::min(chunk, tokens - first);
-        for (const bool vector_ok : {true, false}) {
-          const MoePath path = moe_path(vector_ok, rows, s.top_k);
+        for (const auto [vector_ok, hopper] :
+             {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
+          const MoePath path = moe_path(vector_ok, hopper, rows, s.top_k);
           for (const int64_t act_bytes : {2, 4}) {
             if (path != MoePath::kSimple && act_bytes == 4) continue;  // tensor cores: bf16
             const MoeWorkspaceLayout at = moe_workspace_layout(path, s, rows, act_bytes);
@@ -63,23 +84,30 @@ TEST(MoePlan, WorkspaceHoldsEveryChunk) {
                                               << static_cast<int>(path) << " act " << act_bytes);
             EXPECT_LE(at.bytes, bytes);
             const MoeAlignSizes sizes = moe_align_sizes(rows, s.top_k, s.experts, at.block_size);
-            const int64_t starts[] = {at.sorted,   at.expert_ids,    at.offsets,
-                                      at.counters, at.active,        at.act,
-                                      at.partial,  at.tile_counters, at.bytes};
-            const int64_t sizes_bytes[] = {sizes.max_padded * 4,
-                                           sizes.max_blocks * 4,
-                                           (s.experts + 1) * 4,
-                                           8,
-                                           std::min(s.experts, rows * s.top_k) * 4,
-                                           sizes.max_padded * s.inter * act_bytes,
-                                           rows * s.top_k * s.hidden * 4,
-                                           (s.hidden + 15) / 16 * 4};
+            EXPECT_EQ(at.max_padded, sizes.max_blocks * at.block_size);  // whole blocks
+            EXPECT_GE(at.max_padded, sizes.max_padded);
+            const int64_t starts[] = {at.sorted,        at.expert_ids, at.offsets, at.counters,
+                                      at.active,        at.gathered,   at.act,     at.partial,
+                                      at.tile_counters, at.bytes};
+            const int64_t sizes_bytes[] = {
+                at.max_padded * 4,
+                sizes.max_blocks * 4,
+                (s.experts + 1) * 4,
+                8,
+                std::min(s.experts, rows * s.top_k) * 4,
+                path == MoePath::kHopper ? at.max_padded * s.hidden * 2 : 0,
+                at.max_padded * s.inter * act_bytes,
+                rows * s.top_k * s.hidden * 4,
+                (s.hidden + 15) / 16 * 4};
             EXPECT_EQ(at.tile_counter_count, (s.hidden + 15) / 16);
             // The GEMVs index act by entry.
             if (path == MoePath::kDecode || path == MoePath::kGemv) {
               EXPECT_EQ(at.max_padded, rows * s.top_k);
             }
-            for (int i = 0; i < 8; ++i) {
+            if (path == MoePath::kHopper) {
+              EXPECT_EQ(at.block_size, moe_hopper_token_tile(rows * s.top_k, s.experts));
+            }
+            for (int i = 0; i < 9; ++i) {
               EXPECT_EQ(starts[i] % 256, 0) << "piece " << i;
               EXPECT_LE(starts[i] + sizes_bytes[i], starts[i + 1]) << "piece " << i;
             }

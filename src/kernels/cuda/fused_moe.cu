@@ -86,7 +86,7 @@ T* at(const Tensor& workspace, int64_t offset) {
 
 void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
                const Tensor& topk_weights, const Tensor& topk_ids, const Tensor& workspace,
-               const Tensor& out, backend::Stream stream) {
+               const Tensor& out, backend::Stream stream, bool allow_hopper) {
   const MoeShape shape{x.size(0), topk_ids.size(1), w_gate_up.size(0), x.size(1),
                        w_gate_up.size(1) / 2};
   const DType dtype = x.dtype();
@@ -94,10 +94,11 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
   const bool vector_ok = dtype == DType::kBF16 && shape.hidden % 8 == 0 && shape.inter % 8 == 0 &&
                          x.stride(0) % 8 == 0 && is_aligned(x.raw(), 16) &&
                          is_aligned(w_gate_up.raw(), 16) && is_aligned(w_down.raw(), 16);
+  const bool hopper = allow_hopper && moe_hopper_gemm_available(stream);
   const int64_t chunk = moe_chunk_tokens(shape);
   for (int64_t first = 0; first < shape.tokens; first += chunk) {
     const int64_t rows = std::min(chunk, shape.tokens - first);
-    const MoePath path = moe_path(vector_ok, rows, shape.top_k);
+    const MoePath path = moe_path(vector_ok, hopper, rows, shape.top_k);
     const MoeWorkspaceLayout layout = moe_workspace_layout(path, shape, rows, elem);
     SGL_CHECK(layout.bytes <= static_cast<int64_t>(workspace.nbytes()))
         << "fused_moe: chunk of " << rows << " tokens needs " << layout.bytes
@@ -137,6 +138,7 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         .block_size = layout.block_size,
         .max_padded = layout.max_padded,
         .max_blocks = layout.max_blocks,
+        .gathered = at<void>(workspace, layout.gathered),
         .act = at<void>(workspace, layout.act),
         .partial = at<float>(workspace, layout.partial),
         .tile_counters = at<int32_t>(workspace, layout.tile_counters),
@@ -148,6 +150,9 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
       case MoePath::kGemv:
         launch_moe_expert_gemv(args, path == MoePath::kGemv, stream);  // sums into out itself
         continue;
+      case MoePath::kHopper:
+        launch_moe_hopper_gemm(args, stream);
+        break;
       case MoePath::kGrouped:
         launch_moe_grouped_gemm(args, stream);
         break;

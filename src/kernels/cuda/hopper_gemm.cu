@@ -62,6 +62,7 @@ struct Params {
   const __nv_bfloat16* bias;  // [n] or nullptr (kStore)
   void* y;                    // [m, n] contiguous: bf16, or f32 when y_f32
   bool y_f32;
+  HopperGroups groups;  // groups.tile_expert == nullptr: one dense problem
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -208,6 +209,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   t.row0 = col0;
   t.row1 = kSilu ? p.n + col0 : col0 + kHalfRows;
   t.token0 = static_cast<int>(blockIdx.y) * kTokens;
+  if (p.groups.tile_expert != nullptr) {
+    // The alignment upstream wrote the tile's expert; a whole cluster shares blockIdx.y, so it
+    // leaves together.
+    pdl_wait();
+    if (t.token0 >= *p.groups.rows_used) return;
+    const int expert_row0 =
+        p.groups.tile_expert[blockIdx.y] * static_cast<int>(p.groups.expert_rows);
+    t.row0 += expert_row0;
+    t.row1 += expert_row0;
+  }
   t.multicast = p.multicast;
   t.peer = peer;
   t.group_rank0 = static_cast<uint32_t>(split * p.multicast);  // cluster rank = x + multicast z
@@ -266,7 +277,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         up = make_float4(up.x + u.x, up.y + u.y, up.z + u.z, up.w + u.w);
       }
     }
-    const int64_t out = static_cast<int64_t>(t.token0 + tok) * p.n + col;
+    int64_t y_row = t.token0 + tok;
+    if (p.groups.out_row != nullptr) {
+      y_row = p.groups.out_row[y_row];
+      if (y_row >= p.groups.out_rows) continue;  // padding
+    }
+    const int64_t out = y_row * p.n + col;
     if constexpr (kSilu) {
       store_bf16x4(static_cast<__nv_bfloat16*>(p.y) + out, silu_mul<__nv_bfloat16>(sum.x, up.x),
                    silu_mul<__nv_bfloat16>(sum.y, up.y), silu_mul<__nv_bfloat16>(sum.z, up.z),
@@ -338,6 +354,7 @@ struct HopperGemm::Launch {
   const __nv_bfloat16* bias;
   const Tensor& y;
   int64_t feature_tiles;
+  const HopperGroups* groups = nullptr;
 };
 
 HopperGemm::HopperGemm(int device_index) : device_index_(device_index) {
@@ -393,6 +410,35 @@ void HopperGemm::run_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor
          stream);
 }
 
+bool HopperGemm::applies_grouped(const Tensor& x, const Tensor& w, const HopperGroups& g,
+                                 const Tensor& y) const {
+  const bool tile_ok = std::find(std::begin(kHopperTokenTiles), std::end(kHopperTokenTiles),
+                                 g.token_tile) != std::end(kHopperTokenTiles);
+  return available_ && tile_ok && operands_fit(x, w) && x.is_contiguous() &&
+         x.size(0) % g.token_tile == 0 && g.tile_expert != nullptr && g.rows_used != nullptr &&
+         g.expert_rows >= 1 && w.size(0) % g.expert_rows == 0 && g.expert_rows % 8 == 0 &&
+         y.ndim() == 2 && y.is_contiguous() && is_aligned(y.raw(), 16) && y.size(0) <= INT32_MAX;
+}
+
+void HopperGemm::run_grouped(const Tensor& x, const Tensor& w, const HopperGroups& g,
+                             const Tensor& y, backend::Stream stream) {
+  SGL_CHECK(applies_grouped(x, w, g, y) && y.size(1) == g.expert_rows &&
+            (y.dtype() == DType::kBF16 || y.dtype() == DType::kF32) &&
+            (g.out_row != nullptr ? y.size(0) == g.out_rows : y.size(0) == x.size(0)))
+      << "hopper gemm: grouped operands it does not take";
+  launch({Epilogue::kStore, x, w, nullptr, y, (g.expert_rows + kTileRows - 1) / kTileRows, &g},
+         stream);
+}
+
+void HopperGemm::run_grouped_silu_and_mul(const Tensor& x, const Tensor& w, const HopperGroups& g,
+                                          const Tensor& out, backend::Stream stream) {
+  SGL_CHECK(applies_grouped(x, w, g, out) && g.out_row == nullptr && out.dtype() == DType::kBF16 &&
+            out.size(0) == x.size(0) && out.size(1) * 2 == g.expert_rows)
+      << "hopper gemm: grouped operands it does not take";
+  launch({Epilogue::kSiluMul, x, w, nullptr, out, (out.size(1) + kHalfRows - 1) / kHalfRows, &g},
+         stream);
+}
+
 int HopperGemm::resident_clusters(int token_tile, int multicast, int splits) {
   const auto key = std::make_tuple(token_tile, multicast, splits);
   if (auto it = resident_.find(key); it != resident_.end()) return it->second;
@@ -421,9 +467,18 @@ void HopperGemm::launch(const Launch& l, backend::Stream stream) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     prepare();
-    plan = plan_hopper_gemm(m, l.feature_tiles, k_blocks, [&](int tile, int multicast, int splits) {
-      return resident_clusters(tile, multicast, splits);
-    });
+    if (l.groups != nullptr) {
+      // No multicast (sharing a token tile across 2 or 4 feature tiles measured slower at
+      // prefill, docs/perf-log/2026-11-28-moe-hopper-grouped.md) and no k splits (the tiles
+      // already fill the GPU at the sizes that take this path).
+      plan.token_tile = l.groups->token_tile;
+      plan.token_tiles = m / plan.token_tile;
+    } else {
+      plan =
+          plan_hopper_gemm(m, l.feature_tiles, k_blocks, [&](int tile, int multicast, int splits) {
+            return resident_clusters(tile, multicast, splits);
+          });
+    }
   }
   const CUtensorMap w_map = encoder_->bf16_rows_sw128(l.w.raw(), l.w.size(0), k, k, kHalfRows);
   const CUtensorMap x_map =
@@ -434,7 +489,8 @@ void HopperGemm::launch(const Launch& l, backend::Stream stream) {
                       plan.multicast,
                       l.bias,
                       l.y.raw(),
-                      l.y.dtype() == DType::kF32};
+                      l.y.dtype() == DType::kF32,
+                      l.groups != nullptr ? *l.groups : HopperGroups{}};
   const KernelChoice kernel = kernel_for(plan.token_tile, l.epilogue);
   launch_pdl_clusters(
       kernel.fn,

@@ -12,6 +12,11 @@
 // rows in one CTA and writes silu(gate) * up. Programmatic launch: the first stages' weight
 // loads are issued before waiting on the previous kernel.
 //
+// Grouped (MoE) problems run the same kernel over token tiles that each belong to one expert:
+// a tile's weights are its expert's rows of the stacked weight, and tiles past the rows in use
+// (a device value the alignment wrote) exit at once, so the launch shape is fixed and a CUDA
+// graph can capture it. Their weight loads wait for the alignment (the expert is data).
+//
 // Ownership: one per stream (StreamGemms, stream_gemms.h), holding the device's facts
 // (compute capability, cluster residency per tile shape) and the tensor-map encoder.
 // Thread-safe. CUDA graphs: run() queues one kernel launch with the tensor maps as by-value
@@ -33,6 +38,18 @@ namespace sgl::kernels::cuda {
 // kHopperGemmMaxTokens] here; longer prefills stay with cuBLASLt.
 inline constexpr int64_t kHopperGemmMaxTokens = 256;
 
+// How a grouped problem's x rows map to experts and y rows (device pointers).
+struct HopperGroups {
+  int token_tile = 0;                    // x rows per tile: one of kHopperTokenTiles
+  const int32_t* tile_expert = nullptr;  // [x rows / token_tile]: each tile's expert
+  const int32_t* rows_used = nullptr;    // [1]: x rows in use (a multiple of token_tile)
+  int64_t expert_rows = 0;               // rows of w per expert (run_grouped_silu_and_mul: 2I)
+  // run_grouped: y row of each x row, nullptr for the same row; rows mapped to out_rows or
+  // beyond are dropped (padding).
+  const int32_t* out_row = nullptr;
+  int64_t out_rows = 0;
+};
+
 class HopperGemm {
  public:
   explicit HopperGemm(int device_index);
@@ -53,6 +70,19 @@ class HopperGemm {
   // silu to bf16).
   void run_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out,
                         backend::Stream stream);
+
+  // Grouped: x [rows, k] contiguous bf16, rows a multiple of g.token_tile; w [E * expert_rows, k]
+  // the experts' weights stacked. Whether the kernels take them (as applies, plus the tile).
+  bool applies_grouped(const Tensor& x, const Tensor& w, const HopperGroups& g,
+                       const Tensor& y) const;
+  // y[out_row[r]] = x[r] w_e^T for each x row r of a tile of expert e; y: [out_rows, n] f32 or
+  // bf16 contiguous, n = expert_rows.
+  void run_grouped(const Tensor& x, const Tensor& w, const HopperGroups& g, const Tensor& y,
+                   backend::Stream stream);
+  // out[r] = silu(x[r] gate_e^T) * (x[r] up_e^T), w_e = [gate_e; up_e] ([2I, k] per expert);
+  // out: [rows, I] bf16 contiguous (every x row is written, padding rows too).
+  void run_grouped_silu_and_mul(const Tensor& x, const Tensor& w, const HopperGroups& g,
+                                const Tensor& out, backend::Stream stream);
 
  private:
   struct Launch;

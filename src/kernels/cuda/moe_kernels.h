@@ -40,6 +40,7 @@ struct MoeExpertsArgs {
   const int32_t* counters = nullptr;    // [2]
   const int32_t* active = nullptr;      // [min(E, entries)] (GEMV path)
   int64_t block_size = 0, max_padded = 0, max_blocks = 0;
+  void* gathered = nullptr;          // [max_padded, H] bf16 (Hopper path)
   void* act = nullptr;               // [max_padded, I]
   float* partial = nullptr;          // [rows * top_k, H]
   int32_t* tile_counters = nullptr;  // [tile_counter_count] (decode path)
@@ -53,6 +54,10 @@ struct MoeExpertsArgs {
 void launch_moe_expert_gemv(const MoeExpertsArgs& a, bool from_alignment, backend::Stream stream);
 // act and partial by the grouped GEMM on tensor cores (bf16, block size kMoeGemmBlockRows).
 void launch_moe_grouped_gemm(const MoeExpertsArgs& a, backend::Stream stream);
+// gathered, act and partial by the Hopper GEMM's grouped mode (bf16, block size = its token
+// tile); moe_hopper_gemm_available: whether the stream's GPU runs it.
+void launch_moe_hopper_gemm(const MoeExpertsArgs& a, backend::Stream stream);
+bool moe_hopper_gemm_available(backend::Stream stream);
 // act and partial one warp per output (f32 or bf16, block size 1).
 void launch_moe_simple(const MoeExpertsArgs& a, DType dtype, backend::Stream stream);
 

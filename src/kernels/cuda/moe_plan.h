@@ -9,18 +9,26 @@ namespace sgl::kernels::cuda {
 // (token, slot) pairs up to which a chunk takes the decode path, and the GEMV path.
 inline constexpr int64_t kMoeDecodeMaxPairs = 64;
 inline constexpr int64_t kMoeGemvMaxPairs = 1024;
-// Rows of one grouped-GEMM block: the alignment's block size on that path.
+// With the Hopper GEMM the GEMV path ends earlier: measured on Qwen3-30B-A3B's shape, the
+// grouped Hopper GEMM was as fast at 128 pairs and faster from 256 (batch 64: 76.4% -> 79.5% of
+// the floor; batch 128: 73.0% -> 79.4%).
+inline constexpr int64_t kMoeHopperGemvMaxPairs = 128;
+// Rows of one grouped-GEMM block: the alignment's block size on the kGrouped path.
 inline constexpr int64_t kMoeGemmBlockRows = 64;
-// A chunk's act and partial buffers stay near this size (a long prefill runs in chunks) unless
-// that would leave fewer than kMoeMinChunkTokens tokens per chunk.
-inline constexpr int64_t kMoeChunkBudgetBytes = int64_t{64} << 20;
+// The largest token tile the Hopper path takes (the tile is also the alignment's block size).
+inline constexpr int64_t kMoeHopperMaxTile = 128;
+// A chunk's gathered, act and partial buffers stay near this size (a long prefill runs in
+// chunks) unless that would leave fewer than kMoeMinChunkTokens tokens per chunk. Larger chunks
+// give each expert more rows, so less of its last tile is padding.
+inline constexpr int64_t kMoeChunkBudgetBytes = int64_t{512} << 20;
 inline constexpr int64_t kMoeMinChunkTokens = 256;
 inline constexpr int64_t kMoeMaxChunkTokens = 4096;
 
 enum class MoePath : uint8_t {
   kDecode,   // bf16, few pairs: the expert GEMV streams each selected expert once, no alignment
   kGemv,     // bf16, a batch's pairs: the expert GEMV over the alignment's groups
-  kGrouped,  // bf16: grouped GEMM on tensor cores over blocks of kMoeGemmBlockRows rows
+  kHopper,   // bf16 on sm_90: the Hopper GEMM's grouped mode over the rows gathered per expert
+  kGrouped,  // bf16 elsewhere: grouped GEMM (mma.sync) over blocks of kMoeGemmBlockRows rows
   kSimple,   // f32, or bf16 rows that 16-byte loads cannot take: one warp per output
 };
 
@@ -32,22 +40,32 @@ struct MoeShape {
 int64_t moe_chunk_tokens(const MoeShape& s);
 
 // The path of a chunk of `rows` tokens. vector_ok: bf16, H, I and x's row stride multiples of 8
-// and 16-byte aligned bases (what 16-byte loads need).
-MoePath moe_path(bool vector_ok, int64_t rows, int64_t top_k);
+// and 16-byte aligned bases (what 16-byte loads need); hopper: the Hopper GEMM runs here.
+MoePath moe_path(bool vector_ok, bool hopper, int64_t rows, int64_t top_k);
 
-// Byte offsets into the workspace of one chunk's pieces (each 256-byte aligned):
+// The Hopper path's token tile (= the alignment's block size) for `entries` (token, slot) pairs
+// over `experts`: the smallest that holds twice an expert's average share, up to
+// kMoeHopperMaxTile, so that at decode sizes each expert's weights stream once (measured: batch
+// 256 of Qwen3-30B-A3B, share 16, ran 67.7% / 75.5% / 69.3% of the floor with tiles 16 / 32 /
+// 64) and at prefill sizes the padding of each expert's last tile stays a small part.
+int64_t moe_hopper_token_tile(int64_t entries, int64_t experts);
+
+// Byte offsets into the workspace of one chunk's pieces (each 256-byte aligned; max_padded is
+// whole blocks, max_blocks x block_size):
 //   sorted      i32 [max_padded]   the alignment's sorted_token_ids
 //   expert_ids  i32 [max_blocks]
 //   offsets     i32 [E + 1]        expert_offsets
 //   counters    i32 [2]            num_tokens_post_padded, then the number of active experts
 //   active      i32 [min(E, entries)]  the experts with tokens, ascending (GEMV path)
+//   gathered    bf16 [max_padded, H]  x's row of each sorted position (kHopper; else empty)
 //   act         [max_padded, I]    silu(gate) * up per sorted position (bf16, f32 on kSimple);
 //                                  per entry on the GEMV paths (max_padded == entries there)
 //   partial     f32 [entries, H]   each (token, slot)'s down projection, unweighted
 //   tile_counters i32 [ceil(H / 16)]  the GEMV paths' finished CTAs per row tile of down
 struct MoeWorkspaceLayout {
   int64_t block_size = 0, entries = 0, max_padded = 0, max_blocks = 0, tile_counter_count = 0;
-  int64_t sorted = 0, expert_ids = 0, offsets = 0, counters = 0, active = 0, act = 0, partial = 0;
+  int64_t sorted = 0, expert_ids = 0, offsets = 0, counters = 0, active = 0, gathered = 0, act = 0;
+  int64_t partial = 0;
   int64_t tile_counters = 0;
   int64_t bytes = 0;
 };

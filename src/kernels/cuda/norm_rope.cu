@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
 #include "core/alignment.h"
+#include "core/check.h"
 #include "kernels/cuda/common/block_reduce.cuh"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
@@ -50,34 +51,87 @@ __global__ void rms_norm_kernel(const T* x, RowLayout x_rows, T* out, RowLayout 
   }
 }
 
-// qk_rms_norm: one warp per head row, q's rows first, then k's; kPerLane values per lane
-// (D <= 32 * kPerLane). Arithmetic as rms_norm_kernel's.
+// Element offset of row r of `rows` in 32-bit arithmetic (r and the leading sizes < 2^31;
+// RowLayout::offset divides in 64 bits, which costs a warp-per-row kernel more than its row).
+// Unrolled as RowLayout::offset is.
+__device__ __forceinline__ int64_t row_offset_32(const RowLayout& rows, uint32_t r) {
+  int64_t offset = 0;
+#pragma unroll
+  for (int d = 2; d >= 0; --d) {
+    if (d >= rows.lead_dims) continue;
+    const auto size = static_cast<uint32_t>(rows.sizes[d]);
+    offset += static_cast<int64_t>(r % size) * rows.strides[d];
+    r /= size;
+  }
+  return offset;
+}
+
+// kPerLane values of T moved as one access.
 template <typename T, int kPerLane>
+struct alignas(sizeof(T) * kPerLane) Pack {
+  T v[kPerLane];
+};
+
+// qk_rms_norm: one warp per head row, q's rows first, then k's; kPerLane values per lane
+// (D <= 32 * kPerLane). kPacked (D == 32 * kPerLane, rows and weights aligned to a Pack): lane
+// l holds elements [l kPerLane, (l + 1) kPerLane), moved as one access; else l + 32 j, one
+// element at a time. Arithmetic as rms_norm_kernel's.
+template <typename T, int kPerLane, bool kPacked>
 __global__ void qk_rms_norm_kernel(T* q, RowLayout q_rows, T* k, RowLayout k_rows,
                                    const T* q_weight, const T* k_weight, float eps) {
   pdl_wait();
   pdl_launch_dependents();
-  const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const uint32_t row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (row >= q_rows.num_rows + k_rows.num_rows) return;  // the whole warp
   const bool is_q = row < q_rows.num_rows;
-  T* x = is_q ? q + q_rows.offset(row) : k + k_rows.offset(row - q_rows.num_rows);
+  T* x = is_q ? q + row_offset_32(q_rows, row)
+              : k + row_offset_32(k_rows, row - static_cast<uint32_t>(q_rows.num_rows));
   const T* weight = is_q ? q_weight : k_weight;
   const int n = static_cast<int>(q_rows.row_len);
+  using P = Pack<T, kPerLane>;
   float v[kPerLane];
   float sum_sq = 0.f;
+  if constexpr (kPacked) {
+    const P p = reinterpret_cast<const P*>(x)[lane];
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
-    const int i = lane + 32 * j;
-    v[j] = i < n ? to_float(x[i]) : 0.f;
-    sum_sq += v[j] * v[j];
+    for (int j = 0; j < kPerLane; ++j) v[j] = to_float(p.v[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int i = lane + 32 * j;
+      v[j] = i < n ? to_float(x[i]) : 0.f;
+    }
   }
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) sum_sq += v[j] * v[j];
   const float inv = rsqrtf(warp_sum_of(sum_sq) / static_cast<float>(n) + eps);
+  if constexpr (kPacked) {
+    const P w = reinterpret_cast<const P*>(weight)[lane];
+    P out;
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
-    const int i = lane + 32 * j;
-    if (i < n) x[i] = from_float<T>(to_float(weight[i]) * to_float(from_float<T>(v[j] * inv)));
+    for (int j = 0; j < kPerLane; ++j) {
+      out.v[j] = from_float<T>(to_float(w.v[j]) * to_float(from_float<T>(v[j] * inv)));
+    }
+    reinterpret_cast<P*>(x)[lane] = out;
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int i = lane + 32 * j;
+      if (i < n) x[i] = from_float<T>(to_float(weight[i]) * to_float(from_float<T>(v[j] * inv)));
+    }
   }
+}
+
+// Whether every row of `rows` over `base`, and `weight`, start at multiples of `per_pack`
+// elements of `bytes` each, from Pack-aligned addresses.
+bool rows_packable(const void* base, const RowLayout& rows, const void* weight, int per_pack,
+                   int bytes) {
+  for (int d = 0; d < rows.lead_dims; ++d) {
+    if (rows.strides[d] % per_pack != 0) return false;
+  }
+  return is_aligned(base, static_cast<size_t>(per_pack * bytes)) &&
+         is_aligned(weight, static_cast<size_t>(per_pack * bytes));
 }
 
 // The decode-sized case of the fused residual add + RMSNorm: bf16 x, f32 residual, rows of
@@ -199,7 +253,8 @@ void qk_rms_norm(const Tensor& q, const Tensor& k, const Tensor& q_weight, const
   const RowLayout q_rows = row_layout(q), k_rows = row_layout(k);
   const int64_t rows = q_rows.num_rows + k_rows.num_rows;
   if (rows == 0) return;
-  constexpr int kWarps = 4;
+  SGL_CHECK(rows < (int64_t{1} << 31)) << "qk_rms_norm: " << rows << " rows";
+  constexpr int kWarps = 8;
   const dim3 grid(static_cast<unsigned>((rows + kWarps - 1) / kWarps));
   const auto s = backend::cuda::native_stream(stream);
   const int64_t d = q_rows.row_len;
@@ -209,12 +264,21 @@ void qk_rms_norm(const Tensor& q, const Tensor& k, const Tensor& q_weight, const
                  static_cast<T*>(k.raw()), k_rows, static_cast<const T*>(q_weight.raw()),
                  static_cast<const T*>(k_weight.raw()), static_cast<float>(eps));
     };
-    if (d <= 64) {
-      run(qk_rms_norm_kernel<T, 2>);
+    auto packable = [&](int per_lane) {
+      return d == 32 * per_lane &&
+             rows_packable(q.raw(), q_rows, q_weight.raw(), per_lane, sizeof(T)) &&
+             rows_packable(k.raw(), k_rows, k_weight.raw(), per_lane, sizeof(T));
+    };
+    if (packable(2)) {
+      run(qk_rms_norm_kernel<T, 2, true>);
+    } else if (packable(4)) {
+      run(qk_rms_norm_kernel<T, 4, true>);
+    } else if (d <= 64) {
+      run(qk_rms_norm_kernel<T, 2, false>);
     } else if (d <= 128) {
-      run(qk_rms_norm_kernel<T, 4>);
+      run(qk_rms_norm_kernel<T, 4, false>);
     } else if (d <= 256) {
-      run(qk_rms_norm_kernel<T, 8>);
+      run(qk_rms_norm_kernel<T, 8, false>);
     } else {
       // Longer heads: the block-per-row kernel, twice.
       rms_norm(q, q_weight, eps, q, stream);
