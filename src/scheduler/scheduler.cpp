@@ -475,9 +475,15 @@ void Scheduler::finish(Req& req, FinishState state) {
   std::erase(running_, &req);
   if (chunked_req_ == &req) chunked_req_ = nullptr;
   ++totals_.finished_requests_total;
-  ReqUpdate update;
-  update.finished = req.finished;
-  emit(req, std::move(update));
+  if (!updates_.empty() && updates_.back().rid == req.rid && !updates_.back().finished) {
+    // The token that ended the request and the finish travel in one update, so a consumer knows
+    // which token it was when it sees it (the server leaves a stop token's text out).
+    updates_.back().finished = req.finished;
+  } else {
+    ReqUpdate update;
+    update.finished = req.finished;
+    emit(req, std::move(update));
+  }
   to_release_.push_back(&req);
 }
 

@@ -28,7 +28,7 @@ struct ReqUpdate {
   std::vector<float> new_logprobs;                                    // when return_logprob
   std::vector<std::vector<sampling::TokenLogprob>> new_top_logprobs;  // when top_logprobs_num
   std::optional<sampling::PromptLogprobs> input_logprobs;  // once, when the prefill completes
-  std::optional<FinishState> finished;
+  std::optional<FinishState> finished;  // with the last new token, when a token ended it
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;

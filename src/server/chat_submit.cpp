@@ -54,12 +54,9 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
   for (int64_t j = 0; j < req.sampling.n; ++j) {
     SGL_ASSIGN_OR_RETURN(engine::GenerateRequest request,
                          build_engine_request(ctx, req.sampling, ids, j, std::nullopt));
-    ChoicePlan plan{std::move(request), {}};
+    ChoicePlan plan{std::move(request), choice_options(req.sampling, req.logprobs)};
     plan.request.return_logprob = req.logprobs;
     plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs);
-    plan.options.stop = req.sampling.stop;
-    plan.options.skip_special_tokens = req.sampling.skip_special_tokens;
-    plan.options.token_texts = req.logprobs;
     plans.push_back(std::move(plan));
   }
   SubmittedChat out;

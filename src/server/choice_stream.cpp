@@ -40,7 +40,8 @@ ChoiceStream::ChoiceStream(ServerContext& ctx, std::shared_ptr<engine::RequestSt
       stream_(std::move(stream)),
       options_(std::move(options)),
       detok_(ctx.tokenizer, prompt_ids, decode_options(options_.skip_special_tokens)),
-      stops_(options_.stop),
+      stops_(options_.stop, options_.no_stop_trim),
+      stop_regex_(std::move(tokenizer::StopRegexMatcher::compile(options_.stop_regex)).value()),
       prompt_tokens_(static_cast<int32_t>(prompt_ids.size())),
       start_s_(now_s()) {
   if (options_.token_texts) {
@@ -78,18 +79,27 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
   if (options_.token_texts) add_token_texts(d);
   if (event->usage.cached_tokens > cached_tokens_) cached_tokens_ = event->usage.cached_tokens;
 
-  std::string piece = detok_.add(d.token_ids);
+  std::string piece = detok_.add(text_ids(*event, d.token_ids));
   if (event->finished) {
     piece += detok_.flush();
     engine_done_ = true;
   }
+  const size_t emitted = total_.text.size();
   tokenizer::StopStringMatcher::Result match = stops_.add(piece);
   d.text = std::move(match.text);
+  std::optional<tokenizer::StopRegexMatcher::Match> regex_match;
+  if (!match.matched) regex_match = stop_regex_.add(piece);
   std::optional<FinishInfo> finish;
-  if (match.matched) {
+  if (match.matched || regex_match) {
     if (!engine_done_) ctx_.engine.abort(rid());
     engine_done_ = true;
-    finish = FinishInfo{"stop", std::nullopt, match.matched_str, ""};
+    if (regex_match) {
+      // Through the end of the match, held-back text included (none if it ended earlier).
+      const size_t end = std::max(regex_match->end, emitted);
+      d.text = stop_regex_.text().substr(emitted, end - emitted);
+    }
+    finish = FinishInfo{"stop", std::nullopt,
+                        match.matched ? match.matched_str : regex_match->pattern, ""};
   } else if (event->finished) {
     d.text += stops_.flush();
     const scheduler::FinishState& f = *event->finished;
@@ -113,6 +123,14 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
   append(total_, d);
   if (finish) set_finished(std::move(*finish));
   return d;
+}
+
+std::vector<int32_t> ChoiceStream::text_ids(const engine::StreamEvent& event,
+                                            const std::vector<int32_t>& ids) const {
+  if (options_.no_stop_trim || !event.finished || ids.empty()) return ids;
+  const scheduler::FinishState& f = *event.finished;
+  if (f.reason != scheduler::FinishReason::kStop || f.matched_token != ids.back()) return ids;
+  return {ids.begin(), ids.end() - 1};
 }
 
 void ChoiceStream::abort() {

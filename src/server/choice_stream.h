@@ -1,6 +1,7 @@
 // ChoiceStream: one engine request seen as API text — incremental detokenization with the
-// prompt as context, stop strings (a match aborts the engine request and finishes with
-// "stop"), logprob token texts, usage, and its latency metrics.
+// prompt as context, stop strings and stop regexes (a match aborts the engine request and
+// finishes with "stop"), the trimming of what matched (SGLang's, unless no_stop_trim), logprob
+// token texts, usage, and its latency metrics.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +14,18 @@
 #include "engine/request_stream.h"
 #include "server/server_context.h"
 #include "tokenizer/incremental_detokenizer.h"
+#include "tokenizer/stop_regex_matcher.h"
 
 namespace sgl::server {
 
 struct ChoiceOptions {
   std::vector<std::string> stop;
+  // Python `re` patterns, already checked to compile; the text ends where the match ends, and a
+  // stop string that matches in the same piece wins.
+  std::vector<std::string> stop_regex;
+  // Keep what ended the choice in its text: the stop string, or the text of the stop / EOS token
+  // (which is otherwise dropped, as SGLang drops it; its id and logprob stay listed).
+  bool no_stop_trim = false;
   bool skip_special_tokens = true;
   bool token_texts = false;  // fill ChoiceDelta's token texts (logprob listings)
 };
@@ -69,6 +77,10 @@ class ChoiceStream {
 
  private:
   void add_token_texts(ChoiceDelta& delta);
+  // The ids whose text the choice shows: `ids` without the stop / EOS token that ended it
+  // (unless no_stop_trim).
+  std::vector<int32_t> text_ids(const engine::StreamEvent& event,
+                                const std::vector<int32_t>& ids) const;
   void set_finished(FinishInfo finish);
 
   ServerContext& ctx_;
@@ -76,6 +88,7 @@ class ChoiceStream {
   ChoiceOptions options_;
   tokenizer::IncrementalDetokenizer detok_;
   tokenizer::StopStringMatcher stops_;
+  tokenizer::StopRegexMatcher stop_regex_;
   std::vector<int32_t> context_;  // prompt tail + outputs, for token texts
   ChoiceDelta total_;
   std::optional<FinishInfo> finish_;

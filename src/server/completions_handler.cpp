@@ -198,16 +198,14 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
     for (int64_t j = 0; j < req.sampling.n; ++j) {
       auto built = build_engine_request(ctx, req.sampling, ids, j, std::nullopt);
       if (!built.ok()) return Reply::of(error_response(built.status()));
-      ChoicePlan plan{std::move(built).value(), {}};
+      ChoicePlan plan{std::move(built).value(),
+                      choice_options(req.sampling, req.logprobs.has_value())};
       plan.request.return_logprob = req.logprobs.has_value();
       plan.request.top_logprobs_num = static_cast<int32_t>(req.logprobs.value_or(0));
       if (setup.echo_logprobs) {
         plan.request.logprob_start_len = 0;  // every prompt token (the first has none)
         setup.prompt_ids.push_back(ids);
       }
-      plan.options.stop = req.sampling.stop;
-      plan.options.skip_special_tokens = req.sampling.skip_special_tokens;
-      plan.options.token_texts = req.logprobs.has_value();
       plans.push_back(std::move(plan));
       setup.echo.push_back(echo);
     }

@@ -91,6 +91,14 @@ std::vector<int32_t> prompt_ids(const ServerContext& ctx, const PromptInput& pro
   return ctx.tokenizer.encode(prompt.text, options);
 }
 
+ChoiceOptions choice_options(const SamplingInput& s, bool token_texts) {
+  return {.stop = s.stop,
+          .stop_regex = s.stop_regex,
+          .no_stop_trim = s.no_stop_trim,
+          .skip_special_tokens = s.skip_special_tokens,
+          .token_texts = token_texts};
+}
+
 Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(ServerContext& ctx,
                                                                   std::vector<ChoicePlan> plans) {
   std::vector<std::unique_ptr<ChoiceStream>> choices;

@@ -40,6 +40,10 @@ struct ChoicePlan {
   ChoiceOptions options;
 };
 
+// A choice's text options from its sampling fields; token_texts: the logprob listings show
+// token texts.
+ChoiceOptions choice_options(const SamplingInput& s, bool token_texts);
+
 // Submits every plan, in order; if one fails, aborts those already submitted and returns its
 // error (a full queue is kResourceExhausted -> 503).
 Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(ServerContext& ctx,

@@ -162,7 +162,8 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
     for (int64_t j = 0; j < req.sampling.n; ++j) {
       auto built = build_engine_request(ctx, req.sampling, ids, j, 128);  // SGLang's default
       if (!built.ok()) return Reply::of(error_response(built.status()));
-      ChoicePlan plan{std::move(built).value(), {}};
+      ChoicePlan plan{std::move(built).value(),
+                      choice_options(req.sampling, setup.logprobs && setup.text_in_logprobs)};
       plan.request.return_logprob = setup.logprobs;
       plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs_num);
       if (setup.logprobs) {
@@ -181,9 +182,6 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
         setup.logprob_starts.push_back(
             static_cast<int32_t>(req.logprob_start_len >= 0 ? req.logprob_start_len : len - 1));
       }
-      plan.options.stop = req.sampling.stop;
-      plan.options.skip_special_tokens = req.sampling.skip_special_tokens;
-      plan.options.token_texts = setup.logprobs && setup.text_in_logprobs;
       plans.push_back(std::move(plan));
     }
   }

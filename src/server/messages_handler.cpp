@@ -77,8 +77,10 @@ class MessagesReply final : public GenerationReply {
     return {"end_turn", nullptr};
   }
 
-  json message(json content) const {
-    const auto [reason, sequence] = stop();
+  // The message; the stream's message_start has no stop reason yet, even when the choice
+  // already finished (message_delta carries it).
+  json message(json content, bool at_start = false) const {
+    const auto [reason, sequence] = at_start ? std::pair<json, json>() : stop();
     return json{{"id", id_},
                 {"type", "message"},
                 {"role", "assistant"},
@@ -95,8 +97,8 @@ class MessagesReply final : public GenerationReply {
     std::string out;
     if (!started_) {
       started_ = true;
-      out +=
-          event("message_start", {{"type", "message_start"}, {"message", message(json::array())}});
+      out += event("message_start",
+                   {{"type", "message_start"}, {"message", message(json::array(), true)}});
       out += event("content_block_start", {{"type", "content_block_start"},
                                            {"index", 0},
                                            {"content_block", {{"type", "text"}, {"text", ""}}}});

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "server/request_json.h"
+#include "tokenizer/stop_regex_matcher.h"
 
 namespace sgl::server {
 namespace {
@@ -200,8 +201,6 @@ constexpr UnsupportedField kUnsupportedSampling[] = {
     {"guided_choice", kStructured},
     {"guided_grammar", kStructured},
     {"structured_outputs", kStructured},
-    {"stop_regex", "regular-expression stop conditions are not implemented yet"},
-    {"no_stop_trim", "keeping the matched stop string in the output is not implemented yet"},
     {"token_ids_logprob", "logprobs of requested token ids are not implemented yet"},
     {"custom_params", "custom logit processors are not implemented"},
     {"custom_logit_processor", "custom logit processors are not implemented"},
@@ -235,6 +234,11 @@ Status read_sampling(const json& o, SamplingInput& s, bool native) {
   SGL_RETURN_IF_ERROR(read(o, "seed", s.seed));
   if (native) SGL_RETURN_IF_ERROR(read(o, "sampling_seed", s.seed));
   SGL_RETURN_IF_ERROR(read_stop(o, "stop", s.stop));
+  SGL_RETURN_IF_ERROR(read_stop(o, "stop_regex", s.stop_regex));
+  if (auto compiled = tokenizer::StopRegexMatcher::compile(s.stop_regex); !compiled.ok()) {
+    return field_error("stop_regex", compiled.status().message());
+  }
+  SGL_RETURN_IF_ERROR(read(o, "no_stop_trim", s.no_stop_trim));
   if (const json* ids = find(o, "stop_token_ids")) {
     SGL_RETURN_IF_ERROR(to_ids(*ids, "stop_token_ids", s.stop_token_ids));
   }

@@ -31,6 +31,8 @@ struct SamplingInput {
   std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens / max_new_tokens
   std::optional<int64_t> seed;
   std::vector<std::string> stop;
+  std::vector<std::string> stop_regex;  // Python `re` patterns (SGLang's stop_regex)
+  bool no_stop_trim = false;            // keep the matched stop string / token's text
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   bool skip_special_tokens = true;

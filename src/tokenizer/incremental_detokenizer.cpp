@@ -62,7 +62,8 @@ std::string IncrementalDetokenizer::full_text() const {
   return all.compare(0, context.size(), context) == 0 ? all.substr(context.size()) : all;
 }
 
-StopStringMatcher::StopStringMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
+StopStringMatcher::StopStringMatcher(std::vector<std::string> stops, bool keep_match)
+    : stops_(std::move(stops)), keep_match_(keep_match) {
   std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
 }
 
@@ -79,7 +80,7 @@ StopStringMatcher::Result StopStringMatcher::add(const std::string& piece) {
     }
   }
   if (best != std::string::npos) {
-    result.text = pending_.substr(0, best);
+    result.text = pending_.substr(0, best + (keep_match_ ? result.matched_str.size() : 0));
     result.matched = true;
     pending_.clear();
     return result;

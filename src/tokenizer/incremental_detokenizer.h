@@ -46,11 +46,13 @@ class IncrementalDetokenizer {
 // string is held back until it is ruled in or out.
 class StopStringMatcher {
  public:
-  explicit StopStringMatcher(std::vector<std::string> stops);
+  // keep_match (SGLang's no_stop_trim): the text ends with the matched stop string instead of
+  // right before it.
+  explicit StopStringMatcher(std::vector<std::string> stops, bool keep_match = false);
 
   struct Result {
     std::string text;      // safe to emit now
-    bool matched = false;  // a stop string completed; text ends right before it
+    bool matched = false;  // a stop string completed; text ends right before it (or with it)
     std::string matched_str;
   };
   Result add(const std::string& piece);
@@ -59,6 +61,7 @@ class StopStringMatcher {
 
  private:
   std::vector<std::string> stops_;
+  bool keep_match_ = false;
   std::string pending_;
 };
 

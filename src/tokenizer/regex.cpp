@@ -95,10 +95,16 @@ std::string translate_oniguruma_pattern(std::string_view pattern) {
   return out;
 }
 
+// Python-syntax patterns come from requests: a search that backtracks more than this gives up
+// (as "no match") instead of holding the thread that streams the reply.
+constexpr uint32_t kRequestPatternMatchLimit = 100000;
+
 struct Regex::Impl {
   pcre2_code* code = nullptr;
+  pcre2_match_context* context = nullptr;  // null: PCRE2's default limits
   bool jit = false;
   ~Impl() {
+    if (context != nullptr) pcre2_match_context_free(context);
     if (code != nullptr) pcre2_code_free(code);
   }
 };
@@ -108,13 +114,16 @@ Regex::~Regex() = default;
 Regex::Regex(Regex&& other) noexcept = default;
 Regex& Regex::operator=(Regex&& other) noexcept = default;
 
-Result<Regex> Regex::compile(std::string_view pattern) {
-  const std::string translated = translate_oniguruma_pattern(pattern);
+Result<Regex> Regex::compile(std::string_view pattern, RegexSyntax syntax) {
+  const bool oniguruma = syntax == RegexSyntax::kOniguruma;
+  const std::string translated =
+      oniguruma ? translate_oniguruma_pattern(pattern) : std::string(pattern);
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   pcre2_code* code =
       pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
-                    PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE, &error_code, &error_offset, nullptr);
+                    PCRE2_UTF | PCRE2_UCP | (oniguruma ? PCRE2_MULTILINE : 0u), &error_code,
+                    &error_offset, nullptr);
   if (code == nullptr) {
     return invalid_argument("bad regex '" + std::string(pattern) + "' at offset " +
                             std::to_string(error_offset) + ": " + pcre2_error_message(error_code));
@@ -124,6 +133,11 @@ Result<Regex> Regex::compile(std::string_view pattern) {
   regex.impl_->code = code;
   // JIT is an optimisation only: the interpreter is used when it is unavailable.
   regex.impl_->jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
+  if (!oniguruma) {
+    regex.impl_->context = pcre2_match_context_create(nullptr);
+    if (regex.impl_->context == nullptr) return resource_exhausted("PCRE2 match context");
+    pcre2_set_match_limit(regex.impl_->context, kRequestPatternMatchLimit);
+  }
   regex.pattern_ = std::string(pattern);
   return regex;
 }
@@ -148,13 +162,13 @@ bool Regex::Matches::next(ByteRange& match) {
     int rc = -1;
     if (impl_->jit) {
       rc = pcre2_jit_match(impl_->code, bytes, subject_.size(), pos_, PCRE2_NO_UTF_CHECK, data,
-                           nullptr);
+                           impl_->context);
     }
     if (!impl_->jit || rc == PCRE2_ERROR_JIT_STACKLIMIT) {
       // NOTE: the interpreter keeps its backtracking state on the heap; deep inputs that
       // overflow the JIT stack still match here.
       rc = pcre2_match(impl_->code, bytes, subject_.size(), pos_, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
-                       data, nullptr);
+                       data, impl_->context);
     }
     if (rc < 0) break;  // no match, or a resource limit: the rest has no match
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);

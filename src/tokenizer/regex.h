@@ -1,4 +1,5 @@
-// Regex: a move-only PCRE2 pattern (UTF + UCP + JIT) that understands HF's Oniguruma patterns.
+// Regex: a move-only PCRE2 pattern (UTF + UCP + JIT) that understands HF's Oniguruma patterns
+// and, for request fields written for Python's `re` (stop_regex), Python's meaning of ^ and $.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,14 @@ struct ByteRange {
   size_t end = 0;
 };
 
+// Whose pattern language a pattern is written in.
+enum class RegexSyntax {
+  kOniguruma,  // HF tokenizers' patterns (below)
+  // Python's `re` on str patterns: PCRE2 with Unicode classes (\w, \d, \s as Python 3's) and
+  // without MULTILINE (^ and $ at the subject's ends, $ also before a final newline).
+  kPython,
+};
+
 // HF tokenizers compiles its patterns with Oniguruma (Ruby syntax). This wrapper rewrites the
 // few classes whose meaning differs under PCRE2 (\s, \S and \w, \W become Unicode White_Space /
 // word classes; \h is a hex digit) and compiles with UTF, UCP and MULTILINE, then JIT.
@@ -33,8 +42,10 @@ class Regex {
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
 
-  // Fails with InvalidArgument naming the pattern and PCRE2's message.
-  static Result<Regex> compile(std::string_view pattern);
+  // Fails with InvalidArgument naming the pattern and PCRE2's message. kPython patterns (from
+  // requests) search under a backtracking limit: past it, a search finds no match.
+  static Result<Regex> compile(std::string_view pattern,
+                               RegexSyntax syntax = RegexSyntax::kOniguruma);
 
   // Appends every non-overlapping match of `subject` (valid UTF-8), left to right, to `out`.
   // Empty matches are reported; the search then resumes one character later. If PCRE2 gives

@@ -430,8 +430,8 @@ UNSUPPORTED_SAMPLING = {
     "json_schema": '{"type": "object"}', "regex": "a+", "ebnf": "root ::= \"a\"",
     "structural_tag": {"type": "structural_tag"}, "guided_json": {"type": "object"},
     "guided_regex": "a+", "guided_choice": ["a", "b"], "guided_grammar": "root ::= \"a\"",
-    "structured_outputs": {"regex": "a+"}, "stop_regex": "\\.", "no_stop_trim": True,
-    "token_ids_logprob": [1, 2], "custom_params": {"a": 1}, "custom_logit_processor": "x",
+    "structured_outputs": {"regex": "a+"}, "token_ids_logprob": [1, 2],
+    "custom_params": {"a": 1}, "custom_logit_processor": "x",
 }
 UNSUPPORTED_REQUEST = {
     "lora_path": "adapter", "return_hidden_states": True, "image_data": "img.png",

@@ -3,6 +3,7 @@
 # usage, disconnect aborts without KV leaks, concurrency, API key, queue limits, drain.
 import asyncio
 import json
+import re
 import signal
 import socket
 import threading
@@ -184,6 +185,67 @@ def test_stop_token_ids_and_eos(server, client):
     assert r.choices[0].finish_reason == "stop"
     assert r.choices[0].model_extra["matched_stop"] == 286
     assert r.usage.completion_tokens == 3
+
+
+def greedy_text(client, max_tokens, **extra):
+    return client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=max_tokens,
+                                     temperature=0, extra_body=extra or None).choices[0].text
+
+
+# SGLang drops the text of the stop / EOS token that ended a choice (its id and logprob stay);
+# no_stop_trim keeps it, and keeps a matched stop string in the text.
+def test_no_stop_trim(server, client):
+    two, three = greedy_text(client, 2), greedy_text(client, 3)
+    r = client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=48,
+                                  temperature=0, extra_body={"stop_token_ids": [286]})
+    assert r.usage.completion_tokens == 3 and r.choices[0].text == two != three
+    assert greedy_text(client, 48, stop_token_ids=[286], no_stop_trim=True) == three
+    assert greedy_text(client, 48, stop=" girl", no_stop_trim=True) == ", there was a little girl"
+    chunks = list(client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=48,
+                                            temperature=0, stop="named Lily", stream=True,
+                                            extra_body={"no_stop_trim": True}))
+    assert "".join(c.choices[0].text for c in chunks) == ", there was a little girl named Lily"
+    out = server.post("/generate", {"text": PROMPT, "sampling_params": {
+        "max_new_tokens": 48, "temperature": 0, "stop": " girl", "no_stop_trim": True}}).json()
+    assert out["text"] == ", there was a little girl"
+    assert out["meta_info"]["finish_reason"]["matched"] == " girl"
+    server.wait_idle_no_leak()
+
+
+# stop_regex (Python `re` patterns): the choice stops where the first match ends, across
+# tokens, and reports the pattern as matched_stop.
+def test_stop_regex(server, client):
+    r = client.completions.create(model="stories260K", prompt=PROMPT, max_tokens=48,
+                                  temperature=0, extra_body={"stop_regex": r"l+i"})
+    assert r.choices[0].text == ", there was a li"
+    assert r.choices[0].finish_reason == "stop"
+    assert r.choices[0].model_extra["matched_stop"] == "l+i"
+    assert r.usage.completion_tokens < 48
+    # Of two patterns, the match that ends first; a match over several tokens.
+    assert greedy_text(client, 48, stop_regex=["Lily", r"girl\s+n"]) == \
+        ", there was a little girl n"
+    # Chat, streamed: the unstopped greedy text cut where Python's re.search ends its match.
+    messages = [{"role": "user", "content": "Once upon a time"}]
+    full = client.chat.completions.create(model="stories260K", max_tokens=48, temperature=0,
+                                          messages=messages).choices[0].message.content
+    pattern = r"\w+ed\b"
+    match = re.search(pattern, full)
+    assert match, full  # the check below needs the pattern to occur
+    chunks = list(client.chat.completions.create(
+        model="stories260K", max_tokens=48, temperature=0, stream=True, messages=messages,
+        extra_body={"stop_regex": pattern}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == full[:match.end()]
+    assert [c.choices[0].finish_reason for c in chunks
+            if c.choices and c.choices[0].finish_reason] == ["stop"]
+    out = server.post("/generate", {"text": PROMPT, "sampling_params": {
+        "max_new_tokens": 48, "temperature": 0, "stop_regex": "a l\\w+"}}).json()
+    assert out["text"] == ", there was a little"
+    assert out["meta_info"]["finish_reason"] == {"type": "stop", "matched": "a l\\w+"}
+    # A pattern that does not compile is the request's error.
+    with pytest.raises(openai.BadRequestError, match="stop_regex"):
+        greedy_text(client, 4, stop_regex="(unclosed")
+    server.wait_idle_no_leak()
 
 
 def test_completion_logprobs(server, client):

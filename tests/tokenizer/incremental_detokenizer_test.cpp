@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "tokenizer/stop_regex_matcher.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sgl::tokenizer {
@@ -126,6 +127,65 @@ TEST(StopStringMatcher, MatchesAcrossPiecesAndHoldsBackPartialMatches) {
   EXPECT_EQ(p.add("ab").text, "ab");
   EXPECT_EQ(p.add("cx").text, "c");
   EXPECT_EQ(p.flush(), "x");
+}
+
+// no_stop_trim: the text ends with the stop string, and what followed it in the piece is
+// dropped all the same.
+TEST(StopStringMatcher, KeepMatchEndsTheTextWithTheStopString) {
+  StopStringMatcher m({"END", "\n\nUser:"}, /*keep_match=*/true);
+  EXPECT_EQ(m.add("the EN").text, "the ");
+  const auto r = m.add("D and more");
+  EXPECT_TRUE(r.matched);
+  EXPECT_EQ(r.text, "END");
+  EXPECT_EQ(r.matched_str, "END");
+  StopStringMatcher n({"bcd", "ab"}, /*keep_match=*/true);
+  EXPECT_EQ(n.add("xabcde").text, "xab");  // the match that starts first wins
+}
+
+TEST(StopRegexMatcher, MatchesOverTheWholeTextAcrossPieces) {
+  auto m = StopRegexMatcher::compile({"l+i", "[0-9]{3}"});
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_FALSE(m->add("a ").has_value());
+  const auto li = m->add("little");
+  ASSERT_TRUE(li.has_value());
+  EXPECT_EQ(li->end, std::string("a li").size());
+  EXPECT_EQ(li->pattern, "l+i");
+  EXPECT_FALSE(StopRegexMatcher().add("anything").has_value());  // no patterns
+
+  auto digits = StopRegexMatcher::compile({"[0-9]{3}"}).value();
+  EXPECT_FALSE(digits.add("code 1").has_value());
+  EXPECT_FALSE(digits.add("2").has_value());
+  const auto hit = digits.add("34 end");  // "123" spans three pieces
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->end, std::string("code 123").size());
+  EXPECT_EQ(hit->pattern, "[0-9]{3}");
+  EXPECT_EQ(digits.text(), "code 1234 end");
+
+  // Two patterns: the match that ends first wins, whichever pattern is listed first.
+  auto two = StopRegexMatcher::compile({"girl", "lit+"}).value();
+  const auto first = two.add("a little girl");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->pattern, "lit+");
+  EXPECT_EQ(first->end, std::string("a litt").size());
+}
+
+// Python's `re`: ^ and $ at the text's ends only (no MULTILINE), \w over Unicode letters.
+TEST(StopRegexMatcher, PythonSyntax) {
+  auto caret = StopRegexMatcher::compile({"^She"}).value();
+  EXPECT_FALSE(caret.add("Once.\nShe ran").has_value());
+  auto dollar = StopRegexMatcher::compile({"ran$"}).value();
+  EXPECT_FALSE(dollar.add("ran\nthen").has_value());
+  EXPECT_TRUE(dollar.add(" ran").has_value());
+  auto word = StopRegexMatcher::compile({"\\w{3}!"}).value();
+  EXPECT_TRUE(word.add("caf\xc3\xa9!").has_value());  // é is a word character
+  // Catastrophic backtracking stops at the limit (no match) instead of running for ages; the
+  // other patterns still match.
+  auto nested = StopRegexMatcher::compile({"(a+)+$", "stop"}).value();
+  EXPECT_FALSE(nested.add(std::string(64, 'a') + "b").has_value());
+  EXPECT_TRUE(nested.add(" stop").has_value());
+  const auto bad = StopRegexMatcher::compile({"ok", "(unclosed"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("(unclosed"), std::string::npos);
 }
 
 }  // namespace
