@@ -14,8 +14,9 @@ namespace sgl::server {
 // OpenAI
 Reply handle_completions(ServerContext& ctx, const HttpRequest& request);       // completions.cpp
 Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request);  // chat.cpp
-Reply handle_models(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp
-Reply handle_model(ServerContext& ctx, const HttpRequest& request);   // /v1/models/{id}
+Reply handle_models(ServerContext& ctx, const HttpRequest& request);     // admin_handlers.cpp
+Reply handle_model(ServerContext& ctx, const HttpRequest& request);      // /v1/models/{id}
+Reply handle_responses(ServerContext& ctx, const HttpRequest& request);  // responses_handler.cpp
 
 // Anthropic
 Reply handle_messages(ServerContext& ctx, const HttpRequest& request);  // messages_handler.cpp

@@ -27,6 +27,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
   routes_ = {
       {"/v1/completions", false, post, handle_completions},
       {"/v1/chat/completions", false, post, handle_chat_completions},
+      {"/v1/responses", false, post, handle_responses},
       {"/v1/messages", false, post, handle_messages},
       {"/v1/models", false, get, handle_models},
       {"/v1/models/", true, get, handle_model},

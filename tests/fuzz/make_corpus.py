@@ -22,7 +22,7 @@ def write(target, name, text):
 
 
 # ---- openai_json_fuzz: "<route digit><body>"; 0 chat, 1 completions, 2 generate, 3 tokenize,
-# 4 detokenize, 5 abort (openai_json_fuzz.cpp).
+# 4 detokenize, 5 abort, 6 Anthropic messages, 7 OpenAI responses (openai_json_fuzz.cpp).
 REQUESTS = {
     "chat_basic": ("0", {"model": "stories260K", "messages": [
         {"role": "system", "content": "Be brief."},
@@ -63,6 +63,18 @@ REQUESTS = {
     "detokenize": ("4", {"tokens": [1, 403, 407, 261], "skip_special_tokens": True}),
     "abort": ("5", {"rid": "abort-me"}),
     "abort_all": ("5", {"abort_all": True}),
+    "messages": ("6", {"model": "m", "max_tokens": 8, "system": [{"type": "text", "text": "Hi"}],
+                       "messages": [{"role": "user", "content": "Once"},
+                                    {"role": "assistant", "content": "upon"},
+                                    {"role": "user", "content": [{"type": "text", "text": "a"}]}],
+                       "stop_sequences": ["."], "stream": True, "temperature": 0.5}),
+    "responses": ("7", {"model": "m", "instructions": "Be brief.", "max_output_tokens": 8,
+                        "input": [{"role": "developer", "content": "x"},
+                                  {"type": "message", "role": "user",
+                                   "content": [{"type": "input_text", "text": "Once"}]}],
+                        "metadata": {"k": "v"}, "store": False, "tools": [],
+                        "text": {"format": {"type": "text"}}, "stream": True, "stop_regex": "a+",
+                        "no_stop_trim": True}),
 }
 RAW_REQUESTS = {
     "bad_json": '0{"messages": [',

@@ -1,14 +1,17 @@
-// libFuzzer target: the server's JSON request parsers (server/openai_json.h). The first byte
-// picks the route ('0' chat, '1' completions, '2' /generate, '3' /tokenize, '4' /detokenize,
-// '5' /abort_request, by its value mod 6); the rest is the body. A parsed request must respect the
-// limits the parsers promise; a rejected one must say why.
+// libFuzzer target: the server's JSON request parsers (server/openai_json.h, anthropic_json.h,
+// responses_json.h). The first byte picks the route ('0' chat, '1' completions, '2' /generate,
+// '3' /tokenize, '4' /detokenize, '5' /abort_request, '6' /v1/messages, '7' /v1/responses, by its
+// value mod 8); the rest is the body. A parsed request must respect the limits the parsers
+// promise; a rejected one must say why.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "core/check.h"
+#include "server/anthropic_json.h"
 #include "server/openai_json.h"
+#include "server/responses_json.h"
 
 namespace sgl::server {
 namespace {
@@ -63,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sgl::server;
   if (size == 0) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 6) {
+  switch (data[0] % 8) {  // the route digits '0'..'7' map to 0..7
     case 0: {
       const auto r = parse_chat_request(body);
       if (failed(r)) break;
@@ -103,10 +106,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (int32_t id : r->tokens) SGL_CHECK_GE(id, 0);
       break;
     }
-    default: {
+    case 5: {
       const auto r = parse_abort_request(body);
       if (failed(r)) break;
       SGL_CHECK(!r->rid.empty() || r->abort_all);
+      break;
+    }
+    case 6: {
+      const auto r = parse_messages_request(body);
+      if (failed(r)) break;
+      check_sampling(r->sampling);
+      check_json(r->messages_json, &nlohmann::json::is_array);
+      break;
+    }
+    default: {
+      const auto r = parse_responses_request(body);
+      if (failed(r)) break;
+      check_sampling(r->chat.sampling);
+      check_json(r->chat.messages_json, &nlohmann::json::is_array);
+      check_json(r->metadata_json, &nlohmann::json::is_object);
+      SGL_CHECK(r->chat.sampling.n == 1 && r->chat.sampling.max_tokens == r->max_output_tokens);
       break;
     }
   }

@@ -1,0 +1,235 @@
+// The Responses request, translated into an OpenAI chat request body and read by the chat
+// route's parser, so both routes share one meaning for every sampling field.
+#include "server/responses_json.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+#include "server/request_json.h"
+
+namespace sgl::server {
+namespace {
+
+using json = nlohmann::json;
+using request_json::asks_nothing;
+using request_json::field_error;
+using request_json::find;
+
+// A message item's content: a string, or text parts joined by newlines (input_text, and the
+// output_text of earlier assistant turns); other part types are refused by name.
+Result<std::string> content_text(const json& content, const std::string& where) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return field_error(where, "must be a string or a list of content parts");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    const json* type = part.is_object() ? find(part, "type") : nullptr;
+    if (!type || !type->is_string()) return field_error(at, "must be an object with a 'type'");
+    const std::string& t = type->get_ref<const std::string&>();
+    if (t != "input_text" && t != "output_text") {
+      return unimplemented("content parts of type '" + t + "' (" + at +
+                           ") are not supported yet (text only)");
+    }
+    const json* value = find(part, "text");
+    if (!value || !value->is_string()) return field_error(at + ".text", "must be a string");
+    if (!text.empty()) text += "\n";
+    text += value->get<std::string>();
+  }
+  return text;
+}
+
+// `input` as chat messages, appended to `messages`.
+Status input_messages(const json& input, json& messages) {
+  if (input.is_string()) {
+    messages.push_back({{"role", "user"}, {"content", input}});
+    return Status::ok_status();
+  }
+  if (!input.is_array() || input.empty()) {
+    return field_error("input", "must be a string or a non-empty list of input items");
+  }
+  for (size_t i = 0; i < input.size(); ++i) {
+    const json& item = input[i];
+    const std::string where = "input[" + std::to_string(i) + "]";
+    if (!item.is_object()) return field_error(where, "must be an object");
+    const json* type = find(item, "type");
+    if (type && *type != "message") {
+      const std::string t = type->is_string() ? type->get<std::string>() : type->dump();
+      return unimplemented("input items of type '" + t + "' (" + where +
+                           ") are not supported yet (messages only: no function tools, "
+                           "reasoning items or item references)");
+    }
+    const json* role = find(item, "role");
+    if (!role ||
+        (*role != "user" && *role != "assistant" && *role != "system" && *role != "developer")) {
+      return field_error(where + ".role", "must be 'user', 'assistant', 'system' or 'developer'");
+    }
+    const json* content = find(item, "content");
+    if (!content) return field_error(where + ".content", "is required");
+    SGL_ASSIGN_OR_RETURN(std::string text, content_text(*content, where + ".content"));
+    // Chat templates know system, not developer (OpenAI's newer name for it).
+    messages.push_back(
+        {{"role", *role == "developer" ? "system" : *role}, {"content", std::move(text)}});
+  }
+  return Status::ok_status();
+}
+
+// Responses fields for features sgl.cpp does not have, refused unless they ask for nothing.
+constexpr std::pair<const char*, const char*> kRefusedFeatures[] = {
+    {"previous_response_id", "responses are not stored; send the whole conversation in 'input'"},
+    {"conversation", "responses are not stored; send the whole conversation in 'input'"},
+    {"store", "responses are not stored (GET /v1/responses/{id} does not exist)"},
+    {"background", "background responses are not implemented"},
+    {"reasoning", "reasoning options are not implemented yet"},
+    {"include", "extra output data (logprobs, reasoning, sources) is not implemented yet"},
+    {"top_logprobs", "logprobs on /v1/responses are not implemented yet"},
+    {"prompt", "stored prompt templates are not implemented"},
+    {"max_tool_calls", "function tools are not implemented yet"},
+    {"context_management", "context management is not implemented"},
+};
+
+// Fields of the chat request that a Responses reply cannot carry, with the Responses name
+// where there is one.
+constexpr std::pair<const char*, const char*> kChatOnlyFields[] = {
+    {"messages", "use 'input' (and 'instructions')"},
+    {"max_tokens", "use 'max_output_tokens'"},
+    {"max_completion_tokens", "use 'max_output_tokens'"},
+    {"n", "a response has one output message"},
+    {"logprobs", "not on this route"},
+    {"response_format", "use 'text.format'"},
+    {"functions", "use 'tools'"},
+    {"function_call", "use 'tool_choice'"},
+};
+
+// What the route handles itself (or needs nothing for), not passed to the chat parser.
+constexpr const char* kTranslated[] = {"input",
+                                       "instructions",
+                                       "max_output_tokens",
+                                       "metadata",
+                                       "user",
+                                       "safety_identifier",
+                                       "prompt_cache_key",
+                                       "service_tier",
+                                       "tools",
+                                       "tool_choice",
+                                       "parallel_tool_calls",
+                                       "text",
+                                       "truncation",
+                                       "stream_options",
+                                       "previous_response_id",
+                                       "conversation",
+                                       "store",
+                                       "background",
+                                       "reasoning",
+                                       "include",
+                                       "top_logprobs",
+                                       "prompt",
+                                       "max_tool_calls",
+                                       "context_management",
+                                       "prompt_cache_retention"};
+
+Status check_options(const json& o) {
+  for (const auto& [key, feature] : kRefusedFeatures) {
+    if (const json* v = find(o, key); v && !asks_nothing(*v)) {
+      return unimplemented("'" + std::string(key) + "' is not supported: " + feature);
+    }
+  }
+  for (const auto& [key, hint] : kChatOnlyFields) {
+    const json* v = find(o, key);
+    if (v && !asks_nothing(*v) && !(std::string_view(key) == "n" && *v == 1)) {
+      return invalid_argument("'" + std::string(key) + "' is a field of /v1/chat/completions; " +
+                              "/v1/responses does not take it (" + hint + ")");
+    }
+  }
+  if (const json* tools = find(o, "tools"); tools && !asks_nothing(*tools)) {
+    return unimplemented("'tools' is not supported yet on /v1/responses (no function calling)");
+  }
+  if (const json* choice = find(o, "tool_choice");
+      choice && *choice != "none" && *choice != "auto") {
+    return unimplemented("'tool_choice' other than none / auto is not supported yet");
+  }
+  if (const json* text = find(o, "text")) {
+    if (!text->is_object()) return field_error("text", "must be an object");
+    if (const json* format = find(*text, "format")) {
+      const json* type = format->is_object() ? find(*format, "type") : nullptr;
+      if (!type || *type != "text") {
+        return unimplemented(
+            "'text.format' other than {\"type\": \"text\"} is not supported "
+            "yet (structured output)");
+      }
+    }
+    if (const json* verbosity = find(*text, "verbosity"); verbosity && *verbosity != "medium") {
+      return unimplemented("'text.verbosity' other than 'medium' is not supported");
+    }
+  }
+  if (const json* truncation = find(o, "truncation"); truncation && *truncation != "disabled") {
+    return unimplemented("'truncation' other than 'disabled' is not supported yet");
+  }
+  if (const json* options = find(o, "stream_options"); options && !asks_nothing(*options)) {
+    const json* obfuscation =
+        options->is_object() ? find(*options, "include_obfuscation") : nullptr;
+    if (!options->is_object() || options->size() != 1 || !obfuscation || *obfuscation != false) {
+      return unimplemented("'stream_options' is not supported (no obfuscation padding)");
+    }
+  }
+  if (const json* tier = find(o, "service_tier"); tier && *tier != "auto" && *tier != "default") {
+    return field_error("service_tier", "must be 'auto' or 'default' (one serving tier)");
+  }
+  for (const char* key : {"user", "safety_identifier", "prompt_cache_key", "instructions"}) {
+    if (const json* v = find(o, key); v && !v->is_string())
+      return field_error(key, "must be a string");
+  }
+  if (const json* parallel = find(o, "parallel_tool_calls"); parallel && !parallel->is_boolean()) {
+    return field_error("parallel_tool_calls", "must be a boolean");
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Result<ResponsesRequest> parse_responses_request(std::string_view body,
+                                                 const SamplingInput& defaults) {
+  SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(body));
+  SGL_RETURN_IF_ERROR(check_options(o));
+  ResponsesRequest out;
+
+  json messages = json::array();
+  if (const json* instructions = find(o, "instructions")) {
+    out.instructions = instructions->get<std::string>();
+    messages.push_back({{"role", "system"}, {"content", *instructions}});
+  }
+  const json* input = find(o, "input");
+  if (!input) return field_error("input", "is required");
+  SGL_RETURN_IF_ERROR(input_messages(*input, messages));
+
+  json chat = json::object();
+  for (const auto& [key, value] : o.items()) {
+    if (std::find(std::begin(kTranslated), std::end(kTranslated), key) == std::end(kTranslated)) {
+      chat[key] = value;
+    }
+  }
+  chat["messages"] = std::move(messages);
+  if (const json* max_output = find(o, "max_output_tokens")) {
+    if (!max_output->is_number_integer() || max_output->get<int64_t>() < 1) {
+      return field_error("max_output_tokens", "must be an integer >= 1");
+    }
+    out.max_output_tokens = max_output->get<int64_t>();
+    chat["max_tokens"] = *max_output;
+  }
+  if (const json* metadata = find(o, "metadata")) {
+    if (!metadata->is_object() || metadata->size() > 16) {
+      return field_error("metadata", "must be an object of at most 16 strings");
+    }
+    for (const auto& [key, value] : metadata->items()) {
+      if (!value.is_string()) return field_error("metadata." + key, "must be a string");
+    }
+    out.metadata_json = request_json::dump(*metadata);
+  }
+  if (const json* user = find(o, "user")) out.user = user->get<std::string>();
+  SGL_ASSIGN_OR_RETURN(out.chat, request_json::parse_chat_object(chat, defaults));
+  return out;
+}
+
+}  // namespace sgl::server

@@ -1,0 +1,30 @@
+// POST /v1/responses bodies (the OpenAI Responses API) -> the chat request the chat route runs:
+// `instructions` becomes a system message, `input` (a string, or message items whose content is
+// a string or input_text / output_text parts) the messages, `max_output_tokens` max_tokens.
+// What needs features not built (function tools, stored responses, structured output,
+// reasoning options, images, logprobs) is refused by name, never ignored; other fields pass
+// through with the chat route's meaning (SGLang's extensions such as top_k or stop).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "server/openai_types.h"
+
+namespace sgl::server {
+
+struct ResponsesRequest {
+  ChatRequest chat;
+  // Echoed in the response object.
+  std::optional<std::string> instructions;
+  std::optional<int64_t> max_output_tokens;
+  std::string metadata_json = "{}";  // an object of strings
+  std::optional<std::string> user;
+};
+
+Result<ResponsesRequest> parse_responses_request(std::string_view body,
+                                                 const SamplingInput& defaults = {});
+
+}  // namespace sgl::server

@@ -1,0 +1,152 @@
+# The OpenAI Responses API (POST /v1/responses) on stories260K: the official openai client
+# (create, streaming create, the stream helper) and plain HTTP for the event order, statuses,
+# usage and refusals. Greedy replies must equal /v1/chat/completions' for the same
+# conversation (one chat path).
+import json
+
+import pytest
+
+openai = pytest.importorskip("openai")
+
+USER = {"role": "user", "content": "Once upon a time"}
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+
+
+def chat_text(server, messages, max_tokens, **extra):
+    r = server.post("/v1/chat/completions", {"model": "x", "messages": messages,
+                                             "max_tokens": max_tokens, "temperature": 0, **extra})
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]["message"]["content"]
+
+
+def test_create_equals_chat_completions(server, client):
+    r = client.responses.create(model="any-name", input="Once upon a time", max_output_tokens=12,
+                                temperature=0)
+    assert r.object == "response" and r.id.startswith("resp_") and r.created_at > 0
+    assert r.model == "any-name"  # any model name is served and echoed, as SGLang does
+    assert r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens"
+    assert [o.type for o in r.output] == ["message"]
+    message = r.output[0]
+    assert message.role == "assistant" and message.id.startswith("msg_")
+    assert [c.type for c in message.content] == ["output_text"]
+    assert r.output_text == message.content[0].text == chat_text(server, [USER], 12) != ""
+    assert r.usage.output_tokens == 12
+    assert r.usage.total_tokens == r.usage.input_tokens + 12 and r.usage.input_tokens > 0
+    assert r.max_output_tokens == 12 and r.store is False and r.tools == []
+
+
+def test_instructions_and_input_items(server, client):
+    # instructions render as a system message; developer is system; text parts join by newlines.
+    r = client.responses.create(
+        model="m", max_output_tokens=10, temperature=0, instructions="Be kind.",
+        input=[{"role": "user", "content": [{"type": "input_text", "text": "Once upon"},
+                                            {"type": "input_text", "text": "a time"}]},
+               {"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": "there was"}]},
+               {"role": "developer", "content": "Short answers."},
+               {"role": "user", "content": "Go on."}])
+    want = chat_text(server, [{"role": "system", "content": "Be kind."},
+                              {"role": "user", "content": "Once upon\na time"},
+                              {"role": "assistant", "content": "there was"},
+                              {"role": "system", "content": "Short answers."},
+                              {"role": "user", "content": "Go on."}], 10)
+    assert r.output_text == want and r.instructions == "Be kind."
+
+
+def test_completed_status_and_metadata(server, client):
+    # A stop string ends the output: completed, no incomplete_details; metadata is echoed.
+    full = chat_text(server, [USER], 40)
+    word = full.split()[3]
+    r = client.responses.create(model="m", input="Once upon a time", max_output_tokens=40,
+                                temperature=0, metadata={"k": "v"}, extra_body={"stop": word})
+    assert r.status == "completed" and r.incomplete_details is None
+    assert r.output_text == chat_text(server, [USER], 40, stop=word)
+    assert r.output[0].status == "completed" and r.metadata == {"k": "v"}
+
+
+def test_streaming_create_matches_and_event_order(server, client):
+    r = client.responses.create(model="m", input="Once upon a time", max_output_tokens=16,
+                                temperature=0)
+    events = list(client.responses.create(model="m", input="Once upon a time",
+                                          max_output_tokens=16, temperature=0, stream=True))
+    types = [e.type for e in events]
+    assert types[:4] == ["response.created", "response.in_progress",
+                         "response.output_item.added", "response.content_part.added"], types
+    assert types[-4:] == ["response.output_text.done", "response.content_part.done",
+                          "response.output_item.done", "response.incomplete"], types
+    assert set(types[4:-4]) == {"response.output_text.delta"}
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    deltas = [e for e in events if e.type == "response.output_text.delta"]
+    text = "".join(e.delta for e in deltas)
+    assert text == r.output_text
+    item_id = events[2].item.id
+    assert all(e.item_id == item_id and e.output_index == 0 and e.content_index == 0
+               for e in deltas)
+    assert events[0].response.status == "in_progress" and events[0].response.output == []
+    final = events[-1].response
+    assert final.id == events[0].response.id and final.output_text == text
+    assert final.usage.output_tokens == 16 and events[-4].text == text
+
+
+def test_stream_helper_accumulates(server, client):
+    # The SDK's helper returns a final response for response.completed only (as on OpenAI, a
+    # response cut at max_output_tokens ends with response.incomplete): end on a stop string.
+    word = chat_text(server, [USER], 40).split()[3]
+    with client.responses.stream(model="m", input="Once upon a time", max_output_tokens=40,
+                                 temperature=0, extra_body={"stop": word}) as stream:
+        deltas = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+        final = stream.get_final_response()
+    assert final.status == "completed" and final.output_text == deltas != ""
+
+
+def test_sse_wire_format(server):
+    r = server.post("/v1/responses", {"model": "m", "input": "hi", "max_output_tokens": 4,
+                                      "stream": True}, stream=True)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    name, events = None, []
+    for line in r.iter_lines(decode_unicode=True):
+        if line.startswith("event: "):
+            name = line[len("event: "):]
+        elif line.startswith("data: "):
+            data = json.loads(line[len("data: "):])
+            assert data["type"] == name, (name, data)  # every event is named by its type
+            events.append(data)
+    assert events[-1]["type"] == "response.incomplete"  # no [DONE] after the terminal event
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"tools": [{"type": "function", "name": "f", "parameters": {}}]}, "tools"),
+    ({"previous_response_id": "resp_1"}, "previous_response_id"),
+    ({"store": True}, "store"),
+    ({"reasoning": {"effort": "low"}}, "reasoning"),
+    ({"text": {"format": {"type": "json_object"}}}, "text.format"),
+    ({"include": ["message.output_text.logprobs"]}, "include"),
+    ({"background": True}, "background"),
+    ({"messages": [USER]}, "messages"),
+    ({"max_tokens": 5}, "max_tokens"),
+    ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]},
+     "function_call_output"),
+    ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
+     "input_image"),
+    ({"input": []}, "input"),
+    ({"max_output_tokens": 0}, "max_output_tokens"),
+    ({"metadata": {"k": 1}}, "metadata.k"),
+])
+def test_refusals_name_the_field(server, body, field):
+    r = server.post("/v1/responses", {"model": "m", "input": "hi", **body})
+    assert r.status_code in (400, 501), r.text
+    assert field in r.json()["error"]["message"], r.text
+
+
+def test_asks_nothing_is_accepted(server, client):
+    # store false, empty tools and include, tool_choice auto, text format text: all accepted.
+    r = client.responses.create(model="m", input="hi", max_output_tokens=3, temperature=0,
+                                store=False, tools=[], include=[], tool_choice="auto",
+                                text={"format": {"type": "text"}}, parallel_tool_calls=True,
+                                truncation="disabled", user="u1")
+    assert r.usage.output_tokens == 3 and r.user == "u1"
+    server.wait_idle_no_leak()
