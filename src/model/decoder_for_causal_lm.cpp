@@ -49,8 +49,8 @@ Status DecoderForCausalLM::check_and_load(WeightLoader& weights, Allocator& allo
   }
   if (options_.max_positions <= 0) options_.max_positions = c.max_position_embeddings;
   const int64_t positions = options_.max_positions;
-  SGL_ASSIGN_OR_RETURN(const ModelMemoryPlan plan, check_and_plan(weights));
-  SGL_RETURN_IF_ERROR(check_fits(allocator.device(), plan, positions));
+  SGL_ASSIGN_OR_RETURN(memory_plan_, check_and_plan(weights));
+  SGL_RETURN_IF_ERROR(check_fits(allocator.device(), memory_plan_, positions));
   // The loads are queued; finish() also on failure, so no copy outlives the model's Buffers.
   const Status loaded = load_weights(weights);
   const Status uploaded = weights.finish();

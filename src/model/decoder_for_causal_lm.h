@@ -42,6 +42,7 @@ class DecoderForCausalLM : public Model {
   }
 
   const ModelConfig& config() const override { return config_; }
+  ModelMemoryPlan memory_plan() const override { return memory_plan_; }
   ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) override;
 
  protected:
@@ -80,6 +81,7 @@ class DecoderForCausalLM : public Model {
   Linear lm_head_;       // [V, H]; empty when tied to embed_tokens_
   Buffer rope_cos_sin_;  // f32 [max_positions, head_dim]
   Activations act_;
+  ModelMemoryPlan memory_plan_;  // set by load()
 };
 
 }  // namespace sgl::model

@@ -46,6 +46,8 @@ class Model {
  public:
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
+  // What loading allocated (weights, RoPE table, activation scratch), for the start-up log.
+  virtual ModelMemoryPlan memory_plan() const = 0;
   // Runs the batch. Writes the batch's K/V into the KV pool via the attention backend.
   // fb.num_tokens must not exceed the model's max_num_tokens.
   virtual ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) = 0;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <new>
 
@@ -69,6 +70,31 @@ Result<int64_t> size_kv_pool(const ModelRunnerOptions& options, const attention:
                << cap << " -> " << slots;
   if (slots < 2) return resource_exhausted("no memory left for the KV cache");
   return slots;
+}
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", bytes / double(int64_t{1} << 30));
+  return text;
+}
+
+// What was loaded, in one line: architecture, parameters, compute dtype, shape, context.
+void log_model_summary(const model::ModelConfig& c, const model::ModelMemoryPlan& plan,
+                       DType compute, int64_t context_length) {
+  // Weights live in the compute dtype (GGUF quants are dequantized where they land).
+  const double count =
+      static_cast<double>(plan.weights) / static_cast<double>(dtype_size(compute));
+  char params[32];
+  std::snprintf(params, sizeof params, count >= 1e9 ? "%.2fB" : "%.2fM",
+                count >= 1e9 ? count / 1e9 : count / 1e6);
+  std::string experts;
+  if (c.num_experts > 0) {
+    experts = ", " + std::to_string(c.num_experts) + " experts (top " +
+              std::to_string(c.num_experts_per_tok) + ")";
+  }
+  SGL_LOG_INFO << "model: " << c.architecture << ", " << params << " parameters in "
+               << dtype_name(compute) << ", " << c.num_hidden_layers << " layers, hidden "
+               << c.hidden_size << experts << ", context " << context_length << " tokens";
 }
 
 Result<DType> parse_compute_dtype(const std::string& name, Device device) {
@@ -151,6 +177,8 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
                                      : std::max(options.max_num_tokens, options.max_batch_size);
   model_options.max_positions = context_length_;
   SGL_ASSIGN_OR_RETURN(model_, model::create_model(config, weights, *allocator_, model_options));
+  const model::ModelMemoryPlan plan = model_->memory_plan();
+  log_model_summary(config, plan, compute, context_length_);
 
   attention::KvPoolShape shape{config.num_hidden_layers, 0, config.num_key_value_heads,
                                config.head_dim, compute};
@@ -162,18 +190,29 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
   SGL_ASSIGN_OR_RETURN(
       attention_, attention::create_attention_backend(options.attention_backend, options.device,
                                                       attn, *kv_pool_, stream_));
+  std::string graphs;
 #ifdef SGL_WITH_CUDA
   if (options.device.is_cuda() && !options.disable_cuda_graph) {
     const int64_t max_bs =
         std::min({options.cuda_graph_max_bs, options.max_batch_size, options.max_num_tokens});
     if (max_bs >= 1) {
+      SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo before, backend::memory_info(options.device));
       SGL_ASSIGN_OR_RETURN(graph_runner_, CudaGraphRunner::create(
                                               *model_, *attention_, *allocator_, stream_,
                                               cuda_graph_batch_sizes(static_cast<int32_t>(max_bs)),
                                               static_cast<int32_t>(context_length_)));
+      SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo after, backend::memory_info(options.device));
+      graphs = ", CUDA graphs " +
+               gib(static_cast<double>(before.free_bytes) - static_cast<double>(after.free_bytes));
     }
   }
 #endif
+  SGL_LOG_INFO << "memory: weights " << gib(static_cast<double>(plan.weights))
+               << ", activations " << gib(static_cast<double>(plan.activations))
+               << ", RoPE table " << gib(static_cast<double>(plan.rope_table)) << ", KV cache "
+               << gib(static_cast<double>(shape.bytes_per_token()) *
+                      static_cast<double>(shape.num_slots))
+               << " (" << shape.num_slots << " tokens)" << graphs;
   if (!options.device.is_cpu()) {
     staging_allocator_ = backend::create_staging_allocator(options.device);
     device_sampler_ =

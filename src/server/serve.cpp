@@ -98,6 +98,12 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   info.disable_radix_cache = so.disable_radix_cache;
   info.has_chat_template = chat_template.has_value();
   info.chat_template_origin = loaded.origin;
+  if (tokenizer.vocab_size() > config.vocab_size) {
+    SGL_LOG_WARN << "the tokenizer (" << tokenizer_path << ") has " << tokenizer.vocab_size()
+                 << " tokens but the model's vocabulary has " << config.vocab_size
+                 << ": prompts holding the ids past it are refused (400); is it this model's "
+                    "tokenizer?";
+  }
 
   HttpServerOptions http;
   http.host = options.host;

@@ -44,7 +44,9 @@ SERVES = [
     ("--model-path {model} --log-requests", ["request rid="]),
     # The default level is info, as SGLang's: the ready line, SGLang's status lines.
     ("--model-path {model} --decode-log-interval 1",
-     ["(LlamaForCausalLM, context 512 tokens, KV cache", "no chat template",
+     ["model: LlamaForCausalLM, 0.26M parameters in f32, 5 layers, hidden 64, context 512",
+      "memory: weights 0.00 GiB, activations", " tokens)",
+      "(LlamaForCausalLM, context 512 tokens, KV cache", "no chat template",
       "Prefill batch. #new-seq: 1, #new-token: 5",
       "Decode batch. #running-req: 1"]),
     ("--model-path {model} --load-format dummy", []),
@@ -153,6 +155,18 @@ def test_refuses_with_a_reason(line, refusal, tmp_path):
     for word in refusal:
         assert word in lines[0], log
     assert "unknown flag" not in log
+
+
+def test_tokenizer_larger_than_the_vocabulary_is_warned(tmp_path):
+    tokenizer = MODEL.parent.parent / "tokenizers" / "llama3_1"
+    proc, err = start(run_args("--model-path {model} --tokenizer-path " + str(tokenizer)), tmp_path)
+    try:
+        assert "listening on" in proc.stdout.readline().decode(), stderr_of(err)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
+    log = stderr_of(err)
+    assert "has 128256 tokens but the model's vocabulary has 512" in log, log
 
 
 def test_unknown_flag_is_named(tmp_path):
