@@ -82,8 +82,7 @@ std::string gib(double bytes) {
 void log_model_summary(const model::ModelConfig& c, const model::ModelMemoryPlan& plan,
                        DType compute, int64_t context_length) {
   // Weights live in the compute dtype (GGUF quants are dequantized where they land).
-  const double count =
-      static_cast<double>(plan.weights) / static_cast<double>(dtype_size(compute));
+  const double count = static_cast<double>(plan.weights) / static_cast<double>(dtype_size(compute));
   char params[32];
   std::snprintf(params, sizeof params, count >= 1e9 ? "%.2fB" : "%.2fM",
                 count >= 1e9 ? count / 1e9 : count / 1e6);
@@ -207,9 +206,9 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
     }
   }
 #endif
-  SGL_LOG_INFO << "memory: weights " << gib(static_cast<double>(plan.weights))
-               << ", activations " << gib(static_cast<double>(plan.activations))
-               << ", RoPE table " << gib(static_cast<double>(plan.rope_table)) << ", KV cache "
+  SGL_LOG_INFO << "memory: weights " << gib(static_cast<double>(plan.weights)) << ", activations "
+               << gib(static_cast<double>(plan.activations)) << ", RoPE table "
+               << gib(static_cast<double>(plan.rope_table)) << ", KV cache "
                << gib(static_cast<double>(shape.bytes_per_token()) *
                       static_cast<double>(shape.num_slots))
                << " (" << shape.num_slots << " tokens)" << graphs;
