@@ -2,6 +2,7 @@
 #include "server/openai_json.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -224,9 +225,64 @@ Status reject_unsupported(const json& o, std::span<const UnsupportedField> field
   return Status::ok_status();
 }
 
+// Fields whose only values sgl.cpp can honour are the ones that ask for nothing new; any other
+// value is refused (400 naming the field and the missing feature).
+struct LimitedField {
+  const char* name;
+  std::array<const char*, 2> allowed;  // besides null and asks_nothing(); nullptr: unused
+  const char* feature;
+};
+constexpr const char* kNoFunctions = "function calling is not implemented yet";
+// The chat schema's (OpenAI's) fields for features not built.
+const LimitedField kLimitedChat[] = {
+    {"audio", {}, "audio output is not implemented"},
+    {"web_search_options", {}, "web search is not available"},
+    {"reasoning_effort", {}, "reasoning-effort control is not implemented"},
+    {"verbosity", {"medium"}, "verbosity control is not implemented"},
+    {"store", {}, "chat completions are not stored"},
+    {"service_tier", {"auto", "default"}, "there is one service tier"},
+    {"functions", {}, kNoFunctions},
+    {"function_call", {"none", "auto"}, kNoFunctions},
+};
+// SGLang sampling parameters with one honoured value.
+const LimitedField kLimitedSampling[] = {
+    {"stream_interval", {"1"}, "each token is streamed as it is decoded (stream_interval 1)"},
+};
+
+Status reject_limited(const json& o, std::span<const LimitedField> fields) {
+  for (const LimitedField& f : fields) {
+    const json* v = find(o, f.name);
+    if (!v || asks_nothing(*v)) continue;
+    const std::string value = v->is_string() ? v->get<std::string>() : v->dump();
+    if (std::any_of(f.allowed.begin(), f.allowed.end(),
+                    [&](const char* a) { return a != nullptr && value == a; })) {
+      continue;
+    }
+    return unimplemented("'" + std::string(f.name) + "' = " + value +
+                         " is not supported: " + f.feature);
+  }
+  return Status::ok_status();
+}
+
+// modalities: text only.
+Status check_modalities(const json& o) {
+  const json* v = find(o, "modalities");
+  if (!v) return Status::ok_status();
+  if (!v->is_array()) return field_error("modalities", "must be a list");
+  for (const json& m : *v) {
+    if (m != "text") return unimplemented("'modalities' other than text are not supported");
+  }
+  return Status::ok_status();
+}
+
 // Sampling fields at the top level (OpenAI) or inside sampling_params (SGLang).
 Status read_sampling(const json& o, SamplingInput& s, bool native) {
   SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedSampling));
+  SGL_RETURN_IF_ERROR(reject_limited(o, kLimitedSampling));
+  // SGLang passes it to HF's decode, which fast tokenizers (every tokenizer.json) ignore; so
+  // does sgl.cpp: checked, no effect.
+  bool spaces_between_special_tokens = true;
+  SGL_RETURN_IF_ERROR(read(o, "spaces_between_special_tokens", spaces_between_special_tokens));
   SGL_RETURN_IF_ERROR(read(o, "temperature", s.temperature));
   SGL_RETURN_IF_ERROR(read(o, "top_p", s.top_p));
   SGL_RETURN_IF_ERROR(read(o, "top_k", s.top_k));
@@ -464,6 +520,8 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
   SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedRequest));
+  SGL_RETURN_IF_ERROR(reject_limited(o, kLimitedChat));
+  SGL_RETURN_IF_ERROR(check_modalities(o));
   SGL_RETURN_IF_ERROR(reject_non_text_format(o));
   return r;
 }
