@@ -17,32 +17,14 @@ using request_json::asks_nothing;
 using request_json::field_error;
 using request_json::find;
 
-// Text blocks (with optional cache_control: the radix cache reuses prefixes by itself) joined
-// by newlines; any other block type is refused by name.
+// Text blocks (with optional cache_control: the radix cache reuses prefixes by itself) joined by
+// newlines.
 Result<std::string> block_text(const json& content, const std::string& where) {
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array())
-    return field_error(where, "must be a string or a list of content blocks");
-  std::string text;
-  for (size_t i = 0; i < content.size(); ++i) {
-    const json& block = content[i];
-    const std::string at = where + "[" + std::to_string(i) + "]";
-    const json* type = block.is_object() ? find(block, "type") : nullptr;
-    if (!type || !type->is_string()) return field_error(at, "must be an object with a 'type'");
-    if (type->get<std::string>() != "text") {
-      return unimplemented("content blocks of type '" + type->get<std::string>() + "' (" + at +
-                           ") are not supported yet (text only)");
-    }
-    const json* t = find(block, "text");
-    if (!t || !t->is_string()) return field_error(at + ".text", "must be a string");
-    if (!text.empty()) text += "\n";
-    text += t->get<std::string>();
-  }
-  return text;
+  return request_json::joined_text(content, where, {"text"});
 }
 
 // Messages fields for features sgl.cpp does not have, refused unless they ask for nothing.
-constexpr std::pair<const char*, const char*> kRefusedFeatures[] = {
+constexpr request_json::RefusedField kRefusedFeatures[] = {
     {"mcp_servers", "MCP connectors are not implemented"},
     {"container", "code-execution containers are not implemented"},
     {"context_management", "context management is not implemented"},
@@ -95,11 +77,7 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
       return unimplemented("'thinking' (extended thinking) is not supported yet");
     }
   }
-  for (const auto& [key, feature] : kRefusedFeatures) {
-    if (const json* v = find(o, key); v && !asks_nothing(*v)) {
-      return unimplemented("'" + std::string(key) + "' is not supported: " + feature);
-    }
-  }
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefusedFeatures));
   if (const json* speed = find(o, "speed"); speed && *speed != "standard") {
     return unimplemented("'speed' other than 'standard' is not supported (one serving mode)");
   }

@@ -187,12 +187,8 @@ Status read_prompts(const json& v, std::string_view key, std::vector<PromptInput
 // Request fields that SGLang or vLLM define and sgl.cpp does not implement yet, with the
 // missing feature: each is refused (400 naming it) unless its value asks for nothing (null,
 // false, "", [] or {}), never accepted and ignored.
-struct UnsupportedField {
-  const char* name;
-  const char* feature;
-};
 constexpr const char* kStructured = "structured output is not implemented yet";
-constexpr UnsupportedField kUnsupportedSampling[] = {
+constexpr request_json::RefusedField kUnsupportedSampling[] = {
     {"json_schema", kStructured},
     {"regex", kStructured},
     {"ebnf", kStructured},
@@ -207,7 +203,7 @@ constexpr UnsupportedField kUnsupportedSampling[] = {
     {"custom_logit_processor", "custom logit processors are not implemented"},
 };
 // Outside the sampling fields: /generate's top level, and the OpenAI routes' extra fields.
-constexpr UnsupportedField kUnsupportedRequest[] = {
+constexpr request_json::RefusedField kUnsupportedRequest[] = {
     {"lora_path", "LoRA adapters are not implemented"},
     {"return_hidden_states", "hidden states in replies are not implemented"},
     {"image_data", "multimodal inputs are not implemented"},
@@ -215,15 +211,6 @@ constexpr UnsupportedField kUnsupportedRequest[] = {
     {"video_data", "multimodal inputs are not implemented"},
     {"input_embeds", "input embeddings are not implemented"},
 };
-
-Status reject_unsupported(const json& o, std::span<const UnsupportedField> fields) {
-  for (const UnsupportedField& f : fields) {
-    const json* v = find(o, f.name);
-    if (!v || asks_nothing(*v)) continue;
-    return unimplemented("'" + std::string(f.name) + "' is not supported yet: " + f.feature);
-  }
-  return Status::ok_status();
-}
 
 // Fields whose only values sgl.cpp can honour are the ones that ask for nothing new; any other
 // value is refused (400 naming the field and the missing feature).
@@ -277,7 +264,7 @@ Status check_modalities(const json& o) {
 
 // Sampling fields at the top level (OpenAI) or inside sampling_params (SGLang).
 Status read_sampling(const json& o, SamplingInput& s, bool native) {
-  SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedSampling));
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedSampling));
   SGL_RETURN_IF_ERROR(reject_limited(o, kLimitedSampling));
   // SGLang passes it to HF's decode, which fast tokenizers (every tokenizer.json) ignore; so
   // does sgl.cpp: checked, no effect.
@@ -441,7 +428,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
     return field_error("logprobs", "must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
-  SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedRequest));
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   std::optional<int64_t> best_of;
   SGL_RETURN_IF_ERROR(read(o, "best_of", best_of));
   if (best_of && (*best_of < 1 || *best_of > kMaxChoices)) {
@@ -519,7 +506,7 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
     return field_error("top_logprobs", "requires 'logprobs' to be true");
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
-  SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedRequest));
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(reject_limited(o, kLimitedChat));
   SGL_RETURN_IF_ERROR(check_modalities(o));
   SGL_RETURN_IF_ERROR(reject_non_text_format(o));
@@ -557,8 +544,8 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(read(o, "stream", r.stream));
   // SGLang's /generate takes token_ids_logprob and custom_logit_processor beside
   // sampling_params: the sampling list applies at its top level too.
-  SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedSampling));
-  SGL_RETURN_IF_ERROR(reject_unsupported(o, kUnsupportedRequest));
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedSampling));
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(read(o, "return_logprob", r.return_logprob));
   SGL_RETURN_IF_ERROR(read(o, "top_logprobs_num", r.top_logprobs_num));
   if (r.top_logprobs_num < 0 || r.top_logprobs_num > 1024) {

@@ -1,6 +1,8 @@
 // The request parsers' shared JSON helpers (request_json.h).
 #include "server/request_json.h"
 
+#include <algorithm>
+
 #include "server/openai_json.h"
 
 namespace sgl::server::request_json {
@@ -52,6 +54,38 @@ Status field_error(std::string_view field, std::string_view problem) {
   message.reserve(field.size() + problem.size() + 3);
   message.append(1, '\'').append(field).append("' ").append(problem);
   return invalid_argument(std::move(message));
+}
+
+Status refuse_fields(const json& o, std::span<const RefusedField> fields) {
+  for (const RefusedField& f : fields) {
+    const json* v = find(o, f.name);
+    if (!v || asks_nothing(*v)) continue;
+    return unimplemented("'" + std::string(f.name) + "' is not supported: " + f.reason);
+  }
+  return Status::ok_status();
+}
+
+Result<std::string> joined_text(const json& content, const std::string& where,
+                                std::initializer_list<std::string_view> text_types) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return field_error(where, "must be a string or a list of parts");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    const json* type = part.is_object() ? find(part, "type") : nullptr;
+    if (!type || !type->is_string()) return field_error(at, "must be an object with a 'type'");
+    const std::string& t = type->get_ref<const std::string&>();
+    if (std::find(text_types.begin(), text_types.end(), t) == text_types.end()) {
+      return unimplemented("parts of type '" + t + "' (" + at +
+                           ") are not supported yet (text only)");
+    }
+    const json* value = find(part, "text");
+    if (!value || !value->is_string()) return field_error(at + ".text", "must be a string");
+    if (!text.empty()) text += "\n";
+    text += value->get<std::string>();
+  }
+  return text;
 }
 
 const json* find(const json& o, const char* key) {

@@ -4,7 +4,9 @@
 // already-parsed object (the Messages route translates into it).
 #pragma once
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -26,6 +28,21 @@ const nlohmann::json* find(const nlohmann::json& o, const char* key);
 
 // Whether a value asks for nothing: false, "", [] or {}.
 bool asks_nothing(const nlohmann::json& v);
+
+// A request field for a feature sgl.cpp does not have, and why.
+struct RefusedField {
+  const char* name;
+  const char* reason;
+};
+// kUnimplemented "'name' is not supported: reason" for the first of `fields` present in `o`
+// with a value that asks for something.
+Status refuse_fields(const nlohmann::json& o, std::span<const RefusedField> fields);
+
+// Message content as text: a string, or a list of parts whose "type" is one of `text_types`,
+// their "text"s joined by newlines; any other part type is refused by name (kUnimplemented).
+// `where` names the content in errors.
+Result<std::string> joined_text(const nlohmann::json& content, const std::string& where,
+                                std::initializer_list<std::string_view> text_types);
 
 // A reply body; invalid UTF-8 in generated text becomes U+FFFD.
 template <typename Json>

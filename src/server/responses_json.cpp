@@ -17,30 +17,6 @@ using request_json::asks_nothing;
 using request_json::field_error;
 using request_json::find;
 
-// A message item's content: a string, or text parts joined by newlines (input_text, and the
-// output_text of earlier assistant turns); other part types are refused by name.
-Result<std::string> content_text(const json& content, const std::string& where) {
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) return field_error(where, "must be a string or a list of content parts");
-  std::string text;
-  for (size_t i = 0; i < content.size(); ++i) {
-    const json& part = content[i];
-    const std::string at = where + "[" + std::to_string(i) + "]";
-    const json* type = part.is_object() ? find(part, "type") : nullptr;
-    if (!type || !type->is_string()) return field_error(at, "must be an object with a 'type'");
-    const std::string& t = type->get_ref<const std::string&>();
-    if (t != "input_text" && t != "output_text") {
-      return unimplemented("content parts of type '" + t + "' (" + at +
-                           ") are not supported yet (text only)");
-    }
-    const json* value = find(part, "text");
-    if (!value || !value->is_string()) return field_error(at + ".text", "must be a string");
-    if (!text.empty()) text += "\n";
-    text += value->get<std::string>();
-  }
-  return text;
-}
-
 // `input` as chat messages, appended to `messages`.
 Status input_messages(const json& input, json& messages) {
   if (input.is_string()) {
@@ -68,7 +44,10 @@ Status input_messages(const json& input, json& messages) {
     }
     const json* content = find(item, "content");
     if (!content) return field_error(where + ".content", "is required");
-    SGL_ASSIGN_OR_RETURN(std::string text, content_text(*content, where + ".content"));
+    // Text parts: input_text, and the output_text of earlier assistant turns.
+    SGL_ASSIGN_OR_RETURN(
+        std::string text,
+        request_json::joined_text(*content, where + ".content", {"input_text", "output_text"}));
     // Chat templates know system, not developer (OpenAI's newer name for it).
     messages.push_back(
         {{"role", *role == "developer" ? "system" : *role}, {"content", std::move(text)}});
@@ -77,7 +56,7 @@ Status input_messages(const json& input, json& messages) {
 }
 
 // Responses fields for features sgl.cpp does not have, refused unless they ask for nothing.
-constexpr std::pair<const char*, const char*> kRefusedFeatures[] = {
+constexpr request_json::RefusedField kRefusedFeatures[] = {
     {"previous_response_id", "responses are not stored; send the whole conversation in 'input'"},
     {"conversation", "responses are not stored; send the whole conversation in 'input'"},
     {"store", "responses are not stored (GET /v1/responses/{id} does not exist)"},
@@ -131,11 +110,7 @@ constexpr const char* kTranslated[] = {"input",
                                        "prompt_cache_retention"};
 
 Status check_options(const json& o) {
-  for (const auto& [key, feature] : kRefusedFeatures) {
-    if (const json* v = find(o, key); v && !asks_nothing(*v)) {
-      return unimplemented("'" + std::string(key) + "' is not supported: " + feature);
-    }
-  }
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefusedFeatures));
   for (const auto& [key, hint] : kChatOnlyFields) {
     const json* v = find(o, key);
     if (v && !asks_nothing(*v) && !(std::string_view(key) == "n" && *v == 1)) {

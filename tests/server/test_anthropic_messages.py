@@ -109,7 +109,7 @@ def test_stream_event_order(server):
      "must be 'user' or 'assistant'"),
     ({"max_tokens": 4, "messages": [{"role": "user", "content": [
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ""}}]}]},
-     400, "content blocks of type 'image'"),
+     400, "parts of type 'image'"),
     ({"max_tokens": 4, "messages": [USER, {"role": "assistant", "content": "The"}]}, 400,
      "final assistant message (prefill)"),
     ({"max_tokens": 4, "messages": [USER],
