@@ -19,12 +19,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-json utf8_bytes(const std::string& s) {
-  json bytes = json::array();
-  for (unsigned char c : s) bytes.push_back(static_cast<int>(c));
-  return bytes;
-}
-
 class ChatReply final : public GenerationReply {
  public:
   struct Setup {
@@ -56,24 +50,7 @@ class ChatReply final : public GenerationReply {
   }
 
   json logprobs(const ChoiceDelta& d) const {
-    json content = json::array();
-    for (size_t i = 0; i < d.token_ids.size(); ++i) {
-      const std::string& text = i < d.token_texts.size() ? d.token_texts[i] : std::string();
-      json top = json::array();
-      if (i < d.top_logprobs.size()) {
-        for (size_t k = 0; k < d.top_logprobs[i].size(); ++k) {
-          const std::string& alt = d.top_token_texts[i][k];
-          top.push_back({{"token", alt},
-                         {"logprob", d.top_logprobs[i][k].logprob},
-                         {"bytes", utf8_bytes(alt)}});
-        }
-      }
-      content.push_back({{"token", text},
-                         {"logprob", i < d.logprobs.size() ? json(d.logprobs[i]) : json(nullptr)},
-                         {"bytes", utf8_bytes(text)},
-                         {"top_logprobs", std::move(top)}});
-    }
-    return json{{"content", std::move(content)}};
+    return json{{"content", request_json::token_logprobs(d)}};
   }
 
   void add_finish(json& c, size_t index) const {

@@ -88,6 +88,38 @@ Result<std::string> joined_text(const json& content, const std::string& where,
   return text;
 }
 
+namespace {
+
+nlohmann::ordered_json utf8_bytes(const std::string& s) {
+  nlohmann::ordered_json bytes = nlohmann::ordered_json::array();
+  for (unsigned char c : s) bytes.push_back(static_cast<int>(c));
+  return bytes;
+}
+
+}  // namespace
+
+nlohmann::ordered_json token_logprobs(const ChoiceDelta& d) {
+  using ordered = nlohmann::ordered_json;
+  ordered entries = ordered::array();
+  for (size_t i = 0; i < d.token_ids.size(); ++i) {
+    const std::string& text = i < d.token_texts.size() ? d.token_texts[i] : std::string();
+    ordered top = ordered::array();
+    if (i < d.top_logprobs.size()) {
+      for (size_t k = 0; k < d.top_logprobs[i].size(); ++k) {
+        const std::string& alt = d.top_token_texts[i][k];
+        top.push_back({{"token", alt},
+                       {"logprob", d.top_logprobs[i][k].logprob},
+                       {"bytes", utf8_bytes(alt)}});
+      }
+    }
+    entries.push_back({{"token", text},
+                       {"logprob", i < d.logprobs.size() ? ordered(d.logprobs[i]) : ordered()},
+                       {"bytes", utf8_bytes(text)},
+                       {"top_logprobs", std::move(top)}});
+  }
+  return entries;
+}
+
 const json* find(const json& o, const char* key) {
   const auto it = o.find(key);
   return it == o.end() || it->is_null() ? nullptr : &*it;

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "server/choice_stream.h"
 #include "server/http_types.h"
 #include "server/openai_types.h"
 
@@ -52,6 +53,11 @@ std::string dump(const Json& j) {
 
 // A JSON reply with `status` (replies keep their fields in the order written).
 HttpResponse json_response(const nlohmann::ordered_json& body, int status = 200);
+
+// The delta's tokens as OpenAI's logprob entries (chat's logprobs.content, the Responses API's
+// output_text logprobs): [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob",
+// "bytes"}]}]; needs the delta's token texts (ChoiceOptions::token_texts).
+nlohmann::ordered_json token_logprobs(const ChoiceDelta& d);
 
 // parse_chat_request (openai_json.h) on a parsed body.
 Result<ChatRequest> parse_chat_object(const nlohmann::json& o, const SamplingInput& defaults);

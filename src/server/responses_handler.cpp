@@ -42,16 +42,21 @@ class ResponsesReply final : public GenerationReply {
     return truncated() ? "incomplete" : "completed";
   }
 
-  json text_part(const std::string& text) const {
+  // The logprobs of `d`'s tokens when they were asked for (include), else [].
+  json logprobs(const ChoiceDelta& d) const {
+    return req_->chat.logprobs ? request_json::token_logprobs(d) : json::array();
+  }
+
+  json text_part(const std::string& text, json logprobs = json::array()) const {
     return {{"type", "output_text"},
             {"text", text},
             {"annotations", json::array()},
-            {"logprobs", json::array()}};
+            {"logprobs", std::move(logprobs)}};
   }
 
   json message_item(bool with_text) const {
     json content = json::array();
-    if (with_text) content.push_back(text_part(choice().total().text));
+    if (with_text) content.push_back(text_part(choice().total().text, logprobs(choice().total())));
     return {{"id", message_id_},
             {"type", "message"},
             {"status", with_text ? status() : "in_progress"},
@@ -137,7 +142,7 @@ class ResponsesReply final : public GenerationReply {
     if (!d.text.empty()) {
       json delta = part_position();
       delta["delta"] = d.text;
-      delta["logprobs"] = json::array();
+      delta["logprobs"] = logprobs(d);
       out += event("response.output_text.delta", std::move(delta));
     }
     if (d.finished) {
@@ -145,10 +150,10 @@ class ResponsesReply final : public GenerationReply {
       const std::string& text = choice().total().text;
       json done = part_position();
       done["text"] = text;
-      done["logprobs"] = json::array();
+      done["logprobs"] = logprobs(choice().total());
       out += event("response.output_text.done", std::move(done));
       json part = part_position();
-      part["part"] = text_part(text);
+      part["part"] = text_part(text, logprobs(choice().total()));
       out += event("response.content_part.done", std::move(part));
       out +=
           event("response.output_item.done", {{"output_index", 0}, {"item", message_item(true)}});

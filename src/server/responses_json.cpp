@@ -62,8 +62,6 @@ constexpr request_json::RefusedField kRefusedFeatures[] = {
     {"store", "responses are not stored (GET /v1/responses/{id} does not exist)"},
     {"background", "background responses are not implemented"},
     {"reasoning", "reasoning options are not implemented yet"},
-    {"include", "extra output data (logprobs, reasoning, sources) is not implemented yet"},
-    {"top_logprobs", "logprobs on /v1/responses are not implemented yet"},
     {"prompt", "stored prompt templates are not implemented"},
     {"max_tool_calls", "function tools are not implemented yet"},
     {"context_management", "context management is not implemented"},
@@ -162,6 +160,32 @@ Status check_options(const json& o) {
   return Status::ok_status();
 }
 
+// include: only the output text's logprobs; top_logprobs needs them included. Sets the chat
+// request's logprobs / top_logprobs.
+Status read_logprobs(const json& o, json& chat) {
+  constexpr std::string_view kLogprobs = "message.output_text.logprobs";
+  bool logprobs = false;
+  if (const json* include = find(o, "include")) {
+    if (!include->is_array()) return field_error("include", "must be a list of strings");
+    for (const json& item : *include) {
+      if (!item.is_string()) return field_error("include", "must be a list of strings");
+      if (item != kLogprobs) {
+        return unimplemented("'include' value '" + item.get<std::string>() +
+                             "' is not supported yet (only " + std::string(kLogprobs) + ")");
+      }
+      logprobs = true;
+    }
+  }
+  chat["logprobs"] = logprobs;
+  if (const json* top = find(o, "top_logprobs")) {
+    if (!logprobs && *top != 0) {
+      return field_error("top_logprobs", "needs 'include': [\"" + std::string(kLogprobs) + "\"]");
+    }
+    chat["top_logprobs"] = *top;  // the chat parser checks the range
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Result<ResponsesRequest> parse_responses_request(std::string_view body,
@@ -186,6 +210,7 @@ Result<ResponsesRequest> parse_responses_request(std::string_view body,
     }
   }
   chat["messages"] = std::move(messages);
+  SGL_RETURN_IF_ERROR(read_logprobs(o, chat));
   if (const json* max_output = find(o, "max_output_tokens")) {
     if (!max_output->is_number_integer() || max_output->get<int64_t>() < 1) {
       return field_error("max_output_tokens", "must be an integer >= 1");

@@ -1,9 +1,10 @@
 // POST /v1/responses bodies (the OpenAI Responses API) -> the chat request the chat route runs:
 // `instructions` becomes a system message, `input` (a string, or message items whose content is
 // a string or input_text / output_text parts) the messages, `max_output_tokens` max_tokens.
-// What needs features not built (function tools, stored responses, structured output,
-// reasoning options, images, logprobs) is refused by name, never ignored; other fields pass
-// through with the chat route's meaning (SGLang's extensions such as top_k or stop).
+// `include: ["message.output_text.logprobs"]` (with `top_logprobs`) asks for the output text's
+// logprobs. What needs features not built (function tools, stored responses, structured output,
+// reasoning options, images, other include values) is refused by name, never ignored; other fields
+// pass through with the chat route's meaning (SGLang's extensions such as top_k or stop).
 #pragma once
 
 #include <optional>

@@ -103,6 +103,32 @@ def test_stream_helper_accumulates(server, client):
     assert final.status == "completed" and final.output_text == deltas != ""
 
 
+# include: ["message.output_text.logprobs"] with top_logprobs: the chat route's logprobs, on the
+# output text and on every delta.
+def test_output_text_logprobs(server, client):
+    include = ["message.output_text.logprobs"]
+    r = client.responses.create(model="m", input="Once upon a time", max_output_tokens=6,
+                                temperature=0, include=include, top_logprobs=2)
+    part = r.output[0].content[0]
+    assert len(part.logprobs) == r.usage.output_tokens == 6
+    assert "".join(lp.token for lp in part.logprobs) == part.text
+    assert all(lp.logprob <= 0 and len(lp.top_logprobs) == 2 for lp in part.logprobs)
+    chat = server.post("/v1/chat/completions", {
+        "model": "m", "messages": [USER], "max_tokens": 6, "temperature": 0, "logprobs": True,
+        "top_logprobs": 2}).json()["choices"][0]["logprobs"]["content"]
+    assert [lp.logprob for lp in part.logprobs] == [c["logprob"] for c in chat]
+    events = list(client.responses.create(model="m", input="Once upon a time",
+                                          max_output_tokens=6, temperature=0, include=include,
+                                          stream=True))
+    deltas = [e for e in events if e.type == "response.output_text.delta"]
+    assert sum(len(e.logprobs) for e in deltas) == 6
+    assert [lp.logprob for e in deltas for lp in e.logprobs] == [c["logprob"] for c in chat]
+    # Without include, no logprobs.
+    plain = client.responses.create(model="m", input="Once upon a time", max_output_tokens=3,
+                                    temperature=0)
+    assert plain.output[0].content[0].logprobs == []
+
+
 def test_sse_wire_format(server):
     r = server.post("/v1/responses", {"model": "m", "input": "hi", "max_output_tokens": 4,
                                       "stream": True}, stream=True)
@@ -124,7 +150,8 @@ def test_sse_wire_format(server):
     ({"store": True}, "store"),
     ({"reasoning": {"effort": "low"}}, "reasoning"),
     ({"text": {"format": {"type": "json_object"}}}, "text.format"),
-    ({"include": ["message.output_text.logprobs"]}, "include"),
+    ({"include": ["reasoning.encrypted_content"]}, "include"),
+    ({"top_logprobs": 2}, "top_logprobs"),
     ({"background": True}, "background"),
     ({"messages": [USER]}, "messages"),
     ({"max_tokens": 5}, "max_tokens"),
