@@ -150,11 +150,7 @@ Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_chat_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   ChatRequest& req = *parsed;
-  if (ctx.chat_template == nullptr) {
-    return Reply::of(error_response(400,
-                                    "the model has no chat template; start the server with "
-                                    "--chat-template FILE"));
-  }
+  if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
   const bool stream = req.stream;
   auto shared = std::make_shared<const ChatRequest>(std::move(req));
   return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>& cancelled) {

@@ -43,6 +43,12 @@ Result<std::string> render_prompt(const ServerContext& ctx, const ChatRequest& r
 
 }  // namespace
 
+Status check_chat_template(const ServerContext& ctx) {
+  if (ctx.chat_template != nullptr) return Status::ok_status();
+  return invalid_argument(
+      "the model has no chat template; start the server with --chat-template FILE");
+}
+
 Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
                                   const std::atomic<bool>& cancelled) {
   SGL_ASSIGN_OR_RETURN(std::string prompt, render_prompt(ctx, req, cancelled));

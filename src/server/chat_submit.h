@@ -1,6 +1,6 @@
-// A chat request's work on a pool thread, shared by /v1/chat/completions and /v1/messages: the
-// conversation rendered by the chat template (within a time budget), tokenized, and submitted
-// to the engine as n choices.
+// A chat request's work on a pool thread, shared by /v1/chat/completions, /v1/messages and
+// /v1/responses: the conversation rendered by the chat template (within a time budget),
+// tokenized, and submitted to the engine as n choices.
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,9 @@
 #include "server/server_context.h"
 
 namespace sgl::server {
+
+// kInvalidArgument when the server has no chat template (checked before a request queues).
+Status check_chat_template(const ServerContext& ctx);
 
 struct SubmittedChat {
   int64_t prompt_tokens = 0;

@@ -150,10 +150,7 @@ Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
 Reply handle_messages(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_messages_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(anthropic_error(parsed.status()));
-  if (ctx.chat_template == nullptr) {
-    return Reply::of(anthropic_error(invalid_argument(
-        "the model has no chat template; start the server with --chat-template FILE")));
-  }
+  if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(anthropic_error(s));
   const bool stream = parsed->stream;
   auto shared = std::make_shared<const ChatRequest>(std::move(parsed).value());
   return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>& cancelled) {

@@ -384,22 +384,9 @@ Result<json> template_message(const json& m, size_t index) {
   if (content == m.end() || content->is_null()) {
     out["content"] = nullptr;
   } else if (content->is_array()) {
-    std::string text;
-    for (const json& part : *content) {
-      const json* type = part.is_object() ? find(part, "type") : nullptr;
-      if (!type || !type->is_string()) {
-        return field_error(where + ".content", "parts must be objects with a 'type'");
-      }
-      if (type->get<std::string>() != "text") {
-        return unimplemented("content parts of type '" + type->get<std::string>() +
-                             "' are not supported yet (text only)");
-      }
-      const json* t = find(part, "text");
-      if (!t || !t->is_string()) return field_error(where + ".content", "text parts need 'text'");
-      if (!text.empty()) text += "\n";
-      text += t->get<std::string>();
-    }
-    out["content"] = text;
+    SGL_ASSIGN_OR_RETURN(std::string text,
+                         request_json::joined_text(*content, where + ".content", {"text"}));
+    out["content"] = std::move(text);
   } else if (!content->is_string()) {
     return field_error(where + ".content", "must be a string, a list of parts or null");
   }

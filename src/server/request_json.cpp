@@ -35,6 +35,12 @@ Status check_depth(std::string_view body) {
   return Status::ok_status();
 }
 
+nlohmann::ordered_json utf8_bytes(const std::string& s) {
+  nlohmann::ordered_json bytes = nlohmann::ordered_json::array();
+  for (unsigned char c : s) bytes.push_back(static_cast<int>(c));
+  return bytes;
+}
+
 }  // namespace
 
 Result<json> parse_object(std::string_view body) {
@@ -87,16 +93,6 @@ Result<std::string> joined_text(const json& content, const std::string& where,
   }
   return text;
 }
-
-namespace {
-
-nlohmann::ordered_json utf8_bytes(const std::string& s) {
-  nlohmann::ordered_json bytes = nlohmann::ordered_json::array();
-  for (unsigned char c : s) bytes.push_back(static_cast<int>(c));
-  return bytes;
-}
-
-}  // namespace
 
 nlohmann::ordered_json token_logprobs(const ChoiceDelta& d) {
   using ordered = nlohmann::ordered_json;

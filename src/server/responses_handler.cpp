@@ -193,10 +193,7 @@ Reply prepare_responses(ServerContext& ctx, std::shared_ptr<const ResponsesReque
 Reply handle_responses(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_responses_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-  if (ctx.chat_template == nullptr) {
-    return Reply::of(error_response(invalid_argument(
-        "the model has no chat template; start the server with --chat-template FILE")));
-  }
+  if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
   const bool stream = parsed->chat.stream;
   auto shared = std::make_shared<const ResponsesRequest>(std::move(parsed).value());
   return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>& cancelled) {

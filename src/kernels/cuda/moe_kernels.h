@@ -43,7 +43,7 @@ struct MoeExpertsArgs {
   void* gathered = nullptr;          // [max_padded, H] bf16 (Hopper path)
   void* act = nullptr;               // [max_padded, I]
   float* partial = nullptr;          // [rows * top_k, H]
-  int32_t* tile_counters = nullptr;  // [tile_counter_count] (decode path)
+  int32_t* tile_counters = nullptr;  // [tile_counter_count] (GEMV paths)
   int64_t tile_counter_count = 0;
   void* out = nullptr;  // [rows, H] contiguous; may be x itself
 };

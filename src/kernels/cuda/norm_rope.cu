@@ -7,7 +7,6 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
 #include "core/alignment.h"
-#include "core/check.h"
 #include "kernels/cuda/common/block_reduce.cuh"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
@@ -51,21 +50,6 @@ __global__ void rms_norm_kernel(const T* x, RowLayout x_rows, T* out, RowLayout 
   }
 }
 
-// Element offset of row r of `rows` in 32-bit arithmetic (r and the leading sizes < 2^31;
-// RowLayout::offset divides in 64 bits, which costs a warp-per-row kernel more than its row).
-// Unrolled as RowLayout::offset is.
-__device__ __forceinline__ int64_t row_offset_32(const RowLayout& rows, uint32_t r) {
-  int64_t offset = 0;
-#pragma unroll
-  for (int d = 2; d >= 0; --d) {
-    if (d >= rows.lead_dims) continue;
-    const auto size = static_cast<uint32_t>(rows.sizes[d]);
-    offset += static_cast<int64_t>(r % size) * rows.strides[d];
-    r /= size;
-  }
-  return offset;
-}
-
 // kPerLane values of T moved as one access.
 template <typename T, int kPerLane>
 struct alignas(sizeof(T) * kPerLane) Pack {
@@ -81,12 +65,11 @@ __global__ void qk_rms_norm_kernel(T* q, RowLayout q_rows, T* k, RowLayout k_row
                                    const T* q_weight, const T* k_weight, float eps) {
   pdl_wait();
   pdl_launch_dependents();
-  const uint32_t row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (row >= q_rows.num_rows + k_rows.num_rows) return;  // the whole warp
   const bool is_q = row < q_rows.num_rows;
-  T* x = is_q ? q + row_offset_32(q_rows, row)
-              : k + row_offset_32(k_rows, row - static_cast<uint32_t>(q_rows.num_rows));
+  T* x = is_q ? q + q_rows.offset(row) : k + k_rows.offset(row - q_rows.num_rows);
   const T* weight = is_q ? q_weight : k_weight;
   const int n = static_cast<int>(q_rows.row_len);
   using P = Pack<T, kPerLane>;
@@ -253,7 +236,6 @@ void qk_rms_norm(const Tensor& q, const Tensor& k, const Tensor& q_weight, const
   const RowLayout q_rows = row_layout(q), k_rows = row_layout(k);
   const int64_t rows = q_rows.num_rows + k_rows.num_rows;
   if (rows == 0) return;
-  SGL_CHECK(rows < (int64_t{1} << 31)) << "qk_rms_norm: " << rows << " rows";
   constexpr int kWarps = 8;
   const dim3 grid(static_cast<unsigned>((rows + kWarps - 1) / kWarps));
   const auto s = backend::cuda::native_stream(stream);
