@@ -101,6 +101,16 @@ void DecoderForCausalLM::plan_activations(DType dtype, Device device, Activation
   DecoderLayer::plan_scratch(layers_, attention_shape(c), n, dtype, device, act_.layer, plan);
   plan.add(&act_.last_hidden, dtype, rows, c.hidden_size);
   plan.add(&act_.logits, DType::kF32, rows, c.vocab_size);
+  if (options_.enable_return_routed_experts) {
+    int64_t sparse_layers = 0, top_k = 0;
+    for (const DecoderLayer& layer : layers_) {
+      if (const MoeMlp* moe = layer.moe_mlp()) {
+        ++sparse_layers;
+        top_k = moe->shape().top_k;  // plan_scratch checks the sparse layers share one shape
+      }
+    }
+    if (sparse_layers > 0) plan.add(&act_.routed_experts, DType::kI32, sparse_layers * n, top_k);
+  }
 }
 
 ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ctx) {
@@ -115,8 +125,15 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
   kernels::embedding(fb.input_ids, embed_tokens_.weight, hidden, ctx.stream);
   // The first layer starts the residual stream.
   kernels::zero(residual, ctx.stream);
+  int64_t sparse_layers = 0;  // recorded so far
   for (const DecoderLayer& layer : layers_) {
     layer.forward(hidden, residual, rope_cos_sin_, act_.layer, fb, ctx);
+    if (act_.routed_experts.tensor().defined() && layer.moe_mlp() != nullptr) {
+      const Tensor ids = act_.layer.moe_mlp.topk_ids.tensor().slice_rows(0, n);
+      kernels::copy_async(ids, act_.routed_experts.tensor().slice_rows(sparse_layers * n, n),
+                          ctx.stream);
+      ++sparse_layers;
+    }
   }
   kernels::fused_add_rms_norm(hidden, residual, final_norm_, config_.rms_norm_eps, ctx.stream);
 
@@ -128,7 +145,10 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
   const Linear& head = config_.tie_word_embeddings ? embed_tokens_ : lm_head_;
   const Tensor logits = act_.logits.tensor().slice_rows(0, rows);
   head.forward(head_in, logits, ctx.stream);
-  return {logits, fb.capture_hidden_states ? head_in : Tensor()};
+  ModelOutput out{logits, fb.capture_hidden_states ? head_in : Tensor(), Tensor()};
+  if (sparse_layers > 0)
+    out.routed_experts = act_.routed_experts.tensor().slice_rows(0, sparse_layers * n);
+  return out;
 }
 
 }  // namespace sgl::model

@@ -62,6 +62,8 @@ class DecoderForCausalLM : public Model {
     LayerScratch layer;  // the blocks' scratch, shared by every layer
     Buffer last_hidden;  // [max_logit_rows, H]
     Buffer logits;       // f32 [max_logit_rows, V]
+    // i32 [num_sparse_layers * N, top_k], only with options_.enable_return_routed_experts
+    Buffer routed_experts;
   };
 
   // plan(): checks the config's bounds and the options, builds the layers, checks every tensor.

@@ -17,6 +17,9 @@ struct ModelOptions {
   int64_t max_num_tokens = 8192;  // tokens in one forward pass
   int64_t max_logit_rows = 256;   // rows of logits one forward may return
   int64_t max_positions = 0;      // RoPE table length; 0 = config.max_position_embeddings
+  // Every forward records each sparse layer's top-k expert ids (ModelOutput::routed_experts);
+  // SGLang's --enable-return-routed-experts.
+  bool enable_return_routed_experts = false;
 };
 
 // Device memory a model takes once loaded (activations and RoPE table sized by ModelOptions).
@@ -40,6 +43,10 @@ struct ModelOutput {
   // [fb.num_logit_rows(), hidden]; only when fb.capture_hidden_states (EAGLE drafts read it),
   // undefined otherwise.
   Tensor hidden_states;
+  // i32 [num_sparse_layers * fb.num_tokens, top_k], layer-major, on the model's device: the
+  // experts each token was routed to in each sparse layer, in the router's order; only with
+  // ModelOptions::enable_return_routed_experts, undefined otherwise.
+  Tensor routed_experts;
 };
 
 class Model {

@@ -175,6 +175,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
                                      ? std::max(options.max_logit_rows, options.max_batch_size)
                                      : std::max(options.max_num_tokens, options.max_batch_size);
   model_options.max_positions = context_length_;
+  model_options.enable_return_routed_experts = options.enable_return_routed_experts;
   SGL_ASSIGN_OR_RETURN(model_, model::create_model(config, weights, *allocator_, model_options));
   const model::ModelMemoryPlan plan = model_->memory_plan();
   log_model_summary(config, plan, compute, context_length_);

@@ -45,6 +45,7 @@ struct ModelRunnerOptions {
   uint64_t seed = 0;                // dummy weights
   bool disable_cuda_graph = false;  // GPU: decode batches run eagerly
   int64_t cuda_graph_max_bs = 256;  // GPU: largest decode batch captured (capped at max_batch_size)
+  bool enable_return_routed_experts = false;  // model::ModelOptions' (MoE models)
 };
 
 class CudaGraphRunner;

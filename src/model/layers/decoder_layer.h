@@ -58,6 +58,9 @@ class DecoderLayer {
   void forward(const Tensor& hidden, const Tensor& residual, const Tensor& rope_cos_sin,
                const LayerScratch& scratch, const ForwardBatch& fb, ModelContext& ctx) const;
 
+  // The sparse block, or null for a dense layer.
+  const MoeMlp* moe_mlp() const { return std::get_if<MoeMlp>(&mlp_); }
+
  private:
   int64_t hidden_size_;
   double rms_norm_eps_;
