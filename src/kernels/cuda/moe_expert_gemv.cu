@@ -289,11 +289,16 @@ void launch_gemv(const MoeExpertsArgs& a, cudaStream_t stream) {
 
 // Row tiles per CTA: four (two warps each on k) for short rows, so that a CTA still has 16 loads
 // of 16 bytes per thread in flight, and for gate/up at up to 8 tokens, where fewer CTAs looping
-// over k measured faster (docs/perf-log/2026-11-28-moe-decode.md); else one (all 8 warps on k).
+// over k measured faster (docs/perf-log/2026-11-28-moe-decode.md) — but two there for rows
+// longer than 2048 (Mixtral's 4096: 6.89 against 6.98 ms a batch-1 step; Qwen3-30B-A3B's 2048
+// wants four: 2.95 against 3.04; docs/perf-log/2026-11-28-moe-bs1-dead-ends.md); else one (all
+// 8 warps on k).
 template <Proj kProj, bool kFromAlignment, int kTokenTiles>
 void launch_projection(const MoeExpertsArgs& a, cudaStream_t stream) {
   const int64_t k_dim = kProj == Proj::kGateUp ? a.hidden : a.inter;
-  if (k_dim < 1024 || (kProj == Proj::kGateUp && kTokenTiles == 1)) {
+  if (kProj == Proj::kGateUp && kTokenTiles == 1 && k_dim > 2048) {
+    launch_gemv<kProj, kFromAlignment, 2, kTokenTiles>(a, stream);
+  } else if (k_dim < 1024 || (kProj == Proj::kGateUp && kTokenTiles == 1)) {
     launch_gemv<kProj, kFromAlignment, 4, kTokenTiles>(a, stream);
   } else {
     launch_gemv<kProj, kFromAlignment, 1, kTokenTiles>(a, stream);
