@@ -7,7 +7,9 @@ apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config git clang-format curl ccache \
   clang libclang-rt-14-dev libomp-dev llvm \
   libspdlog-dev libfmt-dev nlohmann-json3-dev libopenblas-openmp-dev libpcre2-dev libutf8proc-dev \
-  zlib1g-dev libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libboost-dev python3 python3-pip >/dev/null
+  zlib1g-dev libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libboost-dev \
+  python3 python3-pip chromium fonts-dejavu-core >/dev/null
+# chromium (and a font for its screenshots): tests/server/test_browser_cors.py.
 pip_install() {
   python3 -m pip install -q --disable-pip-version-check "$@" 2>/dev/null ||
     python3 -m pip install -q --disable-pip-version-check --break-system-packages "$@"
