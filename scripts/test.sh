@@ -41,8 +41,11 @@ if [ "$quick" != "--quick" ]; then
   # OpenMP-outlined loops). The threads this step checks are ours, not OpenMP's.
   # The default-model suite is left out: it runs the same server code as the stories260K suites,
   # and a 135M model's math under TSan takes 7-8 minutes here; so is the launch-flags suite
-  # (command-line parsing at start, no threads of interest). The server suites run one at a
-  # time: their HTTP edge cases (a 40 MB upload answered 413) need a responsive client.
+  # (command-line parsing at start, no threads of interest), and so are the real-client suites
+  # (SGLang's bench client, headless Chromium): they send the server the requests the e2e
+  # suites already send it here (concurrent streams on each route, CORS preflights), and their
+  # time goes to starting the clients. The server suites run one at a time: their HTTP edge
+  # cases (a 40 MB upload answered 413) need a responsive client.
   echo "== TSan build and the engine, scheduler and server tests"
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan --target tests/engine/all tests/scheduler/all tests/server/all \
@@ -53,7 +56,7 @@ if [ "$quick" != "--quick" ]; then
   }
   tsan_ctest engine -j2
   tsan_ctest scheduler -j2
-  tsan_ctest server -j1 -E "server_test_default_model|server_test_launch_flags"
+  tsan_ctest server -j1 -E "server_test_(default_model|launch_flags|sglang_bench|browser_cors)"
 
   # Each fuzz target for a few seconds over a scratch copy of its seed corpus (docs/fuzzing.md).
   echo "== Fuzz targets (clang, libFuzzer + ASan + UBSan)"
