@@ -182,11 +182,15 @@ std::string Grammar::expr_to_string(ExprId id) const {
     case ExprKind::kRuleRef:
       return rules_[e.rule].name;
     case ExprKind::kRepeat:
-      out = "(" + expr_to_string(e.children[0]) + ")";
+      // NOTE: appends, not `"(" + ...`: GCC 12 warns (-Wrestrict) on that at -O3 here.
+      out += '(';
+      out += expr_to_string(e.children[0]);
+      out += ')';
       if (e.min == 0 && e.max == kUnbounded) return out + "*";
       if (e.min == 1 && e.max == kUnbounded) return out + "+";
       if (e.min == 0 && e.max == 1) return out + "?";
-      out += "{" + std::to_string(e.min);
+      out += '{';
+      out += std::to_string(e.min);
       if (e.max != e.min) {
         out += ",";
         if (e.max != kUnbounded) out += std::to_string(e.max);
