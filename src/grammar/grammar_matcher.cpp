@@ -6,17 +6,9 @@
 #include "core/check.h"
 
 namespace sgl::grammar {
-namespace {
-
-// Past these the engine drops what the history no longer reaches (frames and sets made by
-// earlier mask walks).
-constexpr int32_t kCompactSets = 1 << 16;
-constexpr int32_t kCompactFrames = 1 << 18;
-
-}  // namespace
-
-GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar)
-    : grammar_(std::move(grammar)), engine_(grammar_->automaton()) {
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
+                               MatcherOptions options)
+    : grammar_(std::move(grammar)), options_(options), engine_(grammar_->automaton()) {
   history_.push_back(Step{engine_.initial_set(), false});
 }
 
@@ -65,7 +57,10 @@ bool GrammarMatcher::can_terminate() const {
 }
 
 void GrammarMatcher::maybe_compact() {
-  if (engine_.num_sets() < kCompactSets && engine_.num_frames() < kCompactFrames) return;
+  if (engine_.num_sets() < options_.compact_sets &&
+      engine_.num_frames() < options_.compact_frames) {
+    return;
+  }
   std::vector<SetId> roots;
   roots.reserve(history_.size());
   for (const Step& s : history_) roots.push_back(s.set);

@@ -21,9 +21,17 @@
 
 namespace sgl::grammar {
 
+struct MatcherOptions {
+  // Past these counts of stack sets / frames the engine drops what the history no longer
+  // reaches (made by earlier mask walks): bounds a long generation's memory.
+  int32_t compact_sets = 1 << 16;
+  int32_t compact_frames = 1 << 18;
+};
+
 class GrammarMatcher {
  public:
-  explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar);
+  explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
+                          MatcherOptions options = {});
 
   // Advances by one token; false (and no change) when the grammar does not allow it here.
   bool accept_token(int32_t token_id);
@@ -63,6 +71,7 @@ class GrammarMatcher {
   void maybe_compact();
 
   std::shared_ptr<const CompiledGrammar> grammar_;
+  MatcherOptions options_;
   StackEngine engine_;
   std::vector<Step> history_;  // history_[0]: the start
   // The masks of the last few sets: inside a long string or number the set repeats.
