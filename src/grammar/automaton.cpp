@@ -38,6 +38,7 @@ class AutomatonBuilder {
     const int32_t n = g_.num_rules();
     nfas_.resize(n);
     built_.assign(n, 0);
+    find_inlinable_rules();
     // Build the rules reachable from the root (unused rules are allowed and ignored).
     std::vector<RuleId> queue = {g_.root()};
     built_[g_.root()] = 1;
@@ -154,6 +155,11 @@ class AutomatonBuilder {
         return Frag{start, end};
       }
       case ExprKind::kRuleRef: {
+        if (inlinable_[e.rule]) {
+          SGL_ASSIGN_OR_RETURN(Frag f, build_expr(g_.rule(e.rule).body, depth + 1));
+          n_[start].eps.push_back(f.start);
+          return Frag{start, f.end};
+        }
         SGL_ASSIGN_OR_RETURN(int32_t end, new_state());
         n_[start].calls.push_back({e.rule, end});
         return Frag{start, end};
@@ -186,6 +192,31 @@ class AutomatonBuilder {
       }
     }
     return internal_error("grammar: unknown expression kind");
+  }
+
+  // Small rules that call no rule (a JSON string's character, a number) are built into their
+  // callers: a token then runs through them without crossing a rule boundary, so the callers'
+  // positions classify it without the stack (a string's body is one rule, not a call per
+  // character).
+  void find_inlinable_rules() {
+    constexpr int32_t kMaxInlineNodes = 64;
+    inlinable_.assign(g_.num_rules(), 0);
+    for (RuleId r = 0; r < g_.num_rules(); ++r) {
+      if (r == g_.root() || g_.rule(r).body < 0) continue;
+      int32_t nodes = 0;
+      bool leaf = true;
+      std::vector<ExprId> stack = {g_.rule(r).body};
+      while (!stack.empty() && leaf && nodes <= kMaxInlineNodes) {
+        const Expr& e = g_.expr(stack.back());
+        stack.pop_back();
+        ++nodes;
+        if (e.kind == ExprKind::kRuleRef) leaf = false;
+        // A repetition's copies count: {0,1000} of a class is no small rule.
+        if (e.kind == ExprKind::kRepeat) nodes += e.max == kUnbounded ? e.min : e.max;
+        stack.insert(stack.end(), e.children.begin(), e.children.end());
+      }
+      inlinable_[r] = leaf && nodes <= kMaxInlineNodes;
+    }
   }
 
   // Thompson NFA of the rule, then epsilon elimination: the kept states are the start and every
@@ -463,6 +494,7 @@ class AutomatonBuilder {
   int64_t total_states_ = 0;
   std::vector<RuleNfa> nfas_;
   std::vector<uint8_t> built_;
+  std::vector<uint8_t> inlinable_;
   std::vector<uint8_t> productive_;
   std::vector<uint8_t> nullable_;
 };

@@ -34,7 +34,7 @@ struct MatchCase {
   std::vector<std::string> reject;
 };
 
-TEST(EbnfMatch, Table) {
+TEST(grammar_ebnf_match, Table) {
   const std::vector<MatchCase> cases = {
       {R"(root ::= "abc")", {"abc"}, {"", "ab", "abcd", "abd"}},
       {R"(root ::= "a" | "b" | "")", {"a", "b", ""}, {"ab", "c"}},
@@ -106,7 +106,7 @@ TEST(EbnfMatch, Table) {
   }
 }
 
-TEST(EbnfMatch, DeadPrefixIsRejectedAtOnce) {
+TEST(grammar_ebnf_match, DeadPrefixIsRejectedAtOnce) {
   auto g = compile_text(R"(root ::= "a" | "b" dead
                            dead ::= "c" dead)");
   ASSERT_TRUE(g.ok());
@@ -114,7 +114,7 @@ TEST(EbnfMatch, DeadPrefixIsRejectedAtOnce) {
   EXPECT_FALSE(m.accept_bytes("b"));  // trimmed, not accepted and then stuck
 }
 
-TEST(EbnfMatch, DeepRecursionGrowsTheStack) {
+TEST(grammar_ebnf_match, DeepRecursionGrowsTheStack) {
   auto g = compile_text(R"(root ::= "[" root "]" | "x")");
   ASSERT_TRUE(g.ok());
   const int depth = 5000;
@@ -128,7 +128,7 @@ TEST(EbnfMatch, DeepRecursionGrowsTheStack) {
   EXPECT_FALSE(m.accept_bytes("]"));
 }
 
-TEST(EbnfMatch, RoundTripThroughToString) {
+TEST(grammar_ebnf_match, RoundTripThroughToString) {
   const std::string text = R"(root ::= "a\n\"" [^\]x-z\u00E9] (b | "c")* b{2,5} b{3} b{1,} .
                               b ::= [0-9]?)";
   auto g1 = parse_ebnf(text);
@@ -144,7 +144,7 @@ struct ErrorCase {
   std::string expected;  // a substring of the message
 };
 
-TEST(EbnfErrors, ClearMessages) {
+TEST(grammar_ebnf_errors, ClearMessages) {
   const std::vector<ErrorCase> cases = {
       {"root ::= \"a\" foo", "line 1, column 14: undefined rule 'foo'"},
       {"root ::= \"a\"\n\nx ::= \"b\"\n  y", "line 4, column 3: undefined rule 'y'"},
@@ -188,13 +188,13 @@ TEST(EbnfErrors, ClearMessages) {
   }
 }
 
-TEST(EbnfErrors, DeepNestingIsAnErrorNotACrash) {
+TEST(grammar_ebnf_errors, DeepNestingIsAnErrorNotACrash) {
   const std::string text =
       "root ::= " + std::string(100000, '(') + "\"a\"" + std::string(100000, ')');
   EXPECT_NE(error_of(text).find("nesting deeper than"), std::string::npos);
 }
 
-TEST(EbnfErrors, HugeTextIsRefused) {
+TEST(grammar_ebnf_errors, HugeTextIsRefused) {
   const std::string text = "root ::= \"" + std::string(2 << 20, 'a') + "\"";
   EXPECT_NE(error_of(text).find("exceeds the limit"), std::string::npos);
 }

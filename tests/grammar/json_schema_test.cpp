@@ -30,9 +30,9 @@ std::string schema_error(const std::string& schema) {
   return c.ok() ? "" : c.status().message();
 }
 
-TEST(JsonSchema, CorpusHasEnoughShapes) { EXPECT_GE(test::schema_corpus().size(), 50u); }
+TEST(grammar_json_schema, CorpusHasEnoughShapes) { EXPECT_GE(test::schema_corpus().size(), 50u); }
 
-TEST(JsonSchema, RandomWalksValidate) {
+TEST(grammar_json_schema, RandomWalksValidate) {
   std::mt19937 rng(7);
   int walks = 0;
   for (const std::string& text : test::schema_corpus()) {
@@ -57,7 +57,7 @@ TEST(JsonSchema, RandomWalksValidate) {
   EXPECT_GE(walks, 1200);
 }
 
-TEST(JsonSchema, PropertyOrderAndOptionalProperties) {
+TEST(grammar_json_schema, PropertyOrderAndOptionalProperties) {
   auto g = schema_grammar(R"({"type": "object", "properties": {"a": {"type": "integer"},
       "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["b"]})");
   for (const char* ok : {R"({"b":1})", R"({"a":1,"b":2})", R"({"b":1,"c":2})",
@@ -71,7 +71,7 @@ TEST(JsonSchema, PropertyOrderAndOptionalProperties) {
   }
 }
 
-TEST(JsonSchema, StrictModeAndAdditionalProperties) {
+TEST(grammar_json_schema, StrictModeAndAdditionalProperties) {
   const std::string open = R"({"type": "object", "properties": {"a": {"type": "integer"}}})";
   EXPECT_FALSE(full_match(schema_grammar(open), R"({"a":1,"x":2})"));
   JsonSchemaOptions lax;
@@ -90,7 +90,7 @@ TEST(JsonSchema, StrictModeAndAdditionalProperties) {
   EXPECT_FALSE(full_match(typed, R"({"id":"1"})"));
 }
 
-TEST(JsonSchema, IntegerRangesAreExact) {
+TEST(grammar_json_schema, IntegerRangesAreExact) {
   const std::vector<std::pair<std::string, std::pair<int, int>>> cases = {
       {R"({"type":"integer","minimum":-40,"maximum":125})", {-40, 125}},
       {R"({"type":"integer","minimum":7,"maximum":7})", {7, 7}},
@@ -116,7 +116,7 @@ TEST(JsonSchema, IntegerRangesAreExact) {
   for (int v = -2000; v <= 200; ++v) EXPECT_EQ(full_match(upper, std::to_string(v)), v <= -95);
 }
 
-TEST(JsonSchema, BoundedNumbersAreSound) {
+TEST(grammar_json_schema, BoundedNumbersAreSound) {
   auto g = schema_grammar(R"({"type":"number","minimum":-2.5,"exclusiveMaximum":3.5})");
   for (const char* ok : {"-2", "0", "3", "-1.99", "2.999", "0.5", "-0.25"}) {
     EXPECT_TRUE(full_match(g, ok)) << ok;
@@ -126,7 +126,7 @@ TEST(JsonSchema, BoundedNumbersAreSound) {
   }
 }
 
-TEST(JsonSchema, Formats) {
+TEST(grammar_json_schema, Formats) {
   struct Case {
     const char* format;
     std::vector<const char*> ok, bad;
@@ -151,7 +151,7 @@ TEST(JsonSchema, Formats) {
   }
 }
 
-TEST(JsonSchema, Strings) {
+TEST(grammar_json_schema, Strings) {
   auto g = schema_grammar(R"({"type":"string","minLength":2,"maxLength":3})");
   EXPECT_TRUE(full_match(g, R"("ab")"));
   EXPECT_TRUE(full_match(g, R"("a\n\u00e9")"));  // escapes count as one character each
@@ -168,7 +168,7 @@ TEST(JsonSchema, Strings) {
   EXPECT_FALSE(full_match(pattern, R"("a"b")"));
 }
 
-TEST(JsonSchema, WhitespacePolicies) {
+TEST(grammar_json_schema, WhitespacePolicies) {
   const std::string schema = R"({"type":"object","properties":{"a":{"type":"array",
       "items":{"type":"integer"}}},"required":["a"]})";
   auto compact = schema_grammar(schema);
@@ -185,7 +185,7 @@ TEST(JsonSchema, WhitespacePolicies) {
   EXPECT_FALSE(full_match(flex, "{     \"a\":[1]}"));  // a run of 5 > max_whitespace
 }
 
-TEST(JsonSchema, JsonObjectMode) {
+TEST(grammar_json_schema, JsonObjectMode) {
   auto g = must_compile(any_json_object_grammar());
   EXPECT_TRUE(full_match(g, R"({})"));
   EXPECT_TRUE(full_match(g, R"({"a":[1,-2.5e3,"x",{"b":null}],"c":true})"));
@@ -195,7 +195,7 @@ TEST(JsonSchema, JsonObjectMode) {
   EXPECT_FALSE(full_match(g, R"({"a":1,})"));
 }
 
-TEST(JsonSchema, ErrorsNameTheProblem) {
+TEST(grammar_json_schema, ErrorsNameTheProblem) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"type":"object","patternProperties":{"^x":{}}})",
        "unsupported keyword 'patternProperties'"},
@@ -239,7 +239,7 @@ TEST(JsonSchema, ErrorsNameTheProblem) {
   }
 }
 
-TEST(JsonSchema, DeepSchemasAreAnErrorNotACrash) {
+TEST(grammar_json_schema, DeepSchemasAreAnErrorNotACrash) {
   std::string deep;
   for (int i = 0; i < 2000; ++i) deep += R"({"type":"array","items":)";
   deep += "{}";

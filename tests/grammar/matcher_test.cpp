@@ -96,7 +96,7 @@ std::vector<int32_t> allowed_ids(const std::vector<uint32_t>& mask) {
   return ids;
 }
 
-TEST(Matcher, BitmaskEqualsBruteForceOnRandomStates) {
+TEST(grammar_matcher, BitmaskEqualsBruteForceOnRandomStates) {
   std::mt19937 rng(5);
   int states = 0;
   for (const auto& g : test_grammars()) {
@@ -124,7 +124,7 @@ TEST(Matcher, BitmaskEqualsBruteForceOnRandomStates) {
   EXPECT_GT(states, 1000);
 }
 
-TEST(Matcher, RollbackRestoresTheStateExactly) {
+TEST(grammar_matcher, RollbackRestoresTheStateExactly) {
   std::mt19937 rng(6);
   for (const auto& g : test_grammars()) {
     GrammarMatcher m(g);
@@ -161,7 +161,7 @@ TEST(Matcher, RollbackRestoresTheStateExactly) {
   }
 }
 
-TEST(Matcher, AcceptedTokensAreAcceptedWholeAndRejectedPrefixesStayRejected) {
+TEST(grammar_matcher, AcceptedTokensAreAcceptedWholeAndRejectedPrefixesStayRejected) {
   std::mt19937 rng(8);
   for (const auto& g : test_grammars()) {
     std::vector<std::string> finished;
@@ -199,7 +199,7 @@ TEST(Matcher, AcceptedTokensAreAcceptedWholeAndRejectedPrefixesStayRejected) {
   }
 }
 
-TEST(Matcher, StopAndSpecialTokens) {
+TEST(grammar_matcher, StopAndSpecialTokens) {
   auto g = test::must_compile(*regex_to_grammar("ab?"), vocab());
   GrammarMatcher m(g);
   EXPECT_FALSE(m.can_terminate());
@@ -226,7 +226,7 @@ TEST(Matcher, StopAndSpecialTokens) {
   EXPECT_FALSE(m.can_terminate());
 }
 
-TEST(Matcher, CompactionKeepsEveryState) {
+TEST(grammar_matcher, CompactionKeepsEveryState) {
   auto g = test_grammars()[1];
   MatcherOptions tiny;
   tiny.compact_sets = 8;
@@ -252,7 +252,7 @@ TEST(Matcher, CompactionKeepsEveryState) {
   }
 }
 
-TEST(Matcher, OneCompiledGrammarServesConcurrentMatchers) {
+TEST(grammar_matcher, OneCompiledGrammarServesConcurrentMatchers) {
   // Fresh compiled grammars (empty mask caches), filled lazily from four threads at once.
   for (const std::string& schema : {test::schema_corpus()[16], test::schema_corpus()[62]}) {
     auto g = test::must_compile(*json_schema_to_grammar(schema), vocab());
@@ -289,7 +289,7 @@ TEST(Matcher, OneCompiledGrammarServesConcurrentMatchers) {
   }
 }
 
-TEST(Matcher, PrecomputedAndLazyMasksAgree) {
+TEST(grammar_matcher, PrecomputedAndLazyMasksAgree) {
   const std::string schema = test::schema_corpus()[16];
   CompileOptions eager;
   eager.precompute_masks = true;
@@ -313,7 +313,7 @@ TEST(Matcher, PrecomputedAndLazyMasksAgree) {
   }
 }
 
-TEST(GrammarCompiler, CachesByKindAndSourceWithLru) {
+TEST(grammar_compiler, CachesByKindAndSourceWithLru) {
   GrammarCompilerOptions options;
   options.cache_capacity = 2;
   GrammarCompiler compiler(vocab(), options);
@@ -346,7 +346,7 @@ TEST(GrammarCompiler, CachesByKindAndSourceWithLru) {
   EXPECT_STREQ(grammar_kind_name(GrammarKind::kJsonSchema), "json_schema");
 }
 
-TEST(TokenizerInfoTest, RejectsBadIds) {
+TEST(grammar_tokenizer_info, RejectsBadIds) {
   EXPECT_FALSE(TokenizerInfo::create({"a", "b"}, 1, {}).ok());
   EXPECT_FALSE(TokenizerInfo::create({"a", "b"}, 2, {5}).ok());
   EXPECT_FALSE(TokenizerInfo::create({"a", "b"}, 2, {}, {-1}).ok());

@@ -147,7 +147,7 @@ const std::vector<std::string> kPatterns = {
     "(?:(?:(?:x)))",
 };
 
-TEST(Regex, AgreesWithPcre2) {
+TEST(grammar_regex, AgreesWithPcre2) {
   std::mt19937 rng(1234);
   const std::string alphabet = "abcdxzAZ09-_. @:/\\\"\n\t{}+*?\xC3\xA9\xF0\x9F\x98\x80";
   int checked = 0;
@@ -190,7 +190,7 @@ TEST(Regex, AgreesWithPcre2) {
   EXPECT_GT(checked, 4000);
 }
 
-TEST(Regex, JsonStringModeEscapes) {
+TEST(grammar_regex, JsonStringModeEscapes) {
   Grammar g;
   const RuleId root = g.add_rule("root");
   RegexOptions options;
@@ -213,7 +213,7 @@ struct ErrorCase {
   std::string expected;
 };
 
-TEST(Regex, UnsupportedConstructsAreNamed) {
+TEST(grammar_regex, UnsupportedConstructsAreNamed) {
   const std::vector<ErrorCase> cases = {
       {"(a)\\1", "backreferences are not supported"},
       {"(?<n>a)\\k<n>", "backreferences are not supported"},
@@ -258,7 +258,7 @@ TEST(Regex, UnsupportedConstructsAreNamed) {
   }
 }
 
-TEST(Regex, EmptySetMatchesNothing) {
+TEST(grammar_regex, EmptySetMatchesNothing) {
   auto g = regex_to_grammar("[^\\x00-\\x{10FFFF}]");
   ASSERT_TRUE(g.ok());
   auto c = CompiledGrammar::compile(std::move(g).value(), nullptr);
