@@ -696,6 +696,10 @@ class SchemaCompiler {
     if (s.contains("properties")) {
       if (!s["properties"].is_object()) return error(path, "properties must be an object");
       for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) {
+        // The name trie of key_except recurses once per character.
+        if (it.key().size() > 1024) {
+          return error(path, "property names longer than 1024 bytes are not supported");
+        }
         SGL_ASSIGN_OR_RETURN(ExprId v,
                              compile(it.value(), path + "/properties/" + it.key(), depth + 1));
         props.push_back({it.key(), g_.sequence({literal(Json(it.key())), colon(), v}),
@@ -705,6 +709,9 @@ class SchemaCompiler {
     }
     for (const std::string& r : required) {
       if (std::find(names.begin(), names.end(), r) != names.end()) continue;
+      if (r.size() > 1024) {
+        return error(path, "property names longer than 1024 bytes are not supported");
+      }
       if (!extra_value) {
         return error(path, "required property '" + r +
                                "' is not allowed by properties / "

@@ -239,6 +239,17 @@ TEST(grammar_json_schema, ErrorsNameTheProblem) {
   }
 }
 
+TEST(grammar_json_schema, HugePropertyNamesAreAnErrorNotACrash) {
+  const std::string name(100000, 'k');
+  EXPECT_NE(schema_error(R"({"type":"object","properties":{")" + name + R"(":{}}})")
+                .find("longer than 1024 bytes"),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"type":"object","additionalProperties":true,"required":[")" + name +
+                         R"("]})")
+                .find("longer than 1024 bytes"),
+            std::string::npos);
+}
+
 TEST(grammar_json_schema, DeepSchemasAreAnErrorNotACrash) {
   std::string deep;
   for (int i = 0; i < 2000; ++i) deep += R"({"type":"array","items":)";
