@@ -1,0 +1,195 @@
+// Grammar engine speed with a real vocabulary: schema compile time and per-token mask time over
+// the JSON Schema corpus of tests/grammar, with the Llama-3 tokenizer (128,256 ids).
+//
+//   build/cpu/bench/grammar_bench [tokenizer.json.gz] [tokens per schema]
+//
+// Each schema is compiled (lazy masks), then a generation is simulated: each step fills the
+// bitmask (timed) and accepts a random allowed token, steering towards the end after a while.
+// "cold" is a fresh compiled grammar (positions' masks computed on first use, as the first
+// request with a schema sees); "warm" replays the same tokens with a new matcher on the same
+// compiled grammar (later requests with a cached schema).
+#include <zlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "grammar/grammar_matcher.h"
+#include "grammar/json_schema_compiler.h"
+#include "grammar/json_schemas.h"  // tests/grammar/json_schemas.h
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using sgl::grammar::CompiledGrammar;
+using sgl::grammar::GrammarMatcher;
+using sgl::grammar::TokenizerInfo;
+
+std::string read_gz(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) return "";
+  std::string out;
+  char buf[1 << 16];
+  int n = 0;
+  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, n);
+  gzclose(f);
+  return out;
+}
+
+// Byte-level BPE: each token character stands for one byte (GPT-2's bytes_to_unicode).
+std::vector<int> unicode_to_byte() {
+  std::vector<int> map(512, -1);
+  int n = 0;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+    map[printable ? b : 256 + n++] = b;
+  }
+  return map;
+}
+
+std::string decode_token(const std::string& s, const std::vector<int>& map) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    uint32_t cp = c;
+    int len = 1;
+    if (c >= 0xC0) {
+      len = c >= 0xE0 ? 3 : 2;
+      cp = c & (len == 2 ? 0x1F : 0x0F);
+      for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    }
+    i += len;
+    if (cp >= map.size() || map[cp] < 0) return "";  // not a byte-level token
+    out += static_cast<char>(map[cp]);
+  }
+  return out;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string path =
+      argc > 1 ? argv[1] : std::string(SGL_TESTDATA_DIR) + "/tokenizers/llama3_1/tokenizer.json.gz";
+  const int max_tokens = argc > 2 ? std::atoi(argv[2]) : 96;
+  const std::string text = read_gz(path);
+  if (text.empty()) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    return 1;
+  }
+  const auto j = nlohmann::json::parse(text);
+  const auto map = unicode_to_byte();
+  std::vector<std::string> tokens;
+  std::vector<int32_t> stops, specials;
+  for (const auto& [tok, id] : j["model"]["vocab"].items()) {
+    const int i = id.get<int>();
+    if (static_cast<int>(tokens.size()) <= i) tokens.resize(i + 1);
+    tokens[i] = decode_token(tok, map);
+  }
+  for (const auto& a : j["added_tokens"]) {
+    const int i = a["id"].get<int>();
+    if (static_cast<int>(tokens.size()) <= i) tokens.resize(i + 1);
+    tokens[i] = a["content"].get<std::string>();
+    const std::string c = tokens[i];
+    if (c == "<|eot_id|>" || c == "<|end_of_text|>" || c == "<|eom_id|>") {
+      stops.push_back(i);
+    } else {
+      specials.push_back(i);
+    }
+  }
+  const auto n = static_cast<int32_t>(tokens.size());
+  auto t0 = Clock::now();
+  auto info = TokenizerInfo::create(std::move(tokens), n, stops, specials);
+  if (!info.ok()) {
+    std::fprintf(stderr, "%s\n", info.status().to_string().c_str());
+    return 1;
+  }
+  auto tokenizer = std::make_shared<const TokenizerInfo>(std::move(info).value());
+  const double trie_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  std::printf("vocab: %s, %d ids, %d trie nodes, built in %.1f ms\n", path.c_str(), n,
+              tokenizer->trie().num_nodes(), trie_ms);
+
+  std::vector<double> compile_ms, precompute_ms, cold_us, warm_us;
+  std::mt19937 rng(1);
+  size_t total_tokens = 0, finished = 0, memory = 0;
+  for (const std::string& schema : sgl::grammar::test::schema_corpus()) {
+    t0 = Clock::now();
+    auto g = sgl::grammar::json_schema_to_grammar(schema);
+    auto compiled = CompiledGrammar::compile(std::move(g).value(), tokenizer);
+    compile_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    if (!compiled.ok()) return 1;
+    std::vector<int32_t> picks;
+    {
+      GrammarMatcher m(*compiled);
+      std::vector<uint32_t> mask(m.bitmask_words());
+      for (int step = 0; step < max_tokens && !m.is_terminated(); ++step) {
+        const auto s = Clock::now();
+        m.fill_next_token_bitmask(mask.data());
+        cold_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count());
+        std::vector<int32_t> allowed;
+        for (int32_t id = 0; id < n; ++id) {
+          if ((mask[id >> 5] >> (id & 31)) & 1) allowed.push_back(id);
+        }
+        if (m.can_terminate() && step > max_tokens / 2) allowed = {stops[0]};
+        // Past half the budget, prefer short tokens (closing JSON sooner).
+        if (step > max_tokens / 2 && allowed.size() > 1) {
+          std::vector<int32_t> small;
+          for (int32_t id : allowed) {
+            if (tokenizer->token_bytes(id).size() <= 1) small.push_back(id);
+          }
+          if (!small.empty()) allowed = small;
+        }
+        const int32_t pick = allowed[rng() % allowed.size()];
+        picks.push_back(pick);
+        m.accept_token(pick);
+        ++total_tokens;
+      }
+      finished += m.is_terminated();
+    }
+    {
+      GrammarMatcher m(*compiled);
+      std::vector<uint32_t> mask(m.bitmask_words());
+      for (int32_t pick : picks) {
+        const auto s = Clock::now();
+        m.fill_next_token_bitmask(mask.data());
+        warm_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count());
+        m.accept_token(pick);
+      }
+    }
+    memory += (*compiled)->memory_bytes();
+    // Eager: every position's mask at compile time.
+    t0 = Clock::now();
+    sgl::grammar::CompileOptions eager;
+    eager.precompute_masks = true;
+    auto pre =
+        CompiledGrammar::compile(*sgl::grammar::json_schema_to_grammar(schema), tokenizer, eager);
+    precompute_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0 : s / v.size();
+  };
+  std::printf("schemas: %zu, tokens: %zu, generations finished: %zu, lazy cache memory: %.1f MB\n",
+              compile_ms.size(), total_tokens, finished, memory / 1e6);
+  std::printf("compile (lazy masks)   ms: median %.2f  p90 %.2f  max %.2f\n",
+              percentile(compile_ms, 0.5), percentile(compile_ms, 0.9),
+              percentile(compile_ms, 1.0));
+  std::printf("compile (all masks)    ms: median %.2f  p90 %.2f  max %.2f\n",
+              percentile(precompute_ms, 0.5), percentile(precompute_ms, 0.9),
+              percentile(precompute_ms, 1.0));
+  std::printf("mask cold              us: mean %.1f  p50 %.1f  p99 %.1f  max %.1f\n", mean(cold_us),
+              percentile(cold_us, 0.5), percentile(cold_us, 0.99), percentile(cold_us, 1.0));
+  std::printf("mask warm              us: mean %.1f  p50 %.1f  p99 %.1f  max %.1f\n", mean(warm_us),
+              percentile(warm_us, 0.5), percentile(warm_us, 0.99), percentile(warm_us, 1.0));
+  return 0;
+}

@@ -1,0 +1,876 @@
+// JSON Schema -> Grammar IR.
+#include "grammar/json_schema_compiler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "grammar/ebnf_parser.h"
+#include "grammar/number_range.h"
+#include "grammar/regex_compiler.h"
+#include "grammar/utf8.h"
+
+namespace sgl::grammar {
+namespace {
+
+using Json = nlohmann::ordered_json;  // keeps `properties` in schema order
+
+const std::set<std::string> kDescriptive = {
+    "title", "description", "examples",   "default",          "$schema",
+    "$id",   "$comment",    "deprecated", "readOnly",         "writeOnly",
+    "$defs", "definitions", "strict",     "contentMediaType", "contentEncoding"};
+const std::set<std::string> kSupported = {"$ref",
+                                          "type",
+                                          "enum",
+                                          "const",
+                                          "anyOf",
+                                          "oneOf",
+                                          "allOf",
+                                          "nullable",
+                                          "properties",
+                                          "required",
+                                          "additionalProperties",
+                                          "items",
+                                          "prefixItems",
+                                          "additionalItems",
+                                          "minItems",
+                                          "maxItems",
+                                          "minLength",
+                                          "maxLength",
+                                          "pattern",
+                                          "format",
+                                          "minimum",
+                                          "maximum",
+                                          "exclusiveMinimum",
+                                          "exclusiveMaximum",
+                                          "uniqueItems"};
+
+const char* const kFormats[][2] = {
+    {"date",
+     "\\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\\d|3[01])|(0[469]|11)-(0[1-9]|[12]\\d|30)|"
+     "02-(0[1-9]|1\\d|2[0-8]))"},
+    {"time", "([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d{1,6})?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)"},
+    {"date-time",
+     "\\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\\d|3[01])|(0[469]|11)-(0[1-9]|[12]\\d|30)|"
+     "02-(0[1-9]|1\\d|2[0-8]))T([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d{1,6})?"
+     "(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)"},
+    {"email",
+     "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@"
+     "[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)"
+     "*\\.[a-zA-Z]{2,24}"},
+    {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
+    {"uri", "[a-zA-Z][a-zA-Z0-9+.-]*:([a-zA-Z0-9._~:/?#\\[\\]@!$&'()*+,;=-]|%[0-9a-fA-F]{2})+"},
+    {"ipv4", "((25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)"},
+};
+
+std::string type_of(const Json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    return std::floor(d) == d ? "integer" : "number";
+  }
+  if (v.is_string()) return "string";
+  if (v.is_array()) return "array";
+  return "object";
+}
+
+bool type_allows(const std::string& type, const Json& v) {
+  const std::string t = type_of(v);
+  return t == type || (type == "number" && t == "integer");
+}
+
+class SchemaCompiler {
+ public:
+  SchemaCompiler(const Json& root, const JsonSchemaOptions& options)
+      : root_(root), options_(options) {}
+
+  Result<Grammar> compile_document() {
+    const RuleId root = g_.add_rule("root");
+    SGL_ASSIGN_OR_RETURN(ExprId body, compile(root_, "", 0));
+    g_.set_body(root, body);
+    g_.set_root(root);
+    return std::move(g_);
+  }
+
+  Grammar any_object_document() {
+    const RuleId root = g_.add_rule("root");
+    g_.set_body(root, any_object());
+    g_.set_root(root);
+    return std::move(g_);
+  }
+
+ private:
+  Status error(const std::string& path, const std::string& reason) const {
+    return invalid_argument("json schema: at '#" + path + "': " + reason);
+  }
+
+  // --- whitespace and the generic JSON rules -------------------------------------------------
+
+  // Inside brackets and before ',' / ':'.
+  ExprId ws_inner() {
+    if (options_.whitespace == JsonWhitespace::kCompact) return g_.empty();
+    return ws_run();
+  }
+  // After ',' and ':'.
+  ExprId ws_sep() {
+    if (options_.whitespace == JsonWhitespace::kCompact) return g_.optional(g_.bytes(" "));
+    return ws_run();
+  }
+  ExprId ws_run() {
+    const ExprId c = g_.char_class({{'\t', '\n'}, {'\r', '\r'}, {' ', ' '}});
+    return g_.repeat(c, 0, options_.max_whitespace > 0 ? options_.max_whitespace : kUnbounded);
+  }
+  ExprId comma() { return g_.sequence({ws_inner(), g_.bytes(","), ws_sep()}); }
+  ExprId colon() { return g_.sequence({ws_inner(), g_.bytes(":"), ws_sep()}); }
+
+  RuleId shared_rule(const std::string& name, const std::function<ExprId()>& body) {
+    RuleId r = g_.find_rule(name);
+    if (r >= 0) return r;
+    r = g_.add_rule(name);
+    g_.set_body(r, body());
+    return r;
+  }
+
+  // One character of a JSON string's content: plain, or an escape (no lone surrogates).
+  ExprId string_char() {
+    return g_.ref(shared_rule("json_char", [&] {
+      const ExprId hex = g_.char_class({{'0', '9'}, {'A', 'F'}, {'a', 'f'}});
+      const ExprId u = g_.sequence(
+          {g_.bytes("u"),
+           g_.choice(
+               {g_.sequence(
+                    {g_.char_class({{'0', '9'}, {'A', 'C'}, {'E', 'F'}, {'a', 'c'}, {'e', 'f'}}),
+                     hex, hex, hex}),
+                g_.sequence({g_.char_class({{'D', 'D'}, {'d', 'd'}}), g_.char_class({{'0', '7'}}),
+                             hex, hex})})});
+      return g_.choice({g_.char_class({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}, true),
+                        g_.sequence({g_.bytes("\\"), g_.choice({g_.char_class({{'"', '"'},
+                                                                               {'\\', '\\'},
+                                                                               {'/', '/'},
+                                                                               {'b', 'b'},
+                                                                               {'f', 'f'},
+                                                                               {'n', 'n'},
+                                                                               {'r', 'r'},
+                                                                               {'t', 't'}}),
+                                                                u})})});
+    }));
+  }
+  ExprId any_string() {
+    return g_.ref(shared_rule("json_string", [&] {
+      return g_.sequence({g_.bytes("\""), g_.star(string_char()), g_.bytes("\"")});
+    }));
+  }
+  ExprId any_integer() {
+    return g_.ref(shared_rule("json_integer", [&] {
+      return g_.sequence({g_.optional(g_.bytes("-")),
+                          g_.choice({g_.bytes("0"), g_.sequence({g_.char_class({{'1', '9'}}),
+                                                                 g_.star(digit())})})});
+    }));
+  }
+  ExprId digit() { return g_.char_class({{'0', '9'}}); }
+  ExprId any_number() {
+    return g_.ref(shared_rule("json_number", [&] {
+      return g_.sequence(
+          {any_integer(), g_.optional(g_.sequence({g_.bytes("."), g_.plus(digit())})),
+           g_.optional(g_.sequence({g_.char_class({{'E', 'E'}, {'e', 'e'}}),
+                                    g_.optional(g_.char_class({{'+', '+'}, {'-', '-'}})),
+                                    g_.repeat(digit(), 1, 2)}))});
+    }));
+  }
+  ExprId any_value() {
+    const RuleId value = g_.find_rule("json_value");
+    if (value >= 0) return g_.ref(value);
+    const RuleId r = g_.add_rule("json_value");
+    const RuleId object = g_.add_rule("json_object");
+    const RuleId array = g_.add_rule("json_array");
+    g_.set_body(r, g_.choice({g_.ref(object), g_.ref(array), any_string(), any_number(),
+                              g_.bytes("true"), g_.bytes("false"), g_.bytes("null")}));
+    const ExprId member = g_.sequence({any_string(), colon(), g_.ref(r)});
+    g_.set_body(
+        object,
+        g_.sequence({g_.bytes("{"), ws_inner(),
+                     g_.optional(g_.sequence({member, g_.star(g_.sequence({comma(), member}))})),
+                     ws_inner(), g_.bytes("}")}));
+    g_.set_body(array, g_.sequence({g_.bytes("["), ws_inner(),
+                                    g_.optional(g_.sequence(
+                                        {g_.ref(r), g_.star(g_.sequence({comma(), g_.ref(r)}))})),
+                                    ws_inner(), g_.bytes("]")}));
+    return g_.ref(r);
+  }
+  ExprId any_object() {
+    any_value();
+    return g_.ref(g_.find_rule("json_object"));
+  }
+
+  ExprId literal(const Json& v) { return g_.bytes(v.dump()); }
+
+  // --- schemas ---------------------------------------------------------------------------------
+
+  Result<const Json*> resolve(const std::string& ref, const std::string& path) const {
+    if (ref.empty() || ref[0] != '#') {
+      return error(path, "$ref '" + ref +
+                             "': only references into this document (#...) are "
+                             "supported");
+    }
+    const Json* node = &root_;
+    size_t pos = 1;
+    if (pos < ref.size() && ref[pos] != '/') {
+      return error(path, "$ref '" + ref + "': anchors are not supported; use a JSON pointer");
+    }
+    while (pos < ref.size()) {
+      const size_t next = ref.find('/', pos + 1);
+      std::string token =
+          ref.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
+      for (size_t i = 0; (i = token.find('~', i)) != std::string::npos; ++i) {
+        if (i + 1 < token.size() && token[i + 1] == '1')
+          token.replace(i, 2, "/");
+        else if (i + 1 < token.size() && token[i + 1] == '0')
+          token.replace(i, 2, "~");
+      }
+      if (node->is_object() && node->contains(token)) {
+        node = &(*node)[token];
+      } else if (node->is_array() && !token.empty() &&
+                 token.find_first_not_of("0123456789") == std::string::npos &&
+                 std::stoull(token.substr(0, 9)) < node->size()) {
+        node = &(*node)[std::stoull(token.substr(0, 9))];
+      } else {
+        return error(path, "$ref '" + ref + "' does not resolve");
+      }
+      pos = next == std::string::npos ? ref.size() : next;
+    }
+    return node;
+  }
+
+  Result<ExprId> compile_ref(const std::string& ref, const std::string& path) {
+    auto it = ref_rules_.find(ref);
+    if (it != ref_rules_.end()) return g_.ref(it->second);
+    SGL_ASSIGN_OR_RETURN(const Json* target, resolve(ref, path));
+    std::string base = ref.substr(ref.rfind('/') + 1);
+    for (char& c : base) {
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    }
+    const RuleId rule = g_.add_rule(g_.fresh_name("ref_" + base));
+    ref_rules_[ref] = rule;  // before compiling: recursive references find it
+    SGL_ASSIGN_OR_RETURN(ExprId body, compile(*target, ref.substr(1), 0));
+    g_.set_body(rule, body);
+    return g_.ref(rule);
+  }
+
+  static bool has_constraints(const Json& s, const std::set<std::string>& except) {
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (!kDescriptive.count(it.key()) && !except.count(it.key())) return true;
+    }
+    return false;
+  }
+  static Json without(const Json& s, const std::set<std::string>& keys) {
+    Json out = Json::object();
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (!keys.count(it.key())) out[it.key()] = it.value();
+    }
+    return out;
+  }
+
+  Result<ExprId> compile(const Json& s, const std::string& path, int depth) {
+    if (depth > kMaxSchemaDepth) return error(path, "schema nested too deeply");
+    if (++schemas_compiled_ > 100000) return error(path, "schema too large");
+    if (s.is_boolean()) {
+      if (s.get<bool>()) return any_value();
+      return error(path, "the schema 'false' accepts no value");
+    }
+    if (!s.is_object()) return error(path, "a schema must be an object or a boolean");
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (!kDescriptive.count(it.key()) && !kSupported.count(it.key())) {
+        return error(path, "unsupported keyword '" + it.key() + "'");
+      }
+    }
+    if (s.contains("$ref")) {
+      if (!s["$ref"].is_string()) return error(path, "$ref must be a string");
+      if (has_constraints(s, {"$ref"})) {
+        // Siblings of $ref constrain it too (2019-09+): merge them into the target.
+        SGL_ASSIGN_OR_RETURN(const Json* target, resolve(s["$ref"].get<std::string>(), path));
+        SGL_ASSIGN_OR_RETURN(Json merged, merge(without(s, {"$ref"}), *target, path, depth));
+        return compile(merged, path, depth + 1);
+      }
+      return compile_ref(s["$ref"].get<std::string>(), path);
+    }
+    if (s.contains("allOf")) {
+      const Json& all = s["allOf"];
+      if (!all.is_array() || all.empty()) return error(path, "allOf must be a non-empty array");
+      Json merged = without(s, {"allOf"});
+      for (size_t i = 0; i < all.size(); ++i) {
+        SGL_ASSIGN_OR_RETURN(merged,
+                             merge(merged, all[i], path + "/allOf/" + std::to_string(i), depth));
+      }
+      return compile(merged, path, depth + 1);
+    }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key)) continue;
+      const Json& branches = s[key];
+      if (!branches.is_array() || branches.empty()) {
+        return error(path, std::string(key) + " must be a non-empty array");
+      }
+      const Json rest = without(s, {key});
+      const bool constrained = has_constraints(rest, {});
+      std::vector<ExprId> alts;
+      for (size_t i = 0; i < branches.size(); ++i) {
+        const std::string p = path + "/" + key + "/" + std::to_string(i);
+        if (constrained) {
+          SGL_ASSIGN_OR_RETURN(Json merged, merge(rest, branches[i], p, depth));
+          SGL_ASSIGN_OR_RETURN(ExprId e, compile(merged, p, depth + 1));
+          alts.push_back(e);
+        } else {
+          SGL_ASSIGN_OR_RETURN(ExprId e, compile(branches[i], p, depth + 1));
+          alts.push_back(e);
+        }
+      }
+      return g_.choice(std::move(alts));
+    }
+    SGL_ASSIGN_OR_RETURN(std::vector<std::string> types, types_of(s, path));
+    const bool nullable =
+        s.contains("nullable") && s["nullable"].is_boolean() && s["nullable"].get<bool>();
+    if (s.contains("const"))
+      return filtered_literals(Json::array({s["const"]}), types, nullable, path);
+    if (s.contains("enum")) {
+      if (!s["enum"].is_array() || s["enum"].empty()) {
+        return error(path, "enum must be a non-empty array");
+      }
+      return filtered_literals(s["enum"], types, nullable, path);
+    }
+    std::vector<ExprId> alts;
+    for (const std::string& t : types) {
+      SGL_ASSIGN_OR_RETURN(ExprId e, compile_typed(s, t, path, depth));
+      alts.push_back(e);
+    }
+    if (nullable && std::find(types.begin(), types.end(), "null") == types.end()) {
+      alts.push_back(g_.bytes("null"));
+    }
+    return g_.choice(std::move(alts));
+  }
+
+  Result<ExprId> filtered_literals(const Json& values, const std::vector<std::string>& types,
+                                   bool nullable, const std::string& path) {
+    std::vector<ExprId> alts;
+    for (const Json& v : values) {
+      bool ok = (nullable && v.is_null());
+      for (const std::string& t : types) ok = ok || type_allows(t, v);
+      if (ok) alts.push_back(literal(v));
+    }
+    if (alts.empty()) return error(path, "no enum / const value has the schema's type");
+    return g_.choice(std::move(alts));
+  }
+
+  // The types the schema allows: `type`, or inferred from its keywords, or all of them.
+  Result<std::vector<std::string>> types_of(const Json& s, const std::string& path) {
+    static const std::set<std::string> kTypes = {"null",   "boolean", "object", "array",
+                                                 "number", "integer", "string"};
+    std::vector<std::string> types;
+    if (s.contains("type")) {
+      const Json& t = s["type"];
+      if (t.is_string()) {
+        types.push_back(t.get<std::string>());
+      } else if (t.is_array() && !t.empty()) {
+        for (const Json& x : t) {
+          if (!x.is_string()) return error(path, "type must be a string or an array of strings");
+          types.push_back(x.get<std::string>());
+        }
+      } else {
+        return error(path, "type must be a string or a non-empty array of strings");
+      }
+      for (const std::string& x : types) {
+        if (!kTypes.count(x)) return error(path, "unknown type '" + x + "'");
+      }
+      return types;
+    }
+    if (s.contains("const") || s.contains("enum"))
+      return std::vector<std::string>(kTypes.begin(), kTypes.end());
+    auto any_of = [&](std::initializer_list<const char*> keys) {
+      for (const char* k : keys) {
+        if (s.contains(k)) return true;
+      }
+      return false;
+    };
+    if (any_of({"properties", "required", "additionalProperties"})) types.push_back("object");
+    if (any_of({"items", "prefixItems", "minItems", "maxItems", "additionalItems"})) {
+      types.push_back("array");
+    }
+    if (any_of({"minLength", "maxLength", "pattern", "format"})) types.push_back("string");
+    if (any_of({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) {
+      types.push_back("number");
+    }
+    if (types.empty()) types = {"object", "array", "string", "number", "boolean", "null"};
+    return types;
+  }
+
+  Result<ExprId> compile_typed(const Json& s, const std::string& type, const std::string& path,
+                               int depth) {
+    if (type == "null") return g_.bytes("null");
+    if (type == "boolean") return g_.choice({g_.bytes("true"), g_.bytes("false")});
+    if (type == "string") return compile_string(s, path);
+    if (type == "integer" || type == "number") return compile_number(s, type == "integer", path);
+    if (type == "array") return compile_array(s, path, depth);
+    return compile_object(s, path, depth);
+  }
+
+  Result<std::optional<int64_t>> count_keyword(const Json& s, const char* key,
+                                               const std::string& path) {
+    if (!s.contains(key)) return std::optional<int64_t>();
+    const Json& v = s[key];
+    if (!v.is_number() || type_of(v) != "integer" || v.get<double>() < 0) {
+      return error(path, std::string(key) + " must be a non-negative integer");
+    }
+    if (v.get<double>() > kMaxRepeatBound) {
+      return error(path, std::string(key) + " above " + std::to_string(kMaxRepeatBound) +
+                             " is not supported");
+    }
+    return std::optional<int64_t>(v.get<int64_t>());
+  }
+
+  Result<ExprId> compile_string(const Json& s, const std::string& path) {
+    SGL_ASSIGN_OR_RETURN(auto min_len, count_keyword(s, "minLength", path));
+    SGL_ASSIGN_OR_RETURN(auto max_len, count_keyword(s, "maxLength", path));
+    const bool lengths = min_len || max_len;
+    if (s.contains("format") || s.contains("pattern")) {
+      if (lengths) {
+        return error(path,
+                     "minLength / maxLength together with pattern or format are not "
+                     "supported");
+      }
+      if (s.contains("format") && s.contains("pattern")) {
+        return error(path, "format together with pattern is not supported");
+      }
+      std::string regex;
+      if (s.contains("pattern")) {
+        if (!s["pattern"].is_string()) return error(path, "pattern must be a string");
+        regex = s["pattern"].get<std::string>();
+      } else {
+        if (!s["format"].is_string()) return error(path, "format must be a string");
+        const std::string format = s["format"].get<std::string>();
+        for (const auto& f : kFormats) {
+          if (format == f[0]) regex = f[1];
+        }
+        if (regex.empty()) return error(path, "unsupported format '" + format + "'");
+      }
+      RegexOptions options;
+      options.json_string = true;
+      auto e = compile_regex(g_, regex, options);
+      if (!e.ok()) return error(path, "pattern: " + e.status().message());
+      return g_.sequence({g_.bytes("\""), *e, g_.bytes("\"")});
+    }
+    const int32_t lo = static_cast<int32_t>(min_len.value_or(0));
+    const int32_t hi = max_len ? static_cast<int32_t>(*max_len) : kUnbounded;
+    if (hi != kUnbounded && hi < lo) return error(path, "maxLength is below minLength");
+    if (!lengths) return any_string();
+    return g_.sequence({g_.bytes("\""), g_.repeat(string_char(), lo, hi), g_.bytes("\"")});
+  }
+
+  // A bound as a double; `exclusive` from draft 6+ (a number) or draft 4 (a boolean flag).
+  Result<std::optional<double>> bound(const Json& s, const char* key, const char* ex_key,
+                                      bool& exclusive, const std::string& path) {
+    std::optional<double> out;
+    exclusive = false;
+    if (s.contains(key)) {
+      if (!s[key].is_number()) return error(path, std::string(key) + " must be a number");
+      out = s[key].get<double>();
+    }
+    if (s.contains(ex_key)) {
+      const Json& e = s[ex_key];
+      if (e.is_boolean()) {
+        exclusive = e.get<bool>() && out.has_value();
+      } else if (e.is_number()) {
+        const double v = e.get<double>();
+        // Both present: the tighter one wins.
+        const bool is_min = std::string(key) == "minimum";
+        if (!out || (is_min ? v >= *out : v <= *out)) {
+          out = v;
+          exclusive = true;
+        }
+      } else {
+        return error(path, std::string(ex_key) + " must be a number or a boolean");
+      }
+    }
+    if (out && std::fabs(*out) > 9.0e18) {
+      return error(path, std::string(key) + " beyond +-9e18 is not supported");
+    }
+    return out;
+  }
+
+  Result<ExprId> compile_number(const Json& s, bool integer, const std::string& path) {
+    bool lo_ex = false, hi_ex = false;
+    SGL_ASSIGN_OR_RETURN(auto lo, bound(s, "minimum", "exclusiveMinimum", lo_ex, path));
+    SGL_ASSIGN_OR_RETURN(auto hi, bound(s, "maximum", "exclusiveMaximum", hi_ex, path));
+    if (!lo && !hi) return integer ? any_integer() : any_number();
+    // Integers in the bounds.
+    std::optional<int64_t> ilo, ihi;
+    if (lo) ilo = static_cast<int64_t>(lo_ex ? std::floor(*lo) + 1 : std::ceil(*lo));
+    if (hi) ihi = static_cast<int64_t>(hi_ex ? std::ceil(*hi) - 1 : std::floor(*hi));
+    std::vector<ExprId> alts;
+    if (!ilo || !ihi || *ilo <= *ihi) alts.push_back(integer_range(g_, ilo, ihi));
+    if (!integer) {
+      // I.f with I >= 0 lies in [I, I+1): needs I >= lo (> lo) and I + 1 <= hi.
+      // -I.f lies in (-(I+1), -I]: needs -(I+1) >= lo and -I <= hi (< hi).
+      const ExprId frac = g_.sequence({g_.bytes("."), g_.plus(digit())});
+      std::optional<int64_t> p_lo = int64_t{0}, p_hi;
+      if (ilo) p_lo = std::max<int64_t>(0, *ilo);
+      if (hi) p_hi = static_cast<int64_t>(std::floor(*hi)) - 1;
+      if (!p_hi || *p_lo <= *p_hi) {
+        alts.push_back(g_.sequence({integer_range(g_, p_lo, p_hi), frac}));
+      }
+      std::optional<int64_t> n_lo = int64_t{0}, n_hi;
+      if (hi)
+        n_lo = std::max<int64_t>(
+            0, static_cast<int64_t>(hi_ex ? std::floor(-*hi) + 1 : std::ceil(-*hi)));
+      if (lo) n_hi = static_cast<int64_t>(std::floor(-*lo)) - 1;
+      if (!n_hi || *n_lo <= *n_hi) {
+        alts.push_back(g_.sequence({g_.bytes("-"), integer_range(g_, n_lo, n_hi), frac}));
+      }
+    }
+    if (alts.empty()) return error(path, "no number lies within minimum / maximum");
+    return g_.choice(std::move(alts));
+  }
+
+  Result<ExprId> compile_array(const Json& s, const std::string& path, int depth) {
+    if (s.contains("uniqueItems") && s["uniqueItems"] == true) {
+      return error(path, "unsupported keyword 'uniqueItems' (true)");
+    }
+    std::vector<ExprId> prefix;
+    const Json* prefix_schemas = nullptr;
+    const Json* rest = nullptr;  // the schema of the items after the prefix; null: the default
+    std::string rest_path;
+    if (s.contains("prefixItems")) {
+      if (!s["prefixItems"].is_array()) return error(path, "prefixItems must be an array");
+      prefix_schemas = &s["prefixItems"];
+      if (s.contains("items")) {
+        rest = &s["items"];
+        rest_path = path + "/items";
+      }
+    } else if (s.contains("items") && s["items"].is_array()) {
+      prefix_schemas = &s["items"];
+      if (s.contains("additionalItems")) {
+        rest = &s["additionalItems"];
+        rest_path = path + "/additionalItems";
+      }
+    } else if (s.contains("items")) {
+      rest = &s["items"];
+      rest_path = path + "/items";
+    }
+    if (prefix_schemas != nullptr) {
+      for (size_t i = 0; i < prefix_schemas->size(); ++i) {
+        SGL_ASSIGN_OR_RETURN(
+            ExprId e,
+            compile((*prefix_schemas)[i], path + "/prefixItems/" + std::to_string(i), depth + 1));
+        prefix.push_back(e);
+      }
+    }
+    // The item after the prefix: a rule (it repeats), or none.
+    std::optional<ExprId> item;
+    if (rest == nullptr) {
+      if (!options_.strict || prefix_schemas == nullptr) item = any_value();
+    } else if (!(rest->is_boolean() && !rest->get<bool>())) {
+      SGL_ASSIGN_OR_RETURN(ExprId e, compile(*rest, rest_path, depth + 1));
+      const RuleId r = g_.add_rule(g_.fresh_name("item"));
+      g_.set_body(r, e);
+      item = g_.ref(r);
+    }
+    SGL_ASSIGN_OR_RETURN(auto min_items, count_keyword(s, "minItems", path));
+    SGL_ASSIGN_OR_RETURN(auto max_items, count_keyword(s, "maxItems", path));
+    const int64_t k = static_cast<int64_t>(prefix.size());
+    const int64_t lo = min_items.value_or(0);
+    int64_t hi = max_items ? *max_items : -1;  // -1: unbounded
+    if (!item) hi = hi < 0 ? k : std::min(hi, k);
+    if (hi >= 0 && lo > hi) return error(path, "minItems cannot be met by the allowed items");
+    // tail(j): the elements after the first j (each preceded by a comma).
+    std::function<ExprId(int64_t)> tail = [&](int64_t j) -> ExprId {
+      if (hi >= 0 && j >= hi) return g_.empty();
+      if (j >= k) {
+        const auto min = static_cast<int32_t>(std::max<int64_t>(0, lo - j));
+        const int32_t max = hi < 0 ? kUnbounded : static_cast<int32_t>(hi - j);
+        return g_.repeat(g_.sequence({comma(), *item}), min, max);
+      }
+      const ExprId next = g_.sequence({comma(), prefix[j], tail(j + 1)});
+      return j < lo ? next : g_.optional(next);
+    };
+    ExprId body = g_.empty();
+    if (hi != 0) {
+      const ExprId first = g_.sequence({k > 0 ? prefix[0] : *item, tail(1)});
+      body = lo > 0 ? first : g_.optional(first);
+    }
+    return g_.sequence({g_.bytes("["), ws_inner(), body, ws_inner(), g_.bytes("]")});
+  }
+
+  // Any key string (no escapes) except the given names.
+  ExprId key_except(const std::vector<std::string>& names) {
+    const std::vector<CodePointRange> key_chars = {
+        {0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodePoint}};
+    std::vector<std::vector<uint32_t>> decoded;
+    for (const std::string& n : names) {
+      std::vector<uint32_t> cps;
+      size_t pos = 0;
+      bool plain = true;
+      while (pos < n.size()) {
+        const int32_t cp = decode_utf8(n, pos);
+        if (cp < 0x20 || cp == '"' || cp == '\\') {
+          plain = false;
+          break;
+        }
+        cps.push_back(static_cast<uint32_t>(cp));
+      }
+      if (plain) decoded.push_back(std::move(cps));  // others cannot collide with a plain key
+    }
+    const ExprId tail = g_.star(g_.char_class(key_chars));
+    // The names sharing the prefix of length d are decoded[members].
+    std::function<ExprId(const std::vector<size_t>&, size_t)> build =
+        [&](const std::vector<size_t>& members, size_t d) -> ExprId {
+      std::map<uint32_t, std::vector<size_t>> next;
+      bool ends_here = false;
+      for (size_t m : members) {
+        if (decoded[m].size() == d) {
+          ends_here = true;
+        } else {
+          next[decoded[m][d]].push_back(m);
+        }
+      }
+      std::vector<ExprId> alts;
+      if (!ends_here) alts.push_back(g_.empty());
+      std::vector<CodePointRange> others = key_chars;
+      for (const auto& [cp, group] : next) {
+        std::string bytes;
+        append_utf8(bytes, cp);
+        alts.push_back(g_.sequence({g_.bytes(bytes), build(group, d + 1)}));
+        others.push_back({cp, cp});
+      }
+      // A first character outside the names' next characters: anything may follow.
+      std::vector<CodePointRange> excluded;
+      for (const auto& [cp, group] : next) excluded.push_back({cp, cp});
+      std::vector<CodePointRange> allowed =
+          normalize_ranges(normalize_ranges(excluded, true), false);
+      std::vector<CodePointRange> both;  // allowed ∩ key_chars
+      for (const CodePointRange& a : allowed) {
+        for (const CodePointRange& b : key_chars) {
+          const uint32_t l = std::max(a.lo, b.lo), h = std::min(a.hi, b.hi);
+          if (l <= h) both.push_back({l, h});
+        }
+      }
+      if (!both.empty()) alts.push_back(g_.sequence({g_.char_class(both), tail}));
+      return g_.choice(std::move(alts));
+    };
+    std::vector<size_t> all(decoded.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    return build(all, 0);
+  }
+
+  Result<ExprId> compile_object(const Json& s, const std::string& path, int depth) {
+    struct Prop {
+      std::string name;
+      ExprId kv;
+      bool required;
+    };
+    std::set<std::string> required;
+    if (s.contains("required")) {
+      if (!s["required"].is_array()) return error(path, "required must be an array");
+      for (const Json& r : s["required"]) {
+        if (!r.is_string()) return error(path, "required must list strings");
+        required.insert(r.get<std::string>());
+      }
+    }
+    // Additional properties: none, or a value expression.
+    std::optional<ExprId> extra_value;
+    if (s.contains("additionalProperties")) {
+      const Json& a = s["additionalProperties"];
+      if (!(a.is_boolean() && !a.get<bool>())) {
+        SGL_ASSIGN_OR_RETURN(ExprId e, compile(a, path + "/additionalProperties", depth + 1));
+        extra_value = e;
+      }
+    } else if (!options_.strict) {
+      extra_value = any_value();
+    }
+    std::vector<Prop> props;
+    std::vector<std::string> names;
+    if (s.contains("properties")) {
+      if (!s["properties"].is_object()) return error(path, "properties must be an object");
+      for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) {
+        // The name trie of key_except recurses once per character.
+        if (it.key().size() > 1024) {
+          return error(path, "property names longer than 1024 bytes are not supported");
+        }
+        SGL_ASSIGN_OR_RETURN(ExprId v,
+                             compile(it.value(), path + "/properties/" + it.key(), depth + 1));
+        props.push_back({it.key(), g_.sequence({literal(Json(it.key())), colon(), v}),
+                         required.count(it.key()) > 0});
+        names.push_back(it.key());
+      }
+    }
+    for (const std::string& r : required) {
+      if (std::find(names.begin(), names.end(), r) != names.end()) continue;
+      if (r.size() > 1024) {
+        return error(path, "property names longer than 1024 bytes are not supported");
+      }
+      if (!extra_value) {
+        return error(path, "required property '" + r +
+                               "' is not allowed by properties / "
+                               "additionalProperties");
+      }
+      // Required but undeclared: any value that additionalProperties allows.
+      props.push_back({r, g_.sequence({literal(Json(r)), colon(), *extra_value}), true});
+      names.push_back(r);
+    }
+    std::optional<ExprId> extra_kv;
+    if (extra_value) {
+      const RuleId r = g_.add_rule(g_.fresh_name("extra_property"));
+      g_.set_body(r, g_.sequence({g_.bytes("\""), key_except(names), g_.bytes("\""), colon(),
+                                  *extra_value}));
+      extra_kv = g_.ref(r);
+    }
+    // after[i]: at least one property written, candidates i.. remain; start[i]: none written.
+    const size_t n = props.size();
+    std::vector<RuleId> after(n + 1), start(n + 1);
+    for (size_t i = 0; i <= n; ++i) {
+      after[i] = g_.add_rule(g_.fresh_name("obj_after"));
+      start[i] = g_.add_rule(g_.fresh_name("obj_start"));
+    }
+    g_.set_body(after[n], extra_kv ? g_.star(g_.sequence({comma(), *extra_kv})) : g_.empty());
+    g_.set_body(start[n],
+                extra_kv ? g_.optional(g_.sequence({*extra_kv, g_.ref(after[n])})) : g_.empty());
+    for (size_t i = n; i-- > 0;) {
+      const ExprId with = g_.sequence({comma(), props[i].kv, g_.ref(after[i + 1])});
+      g_.set_body(after[i], props[i].required ? with : g_.choice({with, g_.ref(after[i + 1])}));
+      const ExprId first = g_.sequence({props[i].kv, g_.ref(after[i + 1])});
+      g_.set_body(start[i], props[i].required ? first : g_.choice({first, g_.ref(start[i + 1])}));
+    }
+    return g_.sequence({g_.bytes("{"), ws_inner(), g_.ref(start[0]), ws_inner(), g_.bytes("}")});
+  }
+
+  // --- allOf: merging schemas --------------------------------------------------------------
+
+  Result<Json> merge(const Json& a_in, const Json& b_in, const std::string& path, int depth) {
+    if (depth > kMaxSchemaDepth) return error(path, "allOf nested too deeply");
+    Json a = a_in, b = b_in;
+    for (Json* x : {&a, &b}) {
+      if (x->is_boolean()) {
+        if (!x->get<bool>()) return error(path, "allOf with the schema 'false' accepts no value");
+        *x = Json::object();
+      }
+      if (!x->is_object()) return error(path, "a schema must be an object or a boolean");
+      // Inline (non-recursive) references and nested allOf before merging.
+      for (int guard = 0; x->contains("$ref") || x->contains("allOf"); ++guard) {
+        if (guard > 32) return error(path, "allOf: $ref chain too long");
+        if (x->contains("$ref")) {
+          if (!(*x)["$ref"].is_string()) return error(path, "$ref must be a string");
+          SGL_ASSIGN_OR_RETURN(const Json* t, resolve((*x)["$ref"].get<std::string>(), path));
+          Json rest = without(*x, {"$ref"});
+          SGL_ASSIGN_OR_RETURN(*x, merge(rest, *t, path, depth + 1));
+        } else {
+          Json rest = without(*x, {"allOf"});
+          for (const Json& part : (*x)["allOf"]) {
+            SGL_ASSIGN_OR_RETURN(rest, merge(rest, part, path, depth + 1));
+          }
+          *x = rest;
+        }
+      }
+    }
+    Json out = a;
+    for (auto it = b.begin(); it != b.end(); ++it) {
+      const std::string& key = it.key();
+      const Json& bv = it.value();
+      if (!out.contains(key) || kDescriptive.count(key)) {
+        if (!out.contains(key)) out[key] = bv;
+        continue;
+      }
+      Json& av = out[key];
+      if (av == bv) continue;
+      if (key == "properties") {
+        if (!av.is_object() || !bv.is_object()) return error(path, "properties must be objects");
+        for (auto p = bv.begin(); p != bv.end(); ++p) {
+          if (av.contains(p.key())) {
+            SGL_ASSIGN_OR_RETURN(av[p.key()], merge(av[p.key()], p.value(),
+                                                    path + "/properties/" + p.key(), depth + 1));
+          } else {
+            av[p.key()] = p.value();
+          }
+        }
+      } else if (key == "required") {
+        for (const Json& r : bv) {
+          if (std::find(av.begin(), av.end(), r) == av.end()) av.push_back(r);
+        }
+      } else if (key == "type") {
+        std::vector<std::string> ta, tb, both;
+        for (const Json* t : {static_cast<const Json*>(&av), &bv}) {
+          auto& v = t == &av ? ta : tb;
+          if (t->is_string()) v.push_back(t->get<std::string>());
+          if (t->is_array()) {
+            for (const Json& x : *t) v.push_back(x.get<std::string>());
+          }
+        }
+        for (const std::string& x : ta) {
+          const bool in_b = std::find(tb.begin(), tb.end(), x) != tb.end();
+          const bool int_in_number =
+              x == "integer" && std::find(tb.begin(), tb.end(), "number") != tb.end();
+          if (in_b || int_in_number)
+            both.push_back(x);
+          else if (x == "number" && std::find(tb.begin(), tb.end(), "integer") != tb.end()) {
+            both.push_back("integer");
+          }
+        }
+        if (both.empty()) return error(path, "allOf: the types do not intersect");
+        av = both.size() == 1 ? Json(both[0]) : Json(both);
+      } else if (key == "minimum" || key == "minLength" || key == "minItems" ||
+                 key == "exclusiveMinimum") {
+        if (bv.is_number() && av.is_number())
+          av = std::max(av.get<double>(), bv.get<double>());
+        else
+          return error(path, "allOf: cannot merge '" + key + "'");
+      } else if (key == "maximum" || key == "maxLength" || key == "maxItems" ||
+                 key == "exclusiveMaximum") {
+        if (bv.is_number() && av.is_number())
+          av = std::min(av.get<double>(), bv.get<double>());
+        else
+          return error(path, "allOf: cannot merge '" + key + "'");
+      } else if (key == "enum") {
+        Json both = Json::array();
+        for (const Json& x : av) {
+          if (std::find(bv.begin(), bv.end(), x) != bv.end()) both.push_back(x);
+        }
+        if (both.empty()) return error(path, "allOf: the enums do not intersect");
+        av = both;
+      } else if (key == "items" && av.is_object() && bv.is_object()) {
+        SGL_ASSIGN_OR_RETURN(av, merge(av, bv, path + "/items", depth + 1));
+      } else {
+        return error(path, "allOf: cannot merge differing '" + key + "'");
+      }
+    }
+    return out;
+  }
+
+  const Json& root_;
+  JsonSchemaOptions options_;
+  Grammar g_;
+  std::map<std::string, RuleId> ref_rules_;
+  int64_t schemas_compiled_ = 0;
+};
+
+}  // namespace
+
+Result<Grammar> json_schema_to_grammar(std::string_view schema_json,
+                                       const JsonSchemaOptions& options) {
+  if (schema_json.size() > kMaxGrammarTextBytes) {
+    return invalid_argument("json schema: larger than " + std::to_string(kMaxGrammarTextBytes) +
+                            " bytes");
+  }
+  Json schema = Json::parse(schema_json, nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded()) return invalid_argument("json schema: not valid JSON");
+  return SchemaCompiler(schema, options).compile_document();
+}
+
+Grammar any_json_object_grammar(const JsonSchemaOptions& options) {
+  const Json empty = Json::object();
+  return SchemaCompiler(empty, options).any_object_document();
+}
+
+}  // namespace sgl::grammar

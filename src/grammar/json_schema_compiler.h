@@ -1,0 +1,54 @@
+// JSON Schema -> Grammar IR: the grammar of the JSON texts that the schema accepts (a subset of
+// them where noted), for `response_format` json_schema, `json_schema` and the free JSON mode.
+//
+// Supported: type (and unions), properties (in schema order; optional ones may be left out),
+// required, additionalProperties (false / true / a schema), items, prefixItems (and draft-7's
+// array `items` + additionalItems), minItems, maxItems, enum, const, anyOf, oneOf (as anyOf:
+// exact when the branches are disjoint), allOf (merged where expressible), $ref into the document
+// ($defs, definitions, any JSON pointer; recursion included), minLength, maxLength, pattern
+// (anchored at both ends, as xgrammar / outlines treat it), format (date, time, date-time,
+// email, uuid, uri, ipv4), minimum / maximum / exclusiveMinimum / exclusiveMaximum (exact for
+// integers; for numbers, see below), nullable (OpenAPI). Descriptive keywords are accepted and
+// ignored; any other keyword is an error naming it.
+//
+// Deliberate narrowings (every generated text still validates):
+//   - strict (default): a schema that does not say otherwise allows no additional properties
+//     and no array items beyond prefixItems (as xgrammar's strict mode and OpenAI's strict mode);
+//   - additional property names contain no escapes and differ from the declared ones;
+//   - bounded numbers have no exponent, and a fraction only where the whole unit interval around
+//     it lies within the bounds; strings are never \u-escaped where a literal character works;
+//   - a date's day is at most 28 in February;
+//   - a number's exponent has at most two digits (past that most parsers overflow to inf).
+#pragma once
+
+#include <string_view>
+
+#include "core/status.h"
+#include "grammar/grammar.h"
+
+namespace sgl::grammar {
+
+enum class JsonWhitespace {
+  // No whitespace except one optional space after ':' and ',' (both `{"a":1}` and json.dumps'
+  // `{"a": 1, "b": 2}`). The default: fewer tokens, and a model cannot loop on whitespace.
+  kCompact,
+  // Any run of JSON whitespace (space, \t, \n, \r) wherever JSON allows it, up to
+  // max_whitespace bytes per run.
+  kFlexible,
+};
+
+struct JsonSchemaOptions {
+  JsonWhitespace whitespace = JsonWhitespace::kCompact;
+  int32_t max_whitespace = 32;  // kFlexible only
+  bool strict = true;
+};
+
+inline constexpr int kMaxSchemaDepth = 128;
+
+Result<Grammar> json_schema_to_grammar(std::string_view schema_json,
+                                       const JsonSchemaOptions& options = {});
+
+// Any JSON object (the `json_object` response format).
+Grammar any_json_object_grammar(const JsonSchemaOptions& options = {});
+
+}  // namespace sgl::grammar

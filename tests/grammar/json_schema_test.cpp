@@ -1,0 +1,262 @@
+// JSON Schema -> grammar: random walks through the matcher over a corpus of real-world schemas
+// must produce JSON that validates; exact integer ranges; the whitespace policies; errors.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "grammar/json_schema_compiler.h"
+#include "grammar_test_util.h"
+#include "json_schema_validator.h"
+#include "json_schemas.h"
+
+namespace sgl::grammar {
+namespace {
+
+using test::full_match;
+using test::must_compile;
+using test::OJson;
+
+std::shared_ptr<const CompiledGrammar> schema_grammar(const std::string& schema,
+                                                      const JsonSchemaOptions& options = {}) {
+  auto g = json_schema_to_grammar(schema, options);
+  if (!g.ok()) throw std::runtime_error(schema + ": " + g.status().to_string());
+  return must_compile(std::move(g).value());
+}
+
+std::string schema_error(const std::string& schema) {
+  auto g = json_schema_to_grammar(schema);
+  if (!g.ok()) return g.status().message();
+  auto c = CompiledGrammar::compile(std::move(g).value(), nullptr);
+  return c.ok() ? "" : c.status().message();
+}
+
+TEST(grammar_json_schema, CorpusHasEnoughShapes) { EXPECT_GE(test::schema_corpus().size(), 50u); }
+
+TEST(grammar_json_schema, RandomWalksValidate) {
+  std::mt19937 rng(7);
+  int walks = 0;
+  for (const std::string& text : test::schema_corpus()) {
+    SCOPED_TRACE(text);
+    const OJson schema = OJson::parse(text);
+    test::Validator validator(schema);
+    for (JsonWhitespace ws : {JsonWhitespace::kCompact, JsonWhitespace::kFlexible}) {
+      JsonSchemaOptions options;
+      options.whitespace = ws;
+      options.max_whitespace = 3;
+      auto grammar = schema_grammar(text, options);
+      for (int i = 0; i < 12; ++i) {
+        std::string out;
+        ASSERT_TRUE(test::random_walk(grammar, rng, out, 48, 0.05)) << "stuck at: " << out;
+        const OJson value = OJson::parse(out, nullptr, false);
+        ASSERT_FALSE(value.is_discarded()) << "not JSON: " << out;
+        EXPECT_EQ(validator.validate(value, schema), "") << out;
+        ++walks;
+      }
+    }
+  }
+  EXPECT_GE(walks, 1200);
+}
+
+TEST(grammar_json_schema, PropertyOrderAndOptionalProperties) {
+  auto g = schema_grammar(R"({"type": "object", "properties": {"a": {"type": "integer"},
+      "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["b"]})");
+  for (const char* ok : {R"({"b":1})", R"({"a":1,"b":2})", R"({"b":1,"c":2})",
+                         R"({"a":1,"b":2,"c":3})", R"({"a": 1, "b": 2})"}) {
+    EXPECT_TRUE(full_match(g, ok)) << ok;
+  }
+  for (const char* bad :
+       {R"({})", R"({"a":1})", R"({"b":1,"a":2})", R"({"c":1,"b":2})", R"({"b":1,})", R"({,"b":1})",
+        R"({"b":1,"d":2})", R"({ "b":1})", R"({"b" :1})", R"({"b":1,"b":1})"}) {
+    EXPECT_FALSE(full_match(g, bad)) << bad;
+  }
+}
+
+TEST(grammar_json_schema, StrictModeAndAdditionalProperties) {
+  const std::string open = R"({"type": "object", "properties": {"a": {"type": "integer"}}})";
+  EXPECT_FALSE(full_match(schema_grammar(open), R"({"a":1,"x":2})"));
+  JsonSchemaOptions lax;
+  lax.strict = false;
+  auto g = schema_grammar(open, lax);
+  EXPECT_TRUE(full_match(g, R"({"a":1,"x":[true,{"y":null}]})"));
+  EXPECT_TRUE(full_match(g, R"({"x":2})"));
+  // A declared name is never an additional property (no duplicate keys), prefixes of it are.
+  EXPECT_FALSE(full_match(g, R"({"a":1,"a":2})"));
+  EXPECT_FALSE(full_match(g, R"({"a":"text"})"));
+  EXPECT_TRUE(full_match(g, R"({"a":1,"ab":"text","":0})"));
+  auto typed = schema_grammar(R"({"type": "object", "properties": {"id": {"type": "integer"}},
+      "additionalProperties": {"type": "string"}})");
+  EXPECT_TRUE(full_match(typed, R"({"id":1,"x":"y","z":""})"));
+  EXPECT_FALSE(full_match(typed, R"({"id":1,"x":2})"));
+  EXPECT_FALSE(full_match(typed, R"({"id":"1"})"));
+}
+
+TEST(grammar_json_schema, IntegerRangesAreExact) {
+  const std::vector<std::pair<std::string, std::pair<int, int>>> cases = {
+      {R"({"type":"integer","minimum":-40,"maximum":125})", {-40, 125}},
+      {R"({"type":"integer","minimum":7,"maximum":7})", {7, 7}},
+      {R"({"type":"integer","minimum":0,"maximum":100})", {0, 100}},
+      {R"({"type":"integer","minimum":-99,"maximum":-10})", {-99, -10}},
+      {R"({"type":"integer","exclusiveMinimum":-1,"exclusiveMaximum":90})", {0, 89}},
+      {R"({"type":"integer","minimum":19,"maximum":291})", {19, 291}},
+      {R"({"type":"integer","minimum":-1.5,"maximum":2.5})", {-1, 2}},
+  };
+  for (const auto& [schema, range] : cases) {
+    auto g = schema_grammar(schema);
+    for (int v = -400; v <= 400; ++v) {
+      const bool in = v >= range.first && v <= range.second;
+      EXPECT_EQ(full_match(g, std::to_string(v)), in) << schema << " " << v;
+    }
+    EXPECT_FALSE(full_match(g, "-0")) << schema;
+    EXPECT_FALSE(full_match(g, "007")) << schema;
+  }
+  auto lower = schema_grammar(R"({"type":"integer","minimum":95})");
+  for (int v = -200; v <= 2000; ++v) EXPECT_EQ(full_match(lower, std::to_string(v)), v >= 95);
+  EXPECT_TRUE(full_match(lower, "123456789012345678901234567890"));
+  auto upper = schema_grammar(R"({"type":"integer","maximum":-95})");
+  for (int v = -2000; v <= 200; ++v) EXPECT_EQ(full_match(upper, std::to_string(v)), v <= -95);
+}
+
+TEST(grammar_json_schema, BoundedNumbersAreSound) {
+  auto g = schema_grammar(R"({"type":"number","minimum":-2.5,"exclusiveMaximum":3.5})");
+  for (const char* ok : {"-2", "0", "3", "-1.99", "2.999", "0.5", "-0.25"}) {
+    EXPECT_TRUE(full_match(g, ok)) << ok;
+  }
+  for (const char* bad : {"4", "-3", "3.5", "1e3", "-2.6", "3.7"}) {
+    EXPECT_FALSE(full_match(g, bad)) << bad;
+  }
+}
+
+TEST(grammar_json_schema, Formats) {
+  struct Case {
+    const char* format;
+    std::vector<const char*> ok, bad;
+  };
+  const std::vector<Case> cases = {
+      {"date",
+       {"2024-02-28", "1999-12-31", "2023-04-30"},
+       {"2024-02-30", "2023-04-31", "2023-13-01", "23-01-01"}},
+      {"time", {"23:59:59Z", "00:00:00.123+05:30"}, {"24:00:00Z", "12:00:00", "12:60:00Z"}},
+      {"date-time", {"2024-01-15T08:30:00Z"}, {"2024-01-15 08:30:00Z", "2024-01-15T08:30Z"}},
+      {"email", {"a.b+c@example.co.uk", "x@y.io"}, {"@x.io", "a@b", "a b@c.de"}},
+      {"uuid", {"123e4567-e89b-12d3-a456-426614174000"}, {"123e4567e89b12d3a456426614174000"}},
+      {"uri",
+       {"https://example.com/a?b=c#d", "urn:isbn:0451450523"},
+       {"example.com", "http://a b"}},
+      {"ipv4", {"192.168.0.1", "255.255.255.255", "0.0.0.0"}, {"256.1.1.1", "1.2.3", "01.2.3.4"}},
+  };
+  for (const Case& c : cases) {
+    auto g = schema_grammar(std::string(R"({"type":"string","format":")") + c.format + "\"}");
+    for (const char* s : c.ok) EXPECT_TRUE(full_match(g, "\"" + std::string(s) + "\"")) << s;
+    for (const char* s : c.bad) EXPECT_FALSE(full_match(g, "\"" + std::string(s) + "\"")) << s;
+  }
+}
+
+TEST(grammar_json_schema, Strings) {
+  auto g = schema_grammar(R"({"type":"string","minLength":2,"maxLength":3})");
+  EXPECT_TRUE(full_match(g, R"("ab")"));
+  EXPECT_TRUE(full_match(g, R"("a\n\u00e9")"));  // escapes count as one character each
+  EXPECT_TRUE(full_match(g, "\"\xC3\xA9\xF0\x9F\x98\x80\""));
+  EXPECT_FALSE(full_match(g, R"("a")"));
+  EXPECT_FALSE(full_match(g, R"("abcd")"));
+  auto any = schema_grammar(R"({"type":"string"})");
+  EXPECT_TRUE(full_match(any, R"("tab\t quote\" slash\/ \u20AC")"));
+  EXPECT_FALSE(full_match(any, "\"raw\nnewline\""));
+  EXPECT_FALSE(full_match(any, R"("bad \x escape")"));
+  EXPECT_FALSE(full_match(any, R"("lone \ud800 surrogate")"));
+  auto pattern = schema_grammar(R"({"type":"string","pattern":"^a\"b$"})");
+  EXPECT_TRUE(full_match(pattern, R"("a\"b")"));
+  EXPECT_FALSE(full_match(pattern, R"("a"b")"));
+}
+
+TEST(grammar_json_schema, WhitespacePolicies) {
+  const std::string schema = R"({"type":"object","properties":{"a":{"type":"array",
+      "items":{"type":"integer"}}},"required":["a"]})";
+  auto compact = schema_grammar(schema);
+  EXPECT_TRUE(full_match(compact, R"({"a":[1,2]})"));
+  EXPECT_TRUE(full_match(compact, R"({"a": [1, 2]})"));
+  EXPECT_FALSE(full_match(compact, R"({"a":  [1,2]})"));
+  EXPECT_FALSE(full_match(compact, "{\"a\":[1,2]\n}"));
+  EXPECT_FALSE(full_match(compact, R"({ "a":[1,2]})"));
+  JsonSchemaOptions flexible;
+  flexible.whitespace = JsonWhitespace::kFlexible;
+  flexible.max_whitespace = 4;
+  auto flex = schema_grammar(schema, flexible);
+  EXPECT_TRUE(full_match(flex, "{\n  \"a\" : [ 1 ,\t2 ]\r\n}"));
+  EXPECT_FALSE(full_match(flex, "{     \"a\":[1]}"));  // a run of 5 > max_whitespace
+}
+
+TEST(grammar_json_schema, JsonObjectMode) {
+  auto g = must_compile(any_json_object_grammar());
+  EXPECT_TRUE(full_match(g, R"({})"));
+  EXPECT_TRUE(full_match(g, R"({"a":[1,-2.5e3,"x",{"b":null}],"c":true})"));
+  EXPECT_FALSE(full_match(g, R"([1])"));
+  EXPECT_FALSE(full_match(g, R"("x")"));
+  EXPECT_FALSE(full_match(g, R"({"a":01})"));
+  EXPECT_FALSE(full_match(g, R"({"a":1,})"));
+}
+
+TEST(grammar_json_schema, ErrorsNameTheProblem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"type":"object","patternProperties":{"^x":{}}})",
+       "unsupported keyword 'patternProperties'"},
+      {R"({"type":"object","properties":{"a":{"type":"number","multipleOf":2}}})",
+       "at '#/properties/a': unsupported keyword 'multipleOf'"},
+      {R"({"minProperties":1})", "unsupported keyword 'minProperties'"},
+      {R"({"type":"array","uniqueItems":true})", "uniqueItems"},
+      {R"({"if":{},"then":{}})", "unsupported keyword 'if'"},
+      {R"({"type":"string","format":"hostname"})", "unsupported format 'hostname'"},
+      {R"({"type":"string","pattern":"(a)\\1"})", "backreferences are not supported"},
+      {R"({"type":"strin"})", "unknown type 'strin'"},
+      {R"({"$ref":"#/$defs/missing"})", "does not resolve"},
+      {R"({"$ref":"https://example.com/schema.json"})", "only references into this document"},
+      {R"(false)", "accepts no value"},
+      {R"({"type":"object","properties":{"a":false},"required":["a"]})", "accepts no value"},
+      {R"({"type":"object","additionalProperties":false,"required":["x"]})",
+       "required property 'x' is not allowed"},
+      {R"({"type":"array","prefixItems":[{}],"items":false,"minItems":2})",
+       "minItems cannot be met"},
+      {R"({"type":"string","minLength":5,"maxLength":2})", "maxLength is below minLength"},
+      {R"({"type":"integer","minimum":5,"maximum":4})", "no number lies within"},
+      {R"({"allOf":[{"type":"string"},{"type":"integer"}]})", "the types do not intersect"},
+      {R"({"allOf":[{"pattern":"a"},{"pattern":"b"}]})", "cannot merge differing 'pattern'"},
+      {R"({"enum":[]})", "enum must be a non-empty array"},
+      {R"({"type":"string","enum":[1,2]})", "no enum / const value has the schema's type"},
+      {R"({"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})", "accepts no string"},
+      {R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"})",
+       "left recursion"},
+      {R"({"$defs":{"n":{"type":"object","properties":{"n":{"$ref":"#/$defs/n"}},
+          "required":["n"]}},"$ref":"#/$defs/n"})",
+       "accepts no string"},
+      {R"({"type":"integer","minimum":1e30})", "beyond +-9e18"},
+      {R"({"type":"string","maxLength":10000000})", "maxLength above"},
+      {R"({"type":"object",)", "not valid JSON"},
+      {R"(42)", "a schema must be an object or a boolean"},
+  };
+  for (const auto& [schema, expected] : cases) {
+    const std::string message = schema_error(schema);
+    EXPECT_NE(message.find(expected), std::string::npos)
+        << schema << "\n  -> " << (message.empty() ? "(compiled)" : message);
+  }
+}
+
+TEST(grammar_json_schema, HugePropertyNamesAreAnErrorNotACrash) {
+  const std::string name(100000, 'k');
+  EXPECT_NE(schema_error(R"({"type":"object","properties":{")" + name + R"(":{}}})")
+                .find("longer than 1024 bytes"),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"type":"object","additionalProperties":true,"required":[")" + name +
+                         R"("]})")
+                .find("longer than 1024 bytes"),
+            std::string::npos);
+}
+
+TEST(grammar_json_schema, DeepSchemasAreAnErrorNotACrash) {
+  std::string deep;
+  for (int i = 0; i < 2000; ++i) deep += R"({"type":"array","items":)";
+  deep += "{}";
+  for (int i = 0; i < 2000; ++i) deep += "}";
+  EXPECT_NE(schema_error(deep).find("nested too deeply"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sgl::grammar
