@@ -49,8 +49,10 @@ ExprId natural_range(Grammar& g, uint64_t a, std::optional<uint64_t> b) {
   std::vector<ExprId> alts;
   const size_t max_len = b ? std::to_string(*b).size() : as.size();
   for (size_t len = as.size(); len <= max_len; ++len) {
-    const std::string lo =
-        len == as.size() ? as : (len == 1 ? "0" : "1" + std::string(len - 1, '0'));
+    // The smallest len-digit natural (built by appending: GCC 12 warns, -Wrestrict, on
+    // `"1" + std::string(...)` at -O3).
+    std::string lo = len == as.size() ? as : (len == 1 ? "0" : "1");
+    if (len != as.size() && len > 1) lo.append(len - 1, '0');
     const std::string hi = (b && len == max_len) ? std::to_string(*b) : pow10_minus_1(len);
     alts.push_back(same_length(g, lo, hi));
   }
