@@ -21,8 +21,10 @@ __global__ void pool_rows_kernel(const T* __restrict__ src, const int32_t* __res
   __shared__ float partial[kRowGroups][kColumns];
   const int64_t b = blockIdx.y;
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
-  const int64_t end = indptr[b + 1];
-  const int64_t begin = last_only ? end - 1 : indptr[b];
+  const int64_t first = indptr[b], end = indptr[b + 1];
+  // An empty request (a bug upstream; the CPU checks it) sums nothing rather than reading the
+  // request before it.
+  const int64_t begin = last_only && end > first ? end - 1 : first;
   float sum = 0.f;
   if (c < h) {
     for (int64_t r = begin + threadIdx.y; r < end; r += kRowGroups) sum += to_float(src[r * h + c]);
