@@ -3,6 +3,8 @@
 // give transformers' vectors (data/tiny_qwen3_embedding_reference.json) within 1e-4 in f32 on
 // the CPU, for last-token (normalised) and mean (not normalised) pooling, alone and batched
 // together, whole and in prefill chunks, with and without the radix cache and the overlap loop.
+// Built with SGL_TEST_ON_CUDA: the same on the GPU in float32 (our kernels held to the CPU's
+// bounds).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -81,15 +83,24 @@ Encoded collect_embedding(RequestStream& stream) {
   }
 }
 
+runner::ModelRunnerOptions runner_options(bool is_embedding) {
+  runner::ModelRunnerOptions ro;
+#ifdef SGL_TEST_ON_CUDA
+  ro.device = Device::cuda(0);
+  ro.dtype = "float32";
+#endif
+  ro.num_kv_slots = 4096;
+  ro.is_embedding = is_embedding;
+  return ro;
+}
+
 ModelEngine launch(const Config& c) {
   EngineOptions eo;
   eo.scheduler.disable_radix_cache = !c.radix;
   eo.scheduler.chunked_prefill_size = c.chunk;
   eo.scheduler.max_running_requests = 8;
   eo.disable_overlap_schedule = !c.overlap;
-  runner::ModelRunnerOptions ro;
-  ro.num_kv_slots = 4096;
-  ro.is_embedding = true;
+  const runner::ModelRunnerOptions ro = runner_options(true);
   const std::string dir =
       std::string(SGL_EMBEDDING_MODELS) + "/tiny-qwen3-embedding-" + std::string(c.model);
   auto me = launch_model_engine(dir, ro, eo);
@@ -194,9 +205,8 @@ TEST(EmbeddingEngine, GenerationAndEncodeAreRefusedOnTheOtherKindOfModel) {
   EXPECT_NE(generate.status().message().find("embedding model"), std::string::npos)
       << generate.status().message();
 
-  runner::ModelRunnerOptions ro;
-  ro.num_kv_slots = 1024;
-  auto generation = launch_model_engine(test::model_dir("tiny-qwen3"), ro, EngineOptions{});
+  auto generation =
+      launch_model_engine(test::model_dir("tiny-qwen3"), runner_options(false), EngineOptions{});
   ASSERT_TRUE(generation.ok()) << generation.status().to_string();
   auto encode = generation->engine->encode({1, 2, 3});
   ASSERT_FALSE(encode.ok());
@@ -206,10 +216,8 @@ TEST(EmbeddingEngine, GenerationAndEncodeAreRefusedOnTheOtherKindOfModel) {
 TEST(EmbeddingEngine, ACausalLmCheckpointServedAsAnEmbeddingModel) {
   // tiny-qwen3 itself: `model.`-prefixed tensors and an LM head (not loaded), no modules.json,
   // so last-token pooling, normalised: the last-token model's vectors.
-  runner::ModelRunnerOptions ro;
-  ro.num_kv_slots = 1024;
-  ro.is_embedding = true;
-  auto me = launch_model_engine(test::model_dir("tiny-qwen3"), ro, EngineOptions{});
+  auto me =
+      launch_model_engine(test::model_dir("tiny-qwen3"), runner_options(true), EngineOptions{});
   ASSERT_TRUE(me.ok()) << me.status().to_string();
   EXPECT_EQ(me->model_runner->pooler().type, PoolingType::kLast);
   EXPECT_TRUE(me->model_runner->pooler().normalize);
