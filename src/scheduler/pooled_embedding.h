@@ -1,7 +1,7 @@
 // PooledEmbedding: one request's embedding gathered over its prefill chunks. The model pools
 // each chunk it computes (its last row, or the sum of its rows); the request's embedding is the
-// last chunk's last row, or the sum over every chunk divided by the prompt length, then
-// L2-normalised when the model's Normalize module says so.
+// last chunk's last row, or the sum over every chunk divided by the tokens they cover (the whole
+// prompt), then L2-normalised when the model's Normalize module says so.
 #pragma once
 
 #include <cstdint>
