@@ -63,11 +63,12 @@ DeferredReply::Progress EmbeddingReply::poll() {
         if (ctx_.info.log_requests) {
           char seconds[32];
           std::snprintf(seconds, sizeof seconds, "%.3f", latency);
+          // The generation routes' line (ChoiceStream), with nothing generated.
           SGL_LOG_INFO << "request rid=" << streams_[i]->rid()
                        << " prompt_tokens=" << event->usage.prompt_tokens
-                       << " cached_tokens=" << event->usage.cached_tokens
+                       << " completion_tokens=0 cached_tokens=" << event->usage.cached_tokens
                        << " finish_reason=" << scheduler::finish_reason_name(f.reason)
-                       << " embedding latency=" << seconds << "s";
+                       << " latency=" << seconds << "s";
         }
         if (event->embedding.empty()) {
           if (!aborted_) aborted_ = f.message.empty() ? "no embedding came back" : f.message;

@@ -60,7 +60,7 @@ def last(tmp_path_factory, models):
 
 @pytest.fixture(scope="module")
 def mean(tmp_path_factory, models):
-    srv = start(tmp_path_factory, models, "mean", "--disable-overlap-schedule")
+    srv = start(tmp_path_factory, models, "mean", "--disable-overlap-schedule", "--log-requests")
     yield srv
     assert srv.alive(), "the server died: " + srv.log()
     srv.wait_idle_no_leak()
@@ -127,6 +127,20 @@ def test_mean_pooling_matches_transformers(mean):
     r = client(mean).embeddings.create(model=NAME, input=texts, encoding_format="float")
     assert max(max_abs_diff(d.embedding, c["mean"]) for d, c in zip(r.data, cases)) < TOL
     print(f"mean pooling over HTTP: max |sgl.cpp - transformers| {worst:.2e}")
+
+
+def test_log_requests_lines(mean):
+    r = mean.post("/v1/embeddings", {"input": [7, 8, 9]})
+    assert r.status_code == 200, r.text
+    def log():  # all of it (Server.log() keeps the tail)
+        mean.log()
+        return mean.stderr_path.read_text(errors="replace")
+
+    deadline = time.monotonic() + 10
+    while "prompt_tokens=3 completion_tokens=0" not in log():
+        assert time.monotonic() < deadline, mean.log()
+        time.sleep(0.05)
+    assert "embedding model: mean pooling, not normalised" in log()
 
 
 def test_concurrent_requests_equal_each_alone(last):
