@@ -47,6 +47,10 @@ std::span<const FlagSpec> server_flag_table() {
        .help = "The model name /v1/models reports.",
        .default_value = "the model path"},
       {.name = "--api-key", .value = "KEY", .help = "Bearer token every request must carry."},
+      {.name = "--is-embedding",
+       .help = "Serve an embedding model: /v1/embeddings and /encode, pooled as the model's "
+               "sentence-transformers modules.json says (without one: last token, normalised); "
+               "the generation routes answer 400."},
       {.name = "--chat-template",
        .value = "FILE",
        .help = "A Jinja chat template replacing the tokenizer's."},
@@ -139,6 +143,11 @@ Result<Options> parse_options(int argc, char** argv) {
   o.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(drain_timeout * 1000));
   SGL_ASSIGN_OR_RETURN(options.setup, parse_engine_flags(args, "info"));  // sets the log level
   o.log_requests = args.has("--log-requests");
+  options.setup.runner.is_embedding = args.has("--is-embedding");
+  if (options.setup.runner.is_embedding && !o.chat_template_path.empty()) {
+    return invalid_argument(
+        "--chat-template with --is-embedding: an embedding model serves no chat route");
+  }
   if (o.log_requests && !log_enabled(LogLevel::kInfo)) set_log_level(LogLevel::kInfo);
   options.notes.insert(options.notes.end(), options.setup.notes.begin(), options.setup.notes.end());
   o.engine = options.setup.engine;

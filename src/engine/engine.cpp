@@ -94,6 +94,28 @@ void Engine::start(std::unique_ptr<runner::BatchRunner> runner) {
 }
 
 Result<std::shared_ptr<RequestStream>> Engine::submit(GenerateRequest request) {
+  if (is_embedding()) {
+    return invalid_argument(
+        "the model is served as an embedding model (--is-embedding): it encodes prompts and "
+        "generates nothing");
+  }
+  return enqueue(std::move(request));
+}
+
+Result<std::shared_ptr<RequestStream>> Engine::encode(std::vector<int32_t> input_ids) {
+  if (!is_embedding()) {
+    // SGLang's words for the same mistake.
+    return invalid_argument(
+        "This model does not appear to be an embedding model by default. Please add "
+        "`--is-embedding` when launching the server or try another model.");
+  }
+  GenerateRequest request;
+  request.input_ids = std::move(input_ids);
+  request.max_new_tokens = 0;
+  return enqueue(std::move(request));
+}
+
+Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) {
   SGL_RETURN_IF_ERROR(scheduler_->validate(request));  // reads only immutable limits
   for (int32_t id : request.input_ids) {
     if (id < 0 || id >= options_.vocab_size) {
@@ -201,6 +223,7 @@ void Engine::dispatch_updates() {
     event.logprobs = std::move(u.new_logprobs);
     event.top_logprobs = std::move(u.new_top_logprobs);
     event.input_logprobs = std::move(u.input_logprobs);
+    event.embedding = std::move(u.embedding);
     event.finished = std::move(u.finished);
     event.usage = {u.prompt_tokens, u.completion_tokens, u.cached_tokens};
     const bool finished = event.finished.has_value();
@@ -244,7 +267,11 @@ void Engine::loop(runner::BatchRunner& runner) {
     runner::ExecResult result = executor->wait();
     const double t = thread_cpu_s();
     SGL_CHECK_EQ(result.batch_id, in_flight.front().id);
-    scheduler_->process_batch_result(in_flight.front(), result.output, result.prompt_logprobs);
+    if (in_flight.front().pooling != PoolingType::kNone) {
+      scheduler_->process_embedding_result(in_flight.front(), result.embeddings);
+    } else {
+      scheduler_->process_batch_result(in_flight.front(), result.output, result.prompt_logprobs);
+    }
     in_flight.pop_front();
     return thread_cpu_s() - t;
   };

@@ -61,8 +61,13 @@ class Engine {
   void start(std::unique_ptr<runner::BatchRunner> runner);
 
   // Validates (a bad request gives kInvalidArgument; a full queue kResourceExhausted) and
-  // queues the request. The stream delivers its tokens and finish.
+  // queues the request. The stream delivers its tokens and finish. A generation model only.
   Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request);
+  // An embedding model's request (SchedulerOptions::pooler; SGLang's Engine.encode): the
+  // prompt's embedding comes with the stream's final event (StreamEvent::embedding), errors as
+  // submit's.
+  Result<std::shared_ptr<RequestStream>> encode(std::vector<int32_t> input_ids);
+  bool is_embedding() const { return options_.scheduler.pooler.is_embedding(); }
   void abort(uint64_t rid);
   // Frees the radix cache; false while requests run.
   bool flush_cache();
@@ -92,6 +97,8 @@ class Engine {
   };
   using Message = std::variant<Submit, Abort, Flush, Stats>;
 
+  // submit's and encode's checks and queueing.
+  Result<std::shared_ptr<RequestStream>> enqueue(GenerateRequest request);
   void post(Message message);
   void loop(runner::BatchRunner& runner);
   bool handle_inbox(std::chrono::milliseconds max_wait);

@@ -26,6 +26,7 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
   runner::ExecBatch exec;
   exec.id = batch.id;
   exec.mode = batch.mode;
+  exec.pooling = batch.pooling;
   exec.out_cache_loc = batch.out_cache_loc;
   exec.req_to_token_writes = batch.req_to_token_writes;
   exec.requests.reserve(batch.entries.size());

@@ -38,6 +38,7 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
   options.vocab_size = config.vocab_size;
   options.max_num_tokens = ro.max_num_tokens;
   options.eos_token_ids = config.eos_token_ids;
+  options.scheduler.pooler = me.model_runner->pooler();
   for (int32_t id : extra_eos_ids) {
     if (std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), id) ==
         options.eos_token_ids.end()) {

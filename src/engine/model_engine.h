@@ -15,8 +15,8 @@ struct ModelEngine {
 };
 
 // Loads the model and starts the engine loop over it. `engine_options`' KV, context, vocab and
-// token limits are filled from the runner; `extra_eos_ids` (e.g. the tokenizer's) join the
-// model's EOS ids.
+// token limits are filled from the runner, and with runner_options.is_embedding its pooling;
+// `extra_eos_ids` (e.g. the tokenizer's) join the model's EOS ids.
 Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                                         const runner::ModelRunnerOptions& runner_options,
                                         EngineOptions engine_options,

@@ -7,7 +7,7 @@ namespace sgl::engine {
 namespace {
 
 // Appends the later event `e` to `merged`: tokens (and their logprobs) concatenated, the prompt
-// logprobs and the finish taken when `e` has them, the latest usage.
+// logprobs, the embedding and the finish taken when `e` has them, the latest usage.
 void merge_into(StreamEvent& merged, StreamEvent&& e) {
   merged.token_ids.insert(merged.token_ids.end(), e.token_ids.begin(), e.token_ids.end());
   merged.logprobs.insert(merged.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
@@ -15,6 +15,7 @@ void merge_into(StreamEvent& merged, StreamEvent&& e) {
                              std::make_move_iterator(e.top_logprobs.begin()),
                              std::make_move_iterator(e.top_logprobs.end()));
   if (e.input_logprobs) merged.input_logprobs = std::move(e.input_logprobs);
+  if (!e.embedding.empty()) merged.embedding = std::move(e.embedding);
   if (e.finished) merged.finished = std::move(e.finished);
   merged.usage = e.usage;
 }

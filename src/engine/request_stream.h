@@ -32,6 +32,8 @@ struct StreamEvent {
   // Prompt logprobs (GenerateRequest::logprob_start_len), once: with the first token, or with
   // the finish of a prompt-scoring request (max_new_tokens 0).
   std::optional<sampling::PromptLogprobs> input_logprobs = {};
+  // An encode request's embedding (Engine::encode), f32 [hidden], with its finish.
+  std::vector<float> embedding = {};
 };
 
 class RequestStream {

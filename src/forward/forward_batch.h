@@ -7,6 +7,7 @@
 #include "core/host_device.h"
 #include "core/tensor.h"
 #include "forward/forward_mode.h"
+#include "forward/pooling.h"
 
 namespace sgl {
 
@@ -35,6 +36,10 @@ struct ForwardBatch {
   int32_t sampled_id_rows = 0;
   // The model also returns the final hidden states of its logits rows (ModelOutput).
   bool capture_hidden_states = false;
+  // kNone: logits. Otherwise (an embedding model's batch) one pooled row per request instead:
+  // its last token's final hidden state (kLast) or the sum of this pass's (kMean: a prompt may
+  // span several chunked passes, so the caller divides once it has them all).
+  PoolingType pooling = PoolingType::kNone;
 
   Tensor input_ids;           // i32 [num_tokens]
   Tensor positions;           // i32 [num_tokens]

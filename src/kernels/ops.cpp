@@ -7,6 +7,7 @@
 #include "kernels/embedding.h"
 #include "kernels/gather.h"
 #include "kernels/linear.h"
+#include "kernels/pooling.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #ifdef SGL_WITH_CUDA
@@ -187,6 +188,24 @@ void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor
   check_same_device(src, qo_indptr, "gather_last_tokens");
   SGL_RUN_ON(src.device(), gather_last_tokens, (src, qo_indptr, out),
              (src, qo_indptr, out, stream));
+}
+
+void pool_rows(const Tensor& src, const Tensor& qo_indptr, RowPool pool, const Tensor& out,
+               backend::Stream stream) {
+  SGL_CHECK(src.ndim() == 2 && out.ndim() == 2 && src.is_contiguous() && out.is_contiguous() &&
+            src.size(1) == out.size(1) &&
+            (src.dtype() == DType::kF32 || src.dtype() == DType::kBF16) &&
+            out.dtype() == DType::kF32)
+      << "pool_rows: src " << src.shape_string() << " " << dtype_name(src.dtype()) << " out "
+      << out.shape_string() << " " << dtype_name(out.dtype());
+  SGL_CHECK(qo_indptr.dtype() == DType::kI32 && qo_indptr.ndim() == 1 &&
+            qo_indptr.size(0) == out.size(0) + 1)
+      << "pool_rows: qo_indptr " << qo_indptr.shape_string();
+  check_same_device(src, out, "pool_rows");
+  check_same_device(src, qo_indptr, "pool_rows");
+  if (out.size(0) == 0) return;
+  SGL_RUN_ON(src.device(), pool_rows, (src, qo_indptr, pool, out),
+             (src, qo_indptr, pool, out, stream));
 }
 
 }  // namespace sgl::kernels

@@ -5,6 +5,7 @@
 #include "kernels/copy.h"
 #include "kernels/embedding.h"
 #include "kernels/gather.h"
+#include "kernels/pooling.h"
 #include "kernels/rms_norm.h"
 #include "model/config_bounds.h"
 #include "model/model_checks.h"
@@ -25,13 +26,19 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
                          AttentionBlock(attention, static_cast<int>(i)), mlp_for_layer(i));
   }
 
+  // sentence-transformers saves an embedding model's decoder as transformers' base model: the
+  // causal LM's tensors without their `model.` prefix (SGLang's loaders accept both).
+  if (options_.is_embedding && weights.source() != nullptr &&
+      !weights.has("model.embed_tokens.weight") && weights.has("embed_tokens.weight")) {
+    weight_prefix_ = "";
+  }
   const int64_t before = weights.checked_bytes();
   weights.set_check_only(true);
   const Status checked = load_weights(weights);
   weights.set_check_only(false);
   SGL_RETURN_IF_ERROR(checked);
 
-  SGL_RETURN_IF_ERROR(check_no_extra_layers(c, weights.source()));
+  SGL_RETURN_IF_ERROR(check_no_extra_layers(c, weights.source(), weight_prefix_ + "layers."));
 
   ModelMemoryPlan plan;
   plan.weights = weights.checked_bytes() - before;
@@ -74,18 +81,20 @@ Status DecoderForCausalLM::check_and_load(WeightLoader& weights, Allocator& allo
 Status DecoderForCausalLM::load_weights(WeightLoader& w) {
   const ModelConfig& c = config_;
   // The embedding and the LM head are [V, H] tables split by vocabulary rows.
-  auto vocab_table = [&](const char* module) {
-    return LinearSpec{.modules = {module},
+  auto vocab_table = [&](std::string module) {
+    return LinearSpec{.modules = {std::move(module)},
                       .out_features = {c.vocab_size},
                       .in_features = c.hidden_size,
                       .shard = ShardRule::kVocab};
   };
-  SGL_RETURN_IF_ERROR(load_linear(w, vocab_table("model.embed_tokens"), embed_tokens_));
+  SGL_RETURN_IF_ERROR(load_linear(w, vocab_table(weight_prefix_ + "embed_tokens"), embed_tokens_));
   for (size_t i = 0; i < layers_.size(); ++i) {
-    SGL_RETURN_IF_ERROR(layers_[i].load(w, "model.layers." + std::to_string(i) + "."));
+    SGL_RETURN_IF_ERROR(layers_[i].load(w, weight_prefix_ + "layers." + std::to_string(i) + "."));
   }
-  SGL_ASSIGN_OR_RETURN(final_norm_, w.load_norm("model.norm.weight", c.hidden_size));
-  if (!c.tie_word_embeddings) {
+  SGL_ASSIGN_OR_RETURN(final_norm_, w.load_norm(weight_prefix_ + "norm.weight", c.hidden_size));
+  // An embedding model pools the final norm's output: an LM head, if the checkpoint has one,
+  // would never run.
+  if (!c.tie_word_embeddings && !options_.is_embedding) {
     SGL_RETURN_IF_ERROR(load_linear(w, vocab_table("lm_head"), lm_head_));
   }
   return Status::ok_status();
@@ -99,8 +108,12 @@ void DecoderForCausalLM::plan_activations(DType dtype, Device device, Activation
   plan.add(&act_.hidden, dtype, n, c.hidden_size);
   plan.add(&act_.residual, DType::kF32, n, c.hidden_size);
   DecoderLayer::plan_scratch(layers_, attention_shape(c), n, dtype, device, act_.layer, plan);
-  plan.add(&act_.last_hidden, dtype, rows, c.hidden_size);
-  plan.add(&act_.logits, DType::kF32, rows, c.vocab_size);
+  if (options_.is_embedding) {
+    plan.add(&act_.embeddings, DType::kF32, rows, c.hidden_size);
+  } else {
+    plan.add(&act_.last_hidden, dtype, rows, c.hidden_size);
+    plan.add(&act_.logits, DType::kF32, rows, c.vocab_size);
+  }
   if (options_.enable_return_routed_experts) {
     int64_t sparse_layers = 0, top_k = 0;
     for (const DecoderLayer& layer : layers_) {
@@ -137,6 +150,22 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
   }
   kernels::fused_add_rms_norm(hidden, residual, final_norm_, config_.rms_norm_eps, ctx.stream);
 
+  if (fb.pooling != PoolingType::kNone) {
+    SGL_CHECK(options_.is_embedding)
+        << "a pooling batch needs a model loaded as an embedding model";
+    const Tensor pooled = act_.embeddings.tensor().slice_rows(0, fb.batch_size);
+    const kernels::RowPool pool =
+        fb.pooling == PoolingType::kMean ? kernels::RowPool::kSum : kernels::RowPool::kLast;
+    kernels::pool_rows(hidden, fb.qo_indptr, pool, pooled, ctx.stream);
+    ModelOutput out;
+    out.embeddings = pooled;
+    if (sparse_layers > 0) {
+      out.routed_experts = act_.routed_experts.tensor().slice_rows(0, sparse_layers * n);
+    }
+    return out;
+  }
+  SGL_CHECK(!options_.is_embedding) << "an embedding model has no LM head: it runs pooling batches";
+
   Tensor head_in = hidden;
   if (fb.logits_mode == LogitsMode::kLastPerRequest && fb.mode != ForwardMode::kDecode) {
     head_in = act_.last_hidden.tensor().slice_rows(0, rows);
@@ -145,9 +174,12 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
   const Linear& head = config_.tie_word_embeddings ? embed_tokens_ : lm_head_;
   const Tensor logits = act_.logits.tensor().slice_rows(0, rows);
   head.forward(head_in, logits, ctx.stream);
-  ModelOutput out{logits, fb.capture_hidden_states ? head_in : Tensor(), Tensor()};
-  if (sparse_layers > 0)
+  ModelOutput out;
+  out.logits = logits;
+  if (fb.capture_hidden_states) out.hidden_states = head_in;
+  if (sparse_layers > 0) {
     out.routed_experts = act_.routed_experts.tensor().slice_rows(0, sparse_layers * n);
+  }
   return out;
 }
 

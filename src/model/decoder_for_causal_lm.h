@@ -1,10 +1,12 @@
 // DecoderForCausalLM: the decoder stack the Llama-family architectures share: embedding ->
-// N x DecoderLayer (pre-norm attention block + MLP block) -> final norm -> LM head (tied or not).
-// An architecture is a subclass that says what its layers' MLPs are (llama.h, mixtral.h, ...).
+// N x DecoderLayer (pre-norm attention block + MLP block) -> final norm -> LM head (tied or not),
+// or, loaded as an embedding model, -> pooling of the final norm's output per request (no LM
+// head). An architecture is a subclass that says what its layers' MLPs are (llama.h, ...).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -60,10 +62,11 @@ class DecoderForCausalLM : public Model {
     Buffer hidden;       // [N, H]
     Buffer residual;     // f32 [N, H]
     LayerScratch layer;  // the blocks' scratch, shared by every layer
-    Buffer last_hidden;  // [max_logit_rows, H]
-    Buffer logits;       // f32 [max_logit_rows, V]
     // i32 [num_sparse_layers * N, top_k], only with options_.enable_return_routed_experts
     Buffer routed_experts;
+    Buffer last_hidden;  // [max_logit_rows, H]; generation models only
+    Buffer logits;       // f32 [max_logit_rows, V]; generation models only
+    Buffer embeddings;   // f32 [max_logit_rows, H]; embedding models only
   };
 
   // plan(): checks the config's bounds and the options, builds the layers, checks every tensor.
@@ -77,10 +80,13 @@ class DecoderForCausalLM : public Model {
 
   ModelConfig config_;
   ModelOptions options_;
+  // Where the decoder's tensors sit in the checkpoint: "model." (a causal LM's), or "" for an
+  // embedding model stored as the bare decoder. Set by check_and_plan().
+  std::string weight_prefix_ = "model.";
   Linear embed_tokens_;  // [V, H]
   std::vector<DecoderLayer> layers_;
   Buffer final_norm_;    // [H]
-  Linear lm_head_;       // [V, H]; empty when tied to embed_tokens_
+  Linear lm_head_;       // [V, H]; empty when tied to embed_tokens_ or an embedding model
   Buffer rope_cos_sin_;  // f32 [max_positions, head_dim]
   Activations act_;
   ModelMemoryPlan memory_plan_;  // set by load()

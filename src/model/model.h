@@ -12,14 +12,18 @@
 
 namespace sgl::model {
 
-// Sizes of the activation memory a model reserves once, at load.
+// Sizes of the activation memory a model reserves once, at load, and what it is loaded as.
 struct ModelOptions {
   int64_t max_num_tokens = 8192;  // tokens in one forward pass
-  int64_t max_logit_rows = 256;   // rows of logits one forward may return
+  int64_t max_logit_rows = 256;   // rows of logits (or pooled embeddings) one forward may return
   int64_t max_positions = 0;      // RoPE table length; 0 = config.max_position_embeddings
   // Every forward records each sparse layer's top-k expert ids (ModelOutput::routed_experts);
   // SGLang's --enable-return-routed-experts.
   bool enable_return_routed_experts = false;
+  // SGLang's --is-embedding: the model pools hidden states (ForwardBatch::pooling) and has no LM
+  // head. Its checkpoint may store the bare decoder as transformers' base model does
+  // (Qwen3Model: `embed_tokens.weight`, `layers.N.*`, `norm.weight`, no `model.` prefix).
+  bool is_embedding = false;
 };
 
 // Device memory a model takes once loaded (activations and RoPE table sized by ModelOptions).
@@ -38,7 +42,7 @@ struct ModelContext {
 
 // What one forward pass returns, in memory the model owns, valid until its next forward.
 struct ModelOutput {
-  Tensor logits;  // f32 [fb.num_logit_rows(), vocab]
+  Tensor logits;  // f32 [fb.num_logit_rows(), vocab]; undefined for a pooling batch
   // The final norm's output for the same rows (the LM head's input), in the activation dtype
   // [fb.num_logit_rows(), hidden]; only when fb.capture_hidden_states (EAGLE drafts read it),
   // undefined otherwise.
@@ -47,6 +51,9 @@ struct ModelOutput {
   // experts each token was routed to in each sparse layer, in the router's order; only with
   // ModelOptions::enable_return_routed_experts, undefined otherwise.
   Tensor routed_experts;
+  // A pooling batch's (fb.pooling): f32 [fb.batch_size, hidden], each request's final-norm
+  // output pooled over this pass as fb.pooling says; undefined otherwise.
+  Tensor embeddings;
 };
 
 class Model {
@@ -56,7 +63,8 @@ class Model {
   // What loading allocated (weights, RoPE table, activation scratch), for the start-up log.
   virtual ModelMemoryPlan memory_plan() const = 0;
   // Runs the batch. Writes the batch's K/V into the KV pool via the attention backend.
-  // fb.num_tokens must not exceed the model's max_num_tokens.
+  // fb.num_tokens must not exceed the model's max_num_tokens. A pooling batch (fb.pooling) needs
+  // an embedding model (ModelOptions::is_embedding), which runs nothing else.
   virtual ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) = 0;
 };
 

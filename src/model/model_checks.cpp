@@ -33,13 +33,13 @@ Status check_model_options(const ModelOptions& options) {
   return Status::ok_status();
 }
 
-Status check_no_extra_layers(const ModelConfig& config, const WeightSource* source) {
+Status check_no_extra_layers(const ModelConfig& config, const WeightSource* source,
+                             std::string_view layers_prefix) {
   if (source == nullptr) return Status::ok_status();
-  constexpr std::string_view kPrefix = "model.layers.";
   for (const std::string& name : source->names()) {
-    if (name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    if (name.compare(0, layers_prefix.size(), layers_prefix) != 0) continue;
     int64_t layer = 0;
-    const char* begin = name.data() + kPrefix.size();
+    const char* begin = name.data() + layers_prefix.size();
     const auto [end, ec] = std::from_chars(begin, name.data() + name.size(), layer);
     if (ec != std::errc() || end == begin || layer < config.num_hidden_layers) continue;
     return invalid_argument(source->describe() + ": weight '" + name + "' belongs to layer " +

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "core/device.h"
 #include "core/status.h"
@@ -16,8 +17,10 @@ namespace sgl::model {
 Status check_model_options(const ModelOptions& options);
 
 // A checkpoint with more layers than the config would load as a different, truncated network
-// and answer without complaint; refuse it. `source` null (dummy weights) passes.
-Status check_no_extra_layers(const ModelConfig& config, const WeightSource* source);
+// and answer without complaint; refuse it. `layers_prefix` is where the layers' tensors sit
+// ("model.layers."). `source` null (dummy weights) passes.
+Status check_no_extra_layers(const ModelConfig& config, const WeightSource* source,
+                             std::string_view layers_prefix);
 
 // The plan must fit the device: GPU memory is not overcommitted (cudaMalloc fails, and fails
 // by aborting), and host memory past the machine's RAM cannot be resident either.

@@ -12,6 +12,7 @@
 
 #include "cache/req_to_token_table.h"
 #include "forward/forward_mode.h"
+#include "forward/pooling.h"
 #include "sampling/prompt_logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
@@ -53,6 +54,9 @@ struct ExecRequest {
 struct ExecBatch {
   int64_t id = 0;  // increasing; results come back with it
   ForwardMode mode = ForwardMode::kExtend;
+  // kNone: sample. Otherwise an embedding model's batch: each request's hidden states pooled
+  // over this pass (ForwardBatch::pooling) instead; nothing is sampled.
+  PoolingType pooling = PoolingType::kNone;
   std::vector<ExecRequest> requests;
   // [sum of extend_len]: the KV slots of the new tokens, request after request (extend_len each).
   std::vector<int32_t> out_cache_loc;
@@ -64,7 +68,9 @@ struct ExecBatch {
 
 struct ExecResult {
   int64_t batch_id = 0;
-  sampling::SampleOutput output;  // one row per request
+  sampling::SampleOutput output;  // one row per request; empty for a pooling batch
+  // A pooling batch's: f32 [bs, hidden], row i request i's (model::ModelOutput::embeddings).
+  std::vector<float> embeddings;
   // [bs] when some request wanted prompt logprobs (the others' entries empty), else empty.
   std::vector<sampling::PromptLogprobs> prompt_logprobs;
 };

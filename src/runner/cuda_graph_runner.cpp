@@ -112,8 +112,9 @@ Result<std::unique_ptr<CudaGraphRunner>> CudaGraphRunner::create(
 
 bool CudaGraphRunner::can_run(const ForwardBatch& fb) const {
   return fb.mode == ForwardMode::kDecode && fb.logits_mode == LogitsMode::kLastPerRequest &&
-         !fb.capture_hidden_states && fb.batch_size <= max_batch_size() &&
-         fb.kv_indices.defined() && fb.max_seq_len <= max_context_len_;
+         !fb.capture_hidden_states && fb.pooling == PoolingType::kNone &&
+         fb.batch_size <= max_batch_size() && fb.kv_indices.defined() &&
+         fb.max_seq_len <= max_context_len_;
 }
 
 model::ModelOutput CudaGraphRunner::replay(const ForwardBatch& fb, const int32_t* sampled) {
@@ -128,7 +129,7 @@ model::ModelOutput CudaGraphRunner::replay(const ForwardBatch& fb, const int32_t
                            sampled, stream_);
   attention_.prepare_replay(fb);
   bucket.graph.replay(stream_);
-  return {bucket.logits.slice_rows(0, fb.batch_size), Tensor()};
+  return {bucket.logits.slice_rows(0, fb.batch_size), Tensor(), Tensor()};
 }
 
 }  // namespace sgl::runner

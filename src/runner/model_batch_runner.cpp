@@ -29,7 +29,9 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     process = process || r.process_logits;
     score_prompt = score_prompt || !r.logprob_targets.empty();
   }
-  const bool on_host = process || score_prompt || !model_runner_.can_launch(sampling);
+  // A pooling batch samples nothing and runs to its end here, as host-sampled batches do.
+  const bool pooling = batch.pooling != PoolingType::kNone;
+  const bool on_host = pooling || process || score_prompt || !model_runner_.can_launch(sampling);
   Launched launched;
   launched.result.batch_id = batch.id;
   {
@@ -58,7 +60,7 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
         input_ids_.insert(input_ids_.end(), row + r.prefix_len, row + r.prefix_len + r.extend_len);
       }
       launched.rows.push_back(r.req_pool_idx);
-      launched.next_pos.push_back(r.samples ? r.prefix_len + r.extend_len : -1);
+      launched.next_pos.push_back(r.samples && !pooling ? r.prefix_len + r.extend_len : -1);
     }
   }
   SGL_CHECK_EQ(batch.out_cache_loc.size(), input_ids_.size());
@@ -76,7 +78,16 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   // NOTE: the LM head then runs over the other requests' tokens too; only such batches pay.
   const LogitsMode logits_mode =
       score_prompt ? LogitsMode::kAllTokens : LogitsMode::kLastPerRequest;
-  const ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
+  ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
+  fb.pooling = batch.pooling;
+  if (pooling) {
+    const Tensor pooled = model_runner_.forward_embeddings(fb);
+    const float* data = pooled.data<float>();
+    launched.result.embeddings.assign(data, data + pooled.numel());
+    std::lock_guard lock(mutex_);
+    unfinished_.push_back(std::move(launched));
+    return;
+  }
   if (on_host) {
     run_on_host(batch, fb, sampling, process, score_prompt, launched.result);
     std::lock_guard lock(mutex_);

@@ -1,9 +1,10 @@
 // ModelBatchRunner: a BatchRunner over the real model — resolves input ids from the token
 // table, builds the ForwardBatch, runs forward + sampling (with logit processing and prompt
-// logprobs for the requests that ask), records sampled ids in the table. On a GPU a batch that
-// needs no host logits is only launched (ModelRunner::launch_forward_and_sample): a decode
-// request whose last token the unfinished batch before it samples reads that token on the
-// device (sampled_id_ref), so batch N+1 is queued before batch N's ids reach the host.
+// logprobs for the requests that ask), records sampled ids in the table; an embedding model's
+// pooling batch returns its pooled rows instead. On a GPU a batch that needs no host logits is
+// only launched (ModelRunner::launch_forward_and_sample): a decode request whose last token the
+// unfinished batch before it samples reads that token on the device (sampled_id_ref), so batch
+// N+1 is queued before batch N's ids reach the host.
 #pragma once
 
 #include <condition_variable>

@@ -14,6 +14,7 @@
 #include "model/config_bounds.h"
 #include "model/model_registry.h"
 #include "model/model_source.h"
+#include "model/pooler_config.h"
 #include "model/weight_loader.h"
 #include "runner/device_sampler.h"
 #ifdef SGL_WITH_CUDA
@@ -176,9 +177,18 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
                                      : std::max(options.max_num_tokens, options.max_batch_size);
   model_options.max_positions = context_length_;
   model_options.enable_return_routed_experts = options.enable_return_routed_experts;
+  model_options.is_embedding = options.is_embedding;
+  if (options.is_embedding) {
+    SGL_ASSIGN_OR_RETURN(pooler_, model::read_pooler_config(model_path, config.hidden_size));
+  }
   SGL_ASSIGN_OR_RETURN(model_, model::create_model(config, weights, *allocator_, model_options));
   const model::ModelMemoryPlan plan = model_->memory_plan();
   log_model_summary(config, plan, compute, context_length_);
+  if (pooler_.is_embedding()) {
+    SGL_LOG_INFO << "embedding model: "
+                 << (pooler_.type == PoolingType::kLast ? "last-token" : "mean") << " pooling"
+                 << (pooler_.normalize ? ", L2-normalised" : ", not normalised");
+  }
 
   attention::KvPoolShape shape{config.num_hidden_layers, 0, config.num_key_value_heads,
                                config.head_dim, compute};
@@ -192,7 +202,8 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
                                                       attn, *kv_pool_, stream_));
   std::string graphs;
 #ifdef SGL_WITH_CUDA
-  if (options.device.is_cuda() && !options.disable_cuda_graph) {
+  // Decode graphs serve generation; an embedding model only runs prefills.
+  if (options.device.is_cuda() && !options.disable_cuda_graph && !options.is_embedding) {
     const int64_t max_bs =
         std::min({options.cuda_graph_max_bs, options.max_batch_size, options.max_num_tokens});
     if (max_bs >= 1) {
@@ -213,7 +224,11 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
                << gib(static_cast<double>(shape.bytes_per_token()) *
                       static_cast<double>(shape.num_slots))
                << " (" << shape.num_slots << " tokens)" << graphs;
-  if (!options.device.is_cpu()) {
+  if (!options.device.is_cpu() && options.is_embedding) {
+    staging_allocator_ = backend::create_staging_allocator(options.device);
+    host_embeddings_ = Buffer(*staging_allocator_, DType::kF32,
+                              {model_options.max_logit_rows, config.hidden_size});
+  } else if (!options.device.is_cpu()) {
     staging_allocator_ = backend::create_staging_allocator(options.device);
     device_sampler_ =
         std::make_unique<DeviceSampler>(*allocator_, *staging_allocator_, options.max_batch_size);
@@ -249,6 +264,15 @@ Tensor ModelRunner::forward_logits(const ForwardBatch& fb) {
   // GPU: the host sampler or logit processing needs host logits; the copy synchronizes.
   const Tensor host = host_logits_.tensor().slice_rows(0, logits.size(0));
   kernels::copy(logits, host, stream_);
+  return host;
+}
+
+Tensor ModelRunner::forward_embeddings(const ForwardBatch& fb) {
+  SGL_CHECK(fb.pooling != PoolingType::kNone) << "forward_embeddings of a batch that does not pool";
+  const Tensor pooled = forward(fb).embeddings;
+  if (pooled.device().is_cpu()) return pooled;
+  const Tensor host = host_embeddings_.tensor().slice_rows(0, pooled.size(0));
+  kernels::copy(pooled, host, stream_);  // synchronizes
   return host;
 }
 

@@ -12,6 +12,7 @@
 #include "core/allocator.h"
 #include "core/buffer.h"
 #include "forward/forward_batch.h"
+#include "forward/pooling.h"
 #include "model/model.h"
 #include "model/model_config.h"
 #include "runner/device_sampler.h"
@@ -46,6 +47,10 @@ struct ModelRunnerOptions {
   bool disable_cuda_graph = false;  // GPU: decode batches run eagerly
   int64_t cuda_graph_max_bs = 256;  // GPU: largest decode batch captured (capped at max_batch_size)
   bool enable_return_routed_experts = false;  // model::ModelOptions' (MoE models)
+  // SGLang's --is-embedding: load the model to pool hidden states (model::ModelOptions), with the
+  // pooling its sentence-transformers files configure (model/pooler_config.h). It generates
+  // nothing: no LM head, no sampler, no decode graphs.
+  bool is_embedding = false;
 };
 
 class CudaGraphRunner;
@@ -62,6 +67,8 @@ class ModelRunner {
   int64_t num_kv_slots() const { return kv_pool_->shape().num_slots; }
   // Weights, activations and KV cache dtype (--dtype).
   DType compute_dtype() const { return kv_pool_->shape().dtype; }
+  // An embedding model's pooling (type kNone for a generation model).
+  const PoolerConfig& pooler() const { return pooler_; }
   Allocator& allocator() { return *allocator_; }
 
   // The model's output on the runner's device: f32 logits [fb.num_logit_rows(), vocab] (and the
@@ -70,6 +77,9 @@ class ModelRunner {
   model::ModelOutput forward(const ForwardBatch& fb);
   // Host f32 logits [fb.num_logit_rows(), vocab], valid until the next forward.
   Tensor forward_logits(const ForwardBatch& fb);
+  // An embedding model's pooling batch (fb.pooling): host f32 [fb.batch_size, hidden] (see
+  // model::ModelOutput::embeddings), valid until the next forward.
+  Tensor forward_embeddings(const ForwardBatch& fb);
   // The stream forward passes run on (the batch builder uploads on it too).
   backend::Stream stream() const { return stream_; }
   // forward_logits + sampling (one row per request; fb.logits_mode must be kLastPerRequest).
@@ -98,6 +108,7 @@ class ModelRunner {
   Status init(const std::filesystem::path& model_path, const ModelRunnerOptions& options);
 
   ModelRunnerOptions options_;
+  PoolerConfig pooler_;
   int64_t context_length_ = 0;
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<model::Model> model_;
@@ -108,7 +119,8 @@ class ModelRunner {
   std::unique_ptr<backend::OwnedStream> owned_stream_;
   std::unique_ptr<Allocator> staging_allocator_;  // GPU only: pinned host memory
   backend::Stream stream_;
-  Buffer host_logits_;  // GPU only: pinned f32 [max_logit_rows, vocab]
+  Buffer host_logits_;      // GPU generation models only: pinned f32 [max_logit_rows, vocab]
+  Buffer host_embeddings_;  // GPU embedding models only: pinned f32 [max_logit_rows, hidden]
   // GPU logits; after staging_allocator_, whose memory it holds (members die in reverse).
   std::unique_ptr<DeviceSampler> device_sampler_;
 };

@@ -12,6 +12,7 @@
 #include "sampling/prompt_logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
+#include "scheduler/pooled_embedding.h"
 
 namespace sgl::scheduler {
 
@@ -73,6 +74,7 @@ struct Req {
   int32_t cached_tokens = 0;            // prompt tokens served from the cache at first prefill
   int32_t retract_count = 0;
   sampling::PromptLogprobs input_logprobs;  // gathered chunk by chunk until the prefill ends
+  PooledEmbedding embedding;                // an embedding model's: pooled chunk by chunk
   bool input_logprobs_sent = false;         // delivered with the first token (or the finish)
   int64_t last_batch_id = -1;               // newest batch that reads this request's row
   Clock::time_point arrival_time = Clock::now();

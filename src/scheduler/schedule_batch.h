@@ -16,7 +16,9 @@ struct BatchEntry {
   int32_t prefix_len = 0;  // tokens already in the KV cache (row[0:prefix_len])
   int32_t extend_len = 0;  // new tokens this pass
   std::vector<int32_t> input_ids;  // [extend_len] when known on the host; empty for decode
-  bool samples = true;             // false for a non-final prefill chunk (its token is dropped)
+  // False for a non-final prefill chunk (its token is dropped). In a pooling batch: this chunk
+  // ends the prompt, so the request's embedding is complete with it.
+  bool samples = true;
   // Prompt logprobs: the logits at positions [logprob_begin, logprob_begin + n) score these
   // prompt tokens (the one after each position). Empty: none in this pass.
   int32_t logprob_begin = 0;
@@ -26,6 +28,9 @@ struct BatchEntry {
 struct ScheduleBatch {
   int64_t id = 0;
   ForwardMode mode = ForwardMode::kIdle;
+  // An embedding model's prefill (SchedulerOptions::pooler): the model pools each entry's hidden
+  // states instead of sampling (ForwardBatch::pooling).
+  PoolingType pooling = PoolingType::kNone;
   std::vector<BatchEntry> entries;
   // [num_tokens()]: the KV slots of the new tokens, entry after entry (extend_len each). One
   // array for the batch, so a decode step allocates nothing per request.

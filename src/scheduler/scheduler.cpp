@@ -53,6 +53,11 @@ Status Scheduler::validate(const GenerateRequest& r) const {
   if (r.input_ids.empty()) return invalid_argument("the prompt is empty");
   if (r.max_new_tokens < 0) return invalid_argument("max_new_tokens must be >= 0");
   if (r.top_logprobs_num < 0) return invalid_argument("top_logprobs_num must be >= 0");
+  if (is_embedding() && (r.max_new_tokens != 0 || r.return_logprob)) {
+    return invalid_argument(
+        "the model is an embedding model: it encodes prompts and generates nothing (no "
+        "max_new_tokens, no logprobs)");
+  }
   const auto len = static_cast<int64_t>(r.input_ids.size());
   if (r.logprob_start_len < -1 || r.logprob_start_len >= len) {
     return invalid_argument("logprob_start_len must be -1 or in [0, " + std::to_string(len) +
@@ -85,7 +90,7 @@ bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
       std::min(req->request.max_new_tokens, max_context_len_ - req->prompt_len());
   Req* raw = req.get();
   reqs_.emplace(rid, std::move(req));
-  if (raw->request.max_new_tokens == 0 && !raw->wants_input_logprobs()) {
+  if (raw->request.max_new_tokens == 0 && !raw->wants_input_logprobs() && !is_embedding()) {
     finish(*raw, {FinishReason::kLength, -1, ""});
     release_ready();
     return true;
@@ -167,6 +172,8 @@ void Scheduler::init_next_round_input(Req& req) {
   if (req.wants_input_logprobs()) {
     key_len = std::min(key_len, static_cast<size_t>(req.request.logprob_start_len));
   }
+  // Mean pooling reads every prompt token's hidden state: a cached prefix would have none.
+  if (options_.pooler.type == PoolingType::kMean) key_len = 0;
   const std::span<const int32_t> key(req.fill_ids.data(), key_len);
   cache::MatchResult match = tree_.match_prefix(key);
   req.prefix_indices = std::move(match.device_indices);
@@ -306,6 +313,7 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
 
   ScheduleBatch batch;
   batch.mode = ForwardMode::kExtend;
+  batch.pooling = options_.pooler.type;
   Req* resumed = chunked_req_;
   chunked_req_ = nullptr;
   for (Req* req : adder.can_run_list()) {
@@ -328,7 +336,7 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
     }
     if (req->is_chunked) {
       chunked_req_ = req;
-    } else {
+    } else if (!is_embedding()) {  // an embedding request ends when this batch's result comes
       running_.push_back(req);
     }
     batch.entries.push_back(std::move(entry));
@@ -455,6 +463,34 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
     }
     emit(req, std::move(update));
     check_finished(req, token);
+  }
+  release_ready();
+}
+
+void Scheduler::process_embedding_result(const ScheduleBatch& batch,
+                                         std::span<const float> embeddings) {
+  SGL_CHECK_EQ(batch.id, last_processed_batch_id_ + 1) << "batch results out of order";
+  SGL_CHECK(batch.pooling != PoolingType::kNone && batch.pooling == options_.pooler.type)
+      << "an embedding result for a batch that does not pool";
+  const size_t n = batch.entries.size();
+  SGL_CHECK(n > 0 && !embeddings.empty() && embeddings.size() % n == 0)
+      << embeddings.size() << " pooled values for " << n << " requests";
+  const size_t hidden = embeddings.size() / n;
+  last_processed_batch_id_ = batch.id;
+  for (size_t i = 0; i < n; ++i) {
+    const BatchEntry& entry = batch.entries[i];
+    Req& req = *entry.req;
+    if (req.finished) continue;  // aborted while the batch ran
+    req.embedding.add_chunk(batch.pooling, embeddings.subspan(i * hidden, hidden),
+                            entry.extend_len);
+    if (!entry.samples) continue;  // more of the prompt follows in the next chunk
+    SGL_CHECK(batch.pooling != PoolingType::kMean || req.embedding.rows() == req.prompt_len())
+        << "mean pooling over " << req.embedding.rows() << " of " << req.prompt_len()
+        << " prompt tokens";
+    ReqUpdate update;
+    update.embedding = req.embedding.finish(options_.pooler);
+    emit(req, std::move(update));
+    finish(req, {FinishReason::kLength, -1, ""});
   }
   release_ready();
 }

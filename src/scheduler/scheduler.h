@@ -29,6 +29,7 @@ struct ReqUpdate {
   std::vector<std::vector<sampling::TokenLogprob>> new_top_logprobs;  // when top_logprobs_num
   std::optional<sampling::PromptLogprobs> input_logprobs;  // once, when the prefill completes
   std::optional<FinishState> finished;  // with the last new token, when a token ended it
+  std::vector<float> embedding;         // f32 [hidden]: an embedding request's, with its finish
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;
@@ -88,6 +89,10 @@ class Scheduler {
   // logprobs of the entries that asked (one per entry, or none).
   void process_batch_result(const ScheduleBatch& batch, const sampling::SampleOutput& output,
                             std::span<const sampling::PromptLogprobs> prompt_logprobs = {});
+  // A pooling batch's result (batch.pooling set): `embeddings` f32 [entries, hidden], row i the
+  // model's pooling of entry i's tokens. A request whose last chunk this was ends with its
+  // embedding (finish reason length, as SGLang's).
+  void process_embedding_result(const ScheduleBatch& batch, std::span<const float> embeddings);
 
   // Moves the updates accumulated since the last call (the engine streams them to clients) into
   // `*out`, replacing its contents. The two vectors trade storage, so a caller that keeps its
@@ -100,6 +105,7 @@ class Scheduler {
   // copy, updated from each batch's req_to_token_writes.
   const cache::ReqToTokenPool& req_to_token_pool() const { return req_to_token_; }
   bool idle() const { return running_.empty() && waiting_.empty() && chunked_req_ == nullptr; }
+  bool is_embedding() const { return options_.pooler.is_embedding(); }
   int64_t in_flight_batches() const { return next_batch_id_ - 1 - last_processed_batch_id_; }
 
  private:
@@ -135,7 +141,7 @@ class Scheduler {
 
   std::map<uint64_t, std::unique_ptr<Req>> reqs_;  // every live request, by rid
   std::deque<Req*> waiting_;
-  std::vector<Req*> running_;  // decoding
+  std::vector<Req*> running_;  // decoding (an embedding request ends with its prefill instead)
   Req* chunked_req_ = nullptr;
   std::vector<Req*> to_release_;  // finished; released once no in-flight batch reads them
   double new_token_ratio_;

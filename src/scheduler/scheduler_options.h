@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "forward/pooling.h"
 
 namespace sgl::scheduler {
 
@@ -37,6 +38,12 @@ struct SchedulerOptions {
   // returns logits for every token): the model's logits buffer holds this many besides one row
   // per decode; longer prompts are scored in chunks. At least 1.
   int64_t max_scoring_tokens = 1024;
+  // An embedding model's pooling (SGLang's --is-embedding; type kNone: a generation model).
+  // Every request is then encoded: its prompt is prefilled (in chunks like any other), each
+  // computed chunk's hidden states pooled by the model, and the request ends with its embedding;
+  // nothing is sampled. Mean pooling needs every token's hidden state, so those requests reuse
+  // no cached prefix (last-token pooling does, as generation does).
+  PoolerConfig pooler;
 
   // SGLang's new_token_ratio schedule, derived from schedule_conservativeness.
   double init_new_token_ratio() const;

@@ -2,6 +2,7 @@
 // /get_model_info, /get_server_info, /version, /v1/loads, /flush_cache, /abort_request, /metrics.
 #include <nlohmann/json.hpp>
 
+#include "server/embedding_reply.h"
 #include "server/engine_request.h"
 #include "server/errors.h"
 #include "server/generation_reply.h"
@@ -21,7 +22,7 @@ json model_card(const ServerContext& ctx) {
               {"root", ctx.info.served_model_name}, {"max_model_len", ctx.info.context_length}};
 }
 
-// /health_generate: one greedy token through the whole engine.
+// /health_generate: one greedy token (an embedding model: one embedding) through the whole engine.
 class HealthReply final : public GenerationReply {
  public:
   using GenerationReply::GenerationReply;
@@ -59,11 +60,23 @@ Reply handle_health(ServerContext&, const HttpRequest&) {
 }
 
 Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {
+  std::vector<int32_t> bos = {ctx.tokenizer.bos_token_id().value_or(0)};
+  if (!ctx.info.is_generation) {
+    auto streams = submit_encodes(ctx, {bos});
+    if (!streams.ok()) return Reply::of(error_response(503, streams.status().message()));
+    auto ok = [](const std::vector<Encoded>&, double) {
+      HttpResponse r;
+      r.content_type = "text/plain";
+      return r;
+    };
+    return Reply::later(std::make_unique<EmbeddingReply>(ctx, make_request_id("health-"),
+                                                         std::move(streams).value(), ok),
+                        false);
+  }
   SamplingInput sampling;
   sampling.temperature = 0;
   sampling.max_tokens = 1;
-  std::vector<int32_t> ids = {ctx.tokenizer.bos_token_id().value_or(0)};
-  auto built = build_engine_request(ctx, sampling, ids, 0, std::nullopt);
+  auto built = build_engine_request(ctx, sampling, bos, 0, std::nullopt);
   if (!built.ok()) return Reply::of(error_response(503, built.status().message()));
   std::vector<ChoicePlan> plans;
   plans.push_back({std::move(built).value(), {}});
@@ -79,7 +92,7 @@ Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
   return Reply::of(json_response({{"model_path", i.model_path},
                                   {"tokenizer_path", i.tokenizer_path},
                                   {"served_model_name", i.served_model_name},
-                                  {"is_generation", true},
+                                  {"is_generation", i.is_generation},
                                   {"preferred_sampling_params", nullptr},
                                   {"weight_version", "default"},
                                   {"has_image_understanding", false},

@@ -8,10 +8,7 @@
 
 namespace sgl::server {
 
-Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
-                                                     const SamplingInput& s,
-                                                     std::vector<int32_t> prompt_ids, int64_t index,
-                                                     std::optional<int64_t> default_max_tokens) {
+Status check_prompt_ids(const ServerContext& ctx, const std::vector<int32_t>& prompt_ids) {
   const auto len = static_cast<int64_t>(prompt_ids.size());
   const int64_t context = ctx.info.context_length;
   if (len == 0) return invalid_argument("the prompt is empty");
@@ -19,16 +16,26 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
     return invalid_argument("the prompt has " + std::to_string(len) +
                             " tokens; the model's context length is " + std::to_string(context));
   }
-  if (s.max_tokens && len + *s.max_tokens > context) {
-    return invalid_argument("the prompt (" + std::to_string(len) + " tokens) plus max_tokens (" +
-                            std::to_string(*s.max_tokens) +
-                            ") exceeds the model's context length " + std::to_string(context));
-  }
   for (int32_t id : prompt_ids) {
     if (id >= ctx.info.vocab_size) {
       return invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                               std::to_string(ctx.info.vocab_size) + ")");
     }
+  }
+  return Status::ok_status();
+}
+
+Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
+                                                     const SamplingInput& s,
+                                                     std::vector<int32_t> prompt_ids, int64_t index,
+                                                     std::optional<int64_t> default_max_tokens) {
+  SGL_RETURN_IF_ERROR(check_prompt_ids(ctx, prompt_ids));
+  const auto len = static_cast<int64_t>(prompt_ids.size());
+  const int64_t context = ctx.info.context_length;
+  if (s.max_tokens && len + *s.max_tokens > context) {
+    return invalid_argument("the prompt (" + std::to_string(len) + " tokens) plus max_tokens (" +
+                            std::to_string(*s.max_tokens) +
+                            ") exceeds the model's context length " + std::to_string(context));
   }
   for (int32_t id : s.stop_token_ids) {
     if (id >= ctx.info.vocab_size) {

@@ -16,6 +16,10 @@
 
 namespace sgl::server {
 
+// The prompt's ids against the model: not empty, shorter than its context, inside its
+// vocabulary (kInvalidArgument saying which).
+Status check_prompt_ids(const ServerContext& ctx, const std::vector<int32_t>& prompt_ids);
+
 // The engine request for sample `index` (of n; with a seed, sample i uses seed + i) of
 // `prompt_ids`. With no max_tokens given, `default_max_tokens` applies (nullopt: up to the
 // context). An explicit max_tokens that does not fit the context is an error, as in SGLang.

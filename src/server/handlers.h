@@ -14,15 +14,17 @@ namespace sgl::server {
 // OpenAI
 Reply handle_completions(ServerContext& ctx, const HttpRequest& request);       // completions.cpp
 Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request);  // chat.cpp
-Reply handle_models(ServerContext& ctx, const HttpRequest& request);     // admin_handlers.cpp
-Reply handle_model(ServerContext& ctx, const HttpRequest& request);      // /v1/models/{id}
-Reply handle_responses(ServerContext& ctx, const HttpRequest& request);  // responses_handler.cpp
+Reply handle_models(ServerContext& ctx, const HttpRequest& request);      // admin_handlers.cpp
+Reply handle_model(ServerContext& ctx, const HttpRequest& request);       // /v1/models/{id}
+Reply handle_responses(ServerContext& ctx, const HttpRequest& request);   // responses_handler.cpp
+Reply handle_embeddings(ServerContext& ctx, const HttpRequest& request);  // embeddings_handler.cpp
 
 // Anthropic
 Reply handle_messages(ServerContext& ctx, const HttpRequest& request);  // messages_handler.cpp
 
 // SGLang native
 Reply handle_generate(ServerContext& ctx, const HttpRequest& request);  // generate.cpp
+Reply handle_encode(ServerContext& ctx, const HttpRequest& request);    // embeddings_handler.cpp
 Reply handle_health(ServerContext& ctx, const HttpRequest& request);    // admin_handlers.cpp
 Reply handle_health_generate(ServerContext& ctx, const HttpRequest& request);
 Reply handle_model_info(ServerContext& ctx, const HttpRequest& request);

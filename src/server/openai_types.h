@@ -85,6 +85,22 @@ struct GenerateInput {
   std::string rid;  // the client's request id; empty: one is made up
 };
 
+// POST /v1/embeddings (an embedding model's; embeddings_json.h)
+struct EmbeddingRequest {
+  std::optional<std::string> model;
+  std::vector<PromptInput> inputs;
+  bool base64 = false;  // encoding_format "base64": each vector as little-endian f32 bytes
+  // OpenAI's output size; only the model's own is served (no Matryoshka truncation).
+  std::optional<int64_t> dimensions;
+};
+
+// POST /encode (SGLang native; embeddings_json.h)
+struct EncodeInput {
+  std::vector<PromptInput> prompts;
+  bool batch = false;  // text / input_ids was a list of prompts: answer a list
+  std::string rid;     // the client's request id; empty: one is made up
+};
+
 // POST /tokenize
 struct TokenizeInput {
   std::vector<std::string> prompts;

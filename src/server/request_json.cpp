@@ -2,6 +2,8 @@
 #include "server/request_json.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "server/openai_json.h"
 
@@ -92,6 +94,85 @@ Result<std::string> joined_text(const json& content, const std::string& where,
     text += value->get<std::string>();
   }
   return text;
+}
+
+// An integer (integral floats such as 3.0 included).
+Status to_int(const json& v, std::string_view key, int64_t& out) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return field_error(key, "is out of range");
+    }
+    out = static_cast<int64_t>(v.get<uint64_t>());
+  } else if (v.is_number_integer()) {
+    out = v.get<int64_t>();
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e15) {
+      return field_error(key, "must be an integer");
+    }
+    out = static_cast<int64_t>(d);
+  } else {
+    return field_error(key, "must be an integer");
+  }
+  return Status::ok_status();
+}
+
+// A token id list: integers in [0, 2^31).
+Status to_ids(const json& v, std::string_view key, std::vector<int32_t>& out) {
+  if (!v.is_array()) return field_error(key, "must be a list of token ids");
+  out.clear();
+  out.reserve(v.size());
+  for (const json& e : v) {
+    int64_t id = 0;
+    if (!e.is_number_integer() && !e.is_number_unsigned()) {
+      return field_error(key, "must hold integer token ids");
+    }
+    SGL_RETURN_IF_ERROR(to_int(e, key, id));
+    if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+      return field_error(key, "holds an invalid token id " + std::to_string(id));
+    }
+    out.push_back(static_cast<int32_t>(id));
+  }
+  return Status::ok_status();
+}
+
+// A prompt in any of the API's forms: "text", ["a", "b"], [1, 2], [[1, 2], [3]].
+Status read_prompts(const json& v, std::string_view key, std::vector<PromptInput>& out,
+                    bool& batch) {
+  out.clear();
+  batch = false;
+  if (v.is_string()) {
+    out.push_back({true, v.get<std::string>(), {}});
+    return Status::ok_status();
+  }
+  if (!v.is_array() || v.empty()) {
+    return field_error(key,
+                       "must be a string, a list of strings, a list of token ids or a "
+                       "list of token id lists (non-empty)");
+  }
+  if (static_cast<int64_t>(v.size()) > kMaxBatchPrompts && !v[0].is_number()) {
+    return field_error(key, "may hold at most " + std::to_string(kMaxBatchPrompts) + " prompts");
+  }
+  if (v[0].is_number()) {
+    PromptInput p;
+    SGL_RETURN_IF_ERROR(to_ids(v, key, p.ids));
+    out.push_back(std::move(p));
+    return Status::ok_status();
+  }
+  batch = true;
+  for (const json& e : v) {
+    PromptInput p;
+    if (e.is_string() && v[0].is_string()) {
+      p.is_text = true;
+      p.text = e.get<std::string>();
+    } else if (e.is_array() && v[0].is_array()) {
+      SGL_RETURN_IF_ERROR(to_ids(e, key, p.ids));
+    } else {
+      return field_error(key, "mixes prompt forms or holds a value that is not a prompt");
+    }
+    out.push_back(std::move(p));
+  }
+  return Status::ok_status();
 }
 
 nlohmann::ordered_json token_logprobs(const ChoiceDelta& d) {

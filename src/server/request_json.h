@@ -1,7 +1,8 @@
 // NOTE: internal to src/server/*.cpp (it exposes nlohmann::json); never include it elsewhere.
 // What the request parsers and reply builders share: a body parsed into a JSON object within
-// the nesting limit, field lookup and errors, JSON replies, and the chat request read from an
-// already-parsed object (the Messages route translates into it).
+// the nesting limit, field lookup and errors, integers, token ids and prompts in the API's forms,
+// JSON replies, and the chat request read from an already-parsed object (the Messages route
+// translates into it).
 #pragma once
 
 #include <initializer_list>
@@ -9,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "server/choice_stream.h"
@@ -38,6 +40,15 @@ struct RefusedField {
 // kUnimplemented "'name' is not supported: reason" for the first of `fields` present in `o`
 // with a value that asks for something.
 Status refuse_fields(const nlohmann::json& o, std::span<const RefusedField> fields);
+
+// `v` as an integer (an integral float such as 3.0 too); "'key' must be an integer" otherwise.
+Status to_int(const nlohmann::json& v, std::string_view key, int64_t& out);
+// `v` as a list of token ids (integers in [0, 2^31)).
+Status to_ids(const nlohmann::json& v, std::string_view key, std::vector<int32_t>& out);
+// A prompt in any of the API's forms: "text", ["a", "b"], [1, 2] or [[1, 2], [3]] (at most
+// kMaxBatchPrompts of them); `batch`: a list of prompts was given.
+Status read_prompts(const nlohmann::json& v, std::string_view key, std::vector<PromptInput>& out,
+                    bool& batch);
 
 // Message content as text: a string, or a list of parts whose "type" is one of `text_types`,
 // their "text"s joined by newlines; any other part type is refused by name (kUnimplemented).

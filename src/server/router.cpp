@@ -24,14 +24,17 @@ bool same_secret(std::string_view a, std::string_view b) {
 
 Router::Router(ServerContext& ctx) : ctx_(ctx) {
   const std::vector<std::string> get = {"GET"}, post = {"POST"}, both = {"GET", "POST"};
+  constexpr Needs gen = Needs::kGeneration, embed = Needs::kEmbedding;
   routes_ = {
-      {"/v1/completions", false, post, handle_completions},
-      {"/v1/chat/completions", false, post, handle_chat_completions},
-      {"/v1/responses", false, post, handle_responses},
-      {"/v1/messages", false, post, handle_messages},
+      {"/v1/completions", false, post, handle_completions, false, gen},
+      {"/v1/chat/completions", false, post, handle_chat_completions, false, gen},
+      {"/v1/responses", false, post, handle_responses, false, gen},
+      {"/v1/messages", false, post, handle_messages, false, gen},
+      {"/v1/embeddings", false, post, handle_embeddings, false, embed},
       {"/v1/models", false, get, handle_models},
       {"/v1/models/", true, get, handle_model},
-      {"/generate", false, post, handle_generate},
+      {"/generate", false, post, handle_generate, false, gen},
+      {"/encode", false, post, handle_encode, false, embed},
       {"/health", false, get, handle_health, true},
       {"/health_generate", false, get, handle_health_generate, true},
       {"/get_model_info", false, get, handle_model_info},
@@ -75,6 +78,18 @@ Reply Router::dispatch(const HttpRequest& request) {
       for (const std::string& m : route.methods) allow += (allow.empty() ? "" : ", ") + m;
       r.headers.emplace_back("Allow", allow);
       return Reply::of(std::move(r));
+    }
+    if (route.needs == Needs::kGeneration && !ctx_.info.is_generation) {
+      return Reply::of(error_response(
+          400, "the server serves an embedding model (--is-embedding): " + request.path +
+                   " generates text; use /v1/embeddings or /encode"));
+    }
+    if (route.needs == Needs::kEmbedding && ctx_.info.is_generation) {
+      // SGLang's words for the same request.
+      return Reply::of(error_response(
+          400,
+          "This model does not appear to be an embedding model by default. Please add "
+          "`--is-embedding` when launching the server or try another model."));
     }
     return route.handler(ctx_, request);
   }

@@ -1,5 +1,6 @@
-// Router: method + path -> handler, API-key authentication, 404/405, and the exception
-// boundary (a handler that throws answers 500).
+// Router: method + path -> handler, API-key authentication, 404/405, the routes a server of
+// the other kind (generation / embedding model) does not serve (400), and the exception boundary
+// (a handler that throws answers 500).
 #pragma once
 
 #include <string>
@@ -18,12 +19,15 @@ class Router {
 
  private:
   using Handler = Reply (*)(ServerContext&, const HttpRequest&);
+  // Which model a route needs: a server is either generative or an embedding model, as SGLang's.
+  enum class Needs { kAny, kGeneration, kEmbedding };
   struct Route {
     std::string path;
     bool prefix = false;  // path is a prefix ("/v1/models/")
     std::vector<std::string> methods;
     Handler handler;
     bool public_route = false;  // no API key needed (health, metrics)
+    Needs needs = Needs::kAny;
   };
   Reply dispatch(const HttpRequest& request);
   bool authorized(const HttpRequest& request) const;

@@ -71,9 +71,13 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   SGL_ASSIGN_OR_RETURN(std::unique_ptr<WorkPool> pool, WorkPool::start(pool_options));
   const std::string& tokenizer_path =
       options.tokenizer_path.empty() ? options.model_path : options.tokenizer_path;
-  SGL_ASSIGN_OR_RETURN(
-      LoadedChatTemplate loaded,
-      load_chat_template(options.chat_template_path, tokenizer_path, tokenizer, *pool));
+  const bool is_generation = !model_engine.model_runner->pooler().is_embedding();
+  // An embedding model serves no chat route: its tokenizer's template is not loaded.
+  LoadedChatTemplate loaded;
+  if (is_generation) {
+    SGL_ASSIGN_OR_RETURN(
+        loaded, load_chat_template(options.chat_template_path, tokenizer_path, tokenizer, *pool));
+  }
   const std::optional<tokenizer::ChatTemplate>& chat_template = loaded.chat_template;
   const model::ModelConfig& config = model_engine.model_runner->config();
   ServerInfo info;
@@ -83,6 +87,8 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   info.host = options.host;
   info.context_length = model_engine.model_runner->context_length();
   info.vocab_size = config.vocab_size;
+  info.hidden_size = config.hidden_size;
+  info.is_generation = is_generation;
   info.architecture = config.architecture;
   info.model_type = config.model_type;
   info.device = options.device;
@@ -130,7 +136,7 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   ctx = std::make_unique<ServerContext>(*model_engine.engine, tokenizer,
                                         chat_template ? &*chat_template : nullptr, info,
                                         options.api_key, *pool);
-  if (options.model_sampling_defaults) {
+  if (options.model_sampling_defaults && is_generation) {
     ctx->sampling_defaults = model_sampling_defaults(config.generation_defaults);
     const SamplingInput& d = ctx->sampling_defaults;
     SGL_LOG_INFO << "sampling defaults (--sampling-defaults model): temperature " << d.temperature
@@ -146,8 +152,9 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   SGL_LOG_INFO << "ready: " << info.served_model_name << " (" << info.architecture << ", context "
                << info.context_length << " tokens, KV cache "
                << model_engine.model_runner->num_kv_slots() << " tokens, "
-               << (info.has_chat_template ? "chat template from " + info.chat_template_origin
-                                          : std::string("no chat template"))
+               << (!info.is_generation      ? std::string("embedding model")
+                   : info.has_chat_template ? "chat template from " + info.chat_template_origin
+                                            : std::string("no chat template"))
                << ") on " << info.device << " at " << url;
   on_ready(url);
 

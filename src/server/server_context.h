@@ -27,6 +27,9 @@ struct ServerInfo {
   int port = 0;
   int64_t context_length = 0;
   int64_t vocab_size = 0;
+  int64_t hidden_size = 0;  // an embedding model's vector size
+  // false: an embedding model (--is-embedding) serving /v1/embeddings and /encode only.
+  bool is_generation = true;
   std::string architecture;
   std::string model_type;
   std::string device;

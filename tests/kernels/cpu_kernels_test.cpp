@@ -13,6 +13,7 @@
 #include "kernels/fill.h"
 #include "kernels/gather.h"
 #include "kernels/linear.h"
+#include "kernels/pooling.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 
@@ -202,6 +203,29 @@ TEST(CpuKernels, SiluAndMulEmbeddingGather) {
                      kCpu);
   EXPECT_EQ(last[0], emb[3]);
   EXPECT_EQ(last[3], emb[6]);
+}
+
+TEST(CpuKernels, PoolRowsTakesEachRequestsLastRowOrSum) {
+  // Three requests owning 2, 1 and 3 rows of a [6, 4] input.
+  auto src = random_vec(6 * 4, 14);
+  std::vector<int32_t> indptr = {0, 2, 3, 6};
+  const Tensor ptr(indptr.data(), DType::kI32, {4});
+  std::vector<float> last(3 * 4, -1.f), sum(3 * 4, -1.f);
+  pool_rows(view(src, {6, 4}), ptr, RowPool::kLast, view(last, {3, 4}), kCpu);
+  pool_rows(view(src, {6, 4}), ptr, RowPool::kSum, view(sum, {3, 4}), kCpu);
+  for (int b = 0; b < 3; ++b) {
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_EQ(last[b * 4 + c], src[(indptr[b + 1] - 1) * 4 + c]);
+      double expected = 0;
+      for (int r = indptr[b]; r < indptr[b + 1]; ++r) expected += src[r * 4 + c];
+      EXPECT_NEAR(sum[b * 4 + c], expected, 1e-6);
+    }
+  }
+  // A request that owns no row is a bug upstream, not a zero vector.
+  std::vector<int32_t> empty = {0, 0};
+  EXPECT_DEATH(pool_rows(view(src, {6, 4}), Tensor(empty.data(), DType::kI32, {2}), RowPool::kSum,
+                         view(sum, {1, 4}), kCpu),
+               "owns rows \\[0, 0\\)");
 }
 
 TEST(CpuKernels, EmbeddingRejectsOutOfRangeIds) {

@@ -21,6 +21,7 @@
 #include "kernels/fill.h"
 #include "kernels/gather.h"
 #include "kernels/linear.h"
+#include "kernels/pooling.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 
@@ -333,6 +334,30 @@ TEST_P(CudaKernels, SiluEmbeddingGather) {
   gather_last_tokens(emb, Tensor(indptr.data(), DType::kI32, {4}), last, cpu_);
   EXPECT_EQ(max_rel_err(to_host(demb), emb), 0.0);
   EXPECT_EQ(max_rel_err(to_host(dlast), last), 0.0);
+}
+
+TEST_P(CudaKernels, PoolRowsSweep) {
+  // Requests of 1, 7 and 257 rows (more rows than a block's row groups, and fewer); hidden sizes
+  // with a partial 32-column tile.
+  const std::vector<int32_t> indptr = {0, 1, 8, 265};
+  const int64_t rows = indptr.back(), bs = 3;
+  Buffer indptr_dev(gpu_, DType::kI32, {bs + 1});
+  copy(Tensor(const_cast<int32_t*>(indptr.data()), DType::kI32, {bs + 1}), indptr_dev,
+       stream_.get());
+  const Tensor indptr_host(const_cast<int32_t*>(indptr.data()), DType::kI32, {bs + 1});
+  for (int64_t h : {72, 1024}) {
+    for (RowPool pool : {RowPool::kLast, RowPool::kSum}) {
+      Buffer src = host_random({rows, h});
+      Buffer expected(cpu_allocator(), DType::kF32, {bs, h});
+      pool_rows(src, indptr_host, pool, expected, cpu_);
+      Buffer dsrc = to_device(src);
+      Buffer dout(gpu_, DType::kF32, {bs, h});
+      pool_rows(dsrc, indptr_dev, pool, dout, stream_.get());
+      // f32 sums in another order: 1e-4 relative to the sum's size whatever the input dtype.
+      EXPECT_LE(max_rel_err(to_host(dout), expected), pool == RowPool::kLast ? 0.0 : 1e-4)
+          << h << (pool == RowPool::kLast ? " last" : " sum");
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernels, ::testing::Values(DType::kF32, DType::kBF16),

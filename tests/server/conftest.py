@@ -7,6 +7,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -205,6 +206,14 @@ def status_of(response):
 
 def golden():
     return json.loads(GOLDEN.read_text())
+
+
+def make_embedding_models(out):
+    """The tiny Qwen3 embedding models (tiny-qwen3-embedding-last / -mean) written into `out` by
+    scripts/make_tiny_embedding_model.py; returns `out`."""
+    subprocess.run([sys.executable, str(REPO / "scripts" / "make_tiny_embedding_model.py"),
+                    "--testdata", str(TESTDATA), str(out)], check=True)
+    return Path(out)
 
 
 @pytest.fixture(scope="module")

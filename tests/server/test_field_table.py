@@ -1,12 +1,15 @@
-# Every request field of the OpenAI chat / completions schemas and of SGLang's /generate
-# (sampling_params and the top level) is honoured, refused with 400 naming it, or stated to have
-# no effect on the output (and shown not to): one table per route, checked for completeness
-# against the schema's field list, each row checked against the server. "Honoured" rows name
+# Every request field of the OpenAI chat / completions / embeddings schemas and of SGLang's
+# /generate (sampling_params and the top level) is honoured, refused with 400 naming it, or stated
+# to have no effect on the output (and shown not to): one table per route, checked for
+# completeness against the schema's field list, each row checked against the server (an
+# embedding server, --is-embedding, for the embeddings route). "Honoured" rows name
 # the test that shows the field's effect (checked to exist) or carry an inline check here.
 import ast
 from pathlib import Path
 
 import pytest
+
+from conftest import Server, make_embedding_models
 
 HERE = Path(__file__).parent
 PROMPT = "Once upon a time"
@@ -31,6 +34,7 @@ SGLANG_SAMPLING = [
     "json_schema", "regex", "ebnf", "structural_tag", "ignore_eos", "skip_special_tokens",
     "spaces_between_special_tokens", "no_stop_trim", "custom_params", "stream_interval",
     "logit_bias", "sampling_seed"]
+OPENAI_EMBEDDINGS = ["model", "dimensions", "encoding_format", "user"]
 SGLANG_GENERATE = [
     "rid", "return_logprob", "logprob_start_len", "top_logprobs_num", "token_ids_logprob",
     "return_text_in_logprobs", "stream", "input_embeds", "image_data", "audio_data",
@@ -50,6 +54,7 @@ def no_effect(value, why):
 
 
 E2E, FIELDS, BAD = "test_openai_e2e.py", "test_request_fields.py", "test_bad_input.py"
+EMB = "test_embeddings.py"
 
 CHAT = {
     "model": shown("test_endpoints_compat.py::test_any_model_name_is_served_and_echoed"),
@@ -151,8 +156,30 @@ GENERATE = {
     "return_hidden_states": refused(True),
     "custom_logit_processor": refused("x"),
 }
+EMBEDDINGS = {
+    "model": shown(f"{EMB}::test_openai_client_float_matches_transformers"),
+    "dimensions": refused(64),  # the model's own size (128) is accepted
+    "encoding_format": shown(f"{EMB}::test_explicit_base64_is_little_endian_f32"),
+    "user": no_effect("u", "describes the caller"),
+}
 TABLES = {"chat": (CHAT, OPENAI_CHAT), "completions": (COMPLETIONS, OPENAI_COMPLETIONS),
-          "sampling": (SAMPLING, SGLANG_SAMPLING), "generate": (GENERATE, SGLANG_GENERATE)}
+          "sampling": (SAMPLING, SGLANG_SAMPLING), "generate": (GENERATE, SGLANG_GENERATE),
+          "embeddings": (EMBEDDINGS, OPENAI_EMBEDDINGS)}
+
+
+@pytest.fixture(scope="module")
+def embedding_server(tmp_path_factory):
+    models = make_embedding_models(tmp_path_factory.mktemp("models"))
+    srv = Server(tmp_path_factory.mktemp("embedding-server"), "--is-embedding",
+                 model=models / "tiny-qwen3-embedding-last", served_model_name="tiny-embed")
+    yield srv
+    assert srv.alive(), "the server died: " + srv.log()
+    assert srv.stop() == 0, srv.log()
+
+
+def server_for(route, request):
+    """The route's server: an embedding server for the embeddings route."""
+    return request.getfixturevalue("embedding_server" if route == "embeddings" else "server")
 
 
 def body(route, field, value):
@@ -165,6 +192,8 @@ def body(route, field, value):
     if route == "sampling":
         return "/generate", {"text": PROMPT, "sampling_params": {"max_new_tokens": 4,
                                                                  "temperature": 0, field: value}}
+    if route == "embeddings":
+        return "/v1/embeddings", {"input": PROMPT, field: value}
     return "/generate", {"text": PROMPT, "sampling_params": {"max_new_tokens": 4}, field: value}
 
 
@@ -192,9 +221,9 @@ def test_cited_tests_exist():
 
 @pytest.mark.parametrize("route,field,spec", rows("refused"),
                          ids=[f"{r}:{f}" for r, f, _ in rows("refused")])
-def test_refused_fields_name_themselves(server, route, field, spec):
+def test_refused_fields_name_themselves(request, route, field, spec):
     path, b = body(route, field, spec[1])
-    r = server.post(path, b)
+    r = server_for(route, request).post(path, b)
     assert r.status_code == 400, r.text
     assert field in r.json()["error"]["message"], r.text
 
@@ -206,25 +235,35 @@ def text_of(route, r):
         return j["choices"][0]["message"]["content"]
     if route == "completions":
         return j["choices"][0]["text"]
+    if route == "embeddings":
+        return j["data"][0]["embedding"]
     return j["text"]
 
 
 @pytest.mark.parametrize("route,field,spec", rows("no effect"),
                          ids=[f"{r}:{f}" for r, f, _ in rows("no effect")])
-def test_no_effect_fields_change_nothing(server, route, field, spec):
+def test_no_effect_fields_change_nothing(request, route, field, spec):
+    server = server_for(route, request)
     path, with_field = body(route, field, spec[1])
-    with_field = {**with_field, "max_tokens": 12} if route != "sampling" else with_field
+    if route not in ("sampling", "embeddings"):
+        with_field = {**with_field, "max_tokens": 12}
     plain = {k: v for k, v in with_field.items() if k != field}
     if route == "sampling":
         plain = {**with_field, "sampling_params": {k: v for k, v in
                                                     with_field["sampling_params"].items()
                                                     if k != field}}
-    assert text_of(route, server.post(path, with_field)) == text_of(route, server.post(path, plain))
+    got = text_of(route, server.post(path, with_field))
+    expected = text_of(route, server.post(path, plain))
+    if route == "embeddings":
+        # A repeat may reuse the first one's cached prefix: f32 sums in another order.
+        assert max(abs(a - b) for a, b in zip(got, expected)) < 1e-6
+    else:
+        assert got == expected
 
 
 @pytest.mark.parametrize("route,field,spec", rows("shown"),
                          ids=[f"{r}:{f}" for r, f, _ in rows("shown")])
-def test_shown_fields_are_accepted(server, route, field, spec):
+def test_shown_fields_are_accepted(request, route, field, spec):
     # The value each route's example takes; the cited test shows the effect.
     values = {"model": "any", "frequency_penalty": 0.5, "logit_bias": {"5": 1}, "logprobs": True,
               "max_completion_tokens": 3, "max_tokens": 3, "n": 2, "presence_penalty": 0.5,
@@ -233,7 +272,7 @@ def test_shown_fields_are_accepted(server, route, field, spec):
               "max_new_tokens": 3, "stop_token_ids": [2], "stop_regex": "zzz",
               "repetition_penalty": 1.1, "min_new_tokens": 1, "no_stop_trim": True, "rid": "r-1",
               "return_logprob": True, "logprob_start_len": 0, "top_logprobs_num": 2,
-              "return_text_in_logprobs": True}
+              "return_text_in_logprobs": True, "encoding_format": "base64"}
     if route == "completions" and field == "logprobs":
         values["logprobs"] = 2
     path, b = body(route, field, values[field])
@@ -242,7 +281,7 @@ def test_shown_fields_are_accepted(server, route, field, spec):
     if route == "generate" and field in ("logprob_start_len", "top_logprobs_num",
                                          "return_text_in_logprobs"):
         b["return_logprob"] = True
-    assert server.post(path, b).status_code == 200
+    assert server_for(route, request).post(path, b).status_code == 200
 
 
 def greedy(server, route):

@@ -75,9 +75,8 @@ REFUSES = [
                                                          "structured output"]),
     ("--model-path {model} --tool-call-parser llama3", ["--tool-call-parser llama3"]),
     ("--model-path {model} --reasoning-parser deepseek-r1", ["--reasoning-parser deepseek-r1"]),
-    # LoRA, embeddings, multimodal.
+    # LoRA, multimodal (--is-embedding serves: test_embeddings.py).
     ("--model-path {model} --enable-lora --lora-paths lora0=/tmp/lora", ["LoRA"]),
-    ("--model-path {model} --is-embedding", ["embedding"]),
     ("--model-path {model} --enable-multimodal", ["multimodal"]),
     # Kernels and memory features sgl.cpp lacks.
     ("--model-path {model} --attention-backend flashmla", ["--attention-backend flashmla", "MLA"]),

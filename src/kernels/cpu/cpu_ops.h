@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/tensor.h"
+#include "kernels/pooling.h"
 
 namespace sgl::kernels::cpu {
 
@@ -14,5 +15,6 @@ void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tenso
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y);
 void silu_and_mul(const Tensor& gate_up, const Tensor& out);
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out);
+void pool_rows(const Tensor& src, const Tensor& qo_indptr, RowPool pool, const Tensor& out);
 
 }  // namespace sgl::kernels::cpu

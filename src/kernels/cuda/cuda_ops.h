@@ -4,6 +4,7 @@
 #include "backend/stream.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "kernels/pooling.h"
 
 namespace sgl::kernels::cuda {
 
@@ -27,6 +28,8 @@ void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor&
                          const Tensor& out, backend::Stream stream);
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
                         backend::Stream stream);
+void pool_rows(const Tensor& src, const Tensor& qo_indptr, RowPool pool, const Tensor& out,
+               backend::Stream stream);
 
 // Sends `stream`'s linear layers of 17-256 tokens to the Hopper GEMM (hopper_gemm.h) or back
 // to cuBLASLt; fails where the GPU cannot run it.

@@ -1,0 +1,124 @@
+// EmbeddingReply and the submission of encode requests.
+#include "server/embedding_reply.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "core/logging.h"
+#include "server/engine_request.h"
+#include "server/errors.h"
+
+namespace sgl::server {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+EmbeddingReply::EmbeddingReply(ServerContext& ctx, std::string id,
+                               std::vector<std::shared_ptr<engine::RequestStream>> streams,
+                               Format format)
+    : ctx_(ctx),
+      streams_(std::move(streams)),
+      format_(std::move(format)),
+      results_(streams_.size()),
+      finished_(streams_.size(), false),
+      start_s_(now_s()) {
+  std::vector<uint64_t> rids;
+  for (const auto& s : streams_) rids.push_back(s->rid());
+  registry_handle_ = ctx_.registry.add(id, std::move(rids));
+}
+
+EmbeddingReply::~EmbeddingReply() {
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    streams_[i]->set_notify({});
+    if (!finished_[i]) ctx_.engine.abort(streams_[i]->rid());
+  }
+  ctx_.registry.remove(registry_handle_);
+}
+
+void EmbeddingReply::start(std::function<void()> wake) {
+  for (const auto& s : streams_) s->set_notify(wake);
+}
+
+DeferredReply::Progress EmbeddingReply::poll() {
+  Progress p;
+  if (done_) {
+    p.done = true;
+    return p;
+  }
+  bool all_finished = true;
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    if (!finished_[i]) {
+      // An encode request has one event: its embedding with its finish.
+      std::optional<engine::StreamEvent> event = streams_[i]->next(std::chrono::milliseconds(0));
+      if (event && event->finished) {
+        finished_[i] = true;
+        const scheduler::FinishState& f = *event->finished;
+        const double latency = now_s() - start_s_;
+        ctx_.metrics.observe_finished(latency, scheduler::finish_reason_name(f.reason),
+                                      event->usage.prompt_tokens, 0, event->usage.cached_tokens);
+        if (ctx_.info.log_requests) {
+          char seconds[32];
+          std::snprintf(seconds, sizeof seconds, "%.3f", latency);
+          // The generation routes' line (ChoiceStream), with nothing generated.
+          SGL_LOG_INFO << "request rid=" << streams_[i]->rid()
+                       << " prompt_tokens=" << event->usage.prompt_tokens
+                       << " completion_tokens=0 cached_tokens=" << event->usage.cached_tokens
+                       << " finish_reason=" << scheduler::finish_reason_name(f.reason)
+                       << " latency=" << seconds << "s";
+        }
+        if (event->embedding.empty()) {
+          if (!aborted_) aborted_ = f.message.empty() ? "no embedding came back" : f.message;
+        } else {
+          results_[i] = Encoded{std::move(event->embedding), event->usage.prompt_tokens,
+                                event->usage.cached_tokens};
+        }
+      }
+    }
+    all_finished = all_finished && finished_[i];
+  }
+  if (!all_finished) return p;
+  done_ = true;
+  p.done = true;
+  if (aborted_) {
+    p.response = error_response(503, "the embedding request was aborted: " + *aborted_);
+  } else {
+    std::vector<Encoded> results;
+    results.reserve(results_.size());
+    for (std::optional<Encoded>& r : results_) results.push_back(std::move(*r));
+    p.response = format_(results, now_s() - start_s_);
+  }
+  ctx_.metrics.count_response(p.response->status);
+  return p;
+}
+
+void EmbeddingReply::cancel() {
+  if (done_) return;
+  done_ = true;
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    if (!finished_[i]) ctx_.engine.abort(streams_[i]->rid());
+    finished_[i] = true;
+  }
+  ctx_.metrics.count_response(499);  // the client closed the connection (nginx's code)
+}
+
+Result<std::vector<std::shared_ptr<engine::RequestStream>>> submit_encodes(
+    ServerContext& ctx, const std::vector<std::vector<int32_t>>& prompts) {
+  for (const std::vector<int32_t>& ids : prompts) SGL_RETURN_IF_ERROR(check_prompt_ids(ctx, ids));
+  std::vector<std::shared_ptr<engine::RequestStream>> streams;
+  streams.reserve(prompts.size());
+  for (const std::vector<int32_t>& ids : prompts) {
+    auto stream = ctx.engine.encode(ids);
+    if (!stream.ok()) {
+      for (const auto& s : streams) ctx.engine.abort(s->rid());
+      return stream.status();
+    }
+    streams.push_back(std::move(stream).value());
+  }
+  return streams;
+}
+
+}  // namespace sgl::server

@@ -1,0 +1,141 @@
+// POST /v1/embeddings (OpenAI) and /encode (SGLang native): an embedding model's vectors for
+// text or token-id inputs, one or a list.
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "server/embedding_reply.h"
+#include "server/embeddings_json.h"
+#include "server/engine_request.h"
+#include "server/errors.h"
+#include "server/handlers.h"
+#include "server/prepared_reply.h"
+#include "server/request_json.h"
+
+namespace sgl::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// OpenAI's encoding_format "base64": the vector's f32 values as little-endian bytes, in base64.
+std::string base64_f32(const std::vector<float>& values) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes;
+  bytes.reserve(values.size() * 4);
+  for (float v : values) {
+    const auto bits = std::bit_cast<uint32_t>(v);
+    for (int shift = 0; shift < 32; shift += 8) bytes.push_back(static_cast<char>(bits >> shift));
+  }
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t group = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      group = (group << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0u);
+    }
+    for (size_t k = 0; k < 4; ++k) {
+      out.push_back(k <= n ? kAlphabet[(group >> (18 - 6 * k)) & 63] : '=');
+    }
+  }
+  return out;
+}
+
+// The inputs' token ids (text tokenized with the tokenizer's special tokens, as SGLang does).
+std::vector<std::vector<int32_t>> input_ids(const ServerContext& ctx,
+                                            const std::vector<PromptInput>& inputs) {
+  std::vector<std::vector<int32_t>> ids;
+  ids.reserve(inputs.size());
+  for (const PromptInput& input : inputs) ids.push_back(prompt_ids(ctx, input));
+  return ids;
+}
+
+// On a pool thread: tokenizes, submits, and answers with OpenAI's embedding list.
+Reply prepare_embeddings(ServerContext& ctx, const EmbeddingRequest& req) {
+  auto streams = submit_encodes(ctx, input_ids(ctx, req.inputs));
+  if (!streams.ok()) return Reply::of(error_response(streams.status()));
+  // SGLang serves whatever model name a request gives, and answers with it.
+  const std::string model = req.model.value_or(ctx.info.served_model_name);
+  auto format = [model, base64 = req.base64](const std::vector<Encoded>& results, double) {
+    json data = json::array();
+    int64_t tokens = 0;
+    for (size_t i = 0; i < results.size(); ++i) {
+      const std::vector<float>& v = results[i].embedding;
+      data.push_back({{"object", "embedding"},
+                      {"index", i},
+                      {"embedding", base64 ? json(base64_f32(v)) : json(v)}});
+      tokens += results[i].prompt_tokens;
+    }
+    return request_json::json_response(
+        {{"object", "list"},
+         {"data", std::move(data)},
+         {"model", model},
+         {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
+  };
+  return Reply::later(std::make_unique<EmbeddingReply>(ctx, make_request_id("embd-"),
+                                                       std::move(streams).value(), format),
+                      false);
+}
+
+// On a pool thread: tokenizes, submits, and answers as SGLang's /encode ({"embedding",
+// "meta_info"}, a list of them for a list of inputs).
+Reply prepare_encode(ServerContext& ctx, const EncodeInput& req) {
+  auto streams = submit_encodes(ctx, input_ids(ctx, req.prompts));
+  if (!streams.ok()) return Reply::of(error_response(streams.status()));
+  const std::string id = req.rid.empty() ? make_request_id("") : req.rid;
+  auto format = [id, batch = req.batch](const std::vector<Encoded>& results, double seconds) {
+    json items = json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Encoded& r = results[i];
+      // Nothing is generated: finished by length 0 (max_new_tokens 0), as SGLang reports it.
+      json meta = {{"id", batch ? id + "-" + std::to_string(i) : id},
+                   {"finish_reason", {{"type", "length"}, {"length", 0}}},
+                   {"prompt_tokens", r.prompt_tokens},
+                   {"cached_tokens", r.cached_tokens},
+                   {"e2e_latency", seconds}};
+      items.push_back({{"embedding", r.embedding}, {"meta_info", std::move(meta)}});
+    }
+    return request_json::json_response(batch ? items : items[0]);
+  };
+  return Reply::later(std::make_unique<EmbeddingReply>(ctx, id, std::move(streams).value(), format),
+                      false);
+}
+
+}  // namespace
+
+Reply handle_embeddings(ServerContext& ctx, const HttpRequest& request) {
+  auto parsed = parse_embedding_request(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  if (parsed->dimensions && *parsed->dimensions != ctx.info.hidden_size) {
+    return Reply::of(error_response(400,
+                                    "'dimensions' is not supported: the model's embeddings have " +
+                                        std::to_string(ctx.info.hidden_size) +
+                                        " dimensions (no Matryoshka truncation)",
+                                    "dimensions"));
+  }
+  if (Status s = check_text_length(ctx, parsed->inputs, "input"); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
+  auto shared = std::make_shared<const EmbeddingRequest>(std::move(parsed).value());
+  return PreparedReply::submit(ctx, false, [&ctx, shared](const std::atomic<bool>&) {
+    return prepare_embeddings(ctx, *shared);
+  });
+}
+
+Reply handle_encode(ServerContext& ctx, const HttpRequest& request) {
+  auto parsed = parse_encode_request(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  if (Status s = check_text_length(ctx, parsed->prompts, "text"); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
+  auto shared = std::make_shared<const EncodeInput>(std::move(parsed).value());
+  return PreparedReply::submit(ctx, false, [&ctx, shared](const std::atomic<bool>&) {
+    return prepare_encode(ctx, *shared);
+  });
+}
+
+}  // namespace sgl::server

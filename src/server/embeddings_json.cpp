@@ -1,0 +1,111 @@
+// Embedding request parsing (/v1/embeddings, /encode).
+#include "server/embeddings_json.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "server/request_json.h"
+
+namespace sgl::server {
+namespace {
+
+using json = nlohmann::json;
+using request_json::field_error;
+using request_json::find;
+
+constexpr const char* kNoMultimodal = "multimodal inputs are not implemented";
+// Fields of SGLang's embedding requests for features sgl.cpp does not have.
+constexpr request_json::RefusedField kRefused[] = {
+    {"image_data", kNoMultimodal},
+    {"audio_data", kNoMultimodal},
+    {"video_data", kNoMultimodal},
+    {"input_embeds", "input embeddings are not implemented"},
+    {"lora_path", "LoRA adapters are not implemented"},
+    {"is_cross_encoder_request", "cross-encoder scoring is not implemented"},
+    {"return_pooled_hidden_states", "hidden states in replies are not implemented"},
+};
+
+// The prompts in `v` (any of read_prompts' forms), none of them empty.
+Status read_inputs(const json& v, std::string_view key, std::vector<PromptInput>& out,
+                   bool& batch) {
+  SGL_RETURN_IF_ERROR(request_json::read_prompts(v, key, out, batch));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const PromptInput& p = out[i];
+    if (p.is_text ? p.text.empty() : p.ids.empty()) {
+      const std::string at =
+          batch ? std::string(key) + "[" + std::to_string(i) + "]" : std::string(key);
+      return field_error(
+          at, p.is_text ? "must not be an empty string" : "must not be an empty list of token ids");
+    }
+  }
+  return Status::ok_status();
+}
+
+Status read_string(const json& o, const char* key, std::optional<std::string>& out) {
+  const json* v = find(o, key);
+  if (!v) return Status::ok_status();
+  if (!v->is_string()) return field_error(key, "must be a string");
+  out = v->get<std::string>();
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Result<EmbeddingRequest> parse_embedding_request(std::string_view body) {
+  SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(body));
+  EmbeddingRequest r;
+  const json* input = find(o, "input");
+  if (!input) return field_error("input", "is required");
+  bool batch = false;
+  SGL_RETURN_IF_ERROR(read_inputs(*input, "input", r.inputs, batch));
+  SGL_RETURN_IF_ERROR(read_string(o, "model", r.model));
+  std::optional<std::string> format;
+  SGL_RETURN_IF_ERROR(read_string(o, "encoding_format", format));
+  if (format && *format != "float" && *format != "base64") {
+    return field_error("encoding_format", "must be 'float' or 'base64', got '" + *format + "'");
+  }
+  r.base64 = format == "base64";
+  if (const json* dimensions = find(o, "dimensions")) {
+    int64_t d = 0;
+    SGL_RETURN_IF_ERROR(request_json::to_int(*dimensions, "dimensions", d));
+    if (d < 1) return field_error("dimensions", "must be at least 1");
+    r.dimensions = d;
+  }
+  std::optional<std::string> user;  // describes the caller: checked, no effect
+  SGL_RETURN_IF_ERROR(read_string(o, "user", user));
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefused));
+  return r;
+}
+
+Result<EncodeInput> parse_encode_request(std::string_view body) {
+  SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(body));
+  EncodeInput r;
+  const json* text = find(o, "text");
+  const json* ids = find(o, "input_ids");
+  if ((text == nullptr) == (ids == nullptr)) {
+    return invalid_argument("give exactly one of 'text' and 'input_ids'");
+  }
+  if (text) {
+    if (!text->is_string() && !(text->is_array() && !text->empty() && (*text)[0].is_string())) {
+      return field_error("text", "must be a string or a non-empty list of strings");
+    }
+    SGL_RETURN_IF_ERROR(read_inputs(*text, "text", r.prompts, r.batch));
+  } else {
+    if (!ids->is_array() || ids->empty() || (*ids)[0].is_string()) {
+      return field_error("input_ids", "must be a non-empty list of token ids or of id lists");
+    }
+    SGL_RETURN_IF_ERROR(read_inputs(*ids, "input_ids", r.prompts, r.batch));
+  }
+  std::optional<std::string> rid;
+  SGL_RETURN_IF_ERROR(read_string(o, "rid", rid));
+  r.rid = rid.value_or("");
+  constexpr request_json::RefusedField kEncodeOnly[] = {
+      {"sampling_params", "an embedding request samples nothing"},
+      {"dimensions", "the model's embeddings are served at their own size (no truncation)"},
+  };
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kEncodeOnly));
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefused));
+  return r;
+}
+
+}  // namespace sgl::server

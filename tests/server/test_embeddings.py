@@ -1,0 +1,328 @@
+# Embedding models end to end: sgl-server --is-embedding on the tiny Qwen3 embedding models
+# (written by scripts/make_tiny_embedding_model.py) through the official openai client
+# (client.embeddings.create: floats, its default base64, token-id inputs) and SGLang's /encode,
+# against transformers' committed vectors (tests/engine/data/tiny_qwen3_embedding_reference.json)
+# within 1e-4; bad input answers 400 naming the field; generation routes on an embedding server
+# and embedding routes on a generation server answer 400; bad pooling configs stop the start.
+import base64
+import concurrent.futures
+import json
+import shutil
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, Server, make_embedding_models, raise_fd_limit, requests, server_binary
+
+openai = pytest.importorskip("openai")
+
+REFERENCE = REPO / "tests" / "engine" / "data" / "tiny_qwen3_embedding_reference.json"
+TOL = 1e-4  # transformers' vectors in f32
+# The same request again: it may reuse the first one's cached prefix or share another batch, so
+# its f32 sums run in another order (a wrong encoding or pooling is off by far more).
+REPEAT_TOL = 1e-6
+NAME = "tiny-embed"
+
+
+def reference():
+    return json.loads(REFERENCE.read_text())["cases"]
+
+
+def max_abs_diff(a, b):
+    assert len(a) == len(b)
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    return make_embedding_models(tmp_path_factory.mktemp("models"))
+
+
+def start(tmp_path_factory, models, variant, *extra):
+    raise_fd_limit()
+    # Chunks of 16 tokens: the 40- and 100-token prompts are pooled over several prefills.
+    return Server(tmp_path_factory.mktemp(variant), "--is-embedding", "--chunked-prefill-size",
+                  "16", *extra, model=models / f"tiny-qwen3-embedding-{variant}",
+                  served_model_name=NAME)
+
+
+@pytest.fixture(scope="module")
+def last(tmp_path_factory, models):
+    srv = start(tmp_path_factory, models, "last")
+    yield srv
+    assert srv.alive(), "the server died: " + srv.log()
+    srv.wait_idle_no_leak()
+    assert srv.stop() == 0, srv.log()
+
+
+@pytest.fixture(scope="module")
+def mean(tmp_path_factory, models):
+    srv = start(tmp_path_factory, models, "mean", "--disable-overlap-schedule", "--log-requests")
+    yield srv
+    assert srv.alive(), "the server died: " + srv.log()
+    srv.wait_idle_no_leak()
+    assert srv.stop() == 0, srv.log()
+
+
+def client(srv):
+    return openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
+
+
+def test_openai_client_float_matches_transformers(last):
+    cases = reference()
+    texts = [c["text"] for c in cases if "text" in c]
+    r = client(last).embeddings.create(model="any-name", input=texts, encoding_format="float")
+    assert r.object == "list"
+    assert r.model == "any-name"  # SGLang answers with the request's model name
+    assert [d.index for d in r.data] == list(range(len(texts)))
+    assert all(d.object == "embedding" for d in r.data)
+    for d, c in zip(r.data, cases):
+        assert max_abs_diff(d.embedding, c["last"]) < TOL, c["text"]
+    tokens = sum(len(c["input_ids"]) for c in cases[:len(texts)])
+    assert r.usage.prompt_tokens == tokens and r.usage.total_tokens == tokens
+
+
+def test_openai_client_default_base64_decodes_to_the_same_vectors(last):
+    # The client asks for base64 unless told otherwise and decodes it.
+    texts = [c["text"] for c in reference() if "text" in c]
+    floats = client(last).embeddings.create(model=NAME, input=texts, encoding_format="float")
+    decoded = client(last).embeddings.create(model=NAME, input=texts)
+    assert len(decoded.data) == len(texts)
+    for d, f in zip(decoded.data, floats.data):
+        assert max_abs_diff(list(d.embedding), f.embedding) < REPEAT_TOL
+
+
+def test_explicit_base64_is_little_endian_f32(last):
+    text = reference()[0]["text"]
+    floats = last.post("/v1/embeddings", {"input": text}).json()["data"][0]["embedding"]
+    r = last.post("/v1/embeddings", {"input": text, "encoding_format": "base64"})
+    assert r.status_code == 200, r.text
+    raw = base64.b64decode(r.json()["data"][0]["embedding"])
+    assert len(raw) == 4 * len(floats)
+    assert max_abs_diff(struct.unpack(f"<{len(floats)}f", raw), floats) < REPEAT_TOL
+
+
+def test_token_id_inputs_match_transformers(last):
+    cases = reference()
+    ids = [c["input_ids"] for c in cases]
+    r = client(last).embeddings.create(model=NAME, input=ids, encoding_format="float")
+    worst = max(max_abs_diff(d.embedding, c["last"]) for d, c in zip(r.data, cases))
+    assert worst < TOL
+    assert r.usage.prompt_tokens == sum(len(i) for i in ids)
+    one = client(last).embeddings.create(model=NAME, input=ids[3], encoding_format="float")
+    assert max_abs_diff(one.data[0].embedding, cases[3]["last"]) < TOL
+    print(f"last-token pooling over HTTP: max |sgl.cpp - transformers| {worst:.2e}")
+
+
+def test_mean_pooling_matches_transformers(mean):
+    cases = reference()
+    r = client(mean).embeddings.create(model=NAME, input=[c["input_ids"] for c in cases],
+                                       encoding_format="float")
+    worst = max(max_abs_diff(d.embedding, c["mean"]) for d, c in zip(r.data, cases))
+    assert worst < TOL
+    texts = [c["text"] for c in cases if "text" in c]
+    r = client(mean).embeddings.create(model=NAME, input=texts, encoding_format="float")
+    assert max(max_abs_diff(d.embedding, c["mean"]) for d, c in zip(r.data, cases)) < TOL
+    print(f"mean pooling over HTTP: max |sgl.cpp - transformers| {worst:.2e}")
+
+
+def test_log_requests_lines(mean):
+    r = mean.post("/v1/embeddings", {"input": [7, 8, 9]})
+    assert r.status_code == 200, r.text
+    def log():  # all of it (Server.log() keeps the tail)
+        mean.log()
+        return mean.stderr_path.read_text(errors="replace")
+
+    deadline = time.monotonic() + 10
+    while "prompt_tokens=3 completion_tokens=0" not in log():
+        assert time.monotonic() < deadline, mean.log()
+        time.sleep(0.05)
+    assert "embedding model: mean pooling, not normalised" in log()
+
+
+def test_concurrent_requests_equal_each_alone(last):
+    # Many requests at once share prefill batches and chunks; each vector stays its own.
+    cases = reference()
+    alone = [last.post("/v1/embeddings", {"input": c["input_ids"]}).json()["data"][0]["embedding"]
+             for c in cases]
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        futures = [pool.submit(last.post, "/v1/embeddings", {"input": cases[i % len(cases)]
+                                                             ["input_ids"]})
+                   for i in range(48)]
+        for i, f in enumerate(futures):
+            r = f.result()
+            assert r.status_code == 200, r.text
+            assert max_abs_diff(r.json()["data"][0]["embedding"], alone[i % len(cases)]) < 1e-5
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"input": ""}, "input"),
+    ({"input": []}, "input"),
+    ({"input": [""]}, "input[0]"),
+    ({"input": [[1, 2], []]}, "input[1]"),
+    ({"input": ["a", [1, 2]]}, "input"),
+    ({"input": [1, -2]}, "input"),
+    ({"input": {"text": "a"}}, "input"),
+    ({"model": NAME}, "input"),
+    ({"input": "a", "encoding_format": "int8"}, "encoding_format"),
+    ({"input": "a", "dimensions": 64}, "dimensions"),
+    ({"input": "a", "dimensions": 0}, "dimensions"),
+    ({"input": "a", "user": 3}, "user"),
+    ({"input": "a", "image_data": "x.png"}, "image_data"),
+    ({"input": "a", "lora_path": "adapter"}, "lora_path"),
+])
+def test_bad_input_answers_400_naming_the_field(last, body, field):
+    r = last.post("/v1/embeddings", body)
+    assert r.status_code == 400, r.text
+    assert f"'{field}'" in r.json()["error"]["message"], r.text
+
+
+def test_model_limits_answer_400(last):
+    r = last.post("/v1/embeddings", {"input": [[1, 999], [1, 1000]]})  # vocabulary: 1000
+    assert r.status_code == 400 and "outside the vocabulary" in r.text, r.text
+    r = last.post("/v1/embeddings", {"input": [1] * 512})  # the context: 512
+    assert r.status_code == 400 and "context length" in r.text, r.text
+    r = last.post("/v1/embeddings", "not json")
+    assert r.status_code == 400, r.text
+
+
+def test_accepted_fields(last):
+    plain = last.post("/v1/embeddings", {"input": "a"}).json()["data"][0]["embedding"]
+    for extra in ({"user": "someone"}, {"dimensions": 128}, {"unknown_field": 1},
+                  {"encoding_format": "float"}, {"model": None}):
+        r = last.post("/v1/embeddings", {"input": "a", **extra})
+        assert r.status_code == 200, (extra, r.text)
+        assert max_abs_diff(r.json()["data"][0]["embedding"], plain) < REPEAT_TOL, extra
+
+
+def test_encode_native(last):
+    cases = reference()
+    r = last.post("/encode", {"text": cases[0]["text"], "rid": "my-id"})
+    assert r.status_code == 200, r.text
+    j = r.json()
+    assert max_abs_diff(j["embedding"], cases[0]["last"]) < TOL
+    meta = j["meta_info"]
+    assert meta["id"] == "my-id"
+    assert meta["prompt_tokens"] == len(cases[0]["input_ids"])
+    assert meta["finish_reason"] == {"type": "length", "length": 0}
+    r = last.post("/encode", {"input_ids": [c["input_ids"] for c in cases[2:4]]})
+    assert r.status_code == 200, r.text
+    items = r.json()
+    assert isinstance(items, list) and len(items) == 2
+    for item, c in zip(items, cases[2:4]):
+        assert max_abs_diff(item["embedding"], c["last"]) < TOL
+    for body, field in [({"text": "a", "sampling_params": {"temperature": 0}}, "sampling_params"),
+                        ({"text": "a", "dimensions": 8}, "dimensions"),
+                        ({"text": "a", "input_ids": [1]}, "text"),
+                        ({"text": ""}, "text"),
+                        ({"input_ids": []}, "input_ids")]:
+        r = last.post("/encode", body)
+        assert r.status_code == 400, (body, r.text)
+        assert field in r.json()["error"]["message"], (body, r.text)
+
+
+@pytest.mark.parametrize("path,body", [
+    ("/v1/completions", {"prompt": "a", "max_tokens": 2}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "a"}]}),
+    ("/v1/responses", {"input": "a"}),
+    ("/v1/messages", {"model": "m", "max_tokens": 2,
+                      "messages": [{"role": "user", "content": "a"}]}),
+    ("/generate", {"text": "a"}),
+])
+def test_generation_routes_answer_400_on_an_embedding_server(last, path, body):
+    r = last.post(path, body)
+    assert r.status_code == 400, r.text
+    assert "embedding model" in r.json()["error"]["message"], r.text
+
+
+@pytest.mark.parametrize("path,body", [("/v1/embeddings", {"input": "a"}),
+                                       ("/encode", {"text": "a"})])
+def test_embedding_routes_answer_400_on_a_generation_server(server, path, body):
+    r = server.post(path, body)
+    assert r.status_code == 400, r.text
+    assert "--is-embedding" in r.json()["error"]["message"], r.text
+
+
+def test_model_info_and_health(last, server):
+    assert last.get("/get_model_info").json()["is_generation"] is False
+    assert server.get("/get_model_info").json()["is_generation"] is True
+    assert last.get("/health_generate").status_code == 200
+    assert last.get("/v1/models").json()["data"][0]["id"] == NAME
+
+
+def start_failure(tmp_path, model, *flags):
+    """Starts sgl-server expecting it to exit; returns (exit code, stderr)."""
+    binary = server_binary()
+    if binary is None or requests is None:
+        pytest.skip("sgl-server or the requests package is missing")
+    err = tmp_path / f"err-{time.monotonic_ns()}.txt"
+    with open(err, "wb") as f:
+        proc = subprocess.run([str(binary), "--model-path", str(model), "--port", "0", *flags],
+                              stdout=subprocess.PIPE, stderr=f, timeout=60)
+    assert b"listening on" not in proc.stdout
+    return proc.returncode, err.read_text(errors="replace")
+
+
+def copy_model(models, tmp_path, variant="last"):
+    dst = tmp_path / "model"
+    shutil.copytree(models / f"tiny-qwen3-embedding-{variant}", dst)
+    return dst
+
+
+@pytest.mark.parametrize("pooling,words", [
+    ({"pooling_mode_cls_token": True, "pooling_mode_lasttoken": False},
+     ["pooling_mode_cls_token", "not supported"]),
+    ({"pooling_mode_mean_tokens": True}, ["pooling_mode_lasttoken and pooling_mode_mean_tokens"]),
+    ({"pooling_mode_lasttoken": False}, ["no pooling_mode_* is true"]),
+    ({"include_prompt": False}, ["include_prompt"]),
+    ({"word_embedding_dimension": 64}, ["word_embedding_dimension 64"]),
+])
+def test_unsupported_pooling_stops_the_start(models, tmp_path, pooling, words):
+    model = copy_model(models, tmp_path)
+    config = model / "1_Pooling" / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), **pooling}))
+    code, log = start_failure(tmp_path, model, "--is-embedding")
+    assert code == 1, log
+    for word in words:
+        assert word in log, log
+
+
+def test_unsupported_modules_stop_the_start(models, tmp_path):
+    model = copy_model(models, tmp_path)
+    modules = json.loads((model / "modules.json").read_text())
+    modules.append({"idx": 3, "name": "3", "path": "3_Dense",
+                    "type": "sentence_transformers.models.Dense"})
+    (model / "modules.json").write_text(json.dumps(modules))
+    code, log = start_failure(tmp_path, model, "--is-embedding")
+    assert code == 1 and "sentence_transformers.models.Dense" in log, log
+    modules[1]["path"] = "../elsewhere"
+    (model / "modules.json").write_text(json.dumps(modules[:2]))
+    code, log = start_failure(tmp_path, model, "--is-embedding")
+    assert code == 1 and "leaves the model directory" in log, log
+
+
+def test_without_modules_json_last_token_pooling_is_normalised(models, tmp_path_factory):
+    # SGLang's default for Qwen3 / Llama embedding models: the last-token variant's vectors.
+    model = copy_model(models, tmp_path_factory.mktemp("bare"), "mean")
+    (model / "modules.json").unlink()
+    raise_fd_limit()
+    srv = Server(tmp_path_factory.mktemp("bare-server"), "--is-embedding", model=model,
+                 served_model_name=NAME)
+    try:
+        case = reference()[3]
+        r = srv.post("/v1/embeddings", {"input": case["input_ids"]})
+        assert r.status_code == 200, r.text
+        assert max_abs_diff(r.json()["data"][0]["embedding"], case["last"]) < TOL
+    finally:
+        assert srv.stop() == 0, srv.log()
+
+
+def test_chat_template_with_is_embedding_is_refused(models, tmp_path):
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages }}")
+    code, log = start_failure(tmp_path, models / "tiny-qwen3-embedding-last", "--is-embedding",
+                              "--chat-template", str(template))
+    assert code == 2 and "--chat-template with --is-embedding" in log, log
