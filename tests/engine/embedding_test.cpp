@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -83,6 +84,14 @@ Encoded collect_embedding(RequestStream& stream) {
   }
 }
 
+// Where the build wrote the test models (scripts/make_tiny_embedding_model.py);
+// SGL_EMBEDDING_MODELS in the environment overrides it (binaries carried to the GPU machine,
+// scripts/gpu_check.sh).
+std::string embedding_models_dir() {
+  const char* env = std::getenv("SGL_EMBEDDING_MODELS");
+  return env != nullptr ? env : SGL_EMBEDDING_MODELS;
+}
+
 runner::ModelRunnerOptions runner_options(bool is_embedding) {
   runner::ModelRunnerOptions ro;
 #ifdef SGL_TEST_ON_CUDA
@@ -101,8 +110,7 @@ ModelEngine launch(const Config& c) {
   eo.scheduler.max_running_requests = 8;
   eo.disable_overlap_schedule = !c.overlap;
   const runner::ModelRunnerOptions ro = runner_options(true);
-  const std::string dir =
-      std::string(SGL_EMBEDDING_MODELS) + "/tiny-qwen3-embedding-" + std::string(c.model);
+  const std::string dir = embedding_models_dir() + "/tiny-qwen3-embedding-" + std::string(c.model);
   auto me = launch_model_engine(dir, ro, eo);
   EXPECT_TRUE(me.ok()) << me.status().to_string();
   if (!me.ok()) return {};
