@@ -25,12 +25,10 @@ constexpr request_json::RefusedField kRefused[] = {
     {"return_pooled_hidden_states", "hidden states in replies are not implemented"},
 };
 
-// The prompts in `v` (any of read_prompts' forms), none of them empty.
-Status read_inputs(const json& v, std::string_view key, std::vector<PromptInput>& out,
-                   bool& batch) {
-  SGL_RETURN_IF_ERROR(request_json::read_prompts(v, key, out, batch));
-  for (size_t i = 0; i < out.size(); ++i) {
-    const PromptInput& p = out[i];
+// None of the prompts read from `key` is empty.
+Status check_nonempty(const std::vector<PromptInput>& prompts, std::string_view key, bool batch) {
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const PromptInput& p = prompts[i];
     if (p.is_text ? p.text.empty() : p.ids.empty()) {
       const std::string at =
           batch ? std::string(key) + "[" + std::to_string(i) + "]" : std::string(key);
@@ -57,7 +55,8 @@ Result<EmbeddingRequest> parse_embedding_request(std::string_view body) {
   const json* input = find(o, "input");
   if (!input) return field_error("input", "is required");
   bool batch = false;
-  SGL_RETURN_IF_ERROR(read_inputs(*input, "input", r.inputs, batch));
+  SGL_RETURN_IF_ERROR(request_json::read_prompts(*input, "input", r.inputs, batch));
+  SGL_RETURN_IF_ERROR(check_nonempty(r.inputs, "input", batch));
   SGL_RETURN_IF_ERROR(read_string(o, "model", r.model));
   std::optional<std::string> format;
   SGL_RETURN_IF_ERROR(read_string(o, "encoding_format", format));
@@ -80,22 +79,9 @@ Result<EmbeddingRequest> parse_embedding_request(std::string_view body) {
 Result<EncodeInput> parse_encode_request(std::string_view body) {
   SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(body));
   EncodeInput r;
-  const json* text = find(o, "text");
-  const json* ids = find(o, "input_ids");
-  if ((text == nullptr) == (ids == nullptr)) {
-    return invalid_argument("give exactly one of 'text' and 'input_ids'");
-  }
-  if (text) {
-    if (!text->is_string() && !(text->is_array() && !text->empty() && (*text)[0].is_string())) {
-      return field_error("text", "must be a string or a non-empty list of strings");
-    }
-    SGL_RETURN_IF_ERROR(read_inputs(*text, "text", r.prompts, r.batch));
-  } else {
-    if (!ids->is_array() || ids->empty() || (*ids)[0].is_string()) {
-      return field_error("input_ids", "must be a non-empty list of token ids or of id lists");
-    }
-    SGL_RETURN_IF_ERROR(read_inputs(*ids, "input_ids", r.prompts, r.batch));
-  }
+  SGL_ASSIGN_OR_RETURN(const std::string_view key,
+                       request_json::read_text_or_input_ids(o, r.prompts, r.batch));
+  SGL_RETURN_IF_ERROR(check_nonempty(r.prompts, key, r.batch));
   std::optional<std::string> rid;
   SGL_RETURN_IF_ERROR(read_string(o, "rid", rid));
   r.rid = rid.value_or("");

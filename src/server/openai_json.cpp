@@ -429,22 +429,7 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
   GenerateInput r;
   r.sampling = defaults;
-  const json* text = find(o, "text");
-  const json* ids = find(o, "input_ids");
-  if ((text == nullptr) == (ids == nullptr)) {
-    return invalid_argument("give exactly one of 'text' and 'input_ids'");
-  }
-  if (text) {
-    if (!text->is_string() && !(text->is_array() && !text->empty() && (*text)[0].is_string())) {
-      return field_error("text", "must be a string or a non-empty list of strings");
-    }
-    SGL_RETURN_IF_ERROR(read_prompts(*text, "text", r.prompts, r.batch));
-  } else {
-    if (!ids->is_array() || ids->empty() || (*ids)[0].is_string()) {
-      return field_error("input_ids", "must be a non-empty list of token ids or of id lists");
-    }
-    SGL_RETURN_IF_ERROR(read_prompts(*ids, "input_ids", r.prompts, r.batch));
-  }
+  SGL_RETURN_IF_ERROR(request_json::read_text_or_input_ids(o, r.prompts, r.batch).status());
   if (const json* params = find(o, "sampling_params")) {
     if (!params->is_object()) return field_error("sampling_params", "must be an object");
     SGL_RETURN_IF_ERROR(read_sampling(*params, r.sampling, true));

@@ -197,6 +197,27 @@ nlohmann::ordered_json token_logprobs(const ChoiceDelta& d) {
   return entries;
 }
 
+Result<std::string_view> read_text_or_input_ids(const json& o, std::vector<PromptInput>& out,
+                                                bool& batch) {
+  const json* text = find(o, "text");
+  const json* ids = find(o, "input_ids");
+  if ((text == nullptr) == (ids == nullptr)) {
+    return invalid_argument("give exactly one of 'text' and 'input_ids'");
+  }
+  if (text) {
+    if (!text->is_string() && !(text->is_array() && !text->empty() && (*text)[0].is_string())) {
+      return field_error("text", "must be a string or a non-empty list of strings");
+    }
+    SGL_RETURN_IF_ERROR(read_prompts(*text, "text", out, batch));
+    return std::string_view("text");
+  }
+  if (!ids->is_array() || ids->empty() || (*ids)[0].is_string()) {
+    return field_error("input_ids", "must be a non-empty list of token ids or of id lists");
+  }
+  SGL_RETURN_IF_ERROR(read_prompts(*ids, "input_ids", out, batch));
+  return std::string_view("input_ids");
+}
+
 const json* find(const json& o, const char* key) {
   const auto it = o.find(key);
   return it == o.end() || it->is_null() ? nullptr : &*it;

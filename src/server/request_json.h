@@ -49,6 +49,10 @@ Status to_ids(const nlohmann::json& v, std::string_view key, std::vector<int32_t
 // kMaxBatchPrompts of them); `batch`: a list of prompts was given.
 Status read_prompts(const nlohmann::json& v, std::string_view key, std::vector<PromptInput>& out,
                     bool& batch);
+// SGLang's native prompt (/generate, /encode): exactly one of "text" (a string or strings) and
+// "input_ids" (ids or id lists), read by read_prompts. Returns the key it read.
+Result<std::string_view> read_text_or_input_ids(const nlohmann::json& o,
+                                                std::vector<PromptInput>& out, bool& batch);
 
 // Message content as text: a string, or a list of parts whose "type" is one of `text_types`,
 // their "text"s joined by newlines; any other part type is refused by name (kUnimplemented).
