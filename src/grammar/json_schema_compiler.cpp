@@ -5,13 +5,13 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "grammar/ebnf_parser.h"
+#include "grammar/json_schema_document.h"
 #include "grammar/number_range.h"
 #include "grammar/regex_compiler.h"
 #include "grammar/utf8.h"
@@ -19,12 +19,6 @@
 namespace sgl::grammar {
 namespace {
 
-using Json = nlohmann::ordered_json;  // keeps `properties` in schema order
-
-const std::set<std::string> kDescriptive = {
-    "title", "description", "examples",   "default",          "$schema",
-    "$id",   "$comment",    "deprecated", "readOnly",         "writeOnly",
-    "$defs", "definitions", "strict",     "contentMediaType", "contentEncoding"};
 const std::set<std::string> kSupported = {"$ref",
                                           "type",
                                           "enum",
@@ -108,8 +102,8 @@ class SchemaCompiler {
   }
 
  private:
-  Status error(const std::string& path, const std::string& reason) const {
-    return invalid_argument("json schema: at '#" + path + "': " + reason);
+  static Status error(const std::string& path, const std::string& reason) {
+    return schema_error(path, reason);
   }
 
   // --- whitespace and the generic JSON rules -------------------------------------------------
@@ -215,38 +209,7 @@ class SchemaCompiler {
   // --- schemas ---------------------------------------------------------------------------------
 
   Result<const Json*> resolve(const std::string& ref, const std::string& path) const {
-    if (ref.empty() || ref[0] != '#') {
-      return error(path, "$ref '" + ref +
-                             "': only references into this document (#...) are "
-                             "supported");
-    }
-    const Json* node = &root_;
-    size_t pos = 1;
-    if (pos < ref.size() && ref[pos] != '/') {
-      return error(path, "$ref '" + ref + "': anchors are not supported; use a JSON pointer");
-    }
-    while (pos < ref.size()) {
-      const size_t next = ref.find('/', pos + 1);
-      std::string token =
-          ref.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
-      for (size_t i = 0; (i = token.find('~', i)) != std::string::npos; ++i) {
-        if (i + 1 < token.size() && token[i + 1] == '1')
-          token.replace(i, 2, "/");
-        else if (i + 1 < token.size() && token[i + 1] == '0')
-          token.replace(i, 2, "~");
-      }
-      if (node->is_object() && node->contains(token)) {
-        node = &(*node)[token];
-      } else if (node->is_array() && !token.empty() &&
-                 token.find_first_not_of("0123456789") == std::string::npos &&
-                 std::stoull(token.substr(0, 9)) < node->size()) {
-        node = &(*node)[std::stoull(token.substr(0, 9))];
-      } else {
-        return error(path, "$ref '" + ref + "' does not resolve");
-      }
-      pos = next == std::string::npos ? ref.size() : next;
-    }
-    return node;
+    return resolve_ref(root_, ref, path);
   }
 
   Result<ExprId> compile_ref(const std::string& ref, const std::string& path) {
@@ -266,16 +229,9 @@ class SchemaCompiler {
 
   static bool has_constraints(const Json& s, const std::set<std::string>& except) {
     for (auto it = s.begin(); it != s.end(); ++it) {
-      if (!kDescriptive.count(it.key()) && !except.count(it.key())) return true;
+      if (!is_descriptive_keyword(it.key()) && !except.count(it.key())) return true;
     }
     return false;
-  }
-  static Json without(const Json& s, const std::set<std::string>& keys) {
-    Json out = Json::object();
-    for (auto it = s.begin(); it != s.end(); ++it) {
-      if (!keys.count(it.key())) out[it.key()] = it.value();
-    }
-    return out;
   }
 
   Result<ExprId> compile(const Json& s, const std::string& path, int depth) {
@@ -287,7 +243,7 @@ class SchemaCompiler {
     }
     if (!s.is_object()) return error(path, "a schema must be an object or a boolean");
     for (auto it = s.begin(); it != s.end(); ++it) {
-      if (!kDescriptive.count(it.key()) && !kSupported.count(it.key())) {
+      if (!is_descriptive_keyword(it.key()) && !kSupported.count(it.key())) {
         return error(path, "unsupported keyword '" + it.key() + "'");
       }
     }
@@ -296,7 +252,8 @@ class SchemaCompiler {
       if (has_constraints(s, {"$ref"})) {
         // Siblings of $ref constrain it too (2019-09+): merge them into the target.
         SGL_ASSIGN_OR_RETURN(const Json* target, resolve(s["$ref"].get<std::string>(), path));
-        SGL_ASSIGN_OR_RETURN(Json merged, merge(without(s, {"$ref"}), *target, path, depth));
+        SGL_ASSIGN_OR_RETURN(Json merged,
+                             merge_schemas(root_, without(s, {"$ref"}), *target, path, depth));
         return compile(merged, path, depth + 1);
       }
       return compile_ref(s["$ref"].get<std::string>(), path);
@@ -306,8 +263,8 @@ class SchemaCompiler {
       if (!all.is_array() || all.empty()) return error(path, "allOf must be a non-empty array");
       Json merged = without(s, {"allOf"});
       for (size_t i = 0; i < all.size(); ++i) {
-        SGL_ASSIGN_OR_RETURN(merged,
-                             merge(merged, all[i], path + "/allOf/" + std::to_string(i), depth));
+        SGL_ASSIGN_OR_RETURN(merged, merge_schemas(root_, merged, all[i],
+                                                   path + "/allOf/" + std::to_string(i), depth));
       }
       return compile(merged, path, depth + 1);
     }
@@ -323,7 +280,7 @@ class SchemaCompiler {
       for (size_t i = 0; i < branches.size(); ++i) {
         const std::string p = path + "/" + key + "/" + std::to_string(i);
         if (constrained) {
-          SGL_ASSIGN_OR_RETURN(Json merged, merge(rest, branches[i], p, depth));
+          SGL_ASSIGN_OR_RETURN(Json merged, merge_schemas(root_, rest, branches[i], p, depth));
           SGL_ASSIGN_OR_RETURN(ExprId e, compile(merged, p, depth + 1));
           alts.push_back(e);
         } else {
@@ -745,107 +702,6 @@ class SchemaCompiler {
       g_.set_body(start[i], props[i].required ? first : g_.choice({first, g_.ref(start[i + 1])}));
     }
     return g_.sequence({g_.bytes("{"), ws_inner(), g_.ref(start[0]), ws_inner(), g_.bytes("}")});
-  }
-
-  // --- allOf: merging schemas --------------------------------------------------------------
-
-  Result<Json> merge(const Json& a_in, const Json& b_in, const std::string& path, int depth) {
-    if (depth > kMaxSchemaDepth) return error(path, "allOf nested too deeply");
-    Json a = a_in, b = b_in;
-    for (Json* x : {&a, &b}) {
-      if (x->is_boolean()) {
-        if (!x->get<bool>()) return error(path, "allOf with the schema 'false' accepts no value");
-        *x = Json::object();
-      }
-      if (!x->is_object()) return error(path, "a schema must be an object or a boolean");
-      // Inline (non-recursive) references and nested allOf before merging.
-      for (int guard = 0; x->contains("$ref") || x->contains("allOf"); ++guard) {
-        if (guard > 32) return error(path, "allOf: $ref chain too long");
-        if (x->contains("$ref")) {
-          if (!(*x)["$ref"].is_string()) return error(path, "$ref must be a string");
-          SGL_ASSIGN_OR_RETURN(const Json* t, resolve((*x)["$ref"].get<std::string>(), path));
-          Json rest = without(*x, {"$ref"});
-          SGL_ASSIGN_OR_RETURN(*x, merge(rest, *t, path, depth + 1));
-        } else {
-          Json rest = without(*x, {"allOf"});
-          for (const Json& part : (*x)["allOf"]) {
-            SGL_ASSIGN_OR_RETURN(rest, merge(rest, part, path, depth + 1));
-          }
-          *x = rest;
-        }
-      }
-    }
-    Json out = a;
-    for (auto it = b.begin(); it != b.end(); ++it) {
-      const std::string& key = it.key();
-      const Json& bv = it.value();
-      if (!out.contains(key) || kDescriptive.count(key)) {
-        if (!out.contains(key)) out[key] = bv;
-        continue;
-      }
-      Json& av = out[key];
-      if (av == bv) continue;
-      if (key == "properties") {
-        if (!av.is_object() || !bv.is_object()) return error(path, "properties must be objects");
-        for (auto p = bv.begin(); p != bv.end(); ++p) {
-          if (av.contains(p.key())) {
-            SGL_ASSIGN_OR_RETURN(av[p.key()], merge(av[p.key()], p.value(),
-                                                    path + "/properties/" + p.key(), depth + 1));
-          } else {
-            av[p.key()] = p.value();
-          }
-        }
-      } else if (key == "required") {
-        for (const Json& r : bv) {
-          if (std::find(av.begin(), av.end(), r) == av.end()) av.push_back(r);
-        }
-      } else if (key == "type") {
-        std::vector<std::string> ta, tb, both;
-        for (const Json* t : {static_cast<const Json*>(&av), &bv}) {
-          auto& v = t == &av ? ta : tb;
-          if (t->is_string()) v.push_back(t->get<std::string>());
-          if (t->is_array()) {
-            for (const Json& x : *t) v.push_back(x.get<std::string>());
-          }
-        }
-        for (const std::string& x : ta) {
-          const bool in_b = std::find(tb.begin(), tb.end(), x) != tb.end();
-          const bool int_in_number =
-              x == "integer" && std::find(tb.begin(), tb.end(), "number") != tb.end();
-          if (in_b || int_in_number)
-            both.push_back(x);
-          else if (x == "number" && std::find(tb.begin(), tb.end(), "integer") != tb.end()) {
-            both.push_back("integer");
-          }
-        }
-        if (both.empty()) return error(path, "allOf: the types do not intersect");
-        av = both.size() == 1 ? Json(both[0]) : Json(both);
-      } else if (key == "minimum" || key == "minLength" || key == "minItems" ||
-                 key == "exclusiveMinimum") {
-        if (bv.is_number() && av.is_number())
-          av = std::max(av.get<double>(), bv.get<double>());
-        else
-          return error(path, "allOf: cannot merge '" + key + "'");
-      } else if (key == "maximum" || key == "maxLength" || key == "maxItems" ||
-                 key == "exclusiveMaximum") {
-        if (bv.is_number() && av.is_number())
-          av = std::min(av.get<double>(), bv.get<double>());
-        else
-          return error(path, "allOf: cannot merge '" + key + "'");
-      } else if (key == "enum") {
-        Json both = Json::array();
-        for (const Json& x : av) {
-          if (std::find(bv.begin(), bv.end(), x) != bv.end()) both.push_back(x);
-        }
-        if (both.empty()) return error(path, "allOf: the enums do not intersect");
-        av = both;
-      } else if (key == "items" && av.is_object() && bv.is_object()) {
-        SGL_ASSIGN_OR_RETURN(av, merge(av, bv, path + "/items", depth + 1));
-      } else {
-        return error(path, "allOf: cannot merge differing '" + key + "'");
-      }
-    }
-    return out;
   }
 
   const Json& root_;
