@@ -41,7 +41,10 @@ kernels::SampledTokens result_views(const Buffer& block, int64_t capacity, int64
 }  // namespace
 
 DeviceSampler::DeviceSampler(Allocator& allocator, Allocator& pinned, int64_t capacity)
-    : capacity_(capacity), copy_stream_(backend::create_copy_stream(allocator.device())) {
+    : allocator_(allocator),
+      pinned_(pinned),
+      capacity_(capacity),
+      copy_stream_(backend::create_copy_stream(allocator.device())) {
   const int64_t param_words = (kernels::packed_sampling_rows_bytes(capacity) + 3) / 4;
   const ResultLayout layout(capacity);
   for (Slot& slot : slots_) {
@@ -113,6 +116,34 @@ void DeviceSampler::launch(const Tensor& logits, const Ticket& ticket, backend::
   kernels::copy_async(results_device_.tensor().slice_rows(0, words),
                       slot.results_host.tensor().slice_rows(0, words), stream);
   slot.downloaded.record(stream);
+}
+
+void DeviceSampler::apply_vocab_mask(const Tensor& logits, const Ticket& ticket,
+                                     const sampling::VocabMask& mask, backend::Stream stream) {
+  if (mask.empty()) return;
+  Slot& slot = slots_[ticket.slot];
+  SGL_CHECK(slot.busy && logits.size(0) == ticket.bs) << "device sampler: mask for an unstaged "
+                                                         "sampling";
+  const auto n = static_cast<int64_t>(mask.rows.size());
+  const int64_t words = mask.words;
+  SGL_CHECK(n <= ticket.bs && mask.bits.size() == static_cast<size_t>(n * words))
+      << "device sampler: a mask of " << n << " rows for " << ticket.bs;
+  const int64_t needed = capacity_ * (1 + words);
+  if (slot.mask_host.tensor().numel() < needed) {
+    // The slot's earlier samplings were collected (stage() checked): nothing reads these now.
+    slot.mask_host = Buffer(pinned_, DType::kI32, {needed});
+    slot.mask_device = Buffer(allocator_, DType::kI32, {needed});
+  }
+  auto* host = static_cast<int32_t*>(slot.mask_host.tensor().raw());
+  std::copy(mask.rows.begin(), mask.rows.end(), host);
+  std::copy(mask.bits.begin(), mask.bits.end(), reinterpret_cast<uint32_t*>(host + n));
+  const int64_t used = n * (1 + words);
+  kernels::copy_async(slot.mask_host.tensor().slice_rows(0, used),
+                      slot.mask_device.tensor().slice_rows(0, used), stream);
+  auto* device = static_cast<int32_t*>(slot.mask_device.tensor().raw());
+  const Device where = slot.mask_device.tensor().device();
+  kernels::apply_token_bitmask(logits, Tensor(device, DType::kI32, {n}, where),
+                               Tensor(device + n, DType::kI32, {n, words}, where), stream);
 }
 
 const int32_t* DeviceSampler::latest_ids() const {

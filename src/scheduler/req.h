@@ -4,11 +4,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cache/radix_cache.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar_matcher.h"
 #include "sampling/prompt_logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
@@ -45,6 +48,9 @@ struct GenerateRequest {
   // prompt token after each; cached prefix tokens have no logits, so the radix cache match stops
   // at `start`. With max_new_tokens 0 the request only scores its prompt.
   int32_t logprob_start_len = -1;
+  // Structured output: every generated token is one the grammar allows, and a stop token only
+  // where it can end (compiled for the served model's vocabulary). Null: unconstrained.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 
   // How many prompt tokens get a logprob (positions start + 1 .. prompt_len - 1).
   int32_t input_logprob_count() const;
@@ -75,8 +81,10 @@ struct Req {
   int32_t retract_count = 0;
   sampling::PromptLogprobs input_logprobs;  // gathered chunk by chunk until the prefill ends
   PooledEmbedding embedding;                // an embedding model's: pooled chunk by chunk
-  bool input_logprobs_sent = false;         // delivered with the first token (or the finish)
-  int64_t last_batch_id = -1;               // newest batch that reads this request's row
+  // request.grammar's state after output_ids (SGLang's req.grammar); null when unconstrained.
+  std::unique_ptr<grammar::GrammarMatcher> grammar;
+  bool input_logprobs_sent = false;  // delivered with the first token (or the finish)
+  int64_t last_batch_id = -1;        // newest batch that reads this request's row
   Clock::time_point arrival_time = Clock::now();
   std::optional<Clock::time_point> first_schedule_time;
 
