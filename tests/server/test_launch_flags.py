@@ -51,6 +51,9 @@ SERVES = [
       "Decode batch. #running-req: 1"]),
     ("--model-path {model} --load-format dummy", []),
     ("--model-path {model} --kv-cache-dtype auto --page-size 1 --grammar-backend none", []),
+    ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-draft-tokens 4 "
+     "--speculative-ngram-max-match-window-size 6 --speculative-ngram-capacity 1000",
+     ["--speculative-ngram-capacity has no effect"]),
     ("--model-path {model} --grammar-backend xgrammar",
      ["--grammar-backend has no effect", "own grammar engine"]),
     ("--model-path {model} --cuda-graph-max-bs 32 --disable-cuda-graph", []),
@@ -72,6 +75,8 @@ REFUSES = [
     ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model} "
      "--speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16",
      ["speculative decoding"]),
+    ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-draft-tokens 1",
+     ["--speculative-num-draft-tokens must be in [2, 64]"]),
     # Structured output, tool and reasoning parser pages.
     ("--model-path {model} --tool-call-parser llama3", ["--tool-call-parser llama3"]),
     ("--model-path {model} --reasoning-parser deepseek-r1", ["--reasoning-parser deepseek-r1"]),
@@ -183,7 +188,7 @@ def test_help_lists_every_flag_with_meaning_and_exits_0():
     text = out.stdout
     for flag in ["--model-path, --model PATH", "--tp-size, --tp, --tensor-parallel-size N",
                  "--config FILE", "--log-requests", "--mem-fraction-static X",
-                 "--trust-remote-code", "--speculative-algorithm NAME"]:
+                 "--trust-remote-code", "--speculative-algorithm NGRAM"]:
         assert flag in text, flag
     words = " ".join(text.split())  # the meanings are wrapped
     assert "[default: 30000]" in words
