@@ -445,8 +445,9 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   }
   // Speculative decoding: requests with n-gram drafts verify them in this step, while the KV
   // cache has room for every draft (otherwise this step decodes plainly).
-  std::vector<std::vector<int32_t>> drafts(running_.size());
+  std::vector<std::vector<int32_t>> drafts;  // [running_.size()] with speculation, else empty
   if (options_.speculative.enabled()) {
+    drafts.resize(running_.size());
     int64_t draft_slots = 0;
     for (size_t i = 0; i < running_.size(); ++i) {
       if (!decodable(running_[i])) continue;
@@ -465,7 +466,7 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   for (size_t i = 0; i < running_.size(); ++i) {
     Req* req = running_[i];
     if (!decodable(req)) continue;
-    if (drafts[i].empty()) {
+    if (drafts.empty() || drafts[i].empty()) {
       add_decode_entry(*req, batch);
       plain = true;
     } else {
