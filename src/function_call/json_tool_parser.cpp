@@ -134,7 +134,7 @@ void JsonToolParser::step(char c, EventSink& out) {
       if (is_json_space(c)) return;
       if (in_array_) {
         if (c == ',') {
-          raw_ = ",";
+          raw_.assign(1, c);
           state_ = State::kArrayNext;
         } else if (c == ']') {
           end_block();
