@@ -11,8 +11,7 @@ using enum FlagSupport;
 constexpr std::string_view kOneGpu =
     "sgl.cpp runs one GPU per server until tensor, expert and data parallelism land";
 constexpr std::string_view kNoSpeculative = "speculative decoding is not implemented yet";
-constexpr std::string_view kNoGrammar =
-    "structured output and tool / reasoning parsers are not implemented yet";
+constexpr std::string_view kNoGrammar = "structured output is not implemented yet";
 constexpr std::string_view kNoLora = "LoRA adapters are not implemented";
 
 }  // namespace
@@ -261,16 +260,6 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
        .support = kRefused,
        .note = kNoGrammar,
        .accepted_values = {"none"}},
-      {.name = "--tool-call-parser",
-       .value = "NAME",
-       .help = "Tool-call format.",
-       .support = kRefused,
-       .note = kNoGrammar},
-      {.name = "--reasoning-parser",
-       .value = "NAME",
-       .help = "Reasoning format.",
-       .support = kRefused,
-       .note = kNoGrammar},
       {.name = "--enable-lora", .help = "LoRA adapters.", .support = kRefused, .note = kNoLora},
       {.name = "--lora-paths",
        .value = "PATH...",
