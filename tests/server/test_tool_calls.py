@@ -175,3 +175,12 @@ def test_responses_required_is_refused_until_constrained(client):
     with pytest.raises(openai.BadRequestError, match="not supported yet"):
         client.responses.create(model="m", input="hi", tools=[RESPONSES_TOOL],
                                 tool_choice="required", max_output_tokens=2)
+
+
+def test_anthropic_messages_keep_the_reasoning_in_the_text(reasoning_server):
+    # No thinking blocks on /v1/messages yet: the text is the raw reply, reasoning included.
+    r = reasoning_server.post("/v1/messages", {"model": "m", "max_tokens": 16, "temperature": 0,
+                                               "messages": USER})
+    assert r.status_code == 200, r.text
+    text = "".join(b["text"] for b in r.json()["content"] if b["type"] == "text")
+    assert text == chat(reasoning_server, separate_reasoning=False)["message"]["content"] != ""
