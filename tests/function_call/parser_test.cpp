@@ -231,6 +231,82 @@ TEST(ReasoningParser, WithToolCalls) {
          out("ok", {}, "maybe <tool_call> later")});
 }
 
+// Random outputs built from the formats' pieces (markers, halves of markers, JSON, Python,
+// whitespace, unicode): whatever they parse to, every split parses to the same.
+TEST(OutputParser, RandomOutputsAgreeWhenSplit) {
+  const std::vector<std::string> pieces = {"<tool_call>",
+                                           "</tool_call>",
+                                           "<tool_",
+                                           "{",
+                                           "}",
+                                           "[",
+                                           "]",
+                                           "(",
+                                           ")",
+                                           "\"name\"",
+                                           ": ",
+                                           "\"f\"",
+                                           ", ",
+                                           "\"arguments\"",
+                                           "\"parameters\"",
+                                           "1",
+                                           "-2.5",
+                                           "true",
+                                           "\"s\\\"\"",
+                                           "<|python_tag|>",
+                                           ";",
+                                           "[TOOL_CALLS]",
+                                           "f(",
+                                           "a=",
+                                           "'x'",
+                                           "None",
+                                           "<｜tool▁calls▁begin｜>",
+                                           "<｜tool▁call▁begin｜>",
+                                           "function",
+                                           "<｜tool▁sep｜>",
+                                           "\n",
+                                           "```json\n",
+                                           "```",
+                                           "<｜tool▁call▁end｜>",
+                                           "<｜tool▁calls▁end｜>",
+                                           "<|channel|>",
+                                           "analysis",
+                                           "final",
+                                           "commentary to=functions.g ",
+                                           "<|message|>",
+                                           "<|end|>",
+                                           "<|call|>",
+                                           "<|start|>",
+                                           "<think>",
+                                           "</think>",
+                                           "<th",
+                                           " ",
+                                           "  ",
+                                           "héllo",
+                                           "☃",
+                                           "text"};
+  const std::vector<std::pair<std::string, std::string>> configs = {
+      {"qwen25", ""},     {"llama3", ""},         {"mistral", ""},     {"pythonic", ""},
+      {"deepseekv3", ""}, {"gpt-oss", "gpt-oss"}, {"qwen25", "qwen3"}, {"pythonic", "deepseek-r1"}};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<size_t> pick(0, pieces.size() - 1);
+  for (const auto& [tools, reasoning] : configs) {
+    for (int i = 0; i < 150; ++i) {
+      Case c{tools, reasoning, i % 3 == 0, "", {}};
+      const int n = 1 + static_cast<int>(rng() % 24);
+      for (int j = 0; j < n; ++j) c.text += pieces[pick(rng)];
+      const ParsedOutput whole = chunked(c, {});
+      for (size_t cut = 0; cut <= c.text.size(); ++cut) {
+        ASSERT_EQ(chunked(c, {cut}), whole)
+            << tools << "/" << reasoning << " split at " << cut << ": " << c.text;
+      }
+      std::vector<size_t> every;
+      for (size_t k = 1; k < c.text.size(); ++k) every.push_back(k);
+      ASSERT_EQ(chunked(c, every), whole) << c.text;
+    }
+  }
+}
+
 TEST(OutputParser, Names) {
   EXPECT_TRUE(check_tool_call_parser("qwen25").ok());
   EXPECT_FALSE(check_tool_call_parser("hermes2").ok());
