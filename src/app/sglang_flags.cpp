@@ -16,8 +16,6 @@ constexpr std::string_view kOneChain =
     "NGRAM drafts one chain per request (the longest matching suffix's continuation), no tree";
 constexpr std::string_view kOwnTokens =
     "NGRAM looks drafts up in each request's own tokens; there is no cross-request cache";
-constexpr std::string_view kNoGrammar =
-    "structured output and tool / reasoning parsers are not implemented yet";
 constexpr std::string_view kNoLora = "LoRA adapters are not implemented";
 
 }  // namespace
@@ -280,16 +278,6 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
        .help = "xgrammar, outlines, llguidance or none.",
        .support = kNoEffect,
        .note = "structured output always runs on sgl.cpp's own grammar engine (src/grammar)"},
-      {.name = "--tool-call-parser",
-       .value = "NAME",
-       .help = "Tool-call format.",
-       .support = kRefused,
-       .note = kNoGrammar},
-      {.name = "--reasoning-parser",
-       .value = "NAME",
-       .help = "Reasoning format.",
-       .support = kRefused,
-       .note = kNoGrammar},
       {.name = "--enable-lora", .help = "LoRA adapters.", .support = kRefused, .note = kNoLora},
       {.name = "--lora-paths",
        .value = "PATH...",

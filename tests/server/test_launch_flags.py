@@ -22,6 +22,10 @@ SERVES = [
     ("--model-path {model} --host 0.0.0.0 --port 30000 --log-level warning", []),
     ("--model {model}", []),
     ("--model-path {model} --served-model-name my-model --api-key sk-123456", []),
+    # Tool and reasoning parser pages.
+    ("--model-path {model} --tool-call-parser llama3", []),
+    ("--model-path {model} --tool-call-parser qwen25 --reasoning-parser qwen3", []),
+    ("--model-path {model} --reasoning-parser deepseek-r1", []),
     # Server arguments page: memory, scheduling, chunked prefill.
     ("--model-path {model} --mem-fraction-static 0.7", []),
     ("--model-path {model} --chunked-prefill-size 4096", []),
@@ -78,8 +82,9 @@ REFUSES = [
     ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-draft-tokens 1",
      ["--speculative-num-draft-tokens must be in [2, 64]"]),
     # Structured output, tool and reasoning parser pages.
-    ("--model-path {model} --tool-call-parser llama3", ["--tool-call-parser llama3"]),
-    ("--model-path {model} --reasoning-parser deepseek-r1", ["--reasoning-parser deepseek-r1"]),
+    ("--model-path {model} --tool-call-parser hermes2", ["--tool-call-parser 'hermes2'",
+                                                         "qwen25", "gpt-oss"]),
+    ("--model-path {model} --reasoning-parser r1", ["--reasoning-parser 'r1'", "deepseek-r1"]),
     # LoRA, multimodal (--is-embedding serves: test_embeddings.py).
     ("--model-path {model} --enable-lora --lora-paths lora0=/tmp/lora", ["LoRA"]),
     ("--model-path {model} --enable-multimodal", ["multimodal"]),
