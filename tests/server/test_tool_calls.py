@@ -189,7 +189,8 @@ SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER,
 
 @pytest.fixture(scope="module")
 def tool_server(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("tools"), "--tool-call-parser", "qwen25")
+    s = Server(tmp_path_factory.mktemp("tools"), "--tool-call-parser", "qwen25",
+               "--reasoning-parser", "qwen3")
     yield s
     assert s.stop() == 0
 
@@ -284,3 +285,28 @@ def test_anthropic_messages_keep_the_reasoning_in_the_text(reasoning_server):
     assert r.status_code == 200, r.text
     text = "".join(b["text"] for b in r.json()["content"] if b["type"] == "text")
     assert text == chat(reasoning_server, separate_reasoning=False)["message"]["content"] != ""
+
+
+# tool_choice auto and reasoning: the model writes no markup by itself, so an EBNF grammar makes
+# it write thinking, text and a call; the parsers must split them, streamed and whole alike.
+FORCED = ('root ::= "<think>" [a-z ]{1,20} "</think>" "Sure. <tool_call>\\n{\\"name\\": '
+          '\\"find_city\\", \\"arguments\\": {\\"name\\": \\"" [A-Z][a-z]{1,8} '
+          '"\\"}}\\n</tool_call>"')
+
+
+def test_auto_parses_calls_and_reasoning_the_model_wrote(tool_server, tool_client):
+    kwargs = dict(model="m", messages=USER, tools=[CITY], tool_choice="auto", temperature=1.0,
+                  seed=2, max_tokens=120, extra_body={"ebnf": FORCED})
+    reply = tool_client.chat.completions.create(**kwargs)
+    choice = reply.choices[0]
+    message = choice.message
+    assert choice.finish_reason == "tool_calls", choice
+    assert message.content.strip() == "Sure."
+    assert message.reasoning_content and "<think>" not in message.reasoning_content
+    assert [c.function.name for c in message.tool_calls] == ["find_city"]
+    check_call("find_city", message.tool_calls[0].function.arguments)
+    chunks = list(tool_client.chat.completions.create(stream=True, **kwargs))
+    content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    reasoning = "".join(getattr(c.choices[0].delta, "reasoning_content", None) or ""
+                        for c in chunks if c.choices)
+    assert content == message.content and reasoning == message.reasoning_content
