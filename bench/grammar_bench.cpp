@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -34,14 +35,69 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
 }
 
+double thread_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+int position_report(const std::vector<std::string>& schemas,
+                    const std::shared_ptr<const TokenizerInfo>& tokenizer) {
+  struct Row {
+    double us;
+    size_t schema;
+    std::string rule;
+  };
+  std::vector<Row> rows;
+  std::vector<double> per_schema;
+  // Every 16th schema: all positions of the whole suite take minutes.
+  for (size_t i = 0; i < schemas.size(); i += 16) {
+    auto g = sgl::grammar::json_schema_to_grammar(schemas[i]);
+    auto compiled = CompiledGrammar::compile(std::move(g).value(), tokenizer);
+    const auto& a = (*compiled)->automaton();
+    double total = 0;
+    for (sgl::grammar::StateId s = 0; s < a.num_states(); ++s) {
+      if (a.byte_edges(s).empty()) continue;
+      const double t = thread_cpu_us();
+      (*compiled)->mask_cache().get(s);
+      const double us = thread_cpu_us() - t;
+      total += us;
+      rows.push_back({us, i, a.rule_name(a.state_rule(s)) + "@" + std::to_string(s)});
+    }
+    per_schema.push_back(total / 1e3);
+  }
+  std::vector<double> us;
+  double sum = 0;
+  for (const Row& r : rows) {
+    us.push_back(r.us);
+    sum += r.us;
+  }
+  std::printf(
+      "positions: %zu, cpu us: mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f; "
+      "all positions of a schema ms: median %.2f  p90 %.2f  max %.2f\n",
+      rows.size(), sum / rows.size(), percentile(us, 0.5), percentile(us, 0.9),
+      percentile(us, 0.99), percentile(us, 1.0), percentile(per_schema, 0.5),
+      percentile(per_schema, 0.9), percentile(per_schema, 1.0));
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.us > b.us; });
+  for (size_t k = 0; k < std::min<size_t>(12, rows.size()); ++k) {
+    std::printf("  %8.1f us  schema %zu  %s\n", rows[k].us, rows[k].schema, rows[k].rule.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string path = argc > 1 ? argv[1] : sgl::grammar::test::default_llama3_path();
+  const std::string path =
+      argc > 1 && argv[1][0] != 0 ? argv[1] : sgl::grammar::test::default_llama3_path();
   const int max_tokens = argc > 2 ? std::atoi(argv[2]) : 96;
   // "suite": tests/grammar/data/json_schemas.jsonl (the issue's schema suite); "legacy": the
   // 75 schemas of tests/grammar/json_schemas.h (the 2026-11-28 numbers).
   const std::string corpus = argc > 3 ? argv[3] : "suite";
+  // "all": cold / warm masks and compile times, lazy and eager; "lazy": without the eager
+  // compile (slow); "positions": each position's classification alone (CPU time of this thread,
+  // steadier on a shared machine), the slowest listed.
+  const std::string mode = argc > 4 ? argv[4] : "all";
   std::vector<std::string> schemas;
   if (corpus == "legacy") {
     schemas = sgl::grammar::test::schema_corpus();
@@ -60,6 +116,7 @@ int main(int argc, char** argv) {
   std::printf("vocab: %s, %d ids, %d trie nodes, loaded in %.1f ms; corpus %s\n", path.c_str(), n,
               tokenizer->trie().num_nodes(), load_ms, corpus.c_str());
 
+  if (mode == "positions") return position_report(schemas, tokenizer);
   std::vector<double> compile_ms, precompute_ms, cold_us, warm_us;
   std::mt19937 rng(1);
   size_t total_tokens = 0, finished = 0, memory = 0;
@@ -115,6 +172,7 @@ int main(int argc, char** argv) {
       }
     }
     memory += (*compiled)->memory_bytes();
+    if (mode != "all") continue;
     // Eager: every position's mask at compile time.
     t0 = Clock::now();
     sgl::grammar::CompileOptions eager;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "grammar/utf8.h"
+
 namespace sgl::grammar {
 
 TokenTrie::TokenTrie(const std::vector<std::string>& tokens, const std::vector<uint8_t>& excluded) {
@@ -60,6 +62,20 @@ TokenTrie::TokenTrie(const std::vector<std::string>& tokens, const std::vector<u
   for (size_t k = 0; k < order.size(); ++k) token_ids_[fill[node_of_token[k]]++] = order[k];
   for (NodeId i = 0; i < n; ++i) {
     if (count[i] > 0) terminals_.push_back(i);
+  }
+  // Plain text: the UTF-8 state top-down, then "everything below is plain" bottom-up.
+  std::vector<uint8_t> utf8(n, 0), plain_edge(n, 0);
+  for (NodeId i = 1; i < n; ++i) {
+    const uint8_t b = byte_[i];
+    utf8[i] = utf8_next_state(utf8[parent_[i]], b);
+    plain_edge[i] = utf8[i] != kUtf8Invalid && b != '"' && b != '\\' && b >= 0x20 && b != 0x7F;
+  }
+  plain_below_.assign(n, 1);
+  for (NodeId i = n - 1; i > 0; --i) {
+    if (!plain_edge[i] || !plain_below_[i]) plain_below_[parent_[i]] = 0;
+  }
+  for (NodeId i = 0; i < n; ++i) {
+    if (utf8[i] != 0) plain_below_[i] = 0;
   }
 }
 

@@ -27,8 +27,17 @@ class TokenTrie {
   std::span<const int32_t> tokens_at(NodeId n) const {
     return {token_ids_.data() + token_offset_[n], token_ids_.data() + token_offset_[n + 1]};
   }
+  // The token ids ending at nodes [from, end), in preorder: a subtree's tokens are
+  // tokens_in(n, subtree_end(n)).
+  std::span<const int32_t> tokens_in(NodeId from, NodeId end) const {
+    return {token_ids_.data() + token_offset_[from], token_ids_.data() + token_offset_[end]};
+  }
   // Nodes where some token ends, in preorder.
   const std::vector<NodeId>& terminal_nodes() const { return terminals_; }
+  // n ends on a code point boundary and every token below it continues with plain text only:
+  // printable ASCII but `"` and `\`, and valid UTF-8 (possibly cut at the token's end). Inside
+  // a JSON string (or any "any character" loop) such a subtree is accepted whole.
+  bool plain_text_below(NodeId n) const { return plain_below_[n] != 0; }
 
  private:
   std::vector<uint8_t> byte_;
@@ -38,6 +47,7 @@ class TokenTrie {
   std::vector<int32_t> token_offset_;
   std::vector<int32_t> token_ids_;
   std::vector<NodeId> terminals_;
+  std::vector<uint8_t> plain_below_;
 };
 
 }  // namespace sgl::grammar

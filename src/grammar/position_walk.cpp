@@ -1,0 +1,113 @@
+// The per-position classification walk over the vocabulary trie.
+#include "grammar/position_walk.h"
+
+#include <algorithm>
+
+#include "grammar/utf8.h"
+
+namespace sgl::grammar {
+namespace {
+
+// Subtrees smaller than this are walked: the loop check would cost more than it saves.
+constexpr int32_t kMinSkipNodes = 4;
+
+bool plain_ascii(int b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
+
+}  // namespace
+
+PositionWalker::PositionWalker(const GrammarAutomaton& automaton, const TokenTrie& trie)
+    : trie_(trie), engine_(automaton) {}
+
+SetId PositionWalker::step(SetId set, uint8_t byte) {
+  const size_t k = static_cast<size_t>(set) * 256 + byte;
+  if (k >= dense_.size()) dense_.resize(std::max(dense_.size() * 2, k - byte + 256), -1);
+  int32_t& next = dense_[k];
+  if (next < 0) next = engine_.step(set, byte);
+  return next;
+}
+
+bool PositionWalker::completes_to(SetId home, SetId at, uint8_t utf8) {
+  const std::pair<SetId, uint8_t> key{at, utf8};
+  if (std::find(completes_.begin(), completes_.end(), key) != completes_.end()) return true;
+  for (int b = 0x80; b < 0x100; ++b) {
+    const uint8_t u = utf8_next_state(utf8, static_cast<uint8_t>(b));
+    if (u == kUtf8Invalid) continue;
+    const SetId next = step(at, static_cast<uint8_t>(b));
+    if (next == StackEngine::kDeadSet) return false;
+    if (u == 0 ? next != home : !completes_to(home, next, u)) return false;
+  }
+  completes_.push_back(key);
+  return true;
+}
+
+bool PositionWalker::plain_loop(SetId set) {
+  if (static_cast<size_t>(set) >= plain_loop_.size()) {
+    plain_loop_.resize(std::max<size_t>(plain_loop_.size() * 2, set + 1), -1);
+  }
+  int8_t& known = plain_loop_[set];
+  if (known >= 0) return known != 0;
+  known = 0;
+  for (int b = 0; b < 0x80; ++b) {
+    if (plain_ascii(b) && step(set, static_cast<uint8_t>(b)) != set) return false;
+  }
+  completes_.clear();
+  for (int b = 0xC2; b <= 0xF4; ++b) {
+    const SetId next = step(set, static_cast<uint8_t>(b));
+    if (next == StackEngine::kDeadSet) return false;
+    if (!completes_to(set, next, utf8_next_state(0, static_cast<uint8_t>(b)))) return false;
+  }
+  plain_loop_[set] = 1;
+  return true;
+}
+
+void PositionWalker::walk(StateId state, std::vector<int32_t>& accepted,
+                          std::vector<TokenTrie::NodeId>& uncertain) {
+  const TokenTrie& trie = trie_;
+  const int32_t n = trie.num_nodes();
+  // By depth along the current trie path: the set after that many bytes, and whether a stack
+  // had popped past the probe's base with bytes still to come (then the parent decides).
+  std::vector<SetId> set_at = {engine_.singleton(engine_.frame(state, kBottom))};
+  std::vector<uint8_t> crossed = {0};
+  auto add_uncertain_subtree = [&](TokenTrie::NodeId from, TokenTrie::NodeId end) {
+    for (TokenTrie::NodeId v = from; v < end; ++v) {
+      if (!trie.tokens_at(v).empty()) uncertain.push_back(v);
+    }
+  };
+  TokenTrie::NodeId node = 1;
+  while (node < n) {
+    const int32_t d = trie.depth(node);
+    const SetId s = step(set_at[d - 1], trie.byte(node));
+    const auto ids = trie.tokens_at(node);
+    if (!ids.empty()) {
+      if (s != StackEngine::kDeadSet) {
+        accepted.insert(accepted.end(), ids.begin(), ids.end());
+      } else if (crossed[d - 1]) {
+        uncertain.push_back(node);
+      }
+    }
+    const bool c = crossed[d - 1] != 0 || engine_.reached_bottom(s);
+    const TokenTrie::NodeId end = trie.subtree_end(node);
+    if (engine_.frames(s).empty()) {
+      // Nothing left inside the rule: longer tokens are the parent's business, or dead.
+      if (c) add_uncertain_subtree(node + 1, end);
+      node = end;
+      continue;
+    }
+    if (end - node > kMinSkipNodes && trie.plain_text_below(node) && plain_loop(s)) {
+      // Every token below only adds plain characters, each leading back to s: all live.
+      const auto below = trie.tokens_in(node + 1, end);
+      accepted.insert(accepted.end(), below.begin(), below.end());
+      node = end;
+      continue;
+    }
+    if (static_cast<int32_t>(set_at.size()) <= d) {
+      set_at.resize(d + 1);
+      crossed.resize(d + 1);
+    }
+    set_at[d] = s;
+    crossed[d] = c ? 1 : 0;
+    ++node;
+  }
+}
+
+}  // namespace sgl::grammar
