@@ -10,6 +10,8 @@ namespace {
 
 // Subtrees smaller than this are walked: the loop check would cost more than it saves.
 constexpr int32_t kMinSkipNodes = 4;
+// A run of plain characters that never ends; finite runs are counted up to kUnboundedRun - 1.
+constexpr int32_t kUnboundedRun = 0x7FFF;
 
 bool plain_ascii(int b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
 
@@ -26,7 +28,7 @@ SetId PositionWalker::step(SetId set, uint8_t byte) {
   return next;
 }
 
-bool PositionWalker::completes_to(SetId home, SetId at, uint8_t utf8) {
+bool PositionWalker::completes_to(SetId target, SetId at, uint8_t utf8) {
   const std::pair<SetId, uint8_t> key{at, utf8};
   if (std::find(completes_.begin(), completes_.end(), key) != completes_.end()) return true;
   for (int b = 0x80; b < 0x100; ++b) {
@@ -34,30 +36,62 @@ bool PositionWalker::completes_to(SetId home, SetId at, uint8_t utf8) {
     if (u == kUtf8Invalid) continue;
     const SetId next = step(at, static_cast<uint8_t>(b));
     if (next == StackEngine::kDeadSet) return false;
-    if (u == 0 ? next != home : !completes_to(home, next, u)) return false;
+    if (u == 0 ? next != target : !completes_to(target, next, u)) return false;
   }
   completes_.push_back(key);
   return true;
 }
 
-bool PositionWalker::plain_loop(SetId set) {
-  if (static_cast<size_t>(set) >= plain_loop_.size()) {
-    plain_loop_.resize(std::max<size_t>(plain_loop_.size() * 2, set + 1), -1);
-  }
-  int8_t& known = plain_loop_[set];
-  if (known >= 0) return known != 0;
-  known = 0;
+SetId PositionWalker::plain_successor(SetId set) {
+  const SetId target = step(set, 'a');
+  if (target == StackEngine::kDeadSet) return -1;
   for (int b = 0; b < 0x80; ++b) {
-    if (plain_ascii(b) && step(set, static_cast<uint8_t>(b)) != set) return false;
+    if (plain_ascii(b) && step(set, static_cast<uint8_t>(b)) != target) return -1;
   }
   completes_.clear();
   for (int b = 0xC2; b <= 0xF4; ++b) {
     const SetId next = step(set, static_cast<uint8_t>(b));
-    if (next == StackEngine::kDeadSet) return false;
-    if (!completes_to(set, next, utf8_next_state(0, static_cast<uint8_t>(b)))) return false;
+    if (next == StackEngine::kDeadSet) return -1;
+    if (!completes_to(target, next, utf8_next_state(0, static_cast<uint8_t>(b)))) return -1;
   }
-  plain_loop_[set] = 1;
-  return true;
+  return target;
+}
+
+int32_t PositionWalker::plain_run(SetId set) {
+  auto slot = [&](SetId s) -> int16_t& {
+    if (static_cast<size_t>(s) >= plain_run_.size()) {
+      plain_run_.resize(std::max<size_t>(plain_run_.size() * 2, s + 1), -1);
+    }
+    return plain_run_[s];
+  };
+  // Follow the chain of single successors to a known run, a dead end or a cycle (unbounded),
+  // then fill it in backwards.
+  chain_.clear();
+  int32_t run = 0;
+  for (SetId s = set;;) {
+    const int16_t known = slot(s);
+    if (known == -2) {
+      run = kUnboundedRun;  // back on the chain: the characters loop
+      break;
+    }
+    if (known >= 0) {
+      run = known;
+      break;
+    }
+    slot(s) = -2;
+    chain_.push_back(s);
+    const SetId next = plain_successor(s);
+    if (next < 0) {
+      run = -1;  // s itself takes no plain character for sure
+      break;
+    }
+    s = next;
+  }
+  for (auto it = chain_.rbegin(); it != chain_.rend(); ++it) {
+    run = run == kUnboundedRun ? kUnboundedRun : std::min<int32_t>(run + 1, kUnboundedRun - 1);
+    slot(*it) = static_cast<int16_t>(run);
+  }
+  return slot(set);
 }
 
 void PositionWalker::walk(StateId state, std::vector<int32_t>& accepted,
@@ -93,8 +127,10 @@ void PositionWalker::walk(StateId state, std::vector<int32_t>& accepted,
       node = end;
       continue;
     }
-    if (end - node > kMinSkipNodes && trie.plain_text_below(node) && plain_loop(s)) {
-      // Every token below only adds plain characters, each leading back to s: all live.
+    // (chars_below is capped at 255: there only a run without end is enough.)
+    if (end - node > kMinSkipNodes && trie.plain_text_below(node) &&
+        plain_run(s) >= (trie.chars_below(node) < 255 ? trie.chars_below(node) : kUnboundedRun)) {
+      // Every token below only adds plain characters, no more than s's run of them: all live.
       const auto below = trie.tokens_in(node + 1, end);
       accepted.insert(accepted.end(), below.begin(), below.end());
       node = end;

@@ -3,9 +3,10 @@
 //
 // Byte steps go through a dense [set][byte] table (a probe's stack sets are few and numbered
 // from 0). Inside a JSON string most of the vocabulary is accepted, and walking it costs a few
-// ms: instead, a stack set that every plain character (printable ASCII but `"` and `\`, any
-// valid UTF-8 code point) leads back to itself accepts, whole, each trie subtree whose tokens
-// are plain text (TokenTrie::plain_text_below), without visiting it.
+// ms: instead, where every plain character (printable ASCII but `"` and `\`, any valid UTF-8
+// code point) leads to one same next set, for at least as many characters as a subtree's
+// tokens add (forever in a string's character loop; up to the bound in a maxLength string),
+// that trie subtree of plain text (TokenTrie::plain_text_below) is accepted whole, unvisited.
 #pragma once
 
 #include <cstdint>
@@ -28,17 +29,23 @@ class PositionWalker {
 
  private:
   SetId step(SetId set, uint8_t byte);
-  // Every plain character leads from `set` back to `set` (through live sets).
-  bool plain_loop(SetId set);
+  // How many plain characters in a row any string of them may take from `set`, each leading
+  // from one set to a single next set (kUnbounded where they loop): a bounded string's chain
+  // of positions, or its character loop.
+  int32_t plain_run(SetId set);
+  // The set every plain character leads to from `set` when they all lead to the same, live
+  // one; -1 otherwise.
+  SetId plain_successor(SetId set);
   // From `at`, inside a code point (UTF-8 state `utf8`), every valid continuation lives and
-  // the completed code point returns to `home`.
-  bool completes_to(SetId home, SetId at, uint8_t utf8);
+  // the completed code point reaches `target`.
+  bool completes_to(SetId target, SetId at, uint8_t utf8);
 
   const TokenTrie& trie_;
   StackEngine engine_;
   std::vector<int32_t> dense_;      // [set * 256 + byte] -> set, -1: not stepped yet
-  std::vector<int8_t> plain_loop_;  // per set: -1 unknown, 0 no, 1 yes
-  std::vector<std::pair<SetId, uint8_t>> completes_;  // (at, utf8) proven for the current home
+  std::vector<int16_t> plain_run_;  // per set: -1 unknown, -2 being computed
+  std::vector<std::pair<SetId, uint8_t>> completes_;  // (at, utf8) proven for the current target
+  std::vector<SetId> chain_;
 };
 
 }  // namespace sgl::grammar

@@ -77,6 +77,13 @@ TokenTrie::TokenTrie(const std::vector<std::string>& tokens, const std::vector<u
   for (NodeId i = 0; i < n; ++i) {
     if (utf8[i] != 0) plain_below_[i] = 0;
   }
+  std::vector<int32_t> chars(n, 0);
+  for (NodeId i = n - 1; i > 0; --i) {
+    const int32_t starts = (byte_[i] & 0xC0) != 0x80 ? 1 : 0;  // a byte that begins a character
+    chars[parent_[i]] = std::max(chars[parent_[i]], chars[i] + starts);
+  }
+  chars_below_.resize(n);
+  for (NodeId i = 0; i < n; ++i) chars_below_[i] = static_cast<uint8_t>(std::min(chars[i], 255));
 }
 
 }  // namespace sgl::grammar

@@ -38,6 +38,8 @@ class TokenTrie {
   // printable ASCII but `"` and `\`, and valid UTF-8 (possibly cut at the token's end). Inside
   // a JSON string (or any "any character" loop) such a subtree is accepted whole.
   bool plain_text_below(NodeId n) const { return plain_below_[n] != 0; }
+  // The most code points a token below n adds past n (a cut last one counts; capped at 255).
+  int32_t chars_below(NodeId n) const { return chars_below_[n]; }
 
  private:
   std::vector<uint8_t> byte_;
@@ -48,6 +50,7 @@ class TokenTrie {
   std::vector<int32_t> token_ids_;
   std::vector<NodeId> terminals_;
   std::vector<uint8_t> plain_below_;
+  std::vector<uint8_t> chars_below_;
 };
 
 }  // namespace sgl::grammar
