@@ -12,6 +12,10 @@ namespace {
 constexpr int32_t kMinSkipNodes = 4;
 // A run of plain characters that never ends; finite runs are counted up to kUnboundedRun - 1.
 constexpr int32_t kUnboundedRun = 0x7FFF;
+// Sets followed along a chain of plain successors: enough to find a string's character loop;
+// a bounded string's long chain would cost more steps than walking its subtrees (measured:
+// perf-log/2026-11-29-grammar-first-use.md).
+constexpr size_t kMaxChain = 2;
 
 bool plain_ascii(int b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
 
@@ -66,6 +70,9 @@ int32_t PositionWalker::plain_run(SetId set) {
   };
   // Follow the chain of single successors to a known run, a dead end or a cycle (unbounded),
   // then fill it in backwards.
+  // Only a set that 'a' leads back to can be a character loop: other sets (a bounded string's
+  // chain) are not checked at all, as each check costs ~800 engine steps.
+  if (slot(set) == -1 && step(set, 'a') != set) slot(set) = 0;
   chain_.clear();
   int32_t run = 0;
   for (SetId s = set;;) {
@@ -76,6 +83,10 @@ int32_t PositionWalker::plain_run(SetId set) {
     }
     if (known >= 0) {
       run = known;
+      break;
+    }
+    if (chain_.size() == kMaxChain) {
+      run = -1;  // not followed further: each plain_successor costs ~800 engine steps
       break;
     }
     slot(s) = -2;

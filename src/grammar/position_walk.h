@@ -3,10 +3,11 @@
 //
 // Byte steps go through a dense [set][byte] table (a probe's stack sets are few and numbered
 // from 0). Inside a JSON string most of the vocabulary is accepted, and walking it costs a few
-// ms: instead, where every plain character (printable ASCII but `"` and `\`, any valid UTF-8
-// code point) leads to one same next set, for at least as many characters as a subtree's
-// tokens add (forever in a string's character loop; up to the bound in a maxLength string),
-// that trie subtree of plain text (TokenTrie::plain_text_below) is accepted whole, unvisited.
+// ms: instead, from a set that every plain character (printable ASCII but `"` and `\`, any
+// valid UTF-8 code point) leads back to (a string's character loop), each trie subtree of
+// plain text (TokenTrie::plain_text_below) is accepted whole, unvisited. (Bounded strings'
+// chains of sets are not followed: verifying each set costs more than walking; see
+// perf-log/2026-11-29-grammar-first-use.md.)
 #pragma once
 
 #include <cstdint>
@@ -29,9 +30,9 @@ class PositionWalker {
 
  private:
   SetId step(SetId set, uint8_t byte);
-  // How many plain characters in a row any string of them may take from `set`, each leading
-  // from one set to a single next set (kUnbounded where they loop): a bounded string's chain
-  // of positions, or its character loop.
+  // How many plain characters in a row any string of them surely may take from `set`: a
+  // lower bound, unbounded where they loop (a string's character loop), 0 for a set that 'a'
+  // does not lead back to (not checked further).
   int32_t plain_run(SetId set);
   // The set every plain character leads to from `set` when they all lead to the same, live
   // one; -1 otherwise.
