@@ -1,19 +1,17 @@
 // Grammar engine speed with a real vocabulary: schema compile time and per-token mask time over
 // the JSON Schema corpus of tests/grammar, with the Llama-3 tokenizer (128,256 ids).
 //
-//   build/cpu/bench/grammar_bench [tokenizer.json.gz] [tokens per schema]
+//   build/cpu/bench/grammar_bench [tokenizer.json.gz] [tokens per schema] [suite|legacy]
 //
 // Each schema is compiled (lazy masks), then a generation is simulated: each step fills the
 // bitmask (timed) and accepts a random allowed token, steering towards the end after a while.
 // "cold" is a fresh compiled grammar (positions' masks computed on first use, as the first
 // request with a schema sees); "warm" replays the same tokens with a new matcher on the same
 // compiled grammar (later requests with a cached schema).
-#include <zlib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,6 +19,8 @@
 #include "grammar/grammar_matcher.h"
 #include "grammar/json_schema_compiler.h"
 #include "grammar/json_schemas.h"  // tests/grammar/json_schemas.h
+#include "grammar/llama3_vocab.h"
+#include "grammar/schema_suite.h"
 
 namespace {
 
@@ -29,104 +29,110 @@ using sgl::grammar::CompiledGrammar;
 using sgl::grammar::GrammarMatcher;
 using sgl::grammar::TokenizerInfo;
 
-std::string read_gz(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
-  std::string out;
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, n);
-  gzclose(f);
-  return out;
-}
-
-// Byte-level BPE: each token character stands for one byte (GPT-2's bytes_to_unicode).
-std::vector<int> unicode_to_byte() {
-  std::vector<int> map(512, -1);
-  int n = 0;
-  for (int b = 0; b < 256; ++b) {
-    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-    map[printable ? b : 256 + n++] = b;
-  }
-  return map;
-}
-
-std::string decode_token(const std::string& s, const std::vector<int>& map) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    uint32_t cp = c;
-    int len = 1;
-    if (c >= 0xC0) {
-      len = c >= 0xE0 ? 3 : 2;
-      cp = c & (len == 2 ? 0x1F : 0x0F);
-      for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    }
-    i += len;
-    if (cp >= map.size() || map[cp] < 0) return "";  // not a byte-level token
-    out += static_cast<char>(map[cp]);
-  }
-  return out;
-}
-
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
 }
 
+double thread_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+int position_report(const std::vector<std::string>& schemas,
+                    const std::shared_ptr<const TokenizerInfo>& tokenizer) {
+  struct Row {
+    double us;
+    size_t schema;
+    std::string rule;
+  };
+  std::vector<Row> rows;
+  std::vector<double> per_schema;
+  // Every 16th schema: all positions of the whole suite take minutes.
+  for (size_t i = 0; i < schemas.size(); i += 16) {
+    auto g = sgl::grammar::json_schema_to_grammar(schemas[i]);
+    auto compiled = CompiledGrammar::compile(std::move(g).value(), tokenizer);
+    const auto& a = (*compiled)->automaton();
+    double total = 0;
+    for (sgl::grammar::StateId s = 0; s < a.num_states(); ++s) {
+      if (a.byte_edges(s).empty()) continue;
+      const double t = thread_cpu_us();
+      (*compiled)->mask_cache().get(s);
+      const double us = thread_cpu_us() - t;
+      total += us;
+      rows.push_back({us, i, a.rule_name(a.state_rule(s)) + "@" + std::to_string(s)});
+    }
+    per_schema.push_back(total / 1e3);
+  }
+  std::vector<double> us;
+  double sum = 0;
+  for (const Row& r : rows) {
+    us.push_back(r.us);
+    sum += r.us;
+  }
+  std::printf(
+      "positions: %zu, cpu us: mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f; "
+      "all positions of a schema ms: median %.2f  p90 %.2f  max %.2f\n",
+      rows.size(), sum / rows.size(), percentile(us, 0.5), percentile(us, 0.9),
+      percentile(us, 0.99), percentile(us, 1.0), percentile(per_schema, 0.5),
+      percentile(per_schema, 0.9), percentile(per_schema, 1.0));
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.us > b.us; });
+  for (size_t k = 0; k < std::min<size_t>(12, rows.size()); ++k) {
+    std::printf("  %8.1f us  schema %zu  %s\n", rows[k].us, rows[k].schema, rows[k].rule.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string path =
-      argc > 1 ? argv[1] : std::string(SGL_TESTDATA_DIR) + "/tokenizers/llama3_1/tokenizer.json.gz";
+      argc > 1 && argv[1][0] != 0 ? argv[1] : sgl::grammar::test::default_llama3_path();
   const int max_tokens = argc > 2 ? std::atoi(argv[2]) : 96;
-  const std::string text = read_gz(path);
-  if (text.empty()) {
+  // "suite": tests/grammar/data/json_schemas.jsonl (the issue's schema suite); "legacy": the
+  // 75 schemas of tests/grammar/json_schemas.h (the 2026-11-28 numbers).
+  const std::string corpus = argc > 3 ? argv[3] : "suite";
+  // "all": cold / warm masks and compile times, lazy and eager; "lazy": without the eager
+  // compile (slow); "positions": each position's classification alone (CPU time of this thread,
+  // steadier on a shared machine), the slowest listed.
+  const std::string mode = argc > 4 ? argv[4] : "all";
+  std::vector<std::string> schemas;
+  if (corpus == "legacy") {
+    schemas = sgl::grammar::test::schema_corpus();
+  } else {
+    for (const auto& s : sgl::grammar::test::load_schema_suite()) schemas.push_back(s.text);
+  }
+  auto t0 = Clock::now();
+  auto tokenizer = sgl::grammar::test::load_llama3_vocab(path);
+  if (tokenizer == nullptr) {
     std::fprintf(stderr, "cannot read %s\n", path.c_str());
     return 1;
   }
-  const auto j = nlohmann::json::parse(text);
-  const auto map = unicode_to_byte();
-  std::vector<std::string> tokens;
-  std::vector<int32_t> stops, specials;
-  for (const auto& [tok, id] : j["model"]["vocab"].items()) {
-    const int i = id.get<int>();
-    if (static_cast<int>(tokens.size()) <= i) tokens.resize(i + 1);
-    tokens[i] = decode_token(tok, map);
-  }
-  for (const auto& a : j["added_tokens"]) {
-    const int i = a["id"].get<int>();
-    if (static_cast<int>(tokens.size()) <= i) tokens.resize(i + 1);
-    tokens[i] = a["content"].get<std::string>();
-    const std::string c = tokens[i];
-    if (c == "<|eot_id|>" || c == "<|end_of_text|>" || c == "<|eom_id|>") {
-      stops.push_back(i);
-    } else {
-      specials.push_back(i);
-    }
-  }
-  const auto n = static_cast<int32_t>(tokens.size());
-  auto t0 = Clock::now();
-  auto info = TokenizerInfo::create(std::move(tokens), n, stops, specials);
-  if (!info.ok()) {
-    std::fprintf(stderr, "%s\n", info.status().to_string().c_str());
-    return 1;
-  }
-  auto tokenizer = std::make_shared<const TokenizerInfo>(std::move(info).value());
-  const double trie_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  std::printf("vocab: %s, %d ids, %d trie nodes, built in %.1f ms\n", path.c_str(), n,
-              tokenizer->trie().num_nodes(), trie_ms);
+  const int32_t n = tokenizer->num_tokens();
+  const std::vector<int32_t>& stops = tokenizer->stop_ids();
+  const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  std::printf("vocab: %s, %d ids, %d trie nodes, loaded in %.1f ms; corpus %s\n", path.c_str(), n,
+              tokenizer->trie().num_nodes(), load_ms, corpus.c_str());
 
+  if (mode == "positions") return position_report(schemas, tokenizer);
   std::vector<double> compile_ms, precompute_ms, cold_us, warm_us;
   std::mt19937 rng(1);
   size_t total_tokens = 0, finished = 0, memory = 0;
-  for (const std::string& schema : sgl::grammar::test::schema_corpus()) {
+  for (const std::string& schema : schemas) {
     t0 = Clock::now();
     auto g = sgl::grammar::json_schema_to_grammar(schema);
+    if (!g.ok()) {
+      std::fprintf(stderr, "%s\n%s\n", schema.c_str(), g.status().to_string().c_str());
+      return 1;
+    }
     auto compiled = CompiledGrammar::compile(std::move(g).value(), tokenizer);
     compile_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    if (!compiled.ok()) return 1;
+    if (!compiled.ok()) {
+      std::fprintf(stderr, "%s\n%s\n", schema.c_str(), compiled.status().to_string().c_str());
+      return 1;
+    }
     std::vector<int32_t> picks;
     {
       GrammarMatcher m(*compiled);
@@ -166,6 +172,7 @@ int main(int argc, char** argv) {
       }
     }
     memory += (*compiled)->memory_bytes();
+    if (mode != "all") continue;
     // Eager: every position's mask at compile time.
     t0 = Clock::now();
     sgl::grammar::CompileOptions eager;

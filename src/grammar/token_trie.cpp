@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "grammar/utf8.h"
+
 namespace sgl::grammar {
 
 TokenTrie::TokenTrie(const std::vector<std::string>& tokens, const std::vector<uint8_t>& excluded) {
@@ -61,6 +63,27 @@ TokenTrie::TokenTrie(const std::vector<std::string>& tokens, const std::vector<u
   for (NodeId i = 0; i < n; ++i) {
     if (count[i] > 0) terminals_.push_back(i);
   }
+  // Plain text: the UTF-8 state top-down, then "everything below is plain" bottom-up.
+  std::vector<uint8_t> utf8(n, 0), plain_edge(n, 0);
+  for (NodeId i = 1; i < n; ++i) {
+    const uint8_t b = byte_[i];
+    utf8[i] = utf8_next_state(utf8[parent_[i]], b);
+    plain_edge[i] = utf8[i] != kUtf8Invalid && b != '"' && b != '\\' && b >= 0x20 && b != 0x7F;
+  }
+  plain_below_.assign(n, 1);
+  for (NodeId i = n - 1; i > 0; --i) {
+    if (!plain_edge[i] || !plain_below_[i]) plain_below_[parent_[i]] = 0;
+  }
+  for (NodeId i = 0; i < n; ++i) {
+    if (utf8[i] != 0) plain_below_[i] = 0;
+  }
+  std::vector<int32_t> chars(n, 0);
+  for (NodeId i = n - 1; i > 0; --i) {
+    const int32_t starts = (byte_[i] & 0xC0) != 0x80 ? 1 : 0;  // a byte that begins a character
+    chars[parent_[i]] = std::max(chars[parent_[i]], chars[i] + starts);
+  }
+  chars_below_.resize(n);
+  for (NodeId i = 0; i < n; ++i) chars_below_[i] = static_cast<uint8_t>(std::min(chars[i], 255));
 }
 
 }  // namespace sgl::grammar

@@ -27,8 +27,19 @@ class TokenTrie {
   std::span<const int32_t> tokens_at(NodeId n) const {
     return {token_ids_.data() + token_offset_[n], token_ids_.data() + token_offset_[n + 1]};
   }
+  // The token ids ending at nodes [from, end), in preorder: a subtree's tokens are
+  // tokens_in(n, subtree_end(n)).
+  std::span<const int32_t> tokens_in(NodeId from, NodeId end) const {
+    return {token_ids_.data() + token_offset_[from], token_ids_.data() + token_offset_[end]};
+  }
   // Nodes where some token ends, in preorder.
   const std::vector<NodeId>& terminal_nodes() const { return terminals_; }
+  // n ends on a code point boundary and every token below it continues with plain text only:
+  // printable ASCII but `"` and `\`, and valid UTF-8 (possibly cut at the token's end). Inside
+  // a JSON string (or any "any character" loop) such a subtree is accepted whole.
+  bool plain_text_below(NodeId n) const { return plain_below_[n] != 0; }
+  // The most code points a token below n adds past n (a cut last one counts; capped at 255).
+  int32_t chars_below(NodeId n) const { return chars_below_[n]; }
 
  private:
   std::vector<uint8_t> byte_;
@@ -38,6 +49,8 @@ class TokenTrie {
   std::vector<int32_t> token_offset_;
   std::vector<int32_t> token_ids_;
   std::vector<NodeId> terminals_;
+  std::vector<uint8_t> plain_below_;
+  std::vector<uint8_t> chars_below_;
 };
 
 }  // namespace sgl::grammar

@@ -121,4 +121,36 @@ std::vector<std::vector<ByteRange>> utf8_sequences(const std::vector<CodePointRa
   return out;
 }
 
+uint8_t utf8_next_state(uint8_t state, uint8_t b) {
+  const bool cont = b >= 0x80 && b <= 0xBF;
+  switch (state) {
+    case 0:
+      if (b < 0x80) return 0;
+      if (b >= 0xC2 && b <= 0xDF) return 1;
+      if (b == 0xE0) return 4;
+      if (b == 0xED) return 5;
+      if (b >= 0xE1 && b <= 0xEF) return 2;
+      if (b == 0xF0) return 6;
+      if (b >= 0xF1 && b <= 0xF3) return 3;
+      if (b == 0xF4) return 7;
+      return kUtf8Invalid;
+    case 1:
+      return cont ? 0 : kUtf8Invalid;
+    case 2:
+      return cont ? 1 : kUtf8Invalid;
+    case 3:
+      return cont ? 2 : kUtf8Invalid;
+    case 4:  // after E0: no overlong forms
+      return b >= 0xA0 && b <= 0xBF ? 1 : kUtf8Invalid;
+    case 5:  // after ED: no surrogates
+      return b >= 0x80 && b <= 0x9F ? 1 : kUtf8Invalid;
+    case 6:  // after F0: no overlong forms
+      return b >= 0x90 && b <= 0xBF ? 2 : kUtf8Invalid;
+    case 7:  // after F4: nothing past U+10FFFF
+      return b >= 0x80 && b <= 0x8F ? 2 : kUtf8Invalid;
+    default:
+      return kUtf8Invalid;
+  }
+}
+
 }  // namespace sgl::grammar

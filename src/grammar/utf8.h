@@ -27,4 +27,10 @@ int32_t decode_utf8(std::string_view text, size_t& pos);
 // one sequence (each byte within its range). The sequences are disjoint.
 std::vector<std::vector<ByteRange>> utf8_sequences(const std::vector<CodePointRange>& ranges);
 
+// A validator of UTF-8 prefixes, a byte at a time: state 0 is "between code points", 1-7 are
+// inside one (what the next byte may be), kUtf8Invalid is a sink (no valid continuation).
+inline constexpr uint8_t kUtf8Invalid = 8;
+inline constexpr int kUtf8States = 9;
+uint8_t utf8_next_state(uint8_t state, uint8_t byte);
+
 }  // namespace sgl::grammar
