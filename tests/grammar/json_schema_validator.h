@@ -39,7 +39,8 @@ inline bool valid_date(const std::string& s) {
             d = std::stoi(s.substr(8, 2));
   static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  return m >= 1 && m <= 12 && d >= 1 && d <= kDays[m - 1] + (m == 2 && leap ? 1 : 0);
+  // Year 0 is RFC 3339 syntax but no date for Python (jsonschema) and most parsers.
+  return y >= 1 && m >= 1 && m <= 12 && d >= 1 && d <= kDays[m - 1] + (m == 2 && leap ? 1 : 0);
 }
 
 inline bool valid_time(const std::string& s) {

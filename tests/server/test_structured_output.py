@@ -39,7 +39,8 @@ def client(server):
 
 def validate(value, schema):
     require(jsonschema is not None, "the jsonschema package is not installed")
-    jsonschema.validate(value, schema, format_checker=jsonschema.FormatChecker())
+    validator = jsonschema.Draft202012Validator  # its format checker: RFC 3339 date / time
+    validator(schema, format_checker=validator.FORMAT_CHECKER).validate(value)
 
 
 def test_chat_response_format_json_schema_n4(client):
