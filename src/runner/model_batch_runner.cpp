@@ -20,7 +20,7 @@ ModelBatchRunner::ModelBatchRunner(ModelRunner& model_runner,
 void ModelBatchRunner::launch(const ExecBatch& batch) {
   req_to_token_.apply(batch.req_to_token_writes);
   sampling::SamplingBatch sampling;
-  bool process = false, score_prompt = false;
+  bool process = false, score_prompt = false, token_ids = false;
   for (const ExecRequest& r : batch.requests) {
     sampling.params.push_back(r.sampling);
     sampling.steps.push_back(static_cast<uint64_t>(r.prefix_len + r.extend_len));
@@ -28,6 +28,12 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     sampling.return_logprob = sampling.return_logprob || r.return_logprob;
     process = process || r.process_logits;
     score_prompt = score_prompt || !r.logprob_targets.empty();
+    token_ids = token_ids || !r.token_ids_logprob.empty();
+  }
+  if (token_ids) {  // per row, only when some request asks (the host and device samplers both)
+    for (const ExecRequest& r : batch.requests) {
+      sampling.token_ids_logprob.push_back(r.token_ids_logprob);
+    }
   }
   // A pooling batch samples nothing and runs to its end here, as host-sampled batches do.
   const bool pooling = batch.pooling != PoolingType::kNone;
@@ -177,8 +183,9 @@ std::vector<sampling::PromptLogprobs> ModelBatchRunner::score_prompts(const Exec
     SGL_CHECK(r.logprob_begin >= r.prefix_len && r.logprob_begin + n <= r.prefix_len + r.extend_len)
         << "prompt logprob rows outside the pass";
     const int64_t row = fb.qo_indptr_host[i] + (r.logprob_begin - r.prefix_len);
-    out[i] = sampling::score_prompt_tokens(data + row * vocab, vocab, r.logprob_begin,
-                                           r.logprob_targets, r.top_logprobs_num);
+    out[i] =
+        sampling::score_prompt_tokens(data + row * vocab, vocab, r.logprob_begin, r.logprob_targets,
+                                      r.top_logprobs_num, r.token_ids_logprob);
   }
   return out;
 }

@@ -37,8 +37,8 @@ struct SampleOutput {
   std::vector<int32_t> next_token_ids;                  // [bs]
   std::vector<float> next_token_logprobs;               // [bs] when return_logprob
   std::vector<std::vector<TokenLogprob>> top_logprobs;  // [bs][k] when return_logprob
-  // [bs][n_b] when SamplingBatch::token_ids_logprob is not empty, else empty: the logprobs of
-  // row b's requested ids, in its order, of the distribution next_token_logprobs are of.
+  // [bs][n_b] when a row of SamplingBatch::token_ids_logprob asks ids (may be empty when none
+  // does): row b's requested ids' logprobs, in its order, of next_token_logprobs' distribution.
   std::vector<std::vector<float>> token_ids_logprobs = {};
 };
 
