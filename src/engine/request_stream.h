@@ -27,15 +27,15 @@ struct StreamEvent {
   std::vector<int32_t> token_ids;  // new tokens since the previous event
   std::vector<float> logprobs;     // per new token, when requested
   std::vector<std::vector<sampling::TokenLogprob>> top_logprobs;  // per new token, when requested
-  // Per new token, the logprobs of GenerateRequest::token_ids_logprob, when requested.
-  std::vector<std::vector<float>> token_ids_logprobs = {};
-  std::optional<scheduler::FinishState> finished;  // set on the last event only
+  std::optional<scheduler::FinishState> finished;                 // set on the last event only
   Usage usage;
   // Prompt logprobs (GenerateRequest::logprob_start_len), once: with the first token, or with
   // the finish of a prompt-scoring request (max_new_tokens 0).
   std::optional<sampling::PromptLogprobs> input_logprobs = {};
   // An encode request's embedding (Engine::encode), f32 [hidden], with its finish.
   std::vector<float> embedding = {};
+  // Per new token, the logprobs of GenerateRequest::token_ids_logprob, when requested.
+  std::vector<std::vector<float>> token_ids_logprobs = {};
 };
 
 class RequestStream {
