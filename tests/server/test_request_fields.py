@@ -256,8 +256,8 @@ def test_generate_token_ids_logprob(server):
                 assert by_id[tid] == pytest.approx(lp, abs=1e-6), (k, tid)
                 assert text == next(e[2] for e in entries if e[1] == tid)
                 matched += 1
-        if own[1] in by_id:
-            assert by_id[own[1]] == pytest.approx(own[0], abs=1e-6), k
+        if own[1] in by_id:  # on a GPU another kernel's sum: within float rounding
+            assert by_id[own[1]] == pytest.approx(own[0], rel=1e-5, abs=1e-5), k
     assert matched >= 2  # the greedy tokens asked for are each step's top token
     # The prompt side: null for the first listed token (it has no logprob), as input_top_logprobs.
     assert ins[0] is None and meta["input_top_logprobs"][0] is None
