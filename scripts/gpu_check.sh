@@ -8,7 +8,8 @@
 #   scripts/gpu_check.sh run    (device) unpack, run every cuda test, the GPU smoke checks and
 #                                        the benchmarks (sgl-bench one-batch on a dummy
 #                                        Llama-3-8B, SGL_BENCH_ARGS overrides its cases; on
-#                                        dummy Qwen3-30B-A3B and Mixtral-8x7B), print a
+#                                        dummy Qwen3-30B-A3B and Mixtral-8x7B; a batch of 64
+#                                        with and without a JSON schema), print a
 #                                        short table last; JSON and logs land in $OUT;
 #                                        SGL_GPU_SERVING=1 adds scripts/gpu_serving_bench.sh
 #                                        (sgl-server + sgl-bench serving, dummy Llama-3-8B),
@@ -37,6 +38,7 @@ pack() {
   cp build/cuda/src/app/sgl-generate build/cuda/src/app/sgl-bench build/cuda/src/app/sgl-server \
      "$stage/gpu/"
   cp -r configs "$stage/"
+  cp bench/structured_output_schema.json "$stage/configs/"
   strip "$stage"/gpu/* 2>/dev/null || true
   # Shared libraries that are neither CUDA's, glibc's nor the C++ runtime's travel along.
   for bin in "$stage"/gpu/*; do
@@ -126,6 +128,19 @@ run() {
   # shellcheck disable=SC2086
   bench_step offline offline 11 "Llama-3-8B shape, dummy bf16 weights" --device cuda \
     ${SGL_OFFLINE_ARGS:---num-prompts 256 --random-input-len 1024 --random-output-len 256 --max-running-requests 64}
+  # Structured output: a batch of 64 unconstrained, then the same batch under a JSON schema that
+  # cannot end before the output length (issue #22: >= 95% of the unconstrained tokens/s).
+  local so_args=(--device cuda --num-prompts 64 --random-input-len 32 --random-output-len 512
+                 --max-running-requests 64)
+  bench_step offline structured_plain 4 "batch 64, unconstrained" "${so_args[@]}"
+  bench_step offline structured_schema 5 "batch 64, JSON schema" "${so_args[@]}" \
+    --json-schema "$root/configs/structured_output_schema.json" \
+    --tokenizer-path "$root/testdata/tokenizers/llama3_1"
+  rows+=("structured-output-throughput $(python3 -c '
+import json, sys
+plain, schema = (json.load(open(f))["output_throughput"] for f in sys.argv[1:])
+print(f"{100 * schema / plain:.1f}% of unconstrained")' "$log/structured_plain.json" \
+    "$log/structured_schema.json" 2>/dev/null || echo "n/a")")
   # Full-scale parity with transformers (SGL_GPU_PARITY_8B=1; several minutes): a random
   # Llama-3-8B-shaped checkpoint made and decoded by transformers, then by sgl-generate.
   # shellcheck disable=SC2086  # SGL_PARITY_8B_FLAGS is a word list

@@ -7,12 +7,15 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "app/bench_commands.h"
 #include "app/bench_model_source.h"
 #include "app/cli_args.h"
 #include "app/engine_flags.h"
 #include "engine/model_engine.h"
+#include "server/grammar_backend.h"
+#include "tokenizer/tokenizer.h"
 
 namespace sgl::app {
 namespace {
@@ -20,9 +23,13 @@ namespace {
 constexpr const char* kUsage =
     R"(usage: sgl-bench offline (--model-path DIR|FILE.gguf | --config CONFIG.json)
   [--num-prompts 1000] [--random-input-len 1024] [--random-output-len 256]
-  [--random-range-ratio 1.0] [--seed 1] [--output-file F.json] [engine flags]
+  [--random-range-ratio 1.0] [--seed 1] [--output-file F.json]
+  [--json-schema FILE | --regex PATTERN [--tokenizer-path DIR]] [engine flags]
 Lengths are drawn uniformly from [ratio x len, len] (SGLang's random dataset); prompts are random
 token ids; every request ignores EOS so it generates exactly its output length.
+--json-schema / --regex: every request is constrained by that grammar (structured output), its
+masks computed for the tokenizer at --tokenizer-path (default: the model's directory). Pick a
+language that cannot end before the output length, so the token counts stay equal.
 )";
 
 struct Workload {
@@ -56,12 +63,42 @@ Workload make_workload(int64_t n, int64_t in_len, int64_t out_len, double ratio,
 
 int fail(const Status& s) { return bench_fail("offline", s); }
 
+// The grammar of --json-schema FILE / --regex PATTERN, if given, compiled for the model.
+Result<std::shared_ptr<const grammar::CompiledGrammar>> workload_grammar(
+    const CliArgs& args, const std::filesystem::path& model_path, const engine::Engine& engine) {
+  const auto schema_file = args.get("--json-schema");
+  const auto regex = args.get("--regex");
+  if (!schema_file && !regex) return std::shared_ptr<const grammar::CompiledGrammar>();
+  if (schema_file && regex) return invalid_argument("--json-schema and --regex exclude each other");
+  server::GrammarInput input{grammar::GrammarKind::kRegex, regex.value_or(""), "--regex"};
+  if (schema_file) {
+    std::ifstream in(*schema_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) return invalid_argument("--json-schema: cannot read " + *schema_file);
+    input = {grammar::GrammarKind::kJsonSchema, text.str(), "--json-schema"};
+  }
+  const std::filesystem::path tokenizer_dir =
+      args.get("--tokenizer-path").value_or(model_path.string());
+  SGL_ASSIGN_OR_RETURN(auto tokenizer, tokenizer::Tokenizer::from_dir(tokenizer_dir));
+  const server::GrammarBackend backend(*tokenizer, engine.options().vocab_size,
+                                       engine.options().eos_token_ids);
+  const auto start = std::chrono::steady_clock::now();
+  auto compiled = backend.compile(input);
+  std::printf("grammar: %s, compiled in %.1f ms (vocabulary indexing included)\n",
+              input.field.c_str(),
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
+  return compiled;
+}
+
 }  // namespace
 
 int run_bench_offline(int argc, char** argv) {
   std::set<std::string> value_flags = engine_value_flags();
   value_flags.insert({"--model-path", "--config", "--num-prompts", "--random-input-len",
-                      "--random-output-len", "--random-range-ratio", "--seed", "--output-file"});
+                      "--random-output-len", "--random-range-ratio", "--seed", "--output-file",
+                      "--json-schema", "--regex", "--tokenizer-path"});
   std::set<std::string> switch_flags = engine_switch_flags();
   switch_flags.insert("--help");
   auto args = CliArgs::parse(argc, argv, value_flags, switch_flags);
@@ -96,6 +133,9 @@ int run_bench_offline(int argc, char** argv) {
   const std::chrono::duration<double> load_s = std::chrono::steady_clock::now() - load_start;
   Workload w = make_workload(*n, *in_len, *out_len, *ratio, static_cast<uint64_t>(*seed),
                              me->model_runner->config().vocab_size);
+  auto grammar = workload_grammar(*args, *model_path, *me->engine);
+  if (!grammar.ok()) return fail(grammar.status());
+  for (engine::GenerateRequest& r : w.requests) r.grammar = *grammar;
   std::printf("loaded in %.2f s; %lld requests, %lld input + %lld output tokens\n", load_s.count(),
               static_cast<long long>(*n), static_cast<long long>(w.input_tokens),
               static_cast<long long>(w.output_tokens));

@@ -137,6 +137,11 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
                               std::to_string(options_.vocab_size) + ")");
     }
   }
+  if (request.grammar && request.grammar->tokenizer().vocab_size() != options_.vocab_size) {
+    return invalid_argument("the grammar was compiled for a vocabulary of " +
+                            std::to_string(request.grammar->tokenizer().vocab_size()) +
+                            " tokens; the model's has " + std::to_string(options_.vocab_size));
+  }
   const auto prompt = static_cast<int64_t>(request.input_ids.size());
   if (options_.scheduler.chunked_prefill_size <= 0 && prompt > options_.max_num_tokens) {
     return invalid_argument("the prompt has " + std::to_string(prompt) +

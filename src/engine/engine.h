@@ -68,6 +68,7 @@ class Engine {
   // submit's.
   Result<std::shared_ptr<RequestStream>> encode(std::vector<int32_t> input_ids);
   bool is_embedding() const { return options_.scheduler.pooler.is_embedding(); }
+  const EngineOptions& options() const { return options_; }
   void abort(uint64_t rid);
   // Frees the radix cache; false while requests run.
   bool flush_cache();

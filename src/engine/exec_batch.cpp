@@ -29,6 +29,7 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
   exec.pooling = batch.pooling;
   exec.out_cache_loc = batch.out_cache_loc;
   exec.req_to_token_writes = batch.req_to_token_writes;
+  exec.vocab_mask = batch.vocab_mask;
   exec.requests.reserve(batch.entries.size());
   for (const scheduler::BatchEntry& e : batch.entries) {
     const scheduler::GenerateRequest& r = e.req->request;

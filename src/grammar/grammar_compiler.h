@@ -13,18 +13,10 @@
 
 #include "core/status.h"
 #include "grammar/compiled_grammar.h"
+#include "grammar/grammar_kind.h"
 #include "grammar/json_schema_compiler.h"
 
 namespace sgl::grammar {
-
-enum class GrammarKind : uint8_t {
-  kEbnf,        // source: the grammar text, root rule `root`
-  kRegex,       // source: the pattern
-  kJsonSchema,  // source: the schema's JSON text
-  kJsonObject,  // any JSON object; source ignored
-};
-
-const char* grammar_kind_name(GrammarKind kind);
 
 struct GrammarCompilerOptions {
   size_t cache_capacity = 256;  // compiled grammars kept (least recently used evicted)

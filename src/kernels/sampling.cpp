@@ -11,12 +11,12 @@ namespace sgl::kernels {
 namespace {
 
 void check_row_array(const Tensor& t, DType dtype, int64_t bs, const Tensor& logits,
-                     const char* name) {
+                     const char* name, const char* op = "sample_tokens") {
   SGL_CHECK(t.defined() && t.dtype() == dtype && t.ndim() == 1 && t.size(0) == bs &&
             t.is_contiguous())
-      << "sample_tokens: " << name << " must be " << dtype_name(dtype) << " [" << bs << "], got "
+      << op << ": " << name << " must be " << dtype_name(dtype) << " [" << bs << "], got "
       << (t.defined() ? t.shape_string() : "undefined");
-  detail::check_same_device(t, logits, "sample_tokens");
+  detail::check_same_device(t, logits, op);
 }
 
 }  // namespace
@@ -62,6 +62,29 @@ void sample_tokens(const Tensor& logits, const SamplingRows& rows, const Sampled
   cuda::sample_tokens(logits, rows, out, stream);
 #else
   detail::no_cuda("sample_tokens");
+#endif
+}
+
+void apply_token_bitmask(const Tensor& logits, const Tensor& rows, const Tensor& bitmask,
+                         backend::Stream stream) {
+  SGL_CHECK(logits.dtype() == DType::kF32 && logits.ndim() == 2)
+      << "apply_token_bitmask: logits must be f32 [bs, V], got " << logits.shape_string();
+  detail::check_last_dim_contiguous(logits, "apply_token_bitmask");
+  const int64_t n = rows.defined() ? rows.size(0) : 0;
+  check_row_array(rows, DType::kI32, n, logits, "rows", "apply_token_bitmask");
+  SGL_CHECK(bitmask.dtype() == DType::kI32 && bitmask.ndim() == 2 && bitmask.size(0) == n &&
+            bitmask.size(1) * 32 >= logits.size(1) && bitmask.is_contiguous())
+      << "apply_token_bitmask: bitmask must be i32 [" << n << ", >= ceil(" << logits.size(1)
+      << " / 32)], got " << bitmask.shape_string();
+  detail::check_same_device(bitmask, logits, "apply_token_bitmask");
+  SGL_CHECK(!logits.device().is_cpu())
+      << "apply_token_bitmask runs on CUDA; host logits go through sampling::apply_vocab_mask";
+  SGL_CHECK(n <= 65535) << "apply_token_bitmask: " << n << " rows (at most 65535)";
+  if (n == 0) return;
+#ifdef SGL_WITH_CUDA
+  cuda::apply_token_bitmask(logits, rows, bitmask, stream);
+#else
+  detail::no_cuda("apply_token_bitmask");
 #endif
 }
 

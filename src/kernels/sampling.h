@@ -41,6 +41,13 @@ struct SampledTokens {
 void sample_tokens(const Tensor& logits, const SamplingRows& rows, const SampledTokens& out,
                    backend::Stream stream);
 
+// Grammar masks (structured output) before sampling: logits[rows[i], t] = -inf where bit t % 32
+// of bitmask[i, t / 32] is 0, for each i < n. logits: f32 [bs, V]; rows: i32 [n] (each in
+// [0, bs)); bitmask: i32 [n, words] with words * 32 >= V; all on the logits' device. CUDA only:
+// host logits go through sampling::apply_vocab_mask, the reference. Graph-capturable.
+void apply_token_bitmask(const Tensor& logits, const Tensor& rows, const Tensor& bitmask,
+                         backend::Stream stream);
+
 // All of SamplingRows for up to `capacity` rows in one block of memory, so one copy uploads a
 // batch's parameters: fill a host block, copy packed_sampling_rows_bytes(capacity) bytes to a
 // device block, and pass the device view.

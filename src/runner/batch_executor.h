@@ -16,6 +16,7 @@
 #include "sampling/prompt_logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
+#include "sampling/vocab_mask.h"
 
 namespace sgl::runner {
 
@@ -67,6 +68,10 @@ struct ExecBatch {
   // A runner keeps its own copy of the table and applies these before running the batch, so
   // the scheduler may rewrite a row for the next batch while this one still reads it.
   cache::ReqToTokenWrites req_to_token_writes;
+  // Grammar masks of the constrained requests (rows = indices into `requests`); invalid when
+  // none is constrained. Ready once the batch before is processed: a runner waits for it only
+  // right before sampling.
+  sampling::VocabMaskFuture vocab_mask;
 };
 
 struct ExecResult {

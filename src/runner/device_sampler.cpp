@@ -43,19 +43,18 @@ kernels::SampledTokens result_views(const Buffer& block, int64_t capacity, int64
 }  // namespace
 
 DeviceSampler::DeviceSampler(Allocator& allocator, Allocator& pinned, int64_t capacity)
-    : capacity_(capacity), copy_stream_(backend::create_copy_stream(allocator.device())) {
+    : allocator_(allocator),
+      pinned_(pinned),
+      capacity_(capacity),
+      copy_stream_(backend::create_copy_stream(allocator.device())) {
   const int64_t param_words = (kernels::packed_sampling_rows_bytes(capacity) + 3) / 4;
   const ResultLayout layout(capacity);
   for (Slot& slot : slots_) {
     slot.params_host = Buffer(pinned, DType::kI32, {param_words});
     slot.params_device = Buffer(allocator, DType::kI32, {param_words});
     slot.results_host = Buffer(pinned, DType::kI32, {layout.words});
-    slot.token_ids_host = Buffer(pinned, DType::kI32, {capacity + 1 + capacity * kMaxIds});
-    slot.token_ids_device = Buffer(allocator, DType::kI32, {capacity + 1 + capacity * kMaxIds});
-    slot.token_ids_results_host = Buffer(pinned, DType::kF32, {capacity * kMaxIds});
   }
   results_device_ = Buffer(allocator, DType::kI32, {layout.words});
-  token_ids_results_device_ = Buffer(allocator, DType::kF32, {capacity * kMaxIds});
 }
 
 DeviceSampler::~DeviceSampler() = default;
@@ -101,8 +100,19 @@ DeviceSampler::Ticket DeviceSampler::stage(const sampling::SamplingBatch& batch)
   }
   const backend::Stream copy_stream = copy_stream_->get();
   kernels::copy_async(slot.params_host, slot.params_device, copy_stream);
-  if (!batch.token_ids_logprob.empty()) {
+  size_t asked = 0;
+  for (const std::vector<int32_t>& row : batch.token_ids_logprob) asked += row.size();
+  if (asked > 0) {
     SGL_CHECK_EQ(batch.token_ids_logprob.size(), static_cast<size_t>(ticket.bs));
+    if (!slot.token_ids_host.tensor().defined()) {
+      // Made on first use, for `capacity` rows of kMaxIds ids, and kept: the slot's earlier
+      // samplings were collected, and later ones never outgrow them.
+      const int64_t words = capacity_ + 1 + capacity_ * kMaxIds;
+      slot.token_ids_host = Buffer(pinned_, DType::kI32, {words});
+      slot.token_ids_device = Buffer(allocator_, DType::kI32, {words});
+      slot.token_ids_results_host = Buffer(pinned_, DType::kF32, {capacity_ * kMaxIds});
+      slot.token_ids_results_device = Buffer(allocator_, DType::kF32, {capacity_ * kMaxIds});
+    }
     // offsets [bs + 1], then every row's ids: one upload of what this batch asks.
     int32_t* words = slot.token_ids_host.data<int32_t>();
     int32_t* ids = words + ticket.bs + 1;
@@ -115,12 +125,10 @@ DeviceSampler::Ticket DeviceSampler::stage(const sampling::SamplingBatch& batch)
       n += static_cast<int32_t>(row.size());
     }
     words[ticket.bs] = n;
-    if (n > 0) {
-      ticket.token_ids_offsets.assign(words, words + ticket.bs + 1);
-      const int64_t upload = ticket.bs + 1 + n;
-      kernels::copy_async(slot.token_ids_host.tensor().slice_rows(0, upload),
-                          slot.token_ids_device.tensor().slice_rows(0, upload), copy_stream);
-    }
+    ticket.token_ids_offsets.assign(words, words + ticket.bs + 1);
+    const int64_t upload = ticket.bs + 1 + n;
+    kernels::copy_async(slot.token_ids_host.tensor().slice_rows(0, upload),
+                        slot.token_ids_device.tensor().slice_rows(0, upload), copy_stream);
   }
   slot.uploaded.record(copy_stream);
   return ticket;
@@ -147,12 +155,40 @@ void DeviceSampler::launch(const Tensor& logits, const Ticket& ticket, backend::
     const int64_t bs = ticket.bs, n = ticket.token_ids_offsets.back();
     auto* packed = static_cast<int32_t*>(slot.token_ids_device.tensor().raw());
     const Device device = logits.device();
-    const Tensor results = token_ids_results_device_.tensor().slice_rows(0, n);
+    const Tensor results = slot.token_ids_results_device.tensor().slice_rows(0, n);
     kernels::token_ids_logprobs(logits, Tensor(packed, DType::kI32, {bs + 1}, device),
                                 Tensor(packed + bs + 1, DType::kI32, {n}, device), results, stream);
     kernels::copy_async(results, slot.token_ids_results_host.tensor().slice_rows(0, n), stream);
   }
   slot.downloaded.record(stream);
+}
+
+void DeviceSampler::apply_vocab_mask(const Tensor& logits, const Ticket& ticket,
+                                     const sampling::VocabMask& mask, backend::Stream stream) {
+  if (mask.empty()) return;
+  Slot& slot = slots_[ticket.slot];
+  SGL_CHECK(slot.busy && logits.size(0) == ticket.bs) << "device sampler: mask for an unstaged "
+                                                         "sampling";
+  const auto n = static_cast<int64_t>(mask.rows.size());
+  const int64_t words = mask.words;
+  SGL_CHECK(n <= ticket.bs && mask.bits.size() == static_cast<size_t>(n * words))
+      << "device sampler: a mask of " << n << " rows for " << ticket.bs;
+  const int64_t needed = capacity_ * (1 + words);
+  if (slot.mask_host.tensor().numel() < needed) {
+    // The slot's earlier samplings were collected (stage() checked): nothing reads these now.
+    slot.mask_host = Buffer(pinned_, DType::kI32, {needed});
+    slot.mask_device = Buffer(allocator_, DType::kI32, {needed});
+  }
+  auto* host = static_cast<int32_t*>(slot.mask_host.tensor().raw());
+  std::copy(mask.rows.begin(), mask.rows.end(), host);
+  std::copy(mask.bits.begin(), mask.bits.end(), reinterpret_cast<uint32_t*>(host + n));
+  const int64_t used = n * (1 + words);
+  kernels::copy_async(slot.mask_host.tensor().slice_rows(0, used),
+                      slot.mask_device.tensor().slice_rows(0, used), stream);
+  auto* device = static_cast<int32_t*>(slot.mask_device.tensor().raw());
+  const Device where = slot.mask_device.tensor().device();
+  kernels::apply_token_bitmask(logits, Tensor(device, DType::kI32, {n}, where),
+                               Tensor(device + n, DType::kI32, {n, words}, where), stream);
 }
 
 const int32_t* DeviceSampler::latest_ids() const {

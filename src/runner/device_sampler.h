@@ -18,6 +18,7 @@
 #include "core/allocator.h"
 #include "core/buffer.h"
 #include "sampling/sampler.h"
+#include "sampling/vocab_mask.h"
 
 namespace sgl::runner {
 
@@ -51,6 +52,10 @@ class DeviceSampler {
   // Samples logits: f32 [ticket.bs, vocab] on the device, queued on `stream` after the staged
   // upload, and queues the download of the results.
   void launch(const Tensor& logits, const Ticket& ticket, backend::Stream stream);
+  // Grammar masks: uploads `mask` (rows of the staged batch) and sets the disallowed logits to
+  // -inf on `stream`, before launch(). The mask's host copy may be reused once this returns.
+  void apply_vocab_mask(const Tensor& logits, const Ticket& ticket, const sampling::VocabMask& mask,
+                        backend::Stream stream);
   // Waits for the launched sampling's results and returns them.
   sampling::SampleOutput collect(const Ticket& ticket);
   // i32 [capacity] on the device: the ids of the latest launch, valid for work queued on its
@@ -62,19 +67,22 @@ class DeviceSampler {
   struct Slot {
     Buffer params_host, params_device;  // packed SamplingRows (kernels/sampling.h)
     Buffer results_host;                // 32-bit words: ids, logprobs, top ids, top logprobs
-    // token_ids_logprob: i32 offsets [bs + 1] then the ids, packed from the start (host and
-    // device); f32 [ids] logprobs back.
-    Buffer token_ids_host, token_ids_device, token_ids_results_host;
+    // token_ids_logprob, made on first use: i32 offsets [bs + 1] then the ids, packed from the
+    // start (host and device); f32 [ids] logprobs (device, and back on the host).
+    Buffer token_ids_host, token_ids_device, token_ids_results_device, token_ids_results_host;
+    // Grammar masks, made on first use: i32 rows [capacity] then bits [capacity, words].
+    Buffer mask_host, mask_device;
     backend::StreamEvent uploaded, downloaded;
     bool busy = false;  // staged and not collected
   };
+  Allocator& allocator_;
+  Allocator& pinned_;
   int64_t capacity_;
   std::unique_ptr<backend::OwnedStream> copy_stream_;
   std::array<Slot, kSlots> slots_;
   int next_slot_ = 0;
   int64_t latest_rows_ = 0;
-  Buffer results_device_;            // the layout of Slot::results_host
-  Buffer token_ids_results_device_;  // f32 [capacity * kMaxTokenIdsLogprob]
+  Buffer results_device_;  // the layout of Slot::results_host
 };
 
 }  // namespace sgl::runner

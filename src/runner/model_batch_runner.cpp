@@ -101,7 +101,8 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     unfinished_.push_back(std::move(launched));
     return;
   }
-  launched.sample = model_runner_.launch_forward_and_sample(fb, sampling);
+  launched.sample = model_runner_.launch_forward_and_sample(
+      fb, sampling, batch.vocab_mask.valid() ? &batch.vocab_mask : nullptr);
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < launched.rows.size(); ++i) {
     if (launched.next_pos[i] < 0) continue;  // a dropped sample feeds nothing
@@ -153,6 +154,7 @@ void ModelBatchRunner::run_on_host(const ExecBatch& batch, const ForwardBatch& f
   // NOTE: the sampler reports logprobs of the processed distribution (penalties, bias and
   // the min_new_tokens mask applied; temperature not), as SGLang does.
   if (process) sampling::process_logits(logits, logit_processing(batch));
+  if (batch.vocab_mask.valid()) sampling::apply_vocab_mask(logits, batch.vocab_mask.get());
   result.output = model_runner_.sample(logits, sampling);
 }
 

@@ -289,12 +289,17 @@ bool ModelRunner::can_launch(const sampling::SamplingBatch& sampling) const {
 }
 
 ModelRunner::LaunchedSample ModelRunner::launch_forward_and_sample(
-    const ForwardBatch& fb, const sampling::SamplingBatch& sampling) {
+    const ForwardBatch& fb, const sampling::SamplingBatch& sampling,
+    const sampling::VocabMaskFuture* vocab_mask) {
   SGL_CHECK(fb.logits_mode == LogitsMode::kLastPerRequest && can_launch(sampling))
       << "launch_forward_and_sample needs one logits row per request and device sampling";
   // The parameters' upload goes out first, so it runs beside the forward.
   LaunchedSample launched = device_sampler_->stage(sampling);
-  device_sampler_->launch(forward(fb).logits, launched, stream_);
+  const Tensor logits = forward(fb).logits;
+  if (vocab_mask != nullptr) {
+    device_sampler_->apply_vocab_mask(logits, launched, vocab_mask->get(), stream_);
+  }
+  device_sampler_->launch(logits, launched, stream_);
   return launched;
 }
 

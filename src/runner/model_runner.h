@@ -91,10 +91,14 @@ class ModelRunner {
   // sampled ids stay on the device, where the next forward's sampled_id_ref() inputs read them,
   // and come back from collect(). Only where can_launch(); at most two launches uncollected,
   // collected in order.
+  // With `vocab_mask` (grammar masks), launch waits for it once the forward is queued and
+  // masks the logits on the device before sampling: the forward runs while the scheduler
+  // computes the masks.
   using LaunchedSample = DeviceSampler::Ticket;
   bool can_launch(const sampling::SamplingBatch& sampling) const;
   LaunchedSample launch_forward_and_sample(const ForwardBatch& fb,
-                                           const sampling::SamplingBatch& sampling);
+                                           const sampling::SamplingBatch& sampling,
+                                           const sampling::VocabMaskFuture* vocab_mask = nullptr);
   sampling::SampleOutput collect(const LaunchedSample& launched);
   // Samples from host f32 logits [bs, vocab] (forward_and_sample's second half), for callers
   // that gather or process the logits of forward_logits first.

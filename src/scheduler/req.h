@@ -4,11 +4,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cache/radix_cache.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar_matcher.h"
 #include "sampling/prompt_logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
@@ -50,6 +53,9 @@ struct GenerateRequest {
   // distribution as the sampled token's logprob. At most sampling::kMaxTokenIdsLogprob ids, each
   // in the vocabulary (the engine checks). Empty: none.
   std::vector<int32_t> token_ids_logprob = {};
+  // Structured output: every generated token is one the grammar allows, and a stop token only
+  // where it can end (compiled for the served model's vocabulary). Null: unconstrained.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 
   // How many prompt tokens get a logprob (positions start + 1 .. prompt_len - 1).
   int32_t input_logprob_count() const;
@@ -81,8 +87,10 @@ struct Req {
   int32_t retract_count = 0;
   sampling::PromptLogprobs input_logprobs;  // gathered chunk by chunk until the prefill ends
   PooledEmbedding embedding;                // an embedding model's: pooled chunk by chunk
-  bool input_logprobs_sent = false;         // delivered with the first token (or the finish)
-  int64_t last_batch_id = -1;               // newest batch that reads this request's row
+  // request.grammar's state after output_ids (SGLang's req.grammar); null when unconstrained.
+  std::unique_ptr<grammar::GrammarMatcher> grammar;
+  bool input_logprobs_sent = false;  // delivered with the first token (or the finish)
+  int64_t last_batch_id = -1;        // newest batch that reads this request's row
   Clock::time_point arrival_time = Clock::now();
   std::optional<Clock::time_point> first_schedule_time;
 

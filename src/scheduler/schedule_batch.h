@@ -6,6 +6,7 @@
 
 #include "cache/req_to_token_table.h"
 #include "forward/forward_mode.h"
+#include "sampling/vocab_mask.h"
 #include "scheduler/req.h"
 
 namespace sgl::scheduler {
@@ -38,6 +39,9 @@ struct ScheduleBatch {
   // Every req_to_token write the scheduler made since the batch before: the runner's copy of the
   // table takes them when this batch starts, so batches in flight never read the scheduler's.
   cache::ReqToTokenWrites req_to_token_writes;
+  // The grammar masks of the entries whose requests are constrained (mask rows index
+  // `entries`), set by the scheduler once the batch before is processed; invalid when none is.
+  sampling::VocabMaskFuture vocab_mask;
 
   int64_t num_tokens() const {
     int64_t n = 0;

@@ -45,6 +45,8 @@ Scheduler::Scheduler(const SchedulerOptions& options, int32_t num_kv_slots, int3
 }
 
 Scheduler::~Scheduler() {
+  // A runner may still wait for a mask: release it with none (its batch's result is dropped).
+  for (PendingMask& pending : pending_masks_) pending.promise.set_value({});
   for (auto& [rid, req] : reqs_) req->lock.reset();  // locks must not outlive the tree
 }
 
@@ -62,10 +64,10 @@ Status Scheduler::validate(const GenerateRequest& r) const {
     if (id < 0)
       return invalid_argument("token_ids_logprob: invalid token id " + std::to_string(id));
   }
-  if (is_embedding() && (r.max_new_tokens != 0 || r.return_logprob)) {
+  if (is_embedding() && (r.max_new_tokens != 0 || r.return_logprob || r.grammar)) {
     return invalid_argument(
         "the model is an embedding model: it encodes prompts and generates nothing (no "
-        "max_new_tokens, no logprobs)");
+        "max_new_tokens, no logprobs, no grammar)");
   }
   const auto len = static_cast<int64_t>(r.input_ids.size());
   if (r.logprob_start_len < -1 || r.logprob_start_len >= len) {
@@ -97,6 +99,9 @@ bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
   // Generation stops at the context length (SGLang clamps max_new_tokens the same way).
   req->request.max_new_tokens =
       std::min(req->request.max_new_tokens, max_context_len_ - req->prompt_len());
+  if (req->request.grammar) {
+    req->grammar = std::make_unique<grammar::GrammarMatcher>(req->request.grammar);
+  }
   Req* raw = req.get();
   reqs_.emplace(rid, std::move(req));
   if (raw->request.max_new_tokens == 0 && !raw->wants_input_logprobs() && !is_embedding()) {
@@ -259,8 +264,40 @@ NextBatch Scheduler::get_next_batch_to_run() {
     next.batch->id = next_batch_id_++;
     next.batch->req_to_token_writes = req_to_token_.take_writes();
     for (const BatchEntry& e : next.batch->entries) e.req->last_batch_id = next.batch->id;
+    plan_vocab_mask(*next.batch);
   }
   return next;
+}
+
+void Scheduler::plan_vocab_mask(ScheduleBatch& batch) {
+  PendingMask pending;
+  pending.batch_id = batch.id;
+  for (size_t i = 0; i < batch.entries.size(); ++i) {
+    const BatchEntry& e = batch.entries[i];
+    if (e.samples && e.req->grammar) pending.rows.emplace_back(static_cast<int32_t>(i), e.req);
+  }
+  if (pending.rows.empty()) return;
+  batch.vocab_mask = pending.promise.get_future().share();
+  pending_masks_.push_back(std::move(pending));
+  fill_ready_masks();  // without overlap, the batch before is already processed
+}
+
+void Scheduler::fill_ready_masks() {
+  while (!pending_masks_.empty() &&
+         pending_masks_.front().batch_id - 1 <= last_processed_batch_id_) {
+    PendingMask& pending = pending_masks_.front();
+    sampling::VocabMask mask;
+    for (const auto& [row, req] : pending.rows) {
+      // A request that finished meanwhile samples a token that is dropped: no mask needed.
+      if (req->finished) continue;
+      mask.words = req->grammar->bitmask_words();
+      mask.rows.push_back(row);
+      mask.bits.resize(mask.rows.size() * static_cast<size_t>(mask.words));
+      req->grammar->fill_next_token_bitmask(mask.bits.data() + (mask.rows.size() - 1) * mask.words);
+    }
+    pending.promise.set_value(std::move(mask));
+    pending_masks_.pop_front();
+  }
 }
 
 std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
@@ -459,6 +496,15 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
       continue;
     }
     const int32_t token = output.next_token_ids[i];
+    if (req.grammar && !req.grammar->accept_token(token)) {
+      // The mask allows only what the matcher accepts; this means the grammar left no token
+      // (the vocabulary cannot spell what it requires next).
+      emit(req, std::move(update));
+      finish(req, {FinishReason::kAbort, -1,
+                   "the grammar allows no token here (token " + std::to_string(token) +
+                       " was sampled)"});
+      continue;
+    }
     req.output_ids.push_back(token);
     ++totals_.generated_tokens_total;
     update.new_token_ids = {token};
@@ -476,7 +522,12 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
     }
     emit(req, std::move(update));
     check_finished(req, token);
+    // A grammar that accepted a stop token ends the request even with ignore_eos (SGLang's).
+    if (!req.finished && req.grammar && req.grammar->is_terminated()) {
+      finish(req, {FinishReason::kStop, token, ""});
+    }
   }
+  fill_ready_masks();
   release_ready();
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <deque>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -132,6 +133,11 @@ class Scheduler {
   int64_t reserved_decode_tokens() const;
   void emit(const Req& req, ReqUpdate update);
   Req* find(uint64_t rid);
+  // Gives `batch` a grammar mask future when an entry that samples is constrained.
+  void plan_vocab_mask(ScheduleBatch& batch);
+  // Computes the masks of every planned batch whose batch before has been processed (each
+  // matcher then holds every token before it).
+  void fill_ready_masks();
 
   SchedulerOptions options_;
   int32_t max_context_len_;
@@ -151,6 +157,13 @@ class Scheduler {
   int64_t last_processed_batch_id_ = 0;
   std::vector<ReqUpdate> updates_;
   SchedulerStats totals_;
+  // Grammar masks promised to batches in flight, oldest first.
+  struct PendingMask {
+    int64_t batch_id = 0;
+    std::vector<std::pair<int32_t, Req*>> rows;  // (entry index, its constrained request)
+    std::promise<sampling::VocabMask> promise;
+  };
+  std::deque<PendingMask> pending_masks_;
 };
 
 }  // namespace sgl::scheduler

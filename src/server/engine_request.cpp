@@ -70,6 +70,9 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
   r.ignore_eos = s.ignore_eos;
   r.stop_token_ids = s.stop_token_ids;
   SGL_RETURN_IF_ERROR(r.sampling.validate());
+  if (s.grammar) {
+    SGL_ASSIGN_OR_RETURN(r.grammar, ctx.grammar.compile(*s.grammar));
+  }
   return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "sampling/sampler.h"
 #include "server/request_json.h"
+#include "server/structured_output_json.h"
 #include "tokenizer/stop_regex_matcher.h"
 
 namespace sgl::server {
@@ -113,19 +114,21 @@ Status read_stop(const json& o, const char* key, std::vector<std::string>& out) 
 // Request fields that SGLang or vLLM define and sgl.cpp does not implement yet, with the
 // missing feature: each is refused (400 naming it) unless its value asks for nothing (null,
 // false, "", [] or {}), never accepted and ignored.
-constexpr const char* kStructured = "structured output is not implemented yet";
 constexpr request_json::RefusedField kUnsupportedSampling[] = {
-    {"json_schema", kStructured},
-    {"regex", kStructured},
-    {"ebnf", kStructured},
-    {"structural_tag", kStructured},
-    {"guided_json", kStructured},
-    {"guided_regex", kStructured},
-    {"guided_choice", kStructured},
-    {"guided_grammar", kStructured},
-    {"structured_outputs", kStructured},
+    {"structural_tag", "structural tags are not implemented yet (use json_schema, regex or ebnf)"},
+    {"structured_outputs",
+     "vLLM's structured_outputs object is not implemented (use guided_json, guided_regex, "
+     "guided_choice or guided_grammar)"},
     {"custom_params", "custom logit processors are not implemented"},
     {"custom_logit_processor", "custom logit processors are not implemented"},
+};
+// /generate reads these inside sampling_params only (SGLang's); at its top level they would be
+// ignored, so they are refused there.
+constexpr const char* kInSamplingParams = "it belongs inside sampling_params";
+constexpr request_json::RefusedField kGenerateSamplingOnly[] = {
+    {"json_schema", kInSamplingParams},
+    {"regex", kInSamplingParams},
+    {"ebnf", kInSamplingParams},
 };
 // Outside the sampling fields: /generate's top level, and the OpenAI routes' extra fields.
 constexpr request_json::RefusedField kUnsupportedRequest[] = {
@@ -247,6 +250,7 @@ Status read_sampling(const json& o, SamplingInput& s, bool native) {
     return field_error("stop_regex", compiled.status().message());
   }
   SGL_RETURN_IF_ERROR(read(o, "no_stop_trim", s.no_stop_trim));
+  SGL_RETURN_IF_ERROR(structured_output_json::read_sampling_fields(o, s.grammar));
   if (const json* ids = find(o, "stop_token_ids")) {
     SGL_RETURN_IF_ERROR(to_ids(*ids, "stop_token_ids", s.stop_token_ids));
   }
@@ -321,18 +325,6 @@ Status read_stream(const json& o, bool& stream, bool& include_usage, bool& conti
   return Status::ok_status();
 }
 
-Status reject_non_text_format(const json& o) {
-  if (const json* format = find(o, "response_format")) {
-    if (!format->is_object()) return field_error("response_format", "must be an object");
-    std::string type = "text";
-    SGL_RETURN_IF_ERROR(read(*format, "type", type));
-    if (type != "text") {
-      return unimplemented("response_format '" + type + "' is not supported yet");
-    }
-  }
-  return Status::ok_status();
-}
-
 // A chat message for the template: content parts joined into one string (text parts only).
 Result<json> template_message(const json& m, size_t index) {
   const std::string where = "messages[" + std::to_string(index) + "]";
@@ -391,7 +383,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
   std::string suffix;
   SGL_RETURN_IF_ERROR(read(o, "suffix", suffix));
   if (!suffix.empty()) return unimplemented("suffix is not supported yet");
-  SGL_RETURN_IF_ERROR(reject_non_text_format(o));
+  SGL_RETURN_IF_ERROR(structured_output_json::read_response_format(o, r.sampling.grammar));
   if (static_cast<int64_t>(r.prompts.size()) * r.sampling.n > kMaxBatchPrompts) {
     return field_error("n",
                        "times the number of prompts exceeds " + std::to_string(kMaxBatchPrompts));
@@ -461,7 +453,7 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(reject_limited(o, kLimitedChat));
   SGL_RETURN_IF_ERROR(check_modalities(o));
-  SGL_RETURN_IF_ERROR(reject_non_text_format(o));
+  SGL_RETURN_IF_ERROR(structured_output_json::read_response_format(o, r.sampling.grammar));
   return r;
 }
 
@@ -482,6 +474,7 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   // SGLang's /generate takes custom_logit_processor beside sampling_params: the sampling list
   // applies at its top level too.
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedSampling));
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kGenerateSamplingOnly));
   SGL_RETURN_IF_ERROR(read_token_ids_logprob(o, r.prompts.size(), r.token_ids_logprob));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(read(o, "return_logprob", r.return_logprob));

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/grammar_kind.h"
+
 namespace sgl::server {
 
 // Most prompts / choices one request may ask for.
@@ -20,6 +22,13 @@ struct PromptInput {
   bool is_text = false;
   std::string text;
   std::vector<int32_t> ids;
+};
+
+// Structured output: the grammar every generated token must follow.
+struct GrammarInput {
+  grammar::GrammarKind kind = grammar::GrammarKind::kJsonObject;
+  std::string source;  // the schema's JSON text, the pattern or the EBNF; empty for json_object
+  std::string field;   // the request field it came from, named in errors
 };
 
 // Sampling and stopping fields shared by the generation endpoints (SGLang's semantics).
@@ -43,6 +52,9 @@ struct SamplingInput {
   double repetition_penalty = 1.0;
   int64_t min_tokens = 0;                              // min_tokens / min_new_tokens
   std::vector<std::pair<int64_t, double>> logit_bias;  // (token id, bias); zero biases dropped
+  // json_schema / regex / ebnf (SGLang), response_format (OpenAI), guided_* (vLLM); compiled
+  // for the model when the request is built.
+  std::optional<GrammarInput> grammar;
 };
 
 // POST /v1/completions

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "server/grammar_backend.h"
 #include "server/metrics.h"
 #include "server/openai_types.h"
 #include "server/request_registry.h"
@@ -55,7 +56,8 @@ struct ServerContext {
         info(std::move(info_in)),
         api_key(std::move(api_key_in)),
         metrics(info.served_model_name),
-        pool(pool_in) {}
+        pool(pool_in),
+        grammar(tokenizer_in, engine_in.options().vocab_size, engine_in.options().eos_token_ids) {}
 
   engine::Engine& engine;                        // outlives the context
   const tokenizer::Tokenizer& tokenizer;         // outlives the context
@@ -66,7 +68,8 @@ struct ServerContext {
   SamplingInput sampling_defaults;
   Metrics metrics;
   RequestRegistry registry;
-  WorkPool& pool;  // chat templates and tokenization run here, not on the I/O threads
+  WorkPool& pool;          // chat templates and tokenization run here, not on the I/O threads
+  GrammarBackend grammar;  // structured output: requests' grammars compiled for the model
 };
 
 }  // namespace sgl::server

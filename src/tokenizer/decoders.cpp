@@ -161,7 +161,62 @@ struct StepApplier {
   }
 };
 
+// One token's bytes mid-sequence (Decoder::token_bytes): each step as StepApplier applies it to
+// a token that is neither first nor last, without UTF-8 repair.
+struct TokenBytesApplier {
+  std::string& token;
+  bool& fused;  // a Fuse ran: later steps see the whole text, so positional ones do not apply
+
+  void operator()(const decoder::ByteLevel&) const {
+    const ByteLevelAlphabet& alphabet = ByteLevelAlphabet::get();
+    std::string bytes;
+    size_t pos = 0;
+    while (pos < token.size()) {
+      const int b = alphabet.decode_char(unicode::decode_utf8(token, pos));
+      if (b < 0) return;  // outside the byte alphabet (an added token): its UTF-8 as it is
+      bytes.push_back(static_cast<char>(b));
+    }
+    token = std::move(bytes);
+  }
+  void operator()(const decoder::ByteFallback&) const {
+    if (const int b = byte_token_value(token); b >= 0) token.assign(1, static_cast<char>(b));
+  }
+  void operator()(const decoder::Fuse&) const { fused = true; }
+  void operator()(const decoder::ReplaceString& step) const {
+    if (!step.pattern.empty()) token = replace_all(token, step.pattern, step.content);
+  }
+  void operator()(const decoder::ReplaceRegex& step) const {
+    token = replace_all(token, step.regex, step.content);
+  }
+  void operator()(const decoder::Strip& step) const {
+    if (fused) return;  // strips the ends of the whole text, not of a token inside it
+    Tokens one{token};
+    StepApplier{one}(step);
+    token = std::move(one[0]);
+  }
+  void operator()(const decoder::Metaspace& step) const {
+    token = replace_all(token, step.replacement, " ");
+  }
+  void operator()(const decoder::WordPiece& step) const {
+    if (!step.prefix.empty() && token.rfind(step.prefix, 0) == 0) {
+      token.erase(0, step.prefix.size());
+    } else {
+      token.insert(token.begin(), ' ');
+    }
+  }
+  void operator()(const decoder::BpeSuffix& step) const {
+    if (!step.suffix.empty()) token = replace_all(token, step.suffix, " ");
+  }
+};
+
 }  // namespace
+
+std::string Decoder::token_bytes(std::string_view token) const {
+  std::string bytes(token);
+  bool fused = false;
+  for (const DecoderStep& step : steps_) std::visit(TokenBytesApplier{bytes, fused}, step);
+  return bytes;
+}
 
 std::string Decoder::decode(std::vector<std::string> tokens) const {
   std::string out;

@@ -57,6 +57,11 @@ class Decoder {
   void set_present() { present_ = true; }
 
   std::string decode(std::vector<std::string> tokens) const;
+  // The bytes `token` adds to a decoded text when it sits in the middle of it: the per-token
+  // steps applied without UTF-8 repair (a token may hold part of a character), the steps that
+  // depend on the token's place in the sequence (Strip after Fuse, Metaspace's first-token rule)
+  // left out. Constrained decoding matches grammars against these bytes.
+  std::string token_bytes(std::string_view token) const;
 
  private:
   std::vector<DecoderStep> steps_;

@@ -249,6 +249,12 @@ std::optional<std::string> HfTokenizer::id_to_token(int32_t id) const {
   return *token;
 }
 
+std::optional<std::string> HfTokenizer::token_bytes(int32_t id) const {
+  const std::string* token = token_string(id);
+  if (token == nullptr) return std::nullopt;
+  return spec_.decoder.token_bytes(*token);
+}
+
 std::optional<int32_t> HfTokenizer::token_to_id(std::string_view token) const {
   auto it = added_by_content_.find(token);
   if (it != added_by_content_.end()) return it->second;

@@ -33,6 +33,7 @@ class HfTokenizer final : public Tokenizer {
   int64_t vocab_size() const override { return vocab_size_; }
   std::optional<std::string> id_to_token(int32_t id) const override;
   std::optional<int32_t> token_to_id(std::string_view token) const override;
+  std::optional<std::string> token_bytes(int32_t id) const override;
   bool is_special(int32_t id) const override;
 
   std::optional<int32_t> bos_token_id() const override { return bos_token_id_; }

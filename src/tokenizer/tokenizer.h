@@ -47,6 +47,10 @@ class Tokenizer {
   // The token's string as stored in the vocab ("▁the", "<0x0A>"); nullopt when out of range.
   virtual std::optional<std::string> id_to_token(int32_t id) const = 0;
   virtual std::optional<int32_t> token_to_id(std::string_view token) const = 0;
+  // The bytes the token adds to a decoded text mid-sequence ("▁the" -> " the", "<0x0A>" ->
+  // "\n", a byte-level token's raw bytes, possibly part of a UTF-8 character); nullopt when out
+  // of range. What grammars match tokens against (constrained decoding).
+  virtual std::optional<std::string> token_bytes(int32_t id) const = 0;
   virtual bool is_special(int32_t id) const = 0;
 
   virtual std::optional<int32_t> bos_token_id() const = 0;

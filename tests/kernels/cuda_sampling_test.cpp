@@ -22,6 +22,7 @@
 #include "kernels/sampling.h"
 #include "kernels/token_ids_logprobs.h"
 #include "sampling/sampler.h"
+#include "sampling/vocab_mask.h"
 
 namespace sgl::kernels {
 namespace {
@@ -333,6 +334,55 @@ TEST_F(CudaSampling, StridedRowsAndTinyShapes) {
       const Outputs got = run(dev.tensor().slice_last(0, vocab), rows, 0);
       const sampling::SampleOutput want = cpu_reference(logits.data(), vocab, rows);
       EXPECT_EQ(got.ids, want.next_token_ids) << "V " << vocab << " bs " << bs;
+    }
+  }
+}
+
+// Grammar masks: the device kernel writes exactly what the host reference does, on masked rows
+// chosen at random (others untouched), words that allow all, none or some tokens, vocabularies
+// that end inside a word, and rows further apart than the vocabulary.
+TEST_F(CudaSampling, TokenBitmaskEqualsTheHostMask) {
+  std::mt19937_64 rng(31);
+  for (int64_t vocab : {1, 31, 33, 4097, 128256}) {
+    for (int64_t bs : {1, 7, 64}) {
+      const int64_t words = (vocab + 31) / 32, stride = vocab + 3;
+      std::vector<float> logits(bs * vocab);
+      for (int64_t b = 0; b < bs; ++b)
+        fill_row(logits.data() + b * vocab, vocab, Shape::kPeaked, rng());
+      sampling::VocabMask mask;
+      mask.words = static_cast<int32_t>(words);
+      for (int64_t b = 0; b < bs; ++b) {
+        if (rng() % 3 == 0) continue;  // unconstrained row
+        mask.rows.push_back(static_cast<int32_t>(b));
+        for (int64_t w = 0; w < words; ++w) {
+          const uint64_t kind = rng() % 4;
+          mask.bits.push_back(kind == 0 ? 0u : kind == 1 ? ~0u : static_cast<uint32_t>(rng()));
+        }
+      }
+      std::vector<float> padded(bs * stride, 7.f);
+      for (int64_t b = 0; b < bs; ++b) {
+        std::copy_n(logits.data() + b * vocab, vocab, padded.data() + b * stride);
+      }
+      const Buffer dev = upload(padded, bs, stride);
+      const auto n = static_cast<int64_t>(mask.rows.size());
+      Buffer rows(gpu_, DType::kI32, {n}), bits(gpu_, DType::kI32, {n, words});
+      if (n > 0) {
+        copy(Tensor(mask.rows.data(), DType::kI32, {n}), rows, stream_.get());
+        copy(Tensor(mask.bits.data(), DType::kI32, {n, words}), bits, stream_.get());
+      }
+      apply_token_bitmask(dev.tensor().slice_last(0, vocab), rows, bits, stream_.get());
+      std::vector<float> got(bs * stride);
+      copy(dev, Tensor(got.data(), DType::kF32, {bs, stride}), stream_.get());
+
+      sampling::apply_vocab_mask(Tensor(logits.data(), DType::kF32, {bs, vocab}), mask);
+      for (int64_t b = 0; b < bs; ++b) {
+        for (int64_t t = 0; t < vocab; ++t) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[b * stride + t]),
+                    std::bit_cast<uint32_t>(logits[b * vocab + t]))
+              << "V " << vocab << " bs " << bs << " row " << b << " token " << t;
+        }
+        for (int64_t t = vocab; t < stride; ++t) ASSERT_EQ(got[b * stride + t], 7.f) << "padding";
+      }
     }
   }
 }

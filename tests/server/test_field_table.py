@@ -55,6 +55,7 @@ def no_effect(value, why):
 
 E2E, FIELDS, BAD = "test_openai_e2e.py", "test_request_fields.py", "test_bad_input.py"
 EMB = "test_embeddings.py"
+SO = "test_structured_output.py"
 
 CHAT = {
     "model": shown("test_endpoints_compat.py::test_any_model_name_is_served_and_echoed"),
@@ -75,7 +76,7 @@ CHAT = {
     "presence_penalty": shown(f"{FIELDS}::test_frequency_and_presence_penalties_match_a_reference_loop"),
     "prompt_cache_key": no_effect("k", "the radix cache reuses prefixes by itself"),
     "reasoning_effort": refused("low"),
-    "response_format": refused({"type": "json_object"}),
+    "response_format": shown(f"{SO}::test_chat_response_format_json_schema_n4"),
     "safety_identifier": no_effect("s", "describes the caller"),
     "seed": shown(f"{E2E}::test_n_parallel_samples"),
     "service_tier": refused("flex"),
@@ -125,9 +126,9 @@ SAMPLING = {
     "repetition_penalty": shown(f"{FIELDS}::test_repetition_penalty_matches_the_golden_last_logits"),
     "min_new_tokens": shown(f"{FIELDS}::test_min_tokens_delays_stop_token_ids_and_eos"),
     "n": shown(f"{E2E}::test_generate_native"),
-    "json_schema": refused('{"type": "object"}'),
-    "regex": refused("a+"),
-    "ebnf": refused('root ::= "a"'),
+    "json_schema": shown(f"{SO}::test_generate_sampling_params"),
+    "regex": shown(f"{SO}::test_generate_sampling_params"),
+    "ebnf": shown(f"{SO}::test_generate_sampling_params"),
     "structural_tag": refused({"type": "structural_tag"}),
     "ignore_eos": ("effect", {"ignore_eos": True, "logit_bias": {"2": 100}}),
     "skip_special_tokens": ("effect", {"skip_special_tokens": False, "logit_bias": {"2": 100},
@@ -273,7 +274,9 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "repetition_penalty": 1.1, "min_new_tokens": 1, "no_stop_trim": True, "rid": "r-1",
               "return_logprob": True, "logprob_start_len": 0, "top_logprobs_num": 2,
               "return_text_in_logprobs": True, "token_ids_logprob": [2, 5],
-              "encoding_format": "base64"}
+              "encoding_format": "base64",
+              "response_format": {"type": "json_object"}, "json_schema": '{"type": "object"}',
+              "regex": "[a-z]{1,3}", "ebnf": 'root ::= "a" | "b"'}
     if route == "completions" and field == "logprobs":
         values["logprobs"] = 2
     path, b = body(route, field, values[field])

@@ -51,6 +51,8 @@ SERVES = [
       "Decode batch. #running-req: 1"]),
     ("--model-path {model} --load-format dummy", []),
     ("--model-path {model} --kv-cache-dtype auto --page-size 1 --grammar-backend none", []),
+    ("--model-path {model} --grammar-backend xgrammar",
+     ["--grammar-backend has no effect", "own grammar engine"]),
     ("--model-path {model} --cuda-graph-max-bs 32 --disable-cuda-graph", []),
     ("--model-path {model} --tokenizer-path {model} --dtype float32", []),
 ]
@@ -71,8 +73,6 @@ REFUSES = [
      "--speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16",
      ["speculative decoding"]),
     # Structured output, tool and reasoning parser pages.
-    ("--model-path {model} --grammar-backend xgrammar", ["--grammar-backend xgrammar",
-                                                         "structured output"]),
     ("--model-path {model} --tool-call-parser llama3", ["--tool-call-parser llama3"]),
     ("--model-path {model} --reasoning-parser deepseek-r1", ["--reasoning-parser deepseek-r1"]),
     # LoRA, multimodal (--is-embedding serves: test_embeddings.py).

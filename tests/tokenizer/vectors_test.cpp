@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
 
 namespace sgl::tokenizer {
 namespace {
@@ -86,6 +87,38 @@ TEST_P(VectorsTest, EncodeMatchesAndRoundTrips) {
     EXPECT_EQ(ids, c.ids) << "text: '" << c.text << "'";
     EXPECT_EQ((*tok)->decode(ids, keep_special), c.text);
   }
+}
+
+// Constrained decoding matches grammars against token bytes: a text's tokens' bytes, joined,
+// must be the text (for sentencepiece vocabularies with the space its normalizer prepends and
+// its decoder strips again), byte-fallback and partial-UTF-8 byte-level tokens included.
+TEST_P(VectorsTest, TokenBytesJoinToTheText) {
+  const VectorSet& set = GetParam();
+  auto tok = Tokenizer::from_dir(kTestdata / "tokenizers" / set.directory);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const auto vectors = kTestdata / "tokenizers" / "vectors";
+  const std::vector<VectorCase> cases =
+      load_vectors(vectors / (std::string(set.vocab) + ".inp"), expected_ids_path(set, **tok));
+  const bool sentencepiece = std::string(set.vocab) == "llama-spm";
+  EncodeOptions no_special;
+  no_special.add_special_tokens = false;
+  int partial_utf8_tokens = 0;
+  for (const VectorCase& c : cases) {
+    std::string joined;
+    for (int32_t id : (*tok)->encode(c.text, no_special)) {
+      const std::optional<std::string> bytes = (*tok)->token_bytes(id);
+      ASSERT_TRUE(bytes.has_value()) << id;
+      if (!unicode::is_valid_utf8(*bytes)) ++partial_utf8_tokens;
+      joined += *bytes;
+    }
+    const std::string expected = sentencepiece && !c.text.empty() ? " " + c.text : c.text;
+    EXPECT_EQ(joined, expected) << "text: '" << c.text << "'";
+  }
+  // The sets hold emoji and CJK: some tokens carry part of a character (byte-level pieces or
+  // <0xXX> byte-fallback tokens), whose bytes a lossy decode would have replaced.
+  EXPECT_GT(partial_utf8_tokens, 0);
+  EXPECT_EQ((*tok)->token_bytes(-1), std::nullopt);
+  EXPECT_EQ((*tok)->token_bytes(static_cast<int32_t>((*tok)->vocab_size())), std::nullopt);
 }
 
 INSTANTIATE_TEST_SUITE_P(Hf, VectorsTest,

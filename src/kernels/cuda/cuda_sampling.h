@@ -16,4 +16,8 @@ void sample_tokens(const Tensor& logits, const SamplingRows& rows, const Sampled
 void top_logprobs(const Tensor& logits, const Tensor& num, const Tensor& out_ids,
                   const Tensor& out_logprobs, backend::Stream stream);
 
+// Grammar masks: -inf at the disallowed tokens of the masked rows (token_bitmask.cu).
+void apply_token_bitmask(const Tensor& logits, const Tensor& rows, const Tensor& bitmask,
+                         backend::Stream stream);
+
 }  // namespace sgl::kernels::cuda

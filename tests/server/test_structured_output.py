@@ -1,0 +1,160 @@
+# Structured output end to end on stories260K, sampling at temperature 1 so the grammar alone
+# must make the output valid: OpenAI's response_format (json_schema, json_object) through the
+# official openai client, streaming and n > 1; SGLang's json_schema / regex / ebnf in the
+# sampling parameters of /generate and /v1/completions; vLLM's guided_* aliases; logprobs of the
+# masked distribution; and bad grammars answered with a 400 naming the field, the server up.
+import json
+import math
+import re
+
+import pytest
+
+from conftest import require
+
+openai = pytest.importorskip("openai")
+try:
+    import jsonschema
+except ImportError:
+    jsonschema = None
+
+PROMPT = "Once upon a time"
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 12},
+        "age": {"type": "integer", "minimum": 0, "maximum": 130},
+        "pets": {"type": "array", "items": {"enum": ["cat", "dog", "fish"]}, "maxItems": 3},
+        "born": {"type": "string", "format": "date"},
+    },
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+
+
+def validate(value, schema):
+    require(jsonschema is not None, "the jsonschema package is not installed")
+    jsonschema.validate(value, schema, format_checker=jsonschema.FormatChecker())
+
+
+def test_chat_response_format_json_schema_n4(client):
+    reply = client.chat.completions.create(
+        model="stories260K", messages=[{"role": "user", "content": "Who are you?"}],
+        temperature=1.0, seed=11, n=4, max_tokens=200,
+        response_format={"type": "json_schema",
+                         "json_schema": {"name": "person", "schema": PERSON, "strict": True}})
+    assert len(reply.choices) == 4
+    texts = set()
+    for choice in reply.choices:
+        assert choice.finish_reason == "stop", choice
+        validate(json.loads(choice.message.content), PERSON)
+        texts.add(choice.message.content)
+    assert len(texts) > 1  # four samples, not one answer four times
+
+
+def test_streaming_equals_non_streaming(client):
+    kwargs = dict(model="stories260K", messages=[{"role": "user", "content": "Hi"}],
+                  temperature=1.0, seed=5, max_tokens=200,
+                  response_format={"type": "json_schema",
+                                   "json_schema": {"name": "p", "schema": PERSON}})
+    whole = client.chat.completions.create(**kwargs).choices[0].message.content
+    streamed = "".join(chunk.choices[0].delta.content or ""
+                       for chunk in client.chat.completions.create(stream=True, **kwargs)
+                       if chunk.choices)
+    assert streamed == whole
+    validate(json.loads(whole), PERSON)
+
+
+def test_json_object(client):
+    for seed in range(3):
+        reply = client.completions.create(model="stories260K", prompt=PROMPT, temperature=1.0,
+                                          seed=seed, max_tokens=120,
+                                          extra_body={"response_format": {"type": "json_object"}})
+        choice = reply.choices[0]
+        if choice.finish_reason == "stop":
+            assert isinstance(json.loads(choice.text), dict), choice.text
+        else:  # a free object may run long: what came is still an object's beginning
+            assert choice.text.lstrip().startswith("{"), choice.text
+
+
+@pytest.mark.parametrize("field,source,check", [
+    ("regex", r"(yes|no), [0-9]{1,3} (apples|pears)\.",
+     lambda t: re.fullmatch(r"(yes|no), [0-9]{1,3} (apples|pears)\.", t)),
+    ("ebnf", 'root ::= "[" item ("," item){0,2} "]"\nitem ::= [a-c]{1,4}',
+     lambda t: re.fullmatch(r"\[[a-c]{1,4}(,[a-c]{1,4}){0,2}\]", t)),
+    ("json_schema", json.dumps(PERSON), lambda t: validate(json.loads(t), PERSON) is None),
+])
+def test_generate_sampling_params(server, field, source, check):
+    for seed in range(4):
+        body = {"text": PROMPT, "sampling_params": {
+            "temperature": 1.0, "max_new_tokens": 200, "sampling_seed": seed, field: source}}
+        reply = server.post("/generate", body)
+        assert reply.status_code == 200, reply.text
+        out = reply.json()
+        assert out["meta_info"]["finish_reason"]["type"] == "stop", out
+        assert check(out["text"]), out["text"]
+
+
+def test_guided_choice_and_regex_aliases(client):
+    choices = ["red wine", "green tea", "blue (sky)"]
+    for seed in range(4):
+        reply = client.completions.create(model="stories260K", prompt=PROMPT, temperature=1.0,
+                                          seed=seed, max_tokens=20,
+                                          extra_body={"guided_choice": choices})
+        assert reply.choices[0].text in choices
+    reply = client.completions.create(model="stories260K", prompt=PROMPT, temperature=1.0,
+                                      max_tokens=20, extra_body={"guided_regex": "[A-Z]{3}"})
+    assert re.fullmatch("[A-Z]{3}", reply.choices[0].text)
+
+
+def test_logprobs_are_of_the_masked_distribution(client):
+    """SGLang masks the logits before it computes logprobs: the reported distribution is the one
+    the token was drawn from."""
+    reply = client.completions.create(model="stories260K", prompt=PROMPT, temperature=1.0,
+                                      seed=3, max_tokens=12, logprobs=5,
+                                      extra_body={"regex": "[0-9]{4}"})
+    choice = reply.choices[0]
+    assert re.fullmatch("[0-9]{4}", choice.text)
+    lp = choice.logprobs
+    assert len(lp.top_logprobs) >= 4
+    for position, top in enumerate(lp.top_logprobs[:4]):
+        # Under the mask only digits have any probability: the top tokens of the reported
+        # distribution are digits, or impossible (-inf, listed when fewer tokens are allowed).
+        assert top, position
+        for token, logprob in top.items():
+            assert token.isdigit() or math.isinf(logprob), (position, token, top)
+
+
+@pytest.mark.parametrize("extra,needle", [
+    ({"response_format": {"type": "json_schema",
+                          "json_schema": {"name": "x", "schema": {"type": "strnig"}}}},
+     "response_format"),
+    ({"regex": "(unclosed"}, "'regex'"),
+    ({"ebnf": "root ::= root \"a\""}, "'ebnf'"),
+    ({"ebnf": "root ::= undefined_rule"}, "'ebnf'"),
+    ({"json_schema": '{"type": "object", "patternProperties": {"a": {}}}'}, "patternProperties"),
+    ({"regex": "a", "json_schema": "{}"}, "only one of"),
+    ({"response_format": {"type": "json_object"}, "regex": "a"}, "only one of"),
+    ({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}, "schema"),
+    ({"response_format": {"type": "xml"}}, "response_format.type"),
+])
+def test_bad_grammars_are_400(server, extra, needle):
+    body = {"model": "stories260K", "prompt": PROMPT, "max_tokens": 5, **extra}
+    reply = server.post("/v1/completions", body)
+    assert reply.status_code == 400, reply.text
+    assert needle in reply.json()["error"]["message"], reply.text
+    assert server.get("/health").status_code == 200
+
+
+def test_generate_top_level_grammar_field_is_refused(server):
+    reply = server.post("/generate", {"text": PROMPT, "regex": "[0-9]+"})
+    assert reply.status_code == 400 and "sampling_params" in reply.text, reply.text
+
+
+def test_no_leak_after_constrained_requests(server):
+    server.wait_idle_no_leak()
