@@ -142,6 +142,23 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "1280"},
       {.name = "--disable-overlap-schedule",
        .help = "Schedule the next batch only after the last one finished."},
+      {.name = "--speculative-algorithm",
+       .value = "NGRAM",
+       .help = "Speculative decoding: NGRAM verifies drafts looked up in each request's own "
+               "prompt and output (same tokens, fewer steps; runs without the overlap loop). "
+               "EAGLE / EAGLE3 are not implemented yet."},
+      {.name = "--speculative-num-draft-tokens",
+       .value = "N",
+       .help = "Tokens verified per request and step, the last sampled one included.",
+       .default_value = "8"},
+      {.name = "--speculative-ngram-min-match-window-size",
+       .value = "N",
+       .help = "Shortest suffix the NGRAM lookup matches.",
+       .default_value = "1"},
+      {.name = "--speculative-ngram-max-match-window-size",
+       .value = "N",
+       .help = "Longest suffix the NGRAM lookup matches (tried first).",
+       .default_value = "12"},
       {.name = "--decode-log-interval",
        .value = "N",
        .help = "Decode steps between the info-level \"Decode batch.\" status lines (each prefill "
@@ -237,6 +254,25 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   SGL_ASSIGN_OR_RETURN(o.mixed_chunk_size, args.get_int("--mixed-chunk-size", 1280));
   if (o.mixed_chunk_size < 1) return invalid_argument("--mixed-chunk-size must be positive");
   s.engine.disable_overlap_schedule = args.has("--disable-overlap-schedule");
+  speculative::SpeculativeOptions& spec = o.speculative;
+  if (const auto algorithm = args.get("--speculative-algorithm")) {
+    SGL_ASSIGN_OR_RETURN(spec.algorithm, speculative::parse_speculative_algorithm(*algorithm));
+  }
+  SGL_ASSIGN_OR_RETURN(const int64_t draft_tokens,
+                       args.get_int("--speculative-num-draft-tokens", spec.num_draft_tokens));
+  SGL_ASSIGN_OR_RETURN(
+      const int64_t min_window,
+      args.get_int("--speculative-ngram-min-match-window-size", spec.ngram_min_match_window));
+  SGL_ASSIGN_OR_RETURN(
+      const int64_t max_window,
+      args.get_int("--speculative-ngram-max-match-window-size", spec.ngram_max_match_window));
+  spec.num_draft_tokens = static_cast<int32_t>(std::clamp<int64_t>(draft_tokens, -1, 1 << 20));
+  spec.ngram_min_match_window = static_cast<int32_t>(std::clamp<int64_t>(min_window, -1, 1 << 20));
+  spec.ngram_max_match_window = static_cast<int32_t>(std::clamp<int64_t>(max_window, -1, 1 << 20));
+  SGL_RETURN_IF_ERROR(spec.validate());
+  // A verify step needs its request's last token on the host: speculative batches run without
+  // the overlap loop (SGLang's speculative workers did too).
+  if (spec.enabled()) s.engine.disable_overlap_schedule = true;
   SGL_ASSIGN_OR_RETURN(s.engine.decode_log_interval, args.get_int("--decode-log-interval", 40));
   if (s.engine.decode_log_interval < 0) {
     return invalid_argument("--decode-log-interval must be >= 0");

@@ -11,6 +11,7 @@
 #include "app/sglang_flags.h"
 #include "core/logging.h"
 #include "engine/model_engine.h"
+#include "function_call/output_parser.h"
 #include "model/model_source.h"
 #include "server/serve.h"
 #include "tokenizer/tokenizer.h"
@@ -54,6 +55,15 @@ std::span<const FlagSpec> server_flag_table() {
       {.name = "--chat-template",
        .value = "FILE",
        .help = "A Jinja chat template replacing the tokenizer's."},
+      {.name = "--tool-call-parser",
+       .value = "NAME",
+       .help = "Parse tool calls out of chat replies when a request offers tools (SGLang's "
+               "names): qwen25 / qwen, llama3, mistral, pythonic, deepseekv3, deepseekv31, "
+               "gpt-oss."},
+      {.name = "--reasoning-parser",
+       .value = "NAME",
+       .help = "Separate the reasoning into reasoning_content (SGLang's names): qwen3, "
+               "qwen3-thinking, deepseek-r1, gpt-oss."},
       {.name = "--allowed-origins",
        .value = "ORIGINS",
        .help = "Browser origins allowed to call the API (CORS): comma-separated "
@@ -131,6 +141,14 @@ Result<Options> parse_options(int argc, char** argv) {
   }
   o.model_sampling_defaults = sampling_defaults == "model";
   o.chat_template_path = args.get("--chat-template").value_or("");
+  o.tool_call_parser = args.get("--tool-call-parser").value_or("");
+  o.reasoning_parser = args.get("--reasoning-parser").value_or("");
+  if (!o.tool_call_parser.empty()) {
+    SGL_RETURN_IF_ERROR(function_call::check_tool_call_parser(o.tool_call_parser));
+  }
+  if (!o.reasoning_parser.empty()) {
+    SGL_RETURN_IF_ERROR(function_call::check_reasoning_parser(o.reasoning_parser));
+  }
   SGL_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--http-threads", 4));
   SGL_ASSIGN_OR_RETURN(double read_timeout, args.get_double("--http-read-timeout", 30));
   SGL_ASSIGN_OR_RETURN(double drain_timeout, args.get_double("--drain-timeout", 10));

@@ -10,9 +10,12 @@ using enum FlagSupport;
 
 constexpr std::string_view kOneGpu =
     "sgl.cpp runs one GPU per server until tensor, expert and data parallelism land";
-constexpr std::string_view kNoSpeculative = "speculative decoding is not implemented yet";
-constexpr std::string_view kNoGrammar =
-    "structured output and tool / reasoning parsers are not implemented yet";
+constexpr std::string_view kNoSpeculative =
+    "draft-model speculative decoding (EAGLE) is not implemented yet; NGRAM is";
+constexpr std::string_view kOneChain =
+    "NGRAM drafts one chain per request (the longest matching suffix's continuation), no tree";
+constexpr std::string_view kOwnTokens =
+    "NGRAM looks drafts up in each request's own tokens; there is no cross-request cache";
 constexpr std::string_view kNoLora = "LoRA adapters are not implemented";
 
 }  // namespace
@@ -230,11 +233,6 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
        .support = kNoEffect,
        .note = "tokenization runs on the server's work pool threads"},
       // Speculative decoding, grammars, parsers, LoRA.
-      {.name = "--speculative-algorithm",
-       .value = "NAME",
-       .help = "EAGLE, EAGLE3, NGRAM, ...",
-       .support = kRefused,
-       .note = kNoSpeculative},
       {.name = "--speculative-draft-model-path",
        .value = "DIR",
        .help = "Draft model.",
@@ -250,26 +248,36 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
        .help = "Draft branching.",
        .support = kRefused,
        .note = kNoSpeculative},
-      {.name = "--speculative-num-draft-tokens",
+      {.name = "--speculative-ngram-min-bfs-breadth",
        .value = "N",
-       .help = "Draft tokens per step.",
-       .support = kRefused,
-       .note = kNoSpeculative},
+       .help = "NGRAM draft tree breadth.",
+       .support = kNoEffect,
+       .note = kOneChain},
+      {.name = "--speculative-ngram-max-bfs-breadth",
+       .value = "N",
+       .help = "NGRAM draft tree breadth.",
+       .support = kNoEffect,
+       .note = kOneChain},
+      {.name = "--speculative-ngram-match-type",
+       .value = "BFS|PROB",
+       .help = "NGRAM draft tree shape.",
+       .support = kNoEffect,
+       .note = kOneChain},
+      {.name = "--speculative-ngram-branch-length",
+       .value = "N",
+       .help = "NGRAM cache branch length.",
+       .support = kNoEffect,
+       .note = kOwnTokens},
+      {.name = "--speculative-ngram-capacity",
+       .value = "N",
+       .help = "NGRAM cache capacity.",
+       .support = kNoEffect,
+       .note = kOwnTokens},
       {.name = "--grammar-backend",
        .value = "NAME",
        .help = "xgrammar, outlines, llguidance or none.",
        .support = kNoEffect,
        .note = "structured output always runs on sgl.cpp's own grammar engine (src/grammar)"},
-      {.name = "--tool-call-parser",
-       .value = "NAME",
-       .help = "Tool-call format.",
-       .support = kRefused,
-       .note = kNoGrammar},
-      {.name = "--reasoning-parser",
-       .value = "NAME",
-       .help = "Reasoning format.",
-       .support = kRefused,
-       .note = kNoGrammar},
       {.name = "--enable-lora", .help = "LoRA adapters.", .support = kRefused, .note = kNoLora},
       {.name = "--lora-paths",
        .value = "PATH...",

@@ -1,6 +1,7 @@
 // The engine loop: inbox -> schedule -> launch -> process results -> stream updates.
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
@@ -15,7 +16,7 @@ namespace {
 std::string describe_batch(const scheduler::ScheduleBatch& batch) {
   int64_t prefill = 0, prefill_tokens = 0, decode = 0;
   for (const scheduler::BatchEntry& e : batch.entries) {
-    const bool is_decode = e.input_ids.empty();
+    const bool is_decode = e.decodes();
     decode += is_decode ? 1 : 0;
     prefill += is_decode ? 0 : 1;
     prefill_tokens += is_decode ? 0 : e.extend_len;
@@ -30,7 +31,7 @@ std::string prefill_status(const scheduler::ScheduleBatch& batch,
                            const scheduler::SchedulerStats& s) {
   int64_t seqs = 0, tokens = 0;
   for (const scheduler::BatchEntry& e : batch.entries) {
-    if (e.input_ids.empty()) continue;  // a decode riding along
+    if (e.decodes()) continue;  // a decode riding along
     ++seqs;
     tokens += e.extend_len;
   }
@@ -47,8 +48,14 @@ std::string decode_status(const EngineStats& stats) {
   char numbers[64];
   std::snprintf(numbers, sizeof numbers, "token usage: %.2f, gen throughput (token/s): %.2f",
                 s.kv_usage(), stats.generation_throughput);
+  std::string accept;
+  if (s.spec_verify_steps > 0) {
+    char text[32];
+    std::snprintf(text, sizeof text, ", accept len: %.2f", s.spec_accept_length());
+    accept = text;
+  }
   return "Decode batch. #running-req: " + std::to_string(s.num_running) +
-         ", #token: " + std::to_string(s.kv_used - s.kv_cached) + ", " + numbers +
+         ", #token: " + std::to_string(s.kv_used - s.kv_cached) + ", " + numbers + accept +
          ", #queue-req: " + std::to_string(s.num_waiting);
 }
 
@@ -301,7 +308,9 @@ void Engine::loop(runner::BatchRunner& runner) {
     }
     bool is_decode = false;
     if (next.batch) {
-      is_decode = next.batch->mode == ForwardMode::kDecode;
+      // Speculative verify batches are extends that only decode.
+      is_decode = std::all_of(next.batch->entries.begin(), next.batch->entries.end(),
+                              [](const scheduler::BatchEntry& e) { return e.decodes(); });
       SGL_LOG_DEBUG << describe_batch(*next.batch);
       if (!is_decode && log_enabled(LogLevel::kInfo)) {
         SGL_LOG_INFO << prefill_status(*next.batch, scheduler_->stats());

@@ -37,6 +37,7 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
                           r.sampling,          r.top_logprobs_num, r.return_logprob};
     x.prompt_len = e.req->prompt_len();
     x.samples = e.samples;
+    x.sample_rows = e.sample_rows();
     const sampling::SamplingParams& p = r.sampling;
     // NOTE: in the overlap loop output_ids may lag the scheduled steps; the mask then stays on
     // a step longer than needed, which the processor resolves from the true count.

@@ -34,6 +34,9 @@ struct ExecRequest {
   bool return_logprob = false;
   // False for a prefill chunk before the prompt's last: the id it samples is dropped.
   bool samples = true;
+  // Positions sampled, the pass's last ones: 1, or a speculative verify's 1 + drafts (each row
+  // sampled with the step of its own position, so it draws what plain decoding would).
+  int32_t sample_rows = 1;
   // Apply sampling/logit_processor.h to this request's row: a penalty or logit_bias, or
   // min_new_tokens not reached yet. False costs nothing.
   bool process_logits = false;
@@ -76,7 +79,8 @@ struct ExecBatch {
 
 struct ExecResult {
   int64_t batch_id = 0;
-  sampling::SampleOutput output;  // one row per request; empty for a pooling batch
+  // ExecRequest::sample_rows rows per request, in order; empty for a pooling batch.
+  sampling::SampleOutput output;
   // A pooling batch's: f32 [bs, hidden], row i request i's (model::ModelOutput::embeddings).
   std::vector<float> embeddings;
   // [bs] when some request wanted prompt logprobs (the others' entries empty), else empty.

@@ -19,25 +19,34 @@ ModelBatchRunner::ModelBatchRunner(ModelRunner& model_runner,
 
 void ModelBatchRunner::launch(const ExecBatch& batch) {
   req_to_token_.apply(batch.req_to_token_writes);
+  // One sampling row per sampled position: a request's last sample_rows positions, each drawn
+  // with its own position's step.
   sampling::SamplingBatch sampling;
-  bool process = false, score_prompt = false, token_ids = false;
+  bool process = false, score_prompt = false, verify = false, token_ids = false;
   for (const ExecRequest& r : batch.requests) {
-    sampling.params.push_back(r.sampling);
-    sampling.steps.push_back(static_cast<uint64_t>(r.prefix_len + r.extend_len));
-    sampling.top_logprobs_num.push_back(r.top_logprobs_num);
+    for (int32_t k = r.sample_rows; k >= 1; --k) {
+      sampling.params.push_back(r.sampling);
+      sampling.steps.push_back(static_cast<uint64_t>(r.prefix_len + r.extend_len - k + 1));
+      sampling.top_logprobs_num.push_back(r.top_logprobs_num);
+    }
     sampling.return_logprob = sampling.return_logprob || r.return_logprob;
     process = process || r.process_logits;
     score_prompt = score_prompt || !r.logprob_targets.empty();
+    verify = verify || r.sample_rows > 1;
     token_ids = token_ids || !r.token_ids_logprob.empty();
   }
   if (token_ids) {  // per row, only when some request asks (the host and device samplers both)
     for (const ExecRequest& r : batch.requests) {
-      sampling.token_ids_logprob.push_back(r.token_ids_logprob);
+      for (int32_t k = r.sample_rows; k >= 1; --k) {
+        sampling.token_ids_logprob.push_back(r.token_ids_logprob);
+      }
     }
   }
   // A pooling batch samples nothing and runs to its end here, as host-sampled batches do.
+  // NOTE: speculative verify samples several rows per request on the host for now.
   const bool pooling = batch.pooling != PoolingType::kNone;
-  const bool on_host = pooling || process || score_prompt || !model_runner_.can_launch(sampling);
+  const bool on_host =
+      pooling || process || score_prompt || verify || !model_runner_.can_launch(sampling);
   Launched launched;
   launched.result.batch_id = batch.id;
   {
@@ -65,8 +74,11 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
       } else {
         input_ids_.insert(input_ids_.end(), row + r.prefix_len, row + r.prefix_len + r.extend_len);
       }
-      launched.rows.push_back(r.req_pool_idx);
-      launched.next_pos.push_back(r.samples && !pooling ? r.prefix_len + r.extend_len : -1);
+      for (int32_t k = r.sample_rows; k >= 1; --k) {
+        launched.rows.push_back(r.req_pool_idx);
+        launched.next_pos.push_back(r.samples && !pooling ? r.prefix_len + r.extend_len - k + 1
+                                                          : -1);
+      }
     }
   }
   SGL_CHECK_EQ(batch.out_cache_loc.size(), input_ids_.size());
@@ -80,10 +92,10 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
          std::span<const int32_t>(batch.out_cache_loc.data() + offset, r.extend_len)});
     offset += r.extend_len;
   }
-  // Prompt logprobs need a logits row for every token of the batch.
+  // Prompt logprobs and verify entries need logits rows past each request's last.
   // NOTE: the LM head then runs over the other requests' tokens too; only such batches pay.
   const LogitsMode logits_mode =
-      score_prompt ? LogitsMode::kAllTokens : LogitsMode::kLastPerRequest;
+      score_prompt || verify ? LogitsMode::kAllTokens : LogitsMode::kLastPerRequest;
   ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
   fb.pooling = batch.pooling;
   if (pooling) {
@@ -95,7 +107,7 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     return;
   }
   if (on_host) {
-    run_on_host(batch, fb, sampling, process, score_prompt, launched.result);
+    run_on_host(batch, fb, sampling, process, score_prompt || verify, launched.result);
     std::lock_guard lock(mutex_);
     record_sampled(launched, launched.result.output.next_token_ids);
     unfinished_.push_back(std::move(launched));
@@ -144,30 +156,43 @@ void ModelBatchRunner::record_sampled(const Launched& launched, const std::vecto
 
 void ModelBatchRunner::run_on_host(const ExecBatch& batch, const ForwardBatch& fb,
                                    const sampling::SamplingBatch& sampling, bool process,
-                                   bool score_prompt, ExecResult& result) {
+                                   bool all_rows, ExecResult& result) {
   // Host logits; processing edits them in place (they are scratch until the next forward).
   Tensor logits = model_runner_.forward_logits(fb);
-  if (score_prompt) {
-    result.prompt_logprobs = score_prompts(batch, fb, logits);
-    logits = gather_last_rows(fb, logits);
+  if (all_rows) {
+    bool score = false;
+    for (const ExecRequest& r : batch.requests) score = score || !r.logprob_targets.empty();
+    if (score) result.prompt_logprobs = score_prompts(batch, fb, logits);
+    logits = gather_sampled_rows(batch, fb, logits);
+  }
+  // Row of each request's first (usually only) sampled position.
+  std::vector<int64_t> first_row(batch.requests.size());
+  for (size_t i = 1; i < batch.requests.size(); ++i) {
+    first_row[i] = first_row[i - 1] + batch.requests[i - 1].sample_rows;
   }
   // NOTE: the sampler reports logprobs of the processed distribution (penalties, bias and
   // the min_new_tokens mask applied; temperature not), as SGLang does.
-  if (process) sampling::process_logits(logits, logit_processing(batch));
-  if (batch.vocab_mask.valid()) sampling::apply_vocab_mask(logits, batch.vocab_mask.get());
+  if (process) sampling::process_logits(logits, logit_processing(batch, first_row));
+  if (batch.vocab_mask.valid()) {
+    sampling::VocabMask mask = batch.vocab_mask.get();  // rows index requests: make them rows
+    for (int32_t& row : mask.rows) row = static_cast<int32_t>(first_row[row]);
+    sampling::apply_vocab_mask(logits, mask);
+  }
   result.output = model_runner_.sample(logits, sampling);
 }
 
-sampling::LogitProcessorBatch ModelBatchRunner::logit_processing(const ExecBatch& batch) {
+sampling::LogitProcessorBatch ModelBatchRunner::logit_processing(
+    const ExecBatch& batch, const std::vector<int64_t>& first_row) {
   sampling::LogitProcessorBatch out;
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     const ExecRequest& r = batch.requests[i];
     if (!r.process_logits) continue;
+    SGL_CHECK_EQ(r.sample_rows, 1) << "logit processing reads one row per request";
     // The row holds the prompt and every token generated so far: a batch processed on the host
     // launches once every batch before it is finished, so this is current in the overlap loop
     // too. (No lock: finish() has nothing to write then.)
     const std::span<const int32_t> tokens(token_row(r.req_pool_idx), r.prefix_len + r.extend_len);
-    out.add(static_cast<int64_t>(i), {&r.sampling, tokens, r.prompt_len, r.min_tokens_stop_ids});
+    out.add(first_row[i], {&r.sampling, tokens, r.prompt_len, r.min_tokens_stop_ids});
   }
   return out;
 }
@@ -192,15 +217,21 @@ std::vector<sampling::PromptLogprobs> ModelBatchRunner::score_prompts(const Exec
   return out;
 }
 
-Tensor ModelBatchRunner::gather_last_rows(const ForwardBatch& fb, const Tensor& logits) {
-  const int64_t bs = fb.batch_size, vocab = logits.size(1);
-  last_rows_.resize(static_cast<size_t>(bs * vocab));
+Tensor ModelBatchRunner::gather_sampled_rows(const ExecBatch& batch, const ForwardBatch& fb,
+                                             const Tensor& logits) {
+  const int64_t vocab = logits.size(1);
+  int64_t rows = 0;
+  for (const ExecRequest& r : batch.requests) rows += r.sample_rows;
+  sampled_rows_.resize(static_cast<size_t>(rows * vocab));
   const float* data = logits.data<float>();
-  for (int64_t b = 0; b < bs; ++b) {
-    const int64_t last = fb.qo_indptr_host[b + 1] - 1;
-    std::copy(data + last * vocab, data + (last + 1) * vocab, last_rows_.data() + b * vocab);
+  float* out = sampled_rows_.data();
+  for (size_t b = 0; b < batch.requests.size(); ++b) {
+    const int64_t n = batch.requests[b].sample_rows;
+    const int64_t first = fb.qo_indptr_host[b + 1] - n;  // the request's last n positions
+    SGL_CHECK_GE(first, fb.qo_indptr_host[b]) << "more sampled rows than the pass's tokens";
+    out = std::copy(data + first * vocab, data + (first + n) * vocab, out);
   }
-  return Tensor(last_rows_.data(), DType::kF32, {bs, vocab});
+  return Tensor(sampled_rows_.data(), DType::kF32, {rows, vocab});
 }
 
 }  // namespace sgl::runner

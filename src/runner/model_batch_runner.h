@@ -44,27 +44,31 @@ class ModelBatchRunner final : public BatchRunner {
   // Writes the sampled ids into the token table (under mutex_).
   void record_sampled(const Launched& launched, const std::vector<int32_t>& ids);
   // Host logits, processing, sampling into result's output and prompt logprobs: a batch whose
-  // earlier batches are all finished.
+  // earlier batches are all finished. `all_rows`: the forward returned every token's logits
+  // (prompt logprobs, verify entries).
   void run_on_host(const ExecBatch& batch, const ForwardBatch& fb,
-                   const sampling::SamplingBatch& sampling, bool process, bool score_prompt,
+                   const sampling::SamplingBatch& sampling, bool process, bool all_rows,
                    ExecResult& result);
-  // Penalties / bias / min_new_tokens inputs of the requests that use them (row i = request i).
-  sampling::LogitProcessorBatch logit_processing(const ExecBatch& batch);
+  // Penalties / bias / min_new_tokens inputs of the requests that use them (request i's row:
+  // first_row[i]).
+  sampling::LogitProcessorBatch logit_processing(const ExecBatch& batch,
+                                                 const std::vector<int64_t>& first_row);
   // Scores the prompt tokens the requests asked for; `logits` has one row per token.
   std::vector<sampling::PromptLogprobs> score_prompts(const ExecBatch& batch,
                                                       const ForwardBatch& fb,
                                                       const Tensor& logits) const;
-  // Copies each request's last logits row of an all-tokens forward into last_rows_.
-  Tensor gather_last_rows(const ForwardBatch& fb, const Tensor& logits);
+  // Copies each request's last sample_rows logits rows of an all-tokens forward into
+  // sampled_rows_, request after request.
+  Tensor gather_sampled_rows(const ExecBatch& batch, const ForwardBatch& fb, const Tensor& logits);
 
   ModelRunner& model_runner_;
   int32_t context_len_;
   // launch() only: the KV slots of each request row as of the batch being launched. NOTE: the
   // forward reads it (CPU) or gathers it (GPU) inside launch(), so the next launch may rewrite it.
   cache::ReqToTokenTable req_to_token_;
-  ForwardBatchBuilder builder_;     // launch() only
-  std::vector<int32_t> input_ids_;  // launch() only; scratch: [num_tokens]
-  std::vector<float> last_rows_;    // launch() only; scratch: f32 [bs, vocab]
+  ForwardBatchBuilder builder_;      // launch() only
+  std::vector<int32_t> input_ids_;   // launch() only; scratch: [num_tokens]
+  std::vector<float> sampled_rows_;  // launch() only; scratch: f32 [sampled rows, vocab]
 
   // Shared by launch() and finish(), under mutex_.
   std::mutex mutex_;

@@ -24,6 +24,13 @@ struct BatchEntry {
   // prompt tokens (the one after each position). Empty: none in this pass.
   int32_t logprob_begin = 0;
   std::vector<int32_t> logprob_targets = {};
+  // Speculative verify: input_ids are the last sampled token then these drafts, and the last
+  // 1 + draft_ids.size() positions are all sampled (one result row each); empty: one row.
+  std::vector<int32_t> draft_ids = {};
+
+  int32_t sample_rows() const { return 1 + static_cast<int32_t>(draft_ids.size()); }
+  // A decode step (one token, or a verify of drafts), not a prompt's prefill.
+  bool decodes() const { return input_ids.empty() || !draft_ids.empty(); }
 };
 
 struct ScheduleBatch {

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "scheduler/prefill_adder.h"
 #include "scheduler/schedule_policy.h"
+#include "speculative/ngram_drafter.h"
 
 namespace sgl::scheduler {
 namespace {
@@ -170,6 +171,38 @@ void Scheduler::add_decode_entry(Req& req, ScheduleBatch& batch) {
   batch.entries.push_back({&req, req.kv_len, 1, {}, true});
   batch.out_cache_loc.push_back(*slot);
   ++req.kv_len;
+  ++req.scheduled_samples;
+}
+
+std::vector<int32_t> Scheduler::drafts_for(const Req& req) const {
+  const speculative::SpeculativeOptions& spec = options_.speculative;
+  // Drafts need the request's last token on the host (no batch of it in flight) and one result
+  // row per position; logit processing and grammars read a single row per step, so those
+  // requests decode plainly.
+  if (req.last_batch_id > last_processed_batch_id_ || req.output_ids.empty() || req.grammar ||
+      req.request.sampling.needs_logit_processing()) {
+    return {};
+  }
+  // Each accepted draft is an output token, and the drafts' positions must fit the context.
+  const int64_t left = req.request.max_new_tokens - static_cast<int64_t>(req.output_ids.size());
+  const int64_t room = max_context_len_ - 1 - req.kv_len;
+  const int64_t max_drafts = std::min<int64_t>({spec.num_draft_tokens - 1, left - 1, room});
+  if (max_drafts <= 0) return {};
+  return speculative::ngram_draft(req.all_token_ids(), static_cast<int32_t>(max_drafts),
+                                  spec.ngram_min_match_window, spec.ngram_max_match_window);
+}
+
+void Scheduler::add_verify_entry(Req& req, std::vector<int32_t> drafts, ScheduleBatch& batch) {
+  const auto n = static_cast<int32_t>(1 + drafts.size());
+  std::optional<std::vector<int32_t>> slots = alloc_slots(n);
+  SGL_CHECK(slots.has_value()) << "verify slots were checked";
+  req_to_token_.write(req.req_pool_idx, req.kv_len, *slots);
+  BatchEntry entry{&req, req.kv_len, n, {req.output_ids.back()}, true};
+  entry.input_ids.insert(entry.input_ids.end(), drafts.begin(), drafts.end());
+  entry.draft_ids = std::move(drafts);
+  batch.entries.push_back(std::move(entry));
+  batch.out_cache_loc.insert(batch.out_cache_loc.end(), slots->begin(), slots->end());
+  req.kv_len += n;
   ++req.scheduled_samples;
 }
 
@@ -419,14 +452,40 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
     needed = std::count_if(running_.begin(), running_.end(), decodable);
     if (needed == 0) return std::nullopt;
   }
+  // Speculative decoding: requests with n-gram drafts verify them in this step, while the KV
+  // cache has room for every draft (otherwise this step decodes plainly).
+  std::vector<std::vector<int32_t>> drafts;  // [running_.size()] with speculation, else empty
+  if (options_.speculative.enabled()) {
+    drafts.resize(running_.size());
+    int64_t draft_slots = 0;
+    for (size_t i = 0; i < running_.size(); ++i) {
+      if (!decodable(running_[i])) continue;
+      drafts[i] = drafts_for(*running_[i]);
+      draft_slots += static_cast<int64_t>(drafts[i].size());
+    }
+    if (allocator_.available() + tree_.evictable_size() < needed + draft_slots) {
+      for (auto& d : drafts) d.clear();
+    }
+  }
   ScheduleBatch batch;
   batch.mode = ForwardMode::kDecode;
   batch.entries.reserve(static_cast<size_t>(needed));
   batch.out_cache_loc.reserve(static_cast<size_t>(needed));
-  for (Req* req : running_) {
-    if (decodable(req)) add_decode_entry(*req, batch);
+  bool plain = false, verify = false;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Req* req = running_[i];
+    if (!decodable(req)) continue;
+    if (drafts.empty() || drafts[i].empty()) {
+      add_decode_entry(*req, batch);
+      plain = true;
+    } else {
+      add_verify_entry(*req, std::move(drafts[i]), batch);
+      verify = true;
+    }
   }
-  totals_.computed_tokens_total += static_cast<int64_t>(batch.entries.size());
+  // Verify entries are extends over a cached prefix; plain decodes ride along as in MIXED.
+  if (verify) batch.mode = plain ? ForwardMode::kMixed : ForwardMode::kExtend;
+  totals_.computed_tokens_total += static_cast<int64_t>(batch.out_cache_loc.size());
   new_token_ratio_ =
       std::max(new_token_ratio_ - options_.new_token_ratio_decay(), options_.min_new_token_ratio());
   return batch;
@@ -473,10 +532,13 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
                                      const sampling::SampleOutput& output,
                                      std::span<const sampling::PromptLogprobs> prompt_logprobs) {
   SGL_CHECK_EQ(batch.id, last_processed_batch_id_ + 1) << "batch results out of order";
-  SGL_CHECK_EQ(output.next_token_ids.size(), batch.entries.size());
+  size_t rows = 0;
+  for (const BatchEntry& e : batch.entries) rows += static_cast<size_t>(e.sample_rows());
+  SGL_CHECK_EQ(output.next_token_ids.size(), rows);
   SGL_CHECK(prompt_logprobs.empty() || prompt_logprobs.size() == batch.entries.size());
   last_processed_batch_id_ = batch.id;
-  for (size_t i = 0; i < batch.entries.size(); ++i) {
+  size_t row = 0;  // the entry's first result row
+  for (size_t i = 0; i < batch.entries.size(); row += batch.entries[i].sample_rows(), ++i) {
     const BatchEntry& entry = batch.entries[i];
     Req& req = *entry.req;
     if (req.finished) continue;  // a token past the finish
@@ -495,42 +557,67 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
       finish(req, {FinishReason::kLength, -1, ""});
       continue;
     }
-    const int32_t token = output.next_token_ids[i];
-    if (req.grammar && !req.grammar->accept_token(token)) {
-      // The mask allows only what the matcher accepts; this means the grammar left no token
-      // (the vocabulary cannot spell what it requires next).
-      emit(req, std::move(update));
-      finish(req, {FinishReason::kAbort, -1,
-                   "the grammar allows no token here (token " + std::to_string(token) +
-                       " was sampled)"});
-      continue;
-    }
-    req.output_ids.push_back(token);
-    ++totals_.generated_tokens_total;
-    update.new_token_ids = {token};
-    if (req.request.return_logprob && !output.next_token_logprobs.empty()) {
-      req.output_logprobs.push_back(output.next_token_logprobs[i]);
-      update.new_logprobs = {output.next_token_logprobs[i]};
-    }
-    if (req.request.top_logprobs_num > 0 && !output.top_logprobs.empty()) {
-      req.output_top_logprobs.push_back(output.top_logprobs[i]);
-      update.new_top_logprobs = {output.top_logprobs[i]};
-    }
-    if (req.wants_token_ids_logprobs() && !output.token_ids_logprobs.empty()) {
-      req.output_token_ids_logprobs.push_back(output.token_ids_logprobs[i]);
-      update.new_token_ids_logprobs = {output.token_ids_logprobs[i]};
+    // A verify entry gains its accepted drafts and the token sampled after them.
+    const int32_t accepted =
+        entry.draft_ids.empty()
+            ? 0
+            : accept_drafts(req, entry,
+                            std::span(output.next_token_ids).subspan(row, entry.sample_rows()));
+    std::optional<FinishState> stop;
+    for (size_t r = row; r <= row + accepted && !stop; ++r) {
+      const int32_t token = output.next_token_ids[r];
+      if (req.grammar && !req.grammar->accept_token(token)) {
+        // The mask allows only what the matcher accepts; this means the grammar left no token
+        // (the vocabulary cannot spell what it requires next).
+        stop = FinishState{
+            FinishReason::kAbort, -1,
+            "the grammar allows no token here (token " + std::to_string(token) + " was sampled)"};
+        break;
+      }
+      req.output_ids.push_back(token);
+      ++totals_.generated_tokens_total;
+      update.new_token_ids.push_back(token);
+      if (req.request.return_logprob && !output.next_token_logprobs.empty()) {
+        req.output_logprobs.push_back(output.next_token_logprobs[r]);
+        update.new_logprobs.push_back(output.next_token_logprobs[r]);
+      }
+      if (req.request.top_logprobs_num > 0 && !output.top_logprobs.empty()) {
+        req.output_top_logprobs.push_back(output.top_logprobs[r]);
+        update.new_top_logprobs.push_back(output.top_logprobs[r]);
+      }
+      if (req.wants_token_ids_logprobs() && !output.token_ids_logprobs.empty()) {
+        req.output_token_ids_logprobs.push_back(output.token_ids_logprobs[r]);
+        update.new_token_ids_logprobs.push_back(output.token_ids_logprobs[r]);
+      }
+      stop = stop_condition(req, token);
     }
     emit(req, std::move(update));
-    check_finished(req, token);
-    // A grammar that accepted a stop token ends the request even with ignore_eos (SGLang's).
-    if (!req.finished && req.grammar && req.grammar->is_terminated()) {
-      finish(req, {FinishReason::kStop, token, ""});
-    }
+    if (stop) finish(req, std::move(*stop));
   }
   fill_ready_masks();
   release_ready();
 }
 
+int32_t Scheduler::accept_drafts(Req& req, const BatchEntry& entry,
+                                 std::span<const int32_t> sampled) {
+  // Row r sampled the token after input r (the last token, then draft r); draft r + 1 stands
+  // when it equals that token. With the request's counter-based RNG the sampled rows are the
+  // tokens plain decoding would draw, so the output is the same, only sooner.
+  int32_t accepted = 0;
+  const auto drafts = static_cast<int32_t>(entry.draft_ids.size());
+  while (accepted < drafts && sampled[accepted] == entry.draft_ids[accepted]) ++accepted;
+  // Positions prefix_len .. prefix_len + accepted hold known tokens; the rejected drafts' slots
+  // go back at once.
+  const int32_t keep = entry.prefix_len + 1 + accepted;
+  const std::span<const int32_t> slots = req_to_token_.row(req.req_pool_idx);
+  allocator_.free(slots.subspan(keep, req.kv_len - keep));
+  req.kv_len = keep;
+  req.scheduled_samples += accepted;
+  ++totals_.spec_verify_steps;
+  totals_.spec_draft_tokens += drafts;
+  totals_.spec_accepted_tokens += accepted;
+  return accepted;
+}
 void Scheduler::process_embedding_result(const ScheduleBatch& batch,
                                          std::span<const float> embeddings) {
   SGL_CHECK_EQ(batch.id, last_processed_batch_id_ + 1) << "batch results out of order";
@@ -559,14 +646,19 @@ void Scheduler::process_embedding_result(const ScheduleBatch& batch,
   release_ready();
 }
 
-void Scheduler::check_finished(Req& req, int32_t token) {
+std::optional<FinishState> Scheduler::stop_condition(const Req& req, int32_t token) const {
   const GenerateRequest& r = req.request;
   if ((!r.ignore_eos && contains(eos_token_ids_, token)) || contains(r.stop_token_ids, token)) {
-    finish(req, {FinishReason::kStop, token, ""});
-  } else if (static_cast<int32_t>(req.output_ids.size()) >= r.max_new_tokens ||
-             req.prompt_len() + static_cast<int32_t>(req.output_ids.size()) >= max_context_len_) {
-    finish(req, {FinishReason::kLength, -1, ""});
+    return FinishState{FinishReason::kStop, token, ""};
   }
+  // A grammar that accepted a stop token ends the request even with ignore_eos (SGLang's).
+  if (req.grammar && req.grammar->is_terminated())
+    return FinishState{FinishReason::kStop, token, ""};
+  if (static_cast<int32_t>(req.output_ids.size()) >= r.max_new_tokens ||
+      req.prompt_len() + static_cast<int32_t>(req.output_ids.size()) >= max_context_len_) {
+    return FinishState{FinishReason::kLength, -1, ""};
+  }
+  return std::nullopt;
 }
 
 void Scheduler::finish(Req& req, FinishState state) {

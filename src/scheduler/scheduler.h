@@ -50,11 +50,21 @@ struct SchedulerStats {
   int64_t computed_tokens_total = 0;  // tokens run through the model (prefill + decode)
   int64_t generated_tokens_total = 0;
   int64_t finished_requests_total = 0;
+  int64_t spec_verify_steps = 0;     // speculative verify entries processed
+  int64_t spec_draft_tokens = 0;     // drafts they checked
+  int64_t spec_accepted_tokens = 0;  // drafts accepted (each a token gained for free)
   double new_token_ratio = 0;
   double cache_hit_rate() const {
     return prompt_tokens_total ? static_cast<double>(cached_prompt_tokens_total) /
                                      static_cast<double>(prompt_tokens_total)
                                : 0.0;
+  }
+  // Tokens a verify step yields on average, the sampled one included (SGLang's
+  // avg_spec_accept_length); 0 before the first.
+  double spec_accept_length() const {
+    return spec_verify_steps ? 1.0 + static_cast<double>(spec_accepted_tokens) /
+                                         static_cast<double>(spec_verify_steps)
+                             : 0.0;
   }
   double kv_usage() const {
     return kv_capacity ? static_cast<double>(kv_used) / static_cast<double>(kv_capacity) : 0.0;
@@ -88,8 +98,9 @@ class Scheduler {
   // running request. In the overlap loop the previous batch may still be running; a request
   // that finished there is dropped once its result is processed.
   NextBatch get_next_batch_to_run();
-  // Applies a batch's sampled tokens (one row per entry), in batch order, and the prompt
-  // logprobs of the entries that asked (one per entry, or none).
+  // Applies a batch's sampled tokens (BatchEntry::sample_rows() rows per entry, in batch order:
+  // one, or a verify entry's 1 + drafts), and the prompt logprobs of the entries that asked (one
+  // per entry, or none).
   void process_batch_result(const ScheduleBatch& batch, const sampling::SampleOutput& output,
                             std::span<const sampling::PromptLogprobs> prompt_logprobs = {});
   // A pooling batch's result (batch.pooling set): `embeddings` f32 [entries, hidden], row i the
@@ -123,9 +134,17 @@ class Scheduler {
   std::optional<int32_t> alloc_slot();
   // Appends one decode token of the running `req` to `batch` (its slot must be available).
   void add_decode_entry(Req& req, ScheduleBatch& batch);
+  // The n-gram drafts `req` may verify in this decode step (empty: a plain decode).
+  std::vector<int32_t> drafts_for(const Req& req) const;
+  // Appends `req`'s verify entry: its last token and `drafts` (their slots must be available).
+  void add_verify_entry(Req& req, std::vector<int32_t> drafts, ScheduleBatch& batch);
+  // Keeps the KV of a verify entry's accepted positions and frees the rest; returns how many
+  // drafts `sampled` (its rows) accepted.
+  int32_t accept_drafts(Req& req, const BatchEntry& entry, std::span<const int32_t> sampled);
   void cache_unfinished(Req& req);
   void retract_for_decode(int64_t needed);
-  void check_finished(Req& req, int32_t token);
+  // Why `req` stops after appending `token` to its output, if it does.
+  std::optional<FinishState> stop_condition(const Req& req, int32_t token) const;
   void finish(Req& req, FinishState state);
   void release(Req& req);
   void release_ready();

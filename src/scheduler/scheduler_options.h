@@ -6,6 +6,7 @@
 
 #include "core/status.h"
 #include "forward/pooling.h"
+#include "speculative/speculative_options.h"
 
 namespace sgl::scheduler {
 
@@ -44,6 +45,9 @@ struct SchedulerOptions {
   // nothing is sampled. Mean pooling needs every token's hidden state, so those requests reuse
   // no cached prefix (last-token pooling does, as generation does).
   PoolerConfig pooler;
+  // Speculative decoding (--speculative-algorithm NGRAM): a decoding request whose tokens are all
+  // known (no batch of it in flight) verifies its n-gram drafts in one extend pass.
+  speculative::SpeculativeOptions speculative;
 
   // SGLang's new_token_ratio schedule, derived from schedule_conservativeness.
   double init_new_token_ratio() const;

@@ -123,6 +123,10 @@ Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
                 {"generated_tokens_total", s.generated_tokens_total},
                 {"finished_requests_total", s.finished_requests_total},
                 {"num_retracted_total", s.num_retracted_total},
+                {"avg_spec_accept_length", s.spec_accept_length()},
+                {"spec_verify_steps", s.spec_verify_steps},
+                {"spec_draft_tokens", s.spec_draft_tokens},
+                {"spec_accepted_tokens", s.spec_accepted_tokens},
                 {"decode_steps", stats.decode_steps},
                 {"decode_step_cpu_us", stats.decode_step_cpu_us},
                 {"http_requests_in_flight", ctx.registry.size()}};

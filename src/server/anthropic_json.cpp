@@ -141,6 +141,8 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
     }
     chat["stop"] = *stops;
   }
+  // No thinking content blocks yet: reasoning stays in the text.
+  chat["separate_reasoning"] = false;
   return request_json::parse_chat_object(chat, defaults);
 }
 

@@ -26,6 +26,7 @@ class ChatReply final : public GenerationReply {
     bool logprobs = false;
     bool include_usage = false;
     bool continuous_usage = false;  // the usage so far in every chunk
+    bool reasoning = false;         // --reasoning-parser: messages list reasoning_content
     int64_t prompt_tokens = 0;
   };
 
@@ -82,11 +83,30 @@ class ChatReply final : public GenerationReply {
                     {"finish_reason", nullptr}},
                    static_cast<int64_t>(d.token_ids.size()));
     }
+    if (!d.reasoning.empty()) {
+      out += chunk({{"index", index},
+                    {"delta", {{"reasoning_content", d.reasoning}}},
+                    {"logprobs", nullptr},
+                    {"finish_reason", nullptr}});
+    }
     if (!d.text.empty() || (setup_.logprobs && !d.token_ids.empty())) {
       out += chunk({{"index", index},
                     {"delta", {{"content", d.text}}},
                     {"logprobs", setup_.logprobs ? logprobs(d) : json(nullptr)},
                     {"finish_reason", nullptr}});
+    }
+    for (const ToolCallDelta& call : d.tool_calls) {
+      // OpenAI's order: the call's id, type and name with empty arguments, then the arguments.
+      if (!call.id.empty()) {
+        out += tool_call_chunk(index, {{"index", call.index},
+                                       {"id", call.id},
+                                       {"type", "function"},
+                                       {"function", {{"name", call.name}, {"arguments", ""}}}});
+      }
+      if (!call.arguments.empty()) {
+        out += tool_call_chunk(
+            index, {{"index", call.index}, {"function", {{"arguments", call.arguments}}}});
+      }
     }
     if (d.finished) {
       json c = {{"index", index}, {"delta", json::object()}, {"logprobs", nullptr}};
@@ -94,6 +114,34 @@ class ChatReply final : public GenerationReply {
       out += chunk(std::move(c));
     }
     return out;
+  }
+
+  std::string tool_call_chunk(size_t index, json call) const {
+    return chunk({{"index", index},
+                  {"delta", {{"tool_calls", json::array({std::move(call)})}}},
+                  {"logprobs", nullptr},
+                  {"finish_reason", nullptr}});
+  }
+
+  json message(const ChoiceDelta& total) const {
+    json calls = nullptr;
+    if (!total.tool_calls.empty()) {
+      calls = json::array();
+      for (const ToolCallDelta& call : total.tool_calls) {
+        calls.push_back({{"id", call.id},
+                         {"type", "function"},
+                         {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      }
+    }
+    // OpenAI: content is null in a reply that only calls tools.
+    json m = {
+        {"role", "assistant"},
+        {"content", total.text.empty() && !calls.is_null() ? json(nullptr) : json(total.text)}};
+    if (setup_.reasoning) {
+      m["reasoning_content"] = total.reasoning.empty() ? json(nullptr) : json(total.reasoning);
+    }
+    m["tool_calls"] = std::move(calls);
+    return m;
   }
 
   std::string stream_end() override {
@@ -112,10 +160,9 @@ class ChatReply final : public GenerationReply {
     body["choices"] = json::array();
     for (size_t i = 0; i < choices_.size(); ++i) {
       const ChoiceDelta& total = choices_[i]->total();
-      json c = {
-          {"index", i},
-          {"message", {{"role", "assistant"}, {"content", total.text}, {"tool_calls", nullptr}}},
-          {"logprobs", setup_.logprobs ? logprobs(total) : json(nullptr)}};
+      json c = {{"index", i},
+                {"message", message(total)},
+                {"logprobs", setup_.logprobs ? logprobs(total) : json(nullptr)}};
       add_finish(c, i);
       body["choices"].push_back(std::move(c));
     }
@@ -138,6 +185,8 @@ Reply prepare_chat(ServerContext& ctx, const ChatRequest& req, const std::atomic
   setup.include_usage = req.include_usage;
   setup.continuous_usage = req.continuous_usage;
   setup.prompt_tokens = submitted->prompt_tokens;
+  // reasoning_content is listed (null when empty) whenever the server separates reasoning.
+  setup.reasoning = !ctx.info.reasoning_parser.empty();
   return Reply::later(
       std::make_unique<ChatReply>(ctx, make_request_id("chatcmpl-"), std::move(submitted->choices),
                                   req.stream, std::move(setup)),

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/engine_request.h"
+#include "server/tool_choice.h"
 #include "tokenizer/chat_template/json_value.h"
 
 namespace sgl::server {
@@ -56,17 +57,27 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
   tokenizer::EncodeOptions encode;
   encode.add_special_tokens = false;
   const std::vector<int32_t> ids = ctx.tokenizer.encode(prompt, encode);
+  const function_call::OutputParserOptions parser = output_parser_options(ctx, req, prompt);
   std::vector<ChoicePlan> plans;
   for (int64_t j = 0; j < req.sampling.n; ++j) {
     SGL_ASSIGN_OR_RETURN(engine::GenerateRequest request,
                          build_engine_request(ctx, req.sampling, ids, j, std::nullopt));
+    SGL_RETURN_IF_ERROR(apply_tool_choice(ctx, req, request));
     ChoicePlan plan{std::move(request), choice_options(req.sampling, req.logprobs)};
+    plan.options.parser = parser;
+    // Formats whose markers are special tokens need them in the text.
+    if (function_call::needs_special_tokens(parser.tool_call_parser) ||
+        function_call::needs_special_tokens(parser.reasoning_parser)) {
+      plan.options.skip_special_tokens = false;
+    }
     plan.request.return_logprob = req.logprobs;
     plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs);
     plans.push_back(std::move(plan));
   }
   SubmittedChat out;
   out.prompt_tokens = static_cast<int64_t>(ids.size());
+  out.reasoning = !parser.reasoning_parser.empty();
+  out.tool_calls = !parser.tool_call_parser.empty();
   SGL_ASSIGN_OR_RETURN(out.choices, submit_choices(ctx, std::move(plans)));
   return out;
 }

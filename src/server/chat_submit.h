@@ -20,6 +20,8 @@ Status check_chat_template(const ServerContext& ctx);
 struct SubmittedChat {
   int64_t prompt_tokens = 0;
   std::vector<std::unique_ptr<ChoiceStream>> choices;  // req.sampling.n of them
+  bool reasoning = false;   // a reasoning parser separates reasoning_content
+  bool tool_calls = false;  // tool calls are parsed out of the text
 };
 
 // Stops early once `cancelled` (the client went away). Errors: a template that fails or runs

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/logging.h"
+#include "server/engine_request.h"
 #include "server/token_text.h"
 
 namespace sgl::server {
@@ -22,6 +23,14 @@ tokenizer::DecodeOptions decode_options(bool skip_special_tokens) {
 
 void append(ChoiceDelta& to, const ChoiceDelta& d) {
   to.text += d.text;
+  to.reasoning += d.reasoning;
+  for (const ToolCallDelta& call : d.tool_calls) {
+    if (!call.id.empty()) {
+      to.tool_calls.push_back(call);
+    } else {
+      to.tool_calls[call.index].arguments += call.arguments;
+    }
+  }
   to.token_ids.insert(to.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
   to.logprobs.insert(to.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
   to.top_logprobs.insert(to.top_logprobs.end(), d.top_logprobs.begin(), d.top_logprobs.end());
@@ -48,6 +57,8 @@ ChoiceStream::ChoiceStream(ServerContext& ctx, std::shared_ptr<engine::RequestSt
       stop_regex_(std::move(tokenizer::StopRegexMatcher::compile(options_.stop_regex)).value()),
       prompt_tokens_(static_cast<int32_t>(prompt_ids.size())),
       start_s_(now_s()) {
+  // The names were checked at start-up.
+  parser_ = std::move(function_call::make_output_parser(options_.parser)).value();
   if (options_.token_texts) {
     const size_t n = std::min(prompt_ids.size(), kTokenTextContext);
     context_.assign(prompt_ids.end() - static_cast<std::ptrdiff_t>(n), prompt_ids.end());
@@ -124,10 +135,39 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
         break;
     }
   }
+  parse_output(d, finish.has_value());
+  // SGLang's: a choice that stopped after making calls finished to make them.
+  if (finish && finish->reason == "stop" && parsed_.num_calls() > 0) finish->reason = "tool_calls";
   d.finished = finish.has_value();
   append(total_, d);
   if (finish) set_finished(std::move(*finish));
   return d;
+}
+
+void ChoiceStream::parse_output(ChoiceDelta& d, bool finished) {
+  if (!parser_) return;
+  parser_->feed(d.text, parsed_);
+  if (finished) parser_->finish(parsed_);
+  d.text.clear();
+  for (function_call::ParseEvent& e : parsed_.take()) {
+    switch (e.kind) {
+      case function_call::EventKind::kContent:
+        d.text += e.text;
+        break;
+      case function_call::EventKind::kReasoning:
+        d.reasoning += e.text;
+        break;
+      case function_call::EventKind::kToolCallBegin:
+        d.tool_calls.push_back({e.call_index, make_request_id("call_"), std::move(e.text), ""});
+        break;
+      case function_call::EventKind::kToolCallArguments:
+        if (d.tool_calls.empty() || d.tool_calls.back().index != e.call_index) {
+          d.tool_calls.push_back({e.call_index, "", "", ""});
+        }
+        d.tool_calls.back().arguments += e.text;
+        break;
+    }
+  }
 }
 
 std::vector<int32_t> ChoiceStream::text_ids(const engine::StreamEvent& event,

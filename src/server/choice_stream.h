@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/request_stream.h"
+#include "function_call/output_parser.h"
 #include "server/server_context.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/stop_regex_matcher.h"
@@ -30,19 +31,31 @@ struct ChoiceOptions {
   bool token_texts = false;  // fill ChoiceDelta's token texts (logprob listings)
   // With token_texts: the ids whose texts ChoiceDelta::token_ids_texts lists (token_ids_logprob).
   std::vector<int32_t> token_ids_logprob = {};
+  // Tool calls and reasoning parsed out of the text (no parser names: the text is all content).
+  function_call::OutputParserOptions parser;
 };
 
 // How a choice ended, in API terms.
 struct FinishInfo {
-  std::string reason;                         // "stop", "length" or "abort"
+  std::string reason;                         // "stop", "length", "abort" or "tool_calls"
   std::optional<int32_t> matched_token;       // the EOS / stop token that ended it
   std::optional<std::string> matched_string;  // the stop string that ended it
   std::string message;                        // why, for "abort"
 };
 
+// More of one tool call: the first delta of a call carries its id and name.
+struct ToolCallDelta {
+  int32_t index = 0;      // the call's position in the choice (0, 1, ...)
+  std::string id;         // "call_<random>"; only on the call's first delta
+  std::string name;       // only on the call's first delta
+  std::string arguments;  // more of the arguments' JSON text
+};
+
 // What became final since the previous pull (or, in ChoiceStream::total(), so far).
 struct ChoiceDelta {
-  std::string text;
+  std::string text;                       // content (without tool-call markup and reasoning)
+  std::string reasoning;                  // reasoning_content (a reasoning parser)
+  std::vector<ToolCallDelta> tool_calls;  // in total(): one whole entry per call
   std::vector<int32_t> token_ids;
   std::vector<float> logprobs;                                    // when asked for
   std::vector<std::vector<sampling::TokenLogprob>> top_logprobs;  // when asked for
@@ -88,6 +101,8 @@ class ChoiceStream {
   std::vector<int32_t> text_ids(const engine::StreamEvent& event,
                                 const std::vector<int32_t>& ids) const;
   void set_finished(FinishInfo finish);
+  // Runs the output parser over `d.text` (its content stays in d.text).
+  void parse_output(ChoiceDelta& d, bool finished);
 
   ServerContext& ctx_;
   std::shared_ptr<engine::RequestStream> stream_;
@@ -95,6 +110,8 @@ class ChoiceStream {
   tokenizer::IncrementalDetokenizer detok_;
   tokenizer::StopStringMatcher stops_;
   tokenizer::StopRegexMatcher stop_regex_;
+  std::unique_ptr<function_call::StreamParser> parser_;  // null: no parsing
+  function_call::EventSink parsed_;
   std::vector<int32_t> context_;  // prompt tail + outputs, for token texts
   ChoiceDelta total_;
   std::optional<FinishInfo> finish_;

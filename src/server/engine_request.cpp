@@ -106,7 +106,8 @@ ChoiceOptions choice_options(const SamplingInput& s, bool token_texts) {
           .stop_regex = s.stop_regex,
           .no_stop_trim = s.no_stop_trim,
           .skip_special_tokens = s.skip_special_tokens,
-          .token_texts = token_texts};
+          .token_texts = token_texts,
+          .parser = {}};
 }
 
 Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(ServerContext& ctx,

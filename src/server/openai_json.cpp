@@ -325,6 +325,59 @@ Status read_stream(const json& o, bool& stream, bool& include_usage, bool& conti
   return Status::ok_status();
 }
 
+// tools, tool_choice and parallel_tool_calls. The tools' parameter schemas must compile; a named
+// tool_choice must name one of them. tool_choice accepts the chat form {"type": "function",
+// "function": {"name": ...}} and the Responses form {"type": "function", "name": ...}.
+Status read_tools(const json& o, ChatRequest& r) {
+  const json* tools = find(o, "tools");
+  if (tools) {
+    if (!tools->is_array()) return field_error("tools", "must be a list");
+    if (!tools->empty()) {
+      SGL_ASSIGN_OR_RETURN(r.tools, function_call::read_function_tools(dump(*tools)));
+    }
+  }
+  if (const json* choice = find(o, "tool_choice")) {
+    if (choice->is_string()) {
+      const std::string& mode = choice->get_ref<const std::string&>();
+      if (mode == "none") {
+        r.tool_choice = ToolChoiceMode::kNone;
+      } else if (mode == "auto") {
+        r.tool_choice = ToolChoiceMode::kAuto;
+      } else if (mode == "required") {
+        r.tool_choice = ToolChoiceMode::kRequired;
+      } else {
+        return field_error("tool_choice", "must be 'none', 'auto', 'required' or an object");
+      }
+    } else if (choice->is_object()) {
+      const json* type = find(*choice, "type");
+      const json* function = find(*choice, "function");
+      const json* name =
+          function && function->is_object() ? find(*function, "name") : find(*choice, "name");
+      if (!type || *type != "function" || !name || !name->is_string()) {
+        return field_error("tool_choice",
+                           "as an object must be {\"type\": \"function\", \"function\": "
+                           "{\"name\": ...}}");
+      }
+      r.tool_choice = ToolChoiceMode::kNamed;
+      r.tool_choice_name = name->get<std::string>();
+    } else {
+      return field_error("tool_choice", "must be 'none', 'auto', 'required' or an object");
+    }
+  }
+  if (r.tool_choice == ToolChoiceMode::kRequired || r.tool_choice == ToolChoiceMode::kNamed) {
+    if (r.tools.empty()) return field_error("tool_choice", "needs a non-empty 'tools'");
+  }
+  if (r.tool_choice == ToolChoiceMode::kNamed &&
+      std::none_of(r.tools.begin(), r.tools.end(),
+                   [&](const auto& t) { return t.name == r.tool_choice_name; })) {
+    return field_error("tool_choice",
+                       "names function '" + r.tool_choice_name + "', which is not in 'tools'");
+  }
+  SGL_RETURN_IF_ERROR(read(o, "parallel_tool_calls", r.parallel_tool_calls));
+  if (r.tool_choice != ToolChoiceMode::kNone && !r.tools.empty()) r.tools_json = dump(*tools);
+  return Status::ok_status();
+}
+
 // A chat message for the template: content parts joined into one string (text parts only).
 Result<json> template_message(const json& m, size_t index) {
   const std::string where = "messages[" + std::to_string(index) + "]";
@@ -411,27 +464,18 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
   }
   r.messages_json = dump(converted);
 
-  std::string tool_choice = "auto";
-  if (const json* choice = find(o, "tool_choice")) {
-    if (!choice->is_string()) return unimplemented("a named tool_choice is not supported yet");
-    tool_choice = choice->get<std::string>();
-    if (tool_choice == "required")
-      return unimplemented("tool_choice 'required' is not supported yet");
-    if (tool_choice != "auto" && tool_choice != "none") {
-      return field_error("tool_choice", "must be 'none', 'auto', 'required' or an object");
-    }
-  }
-  if (const json* tools = find(o, "tools")) {
-    if (!tools->is_array()) return field_error("tools", "must be a list");
-    for (const json& t : *tools) {
-      if (!t.is_object()) return field_error("tools", "must hold objects");
-    }
-    if (tool_choice != "none" && !tools->empty()) r.tools_json = dump(*tools);
-  }
+  SGL_RETURN_IF_ERROR(read_tools(o, r));
   if (const json* kwargs = find(o, "chat_template_kwargs")) {
     if (!kwargs->is_object()) return field_error("chat_template_kwargs", "must be an object");
     r.template_kwargs_json = dump(*kwargs);
+    if (const json* thinking = find(*kwargs, "enable_thinking")) {
+      if (!thinking->is_boolean()) {
+        return field_error("chat_template_kwargs.enable_thinking", "must be a boolean");
+      }
+      r.enable_thinking = thinking->get<bool>();
+    }
   }
+  SGL_RETURN_IF_ERROR(read(o, "separate_reasoning", r.separate_reasoning));
   SGL_RETURN_IF_ERROR(read(o, "add_generation_prompt", r.add_generation_prompt));
   bool continue_final = false;
   SGL_RETURN_IF_ERROR(read(o, "continue_final_message", continue_final));

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "function_call/function_tools.h"
 #include "grammar/grammar_kind.h"
 
 namespace sgl::server {
@@ -69,12 +70,27 @@ struct CompletionRequest {
   bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM)
 };
 
+// OpenAI's tool_choice.
+enum class ToolChoiceMode : uint8_t {
+  kNone,      // no calls: the template does not see the tools, nothing is parsed
+  kAuto,      // the model decides; calls are parsed (--tool-call-parser)
+  kRequired,  // at least one call of some tool
+  kNamed,     // a call of tool_choice_name
+};
+
 // POST /v1/chat/completions
 struct ChatRequest {
   std::optional<std::string> model;
-  std::string messages_json;         // the messages as the template sees them (text content)
-  std::string tools_json;            // empty: no tools (none given, or tool_choice "none")
+  std::string messages_json;  // the messages as the template sees them (text content)
+  std::string tools_json;     // empty: no tools (none given, or tool_choice "none")
+  std::vector<function_call::FunctionTool> tools;  // checked (schemas compile)
+  ToolChoiceMode tool_choice = ToolChoiceMode::kAuto;
+  std::string tool_choice_name;  // kNamed: a function in `tools`
+  bool parallel_tool_calls = true;
   std::string template_kwargs_json;  // chat_template_kwargs; empty: none
+  // SGLang's: reasoning in reasoning_content (with --reasoning-parser); false: left in content.
+  bool separate_reasoning = true;
+  std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
   bool add_generation_prompt = true;
   SamplingInput sampling;
   bool logprobs = false;

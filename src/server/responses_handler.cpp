@@ -1,6 +1,8 @@
-// POST /v1/responses: the OpenAI Responses API over the chat route's preparation — one output
-// message with one output_text part, status completed / incomplete (max_output_tokens), the
-// Responses usage, and its named stream events, each with a sequence number.
+// POST /v1/responses: the OpenAI Responses API over the chat route's preparation — output items
+// (messages with one output_text part; function_call items for parsed tool calls), status
+// completed / incomplete (max_output_tokens), the Responses usage, and its named stream events,
+// each with a sequence number.
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -27,10 +29,21 @@ class ResponsesReply final : public GenerationReply {
                  std::shared_ptr<const ResponsesRequest> req, std::string model)
       : GenerationReply(ctx, make_request_id("resp_"), std::move(choices), req->chat.stream),
         req_(std::move(req)),
-        model_(std::move(model)),
-        message_id_(make_request_id("msg_")) {}
+        model_(std::move(model)) {}
 
  private:
+  // One output item: a message (its text) or a function call (its arguments), in the order the
+  // choice produced them.
+  struct Item {
+    bool is_call = false;
+    std::string id;       // msg_... / fc_...
+    std::string text;     // message text or call arguments
+    std::string call_id;  // call_...
+    std::string name;
+    int32_t call_index = -1;
+    bool done = false;
+  };
+
   const ChoiceStream& choice() const { return *choices_[0]; }
   bool aborted() const { return choice().finished() && choice().finish().reason == "abort"; }
   bool truncated() const { return choice().finished() && choice().finish().reason == "length"; }
@@ -54,12 +67,23 @@ class ResponsesReply final : public GenerationReply {
             {"logprobs", std::move(logprobs)}};
   }
 
-  json message_item(bool with_text) const {
+  // The first message item carries the logprobs of the whole output.
+  json item_json(const Item& item, bool with_content) const {
+    const char* item_status = item.done ? status() : "in_progress";
+    if (item.is_call) {
+      return {{"id", item.id},           {"type", "function_call"},
+              {"status", item_status},   {"arguments", with_content ? item.text : ""},
+              {"call_id", item.call_id}, {"name", item.name}};
+    }
     json content = json::array();
-    if (with_text) content.push_back(text_part(choice().total().text, logprobs(choice().total())));
-    return {{"id", message_id_},
+    if (with_content) {
+      const bool first = &item == &*std::find_if(items_.begin(), items_.end(),
+                                                 [](const Item& i) { return !i.is_call; });
+      content.push_back(text_part(item.text, first ? logprobs(choice().total()) : json::array()));
+    }
+    return {{"id", item.id},
             {"type", "message"},
-            {"status", with_text ? status() : "in_progress"},
+            {"status", item_status},
             {"role", "assistant"},
             {"content", std::move(content)}};
   }
@@ -73,7 +97,7 @@ class ResponsesReply final : public GenerationReply {
             {"total_tokens", input + output}};
   }
 
-  // The response object; `final`: with the output message and usage.
+  // The response object; `final`: with the output items and usage.
   json response(bool final) const {
     const SamplingInput& s = req_->chat.sampling;
     json r = {{"id", id_},
@@ -87,15 +111,15 @@ class ResponsesReply final : public GenerationReply {
               {"max_output_tokens", nullptr},
               {"model", model_},
               {"output", json::array()},
-              {"parallel_tool_calls", true},
+              {"parallel_tool_calls", req_->chat.parallel_tool_calls},
               {"previous_response_id", nullptr},
               {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
               {"service_tier", "default"},
               {"store", false},
               {"temperature", s.temperature},
               {"text", {{"format", {{"type", "text"}}}}},
-              {"tool_choice", "auto"},
-              {"tools", json::array()},
+              {"tool_choice", json::parse(req_->tool_choice_json)},
+              {"tools", json::parse(req_->tools_json)},
               {"top_p", s.top_p},
               {"truncation", "disabled"},
               {"usage", nullptr},
@@ -109,7 +133,7 @@ class ResponsesReply final : public GenerationReply {
       if (aborted()) {
         r["error"] = {{"code", "server_error"}, {"message", choice().finish().message}};
       } else {
-        r["output"].push_back(message_item(true));
+        for (const Item& item : items_) r["output"].push_back(item_json(item, true));
       }
       r["usage"] = usage();
     }
@@ -123,8 +147,99 @@ class ResponsesReply final : public GenerationReply {
     return std::string("event: ") + type + "\n" + sse_data(request_json::dump(e));
   }
 
-  json part_position() const {
-    return {{"item_id", message_id_}, {"output_index", 0}, {"content_index", 0}};
+  json part_position(size_t index) const {
+    return {{"item_id", items_[index].id}, {"output_index", index}, {"content_index", 0}};
+  }
+
+  static Item new_message() {
+    Item item;
+    item.id = make_request_id("msg_");
+    return item;
+  }
+
+  // Opens a new output item (closing the one before it); streams its "added" events.
+  std::string open_item(Item item) {
+    std::string out = close_last();
+    items_.push_back(std::move(item));
+    const size_t index = items_.size() - 1;
+    if (!streaming_) return out;
+    out += event("response.output_item.added",
+                 {{"output_index", index}, {"item", item_json(items_[index], false)}});
+    if (!items_[index].is_call) {
+      json part = part_position(index);
+      part["part"] = text_part("");
+      out += event("response.content_part.added", std::move(part));
+    }
+    return out;
+  }
+
+  // Closes the last output item; streams its "done" events.
+  std::string close_last() {
+    if (items_.empty() || items_.back().done) return {};
+    Item& item = items_.back();
+    item.done = true;
+    if (!streaming_) return {};
+    const size_t index = items_.size() - 1;
+    std::string out;
+    if (item.is_call) {
+      out += event("response.function_call_arguments.done", {{"item_id", item.id},
+                                                             {"output_index", index},
+                                                             {"name", item.name},
+                                                             {"arguments", item.text}});
+    } else {
+      const json full = item_json(item, true);
+      json done = part_position(index);
+      done["text"] = item.text;
+      done["logprobs"] = full["content"][0]["logprobs"];
+      out += event("response.output_text.done", std::move(done));
+      json part = part_position(index);
+      part["part"] = full["content"][0];
+      out += event("response.content_part.done", std::move(part));
+    }
+    out += event("response.output_item.done",
+                 {{"output_index", index}, {"item", item_json(item, true)}});
+    return out;
+  }
+
+  // Adds a delta to the output items (streaming: with its events).
+  std::string add(const ChoiceDelta& d) {
+    std::string out;
+    if (!d.text.empty()) {
+      if (items_.empty() || items_.back().is_call) {
+        out += open_item(new_message());
+      }
+      items_.back().text += d.text;
+      if (streaming_) {
+        json delta = part_position(items_.size() - 1);
+        delta["delta"] = d.text;
+        delta["logprobs"] = logprobs(d);
+        out += event("response.output_text.delta", std::move(delta));
+      }
+    }
+    for (const ToolCallDelta& call : d.tool_calls) {
+      if (!call.id.empty()) {
+        Item item;
+        item.is_call = true;
+        item.id = make_request_id("fc_");
+        item.call_id = call.id;
+        item.name = call.name;
+        item.call_index = call.index;
+        out += open_item(std::move(item));
+      }
+      Item& item = items_.back();
+      item.text += call.arguments;
+      if (streaming_ && !call.arguments.empty()) {
+        out += event(
+            "response.function_call_arguments.delta",
+            {{"item_id", item.id}, {"output_index", items_.size() - 1}, {"delta", call.arguments}});
+      }
+    }
+    if (d.finished) {
+      // A response always has an output item: an empty message when nothing was produced.
+      if (items_.empty() && !aborted()) out += open_item(new_message());
+      if (!aborted()) out += close_last();
+    }
+    return out;
   }
 
   std::string stream_delta(size_t /*index*/, const ChoiceDelta& d) override {
@@ -133,30 +248,10 @@ class ResponsesReply final : public GenerationReply {
       started_ = true;
       out += event("response.created", {{"response", response(false)}});
       out += event("response.in_progress", {{"response", response(false)}});
-      out +=
-          event("response.output_item.added", {{"output_index", 0}, {"item", message_item(false)}});
-      json part = part_position();
-      part["part"] = text_part("");
-      out += event("response.content_part.added", std::move(part));
     }
-    if (!d.text.empty()) {
-      json delta = part_position();
-      delta["delta"] = d.text;
-      delta["logprobs"] = logprobs(d);
-      out += event("response.output_text.delta", std::move(delta));
-    }
+    out += add(d);
     if (d.finished) {
       if (aborted()) return out + event("response.failed", {{"response", response(true)}});
-      const std::string& text = choice().total().text;
-      json done = part_position();
-      done["text"] = text;
-      done["logprobs"] = logprobs(choice().total());
-      out += event("response.output_text.done", std::move(done));
-      json part = part_position();
-      part["part"] = text_part(text, logprobs(choice().total()));
-      out += event("response.content_part.done", std::move(part));
-      out +=
-          event("response.output_item.done", {{"output_index", 0}, {"item", message_item(true)}});
       out += event(truncated() ? "response.incomplete" : "response.completed",
                    {{"response", response(true)}});
     }
@@ -167,12 +262,15 @@ class ResponsesReply final : public GenerationReply {
 
   HttpResponse complete() override {
     if (aborted()) return error_response(500, choice().finish().message);
+    // NOTE: the non-streaming reply reads the whole output at once, as one delta.
+    add(choice().total());
     return request_json::json_response(response(true));
   }
 
   const std::shared_ptr<const ResponsesRequest> req_;
   const std::string model_;
-  const std::string message_id_;
+  const bool streaming_ = req_->chat.stream;
+  std::vector<Item> items_;
   bool started_ = false;
   int64_t sequence_ = 0;
 };

@@ -17,6 +17,44 @@ using request_json::asks_nothing;
 using request_json::field_error;
 using request_json::find;
 
+// A function_call input item (an earlier reply's call) as an assistant message's tool call; calls
+// in a row join one message, as a chat history holds them.
+Status function_call_message(const json& item, const std::string& where, json& messages) {
+  for (const char* key : {"call_id", "name", "arguments"}) {
+    const json* v = find(item, key);
+    if (!v || !v->is_string()) return field_error(where + "." + key, "must be a string");
+  }
+  json call = {{"id", item["call_id"]},
+               {"type", "function"},
+               {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}};
+  if (!messages.empty() && messages.back()["role"] == "assistant" &&
+      messages.back().contains("tool_calls")) {
+    messages.back()["tool_calls"].push_back(std::move(call));
+  } else {
+    messages.push_back(
+        {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({call})}});
+  }
+  return Status::ok_status();
+}
+
+// The Responses form of function tools ({"type": "function", "name", "parameters", ...}) in the
+// chat form ({"type": "function", "function": {...}}); other entries pass as they are (the chat
+// parser names what it refuses).
+json chat_tools(const json& tools) {
+  if (!tools.is_array()) return tools;
+  json out = json::array();
+  for (const json& t : tools) {
+    if (!t.is_object() || !t.contains("name") || t.contains("function")) {
+      out.push_back(t);
+      continue;
+    }
+    json function = t;
+    function.erase("type");
+    out.push_back({{"type", t.value("type", json())}, {"function", std::move(function)}});
+  }
+  return out;
+}
+
 // `input` as chat messages, appended to `messages`.
 Status input_messages(const json& input, json& messages) {
   if (input.is_string()) {
@@ -31,11 +69,25 @@ Status input_messages(const json& input, json& messages) {
     const std::string where = "input[" + std::to_string(i) + "]";
     if (!item.is_object()) return field_error(where, "must be an object");
     const json* type = find(item, "type");
+    if (type && *type == "function_call") {
+      SGL_RETURN_IF_ERROR(function_call_message(item, where, messages));
+      continue;
+    }
+    if (type && *type == "function_call_output") {
+      const json* call_id = find(item, "call_id");
+      const json* output = find(item, "output");
+      if (!call_id || !call_id->is_string())
+        return field_error(where + ".call_id", "must be a string");
+      if (!output || !output->is_string())
+        return field_error(where + ".output", "must be a string");
+      messages.push_back({{"role", "tool"}, {"tool_call_id", *call_id}, {"content", *output}});
+      continue;
+    }
     if (type && *type != "message") {
       const std::string t = type->is_string() ? type->get<std::string>() : type->dump();
       return unimplemented("input items of type '" + t + "' (" + where +
-                           ") are not supported yet (messages only: no function tools, "
-                           "reasoning items or item references)");
+                           ") are not supported yet (messages, function_call and "
+                           "function_call_output only: no reasoning items or item references)");
     }
     const json* role = find(item, "role");
     if (!role ||
@@ -63,7 +115,7 @@ constexpr request_json::RefusedField kRefusedFeatures[] = {
     {"background", "background responses are not implemented"},
     {"reasoning", "reasoning options are not implemented yet"},
     {"prompt", "stored prompt templates are not implemented"},
-    {"max_tool_calls", "function tools are not implemented yet"},
+    {"max_tool_calls", "a limit on tool calls is not implemented"},
     {"context_management", "context management is not implemented"},
 };
 
@@ -115,13 +167,6 @@ Status check_options(const json& o) {
       return invalid_argument("'" + std::string(key) + "' is a field of /v1/chat/completions; " +
                               "/v1/responses does not take it (" + hint + ")");
     }
-  }
-  if (const json* tools = find(o, "tools"); tools && !asks_nothing(*tools)) {
-    return unimplemented("'tools' is not supported yet on /v1/responses (no function calling)");
-  }
-  if (const json* choice = find(o, "tool_choice");
-      choice && *choice != "none" && *choice != "auto") {
-    return unimplemented("'tool_choice' other than none / auto is not supported yet");
   }
   if (const json* text = find(o, "text")) {
     if (!text->is_object()) return field_error("text", "must be an object");
@@ -210,6 +255,18 @@ Result<ResponsesRequest> parse_responses_request(std::string_view body,
     }
   }
   chat["messages"] = std::move(messages);
+  if (const json* tools = find(o, "tools")) {
+    chat["tools"] = chat_tools(*tools);
+    out.tools_json = request_json::dump(*tools);
+  }
+  if (const json* choice = find(o, "tool_choice")) {
+    chat["tool_choice"] = *choice;
+    out.tool_choice_json = request_json::dump(*choice);
+  }
+  if (const json* parallel = find(o, "parallel_tool_calls"))
+    chat["parallel_tool_calls"] = *parallel;
+  // A response has no reasoning items yet: reasoning stays in the text.
+  chat["separate_reasoning"] = false;
   SGL_RETURN_IF_ERROR(read_logprobs(o, chat));
   if (const json* max_output = find(o, "max_output_tokens")) {
     if (!max_output->is_number_integer() || max_output->get<int64_t>() < 1) {

@@ -93,6 +93,8 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   info.model_type = config.model_type;
   info.device = options.device;
   info.log_requests = options.log_requests;
+  info.tool_call_parser = options.tool_call_parser;
+  info.reasoning_parser = options.reasoning_parser;
   info.tokenizer_path = tokenizer_path;
   info.created = unix_time();
   const scheduler::SchedulerOptions& so = options.engine.scheduler;

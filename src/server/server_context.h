@@ -44,6 +44,8 @@ struct ServerInfo {
   bool has_chat_template = false;
   std::string chat_template_origin;  // the --chat-template path, or where the tokenizer's is
   bool log_requests = false;         // --log-requests: a log line per finished request
+  std::string tool_call_parser;      // --tool-call-parser; empty: tool calls stay text
+  std::string reasoning_parser;      // --reasoning-parser; empty: reasoning stays text
 };
 
 struct ServerContext {

@@ -70,7 +70,7 @@ CHAT = {
     "metadata": no_effect({"k": "v"}, "tags for stored completions; nothing is stored"),
     "modalities": refused(["text", "audio"]),
     "n": shown(f"{E2E}::test_n_parallel_samples"),
-    "parallel_tool_calls": no_effect(False, "no tool calls are parsed yet"),
+    "parallel_tool_calls": shown("test_tool_calls.py::test_named_function_and_no_parallel_calls"),
     "prediction": no_effect({"type": "content", "content": "x"},
                             "a latency hint; the output is the same"),
     "presence_penalty": shown(f"{FIELDS}::test_frequency_and_presence_penalties_match_a_reference_loop"),
@@ -85,7 +85,7 @@ CHAT = {
     "stream": shown(f"{E2E}::test_chat_completion_and_stream"),
     "stream_options": shown(f"{E2E}::test_continuous_usage_stats_in_every_chunk"),
     "temperature": shown(f"{E2E}::test_chat_completion_and_stream"),
-    "tool_choice": refused("required"),
+    "tool_choice": shown("test_tool_calls.py::test_required_forces_one_valid_call"),
     "tools": shown(f"{E2E}::test_chat_tools_reach_the_template"),
     "top_logprobs": shown(f"{E2E}::test_chat_logprobs"),
     "top_p": ("effect", {"top_p": 1e-9, "temperature": 1.0}),
@@ -276,7 +276,8 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "return_text_in_logprobs": True, "token_ids_logprob": [2, 5],
               "encoding_format": "base64",
               "response_format": {"type": "json_object"}, "json_schema": '{"type": "object"}',
-              "regex": "[a-z]{1,3}", "ebnf": 'root ::= "a" | "b"'}
+              "regex": "[a-z]{1,3}", "ebnf": 'root ::= "a" | "b"', "tool_choice": "auto",
+              "parallel_tool_calls": False}
     if route == "completions" and field == "logprobs":
         values["logprobs"] = 2
     path, b = body(route, field, values[field])

@@ -22,6 +22,10 @@ SERVES = [
     ("--model-path {model} --host 0.0.0.0 --port 30000 --log-level warning", []),
     ("--model {model}", []),
     ("--model-path {model} --served-model-name my-model --api-key sk-123456", []),
+    # Tool and reasoning parser pages.
+    ("--model-path {model} --tool-call-parser llama3", []),
+    ("--model-path {model} --tool-call-parser qwen25 --reasoning-parser qwen3", []),
+    ("--model-path {model} --reasoning-parser deepseek-r1", []),
     # Server arguments page: memory, scheduling, chunked prefill.
     ("--model-path {model} --mem-fraction-static 0.7", []),
     ("--model-path {model} --chunked-prefill-size 4096", []),
@@ -51,6 +55,9 @@ SERVES = [
       "Decode batch. #running-req: 1"]),
     ("--model-path {model} --load-format dummy", []),
     ("--model-path {model} --kv-cache-dtype auto --page-size 1 --grammar-backend none", []),
+    ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-draft-tokens 4 "
+     "--speculative-ngram-max-match-window-size 6 --speculative-ngram-capacity 1000",
+     ["--speculative-ngram-capacity has no effect"]),
     ("--model-path {model} --grammar-backend xgrammar",
      ["--grammar-backend has no effect", "own grammar engine"]),
     ("--model-path {model} --cuda-graph-max-bs 32 --disable-cuda-graph", []),
@@ -72,9 +79,12 @@ REFUSES = [
     ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model} "
      "--speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16",
      ["speculative decoding"]),
+    ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-draft-tokens 1",
+     ["--speculative-num-draft-tokens must be in [2, 64]"]),
     # Structured output, tool and reasoning parser pages.
-    ("--model-path {model} --tool-call-parser llama3", ["--tool-call-parser llama3"]),
-    ("--model-path {model} --reasoning-parser deepseek-r1", ["--reasoning-parser deepseek-r1"]),
+    ("--model-path {model} --tool-call-parser hermes2", ["--tool-call-parser 'hermes2'",
+                                                         "qwen25", "gpt-oss"]),
+    ("--model-path {model} --reasoning-parser r1", ["--reasoning-parser 'r1'", "deepseek-r1"]),
     # LoRA, multimodal (--is-embedding serves: test_embeddings.py).
     ("--model-path {model} --enable-lora --lora-paths lora0=/tmp/lora", ["LoRA"]),
     ("--model-path {model} --enable-multimodal", ["multimodal"]),
@@ -183,7 +193,7 @@ def test_help_lists_every_flag_with_meaning_and_exits_0():
     text = out.stdout
     for flag in ["--model-path, --model PATH", "--tp-size, --tp, --tensor-parallel-size N",
                  "--config FILE", "--log-requests", "--mem-fraction-static X",
-                 "--trust-remote-code", "--speculative-algorithm NAME"]:
+                 "--trust-remote-code", "--speculative-algorithm NGRAM"]:
         assert flag in text, flag
     words = " ".join(text.split())  # the meanings are wrapped
     assert "[default: 30000]" in words

@@ -145,7 +145,12 @@ def test_sse_wire_format(server):
 
 
 @pytest.mark.parametrize("body,field", [
-    ({"tools": [{"type": "function", "name": "f", "parameters": {}}]}, "tools"),
+    ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
+    ({"tools": [{"type": "function", "name": "f", "parameters": {"type": "object",
+                                                               "minProperties": 1}}]},
+     "minProperties"),
+    ({"tools": [{"type": "function", "name": "f"}], "tool_choice": {"type": "function",
+                                                                   "name": "g"}}, "'g'"),
     ({"previous_response_id": "resp_1"}, "previous_response_id"),
     ({"store": True}, "store"),
     ({"reasoning": {"effort": "low"}}, "reasoning"),
@@ -155,8 +160,9 @@ def test_sse_wire_format(server):
     ({"background": True}, "background"),
     ({"messages": [USER]}, "messages"),
     ({"max_tokens": 5}, "max_tokens"),
-    ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]},
-     "function_call_output"),
+    ({"input": [{"type": "function_call_output", "call_id": "c"}]}, "input[0].output"),
+    ({"input": [{"type": "function_call", "call_id": "c", "name": "f"}]}, "input[0].arguments"),
+    ({"input": [{"type": "reasoning", "summary": []}]}, "reasoning"),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
      "input_image"),
     ({"input": []}, "input"),

@@ -1,0 +1,41 @@
+// Communicator: the collectives tensor, expert and data parallelism need, between the `size()`
+// ranks of one group (SGLang's GroupCoordinator, NCCL's communicator). Every rank calls the same
+// collectives in the same order with tensors of the same shape and dtype (a programming error
+// otherwise, checked where cheap). Results are identical on every rank, bit for bit: reductions
+// add in rank order, so tensor-parallel ranks stay in lockstep without a broadcast.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/stream.h"
+#include "core/tensor.h"
+
+namespace sgl::distributed {
+
+enum class ReduceOp : uint8_t { kSum, kMax };
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // In place: `buffer` (contiguous f32 or bf16) becomes the element-wise reduction of every
+  // rank's `buffer`. bf16 is reduced in f32 and rounded once.
+  virtual void all_reduce(const Tensor& buffer, ReduceOp op, backend::Stream stream) = 0;
+  // out [size * n] = every rank's `in` [n] (any contiguous dtype), in rank order.
+  virtual void all_gather(const Tensor& in, const Tensor& out, backend::Stream stream) = 0;
+  // `in` [size * n]: chunk j (n elements) goes to rank j; `out` [size * n]: chunk i came from
+  // rank i (expert parallelism's dispatch and combine, with equal chunks).
+  virtual void all_to_all(const Tensor& in, const Tensor& out, backend::Stream stream) = 0;
+  // In place: every rank's `buffer` becomes rank `root`'s.
+  virtual void broadcast(const Tensor& buffer, int root, backend::Stream stream) = 0;
+  // Returns once every rank has called it.
+  virtual void barrier() = 0;
+};
+
+// Element-wise f32 reduction of `a` into `acc` (n elements): what every implementation's
+// all_reduce computes, rank after rank.
+void reduce_into(float* acc, const float* a, int64_t n, ReduceOp op);
+
+}  // namespace sgl::distributed

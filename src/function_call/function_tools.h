@@ -1,0 +1,27 @@
+// A request's function tools (OpenAI's `tools`), read and checked: each a function with a name
+// and a JSON Schema for its parameters that the grammar engine compiles.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace sgl::function_call {
+
+struct FunctionTool {
+  std::string name;
+  std::string parameters_json;  // the parameters' JSON Schema; empty: none given
+};
+
+inline constexpr size_t kMaxFunctionTools = 512;
+
+// `tools_json`: a JSON array of {"type": "function", "function": {"name", "description",
+// "parameters", "strict"}} (the chat format) or {"type": "function", "name", "parameters", ...}
+// (the Responses format). InvalidArgument naming the tool (tools[i]) for a missing or malformed
+// name, a duplicate name, a tool type other than function, or parameters that are not a JSON
+// Schema the grammar engine supports (the engine's reason included).
+Result<std::vector<FunctionTool>> read_function_tools(std::string_view tools_json);
+
+}  // namespace sgl::function_call

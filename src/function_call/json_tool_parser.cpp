@@ -1,0 +1,200 @@
+// JsonToolParser.
+#include "function_call/json_tool_parser.h"
+
+namespace sgl::function_call {
+
+JsonToolFormat qwen25_format() { return {.start = "<tool_call>", .end = "</tool_call>"}; }
+JsonToolFormat llama3_format() {
+  return {.start = "<|python_tag|>",
+          .end = "",
+          .array = false,
+          .separator = ';',
+          .bare_at_start = true};
+}
+JsonToolFormat mistral_format() { return {.start = "[TOOL_CALLS]", .end = "", .array = true}; }
+
+JsonToolParser::JsonToolParser(JsonToolFormat format)
+    : format_(std::move(format)),
+      scanner_({format_.start}),
+      state_(format_.bare_at_start ? State::kStart : State::kText) {}
+
+void JsonToolParser::text(std::string_view s, EventSink& out) {
+  std::string t;
+  text_.write(s, t);
+  out.content(t);
+}
+
+void JsonToolParser::start_object(char c, EventSink& out) {
+  call_.reset();
+  raw_ += c;
+  (void)call_.step(c, out);  // '{' always opens
+  state_ = State::kObject;
+}
+
+void JsonToolParser::fall_back(char c, EventSink& out) {
+  state_ = State::kText;
+  text(std::exchange(raw_, {}), out);
+  step(c, out);
+}
+
+void JsonToolParser::back_to_text(char c, EventSink& out) {
+  state_ = State::kText;
+  raw_.clear();
+  text_.skip_leading();
+  step(c, out);
+}
+
+void JsonToolParser::end_block() {
+  state_ = State::kText;
+  raw_.clear();
+  text_.skip_leading();
+}
+
+void JsonToolParser::step(char c, EventSink& out) {
+  switch (state_) {
+    case State::kStart:
+      if (is_json_space(c)) {
+        text(std::string_view(&c, 1), out);  // held: dropped if a call follows
+        return;
+      }
+      if (c == '{') {
+        raw_ = text_.take_held();
+        in_array_ = false;
+        start_object(c, out);
+        return;
+      }
+      state_ = State::kText;
+      step(c, out);
+      return;
+    case State::kText: {
+      std::string t;
+      const int marker = scanner_.step(c, t);
+      text(t, out);
+      if (marker >= 0) {
+        raw_ = text_.take_held();
+        raw_ += format_.start;
+        state_ = State::kOpen;
+      }
+      return;
+    }
+    case State::kOpen:
+      if (is_json_space(c)) {
+        raw_ += c;
+        return;
+      }
+      if (c == '[' && format_.array) {
+        raw_ += c;
+        in_array_ = true;
+        block_has_call_ = false;
+        state_ = State::kArrayNext;
+        return;
+      }
+      if (c == '{') {
+        in_array_ = false;
+        start_object(c, out);
+        return;
+      }
+      fall_back(c, out);
+      return;
+    case State::kArrayNext:
+      if (is_json_space(c)) {
+        raw_ += c;
+        return;
+      }
+      if (c == '{') {
+        start_object(c, out);
+        return;
+      }
+      if (c == ']' && block_has_call_) {
+        end_block();
+        return;
+      }
+      fall_back(c, out);
+      return;
+    case State::kObject: {
+      const JsonCallReader::Step s = call_.step(c, out);
+      if (s == JsonCallReader::Step::kMore) {
+        if (!call_.begun()) raw_ += c;
+        return;
+      }
+      if (s == JsonCallReader::Step::kDone) {
+        raw_.clear();
+        block_has_call_ = true;
+        state_ = State::kAfterObject;
+        return;
+      }
+      if (call_.begun()) {
+        back_to_text(c, out);
+      } else {
+        fall_back(c, out);
+      }
+      return;
+    }
+    case State::kAfterObject:
+      if (is_json_space(c)) return;
+      if (in_array_) {
+        if (c == ',') {
+          raw_.assign(1, c);
+          state_ = State::kArrayNext;
+        } else if (c == ']') {
+          end_block();
+        } else {
+          back_to_text(c, out);
+        }
+        return;
+      }
+      if (!format_.end.empty()) {
+        end_.reset(format_.end);
+        state_ = State::kEnd;
+        step(c, out);
+        return;
+      }
+      if (format_.separator != 0 && c == format_.separator) {
+        raw_.assign(1, c);
+        state_ = State::kOpen;
+        return;
+      }
+      back_to_text(c, out);
+      return;
+    case State::kEnd:
+      switch (end_.step(c)) {
+        case LiteralMatch::Step::kMore:
+          return;
+        case LiteralMatch::Step::kMatched:
+          state_ = State::kText;
+          text_.skip_leading();
+          return;
+        case LiteralMatch::Step::kMismatch:
+          text_.skip_leading();
+          text(end_.matched(), out);
+          back_to_text(c, out);
+          return;
+      }
+      return;
+  }
+}
+
+void JsonToolParser::finish(EventSink& out) {
+  switch (state_) {
+    case State::kStart:
+    case State::kText:
+      text(scanner_.take_pending(), out);
+      out.content(text_.take_held());
+      break;
+    case State::kOpen:
+    case State::kArrayNext:
+      out.content(raw_);
+      break;
+    case State::kObject:
+      if (!call_.begun()) out.content(raw_);
+      break;
+    case State::kAfterObject:
+      break;
+    case State::kEnd:
+      out.content(end_.matched());
+      break;
+  }
+  raw_.clear();
+}
+
+}  // namespace sgl::function_call

@@ -1,0 +1,66 @@
+// The tool-call formats whose calls are JSON objects {"name": ..., "arguments": ...} after a
+// marker: qwen25 (`<tool_call>\n{...}\n</tool_call>`, hermes style), llama3 (`<|python_tag|>`
+// or a bare object at the start, calls separated by ';', "parameters" for the arguments) and
+// mistral (`[TOOL_CALLS] [{...}, {...}]`). Text around the calls is content, whitespace next to
+// the markup trimmed. Markup that turns out not to be a call before its name was read is
+// content; a call whose name was read stays a call (its arguments as far as they came).
+#pragma once
+
+#include <string>
+
+#include "function_call/json_call_reader.h"
+#include "function_call/stream_parser.h"
+#include "function_call/text_scan.h"
+
+namespace sgl::function_call {
+
+struct JsonToolFormat {
+  std::string start;           // the marker before the calls
+  std::string end;             // a literal after each call (qwen25's </tool_call>); may be empty
+  bool array = false;          // calls as a JSON array after the marker (mistral)
+  char separator = 0;          // between calls, without another marker (llama3: ';')
+  bool bare_at_start = false;  // an output starting with '{' starts a call (llama3)
+};
+
+JsonToolFormat qwen25_format();
+JsonToolFormat llama3_format();
+JsonToolFormat mistral_format();
+
+class JsonToolParser final : public ByteParser {
+ public:
+  explicit JsonToolParser(JsonToolFormat format);
+  void finish(EventSink& out) override;
+
+ private:
+  enum class State : uint8_t {
+    kStart,        // bare_at_start: nothing but whitespace yet
+    kText,         // content
+    kOpen,         // after the marker (or a separator): '{' (or '[' for an array) expected
+    kArrayNext,    // inside the array, before an element
+    kObject,       // inside a call object
+    kAfterObject,  // after a call object
+    kEnd,          // matching the end literal
+  };
+
+  void step(char c, EventSink& out) override;
+  void text(std::string_view s, EventSink& out);
+  void start_object(char c, EventSink& out);
+  // Not a call after all: the markup read so far is content; `c` is read again as text.
+  void fall_back(char c, EventSink& out);
+  // Back to text after a call; `c` is read again as text.
+  void back_to_text(char c, EventSink& out);
+  // The array's ']' ended the calls.
+  void end_block();
+
+  JsonToolFormat format_;
+  MarkerScanner scanner_;
+  TrimmedText text_;
+  State state_;
+  JsonCallReader call_;
+  LiteralMatch end_;
+  std::string raw_;  // the markup since the last certain point, for fall_back
+  bool in_array_ = false;
+  bool block_has_call_ = false;  // the array holds a finished call
+};
+
+}  // namespace sgl::function_call

@@ -1,0 +1,138 @@
+// Parser names and the reasoning -> tool-call chain.
+#include "function_call/output_parser.h"
+
+#include <algorithm>
+#include <array>
+
+#include "function_call/deepseek_v3_parser.h"
+#include "function_call/harmony_parser.h"
+#include "function_call/json_tool_parser.h"
+#include "function_call/pythonic_parser.h"
+#include "function_call/think_parser.h"
+
+namespace sgl::function_call {
+namespace {
+
+constexpr std::array<std::string_view, 8> kToolCallParsers = {
+    "qwen25", "qwen", "llama3", "mistral", "pythonic", "deepseekv3", "deepseekv31", "gpt-oss"};
+constexpr std::array<std::string_view, 4> kReasoningParsers = {"qwen3", "qwen3-thinking",
+                                                               "deepseek-r1", "gpt-oss"};
+
+Status check_name(std::string_view flag, std::string_view name,
+                  std::span<const std::string_view> names) {
+  if (std::find(names.begin(), names.end(), name) != names.end()) return Status::ok_status();
+  std::string known;
+  for (std::string_view n : names) known += (known.empty() ? "" : ", ") + std::string(n);
+  return invalid_argument(std::string(flag) + " '" + std::string(name) + "' is not known (" +
+                          known + ")");
+}
+
+std::unique_ptr<StreamParser> tool_call_parser(std::string_view name) {
+  if (name == "qwen25" || name == "qwen") return std::make_unique<JsonToolParser>(qwen25_format());
+  if (name == "llama3") return std::make_unique<JsonToolParser>(llama3_format());
+  if (name == "mistral") return std::make_unique<JsonToolParser>(mistral_format());
+  if (name == "pythonic") return std::make_unique<PythonicParser>();
+  return std::make_unique<DeepSeekV3Parser>();  // deepseekv3, deepseekv31
+}
+
+// Reasoning first; its content goes through the tool-call parser. Reasoning events are dropped
+// when no reasoning parser was asked for (gpt-oss's analysis channel, as SGLang's tool parser).
+class ChainedParser final : public StreamParser {
+ public:
+  ChainedParser(std::unique_ptr<StreamParser> first, std::unique_ptr<StreamParser> tools,
+                bool keep_reasoning)
+      : first_(std::move(first)), tools_(std::move(tools)), keep_reasoning_(keep_reasoning) {}
+
+  void feed(std::string_view text, EventSink& out) override {
+    if (!first_) {
+      tools_->feed(text, out);
+      return;
+    }
+    EventSink mid;
+    first_->feed(text, mid);
+    forward(mid, out);
+  }
+
+  void finish(EventSink& out) override {
+    if (first_) {
+      EventSink mid;
+      first_->finish(mid);
+      forward(mid, out);
+    }
+    if (tools_) tools_->finish(out);
+  }
+
+ private:
+  void forward(EventSink& mid, EventSink& out) {
+    for (ParseEvent& e : mid.take()) {
+      switch (e.kind) {
+        case EventKind::kContent:
+          if (tools_) {
+            tools_->feed(e.text, out);
+          } else {
+            out.content(e.text);
+          }
+          break;
+        case EventKind::kReasoning:
+          if (keep_reasoning_) out.reasoning(e.text);
+          break;
+        case EventKind::kToolCallBegin:
+          out.begin_call(std::move(e.text));
+          break;
+        case EventKind::kToolCallArguments:
+          out.arguments(e.text);
+          break;
+      }
+    }
+  }
+
+  std::unique_ptr<StreamParser> first_;  // reasoning (or harmony, which does both)
+  std::unique_ptr<StreamParser> tools_;
+  bool keep_reasoning_;
+};
+
+}  // namespace
+
+std::span<const std::string_view> tool_call_parser_names() { return kToolCallParsers; }
+std::span<const std::string_view> reasoning_parser_names() { return kReasoningParsers; }
+
+Status check_tool_call_parser(std::string_view name) {
+  return check_name("--tool-call-parser", name, kToolCallParsers);
+}
+Status check_reasoning_parser(std::string_view name) {
+  return check_name("--reasoning-parser", name, kReasoningParsers);
+}
+
+bool needs_special_tokens(std::string_view parser_name) {
+  return parser_name == "gpt-oss" || parser_name == "mistral";
+}
+
+Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptions& options) {
+  const std::string& tools = options.tool_call_parser;
+  const std::string& reasoning = options.reasoning_parser;
+  if (!tools.empty()) SGL_RETURN_IF_ERROR(check_tool_call_parser(tools));
+  if (!reasoning.empty()) SGL_RETURN_IF_ERROR(check_reasoning_parser(reasoning));
+  if (tools.empty() && reasoning.empty()) return std::unique_ptr<StreamParser>();
+  const bool keep_reasoning = !reasoning.empty();
+  if (tools == "gpt-oss" || reasoning == "gpt-oss") {
+    // One harmony parser does both; calls only when tool calls are parsed with it.
+    return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
+        std::make_unique<HarmonyParser>(tools == "gpt-oss"), nullptr, keep_reasoning));
+  }
+  std::unique_ptr<StreamParser> first;
+  if (!reasoning.empty()) {
+    first = std::make_unique<ThinkParser>(options.force_reasoning || reasoning == "deepseek-r1" ||
+                                          reasoning == "qwen3-thinking");
+  }
+  return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
+      std::move(first), tools.empty() ? nullptr : tool_call_parser(tools), keep_reasoning));
+}
+
+ParsedOutput parse_whole(StreamParser& parser, std::string_view text) {
+  EventSink sink;
+  parser.feed(text, sink);
+  parser.finish(sink);
+  return fold(sink.take());
+}
+
+}  // namespace sgl::function_call

@@ -1,0 +1,41 @@
+// The parsers by SGLang's names (--tool-call-parser, --reasoning-parser) and the parser of one
+// chat choice's output: reasoning separated first, then tool calls parsed from what is left.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "function_call/stream_parser.h"
+
+namespace sgl::function_call {
+
+// SGLang's names. qwen25 and qwen are the hermes-style <tool_call> format; deepseekv3 also
+// reads V3.1's shorter calls (deepseekv31).
+std::span<const std::string_view> tool_call_parser_names();
+// qwen3-thinking is qwen3 whose output always starts inside the reasoning.
+std::span<const std::string_view> reasoning_parser_names();
+
+// InvalidArgument naming the known names when `name` is not one.
+Status check_tool_call_parser(std::string_view name);
+Status check_reasoning_parser(std::string_view name);
+
+// Whether the format's markers are special tokens, which the detokenizer must then keep
+// (skip_special_tokens false): gpt-oss's harmony markers, mistral's [TOOL_CALLS].
+bool needs_special_tokens(std::string_view parser_name);
+
+struct OutputParserOptions {
+  std::string tool_call_parser;  // empty: tool calls are not parsed (no tools, tool_choice none)
+  std::string reasoning_parser;  // empty: reasoning is not separated
+  // The prompt already opened the reasoning (a chat template ending in <think>): the output
+  // starts inside it. deepseek-r1 and qwen3-thinking always do.
+  bool force_reasoning = false;
+};
+
+// The parser for one output; null when the options ask for no parsing. InvalidArgument for an
+// unknown name.
+Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptions& options);
+
+}  // namespace sgl::function_call

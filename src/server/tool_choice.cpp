@@ -1,0 +1,52 @@
+// Tool choice and output parsing for the chat routes.
+#include "server/tool_choice.h"
+
+#include <cctype>
+
+#include "function_call/tool_constraint.h"
+
+namespace sgl::server {
+
+function_call::OutputParserOptions output_parser_options(const ServerContext& ctx,
+                                                         const ChatRequest& req,
+                                                         std::string_view prompt) {
+  function_call::OutputParserOptions o;
+  if (!req.tools_json.empty()) o.tool_call_parser = ctx.info.tool_call_parser;
+  if (req.separate_reasoning && req.enable_thinking.value_or(true)) {
+    o.reasoning_parser = ctx.info.reasoning_parser;
+  }
+  while (!prompt.empty() && std::isspace(static_cast<unsigned char>(prompt.back()))) {
+    prompt.remove_suffix(1);
+  }
+  o.force_reasoning = prompt.ends_with("<think>");
+  return o;
+}
+
+Status apply_tool_choice(const ServerContext& ctx, const ChatRequest& req,
+                         engine::GenerateRequest& request) {
+  if (req.tool_choice != ToolChoiceMode::kRequired && req.tool_choice != ToolChoiceMode::kNamed) {
+    return Status::ok_status();
+  }
+  const char* what = req.tool_choice == ToolChoiceMode::kRequired ? "tool_choice 'required'"
+                                                                  : "a named tool_choice";
+  if (ctx.info.tool_call_parser.empty()) {
+    return invalid_argument(std::string(what) +
+                            " needs the server started with --tool-call-parser");
+  }
+  SGL_ASSIGN_OR_RETURN(
+      const std::string grammar,
+      function_call::tool_call_grammar({.tools = req.tools,
+                                        .function_name = req.tool_choice_name,
+                                        .parser = ctx.info.tool_call_parser,
+                                        .parallel_tool_calls = req.parallel_tool_calls}));
+  if (request.grammar) {
+    return invalid_argument(std::string(what) +
+                            " cannot be combined with response_format or a grammar field: both "
+                            "would constrain the output");
+  }
+  SGL_ASSIGN_OR_RETURN(request.grammar,
+                       ctx.grammar.compile({grammar::GrammarKind::kEbnf, grammar, "tool_choice"}));
+  return Status::ok_status();
+}
+
+}  // namespace sgl::server

@@ -1,0 +1,31 @@
+// What a chat request's tools, tool_choice and reasoning settings do to its generation: the
+// output parser of each choice, and the constraint tool_choice "required" / a named function
+// puts on decoding.
+#pragma once
+
+#include <string_view>
+
+#include "core/status.h"
+#include "engine/generate_request.h"
+#include "function_call/output_parser.h"
+#include "server/openai_types.h"
+#include "server/server_context.h"
+
+namespace sgl::server {
+
+// The parser for the request's choices: tool calls when the request offers tools (tool_choice
+// not none) and the server has --tool-call-parser; reasoning with --reasoning-parser unless
+// separate_reasoning or chat_template_kwargs.enable_thinking is false. `prompt` is the rendered
+// prompt: one that ends with <think> has opened the reasoning already.
+function_call::OutputParserOptions output_parser_options(const ServerContext& ctx,
+                                                         const ChatRequest& req,
+                                                         std::string_view prompt);
+
+// tool_choice "required" or a named function: constrains `request` to valid calls of the
+// allowed functions (function_call::tool_call_grammar, compiled by the server's GrammarBackend).
+// Errors are 400s: no --tool-call-parser, a format that cannot be constrained, another grammar
+// on the same request. none / auto: nothing to do.
+Status apply_tool_choice(const ServerContext& ctx, const ChatRequest& req,
+                         engine::GenerateRequest& request);
+
+}  // namespace sgl::server

@@ -1,0 +1,130 @@
+// NGRAM speculative decoding through the engine on the real stories260K model: every request's
+// tokens (and logprobs) equal plain decoding's — greedy and seeded sampling alike, since each
+// verified row draws with its own position's RNG step — while drafts are accepted (fewer
+// steps), across stop tokens inside accepted drafts, max_new_tokens and context limits, the
+// radix cache, chunked and mixed prefill, and a KV cache tight enough to retract.
+// Built with SGL_TEST_ON_CUDA: the same on the GPU in float32 (plain decoding then runs CUDA
+// graphs and the device sampler, verify passes sample on the host: the two samplers' identity).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "engine/model_engine.h"
+#include "scheduler/greedy_ids_request.h"
+#include "stream_outcome.h"
+#include "test_data.h"
+
+namespace sgl::engine {
+namespace {
+
+struct Config {
+  const char* name;
+  int64_t num_kv_slots;
+  int64_t chunk;
+  bool mixed;
+  int32_t draft_tokens;
+  double conservativeness = 1.0;  // low: admit optimistically, so decoding must retract
+};
+
+// 32 requests from the golden prompts and their greedy continuations (stories repeat
+// themselves, so n-gram drafts hit), mixed sampling settings and limits.
+std::vector<GenerateRequest> workload() {
+  const auto golden = test::golden("stories260K");
+  std::vector<GenerateRequest> out;
+  for (int i = 0; i < 32; ++i) {
+    const auto& c = golden["cases"][i % golden["cases"].size()];
+    std::vector<int32_t> p = c["prompt_ids"].get<std::vector<int32_t>>();
+    const auto cont = c["greedy_ids"].get<std::vector<int32_t>>();
+    // A prompt that quotes itself: the drafts' best case.
+    if (i % 3 == 0) p.insert(p.end(), cont.begin(), cont.begin() + 20);
+    GenerateRequest r = test::greedy_ids_request(p, 40 + i % 7 * 9);
+    if (i % 4 == 1) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.top_p = 0.9f;
+      r.sampling.seed = 100 + i;
+    }
+    if (i % 5 == 2) {
+      r.return_logprob = true;
+      r.top_logprobs_num = 3;
+    }
+    if (i % 6 == 3) {  // stop on a token the continuation holds: ends inside a verify
+      r.ignore_eos = false;
+      r.stop_token_ids = {cont[10]};
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<test::Outcome> run(const Config& c, bool speculative, EngineStats* stats) {
+  runner::ModelRunnerOptions ro;
+#ifdef SGL_TEST_ON_CUDA
+  ro.device = Device::cuda(0);
+  ro.dtype = "float32";
+#endif
+  ro.num_kv_slots = c.num_kv_slots;
+  EngineOptions eo;
+  eo.scheduler.chunked_prefill_size = c.chunk;
+  eo.scheduler.enable_mixed_chunk = c.mixed;
+  eo.scheduler.max_running_requests = 24;
+  eo.scheduler.schedule_conservativeness = c.conservativeness;
+  eo.disable_overlap_schedule = true;  // as --speculative-algorithm sets it; the same for both
+  if (speculative) {
+    eo.scheduler.speculative.algorithm = speculative::SpeculativeAlgorithm::kNgram;
+    eo.scheduler.speculative.num_draft_tokens = c.draft_tokens;
+  }
+  auto me = launch_model_engine(test::model_dir("stories260K"), ro, eo);
+  EXPECT_TRUE(me.ok()) << me.status().to_string();
+  if (!me.ok()) return {};
+  me->engine->set_check_integrity(true);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const GenerateRequest& r : workload()) {
+    auto s = me->engine->submit(r);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (s.ok()) streams.push_back(*s);
+  }
+  std::vector<test::Outcome> out;
+  for (auto& s : streams) out.push_back(test::collect(*s));
+  EXPECT_TRUE(me->engine->last_integrity().ok()) << me->engine->last_integrity().to_string();
+  *stats = me->engine->get_stats();
+  return out;
+}
+
+class Speculative : public ::testing::TestWithParam<Config> {};
+
+TEST_P(Speculative, NgramGivesPlainDecodingsTokensInFewerSteps) {
+  const Config c = GetParam();
+  EngineStats plain_stats, spec_stats;
+  const std::vector<test::Outcome> plain = run(c, false, &plain_stats);
+  const std::vector<test::Outcome> spec = run(c, true, &spec_stats);
+  ASSERT_EQ(plain.size(), spec.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(spec[i].ids, plain[i].ids) << c.name << ": request " << i;
+    EXPECT_EQ(spec[i].finish.reason, plain[i].finish.reason) << c.name << ": request " << i;
+    ASSERT_EQ(spec[i].logprobs.size(), plain[i].logprobs.size()) << i;
+    for (size_t k = 0; k < plain[i].logprobs.size(); ++k) {
+      // A verify pass computes a position's logits beside other positions: the same math up to
+      // the summation order of a wider GEMM.
+      EXPECT_NEAR(spec[i].logprobs[k], plain[i].logprobs[k], 1e-4) << i << " step " << k;
+    }
+    ASSERT_EQ(spec[i].top.size(), plain[i].top.size()) << i;
+  }
+  const scheduler::SchedulerStats& s = spec_stats.scheduler;
+  EXPECT_EQ(s.generated_tokens_total, plain_stats.scheduler.generated_tokens_total);
+  EXPECT_GT(s.spec_verify_steps, 0) << c.name;
+  EXPECT_GT(s.spec_accepted_tokens, s.spec_verify_steps / 4) << c.name << ": drafts rarely hit";
+  std::cout << c.name << ": " << s.spec_verify_steps << " verify steps, " << s.spec_accepted_tokens
+            << " of " << s.spec_draft_tokens << " drafts accepted, retracted "
+            << s.num_retracted_total << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, Speculative,
+                         ::testing::Values(Config{"default", 8000, 8192, true, 8},
+                                           Config{"chunk16", 8000, 16, true, 4},
+                                           Config{"no_mixed_draft2", 8000, 8192, false, 2},
+                                           Config{"tight_kv", 640, 64, true, 8, 0.05}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace sgl::engine

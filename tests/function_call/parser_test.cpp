@@ -1,0 +1,321 @@
+// Tool-call and reasoning parsers: exact results per format, and the streaming property — every
+// split of an output into two chunks, and many random multi-chunk splits, fold to the same
+// content, reasoning and calls as the whole text fed at once.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "function_call/output_parser.h"
+
+namespace sgl::function_call {
+namespace {
+
+struct Case {
+  std::string tools;
+  std::string reasoning;
+  bool force = false;
+  std::string text;
+  ParsedOutput want;
+};
+
+std::unique_ptr<StreamParser> make(const Case& c) {
+  auto p = make_output_parser({c.tools, c.reasoning, c.force});
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  return std::move(p).value();
+}
+
+ParsedOutput chunked(const Case& c, const std::vector<size_t>& cuts) {
+  auto parser = make(c);
+  EventSink sink;
+  size_t from = 0;
+  std::vector<ParseEvent> events;
+  for (size_t cut : cuts) {
+    parser->feed(std::string_view(c.text).substr(from, cut - from), sink);
+    for (ParseEvent& e : sink.take()) events.push_back(std::move(e));
+    from = cut;
+  }
+  parser->feed(std::string_view(c.text).substr(from), sink);
+  parser->finish(sink);
+  for (ParseEvent& e : sink.take()) events.push_back(std::move(e));
+  // Call indices are consecutive and each begin comes before its arguments.
+  int32_t calls = 0;
+  for (const ParseEvent& e : events) {
+    if (e.kind == EventKind::kToolCallBegin) EXPECT_EQ(e.call_index, calls++);
+    if (e.kind == EventKind::kToolCallArguments) EXPECT_EQ(e.call_index, calls - 1);
+  }
+  return fold(events);
+}
+
+std::string show(const ParsedOutput& o) {
+  std::string s = "content=[" + o.content + "] reasoning=[" + o.reasoning + "]";
+  for (const ToolCall& c : o.calls) s += " call " + c.name + "(" + c.arguments + ")";
+  return s;
+}
+
+void check(const Case& c) {
+  SCOPED_TRACE("tools=" + c.tools + " reasoning=" + c.reasoning + " text=" + c.text);
+  const ParsedOutput whole = chunked(c, {});
+  EXPECT_EQ(whole, c.want) << "got  " << show(whole) << "\nwant " << show(c.want);
+  for (size_t cut = 0; cut <= c.text.size(); ++cut) {
+    const ParsedOutput two = chunked(c, {cut});
+    ASSERT_EQ(two, whole) << "split at " << cut << ": " << show(two);
+  }
+  std::mt19937 rng(1234);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<size_t> cuts;
+    std::uniform_int_distribution<size_t> pos(0, c.text.size());
+    const int n = 1 + trial % 12;
+    for (int i = 0; i < n; ++i) cuts.push_back(pos(rng));
+    std::sort(cuts.begin(), cuts.end());
+    ASSERT_EQ(chunked(c, cuts), whole) << "trial " << trial;
+  }
+  // Byte by byte.
+  std::vector<size_t> every;
+  for (size_t i = 1; i < c.text.size(); ++i) every.push_back(i);
+  ASSERT_EQ(chunked(c, every), whole);
+}
+
+ParsedOutput out(std::string content, std::vector<ToolCall> calls = {},
+                 std::string reasoning = "") {
+  return {std::move(content), std::move(reasoning), std::move(calls)};
+}
+
+TEST(ToolCallParser, Qwen25) {
+  const std::string t = "qwen25";
+  check({t, "", false, "Hello, world!", out("Hello, world!")});
+  check({t, "", false,
+         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+         "\"Paris\"}}\n</tool_call>",
+         out("", {{"get_weather", "{\"city\": \"Paris\"}"}})});
+  check({t, "", false,
+         "Let me check.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": [1, 2.5e3, true, "
+         "null]}}\n</tool_call>\n"
+         "<tool_call>\n{\"arguments\": {}, \"name\": \"b\"}\n</tool_call>",
+         out("Let me check.", {{"a", "{\"x\": [1, 2.5e3, true, null]}"}, {"b", "{}"}})});
+  check(
+      {t, "", false, "<tool_call>{\"name\": \"f\"}</tool_call> done", out("done", {{"f", "{}"}})});
+  // Not a call: the markup is content.
+  check({t, "", false, "a <tool_call>oops</tool_call> b", out("a <tool_call>oops</tool_call> b")});
+  check({t, "", false, "<tool_call>{\"x\": 1}</tool_call>",
+         out("<tool_call>{\"x\": 1}</tool_call>")});
+  check({t, "", false, "a <tool_ b", out("a <tool_ b")});
+  check({t, "", false, "ends with <tool_c", out("ends with <tool_c")});
+  // Unfinished call: it keeps what it got.
+  check({t, "", false, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"ab",
+         out("", {{"f", "{\"q\": \"ab"}})});
+  // Unicode in content and arguments; escapes in the name.
+  check({t, "", false,
+         "héllo ☃ <tool_call>{\"name\": \"g\\u00e9\", \"arguments\": {\"s\": "
+         "\"日本\\\"\"}}</tool_call>",
+         out("héllo ☃", {{"gé", "{\"s\": \"日本\\\"\"}"}})});
+  check({"qwen", "", false, "x", out("x")});
+}
+
+TEST(ToolCallParser, Llama3) {
+  const std::string t = "llama3";
+  check({t, "", false, "{\"name\": \"f\", \"parameters\": {\"a\": 1}}",
+         out("", {{"f", "{\"a\": 1}"}})});
+  check({t, "", false,
+         " <|python_tag|>{\"name\": \"f\", \"parameters\": {}}; {\"name\": \"g\", \"arguments\": "
+         "{\"b\": \"x\"}}",
+         out("", {{"f", "{}"}, {"g", "{\"b\": \"x\"}"}})});
+  check({t, "", false, "Sure. <|python_tag|>{\"name\": \"f\", \"parameters\": {\"n\": -0.5}}",
+         out("Sure.", {{"f", "{\"n\": -0.5}"}})});
+  check({t, "", false, "{\"answer\": 42}", out("{\"answer\": 42}")});
+  check({t, "", false, "The set {1, 2}", out("The set {1, 2}")});
+  check({t, "", false, "{\"name\": \"f\", \"parameters\": {\"a\": 1}} trailing",
+         out("trailing", {{"f", "{\"a\": 1}"}})});
+}
+
+TEST(ToolCallParser, Mistral) {
+  const std::string t = "mistral";
+  check({t, "", false,
+         "[TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"name\": \"g\", "
+         "\"arguments\": {}}]",
+         out("", {{"f", "{\"a\": 1}"}, {"g", "{}"}})});
+  check({t, "", false, "ok [TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"s\": \"]\"}}]",
+         out("ok", {{"f", "{\"s\": \"]\"}"}})});
+  check({t, "", false, "[TOOL_CALLS] nope", out("[TOOL_CALLS] nope")});
+  check(
+      {t, "", false, "[TOOL_CALLS] {\"name\": \"f\", \"arguments\": {}}", out("", {{"f", "{}"}})});
+  check({t, "", false, "[1, 2] [TOOL_", out("[1, 2] [TOOL_")});
+}
+
+TEST(ToolCallParser, Pythonic) {
+  const std::string t = "pythonic";
+  check({t, "", false, "[get_weather(city='Paris', days=3), get_time()]",
+         out("", {{"get_weather", "{\"city\": \"Paris\", \"days\": 3}"}, {"get_time", "{}"}})});
+  check({t, "", false, "Calling: [f(a=True, b=None, c=[1, (2, 3)], d={'k': \"v'\"}, e=-1.5e2)] ok",
+         out("Calling: ok", {{"f",
+                              "{\"a\": true, \"b\": null, \"c\": [1, [2, 3]], \"d\": {\"k\": "
+                              "\"v'\"}, \"e\": -1.5e2}"}})});
+  check({t, "", false, "[f(s='say \"hi\"\\n', t=\"\\x41\",)]",
+         out("", {{"f", "{\"s\": \"say \\\"hi\\\"\\n\", \"t\": \"\\u0041\"}"}})});
+  check({t, "", false, "see [1] and [note] and [f(1)]", out("see [1] and [note] and [f(1)]")});
+  check({t, "", false, "[f(a=1), g(", out("g(", {{"f", "{\"a\": 1}"}})});
+  check({t, "", false, "[f(a='日本')]", out("", {{"f", "{\"a\": \"日本\"}"}})});
+  check({t, "", false, "[f(a=1", out("[f(a=1")});
+}
+
+TEST(ToolCallParser, DeepSeekV3) {
+  const std::string t = "deepseekv3";
+  const std::string call1 =
+      "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": "
+      "\"Tokyo\"}\n```<｜tool▁call▁end｜>";
+  const std::string call2 =
+      "<｜tool▁call▁begin｜>function<｜tool▁sep｜>now\n```json\n{}\n```<｜tool▁call▁end｜>";
+  check({t, "", false,
+         "Checking.<｜tool▁calls▁begin｜>" + call1 + "\n" + call2 + "<｜tool▁calls▁end｜>",
+         out("Checking.", {{"get_weather", "{\"city\": \"Tokyo\"}"}, {"now", "{}"}})});
+  check({t, "", false,
+         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": "
+         "1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+         out("", {{"f", "{\"a\": 1}"}})});
+  check(
+      {t, "", false, "plain <｜tool▁calls▁begin｜>junk", out("plain <｜tool▁calls▁begin｜>junk")});
+  check({t, "", false, "<｜tool▁calls▁begin｜>" + call1.substr(0, call1.size() - 20),
+         out("", {{"get_weather", "{\"city\": \"Tokyo\"}"}})});
+  check({t, "", false, "a <｜tool", out("a <｜tool")});
+}
+
+TEST(ToolCallParser, GptOss) {
+  const std::string t = "gpt-oss";
+  check(
+      {t, "gpt-oss", false,
+       "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary "
+       "to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"SF\"}<|call|>",
+       out("", {{"get_weather", "{\"city\":\"SF\"}"}}, "Need weather.")});
+  check(
+      {t, "gpt-oss", false,
+       "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>Hi "
+       "there!<|return|>",
+       out("Hi there!", {}, "Think.")});
+  // Without a reasoning parser the analysis channel is dropped (SGLang's gpt-oss tool parser).
+  check({t, "", false,
+         "<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>y",
+         out("y")});
+  check({"", "gpt-oss", false,
+         "<|channel|>analysis<|message|>x<|end|><|start|>assistant "
+         "to=functions.f<|channel|>commentary json<|message|>{}<|call|>",
+         out("{}", {}, "x")});
+  check({t, "gpt-oss", false, "plain text", out("plain text")});
+  check({t, "gpt-oss", false,
+         "<|start|>assistant to=functions.f<|channel|>commentary<|message|><|call|>",
+         out("", {{"f", "{}"}})});
+}
+
+TEST(ReasoningParser, Think) {
+  check({"", "qwen3", false, "<think>\nSome thought.\n</think>\n\nThe answer.",
+         out("The answer.", {}, "Some thought.")});
+  check({"", "qwen3", false, "No thinking here.", out("No thinking here.")});
+  check({"", "qwen3", true, "Thought.\n</think>\n\nAnswer", out("Answer", {}, "Thought.")});
+  check({"", "deepseek-r1", false, "Thought only, never closed",
+         out("", {}, "Thought only, never closed")});
+  check({"", "deepseek-r1", false, "<think>a</think>b", out("b", {}, "a")});
+  check({"", "qwen3", false, "  <thin", out("  <thin")});
+  check({"", "qwen3", false, "<think>x < y </thinking> </think>ok",
+         out("ok", {}, "x < y </thinking>")});
+  check({"", "qwen3", false, "a <think>b</think>", out("a <think>b</think>")});
+  check({"", "qwen3-thinking", false, "r</think>c", out("c", {}, "r")});
+}
+
+TEST(ReasoningParser, WithToolCalls) {
+  check({"qwen25", "qwen3", false,
+         "<think>I should call.</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": "
+         "{}}\n</tool_call>",
+         out("", {{"f", "{}"}}, "I should call.")});
+  // A tool-call marker inside the reasoning is reasoning.
+  check({"qwen25", "deepseek-r1", false, "maybe <tool_call> later</think>ok",
+         out("ok", {}, "maybe <tool_call> later")});
+}
+
+// Random outputs built from the formats' pieces (markers, halves of markers, JSON, Python,
+// whitespace, unicode): whatever they parse to, every split parses to the same.
+TEST(OutputParser, RandomOutputsAgreeWhenSplit) {
+  const std::vector<std::string> pieces = {"<tool_call>",
+                                           "</tool_call>",
+                                           "<tool_",
+                                           "{",
+                                           "}",
+                                           "[",
+                                           "]",
+                                           "(",
+                                           ")",
+                                           "\"name\"",
+                                           ": ",
+                                           "\"f\"",
+                                           ", ",
+                                           "\"arguments\"",
+                                           "\"parameters\"",
+                                           "1",
+                                           "-2.5",
+                                           "true",
+                                           "\"s\\\"\"",
+                                           "<|python_tag|>",
+                                           ";",
+                                           "[TOOL_CALLS]",
+                                           "f(",
+                                           "a=",
+                                           "'x'",
+                                           "None",
+                                           "<｜tool▁calls▁begin｜>",
+                                           "<｜tool▁call▁begin｜>",
+                                           "function",
+                                           "<｜tool▁sep｜>",
+                                           "\n",
+                                           "```json\n",
+                                           "```",
+                                           "<｜tool▁call▁end｜>",
+                                           "<｜tool▁calls▁end｜>",
+                                           "<|channel|>",
+                                           "analysis",
+                                           "final",
+                                           "commentary to=functions.g ",
+                                           "<|message|>",
+                                           "<|end|>",
+                                           "<|call|>",
+                                           "<|start|>",
+                                           "<think>",
+                                           "</think>",
+                                           "<th",
+                                           " ",
+                                           "  ",
+                                           "héllo",
+                                           "☃",
+                                           "text"};
+  const std::vector<std::pair<std::string, std::string>> configs = {
+      {"qwen25", ""},     {"llama3", ""},         {"mistral", ""},     {"pythonic", ""},
+      {"deepseekv3", ""}, {"gpt-oss", "gpt-oss"}, {"qwen25", "qwen3"}, {"pythonic", "deepseek-r1"}};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<size_t> pick(0, pieces.size() - 1);
+  for (const auto& [tools, reasoning] : configs) {
+    for (int i = 0; i < 150; ++i) {
+      Case c{tools, reasoning, i % 3 == 0, "", {}};
+      const int n = 1 + static_cast<int>(rng() % 24);
+      for (int j = 0; j < n; ++j) c.text += pieces[pick(rng)];
+      const ParsedOutput whole = chunked(c, {});
+      for (size_t cut = 0; cut <= c.text.size(); ++cut) {
+        ASSERT_EQ(chunked(c, {cut}), whole)
+            << tools << "/" << reasoning << " split at " << cut << ": " << c.text;
+      }
+      std::vector<size_t> every;
+      for (size_t k = 1; k < c.text.size(); ++k) every.push_back(k);
+      ASSERT_EQ(chunked(c, every), whole) << c.text;
+    }
+  }
+}
+
+TEST(OutputParser, Names) {
+  EXPECT_TRUE(check_tool_call_parser("qwen25").ok());
+  EXPECT_FALSE(check_tool_call_parser("hermes2").ok());
+  EXPECT_NE(check_reasoning_parser("r1").message().find("deepseek-r1"), std::string::npos);
+  auto none = make_output_parser({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);
+  EXPECT_FALSE(make_output_parser({"nope", "", false}).ok());
+}
+
+}  // namespace
+}  // namespace sgl::function_call

@@ -1,0 +1,169 @@
+// The tool-call grammar: compiled by the grammar engine, it accepts valid calls of the allowed
+// functions in each parser's format (and the parser reads them back), and rejects other names,
+// arguments that break the schema, and a second call without parallel_tool_calls.
+#include "function_call/tool_constraint.h"
+
+#include <gtest/gtest.h>
+
+#include "function_call/function_tools.h"
+#include "function_call/output_parser.h"
+#include "grammar/grammar_compiler.h"
+#include "grammar/grammar_matcher.h"
+
+namespace sgl::function_call {
+namespace {
+
+constexpr const char* kTools = R"([
+  {"type": "function", "function": {"name": "get_weather", "description": "Weather",
+   "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+     "unit": {"enum": ["c", "f"]}}, "required": ["city"]}}},
+  {"type": "function", "function": {"name": "now"}}
+])";
+
+std::vector<FunctionTool> tools() {
+  auto t = read_function_tools(kTools);
+  EXPECT_TRUE(t.ok()) << t.status().to_string();
+  return std::move(t).value();
+}
+
+class Checker {
+ public:
+  explicit Checker(const ToolConstraint& c) {
+    auto source = tool_call_grammar(c);
+    EXPECT_TRUE(source.ok()) << source.status().to_string();
+    auto compiled = compiler_.compile(grammar::GrammarKind::kEbnf, *source);
+    EXPECT_TRUE(compiled.ok()) << compiled.status().to_string() << "\n" << *source;
+    grammar_ = *compiled;
+  }
+  bool accepts(const std::string& s) const {
+    grammar::GrammarMatcher m(grammar_);
+    return m.accept_bytes(s) && m.can_terminate();
+  }
+
+ private:
+  grammar::GrammarCompiler compiler_{std::make_shared<grammar::TokenizerInfo>()};
+  std::shared_ptr<const grammar::CompiledGrammar> grammar_;
+};
+
+ParsedOutput parse(std::string_view parser, const std::string& text) {
+  auto p = make_output_parser({std::string(parser), "", false});
+  return parse_whole(**p, text);
+}
+
+struct FormatCase {
+  std::string parser;
+  std::string one;  // get_weather(city=Paris)
+  std::string two;  // that, then now()
+  std::string wrong_name;
+  std::string bad_args;  // city missing
+};
+
+std::vector<FormatCase> format_cases() {
+  return {
+      {"qwen25",
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+       "\"Paris\"}}\n</tool_call>",
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
+       "</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>",
+       "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>",
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"unit\": \"c\"}}\n</tool_call>"},
+      {"llama3", "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
+       "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}; {\"name\": \"now\", "
+       "\"parameters\": {}}",
+       "{\"name\": \"x\", \"parameters\": {}}",
+       "{\"name\": \"get_weather\", \"parameters\": {\"city\": 3}}"},
+      {"mistral",
+       "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
+       "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, "
+       "{\"name\": \"now\", \"arguments\": {}}]",
+       "[TOOL_CALLS] [{\"name\": \"nope\", \"arguments\": {}}]",
+       "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": "
+       "\"k\"}}]"},
+      {"deepseekv3",
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+       "{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+       "{\"city\": "
+       "\"Paris\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>now\n"
+       "```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>zz\n```json\n{}\n```"
+       "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+       "{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+      {"gpt-oss",
+       "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": "
+       "\"Paris\"}<|call|>",
+       "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": "
+       "\"Paris\"}<|call|><|start|>assistant<|channel|>commentary to=functions.now "
+       "<|constrain|>json<|message|>{}<|call|>",
+       "<|channel|>commentary to=functions.other <|constrain|>json<|message|>{}<|call|>",
+       "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"town\": "
+       "\"Paris\"}<|call|>"},
+  };
+}
+
+TEST(ToolConstraint, EveryFormat) {
+  const auto t = tools();
+  for (const FormatCase& f : format_cases()) {
+    SCOPED_TRACE(f.parser);
+    Checker required({t, "", f.parser, true});
+    EXPECT_TRUE(required.accepts(f.one));
+    EXPECT_TRUE(required.accepts(f.two));
+    EXPECT_FALSE(required.accepts(f.wrong_name));
+    EXPECT_FALSE(required.accepts(f.bad_args));
+    EXPECT_FALSE(required.accepts(""));
+    EXPECT_FALSE(required.accepts("Sure! " + f.one));
+    // What the grammar forces, the parser reads as the calls.
+    const ParsedOutput two = parse(f.parser, f.two);
+    ASSERT_EQ(two.calls.size(), 2u);
+    EXPECT_EQ(two.calls[0].name, "get_weather");
+    EXPECT_EQ(two.calls[0].arguments, "{\"city\": \"Paris\"}");
+    EXPECT_EQ(two.calls[1].name, "now");
+    EXPECT_EQ(two.calls[1].arguments, "{}");
+    EXPECT_EQ(two.content, "");
+
+    Checker single({t, "", f.parser, false});
+    EXPECT_TRUE(single.accepts(f.one));
+    EXPECT_FALSE(single.accepts(f.two));
+
+    Checker named({t, "now", f.parser, true});
+    EXPECT_FALSE(named.accepts(f.one));
+  }
+}
+
+TEST(ToolConstraint, Errors) {
+  const auto t = tools();
+  auto unknown = tool_call_grammar({t, "get_time", "qwen25", true});
+  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("get_time"), std::string::npos);
+  EXPECT_EQ(tool_call_grammar({{}, "", "qwen25", true}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(tool_call_grammar({t, "", "pythonic", true}).status().code(),
+            StatusCode::kUnimplemented);
+  EXPECT_EQ(tool_call_grammar({t, "", "no-such-parser", true}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(FunctionTools, Validation) {
+  auto bad_schema = read_function_tools(
+      R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+          "properties": {"n": {"type": "number", "multipleOf": 3}}}}}])");
+  ASSERT_FALSE(bad_schema.ok());
+  EXPECT_NE(bad_schema.status().message().find("multipleOf"), std::string::npos);
+  EXPECT_NE(bad_schema.status().message().find("tools[0].function.parameters"), std::string::npos);
+  EXPECT_FALSE(read_function_tools(R"([{"type": "function", "function": {}}])").ok());
+  EXPECT_FALSE(read_function_tools(R"([{"type": "web_search"}])").ok());
+  EXPECT_FALSE(read_function_tools(
+                   R"([{"type": "function", "function": {"name": "a"}},
+                       {"type": "function", "function": {"name": "a"}}])")
+                   .ok());
+  EXPECT_FALSE(read_function_tools(R"({"type": "function"})").ok());
+  // The Responses API's flat form.
+  auto flat = read_function_tools(
+      R"([{"type": "function", "name": "g", "parameters": {"type": "object"}}])");
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ((*flat)[0].name, "g");
+}
+
+}  // namespace
+}  // namespace sgl::function_call

@@ -1,0 +1,312 @@
+# Tool calls and reasoning on the chat routes, on stories260K. The model never writes tool-call
+# markup by itself: tool_choice required / named forces it through the tool-call grammar (calls
+# checked against their schemas); otherwise what is checked is what greedy output makes
+# deterministic: a
+# reasoning parser moves the whole reply into reasoning_content (deepseek-r1's reasoning has
+# no opening tag; this model never closes it) unless separate_reasoning or enable_thinking is
+# false, streaming deltas add up to the non-streaming reply, a reply without markup keeps its
+# text, and every tools / tool_choice error is a 400 naming the problem. The parsers themselves
+# are tested per format, split at every byte, in tests/function_call/.
+import json
+
+import pytest
+
+from conftest import Server
+
+openai = pytest.importorskip("openai")
+
+USER = [{"role": "user", "content": "Once upon a time"}]
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}
+
+
+@pytest.fixture(scope="module")
+def reasoning_server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("reasoning"), "--reasoning-parser", "deepseek-r1",
+               "--tool-call-parser", "qwen25")
+    yield s
+    assert s.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def client(reasoning_server):
+    return openai.OpenAI(base_url=reasoning_server.url + "/v1", api_key="unused", max_retries=0)
+
+
+def chat(server, **extra):
+    body = {"model": "m", "messages": USER, "max_tokens": 16, "temperature": 0, **extra}
+    r = server.post("/v1/chat/completions", body)
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]
+
+
+def stream(server, **extra):
+    body = {"model": "m", "messages": USER, "max_tokens": 16, "temperature": 0, "stream": True,
+            **extra}
+    r = server.post("/v1/chat/completions", body, stream=True)
+    assert r.status_code == 200, r.text
+    content, reasoning, calls, finish = "", "", [], None
+    for line in r.iter_lines():
+        if not line.startswith(b"data: ") or line == b"data: [DONE]":
+            continue
+        for choice in json.loads(line[6:])["choices"]:
+            delta = choice["delta"]
+            content += delta.get("content") or ""
+            reasoning += delta.get("reasoning_content") or ""
+            calls += delta.get("tool_calls") or []
+            finish = choice["finish_reason"] or finish
+    return content, reasoning, calls, finish
+
+
+def test_deepseek_r1_reasoning_takes_the_unclosed_reply(reasoning_server):
+    raw = chat(reasoning_server, separate_reasoning=False)["message"]
+    assert raw["content"].strip() != "" and raw["reasoning_content"] is None
+    parsed = chat(reasoning_server)
+    assert parsed["message"]["reasoning_content"] == raw["content"].strip()
+    assert parsed["message"]["content"] == "" and parsed["message"]["tool_calls"] is None
+    assert parsed["finish_reason"] == chat(reasoning_server, separate_reasoning=False)[
+        "finish_reason"] in ("length", "stop")
+    # enable_thinking false: no reasoning is separated (SGLang's chat_template_kwargs).
+    off = chat(reasoning_server, chat_template_kwargs={"enable_thinking": False})["message"]
+    assert off["content"] == raw["content"] and off["reasoning_content"] is None
+
+
+def test_streaming_reasoning_adds_up(reasoning_server):
+    whole = chat(reasoning_server)
+    content, reasoning, calls, finish = stream(reasoning_server)
+    assert (content, reasoning, calls, finish) == ("", whole["message"]["reasoning_content"], [],
+                                                   whole["finish_reason"])
+
+
+def test_openai_client_reads_reasoning_content(client, reasoning_server):
+    r = client.chat.completions.create(model="m", messages=USER, max_tokens=16, temperature=0)
+    assert r.choices[0].message.model_extra["reasoning_content"] == \
+        chat(reasoning_server)["message"]["reasoning_content"]
+
+
+def test_tools_without_markup_make_no_calls(reasoning_server):
+    # The reply has no <tool_call>: no calls, finish_reason stays, the text is unchanged.
+    raw = chat(reasoning_server, tools=[WEATHER], separate_reasoning=False)
+    assert raw["message"]["tool_calls"] is None and raw["finish_reason"] in ("length", "stop")
+    assert raw["message"]["content"].strip() != ""
+    content, _, calls, finish = stream(reasoning_server, tools=[WEATHER],
+                                       separate_reasoning=False)
+    assert (content, calls, finish) == (raw["message"]["content"], [], raw["finish_reason"])
+    # tool_choice none: the template does not see the tools (its "Tools: N" line is absent).
+    none = chat(reasoning_server, tools=[WEATHER], tool_choice="none", separate_reasoning=False)
+    plain = chat(reasoning_server, separate_reasoning=False)
+    assert none["message"]["content"] == plain["message"]["content"]
+
+
+@pytest.mark.parametrize("extra,status,words", [
+    ({"tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "nope"}}},
+     400, ["nope", "not in 'tools'"]),
+    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"n": {"type": "number", "multipleOf": 2}}}}}]},
+     400, ["tools[0].function.parameters", "multipleOf"]),
+    ({"tools": [{"type": "function", "function": {"description": "no name"}}]}, 400,
+     ["tools[0].function.name"]),
+    ({"tools": [{"type": "code_interpreter"}]}, 400, ["tools[0].type"]),
+    ({"tool_choice": "required"}, 400, ["tool_choice", "tools"]),
+    ({"tools": [WEATHER], "tool_choice": "sometimes"}, 400, ["tool_choice"]),
+    ({"tools": [WEATHER], "tool_choice": {"type": "function"}}, 400, ["tool_choice"]),
+    ({"tools": [WEATHER], "parallel_tool_calls": "yes"}, 400, ["parallel_tool_calls"]),
+    # Forcing a call and a response format at once: two constraints.
+    ({"tools": [WEATHER], "tool_choice": "required", "response_format": {"type": "json_object"}},
+     400, ["required", "response_format"]),
+])
+def test_tool_errors_are_400(reasoning_server, extra, status, words):
+    r = reasoning_server.post("/v1/chat/completions", {"model": "m", "messages": USER,
+                                                       "max_tokens": 2, **extra})
+    assert r.status_code == status, r.text
+    message = r.json()["error"]["message"]
+    for word in words:
+        assert word in message, message
+    assert reasoning_server.alive()
+
+
+def test_required_needs_a_tool_call_parser(server):
+    r = server.post("/v1/chat/completions", {"model": "m", "messages": USER, "max_tokens": 2,
+                                             "tools": [WEATHER], "tool_choice": "required"})
+    assert r.status_code == 400 and "--tool-call-parser" in r.json()["error"]["message"]
+
+
+# /v1/responses: function tools in the Responses form, function_call / function_call_output
+# input items as the chat history's tool calls and results, tools and tool_choice echoed.
+RESPONSES_TOOL = {"type": "function", "name": "get_weather", "description": "Weather",
+                  "parameters": WEATHER["function"]["parameters"]}
+
+
+def test_responses_function_items_reach_the_template(reasoning_server, client):
+    history = [{"role": "user", "content": "Weather in Paris?"},
+               {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+                "arguments": "{\"city\": \"Paris\"}"},
+               {"type": "function_call_output", "call_id": "call_1", "output": "Sunny"}]
+    r = client.responses.create(model="m", input=history, tools=[RESPONSES_TOOL],
+                                max_output_tokens=8, temperature=0)
+    # The same conversation as chat messages gives the same greedy text (one chat path).
+    chat_messages = [history[0],
+                     {"role": "assistant", "content": None, "tool_calls": [
+                         {"id": "call_1", "type": "function",
+                          "function": {"name": "get_weather",
+                                       "arguments": "{\"city\": \"Paris\"}"}}]},
+                     {"role": "tool", "tool_call_id": "call_1", "content": "Sunny"}]
+    want = reasoning_server.post("/v1/chat/completions", {
+        "model": "m", "messages": chat_messages, "tools": [WEATHER], "max_tokens": 8,
+        "temperature": 0, "separate_reasoning": False}).json()["choices"][0]["message"]
+    assert r.output_text == want["content"] != ""
+    assert [o.type for o in r.output] == ["message"]
+    assert r.tools[0].name == "get_weather" and r.tool_choice == "auto"
+
+
+def test_responses_streaming_without_calls_has_one_message(client):
+    events = list(client.responses.create(model="m", input="Once upon a time", stream=True,
+                                          tools=[RESPONSES_TOOL], max_output_tokens=8,
+                                          temperature=0))
+    types = [e.type for e in events]
+    assert types.count("response.output_item.added") == 1
+    assert "response.function_call_arguments.delta" not in types
+    assert events[-1].response.output[0].type == "message"
+
+
+# tool_choice required / named: the tool-call grammar forces valid calls in the parser's format
+# (qwen25's <tool_call> JSON), sampled at temperature 1 so the grammar alone makes them valid;
+# the parser turns them into tool_calls.
+TIME = {"type": "function", "function": {
+    "name": "get_time", "description": "The time in a zone",
+    "parameters": {"type": "object", "properties": {
+        "zone": {"type": "string", "enum": ["UTC", "CET", "PST"]},
+        "hour24": {"type": "boolean"}}, "required": ["zone"], "additionalProperties": False}}}
+CITY = {"type": "function", "function": {
+    "name": "find_city", "description": "A city by name",
+    "parameters": {"type": "object", "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 12}},
+        "required": ["name"], "additionalProperties": False}}}
+SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER, TIME, CITY)}
+
+
+@pytest.fixture(scope="module")
+def tool_server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("tools"), "--tool-call-parser", "qwen25",
+               "--reasoning-parser", "qwen3")
+    yield s
+    assert s.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def tool_client(tool_server):
+    return openai.OpenAI(base_url=tool_server.url + "/v1", api_key="unused", max_retries=0)
+
+
+def check_call(name, arguments):
+    jsonschema = pytest.importorskip("jsonschema")
+    assert name in SCHEMAS, name
+    jsonschema.validate(json.loads(arguments), SCHEMAS[name])
+
+
+def test_required_forces_one_valid_call(tool_client):
+    reply = tool_client.chat.completions.create(
+        model="m", messages=USER, tools=[CITY, TIME], tool_choice="required",
+        parallel_tool_calls=False, temperature=1.0, seed=3, n=4, max_tokens=160)
+    names = set()
+    for choice in reply.choices:
+        assert choice.finish_reason == "tool_calls", choice
+        assert len(choice.message.tool_calls) == 1, choice
+        call = choice.message.tool_calls[0]
+        assert call.type == "function" and call.id.startswith("call_")
+        check_call(call.function.name, call.function.arguments)
+        names.add(call.function.name)
+        assert not choice.message.content
+    assert len(reply.choices) == 4
+
+
+def test_required_with_parallel_calls(tool_client):
+    # Calls may follow calls: every one the output completed is valid (the last may be cut
+    # short by max_tokens).
+    reply = tool_client.chat.completions.create(
+        model="m", messages=USER, tools=[CITY, TIME], tool_choice="required",
+        temperature=1.0, seed=4, n=3, max_tokens=300)
+    for choice in reply.choices:
+        calls = choice.message.tool_calls
+        assert calls, choice
+        complete = calls if choice.finish_reason == "tool_calls" else calls[:-1]
+        assert choice.finish_reason in ("tool_calls", "length")
+        for call in complete:
+            check_call(call.function.name, call.function.arguments)
+
+
+def test_named_function_and_no_parallel_calls(tool_client):
+    for seed in range(3):
+        reply = tool_client.chat.completions.create(
+            model="m", messages=USER, tools=[CITY, TIME], temperature=1.0, seed=seed,
+            tool_choice={"type": "function", "function": {"name": "get_time"}},
+            parallel_tool_calls=False, max_tokens=160)
+        calls = reply.choices[0].message.tool_calls
+        assert len(calls) == 1 and calls[0].function.name == "get_time", calls
+        check_call("get_time", calls[0].function.arguments)
+
+
+def test_streamed_tool_calls_equal_the_whole(tool_server):
+    body = dict(tools=[CITY, TIME], tool_choice="required", parallel_tool_calls=False, seed=9,
+                temperature=1.0, max_tokens=300)
+    whole = chat(tool_server, **body)
+    content, _, deltas, finish = stream(tool_server, **body)
+    calls = {}
+    for d in deltas:  # OpenAI deltas: id, type and name first, then argument pieces
+        c = calls.setdefault(d["index"], {"id": "", "name": "", "arguments": ""})
+        c["id"] += d.get("id") or ""
+        c["name"] += (d.get("function") or {}).get("name") or ""
+        c["arguments"] += (d.get("function") or {}).get("arguments") or ""
+    want = whole["message"]["tool_calls"]
+    assert finish == whole["finish_reason"] == "tool_calls"
+    assert [calls[i]["name"] for i in sorted(calls)] == [c["function"]["name"] for c in want]
+    assert [calls[i]["arguments"] for i in sorted(calls)] == [c["function"]["arguments"]
+                                                             for c in want]
+    assert (content or None) == whole["message"]["content"]
+
+
+def test_responses_required_gives_function_call_items(tool_client):
+    city = {"type": "function", **CITY["function"]}
+    r = tool_client.responses.create(model="m", input="Once upon a time", temperature=1.0,
+                                     tools=[city], tool_choice="required",
+                                     parallel_tool_calls=False, max_output_tokens=160)
+    calls = [o for o in r.output if o.type == "function_call"]
+    assert calls, r.output
+    for call in calls:
+        check_call(call.name, call.arguments)
+
+
+def test_anthropic_messages_keep_the_reasoning_in_the_text(reasoning_server):
+    # No thinking blocks on /v1/messages yet: the text is the raw reply, reasoning included.
+    r = reasoning_server.post("/v1/messages", {"model": "m", "max_tokens": 16, "temperature": 0,
+                                               "messages": USER})
+    assert r.status_code == 200, r.text
+    text = "".join(b["text"] for b in r.json()["content"] if b["type"] == "text")
+    assert text == chat(reasoning_server, separate_reasoning=False)["message"]["content"] != ""
+
+
+# tool_choice auto and reasoning: the model writes no markup by itself, so an EBNF grammar makes
+# it write thinking, text and a call; the parsers must split them, streamed and whole alike.
+FORCED = ('root ::= "<think>" [a-z ]{1,20} "</think>" "Sure. <tool_call>\\n{\\"name\\": '
+          '\\"find_city\\", \\"arguments\\": {\\"name\\": \\"" [A-Z][a-z]{1,8} '
+          '"\\"}}\\n</tool_call>"')
+
+
+def test_auto_parses_calls_and_reasoning_the_model_wrote(tool_server, tool_client):
+    kwargs = dict(model="m", messages=USER, tools=[CITY], tool_choice="auto", temperature=1.0,
+                  seed=2, max_tokens=120, extra_body={"ebnf": FORCED})
+    reply = tool_client.chat.completions.create(**kwargs)
+    choice = reply.choices[0]
+    message = choice.message
+    assert choice.finish_reason == "tool_calls", choice
+    assert message.content.strip() == "Sure."
+    assert message.reasoning_content and "<think>" not in message.reasoning_content
+    assert [c.function.name for c in message.tool_calls] == ["find_city"]
+    check_call("find_city", message.tool_calls[0].function.arguments)
+    chunks = list(tool_client.chat.completions.create(stream=True, **kwargs))
+    content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    reasoning = "".join(getattr(c.choices[0].delta, "reasoning_content", None) or ""
+                        for c in chunks if c.choices)
+    assert content == message.content and reasoning == message.reasoning_content

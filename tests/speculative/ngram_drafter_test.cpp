@@ -1,0 +1,82 @@
+// The n-gram drafter against a brute-force reference on random sequences over small alphabets
+// (many repeats), plus the cases a reader checks by eye.
+#include "speculative/ngram_drafter.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "speculative/speculative_options.h"
+
+namespace sgl::speculative {
+namespace {
+
+using Ids = std::vector<int32_t>;
+
+TEST(NgramDraft, LongestRecurringSuffixItsLatestOccurrence) {
+  // "a b c d | a b c" -> the suffix "a b c" occurred at 0..2, followed by "d a b".
+  EXPECT_EQ(ngram_draft(Ids{1, 2, 3, 4, 1, 2, 3}, 3, 1, 4), (Ids{4, 1, 2}));
+  // The latest occurrence wins: "x 7" occurs twice with different continuations.
+  EXPECT_EQ(ngram_draft(Ids{9, 7, 1, 9, 7, 2, 5, 9, 7}, 2, 1, 3), (Ids{2, 5}));
+  // A longer match beats a more recent shorter one.
+  EXPECT_EQ(ngram_draft(Ids{5, 6, 7, 8, 0, 7, 3, 5, 6, 7}, 1, 1, 3), (Ids{8}));
+  // Drafts stop where the sequence ends.
+  EXPECT_EQ(ngram_draft(Ids{4, 4}, 5, 1, 3), (Ids{4}));
+  EXPECT_EQ(ngram_draft(Ids{1, 2, 3}, 4, 1, 3), Ids{});     // nothing recurs
+  EXPECT_EQ(ngram_draft(Ids{1, 2, 1, 2}, 4, 3, 3), Ids{});  // only windows of 3 tried
+  EXPECT_EQ(ngram_draft(Ids{1, 2, 1, 2}, 0, 1, 3), Ids{});  // no drafts wanted
+  EXPECT_EQ(ngram_draft(Ids{}, 4, 1, 3), Ids{});
+}
+
+// The definition, written the slow way.
+Ids reference(const Ids& t, int32_t k, int32_t lo, int32_t hi) {
+  const auto n = static_cast<int64_t>(t.size());
+  for (int64_t w = hi; w >= lo; --w) {
+    if (w > n - 1) continue;
+    for (int64_t start = n - w - 1; start >= 0; --start) {
+      bool same = true;
+      for (int64_t j = 0; j < w; ++j) same = same && t[start + j] == t[n - w + j];
+      if (!same) continue;
+      Ids out;
+      for (int64_t j = start + w; j < n && static_cast<int64_t>(out.size()) < k; ++j) {
+        out.push_back(t[j]);
+      }
+      return out;
+    }
+  }
+  return {};
+}
+
+TEST(NgramDraft, MatchesTheReferenceOnRandomSequences) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 3000; ++trial) {
+    Ids t(rng() % 40);
+    const int32_t alphabet = 2 + static_cast<int32_t>(rng() % 5);
+    for (int32_t& x : t) x = static_cast<int32_t>(rng() % alphabet);
+    const int32_t lo = 1 + static_cast<int32_t>(rng() % 3),
+                  hi = lo + static_cast<int32_t>(rng() % 5);
+    const int32_t k = static_cast<int32_t>(rng() % 8);
+    ASSERT_EQ(ngram_draft(t, k, lo, hi), reference(t, k, lo, hi)) << "trial " << trial;
+  }
+}
+
+TEST(SpeculativeOptions, ParseAndValidate) {
+  EXPECT_EQ(parse_speculative_algorithm("NGRAM").value(), SpeculativeAlgorithm::kNgram);
+  EXPECT_EQ(parse_speculative_algorithm("ngram").value(), SpeculativeAlgorithm::kNgram);
+  const auto eagle = parse_speculative_algorithm("EAGLE3");
+  ASSERT_FALSE(eagle.ok());
+  EXPECT_NE(eagle.status().message().find("not implemented"), std::string::npos);
+  EXPECT_FALSE(parse_speculative_algorithm("MEDUSA").ok());
+  SpeculativeOptions o;
+  o.algorithm = SpeculativeAlgorithm::kNgram;
+  EXPECT_TRUE(o.validate().ok());
+  o.num_draft_tokens = 1;
+  EXPECT_FALSE(o.validate().ok());
+  o.num_draft_tokens = 8;
+  o.ngram_min_match_window = 5;
+  o.ngram_max_match_window = 4;
+  EXPECT_FALSE(o.validate().ok());
+}
+
+}  // namespace
+}  // namespace sgl::speculative
