@@ -35,6 +35,16 @@ Status BatchGenerator::validate(const GenerateRequest& r) const {
                               std::to_string(vocab) + ")");
     }
   }
+  if (static_cast<int64_t>(r.token_ids_logprob.size()) > sampling::kMaxTokenIdsLogprob) {
+    return invalid_argument("token_ids_logprob may list at most " +
+                            std::to_string(sampling::kMaxTokenIdsLogprob) + " token ids");
+  }
+  for (int32_t id : r.token_ids_logprob) {
+    if (id < 0 || id >= vocab) {
+      return invalid_argument("token_ids_logprob: token id " + std::to_string(id) +
+                              " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    }
+  }
   const int64_t total = static_cast<int64_t>(r.input_ids.size()) + r.max_new_tokens;
   if (total > runner_.context_length()) {
     return invalid_argument("prompt (" + std::to_string(r.input_ids.size()) +
@@ -58,6 +68,8 @@ void BatchGenerator::add_to_sampling_batch(const Running& r, int64_t position,
   batch.top_logprobs_num.push_back(r.request->top_logprobs_num);
   batch.return_logprob =
       batch.return_logprob || r.request->return_logprob || r.request->top_logprobs_num > 0;
+  batch.token_ids_logprob.push_back(r.request->return_logprob ? r.request->token_ids_logprob
+                                                              : std::vector<int32_t>{});
 }
 
 void BatchGenerator::record(Running& r, const sampling::SampleOutput& out, size_t row) {
@@ -65,6 +77,9 @@ void BatchGenerator::record(Running& r, const sampling::SampleOutput& out, size_
   r.result.output_ids.push_back(id);
   if (r.request->return_logprob) r.result.output_logprobs.push_back(out.next_token_logprobs[row]);
   if (r.request->top_logprobs_num > 0) r.result.top_logprobs.push_back(out.top_logprobs[row]);
+  if (r.request->return_logprob && !r.request->token_ids_logprob.empty()) {
+    r.result.token_ids_logprobs.push_back(out.token_ids_logprobs.at(row));
+  }
   const auto& stop = r.request->stop_token_ids;
   const bool is_eos =
       std::find(eos_token_ids_.begin(), eos_token_ids_.end(), id) != eos_token_ids_.end();

@@ -130,6 +130,13 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
                               std::to_string(options_.vocab_size) + ")");
     }
   }
+  for (int32_t id : request.token_ids_logprob) {
+    if (id >= options_.vocab_size) {
+      return invalid_argument("token_ids_logprob: token id " + std::to_string(id) +
+                              " is outside the vocabulary [0, " +
+                              std::to_string(options_.vocab_size) + ")");
+    }
+  }
   for (const sampling::LogitBias& b : request.sampling.logit_bias) {
     if (b.id >= options_.vocab_size) {
       return invalid_argument("logit_bias: token id " + std::to_string(b.id) +
@@ -234,6 +241,7 @@ void Engine::dispatch_updates() {
     event.token_ids = std::move(u.new_token_ids);
     event.logprobs = std::move(u.new_logprobs);
     event.top_logprobs = std::move(u.new_top_logprobs);
+    event.token_ids_logprobs = std::move(u.new_token_ids_logprobs);
     event.input_logprobs = std::move(u.input_logprobs);
     event.embedding = std::move(u.embedding);
     event.finished = std::move(u.finished);

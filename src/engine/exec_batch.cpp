@@ -55,6 +55,7 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
     }
     x.logprob_begin = e.logprob_begin;
     x.logprob_targets = e.logprob_targets;
+    if (e.req->wants_token_ids_logprobs()) x.token_ids_logprob = r.token_ids_logprob;
     exec.requests.push_back(std::move(x));
   }
   return exec;

@@ -17,6 +17,7 @@ struct GenerateResult {
   std::vector<int32_t> output_ids;
   std::vector<float> output_logprobs;                             // per step, chosen token
   std::vector<std::vector<sampling::TokenLogprob>> top_logprobs;  // per step, when asked
+  std::vector<std::vector<float>> token_ids_logprobs;  // per step, with token_ids_logprob
   FinishReason finish_reason = FinishReason::kLength;
 };
 

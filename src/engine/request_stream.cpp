@@ -14,6 +14,9 @@ void merge_into(StreamEvent& merged, StreamEvent&& e) {
   merged.top_logprobs.insert(merged.top_logprobs.end(),
                              std::make_move_iterator(e.top_logprobs.begin()),
                              std::make_move_iterator(e.top_logprobs.end()));
+  merged.token_ids_logprobs.insert(merged.token_ids_logprobs.end(),
+                                   std::make_move_iterator(e.token_ids_logprobs.begin()),
+                                   std::make_move_iterator(e.token_ids_logprobs.end()));
   if (e.input_logprobs) merged.input_logprobs = std::move(e.input_logprobs);
   if (!e.embedding.empty()) merged.embedding = std::move(e.embedding);
   if (e.finished) merged.finished = std::move(e.finished);

@@ -34,6 +34,8 @@ struct StreamEvent {
   std::optional<sampling::PromptLogprobs> input_logprobs = {};
   // An encode request's embedding (Engine::encode), f32 [hidden], with its finish.
   std::vector<float> embedding = {};
+  // Per new token, the logprobs of GenerateRequest::token_ids_logprob, when requested.
+  std::vector<std::vector<float>> token_ids_logprobs = {};
 };
 
 class RequestStream {

@@ -53,6 +53,9 @@ struct ExecRequest {
   // score these tokens (the prompt token after each position). Empty: none wanted.
   int32_t logprob_begin = 0;
   std::vector<int32_t> logprob_targets = {};
+  // SGLang's token_ids_logprob (with return_logprob): the sampled position's, and each scored
+  // prompt position's, logprobs of these ids. Empty: none.
+  std::vector<int32_t> token_ids_logprob = {};
 };
 
 struct ExecBatch {

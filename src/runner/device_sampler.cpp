@@ -7,11 +7,13 @@
 #include "backend/backend.h"
 #include "kernels/copy.h"
 #include "kernels/sampling.h"
+#include "kernels/token_ids_logprobs.h"
 
 namespace sgl::runner {
 namespace {
 
 constexpr int64_t kTop = kernels::kMaxTopLogprobs;
+constexpr int64_t kMaxIds = sampling::kMaxTokenIdsLogprob;
 
 // Offsets (in 32-bit words) of the result arrays in a block for `capacity` rows.
 struct ResultLayout {
@@ -59,7 +61,11 @@ DeviceSampler::~DeviceSampler() = default;
 
 bool DeviceSampler::supports(const sampling::SamplingBatch& batch) {
   return std::all_of(batch.top_logprobs_num.begin(), batch.top_logprobs_num.end(),
-                     [](int32_t k) { return k <= kTop; });
+                     [](int32_t k) { return k <= kTop; }) &&
+         std::all_of(batch.token_ids_logprob.begin(), batch.token_ids_logprob.end(),
+                     [](const std::vector<int32_t>& ids) {
+                       return static_cast<int64_t>(ids.size()) <= kMaxIds;
+                     });
 }
 
 DeviceSampler::Ticket DeviceSampler::stage(const sampling::SamplingBatch& batch) {
@@ -94,6 +100,36 @@ DeviceSampler::Ticket DeviceSampler::stage(const sampling::SamplingBatch& batch)
   }
   const backend::Stream copy_stream = copy_stream_->get();
   kernels::copy_async(slot.params_host, slot.params_device, copy_stream);
+  size_t asked = 0;
+  for (const std::vector<int32_t>& row : batch.token_ids_logprob) asked += row.size();
+  if (asked > 0) {
+    SGL_CHECK_EQ(batch.token_ids_logprob.size(), static_cast<size_t>(ticket.bs));
+    if (!slot.token_ids_host.tensor().defined()) {
+      // Made on first use, for `capacity` rows of kMaxIds ids, and kept: the slot's earlier
+      // samplings were collected, and later ones never outgrow them.
+      const int64_t words = capacity_ + 1 + capacity_ * kMaxIds;
+      slot.token_ids_host = Buffer(pinned_, DType::kI32, {words});
+      slot.token_ids_device = Buffer(allocator_, DType::kI32, {words});
+      slot.token_ids_results_host = Buffer(pinned_, DType::kF32, {capacity_ * kMaxIds});
+      slot.token_ids_results_device = Buffer(allocator_, DType::kF32, {capacity_ * kMaxIds});
+    }
+    // offsets [bs + 1], then every row's ids: one upload of what this batch asks.
+    int32_t* words = slot.token_ids_host.data<int32_t>();
+    int32_t* ids = words + ticket.bs + 1;
+    int32_t n = 0;
+    for (int64_t b = 0; b < ticket.bs; ++b) {
+      words[b] = n;
+      const std::vector<int32_t>& row = batch.token_ids_logprob[b];
+      SGL_CHECK_LE(static_cast<int64_t>(row.size()), kMaxIds);
+      std::copy(row.begin(), row.end(), ids + n);
+      n += static_cast<int32_t>(row.size());
+    }
+    words[ticket.bs] = n;
+    ticket.token_ids_offsets.assign(words, words + ticket.bs + 1);
+    const int64_t upload = ticket.bs + 1 + n;
+    kernels::copy_async(slot.token_ids_host.tensor().slice_rows(0, upload),
+                        slot.token_ids_device.tensor().slice_rows(0, upload), copy_stream);
+  }
   slot.uploaded.record(copy_stream);
   return ticket;
 }
@@ -115,6 +151,15 @@ void DeviceSampler::launch(const Tensor& logits, const Ticket& ticket, backend::
   const int64_t words = ticket.top ? at.words : at.top_ids;
   kernels::copy_async(results_device_.tensor().slice_rows(0, words),
                       slot.results_host.tensor().slice_rows(0, words), stream);
+  if (!ticket.token_ids_offsets.empty()) {
+    const int64_t bs = ticket.bs, n = ticket.token_ids_offsets.back();
+    auto* packed = static_cast<int32_t*>(slot.token_ids_device.tensor().raw());
+    const Device device = logits.device();
+    const Tensor results = slot.token_ids_results_device.tensor().slice_rows(0, n);
+    kernels::token_ids_logprobs(logits, Tensor(packed, DType::kI32, {bs + 1}, device),
+                                Tensor(packed + bs + 1, DType::kI32, {n}, device), results, stream);
+    kernels::copy_async(results, slot.token_ids_results_host.tensor().slice_rows(0, n), stream);
+  }
   slot.downloaded.record(stream);
 }
 
@@ -174,6 +219,12 @@ sampling::SampleOutput DeviceSampler::collect(const Ticket& ticket) {
         out.top_logprobs[b].push_back({id, got.top_logprobs.data<float>()[b * kTop + i]});
       }
     }
+  }
+  if (!ticket.token_ids_offsets.empty()) {
+    const std::vector<int32_t>& at = ticket.token_ids_offsets;
+    const float* lp = slot.token_ids_results_host.data<float>();
+    out.token_ids_logprobs.resize(bs);
+    for (int64_t b = 0; b < bs; ++b) out.token_ids_logprobs[b].assign(lp + at[b], lp + at[b + 1]);
   }
   slot.busy = false;  // its pinned results are read: the slot may be staged again
   return out;

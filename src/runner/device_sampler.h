@@ -2,7 +2,10 @@
 // chosen ids and logprobs — a few bytes per request instead of a [bs, vocab] logits copy. A
 // sampling is staged (its parameters uploaded on a copy stream, beside the forward that makes the
 // logits), launched, and collected later, so the next step can be queued before this one's ids
-// reach the host; until then they stay on the device (latest_ids()).
+// reach the host; until then they stay on the device (latest_ids()). Rows asking
+// token_ids_logprob get those logprobs on the device too (kernels::token_ids_logprobs, a second
+// small pass over their logits rows only), so such batches keep the overlapped device loop
+// instead of copying [bs, vocab] logits to the host.
 #pragma once
 
 #include <array>
@@ -31,6 +34,8 @@ class DeviceSampler {
     bool logprobs = false;
     bool top = false;
     std::vector<int32_t> top_logprobs_num;  // [bs] when `top`, else empty
+    // Some row asked token_ids_logprob: [bs + 1] where each row's ids start in the flat list.
+    std::vector<int32_t> token_ids_offsets = {};
   };
 
   // Buffers for up to `capacity` rows on `allocator`'s device, staged through `pinned` host
@@ -38,7 +43,8 @@ class DeviceSampler {
   DeviceSampler(Allocator& allocator, Allocator& pinned, int64_t capacity);
   ~DeviceSampler();
 
-  // Whether the device op covers `batch` (top_logprobs_num up to kernels::kMaxTopLogprobs).
+  // Whether the device op covers `batch` (top_logprobs_num up to kernels::kMaxTopLogprobs,
+  // token_ids_logprob up to sampling::kMaxTokenIdsLogprob ids a row).
   static bool supports(const sampling::SamplingBatch& batch);
   // Uploads `batch`'s parameters at once, on the sampler's copy stream. At most kSlots tickets
   // may be uncollected.
@@ -61,6 +67,9 @@ class DeviceSampler {
   struct Slot {
     Buffer params_host, params_device;  // packed SamplingRows (kernels/sampling.h)
     Buffer results_host;                // 32-bit words: ids, logprobs, top ids, top logprobs
+    // token_ids_logprob, made on first use: i32 offsets [bs + 1] then the ids, packed from the
+    // start (host and device); f32 [ids] logprobs (device, and back on the host).
+    Buffer token_ids_host, token_ids_device, token_ids_results_device, token_ids_results_host;
     // Grammar masks, made on first use: i32 rows [capacity] then bits [capacity, words].
     Buffer mask_host, mask_device;
     backend::StreamEvent uploaded, downloaded;

@@ -22,7 +22,7 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   // One sampling row per sampled position: a request's last sample_rows positions, each drawn
   // with its own position's step.
   sampling::SamplingBatch sampling;
-  bool process = false, score_prompt = false, verify = false;
+  bool process = false, score_prompt = false, verify = false, token_ids = false;
   for (const ExecRequest& r : batch.requests) {
     for (int32_t k = r.sample_rows; k >= 1; --k) {
       sampling.params.push_back(r.sampling);
@@ -33,6 +33,14 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     process = process || r.process_logits;
     score_prompt = score_prompt || !r.logprob_targets.empty();
     verify = verify || r.sample_rows > 1;
+    token_ids = token_ids || !r.token_ids_logprob.empty();
+  }
+  if (token_ids) {  // per row, only when some request asks (the host and device samplers both)
+    for (const ExecRequest& r : batch.requests) {
+      for (int32_t k = r.sample_rows; k >= 1; --k) {
+        sampling.token_ids_logprob.push_back(r.token_ids_logprob);
+      }
+    }
   }
   // A pooling batch samples nothing and runs to its end here, as host-sampled batches do.
   // NOTE: speculative verify samples several rows per request on the host for now.
@@ -202,8 +210,9 @@ std::vector<sampling::PromptLogprobs> ModelBatchRunner::score_prompts(const Exec
     SGL_CHECK(r.logprob_begin >= r.prefix_len && r.logprob_begin + n <= r.prefix_len + r.extend_len)
         << "prompt logprob rows outside the pass";
     const int64_t row = fb.qo_indptr_host[i] + (r.logprob_begin - r.prefix_len);
-    out[i] = sampling::score_prompt_tokens(data + row * vocab, vocab, r.logprob_begin,
-                                           r.logprob_targets, r.top_logprobs_num);
+    out[i] =
+        sampling::score_prompt_tokens(data + row * vocab, vocab, r.logprob_begin, r.logprob_targets,
+                                      r.top_logprobs_num, r.token_ids_logprob);
   }
   return out;
 }

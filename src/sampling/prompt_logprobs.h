@@ -14,6 +14,8 @@ struct PromptLogprobs {
   int32_t begin = 0;            // first logits position scored: entry i scores token begin + 1 + i
   std::vector<float> logprobs;  // [n]
   std::vector<std::vector<TokenLogprob>> top;  // [n][k] when a top-k was asked, else empty
+  // [n][m] when token_ids_logprob (m ids) was asked, else empty: the requested ids' logprobs.
+  std::vector<std::vector<float>> token_ids = {};
 
   int32_t size() const { return static_cast<int32_t>(logprobs.size()); }
   int32_t end() const { return begin + size(); }
@@ -24,8 +26,10 @@ struct PromptLogprobs {
 };
 
 // logits: f32 [targets.size(), vocab] on the host, row i holding the logits at position begin + i;
-// targets[i] is the token at position begin + i + 1. top_k > 0 also lists the top-k per row.
+// targets[i] is the token at position begin + i + 1. top_k > 0 also lists the top-k per row;
+// a non-empty token_ids also gives each row's logprobs of those ids.
 PromptLogprobs score_prompt_tokens(const float* logits, int64_t vocab, int32_t begin,
-                                   std::span<const int32_t> targets, int32_t top_k);
+                                   std::span<const int32_t> targets, int32_t top_k,
+                                   std::span<const int32_t> token_ids = {});
 
 }  // namespace sgl::sampling

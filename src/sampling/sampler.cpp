@@ -80,6 +80,19 @@ double log_sum_exp(const float* row, int64_t vocab) {
   return max_v + std::log(sum);
 }
 
+std::vector<float> logprobs_of_ids(const float* logits, int64_t vocab,
+                                   std::span<const int32_t> ids) {
+  std::vector<float> out;
+  if (ids.empty()) return out;
+  const double lse = log_sum_exp(logits, vocab);
+  out.reserve(ids.size());
+  for (int32_t id : ids) {
+    SGL_CHECK(id >= 0 && id < vocab) << "token_ids_logprob: token " << id;
+    out.push_back(static_cast<float>(logits[id] - lse));
+  }
+  return out;
+}
+
 double uniform_from_counter(uint64_t seed, uint64_t step) {
   return static_cast<double>(sm::random_bits53(seed, step)) * 0x1.0p-53;
 }
@@ -112,6 +125,11 @@ SampleOutput Sampler::sample(const Tensor& logits, const SamplingBatch& batch) c
     out.next_token_logprobs.resize(bs);
     out.top_logprobs.resize(bs);
   }
+  const bool token_ids = !batch.token_ids_logprob.empty();
+  if (token_ids) {
+    SGL_CHECK_EQ(batch.token_ids_logprob.size(), static_cast<size_t>(bs));
+    out.token_ids_logprobs.resize(bs);
+  }
   for (int64_t b = 0; b < bs; ++b) {
     const float* row = data + b * vocab;
     const SamplingParams& p = batch.params[b];
@@ -124,6 +142,8 @@ SampleOutput Sampler::sample(const Tensor& logits, const SamplingBatch& batch) c
         out.top_logprobs[b] = top_logprobs_of(row, vocab, batch.top_logprobs_num[b]);
       }
     }
+    if (token_ids)
+      out.token_ids_logprobs[b] = logprobs_of_ids(row, vocab, batch.token_ids_logprob[b]);
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/tensor.h"
@@ -16,9 +17,16 @@ struct SamplingBatch {
   std::vector<uint64_t> steps;            // [bs]: tokens generated so far (the RNG counter)
   std::vector<int32_t> top_logprobs_num;  // [bs]: 0 = no top-k logprobs
   bool return_logprob = false;
+  // [bs][n_b] (or empty: none): SGLang's token_ids_logprob, the ids whose logprobs row b reports
+  // whatever it samples; n_b <= kMaxTokenIdsLogprob, ids in the vocabulary.
+  std::vector<std::vector<int32_t>> token_ids_logprob = {};
 
   size_t size() const { return params.size(); }
 };
+
+// The most ids one request may ask token_ids_logprob for (the device sampler's buffers hold
+// this many per row).
+constexpr int32_t kMaxTokenIdsLogprob = 128;
 
 struct TokenLogprob {
   int32_t id = 0;
@@ -29,6 +37,9 @@ struct SampleOutput {
   std::vector<int32_t> next_token_ids;                  // [bs]
   std::vector<float> next_token_logprobs;               // [bs] when return_logprob
   std::vector<std::vector<TokenLogprob>> top_logprobs;  // [bs][k] when return_logprob
+  // [bs][n_b] when a row of SamplingBatch::token_ids_logprob asks ids (may be empty when none
+  // does): row b's requested ids' logprobs, in its order, of next_token_logprobs' distribution.
+  std::vector<std::vector<float>> token_ids_logprobs = {};
 };
 
 // A uniform in [0, 1) from (seed, step): counter-based, so a request's draws do not depend on
@@ -62,6 +73,9 @@ double uniform_from_counter(uint64_t seed, uint64_t step);
 std::vector<TokenLogprob> top_logprobs_of(const float* logits, int64_t vocab, int32_t k);
 // log(sum(exp(row))) over a [vocab] row, in f64 around the row's max.
 double log_sum_exp(const float* row, int64_t vocab);
+// log_softmax of one logits row at each of `ids` (in [0, vocab)), in their order.
+std::vector<float> logprobs_of_ids(const float* logits, int64_t vocab,
+                                   std::span<const int32_t> ids);
 
 // The host implementation of the rules above.
 class Sampler {

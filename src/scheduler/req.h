@@ -48,6 +48,11 @@ struct GenerateRequest {
   // prompt token after each; cached prefix tokens have no logits, so the radix cache match stops
   // at `start`. With max_new_tokens 0 the request only scores its prompt.
   int32_t logprob_start_len = -1;
+  // With return_logprob, SGLang's token_ids_logprob: each generated position's (and each scored
+  // prompt position's) logprobs of these ids, in this order (repeats allowed), of the same
+  // distribution as the sampled token's logprob. At most sampling::kMaxTokenIdsLogprob ids, each
+  // in the vocabulary (the engine checks). Empty: none.
+  std::vector<int32_t> token_ids_logprob = {};
   // Structured output: every generated token is one the grammar allows, and a stop token only
   // where it can end (compiled for the served model's vocabulary). Null: unconstrained.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
@@ -64,6 +69,7 @@ struct Req {
   std::vector<int32_t> output_ids;
   std::vector<float> output_logprobs;
   std::vector<std::vector<sampling::TokenLogprob>> output_top_logprobs;
+  std::vector<std::vector<float>> output_token_ids_logprobs;  // per step, with token_ids_logprob
   std::optional<FinishState> finished;
 
   // Scheduling state.
@@ -93,6 +99,10 @@ struct Req {
   std::vector<int32_t> all_token_ids() const;
   int32_t prompt_len() const { return static_cast<int32_t>(request.input_ids.size()); }
   // Prompt logprobs are asked for and not yet delivered.
+  // The ids whose logprobs each step reports (none without return_logprob).
+  bool wants_token_ids_logprobs() const {
+    return request.return_logprob && !request.token_ids_logprob.empty();
+  }
   bool wants_input_logprobs() const {
     return !input_logprobs_sent && request.input_logprob_count() > 0;
   }

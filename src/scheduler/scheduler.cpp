@@ -56,6 +56,15 @@ Status Scheduler::validate(const GenerateRequest& r) const {
   if (r.input_ids.empty()) return invalid_argument("the prompt is empty");
   if (r.max_new_tokens < 0) return invalid_argument("max_new_tokens must be >= 0");
   if (r.top_logprobs_num < 0) return invalid_argument("top_logprobs_num must be >= 0");
+  if (static_cast<int64_t>(r.token_ids_logprob.size()) > sampling::kMaxTokenIdsLogprob) {
+    return invalid_argument("token_ids_logprob may list at most " +
+                            std::to_string(sampling::kMaxTokenIdsLogprob) + " token ids, got " +
+                            std::to_string(r.token_ids_logprob.size()));
+  }
+  for (int32_t id : r.token_ids_logprob) {
+    if (id < 0)
+      return invalid_argument("token_ids_logprob: invalid token id " + std::to_string(id));
+  }
   if (is_embedding() && (r.max_new_tokens != 0 || r.return_logprob || r.grammar)) {
     return invalid_argument(
         "the model is an embedding model: it encodes prompts and generates nothing (no "
@@ -575,6 +584,10 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
       if (req.request.top_logprobs_num > 0 && !output.top_logprobs.empty()) {
         req.output_top_logprobs.push_back(output.top_logprobs[r]);
         update.new_top_logprobs.push_back(output.top_logprobs[r]);
+      }
+      if (req.wants_token_ids_logprobs() && !output.token_ids_logprobs.empty()) {
+        req.output_token_ids_logprobs.push_back(output.token_ids_logprobs[r]);
+        update.new_token_ids_logprobs.push_back(output.token_ids_logprobs[r]);
       }
       stop = stop_condition(req, token);
     }

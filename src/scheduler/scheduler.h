@@ -28,6 +28,8 @@ struct ReqUpdate {
   std::vector<int32_t> new_token_ids;
   std::vector<float> new_logprobs;                                    // when return_logprob
   std::vector<std::vector<sampling::TokenLogprob>> new_top_logprobs;  // when top_logprobs_num
+  // Per new token, the logprobs of GenerateRequest::token_ids_logprob (when asked).
+  std::vector<std::vector<float>> new_token_ids_logprobs = {};
   std::optional<sampling::PromptLogprobs> input_logprobs;  // once, when the prefill completes
   std::optional<FinishState> finished;  // with the last new token, when a token ended it
   std::vector<float> embedding;         // f32 [hidden]: an embedding request's, with its finish

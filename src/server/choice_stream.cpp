@@ -37,6 +37,10 @@ void append(ChoiceDelta& to, const ChoiceDelta& d) {
   to.token_texts.insert(to.token_texts.end(), d.token_texts.begin(), d.token_texts.end());
   to.top_token_texts.insert(to.top_token_texts.end(), d.top_token_texts.begin(),
                             d.top_token_texts.end());
+  to.token_ids_logprobs.insert(to.token_ids_logprobs.end(), d.token_ids_logprobs.begin(),
+                               d.token_ids_logprobs.end());
+  to.token_ids_texts.insert(to.token_ids_texts.end(), d.token_ids_texts.begin(),
+                            d.token_ids_texts.end());
   if (d.prompt_logprobs) to.prompt_logprobs = d.prompt_logprobs;
   to.finished = d.finished;
 }
@@ -86,6 +90,7 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
   d.token_ids = std::move(event->token_ids);
   d.logprobs = std::move(event->logprobs);
   d.top_logprobs = std::move(event->top_logprobs);
+  d.token_ids_logprobs = std::move(event->token_ids_logprobs);
   d.prompt_logprobs = std::move(event->input_logprobs);
   if (options_.token_texts) add_token_texts(d);
   if (event->usage.cached_tokens > cached_tokens_) cached_tokens_ = event->usage.cached_tokens;
@@ -190,6 +195,14 @@ void ChoiceStream::add_token_texts(ChoiceDelta& d) {
         texts.push_back(token_text(ctx_.tokenizer, context_, t.id));
       }
       d.top_token_texts.push_back(std::move(texts));
+    }
+    if (i < d.token_ids_logprobs.size()) {
+      std::vector<std::string> texts;
+      texts.reserve(options_.token_ids_logprob.size());
+      for (int32_t id : options_.token_ids_logprob) {
+        texts.push_back(token_text(ctx_.tokenizer, context_, id));
+      }
+      d.token_ids_texts.push_back(std::move(texts));
     }
     context_.push_back(d.token_ids[i]);
     if (context_.size() > kTokenTextContext) context_.erase(context_.begin());

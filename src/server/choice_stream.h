@@ -29,6 +29,8 @@ struct ChoiceOptions {
   bool no_stop_trim = false;
   bool skip_special_tokens = true;
   bool token_texts = false;  // fill ChoiceDelta's token texts (logprob listings)
+  // With token_texts: the ids whose texts ChoiceDelta::token_ids_texts lists (token_ids_logprob).
+  std::vector<int32_t> token_ids_logprob = {};
   // Tool calls and reasoning parsed out of the text (no parser names: the text is all content).
   function_call::OutputParserOptions parser;
 };
@@ -59,6 +61,10 @@ struct ChoiceDelta {
   std::vector<std::vector<sampling::TokenLogprob>> top_logprobs;  // when asked for
   std::vector<std::string> token_texts;                           // ChoiceOptions::token_texts
   std::vector<std::vector<std::string>> top_token_texts;
+  // Per token, the logprobs of the requested ids (token_ids_logprob), when asked for; with
+  // ChoiceOptions::token_texts, their texts at that position.
+  std::vector<std::vector<float>> token_ids_logprobs = {};
+  std::vector<std::vector<std::string>> token_ids_texts = {};
   // The prompt logprobs, in the delta they arrived with (and in total()), when asked for.
   std::optional<sampling::PromptLogprobs> prompt_logprobs;
   bool finished = false;

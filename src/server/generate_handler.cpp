@@ -1,5 +1,6 @@
 // POST /generate (SGLang native): text or input_ids (one or a batch) x n, sampling_params,
 // logprobs as [logprob, id, text] triples, streaming of cumulative outputs.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -34,6 +35,10 @@ class GenerateReply final : public GenerationReply {
     // logprob_start_len, or the last prompt token by default).
     std::vector<std::vector<int32_t>> prompt_ids;
     std::vector<int32_t> logprob_starts;
+    // token_ids_logprob was given: meta_info lists input_ and output_token_ids_logprobs, one
+    // [logprob, id, text] per requested id at each position (SGLang), with per choice the ids.
+    bool token_ids = false;
+    std::vector<std::vector<int32_t>> token_ids_logprob;
   };
 
   GenerateReply(ServerContext& ctx, std::string id,
@@ -62,9 +67,22 @@ class GenerateReply final : public GenerationReply {
   }
 
   struct InputLogprobs {
-    json tokens = json::array();  // input_token_logprobs: [logprob | null, id, text | null]
-    json tops = json::array();    // input_top_logprobs: null or a list of triples, per token
+    json tokens = json::array();     // input_token_logprobs: [logprob | null, id, text | null]
+    json tops = json::array();       // input_top_logprobs: null or a list of triples, per token
+    json token_ids = json::array();  // input_token_ids_logprobs: the same, when asked
   };
+
+  // One position's requested-id logprobs as triples (null when there are none, as SGLang).
+  json token_ids_triples(const std::vector<int32_t>& asked, const std::vector<float>* values,
+                         const std::vector<std::string>* texts) const {
+    if (!values || values->empty()) return nullptr;
+    json list = json::array();
+    for (size_t a = 0; a < values->size() && a < asked.size(); ++a) {
+      list.push_back(
+          triple((*values)[a], asked[a], texts && a < texts->size() ? &(*texts)[a] : nullptr));
+    }
+    return list;
+  }
 
   // Choice i's prompt-token listings, rebuilt until its prompt logprobs arrived or it finished
   // (streams repeat them in every item).
@@ -72,9 +90,11 @@ class GenerateReply final : public GenerationReply {
     const auto& scores = choices_[i]->total().prompt_logprobs;
     if (input_cache_[i] && input_final_[i]) return *input_cache_[i];
     InputLogprobs out;
+    const std::vector<int32_t> no_ids;
+    const std::vector<int32_t>& asked = setup_.token_ids ? setup_.token_ids_logprob[i] : no_ids;
     for (const PromptTokenEntry& e :
          prompt_token_entries(ctx_.tokenizer, setup_.prompt_ids[i], setup_.logprob_starts[i],
-                              scores ? &*scores : nullptr, setup_.text_in_logprobs)) {
+                              scores ? &*scores : nullptr, setup_.text_in_logprobs, asked)) {
       const json text = setup_.text_in_logprobs ? json(e.text) : json(nullptr);
       out.tokens.push_back(json::array({e.logprob ? json(*e.logprob) : json(nullptr), e.id, text}));
       json top = e.top ? json::array() : json(nullptr);
@@ -83,6 +103,10 @@ class GenerateReply final : public GenerationReply {
                              setup_.text_in_logprobs ? &e.top_texts[a] : nullptr));
       }
       out.tops.push_back(std::move(top));
+      if (setup_.token_ids) {
+        out.token_ids.push_back(token_ids_triples(
+            asked, e.token_ids_logprobs ? &*e.token_ids_logprobs : nullptr, &e.token_ids_texts));
+      }
     }
     input_cache_[i] = std::move(out);
     input_final_[i] = scores.has_value() || choices_[i]->finished();
@@ -119,6 +143,17 @@ class GenerateReply final : public GenerationReply {
       meta["input_top_logprobs"] = input.tops;
       meta["output_token_logprobs"] = std::move(tokens);
       meta["output_top_logprobs"] = std::move(tops);
+      if (setup_.token_ids) {
+        json ids = json::array();
+        for (size_t k = 0; k < t.token_ids.size(); ++k) {
+          ids.push_back(token_ids_triples(
+              setup_.token_ids_logprob[i],
+              k < t.token_ids_logprobs.size() ? &t.token_ids_logprobs[k] : nullptr,
+              k < t.token_ids_texts.size() ? &t.token_ids_texts[k] : nullptr));
+        }
+        meta["input_token_ids_logprobs"] = input.token_ids;
+        meta["output_token_ids_logprobs"] = std::move(ids);
+      }
     }
     json out = {{"text", t.text}, {"output_ids", t.token_ids}, {"meta_info", std::move(meta)}};
     if (setup_.list) out["index"] = i;
@@ -154,11 +189,20 @@ class GenerateReply final : public GenerationReply {
 Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   GenerateReply::Setup setup;
   setup.list = req.batch || req.sampling.n > 1;
-  setup.logprobs = req.return_logprob || req.top_logprobs_num > 0;
+  // As top_logprobs_num, requested ids turn logprobs on (SGLang needs return_logprob too).
+  const bool asks_ids = req.token_ids_logprob &&
+                        std::any_of(req.token_ids_logprob->begin(), req.token_ids_logprob->end(),
+                                    [](const auto& ids) { return !ids.empty(); });
+  setup.logprobs = req.return_logprob || req.top_logprobs_num > 0 || asks_ids;
   setup.text_in_logprobs = req.return_text_in_logprobs;
+  setup.token_ids = setup.logprobs && req.token_ids_logprob.has_value();
   std::vector<ChoicePlan> plans;
-  for (const PromptInput& prompt : req.prompts) {
-    const std::vector<int32_t> ids = prompt_ids(ctx, prompt);
+  for (size_t p = 0; p < req.prompts.size(); ++p) {
+    const std::vector<int32_t> ids = prompt_ids(ctx, req.prompts[p]);
+    // One list for every prompt, or one each (checked when parsed).
+    const std::vector<int32_t> asked =
+        setup.token_ids ? (*req.token_ids_logprob)[req.token_ids_logprob->size() == 1 ? 0 : p]
+                        : std::vector<int32_t>{};
     for (int64_t j = 0; j < req.sampling.n; ++j) {
       auto built = build_engine_request(ctx, req.sampling, ids, j, 128);  // SGLang's default
       if (!built.ok()) return Reply::of(error_response(built.status()));
@@ -166,6 +210,8 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
                       choice_options(req.sampling, setup.logprobs && setup.text_in_logprobs)};
       plan.request.return_logprob = setup.logprobs;
       plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs_num);
+      plan.request.token_ids_logprob = asked;
+      if (setup.text_in_logprobs) plan.options.token_ids_logprob = asked;
       if (setup.logprobs) {
         // SGLang: input_token_logprobs from logprob_start_len (default: the last prompt token,
         // which has none).
@@ -179,6 +225,7 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
         }
         plan.request.logprob_start_len = static_cast<int32_t>(req.logprob_start_len);
         setup.prompt_ids.push_back(ids);
+        if (setup.token_ids) setup.token_ids_logprob.push_back(asked);
         setup.logprob_starts.push_back(
             static_cast<int32_t>(req.logprob_start_len >= 0 ? req.logprob_start_len : len - 1));
       }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
+#include "sampling/sampler.h"
 #include "server/request_json.h"
 #include "server/structured_output_json.h"
 #include "tokenizer/stop_regex_matcher.h"
@@ -118,7 +119,6 @@ constexpr request_json::RefusedField kUnsupportedSampling[] = {
     {"structured_outputs",
      "vLLM's structured_outputs object is not implemented (use guided_json, guided_regex, "
      "guided_choice or guided_grammar)"},
-    {"token_ids_logprob", "logprobs of requested token ids are not implemented yet"},
     {"custom_params", "custom logit processors are not implemented"},
     {"custom_logit_processor", "custom logit processors are not implemented"},
 };
@@ -190,9 +190,49 @@ Status check_modalities(const json& o) {
   return Status::ok_status();
 }
 
+// token_ids_logprob is a top-level /generate field (SGLang's GenerateReqInput); SGLang's OpenAI
+// schemas lack it (pydantic drops it unread), so there and in sampling_params it is refused.
+constexpr request_json::RefusedField kTokenIdsLogprobInSampling[] = {
+    {"token_ids_logprob",
+     "it is a top-level /generate field (beside return_logprob), not a sampling parameter"}};
+constexpr request_json::RefusedField kTokenIdsLogprobOnOpenAi[] = {
+    {"token_ids_logprob",
+     "logprobs of requested token ids are a /generate field (token_ids_logprob with "
+     "return_logprob); SGLang's OpenAI routes do not return them"}};
+
+// /generate's token_ids_logprob: one list of ids for every prompt, or (a batch) one list per
+// prompt; at most sampling::kMaxTokenIdsLogprob ids a list. null: not asked.
+Status read_token_ids_logprob(const json& o, size_t prompts,
+                              std::optional<std::vector<std::vector<int32_t>>>& out) {
+  constexpr const char* kKey = "token_ids_logprob";
+  const json* v = find(o, kKey);
+  if (!v || v->is_null()) return Status::ok_status();
+  if (!v->is_array()) return field_error(kKey, "must be a list of token ids");
+  std::vector<std::vector<int32_t>> lists;
+  if (!v->empty() && v->front().is_array()) {
+    if (v->size() != prompts) {
+      return field_error(kKey, "lists (" + std::to_string(v->size()) +
+                                   ") must be one per prompt (" + std::to_string(prompts) + ")");
+    }
+    for (const json& e : *v) SGL_RETURN_IF_ERROR(to_ids(e, kKey, lists.emplace_back()));
+  } else {
+    SGL_RETURN_IF_ERROR(to_ids(*v, kKey, lists.emplace_back()));
+  }
+  for (const std::vector<int32_t>& ids : lists) {
+    if (static_cast<int64_t>(ids.size()) > sampling::kMaxTokenIdsLogprob) {
+      return field_error(kKey, "may list at most " + std::to_string(sampling::kMaxTokenIdsLogprob) +
+                                   " token ids, got " + std::to_string(ids.size()));
+    }
+  }
+  out = std::move(lists);
+  return Status::ok_status();
+}
+
 // Sampling fields at the top level (OpenAI) or inside sampling_params (SGLang).
 Status read_sampling(const json& o, SamplingInput& s, bool native) {
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedSampling));
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(
+      o, native ? std::span(kTokenIdsLogprobInSampling) : std::span(kTokenIdsLogprobOnOpenAi)));
   SGL_RETURN_IF_ERROR(reject_limited(o, kLimitedSampling));
   // SGLang passes it to HF's decode, which fast tokenizers (every tokenizer.json) ignore; so
   // does sgl.cpp: checked, no effect.
@@ -475,10 +515,11 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
     SGL_RETURN_IF_ERROR(check_min_tokens(r.sampling, true));
   }
   SGL_RETURN_IF_ERROR(read(o, "stream", r.stream));
-  // SGLang's /generate takes token_ids_logprob and custom_logit_processor beside
-  // sampling_params: the sampling list applies at its top level too.
+  // SGLang's /generate takes custom_logit_processor beside sampling_params: the sampling list
+  // applies at its top level too.
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedSampling));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kGenerateSamplingOnly));
+  SGL_RETURN_IF_ERROR(read_token_ids_logprob(o, r.prompts.size(), r.token_ids_logprob));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(read(o, "return_logprob", r.return_logprob));
   SGL_RETURN_IF_ERROR(read(o, "top_logprobs_num", r.top_logprobs_num));

@@ -110,6 +110,9 @@ struct GenerateInput {
   int64_t top_logprobs_num = 0;
   int64_t logprob_start_len = -1;  // prompt logprobs from this position; -1: none
   bool return_text_in_logprobs = false;
+  // SGLang's token_ids_logprob: one list for every prompt, or one per prompt; nullopt when not
+  // given (an empty list still lists input/output_token_ids_logprobs, all null, as SGLang).
+  std::optional<std::vector<std::vector<int32_t>>> token_ids_logprob;
   std::string rid;  // the client's request id; empty: one is made up
 };
 

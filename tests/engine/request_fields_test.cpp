@@ -2,7 +2,9 @@
 // configuration: prompt logprobs equal the golden teacher-forced top-k (chunked, warm radix
 // cache, mixed batches, scoring-only requests); frequency / presence penalties equal a reference
 // loop over unpenalized logprobs; repetition penalty equals the golden last logits processed
-// by hand; logit_bias forces and forbids tokens; min_new_tokens delays EOS and stop ids.
+// by hand; logit_bias forces and forbids tokens; min_new_tokens delays EOS and stop ids;
+// token_ids_logprob equals the top-k, the sampled token's and the prompt tokens' logprobs where
+// they list the same id (logit processing included).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -302,6 +304,86 @@ TEST_P(RequestFields, LogitBiasForcesAndForbidsTokens) {
   EXPECT_EQ(run(r).ids, std::vector<int32_t>{c["steps_top5"][0]["ids"][1].get<int32_t>()});
   r.sampling.logit_bias = {{kVocab, 1.f}};
   EXPECT_EQ(me_.engine->submit(r).status().code(), StatusCode::kInvalidArgument);
+}
+
+// The value `ids` report for `id` at one position, when `id` is among them.
+std::optional<float> value_of(const std::vector<int32_t>& ids, const std::vector<float>& values,
+                              int32_t id) {
+  const auto at = std::find(ids.begin(), ids.end(), id);
+  if (at == ids.end()) return std::nullopt;
+  return values.at(at - ids.begin());
+}
+
+TEST_P(RequestFields, TokenIdsLogprobsEqualTheListedLogprobsOfTheSameIds) {
+  const auto& c = golden_["cases"][2];
+  const std::vector<int32_t> seq = golden_sequence(c, 16);
+  const auto greedy = c["greedy_ids"].get<std::vector<int32_t>>();
+  // The golden continuation's tokens (so the sampled ones are asked for), EOS, a repeat.
+  std::vector<int32_t> ids(greedy.begin() + 16, greedy.begin() + 22);
+  ids.insert(ids.end(), {kEos, kPeriod, kLily, greedy[16]});
+  for (const bool bias : {false, true}) {
+    SCOPED_TRACE(bias ? "with logit_bias (host logit processing)" : "plain");
+    GenerateRequest r = test::greedy_ids_request(seq, 6);
+    r.return_logprob = true;
+    r.top_logprobs_num = 10;
+    r.logprob_start_len = 3;
+    r.token_ids_logprob = ids;
+    // The processed distribution: a bias on a token never sampled moves every logprob.
+    if (bias) r.sampling.logit_bias = {{kLily, 3.f}};
+    Outcome out = run(r);
+    ASSERT_EQ(out.ids.size(), 6u);
+    ASSERT_EQ(out.token_ids.size(), out.ids.size());
+    int matched_top = 0, matched_sampled = 0;
+    for (size_t k = 0; k < out.ids.size(); ++k) {
+      ASSERT_EQ(out.token_ids[k].size(), ids.size()) << "step " << k;
+      EXPECT_EQ(out.token_ids[k].front(), out.token_ids[k].back()) << "the repeat, step " << k;
+      if (auto v = value_of(ids, out.token_ids[k], out.ids[k])) {
+        EXPECT_NEAR(*v, out.logprobs[k], 1e-6) << "step " << k;
+        ++matched_sampled;
+      }
+      for (const sampling::TokenLogprob& t : out.top[k]) {
+        if (auto v = value_of(ids, out.token_ids[k], t.id)) {
+          EXPECT_NEAR(*v, t.logprob, 1e-6) << "step " << k << " id " << t.id;
+          ++matched_top;
+        }
+      }
+    }
+    EXPECT_GT(matched_sampled, 0);
+    EXPECT_GT(matched_top, 0);
+    // The prompt positions scored: one list per position, equal to the listed logprobs.
+    ASSERT_TRUE(out.input.has_value());
+    const sampling::PromptLogprobs& in = *out.input;
+    ASSERT_EQ(in.token_ids.size(), in.logprobs.size());
+    ASSERT_EQ(in.begin, 3);
+    int matched_prompt = 0;
+    for (int32_t row = 0; row < in.size(); ++row) {
+      ASSERT_EQ(in.token_ids[row].size(), ids.size());
+      if (auto v = value_of(ids, in.token_ids[row], seq[in.begin + row + 1])) {
+        EXPECT_NEAR(*v, in.logprobs[row], 1e-6) << "row " << row;
+        ++matched_prompt;
+      }
+      for (const sampling::TokenLogprob& t : in.top[row]) {
+        if (auto v = value_of(ids, in.token_ids[row], t.id)) EXPECT_NEAR(*v, t.logprob, 1e-6);
+      }
+    }
+    EXPECT_GT(matched_prompt, 0);
+  }
+  // Without return_logprob nothing is reported.
+  GenerateRequest plain = test::greedy_ids_request(seq, 2);
+  plain.token_ids_logprob = ids;
+  EXPECT_TRUE(run(plain).token_ids.empty());
+  // Ids outside the vocabulary, and too many ids, are refused by name.
+  GenerateRequest bad = test::greedy_ids_request(seq, 2);
+  bad.return_logprob = true;
+  bad.token_ids_logprob = {1, kVocab};
+  auto refused = me_.engine->submit(bad);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("token_ids_logprob: token id 512"), std::string::npos)
+      << refused.status().to_string();
+  bad.token_ids_logprob = {-1};
+  EXPECT_EQ(me_.engine->submit(bad).status().code(), StatusCode::kInvalidArgument);
+  bad.token_ids_logprob.assign(sampling::kMaxTokenIdsLogprob + 1, 1);
+  EXPECT_EQ(me_.engine->submit(bad).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_P(RequestFields, MinNewTokensDelaysEosAndStopTokenIds) {

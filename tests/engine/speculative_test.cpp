@@ -47,6 +47,8 @@ std::vector<GenerateRequest> workload() {
     if (i % 5 == 2) {
       r.return_logprob = true;
       r.top_logprobs_num = 3;
+      // token_ids_logprob: one list per accepted token of a verify pass (its own row).
+      r.token_ids_logprob = {cont[0], cont[1], 2};
     }
     if (i % 6 == 3) {  // stop on a token the continuation holds: ends inside a verify
       r.ignore_eos = false;
@@ -109,6 +111,14 @@ TEST_P(Speculative, NgramGivesPlainDecodingsTokensInFewerSteps) {
       EXPECT_NEAR(spec[i].logprobs[k], plain[i].logprobs[k], 1e-4) << i << " step " << k;
     }
     ASSERT_EQ(spec[i].top.size(), plain[i].top.size()) << i;
+    ASSERT_EQ(spec[i].token_ids.size(), plain[i].token_ids.size()) << i;
+    for (size_t k = 0; k < plain[i].token_ids.size(); ++k) {
+      ASSERT_EQ(spec[i].token_ids[k].size(), plain[i].token_ids[k].size()) << i << " step " << k;
+      for (size_t j = 0; j < plain[i].token_ids[k].size(); ++j) {
+        EXPECT_NEAR(spec[i].token_ids[k][j], plain[i].token_ids[k][j], 1e-4) << i << " step " << k;
+      }
+    }
+    if (i % 5 == 2) EXPECT_EQ(plain[i].token_ids.size(), plain[i].ids.size()) << i;
   }
   const scheduler::SchedulerStats& s = spec_stats.scheduler;
   EXPECT_EQ(s.generated_tokens_total, plain_stats.scheduler.generated_tokens_total);

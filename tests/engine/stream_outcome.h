@@ -15,6 +15,7 @@ struct Outcome {
   std::vector<int32_t> ids;
   std::vector<float> logprobs;
   std::vector<std::vector<sampling::TokenLogprob>> top;
+  std::vector<std::vector<float>> token_ids;  // token_ids_logprob, per token
   std::optional<sampling::PromptLogprobs> input;
   scheduler::FinishState finish;
   engine::Usage usage;
@@ -32,6 +33,8 @@ inline Outcome collect(engine::RequestStream& stream) {
     out.ids.insert(out.ids.end(), event->token_ids.begin(), event->token_ids.end());
     out.logprobs.insert(out.logprobs.end(), event->logprobs.begin(), event->logprobs.end());
     out.top.insert(out.top.end(), event->top_logprobs.begin(), event->top_logprobs.end());
+    out.token_ids.insert(out.token_ids.end(), event->token_ids_logprobs.begin(),
+                         event->token_ids_logprobs.end());
     if (event->input_logprobs) {
       EXPECT_FALSE(out.input.has_value()) << "prompt logprobs delivered twice";
       out.input = std::move(event->input_logprobs);

@@ -1,5 +1,6 @@
 // CUDA sampling against the CPU Sampler: next ids equal on thousands of rows (logprobs within
-// 1e-5), top logprobs, strided rows, graph replay, and a printed timing. Label: cuda.
+// 1e-5), top logprobs, token_ids_logprob gathers, strided rows, graph replay, and a printed
+// timing. Label: cuda.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -19,6 +20,7 @@
 #include "core/buffer.h"
 #include "kernels/copy.h"
 #include "kernels/sampling.h"
+#include "kernels/token_ids_logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/vocab_mask.h"
 
@@ -425,6 +427,59 @@ TEST_F(CudaSampling, NanLogitsGiveIdsInTheVocabulary) {
     }
     if (b < 4 && b % 2 == 0) EXPECT_EQ(got.ids[b], 0) << "greedy, row " << b;
     if (b >= 4 && b % 2 == 0) EXPECT_EQ(got.ids[b] % 2, 1) << "greedy picks a number, row " << b;
+  }
+}
+
+// token_ids_logprobs against sampling::logprobs_of_ids: every shape, rows with no ids, repeats,
+// the first and last ids, rows one stride apart wider than the vocabulary; the sampled token's
+// logprob where a row asks for it.
+TEST_F(CudaSampling, TokenIdsLogprobsMatchTheHost) {
+  for (const int64_t vocab : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{128256}}) {
+    const int64_t bs = 9, stride = vocab + 3;
+    std::mt19937_64 rng(static_cast<uint64_t>(vocab));
+    std::vector<float> logits(bs * stride, 1e30f);  // the padding must never be read
+    std::vector<Row> rows;
+    for (int64_t b = 0; b < bs; ++b) {
+      const auto shape = static_cast<Shape>(b % 4);
+      fill_row(logits.data() + b * stride, vocab, shape, 100 + b);
+      rows.push_back({shape, SamplingParams{.temperature = 0.f}});
+    }
+    std::vector<std::vector<int32_t>> asked(bs);
+    std::vector<int32_t> offsets{0}, ids;
+    for (int64_t b = 0; b < bs; ++b) {
+      if (b % 3 != 1) {  // rows 1, 4, 7 ask for none
+        const int32_t n = b == 0 ? sampling::kMaxTokenIdsLogprob : static_cast<int32_t>(1 + b);
+        for (int32_t j = 0; j < n; ++j) asked[b].push_back(static_cast<int32_t>(rng() % vocab));
+        asked[b].push_back(0);
+        asked[b].push_back(static_cast<int32_t>(vocab - 1));
+        asked[b].push_back(asked[b][0]);  // a repeat
+      }
+      ids.insert(ids.end(), asked[b].begin(), asked[b].end());
+      offsets.push_back(static_cast<int32_t>(ids.size()));
+    }
+    Buffer dev(gpu_, DType::kF32, {bs, stride});
+    copy(Tensor(logits.data(), DType::kF32, {bs, stride}), dev, stream_.get());
+    const Tensor view = dev.tensor().slice_last(0, vocab);
+    const auto n = static_cast<int64_t>(ids.size());
+    Buffer dev_offsets(gpu_, DType::kI32, {bs + 1}), dev_ids(gpu_, DType::kI32, {n});
+    Buffer dev_out(gpu_, DType::kF32, {n});
+    copy(Tensor(offsets.data(), DType::kI32, {bs + 1}), dev_offsets, stream_.get());
+    copy(Tensor(ids.data(), DType::kI32, {n}), dev_ids, stream_.get());
+    token_ids_logprobs(view, dev_offsets, dev_ids, dev_out, stream_.get());
+    const std::vector<float> got = to_host<float>(dev_out, DType::kF32);
+    const Outputs sampled = run(view, rows, 0);
+    for (int64_t b = 0; b < bs; ++b) {
+      const std::vector<float> want =
+          sampling::logprobs_of_ids(logits.data() + b * stride, vocab, asked[b]);
+      for (size_t j = 0; j < asked[b].size(); ++j) {
+        const float lp = got[offsets[b] + j];
+        EXPECT_PRED2(logprob_close, lp, want[j])
+            << "V " << vocab << " row " << b << " id " << asked[b][j];
+        if (asked[b][j] == sampled.ids[b]) {
+          EXPECT_PRED2(logprob_close, lp, sampled.logprobs[b]) << "V " << vocab << " row " << b;
+        }
+      }
+    }
   }
 }
 

@@ -3,7 +3,9 @@
 // batch N is finished, its decode inputs read on the device from N's samples). The sequence
 // reorders rows between batches, chunks a prefill (the first chunk's sample is dropped), mixes
 // a prefill with decodes, samples one request with a seed and runs one batch on the host (a
-// repetition penalty), so a wrong reference row, a stale token or a lost sample shows.
+// repetition penalty), so a wrong reference row, a stale token or a lost sample shows. Two
+// requests ask token_ids_logprob (the device sampler's gather, the host Sampler's in the host
+// batch): pipelined equals one at a time, and the sampled id's entry equals its logprob.
 #include <gtest/gtest.h>
 
 #include "cache/req_to_token_pool.h"
@@ -72,6 +74,18 @@ class Script {
     r.return_logprob = true;
     r.prompt_len = static_cast<int32_t>(seqs_[i].prompt.size());
     r.process_logits = r.sampling.has_penalties_or_bias();
+    // Requests 0 and 2 ask for a few ids (the first and last of the vocabulary, a repeat) and
+    // every id the golden cases' greedy runs produce, so sampled ids are among them.
+    if (i % 2 == 0) {
+      r.token_ids_logprob = {0, 511, 0};
+      for (const auto& c : test::golden("stories260K")["cases"]) {
+        for (int32_t id : c["greedy_ids"].get<std::vector<int32_t>>()) {
+          if (static_cast<int32_t>(r.token_ids_logprob.size()) < sampling::kMaxTokenIdsLogprob) {
+            r.token_ids_logprob.push_back(id);
+          }
+        }
+      }
+    }
     return r;
   }
   void add_to(ExecBatch& b, int i, ExecRequest r) {
@@ -186,7 +200,33 @@ TEST(ModelBatchRunnerOnCuda, PipelinedBatchesMatchBatchesRunOneAtATime) {
     EXPECT_EQ(a.batch_id, b.batch_id);
     EXPECT_EQ(a.output.next_token_ids, b.output.next_token_ids) << "batch " << k + 1;
     EXPECT_EQ(a.output.next_token_logprobs, b.output.next_token_logprobs) << "batch " << k + 1;
+    EXPECT_EQ(a.output.token_ids_logprobs, b.output.token_ids_logprobs) << "batch " << k + 1;
   }
+  // Every batch has a request that asks: one value per asked id, equal to the sampled token's
+  // logprob where the list holds that token.
+  auto model = make_runner();
+  ASSERT_TRUE(model);
+  Script script(static_cast<int32_t>(model->num_kv_slots()));
+  const std::vector<ExecBatch> batches = make_batches(script);
+  int matched = 0;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    const sampling::SampleOutput& out = results[0][k].output;
+    ASSERT_EQ(out.token_ids_logprobs.size(), out.next_token_ids.size()) << "batch " << k + 1;
+    for (size_t b = 0; b < out.next_token_ids.size(); ++b) {
+      const std::vector<int32_t>& asked = batches[k].requests[b].token_ids_logprob;
+      const std::vector<float>& got = out.token_ids_logprobs[b];
+      ASSERT_EQ(got.size(), asked.size()) << "batch " << k + 1 << " row " << b;
+      if (asked.empty()) continue;
+      EXPECT_EQ(got[0], got[2]) << "the repeat, batch " << k + 1 << " row " << b;
+      const auto at = std::find(asked.begin(), asked.end(), out.next_token_ids[b]);
+      if (at != asked.end() && batches[k].requests[b].samples) {
+        EXPECT_NEAR(got[at - asked.begin()], out.next_token_logprobs[b], 1e-5)
+            << "batch " << k + 1 << " row " << b;
+        ++matched;
+      }
+    }
+  }
+  EXPECT_GT(matched, 0);
 }
 
 }  // namespace

@@ -152,6 +152,21 @@ TEST(PromptLogprobs, ScoresEachRowAtItsTarget) {
   EXPECT_NEAR(out.top[1][0].logprob, std::log(0.75), 1e-6);
   EXPECT_EQ(out.top[1][1].id, 1);
   EXPECT_TRUE(score_prompt_tokens(logits.data(), 3, 0, targets, 0).top.empty());
+  EXPECT_TRUE(score_prompt_tokens(logits.data(), 3, 0, targets, 0).token_ids.empty());
+}
+
+TEST(PromptLogprobs, TokenIdsLogprobsPerRowInTheAskedOrder) {
+  const std::vector<float> logits = {0.f, 0.f, -kInf, std::log(3.f), 0.f, -kInf};
+  const std::vector<int32_t> targets = {1, 1}, ids = {2, 0};
+  PromptLogprobs out = score_prompt_tokens(logits.data(), 3, 0, targets, 1, ids);
+  ASSERT_EQ(out.token_ids.size(), 2u);
+  EXPECT_EQ(out.token_ids[0][0], -kInf);
+  EXPECT_NEAR(out.token_ids[0][1], std::log(0.5), 1e-6);
+  EXPECT_NEAR(out.token_ids[1][1], std::log(0.75), 1e-6);
+  EXPECT_EQ(out.token_ids[1][1], out.top[1][0].logprob);  // id 0 is row 1's top token
+  PromptLogprobs all = score_prompt_tokens(logits.data(), 3, 0, {targets.data(), 1}, 0, ids);
+  all.append(score_prompt_tokens(logits.data() + 3, 3, 1, {targets.data() + 1, 1}, 0, ids));
+  EXPECT_EQ(all.token_ids, out.token_ids);
 }
 
 TEST(PromptLogprobs, AppendJoinsChunksInOrder) {

@@ -135,6 +135,37 @@ TEST(Sampler, LogprobsAreLogSoftmaxOfRawLogits) {
   EXPECT_NEAR(out.top_logprobs[0][2].logprob, std::log(0.15), 1e-6);
 }
 
+TEST(Sampler, TokenIdsLogprobsAreLogSoftmaxAtTheAskedIdsPerRow) {
+  // Row 0: kProbs; row 1: the same, reversed. Row 0 asks ids 3, 0, 3 (a repeat), row 1 none.
+  auto logits = logits_for(kProbs);
+  auto reversed = logits;
+  std::reverse(reversed.begin(), reversed.end());
+  logits.insert(logits.end(), reversed.begin(), reversed.end());
+  SamplingParams p;
+  p.seed = 11;
+  SamplingBatch batch{{p, p}, {0, 0}, {4, 0}, true, {{3, 0, 3}, {}}};
+  const auto out = Sampler().sample(Tensor(logits.data(), DType::kF32, {2, 8}), batch);
+  ASSERT_EQ(out.token_ids_logprobs.size(), 2u);
+  ASSERT_EQ(out.token_ids_logprobs[0].size(), 3u);
+  EXPECT_NEAR(out.token_ids_logprobs[0][0], std::log(0.25), 1e-6);
+  EXPECT_NEAR(out.token_ids_logprobs[0][1], std::log(0.05), 1e-6);
+  EXPECT_EQ(out.token_ids_logprobs[0][2], out.token_ids_logprobs[0][0]);
+  EXPECT_TRUE(out.token_ids_logprobs[1].empty());
+  // The same values as the top-k and the sampled token's where they list the same id.
+  for (const TokenLogprob& t : out.top_logprobs[0]) {
+    if (t.id == 3) EXPECT_EQ(t.logprob, out.token_ids_logprobs[0][0]);
+  }
+  batch.token_ids_logprob = {{out.next_token_ids[0]}, {out.next_token_ids[1]}};
+  const auto again = Sampler().sample(Tensor(logits.data(), DType::kF32, {2, 8}), batch);
+  EXPECT_EQ(again.token_ids_logprobs[0][0], again.next_token_logprobs[0]);
+  EXPECT_EQ(again.token_ids_logprobs[1][0], again.next_token_logprobs[1]);
+  // Not asked: nothing computed.
+  batch.token_ids_logprob.clear();
+  EXPECT_TRUE(Sampler()
+                  .sample(Tensor(logits.data(), DType::kF32, {2, 8}), batch)
+                  .token_ids_logprobs.empty());
+}
+
 TEST(Sampler, TopKCutsATieByLowerId) {
   SamplingParams p;
   p.seed = 5;

@@ -102,6 +102,35 @@ TEST(OpenAiJson, ParsesLogitProcessingAndPromptLogprobFields) {
   EXPECT_FALSE(parse_completion_request(R"({"prompt": "a", "logit_bias": {"-1": 1}})").ok());
 }
 
+TEST(OpenAiJson, GenerateTokenIdsLogprob) {
+  auto one = parse_generate_request(R"({"text": ["a", "b"], "token_ids_logprob": [5, 7, 5]})");
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  EXPECT_EQ(*one->token_ids_logprob, (std::vector<std::vector<int32_t>>{{5, 7, 5}}));
+  auto each = parse_generate_request(R"({"text": ["a", "b"], "token_ids_logprob": [[1], [2, 3]]})");
+  ASSERT_TRUE(each.ok()) << each.status().to_string();
+  EXPECT_EQ(each->token_ids_logprob->size(), 2u);
+  EXPECT_FALSE(parse_generate_request(R"({"text": "a"})")->token_ids_logprob.has_value());
+  EXPECT_FALSE(
+      parse_generate_request(R"({"text": "a", "token_ids_logprob": null})")->token_ids_logprob);
+  EXPECT_TRUE(parse_generate_request(R"({"text": "a", "token_ids_logprob": []})")
+                  ->token_ids_logprob->front()
+                  .empty());
+  for (const char* bad :
+       {R"({"text": "a", "token_ids_logprob": [-1]})", R"({"text": "a", "token_ids_logprob": "1"})",
+        R"({"text": "a", "token_ids_logprob": [[1], [2]]})",
+        R"({"text": "a", "sampling_params": {"token_ids_logprob": [1]}})"}) {
+    auto r = parse_generate_request(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("token_ids_logprob"), std::string::npos) << bad;
+  }
+  std::string many = R"({"text": "a", "token_ids_logprob": [0)";
+  for (int i = 1; i <= 128; ++i) many += ", " + std::to_string(i);
+  auto over = parse_generate_request(many + "]}");
+  EXPECT_NE(over.status().message().find("at most 128"), std::string::npos);
+  auto on_openai = parse_completion_request(R"({"prompt": "a", "token_ids_logprob": [1]})");
+  EXPECT_NE(on_openai.status().message().find("/generate"), std::string::npos);
+}
+
 TEST(Errors, OpenAiShape) {
   HttpResponse r = error_response(400, "bad \"thing\"", "prompt");
   EXPECT_EQ(r.status, 400);

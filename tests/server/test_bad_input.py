@@ -439,7 +439,7 @@ def test_server_still_healthy_afterwards(server):
 # and a value that asks for nothing is accepted.
 UNSUPPORTED_SAMPLING = {
     "structural_tag": {"type": "structural_tag"},
-    "structured_outputs": {"regex": "a+"}, "token_ids_logprob": [1, 2],
+    "structured_outputs": {"regex": "a+"},
     "custom_params": {"a": 1}, "custom_logit_processor": "x",
 }
 UNSUPPORTED_REQUEST = {
@@ -458,8 +458,8 @@ def route_body(route, field, value):
     return {"messages": MSGS, "max_tokens": 2, field: value}
 
 
-# /generate takes these two beside sampling_params too (SGLang's GenerateReqInput).
-TOP_LEVEL_GENERATE = [("token_ids_logprob", [1, 2]), ("custom_logit_processor", "x")]
+# /generate takes this beside sampling_params too (SGLang's GenerateReqInput).
+TOP_LEVEL_GENERATE = [("custom_logit_processor", "x")]
 
 
 @pytest.mark.parametrize("field,value", TOP_LEVEL_GENERATE)

@@ -146,7 +146,7 @@ GENERATE = {
     "return_logprob": shown(f"{E2E}::test_generate_logprobs"),
     "logprob_start_len": shown(f"{FIELDS}::test_generate_input_token_logprobs"),
     "top_logprobs_num": shown(f"{E2E}::test_generate_logprobs"),
-    "token_ids_logprob": refused([1, 2]),
+    "token_ids_logprob": shown(f"{FIELDS}::test_generate_token_ids_logprob"),
     "return_text_in_logprobs": shown(f"{E2E}::test_generate_logprobs"),
     "stream": shown(f"{E2E}::test_generate_native"),
     "input_embeds": refused([[0.1]]),
@@ -273,7 +273,8 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "max_new_tokens": 3, "stop_token_ids": [2], "stop_regex": "zzz",
               "repetition_penalty": 1.1, "min_new_tokens": 1, "no_stop_trim": True, "rid": "r-1",
               "return_logprob": True, "logprob_start_len": 0, "top_logprobs_num": 2,
-              "return_text_in_logprobs": True, "encoding_format": "base64",
+              "return_text_in_logprobs": True, "token_ids_logprob": [2, 5],
+              "encoding_format": "base64",
               "response_format": {"type": "json_object"}, "json_schema": '{"type": "object"}',
               "regex": "[a-z]{1,3}", "ebnf": 'root ::= "a" | "b"', "tool_choice": "auto",
               "parallel_tool_calls": False}
@@ -283,9 +284,12 @@ def test_shown_fields_are_accepted(request, route, field, spec):
     if field == "top_logprobs":
         b["logprobs"] = True
     if route == "generate" and field in ("logprob_start_len", "top_logprobs_num",
-                                         "return_text_in_logprobs"):
+                                         "return_text_in_logprobs", "token_ids_logprob"):
         b["return_logprob"] = True
-    assert server_for(route, request).post(path, b).status_code == 200
+    r = server_for(route, request).post(path, b)
+    assert r.status_code == 200, r.text
+    if field == "token_ids_logprob":
+        assert [e[1] for e in r.json()["meta_info"]["output_token_ids_logprobs"][0]] == [2, 5]
 
 
 def greedy(server, route):

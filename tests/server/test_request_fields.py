@@ -1,6 +1,6 @@
 # End-to-end tests of the logit-processing request fields (presence / frequency / repetition
 # penalties, logit_bias, min_tokens) and of prompt logprobs (completions echo + logprobs,
-# /generate logprob_start_len) on sgl-server with stories260K, through the official openai
+# /generate logprob_start_len, token_ids_logprob) on sgl-server with stories260K, through the official openai
 # client and /generate; values are checked against the golden file and an independent
 # reference loop, bad values against their 400 answers.
 import json
@@ -227,6 +227,118 @@ def test_generate_input_token_logprobs(server):
     out = generate(server, seq, max_new_tokens=0,
                    extra={"return_logprob": True, "logprob_start_len": 0})
     assert out["output_ids"] == [] and len(out["meta_info"]["input_token_logprobs"]) == len(seq)
+    server.wait_idle_no_leak()
+
+
+def test_generate_token_ids_logprob(server):
+    """token_ids_logprob: per generated position and per scored prompt position, one
+    [logprob, id, text] per requested id, equal to the top-k / the token's own logprob where
+    those list the same id; streamed cumulatively like the other logprob listings."""
+    c = case(2)
+    seq = teacher_forced(c)
+    asked = [c["greedy_ids"][16], c["greedy_ids"][17], EOS, PERIOD, LILY, EOS]  # a repeat
+    start = 5
+    extra = {"return_logprob": True, "logprob_start_len": start, "top_logprobs_num": 10,
+             "token_ids_logprob": asked, "return_text_in_logprobs": True}
+    out = generate(server, seq, max_new_tokens=4, extra=extra)
+    meta = out["meta_info"]
+    outs, ins = meta["output_token_ids_logprobs"], meta["input_token_ids_logprobs"]
+    assert out["output_ids"] == c["greedy_ids"][16:20]
+    assert len(outs) == 4 and len(ins) == len(seq) - start
+    matched = 0
+    for k, (entries, top, own) in enumerate(zip(outs, meta["output_top_logprobs"],
+                                                meta["output_token_logprobs"])):
+        assert [e[1] for e in entries] == asked, k
+        assert all(isinstance(e[2], str) for e in entries) and entries[2] == entries[5]
+        by_id = {e[1]: e[0] for e in entries}
+        for lp, tid, text in top:
+            if tid in by_id:
+                assert by_id[tid] == pytest.approx(lp, abs=1e-6), (k, tid)
+                assert text == next(e[2] for e in entries if e[1] == tid)
+                matched += 1
+        if own[1] in by_id:  # on a GPU another kernel's sum: within float rounding
+            assert by_id[own[1]] == pytest.approx(own[0], rel=1e-5, abs=1e-5), k
+    assert matched >= 2  # the greedy tokens asked for are each step's top token
+    # The prompt side: null for the first listed token (it has no logprob), as input_top_logprobs.
+    assert ins[0] is None and meta["input_top_logprobs"][0] is None
+    prompt_matched = 0
+    for k in range(1, len(ins)):
+        by_id = {e[1]: e[0] for e in ins[k]}
+        assert [e[1] for e in ins[k]] == asked
+        check_golden_row(c, start + k - 1, meta["input_token_logprobs"][k][0],
+                         {t[1]: t[0] for t in meta["input_top_logprobs"][k]})
+        for lp, tid, _ in meta["input_top_logprobs"][k]:
+            if tid in by_id:
+                assert by_id[tid] == pytest.approx(lp, abs=1e-6)
+                prompt_matched += 1
+        token_lp, token = meta["input_token_logprobs"][k][:2]
+        if token in by_id:
+            assert by_id[token] == pytest.approx(token_lp, abs=1e-6)
+    assert prompt_matched > 0
+    # Streaming: every item carries the listings so far, one per output token; the last equals
+    # the non-streamed answer.
+    r = server.post("/generate", {"input_ids": seq, "stream": True, **extra,
+                                  "sampling_params": {"temperature": 0, "max_new_tokens": 4}},
+                    stream=True)
+    items = [json.loads(line[6:]) for line in r.iter_lines()
+             if line.startswith(b"data: ") and line != b"data: [DONE]"]
+    assert len(items) >= 2
+    for item in items:
+        m = item["meta_info"]
+        assert len(m["output_token_ids_logprobs"]) == len(item["output_ids"])
+    # (The radix cache serves a prefix of the repeat: f32 sums in another order.)
+    def same(a, b):
+        return all((x is None) == (y is None) and
+                   (x is None or (pytest.approx([e[0] for e in x], abs=1e-4) == [e[0] for e in y]
+                                  and [e[1:] for e in x] == [e[1:] for e in y]))
+                   for x, y in zip(a, b, strict=True))
+
+    assert same(items[-1]["meta_info"]["output_token_ids_logprobs"], outs)
+    assert same(items[-1]["meta_info"]["input_token_ids_logprobs"], ins)
+    # Without texts the third element is null; a batch takes one list per prompt.
+    batch = server.post("/generate", {"input_ids": [seq, c["prompt_ids"]], "return_logprob": True,
+                                      "token_ids_logprob": [[EOS], [PERIOD, LILY]],
+                                      "sampling_params": {"temperature": 0,
+                                                          "max_new_tokens": 2}}).json()
+    assert [[e[1:] for e in pos] for pos in batch[0]["meta_info"]["output_token_ids_logprobs"]] \
+        == [[[EOS, None]]] * 2
+    assert [e[1] for e in batch[1]["meta_info"]["output_token_ids_logprobs"][0]] == [PERIOD, LILY]
+    # An empty list asks for no ids: the listings are there, null at every position (SGLang).
+    empty = generate(server, seq, max_new_tokens=2,
+                     extra={"return_logprob": True, "token_ids_logprob": []})["meta_info"]
+    assert empty["output_token_ids_logprobs"] == [None, None]
+    assert empty["input_token_ids_logprobs"] == [None]
+    # Not asked: no such keys.
+    plain = generate(server, seq, max_new_tokens=1, extra={"return_logprob": True})["meta_info"]
+    assert "output_token_ids_logprobs" not in plain and "input_token_ids_logprobs" not in plain
+    server.wait_idle_no_leak()
+
+
+def test_generate_token_ids_logprob_bad_values(server):
+    def post(value, **extra):
+        return server.post("/generate", {"input_ids": case()["prompt_ids"], "return_logprob": True,
+                                         "token_ids_logprob": value, **extra,
+                                         "sampling_params": {"max_new_tokens": 1}})
+
+    for value, words in [([VOCAB], f"token id {VOCAB} is outside the vocabulary"),
+                         ([5, 100000], "token id 100000 is outside the vocabulary"),
+                         ([-1], "invalid token id -1"), ([1.5], "integer token ids"),
+                         ("5", "must be a list"), (list(range(129)), "at most 128 token ids"),
+                         ([[1], [2]], "one per prompt")]:
+        r = post(value)
+        assert r.status_code == 400, (value, r.text)
+        message = r.json()["error"]["message"]
+        assert "token_ids_logprob" in message and words in message, (value, message)
+    assert post(list(range(128))).status_code == 200  # the bound itself
+    # Not a sampling parameter, and not an OpenAI field (SGLang's OpenAI routes lack it).
+    r = server.post("/generate", {"text": PROMPT, "sampling_params": {"token_ids_logprob": [1]}})
+    assert r.status_code == 400 and "top-level /generate field" in r.text
+    for route, body in (("/v1/completions", {"prompt": PROMPT, "max_tokens": 1}),
+                        ("/v1/chat/completions",
+                         {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1})):
+        r = server.post(route, {**body, "logprobs": True, "token_ids_logprob": [1, 2]})
+        assert r.status_code == 400, r.text
+        assert "'token_ids_logprob' is not supported: " in r.text and "/generate" in r.text
     server.wait_idle_no_leak()
 
 
