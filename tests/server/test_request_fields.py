@@ -282,7 +282,8 @@ def test_generate_token_ids_logprob(server):
                     stream=True)
     items = [json.loads(line[6:]) for line in r.iter_lines()
              if line.startswith(b"data: ") and line != b"data: [DONE]"]
-    assert len(items) >= 2
+    # (Events a slow reader has not taken yet arrive merged: one item under load.)
+    assert items and len(items[-1]["output_ids"]) == 4
     for item in items:
         m = item["meta_info"]
         assert len(m["output_token_ids_logprobs"]) == len(item["output_ids"])
