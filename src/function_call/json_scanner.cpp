@@ -9,40 +9,8 @@
 namespace sgl::function_call {
 namespace {
 
-constexpr size_t kMaxLiteralBytes = 512;
-
-bool is_literal_byte(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.';
-}
-
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-bool is_number(std::string_view s) {
-  size_t i = 0;
-  auto digits = [&] {
-    const size_t from = i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    return i - from;
-  };
-  if (i < s.size() && s[i] == '-') ++i;
-  if (i < s.size() && s[i] == '0') {
-    ++i;
-  } else if (digits() == 0) {
-    return false;
-  }
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    if (digits() == 0) return false;
-  }
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    if (digits() == 0) return false;
-  }
-  return i == s.size();
-}
-
 bool is_valid_literal(std::string_view s) {
-  return s == "true" || s == "false" || s == "null" || is_number(s);
+  return s == "true" || s == "false" || s == "null" || is_json_number(s);
 }
 
 }  // namespace

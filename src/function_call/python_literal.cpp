@@ -11,38 +11,6 @@ namespace sgl::function_call {
 namespace {
 
 constexpr size_t kMaxDepth = 128;
-constexpr size_t kMaxLiteralBytes = 512;
-
-bool is_literal_byte(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.';
-}
-
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? : Python numbers that are JSON numbers as
-// written (1., .5, 1_000, 0x10 are refused rather than rewritten).
-bool is_json_number(std::string_view s) {
-  size_t i = 0;
-  auto digits = [&] {
-    const size_t from = i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    return i - from;
-  };
-  if (i < s.size() && s[i] == '-') ++i;
-  if (i < s.size() && s[i] == '0') {
-    ++i;
-  } else if (digits() == 0) {
-    return false;
-  }
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    if (digits() == 0) return false;
-  }
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    if (digits() == 0) return false;
-  }
-  return i == s.size();
-}
 
 void append_control(char c, std::string& json) {
   char buf[8];
@@ -196,7 +164,7 @@ PythonLiteralToJson::Step PythonLiteralToJson::step(char c, std::string& json) {
         json += "false";
       } else if (literal_ == "None") {
         json += "null";
-      } else if (is_json_number(literal_)) {
+      } else if (is_json_number(literal_)) {  // 1., .5, 1_000, 0x10: refused, not rewritten
         json += literal_;
       } else {
         return Step::kError;

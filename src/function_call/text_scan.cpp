@@ -1,6 +1,8 @@
 // MarkerScanner, TrimmedText, LiteralMatch.
 #include "function_call/text_scan.h"
 
+#include <cctype>
+
 namespace sgl::function_call {
 
 bool MarkerScanner::is_marker_prefix(std::string_view s) const {
@@ -30,6 +32,35 @@ int MarkerScanner::step(char c, std::string& text) {
 }
 
 bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+bool is_literal_byte(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.';
+}
+
+bool is_json_number(std::string_view s) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    return i - from;
+  };
+  if (i < s.size() && s[i] == '-') ++i;
+  if (i < s.size() && s[i] == '0') {
+    ++i;
+  } else if (digits() == 0) {
+    return false;
+  }
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (digits() == 0) return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == s.size();
+}
 
 void TrimmedText::write(std::string_view text, std::string& out) {
   for (char c : text) {

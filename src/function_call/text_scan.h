@@ -55,6 +55,13 @@ class TrimmedText {
 
 bool is_json_space(char c);
 
+// Scalars written without quotes (JSON's true / false / null and numbers; Python's too).
+constexpr size_t kMaxLiteralBytes = 512;  // a longer one is an error, not a number
+// A byte that may continue such a literal: letters, digits, '-', '+', '.'.
+bool is_literal_byte(char c);
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?: a JSON number as written.
+bool is_json_number(std::string_view s);
+
 // A fixed literal matched byte by byte.
 class LiteralMatch {
  public:

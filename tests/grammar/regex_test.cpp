@@ -1,8 +1,6 @@
 // The regex compiler checked against PCRE2 full matches: strings our matcher generates must
 // match PCRE2, and random / mutated strings must get the same verdict from both.
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <gtest/gtest.h>
-#include <pcre2.h>
 
 #include <random>
 #include <string>
@@ -10,79 +8,13 @@
 
 #include "grammar/regex_compiler.h"
 #include "grammar_test_util.h"
+#include "pcre2_reference.h"
 
 namespace sgl::grammar {
 namespace {
 
 using test::full_match;
 using test::must_compile;
-
-// PCRE2 with the semantics we implement: UTF, ASCII classes, whole-string match, `$` only at
-// the very end, LF newlines. Our \uXXXX is written \x{XXXX} for PCRE2.
-class Pcre2 {
- public:
-  explicit Pcre2(const std::string& pattern) {
-    std::string p;
-    for (size_t i = 0; i < pattern.size(); ++i) {
-      if (pattern[i] == '\\' && i + 1 < pattern.size()) {
-        if (pattern[i + 1] == 'u') {
-          p += "\\x{" + pattern.substr(i + 2, 4) + "}";
-          i += 5;
-          continue;
-        }
-        p += pattern.substr(i, 2);
-        ++i;
-        continue;
-      }
-      p += pattern[i];
-    }
-    pcre2_compile_context* ctx = pcre2_compile_context_create(nullptr);
-    pcre2_set_newline(ctx, PCRE2_NEWLINE_LF);
-    int err = 0;
-    PCRE2_SIZE off = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p.data()), p.size(),
-                          PCRE2_UTF | PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_DOLLAR_ENDONLY,
-                          &err, &off, ctx);
-    pcre2_compile_context_free(ctx);
-    if (code_ == nullptr) throw std::runtime_error("PCRE2 rejects " + p);
-    data_ = pcre2_match_data_create_from_pattern(code_, nullptr);
-  }
-  ~Pcre2() {
-    pcre2_match_data_free(data_);
-    pcre2_code_free(code_);
-  }
-  bool full_match(const std::string& s) const {
-    return pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), 0, 0, data_,
-                       nullptr) >= 0;
-  }
-
- private:
-  pcre2_code* code_ = nullptr;
-  pcre2_match_data* data_ = nullptr;
-};
-
-bool valid_utf8(const std::string& s) {
-  // PCRE2 is run without UTF checks disabled: invalid UTF-8 is an error there, a non-match here.
-  int n = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<uint8_t>(s[i]);
-    if (n > 0) {
-      if ((c & 0xC0) != 0x80) return false;
-      --n;
-    } else if (c >= 0x80) {
-      if ((c & 0xE0) == 0xC0) {
-        n = 1;
-      } else if ((c & 0xF0) == 0xE0) {
-        n = 2;
-      } else if ((c & 0xF8) == 0xF0) {
-        n = 3;
-      } else {
-        return false;
-      }
-    }
-  }
-  return n == 0;
-}
 
 const std::vector<std::string> kPatterns = {
     "abc",
@@ -156,7 +88,7 @@ TEST(grammar_regex, AgreesWithPcre2) {
     auto g = regex_to_grammar(pattern);
     ASSERT_TRUE(g.ok()) << g.status().to_string();
     auto compiled = must_compile(std::move(g).value());
-    Pcre2 pcre(pattern);
+    const test::Pcre2Reference pcre(pattern);
     std::vector<std::string> samples;
     for (int i = 0; i < 40; ++i) {
       std::string s;
@@ -182,7 +114,7 @@ TEST(grammar_regex, AgreesWithPcre2) {
       probes.push_back(t);
     }
     for (const std::string& t : probes) {
-      if (!valid_utf8(t)) continue;
+      if (!test::valid_utf8(t)) continue;
       EXPECT_EQ(full_match(compiled, t), pcre.full_match(t)) << "probe: " << t;
       ++checked;
     }

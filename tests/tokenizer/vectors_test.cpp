@@ -68,24 +68,34 @@ std::filesystem::path expected_ids_path(const VectorSet& set, const Tokenizer& t
   return vectors / (std::string(set.vocab) + ".out");
 }
 
-class VectorsTest : public ::testing::TestWithParam<VectorSet> {};
+class VectorsTest : public ::testing::TestWithParam<VectorSet> {
+ protected:
+  // The set's tokenizer and cases (tok_ stays null if it does not load).
+  void SetUp() override {
+    const VectorSet& set = GetParam();
+    auto tok = Tokenizer::from_dir(kTestdata / "tokenizers" / set.directory);
+    ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+    tok_ = std::move(tok).value();
+    const auto vectors = kTestdata / "tokenizers" / "vectors";
+    cases_ =
+        load_vectors(vectors / (std::string(set.vocab) + ".inp"), expected_ids_path(set, *tok_));
+    ASSERT_GE(cases_.size(), 40u);
+  }
+  std::unique_ptr<Tokenizer> tok_;
+  std::vector<VectorCase> cases_;
+};
 
 TEST_P(VectorsTest, EncodeMatchesAndRoundTrips) {
-  const VectorSet& set = GetParam();
-  auto tok = Tokenizer::from_dir(kTestdata / "tokenizers" / set.directory);
-  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
-  const auto vectors = kTestdata / "tokenizers" / "vectors";
-  const std::vector<VectorCase> cases =
-      load_vectors(vectors / (std::string(set.vocab) + ".inp"), expected_ids_path(set, **tok));
-  ASSERT_GE(cases.size(), 40u);
+  const std::unique_ptr<Tokenizer>& tok = tok_;
+  const std::vector<VectorCase>& cases = cases_;
   EncodeOptions no_special;
   no_special.add_special_tokens = false;
   DecodeOptions keep_special;
   keep_special.skip_special_tokens = false;
   for (const VectorCase& c : cases) {
-    const std::vector<int32_t> ids = (*tok)->encode(c.text, no_special);
+    const std::vector<int32_t> ids = tok->encode(c.text, no_special);
     EXPECT_EQ(ids, c.ids) << "text: '" << c.text << "'";
-    EXPECT_EQ((*tok)->decode(ids, keep_special), c.text);
+    EXPECT_EQ(tok->decode(ids, keep_special), c.text);
   }
 }
 
@@ -94,19 +104,16 @@ TEST_P(VectorsTest, EncodeMatchesAndRoundTrips) {
 // its decoder strips again), byte-fallback and partial-UTF-8 byte-level tokens included.
 TEST_P(VectorsTest, TokenBytesJoinToTheText) {
   const VectorSet& set = GetParam();
-  auto tok = Tokenizer::from_dir(kTestdata / "tokenizers" / set.directory);
-  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
-  const auto vectors = kTestdata / "tokenizers" / "vectors";
-  const std::vector<VectorCase> cases =
-      load_vectors(vectors / (std::string(set.vocab) + ".inp"), expected_ids_path(set, **tok));
+  const std::unique_ptr<Tokenizer>& tok = tok_;
+  const std::vector<VectorCase>& cases = cases_;
   const bool sentencepiece = std::string(set.vocab) == "llama-spm";
   EncodeOptions no_special;
   no_special.add_special_tokens = false;
   int partial_utf8_tokens = 0;
   for (const VectorCase& c : cases) {
     std::string joined;
-    for (int32_t id : (*tok)->encode(c.text, no_special)) {
-      const std::optional<std::string> bytes = (*tok)->token_bytes(id);
+    for (int32_t id : tok->encode(c.text, no_special)) {
+      const std::optional<std::string> bytes = tok->token_bytes(id);
       ASSERT_TRUE(bytes.has_value()) << id;
       if (!unicode::is_valid_utf8(*bytes)) ++partial_utf8_tokens;
       joined += *bytes;
@@ -117,8 +124,8 @@ TEST_P(VectorsTest, TokenBytesJoinToTheText) {
   // The sets hold emoji and CJK: some tokens carry part of a character (byte-level pieces or
   // <0xXX> byte-fallback tokens), whose bytes a lossy decode would have replaced.
   EXPECT_GT(partial_utf8_tokens, 0);
-  EXPECT_EQ((*tok)->token_bytes(-1), std::nullopt);
-  EXPECT_EQ((*tok)->token_bytes(static_cast<int32_t>((*tok)->vocab_size())), std::nullopt);
+  EXPECT_EQ(tok->token_bytes(-1), std::nullopt);
+  EXPECT_EQ(tok->token_bytes(static_cast<int32_t>(tok->vocab_size())), std::nullopt);
 }
 
 INSTANTIATE_TEST_SUITE_P(Hf, VectorsTest,
