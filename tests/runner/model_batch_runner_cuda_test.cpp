@@ -65,6 +65,8 @@ class Script {
   }
 
   sampling::SamplingParams& params(int i) { return params_[i]; }
+  // More ids the asking requests list (at most kMaxTokenIdsLogprob - 3).
+  void ask_also(std::vector<int32_t> ids) { extra_ids_ = std::move(ids); }
 
  private:
   ExecRequest request_of(int i) {
@@ -75,16 +77,10 @@ class Script {
     r.prompt_len = static_cast<int32_t>(seqs_[i].prompt.size());
     r.process_logits = r.sampling.has_penalties_or_bias();
     // Requests 0 and 2 ask for a few ids (the first and last of the vocabulary, a repeat) and
-    // every id the golden cases' greedy runs produce, so sampled ids are among them.
+    // the extra ones the test sets (the ids a first run sampled).
     if (i % 2 == 0) {
       r.token_ids_logprob = {0, 511, 0};
-      for (const auto& c : test::golden("stories260K")["cases"]) {
-        for (int32_t id : c["greedy_ids"].get<std::vector<int32_t>>()) {
-          if (static_cast<int32_t>(r.token_ids_logprob.size()) < sampling::kMaxTokenIdsLogprob) {
-            r.token_ids_logprob.push_back(id);
-          }
-        }
-      }
+      r.token_ids_logprob.insert(r.token_ids_logprob.end(), extra_ids_.begin(), extra_ids_.end());
     }
     return r;
   }
@@ -100,6 +96,7 @@ class Script {
   cache::TokenToKvPoolAllocator kv_;
   std::vector<Seq> seqs_;
   std::map<int, sampling::SamplingParams> params_;
+  std::vector<int32_t> extra_ids_;
 };
 
 std::vector<ExecBatch> make_batches(Script& script) {
@@ -202,15 +199,30 @@ TEST(ModelBatchRunnerOnCuda, PipelinedBatchesMatchBatchesRunOneAtATime) {
     EXPECT_EQ(a.output.next_token_logprobs, b.output.next_token_logprobs) << "batch " << k + 1;
     EXPECT_EQ(a.output.token_ids_logprobs, b.output.token_ids_logprobs) << "batch " << k + 1;
   }
-  // Every batch has a request that asks: one value per asked id, equal to the sampled token's
-  // logprob where the list holds that token.
+  // Again, the asking requests now also listing every id the runs above sampled (the same
+  // tokens come out: asking changes no sampling): one value per asked id, equal to the sampled
+  // token's logprob.
+  std::vector<int32_t> sampled;
+  for (const ExecResult& r : results[0]) {
+    for (int32_t id : r.output.next_token_ids) {
+      if (std::find(sampled.begin(), sampled.end(), id) == sampled.end() &&
+          static_cast<int32_t>(sampled.size()) < sampling::kMaxTokenIdsLogprob - 3) {
+        sampled.push_back(id);
+      }
+    }
+  }
   auto model = make_runner();
   ASSERT_TRUE(model);
   Script script(static_cast<int32_t>(model->num_kv_slots()));
+  script.ask_also(sampled);
   const std::vector<ExecBatch> batches = make_batches(script);
+  ModelBatchRunner runner(*model, script.pool());
+  std::vector<ExecResult> asked_results;
+  for (const ExecBatch& b : batches) asked_results.push_back(runner.run(b));
   int matched = 0;
   for (size_t k = 0; k < batches.size(); ++k) {
-    const sampling::SampleOutput& out = results[0][k].output;
+    const sampling::SampleOutput& out = asked_results[k].output;
+    EXPECT_EQ(out.next_token_ids, results[0][k].output.next_token_ids) << "batch " << k + 1;
     ASSERT_EQ(out.token_ids_logprobs.size(), out.next_token_ids.size()) << "batch " << k + 1;
     for (size_t b = 0; b < out.next_token_ids.size(); ++b) {
       const std::vector<int32_t>& asked = batches[k].requests[b].token_ids_logprob;
