@@ -85,10 +85,9 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> workload_grammar(
                                        engine.options().eos_token_ids);
   const auto start = std::chrono::steady_clock::now();
   auto compiled = backend.compile(input);
-  std::printf("grammar: %s, compiled in %.1f ms (vocabulary indexing included)\n",
-              input.field.c_str(),
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                  .count());
+  std::printf(
+      "grammar: %s, compiled in %.1f ms (vocabulary indexing included)\n", input.field.c_str(),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   return compiled;
 }
 
