@@ -323,7 +323,10 @@ void Scheduler::fill_ready_masks() {
     for (const auto& [row, req] : pending.rows) {
       // A request that finished meanwhile samples a token that is dropped: no mask needed.
       if (req->finished) continue;
-      mask.words = req->grammar->bitmask_words();
+      if (mask.rows.empty()) {
+        mask.words = req->grammar->bitmask_words();
+        mask.bits.reserve(pending.rows.size() * static_cast<size_t>(mask.words));
+      }
       mask.rows.push_back(row);
       mask.bits.resize(mask.rows.size() * static_cast<size_t>(mask.words));
       req->grammar->fill_next_token_bitmask(mask.bits.data() + (mask.rows.size() - 1) * mask.words);
