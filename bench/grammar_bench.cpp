@@ -1,7 +1,7 @@
 // Grammar engine speed with a real vocabulary: schema compile time and per-token mask time over
 // the JSON Schema corpus of tests/grammar, with the Llama-3 tokenizer (128,256 ids).
 //
-//   build/cpu/bench/grammar_bench [tokenizer.json.gz] [tokens per schema] [suite|legacy]
+//   build/cpu/bench/grammar_bench [tokenizer dir] [tokens per schema] [suite|legacy]
 //
 // Each schema is compiled (lazy masks), then a generation is simulated: each step fills the
 // bitmask (timed) and accepts a random allowed token, steering towards the end after a while.
