@@ -15,6 +15,7 @@ enum class DType : uint8_t {
   kI32,
   kI64,
   kF8E4M3,  // reserved for fp8 weights/KV; no kernel uses it yet
+  kBool,    // one byte; a checkpoint's masks (EAGLE-3's t2d), read on the host only
 };
 
 size_t dtype_size(DType dtype);

@@ -97,6 +97,34 @@ void copy_bytes_async(const void* src, Device src_device, void* dst, Device dst_
 #endif
 }
 
+void copy_columns(const Tensor& src, const Tensor& dst, int64_t column, backend::Stream stream) {
+  SGL_CHECK(src.ndim() == 2 && dst.ndim() == 2 && src.is_contiguous() && dst.is_contiguous() &&
+            src.size(0) == dst.size(0) && column >= 0 && column + src.size(1) <= dst.size(1))
+      << "copy_columns: src " << src.shape_string() << " into dst " << dst.shape_string()
+      << " at column " << column;
+  SGL_CHECK(src.dtype() == dst.dtype() && src.device() == dst.device())
+      << "copy_columns: src and dst differ in dtype or device";
+  const size_t element = dtype_size(src.dtype());
+  const size_t row_bytes = static_cast<size_t>(src.size(1)) * element;
+  const size_t dst_pitch = static_cast<size_t>(dst.size(1)) * element;
+  char* out = static_cast<char*>(dst.raw()) + static_cast<size_t>(column) * element;
+  if (src.device().is_cpu()) {
+    const char* in = static_cast<const char*>(src.raw());
+    for (int64_t r = 0; r < src.size(0); ++r) {
+      std::memcpy(out + static_cast<size_t>(r) * dst_pitch, in + static_cast<size_t>(r) * row_bytes,
+                  row_bytes);
+    }
+    return;
+  }
+#ifdef SGL_WITH_CUDA
+  cuda::copy_rows_2d(src.raw(), row_bytes, out, dst_pitch, row_bytes,
+                     static_cast<size_t>(src.size(0)), stream);
+#else
+  (void)stream;
+  detail::no_cuda("copy_columns");
+#endif
+}
+
 void zero(const Tensor& dst, backend::Stream stream) {
   SGL_CHECK(dst.is_contiguous()) << "zero: non-contiguous " << dst.shape_string();
   if (dst.device().is_cpu()) {

@@ -20,6 +20,11 @@ void copy_async(const Tensor& src, const Tensor& dst, backend::Stream stream);
 void copy_bytes_async(const void* src, Device src_device, void* dst, Device dst_device,
                       size_t bytes, backend::Stream stream);
 
+// dst[:, column : column + src.size(1)] = src: a 2-D tensor written into a range of a wider
+// one's columns (concatenation along the last dim, as EAGLE's fc input). Same dtype and device;
+// src contiguous, dst rows contiguous (a row stride of dst.size(1)). Queued on `stream`.
+void copy_columns(const Tensor& src, const Tensor& dst, int64_t column, backend::Stream stream);
+
 // Fills a contiguous tensor with zeros.
 void zero(const Tensor& dst, backend::Stream stream);
 

@@ -17,7 +17,7 @@ namespace {
 template <class M>
 constexpr ModelFactory kDecoder{&DecoderForCausalLM::load<M>, &DecoderForCausalLM::plan<M>};
 
-constexpr std::array<Architecture, 7> kArchitectures = {{
+constexpr std::array<Architecture, 9> kArchitectures = {{
     {.name = "LlamaForCausalLM",
      .model_type = "llama",
      .gguf_name = "llama",
@@ -62,6 +62,10 @@ constexpr std::array<Architecture, 7> kArchitectures = {{
      .sliding_window = SlidingWindowRule::kWhenEnabled,
      .moe = MoeStyle::kQwen,
      .gguf_norm_topk_prob = true},
+    // Draft heads, found by name only (their configs say model_type "llama"): config parsing
+    // reads them, the registry refuses to serve them alone.
+    {.name = "LlamaForCausalLMEagle", .model_type = "", .draft = DraftKind::kEagle},
+    {.name = "LlamaForCausalLMEagle3", .model_type = "", .draft = DraftKind::kEagle3},
 }};
 
 template <class Key>

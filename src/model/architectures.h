@@ -49,6 +49,13 @@ enum class MoeStyle : uint8_t {
   kQwen,
 };
 
+// An EAGLE draft head's layout (model/eagle_draft_model.h): not a model to serve on its own.
+enum class DraftKind : uint8_t {
+  kNone,
+  kEagle,   // SGLang's LlamaForCausalLMEagle (EAGLE-1 / EAGLE-2 heads)
+  kEagle3,  // SGLang's LlamaForCausalLMEagle3
+};
+
 struct Architecture {
   std::string_view name;        // config.json `architectures[0]`: "Qwen2ForCausalLM"
   std::string_view model_type;  // config.json `model_type`: "qwen2"
@@ -70,6 +77,7 @@ struct Architecture {
   // llama.cpp renormalizes the top-k weights of this architecture's GGUF files unless their
   // `<arch>.expert_weights_norm` says otherwise (Qwen3-MoE: yes; Qwen2-MoE: no; Mixtral: always).
   bool gguf_norm_topk_prob = false;
+  DraftKind draft = DraftKind::kNone;
 
   bool supported() const { return factory != nullptr; }
 };

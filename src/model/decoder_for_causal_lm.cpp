@@ -126,6 +126,12 @@ void DecoderForCausalLM::plan_activations(DType dtype, Device device, Activation
   }
 }
 
+EmbedAndHead DecoderForCausalLM::embed_and_head() const {
+  if (options_.is_embedding) return {};
+  const Linear& head = config_.tie_word_embeddings ? embed_tokens_ : lm_head_;
+  return {.embed_tokens = embed_tokens_.weight.tensor(), .lm_head = head.weight.tensor()};
+}
+
 ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ctx) {
   const int64_t n = fb.num_tokens;
   SGL_CHECK(n > 0 && n <= options_.max_num_tokens)

@@ -46,6 +46,7 @@ class DecoderForCausalLM : public Model {
   const ModelConfig& config() const override { return config_; }
   ModelMemoryPlan memory_plan() const override { return memory_plan_; }
   ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) override;
+  EmbedAndHead embed_and_head() const override;
 
  protected:
   // Builds nothing: the layers are built once the config's bounds have been checked.

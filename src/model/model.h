@@ -56,6 +56,13 @@ struct ModelOutput {
   Tensor embeddings;
 };
 
+// A causal LM's token embedding and LM head as EAGLE draft heads share them (SGLang's
+// get_embed_and_head): views of the model's weights, valid while it lives.
+struct EmbedAndHead {
+  Tensor embed_tokens;  // [V, H]
+  Tensor lm_head;       // [V, H]; the embedding table itself when the two are tied
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -66,6 +73,8 @@ class Model {
   // fb.num_tokens must not exceed the model's max_num_tokens. A pooling batch (fb.pooling) needs
   // an embedding model (ModelOptions::is_embedding), which runs nothing else.
   virtual ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) = 0;
+  // The weights a draft head shares; undefined tensors for a model without an LM head.
+  virtual EmbedAndHead embed_and_head() const { return {}; }
 };
 
 }  // namespace sgl::model

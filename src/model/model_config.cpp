@@ -180,7 +180,7 @@ Result<const Architecture*> resolve_architecture(const Fields& top, const std::s
     *architecture = std::string(arch->name);
   }
   const Architecture* arch = find_architecture(*architecture);
-  if (arch == nullptr || !arch->supported()) {
+  if (arch == nullptr || (!arch->supported() && arch->draft == DraftKind::kNone)) {
     return unimplemented(source + ": architecture '" + *architecture +
                          "' is not supported (supported: " + supported_architecture_names() + ")");
   }

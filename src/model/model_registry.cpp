@@ -11,6 +11,10 @@ namespace {
 Result<const ModelFactory*> factory_of(const ModelConfig& config) {
   const Architecture* arch = find_architecture(config.architecture);
   if (arch != nullptr && arch->supported()) return arch->factory;
+  if (arch != nullptr && arch->draft != DraftKind::kNone) {
+    return unimplemented("architecture '" + config.architecture +
+                         "' is an EAGLE draft head, not a model to serve on its own");
+  }
   return unimplemented("architecture '" + config.architecture +
                        "' is not supported (supported: " + supported_architecture_names() + ")");
 }

@@ -26,6 +26,7 @@ std::optional<DType> safetensors_dtype(std::string_view name) {
   if (name == "BF16") return DType::kBF16;
   if (name == "I32") return DType::kI32;
   if (name == "I64") return DType::kI64;
+  if (name == "BOOL") return DType::kBool;
   return std::nullopt;
 }
 
@@ -54,7 +55,7 @@ Status parse_tensor_entry(const std::string& file, const std::string& name, cons
   std::optional<DType> dtype = safetensors_dtype(dtype_name_str);
   if (!dtype) {
     return unimplemented(where + ": dtype '" + dtype_name_str +
-                         "' is not supported (supported: F32, F16, BF16, I32, I64)");
+                         "' is not supported (supported: F32, F16, BF16, I32, I64, BOOL)");
   }
 
   auto shape_it = entry.find("shape");

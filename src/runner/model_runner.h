@@ -62,6 +62,7 @@ class ModelRunner {
   ~ModelRunner();
 
   const model::ModelConfig& config() const { return model_->config(); }
+  const model::Model& model() const { return *model_; }
   const ModelRunnerOptions& options() const { return options_; }
   int64_t context_length() const { return context_length_; }
   int64_t num_kv_slots() const { return kv_pool_->shape().num_slots; }

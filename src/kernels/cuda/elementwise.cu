@@ -162,6 +162,13 @@ void copy_bytes(const void* src, Device src_device, void* dst, Device dst_device
     SGL_CUDA_CHECK(cudaStreamSynchronize(backend::cuda::native_stream(stream)));
 }
 
+void copy_rows_2d(const void* src, size_t src_pitch, void* dst, size_t dst_pitch, size_t row_bytes,
+                  size_t rows, backend::Stream stream) {
+  if (rows == 0 || row_bytes == 0) return;
+  SGL_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows,
+                                   cudaMemcpyDeviceToDevice, backend::cuda::native_stream(stream)));
+}
+
 void zero_bytes(void* dst, size_t bytes, backend::Stream stream) {
   if (bytes > 0)
     SGL_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, backend::cuda::native_stream(stream)));

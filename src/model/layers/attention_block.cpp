@@ -26,7 +26,7 @@ Status AttentionBlock::load(WeightLoader& w, const std::string& prefix) {
   const AttentionShape& s = shape_;
   const LinearSpec qkv{.modules = {prefix + "q_proj", prefix + "k_proj", prefix + "v_proj"},
                        .out_features = {s.q_size(), s.kv_size(), s.kv_size()},
-                       .in_features = s.hidden_size,
+                       .in_features = s.qkv_input_size(),
                        .bias = s.qkv_bias,
                        .shard = ShardRule::kColumn};
   const LinearSpec o{.modules = {prefix + "o_proj"},
@@ -41,15 +41,15 @@ Status AttentionBlock::load(WeightLoader& w, const std::string& prefix) {
   return load_linear(w, o, o_proj_);
 }
 
-void AttentionBlock::forward(const Tensor& hidden, const Tensor& rope_cos_sin,
+void AttentionBlock::forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
                              const Scratch& scratch, const ForwardBatch& fb,
                              ModelContext& ctx) const {
   const AttentionShape& s = shape_;
-  const int64_t n = hidden.size(0);
+  const int64_t n = input.size(0);
   const Tensor qkv = scratch.qkv.tensor().slice_rows(0, n);
   const Tensor attn_out = scratch.attn_out.tensor().slice_rows(0, n);
 
-  qkv_proj_.forward(hidden, qkv, ctx.stream);
+  qkv_proj_.forward(input, qkv, ctx.stream);
   const Tensor q = qkv.slice_last(0, s.q_size()).split_heads(s.num_heads);
   const Tensor k = qkv.slice_last(s.q_size(), s.kv_size()).split_heads(s.num_kv_heads);
   const Tensor v =
@@ -63,7 +63,7 @@ void AttentionBlock::forward(const Tensor& hidden, const Tensor& rope_cos_sin,
     kernels::rope(q, k, fb.positions, rope_cos_sin, ctx.stream);
     ctx.attention.forward(layer_id_, q, k, v, attn_out, fb);
   }
-  o_proj_.forward(attn_out, hidden, ctx.stream);
+  o_proj_.forward(attn_out, output, ctx.stream);
 }
 
 }  // namespace sgl::model

@@ -20,6 +20,9 @@ namespace sgl::model {
 // The sizes and options of one attention block.
 struct AttentionShape {
   int64_t hidden_size = 0;
+  // Width of the qkv projection's input when it is not hidden_size (EAGLE-3's draft layer
+  // attends over [norm(embedding), norm(hidden)], 2 * hidden_size); 0: hidden_size.
+  int64_t input_size = 0;
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
@@ -28,6 +31,7 @@ struct AttentionShape {
   double rms_norm_eps = 1e-6;
 
   int64_t q_size() const { return num_heads * head_dim; }
+  int64_t qkv_input_size() const { return input_size > 0 ? input_size : hidden_size; }
   int64_t kv_size() const { return num_kv_heads * head_dim; }
 };
 
@@ -54,12 +58,17 @@ class AttentionBlock {
   // hidden: [n, H], the normed input; overwritten with the o projection's output. Stores the
   // batch's K/V through ctx.attention. rope_cos_sin: f32 [max_positions, head_dim].
   void forward(const Tensor& hidden, const Tensor& rope_cos_sin, const Scratch& scratch,
-               const ForwardBatch& fb, ModelContext& ctx) const;
+               const ForwardBatch& fb, ModelContext& ctx) const {
+    forward(hidden, hidden, rope_cos_sin, scratch, fb, ctx);
+  }
+  // input: [n, qkv_input_size()]; output: [n, H] (may be input when they have one shape).
+  void forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
+               const Scratch& scratch, const ForwardBatch& fb, ModelContext& ctx) const;
 
  private:
   AttentionShape shape_;
   int layer_id_;
-  Linear qkv_proj_;  // [q_size + 2 * kv_size, H] (+ bias)
+  Linear qkv_proj_;  // [q_size + 2 * kv_size, qkv_input_size] (+ bias)
   Buffer q_norm_;    // [head_dim] (qk_norm only)
   Buffer k_norm_;    // [head_dim] (qk_norm only)
   Linear o_proj_;    // [H, q_size]

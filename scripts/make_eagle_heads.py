@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Writes random-weight EAGLE and EAGLE-3 draft heads for the tiny golden models, with the draft
+forward's reference outputs computed here in numpy (issue #23's test assets).
+
+Speculative decoding is exact whatever the draft proposes, so the heads are random: the tests
+that use them check that a draft of any quality leaves greedy output unchanged, and (with
+reference.json) that our draft forward computes what SGLang's does on the same inputs.
+
+For each target model T of --targets (a folder of --testdata/models) it writes:
+
+  OUT/T-eagle/    LlamaForCausalLMEagle, SGLang's llama_eagle.py layout (EAGLE-1/2):
+                  fc.weight [H, 2H] and fc.bias [H] over concat(embed(token), target hidden);
+                  layers.0.* one Llama decoder layer without its input_layernorm (EAGLE skips
+                  it); no final norm; the embeddings and the LM head are the target's.
+  OUT/T-eagle3/   LlamaForCausalLMEagle3, SGLang's llama_eagle3.py layout (EAGLE-3):
+                  fc.weight [H, 3H] over the target's three captured hidden states;
+                  midlayer.{input_layernorm, hidden_norm, post_attention_layernorm}.weight,
+                  midlayer.self_attn.{q,k,v}_proj over concat(norm(embed), norm(hidden)) [2H],
+                  o_proj, mlp; norm.weight; its own lm_head.weight [D, H] over a draft vocabulary
+                  of D ids; d2t i64 [D] (target id = draft id + d2t[draft id]); t2d bool [V].
+                  The embeddings are the target's.
+
+Each folder holds config.json, model.safetensors (f32) and reference.json: a draft extend of
+--tokens tokens from position 0 (causal attention over them), given token ids and target hidden
+states drawn here, with the logits (target vocabulary for EAGLE, draft vocabulary for EAGLE-3)
+and the hidden states the next draft step reads (the layer's output before any final norm).
+
+Usage: make_eagle_heads.py [--testdata ../shared/testdata] [--targets tiny-llama,tiny-qwen3] OUT
+numpy only (CI has no torch).
+"""
+import argparse
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "BOOL": np.bool_}
+
+
+def read_safetensors(path):
+    data = path.read_bytes()
+    (header_len,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + header_len])
+    payload = data[8 + header_len:]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        raw = payload[begin:end]
+        if info["dtype"] == "BF16":  # the high half of an f32
+            bits = np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16
+            array = bits.view(np.float32)
+        else:
+            array = np.frombuffer(raw, dtype=SAFETENSORS_DTYPES[info["dtype"]])
+        tensors[name] = array.reshape(info["shape"])
+    return tensors
+
+
+def write_safetensors(path, tensors):
+    names = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64", np.dtype(np.bool_): "BOOL"}
+    header, chunks, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(tensors[name])
+        raw = array.tobytes()
+        header[name] = {"dtype": names[array.dtype], "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    path.write_bytes(struct.pack("<Q", len(encoded)) + encoded + b"".join(chunks))
+
+
+class Draws:
+    """Random weights scaled so activations stay O(1) through the layer."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def linear(self, out_features, in_features):
+        return (self.rng.standard_normal((out_features, in_features)) /
+                np.sqrt(in_features)).astype(np.float32)
+
+    def norm(self, size):
+        return (1.0 + 0.1 * self.rng.standard_normal(size)).astype(np.float32)
+
+
+def rms_norm(x, weight, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
+
+
+def rope(x, positions, theta):
+    """x [T, heads, head_dim], rotate-half RoPE as transformers' Llama."""
+    half = x.shape[-1] // 2
+    inv_freq = 1.0 / theta ** (np.arange(0, half, dtype=np.float64) * 2 / x.shape[-1])
+    angles = np.outer(positions, inv_freq)  # [T, half]
+    cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+    x1, x2 = x[..., :half], x[..., half:]
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+
+def attention(x, w, prefix, cfg, positions):
+    """Causal GQA self-attention over x [T, in]; w holds {prefix}{q,k,v,o}_proj.weight."""
+    heads, kv_heads, head_dim = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    t = x.shape[0]
+    q = (x @ w[prefix + "q_proj.weight"].T).reshape(t, heads, head_dim)
+    k = (x @ w[prefix + "k_proj.weight"].T).reshape(t, kv_heads, head_dim)
+    v = (x @ w[prefix + "v_proj.weight"].T).reshape(t, kv_heads, head_dim)
+    q, k = rope(q, positions, cfg["rope_theta"]), rope(k, positions, cfg["rope_theta"])
+    group = heads // kv_heads
+    out = np.zeros((t, heads, head_dim))
+    causal = np.triu(np.full((t, t), -np.inf), 1)
+    for h in range(heads):
+        scores = q[:, h] @ k[:, h // group].T / np.sqrt(head_dim) + causal
+        p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        out[:, h] = (p / p.sum(axis=-1, keepdims=True)) @ v[:, h // group]
+    return out.reshape(t, heads * head_dim) @ w[prefix + "o_proj.weight"].T
+
+
+def mlp(x, w, prefix):
+    gate, up = x @ w[prefix + "gate_proj.weight"].T, x @ w[prefix + "up_proj.weight"].T
+    return (gate / (1 + np.exp(-gate)) * up) @ w[prefix + "down_proj.weight"].T
+
+
+def draft_config(target, architecture, hidden_layers):
+    """The draft's config.json: the target's Llama dimensions (head_dim = hidden / heads)."""
+    heads = target["num_attention_heads"]
+    rope_theta = target.get("rope_parameters", {}).get("rope_theta", target.get("rope_theta", 1e4))
+    return {
+        "architectures": [architecture], "model_type": "llama", "hidden_act": "silu",
+        "hidden_size": target["hidden_size"], "intermediate_size": target["intermediate_size"],
+        "num_attention_heads": heads, "num_key_value_heads": target["num_key_value_heads"],
+        "head_dim": target["hidden_size"] // heads, "num_hidden_layers": hidden_layers,
+        "rms_norm_eps": target["rms_norm_eps"], "rope_theta": rope_theta,
+        "max_position_embeddings": target["max_position_embeddings"],
+        "vocab_size": target["vocab_size"], "tie_word_embeddings": False,
+        "bos_token_id": target.get("bos_token_id"), "eos_token_id": target.get("eos_token_id"),
+        "torch_dtype": "float32",
+    }
+
+
+def layer_weights(draws, cfg, prefix, attention_in):
+    h, i = cfg["hidden_size"], cfg["intermediate_size"]
+    q_out = cfg["num_attention_heads"] * cfg["head_dim"]
+    kv_out = cfg["num_key_value_heads"] * cfg["head_dim"]
+    return {
+        prefix + "self_attn.q_proj.weight": draws.linear(q_out, attention_in),
+        prefix + "self_attn.k_proj.weight": draws.linear(kv_out, attention_in),
+        prefix + "self_attn.v_proj.weight": draws.linear(kv_out, attention_in),
+        prefix + "self_attn.o_proj.weight": draws.linear(h, q_out),
+        prefix + "post_attention_layernorm.weight": draws.norm(h),
+        prefix + "mlp.gate_proj.weight": draws.linear(i, h),
+        prefix + "mlp.up_proj.weight": draws.linear(i, h),
+        prefix + "mlp.down_proj.weight": draws.linear(h, i),
+    }
+
+
+def eagle_forward(w, target, cfg, ids, hidden, positions):
+    """SGLang's LlamaForCausalLMEagle: fc, one decoder layer without input norm, target head."""
+    eps = cfg["rms_norm_eps"]
+    x = np.concatenate([target["embed"][ids], hidden], axis=-1) @ w["fc.weight"].T + w["fc.bias"]
+    residual = x + attention(x, w, "layers.0.self_attn.", cfg, positions)
+    out = mlp(rms_norm(residual, w["layers.0.post_attention_layernorm.weight"], eps), w,
+              "layers.0.mlp.") + residual
+    return out @ target["lm_head"].T, out
+
+
+def eagle3_forward(w, target, cfg, ids, hidden, positions):
+    """SGLang's LlamaForCausalLMEagle3: fc over three hidden states, the midlayer, own head."""
+    eps = cfg["rms_norm_eps"]
+    x = hidden @ w["fc.weight"].T
+    inputs = np.concatenate([rms_norm(target["embed"][ids], w["midlayer.input_layernorm.weight"], eps),
+                             rms_norm(x, w["midlayer.hidden_norm.weight"], eps)], axis=-1)
+    residual = x + attention(inputs, w, "midlayer.self_attn.", cfg, positions)
+    out = mlp(rms_norm(residual, w["midlayer.post_attention_layernorm.weight"], eps), w,
+              "midlayer.mlp.") + residual
+    return rms_norm(out, w["norm.weight"], eps) @ w["lm_head.weight"].T, out
+
+
+def write_head(out, cfg, weights, forward, target, hidden_width, tokens, draws):
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(out / "model.safetensors", weights)
+    ids = draws.rng.integers(0, cfg["vocab_size"], tokens)
+    hidden = draws.rng.standard_normal((tokens, hidden_width)).astype(np.float32)
+    positions = np.arange(tokens)
+    logits, next_hidden = forward(weights, target, cfg, ids, hidden.astype(np.float64), positions)
+    reference = {"input_ids": ids.tolist(), "positions": positions.tolist(),
+                 "hidden_states": hidden.tolist(), "logits": logits.astype(np.float32).tolist(),
+                 "next_hidden_states": next_hidden.astype(np.float32).tolist()}
+    (out / "reference.json").write_text(json.dumps(reference) + "\n")
+
+
+def write_heads(model_dir, out_dir, tokens, draft_vocab):
+    name = model_dir.name
+    target_cfg = json.loads((model_dir / "config.json").read_text())
+    tensors = read_safetensors(model_dir / "model.safetensors")
+    embed = tensors["model.embed_tokens.weight"].astype(np.float64)
+    head = embed if target_cfg.get("tie_word_embeddings") else tensors["lm_head.weight"]
+    target = {"embed": embed, "lm_head": head.astype(np.float64)}
+    draws = Draws(sum(map(ord, name)))
+
+    cfg = draft_config(target_cfg, "LlamaForCausalLMEagle", 1)
+    h = cfg["hidden_size"]
+    weights = {"fc.weight": draws.linear(h, 2 * h),
+               "fc.bias": (0.1 * draws.rng.standard_normal(h)).astype(np.float32),
+               **layer_weights(draws, cfg, "layers.0.", h)}
+    write_head(out_dir / f"{name}-eagle", cfg, weights, eagle_forward, target, h, tokens, draws)
+
+    cfg = draft_config(target_cfg, "LlamaForCausalLMEagle3", 1)
+    vocab = cfg["vocab_size"]
+    cfg["draft_vocab_size"] = draft_vocab
+    layers = target_cfg["num_hidden_layers"]
+    # SGLang captures the hidden state entering layer id + 1 for each id: ids <= layers - 2.
+    cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": [0, max(0, layers // 2 - 1),
+                                                                 max(0, layers - 2)]}
+    draft_ids = np.sort(draws.rng.choice(vocab, draft_vocab, replace=False))
+    t2d = np.zeros(vocab, dtype=np.bool_)
+    t2d[draft_ids] = True
+    weights = {"fc.weight": draws.linear(h, 3 * h),
+               "midlayer.input_layernorm.weight": draws.norm(h),
+               "midlayer.hidden_norm.weight": draws.norm(h),
+               **layer_weights(draws, cfg, "midlayer.", 2 * h),
+               "norm.weight": draws.norm(h),
+               "lm_head.weight": draws.linear(draft_vocab, h),
+               "d2t": (draft_ids - np.arange(draft_vocab)).astype(np.int64),
+               "t2d": t2d}
+    write_head(out_dir / f"{name}-eagle3", cfg, weights, eagle3_forward, target, 3 * h, tokens,
+               draws)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--testdata", type=Path, default=REPO.parent / "shared" / "testdata")
+    parser.add_argument("--targets", default="tiny-llama,tiny-llama-tied,tiny-qwen2,tiny-qwen3")
+    parser.add_argument("--tokens", type=int, default=7)
+    parser.add_argument("--draft-vocab", type=int, default=256)
+    parser.add_argument("out", type=Path)
+    args = parser.parse_args()
+    for name in args.targets.split(","):
+        write_heads(args.testdata / "models" / name, args.out, args.tokens, args.draft_vocab)
+
+
+if __name__ == "__main__":
+    main()
