@@ -25,6 +25,10 @@ Each folder holds config.json, model.safetensors (f32) and reference.json: a dra
 states drawn here, with the logits (target vocabulary for EAGLE, draft vocabulary for EAGLE-3)
 and the hidden states the next draft step reads (the layer's output before any final norm).
 
+For plain Llama targets (no q/k/v bias, no q/k norm) OUT/T-target.json holds the target's own
+forward over those tokens: the residual stream after each layer (what EAGLE-3 captures) and
+the final norm's output (what EAGLE reads).
+
 Usage: make_eagle_heads.py [--testdata ../shared/testdata] [--targets tiny-llama,tiny-qwen3] OUT
 numpy only (CI has no torch).
 """
@@ -92,11 +96,22 @@ def rms_norm(x, weight, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
 
 
-def rope(x, positions, theta):
-    """x [T, heads, head_dim], rotate-half RoPE as transformers' Llama."""
+def round_to_bf16(x):
+    """f32 values rounded to the nearest bf16 (ties to even), as f32."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def rope(x, positions, theta, bf16_freqs=False):
+    """x [T, heads, head_dim], rotate-half RoPE as transformers' Llama: the angles in f32, from
+    frequencies transformers keeps in the checkpoint's dtype (bf16-rounded for bf16 models)."""
     half = x.shape[-1] // 2
-    inv_freq = 1.0 / theta ** (np.arange(0, half, dtype=np.float64) * 2 / x.shape[-1])
-    angles = np.outer(positions, inv_freq)  # [T, half]
+    inv_freq = (1.0 / theta ** (np.arange(0, half, dtype=np.float64) * 2 / x.shape[-1]))
+    inv_freq = inv_freq.astype(np.float32)
+    if bf16_freqs:
+        inv_freq = round_to_bf16(inv_freq)
+    angles = np.outer(positions.astype(np.float32), inv_freq).astype(np.float32).astype(np.float64)
     cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
     x1, x2 = x[..., :half], x[..., half:]
     return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
@@ -109,7 +124,9 @@ def attention(x, w, prefix, cfg, positions):
     q = (x @ w[prefix + "q_proj.weight"].T).reshape(t, heads, head_dim)
     k = (x @ w[prefix + "k_proj.weight"].T).reshape(t, kv_heads, head_dim)
     v = (x @ w[prefix + "v_proj.weight"].T).reshape(t, kv_heads, head_dim)
-    q, k = rope(q, positions, cfg["rope_theta"]), rope(k, positions, cfg["rope_theta"])
+    bf16 = cfg.get("dtype", cfg.get("torch_dtype")) == "bfloat16"
+    q = rope(q, positions, cfg["rope_theta"], bf16)
+    k = rope(k, positions, cfg["rope_theta"], bf16)
     group = heads // kv_heads
     out = np.zeros((t, heads, head_dim))
     causal = np.triu(np.full((t, t), -np.inf), 1)
@@ -194,6 +211,33 @@ def write_head(out, cfg, weights, forward, target, hidden_width, tokens, draws):
     (out / "reference.json").write_text(json.dumps(reference) + "\n")
 
 
+def target_forward(tensors, cfg, ids):
+    """transformers' Llama over ids from position 0: each layer's output stream, final norm."""
+    eps = cfg["rms_norm_eps"]
+    attn_cfg = {**cfg, "rope_theta": cfg.get("rope_parameters", {}).get("rope_theta", 1e4)}
+    w = {k: v.astype(np.float64) for k, v in tensors.items()}
+    stream = w["model.embed_tokens.weight"][ids]
+    positions = np.arange(len(ids))
+    layers = []
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        stream = stream + attention(rms_norm(stream, w[p + "input_layernorm.weight"], eps), w,
+                                    p + "self_attn.", attn_cfg, positions)
+        stream = stream + mlp(rms_norm(stream, w[p + "post_attention_layernorm.weight"], eps), w,
+                              p + "mlp.")
+        layers.append(stream)
+    return layers, rms_norm(stream, w["model.norm.weight"], eps)
+
+
+def write_target_reference(path, tensors, cfg, tokens, rng):
+    ids = rng.integers(0, cfg["vocab_size"], tokens)
+    layers, final = target_forward(tensors, cfg, ids)
+    reference = {"input_ids": ids.tolist(),
+                 "layer_outputs": [layer.astype(np.float32).tolist() for layer in layers],
+                 "final_norm_output": final.astype(np.float32).tolist()}
+    path.write_text(json.dumps(reference) + "\n")
+
+
 def write_heads(model_dir, out_dir, tokens, draft_vocab):
     name = model_dir.name
     target_cfg = json.loads((model_dir / "config.json").read_text())
@@ -230,6 +274,9 @@ def write_heads(model_dir, out_dir, tokens, draft_vocab):
                "t2d": t2d}
     write_head(out_dir / f"{name}-eagle3", cfg, weights, eagle3_forward, target, 3 * h, tokens,
                draws)
+    if target_cfg["architectures"] == ["LlamaForCausalLM"] and not target_cfg.get("attention_bias"):
+        write_target_reference(out_dir / f"{name}-target.json", tensors, target_cfg, tokens,
+                               draws.rng)
 
 
 def main():

@@ -24,6 +24,14 @@ SGL_HOST_DEVICE constexpr int32_t sampled_id_ref(int32_t row) { return -(row + 1
 SGL_HOST_DEVICE constexpr bool is_sampled_id_ref(int32_t id) { return id < 0; }
 SGL_HOST_DEVICE constexpr int32_t sampled_id_row(int32_t ref) { return -ref - 1; }
 
+// Which hidden states a forward pass returns beside its logits (SGLang's CaptureHiddenMode),
+// for EAGLE drafts: the final norm's output and the captured layers' (ModelOutput).
+enum class CaptureHiddenMode : uint8_t {
+  kNull,  // none
+  kLast,  // the logits rows' (num_logit_rows())
+  kFull,  // every token's (num_tokens): a draft extend reads each position's
+};
+
 // Every tensor is a view into staging buffers owned by the ForwardBatchBuilder; each request
 // `b` owns query rows [qo_indptr[b], qo_indptr[b + 1]).
 struct ForwardBatch {
@@ -34,8 +42,7 @@ struct ForwardBatch {
   int32_t max_seq_len = 0;  // max over seq_lens
   // 1 + the largest row a sampled_id_ref() input names; 0 when the input ids are all known.
   int32_t sampled_id_rows = 0;
-  // The model also returns the final hidden states of its logits rows (ModelOutput).
-  bool capture_hidden_states = false;
+  CaptureHiddenMode capture_hidden_mode = CaptureHiddenMode::kNull;
   // kNone: logits. Otherwise (an embedding model's batch) one pooled row per request instead:
   // its last token's final hidden state (kLast) or the sum of this pass's (kMean: a prompt may
   // span several chunked passes, so the caller divides once it has them all).
@@ -65,6 +72,18 @@ struct ForwardBatch {
   // Rows of the logits output: batch_size or num_tokens.
   int32_t num_logit_rows() const {
     return logits_mode == LogitsMode::kAllTokens ? num_tokens : batch_size;
+  }
+  // Rows of the captured hidden states (ModelOutput::hidden_states); 0 without capture.
+  int32_t num_hidden_rows() const {
+    switch (capture_hidden_mode) {
+      case CaptureHiddenMode::kNull:
+        return 0;
+      case CaptureHiddenMode::kLast:
+        return num_logit_rows();
+      case CaptureHiddenMode::kFull:
+        return num_tokens;
+    }
+    return 0;
   }
 };
 

@@ -2,6 +2,7 @@
 #include "model/decoder_for_causal_lm.h"
 
 #include "backend/backend.h"
+#include "kernels/convert_stored.h"
 #include "kernels/copy.h"
 #include "kernels/embedding.h"
 #include "kernels/gather.h"
@@ -18,6 +19,17 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
   SGL_RETURN_IF_ERROR(check_config_bounds(c, "model config"));
   SGL_RETURN_IF_ERROR(check_model_options(options_));
   if (options_.max_positions == 0) options_.max_positions = c.max_position_embeddings;
+  for (int64_t layer : options_.aux_hidden_state_layers) {
+    // Each is captured as the stream entering the next layer (as SGLang does).
+    if (layer < 0 || layer + 1 >= c.num_hidden_layers) {
+      return invalid_argument("EAGLE-3 capture layer " + std::to_string(layer) + " of a " +
+                              std::to_string(c.num_hidden_layers) +
+                              "-layer model: capture layers must be in [0, num_layers - 2]");
+    }
+    if (options_.is_embedding) {
+      return invalid_argument("an embedding model captures no hidden states for a draft");
+    }
+  }
   // The bounds are checked: the layers can be built (nothing allocated).
   const AttentionShape attention = attention_shape(c);
   layers_.reserve(static_cast<size_t>(c.num_hidden_layers));
@@ -114,6 +126,11 @@ void DecoderForCausalLM::plan_activations(DType dtype, Device device, Activation
     plan.add(&act_.last_hidden, dtype, rows, c.hidden_size);
     plan.add(&act_.logits, DType::kF32, rows, c.vocab_size);
   }
+  if (const auto k = static_cast<int64_t>(options_.aux_hidden_state_layers.size()); k > 0) {
+    plan.add(&act_.aux_stream, DType::kF32, n, k * c.hidden_size);
+    plan.add(&act_.aux_last, DType::kF32, rows, k * c.hidden_size);
+    if (dtype != DType::kF32) plan.add(&act_.aux_out, dtype, n, k * c.hidden_size);
+  }
   if (options_.enable_return_routed_experts) {
     int64_t sparse_layers = 0, top_k = 0;
     for (const DecoderLayer& layer : layers_) {
@@ -124,6 +141,20 @@ void DecoderForCausalLM::plan_activations(DType dtype, Device device, Activation
     }
     if (sparse_layers > 0) plan.add(&act_.routed_experts, DType::kI32, sparse_layers * n, top_k);
   }
+}
+
+Tensor DecoderForCausalLM::aux_hidden_output(const Tensor& captured, const ForwardBatch& fb,
+                                             backend::Stream stream) const {
+  const int64_t rows = fb.num_hidden_rows();
+  Tensor out = captured;
+  if (rows != fb.num_tokens) {  // the logits rows of an extend: each request's last token
+    out = act_.aux_last.tensor().slice_rows(0, rows);
+    kernels::gather_last_tokens(captured, fb.qo_indptr, out, stream);
+  }
+  if (!act_.aux_out.tensor().defined()) return out;  // an f32 model
+  const Tensor converted = act_.aux_out.tensor().slice_rows(0, rows);
+  kernels::convert_stored(out.raw(), kernels::StoredFormat::kF32, converted, stream);
+  return converted;
 }
 
 EmbedAndHead DecoderForCausalLM::embed_and_head() const {
@@ -144,9 +175,21 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
   kernels::embedding(fb.input_ids, embed_tokens_.weight, hidden, ctx.stream);
   // The first layer starts the residual stream.
   kernels::zero(residual, ctx.stream);
+  const std::vector<int64_t>& aux_layers = options_.aux_hidden_state_layers;
+  const bool capture_aux =
+      !aux_layers.empty() && fb.capture_hidden_mode != CaptureHiddenMode::kNull;
+  const Tensor aux_stream = capture_aux ? act_.aux_stream.tensor().slice_rows(0, n) : Tensor();
+  std::vector<StreamCapture> captures;
   int64_t sparse_layers = 0;  // recorded so far
-  for (const DecoderLayer& layer : layers_) {
-    layer.forward(hidden, residual, rope_cos_sin_, act_.layer, fb, ctx);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const DecoderLayer& layer = layers_[i];
+    captures.clear();
+    for (size_t j = 0; capture_aux && j < aux_layers.size(); ++j) {
+      if (static_cast<size_t>(aux_layers[j]) + 1 == i) {
+        captures.push_back({aux_stream, static_cast<int64_t>(j) * config_.hidden_size});
+      }
+    }
+    layer.forward(hidden, residual, rope_cos_sin_, act_.layer, fb, ctx, captures);
     if (act_.routed_experts.tensor().defined() && layer.moe_mlp() != nullptr) {
       const Tensor ids = act_.layer.moe_mlp.topk_ids.tensor().slice_rows(0, n);
       kernels::copy_async(ids, act_.routed_experts.tensor().slice_rows(sparse_layers * n, n),
@@ -182,7 +225,9 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
   head.forward(head_in, logits, ctx.stream);
   ModelOutput out;
   out.logits = logits;
-  if (fb.capture_hidden_states) out.hidden_states = head_in;
+  if (fb.capture_hidden_mode == CaptureHiddenMode::kLast) out.hidden_states = head_in;
+  if (fb.capture_hidden_mode == CaptureHiddenMode::kFull) out.hidden_states = hidden;
+  if (capture_aux) out.aux_hidden_states = aux_hidden_output(aux_stream, fb, ctx.stream);
   if (sparse_layers > 0) {
     out.routed_experts = act_.routed_experts.tensor().slice_rows(0, sparse_layers * n);
   }

@@ -68,6 +68,10 @@ class DecoderForCausalLM : public Model {
     Buffer last_hidden;  // [max_logit_rows, H]; generation models only
     Buffer logits;       // f32 [max_logit_rows, V]; generation models only
     Buffer embeddings;   // f32 [max_logit_rows, H]; embedding models only
+    // With ModelOptions::aux_hidden_state_layers (K of them): the captured residual streams.
+    Buffer aux_stream;  // f32 [N, K * H]
+    Buffer aux_last;    // f32 [max_logit_rows, K * H]: the logits rows' of an extend
+    Buffer aux_out;     // [N, K * H] in the activation dtype; unless that is f32
   };
 
   // plan(): checks the config's bounds and the options, builds the layers, checks every tensor.
@@ -78,6 +82,9 @@ class DecoderForCausalLM : public Model {
   // Declares act_'s buffers, in `dtype` but for the f32 residual stream and logits; `device`
   // sizes the MoE workspace.
   void plan_activations(DType dtype, Device device, ActivationPlan& plan);
+  // ModelOutput::aux_hidden_states from the captured streams (f32 [n, K * H]).
+  Tensor aux_hidden_output(const Tensor& captured, const ForwardBatch& fb,
+                           backend::Stream stream) const;
 
   ModelConfig config_;
   ModelOptions options_;

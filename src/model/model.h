@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "attention/attention_backend.h"
 #include "backend/stream.h"
@@ -20,6 +21,10 @@ struct ModelOptions {
   // Every forward records each sparse layer's top-k expert ids (ModelOutput::routed_experts);
   // SGLang's --enable-return-routed-experts.
   bool enable_return_routed_experts = false;
+  // EAGLE-3's target: the layers whose output hidden states its draft reads (SGLang's
+  // eagle_aux_hidden_state_layer_ids, each in [0, num_layers - 2]: captured as the residual
+  // stream entering the next layer), returned as ModelOutput::aux_hidden_states.
+  std::vector<int64_t> aux_hidden_state_layers;
   // SGLang's --is-embedding: the model pools hidden states (ForwardBatch::pooling) and has no LM
   // head. Its checkpoint may store the bare decoder as transformers' base model does
   // (Qwen3Model: `embed_tokens.weight`, `layers.N.*`, `norm.weight`, no `model.` prefix).
@@ -43,10 +48,14 @@ struct ModelContext {
 // What one forward pass returns, in memory the model owns, valid until its next forward.
 struct ModelOutput {
   Tensor logits;  // f32 [fb.num_logit_rows(), vocab]; undefined for a pooling batch
-  // The final norm's output for the same rows (the LM head's input), in the activation dtype
-  // [fb.num_logit_rows(), hidden]; only when fb.capture_hidden_states (EAGLE drafts read it),
-  // undefined otherwise.
+  // The final norm's output (the LM head's input) in the activation dtype
+  // [fb.num_hidden_rows(), hidden]: the logits rows' (CaptureHiddenMode::kLast) or every
+  // token's (kFull); undefined without capture. EAGLE drafts read it.
   Tensor hidden_states;
+  // The residual stream at each ModelOptions::aux_hidden_state_layers layer's output, side by
+  // side in that order, in the activation dtype [fb.num_hidden_rows(), layers * hidden]; only
+  // with capture and such layers, undefined otherwise. EAGLE-3 drafts read it.
+  Tensor aux_hidden_states;
   // i32 [num_sparse_layers * fb.num_tokens, top_k], layer-major, on the model's device: the
   // experts each token was routed to in each sparse layer, in the router's order; only with
   // ModelOptions::enable_return_routed_experts, undefined otherwise.

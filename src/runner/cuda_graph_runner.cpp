@@ -112,7 +112,7 @@ Result<std::unique_ptr<CudaGraphRunner>> CudaGraphRunner::create(
 
 bool CudaGraphRunner::can_run(const ForwardBatch& fb) const {
   return fb.mode == ForwardMode::kDecode && fb.logits_mode == LogitsMode::kLastPerRequest &&
-         !fb.capture_hidden_states && fb.pooling == PoolingType::kNone &&
+         fb.capture_hidden_mode == CaptureHiddenMode::kNull && fb.pooling == PoolingType::kNone &&
          fb.batch_size <= max_batch_size() && fb.kv_indices.defined() &&
          fb.max_seq_len <= max_context_len_;
 }

@@ -177,6 +177,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
                                      : std::max(options.max_num_tokens, options.max_batch_size);
   model_options.max_positions = context_length_;
   model_options.enable_return_routed_experts = options.enable_return_routed_experts;
+  model_options.aux_hidden_state_layers = options.aux_hidden_state_layers;
   model_options.is_embedding = options.is_embedding;
   if (options.is_embedding) {
     SGL_ASSIGN_OR_RETURN(pooler_, model::read_pooler_config(model_path, config.hidden_size));

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "attention/attention_backend.h"
 #include "attention/kv_pool.h"
@@ -46,7 +47,8 @@ struct ModelRunnerOptions {
   uint64_t seed = 0;                // dummy weights
   bool disable_cuda_graph = false;  // GPU: decode batches run eagerly
   int64_t cuda_graph_max_bs = 256;  // GPU: largest decode batch captured (capped at max_batch_size)
-  bool enable_return_routed_experts = false;  // model::ModelOptions' (MoE models)
+  bool enable_return_routed_experts = false;     // model::ModelOptions' (MoE models)
+  std::vector<int64_t> aux_hidden_state_layers;  // model::ModelOptions' (EAGLE-3 targets)
   // SGLang's --is-embedding: load the model to pool hidden states (model::ModelOptions), with the
   // pooling its sentence-transformers files configure (model/pooler_config.h). It generates
   // nothing: no LM head, no sampler, no decode graphs.

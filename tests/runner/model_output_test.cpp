@@ -81,7 +81,7 @@ TEST_P(ModelOutputTest, HiddenStatesAreTheLmHeadInput) {
   for (LogitsMode mode : {LogitsMode::kLastPerRequest, LogitsMode::kAllTokens}) {
     ForwardBatch fb = builder.build(ForwardMode::kExtend, mode, requests, f.runner->stream());
     EXPECT_FALSE(f.runner->forward(fb).hidden_states.defined());
-    fb.capture_hidden_states = true;
+    fb.capture_hidden_mode = CaptureHiddenMode::kLast;
     const model::ModelOutput out = f.runner->forward(fb);
     expect_logits_from_hidden(out, f.head, fb.num_logit_rows(), c.hidden_size, c.vocab_size);
   }
@@ -97,7 +97,7 @@ TEST_P(ModelOutputTest, HiddenStatesAreTheLmHeadInput) {
   }
   ForwardBatch fb =
       builder.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, decode, f.runner->stream());
-  fb.capture_hidden_states = true;
+  fb.capture_hidden_mode = CaptureHiddenMode::kLast;
   expect_logits_from_hidden(f.runner->forward(fb), f.head, 2, c.hidden_size, c.vocab_size);
 }
 

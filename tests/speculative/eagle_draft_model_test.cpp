@@ -220,5 +220,69 @@ TEST(EagleDraftConfigTest, RefusesWhatIsNotAnEagleHead) {
   EXPECT_EQ(model::default_eagle3_aux_layers(32), (std::vector<int64_t>{1, 15, 28}));
 }
 
+// The target's side of EAGLE: with capture, the final norm's output of every token (kFull) or
+// of the logits rows (kLast), and EAGLE-3's captured layers side by side, against the numpy
+// forward of make_eagle_heads.py (itself within 4e-6 of transformers' golden logits).
+class TargetCaptureTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TargetCaptureTest, HiddenStatesAndCapturedLayersMatchTheReference) {
+  const nlohmann::json ref = test::read_json(kHeads / (GetParam() + "-target.json"));
+  const auto ids = ref["input_ids"].get<std::vector<int32_t>>();
+  const auto layer_outputs =
+      ref["layer_outputs"].get<std::vector<std::vector<std::vector<float>>>>();
+  const auto final_norm = ref["final_norm_output"].get<std::vector<std::vector<float>>>();
+  const auto n = static_cast<int32_t>(ids.size());
+  runner::ModelRunnerOptions options;
+  options.dtype = "float32";
+  options.device = kDevice;
+  options.max_num_tokens = kMaxTokens;
+  options.max_batch_size = 2;
+  options.num_kv_slots = kSlots;
+  options.aux_hidden_state_layers = {0, 0, 0};  // a 2-layer target has one layer to capture
+  auto r = runner::ModelRunner::create(test::model_dir(GetParam()), options);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  runner::ModelRunner& target = **r;
+  const int64_t h = target.config().hidden_size;
+  cache::ReqToTokenPool req_to_token(2, 64);
+  cache::TokenToKvPoolAllocator kv(kSlots);
+  runner::ForwardBatchBuilder builder(target.allocator(), kMaxTokens, 2, req_to_token.table());
+  const int32_t row = *req_to_token.alloc();
+  const std::vector<int32_t> slots = *kv.alloc(n);
+  req_to_token.write(row, 0, slots);
+  const runner::BatchRequest request{row, 0, ids, slots};
+
+  std::vector<std::vector<float>> captured;  // each token's three copies of layer 0's output
+  for (const auto& token : layer_outputs[0]) {
+    std::vector<float> three;
+    for (int k = 0; k < 3; ++k) three.insert(three.end(), token.begin(), token.end());
+    captured.push_back(three);
+  }
+  ForwardBatch fb = builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest,
+                                  std::span(&request, 1), target.stream());
+  EXPECT_FALSE(target.forward(fb).aux_hidden_states.defined());  // no capture asked
+  fb.capture_hidden_mode = CaptureHiddenMode::kFull;
+  model::ModelOutput out = target.forward(fb);
+  ASSERT_EQ(out.logits.size(0), 1);
+  expect_rows(out.hidden_states, final_norm, 0, n, "final norm output");
+  ASSERT_EQ(out.aux_hidden_states.size(1), 3 * h);
+  expect_rows(out.aux_hidden_states, captured, 0, n, "captured layers");
+
+  fb.capture_hidden_mode = CaptureHiddenMode::kLast;  // the last token's only
+  out = target.forward(fb);
+  expect_rows(out.hidden_states, final_norm, static_cast<size_t>(n - 1), 1, "last final norm");
+  expect_rows(out.aux_hidden_states, captured, static_cast<size_t>(n - 1), 1, "last captured");
+
+  // Layer 1 is the last: its output is the final norm's input, not a layer's input to capture.
+  options.aux_hidden_state_layers = {0, 1, 0};
+  auto refused = runner::ModelRunner::create(test::model_dir(GetParam()), options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("capture layers must be in [0, num_layers - 2]"),
+            std::string::npos)
+      << refused.status().to_string();
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, TargetCaptureTest,
+                         ::testing::Values("tiny-llama", "tiny-llama-tied"), test_name);
+
 }  // namespace
 }  // namespace sgl

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "kernels/copy.h"
 #include "kernels/rms_norm.h"
 
 namespace sgl::model {
@@ -38,9 +39,11 @@ Status DecoderLayer::load(WeightLoader& w, const std::string& prefix) {
 }
 
 void DecoderLayer::forward(const Tensor& hidden, const Tensor& residual, const Tensor& rope_cos_sin,
-                           const LayerScratch& scratch, const ForwardBatch& fb,
-                           ModelContext& ctx) const {
+                           const LayerScratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
+                           std::span<const StreamCapture> captures) const {
   kernels::fused_add_rms_norm(hidden, residual, input_norm_, rms_norm_eps_, ctx.stream);
+  for (const StreamCapture& c : captures)
+    kernels::copy_columns(residual, c.dst, c.column, ctx.stream);
   attention_.forward(hidden, rope_cos_sin, scratch.attention, fb, ctx);
   kernels::fused_add_rms_norm(hidden, residual, post_norm_, rms_norm_eps_, ctx.stream);
   if (const auto* moe = std::get_if<MoeMlp>(&mlp_)) {

@@ -24,6 +24,13 @@ namespace sgl::model {
 // The MLP a layer runs, chosen per layer by the architecture.
 using Mlp = std::variant<DenseMlp, MoeMlp>;
 
+// Where a layer copies the residual stream entering it (EAGLE-3's captured hidden states):
+// columns [column, column + H) of dst, f32 [n, W].
+struct StreamCapture {
+  Tensor dst;
+  int64_t column = 0;
+};
+
 // The activation scratch the layers share (each block kind's, declared once).
 struct LayerScratch {
   AttentionBlock::Scratch attention;
@@ -54,9 +61,11 @@ class DecoderLayer {
 
   // hidden: [n, H], the previous layer's output (the embeddings before the first layer), and
   // residual: f32 [n, H], the residual stream without it (zeros before the first layer). Both
-  // are updated in place: hidden becomes this layer's MLP output.
+  // are updated in place: hidden becomes this layer's MLP output. Each of `captures` receives
+  // the stream entering the layer (the previous layer's output added in).
   void forward(const Tensor& hidden, const Tensor& residual, const Tensor& rope_cos_sin,
-               const LayerScratch& scratch, const ForwardBatch& fb, ModelContext& ctx) const;
+               const LayerScratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
+               std::span<const StreamCapture> captures = {}) const;
 
   // The sparse block, or null for a dense layer.
   const MoeMlp* moe_mlp() const { return std::get_if<MoeMlp>(&mlp_); }
