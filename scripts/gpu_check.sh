@@ -50,6 +50,8 @@ pack() {
   cp -r ../shared/testdata/models ../shared/testdata/golden "$stage/testdata/"
   # The tiny embedding models the build wrote (tests/engine: embedding tests).
   cp -r build/cuda/tests/engine/embedding_models "$stage/testdata/"
+  # The random EAGLE heads and their references (tests/speculative: EAGLE draft tests).
+  cp -r build/cuda/tests/speculative/eagle_heads "$stage/testdata/"
   # The Llama-3.1 and Qwen3 tokenizers for the serving benchmarks (scripts/gpu_serving_bench.sh).
   mkdir -p "$stage/testdata/tokenizers"
   cp -r ../shared/testdata/tokenizers/llama3_1 ../shared/testdata/tokenizers/qwen3 \
@@ -62,7 +64,8 @@ run() {
   local root=/tmp/sgl_gpu
   rm -rf "$root" && mkdir -p "$root" && tar xzf .carry/gpu.tgz -C "$root"
   export LD_LIBRARY_PATH="$root/gpu/lib:${LD_LIBRARY_PATH:-}"
-  export SGL_TESTDATA_DIR="$root/testdata" SGL_EMBEDDING_MODELS="$root/testdata/embedding_models"
+  export SGL_TESTDATA_DIR="$root/testdata" SGL_EMBEDDING_MODELS="$root/testdata/embedding_models" \
+    SGL_EAGLE_HEADS="$root/testdata/eagle_heads"
   local log="${OUT:-/tmp}"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
   declare -a rows=()

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,12 @@
 namespace sgl {
 namespace {
 
-const std::filesystem::path kHeads = SGL_EAGLE_HEADS;
+// The build writes the heads; SGL_EAGLE_HEADS in the environment overrides where (binaries
+// carried to the GPU machine, scripts/gpu_check.sh).
+const std::filesystem::path kHeads = [] {
+  const char* env = std::getenv("SGL_EAGLE_HEADS");
+  return std::filesystem::path(env != nullptr ? env : SGL_EAGLE_HEADS);
+}();
 constexpr int64_t kMaxTokens = 32;
 constexpr int32_t kSlots = 64;
 #ifdef SGL_TEST_ON_CUDA
