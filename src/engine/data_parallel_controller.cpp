@@ -77,6 +77,7 @@ Result<std::shared_ptr<RequestStream>> DataParallelController::route(std::span<c
   for (int i = 0; i < n; ++i) {
     views_[i].load = replicas_[i]->load();
     views_[i].cached_prefix = cache_aware ? index_.match(i, hashes_) : 0;
+    views_[i].cached_tokens = cache_aware ? index_.size(i) : 0;
   }
   int chosen =
       choose_replica(method_, views_, static_cast<int64_t>(ids.size()), turn_++, cache_aware_);

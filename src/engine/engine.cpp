@@ -79,7 +79,9 @@ Engine::Engine(const EngineOptions& options)
     : options_(options),
       scheduler_(std::make_unique<scheduler::Scheduler>(
           options.scheduler, options.num_kv_slots, options.context_length, options.eos_token_ids)),
-      next_rid_(options.first_rid) {}
+      next_rid_(options.first_rid) {
+  SGL_CHECK(options.first_rid >= 1 && options.rid_stride >= 1) << "rid 0 names no request";
+}
 
 Engine::~Engine() {
   {
@@ -164,7 +166,6 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
     std::random_device entropy;
     request.sampling.seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
   }
-  SGL_CHECK(options_.rid_stride >= 1);
   const uint64_t rid = next_rid_.fetch_add(options_.rid_stride);
   auto stream = std::make_shared<RequestStream>(rid);
   ++queued_;

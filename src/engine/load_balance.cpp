@@ -26,7 +26,9 @@ int64_t tokens(const ReplicaView& r) { return r.load.tokens; }
 
 int cache_aware(std::span<const ReplicaView> replicas, int64_t prompt_tokens, uint64_t turn,
                 const CacheAwareOptions& o) {
-  const int least_loaded = least(replicas, turn, requests);
+  const int least_loaded = least(replicas, turn, [](const ReplicaView& r) {
+    return std::pair(r.load.requests, r.cached_tokens);
+  });
   // The longest match; among equal matches the less loaded replica.
   const int best = least(replicas, turn, [](const ReplicaView& r) {
     return std::pair(-r.cached_prefix, r.load.requests);

@@ -37,11 +37,15 @@ struct CacheAwareOptions {
 struct ReplicaView {
   EngineLoad load;
   int64_t cached_prefix = 0;  // tokens of this prompt the replica is believed to cache
+  // Tokens the replica is believed to cache in all: between equally loaded replicas a cold
+  // prompt goes to the one caching least (SGLang's router: the smallest tree), so that the
+  // prefixes, and the traffic that follows them, spread.
+  int64_t cached_tokens = 0;
 };
 
 // The chosen replica's index. `turn` counts the requests routed so far: round_robin takes it
-// modulo the replica count, and ties between equally loaded replicas rotate with it so that
-// cold traffic spreads. Pure and allocation-free; `replicas` is not empty.
+// modulo the replica count, and remaining ties between replicas rotate with it so that cold
+// traffic spreads. Pure and allocation-free; `replicas` is not empty.
 int choose_replica(LoadBalanceMethod method, std::span<const ReplicaView> replicas,
                    int64_t prompt_tokens, uint64_t turn, const CacheAwareOptions& cache_aware = {});
 

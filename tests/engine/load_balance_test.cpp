@@ -11,8 +11,9 @@
 namespace sgl::engine {
 namespace {
 
-ReplicaView view(int64_t requests, int64_t tokens = 0, int64_t cached = 0) {
-  return ReplicaView{EngineLoad{requests, tokens}, cached};
+ReplicaView view(int64_t requests, int64_t tokens = 0, int64_t cached = 0,
+                 int64_t cached_tokens = 0) {
+  return ReplicaView{EngineLoad{requests, tokens}, cached, cached_tokens};
 }
 
 TEST(LoadBalanceMethod, ParsesSGLangNamesAndRefusesOthers) {
@@ -71,6 +72,11 @@ TEST(LoadBalance, CacheAwareSendsColdPromptsToTheLeastLoaded) {
     picks.push_back(choose_replica(LoadBalanceMethod::kCacheAware, idle, 100, turn));
   }
   EXPECT_EQ(picks, (std::vector<int>{0, 1, 2, 0, 1, 2}));
+  // Between equally loaded replicas, the one caching the fewest prefixes.
+  const std::vector<ReplicaView> busy = {view(2, 0, 0, 500), view(2, 0, 0, 90), view(3, 0, 0, 0)};
+  for (uint64_t turn = 0; turn < 3; ++turn) {
+    EXPECT_EQ(choose_replica(LoadBalanceMethod::kCacheAware, busy, 100, turn), 1);
+  }
 }
 
 TEST(LoadBalance, CacheAwareGivesUpTheHitWhenItsReplicaIsOverloaded) {

@@ -197,7 +197,6 @@ def test_cache_aware_keeps_shared_prefixes_on_one_replica(tmp_path_factory, dp2)
         after = dp2.states()
         rr = (sum(s["cached_prompt_tokens_total"] for s in after) - sum(b[0] for b in before)) / (
             sum(s["prompt_tokens_total"] for s in after) - sum(b[1] for b in before))
-        print(f"shared-prefix hit rate: cache_aware {hit_rate(aware):.3f}, round_robin {rr:.3f}")
         assert hit_rate(aware) > rr + 0.1, (hit_rate(aware), rr)
     finally:
         assert aware.stop() == 0, aware.log()
