@@ -18,8 +18,9 @@ namespace {
 
 constexpr int32_t kVocab = 97;
 
-EngineOptions replica_options(int replica, int n) {
+EngineOptions replica_options(int replica, int n, int64_t max_queued = 0) {
   EngineOptions o;
+  o.scheduler.max_queued_requests = max_queued;
   o.num_kv_slots = 400;
   o.context_length = 256;
   o.vocab_size = kVocab;
@@ -33,8 +34,10 @@ EngineOptions replica_options(int replica, int n) {
 // N replicas; `start`: with the fake model running, else their loops never start (requests stay
 // queued, so the controller's load view is exact).
 struct Replicas {
-  Replicas(int n, bool start) {
-    for (int i = 0; i < n; ++i) engines.push_back(std::make_unique<Engine>(replica_options(i, n)));
+  Replicas(int n, bool start, int64_t max_queued = 0) {
+    for (int i = 0; i < n; ++i) {
+      engines.push_back(std::make_unique<Engine>(replica_options(i, n, max_queued)));
+    }
     if (start) start_all();
   }
   void start_all() {
@@ -208,6 +211,24 @@ TEST(DataParallelController, OneReplicaPassesThrough) {
   EXPECT_EQ(test::collect(**s).ids, test::fake_reference({3, 4, 5}, 4, kVocab, {}));
   EXPECT_EQ(dp.routed_requests(), std::vector<int64_t>{1});
   EXPECT_EQ(dp.get_stats().scheduler.finished_requests_total, 1);
+}
+
+TEST(DataParallelController, AFullReplicaLeavesTheRequestToAnother) {
+  // Each replica holds 16 running + 1 queued; cache_aware keeps sending the shared prompt to
+  // the replica that has it (32 requests apart is still "balanced"), so its capacity spills.
+  Replicas replicas(2, false, /*max_queued=*/1);
+  DataParallelController dp(replicas.pointers(), LoadBalanceMethod::kCacheAware);
+  std::vector<int> got;
+  for (int i = 0; i < 34; ++i) {
+    auto s = dp.submit(test::greedy_ids_request({7, 8, 9, 10}, 4));
+    ASSERT_TRUE(s.ok()) << i << ": " << s.status().to_string();
+    got.push_back(replica_of((*s)->rid(), 2));
+  }
+  EXPECT_EQ(std::count(got.begin(), got.end(), got.front()), 17);
+  EXPECT_EQ(dp.routed_requests(), (std::vector<int64_t>{17, 17}));
+  auto full = dp.submit(test::greedy_ids_request({7, 8, 9, 10}, 4));
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.status().code(), StatusCode::kResourceExhausted);
 }
 
 TEST(DataParallelController, BadRequestsAreRefusedAsByOneEngine) {
