@@ -10,7 +10,8 @@
 #include "app/omp_wait_policy.h"
 #include "app/sglang_flags.h"
 #include "core/logging.h"
-#include "engine/model_engine.h"
+#include "engine/data_parallel_launch.h"
+#include "engine/load_balance.h"
 #include "function_call/output_parser.h"
 #include "model/model_source.h"
 #include "server/serve.h"
@@ -74,6 +75,21 @@ std::span<const FlagSpec> server_flag_table() {
        .help = "model: a request's unset temperature, top_p, top_k, min_p and repetition_penalty "
                "come from the model's generation_config.json; openai: OpenAI's defaults.",
        .default_value = "model"},
+      {.name = "--dp-size",
+       .aliases = {"--dp", "--data-parallel-size"},
+       .value = "N",
+       .help = "Engine replicas behind this server (SGLang's data parallelism), each with its "
+               "own scheduler, KV cache and copy of the weights: on the CPU each its own engine; "
+               "on CUDA one GPU each from --base-gpu-id when there are that many, else all on "
+               "that GPU with --mem-fraction-static split between them.",
+       .default_value = "1"},
+      {.name = "--load-balance-method",
+       .value = "NAME",
+       .help = "How requests are spread over the --dp-size replicas: round_robin, "
+               "shortest_queue (fewest unfinished requests), minimum_tokens (fewest unfinished "
+               "prompt tokens), cache_aware (the replica sent the longest prefix of the prompt "
+               "before, unless it is overloaded; cold prompts to the least loaded).",
+       .default_value = "round_robin"},
       {.name = "--http-threads", .value = "N", .help = "HTTP I/O threads.", .default_value = "4"},
       {.name = "--http-read-timeout",
        .value = "SECONDS",
@@ -102,6 +118,7 @@ std::string usage() {
 struct Options {
   server::ServeOptions serve;
   EngineSetup setup;
+  int dp_size = 1;  // --dp-size
   bool help = false;
   std::vector<std::string> notes;  // flags whose meaning here differs, logged at start
 };
@@ -149,6 +166,12 @@ Result<Options> parse_options(int argc, char** argv) {
   if (!o.reasoning_parser.empty()) {
     SGL_RETURN_IF_ERROR(function_call::check_reasoning_parser(o.reasoning_parser));
   }
+  SGL_ASSIGN_OR_RETURN(const int64_t dp_size, args.get_int("--dp-size", 1));
+  if (dp_size < 1 || dp_size > 64) return invalid_argument("--dp-size must be in [1, 64]");
+  options.dp_size = static_cast<int>(dp_size);
+  SGL_ASSIGN_OR_RETURN(
+      o.load_balance_method,
+      engine::parse_load_balance_method(args.get("--load-balance-method").value_or("round_robin")));
   SGL_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--http-threads", 4));
   SGL_ASSIGN_OR_RETURN(double read_timeout, args.get_double("--http-read-timeout", 30));
   SGL_ASSIGN_OR_RETURN(double drain_timeout, args.get_double("--drain-timeout", 10));
@@ -200,10 +223,10 @@ int run(int argc, char** argv) {
   }
   auto tok = tokenizer::Tokenizer::from_dir(o.tokenizer_path);
   if (!tok.ok()) return fail(tok.status());
-  auto me = engine::launch_model_engine(o.model_path, setup.runner, setup.engine,
-                                        (*tok)->eos_token_ids());
-  if (!me.ok()) return fail(me.status());
-  Status status = server::serve(o, *me, **tok, [](const std::string& url) {
+  auto replicas = engine::launch_data_parallel_engines(o.model_path, setup.runner, setup.engine,
+                                                       (*tok)->eos_token_ids(), parsed->dp_size);
+  if (!replicas.ok()) return fail(replicas.status());
+  Status status = server::serve(o, *replicas, **tok, [](const std::string& url) {
     std::printf("sgl-server listening on %s\n", url.c_str());
     std::fflush(stdout);
   });

@@ -78,7 +78,9 @@ double thread_cpu_s() {
 Engine::Engine(const EngineOptions& options)
     : options_(options),
       scheduler_(std::make_unique<scheduler::Scheduler>(
-          options.scheduler, options.num_kv_slots, options.context_length, options.eos_token_ids)) {
+          options.scheduler, options.num_kv_slots, options.context_length, options.eos_token_ids)),
+      next_rid_(options.first_rid) {
+  SGL_CHECK(options.first_rid >= 1 && options.rid_stride >= 1) << "rid 0 names no request";
 }
 
 Engine::~Engine() {
@@ -164,9 +166,10 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
     std::random_device entropy;
     request.sampling.seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
   }
-  const uint64_t rid = next_rid_++;
+  const uint64_t rid = next_rid_.fetch_add(options_.rid_stride);
   auto stream = std::make_shared<RequestStream>(rid);
   ++queued_;
+  queued_tokens_ += prompt;
   post(Submit{rid, std::move(request), stream});
   return stream;
 }
@@ -211,7 +214,8 @@ bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
   }
   for (Message& m : messages) {
     if (auto* s = std::get_if<Submit>(&m)) {
-      streams_[s->rid] = s->stream;
+      const auto prompt = static_cast<int64_t>(s->request.input_ids.size());
+      streams_[s->rid] = Tracked{s->stream, prompt};
       if (!scheduler_->add_request(s->rid, std::move(s->request))) {
         StreamEvent event;
         event.finished = scheduler::FinishState{scheduler::FinishReason::kAbort, -1,
@@ -219,6 +223,7 @@ bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
         s->stream->push(std::move(event));
         streams_.erase(s->rid);
         --queued_;
+        queued_tokens_ -= prompt;
       }
     } else if (auto* a = std::get_if<Abort>(&m)) {
       scheduler_->abort(a->rid, "aborted by the client");
@@ -248,8 +253,9 @@ void Engine::dispatch_updates() {
     event.usage = {u.prompt_tokens, u.completion_tokens, u.cached_tokens};
     const bool finished = event.finished.has_value();
     new_tokens += static_cast<int64_t>(event.token_ids.size());
-    it->second->push(std::move(event));
+    it->second.stream->push(std::move(event));
     if (finished) {
+      queued_tokens_ -= it->second.prompt_tokens;
       streams_.erase(it);
       --queued_;
     }
@@ -268,7 +274,7 @@ void Engine::record_streamed_tokens(int64_t n) {
 }
 
 void Engine::abort_all(const std::string& reason) {
-  for (auto& [rid, stream] : streams_) scheduler_->abort(rid, reason);
+  for (auto& [rid, tracked] : streams_) scheduler_->abort(rid, reason);
   dispatch_updates();
 }
 

@@ -34,6 +34,17 @@ struct EngineOptions {
   // SGLang's status lines at info level: one per prefill batch, and one every this many decode
   // steps (--decode-log-interval; 0: none).
   int64_t decode_log_interval = 40;
+  // Request ids are first_rid, first_rid + rid_stride, ...: data-parallel replicas number
+  // their requests apart, so an id names its replica (DataParallelController).
+  uint64_t first_rid = 1;
+  uint64_t rid_stride = 1;
+};
+
+// What a replica holds right now, counted at submission (not at the next step), so that a
+// burst routed between two steps sees its own effect.
+struct EngineLoad {
+  int64_t requests = 0;  // submitted, not yet finished
+  int64_t tokens = 0;    // their prompt tokens
 };
 
 struct EngineStats {
@@ -73,6 +84,8 @@ class Engine {
   // Frees the radix cache; false while requests run.
   bool flush_cache();
   EngineStats get_stats();
+  // Thread-safe and lock-free (two atomics; the pair may be a moment apart).
+  EngineLoad load() const { return {queued_.load(), queued_tokens_.load()}; }
 
   // For tests: the scheduler's integrity after the loop's latest step (OK when never run).
   Status last_integrity() const;
@@ -109,13 +122,18 @@ class Engine {
   EngineStats make_stats() const;
 
   EngineOptions options_;
-  std::unique_ptr<scheduler::Scheduler> scheduler_;             // engine thread only
-  std::unique_ptr<runner::BatchRunner> runner_;                 // engine thread only, once started
-  std::map<uint64_t, std::shared_ptr<RequestStream>> streams_;  // engine thread only
+  std::unique_ptr<scheduler::Scheduler> scheduler_;  // engine thread only
+  std::unique_ptr<runner::BatchRunner> runner_;      // engine thread only, once started
+  struct Tracked {
+    std::shared_ptr<RequestStream> stream;
+    int64_t prompt_tokens = 0;  // what it adds to queued_tokens_
+  };
+  std::map<uint64_t, Tracked> streams_;  // engine thread only
   // dispatch_updates' buffer, kept so that streaming a step's updates allocates no vector.
   std::vector<scheduler::ReqUpdate> updates_;  // engine thread only
-  std::atomic<uint64_t> next_rid_{1};
-  std::atomic<int64_t> queued_{0};  // submitted, not yet finished
+  std::atomic<uint64_t> next_rid_;
+  std::atomic<int64_t> queued_{0};         // submitted, not yet finished
+  std::atomic<int64_t> queued_tokens_{0};  // their prompt tokens
 
   std::mutex inbox_mutex_;
   std::condition_variable inbox_cv_;

@@ -106,30 +106,41 @@ Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
 
 Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
   const ServerInfo& i = ctx.info;
-  const engine::EngineStats stats = ctx.engine.get_stats();
-  const scheduler::SchedulerStats& s = stats.scheduler;
-  json state = {{"num_running_reqs", s.num_running},
-                {"num_waiting_reqs", s.num_waiting},
-                {"kv_capacity", s.kv_capacity},
-                {"kv_used", s.kv_used},
-                {"kv_cached", s.kv_cached},
-                {"kv_free", s.kv_capacity - s.kv_used},
-                {"kv_in_use_by_requests", s.kv_used - s.kv_cached},
-                {"token_usage", s.kv_usage()},
-                {"cache_hit_rate", s.cache_hit_rate()},
-                {"gen_throughput", stats.generation_throughput},
-                {"prompt_tokens_total", s.prompt_tokens_total},
-                {"cached_prompt_tokens_total", s.cached_prompt_tokens_total},
-                {"generated_tokens_total", s.generated_tokens_total},
-                {"finished_requests_total", s.finished_requests_total},
-                {"num_retracted_total", s.num_retracted_total},
-                {"avg_spec_accept_length", s.spec_accept_length()},
-                {"spec_verify_steps", s.spec_verify_steps},
-                {"spec_draft_tokens", s.spec_draft_tokens},
-                {"spec_accepted_tokens", s.spec_accepted_tokens},
-                {"decode_steps", stats.decode_steps},
-                {"decode_step_cpu_us", stats.decode_step_cpu_us},
-                {"http_requests_in_flight", ctx.registry.size()}};
+  const std::vector<engine::EngineStats> replicas = ctx.engine.replica_stats();
+  const std::vector<int64_t> routed = ctx.engine.routed_requests();
+  // One entry per replica (SGLang's internal_states: one per data-parallel rank).
+  json states = json::array();
+  int64_t kv_capacity = 0;
+  for (size_t rank = 0; rank < replicas.size(); ++rank) {
+    const engine::EngineStats& stats = replicas[rank];
+    const scheduler::SchedulerStats& s = stats.scheduler;
+    kv_capacity += s.kv_capacity;
+    states.push_back({{"dp_rank", rank},
+                      {"num_running_reqs", s.num_running},
+                      {"num_waiting_reqs", s.num_waiting},
+                      {"kv_capacity", s.kv_capacity},
+                      {"kv_used", s.kv_used},
+                      {"kv_cached", s.kv_cached},
+                      {"kv_free", s.kv_capacity - s.kv_used},
+                      {"kv_in_use_by_requests", s.kv_used - s.kv_cached},
+                      {"token_usage", s.kv_usage()},
+                      {"cache_hit_rate", s.cache_hit_rate()},
+                      {"gen_throughput", stats.generation_throughput},
+                      {"prompt_tokens_total", s.prompt_tokens_total},
+                      {"cached_prompt_tokens_total", s.cached_prompt_tokens_total},
+                      {"generated_tokens_total", s.generated_tokens_total},
+                      {"finished_requests_total", s.finished_requests_total},
+                      {"routed_requests_total", routed[rank]},
+                      {"num_retracted_total", s.num_retracted_total},
+                      {"avg_spec_accept_length", s.spec_accept_length()},
+                      {"spec_verify_steps", s.spec_verify_steps},
+                      {"spec_draft_tokens", s.spec_draft_tokens},
+                      {"spec_accepted_tokens", s.spec_accepted_tokens},
+                      {"decode_steps", stats.decode_steps},
+                      {"decode_step_cpu_us", stats.decode_step_cpu_us},
+                      // The server's, not the replica's: requests are not split by replica here.
+                      {"http_requests_in_flight", ctx.registry.size()}});
+  }
   return Reply::of(json_response({{"version", kServerVersion},
                                   {"model_path", i.model_path},
                                   {"served_model_name", i.served_model_name},
@@ -137,14 +148,16 @@ Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
                                   {"port", i.port},
                                   {"device", i.device},
                                   {"context_length", i.context_length},
-                                  {"max_total_num_tokens", s.kv_capacity},
+                                  {"max_total_num_tokens", kv_capacity},  // all replicas'
                                   {"max_running_requests", i.max_running_requests},
                                   {"max_prefill_tokens", i.max_prefill_tokens},
                                   {"chunked_prefill_size", i.chunked_prefill_size},
                                   {"max_queued_requests", i.max_queued_requests},
                                   {"schedule_policy", i.schedule_policy},
                                   {"disable_radix_cache", i.disable_radix_cache},
-                                  {"internal_states", json::array({std::move(state)})}}));
+                                  {"dp_size", i.dp_size},
+                                  {"load_balance_method", i.load_balance_method},
+                                  {"internal_states", std::move(states)}}));
 }
 
 Reply handle_flush_cache(ServerContext& ctx, const HttpRequest& request) {
@@ -175,25 +188,29 @@ Reply handle_version(ServerContext&, const HttpRequest&) {
 }
 
 Reply handle_loads(ServerContext& ctx, const HttpRequest&) {
-  const engine::EngineStats stats = ctx.engine.get_stats();
-  const scheduler::SchedulerStats& s = stats.scheduler;
-  // One entry per data-parallel rank (one rank here), as SGLang's router reads it.
-  json rank = {{"dp_rank", 0},
-               {"num_running_reqs", s.num_running},
-               {"num_waiting_reqs", s.num_waiting},
-               {"num_reqs", s.num_running + s.num_waiting},
-               {"num_used_tokens", s.kv_used - s.kv_cached},
-               {"max_total_num_tokens", s.kv_capacity},
-               {"token_usage", s.kv_usage()},
-               {"gen_throughput", stats.generation_throughput},
-               {"cache_hit_rate", s.cache_hit_rate()}};
-  return Reply::of(json_response({{"loads", json::array({std::move(rank)})}}));
+  const std::vector<engine::EngineStats> replicas = ctx.engine.replica_stats();
+  // One entry per data-parallel rank, as SGLang's router reads it.
+  json loads = json::array();
+  for (size_t rank = 0; rank < replicas.size(); ++rank) {
+    const engine::EngineStats& stats = replicas[rank];
+    const scheduler::SchedulerStats& s = stats.scheduler;
+    loads.push_back({{"dp_rank", rank},
+                     {"num_running_reqs", s.num_running},
+                     {"num_waiting_reqs", s.num_waiting},
+                     {"num_reqs", s.num_running + s.num_waiting},
+                     {"num_used_tokens", s.kv_used - s.kv_cached},
+                     {"max_total_num_tokens", s.kv_capacity},
+                     {"token_usage", s.kv_usage()},
+                     {"gen_throughput", stats.generation_throughput},
+                     {"cache_hit_rate", s.cache_hit_rate()}});
+  }
+  return Reply::of(json_response({{"loads", std::move(loads)}}));
 }
 
 Reply handle_metrics(ServerContext& ctx, const HttpRequest&) {
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  r.body = ctx.metrics.render(ctx.engine.get_stats(), ctx.pool.pending());
+  r.body = ctx.metrics.render(ctx.engine.replica_stats(), ctx.pool.pending());
   return Reply::of(r);
 }
 

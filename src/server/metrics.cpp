@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "engine/data_parallel_controller.h"
+
 namespace sgl::server {
 namespace {
 
@@ -99,7 +101,9 @@ void Metrics::observe_finished(double e2e_seconds, const std::string& finish_rea
   cached_tokens_ += static_cast<uint64_t>(std::max<int64_t>(cached_tokens, 0));
 }
 
-std::string Metrics::render(const engine::EngineStats& stats, size_t preparing) const {
+std::string Metrics::render(std::span<const engine::EngineStats> replicas, size_t preparing) const {
+  const engine::EngineStats stats =
+      replicas.size() == 1 ? replicas.front() : engine::sum_engine_stats(replicas);
   const scheduler::SchedulerStats& s = stats.scheduler;
   std::string out;
   std::lock_guard lock(mutex_);
@@ -154,6 +158,25 @@ std::string Metrics::render(const engine::EngineStats& stats, size_t preparing) 
   sample(out, "sglang:cache_hit_rate", labels_, s.cache_hit_rate());
   header(out, "sglang:gen_throughput", "gauge", "Generated tokens per second, recently.");
   sample(out, "sglang:gen_throughput", labels_, stats.generation_throughput);
+
+  // Per replica: what the load balancer weighs.
+  const auto per_replica = [&](const char* name, const char* help, auto value) {
+    header(out, name, "gauge", help);
+    for (size_t rank = 0; rank < replicas.size(); ++rank) {
+      sample(out, name, labels_ + ",dp_rank=\"" + std::to_string(rank) + "\"",
+             static_cast<double>(value(replicas[rank])));
+    }
+  };
+  using engine::EngineStats;
+  per_replica("sgl:dp_num_running_reqs", "Requests running, per data-parallel replica.",
+              [](const EngineStats& e) { return e.scheduler.num_running; });
+  per_replica("sgl:dp_num_queue_reqs", "Requests waiting, per data-parallel replica.",
+              [](const EngineStats& e) { return e.scheduler.num_waiting; });
+  per_replica("sgl:dp_token_usage", "Fraction of KV slots in use, per data-parallel replica.",
+              [](const EngineStats& e) { return e.scheduler.kv_usage(); });
+  per_replica("sgl:dp_cache_hit_rate",
+              "Prompt tokens served from the prefix cache, per data-parallel replica.",
+              [](const EngineStats& e) { return e.scheduler.cache_hit_rate(); });
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,11 @@ class Metrics {
   void observe_finished(double e2e_seconds, const std::string& finish_reason, int64_t prompt_tokens,
                         int64_t completion_tokens, int64_t cached_tokens);
 
-  // `preparing`: requests queued or running on the work pool (chat template, tokenization).
-  std::string render(const engine::EngineStats& stats, size_t preparing = 0) const;
+  // `replicas`: each engine replica's stats (--dp-size; at least one). The sglang:* gauges are
+  // their sums (one engine's meaning at dp 1); the sgl:dp_* gauges give each replica's, with a
+  // dp_rank label. `preparing`: requests queued or running on the work pool (chat template,
+  // tokenization).
+  std::string render(std::span<const engine::EngineStats> replicas, size_t preparing = 0) const;
 
  private:
   const std::string labels_;  // model_name="..."

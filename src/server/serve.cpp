@@ -57,9 +57,19 @@ void block_termination_signals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
+Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replicas,
              const tokenizer::Tokenizer& tokenizer,
              const std::function<void(const std::string& url)>& on_ready) {
+  SGL_CHECK(!replicas.empty());
+  // Every replica holds the same model: replica 0 answers for the model's facts.
+  const engine::ModelEngine& model_engine = replicas.front();
+  std::vector<engine::Engine*> engines;
+  int64_t kv_slots = 0;
+  for (engine::ModelEngine& r : replicas) {
+    engines.push_back(r.engine.get());
+    kv_slots += r.model_runner->num_kv_slots();
+  }
+  engine::DataParallelController controller(std::move(engines), options.load_balance_method);
   // Chat templates and tokenization run on the pool (a known stack for the template's stack
   // guard, bounded concurrency); the template is checked there once before anything listens.
   WorkPoolOptions pool_options;
@@ -97,6 +107,8 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   info.reasoning_parser = options.reasoning_parser;
   info.tokenizer_path = tokenizer_path;
   info.created = unix_time();
+  info.dp_size = static_cast<int>(replicas.size());
+  info.load_balance_method = engine::load_balance_method_name(options.load_balance_method);
   const scheduler::SchedulerOptions& so = options.engine.scheduler;
   info.max_running_requests = so.max_running_requests;
   info.max_prefill_tokens = so.max_prefill_tokens;
@@ -135,7 +147,7 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   if (!started.ok()) return started.status();
   std::unique_ptr<HttpServer> server = std::move(started).value();
   info.port = server->port();
-  ctx = std::make_unique<ServerContext>(*model_engine.engine, tokenizer,
+  ctx = std::make_unique<ServerContext>(controller, tokenizer,
                                         chat_template ? &*chat_template : nullptr, info,
                                         options.api_key, *pool);
   if (options.model_sampling_defaults && is_generation) {
@@ -151,9 +163,13 @@ Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
   std::string host =
       options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
   const std::string url = "http://" + host + ":" + std::to_string(info.port);
+  const std::string dp =
+      replicas.size() > 1
+          ? std::to_string(replicas.size()) + " replicas (" +
+                std::string(engine::load_balance_method_name(options.load_balance_method)) + "), "
+          : "";
   SGL_LOG_INFO << "ready: " << info.served_model_name << " (" << info.architecture << ", context "
-               << info.context_length << " tokens, KV cache "
-               << model_engine.model_runner->num_kv_slots() << " tokens, "
+               << info.context_length << " tokens, " << dp << "KV cache " << kv_slots << " tokens, "
                << (!info.is_generation      ? std::string("embedding model")
                    : info.has_chat_template ? "chat template from " + info.chat_template_origin
                                             : std::string("no chat template"))

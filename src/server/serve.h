@@ -5,9 +5,11 @@
 
 #include <chrono>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "core/status.h"
+#include "engine/load_balance.h"
 #include "engine/model_engine.h"
 #include "server/cors.h"
 #include "tokenizer/tokenizer.h"
@@ -34,15 +36,18 @@ struct ServeOptions {
   // values (SGLang's default); false: OpenAI's.
   bool model_sampling_defaults = true;
   engine::EngineOptions engine;  // reported by /get_server_info
+  // How requests are spread over the replicas (--load-balance-method; dp > 1 only).
+  engine::LoadBalanceMethod load_balance_method = engine::LoadBalanceMethod::kRoundRobin;
 };
 
 // Blocks SIGINT and SIGTERM in the calling thread and the threads it starts afterwards, so
 // that serve() can wait for them. Call first thing in main().
 void block_termination_signals();
 
-// `on_ready` runs once the server listens, with its URL. Returns when drained (OK), or the
-// startup error (chat template, port binding).
-Status serve(const ServeOptions& options, engine::ModelEngine& model_engine,
+// `replicas`: the started engines of --dp-size (one or more; launch_data_parallel_engines), all
+// of one model. `on_ready` runs once the server listens, with its URL. Returns when drained
+// (OK), or the startup error (chat template, port binding).
+Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replicas,
              const tokenizer::Tokenizer& tokenizer,
              const std::function<void(const std::string& url)>& on_ready);
 

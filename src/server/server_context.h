@@ -1,11 +1,11 @@
-// ServerContext: what every handler shares — the engine, the tokenizer, the chat template,
+// ServerContext: what every handler shares — the engine replicas, the tokenizer, the chat template,
 // static facts about the server, metrics, the in-flight request registry and the work pool.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "engine/engine.h"
+#include "engine/data_parallel_controller.h"
 #include "server/grammar_backend.h"
 #include "server/metrics.h"
 #include "server/openai_types.h"
@@ -46,10 +46,12 @@ struct ServerInfo {
   bool log_requests = false;         // --log-requests: a log line per finished request
   std::string tool_call_parser;      // --tool-call-parser; empty: tool calls stay text
   std::string reasoning_parser;      // --reasoning-parser; empty: reasoning stays text
+  int dp_size = 1;                   // --dp-size: engine replicas
+  std::string load_balance_method;   // --load-balance-method (SGLang's name)
 };
 
 struct ServerContext {
-  ServerContext(engine::Engine& engine_in, const tokenizer::Tokenizer& tokenizer_in,
+  ServerContext(engine::DataParallelController& engine_in, const tokenizer::Tokenizer& tokenizer_in,
                 const tokenizer::ChatTemplate* chat_template_in, ServerInfo info_in,
                 std::string api_key_in, WorkPool& pool_in)
       : engine(engine_in),
@@ -61,7 +63,9 @@ struct ServerContext {
         pool(pool_in),
         grammar(tokenizer_in, engine_in.options().vocab_size, engine_in.options().eos_token_ids) {}
 
-  engine::Engine& engine;                        // outlives the context
+  // The engine replicas (--dp-size; one: a pass-through to it), used as one engine: requests
+  // are routed, aborts reach their replica, stats are summed. Outlives the context.
+  engine::DataParallelController& engine;
   const tokenizer::Tokenizer& tokenizer;         // outlives the context
   const tokenizer::ChatTemplate* chat_template;  // null: chat completions are refused
   const ServerInfo info;

@@ -89,6 +89,10 @@ class Server:
             template.write_text(CHAT_TEMPLATE)
             args += ["--chat-template", str(template)]
         args += list(extra_args)
+        # SGL_TEST_DP_SIZE=N runs a suite behind N engine replicas (unless it sets --dp-size).
+        dp = os.environ.get("SGL_TEST_DP_SIZE")
+        if dp and not any(a in ("--dp-size", "--dp", "--data-parallel-size") for a in args):
+            args += ["--dp-size", dp]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr)
         self.url = self._wait_for_url(timeout=120)
         self.host, self.port = "127.0.0.1", int(self.url.rsplit(":", 1)[1])
@@ -147,17 +151,23 @@ class Server:
         return requests.get(self.url + path, **kwargs)
 
     def state(self):
-        return self.get("/get_server_info").json()["internal_states"][0]
+        """Replica 0's engine state."""
+        return self.states()[0]
+
+    def states(self):
+        """Every engine replica's state (one per --dp-size replica)."""
+        return self.get("/get_server_info").json()["internal_states"]
 
     def wait_idle_no_leak(self, timeout=20):
-        """Waits until nothing runs and every used KV slot belongs to the cache."""
+        """Waits until nothing runs and every used KV slot belongs to the cache, on every
+        replica; returns replica 0's state."""
         deadline = time.monotonic() + timeout
         while True:
-            s = self.state()
-            if (s["num_running_reqs"] == 0 and s["num_waiting_reqs"] == 0
-                    and s["kv_used"] - s["kv_cached"] == 0):
-                return s
-            assert time.monotonic() < deadline, f"KV leak or stuck requests: {s}"
+            states = self.states()
+            if all(s["num_running_reqs"] == 0 and s["num_waiting_reqs"] == 0
+                   and s["kv_used"] - s["kv_cached"] == 0 for s in states):
+                return states[0]
+            assert time.monotonic() < deadline, f"KV leak or stuck requests: {states}"
             time.sleep(0.05)
 
 

@@ -483,7 +483,9 @@ def test_api_key(tmp_path):
 
 
 def test_queue_full_is_503(tmp_path):
-    srv = Server(tmp_path, "--max-running-requests", "1", "--max-queued-requests", "1")
+    # One engine's capacity (replicas would each add theirs).
+    srv = Server(tmp_path, "--max-running-requests", "1", "--max-queued-requests", "1",
+                 "--dp-size", "1")
     try:
         # One request wanting more samples than running + queued slots: refused as a whole.
         r = srv.post("/v1/completions", {"prompt": PROMPT, "max_tokens": 4, "n": 3})
