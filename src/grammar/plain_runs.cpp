@@ -2,6 +2,7 @@
 #include "grammar/plain_runs.h"
 
 #include <algorithm>
+#include <bitset>
 #include <unordered_map>
 
 #include "grammar/utf8.h"
@@ -9,68 +10,117 @@
 namespace sgl::grammar {
 namespace {
 
-bool plain_ascii(int b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
-bool covers(const ByteEdge& e, int b) { return b >= e.lo && b <= e.hi; }
+// The UTF-8 byte classes as ranges: the lead bytes by the state they lead to, and per state
+// inside a character the range of valid next bytes (each range leads to one state).
+struct Utf8Ranges {
+  struct Range {
+    int lo = 0;
+    int hi = -1;
+    uint8_t next = kUtf8Invalid;
+  };
+  std::vector<Range> leads;
+  Range continuation[kUtf8States];
+
+  Utf8Ranges() {
+    for (int b = 0x80; b < 0x100; ++b) {
+      const uint8_t u = utf8_next_state(0, static_cast<uint8_t>(b));
+      if (u == kUtf8Invalid) continue;
+      if (leads.empty() || leads.back().next != u || leads.back().hi != b - 1) {
+        leads.push_back(Range{b, b, u});
+      }
+      leads.back().hi = b;
+    }
+    for (uint8_t u = 1; u < kUtf8States; ++u) {
+      for (int b = 0x80; b < 0xC0; ++b) {
+        const uint8_t next = utf8_next_state(u, static_cast<uint8_t>(b));
+        if (next == kUtf8Invalid) continue;
+        Range& r = continuation[u];
+        if (r.hi < r.lo) r.lo = b;
+        r.hi = b;
+        r.next = next;
+      }
+    }
+  }
+};
+
+// [lo, hi] holds a plain ASCII byte.
+bool has_plain_ascii(int lo, int hi) {
+  lo = std::max(lo, 0x20);
+  hi = std::min(hi, 0x7E);
+  return lo <= hi && !(lo == hi && (lo == '"' || lo == '\\'));
+}
+
+uint64_t memo_key(StateId at, uint8_t utf8, StateId target) {
+  return static_cast<uint64_t>(at) | static_cast<uint64_t>(target) << 21 |
+         static_cast<uint64_t>(utf8) << 42;
+}
 
 // The state every plain character leads to from a state, when there is one.
 class SuccessorFinder {
  public:
-  explicit SuccessorFinder(const GrammarAutomaton& automaton) : a_(automaton) {}
+  SuccessorFinder(const GrammarAutomaton& automaton, const Utf8Ranges& utf8)
+      : a_(automaton), utf8_(utf8) {}
 
   // A state T such that every plain character has a path of `state`'s edges (and of the
   // intermediate states of a multibyte character) to T; -1 if none is found.
   StateId successor(StateId state) {
-    const auto edges = a_.byte_edges(state);
-    for (const ByteEdge& e : edges) {
-      if (covers(e, 'a') && leads_to(state, e.target)) return e.target;
+    for (const ByteEdge& e : a_.byte_edges(state)) {
+      if (e.lo <= 'a' && 'a' <= e.hi && leads_to(state, e.target)) return e.target;
     }
     return -1;
   }
 
  private:
   bool leads_to(StateId state, StateId target) {
+    std::bitset<256> ok;
     const auto edges = a_.byte_edges(state);
-    for (int b = 0x20; b < 0x7F; ++b) {
-      if (!plain_ascii(b)) continue;
-      const bool ok = std::any_of(edges.begin(), edges.end(), [&](const ByteEdge& e) {
-        return covers(e, b) && e.target == target;
-      });
-      if (!ok) return false;
+    for (const ByteEdge& e : edges) {
+      if (e.target == target) set(ok, e.lo, std::min<int>(e.hi, 0x7F));
     }
-    for (int b = 0xC2; b <= 0xF4; ++b) {
-      if (!completes_any(edges, static_cast<uint8_t>(b), 0, target)) return false;
+    for (int b = 0x20; b < 0x7F; ++b) {
+      if (!ok[b] && has_plain_ascii(b, b)) return false;
+    }
+    for (const ByteEdge& e : edges) {
+      for (const Utf8Ranges::Range& lead : utf8_.leads) {
+        const int lo = std::max<int>(e.lo, lead.lo), hi = std::min<int>(e.hi, lead.hi);
+        if (lo <= hi && completes(e.target, lead.next, target)) set(ok, lo, hi);
+      }
+    }
+    for (const Utf8Ranges::Range& lead : utf8_.leads) {
+      for (int b = lead.lo; b <= lead.hi; ++b) {
+        if (!ok[b]) return false;
+      }
     }
     return true;
   }
 
-  // Some edge takes `byte` (UTF-8 state `utf8` before it) on a path that completes the
-  // character at `target`.
-  bool completes_any(std::span<const ByteEdge> edges, uint8_t byte, uint8_t utf8, StateId target) {
-    const uint8_t next = utf8_next_state(utf8, byte);
-    for (const ByteEdge& e : edges) {
-      if (!covers(e, byte)) continue;
-      if (next == 0 ? e.target == target : completes(e.target, next, target)) return true;
-    }
-    return false;
+  static void set(std::bitset<256>& bits, int lo, int hi) {
+    for (int b = lo; b <= hi; ++b) bits.set(b);
   }
 
   // From `at`, inside a character (UTF-8 state `utf8`), every valid continuation completes
   // it at `target`.
   bool completes(StateId at, uint8_t utf8, StateId target) {
-    const uint64_t key = static_cast<uint64_t>(at) | static_cast<uint64_t>(target) << 21 |
-                         static_cast<uint64_t>(utf8) << 42;
+    const uint64_t key = memo_key(at, utf8, target);
     const auto found = memo_.find(key);
     if (found != memo_.end()) return found->second;
-    bool ok = true;
-    for (int b = 0x80; b < 0xC0 && ok; ++b) {
-      if (utf8_next_state(utf8, static_cast<uint8_t>(b)) == kUtf8Invalid) continue;
-      ok = completes_any(a_.byte_edges(at), static_cast<uint8_t>(b), utf8, target);
+    const Utf8Ranges::Range& r = utf8_.continuation[utf8];
+    std::bitset<256> ok;
+    for (const ByteEdge& e : a_.byte_edges(at)) {
+      const int lo = std::max<int>(e.lo, r.lo), hi = std::min<int>(e.hi, r.hi);
+      if (lo > hi) continue;
+      if (r.next == 0 ? e.target == target : completes(e.target, r.next, target)) {
+        set(ok, lo, hi);
+      }
     }
-    memo_.emplace(key, ok);
-    return ok;
+    bool all = true;
+    for (int b = r.lo; b <= r.hi; ++b) all = all && ok[b];
+    memo_.emplace(key, all);
+    return all;
   }
 
   const GrammarAutomaton& a_;
+  const Utf8Ranges& utf8_;
   std::unordered_map<uint64_t, bool> memo_;
 };
 
@@ -79,17 +129,15 @@ class SuccessorFinder {
 // stack set stays that single frame, never pops, and dies where the edges end.
 class ExactChecker {
  public:
-  explicit ExactChecker(const GrammarAutomaton& automaton) : a_(automaton) {}
+  ExactChecker(const GrammarAutomaton& automaton, const Utf8Ranges& utf8)
+      : a_(automaton), utf8_(utf8) {}
 
   bool isolated(StateId s) const { return !a_.is_final(s) && a_.call_edges(s).empty(); }
 
   // No edge of `state` takes a plain byte or a multibyte lead.
   bool takes_no_plain(StateId state) const {
     for (const ByteEdge& e : a_.byte_edges(state)) {
-      if (e.hi >= 0xC2 && e.lo <= 0xF4) return false;
-      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) {
-        if (plain_ascii(b)) return false;
-      }
+      if ((e.hi >= 0xC2 && e.lo <= 0xF4) || has_plain_ascii(e.lo, e.hi)) return false;
     }
     return true;
   }
@@ -98,11 +146,12 @@ class ExactChecker {
   // it starts reaches `target` alone.
   bool only_to(StateId state, StateId target) {
     for (const ByteEdge& e : a_.byte_edges(state)) {
-      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) {
-        if (plain_ascii(b) && e.target != target) return false;
-      }
-      for (int b = std::max<int>(e.lo, 0xC2); b <= std::min<int>(e.hi, 0xF4); ++b) {
-        if (!forced(e.target, utf8_next_state(0, static_cast<uint8_t>(b)), target)) return false;
+      if (e.target != target && has_plain_ascii(e.lo, e.hi)) return false;
+      for (const Utf8Ranges::Range& lead : utf8_.leads) {
+        if (std::max<int>(e.lo, lead.lo) <= std::min<int>(e.hi, lead.hi) &&
+            !forced(e.target, lead.next, target)) {
+          return false;
+        }
       }
     }
     return true;
@@ -112,23 +161,22 @@ class ExactChecker {
   // Inside a character (UTF-8 state `utf8`) at `at`: isolated, and every valid continuation
   // goes only to the next isolated state, ending at `target`.
   bool forced(StateId at, uint8_t utf8, StateId target) {
-    const uint64_t key = static_cast<uint64_t>(at) | static_cast<uint64_t>(target) << 21 |
-                         static_cast<uint64_t>(utf8) << 42;
+    const uint64_t key = memo_key(at, utf8, target);
     const auto found = memo_.find(key);
     if (found != memo_.end()) return found->second;
+    const Utf8Ranges::Range& r = utf8_.continuation[utf8];
     bool ok = isolated(at);
     for (const ByteEdge& e : a_.byte_edges(at)) {
-      for (int b = std::max<int>(e.lo, 0x80); ok && b <= std::min<int>(e.hi, 0xBF); ++b) {
-        const uint8_t next = utf8_next_state(utf8, static_cast<uint8_t>(b));
-        if (next == kUtf8Invalid) continue;
-        ok = next == 0 ? e.target == target : forced(e.target, next, target);
-      }
+      if (!ok) break;
+      if (std::max<int>(e.lo, r.lo) > std::min<int>(e.hi, r.hi)) continue;
+      ok = r.next == 0 ? e.target == target : forced(e.target, r.next, target);
     }
     memo_.emplace(key, ok);
     return ok;
   }
 
   const GrammarAutomaton& a_;
+  const Utf8Ranges& utf8_;
   std::unordered_map<uint64_t, bool> memo_;
 };
 
@@ -136,7 +184,8 @@ class ExactChecker {
 
 PlainRuns::PlainRuns(const GrammarAutomaton& automaton) {
   const int32_t n = automaton.num_states();
-  SuccessorFinder finder(automaton);
+  const Utf8Ranges utf8;
+  SuccessorFinder finder(automaton, utf8);
   constexpr int32_t kUnknown = -1, kOnChain = -2;
   runs_.assign(n, kUnknown);
   std::vector<StateId> successor(n, -1);
@@ -169,7 +218,7 @@ PlainRuns::PlainRuns(const GrammarAutomaton& automaton) {
     }
   }
   // Exact: along the successors (finite runs, so no cycle), from the chain's end backwards.
-  ExactChecker checker(automaton);
+  ExactChecker checker(automaton, utf8);
   exact_.assign(n, kUnknown);
   for (StateId first = 0; first < n; ++first) {
     if (runs_[first] == kUnbounded) exact_[first] = 0;
