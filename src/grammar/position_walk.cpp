@@ -10,8 +10,6 @@ namespace {
 
 // Subtrees smaller than this are walked: the loop check would cost more than it saves.
 constexpr int32_t kMinSkipNodes = 4;
-// A run of plain characters that never ends; finite runs are counted up to kUnboundedRun - 1.
-constexpr int32_t kUnboundedRun = 0x7FFF;
 // Sets followed along a chain of plain successors: enough to find a string's character loop;
 // a bounded string's long chain would cost more steps than walking its subtrees (measured:
 // perf-log/2026-11-29-grammar-first-use.md).
@@ -21,8 +19,9 @@ bool plain_ascii(int b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\';
 
 }  // namespace
 
-PositionWalker::PositionWalker(const GrammarAutomaton& automaton, const TokenTrie& trie)
-    : trie_(trie), engine_(automaton) {}
+PositionWalker::PositionWalker(const GrammarAutomaton& automaton, const PlainRuns& runs,
+                               const TokenTrie& trie)
+    : runs_(runs), trie_(trie), engine_(automaton) {}
 
 SetId PositionWalker::step(SetId set, uint8_t byte) {
   const size_t k = static_cast<size_t>(set) * 256 + byte;
@@ -62,11 +61,26 @@ SetId PositionWalker::plain_successor(SetId set) {
 }
 
 int32_t PositionWalker::plain_run(SetId set) {
+  if (static_cast<size_t>(set) >= plain_run_.size()) {
+    plain_run_.resize(std::max<size_t>(plain_run_.size() * 2, set + 1), -1);
+  }
+  if (plain_run_[set] >= 0) return plain_run_[set];
+  int32_t run = 0;
+  for (FrameId f : engine_.frames(set)) {
+    run = std::max(run, runs_.run(engine_.frame_at(f).state));
+  }
+  run = run == PlainRuns::kUnbounded ? kUnboundedRun
+                                     : std::max(std::min(run, kUnboundedRun - 1), loop_run(set));
+  plain_run_[set] = run;
+  return run;
+}
+
+int32_t PositionWalker::loop_run(SetId set) {
   auto slot = [&](SetId s) -> int16_t& {
-    if (static_cast<size_t>(s) >= plain_run_.size()) {
-      plain_run_.resize(std::max<size_t>(plain_run_.size() * 2, s + 1), -1);
+    if (static_cast<size_t>(s) >= loop_run_.size()) {
+      loop_run_.resize(std::max<size_t>(loop_run_.size() * 2, s + 1), -1);
     }
-    return plain_run_[s];
+    return loop_run_[s];
   };
   // Follow the chain of single successors to a known run, a dead end or a cycle (unbounded),
   // then fill it in backwards.
@@ -105,7 +119,20 @@ int32_t PositionWalker::plain_run(SetId set) {
   return slot(set);
 }
 
-void PositionWalker::walk(StateId state, std::vector<int32_t>& accepted,
+bool PositionWalker::exact_run_covered(SetId set, int32_t chars_to, int32_t covered) const {
+  const auto frames = engine_.frames(set);
+  if (frames.size() != 1 || chars_to == TokenTrie::kNotPlain || covered == kUnboundedRun) {
+    return false;
+  }
+  const StateId state = engine_.frame_at(frames[0]).state;
+  return runs_.exact(state) && chars_to + runs_.run(state) == covered;
+}
+
+int32_t PositionWalker::root_run(StateId state) {
+  return plain_run(engine_.singleton(engine_.frame(state, kBottom)));
+}
+
+void PositionWalker::walk(StateId state, int32_t covered, std::vector<int32_t>& accepted,
                           std::vector<TokenTrie::NodeId>& uncertain) {
   const TokenTrie& trie = trie_;
   const int32_t n = trie.num_nodes();
@@ -139,11 +166,26 @@ void PositionWalker::walk(StateId state, std::vector<int32_t>& accepted,
       continue;
     }
     // (chars_below is capped at 255: there only a run without end is enough.)
-    if (end - node > kMinSkipNodes && trie.plain_text_below(node) &&
-        plain_run(s) >= (trie.chars_below(node) < 255 ? trie.chars_below(node) : kUnboundedRun)) {
+    const int32_t below_chars =
+        trie.chars_below(node) < 255 ? trie.chars_below(node) : kUnboundedRun;
+    if (end - node > kMinSkipNodes && trie.plain_text_below(node) && plain_run(s) >= below_chars) {
       // Every token below only adds plain characters, no more than s's run of them: all live.
-      const auto below = trie.tokens_in(node + 1, end);
-      accepted.insert(accepted.end(), below.begin(), below.end());
+      // Below a plain path from the root they are plain tokens: the caller's bitmask has them.
+      const int32_t to = trie.plain_chars_to(node);
+      const bool in_bitmask = to != TokenTrie::kNotPlain &&
+                              (covered == kUnboundedRun ||
+                               (below_chars != kUnboundedRun && to + below_chars <= covered));
+      if (!in_bitmask) {
+        const auto below = trie.tokens_in(node + 1, end);
+        accepted.insert(accepted.end(), below.begin(), below.end());
+      }
+      node = end;
+      continue;
+    }
+    if (end - node > kMinSkipNodes && trie.plain_text_below(node) && !c &&
+        exact_run_covered(s, trie.plain_chars_to(node), covered)) {
+      // Below: plain tokens, live up to s's exact run (so in the caller's bitmask), the
+      // longer ones dead and rejected.
       node = end;
       continue;
     }

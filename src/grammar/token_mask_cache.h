@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "grammar/automaton.h"
+#include "grammar/plain_runs.h"
 #include "grammar/tokenizer_info.h"
 
 namespace sgl::grammar {
@@ -33,8 +34,8 @@ struct PositionMask {
   }
 };
 
-PositionMask compute_position_mask(const GrammarAutomaton& automaton, const TokenizerInfo& info,
-                                   StateId state);
+PositionMask compute_position_mask(const GrammarAutomaton& automaton, const PlainRuns& runs,
+                                   const TokenizerInfo& info, StateId state);
 
 // The masks of every position that consumes bytes, computed on first use. Thread-safe: a
 // compiled grammar's cache is shared by all its matchers; each position is computed once.
@@ -51,6 +52,7 @@ class TokenMaskCache {
  private:
   const GrammarAutomaton& automaton_;
   const TokenizerInfo& info_;
+  const PlainRuns runs_;
   std::unique_ptr<std::once_flag[]> once_;
   std::unique_ptr<PositionMask[]> masks_;  // written once under once_[state]
   mutable std::atomic<size_t> memory_bytes_{0};

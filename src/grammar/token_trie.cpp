@@ -70,6 +70,13 @@ TokenTrie::TokenTrie(const std::vector<std::string>& tokens, const std::vector<u
     utf8[i] = utf8_next_state(utf8[parent_[i]], b);
     plain_edge[i] = utf8[i] != kUtf8Invalid && b != '"' && b != '\\' && b >= 0x20 && b != 0x7F;
   }
+  plain_to_.assign(n, 0);
+  for (NodeId i = 1; i < n; ++i) {
+    const int32_t before = plain_to_[parent_[i]];
+    const int32_t starts = (byte_[i] & 0xC0) != 0x80 ? 1 : 0;
+    plain_to_[i] = static_cast<uint8_t>(
+        before == kNotPlain || !plain_edge[i] ? kNotPlain : std::min(before + starts, kNotPlain));
+  }
   plain_below_.assign(n, 1);
   for (NodeId i = n - 1; i > 0; --i) {
     if (!plain_edge[i] || !plain_below_[i]) plain_below_[parent_[i]] = 0;

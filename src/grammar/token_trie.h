@@ -40,6 +40,10 @@ class TokenTrie {
   bool plain_text_below(NodeId n) const { return plain_below_[n] != 0; }
   // The most code points a token below n adds past n (a cut last one counts; capped at 255).
   int32_t chars_below(NodeId n) const { return chars_below_[n]; }
+  // The code points from the root to n when that path is plain text (as above, a cut last one
+  // counts); kNotPlain otherwise, and for 254 or more.
+  static constexpr int32_t kNotPlain = 255;
+  int32_t plain_chars_to(NodeId n) const { return plain_to_[n]; }
 
  private:
   std::vector<uint8_t> byte_;
@@ -51,6 +55,7 @@ class TokenTrie {
   std::vector<NodeId> terminals_;
   std::vector<uint8_t> plain_below_;
   std::vector<uint8_t> chars_below_;
+  std::vector<uint8_t> plain_to_;
 };
 
 }  // namespace sgl::grammar

@@ -40,6 +40,7 @@ TokenizerInfo::TokenizerInfo(std::vector<std::string> tokens, int32_t vocab_size
       stop_ids_(std::move(stop_ids)),
       stop_(std::move(stop)),
       excluded_(std::move(excluded)),
-      trie_(tokens_, excluded_) {}
+      trie_(tokens_, excluded_),
+      plain_(tokens_, excluded_, bitmask_words()) {}
 
 }  // namespace sgl::grammar

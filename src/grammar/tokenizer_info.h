@@ -1,6 +1,6 @@
 // What the grammar engine knows of a tokenizer: each token's bytes (the tokenizer's decoded
-// bytes, not its string form), the stop ids, and the vocabulary trie. Built once per model and
-// shared read-only by every compiled grammar.
+// bytes, not its string form), the stop ids, the vocabulary trie and the plain-text token sets.
+// Built once per model and shared read-only by every compiled grammar (on any thread).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "grammar/plain_token_sets.h"
 #include "grammar/token_trie.h"
 
 namespace sgl::grammar {
@@ -22,7 +23,7 @@ class TokenizerInfo {
                                       std::vector<int32_t> stop_ids,
                                       std::vector<int32_t> special_ids = {});
   // An empty vocabulary: for matching bytes only (tests, validation of a grammar).
-  TokenizerInfo() : trie_({}, {}) {}
+  TokenizerInfo() : trie_({}, {}), plain_(tokens_, excluded_, 0) {}
 
   int32_t vocab_size() const { return vocab_size_; }
   int32_t bitmask_words() const { return (vocab_size_ + 31) / 32; }
@@ -33,6 +34,7 @@ class TokenizerInfo {
   bool is_regular(int32_t id) const { return id >= 0 && id < num_tokens() && excluded_[id] == 0; }
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
   const TokenTrie& trie() const { return trie_; }
+  const PlainTokenSets& plain_tokens() const { return plain_; }
 
  private:
   TokenizerInfo(std::vector<std::string> tokens, int32_t vocab_size, std::vector<int32_t> stop_ids,
@@ -44,6 +46,7 @@ class TokenizerInfo {
   std::vector<uint8_t> stop_;
   std::vector<uint8_t> excluded_;  // stop, special or empty
   TokenTrie trie_;
+  PlainTokenSets plain_;
 };
 
 }  // namespace sgl::grammar

@@ -81,6 +81,12 @@ std::vector<std::shared_ptr<const CompiledGrammar>> test_grammars() {
     options.whitespace = out.size() % 2 ? JsonWhitespace::kFlexible : JsonWhitespace::kCompact;
     out.push_back(test::must_compile(*json_schema_to_grammar(s, options), vocab()));
   }
+  // Bounded strings: the walk's exact plain-text runs (PlainRuns::exact).
+  out.push_back(test::must_compile(
+      *json_schema_to_grammar(R"({"type": "array", "items": {"type": "object", "properties": {
+          "a": {"type": "string", "maxLength": 4}, "b": {"type": "string", "minLength": 2,
+          "maxLength": 3}}, "required": ["a", "b"]}})"),
+      vocab()));
   out.push_back(test::must_compile(any_json_object_grammar(), vocab()));
   out.push_back(
       test::must_compile(*parse_ebnf(R"g(root ::= "(" root ")" | [a-c]+ | "\u00e9")g"), vocab()));
