@@ -22,14 +22,7 @@ constexpr std::string_view kNoLora = "LoRA adapters are not implemented";
 
 std::span<const FlagSpec> sglang_compat_flag_table() {
   static const std::vector<FlagSpec> table = {
-      // Parallelism: one process, one device.
-      {.name = "--tp-size",
-       .aliases = {"--tp", "--tensor-parallel-size"},
-       .value = "N",
-       .help = "Tensor-parallel GPUs.",
-       .support = kRefused,
-       .note = kOneGpu,
-       .accepted_values = {"1"}},
+      // Parallelism: one process, one device (--tp-size is an engine flag).
       {.name = "--dp-size",
        .aliases = {"--dp", "--data-parallel-size"},
        .value = "N",

@@ -63,6 +63,9 @@ class WeightLoader {
   void set_check_only(bool on) { check_only_ = on; }
   // Bytes (in dtype()) of the tensors loaded while check-only.
   int64_t checked_bytes() const { return checked_bytes_; }
+  // File bytes of the reads queued so far (a tensor-parallel rank's: only its shards', but for
+  // tensors only the host converts, which are read whole).
+  uint64_t bytes_read() const { return uploader_ ? uploader_->bytes_queued() : 0; }
 
   // Waits until every loaded Buffer holds its weights; the first read error, if any. Call it
   // before the Buffers are used or destroyed, on error paths too. Logs the time and rate.

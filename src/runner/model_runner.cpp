@@ -145,8 +145,11 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
                          options.device.to_string() +
                          ": tensor parallelism runs on the CPU only (no NCCL communicator yet)");
   }
-  SGL_CHECK(options.tp_size == 1 || (tp_group != nullptr && tp_group->size() == options.tp_size))
-      << "a ModelRunner at tp " << options.tp_size << " needs its rank's communicator";
+  if (options.tp_size > 1 && (tp_group == nullptr || tp_group->size() != options.tp_size)) {
+    return invalid_argument("--tp-size " + std::to_string(options.tp_size) +
+                            " needs the tensor-parallel runner (sgl-server, sgl-generate); this "
+                            "tool runs one rank");
+  }
   SGL_RETURN_IF_ERROR(backend::check_device_available(options.device));
   const std::string& format = options.load_format;
   if (format != "auto" && format != "safetensors" && format != "gguf" && format != "dummy") {
