@@ -92,6 +92,13 @@ std::span<const FlagSpec> engine_flag_table() {
        .help = "Largest decode batch replayed from a CUDA graph.",
        .default_value = "256"},
       {.name = "--disable-cuda-graph", .help = "Run every step eagerly."},
+      {.name = "--tp-size",
+       .aliases = {"--tp", "--tensor-parallel-size"},
+       .value = "N",
+       .help = "Tensor-parallel ranks: the weights and KV heads split over N ranks (threads of "
+               "this process; CPU only until the NCCL communicator exists). N must divide the "
+               "attention heads, the MLP widths and the vocabulary.",
+       .default_value = "1"},
       {.name = "--max-running-requests",
        .value = "N",
        .help = "Requests decoding at once.",
@@ -201,6 +208,13 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
     device = Device::cuda(static_cast<int>(base_gpu));
   }
   s.runner.device = *device;
+  SGL_ASSIGN_OR_RETURN(const int64_t tp_size, args.get_int("--tp-size", 1));
+  if (tp_size < 1 || tp_size > 64) return invalid_argument("--tp-size must be in [1, 64]");
+  if (tp_size > 1 && !device->is_cpu()) {
+    return invalid_argument("--tp-size " + std::to_string(tp_size) +
+                            " needs --device cpu: the GPUs' NCCL communicator is not built yet");
+  }
+  s.runner.tp_size = static_cast<int>(tp_size);
   SGL_ASSIGN_OR_RETURN(
       s.runner.attention_backend,
       parse_attention_backend(args.get("--attention-backend").value_or("auto"), s.notes));

@@ -62,14 +62,13 @@ Result<GenerationJob> job_from_flags(const CliArgs& args) {
 }
 
 Result<Options> parse_options(int argc, char** argv) {
-  std::set<std::string> values = {"--model-path", "--prompt",         "--prompt-ids",
-                                  "--batch-file", "--max-new-tokens", "--temperature",
-                                  "--top-k",      "--top-p",          "--min-p",
-                                  "--seed",       "--top-logprobs"};
-  std::set<std::string> switches = {"--ignore-eos", "--json", "--help"};
-  values.insert(engine_value_flags().begin(), engine_value_flags().end());
-  switches.insert(engine_switch_flags().begin(), engine_switch_flags().end());
-  SGL_ASSIGN_OR_RETURN(CliArgs args, CliArgs::parse(argc, argv, values, switches));
+  // The engine flags with their aliases (--tp for --tp-size), then the tool's own.
+  FlagSets flags = flag_sets({engine_flag_table()});
+  flags.values.insert({"--model-path", "--prompt", "--prompt-ids", "--batch-file",
+                       "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--min-p",
+                       "--seed", "--top-logprobs"});
+  flags.switches.insert({"--ignore-eos", "--json", "--help"});
+  SGL_ASSIGN_OR_RETURN(CliArgs args, CliArgs::parse(argc, argv, flags));
   if (args.has("--help")) return invalid_argument("");
   Options o;
   if (!args.get("--model-path")) return invalid_argument("--model-path is required");

@@ -9,7 +9,8 @@ namespace {
 using enum FlagSupport;
 
 constexpr std::string_view kOneGpu =
-    "sgl.cpp runs one GPU per server until tensor, expert and data parallelism land";
+    "sgl.cpp runs one GPU per server until expert parallelism and the GPUs' NCCL communicator "
+    "land";
 constexpr std::string_view kNoSpeculative =
     "draft-model speculative decoding (EAGLE) is not implemented yet; NGRAM is";
 constexpr std::string_view kOneChain =
@@ -22,14 +23,7 @@ constexpr std::string_view kNoLora = "LoRA adapters are not implemented";
 
 std::span<const FlagSpec> sglang_compat_flag_table() {
   static const std::vector<FlagSpec> table = {
-      // Parallelism: one process, one device.
-      {.name = "--tp-size",
-       .aliases = {"--tp", "--tensor-parallel-size"},
-       .value = "N",
-       .help = "Tensor-parallel GPUs.",
-       .support = kRefused,
-       .note = kOneGpu,
-       .accepted_values = {"1"}},
+      // Parallelism (--tp-size and --dp-size are engine and server flags).
       {.name = "--ep-size",
        .aliases = {"--ep", "--expert-parallel-size"},
        .value = "N",

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "runner/model_batch_runner.h"
+#include "runner/tp_batch_runner.h"
 
 namespace sgl::engine {
 
@@ -31,7 +32,12 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
       std::max<int64_t>(ro.max_batch_size, options.scheduler.max_running_requests +
                                                options.scheduler.max_scoring_tokens);
   ModelEngine me;
-  SGL_ASSIGN_OR_RETURN(me.model_runner, runner::ModelRunner::create(model_path, ro));
+  if (ro.tp_size > 1) {
+    SGL_ASSIGN_OR_RETURN(me.tp_workers,
+                         runner::TpWorkerGroup::create(model_path, ro, &me.model_runner));
+  } else {
+    SGL_ASSIGN_OR_RETURN(me.model_runner, runner::ModelRunner::create(model_path, ro));
+  }
   const model::ModelConfig& config = me.model_runner->config();
   options.num_kv_slots = static_cast<int32_t>(me.model_runner->num_kv_slots());
   options.context_length = static_cast<int32_t>(me.model_runner->context_length());
@@ -53,8 +59,13 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                               " (context length " + std::to_string(options.context_length) + ": " +
                               e.what() + "); try a smaller --context-length");
   }
-  me.engine->start(
-      std::make_unique<runner::ModelBatchRunner>(*me.model_runner, me.engine->req_to_token_pool()));
+  if (me.tp_workers != nullptr) {
+    me.engine->start(std::make_unique<runner::TpBatchRunner>(*me.model_runner, *me.tp_workers,
+                                                             me.engine->req_to_token_pool()));
+  } else {
+    me.engine->start(std::make_unique<runner::ModelBatchRunner>(*me.model_runner,
+                                                                me.engine->req_to_token_pool()));
+  }
   return me;
 }
 

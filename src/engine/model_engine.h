@@ -6,17 +6,21 @@
 
 #include "engine/engine.h"
 #include "runner/model_runner.h"
+#include "runner/tp_worker_group.h"
 
 namespace sgl::engine {
 
 struct ModelEngine {
-  std::unique_ptr<runner::ModelRunner> model_runner;  // outlives the engine (declared first)
+  // runner_options.tp_size > 1: the other ranks and the group's communicators (outlive the rest).
+  std::unique_ptr<runner::TpWorkerGroup> tp_workers;
+  std::unique_ptr<runner::ModelRunner> model_runner;  // rank 0's; outlives the engine
   std::unique_ptr<Engine> engine;
 };
 
 // Loads the model and starts the engine loop over it. `engine_options`' KV, context, vocab and
 // token limits are filled from the runner, and with runner_options.is_embedding its pooling;
-// `extra_eos_ids` (e.g. the tokenizer's) join the model's EOS ids.
+// `extra_eos_ids` (e.g. the tokenizer's) join the model's EOS ids. With runner_options.tp_size > 1
+// every rank is loaded and the engine's batches run on all of them (runner::TpBatchRunner).
 Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                                         const runner::ModelRunnerOptions& runner_options,
                                         EngineOptions engine_options,

@@ -37,6 +37,23 @@ void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backen
   SGL_RUN_ON(table.device(), embedding, (ids, table, out), (ids, table, out, stream));
 }
 
+void embedding_shard(const Tensor& ids, const Tensor& table, int64_t vocab_start,
+                     int64_t vocab_size, const Tensor& out, backend::Stream /*stream*/) {
+  SGL_CHECK(ids.dtype() == DType::kI32 && ids.ndim() == 1)
+      << "embedding_shard: ids " << ids.shape_string();
+  SGL_CHECK(table.ndim() == 2 && table.is_contiguous())
+      << "embedding_shard: table " << table.shape_string();
+  SGL_CHECK(out.ndim() == 2 && out.is_contiguous() && out.size(0) == ids.size(0) &&
+            out.size(1) == table.size(1) && out.dtype() == table.dtype())
+      << "embedding_shard: out " << out.shape_string() << " for table " << table.shape_string();
+  SGL_CHECK(vocab_start >= 0 && vocab_start + table.size(0) <= vocab_size)
+      << "embedding_shard: rows [" << vocab_start << ", " << vocab_start + table.size(0)
+      << ") of a vocabulary of " << vocab_size;
+  SGL_CHECK(ids.device().is_cpu() && table.device().is_cpu() && out.device().is_cpu())
+      << "embedding_shard: host tensors only (no GPU tensor parallelism yet)";
+  cpu::embedding_shard(ids, table, vocab_start, vocab_size, out);
+}
+
 void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& out,
               backend::Stream stream) {
   check_last_dim_contiguous(x, "rms_norm");

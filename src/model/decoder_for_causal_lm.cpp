@@ -4,7 +4,6 @@
 #include "backend/backend.h"
 #include "kernels/convert_stored.h"
 #include "kernels/copy.h"
-#include "kernels/embedding.h"
 #include "kernels/gather.h"
 #include "kernels/pooling.h"
 #include "kernels/rms_norm.h"
@@ -18,6 +17,12 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
   const ModelConfig& c = config_;
   SGL_RETURN_IF_ERROR(check_config_bounds(c, "model config"));
   SGL_RETURN_IF_ERROR(check_model_options(options_));
+  const TensorParallel tp = options_.tp;
+  SGL_RETURN_IF_ERROR(check_tensor_parallel(c, tp.size));
+  if (tp.rank < 0 || tp.rank >= tp.size) {
+    return invalid_argument("tensor-parallel rank " + std::to_string(tp.rank) + " of " +
+                            std::to_string(tp.size));
+  }
   if (options_.max_positions == 0) options_.max_positions = c.max_position_embeddings;
   for (int64_t layer : options_.aux_hidden_state_layers) {
     // Each is captured as the stream entering the next layer (as SGLang does).
@@ -31,7 +36,7 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
     }
   }
   // The bounds are checked: the layers can be built (nothing allocated).
-  const AttentionShape attention = attention_shape(c);
+  const AttentionShape attention = attention_shape(c, tp);
   layers_.reserve(static_cast<size_t>(c.num_hidden_layers));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     layers_.emplace_back(c.hidden_size, c.rms_norm_eps,
@@ -97,7 +102,8 @@ Status DecoderForCausalLM::load_weights(WeightLoader& w) {
     return LinearSpec{.modules = {std::move(module)},
                       .out_features = {c.vocab_size},
                       .in_features = c.hidden_size,
-                      .shard = ShardRule::kVocab};
+                      .shard = ShardRule::kVocab,
+                      .tp = options_.tp};
   };
   SGL_RETURN_IF_ERROR(load_linear(w, vocab_table(weight_prefix_ + "embed_tokens"), embed_tokens_));
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -119,12 +125,17 @@ void DecoderForCausalLM::plan_activations(DType dtype, Device device, Activation
   // sum is the largest bf16 error source in a deep stack.
   plan.add(&act_.hidden, dtype, n, c.hidden_size);
   plan.add(&act_.residual, DType::kF32, n, c.hidden_size);
-  DecoderLayer::plan_scratch(layers_, attention_shape(c), n, dtype, device, act_.layer, plan);
+  const TensorParallel tp = options_.tp;
+  DecoderLayer::plan_scratch(layers_, attention_shape(c, tp), n, dtype, device, act_.layer, plan);
   if (options_.is_embedding) {
     plan.add(&act_.embeddings, DType::kF32, rows, c.hidden_size);
   } else {
     plan.add(&act_.last_hidden, dtype, rows, c.hidden_size);
     plan.add(&act_.logits, DType::kF32, rows, c.vocab_size);
+    if (tp.size > 1) {
+      plan.add(&act_.local_logits, DType::kF32, rows, c.vocab_size / tp.size);
+      plan.add(&act_.gathered_logits, DType::kF32, tp.size * rows, c.vocab_size / tp.size);
+    }
   }
   if (const auto k = static_cast<int64_t>(options_.aux_hidden_state_layers.size()); k > 0) {
     plan.add(&act_.aux_stream, DType::kF32, n, k * c.hidden_size);
@@ -172,7 +183,7 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
 
   const Tensor hidden = act_.hidden.tensor().slice_rows(0, n);
   const Tensor residual = act_.residual.tensor().slice_rows(0, n);
-  kernels::embedding(fb.input_ids, embed_tokens_.weight, hidden, ctx.stream);
+  embed_tokens(embed_tokens_, fb.input_ids, hidden, ctx.stream, ctx.communicator);
   // The first layer starts the residual stream.
   kernels::zero(residual, ctx.stream);
   const std::vector<int64_t>& aux_layers = options_.aux_hidden_state_layers;
@@ -222,7 +233,8 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
   }
   const Linear& head = config_.tie_word_embeddings ? embed_tokens_ : lm_head_;
   const Tensor logits = act_.logits.tensor().slice_rows(0, rows);
-  head.forward(head_in, logits, ctx.stream);
+  lm_head_logits(head, head_in, act_.local_logits, act_.gathered_logits, logits, ctx.stream,
+                 ctx.communicator);
   ModelOutput out;
   out.logits = logits;
   if (fb.capture_hidden_mode == CaptureHiddenMode::kLast) out.hidden_states = head_in;

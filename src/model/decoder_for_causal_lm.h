@@ -54,8 +54,10 @@ class DecoderForCausalLM : public Model {
       : config_(config), options_(options) {}
 
   // What an architecture decides: layer `layer`'s MLP block (a DenseMlp, or a MoeMlp with its
-  // experts' weight names and routing), sized from config(), whose bounds have been checked.
+  // experts' weight names and routing), sized from config(), whose bounds have been checked, at
+  // tensor-parallel rank tp() (which check_tensor_parallel has accepted).
   virtual Mlp mlp_for_layer(int64_t layer) const = 0;
+  TensorParallel tp() const { return options_.tp; }
 
  private:
   // Activation scratch, allocated for max_num_tokens rows.
@@ -67,7 +69,11 @@ class DecoderForCausalLM : public Model {
     Buffer routed_experts;
     Buffer last_hidden;  // [max_logit_rows, H]; generation models only
     Buffer logits;       // f32 [max_logit_rows, V]; generation models only
-    Buffer embeddings;   // f32 [max_logit_rows, H]; embedding models only
+    // At tp > 1, generation models only: the rank's vocabulary part of the logits, f32
+    // [max_logit_rows, V / tp], and every rank's gathered, f32 [tp * max_logit_rows, V / tp].
+    Buffer local_logits;
+    Buffer gathered_logits;
+    Buffer embeddings;  // f32 [max_logit_rows, H]; embedding models only
     // With ModelOptions::aux_hidden_state_layers (K of them): the captured residual streams.
     Buffer aux_stream;  // f32 [N, K * H]
     Buffer aux_last;    // f32 [max_logit_rows, K * H]: the logits rows' of an extend

@@ -8,8 +8,10 @@
 #include "attention/attention_backend.h"
 #include "backend/stream.h"
 #include "core/tensor.h"
+#include "distributed/communicator.h"
 #include "forward/forward_batch.h"
 #include "model/model_config.h"
+#include "model/tensor_parallel.h"
 
 namespace sgl::model {
 
@@ -29,6 +31,10 @@ struct ModelOptions {
   // head. Its checkpoint may store the bare decoder as transformers' base model does
   // (Qwen3Model: `embed_tokens.weight`, `layers.N.*`, `norm.weight`, no `model.` prefix).
   bool is_embedding = false;
+  // The rank this model is of a tensor-parallel group (SGLang's tp_rank / tp_size): it loads and
+  // computes only its shard (model/layers/linear.h has the rules) and its forward passes need
+  // ModelContext::communicator at size > 1.
+  TensorParallel tp;
 };
 
 // Device memory a model takes once loaded (activations and RoPE table sized by ModelOptions).
@@ -43,6 +49,8 @@ struct ModelMemoryPlan {
 struct ModelContext {
   attention::AttentionBackend& attention;
   backend::Stream stream;
+  // The tensor-parallel group's collectives (this rank's); null at one rank.
+  distributed::Communicator* communicator = nullptr;
 };
 
 // What one forward pass returns, in memory the model owns, valid until its next forward.

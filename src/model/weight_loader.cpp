@@ -29,9 +29,15 @@ bool WeightLoader::has(const std::string& name) const {
 }
 
 Result<WeightLoader::PendingLoad> WeightLoader::prepare(const std::string& name,
-                                                        const std::vector<int64_t>& shape) const {
-  PendingLoad pending{name, shape, {}, 0};
+                                                        const std::vector<int64_t>& shape,
+                                                        const TensorSlice& slice) const {
+  PendingLoad pending{name, shape, slice, {}, 0};
+  SGL_RETURN_IF_ERROR(check_slice(name, shape, slice));
   SGL_ASSIGN_OR_RETURN(pending.stored, source_->stored(name, shape));  // checks name and shape
+  if (pending.stored) {
+    SGL_ASSIGN_OR_RETURN(pending.stored,
+                         narrow_stored(std::move(*pending.stored), shape, slice, name));
+  }
   if (!pending.stored || !uploader_->can_stage(*pending.stored)) {
     pending.stored.reset();
     SGL_ASSIGN_OR_RETURN(pending.file_bytes, source_->stored_nbytes(name));
@@ -41,9 +47,25 @@ Result<WeightLoader::PendingLoad> WeightLoader::prepare(const std::string& name,
 
 void WeightLoader::submit(PendingLoad pending, const Tensor& dst) {
   if (pending.stored) return uploader_->enqueue(std::move(*pending.stored), dst);
+  if (pending.slice.whole()) {
+    uploader_->enqueue_f32(
+        [source = source_, name = std::move(pending.name), shape = std::move(pending.shape)](
+            float* out) { return source->read_f32(name, shape, out); },
+        dst, pending.file_bytes);
+    return;
+  }
+  // NOTE: formats only the host converts are read whole and then cut: F64 and 1-D quantized
+  // tensors, none of them large.
   uploader_->enqueue_f32(
-      [source = source_, name = std::move(pending.name),
-       shape = std::move(pending.shape)](float* out) { return source->read_f32(name, shape, out); },
+      [source = source_, name = std::move(pending.name), shape = std::move(pending.shape),
+       slice = pending.slice](float* out) {
+        int64_t numel = 1;
+        for (int64_t d : shape) numel *= d;
+        std::vector<float> whole(static_cast<size_t>(numel));
+        SGL_RETURN_IF_ERROR(source->read_f32(name, shape, whole.data()));
+        copy_slice_f32(whole.data(), shape, slice, out);
+        return Status::ok_status();
+      },
       dst, pending.file_bytes);
 }
 
@@ -53,46 +75,69 @@ Buffer WeightLoader::dummy(std::vector<int64_t> shape) {
   return out;
 }
 
-Status WeightLoader::check(const std::string& name, const std::vector<int64_t>& shape) {
-  if (source_ != nullptr) SGL_RETURN_IF_ERROR(source_->check(name, shape));
+Status WeightLoader::check(const std::string& name, const std::vector<int64_t>& shape,
+                           const TensorSlice& slice) {
+  SGL_RETURN_IF_ERROR(check_slice(name, shape, slice));
+  if (source_ != nullptr) {
+    SGL_RETURN_IF_ERROR(source_->check(name, shape));
+    if (!slice.whole()) {  // a block format must be cut at whole blocks
+      SGL_ASSIGN_OR_RETURN(std::optional<StoredTensor> stored, source_->stored(name, shape));
+      if (stored)
+        SGL_RETURN_IF_ERROR(narrow_stored(std::move(*stored), shape, slice, name).status());
+    }
+  }
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : slice.shape_of(shape)) n *= d;
   checked_bytes_ += n * static_cast<int64_t>(dtype_size(dtype_));
   return Status::ok_status();
 }
 
-Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> shape) {
+Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> shape,
+                                  const TensorSlice& slice) {
   if (check_only_) {
-    SGL_RETURN_IF_ERROR(check(name, shape));
+    SGL_RETURN_IF_ERROR(check(name, shape, slice));
     return Buffer();
   }
-  if (source_ == nullptr) return dummy(std::move(shape));
-  SGL_ASSIGN_OR_RETURN(PendingLoad pending, prepare(name, shape));
-  Buffer out(allocator_, dtype_, shape);
+  if (source_ == nullptr) {
+    SGL_RETURN_IF_ERROR(check_slice(name, shape, slice));
+    return dummy(slice.shape_of(shape));
+  }
+  SGL_ASSIGN_OR_RETURN(PendingLoad pending, prepare(name, shape, slice));
+  Buffer out(allocator_, dtype_, slice.shape_of(shape));
   submit(std::move(pending), out);
   return out;
 }
 
 Result<Buffer> WeightLoader::load_concat(const std::vector<std::string>& names,
-                                         const std::vector<std::vector<int64_t>>& shapes) {
-  SGL_CHECK(!shapes.empty());
-  std::vector<int64_t> fused = shapes[0];
+                                         const std::vector<std::vector<int64_t>>& shapes,
+                                         const std::vector<TensorSlice>& slices) {
+  SGL_CHECK(!shapes.empty() && (slices.empty() || slices.size() == shapes.size()));
+  const std::vector<TensorSlice> parts =
+      slices.empty() ? std::vector<TensorSlice>(shapes.size()) : slices;
+  std::vector<int64_t> fused = parts[0].shape_of(shapes[0]);
   fused[0] = 0;
-  for (const auto& s : shapes) fused[0] += s[0];
-  return load_rows(names, shapes, std::move(fused));
+  for (size_t i = 0; i < shapes.size(); ++i) fused[0] += parts[i].shape_of(shapes[i])[0];
+  return load_rows(names, shapes, parts, std::move(fused));
 }
 
 Result<Buffer> WeightLoader::load_stacked(const std::vector<std::string>& names,
                                           const std::vector<int64_t>& part,
-                                          std::vector<int64_t> shape) {
-  return load_rows(names, std::vector<std::vector<int64_t>>(names.size(), part), std::move(shape));
+                                          std::vector<int64_t> shape, const TensorSlice& slice) {
+  return load_rows(names, std::vector<std::vector<int64_t>>(names.size(), part),
+                   std::vector<TensorSlice>(names.size(), slice), std::move(shape));
 }
 
 Result<Buffer> WeightLoader::load_rows(const std::vector<std::string>& names,
-                                       const std::vector<std::vector<int64_t>>& shapes,
+                                       const std::vector<std::vector<int64_t>>& full_shapes,
+                                       const std::vector<TensorSlice>& slices,
                                        std::vector<int64_t> shape) {
-  SGL_CHECK(!names.empty() && names.size() == shapes.size());
-  // The parts stacked along dim 0; `shape` must hold exactly that many elements.
+  SGL_CHECK(!names.empty() && names.size() == full_shapes.size() && names.size() == slices.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    SGL_RETURN_IF_ERROR(check_slice(names[i], full_shapes[i], slices[i]));
+  }
+  // The slices stacked along dim 0; `shape` must hold exactly that many elements.
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < names.size(); ++i) shapes.push_back(slices[i].shape_of(full_shapes[i]));
   std::vector<int64_t> rows = shapes[0];
   rows[0] = 0;
   for (const auto& s : shapes) {
@@ -102,13 +147,15 @@ Result<Buffer> WeightLoader::load_rows(const std::vector<std::string>& names,
   SGL_CHECK_EQ(std::accumulate(rows.begin(), rows.end(), int64_t{1}, std::multiplies<>()),
                std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
   if (check_only_) {
-    for (size_t i = 0; i < names.size(); ++i) SGL_RETURN_IF_ERROR(check(names[i], shapes[i]));
+    for (size_t i = 0; i < names.size(); ++i) {
+      SGL_RETURN_IF_ERROR(check(names[i], full_shapes[i], slices[i]));
+    }
     return Buffer();
   }
   if (source_ == nullptr) return dummy(std::move(shape));
   std::vector<PendingLoad> parts;  // every part checked before allocating
   for (size_t i = 0; i < names.size(); ++i) {
-    SGL_ASSIGN_OR_RETURN(PendingLoad part, prepare(names[i], shapes[i]));
+    SGL_ASSIGN_OR_RETURN(PendingLoad part, prepare(names[i], full_shapes[i], slices[i]));
     parts.push_back(std::move(part));
   }
   Buffer out(allocator_, dtype_, shape);

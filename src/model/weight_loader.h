@@ -30,16 +30,23 @@ class WeightLoader {
   WeightLoader(const WeightSource* source, Allocator& allocator, DType dtype,
                backend::Stream stream, uint64_t seed = 0);
 
-  // Loads `name`, which must have exactly `shape` (checked before anything is allocated).
-  Result<Buffer> load(const std::string& name, std::vector<int64_t> shape);
-  // Loads tensors of shapes [rows_i, ...] and stacks them along dim 0 (fused qkv, gate_up).
+  // Loads `name`, which must have exactly `shape` (checked before anything is allocated). With
+  // `slice` (a tensor-parallel shard), only that range of it: the Buffer has slice's shape and,
+  // where the stored format allows (everything but F64 and 1-D quantized GGUF tensors), only
+  // the slice's bytes are read.
+  Result<Buffer> load(const std::string& name, std::vector<int64_t> shape,
+                      const TensorSlice& slice = {});
+  // Loads tensors of shapes [rows_i, ...] (each narrowed to slices[i] when given) and stacks
+  // them along dim 0 (fused qkv, gate_up).
   Result<Buffer> load_concat(const std::vector<std::string>& names,
-                             const std::vector<std::vector<int64_t>>& shapes);
-  // Loads tensors that all have shape `part` and lays them one after another, in order, into one
-  // Buffer of `shape` (as many elements as all of them): a MoE layer's per-expert matrices as one
-  // [E, rows, cols] tensor.
+                             const std::vector<std::vector<int64_t>>& shapes,
+                             const std::vector<TensorSlice>& slices = {});
+  // Loads tensors that all have shape `part`, each narrowed to `slice`, and lays them one after
+  // another, in order, into one Buffer of `shape` (as many elements as all the slices): a MoE
+  // layer's per-expert matrices as one [E, rows, cols] tensor.
   Result<Buffer> load_stacked(const std::vector<std::string>& names,
-                              const std::vector<int64_t>& part, std::vector<int64_t> shape);
+                              const std::vector<int64_t>& part, std::vector<int64_t> shape,
+                              const TensorSlice& slice = {});
   // RMSNorm weights in dummy mode are ones (random norms make activations explode).
   Result<Buffer> load_norm(const std::string& name, int64_t size);
 
@@ -56,6 +63,9 @@ class WeightLoader {
   void set_check_only(bool on) { check_only_ = on; }
   // Bytes (in dtype()) of the tensors loaded while check-only.
   int64_t checked_bytes() const { return checked_bytes_; }
+  // File bytes of the reads queued so far (a tensor-parallel rank's: only its shards', but for
+  // tensors only the host converts, which are read whole).
+  uint64_t bytes_read() const { return uploader_ ? uploader_->bytes_queued() : 0; }
 
   // Waits until every loaded Buffer holds its weights; the first read error, if any. Call it
   // before the Buffers are used or destroyed, on error paths too. Logs the time and rate.
@@ -66,24 +76,28 @@ class WeightLoader {
 
   // Random weights filled on the weights' device (fast for 8B-sized dummy models).
   Buffer dummy(std::vector<int64_t> shape);
-  // A tensor checked and ready to queue: its stored bytes when the uploader can stage them,
-  // else read_f32 of `file_bytes` bytes of its file.
+  // A tensor checked and ready to queue: its stored bytes (narrowed to `slice`) when the
+  // uploader can stage them, else read_f32 of `file_bytes` bytes of its file, then the slice.
   struct PendingLoad {
     std::string name;
-    std::vector<int64_t> shape;
+    std::vector<int64_t> shape;  // the stored tensor's
+    TensorSlice slice;
     std::optional<StoredTensor> stored;
     size_t file_bytes = 0;
   };
-  // Checks `name` against `shape` (nothing allocated or read).
-  Result<PendingLoad> prepare(const std::string& name, const std::vector<int64_t>& shape) const;
+  // Checks `name` against `shape` and `slice` (nothing allocated or read).
+  Result<PendingLoad> prepare(const std::string& name, const std::vector<int64_t>& shape,
+                              const TensorSlice& slice) const;
   // Queues the read into dst.
   void submit(PendingLoad pending, const Tensor& dst);
-  // load_concat into a Buffer of `shape` (the stacked parts' element count).
+  // load_concat into a Buffer of `shape` (the stacked slices' element count).
   Result<Buffer> load_rows(const std::vector<std::string>& names,
                            const std::vector<std::vector<int64_t>>& shapes,
-                           std::vector<int64_t> shape);
-  // The check-only load of `name`: checks it (unless dummy) and counts its bytes.
-  Status check(const std::string& name, const std::vector<int64_t>& shape);
+                           const std::vector<TensorSlice>& slices, std::vector<int64_t> shape);
+  // The check-only load of `name`: checks it and its slice (unless dummy) and counts the
+  // slice's bytes.
+  Status check(const std::string& name, const std::vector<int64_t>& shape,
+               const TensorSlice& slice);
 
   const WeightSource* source_;
   Allocator& allocator_;

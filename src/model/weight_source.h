@@ -17,7 +17,7 @@ namespace sgl::model {
 
 // A tensor's bytes as its file stores them, for loaders that copy them as they are and convert
 // on the destination device (no f32 round trip on the host). Row r of the tensor is the
-// row_bytes bytes at data + row_order[r] * row_bytes (data + r * row_bytes when row_order is
+// row_bytes bytes at data + row_order[r] * stride() (data + r * stride() when row_order is
 // empty); a row is shape[1:] (one value for a 1-D tensor) and a whole number of format blocks.
 struct StoredTensor {
   kernels::StoredFormat format = kernels::StoredFormat::kF32;
@@ -25,9 +25,38 @@ struct StoredTensor {
   int64_t rows = 0;
   size_t row_bytes = 0;
   std::vector<int64_t> row_order;
+  // Bytes from one stored row to the next; 0: row_bytes. Larger for a column shard (each row
+  // is a range of the file's row).
+  size_t row_stride = 0;
 
   size_t nbytes() const { return static_cast<size_t>(rows) * row_bytes; }
+  size_t stride() const { return row_stride == 0 ? row_bytes : row_stride; }
 };
+
+// A range of a tensor along one dimension: dim 0 (rows) of any tensor, or dim 1 (columns) of a
+// 2-D one. A tensor-parallel rank's shard (model/layers/linear.h decides which). size < 0: the
+// whole tensor.
+struct TensorSlice {
+  int dim = 0;
+  int64_t start = 0;
+  int64_t size = -1;
+
+  bool whole() const { return size < 0; }
+  // The slice's shape within a tensor of shape `full` (checked by check_slice).
+  std::vector<int64_t> shape_of(const std::vector<int64_t>& full) const;
+};
+
+// InvalidArgument naming `name` when `slice` does not lie within a tensor of shape `full`.
+Status check_slice(const std::string& name, const std::vector<int64_t>& full,
+                   const TensorSlice& slice);
+// `tensor` (of shape `full`) narrowed to `slice`: a row range of its rows, or each row's column
+// range, which for a block-quantized format must be whole blocks (InvalidArgument naming `name`
+// otherwise). Nothing is read.
+Result<StoredTensor> narrow_stored(StoredTensor tensor, const std::vector<int64_t>& full,
+                                   const TensorSlice& slice, const std::string& name);
+// Copies `slice` of the f32 tensor `src` (shape `full`) into dst, densely.
+void copy_slice_f32(const float* src, const std::vector<int64_t>& full, const TensorSlice& slice,
+                    float* dst);
 
 // Tensors under Hugging Face names ("model.layers.0.self_attn.q_proj.weight"), read as f32.
 // Implementations are immutable after construction; reads may run concurrently.

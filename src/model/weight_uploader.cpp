@@ -187,12 +187,13 @@ Status WeightUploader::run_chunk(const ChunkTask& task, Worker& worker) {
   auto* staged = static_cast<uint8_t*>(slot.host.tensor().raw());
   const size_t row = t.row_bytes;
   const size_t bytes = static_cast<size_t>(task.row_end - task.row_begin) * row;
-  if (t.row_order.empty()) {
+  if (t.row_order.empty() && t.stride() == row) {
     std::memcpy(staged, t.data + static_cast<size_t>(task.row_begin) * row, bytes);
   } else {
     for (int64_t r = task.row_begin; r < task.row_end; ++r) {
+      const int64_t from = t.row_order.empty() ? r : t.row_order[r];
       std::memcpy(staged + static_cast<size_t>(r - task.row_begin) * row,
-                  t.data + static_cast<size_t>(t.row_order[r]) * row, row);
+                  t.data + static_cast<size_t>(from) * t.stride(), row);
     }
   }
   const backend::Stream stream = worker.stream->get();

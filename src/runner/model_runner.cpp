@@ -15,6 +15,7 @@
 #include "model/model_registry.h"
 #include "model/model_source.h"
 #include "model/pooler_config.h"
+#include "model/tensor_parallel.h"
 #include "model/weight_loader.h"
 #include "runner/device_sampler.h"
 #ifdef SGL_WITH_CUDA
@@ -118,12 +119,13 @@ Result<DType> parse_compute_dtype(const std::string& name, Device device) {
 ModelRunner::~ModelRunner() = default;
 
 Result<std::unique_ptr<ModelRunner>> ModelRunner::create(const std::filesystem::path& model_path,
-                                                         const ModelRunnerOptions& options) {
+                                                         const ModelRunnerOptions& options,
+                                                         distributed::Communicator* tp_group) {
   std::unique_ptr<ModelRunner> runner(new ModelRunner());
   // NOTE: init checks sizes before allocating, but an allocation can still fail (other processes,
   // memory limits); at this boundary that is an error for the caller, not an abort.
   try {
-    SGL_RETURN_IF_ERROR(runner->init(model_path, options));
+    SGL_RETURN_IF_ERROR(runner->init(model_path, options, tp_group));
   } catch (const std::bad_alloc& e) {
     return resource_exhausted("out of memory loading the model: " + model_path.string() + " (" +
                               e.what() + ")");
@@ -131,9 +133,23 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(const std::filesystem::
   return runner;
 }
 
-Status ModelRunner::init(const std::filesystem::path& model_path,
-                         const ModelRunnerOptions& options) {
+Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRunnerOptions& options,
+                         distributed::Communicator* tp_group) {
   options_ = options;
+  tp_group_ = tp_group;
+  if (options.tp_size < 1) {
+    return invalid_argument("--tp-size must be >= 1, got " + std::to_string(options.tp_size));
+  }
+  if (options.tp_size > 1 && !options.device.is_cpu()) {
+    return unimplemented("--tp-size " + std::to_string(options.tp_size) + " on " +
+                         options.device.to_string() +
+                         ": tensor parallelism runs on the CPU only (no NCCL communicator yet)");
+  }
+  if (options.tp_size > 1 && (tp_group == nullptr || tp_group->size() != options.tp_size)) {
+    return invalid_argument("--tp-size " + std::to_string(options.tp_size) +
+                            " needs the tensor-parallel runner (sgl-server, sgl-generate); this "
+                            "tool runs one rank");
+  }
   SGL_RETURN_IF_ERROR(backend::check_device_available(options.device));
   const std::string& format = options.load_format;
   if (format != "auto" && format != "safetensors" && format != "gguf" && format != "dummy") {
@@ -163,6 +179,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
         "trained length may be wrong)");
   }
   SGL_RETURN_IF_ERROR(model::check_context_length(config, context_length_, model_path.string()));
+  SGL_RETURN_IF_ERROR(model::check_tensor_parallel(config, options.tp_size));
   allocator_ = make_allocator(options.device);
   owned_stream_ = backend::create_stream(options.device);
   stream_ = owned_stream_->get();
@@ -179,6 +196,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
   model_options.enable_return_routed_experts = options.enable_return_routed_experts;
   model_options.aux_hidden_state_layers = options.aux_hidden_state_layers;
   model_options.is_embedding = options.is_embedding;
+  if (options.tp_size > 1) model_options.tp = {tp_group->rank(), tp_group->size()};
   if (options.is_embedding) {
     SGL_ASSIGN_OR_RETURN(pooler_, model::read_pooler_config(model_path, config.hidden_size));
   }
@@ -191,11 +209,12 @@ Status ModelRunner::init(const std::filesystem::path& model_path,
                  << (pooler_.normalize ? ", L2-normalised" : ", not normalised");
   }
 
-  attention::KvPoolShape shape{config.num_hidden_layers, 0, config.num_key_value_heads,
-                               config.head_dim, compute};
+  // The rank's heads: its KV pool holds only its KV heads.
+  const int64_t kv_heads = model::kv_heads_per_rank(config.num_key_value_heads, options.tp_size);
+  attention::KvPoolShape shape{config.num_hidden_layers, 0, kv_heads, config.head_dim, compute};
   SGL_ASSIGN_OR_RETURN(shape.num_slots, size_kv_pool(options, shape, context_length_));
   kv_pool_ = std::make_unique<attention::KvPool>(*allocator_, shape);
-  attention::AttentionConfig attn{config.num_attention_heads, config.num_key_value_heads,
+  attention::AttentionConfig attn{config.num_attention_heads / options.tp_size, kv_heads,
                                   config.head_dim,
                                   1.0f / std::sqrt(static_cast<float>(config.head_dim))};
   SGL_ASSIGN_OR_RETURN(
@@ -255,7 +274,7 @@ model::ModelOutput ModelRunner::forward(const ForwardBatch& fb) {
   }
 #endif
   attention_->plan(fb);
-  model::ModelContext ctx{*attention_, stream_};
+  model::ModelContext ctx{*attention_, stream_, tp_group_};
   return model_->forward(fb, ctx);
 }
 

@@ -12,6 +12,7 @@
 #include "backend/stream.h"
 #include "core/allocator.h"
 #include "core/buffer.h"
+#include "distributed/communicator.h"
 #include "forward/forward_batch.h"
 #include "forward/pooling.h"
 #include "model/model.h"
@@ -53,14 +54,20 @@ struct ModelRunnerOptions {
   // pooling its sentence-transformers files configure (model/pooler_config.h). It generates
   // nothing: no LM head, no sampler, no decode graphs.
   bool is_embedding = false;
+  // SGLang's --tp-size: the model's weights and KV heads split over this many ranks (CPU only:
+  // a TpWorkerGroup runs them, each a ModelRunner created with its rank's communicator).
+  int tp_size = 1;
 };
 
 class CudaGraphRunner;
 
 class ModelRunner {
  public:
+  // At options.tp_size > 1, `tp_group` is this rank's communicator in a group of that size (it
+  // must outlive the runner): the runner loads the rank's shard and a KV pool of its KV heads.
   static Result<std::unique_ptr<ModelRunner>> create(const std::filesystem::path& model_path,
-                                                     const ModelRunnerOptions& options);
+                                                     const ModelRunnerOptions& options,
+                                                     distributed::Communicator* tp_group = nullptr);
   ~ModelRunner();
 
   const model::ModelConfig& config() const { return model_->config(); }
@@ -112,9 +119,11 @@ class ModelRunner {
 
  private:
   ModelRunner() = default;
-  Status init(const std::filesystem::path& model_path, const ModelRunnerOptions& options);
+  Status init(const std::filesystem::path& model_path, const ModelRunnerOptions& options,
+              distributed::Communicator* tp_group);
 
   ModelRunnerOptions options_;
+  distributed::Communicator* tp_group_ = nullptr;  // borrowed; null at one rank
   PoolerConfig pooler_;
   int64_t context_length_ = 0;
   std::unique_ptr<Allocator> allocator_;

@@ -32,6 +32,7 @@ struct Config {
   bool radix;
   int64_t chunk;  // chunked_prefill_size; <= 0: off
   bool overlap;
+  int tp_size = 1;  // tensor-parallel ranks (the CPU only)
 };
 
 struct Case {
@@ -109,7 +110,8 @@ ModelEngine launch(const Config& c) {
   eo.scheduler.chunked_prefill_size = c.chunk;
   eo.scheduler.max_running_requests = 8;
   eo.disable_overlap_schedule = !c.overlap;
-  const runner::ModelRunnerOptions ro = runner_options(true);
+  runner::ModelRunnerOptions ro = runner_options(true);
+  ro.tp_size = c.tp_size;
   const std::string dir = embedding_models_dir() + "/tiny-qwen3-embedding-" + std::string(c.model);
   auto me = launch_model_engine(dir, ro, eo);
   EXPECT_TRUE(me.ok()) << me.status().to_string();
@@ -195,15 +197,23 @@ TEST_P(Embeddings, BatchedTogetherEqualEachAlone) {
             << ", cached prompt tokens " << cached << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Configs, Embeddings,
-    ::testing::Values(Config{"last_whole", "last", true, 0, true},
-                      Config{"last_chunk16", "last", true, 16, true},
-                      Config{"last_chunk7_no_radix_no_overlap", "last", false, 7, false},
-                      Config{"mean_whole", "mean", true, 0, true},
-                      Config{"mean_chunk16", "mean", true, 16, true},
-                      Config{"mean_chunk7_no_overlap", "mean", true, 7, false}),
-    [](const auto& info) { return std::string(info.param.name); });
+std::vector<Config> configs() {
+  std::vector<Config> out = {Config{"last_whole", "last", true, 0, true},
+                             Config{"last_chunk16", "last", true, 16, true},
+                             Config{"last_chunk7_no_radix_no_overlap", "last", false, 7, false},
+                             Config{"mean_whole", "mean", true, 0, true},
+                             Config{"mean_chunk16", "mean", true, 16, true},
+                             Config{"mean_chunk7_no_overlap", "mean", true, 7, false}};
+#ifndef SGL_TEST_ON_CUDA
+  // Tensor parallelism: the vocab-parallel embedding and the split layers pool the same vectors.
+  out.push_back(Config{"last_chunk16_tp2", "last", true, 16, true, 2});
+  out.push_back(Config{"mean_chunk7_tp4", "mean", true, 7, false, 4});
+#endif
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, Embeddings, ::testing::ValuesIn(configs()),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(EmbeddingEngine, GenerationAndEncodeAreRefusedOnTheOtherKindOfModel) {
   ModelEngine embedding = launch(Config{"last", "last", true, 0, true});

@@ -237,6 +237,31 @@ TEST(CpuKernels, EmbeddingRejectsOutOfRangeIds) {
       "token id 4");
 }
 
+// A tensor-parallel rank's part of the lookup: its rows, zeros for the other ranks' ids, so the
+// ranks' parts add up to the whole lookup.
+TEST(CpuKernels, EmbeddingShardsAddUpToTheLookup) {
+  auto table = random_vec(6 * 3, 14);  // vocabulary 6, hidden 3
+  std::vector<int32_t> ids = {5, 0, 3, 2};
+  std::vector<float> whole(4 * 3), sum(4 * 3, 0.f), part(4 * 3);
+  const Tensor id_tensor(ids.data(), DType::kI32, {4});
+  embedding(id_tensor, view(table, {6, 3}), view(whole, {4, 3}), kCpu);
+  for (int rank = 0; rank < 2; ++rank) {
+    // Rank r holds vocabulary rows [3r, 3r + 3).
+    const Tensor rows(table.data() + rank * 9, DType::kF32, {3, 3});
+    embedding_shard(id_tensor, rows, rank * 3, 6, view(part, {4, 3}), kCpu);
+    for (size_t i = 0; i < part.size(); ++i) {
+      const bool mine = ids[i / 3] / 3 == rank;
+      if (!mine) EXPECT_EQ(part[i], 0.f) << i;
+      sum[i] += part[i];
+    }
+  }
+  EXPECT_EQ(sum, whole);
+  std::vector<int32_t> bad = {6};
+  EXPECT_DEATH(embedding_shard(Tensor(bad.data(), DType::kI32, {1}), view(table, {3, 3}), 0, 6,
+                               view(part, {1, 3}), kCpu),
+               "token id 6");
+}
+
 TEST(Half, Bf16AndF16RoundTrip) {
   EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f)), 1.0f);
   EXPECT_EQ(float_to_bf16(1.00390625f), 0x3f80);  // tie rounds to even

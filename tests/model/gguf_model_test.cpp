@@ -29,6 +29,7 @@
 #include "model_test_util.h"
 #include "runner/forward_batch_builder.h"
 #include "runner/model_runner.h"
+#include "tp_ranks.h"
 
 namespace sgl::model {
 namespace {
@@ -504,6 +505,56 @@ INSTANTIATE_TEST_SUITE_P(Models, GgufParityTest,
                            }
                            return name;
                          });
+
+// Tensor parallelism over GGUF: each rank stages only its slices of the stored (quantized) rows,
+// the llama q/k rows un-permuted and each stacked expert cut again by the shard; every rank's
+// logits equal one rank's (the all-reduces' summation order aside).
+TEST(GgufModelTest, TensorParallelRanksEqualOneRank) {
+  struct Case {
+    const char* model;
+    const char* arch;
+    uint32_t type;
+    int tp;
+  };
+  for (const Case& c :
+       {Case{"tiny-llama", "llama", kTypeQ8_0, 2}, Case{"tiny-mixtral", "llama", kTypeQ8_0, 2},
+        Case{"tiny-qwen3-moe", "qwen3moe", kTypeF16, 4}}) {
+    TempDir dir;
+    const Converted conv = convert_model(dir, c.model, c.arch, c.type);
+    auto one = make_runner(conv.gguf);
+    ASSERT_TRUE(one);
+    const std::vector<float> ref = prefill_logits(*one, kPrompt);
+    std::vector<std::vector<float>> ranks(static_cast<size_t>(c.tp));
+    ::sgl::test::run_ranks(c.tp, [&](int rank, distributed::Communicator& comm) {
+      runner::ModelRunnerOptions options;
+      options.max_num_tokens = 64;
+      options.max_batch_size = 4;
+      options.num_kv_slots = 256;
+      options.tp_size = c.tp;
+      auto runner = runner::ModelRunner::create(conv.gguf, options, &comm);
+      ASSERT_TRUE(runner.ok()) << runner.status().to_string();  // on every rank alike
+      ranks[static_cast<size_t>(rank)] = prefill_logits(**runner, kPrompt);
+    });
+    for (int r = 0; r < c.tp; ++r) {
+      EXPECT_LT(max_abs_diff(ranks[static_cast<size_t>(r)], ref), 1e-4) << c.model << " rank " << r;
+    }
+  }
+}
+
+// A shard that would cut a quant block (tiny-qwen2-moe's experts are 64 wide: 16 columns per
+// rank at tp 4, Q8_0 blocks hold 32) is refused when the model is checked, naming the tensor.
+TEST(GgufModelTest, TensorParallelShardSplittingABlockIsRefused) {
+  TempDir dir;
+  const Converted conv = convert_model(dir, "tiny-qwen2-moe", "qwen2moe", kTypeQ8_0);
+  distributed::SharedMemoryGroup group(4);
+  auto comm = group.communicator(0);
+  runner::ModelRunnerOptions options;
+  options.num_kv_slots = 256;
+  options.tp_size = 4;
+  auto runner = runner::ModelRunner::create(conv.gguf, options, comm.get());
+  expect_status(runner.status(), StatusCode::kInvalidArgument,
+                {"down_proj.weight", "blocks of 32", "splits a block", "--tp-size"});
+}
 
 // stories260K is f32 with a float32 config: its GGUF must match the original checkpoint itself
 // (which golden_parity_test checks against transformers).

@@ -35,6 +35,9 @@ SERVES = [
     ("--model-path {model} --enable-mixed-chunk --max-prefill-tokens 8192", []),
     ("--model-path {model} --context-length 256 --random-seed 42", []),
     ("--model-path {model} --tp 1 --dp 1", []),
+    # Tensor parallelism on the CPU: stories260K's 8 heads / 4 KV heads over 2 and 4 ranks.
+    ("--model-path {model} --tp 2", ["tensor parallelism: 2 ranks on the CPU"]),
+    ("--model-path {model} --tensor-parallel-size 4", ["tensor parallelism: 4 ranks"]),
     ("--model-path {model} --tp-size 1 --trust-remote-code",
      ["--trust-remote-code has no effect"]),
     ("--model-path {model} --enable-metrics", ["--enable-metrics has no effect", "/metrics"]),
@@ -61,15 +64,18 @@ SERVES = [
     ("--model-path {model} --grammar-backend xgrammar",
      ["--grammar-backend has no effect", "own grammar engine"]),
     ("--model-path {model} --cuda-graph-max-bs 32 --disable-cuda-graph", []),
+    # Parallelism on the CPU: two replicas of two tensor-parallel ranks each.
+    ("--model-path {model} --dp 2 --tp 2", []),
     ("--model-path {model} --tokenizer-path {model} --dtype float32", []),
 ]
 
 REFUSES = [
     # Parallelism (server arguments page, multi-node page).
-    ("--model-path {model} --tp 2", ["--tp-size 2", "one GPU"]),
-    ("--model-path {model} --dp 2 --tp 2", ["one GPU"]),
+    ("--model-path {model} --tp 3", ["--tp-size 3 does not divide", "num_attention_heads (8)"]),
+    ("--model-path {model} --tp 0", ["--tp-size must be in [1, 64]"]),
+    ("--model-path {model} --device cuda --tp 2", ["--tp-size 2 needs --device cpu", "NCCL"]),
     ("--model-path {model} --tp 4 --dist-init-addr sgl-dev-0:50000 --nnodes 2 --node-rank 0",
-     ["one GPU"]),
+     ["one node"]),
     ("--model-path {model} --ep-size 8 --enable-ep-moe", ["one GPU"]),
     # Quantization.
     ("--model-path {model} --quantization fp8", ["--quantization fp8", "quantization"]),
@@ -166,6 +172,35 @@ def test_refuses_with_a_reason(line, refusal, tmp_path):
     assert "unknown flag" not in log
 
 
+def generate_greedy(args, tmp_path, prompts):
+    """Serves with `args` and returns each prompt's /generate reply (greedy, with logprobs)."""
+    proc, err = start(args, tmp_path)
+    try:
+        first = proc.stdout.readline().decode()
+        assert "listening on" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+        return [requests.post(url + "/generate", timeout=60, json={
+            "text": p, "return_logprob": True,
+            "sampling_params": {"max_new_tokens": 16, "temperature": 0, "ignore_eos": True}}).json()
+            for p in prompts]
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
+
+
+def test_tensor_parallel_serves_what_one_rank_serves(tmp_path):
+    # --tp-size 2 on the CPU: the same tokens as one rank, logprobs within the all-reduce's
+    # summation-order error (tests/runner/tensor_parallel_test.cpp measures it).
+    prompts = ["Once upon a time", "The little dog", "Once upon a time, there was"]
+    one = generate_greedy(run_args("--model-path {model}"), tmp_path, prompts)
+    two = generate_greedy(run_args("--model-path {model} --tp-size 2"), tmp_path, prompts)
+    for a, b in zip(one, two):
+        assert a["output_ids"] == b["output_ids"] and a["text"] == b["text"]
+        for x, y in zip(a["meta_info"]["output_token_logprobs"],
+                        b["meta_info"]["output_token_logprobs"]):
+            assert abs(x[0] - y[0]) < 3e-5
+
+
 def test_tokenizer_larger_than_the_vocabulary_is_warned(tmp_path):
     tokenizer = MODEL.parent.parent / "tokenizers" / "llama3_1"
     proc, err = start(run_args("--model-path {model} --tokenizer-path " + str(tokenizer)), tmp_path)
@@ -235,7 +270,7 @@ disable-radix-cache: true
 
 
 @pytest.mark.parametrize("body,refusal", [
-    ("model-path: {model}\ntensor-parallel-size: 2\n", "--tp-size 2 is not supported"),
+    ("model-path: {model}\ntensor-parallel-size: 0\n", "--tp-size must be in [1, 64]"),
     ("model-path: {model}\nno-such-flag: 1\n", "'no-such-flag' is not a flag"),
     ("model-path: {model}\nenable-metrics: maybe\n", "'enable-metrics' is a switch: true or false"),
     ("model-path: {model}\ncuda-graph-bs: [1, 2, 4]\n", "'cuda-graph-bs' needs a single value"),

@@ -7,6 +7,8 @@
 namespace sgl::kernels::cpu {
 
 void embedding(const Tensor& ids, const Tensor& table, const Tensor& out);
+void embedding_shard(const Tensor& ids, const Tensor& table, int64_t vocab_start,
+                     int64_t vocab_size, const Tensor& out);
 void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& out);
 void qk_rms_norm(const Tensor& q, const Tensor& k, const Tensor& q_weight, const Tensor& k_weight,
                  double eps);

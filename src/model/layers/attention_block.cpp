@@ -6,14 +6,17 @@
 
 namespace sgl::model {
 
-AttentionShape attention_shape(const ModelConfig& config) {
+AttentionShape attention_shape(const ModelConfig& config, TensorParallel tp) {
   return {.hidden_size = config.hidden_size,
-          .num_heads = config.num_attention_heads,
-          .num_kv_heads = config.num_key_value_heads,
+          .num_heads = config.num_attention_heads / tp.size,
+          .num_kv_heads = kv_heads_per_rank(config.num_key_value_heads, tp.size),
+          .total_num_heads = config.num_attention_heads,
+          .total_num_kv_heads = config.num_key_value_heads,
           .head_dim = config.head_dim,
           .qkv_bias = config.attention_bias,
           .qk_norm = config.qk_norm,
-          .rms_norm_eps = config.rms_norm_eps};
+          .rms_norm_eps = config.rms_norm_eps,
+          .tp = tp};
 }
 
 void AttentionBlock::plan_scratch(const AttentionShape& shape, int64_t max_num_tokens, DType dtype,
@@ -24,15 +27,22 @@ void AttentionBlock::plan_scratch(const AttentionShape& shape, int64_t max_num_t
 
 Status AttentionBlock::load(WeightLoader& w, const std::string& prefix) {
   const AttentionShape& s = shape_;
+  // The checkpoint's sizes: every head. Ranks split q by heads and k / v by KV heads (sharing
+  // one when there are fewer than ranks); o_proj by the matching input columns.
+  const int64_t q_rows = s.total_num_heads * s.head_dim,
+                kv_rows = s.total_num_kv_heads * s.head_dim;
   const LinearSpec qkv{.modules = {prefix + "q_proj", prefix + "k_proj", prefix + "v_proj"},
-                       .out_features = {s.q_size(), s.kv_size(), s.kv_size()},
+                       .out_features = {q_rows, kv_rows, kv_rows},
                        .in_features = s.qkv_input_size(),
                        .bias = s.qkv_bias,
-                       .shard = ShardRule::kColumn};
+                       .shard = ShardRule::kColumn,
+                       .heads = {s.total_num_heads, s.total_num_kv_heads, s.total_num_kv_heads},
+                       .tp = s.tp};
   const LinearSpec o{.modules = {prefix + "o_proj"},
                      .out_features = {s.hidden_size},
-                     .in_features = s.q_size(),
-                     .shard = ShardRule::kRow};
+                     .in_features = q_rows,
+                     .shard = ShardRule::kRow,
+                     .tp = s.tp};
   SGL_RETURN_IF_ERROR(load_linear(w, qkv, qkv_proj_));
   if (s.qk_norm) {
     SGL_ASSIGN_OR_RETURN(q_norm_, w.load_norm(prefix + "q_norm.weight", s.head_dim));
@@ -49,7 +59,7 @@ void AttentionBlock::forward(const Tensor& input, const Tensor& output, const Te
   const Tensor qkv = scratch.qkv.tensor().slice_rows(0, n);
   const Tensor attn_out = scratch.attn_out.tensor().slice_rows(0, n);
 
-  qkv_proj_.forward(input, qkv, ctx.stream);
+  qkv_proj_.forward(input, qkv, ctx.stream);  // column-parallel: the rank's heads
   const Tensor q = qkv.slice_last(0, s.q_size()).split_heads(s.num_heads);
   const Tensor k = qkv.slice_last(s.q_size(), s.kv_size()).split_heads(s.num_kv_heads);
   const Tensor v =
@@ -63,7 +73,7 @@ void AttentionBlock::forward(const Tensor& input, const Tensor& output, const Te
     kernels::rope(q, k, fb.positions, rope_cos_sin, ctx.stream);
     ctx.attention.forward(layer_id_, q, k, v, attn_out, fb);
   }
-  o_proj_.forward(attn_out, output, ctx.stream);
+  o_proj_.forward(attn_out, output, ctx.stream, ctx.communicator);
 }
 
 }  // namespace sgl::model

@@ -17,7 +17,9 @@
 
 namespace sgl::model {
 
-// The sizes and options of one attention block.
+// The sizes and options of one attention block, at one tensor-parallel rank (SGLang's names: the
+// rank's num_heads of total_num_heads; its num_kv_heads of total_num_kv_heads, shared with
+// other ranks when there are fewer KV heads than ranks).
 struct AttentionShape {
   int64_t hidden_size = 0;
   // Width of the qkv projection's input when it is not hidden_size (EAGLE-3's draft layer
@@ -25,18 +27,22 @@ struct AttentionShape {
   int64_t input_size = 0;
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
+  int64_t total_num_heads = 0;
+  int64_t total_num_kv_heads = 0;
   int64_t head_dim = 0;
   bool qkv_bias = false;  // q/k/v projections carry a bias
   bool qk_norm = false;   // per-head RMSNorm on q and k
   double rms_norm_eps = 1e-6;
+  TensorParallel tp;
 
   int64_t q_size() const { return num_heads * head_dim; }
   int64_t qkv_input_size() const { return input_size > 0 ? input_size : hidden_size; }
   int64_t kv_size() const { return num_kv_heads * head_dim; }
 };
 
-// The config's attention, every head (one rank).
-AttentionShape attention_shape(const ModelConfig& config);
+// The config's attention at rank tp.rank of tp.size (every head at one rank). The config must
+// pass check_tensor_parallel.
+AttentionShape attention_shape(const ModelConfig& config, TensorParallel tp = {});
 
 class AttentionBlock {
  public:
@@ -55,8 +61,9 @@ class AttentionBlock {
   // "model.layers.3.self_attn."); in the loader's check-only mode, checks them.
   Status load(WeightLoader& weights, const std::string& prefix);
 
-  // hidden: [n, H], the normed input; overwritten with the o projection's output. Stores the
-  // batch's K/V through ctx.attention. rope_cos_sin: f32 [max_positions, head_dim].
+  // hidden: [n, H], the normed input; overwritten with the o projection's output (all-reduced
+  // over ctx.communicator at tp > 1). Stores the rank's KV heads of the batch's K/V through
+  // ctx.attention. rope_cos_sin: f32 [max_positions, head_dim].
   void forward(const Tensor& hidden, const Tensor& rope_cos_sin, const Scratch& scratch,
                const ForwardBatch& fb, ModelContext& ctx) const {
     forward(hidden, hidden, rope_cos_sin, scratch, fb, ctx);
@@ -68,10 +75,10 @@ class AttentionBlock {
  private:
   AttentionShape shape_;
   int layer_id_;
-  Linear qkv_proj_;  // [q_size + 2 * kv_size, qkv_input_size] (+ bias)
+  Linear qkv_proj_;  // [q_size + 2 * kv_size, qkv_input_size] (+ bias): the rank's heads
   Buffer q_norm_;    // [head_dim] (qk_norm only)
   Buffer k_norm_;    // [head_dim] (qk_norm only)
-  Linear o_proj_;    // [H, q_size]
+  Linear o_proj_;    // [H, q_size]: the rank's heads' columns
 };
 
 }  // namespace sgl::model

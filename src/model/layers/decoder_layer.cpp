@@ -47,9 +47,9 @@ void DecoderLayer::forward(const Tensor& hidden, const Tensor& residual, const T
   attention_.forward(hidden, rope_cos_sin, scratch.attention, fb, ctx);
   kernels::fused_add_rms_norm(hidden, residual, post_norm_, rms_norm_eps_, ctx.stream);
   if (const auto* moe = std::get_if<MoeMlp>(&mlp_)) {
-    moe->forward(hidden, scratch.moe_mlp, ctx.stream);
+    moe->forward(hidden, scratch.moe_mlp, ctx.stream, ctx.communicator);
   } else {
-    std::get<DenseMlp>(mlp_).forward(hidden, scratch.dense_mlp, ctx.stream);
+    std::get<DenseMlp>(mlp_).forward(hidden, scratch.dense_mlp, ctx.stream, ctx.communicator);
   }
 }
 

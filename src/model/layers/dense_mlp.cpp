@@ -15,22 +15,25 @@ Status DenseMlp::load(WeightLoader& w, const std::string& prefix) {
   const LinearSpec gate_up{.modules = {prefix + "gate_proj", prefix + "up_proj"},
                            .out_features = {intermediate_size_, intermediate_size_},
                            .in_features = hidden_size_,
-                           .shard = ShardRule::kColumn};
+                           .shard = ShardRule::kColumn,
+                           .tp = tp_};
   const LinearSpec down{.modules = {prefix + "down_proj"},
                         .out_features = {hidden_size_},
                         .in_features = intermediate_size_,
-                        .shard = ShardRule::kRow};
+                        .shard = ShardRule::kRow,
+                        .tp = tp_};
   SGL_RETURN_IF_ERROR(load_linear(w, gate_up, gate_up_proj_));
   return load_linear(w, down, down_proj_);
 }
 
-void DenseMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream) const {
+void DenseMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
+                       distributed::Communicator* comm) const {
   const int64_t n = hidden.size(0);
   const Tensor gate_up = scratch.gate_up.tensor().slice_rows(0, n);
   const Tensor act = scratch.act.tensor().slice_rows(0, n);
   // One fused kernel for decode-sized batches on CUDA (gate_up then stays untouched).
   kernels::linear_silu_and_mul(hidden, gate_up_proj_.weight, gate_up, act, stream);
-  down_proj_.forward(act, hidden, stream);
+  down_proj_.forward(act, hidden, stream, comm, reduce_results_);
 }
 
 }  // namespace sgl::model

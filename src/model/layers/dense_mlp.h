@@ -9,8 +9,10 @@
 #include "core/buffer.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "distributed/communicator.h"
 #include "model/layers/activation_plan.h"
 #include "model/layers/linear.h"
+#include "model/tensor_parallel.h"
 #include "model/weight_loader.h"
 
 namespace sgl::model {
@@ -25,23 +27,35 @@ class DenseMlp {
   static void plan_scratch(int64_t intermediate_size, int64_t max_num_tokens, DType dtype,
                            Scratch& scratch, ActivationPlan& plan);
 
-  DenseMlp(int64_t hidden_size, int64_t intermediate_size)
-      : hidden_size_(hidden_size), intermediate_size_(intermediate_size) {}
+  // intermediate_size: the checkpoint's (every rank's together). At tp > 1 gate|up is split by
+  // intermediate rows and down by the matching columns; the output is all-reduced unless
+  // reduce_results is false (SGLang's name: a shared expert, whose caller reduces once for both).
+  DenseMlp(int64_t hidden_size, int64_t intermediate_size, TensorParallel tp = {},
+           bool reduce_results = true)
+      : hidden_size_(hidden_size),
+        intermediate_size_(intermediate_size),
+        tp_(tp),
+        reduce_results_(reduce_results) {}
 
   // Loads `<prefix>{gate,up,down}_proj.weight` (prefix e.g. "model.layers.3.mlp."); in the
   // loader's check-only mode, checks them.
   Status load(WeightLoader& weights, const std::string& prefix);
 
-  // hidden: [n, H], the normed input; overwritten with the block's output.
-  void forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream) const;
+  // hidden: [n, H], the normed input; overwritten with the block's output (all-reduced over
+  // `comm` at tp > 1 with reduce_results).
+  void forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
+               distributed::Communicator* comm = nullptr) const;
 
-  int64_t intermediate_size() const { return intermediate_size_; }
+  // The rank's share of the intermediate size (what its scratch holds).
+  int64_t intermediate_size() const { return intermediate_size_ / tp_.size; }
 
  private:
   int64_t hidden_size_;
-  int64_t intermediate_size_;
-  Linear gate_up_proj_;  // [2 * I, H]: gate rows, then up rows
-  Linear down_proj_;     // [H, I]
+  int64_t intermediate_size_;  // every rank's together
+  TensorParallel tp_;
+  bool reduce_results_;
+  Linear gate_up_proj_;  // [2 * I / tp, H]: the rank's gate rows, then its up rows
+  Linear down_proj_;     // [H, I / tp]
 };
 
 }  // namespace sgl::model

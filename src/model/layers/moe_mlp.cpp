@@ -10,7 +10,7 @@
 
 namespace sgl::model {
 
-MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names) {
+MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names, TensorParallel tp) {
   SGL_CHECK(config.num_experts > 0)
       << "moe_shape of a dense config (" << config.architecture << ")";
   return MoeShape{.hidden_size = config.hidden_size,
@@ -18,7 +18,8 @@ MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names) {
                   .top_k = config.num_experts_per_tok,
                   .intermediate_size = config.moe_intermediate_size,
                   .renormalize = config.norm_topk_prob,
-                  .names = std::move(names)};
+                  .names = std::move(names),
+                  .tp = tp};
 }
 
 void MoeMlp::plan_scratch(const MoeShape& s, int64_t max_num_tokens, DType dtype, Device device,
@@ -27,19 +28,22 @@ void MoeMlp::plan_scratch(const MoeShape& s, int64_t max_num_tokens, DType dtype
   plan.add(&scratch.router_logits, DType::kF32, n, s.num_experts);
   plan.add(&scratch.topk_weights, DType::kF32, n, s.top_k);
   plan.add(&scratch.topk_ids, DType::kI32, n, s.top_k);
-  const int64_t workspace = kernels::fused_moe_workspace_bytes(device, n, s.top_k, s.num_experts,
-                                                               s.hidden_size, s.intermediate_size);
+  const int64_t workspace = kernels::fused_moe_workspace_bytes(
+      device, n, s.top_k, s.num_experts, s.hidden_size, s.local_intermediate_size());
   plan.add(&scratch.workspace, DType::kF32, 1, std::max<int64_t>(1, (workspace + 3) / 4));
   if (s.shared_intermediate_size > 0) {
     plan.add(&scratch.out, dtype, n, s.hidden_size);
     plan.add(&scratch.shared, dtype, n, s.hidden_size);
-    DenseMlp::plan_scratch(s.shared_intermediate_size, n, dtype, scratch.shared_mlp, plan);
+    DenseMlp::plan_scratch(s.shared_intermediate_size / s.tp.size, n, dtype, scratch.shared_mlp,
+                           plan);
   }
 }
 
 MoeMlp::MoeMlp(MoeShape shape) : shape_(std::move(shape)) {
   if (shape_.shared_intermediate_size > 0) {
-    shared_expert_.emplace(shape_.hidden_size, shape_.shared_intermediate_size);
+    // Its partial sum joins the experts' before the block's one all-reduce.
+    shared_expert_.emplace(shape_.hidden_size, shape_.shared_intermediate_size, shape_.tp,
+                           /*reduce_results=*/false);
   }
 }
 
@@ -51,8 +55,6 @@ Status MoeMlp::load(WeightLoader& w, const std::string& prefix) {
                           .in_features = s.hidden_size,
                           .shard = ShardRule::kReplicated};
   SGL_RETURN_IF_ERROR(load_linear(w, router, router_));
-  // NOTE: tensor parallelism would split each expert's intermediate rows here, as the dense
-  // MLP's column / row rules do.
   std::vector<std::string> gate_up, down;
   for (int64_t e = 0; e < s.num_experts; ++e) {
     const std::string expert = block + "experts." + std::to_string(e) + ".";
@@ -61,8 +63,18 @@ Status MoeMlp::load(WeightLoader& w, const std::string& prefix) {
     down.push_back(expert + s.names.down_proj + ".weight");
   }
   const int64_t e = s.num_experts, h = s.hidden_size, i = s.intermediate_size;
-  SGL_ASSIGN_OR_RETURN(w_gate_up_, w.load_stacked(gate_up, {i, h}, {e, 2 * i, h}));
-  SGL_ASSIGN_OR_RETURN(w_down_, w.load_stacked(down, {h, i}, {e, h, i}));
+  // Each expert's gate and up split by intermediate rows, its down by the matching columns, as a
+  // dense MLP's column / row shard rules split them.
+  TensorSlice rows, cols;  // whole at one rank
+  if (s.tp.size > 1) {
+    SGL_ASSIGN_OR_RETURN(const ShardRange r,
+                         shard_of(i, i, s.tp, block + "experts' intermediate size"));
+    rows = {.dim = 0, .start = r.start, .size = r.size};
+    cols = {.dim = 1, .start = r.start, .size = r.size};
+  }
+  const int64_t local = s.local_intermediate_size();
+  SGL_ASSIGN_OR_RETURN(w_gate_up_, w.load_stacked(gate_up, {i, h}, {e, 2 * local, h}, rows));
+  SGL_ASSIGN_OR_RETURN(w_down_, w.load_stacked(down, {h, i}, {e, h, local}, cols));
   if (shared_expert_) {
     SGL_RETURN_IF_ERROR(shared_expert_->load(w, block + "shared_expert."));
     SGL_ASSIGN_OR_RETURN(shared_expert_gate_, w.load(block + "shared_expert_gate.weight", {1, h}));
@@ -70,7 +82,8 @@ Status MoeMlp::load(WeightLoader& w, const std::string& prefix) {
   return Status::ok_status();
 }
 
-void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream) const {
+void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
+                     distributed::Communicator* comm) const {
   const int64_t n = hidden.size(0);
   const Tensor logits = scratch.router_logits.tensor().slice_rows(0, n);
   const Tensor weights = scratch.topk_weights.tensor().slice_rows(0, n);
@@ -81,9 +94,15 @@ void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
   router_.forward(hidden, logits, stream);
   kernels::moe_route(logits, kernels::MoeScoring::kSoftmax, shape_.renormalize, weights, ids,
                      stream);
+  // At tp > 1 each rank's experts hold part of every expert's intermediate rows: the combine
+  // (and the shared expert's gated output) are partial sums, added up once at the end.
+  const bool reduce = shape_.tp.size > 1;
+  SGL_CHECK(!reduce || comm != nullptr)
+      << "a MoE block at tp " << shape_.tp.size << " needs a communicator";
   if (!shared_expert_) {
     kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, ids, scratch.workspace, hidden,
                        stream);
+    if (reduce) comm->all_reduce(hidden, distributed::ReduceOp::kSum, stream);
     return;
   }
   const Tensor out = scratch.out.tensor().slice_rows(0, n);
@@ -92,7 +111,9 @@ void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
   const Tensor shared = scratch.shared.tensor().slice_rows(0, n);
   kernels::copy(hidden, shared, stream);
   shared_expert_->forward(shared, scratch.shared_mlp, stream);
+  // The gate reads the whole hidden state, so it scales each rank's partial sum alike.
   kernels::add_sigmoid_gated(hidden, shared_expert_gate_, shared, out, stream);
+  if (reduce) comm->all_reduce(out, distributed::ReduceOp::kSum, stream);
   kernels::copy(out, hidden, stream);
 }
 

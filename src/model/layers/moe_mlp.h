@@ -11,6 +11,7 @@
 #include "core/device.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "distributed/communicator.h"
 #include "model/layers/activation_plan.h"
 #include "model/layers/dense_mlp.h"
 #include "model/layers/linear.h"
@@ -41,14 +42,20 @@ struct MoeShape {
   int64_t shared_intermediate_size = 0;  // the shared expert's; 0 = none
   bool renormalize = false;              // top-k weights divided by their sum
   MoeWeightNames names;
+  // At tp > 1 every rank holds every expert's share of the intermediate rows (and the shared
+  // expert's), the router whole; the block's output is all-reduced once, after the combine.
+  TensorParallel tp;
+
+  int64_t local_intermediate_size() const { return intermediate_size / tp.size; }
 
   bool operator==(const MoeShape&) const = default;
 };
 
 // The config's routed experts: num_experts of width moe_intermediate_size, num_experts_per_tok
 // of them per token, their weights renormalized iff norm_topk_prob; their tensors named `names`;
-// no shared expert (an architecture with one adds it). The config must be a MoE one.
-MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names = {});
+// no shared expert (an architecture with one adds it); at rank tp.rank of tp.size. The config must
+// be a MoE one.
+MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names = {}, TensorParallel tp = {});
 
 class MoeMlp {
  public:
@@ -73,14 +80,17 @@ class MoeMlp {
   // them.
   Status load(WeightLoader& weights, const std::string& prefix);
 
-  // hidden: [n, H], the normed input; overwritten with the block's output.
-  void forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream) const;
+  // hidden: [n, H], the normed input; overwritten with the block's output (all-reduced over
+  // `comm` at tp > 1).
+  void forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
+               distributed::Communicator* comm = nullptr) const;
 
   const MoeShape& shape() const { return shape_; }
 
  private:
   MoeShape shape_;
-  Linear router_;                          // [E, H]
+  Linear router_;  // [E, H]
+  // I below is the rank's share: local_intermediate_size().
   Buffer w_gate_up_;                       // [E, 2I, H]: per expert gate rows, then up rows
   Buffer w_down_;                          // [E, H, I]
   std::optional<DenseMlp> shared_expert_;  // with shared_intermediate_size

@@ -1,0 +1,52 @@
+// TpBatchRunner: one scheduler driving every rank of a tensor-parallel group (SGLang's TP worker
+// model): each batch is given to every rank at once, rank 0 on the calling thread and the others
+// on their own threads, each through its own ModelBatchRunner; rank 0's result is the result.
+// Every rank gathers the whole logits and samples them with the same per-request seeds, so all
+// ranks draw the same tokens (checked) and keep their token tables equal without a broadcast.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "cache/req_to_token_pool.h"
+#include "runner/batch_executor.h"
+#include "runner/model_batch_runner.h"
+#include "runner/model_runner.h"
+#include "runner/tp_worker_group.h"
+
+namespace sgl::runner {
+
+class TpBatchRunner final : public ComputingBatchRunner {
+ public:
+  // Borrows rank 0's runner and the group's (which must outlive this runner); `req_to_token`
+  // shapes each rank's token table, as for ModelBatchRunner.
+  TpBatchRunner(ModelRunner& rank0, TpWorkerGroup& workers,
+                const cache::ReqToTokenPool& req_to_token);
+  ~TpBatchRunner() override;  // stops and joins the rank threads
+
+ protected:
+  ExecResult compute(const ExecBatch& batch) override;
+
+ private:
+  // Rank `rank`'s thread: runs each posted batch on its own copy (the batch's vocab-mask future
+  // is read through a copy per thread).
+  void rank_loop(int rank);
+
+  std::vector<std::unique_ptr<ModelBatchRunner>> ranks_;  // [tp size], by rank
+  std::mutex mutex_;
+  std::condition_variable posted_;    // a new batch_ (generation_ moved) or stop_
+  std::condition_variable finished_;  // pending_ reached 0
+  std::optional<ExecBatch> batch_;    // under mutex_: the batch the ranks run
+  uint64_t generation_ = 0;           // under mutex_: batches posted
+  int pending_ = 0;                   // under mutex_: ranks >= 1 still running batch_
+  std::vector<ExecResult> results_;   // [tp size]; ranks >= 1 write their own entry
+  bool stop_ = false;                 // under mutex_
+  std::vector<std::thread> threads_;  // ranks 1 .. size - 1
+};
+
+}  // namespace sgl::runner

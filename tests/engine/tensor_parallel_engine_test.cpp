@@ -1,0 +1,134 @@
+// Tensor parallelism through the engine (launch_model_engine with ModelRunnerOptions::tp_size,
+// as sgl-server --tp-size runs it): concurrent requests sharing prefixes, under the radix cache,
+// chunked and mixed prefill and the overlap loop, give at tp 2 and 4 the ids tp 1 gives, and
+// logprobs within kLogprobTol (the all-reduces' summation order).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/model_engine.h"
+#include "scheduler/greedy_ids_request.h"
+#include "stream_outcome.h"
+#include "test_data.h"
+
+namespace sgl::engine {
+namespace {
+
+constexpr double kLogprobTol = 3e-5;  // tensor_parallel_test measures the models' error
+
+struct Config {
+  const char* name;
+  const char* model;
+  int tp;
+  bool radix = true;
+  int64_t chunk = 8192;
+  bool overlap = true;
+  bool mixed = false;
+};
+
+// 16 requests over the golden prompts, extended so that they share prefixes; one sampled with a
+// seed, one with a repetition penalty (host logit processing), all with top-3 logprobs.
+std::vector<GenerateRequest> requests_of(const std::string& model) {
+  const auto golden = test::golden(model);
+  std::vector<GenerateRequest> requests;
+  for (int i = 0; i < 16; ++i) {
+    const auto& gc = golden["cases"][i % golden["cases"].size()];
+    std::vector<int32_t> p = gc["prompt_ids"].get<std::vector<int32_t>>();
+    const auto cont = gc["greedy_ids"].get<std::vector<int32_t>>();
+    p.insert(p.end(), cont.begin(), cont.begin() + i % 5);
+    GenerateRequest r = test::greedy_ids_request(p, 10);
+    r.return_logprob = true;
+    r.top_logprobs_num = 3;
+    requests.push_back(r);
+  }
+  requests[3].sampling.temperature = 0.9f;
+  requests[3].sampling.seed = 77;
+  requests[6].sampling.repetition_penalty = 1.3f;
+  return requests;
+}
+
+std::vector<test::Outcome> serve(const Config& c, int tp,
+                                 const std::vector<GenerateRequest>& reqs) {
+  EngineOptions eo;
+  eo.scheduler.disable_radix_cache = !c.radix;
+  eo.scheduler.chunked_prefill_size = c.chunk;
+  eo.scheduler.enable_mixed_chunk = c.mixed;
+  eo.scheduler.max_running_requests = 8;
+  eo.disable_overlap_schedule = !c.overlap;
+  runner::ModelRunnerOptions ro;
+  ro.num_kv_slots = 1024;
+  ro.tp_size = tp;
+  auto me = launch_model_engine(test::model_dir(c.model), ro, eo);
+  EXPECT_TRUE(me.ok()) << me.status().to_string();
+  if (!me.ok()) return {};
+  me->engine->set_check_integrity(true);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& r : reqs) {
+    auto s = me->engine->submit(r);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (s.ok()) streams.push_back(*s);
+  }
+  std::vector<test::Outcome> out;
+  for (auto& s : streams) out.push_back(test::collect(*s));
+  EXPECT_TRUE(me->engine->last_integrity().ok()) << me->engine->last_integrity().to_string();
+  if (c.radix) EXPECT_GT(me->engine->get_stats().scheduler.cached_prompt_tokens_total, 0);
+  return out;
+}
+
+class TensorParallelEngine : public ::testing::TestWithParam<Config> {};
+
+TEST_P(TensorParallelEngine, ServesWhatOneRankServes) {
+  const Config& c = GetParam();
+  const std::vector<GenerateRequest> requests = requests_of(c.model);
+  const std::vector<test::Outcome> ref = serve(c, 1, requests);
+  const std::vector<test::Outcome> ours = serve(c, c.tp, requests);
+  ASSERT_EQ(ref.size(), requests.size());
+  ASSERT_EQ(ours.size(), requests.size());
+  double worst = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(ours[i].ids, ref[i].ids) << c.name << ": request " << i;
+    ASSERT_EQ(ours[i].logprobs.size(), ref[i].logprobs.size());
+    for (size_t s = 0; s < ref[i].logprobs.size(); ++s) {
+      worst =
+          std::max(worst, static_cast<double>(std::abs(ours[i].logprobs[s] - ref[i].logprobs[s])));
+    }
+    ASSERT_EQ(ours[i].top.size(), ref[i].top.size());
+    for (size_t s = 0; s < ref[i].top.size(); ++s) {
+      ASSERT_EQ(ours[i].top[s].size(), ref[i].top[s].size());
+      for (size_t k = 0; k < ref[i].top[s].size(); ++k) {
+        worst = std::max(worst, static_cast<double>(std::abs(ours[i].top[s][k].logprob -
+                                                             ref[i].top[s][k].logprob)));
+      }
+    }
+  }
+  EXPECT_LT(worst, kLogprobTol) << c.name;
+  std::cout << c.name << ": logprobs within " << worst << " of tp 1\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, TensorParallelEngine,
+    ::testing::Values(Config{"stories260K_tp2", "stories260K", 2},
+                      Config{"stories260K_tp4_chunk7_mixed_no_overlap", "stories260K", 4, true, 7,
+                             false, true},
+                      Config{"tiny_llama_tp4_no_radix", "tiny-llama", 4, false},
+                      Config{"tiny_qwen2_moe_tp2_chunk16", "tiny-qwen2-moe", 2, true, 16},
+                      Config{"tiny_mixtral_tp4_mixed", "tiny-mixtral", 4, true, 32, true, true}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// A model the --tp-size cannot split is refused at start with the reason, before serving.
+TEST(TensorParallelEngineTest, BadTpSizeIsAClearStartError) {
+  runner::ModelRunnerOptions ro;
+  ro.num_kv_slots = 256;
+  ro.tp_size = 3;
+  auto me = launch_model_engine(test::model_dir("tiny-llama"), ro, EngineOptions{});
+  ASSERT_FALSE(me.ok());
+  EXPECT_NE(me.status().message().find("--tp-size 3 does not divide the model's "
+                                       "num_attention_heads (4)"),
+            std::string::npos)
+      << me.status().to_string();
+}
+
+}  // namespace
+}  // namespace sgl::engine
