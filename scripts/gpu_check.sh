@@ -3,7 +3,7 @@
 #   scripts/gpu_check.sh pack   (here)   build the CUDA preset; pack the cuda test binaries,
 #                                        sgl-generate, sgl-bench, sgl-server, their non-system
 #                                        .so files and the test data (with the Llama-3.1
-#                                        tokenizer) into .carry/gpu.tgz (binaries carry a static
+#                                        tokenizer) into .carry/gpu.txz (binaries carry a static
 #                                        OpenBLAS, hence the compression)
 #   scripts/gpu_check.sh run    (device) unpack, run every cuda test, the GPU smoke checks and
 #                                        the benchmarks (sgl-bench one-batch on a dummy
@@ -56,13 +56,15 @@ pack() {
   mkdir -p "$stage/testdata/tokenizers"
   cp -r ../shared/testdata/tokenizers/llama3_1 ../shared/testdata/tokenizers/qwen3 \
     "$stage/testdata/tokenizers/"
-  mkdir -p .carry && tar czf .carry/gpu.tgz -C "$stage" gpu testdata configs
-  ls -la "$stage/gpu" && du -sh .carry/gpu.tgz
+  # xz: about half gzip's size (the device tool carries 64 MiB with the working tree).
+  mkdir -p .carry && rm -f .carry/gpu.tgz &&
+    tar cf - -C "$stage" gpu testdata configs | xz -T0 -6 >.carry/gpu.txz
+  ls -la "$stage/gpu" && du -sh .carry/gpu.txz
 }
 
 run() {
   local root=/tmp/sgl_gpu
-  rm -rf "$root" && mkdir -p "$root" && tar xzf .carry/gpu.tgz -C "$root"
+  rm -rf "$root" && mkdir -p "$root" && tar xJf .carry/gpu.txz -C "$root"
   export LD_LIBRARY_PATH="$root/gpu/lib:${LD_LIBRARY_PATH:-}"
   export SGL_TESTDATA_DIR="$root/testdata" SGL_EMBEDDING_MODELS="$root/testdata/embedding_models" \
     SGL_EAGLE_HEADS="$root/testdata/eagle_heads"

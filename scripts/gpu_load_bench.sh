@@ -9,7 +9,7 @@
 #     file has no tokenizer); its wall time and the loader's own line are reported.
 # Both print the loader's "loaded N GB of weights in S s (R GB/s)" line.
 #
-# usage: scripts/gpu_load_bench.sh [ROOT]   (ROOT: an unpacked .carry/gpu.tgz [/tmp/sgl_gpu])
+# usage: scripts/gpu_load_bench.sh [ROOT]   (ROOT: an unpacked .carry/gpu.txz [/tmp/sgl_gpu])
 # environment: OUT (logs) [/tmp/sgl_load_out]; SGL_LOAD_SKIP_GGUF=1 skips step 2;
 #   SGL_LOAD_GGUF_TYPE: make_random_gguf.py's --type for step 2 (q8_0, q4_k_m, f16) [q8_0].
 # Prints `RESULT:` lines; exit 1 when a step fails.

@@ -6,8 +6,8 @@
 # (throughput, TTFT, TPOT, ITL).
 #
 # usage: scripts/gpu_serving_bench.sh [ROOT]
-#   ROOT: an unpacked .carry/gpu.tgz (scripts/gpu_check.sh pack) [/tmp/sgl_gpu]; when it has no
-#   gpu/sgl-server yet, .carry/gpu.tgz is unpacked there first.
+#   ROOT: an unpacked .carry/gpu.txz (scripts/gpu_check.sh pack) [/tmp/sgl_gpu]; when it has no
+#   gpu/sgl-server yet, .carry/gpu.txz is unpacked there first.
 # environment:
 #   SGL_SERVING_DEVICE       cuda | cpu  [cuda]; cpu is the check of this script on a machine
 #                            without a GPU: a 2-layer, hidden-64 config with the same vocabulary,
@@ -32,9 +32,9 @@ out=${OUT:-/tmp/sgl_serving_out}
 mkdir -p "$out"
 
 if [ ! -x "$root/gpu/sgl-server" ]; then
-  if [ -f "$repo/.carry/gpu.tgz" ]; then
-    echo "unpacking $repo/.carry/gpu.tgz into $root"
-    rm -rf "$root" && mkdir -p "$root" && tar xzf "$repo/.carry/gpu.tgz" -C "$root"
+  if [ -f "$repo/.carry/gpu.txz" ]; then
+    echo "unpacking $repo/.carry/gpu.txz into $root"
+    rm -rf "$root" && mkdir -p "$root" && tar xzf "$repo/.carry/gpu.txz" -C "$root"
   fi
   [ -x "$root/gpu/sgl-server" ] ||
     { echo "no $root/gpu/sgl-server: run scripts/gpu_check.sh pack (it packs sgl-server)" >&2; exit 1; }

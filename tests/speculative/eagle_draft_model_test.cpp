@@ -63,11 +63,12 @@ Reference read_reference(const std::filesystem::path& path) {
   return r;
 }
 
-// `rows` rows of `device_out` (f32 [rows, width]) against the reference's rows from `first`.
+// `rows` rows of `device_out` (f32 [rows, width], written on `stream`) against the reference's
+// rows from `first`.
 void expect_rows(const Tensor& device_out, const std::vector<std::vector<float>>& want,
-                 size_t first, int64_t rows, const char* what) {
+                 size_t first, int64_t rows, const char* what, backend::Stream stream) {
   Buffer host(cpu_allocator(), DType::kF32, {device_out.size(0), device_out.size(1)});
-  kernels::copy(device_out, host, backend::Stream{kDevice, nullptr});
+  kernels::copy(device_out, host, stream);  // waits for the stream
   const Tensor out = host.tensor();
   ASSERT_EQ(out.size(0), rows);
   for (int64_t r = 0; r < rows; ++r) {
@@ -163,8 +164,10 @@ TEST_P(EagleDraftModelTest, ExtendMatchesTheReference) {
   ASSERT_TRUE(draft_);
   const size_t t = reference_.input_ids.size();
   const model::DraftOutput out = run(ForwardMode::kExtend, LogitsMode::kAllTokens, 0, t);
-  expect_rows(out.logits, reference_.logits, 0, static_cast<int64_t>(t), "logits");
-  expect_rows(out.hidden_states, reference_.next_hidden, 0, static_cast<int64_t>(t), "hidden");
+  expect_rows(out.logits, reference_.logits, 0, static_cast<int64_t>(t), "logits",
+              target_->stream());
+  expect_rows(out.hidden_states, reference_.next_hidden, 0, static_cast<int64_t>(t), "hidden",
+              target_->stream());
 }
 
 // An extend of all but the last three tokens (its last row only), then one decode step each:
@@ -173,12 +176,14 @@ TEST_P(EagleDraftModelTest, DecodeStepsAfterAnExtendMatchTheReference) {
   ASSERT_TRUE(draft_);
   const size_t t = reference_.input_ids.size(), prefix = t - 3;
   model::DraftOutput out = run(ForwardMode::kExtend, LogitsMode::kLastPerRequest, 0, prefix);
-  expect_rows(out.logits, reference_.logits, prefix - 1, 1, "extend logits");
-  expect_rows(out.hidden_states, reference_.next_hidden, prefix - 1, 1, "extend hidden");
+  expect_rows(out.logits, reference_.logits, prefix - 1, 1, "extend logits", target_->stream());
+  expect_rows(out.hidden_states, reference_.next_hidden, prefix - 1, 1, "extend hidden",
+              target_->stream());
   for (size_t i = prefix; i < t; ++i) {
     out = run(ForwardMode::kDecode, LogitsMode::kLastPerRequest, i, i + 1);
-    expect_rows(out.logits, reference_.logits, i, 1, "decode logits");
-    expect_rows(out.hidden_states, reference_.next_hidden, i, 1, "decode hidden");
+    expect_rows(out.logits, reference_.logits, i, 1, "decode logits", target_->stream());
+    expect_rows(out.hidden_states, reference_.next_hidden, i, 1, "decode hidden",
+                target_->stream());
   }
 }
 
@@ -269,14 +274,16 @@ TEST_P(TargetCaptureTest, HiddenStatesAndCapturedLayersMatchTheReference) {
   fb.capture_hidden_mode = CaptureHiddenMode::kFull;
   model::ModelOutput out = target.forward(fb);
   ASSERT_EQ(out.logits.size(0), 1);
-  expect_rows(out.hidden_states, final_norm, 0, n, "final norm output");
+  expect_rows(out.hidden_states, final_norm, 0, n, "final norm output", target.stream());
   ASSERT_EQ(out.aux_hidden_states.size(1), 3 * h);
-  expect_rows(out.aux_hidden_states, captured, 0, n, "captured layers");
+  expect_rows(out.aux_hidden_states, captured, 0, n, "captured layers", target.stream());
 
   fb.capture_hidden_mode = CaptureHiddenMode::kLast;  // the last token's only
   out = target.forward(fb);
-  expect_rows(out.hidden_states, final_norm, static_cast<size_t>(n - 1), 1, "last final norm");
-  expect_rows(out.aux_hidden_states, captured, static_cast<size_t>(n - 1), 1, "last captured");
+  expect_rows(out.hidden_states, final_norm, static_cast<size_t>(n - 1), 1, "last final norm",
+              target.stream());
+  expect_rows(out.aux_hidden_states, captured, static_cast<size_t>(n - 1), 1, "last captured",
+              target.stream());
 
   // Layer 1 is the last: its output is the final norm's input, not a layer's input to capture.
   options.aux_hidden_state_layers = {0, 1, 0};
