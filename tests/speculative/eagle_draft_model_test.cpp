@@ -82,18 +82,23 @@ void expect_rows(const Tensor& device_out, const std::vector<std::vector<float>>
   }
 }
 
+// The tiny target on the test's device in f32, sized for the references.
+runner::ModelRunnerOptions target_options() {
+  runner::ModelRunnerOptions options;
+  options.dtype = "float32";
+  options.device = kDevice;
+  options.max_num_tokens = kMaxTokens;
+  options.max_batch_size = 2;
+  options.num_kv_slots = kSlots;
+  return options;
+}
+
 class EagleDraftModelTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     const std::string head = GetParam();
     target_name_ = head.substr(0, head.rfind('-'));
-    runner::ModelRunnerOptions options;
-    options.dtype = "float32";
-    options.device = kDevice;
-    options.max_num_tokens = kMaxTokens;
-    options.max_batch_size = 4;
-    options.num_kv_slots = kSlots;
-    auto target = runner::ModelRunner::create(test::model_dir(target_name_), options);
+    auto target = runner::ModelRunner::create(test::model_dir(target_name_), target_options());
     ASSERT_TRUE(target.ok()) << target.status().to_string();
     target_ = std::move(target).value();
     builder_ = std::make_unique<runner::ForwardBatchBuilder>(target_->allocator(), kMaxTokens, 2,
@@ -243,12 +248,7 @@ TEST_P(TargetCaptureTest, HiddenStatesAndCapturedLayersMatchTheReference) {
       ref["layer_outputs"].get<std::vector<std::vector<std::vector<float>>>>();
   const auto final_norm = ref["final_norm_output"].get<std::vector<std::vector<float>>>();
   const auto n = static_cast<int32_t>(ids.size());
-  runner::ModelRunnerOptions options;
-  options.dtype = "float32";
-  options.device = kDevice;
-  options.max_num_tokens = kMaxTokens;
-  options.max_batch_size = 2;
-  options.num_kv_slots = kSlots;
+  runner::ModelRunnerOptions options = target_options();
   options.aux_hidden_state_layers = {0, 0, 0};  // a 2-layer target has one layer to capture
   auto r = runner::ModelRunner::create(test::model_dir(GetParam()), options);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
