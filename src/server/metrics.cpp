@@ -158,6 +158,10 @@ std::string Metrics::render(std::span<const engine::EngineStats> replicas, size_
   sample(out, "sglang:cache_hit_rate", labels_, s.cache_hit_rate());
   header(out, "sglang:gen_throughput", "gauge", "Generated tokens per second, recently.");
   sample(out, "sglang:gen_throughput", labels_, stats.generation_throughput);
+  header(out, "sglang:spec_accept_length", "gauge",
+         "Tokens a speculative verify step yields on average (1 + accepted drafts); 0 before "
+         "the first.");
+  sample(out, "sglang:spec_accept_length", labels_, s.spec_accept_length());
 
   // Per replica: what the load balancer weighs.
   const auto per_replica = [&](const char* name, const char* help, auto value) {

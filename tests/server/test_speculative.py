@@ -1,0 +1,70 @@
+# sgl-server with NGRAM speculative decoding on stories260K: greedy and seeded outputs equal a
+# plain server's (streaming too), and the accept length it reports is the same in
+# /get_server_info (avg_spec_accept_length) and /metrics (sglang:spec_accept_length, SGLang's
+# gauge), and consistent with its accepted-draft and verify-step counts.
+import json
+import re
+
+import pytest
+
+from conftest import Server, golden
+
+PROMPTS = [c["prompt"] for c in golden()["cases"]]
+# Text that repeats itself, so the drafts find earlier occurrences to propose.
+REPEATING = "One day, Lily went to the park. " * 6
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("plain"))
+    yield srv
+    assert srv.stop() == 0, srv.log()
+
+
+@pytest.fixture(scope="module")
+def ngram(tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("ngram"), "--speculative-algorithm", "NGRAM",
+                 "--speculative-num-draft-tokens", "4")
+    yield srv
+    assert srv.alive(), "the server died: " + srv.log()
+    srv.wait_idle_no_leak()
+    assert srv.stop() == 0, srv.log()
+
+
+def generate(srv, text, **sampling):
+    body = {"text": text, "sampling_params": {"temperature": 0, "max_new_tokens": 48, **sampling}}
+    r = srv.post("/generate", body)
+    assert r.status_code == 200, r.text
+    return r.json()["text"]
+
+
+def test_outputs_equal_plain_decoding(plain, ngram):
+    for prompt in PROMPTS + [REPEATING]:
+        assert generate(ngram, prompt) == generate(plain, prompt), prompt
+        seeded = {"temperature": 0.8, "sampling_seed": 11}
+        assert generate(ngram, prompt, **seeded) == generate(plain, prompt, **seeded), prompt
+
+
+def test_streamed_text_equals_plain_decoding(plain, ngram):
+    body = {"model": "stories260K", "prompt": REPEATING, "max_tokens": 40, "temperature": 0,
+            "stream": True}
+    r = ngram.post("/v1/completions", body, stream=True)
+    assert r.status_code == 200, r.text
+    streamed = ""
+    for line in r.iter_lines():
+        if line.startswith(b"data: ") and line != b"data: [DONE]":
+            streamed += "".join(c["text"] for c in json.loads(line[6:])["choices"])
+    whole = plain.post("/v1/completions", {**body, "stream": False}).json()["choices"][0]["text"]
+    assert streamed == whole
+
+
+def test_accept_length_is_reported_alike(ngram):
+    generate(ngram, REPEATING)
+    state = ngram.get("/get_server_info").json()["internal_states"][0]
+    steps, accepted = state["spec_verify_steps"], state["spec_accepted_tokens"]
+    assert steps > 0, state
+    assert state["avg_spec_accept_length"] == pytest.approx(1 + accepted / steps)
+    metrics = ngram.get("/metrics").text
+    match = re.search(r'^sglang:spec_accept_length\{[^}]*\} (\S+)$', metrics, re.M)
+    assert match, metrics
+    assert float(match.group(1)) == pytest.approx(state["avg_spec_accept_length"], rel=1e-6)
