@@ -174,6 +174,10 @@ int run_bench_offline(int argc, char** argv) {
               "Output token throughput (tok/s):", static_cast<double>(generated) / seconds);
   std::printf("%-40s %.1f\n", "Engine CPU per decode step (us):", stats.decode_step_cpu_us);
   std::printf("%-40s %lld\n", "Decode steps:", static_cast<long long>(stats.decode_steps));
+  const scheduler::SchedulerStats& sched = stats.scheduler;
+  if (sched.spec_verify_steps > 0) {  // --speculative-algorithm
+    std::printf("%-40s %.2f\n", "Accept length:", sched.spec_accept_length());
+  }
   std::printf("===================================================\n");
   if (const auto out = args->get("--output-file")) {
     nlohmann::json report = {{"num_prompts", *n},
@@ -184,7 +188,9 @@ int run_bench_offline(int argc, char** argv) {
                              {"request_throughput", static_cast<double>(*n) / seconds},
                              {"output_throughput", static_cast<double>(generated) / seconds},
                              {"decode_step_cpu_us", stats.decode_step_cpu_us},
-                             {"decode_steps", stats.decode_steps}};
+                             {"decode_steps", stats.decode_steps},
+                             {"spec_verify_steps", sched.spec_verify_steps},
+                             {"spec_accept_length", sched.spec_accept_length()}};
     std::ofstream f(*out);
     f << report.dump(1) << "\n";
     if (!f) return fail(internal_error("cannot write " + *out));
