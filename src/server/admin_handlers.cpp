@@ -155,6 +155,7 @@ Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
                                   {"max_queued_requests", i.max_queued_requests},
                                   {"schedule_policy", i.schedule_policy},
                                   {"disable_radix_cache", i.disable_radix_cache},
+                                  {"tp_size", i.tp_size},
                                   {"dp_size", i.dp_size},
                                   {"load_balance_method", i.load_balance_method},
                                   {"internal_states", std::move(states)}}));

@@ -47,6 +47,7 @@ struct ServerInfo {
   std::string tool_call_parser;      // --tool-call-parser; empty: tool calls stay text
   std::string reasoning_parser;      // --reasoning-parser; empty: reasoning stays text
   int dp_size = 1;                   // --dp-size: engine replicas
+  int tp_size = 1;                   // --tp-size: tensor-parallel ranks of each replica
   std::string load_balance_method;   // --load-balance-method (SGLang's name)
 };
 

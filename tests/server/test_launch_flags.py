@@ -173,16 +173,18 @@ def test_refuses_with_a_reason(line, refusal, tmp_path):
 
 
 def generate_greedy(args, tmp_path, prompts):
-    """Serves with `args` and returns each prompt's /generate reply (greedy, with logprobs)."""
+    """Serves with `args`; returns each prompt's /generate reply (greedy, with logprobs) and
+    /get_server_info."""
     proc, err = start(args, tmp_path)
     try:
         first = proc.stdout.readline().decode()
         assert "listening on" in first, stderr_of(err)
         url = first.split("listening on ", 1)[1].split()[0]
-        return [requests.post(url + "/generate", timeout=60, json={
+        replies = [requests.post(url + "/generate", timeout=60, json={
             "text": p, "return_logprob": True,
             "sampling_params": {"max_new_tokens": 16, "temperature": 0, "ignore_eos": True}}).json()
             for p in prompts]
+        return replies, requests.get(url + "/get_server_info", timeout=30).json()
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0, stderr_of(err)
@@ -192,8 +194,10 @@ def test_tensor_parallel_serves_what_one_rank_serves(tmp_path):
     # --tp-size 2 on the CPU: the same tokens as one rank, logprobs within the all-reduce's
     # summation-order error (tests/runner/tensor_parallel_test.cpp measures it).
     prompts = ["Once upon a time", "The little dog", "Once upon a time, there was"]
-    one = generate_greedy(run_args("--model-path {model}"), tmp_path, prompts)
-    two = generate_greedy(run_args("--model-path {model} --tp-size 2"), tmp_path, prompts)
+    one, one_info = generate_greedy(run_args("--model-path {model}"), tmp_path, prompts)
+    two, two_info = generate_greedy(run_args("--model-path {model} --tp-size 2"), tmp_path,
+                                    prompts)
+    assert (one_info["tp_size"], two_info["tp_size"]) == (1, 2)
     for a, b in zip(one, two):
         assert a["output_ids"] == b["output_ids"] and a["text"] == b["text"]
         for x, y in zip(a["meta_info"]["output_token_logprobs"],
