@@ -61,7 +61,12 @@ Status parse_eagle3_fields(const Json& top, const std::string& source, EagleDraf
 
 Result<EagleDraftConfig> load_eagle_draft_config(const std::filesystem::path& dir) {
   const std::filesystem::path path = dir / "config.json";
-  SGL_ASSIGN_OR_RETURN(ModelConfig llama, load_model_config_file(path));
+  // Read once: the Llama fields and EAGLE-3's come from the same text.
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found(path.string() + ": cannot open the draft head's config");
+  std::stringstream text;
+  text << in.rdbuf();
+  SGL_ASSIGN_OR_RETURN(ModelConfig llama, parse_model_config(text.str(), path.string()));
   const Architecture* arch = find_architecture(llama.architecture);
   if (arch == nullptr || arch->draft == DraftKind::kNone) {
     return invalid_argument(path.string() + ": architecture '" + llama.architecture +
@@ -73,9 +78,7 @@ Result<EagleDraftConfig> load_eagle_draft_config(const std::filesystem::path& di
   config.llama = std::move(llama);
   config.draft_vocab_size = config.llama.vocab_size;
   if (config.kind == DraftKind::kEagle3) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
+    // parse_model_config accepted the text, so it is a JSON object.
     const Json top = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
     SGL_RETURN_IF_ERROR(parse_eagle3_fields(top, path.string(), config));
   }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/engine.h"
 #include "engine/request_stream.h"
 
 namespace sgl::test {
@@ -45,6 +46,21 @@ inline Outcome collect(engine::RequestStream& stream) {
       return out;
     }
   }
+}
+
+// Submits every request (all queued before any is read), then drains each stream in order; a
+// refused submission is a test failure and has no outcome.
+inline std::vector<Outcome> submit_and_collect(
+    engine::Engine& engine, const std::vector<scheduler::GenerateRequest>& requests) {
+  std::vector<std::shared_ptr<engine::RequestStream>> streams;
+  for (const scheduler::GenerateRequest& r : requests) {
+    auto s = engine.submit(r);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (s.ok()) streams.push_back(*s);
+  }
+  std::vector<Outcome> out;
+  for (auto& s : streams) out.push_back(collect(*s));
+  return out;
 }
 
 }  // namespace sgl::test

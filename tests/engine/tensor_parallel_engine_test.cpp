@@ -64,14 +64,7 @@ std::vector<test::Outcome> serve(const Config& c, int tp,
   EXPECT_TRUE(me.ok()) << me.status().to_string();
   if (!me.ok()) return {};
   me->engine->set_check_integrity(true);
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (const auto& r : reqs) {
-    auto s = me->engine->submit(r);
-    EXPECT_TRUE(s.ok()) << s.status().to_string();
-    if (s.ok()) streams.push_back(*s);
-  }
-  std::vector<test::Outcome> out;
-  for (auto& s : streams) out.push_back(test::collect(*s));
+  std::vector<test::Outcome> out = test::submit_and_collect(*me->engine, reqs);
   EXPECT_TRUE(me->engine->last_integrity().ok()) << me->engine->last_integrity().to_string();
   if (c.radix) EXPECT_GT(me->engine->get_stats().scheduler.cached_prompt_tokens_total, 0);
   return out;
