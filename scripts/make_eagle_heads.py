@@ -12,6 +12,9 @@ For each target model T of --targets (a folder of --testdata/models) it writes:
                   fc.weight [H, 2H] and fc.bias [H] over concat(embed(token), target hidden);
                   layers.0.* one Llama decoder layer without its input_layernorm (EAGLE skips
                   it); no final norm; the embeddings and the LM head are the target's.
+  OUT/T-eagle-repeat/  an EAGLE head whose drafts repeat the token it reads (fc passes the
+                  target hidden state through, the layer adds nothing): the target's own greedy
+                  choice at the position before, accepted wherever greedy output repeats.
   OUT/T-eagle3/   LlamaForCausalLMEagle3, SGLang's llama_eagle3.py layout (EAGLE-3):
                   fc.weight [H, 3H] over the target's three captured hidden states;
                   midlayer.{input_layernorm, hidden_norm, post_attention_layernorm}.weight,
@@ -274,9 +277,24 @@ def write_heads(model_dir, out_dir, tokens, draft_vocab):
                "t2d": t2d}
     write_head(out_dir / f"{name}-eagle3", cfg, weights, eagle3_forward, target, 3 * h, tokens,
                draws)
-    if target_cfg["architectures"] == ["LlamaForCausalLM"] and not target_cfg.get("attention_bias"):
+    # A config without `architectures` (stories260K's) is a plain Llama by its model_type.
+    llama = target_cfg.get("architectures", [target_cfg.get("model_type")]) in (
+        ["LlamaForCausalLM"], ["llama"])
+    if llama and not target_cfg.get("attention_bias"):
         write_target_reference(out_dir / f"{name}-target.json", tensors, target_cfg, tokens,
                                draws.rng)
+
+    # A head that drafts its input token again: fc passes the target's hidden state through and
+    # the layer adds nothing (o_proj and down_proj zero), so its logits are the target's own at
+    # that position. Where greedy output repeats a token, every such draft is accepted.
+    cfg = draft_config(target_cfg, "LlamaForCausalLMEagle", 1)
+    weights = {**layer_weights(draws, cfg, "layers.0.", h),
+               "fc.weight": np.concatenate([np.zeros((h, h)), np.eye(h)], axis=1).astype(np.float32),
+               "fc.bias": np.zeros(h, dtype=np.float32)}
+    weights["layers.0.self_attn.o_proj.weight"][:] = 0
+    weights["layers.0.mlp.down_proj.weight"][:] = 0
+    write_head(out_dir / f"{name}-eagle-repeat", cfg, weights, eagle_forward, target, h, tokens,
+               draws)
 
 
 def main():

@@ -150,14 +150,27 @@ std::span<const FlagSpec> engine_flag_table() {
       {.name = "--disable-overlap-schedule",
        .help = "Schedule the next batch only after the last one finished."},
       {.name = "--speculative-algorithm",
-       .value = "NGRAM",
-       .help = "Speculative decoding: NGRAM verifies drafts looked up in each request's own "
-               "prompt and output (same tokens, fewer steps; runs without the overlap loop). "
-               "EAGLE / EAGLE3 are not implemented yet."},
+       .value = "EAGLE|EAGLE3|NGRAM",
+       .help = "Speculative decoding (same tokens, fewer steps; runs without the overlap loop): "
+               "EAGLE / EAGLE3 draft with a draft head (--speculative-draft-model-path), NGRAM "
+               "looks drafts up in each request's own prompt and output."},
+      {.name = "--speculative-draft-model-path",
+       .value = "DIR",
+       .help = "EAGLE / EAGLE3: the draft head (LlamaForCausalLMEagle / LlamaForCausalLMEagle3 "
+               "config.json + safetensors)."},
+      {.name = "--speculative-num-steps",
+       .value = "N",
+       .help = "EAGLE / EAGLE3: draft steps (drafts) per verify.",
+       .default_value = "3"},
+      {.name = "--speculative-eagle-topk",
+       .value = "N",
+       .help = "EAGLE / EAGLE3: branches per draft step; 1 (a chain) for now.",
+       .default_value = "1"},
       {.name = "--speculative-num-draft-tokens",
        .value = "N",
-       .help = "Tokens verified per request and step, the last sampled one included.",
-       .default_value = "8"},
+       .help = "Tokens verified per request and step, the last sampled one included (EAGLE "
+               "with topk 1: --speculative-num-steps + 1).",
+       .default_value = "8 (NGRAM)"},
       {.name = "--speculative-ngram-min-match-window-size",
        .value = "N",
        .help = "Shortest suffix the NGRAM lookup matches.",
@@ -274,6 +287,13 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   }
   SGL_ASSIGN_OR_RETURN(const int64_t draft_tokens,
                        args.get_int("--speculative-num-draft-tokens", spec.num_draft_tokens));
+  spec.draft_model_path = args.get("--speculative-draft-model-path").value_or("");
+  SGL_ASSIGN_OR_RETURN(const int64_t num_steps,
+                       args.get_int("--speculative-num-steps", spec.num_steps));
+  SGL_ASSIGN_OR_RETURN(const int64_t topk,
+                       args.get_int("--speculative-eagle-topk", spec.eagle_topk));
+  spec.num_steps = static_cast<int32_t>(std::clamp<int64_t>(num_steps, -1, 1 << 20));
+  spec.eagle_topk = static_cast<int32_t>(std::clamp<int64_t>(topk, -1, 1 << 20));
   SGL_ASSIGN_OR_RETURN(
       const int64_t min_window,
       args.get_int("--speculative-ngram-min-match-window-size", spec.ngram_min_match_window));
@@ -283,7 +303,12 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   spec.num_draft_tokens = static_cast<int32_t>(std::clamp<int64_t>(draft_tokens, -1, 1 << 20));
   spec.ngram_min_match_window = static_cast<int32_t>(std::clamp<int64_t>(min_window, -1, 1 << 20));
   spec.ngram_max_match_window = static_cast<int32_t>(std::clamp<int64_t>(max_window, -1, 1 << 20));
-  SGL_RETURN_IF_ERROR(spec.validate());
+  SGL_RETURN_IF_ERROR(spec.validate(args.has("--speculative-num-draft-tokens")));
+  if (!spec.drafts_in_runner() &&
+      (args.has("--speculative-num-steps") || args.has("--speculative-eagle-topk"))) {
+    return invalid_argument(
+        "--speculative-num-steps and --speculative-eagle-topk are for EAGLE / EAGLE3");
+  }
   // A verify step needs its request's last token on the host: speculative batches run without
   // the overlap loop (SGLang's speculative workers did too).
   if (spec.enabled()) s.engine.disable_overlap_schedule = true;

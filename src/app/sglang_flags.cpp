@@ -11,8 +11,6 @@ using enum FlagSupport;
 constexpr std::string_view kOneGpu =
     "sgl.cpp runs one GPU per server until expert parallelism and the GPUs' NCCL communicator "
     "land";
-constexpr std::string_view kNoSpeculative =
-    "draft-model speculative decoding (EAGLE) is not implemented yet; NGRAM is";
 constexpr std::string_view kOneChain =
     "NGRAM drafts one chain per request (the longest matching suffix's continuation), no tree";
 constexpr std::string_view kOwnTokens =
@@ -220,21 +218,6 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
        .support = kNoEffect,
        .note = "tokenization runs on the server's work pool threads"},
       // Speculative decoding, grammars, parsers, LoRA.
-      {.name = "--speculative-draft-model-path",
-       .value = "DIR",
-       .help = "Draft model.",
-       .support = kRefused,
-       .note = kNoSpeculative},
-      {.name = "--speculative-num-steps",
-       .value = "N",
-       .help = "Draft depth.",
-       .support = kRefused,
-       .note = kNoSpeculative},
-      {.name = "--speculative-eagle-topk",
-       .value = "N",
-       .help = "Draft branching.",
-       .support = kRefused,
-       .note = kNoSpeculative},
       {.name = "--speculative-ngram-min-bfs-breadth",
        .value = "N",
        .help = "NGRAM draft tree breadth.",

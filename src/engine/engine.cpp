@@ -73,6 +73,19 @@ double thread_cpu_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// EAGLE: the scheduler's verify entries carry placeholder drafts; the runner's result says
+// which ids it drafted there, and acceptance reads those.
+void adopt_runner_drafts(const std::vector<std::vector<int32_t>>& draft_ids,
+                         scheduler::ScheduleBatch& batch) {
+  if (draft_ids.empty()) return;
+  SGL_CHECK_EQ(draft_ids.size(), batch.entries.size());
+  for (size_t i = 0; i < draft_ids.size(); ++i) {
+    std::vector<int32_t>& placeholders = batch.entries[i].draft_ids;
+    SGL_CHECK_EQ(draft_ids[i].size(), placeholders.size()) << "drafts for request " << i;
+    placeholders = draft_ids[i];
+  }
+}
+
 }  // namespace
 
 Engine::Engine(const EngineOptions& options)
@@ -296,6 +309,7 @@ void Engine::loop(runner::BatchRunner& runner) {
     if (in_flight.front().pooling != PoolingType::kNone) {
       scheduler_->process_embedding_result(in_flight.front(), result.embeddings);
     } else {
+      adopt_runner_drafts(result.draft_ids, in_flight.front());
       scheduler_->process_batch_result(in_flight.front(), result.output, result.prompt_logprobs);
     }
     in_flight.pop_front();

@@ -19,6 +19,14 @@ std::vector<int32_t> sequence_prefix(const scheduler::Req& req, int32_t n) {
   return ids;
 }
 
+// The request's token at `pos` (prompt, then outputs); -1 past the known tokens.
+int32_t token_at(const scheduler::Req& req, int32_t pos) {
+  const std::vector<int32_t>& prompt = req.origin_input_ids();
+  const auto p = static_cast<size_t>(pos);
+  if (p < prompt.size()) return prompt[p];
+  return p - prompt.size() < req.output_ids.size() ? req.output_ids[p - prompt.size()] : -1;
+}
+
 }  // namespace
 
 runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
@@ -37,6 +45,7 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
                           r.sampling,          r.top_logprobs_num, r.return_logprob};
     x.prompt_len = e.req->prompt_len();
     x.samples = e.samples;
+    if (!e.samples) x.next_input_id = token_at(*e.req, e.prefix_len + e.extend_len);
     x.sample_rows = e.sample_rows();
     const sampling::SamplingParams& p = r.sampling;
     // NOTE: in the overlap loop output_ids may lag the scheduled steps; the mask then stays on

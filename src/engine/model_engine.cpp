@@ -31,12 +31,34 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
   ro.max_logit_rows =
       std::max<int64_t>(ro.max_batch_size, options.scheduler.max_running_requests +
                                                options.scheduler.max_scoring_tokens);
+  const speculative::SpeculativeOptions& spec = options.scheduler.speculative;
+  if (spec.drafts_in_runner()) {
+    if (ro.tp_size > 1) {
+      return invalid_argument("EAGLE speculative decoding with --tp-size > 1 is not implemented");
+    }
+    if (ro.is_embedding) {
+      return invalid_argument(
+          "--speculative-algorithm is for generation models, not "
+          "--is-embedding");
+    }
+    if (spec.algorithm == speculative::SpeculativeAlgorithm::kEagle3) {
+      SGL_ASSIGN_OR_RETURN(ro.aux_hidden_state_layers,
+                           runner::eagle3_capture_layers(spec.draft_model_path, model_path));
+    }
+  }
   ModelEngine me;
   if (ro.tp_size > 1) {
     SGL_ASSIGN_OR_RETURN(me.tp_workers,
                          runner::TpWorkerGroup::create(model_path, ro, &me.model_runner));
   } else {
     SGL_ASSIGN_OR_RETURN(me.model_runner, runner::ModelRunner::create(model_path, ro));
+  }
+  if (spec.drafts_in_runner()) {
+    const model::DraftKind kind = spec.algorithm == speculative::SpeculativeAlgorithm::kEagle3
+                                      ? model::DraftKind::kEagle3
+                                      : model::DraftKind::kEagle;
+    SGL_ASSIGN_OR_RETURN(me.eagle_draft, runner::EagleDraftRunner::create(spec.draft_model_path,
+                                                                          kind, *me.model_runner));
   }
   const model::ModelConfig& config = me.model_runner->config();
   options.num_kv_slots = static_cast<int32_t>(me.model_runner->num_kv_slots());
@@ -63,8 +85,8 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     me.engine->start(std::make_unique<runner::TpBatchRunner>(*me.model_runner, *me.tp_workers,
                                                              me.engine->req_to_token_pool()));
   } else {
-    me.engine->start(std::make_unique<runner::ModelBatchRunner>(*me.model_runner,
-                                                                me.engine->req_to_token_pool()));
+    me.engine->start(std::make_unique<runner::ModelBatchRunner>(
+        *me.model_runner, me.engine->req_to_token_pool(), me.eagle_draft.get()));
   }
   return me;
 }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "engine/engine.h"
+#include "runner/eagle_draft_runner.h"
 #include "runner/model_runner.h"
 #include "runner/tp_worker_group.h"
 
@@ -14,6 +15,8 @@ struct ModelEngine {
   // runner_options.tp_size > 1: the other ranks and the group's communicators (outlive the rest).
   std::unique_ptr<runner::TpWorkerGroup> tp_workers;
   std::unique_ptr<runner::ModelRunner> model_runner;  // rank 0's; outlives the engine
+  // --speculative-algorithm EAGLE / EAGLE3: the draft head over model_runner.
+  std::unique_ptr<runner::EagleDraftRunner> eagle_draft;
   std::unique_ptr<Engine> engine;
 };
 
@@ -21,6 +24,8 @@ struct ModelEngine {
 // token limits are filled from the runner, and with runner_options.is_embedding its pooling;
 // `extra_eos_ids` (e.g. the tokenizer's) join the model's EOS ids. With runner_options.tp_size > 1
 // every rank is loaded and the engine's batches run on all of them (runner::TpBatchRunner).
+// With EAGLE speculative decoding (engine_options.scheduler.speculative) the draft head loads
+// beside the model and the engine's batch runner drafts with it.
 Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                                         const runner::ModelRunnerOptions& runner_options,
                                         EngineOptions engine_options,

@@ -207,6 +207,18 @@ void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor
              (src, qo_indptr, out, stream));
 }
 
+void scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& dst,
+                  backend::Stream stream) {
+  SGL_CHECK(src.ndim() == 2 && dst.ndim() == 2 && src.is_contiguous() && dst.is_contiguous() &&
+            src.size(1) == dst.size(1) && src.dtype() == dst.dtype())
+      << "scatter_rows: src " << src.shape_string() << " dst " << dst.shape_string();
+  SGL_CHECK(rows.dtype() == DType::kI32 && rows.ndim() == 1 && rows.size(0) == src.size(0))
+      << "scatter_rows: rows " << rows.shape_string() << " for src " << src.shape_string();
+  check_same_device(src, dst, "scatter_rows");
+  check_same_device(src, rows, "scatter_rows");
+  SGL_RUN_ON(src.device(), scatter_rows, (src, rows, dst), (src, rows, dst, stream));
+}
+
 void pool_rows(const Tensor& src, const Tensor& qo_indptr, RowPool pool, const Tensor& out,
                backend::Stream stream) {
   SGL_CHECK(src.ndim() == 2 && out.ndim() == 2 && src.is_contiguous() && out.is_contiguous() &&

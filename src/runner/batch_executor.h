@@ -34,6 +34,9 @@ struct ExecRequest {
   bool return_logprob = false;
   // False for a prefill chunk before the prompt's last: the id it samples is dropped.
   bool samples = true;
+  // Such a chunk's next prompt token (-1 otherwise): an EAGLE draft extends each position with
+  // the token after it.
+  int32_t next_input_id = -1;
   // Positions sampled, the pass's last ones: 1, or a speculative verify's 1 + drafts (each row
   // sampled with the step of its own position, so it draws what plain decoding would).
   int32_t sample_rows = 1;
@@ -85,6 +88,9 @@ struct ExecResult {
   std::vector<float> embeddings;
   // [bs] when some request wanted prompt logprobs (the others' entries empty), else empty.
   std::vector<sampling::PromptLogprobs> prompt_logprobs;
+  // [bs] when the runner drafted (EAGLE): each verify request's drafts, in place of the
+  // placeholder ids its input carried (the others' entries empty); else empty.
+  std::vector<std::vector<int32_t>> draft_ids;
 };
 
 // Runs batches in order: launch() queues one (on a GPU it may return once the batch's work is

@@ -7,7 +7,8 @@
 namespace sgl::runner {
 
 ModelBatchRunner::ModelBatchRunner(ModelRunner& model_runner,
-                                   const cache::ReqToTokenPool& req_to_token)
+                                   const cache::ReqToTokenPool& req_to_token,
+                                   EagleDraftRunner* eagle_draft)
     : model_runner_(model_runner),
       context_len_(req_to_token.max_context_len()),
       req_to_token_(req_to_token.size(), req_to_token.max_context_len()),
@@ -15,7 +16,12 @@ ModelBatchRunner::ModelBatchRunner(ModelRunner& model_runner,
                model_runner.options().max_batch_size, req_to_token_),
       token_table_(static_cast<size_t>(req_to_token.size()) * req_to_token.max_context_len(), 0),
       pending_batch_(req_to_token.size(), -1),
-      pending_index_(req_to_token.size(), 0) {}
+      pending_index_(req_to_token.size(), 0) {
+  if (eagle_draft != nullptr) {
+    SGL_CHECK(&eagle_draft->target() == &model_runner) << "an EAGLE draft of another target";
+    eagle_ = std::make_unique<EagleWorker>(*eagle_draft, req_to_token_, req_to_token.size());
+  }
+}
 
 void ModelBatchRunner::launch(const ExecBatch& batch) {
   req_to_token_.apply(batch.req_to_token_writes);
@@ -45,8 +51,12 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   // A pooling batch samples nothing and runs to its end here, as host-sampled batches do.
   // NOTE: speculative verify samples several rows per request on the host for now.
   const bool pooling = batch.pooling != PoolingType::kNone;
-  const bool on_host =
-      pooling || process || score_prompt || verify || !model_runner_.can_launch(sampling);
+  const bool on_host = pooling || process || score_prompt || verify || eagle_ != nullptr ||
+                       !model_runner_.can_launch(sampling);
+  // EAGLE: the verify entries' drafts, before their ids are read (every earlier batch finished:
+  // the draft state is current).
+  std::vector<std::vector<int32_t>> drafts;
+  if (eagle_ != nullptr) drafts = eagle_->draft(batch);
   Launched launched;
   launched.result.batch_id = batch.id;
   {
@@ -56,12 +66,16 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     // follow one unfinished batch (the device sampler's two slots).
     batch_finished_.wait(lock, [&] { return unfinished_.size() < (on_host ? 1u : 2u); });
     input_ids_.clear();
-    for (const ExecRequest& r : batch.requests) {
+    for (size_t i = 0; i < batch.requests.size(); ++i) {
+      const ExecRequest& r = batch.requests[i];
       int32_t* row = token_row(r.req_pool_idx);
       SGL_CHECK_LE(r.prefix_len + r.extend_len, context_len_);
       if (!r.input_ids.empty()) {
         SGL_CHECK_EQ(static_cast<int32_t>(r.input_ids.size()), r.extend_len);
         std::copy(r.input_ids.begin(), r.input_ids.end(), row + r.prefix_len);
+      }
+      if (!drafts.empty() && !drafts[i].empty()) {  // over the placeholders after the last token
+        std::copy(drafts[i].begin(), drafts[i].end(), row + r.prefix_len + 1);
       }
       if (!r.cached_prefix_ids.empty()) {
         SGL_CHECK_EQ(static_cast<int32_t>(r.cached_prefix_ids.size()), r.prefix_len);
@@ -98,11 +112,22 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
       score_prompt || verify ? LogitsMode::kAllTokens : LogitsMode::kLastPerRequest;
   ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
   fb.pooling = batch.pooling;
+  if (eagle_ != nullptr) fb.capture_hidden_mode = CaptureHiddenMode::kFull;
   if (pooling) {
     const Tensor pooled = model_runner_.forward_embeddings(fb);
     const float* data = pooled.data<float>();
     launched.result.embeddings.assign(data, data + pooled.numel());
     std::lock_guard lock(mutex_);
+    unfinished_.push_back(std::move(launched));
+    return;
+  }
+  if (eagle_ != nullptr) {
+    model::ModelOutput output;
+    run_on_host(batch, fb, sampling, process, score_prompt || verify, launched.result, &output);
+    eagle_->extend(batch, input_ids_, output, launched.result.output.next_token_ids, drafts);
+    launched.result.draft_ids = std::move(drafts);
+    std::lock_guard lock(mutex_);
+    record_sampled(launched, launched.result.output.next_token_ids);
     unfinished_.push_back(std::move(launched));
     return;
   }
@@ -156,9 +181,9 @@ void ModelBatchRunner::record_sampled(const Launched& launched, const std::vecto
 
 void ModelBatchRunner::run_on_host(const ExecBatch& batch, const ForwardBatch& fb,
                                    const sampling::SamplingBatch& sampling, bool process,
-                                   bool all_rows, ExecResult& result) {
+                                   bool all_rows, ExecResult& result, model::ModelOutput* output) {
   // Host logits; processing edits them in place (they are scratch until the next forward).
-  Tensor logits = model_runner_.forward_logits(fb);
+  Tensor logits = model_runner_.forward_logits(fb, output);
   if (all_rows) {
     bool score = false;
     for (const ExecRequest& r : batch.requests) score = score || !r.logprob_targets.empty();

@@ -4,17 +4,21 @@
 // pooling batch returns its pooled rows instead. On a GPU a batch that needs no host logits is
 // only launched (ModelRunner::launch_forward_and_sample): a decode request whose last token the
 // unfinished batch before it samples reads that token on the device (sampled_id_ref), so batch
-// N+1 is queued before batch N's ids reach the host.
+// N+1 is queued before batch N's ids reach the host. With an EAGLE draft head every batch runs
+// on the host: the head drafts the verify entries' tokens before the pass and extends over what
+// the pass kept after it (runner/eagle_worker.h).
 #pragma once
 
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
 
 #include "cache/req_to_token_pool.h"
 #include "runner/batch_executor.h"
+#include "runner/eagle_worker.h"
 #include "runner/forward_batch_builder.h"
 #include "runner/model_runner.h"
 #include "sampling/logit_processor.h"
@@ -25,7 +29,9 @@ class ModelBatchRunner final : public BatchRunner {
  public:
   // Borrows `model_runner`. `req_to_token` is the scheduler's pool: the runner keeps its own copy
   // of its table, of its shape, brought up to date by each batch's req_to_token_writes.
-  ModelBatchRunner(ModelRunner& model_runner, const cache::ReqToTokenPool& req_to_token);
+  // `eagle_draft` (borrowed, over the same model runner): EAGLE speculative decoding.
+  ModelBatchRunner(ModelRunner& model_runner, const cache::ReqToTokenPool& req_to_token,
+                   EagleDraftRunner* eagle_draft = nullptr);
   void launch(const ExecBatch& batch) override;
   ExecResult finish() override;
 
@@ -46,9 +52,10 @@ class ModelBatchRunner final : public BatchRunner {
   // Host logits, processing, sampling into result's output and prompt logprobs: a batch whose
   // earlier batches are all finished. `all_rows`: the forward returned every token's logits
   // (prompt logprobs, verify entries).
+  // `output`, when given, receives the forward's device output.
   void run_on_host(const ExecBatch& batch, const ForwardBatch& fb,
                    const sampling::SamplingBatch& sampling, bool process, bool all_rows,
-                   ExecResult& result);
+                   ExecResult& result, model::ModelOutput* output = nullptr);
   // Penalties / bias / min_new_tokens inputs of the requests that use them (request i's row:
   // first_row[i]).
   sampling::LogitProcessorBatch logit_processing(const ExecBatch& batch,
@@ -66,9 +73,10 @@ class ModelBatchRunner final : public BatchRunner {
   // launch() only: the KV slots of each request row as of the batch being launched. NOTE: the
   // forward reads it (CPU) or gathers it (GPU) inside launch(), so the next launch may rewrite it.
   cache::ReqToTokenTable req_to_token_;
-  ForwardBatchBuilder builder_;      // launch() only
-  std::vector<int32_t> input_ids_;   // launch() only; scratch: [num_tokens]
-  std::vector<float> sampled_rows_;  // launch() only; scratch: f32 [sampled rows, vocab]
+  ForwardBatchBuilder builder_;         // launch() only
+  std::vector<int32_t> input_ids_;      // launch() only; scratch: [num_tokens]
+  std::vector<float> sampled_rows_;     // launch() only; scratch: f32 [sampled rows, vocab]
+  std::unique_ptr<EagleWorker> eagle_;  // launch() only; null without an EAGLE draft
 
   // Shared by launch() and finish(), under mutex_.
   std::mutex mutex_;

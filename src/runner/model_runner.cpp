@@ -278,8 +278,10 @@ model::ModelOutput ModelRunner::forward(const ForwardBatch& fb) {
   return model_->forward(fb, ctx);
 }
 
-Tensor ModelRunner::forward_logits(const ForwardBatch& fb) {
-  const Tensor logits = forward(fb).logits;
+Tensor ModelRunner::forward_logits(const ForwardBatch& fb, model::ModelOutput* output) {
+  model::ModelOutput out = forward(fb);
+  const Tensor logits = out.logits;
+  if (output != nullptr) *output = std::move(out);
   if (logits.device().is_cpu()) return logits;
   // GPU: the host sampler or logit processing needs host logits; the copy synchronizes.
   const Tensor host = host_logits_.tensor().slice_rows(0, logits.size(0));

@@ -85,8 +85,9 @@ class ModelRunner {
   // hidden states when fb.capture_hidden_states), queued on stream(), valid until the next
   // forward.
   model::ModelOutput forward(const ForwardBatch& fb);
-  // Host f32 logits [fb.num_logit_rows(), vocab], valid until the next forward.
-  Tensor forward_logits(const ForwardBatch& fb);
+  // Host f32 logits [fb.num_logit_rows(), vocab], valid until the next forward; `output`, when
+  // given, receives the device output too (its hidden states, for an EAGLE draft).
+  Tensor forward_logits(const ForwardBatch& fb, model::ModelOutput* output = nullptr);
   // An embedding model's pooling batch (fb.pooling): host f32 [fb.batch_size, hidden] (see
   // model::ModelOutput::embeddings), valid until the next forward.
   Tensor forward_embeddings(const ForwardBatch& fb);

@@ -24,7 +24,8 @@ struct BatchEntry {
   // prompt tokens (the one after each position). Empty: none in this pass.
   int32_t logprob_begin = 0;
   std::vector<int32_t> logprob_targets = {};
-  // Speculative verify: input_ids are the last sampled token then these drafts, and the last
+  // Speculative verify: input_ids are the last sampled token then these drafts (EAGLE:
+  // placeholders until the batch's result brings the runner's drafts), and the last
   // 1 + draft_ids.size() positions are all sampled (one result row each); empty: one row.
   std::vector<int32_t> draft_ids = {};
 

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "scheduler/prefill_adder.h"
 #include "scheduler/schedule_policy.h"
+#include "speculative/draft_acceptance.h"
 #include "speculative/ngram_drafter.h"
 
 namespace sgl::scheduler {
@@ -188,6 +189,8 @@ std::vector<int32_t> Scheduler::drafts_for(const Req& req) const {
   const int64_t room = max_context_len_ - 1 - req.kv_len;
   const int64_t max_drafts = std::min<int64_t>({spec.num_draft_tokens - 1, left - 1, room});
   if (max_drafts <= 0) return {};
+  // EAGLE: the batch runner drafts into these slots; the ids come back with the result.
+  if (spec.drafts_in_runner()) return std::vector<int32_t>(static_cast<size_t>(max_drafts), 0);
   return speculative::ngram_draft(req.all_token_ids(), static_cast<int32_t>(max_drafts),
                                   spec.ngram_min_match_window, spec.ngram_max_match_window);
 }
@@ -603,12 +606,8 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
 
 int32_t Scheduler::accept_drafts(Req& req, const BatchEntry& entry,
                                  std::span<const int32_t> sampled) {
-  // Row r sampled the token after input r (the last token, then draft r); draft r + 1 stands
-  // when it equals that token. With the request's counter-based RNG the sampled rows are the
-  // tokens plain decoding would draw, so the output is the same, only sooner.
-  int32_t accepted = 0;
   const auto drafts = static_cast<int32_t>(entry.draft_ids.size());
-  while (accepted < drafts && sampled[accepted] == entry.draft_ids[accepted]) ++accepted;
+  const int32_t accepted = speculative::accepted_drafts(entry.draft_ids, sampled);
   // Positions prefix_len .. prefix_len + accepted hold known tokens; the rejected drafts' slots
   // go back at once.
   const int32_t keep = entry.prefix_len + 1 + accepted;

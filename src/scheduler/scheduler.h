@@ -134,7 +134,8 @@ class Scheduler {
   std::optional<int32_t> alloc_slot();
   // Appends one decode token of the running `req` to `batch` (its slot must be available).
   void add_decode_entry(Req& req, ScheduleBatch& batch);
-  // The n-gram drafts `req` may verify in this decode step (empty: a plain decode).
+  // The drafts `req` may verify in this decode step: n-gram lookups, or EAGLE's placeholders
+  // for the runner to fill (empty: a plain decode).
   std::vector<int32_t> drafts_for(const Req& req) const;
   // Appends `req`'s verify entry: its last token and `drafts` (their slots must be available).
   void add_verify_entry(Req& req, std::vector<int32_t> drafts, ScheduleBatch& batch);

@@ -7,8 +7,35 @@
 
 namespace sgl::speculative {
 
-Status SpeculativeOptions::validate() const {
+Status SpeculativeOptions::validate(bool num_draft_tokens_set) {
   if (!enabled()) return Status::ok_status();
+  if (drafts_in_runner()) {
+    if (draft_model_path.empty()) {
+      return invalid_argument(
+          "--speculative-algorithm EAGLE / EAGLE3 needs "
+          "--speculative-draft-model-path (the draft head's directory)");
+    }
+    if (eagle_topk != 1) {
+      return invalid_argument(
+          "--speculative-eagle-topk " + std::to_string(eagle_topk) +
+          ": only 1 (a chain of drafts) is implemented; tree drafts (topk > 1) are not yet");
+    }
+    if (num_steps < 1 || num_steps > 63) {
+      return invalid_argument("--speculative-num-steps must be in [1, 63], got " +
+                              std::to_string(num_steps));
+    }
+    // A chain of num_steps drafts verifies them with the last token (SGLang adjusts it too).
+    if (num_draft_tokens_set && num_draft_tokens != num_steps + 1) {
+      return invalid_argument(
+          "--speculative-num-draft-tokens must be --speculative-num-steps + 1 (" +
+          std::to_string(num_steps + 1) + ") with --speculative-eagle-topk 1, got " +
+          std::to_string(num_draft_tokens));
+    }
+    num_draft_tokens = num_steps + 1;
+  } else if (!draft_model_path.empty()) {
+    return invalid_argument(
+        "--speculative-draft-model-path is for EAGLE / EAGLE3; NGRAM uses no draft model");
+  }
   if (num_draft_tokens < 2 || num_draft_tokens > 64) {
     return invalid_argument(
         "--speculative-num-draft-tokens must be in [2, 64] (the last token and "
@@ -29,14 +56,15 @@ Result<SpeculativeAlgorithm> parse_speculative_algorithm(std::string_view name) 
   std::transform(upper.begin(), upper.end(), upper.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   if (upper == "NGRAM") return SpeculativeAlgorithm::kNgram;
-  if (upper == "EAGLE" || upper == "EAGLE3" || upper == "STANDALONE" || upper == "NEXTN") {
+  if (upper == "EAGLE") return SpeculativeAlgorithm::kEagle;
+  if (upper == "EAGLE3") return SpeculativeAlgorithm::kEagle3;
+  if (upper == "STANDALONE" || upper == "NEXTN") {
     return invalid_argument("--speculative-algorithm " + std::string(name) +
-                            ": draft-model speculative decoding is not implemented yet (NGRAM is)");
+                            ": a standalone draft model or MTP layers are not implemented "
+                            "(EAGLE, EAGLE3 and NGRAM are)");
   }
-  return invalid_argument(
-      "--speculative-algorithm must be NGRAM (EAGLE, EAGLE3 are not "
-      "implemented yet), got '" +
-      std::string(name) + "'");
+  return invalid_argument("--speculative-algorithm must be EAGLE, EAGLE3 or NGRAM, got '" +
+                          std::string(name) + "'");
 }
 
 }  // namespace sgl::speculative

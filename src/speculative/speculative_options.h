@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/status.h"
@@ -10,7 +11,9 @@ namespace sgl::speculative {
 
 enum class SpeculativeAlgorithm : uint8_t {
   kNone,
-  kNgram,  // drafts looked up in the request's own prompt and output (SGLang's NGRAM)
+  kNgram,   // drafts looked up in the request's own prompt and output (SGLang's NGRAM)
+  kEagle,   // a draft head over the target's last hidden states (EAGLE-1/2)
+  kEagle3,  // a draft head over three of the target's layers (EAGLE-3)
 };
 
 struct SpeculativeOptions {
@@ -22,13 +25,26 @@ struct SpeculativeOptions {
   // --speculative-ngram-{min,max}-match-window-size).
   int32_t ngram_min_match_window = 1;
   int32_t ngram_max_match_window = 12;
+  // EAGLE / EAGLE3: the draft head's directory (SGLang's --speculative-draft-model-path), its
+  // draft steps per verify (--speculative-num-steps) and branching (--speculative-eagle-topk:
+  // 1, a chain, for now).
+  std::string draft_model_path;
+  int32_t num_steps = 3;
+  int32_t eagle_topk = 1;
 
   bool enabled() const { return algorithm != SpeculativeAlgorithm::kNone; }
-  Status validate() const;
+  // EAGLE's drafts come from a draft model the batch runner runs: the scheduler reserves their
+  // slots with placeholder ids and learns the drafts from the batch's result.
+  bool drafts_in_runner() const {
+    return algorithm == SpeculativeAlgorithm::kEagle || algorithm == SpeculativeAlgorithm::kEagle3;
+  }
+  // Checks the values; for a chain (eagle_topk 1) sets num_draft_tokens to num_steps + 1, as
+  // SGLang does (`num_draft_tokens_set`: whether the flag was given, to say so when it differs).
+  Status validate(bool num_draft_tokens_set = false);
 };
 
-// "NGRAM" (SGLang's name; case-insensitive) -> kNgram; EAGLE / EAGLE3 / STANDALONE are refused
-// naming the missing draft-model support.
+// "NGRAM", "EAGLE", "EAGLE3" (SGLang's names; case-insensitive); STANDALONE / NEXTN are refused
+// naming what is missing.
 Result<SpeculativeAlgorithm> parse_speculative_algorithm(std::string_view name);
 
 }  // namespace sgl::speculative

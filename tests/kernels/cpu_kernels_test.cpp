@@ -203,6 +203,16 @@ TEST(CpuKernels, SiluAndMulEmbeddingGather) {
                      kCpu);
   EXPECT_EQ(last[0], emb[3]);
   EXPECT_EQ(last[3], emb[6]);
+  // The last two rows written back to rows 2 and 0 of a [4, 3] table; rows 1 and 3 untouched.
+  std::vector<int32_t> rows = {2, 0};
+  std::vector<float> dst(4 * 3, -1.f);
+  scatter_rows(view(last, {2, 3}), Tensor(rows.data(), DType::kI32, {2}), view(dst, {4, 3}), kCpu);
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_EQ(dst[2 * 3 + j], last[j]);
+    EXPECT_EQ(dst[0 * 3 + j], last[3 + j]);
+    EXPECT_EQ(dst[1 * 3 + j], -1.f);
+    EXPECT_EQ(dst[3 * 3 + j], -1.f);
+  }
 }
 
 TEST(CpuKernels, PoolRowsTakesEachRequestsLastRowOrSum) {

@@ -334,6 +334,18 @@ TEST_P(CudaKernels, SiluEmbeddingGather) {
   gather_last_tokens(emb, Tensor(indptr.data(), DType::kI32, {4}), last, cpu_);
   EXPECT_EQ(max_rel_err(to_host(demb), emb), 0.0);
   EXPECT_EQ(max_rel_err(to_host(dlast), last), 0.0);
+  // scatter_rows: rows into a larger table (72 wide: the 16-byte path; 3: the byte path), the
+  // same on both devices; rows it does not name keep their values.
+  for (const int64_t width : {h, int64_t{3}}) {
+    Buffer src = host_random({5, width}), dst = host_random({9, width});
+    std::vector<int32_t> rows = {8, 0, 3, 4, 6};
+    Buffer rows_dev(gpu_, DType::kI32, {5});
+    copy(Tensor(rows.data(), DType::kI32, {5}), rows_dev, stream_.get());
+    Buffer dsrc = to_device(src), ddst = to_device(dst);
+    scatter_rows(dsrc, rows_dev, ddst, stream_.get());
+    scatter_rows(src, Tensor(rows.data(), DType::kI32, {5}), dst, cpu_);
+    EXPECT_EQ(max_rel_err(to_host(ddst), dst), 0.0) << "width " << width;
+  }
 }
 
 TEST_P(CudaKernels, PoolRowsSweep) {

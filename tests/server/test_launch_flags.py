@@ -84,7 +84,17 @@ REFUSES = [
     # Speculative decoding page.
     ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model} "
      "--speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16",
-     ["speculative decoding"]),
+     ["--speculative-eagle-topk 4", "tree drafts"]),
+    ("--model-path {model} --speculative-algorithm EAGLE3",
+     ["--speculative-draft-model-path"]),
+    ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model} "
+     "--speculative-num-steps 3 --speculative-num-draft-tokens 8",
+     ["--speculative-num-draft-tokens must be --speculative-num-steps + 1 (4)"]),
+    ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model}",
+     ["is not an EAGLE draft head"]),
+    ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-steps 3",
+     ["--speculative-num-steps and --speculative-eagle-topk are for EAGLE"]),
+    ("--model-path {model} --speculative-algorithm STANDALONE", ["EAGLE, EAGLE3 and NGRAM are"]),
     ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-draft-tokens 1",
      ["--speculative-num-draft-tokens must be in [2, 64]"]),
     # Structured output, tool and reasoning parser pages.
@@ -232,7 +242,7 @@ def test_help_lists_every_flag_with_meaning_and_exits_0():
     text = out.stdout
     for flag in ["--model-path, --model PATH", "--tp-size, --tp, --tensor-parallel-size N",
                  "--config FILE", "--log-requests", "--mem-fraction-static X",
-                 "--trust-remote-code", "--speculative-algorithm NGRAM"]:
+                 "--trust-remote-code", "--speculative-algorithm EAGLE|EAGLE3|NGRAM"]:
         assert flag in text, flag
     words = " ".join(text.split())  # the meanings are wrapped
     assert "[default: 30000]" in words

@@ -1,13 +1,16 @@
-# sgl-server with NGRAM speculative decoding on stories260K: greedy and seeded outputs equal a
-# plain server's (streaming too), and the accept length it reports is the same in
-# /get_server_info (avg_spec_accept_length) and /metrics (sglang:spec_accept_length, SGLang's
-# gauge), and consistent with its accepted-draft and verify-step counts.
+# sgl-server with speculative decoding on stories260K (NGRAM; EAGLE and EAGLE-3 with random
+# draft heads scripts/make_eagle_heads.py writes): greedy and seeded outputs equal a plain
+# server's (streaming too), and the accept length it reports is the same in /get_server_info
+# (avg_spec_accept_length) and /metrics (sglang:spec_accept_length, SGLang's gauge), and
+# consistent with its accepted-draft and verify-step counts.
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
-from conftest import Server, golden
+from conftest import REPO, TESTDATA, Server, golden
 
 PROMPTS = [c["prompt"] for c in golden()["cases"]]
 # Text that repeats itself, so the drafts find earlier occurrences to propose.
@@ -31,6 +34,27 @@ def ngram(tmp_path_factory):
     assert srv.stop() == 0, srv.log()
 
 
+@pytest.fixture(scope="module")
+def heads(tmp_path_factory):
+    out = tmp_path_factory.mktemp("heads")
+    subprocess.run([sys.executable, str(REPO / "scripts" / "make_eagle_heads.py"), "--testdata",
+                    str(TESTDATA), "--targets", "stories260K", str(out)], check=True)
+    return out
+
+
+@pytest.fixture(scope="module", params=["EAGLE", "EAGLE3"])
+def eagle(request, heads, tmp_path_factory):
+    head = heads / ("stories260K-eagle3" if request.param == "EAGLE3" else "stories260K-eagle")
+    srv = Server(tmp_path_factory.mktemp(request.param.lower()), "--speculative-algorithm",
+                 request.param, "--speculative-draft-model-path", str(head),
+                 "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                 "--speculative-num-draft-tokens", "4")
+    yield srv
+    assert srv.alive(), "the server died: " + srv.log()
+    srv.wait_idle_no_leak()
+    assert srv.stop() == 0, srv.log()
+
+
 def generate(srv, text, **sampling):
     body = {"text": text, "sampling_params": {"temperature": 0, "max_new_tokens": 48, **sampling}}
     r = srv.post("/generate", body)
@@ -43,6 +67,15 @@ def test_outputs_equal_plain_decoding(plain, ngram):
         assert generate(ngram, prompt) == generate(plain, prompt), prompt
         seeded = {"temperature": 0.8, "sampling_seed": 11}
         assert generate(ngram, prompt, **seeded) == generate(plain, prompt, **seeded), prompt
+
+
+def test_eagle_outputs_equal_plain_decoding(plain, eagle):
+    for prompt in PROMPTS + [REPEATING]:
+        assert generate(eagle, prompt) == generate(plain, prompt), prompt
+        seeded = {"temperature": 0.8, "sampling_seed": 11}
+        assert generate(eagle, prompt, **seeded) == generate(plain, prompt, **seeded), prompt
+    state = eagle.get("/get_server_info").json()["internal_states"][0]
+    assert state["spec_verify_steps"] > 0, state
 
 
 def test_streamed_text_equals_plain_decoding(plain, ngram):
@@ -59,12 +92,20 @@ def test_streamed_text_equals_plain_decoding(plain, ngram):
 
 
 def test_accept_length_is_reported_alike(ngram):
-    generate(ngram, REPEATING)
-    state = ngram.get("/get_server_info").json()["internal_states"][0]
+    check_accept_length(ngram)
+
+
+def test_eagle_accept_length_is_reported_alike(eagle):
+    check_accept_length(eagle)
+
+
+def check_accept_length(srv):
+    generate(srv, REPEATING)
+    state = srv.get("/get_server_info").json()["internal_states"][0]
     steps, accepted = state["spec_verify_steps"], state["spec_accepted_tokens"]
     assert steps > 0, state
     assert state["avg_spec_accept_length"] == pytest.approx(1 + accepted / steps)
-    metrics = ngram.get("/metrics").text
+    metrics = srv.get("/metrics").text
     match = re.search(r'^sglang:spec_accept_length\{[^}]*\} (\S+)$', metrics, re.M)
     assert match, metrics
     assert float(match.group(1)) == pytest.approx(state["avg_spec_accept_length"], rel=1e-6)

@@ -63,9 +63,11 @@ TEST(NgramDraft, MatchesTheReferenceOnRandomSequences) {
 TEST(SpeculativeOptions, ParseAndValidate) {
   EXPECT_EQ(parse_speculative_algorithm("NGRAM").value(), SpeculativeAlgorithm::kNgram);
   EXPECT_EQ(parse_speculative_algorithm("ngram").value(), SpeculativeAlgorithm::kNgram);
-  const auto eagle = parse_speculative_algorithm("EAGLE3");
-  ASSERT_FALSE(eagle.ok());
-  EXPECT_NE(eagle.status().message().find("not implemented"), std::string::npos);
+  EXPECT_EQ(parse_speculative_algorithm("EAGLE3").value(), SpeculativeAlgorithm::kEagle3);
+  EXPECT_EQ(parse_speculative_algorithm("eagle").value(), SpeculativeAlgorithm::kEagle);
+  const auto standalone = parse_speculative_algorithm("STANDALONE");
+  ASSERT_FALSE(standalone.ok());
+  EXPECT_NE(standalone.status().message().find("not implemented"), std::string::npos);
   EXPECT_FALSE(parse_speculative_algorithm("MEDUSA").ok());
   SpeculativeOptions o;
   o.algorithm = SpeculativeAlgorithm::kNgram;
@@ -75,6 +77,31 @@ TEST(SpeculativeOptions, ParseAndValidate) {
   o.num_draft_tokens = 8;
   o.ngram_min_match_window = 5;
   o.ngram_max_match_window = 4;
+  EXPECT_FALSE(o.validate().ok());
+  o.ngram_min_match_window = 1;
+  o.draft_model_path = "/heads/eagle";  // NGRAM takes no draft model
+  EXPECT_FALSE(o.validate().ok());
+}
+
+TEST(SpeculativeOptions, EagleChainsVerifyTheirStepsAndTheLastToken) {
+  SpeculativeOptions o;
+  o.algorithm = SpeculativeAlgorithm::kEagle;
+  EXPECT_FALSE(o.validate().ok()) << "no draft model path";
+  o.draft_model_path = "/heads/eagle";
+  o.num_steps = 5;
+  ASSERT_TRUE(o.validate().ok());
+  EXPECT_EQ(o.num_draft_tokens, 6);
+  EXPECT_TRUE(o.drafts_in_runner());
+  o.num_draft_tokens = 8;
+  const Status mismatch = o.validate(/*num_draft_tokens_set=*/true);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.message().find("--speculative-num-steps + 1 (6)"), std::string::npos);
+  o.eagle_topk = 4;
+  const Status tree = o.validate();
+  ASSERT_FALSE(tree.ok());
+  EXPECT_NE(tree.message().find("tree drafts"), std::string::npos);
+  o.eagle_topk = 1;
+  o.num_steps = 0;
   EXPECT_FALSE(o.validate().ok());
 }
 

@@ -17,6 +17,7 @@ void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tenso
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y);
 void silu_and_mul(const Tensor& gate_up, const Tensor& out);
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out);
+void scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& dst);
 void pool_rows(const Tensor& src, const Tensor& qo_indptr, RowPool pool, const Tensor& out);
 
 }  // namespace sgl::kernels::cpu

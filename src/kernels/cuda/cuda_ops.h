@@ -28,6 +28,7 @@ void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor&
                          const Tensor& out, backend::Stream stream);
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
                         backend::Stream stream);
+void scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& dst, backend::Stream stream);
 void pool_rows(const Tensor& src, const Tensor& qo_indptr, RowPool pool, const Tensor& out,
                backend::Stream stream);
 

@@ -50,6 +50,21 @@ void gather_rows(const Tensor& src, const Tensor& dst, const Tensor& row_of, boo
   }
 }
 
+// dst row row_of[b] = src row b, raw bytes.
+template <typename Word>
+__global__ void scatter_rows_kernel(const Word* __restrict__ src, Word* __restrict__ dst,
+                                    const int32_t* row_of, int64_t row_words,
+                                    int64_t num_dst_rows) {
+  pdl_wait();
+  pdl_launch_dependents();
+  const int64_t b = blockIdx.x;
+  const int64_t r = row_of[b];
+  if (r < 0 || r >= num_dst_rows) __trap();  // out-of-range row: a bug upstream
+  const Word* s = src + b * row_words;
+  Word* d = dst + r * row_words;
+  for (int64_t i = threadIdx.x; i < row_words; i += blockDim.x) d[i] = s[i];
+}
+
 template <typename T>
 __global__ void silu_and_mul_kernel(const T* gate_up, T* out, int64_t rows, int64_t inter) {
   pdl_wait();
@@ -114,6 +129,21 @@ void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backen
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
                         backend::Stream stream) {
   if (out.size(0) > 0) gather_rows(src, out, qo_indptr, true, stream);
+}
+
+void scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& dst,
+                  backend::Stream stream) {
+  if (src.size(0) == 0) return;
+  const int64_t row_bytes = src.size(1) * static_cast<int64_t>(dtype_size(src.dtype()));
+  const auto s = backend::cuda::native_stream(stream);
+  const dim3 grid(static_cast<unsigned>(src.size(0)));
+  if (row_bytes % 16 == 0 && is_aligned(src.raw(), 16) && is_aligned(dst.raw(), 16)) {
+    launch_pdl(scatter_rows_kernel<uint4>, grid, 256, 0, s, static_cast<const uint4*>(src.raw()),
+               static_cast<uint4*>(dst.raw()), rows.data<int32_t>(), row_bytes / 16, dst.size(0));
+  } else {
+    launch_pdl(scatter_rows_kernel<char>, grid, 256, 0, s, static_cast<const char*>(src.raw()),
+               static_cast<char*>(dst.raw()), rows.data<int32_t>(), row_bytes, dst.size(0));
+  }
 }
 
 void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream) {

@@ -1,0 +1,87 @@
+// EagleDraftRunner.
+#include "runner/eagle_draft_runner.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/logging.h"
+#include "model/model_source.h"
+#include "model/weight_source.h"
+
+namespace sgl::runner {
+namespace {
+
+const char* kind_name(model::DraftKind kind) {
+  return kind == model::DraftKind::kEagle3 ? "EAGLE3 (LlamaForCausalLMEagle3)"
+                                           : "EAGLE (LlamaForCausalLMEagle)";
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> eagle3_capture_layers(const std::filesystem::path& draft_dir,
+                                                   const std::filesystem::path& target_path) {
+  SGL_ASSIGN_OR_RETURN(const model::EagleDraftConfig config,
+                       model::load_eagle_draft_config(draft_dir));
+  if (!config.aux_hidden_state_layer_ids.empty()) return config.aux_hidden_state_layer_ids;
+  model::ModelSourceOptions options;
+  options.open_weights = false;
+  SGL_ASSIGN_OR_RETURN(const model::ModelSource target,
+                       model::open_model_source(target_path, options));
+  return model::default_eagle3_aux_layers(target.config.num_hidden_layers);
+}
+
+Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::filesystem::path& dir,
+                                                                   model::DraftKind kind,
+                                                                   ModelRunner& target) {
+  SGL_ASSIGN_OR_RETURN(const model::EagleDraftConfig config, model::load_eagle_draft_config(dir));
+  if (config.kind != kind) {
+    return invalid_argument("--speculative-draft-model-path " + dir.string() + " is an " +
+                            kind_name(config.kind) + " head; --speculative-algorithm asked for " +
+                            kind_name(kind));
+  }
+  const model::ModelConfig& t = target.config();
+  if (config.llama.vocab_size != t.vocab_size) {
+    return invalid_argument("draft head " + dir.string() + ": vocab_size " +
+                            std::to_string(config.llama.vocab_size) + " is not the target's " +
+                            std::to_string(t.vocab_size));
+  }
+  if (kind == model::DraftKind::kEagle3 &&
+      static_cast<int64_t>(target.options().aux_hidden_state_layers.size()) != 3) {
+    return invalid_argument("an EAGLE-3 target must capture three layers for its draft head");
+  }
+  SGL_ASSIGN_OR_RETURN(std::unique_ptr<model::SafetensorsWeightSource> source,
+                       model::SafetensorsWeightSource::open(dir));
+  std::unique_ptr<EagleDraftRunner> runner(new EagleDraftRunner(target));
+  const ModelRunnerOptions& o = target.options();
+  model::WeightLoader weights(source.get(), target.allocator(), target.compute_dtype(),
+                              target.stream());
+  // Draft extends return a row per request, draft steps a row per request too.
+  model::ModelOptions options;
+  options.max_num_tokens = o.max_num_tokens;
+  options.max_logit_rows = o.max_batch_size;
+  options.max_positions = target.context_length();
+  SGL_ASSIGN_OR_RETURN(runner->model_,
+                       model::EagleDraftModel::load(config, weights, target.allocator(), options,
+                                                    target.model().embed_and_head()));
+  const model::ModelConfig& c = config.llama;
+  runner->kv_pool_ = std::make_unique<attention::KvPool>(
+      target.allocator(), attention::KvPoolShape{1, target.num_kv_slots(), c.num_key_value_heads,
+                                                 c.head_dim, target.compute_dtype()});
+  const attention::AttentionConfig attn{c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                                        1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  SGL_ASSIGN_OR_RETURN(runner->attention_,
+                       attention::create_attention_backend(o.attention_backend, o.device, attn,
+                                                           *runner->kv_pool_, target.stream()));
+  SGL_LOG_INFO << "speculative draft: " << kind_name(kind) << " head from " << dir.string()
+               << ", draft vocabulary " << config.draft_vocab_size << ", KV "
+               << target.num_kv_slots() << " slots";
+  return runner;
+}
+
+model::DraftOutput EagleDraftRunner::forward(const ForwardBatch& fb, const Tensor& hidden_in) {
+  attention_->plan(fb);
+  model::ModelContext ctx{*attention_, target_.stream()};
+  return model_->forward(fb, hidden_in, ctx);
+}
+
+}  // namespace sgl::runner

@@ -1,0 +1,55 @@
+// EagleDraftRunner: an EAGLE draft head beside its target (SGLang's draft ModelRunner): the head
+// on the target's device and dtype, sharing the target's embedding (and EAGLE's LM head), with a
+// one-layer KV pool of as many slots as the target's, so a token's draft K/V sits at the slot
+// index of its target K/V and one req_to_token table serves both.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "attention/attention_backend.h"
+#include "attention/kv_pool.h"
+#include "core/status.h"
+#include "forward/forward_batch.h"
+#include "model/eagle_draft_model.h"
+#include "runner/model_runner.h"
+
+namespace sgl::runner {
+
+// The target layers an EAGLE-3 head at `draft_dir` reads (its config's
+// eagle_aux_hidden_state_layer_ids, else SGLang's default for the target at `target_path`):
+// what ModelRunnerOptions::aux_hidden_state_layers must hold before the target loads.
+Result<std::vector<int64_t>> eagle3_capture_layers(const std::filesystem::path& draft_dir,
+                                                   const std::filesystem::path& target_path);
+
+class EagleDraftRunner {
+ public:
+  // Loads the head at `dir`, which must be of `kind` (kEagle or kEagle3, what
+  // --speculative-algorithm asked for). `target` must outlive the runner; an EAGLE-3 target
+  // must capture the head's layers (eagle3_capture_layers).
+  static Result<std::unique_ptr<EagleDraftRunner>> create(const std::filesystem::path& dir,
+                                                          model::DraftKind kind,
+                                                          ModelRunner& target);
+
+  const model::EagleDraftConfig& config() const { return model_->config(); }
+  ModelRunner& target() { return target_; }
+  // EAGLE-3's draft-vocabulary id -> target id map (empty for EAGLE: the target's vocabulary).
+  std::span<const int32_t> draft_to_target() const { return model_->draft_to_target(); }
+
+  // One draft pass on the target's stream (the head's K/V stored at fb's slots); hidden_in as
+  // model::EagleDraftModel::forward takes it. Valid until the next forward.
+  model::DraftOutput forward(const ForwardBatch& fb, const Tensor& hidden_in);
+
+ private:
+  explicit EagleDraftRunner(ModelRunner& target) : target_(target) {}
+
+  ModelRunner& target_;
+  std::unique_ptr<model::EagleDraftModel> model_;
+  std::unique_ptr<attention::KvPool> kv_pool_;
+  std::unique_ptr<attention::AttentionBackend> attention_;
+};
+
+}  // namespace sgl::runner

@@ -1,0 +1,62 @@
+// EagleWorker: EAGLE's steps around the target's forward passes (SGLang's EAGLEWorker, chain
+// drafts: --speculative-eagle-topk 1). Before a verify pass it drafts each verifying request's
+// tokens: the first from the request's draft state, the others by draft decode steps that store
+// the draft's K/V at the verify pass's own slots. After every pass it extends the draft over the
+// positions the pass kept (a prefill's, a decode's, a verify's accepted ones), each with the
+// target's hidden state there and the token that follows it, which overwrites the speculative
+// draft K/V and leaves each request's next first draft and the draft's hidden state.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cache/req_to_token_table.h"
+#include "core/buffer.h"
+#include "model/model.h"
+#include "runner/batch_executor.h"
+#include "runner/eagle_draft_runner.h"
+#include "runner/forward_batch_builder.h"
+
+namespace sgl::runner {
+
+class EagleWorker {
+ public:
+  // Borrows `draft` and `req_to_token` (the batch runner's table, current for each batch it
+  // runs); state for `max_reqs` request rows.
+  EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& req_to_token,
+              int32_t max_reqs);
+
+  // [bs]: the drafts of each request of `batch` with sample_rows > 1 (sample_rows - 1 ids, at
+  // the positions after its last token), empty for the others. Runs the draft steps.
+  std::vector<std::vector<int32_t>> draft(const ExecBatch& batch);
+
+  // After the target's pass over `batch`: `input_ids` [num_tokens] the pass read (drafts filled
+  // in), `target` its output with every token's hidden states, `sampled` every sampled row's id
+  // (request after request), `drafts` what draft() returned for it.
+  void extend(const ExecBatch& batch, std::span<const int32_t> input_ids,
+              const model::ModelOutput& target, std::span<const int32_t> sampled,
+              const std::vector<std::vector<int32_t>>& drafts);
+
+ private:
+  // One draft pass over `requests`; hidden_in [tokens, W]. Records each request's argmax as its
+  // next draft and writes its output hidden row into its state; returns those drafts.
+  std::vector<int32_t> run(ForwardMode mode, std::span<const BatchRequest> requests,
+                           const Tensor& hidden_in);
+  // Device i32 copy of `values` in `buffer` (at most its size).
+  Tensor upload(std::span<const int32_t> values, const Buffer& buffer);
+
+  EagleDraftRunner& draft_;
+  ForwardBatchBuilder builder_;
+  int64_t hidden_size_;
+  // Per request row: the draft's next first draft (a target id) and its last hidden state.
+  std::vector<int32_t> next_draft_;  // [max_reqs]
+  Buffer hidden_state_;              // [max_reqs, H], the compute dtype
+  Buffer step_hidden_;               // [max_batch_size, H]: a draft step's hidden input
+  Buffer extend_hidden_;             // [max_num_tokens, W]: the kept rows of the target's
+  Buffer gather_rows_;               // i32 [max_num_tokens]
+  Buffer scatter_rows_;              // i32 [max_batch_size]
+  std::vector<float> host_logits_;   // f32 [rows, draft vocab]
+};
+
+}  // namespace sgl::runner

@@ -1,0 +1,148 @@
+// EAGLE speculative decoding through the engine, on tiny golden targets with the random test
+// heads of scripts/make_eagle_heads.py: every request's tokens and logprobs equal plain
+// decoding's (greedy and seeded sampling: each verified row draws with its own position's RNG
+// step), whatever the drafts are; across stop tokens, max_new_tokens, the radix cache, chunked
+// and mixed prefill and a KV cache tight enough to retract. The repeat head drafts the target's
+// own greedy choice, so where greedy output repeats a token whole chains are accepted.
+// Built with SGL_TEST_ON_CUDA: the same on the GPU in float32.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "engine/model_engine.h"
+#include "scheduler/greedy_ids_request.h"
+#include "stream_outcome.h"
+#include "test_data.h"
+
+namespace sgl::engine {
+namespace {
+
+const std::filesystem::path kHeads = [] {
+  const char* env = std::getenv("SGL_EAGLE_HEADS");
+  return std::filesystem::path(env != nullptr ? env : SGL_EAGLE_HEADS);
+}();
+
+struct Config {
+  const char* name;
+  const char* target;
+  const char* head;  // under kHeads
+  int32_t num_steps;
+  int64_t num_kv_slots = 8000;
+  int64_t chunk = 8192;
+  bool mixed = true;
+  double conservativeness = 1.0;  // low: admit optimistically, so decoding must retract
+  // The repeat head: its drafts stand where greedy output repeats a token.
+  bool drafts_hit = false;
+};
+
+// 16 requests over the target's golden prompts, mixed sampling settings and limits.
+std::vector<GenerateRequest> workload(const std::string& target) {
+  const auto golden = test::golden(target);
+  std::vector<GenerateRequest> out;
+  for (int i = 0; i < 16; ++i) {
+    const auto& c = golden["cases"][i % golden["cases"].size()];
+    const auto cont = c["greedy_ids"].get<std::vector<int32_t>>();
+    GenerateRequest r =
+        test::greedy_ids_request(c["prompt_ids"].get<std::vector<int32_t>>(), 24 + i % 5 * 9);
+    if (i % 4 == 1) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.top_p = 0.9f;
+      r.sampling.seed = 100 + i;
+    }
+    if (i % 5 == 2) {
+      r.return_logprob = true;
+      r.top_logprobs_num = 3;
+    }
+    if (i % 6 == 3) {  // stop on a token greedy output holds: may end inside a verify
+      r.ignore_eos = false;
+      r.stop_token_ids = {cont[cont.size() / 2]};
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<test::Outcome> run(const Config& c, bool speculative, EngineStats* stats) {
+  runner::ModelRunnerOptions ro;
+#ifdef SGL_TEST_ON_CUDA
+  ro.device = Device::cuda(0);
+  ro.dtype = "float32";
+#endif
+  ro.num_kv_slots = c.num_kv_slots;
+  EngineOptions eo;
+  eo.scheduler.chunked_prefill_size = c.chunk;
+  eo.scheduler.enable_mixed_chunk = c.mixed;
+  eo.scheduler.max_running_requests = 12;
+  eo.scheduler.schedule_conservativeness = c.conservativeness;
+  eo.disable_overlap_schedule = true;  // as --speculative-algorithm sets it; the same for both
+  if (speculative) {
+    speculative::SpeculativeOptions& spec = eo.scheduler.speculative;
+    spec.algorithm = std::string(c.head).ends_with("eagle3")
+                         ? speculative::SpeculativeAlgorithm::kEagle3
+                         : speculative::SpeculativeAlgorithm::kEagle;
+    spec.draft_model_path = (kHeads / c.head).string();
+    spec.num_steps = c.num_steps;
+    EXPECT_TRUE(spec.validate().ok());
+  }
+  auto me = launch_model_engine(test::model_dir(c.target), ro, eo);
+  EXPECT_TRUE(me.ok()) << me.status().to_string();
+  if (!me.ok()) return {};
+  me->engine->set_check_integrity(true);
+  std::vector<test::Outcome> out = test::submit_and_collect(*me->engine, workload(c.target));
+  EXPECT_TRUE(me->engine->last_integrity().ok()) << me->engine->last_integrity().to_string();
+  *stats = me->engine->get_stats();
+  return out;
+}
+
+class EagleEngine : public ::testing::TestWithParam<Config> {};
+
+TEST_P(EagleEngine, GivesPlainDecodingsTokens) {
+  const Config c = GetParam();
+  EngineStats plain_stats, spec_stats;
+  const std::vector<test::Outcome> plain = run(c, false, &plain_stats);
+  const std::vector<test::Outcome> spec = run(c, true, &spec_stats);
+  ASSERT_EQ(plain.size(), spec.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(spec[i].ids, plain[i].ids) << c.name << ": request " << i;
+    EXPECT_EQ(spec[i].finish.reason, plain[i].finish.reason) << c.name << ": request " << i;
+    ASSERT_EQ(spec[i].logprobs.size(), plain[i].logprobs.size()) << i;
+    for (size_t k = 0; k < plain[i].logprobs.size(); ++k) {
+      EXPECT_NEAR(spec[i].logprobs[k], plain[i].logprobs[k], 1e-4) << i << " step " << k;
+    }
+    ASSERT_EQ(spec[i].top.size(), plain[i].top.size()) << i;
+  }
+  const scheduler::SchedulerStats& s = spec_stats.scheduler;
+  EXPECT_EQ(s.generated_tokens_total, plain_stats.scheduler.generated_tokens_total);
+  EXPECT_GT(s.spec_verify_steps, 0) << c.name;
+  // The random heads' drafts almost never stand; the repeat head's do wherever greedy output
+  // repeats a token (a few percent of this workload's steps).
+  if (c.drafts_hit) {
+    EXPECT_GT(s.spec_accepted_tokens, s.spec_verify_steps / 20) << c.name << ": drafts rarely hit";
+  }
+  std::cout << c.name << ": " << s.spec_verify_steps << " verify steps, " << s.spec_accepted_tokens
+            << " of " << s.spec_draft_tokens << " drafts accepted, retracted "
+            << s.num_retracted_total << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, EagleEngine,
+    ::testing::Values(Config{"llama_eagle", "tiny-llama", "tiny-llama-eagle", 3},
+                      Config{"llama_eagle3", "tiny-llama", "tiny-llama-eagle3", 4},
+                      Config{"qwen3_eagle3_chunk16", "tiny-qwen3", "tiny-qwen3-eagle3", 2, 8000,
+                             16},
+                      Config{.name = "llama_repeat",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle-repeat",
+                             .num_steps = 4,
+                             .drafts_hit = true},
+                      Config{"llama_repeat_chunk16_no_mixed", "tiny-llama",
+                             "tiny-llama-eagle-repeat", 3, 8000, 16, false, 1.0, true},
+                      Config{"llama_repeat_tight_kv", "tiny-llama", "tiny-llama-eagle-repeat", 5,
+                             400, 32, true, 0.05, true}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace sgl::engine

@@ -1,0 +1,211 @@
+// EAGLE's drafts through the batch runner against drafts computed from scratch. One greedy
+// request runs a chunked prefill, then verify passes (runner::ModelBatchRunner with an EAGLE
+// draft head); at each verify the drafts the runner proposed must be what a fresh draft computes
+// from the request's whole sequence: a target extend over the tokens before the last one (its
+// hidden states), a draft extend over the same positions reading each position's next token,
+// then draft decode steps. That holds only if every incremental draft extend (chunks, accepted
+// positions after each verify, their shifted ids and hidden rows) left the draft's KV and state
+// as one pass over the sequence would.
+// Built with SGL_TEST_ON_CUDA: the same on the GPU in float32.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cache/req_to_token_pool.h"
+#include "kernels/copy.h"
+#include "runner/eagle_draft_runner.h"
+#include "runner/forward_batch_builder.h"
+#include "runner/model_batch_runner.h"
+#include "speculative/draft_acceptance.h"
+#include "test_data.h"
+
+namespace sgl::runner {
+namespace {
+
+const std::filesystem::path kHeads = [] {
+  const char* env = std::getenv("SGL_EAGLE_HEADS");
+  return std::filesystem::path(env != nullptr ? env : SGL_EAGLE_HEADS);
+}();
+#ifdef SGL_TEST_ON_CUDA
+const Device kDevice = Device::cuda(0);
+#else
+const Device kDevice = Device::cpu();
+#endif
+constexpr int32_t kContext = 256;
+constexpr int32_t kDrafts = 4;
+
+struct Head {
+  const char* target;
+  const char* head;
+  model::DraftKind kind;
+  bool hits = false;  // drafts accepted along the way
+};
+
+// A target runner and its draft head, sized for one request of kContext tokens.
+struct Pair {
+  std::unique_ptr<ModelRunner> target;
+  std::unique_ptr<EagleDraftRunner> draft;
+};
+
+Pair load(const Head& h) {
+  ModelRunnerOptions o;
+  o.device = kDevice;
+  o.dtype = "float32";
+  o.max_num_tokens = kContext;
+  o.max_batch_size = 2;
+  o.num_kv_slots = kContext;
+  o.context_length = kContext;
+  o.disable_cuda_graph = true;
+  const std::filesystem::path head = kHeads / h.head;
+  if (h.kind == model::DraftKind::kEagle3) {
+    auto layers = eagle3_capture_layers(head, test::model_dir(h.target));
+    EXPECT_TRUE(layers.ok()) << layers.status().to_string();
+    o.aux_hidden_state_layers = *layers;
+  }
+  Pair p;
+  auto target = ModelRunner::create(test::model_dir(h.target), o);
+  EXPECT_TRUE(target.ok()) << target.status().to_string();
+  p.target = std::move(target).value();
+  auto draft = EagleDraftRunner::create(head, h.kind, *p.target);
+  EXPECT_TRUE(draft.ok()) << draft.status().to_string();
+  p.draft = std::move(draft).value();
+  return p;
+}
+
+// Host f32 copy of a device (or host) tensor of f32.
+std::vector<float> host_rows(const Tensor& t, backend::Stream stream) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  kernels::copy(t, Tensor(out.data(), DType::kF32, t.shape()), stream);
+  return out;
+}
+
+int32_t argmax_id(const std::vector<float>& logits, std::span<const int32_t> to_target) {
+  const auto best =
+      static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  return to_target.empty() ? best : to_target[static_cast<size_t>(best)];
+}
+
+// The first `n` drafts after `tokens` (its last token not yet in any KV), from scratch: slots
+// are positions, request row 0.
+std::vector<int32_t> drafts_from_scratch(Pair& p, const std::vector<int32_t>& tokens, int32_t n) {
+  const auto len = static_cast<int32_t>(tokens.size()) - 1;  // positions in the KV
+  cache::ReqToTokenTable table(1, kContext);
+  std::vector<int32_t> slots(kContext);
+  std::iota(slots.begin(), slots.end(), 0);
+  table.write(0, 0, slots);
+  ForwardBatchBuilder builder(p.target->allocator(), kContext, 2, table);
+  const backend::Stream stream = p.target->stream();
+
+  const BatchRequest prefill{0, 0, std::span(tokens.data(), static_cast<size_t>(len)),
+                             std::span(slots.data(), static_cast<size_t>(len))};
+  ForwardBatch fb = builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest,
+                                  std::span(&prefill, 1), stream);
+  fb.capture_hidden_mode = CaptureHiddenMode::kFull;
+  const model::ModelOutput target = p.target->forward(fb);
+  const bool eagle3 = p.draft->config().kind == model::DraftKind::kEagle3;
+
+  // Position q reads token q + 1 and the target's hidden state at q.
+  const BatchRequest extend{0, 0, std::span(tokens.data() + 1, static_cast<size_t>(len)),
+                            std::span(slots.data(), static_cast<size_t>(len))};
+  fb = builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, std::span(&extend, 1),
+                     stream);
+  model::DraftOutput out =
+      p.draft->forward(fb, eagle3 ? target.aux_hidden_states : target.hidden_states);
+  std::vector<int32_t> drafts = {
+      argmax_id(host_rows(out.logits, stream), p.draft->draft_to_target())};
+  Buffer hidden(p.target->allocator(), p.target->compute_dtype(), {1, out.hidden_states.size(1)});
+  for (int32_t j = 1; j < n; ++j) {
+    kernels::copy(out.hidden_states, hidden, stream);
+    const BatchRequest step{0, len + j - 1, std::span(&drafts.back(), 1),
+                            std::span(slots.data() + len + j - 1, 1)};
+    fb = builder.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, std::span(&step, 1),
+                       stream);
+    out = p.draft->forward(fb, hidden);
+    drafts.push_back(argmax_id(host_rows(out.logits, stream), p.draft->draft_to_target()));
+  }
+  return drafts;
+}
+
+class EagleWorkerTest : public ::testing::TestWithParam<Head> {};
+
+TEST_P(EagleWorkerTest, DraftsEqualAFreshDraftOverTheSequence) {
+  const Head h = GetParam();
+  Pair runner = load(h), reference = load(h);
+  ASSERT_TRUE(runner.draft && reference.draft);
+  cache::ReqToTokenPool pool(1, kContext);
+  pool.record_writes();
+  ASSERT_EQ(pool.alloc(), 0);
+  ModelBatchRunner batch_runner(*runner.target, pool, runner.draft.get());
+
+  // The first golden prompt and ten tokens of its greedy continuation, after which tiny-llama
+  // repeats one token: the repeat head's drafts stand there.
+  const nlohmann::json golden = test::golden(h.target)["cases"][0];
+  std::vector<int32_t> tokens = golden["prompt_ids"].get<std::vector<int32_t>>();
+  const auto continuation = golden["greedy_ids"].get<std::vector<int32_t>>();
+  tokens.insert(tokens.end(), continuation.begin(), continuation.begin() + 10);
+  sampling::SamplingParams greedy;
+  greedy.temperature = 0.f;
+  int64_t batch_id = 0;
+  // One pass of `extend` tokens at `prefix` (slots = positions); returns its result.
+  auto run = [&](int32_t prefix, std::vector<int32_t> input, int32_t sample_rows, bool samples,
+                 int32_t next_input_id) {
+    const auto n = static_cast<int32_t>(input.size());
+    std::vector<int32_t> slots(static_cast<size_t>(n));
+    std::iota(slots.begin(), slots.end(), prefix);
+    pool.write(0, prefix, slots);
+    ExecBatch batch;
+    batch.id = batch_id++;
+    batch.mode = ForwardMode::kExtend;
+    ExecRequest r{0, prefix, n, std::move(input), greedy};
+    r.sample_rows = sample_rows;
+    r.samples = samples;
+    r.next_input_id = next_input_id;
+    batch.requests.push_back(std::move(r));
+    batch.out_cache_loc = slots;
+    batch.req_to_token_writes = pool.take_writes();
+    return batch_runner.run(batch);
+  };
+
+  // The prompt in two chunks: the first ends before the prompt does (its next token is known).
+  const auto chunk = static_cast<int32_t>(tokens.size() / 2);
+  run(0, std::vector<int32_t>(tokens.begin(), tokens.begin() + chunk), 1, false, tokens[chunk]);
+  ExecResult result =
+      run(chunk, std::vector<int32_t>(tokens.begin() + chunk, tokens.end()), 1, true, -1);
+  tokens.push_back(result.output.next_token_ids[0]);
+  int32_t accepted_total = 0;
+  for (int step = 0; step < 12; ++step) {
+    const auto kv = static_cast<int32_t>(tokens.size()) - 1;
+    std::vector<int32_t> input(kDrafts + 1, 0);  // the last token, then placeholders
+    input[0] = tokens.back();
+    result = run(kv, input, kDrafts + 1, true, -1);
+    ASSERT_EQ(result.draft_ids.size(), 1u);
+    const std::vector<int32_t>& drafts = result.draft_ids[0];
+    EXPECT_EQ(drafts, drafts_from_scratch(reference, tokens, kDrafts)) << "step " << step;
+    const std::vector<int32_t>& sampled = result.output.next_token_ids;
+    const int32_t accepted = speculative::accepted_drafts(drafts, sampled);
+    accepted_total += accepted;
+    tokens.insert(tokens.end(), sampled.begin(), sampled.begin() + accepted + 1);
+  }
+  std::cout << h.head << ": " << accepted_total << " drafts accepted in 12 verify steps\n";
+  if (h.hits) EXPECT_GE(accepted_total, 3) << "the drafts extended over accepted positions";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Heads, EagleWorkerTest,
+    ::testing::Values(Head{"tiny-llama", "tiny-llama-eagle", model::DraftKind::kEagle},
+                      Head{"tiny-llama", "tiny-llama-eagle-repeat", model::DraftKind::kEagle, true},
+                      Head{"tiny-llama", "tiny-llama-eagle3", model::DraftKind::kEagle3},
+                      Head{"tiny-qwen3", "tiny-qwen3-eagle3", model::DraftKind::kEagle3}),
+    [](const auto& info) {
+      std::string name = info.param.head;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+}  // namespace
+}  // namespace sgl::runner
