@@ -19,6 +19,8 @@
 #                                        random Llama-3-8B (SGL_PARITY_8B_FLAGS: more engine flags
 #                                        for sgl-generate, e.g. "--linear-backend hopper
 #                                        --chunked-prefill-size 64");
+#                                        SGL_GPU_EAGLE=1 adds scripts/gpu_eagle_bench.sh (EAGLE
+#                                        on the dummy 8B with a repeat head, plain vs drafts);
 #                                        SGL_GPU_LOAD=1 adds scripts/gpu_load_bench.sh (start-up
 #                                        from a real bf16 8B checkpoint and a Q8_0 GGUF)
 # Device call: run(command="scripts/gpu_check.sh run", carry=[".carry"]).
@@ -146,6 +148,16 @@ import json, sys
 plain, schema = (json.load(open(f))["output_throughput"] for f in sys.argv[1:])
 print(f"{100 * schema / plain:.1f}% of unconstrained")' "$log/structured_plain.json" \
     "$log/structured_schema.json" 2>/dev/null || echo "n/a")")
+  # EAGLE on the dummy 8B (SGL_GPU_EAGLE=1; about a minute): plain vs 1 / 3 / 5 draft steps.
+  if [ "${SGL_GPU_EAGLE:-0}" = 1 ]; then
+    echo "==== EAGLE, dummy Llama-3-8B, the repeat head (scripts/gpu_eagle_bench.sh)"
+    if OUT="$log" scripts/gpu_eagle_bench.sh "$root" | tee "$log/eagle_bench.txt"; then
+      rows+=("eagle-bench PASS")
+    else
+      status=1
+      rows+=("eagle-bench FAIL")
+    fi
+  fi
   # Full-scale parity with transformers (SGL_GPU_PARITY_8B=1; several minutes): a random
   # Llama-3-8B-shaped checkpoint made and decoded by transformers, then by sgl-generate.
   # shellcheck disable=SC2086  # SGL_PARITY_8B_FLAGS is a word list

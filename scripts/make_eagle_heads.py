@@ -32,6 +32,9 @@ For plain Llama targets (no q/k/v bias, no q/k norm) OUT/T-target.json holds the
 forward over those tokens: the residual stream after each layer (what EAGLE-3 captures) and
 the final norm's output (what EAGLE reads).
 
+With --repeat-head-for CONFIG it writes only OUT/<CONFIG's name>-eagle-repeat: the repeat head
+in that target's shape (e.g. configs/llama-3-8b.json), in bf16, for speed runs.
+
 Usage: make_eagle_heads.py [--testdata ../shared/testdata] [--targets tiny-llama,tiny-qwen3] OUT
 numpy only (CI has no torch).
 """
@@ -67,7 +70,9 @@ def read_safetensors(path):
 
 
 def write_safetensors(path, tensors):
-    names = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64", np.dtype(np.bool_): "BOOL"}
+    # uint16 arrays hold bf16 bit patterns (numpy has no bf16).
+    names = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64", np.dtype(np.bool_): "BOOL",
+             np.dtype(np.uint16): "BF16"}
     header, chunks, offset = {"__metadata__": {"format": "pt"}}, [], 0
     for name in sorted(tensors):
         array = np.ascontiguousarray(tensors[name])
@@ -297,14 +302,46 @@ def write_heads(model_dir, out_dir, tokens, draft_vocab):
                draws)
 
 
+def write_repeat_head_for(config_path, out_dir):
+    """The repeat head in the shape of a target's config (e.g. configs/llama-3-8b.json), bf16,
+    without a reference: for speed runs on dummy targets. Only fc and the norms are non-zero."""
+    target_cfg = json.loads(config_path.read_text())
+    cfg = {**draft_config(target_cfg, "LlamaForCausalLMEagle", 1), "torch_dtype": "bfloat16"}
+    h, inter = cfg["hidden_size"], cfg["intermediate_size"]
+    q_out = cfg["num_attention_heads"] * cfg["head_dim"]
+    kv_out = cfg["num_key_value_heads"] * cfg["head_dim"]
+    one = 0x3F80  # bf16 1.0
+    fc = np.zeros((h, 2 * h), dtype=np.uint16)
+    fc[np.arange(h), h + np.arange(h)] = one
+    p = "layers.0."
+    weights = {"fc.weight": fc, "fc.bias": np.zeros(h, dtype=np.uint16),
+               p + "self_attn.q_proj.weight": np.zeros((q_out, h), dtype=np.uint16),
+               p + "self_attn.k_proj.weight": np.zeros((kv_out, h), dtype=np.uint16),
+               p + "self_attn.v_proj.weight": np.zeros((kv_out, h), dtype=np.uint16),
+               p + "self_attn.o_proj.weight": np.zeros((h, q_out), dtype=np.uint16),
+               p + "post_attention_layernorm.weight": np.full(h, one, dtype=np.uint16),
+               p + "mlp.gate_proj.weight": np.zeros((inter, h), dtype=np.uint16),
+               p + "mlp.up_proj.weight": np.zeros((inter, h), dtype=np.uint16),
+               p + "mlp.down_proj.weight": np.zeros((h, inter), dtype=np.uint16)}
+    out = out_dir / f"{config_path.stem}-eagle-repeat"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(out / "model.safetensors", weights)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--testdata", type=Path, default=REPO.parent / "shared" / "testdata")
     parser.add_argument("--targets", default="tiny-llama,tiny-llama-tied,tiny-qwen2,tiny-qwen3")
     parser.add_argument("--tokens", type=int, default=7)
     parser.add_argument("--draft-vocab", type=int, default=256)
+    parser.add_argument("--repeat-head-for", type=Path, metavar="CONFIG",
+                        help="write only a bf16 repeat head in this target config's shape")
     parser.add_argument("out", type=Path)
     args = parser.parse_args()
+    if args.repeat_head_for:
+        write_repeat_head_for(args.repeat_head_for, args.out)
+        return
     for name in args.targets.split(","):
         write_heads(args.testdata / "models" / name, args.out, args.tokens, args.draft_vocab)
 

@@ -46,6 +46,7 @@ class DeviceSampler {
   // Whether the device op covers `batch` (top_logprobs_num up to kernels::kMaxTopLogprobs,
   // token_ids_logprob up to sampling::kMaxTokenIdsLogprob ids a row).
   static bool supports(const sampling::SamplingBatch& batch);
+  int64_t capacity() const { return capacity_; }
   // Uploads `batch`'s parameters at once, on the sampler's copy stream. At most kSlots tickets
   // may be uncollected.
   Ticket stage(const sampling::SamplingBatch& batch);

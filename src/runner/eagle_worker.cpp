@@ -18,6 +18,8 @@ EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& 
                draft.target().options().max_batch_size, req_to_token),
       hidden_size_(draft.config().llama.hidden_size),
       next_draft_(static_cast<size_t>(max_reqs), 0) {
+  greedy_prototype_.temperature = 0.f;  // drafts are each row's argmax
+  greedy_prototype_.seed = 0;
   ModelRunner& target = draft.target();
   Allocator& allocator = target.allocator();
   const DType dtype = target.compute_dtype();
@@ -53,16 +55,13 @@ std::vector<int32_t> EagleWorker::run(ForwardMode mode, std::span<const BatchReq
   for (size_t i = 0; i < requests.size(); ++i) rows[i] = requests[i].req_pool_idx;
   kernels::scatter_rows(out.hidden_states, upload(rows, scatter_rows_), hidden_state_,
                         target.stream());
-  const int64_t vocab = out.logits.size(1);
-  host_logits_.resize(static_cast<size_t>(out.logits.numel()));
-  kernels::copy(out.logits, Tensor(host_logits_.data(), DType::kF32, out.logits.shape()),
-                target.stream());  // synchronizes
+  greedy_.params.assign(requests.size(), greedy_prototype_);
+  greedy_.steps.assign(requests.size(), 0);
+  greedy_.top_logprobs_num.assign(requests.size(), 0);
+  std::vector<int32_t> ids = target.sample_now(out.logits, greedy_).next_token_ids;
   const std::span<const int32_t> to_target = draft_.draft_to_target();
-  std::vector<int32_t> ids(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    const float* row = host_logits_.data() + static_cast<int64_t>(i) * vocab;
-    const auto best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
-    ids[i] = to_target.empty() ? best : to_target[static_cast<size_t>(best)];
+    if (!to_target.empty()) ids[i] = to_target[static_cast<size_t>(ids[i])];
     next_draft_[static_cast<size_t>(rows[i])] = ids[i];
   }
   return ids;

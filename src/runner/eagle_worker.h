@@ -17,6 +17,7 @@
 #include "runner/batch_executor.h"
 #include "runner/eagle_draft_runner.h"
 #include "runner/forward_batch_builder.h"
+#include "sampling/sampler.h"
 
 namespace sgl::runner {
 
@@ -56,7 +57,9 @@ class EagleWorker {
   Buffer extend_hidden_;             // [max_num_tokens, W]: the kept rows of the target's
   Buffer gather_rows_;               // i32 [max_num_tokens]
   Buffer scatter_rows_;              // i32 [max_batch_size]
-  std::vector<float> host_logits_;   // f32 [rows, draft vocab]
+  // Greedy sampling of the draft's rows (one SamplingParams each, all alike).
+  sampling::SamplingParams greedy_prototype_;
+  sampling::SamplingBatch greedy_;
 };
 
 }  // namespace sgl::runner

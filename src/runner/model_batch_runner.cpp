@@ -49,7 +49,6 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     }
   }
   // A pooling batch samples nothing and runs to its end here, as host-sampled batches do.
-  // NOTE: speculative verify samples several rows per request on the host for now.
   const bool pooling = batch.pooling != PoolingType::kNone;
   const bool on_host = pooling || process || score_prompt || verify || eagle_ != nullptr ||
                        !model_runner_.can_launch(sampling);
@@ -121,11 +120,23 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     unfinished_.push_back(std::move(launched));
     return;
   }
-  if (eagle_ != nullptr) {
+  if (eagle_ != nullptr || verify) {
+    // Speculative batches are sampled now (the draft extend and the next drafts need the ids):
+    // on the device when each logits row is a sampled row (decodes and verifies) and nothing
+    // needs host logits.
     model::ModelOutput output;
-    run_on_host(batch, fb, sampling, process, score_prompt || verify, launched.result, &output);
-    eagle_->extend(batch, input_ids_, output, launched.result.output.next_token_ids, drafts);
-    launched.result.draft_ids = std::move(drafts);
+    const bool rows_sampled = fb.num_logit_rows() == static_cast<int32_t>(sampling.size());
+    if (!(pooling || process || score_prompt) && rows_sampled &&
+        model_runner_.can_launch(sampling) && (!batch.vocab_mask.valid() || !verify)) {
+      launched.result.output = model_runner_.collect(model_runner_.launch_forward_and_sample(
+          fb, sampling, batch.vocab_mask.valid() ? &batch.vocab_mask : nullptr, &output));
+    } else {
+      run_on_host(batch, fb, sampling, process, score_prompt || verify, launched.result, &output);
+    }
+    if (eagle_ != nullptr) {
+      eagle_->extend(batch, input_ids_, output, launched.result.output.next_token_ids, drafts);
+      launched.result.draft_ids = std::move(drafts);
+    }
     std::lock_guard lock(mutex_);
     record_sampled(launched, launched.result.output.next_token_ids);
     unfinished_.push_back(std::move(launched));

@@ -250,8 +250,10 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
                               {model_options.max_logit_rows, config.hidden_size});
   } else if (!options.device.is_cpu()) {
     staging_allocator_ = backend::create_staging_allocator(options.device);
-    device_sampler_ =
-        std::make_unique<DeviceSampler>(*allocator_, *staging_allocator_, options.max_batch_size);
+    // Any logits row may be sampled on the device (speculative verifies sample several rows a
+    // request).
+    device_sampler_ = std::make_unique<DeviceSampler>(*allocator_, *staging_allocator_,
+                                                      model_options.max_logit_rows);
     host_logits_ =
         Buffer(*staging_allocator_, DType::kF32, {model_options.max_logit_rows, config.vocab_size});
   }
@@ -307,17 +309,35 @@ sampling::SampleOutput ModelRunner::forward_and_sample(const ForwardBatch& fb,
 }
 
 bool ModelRunner::can_launch(const sampling::SamplingBatch& sampling) const {
-  return device_sampler_ != nullptr && DeviceSampler::supports(sampling);
+  return device_sampler_ != nullptr && DeviceSampler::supports(sampling) &&
+         static_cast<int64_t>(sampling.size()) <= device_sampler_->capacity();
+}
+
+sampling::SampleOutput ModelRunner::sample_now(const Tensor& logits,
+                                               const sampling::SamplingBatch& sampling) {
+  if (logits.device().is_cpu()) return sampler_.sample(logits, sampling);
+  if (can_launch(sampling)) {
+    const LaunchedSample launched = device_sampler_->stage(sampling);
+    device_sampler_->launch(logits, launched, stream_);
+    return device_sampler_->collect(launched);
+  }
+  // The staging buffer holds max_logit_rows x vocab floats; a draft's rows are no wider.
+  SGL_CHECK_LE(logits.numel(), host_logits_.tensor().numel());
+  const Tensor host(host_logits_.tensor().raw(), DType::kF32, logits.shape(), Device::cpu());
+  kernels::copy(logits, host, stream_);  // synchronizes
+  return sampler_.sample(host, sampling);
 }
 
 ModelRunner::LaunchedSample ModelRunner::launch_forward_and_sample(
     const ForwardBatch& fb, const sampling::SamplingBatch& sampling,
-    const sampling::VocabMaskFuture* vocab_mask) {
-  SGL_CHECK(fb.logits_mode == LogitsMode::kLastPerRequest && can_launch(sampling))
-      << "launch_forward_and_sample needs one logits row per request and device sampling";
+    const sampling::VocabMaskFuture* vocab_mask, model::ModelOutput* output) {
+  SGL_CHECK(fb.num_logit_rows() == static_cast<int32_t>(sampling.size()) && can_launch(sampling))
+      << "launch_forward_and_sample needs one logits row per sampled row and device sampling";
   // The parameters' upload goes out first, so it runs beside the forward.
   LaunchedSample launched = device_sampler_->stage(sampling);
-  const Tensor logits = forward(fb).logits;
+  model::ModelOutput out = forward(fb);
+  const Tensor logits = out.logits;
+  if (output != nullptr) *output = std::move(out);
   if (vocab_mask != nullptr) {
     device_sampler_->apply_vocab_mask(logits, launched, vocab_mask->get(), stream_);
   }

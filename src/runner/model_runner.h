@@ -105,11 +105,15 @@ class ModelRunner {
   // With `vocab_mask` (grammar masks), launch waits for it once the forward is queued and
   // masks the logits on the device before sampling: the forward runs while the scheduler
   // computes the masks.
+  // fb's logits rows are the sampled rows: one per request, or every token when each token is
+  // sampled (a batch of decodes and speculative verifies). `output`, when given, receives the
+  // forward's device output (its hidden states, for an EAGLE draft).
   using LaunchedSample = DeviceSampler::Ticket;
   bool can_launch(const sampling::SamplingBatch& sampling) const;
   LaunchedSample launch_forward_and_sample(const ForwardBatch& fb,
                                            const sampling::SamplingBatch& sampling,
-                                           const sampling::VocabMaskFuture* vocab_mask = nullptr);
+                                           const sampling::VocabMaskFuture* vocab_mask = nullptr,
+                                           model::ModelOutput* output = nullptr);
   sampling::SampleOutput collect(const LaunchedSample& launched);
   // Samples from host f32 logits [bs, vocab] (forward_and_sample's second half), for callers
   // that gather or process the logits of forward_logits first.
@@ -117,6 +121,9 @@ class ModelRunner {
                                 const sampling::SamplingBatch& sampling) const {
     return sampler_.sample(logits, sampling);
   }
+  // Samples logits on the runner's device, f32 [sampling.size(), vocab] (an EAGLE draft's), and
+  // waits for the ids: the device sampler where can_launch(sampling), else the host sampler.
+  sampling::SampleOutput sample_now(const Tensor& logits, const sampling::SamplingBatch& sampling);
 
  private:
   ModelRunner() = default;
