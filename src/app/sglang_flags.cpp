@@ -23,14 +23,7 @@ constexpr std::string_view kNoLora = "LoRA adapters are not implemented";
 
 std::span<const FlagSpec> sglang_compat_flag_table() {
   static const std::vector<FlagSpec> table = {
-      // Parallelism (--tp-size and --dp-size are engine and server flags).
-      {.name = "--ep-size",
-       .aliases = {"--ep", "--expert-parallel-size"},
-       .value = "N",
-       .help = "Expert-parallel GPUs.",
-       .support = kRefused,
-       .note = kOneGpu,
-       .accepted_values = {"1"}},
+      // Parallelism (--tp-size, --ep-size and --dp-size are engine and server flags).
       {.name = "--pp-size",
        .aliases = {"--pipeline-parallel-size"},
        .value = "N",

@@ -18,7 +18,7 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
   SGL_RETURN_IF_ERROR(check_config_bounds(c, "model config"));
   SGL_RETURN_IF_ERROR(check_model_options(options_));
   const TensorParallel tp = options_.tp;
-  SGL_RETURN_IF_ERROR(check_tensor_parallel(c, tp.size));
+  SGL_RETURN_IF_ERROR(check_tensor_parallel(c, tp.size, options_.ep_size));
   if (tp.rank < 0 || tp.rank >= tp.size) {
     return invalid_argument("tensor-parallel rank " + std::to_string(tp.rank) + " of " +
                             std::to_string(tp.size));
