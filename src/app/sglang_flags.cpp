@@ -9,8 +9,7 @@ namespace {
 using enum FlagSupport;
 
 constexpr std::string_view kOneGpu =
-    "sgl.cpp runs one GPU per server until expert parallelism and the GPUs' NCCL communicator "
-    "land";
+    "sgl.cpp runs one GPU per server until the GPUs' NCCL communicator lands";
 constexpr std::string_view kNoSpeculative =
     "draft-model speculative decoding (EAGLE) is not implemented yet; NGRAM is";
 constexpr std::string_view kOneChain =
@@ -59,9 +58,10 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
        .support = kRefused,
        .note = kOneGpu},
       {.name = "--enable-ep-moe",
-       .help = "Expert-parallel MoE.",
+       .help = "Expert-parallel MoE (SGLang's older switch for --ep-size = --tp-size).",
        .support = kRefused,
-       .note = kOneGpu},
+       .note = "give --ep-size instead (expert parallelism runs on the CPU; sgl.cpp runs one GPU "
+               "per server until the GPUs' NCCL communicator lands)"},
       {.name = "--disable-custom-all-reduce",
        .help = "NCCL instead of the custom all-reduce.",
        .support = kNoEffect,

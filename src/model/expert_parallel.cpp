@@ -26,14 +26,14 @@ Status check_expert_parallel(const ModelConfig& c, int tp_size, int ep_size) {
     return invalid_argument("--ep-size must be >= 1, got " + std::to_string(ep_size));
   if (ep_size == 1) return Status::ok_status();
   const std::string ep = "--ep-size " + std::to_string(ep_size);
-  if (c.num_experts == 0) {
-    return invalid_argument(ep + " needs a mixture-of-experts model; " + c.architecture +
-                            " is dense (expert parallelism splits the experts)");
-  }
   if (tp_size % ep_size != 0) {
     return invalid_argument(ep + " does not divide --tp-size " + std::to_string(tp_size) +
                             ": the experts are split over ep-size groups of the tensor-parallel "
                             "ranks (tp-size / ep-size ranks each)");
+  }
+  if (c.num_experts == 0) {
+    return invalid_argument(ep + " needs a mixture-of-experts model; " + c.architecture +
+                            " is dense (expert parallelism splits the experts)");
   }
   if (c.num_experts % ep_size != 0) {
     return invalid_argument(ep + " does not divide the model's num_experts (" +

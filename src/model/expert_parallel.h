@@ -33,7 +33,8 @@ ExpertParallel expert_parallel(TensorParallel tp, int ep_size);
 ShardRange local_experts(int64_t num_experts, const ExpertParallel& ep);
 
 // Whether `config` can run --ep-size ep_size over --tp-size tp_size ranks: ep_size >= 1; above 1
-// the model must be a MoE one, and ep_size must divide tp_size (SGLang's rule) and num_experts.
+// ep_size must divide tp_size (SGLang's rule), the model must be a MoE one and ep_size must divide
+// its num_experts.
 // InvalidArgument naming the rule that fails. check_tensor_parallel calls it.
 Status check_expert_parallel(const ModelConfig& config, int tp_size, int ep_size);
 
