@@ -14,8 +14,105 @@ namespace {
 
 constexpr int32_t kUnused = -1;  // a chunk row no pair filled
 
-// The row of `capacity`-row chunks where `slot` of the chunk for rank `dest` sits.
-int64_t chunk_row(int dest, int64_t capacity, int64_t slot) { return dest * capacity + slot; }
+// One batch's exchange: R chunks of `capacity` rows in each buffer.
+struct Exchange {
+  int64_t hidden = 0;
+  int64_t top_k = 0;
+  int64_t local_experts = 0;
+  int group_ranks = 1;  // moe_tp_size: the ranks every pair goes to
+  int64_t capacity = 0;
+  int64_t rows = 0;
+  Tensor send_meta, recv_meta, send_rows, recv_rows;  // i32 [rows, 2]; [rows, H]
+  int32_t* slots = nullptr;                           // [slice tokens, k]
+
+  // The row of the chunk for (or from) rank `rank` where `slot` sits.
+  int64_t row(int rank, int64_t slot) const { return rank * capacity + slot; }
+  int group_of(int32_t expert) const { return static_cast<int>(expert / local_experts); }
+};
+
+// Pair (t, j) to every rank of its expert's group, at the group's next free row of the chunk
+// for that rank (the same row in each of the group's chunks); then the two all_to_alls.
+void dispatch(const Exchange& x, const Tensor& hidden, const Tensor& topk_weights,
+              const Tensor& topk_ids, const TokenSlice& slice, int ep_size,
+              distributed::Communicator& comm, backend::Stream stream) {
+  const int64_t k = x.top_k, num_experts = x.local_experts * ep_size;
+  const auto* ids = topk_ids.data<int32_t>();
+  const auto* weights = topk_weights.data<float>();
+  int32_t* meta = x.send_meta.data<int32_t>();
+  std::fill_n(meta, 2 * x.rows, kUnused);
+  std::vector<int64_t> filled(static_cast<size_t>(ep_size), 0);  // rows per group's chunks
+  for (int64_t t = 0; t < slice.size; ++t) {
+    const int64_t token = slice.start + t;
+    const float* row = hidden.data<float>() + token * hidden.stride(0);
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t expert = ids[token * k + j];
+      SGL_CHECK(expert >= 0 && expert < num_experts) << "routed to expert " << expert;
+      const int group = x.group_of(expert);
+      const int64_t slot = filled[static_cast<size_t>(group)]++;
+      x.slots[t * k + j] = static_cast<int32_t>(slot);
+      for (int q = 0; q < x.group_ranks; ++q) {
+        const int64_t at = x.row(group * x.group_ranks + q, slot);
+        meta[2 * at] = static_cast<int32_t>(expert % x.local_experts);
+        meta[2 * at + 1] = std::bit_cast<int32_t>(weights[token * k + j]);
+        std::memcpy(x.send_rows.data<float>() + at * x.hidden, row, x.hidden * sizeof(float));
+      }
+    }
+  }
+  comm.all_to_all(x.send_meta, x.recv_meta, stream);
+  comm.all_to_all(x.send_rows, x.recv_rows, stream);
+}
+
+// The local experts, once over every received row (weighted), the results in place: the rows
+// moved to the front (in order, so each moves to an earlier row), run, then moved back.
+void run_local_experts(const Exchange& x, const Tensor& w_gate_up, const Tensor& w_down,
+                       const ExpertDispatchScratch& scratch, backend::Stream stream) {
+  const int32_t* got = x.recv_meta.data<int32_t>();
+  float* received = x.recv_rows.data<float>();
+  const size_t row_bytes = static_cast<size_t>(x.hidden) * sizeof(float);
+  auto* expert_ids = scratch.expert_ids.tensor().data<int32_t>();
+  auto* expert_weights = scratch.expert_weights.tensor().data<float>();
+  int64_t count = 0;
+  for (int64_t at = 0; at < x.rows; ++at) {
+    if (got[2 * at] == kUnused) continue;
+    if (at != count) std::memcpy(received + count * x.hidden, received + at * x.hidden, row_bytes);
+    expert_ids[count] = got[2 * at];
+    expert_weights[count] = std::bit_cast<float>(got[2 * at + 1]);
+    ++count;
+  }
+  if (count > 0) {
+    const Tensor rows = x.recv_rows.slice_rows(0, count);
+    kernels::fused_moe(
+        rows, w_gate_up, w_down, scratch.expert_weights.tensor().slice_rows(0, count),
+        scratch.expert_ids.tensor().slice_rows(0, count), scratch.workspace.tensor(), rows, stream);
+  }
+  // Last first: a result moves to a later row, whose own result has moved already.
+  for (int64_t at = x.rows - 1; at >= 0 && count > 0; --at) {
+    if (got[2 * at] == kUnused) continue;
+    --count;
+    if (at != count) std::memcpy(received + at * x.hidden, received + count * x.hidden, row_bytes);
+  }
+}
+
+// The results back to their senders (chunk i of send_rows from rank i, each at the row it was
+// sent to), where each token adds its pairs' results from every rank of their groups, in order.
+void combine(const Exchange& x, const Tensor& topk_ids, const TokenSlice& slice, const Tensor& out,
+             distributed::Communicator& comm, backend::Stream stream) {
+  comm.all_to_all(x.recv_rows, x.send_rows, stream);
+  const int64_t k = x.top_k;
+  const auto* ids = topk_ids.data<int32_t>();
+  const float* back = x.send_rows.data<float>();
+  for (int64_t t = 0; t < slice.size; ++t) {
+    float* o = out.data<float>() + t * x.hidden;
+    std::fill_n(o, x.hidden, 0.f);
+    for (int64_t j = 0; j < k; ++j) {
+      const int group = x.group_of(ids[(slice.start + t) * k + j]);
+      for (int q = 0; q < x.group_ranks; ++q) {
+        const float* r = back + x.row(group * x.group_ranks + q, x.slots[t * k + j]) * x.hidden;
+        for (int64_t c = 0; c < x.hidden; ++c) o[c] += r[c];
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -60,88 +157,21 @@ void expert_parallel_moe(const Tensor& hidden, const Tensor& topk_weights, const
   SGL_CHECK(out.is_contiguous() && out.size(0) == slice.size && out.size(1) == h)
       << "expert_parallel_moe: out must be [" << slice.size << ", " << h << "]";
   // Every pair of the slice may go to one group: each chunk has room for all of them.
-  const int64_t capacity = slice.per_rank * k;
-  const int64_t rows = s.ranks * capacity;
-  const size_t row_bytes = static_cast<size_t>(h) * sizeof(float);
-  const int group_ranks = s.ep.moe_tp.size;
-  const int64_t num_experts = s.local_experts * s.ep.ep_size;
-
-  const Tensor send_meta = scratch.send_meta.tensor().slice_rows(0, rows);
-  const Tensor recv_meta = scratch.recv_meta.tensor().slice_rows(0, rows);
-  const Tensor send_rows = scratch.send_rows.tensor().slice_rows(0, rows);
-  const Tensor recv_rows = scratch.recv_rows.tensor().slice_rows(0, rows);
-  const auto* ids = topk_ids.data<int32_t>();
-  const auto* weights = topk_weights.data<float>();
-  auto* slots = scratch.pair_slots.tensor().data<int32_t>();
-
-  // Dispatch: pair (t, j) to every rank of its expert's group, at the group's next free row of
-  // the chunk for that rank (the same row in each of the group's chunks).
-  int32_t* meta = send_meta.data<int32_t>();
-  std::fill_n(meta, 2 * rows, kUnused);
-  std::vector<int64_t> filled(static_cast<size_t>(s.ep.ep_size), 0);  // rows per group's chunk
-  for (int64_t t = 0; t < slice.size; ++t) {
-    const int64_t token = slice.start + t;
-    const float* x = hidden.data<float>() + token * hidden.stride(0);
-    for (int64_t j = 0; j < k; ++j) {
-      const int32_t expert = ids[token * k + j];
-      SGL_CHECK(expert >= 0 && expert < num_experts) << "routed to expert " << expert;
-      const auto group = static_cast<int>(expert / s.local_experts);
-      const int64_t slot = filled[static_cast<size_t>(group)]++;
-      slots[t * k + j] = static_cast<int32_t>(slot);
-      for (int q = 0; q < group_ranks; ++q) {
-        const int64_t row = chunk_row(group * group_ranks + q, capacity, slot);
-        meta[2 * row] = static_cast<int32_t>(expert % s.local_experts);
-        meta[2 * row + 1] = std::bit_cast<int32_t>(weights[token * k + j]);
-        std::memcpy(send_rows.data<float>() + row * h, x, row_bytes);
-      }
-    }
-  }
-  comm.all_to_all(send_meta, recv_meta, stream);
-  comm.all_to_all(send_rows, recv_rows, stream);
-
-  // The local experts, once over every received row: the rows moved to the front (in order, so
-  // each moves to an earlier row), run in place, then moved back to where they came.
-  const int32_t* got = recv_meta.data<int32_t>();
-  float* received = recv_rows.data<float>();
-  auto* expert_ids = scratch.expert_ids.tensor().data<int32_t>();
-  auto* expert_weights = scratch.expert_weights.tensor().data<float>();
-  int64_t count = 0;
-  for (int64_t row = 0; row < rows; ++row) {
-    if (got[2 * row] == kUnused) continue;
-    if (row != count) std::memcpy(received + count * h, received + row * h, row_bytes);
-    expert_ids[count] = got[2 * row];
-    expert_weights[count] = std::bit_cast<float>(got[2 * row + 1]);
-    ++count;
-  }
-  if (count > 0) {
-    const Tensor x = recv_rows.slice_rows(0, count);
-    kernels::fused_moe(x, w_gate_up, w_down, scratch.expert_weights.tensor().slice_rows(0, count),
-                       scratch.expert_ids.tensor().slice_rows(0, count), scratch.workspace.tensor(),
-                       x, stream);
-  }
-  // Last first: a result moves to a later row, whose own result has moved already.
-  for (int64_t row = rows - 1; row >= 0 && count > 0; --row) {
-    if (got[2 * row] == kUnused) continue;
-    --count;
-    if (row != count) std::memcpy(received + row * h, received + count * h, row_bytes);
-  }
-
-  // Combine: the results go back to their senders (chunk i of send_rows from rank i, each at the
-  // row it was sent to), where each token adds its pairs' results from each rank of their group.
-  comm.all_to_all(recv_rows, send_rows, stream);
-  const float* back = send_rows.data<float>();
-  for (int64_t t = 0; t < slice.size; ++t) {
-    float* o = out.data<float>() + t * h;
-    std::fill_n(o, h, 0.f);
-    const int64_t token = slice.start + t;
-    for (int64_t j = 0; j < k; ++j) {
-      const auto group = static_cast<int>(ids[token * k + j] / s.local_experts);
-      for (int q = 0; q < group_ranks; ++q) {
-        const float* r = back + chunk_row(group * group_ranks + q, capacity, slots[t * k + j]) * h;
-        for (int64_t c = 0; c < h; ++c) o[c] += r[c];
-      }
-    }
-  }
+  Exchange x;
+  x.hidden = h;
+  x.top_k = k;
+  x.local_experts = s.local_experts;
+  x.group_ranks = s.ep.moe_tp.size;
+  x.capacity = slice.per_rank * k;
+  x.rows = s.ranks * x.capacity;
+  x.send_meta = scratch.send_meta.tensor().slice_rows(0, x.rows);
+  x.recv_meta = scratch.recv_meta.tensor().slice_rows(0, x.rows);
+  x.send_rows = scratch.send_rows.tensor().slice_rows(0, x.rows);
+  x.recv_rows = scratch.recv_rows.tensor().slice_rows(0, x.rows);
+  x.slots = scratch.pair_slots.tensor().data<int32_t>();
+  dispatch(x, hidden, topk_weights, topk_ids, slice, s.ep.ep_size, comm, stream);
+  run_local_experts(x, w_gate_up, w_down, scratch, stream);
+  combine(x, topk_ids, slice, out, comm, stream);
 }
 
 }  // namespace sgl::model
