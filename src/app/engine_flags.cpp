@@ -99,6 +99,13 @@ std::span<const FlagSpec> engine_flag_table() {
                "this process; CPU only until the NCCL communicator exists). N must divide the "
                "attention heads, the MLP widths and the vocabulary.",
        .default_value = "1"},
+      {.name = "--ep-size",
+       .aliases = {"--ep", "--expert-parallel-size"},
+       .value = "N",
+       .help = "Expert-parallel groups (MoE models): the experts split over N groups of the "
+               "--tp-size ranks, each token sent to the ranks holding its experts (all-to-all). "
+               "N must divide --tp-size and the model's experts; CPU only.",
+       .default_value = "1"},
       {.name = "--max-running-requests",
        .value = "N",
        .help = "Requests decoding at once.",
@@ -228,6 +235,13 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
                             " needs --device cpu: the GPUs' NCCL communicator is not built yet");
   }
   s.runner.tp_size = static_cast<int>(tp_size);
+  SGL_ASSIGN_OR_RETURN(const int64_t ep_size, args.get_int("--ep-size", 1));
+  if (ep_size < 1 || ep_size > 64) return invalid_argument("--ep-size must be in [1, 64]");
+  if (ep_size > 1 && !device->is_cpu()) {
+    return invalid_argument("--ep-size " + std::to_string(ep_size) +
+                            " needs --device cpu: the GPUs' NCCL communicator is not built yet");
+  }
+  s.runner.ep_size = static_cast<int>(ep_size);
   SGL_ASSIGN_OR_RETURN(
       s.runner.attention_backend,
       parse_attention_backend(args.get("--attention-backend").value_or("auto"), s.notes));

@@ -9,8 +9,7 @@ namespace {
 using enum FlagSupport;
 
 constexpr std::string_view kOneGpu =
-    "sgl.cpp runs one GPU per server until expert parallelism and the GPUs' NCCL communicator "
-    "land";
+    "sgl.cpp runs one GPU per server until the GPUs' NCCL communicator lands";
 constexpr std::string_view kOneChain =
     "NGRAM drafts one chain per request (the longest matching suffix's continuation), no tree";
 constexpr std::string_view kOwnTokens =
@@ -21,14 +20,7 @@ constexpr std::string_view kNoLora = "LoRA adapters are not implemented";
 
 std::span<const FlagSpec> sglang_compat_flag_table() {
   static const std::vector<FlagSpec> table = {
-      // Parallelism (--tp-size and --dp-size are engine and server flags).
-      {.name = "--ep-size",
-       .aliases = {"--ep", "--expert-parallel-size"},
-       .value = "N",
-       .help = "Expert-parallel GPUs.",
-       .support = kRefused,
-       .note = kOneGpu,
-       .accepted_values = {"1"}},
+      // Parallelism (--tp-size, --ep-size and --dp-size are engine and server flags).
       {.name = "--pp-size",
        .aliases = {"--pipeline-parallel-size"},
        .value = "N",
@@ -64,9 +56,10 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
        .support = kRefused,
        .note = kOneGpu},
       {.name = "--enable-ep-moe",
-       .help = "Expert-parallel MoE.",
+       .help = "Expert-parallel MoE (SGLang's older switch for --ep-size = --tp-size).",
        .support = kRefused,
-       .note = kOneGpu},
+       .note = "give --ep-size instead (expert parallelism runs on the CPU; sgl.cpp runs one GPU "
+               "per server until the GPUs' NCCL communicator lands)"},
       {.name = "--disable-custom-all-reduce",
        .help = "NCCL instead of the custom all-reduce.",
        .support = kNoEffect,

@@ -18,10 +18,14 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
   SGL_RETURN_IF_ERROR(check_config_bounds(c, "model config"));
   SGL_RETURN_IF_ERROR(check_model_options(options_));
   const TensorParallel tp = options_.tp;
-  SGL_RETURN_IF_ERROR(check_tensor_parallel(c, tp.size));
+  SGL_RETURN_IF_ERROR(check_tensor_parallel(c, tp.size, options_.ep_size));
   if (tp.rank < 0 || tp.rank >= tp.size) {
     return invalid_argument("tensor-parallel rank " + std::to_string(tp.rank) + " of " +
                             std::to_string(tp.size));
+  }
+  if (options_.ep_size > 1 && !weights.device().is_cpu()) {  // the exchange is host code
+    return unimplemented("--ep-size " + std::to_string(options_.ep_size) + " on " +
+                         weights.device().to_string() + ": expert parallelism runs on the CPU");
   }
   if (options_.max_positions == 0) options_.max_positions = c.max_position_embeddings;
   for (int64_t layer : options_.aux_hidden_state_layers) {

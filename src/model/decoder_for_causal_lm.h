@@ -55,9 +55,11 @@ class DecoderForCausalLM : public Model {
 
   // What an architecture decides: layer `layer`'s MLP block (a DenseMlp, or a MoeMlp with its
   // experts' weight names and routing), sized from config(), whose bounds have been checked, at
-  // tensor-parallel rank tp() (which check_tensor_parallel has accepted).
+  // tensor-parallel rank tp() with ep_size() expert groups (which check_tensor_parallel has
+  // accepted).
   virtual Mlp mlp_for_layer(int64_t layer) const = 0;
   TensorParallel tp() const { return options_.tp; }
+  int ep_size() const { return options_.ep_size; }  // check_expert_parallel has accepted it
 
  private:
   // Activation scratch, allocated for max_num_tokens rows.

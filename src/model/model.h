@@ -35,6 +35,9 @@ struct ModelOptions {
   // computes only its shard (model/layers/linear.h has the rules) and its forward passes need
   // ModelContext::communicator at size > 1.
   TensorParallel tp;
+  // SGLang's --ep-size: the MoE layers' experts split over this many groups of tp's ranks
+  // (model/expert_parallel.h); 1 = every rank holds a share of every expert.
+  int ep_size = 1;
 };
 
 // Device memory a model takes once loaded (activations and RoPE table sized by ModelOptions).

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "model/expert_parallel.h"
 
 namespace sgl::model {
 
@@ -36,9 +37,10 @@ int64_t kv_heads_per_rank(int64_t total_num_kv_heads, int tp_size) {
   return std::max<int64_t>(1, total_num_kv_heads / tp_size);
 }
 
-Status check_tensor_parallel(const ModelConfig& c, int tp_size) {
+Status check_tensor_parallel(const ModelConfig& c, int tp_size, int ep_size) {
   if (tp_size < 1)
     return invalid_argument("--tp-size must be >= 1, got " + std::to_string(tp_size));
+  SGL_RETURN_IF_ERROR(check_expert_parallel(c, tp_size, ep_size));
   if (tp_size == 1) return Status::ok_status();
   const std::string tp = "--tp-size " + std::to_string(tp_size);
   auto divides = [&](int64_t n, const char* what) -> Status {
@@ -55,7 +57,14 @@ Status check_tensor_parallel(const ModelConfig& c, int tp_size) {
   }
   SGL_RETURN_IF_ERROR(divides(c.vocab_size, "vocab_size (the vocabulary is not padded)"));
   if (c.num_experts > 0) {
-    SGL_RETURN_IF_ERROR(divides(c.moe_intermediate_size, "moe_intermediate_size"));
+    // An expert's rows are split only between the tp / ep ranks of the group that holds it.
+    const int moe_tp = tp_size / ep_size;
+    if (c.moe_intermediate_size % moe_tp != 0) {
+      return invalid_argument(
+          tp + (ep_size > 1 ? " / --ep-size " + std::to_string(ep_size) : std::string()) + " (" +
+          std::to_string(moe_tp) + " ranks per expert) does not divide the model's " +
+          "moe_intermediate_size (" + std::to_string(c.moe_intermediate_size) + ")");
+    }
     if (c.shared_expert_intermediate_size > 0) {
       SGL_RETURN_IF_ERROR(
           divides(c.shared_expert_intermediate_size, "shared_expert_intermediate_size"));

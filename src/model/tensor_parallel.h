@@ -34,10 +34,11 @@ Result<ShardRange> shard_of(int64_t total, int64_t units, TensorParallel tp,
 // KV heads each rank holds: total / tp, or one (replicated) when total < tp.
 int64_t kv_heads_per_rank(int64_t total_num_kv_heads, int tp_size);
 
-// Whether `config` can be split over tp_size ranks: tp_size >= 1; it divides the attention heads,
-// the MLPs' intermediate sizes (dense, each expert's, the shared expert's) and the vocabulary
-// (no padding); KV heads divide by it or it by them. InvalidArgument naming the first that
-// fails, so a bad --tp-size is refused at start.
-Status check_tensor_parallel(const ModelConfig& config, int tp_size);
+// Whether `config` can be split over tp_size ranks with ep_size expert groups: tp_size >= 1; it
+// divides the attention heads, the MLPs' intermediate sizes (dense, the shared expert's; each
+// expert's by tp_size / ep_size, the ranks sharing an expert) and the vocabulary (no padding);
+// KV heads divide by it or it by them; check_expert_parallel (expert_parallel.h) accepts ep_size.
+// InvalidArgument naming the first that fails, so a bad --tp-size / --ep-size is refused at start.
+Status check_tensor_parallel(const ModelConfig& config, int tp_size, int ep_size = 1);
 
 }  // namespace sgl::model

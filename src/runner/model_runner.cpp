@@ -140,6 +140,11 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   if (options.tp_size < 1) {
     return invalid_argument("--tp-size must be >= 1, got " + std::to_string(options.tp_size));
   }
+  if (options.ep_size > 1 && !options.device.is_cpu()) {
+    return unimplemented("--ep-size " + std::to_string(options.ep_size) + " on " +
+                         options.device.to_string() +
+                         ": expert parallelism runs on the CPU only (no NCCL communicator yet)");
+  }
   if (options.tp_size > 1 && !options.device.is_cpu()) {
     return unimplemented("--tp-size " + std::to_string(options.tp_size) + " on " +
                          options.device.to_string() +
@@ -179,7 +184,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
         "trained length may be wrong)");
   }
   SGL_RETURN_IF_ERROR(model::check_context_length(config, context_length_, model_path.string()));
-  SGL_RETURN_IF_ERROR(model::check_tensor_parallel(config, options.tp_size));
+  SGL_RETURN_IF_ERROR(model::check_tensor_parallel(config, options.tp_size, options.ep_size));
   allocator_ = make_allocator(options.device);
   owned_stream_ = backend::create_stream(options.device);
   stream_ = owned_stream_->get();
@@ -197,6 +202,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   model_options.aux_hidden_state_layers = options.aux_hidden_state_layers;
   model_options.is_embedding = options.is_embedding;
   if (options.tp_size > 1) model_options.tp = {tp_group->rank(), tp_group->size()};
+  model_options.ep_size = options.ep_size;
   if (options.is_embedding) {
     SGL_ASSIGN_OR_RETURN(pooler_, model::read_pooler_config(model_path, config.hidden_size));
   }

@@ -57,6 +57,9 @@ struct ModelRunnerOptions {
   // SGLang's --tp-size: the model's weights and KV heads split over this many ranks (CPU only:
   // a TpWorkerGroup runs them, each a ModelRunner created with its rank's communicator).
   int tp_size = 1;
+  // SGLang's --ep-size: the MoE experts split over this many groups of the tp_size ranks
+  // (model/expert_parallel.h); it must divide tp_size and the model's experts.
+  int ep_size = 1;
 };
 
 class CudaGraphRunner;

@@ -35,6 +35,10 @@ Result<std::unique_ptr<TpWorkerGroup>> TpWorkerGroup::create(
   }
   SGL_LOG_INFO << "tensor parallelism: " << options.tp_size
                << " ranks on the CPU (shared-memory communicator)";
+  if (options.ep_size > 1) {
+    SGL_LOG_INFO << "expert parallelism: the experts over " << options.ep_size << " groups of "
+                 << options.tp_size / options.ep_size << " ranks";
+  }
   return tp;
 }
 

@@ -156,6 +156,7 @@ Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
                                   {"schedule_policy", i.schedule_policy},
                                   {"disable_radix_cache", i.disable_radix_cache},
                                   {"tp_size", i.tp_size},
+                                  {"ep_size", i.ep_size},
                                   {"dp_size", i.dp_size},
                                   {"load_balance_method", i.load_balance_method},
                                   {"internal_states", std::move(states)}}));

@@ -103,6 +103,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.model_type = config.model_type;
   info.device = options.device;
   info.tp_size = model_engine.model_runner->options().tp_size;
+  info.ep_size = model_engine.model_runner->options().ep_size;
   info.log_requests = options.log_requests;
   info.tool_call_parser = options.tool_call_parser;
   info.reasoning_parser = options.reasoning_parser;

@@ -48,6 +48,7 @@ struct ServerInfo {
   std::string reasoning_parser;      // --reasoning-parser; empty: reasoning stays text
   int dp_size = 1;                   // --dp-size: engine replicas
   int tp_size = 1;                   // --tp-size: tensor-parallel ranks of each replica
+  int ep_size = 1;                   // --ep-size: expert-parallel groups of those ranks
   std::string load_balance_method;   // --load-balance-method (SGLang's name)
 };
 

@@ -1,7 +1,8 @@
 // Tensor parallelism through the engine (launch_model_engine with ModelRunnerOptions::tp_size,
 // as sgl-server --tp-size runs it): concurrent requests sharing prefixes, under the radix cache,
 // chunked and mixed prefill and the overlap loop, give at tp 2 and 4 the ids tp 1 gives, and
-// logprobs within kLogprobTol (the all-reduces' summation order).
+// logprobs within kLogprobTol (the all-reduces' summation order); expert parallelism (tp x ep)
+// likewise.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,6 +27,7 @@ struct Config {
   int64_t chunk = 8192;
   bool overlap = true;
   bool mixed = false;
+  int ep = 1;
 };
 
 // 16 requests over the golden prompts, extended so that they share prefixes; one sampled with a
@@ -49,7 +51,7 @@ std::vector<GenerateRequest> requests_of(const std::string& model) {
   return requests;
 }
 
-std::vector<test::Outcome> serve(const Config& c, int tp,
+std::vector<test::Outcome> serve(const Config& c, int tp, int ep,
                                  const std::vector<GenerateRequest>& reqs) {
   EngineOptions eo;
   eo.scheduler.disable_radix_cache = !c.radix;
@@ -60,6 +62,7 @@ std::vector<test::Outcome> serve(const Config& c, int tp,
   runner::ModelRunnerOptions ro;
   ro.num_kv_slots = 1024;
   ro.tp_size = tp;
+  ro.ep_size = ep;
   auto me = launch_model_engine(test::model_dir(c.model), ro, eo);
   EXPECT_TRUE(me.ok()) << me.status().to_string();
   if (!me.ok()) return {};
@@ -75,8 +78,8 @@ class TensorParallelEngine : public ::testing::TestWithParam<Config> {};
 TEST_P(TensorParallelEngine, ServesWhatOneRankServes) {
   const Config& c = GetParam();
   const std::vector<GenerateRequest> requests = requests_of(c.model);
-  const std::vector<test::Outcome> ref = serve(c, 1, requests);
-  const std::vector<test::Outcome> ours = serve(c, c.tp, requests);
+  const std::vector<test::Outcome> ref = serve(c, 1, 1, requests);
+  const std::vector<test::Outcome> ours = serve(c, c.tp, c.ep, requests);
   ASSERT_EQ(ref.size(), requests.size());
   ASSERT_EQ(ours.size(), requests.size());
   double worst = 0;
@@ -102,13 +105,35 @@ TEST_P(TensorParallelEngine, ServesWhatOneRankServes) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, TensorParallelEngine,
-    ::testing::Values(Config{"stories260K_tp2", "stories260K", 2},
-                      Config{"stories260K_tp4_chunk7_mixed_no_overlap", "stories260K", 4, true, 7,
-                             false, true},
-                      Config{"tiny_llama_tp4_no_radix", "tiny-llama", 4, false},
-                      Config{"tiny_qwen2_moe_tp2_chunk16", "tiny-qwen2-moe", 2, true, 16},
-                      Config{"tiny_mixtral_tp4_mixed", "tiny-mixtral", 4, true, 32, true, true}),
+    ::testing::Values(
+        Config{"stories260K_tp2", "stories260K", 2},
+        Config{"stories260K_tp4_chunk7_mixed_no_overlap", "stories260K", 4, true, 7, false, true},
+        Config{"tiny_llama_tp4_no_radix", "tiny-llama", 4, false},
+        Config{"tiny_qwen2_moe_tp2_chunk16", "tiny-qwen2-moe", 2, true, 16},
+        Config{"tiny_mixtral_tp4_mixed", "tiny-mixtral", 4, true, 32, true, true},
+        // Expert parallelism: whole experts per rank, then 2 ranks per expert.
+        Config{"tiny_qwen3_moe_tp2_ep2_chunk16", "tiny-qwen3-moe", 2, true, 16, true, false, 2},
+        Config{"tiny_qwen2_moe_tp4_ep2_chunk7_mixed", "tiny-qwen2-moe", 4, true, 7, true, true, 2}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// A --ep-size the model cannot take is refused at start with the reason.
+TEST(TensorParallelEngineTest, BadEpSizeIsAClearStartError) {
+  runner::ModelRunnerOptions ro;
+  ro.num_kv_slots = 256;
+  ro.tp_size = 2;
+  ro.ep_size = 2;
+  auto dense = launch_model_engine(test::model_dir("tiny-llama"), ro, EngineOptions{});
+  ASSERT_FALSE(dense.ok());
+  EXPECT_NE(dense.status().message().find("--ep-size 2 needs a mixture-of-experts model"),
+            std::string::npos)
+      << dense.status().to_string();
+  ro.ep_size = 4;
+  auto over = launch_model_engine(test::model_dir("tiny-mixtral"), ro, EngineOptions{});
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("--ep-size 4 does not divide --tp-size 2"),
+            std::string::npos)
+      << over.status().to_string();
+}
 
 // A model the --tp-size cannot split is refused at start with the reason, before serving.
 TEST(TensorParallelEngineTest, BadTpSizeIsAClearStartError) {

@@ -508,17 +508,23 @@ INSTANTIATE_TEST_SUITE_P(Models, GgufParityTest,
 
 // Tensor parallelism over GGUF: each rank stages only its slices of the stored (quantized) rows,
 // the llama q/k rows un-permuted and each stacked expert cut again by the shard; every rank's
-// logits equal one rank's (the all-reduces' summation order aside).
+// logits equal one rank's (the all-reduces' summation order aside). With --ep-size each rank
+// stages only its experts' slices of the stacked tensors (whole experts at ep = tp:
+// tiny-qwen2-moe's Q8_0 experts load at tp 4, which the block rule refuses without ep).
 TEST(GgufModelTest, TensorParallelRanksEqualOneRank) {
   struct Case {
     const char* model;
     const char* arch;
     uint32_t type;
     int tp;
+    int ep = 1;
   };
   for (const Case& c :
        {Case{"tiny-llama", "llama", kTypeQ8_0, 2}, Case{"tiny-mixtral", "llama", kTypeQ8_0, 2},
-        Case{"tiny-qwen3-moe", "qwen3moe", kTypeF16, 4}}) {
+        Case{"tiny-qwen3-moe", "qwen3moe", kTypeF16, 4},
+        Case{"tiny-mixtral", "llama", kTypeQ8_0, 2, 2},
+        Case{"tiny-qwen2-moe", "qwen2moe", kTypeQ8_0, 4, 4},
+        Case{"tiny-qwen3-moe", "qwen3moe", kTypeF16, 4, 2}}) {
     TempDir dir;
     const Converted conv = convert_model(dir, c.model, c.arch, c.type);
     auto one = make_runner(conv.gguf);
@@ -531,12 +537,14 @@ TEST(GgufModelTest, TensorParallelRanksEqualOneRank) {
       options.max_batch_size = 4;
       options.num_kv_slots = 256;
       options.tp_size = c.tp;
+      options.ep_size = c.ep;
       auto runner = runner::ModelRunner::create(conv.gguf, options, &comm);
       ASSERT_TRUE(runner.ok()) << runner.status().to_string();  // on every rank alike
       ranks[static_cast<size_t>(rank)] = prefill_logits(**runner, kPrompt);
     });
     for (int r = 0; r < c.tp; ++r) {
-      EXPECT_LT(max_abs_diff(ranks[static_cast<size_t>(r)], ref), 1e-4) << c.model << " rank " << r;
+      EXPECT_LT(max_abs_diff(ranks[static_cast<size_t>(r)], ref), 1e-4)
+          << c.model << " tp " << c.tp << " ep " << c.ep << " rank " << r;
     }
   }
 }

@@ -1,12 +1,14 @@
 // Tensor-parallel loading: each rank reads only its shard of every split tensor (counted in file
 // bytes) and whole copies of the replicated ones (norms, routers, KV heads shared by ranks), and
-// the shard arithmetic on stored bytes (row ranges, column ranges at whole quant blocks).
+// the shard arithmetic on stored bytes (row ranges, column ranges at whole quant blocks). Under
+// expert parallelism a rank reads only its group's experts, and of those its share of the rows.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "core/allocator.h"
+#include "model/expert_parallel.h"
 #include "model/model_config.h"
 #include "model/model_registry.h"
 #include "model/tensor_parallel.h"
@@ -58,6 +60,84 @@ TEST_P(RankReads, OnlyItsShard) {
     EXPECT_LT(weights.bytes_read(), whole / 2 + whole / 4);
   }
 }
+
+// What rank `rank` of tp ranks in ep expert groups must read of `name` (`bytes` in the file):
+// an expert's tensors only in its group, the rest as under tensor parallelism.
+uint64_t expected_ep_bytes(const std::string& name, uint64_t bytes, const ModelConfig& c, int rank,
+                           int tp, int ep) {
+  const size_t at = name.find(".experts.");
+  if (at == std::string::npos) {
+    if (name.ends_with("block_sparse_moe.gate.weight")) return bytes;  // Mixtral's router
+    return expected_bytes(name, bytes, c, tp);
+  }
+  const int64_t expert = std::stoll(name.substr(at + 9));
+  const ExpertParallel p = expert_parallel({rank, tp}, ep);
+  const ShardRange mine = local_experts(c.num_experts, p);
+  if (expert < mine.start || expert >= mine.start + mine.size) return 0;
+  return bytes / p.moe_tp.size;
+}
+
+struct EpLoadCase {
+  std::string model;
+  int tp;
+  int ep;
+};
+
+std::string ep_load_case_name(const ::testing::TestParamInfo<EpLoadCase>& info) {
+  std::string name = info.param.model + "_tp" + std::to_string(info.param.tp) + "_ep" +
+                     std::to_string(info.param.ep);
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
+class RankReadsExperts : public ::testing::TestWithParam<EpLoadCase> {};
+
+TEST_P(RankReadsExperts, OnlyItsExperts) {
+  const auto& [model, tp, ep] = GetParam();
+  const auto dir = testdata_models_dir() / model;
+  auto source = SafetensorsWeightSource::open(dir);
+  ASSERT_TRUE(source.ok()) << source.status().to_string();
+  auto config = load_model_config(dir);
+  ASSERT_TRUE(config.ok());
+  CpuAllocator allocator;
+  uint64_t experts_read = 0;  // over the ranks: every expert's bytes once
+  uint64_t experts_stored = 0;
+  for (const std::string& name : (*source)->names()) {
+    if (name.find(".experts.") != std::string::npos) {
+      experts_stored += *(*source)->stored_nbytes(name);
+    }
+  }
+  for (int rank = 0; rank < tp; ++rank) {
+    uint64_t expected = 0;
+    for (const std::string& name : (*source)->names()) {
+      const uint64_t bytes = *(*source)->stored_nbytes(name);
+      expected += expected_ep_bytes(name, bytes, *config, rank, tp, ep);
+      if (name.find(".experts.") != std::string::npos) {
+        experts_read += expected_ep_bytes(name, bytes, *config, rank, tp, ep);
+      }
+    }
+    WeightLoader weights(source->get(), allocator, DType::kF32, backend::Stream::cpu());
+    ModelOptions options;
+    options.max_num_tokens = 16;
+    options.max_logit_rows = 4;
+    options.tp = {rank, tp};
+    options.ep_size = ep;
+    auto m = create_model(*config, weights, allocator, options);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    EXPECT_EQ(weights.bytes_read(), expected)
+        << model << " rank " << rank << " of tp " << tp << " ep " << ep;
+  }
+  EXPECT_EQ(experts_read, experts_stored);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, RankReadsExperts,
+    ::testing::Values(EpLoadCase{"tiny-mixtral", 2, 2}, EpLoadCase{"tiny-mixtral", 4, 4},
+                      EpLoadCase{"tiny-qwen2-moe", 2, 2}, EpLoadCase{"tiny-qwen2-moe", 4, 2},
+                      EpLoadCase{"tiny-qwen3-moe", 4, 4}, EpLoadCase{"tiny-qwen3-moe", 4, 2}),
+    ep_load_case_name);
 
 INSTANTIATE_TEST_SUITE_P(Models, RankReads,
                          ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen2",

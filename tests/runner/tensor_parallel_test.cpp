@@ -1,7 +1,9 @@
 // Tensor parallelism on the CPU (f32): every golden model (dense and MoE) split over 2 and 4
 // ranks of the shared-memory communicator generates what one rank generates: the same greedy
 // ids (and seeded samples), logprobs within kLogprobTol (the all-reduces add the ranks' partial
-// sums in another order than one rank's GEMM), on every rank.
+// sums in another order than one rank's GEMM), on every rank. Expert parallelism likewise: the
+// MoE models at ep 2 and 4 (whole experts per rank, tokens exchanged all-to-all) and at tp 4 x
+// ep 2 (each expert's rows split over the 2 ranks of its group).
 #include "model/tensor_parallel.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "engine/batch_generator.h"
+#include "model/expert_parallel.h"
 #include "runner/model_runner.h"
 #include "test_data.h"
 #include "top_logprobs_check.h"
@@ -23,13 +26,14 @@ namespace {
 // Measured (printed per case): stories260K (8 layers) up to 1.1e-5, the 2-layer models 3.4e-6.
 constexpr double kLogprobTol = 3e-5;
 
-runner::ModelRunnerOptions tp_options(int tp_size) {
+runner::ModelRunnerOptions tp_options(int tp_size, int ep_size = 1) {
   runner::ModelRunnerOptions options;
   options.dtype = "float32";
   options.max_num_tokens = 256;
   options.max_batch_size = 8;
   options.num_kv_slots = 1024;
   options.tp_size = tp_size;
+  options.ep_size = ep_size;
   return options;
 }
 
@@ -85,9 +89,12 @@ double compare(const std::vector<engine::GenerateResult>& ours,
 struct TpCase {
   std::string model;
   int tp_size;
+  int ep_size = 1;
 };
 
-void PrintTo(const TpCase& c, std::ostream* os) { *os << c.model << " tp " << c.tp_size; }
+void PrintTo(const TpCase& c, std::ostream* os) {
+  *os << c.model << " tp " << c.tp_size << " ep " << c.ep_size;
+}
 
 class TensorParallelGolden : public ::testing::TestWithParam<TpCase> {};
 
@@ -101,8 +108,8 @@ TEST_P(TensorParallelGolden, EveryRankGeneratesWhatOneRankDoes) {
 
   std::vector<std::vector<engine::GenerateResult>> ranks(static_cast<size_t>(p.tp_size));
   test::run_ranks(p.tp_size, [&](int rank, distributed::Communicator& comm) {
-    auto runner =
-        runner::ModelRunner::create(test::model_dir(p.model), tp_options(p.tp_size), &comm);
+    auto runner = runner::ModelRunner::create(test::model_dir(p.model),
+                                              tp_options(p.tp_size, p.ep_size), &comm);
     // Every rank loads the same way: all fail or none does (no rank left in a collective).
     ASSERT_TRUE(runner.ok()) << runner.status().to_string();
     ranks[static_cast<size_t>(rank)] = generate(**runner, requests);
@@ -112,7 +119,10 @@ TEST_P(TensorParallelGolden, EveryRankGeneratesWhatOneRankDoes) {
     worst = std::max(
         worst, compare(ranks[static_cast<size_t>(r)], ref, p.model + " rank " + std::to_string(r)));
   }
-  std::cout << p.model << " tp " << p.tp_size << ": logprobs within " << worst << " of tp 1\n";
+  // The MoE models' 2 layers stay closer than kLogprobTol: issue #24 asks 1e-5 of EP.
+  if (p.ep_size > 1) EXPECT_LT(worst, 1e-5) << p.model;
+  std::cout << p.model << " tp " << p.tp_size << " ep " << p.ep_size << ": logprobs within "
+            << worst << " of tp 1\n";
 }
 
 std::vector<TpCase> all_cases() {
@@ -121,6 +131,12 @@ std::vector<TpCase> all_cases() {
                             "stories260K", "tiny-mixtral", "tiny-qwen2-moe", "tiny-qwen3-moe"}) {
     for (int tp : {2, 4}) cases.push_back({model, tp});
   }
+  // Expert parallelism (8 experts each): whole experts per rank, then tp x ep.
+  for (const char* model : {"tiny-mixtral", "tiny-qwen2-moe", "tiny-qwen3-moe"}) {
+    for (int ep : {2, 4}) cases.push_back({model, ep, ep});
+  }
+  cases.push_back({"tiny-qwen2-moe", 4, 2});  // with the shared expert
+  cases.push_back({"tiny-mixtral", 4, 2});
   return cases;
 }
 
@@ -128,6 +144,9 @@ INSTANTIATE_TEST_SUITE_P(Models, TensorParallelGolden, ::testing::ValuesIn(all_c
                          [](const ::testing::TestParamInfo<TpCase>& info) {
                            std::string name =
                                info.param.model + "_tp" + std::to_string(info.param.tp_size);
+                           if (info.param.ep_size > 1) {
+                             name += "_ep" + std::to_string(info.param.ep_size);
+                           }
                            for (char& ch : name) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }
@@ -164,6 +183,68 @@ TEST(TensorParallelTest, BadSizesAreClearErrors) {
   ASSERT_FALSE(runner.ok());
   EXPECT_NE(runner.status().message().find("num_attention_heads"), std::string::npos)
       << runner.status().to_string();
+}
+
+// A --ep-size the model or the --tp-size cannot take is refused before anything loads, naming
+// the reason; through the runner too.
+TEST(TensorParallelTest, BadExpertParallelSizesAreClearErrors) {
+  const auto moe = model::load_model_config(test::model_dir("tiny-mixtral"));  // 8 experts
+  ASSERT_TRUE(moe.ok());
+  EXPECT_TRUE(model::check_tensor_parallel(*moe, 4, 2).ok());
+  EXPECT_TRUE(model::check_tensor_parallel(*moe, 4, 4).ok());
+  const Status zero = model::check_tensor_parallel(*moe, 2, 0);
+  EXPECT_NE(zero.message().find("--ep-size must be >= 1"), std::string::npos) << zero.to_string();
+  const Status tp = model::check_tensor_parallel(*moe, 2, 4);
+  EXPECT_NE(tp.message().find("--ep-size 4 does not divide --tp-size 2"), std::string::npos)
+      << tp.to_string();
+  model::ModelConfig six = *moe;
+  six.num_experts = 6;
+  const Status experts = model::check_tensor_parallel(six, 4, 4);
+  EXPECT_NE(experts.message().find("--ep-size 4 does not divide the model's num_experts (6)"),
+            std::string::npos)
+      << experts.to_string();
+  model::ModelConfig narrow = *moe;
+  narrow.moe_intermediate_size = 254;  // 2 does not divide 127 x 2 / 4
+  EXPECT_FALSE(model::check_tensor_parallel(narrow, 4, 1).ok());
+  EXPECT_TRUE(model::check_tensor_parallel(narrow, 4, 2).ok());  // 2 ranks share an expert
+  const auto dense = model::load_model_config(test::model_dir("tiny-llama"));
+  ASSERT_TRUE(dense.ok());
+  const Status not_moe = model::check_tensor_parallel(*dense, 2, 2);
+  EXPECT_NE(not_moe.message().find("needs a mixture-of-experts model"), std::string::npos)
+      << not_moe.to_string();
+
+  // Through the runner: the error at create, before any collective.
+  distributed::SharedMemoryGroup group(2);
+  auto comm = group.communicator(0);
+  auto runner =
+      runner::ModelRunner::create(test::model_dir("tiny-mixtral"), tp_options(2, 4), comm.get());
+  ASSERT_FALSE(runner.ok());
+  EXPECT_NE(runner.status().message().find("--ep-size 4 does not divide --tp-size 2"),
+            std::string::npos)
+      << runner.status().to_string();
+  auto single = runner::ModelRunner::create(test::model_dir("tiny-mixtral"), tp_options(1, 2));
+  ASSERT_FALSE(single.ok());
+  EXPECT_NE(single.status().message().find("--ep-size 2 does not divide --tp-size 1"),
+            std::string::npos)
+      << single.status().to_string();
+}
+
+// The expert-parallel split: consecutive ranks share a group; groups hold contiguous experts.
+TEST(TensorParallelTest, ExpertParallelLayout) {
+  const model::ExpertParallel r5 = model::expert_parallel({5, 8}, 2);  // groups of 4 ranks
+  EXPECT_EQ(r5.ep_rank, 1);
+  EXPECT_EQ(r5.moe_tp, (model::TensorParallel{1, 4}));
+  const model::ShardRange experts = model::local_experts(8, r5);
+  EXPECT_EQ(experts.start, 4);
+  EXPECT_EQ(experts.size, 4);
+  const model::ExpertParallel whole = model::expert_parallel({3, 4}, 4);
+  EXPECT_EQ(whole.ep_rank, 3);
+  EXPECT_EQ(whole.moe_tp, (model::TensorParallel{0, 1}));
+  EXPECT_EQ(model::local_experts(8, whole).start, 6);
+  const model::ExpertParallel tp_only = model::expert_parallel({3, 4}, 1);
+  EXPECT_EQ(tp_only.ep_rank, 0);
+  EXPECT_EQ(tp_only.moe_tp, (model::TensorParallel{3, 4}));
+  EXPECT_EQ(model::local_experts(8, tp_only).size, 8);
 }
 
 // The shard arithmetic: heads split, KV heads replicated below tp, errors otherwise.

@@ -77,6 +77,12 @@ REFUSES = [
     ("--model-path {model} --tp 4 --dist-init-addr sgl-dev-0:50000 --nnodes 2 --node-rank 0",
      ["one node"]),
     ("--model-path {model} --ep-size 8 --enable-ep-moe", ["one GPU"]),
+    # Expert parallelism needs a MoE model (stories260K is dense) and ep dividing tp.
+    ("--model-path {model} --tp 2 --ep-size 2",
+     ["--ep-size 2 needs a mixture-of-experts model", "dense"]),
+    ("--model-path {model} --tp 2 --ep 4", ["--ep-size 4 does not divide --tp-size 2"]),
+    ("--model-path {model} --device cuda --expert-parallel-size 2",
+     ["--ep-size 2 needs --device cpu", "NCCL"]),
     # Quantization.
     ("--model-path {model} --quantization fp8", ["--quantization fp8", "quantization"]),
     ("--model-path {model} --kv-cache-dtype fp8_e5m2", ["--kv-cache-dtype fp8_e5m2"]),
@@ -215,6 +221,24 @@ def test_tensor_parallel_serves_what_one_rank_serves(tmp_path):
             assert abs(x[0] - y[0]) < 3e-5
 
 
+def test_expert_parallel_serves_what_tensor_parallel_serves(tmp_path):
+    # --tp-size 2 --ep-size 2 on the CPU: each rank holds 4 of tiny-qwen2-moe's 8 experts and the
+    # tokens travel to them (all-to-all); the same tokens as plain --tp-size 2, logprobs within
+    # the summation-order error. The tiny model has no tokenizer: stories260K's ids fit its vocab.
+    moe = MODEL.parent / "tiny-qwen2-moe"
+    prompts = ["Once upon a time", "The little dog"]
+    line = "--model-path " + str(moe) + " --tokenizer-path {model} --tp-size 2"
+    tp, tp_info = generate_greedy(run_args(line), tmp_path, prompts)
+    ep, ep_info = generate_greedy(run_args(line + " --ep-size 2"), tmp_path, prompts)
+    assert (tp_info["tp_size"], tp_info["ep_size"]) == (2, 1)
+    assert (ep_info["tp_size"], ep_info["ep_size"]) == (2, 2)
+    for a, b in zip(tp, ep):
+        assert a["output_ids"] == b["output_ids"]
+        for x, y in zip(a["meta_info"]["output_token_logprobs"],
+                        b["meta_info"]["output_token_logprobs"]):
+            assert abs(x[0] - y[0]) < 1e-5
+
+
 def test_tokenizer_larger_than_the_vocabulary_is_warned(tmp_path):
     tokenizer = MODEL.parent.parent / "tokenizers" / "llama3_1"
     proc, err = start(run_args("--model-path {model} --tokenizer-path " + str(tokenizer)), tmp_path)
@@ -241,6 +265,7 @@ def test_help_lists_every_flag_with_meaning_and_exits_0():
     assert out.returncode == 0, out.stderr
     text = out.stdout
     for flag in ["--model-path, --model PATH", "--tp-size, --tp, --tensor-parallel-size N",
+                 "--ep-size, --ep, --expert-parallel-size N",
                  "--config FILE", "--log-requests", "--mem-fraction-static X",
                  "--trust-remote-code", "--speculative-algorithm EAGLE|EAGLE3|NGRAM"]:
         assert flag in text, flag

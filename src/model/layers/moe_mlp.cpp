@@ -10,7 +10,8 @@
 
 namespace sgl::model {
 
-MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names, TensorParallel tp) {
+MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names, TensorParallel tp,
+                   int ep_size) {
   SGL_CHECK(config.num_experts > 0)
       << "moe_shape of a dense config (" << config.architecture << ")";
   return MoeShape{.hidden_size = config.hidden_size,
@@ -19,7 +20,17 @@ MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names, TensorParall
                   .intermediate_size = config.moe_intermediate_size,
                   .renormalize = config.norm_topk_prob,
                   .names = std::move(names),
-                  .tp = tp};
+                  .tp = tp,
+                  .ep = expert_parallel(tp, ep_size)};
+}
+
+ExpertDispatchShape MoeMlp::dispatch_shape(const MoeShape& s) {
+  return {.hidden_size = s.hidden_size,
+          .top_k = s.top_k,
+          .local_experts = s.local_num_experts(),
+          .local_intermediate_size = s.local_intermediate_size(),
+          .ep = s.ep,
+          .ranks = s.tp.size};
 }
 
 void MoeMlp::plan_scratch(const MoeShape& s, int64_t max_num_tokens, DType dtype, Device device,
@@ -28,9 +39,18 @@ void MoeMlp::plan_scratch(const MoeShape& s, int64_t max_num_tokens, DType dtype
   plan.add(&scratch.router_logits, DType::kF32, n, s.num_experts);
   plan.add(&scratch.topk_weights, DType::kF32, n, s.top_k);
   plan.add(&scratch.topk_ids, DType::kI32, n, s.top_k);
-  const int64_t workspace = kernels::fused_moe_workspace_bytes(
-      device, n, s.top_k, s.num_experts, s.hidden_size, s.local_intermediate_size());
-  plan.add(&scratch.workspace, DType::kF32, 1, std::max<int64_t>(1, (workspace + 3) / 4));
+  if (s.ep.ep_size > 1) {
+    plan_expert_dispatch(dispatch_shape(s), n, dtype, device, scratch.dispatch, plan);
+    if (s.shared_intermediate_size == 0) {
+      const int64_t per_rank = token_slice(n, 0, s.tp.size).per_rank;
+      plan.add(&scratch.slice_out, dtype, per_rank, s.hidden_size);
+      plan.add(&scratch.gathered, dtype, s.tp.size * per_rank, s.hidden_size);
+    }
+  } else {
+    const int64_t workspace = kernels::fused_moe_workspace_bytes(
+        device, n, s.top_k, s.num_experts, s.hidden_size, s.local_intermediate_size());
+    plan.add(&scratch.workspace, DType::kF32, 1, std::max<int64_t>(1, (workspace + 3) / 4));
+  }
   if (s.shared_intermediate_size > 0) {
     plan.add(&scratch.out, dtype, n, s.hidden_size);
     plan.add(&scratch.shared, dtype, n, s.hidden_size);
@@ -55,20 +75,22 @@ Status MoeMlp::load(WeightLoader& w, const std::string& prefix) {
                           .in_features = s.hidden_size,
                           .shard = ShardRule::kReplicated};
   SGL_RETURN_IF_ERROR(load_linear(w, router, router_));
+  // The rank's experts: all of them, or at ep > 1 its group's.
+  const ShardRange experts = local_experts(s.num_experts, s.ep);
   std::vector<std::string> gate_up, down;
-  for (int64_t e = 0; e < s.num_experts; ++e) {
+  for (int64_t e = experts.start; e < experts.start + experts.size; ++e) {
     const std::string expert = block + "experts." + std::to_string(e) + ".";
     gate_up.push_back(expert + s.names.gate_proj + ".weight");
     gate_up.push_back(expert + s.names.up_proj + ".weight");
     down.push_back(expert + s.names.down_proj + ".weight");
   }
-  const int64_t e = s.num_experts, h = s.hidden_size, i = s.intermediate_size;
+  const int64_t e = experts.size, h = s.hidden_size, i = s.intermediate_size;
   // Each expert's gate and up split by intermediate rows, its down by the matching columns, as a
-  // dense MLP's column / row shard rules split them.
-  TensorSlice rows, cols;  // whole at one rank
-  if (s.tp.size > 1) {
+  // dense MLP's column / row shard rules split them, between the ranks that share the expert.
+  TensorSlice rows, cols;  // whole when one rank holds the expert
+  if (s.ep.moe_tp.size > 1) {
     SGL_ASSIGN_OR_RETURN(const ShardRange r,
-                         shard_of(i, i, s.tp, block + "experts' intermediate size"));
+                         shard_of(i, i, s.ep.moe_tp, block + "experts' intermediate size"));
     rows = {.dim = 0, .start = r.start, .size = r.size};
     cols = {.dim = 1, .start = r.start, .size = r.size};
   }
@@ -99,6 +121,10 @@ void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
   const bool reduce = shape_.tp.size > 1;
   SGL_CHECK(!reduce || comm != nullptr)
       << "a MoE block at tp " << shape_.tp.size << " needs a communicator";
+  if (shape_.ep.ep_size > 1) {
+    forward_expert_parallel(hidden, scratch, stream, *comm);
+    return;
+  }
   if (!shared_expert_) {
     kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, ids, scratch.workspace, hidden,
                        stream);
@@ -107,13 +133,52 @@ void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
   }
   const Tensor out = scratch.out.tensor().slice_rows(0, n);
   kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, ids, scratch.workspace, out, stream);
+  add_shared_expert(hidden, scratch, out, stream);
+  if (reduce) comm->all_reduce(out, distributed::ReduceOp::kSum, stream);
+  kernels::copy(out, hidden, stream);
+}
+
+void MoeMlp::add_shared_expert(const Tensor& hidden, const Scratch& scratch, const Tensor& out,
+                               backend::Stream stream) const {
+  const int64_t n = hidden.size(0);
   // The dense block overwrites its input: it runs on a copy, the gate reads the original.
   const Tensor shared = scratch.shared.tensor().slice_rows(0, n);
   kernels::copy(hidden, shared, stream);
   shared_expert_->forward(shared, scratch.shared_mlp, stream);
   // The gate reads the whole hidden state, so it scales each rank's partial sum alike.
   kernels::add_sigmoid_gated(hidden, shared_expert_gate_, shared, out, stream);
-  if (reduce) comm->all_reduce(out, distributed::ReduceOp::kSum, stream);
+}
+
+// Every rank routed the whole batch (the router is replicated, so the ids agree, and
+// --enable-return-routed-experts records them all); each computes its token slice's routed
+// output through the exchange, and the slices are put back together on every rank.
+void MoeMlp::forward_expert_parallel(const Tensor& hidden, const Scratch& scratch,
+                                     backend::Stream stream,
+                                     distributed::Communicator& comm) const {
+  const int64_t n = hidden.size(0);
+  const Tensor weights = scratch.topk_weights.tensor().slice_rows(0, n);
+  const Tensor ids = scratch.topk_ids.tensor().slice_rows(0, n);
+  const TokenSlice slice = token_slice(n, comm.rank(), comm.size());
+  const ExpertDispatchShape shape = dispatch_shape(shape_);
+  if (!shared_expert_) {
+    // Rank r's rows land at r * per_rank: the first n gathered rows are the batch in order (a
+    // short slice's tail rows land past n, unread).
+    const Tensor mine = scratch.slice_out.tensor().slice_rows(0, slice.per_rank);
+    expert_parallel_moe(hidden, weights, ids, w_gate_up_, w_down_, shape, scratch.dispatch,
+                        mine.slice_rows(0, slice.size), comm, stream);
+    const Tensor all = scratch.gathered.tensor().slice_rows(0, comm.size() * slice.per_rank);
+    comm.all_gather(mine, all, stream);
+    kernels::copy(all.slice_rows(0, n), hidden, stream);
+    return;
+  }
+  // The shared expert is tensor-parallel (a partial sum at every rank), so one all-reduce
+  // completes both: the routed output enters it at its slice's rows, zeros elsewhere.
+  const Tensor out = scratch.out.tensor().slice_rows(0, n);
+  kernels::zero(out, stream);
+  expert_parallel_moe(hidden, weights, ids, w_gate_up_, w_down_, shape, scratch.dispatch,
+                      out.slice_rows(slice.start, slice.size), comm, stream);
+  add_shared_expert(hidden, scratch, out, stream);
+  comm.all_reduce(out, distributed::ReduceOp::kSum, stream);
   kernels::copy(out, hidden, stream);
 }
 

@@ -12,8 +12,10 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "distributed/communicator.h"
+#include "model/expert_parallel.h"
 #include "model/layers/activation_plan.h"
 #include "model/layers/dense_mlp.h"
+#include "model/layers/expert_dispatch.h"
 #include "model/layers/linear.h"
 #include "model/model_config.h"
 #include "model/weight_loader.h"
@@ -45,17 +47,23 @@ struct MoeShape {
   // At tp > 1 every rank holds every expert's share of the intermediate rows (and the shared
   // expert's), the router whole; the block's output is all-reduced once, after the combine.
   TensorParallel tp;
+  // With ep.ep_size > 1 (expert parallelism) the routed experts are split instead: the rank holds
+  // its group's experts (local_num_experts()) with its moe_tp share of their rows, and the
+  // tokens travel to them (expert_dispatch.h); router and shared expert stay as under tp.
+  ExpertParallel ep;
 
-  int64_t local_intermediate_size() const { return intermediate_size / tp.size; }
+  int64_t local_num_experts() const { return num_experts / ep.ep_size; }
+  int64_t local_intermediate_size() const { return intermediate_size / ep.moe_tp.size; }
 
   bool operator==(const MoeShape&) const = default;
 };
 
 // The config's routed experts: num_experts of width moe_intermediate_size, num_experts_per_tok
 // of them per token, their weights renormalized iff norm_topk_prob; their tensors named `names`;
-// no shared expert (an architecture with one adds it); at rank tp.rank of tp.size. The config must
-// be a MoE one.
-MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names = {}, TensorParallel tp = {});
+// no shared expert (an architecture with one adds it); at rank tp.rank of tp.size, with ep_size
+// expert groups (check_expert_parallel has accepted it). The config must be a MoE one.
+MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names = {}, TensorParallel tp = {},
+                   int ep_size = 1);
 
 class MoeMlp {
  public:
@@ -64,10 +72,14 @@ class MoeMlp {
     Buffer router_logits;  // f32 [N, E]
     Buffer topk_weights;   // f32 [N, k]
     Buffer topk_ids;       // i32 [N, k]
-    Buffer workspace;      // fused_moe's, sized for N tokens on the model's device
+    Buffer workspace;      // fused_moe's, sized for N tokens on the model's device (ep 1)
     Buffer out;            // [N, H], with a shared expert: the experts' sum (else in place)
     Buffer shared;         // [N, H]: the shared expert's input, then its output (if any)
     DenseMlp::Scratch shared_mlp;
+    // Expert parallelism only:
+    ExpertDispatchScratch dispatch;
+    Buffer slice_out;  // [S, H]: the rank's token slice's routed output (no shared expert)
+    Buffer gathered;   // [R * S, H]: every rank's slice_out
   };
   static void plan_scratch(const MoeShape& shape, int64_t max_num_tokens, DType dtype,
                            Device device, Scratch& scratch, ActivationPlan& plan);
@@ -81,16 +93,25 @@ class MoeMlp {
   Status load(WeightLoader& weights, const std::string& prefix);
 
   // hidden: [n, H], the normed input; overwritten with the block's output (all-reduced over
-  // `comm` at tp > 1).
+  // `comm` at tp > 1; at ep > 1 the tokens exchanged over it, the same bits on every rank).
   void forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
                distributed::Communicator* comm = nullptr) const;
 
   const MoeShape& shape() const { return shape_; }
 
  private:
+  static ExpertDispatchShape dispatch_shape(const MoeShape& shape);
+  // forward() at ep > 1, once the batch is routed (scratch.topk_*).
+  void forward_expert_parallel(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
+                               distributed::Communicator& comm) const;
+  // With a shared expert: out [n, H] += its gated output (a partial sum at tp > 1).
+  void add_shared_expert(const Tensor& hidden, const Scratch& scratch, const Tensor& out,
+                         backend::Stream stream) const;
+
   MoeShape shape_;
   Linear router_;  // [E, H]
-  // I below is the rank's share: local_intermediate_size().
+  // E below is the rank's experts (local_num_experts()), I its share of their rows
+  // (local_intermediate_size()).
   Buffer w_gate_up_;                       // [E, 2I, H]: per expert gate rows, then up rows
   Buffer w_down_;                          // [E, H, I]
   std::optional<DenseMlp> shared_expert_;  // with shared_intermediate_size
