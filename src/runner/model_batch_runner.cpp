@@ -52,8 +52,8 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   const bool pooling = batch.pooling != PoolingType::kNone;
   const bool on_host = pooling || process || score_prompt || verify || eagle_ != nullptr ||
                        !model_runner_.can_launch(sampling);
-  // EAGLE: the verify entries' drafts, before their ids are read (every earlier batch finished:
-  // the draft state is current).
+  // EAGLE: the verify entries' drafts, before their ids are read (the launch before extended
+  // the draft over its batch: the draft state is current).
   std::vector<std::vector<int32_t>> drafts;
   if (eagle_ != nullptr) drafts = eagle_->draft(batch);
   Launched launched;
@@ -126,7 +126,7 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     // needs host logits.
     model::ModelOutput output;
     const bool rows_sampled = fb.num_logit_rows() == static_cast<int32_t>(sampling.size());
-    if (!(pooling || process || score_prompt) && rows_sampled &&
+    if (!process && !score_prompt && rows_sampled &&
         model_runner_.can_launch(sampling) && (!batch.vocab_mask.valid() || !verify)) {
       launched.result.output = model_runner_.collect(model_runner_.launch_forward_and_sample(
           fb, sampling, batch.vocab_mask.valid() ? &batch.vocab_mask : nullptr, &output));
