@@ -14,6 +14,8 @@ constexpr int32_t kMinSkipNodes = 4;
 // a bounded string's long chain would cost more steps than walking its subtrees (measured:
 // perf-log/2026-11-29-grammar-first-use.md).
 constexpr size_t kMaxChain = 2;
+// A class loop of more frames than this is walked node by node (the check is per byte).
+constexpr size_t kMaxLoopFrames = 8;
 
 bool plain_ascii(int b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
 
@@ -140,20 +142,49 @@ const ClassTokenSets* PositionWalker::loop_class(SetId set) {
   }
   if (loop_known_[set] != 0) return loop_known_[set] == 2 ? loop_classes_[set].get() : nullptr;
   loop_known_[set] = 1;
+  // Frames of one parent whose states neither finish nor call: the class is the bytes whose
+  // edges lead from those states to exactly those states again (an NFA's loop may be several).
   const auto frames = engine_.frames(set);
-  if (frames.size() != 1) return nullptr;
-  // One frame that neither finishes nor calls: a class byte leads to the same single frame.
-  const StateId x = engine_.frame_at(frames[0]).state;
-  if (automaton_.is_final(x) || !automaton_.call_edges(x).empty()) return nullptr;
-  ByteClass to_x, elsewhere;
-  for (const ByteEdge& e : automaton_.byte_edges(x)) {
-    for (int b = e.lo; b <= std::min<int>(e.hi, 0x7F); ++b) {
-      (e.target == x ? to_x : elsewhere).add(static_cast<uint8_t>(b));
+  if (frames.empty() || frames.size() > kMaxLoopFrames) return nullptr;
+  const FrameId parent = engine_.frame_at(frames[0]).parent;
+  states_.clear();
+  for (FrameId f : frames) {
+    const Frame& fr = engine_.frame_at(f);
+    if (fr.parent != parent || automaton_.is_final(fr.state) ||
+        !automaton_.call_edges(fr.state).empty()) {
+      return nullptr;
+    }
+    states_.push_back(fr.state);
+  }
+  std::sort(states_.begin(), states_.end());
+  // Bytes with an edge out of the states (those without one are not in the class).
+  ByteClass cls, out;
+  for (StateId x : states_) {
+    for (const ByteEdge& e : automaton_.byte_edges(x)) {
+      const bool back = std::binary_search(states_.begin(), states_.end(), e.target);
+      for (int b = e.lo; b <= std::min<int>(e.hi, 0x7F); ++b) {
+        (back ? cls : out).add(static_cast<uint8_t>(b));
+      }
     }
   }
-  ByteClass cls;
-  for (int w = 0; w < 2; ++w) cls.ascii[w] = to_x.ascii[w] & ~elsewhere.ascii[w];
-  cls.utf8 = runs_.multibyte_loop(x);
+  for (int w = 0; w < 2; ++w) cls.ascii[w] &= ~out.ascii[w];
+  // Every state must be reached again by each class byte.
+  for (int b = 0; b < 0x80 && !cls.empty(); ++b) {
+    if (!cls.has(static_cast<uint8_t>(b))) continue;
+    reached_.clear();
+    for (StateId x : states_) {
+      for (const ByteEdge& e : automaton_.byte_edges(x)) {
+        if (e.lo <= b && b <= e.hi) reached_.push_back(e.target);
+      }
+    }
+    std::sort(reached_.begin(), reached_.end());
+    reached_.erase(std::unique(reached_.begin(), reached_.end()), reached_.end());
+    if (reached_ != states_) {
+      cls.ascii[b >> 6] &= ~(uint64_t{1} << (b & 63));
+    }
+  }
+  const StateId x = states_[0];
+  cls.utf8 = states_.size() == 1 && runs_.multibyte_loop(x);
   if (cls.empty()) return nullptr;
   auto sets = info_.class_tokens(cls);
   if (sets == nullptr) return nullptr;

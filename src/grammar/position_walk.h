@@ -101,6 +101,8 @@ class PositionWalker {
   std::vector<std::shared_ptr<const ClassTokenSets>> loop_classes_;
   std::vector<uint8_t> partial_;  // scratch: the bytes of a cut character before an exit
   std::vector<uint8_t> path_;     // scratch: a trie path's bytes, last first
+  std::vector<StateId> states_;   // scratch: a candidate loop's states
+  std::vector<StateId> reached_;  // scratch: the states a byte leads them to
 };
 
 }  // namespace sgl::grammar
