@@ -279,8 +279,8 @@ void PositionWalker::walk_exact_chain(SetId root, int32_t run) {
     return;
   }
   // The set after j plain characters: any plain one leads along the chain.
-  chain_.assign(1, root);
-  for (int32_t j = 1; j <= run; ++j) chain_.push_back(step(chain_.back(), 'a'));
+  exact_chain_.assign(1, root);
+  for (int32_t j = 1; j <= run; ++j) exact_chain_.push_back(step(exact_chain_.back(), 'a'));
   for (const TokenTrie::NodeId e : cls->exits()) {
     // The set at e's parent: after its whole characters, stepped through a cut one.
     const TokenTrie::NodeId p = trie_.parent(e);
@@ -303,7 +303,7 @@ void PositionWalker::walk_exact_chain(SetId root, int32_t run) {
     }
     const int32_t chars = boundary == 0 ? 0 : trie_.plain_chars_to(boundary);
     if (chars > run) continue;  // past the chain: dead, and no stack popped on the way
-    SetId at = chain_[chars];
+    SetId at = exact_chain_[chars];
     for (size_t k = partial_.size(); k-- > 0 && at != StackEngine::kDeadSet;) {
       at = step(at, partial_[k]);
     }

@@ -87,7 +87,8 @@ class PositionWalker {
   std::vector<int32_t> plain_run_;  // per set: -1 unknown
   std::vector<int16_t> loop_run_;   // per set: -1 unknown, -2 being computed
   std::vector<std::pair<SetId, uint8_t>> completes_;  // (at, utf8) proven for the current target
-  std::vector<SetId> chain_;
+  std::vector<SetId> chain_;                          // loop_run's scratch
+  std::vector<SetId> exact_chain_;  // walk_exact_chain: the set after j plain characters
   // The walk: by depth along the current trie path, the set after that many bytes and whether
   // a stack had popped past the probe's base with bytes still to come (then the parent
   // decides); where the results go; the cover of the caller's plain bitmask.
