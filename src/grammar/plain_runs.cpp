@@ -147,6 +147,12 @@ class ExactChecker {
   bool only_to(StateId state, StateId target) {
     for (const ByteEdge& e : a_.byte_edges(state)) {
       if (e.target != target && has_plain_ascii(e.lo, e.hi)) return false;
+    }
+    return multibyte_only_to(state, target);
+  }
+  // Every multibyte character `state` starts reaches `target` alone.
+  bool multibyte_only_to(StateId state, StateId target) {
+    for (const ByteEdge& e : a_.byte_edges(state)) {
       for (const Utf8Ranges::Range& lead : utf8_.leads) {
         if (std::max<int>(e.lo, lead.lo) <= std::min<int>(e.hi, lead.hi) &&
             !forced(e.target, lead.next, target)) {
@@ -236,6 +242,13 @@ PlainRuns::PlainRuns(const GrammarAutomaton& automaton) {
       }
       exact_[s] = ok ? 1 : 0;
     }
+  }
+  // Loops: a successor of its own (so every multibyte character completes back to the state)
+  // whose multibyte characters are forced.
+  multibyte_loop_.assign(n, 0);
+  for (StateId s = 0; s < n; ++s) {
+    multibyte_loop_[s] =
+        successor[s] == s && checker.isolated(s) && checker.multibyte_only_to(s, s);
   }
 }
 

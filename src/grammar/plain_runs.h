@@ -32,10 +32,15 @@ class PlainRuns {
   // set stays one frame of a state that neither calls nor finishes its rule (no pop: what
   // dies is rejected, not left to the parent). A bounded string's chain.
   bool exact(StateId state) const { return exact_[state] != 0; }
+  // Every multibyte character leads from a frame at `state` back to that frame alone: each
+  // of its bytes has edges to one state only, none of which calls or finishes its rule (a JSON
+  // string's character loop). Its ASCII bytes are not checked here.
+  bool multibyte_loop(StateId state) const { return multibyte_loop_[state] != 0; }
 
  private:
   std::vector<int32_t> runs_;
   std::vector<int8_t> exact_;
+  std::vector<int8_t> multibyte_loop_;
 };
 
 }  // namespace sgl::grammar

@@ -11,7 +11,7 @@ PositionMask compute_position_mask(const GrammarAutomaton& automaton, const Plai
                                    const TokenizerInfo& info, StateId state) {
   PositionMask out;
   std::vector<int32_t> accepted;
-  PositionWalker walker(automaton, runs, info.trie());
+  PositionWalker walker(automaton, runs, info);
   // Inside a string most of the vocabulary is plain tokens short enough: they come as one
   // bitmask of the tokenizer's (when a bitmask is the smaller form anyway).
   const PlainTokenSets& plain = info.plain_tokens();
@@ -19,14 +19,16 @@ PositionMask compute_position_mask(const GrammarAutomaton& automaton, const Plai
   const int32_t k = std::min(run, plain.longest());
   const bool from_bits =
       k > 0 && static_cast<int64_t>(plain.count_at_most(k)) * 32 > info.vocab_size();
-  walker.walk(state, from_bits ? run : 0, accepted, out.uncertain);
+  const auto loop_bits = walker.walk(state, from_bits ? run : 0, accepted, out.uncertain);
   // A list costs 32 bits a token, the bitmask one bit a vocab entry.
-  if (from_bits || static_cast<int64_t>(accepted.size()) * 32 > info.vocab_size()) {
+  if (from_bits || !loop_bits.empty() ||
+      static_cast<int64_t>(accepted.size()) * 32 > info.vocab_size()) {
     if (from_bits) {
       out.accepted_bits.assign(plain.at_most(k).begin(), plain.at_most(k).end());
     } else {
       out.accepted_bits.assign(info.bitmask_words(), 0);
     }
+    for (size_t w = 0; w < loop_bits.size(); ++w) out.accepted_bits[w] |= loop_bits[w];
     for (int32_t id : accepted) out.accepted_bits[id >> 5] |= 1u << (id & 31);
   } else {
     out.accepted_ids = std::move(accepted);

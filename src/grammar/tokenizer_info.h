@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "grammar/class_token_sets.h"
 #include "grammar/plain_token_sets.h"
 #include "grammar/token_trie.h"
 
@@ -35,6 +36,10 @@ class TokenizerInfo {
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
   const TokenTrie& trie() const { return trie_; }
   const PlainTokenSets& plain_tokens() const { return plain_; }
+  // The tokens and trie exits of a byte class, built on first use (ClassTokenSets).
+  std::shared_ptr<const ClassTokenSets> class_tokens(const ByteClass& cls) const {
+    return classes_->get(trie_, cls, bitmask_words());
+  }
 
  private:
   TokenizerInfo(std::vector<std::string> tokens, int32_t vocab_size, std::vector<int32_t> stop_ids,
@@ -47,6 +52,8 @@ class TokenizerInfo {
   std::vector<uint8_t> excluded_;  // stop, special or empty
   TokenTrie trie_;
   PlainTokenSets plain_;
+  // Behind a pointer: the cache holds a mutex, and a TokenizerInfo is moved once built.
+  std::unique_ptr<ClassTokenCache> classes_ = std::make_unique<ClassTokenCache>();
 };
 
 }  // namespace sgl::grammar
