@@ -126,8 +126,8 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     // needs host logits.
     model::ModelOutput output;
     const bool rows_sampled = fb.num_logit_rows() == static_cast<int32_t>(sampling.size());
-    if (!process && !score_prompt && rows_sampled &&
-        model_runner_.can_launch(sampling) && (!batch.vocab_mask.valid() || !verify)) {
+    if (!process && !score_prompt && rows_sampled && model_runner_.can_launch(sampling) &&
+        (!batch.vocab_mask.valid() || !verify)) {
       launched.result.output = model_runner_.collect(model_runner_.launch_forward_and_sample(
           fb, sampling, batch.vocab_mask.valid() ? &batch.vocab_mask : nullptr, &output));
     } else {

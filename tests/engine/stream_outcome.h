@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/engine.h"
@@ -61,6 +62,30 @@ inline std::vector<Outcome> submit_and_collect(
   std::vector<Outcome> out;
   for (auto& s : streams) out.push_back(collect(*s));
   return out;
+}
+
+// Two runs of one workload (speculative and plain) gave each request the same tokens and finish,
+// and logprobs (token_ids_logprob values too) within `tol`: a verify pass computes a position's
+// logits beside other positions, the same math up to the summation order of a wider GEMM.
+inline void expect_same_outcomes(const std::vector<Outcome>& got, const std::vector<Outcome>& want,
+                                 double tol, const std::string& label) {
+  ASSERT_EQ(got.size(), want.size()) << label;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].ids, want[i].ids) << label << ": request " << i;
+    EXPECT_EQ(got[i].finish.reason, want[i].finish.reason) << label << ": request " << i;
+    ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << label << ": request " << i;
+    for (size_t k = 0; k < want[i].logprobs.size(); ++k) {
+      EXPECT_NEAR(got[i].logprobs[k], want[i].logprobs[k], tol) << i << " step " << k;
+    }
+    ASSERT_EQ(got[i].top.size(), want[i].top.size()) << label << ": request " << i;
+    ASSERT_EQ(got[i].token_ids.size(), want[i].token_ids.size()) << label << ": request " << i;
+    for (size_t k = 0; k < want[i].token_ids.size(); ++k) {
+      ASSERT_EQ(got[i].token_ids[k].size(), want[i].token_ids[k].size()) << i << " step " << k;
+      for (size_t j = 0; j < want[i].token_ids[k].size(); ++j) {
+        EXPECT_NEAR(got[i].token_ids[k][j], want[i].token_ids[k][j], tol) << i << " step " << k;
+      }
+    }
+  }
 }
 
 }  // namespace sgl::test

@@ -1,6 +1,8 @@
 // Helpers for the grammar tests: compiling, full matches, random walks through a matcher.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cctype>
 #include <random>
@@ -23,6 +25,25 @@ inline std::shared_ptr<const CompiledGrammar> must_compile(
 inline bool full_match(const std::shared_ptr<const CompiledGrammar>& g, const std::string& s) {
   GrammarMatcher m(g);
   return m.accept_bytes(s) && m.can_terminate();
+}
+
+// After `prefix`, the matcher's token mask allows exactly the tokens it accepts, tried one by
+// one over the whole vocabulary, and at least one.
+inline void expect_mask_is_brute_force(const std::shared_ptr<const CompiledGrammar>& g,
+                                       const TokenizerInfo& info, const std::string& prefix) {
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.accept_bytes(prefix)) << prefix;
+  std::vector<uint32_t> mask(m.bitmask_words(), 0);
+  m.fill_next_token_bitmask(mask.data());
+  int32_t allowed = 0;
+  for (int32_t id = 0; id < info.num_tokens(); ++id) {
+    const bool ok = m.accept_token(id);
+    if (ok) m.rollback(1);
+    const bool bit = (mask[static_cast<size_t>(id >> 5)] >> (id & 31)) & 1;
+    ASSERT_EQ(bit, ok) << prefix << " token " << id << " '" << info.token_bytes(id) << "'";
+    allowed += ok;
+  }
+  EXPECT_GT(allowed, 0) << prefix;
 }
 
 // The bytes the matcher accepts next.

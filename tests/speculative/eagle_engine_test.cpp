@@ -104,16 +104,7 @@ TEST_P(EagleEngine, GivesPlainDecodingsTokens) {
   EngineStats plain_stats, spec_stats;
   const std::vector<test::Outcome> plain = run(c, false, &plain_stats);
   const std::vector<test::Outcome> spec = run(c, true, &spec_stats);
-  ASSERT_EQ(plain.size(), spec.size());
-  for (size_t i = 0; i < plain.size(); ++i) {
-    EXPECT_EQ(spec[i].ids, plain[i].ids) << c.name << ": request " << i;
-    EXPECT_EQ(spec[i].finish.reason, plain[i].finish.reason) << c.name << ": request " << i;
-    ASSERT_EQ(spec[i].logprobs.size(), plain[i].logprobs.size()) << i;
-    for (size_t k = 0; k < plain[i].logprobs.size(); ++k) {
-      EXPECT_NEAR(spec[i].logprobs[k], plain[i].logprobs[k], 1e-4) << i << " step " << k;
-    }
-    ASSERT_EQ(spec[i].top.size(), plain[i].top.size()) << i;
-  }
+  test::expect_same_outcomes(spec, plain, 1e-4, c.name);
   const scheduler::SchedulerStats& s = spec_stats.scheduler;
   EXPECT_EQ(s.generated_tokens_total, plain_stats.scheduler.generated_tokens_total);
   EXPECT_GT(s.spec_verify_steps, 0) << c.name;
