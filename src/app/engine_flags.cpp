@@ -319,9 +319,11 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   spec.ngram_max_match_window = static_cast<int32_t>(std::clamp<int64_t>(max_window, -1, 1 << 20));
   SGL_RETURN_IF_ERROR(spec.validate(args.has("--speculative-num-draft-tokens")));
   if (!spec.drafts_in_runner() &&
-      (args.has("--speculative-num-steps") || args.has("--speculative-eagle-topk"))) {
+      (args.has("--speculative-num-steps") || args.has("--speculative-eagle-topk") ||
+       args.has("--speculative-draft-model-path"))) {
     return invalid_argument(
-        "--speculative-num-steps and --speculative-eagle-topk are for EAGLE / EAGLE3");
+        "--speculative-draft-model-path, --speculative-num-steps and --speculative-eagle-topk are "
+        "for --speculative-algorithm EAGLE / EAGLE3");
   }
   // A verify step needs its request's last token on the host: speculative batches run without
   // the overlap loop (SGLang's speculative workers did too).

@@ -32,7 +32,14 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
       std::max<int64_t>(ro.max_batch_size, options.scheduler.max_running_requests +
                                                options.scheduler.max_scoring_tokens);
   const speculative::SpeculativeOptions& spec = options.scheduler.speculative;
+  // A verify batch's tokens are each a logits row; and a draft needs its request's last token
+  // on the host, so speculative batches run without the overlap loop (as --speculative-algorithm
+  // sets it on the command line).
+  options.scheduler.max_verify_tokens = std::min(ro.max_num_tokens, ro.max_logit_rows);
+  if (spec.enabled()) options.disable_overlap_schedule = true;
   if (spec.drafts_in_runner()) {
+    // Every EAGLE pass captures hidden states, which decode graphs do not: none are captured.
+    ro.disable_cuda_graph = true;
     if (ro.tp_size > 1) {
       return invalid_argument("EAGLE speculative decoding with --tp-size > 1 is not implemented");
     }

@@ -2,6 +2,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "core/check.h"
@@ -464,9 +465,16 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   if (options_.speculative.enabled()) {
     drafts.resize(running_.size());
     int64_t draft_slots = 0;
+    // Every token of a verify batch is a logits row: drafts past the runner's bound are cut.
+    int64_t room = options_.max_verify_tokens > 0 ? options_.max_verify_tokens - needed
+                                                  : std::numeric_limits<int64_t>::max();
     for (size_t i = 0; i < running_.size(); ++i) {
       if (!decodable(running_[i])) continue;
       drafts[i] = drafts_for(*running_[i]);
+      if (static_cast<int64_t>(drafts[i].size()) > room) {
+        drafts[i].resize(static_cast<size_t>(std::max<int64_t>(room, 0)));
+      }
+      room -= static_cast<int64_t>(drafts[i].size());
       draft_slots += static_cast<int64_t>(drafts[i].size());
     }
     if (allocator_.available() + tree_.evictable_size() < needed + draft_slots) {

@@ -45,9 +45,12 @@ struct SchedulerOptions {
   // nothing is sampled. Mean pooling needs every token's hidden state, so those requests reuse
   // no cached prefix (last-token pooling does, as generation does).
   PoolerConfig pooler;
-  // Speculative decoding (--speculative-algorithm NGRAM): a decoding request whose tokens are all
-  // known (no batch of it in flight) verifies its n-gram drafts in one extend pass.
+  // Speculative decoding (--speculative-algorithm): a decoding request whose tokens are all
+  // known (no batch of it in flight) verifies its drafts in one extend pass.
   speculative::SpeculativeOptions speculative;
+  // Tokens of a decode batch with drafts, at most (each token is a logits row then): what the
+  // runner reserved (its max_num_tokens and logits rows); 0 = no bound. Drafts beyond it wait.
+  int64_t max_verify_tokens = 0;
 
   // SGLang's new_token_ratio schedule, derived from schedule_conservativeness.
   double init_new_token_ratio() const;

@@ -45,13 +45,17 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
       }
       slot_offset += r.extend_len;
       const auto slots = table_.row(r.req_pool_idx);
-      std::vector<int32_t> seen;
-      for (int32_t p = 0; p < r.prefix_len + r.extend_len; ++p) seen.push_back(kv_.at(slots[p]));
-      const int32_t next = next_token(seen, vocab_);
-      if (r.prefix_len + r.extend_len < table_.max_context_len()) {
-        row_tokens[r.prefix_len + r.extend_len] = next;
+      // One result per sampled position: the last one, or a speculative verify's last
+      // sample_rows (each the reference's next token after the sequence up to it).
+      const int32_t end = r.prefix_len + r.extend_len;
+      // Each sample lands on the position after its own (a decode step reads the accepted one).
+      for (int32_t k = r.sample_rows; k >= 1; --k) {
+        std::vector<int32_t> seen;
+        for (int32_t p = 0; p < end - k + 1; ++p) seen.push_back(kv_.at(slots[p]));
+        const int32_t next = next_token(seen, vocab_);
+        if (end - k + 1 < table_.max_context_len()) row_tokens[end - k + 1] = next;
+        result.output.next_token_ids.push_back(next);
       }
-      result.output.next_token_ids.push_back(next);
       computed_tokens_ += r.extend_len;
     }
     ++batches_;

@@ -35,6 +35,7 @@ struct BatchRecord {
   int64_t num_tokens = 0;
   int64_t scored = 0;          // prompt positions whose logprob the batch returns
   int64_t prefill_tokens = 0;  // of prefill entries (decode entries have no host input ids)
+  int64_t drafts = 0;          // speculative drafts the batch verifies
 };
 
 // Runs a Scheduler with the fake model. Checks integrity after every step.
@@ -66,7 +67,8 @@ class Driver {
       for (const BatchEntry& e : next.batch->entries) {
         record.extends.emplace_back(e.req->rid, e.extend_len);
         record.scored += static_cast<int64_t>(e.logprob_targets.size());
-        if (!e.input_ids.empty()) record.prefill_tokens += e.extend_len;
+        if (!e.input_ids.empty() && e.draft_ids.empty()) record.prefill_tokens += e.extend_len;
+        record.drafts += static_cast<int64_t>(e.draft_ids.size());
       }
       batches_.push_back(std::move(record));
       in_flight_.push_back(std::move(*next.batch));
@@ -199,6 +201,32 @@ TEST_P(SchedulerLoops, ScoringBatchesStayWithinTheLogitsBudget) {
   EXPECT_EQ(scorer_tokens, 40);
   EXPECT_EQ(scored, 39);              // positions 0 .. 38 score tokens 1 .. 39
   EXPECT_GT(widest_plain_batch, 16);  // the budget binds only scoring batches
+  d.expect_reference_outputs();
+}
+
+// Every token of a speculative verify batch is a logits row: its tokens stay within
+// max_verify_tokens (drafts are cut to fit), and the outputs are the reference's. (Speculation
+// runs without the overlap loop: with it, no request's last token is ever on the host.)
+TEST(SchedulerSpeculative, VerifyBatchesStayWithinTheirTokenBound) {
+  SchedulerOptions options;
+  options.speculative.algorithm = speculative::SpeculativeAlgorithm::kNgram;
+  options.speculative.num_draft_tokens = 8;
+  options.max_verify_tokens = 10;
+  Driver d(options, 1024, 256, /*overlap=*/false);
+  // Prompts that repeat themselves: the n-gram lookup finds drafts in them.
+  for (int32_t i = 0; i < 4; ++i) {
+    std::vector<int32_t> p;
+    for (int32_t r = 0; r < 4; ++r) p.insert(p.end(), {1 + i, 2 + i, 3 + i});
+    d.submit(test::greedy_ids_request(p, 24));
+  }
+  d.run_until_idle();
+  int64_t drafts = 0;
+  for (const BatchRecord& b : d.batches()) {
+    if (b.drafts == 0) continue;
+    drafts += b.drafts;
+    EXPECT_LE(b.num_tokens, 10);
+  }
+  EXPECT_GT(drafts, 0) << "no batch verified drafts";
   d.expect_reference_outputs();
 }
 

@@ -99,7 +99,7 @@ REFUSES = [
     ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model}",
      ["is not an EAGLE draft head"]),
     ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-steps 3",
-     ["--speculative-num-steps and --speculative-eagle-topk are for EAGLE"]),
+     ["are for --speculative-algorithm EAGLE / EAGLE3"]),
     ("--model-path {model} --speculative-algorithm STANDALONE", ["EAGLE, EAGLE3 and NGRAM are"]),
     ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-draft-tokens 1",
      ["--speculative-num-draft-tokens must be in [2, 64]"]),

@@ -1,8 +1,9 @@
-// EAGLE's drafts through the batch runner against drafts computed from scratch. One greedy
-// request runs a chunked prefill, then verify passes (runner::ModelBatchRunner with an EAGLE
-// draft head); at each verify the drafts the runner proposed must be what a fresh draft computes
-// from the request's whole sequence: a target extend over the tokens before the last one (its
-// hidden states), a draft extend over the same positions reading each position's next token,
+// EAGLE's drafts through the batch runner against drafts computed from scratch. Two greedy
+// requests share each batch: a chunked prefill beside a whole one, then verify passes, now and
+// then one request decoding plainly beside the other's verify (runner::ModelBatchRunner with an
+// EAGLE draft head); at each verify the drafts the runner proposed must be what a fresh draft
+// computes from the request's whole sequence: a target extend over the tokens before the last one
+// (its hidden states), a draft extend over the same positions reading each position's next token,
 // then draft decode steps. That holds only if every incremental draft extend (chunks, accepted
 // positions after each verify, their shifted ids and hidden rows) left the draft's KV and state
 // as one pass over the sequence would.
@@ -57,8 +58,8 @@ Pair load(const Head& h) {
   o.device = kDevice;
   o.dtype = "float32";
   o.max_num_tokens = kContext;
-  o.max_batch_size = 2;
-  o.num_kv_slots = kContext;
+  o.max_batch_size = 4;
+  o.num_kv_slots = 2 * kContext;
   o.context_length = kContext;
   o.disable_cuda_graph = true;
   const std::filesystem::path head = kHeads / h.head;
@@ -137,61 +138,94 @@ TEST_P(EagleWorkerTest, DraftsEqualAFreshDraftOverTheSequence) {
   const Head h = GetParam();
   Pair runner = load(h), reference = load(h);
   ASSERT_TRUE(runner.draft && reference.draft);
-  cache::ReqToTokenPool pool(1, kContext);
+  cache::ReqToTokenPool pool(2, kContext);
   pool.record_writes();
   ASSERT_EQ(pool.alloc(), 0);
+  ASSERT_EQ(pool.alloc(), 1);
   ModelBatchRunner batch_runner(*runner.target, pool, runner.draft.get());
 
-  // The first golden prompt and ten tokens of its greedy continuation, after which tiny-llama
-  // repeats one token: the repeat head's drafts stand there.
-  const nlohmann::json golden = test::golden(h.target)["cases"][0];
-  std::vector<int32_t> tokens = golden["prompt_ids"].get<std::vector<int32_t>>();
-  const auto continuation = golden["greedy_ids"].get<std::vector<int32_t>>();
-  tokens.insert(tokens.end(), continuation.begin(), continuation.begin() + 10);
+  // Two requests in every batch (row r's slots are kContext * r + position): the first two
+  // golden prompts, each with ten tokens of its greedy continuation, after which tiny-llama's
+  // first repeats one token (the repeat head's drafts stand there).
+  const nlohmann::json cases = test::golden(h.target)["cases"];
+  std::vector<std::vector<int32_t>> tokens(2);
+  for (size_t r = 0; r < 2; ++r) {
+    tokens[r] = cases[r]["prompt_ids"].get<std::vector<int32_t>>();
+    const auto continuation = cases[r]["greedy_ids"].get<std::vector<int32_t>>();
+    tokens[r].insert(tokens[r].end(), continuation.begin(), continuation.begin() + 10);
+  }
   sampling::SamplingParams greedy;
   greedy.temperature = 0.f;
+  struct Part {
+    int32_t row, prefix;
+    std::vector<int32_t> input;
+    int32_t sample_rows = 1;
+    bool samples = true;
+    int32_t next_input_id = -1;
+  };
   int64_t batch_id = 0;
-  // One pass of `extend` tokens at `prefix` (slots = positions); returns its result.
-  auto run = [&](int32_t prefix, std::vector<int32_t> input, int32_t sample_rows, bool samples,
-                 int32_t next_input_id) {
-    const auto n = static_cast<int32_t>(input.size());
-    std::vector<int32_t> slots(static_cast<size_t>(n));
-    std::iota(slots.begin(), slots.end(), prefix);
-    pool.write(0, prefix, slots);
+  auto run = [&](std::vector<Part> parts) {
     ExecBatch batch;
     batch.id = batch_id++;
     batch.mode = ForwardMode::kExtend;
-    ExecRequest r{0, prefix, n, std::move(input), greedy};
-    r.sample_rows = sample_rows;
-    r.samples = samples;
-    r.next_input_id = next_input_id;
-    batch.requests.push_back(std::move(r));
-    batch.out_cache_loc = slots;
+    for (Part& part : parts) {
+      const auto n = static_cast<int32_t>(part.input.size());
+      std::vector<int32_t> slots(static_cast<size_t>(n));
+      std::iota(slots.begin(), slots.end(), part.row * kContext + part.prefix);
+      pool.write(part.row, part.prefix, slots);
+      ExecRequest r{part.row, part.prefix, n, std::move(part.input), greedy};
+      r.sample_rows = part.sample_rows;
+      r.samples = part.samples;
+      r.next_input_id = part.next_input_id;
+      batch.requests.push_back(std::move(r));
+      batch.out_cache_loc.insert(batch.out_cache_loc.end(), slots.begin(), slots.end());
+    }
     batch.req_to_token_writes = pool.take_writes();
     return batch_runner.run(batch);
   };
 
-  // The prompt in two chunks: the first ends before the prompt does (its next token is known).
-  const auto chunk = static_cast<int32_t>(tokens.size() / 2);
-  run(0, std::vector<int32_t>(tokens.begin(), tokens.begin() + chunk), 1, false, tokens[chunk]);
+  // Request 0's prompt in two chunks (the first ends before the prompt does: its next token is
+  // known), request 1's whole beside the first chunk.
+  const auto chunk = static_cast<int32_t>(tokens[0].size() / 2);
   ExecResult result =
-      run(chunk, std::vector<int32_t>(tokens.begin() + chunk, tokens.end()), 1, true, -1);
-  tokens.push_back(result.output.next_token_ids[0]);
+      run({{0, 0, {tokens[0].begin(), tokens[0].begin() + chunk}, 1, false, tokens[0][chunk]},
+           {1, 0, tokens[1]}});
+  tokens[1].push_back(result.output.next_token_ids[1]);
+  result = run({{0, chunk, {tokens[0].begin() + chunk, tokens[0].end()}}});
+  tokens[0].push_back(result.output.next_token_ids[0]);
   int32_t accepted_total = 0;
   for (int step = 0; step < 12; ++step) {
-    const auto kv = static_cast<int32_t>(tokens.size()) - 1;
-    std::vector<int32_t> input(kDrafts + 1, 0);  // the last token, then placeholders
-    input[0] = tokens.back();
-    result = run(kv, input, kDrafts + 1, true, -1);
-    ASSERT_EQ(result.draft_ids.size(), 1u);
-    const std::vector<int32_t>& drafts = result.draft_ids[0];
-    EXPECT_EQ(drafts, drafts_from_scratch(reference, tokens, kDrafts)) << "step " << step;
-    const std::vector<int32_t>& sampled = result.output.next_token_ids;
-    const int32_t accepted = speculative::accepted_drafts(drafts, sampled);
-    accepted_total += accepted;
-    tokens.insert(tokens.end(), sampled.begin(), sampled.begin() + accepted + 1);
+    // Both verify; every third step request 1 decodes plainly instead (as when the KV cache has
+    // no room for its drafts).
+    const bool plain_1 = step % 3 == 2;
+    std::vector<Part> parts;
+    for (int32_t r = 0; r < 2; ++r) {
+      const auto kv = static_cast<int32_t>(tokens[r].size()) - 1;
+      const int32_t rows = r == 1 && plain_1 ? 1 : kDrafts + 1;
+      std::vector<int32_t> input(static_cast<size_t>(rows), 0);  // last token, placeholders
+      input[0] = tokens[r].back();
+      parts.push_back({r, kv, std::move(input), rows});
+    }
+    result = run(std::move(parts));
+    ASSERT_EQ(result.draft_ids.size(), 2u);
+    size_t row = 0;  // the request's first sampled row
+    for (size_t r = 0; r < 2; ++r) {
+      const std::vector<int32_t>& drafts = result.draft_ids[r];
+      const std::span<const int32_t> sampled =
+          std::span(result.output.next_token_ids).subspan(row, drafts.size() + 1);
+      row += drafts.size() + 1;
+      if (r == 1 && plain_1) {
+        EXPECT_TRUE(drafts.empty());
+      } else {
+        EXPECT_EQ(drafts, drafts_from_scratch(reference, tokens[r], kDrafts))
+            << "request " << r << " step " << step;
+      }
+      const int32_t accepted = speculative::accepted_drafts(drafts, sampled);
+      accepted_total += accepted;
+      tokens[r].insert(tokens[r].end(), sampled.begin(), sampled.begin() + accepted + 1);
+    }
   }
-  std::cout << h.head << ": " << accepted_total << " drafts accepted in 12 verify steps\n";
+  std::cout << h.head << ": " << accepted_total << " drafts accepted in 22 verify entries\n";
   if (h.hits) EXPECT_GE(accepted_total, 3) << "the drafts extended over accepted positions";
 }
 
