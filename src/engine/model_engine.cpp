@@ -38,8 +38,8 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
   options.scheduler.max_verify_tokens = std::min(ro.max_num_tokens, ro.max_logit_rows);
   if (spec.enabled()) options.disable_overlap_schedule = true;
   if (spec.drafts_in_runner()) {
-    // Every EAGLE pass captures hidden states, which decode graphs do not: none are captured.
-    ro.disable_cuda_graph = true;
+    // NOTE: every EAGLE pass captures hidden states, which the decode graphs do not, yet the
+    // graphs stay: without them batch 8 ran 6% slower (docs/perf-log/2026-11-29-eagle-chain.md).
     if (ro.tp_size > 1) {
       return invalid_argument("EAGLE speculative decoding with --tp-size > 1 is not implemented");
     }
