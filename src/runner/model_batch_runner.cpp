@@ -120,14 +120,14 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     unfinished_.push_back(std::move(launched));
     return;
   }
-  if (eagle_ != nullptr || verify) {
-    // Speculative batches are sampled now (the draft extend and the next drafts need the ids):
-    // on the device when each logits row is a sampled row (decodes and verifies) and nothing
-    // needs host logits.
+  if (on_host) {
+    // Sampled now. Speculative batches (their draft extend and next drafts need the ids) on the
+    // device when each logits row is a sampled row (decodes and verifies) and nothing needs
+    // host logits.
     model::ModelOutput output;
     const bool rows_sampled = fb.num_logit_rows() == static_cast<int32_t>(sampling.size());
-    if (!process && !score_prompt && rows_sampled && model_runner_.can_launch(sampling) &&
-        (!batch.vocab_mask.valid() || !verify)) {
+    if ((eagle_ != nullptr || verify) && !process && !score_prompt && rows_sampled &&
+        model_runner_.can_launch(sampling) && (!batch.vocab_mask.valid() || !verify)) {
       launched.result.output = model_runner_.collect(model_runner_.launch_forward_and_sample(
           fb, sampling, batch.vocab_mask.valid() ? &batch.vocab_mask : nullptr, &output));
     } else {
@@ -137,13 +137,6 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
       eagle_->extend(batch, input_ids_, output, launched.result.output.next_token_ids, drafts);
       launched.result.draft_ids = std::move(drafts);
     }
-    std::lock_guard lock(mutex_);
-    record_sampled(launched, launched.result.output.next_token_ids);
-    unfinished_.push_back(std::move(launched));
-    return;
-  }
-  if (on_host) {
-    run_on_host(batch, fb, sampling, process, score_prompt || verify, launched.result);
     std::lock_guard lock(mutex_);
     record_sampled(launched, launched.result.output.next_token_ids);
     unfinished_.push_back(std::move(launched));
