@@ -3,7 +3,7 @@
 // (bf16, up to 1024 pairs, 128 on a Hopper GPU), for more pairs the Hopper GEMM's grouped mode
 // (on sm_90) and the portable grouped tensor-core GEMM (both run on a Hopper GPU),
 // the plain kernels (f32, and bf16 rows 16-byte loads cannot take), over expert counts, top-k,
-// token counts from 1 to 8192 (several chunks), sizes not multiples of 64, the Qwen3-30B-A3B and
+// token counts from 1 to 16384 (several chunks), sizes not multiples of 64, the Qwen3-30B-A3B and
 // Mixtral shapes, strided x and skewed routing. Bounds: cuda_moe_fixture.h. Label: cuda.
 #include <gtest/gtest.h>
 
@@ -98,10 +98,10 @@ TEST_F(CudaFusedMoe, F32MatchesReferenceOverSweep) {
 
 // Long prefills: several chunks (moe_chunk_tokens), thousands of rows per expert.
 TEST_F(CudaFusedMoe, LongPrefillsRunInChunks) {
-  ASSERT_LT(cuda::moe_chunk_tokens({8192, 8, 128, 72, 40}), 8192) << "no chunking exercised";
+  ASSERT_LT(cuda::moe_chunk_tokens({16384, 8, 128, 72, 40}), 16384) << "no chunking exercised";
   for (int64_t experts : {8, 128}) {
     for (int64_t k : {2, 8}) {
-      for (int64_t tokens : {2048, 8192}) {
+      for (int64_t tokens : {2048, 16384}) {
         check(MoeProblem(tokens, 72, 40, experts, k, DType::kBF16, Routing::kRandom,
                          seed_of(2, experts, k, tokens)));
       }

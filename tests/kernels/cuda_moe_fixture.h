@@ -12,7 +12,8 @@
 // where g, up are the exact projections, s = silu(g), G and U the sums of |w x| of gate and up
 // (|silu'| <= 1.1 carries g's error into s), and then
 //   |out~ - out| <= sum_j |w_j| sum_i |down[h, i]| |act~_i - act_i|
-//                   + (gamma(I) + gamma(k)) sum_j |w_j| sum_i |down[h, i] act_i| + u_out |out|.
+//                   + (gamma(I) + gamma(k) + u) sum_j |w_j| sum_i |down[h, i] act_i| + u_out |out|
+// (the u there: the Hopper path rounds each slot's down projection to bf16 before the sum).
 // An element fails beyond twice that. Being a worst case over every rounding, it is loose by
 // about sqrt(I) (errors of random sign mostly cancel), so a second check bounds the relative
 // RMS error over the whole output: 2^-6 for bf16 (the roundings above give about 2^-8) and
@@ -237,6 +238,7 @@ struct MoeProblem {
     const bool bf16 = dtype == DType::kBF16;
     const double unit = bf16 ? 0x1p-9 : 0x1p-19, unit_out = bf16 ? 0x1p-9 : 0x1p-24;
     auto gamma = [](int64_t n) { return (static_cast<double>(n) / 16 + 8) * 0x1p-23; };
+    const double partial_unit = bf16 ? 0x1p-9 : 0.0;  // bf16 partials (Hopper path)
     std::vector<double> bound(tokens * hidden, 0.0);
     parallel_for(tokens, [&](int64_t t) {
       std::vector<double> act_err(inter), act_abs(inter);
@@ -267,7 +269,7 @@ struct MoeProblem {
             carried += d * act_err[i];
             terms += d * act_abs[i];
           }
-          b[h] += w * (carried + (gamma(inter) + gamma(top_k)) * terms);
+          b[h] += w * (carried + (gamma(inter) + gamma(top_k) + partial_unit) * terms);
         }
       }
       for (int64_t h = 0; h < hidden; ++h) b[h] += unit_out * std::abs(ref[t * hidden + h]);

@@ -97,7 +97,7 @@ TEST(MoePlan, WorkspaceHoldsEveryChunk) {
                 std::min(s.experts, rows * s.top_k) * 4,
                 path == MoePath::kHopper ? at.max_padded * s.hidden * 2 : 0,
                 at.max_padded * s.inter * act_bytes,
-                rows * s.top_k * s.hidden * 4,
+                rows * s.top_k * s.hidden * (path == MoePath::kHopper ? 2 : 4),
                 (s.hidden + 15) / 16 * 4};
             EXPECT_EQ(at.tile_counter_count, (s.hidden + 15) / 16);
             // The GEMVs index act by entry.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
@@ -27,9 +28,9 @@ constexpr int kThreads = 256;
 
 // out[t, :] = sum_j weights[t, j] * partial[t * top_k + j, :], in f32 with j ascending, so the
 // result does not depend on which CTA finished first; kVec outputs per thread.
-template <typename OutT, int kVec>
+template <typename PartialT, typename OutT, int kVec>
 __global__ void __launch_bounds__(kThreads)
-    moe_reduce_kernel(const float* __restrict__ partial, const float* __restrict__ weights,
+    moe_reduce_kernel(const PartialT* __restrict__ partial, const float* __restrict__ weights,
                       int64_t rows, int top_k, int64_t hidden, OutT* __restrict__ out) {
   pdl_wait();
   pdl_launch_dependents();
@@ -40,13 +41,18 @@ __global__ void __launch_bounds__(kThreads)
       float sum[kVec] = {};
       for (int j = 0; j < top_k; ++j) {
         const float w = weights[t * top_k + j];
-        const float* src = partial + (t * top_k + j) * hidden + v * kVec;
+        const PartialT* src = partial + (t * top_k + j) * hidden + v * kVec;
         float value[kVec];
-        if constexpr (kVec == 4) {
+        if constexpr (kVec == 4 && std::is_same_v<PartialT, float>) {
           const float4 q = *reinterpret_cast<const float4*>(src);
           value[0] = q.x, value[1] = q.y, value[2] = q.z, value[3] = q.w;
+        } else if constexpr (kVec == 4) {
+          const uint2 q = *reinterpret_cast<const uint2*>(src);
+          const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&q.x));
+          const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&q.y));
+          value[0] = lo.x, value[1] = lo.y, value[2] = hi.x, value[3] = hi.y;
         } else {
-          value[0] = src[0];
+          value[0] = to_float(src[0]);
         }
 #pragma unroll
         for (int i = 0; i < kVec; ++i) sum[i] += w * value[i];
@@ -57,24 +63,31 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// out: [rows, hidden] contiguous of `dtype`.
-void launch_reduce(const float* partial, const float* weights, int64_t rows, int64_t top_k,
-                   int64_t hidden, void* out, DType dtype, backend::Stream stream) {
+// out: [rows, hidden] contiguous of `dtype`; partial f32, or bf16 where partial_bf16.
+void launch_reduce(const void* partial, bool partial_bf16, const float* weights, int64_t rows,
+                   int64_t top_k, int64_t hidden, void* out, DType dtype, backend::Stream stream) {
   const auto s = backend::cuda::native_stream(stream);
-  const bool vec = hidden % 4 == 0;  // rows of 16 bytes (partial's base is 256-byte aligned)
+  const bool vec = hidden % 4 == 0;  // rows of 8 or 16 bytes (partial's base is 256-byte aligned)
   const int64_t vectors = vec ? hidden / 4 : hidden;
   const dim3 grid(static_cast<unsigned>((vectors + kThreads - 1) / kThreads),
                   static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
   const int k = static_cast<int>(top_k);
-  SGL_DISPATCH_FLOAT(dtype, T, {
-    if (vec) {
-      launch_pdl(moe_reduce_kernel<T, 4>, grid, kThreads, 0, s, partial, weights, rows, k, hidden,
-                 static_cast<T*>(out));
-    } else {
-      launch_pdl(moe_reduce_kernel<T, 1>, grid, kThreads, 0, s, partial, weights, rows, k, hidden,
-                 static_cast<T*>(out));
-    }
-  });
+  auto run = [&]<typename P>(const P* p) {
+    SGL_DISPATCH_FLOAT(dtype, T, {
+      if (vec) {
+        launch_pdl(moe_reduce_kernel<P, T, 4>, grid, kThreads, 0, s, p, weights, rows, k, hidden,
+                   static_cast<T*>(out));
+      } else {
+        launch_pdl(moe_reduce_kernel<P, T, 1>, grid, kThreads, 0, s, p, weights, rows, k, hidden,
+                   static_cast<T*>(out));
+      }
+    });
+  };
+  if (partial_bf16) {
+    run(static_cast<const __nv_bfloat16*>(partial));
+  } else {
+    run(static_cast<const float*>(partial));
+  }
 }
 
 template <typename T>
@@ -140,7 +153,8 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         .max_blocks = layout.max_blocks,
         .gathered = at<void>(workspace, layout.gathered),
         .act = at<void>(workspace, layout.act),
-        .partial = at<float>(workspace, layout.partial),
+        .partial = layout.partial_bf16 ? nullptr : at<float>(workspace, layout.partial),
+        .partial_bf16 = layout.partial_bf16 ? at<void>(workspace, layout.partial) : nullptr,
         .tile_counters = at<int32_t>(workspace, layout.tile_counters),
         .tile_counter_count = layout.tile_counter_count,
         .out = chunk_out,
@@ -160,7 +174,8 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         launch_moe_simple(args, dtype, stream);
         break;
     }
-    launch_reduce(args.partial, weights, rows, shape.top_k, shape.hidden, chunk_out, dtype, stream);
+    launch_reduce(layout.partial_bf16 ? args.partial_bf16 : args.partial, layout.partial_bf16,
+                  weights, rows, shape.top_k, shape.hidden, chunk_out, dtype, stream);
   }
 }
 

@@ -2,7 +2,7 @@
 // TMA) over the alignment's tiles, each tile one expert's rows:
 //   gather:   gathered[p] = x[token(p)] (zero for padding), so TMA can stream whole tiles;
 //   gate/up:  act[p, j] = silu(gate_e[j] . gathered[p]) * (up_e[j] . gathered[p]);
-//   down:     partial[entry(p), h] = down_e[h] . act[p] (padding rows dropped).
+//   down:     partial_bf16[entry(p), h] = down_e[h] . act[p] (padding rows dropped).
 // Tiles past num_tokens_post_padded exit at once, so every launch shape is fixed.
 #include <cuda_bf16.h>
 
@@ -53,7 +53,7 @@ void launch_moe_hopper_gemm(const MoeExpertsArgs& a, backend::Stream stream) {
   const Tensor act(a.act, DType::kBF16, {a.max_padded, a.inter}, device);
   const Tensor w_down(const_cast<void*>(a.w_down), DType::kBF16, {a.experts * a.hidden, a.inter},
                       device);
-  const Tensor partial(a.partial, DType::kF32, {a.rows * a.top_k, a.hidden}, device);
+  const Tensor partial(a.partial_bf16, DType::kBF16, {a.rows * a.top_k, a.hidden}, device);
   HopperGroups groups{.token_tile = static_cast<int>(a.block_size),
                       .tile_expert = a.expert_ids,
                       .rows_used = a.counters,

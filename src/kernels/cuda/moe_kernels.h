@@ -42,7 +42,8 @@ struct MoeExpertsArgs {
   int64_t block_size = 0, max_padded = 0, max_blocks = 0;
   void* gathered = nullptr;          // [max_padded, H] bf16 (Hopper path)
   void* act = nullptr;               // [max_padded, I]
-  float* partial = nullptr;          // [rows * top_k, H]
+  float* partial = nullptr;          // [rows * top_k, H] f32; nullptr on the Hopper path
+  void* partial_bf16 = nullptr;      // [rows * top_k, H] bf16: the Hopper path's instead
   int32_t* tile_counters = nullptr;  // [tile_counter_count] (GEMV paths)
   int64_t tile_counter_count = 0;
   void* out = nullptr;  // [rows, H] contiguous; may be x itself
@@ -54,7 +55,7 @@ struct MoeExpertsArgs {
 void launch_moe_expert_gemv(const MoeExpertsArgs& a, bool from_alignment, backend::Stream stream);
 // act and partial by the grouped GEMM on tensor cores (bf16, block size kMoeGemmBlockRows).
 void launch_moe_grouped_gemm(const MoeExpertsArgs& a, backend::Stream stream);
-// gathered, act and partial by the Hopper GEMM's grouped mode (bf16, block size = its token
+// gathered, act and partial_bf16 by the Hopper GEMM's grouped mode (bf16, block size = its token
 // tile); moe_hopper_gemm_available: whether the stream's GPU runs it.
 void launch_moe_hopper_gemm(const MoeExpertsArgs& a, backend::Stream stream);
 bool moe_hopper_gemm_available(backend::Stream stream);

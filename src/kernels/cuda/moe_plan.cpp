@@ -64,7 +64,8 @@ MoeWorkspaceLayout moe_workspace_layout(MoePath path, const MoeShape& s, int64_t
   at.active = take(std::min(s.experts, at.entries) * 4);
   at.gathered = take(path == MoePath::kHopper ? at.max_padded * s.hidden * 2 : 0);
   at.act = take(at.max_padded * s.inter * act_bytes);
-  at.partial = take(at.entries * s.hidden * 4);
+  at.partial_bf16 = path == MoePath::kHopper;
+  at.partial = take(at.entries * s.hidden * (at.partial_bf16 ? 2 : 4));
   at.tile_counter_count = (s.hidden + 15) / 16;
   at.tile_counters = take(at.tile_counter_count * 4);
   return at;
