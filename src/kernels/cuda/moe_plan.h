@@ -17,7 +17,7 @@ inline constexpr int64_t kMoeHopperGemvMaxPairs = 128;
 inline constexpr int64_t kMoeGemmBlockRows = 64;
 // The largest token tile the Hopper path takes (the tile is also the alignment's block size):
 // 256 over 128 halves the weight loads and CTA epilogues per token of a prefill (Qwen3-30B-A3B
-// 8 x 1024: 2% faster; docs/perf-log/2026-11-30-moe-prefill.md).
+// 8 x 1024: 2% faster; docs/perf-log/2026-11-29-moe-prefill.md).
 inline constexpr int64_t kMoeHopperMaxTile = 256;
 // A chunk's gathered, act and partial buffers stay near this size (a long prefill runs in
 // chunks) unless that would leave fewer than kMoeMinChunkTokens tokens per chunk. Larger chunks
