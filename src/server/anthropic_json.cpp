@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -43,6 +44,63 @@ constexpr const char* kChatOnlyFields[] = {"n",
                                            "functions",
                                            "function_call"};
 
+// An assistant message's content without its thinking blocks (earlier replies' thinking, which
+// the client sends back), their text joined into `thinking`.
+Result<json> without_thinking(const json& content, const std::string& where,
+                              std::string& thinking) {
+  if (!content.is_array()) return content;
+  json rest = json::array();
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& block = content[i];
+    const json* type = block.is_object() ? find(block, "type") : nullptr;
+    if (!type || *type != "thinking") {
+      rest.push_back(block);
+      continue;
+    }
+    const json* text = find(block, "thinking");
+    if (!text || !text->is_string()) {
+      return field_error(where + "[" + std::to_string(i) + "].thinking", "must be a string");
+    }
+    if (!thinking.empty()) thinking += "\n";
+    thinking += text->get<std::string>();
+  }
+  return rest;
+}
+
+// thinking: "disabled" turns thinking off, "enabled" and "adaptive" turn it on (the template's
+// enable_thinking); enabled's budget_tokens caps the reasoning's tokens. Sets the chat body's
+// template kwargs; returns the switch and the budget.
+Status read_thinking(const json& o, json& chat, std::optional<bool>& on,
+                     std::optional<int64_t>& budget) {
+  const json* thinking = find(o, "thinking");
+  if (!thinking) return Status::ok_status();
+  const json* type = thinking->is_object() ? find(*thinking, "type") : nullptr;
+  if (!type || !type->is_string()) {
+    return field_error("thinking", "must be an object with a 'type'");
+  }
+  const std::string t = type->get<std::string>();
+  if (t != "enabled" && t != "disabled" && t != "adaptive") {
+    return unimplemented("'thinking.type' '" + t +
+                         "' is not supported (enabled, adaptive or disabled)");
+  }
+  for (const auto& [key, value] : thinking->items()) {
+    if (key == "type" || (key == "budget_tokens" && t == "enabled")) continue;
+    if (key == "display" && t != "disabled" && (value.is_null() || value == "summarized")) {
+      continue;  // the thinking is shown in full
+    }
+    return unimplemented("'thinking." + key + "' = " + value.dump() + " is not supported");
+  }
+  on = t != "disabled";
+  if (t == "enabled") {
+    const json* b = find(*thinking, "budget_tokens");
+    if (!b || !b->is_number_integer() || b->get<int64_t>() < 1) {
+      return field_error("thinking.budget_tokens", "must be an integer >= 1");
+    }
+    budget = b->get<int64_t>();
+  }
+  return request_json::set_template_kwarg(chat, "enable_thinking", *on, "thinking");
+}
+
 }  // namespace
 
 Result<ChatRequest> parse_messages_request(std::string_view body, const SamplingInput& defaults) {
@@ -69,12 +127,6 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
     if (!type || !type->is_string() ||
         (type->get<std::string>() != "none" && type->get<std::string>() != "auto")) {
       return unimplemented("'tool_choice' other than none / auto is not supported yet");
-    }
-  }
-  if (const json* thinking = find(o, "thinking")) {
-    const json* type = thinking->is_object() ? find(*thinking, "type") : nullptr;
-    if (!type || *type != "disabled") {
-      return unimplemented("'thinking' (extended thinking) is not supported yet");
     }
   }
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefusedFeatures));
@@ -111,8 +163,15 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
     }
     const json* content = find(m, "content");
     if (!content) return field_error(where + ".content", "is required");
-    SGL_ASSIGN_OR_RETURN(std::string text, block_text(*content, where + ".content"));
-    messages.push_back({{"role", *role}, {"content", std::move(text)}});
+    std::string thinking;
+    SGL_ASSIGN_OR_RETURN(json blocks, *role == "assistant"
+                                          ? without_thinking(*content, where + ".content", thinking)
+                                          : Result<json>(*content));
+    SGL_ASSIGN_OR_RETURN(std::string text, block_text(blocks, where + ".content"));
+    json message = {{"role", *role}, {"content", std::move(text)}};
+    // Templates that show earlier thinking (Qwen3's) read it as reasoning_content.
+    if (!thinking.empty()) message["reasoning_content"] = std::move(thinking);
+    messages.push_back(std::move(message));
   }
 
   if ((*given)[given->size() - 1]["role"] == "assistant") {
@@ -141,9 +200,13 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
     }
     chat["stop"] = *stops;
   }
-  // No thinking content blocks yet: reasoning stays in the text.
-  chat["separate_reasoning"] = false;
-  return request_json::parse_chat_object(chat, defaults);
+  std::optional<bool> thinking;
+  std::optional<int64_t> budget;
+  SGL_RETURN_IF_ERROR(read_thinking(o, chat, thinking, budget));
+  SGL_ASSIGN_OR_RETURN(ChatRequest req, request_json::parse_chat_object(chat, defaults));
+  req.thinking = thinking;
+  req.max_reasoning_tokens = budget;
+  return req;
 }
 
 }  // namespace sgl::server

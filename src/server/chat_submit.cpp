@@ -65,6 +65,7 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
     SGL_RETURN_IF_ERROR(apply_tool_choice(ctx, req, request));
     ChoicePlan plan{std::move(request), choice_options(req.sampling, req.logprobs)};
     plan.options.parser = parser;
+    plan.options.max_reasoning_tokens = req.max_reasoning_tokens;
     // Formats whose markers are special tokens need them in the text.
     if (function_call::needs_special_tokens(parser.tool_call_parser) ||
         function_call::needs_special_tokens(parser.reasoning_parser)) {

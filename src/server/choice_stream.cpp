@@ -136,6 +136,17 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
     }
   }
   parse_output(d, finish.has_value());
+  count_reasoning(d);
+  if (!finish && over_reasoning_budget()) {
+    // The thinking budget is spent: the reply ends here, as at max_tokens.
+    ctx_.engine.abort(rid());
+    engine_done_ = true;
+    finish = FinishInfo{"length", std::nullopt, std::nullopt, ""};
+    ChoiceDelta rest;
+    parse_output(rest, true);  // what the parser held back
+    d.text += rest.text;
+    d.reasoning += rest.reasoning;
+  }
   // SGLang's: a choice that stopped after making calls finished to make them.
   if (finish && finish->reason == "stop" && parsed_.num_calls() > 0) finish->reason = "tool_calls";
   d.finished = finish.has_value();
@@ -168,6 +179,24 @@ void ChoiceStream::parse_output(ChoiceDelta& d, bool finished) {
         break;
     }
   }
+}
+
+void ChoiceStream::count_reasoning(const ChoiceDelta& d) {
+  if (reasoning_ended_ || !parser_) return;
+  if (!d.text.empty() || !d.tool_calls.empty()) {
+    reasoning_ended_ = true;
+    return;
+  }
+  undecided_tokens_ += static_cast<int32_t>(d.token_ids.size());
+  if (!d.reasoning.empty()) {
+    reasoning_tokens_ += undecided_tokens_;
+    undecided_tokens_ = 0;
+  }
+}
+
+bool ChoiceStream::over_reasoning_budget() const {
+  return options_.max_reasoning_tokens && !reasoning_ended_ && reasoning_tokens_ > 0 &&
+         reasoning_tokens_ + undecided_tokens_ >= *options_.max_reasoning_tokens;
 }
 
 std::vector<int32_t> ChoiceStream::text_ids(const engine::StreamEvent& event,

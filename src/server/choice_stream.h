@@ -33,6 +33,10 @@ struct ChoiceOptions {
   std::vector<int32_t> token_ids_logprob = {};
   // Tool calls and reasoning parsed out of the text (no parser names: the text is all content).
   function_call::OutputParserOptions parser;
+  // With a reasoning parser: the choice ends ("length") once its reasoning has taken this many
+  // tokens without ending (Anthropic's thinking.budget_tokens). Checked as the engine's events
+  // arrive, so a step that carries several tokens may pass it by the rest of that step.
+  std::optional<int64_t> max_reasoning_tokens = {};
 };
 
 // How a choice ended, in API terms.
@@ -93,6 +97,10 @@ class ChoiceStream {
   int32_t prompt_tokens() const { return prompt_tokens_; }
   int32_t completion_tokens() const { return static_cast<int32_t>(total_.token_ids.size()); }
   int32_t cached_tokens() const { return cached_tokens_; }
+  // The output tokens that carried reasoning text (OpenAI's reasoning_tokens), counted per engine
+  // event: the event that ends the reasoning counts as answer, tokens that showed nothing yet
+  // count with what they turn out to carry.
+  int32_t reasoning_tokens() const { return reasoning_tokens_; }
 
  private:
   void add_token_texts(ChoiceDelta& delta);
@@ -103,6 +111,10 @@ class ChoiceStream {
   void set_finished(FinishInfo finish);
   // Runs the output parser over `d.text` (its content stays in d.text).
   void parse_output(ChoiceDelta& d, bool finished);
+  // Adds `d`'s tokens to the reasoning count while the reasoning has not ended.
+  void count_reasoning(const ChoiceDelta& d);
+  // Whether the reasoning ran past ChoiceOptions::max_reasoning_tokens.
+  bool over_reasoning_budget() const;
 
   ServerContext& ctx_;
   std::shared_ptr<engine::RequestStream> stream_;
@@ -118,6 +130,9 @@ class ChoiceStream {
   bool engine_done_ = false;  // the engine sent its final event (or we aborted it)
   int32_t prompt_tokens_ = 0;
   int32_t cached_tokens_ = 0;
+  int32_t reasoning_tokens_ = 0;
+  int32_t undecided_tokens_ = 0;  // tokens since the last reasoning text, reasoning not ended
+  bool reasoning_ended_ = false;  // content or a tool call came
   double start_s_ = 0;
   double last_token_s_ = 0;
 };

@@ -1,6 +1,7 @@
-// POST /v1/messages: the Anthropic Messages API over the chat route's preparation — one text
-// content block, Anthropic's stop reasons and usage, its named stream events, and its error
-// shape ({"type": "error", "error": {"type", "message"}}).
+// POST /v1/messages: the Anthropic Messages API over the chat route's preparation — a thinking
+// content block for the model's reasoning (with --reasoning-parser), then one text content block,
+// Anthropic's stop reasons and usage, its named stream events, and its error shape
+// ({"type": "error", "error": {"type", "message"}}).
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "server/prepared_reply.h"
 #include "server/request_json.h"
 #include "server/sse.h"
+#include "server/thinking_switch.h"
 
 namespace sgl::server {
 namespace {
@@ -47,12 +49,16 @@ std::string event(const char* name, const json& data) {
   return std::string("event: ") + name + "\n" + sse_data(request_json::dump(data));
 }
 
+enum class BlockType : uint8_t { kNone, kThinking, kText };
+
 class MessagesReply final : public GenerationReply {
  public:
+  // `reasoning`: the choice's reasoning is separated (it may open with a thinking block).
   MessagesReply(ServerContext& ctx, std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream,
-                std::string model)
+                std::string model, bool reasoning)
       : GenerationReply(ctx, make_request_id("msg_"), std::move(choices), stream),
-        model_(std::move(model)) {}
+        model_(std::move(model)),
+        reasoning_(reasoning) {}
 
  private:
   const ChoiceStream& choice() const { return *choices_[0]; }
@@ -93,26 +99,59 @@ class MessagesReply final : public GenerationReply {
 
   bool aborted() const { return choice().finished() && choice().finish().reason == "abort"; }
 
+  static json thinking_block(const std::string& text) {
+    return {{"type", "thinking"}, {"thinking", text}, {"signature", ""}};
+  }
+
+  // Closes the open content block (if any) and opens one of `type` after it.
+  std::string open_block(BlockType type) {
+    std::string out = close_block();
+    open_ = type;
+    out += event(
+        "content_block_start",
+        {{"type", "content_block_start"},
+         {"index", index_},
+         {"content_block", type == BlockType::kThinking ? thinking_block("")
+                                                        : json{{"type", "text"}, {"text", ""}}}});
+    return out;
+  }
+
+  std::string close_block() {
+    if (open_ == BlockType::kNone) return {};
+    open_ = BlockType::kNone;
+    return event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_++}});
+  }
+
   std::string stream_delta(size_t /*index*/, const ChoiceDelta& d) override {
     std::string out;
     if (!started_) {
       started_ = true;
       out += event("message_start",
                    {{"type", "message_start"}, {"message", message(json::array(), true)}});
-      out += event("content_block_start", {{"type", "content_block_start"},
-                                           {"index", 0},
-                                           {"content_block", {{"type", "text"}, {"text", ""}}}});
+      // Without a reasoning parser the text block opens at once, as it always comes.
+      if (!reasoning_) out += open_block(BlockType::kText);
       out += event("ping", {{"type", "ping"}});
     }
+    if (!d.reasoning.empty()) {
+      if (open_ != BlockType::kThinking) out += open_block(BlockType::kThinking);
+      out += event("content_block_delta",
+                   {{"type", "content_block_delta"},
+                    {"index", index_},
+                    {"delta", {{"type", "thinking_delta"}, {"thinking", d.reasoning}}}});
+    }
+    // A reply that made no thinking ends with a text block, empty or not (as without a parser).
+    const bool text_block =
+        !d.text.empty() || (d.finished && index_ == 0 && open_ == BlockType::kNone);
+    if (text_block && open_ != BlockType::kText) out += open_block(BlockType::kText);
     if (!d.text.empty()) {
       out += event("content_block_delta", {{"type", "content_block_delta"},
-                                           {"index", 0},
+                                           {"index", index_},
                                            {"delta", {{"type", "text_delta"}, {"text", d.text}}}});
     }
     if (d.finished) {
       if (aborted()) return out + event("error", error_json(500, choice().finish().message));
       const auto [reason, sequence] = stop();
-      out += event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}});
+      out += close_block();
       out +=
           event("message_delta", {{"type", "message_delta"},
                                   {"delta", {{"stop_reason", reason}, {"stop_sequence", sequence}}},
@@ -127,22 +166,30 @@ class MessagesReply final : public GenerationReply {
   HttpResponse complete() override {
     if (aborted())
       return request_json::json_response(error_json(500, choice().finish().message), 500);
-    return request_json::json_response(
-        message(json::array({{{"type", "text"}, {"text", choice().total().text}}})));
+    const ChoiceDelta& total = choice().total();
+    json content = json::array();
+    if (!total.reasoning.empty()) content.push_back(thinking_block(total.reasoning));
+    if (!total.text.empty() || total.reasoning.empty()) {
+      content.push_back({{"type", "text"}, {"text", total.text}});
+    }
+    return request_json::json_response(message(std::move(content)));
   }
 
   const std::string model_;
+  const bool reasoning_;
   bool started_ = false;
+  BlockType open_ = BlockType::kNone;  // the content block being streamed
+  int index_ = 0;                      // its index (the next one's when none is open)
 };
 
 Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
                        const std::atomic<bool>& cancelled) {
   auto submitted = submit_chat(ctx, req, cancelled);
   if (!submitted.ok()) return Reply::of(anthropic_error(submitted.status()));
-  return Reply::later(
-      std::make_unique<MessagesReply>(ctx, std::move(submitted->choices), req.stream,
-                                      req.model.value_or(ctx.info.served_model_name)),
-      req.stream);
+  return Reply::later(std::make_unique<MessagesReply>(
+                          ctx, std::move(submitted->choices), req.stream,
+                          req.model.value_or(ctx.info.served_model_name), submitted->reasoning),
+                      req.stream);
 }
 
 }  // namespace
@@ -151,6 +198,9 @@ Reply handle_messages(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_messages_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(anthropic_error(parsed.status()));
   if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(anthropic_error(s));
+  if (Status s = check_thinking_switch(ctx, *parsed, "'thinking'"); !s.ok()) {
+    return Reply::of(anthropic_error(s));
+  }
   const bool stream = parsed->stream;
   auto shared = std::make_shared<const ChatRequest>(std::move(parsed).value());
   return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>& cancelled) {

@@ -91,6 +91,13 @@ struct ChatRequest {
   // SGLang's: reasoning in reasoning_content (with --reasoning-parser); false: left in content.
   bool separate_reasoning = true;
   std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
+  // Thinking asked on (true) or off (false) by the Responses API's reasoning.effort or the
+  // Messages API's thinking.type (both also set enable_thinking); the route checks the server can
+  // honour it (thinking_switch.h).
+  std::optional<bool> thinking;
+  // Messages' thinking.budget_tokens: the most tokens the reasoning may take (the reply ends
+  // there, stop reason max_tokens).
+  std::optional<int64_t> max_reasoning_tokens;
   bool add_generation_prompt = true;
   SamplingInput sampling;
   bool logprobs = false;

@@ -73,6 +73,18 @@ Status refuse_fields(const json& o, std::span<const RefusedField> fields) {
   return Status::ok_status();
 }
 
+Status set_template_kwarg(json& chat, const char* key, const json& value, std::string_view field) {
+  json& kwargs = chat["chat_template_kwargs"];
+  if (kwargs.is_null()) kwargs = json::object();
+  if (!kwargs.is_object()) return field_error("chat_template_kwargs", "must be an object");
+  if (kwargs.contains(key) && kwargs[key] != value) {
+    return invalid_argument("'" + std::string(field) + "' and chat_template_kwargs." + key +
+                            " disagree");
+  }
+  kwargs[key] = value;
+  return Status::ok_status();
+}
+
 Result<std::string> joined_text(const json& content, const std::string& where,
                                 std::initializer_list<std::string_view> text_types) {
   if (content.is_string()) return content.get<std::string>();

@@ -60,6 +60,11 @@ Result<std::string_view> read_text_or_input_ids(const nlohmann::json& o,
 Result<std::string> joined_text(const nlohmann::json& content, const std::string& where,
                                 std::initializer_list<std::string_view> text_types);
 
+// Sets chat_template_kwargs.`key` to `value` in a chat request body (keeping the kwargs the
+// client passed); a passed value that differs is kInvalidArgument naming `field`, which set it.
+Status set_template_kwarg(nlohmann::json& chat, const char* key, const nlohmann::json& value,
+                          std::string_view field);
+
 // A reply body; invalid UTF-8 in generated text becomes U+FFFD.
 template <typename Json>
 std::string dump(const Json& j) {

@@ -1,5 +1,7 @@
 // POST /v1/responses: the OpenAI Responses API over the chat route's preparation — output items
-// (messages with one output_text part; function_call items for parsed tool calls), status
+// (a reasoning item with one reasoning_text part for the model's thinking, with
+// --reasoning-parser; messages with one output_text part; function_call items for parsed tool
+// calls), status
 // completed / incomplete (max_output_tokens), the Responses usage, and its named stream events,
 // each with a sequence number.
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "server/request_json.h"
 #include "server/responses_json.h"
 #include "server/sse.h"
+#include "server/thinking_switch.h"
 
 namespace sgl::server {
 namespace {
@@ -32,12 +35,14 @@ class ResponsesReply final : public GenerationReply {
         model_(std::move(model)) {}
 
  private:
-  // One output item: a message (its text) or a function call (its arguments), in the order the
-  // choice produced them.
+  enum class Kind : uint8_t { kReasoning, kMessage, kCall };
+
+  // One output item: the reasoning (its text), a message (its text) or a function call (its
+  // arguments), in the order the choice produced them.
   struct Item {
-    bool is_call = false;
-    std::string id;       // msg_... / fc_...
-    std::string text;     // message text or call arguments
+    Kind kind = Kind::kMessage;
+    std::string id;       // rs_... / msg_... / fc_...
+    std::string text;     // reasoning text, message text or call arguments
     std::string call_id;  // call_...
     std::string name;
     int32_t call_index = -1;
@@ -70,15 +75,25 @@ class ResponsesReply final : public GenerationReply {
   // The first message item carries the logprobs of the whole output.
   json item_json(const Item& item, bool with_content) const {
     const char* item_status = item.done ? status() : "in_progress";
-    if (item.is_call) {
+    if (item.kind == Kind::kReasoning) {
+      json content = json::array();
+      if (with_content) content.push_back(reasoning_part(item.text));
+      return {{"id", item.id},
+              {"type", "reasoning"},
+              {"summary", json::array()},
+              {"content", std::move(content)},
+              {"status", item_status}};
+    }
+    if (item.kind == Kind::kCall) {
       return {{"id", item.id},           {"type", "function_call"},
               {"status", item_status},   {"arguments", with_content ? item.text : ""},
               {"call_id", item.call_id}, {"name", item.name}};
     }
     json content = json::array();
     if (with_content) {
-      const bool first = &item == &*std::find_if(items_.begin(), items_.end(),
-                                                 [](const Item& i) { return !i.is_call; });
+      const bool first = &item == &*std::find_if(items_.begin(), items_.end(), [](const Item& i) {
+        return i.kind == Kind::kMessage;
+      });
       content.push_back(text_part(item.text, first ? logprobs(choice().total()) : json::array()));
     }
     return {{"id", item.id},
@@ -88,12 +103,16 @@ class ResponsesReply final : public GenerationReply {
             {"content", std::move(content)}};
   }
 
+  static json reasoning_part(const std::string& text) {
+    return {{"type", "reasoning_text"}, {"text", text}};
+  }
+
   json usage() const {
     const int64_t input = choice().prompt_tokens(), output = choice().completion_tokens();
     return {{"input_tokens", input},
             {"input_tokens_details", {{"cached_tokens", choice().cached_tokens()}}},
             {"output_tokens", output},
-            {"output_tokens_details", {{"reasoning_tokens", 0}}},
+            {"output_tokens_details", {{"reasoning_tokens", choice().reasoning_tokens()}}},
             {"total_tokens", input + output}};
   }
 
@@ -128,6 +147,7 @@ class ResponsesReply final : public GenerationReply {
     if (req_->instructions) r["instructions"] = *req_->instructions;
     if (req_->max_output_tokens) r["max_output_tokens"] = *req_->max_output_tokens;
     if (req_->user) r["user"] = *req_->user;
+    if (req_->reasoning_effort) r["reasoning"]["effort"] = *req_->reasoning_effort;
     if (final) {
       if (truncated()) r["incomplete_details"] = {{"reason", "max_output_tokens"}};
       if (aborted()) {
@@ -151,9 +171,10 @@ class ResponsesReply final : public GenerationReply {
     return {{"item_id", items_[index].id}, {"output_index", index}, {"content_index", 0}};
   }
 
-  static Item new_message() {
+  static Item new_item(Kind kind) {
     Item item;
-    item.id = make_request_id("msg_");
+    item.kind = kind;
+    item.id = make_request_id(kind == Kind::kReasoning ? "rs_" : "msg_");
     return item;
   }
 
@@ -165,9 +186,9 @@ class ResponsesReply final : public GenerationReply {
     if (!streaming_) return out;
     out += event("response.output_item.added",
                  {{"output_index", index}, {"item", item_json(items_[index], false)}});
-    if (!items_[index].is_call) {
+    if (items_[index].kind != Kind::kCall) {
       json part = part_position(index);
-      part["part"] = text_part("");
+      part["part"] = items_[index].kind == Kind::kReasoning ? reasoning_part("") : text_part("");
       out += event("response.content_part.added", std::move(part));
     }
     return out;
@@ -181,7 +202,14 @@ class ResponsesReply final : public GenerationReply {
     if (!streaming_) return {};
     const size_t index = items_.size() - 1;
     std::string out;
-    if (item.is_call) {
+    if (item.kind == Kind::kReasoning) {
+      json done = part_position(index);
+      done["text"] = item.text;
+      out += event("response.reasoning_text.done", std::move(done));
+      json part = part_position(index);
+      part["part"] = reasoning_part(item.text);
+      out += event("response.content_part.done", std::move(part));
+    } else if (item.kind == Kind::kCall) {
       out += event("response.function_call_arguments.done", {{"item_id", item.id},
                                                              {"output_index", index},
                                                              {"name", item.name},
@@ -204,9 +232,21 @@ class ResponsesReply final : public GenerationReply {
   // Adds a delta to the output items (streaming: with its events).
   std::string add(const ChoiceDelta& d) {
     std::string out;
+    // NOTE: a delta's reasoning is placed before its text: reasoning parsers put it first.
+    if (!d.reasoning.empty()) {
+      if (items_.empty() || items_.back().kind != Kind::kReasoning) {
+        out += open_item(new_item(Kind::kReasoning));
+      }
+      items_.back().text += d.reasoning;
+      if (streaming_) {
+        json delta = part_position(items_.size() - 1);
+        delta["delta"] = d.reasoning;
+        out += event("response.reasoning_text.delta", std::move(delta));
+      }
+    }
     if (!d.text.empty()) {
-      if (items_.empty() || items_.back().is_call) {
-        out += open_item(new_message());
+      if (items_.empty() || items_.back().kind != Kind::kMessage) {
+        out += open_item(new_item(Kind::kMessage));
       }
       items_.back().text += d.text;
       if (streaming_) {
@@ -219,7 +259,7 @@ class ResponsesReply final : public GenerationReply {
     for (const ToolCallDelta& call : d.tool_calls) {
       if (!call.id.empty()) {
         Item item;
-        item.is_call = true;
+        item.kind = Kind::kCall;
         item.id = make_request_id("fc_");
         item.call_id = call.id;
         item.name = call.name;
@@ -236,7 +276,7 @@ class ResponsesReply final : public GenerationReply {
     }
     if (d.finished) {
       // A response always has an output item: an empty message when nothing was produced.
-      if (items_.empty() && !aborted()) out += open_item(new_message());
+      if (items_.empty() && !aborted()) out += open_item(new_item(Kind::kMessage));
       if (!aborted()) out += close_last();
     }
     return out;
@@ -292,6 +332,9 @@ Reply handle_responses(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_responses_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
+  if (Status s = check_thinking_switch(ctx, parsed->chat, "'reasoning.effort'"); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
   const bool stream = parsed->chat.stream;
   auto shared = std::make_shared<const ResponsesRequest>(std::move(parsed).value());
   return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>& cancelled) {

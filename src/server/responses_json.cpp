@@ -55,7 +55,20 @@ json chat_tools(const json& tools) {
   return out;
 }
 
-// `input` as chat messages, appended to `messages`.
+// A reasoning input item's text (an earlier reply's reasoning item, sent back): its
+// reasoning_text parts, else its summary_text parts, joined by newlines.
+Result<std::string> reasoning_text(const json& item, const std::string& where) {
+  for (const char* key : {"content", "summary"}) {
+    const json* parts = find(item, key);
+    if (!parts || (parts->is_array() && parts->empty())) continue;
+    return request_json::joined_text(*parts, where + "." + key, {"reasoning_text", "summary_text"});
+  }
+  return std::string();
+}
+
+// `input` as chat messages, appended to `messages`. A reasoning item becomes the
+// reasoning_content of the assistant turn after it (templates that show earlier thinking, as
+// Qwen3's, read it there).
 Status input_messages(const json& input, json& messages) {
   if (input.is_string()) {
     messages.push_back({{"role", "user"}, {"content", input}});
@@ -64,14 +77,40 @@ Status input_messages(const json& input, json& messages) {
   if (!input.is_array() || input.empty()) {
     return field_error("input", "must be a string or a non-empty list of input items");
   }
+  std::string reasoning;       // of a reasoning item not yet placed
+  std::string reasoning_item;  // where it was
+  const auto place_reasoning = [&] {
+    if (reasoning_item.empty()) return;
+    json& turn = messages.back();
+    turn["reasoning_content"] =
+        turn.contains("reasoning_content")
+            ? turn["reasoning_content"].get<std::string>() + "\n" + reasoning
+            : reasoning;
+    reasoning.clear();
+    reasoning_item.clear();
+  };
   for (size_t i = 0; i < input.size(); ++i) {
     const json& item = input[i];
     const std::string where = "input[" + std::to_string(i) + "]";
     if (!item.is_object()) return field_error(where, "must be an object");
     const json* type = find(item, "type");
+    if (type && *type == "reasoning") {
+      SGL_ASSIGN_OR_RETURN(std::string text, reasoning_text(item, where));
+      if (!reasoning.empty()) reasoning += "\n";
+      reasoning += text;
+      reasoning_item = where;
+      continue;
+    }
     if (type && *type == "function_call") {
       SGL_RETURN_IF_ERROR(function_call_message(item, where, messages));
+      place_reasoning();
       continue;
+    }
+    const json* role = find(item, "role");
+    if (!reasoning_item.empty() && (!type || *type == "message") && role && *role != "assistant") {
+      return field_error(reasoning_item,
+                         "a reasoning item must come before the assistant message or "
+                         "function_call it belongs to");
     }
     if (type && *type == "function_call_output") {
       const json* call_id = find(item, "call_id");
@@ -86,10 +125,9 @@ Status input_messages(const json& input, json& messages) {
     if (type && *type != "message") {
       const std::string t = type->is_string() ? type->get<std::string>() : type->dump();
       return unimplemented("input items of type '" + t + "' (" + where +
-                           ") are not supported yet (messages, function_call and "
-                           "function_call_output only: no reasoning items or item references)");
+                           ") are not supported yet (messages, reasoning, function_call and "
+                           "function_call_output only: no item references)");
     }
-    const json* role = find(item, "role");
     if (!role ||
         (*role != "user" && *role != "assistant" && *role != "system" && *role != "developer")) {
       return field_error(where + ".role", "must be 'user', 'assistant', 'system' or 'developer'");
@@ -103,6 +141,12 @@ Status input_messages(const json& input, json& messages) {
     // Chat templates know system, not developer (OpenAI's newer name for it).
     messages.push_back(
         {{"role", *role == "developer" ? "system" : *role}, {"content", std::move(text)}});
+    if (*role == "assistant") place_reasoning();
+  }
+  if (!reasoning_item.empty()) {
+    return field_error(reasoning_item,
+                       "a reasoning item must come before the assistant message or "
+                       "function_call it belongs to");
   }
   return Status::ok_status();
 }
@@ -113,7 +157,6 @@ constexpr request_json::RefusedField kRefusedFeatures[] = {
     {"conversation", "responses are not stored; send the whole conversation in 'input'"},
     {"store", "responses are not stored (GET /v1/responses/{id} does not exist)"},
     {"background", "background responses are not implemented"},
-    {"reasoning", "reasoning options are not implemented yet"},
     {"prompt", "stored prompt templates are not implemented"},
     {"max_tool_calls", "a limit on tool calls is not implemented"},
     {"context_management", "context management is not implemented"},
@@ -205,6 +248,48 @@ Status check_options(const json& o) {
   return Status::ok_status();
 }
 
+// reasoning: effort "none" turns thinking off (enable_thinking false); any other level turns it
+// on (enable_thinking true) and reaches the template as reasoning_effort (gpt-oss's templates
+// read it; others have no levels). No summaries are made: the reasoning item carries the whole
+// text. Sets the chat body's template kwargs; the effort is echoed.
+Status read_reasoning(const json& o, json& chat, std::optional<std::string>& effort) {
+  const json* reasoning = find(o, "reasoning");
+  if (!reasoning || reasoning->is_null()) return Status::ok_status();
+  if (!reasoning->is_object()) return field_error("reasoning", "must be an object");
+  for (const auto& [key, value] : reasoning->items()) {
+    if (key == "effort") continue;
+    if (key == "summary" || key == "generate_summary") {
+      if (value.is_null()) continue;
+      return unimplemented("'reasoning." + key +
+                           "' is not supported: no summaries are made (the reasoning item "
+                           "carries the whole reasoning text)");
+    }
+    if ((key == "context" && (value.is_null() || value == "auto")) ||
+        (key == "mode" && (value.is_null() || value == "standard"))) {
+      continue;
+    }
+    return unimplemented("'reasoning." + key + "' = " + value.dump() + " is not supported");
+  }
+  const json* e = find(*reasoning, "effort");
+  if (!e || e->is_null()) return Status::ok_status();
+  static constexpr std::string_view kEfforts[] = {"none", "minimal", "low", "medium",
+                                                  "high", "xhigh",   "max"};
+  if (!e->is_string() || std::find(std::begin(kEfforts), std::end(kEfforts),
+                                   e->get<std::string>()) == std::end(kEfforts)) {
+    return field_error("reasoning.effort",
+                       "must be one of none, minimal, low, medium, high, xhigh, max");
+  }
+  effort = e->get<std::string>();
+  const bool on = *effort != "none";
+  SGL_RETURN_IF_ERROR(
+      request_json::set_template_kwarg(chat, "enable_thinking", on, "reasoning.effort"));
+  if (on) {
+    SGL_RETURN_IF_ERROR(
+        request_json::set_template_kwarg(chat, "reasoning_effort", *e, "reasoning.effort"));
+  }
+  return Status::ok_status();
+}
+
 // include: only the output text's logprobs; top_logprobs needs them included. Sets the chat
 // request's logprobs / top_logprobs.
 Status read_logprobs(const json& o, json& chat) {
@@ -265,8 +350,7 @@ Result<ResponsesRequest> parse_responses_request(std::string_view body,
   }
   if (const json* parallel = find(o, "parallel_tool_calls"))
     chat["parallel_tool_calls"] = *parallel;
-  // A response has no reasoning items yet: reasoning stays in the text.
-  chat["separate_reasoning"] = false;
+  SGL_RETURN_IF_ERROR(read_reasoning(o, chat, out.reasoning_effort));
   SGL_RETURN_IF_ERROR(read_logprobs(o, chat));
   if (const json* max_output = find(o, "max_output_tokens")) {
     if (!max_output->is_number_integer() || max_output->get<int64_t>() < 1) {
@@ -286,6 +370,7 @@ Result<ResponsesRequest> parse_responses_request(std::string_view body,
   }
   if (const json* user = find(o, "user")) out.user = user->get<std::string>();
   SGL_ASSIGN_OR_RETURN(out.chat, request_json::parse_chat_object(chat, defaults));
+  if (out.reasoning_effort) out.chat.thinking = *out.reasoning_effort != "none";
   return out;
 }
 

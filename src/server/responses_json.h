@@ -3,11 +3,13 @@
 // a string or input_text / output_text parts; function_call and function_call_output items as the
 // assistant's tool calls and the tool's replies) the messages, `max_output_tokens` max_tokens,
 // function `tools` the chat route's tools (with --tool-call-parser, calls come back as
-// function_call output items). Reasoning is not separated here (no reasoning items yet).
+// function_call output items). With --reasoning-parser the thinking comes back as a reasoning
+// item; `reasoning.effort` "none" turns thinking off and any other level turns it on (the
+// template's enable_thinking; levels reach it as reasoning_effort).
 // `include: ["message.output_text.logprobs"]` (with `top_logprobs`) asks for the output text's
 // logprobs. What needs features not built (stored responses, structured output, built-in tools,
-// reasoning options, images, other include values) is refused by name, never ignored; other fields
-// pass through with the chat route's meaning (SGLang's extensions such as top_k or stop).
+// reasoning summaries, images, other include values) is refused by name, never ignored; other
+// fields pass through with the chat route's meaning (SGLang's extensions such as top_k or stop).
 #pragma once
 
 #include <optional>
@@ -26,8 +28,9 @@ struct ResponsesRequest {
   std::optional<int64_t> max_output_tokens;
   std::string metadata_json = "{}";  // an object of strings
   std::optional<std::string> user;
-  std::string tools_json = "[]";              // as given, echoed
-  std::string tool_choice_json = "\"auto\"";  // as given, echoed
+  std::string tools_json = "[]";                // as given, echoed
+  std::string tool_choice_json = "\"auto\"";    // as given, echoed
+  std::optional<std::string> reasoning_effort;  // reasoning.effort, echoed
 };
 
 Result<ResponsesRequest> parse_responses_request(std::string_view body,

@@ -115,7 +115,7 @@ def test_stream_event_order(server):
     ({"max_tokens": 4, "messages": [USER],
       "tools": [{"name": "f", "input_schema": {"type": "object"}}]}, 400, "'tools'"),
     ({"max_tokens": 4, "messages": [USER], "thinking": {"type": "enabled", "budget_tokens": 1024}},
-     400, "'thinking'"),
+     400, "--reasoning-parser"),
     ({"max_tokens": 4, "messages": [USER], "n": 2}, 400, "'n' is a field of /v1/chat/completions"),
     ({"max_tokens": 4, "messages": [USER], "logprobs": True}, 400, "'logprobs'"),
     ({"max_tokens": 4, "messages": [USER], "stop_sequences": "x"}, 400,

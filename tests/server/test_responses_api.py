@@ -153,7 +153,8 @@ def test_sse_wire_format(server):
                                                                    "name": "g"}}, "'g'"),
     ({"previous_response_id": "resp_1"}, "previous_response_id"),
     ({"store": True}, "store"),
-    ({"reasoning": {"effort": "low"}}, "reasoning"),
+    # No --reasoning-parser here: thinking cannot be turned on (test_reasoning_items.py has one).
+    ({"reasoning": {"effort": "low"}}, "--reasoning-parser"),
     ({"text": {"format": {"type": "json_object"}}}, "text.format"),
     ({"include": ["reasoning.encrypted_content"]}, "include"),
     ({"top_logprobs": 2}, "top_logprobs"),
@@ -162,7 +163,7 @@ def test_sse_wire_format(server):
     ({"max_tokens": 5}, "max_tokens"),
     ({"input": [{"type": "function_call_output", "call_id": "c"}]}, "input[0].output"),
     ({"input": [{"type": "function_call", "call_id": "c", "name": "f"}]}, "input[0].arguments"),
-    ({"input": [{"type": "reasoning", "summary": []}]}, "reasoning"),
+    ({"input": [{"type": "reasoning", "summary": []}]}, "input[0]"),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
      "input_image"),
     ({"input": []}, "input"),

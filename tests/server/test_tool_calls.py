@@ -155,20 +155,21 @@ def test_responses_function_items_reach_the_template(reasoning_server, client):
                      {"role": "tool", "tool_call_id": "call_1", "content": "Sunny"}]
     want = reasoning_server.post("/v1/chat/completions", {
         "model": "m", "messages": chat_messages, "tools": [WEATHER], "max_tokens": 8,
-        "temperature": 0, "separate_reasoning": False}).json()["choices"][0]["message"]
-    assert r.output_text == want["content"] != ""
-    assert [o.type for o in r.output] == ["message"]
+        "temperature": 0}).json()["choices"][0]["message"]
+    # deepseek-r1: the whole (unclosed) reply is reasoning, a reasoning item without a message.
+    assert [o.type for o in r.output] == ["reasoning"]
+    assert r.output[0].content[0].text == want["reasoning_content"] != ""
     assert r.tools[0].name == "get_weather" and r.tool_choice == "auto"
 
 
-def test_responses_streaming_without_calls_has_one_message(client):
+def test_responses_streaming_without_calls_has_one_item(client):
     events = list(client.responses.create(model="m", input="Once upon a time", stream=True,
                                           tools=[RESPONSES_TOOL], max_output_tokens=8,
                                           temperature=0))
     types = [e.type for e in events]
     assert types.count("response.output_item.added") == 1
     assert "response.function_call_arguments.delta" not in types
-    assert events[-1].response.output[0].type == "message"
+    assert [o.type for o in events[-1].response.output] == ["reasoning"]
 
 
 # tool_choice required / named: the tool-call grammar forces valid calls in the parser's format
@@ -278,13 +279,15 @@ def test_responses_required_gives_function_call_items(tool_client):
         check_call(call.name, call.arguments)
 
 
-def test_anthropic_messages_keep_the_reasoning_in_the_text(reasoning_server):
-    # No thinking blocks on /v1/messages yet: the text is the raw reply, reasoning included.
+def test_anthropic_messages_give_the_reasoning_a_thinking_block(reasoning_server):
+    # deepseek-r1: the whole reply is reasoning, one thinking block (test_reasoning_items.py
+    # covers thinking then text).
     r = reasoning_server.post("/v1/messages", {"model": "m", "max_tokens": 16, "temperature": 0,
                                                "messages": USER})
     assert r.status_code == 200, r.text
-    text = "".join(b["text"] for b in r.json()["content"] if b["type"] == "text")
-    assert text == chat(reasoning_server, separate_reasoning=False)["message"]["content"] != ""
+    assert r.json()["content"] == [{"type": "thinking", "signature": "",
+                                    "thinking": chat(reasoning_server)["message"][
+                                        "reasoning_content"]}]
 
 
 # tool_choice auto and reasoning: the model writes no markup by itself, so an EBNF grammar makes
