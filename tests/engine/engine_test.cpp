@@ -103,14 +103,19 @@ TEST_P(EngineLoops, AbortEndsTheStreamAndFreesMemory) {
 }
 
 TEST_P(EngineLoops, StatsReportRunningWaitingAndUsage) {
+  // Long enough that the running pair is still running when the stats are read, however late
+  // a loaded machine schedules this thread (150 steps were a few milliseconds: a flake).
+  constexpr int kSteps = 2000;
   EngineOptions o = fake_options(GetParam());
   o.scheduler.max_running_requests = 2;
+  o.context_length = kSteps + 64;
+  o.num_kv_slots = 2 * (kSteps + 64);
   FakeEngine fe(o);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 6; ++i)
-    streams.push_back(*fe.engine->submit(test::greedy_ids_request(prompt_of(i), 150)));
+    streams.push_back(*fe.engine->submit(test::greedy_ids_request(prompt_of(i), kSteps)));
   // Both running requests have started (the first prefill may hold only the first: the loop can
-  // take the inbox before the other submits land); the rest wait their 150 steps.
+  // take the inbox before the other submits land); the rest wait their kSteps steps.
   ASSERT_TRUE(streams[0]->next(std::chrono::seconds(60)).has_value());
   ASSERT_TRUE(streams[1]->next(std::chrono::seconds(60)).has_value());
   const EngineStats mid = fe.engine->get_stats();
@@ -121,7 +126,7 @@ TEST_P(EngineLoops, StatsReportRunningWaitingAndUsage) {
   for (auto& s : streams) collect(*s);
   const EngineStats end = fe.engine->get_stats();
   EXPECT_EQ(end.scheduler.num_running + end.scheduler.num_waiting, 0);
-  EXPECT_EQ(end.scheduler.generated_tokens_total, 6 * 150);
+  EXPECT_EQ(end.scheduler.generated_tokens_total, 6 * kSteps);
   EXPECT_GT(end.generation_throughput, 0.0);
 }
 
