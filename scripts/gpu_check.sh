@@ -25,9 +25,25 @@
 #                                        from a real bf16 8B checkpoint and a Q8_0 GGUF)
 # Device call: run(command="scripts/gpu_check.sh run", carry=[".carry"]).
 # SGL_GPU_TARGETS="a b" limits the build to those targets.
+# Every binary links libnccl.so.2 (the NCCL communicator); it is not packed (218 MB): run finds
+# the machine's (PyTorch's nvidia-nccl wheel, or a system copy) unless one is in gpu/lib.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=build/gpu_stage
+# NVLink multicast stays off (shared GPUs; issue #25).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+# The directory of a libnccl.so.2 to load: ours if packed, else the machine's.
+nccl_lib_dir() {
+  local root=$1 d
+  for d in "$root/gpu/lib" \
+           "$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)" \
+           /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu; do
+    if [ -n "$d" ] && [ -e "$d/libnccl.so.2" ]; then echo "$d"; return 0; fi
+  done
+  d=$(find / -xdev -name 'libnccl.so.2' -not -path '*/proc/*' 2>/dev/null | head -n 1 || true)
+  [ -n "$d" ] && dirname "$d"
+}
 
 pack() {
   cmake --preset cuda >/dev/null
@@ -66,8 +82,10 @@ pack() {
 
 run() {
   local root=/tmp/sgl_gpu
-  rm -rf "$root" && mkdir -p "$root" && tar xJf .carry/gpu.txz -C "$root"
-  export LD_LIBRARY_PATH="$root/gpu/lib:${LD_LIBRARY_PATH:-}"
+  rm -rf "$root" && mkdir -p "$root" && tar xJf "${SGL_GPU_PACK:-.carry/gpu.txz}" -C "$root"
+  local nccl_dir
+  nccl_dir=$(nccl_lib_dir "$root" || true)
+  export LD_LIBRARY_PATH="$root/gpu/lib${nccl_dir:+:$nccl_dir}:${LD_LIBRARY_PATH:-}"
   export SGL_TESTDATA_DIR="$root/testdata" SGL_EMBEDDING_MODELS="$root/testdata/embedding_models" \
     SGL_EAGLE_HEADS="$root/testdata/eagle_heads"
   local log="${OUT:-/tmp}"

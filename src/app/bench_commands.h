@@ -18,5 +18,7 @@ int run_bench_offline(int argc, char** argv);
 // sgl-bench gemm: a model's decode GEMMs alone (library vs. our small-batch kernel) vs. copy
 // bandwidth.
 int run_bench_gemm(int argc, char** argv);
+// sgl-bench allreduce: our NCCL communicator's all-reduce latency between this machine's GPUs.
+int run_bench_allreduce(int argc, char** argv);
 
 }  // namespace sgl::app

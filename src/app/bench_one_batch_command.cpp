@@ -4,7 +4,10 @@
 // engine's overlap loop runs them (a GPU runner: ModelRunner::launch_forward_and_sample).
 // Every result is printed next to its floor (METHOD.md): decode against the bytes a step must
 // read (weights + KV) over the measured copy bandwidth, prefill against its FLOPs over the
-// measured bf16 GEMM rate.
+// measured bf16 GEMM rate. With --tp-size N every rank (a GPU, as sgl-server --tp-size runs
+// them) runs the batch on a thread of its own; the times are rank 0's and the floors each GPU's
+// share: its 1/N of the weights and its KV heads, over one GPU's bandwidth (the all-reduces
+// between the ranks are inside the measured time, not in the floor).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <thread>
 
 #include "app/bench_commands.h"
 #include "app/bench_model_source.h"
@@ -20,10 +24,13 @@
 #include "app/device_floors.h"
 #include "app/engine_flags.h"
 #include "backend/backend.h"
+#include "backend/devices.h"
 #include "cache/req_to_token_pool.h"
 #include "cache/token_to_kv_pool_allocator.h"
+#include "model/tensor_parallel.h"
 #include "runner/forward_batch_builder.h"
 #include "runner/model_runner.h"
+#include "runner/tp_worker_group.h"
 
 namespace sgl::app {
 namespace {
@@ -33,7 +40,7 @@ constexpr const char* kUsage =
   [--load-format auto|dummy] [--dtype auto|bfloat16|float32] [--device cuda|cpu]
   [--batch-size 1,8,64,256] [--input-len 128,1024] [--output-len 256]
   [--max-prefill-tokens 8192] [--attention-backend NAME] [--linear-backend auto|hopper]
-  [--output-file F.json]
+  [--tp-size N] [--base-gpu-id B] [--output-file F.json]
   [--skip-floors] [--disable-cuda-graph]
 --config implies --load-format dummy (random weights for that config.json).
 )";
@@ -208,12 +215,16 @@ class OneBatchBench {
     std::sort(sorted.begin(), sorted.end());
     result.decode_step_s = sorted.empty() ? 0 : sorted[sorted.size() / 2];
 
+    // This rank's share: 1/tp of the weights, its KV heads.
     const model::ModelConfig& config = runner_.config();
-    const double kv_token_bytes = 2.0 * config.num_hidden_layers * config.num_key_value_heads *
-                                  config.head_dim * dtype_size(runner_.compute_dtype());
+    const int tp = runner_.options().tp_size;
+    const double kv_token_bytes =
+        2.0 * config.num_hidden_layers *
+        static_cast<double>(model::kv_heads_per_rank(config.num_key_value_heads, tp)) *
+        config.head_dim * dtype_size(runner_.compute_dtype());
     const double mid_context = c.input_len + c.output_len / 2.0;
     result.decode_bytes =
-        weight_bytes_per_step(config, c.batch_size, dtype_size(runner_.compute_dtype())) +
+        weight_bytes_per_step(config, c.batch_size, dtype_size(runner_.compute_dtype())) / tp +
         c.batch_size * mid_context * kv_token_bytes;
     result.prefill_flops = prefill_flops(config, c.batch_size, c.input_len);
 
@@ -249,7 +260,9 @@ int run_bench_one_batch(int argc, char** argv) {
                                              "--max-prefill-tokens",
                                              "--attention-backend",
                                              "--linear-backend",
-                                             "--log-level"};
+                                             "--log-level",
+                                             "--tp-size",
+                                             "--base-gpu-id"};
   const std::set<std::string> switch_flags = {"--skip-floors", "--disable-cuda-graph", "--help"};
   auto args = CliArgs::parse(argc, argv, value_flags, switch_flags);
   if (!args.ok()) return fail(args.status());
@@ -297,14 +310,44 @@ int run_bench_one_batch(int argc, char** argv) {
   options.context_length = max_in + static_cast<int32_t>(*output_len);
   options.allow_longer_context = true;  // a benchmark of shapes, past the config's length too
   options.num_kv_slots = static_cast<int64_t>(max_bs) * options.context_length + 1;
+  auto tp_size = args->get_int("--tp-size", 1);
+  if (!tp_size.ok()) return fail(tp_size.status());
+  auto base_gpu = args->get_int("--base-gpu-id", 0);
+  if (!base_gpu.ok()) return fail(base_gpu.status());
+  if (*tp_size < 1 || *tp_size > 64 || *base_gpu < 0) {
+    return fail(invalid_argument("--tp-size must be in [1, 64] and --base-gpu-id >= 0"));
+  }
+  options.tp_size = static_cast<int>(*tp_size);
+  if (*base_gpu > 0) {
+    if (!options.device.is_cuda())
+      return fail(invalid_argument("--base-gpu-id needs --device cuda"));
+    options.device = Device::cuda(static_cast<int>(*base_gpu));
+  }
 
   const auto load_start = std::chrono::steady_clock::now();
-  auto runner = runner::ModelRunner::create(*model_path, options);
-  if (!runner.ok()) return fail(runner.status());
-  backend::synchronize((*runner)->stream());
+  // Rank 0 (the only rank at --tp-size 1), and the others' group.
+  std::unique_ptr<runner::ModelRunner> rank0;
+  std::unique_ptr<runner::TpWorkerGroup> group;
+  if (options.tp_size > 1) {
+    auto created = runner::TpWorkerGroup::create(*model_path, options, &rank0);
+    if (!created.ok()) return fail(created.status());
+    group = std::move(created).value();
+  } else {
+    auto created = runner::ModelRunner::create(*model_path, options);
+    if (!created.ok()) return fail(created.status());
+    rank0 = std::move(created).value();
+  }
+  std::vector<runner::ModelRunner*> ranks = {rank0.get()};
+  for (int r = 1; r < options.tp_size; ++r) ranks.push_back(&group->worker(r));
+  for (runner::ModelRunner* rank : ranks) backend::synchronize(rank->stream());
+  const auto runner = &rank0;  // rank 0 reports
   const double load_s = seconds_since(load_start);
-  std::printf("loaded in %.2f s (%s, %s)\n", load_s, options.device.to_string().c_str(),
-              std::string(dtype_name((*runner)->compute_dtype())).c_str());
+  std::printf(
+      "loaded in %.2f s (%s%s, %s)\n", load_s, options.device.to_string().c_str(),
+      options.tp_size > 1
+          ? (" + " + std::to_string(options.tp_size - 1) + " more tensor-parallel ranks").c_str()
+          : "",
+      std::string(dtype_name((*runner)->compute_dtype())).c_str());
 
   DeviceFloors floors;
   if (!options.device.is_cpu() && !args->has("--skip-floors")) {
@@ -315,9 +358,30 @@ int run_bench_one_batch(int argc, char** argv) {
                 floors.copy_bytes_per_s / 1e9, floors.gemm_flops_per_s / 1e12);
   }
 
-  OneBatchBench bench(**runner, static_cast<int32_t>(*max_prefill));
+  std::vector<std::unique_ptr<OneBatchBench>> benches;
+  for (runner::ModelRunner* rank : ranks) {
+    benches.push_back(std::make_unique<OneBatchBench>(*rank, static_cast<int32_t>(*max_prefill)));
+  }
+  // Every rank runs the case at once (their collectives meet); rank 0's result is reported.
+  auto run_case = [&](const Case& c) -> Result<CaseResult> {
+    if (benches.size() == 1) return benches[0]->run(c);
+    std::vector<std::optional<Result<CaseResult>>> results(benches.size());
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < benches.size(); ++r) {
+      threads.emplace_back([&, r] {
+        backend::set_current_device(ranks[r]->options().device);
+        results[r] = benches[r]->run(c);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (auto& result : results) {
+      if (!result->ok()) return result->status();
+    }
+    return std::move(*results[0]);
+  };
   nlohmann::json report = {{"load_s", load_s},
                            {"device", options.device.to_string()},
+                           {"tp_size", options.tp_size},
                            {"copy_bytes_per_s", floors.copy_bytes_per_s},
                            {"gemm_flops_per_s", floors.gemm_flops_per_s},
                            {"cases", nlohmann::json::array()}};
@@ -325,7 +389,7 @@ int run_bench_one_batch(int argc, char** argv) {
               "prefill ms", "prefill t/s", "of peak", "step ms", "decode t/s", "GB/step", "of bw");
   for (int32_t in : *input_lens) {
     for (int32_t bs : *batch_sizes) {
-      auto r = bench.run({bs, in, static_cast<int32_t>(*output_len)});
+      auto r = run_case({bs, in, static_cast<int32_t>(*output_len)});
       if (!r.ok()) return fail(r.status());
       const double prefill_tps = bs * in / r->prefill_s;
       const double decode_tps = bs / r->decode_step_s;

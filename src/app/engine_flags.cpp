@@ -7,6 +7,8 @@
 #include <cstdlib>
 
 #include "core/logging.h"
+#include "distributed/bootstrap.h"
+#include "distributed/nccl_communicator.h"
 
 namespace sgl::app {
 namespace {
@@ -95,17 +97,32 @@ std::span<const FlagSpec> engine_flag_table() {
       {.name = "--tp-size",
        .aliases = {"--tp", "--tensor-parallel-size"},
        .value = "N",
-       .help = "Tensor-parallel ranks: the weights and KV heads split over N ranks (threads of "
-               "this process; CPU only until the NCCL communicator exists). N must divide the "
-               "attention heads, the MLP widths and the vocabulary.",
+       .help = "Tensor-parallel ranks: the weights and KV heads split over N ranks, threads of "
+               "this process (on CUDA one GPU each, cuda:B to cuda:B+N-1 from --base-gpu-id B, "
+               "over NCCL; on the CPU a shared-memory group). N must divide the attention heads, "
+               "the MLP widths and the vocabulary.",
        .default_value = "1"},
       {.name = "--ep-size",
        .aliases = {"--ep", "--expert-parallel-size"},
        .value = "N",
        .help = "Expert-parallel groups (MoE models): the experts split over N groups of the "
                "--tp-size ranks, each token sent to the ranks holding its experts (all-to-all). "
-               "N must divide --tp-size and the model's experts; CPU only.",
+               "N must divide --tp-size and the model's experts; CPU only (the dispatch and "
+               "combine have no CUDA kernels yet).",
        .default_value = "1"},
+      {.name = "--nnodes",
+       .value = "N",
+       .help = "Nodes of the group; only 1 runs (the NCCL id exchange over --dist-init-addr "
+               "exists, a scheduler driving other nodes' ranks does not).",
+       .default_value = "1"},
+      {.name = "--node-rank",
+       .value = "N",
+       .help = "This node's rank in [0, --nnodes).",
+       .default_value = "0"},
+      {.name = "--dist-init-addr",
+       .value = "HOST:PORT",
+       .help = "Where node 0 serves the NCCL id to the other nodes (checked; unused at "
+               "--nnodes 1)."},
       {.name = "--max-running-requests",
        .value = "N",
        .help = "Requests decoding at once.",
@@ -230,17 +247,32 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   s.runner.device = *device;
   SGL_ASSIGN_OR_RETURN(const int64_t tp_size, args.get_int("--tp-size", 1));
   if (tp_size < 1 || tp_size > 64) return invalid_argument("--tp-size must be in [1, 64]");
-  if (tp_size > 1 && !device->is_cpu()) {
-    return invalid_argument("--tp-size " + std::to_string(tp_size) +
-                            " needs --device cpu: the GPUs' NCCL communicator is not built yet");
+  if (tp_size > 1 && !device->is_cpu() && !distributed::nccl_available()) {
+    return invalid_argument("--tp-size " + std::to_string(tp_size) + " on " + device_name +
+                            " needs NCCL: " + distributed::nccl_unavailable_reason() +
+                            " (--device cpu runs it over shared memory)");
   }
   s.runner.tp_size = static_cast<int>(tp_size);
   SGL_ASSIGN_OR_RETURN(const int64_t ep_size, args.get_int("--ep-size", 1));
   if (ep_size < 1 || ep_size > 64) return invalid_argument("--ep-size must be in [1, 64]");
   if (ep_size > 1 && !device->is_cpu()) {
-    return invalid_argument("--ep-size " + std::to_string(ep_size) +
-                            " needs --device cpu: the GPUs' NCCL communicator is not built yet");
+    return invalid_argument("--ep-size " + std::to_string(ep_size) + " on " + device_name +
+                            " is not implemented: expert parallelism's token dispatch and "
+                            "combine run on the host (--device cpu); --tp-size alone splits "
+                            "every expert over the GPUs");
   }
+  // Multi-node bootstrap (SGLang's names): checked, and only one node runs.
+  distributed::MultiNode nodes;
+  SGL_ASSIGN_OR_RETURN(const int64_t nnodes, args.get_int("--nnodes", 1));
+  SGL_ASSIGN_OR_RETURN(const int64_t node_rank, args.get_int("--node-rank", 0));
+  if (nnodes < 1 || nnodes > 4096) return invalid_argument("--nnodes must be in [1, 4096]");
+  nodes.nnodes = static_cast<int>(nnodes);
+  nodes.node_rank = static_cast<int>(std::clamp<int64_t>(node_rank, -1, 1 << 20));
+  if (const auto addr = args.get("--dist-init-addr")) {
+    SGL_ASSIGN_OR_RETURN(nodes.dist_init_addr, distributed::parse_dist_init_addr(*addr));
+  }
+  SGL_RETURN_IF_ERROR(distributed::check_multi_node(nodes));
+  SGL_RETURN_IF_ERROR(distributed::check_single_node(nodes));
   s.runner.ep_size = static_cast<int>(ep_size);
   SGL_ASSIGN_OR_RETURN(
       s.runner.attention_backend,

@@ -23,6 +23,8 @@ constexpr Subcommand kSubcommands[] = {
      run_bench_offline},
     {"gemm", "a model's decode GEMMs from one CUDA graph, library vs. ours, vs. copy bandwidth",
      run_bench_gemm},
+    {"allreduce", "our NCCL all-reduce between this machine's GPUs: latency per message size",
+     run_bench_allreduce},
 };
 
 void print_usage(std::FILE* out) {

@@ -9,7 +9,7 @@ namespace {
 using enum FlagSupport;
 
 constexpr std::string_view kOneGpu =
-    "sgl.cpp runs one GPU per server until the GPUs' NCCL communicator lands";
+    "sgl.cpp's GPU ranks are consecutive GPUs from --base-gpu-id, one tensor-parallel group";
 constexpr std::string_view kOneChain =
     "NGRAM drafts one chain per request (the longest matching suffix's continuation), no tree";
 constexpr std::string_view kOwnTokens =
@@ -28,23 +28,6 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
        .support = kRefused,
        .note = "pipeline parallelism is not implemented",
        .accepted_values = {"1"}},
-      {.name = "--nnodes",
-       .value = "N",
-       .help = "Nodes.",
-       .support = kRefused,
-       .note = "sgl.cpp serves from one node",
-       .accepted_values = {"1"}},
-      {.name = "--node-rank",
-       .value = "N",
-       .help = "This node's rank.",
-       .support = kRefused,
-       .note = "sgl.cpp serves from one node",
-       .accepted_values = {"0"}},
-      {.name = "--dist-init-addr",
-       .value = "HOST:PORT",
-       .help = "Multi-node rendezvous.",
-       .support = kRefused,
-       .note = "sgl.cpp serves from one node"},
       {.name = "--gpu-id-step",
        .value = "N",
        .help = "GPU index step between workers.",
@@ -58,16 +41,16 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
       {.name = "--enable-ep-moe",
        .help = "Expert-parallel MoE (SGLang's older switch for --ep-size = --tp-size).",
        .support = kRefused,
-       .note = "give --ep-size instead (expert parallelism runs on the CPU; sgl.cpp runs one GPU "
-               "per server until the GPUs' NCCL communicator lands)"},
+       .note = "give --ep-size instead (expert parallelism runs on the CPU; on GPUs --tp-size "
+               "splits every expert)"},
       {.name = "--disable-custom-all-reduce",
        .help = "NCCL instead of the custom all-reduce.",
        .support = kNoEffect,
-       .note = "one GPU, no all-reduce"},
+       .note = "the all-reduce is NCCL's; there is no custom all-reduce"},
       {.name = "--enable-p2p-check",
        .help = "Check GPU peer access.",
        .support = kNoEffect,
-       .note = "one GPU, no peer access"},
+       .note = "NCCL finds the GPUs' peer access itself"},
       // Model loading.
       {.name = "--trust-remote-code",
        .help = "Allow a checkpoint's own Python code.",

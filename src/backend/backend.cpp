@@ -3,10 +3,14 @@
 
 #include <unistd.h>
 
+#include "backend/devices.h"
 #include "backend/stream.h"
 #include "core/check.h"
 #ifdef SGL_WITH_CUDA
+#include <cuda_runtime.h>
+
 #include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/cuda_stream.h"
 #endif
@@ -72,6 +76,28 @@ std::unique_ptr<Allocator> create_staging_allocator(Device device) {
 #else
   SGL_CHECK(false) << "pinned memory in a build without CUDA";
   return nullptr;
+#endif
+}
+
+int cuda_device_count() {
+#ifdef SGL_WITH_CUDA
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // clears the error state this call may leave
+    return 0;
+  }
+  return count;
+#else
+  return 0;
+#endif
+}
+
+void set_current_device(Device device) {
+  if (device.is_cpu()) return;
+#ifdef SGL_WITH_CUDA
+  SGL_CUDA_CHECK(cudaSetDevice(device.index));
+#else
+  SGL_CHECK(false) << "CUDA device in a build without CUDA";
 #endif
 }
 

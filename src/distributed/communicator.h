@@ -1,8 +1,12 @@
 // Communicator: the collectives tensor, expert and data parallelism need, between the `size()`
 // ranks of one group (SGLang's GroupCoordinator, NCCL's communicator). Every rank calls the same
 // collectives in the same order with tensors of the same shape and dtype (a programming error
-// otherwise, checked where cheap). Results are identical on every rank, bit for bit: reductions
-// add in rank order, so tensor-parallel ranks stay in lockstep without a broadcast.
+// otherwise, checked where cheap). Results are identical on every rank, bit for bit, so
+// tensor-parallel ranks stay in lockstep without a broadcast: SharedMemoryGroup adds in rank
+// order; NCCL (NcclCommunicator) adds in its own order (ring / tree), each element reduced once
+// and the result copied to every rank, so its sums may differ in the last bits from the CPU
+// group's, but not between ranks. Implementations: shared_memory_communicator.h (host tensors),
+// nccl_communicator.h (tensors on the rank's GPU, on the caller's stream, graph-capturable).
 #pragma once
 
 #include <cstdint>
@@ -21,9 +25,11 @@ class Communicator {
   virtual int size() const = 0;
 
   // In place: `buffer` (contiguous f32 or bf16) becomes the element-wise reduction of every
-  // rank's `buffer`. bf16 is reduced in f32 and rounded once.
+  // rank's `buffer`. bf16: the shared-memory group reduces in f32 and rounds once; NCCL reduces
+  // in bf16 (a rounding per step).
   virtual void all_reduce(const Tensor& buffer, ReduceOp op, backend::Stream stream) = 0;
-  // out [size * n] = every rank's `in` [n] (any contiguous dtype), in rank order.
+  // out [size * n] = every rank's `in` [n] (any contiguous dtype), in rank order. At one rank
+  // `out` may be `in` (in place).
   virtual void all_gather(const Tensor& in, const Tensor& out, backend::Stream stream) = 0;
   // `in` [size * n]: chunk j (n elements) goes to rank j; `out` [size * n]: chunk i came from
   // rank i (expert parallelism's dispatch and combine, with equal chunks).

@@ -1,6 +1,8 @@
 // Replica placement, memory split and start-up.
 #include "engine/data_parallel_launch.h"
 
+#include <algorithm>
+
 #include "backend/backend.h"
 #include "core/logging.h"
 #include "engine/data_parallel_controller.h"
@@ -24,7 +26,8 @@ runner::ModelRunnerOptions replica_runner_options(const runner::ModelRunnerOptio
   if (num_replicas <= 1) return o;
   const bool gpu = !options.device.is_cpu();
   if (gpu && placement == ReplicaPlacement::kOwnDevice) {
-    o.device = Device::cuda(options.device.index + replica);
+    // A tensor-parallel replica takes tp_size consecutive GPUs.
+    o.device = Device::cuda(options.device.index + replica * options.tp_size);
     return o;
   }
   // The defaults of ModelRunner's pool sizing, made explicit to be split.
@@ -42,12 +45,22 @@ Result<std::vector<ModelEngine>> launch_data_parallel_engines(
   if (num_replicas < 1) {
     return invalid_argument("--dp-size must be >= 1, got " + std::to_string(num_replicas));
   }
-  const ReplicaPlacement placement = place_replicas(runner_options.device, num_replicas);
+  const int tp = runner_options.tp_size;
+  const ReplicaPlacement placement =
+      place_replicas(runner_options.device, num_replicas * std::max(tp, 1));
+  if (num_replicas > 1 && tp > 1 && !runner_options.device.is_cpu() &&
+      placement == ReplicaPlacement::kSharedDevice) {
+    return invalid_argument("--dp-size " + std::to_string(num_replicas) + " x --tp-size " +
+                            std::to_string(tp) + " needs " + std::to_string(num_replicas * tp) +
+                            " GPUs from " + runner_options.device.to_string() +
+                            " (tensor-parallel replicas do not share GPUs)");
+  }
   if (num_replicas > 1) {
     SGL_LOG_INFO << "data parallel: " << num_replicas << " replicas, "
                  << (runner_options.device.is_cpu() ? "each its own engine on the CPU"
                      : placement == ReplicaPlacement::kOwnDevice
-                         ? "one GPU each from " + runner_options.device.to_string()
+                         ? std::to_string(std::max(tp, 1)) + " GPU(s) each from " +
+                               runner_options.device.to_string()
                          : "sharing " + runner_options.device.to_string() +
                                " (its static memory budget split between them)")
                  << "; each loads its own copy of the weights";

@@ -12,7 +12,6 @@ void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backen
 // A tensor-parallel rank's part of the lookup: table [V_shard, H] holds vocabulary rows
 // [vocab_start, vocab_start + V_shard) of vocab_size; out[t, :] is ids[t]'s row when it lies
 // there, else zeros (the ranks' parts add up to the lookup). Ids outside [0, vocab_size) abort.
-// Host tensors only (tensor parallelism runs on the CPU until there is a GPU communicator).
 void embedding_shard(const Tensor& ids, const Tensor& table, int64_t vocab_start,
                      int64_t vocab_size, const Tensor& out, backend::Stream stream);
 

@@ -11,6 +11,7 @@
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #ifdef SGL_WITH_CUDA
+#include "kernels/cuda/cuda_embedding_shard.h"
 #include "kernels/cuda/cuda_ops.h"
 #define SGL_RUN_ON(device, fn, cpu_args, cuda_args) \
   ((device).is_cpu() ? cpu::fn cpu_args : cuda::fn cuda_args)
@@ -38,7 +39,7 @@ void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backen
 }
 
 void embedding_shard(const Tensor& ids, const Tensor& table, int64_t vocab_start,
-                     int64_t vocab_size, const Tensor& out, backend::Stream /*stream*/) {
+                     int64_t vocab_size, const Tensor& out, backend::Stream stream) {
   SGL_CHECK(ids.dtype() == DType::kI32 && ids.ndim() == 1)
       << "embedding_shard: ids " << ids.shape_string();
   SGL_CHECK(table.ndim() == 2 && table.is_contiguous())
@@ -49,9 +50,10 @@ void embedding_shard(const Tensor& ids, const Tensor& table, int64_t vocab_start
   SGL_CHECK(vocab_start >= 0 && vocab_start + table.size(0) <= vocab_size)
       << "embedding_shard: rows [" << vocab_start << ", " << vocab_start + table.size(0)
       << ") of a vocabulary of " << vocab_size;
-  SGL_CHECK(ids.device().is_cpu() && table.device().is_cpu() && out.device().is_cpu())
-      << "embedding_shard: host tensors only (no GPU tensor parallelism yet)";
-  cpu::embedding_shard(ids, table, vocab_start, vocab_size, out);
+  check_same_device(ids, table, "embedding_shard");
+  check_same_device(out, table, "embedding_shard");
+  SGL_RUN_ON(table.device(), embedding_shard, (ids, table, vocab_start, vocab_size, out),
+             (ids, table, vocab_start, vocab_size, out, stream));
 }
 
 void rms_norm(const Tensor& x, const Tensor& weight, double eps, const Tensor& out,

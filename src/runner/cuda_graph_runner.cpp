@@ -71,7 +71,8 @@ ForwardBatch CudaGraphRunner::static_batch(int32_t size) {
 
 Result<std::unique_ptr<CudaGraphRunner>> CudaGraphRunner::create(
     model::Model& model, attention::AttentionBackend& attention, Allocator& allocator,
-    backend::Stream stream, std::vector<int32_t> batch_sizes, int32_t max_context_len) {
+    backend::Stream stream, std::vector<int32_t> batch_sizes, int32_t max_context_len,
+    distributed::Communicator* communicator) {
   if (batch_sizes.empty()) return invalid_argument("no CUDA graph batch sizes");
   std::sort(batch_sizes.begin(), batch_sizes.end());
   std::unique_ptr<CudaGraphRunner> r(new CudaGraphRunner(attention, stream));
@@ -95,7 +96,7 @@ Result<std::unique_ptr<CudaGraphRunner>> CudaGraphRunner::create(
     // Every row a dummy request, then one eager pass (lazy state, cuBLAS heuristics) and the
     // captured one.
     cuda::pack_decode_inputs(arrays_of(b.fb), 0, 0, arrays_of(b.fb), b.size, nullptr, stream);
-    model::ModelContext ctx{attention, stream};
+    model::ModelContext ctx{attention, stream, communicator};
     attention.plan(b.fb);
     attention.prepare_capture(b.fb);
     model.forward(b.fb, ctx);

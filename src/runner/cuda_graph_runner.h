@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_graph.h"
 #include "core/allocator.h"
 #include "core/buffer.h"
+#include "distributed/communicator.h"
 #include "model/model.h"
 
 namespace sgl::runner {
@@ -20,9 +21,12 @@ std::vector<int32_t> cuda_graph_batch_sizes(int32_t max_bs);
 class CudaGraphRunner {
  public:
   // Captures one decode graph per size in `batch_sizes`, largest first. Borrows everything.
+  // `communicator`: the rank's tensor-parallel group (null at one rank); its collectives are
+  // captured into the graphs, so every rank of the group must capture at once (the same sizes).
   static Result<std::unique_ptr<CudaGraphRunner>> create(
       model::Model& model, attention::AttentionBackend& attention, Allocator& allocator,
-      backend::Stream stream, std::vector<int32_t> batch_sizes, int32_t max_context_len);
+      backend::Stream stream, std::vector<int32_t> batch_sizes, int32_t max_context_len,
+      distributed::Communicator* communicator = nullptr);
   ~CudaGraphRunner();
 
   // A decode batch with one logits row per request, at most max_batch_size() requests and no

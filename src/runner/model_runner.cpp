@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "core/logging.h"
+#include "distributed/nccl_communicator.h"
 #include "kernels/copy.h"
 #include "kernels/linear.h"
 #include "model/config_bounds.h"
@@ -114,6 +115,20 @@ Result<DType> parse_compute_dtype(const std::string& name, Device device) {
   return *dtype;
 }
 
+// The smallest of the ranks' `mine` (every rank of `group` calls it), through the group's
+// all_gather on the runner's device.
+int64_t agree_on_fewest(distributed::Communicator& group, Allocator& allocator,
+                        backend::Stream stream, int64_t mine) {
+  const int n = group.size();
+  Buffer device_value(allocator, DType::kI64, {1});
+  Buffer device_all(allocator, DType::kI64, {n});
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  kernels::copy(Tensor(&mine, DType::kI64, {1}), device_value, stream);
+  group.all_gather(device_value, device_all, stream);
+  kernels::copy(device_all, Tensor(all.data(), DType::kI64, {n}), stream);  // synchronizes
+  return *std::min_element(all.begin(), all.end());
+}
+
 }  // namespace
 
 ModelRunner::~ModelRunner() = default;
@@ -141,19 +156,31 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
     return invalid_argument("--tp-size must be >= 1, got " + std::to_string(options.tp_size));
   }
   if (options.ep_size > 1 && !options.device.is_cpu()) {
-    return unimplemented("--ep-size " + std::to_string(options.ep_size) + " on " +
-                         options.device.to_string() +
-                         ": expert parallelism runs on the CPU only (no NCCL communicator yet)");
+    return unimplemented(
+        "--ep-size " + std::to_string(options.ep_size) + " on " + options.device.to_string() +
+        ": expert parallelism runs on the CPU only (its token dispatch and combine, "
+        "model/layers/expert_dispatch.cpp, are host loops with no CUDA kernels yet); "
+        "--tp-size alone splits every expert's rows over the GPUs");
   }
-  if (options.tp_size > 1 && !options.device.is_cpu()) {
+  if (options.tp_size > 1 && !options.device.is_cpu() && !distributed::nccl_available()) {
     return unimplemented("--tp-size " + std::to_string(options.tp_size) + " on " +
                          options.device.to_string() +
-                         ": tensor parallelism runs on the CPU only (no NCCL communicator yet)");
+                         " needs NCCL: " + distributed::nccl_unavailable_reason());
   }
   if (options.tp_size > 1 && (tp_group == nullptr || tp_group->size() != options.tp_size)) {
     return invalid_argument("--tp-size " + std::to_string(options.tp_size) +
                             " needs the tensor-parallel runner (sgl-server, sgl-generate); this "
                             "tool runs one rank");
+  }
+  if (tp_group != nullptr && tp_group->size() != options.tp_size) {
+    return invalid_argument("a communicator of " + std::to_string(tp_group->size()) +
+                            " ranks for --tp-size " + std::to_string(options.tp_size));
+  }
+  if (tp_group != nullptr && distributed::nccl_device(*tp_group) >= 0 &&
+      (!options.device.is_cuda() || distributed::nccl_device(*tp_group) != options.device.index)) {
+    return invalid_argument("NCCL rank " + std::to_string(tp_group->rank()) +
+                            " is on cuda:" + std::to_string(distributed::nccl_device(*tp_group)) +
+                            ", its runner on " + options.device.to_string());
   }
   SGL_RETURN_IF_ERROR(backend::check_device_available(options.device));
   const std::string& format = options.load_format;
@@ -219,6 +246,13 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   const int64_t kv_heads = model::kv_heads_per_rank(config.num_key_value_heads, options.tp_size);
   attention::KvPoolShape shape{config.num_hidden_layers, 0, kv_heads, config.head_dim, compute};
   SGL_ASSIGN_OR_RETURN(shape.num_slots, size_kv_pool(options, shape, context_length_));
+  if (tp_group != nullptr && tp_group->size() > 1 && !options.device.is_cpu() &&
+      options.num_kv_slots == 0) {
+    // Each GPU sized its pool from its own free memory; the scheduler's slot ids index every
+    // rank's pool, so all take the smallest. (The CPU group is loaded rank after rank: rank 0
+    // sizes, the others are given its count.)
+    shape.num_slots = agree_on_fewest(*tp_group, *allocator_, stream_, shape.num_slots);
+  }
   kv_pool_ = std::make_unique<attention::KvPool>(*allocator_, shape);
   attention::AttentionConfig attn{config.num_attention_heads / options.tp_size, kv_heads,
                                   config.head_dim,
@@ -237,7 +271,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
       SGL_ASSIGN_OR_RETURN(graph_runner_, CudaGraphRunner::create(
                                               *model_, *attention_, *allocator_, stream_,
                                               cuda_graph_batch_sizes(static_cast<int32_t>(max_bs)),
-                                              static_cast<int32_t>(context_length_)));
+                                              static_cast<int32_t>(context_length_), tp_group_));
       SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo after, backend::memory_info(options.device));
       graphs = ", CUDA graphs " +
                gib(static_cast<double>(before.free_bytes) - static_cast<double>(after.free_bytes));

@@ -1,6 +1,7 @@
 // TpBatchRunner: every rank runs every batch.
 #include "runner/tp_batch_runner.h"
 
+#include "backend/devices.h"
 #include "core/check.h"
 
 namespace sgl::runner {
@@ -9,8 +10,10 @@ TpBatchRunner::TpBatchRunner(ModelRunner& rank0, TpWorkerGroup& workers,
                              const cache::ReqToTokenPool& req_to_token)
     : results_(static_cast<size_t>(workers.size())) {
   ranks_.push_back(std::make_unique<ModelBatchRunner>(rank0, req_to_token));
+  devices_.push_back(rank0.options().device);
   for (int r = 1; r < workers.size(); ++r) {
     ranks_.push_back(std::make_unique<ModelBatchRunner>(workers.worker(r), req_to_token));
+    devices_.push_back(workers.worker(r).options().device);
   }
   for (int r = 1; r < workers.size(); ++r) threads_.emplace_back([this, r] { rank_loop(r); });
 }
@@ -35,6 +38,8 @@ void TpBatchRunner::rank_loop(int rank) {
       seen = generation_;
       batch = *batch_;
     }
+    // GPU ranks are threads: each launches on its own GPU.
+    backend::set_current_device(devices_[static_cast<size_t>(rank)]);
     ExecResult result = ranks_[static_cast<size_t>(rank)]->run(batch);
     {
       std::lock_guard lock(mutex_);
@@ -53,6 +58,7 @@ ExecResult TpBatchRunner::compute(const ExecBatch& batch) {
   }
   posted_.notify_all();
   // Rank 0 runs here, beside the others: their collectives meet inside the forward.
+  backend::set_current_device(devices_[0]);
   ExecResult result = ranks_[0]->run(batch);
   std::unique_lock lock(mutex_);
   finished_.wait(lock, [&] { return pending_ == 0; });

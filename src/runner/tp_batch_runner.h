@@ -3,6 +3,8 @@
 // on their own threads, each through its own ModelBatchRunner; rank 0's result is the result.
 // Every rank gathers the whole logits and samples them with the same per-request seeds, so all
 // ranks draw the same tokens (checked) and keep their token tables equal without a broadcast.
+// On CUDA each rank is a GPU (the group's NCCL communicators): its thread makes its GPU current
+// before it runs a batch; the logits gather and the sampling stay on each rank's GPU.
 #pragma once
 
 #include <condition_variable>
@@ -38,6 +40,7 @@ class TpBatchRunner final : public ComputingBatchRunner {
   void rank_loop(int rank);
 
   std::vector<std::unique_ptr<ModelBatchRunner>> ranks_;  // [tp size], by rank
+  std::vector<Device> devices_;                           // [tp size]: each rank's device
   std::mutex mutex_;
   std::condition_variable posted_;    // a new batch_ (generation_ moved) or stop_
   std::condition_variable finished_;  // pending_ reached 0

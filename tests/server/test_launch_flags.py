@@ -66,6 +66,8 @@ SERVES = [
     ("--model-path {model} --cuda-graph-max-bs 32 --disable-cuda-graph", []),
     # Parallelism on the CPU: two replicas of two tensor-parallel ranks each.
     ("--model-path {model} --dp 2 --tp 2", []),
+    # One node, in SGLang's multi-node words.
+    ("--model-path {model} --nnodes 1 --node-rank 0 --dist-init-addr 127.0.0.1:50000", []),
     ("--model-path {model} --tokenizer-path {model} --dtype float32", []),
 ]
 
@@ -73,16 +75,20 @@ REFUSES = [
     # Parallelism (server arguments page, multi-node page).
     ("--model-path {model} --tp 3", ["--tp-size 3 does not divide", "num_attention_heads (8)"]),
     ("--model-path {model} --tp 0", ["--tp-size must be in [1, 64]"]),
-    ("--model-path {model} --device cuda --tp 2", ["--tp-size 2 needs --device cpu", "NCCL"]),
+    ("--model-path {model} --device cuda --tp 2", ["--tp-size 2 on cuda needs NCCL"]),
     ("--model-path {model} --tp 4 --dist-init-addr sgl-dev-0:50000 --nnodes 2 --node-rank 0",
-     ["one node"]),
-    ("--model-path {model} --ep-size 8 --enable-ep-moe", ["one GPU"]),
+     ["--nnodes 2: serving over several nodes is not implemented",
+      "no scheduler on node 0 drives ranks on other nodes"]),
+    ("--model-path {model} --nnodes 2 --node-rank 2 --dist-init-addr sgl-dev-0:50000",
+     ["--node-rank 2 is not in [0, --nnodes 2)"]),
+    ("--model-path {model} --dist-init-addr sgl-dev-0", ["--dist-init-addr 'sgl-dev-0': no port"]),
+    ("--model-path {model} --ep-size 8 --enable-ep-moe", ["give --ep-size instead"]),
     # Expert parallelism needs a MoE model (stories260K is dense) and ep dividing tp.
     ("--model-path {model} --tp 2 --ep-size 2",
      ["--ep-size 2 needs a mixture-of-experts model", "dense"]),
     ("--model-path {model} --tp 2 --ep 4", ["--ep-size 4 does not divide --tp-size 2"]),
     ("--model-path {model} --device cuda --expert-parallel-size 2",
-     ["--ep-size 2 needs --device cpu", "NCCL"]),
+     ["--ep-size 2 on cuda is not implemented"]),
     # Quantization.
     ("--model-path {model} --quantization fp8", ["--quantization fp8", "quantization"]),
     ("--model-path {model} --kv-cache-dtype fp8_e5m2", ["--kv-cache-dtype fp8_e5m2"]),
@@ -271,7 +277,7 @@ def test_help_lists_every_flag_with_meaning_and_exits_0():
         assert flag in text, flag
     words = " ".join(text.split())  # the meanings are wrapped
     assert "[default: 30000]" in words
-    assert "Refused unless 1: sgl.cpp runs one GPU per server" in words
+    assert "Refused unless 1: sgl.cpp's GPU ranks are consecutive GPUs" in words
     assert "No effect: sgl.cpp never executes code from model files" in words
     # Every line fits 100 columns.
     assert max(len(line) for line in text.splitlines()) <= 100

@@ -10,6 +10,7 @@
 #include "kernels/cuda/common/dispatch.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/cuda_copy.h"
+#include "kernels/cuda/cuda_embedding_shard.h"
 #include "kernels/cuda/cuda_ops.h"
 
 namespace sgl::kernels::cuda {
@@ -47,6 +48,27 @@ void gather_rows(const Tensor& src, const Tensor& dst, const Tensor& row_of, boo
     launch_pdl(gather_rows_kernel<char>, grid, 256, 0, s, static_cast<const char*>(src.raw()),
                static_cast<char*>(dst.raw()), row_of.data<int32_t>(), row_bytes, src.size(0),
                last_of_indptr);
+  }
+}
+
+// A tensor-parallel rank's part of the lookup: out row b = table row ids[b] - vocab_start when the
+// id is in the rank's rows, else zeros.
+template <typename Word>
+__global__ void embedding_shard_kernel(const Word* __restrict__ table, Word* __restrict__ out,
+                                       const int32_t* ids, int64_t row_words, int64_t vocab_start,
+                                       int64_t shard_rows, int64_t vocab_size) {
+  pdl_wait();
+  pdl_launch_dependents();
+  const int64_t b = blockIdx.x;
+  const int64_t id = ids[b];
+  if (id < 0 || id >= vocab_size) __trap();  // out-of-range id: a bug upstream
+  const int64_t r = id - vocab_start;
+  Word* d = out + b * row_words;
+  if (r >= 0 && r < shard_rows) {
+    const Word* s = table + r * row_words;
+    for (int64_t i = threadIdx.x; i < row_words; i += blockDim.x) d[i] = s[i];
+  } else {
+    for (int64_t i = threadIdx.x; i < row_words; i += blockDim.x) d[i] = Word{};
   }
 }
 
@@ -124,6 +146,23 @@ int grid_for(int64_t n, int threads) {
 
 void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, backend::Stream stream) {
   if (ids.size(0) > 0) gather_rows(table, out, ids, false, stream);
+}
+
+void embedding_shard(const Tensor& ids, const Tensor& table, int64_t vocab_start,
+                     int64_t vocab_size, const Tensor& out, backend::Stream stream) {
+  if (ids.size(0) == 0) return;
+  const int64_t row_bytes = table.size(1) * static_cast<int64_t>(dtype_size(table.dtype()));
+  const auto s = backend::cuda::native_stream(stream);
+  const dim3 grid(static_cast<unsigned>(ids.size(0)));
+  if (row_bytes % 16 == 0 && is_aligned(table.raw(), 16) && is_aligned(out.raw(), 16)) {
+    launch_pdl(embedding_shard_kernel<uint4>, grid, 256, 0, s,
+               static_cast<const uint4*>(table.raw()), static_cast<uint4*>(out.raw()),
+               ids.data<int32_t>(), row_bytes / 16, vocab_start, table.size(0), vocab_size);
+  } else {
+    launch_pdl(embedding_shard_kernel<char>, grid, 256, 0, s, static_cast<const char*>(table.raw()),
+               static_cast<char*>(out.raw()), ids.data<int32_t>(), row_bytes, vocab_start,
+               table.size(0), vocab_size);
+  }
 }
 
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,

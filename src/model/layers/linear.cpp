@@ -10,7 +10,9 @@ namespace sgl::model {
 void Linear::forward(const Tensor& x, const Tensor& y, backend::Stream stream,
                      distributed::Communicator* comm, bool reduce_results) const {
   kernels::linear(x, weight, bias.tensor(), y, stream);
-  if (shard == ShardRule::kRow && tp_size > 1 && reduce_results) {
+  // A communicator at one rank runs the all-reduce too (the identity): the single-rank test of
+  // a communicator's path through the model.
+  if (shard == ShardRule::kRow && reduce_results && (tp_size > 1 || comm != nullptr)) {
     SGL_CHECK(comm != nullptr) << "a row-parallel linear at tp " << tp_size
                                << " needs a communicator";
     comm->all_reduce(y, distributed::ReduceOp::kSum, stream);
@@ -72,7 +74,9 @@ Status load_linear(WeightLoader& weights, const LinearSpec& spec, Linear& out) {
 
 void embed_tokens(const Linear& table, const Tensor& ids, const Tensor& out, backend::Stream stream,
                   distributed::Communicator* comm) {
-  if (table.tp_size == 1) return kernels::embedding(ids, table.weight, out, stream);
+  if (table.tp_size == 1 && comm == nullptr) {
+    return kernels::embedding(ids, table.weight, out, stream);
+  }
   SGL_CHECK(table.shard == ShardRule::kVocab && comm != nullptr)
       << "a vocab-parallel embedding at tp " << table.tp_size << " needs a communicator";
   // Rows other ranks hold are zeros here: the sum is each token's one row, exactly.
@@ -83,7 +87,12 @@ void embed_tokens(const Linear& table, const Tensor& ids, const Tensor& out, bac
 void lm_head_logits(const Linear& head, const Tensor& x, const Tensor& local,
                     const Tensor& gathered, const Tensor& logits, backend::Stream stream,
                     distributed::Communicator* comm) {
-  if (head.tp_size == 1) return head.forward(x, logits, stream);
+  if (head.tp_size == 1) {
+    head.forward(x, logits, stream);
+    // One rank's gather is its own part, in place (a communicator's identity at one rank).
+    if (comm != nullptr) comm->all_gather(logits, logits, stream);
+    return;
+  }
   SGL_CHECK(head.shard == ShardRule::kVocab && comm != nullptr)
       << "a vocab-parallel LM head at tp " << head.tp_size << " needs a communicator";
   const int64_t t = x.size(0), part = head.weight.tensor().size(0), tp = head.tp_size;
@@ -93,15 +102,10 @@ void lm_head_logits(const Linear& head, const Tensor& x, const Tensor& local,
   head.forward(x, mine, stream);
   const Tensor all = gathered.slice_rows(0, tp * t);  // f32 [tp x t, V / tp], rank-major
   comm->all_gather(mine, all, stream);
-  // Rank k's rows hold vocabulary [k * V / tp, (k + 1) * V / tp) of each token.
-  const size_t bytes = static_cast<size_t>(part) * sizeof(float);
-  const auto* from = static_cast<const char*>(all.raw());
-  auto* to = static_cast<char*>(logits.raw());
+  // Rank k's rows hold vocabulary [k * V / tp, (k + 1) * V / tp) of each token: one strided
+  // copy per rank into its columns (on the device, a 2-D copy on the stream, graph-capturable).
   for (int64_t k = 0; k < tp; ++k) {
-    for (int64_t r = 0; r < t; ++r) {
-      kernels::copy_bytes_async(from + (k * t + r) * bytes, all.device(), to + (r * tp + k) * bytes,
-                                logits.device(), bytes, stream);
-    }
+    kernels::copy_columns(all.slice_rows(k * t, t), logits, k * part, stream);
   }
 }
 

@@ -118,7 +118,8 @@ void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
                      stream);
   // At tp > 1 each rank's experts hold part of every expert's intermediate rows: the combine
   // (and the shared expert's gated output) are partial sums, added up once at the end.
-  const bool reduce = shape_.tp.size > 1;
+  // (A communicator at one rank reduces too: the identity, its single-rank test.)
+  const bool reduce = shape_.tp.size > 1 || comm != nullptr;
   SGL_CHECK(!reduce || comm != nullptr)
       << "a MoE block at tp " << shape_.tp.size << " needs a communicator";
   if (shape_.ep.ep_size > 1) {

@@ -1,0 +1,65 @@
+// The engine flags' parallelism checks (issue #24): --tp-size / --ep-size on each device, and
+// the multi-node bootstrap flags (--nnodes, --node-rank, --dist-init-addr, SGLang's names):
+// accepted at one node, refused above with one line naming what is missing, bad values clear.
+#include "app/engine_flags.h"
+
+#include <gtest/gtest.h>
+
+#include "distributed/nccl_communicator.h"
+
+namespace sgl::app {
+namespace {
+
+Result<EngineSetup> parse(std::vector<std::string> args) {
+  auto cli = CliArgs::parse(args, flag_sets({engine_flag_table()}));
+  if (!cli.ok()) return cli.status();
+  return parse_engine_flags(*cli);
+}
+
+std::string error_of(std::vector<std::string> args) {
+  auto setup = parse(std::move(args));
+  return setup.ok() ? "" : setup.status().message();
+}
+
+TEST(EngineFlagsTest, OneNodeIsAccepted) {
+  EXPECT_TRUE(parse({"--nnodes", "1", "--node-rank", "0"}).ok());
+  EXPECT_TRUE(parse({"--nnodes", "1", "--dist-init-addr", "127.0.0.1:50000"}).ok());
+  EXPECT_TRUE(parse({"--tp-size", "2", "--device", "cpu"}).ok());
+}
+
+TEST(EngineFlagsTest, SeveralNodesAreRefusedNamingWhatIsMissing) {
+  const std::string e =
+      error_of({"--nnodes", "2", "--node-rank", "0", "--dist-init-addr", "sgl-dev-0:50000"});
+  EXPECT_NE(e.find("--nnodes 2: serving over several nodes is not implemented"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("no scheduler on node 0 drives ranks on other nodes"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos);
+}
+
+TEST(EngineFlagsTest, BadBootstrapValuesAreClearErrors) {
+  EXPECT_NE(error_of({"--nnodes", "2", "--node-rank", "2", "--dist-init-addr", "h:1"})
+                .find("--node-rank 2 is not in [0, --nnodes 2)"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--nnodes", "0"}).find("--nnodes must be in [1, 4096]"), std::string::npos);
+  EXPECT_NE(error_of({"--node-rank", "1"}).find("--node-rank 1 is not in [0, --nnodes 1)"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--nnodes", "2", "--node-rank", "1"}).find("needs --dist-init-addr"),
+            std::string::npos);
+  const std::string addr = error_of({"--dist-init-addr", "no-port"});
+  EXPECT_NE(addr.find("--dist-init-addr 'no-port': no port"), std::string::npos) << addr;
+  EXPECT_NE(error_of({"--dist-init-addr", "host:99999"}).find("[1, 65535]"), std::string::npos);
+}
+
+TEST(EngineFlagsTest, ParallelismOnCuda) {
+  const std::string ep = error_of({"--device", "cuda", "--ep-size", "2"});
+  EXPECT_NE(ep.find("--ep-size 2 on cuda is not implemented"), std::string::npos) << ep;
+  const std::string tp = error_of({"--device", "cuda", "--tp-size", "2"});
+  if (distributed::nccl_available()) {
+    EXPECT_EQ(tp, "");  // the GPU count is checked when the ranks load
+  } else {
+    EXPECT_NE(tp.find("--tp-size 2 on cuda needs NCCL"), std::string::npos) << tp;
+  }
+}
+
+}  // namespace
+}  // namespace sgl::app
