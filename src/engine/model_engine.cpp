@@ -43,6 +43,11 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     if (ro.tp_size > 1) {
       return invalid_argument("EAGLE speculative decoding with --tp-size > 1 is not implemented");
     }
+    if (spec.eagle_topk > 1 && !ro.device.is_cpu()) {
+      return invalid_argument(
+          "--speculative-eagle-topk > 1 (tree drafts) runs on the CPU only for now: the CUDA "
+          "attention kernels have no tree mask yet; use --speculative-eagle-topk 1 on the GPU");
+    }
     if (ro.is_embedding) {
       return invalid_argument(
           "--speculative-algorithm is for generation models, not "
@@ -64,8 +69,9 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     const model::DraftKind kind = spec.algorithm == speculative::SpeculativeAlgorithm::kEagle3
                                       ? model::DraftKind::kEagle3
                                       : model::DraftKind::kEagle;
-    SGL_ASSIGN_OR_RETURN(me.eagle_draft, runner::EagleDraftRunner::create(spec.draft_model_path,
-                                                                          kind, *me.model_runner));
+    SGL_ASSIGN_OR_RETURN(me.eagle_draft, runner::EagleDraftRunner::create(
+                                             spec.draft_model_path, kind, *me.model_runner,
+                                             spec.eagle_topk, spec.num_steps));
   }
   const model::ModelConfig& config = me.model_runner->config();
   options.num_kv_slots = static_cast<int32_t>(me.model_runner->num_kv_slots());
