@@ -172,7 +172,7 @@ std::span<const FlagSpec> engine_flag_table() {
       {.name = "--speculative-eagle-topk",
        .value = "N",
        .help = "EAGLE / EAGLE3: branches per draft step (1..10): 1 drafts a chain, more a "
-               "tree (CPU only for now).",
+               "tree.",
        .default_value = "1"},
       {.name = "--speculative-num-draft-tokens",
        .value = "N",

@@ -43,11 +43,6 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     if (ro.tp_size > 1) {
       return invalid_argument("EAGLE speculative decoding with --tp-size > 1 is not implemented");
     }
-    if (spec.eagle_topk > 1 && !ro.device.is_cpu()) {
-      return invalid_argument(
-          "--speculative-eagle-topk > 1 (tree drafts) runs on the CPU only for now: the CUDA "
-          "attention kernels have no tree mask yet; use --speculative-eagle-topk 1 on the GPU");
-    }
     if (ro.is_embedding) {
       return invalid_argument(
           "--speculative-algorithm is for generation models, not "
