@@ -188,12 +188,14 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "3"},
       {.name = "--speculative-eagle-topk",
        .value = "N",
-       .help = "EAGLE / EAGLE3: branches per draft step; 1 (a chain) for now.",
+       .help = "EAGLE / EAGLE3: branches per draft step (1..10): 1 drafts a chain, more a "
+               "tree.",
        .default_value = "1"},
       {.name = "--speculative-num-draft-tokens",
        .value = "N",
        .help = "Tokens verified per request and step, the last sampled one included (EAGLE "
-               "with topk 1: --speculative-num-steps + 1).",
+               "with topk 1: --speculative-num-steps + 1; a tree: 2 .. 1 + num-steps * topk, "
+               "default 8 cut to that).",
        .default_value = "8 (NGRAM)"},
       {.name = "--speculative-ngram-min-match-window-size",
        .value = "N",

@@ -75,14 +75,15 @@ double thread_cpu_s() {
 
 // EAGLE: the scheduler's verify entries carry placeholder drafts; the runner's result says
 // which ids it drafted there, and acceptance reads those.
-void adopt_runner_drafts(const std::vector<std::vector<int32_t>>& draft_ids,
-                         scheduler::ScheduleBatch& batch) {
-  if (draft_ids.empty()) return;
-  SGL_CHECK_EQ(draft_ids.size(), batch.entries.size());
-  for (size_t i = 0; i < draft_ids.size(); ++i) {
+void adopt_runner_drafts(const runner::ExecResult& result, scheduler::ScheduleBatch& batch) {
+  if (result.draft_ids.empty()) return;
+  SGL_CHECK_EQ(result.draft_ids.size(), batch.entries.size());
+  SGL_CHECK(result.draft_parents.empty() || result.draft_parents.size() == batch.entries.size());
+  for (size_t i = 0; i < result.draft_ids.size(); ++i) {
     std::vector<int32_t>& placeholders = batch.entries[i].draft_ids;
-    SGL_CHECK_EQ(draft_ids[i].size(), placeholders.size()) << "drafts for request " << i;
-    placeholders = draft_ids[i];
+    SGL_CHECK_EQ(result.draft_ids[i].size(), placeholders.size()) << "drafts for request " << i;
+    placeholders = result.draft_ids[i];
+    if (!result.draft_parents.empty()) batch.entries[i].draft_parents = result.draft_parents[i];
   }
 }
 
@@ -309,7 +310,7 @@ void Engine::loop(runner::BatchRunner& runner) {
     if (in_flight.front().pooling != PoolingType::kNone) {
       scheduler_->process_embedding_result(in_flight.front(), result.embeddings);
     } else {
-      adopt_runner_drafts(result.draft_ids, in_flight.front());
+      adopt_runner_drafts(result, in_flight.front());
       scheduler_->process_batch_result(in_flight.front(), result.output, result.prompt_logprobs);
     }
     in_flight.pop_front();

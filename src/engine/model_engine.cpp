@@ -64,8 +64,9 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     const model::DraftKind kind = spec.algorithm == speculative::SpeculativeAlgorithm::kEagle3
                                       ? model::DraftKind::kEagle3
                                       : model::DraftKind::kEagle;
-    SGL_ASSIGN_OR_RETURN(me.eagle_draft, runner::EagleDraftRunner::create(spec.draft_model_path,
-                                                                          kind, *me.model_runner));
+    SGL_ASSIGN_OR_RETURN(me.eagle_draft, runner::EagleDraftRunner::create(
+                                             spec.draft_model_path, kind, *me.model_runner,
+                                             spec.eagle_topk, spec.num_steps));
   }
   const model::ModelConfig& config = me.model_runner->config();
   options.num_kv_slots = static_cast<int32_t>(me.model_runner->num_kv_slots());

@@ -61,6 +61,10 @@ struct ForwardBatch {
   // kv_indices[kv_indptr[b] : kv_indptr[b + 1]] (seq_lens[b] of them).
   Tensor kv_indptr;   // i32 [bs + 1] (GPU batches only)
   Tensor kv_indices;  // i32 [sum(seq_lens)] (GPU batches only)
+  // EAGLE tree drafts (a verify pass over a draft tree): token t's visibility over its request's
+  // new tokens, bit j for new token j (so at most 64 new tokens per request); the prefix is
+  // visible to all. Undefined: causal (today's path, no mask read).
+  Tensor tree_mask;  // i64 [num_tokens], bits as uint64
 
   // Host mirrors of the per-request lengths (the attention backend plans with these).
   std::span<const int32_t> seq_lens_host;
@@ -68,6 +72,7 @@ struct ForwardBatch {
   std::span<const int32_t> extend_seq_lens_host;
   std::span<const int32_t> qo_indptr_host;
   std::span<const int32_t> req_pool_indices_host;
+  std::span<const uint64_t> tree_mask_host;  // [num_tokens] when tree_mask is defined
 
   // Rows of the logits output: batch_size or num_tokens.
   int32_t num_logit_rows() const {

@@ -91,6 +91,9 @@ struct ExecResult {
   // [bs] when the runner drafted (EAGLE): each verify request's drafts, in place of the
   // placeholder ids its input carried (the others' entries empty); else empty.
   std::vector<std::vector<int32_t>> draft_ids;
+  // [bs] when the runner drafted trees (--speculative-eagle-topk > 1): each verify request's
+  // speculative::DraftTree::parents (node r + 1's parent node), else empty.
+  std::vector<std::vector<int32_t>> draft_parents;
 };
 
 // Runs batches in order: launch() queues one (on a GPU it may return once the batch's work is

@@ -32,7 +32,9 @@ Result<std::vector<int64_t>> eagle3_capture_layers(const std::filesystem::path& 
 
 Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::filesystem::path& dir,
                                                                    model::DraftKind kind,
-                                                                   ModelRunner& target) {
+                                                                   ModelRunner& target,
+                                                                   int32_t topk,
+                                                                   int32_t num_steps) {
   SGL_ASSIGN_OR_RETURN(const model::EagleDraftConfig config, model::load_eagle_draft_config(dir));
   if (config.kind != kind) {
     return invalid_argument("--speculative-draft-model-path " + dir.string() + " is an " +
@@ -49,6 +51,11 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
       static_cast<int64_t>(target.options().aux_hidden_state_layers.size()) != 3) {
     return invalid_argument("an EAGLE-3 target must capture three layers for its draft head");
   }
+  if (topk > config.draft_vocab_size) {
+    return invalid_argument("--speculative-eagle-topk " + std::to_string(topk) +
+                            " exceeds the draft head's vocabulary (" +
+                            std::to_string(config.draft_vocab_size) + ")");
+  }
   SGL_ASSIGN_OR_RETURN(std::unique_ptr<model::SafetensorsWeightSource> source,
                        model::SafetensorsWeightSource::open(dir));
   std::unique_ptr<EagleDraftRunner> runner(new EagleDraftRunner(target));
@@ -64,9 +71,15 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
                        model::EagleDraftModel::load(config, weights, target.allocator(), options,
                                                     target.model().embed_and_head()));
   const model::ModelConfig& c = config.llama;
+  SGL_CHECK(topk >= 1 && num_steps >= 1) << "topk " << topk << ", num_steps " << num_steps;
+  runner->topk_ = topk;
+  runner->num_steps_ = num_steps;
+  runner->scratch_slot_base_ = static_cast<int32_t>(target.num_kv_slots());
+  const int64_t scratch = topk > 1 ? o.max_batch_size * topk * (num_steps - 1) : 0;
   runner->kv_pool_ = std::make_unique<attention::KvPool>(
-      target.allocator(), attention::KvPoolShape{1, target.num_kv_slots(), c.num_key_value_heads,
-                                                 c.head_dim, target.compute_dtype()});
+      target.allocator(),
+      attention::KvPoolShape{1, target.num_kv_slots() + scratch, c.num_key_value_heads, c.head_dim,
+                             target.compute_dtype()});
   const attention::AttentionConfig attn{c.num_attention_heads, c.num_key_value_heads, c.head_dim,
                                         1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   SGL_ASSIGN_OR_RETURN(runner->attention_,

@@ -29,15 +29,24 @@ class EagleDraftRunner {
  public:
   // Loads the head at `dir`, which must be of `kind` (kEagle or kEagle3, what
   // --speculative-algorithm asked for). `target` must outlive the runner; an EAGLE-3 target
-  // must capture the head's layers (eagle3_capture_layers).
+  // must capture the head's layers (eagle3_capture_layers). `topk` and `num_steps` are the
+  // draft's --speculative-eagle-topk and --speculative-num-steps: tree drafts (topk > 1) keep
+  // their draft steps' K/V in scratch slots past the target's.
   static Result<std::unique_ptr<EagleDraftRunner>> create(const std::filesystem::path& dir,
                                                           model::DraftKind kind,
-                                                          ModelRunner& target);
+                                                          ModelRunner& target, int32_t topk = 1,
+                                                          int32_t num_steps = 1);
 
   const model::EagleDraftConfig& config() const { return model_->config(); }
   ModelRunner& target() { return target_; }
   // EAGLE-3's draft-vocabulary id -> target id map (empty for EAGLE: the target's vocabulary).
   std::span<const int32_t> draft_to_target() const { return model_->draft_to_target(); }
+
+  int32_t topk() const { return topk_; }
+  int32_t num_steps() const { return num_steps_; }
+  // Tree drafts: the first of the draft pool's scratch slots, max_batch_size * topk *
+  // (num_steps - 1) of them (a draft step's frontier nodes, read by the steps after it only).
+  int32_t scratch_slot_base() const { return scratch_slot_base_; }
 
   // One draft pass on the target's stream (the head's K/V stored at fb's slots); hidden_in as
   // model::EagleDraftModel::forward takes it. Valid until the next forward.
@@ -47,6 +56,9 @@ class EagleDraftRunner {
   explicit EagleDraftRunner(ModelRunner& target) : target_(target) {}
 
   ModelRunner& target_;
+  int32_t topk_ = 1;
+  int32_t num_steps_ = 1;
+  int32_t scratch_slot_base_ = 0;
   std::unique_ptr<model::EagleDraftModel> model_;
   std::unique_ptr<attention::KvPool> kv_pool_;
   std::unique_ptr<attention::AttentionBackend> attention_;

@@ -14,6 +14,8 @@ namespace sgl::runner {
 EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& req_to_token,
                          int32_t max_reqs)
     : draft_(draft),
+      req_to_token_(req_to_token),
+      topk_(draft.topk()),
       builder_(draft.target().allocator(), draft.target().options().max_num_tokens,
                draft.target().options().max_batch_size, req_to_token),
       hidden_size_(draft.config().llama.hidden_size),
@@ -31,6 +33,29 @@ EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& 
   extend_hidden_ = Buffer(allocator, dtype, {max_tokens, draft.config().target_hidden_width()});
   gather_rows_ = Buffer(allocator, DType::kI32, {max_tokens});
   scatter_rows_ = Buffer(allocator, DType::kI32, {max_bs});
+  if (topk_ > 1) {
+    next_top_.resize(static_cast<size_t>(max_reqs));
+    branch_in_ = Buffer(allocator, dtype, {max_bs * topk_, hidden_size_});
+    branch_out_ = Buffer(allocator, dtype, {max_bs * topk_, hidden_size_});
+    branch_rows_ = Buffer(allocator, DType::kI32, {max_bs * topk_});
+  }
+}
+
+std::vector<std::vector<speculative::TokenLogprob>> EagleWorker::top_k(const Tensor& logits) {
+  const int64_t rows = logits.size(0), vocab = logits.size(1);
+  std::vector<float> host(static_cast<size_t>(rows * vocab));
+  kernels::copy(logits, Tensor(host.data(), DType::kF32, {rows, vocab}), draft_.target().stream());
+  const std::span<const int32_t> to_target = draft_.draft_to_target();
+  std::vector<std::vector<speculative::TokenLogprob>> out(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    out[static_cast<size_t>(r)] = speculative::top_k_logprobs(
+        std::span<const float>(host.data() + r * vocab, static_cast<size_t>(vocab)), topk_);
+    if (to_target.empty()) continue;
+    for (speculative::TokenLogprob& t : out[static_cast<size_t>(r)]) {
+      t.token = to_target[static_cast<size_t>(t.token)];
+    }
+  }
+  return out;
 }
 
 Tensor EagleWorker::upload(std::span<const int32_t> values, const Buffer& buffer) {
@@ -55,6 +80,15 @@ std::vector<int32_t> EagleWorker::run(ForwardMode mode, std::span<const BatchReq
   for (size_t i = 0; i < requests.size(); ++i) rows[i] = requests[i].req_pool_idx;
   kernels::scatter_rows(out.hidden_states, upload(rows, scatter_rows_), hidden_state_,
                         target.stream());
+  if (topk_ > 1) {  // a tree starts from the distribution's top k
+    std::vector<std::vector<speculative::TokenLogprob>> top = top_k(out.logits);
+    std::vector<int32_t> ids(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      ids[i] = top[i][0].token;
+      next_top_[static_cast<size_t>(rows[i])] = std::move(top[i]);
+    }
+    return ids;
+  }
   greedy_.params.assign(requests.size(), greedy_prototype_);
   greedy_.steps.assign(requests.size(), 0);
   greedy_.top_logprobs_num.assign(requests.size(), 0);
@@ -67,7 +101,115 @@ std::vector<int32_t> EagleWorker::run(ForwardMode mode, std::span<const BatchReq
   return ids;
 }
 
-std::vector<std::vector<int32_t>> EagleWorker::draft(const ExecBatch& batch) {
+std::vector<speculative::DraftTree> EagleWorker::draft(const ExecBatch& batch) {
+  if (topk_ > 1) return draft_tree(batch);
+  std::vector<std::vector<int32_t>> chains = draft_chain(batch);
+  std::vector<speculative::DraftTree> out(chains.size());
+  for (size_t i = 0; i < chains.size(); ++i) out[i].tokens = std::move(chains[i]);
+  return out;
+}
+
+std::vector<speculative::DraftTree> EagleWorker::draft_tree(const ExecBatch& batch) {
+  const int32_t k = topk_;
+  const int32_t max_bs = static_cast<int32_t>(draft_.target().options().max_batch_size);
+  // Each verifying request's tree as it grows, and each candidate's draft K/V slot (once a step
+  // read it) and branch (its row of that step's hidden outputs, which its children read).
+  struct Growing {
+    size_t request;
+    speculative::DraftTreeBuilder tree;
+    std::vector<int32_t> frontier;
+    std::vector<int32_t> slot, branch;  // per candidate; -1: not read by a step
+  };
+  std::vector<Growing> growing;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    const ExecRequest& r = batch.requests[i];
+    if (r.sample_rows <= 1) continue;
+    SGL_CHECK_EQ(r.extend_len, r.sample_rows) << "a verify entry is its last token and drafts";
+    Growing g{i, speculative::DraftTreeBuilder(k), {}, {}, {}};
+    const auto& first = next_top_[static_cast<size_t>(r.req_pool_idx)];
+    SGL_CHECK_EQ(static_cast<int32_t>(first.size()), k)
+        << "no draft state for request row " << r.req_pool_idx;
+    g.tree.add_children(-1, first);
+    g.frontier = g.tree.take_frontier();
+    growing.push_back(std::move(g));
+  }
+  SGL_CHECK_LE(static_cast<int32_t>(growing.size()), max_bs);
+  // Step s reads the frontier nodes of depth s - 1 at position prefix_len + s - 2: each branch
+  // attends to the prefix's draft K/V, its ancestors' and its own (scratch slots).
+  for (int32_t s = 2; s <= draft_.num_steps() && !growing.empty(); ++s) {
+    std::vector<std::vector<int32_t>> kv(growing.size() * static_cast<size_t>(k));
+    std::vector<int32_t> tokens, slots, prefix, sources, owner, nodes;
+    for (size_t v = 0; v < growing.size(); ++v) {
+      Growing& g = growing[v];
+      const ExecRequest& r = batch.requests[g.request];
+      g.slot.resize(static_cast<size_t>(g.tree.size()), -1);
+      g.branch.resize(static_cast<size_t>(g.tree.size()), -1);
+      const std::span<const int32_t> row = req_to_token_.row(r.req_pool_idx);
+      for (size_t f = 0; f < g.frontier.size(); ++f) {
+        const int32_t node = g.frontier[f];
+        const speculative::DraftTreeBuilder::Candidate& c = g.tree.candidate(node);
+        const auto b = static_cast<int32_t>(tokens.size());
+        g.slot[static_cast<size_t>(node)] =
+            draft_.scratch_slot_base() +
+            ((static_cast<int32_t>(v) * (draft_.num_steps() - 1) + s - 2) * k +
+             static_cast<int32_t>(f));
+        std::vector<int32_t>& list = kv[static_cast<size_t>(b)];
+        list.assign(row.begin(), row.begin() + r.prefix_len);
+        for (int32_t a = node; a >= 0; a = g.tree.candidate(a).parent) {
+          list.push_back(g.slot[static_cast<size_t>(a)]);
+        }
+        std::reverse(list.begin() + r.prefix_len, list.end());
+        tokens.push_back(c.token);
+        slots.push_back(g.slot[static_cast<size_t>(node)]);
+        prefix.push_back(r.prefix_len + c.depth - 1);
+        // A root child reads the request's draft state; a deeper node its parent's step output.
+        sources.push_back(c.parent < 0 ? r.req_pool_idx : g.branch[static_cast<size_t>(c.parent)]);
+        owner.push_back(static_cast<int32_t>(v));
+        nodes.push_back(node);
+      }
+    }
+    const auto branches = static_cast<int64_t>(tokens.size());
+    const Tensor hidden_in = branch_in_.tensor().slice_rows(0, branches);
+    kernels::embedding(upload(sources, branch_rows_), s == 2 ? hidden_state_ : branch_out_,
+                       hidden_in, draft_.target().stream());
+    // Branches in batches of at most max_batch_size.
+    for (int64_t b0 = 0; b0 < branches; b0 += max_bs) {
+      const int64_t m = std::min<int64_t>(max_bs, branches - b0);
+      std::vector<BatchRequest> step;
+      for (int64_t b = b0; b < b0 + m; ++b) {
+        const auto at = static_cast<size_t>(b);
+        step.push_back(
+            {batch.requests[growing[static_cast<size_t>(owner[at])].request].req_pool_idx,
+             prefix[at],
+             std::span<const int32_t>(&tokens[at], 1),
+             std::span<const int32_t>(&slots[at], 1),
+             {},
+             {},
+             kv[at]});
+      }
+      const ForwardBatch fb = builder_.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest,
+                                             step, draft_.target().stream());
+      const model::DraftOutput out = draft_.forward(fb, hidden_in.slice_rows(b0, m));
+      kernels::copy(out.hidden_states, branch_out_.tensor().slice_rows(b0, m),
+                    draft_.target().stream());
+      const std::vector<std::vector<speculative::TokenLogprob>> top = top_k(out.logits);
+      for (int64_t b = b0; b < b0 + m; ++b) {
+        Growing& g = growing[static_cast<size_t>(owner[static_cast<size_t>(b)])];
+        const int32_t node = nodes[static_cast<size_t>(b)];
+        g.branch[static_cast<size_t>(node)] = static_cast<int32_t>(b);
+        g.tree.add_children(node, top[static_cast<size_t>(b - b0)]);
+      }
+    }
+    for (Growing& g : growing) g.frontier = g.tree.take_frontier();
+  }
+  std::vector<speculative::DraftTree> trees(batch.requests.size());
+  for (Growing& g : growing) {
+    trees[g.request] = g.tree.select(batch.requests[g.request].sample_rows - 1);
+  }
+  return trees;
+}
+
+std::vector<std::vector<int32_t>> EagleWorker::draft_chain(const ExecBatch& batch) {
   const size_t bs = batch.requests.size();
   std::vector<std::vector<int32_t>> drafts(bs);
   std::vector<size_t> offset(bs);  // each request's first token in the pass
@@ -110,7 +252,7 @@ std::vector<std::vector<int32_t>> EagleWorker::draft(const ExecBatch& batch) {
 
 void EagleWorker::extend(const ExecBatch& batch, std::span<const int32_t> input_ids,
                          const model::ModelOutput& target, std::span<const int32_t> sampled,
-                         const std::vector<std::vector<int32_t>>& drafts) {
+                         const std::vector<speculative::DraftTree>& drafts) {
   const bool eagle3 = draft_.config().kind == model::DraftKind::kEagle3;
   const Tensor& hidden = eagle3 ? target.aux_hidden_states : target.hidden_states;
   SGL_CHECK(hidden.defined() && hidden.size(0) == static_cast<int64_t>(input_ids.size()))
@@ -122,7 +264,11 @@ void EagleWorker::extend(const ExecBatch& batch, std::span<const int32_t> input_
   ids.reserve(input_ids.size());
   rows.reserve(input_ids.size());
   std::vector<std::pair<size_t, int32_t>> spans;  // (first id, count) per request
-  size_t offset = 0, row = 0;                     // the request's first token and first sampled row
+  // A tree's accepted path: its kept nodes' slots and the whole KV list (per request; empty for
+  // the others, which read their table rows).
+  std::vector<std::vector<int32_t>> path_slots(batch.requests.size()),
+      path_kv(batch.requests.size());
+  size_t offset = 0, row = 0;  // the request's first token and first sampled row
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     const ExecRequest& r = batch.requests[i];
     const size_t first = offset;
@@ -131,9 +277,33 @@ void EagleWorker::extend(const ExecBatch& batch, std::span<const int32_t> input_
     row += static_cast<size_t>(r.sample_rows);
     int32_t kept = r.extend_len;
     int32_t next = -1;  // the token after the last kept position
+    if (r.sample_rows > 1 && !drafts[i].parents.empty()) {
+      // A tree: the root and the accepted path's nodes, in path order.
+      const speculative::DraftTree& tree = drafts[i];
+      std::vector<int32_t> nodes = {0};
+      for (int32_t n : speculative::accepted_path(
+               tree.tokens, tree.parents, sampled.subspan(first_row, tree.tokens.size() + 1))) {
+        nodes.push_back(n);
+      }
+      const size_t id_begin = ids.size();
+      for (size_t t = 1; t < nodes.size(); ++t) {
+        ids.push_back(tree.tokens[static_cast<size_t>(nodes[t] - 1)]);
+      }
+      ids.push_back(sampled[first_row + static_cast<size_t>(nodes.back())]);
+      const std::span<const int32_t> table_row = req_to_token_.row(r.req_pool_idx);
+      path_kv[i].assign(table_row.begin(), table_row.begin() + r.prefix_len);
+      for (int32_t n : nodes) {
+        rows.push_back(static_cast<int32_t>(first) + n);
+        path_slots[i].push_back(batch.out_cache_loc[first + static_cast<size_t>(n)]);
+        path_kv[i].push_back(path_slots[i].back());
+      }
+      spans.emplace_back(id_begin, static_cast<int32_t>(nodes.size()));
+      requests.push_back({r.req_pool_idx, r.prefix_len, {}, path_slots[i], {}, {}, path_kv[i]});
+      continue;
+    }
     if (r.sample_rows > 1) {
-      const int32_t accepted =
-          speculative::accepted_drafts(drafts[i], sampled.subspan(first_row, drafts[i].size() + 1));
+      const int32_t accepted = speculative::accepted_drafts(
+          drafts[i].tokens, sampled.subspan(first_row, drafts[i].tokens.size() + 1));
       kept = 1 + accepted;
       next = sampled[first_row + static_cast<size_t>(accepted)];
     } else if (r.samples) {
@@ -160,9 +330,13 @@ void EagleWorker::extend(const ExecBatch& batch, std::span<const int32_t> input_
     requests[i].input_ids =
         std::span<const int32_t>(ids.data() + spans[i].first, static_cast<size_t>(spans[i].second));
   }
-  // The target rows, gathered unless the pass kept every token.
+  // The target rows, gathered unless the pass kept every token in order.
   Tensor hidden_in = hidden;
-  if (rows.size() != input_ids.size()) {
+  bool every_row = rows.size() == input_ids.size();
+  for (size_t t = 0; t < rows.size() && every_row; ++t) {
+    every_row = rows[t] == static_cast<int32_t>(t);
+  }
+  if (!every_row) {
     hidden_in = extend_hidden_.tensor().slice_rows(0, static_cast<int64_t>(rows.size()));
     SGL_CHECK(hidden.dtype() == hidden_in.dtype() && hidden.size(1) == hidden_in.size(1))
         << "target hidden states " << hidden.shape_string() << " for the draft's "

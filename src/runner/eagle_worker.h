@@ -1,10 +1,13 @@
-// EagleWorker: EAGLE's steps around the target's forward passes (SGLang's EAGLEWorker, chain
-// drafts: --speculative-eagle-topk 1). Before a verify pass it drafts each verifying request's
-// tokens: the first from the request's draft state, the others by draft decode steps that store
-// the draft's K/V at the verify pass's own slots. After every pass it extends the draft over the
-// positions the pass kept (a prefill's, a decode's, a verify's accepted ones), each with the
-// target's hidden state there and the token that follows it, which overwrites the speculative
-// draft K/V and leaves each request's next first draft and the draft's hidden state.
+// EagleWorker: EAGLE's steps around the target's forward passes (SGLang's EAGLEWorker). Before a
+// verify pass it drafts each verifying request's tokens: a chain (--speculative-eagle-topk 1):
+// the first from the request's draft state, the others by draft decode steps that store the
+// draft's K/V at the verify pass's own slots; a tree (topk > 1, speculative/draft_tree.h): the
+// first draft distribution's top k, then draft steps over each request's k frontier nodes, each
+// a branch attending to the prefix and its own ancestors, their K/V in the draft's scratch slots.
+// After every pass it extends the draft over the positions the pass kept (a prefill's, a
+// decode's, a verify's accepted path), each with the target's hidden state there and the token
+// that follows it, which overwrites the speculative draft K/V and leaves each request's next
+// first draft (distribution) and the draft's hidden state.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +21,7 @@
 #include "runner/eagle_draft_runner.h"
 #include "runner/forward_batch_builder.h"
 #include "sampling/sampler.h"
+#include "speculative/draft_tree.h"
 
 namespace sgl::runner {
 
@@ -28,18 +32,23 @@ class EagleWorker {
   EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& req_to_token,
               int32_t max_reqs);
 
-  // [bs]: the drafts of each request of `batch` with sample_rows > 1 (sample_rows - 1 ids, at
-  // the positions after its last token), empty for the others. Runs the draft steps.
-  std::vector<std::vector<int32_t>> draft(const ExecBatch& batch);
+  // [bs]: the drafts of each request of `batch` with sample_rows > 1 (sample_rows - 1 of them,
+  // at the positions after its last token), empty for the others. A chain's trees hold tokens
+  // only (no parents, no depths). Runs the draft steps.
+  std::vector<speculative::DraftTree> draft(const ExecBatch& batch);
 
   // After the target's pass over `batch`: `input_ids` [num_tokens] the pass read (drafts filled
   // in), `target` its output with every token's hidden states, `sampled` every sampled row's id
   // (request after request), `drafts` what draft() returned for it.
   void extend(const ExecBatch& batch, std::span<const int32_t> input_ids,
               const model::ModelOutput& target, std::span<const int32_t> sampled,
-              const std::vector<std::vector<int32_t>>& drafts);
+              const std::vector<speculative::DraftTree>& drafts);
 
  private:
+  std::vector<std::vector<int32_t>> draft_chain(const ExecBatch& batch);
+  std::vector<speculative::DraftTree> draft_tree(const ExecBatch& batch);
+  // Each row's top k (draft_to_target applied) of draft `logits` [rows, draft vocab].
+  std::vector<std::vector<speculative::TokenLogprob>> top_k(const Tensor& logits);
   // One draft pass over `requests`; hidden_in [tokens, W]. Records each request's argmax as its
   // next draft and writes its output hidden row into its state; returns those drafts.
   std::vector<int32_t> run(ForwardMode mode, std::span<const BatchRequest> requests,
@@ -48,6 +57,8 @@ class EagleWorker {
   Tensor upload(std::span<const int32_t> values, const Buffer& buffer);
 
   EagleDraftRunner& draft_;
+  const cache::ReqToTokenTable& req_to_token_;
+  int32_t topk_;
   ForwardBatchBuilder builder_;
   int64_t hidden_size_;
   // Per request row: the draft's next first draft (a target id) and its last hidden state.
@@ -57,6 +68,12 @@ class EagleWorker {
   Buffer extend_hidden_;             // [max_num_tokens, W]: the kept rows of the target's
   Buffer gather_rows_;               // i32 [max_num_tokens]
   Buffer scatter_rows_;              // i32 [max_batch_size]
+  // Tree drafts: per request row, the next first draft distribution's top k; a draft step's
+  // branches' hidden inputs and outputs (those of the step before feed the children).
+  std::vector<std::vector<speculative::TokenLogprob>> next_top_;  // [max_reqs][topk]
+  Buffer branch_in_;                                              // [max_batch_size * topk, H]
+  Buffer branch_out_;                                             // [max_batch_size * topk, H]
+  Buffer branch_rows_;                                            // i32 [max_batch_size * topk]
   // Greedy sampling of the draft's rows (one SamplingParams each, all alike).
   sampling::SamplingParams greedy_prototype_;
   sampling::SamplingBatch greedy_;

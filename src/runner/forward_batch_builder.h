@@ -22,6 +22,13 @@ struct BatchRequest {
   int32_t prefix_len = 0;                  // tokens already in the KV cache
   std::span<const int32_t> input_ids;      // new tokens this pass
   std::span<const int32_t> out_cache_loc;  // their KV slots (same length as input_ids)
+  // EAGLE tree drafts; each empty by default. Positions of the new tokens (default prefix_len +
+  // i); each new token's tree mask row (ForwardBatch::tree_mask; default causal); the request's
+  // KV slots, all prefix_len + input_ids.size() of them, instead of its req_to_token row (a
+  // draft step over one branch of a tree, a draft extend over an accepted path).
+  std::span<const int32_t> positions = {};
+  std::span<const uint64_t> tree_mask = {};
+  std::span<const int32_t> kv_slots = {};
 };
 
 class ForwardBatchBuilder {
@@ -48,6 +55,7 @@ class ForwardBatchBuilder {
   std::vector<int32_t> input_ids_, positions_, out_cache_loc_;
   std::vector<int32_t> seq_lens_, prefix_lens_, extend_lens_, qo_indptr_, req_pool_indices_;
   std::vector<int32_t> kv_indptr_, kv_indices_;
+  std::vector<uint64_t> tree_mask_;
   // GPU: every array above packed into one pinned host buffer, uploaded in one copy.
   Device device_;
   std::unique_ptr<Allocator> pinned_allocator_;

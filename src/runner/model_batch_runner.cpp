@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "speculative/draft_acceptance.h"
+
 namespace sgl::runner {
 
 ModelBatchRunner::ModelBatchRunner(ModelRunner& model_runner,
@@ -25,14 +27,24 @@ ModelBatchRunner::ModelBatchRunner(ModelRunner& model_runner,
 
 void ModelBatchRunner::launch(const ExecBatch& batch) {
   req_to_token_.apply(batch.req_to_token_writes);
+  // EAGLE: the verify entries' drafts, before their ids are read (the launch before extended
+  // the draft over its batch: the draft state is current).
+  std::vector<speculative::DraftTree> drafts;
+  if (eagle_ != nullptr) drafts = eagle_->draft(batch);
   // One sampling row per sampled position: a request's last sample_rows positions, each drawn
-  // with its own position's step.
+  // with its own position's step (a tree node's: its depth's).
   sampling::SamplingBatch sampling;
-  bool process = false, score_prompt = false, verify = false, token_ids = false;
-  for (const ExecRequest& r : batch.requests) {
+  bool process = false, score_prompt = false, verify = false, token_ids = false, trees = false;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    const ExecRequest& r = batch.requests[i];
+    const bool tree = !drafts.empty() && !drafts[i].depths.empty();
+    trees = trees || tree;
     for (int32_t k = r.sample_rows; k >= 1; --k) {
+      const int32_t node = r.sample_rows - k;  // a tree's node (0: the root)
+      const int32_t pos = tree ? r.prefix_len + (node == 0 ? 0 : drafts[i].depths[node - 1])
+                               : r.prefix_len + r.extend_len - k;
       sampling.params.push_back(r.sampling);
-      sampling.steps.push_back(static_cast<uint64_t>(r.prefix_len + r.extend_len - k + 1));
+      sampling.steps.push_back(static_cast<uint64_t>(pos + 1));
       sampling.top_logprobs_num.push_back(r.top_logprobs_num);
     }
     sampling.return_logprob = sampling.return_logprob || r.return_logprob;
@@ -52,10 +64,6 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   const bool pooling = batch.pooling != PoolingType::kNone;
   const bool on_host = pooling || process || score_prompt || verify || eagle_ != nullptr ||
                        !model_runner_.can_launch(sampling);
-  // EAGLE: the verify entries' drafts, before their ids are read (the launch before extended
-  // the draft over its batch: the draft state is current).
-  std::vector<std::vector<int32_t>> drafts;
-  if (eagle_ != nullptr) drafts = eagle_->draft(batch);
   Launched launched;
   launched.result.batch_id = batch.id;
   {
@@ -73,8 +81,8 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
         SGL_CHECK_EQ(static_cast<int32_t>(r.input_ids.size()), r.extend_len);
         std::copy(r.input_ids.begin(), r.input_ids.end(), row + r.prefix_len);
       }
-      if (!drafts.empty() && !drafts[i].empty()) {  // over the placeholders after the last token
-        std::copy(drafts[i].begin(), drafts[i].end(), row + r.prefix_len + 1);
+      if (!drafts.empty() && !drafts[i].tokens.empty()) {  // over the placeholders
+        std::copy(drafts[i].tokens.begin(), drafts[i].tokens.end(), row + r.prefix_len + 1);
       }
       if (!r.cached_prefix_ids.empty()) {
         SGL_CHECK_EQ(static_cast<int32_t>(r.cached_prefix_ids.size()), r.prefix_len);
@@ -97,13 +105,25 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   SGL_CHECK_EQ(batch.out_cache_loc.size(), input_ids_.size());
   std::vector<BatchRequest> requests;
   requests.reserve(batch.requests.size());
+  // A tree verify's nodes sit at their depths' positions and see their ancestors only.
+  std::vector<std::vector<int32_t>> tree_positions(trees ? batch.requests.size() : 0);
+  std::vector<std::vector<uint64_t>> tree_masks(trees ? batch.requests.size() : 0);
   size_t offset = 0;
-  for (const ExecRequest& r : batch.requests) {
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    const ExecRequest& r = batch.requests[i];
     requests.push_back(
         {r.req_pool_idx, r.prefix_len,
          std::span<const int32_t>(input_ids_.data() + offset, r.extend_len),
          std::span<const int32_t>(batch.out_cache_loc.data() + offset, r.extend_len)});
     offset += r.extend_len;
+    if (trees && !drafts[i].depths.empty()) {
+      SGL_CHECK_EQ(static_cast<int32_t>(drafts[i].tokens.size()) + 1, r.extend_len);
+      tree_positions[i].push_back(r.prefix_len);
+      for (int32_t d : drafts[i].depths) tree_positions[i].push_back(r.prefix_len + d);
+      tree_masks[i] = speculative::tree_mask(drafts[i].parents);
+      requests.back().positions = tree_positions[i];
+      requests.back().tree_mask = tree_masks[i];
+    }
   }
   // Prompt logprobs and verify entries need logits rows past each request's last.
   // NOTE: the LM head then runs over the other requests' tokens too; only such batches pay.
@@ -133,12 +153,19 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     } else {
       run_on_host(batch, fb, sampling, process, score_prompt || verify, launched.result, &output);
     }
+    const std::vector<int32_t>& sampled = launched.result.output.next_token_ids;
     if (eagle_ != nullptr) {
-      eagle_->extend(batch, input_ids_, output, launched.result.output.next_token_ids, drafts);
-      launched.result.draft_ids = std::move(drafts);
+      eagle_->extend(batch, input_ids_, output, sampled, drafts);
+      launched.result.draft_ids.resize(drafts.size());
+      if (trees) launched.result.draft_parents.resize(drafts.size());
+      for (size_t i = 0; i < drafts.size(); ++i) {
+        launched.result.draft_ids[i] = std::move(drafts[i].tokens);
+        if (trees) launched.result.draft_parents[i] = std::move(drafts[i].parents);
+      }
     }
     std::lock_guard lock(mutex_);
-    record_sampled(launched, launched.result.output.next_token_ids);
+    record_sampled(launched, sampled);
+    if (trees) record_accepted_paths(batch, launched.result, sampled);
     unfinished_.push_back(std::move(launched));
     return;
   }
@@ -180,6 +207,31 @@ void ModelBatchRunner::record_sampled(const Launched& launched, const std::vecto
     const int32_t pos = launched.next_pos[i];
     // A dropped sample (-1) must not land on the prompt the next chunk wrote there.
     if (pos >= 0 && pos < context_len_) token_row(launched.rows[i])[pos] = ids[i];
+  }
+}
+
+void ModelBatchRunner::record_accepted_paths(const ExecBatch& batch, const ExecResult& result,
+                                             const std::vector<int32_t>& ids) {
+  // record_sampled wrote row k's sample at prefix_len + k + 1; a tree's next tokens are its
+  // accepted path's (the same rule the scheduler applies).
+  size_t first_row = 0;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    const ExecRequest& r = batch.requests[i];
+    const std::vector<int32_t>& parents = result.draft_parents[i];
+    if (!parents.empty()) {
+      const std::span<const int32_t> sampled(ids.data() + first_row,
+                                             static_cast<size_t>(r.sample_rows));
+      const std::vector<int32_t> path =
+          speculative::accepted_path(result.draft_ids[i], parents, sampled);
+      int32_t* row = token_row(r.req_pool_idx);
+      int32_t node = 0;
+      for (size_t m = 0; m <= path.size(); ++m) {
+        const int32_t pos = r.prefix_len + 1 + static_cast<int32_t>(m);
+        if (pos < context_len_) row[pos] = sampled[static_cast<size_t>(node)];
+        if (m < path.size()) node = path[m];
+      }
+    }
+    first_row += static_cast<size_t>(r.sample_rows);
   }
 }
 

@@ -49,6 +49,9 @@ class ModelBatchRunner final : public BatchRunner {
   }
   // Writes the sampled ids into the token table (under mutex_).
   void record_sampled(const Launched& launched, const std::vector<int32_t>& ids);
+  // Tree verifies: the token table's positions after each root take its accepted path's samples.
+  void record_accepted_paths(const ExecBatch& batch, const ExecResult& result,
+                             const std::vector<int32_t>& ids);
   // Host logits, processing, sampling into result's output and prompt logprobs: a batch whose
   // earlier batches are all finished. `all_rows`: the forward returned every token's logits
   // (prompt logprobs, verify entries).

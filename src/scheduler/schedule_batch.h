@@ -28,6 +28,9 @@ struct BatchEntry {
   // placeholders until the batch's result brings the runner's drafts), and the last
   // 1 + draft_ids.size() positions are all sampled (one result row each); empty: one row.
   std::vector<int32_t> draft_ids = {};
+  // EAGLE tree drafts (from the batch's result): node r + 1's parent node for each draft (a
+  // verify over a tree, the drafts in its node order); empty: a chain.
+  std::vector<int32_t> draft_parents = {};
 
   int32_t sample_rows() const { return 1 + static_cast<int32_t>(draft_ids.size()); }
   // A decode step (one token, or a verify of drafts), not a prompt's prefill.

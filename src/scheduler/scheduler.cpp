@@ -571,14 +571,16 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
       finish(req, {FinishReason::kLength, -1, ""});
       continue;
     }
-    // A verify entry gains its accepted drafts and the token sampled after them.
-    const int32_t accepted =
+    // A verify entry gains its accepted drafts and the token sampled after them: the result
+    // rows of the root and its accepted path's nodes.
+    const std::vector<int32_t> kept =
         entry.draft_ids.empty()
-            ? 0
+            ? std::vector<int32_t>{0}
             : accept_drafts(req, entry,
                             std::span(output.next_token_ids).subspan(row, entry.sample_rows()));
     std::optional<FinishState> stop;
-    for (size_t r = row; r <= row + accepted && !stop; ++r) {
+    for (size_t k = 0; k < kept.size() && !stop; ++k) {
+      const size_t r = row + static_cast<size_t>(kept[k]);
       const int32_t token = output.next_token_ids[r];
       if (req.grammar && !req.grammar->accept_token(token)) {
         // The mask allows only what the matcher accepts; this means the grammar left no token
@@ -612,21 +614,44 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
   release_ready();
 }
 
-int32_t Scheduler::accept_drafts(Req& req, const BatchEntry& entry,
-                                 std::span<const int32_t> sampled) {
+std::vector<int32_t> Scheduler::accept_drafts(Req& req, const BatchEntry& entry,
+                                              std::span<const int32_t> sampled) {
   const auto drafts = static_cast<int32_t>(entry.draft_ids.size());
-  const int32_t accepted = speculative::accepted_drafts(entry.draft_ids, sampled);
+  std::vector<int32_t> kept = {0};  // the root, then the accepted nodes
+  const std::span<const int32_t> slots = req_to_token_.row(req.req_pool_idx);
+  if (entry.draft_parents.empty()) {
+    const int32_t accepted = speculative::accepted_drafts(entry.draft_ids, sampled);
+    for (int32_t n = 1; n <= accepted; ++n) kept.push_back(n);
+  } else {
+    // A tree: the accepted nodes' slots move to the positions after the root (page size 1: the
+    // row is remapped, no K/V copied); every other node's slot goes back with the rejected.
+    for (int32_t n : speculative::accepted_path(entry.draft_ids, entry.draft_parents, sampled)) {
+      kept.push_back(n);
+    }
+    std::vector<int32_t> path_slots, rejected;
+    std::vector<bool> on_path(static_cast<size_t>(drafts + 1), false);
+    for (int32_t n : kept) on_path[static_cast<size_t>(n)] = true;
+    for (int32_t n : kept) path_slots.push_back(slots[static_cast<size_t>(entry.prefix_len + n)]);
+    for (int32_t n = 0; n <= drafts; ++n) {
+      if (!on_path[static_cast<size_t>(n)]) {
+        rejected.push_back(slots[static_cast<size_t>(entry.prefix_len + n)]);
+      }
+    }
+    req_to_token_.write(req.req_pool_idx, entry.prefix_len, path_slots);
+    req_to_token_.write(req.req_pool_idx, entry.prefix_len + static_cast<int32_t>(kept.size()),
+                        rejected);
+  }
+  const auto accepted = static_cast<int32_t>(kept.size()) - 1;
   // Positions prefix_len .. prefix_len + accepted hold known tokens; the rejected drafts' slots
   // go back at once.
   const int32_t keep = entry.prefix_len + 1 + accepted;
-  const std::span<const int32_t> slots = req_to_token_.row(req.req_pool_idx);
   allocator_.free(slots.subspan(keep, req.kv_len - keep));
   req.kv_len = keep;
   req.scheduled_samples += accepted;
   ++totals_.spec_verify_steps;
   totals_.spec_draft_tokens += drafts;
   totals_.spec_accepted_tokens += accepted;
-  return accepted;
+  return kept;
 }
 void Scheduler::process_embedding_result(const ScheduleBatch& batch,
                                          std::span<const float> embeddings) {

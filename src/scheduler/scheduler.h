@@ -139,9 +139,11 @@ class Scheduler {
   std::vector<int32_t> drafts_for(const Req& req) const;
   // Appends `req`'s verify entry: its last token and `drafts` (their slots must be available).
   void add_verify_entry(Req& req, std::vector<int32_t> drafts, ScheduleBatch& batch);
-  // Keeps the KV of a verify entry's accepted positions and frees the rest; returns how many
-  // drafts `sampled` (its rows) accepted.
-  int32_t accept_drafts(Req& req, const BatchEntry& entry, std::span<const int32_t> sampled);
+  // Keeps the KV of a verify entry's accepted positions (a tree's accepted path, remapped to
+  // follow the root) and frees the rest; returns the entry's result rows that hold its next
+  // tokens (`sampled`'s: the root's, then each accepted node's).
+  std::vector<int32_t> accept_drafts(Req& req, const BatchEntry& entry,
+                                     std::span<const int32_t> sampled);
   void cache_unfinished(Req& req);
   void retract_for_decode(int64_t needed);
   // Why `req` stops after appending `token` to its output, if it does.

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace sgl::speculative {
 
@@ -19,6 +20,28 @@ inline int32_t accepted_drafts(std::span<const int32_t> drafts, std::span<const 
     ++accepted;
   }
   return accepted;
+}
+
+// A draft tree's accepted path (--speculative-eagle-topk > 1): `parents` [drafts.size()] as
+// DraftTree holds them (node r + 1's parent node), `sampled` [drafts.size() + 1] row r the token
+// sampled after node r (each with its own depth's RNG step). From the root, the walk moves to the
+// child whose token the current node sampled while there is one: the accepted nodes (1..n) in
+// path order. Their tokens plus the last node's sample are plain decoding's next tokens.
+inline std::vector<int32_t> accepted_path(std::span<const int32_t> drafts,
+                                          std::span<const int32_t> parents,
+                                          std::span<const int32_t> sampled) {
+  std::vector<int32_t> path;
+  int32_t node = 0;
+  for (;;) {
+    const int32_t token = sampled[static_cast<size_t>(node)];
+    int32_t next = -1;
+    for (size_t c = 0; c < drafts.size() && next < 0; ++c) {
+      if (parents[c] == node && drafts[c] == token) next = static_cast<int32_t>(c) + 1;
+    }
+    if (next < 0) return path;
+    path.push_back(next);
+    node = next;
+  }
 }
 
 }  // namespace sgl::speculative

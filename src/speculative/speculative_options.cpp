@@ -15,23 +15,37 @@ Status SpeculativeOptions::validate(bool num_draft_tokens_set) {
           "--speculative-algorithm EAGLE / EAGLE3 needs "
           "--speculative-draft-model-path (the draft head's directory)");
     }
-    if (eagle_topk != 1) {
-      return invalid_argument(
-          "--speculative-eagle-topk " + std::to_string(eagle_topk) +
-          ": only 1 (a chain of drafts) is implemented; tree drafts (topk > 1) are not yet");
+    if (eagle_topk < 1 || eagle_topk > kMaxEagleTopk) {
+      return invalid_argument("--speculative-eagle-topk must be in [1, " +
+                              std::to_string(kMaxEagleTopk) + "], got " +
+                              std::to_string(eagle_topk));
     }
     if (num_steps < 1 || num_steps > 63) {
       return invalid_argument("--speculative-num-steps must be in [1, 63], got " +
                               std::to_string(num_steps));
     }
-    // A chain of num_steps drafts verifies them with the last token (SGLang adjusts it too).
-    if (num_draft_tokens_set && num_draft_tokens != num_steps + 1) {
-      return invalid_argument(
-          "--speculative-num-draft-tokens must be --speculative-num-steps + 1 (" +
-          std::to_string(num_steps + 1) + ") with --speculative-eagle-topk 1, got " +
-          std::to_string(num_draft_tokens));
+    if (eagle_topk == 1) {
+      // A chain of num_steps drafts verifies them with the last token (SGLang adjusts it too).
+      if (num_draft_tokens_set && num_draft_tokens != num_steps + 1) {
+        return invalid_argument(
+            "--speculative-num-draft-tokens must be --speculative-num-steps + 1 (" +
+            std::to_string(num_steps + 1) + ") with --speculative-eagle-topk 1, got " +
+            std::to_string(num_draft_tokens));
+      }
+      num_draft_tokens = num_steps + 1;
+    } else {
+      // A tree verifies the root and its best nodes, of at most num_steps * topk drafted ones
+      // (SGLang's bound); the default (8) is cut to that.
+      const int32_t most = std::min(64, 1 + num_steps * eagle_topk);
+      if (!num_draft_tokens_set) num_draft_tokens = std::min(num_draft_tokens, most);
+      if (num_draft_tokens < 2 || num_draft_tokens > most) {
+        return invalid_argument(
+            "--speculative-num-draft-tokens must be in [2, " + std::to_string(most) +
+            "] (1 + --speculative-num-steps * --speculative-eagle-topk, at most 64) with "
+            "--speculative-eagle-topk " +
+            std::to_string(eagle_topk) + ", got " + std::to_string(num_draft_tokens));
+      }
     }
-    num_draft_tokens = num_steps + 1;
   } else if (!draft_model_path.empty()) {
     return invalid_argument(
         "--speculative-draft-model-path is for EAGLE / EAGLE3; NGRAM uses no draft model");

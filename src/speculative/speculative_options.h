@@ -16,6 +16,9 @@ enum class SpeculativeAlgorithm : uint8_t {
   kEagle3,  // a draft head over three of the target's layers (EAGLE-3)
 };
 
+// --speculative-eagle-topk's bound: a draft step runs topk branches per request.
+inline constexpr int32_t kMaxEagleTopk = 10;
+
 struct SpeculativeOptions {
   SpeculativeAlgorithm algorithm = SpeculativeAlgorithm::kNone;
   // Tokens one verify step checks per request, the last sampled token included (SGLang's
@@ -27,7 +30,7 @@ struct SpeculativeOptions {
   int32_t ngram_max_match_window = 12;
   // EAGLE / EAGLE3: the draft head's directory (SGLang's --speculative-draft-model-path), its
   // draft steps per verify (--speculative-num-steps) and branching (--speculative-eagle-topk:
-  // 1, a chain, for now).
+  // 1, a chain; more, a tree of num_draft_tokens - 1 drafts).
   std::string draft_model_path;
   int32_t num_steps = 3;
   int32_t eagle_topk = 1;
@@ -39,7 +42,8 @@ struct SpeculativeOptions {
     return algorithm == SpeculativeAlgorithm::kEagle || algorithm == SpeculativeAlgorithm::kEagle3;
   }
   // Checks the values; for a chain (eagle_topk 1) sets num_draft_tokens to num_steps + 1, as
-  // SGLang does (`num_draft_tokens_set`: whether the flag was given, to say so when it differs).
+  // SGLang does (`num_draft_tokens_set`: whether the flag was given, to say so when it differs);
+  // for a tree cuts the default to 1 + num_steps * eagle_topk.
   Status validate(bool num_draft_tokens_set = false);
 };
 

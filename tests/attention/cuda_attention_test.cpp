@@ -93,8 +93,9 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
     return qkv;
   }
 
-  // Runs `batch` through the flash backend and the reference; checks outputs and KV stores.
-  void check_batch(const HostBatch& host, const std::string& what) {
+  // Runs `batch` through the flash backend and the reference; checks outputs and KV stores
+  // (brute_force: the reference too, against a host softmax over the keys each row may see).
+  void check_batch(const HostBatch& host, const std::string& what, bool brute_force = false) {
     const HeadShape s = GetParam();
     DeviceBatch batch(host, gpu_, native());
     const ForwardBatch& fb = batch.fb();
@@ -112,6 +113,56 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
     SGL_CUDA_CHECK(cudaGetLastError());
     expect_close(download(out, native()), download(ref, native()), tokens, what);
     check_kv_store(download(qkv, native()), host.out_cache_loc, what);
+    if (brute_force) {
+      expect_close(download(ref, native()), host_attention(host, download(qkv, native())), tokens,
+                   what + " (reference vs host)");
+    }
+  }
+
+  // Each (token, q head) row's softmax over its request's prefix and the new tokens its tree mask
+  // row names (all up to itself without one), in double from the pool's bf16 K/V; bf16 out.
+  std::vector<uint16_t> host_attention(const HostBatch& h, const std::vector<uint16_t>& qkv) {
+    const HeadShape s = GetParam();
+    const std::vector<uint16_t> kc = download(pool_->k(0), native());
+    const std::vector<uint16_t> vc = download(pool_->v(0), native());
+    const int64_t dim = s.head_dim, width = int64_t{s.q_heads + 2 * s.kv_heads} * dim;
+    std::vector<uint16_t> out(static_cast<size_t>(h.num_tokens()) * s.q_heads * dim);
+    for (int32_t b = 0; b < h.batch_size(); ++b) {
+      const int32_t prefix = h.prefix_lens[b];
+      const int32_t* slots = h.kv_indices.data() + h.kv_indptr[b];
+      for (int32_t t = h.qo_indptr[b]; t < h.qo_indptr[b + 1]; ++t) {
+        const int32_t i = t - h.qo_indptr[b];
+        std::vector<int32_t> seen(slots, slots + prefix);
+        for (int32_t j = 0; j <= i; ++j) {
+          if (h.tree_mask.empty() || ((h.tree_mask[t] >> j) & 1) != 0) {
+            seen.push_back(slots[prefix + j]);
+          }
+        }
+        for (int hq = 0; hq < s.q_heads; ++hq) {
+          const int64_t kvh = hq / (s.q_heads / s.kv_heads);
+          std::vector<double> w;
+          for (int32_t slot : seen) {
+            double dot = 0;
+            for (int64_t d = 0; d < dim; ++d) {
+              dot += double{bf16_to_float(qkv[t * width + hq * dim + d])} *
+                     bf16_to_float(kc[(slot * s.kv_heads + kvh) * dim + d]);
+            }
+            w.push_back(dot * config_.scale);
+          }
+          const double max = *std::max_element(w.begin(), w.end());
+          double sum = 0;
+          for (double& x : w) sum += (x = std::exp(x - max));
+          for (int64_t d = 0; d < dim; ++d) {
+            double o = 0;
+            for (size_t k = 0; k < seen.size(); ++k) {
+              o += w[k] / sum * bf16_to_float(vc[(seen[k] * s.kv_heads + kvh) * dim + d]);
+            }
+            out[(t * s.q_heads + hq) * dim + d] = float_to_bf16(static_cast<float>(o));
+          }
+        }
+      }
+    }
+    return out;
   }
 
   void expect_close(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want,
@@ -210,6 +261,54 @@ TEST_P(FlashAttentionTest, ExtendSweep) {
   std::shuffle(mixed.begin(), mixed.end(), rng_);
   check_batch(make_host_batch(ForwardMode::kMixed, mixed, kPoolSlots, rng_),
               "mixed 1 x (63 + 1000) + 40 decodes");
+}
+
+// A tree verify (EAGLE tree drafts): each request's root and draft nodes as one extend with a
+// tree mask, beside plain decodes: chains, stars and random trees of up to 64 tokens after
+// prefixes of 0 to 3000 tokens. Flash against the reference, and the reference against the host.
+TEST_P(FlashAttentionTest, TreeMaskSweep) {
+  std::uniform_int_distribution<int> coin(0, 1);
+  auto tree = [&](int kind, int nodes) {  // parents of nodes 1..nodes: chain, star or random
+    std::vector<int32_t> parents;
+    for (int i = 0; i < nodes; ++i) {
+      parents.push_back(kind == 0   ? i
+                        : kind == 1 ? 0
+                                    : std::uniform_int_distribution<int>(0, i)(rng_));
+    }
+    return parents;
+  };
+  for (int round = 0; round < 3; ++round) {
+    std::vector<RequestLens> lens;
+    std::vector<std::vector<int32_t>> parents;  // empty: a plain decode
+    int kind = 0;
+    for (int prefix : {0, 1, 63, 500, 3000}) {
+      for (int nodes : {0, 1, 7, 20, 63}) {
+        if (nodes == 0 && prefix == 0) continue;
+        lens.push_back({prefix, nodes + 1});
+        parents.push_back(nodes == 0 ? std::vector<int32_t>{} : tree(kind++ % 3, nodes));
+        if (coin(rng_)) {  // a plain decode beside it
+          lens.push_back({prefix + 5, 1});
+          parents.emplace_back();
+        }
+      }
+    }
+    HostBatch h = make_host_batch(ForwardMode::kMixed, lens, kPoolSlots, rng_);
+    for (size_t b = 0; b < lens.size(); ++b) {
+      uint64_t rows[64];
+      rows[0] = 1;
+      for (int i = 1; i < lens[b].extend; ++i) {
+        rows[i] = parents[b].empty() ? (rows[i - 1] << 1 | 1)
+                                     : rows[parents[b][i - 1]] | (uint64_t{1} << i);
+      }
+      h.tree_mask.insert(h.tree_mask.end(), rows, rows + lens[b].extend);
+    }
+    check_batch(h, "tree verify round " + std::to_string(round), /*brute_force=*/true);
+  }
+  // One request, one chain: the mask changes nothing against the causal batch.
+  HostBatch chain = make_host_batch(ForwardMode::kExtend, {{200, 9}}, kPoolSlots, rng_);
+  check_batch(chain, "causal 200 + 9", /*brute_force=*/true);
+  for (int i = 0; i < 9; ++i) chain.tree_mask.push_back(~uint64_t{0} >> (63 - i));
+  check_batch(chain, "chain mask 200 + 9", /*brute_force=*/true);
 }
 
 // Decode captured once in a CUDA graph, then replayed after new lengths and slots are written

@@ -32,6 +32,7 @@ struct HostBatch {
   std::vector<int32_t> out_cache_loc;     // [T]
   std::vector<int32_t> positions;         // [T]
   std::vector<int32_t> req_pool_indices;  // [bs]
+  std::vector<uint64_t> tree_mask;        // [T] (ForwardBatch::tree_mask) or empty: causal
   int32_t num_tokens() const { return qo_indptr.back(); }
   int32_t batch_size() const { return static_cast<int32_t>(prefix_lens.size()); }
 };
@@ -86,6 +87,7 @@ class DeviceBatch {
       buffers_.emplace_back(gpu, DType::kI32,
                             std::initializer_list<int64_t>{std::max<int64_t>(n, 1)});
     }
+    tree_mask_ = Buffer(gpu, DType::kI64, {std::max<int64_t>(tokens, 1)});
     rewrite(std::move(host));
   }
   DeviceBatch(const DeviceBatch&) = delete;
@@ -110,6 +112,16 @@ class DeviceBatch {
                                      n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
       *views[i] = buffers_[i].tensor().slice_rows(0, n);
     }
+    fb_.tree_mask = Tensor();
+    fb_.tree_mask_host = {};
+    if (!host_.tree_mask.empty()) {
+      const auto n = static_cast<int64_t>(host_.tree_mask.size());
+      SGL_CHECK_LE(n, tree_mask_.tensor().size(0)) << "rewrite needs the same shape";
+      SGL_CUDA_CHECK(cudaMemcpyAsync(tree_mask_.tensor().raw(), host_.tree_mask.data(),
+                                     n * sizeof(uint64_t), cudaMemcpyHostToDevice, stream_));
+      fb_.tree_mask = tree_mask_.tensor().slice_rows(0, n);
+      fb_.tree_mask_host = host_.tree_mask;
+    }
     SGL_CUDA_CHECK(cudaStreamSynchronize(stream_));
     fb_.mode = host_.mode;
     fb_.batch_size = host_.batch_size();
@@ -129,6 +141,7 @@ class DeviceBatch {
   cudaStream_t stream_;
   HostBatch host_;
   std::vector<Buffer> buffers_;  // i32, one per ForwardBatch index tensor
+  Buffer tree_mask_;             // i64 [T]
   ForwardBatch fb_;
 };
 

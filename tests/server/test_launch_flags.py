@@ -96,7 +96,9 @@ REFUSES = [
     # Speculative decoding page.
     ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model} "
      "--speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16",
-     ["--speculative-eagle-topk 4", "tree drafts"]),
+     ["--speculative-num-draft-tokens must be in [2, 13]", "--speculative-eagle-topk 4"]),
+    ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model} "
+     "--speculative-eagle-topk 11", ["--speculative-eagle-topk must be in [1, 10]"]),
     ("--model-path {model} --speculative-algorithm EAGLE3",
      ["--speculative-draft-model-path"]),
     ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model} "

@@ -42,13 +42,17 @@ def heads(tmp_path_factory):
     return out
 
 
-@pytest.fixture(scope="module", params=["EAGLE", "EAGLE3"])
+# (algorithm, topk, num_draft_tokens): chains, and trees (topk > 1, CPU only for now).
+@pytest.fixture(scope="module", params=[("EAGLE", 1, 4), ("EAGLE3", 1, 4), ("EAGLE", 2, 6),
+                                        ("EAGLE3", 3, 8)],
+                ids=["EAGLE", "EAGLE3", "EAGLE-tree", "EAGLE3-tree"])
 def eagle(request, heads, tmp_path_factory):
-    head = heads / ("stories260K-eagle3" if request.param == "EAGLE3" else "stories260K-eagle")
-    srv = Server(tmp_path_factory.mktemp(request.param.lower()), "--speculative-algorithm",
-                 request.param, "--speculative-draft-model-path", str(head),
-                 "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
-                 "--speculative-num-draft-tokens", "4")
+    algorithm, topk, draft_tokens = request.param
+    head = heads / ("stories260K-eagle3" if algorithm == "EAGLE3" else "stories260K-eagle")
+    srv = Server(tmp_path_factory.mktemp(algorithm.lower()), "--speculative-algorithm",
+                 algorithm, "--speculative-draft-model-path", str(head),
+                 "--speculative-num-steps", "3", "--speculative-eagle-topk", str(topk),
+                 "--speculative-num-draft-tokens", str(draft_tokens))
     yield srv
     assert srv.alive(), "the server died: " + srv.log()
     srv.wait_idle_no_leak()

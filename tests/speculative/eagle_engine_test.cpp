@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "engine/model_engine.h"
 #include "scheduler/greedy_ids_request.h"
@@ -36,6 +37,9 @@ struct Config {
   double conservativeness = 1.0;  // low: admit optimistically, so decoding must retract
   // The repeat head: its drafts stand where greedy output repeats a token.
   bool drafts_hit = false;
+  // Tree drafts (--speculative-eagle-topk > 1): branches per step and the tokens verified.
+  int32_t topk = 1;
+  int32_t num_draft_tokens = 0;
 };
 
 // 16 requests over the target's golden prompts, mixed sampling settings and limits.
@@ -65,7 +69,7 @@ std::vector<GenerateRequest> workload(const std::string& target) {
   return out;
 }
 
-std::vector<test::Outcome> run(const Config& c, bool speculative, EngineStats* stats) {
+Result<ModelEngine> launch(const Config& c, bool speculative) {
   runner::ModelRunnerOptions ro;
 #ifdef SGL_TEST_ON_CUDA
   ro.device = Device::cuda(0);
@@ -85,9 +89,15 @@ std::vector<test::Outcome> run(const Config& c, bool speculative, EngineStats* s
                          : speculative::SpeculativeAlgorithm::kEagle;
     spec.draft_model_path = (kHeads / c.head).string();
     spec.num_steps = c.num_steps;
-    EXPECT_TRUE(spec.validate().ok());
+    spec.eagle_topk = c.topk;
+    if (c.num_draft_tokens > 0) spec.num_draft_tokens = c.num_draft_tokens;
+    EXPECT_TRUE(spec.validate(c.num_draft_tokens > 0).ok());
   }
-  auto me = launch_model_engine(test::model_dir(c.target), ro, eo);
+  return launch_model_engine(test::model_dir(c.target), ro, eo);
+}
+
+std::vector<test::Outcome> run(const Config& c, bool speculative, EngineStats* stats) {
+  auto me = launch(c, speculative);
   EXPECT_TRUE(me.ok()) << me.status().to_string();
   if (!me.ok()) return {};
   me->engine->set_check_integrity(true);
@@ -132,8 +142,106 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{"llama_repeat_chunk16_no_mixed", "tiny-llama",
                              "tiny-llama-eagle-repeat", 3, 8000, 16, false, 1.0, true},
                       Config{"llama_repeat_tight_kv", "tiny-llama", "tiny-llama-eagle-repeat", 5,
-                             400, 32, true, 0.05, true}),
+                             400, 32, true, 0.05, true},
+                      // Trees: (steps, topk, num_draft_tokens) from a star to deep trees.
+                      Config{.name = "llama_eagle_tree_3_2_6",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle",
+                             .num_steps = 3,
+                             .topk = 2,
+                             .num_draft_tokens = 6},
+                      Config{.name = "llama_eagle3_tree_4_4_12",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle3",
+                             .num_steps = 4,
+                             .topk = 4,
+                             .num_draft_tokens = 12},
+                      Config{.name = "llama_eagle_star_1_5_6",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle",
+                             .num_steps = 1,
+                             .topk = 5,
+                             .num_draft_tokens = 6},
+                      Config{.name = "qwen3_eagle3_tree_chunk16_2_3_5",
+                             .target = "tiny-qwen3",
+                             .head = "tiny-qwen3-eagle3",
+                             .num_steps = 2,
+                             .chunk = 16,
+                             .topk = 3,
+                             .num_draft_tokens = 5},
+                      Config{.name = "qwen3_eagle_tree_3_2_7",
+                             .target = "tiny-qwen3",
+                             .head = "tiny-qwen3-eagle",
+                             .num_steps = 3,
+                             .topk = 2,
+                             .num_draft_tokens = 7},
+                      Config{.name = "llama_repeat_tree_4_2_8",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle-repeat",
+                             .num_steps = 4,
+                             .drafts_hit = true,
+                             .topk = 2,
+                             .num_draft_tokens = 8},
+                      Config{.name = "llama_repeat_tree_chunk16_no_mixed_3_3_9",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle-repeat",
+                             .num_steps = 3,
+                             .chunk = 16,
+                             .mixed = false,
+                             .drafts_hit = true,
+                             .topk = 3,
+                             .num_draft_tokens = 9},
+                      Config{.name = "llama_repeat_tree_tight_kv_5_3_10",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle-repeat",
+                             .num_steps = 5,
+                             .num_kv_slots = 400,
+                             .chunk = 32,
+                             .conservativeness = 0.05,
+                             .drafts_hit = true,
+                             .topk = 3,
+                             .num_draft_tokens = 10}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// A soak: tree drafts over a KV cache tight enough to retract, every third request aborted once
+// its first tokens arrive. The scheduler's integrity holds after every step, and once every
+// request has ended each KV slot in use is one the radix cache holds: none leaked.
+TEST(EagleEngineSoak, TreesLeakNoSlotUnderAbortsAndRetraction) {
+  const Config c{.name = "soak",
+                 .target = "tiny-llama",
+                 .head = "tiny-llama-eagle-repeat",
+                 .num_steps = 4,
+                 .num_kv_slots = 400,
+                 .chunk = 32,
+                 .conservativeness = 0.05,
+                 .topk = 3,
+                 .num_draft_tokens = 10};
+  auto me = launch(c, true);
+  ASSERT_TRUE(me.ok()) << me.status().to_string();
+  me->engine->set_check_integrity(true);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int round = 0; round < 3; ++round) {
+    for (GenerateRequest& r : workload(c.target)) {
+      auto s = me->engine->submit(std::move(r));
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      streams.push_back(*s);
+    }
+  }
+  for (size_t i = 0; i < streams.size(); i += 3) {
+    ASSERT_TRUE(streams[i]->next(std::chrono::seconds(60)).has_value());
+    me->engine->abort(streams[i]->rid());
+  }
+  for (auto& s : streams) test::collect(*s);
+  EngineStats stats = me->engine->get_stats();
+  for (int wait = 0; wait < 100 && stats.scheduler.kv_used != stats.scheduler.kv_cached; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stats = me->engine->get_stats();
+  }
+  EXPECT_TRUE(me->engine->last_integrity().ok()) << me->engine->last_integrity().to_string();
+  EXPECT_EQ(stats.scheduler.kv_used, stats.scheduler.kv_cached) << "KV slots leaked";
+  EXPECT_GT(stats.scheduler.spec_accepted_tokens, 0);
+  EXPECT_GT(stats.scheduler.num_retracted_total, 0) << "the soak never retracted";
+}
 
 }  // namespace
 }  // namespace sgl::engine

@@ -23,6 +23,7 @@
 #include "runner/forward_batch_builder.h"
 #include "runner/model_batch_runner.h"
 #include "speculative/draft_acceptance.h"
+#include "speculative/draft_tree.h"
 #include "test_data.h"
 
 namespace sgl::runner {
@@ -53,7 +54,7 @@ struct Pair {
   std::unique_ptr<EagleDraftRunner> draft;
 };
 
-Pair load(const Head& h) {
+Pair load(const Head& h, int32_t topk = 1, int32_t num_steps = 1) {
   ModelRunnerOptions o;
   o.device = kDevice;
   o.dtype = "float32";
@@ -72,7 +73,7 @@ Pair load(const Head& h) {
   auto target = ModelRunner::create(test::model_dir(h.target), o);
   EXPECT_TRUE(target.ok()) << target.status().to_string();
   p.target = std::move(target).value();
-  auto draft = EagleDraftRunner::create(head, h.kind, *p.target);
+  auto draft = EagleDraftRunner::create(head, h.kind, *p.target, topk, num_steps);
   EXPECT_TRUE(draft.ok()) << draft.status().to_string();
   p.draft = std::move(draft).value();
   return p;
@@ -132,11 +133,95 @@ std::vector<int32_t> drafts_from_scratch(Pair& p, const std::vector<int32_t>& to
   return drafts;
 }
 
+// The tree of `n` drafts after `tokens`, from scratch: a draft extend as above, then each draft
+// step's branches one at a time, each over the prefix's slots (positions), its ancestors' and its
+// own (kContext + candidate index).
+speculative::DraftTree tree_from_scratch(Pair& p, const std::vector<int32_t>& tokens, int32_t topk,
+                                         int32_t num_steps, int32_t n) {
+  const auto len = static_cast<int32_t>(tokens.size()) - 1;
+  cache::ReqToTokenTable table(1, kContext);
+  std::vector<int32_t> slots(kContext);
+  std::iota(slots.begin(), slots.end(), 0);
+  table.write(0, 0, slots);
+  ForwardBatchBuilder builder(p.target->allocator(), kContext, 2, table);
+  const backend::Stream stream = p.target->stream();
+  const BatchRequest prefill{0, 0, std::span(tokens.data(), static_cast<size_t>(len)),
+                             std::span(slots.data(), static_cast<size_t>(len))};
+  ForwardBatch fb = builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest,
+                                  std::span(&prefill, 1), stream);
+  fb.capture_hidden_mode = CaptureHiddenMode::kFull;
+  const model::ModelOutput target = p.target->forward(fb);
+  const bool eagle3 = p.draft->config().kind == model::DraftKind::kEagle3;
+  const BatchRequest extend{0, 0, std::span(tokens.data() + 1, static_cast<size_t>(len)),
+                            std::span(slots.data(), static_cast<size_t>(len))};
+  fb = builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, std::span(&extend, 1),
+                     stream);
+  model::DraftOutput out =
+      p.draft->forward(fb, eagle3 ? target.aux_hidden_states : target.hidden_states);
+  const std::span<const int32_t> to_target = p.draft->draft_to_target();
+  auto top = [&](const model::DraftOutput& o) {
+    std::vector<speculative::TokenLogprob> t =
+        speculative::top_k_logprobs(host_rows(o.logits, stream), topk);
+    for (auto& c : t)
+      c.token = to_target.empty() ? c.token : to_target[static_cast<size_t>(c.token)];
+    return t;
+  };
+  speculative::DraftTreeBuilder tree(topk);
+  tree.add_children(-1, top(out));
+  const int64_t width = out.hidden_states.size(1);
+  // Each candidate's hidden input: its parent's draft output (the extend's for the root's).
+  Buffer hidden(p.target->allocator(), p.target->compute_dtype(), {256, width});
+  kernels::copy(out.hidden_states, hidden.tensor().slice_rows(0, 1), stream);
+  std::vector<int32_t> source(1, 0);  // per candidate + 1: row of `hidden` its children read
+  int32_t rows = 1;
+  for (int32_t s = 2; s <= num_steps; ++s) {
+    for (int32_t node : tree.take_frontier()) {
+      const auto& c = tree.candidate(node);
+      std::vector<int32_t> kv(slots.begin(), slots.begin() + len);
+      std::vector<int32_t> path;
+      for (int32_t a = node; a >= 0; a = tree.candidate(a).parent) path.push_back(kContext + a);
+      kv.insert(kv.end(), path.rbegin(), path.rend());
+      const int32_t own = kContext + node;
+      BatchRequest step{0, len + c.depth - 1, std::span(&c.token, 1), std::span(&own, 1)};
+      step.kv_slots = kv;
+      fb = builder.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, std::span(&step, 1),
+                         stream);
+      const int32_t in_row = c.parent < 0 ? 0 : source[static_cast<size_t>(c.parent + 1)];
+      out = p.draft->forward(fb, hidden.tensor().slice_rows(in_row, 1));
+      source.resize(static_cast<size_t>(tree.size() + 1), -1);
+      source[static_cast<size_t>(node + 1)] = rows;
+      kernels::copy(out.hidden_states, hidden.tensor().slice_rows(rows++, 1), stream);
+      tree.add_children(node, top(out));
+    }
+  }
+  return tree.select(n);
+}
+
+// A runner's drafts (trees for topk > 1, of n nodes, from num_steps steps) at each verify step
+// against drafts from scratch.
+void check_runner_drafts(const Head& h, int32_t topk, int32_t num_steps, int32_t n);
+
 class EagleWorkerTest : public ::testing::TestWithParam<Head> {};
 
 TEST_P(EagleWorkerTest, DraftsEqualAFreshDraftOverTheSequence) {
-  const Head h = GetParam();
-  Pair runner = load(h), reference = load(h);
+  check_runner_drafts(GetParam(), 1, kDrafts, kDrafts);
+}
+
+struct TreeCase {
+  Head head;
+  int32_t topk, num_steps, n;
+};
+
+class EagleWorkerTreeTest : public ::testing::TestWithParam<TreeCase> {};
+
+TEST_P(EagleWorkerTreeTest, TreesEqualAFreshTreeOverTheSequence) {
+  const TreeCase& c = GetParam();
+  check_runner_drafts(c.head, c.topk, c.num_steps, c.n);
+}
+
+void check_runner_drafts(const Head& h, int32_t topk, int32_t num_steps, int32_t n) {
+  const bool trees = topk > 1;
+  Pair runner = load(h, topk, num_steps), reference = load(h, topk, num_steps);
   ASSERT_TRUE(runner.draft && reference.draft);
   cache::ReqToTokenPool pool(2, kContext);
   pool.record_writes();
@@ -164,16 +249,22 @@ TEST_P(EagleWorkerTest, DraftsEqualAFreshDraftOverTheSequence) {
     int32_t next_input_id = -1;
   };
   int64_t batch_id = 0;
+  // Fresh slots for every pass (a tree's accepted nodes keep theirs at other positions).
+  int32_t next_slot = 1;
+  std::vector<std::vector<int32_t>> pass_slots(2);  // each request's slots in the latest pass
   auto run = [&](std::vector<Part> parts) {
     ExecBatch batch;
     batch.id = batch_id++;
     batch.mode = ForwardMode::kExtend;
     for (Part& part : parts) {
-      const auto n = static_cast<int32_t>(part.input.size());
-      std::vector<int32_t> slots(static_cast<size_t>(n));
-      std::iota(slots.begin(), slots.end(), part.row * kContext + part.prefix);
+      const auto count = static_cast<int32_t>(part.input.size());
+      std::vector<int32_t> slots(static_cast<size_t>(count));
+      std::iota(slots.begin(), slots.end(), next_slot);
+      next_slot += count;
+      EXPECT_LE(next_slot, 2 * kContext);
       pool.write(part.row, part.prefix, slots);
-      ExecRequest r{part.row, part.prefix, n, std::move(part.input), greedy};
+      pass_slots[static_cast<size_t>(part.row)] = slots;
+      ExecRequest r{part.row, part.prefix, count, std::move(part.input), greedy};
       r.sample_rows = part.sample_rows;
       r.samples = part.samples;
       r.next_input_id = part.next_input_id;
@@ -201,28 +292,44 @@ TEST_P(EagleWorkerTest, DraftsEqualAFreshDraftOverTheSequence) {
     std::vector<Part> parts;
     for (int32_t r = 0; r < 2; ++r) {
       const auto kv = static_cast<int32_t>(tokens[r].size()) - 1;
-      const int32_t rows = r == 1 && plain_1 ? 1 : kDrafts + 1;
+      const int32_t rows = r == 1 && plain_1 ? 1 : n + 1;
       std::vector<int32_t> input(static_cast<size_t>(rows), 0);  // last token, placeholders
       input[0] = tokens[r].back();
       parts.push_back({r, kv, std::move(input), rows});
     }
     result = run(std::move(parts));
     ASSERT_EQ(result.draft_ids.size(), 2u);
+    ASSERT_EQ(result.draft_parents.size(), trees ? 2u : 0u);
     size_t row = 0;  // the request's first sampled row
     for (size_t r = 0; r < 2; ++r) {
       const std::vector<int32_t>& drafts = result.draft_ids[r];
       const std::span<const int32_t> sampled =
           std::span(result.output.next_token_ids).subspan(row, drafts.size() + 1);
       row += drafts.size() + 1;
+      const auto kv = static_cast<int32_t>(tokens[r].size()) - 1;
+      std::vector<int32_t> path;  // the accepted nodes
       if (r == 1 && plain_1) {
         EXPECT_TRUE(drafts.empty());
-      } else {
+      } else if (!trees) {
         EXPECT_EQ(drafts, drafts_from_scratch(reference, tokens[r], kDrafts))
             << "request " << r << " step " << step;
+        for (int32_t a = 1; a <= speculative::accepted_drafts(drafts, sampled); ++a) {
+          path.push_back(a);
+        }
+      } else {
+        const speculative::DraftTree want =
+            tree_from_scratch(reference, tokens[r], topk, num_steps, n);
+        EXPECT_EQ(drafts, want.tokens) << "request " << r << " step " << step;
+        EXPECT_EQ(result.draft_parents[r], want.parents) << "request " << r << " step " << step;
+        path = speculative::accepted_path(drafts, result.draft_parents[r], sampled);
+        // The scheduler's remap: the accepted nodes' slots follow the root's.
+        std::vector<int32_t> kept;
+        for (int32_t node : path) kept.push_back(pass_slots[r][static_cast<size_t>(node)]);
+        pool.write(static_cast<int32_t>(r), kv + 1, kept);
       }
-      const int32_t accepted = speculative::accepted_drafts(drafts, sampled);
-      accepted_total += accepted;
-      tokens[r].insert(tokens[r].end(), sampled.begin(), sampled.begin() + accepted + 1);
+      accepted_total += static_cast<int32_t>(path.size());
+      tokens[r].push_back(sampled[0]);
+      for (int32_t node : path) tokens[r].push_back(sampled[static_cast<size_t>(node)]);
     }
   }
   std::cout << h.head << ": " << accepted_total << " drafts accepted in 22 verify entries\n";
@@ -237,6 +344,23 @@ INSTANTIATE_TEST_SUITE_P(
                       Head{"tiny-qwen3", "tiny-qwen3-eagle3", model::DraftKind::kEagle3}),
     [](const auto& info) {
       std::string name = info.param.head;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+INSTANTIATE_TEST_SUITE_P(
+    Trees, EagleWorkerTreeTest,
+    ::testing::Values(
+        TreeCase{{"tiny-llama", "tiny-llama-eagle", model::DraftKind::kEagle}, 2, 3, 5},
+        TreeCase{
+            {"tiny-llama", "tiny-llama-eagle-repeat", model::DraftKind::kEagle, true}, 3, 4, 9},
+        TreeCase{{"tiny-llama", "tiny-llama-eagle3", model::DraftKind::kEagle3}, 4, 2, 8},
+        TreeCase{{"tiny-qwen3", "tiny-qwen3-eagle3", model::DraftKind::kEagle3}, 3, 3, 6},
+        TreeCase{{"tiny-qwen3", "tiny-qwen3-eagle", model::DraftKind::kEagle}, 5, 1, 5}),
+    [](const auto& info) {
+      std::string name = std::string(info.param.head.head) + "_" + std::to_string(info.param.topk) +
+                         "_" + std::to_string(info.param.num_steps) + "_" +
+                         std::to_string(info.param.n);
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });

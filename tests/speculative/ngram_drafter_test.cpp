@@ -96,13 +96,48 @@ TEST(SpeculativeOptions, EagleChainsVerifyTheirStepsAndTheLastToken) {
   const Status mismatch = o.validate(/*num_draft_tokens_set=*/true);
   ASSERT_FALSE(mismatch.ok());
   EXPECT_NE(mismatch.message().find("--speculative-num-steps + 1 (6)"), std::string::npos);
-  o.eagle_topk = 4;
-  const Status tree = o.validate();
-  ASSERT_FALSE(tree.ok());
-  EXPECT_NE(tree.message().find("tree drafts"), std::string::npos);
   o.eagle_topk = 1;
   o.num_steps = 0;
   EXPECT_FALSE(o.validate().ok());
+}
+
+TEST(SpeculativeOptions, EagleTreesVerifyUpToStepsTimesTopkDrafts) {
+  SpeculativeOptions o;
+  o.algorithm = SpeculativeAlgorithm::kEagle3;
+  o.draft_model_path = "/heads/eagle3";
+  o.num_steps = 3;
+  o.eagle_topk = 4;
+  ASSERT_TRUE(o.validate().ok());
+  EXPECT_EQ(o.num_draft_tokens, 8);  // the default, within 1 + 3 * 4
+  o.num_draft_tokens = 13;
+  EXPECT_TRUE(o.validate(true).ok());
+  o.num_draft_tokens = 14;
+  const Status too_many = o.validate(true);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.message().find("must be in [2, 13]"), std::string::npos) << too_many.message();
+  o.num_draft_tokens = 1;
+  EXPECT_FALSE(o.validate(true).ok());
+  // A small tree cuts the default: 1 + 1 * 2.
+  o = SpeculativeOptions{};
+  o.algorithm = SpeculativeAlgorithm::kEagle;
+  o.draft_model_path = "/heads/eagle";
+  o.num_steps = 1;
+  o.eagle_topk = 2;
+  ASSERT_TRUE(o.validate().ok());
+  EXPECT_EQ(o.num_draft_tokens, 3);
+  // At most 64 tokens (a tree mask row), topk in [1, 10].
+  o.num_steps = 20;
+  o.eagle_topk = 10;
+  o.num_draft_tokens = 65;
+  EXPECT_FALSE(o.validate(true).ok());
+  o.num_draft_tokens = 64;
+  EXPECT_TRUE(o.validate(true).ok());
+  o.eagle_topk = 11;
+  const Status topk = o.validate(true);
+  ASSERT_FALSE(topk.ok());
+  EXPECT_NE(topk.message().find("--speculative-eagle-topk must be in [1, 10]"), std::string::npos);
+  o.eagle_topk = 0;
+  EXPECT_FALSE(o.validate(true).ok());
 }
 
 }  // namespace

@@ -42,6 +42,12 @@ void CpuAttentionBackend::forward(int layer, const Tensor& q, const Tensor& k, c
   const float* v_cache = kv_pool_.v(layer).data<float>();
   const int32_t* table = fb.req_to_token.data<int32_t>();
   const int64_t table_stride = fb.req_to_token.stride(0);
+  // A draft step's branches and an accepted path bring their own slots (kv_indices); a tree
+  // verify masks its new tokens (each sees the prefix, its ancestors and itself).
+  const int32_t* kv_indices = fb.kv_indices.defined() ? fb.kv_indices.data<int32_t>() : nullptr;
+  const int32_t* kv_indptr = fb.kv_indices.defined() ? fb.kv_indptr.data<int32_t>() : nullptr;
+  const uint64_t* tree_mask =
+      fb.tree_mask.defined() ? static_cast<const uint64_t*>(fb.tree_mask.raw()) : nullptr;
   const float* qp = q.data<float>();
   float* op = out.data<float>();
 
@@ -60,14 +66,22 @@ void CpuAttentionBackend::forward(int layer, const Tensor& q, const Tensor& k, c
       const int64_t b = std::upper_bound(indptr.begin(), indptr.end(), static_cast<int32_t>(t)) -
                         indptr.begin() - 1;
       const int64_t prefix = fb.extend_prefix_lens_host[b];
-      const int64_t kv_len = prefix + (t - indptr[b]) + 1;  // causal: up to this token
-      const int32_t* slots = table + fb.req_pool_indices_host[b] * table_stride;
+      // Causal: up to this token; a tree: every new token, masked.
+      const int64_t kv_len =
+          tree_mask != nullptr ? prefix + fb.extend_seq_lens_host[b] : prefix + (t - indptr[b]) + 1;
+      const int32_t* slots = kv_indices != nullptr
+                                 ? kv_indices + kv_indptr[b]
+                                 : table + fb.req_pool_indices_host[b] * table_stride;
       const float* qv = qp + t * q.stride(0) + h * q.stride(1);
       const int64_t kvh = h / group;
 
       scores.resize(kv_len);
       float max_score = -INFINITY;
       for (int64_t j = 0; j < kv_len; ++j) {
+        if (tree_mask != nullptr && j >= prefix && ((tree_mask[t] >> (j - prefix)) & 1) == 0) {
+          scores[j] = -INFINITY;  // not an ancestor: weight 0
+          continue;
+        }
         const float* kv = k_cache + (slots[j] * kv_heads + kvh) * dim;
         float dot = 0.f;
         for (int64_t d = 0; d < dim; ++d) dot += qv[d] * kv[d];
@@ -83,6 +97,7 @@ void CpuAttentionBackend::forward(int layer, const Tensor& q, const Tensor& k, c
       std::fill(o, o + dim, 0.f);
       for (int64_t j = 0; j < kv_len; ++j) {
         const float* vv = v_cache + (slots[j] * kv_heads + kvh) * dim;
+        if (tree_mask != nullptr && scores[j] == 0.f) continue;  // masked
         const float p = scores[j] / denom;
         for (int64_t d = 0; d < dim; ++d) o[d] += p * vv[d];
       }

@@ -70,7 +70,9 @@ void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                   const DecodeNewTokens* new_tokens = nullptr);
 
 // Extend / prefill / mixed attention: causal within each request's new tokens after its cached
-// prefix (query i of a request with prefix P sees KV positions <= P + i). Each CTA takes 64
+// prefix (query i of a request with prefix P sees KV positions <= P + i); with fb.tree_mask
+// (a tree verify, <= 64 new tokens a request) query i sees the prefix and the new tokens its
+// mask row names (all among 0..i). Each CTA takes 64
 // rows of (token, q head) pairs of one request and one KV head (GQA packed into the MMA M
 // dimension). Also correct for decode batches with any Hq / Hk.
 // q: [T, Hq, D]; k_cache, v_cache: [slots, Hk, D]; out: [T, Hq * D].

@@ -108,7 +108,8 @@ bool FlashAttentionBackend::takes_decode_kernel(const Tensor& q, int layer,
                                                 const ForwardBatch& fb) const {
   // The decode kernel packs a KV head's q heads into 16 MMA rows; wider groups use extend.
   return fb.mode == ForwardMode::kDecode && fb.num_tokens == fb.batch_size &&
-         config_.num_q_heads <= 16 * config_.num_kv_heads && flash_supports(q, kv_pool_.k(layer));
+         !fb.tree_mask.defined() && config_.num_q_heads <= 16 * config_.num_kv_heads &&
+         flash_supports(q, kv_pool_.k(layer));
 }
 
 void FlashAttentionBackend::decode(int layer, const Tensor& q, const Tensor& out,

@@ -25,6 +25,8 @@ struct ExtendParams {
   const int32_t* prefix_lens;  // [bs]
   const int32_t* kv_indptr;    // [bs + 1]
   const int32_t* kv_indices;   // [sum(seq_lens)]
+  // [T] or null: a tree verify's rows (ForwardBatch::tree_mask; <= 64 new tokens a request).
+  const uint64_t* tree_mask;
   int batch_size;
   int q_heads;
   int kv_heads;
@@ -80,7 +82,9 @@ __device__ void locate_q_tile(const ExtendParams& p, int tile, int rows_per_tile
   if (lane == 0) owner[0] = -1;
 }
 
-template <typename Cfg>
+// kTree: rows also hide the new tokens their tree mask row leaves out (a separate instance,
+// so causal batches run exactly the code they did).
+template <typename Cfg, bool kTree>
 __global__ void __launch_bounds__(kThreads)
     flash_extend_kernel(const __grid_constant__ ExtendParams p) {
   constexpr int kDim = Cfg::kDim, kMTiles = Cfg::kMTiles, kTileTokens = Cfg::kTileTokens;
@@ -101,7 +105,9 @@ __global__ void __launch_bounds__(kThreads)
   const int row0 = owner[1] * kRowsPerCta;
   const int last_row = min(packed_rows, row0 + kRowsPerCta) - 1;
   const int kv_end = prefix + last_row / p.group + 1;  // KV this tile sees at most
-  const int mask_from = prefix + row0 / p.group + 1;   // every row sees KV below this
+  // Every row sees KV below this (a tree row only the prefix for sure: its ancestors precede it,
+  // but not every token before it is one).
+  const int mask_from = kTree ? prefix : prefix + row0 / p.group + 1;
   const int num_tiles = (kv_end + kTileTokens - 1) / kTileTokens;
   const int32_t* slots = p.kv_indices + p.kv_indptr[b];
   const uint32_t q_tile = shared_address(smem);
@@ -140,6 +146,19 @@ __global__ void __launch_bounds__(kThreads)
       limit[m][r] = prefix + (warp_row0 + 16 * m + lane / 4 + 8 * r) / p.group + 1;
     }
   }
+  // Tree rows: bit j of a row's mask shows new token j (past the last row: all, as causal).
+  uint64_t tree_bits[kMTiles][2];
+  if constexpr (kTree) {
+#pragma unroll
+    for (int m = 0; m < kMTiles; ++m) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int packed = warp_row0 + 16 * m + lane / 4 + 8 * r;
+        tree_bits[m][r] =
+            packed < packed_rows ? p.tree_mask[qo_start + packed / p.group] : ~uint64_t{0};
+      }
+    }
+  }
   QFragments<kDim, kMTiles, Cfg::kQInRegisters> qf;
   float o[kMTiles][kDim / 8][4];
 #pragma unroll
@@ -166,8 +185,15 @@ __global__ void __launch_bounds__(kThreads)
         for (int j = 0; j < Cfg::kSBlocks; ++j) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            s[m][j][e] =
-                col + 8 * j + (e & 1) < limit[m][e >> 1] ? s[m][j][e] * p.scale_log2 : -INFINITY;
+            const int c = col + 8 * j + (e & 1);
+            bool shown = c < limit[m][e >> 1];
+            if constexpr (kTree) {
+              // A row's c - prefix stays below 64 (its index in its request); rows past the last
+              // (discarded) may go further.
+              shown = shown && (c < prefix || c - prefix >= 64 ||
+                                ((tree_bits[m][e >> 1] >> (c - prefix)) & 1) != 0);
+            }
+            s[m][j][e] = shown ? s[m][j][e] * p.scale_log2 : -INFINITY;
           }
         }
       }
@@ -215,14 +241,20 @@ void launch_extend(const ExtendParams& p, int num_tokens, cudaStream_t stream) {
   const int64_t rows = static_cast<int64_t>(num_tokens) * p.group;
   const int64_t tiles = (rows + Cfg::kRows - 1) / Cfg::kRows + p.batch_size;
   const dim3 grid(static_cast<unsigned>(tiles), p.kv_heads);
-  flash_extend_kernel<Cfg><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(p);
+  if (p.tree_mask != nullptr) {
+    flash_extend_kernel<Cfg, true><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(p);
+  } else {
+    flash_extend_kernel<Cfg, false><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(p);
+  }
   SGL_CUDA_CHECK_LAUNCH();
 }
 
 template <typename Cfg>
 void allow_extend_smem() {
-  SGL_CUDA_CHECK(cudaFuncSetAttribute(
-      flash_extend_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  for (auto kernel : {flash_extend_kernel<Cfg, false>, flash_extend_kernel<Cfg, true>}) {
+    SGL_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  }
 }
 
 // Per head_dim: <dim, m16 tiles per warp, KV tile tokens, stages, Q fragments in registers>.
@@ -243,21 +275,23 @@ void flash_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
   if (fb.num_tokens == 0 || fb.batch_size == 0) return;
   const int q_heads = static_cast<int>(q.size(1)), kv_heads = static_cast<int>(k_cache.size(1));
   const int dim = static_cast<int>(q.size(2)), group = q_heads / kv_heads;
-  const ExtendParams p{static_cast<const bf16*>(q.raw()),
-                       q.stride(0),
-                       q.stride(1),
-                       static_cast<const bf16*>(k_cache.raw()),
-                       static_cast<const bf16*>(v_cache.raw()),
-                       static_cast<bf16*>(out.raw()),
-                       fb.qo_indptr.data<int32_t>(),
-                       fb.extend_prefix_lens.data<int32_t>(),
-                       fb.kv_indptr.data<int32_t>(),
-                       fb.kv_indices.data<int32_t>(),
-                       fb.batch_size,
-                       q_heads,
-                       kv_heads,
-                       group,
-                       scale * kLog2e};
+  const ExtendParams p{
+      static_cast<const bf16*>(q.raw()),
+      q.stride(0),
+      q.stride(1),
+      static_cast<const bf16*>(k_cache.raw()),
+      static_cast<const bf16*>(v_cache.raw()),
+      static_cast<bf16*>(out.raw()),
+      fb.qo_indptr.data<int32_t>(),
+      fb.extend_prefix_lens.data<int32_t>(),
+      fb.kv_indptr.data<int32_t>(),
+      fb.kv_indices.data<int32_t>(),
+      fb.tree_mask.defined() ? static_cast<const uint64_t*>(fb.tree_mask.raw()) : nullptr,
+      fb.batch_size,
+      q_heads,
+      kv_heads,
+      group,
+      scale * kLog2e};
   auto native = backend::cuda::native_stream(stream);
   switch (dim) {
     case 64:

@@ -25,6 +25,7 @@ struct AttnParams {
   const int32_t* prefix_lens;  // [bs]
   const int32_t* kv_indptr;    // [bs + 1]
   const int32_t* kv_indices;   // [total kv]
+  const uint64_t* tree_mask;   // [T] (ForwardBatch::tree_mask) or null: causal
   int batch_size, q_heads, kv_heads, dim;
   float scale;
 };
@@ -42,7 +43,9 @@ __global__ void reference_attention_kernel(AttnParams p) {
       hi = mid - 1;
   }
   const int b = lo;
-  const int kv_len = p.prefix_lens[b] + (t - p.qo_indptr[b]) + 1;
+  const int prefix = p.prefix_lens[b];
+  const int kv_len = prefix + (t - p.qo_indptr[b]) + 1;  // a tree node's ancestors precede it
+  const uint64_t* tree_row = p.tree_mask != nullptr ? p.tree_mask + t : nullptr;
   const int32_t* slots = p.kv_indices + p.kv_indptr[b];
   const int kvh = h / (p.q_heads / p.kv_heads);
   const T* q = static_cast<const T*>(p.q) + t * p.q_tok + h * p.q_head;
@@ -54,6 +57,9 @@ __global__ void reference_attention_kernel(AttnParams p) {
   }
   float m = -INFINITY, l = 0.f;
   for (int j = 0; j < kv_len; ++j) {
+    if (tree_row != nullptr && j >= prefix && ((*tree_row >> (j - prefix)) & 1) == 0) {
+      continue;  // not an ancestor (the warp agrees: one token per warp)
+    }
     const int64_t base = (static_cast<int64_t>(slots[j]) * p.kv_heads + kvh) * p.dim;
     const T* kr = static_cast<const T*>(p.k_cache) + base;
     const T* vr = static_cast<const T*>(p.v_cache) + base;
@@ -96,6 +102,7 @@ void reference_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v
                fb.extend_prefix_lens.data<int32_t>(),
                fb.kv_indptr.data<int32_t>(),
                fb.kv_indices.data<int32_t>(),
+               fb.tree_mask.defined() ? static_cast<const uint64_t*>(fb.tree_mask.raw()) : nullptr,
                fb.batch_size,
                static_cast<int>(q.size(1)),
                static_cast<int>(k_cache.size(1)),
