@@ -86,7 +86,7 @@ run() {
       local passed skips
       passed=$(grep -o 'PASSED  \] [0-9]* test' "$log/$name.log" | grep -o '[0-9]*' || echo 0)
       skips=$(grep -o 'SKIPPED \] [0-9]* test' "$log/$name.log" | grep -o '[0-9]*' || echo 0)
-      rows+=("$name PASS $passed (of which skipped $skips)")
+      rows+=("$name PASS $passed, skipped $skips")
       if [ "$skips" != 0 ]; then
         skipped+=("$name: $skips cases ($(grep -m1 -o 'needs [0-9]* GPUs, found [0-9]*' \
           "$log/$name.log" || echo 'see its log'), ...)")
