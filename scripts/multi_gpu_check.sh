@@ -33,19 +33,9 @@
 # there, else in the machine's NCCL (PyTorch's nvidia-nccl wheel or a system copy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-
-# The directory of a libnccl.so.2 to load: ours if packed, else the machine's.
-nccl_lib_dir() {
-  local root=$1 d
-  for d in "$root/gpu/lib" \
-           "$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)" \
-           /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu; do
-    if [ -n "$d" ] && [ -e "$d/libnccl.so.2" ]; then echo "$d"; return 0; fi
-  done
-  d=$(find / -xdev -name 'libnccl.so.2' -not -path '*/proc/*' 2>/dev/null | head -n 1 || true)
-  [ -n "$d" ] && dirname "$d"
-}
+# NVLink multicast off, nccl_lib_dir.
+# shellcheck source-path=SCRIPTDIR/.. source=scripts/gpu_env.sh
+source scripts/gpu_env.sh
 
 pack() {
   scripts/gpu_check.sh pack
