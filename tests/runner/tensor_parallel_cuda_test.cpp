@@ -20,6 +20,7 @@
 #include "engine/batch_generator.h"
 #include "engine/model_engine.h"
 #include "engine/stream_outcome.h"
+#include "parallel_golden_requests.h"
 #include "runner/model_runner.h"
 #include "test_data.h"
 #include "top_logprobs_check.h"
@@ -47,25 +48,8 @@ runner::ModelRunnerOptions options_for(int tp, int device, bool bf16) {
   return o;
 }
 
-std::vector<engine::GenerateRequest> requests_of(const std::string& model) {
-  const nlohmann::json golden = test::golden(model);
-  std::vector<engine::GenerateRequest> requests;
-  for (const auto& c : golden["cases"]) requests.push_back(test::greedy_request(c, 5));
-  engine::GenerateRequest sampled = requests[0];
-  sampled.sampling.temperature = 0.8f;
-  sampled.sampling.top_p = 0.9f;
-  sampled.sampling.seed = 77;
-  requests.push_back(sampled);
-  return requests;
-}
-
-std::vector<engine::GenerateResult> generate(runner::ModelRunner& runner,
-                                             const std::vector<engine::GenerateRequest>& reqs) {
-  engine::BatchGenerator generator(runner, runner.config().eos_token_ids);
-  auto results = generator.generate(reqs);
-  EXPECT_TRUE(results.ok()) << results.status().to_string();
-  return results.ok() ? std::move(results).value() : std::vector<engine::GenerateResult>{};
-}
+using test::generate_all;
+using test::parallel_requests_of;
 
 // bf16's bound for `model`: golden_parity_test's max(2e-2, 1.5 x transformers' own bf16 error).
 double bf16_bound(const std::string& model) {
@@ -117,17 +101,17 @@ class OneRankNccl : public ::testing::TestWithParam<Case> {};
 // The communicator's path through the model at one rank is the identity: bit-equal outputs.
 TEST_P(OneRankNccl, GeneratesExactlyWhatThePlainRunnerDoes) {
   const Case& c = GetParam();
-  const auto requests = requests_of(c.model);
+  const auto requests = parallel_requests_of(c.model);
   auto plain = runner::ModelRunner::create(test::model_dir(c.model), options_for(1, 0, c.bf16));
   ASSERT_TRUE(plain.ok()) << plain.status().to_string();
-  const auto ref = generate(**plain, requests);
+  const auto ref = generate_all(**plain, requests);
   plain->reset();
   auto group = distributed::nccl_group({0});
   ASSERT_TRUE(group.ok()) << group.status().to_string();
   auto ranked = runner::ModelRunner::create(test::model_dir(c.model), options_for(1, 0, c.bf16),
                                             (*group)[0].get());
   ASSERT_TRUE(ranked.ok()) << ranked.status().to_string();
-  const auto ours = generate(**ranked, requests);
+  const auto ours = generate_all(**ranked, requests);
   ASSERT_EQ(ours.size(), ref.size());
   for (size_t i = 0; i < ref.size(); ++i) {
     EXPECT_EQ(ours[i].output_ids, ref[i].output_ids) << c.model << " request " << i;
@@ -168,12 +152,12 @@ TEST_P(TensorParallelCuda, EveryRankGeneratesWhatOneGpuDoes) {
   if (device_count() < p.tp) {
     GTEST_SKIP() << "tp " << p.tp << " needs " << p.tp << " GPUs, found " << device_count();
   }
-  const auto requests = requests_of(p.model);
+  const auto requests = parallel_requests_of(p.model);
   std::vector<engine::GenerateResult> ref;
   {
     auto single = runner::ModelRunner::create(test::model_dir(p.model), options_for(1, 0, p.bf16));
     ASSERT_TRUE(single.ok()) << single.status().to_string();
-    ref = generate(**single, requests);
+    ref = generate_all(**single, requests);
   }
   std::vector<int> devices;
   for (int r = 0; r < p.tp; ++r) devices.push_back(r);
@@ -189,7 +173,7 @@ TEST_P(TensorParallelCuda, EveryRankGeneratesWhatOneGpuDoes) {
                                       (*group)[static_cast<size_t>(r)].get());
       // Every rank loads alike: all fail or none (no rank left waiting in a collective).
       ASSERT_TRUE(runner.ok()) << runner.status().to_string();
-      ranks[static_cast<size_t>(r)] = generate(**runner, requests);
+      ranks[static_cast<size_t>(r)] = generate_all(**runner, requests);
     });
   }
   for (auto& t : threads) t.join();
@@ -243,7 +227,7 @@ TEST(TensorParallelCudaEngine, ServesWhatOneGpuServesOrSaysItNeedsMoreGpus) {
         << me.status().to_string();
     return;
   }
-  const auto requests = requests_of(model);
+  const auto requests = parallel_requests_of(model);
   ro.dtype = "float32";
   std::vector<test::Outcome> outcomes[2];
   for (int tp : {1, 2}) {

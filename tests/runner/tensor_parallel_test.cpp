@@ -15,6 +15,7 @@
 
 #include "engine/batch_generator.h"
 #include "model/expert_parallel.h"
+#include "parallel_golden_requests.h"
 #include "runner/model_runner.h"
 #include "test_data.h"
 #include "top_logprobs_check.h"
@@ -37,26 +38,8 @@ runner::ModelRunnerOptions tp_options(int tp_size, int ep_size = 1) {
   return options;
 }
 
-// The golden cases as greedy requests, plus one seeded sampled request.
-std::vector<engine::GenerateRequest> requests_of(const std::string& model) {
-  const nlohmann::json golden = test::golden(model);
-  std::vector<engine::GenerateRequest> requests;
-  for (const auto& c : golden["cases"]) requests.push_back(test::greedy_request(c, 5));
-  engine::GenerateRequest sampled = requests[0];
-  sampled.sampling.temperature = 0.8f;
-  sampled.sampling.top_p = 0.9f;
-  sampled.sampling.seed = 77;
-  requests.push_back(sampled);
-  return requests;
-}
-
-std::vector<engine::GenerateResult> generate(runner::ModelRunner& runner,
-                                             const std::vector<engine::GenerateRequest>& reqs) {
-  engine::BatchGenerator generator(runner, runner.config().eos_token_ids);
-  auto results = generator.generate(reqs);
-  EXPECT_TRUE(results.ok()) << results.status().to_string();
-  return results.ok() ? std::move(results).value() : std::vector<engine::GenerateResult>{};
-}
+using test::generate_all;
+using test::parallel_requests_of;
 
 // Largest logprob difference; ids must be equal.
 double compare(const std::vector<engine::GenerateResult>& ours,
@@ -100,10 +83,10 @@ class TensorParallelGolden : public ::testing::TestWithParam<TpCase> {};
 
 TEST_P(TensorParallelGolden, EveryRankGeneratesWhatOneRankDoes) {
   const TpCase& p = GetParam();
-  const std::vector<engine::GenerateRequest> requests = requests_of(p.model);
+  const std::vector<engine::GenerateRequest> requests = parallel_requests_of(p.model);
   auto single = runner::ModelRunner::create(test::model_dir(p.model), tp_options(1));
   ASSERT_TRUE(single.ok()) << single.status().to_string();
-  const std::vector<engine::GenerateResult> ref = generate(**single, requests);
+  const std::vector<engine::GenerateResult> ref = generate_all(**single, requests);
   ASSERT_EQ(ref.size(), requests.size());
 
   std::vector<std::vector<engine::GenerateResult>> ranks(static_cast<size_t>(p.tp_size));
@@ -112,7 +95,7 @@ TEST_P(TensorParallelGolden, EveryRankGeneratesWhatOneRankDoes) {
                                               tp_options(p.tp_size, p.ep_size), &comm);
     // Every rank loads the same way: all fail or none does (no rank left in a collective).
     ASSERT_TRUE(runner.ok()) << runner.status().to_string();
-    ranks[static_cast<size_t>(rank)] = generate(**runner, requests);
+    ranks[static_cast<size_t>(rank)] = generate_all(**runner, requests);
   });
   double worst = 0;
   for (int r = 0; r < p.tp_size; ++r) {
