@@ -92,32 +92,49 @@ int32_t argmax_id(const std::vector<float>& logits, std::span<const int32_t> to_
   return to_target.empty() ? best : to_target[static_cast<size_t>(best)];
 }
 
-// The first `n` drafts after `tokens` (its last token not yet in any KV), from scratch: slots
-// are positions, request row 0.
+// A sequence drafted from scratch: request row 0 with slots = positions, the target's pass over
+// `tokens` but its last (not yet in any KV) and the draft extend over them.
+struct ScratchSequence {
+  ScratchSequence(Pair& p, const std::vector<int32_t>& tokens)
+      : len(static_cast<int32_t>(tokens.size()) - 1),
+        table(1, kContext),
+        slots(kContext),
+        builder(p.target->allocator(), kContext, 2, table),
+        stream(p.target->stream()) {
+    std::iota(slots.begin(), slots.end(), 0);
+    table.write(0, 0, slots);
+    const BatchRequest prefill{0, 0, std::span(tokens.data(), static_cast<size_t>(len)),
+                               std::span(slots.data(), static_cast<size_t>(len))};
+    ForwardBatch fb = builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest,
+                                    std::span(&prefill, 1), stream);
+    fb.capture_hidden_mode = CaptureHiddenMode::kFull;
+    const model::ModelOutput target = p.target->forward(fb);
+    const bool eagle3 = p.draft->config().kind == model::DraftKind::kEagle3;
+    // Position q reads token q + 1 and the target's hidden state at q.
+    const BatchRequest extend{0, 0, std::span(tokens.data() + 1, static_cast<size_t>(len)),
+                              std::span(slots.data(), static_cast<size_t>(len))};
+    fb = builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, std::span(&extend, 1),
+                       stream);
+    extended = p.draft->forward(fb, eagle3 ? target.aux_hidden_states : target.hidden_states);
+  }
+
+  int32_t len;  // positions in the KV
+  cache::ReqToTokenTable table;
+  std::vector<int32_t> slots;
+  ForwardBatchBuilder builder;
+  backend::Stream stream;
+  model::DraftOutput extended;  // the draft extend's output (its last row: draft 1)
+};
+
+// The first `n` drafts after `tokens` (its last token not yet in any KV), from scratch.
 std::vector<int32_t> drafts_from_scratch(Pair& p, const std::vector<int32_t>& tokens, int32_t n) {
-  const auto len = static_cast<int32_t>(tokens.size()) - 1;  // positions in the KV
-  cache::ReqToTokenTable table(1, kContext);
-  std::vector<int32_t> slots(kContext);
-  std::iota(slots.begin(), slots.end(), 0);
-  table.write(0, 0, slots);
-  ForwardBatchBuilder builder(p.target->allocator(), kContext, 2, table);
-  const backend::Stream stream = p.target->stream();
-
-  const BatchRequest prefill{0, 0, std::span(tokens.data(), static_cast<size_t>(len)),
-                             std::span(slots.data(), static_cast<size_t>(len))};
-  ForwardBatch fb = builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest,
-                                  std::span(&prefill, 1), stream);
-  fb.capture_hidden_mode = CaptureHiddenMode::kFull;
-  const model::ModelOutput target = p.target->forward(fb);
-  const bool eagle3 = p.draft->config().kind == model::DraftKind::kEagle3;
-
-  // Position q reads token q + 1 and the target's hidden state at q.
-  const BatchRequest extend{0, 0, std::span(tokens.data() + 1, static_cast<size_t>(len)),
-                            std::span(slots.data(), static_cast<size_t>(len))};
-  fb = builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, std::span(&extend, 1),
-                     stream);
-  model::DraftOutput out =
-      p.draft->forward(fb, eagle3 ? target.aux_hidden_states : target.hidden_states);
+  ScratchSequence seq(p, tokens);
+  const int32_t len = seq.len;
+  std::vector<int32_t>& slots = seq.slots;
+  ForwardBatchBuilder& builder = seq.builder;
+  const backend::Stream stream = seq.stream;
+  model::DraftOutput out = seq.extended;
+  ForwardBatch fb;
   std::vector<int32_t> drafts = {
       argmax_id(host_rows(out.logits, stream), p.draft->draft_to_target())};
   Buffer hidden(p.target->allocator(), p.target->compute_dtype(), {1, out.hidden_states.size(1)});
@@ -138,26 +155,13 @@ std::vector<int32_t> drafts_from_scratch(Pair& p, const std::vector<int32_t>& to
 // own (kContext + candidate index).
 speculative::DraftTree tree_from_scratch(Pair& p, const std::vector<int32_t>& tokens, int32_t topk,
                                          int32_t num_steps, int32_t n) {
-  const auto len = static_cast<int32_t>(tokens.size()) - 1;
-  cache::ReqToTokenTable table(1, kContext);
-  std::vector<int32_t> slots(kContext);
-  std::iota(slots.begin(), slots.end(), 0);
-  table.write(0, 0, slots);
-  ForwardBatchBuilder builder(p.target->allocator(), kContext, 2, table);
-  const backend::Stream stream = p.target->stream();
-  const BatchRequest prefill{0, 0, std::span(tokens.data(), static_cast<size_t>(len)),
-                             std::span(slots.data(), static_cast<size_t>(len))};
-  ForwardBatch fb = builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest,
-                                  std::span(&prefill, 1), stream);
-  fb.capture_hidden_mode = CaptureHiddenMode::kFull;
-  const model::ModelOutput target = p.target->forward(fb);
-  const bool eagle3 = p.draft->config().kind == model::DraftKind::kEagle3;
-  const BatchRequest extend{0, 0, std::span(tokens.data() + 1, static_cast<size_t>(len)),
-                            std::span(slots.data(), static_cast<size_t>(len))};
-  fb = builder.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, std::span(&extend, 1),
-                     stream);
-  model::DraftOutput out =
-      p.draft->forward(fb, eagle3 ? target.aux_hidden_states : target.hidden_states);
+  ScratchSequence seq(p, tokens);
+  const int32_t len = seq.len;
+  std::vector<int32_t>& slots = seq.slots;
+  ForwardBatchBuilder& builder = seq.builder;
+  const backend::Stream stream = seq.stream;
+  model::DraftOutput out = seq.extended;
+  ForwardBatch fb;
   const std::span<const int32_t> to_target = p.draft->draft_to_target();
   auto top = [&](const model::DraftOutput& o) {
     std::vector<speculative::TokenLogprob> t =
