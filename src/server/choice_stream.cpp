@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <type_traits>
 
 #include "core/logging.h"
 #include "server/engine_request.h"
@@ -19,6 +20,26 @@ tokenizer::DecodeOptions decode_options(bool skip_special_tokens) {
   tokenizer::DecodeOptions o;
   o.skip_special_tokens = skip_special_tokens;
   return o;
+}
+
+// Tokens [first, first + count) of `e` as an event of their own: the prompt logprobs with the
+// first token, the finish with the last.
+engine::StreamEvent slice(const engine::StreamEvent& e, size_t first, size_t count) {
+  auto part = [&](const auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if (v.empty()) return V{};
+    return V(v.begin() + static_cast<std::ptrdiff_t>(first),
+             v.begin() + static_cast<std::ptrdiff_t>(first + count));
+  };
+  engine::StreamEvent s;
+  s.token_ids = part(e.token_ids);
+  s.logprobs = part(e.logprobs);
+  s.top_logprobs = part(e.top_logprobs);
+  s.token_ids_logprobs = part(e.token_ids_logprobs);
+  s.usage = e.usage;
+  if (first == 0) s.input_logprobs = e.input_logprobs;
+  if (first + count == e.token_ids.size()) s.finished = e.finished;
+  return s;
 }
 
 void append(ChoiceDelta& to, const ChoiceDelta& d) {
@@ -74,7 +95,6 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
   if (finish_) return std::nullopt;
   std::optional<engine::StreamEvent> event = stream_->next(std::chrono::milliseconds(0));
   if (!event) return std::nullopt;
-  ChoiceDelta d;
   const double now = now_s();
   const size_t n = event->token_ids.size();
   if (n > 0) {
@@ -87,16 +107,31 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
     }
     last_token_s_ = now;
   }
-  d.token_ids = std::move(event->token_ids);
-  d.logprobs = std::move(event->logprobs);
-  d.top_logprobs = std::move(event->top_logprobs);
-  d.token_ids_logprobs = std::move(event->token_ids_logprobs);
-  d.prompt_logprobs = std::move(event->input_logprobs);
-  if (options_.token_texts) add_token_texts(d);
-  if (event->usage.cached_tokens > cached_tokens_) cached_tokens_ = event->usage.cached_tokens;
+  // While the reasoning is undecided its tokens go through one at a time, so the reasoning
+  // token count and the thinking budget are exact however many tokens a merged event carries
+  // (a slow reader gets several steps in one event).
+  if (!parser_ || reasoning_ended_ || n <= 1) return process(std::move(*event));
+  ChoiceDelta all;
+  for (size_t i = 0; i < n && !finish_;) {
+    const size_t take = reasoning_ended_ ? n - i : 1;
+    append(all, process(slice(*event, i, take)));
+    i += take;
+  }
+  return all;
+}
 
-  std::string piece = detok_.add(text_ids(*event, d.token_ids));
-  if (event->finished) {
+ChoiceDelta ChoiceStream::process(engine::StreamEvent event) {
+  ChoiceDelta d;
+  d.token_ids = std::move(event.token_ids);
+  d.logprobs = std::move(event.logprobs);
+  d.top_logprobs = std::move(event.top_logprobs);
+  d.token_ids_logprobs = std::move(event.token_ids_logprobs);
+  d.prompt_logprobs = std::move(event.input_logprobs);
+  if (options_.token_texts) add_token_texts(d);
+  if (event.usage.cached_tokens > cached_tokens_) cached_tokens_ = event.usage.cached_tokens;
+
+  std::string piece = detok_.add(text_ids(event, d.token_ids));
+  if (event.finished) {
     piece += detok_.flush();
     engine_done_ = true;
   }
@@ -116,9 +151,9 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
     }
     finish = FinishInfo{"stop", std::nullopt,
                         match.matched ? match.matched_str : regex_match->pattern, ""};
-  } else if (event->finished) {
+  } else if (event.finished) {
     d.text += stops_.flush();
-    const scheduler::FinishState& f = *event->finished;
+    const scheduler::FinishState& f = *event.finished;
     finish = FinishInfo{};
     switch (f.reason) {
       case scheduler::FinishReason::kLength:

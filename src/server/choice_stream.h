@@ -103,6 +103,8 @@ class ChoiceStream {
   int32_t reasoning_tokens() const { return reasoning_tokens_; }
 
  private:
+  // One event (or a slice of one) through detokenizer, stops, parser and finish.
+  ChoiceDelta process(engine::StreamEvent event);
   void add_token_texts(ChoiceDelta& delta);
   // The ids whose text the choice shows: `ids` without the stop / EOS token that ended it
   // (unless no_stop_trim).
