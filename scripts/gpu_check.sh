@@ -71,12 +71,7 @@ pack() {
 
 run() {
   local root=/tmp/sgl_gpu
-  rm -rf "$root" && mkdir -p "$root" && tar xJf "${SGL_GPU_PACK:-.carry/gpu.txz}" -C "$root"
-  local nccl_dir
-  nccl_dir=$(nccl_lib_dir "$root" || true)
-  export LD_LIBRARY_PATH="$root/gpu/lib${nccl_dir:+:$nccl_dir}:${LD_LIBRARY_PATH:-}"
-  export SGL_TESTDATA_DIR="$root/testdata" SGL_EMBEDDING_MODELS="$root/testdata/embedding_models" \
-    SGL_EAGLE_HEADS="$root/testdata/eagle_heads"
+  unpack_gpu_pack "$root" "${SGL_GPU_PACK:-.carry/gpu.txz}"
   local log="${OUT:-/tmp}"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
   declare -a rows=()

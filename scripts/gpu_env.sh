@@ -17,3 +17,14 @@ nccl_lib_dir() {
   d=$(find / -xdev -name 'libnccl.so.2' -not -path '*/proc/*' 2>/dev/null | head -n 1 || true)
   [ -n "$d" ] && dirname "$d"
 }
+
+# Unpacks PACK (scripts/gpu_check.sh pack's .carry/gpu.txz) into ROOT, afresh, and points the
+# binaries at its libraries, NCCL and test data.
+unpack_gpu_pack() {
+  local root=$1 pack=$2 nccl_dir
+  rm -rf "$root" && mkdir -p "$root" && tar xJf "$pack" -C "$root"
+  nccl_dir=$(nccl_lib_dir "$root" || true)
+  export LD_LIBRARY_PATH="$root/gpu/lib${nccl_dir:+:$nccl_dir}:${LD_LIBRARY_PATH:-}"
+  export SGL_TESTDATA_DIR="$root/testdata" SGL_EMBEDDING_MODELS="$root/testdata/embedding_models" \
+    SGL_EAGLE_HEADS="$root/testdata/eagle_heads"
+}

@@ -42,13 +42,8 @@ pack() {
 }
 
 run() {
-  local root=/tmp/sgl_multi_gpu pack_file=${SGL_GPU_PACK:-.carry/gpu.txz}
-  rm -rf "$root" && mkdir -p "$root" && tar xJf "$pack_file" -C "$root"
-  local nccl_dir
-  nccl_dir=$(nccl_lib_dir "$root" || true)
-  export LD_LIBRARY_PATH="$root/gpu/lib${nccl_dir:+:$nccl_dir}:${LD_LIBRARY_PATH:-}"
-  export SGL_TESTDATA_DIR="$root/testdata" SGL_EMBEDDING_MODELS="$root/testdata/embedding_models" \
-    SGL_EAGLE_HEADS="$root/testdata/eagle_heads"
+  local root=/tmp/sgl_multi_gpu
+  unpack_gpu_pack "$root" "${SGL_GPU_PACK:-.carry/gpu.txz}"
   local log="${OUT:-/tmp}"
   nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader || true
   local gpus

@@ -129,9 +129,6 @@ struct ScratchSequence {
 // The first `n` drafts after `tokens` (its last token not yet in any KV), from scratch.
 std::vector<int32_t> drafts_from_scratch(Pair& p, const std::vector<int32_t>& tokens, int32_t n) {
   ScratchSequence seq(p, tokens);
-  const int32_t len = seq.len;
-  std::vector<int32_t>& slots = seq.slots;
-  ForwardBatchBuilder& builder = seq.builder;
   const backend::Stream stream = seq.stream;
   model::DraftOutput out = seq.extended;
   ForwardBatch fb;
@@ -140,10 +137,10 @@ std::vector<int32_t> drafts_from_scratch(Pair& p, const std::vector<int32_t>& to
   Buffer hidden(p.target->allocator(), p.target->compute_dtype(), {1, out.hidden_states.size(1)});
   for (int32_t j = 1; j < n; ++j) {
     kernels::copy(out.hidden_states, hidden, stream);
-    const BatchRequest step{0, len + j - 1, std::span(&drafts.back(), 1),
-                            std::span(slots.data() + len + j - 1, 1)};
-    fb = builder.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, std::span(&step, 1),
-                       stream);
+    const BatchRequest step{0, seq.len + j - 1, std::span(&drafts.back(), 1),
+                            std::span(seq.slots.data() + seq.len + j - 1, 1)};
+    fb = seq.builder.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, std::span(&step, 1),
+                           stream);
     out = p.draft->forward(fb, hidden);
     drafts.push_back(argmax_id(host_rows(out.logits, stream), p.draft->draft_to_target()));
   }
@@ -156,9 +153,6 @@ std::vector<int32_t> drafts_from_scratch(Pair& p, const std::vector<int32_t>& to
 speculative::DraftTree tree_from_scratch(Pair& p, const std::vector<int32_t>& tokens, int32_t topk,
                                          int32_t num_steps, int32_t n) {
   ScratchSequence seq(p, tokens);
-  const int32_t len = seq.len;
-  std::vector<int32_t>& slots = seq.slots;
-  ForwardBatchBuilder& builder = seq.builder;
   const backend::Stream stream = seq.stream;
   model::DraftOutput out = seq.extended;
   ForwardBatch fb;
@@ -181,15 +175,15 @@ speculative::DraftTree tree_from_scratch(Pair& p, const std::vector<int32_t>& to
   for (int32_t s = 2; s <= num_steps; ++s) {
     for (int32_t node : tree.take_frontier()) {
       const auto& c = tree.candidate(node);
-      std::vector<int32_t> kv(slots.begin(), slots.begin() + len);
+      std::vector<int32_t> kv(seq.slots.begin(), seq.slots.begin() + seq.len);
       std::vector<int32_t> path;
       for (int32_t a = node; a >= 0; a = tree.candidate(a).parent) path.push_back(kContext + a);
       kv.insert(kv.end(), path.rbegin(), path.rend());
       const int32_t own = kContext + node;
-      BatchRequest step{0, len + c.depth - 1, std::span(&c.token, 1), std::span(&own, 1)};
+      BatchRequest step{0, seq.len + c.depth - 1, std::span(&c.token, 1), std::span(&own, 1)};
       step.kv_slots = kv;
-      fb = builder.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, std::span(&step, 1),
-                         stream);
+      fb = seq.builder.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest, std::span(&step, 1),
+                             stream);
       const int32_t in_row = c.parent < 0 ? 0 : source[static_cast<size_t>(c.parent + 1)];
       out = p.draft->forward(fb, hidden.tensor().slice_rows(in_row, 1));
       source.resize(static_cast<size_t>(tree.size() + 1), -1);
