@@ -1,6 +1,7 @@
 // sgl-bench offline: N synthetic requests straight into the engine (scheduler, radix cache,
 // overlap loop, CUDA graphs — everything but HTTP), all submitted at once; throughput and the
 // engine's own CPU time per decode step.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -24,12 +25,17 @@ constexpr const char* kUsage =
     R"(usage: sgl-bench offline (--model-path DIR|FILE.gguf | --config CONFIG.json)
   [--num-prompts 1000] [--random-input-len 1024] [--random-output-len 256]
   [--random-range-ratio 1.0] [--seed 1] [--output-file F.json]
-  [--json-schema FILE | --regex PATTERN [--tokenizer-path DIR]] [engine flags]
+  [--json-schema FILE | --regex PATTERN [--tokenizer-path DIR]]
+  [--speculative-bench-accept-length L] [engine flags]
 Lengths are drawn uniformly from [ratio x len, len] (SGLang's random dataset); prompts are random
 token ids; every request ignores EOS so it generates exactly its output length.
 --json-schema / --regex: every request is constrained by that grammar (structured output), its
 masks computed for the tokenizer at --tokenizer-path (default: the model's directory). Pick a
 language that cannot end before the output length, so the token counts stay equal.
+--speculative-bench-accept-length L (with a chain --speculative-algorithm): every verify step
+yields L tokens, its first L - 1 drafts taken as accepted whatever the model samples, so the
+engine's real speculative step costs are measured at accept length L on any model (dummy
+weights and heads included). The generated tokens are then not the model's.
 )";
 
 struct Workload {
@@ -62,6 +68,17 @@ Workload make_workload(int64_t n, int64_t in_len, int64_t out_len, double ratio,
 }
 
 int fail(const Status& s) { return bench_fail("offline", s); }
+
+// --speculative-bench-accept-length into `spec` (parsed and validated already), checked.
+Status set_bench_accept_length(const CliArgs& args, speculative::SpeculativeOptions& spec) {
+  if (!args.has("--speculative-bench-accept-length")) return Status::ok_status();
+  SGL_ASSIGN_OR_RETURN(const int64_t length, args.get_int("--speculative-bench-accept-length", 0));
+  if (!spec.enabled()) {
+    return invalid_argument("--speculative-bench-accept-length needs --speculative-algorithm");
+  }
+  spec.bench_accept_length = static_cast<int32_t>(std::clamp<int64_t>(length, -1, 1 << 20));
+  return spec.validate(/*num_draft_tokens_set=*/true);
+}
 
 // The grammar of --json-schema FILE / --regex PATTERN, if given, compiled for the model.
 Result<std::shared_ptr<const grammar::CompiledGrammar>> workload_grammar(
@@ -97,7 +114,8 @@ int run_bench_offline(int argc, char** argv) {
   std::set<std::string> value_flags = engine_value_flags();
   value_flags.insert({"--model-path", "--config", "--num-prompts", "--random-input-len",
                       "--random-output-len", "--random-range-ratio", "--seed", "--output-file",
-                      "--json-schema", "--regex", "--tokenizer-path"});
+                      "--json-schema", "--regex", "--tokenizer-path",
+                      "--speculative-bench-accept-length"});
   std::set<std::string> switch_flags = engine_switch_flags();
   switch_flags.insert("--help");
   auto args = CliArgs::parse(argc, argv, value_flags, switch_flags);
@@ -119,6 +137,10 @@ int run_bench_offline(int argc, char** argv) {
   if (*n < 1 || *in_len < 1 || *out_len < 1 || *ratio < 0 || *ratio > 1) {
     return fail(invalid_argument(
         "--num-prompts and the lengths must be >= 1, --random-range-ratio in [0, 1]"));
+  }
+  if (const Status s = set_bench_accept_length(*args, setup->engine.scheduler.speculative);
+      !s.ok()) {
+    return fail(s);
   }
   auto model_path = bench_model_path(*args, setup->runner.load_format);
   if (!model_path.ok()) {
@@ -174,6 +196,10 @@ int run_bench_offline(int argc, char** argv) {
               "Output token throughput (tok/s):", static_cast<double>(generated) / seconds);
   std::printf("%-40s %.1f\n", "Engine CPU per decode step (us):", stats.decode_step_cpu_us);
   std::printf("%-40s %lld\n", "Decode steps:", static_cast<long long>(stats.decode_steps));
+  if (stats.decode_steps > 0) {  // the prefill's time included: a bound on one step's
+    std::printf("%-40s %.3f\n", "Time per decode step (ms):",
+                1e3 * seconds / static_cast<double>(stats.decode_steps));
+  }
   const scheduler::SchedulerStats& sched = stats.scheduler;
   if (sched.spec_verify_steps > 0) {  // --speculative-algorithm
     std::printf("%-40s %.2f\n", "Accept length:", sched.spec_accept_length());

@@ -197,6 +197,12 @@ std::span<const FlagSpec> engine_flag_table() {
                "with topk 1: --speculative-num-steps + 1; a tree: 2 .. 1 + num-steps * topk, "
                "default 8 cut to that).",
        .default_value = "8 (NGRAM)"},
+      {.name = "--speculative-draft-policy",
+       .value = "adaptive|fixed",
+       .help = "adaptive: the drafts each decode step verifies (0 .. num-draft-tokens - 1) are "
+               "chosen per batch size from the measured tokens/s of each count, so speculation "
+               "never stays slower than plain decoding; fixed: always num-draft-tokens - 1.",
+       .default_value = "adaptive"},
       {.name = "--speculative-ngram-min-match-window-size",
        .value = "N",
        .help = "Shortest suffix the NGRAM lookup matches.",
@@ -351,6 +357,15 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   spec.num_draft_tokens = static_cast<int32_t>(std::clamp<int64_t>(draft_tokens, -1, 1 << 20));
   spec.ngram_min_match_window = static_cast<int32_t>(std::clamp<int64_t>(min_window, -1, 1 << 20));
   spec.ngram_max_match_window = static_cast<int32_t>(std::clamp<int64_t>(max_window, -1, 1 << 20));
+  const std::string policy = args.get("--speculative-draft-policy").value_or("adaptive");
+  if (policy != "adaptive" && policy != "fixed") {
+    return invalid_argument("--speculative-draft-policy must be adaptive or fixed, got '" + policy +
+                            "'");
+  }
+  if (args.has("--speculative-draft-policy") && !spec.enabled()) {
+    return invalid_argument("--speculative-draft-policy needs --speculative-algorithm");
+  }
+  spec.adaptive_drafts = policy == "adaptive";
   SGL_RETURN_IF_ERROR(spec.validate(args.has("--speculative-num-draft-tokens")));
   if (!spec.drafts_in_runner() &&
       (args.has("--speculative-num-steps") || args.has("--speculative-eagle-topk") ||

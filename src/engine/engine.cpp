@@ -2,6 +2,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <random>
 
@@ -321,6 +322,7 @@ void Engine::loop(runner::BatchRunner& runner) {
     const bool idle = in_flight.empty() && scheduler_->idle();
     if (!handle_inbox(idle ? kWaitForever : std::chrono::milliseconds(0))) break;
     const double cpu_start = thread_cpu_s();
+    const auto step_start = std::chrono::steady_clock::now();
     scheduler::NextBatch next = scheduler_->get_next_batch_to_run();
     if (next.need_drain) {
       while (!in_flight.empty()) finish_oldest();
@@ -328,6 +330,7 @@ void Engine::loop(runner::BatchRunner& runner) {
       continue;
     }
     bool is_decode = false;
+    const int64_t batch_id = next.batch ? next.batch->id : -1;
     if (next.batch) {
       // Speculative verify batches are extends that only decode.
       is_decode = std::all_of(next.batch->entries.begin(), next.batch->entries.end(),
@@ -347,6 +350,10 @@ void Engine::loop(runner::BatchRunner& runner) {
     dispatch_updates();
     cpu_s += thread_cpu_s() - t;
     if (is_decode) {
+      if (!overlap) {  // the batch ran and was processed in this iteration: its step's time
+        const std::chrono::duration<double> step = std::chrono::steady_clock::now() - step_start;
+        scheduler_->record_decode_time(batch_id, step.count());
+      }
       decode_cpu_s_ += cpu_s;
       ++decode_steps_;
       const int64_t interval = options_.decode_log_interval;

@@ -38,6 +38,7 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
   exec.out_cache_loc = batch.out_cache_loc;
   exec.req_to_token_writes = batch.req_to_token_writes;
   exec.vocab_mask = batch.vocab_mask;
+  exec.skip_draft = batch.skip_draft;
   exec.requests.reserve(batch.entries.size());
   for (const scheduler::BatchEntry& e : batch.entries) {
     const scheduler::GenerateRequest& r = e.req->request;

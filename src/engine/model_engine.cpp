@@ -53,6 +53,10 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                            runner::eagle3_capture_layers(spec.draft_model_path, model_path));
     }
   }
+  if (spec.bench_accept_length > 0 && ro.tp_size > 1) {
+    return invalid_argument(
+        "--speculative-bench-accept-length with --tp-size > 1 is not implemented");
+  }
   ModelEngine me;
   if (ro.tp_size > 1) {
     SGL_ASSIGN_OR_RETURN(me.tp_workers,
@@ -93,8 +97,9 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     me.engine->start(std::make_unique<runner::TpBatchRunner>(*me.model_runner, *me.tp_workers,
                                                              me.engine->req_to_token_pool()));
   } else {
-    me.engine->start(std::make_unique<runner::ModelBatchRunner>(
-        *me.model_runner, me.engine->req_to_token_pool(), me.eagle_draft.get()));
+    me.engine->start(
+        std::make_unique<runner::ModelBatchRunner>(*me.model_runner, me.engine->req_to_token_pool(),
+                                                   me.eagle_draft.get(), spec.bench_accept_length));
   }
   return me;
 }

@@ -78,6 +78,8 @@ struct ExecBatch {
   // none is constrained. Ready once the batch before is processed: a runner waits for it only
   // right before sampling.
   sampling::VocabMaskFuture vocab_mask;
+  // EAGLE: a plain decode batch the draft head skips (ScheduleBatch::skip_draft).
+  bool skip_draft = false;
 };
 
 struct ExecResult {

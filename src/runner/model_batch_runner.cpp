@@ -10,12 +10,13 @@ namespace sgl::runner {
 
 ModelBatchRunner::ModelBatchRunner(ModelRunner& model_runner,
                                    const cache::ReqToTokenPool& req_to_token,
-                                   EagleDraftRunner* eagle_draft)
+                                   EagleDraftRunner* eagle_draft, int32_t bench_accept_length)
     : model_runner_(model_runner),
       context_len_(req_to_token.max_context_len()),
       req_to_token_(req_to_token.size(), req_to_token.max_context_len()),
       builder_(model_runner.allocator(), model_runner.options().max_num_tokens,
                model_runner.options().max_batch_size, req_to_token_),
+      bench_accept_length_(bench_accept_length),
       token_table_(static_cast<size_t>(req_to_token.size()) * req_to_token.max_context_len(), 0),
       pending_batch_(req_to_token.size(), -1),
       pending_index_(req_to_token.size(), 0) {
@@ -27,10 +28,12 @@ ModelBatchRunner::ModelBatchRunner(ModelRunner& model_runner,
 
 void ModelBatchRunner::launch(const ExecBatch& batch) {
   req_to_token_.apply(batch.req_to_token_writes);
+  // A batch the draft skips runs as without it (hidden states, drafts and extend left out).
+  const bool eagle = eagle_ != nullptr && !batch.skip_draft;
   // EAGLE: the verify entries' drafts, before their ids are read (the launch before extended
   // the draft over its batch: the draft state is current).
   std::vector<speculative::DraftTree> drafts;
-  if (eagle_ != nullptr) drafts = eagle_->draft(batch);
+  if (eagle) drafts = eagle_->draft(batch);
   // One sampling row per sampled position: a request's last sample_rows positions, each drawn
   // with its own position's step (a tree node's: its depth's).
   sampling::SamplingBatch sampling;
@@ -62,8 +65,8 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   }
   // A pooling batch samples nothing and runs to its end here, as host-sampled batches do.
   const bool pooling = batch.pooling != PoolingType::kNone;
-  const bool on_host = pooling || process || score_prompt || verify || eagle_ != nullptr ||
-                       !model_runner_.can_launch(sampling);
+  const bool on_host =
+      pooling || process || score_prompt || verify || eagle || !model_runner_.can_launch(sampling);
   Launched launched;
   launched.result.batch_id = batch.id;
   {
@@ -131,7 +134,7 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
       score_prompt || verify ? LogitsMode::kAllTokens : LogitsMode::kLastPerRequest;
   ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
   fb.pooling = batch.pooling;
-  if (eagle_ != nullptr) fb.capture_hidden_mode = CaptureHiddenMode::kFull;
+  if (eagle) fb.capture_hidden_mode = CaptureHiddenMode::kFull;
   if (pooling) {
     const Tensor pooled = model_runner_.forward_embeddings(fb);
     const float* data = pooled.data<float>();
@@ -146,15 +149,18 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     // host logits.
     model::ModelOutput output;
     const bool rows_sampled = fb.num_logit_rows() == static_cast<int32_t>(sampling.size());
-    if ((eagle_ != nullptr || verify) && !process && !score_prompt && rows_sampled &&
+    if ((eagle || verify) && !process && !score_prompt && rows_sampled &&
         model_runner_.can_launch(sampling) && (!batch.vocab_mask.valid() || !verify)) {
       launched.result.output = model_runner_.collect(model_runner_.launch_forward_and_sample(
           fb, sampling, batch.vocab_mask.valid() ? &batch.vocab_mask : nullptr, &output));
     } else {
       run_on_host(batch, fb, sampling, process, score_prompt || verify, launched.result, &output);
     }
+    if (bench_accept_length_ > 0 && verify) {
+      force_acceptance(batch, launched.result.output.next_token_ids);
+    }
     const std::vector<int32_t>& sampled = launched.result.output.next_token_ids;
-    if (eagle_ != nullptr) {
+    if (eagle) {
       eagle_->extend(batch, input_ids_, output, sampled, drafts);
       launched.result.draft_ids.resize(drafts.size());
       if (trees) launched.result.draft_parents.resize(drafts.size());
@@ -207,6 +213,27 @@ void ModelBatchRunner::record_sampled(const Launched& launched, const std::vecto
     const int32_t pos = launched.next_pos[i];
     // A dropped sample (-1) must not land on the prompt the next chunk wrote there.
     if (pos >= 0 && pos < context_len_) token_row(launched.rows[i])[pos] = ids[i];
+  }
+}
+
+void ModelBatchRunner::force_acceptance(const ExecBatch& batch,
+                                        std::vector<int32_t>& sampled) const {
+  const int32_t vocab = static_cast<int32_t>(model_runner_.config().vocab_size);
+  size_t offset = 0, first_row = 0;  // the request's first token and first sampled row
+  for (const ExecRequest& r : batch.requests) {
+    // Drafts j < taken are accepted; draft `taken`, where there is one, is rejected.
+    const int32_t taken = std::min(r.sample_rows - 1, bench_accept_length_ - 1);
+    for (int32_t j = 0; j <= taken && j < r.sample_rows - 1; ++j) {
+      const int32_t draft = input_ids_[offset + 1 + static_cast<size_t>(j)];
+      int32_t& sample = sampled[first_row + static_cast<size_t>(j)];
+      if (j < taken) {
+        sample = draft;
+      } else if (sample == draft) {
+        sample = (draft + 1) % vocab;
+      }
+    }
+    offset += static_cast<size_t>(r.extend_len);
+    first_row += static_cast<size_t>(r.sample_rows);
   }
 }
 

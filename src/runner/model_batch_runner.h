@@ -30,8 +30,10 @@ class ModelBatchRunner final : public BatchRunner {
   // Borrows `model_runner`. `req_to_token` is the scheduler's pool: the runner keeps its own copy
   // of its table, of its shape, brought up to date by each batch's req_to_token_writes.
   // `eagle_draft` (borrowed, over the same model runner): EAGLE speculative decoding.
+  // `bench_accept_length` (sgl-bench only; SpeculativeOptions::bench_accept_length): each
+  // chain verify takes its first bench_accept_length - 1 drafts as the target's samples.
   ModelBatchRunner(ModelRunner& model_runner, const cache::ReqToTokenPool& req_to_token,
-                   EagleDraftRunner* eagle_draft = nullptr);
+                   EagleDraftRunner* eagle_draft = nullptr, int32_t bench_accept_length = 0);
   void launch(const ExecBatch& batch) override;
   ExecResult finish() override;
 
@@ -67,6 +69,10 @@ class ModelBatchRunner final : public BatchRunner {
   std::vector<sampling::PromptLogprobs> score_prompts(const ExecBatch& batch,
                                                       const ForwardBatch& fb,
                                                       const Tensor& logits) const;
+  // --speculative-bench-accept-length L: overwrites each verify entry's first L - 1 samples with
+  // its drafts (input ids after its last token), as if the target had drawn them, and the next
+  // sample with another id where it equals the next draft: exactly L - 1 drafts stand.
+  void force_acceptance(const ExecBatch& batch, std::vector<int32_t>& sampled) const;
   // Copies each request's last sample_rows logits rows of an all-tokens forward into
   // sampled_rows_, request after request.
   Tensor gather_sampled_rows(const ExecBatch& batch, const ForwardBatch& fb, const Tensor& logits);
@@ -80,6 +86,7 @@ class ModelBatchRunner final : public BatchRunner {
   std::vector<int32_t> input_ids_;      // launch() only; scratch: [num_tokens]
   std::vector<float> sampled_rows_;     // launch() only; scratch: f32 [sampled rows, vocab]
   std::unique_ptr<EagleWorker> eagle_;  // launch() only; null without an EAGLE draft
+  int32_t bench_accept_length_ = 0;
 
   // Shared by launch() and finish(), under mutex_.
   std::mutex mutex_;

@@ -83,7 +83,10 @@ struct Req {
   int32_t scheduled_samples = 0;        // tokens sampled once every in-flight batch is done
   bool is_chunked = false;              // a prefill chunk is in progress
   bool prefill_cached = false;          // its prompt's KV was published to the radix cache
-  int32_t cached_tokens = 0;            // prompt tokens served from the cache at first prefill
+  // EAGLE: a plain decode batch ran without the draft (ScheduleBatch::skip_draft), so the
+  // draft's state no longer follows the request: it decodes plainly until a new prefill.
+  bool draft_stale = false;
+  int32_t cached_tokens = 0;  // prompt tokens served from the cache at first prefill
   int32_t retract_count = 0;
   sampling::PromptLogprobs input_logprobs;  // gathered chunk by chunk until the prefill ends
   PooledEmbedding embedding;                // an embedding model's: pooled chunk by chunk

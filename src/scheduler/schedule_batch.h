@@ -53,6 +53,9 @@ struct ScheduleBatch {
   // The grammar masks of the entries whose requests are constrained (mask rows index
   // `entries`), set by the scheduler once the batch before is processed; invalid when none is.
   sampling::VocabMaskFuture vocab_mask;
+  // EAGLE: a decode batch without drafts the draft head does not follow (no hidden states, no
+  // draft extend), so it runs as fast as plain decoding; its requests' drafts go stale.
+  bool skip_draft = false;
 
   int64_t num_tokens() const {
     int64_t n = 0;

@@ -45,6 +45,10 @@ Scheduler::Scheduler(const SchedulerOptions& options, int32_t num_kv_slots, int3
       new_token_ratio_(options.init_new_token_ratio()) {
   req_to_token_.record_writes();  // batches carry them to the runner's copy
   totals_.kv_capacity = allocator_.capacity();
+  const speculative::SpeculativeOptions& spec = options_.speculative;
+  if (spec.enabled() && spec.adaptive_drafts) {
+    draft_policy_ = std::make_unique<speculative::DraftLengthPolicy>(spec.num_draft_tokens - 1);
+  }
 }
 
 Scheduler::~Scheduler() {
@@ -176,19 +180,19 @@ void Scheduler::add_decode_entry(Req& req, ScheduleBatch& batch) {
   ++req.scheduled_samples;
 }
 
-std::vector<int32_t> Scheduler::drafts_for(const Req& req) const {
+std::vector<int32_t> Scheduler::drafts_for(const Req& req, int32_t budget) const {
   const speculative::SpeculativeOptions& spec = options_.speculative;
   // Drafts need the request's last token on the host (no batch of it in flight) and one result
   // row per position; logit processing and grammars read a single row per step, so those
   // requests decode plainly.
   if (req.last_batch_id > last_processed_batch_id_ || req.output_ids.empty() || req.grammar ||
-      req.request.sampling.needs_logit_processing()) {
+      req.request.sampling.needs_logit_processing() || req.draft_stale) {
     return {};
   }
   // Each accepted draft is an output token, and the drafts' positions must fit the context.
   const int64_t left = req.request.max_new_tokens - static_cast<int64_t>(req.output_ids.size());
   const int64_t room = max_context_len_ - 1 - req.kv_len;
-  const int64_t max_drafts = std::min<int64_t>({spec.num_draft_tokens - 1, left - 1, room});
+  const int64_t max_drafts = std::min<int64_t>({spec.num_draft_tokens - 1, budget, left - 1, room});
   if (max_drafts <= 0) return {};
   // EAGLE: the batch runner drafts into these slots; the ids come back with the result.
   if (spec.drafts_in_runner()) return std::vector<int32_t>(static_cast<size_t>(max_drafts), 0);
@@ -212,6 +216,7 @@ void Scheduler::add_verify_entry(Req& req, std::vector<int32_t> drafts, Schedule
 
 void Scheduler::init_next_round_input(Req& req) {
   req.fill_ids = req.all_token_ids();
+  if (req.kv_len == 0) req.draft_stale = false;  // a prefill brings the draft up to date
   if (req.kv_len > 0) {
     // A chunked request resumes after what it computed (its prefix_indices, locked).
     req.extend_input_len = static_cast<int32_t>(req.fill_ids.size()) - req.kv_len;
@@ -462,6 +467,8 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   // Speculative decoding: requests with n-gram drafts verify them in this step, while the KV
   // cache has room for every draft (otherwise this step decodes plainly).
   std::vector<std::vector<int32_t>> drafts;  // [running_.size()] with speculation, else empty
+  speculative::DraftLengthPolicy::Choice choice{options_.speculative.num_draft_tokens - 1, false};
+  if (draft_policy_ != nullptr) choice = draft_policy_->choose(static_cast<int32_t>(needed));
   if (options_.speculative.enabled()) {
     drafts.resize(running_.size());
     int64_t draft_slots = 0;
@@ -470,7 +477,7 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
                                                   : std::numeric_limits<int64_t>::max();
     for (size_t i = 0; i < running_.size(); ++i) {
       if (!decodable(running_[i])) continue;
-      drafts[i] = drafts_for(*running_[i]);
+      drafts[i] = drafts_for(*running_[i], choice.drafts);
       if (static_cast<int64_t>(drafts[i].size()) > room) {
         drafts[i].resize(static_cast<size_t>(std::max<int64_t>(room, 0)));
       }
@@ -499,6 +506,22 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   }
   // Verify entries are extends over a cached prefix; plain decodes ride along as in MIXED.
   if (verify) batch.mode = plain ? ForwardMode::kMixed : ForwardMode::kExtend;
+  if (draft_policy_ != nullptr) {
+    // Plain decoding measured best: an EAGLE draft stops following these requests, so the
+    // batch runs at plain decoding's speed. (While exploring, plain steps still extend the
+    // draft, so the draft counts stay comparable; that measures plain decoding a little slow.)
+    bool stale = true;
+    for (const BatchEntry& e : batch.entries) stale = stale && e.req->draft_stale;
+    if (!verify && options_.speculative.drafts_in_runner() &&
+        (stale || (choice.drafts == 0 && !choice.exploring))) {
+      batch.skip_draft = true;
+      for (const BatchEntry& e : batch.entries) e.req->draft_stale = true;
+    }
+    int32_t most = 0;
+    for (const BatchEntry& e : batch.entries) most = std::max(most, e.extend_len - 1);
+    policy_step_ = {next_batch_id_, static_cast<int32_t>(batch.entries.size()), most,
+                    totals_.generated_tokens_total};
+  }
   totals_.computed_tokens_total += static_cast<int64_t>(batch.out_cache_loc.size());
   new_token_ratio_ =
       std::max(new_token_ratio_ - options_.new_token_ratio_decay(), options_.min_new_token_ratio());
@@ -612,6 +635,13 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
   }
   fill_ready_masks();
   release_ready();
+}
+
+void Scheduler::record_decode_time(int64_t batch_id, double seconds) {
+  if (draft_policy_ == nullptr || batch_id != policy_step_.batch_id) return;
+  draft_policy_->record(policy_step_.batch_size, policy_step_.drafts,
+                        totals_.generated_tokens_total - policy_step_.generated_before, seconds);
+  policy_step_.batch_id = -1;
 }
 
 std::vector<int32_t> Scheduler::accept_drafts(Req& req, const BatchEntry& entry,

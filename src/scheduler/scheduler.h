@@ -19,6 +19,7 @@
 #include "scheduler/req.h"
 #include "scheduler/schedule_batch.h"
 #include "scheduler/scheduler_options.h"
+#include "speculative/draft_length_policy.h"
 
 namespace sgl::scheduler {
 
@@ -120,6 +121,10 @@ class Scheduler {
   const cache::ReqToTokenPool& req_to_token_pool() const { return req_to_token_; }
   bool idle() const { return running_.empty() && waiting_.empty() && chunked_req_ == nullptr; }
   bool is_embedding() const { return options_.pooler.is_embedding(); }
+  // --speculative-draft-policy adaptive: the engine's wall time of decode batch `batch_id`
+  // (its processing included), which the draft length policy weighs against the tokens that
+  // batch generated. Other batches' times are ignored.
+  void record_decode_time(int64_t batch_id, double seconds);
   int64_t in_flight_batches() const { return next_batch_id_ - 1 - last_processed_batch_id_; }
 
  private:
@@ -134,9 +139,9 @@ class Scheduler {
   std::optional<int32_t> alloc_slot();
   // Appends one decode token of the running `req` to `batch` (its slot must be available).
   void add_decode_entry(Req& req, ScheduleBatch& batch);
-  // The drafts `req` may verify in this decode step: n-gram lookups, or EAGLE's placeholders
-  // for the runner to fill (empty: a plain decode).
-  std::vector<int32_t> drafts_for(const Req& req) const;
+  // The drafts `req` may verify in this decode step, at most `budget`: n-gram lookups, or
+  // EAGLE's placeholders for the runner to fill (empty: a plain decode).
+  std::vector<int32_t> drafts_for(const Req& req, int32_t budget) const;
   // Appends `req`'s verify entry: its last token and `drafts` (their slots must be available).
   void add_verify_entry(Req& req, std::vector<int32_t> drafts, ScheduleBatch& batch);
   // Keeps the KV of a verify entry's accepted positions (a tree's accepted path, remapped to
@@ -179,6 +184,16 @@ class Scheduler {
   int64_t last_processed_batch_id_ = 0;
   std::vector<ReqUpdate> updates_;
   SchedulerStats totals_;
+  // --speculative-draft-policy adaptive (null otherwise), and the decode batch it chose for
+  // last, until its time is recorded.
+  std::unique_ptr<speculative::DraftLengthPolicy> draft_policy_;
+  struct PolicyStep {
+    int64_t batch_id = -1;
+    int32_t batch_size = 0;
+    int32_t drafts = 0;            // the most any entry verified
+    int64_t generated_before = 0;  // totals_.generated_tokens_total before its result
+  };
+  PolicyStep policy_step_;
   // Grammar masks promised to batches in flight, oldest first.
   struct PendingMask {
     int64_t batch_id = 0;

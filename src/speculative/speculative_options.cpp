@@ -56,6 +56,17 @@ Status SpeculativeOptions::validate(bool num_draft_tokens_set) {
         "at least one draft), got " +
         std::to_string(num_draft_tokens));
   }
+  if (bench_accept_length != 0) {
+    if (drafts_in_runner() && eagle_topk != 1) {
+      return invalid_argument(
+          "--speculative-bench-accept-length takes chain drafts (--speculative-eagle-topk 1)");
+    }
+    if (bench_accept_length < 1 || bench_accept_length > num_draft_tokens) {
+      return invalid_argument(
+          "--speculative-bench-accept-length must be in [1, " + std::to_string(num_draft_tokens) +
+          "] (--speculative-num-draft-tokens), got " + std::to_string(bench_accept_length));
+    }
+  }
   if (ngram_min_match_window < 1 || ngram_max_match_window < ngram_min_match_window ||
       ngram_max_match_window > 64) {
     return invalid_argument(

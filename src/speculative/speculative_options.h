@@ -34,6 +34,16 @@ struct SpeculativeOptions {
   std::string draft_model_path;
   int32_t num_steps = 3;
   int32_t eagle_topk = 1;
+  // --speculative-draft-policy adaptive: the drafts a decode step verifies per request are
+  // chosen per batch size from the measured throughput of each count, 0 (plain decode)
+  // included (speculative/draft_length_policy.h). The command lines default to it; off here,
+  // so a library user (and a test) gets num_draft_tokens - 1 drafts every step.
+  bool adaptive_drafts = false;
+  // sgl-bench only (--speculative-bench-accept-length): every chain verify step yields this
+  // many tokens (this - 1 drafts taken as accepted whatever the target samples, then the
+  // sample after them), so the engine's real step costs are measured at a chosen accept length.
+  // The output is not the model's. 0: off.
+  int32_t bench_accept_length = 0;
 
   bool enabled() const { return algorithm != SpeculativeAlgorithm::kNone; }
   // EAGLE's drafts come from a draft model the batch runner runs: the scheduler reserves their

@@ -61,5 +61,19 @@ TEST(EngineFlagsTest, ParallelismOnCuda) {
   }
 }
 
+TEST(EngineFlagsTest, SpeculativeDraftPolicy) {
+  auto adaptive = parse({"--speculative-algorithm", "NGRAM"});
+  ASSERT_TRUE(adaptive.ok()) << adaptive.status().to_string();
+  EXPECT_TRUE(adaptive->engine.scheduler.speculative.adaptive_drafts);  // the default
+  auto fixed = parse({"--speculative-algorithm", "NGRAM", "--speculative-draft-policy", "fixed"});
+  ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
+  EXPECT_FALSE(fixed->engine.scheduler.speculative.adaptive_drafts);
+  EXPECT_NE(error_of({"--speculative-algorithm", "NGRAM", "--speculative-draft-policy", "x"})
+                .find("must be adaptive or fixed, got 'x'"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--speculative-draft-policy", "fixed"}).find("needs --speculative-algorithm"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace sgl::app

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -36,6 +37,8 @@ struct BatchRecord {
   int64_t scored = 0;          // prompt positions whose logprob the batch returns
   int64_t prefill_tokens = 0;  // of prefill entries (decode entries have no host input ids)
   int64_t drafts = 0;          // speculative drafts the batch verifies
+  int64_t id = 0;
+  bool skip_draft = false;
 };
 
 // Runs a Scheduler with the fake model. Checks integrity after every step.
@@ -64,6 +67,8 @@ class Driver {
     }
     if (next.batch) {
       BatchRecord record{next.batch->mode, {}, next.batch->num_tokens()};
+      record.id = next.batch->id;
+      record.skip_draft = next.batch->skip_draft;
       for (const BatchEntry& e : next.batch->entries) {
         record.extends.emplace_back(e.req->rid, e.extend_len);
         record.scored += static_cast<int64_t>(e.logprob_targets.size());
@@ -76,6 +81,9 @@ class Driver {
     const size_t keep = overlap_ && next.batch ? 1 : 0;
     const bool progressed = next.batch.has_value() || !in_flight_.empty();
     while (in_flight_.size() > keep) finish_oldest();
+    if (step_time && next.batch && !overlap_) {  // the engine times each step it ran
+      scheduler_.record_decode_time(batches_.back().id, step_time(batches_.back()));
+    }
     collect();
     Status integrity = scheduler_.check_integrity();
     EXPECT_TRUE(integrity.ok()) << integrity.to_string();
@@ -109,6 +117,9 @@ class Driver {
       EXPECT_EQ(outputs_[rid], expected) << "request " << rid;
     }
   }
+
+  // Speculation's adaptive draft length: the wall time each step "took" (none when unset).
+  std::function<double(const BatchRecord&)> step_time;
 
   Scheduler& scheduler() { return scheduler_; }
   test::FakeBatchRunner& runner() { return runner_; }
@@ -228,6 +239,78 @@ TEST(SchedulerSpeculative, VerifyBatchesStayWithinTheirTokenBound) {
   }
   EXPECT_GT(drafts, 0) << "no batch verified drafts";
   d.expect_reference_outputs();
+}
+
+// --speculative-draft-policy adaptive: the draft count follows the measured step times. Here
+// the engine's clock is simulated: the outputs stay the reference's whatever the counts are.
+std::vector<BatchRecord> run_adaptive(const std::function<double(const BatchRecord&)>& time,
+                                      speculative::SpeculativeAlgorithm algorithm) {
+  SchedulerOptions options;
+  options.speculative.algorithm = algorithm;
+  options.speculative.draft_model_path = "/heads/eagle";  // the fake runner drafts nothing
+  if (algorithm == speculative::SpeculativeAlgorithm::kNgram) {
+    options.speculative.draft_model_path.clear();
+  }
+  options.speculative.num_draft_tokens = 4;
+  options.speculative.num_steps = 3;
+  options.speculative.adaptive_drafts = true;
+  EXPECT_TRUE(options.speculative.validate().ok());
+  Driver d(options, 4096, 512, /*overlap=*/false);
+  d.step_time = time;
+  for (int32_t i = 0; i < 6; ++i) {
+    std::vector<int32_t> p;
+    for (int32_t r = 0; r < 4; ++r) p.insert(p.end(), {1 + i, 2 + i, 3 + i});
+    d.submit(test::greedy_ids_request(p, 200));
+  }
+  d.run_until_idle();
+  d.expect_reference_outputs();
+  return d.batches();
+}
+
+// Decode batches of `batches` after the first `warm` that verified drafts, as a fraction.
+double drafting_share(const std::vector<BatchRecord>& batches, size_t warm) {
+  int64_t decodes = 0, drafting = 0;
+  for (size_t i = warm; i < batches.size(); ++i) {
+    if (batches[i].prefill_tokens > 0) continue;
+    ++decodes;
+    drafting += batches[i].drafts > 0;
+  }
+  return decodes ? static_cast<double>(drafting) / static_cast<double>(decodes) : 0;
+}
+
+TEST(SchedulerSpeculative, AdaptiveDraftsStopWhenVerifyingCostsMore) {
+  // A verify step costs 10x a plain one: after trying each count, plain decoding wins; the
+  // policy still tries the others now and then (every 64 steps).
+  const auto batches = run_adaptive([](const BatchRecord& b) { return b.drafts > 0 ? 10.0 : 1.0; },
+                                    speculative::SpeculativeAlgorithm::kNgram);
+  EXPECT_LT(drafting_share(batches, 10), 0.1);
+  EXPECT_GT(drafting_share(batches, 0), 0.0) << "never tried to draft";
+}
+
+TEST(SchedulerSpeculative, AdaptiveDraftsKeepDraftingWhenItPays) {
+  // Verifying is free and each draft makes the step faster still: the most drafts win.
+  const auto batches =
+      run_adaptive([](const BatchRecord& b) { return 1.0 / (1.0 + static_cast<double>(b.drafts)); },
+                   speculative::SpeculativeAlgorithm::kNgram);
+  EXPECT_GT(drafting_share(batches, 10), 0.5);
+}
+
+TEST(SchedulerSpeculative, AdaptivePlainDecodingSkipsTheEagleDraftForGood) {
+  // EAGLE (the fake runner fills no drafts: placeholders verify as rejected): once plain
+  // decoding is measured best, its batches skip the draft, and their requests draft no more.
+  const auto batches = run_adaptive([](const BatchRecord& b) { return b.drafts > 0 ? 10.0 : 1.0; },
+                                    speculative::SpeculativeAlgorithm::kEagle);
+  size_t first_skip = batches.size();
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (batches[i].skip_draft && first_skip == batches.size()) first_skip = i;
+    if (batches[i].skip_draft) {
+      EXPECT_EQ(batches[i].drafts, 0);
+    }
+  }
+  ASSERT_LT(first_skip, batches.size()) << "no batch skipped the draft";
+  for (size_t i = first_skip; i < batches.size(); ++i) {
+    EXPECT_EQ(batches[i].drafts, 0) << "batch " << i << " drafted for stale requests";
+  }
 }
 
 TEST_P(SchedulerLoops, PrefixHitsSkipRecomputation) {

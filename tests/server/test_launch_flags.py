@@ -111,6 +111,10 @@ REFUSES = [
     ("--model-path {model} --speculative-algorithm STANDALONE", ["EAGLE, EAGLE3 and NGRAM are"]),
     ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-draft-tokens 1",
      ["--speculative-num-draft-tokens must be in [2, 64]"]),
+    ("--model-path {model} --speculative-algorithm NGRAM --speculative-draft-policy greedy",
+     ["--speculative-draft-policy must be adaptive or fixed, got 'greedy'"]),
+    ("--model-path {model} --speculative-draft-policy fixed",
+     ["--speculative-draft-policy needs --speculative-algorithm"]),
     # Structured output, tool and reasoning parser pages.
     ("--model-path {model} --tool-call-parser hermes2", ["--tool-call-parser 'hermes2'",
                                                          "qwen25", "gpt-oss"]),

@@ -40,6 +40,10 @@ struct Config {
   // Tree drafts (--speculative-eagle-topk > 1): branches per step and the tokens verified.
   int32_t topk = 1;
   int32_t num_draft_tokens = 0;
+  int32_t bench_accept_length = 0;  // sgl-bench's forced acceptance
+  // --speculative-draft-policy adaptive: the counts follow the measured step times (a random
+  // head's drafts rarely stand, so plain batches that skip the draft soon follow).
+  bool adaptive = false;
 };
 
 // 16 requests over the target's golden prompts, mixed sampling settings and limits.
@@ -91,6 +95,8 @@ Result<ModelEngine> launch(const Config& c, bool speculative) {
     spec.num_steps = c.num_steps;
     spec.eagle_topk = c.topk;
     if (c.num_draft_tokens > 0) spec.num_draft_tokens = c.num_draft_tokens;
+    spec.bench_accept_length = c.bench_accept_length;
+    spec.adaptive_drafts = c.adaptive;
     EXPECT_TRUE(spec.validate(c.num_draft_tokens > 0).ok());
   }
   return launch_model_engine(test::model_dir(c.target), ro, eo);
@@ -143,6 +149,19 @@ INSTANTIATE_TEST_SUITE_P(
                              "tiny-llama-eagle-repeat", 3, 8000, 16, false, 1.0, true},
                       Config{"llama_repeat_tight_kv", "tiny-llama", "tiny-llama-eagle-repeat", 5,
                              400, 32, true, 0.05, true},
+                      Config{.name = "llama_eagle_adaptive",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle",
+                             .num_steps = 3,
+                             .adaptive = true},
+                      Config{.name = "qwen3_eagle3_adaptive_tight_kv",
+                             .target = "tiny-qwen3",
+                             .head = "tiny-qwen3-eagle3",
+                             .num_steps = 4,
+                             .num_kv_slots = 400,
+                             .chunk = 32,
+                             .conservativeness = 0.05,
+                             .adaptive = true},
                       // Trees: (steps, topk, num_draft_tokens) from a star to deep trees.
                       Config{.name = "llama_eagle_tree_3_2_6",
                              .target = "tiny-llama",
@@ -202,6 +221,28 @@ INSTANTIATE_TEST_SUITE_P(
                              .topk = 3,
                              .num_draft_tokens = 10}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// sgl-bench's --speculative-bench-accept-length: whatever the random head drafts, each verify
+// yields L tokens (fewer only where max_new_tokens or a stop cuts the chain), and
+// the slots of the forced tokens are kept like accepted ones: integrity holds after each step.
+TEST(EagleEngineBench, ForcedAcceptLengthIsTheAcceptLength) {
+  for (const int32_t length : {1, 3, 5}) {
+    const Config c{.name = "forced",
+                   .target = "tiny-llama",
+                   .head = "tiny-llama-eagle",
+                   .num_steps = 4,
+                   .bench_accept_length = length};
+    EngineStats stats;
+    const std::vector<test::Outcome> out = run(c, true, &stats);
+    ASSERT_FALSE(out.empty());
+    const scheduler::SchedulerStats& s = stats.scheduler;
+    ASSERT_GT(s.spec_verify_steps, 0);
+    EXPECT_LE(s.spec_accepted_tokens, (length - 1) * s.spec_verify_steps);
+    EXPECT_GE(s.spec_accepted_tokens, (length - 1) * s.spec_verify_steps * 8 / 10)
+        << "accept length " << s.spec_accept_length() << ", forced " << length;
+    std::cout << "forced " << length << ": accept length " << s.spec_accept_length() << "\n";
+  }
+}
 
 // A soak: tree drafts over a KV cache tight enough to retract, every third request aborted once
 // its first tokens arrive. The scheduler's integrity holds after every step, and once every

@@ -101,6 +101,30 @@ TEST(SpeculativeOptions, EagleChainsVerifyTheirStepsAndTheLastToken) {
   EXPECT_FALSE(o.validate().ok());
 }
 
+TEST(SpeculativeOptions, BenchAcceptLengthIsAChainsTokensPerVerify) {
+  SpeculativeOptions o;
+  o.algorithm = SpeculativeAlgorithm::kEagle;
+  o.draft_model_path = "/heads/eagle";
+  o.num_steps = 4;
+  o.bench_accept_length = 5;  // every draft and the sample after them
+  EXPECT_TRUE(o.validate().ok());
+  o.bench_accept_length = 6;
+  const Status over = o.validate(true);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.message().find("must be in [1, 5]"), std::string::npos) << over.message();
+  o.bench_accept_length = -1;
+  EXPECT_FALSE(o.validate(true).ok());
+  o.bench_accept_length = 2;
+  o.eagle_topk = 2;  // a tree has no one chain to accept
+  const Status tree = o.validate();
+  ASSERT_FALSE(tree.ok());
+  EXPECT_NE(tree.message().find("--speculative-eagle-topk 1"), std::string::npos);
+  o = SpeculativeOptions{};
+  o.algorithm = SpeculativeAlgorithm::kNgram;
+  o.bench_accept_length = 3;
+  EXPECT_TRUE(o.validate().ok());
+}
+
 TEST(SpeculativeOptions, EagleTreesVerifyUpToStepsTimesTopkDrafts) {
   SpeculativeOptions o;
   o.algorithm = SpeculativeAlgorithm::kEagle3;
