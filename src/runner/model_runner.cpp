@@ -264,14 +264,33 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
 #ifdef SGL_WITH_CUDA
   // Decode graphs serve generation; an embedding model only runs prefills.
   if (options.device.is_cuda() && !options.disable_cuda_graph && !options.is_embedding) {
+    SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo before, backend::memory_info(options.device));
     const int64_t max_bs =
         std::min({options.cuda_graph_max_bs, options.max_batch_size, options.max_num_tokens});
     if (max_bs >= 1) {
-      SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo before, backend::memory_info(options.device));
       SGL_ASSIGN_OR_RETURN(graph_runner_, CudaGraphRunner::create(
                                               *model_, *attention_, *allocator_, stream_,
                                               cuda_graph_batch_sizes(static_cast<int32_t>(max_bs)),
                                               static_cast<int32_t>(context_length_), tp_group_));
+    }
+    // Verify graphs: every token of a verify pass is a logits row. (Routed experts are not
+    // returned from a graph.)
+    const int64_t verify_tokens = options.cuda_graph_verify_tokens;
+    const int64_t verify_bs = verify_tokens > 1
+                                  ? std::min({options.cuda_graph_max_bs, options.max_batch_size,
+                                              options.max_num_tokens / verify_tokens,
+                                              model_options.max_logit_rows / verify_tokens})
+                                  : 0;
+    if (verify_bs >= 1 && !options.enable_return_routed_experts) {
+      const GraphPassShape shape{static_cast<int32_t>(verify_tokens),
+                                 options.cuda_graph_verify_tree};
+      SGL_ASSIGN_OR_RETURN(
+          verify_graph_runner_,
+          CudaGraphRunner::create(*model_, *attention_, *allocator_, stream_,
+                                  cuda_graph_batch_sizes(static_cast<int32_t>(verify_bs)),
+                                  static_cast<int32_t>(context_length_), tp_group_, shape));
+    }
+    if (graph_runner_ != nullptr || verify_graph_runner_ != nullptr) {
       SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo after, backend::memory_info(options.device));
       graphs = ", CUDA graphs " +
                gib(static_cast<double>(before.free_bytes) - static_cast<double>(after.free_bytes));
@@ -300,6 +319,17 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   return Status::ok_status();
 }
 
+CudaGraphRunner* ModelRunner::graphs_for(const ForwardBatch& fb) const {
+#ifdef SGL_WITH_CUDA
+  for (CudaGraphRunner* graphs : {graph_runner_.get(), verify_graph_runner_.get()}) {
+    if (graphs != nullptr && graphs->can_run(fb)) return graphs;
+  }
+#endif
+  return nullptr;
+}
+
+bool ModelRunner::replays_graph(const ForwardBatch& fb) const { return graphs_for(fb) != nullptr; }
+
 model::ModelOutput ModelRunner::forward(const ForwardBatch& fb) {
 #ifdef SGL_WITH_CUDA
   const int32_t* sampled = nullptr;
@@ -308,9 +338,7 @@ model::ModelOutput ModelRunner::forward(const ForwardBatch& fb) {
         << "sampled id references to rows the latest device sampling does not have";
     sampled = device_sampler_->latest_ids();
   }
-  if (graph_runner_ != nullptr && graph_runner_->can_run(fb)) {
-    return graph_runner_->replay(fb, sampled);
-  }
+  if (CudaGraphRunner* graphs = graphs_for(fb)) return graphs->replay(fb, sampled);
   if (sampled != nullptr) {
     cuda::resolve_sampled_id_refs(fb.input_ids.data<int32_t>(), fb.num_tokens, sampled, stream_);
   }
