@@ -9,6 +9,7 @@
 // and 2e-2 x max|eager| in bf16 (a few bf16 ulps of the largest value).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -42,7 +43,7 @@ std::filesystem::path flash_model_dir() {
   return dir;
 }
 
-struct Setup {
+struct Case {
   const char* name;
   bool flash;  // the dummy head_dim-64 model in bf16, else tiny-llama in f32 (reference)
   int32_t tokens;
@@ -75,7 +76,7 @@ std::vector<float> to_host(const Tensor& t, backend::Stream stream) {
 void expect_close(const Tensor& graph, const Tensor& eager, double rel, backend::Stream stream,
                   const std::string& what) {
   ASSERT_TRUE(graph.defined() && eager.defined()) << what;
-  ASSERT_EQ(graph.shape(), eager.shape()) << what;
+  ASSERT_TRUE(std::ranges::equal(graph.shape(), eager.shape())) << what;
   const std::vector<float> g = to_host(graph, stream), e = to_host(eager, stream);
   double scale = 0, worst = 0;
   for (size_t i = 0; i < e.size(); ++i) {
@@ -87,10 +88,10 @@ void expect_close(const Tensor& graph, const Tensor& eager, double rel, backend:
                                 << scale;
 }
 
-class VerifyGraph : public ::testing::TestWithParam<Setup> {
+class VerifyGraph : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    const Setup s = GetParam();
+    const Case s = GetParam();
     for (bool graphs : {true, false}) {
       ModelRunnerOptions o;
       o.device = Device::cuda(0);
@@ -128,7 +129,7 @@ class VerifyGraph : public ::testing::TestWithParam<Setup> {
   // verify pass of T tokens each on both and compares. `short_one`: request 0 verifies one
   // token fewer (a cut draft), so the batch must run eagerly.
   void check(int32_t bs, std::span<const int32_t> contexts, bool short_one = false) {
-    const Setup s = GetParam();
+    const Case s = GetParam();
     std::mt19937 rng(bs * 1000 + contexts[0]);
     std::uniform_int_distribution<int32_t> token(0, vocab_ - 1);
     // Prefill (eager on both: one logits row per request).
@@ -211,10 +212,10 @@ TEST_P(VerifyGraph, CutDraftsRunEagerly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, VerifyGraph,
-                         ::testing::Values(Setup{"flash_chain4", true, 4, false},
-                                           Setup{"flash_tree8", true, 8, true},
-                                           Setup{"reference_chain3", false, 3, false},
-                                           Setup{"reference_tree6", false, 6, true}),
+                         ::testing::Values(Case{"flash_chain4", true, 4, false},
+                                           Case{"flash_tree8", true, 8, true},
+                                           Case{"reference_chain3", false, 3, false},
+                                           Case{"reference_tree6", false, 6, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
