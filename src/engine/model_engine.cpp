@@ -41,7 +41,8 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     // The target's verify passes of full drafts replay CUDA graphs (SGLang's TARGET_VERIFY
     // graphs); passes with fewer drafts (cut at the end of a request, by the KV cache or by
     // max_verify_tokens, or an n-gram lookup that found fewer) and mixed batches run eagerly.
-    ro.cuda_graph_verify_tokens = spec.num_draft_tokens;
+    // (A scheduler that verified fewer drafts a step would list those lengths too.)
+    ro.cuda_graph_verify_tokens = {spec.num_draft_tokens};
     ro.cuda_graph_verify_tree = spec.drafts_in_runner() && spec.eagle_topk > 1;
   }
   if (spec.drafts_in_runner()) {

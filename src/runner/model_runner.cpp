@@ -273,24 +273,27 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
                                               cuda_graph_batch_sizes(static_cast<int32_t>(max_bs)),
                                               static_cast<int32_t>(context_length_), tp_group_));
     }
-    // Verify graphs: every token of a verify pass is a logits row. (Routed experts are not
-    // returned from a graph.)
-    const int64_t verify_tokens = options.cuda_graph_verify_tokens;
-    const int64_t verify_bs = verify_tokens > 1
-                                  ? std::min({options.cuda_graph_max_bs, options.max_batch_size,
-                                              options.max_num_tokens / verify_tokens,
-                                              model_options.max_logit_rows / verify_tokens})
-                                  : 0;
-    if (verify_bs >= 1 && !options.enable_return_routed_experts) {
-      const GraphPassShape shape{static_cast<int32_t>(verify_tokens),
-                                 options.cuda_graph_verify_tree};
+    // Verify graphs, one set per length: every token of a verify pass is a logits row. (Routed
+    // experts are not returned from a graph.)
+    std::vector<int32_t> lengths = options.cuda_graph_verify_tokens;
+    std::sort(lengths.begin(), lengths.end());
+    lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+    for (const int32_t tokens : lengths) {
+      const int64_t verify_bs =
+          tokens > 1
+              ? std::min({options.cuda_graph_max_bs, options.max_batch_size,
+                          options.max_num_tokens / tokens, model_options.max_logit_rows / tokens})
+              : 0;
+      if (verify_bs < 1 || options.enable_return_routed_experts) continue;
       SGL_ASSIGN_OR_RETURN(
-          verify_graph_runner_,
+          std::unique_ptr<CudaGraphRunner> verify_graphs,
           CudaGraphRunner::create(*model_, *attention_, *allocator_, stream_,
                                   cuda_graph_batch_sizes(static_cast<int32_t>(verify_bs)),
-                                  static_cast<int32_t>(context_length_), tp_group_, shape));
+                                  static_cast<int32_t>(context_length_), tp_group_,
+                                  GraphPassShape{tokens, options.cuda_graph_verify_tree}));
+      verify_graph_runners_.push_back(std::move(verify_graphs));
     }
-    if (graph_runner_ != nullptr || verify_graph_runner_ != nullptr) {
+    if (graph_runner_ != nullptr || !verify_graph_runners_.empty()) {
       SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo after, backend::memory_info(options.device));
       graphs = ", CUDA graphs " +
                gib(static_cast<double>(before.free_bytes) - static_cast<double>(after.free_bytes));
@@ -321,8 +324,9 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
 
 CudaGraphRunner* ModelRunner::graphs_for(const ForwardBatch& fb) const {
 #ifdef SGL_WITH_CUDA
-  for (CudaGraphRunner* graphs : {graph_runner_.get(), verify_graph_runner_.get()}) {
-    if (graphs != nullptr && graphs->can_run(fb)) return graphs;
+  if (graph_runner_ != nullptr && graph_runner_->can_run(fb)) return graph_runner_.get();
+  for (const auto& graphs : verify_graph_runners_) {
+    if (graphs->can_run(fb)) return graphs.get();
   }
 #endif
   return nullptr;

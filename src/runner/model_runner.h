@@ -48,11 +48,12 @@ struct ModelRunnerOptions {
   uint64_t seed = 0;                // dummy weights
   bool disable_cuda_graph = false;  // GPU: decode (and verify) batches run eagerly
   int64_t cuda_graph_max_bs = 256;  // GPU: largest decode batch captured (capped at max_batch_size)
-  // GPU, speculative decoding: the verify passes whose every request has this many new tokens
-  // (its last token and this - 1 drafts: the scheduler's num_draft_tokens) replay graphs too,
-  // up to cuda_graph_max_bs requests (and as many as max_num_tokens / max_logit_rows hold);
-  // 0 = none. With cuda_graph_verify_tree they read a tree mask (EAGLE trees).
-  int32_t cuda_graph_verify_tokens = 0;
+  // GPU, speculative decoding: the verify passes whose every request has T new tokens (its last
+  // token and T - 1 drafts; the scheduler's num_draft_tokens when it verifies every draft), for
+  // each T > 1 listed, replay graphs too, up to cuda_graph_max_bs requests (and as many as
+  // max_num_tokens / max_logit_rows hold). With cuda_graph_verify_tree they read a tree mask
+  // (EAGLE trees).
+  std::vector<int32_t> cuda_graph_verify_tokens;
   bool cuda_graph_verify_tree = false;
   bool enable_return_routed_experts = false;     // model::ModelOptions' (MoE models)
   std::vector<int64_t> aux_hidden_state_layers;  // model::ModelOptions' (EAGLE-3 targets)
@@ -152,9 +153,10 @@ class ModelRunner {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<attention::KvPool> kv_pool_;
   std::unique_ptr<attention::AttentionBackend> attention_;
-  std::unique_ptr<CudaGraphRunner> graph_runner_;         // GPU decode graphs, unless disabled
-  std::unique_ptr<CudaGraphRunner> verify_graph_runner_;  // GPU verify graphs (speculative)
-  sampling::Sampler sampler_;                             // CPU logits (and what the GPU op lacks)
+  std::unique_ptr<CudaGraphRunner> graph_runner_;  // GPU decode graphs, unless disabled
+  // GPU verify graphs (speculative), one runner per verify length T.
+  std::vector<std::unique_ptr<CudaGraphRunner>> verify_graph_runners_;
+  sampling::Sampler sampler_;  // CPU logits (and what the GPU op lacks)
   std::unique_ptr<backend::OwnedStream> owned_stream_;
   std::unique_ptr<Allocator> staging_allocator_;  // GPU only: pinned host memory
   backend::Stream stream_;

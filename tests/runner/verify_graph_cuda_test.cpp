@@ -2,8 +2,8 @@
 // verify graph gives the eager verify pass's logits, hidden states and EAGLE-3 aux hidden states,
 // for chain (causal) and tree masks, at batch sizes that fill a bucket and ones padded to the
 // next, over several context lengths, replayed again and again with new inputs. Two runners with
-// the same (dummy or golden) weights: one with verify graphs, one eager; each prefills the same
-// requests into the same KV slots first.
+// the same (dummy or golden) weights: one with verify graphs of two lengths, one eager; each
+// prefills the same requests into the same KV slots first.
 // Bound: padding changes the GEMMs' M (cuBLAS may pick other kernels, so other summation
 // orders), so the outputs need not be bitwise equal: |graph - eager| <= 1e-4 x max|eager| in f32
 // and 2e-2 x max|eager| in bf16 (a few bf16 ulps of the largest value).
@@ -104,7 +104,8 @@ class VerifyGraph : public ::testing::TestWithParam<Case> {
       o.max_num_tokens = 2048;
       o.cuda_graph_max_bs = kMaxRequests;
       o.disable_cuda_graph = !graphs;
-      o.cuda_graph_verify_tokens = s.tokens;
+      // Two verify lengths: a step with every draft and one with a draft fewer.
+      o.cuda_graph_verify_tokens = {s.tokens, s.tokens - 1};
       o.cuda_graph_verify_tree = s.tree;
       // EAGLE-3 targets also return the captured layers' streams.
       o.aux_hidden_state_layers = s.flash ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
@@ -126,10 +127,13 @@ class VerifyGraph : public ::testing::TestWithParam<Case> {
   }
 
   // Prefills `bs` requests with prefix lengths from `contexts` on both runners, then runs one
-  // verify pass of T tokens each on both and compares. `short_one`: request 0 verifies one
-  // token fewer (a cut draft), so the batch must run eagerly.
-  void check(int32_t bs, std::span<const int32_t> contexts, bool short_one = false) {
+  // verify pass of T tokens each (`fewer`: T - 1, the other captured length) on both and
+  // compares. `short_one`: request 0 verifies one token fewer than the others (a cut draft),
+  // so the batch must run eagerly.
+  void check(int32_t bs, std::span<const int32_t> contexts, bool short_one = false,
+             bool fewer = false) {
     const Case s = GetParam();
+    const int32_t tokens = fewer ? s.tokens - 1 : s.tokens;
     std::mt19937 rng(bs * 1000 + contexts[0]);
     std::uniform_int_distribution<int32_t> token(0, vocab_ - 1);
     // Prefill (eager on both: one logits row per request).
@@ -153,7 +157,7 @@ class VerifyGraph : public ::testing::TestWithParam<Case> {
     std::vector<BatchRequest> verify(bs);
     for (int32_t b = 0; b < bs; ++b) {
       const auto prefix = static_cast<int32_t>(prompts[b].size());
-      const int32_t n = short_one && b == 0 ? s.tokens - 1 : s.tokens;
+      const int32_t n = short_one && b == 0 ? tokens - 1 : tokens;
       for (int32_t i = 0; i < n; ++i) ids[b].push_back(token(rng));
       verify[b] = {b, prefix, ids[b], std::span(slots[b]).subspan(prefix, n)};
       if (s.tree) {
@@ -183,7 +187,7 @@ class VerifyGraph : public ::testing::TestWithParam<Case> {
     const double rel = s.flash ? 2e-2 : 1e-4;
     const std::string what = std::string(s.name) + " batch " + std::to_string(bs) + " context " +
                              std::to_string(contexts[0]);
-    ASSERT_EQ(out[0].logits.size(0), bs * s.tokens - (short_one ? 1 : 0));
+    ASSERT_EQ(out[0].logits.size(0), bs * tokens - (short_one ? 1 : 0));
     const backend::Stream stream = sides_[0].runner->stream();  // both synchronized above
     expect_close(out[0].logits, out[1].logits, rel, stream, what + " logits");
     expect_close(out[0].hidden_states, out[1].hidden_states, rel, stream, what + " hidden states");
@@ -203,6 +207,8 @@ TEST_P(VerifyGraph, ReplayEqualsEagerPass) {
   for (int32_t bs : {1, 2, 3, 5, 8}) {
     for (const auto& c : contexts) check(bs, c);
   }
+  // The other captured length, through its own graphs.
+  for (int32_t bs : {1, 3, 8}) check(bs, contexts[2], false, /*fewer=*/true);
 }
 
 TEST_P(VerifyGraph, CutDraftsRunEagerly) {

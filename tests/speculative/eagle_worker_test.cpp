@@ -66,7 +66,7 @@ Pair load(const Head& h, int32_t topk = 1, int32_t num_steps = 1, int32_t verify
   o.num_kv_slots = 2 * kContext;
   o.context_length = kContext;
   o.disable_cuda_graph = verify_tokens == 0;
-  o.cuda_graph_verify_tokens = verify_tokens;
+  if (verify_tokens > 0) o.cuda_graph_verify_tokens = {verify_tokens};
   o.cuda_graph_verify_tree = topk > 1;
   const std::filesystem::path head = kHeads / h.head;
   if (h.kind == model::DraftKind::kEagle3) {
