@@ -91,7 +91,7 @@ std::span<const FlagSpec> engine_flag_table() {
       {.name = "--cuda-graph-max-bs",
        .aliases = {"--cuda-graph-max-bs-decode"},
        .value = "N",
-       .help = "Largest decode batch replayed from a CUDA graph.",
+       .help = "Largest decode (and speculative verify) batch replayed from a CUDA graph.",
        .default_value = "256"},
       {.name = "--disable-cuda-graph", .help = "Run every step eagerly."},
       {.name = "--tp-size",

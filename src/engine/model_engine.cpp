@@ -36,7 +36,19 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
   // on the host, so speculative batches run without the overlap loop (as --speculative-algorithm
   // sets it on the command line).
   options.scheduler.max_verify_tokens = std::min(ro.max_num_tokens, ro.max_logit_rows);
-  if (spec.enabled()) options.disable_overlap_schedule = true;
+  if (spec.enabled()) {
+    options.disable_overlap_schedule = true;
+    // The target's verify passes replay CUDA graphs (SGLang's TARGET_VERIFY graphs) where every
+    // request verifies as many drafts: the full count, and under the adaptive policy each count
+    // it may choose. Passes whose requests' counts differ (cut at the end of a request, by the
+    // KV cache or by max_verify_tokens, or an n-gram lookup that found fewer) and mixed batches
+    // run eagerly.
+    ro.cuda_graph_verify_tokens = {spec.num_draft_tokens};
+    for (int32_t t = 2; spec.adaptive_drafts && t < spec.num_draft_tokens; ++t) {
+      ro.cuda_graph_verify_tokens.push_back(t);
+    }
+    ro.cuda_graph_verify_tree = spec.drafts_in_runner() && spec.eagle_topk > 1;
+  }
   if (spec.drafts_in_runner()) {
     // NOTE: every EAGLE pass captures hidden states, which the decode graphs do not, yet the
     // graphs stay: without them batch 8 ran 6% slower (docs/perf-log/2026-11-29-eagle-chain.md).

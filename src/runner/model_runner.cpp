@@ -264,14 +264,36 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
 #ifdef SGL_WITH_CUDA
   // Decode graphs serve generation; an embedding model only runs prefills.
   if (options.device.is_cuda() && !options.disable_cuda_graph && !options.is_embedding) {
+    SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo before, backend::memory_info(options.device));
     const int64_t max_bs =
         std::min({options.cuda_graph_max_bs, options.max_batch_size, options.max_num_tokens});
     if (max_bs >= 1) {
-      SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo before, backend::memory_info(options.device));
       SGL_ASSIGN_OR_RETURN(graph_runner_, CudaGraphRunner::create(
                                               *model_, *attention_, *allocator_, stream_,
                                               cuda_graph_batch_sizes(static_cast<int32_t>(max_bs)),
                                               static_cast<int32_t>(context_length_), tp_group_));
+    }
+    // Verify graphs, one set per length: every token of a verify pass is a logits row. (Routed
+    // experts are not returned from a graph.)
+    std::vector<int32_t> lengths = options.cuda_graph_verify_tokens;
+    std::sort(lengths.begin(), lengths.end());
+    lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+    for (const int32_t tokens : lengths) {
+      const int64_t verify_bs =
+          tokens > 1
+              ? std::min({options.cuda_graph_max_bs, options.max_batch_size,
+                          options.max_num_tokens / tokens, model_options.max_logit_rows / tokens})
+              : 0;
+      if (verify_bs < 1 || options.enable_return_routed_experts) continue;
+      SGL_ASSIGN_OR_RETURN(
+          std::unique_ptr<CudaGraphRunner> verify_graphs,
+          CudaGraphRunner::create(*model_, *attention_, *allocator_, stream_,
+                                  cuda_graph_batch_sizes(static_cast<int32_t>(verify_bs)),
+                                  static_cast<int32_t>(context_length_), tp_group_,
+                                  GraphPassShape{tokens, options.cuda_graph_verify_tree}));
+      verify_graph_runners_.push_back(std::move(verify_graphs));
+    }
+    if (graph_runner_ != nullptr || !verify_graph_runners_.empty()) {
       SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo after, backend::memory_info(options.device));
       graphs = ", CUDA graphs " +
                gib(static_cast<double>(before.free_bytes) - static_cast<double>(after.free_bytes));
@@ -300,6 +322,18 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   return Status::ok_status();
 }
 
+CudaGraphRunner* ModelRunner::graphs_for(const ForwardBatch& fb) const {
+#ifdef SGL_WITH_CUDA
+  if (graph_runner_ != nullptr && graph_runner_->can_run(fb)) return graph_runner_.get();
+  for (const auto& graphs : verify_graph_runners_) {
+    if (graphs->can_run(fb)) return graphs.get();
+  }
+#endif
+  return nullptr;
+}
+
+bool ModelRunner::replays_graph(const ForwardBatch& fb) const { return graphs_for(fb) != nullptr; }
+
 model::ModelOutput ModelRunner::forward(const ForwardBatch& fb) {
 #ifdef SGL_WITH_CUDA
   const int32_t* sampled = nullptr;
@@ -308,9 +342,7 @@ model::ModelOutput ModelRunner::forward(const ForwardBatch& fb) {
         << "sampled id references to rows the latest device sampling does not have";
     sampled = device_sampler_->latest_ids();
   }
-  if (graph_runner_ != nullptr && graph_runner_->can_run(fb)) {
-    return graph_runner_->replay(fb, sampled);
-  }
+  if (CudaGraphRunner* graphs = graphs_for(fb)) return graphs->replay(fb, sampled);
   if (sampled != nullptr) {
     cuda::resolve_sampled_id_refs(fb.input_ids.data<int32_t>(), fb.num_tokens, sampled, stream_);
   }

@@ -46,8 +46,15 @@ struct ModelRunnerOptions {
   // fraction of available RAM for the KV pool (0 = 0.2).
   double mem_fraction_static = 0;
   uint64_t seed = 0;                // dummy weights
-  bool disable_cuda_graph = false;  // GPU: decode batches run eagerly
+  bool disable_cuda_graph = false;  // GPU: decode (and verify) batches run eagerly
   int64_t cuda_graph_max_bs = 256;  // GPU: largest decode batch captured (capped at max_batch_size)
+  // GPU, speculative decoding: the verify passes whose every request has T new tokens (its last
+  // token and T - 1 drafts; the scheduler's num_draft_tokens when it verifies every draft), for
+  // each T > 1 listed, replay graphs too, up to cuda_graph_max_bs requests (and as many as
+  // max_num_tokens / max_logit_rows hold). With cuda_graph_verify_tree they read a tree mask
+  // (EAGLE trees).
+  std::vector<int32_t> cuda_graph_verify_tokens;
+  bool cuda_graph_verify_tree = false;
   bool enable_return_routed_experts = false;     // model::ModelOptions' (MoE models)
   std::vector<int64_t> aux_hidden_state_layers;  // model::ModelOptions' (EAGLE-3 targets)
   // SGLang's --is-embedding: load the model to pool hidden states (model::ModelOptions), with the
@@ -88,6 +95,9 @@ class ModelRunner {
   // hidden states when fb.capture_hidden_states), queued on stream(), valid until the next
   // forward.
   model::ModelOutput forward(const ForwardBatch& fb);
+  // Whether forward(fb) replays a captured CUDA graph (a decode's or a verify's) instead of
+  // running eagerly.
+  bool replays_graph(const ForwardBatch& fb) const;
   // Host f32 logits [fb.num_logit_rows(), vocab], valid until the next forward; `output`, when
   // given, receives the device output too (its hidden states, for an EAGLE draft).
   Tensor forward_logits(const ForwardBatch& fb, model::ModelOutput* output = nullptr);
@@ -132,6 +142,8 @@ class ModelRunner {
   ModelRunner() = default;
   Status init(const std::filesystem::path& model_path, const ModelRunnerOptions& options,
               distributed::Communicator* tp_group);
+  // The graphs forward(fb) replays, or null when it runs eagerly.
+  CudaGraphRunner* graphs_for(const ForwardBatch& fb) const;
 
   ModelRunnerOptions options_;
   distributed::Communicator* tp_group_ = nullptr;  // borrowed; null at one rank
@@ -142,7 +154,9 @@ class ModelRunner {
   std::unique_ptr<attention::KvPool> kv_pool_;
   std::unique_ptr<attention::AttentionBackend> attention_;
   std::unique_ptr<CudaGraphRunner> graph_runner_;  // GPU decode graphs, unless disabled
-  sampling::Sampler sampler_;                      // CPU logits (and what the GPU op lacks)
+  // GPU verify graphs (speculative), one runner per verify length T.
+  std::vector<std::unique_ptr<CudaGraphRunner>> verify_graph_runners_;
+  sampling::Sampler sampler_;  // CPU logits (and what the GPU op lacks)
   std::unique_ptr<backend::OwnedStream> owned_stream_;
   std::unique_ptr<Allocator> staging_allocator_;  // GPU only: pinned host memory
   backend::Stream stream_;

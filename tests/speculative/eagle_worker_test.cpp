@@ -7,7 +7,8 @@
 // then draft decode steps. That holds only if every incremental draft extend (chunks, accepted
 // positions after each verify, their shifted ids and hidden rows) left the draft's KV and state
 // as one pass over the sequence would.
-// Built with SGL_TEST_ON_CUDA: the same on the GPU in float32.
+// Built with SGL_TEST_ON_CUDA: the same on the GPU in float32, the runner's verify passes replayed
+// from CUDA graphs (the reference's eager).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -54,7 +55,9 @@ struct Pair {
   std::unique_ptr<EagleDraftRunner> draft;
 };
 
-Pair load(const Head& h, int32_t topk = 1, int32_t num_steps = 1) {
+// verify_tokens > 0 (on a GPU): the target replays CUDA graphs for verify passes of that many
+// tokens a request (trees: topk > 1), as an engine's does; else it runs every pass eagerly.
+Pair load(const Head& h, int32_t topk = 1, int32_t num_steps = 1, int32_t verify_tokens = 0) {
   ModelRunnerOptions o;
   o.device = kDevice;
   o.dtype = "float32";
@@ -62,7 +65,9 @@ Pair load(const Head& h, int32_t topk = 1, int32_t num_steps = 1) {
   o.max_batch_size = 4;
   o.num_kv_slots = 2 * kContext;
   o.context_length = kContext;
-  o.disable_cuda_graph = true;
+  o.disable_cuda_graph = verify_tokens == 0;
+  if (verify_tokens > 0) o.cuda_graph_verify_tokens = {verify_tokens};
+  o.cuda_graph_verify_tree = topk > 1;
   const std::filesystem::path head = kHeads / h.head;
   if (h.kind == model::DraftKind::kEagle3) {
     auto layers = eagle3_capture_layers(head, test::model_dir(h.target));
@@ -219,7 +224,9 @@ TEST_P(EagleWorkerTreeTest, TreesEqualAFreshTreeOverTheSequence) {
 
 void check_runner_drafts(const Head& h, int32_t topk, int32_t num_steps, int32_t n) {
   const bool trees = topk > 1;
-  Pair runner = load(h, topk, num_steps), reference = load(h, topk, num_steps);
+  // The runner's verify passes of two full entries replay graphs (on a GPU), the reference's
+  // run eagerly.
+  Pair runner = load(h, topk, num_steps, n + 1), reference = load(h, topk, num_steps);
   ASSERT_TRUE(runner.draft && reference.draft);
   cache::ReqToTokenPool pool(2, kContext);
   pool.record_writes();
