@@ -50,7 +50,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_eagle_heads import draft_config, write_safetensors  # noqa: E402
+from make_eagle_heads import draft_config, read_safetensors, write_safetensors  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # Prompts
@@ -69,6 +69,10 @@ TOPICS = [
     "the solar system", "hurricanes", "deserts", "libraries", "exercise", "meditation",
     "the Renaissance", "trains", "volunteering", "maps", "robots", "tea", "forests", "magnets",
     "the ancient Greeks", "smartphones", "bridges", "music lessons", "camping", "elections",
+    "cats", "dogs", "pizza", "the Amazon rainforest", "space travel", "artificial intelligence",
+    "social media", "mountains", "the piano", "soccer", "origami", "weather forecasts",
+    "the Moon", "Mars", "whales", "snow", "cooking pasta", "remote work", "city parks",
+    "first aid", "electricity", "the alphabet", "fractions", "birthdays", "museums",
 ]
 
 TEMPLATES = [
@@ -84,6 +88,11 @@ TEMPLATES = [
     "Tell me a joke about {t}.", "Write an email to a friend recommending a book about {t}.",
     "What would the world be like without {t}?", "Write a product description inspired by {t}.",
     "Give me a quiz with three questions about {t}.", "Explain {t} and give an example.",
+    "Write a limerick about {t}.", "What is the future of {t}?",
+    "Write a news headline and a short article about {t}.", "Give me a study plan for {t}.",
+    "Describe {t} from the point of view of a child.", "What are three surprising facts about {t}?",
+    "Write a short speech about {t}.", "How can I teach my friends about {t}?",
+    "Write a diary entry of someone who loves {t}.", "Create a short list of tips about {t}.",
 ]
 
 SNIPPETS = [
@@ -313,17 +322,14 @@ class Eagle3Head(torch.nn.Module):
 
 
 def init_head(head, model, draft_ids):
-    """lm_head rows and the final norm from the target's head (the draft starts out reading
-    its hidden input like a logit lens); fc passes the last captured layer through; the layer's
-    output projections start small so the first steps do not swamp that."""
-    h = head.norm.shape[0]
+    """lm_head rows and the final norm from the target's head (token identities and their
+    scale); the rest small and random, the layer's output projections smaller still."""
     with torch.no_grad():
         w = model.get_output_embeddings().weight.float().cpu()
         head.lm_head.weight.copy_(w[torch.as_tensor(draft_ids)])
         head.norm.copy_(model.model.norm.weight.float().cpu())
         for lin in (head.fc, head.q_proj, head.k_proj, head.v_proj, head.gate_proj, head.up_proj):
             torch.nn.init.normal_(lin.weight, std=0.02)
-        head.fc.weight[:, 2 * h:] += torch.eye(h)
         torch.nn.init.normal_(head.o_proj.weight, std=0.002)
         torch.nn.init.normal_(head.down_proj.weight, std=0.002)
 
@@ -393,23 +399,24 @@ def simulate_accept_length(head, data, prompt_lens, draft_to_target, steps_list,
             a, generated = prompt_lens[i] - 1, 1  # the prefill sampled the first token
             new_tokens = t - prompt_lens[i]
             while generated < new_tokens:
+                # The scheduler drafts at most left - 1 tokens; none left: a plain decode.
+                drafts = min(s, new_tokens - generated - 1)
                 m = 0
-                while m < s and a + m + 2 < t and correct[m, a]:
+                while m < drafts and a + m + 2 < t and correct[m, a]:
                     m += 1
-                m = min(m, new_tokens - generated - 1)
                 generated += m + 1
                 a += m + 1
-                totals[s][0] += m + 1
-                totals[s][1] += 1
+                if drafts > 0:
+                    totals[s][0] += m + 1
+                    totals[s][1] += 1
     return {s: {"accept_length": tot / max(ver, 1), "verify_steps": ver}
             for s, (tot, ver) in totals.items()}
 
 
-def to_safetensors(head, draft_ids, vocab):
-    """Our loader's names, weights in bf16 (uint16 bit patterns), d2t and t2d."""
-    bf16 = lambda t: t.detach().to(torch.bfloat16).cpu().view(torch.int16).numpy().view(np.uint16)  # noqa: E731
+def head_tensors(head):
+    """Our loader's names for the head's parameters."""
     p = "midlayer."
-    names = {
+    return {
         "fc.weight": head.fc.weight, p + "input_layernorm.weight": head.input_layernorm,
         p + "hidden_norm.weight": head.hidden_norm,
         p + "self_attn.q_proj.weight": head.q_proj.weight,
@@ -422,7 +429,18 @@ def to_safetensors(head, draft_ids, vocab):
         p + "mlp.down_proj.weight": head.down_proj.weight,
         "norm.weight": head.norm, "lm_head.weight": head.lm_head.weight,
     }
-    tensors = {k: bf16(v) for k, v in names.items()}
+
+
+def load_head(head, saved):
+    with torch.no_grad():
+        for name, param in head_tensors(head).items():
+            param.copy_(torch.from_numpy(np.array(saved[name], dtype=np.float32)))
+
+
+def to_safetensors(head, draft_ids, vocab):
+    """Our loader's names, weights in bf16 (uint16 bit patterns), d2t and t2d."""
+    bf16 = lambda t: t.detach().to(torch.bfloat16).cpu().view(torch.int16).numpy().view(np.uint16)  # noqa: E731
+    tensors = {k: bf16(v) for k, v in head_tensors(head).items()}
     draft_ids = np.asarray(draft_ids, dtype=np.int64)
     tensors["d2t"] = draft_ids - np.arange(len(draft_ids), dtype=np.int64)
     t2d = np.zeros(vocab, dtype=np.bool_)
@@ -438,7 +456,7 @@ def main():
     ap.add_argument("--target", required=True, help="a .gguf file or an HF model directory")
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--num-prompts", type=int, default=1536, help="training prompts")
+    ap.add_argument("--num-prompts", type=int, default=2560, help="training prompts")
     ap.add_argument("--eval-prompts", type=int, default=32, help="held-out prompts")
     ap.add_argument("--new-tokens", type=int, default=256, help="tokens per continuation")
     ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy continuations")
@@ -452,13 +470,21 @@ def main():
     ap.add_argument("--batch-size", type=int, default=16, help="sequences per training step")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval-head", type=Path, metavar="DIR",
+                    help="no training: simulate the head in DIR (same settings as it was "
+                    "trained with) and write it again to --out with the new report")
+    ap.add_argument("--eval-on-train", action="store_true",
+                    help="simulate on the training prompts (a tiny run that overfits them "
+                    "still gives multi-token drafts to check against sgl-bench)")
     ap.add_argument("--smoke", action="store_true",
-                    help="tiny sizes for a CPU check (8 prompts, 32 tokens, 2048 draft ids)")
+                    help="a CPU check in minutes: 6 prompts of 24 new tokens, 512 draft ids, "
+                    "40 steps, evaluated on the training prompts")
     args = ap.parse_args()
     if args.smoke:
-        args.num_prompts, args.eval_prompts, args.new_tokens = 24, 4, 48
-        args.draft_vocab_size, args.train_steps, args.batch_size = 2048, 60, 8
-        args.gen_batch_size = 28
+        args.num_prompts, args.eval_prompts, args.new_tokens = 6, 0, 24
+        args.draft_vocab_size, args.train_steps, args.batch_size = 512, 40, 6
+        args.gen_batch_size, args.train_seconds, args.eval_on_train = 6, 900.0, True
+        args.lr = 3e-3
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     start = time.time()
@@ -469,6 +495,9 @@ def main():
     layers = tcfg["num_hidden_layers"]
     aux_layers = ([int(x) for x in args.aux_layers.split(",")] if args.aux_layers
                   else [1, layers // 2 - 1, layers - 4])
+    # transformers' hidden_states[i + 1] is layer i's output, except the last (normed).
+    if len(aux_layers) != 3 or not all(0 <= i <= layers - 2 for i in aux_layers):
+        raise SystemExit(f"--aux-layers: three layer ids in [0, {layers - 2}], got {aux_layers}")
     log(f"target {args.target}: {layers} layers, hidden {tcfg['hidden_size']}, "
         f"vocab {tcfg['vocab_size']}; captured layers {aux_layers}")
 
@@ -482,6 +511,9 @@ def main():
     data = capture(model, sequences, aux_layers, max(1, args.gen_batch_size // 4))
     log(f"captured hidden states of {sum(len(s) for s in sequences)} tokens")
     train, held = data[:args.num_prompts], data[args.num_prompts:]
+    eval_prompts = prompts[args.num_prompts:]
+    if args.eval_on_train:
+        held, eval_prompts = train, prompts[:args.num_prompts]
 
     # The draft vocabulary: the continuations' most frequent ids, then the prompts'.
     vocab = tcfg["vocab_size"]
@@ -493,6 +525,10 @@ def main():
         np.add.at(counts, np.asarray(p), 1)
     d = min(args.draft_vocab_size, vocab)
     draft_ids = np.sort(np.argsort(-counts, kind="stable")[:d])
+    if args.eval_head:
+        saved = read_safetensors(args.eval_head / "model.safetensors")
+        d = len(saved["d2t"])
+        draft_ids = saved["d2t"] + np.arange(d)
     covered = counts[draft_ids].sum() / max(counts.sum(), 1)
     log(f"draft vocabulary: {d} ids covering {covered:.4f} of the training tokens")
 
@@ -502,6 +538,9 @@ def main():
     embed = model.get_input_embeddings().weight.detach().float()
     head = Eagle3Head(cfg, embed.cpu(), draft_ids)
     init_head(head, model, draft_ids)
+    if args.eval_head:
+        load_head(head, saved)
+        args.train_steps = 0
     head = head.to(device)
     lm_draft = model.get_output_embeddings().weight.detach().float()[torch.as_tensor(
         draft_ids, device=device)]
@@ -554,17 +593,18 @@ def main():
             p.copy_(p.to(torch.bfloat16).float())
     head = head.float().eval()
     held = [(i, a.float(), f.float()) for i, a, f in held]
-    prompt_lens = [len(p) for p in prompts[args.num_prompts:]]
+    prompt_lens = [len(p) for p in eval_prompts]
     sim = simulate_accept_length(head, held, prompt_lens, draft_to_target, [3, 5], device)
     for s, r in sim.items():
-        log(f"held-out accept length, chain num_steps {s}: {r['accept_length']:.3f} "
+        log(f"simulated accept length ({'training' if args.eval_on_train else 'held-out'} "
+            f"prompts), chain num_steps {s}: {r['accept_length']:.3f} "
             f"({r['verify_steps']} verify steps over {len(held)} prompts)")
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     write_safetensors(args.out / "model.safetensors", to_safetensors(head, draft_ids, vocab))
     with open(args.out / "eval_prompts.jsonl", "w") as f:
-        for p in prompts[args.num_prompts:]:
+        for p in eval_prompts:
             f.write(json.dumps({"prompt_ids": p, "max_new_tokens": args.new_tokens,
                                 "temperature": 0, "ignore_eos": True}) + "\n")
     report = {
@@ -572,9 +612,14 @@ def main():
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "aux_layers": aux_layers, "draft_vocab_size": int(d),
         "draft_vocab_coverage": float(covered),
+        "eval_head": str(args.eval_head) if args.eval_head else None,
+        "eval_prompts": "training" if args.eval_on_train else "held-out",
         "train_tokens": int(sum(len(x[0]) for x in train)), "train_steps": step,
         "train_seconds": train_s, "total_seconds": time.time() - start,
         "history": history,
+        "eval_continuations": [continuations[i] for i in (
+            range(args.num_prompts) if args.eval_on_train else
+            range(args.num_prompts, len(continuations)))],
         "simulated_accept_length": {f"num_steps_{s}": r for s, r in sim.items()},
     }
     (args.out / "train_report.json").write_text(json.dumps(report, indent=2) + "\n")
