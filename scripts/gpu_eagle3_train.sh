@@ -6,15 +6,18 @@
 # accept length measured beside the one the script simulated. Logs, the training report and a
 # summary land in $OUT (6 files: the device tool brings back 8); the head in /tmp/sgl_eagle3/head.
 #
-#   scripts/gpu_eagle3_train.sh pack   (here)   the GGUF in two halves and the gguf wheel under
-#                                               .carry/eagle3a and .carry/eagle3b (the device
-#                                               tool carries 64 MiB a call; the GGUF is 98 MB)
-#   scripts/gpu_eagle3_train.sh stage  (device) copy .carry/eagle3a to /tmp/sgl_eagle3
+#   scripts/gpu_eagle3_train.sh pack   (here)   the GGUF in two halves under .carry/eagle3a (with
+#                                               the gguf wheel) and .carry/eagle3b: the device
+#                                               tool carries 64 MiB a call; the GGUF is 98 MB
+#   scripts/gpu_eagle3_train.sh stage  (device) copy the carried .carry/eagle3* to /tmp/sgl_eagle3
 #   scripts/gpu_eagle3_train.sh run    (device) join the GGUF, install gguf, train, bench
 #
-# Device calls, back to back (a machine stays warm 30 s between calls):
+# Device calls, back to back (a machine stays warm 30 s between calls, /tmp with it):
 #   run(command="scripts/gpu_eagle3_train.sh stage", carry=[".carry/eagle3a"])
-#   run(command="scripts/gpu_eagle3_train.sh run", carry=[".carry/eagle3b", ".carry/gpu.txz"])
+#   run(command="scripts/gpu_eagle3_train.sh stage && scripts/gpu_eagle3_train.sh run",
+#       carry=[".carry/eagle3b", ".carry/gpu.txz"])
+# (.carry/eagle3b is 44 MB: with a larger gpu.txz, stage it alone first and carry only gpu.txz
+# with `run`.)
 # Variables:
 #   SGL_BENCH       the CUDA sgl-bench; default: unpacked from .carry/gpu.txz
 #                   (scripts/gpu_check.sh pack; SGL_GPU_TARGETS=sgl-bench is enough)
@@ -33,12 +36,17 @@ pack() {
   rm -rf .carry/eagle3a .carry/eagle3b && mkdir -p .carry/eagle3a .carry/eagle3b
   split -b 50M -d "$gguf" ".carry/eagle3a/$gguf_name.part"
   mv ".carry/eagle3a/$gguf_name.part01" .carry/eagle3b/
-  python3 -m pip download --quiet --no-deps --only-binary=:all: -d .carry/eagle3b gguf
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d .carry/eagle3a gguf
   du -sh .carry/eagle3a .carry/eagle3b
 }
 
 stage() {
-  mkdir -p "$stage_dir" && cp .carry/eagle3a/* "$stage_dir/" && ls -la "$stage_dir"
+  mkdir -p "$stage_dir"
+  local d
+  for d in .carry/eagle3a .carry/eagle3b; do
+    if [ -d "$d" ]; then cp "$d"/* "$stage_dir/"; fi
+  done
+  ls -la "$stage_dir"
 }
 
 run() {
@@ -55,12 +63,12 @@ run() {
   fi
   local gguf=${SGL_GGUF:-$stage_dir/$gguf_name}
   if [ ! -f "$gguf" ]; then
-    cat "$stage_dir/$gguf_name".part* .carry/eagle3b/"$gguf_name".part* >"$gguf"
+    cat "$stage_dir/$gguf_name".part* >"$gguf"
   fi
   [ "$(sha256sum "$gguf" | cut -d' ' -f1)" = "$gguf_sha256" ] ||
     { echo "gpu_eagle3_train: $gguf is not the pinned SmolLM2 GGUF (stage first?)"; exit 1; }
   if ! "$py" -c 'import gguf' 2>/dev/null; then
-    "$py" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/eagle3b/gguf-*.whl
+    "$py" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$stage_dir"/gguf-*.whl
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
   fi
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
