@@ -24,6 +24,7 @@
 #   SGL_GGUF        the GGUF, if it is on the machine already (skips joining the halves)
 #   SGL_EAGLE3_HEAD bench this head instead of training one
 #   SGL_EAGLE3_TRAIN_ARGS  more flags for the training script (e.g. --train-seconds 240)
+#   SGL_DEVICE      the bench's --device (default cuda; cpu checks this script here)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 readonly gguf_name=SmolLM2-135M-Instruct.Q4_1.gguf
@@ -81,7 +82,7 @@ run() {
   fi
   cp "$head/train_report.json" "$out/" 2>/dev/null || true
 
-  local common=(offline --model-path "$gguf" --device cuda --prompt-file "$head/eval_prompts.jsonl"
+  local common=(offline --model-path "$gguf" --device "${SGL_DEVICE:-cuda}" --prompt-file "$head/eval_prompts.jsonl"
                 --max-running-requests 1)
   local name spec steps plain_tps=
   for steps in 0 3 5; do
