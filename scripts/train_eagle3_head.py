@@ -33,7 +33,7 @@ Writes OUT/config.json, OUT/model.safetensors (bf16), OUT/train_report.json and
 OUT/eval_prompts.jsonl (the held-out prompts as sgl-generate --batch-file lines).
 
   train_eagle3_head.py --target SmolLM2-135M-Instruct.Q4_1.gguf --out HEAD --device cuda
-  train_eagle3_head.py --target MODEL.gguf --out HEAD --device cpu --smoke   # a minute or two
+  train_eagle3_head.py --target MODEL.gguf --out HEAD --device cpu --smoke   # minutes (15 on 2 busy cores)
 
 Needs torch, transformers, numpy, and the gguf package for a .gguf target.
 """
