@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "app/batch_file.h"
 #include "app/bench_commands.h"
 #include "app/bench_model_source.h"
 #include "app/cli_args.h"
@@ -25,10 +26,13 @@ constexpr const char* kUsage =
     R"(usage: sgl-bench offline (--model-path DIR|FILE.gguf | --config CONFIG.json)
   [--num-prompts 1000] [--random-input-len 1024] [--random-output-len 256]
   [--random-range-ratio 1.0] [--seed 1] [--output-file F.json]
-  [--json-schema FILE | --regex PATTERN [--tokenizer-path DIR]]
+  [--json-schema FILE | --regex PATTERN [--tokenizer-path DIR]] [--prompt-file F.jsonl]
   [--speculative-bench-accept-length L] [engine flags]
 Lengths are drawn uniformly from [ratio x len, len] (SGLang's random dataset); prompts are random
 token ids; every request ignores EOS so it generates exactly its output length.
+--prompt-file: the requests of F.jsonl (sgl-generate --batch-file's lines, with prompt_ids and
+no stop strings) as written, instead of random ones: e.g. real prompts for a trained EAGLE head
+(scripts/train_eagle3_head.py writes such a file). --num-prompts and the lengths are ignored.
 --json-schema / --regex: every request is constrained by that grammar (structured output), its
 masks computed for the tokenizer at --tokenizer-path (default: the model's directory). Pick a
 language that cannot end before the output length, so the token counts stay equal.
@@ -60,6 +64,26 @@ Workload make_workload(int64_t n, int64_t in_len, int64_t out_len, double ratio,
     r.max_new_tokens = static_cast<int32_t>(length(out_len));
     r.sampling.temperature = 0.f;
     r.ignore_eos = true;
+    w.input_tokens += static_cast<int64_t>(r.input_ids.size());
+    w.output_tokens += r.max_new_tokens;
+    w.requests.push_back(std::move(r));
+  }
+  return w;
+}
+
+// --prompt-file's requests as written (ids only: the bench has no tokenizer for text).
+Result<Workload> read_workload(const std::filesystem::path& path, int64_t vocab) {
+  SGL_ASSIGN_OR_RETURN(std::vector<GenerationJob> jobs, read_batch_file(path));
+  Workload w;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string where = path.string() + " request " + std::to_string(i);
+    if (jobs[i].prompt || !jobs[i].stop.empty()) {
+      return invalid_argument(where + ": give prompt_ids and no stop strings");
+    }
+    engine::GenerateRequest& r = jobs[i].request;
+    for (int32_t id : r.input_ids) {
+      if (id < 0 || id >= vocab) return invalid_argument(where + ": token id out of vocabulary");
+    }
     w.input_tokens += static_cast<int64_t>(r.input_ids.size());
     w.output_tokens += r.max_new_tokens;
     w.requests.push_back(std::move(r));
@@ -114,7 +138,7 @@ int run_bench_offline(int argc, char** argv) {
   std::set<std::string> value_flags = engine_value_flags();
   value_flags.insert({"--model-path", "--config", "--num-prompts", "--random-input-len",
                       "--random-output-len", "--random-range-ratio", "--seed", "--output-file",
-                      "--json-schema", "--regex", "--tokenizer-path",
+                      "--json-schema", "--regex", "--tokenizer-path", "--prompt-file",
                       "--speculative-bench-accept-length"});
   std::set<std::string> switch_flags = engine_switch_flags();
   switch_flags.insert("--help");
@@ -152,8 +176,16 @@ int run_bench_offline(int argc, char** argv) {
   auto me = engine::launch_model_engine(*model_path, setup->runner, setup->engine);
   if (!me.ok()) return fail(me.status());
   const std::chrono::duration<double> load_s = std::chrono::steady_clock::now() - load_start;
-  Workload w = make_workload(*n, *in_len, *out_len, *ratio, static_cast<uint64_t>(*seed),
-                             me->model_runner->config().vocab_size);
+  const int64_t vocab = me->model_runner->config().vocab_size;
+  Workload w;
+  if (const auto file = args->get("--prompt-file")) {
+    auto read = read_workload(*file, vocab);
+    if (!read.ok()) return fail(read.status());
+    w = std::move(read).value();
+    *n = static_cast<int64_t>(w.requests.size());
+  } else {
+    w = make_workload(*n, *in_len, *out_len, *ratio, static_cast<uint64_t>(*seed), vocab);
+  }
   auto grammar = workload_grammar(*args, *model_path, *me->engine);
   if (!grammar.ok()) return fail(grammar.status());
   for (engine::GenerateRequest& r : w.requests) r.grammar = *grammar;

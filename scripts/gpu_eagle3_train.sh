@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Issue #23 on the GPU machine: train an EAGLE-3 head for SmolLM2-135M-Instruct
+# (scripts/train_eagle3_head.py, H200 settings: about 5 minutes), then sgl-bench offline at batch
+# 1 on the GGUF, plain vs EAGLE3 chains (num_steps 3 and 5), over the head's held-out prompts
+# (eval_prompts.jsonl: greedy, EOS ignored, 256 new tokens). Prints tok/s, the speed-up and the
+# accept length measured beside the one the script simulated. Logs, the training report and a
+# summary land in $OUT (6 files: the device tool brings back 8); the head in /tmp/sgl_eagle3/head.
+#
+#   scripts/gpu_eagle3_train.sh pack   (here)   the GGUF in two halves under .carry/eagle3a (with
+#                                               the gguf wheel) and .carry/eagle3b: the device
+#                                               tool carries 64 MiB a call; the GGUF is 98 MB
+#   scripts/gpu_eagle3_train.sh stage  (device) copy the carried .carry/eagle3* to /tmp/sgl_eagle3
+#   scripts/gpu_eagle3_train.sh run    (device) join the GGUF, install gguf, train, bench
+#
+# Device calls, back to back (a machine stays warm 30 s between calls, /tmp with it):
+#   run(command="scripts/gpu_eagle3_train.sh stage", carry=[".carry/eagle3a"])
+#   run(command="scripts/gpu_eagle3_train.sh stage && scripts/gpu_eagle3_train.sh run",
+#       carry=[".carry/eagle3b", ".carry/gpu.txz"])
+# (.carry/eagle3b is 44 MB: with a larger gpu.txz, stage it alone first and carry only gpu.txz
+# with `run`.)
+# Variables:
+#   SGL_BENCH       the CUDA sgl-bench; default: unpacked from .carry/gpu.txz
+#                   (scripts/gpu_check.sh pack; SGL_GPU_TARGETS=sgl-bench is enough)
+#   SGL_GGUF        the GGUF, if it is on the machine already (skips joining the halves)
+#   SGL_EAGLE3_HEAD bench this head instead of training one
+#   SGL_EAGLE3_TRAIN_ARGS  more flags for the training script (e.g. --train-seconds 240)
+#   SGL_DEVICE      the bench's --device (default cuda; cpu checks this script here)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+readonly gguf_name=SmolLM2-135M-Instruct.Q4_1.gguf
+readonly gguf_sha256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+readonly stage_dir=/tmp/sgl_eagle3
+
+pack() {
+  local gguf
+  gguf=$(bash scripts/fetch_default_model.sh | tail -n 1)
+  rm -rf .carry/eagle3a .carry/eagle3b && mkdir -p .carry/eagle3a .carry/eagle3b
+  split -b 50M -d "$gguf" ".carry/eagle3a/$gguf_name.part"
+  mv ".carry/eagle3a/$gguf_name.part01" .carry/eagle3b/
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d .carry/eagle3a gguf
+  du -sh .carry/eagle3a .carry/eagle3b
+}
+
+stage() {
+  mkdir -p "$stage_dir"
+  local d
+  for d in .carry/eagle3a .carry/eagle3b; do
+    if [ -d "$d" ]; then cp "$d"/* "$stage_dir/"; fi
+  done
+  ls -la "$stage_dir"
+}
+
+run() {
+  local out=${OUT:-/tmp/sgl_eagle3_out} py=python3
+  mkdir -p "$out" "$stage_dir" && rm -f "$out/summary.txt"
+  [ -x /opt/torch/.venv/bin/python3 ] && py=/opt/torch/.venv/bin/python3
+  # NVLink multicast off; the pack's libraries (unpack_gpu_pack).
+  # shellcheck source-path=SCRIPTDIR/.. source=scripts/gpu_env.sh
+  source scripts/gpu_env.sh
+  local bench=${SGL_BENCH:-}
+  if [ -z "$bench" ]; then
+    unpack_gpu_pack /tmp/sgl_gpu "${SGL_GPU_PACK:-.carry/gpu.txz}"
+    bench=/tmp/sgl_gpu/gpu/sgl-bench
+  fi
+  local gguf=${SGL_GGUF:-$stage_dir/$gguf_name}
+  if [ ! -f "$gguf" ]; then
+    cat "$stage_dir/$gguf_name".part* >"$gguf"
+  fi
+  [ "$(sha256sum "$gguf" | cut -d' ' -f1)" = "$gguf_sha256" ] ||
+    { echo "gpu_eagle3_train: $gguf is not the pinned SmolLM2 GGUF (stage first?)"; exit 1; }
+  if ! "$py" -c 'import gguf' 2>/dev/null; then
+    "$py" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$stage_dir"/gguf-*.whl
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+  nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+
+  local head=${SGL_EAGLE3_HEAD:-$stage_dir/head}
+  if [ -z "${SGL_EAGLE3_HEAD:-}" ]; then
+    # shellcheck disable=SC2086  # word-split the extra flags
+    PYTHONUNBUFFERED=1 "$py" scripts/train_eagle3_head.py --target "$gguf" --out "$head" \
+      --device cuda ${SGL_EAGLE3_TRAIN_ARGS:-} 2>&1 | grep -v 'it/s\]' | tee "$out/train.log"
+  fi
+  cp "$head/train_report.json" "$out/" 2>/dev/null || true
+
+  local common=(offline --model-path "$gguf" --device "${SGL_DEVICE:-cuda}" --prompt-file "$head/eval_prompts.jsonl"
+                --max-running-requests 1)
+  local name spec steps plain_tps=
+  for steps in 0 3 5; do
+    spec=()
+    name=plain
+    if [ "$steps" -gt 0 ]; then
+      spec=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$head"
+            --speculative-num-steps "$steps" --speculative-eagle-topk 1)
+      name=eagle3_steps$steps
+    fi
+    "$bench" "${common[@]}" "${spec[@]}" --output-file "$stage_dir/$name.json" >"$out/$name.log" 2>&1 ||
+      { echo "$name FAILED"; tail -n 20 "$out/$name.log"; exit 1; }
+    local tps accept predicted=
+    tps=$(grep -o 'Output token throughput (tok/s): *[0-9.]*' "$out/$name.log" | grep -o '[0-9.]*$')
+    accept=$(grep -o 'Accept length: *[0-9.]*' "$out/$name.log" | grep -o '[0-9.]*$' || echo 1.00)
+    if [ "$steps" -eq 0 ]; then
+      plain_tps=$tps
+    else
+      predicted=$("$py" -c "import json,sys; r=json.load(open(sys.argv[1]));
+print('%.2f' % r['simulated_accept_length']['num_steps_$steps']['accept_length'])" \
+        "$head/train_report.json" 2>/dev/null || echo '?')
+    fi
+    printf '%-15s %8s tok/s  x%s  accept length %s%s\n' "$name" "$tps" \
+      "$("$py" -c "print('%.2f' % ($tps / $plain_tps))")" "$accept" \
+      "${predicted:+ (simulated $predicted)}" | tee -a "$out/summary.txt"
+  done
+}
+
+case "${1:-}" in
+  pack) pack ;;
+  stage) stage ;;
+  run) run ;;
+  *) echo "usage: $0 pack|stage|run" >&2; exit 2 ;;
+esac
