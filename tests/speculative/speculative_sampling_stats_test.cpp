@@ -9,7 +9,8 @@
 //
 // False alarms: every comparison must reach p > alpha / m, where m counts every comparison the
 // suite plans (Bonferroni), so over the choice of seeds the whole suite fails wrongly with
-// probability at most alpha = 1e-3. The seeds are fixed: the test is deterministic.
+// probability at most alpha = 1e-3. The seeds are fixed: the test is deterministic (up to the
+// float rounding of logits between batch shapes, far below what moves a p-value).
 // Power: the same samples against a distribution that is wrong by a realistic bug's amount (a
 // temperature 1.5 times off; the conditional of another prefix, as a verify row that read a
 // wrong context would draw) must be rejected at the same threshold.
