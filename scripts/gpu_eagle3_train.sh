@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue #23 on the GPU machine: train an EAGLE-3 head for SmolLM2-135M-Instruct
 # (scripts/train_eagle3_head.py, H200 settings: about 5 minutes), then sgl-bench offline at batch
-# 1 on the GGUF, plain vs EAGLE3 chains (num_steps 3 and 5), over the head's held-out prompts
+# 1 on the GGUF, plain vs EAGLE3 chains (num_steps 3 and 5; 5 also under the adaptive draft
+# policy), over the head's held-out prompts
 # (eval_prompts.jsonl: greedy, EOS ignored, 256 new tokens). Prints tok/s, the speed-up and the
 # accept length measured beside the one the script simulated. Logs, the training report and a
 # summary land in $OUT (6 files: the device tool brings back 8); the head in /tmp/sgl_eagle3/head.
@@ -84,14 +85,20 @@ run() {
 
   local common=(offline --model-path "$gguf" --device "${SGL_DEVICE:-cuda}" --prompt-file "$head/eval_prompts.jsonl"
                 --max-running-requests 1)
-  local name spec steps plain_tps=
-  for steps in 0 3 5; do
+  # Plain, chains of 3 and 5 drafts every step (--speculative-draft-policy fixed: the accept
+  # length the script simulated), and 5 under the server's default policy (adaptive).
+  local name spec steps policy plain_tps=
+  for name in plain eagle3_steps3 eagle3_steps5 eagle3_steps5_adaptive; do
     spec=()
-    name=plain
-    if [ "$steps" -gt 0 ]; then
+    steps=0
+    if [ "$name" != plain ]; then
+      steps=${name#eagle3_steps}
+      steps=${steps%_adaptive}
+      policy=fixed
+      [ "$name" = "${name%_adaptive}" ] || policy=adaptive
       spec=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$head"
-            --speculative-num-steps "$steps" --speculative-eagle-topk 1)
-      name=eagle3_steps$steps
+            --speculative-num-steps "$steps" --speculative-eagle-topk 1
+            --speculative-draft-policy "$policy")
     fi
     "$bench" "${common[@]}" "${spec[@]}" --output-file "$stage_dir/$name.json" >"$out/$name.log" 2>&1 ||
       { echo "$name FAILED"; tail -n 20 "$out/$name.log"; exit 1; }
@@ -100,7 +107,7 @@ run() {
     accept=$(grep -o 'Accept length: *[0-9.]*' "$out/$name.log" | grep -o '[0-9.]*$' || echo 1.00)
     if [ "$steps" -eq 0 ]; then
       plain_tps=$tps
-    else
+    elif [ "$policy" = fixed ]; then
       predicted=$("$py" -c "import json,sys; r=json.load(open(sys.argv[1]));
 print('%.2f' % r['simulated_accept_length']['num_steps_$steps']['accept_length'])" \
         "$head/train_report.json" 2>/dev/null || echo '?')

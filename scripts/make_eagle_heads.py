@@ -35,6 +35,11 @@ the final norm's output (what EAGLE reads).
 With --repeat-head-for CONFIG it writes only OUT/<CONFIG's name>-eagle-repeat: the repeat head
 in that target's shape (e.g. configs/llama-3-8b.json), in bf16, for speed runs.
 
+With --fitted-head-for T it writes only OUT/T-eagle-fitted: an EAGLE head whose fc is a ridge
+regression of the target's next hidden state on (embed(token), hidden state) over T's golden
+continuations, its layer adding nothing: drafts a trained target (stories260K) often accepts,
+for the statistical test of sampled output (tests/speculative/speculative_sampling_stats_test).
+
 Usage: make_eagle_heads.py [--testdata ../shared/testdata] [--targets tiny-llama,tiny-qwen3] OUT
 numpy only (CI has no torch).
 """
@@ -302,6 +307,36 @@ def write_heads(model_dir, out_dir, tokens, draft_vocab):
                draws)
 
 
+def write_fitted_head(model_dir, golden_path, out_dir, tokens):
+    """An EAGLE head fitted to the target: fc maps concat(embed(token), target hidden at q) to the
+    target's hidden at q + 1 by ridge regression over the golden prompts and greedy continuations,
+    and the layer adds nothing (o_proj and down_proj zero), so its drafts are a linear guess of
+    the target's next choice. On a trained target (stories260K) they stand often enough under
+    sampling for a statistical test of the accepted tokens."""
+    name = model_dir.name
+    target_cfg = json.loads((model_dir / "config.json").read_text())
+    tensors = read_safetensors(model_dir / "model.safetensors")
+    embed = tensors["model.embed_tokens.weight"].astype(np.float64)
+    head = embed if target_cfg.get("tie_word_embeddings") else tensors["lm_head.weight"]
+    target = {"embed": embed, "lm_head": head.astype(np.float64)}
+    inputs, outputs = [], []
+    for case in json.loads(golden_path.read_text())["cases"]:
+        ids = np.array(case["prompt_ids"] + case["greedy_ids"])
+        _, final = target_forward(tensors, target_cfg, ids)
+        inputs.append(np.concatenate([embed[ids[1:]], final[:-1], np.ones((len(ids) - 1, 1))], 1))
+        outputs.append(final[1:])
+    x, y = np.concatenate(inputs), np.concatenate(outputs)
+    w = np.linalg.solve(x.T @ x + 0.1 * np.eye(x.shape[1]), x.T @ y)  # [2H + 1, H]
+    draws = Draws(sum(map(ord, name)) + 1)
+    cfg = draft_config(target_cfg, "LlamaForCausalLMEagle", 1)
+    weights = {**layer_weights(draws, cfg, "layers.0.", cfg["hidden_size"]),
+               "fc.weight": w[:-1].T.astype(np.float32), "fc.bias": w[-1].astype(np.float32)}
+    weights["layers.0.self_attn.o_proj.weight"][:] = 0
+    weights["layers.0.mlp.down_proj.weight"][:] = 0
+    write_head(out_dir / f"{name}-eagle-fitted", cfg, weights, eagle_forward, target,
+               cfg["hidden_size"], tokens, draws)
+
+
 def write_repeat_head_for(config_path, out_dir):
     """The repeat head in the shape of a target's config (e.g. configs/llama-3-8b.json), bf16,
     without a reference: for speed runs on dummy targets. Only fc and the norms are non-zero."""
@@ -337,10 +372,17 @@ def main():
     parser.add_argument("--draft-vocab", type=int, default=256)
     parser.add_argument("--repeat-head-for", type=Path, metavar="CONFIG",
                         help="write only a bf16 repeat head in this target config's shape")
+    parser.add_argument("--fitted-head-for", metavar="TARGET",
+                        help="write only TARGET-eagle-fitted (needs the target's golden file)")
     parser.add_argument("out", type=Path)
     args = parser.parse_args()
     if args.repeat_head_for:
         write_repeat_head_for(args.repeat_head_for, args.out)
+        return
+    if args.fitted_head_for:
+        write_fitted_head(args.testdata / "models" / args.fitted_head_for,
+                          args.testdata / "golden" / f"{args.fitted_head_for}.json", args.out,
+                          args.tokens)
         return
     for name in args.targets.split(","):
         write_heads(args.testdata / "models" / name, args.out, args.tokens, args.draft_vocab)

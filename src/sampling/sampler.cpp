@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "kernels/sampling_math.h"
+#include "sampling/sampling_distribution.h"
 
 namespace sgl::sampling {
 namespace sm = kernels::sampling_math;
@@ -20,51 +21,16 @@ int32_t argmax(const float* row, int64_t vocab) {
   return static_cast<int32_t>(best);
 }
 
-// The rules of sampler.h, step by step, with a sort.
+// The rules of sampler.h, step by step: the kept weights (sampling_distribution.h), then the draw.
 int32_t sample_row(const float* row, int64_t vocab, const SamplingParams& p, uint64_t step) {
   if (p.is_greedy()) return argmax(row, vocab);
-  // 2. weights
-  const float max_logit = *std::max_element(row, row + vocab);
-  const double inv_temperature = 1.0 / static_cast<double>(p.temperature);
-  std::vector<uint64_t> weight(vocab);  // [V]; later zeroed outside the kept set
-  uint64_t total = 0;
-  for (int64_t i = 0; i < vocab; ++i) {
-    weight[i] = sm::token_weight(row[i], max_logit, inv_temperature);
-    total += weight[i];
-  }
-  if (total == 0) return argmax(row, vocab);
-  // 3. candidates (min-p), ranked by weight descending, ties by lower id
-  const uint64_t min_weight = sm::min_p_weight(p.min_p);
-  std::vector<int32_t> ranked;
-  for (int64_t i = 0; i < vocab; ++i) {
-    if (weight[i] >= min_weight) {
-      ranked.push_back(static_cast<int32_t>(i));
-    } else {
-      weight[i] = 0;
-    }
-  }
-  const auto before = [&](int32_t a, int32_t b) {
-    return weight[a] > weight[b] || (weight[a] == weight[b] && a < b);
-  };
-  size_t keep = ranked.size();
-  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < keep) {
-    keep = static_cast<size_t>(p.top_k);
-    std::partial_sort(ranked.begin(), ranked.begin() + static_cast<int64_t>(keep), ranked.end(),
-                      before);
-  } else {
-    std::sort(ranked.begin(), ranked.end(), before);
-  }
-  // 4. top-k, then top-p: a token is dropped once the weight before it exceeds the limit
-  const uint64_t limit = sm::top_p_limit(p.top_p, total);
-  uint64_t kept_weight = 0;
-  size_t kept = 0;
-  while (kept < keep && kept_weight <= limit) kept_weight += weight[ranked[kept++]];
-  for (size_t r = kept; r < ranked.size(); ++r) weight[ranked[r]] = 0;
+  const KeptWeights kept = kept_weights(row, vocab, p);
+  if (kept.total == 0) return argmax(row, vocab);
   // 5. inverse CDF in id order
-  const uint64_t target = sm::scale_draw(sm::random_bits53(*p.seed, step), kept_weight);
+  const uint64_t target = sm::scale_draw(sm::random_bits53(*p.seed, step), kept.total);
   uint64_t running = 0;
   for (int64_t i = 0; i < vocab; ++i) {
-    running += weight[i];
+    running += kept.weight[i];
     if (running > target) return static_cast<int32_t>(i);
   }
   SGL_CHECK(false) << "sampler: the draw ran past the kept set";

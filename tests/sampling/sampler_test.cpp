@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/sampling_math.h"
+#include "sampling/sampling_distribution.h"
 
 namespace sgl::sampling {
 namespace {
@@ -295,6 +296,37 @@ TEST(Sampler, AgreesWithTheRulesTokenByToken) {
     }
   }
   EXPECT_EQ(rows, 6 * 3 * 3 * 4 * 3);
+}
+
+// sampling_distribution: softmax(logits / T) without filters, renormalised over the kept set
+// with them, one-hot where greedy; and the draws of 8000 seeds land on each token at its rate.
+TEST(SamplingDistribution, IsWhatTheSamplerDraws) {
+  const std::vector<float> logits = logits_for(kProbs);
+  SamplingParams p;
+  p.temperature = 0.7f;
+  std::vector<double> softmax(kProbs.size());
+  double sum = 0;
+  const float max_logit = *std::max_element(logits.begin(), logits.end());
+  for (size_t i = 0; i < kProbs.size(); ++i) {
+    sum += softmax[i] = std::exp((double{logits[i]} - max_logit) / double{0.7f});
+  }
+  const auto plain = sampling_distribution(logits.data(), 8, p);
+  for (size_t i = 0; i < kProbs.size(); ++i) EXPECT_NEAR(plain[i], softmax[i] / sum, 1e-12) << i;
+  p.top_k = 3;
+  const auto top3 = sampling_distribution(logits.data(), 8, p);
+  const double kept = softmax[1] + softmax[3] + softmax[4];
+  for (size_t i = 0; i < kProbs.size(); ++i) {
+    EXPECT_NEAR(top3[i], i == 1 || i == 3 || i == 4 ? softmax[i] / kept : 0.0, 1e-12) << i;
+  }
+  p.seed = 11;
+  std::vector<int> counts(kProbs.size());
+  for (int32_t id : draw(logits, p, 8000)) ++counts[id];
+  for (size_t i = 0; i < kProbs.size(); ++i) {
+    const double sd = std::sqrt(8000 * top3[i] * (1 - top3[i]));
+    EXPECT_NEAR(counts[i], 8000 * top3[i], 4 * sd + 1e-9) << i;
+  }
+  p.temperature = 0.f;
+  EXPECT_EQ(sampling_distribution(logits.data(), 8, p)[1], 1.0);
 }
 
 TEST(SamplingMath, ExpIsAccurateAndBitStable) {
