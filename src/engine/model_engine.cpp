@@ -39,12 +39,13 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
   if (spec.enabled()) {
     options.disable_overlap_schedule = true;
     // The target's verify passes replay CUDA graphs (SGLang's TARGET_VERIFY graphs) where every
-    // request verifies as many drafts: the full count, and under the adaptive policy each count
-    // it may choose. Passes whose requests' counts differ (cut at the end of a request, by the
-    // KV cache or by max_verify_tokens, or an n-gram lookup that found fewer) and mixed batches
-    // run eagerly.
+    // request verifies as many drafts: the full count, and for EAGLE under the adaptive policy
+    // each count it may choose (n-gram lookups find counts that vary anyway). Passes whose
+    // requests' counts differ (cut at the end of a request, by the KV cache or by
+    // max_verify_tokens, or an n-gram lookup that found fewer) and mixed batches run eagerly.
     ro.cuda_graph_verify_tokens = {spec.num_draft_tokens};
-    for (int32_t t = 2; spec.adaptive_drafts && t < spec.num_draft_tokens; ++t) {
+    for (int32_t t = 2;
+         spec.adaptive_drafts && spec.drafts_in_runner() && t < spec.num_draft_tokens; ++t) {
       ro.cuda_graph_verify_tokens.push_back(t);
     }
     ro.cuda_graph_verify_tree = spec.drafts_in_runner() && spec.eagle_topk > 1;
