@@ -58,11 +58,15 @@ double bf16_bound(const std::string& model) {
   return std::max(2e-2, 1.5 * measured["step_top5_logprob"].get<double>());
 }
 
-// Largest logprob difference of `ours` from `ref`. Ids must be equal; with a `tie` > 0 a request
-// may diverge at a step where the reference's top-2 logprobs are within `tie` (the rest of it is
-// then skipped).
+// Largest logprob difference of `ours` from `ref` (the results of `requests`). Ids must be
+// equal; with a `tie` > 0 a greedy request may diverge at a step where the reference's top-2
+// logprobs are within `tie`, and a sampled one anywhere: its seeded draw picks from the whole
+// distribution, which bf16 moves (first seen on two H200s: the random tiny models' flat
+// distributions moved request 4's draw at steps 0-2, all four models; f32 stays equal). The
+// rest of a diverged request is skipped.
 double compare(const std::vector<engine::GenerateResult>& ours,
-               const std::vector<engine::GenerateResult>& ref, double tol, double tie,
+               const std::vector<engine::GenerateResult>& ref,
+               const std::vector<engine::GenerateRequest>& requests, double tol, double tie,
                const std::string& where) {
   double worst = 0;
   EXPECT_EQ(ours.size(), ref.size()) << where;
@@ -72,9 +76,11 @@ double compare(const std::vector<engine::GenerateResult>& ours,
     EXPECT_EQ(a.output_ids.size(), b.output_ids.size()) << where << " request " << i;
     for (size_t s = 0; s < std::min(a.output_ids.size(), b.output_ids.size()); ++s) {
       if (a.output_ids[s] != b.output_ids[s]) {
-        const bool near_tie = tie > 0 && b.top_logprobs.size() > s &&
-                              b.top_logprobs[s].size() >= 2 &&
-                              b.top_logprobs[s][0].logprob - b.top_logprobs[s][1].logprob < tie;
+        const bool sampled = requests[i].sampling.temperature > 0;
+        const bool near_tie =
+            tie > 0 &&
+            (sampled || (b.top_logprobs.size() > s && b.top_logprobs[s].size() >= 2 &&
+                         b.top_logprobs[s][0].logprob - b.top_logprobs[s][1].logprob < tie));
         EXPECT_TRUE(near_tie) << where << " request " << i << " diverged at step " << s;
         break;
       }
@@ -186,7 +192,7 @@ TEST_P(TensorParallelCuda, EveryRankGeneratesWhatOneGpuDoes) {
       EXPECT_EQ(ranks[static_cast<size_t>(r)][i].output_ids, ranks[0][i].output_ids)
           << "rank " << r << " request " << i;
     }
-    worst = std::max(worst, compare(ranks[static_cast<size_t>(r)], ref, tol, tie,
+    worst = std::max(worst, compare(ranks[static_cast<size_t>(r)], ref, requests, tol, tie,
                                     p.model + " rank " + std::to_string(r)));
   }
   std::cout << p.model << (p.bf16 ? " bf16" : " f32") << " tp " << p.tp << ": logprobs within "
