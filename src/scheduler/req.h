@@ -98,6 +98,8 @@ struct Req {
   std::optional<Clock::time_point> first_schedule_time;
 
   const std::vector<int32_t>& origin_input_ids() const { return request.input_ids; }
+  // Tokens remain to be scheduled (max_new_tokens not reached by what is scheduled).
+  bool decodes_more() const { return scheduled_samples < request.max_new_tokens; }
   // origin_input_ids + output_ids
   std::vector<int32_t> all_token_ids() const;
   int32_t prompt_len() const { return static_cast<int32_t>(request.input_ids.size()); }

@@ -139,9 +139,18 @@ class Scheduler {
   std::optional<int32_t> alloc_slot();
   // Appends one decode token of the running `req` to `batch` (its slot must be available).
   void add_decode_entry(Req& req, ScheduleBatch& batch);
+  // Speculative decoding (scheduler_speculative.cpp).
   // The drafts `req` may verify in this decode step, at most `budget`: n-gram lookups, or
   // EAGLE's placeholders for the runner to fill (empty: a plain decode).
   std::vector<int32_t> drafts_for(const Req& req, int32_t budget) const;
+  // [running_.size()]: each running request's drafts for a decode step of `needed` requests
+  // (cut to max_verify_tokens; none if the KV cache cannot hold them all); empty without
+  // speculation.
+  std::vector<std::vector<int32_t>> plan_drafts(int64_t needed, int32_t budget) const;
+  // The adaptive policy's part of decode `batch` (`verify`: it has verify entries): skipping
+  // the EAGLE draft where plain decoding is chosen as best, and what record_decode_time weighs.
+  void follow_draft_policy(const speculative::DraftLengthPolicy::Choice& choice, bool verify,
+                           ScheduleBatch& batch);
   // Appends `req`'s verify entry: its last token and `drafts` (their slots must be available).
   void add_verify_entry(Req& req, std::vector<int32_t> drafts, ScheduleBatch& batch);
   // Keeps the KV of a verify entry's accepted positions (a tree's accepted path, remapped to
