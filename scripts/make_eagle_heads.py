@@ -251,13 +251,18 @@ def write_target_reference(path, tensors, cfg, tokens, rng):
     path.write_text(json.dumps(reference) + "\n")
 
 
-def write_heads(model_dir, out_dir, tokens, draft_vocab):
-    name = model_dir.name
+def load_target(model_dir):
+    """The target's config, tensors, and its embeddings and LM head (f64) as the heads share them."""
     target_cfg = json.loads((model_dir / "config.json").read_text())
     tensors = read_safetensors(model_dir / "model.safetensors")
     embed = tensors["model.embed_tokens.weight"].astype(np.float64)
     head = embed if target_cfg.get("tie_word_embeddings") else tensors["lm_head.weight"]
-    target = {"embed": embed, "lm_head": head.astype(np.float64)}
+    return target_cfg, tensors, {"embed": embed, "lm_head": head.astype(np.float64)}
+
+
+def write_heads(model_dir, out_dir, tokens, draft_vocab):
+    name = model_dir.name
+    target_cfg, tensors, target = load_target(model_dir)
     draws = Draws(sum(map(ord, name)))
 
     cfg = draft_config(target_cfg, "LlamaForCausalLMEagle", 1)
@@ -314,16 +319,12 @@ def write_fitted_head(model_dir, golden_path, out_dir, tokens):
     the target's next choice. On a trained target (stories260K) they stand often enough under
     sampling for a statistical test of the accepted tokens."""
     name = model_dir.name
-    target_cfg = json.loads((model_dir / "config.json").read_text())
-    tensors = read_safetensors(model_dir / "model.safetensors")
-    embed = tensors["model.embed_tokens.weight"].astype(np.float64)
-    head = embed if target_cfg.get("tie_word_embeddings") else tensors["lm_head.weight"]
-    target = {"embed": embed, "lm_head": head.astype(np.float64)}
+    target_cfg, tensors, target = load_target(model_dir)
     inputs, outputs = [], []
     for case in json.loads(golden_path.read_text())["cases"]:
         ids = np.array(case["prompt_ids"] + case["greedy_ids"])
         _, final = target_forward(tensors, target_cfg, ids)
-        inputs.append(np.concatenate([embed[ids[1:]], final[:-1], np.ones((len(ids) - 1, 1))], 1))
+        inputs.append(np.concatenate([target["embed"][ids[1:]], final[:-1], np.ones((len(ids) - 1, 1))], 1))
         outputs.append(final[1:])
     x, y = np.concatenate(inputs), np.concatenate(outputs)
     w = np.linalg.solve(x.T @ x + 0.1 * np.eye(x.shape[1]), x.T @ y)  # [2H + 1, H]
