@@ -175,9 +175,11 @@ std::span<const FlagSpec> engine_flag_table() {
        .help = "Schedule the next batch only after the last one finished."},
       {.name = "--speculative-algorithm",
        .value = "EAGLE|EAGLE3|NGRAM",
-       .help = "Speculative decoding (same tokens, fewer steps; runs without the overlap loop): "
-               "EAGLE / EAGLE3 draft with a draft head (--speculative-draft-model-path), NGRAM "
-               "looks drafts up in each request's own prompt and output."},
+       .help =
+           "Speculative decoding (same tokens, fewer steps; verify steps run without the overlap "
+           "loop): "
+           "EAGLE / EAGLE3 draft with a draft head (--speculative-draft-model-path), NGRAM "
+           "looks drafts up in each request's own prompt and output."},
       {.name = "--speculative-draft-model-path",
        .value = "DIR",
        .help = "EAGLE / EAGLE3: the draft head (LlamaForCausalLMEagle / LlamaForCausalLMEagle3 "
@@ -374,9 +376,6 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
         "--speculative-draft-model-path, --speculative-num-steps and --speculative-eagle-topk are "
         "for --speculative-algorithm EAGLE / EAGLE3");
   }
-  // A verify step needs its request's last token on the host: speculative batches run without
-  // the overlap loop (SGLang's speculative workers did too).
-  if (spec.enabled()) s.engine.disable_overlap_schedule = true;
   SGL_ASSIGN_OR_RETURN(s.engine.decode_log_interval, args.get_int("--decode-log-interval", 40));
   if (s.engine.decode_log_interval < 0) {
     return invalid_argument("--decode-log-interval must be >= 0");

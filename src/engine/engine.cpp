@@ -301,19 +301,35 @@ void Engine::loop(runner::BatchRunner& runner) {
     executor = std::make_unique<runner::AsyncExecutor>(runner);
   }
   const bool overlap = !options_.disable_overlap_schedule;
-  std::deque<scheduler::ScheduleBatch> in_flight;
+  struct InFlight {
+    scheduler::ScheduleBatch batch;
+    std::chrono::steady_clock::time_point scheduled;  // when its scheduling began
+    bool is_decode = false;
+  };
+  std::deque<InFlight> in_flight;
+  // When the last batch's result was processed: a decode step's time runs from then, or from
+  // its scheduling if that came later (so overlapped steps count their period, not their
+  // launch-to-result latency, which includes the batch before).
+  std::chrono::steady_clock::time_point last_finished{};
   // Waits for the oldest batch (the sync executor runs the model inside wait()) and processes
   // its result; returns the engine CPU seconds spent processing, the wait excluded.
   auto finish_oldest = [&] {
     runner::ExecResult result = executor->wait();
     const double t = thread_cpu_s();
-    SGL_CHECK_EQ(result.batch_id, in_flight.front().id);
-    if (in_flight.front().pooling != PoolingType::kNone) {
-      scheduler_->process_embedding_result(in_flight.front(), result.embeddings);
+    InFlight& oldest = in_flight.front();
+    SGL_CHECK_EQ(result.batch_id, oldest.batch.id);
+    if (oldest.batch.pooling != PoolingType::kNone) {
+      scheduler_->process_embedding_result(oldest.batch, result.embeddings);
     } else {
-      adopt_runner_drafts(result, in_flight.front());
-      scheduler_->process_batch_result(in_flight.front(), result.output, result.prompt_logprobs);
+      adopt_runner_drafts(result, oldest.batch);
+      scheduler_->process_batch_result(oldest.batch, result.output, result.prompt_logprobs);
     }
+    const auto now = std::chrono::steady_clock::now();
+    if (oldest.is_decode) {
+      const std::chrono::duration<double> step = now - std::max(last_finished, oldest.scheduled);
+      scheduler_->record_decode_time(oldest.batch.id, step.count());
+    }
+    last_finished = now;
     in_flight.pop_front();
     return thread_cpu_s() - t;
   };
@@ -329,8 +345,7 @@ void Engine::loop(runner::BatchRunner& runner) {
       dispatch_updates();
       continue;
     }
-    bool is_decode = false;
-    const int64_t batch_id = next.batch ? next.batch->id : -1;
+    bool is_decode = false, verify = false;
     if (next.batch) {
       // Speculative verify batches are extends that only decode.
       is_decode = std::all_of(next.batch->entries.begin(), next.batch->entries.end(),
@@ -340,20 +355,20 @@ void Engine::loop(runner::BatchRunner& runner) {
         SGL_LOG_INFO << prefill_status(*next.batch, scheduler_->stats());
       }
       executor->submit(to_exec_batch(*next.batch, options_.eos_token_ids));
-      in_flight.push_back(std::move(*next.batch));
+      verify = std::any_of(next.batch->entries.begin(), next.batch->entries.end(),
+                           [](const scheduler::BatchEntry& e) { return !e.draft_ids.empty(); });
+      in_flight.push_back({std::move(*next.batch), step_start, is_decode});
     }
     double cpu_s = thread_cpu_s() - cpu_start;
-    // Overlap: keep the batch just launched running while the previous one is processed.
-    const size_t keep = overlap && next.batch ? 1 : 0;
+    // Overlap: keep the batch just launched running while the previous one is processed. Not a
+    // speculative verify: how many drafts it accepts decides where its requests go on, so the
+    // next batch is scheduled after its result.
+    const size_t keep = overlap && next.batch && !verify ? 1 : 0;
     while (in_flight.size() > keep) cpu_s += finish_oldest();
     const double t = thread_cpu_s();
     dispatch_updates();
     cpu_s += thread_cpu_s() - t;
     if (is_decode) {
-      if (!overlap) {  // the batch ran and was processed in this iteration: its step's time
-        const std::chrono::duration<double> step = std::chrono::steady_clock::now() - step_start;
-        scheduler_->record_decode_time(batch_id, step.count());
-      }
       decode_cpu_s_ += cpu_s;
       ++decode_steps_;
       const int64_t interval = options_.decode_log_interval;

@@ -32,20 +32,19 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
       std::max<int64_t>(ro.max_batch_size, options.scheduler.max_running_requests +
                                                options.scheduler.max_scoring_tokens);
   const speculative::SpeculativeOptions& spec = options.scheduler.speculative;
-  // A verify batch's tokens are each a logits row; and a draft needs its request's last token
-  // on the host, so speculative batches run without the overlap loop (as --speculative-algorithm
-  // sets it on the command line).
+  // A verify batch's tokens are each a logits row. (A draft needs its request's last token on
+  // the host: the engine drains the overlap loop before a step that drafts and after a verify;
+  // plain steps, when the draft length policy chose them, overlap.)
   options.scheduler.max_verify_tokens = std::min(ro.max_num_tokens, ro.max_logit_rows);
   if (spec.enabled()) {
-    options.disable_overlap_schedule = true;
     // The target's verify passes replay CUDA graphs (SGLang's TARGET_VERIFY graphs) where every
-    // request verifies as many drafts: the full count, and for EAGLE under the adaptive policy
-    // each count it may choose (n-gram lookups find counts that vary anyway). Passes whose
-    // requests' counts differ (cut at the end of a request, by the KV cache or by
-    // max_verify_tokens, or an n-gram lookup that found fewer) and mixed batches run eagerly.
+    // request verifies as many drafts: the full count, and under the adaptive policy each count
+    // it may choose (an n-gram lookup that finds a match drafts as many as asked: the match's
+    // continuation repeats). Passes whose requests' counts differ (cut at the end of a request,
+    // by the KV cache or by max_verify_tokens) and mixed batches (some requests' lookups found
+    // nothing) run eagerly.
     ro.cuda_graph_verify_tokens = {spec.num_draft_tokens};
-    for (int32_t t = 2;
-         spec.adaptive_drafts && spec.drafts_in_runner() && t < spec.num_draft_tokens; ++t) {
+    for (int32_t t = 2; spec.adaptive_drafts && t < spec.num_draft_tokens; ++t) {
       ro.cuda_graph_verify_tokens.push_back(t);
     }
     ro.cuda_graph_verify_tree = spec.drafts_in_runner() && spec.eagle_topk > 1;

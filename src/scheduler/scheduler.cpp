@@ -430,6 +430,10 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   // Speculative decoding: the drafts each request verifies in this step (none: plain decode).
   speculative::DraftLengthPolicy::Choice choice{options_.speculative.num_draft_tokens - 1, false};
   if (draft_policy_ != nullptr) choice = draft_policy_->choose(static_cast<int32_t>(needed));
+  if (drafts_wait_for_results(choice.drafts)) {
+    *need_drain = true;
+    return std::nullopt;
+  }
   std::vector<std::vector<int32_t>> drafts = plan_drafts(needed, choice.drafts);
   ScheduleBatch batch;
   batch.mode = ForwardMode::kDecode;
@@ -497,6 +501,7 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
                                      const sampling::SampleOutput& output,
                                      std::span<const sampling::PromptLogprobs> prompt_logprobs) {
   SGL_CHECK_EQ(batch.id, last_processed_batch_id_ + 1) << "batch results out of order";
+  if (draft_policy_ != nullptr) note_policy_result(batch.id);
   size_t rows = 0;
   for (const BatchEntry& e : batch.entries) rows += static_cast<size_t>(e.sample_rows());
   SGL_CHECK_EQ(output.next_token_ids.size(), rows);

@@ -140,6 +140,13 @@ class Scheduler {
   // Appends one decode token of the running `req` to `batch` (its slot must be available).
   void add_decode_entry(Req& req, ScheduleBatch& batch);
   // Speculative decoding (scheduler_speculative.cpp).
+  // How many drafts `req` may verify in a decode step (at most `budget`) once its last token is
+  // on the host: 0 for requests that decode plainly (grammar, logit processing, a stale EAGLE
+  // draft) and at the end of max_new_tokens or of the context.
+  int32_t draft_room(const Req& req, int32_t budget) const;
+  // A request that would draft (at most `budget`) has a batch in flight: under the overlap loop
+  // the engine drains before the next decode step, which can then verify drafts.
+  bool drafts_wait_for_results(int32_t budget) const;
   // The drafts `req` may verify in this decode step, at most `budget`: n-gram lookups, or
   // EAGLE's placeholders for the runner to fill (empty: a plain decode).
   std::vector<int32_t> drafts_for(const Req& req, int32_t budget) const;
@@ -151,6 +158,9 @@ class Scheduler {
   // the EAGLE draft where plain decoding is chosen as best, and what record_decode_time weighs.
   void follow_draft_policy(const speculative::DraftLengthPolicy::Choice& choice, bool verify,
                            ScheduleBatch& batch);
+  // process_batch_result's start: the generated-token count a chosen batch's time is weighed by
+  // starts here.
+  void note_policy_result(int64_t batch_id);
   // Appends `req`'s verify entry: its last token and `drafts` (their slots must be available).
   void add_verify_entry(Req& req, std::vector<int32_t> drafts, ScheduleBatch& batch);
   // Keeps the KV of a verify entry's accepted positions (a tree's accepted path, remapped to
@@ -193,16 +203,16 @@ class Scheduler {
   int64_t last_processed_batch_id_ = 0;
   std::vector<ReqUpdate> updates_;
   SchedulerStats totals_;
-  // --speculative-draft-policy adaptive (null otherwise), and the decode batch it chose for
-  // last, until its time is recorded.
+  // --speculative-draft-policy adaptive (null otherwise), and the decode batches it chose for,
+  // until their times are recorded.
   std::unique_ptr<speculative::DraftLengthPolicy> draft_policy_;
   struct PolicyStep {
     int64_t batch_id = -1;
     int32_t batch_size = 0;
-    int32_t drafts = 0;            // the most any entry verified
-    int64_t generated_before = 0;  // totals_.generated_tokens_total before its result
+    int32_t drafts = 0;             // the most any entry verified
+    int64_t generated_before = -1;  // totals_.generated_tokens_total before its result
   };
-  PolicyStep policy_step_;
+  std::deque<PolicyStep> policy_steps_;  // the chosen decode batches in flight, oldest first
   // Grammar masks promised to batches in flight, oldest first.
   struct PendingMask {
     int64_t batch_id = 0;

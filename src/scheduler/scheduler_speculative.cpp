@@ -11,24 +11,39 @@
 
 namespace sgl::scheduler {
 
-std::vector<int32_t> Scheduler::drafts_for(const Req& req, int32_t budget) const {
-  const speculative::SpeculativeOptions& spec = options_.speculative;
-  // Drafts need the request's last token on the host (no batch of it in flight) and one result
-  // row per position; logit processing and grammars read a single row per step, so those
-  // requests decode plainly.
-  if (req.last_batch_id > last_processed_batch_id_ || req.output_ids.empty() || req.grammar ||
-      req.request.sampling.needs_logit_processing() || req.draft_stale) {
-    return {};
+int32_t Scheduler::draft_room(const Req& req, int32_t budget) const {
+  // Drafts need one result row per position; logit processing and grammars read a single row
+  // per step, so those requests decode plainly.
+  if (req.output_ids.empty() || req.grammar || req.request.sampling.needs_logit_processing() ||
+      req.draft_stale) {
+    return 0;
   }
   // Each accepted draft is an output token, and the drafts' positions must fit the context.
   const int64_t left = req.request.max_new_tokens - static_cast<int64_t>(req.output_ids.size());
   const int64_t room = max_context_len_ - 1 - req.kv_len;
-  const int64_t max_drafts = std::min<int64_t>({spec.num_draft_tokens - 1, budget, left - 1, room});
+  const int64_t most =
+      std::min<int64_t>({options_.speculative.num_draft_tokens - 1, budget, left - 1, room});
+  return static_cast<int32_t>(std::max<int64_t>(most, 0));
+}
+
+bool Scheduler::drafts_wait_for_results(int32_t budget) const {
+  if (!options_.speculative.enabled() || budget <= 0) return false;
+  return std::any_of(running_.begin(), running_.end(), [&](const Req* r) {
+    return r->decodes_more() && r->last_batch_id > last_processed_batch_id_ &&
+           draft_room(*r, budget) > 0;
+  });
+}
+
+std::vector<int32_t> Scheduler::drafts_for(const Req& req, int32_t budget) const {
+  // Drafts need the request's last token on the host: no batch of it in flight.
+  if (req.last_batch_id > last_processed_batch_id_) return {};
+  const int32_t max_drafts = draft_room(req, budget);
   if (max_drafts <= 0) return {};
+  const speculative::SpeculativeOptions& spec = options_.speculative;
   // EAGLE: the batch runner drafts into these slots; the ids come back with the result.
   if (spec.drafts_in_runner()) return std::vector<int32_t>(static_cast<size_t>(max_drafts), 0);
-  return speculative::ngram_draft(req.all_token_ids(), static_cast<int32_t>(max_drafts),
-                                  spec.ngram_min_match_window, spec.ngram_max_match_window);
+  return speculative::ngram_draft(req.all_token_ids(), max_drafts, spec.ngram_min_match_window,
+                                  spec.ngram_max_match_window);
 }
 
 std::vector<std::vector<int32_t>> Scheduler::plan_drafts(int64_t needed, int32_t budget) const {
@@ -82,15 +97,25 @@ void Scheduler::follow_draft_policy(const speculative::DraftLengthPolicy::Choice
   }
   int32_t most = 0;
   for (const BatchEntry& e : batch.entries) most = std::max(most, e.extend_len - 1);
-  policy_step_ = {next_batch_id_, static_cast<int32_t>(batch.entries.size()), most,
-                  totals_.generated_tokens_total};
+  policy_steps_.push_back({next_batch_id_, static_cast<int32_t>(batch.entries.size()), most});
+}
+
+void Scheduler::note_policy_result(int64_t batch_id) {
+  while (!policy_steps_.empty() && policy_steps_.front().batch_id < batch_id) {
+    policy_steps_.pop_front();  // never timed (the engine times decode batches only)
+  }
+  if (!policy_steps_.empty() && policy_steps_.front().batch_id == batch_id) {
+    policy_steps_.front().generated_before = totals_.generated_tokens_total;
+  }
 }
 
 void Scheduler::record_decode_time(int64_t batch_id, double seconds) {
-  if (draft_policy_ == nullptr || batch_id != policy_step_.batch_id) return;
-  draft_policy_->record(policy_step_.batch_size, policy_step_.drafts,
-                        totals_.generated_tokens_total - policy_step_.generated_before, seconds);
-  policy_step_.batch_id = -1;
+  if (draft_policy_ == nullptr || policy_steps_.empty()) return;
+  const PolicyStep& step = policy_steps_.front();
+  if (step.batch_id != batch_id || step.generated_before < 0) return;
+  draft_policy_->record(step.batch_size, step.drafts,
+                        totals_.generated_tokens_total - step.generated_before, seconds);
+  policy_steps_.pop_front();
 }
 
 std::vector<int32_t> Scheduler::accept_drafts(Req& req, const BatchEntry& entry,

@@ -9,8 +9,11 @@
 namespace sgl::speculative {
 namespace {
 
-// Weight of a new measurement: a few steps settle an arm, one odd step does not flip it.
-constexpr double kRateWeight = 0.3;
+// Weight of a new measurement once an arm has many: its rate is then an average over the last
+// ~1/kMinRateWeight steps it ran, long enough that a stretch of text where drafts rarely stand
+// (n-gram drafts come in bursts: quoted code, then free prose) does not flip the choice, short
+// enough to follow a workload that changes. An arm's first measurements are plainly averaged.
+constexpr double kMinRateWeight = 0.05;
 
 size_t bucket_index(int32_t batch_size) {
   return static_cast<size_t>(std::bit_width(static_cast<uint32_t>(std::max(batch_size, 1))) - 1);
@@ -63,7 +66,8 @@ void DraftLengthPolicy::record(int32_t batch_size, int32_t drafts, int64_t token
   Bucket& b = bucket(batch_size);
   Arm& arm = b.arms[static_cast<size_t>(std::clamp(drafts, 0, max_drafts_))];
   const double rate = static_cast<double>(tokens) / (static_cast<double>(batch_size) * seconds);
-  arm.rate = arm.trials == 0 ? rate : arm.rate + kRateWeight * (rate - arm.rate);
+  const double weight = std::max(1.0 / static_cast<double>(arm.trials + 1), kMinRateWeight);
+  arm.rate += weight * (rate - arm.rate);
   ++arm.trials;
   arm.last_step = b.steps++;
 }

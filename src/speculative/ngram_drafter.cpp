@@ -15,8 +15,15 @@ std::vector<int32_t> ngram_draft(std::span<const int32_t> tokens, int32_t max_to
     // recent text predicts best.
     for (int64_t e = n - 2; e >= w - 1; --e) {
       if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + (e - w + 1))) continue;
-      const int64_t count = std::min<int64_t>(max_tokens, n - 1 - e);
-      return {tokens.begin() + e + 1, tokens.begin() + e + 1 + count};
+      // The tokens after the occurrence; past the sequence's end the drafts themselves (the
+      // text repeats with period n - 1 - e, as a loop or a list does).
+      std::vector<int32_t> drafts;
+      drafts.reserve(static_cast<size_t>(max_tokens));
+      for (int64_t j = e + 1; static_cast<int32_t>(drafts.size()) < max_tokens; ++j) {
+        drafts.push_back(j < n ? tokens[static_cast<size_t>(j)]
+                               : drafts[static_cast<size_t>(j - n)]);
+      }
+      return drafts;
     }
   }
   return {};

@@ -12,8 +12,8 @@ namespace sgl::speculative {
 
 // Up to `max_tokens` drafts for what follows `tokens` (prompt + output so far): for suffix
 // lengths w from `max_window` down to `min_window`, the latest earlier position where the last
-// w tokens also occur; the drafts are the tokens after it (fewer where the sequence ends).
-// Empty when no suffix recurs.
+// w tokens also occur; the drafts are the tokens after it, continued periodically past the
+// sequence's end (the text from the occurrence on repeats). Empty when no suffix recurs.
 std::vector<int32_t> ngram_draft(std::span<const int32_t> tokens, int32_t max_tokens,
                                  int32_t min_window, int32_t max_window);
 

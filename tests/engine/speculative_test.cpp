@@ -25,6 +25,8 @@ struct Config {
   bool mixed;
   int32_t draft_tokens;
   double conservativeness = 1.0;  // low: admit optimistically, so decoding must retract
+  // The overlap loop: the engine drains it before each step that drafts and after each verify.
+  bool overlap = false;
 };
 
 // 32 requests from the golden prompts and their greedy continuations (stories repeat
@@ -71,7 +73,7 @@ std::vector<test::Outcome> run(const Config& c, bool speculative, EngineStats* s
   eo.scheduler.enable_mixed_chunk = c.mixed;
   eo.scheduler.max_running_requests = 24;
   eo.scheduler.schedule_conservativeness = c.conservativeness;
-  eo.disable_overlap_schedule = true;  // as --speculative-algorithm sets it; the same for both
+  eo.disable_overlap_schedule = !c.overlap;  // the same for both runs
   if (speculative) {
     eo.scheduler.speculative.algorithm = speculative::SpeculativeAlgorithm::kNgram;
     eo.scheduler.speculative.num_draft_tokens = c.draft_tokens;
@@ -110,7 +112,8 @@ INSTANTIATE_TEST_SUITE_P(Configs, Speculative,
                          ::testing::Values(Config{"default", 8000, 8192, true, 8},
                                            Config{"chunk16", 8000, 16, true, 4},
                                            Config{"no_mixed_draft2", 8000, 8192, false, 2},
-                                           Config{"tight_kv", 640, 64, true, 8, 0.05}),
+                                           Config{"tight_kv", 640, 64, true, 8, 0.05},
+                                           Config{"overlap", 8000, 8192, true, 8, 1.0, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <iostream>
@@ -39,6 +40,7 @@ struct BatchRecord {
   int64_t drafts = 0;          // speculative drafts the batch verifies
   int64_t id = 0;
   bool skip_draft = false;
+  bool overlapped = false;  // scheduled while the batch before was in flight
 };
 
 // Runs a Scheduler with the fake model. Checks integrity after every step.
@@ -69,6 +71,7 @@ class Driver {
       BatchRecord record{next.batch->mode, {}, next.batch->num_tokens()};
       record.id = next.batch->id;
       record.skip_draft = next.batch->skip_draft;
+      record.overlapped = !in_flight_.empty();
       for (const BatchEntry& e : next.batch->entries) {
         record.extends.emplace_back(e.req->rid, e.extend_len);
         record.scored += static_cast<int64_t>(e.logprob_targets.size());
@@ -78,12 +81,10 @@ class Driver {
       batches_.push_back(std::move(record));
       in_flight_.push_back(std::move(*next.batch));
     }
-    const size_t keep = overlap_ && next.batch ? 1 : 0;
+    // As the engine: a verify batch is processed before the next one is scheduled.
+    const size_t keep = overlap_ && next.batch && batches_.back().drafts == 0 ? 1 : 0;
     const bool progressed = next.batch.has_value() || !in_flight_.empty();
     while (in_flight_.size() > keep) finish_oldest();
-    if (step_time && next.batch && !overlap_) {  // the engine times each step it ran
-      scheduler_.record_decode_time(batches_.back().id, step_time(batches_.back()));
-    }
     collect();
     Status integrity = scheduler_.check_integrity();
     EXPECT_TRUE(integrity.ok()) << integrity.to_string();
@@ -129,8 +130,17 @@ class Driver {
 
  private:
   void finish_oldest() {
-    const runner::ExecResult result = runner_.run(engine::to_exec_batch(in_flight_.front()));
-    scheduler_.process_batch_result(in_flight_.front(), result.output);
+    const ScheduleBatch& batch = in_flight_.front();
+    const runner::ExecResult result = runner_.run(engine::to_exec_batch(batch));
+    scheduler_.process_batch_result(batch, result.output);
+    // The engine times each decode step when its result is processed.
+    const bool decode = std::all_of(batch.entries.begin(), batch.entries.end(),
+                                    [](const BatchEntry& e) { return e.decodes(); });
+    if (step_time && decode) {
+      const auto record = std::find_if(batches_.begin(), batches_.end(),
+                                       [&](const BatchRecord& b) { return b.id == batch.id; });
+      scheduler_.record_decode_time(batch.id, step_time(*record));
+    }
     in_flight_.pop_front();
   }
 
@@ -216,14 +226,15 @@ TEST_P(SchedulerLoops, ScoringBatchesStayWithinTheLogitsBudget) {
 }
 
 // Every token of a speculative verify batch is a logits row: its tokens stay within
-// max_verify_tokens (drafts are cut to fit), and the outputs are the reference's. (Speculation
-// runs without the overlap loop: with it, no request's last token is ever on the host.)
-TEST(SchedulerSpeculative, VerifyBatchesStayWithinTheirTokenBound) {
+// max_verify_tokens (drafts are cut to fit), and the outputs are the reference's. In the overlap
+// loop the scheduler asks for a drain before a step that drafts (a draft needs its request's
+// last token on the host), so drafts are verified there too.
+TEST_P(SchedulerLoops, VerifyBatchesStayWithinTheirTokenBound) {
   SchedulerOptions options;
   options.speculative.algorithm = speculative::SpeculativeAlgorithm::kNgram;
   options.speculative.num_draft_tokens = 8;
   options.max_verify_tokens = 10;
-  Driver d(options, 1024, 256, /*overlap=*/false);
+  Driver d(options, 1024, 256, overlap());
   // Prompts that repeat themselves: the n-gram lookup finds drafts in them.
   for (int32_t i = 0; i < 4; ++i) {
     std::vector<int32_t> p;
@@ -244,7 +255,7 @@ TEST(SchedulerSpeculative, VerifyBatchesStayWithinTheirTokenBound) {
 // --speculative-draft-policy adaptive: the draft count follows the measured step times. Here
 // the engine's clock is simulated: the outputs stay the reference's whatever the counts are.
 std::vector<BatchRecord> run_adaptive(const std::function<double(const BatchRecord&)>& time,
-                                      speculative::SpeculativeAlgorithm algorithm) {
+                                      speculative::SpeculativeAlgorithm algorithm, bool overlap) {
   SchedulerOptions options;
   options.speculative.algorithm = algorithm;
   options.speculative.draft_model_path = "/heads/eagle";  // the fake runner drafts nothing
@@ -255,7 +266,7 @@ std::vector<BatchRecord> run_adaptive(const std::function<double(const BatchReco
   options.speculative.num_steps = 3;
   options.speculative.adaptive_drafts = true;
   EXPECT_TRUE(options.speculative.validate().ok());
-  Driver d(options, 4096, 512, /*overlap=*/false);
+  Driver d(options, 4096, 512, overlap);
   d.step_time = time;
   for (int32_t i = 0; i < 6; ++i) {
     std::vector<int32_t> p;
@@ -278,28 +289,29 @@ double drafting_share(const std::vector<BatchRecord>& batches, size_t warm) {
   return decodes ? static_cast<double>(drafting) / static_cast<double>(decodes) : 0;
 }
 
-TEST(SchedulerSpeculative, AdaptiveDraftsStopWhenVerifyingCostsMore) {
+TEST_P(SchedulerLoops, AdaptiveDraftsStopWhenVerifyingCostsMore) {
   // A verify step costs 10x a plain one: after trying each count, plain decoding wins; the
   // policy still tries the others now and then (every 64 steps).
   const auto batches = run_adaptive([](const BatchRecord& b) { return b.drafts > 0 ? 10.0 : 1.0; },
-                                    speculative::SpeculativeAlgorithm::kNgram);
+                                    speculative::SpeculativeAlgorithm::kNgram, overlap());
   EXPECT_LT(drafting_share(batches, 10), 0.1);
   EXPECT_GT(drafting_share(batches, 0), 0.0) << "never tried to draft";
 }
 
-TEST(SchedulerSpeculative, AdaptiveDraftsKeepDraftingWhenItPays) {
+TEST_P(SchedulerLoops, AdaptiveDraftsKeepDraftingWhenItPays) {
   // Verifying is free and each draft makes the step faster still: the most drafts win.
   const auto batches =
       run_adaptive([](const BatchRecord& b) { return 1.0 / (1.0 + static_cast<double>(b.drafts)); },
-                   speculative::SpeculativeAlgorithm::kNgram);
+                   speculative::SpeculativeAlgorithm::kNgram, overlap());
   EXPECT_GT(drafting_share(batches, 10), 0.5);
 }
 
-TEST(SchedulerSpeculative, AdaptivePlainDecodingSkipsTheEagleDraftForGood) {
+TEST_P(SchedulerLoops, AdaptivePlainDecodingSkipsTheEagleDraftForGood) {
   // EAGLE (the fake runner fills no drafts: placeholders verify as rejected): once plain
-  // decoding is measured best, its batches skip the draft, and their requests draft no more.
+  // decoding is measured best, its batches skip the draft, and their requests draft no more;
+  // in the overlap loop those plain steps overlap (no drain is asked for).
   const auto batches = run_adaptive([](const BatchRecord& b) { return b.drafts > 0 ? 10.0 : 1.0; },
-                                    speculative::SpeculativeAlgorithm::kEagle);
+                                    speculative::SpeculativeAlgorithm::kEagle, overlap());
   size_t first_skip = batches.size();
   for (size_t i = 0; i < batches.size(); ++i) {
     if (batches[i].skip_draft && first_skip == batches.size()) first_skip = i;
@@ -308,8 +320,15 @@ TEST(SchedulerSpeculative, AdaptivePlainDecodingSkipsTheEagleDraftForGood) {
     }
   }
   ASSERT_LT(first_skip, batches.size()) << "no batch skipped the draft";
+  size_t overlapped = 0;
   for (size_t i = first_skip; i < batches.size(); ++i) {
     EXPECT_EQ(batches[i].drafts, 0) << "batch " << i << " drafted for stale requests";
+    overlapped += batches[i].overlapped;
+  }
+  if (overlap()) {
+    EXPECT_GT(overlapped, (batches.size() - first_skip) * 9 / 10);
+  } else {
+    EXPECT_EQ(overlapped, 0u);
   }
 }
 

@@ -44,6 +44,8 @@ struct Config {
   // --speculative-draft-policy adaptive: the counts follow the measured step times (a random
   // head's drafts rarely stand, so plain batches that skip the draft soon follow).
   bool adaptive = false;
+  // The overlap loop (the command line's default): verify steps drain it, plain steps overlap.
+  bool overlap = false;
 };
 
 // 16 requests over the target's golden prompts, mixed sampling settings and limits.
@@ -85,7 +87,7 @@ Result<ModelEngine> launch(const Config& c, bool speculative) {
   eo.scheduler.enable_mixed_chunk = c.mixed;
   eo.scheduler.max_running_requests = 12;
   eo.scheduler.schedule_conservativeness = c.conservativeness;
-  eo.disable_overlap_schedule = true;  // as --speculative-algorithm sets it; the same for both
+  eo.disable_overlap_schedule = !c.overlap;  // the same for both runs
   if (speculative) {
     speculative::SpeculativeOptions& spec = eo.scheduler.speculative;
     spec.algorithm = std::string(c.head).ends_with("eagle3")
@@ -154,6 +156,18 @@ INSTANTIATE_TEST_SUITE_P(
                              .head = "tiny-llama-eagle",
                              .num_steps = 3,
                              .adaptive = true},
+                      Config{.name = "llama_repeat_overlap",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle-repeat",
+                             .num_steps = 4,
+                             .drafts_hit = true,
+                             .overlap = true},
+                      Config{.name = "llama_eagle_adaptive_overlap",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle",
+                             .num_steps = 3,
+                             .adaptive = true,
+                             .overlap = true},
                       Config{.name = "qwen3_eagle3_adaptive_tight_kv",
                              .target = "tiny-qwen3",
                              .head = "tiny-qwen3-eagle3",

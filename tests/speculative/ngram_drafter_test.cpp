@@ -20,8 +20,9 @@ TEST(NgramDraft, LongestRecurringSuffixItsLatestOccurrence) {
   EXPECT_EQ(ngram_draft(Ids{9, 7, 1, 9, 7, 2, 5, 9, 7}, 2, 1, 3), (Ids{2, 5}));
   // A longer match beats a more recent shorter one.
   EXPECT_EQ(ngram_draft(Ids{5, 6, 7, 8, 0, 7, 3, 5, 6, 7}, 1, 1, 3), (Ids{8}));
-  // Drafts stop where the sequence ends.
-  EXPECT_EQ(ngram_draft(Ids{4, 4}, 5, 1, 3), (Ids{4}));
+  // Past the sequence's end the drafts repeat with the match's period.
+  EXPECT_EQ(ngram_draft(Ids{4, 4}, 5, 1, 3), (Ids{4, 4, 4, 4, 4}));
+  EXPECT_EQ(ngram_draft(Ids{1, 2, 3, 1, 2}, 5, 1, 3), (Ids{3, 1, 2, 3, 1}));
   EXPECT_EQ(ngram_draft(Ids{1, 2, 3}, 4, 1, 3), Ids{});     // nothing recurs
   EXPECT_EQ(ngram_draft(Ids{1, 2, 1, 2}, 4, 3, 3), Ids{});  // only windows of 3 tried
   EXPECT_EQ(ngram_draft(Ids{1, 2, 1, 2}, 0, 1, 3), Ids{});  // no drafts wanted
@@ -37,11 +38,11 @@ Ids reference(const Ids& t, int32_t k, int32_t lo, int32_t hi) {
       bool same = true;
       for (int64_t j = 0; j < w; ++j) same = same && t[start + j] == t[n - w + j];
       if (!same) continue;
-      Ids out;
-      for (int64_t j = start + w; j < n && static_cast<int64_t>(out.size()) < k; ++j) {
-        out.push_back(t[j]);
+      Ids ext = t;  // the sequence continued by its drafts
+      while (static_cast<int64_t>(ext.size()) < start + w + k) {
+        ext.push_back(ext[ext.size() - static_cast<size_t>(n - start - w)]);
       }
-      return out;
+      return Ids(ext.begin() + start + w, ext.begin() + start + w + k);
     }
   }
   return {};
