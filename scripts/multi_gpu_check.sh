@@ -18,6 +18,8 @@
 #        graphs pay) at 2, 4 and 8 GPUs
 #     3. sgl-bench one-batch on configs/llama-3-70b.json (dummy bf16 weights) at --tp-size 4 and
 #        8, batch 1 and 64, input 1024 (SGL_MULTI_GPU_BENCH_ARGS overrides those flags)
+#     4. sgl-bench one-batch on the Qwen3-30B-A3B and Mixtral-8x7B shapes at --tp-size N
+#        --ep-size N (whole experts per GPU; Qwen3 at --tp-size N alone too) for N = 2 and 4
 #   On one GPU (a dry run) it runs what one GPU can (the one-rank tests, the one-rank
 #   all-reduce, one-batch on the Llama-3-8B shape through --tp-size 1) and lists what it
 #   skipped and why. JSON and logs land in $OUT; a summary table is printed last.
@@ -26,8 +28,7 @@
 # NVLink multicast stays off in every process (the machines' GPUs are shared, and a program that
 # uses it can put them out of service): NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1,
 # NVSHMEM_DISABLE_NVLS=1 are exported before anything runs, and nothing here calls
-# cuMulticastCreate. Expert parallelism (--ep-size) runs on the CPU only (its dispatch and
-# combine are host code), so its GPU runs are listed as skipped.
+# cuMulticastCreate.
 #
 # libnccl.so.2 (218 MB) is not packed: the binaries find it beside them in gpu/lib if it is
 # there, else in the machine's NCCL (PyTorch's nvidia-nccl wheel or a system copy).
@@ -83,7 +84,6 @@ run() {
     fi
     grep -E "logprobs within" "$log/$name.log" || true
   done
-  skipped+=("expert parallelism (--ep-size 2 and 4) on CUDA: not implemented (dispatch and combine are host code; tests/runner/tensor_parallel_test.cpp checks EP on the CPU)")
 
   # 2. The all-reduce latency (our communicator = NCCL; eager = nccl-tests' way).
   local n
@@ -108,15 +108,15 @@ run() {
   # shellcheck disable=SC2206  # a word list
   local bench_args=(${SGL_MULTI_GPU_BENCH_ARGS:---batch-size 1,64 --input-len 1024 --output-len 64})
   one_batch() {
-    local config=$1 tp=$2 name=$3
+    local config=$1 tp=$2 name=$3 ep=${4:-1}
     if "$root/gpu/sgl-bench" one-batch --config "$root/configs/$config.json" --tp-size "$tp" \
-         "${bench_args[@]}" --output-file "$log/$name.json" >"$log/$name.log" 2>&1; then
+         --ep-size "$ep" "${bench_args[@]}" --output-file "$log/$name.json" >"$log/$name.log" 2>&1; then
       rows+=("sgl-bench-one-batch-$name PASS")
     else
       status=1
       rows+=("sgl-bench-one-batch-$name FAIL")
     fi
-    echo "==== sgl-bench one-batch ($config, --tp-size $tp, dummy bf16)"
+    echo "==== sgl-bench one-batch ($config, --tp-size $tp --ep-size $ep, dummy bf16)"
     tail -n 8 "$log/$name.log"
   }
   for n in 4 8; do
@@ -127,6 +127,17 @@ run() {
     fi
   done
   if [ "$gpus" -lt 4 ]; then one_batch llama-3-8b 1 llama8b_tp1_dry_run; fi
+
+  # 4. MoE shapes with whole experts per GPU (--ep-size = --tp-size).
+  for n in 2 4; do
+    if [ "$n" -gt "$gpus" ]; then
+      skipped+=("sgl-bench one-batch qwen3-30b-a3b / mixtral-8x7b --tp-size $n --ep-size $n: needs $n GPUs, found $gpus")
+      continue
+    fi
+    one_batch qwen3-30b-a3b "$n" "qwen3_30b_a3b_tp$n"  # every expert's rows split, to compare
+    one_batch qwen3-30b-a3b "$n" "qwen3_30b_a3b_ep$n" "$n"
+    one_batch mixtral-8x7b "$n" "mixtral_8x7b_ep$n" "$n"
+  done
 
   echo "==== multi_gpu_check summary ($gpus GPU(s))"
   printf '%s\n' "${rows[@]}"

@@ -40,7 +40,7 @@ constexpr const char* kUsage =
   [--load-format auto|dummy] [--dtype auto|bfloat16|float32] [--device cuda|cpu]
   [--batch-size 1,8,64,256] [--input-len 128,1024] [--output-len 256]
   [--max-prefill-tokens 8192] [--attention-backend NAME] [--linear-backend auto|hopper]
-  [--tp-size N] [--base-gpu-id B] [--output-file F.json]
+  [--tp-size N] [--ep-size E] [--base-gpu-id B] [--output-file F.json]
   [--skip-floors] [--disable-cuda-graph]
 --config implies --load-format dummy (random weights for that config.json).
 )";
@@ -262,6 +262,7 @@ int run_bench_one_batch(int argc, char** argv) {
                                              "--linear-backend",
                                              "--log-level",
                                              "--tp-size",
+                                             "--ep-size",
                                              "--base-gpu-id"};
   const std::set<std::string> switch_flags = {"--skip-floors", "--disable-cuda-graph", "--help"};
   auto args = CliArgs::parse(argc, argv, value_flags, switch_flags);
@@ -318,6 +319,12 @@ int run_bench_one_batch(int argc, char** argv) {
     return fail(invalid_argument("--tp-size must be in [1, 64] and --base-gpu-id >= 0"));
   }
   options.tp_size = static_cast<int>(*tp_size);
+  auto ep_size = args->get_int("--ep-size", 1);
+  if (!ep_size.ok()) return fail(ep_size.status());
+  if (*ep_size < 1 || *ep_size > *tp_size) {
+    return fail(invalid_argument("--ep-size must be in [1, --tp-size]"));
+  }
+  options.ep_size = static_cast<int>(*ep_size);  // the model checks that it divides tp
   if (*base_gpu > 0) {
     if (!options.device.is_cuda())
       return fail(invalid_argument("--base-gpu-id needs --device cuda"));
@@ -382,6 +389,7 @@ int run_bench_one_batch(int argc, char** argv) {
   nlohmann::json report = {{"load_s", load_s},
                            {"device", options.device.to_string()},
                            {"tp_size", options.tp_size},
+                           {"ep_size", options.ep_size},
                            {"copy_bytes_per_s", floors.copy_bytes_per_s},
                            {"gemm_flops_per_s", floors.gemm_flops_per_s},
                            {"cases", nlohmann::json::array()}};

@@ -106,9 +106,10 @@ std::span<const FlagSpec> engine_flag_table() {
        .aliases = {"--ep", "--expert-parallel-size"},
        .value = "N",
        .help = "Expert-parallel groups (MoE models): the experts split over N groups of the "
-               "--tp-size ranks, each token sent to the ranks holding its experts (all-to-all). "
-               "N must divide --tp-size and the model's experts; CPU only (the dispatch and "
-               "combine have no CUDA kernels yet).",
+               "--tp-size ranks. On GPUs every rank runs its experts over the tokens routed to "
+               "them and one all-reduce adds the ranks' outputs (SGLang's EP MoE without an "
+               "all-to-all backend); on the CPU each token goes to the ranks holding its experts "
+               "and back (all-to-all). N must divide --tp-size and the model's experts.",
        .default_value = "1"},
       {.name = "--nnodes",
        .value = "N",
@@ -265,12 +266,6 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   s.runner.tp_size = static_cast<int>(tp_size);
   SGL_ASSIGN_OR_RETURN(const int64_t ep_size, args.get_int("--ep-size", 1));
   if (ep_size < 1 || ep_size > 64) return invalid_argument("--ep-size must be in [1, 64]");
-  if (ep_size > 1 && !device->is_cpu()) {
-    return invalid_argument("--ep-size " + std::to_string(ep_size) + " on " + device_name +
-                            " is not implemented: expert parallelism's token dispatch and "
-                            "combine run on the host (--device cpu); --tp-size alone splits "
-                            "every expert over the GPUs");
-  }
   // Multi-node bootstrap (SGLang's names): checked, and only one node runs.
   distributed::MultiNode nodes;
   SGL_ASSIGN_OR_RETURN(const int64_t nnodes, args.get_int("--nnodes", 1));

@@ -41,8 +41,7 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
       {.name = "--enable-ep-moe",
        .help = "Expert-parallel MoE (SGLang's older switch for --ep-size = --tp-size).",
        .support = kRefused,
-       .note = "give --ep-size instead (expert parallelism runs on the CPU; on GPUs --tp-size "
-               "splits every expert)"},
+       .note = "give --ep-size instead"},
       {.name = "--disable-custom-all-reduce",
        .help = "NCCL instead of the custom all-reduce.",
        .support = kNoEffect,

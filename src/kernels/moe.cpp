@@ -130,6 +130,27 @@ void moe_route(const Tensor& router_logits, MoeScoring scoring, bool renormalize
   cpu::moe_route(router_logits, scoring, renormalize, topk_weights, topk_ids);
 }
 
+void moe_local_ids(const Tensor& topk_ids, int64_t first_expert, int64_t num_local,
+                   const Tensor& local_ids, backend::Stream stream) {
+  const char* op = "moe_local_ids";
+  SGL_CHECK(topk_ids.dtype() == DType::kI32 && topk_ids.ndim() == 2 && topk_ids.is_contiguous())
+      << op << ": topk_ids must be contiguous i32 [T, k], got " << describe(topk_ids);
+  SGL_CHECK(local_ids.dtype() == DType::kI32 && local_ids.is_contiguous() &&
+            local_ids.ndim() == 2 && local_ids.size(0) == topk_ids.size(0) &&
+            local_ids.size(1) == topk_ids.size(1))
+      << op << ": local_ids must be contiguous i32 " << topk_ids.shape_string() << ", got "
+      << describe(local_ids);
+  SGL_CHECK(first_expert >= 0 && num_local >= 1)
+      << op << ": experts [" << first_expert << ", +" << num_local << ")";
+  check_same_device(topk_ids, local_ids, op);
+  if (topk_ids.numel() == 0) return;
+  if (!topk_ids.device().is_cpu()) {
+    SGL_MOE_ON_CUDA(moe_local_ids, topk_ids, first_expert, num_local, local_ids, stream);
+    return;
+  }
+  cpu::moe_local_ids(topk_ids, first_expert, num_local, local_ids);
+}
+
 MoeAlignSizes moe_align_sizes(int64_t num_tokens, int64_t top_k, int64_t num_experts,
                               int64_t block_size) {
   SGL_CHECK(num_tokens >= 0 && top_k >= 1 && num_experts >= 1 && block_size >= 1)

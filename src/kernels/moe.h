@@ -54,8 +54,9 @@ struct MoeAlignment {
 };
 
 // SGLang's moe_align_block_size: groups the (token, slot) pairs of topk_ids (i32 [T, k],
-// contiguous, ids in [0, num_experts)) by expert and pads each group to whole blocks, so a
-// grouped GEMM can give every block of block_size rows a single expert.
+// contiguous, ids in [0, num_experts), or -1 for a masked pair, which joins no group) by expert
+// and pads each group to whole blocks, so a grouped GEMM can give every block of block_size rows
+// a single expert.
 void moe_align_block_size(const Tensor& topk_ids, int64_t num_experts, int64_t block_size,
                           const MoeAlignment& out, backend::Stream stream);
 
@@ -68,7 +69,9 @@ int64_t fused_moe_workspace_bytes(Device device, int64_t num_tokens, int64_t top
 //   out[t] = sum_j topk_weights[t, j] * down_e(silu(gate_e x[t]) * up_e x[t]), e = topk_ids[t, j]
 // x: [T, H] (row stride allowed); w_gate_up: [E, 2I, H] = per expert [gate; up], as the dense
 // gate_up_proj; w_down: [E, H, I]; topk_weights: f32 [T, k]; topk_ids: i32 [T, k], ids in
-// [0, E); out: [T, H] contiguous, overwritten: x itself (in place) or not overlapping it.
+// [0, E), or -1 for a masked pair, which adds nothing (moe_local_ids: the experts another rank
+// holds; a token with every pair masked gets zeros); out: [T, H] contiguous, overwritten: x
+// itself (in place) or not overlapping it.
 // workspace: any dtype, contiguous, 16-byte aligned, at least fused_moe_workspace_bytes(...)
 // bytes; its contents are scratch. Accumulation is in f32. CPU: f32 tensors.
 void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
@@ -79,6 +82,12 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
 // workspace. Host tensors of fused_moe's shapes, f32.
 void fused_moe_reference(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
                          const Tensor& topk_weights, const Tensor& topk_ids, const Tensor& out);
+
+// Expert parallelism's routing at one rank, whose experts are [first_expert, first_expert +
+// num_local): local_ids[t, j] = topk_ids[t, j] - first_expert where the id is one of them, else
+// -1 (a masked pair for fused_moe). topk_ids, local_ids: i32 [T, k] contiguous, on one device.
+void moe_local_ids(const Tensor& topk_ids, int64_t first_expert, int64_t num_local,
+                   const Tensor& local_ids, backend::Stream stream);
 
 // Qwen2-MoE's shared expert gate: out[t] += sigmoid(x[t] . w_gate) * y[t].
 // x: [T, H] (row stride allowed); w_gate: [1, H] (shared_expert_gate.weight); y, out: [T, H]

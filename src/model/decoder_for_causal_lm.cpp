@@ -23,9 +23,12 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
     return invalid_argument("tensor-parallel rank " + std::to_string(tp.rank) + " of " +
                             std::to_string(tp.size));
   }
-  if (options_.ep_size > 1 && !weights.device().is_cpu()) {  // the exchange is host code
+  if (options_.ep_size > 1 && !weights.device().is_cpu() &&
+      resolve_expert_dispatch(options_.ep_dispatch, weights.device()) ==
+          ExpertDispatch::kAllToAll) {  // the exchange is host code
     return unimplemented("--ep-size " + std::to_string(options_.ep_size) + " on " +
-                         weights.device().to_string() + ": expert parallelism runs on the CPU");
+                         weights.device().to_string() +
+                         ": the token exchange (all-to-all) runs on the CPU only");
   }
   if (options_.max_positions == 0) options_.max_positions = c.max_position_embeddings;
   for (int64_t layer : options_.aux_hidden_state_layers) {

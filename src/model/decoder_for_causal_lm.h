@@ -60,6 +60,7 @@ class DecoderForCausalLM : public Model {
   virtual Mlp mlp_for_layer(int64_t layer) const = 0;
   TensorParallel tp() const { return options_.tp; }
   int ep_size() const { return options_.ep_size; }  // check_expert_parallel has accepted it
+  ExpertDispatch ep_dispatch() const { return options_.ep_dispatch; }
 
  private:
   // Activation scratch, allocated for max_num_tokens rows.

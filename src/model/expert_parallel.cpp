@@ -16,6 +16,11 @@ ExpertParallel expert_parallel(TensorParallel tp, int ep_size) {
                         .moe_tp = {tp.rank % moe_tp_size, moe_tp_size}};
 }
 
+ExpertDispatch resolve_expert_dispatch(ExpertDispatch dispatch, Device device) {
+  if (dispatch != ExpertDispatch::kAuto) return dispatch;
+  return device.is_cpu() ? ExpertDispatch::kAllToAll : ExpertDispatch::kAllReduce;
+}
+
 ShardRange local_experts(int64_t num_experts, const ExpertParallel& ep) {
   const int64_t per_group = num_experts / ep.ep_size;
   return ShardRange{ep.ep_rank * per_group, per_group};

@@ -11,11 +11,28 @@
 
 #include <cstdint>
 
+#include "core/device.h"
 #include "core/status.h"
 #include "model/model_config.h"
 #include "model/tensor_parallel.h"
 
 namespace sgl::model {
+
+// How a sparse block's tokens reach the experts other ranks hold.
+enum class ExpertDispatch : uint8_t {
+  kAuto,  // the token exchange on the CPU, local experts and an all-reduce on GPUs
+  // Each rank sends its slice of the batch's tokens to the ranks holding their experts and gets
+  // the results back: two all_to_alls (model/layers/expert_dispatch.h; host code).
+  kAllToAll,
+  // Every rank holds every token already (attention is replicated or tensor-parallel): each runs
+  // its own experts over the pairs routed to them, the other pairs masked (moe_local_ids), and
+  // the block's one all-reduce adds the ranks' outputs up (SGLang's EP MoE without an all-to-all
+  // backend). No tokens move; the kernels run unchanged over device memory, in CUDA graphs.
+  kAllReduce,
+};
+
+// kAuto resolved for `device`.
+ExpertDispatch resolve_expert_dispatch(ExpertDispatch dispatch, Device device);
 
 struct ExpertParallel {
   int ep_rank = 0;        // SGLang's moe_ep_rank: the rank's group of experts

@@ -10,6 +10,7 @@
 #include "core/tensor.h"
 #include "distributed/communicator.h"
 #include "forward/forward_batch.h"
+#include "model/expert_parallel.h"
 #include "model/model_config.h"
 #include "model/tensor_parallel.h"
 
@@ -38,6 +39,8 @@ struct ModelOptions {
   // SGLang's --ep-size: the MoE layers' experts split over this many groups of tp's ranks
   // (model/expert_parallel.h); 1 = every rank holds a share of every expert.
   int ep_size = 1;
+  // How tokens reach the other ranks' experts at ep_size > 1 (kAuto: by device).
+  ExpertDispatch ep_dispatch = ExpertDispatch::kAuto;
 };
 
 // Device memory a model takes once loaded (activations and RoPE table sized by ModelOptions).

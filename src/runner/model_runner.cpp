@@ -155,13 +155,6 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   if (options.tp_size < 1) {
     return invalid_argument("--tp-size must be >= 1, got " + std::to_string(options.tp_size));
   }
-  if (options.ep_size > 1 && !options.device.is_cpu()) {
-    return unimplemented(
-        "--ep-size " + std::to_string(options.ep_size) + " on " + options.device.to_string() +
-        ": expert parallelism runs on the CPU only (its token dispatch and combine, "
-        "model/layers/expert_dispatch.cpp, are host loops with no CUDA kernels yet); "
-        "--tp-size alone splits every expert's rows over the GPUs");
-  }
   if (options.tp_size > 1 && !options.device.is_cpu() && !distributed::nccl_available()) {
     return unimplemented("--tp-size " + std::to_string(options.tp_size) + " on " +
                          options.device.to_string() +
@@ -230,6 +223,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   model_options.is_embedding = options.is_embedding;
   if (options.tp_size > 1) model_options.tp = {tp_group->rank(), tp_group->size()};
   model_options.ep_size = options.ep_size;
+  model_options.ep_dispatch = options.ep_dispatch;
   if (options.is_embedding) {
     SGL_ASSIGN_OR_RETURN(pooler_, model::read_pooler_config(model_path, config.hidden_size));
   }

@@ -67,6 +67,9 @@ struct ModelRunnerOptions {
   // SGLang's --ep-size: the MoE experts split over this many groups of the tp_size ranks
   // (model/expert_parallel.h); it must divide tp_size and the model's experts.
   int ep_size = 1;
+  // How tokens reach the other ranks' experts (kAuto: the token exchange on the CPU, an
+  // all-reduce of the ranks' experts' outputs on GPUs; tests pick either on the CPU).
+  model::ExpertDispatch ep_dispatch = model::ExpertDispatch::kAuto;
 };
 
 class CudaGraphRunner;

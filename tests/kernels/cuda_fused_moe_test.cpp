@@ -156,6 +156,45 @@ TEST_F(CudaFusedMoe, InPlaceEqualsSeparateOutput) {
   }
 }
 
+// Expert parallelism masks the pairs routed to other ranks' experts (id -1): on every path
+// (decode and aligned GEMVs, grouped and Hopper GEMMs, plain kernels) they add nothing, a token
+// whose pairs are all masked gets zeros, and so does a batch with no pair left (the GEMVs' sums
+// never run there: the down projection writes the zeros itself).
+TEST_F(CudaFusedMoe, MaskedPairsAddNothing) {
+  for (const DType dtype : {DType::kBF16, DType::kF32}) {
+    for (int64_t tokens : {1, 2, 7, 16, 64, 300}) {
+      for (const double share : {0.5, 1.0}) {
+        const MoeProblem p(tokens, 72, 40, 16, 4, dtype, Routing::kRandom,
+                           seed_of(13, tokens, static_cast<int64_t>(share * 10), 0));
+        check(p.masked(share, seed_of(14, tokens, 0, 0)));
+      }
+    }
+  }
+  const MoeProblem all(160, 2048, 768, 128, 8, DType::kBF16, Routing::kRandom, 15);
+  const MoeProblem half = all.masked(0.5, 16);
+  const Weights w = upload_weights(half);
+  for (int64_t tokens : {1, 8, 160}) {
+    const MoeProblem p = half.head(tokens);
+    EXPECT_TRUE(test::matches_reference(p, run(p, w)));
+    EXPECT_TRUE(test::matches_reference(p, run(p, w, /*allow_hopper=*/false)));
+  }
+}
+
+// moe_local_ids on the GPU: the rank's experts renumbered from 0, the others -1, as on the CPU.
+TEST_F(CudaFusedMoe, LocalIdsMaskOtherRanksExperts) {
+  const MoeProblem p(300, 8, 8, 128, 8, DType::kF32, Routing::kRandom, 17);
+  for (const auto [first, count] : {std::pair<int64_t, int64_t>{0, 64}, {64, 64}, {96, 32}}) {
+    std::vector<int32_t> want(p.ids.size());
+    moe_local_ids(Tensor(const_cast<int32_t*>(p.ids.data()), DType::kI32, {p.tokens, p.top_k}),
+                  first, count, Tensor(want.data(), DType::kI32, {p.tokens, p.top_k}),
+                  backend::Stream::cpu());
+    Buffer ids = upload_i32(p.ids, {p.tokens, p.top_k});
+    Buffer local = filled_i32({p.tokens, p.top_k}, 12345);
+    moe_local_ids(ids, first, count, local, stream());
+    EXPECT_EQ(download_i32(local), want) << "experts " << first << " + " << count;
+  }
+}
+
 // Qwen3-30B-A3B's layer: decode (1-8 tokens: the speed-critical path), small prefills and a
 // batch beyond the GEMVs (the Hopper GEMM's grouped mode).
 TEST_F(CudaFusedMoe, Qwen3MoeShape) {

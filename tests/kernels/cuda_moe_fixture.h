@@ -188,6 +188,19 @@ struct MoeProblem {
     }
   }
 
+  // The same layer with a share of the pairs masked (id -1, as expert parallelism masks the
+  // other ranks' experts): each pair with probability `share`, and every pair of every fifth
+  // token (tokens with no expert).
+  MoeProblem masked(double share, uint64_t seed) const {
+    MoeProblem p = *this;
+    const std::vector<float> u = random_values(tokens * top_k, seed, 1.f, false);
+    for (int64_t n = 0; n < tokens * top_k; ++n) {
+      // random_values is uniform of standard deviation 1: |u| <= sqrt(3).
+      if ((u[n] / std::sqrt(3.f) + 1) / 2 < share || n / top_k % 5 == 0) p.ids[n] = -1;
+    }
+    return p;
+  }
+
   // The same layer and routing for the first n tokens only.
   MoeProblem head(int64_t n) const {
     MoeProblem p = *this;
@@ -205,6 +218,8 @@ struct MoeProblem {
     if (x_stride != hidden) s << " x_stride=" << x_stride;
     if (routing == Routing::kFirstExperts) s << " routing=first-k-experts";
     if (routing == Routing::kOneExpert) s << " routing=one-expert";
+    const auto masked = std::count(ids.begin(), ids.end(), -1);
+    if (masked > 0) s << " masked=" << masked << "/" << ids.size();
     return s.str();
   }
 
@@ -246,6 +261,7 @@ struct MoeProblem {
       double* b = bound.data() + t * hidden;
       for (int64_t j = 0; j < top_k; ++j) {
         const int64_t e = ids[t * top_k + j];
+        if (e < 0) continue;  // masked: adds nothing
         const double w = std::abs(double{weights[t * top_k + j]});
         const float* gate = w13->data() + e * 2 * inter * hidden;
         const float* up = gate + inter * hidden;

@@ -155,7 +155,9 @@ Aligned align_and_check(std::vector<int32_t> ids, int64_t tokens, int64_t k, int
     }
     for (int32_t b = begin / block; b < end / block; ++b) EXPECT_EQ(a.expert_ids[b], e);
   }
-  for (int32_t i = 0; i < entries; ++i) EXPECT_EQ(seen[i], 1) << "flat index " << i;
+  for (int32_t i = 0; i < entries; ++i) {
+    EXPECT_EQ(seen[i], ids[i] >= 0 ? 1 : 0) << "flat index " << i;  // masked (-1): in no group
+  }
   for (int64_t i = total; i < sizes.max_padded; ++i) EXPECT_EQ(a.sorted[i], entries);
   for (int64_t b = total / block; b < sizes.max_blocks; ++b) EXPECT_EQ(a.expert_ids[b], -1);
   return a;
@@ -194,10 +196,31 @@ TEST(MoeAlignBlockSize, InvariantsOnRandomAndSkewedRouting) {
   EXPECT_EQ(none.total[0], 0);
 }
 
+// Masked pairs (id -1: expert parallelism's other ranks' experts) join no group.
+TEST(MoeAlignBlockSize, MaskedPairsJoinNoGroup) {
+  Aligned a = align_and_check({2, -1, -1, 3, 0, -1}, 3, 2, 4, 2);
+  EXPECT_EQ(a.offsets, (std::vector<int32_t>{0, 2, 2, 4, 6}));
+  const std::vector<int32_t> used(a.sorted.begin(), a.sorted.begin() + 6);
+  EXPECT_EQ(used, (std::vector<int32_t>{4, 6, /**/ 0, 6, /**/ 3, 6}));
+  Aligned none = align_and_check(std::vector<int32_t>(8, -1), 4, 2, 4, 2);
+  EXPECT_EQ(none.total[0], 0);
+}
+
 TEST(MoeAlignBlockSize, RejectsOutOfRangeExpert) {
   std::vector<int32_t> ids = {0, 4}, sorted(2 + 2 * 3), blocks(2), offsets(5), total(1);
   const MoeAlignment out{i32(sorted, {8}), i32(blocks, {2}), i32(offsets, {5}), i32(total, {1})};
   EXPECT_DEATH(moe_align_block_size(i32(ids, {1, 2}), 4, 4, out, kCpu), "expert id 4");
+  ids = {0, -2};
+  EXPECT_DEATH(moe_align_block_size(i32(ids, {1, 2}), 4, 4, out, kCpu), "expert id -2");
+}
+
+// Expert parallelism at one rank: its experts renumbered from 0, every other id -1.
+TEST(MoeLocalIds, RenumbersTheRanksExpertsAndMasksTheRest) {
+  std::vector<int32_t> ids = {0, 5, 4, 7, 3, 6}, local(6, 99);
+  moe_local_ids(i32(ids, {3, 2}), 4, 2, i32(local, {3, 2}), kCpu);
+  EXPECT_EQ(local, (std::vector<int32_t>{-1, 1, 0, -1, -1, -1}));
+  moe_local_ids(i32(ids, {3, 2}), 0, 8, i32(local, {3, 2}), kCpu);
+  EXPECT_EQ(local, ids);
 }
 
 // One MoE layer's weights and inputs, scaled so activations stay O(1).
@@ -277,6 +300,34 @@ TEST(FusedMoe, SkewedRepeatedExpertsAndStridedInput) {
   fused_moe_reference(s.xt(), s.w13t(), s.w2t(), f32(s.routed.weights, {t, 2}),
                       i32(s.routed.ids, {t, 2}), f32(s.ref, {t, h}));
   EXPECT_LT(s.max_error(), 1e-5);
+}
+
+// Masked pairs (id -1) add nothing: the same as the pair's weight set to 0 (the reference's own
+// loop over valid ids, checked against that), at any share of masked pairs; a token whose pairs
+// are all masked, and a batch with none left, get zeros.
+TEST(FusedMoe, MaskedPairsAddNothing) {
+  std::mt19937 rng(41);
+  for (const double share : {0.0, 0.5, 1.0}) {
+    for (int64_t tokens : {1, 7, 64}) {
+      MoeCase c(tokens, 72, 40, 16, 4, static_cast<uint32_t>(tokens * 3 + share * 10));
+      MoeCase zeroed = c;  // the masked pairs' weights 0 instead (ids kept)
+      for (size_t n = 0; n < c.routed.ids.size(); ++n) {
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < share || n / 4 % 5 == 0) {
+          c.routed.ids[n] = -1;
+          zeroed.routed.weights[n] = 0.f;
+        }
+      }
+      c.run();
+      zeroed.run();
+      ASSERT_LT(c.max_error(), 1e-5) << share << " masked, " << tokens << " tokens";
+      for (size_t i = 0; i < c.ref.size(); ++i) {
+        ASSERT_NEAR(c.ref[i], zeroed.ref[i], 1e-6) << "reference element " << i;
+      }
+      if (share == 1.0) {
+        EXPECT_EQ(c.out, std::vector<float>(c.out.size(), 0.f)) << tokens << " tokens";
+      }
+    }
+  }
 }
 
 // out may be x itself: the layer's hidden rows become its output (every expert reads the

@@ -3,10 +3,12 @@
 // embedding's all-reduce, the LM head's gather, the MoE combine's all-reduce; eagerly and inside
 // the decode graphs) and generates exactly what the plain runner does, for every golden model in
 // f32 and bf16; --tp-size above the GPU count is a clear error. On several GPUs (skipped, saying
-// so, where fewer exist): every golden model at tp 2 and 4, rank r on cuda:r, generates what tp 1
-// does on the same GPU, on every rank: in f32 the same greedy ids and logprobs within kF32Tol; in
-// bf16 (dense models: bf16 moves the MoE routers, see golden_parity_test) the same ids up to a
-// near-tie of the reference and logprobs within the bf16 bound golden_parity_cuda_test uses.
+// so, where fewer exist): every golden model at tp 2 and 4, and the MoE ones at ep 2 and 4
+// (whole experts per rank; the pairs of other ranks' experts masked, one all-reduce), rank r on
+// cuda:r, generates what tp 1 does on the same GPU, on every rank: in f32 the same greedy ids and
+// logprobs within kF32Tol; in bf16 (dense models: bf16 moves the MoE routers, see
+// golden_parity_test) the same ids up to a near-tie of the reference and logprobs within the bf16
+// bound golden_parity_cuda_test uses.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -149,6 +151,7 @@ struct TpCase {
   std::string model;
   bool bf16;
   int tp;
+  int ep = 1;  // expert parallelism: the GPUs' dispatch (every rank's experts, one all-reduce)
 };
 
 class TensorParallelCuda : public ::testing::TestWithParam<TpCase> {};
@@ -174,9 +177,10 @@ TEST_P(TensorParallelCuda, EveryRankGeneratesWhatOneGpuDoes) {
   for (int r = 0; r < p.tp; ++r) {
     threads.emplace_back([&, r] {
       ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-      auto runner =
-          runner::ModelRunner::create(test::model_dir(p.model), options_for(p.tp, r, p.bf16),
-                                      (*group)[static_cast<size_t>(r)].get());
+      runner::ModelRunnerOptions o = options_for(p.tp, r, p.bf16);
+      o.ep_size = p.ep;
+      auto runner = runner::ModelRunner::create(test::model_dir(p.model), o,
+                                                (*group)[static_cast<size_t>(r)].get());
       // Every rank loads alike: all fail or none (no rank left waiting in a collective).
       ASSERT_TRUE(runner.ok()) << runner.status().to_string();
       ranks[static_cast<size_t>(r)] = generate_all(**runner, requests);
@@ -195,8 +199,8 @@ TEST_P(TensorParallelCuda, EveryRankGeneratesWhatOneGpuDoes) {
     worst = std::max(worst, compare(ranks[static_cast<size_t>(r)], ref, requests, tol, tie,
                                     p.model + " rank " + std::to_string(r)));
   }
-  std::cout << p.model << (p.bf16 ? " bf16" : " f32") << " tp " << p.tp << ": logprobs within "
-            << worst << " of tp 1\n";
+  std::cout << p.model << (p.bf16 ? " bf16" : " f32") << " tp " << p.tp << " ep " << p.ep
+            << ": logprobs within " << worst << " of tp 1\n";
 }
 
 std::vector<TpCase> tp_cases() {
@@ -204,13 +208,17 @@ std::vector<TpCase> tp_cases() {
   for (int tp : {2, 4}) {
     for (const auto& m : kDense) cases.push_back({m, false, tp}), cases.push_back({m, true, tp});
     for (const auto& m : kMoe) cases.push_back({m, false, tp});
+    // Expert parallelism: whole experts per rank.
+    for (const auto& m : kMoe) cases.push_back({m, false, tp, tp});
   }
+  cases.push_back({"tiny-qwen2-moe", false, 4, 2});  // tp x ep, with the shared expert
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TensorParallelCuda, ::testing::ValuesIn(tp_cases()),
                          [](const ::testing::TestParamInfo<TpCase>& info) {
-                           return case_name(info.param.model, info.param.bf16, info.param.tp);
+                           return case_name(info.param.model, info.param.bf16, info.param.tp) +
+                                  (info.param.ep > 1 ? "_ep" + std::to_string(info.param.ep) : "");
                          });
 
 // Through the engine (TpWorkerGroup: rank r on cuda:r, the KV slot count agreed, decode graphs
@@ -246,17 +254,6 @@ TEST(TensorParallelCudaEngine, ServesWhatOneGpuServesOrSaysItNeedsMoreGpus) {
   for (size_t i = 0; i < outcomes[0].size(); ++i) {
     EXPECT_EQ(outcomes[1][i].ids, outcomes[0][i].ids) << "request " << i;
   }
-}
-
-// Expert parallelism on CUDA is refused with the reason (its exchange is host code).
-TEST(TensorParallelCudaEngine, ExpertParallelismOnCudaIsAClearError) {
-  runner::ModelRunnerOptions o = options_for(1, 0, true);
-  o.ep_size = 2;
-  auto runner = runner::ModelRunner::create(test::model_dir("tiny-mixtral"), o);
-  ASSERT_FALSE(runner.ok());
-  EXPECT_NE(runner.status().message().find("expert parallelism runs on the CPU only"),
-            std::string::npos)
-      << runner.status().to_string();
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ namespace {
 // Measured (printed per case): stories260K (8 layers) up to 1.1e-5, the 2-layer models 3.4e-6.
 constexpr double kLogprobTol = 3e-5;
 
-runner::ModelRunnerOptions tp_options(int tp_size, int ep_size = 1) {
+runner::ModelRunnerOptions tp_options(
+    int tp_size, int ep_size = 1, model::ExpertDispatch dispatch = model::ExpertDispatch::kAuto) {
   runner::ModelRunnerOptions options;
   options.dtype = "float32";
   options.max_num_tokens = 256;
@@ -35,6 +36,7 @@ runner::ModelRunnerOptions tp_options(int tp_size, int ep_size = 1) {
   options.num_kv_slots = 1024;
   options.tp_size = tp_size;
   options.ep_size = ep_size;
+  options.ep_dispatch = dispatch;
   return options;
 }
 
@@ -73,10 +75,14 @@ struct TpCase {
   std::string model;
   int tp_size;
   int ep_size = 1;
+  // At ep > 1: the token exchange (the CPU's default), or the GPUs' default (every rank's
+  // experts over the whole batch, masked, then the all-reduce).
+  model::ExpertDispatch dispatch = model::ExpertDispatch::kAuto;
 };
 
 void PrintTo(const TpCase& c, std::ostream* os) {
-  *os << c.model << " tp " << c.tp_size << " ep " << c.ep_size;
+  *os << c.model << " tp " << c.tp_size << " ep " << c.ep_size
+      << (c.dispatch == model::ExpertDispatch::kAllReduce ? " all-reduce" : "");
 }
 
 class TensorParallelGolden : public ::testing::TestWithParam<TpCase> {};
@@ -92,7 +98,7 @@ TEST_P(TensorParallelGolden, EveryRankGeneratesWhatOneRankDoes) {
   std::vector<std::vector<engine::GenerateResult>> ranks(static_cast<size_t>(p.tp_size));
   test::run_ranks(p.tp_size, [&](int rank, distributed::Communicator& comm) {
     auto runner = runner::ModelRunner::create(test::model_dir(p.model),
-                                              tp_options(p.tp_size, p.ep_size), &comm);
+                                              tp_options(p.tp_size, p.ep_size, p.dispatch), &comm);
     // Every rank loads the same way: all fail or none does (no rank left in a collective).
     ASSERT_TRUE(runner.ok()) << runner.status().to_string();
     ranks[static_cast<size_t>(rank)] = generate_all(**runner, requests);
@@ -120,6 +126,12 @@ std::vector<TpCase> all_cases() {
   }
   cases.push_back({"tiny-qwen2-moe", 4, 2});  // with the shared expert
   cases.push_back({"tiny-mixtral", 4, 2});
+  // The GPUs' dispatch, on the CPU: whole experts per rank, and tp x ep with a shared expert.
+  for (const char* model : {"tiny-mixtral", "tiny-qwen2-moe", "tiny-qwen3-moe"}) {
+    cases.push_back({model, 2, 2, model::ExpertDispatch::kAllReduce});
+  }
+  cases.push_back({"tiny-qwen3-moe", 4, 4, model::ExpertDispatch::kAllReduce});
+  cases.push_back({"tiny-qwen2-moe", 4, 2, model::ExpertDispatch::kAllReduce});
   return cases;
 }
 
@@ -129,6 +141,9 @@ INSTANTIATE_TEST_SUITE_P(Models, TensorParallelGolden, ::testing::ValuesIn(all_c
                                info.param.model + "_tp" + std::to_string(info.param.tp_size);
                            if (info.param.ep_size > 1) {
                              name += "_ep" + std::to_string(info.param.ep_size);
+                           }
+                           if (info.param.dispatch == model::ExpertDispatch::kAllReduce) {
+                             name += "_all_reduce";
                            }
                            for (char& ch : name) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';

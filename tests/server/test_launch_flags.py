@@ -87,8 +87,6 @@ REFUSES = [
     ("--model-path {model} --tp 2 --ep-size 2",
      ["--ep-size 2 needs a mixture-of-experts model", "dense"]),
     ("--model-path {model} --tp 2 --ep 4", ["--ep-size 4 does not divide --tp-size 2"]),
-    ("--model-path {model} --device cuda --expert-parallel-size 2",
-     ["--ep-size 2 on cuda is not implemented"]),
     # Quantization.
     ("--model-path {model} --quantization fp8", ["--quantization fp8", "quantization"]),
     ("--model-path {model} --kv-cache-dtype fp8_e5m2", ["--kv-cache-dtype fp8_e5m2"]),

@@ -17,9 +17,9 @@ void moe_align_block_size(const Tensor& topk_ids, int64_t num_experts, int64_t b
 
   std::vector<int64_t> cursor(num_experts, 0);  // counts first, then write positions
   for (int64_t i = 0; i < entries; ++i) {
-    SGL_CHECK(ids[i] >= 0 && ids[i] < num_experts)
-        << "moe_align_block_size: expert id " << ids[i] << " not in [0, " << num_experts << ")";
-    ++cursor[ids[i]];
+    SGL_CHECK(ids[i] >= -1 && ids[i] < num_experts) << "moe_align_block_size: expert id " << ids[i]
+                                                    << " not in [0, " << num_experts << ") nor -1";
+    if (ids[i] >= 0) ++cursor[ids[i]];  // -1: a masked pair, in no group
   }
   int64_t total = 0;
   for (int64_t e = 0; e < num_experts; ++e) {
@@ -31,7 +31,9 @@ void moe_align_block_size(const Tensor& topk_ids, int64_t num_experts, int64_t b
   out.num_tokens_post_padded.data<int32_t>()[0] = static_cast<int32_t>(total);
 
   std::fill_n(sorted, out.sorted_token_ids.size(0), static_cast<int32_t>(entries));
-  for (int64_t i = 0; i < entries; ++i) sorted[cursor[ids[i]]++] = static_cast<int32_t>(i);
+  for (int64_t i = 0; i < entries; ++i) {
+    if (ids[i] >= 0) sorted[cursor[ids[i]]++] = static_cast<int32_t>(i);
+  }
 
   std::fill_n(block_expert, out.expert_ids.size(0), -1);
   for (int64_t e = 0; e < num_experts; ++e) {

@@ -19,8 +19,9 @@ void fused_moe_reference(const Tensor& x, const Tensor& w_gate_up, const Tensor&
     std::fill(sum.begin(), sum.end(), 0.0);
     for (int64_t j = 0; j < k; ++j) {
       const int32_t e = topk_ids.data<int32_t>()[t * k + j];
-      SGL_CHECK(e >= 0 && e < experts)
-          << "fused_moe_reference: expert id " << e << " not in [0, " << experts << ")";
+      SGL_CHECK(e >= -1 && e < experts)
+          << "fused_moe_reference: expert id " << e << " not in [0, " << experts << ") nor -1";
+      if (e < 0) continue;  // a masked pair adds nothing
       const float* gate = w13 + e * 2 * inter * hidden;
       const float* up = gate + inter * hidden;
       for (int64_t i = 0; i < inter; ++i) {

@@ -63,4 +63,14 @@ void moe_route(const Tensor& router_logits, MoeScoring scoring, bool renormalize
   }
 }
 
+void moe_local_ids(const Tensor& topk_ids, int64_t first_expert, int64_t num_local,
+                   const Tensor& local_ids) {
+  const int32_t* ids = topk_ids.data<int32_t>();
+  int32_t* local = local_ids.data<int32_t>();
+  for (int64_t i = 0; i < topk_ids.numel(); ++i) {
+    const int64_t e = ids[i] - first_expert;
+    local[i] = e >= 0 && e < num_local ? static_cast<int32_t>(e) : -1;
+  }
+}
+
 }  // namespace sgl::kernels::cpu

@@ -13,6 +13,9 @@ namespace sgl::kernels::cuda {
 // moe_route.cu; up to 512 experts.
 void moe_route(const Tensor& router_logits, bool sigmoid, bool renormalize,
                const Tensor& topk_weights, const Tensor& topk_ids, backend::Stream stream);
+// moe_route.cu.
+void moe_local_ids(const Tensor& topk_ids, int64_t first_expert, int64_t num_local,
+                   const Tensor& local_ids, backend::Stream stream);
 // moe_align.cu; up to 8192 experts.
 void moe_align_block_size(const Tensor& topk_ids, int64_t num_experts, int64_t block_size,
                           const MoeAlignment& out, backend::Stream stream);

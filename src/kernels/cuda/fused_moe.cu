@@ -27,11 +27,13 @@ namespace {
 constexpr int kThreads = 256;
 
 // out[t, :] = sum_j weights[t, j] * partial[t * top_k + j, :], in f32 with j ascending, so the
-// result does not depend on which CTA finished first; kVec outputs per thread.
+// result does not depend on which CTA finished first; kVec outputs per thread. Masked pairs
+// (ids -1) have no partial row and add nothing.
 template <typename PartialT, typename OutT, int kVec>
 __global__ void __launch_bounds__(kThreads)
     moe_reduce_kernel(const PartialT* __restrict__ partial, const float* __restrict__ weights,
-                      int64_t rows, int top_k, int64_t hidden, OutT* __restrict__ out) {
+                      const int32_t* __restrict__ ids, int64_t rows, int top_k, int64_t hidden,
+                      OutT* __restrict__ out) {
   pdl_wait();
   pdl_launch_dependents();
   const int64_t vectors = hidden / kVec;
@@ -40,6 +42,7 @@ __global__ void __launch_bounds__(kThreads)
          v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
       float sum[kVec] = {};
       for (int j = 0; j < top_k; ++j) {
+        if (ids[t * top_k + j] < 0) continue;
         const float w = weights[t * top_k + j];
         const PartialT* src = partial + (t * top_k + j) * hidden + v * kVec;
         float value[kVec];
@@ -64,8 +67,9 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // out: [rows, hidden] contiguous of `dtype`; partial f32, or bf16 where partial_bf16.
-void launch_reduce(const void* partial, bool partial_bf16, const float* weights, int64_t rows,
-                   int64_t top_k, int64_t hidden, void* out, DType dtype, backend::Stream stream) {
+void launch_reduce(const void* partial, bool partial_bf16, const float* weights, const int32_t* ids,
+                   int64_t rows, int64_t top_k, int64_t hidden, void* out, DType dtype,
+                   backend::Stream stream) {
   const auto s = backend::cuda::native_stream(stream);
   const bool vec = hidden % 4 == 0;  // rows of 8 or 16 bytes (partial's base is 256-byte aligned)
   const int64_t vectors = vec ? hidden / 4 : hidden;
@@ -75,11 +79,11 @@ void launch_reduce(const void* partial, bool partial_bf16, const float* weights,
   auto run = [&]<typename P>(const P* p) {
     SGL_DISPATCH_FLOAT(dtype, T, {
       if (vec) {
-        launch_pdl(moe_reduce_kernel<P, T, 4>, grid, kThreads, 0, s, p, weights, rows, k, hidden,
-                   static_cast<T*>(out));
+        launch_pdl(moe_reduce_kernel<P, T, 4>, grid, kThreads, 0, s, p, weights, ids, rows, k,
+                   hidden, static_cast<T*>(out));
       } else {
-        launch_pdl(moe_reduce_kernel<P, T, 1>, grid, kThreads, 0, s, p, weights, rows, k, hidden,
-                   static_cast<T*>(out));
+        launch_pdl(moe_reduce_kernel<P, T, 1>, grid, kThreads, 0, s, p, weights, ids, rows, k,
+                   hidden, static_cast<T*>(out));
       }
     });
   };
@@ -175,7 +179,7 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         break;
     }
     launch_reduce(layout.partial_bf16 ? args.partial_bf16 : args.partial, layout.partial_bf16,
-                  weights, rows, shape.top_k, shape.hidden, chunk_out, dtype, stream);
+                  weights, ids, rows, shape.top_k, shape.hidden, chunk_out, dtype, stream);
   }
 }
 

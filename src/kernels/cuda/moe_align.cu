@@ -49,10 +49,9 @@ __global__ void __launch_bounds__(kMaxThreads)
   // Every lane of a warp runs the same iterations (warp_aggregated_increment needs all 32).
   for (int64_t first = 0; first < entries; first += threads) {
     const int64_t i = first + tid;
-    const bool valid = i < entries;
-    const int32_t id = valid ? ids[i] : -1;
-    if (valid && (id < 0 || id >= experts)) __trap();  // an expert id out of range: a bug upstream
-    warp_aggregated_increment(cursor, id, valid);
+    const int32_t id = i < entries ? ids[i] : -1;
+    if (id < -1 || id >= experts) __trap();          // an expert id out of range: a bug upstream
+    warp_aggregated_increment(cursor, id, id >= 0);  // -1: a masked pair, in no group
   }
   __syncthreads();
 
@@ -111,10 +110,9 @@ __global__ void __launch_bounds__(kMaxThreads)
 
   for (int64_t first = 0; first < entries; first += threads) {
     const int64_t i = first + tid;
-    const bool valid = i < entries;
-    const int32_t id = valid ? ids[i] : -1;
-    const int32_t position = warp_aggregated_increment(cursor, id, valid);
-    if (valid) out.sorted[position] = static_cast<int32_t>(i);
+    const int32_t id = i < entries ? ids[i] : -1;
+    const int32_t position = warp_aggregated_increment(cursor, id, id >= 0);
+    if (id >= 0) out.sorted[position] = static_cast<int32_t>(i);
   }
 }
 

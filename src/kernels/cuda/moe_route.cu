@@ -1,7 +1,9 @@
 // CUDA moe_route: one warp per token scores its router logits (softmax or sigmoid, f32), takes
 // the top k by k rounds of a warp arg-max with the CPU's tie and NaN rules, and renormalises.
+// moe_local_ids: expert parallelism's masking of the other ranks' experts, a thread per pair.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -105,7 +107,30 @@ __global__ void __launch_bounds__(32 * kWarps) moe_route_kernel(const RouteParam
   }
 }
 
+__global__ void moe_local_ids_kernel(const int32_t* __restrict__ ids, int64_t entries,
+                                     int64_t first, int64_t num_local,
+                                     int32_t* __restrict__ local) {
+  pdl_wait();
+  pdl_launch_dependents();
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < entries;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t e = ids[i] - first;
+    local[i] = e >= 0 && e < num_local ? static_cast<int32_t>(e) : -1;
+  }
+}
+
 }  // namespace
+
+void moe_local_ids(const Tensor& topk_ids, int64_t first_expert, int64_t num_local,
+                   const Tensor& local_ids, backend::Stream stream) {
+  const int64_t entries = topk_ids.numel();
+  constexpr int kThreads = 256;
+  const auto blocks =
+      static_cast<unsigned>(std::min<int64_t>((entries + kThreads - 1) / kThreads, 1024));
+  launch_pdl(moe_local_ids_kernel, dim3(blocks), dim3(kThreads), 0,
+             backend::cuda::native_stream(stream), topk_ids.data<int32_t>(), entries, first_expert,
+             num_local, local_ids.data<int32_t>());
+}
 
 void moe_route(const Tensor& router_logits, bool sigmoid, bool renormalize,
                const Tensor& topk_weights, const Tensor& topk_ids, backend::Stream stream) {

@@ -10,8 +10,8 @@
 
 namespace sgl::model {
 
-MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names, TensorParallel tp,
-                   int ep_size) {
+MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names, TensorParallel tp, int ep_size,
+                   ExpertDispatch dispatch) {
   SGL_CHECK(config.num_experts > 0)
       << "moe_shape of a dense config (" << config.architecture << ")";
   return MoeShape{.hidden_size = config.hidden_size,
@@ -21,7 +21,8 @@ MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names, TensorParall
                   .renormalize = config.norm_topk_prob,
                   .names = std::move(names),
                   .tp = tp,
-                  .ep = expert_parallel(tp, ep_size)};
+                  .ep = expert_parallel(tp, ep_size),
+                  .dispatch = dispatch};
 }
 
 ExpertDispatchShape MoeMlp::dispatch_shape(const MoeShape& s) {
@@ -33,13 +34,18 @@ ExpertDispatchShape MoeMlp::dispatch_shape(const MoeShape& s) {
           .ranks = s.tp.size};
 }
 
+bool MoeMlp::exchanges_tokens(const MoeShape& s, Device device) {
+  return s.ep.ep_size > 1 &&
+         resolve_expert_dispatch(s.dispatch, device) == ExpertDispatch::kAllToAll;
+}
+
 void MoeMlp::plan_scratch(const MoeShape& s, int64_t max_num_tokens, DType dtype, Device device,
                           Scratch& scratch, ActivationPlan& plan) {
   const int64_t n = max_num_tokens;
   plan.add(&scratch.router_logits, DType::kF32, n, s.num_experts);
   plan.add(&scratch.topk_weights, DType::kF32, n, s.top_k);
   plan.add(&scratch.topk_ids, DType::kI32, n, s.top_k);
-  if (s.ep.ep_size > 1) {
+  if (exchanges_tokens(s, device)) {
     plan_expert_dispatch(dispatch_shape(s), n, dtype, device, scratch.dispatch, plan);
     if (s.shared_intermediate_size == 0) {
       const int64_t per_rank = token_slice(n, 0, s.tp.size).per_rank;
@@ -47,8 +53,9 @@ void MoeMlp::plan_scratch(const MoeShape& s, int64_t max_num_tokens, DType dtype
       plan.add(&scratch.gathered, dtype, s.tp.size * per_rank, s.hidden_size);
     }
   } else {
+    if (s.ep.ep_size > 1) plan.add(&scratch.local_ids, DType::kI32, n, s.top_k);
     const int64_t workspace = kernels::fused_moe_workspace_bytes(
-        device, n, s.top_k, s.num_experts, s.hidden_size, s.local_intermediate_size());
+        device, n, s.top_k, s.local_num_experts(), s.hidden_size, s.local_intermediate_size());
     plan.add(&scratch.workspace, DType::kF32, 1, std::max<int64_t>(1, (workspace + 3) / 4));
   }
   if (s.shared_intermediate_size > 0) {
@@ -122,18 +129,28 @@ void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
   const bool reduce = shape_.tp.size > 1 || comm != nullptr;
   SGL_CHECK(!reduce || comm != nullptr)
       << "a MoE block at tp " << shape_.tp.size << " needs a communicator";
-  if (shape_.ep.ep_size > 1) {
+  if (exchanges_tokens(shape_, hidden.device())) {
     forward_expert_parallel(hidden, scratch, stream, *comm);
     return;
   }
+  // Expert parallelism by all-reduce: the pairs routed to other ranks' experts are masked, and
+  // the all-reduce below adds every rank's experts up (as it adds tensor parallelism's partial
+  // sums).
+  Tensor expert_ids = ids;
+  if (shape_.ep.ep_size > 1) {
+    const ShardRange experts = local_experts(shape_.num_experts, shape_.ep);
+    expert_ids = scratch.local_ids.tensor().slice_rows(0, n);
+    kernels::moe_local_ids(ids, experts.start, experts.size, expert_ids, stream);
+  }
   if (!shared_expert_) {
-    kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, ids, scratch.workspace, hidden,
+    kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, expert_ids, scratch.workspace, hidden,
                        stream);
     if (reduce) comm->all_reduce(hidden, distributed::ReduceOp::kSum, stream);
     return;
   }
   const Tensor out = scratch.out.tensor().slice_rows(0, n);
-  kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, ids, scratch.workspace, out, stream);
+  kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, expert_ids, scratch.workspace, out,
+                     stream);
   add_shared_expert(hidden, scratch, out, stream);
   if (reduce) comm->all_reduce(out, distributed::ReduceOp::kSum, stream);
   kernels::copy(out, hidden, stream);

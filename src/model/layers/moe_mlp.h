@@ -51,6 +51,7 @@ struct MoeShape {
   // its group's experts (local_num_experts()) with its moe_tp share of their rows, and the
   // tokens travel to them (expert_dispatch.h); router and shared expert stay as under tp.
   ExpertParallel ep;
+  ExpertDispatch dispatch = ExpertDispatch::kAuto;  // at ep.ep_size > 1
 
   int64_t local_num_experts() const { return num_experts / ep.ep_size; }
   int64_t local_intermediate_size() const { return intermediate_size / ep.moe_tp.size; }
@@ -61,9 +62,10 @@ struct MoeShape {
 // The config's routed experts: num_experts of width moe_intermediate_size, num_experts_per_tok
 // of them per token, their weights renormalized iff norm_topk_prob; their tensors named `names`;
 // no shared expert (an architecture with one adds it); at rank tp.rank of tp.size, with ep_size
-// expert groups (check_expert_parallel has accepted it). The config must be a MoE one.
+// expert groups (check_expert_parallel has accepted it) reached by `dispatch`. The config must be
+// a MoE one.
 MoeShape moe_shape(const ModelConfig& config, MoeWeightNames names = {}, TensorParallel tp = {},
-                   int ep_size = 1);
+                   int ep_size = 1, ExpertDispatch dispatch = ExpertDispatch::kAuto);
 
 class MoeMlp {
  public:
@@ -72,12 +74,14 @@ class MoeMlp {
     Buffer router_logits;  // f32 [N, E]
     Buffer topk_weights;   // f32 [N, k]
     Buffer topk_ids;       // i32 [N, k]
-    Buffer workspace;      // fused_moe's, sized for N tokens on the model's device (ep 1)
+    Buffer workspace;      // fused_moe's, for N tokens and the rank's experts (not all-to-all)
     Buffer out;            // [N, H], with a shared expert: the experts' sum (else in place)
     Buffer shared;         // [N, H]: the shared expert's input, then its output (if any)
     DenseMlp::Scratch shared_mlp;
-    // Expert parallelism only:
+    // Expert parallelism only: the exchange's (all-to-all), or the rank's routing with the other
+    // ranks' experts masked (all-reduce).
     ExpertDispatchScratch dispatch;
+    Buffer local_ids;  // i32 [N, k]
     Buffer slice_out;  // [S, H]: the rank's token slice's routed output (no shared expert)
     Buffer gathered;   // [R * S, H]: every rank's slice_out
   };
@@ -93,7 +97,8 @@ class MoeMlp {
   Status load(WeightLoader& weights, const std::string& prefix);
 
   // hidden: [n, H], the normed input; overwritten with the block's output (all-reduced over
-  // `comm` at tp > 1; at ep > 1 the tokens exchanged over it, the same bits on every rank).
+  // `comm` at tp > 1; at ep > 1 the tokens exchanged over it, the same bits on every rank, or
+  // the ranks' experts' outputs all-reduced: ExpertDispatch).
   void forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
                distributed::Communicator* comm = nullptr) const;
 
@@ -101,6 +106,8 @@ class MoeMlp {
 
  private:
   static ExpertDispatchShape dispatch_shape(const MoeShape& shape);
+  // Whether ep > 1 exchanges tokens (all-to-all) on `device`.
+  static bool exchanges_tokens(const MoeShape& shape, Device device);
   // forward() at ep > 1, once the batch is routed (scratch.topk_*).
   void forward_expert_parallel(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
                                distributed::Communicator& comm) const;
