@@ -205,7 +205,7 @@ int64_t fused_moe_workspace_bytes(Device device, int64_t num_tokens, int64_t top
 
 void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
                const Tensor& topk_weights, const Tensor& topk_ids, const Tensor& workspace,
-               const Tensor& out, backend::Stream stream) {
+               const Tensor& out, backend::Stream stream, bool masked_pairs) {
   const char* op = "fused_moe";
   check_fused_moe_args(x, w_gate_up, w_down, topk_weights, topk_ids, out, op);
   const int64_t needed = fused_moe_workspace_bytes(
@@ -219,8 +219,8 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
   check_disjoint(workspace, out, op, "workspace and out");
   if (x.size(0) == 0) return;
   if (!x.device().is_cpu()) {
-    SGL_MOE_ON_CUDA(fused_moe, x, w_gate_up, w_down, topk_weights, topk_ids, workspace, out,
-                    stream);
+    SGL_MOE_ON_CUDA(fused_moe, x, w_gate_up, w_down, topk_weights, topk_ids, workspace, out, stream,
+                    /*allow_hopper=*/true, masked_pairs);
     return;
   }
   cpu::fused_moe(x, w_gate_up, w_down, topk_weights, topk_ids, workspace, out);

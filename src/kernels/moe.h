@@ -69,14 +69,15 @@ int64_t fused_moe_workspace_bytes(Device device, int64_t num_tokens, int64_t top
 //   out[t] = sum_j topk_weights[t, j] * down_e(silu(gate_e x[t]) * up_e x[t]), e = topk_ids[t, j]
 // x: [T, H] (row stride allowed); w_gate_up: [E, 2I, H] = per expert [gate; up], as the dense
 // gate_up_proj; w_down: [E, H, I]; topk_weights: f32 [T, k]; topk_ids: i32 [T, k], ids in
-// [0, E), or -1 for a masked pair, which adds nothing (moe_local_ids: the experts another rank
-// holds; a token with every pair masked gets zeros); out: [T, H] contiguous, overwritten: x
+// [0, E), or with `masked_pairs` also -1 for a masked pair, which adds nothing (moe_local_ids: the
+// experts another rank holds; a token with every pair masked gets zeros; on CUDA such batches
+// take the aligned GEMM paths, not the decode GEMVs); out: [T, H] contiguous, overwritten: x
 // itself (in place) or not overlapping it.
 // workspace: any dtype, contiguous, 16-byte aligned, at least fused_moe_workspace_bytes(...)
 // bytes; its contents are scratch. Accumulation is in f32. CPU: f32 tensors.
 void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
                const Tensor& topk_weights, const Tensor& topk_ids, const Tensor& workspace,
-               const Tensor& out, backend::Stream stream);
+               const Tensor& out, backend::Stream stream, bool masked_pairs = false);
 
 // The host loop fused_moe is checked against: per token, per selected expert, in double, no
 // workspace. Host tensors of fused_moe's shapes, f32.

@@ -37,7 +37,8 @@ class CudaFusedMoe : public test::CudaMoeTest {
         fused_moe_workspace_bytes(xv.device(), p.tokens, p.top_k, p.experts, p.hidden, p.inter);
     Buffer workspace = filled_i32({std::max<int64_t>(1, (bytes + 3) / 4)}, -1);
     Buffer out = filled({p.tokens, p.hidden}, p.dtype, NAN);
-    cuda::fused_moe(xv, w.w13, w.w2, weights, ids, workspace, out, stream(), allow_hopper);
+    const bool masked = std::count(p.ids.begin(), p.ids.end(), -1) > 0;
+    cuda::fused_moe(xv, w.w13, w.w2, weights, ids, workspace, out, stream(), allow_hopper, masked);
     return download(out);
   }
   // fused_moe with out = x (contiguous x): the model's in-place call.
@@ -156,10 +157,9 @@ TEST_F(CudaFusedMoe, InPlaceEqualsSeparateOutput) {
   }
 }
 
-// Expert parallelism masks the pairs routed to other ranks' experts (id -1): on every path
-// (decode and aligned GEMVs, grouped and Hopper GEMMs, plain kernels) they add nothing, a token
-// whose pairs are all masked gets zeros, and so does a batch with no pair left (the GEMVs' sums
-// never run there: the down projection writes the zeros itself).
+// Expert parallelism masks the pairs routed to other ranks' experts (id -1): with masked_pairs
+// (decode batches then take the aligned paths: grouped and Hopper GEMMs, plain kernels) they add
+// nothing, a token whose pairs are all masked gets zeros, and so does a batch with no pair left.
 TEST_F(CudaFusedMoe, MaskedPairsAddNothing) {
   for (const DType dtype : {DType::kBF16, DType::kF32}) {
     for (int64_t tokens : {1, 2, 7, 16, 64, 300}) {

@@ -21,9 +21,11 @@ void moe_align_block_size(const Tensor& topk_ids, int64_t num_experts, int64_t b
                           const MoeAlignment& out, backend::Stream stream);
 // fused_moe.cu: bf16 (tensor cores where rows allow 16-byte loads) or f32 (SIMT). allow_hopper
 // false keeps batches off the Hopper GEMM (tests of the portable grouped GEMM on a Hopper GPU).
+// masked_pairs: topk_ids may hold -1 (kernels/moe.h).
 void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
                const Tensor& topk_weights, const Tensor& topk_ids, const Tensor& workspace,
-               const Tensor& out, backend::Stream stream, bool allow_hopper = true);
+               const Tensor& out, backend::Stream stream, bool allow_hopper = true,
+               bool masked_pairs = false);
 // moe_shared_gate.cu: f32 or bf16.
 void add_sigmoid_gated(const Tensor& x, const Tensor& w_gate, const Tensor& y, const Tensor& out,
                        backend::Stream stream);

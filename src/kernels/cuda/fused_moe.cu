@@ -27,22 +27,20 @@ namespace {
 constexpr int kThreads = 256;
 
 // out[t, :] = sum_j weights[t, j] * partial[t * top_k + j, :], in f32 with j ascending, so the
-// result does not depend on which CTA finished first; kVec outputs per thread. Masked pairs
-// (ids -1) have no partial row and add nothing.
-template <typename PartialT, typename OutT, int kVec>
-__global__ void __launch_bounds__(kThreads)
-    moe_reduce_kernel(const PartialT* __restrict__ partial, const float* __restrict__ weights,
-                      const int32_t* __restrict__ ids, int64_t rows, int top_k, int64_t hidden,
-                      OutT* __restrict__ out) {
-  pdl_wait();
-  pdl_launch_dependents();
+// result does not depend on which CTA finished first; kVec outputs per thread. With kMasked the
+// masked pairs (ids -1) are skipped: they have no partial row. (Without masked pairs the ids are
+// not read: a load and a branch before each slot's row would serialize the row loads.)
+template <typename PartialT, typename OutT, int kVec, bool kMasked>
+__device__ void reduce_rows(const PartialT* __restrict__ partial, const float* __restrict__ weights,
+                            const int32_t* __restrict__ ids, int64_t rows, int top_k,
+                            int64_t hidden, OutT* __restrict__ out) {
   const int64_t vectors = hidden / kVec;
   for (int64_t t = blockIdx.y; t < rows; t += gridDim.y) {
     for (int64_t v = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors;
          v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
       float sum[kVec] = {};
       for (int j = 0; j < top_k; ++j) {
-        if (ids[t * top_k + j] < 0) continue;
+        if (kMasked && ids[t * top_k + j] < 0) continue;
         const float w = weights[t * top_k + j];
         const PartialT* src = partial + (t * top_k + j) * hidden + v * kVec;
         float value[kVec];
@@ -66,10 +64,25 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// reduce_rows, masked where the alignment counted masked pairs (*masked > 0).
+template <typename PartialT, typename OutT, int kVec>
+__global__ void __launch_bounds__(kThreads)
+    moe_reduce_kernel(const PartialT* __restrict__ partial, const float* __restrict__ weights,
+                      const int32_t* __restrict__ ids, const int32_t* __restrict__ masked,
+                      int64_t rows, int top_k, int64_t hidden, OutT* __restrict__ out) {
+  pdl_wait();
+  pdl_launch_dependents();
+  if (*masked > 0) {
+    reduce_rows<PartialT, OutT, kVec, true>(partial, weights, ids, rows, top_k, hidden, out);
+  } else {
+    reduce_rows<PartialT, OutT, kVec, false>(partial, weights, ids, rows, top_k, hidden, out);
+  }
+}
+
 // out: [rows, hidden] contiguous of `dtype`; partial f32, or bf16 where partial_bf16.
 void launch_reduce(const void* partial, bool partial_bf16, const float* weights, const int32_t* ids,
-                   int64_t rows, int64_t top_k, int64_t hidden, void* out, DType dtype,
-                   backend::Stream stream) {
+                   const int32_t* masked, int64_t rows, int64_t top_k, int64_t hidden, void* out,
+                   DType dtype, backend::Stream stream) {
   const auto s = backend::cuda::native_stream(stream);
   const bool vec = hidden % 4 == 0;  // rows of 8 or 16 bytes (partial's base is 256-byte aligned)
   const int64_t vectors = vec ? hidden / 4 : hidden;
@@ -79,11 +92,11 @@ void launch_reduce(const void* partial, bool partial_bf16, const float* weights,
   auto run = [&]<typename P>(const P* p) {
     SGL_DISPATCH_FLOAT(dtype, T, {
       if (vec) {
-        launch_pdl(moe_reduce_kernel<P, T, 4>, grid, kThreads, 0, s, p, weights, ids, rows, k,
-                   hidden, static_cast<T*>(out));
+        launch_pdl(moe_reduce_kernel<P, T, 4>, grid, kThreads, 0, s, p, weights, ids, masked, rows,
+                   k, hidden, static_cast<T*>(out));
       } else {
-        launch_pdl(moe_reduce_kernel<P, T, 1>, grid, kThreads, 0, s, p, weights, ids, rows, k,
-                   hidden, static_cast<T*>(out));
+        launch_pdl(moe_reduce_kernel<P, T, 1>, grid, kThreads, 0, s, p, weights, ids, masked, rows,
+                   k, hidden, static_cast<T*>(out));
       }
     });
   };
@@ -103,7 +116,7 @@ T* at(const Tensor& workspace, int64_t offset) {
 
 void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
                const Tensor& topk_weights, const Tensor& topk_ids, const Tensor& workspace,
-               const Tensor& out, backend::Stream stream, bool allow_hopper) {
+               const Tensor& out, backend::Stream stream, bool allow_hopper, bool masked_pairs) {
   const MoeShape shape{x.size(0), topk_ids.size(1), w_gate_up.size(0), x.size(1),
                        w_gate_up.size(1) / 2};
   const DType dtype = x.dtype();
@@ -115,7 +128,13 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
   const int64_t chunk = moe_chunk_tokens(shape);
   for (int64_t first = 0; first < shape.tokens; first += chunk) {
     const int64_t rows = std::min(chunk, shape.tokens - first);
-    const MoePath path = moe_path(vector_ok, hopper, rows, shape.top_k);
+    MoePath path = moe_path(vector_ok, hopper, rows, shape.top_k);
+    // The expert GEMVs read no masks (checking them cost batch-8 decode 17%: perf-log
+    // 2026-11-29-expert-parallel-cuda.md); masked pairs take the aligned paths, which leave them
+    // out of every group, and the weighted sum, which skips them.
+    if (masked_pairs && (path == MoePath::kDecode || path == MoePath::kGemv)) {
+      path = hopper ? MoePath::kHopper : MoePath::kGrouped;
+    }
     const MoeWorkspaceLayout layout = moe_workspace_layout(path, shape, rows, elem);
     SGL_CHECK(layout.bytes <= static_cast<int64_t>(workspace.nbytes()))
         << "fused_moe: chunk of " << rows << " tokens needs " << layout.bytes
@@ -128,6 +147,7 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         .offsets = at<int32_t>(workspace, layout.offsets),
         .counters = at<int32_t>(workspace, layout.counters),
         .active = path == MoePath::kGemv ? at<int32_t>(workspace, layout.active) : nullptr,
+        .masked = at<int32_t>(workspace, layout.counters) + 2,
     };
     const int32_t* ids = topk_ids.data<int32_t>() + first * shape.top_k;
     const float* weights = topk_weights.data<float>() + first * shape.top_k;
@@ -179,7 +199,8 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         break;
     }
     launch_reduce(layout.partial_bf16 ? args.partial_bf16 : args.partial, layout.partial_bf16,
-                  weights, ids, rows, shape.top_k, shape.hidden, chunk_out, dtype, stream);
+                  weights, ids, align.masked, rows, shape.top_k, shape.hidden, chunk_out, dtype,
+                  stream);
   }
 }
 

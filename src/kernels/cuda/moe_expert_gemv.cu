@@ -55,8 +55,7 @@ __device__ __forceinline__ uint4 load_weight(const bf16* p) {
 
 // The expert of slot `slot` (the slot-th smallest distinct id among topk_ids' `entries` ids) and
 // the entries that chose it, ascending, in group[0, size). expert = -1 when fewer experts were
-// chosen. Masked entries (id -1) choose none. All threads call it; entries <= kMoeDecodeMaxPairs
-// <= kThreads.
+// chosen. All threads call it; entries <= kMoeDecodeMaxPairs <= kThreads.
 struct ExpertGroup {
   int expert = -1, size = 0, num_experts = 0;
 };
@@ -66,11 +65,11 @@ __device__ ExpertGroup find_expert_group(const int32_t* __restrict__ topk_ids, i
   __shared__ int32_t first_seen[kMoeDecodeMaxPairs];  // 1 where ids[i] is the id's first entry
   __shared__ int32_t chosen;
   const int i = threadIdx.x;
-  if (i < entries) {
+  const bool valid = i < entries;
+  if (valid) {
     ids[i] = topk_ids[i];
-    if (ids[i] < -1 || ids[i] >= experts) __trap();  // an expert id out of range: a bug upstream
+    if (ids[i] < 0 || ids[i] >= experts) __trap();  // an expert id out of range: a bug upstream
   }
-  const bool valid = i < entries && ids[i] >= 0;
   if (i == 0) chosen = -1;
   __syncthreads();
   bool first = valid;
@@ -79,7 +78,7 @@ __device__ ExpertGroup find_expert_group(const int32_t* __restrict__ topk_ids, i
   const int distinct = __syncthreads_count(first);
   if (first) {
     int rank = 0;  // distinct ids below this one
-    for (int j = 0; j < entries; ++j) rank += ids[j] >= 0 && first_seen[j] && ids[j] < ids[i];
+    for (int j = 0; j < entries; ++j) rank += first_seen[j] && ids[j] < ids[i];
     if (rank == slot) chosen = ids[i];
   }
   __syncthreads();
@@ -97,8 +96,7 @@ __device__ ExpertGroup find_expert_group(const int32_t* __restrict__ topk_ids, i
 
 // Called by every CTA of the down projection once its partial rows [row0, row0 + rows) are
 // written: the CTA that finishes the tile last (of `ctas` with an expert) writes
-// out[t, row] = sum_j topk_weights[t, j] * partial[t * k + j, row], j ascending (masked pairs,
-// ids -1, have no partial row and add nothing).
+// out[t, row] = sum_j topk_weights[t, j] * partial[t * k + j, row], j ascending.
 __device__ void sum_row_tile_if_last(const MoeExpertsArgs& a, int ctas, int64_t row0,
                                      int64_t rows) {
   __shared__ bool last;
@@ -113,20 +111,10 @@ __device__ void sum_row_tile_if_last(const MoeExpertsArgs& a, int ctas, int64_t 
     const int64_t t = idx / rows, row = row0 + idx % rows;
     float sum = 0.f;
     for (int64_t j = 0; j < a.top_k; ++j) {
-      if (a.topk_ids[t * a.top_k + j] < 0) continue;
       sum +=
           a.topk_weights[t * a.top_k + j] * __ldcg(&a.partial[(t * a.top_k + j) * a.hidden + row]);
     }
     static_cast<bf16*>(a.out)[t * a.hidden + row] = __float2bfloat16_rn(sum);
-  }
-}
-
-// Where every pair of the chunk is masked (ids -1: no expert chosen, no CTA sums): the down
-// projection's slot-0 CTA of each row tile writes the zeros its sum would have.
-__device__ void zero_row_tile(const MoeExpertsArgs& a, int64_t row0, int64_t rows) {
-  rows = min(rows, a.hidden - row0);
-  for (int64_t idx = threadIdx.x; idx < a.rows * rows; idx += kThreads) {
-    static_cast<bf16*>(a.out)[idx / rows * a.hidden + row0 + idx % rows] = __float2bfloat16_rn(0.f);
   }
 }
 
@@ -153,11 +141,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   int64_t expert = 0;
   const int32_t* group = nullptr;
   int end = 0, num_experts = 0;
-  const int64_t tile_row0 = static_cast<int64_t>(blockIdx.x) * kRowWarps * 16;
   if constexpr (kFromAlignment) {
     num_experts = a.counters[1];
-    if (!kGateUp && num_experts == 0 && blockIdx.y == 0)
-      zero_row_tile(a, tile_row0, kRowWarps * 16);
     if (static_cast<int>(blockIdx.y) >= num_experts) return;  // no expert for this slot
     expert = a.active[blockIdx.y];
     const int begin = a.offsets[expert];
@@ -168,9 +153,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     const ExpertGroup found =
         find_expert_group(a.topk_ids, static_cast<int>(a.rows * a.top_k),
                           static_cast<int>(a.experts), static_cast<int>(blockIdx.y), entries);
-    if (!kGateUp && found.num_experts == 0 && blockIdx.y == 0) {
-      zero_row_tile(a, tile_row0, kRowWarps * 16);
-    }
     if (found.expert < 0) return;  // no expert for this slot (uniform over the CTA)
     expert = found.expert;
     group = entries;

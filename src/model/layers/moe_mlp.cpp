@@ -137,20 +137,21 @@ void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
   // the all-reduce below adds every rank's experts up (as it adds tensor parallelism's partial
   // sums).
   Tensor expert_ids = ids;
-  if (shape_.ep.ep_size > 1) {
+  const bool masked = shape_.ep.ep_size > 1;
+  if (masked) {
     const ShardRange experts = local_experts(shape_.num_experts, shape_.ep);
     expert_ids = scratch.local_ids.tensor().slice_rows(0, n);
     kernels::moe_local_ids(ids, experts.start, experts.size, expert_ids, stream);
   }
   if (!shared_expert_) {
     kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, expert_ids, scratch.workspace, hidden,
-                       stream);
+                       stream, masked);
     if (reduce) comm->all_reduce(hidden, distributed::ReduceOp::kSum, stream);
     return;
   }
   const Tensor out = scratch.out.tensor().slice_rows(0, n);
   kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, expert_ids, scratch.workspace, out,
-                     stream);
+                     stream, masked);
   add_shared_expert(hidden, scratch, out, stream);
   if (reduce) comm->all_reduce(out, distributed::ReduceOp::kSum, stream);
   kernels::copy(out, hidden, stream);
