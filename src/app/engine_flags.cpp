@@ -176,11 +176,9 @@ std::span<const FlagSpec> engine_flag_table() {
        .help = "Schedule the next batch only after the last one finished."},
       {.name = "--speculative-algorithm",
        .value = "EAGLE|EAGLE3|NGRAM",
-       .help =
-           "Speculative decoding (same tokens, fewer steps; verify steps run without the overlap "
-           "loop): "
-           "EAGLE / EAGLE3 draft with a draft head (--speculative-draft-model-path), NGRAM "
-           "looks drafts up in each request's own prompt and output."},
+       .help = "Speculative decoding (same tokens, fewer steps; verify steps drain the overlap "
+               "loop): EAGLE / EAGLE3 draft with a draft head (--speculative-draft-model-path), "
+               "NGRAM looks drafts up in each request's own prompt and output."},
       {.name = "--speculative-draft-model-path",
        .value = "DIR",
        .help = "EAGLE / EAGLE3: the draft head (LlamaForCausalLMEagle / LlamaForCausalLMEagle3 "

@@ -27,7 +27,7 @@ enum class ExpertDispatch : uint8_t {
   // Every rank holds every token already (attention is replicated or tensor-parallel): each runs
   // its own experts over the pairs routed to them, the other pairs masked (moe_local_ids), and
   // the block's one all-reduce adds the ranks' outputs up (SGLang's EP MoE without an all-to-all
-  // backend). No tokens move; the kernels run unchanged over device memory, in CUDA graphs.
+  // backend). No tokens move; it runs in device memory, inside CUDA graphs.
   kAllReduce,
 };
 
