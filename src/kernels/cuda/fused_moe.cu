@@ -31,9 +31,12 @@ constexpr int kThreads = 256;
 // masked pairs (ids -1) are skipped: they have no partial row. (Without masked pairs the ids are
 // not read: a load and a branch before each slot's row would serialize the row loads.)
 template <typename PartialT, typename OutT, int kVec, bool kMasked>
-__device__ void reduce_rows(const PartialT* __restrict__ partial, const float* __restrict__ weights,
-                            const int32_t* __restrict__ ids, int64_t rows, int top_k,
-                            int64_t hidden, OutT* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    moe_reduce_kernel(const PartialT* __restrict__ partial, const float* __restrict__ weights,
+                      const int32_t* __restrict__ ids, int64_t rows, int top_k, int64_t hidden,
+                      OutT* __restrict__ out) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t vectors = hidden / kVec;
   for (int64_t t = blockIdx.y; t < rows; t += gridDim.y) {
     for (int64_t v = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors;
@@ -64,25 +67,11 @@ __device__ void reduce_rows(const PartialT* __restrict__ partial, const float* _
   }
 }
 
-// reduce_rows, masked where the alignment counted masked pairs (*masked > 0).
-template <typename PartialT, typename OutT, int kVec>
-__global__ void __launch_bounds__(kThreads)
-    moe_reduce_kernel(const PartialT* __restrict__ partial, const float* __restrict__ weights,
-                      const int32_t* __restrict__ ids, const int32_t* __restrict__ masked,
-                      int64_t rows, int top_k, int64_t hidden, OutT* __restrict__ out) {
-  pdl_wait();
-  pdl_launch_dependents();
-  if (*masked > 0) {
-    reduce_rows<PartialT, OutT, kVec, true>(partial, weights, ids, rows, top_k, hidden, out);
-  } else {
-    reduce_rows<PartialT, OutT, kVec, false>(partial, weights, ids, rows, top_k, hidden, out);
-  }
-}
-
-// out: [rows, hidden] contiguous of `dtype`; partial f32, or bf16 where partial_bf16.
+// out: [rows, hidden] contiguous of `dtype`; partial f32, or bf16 where partial_bf16. `ids`:
+// nullptr, or the routing whose masked pairs (-1) the sum skips.
 void launch_reduce(const void* partial, bool partial_bf16, const float* weights, const int32_t* ids,
-                   const int32_t* masked, int64_t rows, int64_t top_k, int64_t hidden, void* out,
-                   DType dtype, backend::Stream stream) {
+                   int64_t rows, int64_t top_k, int64_t hidden, void* out, DType dtype,
+                   backend::Stream stream) {
   const auto s = backend::cuda::native_stream(stream);
   const bool vec = hidden % 4 == 0;  // rows of 8 or 16 bytes (partial's base is 256-byte aligned)
   const int64_t vectors = vec ? hidden / 4 : hidden;
@@ -91,13 +80,11 @@ void launch_reduce(const void* partial, bool partial_bf16, const float* weights,
   const int k = static_cast<int>(top_k);
   auto run = [&]<typename P>(const P* p) {
     SGL_DISPATCH_FLOAT(dtype, T, {
-      if (vec) {
-        launch_pdl(moe_reduce_kernel<P, T, 4>, grid, kThreads, 0, s, p, weights, ids, masked, rows,
-                   k, hidden, static_cast<T*>(out));
-      } else {
-        launch_pdl(moe_reduce_kernel<P, T, 1>, grid, kThreads, 0, s, p, weights, ids, masked, rows,
-                   k, hidden, static_cast<T*>(out));
-      }
+      auto kernel =
+          vec ? (ids ? moe_reduce_kernel<P, T, 4, true> : moe_reduce_kernel<P, T, 4, false>)
+              : (ids ? moe_reduce_kernel<P, T, 1, true> : moe_reduce_kernel<P, T, 1, false>);
+      launch_pdl(kernel, grid, kThreads, 0, s, p, weights, ids, rows, k, hidden,
+                 static_cast<T*>(out));
     });
   };
   if (partial_bf16) {
@@ -147,7 +134,6 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         .offsets = at<int32_t>(workspace, layout.offsets),
         .counters = at<int32_t>(workspace, layout.counters),
         .active = path == MoePath::kGemv ? at<int32_t>(workspace, layout.active) : nullptr,
-        .masked = at<int32_t>(workspace, layout.counters) + 2,
     };
     const int32_t* ids = topk_ids.data<int32_t>() + first * shape.top_k;
     const float* weights = topk_weights.data<float>() + first * shape.top_k;
@@ -199,8 +185,8 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         break;
     }
     launch_reduce(layout.partial_bf16 ? args.partial_bf16 : args.partial, layout.partial_bf16,
-                  weights, ids, align.masked, rows, shape.top_k, shape.hidden, chunk_out, dtype,
-                  stream);
+                  weights, masked_pairs ? ids : nullptr, rows, shape.top_k, shape.hidden, chunk_out,
+                  dtype, stream);
   }
 }
 

@@ -47,15 +47,12 @@ __global__ void __launch_bounds__(kMaxThreads)
   __syncthreads();
 
   // Every lane of a warp runs the same iterations (warp_aggregated_increment needs all 32).
-  int32_t masked = 0;
   for (int64_t first = 0; first < entries; first += threads) {
     const int64_t i = first + tid;
     const int32_t id = i < entries ? ids[i] : -1;
     if (id < -1 || id >= experts) __trap();          // an expert id out of range: a bug upstream
     warp_aggregated_increment(cursor, id, id >= 0);  // -1: a masked pair, in no group
-    if (out.masked != nullptr) masked += __syncthreads_count(i < entries && id < 0);
   }
-  if (out.masked != nullptr && tid == 0) *out.masked = masked;
   __syncthreads();
 
   // Thread tid owns experts [e0, e1): their padded sizes and active flags, scanned over the block.

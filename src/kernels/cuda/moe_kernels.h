@@ -18,7 +18,6 @@ struct MoeAlignOut {
   int32_t* offsets = nullptr;   // [E + 1]
   int32_t* counters = nullptr;  // [0]: num_tokens_post_padded; [1]: active experts (with active)
   int32_t* active = nullptr;    // nullptr, or [>= min(E, entries)]: experts with tokens, ascending
-  int32_t* masked = nullptr;    // nullptr, or [1]: the masked pairs (ids -1) counted
 };
 
 // moe_align_block_size over `entries` flat ids (one CTA; entries < 2^31, experts <= 12288).
@@ -38,7 +37,7 @@ struct MoeExpertsArgs {
   const int32_t* sorted = nullptr;      // [max_padded]
   const int32_t* expert_ids = nullptr;  // [max_blocks]
   const int32_t* offsets = nullptr;     // [E + 1]
-  const int32_t* counters = nullptr;    // [3]: moe_plan.h
+  const int32_t* counters = nullptr;    // [2]
   const int32_t* active = nullptr;      // [min(E, entries)] (GEMV path)
   int64_t block_size = 0, max_padded = 0, max_blocks = 0;
   void* gathered = nullptr;          // [max_padded, H] bf16 (Hopper path)

@@ -60,7 +60,7 @@ MoeWorkspaceLayout moe_workspace_layout(MoePath path, const MoeShape& s, int64_t
   at.sorted = take(at.max_padded * 4);
   at.expert_ids = take(at.max_blocks * 4);
   at.offsets = take((s.experts + 1) * 4);
-  at.counters = take(3 * 4);
+  at.counters = take(2 * 4);
   at.active = take(std::min(s.experts, at.entries) * 4);
   at.gathered = take(path == MoePath::kHopper ? at.max_padded * s.hidden * 2 : 0);
   at.act = take(at.max_padded * s.inter * act_bytes);

@@ -58,8 +58,7 @@ int64_t moe_hopper_token_tile(int64_t entries, int64_t experts);
 //   sorted      i32 [max_padded]   the alignment's sorted_token_ids
 //   expert_ids  i32 [max_blocks]
 //   offsets     i32 [E + 1]        expert_offsets
-//   counters    i32 [3]            num_tokens_post_padded, the number of active experts, and
-//                                  the number of masked pairs (ids -1)
+//   counters    i32 [2]            num_tokens_post_padded, then the number of active experts
 //   active      i32 [min(E, entries)]  the experts with tokens, ascending (GEMV path)
 //   gathered    bf16 [max_padded, H]  x's row of each sorted position (kHopper; else empty)
 //   act         [max_padded, I]    silu(gate) * up per sorted position (bf16, f32 on kSimple);
