@@ -13,13 +13,15 @@
 #   SGL_EAGLE_BATCH_SIZES  (default "1 8")   SGL_EAGLE_STEPS   K values (default "1 3 5")
 #   SGL_EAGLE_ACCEPT       forced accept lengths, each <= K + 1 (default: none, natural only)
 #   SGL_EAGLE_OUTPUT_LEN   (default 256)
+#   SGL_EAGLE_CONFIG       the target's shape (default llama-3-8b; configs/NAME.json)
 set -euo pipefail
 root=${1:?usage: gpu_eagle_bench.sh ROOT}
 out=${OUT:-/tmp}
 head_dir=/tmp/sgl_eagle_heads
-python3 "$(dirname "$0")/make_eagle_heads.py" --repeat-head-for "$root/configs/llama-3-8b.json" \
+config=${SGL_EAGLE_CONFIG:-llama-3-8b}
+python3 "$(dirname "$0")/make_eagle_heads.py" --repeat-head-for "$root/configs/$config.json" \
   "$head_dir"
-head="$head_dir/llama-3-8b-eagle-repeat"
+head="$head_dir/$config-eagle-repeat"
 
 # run NAME ARGS...: one sgl-bench offline run, summarised on one line.
 run() {
@@ -35,7 +37,7 @@ run() {
 }
 
 for bs in ${SGL_EAGLE_BATCH_SIZES:-1 8}; do
-  common=(offline --config "$root/configs/llama-3-8b.json" --device cuda --num-prompts "$bs"
+  common=(offline --config "$root/configs/$config.json" --device cuda --num-prompts "$bs"
           --random-input-len 256 --random-output-len "${SGL_EAGLE_OUTPUT_LEN:-256}"
           --max-running-requests "$bs")
   run "eagle_bs${bs}_plain" "${common[@]}"

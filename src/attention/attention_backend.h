@@ -40,6 +40,8 @@ class AttentionBackend {
     return false;
   }
   virtual void init_graph_capture(std::span<const int> batch_sizes, int max_context_len) {}
+  // Before a graph's capture and each replay (outside the capture): fb is the static, padded
+  // batch the graph reads.
   virtual void prepare_capture(const ForwardBatch& fb) {}
   virtual void prepare_replay(const ForwardBatch& fb) {}
 };

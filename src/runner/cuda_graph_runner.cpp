@@ -164,7 +164,7 @@ model::ModelOutput CudaGraphRunner::replay(const ForwardBatch& fb, const int32_t
       << "sampled id references without the sampled ids";
   cuda::pack_graph_inputs(arrays_of(fb), fb.batch_size, num_kv, arrays_of(bucket.fb), bucket.size,
                           shape_.tokens, sampled, stream_);
-  attention_.prepare_replay(fb);
+  attention_.prepare_replay(bucket.fb);  // the padded batch the graph reads
   bucket.graph.replay(stream_);
   // The real requests' rows come first; the padding's follow, unread.
   auto rows = [](const Tensor& t, int64_t n) { return t.defined() ? t.slice_rows(0, n) : t; };

@@ -5,6 +5,9 @@
 #include <string>
 
 #include "core/logging.h"
+#include "kernels/argmax.h"
+#include "kernels/copy.h"
+#include "kernels/embedding.h"
 #include "model/model_source.h"
 #include "model/weight_source.h"
 
@@ -80,6 +83,13 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
       target.allocator(),
       attention::KvPoolShape{1, target.num_kv_slots() + scratch, c.num_key_value_heads, c.head_dim,
                              target.compute_dtype()});
+  const std::span<const int32_t> to_target = runner->model_->draft_to_target();
+  if (!to_target.empty()) {
+    const auto n = static_cast<int64_t>(to_target.size());
+    runner->draft_to_target_table_ = Buffer(target.allocator(), DType::kI32, {n, 1});
+    kernels::copy(Tensor(const_cast<int32_t*>(to_target.data()), DType::kI32, {n, 1}),
+                  runner->draft_to_target_table_, target.stream());
+  }
   const attention::AttentionConfig attn{c.num_attention_heads, c.num_key_value_heads, c.head_dim,
                                         1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   SGL_ASSIGN_OR_RETURN(runner->attention_,
@@ -93,8 +103,27 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
 
 model::DraftOutput EagleDraftRunner::forward(const ForwardBatch& fb, const Tensor& hidden_in) {
   attention_->plan(fb);
+  return forward_planned(fb, hidden_in);
+}
+
+model::DraftOutput EagleDraftRunner::forward_planned(const ForwardBatch& fb,
+                                                     const Tensor& hidden_in) {
   model::ModelContext ctx{*attention_, target_.stream()};
   return model_->forward(fb, hidden_in, ctx);
+}
+
+void EagleDraftRunner::greedy_ids(const Tensor& logits, const Tensor& scratch, const Tensor& ids) {
+  const int64_t n = logits.size(0);
+  SGL_CHECK(scratch.numel() == n && ids.numel() == n)
+      << "greedy_ids: " << n << " rows into " << scratch.shape_string() << " / "
+      << ids.shape_string();
+  if (!draft_to_target_table_.tensor().defined()) {
+    kernels::argmax_rows(logits, ids.reshape({n}), target_.stream());
+    return;
+  }
+  kernels::argmax_rows(logits, scratch.reshape({n}), target_.stream());
+  kernels::embedding(scratch.reshape({n}), draft_to_target_table_, ids.reshape({n, 1}),
+                     target_.stream());
 }
 
 }  // namespace sgl::runner

@@ -47,10 +47,16 @@ class EagleDraftRunner {
   // Tree drafts: the first of the draft pool's scratch slots, max_batch_size * topk *
   // (num_steps - 1) of them (a draft step's frontier nodes, read by the steps after it only).
   int32_t scratch_slot_base() const { return scratch_slot_base_; }
+  attention::AttentionBackend& attention() { return *attention_; }
 
   // One draft pass on the target's stream (the head's K/V stored at fb's slots); hidden_in as
   // model::EagleDraftModel::forward takes it. Valid until the next forward.
   model::DraftOutput forward(const ForwardBatch& fb, const Tensor& hidden_in);
+  // forward() without planning the attention (done before, outside a graph capture).
+  model::DraftOutput forward_planned(const ForwardBatch& fb, const Tensor& hidden_in);
+  // ids [n] = each row's greedy draft of `logits` [n, draft vocab] as a target id (the argmax,
+  // draft_to_target applied), on the device, queued on the target's stream; `scratch`: i32 [n].
+  void greedy_ids(const Tensor& logits, const Tensor& scratch, const Tensor& ids);
 
  private:
   explicit EagleDraftRunner(ModelRunner& target) : target_(target) {}
@@ -59,6 +65,7 @@ class EagleDraftRunner {
   int32_t topk_ = 1;
   int32_t num_steps_ = 1;
   int32_t scratch_slot_base_ = 0;
+  Buffer draft_to_target_table_;  // i32 [draft vocab, 1] on the device (EAGLE-3)
   std::unique_ptr<model::EagleDraftModel> model_;
   std::unique_ptr<attention::KvPool> kv_pool_;
   std::unique_ptr<attention::AttentionBackend> attention_;

@@ -18,10 +18,7 @@ EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& 
       topk_(draft.topk()),
       builder_(draft.target().allocator(), draft.target().options().max_num_tokens,
                draft.target().options().max_batch_size, req_to_token),
-      hidden_size_(draft.config().llama.hidden_size),
-      next_draft_(static_cast<size_t>(max_reqs), 0) {
-  greedy_prototype_.temperature = 0.f;  // drafts are each row's argmax
-  greedy_prototype_.seed = 0;
+      hidden_size_(draft.config().llama.hidden_size) {
   ModelRunner& target = draft.target();
   Allocator& allocator = target.allocator();
   const DType dtype = target.compute_dtype();
@@ -29,10 +26,17 @@ EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& 
   const int64_t max_bs = target.options().max_batch_size;
   hidden_state_ = Buffer(allocator, dtype, {max_reqs, hidden_size_});
   kernels::zero(hidden_state_, target.stream());
-  step_hidden_ = Buffer(allocator, dtype, {max_bs, hidden_size_});
   extend_hidden_ = Buffer(allocator, dtype, {max_tokens, draft.config().target_hidden_width()});
   gather_rows_ = Buffer(allocator, DType::kI32, {max_tokens});
   scatter_rows_ = Buffer(allocator, DType::kI32, {max_bs});
+  if (topk_ == 1) {
+    first_draft_ = Buffer(allocator, DType::kI32, {max_reqs, 1});
+    kernels::zero(first_draft_, target.stream());  // a valid id for rows never extended
+    greedy_ids_ = Buffer(allocator, DType::kI32, {max_bs, 1});
+    greedy_scratch_ = Buffer(allocator, DType::kI32, {max_bs});
+    chain_ = std::make_unique<EagleChain>(draft, req_to_token, first_draft_, hidden_state_,
+                                          static_cast<int32_t>(max_bs));
+  }
   if (topk_ > 1) {
     next_top_.resize(static_cast<size_t>(max_reqs));
     branch_in_ = Buffer(allocator, dtype, {max_bs * topk_, hidden_size_});
@@ -89,16 +93,14 @@ std::vector<int32_t> EagleWorker::run(ForwardMode mode, std::span<const BatchReq
     }
     return ids;
   }
-  greedy_.params.assign(requests.size(), greedy_prototype_);
-  greedy_.steps.assign(requests.size(), 0);
-  greedy_.top_logprobs_num.assign(requests.size(), 0);
-  std::vector<int32_t> ids = target.sample_now(out.logits, greedy_).next_token_ids;
-  const std::span<const int32_t> to_target = draft_.draft_to_target();
-  for (size_t i = 0; i < requests.size(); ++i) {
-    if (!to_target.empty()) ids[i] = to_target[static_cast<size_t>(ids[i])];
-    next_draft_[static_cast<size_t>(rows[i])] = ids[i];
-  }
-  return ids;
+  // A chain drafts greedily (verification keeps the target's distribution whatever the drafts
+  // are); the ids stay on the device, where the chain's steps read them.
+  const auto n = static_cast<int64_t>(requests.size());
+  const Tensor ids = greedy_ids_.tensor().slice_rows(0, n);
+  draft_.greedy_ids(out.logits, greedy_scratch_.tensor().slice_rows(0, n), ids);
+  kernels::scatter_rows(ids, scatter_rows_.tensor().slice_rows(0, n), first_draft_,
+                        target.stream());
+  return {};
 }
 
 std::vector<speculative::DraftTree> EagleWorker::draft(const ExecBatch& batch) {
@@ -210,43 +212,23 @@ std::vector<speculative::DraftTree> EagleWorker::draft_tree(const ExecBatch& bat
 }
 
 std::vector<std::vector<int32_t>> EagleWorker::draft_chain(const ExecBatch& batch) {
-  const size_t bs = batch.requests.size();
-  std::vector<std::vector<int32_t>> drafts(bs);
-  std::vector<size_t> offset(bs);  // each request's first token in the pass
-  int32_t max_drafts = 0;
-  for (size_t i = 0, o = 0; i < bs; o += static_cast<size_t>(batch.requests[i].extend_len), ++i) {
+  std::vector<std::vector<int32_t>> drafts(batch.requests.size());
+  std::vector<ChainRequest> chain;
+  std::vector<size_t> who;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
     const ExecRequest& r = batch.requests[i];
-    offset[i] = o;
     if (r.sample_rows <= 1) continue;
     SGL_CHECK_EQ(r.extend_len, r.sample_rows) << "a verify entry is its last token and drafts";
-    drafts[i].assign(static_cast<size_t>(r.sample_rows - 1), 0);
-    drafts[i][0] = next_draft_[static_cast<size_t>(r.req_pool_idx)];
-    max_drafts = std::max(max_drafts, r.sample_rows - 1);
+    const int32_t n = r.sample_rows - 1;
+    // The table row holds the verify's slots: step j stores at position prefix_len + j - 1's.
+    chain.push_back({r.req_pool_idx, r.prefix_len, n,
+                     req_to_token_.row(r.req_pool_idx).first(
+                         static_cast<size_t>(r.prefix_len + n - 1))});
+    who.push_back(i);
   }
-  // Step j drafts token j + 1 of each request that wants it: draft j read at position
-  // prefix_len + j - 1 (after the last token at prefix_len), its K/V at that position's slot.
-  std::vector<BatchRequest> step;
-  std::vector<int32_t> rows;
-  for (int32_t j = 1; j < max_drafts; ++j) {
-    step.clear();
-    rows.clear();
-    std::vector<size_t> who;
-    for (size_t i = 0; i < bs; ++i) {
-      const ExecRequest& r = batch.requests[i];
-      if (static_cast<int32_t>(drafts[i].size()) <= j) continue;
-      const size_t at = offset[i] + static_cast<size_t>(j - 1);
-      step.push_back({r.req_pool_idx, r.prefix_len + j - 1,
-                      std::span<const int32_t>(&drafts[i][static_cast<size_t>(j - 1)], 1),
-                      std::span<const int32_t>(&batch.out_cache_loc[at], 1)});
-      rows.push_back(r.req_pool_idx);
-      who.push_back(i);
-    }
-    const Tensor hidden_in = step_hidden_.tensor().slice_rows(0, static_cast<int64_t>(rows.size()));
-    kernels::embedding(upload(rows, gather_rows_), hidden_state_, hidden_in,
-                       draft_.target().stream());
-    const std::vector<int32_t> ids = run(ForwardMode::kDecode, step, hidden_in);
-    for (size_t s = 0; s < who.size(); ++s) drafts[who[s]][static_cast<size_t>(j)] = ids[s];
-  }
+  if (chain.empty()) return drafts;
+  std::vector<std::vector<int32_t>> ids = chain_->run(chain);
+  for (size_t c = 0; c < who.size(); ++c) drafts[who[c]] = std::move(ids[c]);
   return drafts;
 }
 

@@ -1,7 +1,7 @@
 // EagleWorker: EAGLE's steps around the target's forward passes (SGLang's EAGLEWorker). Before a
 // verify pass it drafts each verifying request's tokens: a chain (--speculative-eagle-topk 1):
 // the first from the request's draft state, the others by draft decode steps that store the
-// draft's K/V at the verify pass's own slots; a tree (topk > 1, speculative/draft_tree.h): the
+// draft's K/V at the verify pass's own slots (EagleChain: on the device, graphs on the GPU); a tree (topk > 1, speculative/draft_tree.h): the
 // first draft distribution's top k, then draft steps over each request's k frontier nodes, each
 // a branch attending to the prefix and its own ancestors, their K/V in the draft's scratch slots.
 // After every pass it extends the draft over the positions the pass kept (a prefill's, a
@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -18,9 +19,9 @@
 #include "core/buffer.h"
 #include "model/model.h"
 #include "runner/batch_executor.h"
+#include "runner/eagle_chain.h"
 #include "runner/eagle_draft_runner.h"
 #include "runner/forward_batch_builder.h"
-#include "sampling/sampler.h"
 #include "speculative/draft_tree.h"
 
 namespace sgl::runner {
@@ -49,8 +50,9 @@ class EagleWorker {
   std::vector<speculative::DraftTree> draft_tree(const ExecBatch& batch);
   // Each row's top k (draft_to_target applied) of draft `logits` [rows, draft vocab].
   std::vector<std::vector<speculative::TokenLogprob>> top_k(const Tensor& logits);
-  // One draft pass over `requests`; hidden_in [tokens, W]. Records each request's argmax as its
-  // next draft and writes its output hidden row into its state; returns those drafts.
+  // One draft pass over `requests`; hidden_in [tokens, W]. Writes each request's output hidden
+  // row and its next first draft (a chain's argmax, on the device; a tree's top k, on the host)
+  // into its state; returns the first drafts of a tree (empty for a chain).
   std::vector<int32_t> run(ForwardMode mode, std::span<const BatchRequest> requests,
                            const Tensor& hidden_in);
   // Device i32 copy of `values` in `buffer` (at most its size).
@@ -61,10 +63,13 @@ class EagleWorker {
   int32_t topk_;
   ForwardBatchBuilder builder_;
   int64_t hidden_size_;
-  // Per request row: the draft's next first draft (a target id) and its last hidden state.
-  std::vector<int32_t> next_draft_;  // [max_reqs]
-  Buffer hidden_state_;              // [max_reqs, H], the compute dtype
-  Buffer step_hidden_;               // [max_batch_size, H]: a draft step's hidden input
+  // Per request row: the draft's last hidden state and (chains) its next first draft, a target
+  // id; a draft pass writes them on the device.
+  Buffer hidden_state_;  // [max_reqs, H], the compute dtype
+  Buffer first_draft_;   // i32 [max_reqs, 1]
+  Buffer greedy_ids_;    // i32 [max_batch_size, 1]: a pass's first drafts before the scatter
+  Buffer greedy_scratch_;  // i32 [max_batch_size]
+  std::unique_ptr<EagleChain> chain_;  // chains' draft steps
   Buffer extend_hidden_;             // [max_num_tokens, W]: the kept rows of the target's
   Buffer gather_rows_;               // i32 [max_num_tokens]
   Buffer scatter_rows_;              // i32 [max_batch_size]
@@ -74,9 +79,6 @@ class EagleWorker {
   Buffer branch_in_;                                              // [max_batch_size * topk, H]
   Buffer branch_out_;                                             // [max_batch_size * topk, H]
   Buffer branch_rows_;                                            // i32 [max_batch_size * topk]
-  // Greedy sampling of the draft's rows (one SamplingParams each, all alike).
-  sampling::SamplingParams greedy_prototype_;
-  sampling::SamplingBatch greedy_;
 };
 
 }  // namespace sgl::runner

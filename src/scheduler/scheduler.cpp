@@ -451,8 +451,9 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
       verify = true;
     }
   }
-  // Verify entries are extends over a cached prefix; plain decodes ride along as in MIXED.
-  if (verify) batch.mode = plain ? ForwardMode::kMixed : ForwardMode::kExtend;
+  // Verify entries are extends over a cached prefix (TARGET_VERIFY); plain decodes ride along
+  // as in MIXED.
+  if (verify) batch.mode = plain ? ForwardMode::kMixed : ForwardMode::kTargetVerify;
   if (draft_policy_ != nullptr) follow_draft_policy(choice, verify, batch);
   totals_.computed_tokens_total += static_cast<int64_t>(batch.out_cache_loc.size());
   new_token_ratio_ =

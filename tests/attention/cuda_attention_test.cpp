@@ -263,6 +263,29 @@ TEST_P(FlashAttentionTest, ExtendSweep) {
               "mixed 1 x (63 + 1000) + 40 decodes");
 }
 
+// A causal verify (TARGET_VERIFY): each request's last token and its drafts after prefixes of 0
+// to 5000 tokens. Up to 16 new tokens a request run through the decode kernel, a row per new
+// token over its request's KV up to itself; more take the extend kernel. Against the reference
+// (and the reference against the host on a small case).
+TEST_P(FlashAttentionTest, VerifySweep) {
+  std::uniform_int_distribution<int> prefix(0, 5000), some(1, 16);
+  for (int batch : {1, 5, 64}) {
+    for (int fresh : {2, 4, 6, 16, 17}) {
+      std::vector<RequestLens> requests;
+      for (int b = 0; b < batch; ++b) requests.push_back({prefix(rng_), fresh});
+      check_batch(make_host_batch(ForwardMode::kTargetVerify, requests, kPoolSlots, rng_),
+                  "verify bs " + std::to_string(batch) + " new " + std::to_string(fresh));
+    }
+  }
+  std::vector<RequestLens> ragged;
+  for (int b = 0; b < 23; ++b) ragged.push_back({prefix(rng_), some(rng_)});
+  ragged.push_back({0, 3});  // no prefix
+  check_batch(make_host_batch(ForwardMode::kTargetVerify, ragged, kPoolSlots, rng_),
+              "verify bs 24 ragged new 1..16");
+  check_batch(make_host_batch(ForwardMode::kTargetVerify, {{40, 5}, {7, 2}}, kPoolSlots, rng_),
+              "verify bs 2 small", /*brute_force=*/true);
+}
+
 // A tree verify (EAGLE tree drafts): each request's root and draft nodes as one extend with a
 // tree mask, beside plain decodes: chains, stars and random trees of up to 64 tokens after
 // prefixes of 0 to 3000 tokens. Flash against the reference, and the reference against the host.

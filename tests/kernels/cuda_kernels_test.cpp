@@ -14,6 +14,7 @@
 #include "core/half.h"
 #include "device_copies.h"
 #include "kernels/activation.h"
+#include "kernels/argmax.h"
 #include "kernels/copy.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/stream_gemms.h"
@@ -368,6 +369,54 @@ TEST_P(CudaKernels, PoolRowsSweep) {
       // f32 sums in another order: 1e-4 relative to the sum's size whatever the input dtype.
       EXPECT_LE(max_rel_err(to_host(dout), expected), pool == RowPool::kLast ? 0.0 : 1e-4)
           << h << (pool == RowPool::kLast ? " last" : " sum");
+    }
+  }
+}
+
+// Greedy ids on the GPU equal the CPU loop's: random rows with planted ties (the first wins),
+// NaN and -inf, a strided view, vocabularies from 1 to the Llama-3 size.
+TEST(CudaArgmax, MatchesTheCpuRowsIncludingTiesAndNaN) {
+  backend::CudaAllocator gpu(0);
+  backend::CudaStream stream(0);
+  std::mt19937 rng(7);
+  for (const int64_t vocab : {1, 7, 256, 16384, 128256}) {
+    for (const int64_t rows : {1, 3, 64, 300}) {
+      const int64_t stride = vocab + 5;
+      std::vector<float> host(static_cast<size_t>(rows * stride));
+      std::normal_distribution<float> dist(0.f, 3.f);
+      for (float& x : host) x = dist(rng);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = host.data() + r * stride;
+        const auto at = [&](uint32_t k) { return static_cast<int64_t>(k % vocab); };
+        switch (r % 4) {
+          case 0:  // the maximum twice
+            row[at(rng())] = 50.f;
+            row[at(rng())] = 50.f;
+            break;
+          case 1:  // NaN beside the maximum
+            row[at(rng())] = NAN;
+            row[at(rng())] = 40.f;
+            break;
+          case 2:  // every value -inf but one NaN
+            std::fill(row, row + vocab, -INFINITY);
+            row[at(rng())] = NAN;
+            break;
+          default:
+            break;
+        }
+        row[vocab] = 1e9f;  // past the row's end: never read
+      }
+      const Tensor cpu_logits = Tensor(host.data(), DType::kF32, {rows, stride}).slice_last(0, vocab);
+      std::vector<int32_t> want(static_cast<size_t>(rows));
+      argmax_rows(cpu_logits, Tensor(want.data(), DType::kI32, {rows}), backend::Stream::cpu());
+
+      Buffer logits(gpu, DType::kF32, {rows, stride});
+      copy(Tensor(host.data(), DType::kF32, {rows, stride}), logits, stream.get());
+      Buffer ids(gpu, DType::kI32, {rows});
+      argmax_rows(logits.tensor().slice_last(0, vocab), ids, stream.get());
+      std::vector<int32_t> got(static_cast<size_t>(rows));
+      copy(ids, Tensor(got.data(), DType::kI32, {rows}), stream.get());
+      EXPECT_EQ(got, want) << "vocab " << vocab << ", " << rows << " rows";
     }
   }
 }

@@ -64,10 +64,21 @@ struct DecodeNewTokens {
 // With new_tokens, q is unrotated and the new K/V not yet stored (see DecodeNewTokens); without,
 // the KV store already ran.
 // q: [bs, Hq, D]; k_cache, v_cache: [slots, Hk, D]; out: [bs, Hq * D].
+// fresh_span: the trailing positions of each request the kernel before may have written (the
+// KV store of a decode's token: 1; of a verify's new tokens run as decode rows: up to their
+// count), which the kernel reads only after waiting on it.
 void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
                   const ForwardBatch& fb, float scale, DecodeShape shape,
                   const SplitKvScratch& scratch, backend::Stream stream,
-                  const DecodeNewTokens* new_tokens = nullptr);
+                  const DecodeNewTokens* new_tokens = nullptr, int fresh_span = 1);
+
+// A causal verify pass (fb: a few new tokens per request after its prefix) as decode rows for
+// flash_decode: row t, new token i of request b, attends to b's KV positions 0..prefix + i, so
+// row_seq_lens[t] = seq_lens[b] - new_b + i + 1 and row_kv_start[t] = kv_indptr[b] (flash_decode
+// reads only kv_indptr[t] of a row). Reads fb.qo_indptr, seq_lens and kv_indptr on the device;
+// both outputs i32 [fb.num_tokens]; one launch.
+void verify_rows_as_decode(const ForwardBatch& fb, int32_t* row_seq_lens, int32_t* row_kv_start,
+                           backend::Stream stream);
 
 // Extend / prefill / mixed attention: causal within each request's new tokens after its cached
 // prefix (query i of a request with prefix P sees KV positions <= P + i); with fb.tree_mask

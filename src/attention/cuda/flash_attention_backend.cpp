@@ -34,6 +34,11 @@ bool chunked_rows(const Tensor& t) {
          t.stride(0) % 8 == 0 && is_aligned(t.raw(), 16);
 }
 
+// Verify passes through the decode kernel: at most this many rows, and new tokens a request
+// (a chain's num_steps + 1; trees are masked and take the extend kernel).
+constexpr int64_t kMaxVerifyRows = 8192;
+constexpr int32_t kMaxVerifyTokens = 16;
+
 }  // namespace
 
 FlashAttentionBackend::FlashAttentionBackend(const AttentionConfig& config, KvPool& kv_pool,
@@ -58,6 +63,42 @@ FlashAttentionBackend::FlashAttentionBackend(const AttentionConfig& config, KvPo
       std::max(resident_narrow_ctas_, resident_wide_ctas_));
   partial_o_ = Buffer(allocator_, DType::kF32, {rows, config.head_dim});
   partial_lse_ = Buffer(allocator_, DType::kF32, {rows});
+  verify_row_seq_lens_ = Buffer(allocator_, DType::kI32, {kMaxVerifyRows});
+  verify_row_kv_start_ = Buffer(allocator_, DType::kI32, {kMaxVerifyRows});
+}
+
+bool FlashAttentionBackend::verify_as_decode_rows(const ForwardBatch& fb) const {
+  if (fb.mode != ForwardMode::kTargetVerify || fb.tree_mask.defined() || fb.num_tokens <= 0 ||
+      fb.num_tokens > kMaxVerifyRows || config_.num_q_heads > 16 * config_.num_kv_heads ||
+      !fb.kv_indices.defined() ||
+      static_cast<int32_t>(fb.extend_seq_lens_host.size()) != fb.batch_size) {
+    return false;
+  }
+  return std::all_of(fb.extend_seq_lens_host.begin(), fb.extend_seq_lens_host.end(),
+                     [](int32_t n) { return n <= kMaxVerifyTokens; });
+}
+
+void FlashAttentionBackend::plan(const ForwardBatch& fb) {
+  if (!verify_as_decode_rows(fb)) return;
+  cuda::verify_rows_as_decode(fb, verify_row_seq_lens_.data<int32_t>(),
+                              verify_row_kv_start_.data<int32_t>(), stream_);
+}
+
+void FlashAttentionBackend::decode_verify_rows(int layer, const Tensor& q, const Tensor& out,
+                                               const ForwardBatch& fb) {
+  ForwardBatch rows;
+  rows.mode = ForwardMode::kDecode;
+  rows.batch_size = fb.num_tokens;
+  rows.num_tokens = fb.num_tokens;
+  rows.seq_lens = verify_row_seq_lens_.tensor().slice_rows(0, fb.num_tokens);
+  rows.kv_indptr = verify_row_kv_start_.tensor().slice_rows(0, fb.num_tokens);
+  rows.kv_indices = fb.kv_indices;
+  const int32_t fresh = *std::max_element(fb.extend_seq_lens_host.begin(),
+                                          fb.extend_seq_lens_host.end());
+  const cuda::SplitKvScratch scratch{partial_o_.data<float>(), partial_lse_.data<float>(),
+                                     partial_lse_.tensor().size(0)};
+  cuda::flash_decode(q, kv_pool_.k(layer), kv_pool_.v(layer), out, rows, config_.scale,
+                     decode_shape(rows.batch_size), scratch, stream_, nullptr, fresh);
 }
 
 cuda::DecodeShape FlashAttentionBackend::decode_shape(int batch_size) const {
@@ -127,6 +168,8 @@ void FlashAttentionBackend::attend(int layer, const Tensor& q, const Tensor& out
   if (fb.num_tokens == 0) return;
   if (takes_decode_kernel(q, layer, fb)) {
     decode(layer, q, out, fb, nullptr);
+  } else if (verify_as_decode_rows(fb) && flash_supports(q, k_cache)) {
+    decode_verify_rows(layer, q, out, fb);
   } else if (flash_supports(q, k_cache)) {
     cuda::flash_extend(q, k_cache, v_cache, out, fb, config_.scale, stream_);
   } else {

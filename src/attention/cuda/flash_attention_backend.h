@@ -20,8 +20,11 @@ class FlashAttentionBackend final : public AttentionBackend {
   // kv_pool: bf16, on `device`; must outlive the backend.
   FlashAttentionBackend(const AttentionConfig& config, KvPool& kv_pool, backend::Stream stream,
                         Device device);
-  // Nothing to plan: the kernels read every per-batch value from the ForwardBatch tensors.
-  void plan(const ForwardBatch& fb) override {}
+  // The kernels read every per-batch value from the ForwardBatch tensors; a verify pass run as
+  // decode rows gets its rows' lengths from a kernel queued here (before the pass, or before a
+  // graph's replay: the decode kernel reads them before waiting on the kernel before it).
+  void plan(const ForwardBatch& fb) override;
+  void prepare_replay(const ForwardBatch& fb) override { plan(fb); }
   bool forward_with_rope(int layer, const Tensor& q, const Tensor& k, const Tensor& v,
                          const Tensor& positions, const Tensor& cos_sin, const Tensor& out,
                          const ForwardBatch& fb) override;
@@ -41,6 +44,11 @@ class FlashAttentionBackend final : public AttentionBackend {
   // The decode kernel (and its merge); fresh: the new tokens to rotate and store, or nullptr.
   void decode(int layer, const Tensor& q, const Tensor& out, const ForwardBatch& fb,
               const cuda::DecodeNewTokens* fresh);
+  // Whether a causal verify pass runs through the decode kernel, each new token a row: with a
+  // few new tokens per request the extend kernel walks each prefix in one CTA per KV head,
+  // where the decode kernel splits it over the GPU. The rows' lengths are plan()'s.
+  bool verify_as_decode_rows(const ForwardBatch& fb) const;
+  void decode_verify_rows(int layer, const Tensor& q, const Tensor& out, const ForwardBatch& fb);
 
   AttentionConfig config_;
   KvPool& kv_pool_;
@@ -51,6 +59,8 @@ class FlashAttentionBackend final : public AttentionBackend {
   backend::CudaAllocator allocator_;
   Buffer partial_o_;    // f32 [rows, head_dim]: split-KV partial outputs
   Buffer partial_lse_;  // f32 [rows]
+  Buffer verify_row_seq_lens_;  // i32 [kMaxVerifyRows]: a verify's rows as decode rows
+  Buffer verify_row_kv_start_;  // i32 [kMaxVerifyRows]
 };
 
 }  // namespace sgl::attention

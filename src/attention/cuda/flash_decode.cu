@@ -46,6 +46,9 @@ struct DecodeParams {
   int group;  // q heads per KV head, <= 16
   int num_splits;
   float scale_log2;      // softmax scale * log2(e)
+  // Each row's last fresh_span positions may be written by the kernel before (1: a decode's
+  // newest token; a verify's new tokens as rows); their tiles are copied after the wait.
+  int fresh_span;
   NewTokenParams fresh;  // kRope kernels only
 };
 
@@ -154,7 +157,9 @@ __global__ void __launch_bounds__(Cfg::kThreads)
   const int newest = seq_len - 1;  // >= start
   const bool has_newest = newest < end;
   const int newest_tile = has_newest ? (newest - start) / Cfg::kTileTokens : num_tiles;
-  const int first_after_wait = kRope ? num_tiles : newest_tile;
+  const int first_fresh = max(start, seq_len - p.fresh_span);
+  const int fresh_tile = first_fresh < end ? (first_fresh - start) / Cfg::kTileTokens : num_tiles;
+  const int first_after_wait = kRope ? num_tiles : fresh_tile;
   int t0 = 0;
   for (; t0 < kStages - 1 && t0 < first_after_wait; ++t0) {
     fetch_slots(t0);
@@ -463,10 +468,42 @@ int flash_decode_ctas_per_sm(int head_dim, DecodeWidth width) {
   return ctas;
 }
 
+// One thread per row: its request by binary search over qo_indptr.
+__global__ void verify_rows_kernel(const int32_t* __restrict__ qo_indptr,
+                                   const int32_t* __restrict__ seq_lens,
+                                   const int32_t* __restrict__ kv_indptr, int bs, int rows,
+                                   int32_t* __restrict__ row_seq_lens,
+                                   int32_t* __restrict__ row_kv_start) {
+  kernels::cuda::pdl_wait();
+  kernels::cuda::pdl_launch_dependents();
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= rows) return;
+  int lo = 0, hi = bs - 1;  // the last request whose first row is <= t
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (qo_indptr[mid] <= t) lo = mid; else hi = mid - 1;
+  }
+  const int i = t - qo_indptr[lo], n = qo_indptr[lo + 1] - qo_indptr[lo];
+  row_seq_lens[t] = seq_lens[lo] - n + i + 1;
+  row_kv_start[t] = kv_indptr[lo];
+}
+
+void verify_rows_as_decode(const ForwardBatch& fb, int32_t* row_seq_lens, int32_t* row_kv_start,
+                           backend::Stream stream) {
+  if (fb.num_tokens == 0) return;
+  constexpr int kThreads = 128;
+  kernels::cuda::launch_pdl(verify_rows_kernel,
+                            dim3(static_cast<unsigned>((fb.num_tokens + kThreads - 1) / kThreads)),
+                            kThreads, 0, backend::cuda::native_stream(stream),
+                            fb.qo_indptr.data<int32_t>(), fb.seq_lens.data<int32_t>(),
+                            fb.kv_indptr.data<int32_t>(), fb.batch_size, fb.num_tokens,
+                            row_seq_lens, row_kv_start);
+}
+
 void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
                   const ForwardBatch& fb, float scale, DecodeShape shape,
                   const SplitKvScratch& scratch, backend::Stream stream,
-                  const DecodeNewTokens* new_tokens) {
+                  const DecodeNewTokens* new_tokens, int fresh_span) {
   const int num_splits = shape.num_splits;
   const int batch_size = fb.batch_size;
   if (batch_size == 0) return;
@@ -494,6 +531,7 @@ void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                  q_heads / kv_heads,
                  num_splits,
                  scale * kLog2e,
+                 fresh_span,
                  {}};
   if (new_tokens != nullptr) {
     const DecodeNewTokens& n = *new_tokens;
