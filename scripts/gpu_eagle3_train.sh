@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue #23 on the GPU machine: train an EAGLE-3 head for SmolLM2-135M-Instruct
-# (scripts/train_eagle3_head.py, H200 settings: about 5 minutes), then sgl-bench offline at batch
+# (scripts/train_eagle3_head.py, its continuations from the pack's sgl-generate, four per
+# training prompt; H200: about 6 minutes), then sgl-bench offline at batch
 # 1 on the GGUF, plain vs EAGLE3 chains (num_steps 3 and 5; 5 also under the adaptive draft
 # policy), over the head's held-out prompts
 # (eval_prompts.jsonl: greedy, EOS ignored, 256 new tokens). Prints tok/s, the speed-up and the
@@ -26,6 +27,8 @@
 #   SGL_EAGLE3_HEAD bench this head instead of training one
 #   SGL_EAGLE3_TRAIN_ARGS  more flags for the training script (e.g. --train-seconds 240)
 #   SGL_DEVICE      the bench's --device (default cuda; cpu checks this script here)
+#   SGL_EAGLE3_RUNS the runs, in order (default "plain eagle3_steps3 eagle3_steps5
+#                   eagle3_steps5_adaptive"; eagle3_stepsK[_adaptive] for any K; names may repeat)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 readonly gguf_name=SmolLM2-135M-Instruct.Q4_1.gguf
@@ -77,9 +80,14 @@ run() {
 
   local head=${SGL_EAGLE3_HEAD:-$stage_dir/head}
   if [ -z "${SGL_EAGLE3_HEAD:-}" ]; then
+    # Continuations from our engine (the pack's sgl-generate), several per training prompt.
+    local gen=()
+    [ -x "$(dirname "$bench")/sgl-generate" ] &&
+      gen=(--generator "$(dirname "$bench")/sgl-generate" --samples-per-prompt 4)
     # shellcheck disable=SC2086  # word-split the extra flags
     PYTHONUNBUFFERED=1 "$py" scripts/train_eagle3_head.py --target "$gguf" --out "$head" \
-      --device cuda ${SGL_EAGLE3_TRAIN_ARGS:-} 2>&1 | grep -v 'it/s\]' | tee "$out/train.log"
+      --device cuda "${gen[@]}" ${SGL_EAGLE3_TRAIN_ARGS:-} 2>&1 | grep -v 'it/s\]' |
+      tee "$out/train.log"
   fi
   cp "$head/train_report.json" "$out/" 2>/dev/null || true
 
@@ -88,7 +96,7 @@ run() {
   # Plain, chains of 3 and 5 drafts every step (--speculative-draft-policy fixed: the accept
   # length the script simulated), and 5 under the server's default policy (adaptive).
   local name spec steps policy plain_tps=
-  for name in plain eagle3_steps3 eagle3_steps5 eagle3_steps5_adaptive; do
+  for name in ${SGL_EAGLE3_RUNS:-plain eagle3_steps3 eagle3_steps5 eagle3_steps5_adaptive}; do
     spec=()
     steps=0
     if [ "$name" != plain ]; then

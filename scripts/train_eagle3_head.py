@@ -3,9 +3,11 @@
 
 No data set is downloaded: the prompts are built here (instruction templates x topics, and
 "rewrite this code" prompts over small snippets), rendered with the target's chat template. The
-target continues each one greedily (or at --temperature), and a teacher-forced pass over
-prompt + continuation records the three captured layers' hidden states and the target's final
-hidden state (its next-token distribution, computed when needed).
+target continues each one greedily (or at --temperature), and each training prompt
+--samples-per-prompt - 1 more times at --sample-temperature (transformers, or our engine with
+--generator sgl-generate), and a teacher-forced pass over prompt + continuation records the
+three captured layers' hidden states and the target's final hidden state (its next-token
+distribution, computed when needed).
 
 The head is the function our C++ draft computes (src/model/eagle_draft_model.cpp, chain
 drafting in src/runner/eagle_worker.cpp), SGLang's LlamaForCausalLMEagle3:
@@ -40,8 +42,11 @@ Needs torch, transformers, numpy, and the gguf package for a .gguf target.
 import argparse
 import json
 import math
+import os
 import random
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -193,6 +198,32 @@ def generate(model, prompts, new_tokens, batch_size, temperature, pad_id, seed):
             positions = positions[:, -1:] + 1
             mask = torch.cat([mask, torch.ones_like(nxt)], dim=1)
         out.extend(torch.cat(tokens, 1).tolist())
+    return out
+
+
+def generate_sgl(binary, target, device, prompts, new_tokens, temperature, seed):
+    """generate() through our engine (`sgl-generate --batch-file` on `device`): the same
+    continuations of exactly `new_tokens` ids, EOS ignored, in far less time; sampled rows
+    draw with seed + their index."""
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        for i, p in enumerate(prompts):
+            f.write(json.dumps({"prompt_ids": p, "max_new_tokens": new_tokens,
+                                "temperature": temperature, "seed": seed + i,
+                                "ignore_eos": True}) + "\n")
+    try:
+        run = subprocess.run([str(binary), "--model-path", str(target), "--device", device,
+                              "--batch-file", f.name, "--json", "--max-running-requests", "256",
+                              "--mem-fraction-static", "0.5"],
+                             capture_output=True, text=True, check=False)
+    finally:
+        os.unlink(f.name)
+    if run.returncode != 0:
+        raise SystemExit(f"{binary} failed ({run.returncode}):\n{run.stderr[-2000:]}")
+    # One JSON object a line; str.splitlines() would also cut at separators inside the text.
+    out = [json.loads(line)["output_ids"] for line in run.stdout.split("\n")
+           if line.startswith("{")]
+    if len(out) != len(prompts) or any(len(c) != new_tokens for c in out):
+        raise SystemExit(f"{binary}: {len(out)} continuations for {len(prompts)} prompts")
     return out
 
 
@@ -460,6 +491,13 @@ def main():
     ap.add_argument("--eval-prompts", type=int, default=32, help="held-out prompts")
     ap.add_argument("--new-tokens", type=int, default=256, help="tokens per continuation")
     ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy continuations")
+    ap.add_argument("--samples-per-prompt", type=int, default=1,
+                    help="continuations of each training prompt: the first at --temperature, "
+                    "the others sampled at --sample-temperature (more varied training data)")
+    ap.add_argument("--sample-temperature", type=float, default=0.8)
+    ap.add_argument("--generator", type=Path, metavar="SGL_GENERATE",
+                    help="generate the continuations with this sgl-generate on the GPU "
+                    "(default: transformers, several times slower)")
     ap.add_argument("--gen-batch-size", type=int, default=256)
     ap.add_argument("--draft-vocab-size", type=int, default=16384)
     ap.add_argument("--aux-layers", default="", help="three target layer ids; default SGLang's "
@@ -504,21 +542,36 @@ def main():
     messages = build_prompts(args.num_prompts + args.eval_prompts, args.seed)
     prompts = [render(tokenizer, m) for m in messages]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    continuations = generate(model, prompts, args.new_tokens, args.gen_batch_size,
-                             args.temperature, pad, args.seed)
-    sequences = [p + c for p, c in zip(prompts, continuations)]
-    log(f"generated {len(sequences)} continuations of {args.new_tokens} tokens")
+
+    def continue_all(batch, temperature, seed):
+        if args.generator:
+            return generate_sgl(args.generator, args.target, device.type, batch, args.new_tokens,
+                                temperature, seed)
+        return generate(model, batch, args.new_tokens, args.gen_batch_size, temperature, pad,
+                        seed)
+
+    # Every prompt once (training, then held-out), then the extra samples of training prompts.
+    continuations = continue_all(prompts, args.temperature, args.seed)
+    extra = prompts[:args.num_prompts] * (args.samples_per_prompt - 1)
+    if extra:
+        continuations += continue_all(extra, args.sample_temperature, args.seed + len(prompts))
+    sequences = [p + c for p, c in zip(prompts + extra, continuations)]
+    log(f"generated {len(sequences)} continuations of {args.new_tokens} tokens"
+        + (f" with {args.generator}" if args.generator else ""))
     data = capture(model, sequences, aux_layers, max(1, args.gen_batch_size // 4))
     log(f"captured hidden states of {sum(len(s) for s in sequences)} tokens")
-    train, held = data[:args.num_prompts], data[args.num_prompts:]
+    n_all = len(prompts)
+    train = data[:args.num_prompts] + data[n_all:]
+    held = data[args.num_prompts:n_all]
     eval_prompts = prompts[args.num_prompts:]
     if args.eval_on_train:
-        held, eval_prompts = train, prompts[:args.num_prompts]
+        held, eval_prompts = data[:args.num_prompts], prompts[:args.num_prompts]
+    train_continuations = continuations[:args.num_prompts] + continuations[n_all:]
 
     # The draft vocabulary: the continuations' most frequent ids, then the prompts'.
     vocab = tcfg["vocab_size"]
     counts = np.zeros(vocab, dtype=np.int64)
-    for c in continuations[:args.num_prompts]:
+    for c in train_continuations:
         np.add.at(counts, np.asarray(c), 1)
     counts = counts * (vocab + 1)
     for p in prompts[:args.num_prompts]:
@@ -619,7 +672,7 @@ def main():
         "history": history,
         "eval_continuations": [continuations[i] for i in (
             range(args.num_prompts) if args.eval_on_train else
-            range(args.num_prompts, len(continuations)))],
+            range(args.num_prompts, n_all))],
         "simulated_accept_length": {f"num_steps_{s}": r for s, r in sim.items()},
     }
     (args.out / "train_report.json").write_text(json.dumps(report, indent=2) + "\n")

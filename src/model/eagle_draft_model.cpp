@@ -252,7 +252,7 @@ void EagleDraftModel::plan_activations(DType dtype, ActivationPlan& plan) {
 }
 
 DraftOutput EagleDraftModel::forward(const ForwardBatch& fb, const Tensor& hidden_in,
-                                     ModelContext& ctx) {
+                                     ModelContext& ctx, const Tensor& out_rows) {
   const ModelConfig& c = config_.llama;
   const int64_t n = fb.num_tokens, h = c.hidden_size, rows = fb.num_logit_rows();
   const double eps = c.rms_norm_eps;
@@ -296,7 +296,17 @@ DraftOutput EagleDraftModel::forward(const ForwardBatch& fb, const Tensor& hidde
   kernels::fused_add_rms_norm(hidden, residual, eagle3 ? final_norm_ : post_norm_, eps, ctx.stream);
 
   Tensor out_hidden = residual, head_in = eagle3 ? hidden : residual;
-  if (fb.logits_mode == LogitsMode::kLastPerRequest && fb.mode != ForwardMode::kDecode) {
+  if (out_rows.defined()) {
+    SGL_CHECK(fb.logits_mode == LogitsMode::kLastPerRequest && out_rows.numel() == rows)
+        << "draft pass: out_rows " << out_rows.shape_string() << " for " << rows << " requests";
+    out_hidden = act_.last_hidden.tensor().slice_rows(0, rows);
+    kernels::embedding(out_rows, residual, out_hidden, ctx.stream);
+    head_in = out_hidden;
+    if (eagle3) {
+      head_in = act_.last_normed.tensor().slice_rows(0, rows);
+      kernels::embedding(out_rows, hidden, head_in, ctx.stream);
+    }
+  } else if (fb.logits_mode == LogitsMode::kLastPerRequest && fb.mode != ForwardMode::kDecode) {
     out_hidden = act_.last_hidden.tensor().slice_rows(0, rows);
     kernels::gather_last_tokens(residual, fb.qo_indptr, out_hidden, ctx.stream);
     head_in = out_hidden;

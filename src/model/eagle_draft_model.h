@@ -76,7 +76,11 @@ class EagleDraftModel {
   // hidden_in: [fb.num_tokens, W], each token's hidden input: the target's (W =
   // config().target_hidden_width(): EAGLE the final norm's output, EAGLE-3 the captured layers
   // concatenated) or a previous draft step's DraftOutput::hidden_states (W = H).
-  DraftOutput forward(const ForwardBatch& fb, const Tensor& hidden_in, ModelContext& ctx);
+  // out_rows (optional, i32 [fb.batch_size], with LogitsMode::kLastPerRequest): the token row
+  // each request's logits and hidden state come from, instead of its last (a draft extend over
+  // a whole verify pass reads each accepted path's end).
+  DraftOutput forward(const ForwardBatch& fb, const Tensor& hidden_in, ModelContext& ctx,
+                      const Tensor& out_rows = {});
 
  private:
   struct Activations {

@@ -1,9 +1,10 @@
-// EagleChain: static arrays, the step batches, eager runs and (GPU) graph replays.
+// EagleChain: static arrays, the passes' batches, eager runs and (GPU) graph replays.
 #include "runner/eagle_chain.h"
 
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "backend/backend.h"
@@ -11,20 +12,42 @@
 #include "core/logging.h"
 #include "kernels/copy.h"
 #include "kernels/embedding.h"
+#include "kernels/gather.h"
 #ifdef SGL_WITH_CUDA
 #include "backend/cuda/cuda_graph.h"
 #include "runner/cuda_graph_runner.h"
 #endif
 
 namespace sgl::runner {
+namespace {
 
-// The step arrays, in step_at's order.
+// The chain's step arrays, in step_at's order.
 enum StepArray : int32_t { kPositions = 0, kSlots = 1, kSeqLens = 2, kPrefixLens = 3 };
+// The draft extend's arrays, in extend_at's order (kv_indices last: it is the longest).
+enum ExtendArray : int32_t {
+  kExtendIds = 0,
+  kExtendPositions,
+  kExtendSlots,
+  kExtendSeqLens,
+  kExtendPrefixLens,
+  kExtendLens,
+  kExtendQoIndptr,
+  kExtendKvIndptr,
+  kExtendOutRows,
+  kExtendKvIndices,
+};
+
+// The dummy slot no token owns (cache/token_to_kv_pool_allocator.h): padding rows and a
+// chain's steps past a request's drafts store their K/V there, as the decode graphs' padding.
+constexpr int32_t kTrashSlot = 0;
+
+}  // namespace
 
 struct EagleChain::Graphs {
 #ifdef SGL_WITH_CUDA
-  std::vector<int32_t> buckets;                              // ascending
-  std::map<std::pair<int32_t, int32_t>, backend::CudaGraph> by_shape;  // (rows, steps)
+  std::vector<int32_t> buckets;  // ascending
+  // (rows, draft extend tokens (0: none), steps)
+  std::map<std::tuple<int32_t, int32_t, int32_t>, backend::CudaGraph> by_shape;
 #endif
 };
 
@@ -36,10 +59,11 @@ EagleChain::EagleChain(EagleDraftRunner& draft, const cache::ReqToTokenTable& re
       hidden_states_(hidden_states),
       capacity_(max_bs),
       max_steps_(draft.num_steps() - 1),
+      max_tokens_(draft.num_steps() + 1),
       max_context_len_(req_to_token.max_context_len()),
       graphs_(std::make_unique<Graphs>()) {
   ModelRunner& target = draft.target();
-  const int64_t total = draft_ids_at() + capacity_;
+  const int64_t total = extend_at(kExtendKvIndices) + int64_t{capacity_} * max_context_len_;
   if (target.options().device.is_cpu()) {
     host_ = Buffer(target.allocator(), DType::kI32, {total});
   } else {
@@ -47,44 +71,17 @@ EagleChain::EagleChain(EagleDraftRunner& draft, const cache::ReqToTokenTable& re
     host_ = Buffer(*staging_allocator_, DType::kI32, {total});
     device_ = Buffer(target.allocator(), DType::kI32, {total});
   }
-  step_hidden_ = Buffer(target.allocator(), target.compute_dtype(),
-                        {capacity_, draft.config().llama.hidden_size});
-#ifdef SGL_WITH_CUDA
-  const ModelRunnerOptions& o = target.options();
-  if (o.device.is_cpu() || o.disable_cuda_graph || max_steps_ < 1) return;
-  const auto max_graph_bs = static_cast<int32_t>(
-      std::min<int64_t>({o.cuda_graph_max_bs, static_cast<int64_t>(max_bs)}));
-  if (max_graph_bs < 1) return;
-  graphs_->buckets = cuda_graph_batch_sizes(max_graph_bs);
-  const auto start = std::chrono::steady_clock::now();
-  const backend::Stream stream = target.stream();
-  draft.attention().init_graph_capture(graphs_->buckets, max_context_len_);
-  // Every row padding (what fill() leaves past the real rows), then per shape one eager run
-  // and the capture, largest first.
-  const int64_t upload = fill({}, graphs_->buckets.back(), max_steps_);
-  kernels::copy(host_.tensor().slice_rows(0, upload), device_.tensor().slice_rows(0, upload),
-                stream);
-  for (auto b = graphs_->buckets.rbegin(); b != graphs_->buckets.rend(); ++b) {
-    for (int32_t steps = max_steps_; steps >= 1; --steps) {
-      for (int32_t j = 1; j <= steps; ++j) {
-        const ForwardBatch fb = step_batch(j, *b, max_context_len_);
-        draft.attention().plan(fb);
-        draft.attention().prepare_capture(fb);
-      }
-      enqueue(*b, steps, max_context_len_, /*plan=*/false);
-      backend::synchronize(stream);
-      graphs_->by_shape.emplace(
-          std::pair(*b, steps), backend::CudaGraph::capture(stream, [&] {
-            enqueue(*b, steps, max_context_len_, /*plan=*/false);
-          }));
-    }
+  const int64_t h = draft.config().llama.hidden_size;
+  step_hidden_ = Buffer(target.allocator(), target.compute_dtype(), {capacity_, h});
+  first_hidden_ = Buffer(target.allocator(), target.compute_dtype(), {capacity_, h});
+  extend_hidden_ = Buffer(target.allocator(), target.compute_dtype(),
+                          {int64_t{capacity_} * max_tokens_, draft.config().target_hidden_width()});
+  greedy_scratch_ = Buffer(target.allocator(), DType::kI32, {capacity_});
+  // Padding rows read these: zeros, not whatever the memory held.
+  for (const Buffer* b : {&step_hidden_, &first_hidden_, &extend_hidden_}) {
+    kernels::zero(*b, target.stream());
   }
-  backend::synchronize(stream);
-  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  SGL_LOG_INFO << "captured " << graphs_->by_shape.size() << " EAGLE draft chain CUDA graphs (batch 1.."
-               << graphs_->buckets.back() << ", 1.." << max_steps_ << " steps) in " << took.count()
-               << " s";
-#endif
+  capture_graphs();
 }
 
 EagleChain::~EagleChain() = default;
@@ -97,24 +94,38 @@ int64_t EagleChain::qo_indptr_at() const { return ones_at() + capacity_; }
 int64_t EagleChain::kv_indptr_at() const { return qo_indptr_at() + capacity_ + 1; }
 int64_t EagleChain::kv_indices_at() const { return kv_indptr_at() + capacity_ + 1; }
 int64_t EagleChain::ids_at(int32_t k) const {
-  return kv_indices_at() + static_cast<int64_t>(capacity_) * max_context_len_ +
-         static_cast<int64_t>(k) * capacity_;
+  return kv_indices_at() + int64_t{capacity_} * max_context_len_ + int64_t{k} * capacity_;
 }
-int64_t EagleChain::draft_ids_at() const { return ids_at(max_steps_ + 1); }
+int64_t EagleChain::extend_at(int32_t array) const {
+  const int64_t c = capacity_, tokens = c * max_tokens_;
+  const int64_t sizes[] = {tokens, tokens, tokens, c, c, c, c + 1, c + 1, c};
+  int64_t at = ids_at(max_steps_ + 1);
+  for (int32_t a = 0; a < array; ++a) at += sizes[a];
+  return at;
+}
 
 Tensor EagleChain::device_view(int64_t at, int64_t n) const {
   const Buffer& b = device_.tensor().defined() ? device_ : host_;
   return b.tensor().slice_rows(at, n);
 }
 
-int64_t EagleChain::fill(std::span<const ChainRequest> requests, int32_t rows, int32_t steps) {
+Tensor EagleChain::view_2d(int64_t at, int64_t rows, int64_t cols) const {
+  return device_view(at, rows * cols).reshape({rows, cols});
+}
+
+void EagleChain::upload(int64_t from, int64_t count) {
+  if (!device_.tensor().defined() || count == 0) return;
+  kernels::copy_async(host_.tensor().slice_rows(from, count),
+                      device_.tensor().slice_rows(from, count), draft_.target().stream());
+}
+
+int64_t EagleChain::fill_chain(std::span<const ChainRequest> requests, int32_t rows,
+                               int32_t steps) {
   SGL_CHECK(rows >= static_cast<int32_t>(requests.size()) && rows <= capacity_ &&
             steps <= max_steps_)
       << "draft chain of " << requests.size() << " requests in " << rows << " rows, " << steps
       << " steps";
   int32_t* h = host_.data<int32_t>();
-  // The dummy slot no token owns (cache/token_to_kv_pool_allocator.h), as in the decode graphs.
-  constexpr int32_t trash = 0;
   const int32_t max_pos = static_cast<int32_t>(draft_.target().context_length()) - 1;
   int64_t kv = 0;  // kv_indices used
   h[kv_indptr_at()] = 0;
@@ -133,23 +144,68 @@ int64_t EagleChain::fill(std::span<const ChainRequest> requests, int32_t rows, i
         << r.kv_slots.size() << " slots at prefix " << r.prefix_len;
     int32_t* indices = h + kv_indices_at() + kv;
     if (real) std::copy(r.kv_slots.begin(), r.kv_slots.end(), indices);
-    std::fill(indices + own, indices + listed, trash);
+    std::fill(indices + own, indices + listed, kTrashSlot);
     kv += listed;
     h[kv_indptr_at() + b + 1] = static_cast<int32_t>(kv);
-    h[rows_at() + b] = r.req_pool_idx;
+    h[b] = r.req_pool_idx;  // the rows array
     for (int32_t j = 1; j <= steps; ++j) {
       // Step j of a request past its drafts (or a padding row) computes a harmless row: its K/V
       // to the trash slot, its reads within its list.
       const bool stores = real && j < r.drafts;
       h[step_at(kPositions, j) + b] = std::min(r.prefix_len + j - 1, max_pos);
-      h[step_at(kSlots, j) + b] = stores ? r.kv_slots[static_cast<size_t>(r.prefix_len + j - 1)]
-                                         : trash;
+      h[step_at(kSlots, j) + b] =
+          stores ? r.kv_slots[static_cast<size_t>(r.prefix_len + j - 1)] : kTrashSlot;
       h[step_at(kSeqLens, j) + b] = real ? r.prefix_len + j : 1;
       h[step_at(kPrefixLens, j) + b] = real ? r.prefix_len + j - 1 : 0;
     }
   }
   h[qo_indptr_at() + rows] = rows;
   return kv_indices_at() + kv;
+}
+
+int64_t EagleChain::fill_extend(std::span<const VerifiedRequest> requests, int32_t rows,
+                                int32_t tokens) {
+  SGL_CHECK(rows >= static_cast<int32_t>(requests.size()) && rows <= capacity_ && tokens >= 1 &&
+            tokens <= max_tokens_)
+      << "draft extend of " << requests.size() << " requests in " << rows << " rows, " << tokens
+      << " tokens";
+  int32_t* h = host_.data<int32_t>();
+  auto at = [&](ExtendArray a) { return h + extend_at(a); };
+  const int32_t max_pos = static_cast<int32_t>(draft_.target().context_length()) - 1;
+  int64_t kv = 0;
+  at(kExtendKvIndptr)[0] = 0;
+  for (int32_t b = 0; b < rows; ++b) {
+    const bool real = b < static_cast<int32_t>(requests.size());
+    const VerifiedRequest r = real ? requests[static_cast<size_t>(b)] : VerifiedRequest{};
+    SGL_CHECK(!real || (static_cast<int32_t>(r.sampled.size()) == tokens &&
+                        static_cast<int32_t>(r.kv_slots.size()) == r.prefix_len + tokens &&
+                        r.accepted >= 0 && r.accepted < tokens))
+        << "draft extend request row " << r.req_pool_idx << ": " << r.sampled.size()
+        << " ids, " << r.kv_slots.size() << " slots at prefix " << r.prefix_len;
+    for (int32_t i = 0; i < tokens; ++i) {
+      const int64_t t = int64_t{b} * tokens + i;
+      at(kExtendIds)[t] = real ? r.sampled[static_cast<size_t>(i)] : 0;
+      at(kExtendPositions)[t] = std::min(r.prefix_len + i, max_pos);
+      at(kExtendSlots)[t] =
+          real ? r.kv_slots[static_cast<size_t>(r.prefix_len + i)] : kTrashSlot;
+    }
+    at(kExtendSeqLens)[b] = r.prefix_len + tokens;
+    at(kExtendPrefixLens)[b] = r.prefix_len;
+    at(kExtendLens)[b] = tokens;
+    at(kExtendQoIndptr)[b] = b * tokens;
+    at(kExtendOutRows)[b] = b * tokens + r.accepted;  // the accepted path's end
+    int32_t* indices = at(kExtendKvIndices) + kv;
+    if (real) {
+      std::copy(r.kv_slots.begin(), r.kv_slots.end(), indices);
+    } else {
+      std::fill(indices, indices + tokens, kTrashSlot);
+    }
+    kv += r.prefix_len + tokens;
+    at(kExtendKvIndptr)[b + 1] = static_cast<int32_t>(kv);
+    h[b] = r.req_pool_idx;  // the rows array
+  }
+  at(kExtendQoIndptr)[rows] = rows * tokens;
+  return extend_at(kExtendKvIndices) - extend_at(kExtendIds) + kv;
 }
 
 ForwardBatch EagleChain::step_batch(int32_t step, int32_t rows, int32_t max_seq_len) const {
@@ -168,9 +224,9 @@ ForwardBatch EagleChain::step_batch(int32_t step, int32_t rows, int32_t max_seq_
   fb.extend_prefix_lens = device_view(step_at(kPrefixLens, step), rows);
   fb.extend_seq_lens = device_view(ones_at(), rows);
   fb.qo_indptr = device_view(qo_indptr_at(), rows + 1);
-  fb.req_pool_indices = device_view(rows_at(), rows);
+  fb.req_pool_indices = device_view(0, rows);
   fb.kv_indptr = device_view(kv_indptr_at(), rows + 1);
-  fb.kv_indices = device_view(kv_indices_at(), static_cast<int64_t>(capacity_) * max_context_len_);
+  fb.kv_indices = device_view(kv_indices_at(), int64_t{capacity_} * max_context_len_);
   fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token_.data()), DType::kI32,
                            {req_to_token_.size(), req_to_token_.max_context_len()});
   // Host mirrors (the CPU attention reads them; a graph's are the padded capture's).
@@ -178,27 +234,141 @@ ForwardBatch EagleChain::step_batch(int32_t step, int32_t rows, int32_t max_seq_
   fb.extend_prefix_lens_host = std::span(h + step_at(kPrefixLens, step), n);
   fb.extend_seq_lens_host = std::span(h + ones_at(), n);
   fb.qo_indptr_host = std::span(h + qo_indptr_at(), n + 1);
-  fb.req_pool_indices_host = std::span(h + rows_at(), n);
+  fb.req_pool_indices_host = std::span(h, n);
   return fb;
 }
 
-void EagleChain::enqueue(int32_t rows, int32_t steps, int32_t max_seq_len, bool plan) {
+ForwardBatch EagleChain::extend_batch(int32_t rows, int32_t tokens, int32_t max_seq_len) const {
+  const int32_t* h = host_.data<int32_t>();
+  const auto n = static_cast<size_t>(rows);
+  const int64_t t = int64_t{rows} * tokens;
+  ForwardBatch fb;
+  fb.mode = ForwardMode::kExtend;
+  fb.logits_mode = LogitsMode::kLastPerRequest;  // each request's out row (kExtendOutRows)
+  fb.batch_size = rows;
+  fb.num_tokens = static_cast<int32_t>(t);
+  fb.max_seq_len = max_seq_len;
+  fb.input_ids = device_view(extend_at(kExtendIds), t);
+  fb.positions = device_view(extend_at(kExtendPositions), t);
+  fb.out_cache_loc = device_view(extend_at(kExtendSlots), t);
+  fb.seq_lens = device_view(extend_at(kExtendSeqLens), rows);
+  fb.extend_prefix_lens = device_view(extend_at(kExtendPrefixLens), rows);
+  fb.extend_seq_lens = device_view(extend_at(kExtendLens), rows);
+  fb.qo_indptr = device_view(extend_at(kExtendQoIndptr), rows + 1);
+  fb.req_pool_indices = device_view(0, rows);
+  fb.kv_indptr = device_view(extend_at(kExtendKvIndptr), rows + 1);
+  fb.kv_indices =
+      device_view(extend_at(kExtendKvIndices), int64_t{capacity_} * max_context_len_);
+  fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token_.data()), DType::kI32,
+                           {req_to_token_.size(), req_to_token_.max_context_len()});
+  fb.seq_lens_host = std::span(h + extend_at(kExtendSeqLens), n);
+  fb.extend_prefix_lens_host = std::span(h + extend_at(kExtendPrefixLens), n);
+  fb.extend_seq_lens_host = std::span(h + extend_at(kExtendLens), n);
+  fb.qo_indptr_host = std::span(h + extend_at(kExtendQoIndptr), n + 1);
+  fb.req_pool_indices_host = std::span(h, n);
+  return fb;
+}
+
+void EagleChain::enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t max_seq_len,
+                         bool plan) {
   const backend::Stream stream = draft_.target().stream();
-  const Tensor row_ids = device_view(rows_at(), rows);
-  const Tensor hidden = step_hidden_.tensor().slice_rows(0, rows);
-  kernels::embedding(row_ids, first_drafts_, device_view(ids_at(0), rows).reshape({rows, 1}),
-                     stream);
-  kernels::embedding(row_ids, hidden_states_, hidden, stream);
+  const Tensor ids0 = device_view(ids_at(0), rows);
+  const Tensor scratch = greedy_scratch_.tensor().slice_rows(0, rows);
+  Tensor hidden = step_hidden_.tensor().slice_rows(0, rows);  // step 1's hidden input
+  if (tokens > 0) {
+    // The draft extend: every verified position, each request's row at its accepted path's end.
+    const ForwardBatch fb = extend_batch(rows, tokens, max_seq_len);
+    if (plan) draft_.attention().plan(fb);
+    const model::DraftOutput out = draft_.forward_planned(
+        fb, extend_hidden_.tensor().slice_rows(0, fb.num_tokens),
+        device_view(extend_at(kExtendOutRows), rows));
+    draft_.greedy_ids(out.logits, scratch, ids0);
+    hidden = first_hidden_.tensor().slice_rows(0, rows);
+    kernels::copy_async(out.hidden_states, hidden, stream);
+  } else {
+    const Tensor row_ids = device_view(0, rows);
+    kernels::embedding(row_ids, first_drafts_, ids0.reshape({rows, 1}), stream);
+    kernels::embedding(row_ids, hidden_states_, hidden, stream);
+  }
   for (int32_t j = 1; j <= steps; ++j) {
     const ForwardBatch fb = step_batch(j, rows, max_seq_len);
-    const model::DraftOutput out =
-        plan ? draft_.forward(fb, hidden) : draft_.forward_planned(fb, hidden);
-    draft_.greedy_ids(out.logits, device_view(draft_ids_at(), rows), device_view(ids_at(j), rows));
-    if (j < steps) kernels::copy_async(out.hidden_states, hidden, stream);
+    if (plan) draft_.attention().plan(fb);
+    const model::DraftOutput out = draft_.forward_planned(fb, hidden);
+    draft_.greedy_ids(out.logits, scratch, device_view(ids_at(j), rows));
+    if (j < steps) {
+      hidden = step_hidden_.tensor().slice_rows(0, rows);
+      kernels::copy_async(out.hidden_states, hidden, stream);
+    }
   }
 }
 
-std::vector<std::vector<int32_t>> EagleChain::run(std::span<const ChainRequest> requests) {
+int32_t EagleChain::bucket_for(int32_t bs) const {
+#ifdef SGL_WITH_CUDA
+  const auto it = std::lower_bound(graphs_->buckets.begin(), graphs_->buckets.end(), bs);
+  if (it != graphs_->buckets.end()) return *it;
+#endif
+  return 0;
+}
+
+bool EagleChain::replay(int32_t rows, int32_t tokens, int32_t steps) {
+#ifdef SGL_WITH_CUDA
+  const auto it = graphs_->by_shape.find({rows, tokens, steps});
+  if (it == graphs_->by_shape.end()) return false;
+  draft_.attention().prepare_replay(tokens > 0 ? extend_batch(rows, tokens, max_context_len_)
+                                               : step_batch(1, rows, max_context_len_));
+  it->second.replay(draft_.target().stream());
+  return true;
+#else
+  return false;
+#endif
+}
+
+void EagleChain::capture_graphs() {
+#ifdef SGL_WITH_CUDA
+  const ModelRunnerOptions& o = draft_.target().options();
+  if (o.device.is_cpu() || o.disable_cuda_graph) return;
+  const auto max_graph_bs = static_cast<int32_t>(std::min<int64_t>(o.cuda_graph_max_bs, capacity_));
+  if (max_graph_bs < 1) return;
+  graphs_->buckets = cuda_graph_batch_sizes(max_graph_bs);
+  const auto start = std::chrono::steady_clock::now();
+  const backend::Stream stream = draft_.target().stream();
+  draft_.attention().init_graph_capture(graphs_->buckets, max_context_len_);
+  // Shapes: chains of 1..max_steps_ steps from the draft state; draft extends of 2..max_tokens_
+  // tokens a request, then max_steps_ steps.
+  std::vector<std::pair<int32_t, int32_t>> shapes;  // (tokens, steps)
+  for (int32_t steps = 1; steps <= max_steps_; ++steps) shapes.emplace_back(0, steps);
+  for (int32_t tokens = 2; tokens <= max_tokens_; ++tokens) shapes.emplace_back(tokens, max_steps_);
+  for (auto b = graphs_->buckets.rbegin(); b != graphs_->buckets.rend(); ++b) {
+    for (const auto& [tokens, steps] : shapes) {
+      // Every row padding (what the fills leave past the real rows): one eager run, then the
+      // capture, largest bucket first.
+      upload(0, fill_chain({}, *b, steps));
+      if (tokens > 0) upload(extend_at(kExtendIds), fill_extend({}, *b, tokens));
+      if (tokens > 0) draft_.attention().plan(extend_batch(*b, tokens, max_context_len_));
+      for (int32_t j = 1; j <= steps; ++j) {
+        draft_.attention().plan(step_batch(j, *b, max_context_len_));
+      }
+      draft_.attention().prepare_capture(tokens > 0 ? extend_batch(*b, tokens, max_context_len_)
+                                                    : step_batch(1, *b, max_context_len_));
+      enqueue(*b, tokens, steps, max_context_len_, /*plan=*/false);
+      backend::synchronize(stream);
+      graphs_->by_shape.emplace(std::tuple(*b, tokens, steps),
+                                backend::CudaGraph::capture(stream, [&] {
+                                  enqueue(*b, tokens, steps, max_context_len_, /*plan=*/false);
+                                }));
+    }
+  }
+  backend::synchronize(stream);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  SGL_LOG_INFO << "captured " << graphs_->by_shape.size()
+               << " EAGLE draft CUDA graphs (batch 1.." << graphs_->buckets.back() << ", chains of 1.."
+               << max_steps_ << " steps, draft extends of 2.." << max_tokens_ << " tokens) in "
+               << took.count() << " s";
+#endif
+}
+
+std::vector<std::vector<int32_t>> EagleChain::draft(std::span<const ChainRequest> requests) {
+  pending_.clear();  // the ids below overwrite them
   const auto bs = static_cast<int32_t>(requests.size());
   int32_t drafts = 0, max_prefix = 0;
   for (const ChainRequest& r : requests) {
@@ -209,37 +379,94 @@ std::vector<std::vector<int32_t>> EagleChain::run(std::span<const ChainRequest> 
       << "draft chain of " << bs << " requests, " << drafts << " drafts (at most "
       << max_steps_ + 1 << ")";
   const int32_t steps = drafts - 1;
-  const backend::Stream stream = draft_.target().stream();
-  bool replayed = false;
-#ifdef SGL_WITH_CUDA
-  const auto bucket = std::lower_bound(graphs_->buckets.begin(), graphs_->buckets.end(), bs);
-  if (steps >= 1 && bucket != graphs_->buckets.end()) {
-    const int64_t upload = fill(requests, *bucket, steps);
-    kernels::copy_async(host_.tensor().slice_rows(0, upload),
-                        device_.tensor().slice_rows(0, upload), stream);
-    draft_.attention().prepare_replay(step_batch(1, *bucket, max_context_len_));
-    graphs_->by_shape.at({*bucket, steps}).replay(stream);
-    replayed = true;
-  }
-#endif
-  if (!replayed) {
-    const int64_t upload = fill(requests, bs, steps);
-    if (device_.tensor().defined()) {
-      kernels::copy_async(host_.tensor().slice_rows(0, upload),
-                          device_.tensor().slice_rows(0, upload), stream);
-    }
-    // Every row's reads reach at most position max_prefix + steps (its list's end).
-    enqueue(bs, steps, max_prefix + drafts - 1, /*plan=*/true);
+  const int32_t bucket = steps >= 1 ? bucket_for(bs) : 0;
+  const int32_t rows = bucket > 0 ? bucket : bs;
+  upload(0, fill_chain(requests, rows, steps));
+  // Every row's reads reach at most position max_prefix + steps (its list's end).
+  if (bucket == 0 || !replay(rows, 0, steps)) {
+    enqueue(rows, 0, steps, max_prefix + drafts - 1, /*plan=*/true);
   }
   // Drafts k = 0..steps of every row, one copy (the arrays are capacity apart).
-  const int64_t n = static_cast<int64_t>(drafts) * capacity_;
-  Tensor ids = host_.tensor().slice_rows(ids_at(0), n);
-  if (device_.tensor().defined()) kernels::copy(device_view(ids_at(0), n), ids, stream);
+  const int64_t n = int64_t{drafts} * capacity_;
+  const Tensor ids = host_.tensor().slice_rows(ids_at(0), n);
+  if (device_.tensor().defined()) {
+    kernels::copy(device_view(ids_at(0), n), ids, draft_.target().stream());
+  }
   const int32_t* h = ids.data<int32_t>();
   std::vector<std::vector<int32_t>> out(requests.size());
   for (int32_t b = 0; b < bs; ++b) {
     for (int32_t k = 0; k < requests[static_cast<size_t>(b)].drafts; ++k) {
-      out[static_cast<size_t>(b)].push_back(h[static_cast<int64_t>(k) * capacity_ + b]);
+      out[static_cast<size_t>(b)].push_back(h[int64_t{k} * capacity_ + b]);
+    }
+  }
+  return out;
+}
+
+void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int32_t tokens,
+                                  const Tensor& target_hidden) {
+  const auto bs = static_cast<int32_t>(requests.size());
+  SGL_CHECK(bs >= 1 && bs <= capacity_ && tokens >= 2 && tokens <= max_tokens_ &&
+            target_hidden.size(0) == int64_t{bs} * tokens &&
+            target_hidden.size(1) == extend_hidden_.tensor().size(1))
+      << "draft extend of " << bs << " requests, " << tokens << " tokens, hidden "
+      << target_hidden.shape_string();
+  const backend::Stream stream = draft_.target().stream();
+  kernels::copy_async(target_hidden, extend_hidden_.tensor().slice_rows(0, target_hidden.size(0)),
+                      stream);
+  // Each request's next chain: its last token at the accepted path's end + 1, its steps' K/V in
+  // its row's scratch slots after its kept ones.
+  size_t total = 0;
+  int32_t max_seq_len = 1;
+  for (const VerifiedRequest& r : requests) {
+    total += static_cast<size_t>(r.prefix_len + r.accepted + 1 + max_steps_);
+    max_seq_len = std::max({max_seq_len, r.prefix_len + tokens,
+                            r.prefix_len + r.accepted + 1 + max_steps_});
+  }
+  scratch_lists_.clear();
+  scratch_lists_.reserve(total);  // the spans below point into it
+  std::vector<ChainRequest> chains;
+  pending_.clear();
+  for (int32_t b = 0; b < bs; ++b) {
+    const VerifiedRequest& r = requests[static_cast<size_t>(b)];
+    const int32_t next_prefix = r.prefix_len + r.accepted + 1;
+    const size_t from = scratch_lists_.size();
+    scratch_lists_.insert(scratch_lists_.end(), r.kv_slots.begin(),
+                          r.kv_slots.begin() + next_prefix);
+    for (int32_t j = 1; j <= max_steps_; ++j) {
+      scratch_lists_.push_back(draft_.scratch_slot_base() + b * max_steps_ + j - 1);
+    }
+    chains.push_back({r.req_pool_idx, next_prefix, max_steps_ + 1,
+                      std::span(scratch_lists_.data() + from, scratch_lists_.size() - from)});
+    pending_.push_back({r.req_pool_idx, next_prefix, {}});
+  }
+  const int32_t bucket = bucket_for(bs);
+  const int32_t rows = bucket > 0 ? bucket : bs;
+  upload(0, fill_chain(chains, rows, max_steps_));
+  upload(extend_at(kExtendIds), fill_extend(requests, rows, tokens));
+  if (bucket == 0 || !replay(rows, tokens, max_steps_)) {
+    enqueue(rows, tokens, max_steps_, max_seq_len, /*plan=*/true);
+  }
+  // The draft state at each accepted path's end (a later draft() reads it).
+  const Tensor row_ids = device_view(0, bs);
+  kernels::scatter_rows(first_hidden_.tensor().slice_rows(0, bs), row_ids, hidden_states_, stream);
+  kernels::scatter_rows(view_2d(ids_at(0), bs, 1), row_ids, first_drafts_, stream);
+  const int64_t n = int64_t{max_steps_ + 1} * capacity_;
+  if (device_.tensor().defined()) {
+    kernels::copy_async(device_view(ids_at(0), n), host_.tensor().slice_rows(ids_at(0), n),
+                        stream);
+  }
+  pending_copied_.record(stream);
+}
+
+std::vector<PendingDrafts> EagleChain::take_drafts() {
+  if (pending_.empty()) return {};
+  pending_copied_.synchronize();
+  const int32_t* h = host_.data<int32_t>() + ids_at(0);
+  std::vector<PendingDrafts> out = std::move(pending_);
+  pending_.clear();
+  for (size_t b = 0; b < out.size(); ++b) {
+    for (int32_t k = 0; k <= max_steps_; ++k) {
+      out[b].drafts.push_back(h[int64_t{k} * capacity_ + static_cast<int64_t>(b)]);
     }
   }
   return out;

@@ -1,8 +1,14 @@
-// EagleChain: the draft steps of EAGLE chains (--speculative-eagle-topk 1) with their ids kept
-// on the device. Each step's greedy id is the next step's input, so no step waits on the host
-// and one copy brings a batch's drafts back. On the GPU a batch replays one CUDA graph per
-// bucket and step count (captured at start, like the decode graphs); on the CPU, with graphs
-// disabled and past the largest bucket, the same steps run eagerly.
+// EagleChain: the draft passes of EAGLE chains (--speculative-eagle-topk 1) with their ids kept
+// on the device: each step's greedy id is the next step's input, so no step waits on the host
+// and one copy brings a batch's drafts back. Two entries:
+//   - draft(): before a verify pass, from each request's draft state (current after a prefill
+//     or a plain decode); the steps store their K/V at the verify pass's own slots;
+//   - extend_and_draft(): right after a verify pass of T tokens a request, SGLang's draft
+//     extend over all T positions (those past each accepted path compute K/V nobody reads),
+//     then the next chain from each accepted path's end, its K/V in scratch slots. Nothing
+//     waits: the drafts come back while the scheduler prepares the next batch (take_drafts()).
+// On the GPU each shape replays a CUDA graph (captured at start, like the decode graphs); on
+// the CPU, with graphs disabled and past the largest bucket, the same work runs eagerly.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "backend/stream_event.h"
 #include "cache/req_to_token_table.h"
 #include "core/allocator.h"
 #include "core/buffer.h"
@@ -18,15 +25,36 @@
 
 namespace sgl::runner {
 
-// One verifying request of a chain: its last token at position prefix_len, then `drafts`
-// drafts. Draft 1 is its draft state's; draft j + 1 comes from step j (1 <= j < drafts), which
-// reads draft j at position prefix_len + j - 1 and stores its K/V at that position's slot.
+// One request of a chain: its last token at position prefix_len, then `drafts` drafts. Draft 1
+// comes first (the draft state's, or the draft extend's); draft j + 1 from step j (1 <= j <
+// drafts), which reads draft j at position prefix_len + j - 1 and stores its K/V at that
+// position's slot.
 struct ChainRequest {
   int32_t req_pool_idx = 0;  // its draft state's row (and its req_to_token row)
   int32_t prefix_len = 0;
   int32_t drafts = 0;  // >= 1
-  // Its KV slots of positions [0, prefix_len + drafts - 1): the table row with the verify's.
+  // Its KV slots of positions [0, prefix_len + drafts - 1).
   std::span<const int32_t> kv_slots;
+};
+
+// One request of a verify pass of `tokens` tokens a request, at positions [prefix_len,
+// prefix_len + tokens), of which the first 1 + accepted stand.
+struct VerifiedRequest {
+  int32_t req_pool_idx = 0;
+  int32_t prefix_len = 0;
+  int32_t accepted = 0;
+  std::span<const int32_t> kv_slots;  // [prefix_len + tokens]: the table row, the verify's slots
+  // [tokens]: the verify's sampled ids; position prefix_len + i reads sampled[i], the token
+  // after it (the accepted drafts, then the bonus token, then ids nobody keeps).
+  std::span<const int32_t> sampled;
+};
+
+// The drafts extend_and_draft() computed for a request whose next verify has its last token at
+// `prefix_len` (the verified path's end): num_steps of them, a chain's longest.
+struct PendingDrafts {
+  int32_t req_pool_idx = 0;
+  int32_t prefix_len = 0;
+  std::vector<int32_t> drafts;
 };
 
 class EagleChain {
@@ -34,48 +62,76 @@ class EagleChain {
   // first_drafts (i32 [max_reqs, 1]: each request row's first draft, a target id) and
   // hidden_states ([max_reqs, H]: the draft's hidden state after it) are the worker's draft
   // state; their addresses go into the graphs. Chains of up to draft.num_steps() drafts and
-  // max_bs requests; graphs unless the target's options disable them (GPU only).
+  // verify passes of up to num_steps + 1 tokens, max_bs requests; graphs unless the target's
+  // options disable them (GPU only).
   EagleChain(EagleDraftRunner& draft, const cache::ReqToTokenTable& req_to_token,
              const Tensor& first_drafts, const Tensor& hidden_states, int32_t max_bs);
   ~EagleChain();
 
-  // Each request's drafts (its `drafts` of them), as target ids. Waits for them.
-  std::vector<std::vector<int32_t>> run(std::span<const ChainRequest> requests);
+  // Each request's drafts (its `drafts` of them), as target ids, from its draft state. Waits.
+  std::vector<std::vector<int32_t>> draft(std::span<const ChainRequest> requests);
+
+  // After a verify pass: the draft extend over every token of it (target_hidden [bs * tokens,
+  // W], the pass's rows in order) and the next num_steps drafts of each request, queued; the
+  // draft state of each request is left at its accepted path's end. A pending batch of drafts
+  // not taken is dropped.
+  void extend_and_draft(std::span<const VerifiedRequest> requests, int32_t tokens,
+                        const Tensor& target_hidden);
+  // The latest extend_and_draft()'s drafts (waiting for them), once; empty when none.
+  std::vector<PendingDrafts> take_drafts();
 
  private:
   struct Graphs;  // GPU: the captured graphs
 
   // Offsets into the static i32 arrays (host staging and device alike).
-  int64_t rows_at() const { return 0; }
   int64_t step_at(int32_t array, int32_t step) const;  // array 0..3, step 1..max_steps_
   int64_t ones_at() const;
   int64_t qo_indptr_at() const;
   int64_t kv_indptr_at() const;
   int64_t kv_indices_at() const;
   int64_t ids_at(int32_t k) const;  // k = 0..max_steps_: draft k + 1 of every row
-  int64_t draft_ids_at() const;
+  int64_t extend_at(int32_t array) const;  // the draft extend's arrays, 0..9
 
-  // Fills the host arrays for `requests` padded to `rows` rows and `steps` steps; returns how
-  // many leading i32 go to the device.
-  int64_t fill(std::span<const ChainRequest> requests, int32_t rows, int32_t steps);
-  // The batch of step `step` over the first `rows` rows; max_seq_len an upper bound.
+  // Fill the host arrays of `requests`' chain (padded to `rows` rows and `steps` steps) or of
+  // a draft extend of `tokens` tokens a request; each returns the i32 count from its first
+  // array that goes to the device.
+  int64_t fill_chain(std::span<const ChainRequest> requests, int32_t rows, int32_t steps);
+  int64_t fill_extend(std::span<const VerifiedRequest> requests, int32_t rows, int32_t tokens);
+  void upload(int64_t from, int64_t count);
+  // The batch of chain step `step` over the first `rows` rows, and of the draft extend;
+  // max_seq_len an upper bound.
   ForwardBatch step_batch(int32_t step, int32_t rows, int32_t max_seq_len) const;
-  // Queues the gather of the first drafts and hidden states, then `steps` draft steps, over the
-  // first `rows` rows (plan: whether to plan the attention, which a capture does beforehand).
-  void enqueue(int32_t rows, int32_t steps, int32_t max_seq_len, bool plan);
+  ForwardBatch extend_batch(int32_t rows, int32_t tokens, int32_t max_seq_len) const;
+  // Queue the chain's first drafts and hidden inputs (from the draft state, or from a draft
+  // extend of `tokens` tokens a request when tokens > 0), then `steps` steps, over the first
+  // `rows` rows. plan: plan the attention of each pass (a capture plans beforehand).
+  void enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t max_seq_len, bool plan);
+  // Replays the graph of this shape, if there is one (then true).
+  bool replay(int32_t rows, int32_t tokens, int32_t steps);
+  int32_t bucket_for(int32_t bs) const;  // the graph rows for bs requests, or 0
+  void capture_graphs();
   Tensor device_view(int64_t at, int64_t n) const;
+  Tensor view_2d(int64_t at, int64_t rows, int64_t cols) const;
 
   EagleDraftRunner& draft_;
   const cache::ReqToTokenTable& req_to_token_;
   Tensor first_drafts_;
   Tensor hidden_states_;
-  int32_t capacity_;   // rows of every per-row array
-  int32_t max_steps_;  // draft.num_steps() - 1
+  int32_t capacity_;    // rows of every per-row array
+  int32_t max_steps_;   // draft.num_steps() - 1
+  int32_t max_tokens_;  // draft.num_steps() + 1: a verify's longest
   int32_t max_context_len_;
   std::unique_ptr<Allocator> staging_allocator_;  // GPU: pinned host memory
   Buffer host_;                                   // i32: the arrays as the host fills them
   Buffer device_;                                 // i32: the same on the device (CPU: unused)
   Buffer step_hidden_;                            // [capacity, H]: a step's hidden input
+  Buffer first_hidden_;                           // [capacity, H]: the draft extend's rows
+  Buffer extend_hidden_;                          // [capacity * max_tokens, W]: its input
+  Buffer greedy_scratch_;                         // i32 [capacity]: argmax before d2t
+  // The pending drafts of extend_and_draft: their requests and the copy's completion.
+  std::vector<PendingDrafts> pending_;
+  backend::StreamEvent pending_copied_;
+  std::vector<int32_t> scratch_lists_;  // host: the chains' KV slot lists after a verify
   std::unique_ptr<Graphs> graphs_;
 };
 

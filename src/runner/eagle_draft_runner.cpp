@@ -78,7 +78,8 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
   runner->topk_ = topk;
   runner->num_steps_ = num_steps;
   runner->scratch_slot_base_ = static_cast<int32_t>(target.num_kv_slots());
-  const int64_t scratch = topk > 1 ? o.max_batch_size * topk * (num_steps - 1) : 0;
+  // Tree steps' frontier nodes; a chain drafted after its verify (EagleChain), its steps.
+  const int64_t scratch = o.max_batch_size * topk * (num_steps - 1);
   runner->kv_pool_ = std::make_unique<attention::KvPool>(
       target.allocator(),
       attention::KvPoolShape{1, target.num_kv_slots() + scratch, c.num_key_value_heads, c.head_dim,
@@ -107,9 +108,10 @@ model::DraftOutput EagleDraftRunner::forward(const ForwardBatch& fb, const Tenso
 }
 
 model::DraftOutput EagleDraftRunner::forward_planned(const ForwardBatch& fb,
-                                                     const Tensor& hidden_in) {
+                                                     const Tensor& hidden_in,
+                                                     const Tensor& out_rows) {
   model::ModelContext ctx{*attention_, target_.stream()};
-  return model_->forward(fb, hidden_in, ctx);
+  return model_->forward(fb, hidden_in, ctx, out_rows);
 }
 
 void EagleDraftRunner::greedy_ids(const Tensor& logits, const Tensor& scratch, const Tensor& ids) {

@@ -44,16 +44,19 @@ class EagleDraftRunner {
 
   int32_t topk() const { return topk_; }
   int32_t num_steps() const { return num_steps_; }
-  // Tree drafts: the first of the draft pool's scratch slots, max_batch_size * topk *
-  // (num_steps - 1) of them (a draft step's frontier nodes, read by the steps after it only).
+  // The first of the draft pool's scratch slots, max_batch_size * topk * (num_steps - 1) of
+  // them: a tree's draft steps' frontier nodes, or the steps of chains drafted right after
+  // their verify; each read by the steps after it only.
   int32_t scratch_slot_base() const { return scratch_slot_base_; }
   attention::AttentionBackend& attention() { return *attention_; }
 
   // One draft pass on the target's stream (the head's K/V stored at fb's slots); hidden_in as
   // model::EagleDraftModel::forward takes it. Valid until the next forward.
   model::DraftOutput forward(const ForwardBatch& fb, const Tensor& hidden_in);
-  // forward() without planning the attention (done before, outside a graph capture).
-  model::DraftOutput forward_planned(const ForwardBatch& fb, const Tensor& hidden_in);
+  // forward() without planning the attention (done before, outside a graph capture); out_rows
+  // as model::EagleDraftModel::forward takes them.
+  model::DraftOutput forward_planned(const ForwardBatch& fb, const Tensor& hidden_in,
+                                     const Tensor& out_rows = {});
   // ids [n] = each row's greedy draft of `logits` [n, draft vocab] as a target id (the argmax,
   // draft_to_target applied), on the device, queued on the target's stream; `scratch`: i32 [n].
   void greedy_ids(const Tensor& logits, const Tensor& scratch, const Tensor& ids);

@@ -36,6 +36,7 @@ EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& 
     greedy_scratch_ = Buffer(allocator, DType::kI32, {max_bs});
     chain_ = std::make_unique<EagleChain>(draft, req_to_token, first_draft_, hidden_state_,
                                           static_cast<int32_t>(max_bs));
+    next_drafts_.resize(static_cast<size_t>(max_reqs));
   }
   if (topk_ > 1) {
     next_top_.resize(static_cast<size_t>(max_reqs));
@@ -212,6 +213,10 @@ std::vector<speculative::DraftTree> EagleWorker::draft_tree(const ExecBatch& bat
 }
 
 std::vector<std::vector<int32_t>> EagleWorker::draft_chain(const ExecBatch& batch) {
+  // Drafts the last verify left (for the positions each request has now, if it still does).
+  for (PendingDrafts& p : chain_->take_drafts()) {
+    next_drafts_[static_cast<size_t>(p.req_pool_idx)] = {p.prefix_len, std::move(p.drafts)};
+  }
   std::vector<std::vector<int32_t>> drafts(batch.requests.size());
   std::vector<ChainRequest> chain;
   std::vector<size_t> who;
@@ -220,16 +225,48 @@ std::vector<std::vector<int32_t>> EagleWorker::draft_chain(const ExecBatch& batc
     if (r.sample_rows <= 1) continue;
     SGL_CHECK_EQ(r.extend_len, r.sample_rows) << "a verify entry is its last token and drafts";
     const int32_t n = r.sample_rows - 1;
-    // The table row holds the verify's slots: step j stores at position prefix_len + j - 1's.
-    chain.push_back({r.req_pool_idx, r.prefix_len, n,
-                     req_to_token_.row(r.req_pool_idx).first(
-                         static_cast<size_t>(r.prefix_len + n - 1))});
-    who.push_back(i);
+    NextDrafts& next = next_drafts_[static_cast<size_t>(r.req_pool_idx)];
+    if (next.prefix_len == r.prefix_len && static_cast<int32_t>(next.drafts.size()) >= n) {
+      drafts[i].assign(next.drafts.begin(), next.drafts.begin() + n);
+    } else {
+      // The table row holds the verify's slots: step j stores at position prefix_len + j - 1's.
+      chain.push_back({r.req_pool_idx, r.prefix_len, n,
+                       req_to_token_.row(r.req_pool_idx).first(
+                           static_cast<size_t>(r.prefix_len + n - 1))});
+      who.push_back(i);
+    }
+    next.prefix_len = -1;  // used
   }
   if (chain.empty()) return drafts;
-  std::vector<std::vector<int32_t>> ids = chain_->run(chain);
+  std::vector<std::vector<int32_t>> ids = chain_->draft(chain);
   for (size_t c = 0; c < who.size(); ++c) drafts[who[c]] = std::move(ids[c]);
   return drafts;
+}
+
+bool EagleWorker::extend_and_draft(const ExecBatch& batch, const Tensor& hidden,
+                                   std::span<const int32_t> sampled,
+                                   const std::vector<speculative::DraftTree>& drafts) {
+  if (chain_ == nullptr) return false;
+  const int32_t tokens = batch.requests.front().sample_rows;
+  std::vector<VerifiedRequest> verified;
+  size_t row = 0;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    const ExecRequest& r = batch.requests[i];
+    // Every request a chain verify of `tokens` tokens, with room for the next chain's steps.
+    if (r.sample_rows != tokens || r.extend_len != tokens || tokens < 2 ||
+        r.prefix_len + tokens + draft_.num_steps() > req_to_token_.max_context_len()) {
+      return false;
+    }
+    const std::span<const int32_t> ids = sampled.subspan(row, static_cast<size_t>(tokens));
+    row += static_cast<size_t>(tokens);
+    verified.push_back({r.req_pool_idx, r.prefix_len,
+                        speculative::accepted_drafts(drafts[i].tokens, ids),
+                        req_to_token_.row(r.req_pool_idx).first(
+                            static_cast<size_t>(r.prefix_len + tokens)),
+                        ids});
+  }
+  chain_->extend_and_draft(verified, tokens, hidden);
+  return true;
 }
 
 void EagleWorker::extend(const ExecBatch& batch, std::span<const int32_t> input_ids,
@@ -239,6 +276,11 @@ void EagleWorker::extend(const ExecBatch& batch, std::span<const int32_t> input_
   const Tensor& hidden = eagle3 ? target.aux_hidden_states : target.hidden_states;
   SGL_CHECK(hidden.defined() && hidden.size(0) == static_cast<int64_t>(input_ids.size()))
       << "the draft extend needs every token's target hidden states";
+  if (extend_and_draft(batch, hidden, sampled, drafts)) return;
+  // Otherwise the kept positions only, and the next drafts come from the draft state.
+  for (const ExecRequest& r : batch.requests) {
+    if (chain_ != nullptr) next_drafts_[static_cast<size_t>(r.req_pool_idx)].prefix_len = -1;
+  }
   // Each request's kept positions: ids shifted by one (each position reads the token after it),
   // their slots, and the target hidden rows at them.
   std::vector<BatchRequest> requests;

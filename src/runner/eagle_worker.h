@@ -1,13 +1,15 @@
 // EagleWorker: EAGLE's steps around the target's forward passes (SGLang's EAGLEWorker). Before a
 // verify pass it drafts each verifying request's tokens: a chain (--speculative-eagle-topk 1):
-// the first from the request's draft state, the others by draft decode steps that store the
-// draft's K/V at the verify pass's own slots (EagleChain: on the device, graphs on the GPU); a tree (topk > 1, speculative/draft_tree.h): the
-// first draft distribution's top k, then draft steps over each request's k frontier nodes, each
-// a branch attending to the prefix and its own ancestors, their K/V in the draft's scratch slots.
+// the drafts its last verify left, or from the request's draft state by draft decode steps that
+// store the draft's K/V at the verify pass's own slots (EagleChain: on the device, graphs on the
+// GPU); a tree (topk > 1, speculative/draft_tree.h): the first draft distribution's top k, then
+// draft steps over each request's k frontier nodes, each a branch attending to the prefix and its
+// own ancestors, their K/V in the draft's scratch slots.
 // After every pass it extends the draft over the positions the pass kept (a prefill's, a
 // decode's, a verify's accepted path), each with the target's hidden state there and the token
 // that follows it, which overwrites the speculative draft K/V and leaves each request's next
-// first draft (distribution) and the draft's hidden state.
+// first draft (distribution) and the draft's hidden state. After a batch of chain verifies of
+// one length, the extend covers every verified position and the next chain follows at once.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +49,11 @@ class EagleWorker {
 
  private:
   std::vector<std::vector<int32_t>> draft_chain(const ExecBatch& batch);
+  // extend()'s path for a batch of chain verifies of one length (EagleChain::extend_and_draft:
+  // every verified position, then the next drafts); false, having done nothing, for others.
+  bool extend_and_draft(const ExecBatch& batch, const Tensor& hidden,
+                        std::span<const int32_t> sampled,
+                        const std::vector<speculative::DraftTree>& drafts);
   std::vector<speculative::DraftTree> draft_tree(const ExecBatch& batch);
   // Each row's top k (draft_to_target applied) of draft `logits` [rows, draft vocab].
   std::vector<std::vector<speculative::TokenLogprob>> top_k(const Tensor& logits);
@@ -70,6 +77,13 @@ class EagleWorker {
   Buffer greedy_ids_;    // i32 [max_batch_size, 1]: a pass's first drafts before the scatter
   Buffer greedy_scratch_;  // i32 [max_batch_size]
   std::unique_ptr<EagleChain> chain_;  // chains' draft steps
+  // Chains: per request row, the drafts the last verify's draft extend left for its next
+  // verify, whose last token sits at prefix_len (-1: none).
+  struct NextDrafts {
+    int32_t prefix_len = -1;
+    std::vector<int32_t> drafts;
+  };
+  std::vector<NextDrafts> next_drafts_;  // [max_reqs]
   Buffer extend_hidden_;             // [max_num_tokens, W]: the kept rows of the target's
   Buffer gather_rows_;               // i32 [max_num_tokens]
   Buffer scatter_rows_;              // i32 [max_batch_size]
