@@ -368,7 +368,8 @@ void EagleChain::capture_graphs() {
 }
 
 std::vector<std::vector<int32_t>> EagleChain::draft(std::span<const ChainRequest> requests) {
-  pending_.clear();  // the ids below overwrite them
+  pending_copied_.synchronize();  // the host arrays are free once the last run read them
+  pending_.clear();               // the ids below overwrite them
   const auto bs = static_cast<int32_t>(requests.size());
   int32_t drafts = 0, max_prefix = 0;
   for (const ChainRequest& r : requests) {
@@ -411,6 +412,7 @@ void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int
       << "draft extend of " << bs << " requests, " << tokens << " tokens, hidden "
       << target_hidden.shape_string();
   const backend::Stream stream = draft_.target().stream();
+  pending_copied_.synchronize();  // the host arrays are free once the last run read them
   kernels::copy_async(target_hidden, extend_hidden_.tensor().slice_rows(0, target_hidden.size(0)),
                       stream);
   // Each request's next chain: its last token at the accepted path's end + 1, its steps' K/V in

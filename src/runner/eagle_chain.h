@@ -128,7 +128,8 @@ class EagleChain {
   Buffer first_hidden_;                           // [capacity, H]: the draft extend's rows
   Buffer extend_hidden_;                          // [capacity * max_tokens, W]: its input
   Buffer greedy_scratch_;                         // i32 [capacity]: argmax before d2t
-  // The pending drafts of extend_and_draft: their requests and the copy's completion.
+  // The pending drafts of extend_and_draft, and the end of its queued work: its uploads read
+  // the host arrays, its last copy writes the drafts there.
   std::vector<PendingDrafts> pending_;
   backend::StreamEvent pending_copied_;
   std::vector<int32_t> scratch_lists_;  // host: the chains' KV slot lists after a verify

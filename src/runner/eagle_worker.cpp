@@ -73,26 +73,22 @@ Tensor EagleWorker::upload(std::span<const int32_t> values, const Buffer& buffer
   return out;
 }
 
-std::vector<int32_t> EagleWorker::run(ForwardMode mode, std::span<const BatchRequest> requests,
-                                      const Tensor& hidden_in) {
+void EagleWorker::extend_kept(std::span<const BatchRequest> requests, const Tensor& hidden_in) {
   ModelRunner& target = draft_.target();
   const ForwardBatch fb =
-      builder_.build(mode, LogitsMode::kLastPerRequest, requests, target.stream());
+      builder_.build(ForwardMode::kExtend, LogitsMode::kLastPerRequest, requests, target.stream());
   const model::DraftOutput out = draft_.forward(fb, hidden_in);
-  // Each request's state: its output hidden row, and the argmax of its logits (a chain drafts
-  // greedily; verification keeps the target's distribution whatever the drafts are).
+  // Each request's state: its output hidden row, then what its next drafts start from.
   std::vector<int32_t> rows(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) rows[i] = requests[i].req_pool_idx;
   kernels::scatter_rows(out.hidden_states, upload(rows, scatter_rows_), hidden_state_,
                         target.stream());
   if (topk_ > 1) {  // a tree starts from the distribution's top k
     std::vector<std::vector<speculative::TokenLogprob>> top = top_k(out.logits);
-    std::vector<int32_t> ids(requests.size());
     for (size_t i = 0; i < requests.size(); ++i) {
-      ids[i] = top[i][0].token;
       next_top_[static_cast<size_t>(rows[i])] = std::move(top[i]);
     }
-    return ids;
+    return;
   }
   // A chain drafts greedily (verification keeps the target's distribution whatever the drafts
   // are); the ids stay on the device, where the chain's steps read them.
@@ -101,7 +97,6 @@ std::vector<int32_t> EagleWorker::run(ForwardMode mode, std::span<const BatchReq
   draft_.greedy_ids(out.logits, greedy_scratch_.tensor().slice_rows(0, n), ids);
   kernels::scatter_rows(ids, scatter_rows_.tensor().slice_rows(0, n), first_draft_,
                         target.stream());
-  return {};
 }
 
 std::vector<speculative::DraftTree> EagleWorker::draft(const ExecBatch& batch) {
@@ -367,7 +362,7 @@ void EagleWorker::extend(const ExecBatch& batch, std::span<const int32_t> input_
         << hidden_in.shape_string();
     kernels::embedding(upload(rows, gather_rows_), hidden, hidden_in, draft_.target().stream());
   }
-  run(ForwardMode::kExtend, requests, hidden_in);
+  extend_kept(requests, hidden_in);
 }
 
 }  // namespace sgl::runner

@@ -57,11 +57,10 @@ class EagleWorker {
   std::vector<speculative::DraftTree> draft_tree(const ExecBatch& batch);
   // Each row's top k (draft_to_target applied) of draft `logits` [rows, draft vocab].
   std::vector<std::vector<speculative::TokenLogprob>> top_k(const Tensor& logits);
-  // One draft pass over `requests`; hidden_in [tokens, W]. Writes each request's output hidden
-  // row and its next first draft (a chain's argmax, on the device; a tree's top k, on the host)
-  // into its state; returns the first drafts of a tree (empty for a chain).
-  std::vector<int32_t> run(ForwardMode mode, std::span<const BatchRequest> requests,
-                           const Tensor& hidden_in);
+  // The draft extend over `requests`' kept positions; hidden_in [tokens, W]. Writes each
+  // request's output hidden row and its next first draft (a chain's argmax, on the device; a
+  // tree's top k, on the host) into its state.
+  void extend_kept(std::span<const BatchRequest> requests, const Tensor& hidden_in);
   // Device i32 copy of `values` in `buffer` (at most its size).
   Tensor upload(std::span<const int32_t> values, const Buffer& buffer);
 
