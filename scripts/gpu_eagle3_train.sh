@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Issue #23 on the GPU machine: train an EAGLE-3 head for SmolLM2-135M-Instruct
 # (scripts/train_eagle3_head.py, its continuations from the pack's sgl-generate, four per
-# training prompt; H200: about 6 minutes), then sgl-bench offline at batch
-# 1 on the GGUF, plain vs EAGLE3 chains (num_steps 3 and 5; 5 also under the adaptive draft
-# policy), over the head's held-out prompts
-# (eval_prompts.jsonl: greedy, EOS ignored, 256 new tokens). Prints tok/s, the speed-up and the
-# accept length measured beside the one the script simulated. Logs, the training report and a
-# summary land in $OUT (6 files: the device tool brings back 8); the head in /tmp/sgl_eagle3/head.
+# training prompt, 270 s of training; H200: about 6 minutes in all), then sgl-bench offline at
+# batch 1 on the GGUF, plain vs EAGLE3 chains (num_steps 3, 4 and 5; 5 also under the adaptive
+# draft policy), over the head's held-out prompts (eval_prompts.jsonl: greedy, EOS ignored, 256
+# new tokens). Prints tok/s, the speed-up and the accept length measured beside the one the
+# script simulated. Logs, the training report and a summary land in $OUT (the device tool brings
+# back 8 files); the head in /tmp/sgl_eagle3/head.
 #
 #   scripts/gpu_eagle3_train.sh pack   (here)   the GGUF in two halves under .carry/eagle3a (with
 #                                               the gguf wheel) and .carry/eagle3b: the device
@@ -27,7 +27,7 @@
 #   SGL_EAGLE3_HEAD bench this head instead of training one
 #   SGL_EAGLE3_TRAIN_ARGS  more flags for the training script (e.g. --train-seconds 240)
 #   SGL_DEVICE      the bench's --device (default cuda; cpu checks this script here)
-#   SGL_EAGLE3_RUNS the runs, in order (default "plain eagle3_steps3 eagle3_steps5
+#   SGL_EAGLE3_RUNS the runs, in order (default "plain eagle3_steps3 eagle3_steps4 eagle3_steps5
 #                   eagle3_steps5_adaptive"; eagle3_stepsK[_adaptive] for any K; names may repeat)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,9 +81,10 @@ run() {
   local head=${SGL_EAGLE3_HEAD:-$stage_dir/head}
   if [ -z "${SGL_EAGLE3_HEAD:-}" ]; then
     # Continuations from our engine (the pack's sgl-generate), several per training prompt.
-    local gen=()
+    # 270 s of training: the held-out accept length still rose between 4000 and 6610 steps.
+    local gen=(--train-seconds 270 --train-steps 9000)
     [ -x "$(dirname "$bench")/sgl-generate" ] &&
-      gen=(--generator "$(dirname "$bench")/sgl-generate" --samples-per-prompt 4)
+      gen+=(--generator "$(dirname "$bench")/sgl-generate" --samples-per-prompt 4)
     # shellcheck disable=SC2086  # word-split the extra flags
     PYTHONUNBUFFERED=1 "$py" scripts/train_eagle3_head.py --target "$gguf" --out "$head" \
       --device cuda "${gen[@]}" ${SGL_EAGLE3_TRAIN_ARGS:-} 2>&1 | grep -v 'it/s\]' |
@@ -96,7 +97,7 @@ run() {
   # Plain, chains of 3 and 5 drafts every step (--speculative-draft-policy fixed: the accept
   # length the script simulated), and 5 under the server's default policy (adaptive).
   local name spec steps policy plain_tps=
-  for name in ${SGL_EAGLE3_RUNS:-plain eagle3_steps3 eagle3_steps5 eagle3_steps5_adaptive}; do
+  for name in ${SGL_EAGLE3_RUNS:-plain eagle3_steps3 eagle3_steps4 eagle3_steps5 eagle3_steps5_adaptive}; do
     spec=()
     steps=0
     if [ "$name" != plain ]; then
