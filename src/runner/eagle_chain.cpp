@@ -180,14 +180,13 @@ int64_t EagleChain::fill_extend(std::span<const VerifiedRequest> requests, int32
     SGL_CHECK(!real || (static_cast<int32_t>(r.sampled.size()) == tokens &&
                         static_cast<int32_t>(r.kv_slots.size()) == r.prefix_len + tokens &&
                         r.accepted >= 0 && r.accepted < tokens))
-        << "draft extend request row " << r.req_pool_idx << ": " << r.sampled.size()
-        << " ids, " << r.kv_slots.size() << " slots at prefix " << r.prefix_len;
+        << "draft extend request row " << r.req_pool_idx << ": " << r.sampled.size() << " ids, "
+        << r.kv_slots.size() << " slots at prefix " << r.prefix_len;
     for (int32_t i = 0; i < tokens; ++i) {
       const int64_t t = int64_t{b} * tokens + i;
       at(kExtendIds)[t] = real ? r.sampled[static_cast<size_t>(i)] : 0;
       at(kExtendPositions)[t] = std::min(r.prefix_len + i, max_pos);
-      at(kExtendSlots)[t] =
-          real ? r.kv_slots[static_cast<size_t>(r.prefix_len + i)] : kTrashSlot;
+      at(kExtendSlots)[t] = real ? r.kv_slots[static_cast<size_t>(r.prefix_len + i)] : kTrashSlot;
     }
     at(kExtendSeqLens)[b] = r.prefix_len + tokens;
     at(kExtendPrefixLens)[b] = r.prefix_len;
@@ -257,8 +256,7 @@ ForwardBatch EagleChain::extend_batch(int32_t rows, int32_t tokens, int32_t max_
   fb.qo_indptr = device_view(extend_at(kExtendQoIndptr), rows + 1);
   fb.req_pool_indices = device_view(0, rows);
   fb.kv_indptr = device_view(extend_at(kExtendKvIndptr), rows + 1);
-  fb.kv_indices =
-      device_view(extend_at(kExtendKvIndices), int64_t{capacity_} * max_context_len_);
+  fb.kv_indices = device_view(extend_at(kExtendKvIndices), int64_t{capacity_} * max_context_len_);
   fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token_.data()), DType::kI32,
                            {req_to_token_.size(), req_to_token_.max_context_len()});
   fb.seq_lens_host = std::span(h + extend_at(kExtendSeqLens), n);
@@ -279,9 +277,9 @@ void EagleChain::enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t ma
     // The draft extend: every verified position, each request's row at its accepted path's end.
     const ForwardBatch fb = extend_batch(rows, tokens, max_seq_len);
     if (plan) draft_.attention().plan(fb);
-    const model::DraftOutput out = draft_.forward_planned(
-        fb, extend_hidden_.tensor().slice_rows(0, fb.num_tokens),
-        device_view(extend_at(kExtendOutRows), rows));
+    const model::DraftOutput out =
+        draft_.forward_planned(fb, extend_hidden_.tensor().slice_rows(0, fb.num_tokens),
+                               device_view(extend_at(kExtendOutRows), rows));
     draft_.greedy_ids(out.logits, scratch, ids0);
     hidden = first_hidden_.tensor().slice_rows(0, rows);
     kernels::copy_async(out.hidden_states, hidden, stream);
@@ -360,10 +358,10 @@ void EagleChain::capture_graphs() {
   }
   backend::synchronize(stream);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  SGL_LOG_INFO << "captured " << graphs_->by_shape.size()
-               << " EAGLE draft CUDA graphs (batch 1.." << graphs_->buckets.back() << ", chains of 1.."
-               << max_steps_ << " steps, draft extends of 2.." << max_tokens_ << " tokens) in "
-               << took.count() << " s";
+  SGL_LOG_INFO << "captured " << graphs_->by_shape.size() << " EAGLE draft CUDA graphs (batch 1.."
+               << graphs_->buckets.back() << ", chains of 1.." << max_steps_
+               << " steps, draft extends of 2.." << max_tokens_ << " tokens) in " << took.count()
+               << " s";
 #endif
 }
 
@@ -377,8 +375,8 @@ std::vector<std::vector<int32_t>> EagleChain::draft(std::span<const ChainRequest
     max_prefix = std::max(max_prefix, r.prefix_len);
   }
   SGL_CHECK(bs >= 1 && drafts <= max_steps_ + 1)
-      << "draft chain of " << bs << " requests, " << drafts << " drafts (at most "
-      << max_steps_ + 1 << ")";
+      << "draft chain of " << bs << " requests, " << drafts << " drafts (at most " << max_steps_ + 1
+      << ")";
   const int32_t steps = drafts - 1;
   const int32_t bucket = steps >= 1 ? bucket_for(bs) : 0;
   const int32_t rows = bucket > 0 ? bucket : bs;
@@ -421,8 +419,8 @@ void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int
   int32_t max_seq_len = 1;
   for (const VerifiedRequest& r : requests) {
     total += static_cast<size_t>(r.prefix_len + r.accepted + 1 + max_steps_);
-    max_seq_len = std::max({max_seq_len, r.prefix_len + tokens,
-                            r.prefix_len + r.accepted + 1 + max_steps_});
+    max_seq_len =
+        std::max({max_seq_len, r.prefix_len + tokens, r.prefix_len + r.accepted + 1 + max_steps_});
   }
   scratch_lists_.clear();
   scratch_lists_.reserve(total);  // the spans below point into it
@@ -454,8 +452,7 @@ void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int
   kernels::scatter_rows(view_2d(ids_at(0), bs, 1), row_ids, first_drafts_, stream);
   const int64_t n = int64_t{max_steps_ + 1} * capacity_;
   if (device_.tensor().defined()) {
-    kernels::copy_async(device_view(ids_at(0), n), host_.tensor().slice_rows(ids_at(0), n),
-                        stream);
+    kernels::copy_async(device_view(ids_at(0), n), host_.tensor().slice_rows(ids_at(0), n), stream);
   }
   pending_copied_.record(stream);
 }

@@ -89,7 +89,7 @@ class EagleChain {
   int64_t qo_indptr_at() const;
   int64_t kv_indptr_at() const;
   int64_t kv_indices_at() const;
-  int64_t ids_at(int32_t k) const;  // k = 0..max_steps_: draft k + 1 of every row
+  int64_t ids_at(int32_t k) const;         // k = 0..max_steps_: draft k + 1 of every row
   int64_t extend_at(int32_t array) const;  // the draft extend's arrays, 0..9
 
   // Fill the host arrays of `requests`' chain (padded to `rows` rows and `steps` steps) or of

@@ -225,9 +225,9 @@ std::vector<std::vector<int32_t>> EagleWorker::draft_chain(const ExecBatch& batc
       drafts[i].assign(next.drafts.begin(), next.drafts.begin() + n);
     } else {
       // The table row holds the verify's slots: step j stores at position prefix_len + j - 1's.
-      chain.push_back({r.req_pool_idx, r.prefix_len, n,
-                       req_to_token_.row(r.req_pool_idx).first(
-                           static_cast<size_t>(r.prefix_len + n - 1))});
+      chain.push_back(
+          {r.req_pool_idx, r.prefix_len, n,
+           req_to_token_.row(r.req_pool_idx).first(static_cast<size_t>(r.prefix_len + n - 1))});
       who.push_back(i);
     }
     next.prefix_len = -1;  // used
@@ -254,11 +254,9 @@ bool EagleWorker::extend_and_draft(const ExecBatch& batch, const Tensor& hidden,
     }
     const std::span<const int32_t> ids = sampled.subspan(row, static_cast<size_t>(tokens));
     row += static_cast<size_t>(tokens);
-    verified.push_back({r.req_pool_idx, r.prefix_len,
-                        speculative::accepted_drafts(drafts[i].tokens, ids),
-                        req_to_token_.row(r.req_pool_idx).first(
-                            static_cast<size_t>(r.prefix_len + tokens)),
-                        ids});
+    verified.push_back(
+        {r.req_pool_idx, r.prefix_len, speculative::accepted_drafts(drafts[i].tokens, ids),
+         req_to_token_.row(r.req_pool_idx).first(static_cast<size_t>(r.prefix_len + tokens)), ids});
   }
   chain_->extend_and_draft(verified, tokens, hidden);
   return true;

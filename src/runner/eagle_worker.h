@@ -71,9 +71,9 @@ class EagleWorker {
   int64_t hidden_size_;
   // Per request row: the draft's last hidden state and (chains) its next first draft, a target
   // id; a draft pass writes them on the device.
-  Buffer hidden_state_;  // [max_reqs, H], the compute dtype
-  Buffer first_draft_;   // i32 [max_reqs, 1]
-  Buffer greedy_ids_;    // i32 [max_batch_size, 1]: a pass's first drafts before the scatter
+  Buffer hidden_state_;    // [max_reqs, H], the compute dtype
+  Buffer first_draft_;     // i32 [max_reqs, 1]
+  Buffer greedy_ids_;      // i32 [max_batch_size, 1]: a pass's first drafts before the scatter
   Buffer greedy_scratch_;  // i32 [max_batch_size]
   std::unique_ptr<EagleChain> chain_;  // chains' draft steps
   // Chains: per request row, the drafts the last verify's draft extend left for its next
@@ -83,9 +83,9 @@ class EagleWorker {
     std::vector<int32_t> drafts;
   };
   std::vector<NextDrafts> next_drafts_;  // [max_reqs]
-  Buffer extend_hidden_;             // [max_num_tokens, W]: the kept rows of the target's
-  Buffer gather_rows_;               // i32 [max_num_tokens]
-  Buffer scatter_rows_;              // i32 [max_batch_size]
+  Buffer extend_hidden_;                 // [max_num_tokens, W]: the kept rows of the target's
+  Buffer gather_rows_;                   // i32 [max_num_tokens]
+  Buffer scatter_rows_;                  // i32 [max_batch_size]
   // Tree drafts: per request row, the next first draft distribution's top k; a draft step's
   // branches' hidden inputs and outputs (those of the step before feed the children).
   std::vector<std::vector<speculative::TokenLogprob>> next_top_;  // [max_reqs][topk]

@@ -243,9 +243,8 @@ TEST(CpuKernels, ArgmaxRowsTakesTheFirstMaximumAndSkipsNaN) {
   const float inf = INFINITY, nan = NAN;
   // Rows: a plain maximum; a tie (the first wins); NaN before and after the maximum; all -inf
   // (the first); all NaN (0); a row strided past its end (the padding holds a larger value).
-  std::vector<float> data = {1, 5, 2,    9,   3,    7,    7,    1,   9, 9,
-                             nan, 2, 3,   9,   nan,  -inf, -inf, -inf, 9, 9,
-                             nan, nan, nan, 9, 9,   0,    4,    1,   100, 100};
+  std::vector<float> data = {1,    5,    2,    9, 3, 7,   7,   1,   9, 9, nan, 2, 3, 9,   nan,
+                             -inf, -inf, -inf, 9, 9, nan, nan, nan, 9, 9, 0,   4, 1, 100, 100};
   const Tensor all(data.data(), DType::kF32, {6, 5});
   std::vector<int32_t> ids(6, -1);
   argmax_rows(all.slice_last(0, 3), Tensor(ids.data(), DType::kI32, {6}), backend::Stream::cpu());

@@ -406,7 +406,8 @@ TEST(CudaArgmax, MatchesTheCpuRowsIncludingTiesAndNaN) {
         }
         row[vocab] = 1e9f;  // past the row's end: never read
       }
-      const Tensor cpu_logits = Tensor(host.data(), DType::kF32, {rows, stride}).slice_last(0, vocab);
+      const Tensor cpu_logits =
+          Tensor(host.data(), DType::kF32, {rows, stride}).slice_last(0, vocab);
       std::vector<int32_t> want(static_cast<size_t>(rows));
       argmax_rows(cpu_logits, Tensor(want.data(), DType::kI32, {rows}), backend::Stream::cpu());
 

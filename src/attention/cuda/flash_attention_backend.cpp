@@ -93,8 +93,8 @@ void FlashAttentionBackend::decode_verify_rows(int layer, const Tensor& q, const
   rows.seq_lens = verify_row_seq_lens_.tensor().slice_rows(0, fb.num_tokens);
   rows.kv_indptr = verify_row_kv_start_.tensor().slice_rows(0, fb.num_tokens);
   rows.kv_indices = fb.kv_indices;
-  const int32_t fresh = *std::max_element(fb.extend_seq_lens_host.begin(),
-                                          fb.extend_seq_lens_host.end());
+  const int32_t fresh =
+      *std::max_element(fb.extend_seq_lens_host.begin(), fb.extend_seq_lens_host.end());
   const cuda::SplitKvScratch scratch{partial_o_.data<float>(), partial_lse_.data<float>(),
                                      partial_lse_.tensor().size(0)};
   cuda::flash_decode(q, kv_pool_.k(layer), kv_pool_.v(layer), out, rows, config_.scale,

@@ -57,8 +57,8 @@ class FlashAttentionBackend final : public AttentionBackend {
   int resident_narrow_ctas_ = 0;  // narrow decode CTAs the GPU holds at once
   int resident_wide_ctas_ = 0;    // wide decode CTAs the GPU holds at once
   backend::CudaAllocator allocator_;
-  Buffer partial_o_;    // f32 [rows, head_dim]: split-KV partial outputs
-  Buffer partial_lse_;  // f32 [rows]
+  Buffer partial_o_;            // f32 [rows, head_dim]: split-KV partial outputs
+  Buffer partial_lse_;          // f32 [rows]
   Buffer verify_row_seq_lens_;  // i32 [kMaxVerifyRows]: a verify's rows as decode rows
   Buffer verify_row_kv_start_;  // i32 [kMaxVerifyRows]
 };

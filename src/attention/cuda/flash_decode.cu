@@ -45,7 +45,7 @@ struct DecodeParams {
   int kv_heads;
   int group;  // q heads per KV head, <= 16
   int num_splits;
-  float scale_log2;      // softmax scale * log2(e)
+  float scale_log2;  // softmax scale * log2(e)
   // Each row's last fresh_span positions may be written by the kernel before (1: a decode's
   // newest token; a verify's new tokens as rows); their tiles are copied after the wait.
   int fresh_span;
@@ -481,7 +481,10 @@ __global__ void verify_rows_kernel(const int32_t* __restrict__ qo_indptr,
   int lo = 0, hi = bs - 1;  // the last request whose first row is <= t
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (qo_indptr[mid] <= t) lo = mid; else hi = mid - 1;
+    if (qo_indptr[mid] <= t)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   const int i = t - qo_indptr[lo], n = qo_indptr[lo + 1] - qo_indptr[lo];
   row_seq_lens[t] = seq_lens[lo] - n + i + 1;
@@ -492,12 +495,11 @@ void verify_rows_as_decode(const ForwardBatch& fb, int32_t* row_seq_lens, int32_
                            backend::Stream stream) {
   if (fb.num_tokens == 0) return;
   constexpr int kThreads = 128;
-  kernels::cuda::launch_pdl(verify_rows_kernel,
-                            dim3(static_cast<unsigned>((fb.num_tokens + kThreads - 1) / kThreads)),
-                            kThreads, 0, backend::cuda::native_stream(stream),
-                            fb.qo_indptr.data<int32_t>(), fb.seq_lens.data<int32_t>(),
-                            fb.kv_indptr.data<int32_t>(), fb.batch_size, fb.num_tokens,
-                            row_seq_lens, row_kv_start);
+  kernels::cuda::launch_pdl(
+      verify_rows_kernel, dim3(static_cast<unsigned>((fb.num_tokens + kThreads - 1) / kThreads)),
+      kThreads, 0, backend::cuda::native_stream(stream), fb.qo_indptr.data<int32_t>(),
+      fb.seq_lens.data<int32_t>(), fb.kv_indptr.data<int32_t>(), fb.batch_size, fb.num_tokens,
+      row_seq_lens, row_kv_start);
 }
 
 void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
