@@ -77,7 +77,8 @@ EagleChain::EagleChain(EagleDraftRunner& draft, const cache::ReqToTokenTable& re
   extend_hidden_ = Buffer(target.allocator(), target.compute_dtype(),
                           {int64_t{capacity_} * max_tokens_, draft.config().target_hidden_width()});
   greedy_scratch_ = Buffer(target.allocator(), DType::kI32, {capacity_});
-  // Padding rows read these: zeros, not whatever the memory held.
+  // Padding rows read rows of these that no real row wrote yet: zeros first, not whatever the
+  // memory held (later, finite leftovers of earlier batches).
   for (const Buffer* b : {&step_hidden_, &first_hidden_, &extend_hidden_}) {
     kernels::zero(*b, target.stream());
   }
@@ -134,14 +135,16 @@ int64_t EagleChain::fill_chain(std::span<const ChainRequest> requests, int32_t r
     h[qo_indptr_at() + b] = b;
     const bool real = b < static_cast<int32_t>(requests.size());
     const ChainRequest r = real ? requests[static_cast<size_t>(b)] : ChainRequest{};
-    // A real row's slots (then the trash slot up to the longest step's reach); a padding row
-    // reads the trash slot alone.
+    // A real row's slots (then the trash slot up to the longest step's reach, within the
+    // context: a request near its end drafts less than the others); a padding row reads the
+    // trash slot alone.
     const int32_t own = real ? r.prefix_len + r.drafts - 1 : 0;
-    const int32_t listed = real ? r.prefix_len + std::max(r.drafts, steps + 1) - 1 : 1;
     SGL_CHECK(!real || (r.drafts >= 1 && static_cast<int32_t>(r.kv_slots.size()) == own &&
-                        listed <= max_context_len_))
+                        own <= max_context_len_))
         << "draft chain request row " << r.req_pool_idx << ": " << r.drafts << " drafts, "
         << r.kv_slots.size() << " slots at prefix " << r.prefix_len;
+    const int32_t listed =
+        real ? std::max(own, std::min(r.prefix_len + steps, max_context_len_)) : 1;
     int32_t* indices = h + kv_indices_at() + kv;
     if (real) std::copy(r.kv_slots.begin(), r.kv_slots.end(), indices);
     std::fill(indices + own, indices + listed, kTrashSlot);
@@ -155,8 +158,9 @@ int64_t EagleChain::fill_chain(std::span<const ChainRequest> requests, int32_t r
       h[step_at(kPositions, j) + b] = std::min(r.prefix_len + j - 1, max_pos);
       h[step_at(kSlots, j) + b] =
           stores ? r.kv_slots[static_cast<size_t>(r.prefix_len + j - 1)] : kTrashSlot;
-      h[step_at(kSeqLens, j) + b] = real ? r.prefix_len + j : 1;
-      h[step_at(kPrefixLens, j) + b] = real ? r.prefix_len + j - 1 : 0;
+      const int32_t seq_len = real ? std::min(r.prefix_len + j, listed) : 1;
+      h[step_at(kSeqLens, j) + b] = seq_len;
+      h[step_at(kPrefixLens, j) + b] = seq_len - 1;
     }
   }
   h[qo_indptr_at() + rows] = rows;
@@ -300,24 +304,25 @@ void EagleChain::enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t ma
   }
 }
 
-int32_t EagleChain::bucket_for(int32_t bs) const {
+int32_t EagleChain::graph_rows(int32_t bs, int32_t tokens, int32_t steps) const {
 #ifdef SGL_WITH_CUDA
   const auto it = std::lower_bound(graphs_->buckets.begin(), graphs_->buckets.end(), bs);
-  if (it != graphs_->buckets.end()) return *it;
+  if (it != graphs_->buckets.end() && graphs_->by_shape.count({*it, tokens, steps}) > 0) {
+    return *it;
+  }
 #endif
   return 0;
 }
 
-bool EagleChain::replay(int32_t rows, int32_t tokens, int32_t steps) {
+void EagleChain::replay(int32_t rows, int32_t tokens, int32_t steps) {
 #ifdef SGL_WITH_CUDA
-  const auto it = graphs_->by_shape.find({rows, tokens, steps});
-  if (it == graphs_->by_shape.end()) return false;
+  // NOTE: the backend prepares the graph's first pass only; the draft's backends (flash, cuda
+  // reference) plan nothing for decode and extend passes, so the others need nothing either.
   draft_.attention().prepare_replay(tokens > 0 ? extend_batch(rows, tokens, max_context_len_)
                                                : step_batch(1, rows, max_context_len_));
-  it->second.replay(draft_.target().stream());
-  return true;
+  graphs_->by_shape.at({rows, tokens, steps}).replay(draft_.target().stream());
 #else
-  return false;
+  SGL_CHECK(false) << "EagleChain::replay in a build without CUDA";
 #endif
 }
 
@@ -338,6 +343,9 @@ void EagleChain::capture_graphs() {
   for (int32_t tokens = 2; tokens <= max_tokens_; ++tokens) shapes.emplace_back(tokens, max_steps_);
   for (auto b = graphs_->buckets.rbegin(); b != graphs_->buckets.rend(); ++b) {
     for (const auto& [tokens, steps] : shapes) {
+      // A draft extend of b x tokens tokens must fit the draft model's passes (else it runs
+      // eagerly, unpadded).
+      if (int64_t{*b} * std::max(tokens, 1) > o.max_num_tokens) continue;
       // Every row padding (what the fills leave past the real rows): one eager run, then the
       // capture, largest bucket first.
       upload(0, fill_chain({}, *b, steps));
@@ -378,12 +386,14 @@ std::vector<std::vector<int32_t>> EagleChain::draft(std::span<const ChainRequest
       << "draft chain of " << bs << " requests, " << drafts << " drafts (at most " << max_steps_ + 1
       << ")";
   const int32_t steps = drafts - 1;
-  const int32_t bucket = steps >= 1 ? bucket_for(bs) : 0;
+  const int32_t bucket = steps >= 1 ? graph_rows(bs, 0, steps) : 0;
   const int32_t rows = bucket > 0 ? bucket : bs;
   upload(0, fill_chain(requests, rows, steps));
-  // Every row's reads reach at most position max_prefix + steps (its list's end).
-  if (bucket == 0 || !replay(rows, 0, steps)) {
-    enqueue(rows, 0, steps, max_prefix + drafts - 1, /*plan=*/true);
+  if (bucket > 0) {
+    replay(rows, 0, steps);
+  } else {
+    // Every row's reads reach at most position max_prefix + steps (its list's end).
+    enqueue(rows, 0, steps, std::min(max_prefix + drafts - 1, max_context_len_), /*plan=*/true);
   }
   // Drafts k = 0..steps of every row, one copy (the arrays are capacity apart).
   const int64_t n = int64_t{drafts} * capacity_;
@@ -439,11 +449,15 @@ void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int
                       std::span(scratch_lists_.data() + from, scratch_lists_.size() - from)});
     pending_.push_back({r.req_pool_idx, next_prefix, {}});
   }
-  const int32_t bucket = bucket_for(bs);
+  const int32_t bucket = graph_rows(bs, tokens, max_steps_);
   const int32_t rows = bucket > 0 ? bucket : bs;
-  upload(0, fill_chain(chains, rows, max_steps_));
-  upload(extend_at(kExtendIds), fill_extend(requests, rows, tokens));
-  if (bucket == 0 || !replay(rows, tokens, max_steps_)) {
+  const int64_t chain_ints = fill_chain(chains, rows, max_steps_);
+  const int64_t extend_ints = fill_extend(requests, rows, tokens);  // rewrites the rows array
+  upload(0, chain_ints);
+  upload(extend_at(kExtendIds), extend_ints);
+  if (bucket > 0) {
+    replay(rows, tokens, max_steps_);
+  } else {
     enqueue(rows, tokens, max_steps_, max_seq_len, /*plan=*/true);
   }
   // The draft state at each accepted path's end (a later draft() reads it).

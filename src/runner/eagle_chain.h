@@ -9,6 +9,9 @@
 //     waits: the drafts come back while the scheduler prepares the next batch (take_drafts()).
 // On the GPU each shape replays a CUDA graph (captured at start, like the decode graphs); on
 // the CPU, with graphs disabled and past the largest bucket, the same work runs eagerly.
+// Counts, for --speculative-num-steps S: a chain has up to S drafts; draft 1 needs no step
+// (it is the state's, or the draft extend's), so up to S - 1 steps (max_steps_); a verify
+// checks its last token and its drafts, up to S + 1 tokens (max_tokens_).
 #pragma once
 
 #include <cstdint>
@@ -106,9 +109,9 @@ class EagleChain {
   // extend of `tokens` tokens a request when tokens > 0), then `steps` steps, over the first
   // `rows` rows. plan: plan the attention of each pass (a capture plans beforehand).
   void enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t max_seq_len, bool plan);
-  // Replays the graph of this shape, if there is one (then true).
-  bool replay(int32_t rows, int32_t tokens, int32_t steps);
-  int32_t bucket_for(int32_t bs) const;  // the graph rows for bs requests, or 0
+  // The rows of the graph for bs requests of this shape, or 0 where none was captured.
+  int32_t graph_rows(int32_t bs, int32_t tokens, int32_t steps) const;
+  void replay(int32_t rows, int32_t tokens, int32_t steps);  // a captured shape
   void capture_graphs();
   Tensor device_view(int64_t at, int64_t n) const;
   Tensor view_2d(int64_t at, int64_t rows, int64_t cols) const;

@@ -207,11 +207,15 @@ std::vector<speculative::DraftTree> EagleWorker::draft_tree(const ExecBatch& bat
   return trees;
 }
 
-std::vector<std::vector<int32_t>> EagleWorker::draft_chain(const ExecBatch& batch) {
-  // Drafts the last verify left (for the positions each request has now, if it still does).
+void EagleWorker::take_pending_drafts() {
   for (PendingDrafts& p : chain_->take_drafts()) {
     next_drafts_[static_cast<size_t>(p.req_pool_idx)] = {p.prefix_len, std::move(p.drafts)};
   }
+}
+
+std::vector<std::vector<int32_t>> EagleWorker::draft_chain(const ExecBatch& batch) {
+  // Drafts the last verify left (for the positions each request has now, if it still does).
+  take_pending_drafts();
   std::vector<std::vector<int32_t>> drafts(batch.requests.size());
   std::vector<ChainRequest> chain;
   std::vector<size_t> who;
@@ -270,9 +274,13 @@ void EagleWorker::extend(const ExecBatch& batch, std::span<const int32_t> input_
   SGL_CHECK(hidden.defined() && hidden.size(0) == static_cast<int64_t>(input_ids.size()))
       << "the draft extend needs every token's target hidden states";
   if (extend_and_draft(batch, hidden, sampled, drafts)) return;
-  // Otherwise the kept positions only, and the next drafts come from the draft state.
-  for (const ExecRequest& r : batch.requests) {
-    if (chain_ != nullptr) next_drafts_[static_cast<size_t>(r.req_pool_idx)].prefix_len = -1;
+  // Otherwise the kept positions only, and the next drafts come from the draft state: drafts a
+  // verify left for these rows (another request's, if a row was freed and taken) no longer apply.
+  if (chain_ != nullptr) {
+    take_pending_drafts();
+    for (const ExecRequest& r : batch.requests) {
+      next_drafts_[static_cast<size_t>(r.req_pool_idx)].prefix_len = -1;
+    }
   }
   // Each request's kept positions: ids shifted by one (each position reads the token after it),
   // their slots, and the target hidden rows at them.

@@ -49,6 +49,8 @@ class EagleWorker {
 
  private:
   std::vector<std::vector<int32_t>> draft_chain(const ExecBatch& batch);
+  // Moves the drafts the last chain verify left into next_drafts_.
+  void take_pending_drafts();
   // extend()'s path for a batch of chain verifies of one length (EagleChain::extend_and_draft:
   // every verified position, then the next drafts); false, having done nothing, for others.
   bool extend_and_draft(const ExecBatch& batch, const Tensor& hidden,

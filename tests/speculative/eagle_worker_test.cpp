@@ -20,6 +20,7 @@
 
 #include "cache/req_to_token_pool.h"
 #include "kernels/copy.h"
+#include "runner/eagle_chain.h"
 #include "runner/eagle_draft_runner.h"
 #include "runner/forward_batch_builder.h"
 #include "runner/model_batch_runner.h"
@@ -341,6 +342,37 @@ void check_runner_drafts(const Head& h, int32_t topk, int32_t num_steps, int32_t
   }
   std::cout << h.head << ": " << accepted_total << " drafts accepted in 20 verify entries\n";
   if (h.hits) EXPECT_GE(accepted_total, 3) << "the drafts extended over accepted positions";
+}
+
+// A chain batch whose requests draft different counts, one of them at the context's end (the
+// scheduler gives it fewer drafts): its extra steps stay inside the context, and the other
+// request's drafts equal its drafts alone.
+TEST(EagleChainTest, ARequestAtTheContextEndBesideALongerChain) {
+  constexpr int32_t kSteps = 4;
+  Pair p = load(Head{"tiny-llama", "tiny-llama-eagle3", model::DraftKind::kEagle3}, 1, kSteps,
+                kSteps + 1);
+  ASSERT_TRUE(p.draft);
+  cache::ReqToTokenTable table(2, kContext);
+  Allocator& allocator = p.target->allocator();
+  Buffer first(allocator, DType::kI32, {2, 1});
+  Buffer hidden(allocator, p.target->compute_dtype(), {2, p.draft->config().llama.hidden_size});
+  kernels::zero(first, p.target->stream());
+  kernels::zero(hidden, p.target->stream());
+  EagleChain chain(*p.draft, table, first, hidden, 4);
+  // Request 0: its last token at the context's last position but one, one draft (no step).
+  // Request 1: a short prefix and all four drafts (three steps).
+  std::vector<int32_t> end_slots(kContext - 2), short_slots(10 + kSteps - 1);
+  std::iota(end_slots.begin(), end_slots.end(), 1);
+  std::iota(short_slots.begin(), short_slots.end(), 300);
+  const ChainRequest at_end{0, kContext - 2, 1, end_slots};
+  const ChainRequest longer{1, 10, kSteps, short_slots};
+  const std::vector<ChainRequest> both = {at_end, longer};
+  const std::vector<std::vector<int32_t>> together = chain.draft(both);
+  ASSERT_EQ(together.size(), 2u);
+  EXPECT_EQ(together[0].size(), 1u);
+  EXPECT_EQ(together[1].size(), static_cast<size_t>(kSteps));
+  const std::vector<std::vector<int32_t>> alone = chain.draft(std::span(&longer, 1));
+  EXPECT_EQ(alone.at(0), together[1]);
 }
 
 INSTANTIATE_TEST_SUITE_P(
