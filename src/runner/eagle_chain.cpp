@@ -76,7 +76,6 @@ EagleChain::EagleChain(EagleDraftRunner& draft, const cache::ReqToTokenTable& re
   first_hidden_ = Buffer(target.allocator(), target.compute_dtype(), {capacity_, h});
   extend_hidden_ = Buffer(target.allocator(), target.compute_dtype(),
                           {int64_t{capacity_} * max_tokens_, draft.config().target_hidden_width()});
-  greedy_scratch_ = Buffer(target.allocator(), DType::kI32, {capacity_});
   // Padding rows read rows of these that no real row wrote yet: zeros first, not whatever the
   // memory held (later, finite leftovers of earlier batches).
   for (const Buffer* b : {&step_hidden_, &first_hidden_, &extend_hidden_}) {
@@ -138,15 +137,25 @@ int64_t EagleChain::fill_chain(std::span<const ChainRequest> requests, int32_t r
     // A real row's slots (then the trash slot up to the longest step's reach, within the
     // context: a request near its end drafts less than the others); a padding row reads the
     // trash slot alone.
+    const bool scratch = r.scratch_base >= 0;
     const int32_t own = real ? r.prefix_len + r.drafts - 1 : 0;
-    SGL_CHECK(!real || (r.drafts >= 1 && static_cast<int32_t>(r.kv_slots.size()) == own &&
-                        own <= max_context_len_))
+    SGL_CHECK(!real || (r.drafts >= 1 && own <= max_context_len_ &&
+                        static_cast<int32_t>(r.kv_slots.size()) == (scratch ? r.prefix_len : own)))
         << "draft chain request row " << r.req_pool_idx << ": " << r.drafts << " drafts, "
         << r.kv_slots.size() << " slots at prefix " << r.prefix_len;
+    // Step j's K/V slot (1 <= j < drafts): a scratch slot, or its position's.
+    auto step_slot = [&](int32_t j) {
+      return scratch ? r.scratch_base + j - 1
+                     : r.kv_slots[static_cast<size_t>(r.prefix_len + j - 1)];
+    };
     const int32_t listed =
         real ? std::max(own, std::min(r.prefix_len + steps, max_context_len_)) : 1;
     int32_t* indices = h + kv_indices_at() + kv;
-    if (real) std::copy(r.kv_slots.begin(), r.kv_slots.end(), indices);
+    if (real) {
+      std::copy(r.kv_slots.begin(), r.kv_slots.end(), indices);
+      for (int32_t j = 1; scratch && j < r.drafts; ++j)
+        indices[r.prefix_len + j - 1] = step_slot(j);
+    }
     std::fill(indices + own, indices + listed, kTrashSlot);
     kv += listed;
     h[kv_indptr_at() + b + 1] = static_cast<int32_t>(kv);
@@ -156,8 +165,7 @@ int64_t EagleChain::fill_chain(std::span<const ChainRequest> requests, int32_t r
       // to the trash slot, its reads within its list.
       const bool stores = real && j < r.drafts;
       h[step_at(kPositions, j) + b] = std::min(r.prefix_len + j - 1, max_pos);
-      h[step_at(kSlots, j) + b] =
-          stores ? r.kv_slots[static_cast<size_t>(r.prefix_len + j - 1)] : kTrashSlot;
+      h[step_at(kSlots, j) + b] = stores ? step_slot(j) : kTrashSlot;
       const int32_t seq_len = real ? std::min(r.prefix_len + j, listed) : 1;
       h[step_at(kSeqLens, j) + b] = seq_len;
       h[step_at(kPrefixLens, j) + b] = seq_len - 1;
@@ -211,71 +219,59 @@ int64_t EagleChain::fill_extend(std::span<const VerifiedRequest> requests, int32
   return extend_at(kExtendKvIndices) - extend_at(kExtendIds) + kv;
 }
 
-ForwardBatch EagleChain::step_batch(int32_t step, int32_t rows, int32_t max_seq_len) const {
+ForwardBatch EagleChain::pass_batch(ForwardMode mode, const PassArrays& at, int32_t rows,
+                                    int32_t tokens_each, int32_t max_seq_len) const {
   const int32_t* h = host_.data<int32_t>();
   const auto n = static_cast<size_t>(rows);
+  const int64_t t = int64_t{rows} * tokens_each;
   ForwardBatch fb;
-  fb.mode = ForwardMode::kDecode;
-  fb.logits_mode = LogitsMode::kLastPerRequest;
+  fb.mode = mode;
+  fb.logits_mode = LogitsMode::kLastPerRequest;  // a draft extend: each request's out row
   fb.batch_size = rows;
-  fb.num_tokens = rows;
+  fb.num_tokens = static_cast<int32_t>(t);
   fb.max_seq_len = max_seq_len;
-  fb.input_ids = device_view(ids_at(step - 1), rows);
-  fb.positions = device_view(step_at(kPositions, step), rows);
-  fb.out_cache_loc = device_view(step_at(kSlots, step), rows);
-  fb.seq_lens = device_view(step_at(kSeqLens, step), rows);
-  fb.extend_prefix_lens = device_view(step_at(kPrefixLens, step), rows);
-  fb.extend_seq_lens = device_view(ones_at(), rows);
-  fb.qo_indptr = device_view(qo_indptr_at(), rows + 1);
+  fb.input_ids = device_view(at.ids, t);
+  fb.positions = device_view(at.positions, t);
+  fb.out_cache_loc = device_view(at.slots, t);
+  fb.seq_lens = device_view(at.seq_lens, rows);
+  fb.extend_prefix_lens = device_view(at.prefix_lens, rows);
+  fb.extend_seq_lens = device_view(at.extend_lens, rows);
+  fb.qo_indptr = device_view(at.qo_indptr, rows + 1);
   fb.req_pool_indices = device_view(0, rows);
-  fb.kv_indptr = device_view(kv_indptr_at(), rows + 1);
-  fb.kv_indices = device_view(kv_indices_at(), int64_t{capacity_} * max_context_len_);
+  fb.kv_indptr = device_view(at.kv_indptr, rows + 1);
+  fb.kv_indices = device_view(at.kv_indices, int64_t{capacity_} * max_context_len_);
   fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token_.data()), DType::kI32,
                            {req_to_token_.size(), req_to_token_.max_context_len()});
   // Host mirrors (the CPU attention reads them; a graph's are the padded capture's).
-  fb.seq_lens_host = std::span(h + step_at(kSeqLens, step), n);
-  fb.extend_prefix_lens_host = std::span(h + step_at(kPrefixLens, step), n);
-  fb.extend_seq_lens_host = std::span(h + ones_at(), n);
-  fb.qo_indptr_host = std::span(h + qo_indptr_at(), n + 1);
+  fb.seq_lens_host = std::span(h + at.seq_lens, n);
+  fb.extend_prefix_lens_host = std::span(h + at.prefix_lens, n);
+  fb.extend_seq_lens_host = std::span(h + at.extend_lens, n);
+  fb.qo_indptr_host = std::span(h + at.qo_indptr, n + 1);
   fb.req_pool_indices_host = std::span(h, n);
   return fb;
 }
 
+ForwardBatch EagleChain::step_batch(int32_t step, int32_t rows, int32_t max_seq_len) const {
+  return pass_batch(
+      ForwardMode::kDecode,
+      {ids_at(step - 1), step_at(kPositions, step), step_at(kSlots, step), step_at(kSeqLens, step),
+       step_at(kPrefixLens, step), ones_at(), qo_indptr_at(), kv_indptr_at(), kv_indices_at()},
+      rows, 1, max_seq_len);
+}
+
 ForwardBatch EagleChain::extend_batch(int32_t rows, int32_t tokens, int32_t max_seq_len) const {
-  const int32_t* h = host_.data<int32_t>();
-  const auto n = static_cast<size_t>(rows);
-  const int64_t t = int64_t{rows} * tokens;
-  ForwardBatch fb;
-  fb.mode = ForwardMode::kExtend;
-  fb.logits_mode = LogitsMode::kLastPerRequest;  // each request's out row (kExtendOutRows)
-  fb.batch_size = rows;
-  fb.num_tokens = static_cast<int32_t>(t);
-  fb.max_seq_len = max_seq_len;
-  fb.input_ids = device_view(extend_at(kExtendIds), t);
-  fb.positions = device_view(extend_at(kExtendPositions), t);
-  fb.out_cache_loc = device_view(extend_at(kExtendSlots), t);
-  fb.seq_lens = device_view(extend_at(kExtendSeqLens), rows);
-  fb.extend_prefix_lens = device_view(extend_at(kExtendPrefixLens), rows);
-  fb.extend_seq_lens = device_view(extend_at(kExtendLens), rows);
-  fb.qo_indptr = device_view(extend_at(kExtendQoIndptr), rows + 1);
-  fb.req_pool_indices = device_view(0, rows);
-  fb.kv_indptr = device_view(extend_at(kExtendKvIndptr), rows + 1);
-  fb.kv_indices = device_view(extend_at(kExtendKvIndices), int64_t{capacity_} * max_context_len_);
-  fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token_.data()), DType::kI32,
-                           {req_to_token_.size(), req_to_token_.max_context_len()});
-  fb.seq_lens_host = std::span(h + extend_at(kExtendSeqLens), n);
-  fb.extend_prefix_lens_host = std::span(h + extend_at(kExtendPrefixLens), n);
-  fb.extend_seq_lens_host = std::span(h + extend_at(kExtendLens), n);
-  fb.qo_indptr_host = std::span(h + extend_at(kExtendQoIndptr), n + 1);
-  fb.req_pool_indices_host = std::span(h, n);
-  return fb;
+  return pass_batch(
+      ForwardMode::kExtend,
+      {extend_at(kExtendIds), extend_at(kExtendPositions), extend_at(kExtendSlots),
+       extend_at(kExtendSeqLens), extend_at(kExtendPrefixLens), extend_at(kExtendLens),
+       extend_at(kExtendQoIndptr), extend_at(kExtendKvIndptr), extend_at(kExtendKvIndices)},
+      rows, tokens, max_seq_len);
 }
 
 void EagleChain::enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t max_seq_len,
                          bool plan) {
   const backend::Stream stream = draft_.target().stream();
   const Tensor ids0 = device_view(ids_at(0), rows);
-  const Tensor scratch = greedy_scratch_.tensor().slice_rows(0, rows);
   Tensor hidden = step_hidden_.tensor().slice_rows(0, rows);  // step 1's hidden input
   if (tokens > 0) {
     // The draft extend: every verified position, each request's row at its accepted path's end.
@@ -284,7 +280,7 @@ void EagleChain::enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t ma
     const model::DraftOutput out =
         draft_.forward_planned(fb, extend_hidden_.tensor().slice_rows(0, fb.num_tokens),
                                device_view(extend_at(kExtendOutRows), rows));
-    draft_.greedy_ids(out.logits, scratch, ids0);
+    draft_.greedy_ids(out.logits, ids0);
     hidden = first_hidden_.tensor().slice_rows(0, rows);
     kernels::copy_async(out.hidden_states, hidden, stream);
   } else {
@@ -296,7 +292,7 @@ void EagleChain::enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t ma
     const ForwardBatch fb = step_batch(j, rows, max_seq_len);
     if (plan) draft_.attention().plan(fb);
     const model::DraftOutput out = draft_.forward_planned(fb, hidden);
-    draft_.greedy_ids(out.logits, scratch, device_view(ids_at(j), rows));
+    draft_.greedy_ids(out.logits, device_view(ids_at(j), rows));
     if (j < steps) {
       hidden = step_hidden_.tensor().slice_rows(0, rows);
       kernels::copy_async(out.hidden_states, hidden, stream);
@@ -425,28 +421,16 @@ void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int
                       stream);
   // Each request's next chain: its last token at the accepted path's end + 1, its steps' K/V in
   // its row's scratch slots after its kept ones.
-  size_t total = 0;
   int32_t max_seq_len = 1;
-  for (const VerifiedRequest& r : requests) {
-    total += static_cast<size_t>(r.prefix_len + r.accepted + 1 + max_steps_);
-    max_seq_len =
-        std::max({max_seq_len, r.prefix_len + tokens, r.prefix_len + r.accepted + 1 + max_steps_});
-  }
-  scratch_lists_.clear();
-  scratch_lists_.reserve(total);  // the spans below point into it
   std::vector<ChainRequest> chains;
   pending_.clear();
   for (int32_t b = 0; b < bs; ++b) {
     const VerifiedRequest& r = requests[static_cast<size_t>(b)];
     const int32_t next_prefix = r.prefix_len + r.accepted + 1;
-    const size_t from = scratch_lists_.size();
-    scratch_lists_.insert(scratch_lists_.end(), r.kv_slots.begin(),
-                          r.kv_slots.begin() + next_prefix);
-    for (int32_t j = 1; j <= max_steps_; ++j) {
-      scratch_lists_.push_back(draft_.scratch_slot_base() + b * max_steps_ + j - 1);
-    }
+    max_seq_len = std::max({max_seq_len, r.prefix_len + tokens, next_prefix + max_steps_});
     chains.push_back({r.req_pool_idx, next_prefix, max_steps_ + 1,
-                      std::span(scratch_lists_.data() + from, scratch_lists_.size() - from)});
+                      r.kv_slots.first(static_cast<size_t>(next_prefix)),
+                      draft_.scratch_slot_base() + b * max_steps_});
     pending_.push_back({r.req_pool_idx, next_prefix, {}});
   }
   const int32_t bucket = graph_rows(bs, tokens, max_steps_);

@@ -36,8 +36,12 @@ struct ChainRequest {
   int32_t req_pool_idx = 0;  // its draft state's row (and its req_to_token row)
   int32_t prefix_len = 0;
   int32_t drafts = 0;  // >= 1
-  // Its KV slots of positions [0, prefix_len + drafts - 1).
+  // Its KV slots of positions [0, prefix_len + drafts - 1), or of [0, prefix_len) when the steps
+  // store at scratch slots.
   std::span<const int32_t> kv_slots;
+  // >= 0: step j stores its K/V at draft-pool slot scratch_base + j - 1 (a chain drafted ahead
+  // of its verify, whose slots do not exist yet).
+  int32_t scratch_base = -1;
 };
 
 // One request of a verify pass of `tokens` tokens a request, at positions [prefix_len,
@@ -101,6 +105,15 @@ class EagleChain {
   int64_t fill_chain(std::span<const ChainRequest> requests, int32_t rows, int32_t steps);
   int64_t fill_extend(std::span<const VerifiedRequest> requests, int32_t rows, int32_t tokens);
   void upload(int64_t from, int64_t count);
+  // Where one pass's arrays start (the requests' rows array is always at 0).
+  struct PassArrays {
+    int64_t ids, positions, slots;               // [rows * tokens_each]
+    int64_t seq_lens, prefix_lens, extend_lens;  // [rows]
+    int64_t qo_indptr, kv_indptr;                // [rows + 1]
+    int64_t kv_indices;                          // [capacity * max_context_len]
+  };
+  ForwardBatch pass_batch(ForwardMode mode, const PassArrays& at, int32_t rows, int32_t tokens_each,
+                          int32_t max_seq_len) const;
   // The batch of chain step `step` over the first `rows` rows, and of the draft extend;
   // max_seq_len an upper bound.
   ForwardBatch step_batch(int32_t step, int32_t rows, int32_t max_seq_len) const;
@@ -130,12 +143,10 @@ class EagleChain {
   Buffer step_hidden_;                            // [capacity, H]: a step's hidden input
   Buffer first_hidden_;                           // [capacity, H]: the draft extend's rows
   Buffer extend_hidden_;                          // [capacity * max_tokens, W]: its input
-  Buffer greedy_scratch_;                         // i32 [capacity]: argmax before d2t
   // The pending drafts of extend_and_draft, and the end of its queued work: its uploads read
   // the host arrays, its last copy writes the drafts there.
   std::vector<PendingDrafts> pending_;
   backend::StreamEvent pending_copied_;
-  std::vector<int32_t> scratch_lists_;  // host: the chains' KV slot lists after a verify
   std::unique_ptr<Graphs> graphs_;
 };
 

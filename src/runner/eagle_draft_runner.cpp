@@ -90,6 +90,7 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
     runner->draft_to_target_table_ = Buffer(target.allocator(), DType::kI32, {n, 1});
     kernels::copy(Tensor(const_cast<int32_t*>(to_target.data()), DType::kI32, {n, 1}),
                   runner->draft_to_target_table_, target.stream());
+    runner->draft_argmax_ = Buffer(target.allocator(), DType::kI32, {o.max_batch_size});
   }
   const attention::AttentionConfig attn{c.num_attention_heads, c.num_key_value_heads, c.head_dim,
                                         1.0f / std::sqrt(static_cast<float>(c.head_dim))};
@@ -114,18 +115,16 @@ model::DraftOutput EagleDraftRunner::forward_planned(const ForwardBatch& fb,
   return model_->forward(fb, hidden_in, ctx, out_rows);
 }
 
-void EagleDraftRunner::greedy_ids(const Tensor& logits, const Tensor& scratch, const Tensor& ids) {
+void EagleDraftRunner::greedy_ids(const Tensor& logits, const Tensor& ids) {
   const int64_t n = logits.size(0);
-  SGL_CHECK(scratch.numel() == n && ids.numel() == n)
-      << "greedy_ids: " << n << " rows into " << scratch.shape_string() << " / "
-      << ids.shape_string();
+  SGL_CHECK(ids.numel() == n) << "greedy_ids: " << n << " rows into " << ids.shape_string();
   if (!draft_to_target_table_.tensor().defined()) {
     kernels::argmax_rows(logits, ids.reshape({n}), target_.stream());
     return;
   }
-  kernels::argmax_rows(logits, scratch.reshape({n}), target_.stream());
-  kernels::embedding(scratch.reshape({n}), draft_to_target_table_, ids.reshape({n, 1}),
-                     target_.stream());
+  const Tensor draft_ids = draft_argmax_.tensor().slice_rows(0, n);
+  kernels::argmax_rows(logits, draft_ids, target_.stream());
+  kernels::embedding(draft_ids, draft_to_target_table_, ids.reshape({n, 1}), target_.stream());
 }
 
 }  // namespace sgl::runner

@@ -57,9 +57,10 @@ class EagleDraftRunner {
   // as model::EagleDraftModel::forward takes them.
   model::DraftOutput forward_planned(const ForwardBatch& fb, const Tensor& hidden_in,
                                      const Tensor& out_rows = {});
-  // ids [n] = each row's greedy draft of `logits` [n, draft vocab] as a target id (the argmax,
-  // draft_to_target applied), on the device, queued on the target's stream; `scratch`: i32 [n].
-  void greedy_ids(const Tensor& logits, const Tensor& scratch, const Tensor& ids);
+  // ids [n] = each row's greedy draft of `logits` [n <= max_batch_size, draft vocab] as a
+  // target id (the argmax, draft_to_target applied), on the device, queued on the target's
+  // stream; graph-capturable.
+  void greedy_ids(const Tensor& logits, const Tensor& ids);
 
  private:
   explicit EagleDraftRunner(ModelRunner& target) : target_(target) {}
@@ -69,6 +70,7 @@ class EagleDraftRunner {
   int32_t num_steps_ = 1;
   int32_t scratch_slot_base_ = 0;
   Buffer draft_to_target_table_;  // i32 [draft vocab, 1] on the device (EAGLE-3)
+  Buffer draft_argmax_;           // i32 [max_batch_size]: greedy_ids' ids before the map
   std::unique_ptr<model::EagleDraftModel> model_;
   std::unique_ptr<attention::KvPool> kv_pool_;
   std::unique_ptr<attention::AttentionBackend> attention_;

@@ -33,7 +33,6 @@ EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& 
     first_draft_ = Buffer(allocator, DType::kI32, {max_reqs, 1});
     kernels::zero(first_draft_, target.stream());  // a valid id for rows never extended
     greedy_ids_ = Buffer(allocator, DType::kI32, {max_bs, 1});
-    greedy_scratch_ = Buffer(allocator, DType::kI32, {max_bs});
     chain_ = std::make_unique<EagleChain>(draft, req_to_token, first_draft_, hidden_state_,
                                           static_cast<int32_t>(max_bs));
     next_drafts_.resize(static_cast<size_t>(max_reqs));
@@ -94,7 +93,7 @@ void EagleWorker::extend_kept(std::span<const BatchRequest> requests, const Tens
   // are); the ids stay on the device, where the chain's steps read them.
   const auto n = static_cast<int64_t>(requests.size());
   const Tensor ids = greedy_ids_.tensor().slice_rows(0, n);
-  draft_.greedy_ids(out.logits, greedy_scratch_.tensor().slice_rows(0, n), ids);
+  draft_.greedy_ids(out.logits, ids);
   kernels::scatter_rows(ids, scatter_rows_.tensor().slice_rows(0, n), first_draft_,
                         target.stream());
 }

@@ -73,10 +73,9 @@ class EagleWorker {
   int64_t hidden_size_;
   // Per request row: the draft's last hidden state and (chains) its next first draft, a target
   // id; a draft pass writes them on the device.
-  Buffer hidden_state_;    // [max_reqs, H], the compute dtype
-  Buffer first_draft_;     // i32 [max_reqs, 1]
-  Buffer greedy_ids_;      // i32 [max_batch_size, 1]: a pass's first drafts before the scatter
-  Buffer greedy_scratch_;  // i32 [max_batch_size]
+  Buffer hidden_state_;  // [max_reqs, H], the compute dtype
+  Buffer first_draft_;   // i32 [max_reqs, 1]
+  Buffer greedy_ids_;    // i32 [max_batch_size, 1]: a pass's first drafts before the scatter
   std::unique_ptr<EagleChain> chain_;  // chains' draft steps
   // Chains: per request row, the drafts the last verify's draft extend left for its next
   // verify, whose last token sits at prefix_len (-1: none).
