@@ -223,7 +223,11 @@ bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
   std::vector<Message> messages;
   {
     std::unique_lock lock(inbox_mutex_);
-    inbox_cv_.wait_for(lock, max_wait, [this] { return stopping_ || !inbox_.empty(); });
+    // No timed wait when not waiting: one with a deadline already past still sleeps until a
+    // timer fires (tens of microseconds, between every two steps).
+    if (max_wait.count() > 0) {
+      inbox_cv_.wait_for(lock, max_wait, [this] { return stopping_ || !inbox_.empty(); });
+    }
     if (stopping_) return false;
     messages.swap(inbox_);
   }
@@ -298,7 +302,7 @@ void Engine::loop(runner::BatchRunner& runner) {
   if (options_.disable_overlap_schedule) {
     executor = std::make_unique<runner::SyncExecutor>(runner);
   } else {
-    executor = std::make_unique<runner::AsyncExecutor>(runner);
+    executor = std::make_unique<runner::AsyncExecutor>(runner, options_.executor_spin);
   }
   const bool overlap = !options_.disable_overlap_schedule;
   struct InFlight {

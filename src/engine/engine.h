@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -26,7 +27,10 @@ namespace sgl::engine {
 struct EngineOptions {
   scheduler::SchedulerOptions scheduler;
   bool disable_overlap_schedule = false;  // --disable-overlap-schedule
-  int32_t num_kv_slots = 0;               // KV pool size (the runner's)
+  // How long the overlap loop's two threads poll before sleeping when one waits for the other
+  // (runner::AsyncExecutor): GPU engines poll, a CPU engine's steps are long enough to sleep.
+  std::chrono::microseconds executor_spin{0};
+  int32_t num_kv_slots = 0;  // KV pool size (the runner's)
   int32_t context_length = 0;
   int64_t vocab_size = 0;      // ids outside [0, vocab) are rejected
   int64_t max_num_tokens = 0;  // tokens one forward can take (the runner's)

@@ -18,8 +18,9 @@ enum class LogitsMode {
 };
 
 // An input id the host does not know yet: the id that the runner's latest sampling on the device
-// drew for its request `row` (GPU only; the runner resolves it on the device before the model
-// reads it), so a decode step can be queued before the step before it has returned its ids.
+// drew for its request `row` (or row `row` of ForwardBatch::id_ref_table; the runner resolves it
+// on the device before the model reads it), so a step can be queued before the ids it reads
+// have reached the host.
 SGL_HOST_DEVICE constexpr int32_t sampled_id_ref(int32_t row) { return -(row + 1); }
 SGL_HOST_DEVICE constexpr bool is_sampled_id_ref(int32_t id) { return id < 0; }
 SGL_HOST_DEVICE constexpr int32_t sampled_id_row(int32_t ref) { return -ref - 1; }
@@ -42,6 +43,9 @@ struct ForwardBatch {
   int32_t max_seq_len = 0;  // max over seq_lens
   // 1 + the largest row a sampled_id_ref() input names; 0 when the input ids are all known.
   int32_t sampled_id_rows = 0;
+  // i32 [>= sampled_id_rows], on the batch's device: the ids sampled_id_ref() inputs name, in
+  // place of the latest device sampling's (EAGLE: the drafts a chain left on the device).
+  Tensor id_ref_table;
   CaptureHiddenMode capture_hidden_mode = CaptureHiddenMode::kNull;
   // kNone: logits. Otherwise (an embedding model's batch) one pooled row per request instead:
   // its last token's final hidden state (kLast) or the sum of this pass's (kMean: a prompt may

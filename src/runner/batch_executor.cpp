@@ -1,6 +1,8 @@
 // In-order batch execution, inline or on a worker thread.
 #include "runner/batch_executor.h"
 
+#include <thread>
+
 #include "core/check.h"
 
 namespace sgl::runner {
@@ -26,8 +28,15 @@ ExecResult ComputingBatchRunner::finish() {
   return result;
 }
 
-AsyncExecutor::AsyncExecutor(BatchRunner& runner)
-    : runner_(runner), worker_([this] { worker_loop(); }) {}
+AsyncExecutor::AsyncExecutor(BatchRunner& runner, std::chrono::microseconds spin)
+    : runner_(runner), spin_(spin), worker_([this] { worker_loop(); }) {}
+
+template <typename Ready>
+void AsyncExecutor::spin_until(Ready ready) const {
+  if (spin_.count() <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + spin_;
+  while (!ready() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+}
 
 AsyncExecutor::~AsyncExecutor() {
   {
@@ -42,12 +51,14 @@ void AsyncExecutor::submit(ExecBatch batch) {
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(batch));
+    ++queued_;
     ++in_flight_;
   }
   cv_.notify_all();
 }
 
 ExecResult AsyncExecutor::wait() {
+  spin_until([this] { return launched_.load(std::memory_order_acquire) > 0; });
   {
     std::unique_lock lock(mutex_);
     SGL_CHECK(in_flight_ > 0) << "wait() with nothing submitted";
@@ -68,12 +79,14 @@ int64_t AsyncExecutor::in_flight() const {
 void AsyncExecutor::worker_loop() {
   for (;;) {
     ExecBatch batch;
+    spin_until([this] { return queued_.load(std::memory_order_acquire) > 0; });
     {
       std::unique_lock lock(mutex_);
       cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stop_ with nothing left
       batch = std::move(queue_.front());
       queue_.pop_front();
+      --queued_;
     }
     runner_.launch(batch);
     {

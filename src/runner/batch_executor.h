@@ -2,6 +2,8 @@
 // scheduler can build batch N+1 while batch N runs (the overlap loop).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -155,7 +157,10 @@ class SyncExecutor final : public BatchExecutor {
 // batch N's results reach the host (the overlap loop).
 class AsyncExecutor final : public BatchExecutor {
  public:
-  explicit AsyncExecutor(BatchRunner& runner);
+  // `spin`: how long the worker (for a submission) and wait() (for a launch) poll before they
+  // sleep. Every step hands a batch one way and a result back; a sleeping thread wakes tens of
+  // microseconds late, which a GPU step of half a millisecond feels (0: sleep at once).
+  explicit AsyncExecutor(BatchRunner& runner, std::chrono::microseconds spin = {});
   ~AsyncExecutor() override;
   void submit(ExecBatch batch) override;
   ExecResult wait() override;
@@ -163,12 +168,18 @@ class AsyncExecutor final : public BatchExecutor {
 
  private:
   void worker_loop();
+  // Polls `ready` (read without the lock) for up to spin_; the caller then waits on cv_.
+  template <typename Ready>
+  void spin_until(Ready ready) const;
   BatchRunner& runner_;
+  const std::chrono::microseconds spin_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<ExecBatch> queue_;  // submitted, not launched
-  int64_t launched_ = 0;         // launched, not finished
-  int64_t in_flight_ = 0;        // submitted, not finished
+  // Changed under mutex_; atomic for spin_until's unlocked reads.
+  std::atomic<int64_t> queued_ = 0;    // queue_.size()
+  std::atomic<int64_t> launched_ = 0;  // launched, not finished
+  int64_t in_flight_ = 0;              // submitted, not finished
   bool stop_ = false;
   std::thread worker_;
 };

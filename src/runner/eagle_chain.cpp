@@ -13,6 +13,7 @@
 #include "kernels/copy.h"
 #include "kernels/embedding.h"
 #include "kernels/gather.h"
+#include "runner/eagle_chain_accept.h"
 #ifdef SGL_WITH_CUDA
 #include "backend/cuda/cuda_graph.h"
 #include "runner/cuda_graph_runner.h"
@@ -61,6 +62,7 @@ EagleChain::EagleChain(EagleDraftRunner& draft, const cache::ReqToTokenTable& re
       max_steps_(draft.num_steps() - 1),
       max_tokens_(draft.num_steps() + 1),
       max_context_len_(req_to_token.max_context_len()),
+      pending_row_of_(static_cast<size_t>(req_to_token.size()), -1),
       graphs_(std::make_unique<Graphs>()) {
   ModelRunner& target = draft.target();
   const int64_t total = extend_at(kExtendKvIndices) + int64_t{capacity_} * max_context_len_;
@@ -189,14 +191,13 @@ int64_t EagleChain::fill_extend(std::span<const VerifiedRequest> requests, int32
   for (int32_t b = 0; b < rows; ++b) {
     const bool real = b < static_cast<int32_t>(requests.size());
     const VerifiedRequest r = real ? requests[static_cast<size_t>(b)] : VerifiedRequest{};
-    SGL_CHECK(!real || (static_cast<int32_t>(r.sampled.size()) == tokens &&
-                        static_cast<int32_t>(r.kv_slots.size()) == r.prefix_len + tokens &&
-                        r.accepted >= 0 && r.accepted < tokens))
-        << "draft extend request row " << r.req_pool_idx << ": " << r.sampled.size() << " ids, "
-        << r.kv_slots.size() << " slots at prefix " << r.prefix_len;
+    SGL_CHECK(!real || static_cast<int32_t>(r.kv_slots.size()) == r.prefix_len + tokens)
+        << "draft extend request row " << r.req_pool_idx << ": " << r.kv_slots.size()
+        << " slots at prefix " << r.prefix_len;
+    // A real row's ids and out row follow from its accept count (apply_accept).
     for (int32_t i = 0; i < tokens; ++i) {
       const int64_t t = int64_t{b} * tokens + i;
-      at(kExtendIds)[t] = real ? r.sampled[static_cast<size_t>(i)] : 0;
+      at(kExtendIds)[t] = 0;
       at(kExtendPositions)[t] = std::min(r.prefix_len + i, max_pos);
       at(kExtendSlots)[t] = real ? r.kv_slots[static_cast<size_t>(r.prefix_len + i)] : kTrashSlot;
     }
@@ -204,7 +205,7 @@ int64_t EagleChain::fill_extend(std::span<const VerifiedRequest> requests, int32
     at(kExtendPrefixLens)[b] = r.prefix_len;
     at(kExtendLens)[b] = tokens;
     at(kExtendQoIndptr)[b] = b * tokens;
-    at(kExtendOutRows)[b] = b * tokens + r.accepted;  // the accepted path's end
+    at(kExtendOutRows)[b] = b * tokens;
     int32_t* indices = at(kExtendKvIndices) + kv;
     if (real) {
       std::copy(r.kv_slots.begin(), r.kv_slots.end(), indices);
@@ -371,7 +372,7 @@ void EagleChain::capture_graphs() {
 
 std::vector<std::vector<int32_t>> EagleChain::draft(std::span<const ChainRequest> requests) {
   pending_copied_.synchronize();  // the host arrays are free once the last run read them
-  pending_.clear();               // the ids below overwrite them
+  clear_pending();                // the ids below overwrite them
   const auto bs = static_cast<int32_t>(requests.size());
   int32_t drafts = 0, max_prefix = 0;
   for (const ChainRequest& r : requests) {
@@ -408,30 +409,33 @@ std::vector<std::vector<int32_t>> EagleChain::draft(std::span<const ChainRequest
 }
 
 void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int32_t tokens,
-                                  const Tensor& target_hidden) {
+                                  const Tensor& target_hidden, const VerifyIds& ids) {
   const auto bs = static_cast<int32_t>(requests.size());
   SGL_CHECK(bs >= 1 && bs <= capacity_ && tokens >= 2 && tokens <= max_tokens_ &&
             target_hidden.size(0) == int64_t{bs} * tokens &&
-            target_hidden.size(1) == extend_hidden_.tensor().size(1))
+            target_hidden.size(1) == extend_hidden_.tensor().size(1) &&
+            ids.input_ids.numel() == int64_t{bs} * tokens &&
+            ids.sampled.numel() == int64_t{bs} * tokens)
       << "draft extend of " << bs << " requests, " << tokens << " tokens, hidden "
       << target_hidden.shape_string();
   const backend::Stream stream = draft_.target().stream();
   pending_copied_.synchronize();  // the host arrays are free once the last run read them
   kernels::copy_async(target_hidden, extend_hidden_.tensor().slice_rows(0, target_hidden.size(0)),
                       stream);
-  // Each request's next chain: its last token at the accepted path's end + 1, its steps' K/V in
-  // its row's scratch slots after its kept ones.
+  // Each request's next chain, filled as if every draft stood (its last token at prefix_len +
+  // tokens); apply_accept moves it to the accepted path's end + 1. Its steps' K/V go to its
+  // row's scratch slots after its kept ones.
   int32_t max_seq_len = 1;
   std::vector<ChainRequest> chains;
-  pending_.clear();
+  clear_pending();
   for (int32_t b = 0; b < bs; ++b) {
     const VerifiedRequest& r = requests[static_cast<size_t>(b)];
-    const int32_t next_prefix = r.prefix_len + r.accepted + 1;
-    max_seq_len = std::max({max_seq_len, r.prefix_len + tokens, next_prefix + max_steps_});
-    chains.push_back({r.req_pool_idx, next_prefix, max_steps_ + 1,
-                      r.kv_slots.first(static_cast<size_t>(next_prefix)),
+    const int32_t longest_prefix = r.prefix_len + tokens;
+    max_seq_len = std::max(max_seq_len, longest_prefix + max_steps_);
+    chains.push_back({r.req_pool_idx, longest_prefix, max_steps_ + 1, r.kv_slots,
                       draft_.scratch_slot_base() + b * max_steps_});
-    pending_.push_back({r.req_pool_idx, next_prefix, {}});
+    pending_.push_back({r.req_pool_idx, -1, {}});
+    pending_verify_prefix_.push_back(r.prefix_len);
   }
   const int32_t bucket = graph_rows(bs, tokens, max_steps_);
   const int32_t rows = bucket > 0 ? bucket : bs;
@@ -439,6 +443,7 @@ void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int
   const int64_t extend_ints = fill_extend(requests, rows, tokens);  // rewrites the rows array
   upload(0, chain_ints);
   upload(extend_at(kExtendIds), extend_ints);
+  apply_accept(bs, tokens, ids);
   if (bucket > 0) {
     replay(rows, tokens, max_steps_);
   } else {
@@ -455,12 +460,66 @@ void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int
   pending_copied_.record(stream);
 }
 
+void EagleChain::apply_accept(int32_t bs, int32_t tokens, const VerifyIds& ids) {
+  auto ptr = [&](int64_t at) { return device_view(at, 1).data<int32_t>(); };
+  ChainAcceptArgs args;
+  args.verify_ids = ids.input_ids.data<int32_t>();
+  args.id_table = ids.id_table.defined() ? ids.id_table.data<int32_t>() : nullptr;
+  args.sampled = ids.sampled.data<int32_t>();
+  args.bs = bs;
+  args.tokens = tokens;
+  args.forced_accept = ids.forced_accept;
+  args.vocab_size = static_cast<int32_t>(draft_.target().config().vocab_size);
+  args.steps = max_steps_;
+  args.capacity = capacity_;
+  args.max_position = static_cast<int32_t>(draft_.target().context_length()) - 1;
+  args.scratch_base = draft_.scratch_slot_base();
+  args.prefix_lens = ptr(extend_at(kExtendPrefixLens));
+  args.kv_indptr = ptr(kv_indptr_at());
+  args.extend_ids = ptr(extend_at(kExtendIds));
+  args.out_rows = ptr(extend_at(kExtendOutRows));
+  args.positions = ptr(step_at(kPositions, 1));
+  args.seq_lens = ptr(step_at(kSeqLens, 1));
+  args.step_prefix_lens = ptr(step_at(kPrefixLens, 1));
+  args.kv_indices = ptr(kv_indices_at());
+  if (!device_.tensor().defined()) {
+    for (int32_t b = 0; b < bs; ++b) apply_chain_accept(args, b);
+    return;
+  }
+#ifdef SGL_WITH_CUDA
+  cuda::apply_chain_accept(args, draft_.target().stream());
+#endif
+}
+
+void EagleChain::set_accepted(std::span<const int32_t> accepted) {
+  SGL_CHECK_EQ(accepted.size(), pending_.size()) << "accept counts of another verify";
+  for (size_t b = 0; b < pending_.size(); ++b) {
+    pending_[b].prefix_len = pending_verify_prefix_[b] + accepted[b] + 1;
+    pending_row_of_[static_cast<size_t>(pending_[b].req_pool_idx)] = static_cast<int32_t>(b);
+  }
+}
+
+int32_t EagleChain::pending_row(int32_t req_pool_idx, int32_t prefix_len) const {
+  const int32_t b = pending_row_of_[static_cast<size_t>(req_pool_idx)];
+  return b >= 0 && pending_[static_cast<size_t>(b)].prefix_len == prefix_len ? b : -1;
+}
+
+void EagleChain::clear_pending() {
+  for (const PendingDrafts& p : pending_) pending_row_of_[static_cast<size_t>(p.req_pool_idx)] = -1;
+  pending_.clear();
+  pending_verify_prefix_.clear();
+}
+
+Tensor EagleChain::draft_ids() const {
+  return device_view(ids_at(0), int64_t{max_steps_ + 1} * capacity_);
+}
+
 std::vector<PendingDrafts> EagleChain::take_drafts() {
   if (pending_.empty()) return {};
   pending_copied_.synchronize();
   const int32_t* h = host_.data<int32_t>() + ids_at(0);
-  std::vector<PendingDrafts> out = std::move(pending_);
-  pending_.clear();
+  std::vector<PendingDrafts> out = pending_;
+  clear_pending();
   for (size_t b = 0; b < out.size(); ++b) {
     for (int32_t k = 0; k <= max_steps_; ++k) {
       out[b].drafts.push_back(h[int64_t{k} * capacity_ + static_cast<int64_t>(b)]);

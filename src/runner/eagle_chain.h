@@ -3,10 +3,12 @@
 // and one copy brings a batch's drafts back. Two entries:
 //   - draft(): before a verify pass, from each request's draft state (current after a prefill
 //     or a plain decode); the steps store their K/V at the verify pass's own slots;
-//   - extend_and_draft(): right after a verify pass of T tokens a request, SGLang's draft
+//   - extend_and_draft(): right behind a verify pass of T tokens a request, SGLang's draft
 //     extend over all T positions (those past each accepted path compute K/V nobody reads),
 //     then the next chain from each accepted path's end, its K/V in scratch slots. Nothing
-//     waits: the drafts come back while the scheduler prepares the next batch (take_drafts()).
+//     waits: each request's accept count is computed on the device (eagle_chain_accept.h),
+//     and the drafts stay there for the next verify (draft_ids()) and come back to the host
+//     meanwhile (take_drafts()).
 // On the GPU each shape replays a CUDA graph (captured at start, like the decode graphs); on
 // the CPU, with graphs disabled and past the largest bucket, the same work runs eagerly.
 // Counts, for --speculative-num-steps S: a chain has up to S drafts; draft 1 needs no step
@@ -45,15 +47,23 @@ struct ChainRequest {
 };
 
 // One request of a verify pass of `tokens` tokens a request, at positions [prefix_len,
-// prefix_len + tokens), of which the first 1 + accepted stand.
+// prefix_len + tokens).
 struct VerifiedRequest {
   int32_t req_pool_idx = 0;
   int32_t prefix_len = 0;
-  int32_t accepted = 0;
   std::span<const int32_t> kv_slots;  // [prefix_len + tokens]: the table row, the verify's slots
-  // [tokens]: the verify's sampled ids; position prefix_len + i reads sampled[i], the token
-  // after it (the accepted drafts, then the bonus token, then ids nobody keeps).
-  std::span<const int32_t> sampled;
+};
+
+// A verify pass's ids where they are (the device's, or the host's on the CPU), i32 [bs * tokens]
+// each, request after request: what decides each request's accept count.
+struct VerifyIds {
+  Tensor input_ids;  // its last token and drafts; drafts may be sampled_id_ref()s into id_table
+  Tensor id_table;   // undefined when no input is a reference
+  // The id sampled at each position: position prefix_len + i of the draft extend reads
+  // sampled[i], the token after it (the accepted drafts, then the bonus token, then ids nobody
+  // keeps).
+  Tensor sampled;
+  int32_t forced_accept = 0;  // sgl-bench's --speculative-bench-accept-length (0: off)
 };
 
 // The drafts extend_and_draft() computed for a request whose next verify has its last token at
@@ -78,13 +88,24 @@ class EagleChain {
   // Each request's drafts (its `drafts` of them), as target ids, from its draft state. Waits.
   std::vector<std::vector<int32_t>> draft(std::span<const ChainRequest> requests);
 
-  // After a verify pass: the draft extend over every token of it (target_hidden [bs * tokens,
+  // Behind a verify pass: the draft extend over every token of it (target_hidden [bs * tokens,
   // W], the pass's rows in order) and the next num_steps drafts of each request, queued; the
   // draft state of each request is left at its accepted path's end. A pending batch of drafts
   // not taken is dropped.
   void extend_and_draft(std::span<const VerifiedRequest> requests, int32_t tokens,
-                        const Tensor& target_hidden);
-  // The latest extend_and_draft()'s drafts (waiting for them), once; empty when none.
+                        const Tensor& target_hidden, const VerifyIds& ids);
+  // The accept count of each request of the last extend_and_draft() (as the host counted it
+  // once the verify's ids came back): where its pending drafts start.
+  void set_accepted(std::span<const int32_t> accepted);
+  // The row of the pending drafts for a verify of `req_pool_idx` with its last token at
+  // `prefix_len`, or -1 (none, or set_accepted() not called yet).
+  int32_t pending_row(int32_t req_pool_idx, int32_t prefix_len) const;
+  // i32 [num_steps * capacity]: where the pending drafts are: draft k of pending row b at
+  // draft_id_index(b, k), valid for work queued before the next chain.
+  Tensor draft_ids() const;
+  int64_t draft_id_index(int32_t row, int32_t k) const { return int64_t{k} * capacity_ + row; }
+  // The latest extend_and_draft()'s drafts (waiting for them), once; empty when none. Their
+  // prefix_len is -1 until set_accepted().
   std::vector<PendingDrafts> take_drafts();
 
  private:
@@ -104,6 +125,10 @@ class EagleChain {
   // array that goes to the device.
   int64_t fill_chain(std::span<const ChainRequest> requests, int32_t rows, int32_t steps);
   int64_t fill_extend(std::span<const VerifiedRequest> requests, int32_t rows, int32_t tokens);
+  // Queues apply_chain_accept over the extend's bs rows (eagle_chain_accept.h), after the
+  // uploads of fill_chain's and fill_extend's arrays.
+  void apply_accept(int32_t bs, int32_t tokens, const VerifyIds& ids);
+  void clear_pending();
   void upload(int64_t from, int64_t count);
   // Where one pass's arrays start (the requests' rows array is always at 0).
   struct PassArrays {
@@ -146,6 +171,8 @@ class EagleChain {
   // The pending drafts of extend_and_draft, and the end of its queued work: its uploads read
   // the host arrays, its last copy writes the drafts there.
   std::vector<PendingDrafts> pending_;
+  std::vector<int32_t> pending_verify_prefix_;  // the verify's prefix_len of each pending row
+  std::vector<int32_t> pending_row_of_;         // by request row: its pending row, or -1
   backend::StreamEvent pending_copied_;
   std::unique_ptr<Graphs> graphs_;
 };

@@ -213,9 +213,30 @@ void EagleWorker::take_pending_drafts() {
 }
 
 std::vector<std::vector<int32_t>> EagleWorker::draft_chain(const ExecBatch& batch) {
+  std::vector<std::vector<int32_t>> drafts(batch.requests.size());
+  // The usual step: every verify's drafts were left by the last verify's chain. They stay on the
+  // device (references), so nothing waits for that chain here.
+  referenced_.clear();
+  bool all_pending = true;
+  for (size_t i = 0; i < batch.requests.size() && all_pending; ++i) {
+    const ExecRequest& r = batch.requests[i];
+    if (r.sample_rows <= 1) continue;
+    const int32_t b = chain_->pending_row(r.req_pool_idx, r.prefix_len);
+    all_pending = b >= 0;
+    referenced_.emplace_back(i, b);
+  }
+  if (all_pending && !referenced_.empty()) {
+    for (const auto& [i, b] : referenced_) {
+      next_drafts_[static_cast<size_t>(batch.requests[i].req_pool_idx)].prefix_len = -1;
+      for (int32_t k = 0; k < batch.requests[i].sample_rows - 1; ++k) {
+        drafts[i].push_back(sampled_id_ref(static_cast<int32_t>(chain_->draft_id_index(b, k))));
+      }
+    }
+    return drafts;
+  }
+  referenced_.clear();
   // Drafts the last verify left (for the positions each request has now, if it still does).
   take_pending_drafts();
-  std::vector<std::vector<int32_t>> drafts(batch.requests.size());
   std::vector<ChainRequest> chain;
   std::vector<size_t> who;
   for (size_t i = 0; i < batch.requests.size(); ++i) {
@@ -241,38 +262,73 @@ std::vector<std::vector<int32_t>> EagleWorker::draft_chain(const ExecBatch& batc
   return drafts;
 }
 
-bool EagleWorker::extend_and_draft(const ExecBatch& batch, const Tensor& hidden,
-                                   std::span<const int32_t> sampled,
-                                   const std::vector<speculative::DraftTree>& drafts) {
-  if (chain_ == nullptr) return false;
+Tensor EagleWorker::draft_id_table() const {
+  return referenced_.empty() ? Tensor() : chain_->draft_ids();
+}
+
+void EagleWorker::resolve_drafts(std::vector<speculative::DraftTree>& drafts) {
+  if (referenced_.empty()) return;
+  const std::vector<PendingDrafts> pending = chain_->take_drafts();
+  for (const auto& [i, b] : referenced_) {
+    const std::vector<int32_t>& ids = pending[static_cast<size_t>(b)].drafts;
+    std::vector<int32_t>& tokens = drafts[i].tokens;
+    std::copy(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(tokens.size()),
+              tokens.begin());
+  }
+  referenced_.clear();
+}
+
+const Tensor& EagleWorker::draft_input(const model::ModelOutput& target) const {
+  const bool eagle3 = draft_.config().kind == model::DraftKind::kEagle3;
+  return eagle3 ? target.aux_hidden_states : target.hidden_states;
+}
+
+bool EagleWorker::queue_extend_and_draft(const ExecBatch& batch, const model::ModelOutput& target,
+                                         const VerifyIds& ids) {
+  if (chain_ == nullptr || batch.requests.empty()) return false;
   const int32_t tokens = batch.requests.front().sample_rows;
   std::vector<VerifiedRequest> verified;
-  size_t row = 0;
-  for (size_t i = 0; i < batch.requests.size(); ++i) {
-    const ExecRequest& r = batch.requests[i];
+  for (const ExecRequest& r : batch.requests) {
     // Every request a chain verify of `tokens` tokens, with room for the next chain's steps.
     if (r.sample_rows != tokens || r.extend_len != tokens || tokens < 2 ||
         r.prefix_len + tokens + draft_.num_steps() > req_to_token_.max_context_len()) {
       return false;
     }
-    const std::span<const int32_t> ids = sampled.subspan(row, static_cast<size_t>(tokens));
-    row += static_cast<size_t>(tokens);
     verified.push_back(
-        {r.req_pool_idx, r.prefix_len, speculative::accepted_drafts(drafts[i].tokens, ids),
-         req_to_token_.row(r.req_pool_idx).first(static_cast<size_t>(r.prefix_len + tokens)), ids});
+        {r.req_pool_idx, r.prefix_len,
+         req_to_token_.row(r.req_pool_idx).first(static_cast<size_t>(r.prefix_len + tokens))});
   }
-  chain_->extend_and_draft(verified, tokens, hidden);
+  VerifyIds where = ids;
+  if (where.sampled.device() != draft_.target().options().device) {
+    // Sampled on the host beside a GPU draft (a sampling the device sampler does not take).
+    where.sampled =
+        upload(std::span(where.sampled.data<int32_t>(), static_cast<size_t>(where.sampled.numel())),
+               gather_rows_);
+  }
+  const Tensor& hidden = draft_input(target);
+  SGL_CHECK(hidden.defined() && hidden.size(0) == where.sampled.numel())
+      << "the draft extend needs every token's target hidden states";
+  chain_->extend_and_draft(verified, tokens, hidden, where);
   return true;
 }
 
 void EagleWorker::extend(const ExecBatch& batch, std::span<const int32_t> input_ids,
                          const model::ModelOutput& target, std::span<const int32_t> sampled,
-                         const std::vector<speculative::DraftTree>& drafts) {
-  const bool eagle3 = draft_.config().kind == model::DraftKind::kEagle3;
-  const Tensor& hidden = eagle3 ? target.aux_hidden_states : target.hidden_states;
+                         const std::vector<speculative::DraftTree>& drafts, bool queued) {
+  if (queued) {  // the chain's drafts start where the host now sees each accepted path end
+    std::vector<int32_t> accepted;
+    size_t row = 0;
+    for (size_t i = 0; i < batch.requests.size(); ++i) {
+      const auto n = static_cast<size_t>(batch.requests[i].sample_rows);
+      accepted.push_back(speculative::accepted_drafts(drafts[i].tokens, sampled.subspan(row, n)));
+      row += n;
+    }
+    chain_->set_accepted(accepted);
+    return;
+  }
+  const Tensor& hidden = draft_input(target);
   SGL_CHECK(hidden.defined() && hidden.size(0) == static_cast<int64_t>(input_ids.size()))
       << "the draft extend needs every token's target hidden states";
-  if (extend_and_draft(batch, hidden, sampled, drafts)) return;
   // Otherwise the kept positions only, and the next drafts come from the draft state: drafts a
   // verify left for these rows (another request's, if a row was freed and taken) no longer apply.
   if (chain_ != nullptr) {

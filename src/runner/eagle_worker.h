@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "cache/req_to_token_table.h"
@@ -37,25 +38,35 @@ class EagleWorker {
 
   // [bs]: the drafts of each request of `batch` with sample_rows > 1 (sample_rows - 1 of them,
   // at the positions after its last token), empty for the others. A chain's trees hold tokens
-  // only (no parents, no depths). Runs the draft steps.
+  // only (no parents, no depths). Runs the draft steps, or (the usual chain verify) names the
+  // drafts the last verify's chain left on the device: sampled_id_ref()s into draft_id_table(),
+  // which the verify pass resolves on the device, so it queues behind that chain at once.
   std::vector<speculative::DraftTree> draft(const ExecBatch& batch);
+  // Where draft()'s references point (undefined when it returned none).
+  Tensor draft_id_table() const;
+  // Replaces draft()'s references by their ids (waiting for the chain's copy to the host).
+  void resolve_drafts(std::vector<speculative::DraftTree>& drafts);
 
+  // Right behind the target's verify pass over `batch` (or after it): when every request
+  // verified a chain of one length, queues EagleChain::extend_and_draft (the draft extend over
+  // every verified position and the next drafts, the accept counts taken from `ids` where they
+  // are). False, having done nothing, for other batches.
+  bool queue_extend_and_draft(const ExecBatch& batch, const model::ModelOutput& target,
+                              const VerifyIds& ids);
   // After the target's pass over `batch`: `input_ids` [num_tokens] the pass read (drafts filled
   // in), `target` its output with every token's hidden states, `sampled` every sampled row's id
-  // (request after request), `drafts` what draft() returned for it.
+  // (request after request), `drafts` what draft() returned for it (resolved), `queued` what
+  // queue_extend_and_draft() returned for it.
   void extend(const ExecBatch& batch, std::span<const int32_t> input_ids,
               const model::ModelOutput& target, std::span<const int32_t> sampled,
-              const std::vector<speculative::DraftTree>& drafts);
+              const std::vector<speculative::DraftTree>& drafts, bool queued);
 
  private:
   std::vector<std::vector<int32_t>> draft_chain(const ExecBatch& batch);
   // Moves the drafts the last chain verify left into next_drafts_.
   void take_pending_drafts();
-  // extend()'s path for a batch of chain verifies of one length (EagleChain::extend_and_draft:
-  // every verified position, then the next drafts); false, having done nothing, for others.
-  bool extend_and_draft(const ExecBatch& batch, const Tensor& hidden,
-                        std::span<const int32_t> sampled,
-                        const std::vector<speculative::DraftTree>& drafts);
+  // The target's hidden states a draft extend reads (the captured layers', for EAGLE-3).
+  const Tensor& draft_input(const model::ModelOutput& target) const;
   std::vector<speculative::DraftTree> draft_tree(const ExecBatch& batch);
   // Each row's top k (draft_to_target applied) of draft `logits` [rows, draft vocab].
   std::vector<std::vector<speculative::TokenLogprob>> top_k(const Tensor& logits);
@@ -84,9 +95,11 @@ class EagleWorker {
     std::vector<int32_t> drafts;
   };
   std::vector<NextDrafts> next_drafts_;  // [max_reqs]
-  Buffer extend_hidden_;                 // [max_num_tokens, W]: the kept rows of the target's
-  Buffer gather_rows_;                   // i32 [max_num_tokens]
-  Buffer scatter_rows_;                  // i32 [max_batch_size]
+  // draft()'s requests whose drafts are references: (request index, pending row).
+  std::vector<std::pair<size_t, int32_t>> referenced_;
+  Buffer extend_hidden_;  // [max_num_tokens, W]: the kept rows of the target's
+  Buffer gather_rows_;    // i32 [max_num_tokens]
+  Buffer scatter_rows_;   // i32 [max_batch_size]
   // Tree drafts: per request row, the next first draft distribution's top k; a draft step's
   // branches' hidden inputs and outputs (those of the step before feed the children).
   std::vector<std::vector<speculative::TokenLogprob>> next_top_;  // [max_reqs][topk]

@@ -92,7 +92,6 @@ ForwardBatch ForwardBatchBuilder::build(ForwardMode mode, LogitsMode logits_mode
     if (is_sampled_id_ref(id))
       fb.sampled_id_rows = std::max(fb.sampled_id_rows, sampled_id_row(id) + 1);
   }
-  SGL_CHECK(fb.sampled_id_rows == 0 || !device_.is_cpu()) << "sampled id references in a CPU batch";
   fb.mode = mode;
   fb.logits_mode = logits_mode;
   fb.batch_size = static_cast<int32_t>(bs);

@@ -41,7 +41,7 @@ class ForwardBatchBuilder {
   ~ForwardBatchBuilder();
 
   // The returned views stay valid until the next build(). Requests must already have their
-  // new slots written into the table. Input ids may be sampled_id_ref()s (GPU only).
+  // new slots written into the table. Input ids may be sampled_id_ref()s.
   // The device arrays are rewritten in `stream` order, so the next batch may be built while
   // this one runs when both use one stream.
   ForwardBatch build(ForwardMode mode, LogitsMode logits_mode,

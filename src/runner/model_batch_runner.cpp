@@ -134,7 +134,10 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
       score_prompt || verify ? LogitsMode::kAllTokens : LogitsMode::kLastPerRequest;
   ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
   fb.pooling = batch.pooling;
-  if (eagle) fb.capture_hidden_mode = CaptureHiddenMode::kFull;
+  if (eagle) {
+    fb.capture_hidden_mode = CaptureHiddenMode::kFull;
+    fb.id_ref_table = eagle_->draft_id_table();
+  }
   if (pooling) {
     const Tensor pooled = model_runner_.forward_embeddings(fb);
     const float* data = pooled.data<float>();
@@ -149,19 +152,32 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     // host logits.
     model::ModelOutput output;
     const bool rows_sampled = fb.num_logit_rows() == static_cast<int32_t>(sampling.size());
+    std::optional<ModelRunner::LaunchedSample> ticket;
     if ((eagle || verify) && !process && !score_prompt && rows_sampled &&
         model_runner_.can_launch(sampling) && (!batch.vocab_mask.valid() || !verify)) {
-      launched.result.output = model_runner_.collect(model_runner_.launch_forward_and_sample(
-          fb, sampling, batch.vocab_mask.valid() ? &batch.vocab_mask : nullptr, &output));
+      ticket = model_runner_.launch_forward_and_sample(
+          fb, sampling, batch.vocab_mask.valid() ? &batch.vocab_mask : nullptr, &output);
     } else {
       run_on_host(batch, fb, sampling, process, score_prompt || verify, launched.result, &output);
     }
-    if (bench_accept_length_ > 0 && verify) {
-      force_acceptance(batch, launched.result.output.next_token_ids);
+    // EAGLE chain verifies queue the draft extend and the next drafts right behind the verify,
+    // the accept counts computed where the sampled ids are (on the GPU: before they come back).
+    bool queued = false;
+    const int32_t forced = verify ? bench_accept_length_ : 0;
+    if (eagle) {
+      resolve_drafts(batch, drafts);
+      std::vector<int32_t>& host_ids = launched.result.output.next_token_ids;
+      const Tensor sampled_ids =
+          ticket ? model_runner_.latest_sampled_ids(fb.num_logit_rows())
+                 : Tensor(host_ids.data(), DType::kI32, {static_cast<int64_t>(host_ids.size())});
+      queued = verify && eagle_->queue_extend_and_draft(
+                             batch, output, {fb.input_ids, fb.id_ref_table, sampled_ids, forced});
     }
+    if (ticket) launched.result.output = model_runner_.collect(*ticket);
+    if (forced > 0) force_acceptance(batch, launched.result.output.next_token_ids);
     const std::vector<int32_t>& sampled = launched.result.output.next_token_ids;
     if (eagle) {
-      eagle_->extend(batch, input_ids_, output, sampled, drafts);
+      eagle_->extend(batch, input_ids_, output, sampled, drafts, queued);
       launched.result.draft_ids.resize(drafts.size());
       if (trees) launched.result.draft_parents.resize(drafts.size());
       for (size_t i = 0; i < drafts.size(); ++i) {
@@ -206,6 +222,24 @@ ExecResult ModelBatchRunner::finish() {
   lock.unlock();
   batch_finished_.notify_all();
   return result;
+}
+
+void ModelBatchRunner::resolve_drafts(const ExecBatch& batch,
+                                      std::vector<speculative::DraftTree>& drafts) {
+  eagle_->resolve_drafts(drafts);
+  // The drafts' ids over their references, in the token rows and the pass's inputs.
+  std::lock_guard lock(mutex_);
+  size_t offset = 0;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    const ExecRequest& r = batch.requests[i];
+    const std::vector<int32_t>& tokens = drafts[i].tokens;
+    if (!tokens.empty()) {
+      std::copy(tokens.begin(), tokens.end(), token_row(r.req_pool_idx) + r.prefix_len + 1);
+      std::copy(tokens.begin(), tokens.end(),
+                input_ids_.begin() + static_cast<std::ptrdiff_t>(offset + 1));
+    }
+    offset += static_cast<size_t>(r.extend_len);
+  }
 }
 
 void ModelBatchRunner::record_sampled(const Launched& launched, const std::vector<int32_t>& ids) {

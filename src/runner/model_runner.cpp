@@ -329,15 +329,26 @@ CudaGraphRunner* ModelRunner::graphs_for(const ForwardBatch& fb) const {
 bool ModelRunner::replays_graph(const ForwardBatch& fb) const { return graphs_for(fb) != nullptr; }
 
 model::ModelOutput ModelRunner::forward(const ForwardBatch& fb) {
-#ifdef SGL_WITH_CUDA
-  const int32_t* sampled = nullptr;
-  if (fb.sampled_id_rows > 0) {
+  const int32_t* sampled = nullptr;  // where sampled_id_ref() inputs resolve
+  if (fb.id_ref_table.defined()) {
+    SGL_CHECK(fb.id_ref_table.device() == options_.device &&
+              fb.sampled_id_rows <= fb.id_ref_table.numel())
+        << "sampled id references past the batch's id table";
+    sampled = fb.id_ref_table.data<int32_t>();
+  } else if (fb.sampled_id_rows > 0) {
     SGL_CHECK(device_sampler_ != nullptr && fb.sampled_id_rows <= device_sampler_->latest_rows())
         << "sampled id references to rows the latest device sampling does not have";
     sampled = device_sampler_->latest_ids();
   }
+  if (fb.sampled_id_rows > 0 && options_.device.is_cpu()) {
+    int32_t* ids = fb.input_ids.data<int32_t>();
+    for (int32_t i = 0; i < fb.num_tokens; ++i) {
+      if (is_sampled_id_ref(ids[i])) ids[i] = sampled[sampled_id_row(ids[i])];
+    }
+  }
+#ifdef SGL_WITH_CUDA
   if (CudaGraphRunner* graphs = graphs_for(fb)) return graphs->replay(fb, sampled);
-  if (sampled != nullptr) {
+  if (fb.sampled_id_rows > 0 && !options_.device.is_cpu()) {
     cuda::resolve_sampled_id_refs(fb.input_ids.data<int32_t>(), fb.num_tokens, sampled, stream_);
   }
 #endif
@@ -409,6 +420,14 @@ ModelRunner::LaunchedSample ModelRunner::launch_forward_and_sample(
   }
   device_sampler_->launch(logits, launched, stream_);
   return launched;
+}
+
+Tensor ModelRunner::latest_sampled_ids(int64_t rows) const {
+  SGL_CHECK(device_sampler_ != nullptr && rows <= device_sampler_->latest_rows())
+      << "latest_sampled_ids: " << rows << " rows; the latest launch drew "
+      << (device_sampler_ != nullptr ? device_sampler_->latest_rows() : 0);
+  return Tensor(const_cast<int32_t*>(device_sampler_->latest_ids()), DType::kI32, {rows},
+                options_.device);
 }
 
 sampling::SampleOutput ModelRunner::collect(const LaunchedSample& launched) {

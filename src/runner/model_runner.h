@@ -131,6 +131,9 @@ class ModelRunner {
                                            const sampling::VocabMaskFuture* vocab_mask = nullptr,
                                            model::ModelOutput* output = nullptr);
   sampling::SampleOutput collect(const LaunchedSample& launched);
+  // i32 [rows] on the device: the ids the latest launch drew, for work queued on stream() before
+  // the next launch (an EAGLE draft extend queued behind its verify).
+  Tensor latest_sampled_ids(int64_t rows) const;
   // Samples from host f32 logits [bs, vocab] (forward_and_sample's second half), for callers
   // that gather or process the logits of forward_logits first.
   sampling::SampleOutput sample(const Tensor& logits,
