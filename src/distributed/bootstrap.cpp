@@ -2,17 +2,12 @@
 #include "distributed/bootstrap.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cstring>
+
+#include "distributed/tcp_socket.h"
 
 namespace sgl::distributed {
 namespace {
@@ -20,50 +15,7 @@ namespace {
 constexpr char kMagic[8] = {'S', 'G', 'L', 'B', 'O', 'O', 'T', '1'};
 constexpr uint32_t kMaxBlob = 1 << 16;
 
-using Clock = std::chrono::steady_clock;
-
-int remaining_ms(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return static_cast<int>(std::max<int64_t>(0, left.count()));
-}
-
-// Reads or writes exactly n bytes before the deadline.
-bool io_all(int fd, void* data, size_t n, bool write, Clock::time_point deadline) {
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    pollfd pfd{fd, static_cast<short>(write ? POLLOUT : POLLIN), 0};
-    const int ready = ::poll(&pfd, 1, remaining_ms(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return false;
-    const ssize_t got = write ? ::send(fd, p, n, MSG_NOSIGNAL) : ::recv(fd, p, n, 0);
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
-
-struct AddrInfo {
-  addrinfo* list = nullptr;
-  ~AddrInfo() {
-    if (list != nullptr) freeaddrinfo(list);
-  }
-};
-
-Status resolve(const DistInitAddr& addr, bool passive, AddrInfo& out) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  if (passive) hints.ai_flags = AI_PASSIVE;
-  const std::string port = std::to_string(addr.port);
-  const int rc = ::getaddrinfo(addr.host.c_str(), port.c_str(), &hints, &out.list);
-  if (rc != 0) {
-    return invalid_argument("--dist-init-addr " + addr.to_string() + ": cannot resolve '" +
-                            addr.host + "' (" + gai_strerror(rc) + ")");
-  }
-  return Status::ok_status();
-}
+using Clock = SocketClock;
 
 }  // namespace
 
@@ -134,32 +86,8 @@ Status check_single_node(const MultiNode& layout) {
 Result<std::unique_ptr<IdServer>> IdServer::start(const DistInitAddr& addr,
                                                   std::vector<uint8_t> blob, int clients) {
   if (blob.size() > kMaxBlob) return invalid_argument("bootstrap blob too large");
-  AddrInfo info;
-  SGL_RETURN_IF_ERROR(resolve(addr, true, info));
   std::unique_ptr<IdServer> server(new IdServer());
-  std::string last_error = "no address";
-  for (addrinfo* a = info.list; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 64) == 0) {
-      server->listen_fd_ = fd;
-      break;
-    }
-    last_error = std::strerror(errno);
-    ::close(fd);
-  }
-  if (server->listen_fd_ < 0) {
-    return invalid_argument("--dist-init-addr " + addr.to_string() + ": cannot listen there (" +
-                            last_error + ")");
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  ::getsockname(server->listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len);
-  server->port_ =
-      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  SGL_ASSIGN_OR_RETURN(server->listener_, listen_at(addr, &server->port_));
   server->blob_ = std::move(blob);
   server->clients_ = clients;
   server->thread_ = std::thread([s = server.get()] { s->serve(); });
@@ -169,7 +97,6 @@ Result<std::unique_ptr<IdServer>> IdServer::start(const DistInitAddr& addr,
 IdServer::~IdServer() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
 }
 
 void IdServer::serve() {
@@ -179,19 +106,16 @@ void IdServer::serve() {
   reply.insert(reply.end(), size_bytes, size_bytes + sizeof(size));
   reply.insert(reply.end(), blob_.begin(), blob_.end());
   while (!stop_ && served_ < clients_) {
-    pollfd pfd{listen_fd_, POLLIN, 0};
-    if (::poll(&pfd, 1, 50) <= 0) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    const Socket peer = accept_before(listener_, Clock::now() + std::chrono::milliseconds(50));
+    if (!peer.valid()) continue;
     // A peer that is not ours (or too slow) is dropped and not counted.
     const auto deadline = Clock::now() + std::chrono::seconds(5);
     char hello[sizeof(kMagic)];
-    if (io_all(fd, hello, sizeof(hello), false, deadline) &&
+    if (read_all(peer, hello, sizeof(hello), deadline) &&
         std::memcmp(hello, kMagic, sizeof(kMagic)) == 0 &&
-        io_all(fd, reply.data(), reply.size(), true, deadline)) {
+        write_all(peer, reply.data(), reply.size(), deadline)) {
       ++served_;
     }
-    ::close(fd);
   }
 }
 
@@ -209,38 +133,32 @@ Status IdServer::wait(std::chrono::milliseconds timeout) {
 }
 
 Result<std::vector<uint8_t>> fetch_id(const DistInitAddr& addr, std::chrono::milliseconds timeout) {
-  AddrInfo info;
-  SGL_RETURN_IF_ERROR(resolve(addr, false, info));
   const auto deadline = Clock::now() + timeout;
   std::string last_error = "timed out";
   do {
-    for (addrinfo* a = info.list; a != nullptr; a = a->ai_next) {
-      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-      if (fd < 0) continue;
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-        last_error = std::strerror(errno);
-        ::close(fd);
-        continue;
-      }
-      char magic[sizeof(kMagic)];
-      uint32_t size = 0;
-      std::vector<uint8_t> blob;
-      bool ok = io_all(fd, const_cast<char*>(kMagic), sizeof(kMagic), true, deadline) &&
-                io_all(fd, magic, sizeof(magic), false, deadline) &&
-                std::memcmp(magic, kMagic, sizeof(kMagic)) == 0 &&
-                io_all(fd, &size, sizeof(size), false, deadline);
-      if (ok) {
-        size = ntohl(size);
-        ok = size <= kMaxBlob;
-        if (ok) {
-          blob.resize(size);
-          ok = io_all(fd, blob.data(), size, false, deadline);
-        }
-      }
-      ::close(fd);
-      if (ok) return blob;
-      last_error = "the server at " + addr.to_string() + " did not answer as sgl.cpp's bootstrap";
+    Result<Socket> connected = connect_to(addr, deadline);
+    if (!connected.ok()) {
+      last_error = connected.status().message();
+      break;
     }
+    const Socket s = std::move(connected).value();
+    char magic[sizeof(kMagic)];
+    uint32_t size = 0;
+    std::vector<uint8_t> blob;
+    bool ok = write_all(s, kMagic, sizeof(kMagic), deadline) &&
+              read_all(s, magic, sizeof(magic), deadline) &&
+              std::memcmp(magic, kMagic, sizeof(kMagic)) == 0 &&
+              read_all(s, &size, sizeof(size), deadline);
+    if (ok) {
+      size = ntohl(size);
+      ok = size <= kMaxBlob;
+      if (ok) {
+        blob.resize(size);
+        ok = read_all(s, blob.data(), size, deadline);
+      }
+    }
+    if (ok) return blob;
+    last_error = "the server at " + addr.to_string() + " did not answer as sgl.cpp's bootstrap";
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   } while (Clock::now() < deadline);
   return internal_error("bootstrap: no NCCL id from --dist-init-addr " + addr.to_string() +

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "distributed/tcp_socket.h"
 
 namespace sgl::distributed {
 
@@ -65,7 +66,7 @@ class IdServer {
   IdServer() = default;
   void serve();
 
-  int listen_fd_ = -1;
+  Socket listener_;
   uint16_t port_ = 0;
   std::vector<uint8_t> blob_;
   int clients_ = 0;
