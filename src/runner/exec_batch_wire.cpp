@@ -1,0 +1,256 @@
+// ExecBatch's encoder and checked decoder.
+#include "runner/exec_batch_wire.h"
+
+#include <cstring>
+#include <future>
+#include <string>
+#include <type_traits>
+
+namespace sgl::runner {
+namespace {
+
+constexpr char kMagic[4] = {'S', 'G', 'L', 'B'};
+constexpr uint32_t kVersion = 1;
+
+// A field added to these structs must be added to the format (and kVersion raised): the sizes
+// are those the format was written for (x86-64 with libstdc++).
+static_assert(sizeof(void*) != 8 || (sizeof(ExecBatch) == 136 && sizeof(ExecRequest) == 240 &&
+                                     sizeof(sampling::SamplingParams) == 72),
+              "ExecBatch, ExecRequest or SamplingParams changed: update exec_batch_wire.cpp");
+
+uint32_t magic_word() {
+  uint32_t word = 0;
+  std::memcpy(&word, kMagic, sizeof(word));
+  return word;
+}
+
+class Writer {
+ public:
+  template <typename T>
+  void put(T value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const uint8_t*>(&value);
+    out_.insert(out_.end(), p, p + sizeof(T));
+  }
+  void put_bool(bool value) { put<uint8_t>(value ? 1 : 0); }
+  template <typename T>
+  void put_array(const std::vector<T>& values) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    put<uint64_t>(values.size());
+    const auto* p = reinterpret_cast<const uint8_t*>(values.data());
+    out_.insert(out_.end(), p, p + values.size() * sizeof(T));
+  }
+  std::vector<uint8_t> take() { return std::move(out_); }
+
+ private:
+  std::vector<uint8_t> out_;
+};
+
+// Reads what Writer wrote; the first failure sticks and names the field.
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> in) : in_(in) {}
+
+  template <typename T>
+  T get(const char* field) {
+    T value{};
+    if (!take(&value, sizeof(T), field)) return T{};
+    return value;
+  }
+  bool get_bool(const char* field) {
+    const auto v = get<uint8_t>(field);
+    if (v > 1) fail(field, "is not 0 or 1");
+    return v == 1;
+  }
+  template <typename T>
+  std::vector<T> get_array(const char* field) {
+    const auto n = get<uint64_t>(field);
+    if (!ok() || n > (in_.size() - at_) / sizeof(T)) {
+      fail(field, "is longer than the message");
+      return {};
+    }
+    std::vector<T> out(n);
+    take(out.data(), n * sizeof(T), field);
+    return out;
+  }
+  // An enum stored as u8, in [0, last].
+  template <typename E>
+  E get_enum(const char* field, E last) {
+    const auto v = get<uint8_t>(field);
+    if (v > static_cast<uint8_t>(last)) fail(field, "is not a known value");
+    return static_cast<E>(v);
+  }
+  void fail(const char* field, const char* why) {
+    if (error_.empty()) error_ = std::string(field) + " " + why;
+  }
+  bool ok() const { return error_.empty(); }
+  bool at_end() const { return at_ == in_.size(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool take(void* to, size_t bytes, const char* field) {
+    if (!ok()) return false;
+    if (bytes > in_.size() - at_) {
+      fail(field, "runs past the message's end");
+      return false;
+    }
+    if (bytes > 0) std::memcpy(to, in_.data() + at_, bytes);
+    at_ += bytes;
+    return true;
+  }
+
+  std::span<const uint8_t> in_;
+  size_t at_ = 0;
+  std::string error_;
+};
+
+void put_sampling(Writer& w, const sampling::SamplingParams& s) {
+  w.put(s.temperature);
+  w.put(s.top_k);
+  w.put(s.top_p);
+  w.put(s.min_p);
+  w.put_bool(s.seed.has_value());
+  w.put<uint64_t>(s.seed.value_or(0));
+  w.put(s.presence_penalty);
+  w.put(s.frequency_penalty);
+  w.put(s.repetition_penalty);
+  w.put(s.min_new_tokens);
+  w.put_array(s.logit_bias);
+}
+
+sampling::SamplingParams get_sampling(Reader& r) {
+  sampling::SamplingParams s;
+  s.temperature = r.get<float>("sampling.temperature");
+  s.top_k = r.get<int32_t>("sampling.top_k");
+  s.top_p = r.get<float>("sampling.top_p");
+  s.min_p = r.get<float>("sampling.min_p");
+  const bool has_seed = r.get_bool("sampling.seed");
+  const auto seed = r.get<uint64_t>("sampling.seed");
+  if (has_seed) s.seed = seed;
+  s.presence_penalty = r.get<float>("sampling.presence_penalty");
+  s.frequency_penalty = r.get<float>("sampling.frequency_penalty");
+  s.repetition_penalty = r.get<float>("sampling.repetition_penalty");
+  s.min_new_tokens = r.get<int32_t>("sampling.min_new_tokens");
+  s.logit_bias = r.get_array<sampling::LogitBias>("sampling.logit_bias");
+  return s;
+}
+
+void put_request(Writer& w, const ExecRequest& q) {
+  w.put(q.req_pool_idx);
+  w.put(q.prefix_len);
+  w.put(q.extend_len);
+  w.put_array(q.input_ids);
+  put_sampling(w, q.sampling);
+  w.put(q.top_logprobs_num);
+  w.put_bool(q.return_logprob);
+  w.put_bool(q.samples);
+  w.put(q.next_input_id);
+  w.put(q.sample_rows);
+  w.put_bool(q.process_logits);
+  w.put(q.prompt_len);
+  w.put_array(q.cached_prefix_ids);
+  w.put_array(q.min_tokens_stop_ids);
+  w.put(q.logprob_begin);
+  w.put_array(q.logprob_targets);
+  w.put_array(q.token_ids_logprob);
+}
+
+ExecRequest get_request(Reader& r) {
+  ExecRequest q;
+  q.req_pool_idx = r.get<int32_t>("request.req_pool_idx");
+  q.prefix_len = r.get<int32_t>("request.prefix_len");
+  q.extend_len = r.get<int32_t>("request.extend_len");
+  q.input_ids = r.get_array<int32_t>("request.input_ids");
+  q.sampling = get_sampling(r);
+  q.top_logprobs_num = r.get<int32_t>("request.top_logprobs_num");
+  q.return_logprob = r.get_bool("request.return_logprob");
+  q.samples = r.get_bool("request.samples");
+  q.next_input_id = r.get<int32_t>("request.next_input_id");
+  q.sample_rows = r.get<int32_t>("request.sample_rows");
+  q.process_logits = r.get_bool("request.process_logits");
+  q.prompt_len = r.get<int32_t>("request.prompt_len");
+  q.cached_prefix_ids = r.get_array<int32_t>("request.cached_prefix_ids");
+  q.min_tokens_stop_ids = r.get_array<int32_t>("request.min_tokens_stop_ids");
+  q.logprob_begin = r.get<int32_t>("request.logprob_begin");
+  q.logprob_targets = r.get_array<int32_t>("request.logprob_targets");
+  q.token_ids_logprob = r.get_array<int32_t>("request.token_ids_logprob");
+  return q;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_exec_batch(const ExecBatch& batch) {
+  Writer w;
+  w.put(magic_word());
+  w.put(kVersion);
+  w.put(batch.id);
+  w.put(static_cast<uint8_t>(batch.mode));
+  w.put(static_cast<uint8_t>(batch.pooling));
+  w.put<uint64_t>(batch.requests.size());
+  for (const ExecRequest& q : batch.requests) put_request(w, q);
+  w.put_array(batch.out_cache_loc);
+  std::vector<int32_t> writes;  // (row, start, count) triples
+  for (const cache::ReqToTokenWrites::Write& x : batch.req_to_token_writes.writes) {
+    writes.insert(writes.end(), {x.row, x.start, x.count});
+  }
+  w.put_array(writes);
+  w.put_array(batch.req_to_token_writes.slots);
+  w.put_bool(batch.vocab_mask.valid());
+  if (batch.vocab_mask.valid()) {
+    const sampling::VocabMask& mask = batch.vocab_mask.get();
+    w.put(mask.words);
+    w.put_array(mask.rows);
+    w.put_array(mask.bits);
+  }
+  w.put_bool(batch.skip_draft);
+  return w.take();
+}
+
+Result<ExecBatch> decode_exec_batch(std::span<const uint8_t> message) {
+  Reader r(message);
+  const auto magic = r.get<uint32_t>("header");
+  const auto version = r.get<uint32_t>("header");
+  if (r.ok() && (magic != magic_word() || version != kVersion)) {
+    r.fail("header", "is not an sgl.cpp batch of this version");
+  }
+  ExecBatch batch;
+  batch.id = r.get<int64_t>("id");
+  batch.mode = r.get_enum("mode", ForwardMode::kDraftExtend);
+  batch.pooling = r.get_enum("pooling", PoolingType::kMean);
+  const auto n = r.get<uint64_t>("requests");
+  // Each request takes more than 64 bytes: a count past that is a bad message, not an allocation.
+  if (r.ok() && n > message.size() / 64) r.fail("requests", "is longer than the message");
+  for (uint64_t i = 0; i < n && r.ok(); ++i) batch.requests.push_back(get_request(r));
+  batch.out_cache_loc = r.get_array<int32_t>("out_cache_loc");
+  const std::vector<int32_t> writes = r.get_array<int32_t>("req_to_token_writes");
+  if (writes.size() % 3 != 0) r.fail("req_to_token_writes", "is not (row, start, count) triples");
+  int64_t slots_named = 0;
+  for (size_t i = 0; i + 2 < writes.size(); i += 3) {
+    batch.req_to_token_writes.writes.push_back({writes[i], writes[i + 1], writes[i + 2]});
+    if (writes[i + 2] < 0) r.fail("req_to_token_writes", "has a negative count");
+    slots_named += writes[i + 2];
+  }
+  batch.req_to_token_writes.slots = r.get_array<int32_t>("req_to_token_writes.slots");
+  if (r.ok() && slots_named != static_cast<int64_t>(batch.req_to_token_writes.slots.size())) {
+    r.fail("req_to_token_writes.slots", "does not hold what the writes count");
+  }
+  if (r.get_bool("vocab_mask")) {
+    sampling::VocabMask mask;
+    mask.words = r.get<int32_t>("vocab_mask.words");
+    mask.rows = r.get_array<int32_t>("vocab_mask.rows");
+    mask.bits = r.get_array<uint32_t>("vocab_mask.bits");
+    if (r.ok() && (mask.words < 0 ||
+                   mask.bits.size() != mask.rows.size() * static_cast<size_t>(mask.words))) {
+      r.fail("vocab_mask.bits", "is not rows x words");
+    }
+    std::promise<sampling::VocabMask> ready;
+    ready.set_value(std::move(mask));
+    batch.vocab_mask = ready.get_future().share();
+  }
+  batch.skip_draft = r.get_bool("skip_draft");
+  if (r.ok() && !r.at_end()) r.fail("the message", "has bytes after the batch");
+  if (!r.ok()) return invalid_argument("batch message: " + r.error());
+  return batch;
+}
+
+}  // namespace sgl::runner
