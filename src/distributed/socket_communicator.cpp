@@ -1,6 +1,7 @@
 // Collectives between processes over TCP, through rank 0.
 #include "distributed/socket_communicator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -71,8 +72,10 @@ Status SocketCommunicator::join_listening(std::chrono::milliseconds timeout) {
                             std::to_string(size_ - 1) + " ranks joined rank 0 within " +
                             std::to_string(timeout.count()) + " ms");
     }
+    // A peer that says nothing (not one of ours) is dropped after a while, not waited for.
+    const auto hello_deadline = std::min(deadline, SocketClock::now() + std::chrono::seconds(5));
     Hello hello{};
-    if (!read_all(peer, &hello, sizeof(hello), deadline) ||
+    if (!read_all(peer, &hello, sizeof(hello), hello_deadline) ||
         std::memcmp(hello.magic, kMagic, sizeof(kMagic)) != 0) {
       continue;  // not one of ours: dropped
     }

@@ -6,8 +6,8 @@
 //
 // Wire format: a connecting rank sends "SGLCOMM1", its rank and the group size (u32 each);
 // rank 0 answers "SGLCOMM1" once every rank has joined. Then each collective is one message
-// from every rank to rank 0 and one back: a header (op, dtype, element count, root; u32, u32,
-// u64, u32) and the payload.
+// from every rank to rank 0 and one back: a header (element count u64, then op, dtype, root and
+// a reserved 0, u32 each; the machine's byte order) and the payload.
 #pragma once
 
 #include <chrono>

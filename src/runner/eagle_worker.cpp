@@ -268,12 +268,17 @@ Tensor EagleWorker::draft_id_table() const {
 
 void EagleWorker::resolve_drafts(std::vector<speculative::DraftTree>& drafts) {
   if (referenced_.empty()) return;
-  const std::vector<PendingDrafts> pending = chain_->take_drafts();
+  std::vector<PendingDrafts> pending = chain_->take_drafts();
   for (const auto& [i, b] : referenced_) {
     const std::vector<int32_t>& ids = pending[static_cast<size_t>(b)].drafts;
     std::vector<int32_t>& tokens = drafts[i].tokens;
     std::copy(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(tokens.size()),
               tokens.begin());
+    pending[static_cast<size_t>(b)].prefix_len = -1;  // used
+  }
+  // The other requests' (not in this batch) stay for their next verify.
+  for (PendingDrafts& p : pending) {
+    next_drafts_[static_cast<size_t>(p.req_pool_idx)] = {p.prefix_len, std::move(p.drafts)};
   }
   referenced_.clear();
 }

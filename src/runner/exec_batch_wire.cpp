@@ -249,6 +249,27 @@ Result<ExecBatch> decode_exec_batch(std::span<const uint8_t> message) {
   }
   batch.skip_draft = r.get_bool("skip_draft");
   if (r.ok() && !r.at_end()) r.fail("the message", "has bytes after the batch");
+  // What the message alone can say is consistent (the receiver checks rows and slots against
+  // its own tables).
+  int64_t tokens = 0;
+  for (const ExecRequest& q : batch.requests) {
+    if (q.req_pool_idx < 0 || q.prefix_len < 0 || q.extend_len < 0 || q.sample_rows < 0 ||
+        q.sample_rows > q.extend_len ||
+        (!q.input_ids.empty() && static_cast<int32_t>(q.input_ids.size()) != q.extend_len)) {
+      r.fail("request", "has a negative row or length, more sampled rows than tokens or ids");
+    }
+    tokens += q.extend_len;
+  }
+  if (r.ok() && tokens != static_cast<int64_t>(batch.out_cache_loc.size())) {
+    r.fail("out_cache_loc", "does not hold a slot for every new token");
+  }
+  if (r.ok() && batch.vocab_mask.valid()) {
+    for (int32_t row : batch.vocab_mask.get().rows) {
+      if (row < 0 || row >= static_cast<int32_t>(batch.requests.size())) {
+        r.fail("vocab_mask.rows", "names a request the batch does not have");
+      }
+    }
+  }
   if (!r.ok()) return invalid_argument("batch message: " + r.error());
   return batch;
 }

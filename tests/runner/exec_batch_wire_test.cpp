@@ -141,6 +141,16 @@ TEST(ExecBatchWire, BadMessagesAreErrorsNamingWhere) {
   bad_mode[4 + 4 + 8] = 200;  // after the magic, the version and the id
   EXPECT_NE(decode_exec_batch(bad_mode).status().message().find("mode is not a known value"),
             std::string::npos);
+  ExecBatch inconsistent = full_batch();
+  inconsistent.out_cache_loc.pop_back();
+  EXPECT_NE(decode_exec_batch(encode_exec_batch(inconsistent))
+                .status()
+                .message()
+                .find("out_cache_loc does not hold a slot for every new token"),
+            std::string::npos);
+  inconsistent = full_batch();
+  inconsistent.requests[1].sample_rows = 4;
+  EXPECT_FALSE(decode_exec_batch(encode_exec_batch(inconsistent)).ok());
   std::vector<uint8_t> bad_magic = message;
   bad_magic[0] = 'X';
   EXPECT_NE(decode_exec_batch(bad_magic).status().message().find("header"), std::string::npos);
