@@ -41,6 +41,20 @@ struct ChainAcceptArgs {
   int32_t* kv_indices = nullptr;
 };
 
+// sgl-bench's --speculative-bench-accept-length L on a verify of `tokens` tokens: the first
+// forced_accept_count drafts stand, and the id sampled at position i becomes forced_sample(...)
+// (the draft itself before that count, at it anything but the draft). The host
+// (ModelBatchRunner::force_acceptance) and the device (below) apply the same rule.
+SGL_HOST_DEVICE inline int32_t forced_accept_count(int32_t length, int32_t tokens) {
+  return length - 1 < tokens - 1 ? length - 1 : tokens - 1;
+}
+SGL_HOST_DEVICE inline int32_t forced_sample(int32_t i, int32_t accepted, int32_t tokens,
+                                             int32_t draft, int32_t sampled, int32_t vocab_size) {
+  if (i < accepted) return draft;
+  if (i == accepted && i < tokens - 1 && sampled == draft) return (sampled + 1) % vocab_size;
+  return sampled;
+}
+
 // Request row b: its accept count from the verify's drafts and samples, then every array that
 // depends on it. The host's accepted_drafts() (speculative/draft_acceptance.h) counts alike.
 SGL_HOST_DEVICE inline void apply_chain_accept(const ChainAcceptArgs& a, int32_t b) {
@@ -51,18 +65,16 @@ SGL_HOST_DEVICE inline void apply_chain_accept(const ChainAcceptArgs& a, int32_t
   };
   int32_t accepted = 0;
   if (a.forced_accept > 0) {
-    accepted = a.forced_accept - 1 < t - 1 ? a.forced_accept - 1 : t - 1;
+    accepted = forced_accept_count(a.forced_accept, t);
   } else {
     while (accepted < t - 1 && a.sampled[first + accepted] == draft(accepted)) ++accepted;
   }
   // Position prefix + i reads the token after it: the accepted drafts, then the bonus token.
   for (int32_t i = 0; i < t; ++i) {
-    int32_t id = a.sampled[first + i];
-    if (a.forced_accept > 0 && i < accepted) id = draft(i);
-    if (a.forced_accept > 0 && i == accepted && i < t - 1 && id == draft(i)) {
-      id = (id + 1) % a.vocab_size;
-    }
-    a.extend_ids[first + i] = id;
+    const int32_t id = a.sampled[first + i];
+    a.extend_ids[first + i] = a.forced_accept > 0 && i < t - 1
+                                  ? forced_sample(i, accepted, t, draft(i), id, a.vocab_size)
+                                  : id;
   }
   a.out_rows[b] = first + accepted;  // the accepted path's end
   const int32_t next_prefix = a.prefix_lens[b] + accepted + 1;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "runner/eagle_chain_accept.h"
 #include "speculative/draft_acceptance.h"
 
 namespace sgl::runner {
@@ -256,15 +257,11 @@ void ModelBatchRunner::force_acceptance(const ExecBatch& batch,
   size_t offset = 0, first_row = 0;  // the request's first token and first sampled row
   for (const ExecRequest& r : batch.requests) {
     // Drafts j < taken are accepted; draft `taken`, where there is one, is rejected.
-    const int32_t taken = std::min(r.sample_rows - 1, bench_accept_length_ - 1);
-    for (int32_t j = 0; j <= taken && j < r.sample_rows - 1; ++j) {
-      const int32_t draft = input_ids_[offset + 1 + static_cast<size_t>(j)];
+    const int32_t taken = forced_accept_count(bench_accept_length_, r.sample_rows);
+    for (int32_t j = 0; j < r.sample_rows - 1; ++j) {
       int32_t& sample = sampled[first_row + static_cast<size_t>(j)];
-      if (j < taken) {
-        sample = draft;
-      } else if (sample == draft) {
-        sample = (draft + 1) % vocab;
-      }
+      sample = forced_sample(j, taken, r.sample_rows,
+                             input_ids_[offset + 1 + static_cast<size_t>(j)], sample, vocab);
     }
     offset += static_cast<size_t>(r.extend_len);
     first_row += static_cast<size_t>(r.sample_rows);
