@@ -1,7 +1,8 @@
 // apply_chain_accept (runner/eagle_chain_accept.h): over random verifies, each row's accept
 // count is the host's (speculative::accepted_drafts, and sgl-bench's forced acceptance), and
 // exactly the arrays that depend on it change: the extend's ids and out row, the chain steps'
-// positions and lengths, the scratch slots in the row's KV list.
+// positions and lengths, the scratch slots in the row's KV list. On CUDA the kernel writes what
+// the host function writes.
 #include "runner/eagle_chain_accept.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,12 @@
 
 #include "forward/forward_batch.h"
 #include "speculative/draft_acceptance.h"
+#ifdef SGL_TEST_ON_CUDA
+#include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_stream.h"
+#include "core/buffer.h"
+#include "kernels/copy.h"
+#endif
 
 namespace sgl::runner {
 namespace {
@@ -169,6 +176,57 @@ TEST(ChainAccept, ForcedAcceptanceTakesTheFirstLMinusOneDraftsAndRejectsTheNext)
     }
   }
 }
+
+#ifdef SGL_TEST_ON_CUDA
+// The CUDA kernel writes what the host function writes, forced or not.
+TEST(ChainAcceptCuda, TheKernelWritesWhatTheHostWrites) {
+  backend::CudaAllocator gpu(0);
+  backend::CudaStream stream(0);
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 100; ++trial) {
+    Verify host = random_verify(rng, trial % 3 == 0 ? 1 + trial % 5 : 0);
+    Verify device = host;
+    std::vector<Buffer> buffers;  // device copies of every array, in `arrays` order
+    std::vector<std::vector<int32_t>*> arrays = {
+        &device.verify_ids, &device.id_table,         &device.sampled,   &device.prefix_lens,
+        &device.kv_indptr,  &device.extend_ids,       &device.out_rows,  &device.positions,
+        &device.seq_lens,   &device.step_prefix_lens, &device.kv_indices};
+    for (std::vector<int32_t>* a : arrays) {
+      const auto n = static_cast<int64_t>(a->size());
+      buffers.emplace_back(gpu, DType::kI32, std::initializer_list<int64_t>{n});
+      kernels::copy(Tensor(a->data(), DType::kI32, {n}), buffers.back().tensor(), stream.get());
+    }
+    ChainAcceptArgs args = device.args(30, 500);
+    auto at = [&](size_t i) { return buffers[i].data<int32_t>(); };
+    args.verify_ids = at(0);
+    args.id_table = at(1);
+    args.sampled = at(2);
+    args.prefix_lens = at(3);
+    args.kv_indptr = at(4);
+    args.extend_ids = at(5);
+    args.out_rows = at(6);
+    args.positions = at(7);
+    args.seq_lens = at(8);
+    args.step_prefix_lens = at(9);
+    args.kv_indices = at(10);
+    cuda::apply_chain_accept(args, stream.get());
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      std::vector<int32_t>& a = *arrays[i];
+      kernels::copy(buffers[i].tensor(),
+                    Tensor(a.data(), DType::kI32, {static_cast<int64_t>(a.size())}), stream.get());
+    }
+    const ChainAcceptArgs host_args = host.args(30, 500);
+    for (int32_t b = 0; b < host.bs; ++b) apply_chain_accept(host_args, b);
+    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    EXPECT_EQ(device.extend_ids, host.extend_ids);
+    EXPECT_EQ(device.out_rows, host.out_rows);
+    EXPECT_EQ(device.positions, host.positions);
+    EXPECT_EQ(device.seq_lens, host.seq_lens);
+    EXPECT_EQ(device.step_prefix_lens, host.step_prefix_lens);
+    EXPECT_EQ(device.kv_indices, host.kv_indices);
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace sgl::runner
