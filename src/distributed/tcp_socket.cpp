@@ -115,14 +115,27 @@ Result<Socket> connect_to(const DistInitAddr& addr, SocketClock::time_point dead
   std::string last_error = "timed out";
   do {
     for (addrinfo* a = info.list; a != nullptr; a = a->ai_next) {
-      Socket s(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+      // Non-blocking, so neither the connect nor a later send outlasts its deadline.
+      Socket s(
+          ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
       if (!s.valid()) continue;
-      if (::connect(s.fd(), a->ai_addr, a->ai_addrlen) == 0) {
+      int error = ::connect(s.fd(), a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+      if (error == EINPROGRESS) {
+        pollfd pfd{s.fd(), POLLOUT, 0};
+        const int ready = ::poll(&pfd, 1, remaining_ms(deadline));
+        socklen_t len = sizeof(error);
+        if (ready <= 0) {
+          error = ETIMEDOUT;
+        } else if (::getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &error, &len) != 0) {
+          error = errno;
+        }
+      }
+      if (error == 0) {
         const int one = 1;  // collectives are small messages, one after another
         ::setsockopt(s.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         return s;
       }
-      last_error = std::strerror(errno);
+      last_error = std::strerror(error);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (SocketClock::now() < deadline);
@@ -134,7 +147,7 @@ Socket accept_before(const Socket& listener, SocketClock::time_point deadline) {
     pollfd pfd{listener.fd(), POLLIN, 0};
     const int ready = ::poll(&pfd, 1, std::min(remaining_ms(deadline), 50));
     if (ready > 0) {
-      Socket s(::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC));
+      Socket s(::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
       if (s.valid()) {
         const int one = 1;
         ::setsockopt(s.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

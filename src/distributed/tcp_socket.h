@@ -1,6 +1,7 @@
 // TCP plumbing the multi-node pieces share (bootstrap.h's id exchange, socket_communicator.h's
 // collectives): an owned socket, resolving --dist-init-addr, listening and connecting, and
-// exact reads and writes with a deadline. Plain POSIX sockets.
+// exact reads and writes with a deadline. Plain POSIX sockets, non-blocking (every wait is a
+// poll bounded by its deadline).
 #pragma once
 
 #include <chrono>

@@ -129,6 +129,15 @@ TEST(SocketCommunicator, NobodyListeningIsAnErrorInTime) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
+TEST(SocketCommunicator, AnUnreachableHostIsAnErrorInTime) {
+  // TEST-NET-1 (RFC 5737): routed nowhere, so a connect either fails at once or never answers;
+  // either way the join ends near its deadline, not after the kernel's SYN retries.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(
+      SocketCommunicator::join({"192.0.2.1", 9}, 1, 2, std::chrono::milliseconds(300)).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
 TEST(SocketCommunicator, RanksMissingOrDisagreeingOnTheSizeAreErrors) {
   {  // nobody joins rank 0
     Result<std::unique_ptr<SocketCommunicator>> c =
