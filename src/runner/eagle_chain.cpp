@@ -462,26 +462,26 @@ void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int
 
 void EagleChain::apply_accept(int32_t bs, int32_t tokens, const VerifyIds& ids) {
   auto ptr = [&](int64_t at) { return device_view(at, 1).data<int32_t>(); };
-  ChainAcceptArgs args;
-  args.verify_ids = ids.input_ids.data<int32_t>();
-  args.id_table = ids.id_table.defined() ? ids.id_table.data<int32_t>() : nullptr;
-  args.sampled = ids.sampled.data<int32_t>();
-  args.bs = bs;
-  args.tokens = tokens;
-  args.forced_accept = ids.forced_accept;
-  args.vocab_size = static_cast<int32_t>(draft_.target().config().vocab_size);
-  args.steps = max_steps_;
-  args.capacity = capacity_;
-  args.max_position = static_cast<int32_t>(draft_.target().context_length()) - 1;
-  args.scratch_base = draft_.scratch_slot_base();
-  args.prefix_lens = ptr(extend_at(kExtendPrefixLens));
-  args.kv_indptr = ptr(kv_indptr_at());
-  args.extend_ids = ptr(extend_at(kExtendIds));
-  args.out_rows = ptr(extend_at(kExtendOutRows));
-  args.positions = ptr(step_at(kPositions, 1));
-  args.seq_lens = ptr(step_at(kSeqLens, 1));
-  args.step_prefix_lens = ptr(step_at(kPrefixLens, 1));
-  args.kv_indices = ptr(kv_indices_at());
+  const ChainAcceptArgs args{
+      .verify_ids = ids.input_ids.data<int32_t>(),
+      .id_table = ids.id_table.defined() ? ids.id_table.data<int32_t>() : nullptr,
+      .sampled = ids.sampled.data<int32_t>(),
+      .bs = bs,
+      .tokens = tokens,
+      .forced_accept = ids.forced_accept,
+      .vocab_size = static_cast<int32_t>(draft_.target().config().vocab_size),
+      .steps = max_steps_,
+      .capacity = capacity_,
+      .max_position = static_cast<int32_t>(draft_.target().context_length()) - 1,
+      .scratch_base = draft_.scratch_slot_base(),
+      .prefix_lens = ptr(extend_at(kExtendPrefixLens)),
+      .kv_indptr = ptr(kv_indptr_at()),
+      .extend_ids = ptr(extend_at(kExtendIds)),
+      .out_rows = ptr(extend_at(kExtendOutRows)),
+      .positions = ptr(step_at(kPositions, 1)),
+      .seq_lens = ptr(step_at(kSeqLens, 1)),
+      .step_prefix_lens = ptr(step_at(kPrefixLens, 1)),
+      .kv_indices = ptr(kv_indices_at())};
   if (!device_.tensor().defined()) {
     for (int32_t b = 0; b < bs; ++b) apply_chain_accept(args, b);
     return;

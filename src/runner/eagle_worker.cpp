@@ -227,7 +227,6 @@ std::vector<std::vector<int32_t>> EagleWorker::draft_chain(const ExecBatch& batc
   }
   if (all_pending && !referenced_.empty()) {
     for (const auto& [i, b] : referenced_) {
-      next_drafts_[static_cast<size_t>(batch.requests[i].req_pool_idx)].prefix_len = -1;
       for (int32_t k = 0; k < batch.requests[i].sample_rows - 1; ++k) {
         drafts[i].push_back(sampled_id_ref(static_cast<int32_t>(chain_->draft_id_index(b, k))));
       }
@@ -266,21 +265,18 @@ Tensor EagleWorker::draft_id_table() const {
   return referenced_.empty() ? Tensor() : chain_->draft_ids();
 }
 
-void EagleWorker::resolve_drafts(std::vector<speculative::DraftTree>& drafts) {
-  if (referenced_.empty()) return;
-  std::vector<PendingDrafts> pending = chain_->take_drafts();
+bool EagleWorker::resolve_drafts(const ExecBatch& batch,
+                                 std::vector<speculative::DraftTree>& drafts) {
+  if (referenced_.empty()) return false;
+  take_pending_drafts();  // every request's, this batch's and the others' (for their next verify)
   for (const auto& [i, b] : referenced_) {
-    const std::vector<int32_t>& ids = pending[static_cast<size_t>(b)].drafts;
+    NextDrafts& next = next_drafts_[static_cast<size_t>(batch.requests[i].req_pool_idx)];
     std::vector<int32_t>& tokens = drafts[i].tokens;
-    std::copy(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(tokens.size()),
-              tokens.begin());
-    pending[static_cast<size_t>(b)].prefix_len = -1;  // used
-  }
-  // The other requests' (not in this batch) stay for their next verify.
-  for (PendingDrafts& p : pending) {
-    next_drafts_[static_cast<size_t>(p.req_pool_idx)] = {p.prefix_len, std::move(p.drafts)};
+    std::copy_n(next.drafts.begin(), tokens.size(), tokens.begin());
+    next.prefix_len = -1;  // used
   }
   referenced_.clear();
+  return true;
 }
 
 const Tensor& EagleWorker::draft_input(const model::ModelOutput& target) const {

@@ -44,8 +44,9 @@ class EagleWorker {
   std::vector<speculative::DraftTree> draft(const ExecBatch& batch);
   // Where draft()'s references point (undefined when it returned none).
   Tensor draft_id_table() const;
-  // Replaces draft()'s references by their ids (waiting for the chain's copy to the host).
-  void resolve_drafts(std::vector<speculative::DraftTree>& drafts);
+  // Replaces the references draft() returned for `batch` by their ids (waiting for the chain's
+  // copy to the host); false, doing nothing, when it returned none.
+  bool resolve_drafts(const ExecBatch& batch, std::vector<speculative::DraftTree>& drafts);
 
   // Right behind the target's verify pass over `batch` (or after it): when every request
   // verified a chain of one length, queues EagleChain::extend_and_draft (the draft extend over

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <future>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -29,20 +30,40 @@ class Writer {
   template <typename T>
   void put(T value) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const uint8_t*>(&value);
-    out_.insert(out_.end(), p, p + sizeof(T));
+    append(&value, sizeof(T));
   }
   void put_bool(bool value) { put<uint8_t>(value ? 1 : 0); }
   template <typename T>
   void put_array(const std::vector<T>& values) {
     static_assert(std::is_trivially_copyable_v<T>);
     put<uint64_t>(values.size());
-    const auto* p = reinterpret_cast<const uint8_t*>(values.data());
-    out_.insert(out_.end(), p, p + values.size() * sizeof(T));
+    append(values.data(), values.size() * sizeof(T));
   }
   std::vector<uint8_t> take() { return std::move(out_); }
 
+  // fields()' visitor: a value, a flag, an array, an optional u64.
+  template <typename T>
+  void field(const T& value, const char*) {
+    put(value);
+  }
+  void field(const bool& value, const char*) { put_bool(value); }
+  template <typename T>
+  void field(const std::vector<T>& values, const char*) {
+    put_array(values);
+  }
+  void field(const std::optional<uint64_t>& value, const char*) {
+    put_bool(value.has_value());
+    put<uint64_t>(value.value_or(0));
+  }
+
  private:
+  void append(const void* data, size_t bytes) {
+    if (bytes == 0) return;
+    const size_t at = out_.size();
+    out_.resize(at + bytes);
+    std::memcpy(out_.data() + at, data, bytes);
+  }
+
   std::vector<uint8_t> out_;
 };
 
@@ -80,6 +101,21 @@ class Reader {
     if (v > static_cast<uint8_t>(last)) fail(field, "is not a known value");
     return static_cast<E>(v);
   }
+  // fields()' visitor, reading what Writer::field wrote.
+  template <typename T>
+  void field(T& value, const char* name) {
+    value = get<T>(name);
+  }
+  void field(bool& value, const char* name) { value = get_bool(name); }
+  template <typename T>
+  void field(std::vector<T>& values, const char* name) {
+    values = get_array<T>(name);
+  }
+  void field(std::optional<uint64_t>& value, const char* name) {
+    const bool present = get_bool(name);
+    const auto v = get<uint64_t>(name);
+    value = present ? std::optional<uint64_t>(v) : std::nullopt;
+  }
   void fail(const char* field, const char* why) {
     if (error_.empty()) error_ = std::string(field) + " " + why;
   }
@@ -104,77 +140,36 @@ class Reader {
   std::string error_;
 };
 
-void put_sampling(Writer& w, const sampling::SamplingParams& s) {
-  w.put(s.temperature);
-  w.put(s.top_k);
-  w.put(s.top_p);
-  w.put(s.min_p);
-  w.put_bool(s.seed.has_value());
-  w.put<uint64_t>(s.seed.value_or(0));
-  w.put(s.presence_penalty);
-  w.put(s.frequency_penalty);
-  w.put(s.repetition_penalty);
-  w.put(s.min_new_tokens);
-  w.put_array(s.logit_bias);
-}
-
-sampling::SamplingParams get_sampling(Reader& r) {
-  sampling::SamplingParams s;
-  s.temperature = r.get<float>("sampling.temperature");
-  s.top_k = r.get<int32_t>("sampling.top_k");
-  s.top_p = r.get<float>("sampling.top_p");
-  s.min_p = r.get<float>("sampling.min_p");
-  const bool has_seed = r.get_bool("sampling.seed");
-  const auto seed = r.get<uint64_t>("sampling.seed");
-  if (has_seed) s.seed = seed;
-  s.presence_penalty = r.get<float>("sampling.presence_penalty");
-  s.frequency_penalty = r.get<float>("sampling.frequency_penalty");
-  s.repetition_penalty = r.get<float>("sampling.repetition_penalty");
-  s.min_new_tokens = r.get<int32_t>("sampling.min_new_tokens");
-  s.logit_bias = r.get_array<sampling::LogitBias>("sampling.logit_bias");
-  return s;
-}
-
-void put_request(Writer& w, const ExecRequest& q) {
-  w.put(q.req_pool_idx);
-  w.put(q.prefix_len);
-  w.put(q.extend_len);
-  w.put_array(q.input_ids);
-  put_sampling(w, q.sampling);
-  w.put(q.top_logprobs_num);
-  w.put_bool(q.return_logprob);
-  w.put_bool(q.samples);
-  w.put(q.next_input_id);
-  w.put(q.sample_rows);
-  w.put_bool(q.process_logits);
-  w.put(q.prompt_len);
-  w.put_array(q.cached_prefix_ids);
-  w.put_array(q.min_tokens_stop_ids);
-  w.put(q.logprob_begin);
-  w.put_array(q.logprob_targets);
-  w.put_array(q.token_ids_logprob);
-}
-
-ExecRequest get_request(Reader& r) {
-  ExecRequest q;
-  q.req_pool_idx = r.get<int32_t>("request.req_pool_idx");
-  q.prefix_len = r.get<int32_t>("request.prefix_len");
-  q.extend_len = r.get<int32_t>("request.extend_len");
-  q.input_ids = r.get_array<int32_t>("request.input_ids");
-  q.sampling = get_sampling(r);
-  q.top_logprobs_num = r.get<int32_t>("request.top_logprobs_num");
-  q.return_logprob = r.get_bool("request.return_logprob");
-  q.samples = r.get_bool("request.samples");
-  q.next_input_id = r.get<int32_t>("request.next_input_id");
-  q.sample_rows = r.get<int32_t>("request.sample_rows");
-  q.process_logits = r.get_bool("request.process_logits");
-  q.prompt_len = r.get<int32_t>("request.prompt_len");
-  q.cached_prefix_ids = r.get_array<int32_t>("request.cached_prefix_ids");
-  q.min_tokens_stop_ids = r.get_array<int32_t>("request.min_tokens_stop_ids");
-  q.logprob_begin = r.get<int32_t>("request.logprob_begin");
-  q.logprob_targets = r.get_array<int32_t>("request.logprob_targets");
-  q.token_ids_logprob = r.get_array<int32_t>("request.token_ids_logprob");
-  return q;
+// Every field of a request, in wire order: one list for both directions (Writer and Reader
+// visit it, `Request` const or not).
+template <typename IO, typename Request>
+void request_fields(IO& io, Request& q) {
+  io.field(q.req_pool_idx, "request.req_pool_idx");
+  io.field(q.prefix_len, "request.prefix_len");
+  io.field(q.extend_len, "request.extend_len");
+  io.field(q.input_ids, "request.input_ids");
+  io.field(q.sampling.temperature, "sampling.temperature");
+  io.field(q.sampling.top_k, "sampling.top_k");
+  io.field(q.sampling.top_p, "sampling.top_p");
+  io.field(q.sampling.min_p, "sampling.min_p");
+  io.field(q.sampling.seed, "sampling.seed");
+  io.field(q.sampling.presence_penalty, "sampling.presence_penalty");
+  io.field(q.sampling.frequency_penalty, "sampling.frequency_penalty");
+  io.field(q.sampling.repetition_penalty, "sampling.repetition_penalty");
+  io.field(q.sampling.min_new_tokens, "sampling.min_new_tokens");
+  io.field(q.sampling.logit_bias, "sampling.logit_bias");
+  io.field(q.top_logprobs_num, "request.top_logprobs_num");
+  io.field(q.return_logprob, "request.return_logprob");
+  io.field(q.samples, "request.samples");
+  io.field(q.next_input_id, "request.next_input_id");
+  io.field(q.sample_rows, "request.sample_rows");
+  io.field(q.process_logits, "request.process_logits");
+  io.field(q.prompt_len, "request.prompt_len");
+  io.field(q.cached_prefix_ids, "request.cached_prefix_ids");
+  io.field(q.min_tokens_stop_ids, "request.min_tokens_stop_ids");
+  io.field(q.logprob_begin, "request.logprob_begin");
+  io.field(q.logprob_targets, "request.logprob_targets");
+  io.field(q.token_ids_logprob, "request.token_ids_logprob");
 }
 
 }  // namespace
@@ -187,7 +182,7 @@ std::vector<uint8_t> encode_exec_batch(const ExecBatch& batch) {
   w.put(static_cast<uint8_t>(batch.mode));
   w.put(static_cast<uint8_t>(batch.pooling));
   w.put<uint64_t>(batch.requests.size());
-  for (const ExecRequest& q : batch.requests) put_request(w, q);
+  for (const ExecRequest& q : batch.requests) request_fields(w, q);
   w.put_array(batch.out_cache_loc);
   std::vector<int32_t> writes;  // (row, start, count) triples
   for (const cache::ReqToTokenWrites::Write& x : batch.req_to_token_writes.writes) {
@@ -220,7 +215,7 @@ Result<ExecBatch> decode_exec_batch(std::span<const uint8_t> message) {
   const auto n = r.get<uint64_t>("requests");
   // Each request takes more than 64 bytes: a count past that is a bad message, not an allocation.
   if (r.ok() && n > message.size() / 64) r.fail("requests", "is longer than the message");
-  for (uint64_t i = 0; i < n && r.ok(); ++i) batch.requests.push_back(get_request(r));
+  for (uint64_t i = 0; i < n && r.ok(); ++i) request_fields(r, batch.requests.emplace_back());
   batch.out_cache_loc = r.get_array<int32_t>("out_cache_loc");
   const std::vector<int32_t> writes = r.get_array<int32_t>("req_to_token_writes");
   if (writes.size() % 3 != 0) r.fail("req_to_token_writes", "is not (row, start, count) triples");

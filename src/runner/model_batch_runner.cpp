@@ -165,14 +165,14 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     // the accept counts computed where the sampled ids are (on the GPU: before they come back).
     bool queued = false;
     const int32_t forced = verify ? bench_accept_length_ : 0;
-    if (eagle) {
-      resolve_drafts(batch, drafts);
+    if (eagle) resolve_drafts(batch, drafts);
+    if (eagle && verify) {
       std::vector<int32_t>& host_ids = launched.result.output.next_token_ids;
       const Tensor sampled_ids =
           ticket ? model_runner_.latest_sampled_ids(fb.num_logit_rows())
                  : Tensor(host_ids.data(), DType::kI32, {static_cast<int64_t>(host_ids.size())});
-      queued = verify && eagle_->queue_extend_and_draft(
-                             batch, output, {fb.input_ids, fb.id_ref_table, sampled_ids, forced});
+      queued = eagle_->queue_extend_and_draft(batch, output,
+                                              {fb.input_ids, fb.id_ref_table, sampled_ids, forced});
     }
     if (ticket) launched.result.output = model_runner_.collect(*ticket);
     if (forced > 0) force_acceptance(batch, launched.result.output.next_token_ids);
@@ -227,7 +227,7 @@ ExecResult ModelBatchRunner::finish() {
 
 void ModelBatchRunner::resolve_drafts(const ExecBatch& batch,
                                       std::vector<speculative::DraftTree>& drafts) {
-  eagle_->resolve_drafts(drafts);
+  if (!eagle_->resolve_drafts(batch, drafts)) return;
   // The drafts' ids over their references, in the token rows and the pass's inputs.
   std::lock_guard lock(mutex_);
   size_t offset = 0;

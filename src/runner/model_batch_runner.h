@@ -51,8 +51,8 @@ class ModelBatchRunner final : public BatchRunner {
   }
   // Writes the sampled ids into the token table (under mutex_).
   void record_sampled(const Launched& launched, const std::vector<int32_t>& ids);
-  // EagleWorker::resolve_drafts, then the ids written over the references in the token rows
-  // and input_ids_.
+  // EagleWorker::resolve_drafts, then (when it resolved any) the ids written over the
+  // references in the token rows and input_ids_.
   void resolve_drafts(const ExecBatch& batch, std::vector<speculative::DraftTree>& drafts);
   // Tree verifies: the token table's positions after each root take its accepted path's samples.
   void record_accepted_paths(const ExecBatch& batch, const ExecResult& result,

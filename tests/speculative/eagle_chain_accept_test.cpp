@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "forward/forward_batch.h"
@@ -31,28 +33,31 @@ struct Verify {
   // Outputs, filled with kUntouched.
   std::vector<int32_t> extend_ids, out_rows, positions, seq_lens, step_prefix_lens, kv_indices;
 
-  ChainAcceptArgs args(int32_t max_position, int32_t scratch_base) {
-    ChainAcceptArgs a;
-    a.verify_ids = verify_ids.data();
-    a.id_table = id_table.data();
-    a.sampled = sampled.data();
-    a.bs = bs;
-    a.tokens = tokens;
-    a.forced_accept = forced;
-    a.vocab_size = vocab;
-    a.steps = steps;
-    a.capacity = capacity;
-    a.max_position = max_position;
-    a.scratch_base = scratch_base;
-    a.prefix_lens = prefix_lens.data();
-    a.kv_indptr = kv_indptr.data();
-    a.extend_ids = extend_ids.data();
-    a.out_rows = out_rows.data();
-    a.positions = positions.data();
-    a.seq_lens = seq_lens.data();
-    a.step_prefix_lens = step_prefix_lens.data();
-    a.kv_indices = kv_indices.data();
-    return a;
+  // The arrays are where `at` says each vector's copy is (default: the vectors themselves).
+  ChainAcceptArgs args(
+      int32_t max_position, int32_t scratch_base,
+      const std::function<int32_t*(std::vector<int32_t>&)>& at = [](std::vector<int32_t>& v) {
+        return v.data();
+      }) {
+    return {.verify_ids = at(verify_ids),
+            .id_table = at(id_table),
+            .sampled = at(sampled),
+            .bs = bs,
+            .tokens = tokens,
+            .forced_accept = forced,
+            .vocab_size = vocab,
+            .steps = steps,
+            .capacity = capacity,
+            .max_position = max_position,
+            .scratch_base = scratch_base,
+            .prefix_lens = at(prefix_lens),
+            .kv_indptr = at(kv_indptr),
+            .extend_ids = at(extend_ids),
+            .out_rows = at(out_rows),
+            .positions = at(positions),
+            .seq_lens = at(seq_lens),
+            .step_prefix_lens = at(step_prefix_lens),
+            .kv_indices = at(kv_indices)};
   }
 };
 
@@ -186,34 +191,18 @@ TEST(ChainAcceptCuda, TheKernelWritesWhatTheHostWrites) {
   for (int trial = 0; trial < 100; ++trial) {
     Verify host = random_verify(rng, trial % 3 == 0 ? 1 + trial % 5 : 0);
     Verify device = host;
-    std::vector<Buffer> buffers;  // device copies of every array, in `arrays` order
-    std::vector<std::vector<int32_t>*> arrays = {
-        &device.verify_ids, &device.id_table,         &device.sampled,   &device.prefix_lens,
-        &device.kv_indptr,  &device.extend_ids,       &device.out_rows,  &device.positions,
-        &device.seq_lens,   &device.step_prefix_lens, &device.kv_indices};
-    for (std::vector<int32_t>* a : arrays) {
-      const auto n = static_cast<int64_t>(a->size());
-      buffers.emplace_back(gpu, DType::kI32, std::initializer_list<int64_t>{n});
-      kernels::copy(Tensor(a->data(), DType::kI32, {n}), buffers.back().tensor(), stream.get());
-    }
-    ChainAcceptArgs args = device.args(30, 500);
-    auto at = [&](size_t i) { return buffers[i].data<int32_t>(); };
-    args.verify_ids = at(0);
-    args.id_table = at(1);
-    args.sampled = at(2);
-    args.prefix_lens = at(3);
-    args.kv_indptr = at(4);
-    args.extend_ids = at(5);
-    args.out_rows = at(6);
-    args.positions = at(7);
-    args.seq_lens = at(8);
-    args.step_prefix_lens = at(9);
-    args.kv_indices = at(10);
+    // A device copy of each of `device`'s vectors, then back over it after the kernel.
+    std::vector<std::pair<std::vector<int32_t>*, Buffer>> copies;
+    const ChainAcceptArgs args = device.args(30, 500, [&](std::vector<int32_t>& v) {
+      const auto n = static_cast<int64_t>(v.size());
+      Buffer& b = copies.emplace_back(&v, Buffer(gpu, DType::kI32, {n})).second;
+      kernels::copy(Tensor(v.data(), DType::kI32, {n}), b.tensor(), stream.get());
+      return b.data<int32_t>();
+    });
     cuda::apply_chain_accept(args, stream.get());
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      std::vector<int32_t>& a = *arrays[i];
-      kernels::copy(buffers[i].tensor(),
-                    Tensor(a.data(), DType::kI32, {static_cast<int64_t>(a.size())}), stream.get());
+    for (auto& [v, b] : copies) {
+      kernels::copy(b.tensor(), Tensor(v->data(), DType::kI32, {static_cast<int64_t>(v->size())}),
+                    stream.get());
     }
     const ChainAcceptArgs host_args = host.args(30, 500);
     for (int32_t b = 0; b < host.bs; ++b) apply_chain_accept(host_args, b);
