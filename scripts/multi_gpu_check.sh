@@ -20,6 +20,8 @@
 #        8, batch 1 and 64, input 1024 (SGL_MULTI_GPU_BENCH_ARGS overrides those flags)
 #     4. sgl-bench one-batch on the Qwen3-30B-A3B and Mixtral-8x7B shapes at --tp-size N
 #        --ep-size N (whole experts per GPU; Qwen3 at --tp-size N alone too) for N = 2 and 4
+#     5. serving across nodes: scripts/gpu_multi_node_check.sh (two sgl-server processes at
+#        --nnodes 2 answer what one process answers)
 #   On one GPU (a dry run) it runs what one GPU can (the one-rank tests, the one-rank
 #   all-reduce, one-batch on the Llama-3-8B shape through --tp-size 1) and lists what it
 #   skipped and why. JSON and logs land in $OUT; a summary table is printed last.
@@ -138,6 +140,19 @@ run() {
     one_batch qwen3-30b-a3b "$n" "qwen3_30b_a3b_ep$n" "$n"
     one_batch mixtral-8x7b "$n" "mixtral_8x7b_ep$n" "$n"
   done
+
+  # 5. Serving across nodes: two sgl-server processes, one GPU each.
+  if [ "$gpus" -ge 2 ]; then
+    echo "==== serving across nodes (--nnodes 2, two processes)"
+    if OUT="$log" scripts/gpu_multi_node_check.sh "$root"; then
+      rows+=("sgl-server-nnodes2 PASS")
+    else
+      status=1
+      rows+=("sgl-server-nnodes2 FAIL")
+    fi
+  else
+    skipped+=("sgl-server --nnodes 2: needs 2 GPUs, found $gpus")
+  fi
 
   echo "==== multi_gpu_check summary ($gpus GPU(s))"
   printf '%s\n' "${rows[@]}"

@@ -162,6 +162,9 @@ int run_bench_offline(int argc, char** argv) {
     return fail(invalid_argument(
         "--num-prompts and the lengths must be >= 1, --random-range-ratio in [0, 1]"));
   }
+  if (const Status s = distributed::check_single_node(setup->nodes, "sgl-bench offline"); !s.ok()) {
+    return fail(s);
+  }
   if (const Status s = set_bench_accept_length(*args, setup->engine.scheduler.speculative);
       !s.ok()) {
     return fail(s);

@@ -336,7 +336,7 @@ int run_bench_one_batch(int argc, char** argv) {
   std::unique_ptr<runner::ModelRunner> rank0;
   std::unique_ptr<runner::TpWorkerGroup> group;
   if (options.tp_size > 1) {
-    auto created = runner::TpWorkerGroup::create(*model_path, options, &rank0);
+    auto created = runner::TpWorkerGroup::create(*model_path, options, {}, &rank0);
     if (!created.ok()) return fail(created.status());
     group = std::move(created).value();
   } else {
@@ -345,7 +345,7 @@ int run_bench_one_batch(int argc, char** argv) {
     rank0 = std::move(created).value();
   }
   std::vector<runner::ModelRunner*> ranks = {rank0.get()};
-  for (int r = 1; r < options.tp_size; ++r) ranks.push_back(&group->worker(r));
+  for (int r = 1; r < options.tp_size; ++r) ranks.push_back(&group->local(r));
   for (runner::ModelRunner* rank : ranks) backend::synchronize(rank->stream());
   const auto runner = &rank0;  // rank 0 reports
   const double load_s = seconds_since(load_start);

@@ -113,8 +113,9 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "1"},
       {.name = "--nnodes",
        .value = "N",
-       .help = "Nodes of the group; only 1 runs (the NCCL id exchange over --dist-init-addr "
-               "exists, a scheduler driving other nodes' ranks does not).",
+       .help = "Nodes the --tp-size ranks split over (sgl-server; each node runs --tp-size / N "
+               "ranks). Node 0 runs the scheduler and the HTTP server and sends every batch to "
+               "the others; start every node with the same flags and its --node-rank.",
        .default_value = "1"},
       {.name = "--node-rank",
        .value = "N",
@@ -122,8 +123,9 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "0"},
       {.name = "--dist-init-addr",
        .value = "HOST:PORT",
-       .help = "Where node 0 serves the NCCL id to the other nodes (checked; unused at "
-               "--nnodes 1)."},
+       .help = "Node 0's address: the other nodes connect at PORT (node 0's batches) and "
+               "PORT + 1 (the ranks' group: the NCCL id on GPUs, the collectives on the CPU). "
+               "Needed when --nnodes > 1."},
       {.name = "--max-running-requests",
        .value = "N",
        .help = "Requests decoding at once.",
@@ -264,8 +266,9 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   s.runner.tp_size = static_cast<int>(tp_size);
   SGL_ASSIGN_OR_RETURN(const int64_t ep_size, args.get_int("--ep-size", 1));
   if (ep_size < 1 || ep_size > 64) return invalid_argument("--ep-size must be in [1, 64]");
-  // Multi-node bootstrap (SGLang's names): checked, and only one node runs.
-  distributed::MultiNode nodes;
+  // Serving across nodes (SGLang's names): checked here; sgl-server runs it, the other tools
+  // refuse it (check_single_node).
+  distributed::MultiNode& nodes = s.nodes;
   SGL_ASSIGN_OR_RETURN(const int64_t nnodes, args.get_int("--nnodes", 1));
   SGL_ASSIGN_OR_RETURN(const int64_t node_rank, args.get_int("--node-rank", 0));
   if (nnodes < 1 || nnodes > 4096) return invalid_argument("--nnodes must be in [1, 4096]");
@@ -275,7 +278,6 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
     SGL_ASSIGN_OR_RETURN(nodes.dist_init_addr, distributed::parse_dist_init_addr(*addr));
   }
   SGL_RETURN_IF_ERROR(distributed::check_multi_node(nodes));
-  SGL_RETURN_IF_ERROR(distributed::check_single_node(nodes));
   s.runner.ep_size = static_cast<int>(ep_size);
   SGL_ASSIGN_OR_RETURN(
       s.runner.attention_backend,

@@ -8,6 +8,7 @@
 
 #include "app/cli_args.h"
 #include "app/flag_spec.h"
+#include "distributed/bootstrap.h"
 #include "engine/engine.h"
 #include "runner/model_runner.h"
 
@@ -24,6 +25,7 @@ const std::string& engine_flags_usage();
 struct EngineSetup {
   runner::ModelRunnerOptions runner;
   engine::EngineOptions engine;
+  distributed::MultiNode nodes;  // --nnodes, --node-rank, --dist-init-addr
   // What the flags mean here where SGLang's meaning differs, for the start-up log.
   std::vector<std::string> notes;
 };

@@ -75,6 +75,7 @@ Result<Options> parse_options(int argc, char** argv) {
   o.model_path = *args.get("--model-path");
   o.json = args.has("--json");
   SGL_ASSIGN_OR_RETURN(o.setup, parse_engine_flags(args));
+  SGL_RETURN_IF_ERROR(distributed::check_single_node(o.setup.nodes, "sgl-generate"));
   if (auto file = args.get("--batch-file")) {
     if (args.has("--prompt") || args.has("--prompt-ids")) {
       return invalid_argument("give exactly one of --prompt, --prompt-ids and --batch-file");

@@ -197,8 +197,6 @@ Result<Options> parse_options(int argc, char** argv) {
 }
 
 int run(int argc, char** argv) {
-  // Before any thread starts, so that every thread inherits the mask and serve() gets them.
-  server::block_termination_signals();
   auto parsed = parse_options(argc, argv);
   if (!parsed.ok()) {
     std::cerr << "sgl-server: " << parsed.status().message() << "\n";
@@ -221,10 +219,26 @@ int run(int argc, char** argv) {
   if (auto format = model::check_model_path(o.model_path); !format.ok()) {
     return fail(format.status());
   }
+  if (setup.nodes.node_rank > 0) {
+    // Another node's ranks: no HTTP server, no tokenizer; node 0 sends the batches (SGLang's
+    // --node-rank > 0 too serves no HTTP).
+    if (parsed->dp_size > 1) {
+      return fail(invalid_argument("--dp-size " + std::to_string(parsed->dp_size) +
+                                   " with --nnodes " + std::to_string(setup.nodes.nnodes) +
+                                   " is not implemented"));
+    }
+    // SIGTERM ends it at once (nothing to drain: node 0 holds the requests).
+    const Status followed =
+        engine::run_follower_node(o.model_path, setup.runner, setup.engine, setup.nodes);
+    return followed.ok() ? 0 : fail(followed);
+  }
+  // Before any thread starts, so that every thread inherits the mask and serve() gets them.
+  server::block_termination_signals();
   auto tok = tokenizer::Tokenizer::from_dir(o.tokenizer_path);
   if (!tok.ok()) return fail(tok.status());
-  auto replicas = engine::launch_data_parallel_engines(o.model_path, setup.runner, setup.engine,
-                                                       (*tok)->eos_token_ids(), parsed->dp_size);
+  auto replicas =
+      engine::launch_data_parallel_engines(o.model_path, setup.runner, setup.engine,
+                                           (*tok)->eos_token_ids(), parsed->dp_size, setup.nodes);
   if (!replicas.ok()) return fail(replicas.status());
   Status status = server::serve(o, *replicas, **tok, [](const std::string& url) {
     std::printf("sgl-server listening on %s\n", url.c_str());

@@ -74,13 +74,10 @@ Status check_multi_node(const MultiNode& layout) {
   return Status::ok_status();
 }
 
-Status check_single_node(const MultiNode& layout) {
+Status check_single_node(const MultiNode& layout, std::string_view tool) {
   if (layout.nnodes == 1) return Status::ok_status();
-  return unimplemented(
-      "--nnodes " + std::to_string(layout.nnodes) +
-      ": serving over several nodes is not implemented: the NCCL id exchange over "
-      "--dist-init-addr exists, but no scheduler on node 0 drives ranks on other nodes (their "
-      "batches would need sending); run one node with --tp-size up to its GPU count");
+  return unimplemented("--nnodes " + std::to_string(layout.nnodes) + ": " + std::string(tool) +
+                       " runs on one node; sgl-server serves across nodes");
 }
 
 Result<std::unique_ptr<IdServer>> IdServer::start(const DistInitAddr& addr,

@@ -1,8 +1,8 @@
 // Multi-node bootstrap (SGLang's --dist-init-addr, --nnodes, --node-rank): the flags' checks and
 // the exchange of an opaque id blob (a ncclUniqueId: nccl_communicator.h) over TCP. Rank 0 of
-// node 0 makes the id and serves it at --dist-init-addr; the other nodes' ranks fetch it there,
-// then every rank joins the NCCL group it names. Plain POSIX sockets; no CUDA, so the exchange is
-// tested on the CPU.
+// node 0 makes the id and serves it (runner/tp_worker_group.h: at --dist-init-addr's port + 1);
+// the other nodes fetch it there, then every rank joins the NCCL group it names. Plain POSIX
+// sockets; no CUDA, so the exchange is tested on the CPU.
 //
 // Wire format, one exchange per connection: the client sends the 8 bytes "SGLBOOT1"; the server
 // answers "SGLBOOT1", the blob's length (u32, big-endian) and the blob, then closes.
@@ -40,12 +40,11 @@ struct MultiNode {
 };
 
 // nnodes >= 1, node_rank in [0, nnodes), --dist-init-addr required when nnodes > 1:
-// InvalidArgument naming the flag otherwise. (Whether more than one node can run is the caller's
-// question: check_single_node.)
+// InvalidArgument naming the flag otherwise.
 Status check_multi_node(const MultiNode& layout);
 
-// nnodes == 1, or Unimplemented naming what serving over several nodes lacks (one line).
-Status check_single_node(const MultiNode& layout);
+// nnodes == 1, or Unimplemented saying that `tool` runs on one node (one line).
+Status check_single_node(const MultiNode& layout, std::string_view tool);
 
 // Serves one blob to `clients` connections on a thread of its own until each has it (or the
 // server is destroyed).

@@ -41,9 +41,13 @@ runner::ModelRunnerOptions replica_runner_options(const runner::ModelRunnerOptio
 Result<std::vector<ModelEngine>> launch_data_parallel_engines(
     const std::filesystem::path& model_path, const runner::ModelRunnerOptions& runner_options,
     const EngineOptions& engine_options, const std::vector<int32_t>& extra_eos_ids,
-    int num_replicas) {
+    int num_replicas, const distributed::MultiNode& nodes) {
   if (num_replicas < 1) {
     return invalid_argument("--dp-size must be >= 1, got " + std::to_string(num_replicas));
+  }
+  if (num_replicas > 1 && nodes.nnodes > 1) {
+    return invalid_argument("--dp-size " + std::to_string(num_replicas) + " with --nnodes " +
+                            std::to_string(nodes.nnodes) + " is not implemented");
   }
   const int tp = runner_options.tp_size;
   const ReplicaPlacement placement =
@@ -72,7 +76,7 @@ Result<std::vector<ModelEngine>> launch_data_parallel_engines(
     number_replica_requests(eo, i, num_replicas);
     auto me = launch_model_engine(
         model_path, replica_runner_options(runner_options, i, num_replicas, placement), eo,
-        extra_eos_ids);
+        extra_eos_ids, nodes);
     if (!me.ok()) {
       if (num_replicas == 1) return me.status();
       return Status(me.status().code(), "data-parallel replica " + std::to_string(i) + " of " +

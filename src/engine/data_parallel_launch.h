@@ -31,9 +31,10 @@ runner::ModelRunnerOptions replica_runner_options(const runner::ModelRunnerOptio
 
 // Loads and starts `num_replicas` engines one after another (memory is measured after the
 // previous replica took its share); their rids are numbered apart (number_replica_requests).
+// `nodes`: node 0 of a group over several nodes (one replica only).
 Result<std::vector<ModelEngine>> launch_data_parallel_engines(
     const std::filesystem::path& model_path, const runner::ModelRunnerOptions& runner_options,
     const EngineOptions& engine_options, const std::vector<int32_t>& extra_eos_ids,
-    int num_replicas);
+    int num_replicas, const distributed::MultiNode& nodes = {});
 
 }  // namespace sgl::engine

@@ -3,17 +3,49 @@
 
 #include <algorithm>
 #include <new>
+#include <optional>
 
+#include "core/logging.h"
 #include "runner/model_batch_runner.h"
+#include "runner/node_link.h"
 #include "runner/tp_batch_runner.h"
 
 namespace sgl::engine {
+namespace {
 
-Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
-                                        const runner::ModelRunnerOptions& runner_options,
-                                        EngineOptions options,
-                                        const std::vector<int32_t>& extra_eos_ids) {
-  runner::ModelRunnerOptions ro = runner_options;
+// How long node 0 waits for the other nodes, and they for it (a model may load for minutes).
+constexpr std::chrono::milliseconds kNodeJoinTimeout = std::chrono::minutes(10);
+
+runner::NodeLayout node_layout(const runner::ModelRunnerOptions& ro,
+                               const distributed::MultiNode& nodes) {
+  return {ro.tp_size, ro.ep_size, nodes.nnodes};
+}
+
+// What serving across nodes supports: tensor-parallel ranks split evenly over the nodes.
+Status check_nodes(const runner::ModelRunnerOptions& ro, const distributed::MultiNode& nodes) {
+  SGL_RETURN_IF_ERROR(distributed::check_multi_node(nodes));
+  if (nodes.nnodes == 1) return Status::ok_status();
+  if (ro.tp_size % nodes.nnodes != 0) {
+    return invalid_argument("--tp-size " + std::to_string(ro.tp_size) +
+                            " does not split evenly over --nnodes " + std::to_string(nodes.nnodes) +
+                            " (each node runs --tp-size / --nnodes ranks)");
+  }
+  if (ro.is_embedding) {
+    return invalid_argument("--nnodes " + std::to_string(nodes.nnodes) +
+                            " with --is-embedding is not implemented");
+  }
+  if (nodes.dist_init_addr->port == 65535) {
+    return invalid_argument("--dist-init-addr " + nodes.dist_init_addr->to_string() +
+                            ": the ranks' group takes PORT + 1, so PORT must be below 65535");
+  }
+  return Status::ok_status();
+}
+
+// The runner sizes an engine of `options` needs (batch, token and logits rows, CUDA graphs for
+// verify passes, EAGLE's captured layers), and the engine options they settle; an error for a
+// combination not supported.
+Status size_runner_for_engine(const std::filesystem::path& model_path,
+                              runner::ModelRunnerOptions& ro, EngineOptions& options) {
   // One forward takes a full prefill budget (or chunk) plus every running decode (MIXED).
   const int64_t prefill =
       options.scheduler.chunked_prefill_size > 0
@@ -69,10 +101,36 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     return invalid_argument(
         "--speculative-bench-accept-length with --tp-size > 1 is not implemented");
   }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
+                                        const runner::ModelRunnerOptions& runner_options,
+                                        EngineOptions options,
+                                        const std::vector<int32_t>& extra_eos_ids,
+                                        const distributed::MultiNode& nodes) {
+  runner::ModelRunnerOptions ro = runner_options;
+  SGL_RETURN_IF_ERROR(size_runner_for_engine(model_path, ro, options));
+  SGL_RETURN_IF_ERROR(check_nodes(ro, nodes));
+  if (nodes.node_rank != 0) {
+    return invalid_argument("--node-rank " + std::to_string(nodes.node_rank) +
+                            " runs its ranks for node 0 (run_follower_node), not an engine");
+  }
+  const speculative::SpeculativeOptions& spec = options.scheduler.speculative;
   ModelEngine me;
+  std::unique_ptr<runner::LeaderLink> followers;
+  if (nodes.nnodes > 1) {
+    // The other nodes join first: their ranks join the group while this node's do.
+    SGL_ASSIGN_OR_RETURN(
+        followers, runner::LeaderLink::accept_followers(*nodes.dist_init_addr,
+                                                        node_layout(ro, nodes), kNodeJoinTimeout));
+  }
   if (ro.tp_size > 1) {
-    SGL_ASSIGN_OR_RETURN(me.tp_workers,
-                         runner::TpWorkerGroup::create(model_path, ro, &me.model_runner));
+    SGL_ASSIGN_OR_RETURN(
+        me.tp_workers,
+        runner::TpWorkerGroup::create(model_path, ro, nodes, &me.model_runner, kNodeJoinTimeout));
   } else {
     SGL_ASSIGN_OR_RETURN(me.model_runner, runner::ModelRunner::create(model_path, ro));
   }
@@ -109,14 +167,58 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                               e.what() + "); try a smaller --context-length");
   }
   if (me.tp_workers != nullptr) {
-    me.engine->start(std::make_unique<runner::TpBatchRunner>(*me.model_runner, *me.tp_workers,
-                                                             me.engine->req_to_token_pool()));
+    me.engine->start(std::make_unique<runner::TpBatchRunner>(
+        *me.model_runner, *me.tp_workers, me.engine->req_to_token_pool(), std::move(followers)));
   } else {
     me.engine->start(
         std::make_unique<runner::ModelBatchRunner>(*me.model_runner, me.engine->req_to_token_pool(),
                                                    me.eagle_draft.get(), spec.bench_accept_length));
   }
   return me;
+}
+
+Status run_follower_node(const std::filesystem::path& model_path,
+                         const runner::ModelRunnerOptions& runner_options, EngineOptions options,
+                         const distributed::MultiNode& nodes) {
+  runner::ModelRunnerOptions ro = runner_options;
+  SGL_RETURN_IF_ERROR(size_runner_for_engine(model_path, ro, options));
+  SGL_RETURN_IF_ERROR(check_nodes(ro, nodes));
+  if (nodes.node_rank == 0) return invalid_argument("node 0 runs the engine, not a follower");
+  SGL_ASSIGN_OR_RETURN(std::unique_ptr<runner::FollowerLink> link,
+                       runner::FollowerLink::join(*nodes.dist_init_addr, nodes.node_rank,
+                                                  node_layout(ro, nodes), kNodeJoinTimeout));
+  SGL_LOG_INFO << "node " << nodes.node_rank << " joined node 0 at "
+               << nodes.dist_init_addr->to_string();
+  SGL_ASSIGN_OR_RETURN(std::unique_ptr<runner::TpWorkerGroup> workers,
+                       runner::TpWorkerGroup::join(ro, nodes, kNodeJoinTimeout));
+  std::unique_ptr<runner::ModelRunner> first;
+  std::optional<runner::NodeStart> start;
+  if (ro.device.is_cpu()) {
+    // CPU ranks take node 0's KV slot count (GPU ranks agree on theirs while they load).
+    SGL_ASSIGN_OR_RETURN(start, link->receive_start());
+    ro.num_kv_slots = start->num_kv_slots;
+  }
+  SGL_RETURN_IF_ERROR(workers->load(model_path, ro, &first));
+  if (!start) {
+    SGL_ASSIGN_OR_RETURN(start, link->receive_start());
+  }
+  if (start->num_kv_slots != first->num_kv_slots()) {
+    return internal_error("node 0 has " + std::to_string(start->num_kv_slots) +
+                          " KV slots a rank, this node " + std::to_string(first->num_kv_slots()));
+  }
+  cache::ReqToTokenPool req_to_token(start->req_to_token_rows, start->context_len);
+  runner::TpBatchRunner ranks(*first, *workers, req_to_token);
+  SGL_LOG_INFO << "node " << nodes.node_rank << " serving node 0's batches";
+  int64_t batches = 0;
+  for (;;) {
+    SGL_ASSIGN_OR_RETURN(std::optional<runner::ExecBatch> batch, link->receive_batch());
+    if (!batch) break;
+    ranks.launch(*batch);
+    ranks.finish();
+    ++batches;
+  }
+  SGL_LOG_INFO << "node " << nodes.node_rank << ": node 0 stopped after " << batches << " batches";
+  return Status::ok_status();
 }
 
 }  // namespace sgl::engine

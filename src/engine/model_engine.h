@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "distributed/bootstrap.h"
 #include "engine/engine.h"
 #include "runner/eagle_draft_runner.h"
 #include "runner/model_runner.h"
@@ -26,9 +27,19 @@ struct ModelEngine {
 // every rank is loaded and the engine's batches run on all of them (runner::TpBatchRunner).
 // With EAGLE speculative decoding (engine_options.scheduler.speculative) the draft head loads
 // beside the model and the engine's batch runner drafts with it.
+// Across nodes (`nodes`, node 0 only): waits for the other nodes at --dist-init-addr, loads
+// this node's ranks and sends every batch to the others (runner/node_link.h).
 Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                                         const runner::ModelRunnerOptions& runner_options,
                                         EngineOptions engine_options,
-                                        const std::vector<int32_t>& extra_eos_ids = {});
+                                        const std::vector<int32_t>& extra_eos_ids = {},
+                                        const distributed::MultiNode& nodes = {});
+
+// A node other than node 0 (SGLang's --node-rank > 0, with the same flags as node 0): joins
+// node 0, loads this node's tensor-parallel ranks and runs every batch node 0 sends until it
+// stops (OK) or its link breaks (the error).
+Status run_follower_node(const std::filesystem::path& model_path,
+                         const runner::ModelRunnerOptions& runner_options,
+                         EngineOptions engine_options, const distributed::MultiNode& nodes);
 
 }  // namespace sgl::engine

@@ -6,16 +6,23 @@
 
 namespace sgl::runner {
 
-TpBatchRunner::TpBatchRunner(ModelRunner& rank0, TpWorkerGroup& workers,
-                             const cache::ReqToTokenPool& req_to_token)
-    : results_(static_cast<size_t>(workers.size())) {
-  ranks_.push_back(std::make_unique<ModelBatchRunner>(rank0, req_to_token));
-  devices_.push_back(rank0.options().device);
-  for (int r = 1; r < workers.size(); ++r) {
-    ranks_.push_back(std::make_unique<ModelBatchRunner>(workers.worker(r), req_to_token));
-    devices_.push_back(workers.worker(r).options().device);
+TpBatchRunner::TpBatchRunner(ModelRunner& first, TpWorkerGroup& workers,
+                             const cache::ReqToTokenPool& req_to_token,
+                             std::unique_ptr<LeaderLink> followers)
+    : followers_(std::move(followers)), results_(static_cast<size_t>(workers.local_size())) {
+  if (followers_ != nullptr) {
+    const Status sent =
+        followers_->send_start({static_cast<int32_t>(first.num_kv_slots()), req_to_token.size(),
+                                req_to_token.max_context_len()});
+    SGL_CHECK(sent.ok()) << sent.to_string();
   }
-  for (int r = 1; r < workers.size(); ++r) threads_.emplace_back([this, r] { rank_loop(r); });
+  ranks_.push_back(std::make_unique<ModelBatchRunner>(first, req_to_token));
+  devices_.push_back(first.options().device);
+  for (int i = 1; i < workers.local_size(); ++i) {
+    ranks_.push_back(std::make_unique<ModelBatchRunner>(workers.local(i), req_to_token));
+    devices_.push_back(workers.local(i).options().device);
+  }
+  for (int i = 1; i < workers.local_size(); ++i) threads_.emplace_back([this, i] { rank_loop(i); });
 }
 
 TpBatchRunner::~TpBatchRunner() {
@@ -50,6 +57,12 @@ void TpBatchRunner::rank_loop(int rank) {
 }
 
 ExecResult TpBatchRunner::compute(const ExecBatch& batch) {
+  if (followers_ != nullptr) {
+    // The other nodes' ranks meet these in the batch's collectives: without them this node's
+    // would wait forever.
+    const Status sent = followers_->send_batch(batch);
+    SGL_CHECK(sent.ok()) << "serving across nodes: " << sent.to_string();
+  }
   {
     std::lock_guard lock(mutex_);
     batch_ = batch;

@@ -5,6 +5,8 @@
 // ranks draw the same tokens (checked) and keep their token tables equal without a broadcast.
 // On CUDA each rank is a GPU (the group's NCCL communicators): its thread makes its GPU current
 // before it runs a batch; the logits gather and the sampling stay on each rank's GPU.
+// Across nodes, node 0's runner also sends each batch to the other nodes (node_link.h) before
+// its own ranks run it, and each other node runs its ranks through a TpBatchRunner of its own.
 #pragma once
 
 #include <condition_variable>
@@ -19,17 +21,20 @@
 #include "runner/batch_executor.h"
 #include "runner/model_batch_runner.h"
 #include "runner/model_runner.h"
+#include "runner/node_link.h"
 #include "runner/tp_worker_group.h"
 
 namespace sgl::runner {
 
 class TpBatchRunner final : public ComputingBatchRunner {
  public:
-  // Borrows rank 0's runner and the group's (which must outlive this runner); `req_to_token`
-  // shapes each rank's token table, as for ModelBatchRunner.
-  TpBatchRunner(ModelRunner& rank0, TpWorkerGroup& workers,
-                const cache::ReqToTokenPool& req_to_token);
-  ~TpBatchRunner() override;  // stops and joins the rank threads
+  // Borrows this process's first rank's runner and the group's (which must outlive this
+  // runner); `req_to_token` shapes each rank's token table, as for ModelBatchRunner. `followers`
+  // (node 0 of several): the other nodes, told the pool sizes here and sent every batch.
+  TpBatchRunner(ModelRunner& first, TpWorkerGroup& workers,
+                const cache::ReqToTokenPool& req_to_token,
+                std::unique_ptr<LeaderLink> followers = nullptr);
+  ~TpBatchRunner() override;  // stops and joins the rank threads; stops the other nodes
 
  protected:
   ExecResult compute(const ExecBatch& batch) override;
@@ -39,17 +44,18 @@ class TpBatchRunner final : public ComputingBatchRunner {
   // is read through a copy per thread).
   void rank_loop(int rank);
 
-  std::vector<std::unique_ptr<ModelBatchRunner>> ranks_;  // [tp size], by rank
-  std::vector<Device> devices_;                           // [tp size]: each rank's device
+  std::unique_ptr<LeaderLink> followers_;
+  std::vector<std::unique_ptr<ModelBatchRunner>> ranks_;  // [local ranks]
+  std::vector<Device> devices_;                           // [local ranks]: each rank's device
   std::mutex mutex_;
   std::condition_variable posted_;    // a new batch_ (generation_ moved) or stop_
   std::condition_variable finished_;  // pending_ reached 0
   std::optional<ExecBatch> batch_;    // under mutex_: the batch the ranks run
   uint64_t generation_ = 0;           // under mutex_: batches posted
   int pending_ = 0;                   // under mutex_: ranks >= 1 still running batch_
-  std::vector<ExecResult> results_;   // [tp size]; ranks >= 1 write their own entry
+  std::vector<ExecResult> results_;   // [local ranks]; ranks >= 1 write their own entry
   bool stop_ = false;                 // under mutex_
-  std::vector<std::thread> threads_;  // ranks 1 .. size - 1
+  std::vector<std::thread> threads_;  // local ranks 1 ..
 };
 
 }  // namespace sgl::runner

@@ -1,4 +1,4 @@
-// TpWorkerGroup: loading every rank.
+// TpWorkerGroup: joining the group and loading this process's ranks.
 #include "runner/tp_worker_group.h"
 
 #include <optional>
@@ -7,110 +7,227 @@
 #include "backend/devices.h"
 #include "core/logging.h"
 #include "distributed/nccl_communicator.h"
+#include "distributed/socket_communicator.h"
 
 namespace sgl::runner {
 namespace {
 
-// The GPU ranks: rank r on cuda:(base + r), one NCCL communicator each, every rank loaded on a
-// thread of its own at once (their collectives meet while they load: the KV slot count they
-// agree on, the warm-up and capture of the decode graphs).
-Status create_gpu_ranks(const std::filesystem::path& model_path, const ModelRunnerOptions& options,
-                        std::vector<std::unique_ptr<distributed::Communicator>>& communicators,
-                        std::vector<std::unique_ptr<ModelRunner>>& runners) {
-  const int n = options.tp_size, base = options.device.index;
+using Communicators = std::vector<std::unique_ptr<distributed::Communicator>>;
+
+// Where the ranks of several nodes join: --dist-init-addr's port + 1.
+distributed::DistInitAddr group_addr(const distributed::MultiNode& nodes) {
+  distributed::DistInitAddr addr = *nodes.dist_init_addr;
+  addr.port = static_cast<uint16_t>(addr.port + 1);
+  return addr;
+}
+
+// Runs make(i) for each local rank i on a thread of its own (every rank of a group must join at
+// once); the first error, naming its global rank, if any failed.
+template <typename Make>
+Result<Communicators> join_on_threads(int local, int first_rank, Make make) {
+  std::vector<std::optional<Result<std::unique_ptr<distributed::Communicator>>>> joined(
+      static_cast<size_t>(local));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < local; ++i) {
+    threads.emplace_back([&, i] { joined[static_cast<size_t>(i)] = make(i); });
+  }
+  for (std::thread& t : threads) t.join();
+  Communicators communicators;
+  for (int i = 0; i < local; ++i) {
+    auto& c = *joined[static_cast<size_t>(i)];
+    if (!c.ok()) {
+      return c.status().with_context("tensor-parallel rank " + std::to_string(first_rank + i));
+    }
+    communicators.push_back(std::move(c).value());
+  }
+  return communicators;
+}
+
+// The CPU ranks of several nodes: a socket communicator each.
+Result<Communicators> join_socket_group(const ModelRunnerOptions& options,
+                                        const distributed::MultiNode& nodes, int local,
+                                        int first_rank, std::chrono::milliseconds timeout) {
+  const distributed::DistInitAddr addr = group_addr(nodes);
+  return join_on_threads(
+      local, first_rank, [&](int i) -> Result<std::unique_ptr<distributed::Communicator>> {
+        SGL_ASSIGN_OR_RETURN(
+            std::unique_ptr<distributed::SocketCommunicator> c,
+            distributed::SocketCommunicator::join(addr, first_rank + i, options.tp_size, timeout));
+        return std::unique_ptr<distributed::Communicator>(std::move(c));
+      });
+}
+
+// The GPU ranks of several nodes: node 0 makes the NCCL id and serves it to the other nodes
+// (bootstrap.h's IdServer), every rank joins by it.
+Result<Communicators> join_nccl_by_id(const ModelRunnerOptions& options,
+                                      const distributed::MultiNode& nodes,
+                                      const std::vector<int>& devices, int first_rank,
+                                      std::chrono::milliseconds timeout) {
+  const distributed::DistInitAddr addr = group_addr(nodes);
+  distributed::NcclUniqueId id{};
+  std::unique_ptr<distributed::IdServer> server;
+  if (nodes.node_rank == 0) {
+    SGL_ASSIGN_OR_RETURN(id, distributed::nccl_unique_id());
+    SGL_ASSIGN_OR_RETURN(
+        server, distributed::IdServer::start(addr, std::vector<uint8_t>(id.begin(), id.end()),
+                                             nodes.nnodes - 1));
+  } else {
+    SGL_ASSIGN_OR_RETURN(const std::vector<uint8_t> blob, distributed::fetch_id(addr, timeout));
+    if (blob.size() != id.size()) {
+      return invalid_argument("the NCCL id from " + addr.to_string() + " has " +
+                              std::to_string(blob.size()) + " bytes, not " +
+                              std::to_string(id.size()));
+    }
+    std::copy(blob.begin(), blob.end(), id.begin());
+  }
+  // The server lives until every rank joined, which needs every node to have fetched the id.
+  return join_on_threads(static_cast<int>(devices.size()), first_rank, [&](int i) {
+    return distributed::nccl_communicator(id, first_rank + i, options.tp_size,
+                                          devices[static_cast<size_t>(i)]);
+  });
+}
+
+// local GPU ranks' devices: cuda:(base + i), checked against the GPUs there are.
+Result<std::vector<int>> gpu_devices(const ModelRunnerOptions& options,
+                                     const distributed::MultiNode& nodes, int local) {
+  const int base = options.device.index;
   if (!distributed::nccl_available()) {
-    return unimplemented("--tp-size " + std::to_string(n) +
+    return unimplemented("--tp-size " + std::to_string(options.tp_size) +
                          " on CUDA needs NCCL: " + distributed::nccl_unavailable_reason());
   }
   const int visible = backend::cuda_device_count();
-  if (base + n > visible) {
-    return invalid_argument("--tp-size " + std::to_string(n) + " needs " + std::to_string(n) +
-                            " GPUs (cuda:" + std::to_string(base) + " to cuda:" +
-                            std::to_string(base + n - 1) + "), found " + std::to_string(visible) +
-                            (base > 0 ? " (from --base-gpu-id " + std::to_string(base) + ")" : ""));
+  if (base + local > visible) {
+    return invalid_argument(
+        "--tp-size " + std::to_string(options.tp_size) +
+        (nodes.nnodes > 1 ? " over " + std::to_string(nodes.nnodes) + " nodes" : std::string()) +
+        " needs " + std::to_string(local) + " GPUs here (cuda:" + std::to_string(base) +
+        " to cuda:" + std::to_string(base + local - 1) + "), found " + std::to_string(visible) +
+        (base > 0 ? " (from --base-gpu-id " + std::to_string(base) + ")" : ""));
   }
   std::vector<int> devices;
-  for (int r = 0; r < n; ++r) devices.push_back(base + r);
-  SGL_ASSIGN_OR_RETURN(communicators, distributed::nccl_group(devices));
-  std::vector<std::optional<Result<std::unique_ptr<ModelRunner>>>> loaded(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      ModelRunnerOptions mine = options;
-      mine.device = Device::cuda(devices[static_cast<size_t>(r)]);
-      backend::set_current_device(mine.device);
-      auto runner =
-          ModelRunner::create(model_path, mine, communicators[static_cast<size_t>(r)].get());
-      if (!runner.ok()) {
-        // The others may wait in a collective for this rank: release them (their NCCL calls
-        // fail) rather than leave them waiting forever.
-        SGL_LOG_ERROR << "tensor-parallel rank " << r << " on " << mine.device.to_string() << ": "
-                      << runner.status().to_string();
-        for (auto& comm : communicators) distributed::abort_nccl(*comm);
-      }
-      loaded[static_cast<size_t>(r)] = std::move(runner);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (int r = 0; r < n; ++r) {
-    auto& runner = *loaded[static_cast<size_t>(r)];
-    if (!runner.ok()) {
-      return runner.status().with_context(
-          "tensor-parallel rank " + std::to_string(r) +
-          " on cuda:" + std::to_string(devices[static_cast<size_t>(r)]));
-    }
-    runners.push_back(std::move(runner).value());
-  }
-  SGL_LOG_INFO << "tensor parallelism: " << n << " ranks on cuda:" << base
-               << " to cuda:" << base + n - 1 << " (NCCL), " << runners[0]->num_kv_slots()
-               << " KV slots on each";
-  return Status::ok_status();
+  for (int i = 0; i < local; ++i) devices.push_back(base + i);
+  return devices;
 }
 
 }  // namespace
 
-Result<std::unique_ptr<TpWorkerGroup>> TpWorkerGroup::create(
-    const std::filesystem::path& model_path, const ModelRunnerOptions& options,
-    std::unique_ptr<ModelRunner>* rank0) {
-  SGL_CHECK(rank0 != nullptr);
+Result<std::unique_ptr<TpWorkerGroup>> TpWorkerGroup::join(const ModelRunnerOptions& options,
+                                                           const distributed::MultiNode& nodes,
+                                                           std::chrono::milliseconds join_timeout) {
   if (options.tp_size < 2) {
     return invalid_argument("a tensor-parallel group of " + std::to_string(options.tp_size) +
                             " ranks (--tp-size 1 needs none)");
   }
-  std::unique_ptr<TpWorkerGroup> tp(new TpWorkerGroup(options.tp_size));
+  SGL_RETURN_IF_ERROR(distributed::check_multi_node(nodes));
+  if (options.tp_size % nodes.nnodes != 0) {
+    return invalid_argument("--tp-size " + std::to_string(options.tp_size) +
+                            " does not split evenly over --nnodes " + std::to_string(nodes.nnodes) +
+                            " (each node runs as many ranks)");
+  }
+  const int local = options.tp_size / nodes.nnodes;
+  const int first_rank = nodes.node_rank * local;
+  std::unique_ptr<TpWorkerGroup> tp(new TpWorkerGroup(first_rank, options.tp_size));
   if (options.device.is_cuda()) {
-    std::vector<std::unique_ptr<ModelRunner>> runners;
-    SGL_RETURN_IF_ERROR(create_gpu_ranks(model_path, options, tp->communicators_, runners));
-    *rank0 = std::move(runners[0]);
-    for (size_t r = 1; r < runners.size(); ++r) tp->workers_.push_back(std::move(runners[r]));
-    return tp;
-  }
-  for (int r = 0; r < options.tp_size; ++r)
-    tp->communicators_.push_back(tp->group_.communicator(r));
-  ModelRunnerOptions first = options;
-  if (first.num_kv_slots == 0 && first.device.is_cpu()) {
-    // Each rank's pool is one share of the host memory the KV cache may take.
-    first.mem_fraction_static =
-        (options.mem_fraction_static > 0 ? options.mem_fraction_static : 0.2) / options.tp_size;
-  }
-  SGL_ASSIGN_OR_RETURN(*rank0, ModelRunner::create(model_path, first, tp->communicators_[0].get()));
-  ModelRunnerOptions rest = options;
-  rest.num_kv_slots = (*rank0)->num_kv_slots();  // the scheduler's slot ids index every pool
-  for (int r = 1; r < options.tp_size; ++r) {
-    auto runner = ModelRunner::create(model_path, rest, tp->communicators_[r].get());
-    if (!runner.ok()) {
-      rank0->reset();
-      return runner.status().with_context("tensor-parallel rank " + std::to_string(r));
+    SGL_ASSIGN_OR_RETURN(const std::vector<int> devices, gpu_devices(options, nodes, local));
+    if (nodes.nnodes > 1) {
+      SGL_ASSIGN_OR_RETURN(tp->communicators_,
+                           join_nccl_by_id(options, nodes, devices, first_rank, join_timeout));
+    } else {
+      SGL_ASSIGN_OR_RETURN(tp->communicators_, distributed::nccl_group(devices));
     }
-    tp->workers_.push_back(std::move(runner).value());
+  } else if (nodes.nnodes > 1) {
+    SGL_ASSIGN_OR_RETURN(tp->communicators_,
+                         join_socket_group(options, nodes, local, first_rank, join_timeout));
+  } else {
+    tp->group_ = std::make_unique<distributed::SharedMemoryGroup>(options.tp_size);
+    for (int r = 0; r < options.tp_size; ++r) {
+      tp->communicators_.push_back(tp->group_->communicator(r));
+    }
   }
-  SGL_LOG_INFO << "tensor parallelism: " << options.tp_size
-               << " ranks on the CPU (shared-memory communicator)";
+  return tp;
+}
+
+Result<std::unique_ptr<TpWorkerGroup>> TpWorkerGroup::create(
+    const std::filesystem::path& model_path, const ModelRunnerOptions& options,
+    const distributed::MultiNode& nodes, std::unique_ptr<ModelRunner>* first,
+    std::chrono::milliseconds join_timeout) {
+  SGL_ASSIGN_OR_RETURN(std::unique_ptr<TpWorkerGroup> tp, join(options, nodes, join_timeout));
+  SGL_RETURN_IF_ERROR(tp->load(model_path, options, first));
+  return tp;
+}
+
+Status TpWorkerGroup::load(const std::filesystem::path& model_path,
+                           const ModelRunnerOptions& options, std::unique_ptr<ModelRunner>* first) {
+  SGL_CHECK(first != nullptr && workers_.empty() && options.tp_size == tp_size_);
+  const int local = local_size();
+  std::vector<std::unique_ptr<ModelRunner>> runners;
+  if (options.device.is_cuda()) {
+    // Every GPU rank loads on a thread of its own at once: their collectives meet while they
+    // load (the KV slot count they agree on, the warm-up and capture of the decode graphs).
+    std::vector<std::optional<Result<std::unique_ptr<ModelRunner>>>> loaded(
+        static_cast<size_t>(local));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < local; ++i) {
+      threads.emplace_back([&, i] {
+        ModelRunnerOptions mine = options;
+        mine.device = Device::cuda(options.device.index + i);
+        backend::set_current_device(mine.device);
+        auto runner =
+            ModelRunner::create(model_path, mine, communicators_[static_cast<size_t>(i)].get());
+        if (!runner.ok()) {
+          // The others may wait in a collective for this rank: release them (their NCCL calls
+          // fail) rather than leave them waiting forever.
+          SGL_LOG_ERROR << "tensor-parallel rank " << first_rank_ + i << " on "
+                        << mine.device.to_string() << ": " << runner.status().to_string();
+          for (auto& comm : communicators_) distributed::abort_nccl(*comm);
+        }
+        loaded[static_cast<size_t>(i)] = std::move(runner);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (int i = 0; i < local; ++i) {
+      auto& runner = *loaded[static_cast<size_t>(i)];
+      if (!runner.ok()) {
+        return runner.status().with_context("tensor-parallel rank " +
+                                            std::to_string(first_rank_ + i) +
+                                            " on cuda:" + std::to_string(options.device.index + i));
+      }
+      runners.push_back(std::move(runner).value());
+    }
+  } else {
+    // The CPU ranks load one after another (no collective meets while they load).
+    ModelRunnerOptions mine = options;
+    if (mine.num_kv_slots == 0) {
+      // Each rank's pool is one share of the host memory the KV cache may take.
+      mine.mem_fraction_static =
+          (options.mem_fraction_static > 0 ? options.mem_fraction_static : 0.2) / local;
+    }
+    for (int i = 0; i < local; ++i) {
+      auto runner =
+          ModelRunner::create(model_path, mine, communicators_[static_cast<size_t>(i)].get());
+      if (!runner.ok()) {
+        return runner.status().with_context("tensor-parallel rank " +
+                                            std::to_string(first_rank_ + i));
+      }
+      runners.push_back(std::move(runner).value());
+      mine = options;
+      mine.num_kv_slots = runners[0]->num_kv_slots();  // the scheduler's ids index every pool
+    }
+  }
+  *first = std::move(runners[0]);
+  for (size_t i = 1; i < runners.size(); ++i) workers_.push_back(std::move(runners[i]));
+  SGL_LOG_INFO << "tensor parallelism: ranks " << first_rank_ << " to " << first_rank_ + local - 1
+               << " of " << tp_size_
+               << (options.device.is_cuda()
+                       ? " on cuda:" + std::to_string(options.device.index) +
+                             " to cuda:" + std::to_string(options.device.index + local - 1)
+                       : std::string(" on the CPU"))
+               << ", " << (*first)->num_kv_slots() << " KV slots on each";
   if (options.ep_size > 1) {
     SGL_LOG_INFO << "expert parallelism: the experts over " << options.ep_size << " groups of "
                  << options.tp_size / options.ep_size << " ranks";
   }
-  return tp;
+  return Status::ok_status();
 }
 
 }  // namespace sgl::runner

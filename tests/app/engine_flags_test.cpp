@@ -1,6 +1,7 @@
 // The engine flags' parallelism checks (issue #24): --tp-size / --ep-size on each device, and
 // the multi-node bootstrap flags (--nnodes, --node-rank, --dist-init-addr, SGLang's names):
-// accepted at one node, refused above with one line naming what is missing, bad values clear.
+// read into the setup (sgl-server serves across nodes, the other tools refuse), bad values
+// clear.
 #include "app/engine_flags.h"
 
 #include <gtest/gtest.h>
@@ -27,13 +28,18 @@ TEST(EngineFlagsTest, OneNodeIsAccepted) {
   EXPECT_TRUE(parse({"--tp-size", "2", "--device", "cpu"}).ok());
 }
 
-TEST(EngineFlagsTest, SeveralNodesAreRefusedNamingWhatIsMissing) {
-  const std::string e =
-      error_of({"--nnodes", "2", "--node-rank", "0", "--dist-init-addr", "sgl-dev-0:50000"});
-  EXPECT_NE(e.find("--nnodes 2: serving over several nodes is not implemented"), std::string::npos)
-      << e;
-  EXPECT_NE(e.find("no scheduler on node 0 drives ranks on other nodes"), std::string::npos) << e;
-  EXPECT_EQ(e.find('\n'), std::string::npos);
+TEST(EngineFlagsTest, SeveralNodesAreReadIntoTheSetup) {
+  auto setup = parse({"--tp-size", "4", "--nnodes", "2", "--node-rank", "1", "--dist-init-addr",
+                      "sgl-dev-0:50000"});
+  ASSERT_TRUE(setup.ok()) << setup.status().to_string();
+  EXPECT_EQ(setup->nodes.nnodes, 2);
+  EXPECT_EQ(setup->nodes.node_rank, 1);
+  ASSERT_TRUE(setup->nodes.dist_init_addr.has_value());
+  EXPECT_EQ(setup->nodes.dist_init_addr->to_string(), "sgl-dev-0:50000");
+  // sgl-server serves across nodes; the other tools say they run on one.
+  const Status single = distributed::check_single_node(setup->nodes, "sgl-generate");
+  EXPECT_NE(single.message().find("sgl-generate runs on one node"), std::string::npos)
+      << single.to_string();
 }
 
 TEST(EngineFlagsTest, BadBootstrapValuesAreClearErrors) {

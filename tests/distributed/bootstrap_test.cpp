@@ -43,7 +43,7 @@ TEST(BootstrapTest, MalformedAddressesAreClearErrors) {
 
 TEST(BootstrapTest, NodeLayoutChecks) {
   EXPECT_TRUE(check_multi_node({}).ok());
-  EXPECT_TRUE(check_single_node({}).ok());
+  EXPECT_TRUE(check_single_node({}, "sgl-generate").ok());
   const Status rank = check_multi_node({.nnodes = 2, .node_rank = 2});
   EXPECT_NE(rank.message().find("--node-rank 2 is not in [0, --nnodes 2)"), std::string::npos)
       << rank.to_string();
@@ -55,9 +55,9 @@ TEST(BootstrapTest, NodeLayoutChecks) {
   EXPECT_NE(addr.message().find("needs --dist-init-addr"), std::string::npos) << addr.to_string();
   MultiNode two{.nnodes = 2, .node_rank = 0, .dist_init_addr = DistInitAddr{"127.0.0.1", 5000}};
   EXPECT_TRUE(check_multi_node(two).ok());
-  const Status multi = check_single_node(two);
+  const Status multi = check_single_node(two, "sgl-generate");
   EXPECT_EQ(multi.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(multi.message().find("--nnodes 2: serving over several nodes is not implemented"),
+  EXPECT_NE(multi.message().find("--nnodes 2: sgl-generate runs on one node; sgl-server serves"),
             std::string::npos)
       << multi.to_string();
   EXPECT_EQ(multi.message().find('\n'), std::string::npos);  // one line

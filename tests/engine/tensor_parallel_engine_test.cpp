@@ -2,13 +2,17 @@
 // as sgl-server --tp-size runs it): concurrent requests sharing prefixes, under the radix cache,
 // chunked and mixed prefill and the overlap loop, give at tp 2 and 4 the ids tp 1 gives, and
 // logprobs within kLogprobTol (the all-reduces' summation order); expert parallelism (tp x ep)
-// likewise.
+// likewise; and the ranks split over nodes (--nnodes: node 0's engine sends its batches over TCP
+// to the other nodes' run_follower_node, here threads of this process, their ranks joined by
+// socket communicators).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "distributed/tcp_socket.h"
 #include "engine/model_engine.h"
 #include "scheduler/greedy_ids_request.h"
 #include "stream_outcome.h"
@@ -28,6 +32,7 @@ struct Config {
   bool overlap = true;
   bool mixed = false;
   int ep = 1;
+  int nnodes = 1;
 };
 
 // 16 requests over the golden prompts, extended so that they share prefixes; one sampled with a
@@ -51,8 +56,21 @@ std::vector<GenerateRequest> requests_of(const std::string& model) {
   return requests;
 }
 
+// A port P with P + 1 free too (a node link and its group), on the loopback.
+uint16_t free_port_pair() {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    uint16_t port = 0;
+    auto probe = distributed::listen_at({"127.0.0.1", 0}, &port);
+    if (!probe.ok() || port == 65535) continue;
+    auto next = distributed::listen_at({"127.0.0.1", static_cast<uint16_t>(port + 1)}, nullptr);
+    if (next.ok()) return port;  // both close here; the test binds them again at once
+  }
+  ADD_FAILURE() << "no free port pair";
+  return 0;
+}
+
 std::vector<test::Outcome> serve(const Config& c, int tp, int ep,
-                                 const std::vector<GenerateRequest>& reqs) {
+                                 const std::vector<GenerateRequest>& reqs, int nnodes = 1) {
   EngineOptions eo;
   eo.scheduler.disable_radix_cache = !c.radix;
   eo.scheduler.chunked_prefill_size = c.chunk;
@@ -63,13 +81,36 @@ std::vector<test::Outcome> serve(const Config& c, int tp, int ep,
   ro.num_kv_slots = 1024;
   ro.tp_size = tp;
   ro.ep_size = ep;
-  auto me = launch_model_engine(test::model_dir(c.model), ro, eo);
-  EXPECT_TRUE(me.ok()) << me.status().to_string();
-  if (!me.ok()) return {};
-  me->engine->set_check_integrity(true);
-  std::vector<test::Outcome> out = test::submit_and_collect(*me->engine, reqs);
-  EXPECT_TRUE(me->engine->last_integrity().ok()) << me->engine->last_integrity().to_string();
-  if (c.radix) EXPECT_GT(me->engine->get_stats().scheduler.cached_prompt_tokens_total, 0);
+  distributed::MultiNode nodes;
+  std::vector<std::thread> followers;
+  std::vector<Status> followed(static_cast<size_t>(nnodes));
+  if (nnodes > 1) {
+    nodes = {nnodes, 0, distributed::DistInitAddr{"127.0.0.1", free_port_pair()}};
+    for (int n = 1; n < nnodes; ++n) {
+      followers.emplace_back([&, n] {
+        distributed::MultiNode mine = nodes;
+        mine.node_rank = n;
+        followed[static_cast<size_t>(n)] =
+            run_follower_node(test::model_dir(c.model), ro, eo, mine);
+      });
+    }
+  }
+  std::vector<test::Outcome> out;
+  {
+    auto me = launch_model_engine(test::model_dir(c.model), ro, eo, {}, nodes);
+    EXPECT_TRUE(me.ok()) << me.status().to_string();
+    if (me.ok()) {
+      me->engine->set_check_integrity(true);
+      out = test::submit_and_collect(*me->engine, reqs);
+      EXPECT_TRUE(me->engine->last_integrity().ok()) << me->engine->last_integrity().to_string();
+      if (c.radix) EXPECT_GT(me->engine->get_stats().scheduler.cached_prompt_tokens_total, 0);
+    }
+  }  // node 0 stops: the followers return
+  for (std::thread& t : followers) t.join();
+  for (int n = 1; n < nnodes; ++n) {
+    EXPECT_TRUE(followed[static_cast<size_t>(n)].ok())
+        << "node " << n << ": " << followed[static_cast<size_t>(n)].to_string();
+  }
   return out;
 }
 
@@ -79,7 +120,7 @@ TEST_P(TensorParallelEngine, ServesWhatOneRankServes) {
   const Config& c = GetParam();
   const std::vector<GenerateRequest> requests = requests_of(c.model);
   const std::vector<test::Outcome> ref = serve(c, 1, 1, requests);
-  const std::vector<test::Outcome> ours = serve(c, c.tp, c.ep, requests);
+  const std::vector<test::Outcome> ours = serve(c, c.tp, c.ep, requests, c.nnodes);
   ASSERT_EQ(ref.size(), requests.size());
   ASSERT_EQ(ours.size(), requests.size());
   double worst = 0;
@@ -113,7 +154,11 @@ INSTANTIATE_TEST_SUITE_P(
         Config{"tiny_mixtral_tp4_mixed", "tiny-mixtral", 4, true, 32, true, true},
         // Expert parallelism: whole experts per rank, then 2 ranks per expert.
         Config{"tiny_qwen3_moe_tp2_ep2_chunk16", "tiny-qwen3-moe", 2, true, 16, true, false, 2},
-        Config{"tiny_qwen2_moe_tp4_ep2_chunk7_mixed", "tiny-qwen2-moe", 4, true, 7, true, true, 2}),
+        Config{"tiny_qwen2_moe_tp4_ep2_chunk7_mixed", "tiny-qwen2-moe", 4, true, 7, true, true, 2},
+        // Across nodes: one rank a node; two ranks a node with expert parallelism.
+        Config{"stories260K_tp2_nnodes2", "stories260K", 2, true, 8192, true, false, 1, 2},
+        Config{"tiny_qwen2_moe_tp4_ep2_nnodes2_chunk7_mixed", "tiny-qwen2-moe", 4, true, 7, true,
+               true, 2, 2}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // A --ep-size the model cannot take is refused at start with the reason.

@@ -36,8 +36,8 @@ SERVES = [
     ("--model-path {model} --context-length 256 --random-seed 42", []),
     ("--model-path {model} --tp 1 --dp 1", []),
     # Tensor parallelism on the CPU: stories260K's 8 heads / 4 KV heads over 2 and 4 ranks.
-    ("--model-path {model} --tp 2", ["tensor parallelism: 2 ranks on the CPU"]),
-    ("--model-path {model} --tensor-parallel-size 4", ["tensor parallelism: 4 ranks"]),
+    ("--model-path {model} --tp 2", ["tensor parallelism: ranks 0 to 1 of 2 on the CPU"]),
+    ("--model-path {model} --tensor-parallel-size 4", ["tensor parallelism: ranks 0 to 3 of 4"]),
     ("--model-path {model} --tp-size 1 --trust-remote-code",
      ["--trust-remote-code has no effect"]),
     ("--model-path {model} --enable-metrics", ["--enable-metrics has no effect", "/metrics"]),
@@ -76,9 +76,9 @@ REFUSES = [
     ("--model-path {model} --tp 3", ["--tp-size 3 does not divide", "num_attention_heads (8)"]),
     ("--model-path {model} --tp 0", ["--tp-size must be in [1, 64]"]),
     ("--model-path {model} --device cuda --tp 2", ["--tp-size 2 on cuda needs NCCL"]),
-    ("--model-path {model} --tp 4 --dist-init-addr sgl-dev-0:50000 --nnodes 2 --node-rank 0",
-     ["--nnodes 2: serving over several nodes is not implemented",
-      "no scheduler on node 0 drives ranks on other nodes"]),
+    # Several nodes serve (test_multi_node.py), not with several replicas.
+    ("--model-path {model} --tp 4 --dp 2 --dist-init-addr sgl-dev-0:50000 --nnodes 2 "
+     "--node-rank 0", ["--dp-size 2 with --nnodes 2 is not implemented"]),
     ("--model-path {model} --nnodes 2 --node-rank 2 --dist-init-addr sgl-dev-0:50000",
      ["--node-rank 2 is not in [0, --nnodes 2)"]),
     ("--model-path {model} --dist-init-addr sgl-dev-0", ["--dist-init-addr 'sgl-dev-0': no port"]),
