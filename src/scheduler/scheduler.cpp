@@ -44,7 +44,11 @@ Scheduler::Scheduler(const SchedulerOptions& options, int32_t num_kv_slots, int3
   totals_.kv_capacity = allocator_.capacity();
   const speculative::SpeculativeOptions& spec = options_.speculative;
   if (spec.enabled() && spec.adaptive_drafts) {
-    draft_policy_ = std::make_unique<speculative::DraftLengthPolicy>(spec.num_draft_tokens - 1);
+    // A chain's first k drafts are what k drafts would have been; a tree's best k nodes are
+    // not a smaller tree's.
+    const bool nested = !(spec.drafts_in_runner() && spec.eagle_topk > 1);
+    draft_policy_ =
+        std::make_unique<speculative::DraftLengthPolicy>(spec.num_draft_tokens - 1, nested);
   }
 }
 
@@ -502,7 +506,6 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
                                      const sampling::SampleOutput& output,
                                      std::span<const sampling::PromptLogprobs> prompt_logprobs) {
   SGL_CHECK_EQ(batch.id, last_processed_batch_id_ + 1) << "batch results out of order";
-  if (draft_policy_ != nullptr) note_policy_result(batch.id);
   size_t rows = 0;
   for (const BatchEntry& e : batch.entries) rows += static_cast<size_t>(e.sample_rows());
   SGL_CHECK_EQ(output.next_token_ids.size(), rows);
@@ -535,6 +538,10 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
             ? std::vector<int32_t>{0}
             : accept_drafts(req, entry,
                             std::span(output.next_token_ids).subspan(row, entry.sample_rows()));
+    if (draft_policy_ != nullptr && !entry.draft_ids.empty()) {
+      draft_policy_->record_acceptance(static_cast<int32_t>(entry.draft_ids.size()),
+                                       static_cast<int32_t>(kept.size()) - 1);
+    }
     std::optional<FinishState> stop;
     for (size_t k = 0; k < kept.size() && !stop; ++k) {
       const size_t r = row + static_cast<size_t>(kept[k]);

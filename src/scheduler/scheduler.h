@@ -122,8 +122,9 @@ class Scheduler {
   bool idle() const { return running_.empty() && waiting_.empty() && chunked_req_ == nullptr; }
   bool is_embedding() const { return options_.pooler.is_embedding(); }
   // --speculative-draft-policy adaptive: the engine's wall time of decode batch `batch_id`
-  // (its processing included), which the draft length policy weighs against the tokens that
-  // batch generated. Other batches' times are ignored.
+  // (its processing included), the draft length policy's step time for the draft count it ran
+  // (the verifies' accepted counts reach it as their results are processed). Other batches'
+  // times are ignored.
   void record_decode_time(int64_t batch_id, double seconds);
   int64_t in_flight_batches() const { return next_batch_id_ - 1 - last_processed_batch_id_; }
 
@@ -155,12 +156,9 @@ class Scheduler {
   // speculation.
   std::vector<std::vector<int32_t>> plan_drafts(int64_t needed, int32_t budget) const;
   // The adaptive policy's part of decode `batch` (`verify`: it has verify entries): skipping
-  // the EAGLE draft where plain decoding is chosen as best, and what record_decode_time weighs.
+  // the EAGLE draft where plain decoding is chosen as best, and what record_decode_time times.
   void follow_draft_policy(const speculative::DraftLengthPolicy::Choice& choice, bool verify,
                            ScheduleBatch& batch);
-  // process_batch_result's start: the generated-token count a chosen batch's time is weighed by
-  // starts here.
-  void note_policy_result(int64_t batch_id);
   // Appends `req`'s verify entry: its last token and `drafts` (their slots must be available).
   void add_verify_entry(Req& req, std::vector<int32_t> drafts, ScheduleBatch& batch);
   // Keeps the KV of a verify entry's accepted positions (a tree's accepted path, remapped to
@@ -209,8 +207,7 @@ class Scheduler {
   struct PolicyStep {
     int64_t batch_id = -1;
     int32_t batch_size = 0;
-    int32_t drafts = 0;             // the most any entry verified
-    int64_t generated_before = -1;  // totals_.generated_tokens_total before its result
+    int32_t drafts = 0;  // the most any entry verified
   };
   std::deque<PolicyStep> policy_steps_;  // the chosen decode batches in flight, oldest first
   // Grammar masks promised to batches in flight, oldest first.

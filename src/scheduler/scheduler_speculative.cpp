@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/logging.h"
 #include "scheduler/scheduler.h"
 #include "speculative/draft_acceptance.h"
 #include "speculative/ngram_drafter.h"
@@ -97,24 +98,31 @@ void Scheduler::follow_draft_policy(const speculative::DraftLengthPolicy::Choice
   }
   int32_t most = 0;
   for (const BatchEntry& e : batch.entries) most = std::max(most, e.extend_len - 1);
-  policy_steps_.push_back({next_batch_id_, static_cast<int32_t>(batch.entries.size()), most});
-}
-
-void Scheduler::note_policy_result(int64_t batch_id) {
-  while (!policy_steps_.empty() && policy_steps_.front().batch_id < batch_id) {
-    policy_steps_.pop_front();  // never timed (the engine times decode batches only)
-  }
-  if (!policy_steps_.empty() && policy_steps_.front().batch_id == batch_id) {
-    policy_steps_.front().generated_before = totals_.generated_tokens_total;
+  const auto batch_size = static_cast<int32_t>(batch.entries.size());
+  policy_steps_.push_back({next_batch_id_, batch_size, most});
+  if (log_enabled(LogLevel::kDebug)) {
+    std::string rates;
+    for (int32_t k = 0; k <= draft_policy_->max_drafts(); ++k) {
+      rates += " " + std::to_string(k) + ":" + std::to_string(draft_policy_->rate(batch_size, k)) +
+               "/" + std::to_string(draft_policy_->expected_accepted(k));
+    }
+    SGL_LOG_DEBUG << "draft policy: batch " << batch_size << " chose " << choice.drafts
+                  << (choice.exploring ? " (exploring)" : "") << ", verifies " << most
+                  << (batch.skip_draft ? ", draft skipped" : "")
+                  << "; tokens/s per request / expected accepted:" << rates;
   }
 }
 
 void Scheduler::record_decode_time(int64_t batch_id, double seconds) {
-  if (draft_policy_ == nullptr || policy_steps_.empty()) return;
+  while (!policy_steps_.empty() && policy_steps_.front().batch_id < batch_id) {
+    policy_steps_.pop_front();  // never timed (the engine times decode batches only)
+  }
+  if (draft_policy_ == nullptr || policy_steps_.empty() ||
+      policy_steps_.front().batch_id != batch_id) {
+    return;
+  }
   const PolicyStep& step = policy_steps_.front();
-  if (step.batch_id != batch_id || step.generated_before < 0) return;
-  draft_policy_->record(step.batch_size, step.drafts,
-                        totals_.generated_tokens_total - step.generated_before, seconds);
+  draft_policy_->record_step(step.batch_size, step.drafts, seconds);
   policy_steps_.pop_front();
 }
 

@@ -9,11 +9,18 @@
 namespace sgl::speculative {
 namespace {
 
-// Weight of a new measurement once an arm has many: its rate is then an average over the last
-// ~1/kMinRateWeight steps it ran, long enough that a stretch of text where drafts rarely stand
-// (n-gram drafts come in bursts: quoted code, then free prose) does not flip the choice, short
-// enough to follow a workload that changes. An arm's first measurements are plainly averaged.
-constexpr double kMinRateWeight = 0.05;
+// Weight of a new step time once a count has several: an average over its last ~10 steps (a
+// step's time moves with the context length; its noise is small). The first are plainly
+// averaged.
+constexpr double kMinTimeWeight = 0.1;
+// Acceptance tallies weigh about their last kAcceptWindow tries: long enough that a stretch of
+// text where drafts rarely stand (n-gram drafts come in bursts: quoted code, then free prose)
+// does not flip the choice, short enough to follow a workload that changes.
+constexpr double kAcceptWindow = 128;
+// A position's estimate starts from the one before it, worth this many tries (the first
+// position's from kFirstPrior).
+constexpr double kPriorTries = 2;
+constexpr double kFirstPrior = 0.5;
 
 size_t bucket_index(int32_t batch_size) {
   return static_cast<size_t>(std::bit_width(static_cast<uint32_t>(std::max(batch_size, 1))) - 1);
@@ -21,8 +28,11 @@ size_t bucket_index(int32_t batch_size) {
 
 }  // namespace
 
-DraftLengthPolicy::DraftLengthPolicy(int32_t max_drafts, int32_t explore_interval)
-    : max_drafts_(max_drafts), explore_interval_(explore_interval) {
+DraftLengthPolicy::DraftLengthPolicy(int32_t max_drafts, bool nested, int32_t explore_interval)
+    : max_drafts_(max_drafts),
+      nested_(nested),
+      explore_interval_(explore_interval),
+      acceptance_(static_cast<size_t>(max_drafts) + 1) {
   SGL_CHECK_GE(max_drafts, 1);
   SGL_CHECK_GE(explore_interval, 1);
 }
@@ -31,51 +41,122 @@ DraftLengthPolicy::Bucket& DraftLengthPolicy::bucket(int32_t batch_size) {
   const size_t i = bucket_index(batch_size);
   if (buckets_.size() <= i) buckets_.resize(i + 1);
   Bucket& b = buckets_[i];
-  if (b.arms.empty()) b.arms.resize(static_cast<size_t>(max_drafts_) + 1);
+  if (b.counts.empty()) b.counts.resize(static_cast<size_t>(max_drafts_) + 1);
   return b;
 }
 
 const DraftLengthPolicy::Bucket* DraftLengthPolicy::find_bucket(int32_t batch_size) const {
   const size_t i = bucket_index(batch_size);
-  return i < buckets_.size() && !buckets_[i].arms.empty() ? &buckets_[i] : nullptr;
+  return i < buckets_.size() && !buckets_[i].counts.empty() ? &buckets_[i] : nullptr;
 }
 
 DraftLengthPolicy::Choice DraftLengthPolicy::choose(int32_t batch_size) {
   Bucket& b = bucket(batch_size);
-  for (int32_t k = max_drafts_; k >= 0; --k) {
-    if (b.arms[static_cast<size_t>(k)].trials == 0) return {k, true};
+  const auto timed = [&](int32_t k) { return b.counts[static_cast<size_t>(k)].steps > 0; };
+  if (!timed(max_drafts_)) return {max_drafts_, true};
+  if (!timed(0)) return {0, true};
+  // Early on a count's time may rest on one step (the first ones can be slow: a graph's
+  // first replay, a step that waited for a prefill), so the bucket's 4th, 8th, 16th... steps
+  // explore too.
+  const int64_t n = b.steps + 1;
+  if (n % explore_interval_ == 0 ||
+      (n >= 4 && n < explore_interval_ && std::has_single_bit(static_cast<uint64_t>(n)))) {
+    // Explore: the count timed longest ago (its time and, above the best, its acceptance may be
+    // stale).
+    int32_t oldest = 0;
+    for (int32_t k = 1; k <= max_drafts_; ++k) {
+      if (b.counts[static_cast<size_t>(k)].last_step <
+          b.counts[static_cast<size_t>(oldest)].last_step) {
+        oldest = k;
+      }
+    }
+    return {oldest, true};
   }
   int32_t best = 0;
+  double best_rate = rate(b, 0);
   for (int32_t k = 1; k <= max_drafts_; ++k) {
-    if (b.arms[static_cast<size_t>(k)].rate > b.arms[static_cast<size_t>(best)].rate) best = k;
+    const double r = rate(b, k);
+    if (r > best_rate) best = k, best_rate = r;  // ties: fewer drafts
   }
-  if (b.steps % explore_interval_ != explore_interval_ - 1) return {best, false};
-  // Explore: the arm measured longest ago (its average may be stale).
-  int32_t oldest = best == 0 ? 1 : 0;
-  for (int32_t k = 0; k <= max_drafts_; ++k) {
-    if (k != best &&
-        b.arms[static_cast<size_t>(k)].last_step < b.arms[static_cast<size_t>(oldest)].last_step) {
-      oldest = k;
-    }
-  }
-  return {oldest, true};
+  return {best, !timed(best)};
 }
 
-void DraftLengthPolicy::record(int32_t batch_size, int32_t drafts, int64_t tokens, double seconds) {
+void DraftLengthPolicy::record_acceptance(int32_t drafts, int32_t accepted) {
+  drafts = std::clamp(drafts, 0, max_drafts_);
+  accepted = std::clamp(accepted, 0, drafts);
+  if (drafts == 0) return;
+  const auto add = [](Tally& t, double hits) {
+    t.hits += hits;
+    t.trials += 1;
+    if (t.trials > kAcceptWindow) {
+      t.hits *= kAcceptWindow / t.trials;
+      t.trials = kAcceptWindow;
+    }
+  };
+  if (!nested_) {
+    add(acceptance_[static_cast<size_t>(drafts)], accepted);
+    return;
+  }
+  // Positions 1..accepted stood; the one after them (if verified) did not.
+  for (int32_t j = 1; j <= std::min(accepted + 1, drafts); ++j) {
+    add(acceptance_[static_cast<size_t>(j)], j <= accepted ? 1.0 : 0.0);
+  }
+}
+
+double DraftLengthPolicy::expected_accepted(int32_t drafts) const {
+  drafts = std::clamp(drafts, 0, max_drafts_);
+  if (!nested_) {
+    // A count never verified borrows the count below it (a larger tree accepts no less).
+    double below = 0;
+    for (int32_t d = 1; d <= drafts; ++d) {
+      const Tally& t = acceptance_[static_cast<size_t>(d)];
+      below = (t.hits + kPriorTries * below) / (t.trials + kPriorTries);
+    }
+    return below;
+  }
+  double stand = kFirstPrior, all_stood = 1, expected = 0;
+  for (int32_t j = 1; j <= drafts; ++j) {
+    const Tally& t = acceptance_[static_cast<size_t>(j)];
+    stand = (t.hits + kPriorTries * stand) / (t.trials + kPriorTries);
+    all_stood *= stand;
+    expected += all_stood;  // position j adds a token when it and every one before it stood
+  }
+  return expected;
+}
+
+void DraftLengthPolicy::record_step(int32_t batch_size, int32_t drafts, double seconds) {
   if (batch_size <= 0 || seconds <= 0) return;
   Bucket& b = bucket(batch_size);
-  Arm& arm = b.arms[static_cast<size_t>(std::clamp(drafts, 0, max_drafts_))];
-  const double rate = static_cast<double>(tokens) / (static_cast<double>(batch_size) * seconds);
-  const double weight = std::max(1.0 / static_cast<double>(arm.trials + 1), kMinRateWeight);
-  arm.rate += weight * (rate - arm.rate);
-  ++arm.trials;
-  arm.last_step = b.steps++;
+  Timing& t = b.counts[static_cast<size_t>(std::clamp(drafts, 0, max_drafts_))];
+  const double weight = std::max(1.0 / static_cast<double>(t.steps + 1), kMinTimeWeight);
+  t.seconds += weight * (seconds - t.seconds);
+  ++t.steps;
+  t.last_step = b.steps++;
+}
+
+double DraftLengthPolicy::step_seconds(const Bucket& b, int32_t drafts) const {
+  const Timing& own = b.counts[static_cast<size_t>(drafts)];
+  if (own.steps > 0) return own.seconds;
+  int32_t lo = drafts - 1, hi = drafts + 1;
+  while (lo >= 0 && b.counts[static_cast<size_t>(lo)].steps == 0) --lo;
+  while (hi <= max_drafts_ && b.counts[static_cast<size_t>(hi)].steps == 0) ++hi;
+  if (lo < 0 && hi > max_drafts_) return 0;
+  if (lo < 0) return b.counts[static_cast<size_t>(hi)].seconds;
+  if (hi > max_drafts_) return b.counts[static_cast<size_t>(lo)].seconds;
+  const double a = b.counts[static_cast<size_t>(lo)].seconds;
+  const double c = b.counts[static_cast<size_t>(hi)].seconds;
+  return a + (c - a) * (drafts - lo) / (hi - lo);
+}
+
+double DraftLengthPolicy::rate(const Bucket& b, int32_t drafts) const {
+  const double seconds = step_seconds(b, drafts);
+  return seconds > 0 ? (1 + expected_accepted(drafts)) / seconds : 0;
 }
 
 double DraftLengthPolicy::rate(int32_t batch_size, int32_t drafts) const {
   const Bucket* b = find_bucket(batch_size);
   if (b == nullptr || drafts < 0 || drafts > max_drafts_) return 0;
-  return b->arms[static_cast<size_t>(drafts)].rate;
+  return rate(*b, drafts);
 }
 
 }  // namespace sgl::speculative
