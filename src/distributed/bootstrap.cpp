@@ -80,6 +80,13 @@ Status check_single_node(const MultiNode& layout, std::string_view tool) {
                        " runs on one node; sgl-server serves across nodes");
 }
 
+Status check_ranks_per_node(int tp_size, const MultiNode& layout) {
+  if (layout.nnodes >= 1 && tp_size % layout.nnodes == 0) return Status::ok_status();
+  return invalid_argument("--tp-size " + std::to_string(tp_size) +
+                          " does not split evenly over --nnodes " + std::to_string(layout.nnodes) +
+                          " (each node runs --tp-size / --nnodes ranks)");
+}
+
 Result<std::unique_ptr<IdServer>> IdServer::start(const DistInitAddr& addr,
                                                   std::vector<uint8_t> blob, int clients) {
   if (blob.size() > kMaxBlob) return invalid_argument("bootstrap blob too large");

@@ -46,6 +46,9 @@ Status check_multi_node(const MultiNode& layout);
 // nnodes == 1, or Unimplemented saying that `tool` runs on one node (one line).
 Status check_single_node(const MultiNode& layout, std::string_view tool);
 
+// `tp_size` ranks split evenly over the nodes (each runs tp_size / nnodes), or InvalidArgument.
+Status check_ranks_per_node(int tp_size, const MultiNode& layout);
+
 // Serves one blob to `clients` connections on a thread of its own until each has it (or the
 // server is destroyed).
 class IdServer {

@@ -2,8 +2,11 @@
 #include "engine/model_engine.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <new>
 #include <optional>
+#include <string>
 
 #include "core/logging.h"
 #include "runner/model_batch_runner.h"
@@ -16,20 +19,42 @@ namespace {
 // How long node 0 waits for the other nodes, and they for it (a model may load for minutes).
 constexpr std::chrono::milliseconds kNodeJoinTimeout = std::chrono::minutes(10);
 
+// The layout every node must share, with a fingerprint of the sized options that shape a
+// forward pass (FNV-1a over their text): nodes started with other flags would capture other
+// graphs and run other batches, and their collectives would not meet.
 runner::NodeLayout node_layout(const runner::ModelRunnerOptions& ro,
                                const distributed::MultiNode& nodes) {
-  return {ro.tp_size, ro.ep_size, nodes.nnodes};
+  std::string shape = ro.device.is_cpu() ? "cpu" : "cuda";
+  for (const std::string& s : {ro.attention_backend, ro.linear_backend, ro.load_format, ro.dtype}) {
+    shape.append("|").append(s);
+  }
+  for (const int64_t v :
+       {ro.max_num_tokens, ro.max_batch_size, ro.max_logit_rows, ro.context_length, ro.num_kv_slots,
+        static_cast<int64_t>(ro.seed), static_cast<int64_t>(ro.disable_cuda_graph),
+        ro.cuda_graph_max_bs, static_cast<int64_t>(ro.enable_return_routed_experts),
+        static_cast<int64_t>(ro.ep_dispatch)}) {
+    shape.append("|").append(std::to_string(v));
+  }
+  uint64_t hash = 14695981039346656037ull;
+  for (const char c : shape) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return {ro.tp_size, ro.ep_size, nodes.nnodes, hash};
+}
+
+// A lost node takes its ranks' shards with it and the others' collectives would wait for it
+// forever (NCCL has no timeout): this process ends at once, saying why.
+[[noreturn]] void end_for_lost_node(const std::string& what) {
+  SGL_LOG_ERROR << what << ": its tensor-parallel ranks are lost; this node stops";
+  std::fprintf(stderr, "sgl-server: %s: its tensor-parallel ranks are lost; this node stops\n",
+               what.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
 }
 
 // What serving across nodes supports: tensor-parallel ranks split evenly over the nodes.
 Status check_nodes(const runner::ModelRunnerOptions& ro, const distributed::MultiNode& nodes) {
   SGL_RETURN_IF_ERROR(distributed::check_multi_node(nodes));
   if (nodes.nnodes == 1) return Status::ok_status();
-  if (ro.tp_size % nodes.nnodes != 0) {
-    return invalid_argument("--tp-size " + std::to_string(ro.tp_size) +
-                            " does not split evenly over --nnodes " + std::to_string(nodes.nnodes) +
-                            " (each node runs --tp-size / --nnodes ranks)");
-  }
+  SGL_RETURN_IF_ERROR(distributed::check_ranks_per_node(ro.tp_size, nodes));
   if (ro.is_embedding) {
     return invalid_argument("--nnodes " + std::to_string(nodes.nnodes) +
                             " with --is-embedding is not implemented");
@@ -126,6 +151,8 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     SGL_ASSIGN_OR_RETURN(
         followers, runner::LeaderLink::accept_followers(*nodes.dist_init_addr,
                                                         node_layout(ro, nodes), kNodeJoinTimeout));
+    followers->watch(
+        [](int node) { end_for_lost_node("node " + std::to_string(node) + " is gone"); });
   }
   if (ro.tp_size > 1) {
     SGL_ASSIGN_OR_RETURN(
@@ -166,6 +193,12 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                               " (context length " + std::to_string(options.context_length) + ": " +
                               e.what() + "); try a smaller --context-length");
   }
+  if (followers != nullptr) {
+    const cache::ReqToTokenPool& pool = me.engine->req_to_token_pool();
+    SGL_RETURN_IF_ERROR(
+        followers->send_start({static_cast<int32_t>(me.model_runner->num_kv_slots()), pool.size(),
+                               pool.max_context_len()}));
+  }
   if (me.tp_workers != nullptr) {
     me.engine->start(std::make_unique<runner::TpBatchRunner>(
         *me.model_runner, *me.tp_workers, me.engine->req_to_token_pool(), std::move(followers)));
@@ -189,6 +222,7 @@ Status run_follower_node(const std::filesystem::path& model_path,
                                                   node_layout(ro, nodes), kNodeJoinTimeout));
   SGL_LOG_INFO << "node " << nodes.node_rank << " joined node 0 at "
                << nodes.dist_init_addr->to_string();
+  link->watch([] { end_for_lost_node("node 0 is gone"); });
   SGL_ASSIGN_OR_RETURN(std::unique_ptr<runner::TpWorkerGroup> workers,
                        runner::TpWorkerGroup::join(ro, nodes, kNodeJoinTimeout));
   std::unique_ptr<runner::ModelRunner> first;
@@ -213,8 +247,7 @@ Status run_follower_node(const std::filesystem::path& model_path,
   for (;;) {
     SGL_ASSIGN_OR_RETURN(std::optional<runner::ExecBatch> batch, link->receive_batch());
     if (!batch) break;
-    ranks.launch(*batch);
-    ranks.finish();
+    ranks.run(*batch);
     ++batches;
   }
   SGL_LOG_INFO << "node " << nodes.node_rank << ": node 0 stopped after " << batches << " batches";

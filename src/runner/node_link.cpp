@@ -1,9 +1,12 @@
 // Node 0 and the other nodes over TCP.
 #include "runner/node_link.h"
 
+#include <poll.h>
+
 #include <cstring>
 #include <string>
 
+#include "core/check.h"
 #include "core/logging.h"
 #include "runner/exec_batch_wire.h"
 
@@ -17,10 +20,15 @@ using distributed::SocketClock;
 using distributed::write_all;
 
 constexpr char kMagic[8] = {'S', 'G', 'L', 'N', 'O', 'D', 'E', '1'};
-// A frame longer than this is a bad frame, not an allocation to attempt.
-constexpr uint64_t kMaxPayload = uint64_t{1} << 32;
+// A frame longer than this is a bad frame, not an allocation to attempt (a batch's largest
+// part, its grammar masks, is a few MB).
+constexpr uint64_t kMaxPayload = uint64_t{256} << 20;
+// How long node 0 gives a follower to take the Stop.
+constexpr std::chrono::seconds kStopTimeout(5);
+// How often a watch looks at its sockets.
+constexpr int kWatchPollMs = 100;
 
-enum Kind : uint32_t { kStart = 1, kBatch, kStop };
+enum Kind : uint32_t { kJoined = 1, kStart, kBatch, kStop };
 
 struct Hello {  // every byte set: it goes over the wire as it is
   char magic[8];
@@ -28,6 +36,7 @@ struct Hello {  // every byte set: it goes over the wire as it is
   uint32_t tp_size;
   uint32_t ep_size;
   uint32_t nnodes;
+  uint64_t options_fingerprint;
 };
 
 struct FrameHeader {
@@ -49,6 +58,19 @@ bool answer(const Socket& s, const std::string& reason, SocketClock::time_point 
          write_all(s, &status, sizeof(status), deadline) &&
          write_all(s, &length, sizeof(length), deadline) &&
          write_all(s, reason.data(), reason.size(), deadline);
+}
+
+// Whether one of `fds` hung up (its peer closed or reset), waiting up to kWatchPollMs; *which
+// says which.
+bool hung_up(std::vector<pollfd>& fds, size_t* which) {
+  if (::poll(fds.data(), fds.size(), kWatchPollMs) <= 0) return false;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+      *which = i;
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -88,13 +110,17 @@ Status LeaderLink::accept(std::chrono::milliseconds timeout) {
       continue;
     }
     const NodeLayout theirs{static_cast<int32_t>(hello.tp_size),
-                            static_cast<int32_t>(hello.ep_size),
-                            static_cast<int32_t>(hello.nnodes)};
+                            static_cast<int32_t>(hello.ep_size), static_cast<int32_t>(hello.nnodes),
+                            hello.options_fingerprint};
     const auto rank = static_cast<int32_t>(hello.node_rank);
     std::string reason;
-    if (!(theirs == layout_)) {
+    if (describe(theirs) != describe(layout_)) {
       reason = "node " + std::to_string(rank) + " runs with " + describe(theirs) +
                "; node 0 with " + describe(layout_);
+    } else if (theirs.options_fingerprint != layout_.options_fingerprint) {
+      reason = "node " + std::to_string(rank) +
+               "'s engine flags (batch and token limits, dtype, context length, CUDA graphs) "
+               "differ from node 0's: start every node with the same flags";
     } else if (rank < 1 || rank >= layout_.nnodes) {
       reason = "--node-rank " + std::to_string(rank) + " is not in [1, --nnodes " +
                std::to_string(layout_.nnodes) + ")";
@@ -108,18 +134,24 @@ Status LeaderLink::accept(std::chrono::milliseconds timeout) {
     ++joined;
   }
   listener_ = Socket();
-  return Status::ok_status();
+  // The followers wait for this before they join the ranks' group: when a node is refused
+  // above, node 0 ends, and the nodes it had accepted learn it from their link at once.
+  return send_all(kJoined, {}, deadline);
 }
 
-LeaderLink::~LeaderLink() { send_stop(); }
+LeaderLink::~LeaderLink() {
+  send_stop();
+  if (watcher_.joinable()) watcher_.join();
+}
 
-Status LeaderLink::send_all(uint32_t kind, const std::vector<uint8_t>& payload) {
+Status LeaderLink::send_all(uint32_t kind, const std::vector<uint8_t>& payload,
+                            SocketClock::time_point deadline) {
   const FrameHeader header{kind, 0, payload.size()};
   for (size_t node = 1; node < followers_.size(); ++node) {
     const Socket& s = followers_[node];
     if (!s.valid()) continue;
-    if (!write_all(s, &header, sizeof(header), no_deadline()) ||
-        !write_all(s, payload.data(), payload.size(), no_deadline())) {
+    if (!write_all(s, &header, sizeof(header), deadline) ||
+        !write_all(s, payload.data(), payload.size(), deadline)) {
       return internal_error("node " + std::to_string(node) + " is gone (its link closed)");
     }
   }
@@ -129,17 +161,39 @@ Status LeaderLink::send_all(uint32_t kind, const std::vector<uint8_t>& payload) 
 Status LeaderLink::send_start(const NodeStart& start) {
   std::vector<uint8_t> payload(sizeof(start));
   std::memcpy(payload.data(), &start, sizeof(start));
-  return send_all(kStart, payload);
+  return send_all(kStart, payload, no_deadline());
 }
 
 Status LeaderLink::send_batch(const ExecBatch& batch) {
-  return send_all(kBatch, encode_exec_batch(batch));
+  return send_all(kBatch, encode_exec_batch(batch), no_deadline());
 }
 
 void LeaderLink::send_stop() {
-  if (stopped_) return;
-  stopped_ = true;
-  if (!send_all(kStop, {}).ok()) SGL_LOG_WARN << "a node was gone before the stop";
+  // Set first, so that a follower leaving after the Stop is not reported lost.
+  if (stopped_.exchange(true)) return;
+  if (!send_all(kStop, {}, SocketClock::now() + kStopTimeout).ok()) {
+    SGL_LOG_WARN << "a node was gone before the stop";
+  }
+}
+
+void LeaderLink::watch(std::function<void(int node)> lost) {
+  SGL_CHECK(!watcher_.joinable()) << "a link is watched once";
+  watcher_ = std::thread([this, lost = std::move(lost)] {
+    std::vector<pollfd> fds;
+    std::vector<int> nodes;
+    for (size_t node = 1; node < followers_.size(); ++node) {
+      if (!followers_[node].valid()) continue;
+      fds.push_back({followers_[node].fd(), POLLRDHUP, 0});
+      nodes.push_back(static_cast<int>(node));
+    }
+    size_t which = 0;
+    while (!stopped_) {
+      if (hung_up(fds, &which)) {
+        if (!stopped_) lost(nodes[which]);
+        return;
+      }
+    }
+  });
 }
 
 Result<std::unique_ptr<FollowerLink>> FollowerLink::join(const distributed::DistInitAddr& addr,
@@ -154,45 +208,93 @@ Result<std::unique_ptr<FollowerLink>> FollowerLink::join(const distributed::Dist
   hello.tp_size = static_cast<uint32_t>(layout.tp_size);
   hello.ep_size = static_cast<uint32_t>(layout.ep_size);
   hello.nnodes = static_cast<uint32_t>(layout.nnodes);
+  hello.options_fingerprint = layout.options_fingerprint;
   char magic[sizeof(kMagic)];
-  uint32_t status = 0, length = 0;
   if (!write_all(s, &hello, sizeof(hello), deadline) ||
-      !read_all(s, magic, sizeof(magic), deadline) ||
-      std::memcmp(magic, kMagic, sizeof(kMagic)) != 0 ||
-      !read_all(s, &status, sizeof(status), deadline) ||
-      !read_all(s, &length, sizeof(length), deadline) || length > 4096) {
+      !read_all(s, magic, sizeof(magic), deadline)) {
     return internal_error("node " + std::to_string(node_rank) + ": node 0 at " + addr.to_string() +
                           " did not answer within " + std::to_string(timeout.count()) + " ms");
+  }
+  uint32_t status = 0, length = 0;
+  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0 ||
+      !read_all(s, &status, sizeof(status), deadline) ||
+      !read_all(s, &length, sizeof(length), deadline) || length > 4096) {
+    return invalid_argument("node " + std::to_string(node_rank) + ": what answers at " +
+                            addr.to_string() + " is not an sgl-server node 0");
   }
   std::string reason(length, '\0');
   if (!read_all(s, reason.data(), length, deadline)) {
     return internal_error("node 0 at " + addr.to_string() + " closed the link");
   }
   if (status != 0) return invalid_argument("node 0 refused this node: " + reason);
-  return std::unique_ptr<FollowerLink>(new FollowerLink(std::move(s)));
+  std::unique_ptr<FollowerLink> link(new FollowerLink(std::move(s)));
+  uint32_t kind = 0;
+  std::vector<uint8_t> payload;
+  const Status joined = link->receive(&kind, &payload, deadline);
+  if (!joined.ok()) {
+    return joined.with_context("node " + std::to_string(node_rank) +
+                               ": waiting for every node to join node 0");
+  }
+  if (kind == kStop) {
+    return internal_error("node " + std::to_string(node_rank) +
+                          ": waiting for every node to join node 0: node 0 stopped");
+  }
+  if (kind != kJoined) {
+    return invalid_argument("node link: expected every node's join, got a frame of kind " +
+                            std::to_string(kind));
+  }
+  return link;
 }
 
-Status FollowerLink::receive(uint32_t* kind, std::vector<uint8_t>* payload) {
+FollowerLink::~FollowerLink() {
+  stopped_ = true;
+  if (watcher_.joinable()) watcher_.join();
+}
+
+Status FollowerLink::receive(uint32_t* kind, std::vector<uint8_t>* payload,
+                             SocketClock::time_point deadline) {
   FrameHeader header{};
-  if (!read_all(socket_, &header, sizeof(header), no_deadline())) {
+  if (!read_all(socket_, &header, sizeof(header), deadline)) {
     return internal_error("node 0 closed the link");
   }
   if (header.length > kMaxPayload) {
-    return invalid_argument("node link: a frame of " + std::to_string(header.length) + " bytes");
+    return invalid_argument("node link: a frame of " + std::to_string(header.length) +
+                            " bytes (at most " + std::to_string(kMaxPayload) + ")");
   }
   payload->resize(header.length);
-  if (!read_all(socket_, payload->data(), payload->size(), no_deadline())) {
+  if (!read_all(socket_, payload->data(), payload->size(), deadline)) {
     return internal_error("node 0 closed the link within a frame");
   }
   *kind = header.kind;
   return Status::ok_status();
 }
 
+void FollowerLink::watch(std::function<void()> lost, std::chrono::milliseconds grace) {
+  SGL_CHECK(!watcher_.joinable()) << "a link is watched once";
+  watcher_ = std::thread([this, lost = std::move(lost), grace] {
+    std::vector<pollfd> fds = {{socket_.fd(), POLLRDHUP, 0}};
+    size_t which = 0;
+    while (!stopped_) {
+      if (!hung_up(fds, &which)) continue;
+      // A Stop and then the close is the normal end: give the reader time to take the Stop.
+      const auto until = SocketClock::now() + grace;
+      while (!stopped_ && SocketClock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(kWatchPollMs));
+      }
+      if (!stopped_) lost();
+      return;
+    }
+  });
+}
+
 Result<NodeStart> FollowerLink::receive_start() {
   uint32_t kind = 0;
   std::vector<uint8_t> payload;
-  SGL_RETURN_IF_ERROR(receive(&kind, &payload));
-  if (kind == kStop) return internal_error("node 0 stopped before it started");
+  SGL_RETURN_IF_ERROR(receive(&kind, &payload, no_deadline()));
+  if (kind == kStop) {
+    stopped_ = true;
+    return internal_error("node 0 stopped before it started");
+  }
   NodeStart start;
   if (kind != kStart || payload.size() != sizeof(start)) {
     return invalid_argument("node link: expected the start, got a frame of kind " +
@@ -209,8 +311,11 @@ Result<NodeStart> FollowerLink::receive_start() {
 Result<std::optional<ExecBatch>> FollowerLink::receive_batch() {
   uint32_t kind = 0;
   std::vector<uint8_t> payload;
-  SGL_RETURN_IF_ERROR(receive(&kind, &payload));
-  if (kind == kStop) return std::optional<ExecBatch>();
+  SGL_RETURN_IF_ERROR(receive(&kind, &payload, no_deadline()));
+  if (kind == kStop) {
+    stopped_ = true;
+    return std::optional<ExecBatch>();
+  }
   if (kind != kBatch) {
     return invalid_argument("node link: expected a batch, got a frame of kind " +
                             std::to_string(kind));

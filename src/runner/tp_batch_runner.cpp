@@ -10,12 +10,6 @@ TpBatchRunner::TpBatchRunner(ModelRunner& first, TpWorkerGroup& workers,
                              const cache::ReqToTokenPool& req_to_token,
                              std::unique_ptr<LeaderLink> followers)
     : followers_(std::move(followers)), results_(static_cast<size_t>(workers.local_size())) {
-  if (followers_ != nullptr) {
-    const Status sent =
-        followers_->send_start({static_cast<int32_t>(first.num_kv_slots()), req_to_token.size(),
-                                req_to_token.max_context_len()});
-    SGL_CHECK(sent.ok()) << sent.to_string();
-  }
   ranks_.push_back(std::make_unique<ModelBatchRunner>(first, req_to_token));
   devices_.push_back(first.options().device);
   for (int i = 1; i < workers.local_size(); ++i) {

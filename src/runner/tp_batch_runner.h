@@ -30,7 +30,7 @@ class TpBatchRunner final : public ComputingBatchRunner {
  public:
   // Borrows this process's first rank's runner and the group's (which must outlive this
   // runner); `req_to_token` shapes each rank's token table, as for ModelBatchRunner. `followers`
-  // (node 0 of several): the other nodes, told the pool sizes here and sent every batch.
+  // (node 0 of several, their Start sent): the other nodes, sent every batch.
   TpBatchRunner(ModelRunner& first, TpWorkerGroup& workers,
                 const cache::ReqToTokenPool& req_to_token,
                 std::unique_ptr<LeaderLink> followers = nullptr);

@@ -2,6 +2,7 @@
 #include "runner/tp_worker_group.h"
 
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "backend/devices.h"
@@ -21,26 +22,26 @@ distributed::DistInitAddr group_addr(const distributed::MultiNode& nodes) {
   return addr;
 }
 
-// Runs make(i) for each local rank i on a thread of its own (every rank of a group must join at
-// once); the first error, naming its global rank, if any failed.
-template <typename Make>
-Result<Communicators> join_on_threads(int local, int first_rank, Make make) {
-  std::vector<std::optional<Result<std::unique_ptr<distributed::Communicator>>>> joined(
-      static_cast<size_t>(local));
+// Runs make(i) for i in [0, n) on a thread each, all at once (the ranks of a group join, and
+// on GPUs load, together); the first error, naming global rank first_rank + i, if any failed.
+template <typename T, typename Make>
+Result<std::vector<T>> on_threads(int n, int first_rank, const std::string& where, Make make) {
+  std::vector<std::optional<Result<T>>> made(static_cast<size_t>(n));
   std::vector<std::thread> threads;
-  for (int i = 0; i < local; ++i) {
-    threads.emplace_back([&, i] { joined[static_cast<size_t>(i)] = make(i); });
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] { made[static_cast<size_t>(i)] = make(i); });
   }
   for (std::thread& t : threads) t.join();
-  Communicators communicators;
-  for (int i = 0; i < local; ++i) {
-    auto& c = *joined[static_cast<size_t>(i)];
-    if (!c.ok()) {
-      return c.status().with_context("tensor-parallel rank " + std::to_string(first_rank + i));
+  std::vector<T> out;
+  for (int i = 0; i < n; ++i) {
+    auto& r = *made[static_cast<size_t>(i)];
+    if (!r.ok()) {
+      return r.status().with_context("tensor-parallel rank " + std::to_string(first_rank + i) +
+                                     where);
     }
-    communicators.push_back(std::move(c).value());
+    out.push_back(std::move(r).value());
   }
-  return communicators;
+  return out;
 }
 
 // The CPU ranks of several nodes: a socket communicator each.
@@ -48,8 +49,8 @@ Result<Communicators> join_socket_group(const ModelRunnerOptions& options,
                                         const distributed::MultiNode& nodes, int local,
                                         int first_rank, std::chrono::milliseconds timeout) {
   const distributed::DistInitAddr addr = group_addr(nodes);
-  return join_on_threads(
-      local, first_rank, [&](int i) -> Result<std::unique_ptr<distributed::Communicator>> {
+  return on_threads<std::unique_ptr<distributed::Communicator>>(
+      local, first_rank, "", [&](int i) -> Result<std::unique_ptr<distributed::Communicator>> {
         SGL_ASSIGN_OR_RETURN(
             std::unique_ptr<distributed::SocketCommunicator> c,
             distributed::SocketCommunicator::join(addr, first_rank + i, options.tp_size, timeout));
@@ -81,10 +82,11 @@ Result<Communicators> join_nccl_by_id(const ModelRunnerOptions& options,
     std::copy(blob.begin(), blob.end(), id.begin());
   }
   // The server lives until every rank joined, which needs every node to have fetched the id.
-  return join_on_threads(static_cast<int>(devices.size()), first_rank, [&](int i) {
-    return distributed::nccl_communicator(id, first_rank + i, options.tp_size,
-                                          devices[static_cast<size_t>(i)]);
-  });
+  return on_threads<std::unique_ptr<distributed::Communicator>>(
+      static_cast<int>(devices.size()), first_rank, "", [&](int i) {
+        return distributed::nccl_communicator(id, first_rank + i, options.tp_size,
+                                              devices[static_cast<size_t>(i)]);
+      });
 }
 
 // local GPU ranks' devices: cuda:(base + i), checked against the GPUs there are.
@@ -119,11 +121,7 @@ Result<std::unique_ptr<TpWorkerGroup>> TpWorkerGroup::join(const ModelRunnerOpti
                             " ranks (--tp-size 1 needs none)");
   }
   SGL_RETURN_IF_ERROR(distributed::check_multi_node(nodes));
-  if (options.tp_size % nodes.nnodes != 0) {
-    return invalid_argument("--tp-size " + std::to_string(options.tp_size) +
-                            " does not split evenly over --nnodes " + std::to_string(nodes.nnodes) +
-                            " (each node runs as many ranks)");
-  }
+  SGL_RETURN_IF_ERROR(distributed::check_ranks_per_node(options.tp_size, nodes));
   const int local = options.tp_size / nodes.nnodes;
   const int first_rank = nodes.node_rank * local;
   std::unique_ptr<TpWorkerGroup> tp(new TpWorkerGroup(first_rank, options.tp_size));
@@ -164,36 +162,24 @@ Status TpWorkerGroup::load(const std::filesystem::path& model_path,
   if (options.device.is_cuda()) {
     // Every GPU rank loads on a thread of its own at once: their collectives meet while they
     // load (the KV slot count they agree on, the warm-up and capture of the decode graphs).
-    std::vector<std::optional<Result<std::unique_ptr<ModelRunner>>>> loaded(
-        static_cast<size_t>(local));
-    std::vector<std::thread> threads;
-    for (int i = 0; i < local; ++i) {
-      threads.emplace_back([&, i] {
-        ModelRunnerOptions mine = options;
-        mine.device = Device::cuda(options.device.index + i);
-        backend::set_current_device(mine.device);
-        auto runner =
-            ModelRunner::create(model_path, mine, communicators_[static_cast<size_t>(i)].get());
-        if (!runner.ok()) {
-          // The others may wait in a collective for this rank: release them (their NCCL calls
-          // fail) rather than leave them waiting forever.
-          SGL_LOG_ERROR << "tensor-parallel rank " << first_rank_ + i << " on "
-                        << mine.device.to_string() << ": " << runner.status().to_string();
-          for (auto& comm : communicators_) distributed::abort_nccl(*comm);
-        }
-        loaded[static_cast<size_t>(i)] = std::move(runner);
-      });
-    }
-    for (std::thread& t : threads) t.join();
-    for (int i = 0; i < local; ++i) {
-      auto& runner = *loaded[static_cast<size_t>(i)];
-      if (!runner.ok()) {
-        return runner.status().with_context("tensor-parallel rank " +
-                                            std::to_string(first_rank_ + i) +
-                                            " on cuda:" + std::to_string(options.device.index + i));
-      }
-      runners.push_back(std::move(runner).value());
-    }
+    SGL_ASSIGN_OR_RETURN(
+        runners,
+        on_threads<std::unique_ptr<ModelRunner>>(
+            local, first_rank_, " on the GPU", [&](int i) -> Result<std::unique_ptr<ModelRunner>> {
+              ModelRunnerOptions mine = options;
+              mine.device = Device::cuda(options.device.index + i);
+              backend::set_current_device(mine.device);
+              auto runner = ModelRunner::create(model_path, mine,
+                                                communicators_[static_cast<size_t>(i)].get());
+              if (!runner.ok()) {
+                // The others may wait in a collective for this rank: release them (their NCCL
+                // calls fail) rather than leave them waiting forever.
+                SGL_LOG_ERROR << "tensor-parallel rank " << first_rank_ + i << " on "
+                              << mine.device.to_string() << ": " << runner.status().to_string();
+                for (auto& comm : communicators_) distributed::abort_nccl(*comm);
+              }
+              return runner;
+            }));
   } else {
     // The CPU ranks load one after another (no collective meets while they load).
     ModelRunnerOptions mine = options;

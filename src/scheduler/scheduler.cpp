@@ -444,10 +444,13 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   batch.entries.reserve(static_cast<size_t>(needed));
   batch.out_cache_loc.reserve(static_cast<size_t>(needed));
   bool plain = false, verify = false;
+  int32_t found_none = 0;  // n-gram lookups offered drafts that found none
   for (size_t i = 0; i < running_.size(); ++i) {
     Req* req = running_[i];
     if (!decodable(req)) continue;
     if (drafts.empty() || drafts[i].empty()) {
+      found_none += !drafts.empty() && req->last_batch_id <= last_processed_batch_id_ &&
+                    draft_room(*req, choice.drafts) > 0;
       add_decode_entry(*req, batch);
       plain = true;
     } else {
@@ -458,7 +461,15 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   // Verify entries are extends over a cached prefix (TARGET_VERIFY); plain decodes ride along
   // as in MIXED.
   if (verify) batch.mode = plain ? ForwardMode::kMixed : ForwardMode::kTargetVerify;
-  if (draft_policy_ != nullptr) follow_draft_policy(choice, verify, batch);
+  if (draft_policy_ != nullptr) {
+    // A request whose lookup found nothing gains no token from the count chosen: to the
+    // policy, its first draft did not stand. (Only when the step verified: otherwise every
+    // draft was dropped for the KV cache, not missing.)
+    if (verify && !options_.speculative.drafts_in_runner()) {
+      for (int32_t n = 0; n < found_none; ++n) draft_policy_->record_acceptance(choice.drafts, 0);
+    }
+    follow_draft_policy(choice, verify, batch);
+  }
   totals_.computed_tokens_total += static_cast<int64_t>(batch.out_cache_loc.size());
   new_token_ratio_ =
       std::max(new_token_ratio_ - options_.new_token_ratio_decay(), options_.min_new_token_ratio());

@@ -207,7 +207,7 @@ class Scheduler {
   struct PolicyStep {
     int64_t batch_id = -1;
     int32_t batch_size = 0;
-    int32_t drafts = 0;  // the most any entry verified
+    int32_t drafts = 0;  // the count chosen (0: nothing verified)
   };
   std::deque<PolicyStep> policy_steps_;  // the chosen decode batches in flight, oldest first
   // Grammar masks promised to batches in flight, oldest first.

@@ -99,7 +99,9 @@ void Scheduler::follow_draft_policy(const speculative::DraftLengthPolicy::Choice
   int32_t most = 0;
   for (const BatchEntry& e : batch.entries) most = std::max(most, e.extend_len - 1);
   const auto batch_size = static_cast<int32_t>(batch.entries.size());
-  policy_steps_.push_back({next_batch_id_, batch_size, most});
+  // Timed as the count chosen (n-gram lookups may find fewer drafts: that is what the count
+  // yields), unless nothing verified (stale drafts, no lookup found any): a plain step's time.
+  policy_steps_.push_back({next_batch_id_, batch_size, verify ? choice.drafts : 0});
   if (log_enabled(LogLevel::kDebug)) {
     std::string rates;
     for (int32_t k = 0; k <= draft_policy_->max_drafts(); ++k) {

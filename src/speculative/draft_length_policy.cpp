@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 #include "core/check.h"
 
@@ -55,20 +56,21 @@ DraftLengthPolicy::Choice DraftLengthPolicy::choose(int32_t batch_size) {
   const auto timed = [&](int32_t k) { return b.counts[static_cast<size_t>(k)].steps > 0; };
   if (!timed(max_drafts_)) return {max_drafts_, true};
   if (!timed(0)) return {0, true};
-  // Early on a count's time may rest on one step (the first ones can be slow: a graph's
-  // first replay, a step that waited for a prefill), so the bucket's 4th, 8th, 16th... steps
-  // explore too.
-  const int64_t n = b.steps + 1;
+  // Early on a count's time may rest on one step, so the bucket's 4th, 8th, 16th ... choices
+  // explore too. (Choices, not timed steps: with the overlap loop a step is chosen before the
+  // one before it is timed.)
+  const int64_t n = ++b.choices;
   if (n % explore_interval_ == 0 ||
       (n >= 4 && n < explore_interval_ && std::has_single_bit(static_cast<uint64_t>(n)))) {
-    // Explore: the count timed longest ago (its time and, above the best, its acceptance may be
-    // stale).
+    // Explore: the count timed fewest times (up to 3: one step's time may be off), then
+    // longest ago (its time and, above the best, its acceptance may be stale).
+    const auto order = [&](int32_t k) {
+      const Timing& t = b.counts[static_cast<size_t>(k)];
+      return std::pair(std::min<int64_t>(t.steps, 3), t.last_step);
+    };
     int32_t oldest = 0;
     for (int32_t k = 1; k <= max_drafts_; ++k) {
-      if (b.counts[static_cast<size_t>(k)].last_step <
-          b.counts[static_cast<size_t>(oldest)].last_step) {
-        oldest = k;
-      }
+      if (order(k) < order(oldest)) oldest = k;
     }
     return {oldest, true};
   }
@@ -128,8 +130,14 @@ void DraftLengthPolicy::record_step(int32_t batch_size, int32_t drafts, double s
   if (batch_size <= 0 || seconds <= 0) return;
   Bucket& b = bucket(batch_size);
   Timing& t = b.counts[static_cast<size_t>(std::clamp(drafts, 0, max_drafts_))];
-  const double weight = std::max(1.0 / static_cast<double>(t.steps + 1), kMinTimeWeight);
-  t.seconds += weight * (seconds - t.seconds);
+  if (t.steps == 1) {
+    // The second time replaces the first when faster: a first step can be slow (a graph's first
+    // replay, a step that waited for a prefill), and a slow time would stand for long.
+    t.seconds = std::min(t.seconds, seconds);
+  } else {
+    const double weight = std::max(1.0 / static_cast<double>(t.steps + 1), kMinTimeWeight);
+    t.seconds += weight * (seconds - t.seconds);
+  }
   ++t.steps;
   t.last_step = b.steps++;
 }

@@ -12,9 +12,10 @@
 //   verify of d drafts that accepted a tried positions 1..min(a + 1, d). A position not tried
 //   yet borrows the one before it. For trees, the accepted count of each count verified.
 // So every verify informs every shorter count, and two timed steps (the most drafts, then
-// none) rank them all; the bucket's 4th, 8th, 16th ... step and then every `explore_interval`
-// steps the count timed longest ago runs once more, so the times and the model follow a
-// workload that changes (and a first step's slow time does not stand for long).
+// none) rank them all. A count's second time replaces its first when faster (a first step can
+// be slow); at the bucket's 4th, 8th, 16th ... choice and then every `explore_interval`
+// choices the count timed fewest times (up to 3), then longest ago, runs once more, so the
+// times and the model follow a workload that changes.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +34,8 @@ class DraftLengthPolicy {
   };
   // The draft count for a decode step of `batch_size` requests: the most drafts, then none, if
   // never timed in its bucket; then the best estimated rate (a count whose estimate rests on
-  // its neighbours' times runs as exploring); at the exploring steps the count timed longest
-  // ago.
+  // its neighbours' times runs as exploring); at the exploring choices the count timed fewest
+  // times, then longest ago.
   Choice choose(int32_t batch_size);
   // One request's verify: `drafts` drafts, `accepted` of them stood.
   void record_acceptance(int32_t drafts, int32_t accepted);
@@ -57,6 +58,7 @@ class DraftLengthPolicy {
   struct Bucket {
     std::vector<Timing> counts;  // [max_drafts + 1]
     int64_t steps = 0;           // steps timed
+    int64_t choices = 0;         // choose() calls (the exploring schedule's clock)
   };
   // Windowed counts of an event's outcomes (old ones weigh less once `trials` passes a window).
   struct Tally {

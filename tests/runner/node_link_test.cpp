@@ -1,12 +1,16 @@
 // The link between node 0 and the other nodes (runner/node_link.h), over the loopback: the
 // start, batches in order and the stop reach every follower; a follower whose flags differ, a
-// node rank out of range or taken twice is refused with the reason on both ends; a follower
-// learns when node 0 is gone, and node 0 when a follower is; joining ends at its deadline.
+// node rank out of range or taken twice is refused with the reason on both ends (and a node
+// already accepted learns that node 0 ended); a follower learns when node 0 is gone, and node 0
+// when a follower is, from a read or send and from their watches (which keep quiet at a normal
+// stop); joining ends at its deadline; bad frames are clear errors.
 #include "runner/node_link.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "runner/exec_batch_wire.h"
@@ -89,27 +93,38 @@ TEST(NodeLinkTest, StartBatchesAndStopReachEveryFollower) {
   }
 }
 
-// A follower that does not fit is refused; `want` is in the message on both ends.
+// A follower that does not fit is refused; `want` is in the message on both ends. With
+// `first_joins_as_1` a good node 1 joins first: when node 0 ends over the refusal, node 1 learns
+// it while it waits for every node to join.
 void expect_refused(const NodeLayout& ours, const NodeLayout& theirs, int32_t node_rank,
                     const std::string& want, bool first_joins_as_1 = false) {
   std::unique_ptr<LeaderLink> lead = leader(ours);
   ASSERT_NE(lead, nullptr);
   const distributed::DistInitAddr addr{"127.0.0.1", lead->port()};
-  Status accepted;
-  std::thread node0([&] { accepted = lead->accept(10s); });
-  std::unique_ptr<FollowerLink> first;
+  Status accepted, first_joined;
+  std::thread node0([&] {
+    accepted = lead->accept(10s);
+    lead.reset();  // node 0 ends
+  });
+  std::thread first;
   if (first_joins_as_1) {
-    auto link = FollowerLink::join(addr, 1, ours, 10s);
-    ASSERT_TRUE(link.ok()) << link.status().to_string();
-    first = std::move(link).value();
+    first = std::thread([&] { first_joined = FollowerLink::join(addr, 1, ours, 10s).status(); });
+    std::this_thread::sleep_for(200ms);  // node 1 first
   }
   auto refused = FollowerLink::join(addr, node_rank, theirs, 10s);
   node0.join();
+  if (first.joinable()) first.join();
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("node 0 refused this node: " + want), std::string::npos)
       << refused.status().to_string();
   ASSERT_FALSE(accepted.ok());
   EXPECT_NE(accepted.message().find(want), std::string::npos) << accepted.to_string();
+  if (first_joins_as_1) {
+    ASSERT_FALSE(first_joined.ok());
+    EXPECT_NE(first_joined.message().find("waiting for every node to join node 0"),
+              std::string::npos)
+        << first_joined.to_string();
+  }
 }
 
 TEST(NodeLinkTest, AFollowerWithOtherFlagsIsRefusedWithTheReason) {
@@ -174,23 +189,177 @@ TEST(NodeLinkTest, JoiningEndsAtItsDeadline) {
   std::unique_ptr<LeaderLink> lead = leader({2, 1, 3});
   ASSERT_NE(lead, nullptr);
   const distributed::DistInitAddr addr{"127.0.0.1", lead->port()};
-  std::thread one([&] { (void)FollowerLink::join(addr, 1, {2, 1, 3}, 10s); });
+  Status one_joined;
+  std::thread one([&] { one_joined = FollowerLink::join(addr, 1, {2, 1, 3}, 10s).status(); });
   const auto begin = std::chrono::steady_clock::now();
   const Status accepted = lead->accept(300ms);  // node 2 never comes
   EXPECT_LT(std::chrono::steady_clock::now() - begin, 5s);
+  lead.reset();  // node 0 ends: node 1, waiting for every node, learns it
   one.join();
   ASSERT_FALSE(accepted.ok());
   EXPECT_NE(accepted.message().find("1 of 2 other nodes joined node 0 within 300 ms"),
             std::string::npos)
       << accepted.to_string();
+  EXPECT_FALSE(one_joined.ok());
   // And a follower with no node 0: its deadline.
   uint16_t port = 0;
   {
     auto probe = distributed::listen_at(kAny, &port);
     ASSERT_TRUE(probe.ok());
   }
+  const auto start = std::chrono::steady_clock::now();
   auto none = FollowerLink::join({"127.0.0.1", port}, 1, {2, 1, 2}, 300ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
   ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("127.0.0.1"), std::string::npos)
+      << none.status().to_string();
+}
+
+// Node 0's side played by hand: after the hello and the join, bad frames are errors naming what
+// is wrong, never a read past them or an allocation of what a length claims.
+class FakeNodeZero {
+ public:
+  explicit FakeNodeZero(const NodeLayout& layout) {
+    auto s = distributed::listen_at(kAny, &port_);
+    EXPECT_TRUE(s.ok());
+    listener_ = std::move(s).value();
+    layout_ = layout;
+  }
+  // Accepts the follower, answers its hello, sends the join.
+  void accept() {
+    peer_ = distributed::accept_before(listener_, distributed::SocketClock::now() + 10s);
+    ASSERT_TRUE(peer_.valid());
+    std::vector<char> hello(32);  // the Hello: magic, 4 u32, u64
+    ASSERT_TRUE(distributed::read_all(peer_, hello.data(), hello.size(), deadline()));
+    const char magic[8] = {'S', 'G', 'L', 'N', 'O', 'D', 'E', '1'};
+    const uint32_t ok = 0, empty = 0;
+    ASSERT_TRUE(distributed::write_all(peer_, magic, 8, deadline()));
+    ASSERT_TRUE(distributed::write_all(peer_, &ok, 4, deadline()));
+    ASSERT_TRUE(distributed::write_all(peer_, &empty, 4, deadline()));
+    frame(1, {});  // joined
+  }
+  void frame(uint32_t kind, const std::vector<uint8_t>& payload, uint64_t claimed = ~0ull) {
+    const uint32_t head[2] = {kind, 0};
+    const uint64_t length = claimed != ~0ull ? claimed : payload.size();
+    ASSERT_TRUE(distributed::write_all(peer_, head, sizeof(head), deadline()));
+    ASSERT_TRUE(distributed::write_all(peer_, &length, sizeof(length), deadline()));
+    ASSERT_TRUE(distributed::write_all(peer_, payload.data(), payload.size(), deadline()));
+  }
+  void close() { peer_ = distributed::Socket(); }
+  distributed::DistInitAddr addr() const { return {"127.0.0.1", port_}; }
+
+ private:
+  static distributed::SocketClock::time_point deadline() {
+    return distributed::SocketClock::now() + 10s;
+  }
+  distributed::Socket listener_, peer_;
+  uint16_t port_ = 0;
+  NodeLayout layout_;
+};
+
+// A follower joined to a fake node 0 that sends `frames` (then closes); what receive_start (when
+// `start`) or receive_batch returns.
+Status follow_bad_frames(const std::function<void(FakeNodeZero&)>& frames, bool start) {
+  const NodeLayout layout{2, 1, 2};
+  FakeNodeZero node0(layout);
+  std::thread fake([&] {
+    node0.accept();
+    frames(node0);
+    node0.close();
+  });
+  auto link = FollowerLink::join(node0.addr(), 1, layout, 10s);
+  Status got = link.status();
+  if (link.ok())
+    got = start ? (*link)->receive_start().status() : (*link)->receive_batch().status();
+  fake.join();
+  return got;
+}
+
+// Waits up to 5 s for `done`.
+bool eventually(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+  return done();
+}
+
+TEST(NodeLinkTest, WatchesReportALostNodeButNotTheStop) {
+  const NodeLayout layout{2, 1, 2};
+  {  // A follower that leaves without the Stop: node 0 hears of it, naming it.
+    std::unique_ptr<LeaderLink> lead = leader(layout);
+    ASSERT_NE(lead, nullptr);
+    const distributed::DistInitAddr addr{"127.0.0.1", lead->port()};
+    std::thread follower([&] { (void)FollowerLink::join(addr, 1, layout, 10s); });  // and leaves
+    ASSERT_TRUE(lead->accept(10s).ok());
+    follower.join();
+    std::atomic<int> lost{0};
+    lead->watch([&](int node) { lost = node; });
+    EXPECT_TRUE(eventually([&] { return lost == 1; })) << "node 0 never heard node 1 was gone";
+  }
+  {  // The normal end: the Stop, then each side closes; neither watch speaks.
+    std::unique_ptr<LeaderLink> lead = leader(layout);
+    ASSERT_NE(lead, nullptr);
+    const distributed::DistInitAddr addr{"127.0.0.1", lead->port()};
+    std::atomic<bool> follower_lost{false};
+    std::atomic<int> leader_lost{0};
+    std::thread follower([&] {
+      auto link = FollowerLink::join(addr, 1, layout, 10s);
+      ASSERT_TRUE(link.ok()) << link.status().to_string();
+      (*link)->watch([&] { follower_lost = true; }, 200ms);
+      auto stop = (*link)->receive_batch();
+      EXPECT_TRUE(stop.ok() && !stop->has_value());
+      std::this_thread::sleep_for(400ms);  // past the grace, node 0 closed
+    });
+    ASSERT_TRUE(lead->accept(10s).ok());
+    lead->watch([&](int node) { leader_lost = node; });
+    lead.reset();  // the Stop
+    follower.join();
+    EXPECT_FALSE(follower_lost);
+    EXPECT_EQ(leader_lost, 0);
+  }
+  {  // Node 0 gone without a Stop (a crash): the follower hears of it after its grace.
+    FakeNodeZero node0(layout);
+    std::thread fake([&] { node0.accept(); });
+    auto link = FollowerLink::join(node0.addr(), 1, layout, 10s);
+    fake.join();
+    ASSERT_TRUE(link.ok()) << link.status().to_string();
+    std::atomic<bool> lost{false};
+    (*link)->watch([&] { lost = true; }, 200ms);
+    node0.close();
+    EXPECT_TRUE(eventually([&] { return lost.load(); })) << "the follower never heard";
+  }
+}
+
+TEST(NodeLinkTest, BadFramesAreClearErrors) {
+  const auto expect = [](const Status& s, const std::string& want) {
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.to_string().find(want), std::string::npos) << s.to_string();
+  };
+  // A length no batch has: refused before any allocation.
+  expect(follow_bad_frames([](FakeNodeZero& n) { n.frame(3, {}, uint64_t{1} << 40); }, false),
+         "a frame of 1099511627776 bytes");
+  // A frame cut short.
+  expect(follow_bad_frames(
+             [](FakeNodeZero& n) {
+               n.frame(3, {1, 2, 3}, 100);
+             },
+             false),
+         "closed the link within a frame");
+  // A kind that is not a batch, and a start of the wrong size.
+  expect(follow_bad_frames([](FakeNodeZero& n) { n.frame(99, {}); }, false),
+         "expected a batch, got a frame of kind 99");
+  expect(follow_bad_frames(
+             [](FakeNodeZero& n) {
+               n.frame(2, {1, 2, 3});
+             },
+             true),
+         "expected the start, got a frame of kind 2 (3 bytes)");
+  // A batch that does not decode.
+  expect(follow_bad_frames(
+             [](FakeNodeZero& n) {
+               n.frame(3, {1, 2, 3, 4, 5});
+             },
+             false),
+         "InvalidArgument");
 }
 
 }  // namespace

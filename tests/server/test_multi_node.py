@@ -2,7 +2,8 @@
 # tensor-parallel rank each, joined over TCP): node 0 serves HTTP and sends its batches to node 1,
 # and its outputs equal one process's at --tp-size 1 (greedy, seeded n > 1, streaming); SIGTERM
 # on node 0 stops node 1 too; a node 1 whose flags differ is refused with the reason on both
-# ends; node 1 exits with an error when node 0 dies; bad layouts stop the start.
+# ends; node 1 exits with an error when node 0 dies, and node 0 when node 1 dies; bad layouts
+# stop the start.
 import signal
 import socket
 import subprocess
@@ -105,7 +106,7 @@ def test_two_nodes_serve_what_one_process_serves(one_process, two_nodes):
     assert texts[0] == texts[1]
     streamed = srv.post("/v1/completions", {**body, "n": 1, "stream": True}, stream=True)
     assert streamed.status_code == 200 and b"[DONE]" in streamed.content
-    assert srv.wait_idle_no_leak()["kv_used"] >= 0
+    srv.wait_idle_no_leak()  # asserts: nothing running, no KV slot leaked
     assert follower.proc.poll() is None, follower.log()
 
 
@@ -144,6 +145,21 @@ def test_node_one_ends_with_an_error_when_node_zero_dies(tmp_path):
     assert "node 0 closed the link" in follower.log(), follower.log()
 
 
+def test_node_zero_stops_when_node_one_dies(tmp_path):
+    raise_fd_limit()
+    port = free_port_pair()
+    follower = Follower(tmp_path, port, "--tp-size", "2")
+    srv = Server(tmp_path, *node_flags(port), "--node-rank", "0")
+    generate(srv, PROMPTS[0])
+    follower.proc.send_signal(signal.SIGKILL)
+    follower.wait()
+    # Its ranks' shards are gone: node 0 ends at once, saying why (not a server that hangs).
+    assert srv.proc.wait(timeout=30) == 1
+    log = srv.log()
+    srv.stderr.close()
+    assert "node 1 is gone: its tensor-parallel ranks are lost" in log, log
+
+
 @pytest.mark.parametrize("args, code, message", [
     (["--nnodes", "2", "--tp-size", "2"], 2, "needs --dist-init-addr"),
     (["--nnodes", "2", "--node-rank", "2", "--dist-init-addr", "127.0.0.1:5000"], 2,
@@ -163,6 +179,8 @@ def test_bad_layouts_stop_the_start(args, code, message):
 
 def test_other_tools_run_on_one_node():
     generate_bin = binary_or_skip().parent / "sgl-generate"
+    if not generate_bin.exists():  # a build of the server alone (CI's ThreadSanitizer stage)
+        pytest.skip("sgl-generate is not built beside sgl-server")
     out = subprocess.run([str(generate_bin), "--model-path", str(MODEL), "--prompt", "a",
                           "--nnodes", "2", "--dist-init-addr", "127.0.0.1:1"],
                          capture_output=True, text=True, timeout=30)

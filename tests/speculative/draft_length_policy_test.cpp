@@ -84,7 +84,13 @@ TEST(DraftLengthPolicy, TimesTheMostDraftsThenNoneThenTheBestEstimate) {
   EXPECT_EQ(c.drafts, 2);
   EXPECT_TRUE(c.exploring);  // its time is an estimate
   policy.record_step(1, 2, 1.2);
-  // The 4th step explores: the count timed longest ago (1, never).
+  for (int i = 2; i <= 3; ++i) {
+    c = policy.choose(1);
+    EXPECT_EQ(c.drafts, 2);
+    EXPECT_FALSE(c.exploring);
+    policy.record_step(1, 2, 1.2);
+  }
+  // The 4th choice explores: the count timed fewest times (1 and 3, never: 1 first).
   c = policy.choose(1);
   EXPECT_EQ(c.drafts, 1);
   EXPECT_TRUE(c.exploring);
