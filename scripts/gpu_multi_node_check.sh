@@ -51,6 +51,36 @@ node1=$!
 serve nodes 31002 --tp-size 2 --nnodes 2 --node-rank 0 --dist-init-addr 127.0.0.1:29500 ||
   status=1
 wait "$node1" || { echo "node 1 exited with $?"; status=1; }
+# A node that dies: node 0 must end (exit 1, saying so), not hang in NCCL.
+"$server" "${common[@]}" --tp-size 2 --nnodes 2 --node-rank 1 --base-gpu-id 1 \
+  --dist-init-addr 127.0.0.1:29502 >"$out/lost_node1.log" 2>&1 &
+node1=$!
+"$server" "${common[@]}" --tp-size 2 --nnodes 2 --node-rank 0 --dist-init-addr 127.0.0.1:29502 \
+  --port 31003 >"$out/lost_node0.log" 2>&1 &
+node0=$!
+if wait_up 31003 && generate 31003 >/dev/null; then
+  kill -9 "$node1"
+  wait "$node1" 2>/dev/null
+  deadline=$((SECONDS + 30))
+  while kill -0 "$node0" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+  if kill -0 "$node0" 2>/dev/null; then
+    echo "node 0 still runs 30 s after node 1 was killed"
+    kill -9 "$node0"
+    status=1
+  else
+    wait "$node0"
+    rc=$?
+    if [ "$rc" != 1 ] || ! grep -q "node 1 is gone" "$out/lost_node0.log"; then
+      echo "node 0 ended with $rc without saying node 1 is gone"
+      status=1
+    else
+      echo "node 1 killed: node 0 ended with 1 ($(grep -o 'node 1 is gone[^;]*' "$out/lost_node0.log" | head -1))"
+    fi
+  fi
+else
+  status=1
+  kill -9 "$node0" "$node1" 2>/dev/null
+fi
 for name in tp2 nodes; do
   if ! cmp -s "$out/tp1.txt" "$out/$name.txt"; then
     echo "$name answered other ids than tp1:"
