@@ -7,6 +7,7 @@
 #include "kernels/copy.h"
 #include "kernels/embedding.h"
 #include "kernels/gather.h"
+#include "kernels/sampling.h"
 #include "speculative/draft_acceptance.h"
 
 namespace sgl::runner {
@@ -37,6 +38,24 @@ EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& 
                                           static_cast<int32_t>(max_bs));
     next_drafts_.resize(static_cast<size_t>(max_reqs));
   }
+  if (topk_ > 1 && !target.options().device.is_cpu()) {
+    // The device top k's parameters, the same for every row: greedy, topk_ top logprobs.
+    std::vector<int64_t> block((kernels::packed_sampling_rows_bytes(max_bs) + 7) / 8, 0);
+    const kernels::SamplingRows rows =
+        kernels::packed_sampling_rows(block.data(), Device::cpu(), max_bs, max_bs);
+    for (int64_t r = 0; r < max_bs; ++r) {
+      rows.temperature.data<float>()[r] = 0.f;
+      rows.top_k.data<int32_t>()[r] = 1;
+      rows.top_p.data<float>()[r] = 1.f;
+      rows.top_logprobs_num.data<int32_t>()[r] = topk_;
+    }
+    top_params_ = Buffer(allocator, DType::kI64, {static_cast<int64_t>(block.size())});
+    kernels::copy(Tensor(block.data(), DType::kI64, {static_cast<int64_t>(block.size())}),
+                  top_params_, target.stream());
+    top_next_ = Buffer(allocator, DType::kI32, {max_bs});
+    top_ids_ = Buffer(allocator, DType::kI32, {max_bs, topk_});
+    top_logprobs_ = Buffer(allocator, DType::kF32, {max_bs, topk_});
+  }
   if (topk_ > 1) {
     next_top_.resize(static_cast<size_t>(max_reqs));
     branch_in_ = Buffer(allocator, dtype, {max_bs * topk_, hidden_size_});
@@ -47,16 +66,40 @@ EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& 
 
 std::vector<std::vector<speculative::TokenLogprob>> EagleWorker::top_k(const Tensor& logits) {
   const int64_t rows = logits.size(0), vocab = logits.size(1);
-  std::vector<float> host(static_cast<size_t>(rows * vocab));
-  kernels::copy(logits, Tensor(host.data(), DType::kF32, {rows, vocab}), draft_.target().stream());
-  const std::span<const int32_t> to_target = draft_.draft_to_target();
   std::vector<std::vector<speculative::TokenLogprob>> out(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    out[static_cast<size_t>(r)] = speculative::top_k_logprobs(
-        std::span<const float>(host.data() + r * vocab, static_cast<size_t>(vocab)), topk_);
-    if (to_target.empty()) continue;
-    for (speculative::TokenLogprob& t : out[static_cast<size_t>(r)]) {
-      t.token = to_target[static_cast<size_t>(t.token)];
+  const backend::Stream stream = draft_.target().stream();
+  if (top_params_.tensor().defined() && rows <= top_ids_.tensor().size(0)) {
+    // On the GPU: the top k of each row by the device sampler's top logprobs (greedy rows, the
+    // same order: logprob descending, ties to the lower id), so only rows x k entries come back,
+    // not the whole rows (32 rows of a 128k vocabulary are 16 MB).
+    const kernels::SamplingRows params = kernels::packed_sampling_rows(
+        top_params_.tensor().raw(), logits.device(), top_ids_.tensor().size(0), rows);
+    const Tensor ids = top_ids_.tensor().slice_rows(0, rows);
+    const Tensor logprobs = top_logprobs_.tensor().slice_rows(0, rows);
+    kernels::sample_tokens(logits, params,
+                           {top_next_.tensor().slice_rows(0, rows), {}, ids, logprobs}, stream);
+    std::vector<int32_t> host_ids(static_cast<size_t>(rows * topk_));
+    std::vector<float> host_logprobs(host_ids.size());
+    kernels::copy(ids, Tensor(host_ids.data(), DType::kI32, {rows, topk_}), stream);
+    kernels::copy(logprobs, Tensor(host_logprobs.data(), DType::kF32, {rows, topk_}), stream);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int32_t j = 0; j < std::min<int64_t>(topk_, vocab); ++j) {
+        const auto at = static_cast<size_t>(r * topk_ + j);
+        out[static_cast<size_t>(r)].push_back({host_ids[at], host_logprobs[at]});
+      }
+    }
+  } else {
+    std::vector<float> host(static_cast<size_t>(rows * vocab));
+    kernels::copy(logits, Tensor(host.data(), DType::kF32, {rows, vocab}), stream);
+    for (int64_t r = 0; r < rows; ++r) {
+      out[static_cast<size_t>(r)] = speculative::top_k_logprobs(
+          std::span<const float>(host.data() + r * vocab, static_cast<size_t>(vocab)), topk_);
+    }
+  }
+  const std::span<const int32_t> to_target = draft_.draft_to_target();
+  if (!to_target.empty()) {
+    for (auto& row : out) {
+      for (speculative::TokenLogprob& t : row) t.token = to_target[static_cast<size_t>(t.token)];
     }
   }
   return out;

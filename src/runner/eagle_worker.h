@@ -69,7 +69,8 @@ class EagleWorker {
   // The target's hidden states a draft extend reads (the captured layers', for EAGLE-3).
   const Tensor& draft_input(const model::ModelOutput& target) const;
   std::vector<speculative::DraftTree> draft_tree(const ExecBatch& batch);
-  // Each row's top k (draft_to_target applied) of draft `logits` [rows, draft vocab].
+  // Each row's top k (draft_to_target applied) of draft `logits` [rows, draft vocab]: on a GPU
+  // computed there, on the CPU over a host copy.
   std::vector<std::vector<speculative::TokenLogprob>> top_k(const Tensor& logits);
   // The draft extend over `requests`' kept positions; hidden_in [tokens, W]. Writes each
   // request's output hidden row and its next first draft (a chain's argmax, on the device; a
@@ -107,6 +108,12 @@ class EagleWorker {
   Buffer branch_in_;                                              // [max_batch_size * topk, H]
   Buffer branch_out_;                                             // [max_batch_size * topk, H]
   Buffer branch_rows_;                                            // i32 [max_batch_size * topk]
+  // On a GPU, top_k() on the device: the sampler's parameters for max_batch_size greedy rows
+  // (kernels::packed_sampling_rows) and its outputs.
+  Buffer top_params_;
+  Buffer top_next_;      // i32 [max_batch_size]
+  Buffer top_ids_;       // i32 [max_batch_size, topk]
+  Buffer top_logprobs_;  // f32 [max_batch_size, topk]
 };
 
 }  // namespace sgl::runner

@@ -65,6 +65,14 @@ def node_flags(port, tp="2"):
     return ["--tp-size", tp, "--nnodes", "2", "--dist-init-addr", f"127.0.0.1:{port}"]
 
 
+def start_two_nodes(workdir):
+    """Node 1 (a Follower), then node 0 (a Server): --tp-size 2, one rank each."""
+    raise_fd_limit()
+    port = free_port_pair()
+    follower = Follower(workdir, port, "--tp-size", "2")
+    return Server(workdir, *node_flags(port), "--node-rank", "0"), follower
+
+
 @pytest.fixture(scope="module")
 def one_process(tmp_path_factory):
     srv = Server(tmp_path_factory.mktemp("tp1"))
@@ -74,11 +82,7 @@ def one_process(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def two_nodes(tmp_path_factory):
-    raise_fd_limit()
-    workdir = tmp_path_factory.mktemp("nodes")
-    port = free_port_pair()
-    follower = Follower(workdir, port, "--tp-size", "2")
-    srv = Server(workdir, *node_flags(port), "--node-rank", "0")
+    srv, follower = start_two_nodes(tmp_path_factory.mktemp("nodes"))
     yield srv, follower
     if srv.alive():
         srv.stop()
@@ -133,10 +137,7 @@ def test_a_node_with_other_flags_is_refused_on_both_ends(tmp_path):
 
 
 def test_node_one_ends_with_an_error_when_node_zero_dies(tmp_path):
-    raise_fd_limit()
-    port = free_port_pair()
-    follower = Follower(tmp_path, port, "--tp-size", "2")
-    srv = Server(tmp_path, *node_flags(port), "--node-rank", "0")
+    srv, follower = start_two_nodes(tmp_path)
     generate(srv, PROMPTS[0])
     srv.proc.send_signal(signal.SIGKILL)
     srv.proc.wait()
@@ -146,10 +147,7 @@ def test_node_one_ends_with_an_error_when_node_zero_dies(tmp_path):
 
 
 def test_node_zero_stops_when_node_one_dies(tmp_path):
-    raise_fd_limit()
-    port = free_port_pair()
-    follower = Follower(tmp_path, port, "--tp-size", "2")
-    srv = Server(tmp_path, *node_flags(port), "--node-rank", "0")
+    srv, follower = start_two_nodes(tmp_path)
     generate(srv, PROMPTS[0])
     follower.proc.send_signal(signal.SIGKILL)
     follower.wait()
