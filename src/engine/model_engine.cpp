@@ -44,9 +44,7 @@ runner::NodeLayout node_layout(const runner::ModelRunnerOptions& ro,
 // forever (NCCL has no timeout): this process ends at once, saying why.
 [[noreturn]] void end_for_lost_node(const std::string& what) {
   SGL_LOG_ERROR << what << ": its tensor-parallel ranks are lost; this node stops";
-  std::fprintf(stderr, "sgl-server: %s: its tensor-parallel ranks are lost; this node stops\n",
-               what.c_str());
-  std::fflush(stderr);
+  std::fflush(stderr);  // the log's sink; _Exit flushes nothing
   std::_Exit(1);
 }
 

@@ -114,7 +114,8 @@ Status LeaderLink::accept(std::chrono::milliseconds timeout) {
                             hello.options_fingerprint};
     const auto rank = static_cast<int32_t>(hello.node_rank);
     std::string reason;
-    if (describe(theirs) != describe(layout_)) {
+    if (theirs.tp_size != layout_.tp_size || theirs.ep_size != layout_.ep_size ||
+        theirs.nnodes != layout_.nnodes) {
       reason = "node " + std::to_string(rank) + " runs with " + describe(theirs) +
                "; node 0 with " + describe(layout_);
     } else if (theirs.options_fingerprint != layout_.options_fingerprint) {

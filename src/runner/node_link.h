@@ -38,7 +38,6 @@ struct NodeLayout {
   int32_t ep_size = 1;
   int32_t nnodes = 1;
   uint64_t options_fingerprint = 0;
-  bool operator==(const NodeLayout&) const = default;
 };
 
 // What node 0 tells the followers once its engine exists: their ranks' KV pools take its slot

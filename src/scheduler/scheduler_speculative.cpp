@@ -3,6 +3,7 @@
 // accepted positions' KV kept, the rest freed at once) and the policy's measurements.
 #include <algorithm>
 #include <limits>
+#include <sstream>
 
 #include "core/check.h"
 #include "core/logging.h"
@@ -96,22 +97,22 @@ void Scheduler::follow_draft_policy(const speculative::DraftLengthPolicy::Choice
     batch.skip_draft = true;
     for (const BatchEntry& e : batch.entries) e.req->draft_stale = true;
   }
-  int32_t most = 0;
-  for (const BatchEntry& e : batch.entries) most = std::max(most, e.extend_len - 1);
   const auto batch_size = static_cast<int32_t>(batch.entries.size());
   // Timed as the count chosen (n-gram lookups may find fewer drafts: that is what the count
   // yields), unless nothing verified (stale drafts, no lookup found any): a plain step's time.
   policy_steps_.push_back({next_batch_id_, batch_size, verify ? choice.drafts : 0});
   if (log_enabled(LogLevel::kDebug)) {
-    std::string rates;
+    int32_t most = 0;
+    for (const BatchEntry& e : batch.entries) most = std::max(most, e.extend_len - 1);
+    std::ostringstream rates;
     for (int32_t k = 0; k <= draft_policy_->max_drafts(); ++k) {
-      rates += " " + std::to_string(k) + ":" + std::to_string(draft_policy_->rate(batch_size, k)) +
-               "/" + std::to_string(draft_policy_->expected_accepted(k));
+      rates << " " << k << ":" << draft_policy_->rate(batch_size, k) << "/"
+            << draft_policy_->expected_accepted(k);
     }
     SGL_LOG_DEBUG << "draft policy: batch " << batch_size << " chose " << choice.drafts
                   << (choice.exploring ? " (exploring)" : "") << ", verifies " << most
                   << (batch.skip_draft ? ", draft skipped" : "")
-                  << "; tokens/s per request / expected accepted:" << rates;
+                  << "; tokens/s per request / expected accepted:" << rates.str();
   }
 }
 
