@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "scheduler/prefill_adder.h"
 #include "scheduler/schedule_policy.h"
+#include "speculative/draft_length_policy.h"
 
 namespace sgl::scheduler {
 namespace {
@@ -468,7 +469,7 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
     if (verify && !options_.speculative.drafts_in_runner()) {
       for (int32_t n = 0; n < found_none; ++n) draft_policy_->record_acceptance(choice.drafts, 0);
     }
-    follow_draft_policy(choice, verify, batch);
+    follow_draft_policy(choice.drafts, choice.exploring, verify, batch);
   }
   totals_.computed_tokens_total += static_cast<int64_t>(batch.out_cache_loc.size());
   new_token_ratio_ =

@@ -19,7 +19,10 @@
 #include "scheduler/req.h"
 #include "scheduler/schedule_batch.h"
 #include "scheduler/scheduler_options.h"
-#include "speculative/draft_length_policy.h"
+
+namespace sgl::speculative {
+class DraftLengthPolicy;
+}  // namespace sgl::speculative
 
 namespace sgl::scheduler {
 
@@ -155,10 +158,10 @@ class Scheduler {
   // (cut to max_verify_tokens; none if the KV cache cannot hold them all); empty without
   // speculation.
   std::vector<std::vector<int32_t>> plan_drafts(int64_t needed, int32_t budget) const;
-  // The adaptive policy's part of decode `batch` (`verify`: it has verify entries): skipping
-  // the EAGLE draft where plain decoding is chosen as best, and what record_decode_time times.
-  void follow_draft_policy(const speculative::DraftLengthPolicy::Choice& choice, bool verify,
-                           ScheduleBatch& batch);
+  // The adaptive policy's part of decode `batch` (`verify`: it has verify entries), whose
+  // choice was `drafts` (`exploring`: to be measured): skipping the EAGLE draft where plain
+  // decoding is chosen as best, and what record_decode_time times.
+  void follow_draft_policy(int32_t drafts, bool exploring, bool verify, ScheduleBatch& batch);
   // Appends `req`'s verify entry: its last token and `drafts` (their slots must be available).
   void add_verify_entry(Req& req, std::vector<int32_t> drafts, ScheduleBatch& batch);
   // Keeps the KV of a verify entry's accepted positions (a tree's accepted path, remapped to

@@ -9,6 +9,7 @@
 #include "core/logging.h"
 #include "scheduler/scheduler.h"
 #include "speculative/draft_acceptance.h"
+#include "speculative/draft_length_policy.h"
 #include "speculative/ngram_drafter.h"
 
 namespace sgl::scheduler {
@@ -85,22 +86,22 @@ void Scheduler::add_verify_entry(Req& req, std::vector<int32_t> drafts, Schedule
   ++req.scheduled_samples;
 }
 
-void Scheduler::follow_draft_policy(const speculative::DraftLengthPolicy::Choice& choice,
-                                    bool verify, ScheduleBatch& batch) {
+void Scheduler::follow_draft_policy(int32_t drafts, bool exploring, bool verify,
+                                    ScheduleBatch& batch) {
   // Plain decoding measured best: an EAGLE draft stops following these requests, so the batch
   // runs at plain decoding's speed. (While exploring, plain steps still extend the draft, so the
   // draft counts stay comparable; that measures plain decoding a little slow.)
   bool stale = true;
   for (const BatchEntry& e : batch.entries) stale = stale && e.req->draft_stale;
   if (!verify && options_.speculative.drafts_in_runner() &&
-      (stale || (choice.drafts == 0 && !choice.exploring))) {
+      (stale || (drafts == 0 && !exploring))) {
     batch.skip_draft = true;
     for (const BatchEntry& e : batch.entries) e.req->draft_stale = true;
   }
   const auto batch_size = static_cast<int32_t>(batch.entries.size());
   // Timed as the count chosen (n-gram lookups may find fewer drafts: that is what the count
   // yields), unless nothing verified (stale drafts, no lookup found any): a plain step's time.
-  policy_steps_.push_back({next_batch_id_, batch_size, verify ? choice.drafts : 0});
+  policy_steps_.push_back({next_batch_id_, batch_size, verify ? drafts : 0});
   if (log_enabled(LogLevel::kDebug)) {
     int32_t most = 0;
     for (const BatchEntry& e : batch.entries) most = std::max(most, e.extend_len - 1);
@@ -109,8 +110,8 @@ void Scheduler::follow_draft_policy(const speculative::DraftLengthPolicy::Choice
       rates << " " << k << ":" << draft_policy_->rate(batch_size, k) << "/"
             << draft_policy_->expected_accepted(k);
     }
-    SGL_LOG_DEBUG << "draft policy: batch " << batch_size << " chose " << choice.drafts
-                  << (choice.exploring ? " (exploring)" : "") << ", verifies " << most
+    SGL_LOG_DEBUG << "draft policy: batch " << batch_size << " chose " << drafts
+                  << (exploring ? " (exploring)" : "") << ", verifies " << most
                   << (batch.skip_draft ? ", draft skipped" : "")
                   << "; tokens/s per request / expected accepted:" << rates.str();
   }

@@ -22,6 +22,10 @@ constexpr double kAcceptWindow = 128;
 // position's from kFirstPrior).
 constexpr double kPriorTries = 2;
 constexpr double kFirstPrior = 0.5;
+// Exploring runs a count never timed or timed more than once only when its estimated rate is
+// within this share of the best's: far below it, no plausible error in its time would make it
+// the best, and running it costs a slow step (a verify of many drafts that do not stand).
+constexpr double kRetimeShare = 0.9;
 
 size_t bucket_index(int32_t batch_size) {
   return static_cast<size_t>(std::bit_width(static_cast<uint32_t>(std::max(batch_size, 1))) - 1);
@@ -60,27 +64,40 @@ DraftLengthPolicy::Choice DraftLengthPolicy::choose(int32_t batch_size) {
   // explore too. (Choices, not timed steps: with the overlap loop a step is chosen before the
   // one before it is timed.)
   const int64_t n = ++b.choices;
+  const int32_t best = best_count(b);
   if (n % explore_interval_ == 0 ||
       (n >= 4 && n < explore_interval_ && std::has_single_bit(static_cast<uint64_t>(n)))) {
-    // Explore: the count timed fewest times (up to 3: one step's time may be off), then
-    // longest ago (its time and, above the best, its acceptance may be stale).
+    // Explore, among the counts that could be the best: those timed once (one step's time may
+    // be off), those whose estimate is near the best's, and, while plain decoding is
+    // best, one draft: the cheapest verify, and without verifies the acceptance model would not
+    // see drafts start to stand. Of those the count timed fewest times (up to 3), then longest
+    // ago (its time and, above the best, its acceptance may be stale).
+    const double best_rate = rate(b, best);
+    const auto candidate = [&](int32_t k) {
+      return b.counts[static_cast<size_t>(k)].steps == 1 ||
+             rate(b, k) >= kRetimeShare * best_rate || (best == 0 && k == 1);
+    };
     const auto order = [&](int32_t k) {
       const Timing& t = b.counts[static_cast<size_t>(k)];
       return std::pair(std::min<int64_t>(t.steps, 3), t.last_step);
     };
-    int32_t oldest = 0;
-    for (int32_t k = 1; k <= max_drafts_; ++k) {
-      if (order(k) < order(oldest)) oldest = k;
+    int32_t oldest = best;
+    for (int32_t k = 0; k <= max_drafts_; ++k) {
+      if (candidate(k) && order(k) < order(oldest)) oldest = k;
     }
     return {oldest, true};
   }
+  return {best, !timed(best)};
+}
+
+int32_t DraftLengthPolicy::best_count(const Bucket& b) const {
   int32_t best = 0;
   double best_rate = rate(b, 0);
   for (int32_t k = 1; k <= max_drafts_; ++k) {
     const double r = rate(b, k);
     if (r > best_rate) best = k, best_rate = r;  // ties: fewer drafts
   }
-  return {best, !timed(best)};
+  return best;
 }
 
 void DraftLengthPolicy::record_acceptance(int32_t drafts, int32_t accepted) {

@@ -14,8 +14,10 @@
 // So every verify informs every shorter count, and two timed steps (the most drafts, then
 // none) rank them all. A count's second time replaces its first when faster (a first step can
 // be slow); at the bucket's 4th, 8th, 16th ... choice and then every `explore_interval`
-// choices the count timed fewest times (up to 3), then longest ago, runs once more, so the
-// times and the model follow a workload that changes.
+// choices a count that could be the best runs once more (timed fewest times, up to 3, then
+// longest ago), so the times and the model follow a workload that changes: one timed once, one
+// whose estimated rate is near the best's, or, while plain decoding is best, one draft (the
+// cheapest verify; it keeps the acceptance model learning).
 #pragma once
 
 #include <cstdint>
@@ -34,8 +36,8 @@ class DraftLengthPolicy {
   };
   // The draft count for a decode step of `batch_size` requests: the most drafts, then none, if
   // never timed in its bucket; then the best estimated rate (a count whose estimate rests on
-  // its neighbours' times runs as exploring); at the exploring choices the count timed fewest
-  // times, then longest ago.
+  // its neighbours' times runs as exploring); at the exploring choices a count that could be
+  // the best, timed fewest times, then longest ago.
   Choice choose(int32_t batch_size);
   // One request's verify: `drafts` drafts, `accepted` of them stood.
   void record_acceptance(int32_t drafts, int32_t accepted);
@@ -70,6 +72,7 @@ class DraftLengthPolicy {
   // Step time of `drafts` in `b`: measured, or between the timed counts around it (0: none).
   double step_seconds(const Bucket& b, int32_t drafts) const;
   double rate(const Bucket& b, int32_t drafts) const;
+  int32_t best_count(const Bucket& b) const;  // the best estimated rate's (ties: fewer drafts)
 
   int32_t max_drafts_;
   bool nested_;
