@@ -32,7 +32,7 @@ runner::NodeLayout node_layout(const runner::ModelRunnerOptions& ro,
        {ro.max_num_tokens, ro.max_batch_size, ro.max_logit_rows, ro.context_length, ro.num_kv_slots,
         static_cast<int64_t>(ro.seed), static_cast<int64_t>(ro.disable_cuda_graph),
         ro.cuda_graph_max_bs, static_cast<int64_t>(ro.enable_return_routed_experts),
-        static_cast<int64_t>(ro.ep_dispatch)}) {
+        static_cast<int64_t>(ro.ep_dispatch), static_cast<int64_t>(ro.fp32_all_reduce)}) {
     shape.append("|").append(std::to_string(v));
   }
   uint64_t hash = 14695981039346656037ull;

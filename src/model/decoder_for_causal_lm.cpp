@@ -133,7 +133,8 @@ void DecoderForCausalLM::plan_activations(DType dtype, Device device, Activation
   plan.add(&act_.hidden, dtype, n, c.hidden_size);
   plan.add(&act_.residual, DType::kF32, n, c.hidden_size);
   const TensorParallel tp = options_.tp;
-  DecoderLayer::plan_scratch(layers_, attention_shape(c, tp), n, dtype, device, act_.layer, plan);
+  DecoderLayer::plan_scratch(layers_, attention_shape(c, tp), n, dtype, device,
+                             options_.fp32_all_reduce, act_.layer, plan);
   if (options_.is_embedding) {
     plan.add(&act_.embeddings, DType::kF32, rows, c.hidden_size);
   } else {

@@ -41,6 +41,11 @@ struct ModelOptions {
   int ep_size = 1;
   // How tokens reach the other ranks' experts at ep_size > 1 (kAuto: by device).
   ExpertDispatch ep_dispatch = ExpertDispatch::kAuto;
+  // At tp > 1 in a 16-bit dtype, the dense layers' row-parallel projections (o_proj, down_proj)
+  // compute, all-reduce and add their partial sums in f32 and round once, as one rank does
+  // (--enable-fp32-all-reduce; Linear::forward). Off: each rank's partial is rounded and the
+  // collective adds in the dtype, as SGLang does (twice the collective's bytes when on).
+  bool fp32_all_reduce = false;
 };
 
 // Device memory a model takes once loaded (activations and RoPE table sized by ModelOptions).

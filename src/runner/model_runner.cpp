@@ -224,6 +224,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   if (options.tp_size > 1) model_options.tp = {tp_group->rank(), tp_group->size()};
   model_options.ep_size = options.ep_size;
   model_options.ep_dispatch = options.ep_dispatch;
+  model_options.fp32_all_reduce = options.fp32_all_reduce;
   if (options.is_embedding) {
     SGL_ASSIGN_OR_RETURN(pooler_, model::read_pooler_config(model_path, config.hidden_size));
   }

@@ -70,6 +70,7 @@ struct ModelRunnerOptions {
   // How tokens reach the other ranks' experts (kAuto: the token exchange on the CPU, an
   // all-reduce of the ranks' experts' outputs on GPUs; tests pick either on the CPU).
   model::ExpertDispatch ep_dispatch = model::ExpertDispatch::kAuto;
+  bool fp32_all_reduce = false;  // model::ModelOptions' (--enable-fp32-all-reduce)
 };
 
 class CudaGraphRunner;

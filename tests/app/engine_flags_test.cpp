@@ -69,6 +69,32 @@ TEST(EngineFlagsTest, ParallelismOnCuda) {
   }
 }
 
+TEST(EngineFlagsTest, Fp32AllReduceIsReadAndSaysWhereItChangesNothing) {
+  const auto said_nothing_changes = [](const EngineSetup& s) {
+    for (const std::string& note : s.notes) {
+      if (note.find("--enable-fp32-all-reduce changes nothing here") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto off = parse({"--tp-size", "2"});
+  ASSERT_TRUE(off.ok()) << off.status().to_string();
+  EXPECT_FALSE(off->runner.fp32_all_reduce);  // SGLang's bf16 all-reduce by default
+  auto bf16 = parse({"--tp-size", "2", "--dtype", "bfloat16", "--enable-fp32-all-reduce"});
+  ASSERT_TRUE(bf16.ok()) << bf16.status().to_string();
+  EXPECT_TRUE(bf16->runner.fp32_all_reduce);
+  EXPECT_FALSE(said_nothing_changes(*bf16));
+  for (const std::vector<std::string>& idle :
+       {std::vector<std::string>{"--enable-fp32-all-reduce", "--dtype", "bfloat16"},
+        {"--tp-size", "2", "--enable-fp32-all-reduce"},  // the CPU's auto dtype is float32
+        {"--tp-size", "2", "--dtype", "float32", "--enable-fp32-all-reduce"}}) {
+    auto setup = parse(idle);
+    ASSERT_TRUE(setup.ok()) << setup.status().to_string();
+    EXPECT_TRUE(said_nothing_changes(*setup)) << idle[0] << " " << idle[1];
+  }
+}
+
 TEST(EngineFlagsTest, SpeculativeDraftPolicy) {
   auto adaptive = parse({"--speculative-algorithm", "NGRAM"});
   ASSERT_TRUE(adaptive.ok()) << adaptive.status().to_string();

@@ -52,8 +52,8 @@ Status AttentionBlock::load(WeightLoader& w, const std::string& prefix) {
 }
 
 void AttentionBlock::forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
-                             const Scratch& scratch, const ForwardBatch& fb,
-                             ModelContext& ctx) const {
+                             const Scratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
+                             const Tensor& partial_sums) const {
   const AttentionShape& s = shape_;
   const int64_t n = input.size(0);
   const Tensor qkv = scratch.qkv.tensor().slice_rows(0, n);
@@ -73,7 +73,8 @@ void AttentionBlock::forward(const Tensor& input, const Tensor& output, const Te
     kernels::rope(q, k, fb.positions, rope_cos_sin, ctx.stream);
     ctx.attention.forward(layer_id_, q, k, v, attn_out, fb);
   }
-  o_proj_.forward(attn_out, output, ctx.stream, ctx.communicator);
+  o_proj_.forward(attn_out, output, ctx.stream, ctx.communicator, /*reduce_results=*/true,
+                  partial_sums);
 }
 
 }  // namespace sgl::model

@@ -62,15 +62,18 @@ class AttentionBlock {
   Status load(WeightLoader& weights, const std::string& prefix);
 
   // hidden: [n, H], the normed input; overwritten with the o projection's output (all-reduced
-  // over ctx.communicator at tp > 1). Stores the rank's KV heads of the batch's K/V through
-  // ctx.attention. rope_cos_sin: f32 [max_positions, head_dim].
+  // over ctx.communicator at tp > 1, in `partial_sums` when given: Linear::forward). Stores the
+  // rank's KV heads of the batch's K/V through ctx.attention. rope_cos_sin: f32
+  // [max_positions, head_dim].
   void forward(const Tensor& hidden, const Tensor& rope_cos_sin, const Scratch& scratch,
-               const ForwardBatch& fb, ModelContext& ctx) const {
-    forward(hidden, hidden, rope_cos_sin, scratch, fb, ctx);
+               const ForwardBatch& fb, ModelContext& ctx,
+               const Tensor& partial_sums = Tensor()) const {
+    forward(hidden, hidden, rope_cos_sin, scratch, fb, ctx, partial_sums);
   }
   // input: [n, qkv_input_size()]; output: [n, H] (may be input when they have one shape).
   void forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
-               const Scratch& scratch, const ForwardBatch& fb, ModelContext& ctx) const;
+               const Scratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
+               const Tensor& partial_sums = Tensor()) const;
 
  private:
   AttentionShape shape_;

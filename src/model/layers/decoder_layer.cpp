@@ -10,8 +10,8 @@ namespace sgl::model {
 
 void DecoderLayer::plan_scratch(std::span<const DecoderLayer> layers,
                                 const AttentionShape& attention, int64_t max_num_tokens,
-                                DType dtype, Device device, LayerScratch& scratch,
-                                ActivationPlan& plan) {
+                                DType dtype, Device device, bool fp32_all_reduce,
+                                LayerScratch& scratch, ActivationPlan& plan) {
   const int64_t n = max_num_tokens;
   AttentionBlock::plan_scratch(attention, n, dtype, scratch.attention, plan);
   int64_t dense_width = 0;
@@ -27,6 +27,9 @@ void DecoderLayer::plan_scratch(std::span<const DecoderLayer> layers,
   }
   if (dense_width > 0) DenseMlp::plan_scratch(dense_width, n, dtype, scratch.dense_mlp, plan);
   if (sparse != nullptr) MoeMlp::plan_scratch(*sparse, n, dtype, device, scratch.moe_mlp, plan);
+  if (fp32_all_reduce && attention.tp.size > 1 && dtype != DType::kF32) {
+    plan.add(&scratch.partial_sums, DType::kF32, n, attention.hidden_size);
+  }
 }
 
 Status DecoderLayer::load(WeightLoader& w, const std::string& prefix) {
@@ -44,12 +47,14 @@ void DecoderLayer::forward(const Tensor& hidden, const Tensor& residual, const T
   kernels::fused_add_rms_norm(hidden, residual, input_norm_, rms_norm_eps_, ctx.stream);
   for (const StreamCapture& c : captures)
     kernels::copy_columns(residual, c.dst, c.column, ctx.stream);
-  attention_.forward(hidden, rope_cos_sin, scratch.attention, fb, ctx);
+  const Tensor& partial_sums = scratch.partial_sums.tensor();  // undefined unless planned
+  attention_.forward(hidden, rope_cos_sin, scratch.attention, fb, ctx, partial_sums);
   kernels::fused_add_rms_norm(hidden, residual, post_norm_, rms_norm_eps_, ctx.stream);
   if (const auto* moe = std::get_if<MoeMlp>(&mlp_)) {
     moe->forward(hidden, scratch.moe_mlp, ctx.stream, ctx.communicator);
   } else {
-    std::get<DenseMlp>(mlp_).forward(hidden, scratch.dense_mlp, ctx.stream, ctx.communicator);
+    std::get<DenseMlp>(mlp_).forward(hidden, scratch.dense_mlp, ctx.stream, ctx.communicator,
+                                     partial_sums);
   }
 }
 

@@ -36,15 +36,19 @@ struct LayerScratch {
   AttentionBlock::Scratch attention;
   DenseMlp::Scratch dense_mlp;  // allocated only when some layer is dense
   MoeMlp::Scratch moe_mlp;      // allocated only when some layer is sparse
+  // f32 [N, H]: the row-parallel projections' partial sums, all-reduced in f32 (Linear::forward);
+  // allocated only with fp32_all_reduce at tp > 1 in a 16-bit dtype (ModelOptions).
+  Buffer partial_sums;
 };
 
 class DecoderLayer {
  public:
   // Declares `layers`' shared scratch for up to max_num_tokens rows: the attention block's, and
   // each MLP kind's only when some layer runs it (sized for the widest such layer; the sparse
-  // layers must share one MoeShape). `device` sizes the MoE workspace.
+  // layers must share one MoeShape), and with `fp32_all_reduce` the f32 partial sums. `device`
+  // sizes the MoE workspace.
   static void plan_scratch(std::span<const DecoderLayer> layers, const AttentionShape& attention,
-                           int64_t max_num_tokens, DType dtype, Device device,
+                           int64_t max_num_tokens, DType dtype, Device device, bool fp32_all_reduce,
                            LayerScratch& scratch, ActivationPlan& plan);
 
   DecoderLayer(int64_t hidden_size, double rms_norm_eps, AttentionBlock attention, Mlp mlp)

@@ -27,13 +27,13 @@ Status DenseMlp::load(WeightLoader& w, const std::string& prefix) {
 }
 
 void DenseMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
-                       distributed::Communicator* comm) const {
+                       distributed::Communicator* comm, const Tensor& partial_sums) const {
   const int64_t n = hidden.size(0);
   const Tensor gate_up = scratch.gate_up.tensor().slice_rows(0, n);
   const Tensor act = scratch.act.tensor().slice_rows(0, n);
   // One fused kernel for decode-sized batches on CUDA (gate_up then stays untouched).
   kernels::linear_silu_and_mul(hidden, gate_up_proj_.weight, gate_up, act, stream);
-  down_proj_.forward(act, hidden, stream, comm, reduce_results_);
+  down_proj_.forward(act, hidden, stream, comm, reduce_results_, partial_sums);
 }
 
 }  // namespace sgl::model

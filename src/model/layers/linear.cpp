@@ -1,6 +1,7 @@
 // load_linear (the shard rules), Linear::forward and the vocab-parallel embedding and LM head.
 #include "model/layers/linear.h"
 
+#include "kernels/convert_stored.h"
 #include "kernels/copy.h"
 #include "kernels/embedding.h"
 #include "kernels/linear.h"
@@ -8,15 +9,28 @@
 namespace sgl::model {
 
 void Linear::forward(const Tensor& x, const Tensor& y, backend::Stream stream,
-                     distributed::Communicator* comm, bool reduce_results) const {
-  kernels::linear(x, weight, bias.tensor(), y, stream);
+                     distributed::Communicator* comm, bool reduce_results,
+                     const Tensor& partial_sums) const {
   // A communicator at one rank runs the all-reduce too (the identity): the single-rank test of
   // a communicator's path through the model.
-  if (shard == ShardRule::kRow && reduce_results && (tp_size > 1 || comm != nullptr)) {
-    SGL_CHECK(comm != nullptr) << "a row-parallel linear at tp " << tp_size
-                               << " needs a communicator";
+  const bool reduce =
+      shard == ShardRule::kRow && reduce_results && (tp_size > 1 || comm != nullptr);
+  if (!reduce) return kernels::linear(x, weight, bias.tensor(), y, stream);
+  SGL_CHECK(comm != nullptr) << "a row-parallel linear at tp " << tp_size
+                             << " needs a communicator";
+  if (!partial_sums.defined() || y.dtype() == DType::kF32) {
+    kernels::linear(x, weight, bias.tensor(), y, stream);
     comm->all_reduce(y, distributed::ReduceOp::kSum, stream);
+    return;
   }
+  SGL_CHECK(partial_sums.dtype() == DType::kF32 && partial_sums.size(0) >= y.size(0) &&
+            partial_sums.size(1) == y.size(1))
+      << "partial sums " << partial_sums.shape_string() << " for a row-parallel output "
+      << y.shape_string();
+  const Tensor sums = partial_sums.slice_rows(0, y.size(0));  // f32 [T, out]
+  kernels::linear(x, weight, bias.tensor(), sums, stream);
+  comm->all_reduce(sums, distributed::ReduceOp::kSum, stream);
+  kernels::convert_stored(sums.raw(), kernels::StoredFormat::kF32, y, stream);
 }
 
 Status load_linear(WeightLoader& weights, const LinearSpec& spec, Linear& out) {

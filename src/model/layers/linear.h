@@ -49,9 +49,13 @@ struct Linear {
 
   // y[T, out] = x[T, in] weight^T (+ bias). A row shard at tp > 1 then all-reduces y through
   // `comm` (SGLang's reduce_results; false leaves the partial sum for a caller that reduces
-  // once for several, as a MoE block with a shared expert does).
+  // once for several, as a MoE block with a shared expert does). With `partial_sums` (f32, at
+  // least [T, out]) and a 16-bit y, the rank's partial sum is computed, all-reduced and added in
+  // f32 there and rounded into y once, as one rank's GEMM rounds its whole sum: no rounding of
+  // each rank's partial and of the collective's 16-bit adds.
   void forward(const Tensor& x, const Tensor& y, backend::Stream stream,
-               distributed::Communicator* comm = nullptr, bool reduce_results = true) const;
+               distributed::Communicator* comm = nullptr, bool reduce_results = true,
+               const Tensor& partial_sums = Tensor()) const;
 };
 
 // Loads (or, in the loader's check-only mode, checks) the rank's shard of the weight, then of the
