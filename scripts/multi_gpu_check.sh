@@ -17,7 +17,8 @@
 #        allreduce: eager calls, as nccl-tests times NCCL, and graph replays, as the decode
 #        graphs pay) at 2, 4 and 8 GPUs
 #     3. sgl-bench one-batch on configs/llama-3-70b.json (dummy bf16 weights) at --tp-size 4 and
-#        8, batch 1 and 64, input 1024 (SGL_MULTI_GPU_BENCH_ARGS overrides those flags)
+#        8, batch 1 and 64, input 1024 (SGL_MULTI_GPU_BENCH_ARGS overrides those flags; each
+#        run is cut at SGL_MULTI_GPU_BENCH_TIMEOUT seconds, 300, and fails)
 #     4. sgl-bench one-batch on the Qwen3-30B-A3B and Mixtral-8x7B shapes at --tp-size N
 #        --ep-size N (whole experts per GPU; Qwen3 at --tp-size N alone too) for N = 2 and 4
 #     5. serving across nodes: scripts/gpu_multi_node_check.sh (two sgl-server processes at
@@ -111,8 +112,10 @@ run() {
   local bench_args=(${SGL_MULTI_GPU_BENCH_ARGS:---batch-size 1,64 --input-len 1024 --output-len 64})
   one_batch() {
     local config=$1 tp=$2 name=$3 ep=${4:-1}
-    if "$root/gpu/sgl-bench" one-batch --config "$root/configs/$config.json" --tp-size "$tp" \
-         --ep-size "$ep" "${bench_args[@]}" --output-file "$log/$name.json" >"$log/$name.log" 2>&1; then
+    # A time limit: a run that hangs (one did at exit, 2026-11-30) must not take the call.
+    if timeout "${SGL_MULTI_GPU_BENCH_TIMEOUT:-300}" "$root/gpu/sgl-bench" one-batch \
+         --config "$root/configs/$config.json" --tp-size "$tp" --ep-size "$ep" "${bench_args[@]}" \
+         --output-file "$log/$name.json" >"$log/$name.log" 2>&1; then
       rows+=("sgl-bench-one-batch-$name PASS")
     else
       status=1
