@@ -49,13 +49,18 @@ runner::NodeLayout node_layout(const runner::ModelRunnerOptions& ro,
 }
 
 // What serving across nodes supports: tensor-parallel ranks split evenly over the nodes.
-Status check_nodes(const runner::ModelRunnerOptions& ro, const distributed::MultiNode& nodes) {
+Status check_nodes(const runner::ModelRunnerOptions& ro, const EngineOptions& options,
+                   const distributed::MultiNode& nodes) {
   SGL_RETURN_IF_ERROR(distributed::check_multi_node(nodes));
   if (nodes.nnodes == 1) return Status::ok_status();
   SGL_RETURN_IF_ERROR(distributed::check_ranks_per_node(ro.tp_size, nodes));
   if (ro.is_embedding) {
     return invalid_argument("--nnodes " + std::to_string(nodes.nnodes) +
                             " with --is-embedding is not implemented");
+  }
+  if (options.scheduler.speculative.drafts_in_runner()) {
+    return invalid_argument("--nnodes " + std::to_string(nodes.nnodes) +
+                            " with EAGLE speculative decoding is not implemented");
   }
   if (nodes.dist_init_addr->port == 65535) {
     return invalid_argument("--dist-init-addr " + nodes.dist_init_addr->to_string() +
@@ -107,8 +112,13 @@ Status size_runner_for_engine(const std::filesystem::path& model_path,
   if (spec.drafts_in_runner()) {
     // NOTE: every EAGLE pass captures hidden states, which the decode graphs do not, yet the
     // graphs stay: without them batch 8 ran 6% slower (docs/perf-log/2026-11-29-eagle-chain.md).
-    if (ro.tp_size > 1) {
-      return invalid_argument("EAGLE speculative decoding with --tp-size > 1 is not implemented");
+    // NOTE: each rank's draft chain captures its graphs while the ranks are built one after
+    // another, and with collectives inside (the target's vocab-parallel embedding and head)
+    // those captures would have to meet across GPUs; the CPU has no graphs.
+    if (ro.tp_size > 1 && !ro.device.is_cpu()) {
+      return invalid_argument(
+          "EAGLE speculative decoding with --tp-size > 1 on GPUs is not implemented (the CPU "
+          "runs it)");
     }
     if (ro.is_embedding) {
       return invalid_argument(
@@ -136,7 +146,7 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                                         const distributed::MultiNode& nodes) {
   runner::ModelRunnerOptions ro = runner_options;
   SGL_RETURN_IF_ERROR(size_runner_for_engine(model_path, ro, options));
-  SGL_RETURN_IF_ERROR(check_nodes(ro, nodes));
+  SGL_RETURN_IF_ERROR(check_nodes(ro, options, nodes));
   if (nodes.node_rank != 0) {
     return invalid_argument("--node-rank " + std::to_string(nodes.node_rank) +
                             " runs its ranks for node 0 (run_follower_node), not an engine");
@@ -163,9 +173,17 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     const model::DraftKind kind = spec.algorithm == speculative::SpeculativeAlgorithm::kEagle3
                                       ? model::DraftKind::kEagle3
                                       : model::DraftKind::kEagle;
-    SGL_ASSIGN_OR_RETURN(me.eagle_draft, runner::EagleDraftRunner::create(
-                                             spec.draft_model_path, kind, *me.model_runner,
-                                             spec.eagle_topk, spec.num_steps));
+    // Every rank drafts alike (the same hidden states and ids), so each has the whole head.
+    std::vector<runner::ModelRunner*> ranks = {me.model_runner.get()};
+    for (int i = 1; me.tp_workers != nullptr && i < me.tp_workers->local_size(); ++i) {
+      ranks.push_back(&me.tp_workers->local(i));
+    }
+    for (runner::ModelRunner* rank : ranks) {
+      SGL_ASSIGN_OR_RETURN(std::unique_ptr<runner::EagleDraftRunner> draft,
+                           runner::EagleDraftRunner::create(spec.draft_model_path, kind, *rank,
+                                                            spec.eagle_topk, spec.num_steps));
+      me.eagle_drafts.push_back(std::move(draft));
+    }
   }
   const model::ModelConfig& config = me.model_runner->config();
   options.num_kv_slots = static_cast<int32_t>(me.model_runner->num_kv_slots());
@@ -197,13 +215,16 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
         followers->send_start({static_cast<int32_t>(me.model_runner->num_kv_slots()), pool.size(),
                                pool.max_context_len()}));
   }
+  std::vector<runner::EagleDraftRunner*> drafts;
+  for (const auto& draft : me.eagle_drafts) drafts.push_back(draft.get());
   if (me.tp_workers != nullptr) {
-    me.engine->start(std::make_unique<runner::TpBatchRunner>(
-        *me.model_runner, *me.tp_workers, me.engine->req_to_token_pool(), std::move(followers)));
+    me.engine->start(std::make_unique<runner::TpBatchRunner>(*me.model_runner, *me.tp_workers,
+                                                             me.engine->req_to_token_pool(),
+                                                             std::move(followers), drafts));
   } else {
-    me.engine->start(
-        std::make_unique<runner::ModelBatchRunner>(*me.model_runner, me.engine->req_to_token_pool(),
-                                                   me.eagle_draft.get(), spec.bench_accept_length));
+    me.engine->start(std::make_unique<runner::ModelBatchRunner>(
+        *me.model_runner, me.engine->req_to_token_pool(), drafts.empty() ? nullptr : drafts[0],
+        spec.bench_accept_length));
   }
   return me;
 }
@@ -213,7 +234,7 @@ Status run_follower_node(const std::filesystem::path& model_path,
                          const distributed::MultiNode& nodes) {
   runner::ModelRunnerOptions ro = runner_options;
   SGL_RETURN_IF_ERROR(size_runner_for_engine(model_path, ro, options));
-  SGL_RETURN_IF_ERROR(check_nodes(ro, nodes));
+  SGL_RETURN_IF_ERROR(check_nodes(ro, options, nodes));
   if (nodes.node_rank == 0) return invalid_argument("node 0 runs the engine, not a follower");
   SGL_ASSIGN_OR_RETURN(std::unique_ptr<runner::FollowerLink> link,
                        runner::FollowerLink::join(*nodes.dist_init_addr, nodes.node_rank,

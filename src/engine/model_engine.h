@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "distributed/bootstrap.h"
 #include "engine/engine.h"
@@ -16,8 +17,9 @@ struct ModelEngine {
   // runner_options.tp_size > 1: the other ranks and the group's communicators (outlive the rest).
   std::unique_ptr<runner::TpWorkerGroup> tp_workers;
   std::unique_ptr<runner::ModelRunner> model_runner;  // rank 0's; outlives the engine
-  // --speculative-algorithm EAGLE / EAGLE3: the draft head over model_runner.
-  std::unique_ptr<runner::EagleDraftRunner> eagle_draft;
+  // --speculative-algorithm EAGLE / EAGLE3: the draft head over model_runner, then (tp_size > 1)
+  // one over each other rank of this node, in tp_workers' order.
+  std::vector<std::unique_ptr<runner::EagleDraftRunner>> eagle_drafts;
   std::unique_ptr<Engine> engine;
 };
 

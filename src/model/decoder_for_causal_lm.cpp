@@ -179,7 +179,7 @@ Tensor DecoderForCausalLM::aux_hidden_output(const Tensor& captured, const Forwa
 EmbedAndHead DecoderForCausalLM::embed_and_head() const {
   if (options_.is_embedding) return {};
   const Linear& head = config_.tie_word_embeddings ? embed_tokens_ : lm_head_;
-  return {.embed_tokens = embed_tokens_.weight.tensor(), .lm_head = head.weight.tensor()};
+  return {.embed_tokens = &embed_tokens_, .lm_head = &head};
 }
 
 ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ctx) {

@@ -120,16 +120,18 @@ Result<std::unique_ptr<EagleDraftModel>> EagleDraftModel::load(const EagleDraftC
   if (c.hidden_act != "silu") {
     return unimplemented("hidden_act '" + c.hidden_act + "' (only silu is supported)");
   }
-  if (!target.embed_tokens.defined() || !target.lm_head.defined()) {
+  if (target.embed_tokens == nullptr || target.lm_head == nullptr) {
     return invalid_argument("the target model has no embedding and LM head for a draft to share");
   }
-  if (target.embed_tokens.size(0) != c.vocab_size || target.embed_tokens.size(1) != c.hidden_size) {
+  const Tensor& shared = target.embed_tokens->weight.tensor();  // [V / tp, H]
+  if (target.embed_tokens->vocab_size != c.vocab_size || shared.size(1) != c.hidden_size) {
     return invalid_argument("the draft head's vocabulary x hidden size (" +
                             std::to_string(c.vocab_size) + " x " + std::to_string(c.hidden_size) +
-                            ") is not the target's (" + target.embed_tokens.shape_string() + ")");
+                            ") is not the target's (" +
+                            std::to_string(target.embed_tokens->vocab_size) + " x " +
+                            std::to_string(shared.size(1)) + ")");
   }
-  if (target.embed_tokens.dtype() != weights.dtype() ||
-      target.embed_tokens.device() != allocator.device()) {
+  if (shared.dtype() != weights.dtype() || shared.device() != allocator.device()) {
     return invalid_argument("the draft head must load in the target's dtype on its device");
   }
 
@@ -246,6 +248,12 @@ void EagleDraftModel::plan_activations(DType dtype, ActivationPlan& plan) {
   plan.add(&act_.last_hidden, dtype, rows, h);
   if (eagle3) plan.add(&act_.last_normed, dtype, rows, h);
   plan.add(&act_.logits, DType::kF32, rows, config_.draft_vocab_size);
+  const Linear& head = *target_.lm_head;
+  if (!eagle3 && head.tp_size > 1) {  // the target's vocab-parallel head: each rank's part
+    const int64_t part = head.weight.tensor().size(0);
+    plan.add(&act_.head_local, DType::kF32, rows, part);
+    plan.add(&act_.head_gathered, DType::kF32, head.tp_size * rows, part);
+  }
   AttentionShape shape = attention_shape(c);
   AttentionBlock::plan_scratch(shape, n, dtype, act_.attention, plan);
   DenseMlp::plan_scratch(c.intermediate_size, n, dtype, act_.mlp, plan);
@@ -267,7 +275,11 @@ DraftOutput EagleDraftModel::forward(const ForwardBatch& fb, const Tensor& hidde
   const Tensor hidden = act_.hidden.tensor().slice_rows(0, n);
   const Tensor residual = act_.residual.tensor().slice_rows(0, n);
   const Tensor embeds = act_.embeds.tensor().slice_rows(0, n);
-  kernels::embedding(fb.input_ids, target_.embed_tokens, embeds, ctx.stream);
+  embed_tokens(*target_.embed_tokens, fb.input_ids, embeds, ctx.stream, ctx.communicator);
+  // The head's own layer is whole on every rank at tp > 1 (each computes it alike from the same
+  // inputs): it runs without the communicator, which only the target's shared, vocab-parallel
+  // embedding and LM head use.
+  ModelContext layer_ctx{ctx.attention, ctx.stream};
   if (!eagle3) {
     const Tensor fc_in = act_.fc_in.tensor().slice_rows(0, n);
     kernels::copy_columns(embeds, fc_in, 0, ctx.stream);
@@ -275,7 +287,7 @@ DraftOutput EagleDraftModel::forward(const ForwardBatch& fb, const Tensor& hidde
     fc_.forward(fc_in, hidden, ctx.stream);
     kernels::copy_async(hidden, residual, ctx.stream);
     // No input norm: the attention reads the fc output itself.
-    attention_.forward(hidden, rope_cos_sin_, act_.attention, fb, ctx);
+    attention_.forward(hidden, rope_cos_sin_, act_.attention, fb, layer_ctx);
   } else {
     // The target's three layers go through the fc; a draft step's own output is already H wide.
     if (hidden_in.size(1) == h) {
@@ -287,7 +299,7 @@ DraftOutput EagleDraftModel::forward(const ForwardBatch& fb, const Tensor& hidde
     const Tensor attn_in = act_.attn_in.tensor().slice_rows(0, n);  // [n, 2H]
     kernels::rms_norm(embeds, input_norm_, eps, attn_in.slice_last(0, h), ctx.stream);
     kernels::rms_norm(hidden, hidden_norm_, eps, attn_in.slice_last(h, h), ctx.stream);
-    attention_.forward(attn_in, hidden, rope_cos_sin_, act_.attention, fb, ctx);
+    attention_.forward(attn_in, hidden, rope_cos_sin_, act_.attention, fb, layer_ctx);
   }
   kernels::fused_add_rms_norm(hidden, residual, post_norm_, eps, ctx.stream);
   mlp_.forward(hidden, act_.mlp, ctx.stream);
@@ -319,7 +331,8 @@ DraftOutput EagleDraftModel::forward(const ForwardBatch& fb, const Tensor& hidde
   if (eagle3) {
     lm_head_.forward(head_in, logits, ctx.stream);
   } else {
-    kernels::linear(head_in, target_.lm_head, Tensor(), logits, ctx.stream);
+    lm_head_logits(*target_.lm_head, head_in, act_.head_local.tensor(), act_.head_gathered.tensor(),
+                   logits, ctx.stream, ctx.communicator);
   }
   return {.logits = logits, .hidden_states = out_hidden};
 }

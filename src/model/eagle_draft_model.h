@@ -1,7 +1,9 @@
 // EagleDraftModel: an EAGLE draft head as SGLang loads it (LlamaForCausalLMEagle for EAGLE-1/2,
 // LlamaForCausalLMEagle3 for EAGLE-3): one Llama decoder layer that reads the target's hidden
 // states beside the token embeddings and predicts the next token, sharing the target's
-// embedding table (and, for EAGLE, its LM head).
+// embedding table (and, for EAGLE, its LM head). With a tensor-parallel target each rank holds
+// the whole head (its layer, fc and EAGLE-3 LM head) and computes it alike, while the shared
+// embedding and LM head are the target's vocab-parallel ones, run with the rank's collectives.
 #pragma once
 
 #include <cstdint>
@@ -72,7 +74,8 @@ class EagleDraftModel {
   // id + d2t[id]); empty for EAGLE, whose head is the target's.
   std::span<const int32_t> draft_to_target() const { return draft_to_target_; }
 
-  // One draft pass over fb (its K/V stored through ctx.attention as the draft's layer 0).
+  // One draft pass over fb (its K/V stored through ctx.attention as the draft's layer 0;
+  // ctx.communicator: the target's tensor-parallel rank's, for the shared embedding and head).
   // hidden_in: [fb.num_tokens, W], each token's hidden input: the target's (W =
   // config().target_hidden_width(): EAGLE the final norm's output, EAGLE-3 the captured layers
   // concatenated) or a previous draft step's DraftOutput::hidden_states (W = H).
@@ -92,6 +95,9 @@ class EagleDraftModel {
     Buffer last_hidden;  // [max_logit_rows, H]
     Buffer last_normed;  // [max_logit_rows, H] (EAGLE-3)
     Buffer logits;       // f32 [max_logit_rows, draft vocab]
+    // EAGLE at tp > 1: the target's head's vocabulary part of each row, and every rank's.
+    Buffer head_local;     // f32 [max_logit_rows, V / tp]
+    Buffer head_gathered;  // f32 [tp x max_logit_rows, V / tp]
     AttentionBlock::Scratch attention;
     DenseMlp::Scratch mlp;
   };

@@ -84,11 +84,14 @@ struct ModelOutput {
   Tensor embeddings;
 };
 
+struct Linear;
+
 // A causal LM's token embedding and LM head as EAGLE draft heads share them (SGLang's
-// get_embed_and_head): views of the model's weights, valid while it lives.
+// get_embed_and_head): the model's own, valid while it lives. At tp > 1 each holds the rank's
+// vocabulary rows (vocab-parallel, model/layers/linear.h: embed_tokens / lm_head_logits).
 struct EmbedAndHead {
-  Tensor embed_tokens;  // [V, H]
-  Tensor lm_head;       // [V, H]; the embedding table itself when the two are tied
+  const Linear* embed_tokens = nullptr;  // [V, H] (the rank's rows)
+  const Linear* lm_head = nullptr;       // [V, H]; the embedding itself when the two are tied
 };
 
 class Model {

@@ -111,7 +111,7 @@ model::DraftOutput EagleDraftRunner::forward(const ForwardBatch& fb, const Tenso
 model::DraftOutput EagleDraftRunner::forward_planned(const ForwardBatch& fb,
                                                      const Tensor& hidden_in,
                                                      const Tensor& out_rows) {
-  model::ModelContext ctx{*attention_, target_.stream()};
+  model::ModelContext ctx{*attention_, target_.stream(), target_.tp_group()};
   return model_->forward(fb, hidden_in, ctx, out_rows);
 }
 

@@ -94,6 +94,8 @@ class ModelRunner {
   // An embedding model's pooling (type kNone for a generation model).
   const PoolerConfig& pooler() const { return pooler_; }
   Allocator& allocator() { return *allocator_; }
+  // The rank's tensor-parallel collectives (null at one rank without a communicator).
+  distributed::Communicator* tp_group() const { return tp_group_; }
 
   // The model's output on the runner's device: f32 logits [fb.num_logit_rows(), vocab] (and the
   // hidden states when fb.capture_hidden_states), queued on stream(), valid until the next

@@ -8,12 +8,17 @@ namespace sgl::runner {
 
 TpBatchRunner::TpBatchRunner(ModelRunner& first, TpWorkerGroup& workers,
                              const cache::ReqToTokenPool& req_to_token,
-                             std::unique_ptr<LeaderLink> followers)
+                             std::unique_ptr<LeaderLink> followers,
+                             std::span<EagleDraftRunner* const> eagle_drafts)
     : followers_(std::move(followers)), results_(static_cast<size_t>(workers.local_size())) {
-  ranks_.push_back(std::make_unique<ModelBatchRunner>(first, req_to_token));
+  SGL_CHECK(eagle_drafts.empty() || static_cast<int>(eagle_drafts.size()) == workers.local_size())
+      << eagle_drafts.size() << " EAGLE draft runners for " << workers.local_size() << " ranks";
+  const auto draft_of = [&](int i) { return eagle_drafts.empty() ? nullptr : eagle_drafts[i]; };
+  ranks_.push_back(std::make_unique<ModelBatchRunner>(first, req_to_token, draft_of(0)));
   devices_.push_back(first.options().device);
   for (int i = 1; i < workers.local_size(); ++i) {
-    ranks_.push_back(std::make_unique<ModelBatchRunner>(workers.local(i), req_to_token));
+    ranks_.push_back(
+        std::make_unique<ModelBatchRunner>(workers.local(i), req_to_token, draft_of(i)));
     devices_.push_back(workers.local(i).options().device);
   }
   for (int i = 1; i < workers.local_size(); ++i) threads_.emplace_back([this, i] { rank_loop(i); });
@@ -69,10 +74,13 @@ ExecResult TpBatchRunner::compute(const ExecBatch& batch) {
   ExecResult result = ranks_[0]->run(batch);
   std::unique_lock lock(mutex_);
   finished_.wait(lock, [&] { return pending_ == 0; });
-  // Equal logits on every rank (gathered, reduced in rank order) sample equal tokens.
+  // Equal logits on every rank (gathered, reduced in rank order) sample equal tokens, and EAGLE
+  // drafts equal drafts.
   for (size_t r = 1; r < ranks_.size(); ++r) {
     SGL_CHECK(results_[r].output.next_token_ids == result.output.next_token_ids)
         << "tensor-parallel rank " << r << " sampled other tokens than rank 0";
+    SGL_CHECK(results_[r].draft_ids == result.draft_ids)
+        << "tensor-parallel rank " << r << " drafted other tokens than rank 0";
   }
   return result;
 }

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -30,10 +31,13 @@ class TpBatchRunner final : public ComputingBatchRunner {
  public:
   // Borrows this process's first rank's runner and the group's (which must outlive this
   // runner); `req_to_token` shapes each rank's token table, as for ModelBatchRunner. `followers`
-  // (node 0 of several, their Start sent): the other nodes, sent every batch.
+  // (node 0 of several, their Start sent): the other nodes, sent every batch. `eagle_drafts`
+  // (EAGLE, borrowed): one draft runner over each local rank, in rank order; every rank drafts
+  // alike and verifies the same drafts.
   TpBatchRunner(ModelRunner& first, TpWorkerGroup& workers,
                 const cache::ReqToTokenPool& req_to_token,
-                std::unique_ptr<LeaderLink> followers = nullptr);
+                std::unique_ptr<LeaderLink> followers = nullptr,
+                std::span<EagleDraftRunner* const> eagle_drafts = {});
   ~TpBatchRunner() override;  // stops and joins the rank threads; stops the other nodes
 
  protected:

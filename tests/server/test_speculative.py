@@ -42,17 +42,18 @@ def heads(tmp_path_factory):
     return out
 
 
-# (algorithm, topk, num_draft_tokens): chains, and trees (topk > 1, CPU only for now).
-@pytest.fixture(scope="module", params=[("EAGLE", 1, 4), ("EAGLE3", 1, 4), ("EAGLE", 2, 6),
-                                        ("EAGLE3", 3, 8)],
-                ids=["EAGLE", "EAGLE3", "EAGLE-tree", "EAGLE3-tree"])
+# (algorithm, topk, num_draft_tokens, tp size): chains, trees (topk > 1), and a chain at two
+# tensor-parallel ranks (every rank drafts alike).
+@pytest.fixture(scope="module", params=[("EAGLE", 1, 4, 1), ("EAGLE3", 1, 4, 1), ("EAGLE", 2, 6, 1),
+                                        ("EAGLE3", 3, 8, 1), ("EAGLE3", 1, 4, 2)],
+                ids=["EAGLE", "EAGLE3", "EAGLE-tree", "EAGLE3-tree", "EAGLE3-tp2"])
 def eagle(request, heads, tmp_path_factory):
-    algorithm, topk, draft_tokens = request.param
+    algorithm, topk, draft_tokens, tp = request.param
     head = heads / ("stories260K-eagle3" if algorithm == "EAGLE3" else "stories260K-eagle")
     srv = Server(tmp_path_factory.mktemp(algorithm.lower()), "--speculative-algorithm",
                  algorithm, "--speculative-draft-model-path", str(head),
                  "--speculative-num-steps", "3", "--speculative-eagle-topk", str(topk),
-                 "--speculative-num-draft-tokens", str(draft_tokens))
+                 "--speculative-num-draft-tokens", str(draft_tokens), "--tp-size", str(tp))
     yield srv
     assert srv.alive(), "the server died: " + srv.log()
     srv.wait_idle_no_leak()

@@ -3,7 +3,8 @@
 // decoding's (greedy and seeded sampling: each verified row draws with its own position's RNG
 // step), whatever the drafts are; across stop tokens, max_new_tokens, the radix cache, chunked
 // and mixed prefill and a KV cache tight enough to retract. The repeat head drafts the target's
-// own greedy choice, so where greedy output repeats a token whole chains are accepted.
+// own greedy choice, so where greedy output repeats a token whole chains are accepted. At tp 2
+// and 4 (CPU) every rank drafts alike and the tokens are still plain decoding's at tp 1.
 // Built with SGL_TEST_ON_CUDA: the same on the GPU in float32.
 #include <gtest/gtest.h>
 
@@ -46,6 +47,9 @@ struct Config {
   bool adaptive = false;
   // The overlap loop (the command line's default): verify steps drain it, plain steps overlap.
   bool overlap = false;
+  // Tensor parallelism of the speculative run (the plain one runs at tp 1): every rank holds the
+  // whole head and drafts alike; the target's embedding and head are vocab-parallel (CPU only).
+  int tp = 1;
 };
 
 // 16 requests over the target's golden prompts, mixed sampling settings and limits.
@@ -82,6 +86,7 @@ Result<ModelEngine> launch(const Config& c, bool speculative) {
   ro.dtype = "float32";
 #endif
   ro.num_kv_slots = c.num_kv_slots;
+  if (speculative) ro.tp_size = c.tp;
   EngineOptions eo;
   eo.scheduler.chunked_prefill_size = c.chunk;
   eo.scheduler.enable_mixed_chunk = c.mixed;
@@ -119,6 +124,9 @@ class EagleEngine : public ::testing::TestWithParam<Config> {};
 
 TEST_P(EagleEngine, GivesPlainDecodingsTokens) {
   const Config c = GetParam();
+#ifdef SGL_TEST_ON_CUDA
+  if (c.tp > 1) GTEST_SKIP() << "EAGLE at --tp-size > 1 runs on the CPU only";
+#endif
   EngineStats plain_stats, spec_stats;
   const std::vector<test::Outcome> plain = run(c, false, &plain_stats);
   const std::vector<test::Outcome> spec = run(c, true, &spec_stats);
@@ -233,7 +241,42 @@ INSTANTIATE_TEST_SUITE_P(
                              .conservativeness = 0.05,
                              .drafts_hit = true,
                              .topk = 3,
-                             .num_draft_tokens = 10}),
+                             .num_draft_tokens = 10},
+                      // Tensor parallelism: chains, EAGLE-3, a tree, the adaptive policy and
+                      // the overlap loop, against plain decoding at tp 1.
+                      Config{.name = "llama_eagle_tp2",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle",
+                             .num_steps = 3,
+                             .tp = 2},
+                      Config{.name = "qwen3_eagle3_chunk16_tp2",
+                             .target = "tiny-qwen3",
+                             .head = "tiny-qwen3-eagle3",
+                             .num_steps = 2,
+                             .chunk = 16,
+                             .tp = 2},
+                      Config{.name = "llama_repeat_tree_tp2_3_2_7",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle-repeat",
+                             .num_steps = 3,
+                             .drafts_hit = true,
+                             .topk = 2,
+                             .num_draft_tokens = 7,
+                             .tp = 2},
+                      Config{.name = "llama_repeat_overlap_tp4",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle-repeat",
+                             .num_steps = 4,
+                             .drafts_hit = true,
+                             .overlap = true,
+                             .tp = 4},
+                      Config{.name = "llama_eagle_adaptive_overlap_tp2",
+                             .target = "tiny-llama",
+                             .head = "tiny-llama-eagle",
+                             .num_steps = 3,
+                             .adaptive = true,
+                             .overlap = true,
+                             .tp = 2}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // sgl-bench's --speculative-bench-accept-length: whatever the random head drafts, each verify
