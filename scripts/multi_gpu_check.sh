@@ -113,7 +113,7 @@ run() {
   one_batch() {
     local config=$1 tp=$2 name=$3 ep=${4:-1}
     # A time limit: a run that hangs (one did at exit, 2026-11-30) must not take the call.
-    if timeout "${SGL_MULTI_GPU_BENCH_TIMEOUT:-300}" "$root/gpu/sgl-bench" one-batch \
+    if timeout -k 30 "${SGL_MULTI_GPU_BENCH_TIMEOUT:-300}" "$root/gpu/sgl-bench" one-batch \
          --config "$root/configs/$config.json" --tp-size "$tp" --ep-size "$ep" "${bench_args[@]}" \
          --output-file "$log/$name.json" >"$log/$name.log" 2>&1; then
       rows+=("sgl-bench-one-batch-$name PASS")

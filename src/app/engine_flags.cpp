@@ -245,6 +245,13 @@ const std::string& engine_flags_usage() {
   return usage;
 }
 
+std::string fp32_all_reduce_note(const runner::ModelRunnerOptions& runner) {
+  const bool f32 = runner.dtype == "float32" || (runner.dtype == "auto" && runner.device.is_cpu());
+  if (!runner.fp32_all_reduce || (runner.tp_size > 1 && !f32)) return "";
+  return "--enable-fp32-all-reduce changes nothing here: it applies at --tp-size > 1 in bf16 (in "
+         "float32 the all-reduce already adds f32)";
+}
+
 Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& default_log_level) {
   EngineSetup s;
   const std::string device_name = args.get("--device").value_or("cpu");
@@ -294,11 +301,8 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   if (s.runner.dtype == "half") s.runner.dtype = "float16";
   s.runner.disable_cuda_graph = args.has("--disable-cuda-graph");
   s.runner.fp32_all_reduce = args.has("--enable-fp32-all-reduce");
-  if (s.runner.fp32_all_reduce && (tp_size == 1 || s.runner.dtype == "float32" ||
-                                   (s.runner.dtype == "auto" && device->is_cpu()))) {
-    s.notes.push_back(
-        "--enable-fp32-all-reduce changes nothing here: it applies at --tp-size > 1 in bf16 (in "
-        "float32 the all-reduce already adds f32)");
+  if (std::string note = fp32_all_reduce_note(s.runner); !note.empty()) {
+    s.notes.push_back(std::move(note));
   }
   SGL_ASSIGN_OR_RETURN(s.runner.cuda_graph_max_bs, args.get_int("--cuda-graph-max-bs", 256));
   if (s.runner.cuda_graph_max_bs < 1) return invalid_argument("--cuda-graph-max-bs must be >= 1");

@@ -30,6 +30,10 @@ struct EngineSetup {
   std::vector<std::string> notes;
 };
 
+// The start-up note for --enable-fp32-all-reduce where `runner` makes it change nothing (one
+// rank, or float32: its all-reduce already adds f32); empty where it applies or is off.
+std::string fp32_all_reduce_note(const runner::ModelRunnerOptions& runner);
+
 // Reads the flags (defaults as SGLang's) and applies --log-level (`default_log_level` when it is
 // not given: sgl-server logs at info, as SGLang; the other tools at warning).
 Result<EngineSetup> parse_engine_flags(const CliArgs& args,

@@ -97,9 +97,12 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
   SGL_ASSIGN_OR_RETURN(runner->attention_,
                        attention::create_attention_backend(o.attention_backend, o.device, attn,
                                                            *runner->kv_pool_, target.stream()));
-  SGL_LOG_INFO << "speculative draft: " << kind_name(kind) << " head from " << dir.string()
-               << ", draft vocabulary " << config.draft_vocab_size << ", KV "
-               << target.num_kv_slots() << " slots";
+  // Logged once: by rank 0 under tensor parallelism, where every rank loads a head.
+  if (target.tp_group() == nullptr || target.tp_group()->rank() == 0) {
+    SGL_LOG_INFO << "speculative draft: " << kind_name(kind) << " head from " << dir.string()
+                 << ", draft vocabulary " << config.draft_vocab_size << ", KV "
+                 << target.num_kv_slots() << " slots";
+  }
   return runner;
 }
 

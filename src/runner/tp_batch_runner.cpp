@@ -79,7 +79,8 @@ ExecResult TpBatchRunner::compute(const ExecBatch& batch) {
   for (size_t r = 1; r < ranks_.size(); ++r) {
     SGL_CHECK(results_[r].output.next_token_ids == result.output.next_token_ids)
         << "tensor-parallel rank " << r << " sampled other tokens than rank 0";
-    SGL_CHECK(results_[r].draft_ids == result.draft_ids)
+    SGL_CHECK(results_[r].draft_ids == result.draft_ids &&
+              results_[r].draft_parents == result.draft_parents)
         << "tensor-parallel rank " << r << " drafted other tokens than rank 0";
   }
   return result;

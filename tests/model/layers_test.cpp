@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/layers/activation_plan.h"
+#include "model/layers/decoder_layer.h"
 #include "model/layers/dense_mlp.h"
 #include "model/layers/linear.h"
 #include "model/layers/moe_mlp.h"
@@ -55,6 +56,28 @@ TEST(ActivationPlanTest, SumsAndAllocatesInDeclarationOrder) {
   EXPECT_EQ(a.tensor().size(1), 5);
   EXPECT_EQ(b.tensor().dtype(), DType::kF32);
   EXPECT_EQ(b.nbytes(), 2u * 7 * 4);
+}
+
+// --enable-fp32-all-reduce's f32 partial sums [N, H] are planned only where they change
+// something: several ranks in a 16-bit dtype.
+TEST(DecoderLayerTest, PlansPartialSumsForTheFp32AllReduceOnlyAtSeveralRanksIn16Bits) {
+  const auto bytes = [](bool fp32_all_reduce, DType dtype, TensorParallel tp) {
+    const AttentionShape shape{.hidden_size = 64,
+                               .num_heads = 4 / tp.size,
+                               .num_kv_heads = 2 / tp.size,
+                               .total_num_heads = 4,
+                               .total_num_kv_heads = 2,
+                               .head_dim = 16,
+                               .tp = tp};
+    LayerScratch scratch;
+    ActivationPlan plan;
+    DecoderLayer::plan_scratch({}, shape, 10, dtype, Device::cpu(), fp32_all_reduce, scratch, plan);
+    return plan.bytes();
+  };
+  const TensorParallel two{.rank = 1, .size = 2};
+  EXPECT_EQ(bytes(true, DType::kBF16, two) - bytes(false, DType::kBF16, two), 10 * 64 * 4);
+  EXPECT_EQ(bytes(true, DType::kF32, two), bytes(false, DType::kF32, two));
+  EXPECT_EQ(bytes(true, DType::kBF16, {}), bytes(false, DType::kBF16, {}));
 }
 
 TEST(LinearTest, FusedModulesAndBiasesStackAlongTheOutput) {

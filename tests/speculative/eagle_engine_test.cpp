@@ -279,6 +279,31 @@ INSTANTIATE_TEST_SUITE_P(
                              .tp = 2}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// What EAGLE does not run yet is refused at start, saying what: across nodes, and (on GPUs) with
+// tensor parallelism. Both before anything loads.
+TEST(EagleEngineRefusals, SeveralNodesAndTensorParallelGpus) {
+  EngineOptions eo;
+  speculative::SpeculativeOptions& spec = eo.scheduler.speculative;
+  spec.algorithm = speculative::SpeculativeAlgorithm::kEagle;
+  spec.draft_model_path = (kHeads / "tiny-llama-eagle").string();
+  runner::ModelRunnerOptions ro;
+  ro.tp_size = 2;
+  const distributed::MultiNode nodes{2, 0, distributed::DistInitAddr{"127.0.0.1", 29999}};
+  auto across = launch_model_engine(test::model_dir("tiny-llama"), ro, eo, {}, nodes);
+  ASSERT_FALSE(across.ok());
+  EXPECT_NE(across.status().message().find(
+                "--nnodes 2 with EAGLE speculative decoding is not implemented"),
+            std::string::npos)
+      << across.status().to_string();
+  ro.device = Device::cuda(0);
+  auto gpus = launch_model_engine(test::model_dir("tiny-llama"), ro, eo);
+  ASSERT_FALSE(gpus.ok());
+  EXPECT_NE(gpus.status().message().find(
+                "EAGLE speculative decoding with --tp-size > 1 on GPUs is not implemented"),
+            std::string::npos)
+      << gpus.status().to_string();
+}
+
 // sgl-bench's --speculative-bench-accept-length: whatever the random head drafts, each verify
 // yields L tokens (fewer only where max_new_tokens or a stop cuts the chain), and
 // the slots of the forced tokens are kept like accepted ones: integrity holds after each step.
