@@ -351,8 +351,8 @@ int run_bench_one_batch(int argc, char** argv) {
     if (!created.ok()) return fail(created.status());
     rank0 = std::move(created).value();
   }
-  std::vector<runner::ModelRunner*> ranks = {rank0.get()};
-  for (int r = 1; r < options.tp_size; ++r) ranks.push_back(&group->local(r));
+  const std::vector<runner::ModelRunner*> ranks =
+      group != nullptr ? group->ranks(*rank0) : std::vector<runner::ModelRunner*>{rank0.get()};
   for (runner::ModelRunner* rank : ranks) backend::synchronize(rank->stream());
   const auto runner = &rank0;  // rank 0 reports
   const double load_s = seconds_since(load_start);

@@ -174,10 +174,9 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                                       ? model::DraftKind::kEagle3
                                       : model::DraftKind::kEagle;
     // Every rank drafts alike (the same hidden states and ids), so each has the whole head.
-    std::vector<runner::ModelRunner*> ranks = {me.model_runner.get()};
-    for (int i = 1; me.tp_workers != nullptr && i < me.tp_workers->local_size(); ++i) {
-      ranks.push_back(&me.tp_workers->local(i));
-    }
+    const std::vector<runner::ModelRunner*> ranks =
+        me.tp_workers != nullptr ? me.tp_workers->ranks(*me.model_runner)
+                                 : std::vector<runner::ModelRunner*>{me.model_runner.get()};
     for (runner::ModelRunner* rank : ranks) {
       SGL_ASSIGN_OR_RETURN(std::unique_ptr<runner::EagleDraftRunner> draft,
                            runner::EagleDraftRunner::create(spec.draft_model_path, kind, *rank,

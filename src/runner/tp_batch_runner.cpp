@@ -13,13 +13,11 @@ TpBatchRunner::TpBatchRunner(ModelRunner& first, TpWorkerGroup& workers,
     : followers_(std::move(followers)), results_(static_cast<size_t>(workers.local_size())) {
   SGL_CHECK(eagle_drafts.empty() || static_cast<int>(eagle_drafts.size()) == workers.local_size())
       << eagle_drafts.size() << " EAGLE draft runners for " << workers.local_size() << " ranks";
-  const auto draft_of = [&](int i) { return eagle_drafts.empty() ? nullptr : eagle_drafts[i]; };
-  ranks_.push_back(std::make_unique<ModelBatchRunner>(first, req_to_token, draft_of(0)));
-  devices_.push_back(first.options().device);
-  for (int i = 1; i < workers.local_size(); ++i) {
-    ranks_.push_back(
-        std::make_unique<ModelBatchRunner>(workers.local(i), req_to_token, draft_of(i)));
-    devices_.push_back(workers.local(i).options().device);
+  const std::vector<ModelRunner*> runners = workers.ranks(first);
+  for (size_t i = 0; i < runners.size(); ++i) {
+    ranks_.push_back(std::make_unique<ModelBatchRunner>(
+        *runners[i], req_to_token, eagle_drafts.empty() ? nullptr : eagle_drafts[i]));
+    devices_.push_back(runners[i]->options().device);
   }
   for (int i = 1; i < workers.local_size(); ++i) threads_.emplace_back([this, i] { rank_loop(i); });
 }

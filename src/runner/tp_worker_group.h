@@ -42,8 +42,13 @@ class TpWorkerGroup {
   // Ranks in this process, and the first one's global rank.
   int local_size() const { return static_cast<int>(communicators_.size()); }
   int first_rank() const { return first_rank_; }
-  // This process's i-th rank's runner, i in [1, local_size()).
-  ModelRunner& local(int i) { return *workers_.at(static_cast<size_t>(i - 1)); }
+  // This process's ranks' runners in rank order: `first` (the one load() gave out), then the
+  // group's others.
+  std::vector<ModelRunner*> ranks(ModelRunner& first) const {
+    std::vector<ModelRunner*> out = {&first};
+    for (const auto& w : workers_) out.push_back(w.get());
+    return out;
+  }
 
  private:
   TpWorkerGroup(int first_rank, int tp_size) : first_rank_(first_rank), tp_size_(tp_size) {}
