@@ -450,8 +450,7 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
     Req* req = running_[i];
     if (!decodable(req)) continue;
     if (drafts.empty() || drafts[i].empty()) {
-      found_none += !drafts.empty() && req->last_batch_id <= last_processed_batch_id_ &&
-                    draft_room(*req, choice.drafts) > 0;
+      found_none += !drafts.empty() && drafts_allowed_now(*req, choice.drafts) > 0;
       add_decode_entry(*req, batch);
       plain = true;
     } else {

@@ -148,6 +148,8 @@ class Scheduler {
   // on the host: 0 for requests that decode plainly (grammar, logit processing, a stale EAGLE
   // draft) and at the end of max_new_tokens or of the context.
   int32_t draft_room(const Req& req, int32_t budget) const;
+  // draft_room now: 0 while `req` has a batch in flight (its last token is not on the host).
+  int32_t drafts_allowed_now(const Req& req, int32_t budget) const;
   // A request that would draft (at most `budget`) has a batch in flight: under the overlap loop
   // the engine drains before the next decode step, which can then verify drafts.
   bool drafts_wait_for_results(int32_t budget) const;

@@ -37,10 +37,13 @@ bool Scheduler::drafts_wait_for_results(int32_t budget) const {
   });
 }
 
-std::vector<int32_t> Scheduler::drafts_for(const Req& req, int32_t budget) const {
+int32_t Scheduler::drafts_allowed_now(const Req& req, int32_t budget) const {
   // Drafts need the request's last token on the host: no batch of it in flight.
-  if (req.last_batch_id > last_processed_batch_id_) return {};
-  const int32_t max_drafts = draft_room(req, budget);
+  return req.last_batch_id > last_processed_batch_id_ ? 0 : draft_room(req, budget);
+}
+
+std::vector<int32_t> Scheduler::drafts_for(const Req& req, int32_t budget) const {
+  const int32_t max_drafts = drafts_allowed_now(req, budget);
   if (max_drafts <= 0) return {};
   const speculative::SpeculativeOptions& spec = options_.speculative;
   // EAGLE: the batch runner drafts into these slots; the ids come back with the result.
