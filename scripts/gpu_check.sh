@@ -22,7 +22,11 @@
 #                                        SGL_GPU_EAGLE=1 adds scripts/gpu_eagle_bench.sh (EAGLE
 #                                        on the dummy 8B with a repeat head, plain vs drafts);
 #                                        SGL_GPU_LOAD=1 adds scripts/gpu_load_bench.sh (start-up
-#                                        from a real bf16 8B checkpoint and a Q8_0 GGUF)
+#                                        from a real bf16 8B checkpoint and a Q8_0 GGUF);
+#                                        SGL_GPU_SERVER_SUITES=1 (at pack and run) adds
+#                                        scripts/gpu_server_suites.sh (the server's suites behind
+#                                        --dp-size 2 on the GPU; pack downloads the wheels of the
+#                                        clients they use, for SGL_GPU_PYTHON, default 3.12)
 # Device call: run(command="scripts/gpu_check.sh run", carry=[".carry"]).
 # SGL_GPU_TARGETS="a b" limits the build to those targets.
 # Every binary links libnccl.so.2 (the NCCL communicator); it is not packed (218 MB): run finds
@@ -63,9 +67,17 @@ pack() {
   mkdir -p "$stage/testdata/tokenizers"
   cp -r ../shared/testdata/tokenizers/llama3_1 ../shared/testdata/tokenizers/qwen3 \
     "$stage/testdata/tokenizers/"
+  # The suites' Python clients, which the GPU machine may lack and cannot download.
+  local wheels=()
+  if [ "${SGL_GPU_SERVER_SUITES:-0}" = 1 ]; then
+    pip download -q --only-binary=:all: --python-version "${SGL_GPU_PYTHON:-3.12}" \
+      --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d "$stage/wheels" \
+      pytest requests openai anthropic jsonschema
+    wheels=(wheels)
+  fi
   # xz: about half gzip's size (the device tool carries 64 MiB with the working tree).
   mkdir -p .carry && rm -f .carry/gpu.tgz &&
-    tar cf - -C "$stage" gpu testdata configs | xz -T0 -6 >.carry/gpu.txz
+    tar cf - -C "$stage" gpu testdata configs "${wheels[@]}" | xz -T0 -6 >.carry/gpu.txz
   ls -la "$stage/gpu" && du -sh .carry/gpu.txz
 }
 
@@ -216,6 +228,17 @@ print(f"{100 * schema / plain:.1f}% of unconstrained")' "$log/structured_plain.j
       rows+=("load-bench FAIL")
     fi
     grep -E "RESULT|loaded|wrote|ready|error" "$log/load_bench.log" || tail -n 30 "$log/load_bench.log"
+  fi
+  # The server's suites behind --dp-size 2 on this GPU (SGL_GPU_SERVER_SUITES=1; about 2
+  # minutes).
+  if [ "${SGL_GPU_SERVER_SUITES:-0}" = 1 ]; then
+    if OUT="$log" scripts/gpu_server_suites.sh "$root" >"$log/server_suites.txt" 2>&1; then
+      rows+=("server-suites-dp2 $(tail -n 1 "$log/server_suites.txt" | sed 's/^RESULT: //')")
+    else
+      status=1
+      rows+=("server-suites-dp2 FAIL: $(tail -n 1 "$log/server_suites.txt" | sed 's/^RESULT: //')")
+    fi
+    cat "$log/server_suites.txt"
   fi
   echo "==== gpu_check summary"
   printf '%s\n' "${rows[@]}"

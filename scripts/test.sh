@@ -38,9 +38,10 @@ if [ "$quick" != "--quick" ]; then
   # through the server and through jsonschema (the grammar_schema_suite gtests walk the same
   # schemas in C++), the tokenizer comparison against Hugging Face (the fuzz stage drives the
   # tokenizer), the real-client and launch-flag suites, and the default-model suite (the
-  # stories260K suites run the same server code). About four of CI's minutes.
+  # stories260K suites run the same server code), and the suites' second run behind two
+  # replicas (test_data_parallel takes the replicas' code here). About five of CI's minutes.
   ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -E \
-    "^(server_test_(schema_suite|sglang_bench|browser_cors|launch_flags|default_model)|grammar_test_schema_suite_jsonschema|tokenizer_fuzz_vs_hf)$"
+    "^(server_test_(schema_suite|sglang_bench|browser_cors|launch_flags|default_model)|server_dp2_.*|grammar_test_schema_suite_jsonschema|tokenizer_fuzz_vs_hf)$"
 
   # The layers with threads of their own (engine loop, overlap worker, HTTP server), and the
   # sgl-server binary the server e2e suites start, under ThreadSanitizer; any report fails.
@@ -57,7 +58,8 @@ if [ "$quick" != "--quick" ]; then
   # cases (a 40 MB upload answered 413) need a responsive client. The JSON Schema suite (320
   # schemas, grammar correctness) is left out too: its requests take the structured-output
   # suite's path, and under TSan it outlasts its 10-minute limit on CI's two cores. The NGRAM
-  # suite too: the engine's NGRAM tests below take its paths.
+  # suite too: the engine's NGRAM tests below take its paths. So is the suites' second run
+  # behind two replicas: test_data_parallel runs the replicas' threads here.
   stage "TSan build and the engine, scheduler and server tests"
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan --target tests/engine/all tests/scheduler/all tests/server/all \
@@ -73,7 +75,8 @@ if [ "$quick" != "--quick" ]; then
     "Speculative.*/(default|chunk16|no_mixed_draft2|tight_kv)$|StructuredOutput.*/(stories_no_overlap|stories_mixed|qwen3)"
   tsan_ctest distributed -j2
   tsan_ctest scheduler -j2
-  tsan_ctest server -j1 -E "server_test_(default_model|launch_flags|sglang_bench|browser_cors|schema_suite|speculative)"
+  tsan_ctest server -j1 -E \
+    "server_test_(default_model|launch_flags|sglang_bench|browser_cors|schema_suite|speculative)|server_dp2_"
 
   # Each fuzz target for a few seconds over a scratch copy of its seed corpus (docs/fuzzing.md).
   stage "Fuzz targets (clang, libFuzzer + ASan + UBSan)"

@@ -1,14 +1,15 @@
 // The NCCL communicator on CUDA. One rank on one GPU (what a one-GPU machine can check): every
 // collective is the identity, in f32 and bf16, through both ways of making a group, and inside a
-// captured CUDA graph. Several ranks (skipped, saying so, where fewer GPUs exist; NCCL allows no
-// two ranks of one communicator on one GPU): every collective against its definition computed on
-// the host, the same bits on every rank, at 2 and 4 ranks.
+// captured CUDA graph; NVLink multicast is kept off. Several ranks (skipped, saying so, where
+// fewer GPUs exist; NCCL allows no two ranks of one communicator on one GPU): every collective
+// against its definition computed on the host, the same bits on every rank, at 2 and 4 ranks.
 #include "distributed/nccl_communicator.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <thread>
@@ -167,6 +168,20 @@ TEST(NcclCommunicatorTest, OneRankFromAUniqueId) {
   std::vector<std::unique_ptr<Communicator>> comms;
   comms.push_back(std::move(comm).value());
   check_collectives(comms);
+}
+
+// Whatever the environment says, NVLink multicast is off before NCCL makes a communicator (one
+// rank here: NCCL would not use it on one GPU anyway).
+TEST(NcclCommunicatorTest, NvlinkMulticastStaysOff) {
+  if (device_count() < 1) GTEST_SKIP() << "no GPU";
+  setenv("NCCL_NVLS_ENABLE", "1", 1);
+  ASSERT_TRUE(nccl_group({0}).ok());
+  EXPECT_STREQ(std::getenv("NCCL_NVLS_ENABLE"), "0");
+  setenv("NCCL_NVLS_ENABLE", "1", 1);
+  auto id = nccl_unique_id();
+  ASSERT_TRUE(id.ok()) << id.status().to_string();
+  EXPECT_STREQ(std::getenv("NCCL_NVLS_ENABLE"), "0");
+  ASSERT_TRUE(nccl_communicator(*id, 0, 1, 0).ok());
 }
 
 TEST(NcclCommunicatorTest, TwoRanksOnOneGpuAreRefused) {

@@ -16,7 +16,9 @@
 
 #include "cache/req_to_token_pool.h"
 #include "cache/token_to_kv_pool_allocator.h"
+#include "core/allocator.h"
 #include "core/half.h"
+#include "expected_shard_bytes.h"
 #include "gguf_test_util.h"
 #include "kernels/convert_stored.h"
 #include "kernels/random_stored.h"
@@ -24,8 +26,10 @@
 #include "model/gguf.h"
 #include "model/gguf_config.h"
 #include "model/gguf_weight_source.h"
+#include "model/model_registry.h"
 #include "model/model_source.h"
 #include "model/safetensors.h"
+#include "model/weight_loader.h"
 #include "model_test_util.h"
 #include "runner/forward_batch_builder.h"
 #include "runner/model_runner.h"
@@ -545,6 +549,51 @@ TEST(GgufModelTest, TensorParallelRanksEqualOneRank) {
     for (int r = 0; r < c.tp; ++r) {
       EXPECT_LT(max_abs_diff(ranks[static_cast<size_t>(r)], ref), 1e-4)
           << c.model << " tp " << c.tp << " ep " << c.ep << " rank " << r;
+    }
+  }
+}
+
+// Each rank reads only its slices of a GGUF file's tensors (counted in stored bytes: its rows of
+// the quantized blocks, its columns at whole blocks, its experts of the stacked ones, whole KV
+// heads shared by ranks), as from safetensors (tensor_parallel_load_test).
+TEST(GgufModelTest, EachRankReadsOnlyItsShard) {
+  struct Case {
+    const char* model;
+    const char* arch;
+    uint32_t type;
+    int tp;
+    int ep = 1;
+  };
+  for (const Case& c :
+       {Case{"tiny-llama", "llama", kTypeQ8_0, 2}, Case{"tiny-qwen3-moe", "qwen3moe", kTypeF16, 4},
+        Case{"tiny-qwen2-moe", "qwen2moe", kTypeQ8_0, 4, 4},
+        Case{"tiny-mixtral", "llama", kTypeQ8_0, 2, 2}}) {
+    TempDir dir;
+    const Converted conv = convert_model(dir, c.model, c.arch, c.type);
+    auto source = open_model_source(conv.gguf, {.open_weights = true});
+    ASSERT_TRUE(source.ok()) << source.status().to_string();
+    uint64_t whole = 0;
+    for (const std::string& name : source->weights->names()) {
+      whole += *source->weights->stored_nbytes(name);
+    }
+    CpuAllocator allocator;
+    for (int rank = 0; rank < c.tp; ++rank) {
+      uint64_t expected = 0;
+      for (const std::string& name : source->weights->names()) {
+        expected += expected_ep_bytes(name, *source->weights->stored_nbytes(name), source->config,
+                                      rank, c.tp, c.ep);
+      }
+      WeightLoader weights(source->weights.get(), allocator, DType::kF32, backend::Stream::cpu());
+      ModelOptions options;
+      options.max_num_tokens = 16;
+      options.max_logit_rows = 4;
+      options.tp = {rank, c.tp};
+      options.ep_size = c.ep;
+      auto m = create_model(source->config, weights, allocator, options);
+      ASSERT_TRUE(m.ok()) << m.status().to_string();
+      EXPECT_EQ(weights.bytes_read(), expected)
+          << c.model << " rank " << rank << " of tp " << c.tp << " ep " << c.ep;
+      EXPECT_LT(weights.bytes_read(), whole * 3 / 4) << c.model;
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/allocator.h"
+#include "expected_shard_bytes.h"
 #include "model/expert_parallel.h"
 #include "model/model_config.h"
 #include "model/model_registry.h"
@@ -21,16 +22,6 @@ namespace {
 
 using test_util::expect_status;
 using test_util::testdata_models_dir;
-
-// What rank `tp` of a safetensors checkpoint must read of `name` (`bytes` in the file).
-uint64_t expected_bytes(const std::string& name, uint64_t bytes, const ModelConfig& c, int tp) {
-  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
-  if (has("norm") || name.ends_with("mlp.gate.weight") || has("shared_expert_gate")) return bytes;
-  if (has("k_proj") || has("v_proj")) {
-    return bytes * kv_heads_per_rank(c.num_key_value_heads, tp) / c.num_key_value_heads;
-  }
-  return bytes / tp;
-}
 
 class RankReads : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
@@ -59,22 +50,6 @@ TEST_P(RankReads, OnlyItsShard) {
     EXPECT_EQ(weights.bytes_read(), expected) << model << " rank " << rank << " of " << tp;
     EXPECT_LT(weights.bytes_read(), whole / 2 + whole / 4);
   }
-}
-
-// What rank `rank` of tp ranks in ep expert groups must read of `name` (`bytes` in the file):
-// an expert's tensors only in its group, the rest as under tensor parallelism.
-uint64_t expected_ep_bytes(const std::string& name, uint64_t bytes, const ModelConfig& c, int rank,
-                           int tp, int ep) {
-  const size_t at = name.find(".experts.");
-  if (at == std::string::npos) {
-    if (name.ends_with("block_sparse_moe.gate.weight")) return bytes;  // Mixtral's router
-    return expected_bytes(name, bytes, c, tp);
-  }
-  const int64_t expert = std::stoll(name.substr(at + 9));
-  const ExpertParallel p = expert_parallel({rank, tp}, ep);
-  const ShardRange mine = local_experts(c.num_experts, p);
-  if (expert < mine.start || expert >= mine.start + mine.size) return 0;
-  return bytes / p.moe_tp.size;
 }
 
 struct EpLoadCase {

@@ -4,6 +4,7 @@ import json
 import os
 import resource
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -68,6 +69,18 @@ def raise_fd_limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
+def server_args_from_env():
+    """SGL_TEST_SERVER_ARGS: flags for every server a suite starts (e.g. "--device cuda --dtype
+    float32"); a suite's own flags come after them and win (the last value holds)."""
+    return shlex.split(os.environ.get("SGL_TEST_SERVER_ARGS", ""))
+
+
+def serves_on_gpu():
+    args = server_args_from_env()
+    return (any(a == "--device" and v.startswith("cuda") for a, v in zip(args, args[1:]))
+            or any(a.startswith("--device=cuda") for a in args))
+
+
 class Server:
     """One sgl-server process."""
 
@@ -84,14 +97,17 @@ class Server:
         self.stderr = open(self.stderr_path, "wb")
         args = [str(binary), "--model-path", str(model_path), "--host", "127.0.0.1", "--port",
                 "0", "--served-model-name", served_model_name]
+        args += server_args_from_env()
         if model is None:
             template = Path(workdir) / "chat_template.jinja"
             template.write_text(CHAT_TEMPLATE)
             args += ["--chat-template", str(template)]
         args += list(extra_args)
-        # SGL_TEST_DP_SIZE=N runs a suite behind N engine replicas (unless it sets --dp-size).
+        # SGL_TEST_DP_SIZE=N runs a suite behind N engine replicas, unless it sets --dp-size or
+        # serves across nodes (which --dp-size refuses).
         dp = os.environ.get("SGL_TEST_DP_SIZE")
-        if dp and not any(a in ("--dp-size", "--dp", "--data-parallel-size") for a in args):
+        if dp and not any(a in ("--dp-size", "--dp", "--data-parallel-size", "--nnodes")
+                          for a in args):
             args += ["--dp-size", dp]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr)
         self.url = self._wait_for_url(timeout=120)

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The server's end-to-end suites on a GPU, behind two engine replicas sharing it (issue #24):
+#   scripts/gpu_server_suites.sh ROOT    (device; ROOT = where scripts/gpu_check.sh run unpacked)
+# runs each suite of tests/server/dp2_suites.txt with sgl-server --device cuda --dtype float32
+# --dp-size 2 (float32: the suites compare with the CPU's goldens) and a tenth of the GPU's
+# memory a server (a suite starts several at once). Python packages the machine lacks (pytest,
+# requests, openai, anthropic, jsonschema) are installed from ROOT/wheels, which
+# `SGL_GPU_SERVER_SUITES=1 scripts/gpu_check.sh pack` fills. Logs in $OUT/server_suites.log; the
+# last line is RESULT: passed/failed suites.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+root=$1
+log="${OUT:-/tmp}/server_suites.log"
+: >"$log"
+packages=(pytest requests openai anthropic jsonschema)
+if ! python3 -c "import $(IFS=,; echo "${packages[*]}")" 2>/dev/null; then
+  python3 -m pip install -q --no-index --find-links "$root/wheels" "${packages[@]}" >>"$log" 2>&1 ||
+    { echo "RESULT: could not install ${packages[*]} from $root/wheels"; exit 1; }
+fi
+export SGL_SERVER_BIN="$root/gpu/sgl-server" SGL_TEST_DP_SIZE=2 PYTHONDONTWRITEBYTECODE=1 \
+  SGL_TEST_SERVER_ARGS="--device cuda --dtype float32 --mem-fraction-static 0.1"
+passed=0 failed=()
+while read -r suite; do
+  timeout -k 10 300 python3 -m pytest -q -rs -p no:cacheprovider "tests/server/$suite.py" \
+    >"/tmp/$suite.log" 2>&1
+  rc=$?
+  { echo "=== $suite rc $rc"; cat "/tmp/$suite.log"; } >>"$log"
+  echo "$suite: $(tail -n 1 "/tmp/$suite.log")"
+  if [ $rc = 0 ]; then passed=$((passed + 1)); else failed+=("$suite"); fi
+done <tests/server/dp2_suites.txt
+echo "RESULT: $passed suites passed${failed[*]:+, failed: ${failed[*]}}"
+[ ${#failed[@]} = 0 ]
