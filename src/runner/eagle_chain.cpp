@@ -220,43 +220,19 @@ int64_t EagleChain::fill_extend(std::span<const VerifiedRequest> requests, int32
   return extend_at(kExtendKvIndices) - extend_at(kExtendIds) + kv;
 }
 
-ForwardBatch EagleChain::pass_batch(ForwardMode mode, const PassArrays& at, int32_t rows,
+ForwardBatch EagleChain::pass_batch(ForwardMode mode, const StaticPassArrays& at, int32_t rows,
                                     int32_t tokens_each, int32_t max_seq_len) const {
-  const int32_t* h = host_.data<int32_t>();
-  const auto n = static_cast<size_t>(rows);
-  const int64_t t = int64_t{rows} * tokens_each;
-  ForwardBatch fb;
-  fb.mode = mode;
-  fb.logits_mode = LogitsMode::kLastPerRequest;  // a draft extend: each request's out row
-  fb.batch_size = rows;
-  fb.num_tokens = static_cast<int32_t>(t);
-  fb.max_seq_len = max_seq_len;
-  fb.input_ids = device_view(at.ids, t);
-  fb.positions = device_view(at.positions, t);
-  fb.out_cache_loc = device_view(at.slots, t);
-  fb.seq_lens = device_view(at.seq_lens, rows);
-  fb.extend_prefix_lens = device_view(at.prefix_lens, rows);
-  fb.extend_seq_lens = device_view(at.extend_lens, rows);
-  fb.qo_indptr = device_view(at.qo_indptr, rows + 1);
-  fb.req_pool_indices = device_view(0, rows);
-  fb.kv_indptr = device_view(at.kv_indptr, rows + 1);
-  fb.kv_indices = device_view(at.kv_indices, int64_t{capacity_} * max_context_len_);
-  fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token_.data()), DType::kI32,
-                           {req_to_token_.size(), req_to_token_.max_context_len()});
-  // Host mirrors (the CPU attention reads them; a graph's are the padded capture's).
-  fb.seq_lens_host = std::span(h + at.seq_lens, n);
-  fb.extend_prefix_lens_host = std::span(h + at.prefix_lens, n);
-  fb.extend_seq_lens_host = std::span(h + at.extend_lens, n);
-  fb.qo_indptr_host = std::span(h + at.qo_indptr, n + 1);
-  fb.req_pool_indices_host = std::span(h, n);
-  return fb;
+  const Buffer& b = device_.tensor().defined() ? device_ : host_;
+  return static_pass_batch(mode, b.tensor(), host_.data<int32_t>(), at, rows, tokens_each,
+                           max_seq_len, req_to_token_);
 }
 
 ForwardBatch EagleChain::step_batch(int32_t step, int32_t rows, int32_t max_seq_len) const {
   return pass_batch(
       ForwardMode::kDecode,
       {ids_at(step - 1), step_at(kPositions, step), step_at(kSlots, step), step_at(kSeqLens, step),
-       step_at(kPrefixLens, step), ones_at(), qo_indptr_at(), kv_indptr_at(), kv_indices_at()},
+       step_at(kPrefixLens, step), ones_at(), 0, qo_indptr_at(), kv_indptr_at(), kv_indices_at(),
+       int64_t{capacity_} * max_context_len_},
       rows, 1, max_seq_len);
 }
 
@@ -264,8 +240,9 @@ ForwardBatch EagleChain::extend_batch(int32_t rows, int32_t tokens, int32_t max_
   return pass_batch(
       ForwardMode::kExtend,
       {extend_at(kExtendIds), extend_at(kExtendPositions), extend_at(kExtendSlots),
-       extend_at(kExtendSeqLens), extend_at(kExtendPrefixLens), extend_at(kExtendLens),
-       extend_at(kExtendQoIndptr), extend_at(kExtendKvIndptr), extend_at(kExtendKvIndices)},
+       extend_at(kExtendSeqLens), extend_at(kExtendPrefixLens), extend_at(kExtendLens), 0,
+       extend_at(kExtendQoIndptr), extend_at(kExtendKvIndptr), extend_at(kExtendKvIndices),
+       int64_t{capacity_} * max_context_len_},
       rows, tokens, max_seq_len);
 }
 

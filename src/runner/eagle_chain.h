@@ -27,6 +27,7 @@
 #include "core/buffer.h"
 #include "forward/forward_batch.h"
 #include "runner/eagle_draft_runner.h"
+#include "runner/static_pass_arrays.h"
 
 namespace sgl::runner {
 
@@ -130,15 +131,8 @@ class EagleChain {
   void apply_accept(int32_t bs, int32_t tokens, const VerifyIds& ids);
   void clear_pending();
   void upload(int64_t from, int64_t count);
-  // Where one pass's arrays start (the requests' rows array is always at 0).
-  struct PassArrays {
-    int64_t ids, positions, slots;               // [rows * tokens_each]
-    int64_t seq_lens, prefix_lens, extend_lens;  // [rows]
-    int64_t qo_indptr, kv_indptr;                // [rows + 1]
-    int64_t kv_indices;                          // [capacity * max_context_len]
-  };
-  ForwardBatch pass_batch(ForwardMode mode, const PassArrays& at, int32_t rows, int32_t tokens_each,
-                          int32_t max_seq_len) const;
+  ForwardBatch pass_batch(ForwardMode mode, const StaticPassArrays& at, int32_t rows,
+                          int32_t tokens_each, int32_t max_seq_len) const;
   // The batch of chain step `step` over the first `rows` rows, and of the draft extend;
   // max_seq_len an upper bound.
   ForwardBatch step_batch(int32_t step, int32_t rows, int32_t max_seq_len) const;

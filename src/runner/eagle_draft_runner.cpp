@@ -1,6 +1,7 @@
 // EagleDraftRunner.
 #include "runner/eagle_draft_runner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -68,7 +69,8 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
   // Draft extends return a row per request, draft steps a row per request too.
   model::ModelOptions options;
   options.max_num_tokens = o.max_num_tokens;
-  options.max_logit_rows = o.max_batch_size;
+  // A tree's draft steps run a request's topk branches in one pass (EagleTree).
+  options.max_logit_rows = std::max<int64_t>(o.max_batch_size, topk);
   options.max_positions = target.context_length();
   SGL_ASSIGN_OR_RETURN(runner->model_,
                        model::EagleDraftModel::load(config, weights, target.allocator(), options,

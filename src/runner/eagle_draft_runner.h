@@ -41,6 +41,11 @@ class EagleDraftRunner {
   ModelRunner& target() { return target_; }
   // EAGLE-3's draft-vocabulary id -> target id map (empty for EAGLE: the target's vocabulary).
   std::span<const int32_t> draft_to_target() const { return model_->draft_to_target(); }
+  // The same map where the draft's passes run (null for EAGLE).
+  const int32_t* draft_to_target_table() const {
+    return draft_to_target_table_.tensor().defined() ? draft_to_target_table_.data<int32_t>()
+                                                     : nullptr;
+  }
 
   int32_t topk() const { return topk_; }
   int32_t num_steps() const { return num_steps_; }

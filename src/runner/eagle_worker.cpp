@@ -7,7 +7,6 @@
 #include "kernels/copy.h"
 #include "kernels/embedding.h"
 #include "kernels/gather.h"
-#include "kernels/sampling.h"
 #include "speculative/draft_acceptance.h"
 
 namespace sgl::runner {
@@ -38,68 +37,33 @@ EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& 
                                           static_cast<int32_t>(max_bs));
     next_drafts_.resize(static_cast<size_t>(max_reqs));
   }
-  if (topk_ > 1 && !target.options().device.is_cpu()) {
-    // The device top k's parameters, the same for every row: greedy, topk_ top logprobs.
-    std::vector<int64_t> block((kernels::packed_sampling_rows_bytes(max_bs) + 7) / 8, 0);
-    const kernels::SamplingRows rows =
-        kernels::packed_sampling_rows(block.data(), Device::cpu(), max_bs, max_bs);
-    for (int64_t r = 0; r < max_bs; ++r) {
-      rows.temperature.data<float>()[r] = 0.f;
-      rows.top_k.data<int32_t>()[r] = 1;
-      rows.top_p.data<float>()[r] = 1.f;
-      rows.top_logprobs_num.data<int32_t>()[r] = topk_;
-    }
-    top_params_ = Buffer(allocator, DType::kI64, {static_cast<int64_t>(block.size())});
-    kernels::copy(Tensor(block.data(), DType::kI64, {static_cast<int64_t>(block.size())}),
-                  top_params_, target.stream());
-    top_next_ = Buffer(allocator, DType::kI32, {max_bs});
-    top_ids_ = Buffer(allocator, DType::kI32, {max_bs, topk_});
-    top_logprobs_ = Buffer(allocator, DType::kF32, {max_bs, topk_});
-  }
   if (topk_ > 1) {
     next_top_.resize(static_cast<size_t>(max_reqs));
-    branch_in_ = Buffer(allocator, dtype, {max_bs * topk_, hidden_size_});
-    branch_out_ = Buffer(allocator, dtype, {max_bs * topk_, hidden_size_});
-    branch_rows_ = Buffer(allocator, DType::kI32, {max_bs * topk_});
+    tree_ = std::make_unique<EagleTree>(draft, req_to_token, hidden_state_.tensor());
+    top_k_ = std::make_unique<DraftTopK>(target, topk_, max_bs);
+    top_ids_ = Buffer(allocator, DType::kI32, {max_bs, topk_});
+    top_logprobs_ = Buffer(allocator, DType::kF32, {max_bs, topk_});
   }
 }
 
 std::vector<std::vector<speculative::TokenLogprob>> EagleWorker::top_k(const Tensor& logits) {
-  const int64_t rows = logits.size(0), vocab = logits.size(1);
-  std::vector<std::vector<speculative::TokenLogprob>> out(static_cast<size_t>(rows));
+  const int64_t rows = logits.size(0);
+  const Tensor ids = top_ids_.tensor().slice_rows(0, rows);
+  const Tensor logprobs = top_logprobs_.tensor().slice_rows(0, rows);
+  top_k_->run(logits, ids, logprobs);
+  std::vector<int32_t> host_ids(static_cast<size_t>(rows * topk_));
+  std::vector<float> host_logprobs(host_ids.size());
   const backend::Stream stream = draft_.target().stream();
-  if (top_params_.tensor().defined() && rows <= top_ids_.tensor().size(0)) {
-    // On the GPU: the top k of each row by the device sampler's top logprobs (greedy rows, the
-    // same order: logprob descending, ties to the lower id), so only rows x k entries come back,
-    // not the whole rows (32 rows of a 128k vocabulary are 16 MB).
-    const kernels::SamplingRows params = kernels::packed_sampling_rows(
-        top_params_.tensor().raw(), logits.device(), top_ids_.tensor().size(0), rows);
-    const Tensor ids = top_ids_.tensor().slice_rows(0, rows);
-    const Tensor logprobs = top_logprobs_.tensor().slice_rows(0, rows);
-    kernels::sample_tokens(logits, params,
-                           {top_next_.tensor().slice_rows(0, rows), {}, ids, logprobs}, stream);
-    std::vector<int32_t> host_ids(static_cast<size_t>(rows * topk_));
-    std::vector<float> host_logprobs(host_ids.size());
-    kernels::copy(ids, Tensor(host_ids.data(), DType::kI32, {rows, topk_}), stream);
-    kernels::copy(logprobs, Tensor(host_logprobs.data(), DType::kF32, {rows, topk_}), stream);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int32_t j = 0; j < std::min<int64_t>(topk_, vocab); ++j) {
-        const auto at = static_cast<size_t>(r * topk_ + j);
-        out[static_cast<size_t>(r)].push_back({host_ids[at], host_logprobs[at]});
-      }
-    }
-  } else {
-    std::vector<float> host(static_cast<size_t>(rows * vocab));
-    kernels::copy(logits, Tensor(host.data(), DType::kF32, {rows, vocab}), stream);
-    for (int64_t r = 0; r < rows; ++r) {
-      out[static_cast<size_t>(r)] = speculative::top_k_logprobs(
-          std::span<const float>(host.data() + r * vocab, static_cast<size_t>(vocab)), topk_);
-    }
-  }
+  kernels::copy(ids, Tensor(host_ids.data(), DType::kI32, {rows, topk_}), stream);
+  kernels::copy(logprobs, Tensor(host_logprobs.data(), DType::kF32, {rows, topk_}), stream);
   const std::span<const int32_t> to_target = draft_.draft_to_target();
-  if (!to_target.empty()) {
-    for (auto& row : out) {
-      for (speculative::TokenLogprob& t : row) t.token = to_target[static_cast<size_t>(t.token)];
+  std::vector<std::vector<speculative::TokenLogprob>> out(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int32_t j = 0; j < topk_; ++j) {
+      const auto at = static_cast<size_t>(r * topk_ + j);
+      const int32_t id = host_ids[at];
+      out[static_cast<size_t>(r)].push_back(
+          {to_target.empty() ? id : to_target[static_cast<size_t>(id)], host_logprobs[at]});
     }
   }
   return out;
@@ -150,102 +114,23 @@ std::vector<speculative::DraftTree> EagleWorker::draft(const ExecBatch& batch) {
 }
 
 std::vector<speculative::DraftTree> EagleWorker::draft_tree(const ExecBatch& batch) {
-  const int32_t k = topk_;
-  const int32_t max_bs = static_cast<int32_t>(draft_.target().options().max_batch_size);
-  // Each verifying request's tree as it grows, and each candidate's draft K/V slot (once a step
-  // read it) and branch (its row of that step's hidden outputs, which its children read).
-  struct Growing {
-    size_t request;
-    speculative::DraftTreeBuilder tree;
-    std::vector<int32_t> frontier;
-    std::vector<int32_t> slot, branch;  // per candidate; -1: not read by a step
-  };
-  std::vector<Growing> growing;
+  std::vector<TreeRequest> requests;
+  std::vector<size_t> of;  // each tree's request in the batch
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     const ExecRequest& r = batch.requests[i];
     if (r.sample_rows <= 1) continue;
     SGL_CHECK_EQ(r.extend_len, r.sample_rows) << "a verify entry is its last token and drafts";
-    Growing g{i, speculative::DraftTreeBuilder(k), {}, {}, {}};
     const auto& first = next_top_[static_cast<size_t>(r.req_pool_idx)];
-    SGL_CHECK_EQ(static_cast<int32_t>(first.size()), k)
+    SGL_CHECK_EQ(static_cast<int32_t>(first.size()), topk_)
         << "no draft state for request row " << r.req_pool_idx;
-    g.tree.add_children(-1, first);
-    g.frontier = g.tree.take_frontier();
-    growing.push_back(std::move(g));
-  }
-  SGL_CHECK_LE(static_cast<int32_t>(growing.size()), max_bs);
-  // Step s reads the frontier nodes of depth s - 1 at position prefix_len + s - 2: each branch
-  // attends to the prefix's draft K/V, its ancestors' and its own (scratch slots).
-  for (int32_t s = 2; s <= draft_.num_steps() && !growing.empty(); ++s) {
-    std::vector<std::vector<int32_t>> kv(growing.size() * static_cast<size_t>(k));
-    std::vector<int32_t> tokens, slots, prefix, sources, owner, nodes;
-    for (size_t v = 0; v < growing.size(); ++v) {
-      Growing& g = growing[v];
-      const ExecRequest& r = batch.requests[g.request];
-      g.slot.resize(static_cast<size_t>(g.tree.size()), -1);
-      g.branch.resize(static_cast<size_t>(g.tree.size()), -1);
-      const std::span<const int32_t> row = req_to_token_.row(r.req_pool_idx);
-      for (size_t f = 0; f < g.frontier.size(); ++f) {
-        const int32_t node = g.frontier[f];
-        const speculative::DraftTreeBuilder::Candidate& c = g.tree.candidate(node);
-        const auto b = static_cast<int32_t>(tokens.size());
-        g.slot[static_cast<size_t>(node)] =
-            draft_.scratch_slot_base() +
-            ((static_cast<int32_t>(v) * (draft_.num_steps() - 1) + s - 2) * k +
-             static_cast<int32_t>(f));
-        std::vector<int32_t>& list = kv[static_cast<size_t>(b)];
-        list.assign(row.begin(), row.begin() + r.prefix_len);
-        for (int32_t a = node; a >= 0; a = g.tree.candidate(a).parent) {
-          list.push_back(g.slot[static_cast<size_t>(a)]);
-        }
-        std::reverse(list.begin() + r.prefix_len, list.end());
-        tokens.push_back(c.token);
-        slots.push_back(g.slot[static_cast<size_t>(node)]);
-        prefix.push_back(r.prefix_len + c.depth - 1);
-        // A root child reads the request's draft state; a deeper node its parent's step output.
-        sources.push_back(c.parent < 0 ? r.req_pool_idx : g.branch[static_cast<size_t>(c.parent)]);
-        owner.push_back(static_cast<int32_t>(v));
-        nodes.push_back(node);
-      }
-    }
-    const auto branches = static_cast<int64_t>(tokens.size());
-    const Tensor hidden_in = branch_in_.tensor().slice_rows(0, branches);
-    kernels::embedding(upload(sources, branch_rows_), s == 2 ? hidden_state_ : branch_out_,
-                       hidden_in, draft_.target().stream());
-    // Branches in batches of at most max_batch_size.
-    for (int64_t b0 = 0; b0 < branches; b0 += max_bs) {
-      const int64_t m = std::min<int64_t>(max_bs, branches - b0);
-      std::vector<BatchRequest> step;
-      for (int64_t b = b0; b < b0 + m; ++b) {
-        const auto at = static_cast<size_t>(b);
-        step.push_back(
-            {batch.requests[growing[static_cast<size_t>(owner[at])].request].req_pool_idx,
-             prefix[at],
-             std::span<const int32_t>(&tokens[at], 1),
-             std::span<const int32_t>(&slots[at], 1),
-             {},
-             {},
-             kv[at]});
-      }
-      const ForwardBatch fb = builder_.build(ForwardMode::kDecode, LogitsMode::kLastPerRequest,
-                                             step, draft_.target().stream());
-      const model::DraftOutput out = draft_.forward(fb, hidden_in.slice_rows(b0, m));
-      kernels::copy(out.hidden_states, branch_out_.tensor().slice_rows(b0, m),
-                    draft_.target().stream());
-      const std::vector<std::vector<speculative::TokenLogprob>> top = top_k(out.logits);
-      for (int64_t b = b0; b < b0 + m; ++b) {
-        Growing& g = growing[static_cast<size_t>(owner[static_cast<size_t>(b)])];
-        const int32_t node = nodes[static_cast<size_t>(b)];
-        g.branch[static_cast<size_t>(node)] = static_cast<int32_t>(b);
-        g.tree.add_children(node, top[static_cast<size_t>(b - b0)]);
-      }
-    }
-    for (Growing& g : growing) g.frontier = g.tree.take_frontier();
+    requests.push_back({r.req_pool_idx, r.prefix_len,
+                        req_to_token_.row(r.req_pool_idx).first(static_cast<size_t>(r.prefix_len)),
+                        first, r.sample_rows - 1});
+    of.push_back(i);
   }
   std::vector<speculative::DraftTree> trees(batch.requests.size());
-  for (Growing& g : growing) {
-    trees[g.request] = g.tree.select(batch.requests[g.request].sample_rows - 1);
-  }
+  std::vector<speculative::DraftTree> drafted = tree_->draft(requests);
+  for (size_t j = 0; j < of.size(); ++j) trees[of[j]] = std::move(drafted[j]);
   return trees;
 }
 

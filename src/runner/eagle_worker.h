@@ -4,7 +4,8 @@
 // store the draft's K/V at the verify pass's own slots (EagleChain: on the device, graphs on the
 // GPU); a tree (topk > 1, speculative/draft_tree.h): the first draft distribution's top k, then
 // draft steps over each request's k frontier nodes, each a branch attending to the prefix and its
-// own ancestors, their K/V in the draft's scratch slots.
+// own ancestors, their K/V in the draft's scratch slots (EagleTree: on the device, graphs on the
+// GPU).
 // After every pass it extends the draft over the positions the pass kept (a prefill's, a
 // decode's, a verify's accepted path), each with the target's hidden state there and the token
 // that follows it, which overwrites the speculative draft K/V and leaves each request's next
@@ -23,7 +24,9 @@
 #include "model/model.h"
 #include "runner/batch_executor.h"
 #include "runner/eagle_chain.h"
+#include "runner/draft_top_k.h"
 #include "runner/eagle_draft_runner.h"
+#include "runner/eagle_tree.h"
 #include "runner/forward_batch_builder.h"
 #include "speculative/draft_tree.h"
 
@@ -69,8 +72,8 @@ class EagleWorker {
   // The target's hidden states a draft extend reads (the captured layers', for EAGLE-3).
   const Tensor& draft_input(const model::ModelOutput& target) const;
   std::vector<speculative::DraftTree> draft_tree(const ExecBatch& batch);
-  // Each row's top k (draft_to_target applied) of draft `logits` [rows, draft vocab]: on a GPU
-  // computed there, on the CPU over a host copy.
+  // Each row's top k (draft_to_target applied) of draft `logits` [rows <= max_batch_size, draft
+  // vocab], on the host.
   std::vector<std::vector<speculative::TokenLogprob>> top_k(const Tensor& logits);
   // The draft extend over `requests`' kept positions; hidden_in [tokens, W]. Writes each
   // request's output hidden row and its next first draft (a chain's argmax, on the device; a
@@ -102,16 +105,11 @@ class EagleWorker {
   Buffer extend_hidden_;  // [max_num_tokens, W]: the kept rows of the target's
   Buffer gather_rows_;    // i32 [max_num_tokens]
   Buffer scatter_rows_;   // i32 [max_batch_size]
-  // Tree drafts: per request row, the next first draft distribution's top k; a draft step's
-  // branches' hidden inputs and outputs (those of the step before feed the children).
+  // Trees: per request row, the next first draft distribution's top k; the draft steps; top_k()
+  // and where it puts a pass's top k before they come to the host.
   std::vector<std::vector<speculative::TokenLogprob>> next_top_;  // [max_reqs][topk]
-  Buffer branch_in_;                                              // [max_batch_size * topk, H]
-  Buffer branch_out_;                                             // [max_batch_size * topk, H]
-  Buffer branch_rows_;                                            // i32 [max_batch_size * topk]
-  // On a GPU, top_k() on the device: the sampler's parameters for max_batch_size greedy rows
-  // (kernels::packed_sampling_rows) and its outputs.
-  Buffer top_params_;
-  Buffer top_next_;      // i32 [max_batch_size]
+  std::unique_ptr<EagleTree> tree_;
+  std::unique_ptr<DraftTopK> top_k_;
   Buffer top_ids_;       // i32 [max_batch_size, topk]
   Buffer top_logprobs_;  // f32 [max_batch_size, topk]
 };

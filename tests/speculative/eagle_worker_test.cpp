@@ -395,7 +395,11 @@ INSTANTIATE_TEST_SUITE_P(
             {"tiny-llama", "tiny-llama-eagle-repeat", model::DraftKind::kEagle, true}, 3, 4, 9},
         TreeCase{{"tiny-llama", "tiny-llama-eagle3", model::DraftKind::kEagle3}, 4, 2, 8},
         TreeCase{{"tiny-qwen3", "tiny-qwen3-eagle3", model::DraftKind::kEagle3}, 3, 3, 6},
-        TreeCase{{"tiny-qwen3", "tiny-qwen3-eagle", model::DraftKind::kEagle}, 5, 1, 5}),
+        TreeCase{{"tiny-qwen3", "tiny-qwen3-eagle", model::DraftKind::kEagle}, 5, 1, 5},
+        // Every candidate verified (k + (steps - 1) k^2 of them): the deepest steps' children
+        // are compared too, not only the best few, which random heads leave shallow.
+        TreeCase{{"tiny-llama", "tiny-llama-eagle", model::DraftKind::kEagle}, 2, 4, 14},
+        TreeCase{{"tiny-qwen3", "tiny-qwen3-eagle3", model::DraftKind::kEagle3}, 3, 3, 21}),
     [](const auto& info) {
       std::string name = std::string(info.param.head.head) + "_" + std::to_string(info.param.topk) +
                          "_" + std::to_string(info.param.num_steps) + "_" +

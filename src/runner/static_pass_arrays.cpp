@@ -1,0 +1,41 @@
+// static_pass_batch.
+#include "runner/static_pass_arrays.h"
+
+#include <span>
+
+namespace sgl::runner {
+
+ForwardBatch static_pass_batch(ForwardMode mode, const Tensor& device, const int32_t* host,
+                               const StaticPassArrays& at, int32_t rows, int32_t tokens_each,
+                               int32_t max_seq_len, const cache::ReqToTokenTable& req_to_token) {
+  const auto n = static_cast<size_t>(rows);
+  const int64_t t = int64_t{rows} * tokens_each;
+  auto view = [&](int64_t from, int64_t count) { return device.slice_rows(from, count); };
+  ForwardBatch fb;
+  fb.mode = mode;
+  fb.logits_mode = LogitsMode::kLastPerRequest;  // a draft extend: each request's out row
+  fb.batch_size = rows;
+  fb.num_tokens = static_cast<int32_t>(t);
+  fb.max_seq_len = max_seq_len;
+  fb.input_ids = view(at.ids, t);
+  fb.positions = view(at.positions, t);
+  fb.out_cache_loc = view(at.slots, t);
+  fb.seq_lens = view(at.seq_lens, rows);
+  fb.extend_prefix_lens = view(at.prefix_lens, rows);
+  fb.extend_seq_lens = view(at.extend_lens, rows);
+  fb.qo_indptr = view(at.qo_indptr, rows + 1);
+  fb.req_pool_indices = view(at.req_rows, rows);
+  fb.kv_indptr = view(at.kv_indptr, rows + 1);
+  fb.kv_indices = view(at.kv_indices, at.kv_capacity);
+  fb.req_to_token = Tensor(const_cast<int32_t*>(req_to_token.data()), DType::kI32,
+                           {req_to_token.size(), req_to_token.max_context_len()});
+  // Host mirrors (the CPU attention reads them; a graph's are the padded capture's).
+  fb.seq_lens_host = std::span(host + at.seq_lens, n);
+  fb.extend_prefix_lens_host = std::span(host + at.prefix_lens, n);
+  fb.extend_seq_lens_host = std::span(host + at.extend_lens, n);
+  fb.qo_indptr_host = std::span(host + at.qo_indptr, n + 1);
+  fb.req_pool_indices_host = std::span(host + at.req_rows, n);
+  return fb;
+}
+
+}  // namespace sgl::runner
