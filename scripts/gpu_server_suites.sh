@@ -14,7 +14,10 @@ log="${OUT:-/tmp}/server_suites.log"
 : >"$log"
 packages=(pytest requests openai anthropic jsonschema)
 if ! python3 -c "import $(IFS=,; echo "${packages[*]}")" 2>/dev/null; then
+  # (An image that marks its Python externally managed, PEP 668, refuses the first form.)
   python3 -m pip install -q --no-index --find-links "$root/wheels" "${packages[@]}" >>"$log" 2>&1 ||
+    python3 -m pip install -q --no-index --find-links "$root/wheels" --break-system-packages \
+      "${packages[@]}" >>"$log" 2>&1 ||
     { echo "RESULT: could not install ${packages[*]} from $root/wheels"; exit 1; }
 fi
 export SGL_SERVER_BIN="$root/gpu/sgl-server" SGL_TEST_DP_SIZE=2 PYTHONDONTWRITEBYTECODE=1 \

@@ -145,21 +145,18 @@ class NcclCommunicator final : public Communicator {
   std::atomic<bool> aborted_{false};
 };
 
-// NVLink multicast (NVLS) stays off in every NCCL communicator this process makes, whatever the
-// environment says: a program that uses it can put a host's shared GPUs out of service (issue
-// #25). NCCL reads the variable when a communicator is made, so it is set before each.
-void keep_nvls_off() {
-  const char* value = std::getenv("NCCL_NVLS_ENABLE");
-  if (value == nullptr || std::strcmp(value, "0") != 0) setenv("NCCL_NVLS_ENABLE", "0", 1);
-}
-
 }  // namespace
 
 bool nccl_available() { return true; }
+
+void keep_nvlink_multicast_off() {
+  const char* value = std::getenv("NCCL_NVLS_ENABLE");
+  if (value == nullptr || std::strcmp(value, "0") != 0) setenv("NCCL_NVLS_ENABLE", "0", 1);
+}
 const char* nccl_unavailable_reason() { return ""; }
 
 Result<NcclUniqueId> nccl_unique_id() {
-  keep_nvls_off();
+  keep_nvlink_multicast_off();
   ncclUniqueId id;
   SGL_RETURN_IF_ERROR(nccl_status(ncclGetUniqueId(&id), "ncclGetUniqueId"));
   NcclUniqueId out;
@@ -175,7 +172,7 @@ Result<std::unique_ptr<Communicator>> nccl_communicator(const NcclUniqueId& id, 
   }
   SGL_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_index),
                                   "cudaSetDevice(" + std::to_string(device_index) + ")"));
-  keep_nvls_off();
+  keep_nvlink_multicast_off();
   ncclUniqueId nid;
   std::memcpy(nid.internal, id.data(), id.size());
   ncclComm_t comm = nullptr;
@@ -196,7 +193,7 @@ Result<std::vector<std::unique_ptr<Communicator>>> nccl_group(const std::vector<
       }
     }
   }
-  keep_nvls_off();
+  keep_nvlink_multicast_off();
   const int n = static_cast<int>(devices.size());
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   SGL_RETURN_IF_ERROR(nccl_status(ncclCommInitAll(comms.data(), n, devices.data()),
@@ -231,6 +228,7 @@ constexpr const char* kReason =
 
 bool nccl_available() { return false; }
 const char* nccl_unavailable_reason() { return kReason; }
+void keep_nvlink_multicast_off() {}
 
 Result<NcclUniqueId> nccl_unique_id() { return unimplemented(kReason); }
 

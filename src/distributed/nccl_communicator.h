@@ -8,8 +8,8 @@
 // rank order as SharedMemoryGroup's is, and may differ in the last bits from the CPU group's (or
 // from one GPU's unsplit GEMM). Every rank still gets the same bits: NCCL's ring and tree
 // all-reduce compute each element once and copy the result to every rank (NVLink SHARP / NVLS,
-// whose in-switch reduction could break that, stays disabled: NCCL_NVLS_ENABLE=0 on our
-// machines). bf16 is reduced by NCCL in bf16 (each step rounds), not in f32 rounded once.
+// whose in-switch reduction could break that, stays disabled: keep_nvlink_multicast_off()).
+// bf16 is reduced by NCCL in bf16 (each step rounds), not in f32 rounded once.
 //
 // Built only with SGL_WITH_CUDA when CMake finds NCCL (nccl_available()); otherwise the factories
 // return Unimplemented and tensor parallelism on CUDA is refused with that message.
@@ -27,6 +27,12 @@ namespace sgl::distributed {
 
 // Whether this binary was built with NCCL.
 bool nccl_available();
+// Sets NCCL_NVLS_ENABLE=0 in this process, whatever the environment said: NVLink multicast can
+// put a host's shared GPUs out of service (issue #25). NCCL reads its parameters once, at its
+// first use in the process, so call this before that and before threads that may use NCCL start
+// (setenv is not thread-safe); the factories below call it too, for callers that make
+// communicators on one thread.
+void keep_nvlink_multicast_off();
 // Why not, for error messages (empty when it was).
 const char* nccl_unavailable_reason();
 

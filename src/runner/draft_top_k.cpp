@@ -1,18 +1,18 @@
 // DraftTopK.
 #include "runner/draft_top_k.h"
 
-#include <span>
-#include <vector>
-
 #include "core/check.h"
 #include "kernels/copy.h"
 #include "kernels/sampling.h"
-#include "speculative/draft_tree.h"
 
 namespace sgl::runner {
 
 DraftTopK::DraftTopK(ModelRunner& target, int32_t k, int64_t max_rows)
-    : target_(target), k_(k), max_rows_(max_rows) {
+    : target_(target),
+      k_(k),
+      max_rows_(max_rows),
+      ids_(target.allocator(), DType::kI32, {max_rows, k}),
+      logprobs_(target.allocator(), DType::kF32, {max_rows, k}) {
   if (target.options().device.is_cpu()) return;
   // The same parameters for every row: greedy, k top logprobs.
   std::vector<int64_t> block((kernels::packed_sampling_rows_bytes(max_rows) + 7) / 8, 0);
@@ -55,6 +55,25 @@ void DraftTopK::run(const Tensor& logits, const Tensor& ids, const Tensor& logpr
       out_logprobs[r * k_ + j] = top[static_cast<size_t>(j)].logprob;
     }
   }
+}
+
+std::vector<std::vector<speculative::TokenLogprob>> DraftTopK::host(
+    const Tensor& logits, std::span<const int32_t> to_target) {
+  const int64_t rows = logits.size(0);
+  const Tensor ids = ids_.tensor().slice_rows(0, rows);
+  const Tensor logprobs = logprobs_.tensor().slice_rows(0, rows);
+  run(logits, ids, logprobs);
+  std::vector<int32_t> host_ids(static_cast<size_t>(rows * k_));
+  std::vector<float> host_logprobs(host_ids.size());
+  kernels::copy(ids, Tensor(host_ids.data(), DType::kI32, {rows, k_}), target_.stream());
+  kernels::copy(logprobs, Tensor(host_logprobs.data(), DType::kF32, {rows, k_}), target_.stream());
+  std::vector<std::vector<speculative::TokenLogprob>> out(static_cast<size_t>(rows));
+  for (size_t at = 0; at < host_ids.size(); ++at) {
+    const int32_t id = host_ids[at];
+    out[at / static_cast<size_t>(k_)].push_back(
+        {to_target.empty() ? id : to_target[static_cast<size_t>(id)], host_logprobs[at]});
+  }
+  return out;
 }
 
 }  // namespace sgl::runner

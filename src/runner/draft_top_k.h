@@ -6,10 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/tensor.h"
 #include "runner/model_runner.h"
+#include "speculative/draft_tree.h"
 
 namespace sgl::runner {
 
@@ -22,13 +25,19 @@ class DraftTopK {
   // ids i32 [rows, k] (draft vocabulary ids) and logprobs f32 [rows, k] of logits [rows, vocab],
   // on the target's stream.
   void run(const Tensor& logits, const Tensor& ids, const Tensor& logprobs);
+  // The same on the host, each id mapped by `to_target` (EAGLE-3's map; empty: none): [rows][k].
+  // Waits.
+  std::vector<std::vector<speculative::TokenLogprob>> host(const Tensor& logits,
+                                                           std::span<const int32_t> to_target);
 
  private:
   ModelRunner& target_;
   int32_t k_;
   int64_t max_rows_;
-  Buffer params_;  // GPU: the sampler's parameters for max_rows greedy rows
-  Buffer next_;    // GPU: i32 [max_rows], the sampler's greedy ids (unused)
+  Buffer params_;    // GPU: the sampler's parameters for max_rows greedy rows
+  Buffer next_;      // GPU: i32 [max_rows], the sampler's greedy ids (unused)
+  Buffer ids_;       // host(): i32 [max_rows, k]
+  Buffer logprobs_;  // host(): f32 [max_rows, k]
 };
 
 }  // namespace sgl::runner

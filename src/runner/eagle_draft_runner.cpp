@@ -66,10 +66,10 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
   const ModelRunnerOptions& o = target.options();
   model::WeightLoader weights(source.get(), target.allocator(), target.compute_dtype(),
                               target.stream());
-  // Draft extends return a row per request, draft steps a row per request too.
+  // Draft extends and chain steps return a row per request; a tree's steps a row per branch, at
+  // most max_batch_size of them, or one request's topk (EagleTree).
   model::ModelOptions options;
   options.max_num_tokens = o.max_num_tokens;
-  // A tree's draft steps run a request's topk branches in one pass (EagleTree).
   options.max_logit_rows = std::max<int64_t>(o.max_batch_size, topk);
   options.max_positions = target.context_length();
   SGL_ASSIGN_OR_RETURN(runner->model_,

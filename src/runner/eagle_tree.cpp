@@ -60,6 +60,8 @@ EagleTree::EagleTree(EagleDraftRunner& draft, const cache::ReqToTokenTable& req_
       top_k_(draft.target(), k_, int64_t{capacity_} * k_),
       graphs_(std::make_unique<Graphs>()) {
   ModelRunner& target = draft.target();
+  SGL_CHECK_LE(branches_, target.options().max_num_tokens)
+      << "--speculative-eagle-topk " << k_ << " needs a draft pass of " << branches_ << " tokens";
   const int64_t ints = kv_indices_at() + int64_t{branches_} * list_capacity_;
   const int64_t floats = int64_t{steps_} * branches_ * (1 + k_);
   if (target.options().device.is_cpu()) {
@@ -86,8 +88,8 @@ int64_t EagleTree::step_at(int32_t array, int32_t t) const {
   return (int64_t{array} * steps_ + t) * branches_;
 }
 int64_t EagleTree::row_at(int32_t array) const {
-  return step_at(kStepArrays, 0) + (array == kBranchRows ? 0 : branches_ + int64_t{array - 1} *
-                                                                               capacity_);
+  return step_at(kStepArrays, 0) +
+         (array == kBranchRows ? 0 : branches_ + int64_t{array - 1} * capacity_);
 }
 int64_t EagleTree::ones_at() const { return row_at(kRowArrays); }
 int64_t EagleTree::qo_indptr_at() const { return ones_at() + branches_; }
@@ -180,7 +182,7 @@ ForwardBatch EagleTree::step_batch(int32_t t, int32_t rows, int32_t max_seq_len)
 void EagleTree::select(int32_t t, int32_t rows) {
   auto i32 = [&](int64_t at) { return i32_view(at, 1).data<int32_t>(); };
   auto f32 = [&](int64_t at) { return f32_view(at, 1).data<float>(); };
-  const int32_t next = std::min(t + 1, steps_ - 1);  // the last step writes nothing there
+  const bool last = t + 1 == steps_;  // maps its children's ids, chooses nothing
   const TreeSelectArgs args{
       .k = k_,
       .steps = steps_,
@@ -190,9 +192,9 @@ void EagleTree::select(int32_t t, int32_t rows) {
       .child_ids = i32(child_ids_at(t)),
       .child_logprobs = f32(int64_t{steps_} * branches_ + int64_t{t} * branches_ * k_),
       .scores = f32(int64_t{t} * branches_),
-      .next_ids = i32(step_at(kIds, next)),
-      .next_sources = i32(step_at(kSources, next)),
-      .next_scores = f32(int64_t{next} * branches_),
+      .next_ids = last ? nullptr : i32(step_at(kIds, t + 1)),
+      .next_sources = last ? nullptr : i32(step_at(kSources, t + 1)),
+      .next_scores = last ? nullptr : f32(int64_t{t + 1} * branches_),
       .children = i32(children_at(0)),
       .rows = rows,
       .stride = branches_,
@@ -220,8 +222,7 @@ void EagleTree::enqueue(int32_t rows, int32_t max_seq_len, bool plan) {
     if (plan) draft_.attention().plan(fb);
     const model::DraftOutput out = draft_.forward_planned(fb, hidden_in);
     top_k_.run(out.logits, i32_view(child_ids_at(t), int64_t{n} * k_).reshape({n, k_}),
-               f32_view(int64_t{steps_} * branches_ + int64_t{t} * branches_ * k_,
-                        int64_t{n} * k_)
+               f32_view(int64_t{steps_} * branches_ + int64_t{t} * branches_ * k_, int64_t{n} * k_)
                    .reshape({n, k_}));
     if (t + 1 < steps_) {
       kernels::copy_async(out.hidden_states, branch_out_.tensor().slice_rows(0, n), stream);
@@ -248,6 +249,11 @@ std::vector<speculative::DraftTree> EagleTree::build(std::span<const TreeRequest
     speculative::DraftTreeBuilder tree(k_);
     tree.add_children(-1, r.first);
     std::vector<int32_t> frontier = tree.take_frontier();
+    // fill() gave branch f the f-th first draft: the first distribution's top k come sorted.
+    for (int32_t f = 0; f < k_; ++f) {
+      SGL_CHECK_EQ(frontier[static_cast<size_t>(f)], f)
+          << "request row " << r.req_pool_idx << ": its first drafts are not in rank order";
+    }
     for (int32_t t = 0; t < steps_; ++t) {
       const int32_t begin = tree.size();
       for (int32_t f = 0; f < k_; ++f) {
@@ -263,8 +269,7 @@ std::vector<speculative::DraftTree> EagleTree::build(std::span<const TreeRequest
       for (int32_t f = 0; t + 1 < steps_ && f < k_; ++f) {
         SGL_CHECK_EQ(frontier[static_cast<size_t>(f)] - begin,
                      host_.data<int32_t>()[children_at(t + 1) + b * k_ + f])
-            << "request row " << r.req_pool_idx << ": the device's tree frontier at step "
-            << t + 1;
+            << "request row " << r.req_pool_idx << ": the device's tree frontier at step " << t + 1;
       }
     }
     trees.push_back(tree.select(r.nodes));
@@ -277,8 +282,8 @@ std::vector<speculative::DraftTree> EagleTree::draft(std::span<const TreeRequest
   const auto bs = static_cast<int32_t>(requests.size());
   SGL_CHECK_LE(bs, draft_.target().options().max_batch_size) << "draft trees (scratch slots)";
   for (int32_t g = 0; g < bs; g += capacity_) {
-    const std::span<const TreeRequest> group = requests.subspan(
-        static_cast<size_t>(g), static_cast<size_t>(std::min(capacity_, bs - g)));
+    const std::span<const TreeRequest> group =
+        requests.subspan(static_cast<size_t>(g), static_cast<size_t>(std::min(capacity_, bs - g)));
     const auto n = static_cast<int32_t>(group.size());
     const int32_t bucket = graph_rows(n);
     const int32_t rows = bucket > 0 ? bucket : n;
@@ -340,9 +345,8 @@ void EagleTree::capture_graphs() {
     draft_.attention().prepare_capture(step_batch(0, *b, list_capacity_));
     enqueue(*b, list_capacity_, /*plan=*/false);
     backend::synchronize(stream);
-    graphs_->by_rows.emplace(*b, backend::CudaGraph::capture(stream, [&] {
-                               enqueue(*b, list_capacity_, /*plan=*/false);
-                             }));
+    graphs_->by_rows.emplace(*b, backend::CudaGraph::capture(
+                                     stream, [&] { enqueue(*b, list_capacity_, /*plan=*/false); }));
   }
   backend::synchronize(stream);
   graphs_->buckets = std::move(buckets);

@@ -7,8 +7,8 @@
 // (DraftTreeBuilder, checking the device's frontier) and selects the verified nodes.
 // On the GPU each bucket of requests replays one CUDA graph of all the steps (captured at start,
 // like the decode graphs); on the CPU, and past the largest bucket, the same work runs eagerly.
-// Requests beyond the capacity (max_batch_size / k: the draft's passes are max_batch_size rows)
-// are drafted in groups.
+// A step's pass has k rows a request, so the requests go in groups of max_batch_size / k (at
+// least one), each group one replay (or, past the largest graph or on the CPU, an eager run).
 #pragma once
 
 #include <cstdint>
@@ -84,9 +84,9 @@ class EagleTree {
   const cache::ReqToTokenTable& req_to_token_;
   Tensor hidden_states_;
   int32_t k_;
-  int32_t steps_;     // draft.num_steps() - 1: the steps after the first distribution
-  int32_t capacity_;  // request rows per group
-  int32_t branches_;  // capacity_ * k_
+  int32_t steps_;          // draft.num_steps() - 1: the steps after the first distribution
+  int32_t capacity_;       // request rows per group
+  int32_t branches_;       // capacity_ * k_
   int32_t list_capacity_;  // a branch's KV list: the context, then its steps
   DraftTopK top_k_;
   std::unique_ptr<Allocator> staging_allocator_;  // GPU: pinned host memory

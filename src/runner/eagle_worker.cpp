@@ -39,34 +39,9 @@ EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& 
   }
   if (topk_ > 1) {
     next_top_.resize(static_cast<size_t>(max_reqs));
-    tree_ = std::make_unique<EagleTree>(draft, req_to_token, hidden_state_.tensor());
     top_k_ = std::make_unique<DraftTopK>(target, topk_, max_bs);
-    top_ids_ = Buffer(allocator, DType::kI32, {max_bs, topk_});
-    top_logprobs_ = Buffer(allocator, DType::kF32, {max_bs, topk_});
+    tree_ = std::make_unique<EagleTree>(draft, req_to_token, hidden_state_.tensor());
   }
-}
-
-std::vector<std::vector<speculative::TokenLogprob>> EagleWorker::top_k(const Tensor& logits) {
-  const int64_t rows = logits.size(0);
-  const Tensor ids = top_ids_.tensor().slice_rows(0, rows);
-  const Tensor logprobs = top_logprobs_.tensor().slice_rows(0, rows);
-  top_k_->run(logits, ids, logprobs);
-  std::vector<int32_t> host_ids(static_cast<size_t>(rows * topk_));
-  std::vector<float> host_logprobs(host_ids.size());
-  const backend::Stream stream = draft_.target().stream();
-  kernels::copy(ids, Tensor(host_ids.data(), DType::kI32, {rows, topk_}), stream);
-  kernels::copy(logprobs, Tensor(host_logprobs.data(), DType::kF32, {rows, topk_}), stream);
-  const std::span<const int32_t> to_target = draft_.draft_to_target();
-  std::vector<std::vector<speculative::TokenLogprob>> out(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int32_t j = 0; j < topk_; ++j) {
-      const auto at = static_cast<size_t>(r * topk_ + j);
-      const int32_t id = host_ids[at];
-      out[static_cast<size_t>(r)].push_back(
-          {to_target.empty() ? id : to_target[static_cast<size_t>(id)], host_logprobs[at]});
-    }
-  }
-  return out;
 }
 
 Tensor EagleWorker::upload(std::span<const int32_t> values, const Buffer& buffer) {
@@ -90,7 +65,8 @@ void EagleWorker::extend_kept(std::span<const BatchRequest> requests, const Tens
   kernels::scatter_rows(out.hidden_states, upload(rows, scatter_rows_), hidden_state_,
                         target.stream());
   if (topk_ > 1) {  // a tree starts from the distribution's top k
-    std::vector<std::vector<speculative::TokenLogprob>> top = top_k(out.logits);
+    std::vector<std::vector<speculative::TokenLogprob>> top =
+        top_k_->host(out.logits, draft_.draft_to_target());
     for (size_t i = 0; i < requests.size(); ++i) {
       next_top_[static_cast<size_t>(rows[i])] = std::move(top[i]);
     }

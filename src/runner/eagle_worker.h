@@ -23,8 +23,8 @@
 #include "core/buffer.h"
 #include "model/model.h"
 #include "runner/batch_executor.h"
-#include "runner/eagle_chain.h"
 #include "runner/draft_top_k.h"
+#include "runner/eagle_chain.h"
 #include "runner/eagle_draft_runner.h"
 #include "runner/eagle_tree.h"
 #include "runner/forward_batch_builder.h"
@@ -72,9 +72,6 @@ class EagleWorker {
   // The target's hidden states a draft extend reads (the captured layers', for EAGLE-3).
   const Tensor& draft_input(const model::ModelOutput& target) const;
   std::vector<speculative::DraftTree> draft_tree(const ExecBatch& batch);
-  // Each row's top k (draft_to_target applied) of draft `logits` [rows <= max_batch_size, draft
-  // vocab], on the host.
-  std::vector<std::vector<speculative::TokenLogprob>> top_k(const Tensor& logits);
   // The draft extend over `requests`' kept positions; hidden_in [tokens, W]. Writes each
   // request's output hidden row and its next first draft (a chain's argmax, on the device; a
   // tree's top k, on the host) into its state.
@@ -105,13 +102,11 @@ class EagleWorker {
   Buffer extend_hidden_;  // [max_num_tokens, W]: the kept rows of the target's
   Buffer gather_rows_;    // i32 [max_num_tokens]
   Buffer scatter_rows_;   // i32 [max_batch_size]
-  // Trees: per request row, the next first draft distribution's top k; the draft steps; top_k()
-  // and where it puts a pass's top k before they come to the host.
+  // Trees: per request row, the next first draft distribution's top k (a draft extend's); the
+  // draft steps.
   std::vector<std::vector<speculative::TokenLogprob>> next_top_;  // [max_reqs][topk]
-  std::unique_ptr<EagleTree> tree_;
   std::unique_ptr<DraftTopK> top_k_;
-  Buffer top_ids_;       // i32 [max_batch_size, topk]
-  Buffer top_logprobs_;  // f32 [max_batch_size, topk]
+  std::unique_ptr<EagleTree> tree_;
 };
 
 }  // namespace sgl::runner

@@ -65,6 +65,7 @@ Result<Communicators> join_nccl_by_id(const ModelRunnerOptions& options,
                                       const std::vector<int>& devices, int first_rank,
                                       std::chrono::milliseconds timeout) {
   const distributed::DistInitAddr addr = group_addr(nodes);
+  distributed::keep_nvlink_multicast_off();  // before the rank threads below
   distributed::NcclUniqueId id{};
   std::unique_ptr<distributed::IdServer> server;
   if (nodes.node_rank == 0) {

@@ -170,8 +170,9 @@ TEST(NcclCommunicatorTest, OneRankFromAUniqueId) {
   check_collectives(comms);
 }
 
-// Whatever the environment says, NVLink multicast is off before NCCL makes a communicator (one
-// rank here: NCCL would not use it on one GPU anyway).
+// Whatever the environment says, NVLink multicast is off when NCCL makes a communicator. (NCCL
+// reads the variable once, at its first use in the process: this checks what the factories set,
+// not what NCCL cached. One rank here: NCCL would not use multicast on one GPU anyway.)
 TEST(NcclCommunicatorTest, NvlinkMulticastStaysOff) {
   if (device_count() < 1) GTEST_SKIP() << "no GPU";
   setenv("NCCL_NVLS_ENABLE", "1", 1);

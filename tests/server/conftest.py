@@ -70,8 +70,9 @@ def raise_fd_limit():
 
 
 def server_args_from_env():
-    """SGL_TEST_SERVER_ARGS: flags for every server a suite starts (e.g. "--device cuda --dtype
-    float32"); a suite's own flags come after them and win (the last value holds)."""
+    """SGL_TEST_SERVER_ARGS: flags for every server a suite starts through Server (e.g.
+    "--device cuda --dtype float32"); a suite's own flags come after them and win (the last value
+    holds)."""
     return shlex.split(os.environ.get("SGL_TEST_SERVER_ARGS", ""))
 
 
@@ -106,8 +107,8 @@ class Server:
         # SGL_TEST_DP_SIZE=N runs a suite behind N engine replicas, unless it sets --dp-size or
         # serves across nodes (which --dp-size refuses).
         dp = os.environ.get("SGL_TEST_DP_SIZE")
-        if dp and not any(a in ("--dp-size", "--dp", "--data-parallel-size", "--nnodes")
-                          for a in args):
+        if dp and not any(a.split("=")[0] in ("--dp-size", "--dp", "--data-parallel-size",
+                                                "--nnodes") for a in args):
             args += ["--dp-size", dp]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr)
         self.url = self._wait_for_url(timeout=120)
