@@ -112,14 +112,6 @@ Status size_runner_for_engine(const std::filesystem::path& model_path,
   if (spec.drafts_in_runner()) {
     // NOTE: every EAGLE pass captures hidden states, which the decode graphs do not, yet the
     // graphs stay: without them batch 8 ran 6% slower (docs/perf-log/2026-11-29-eagle-chain.md).
-    // NOTE: each rank's draft chain captures its graphs while the ranks are built one after
-    // another, and with collectives inside (the target's vocab-parallel embedding and head)
-    // those captures would have to meet across GPUs; the CPU has no graphs.
-    if (ro.tp_size > 1 && !ro.device.is_cpu()) {
-      return invalid_argument(
-          "EAGLE speculative decoding with --tp-size > 1 on GPUs is not implemented (the CPU "
-          "runs it)");
-    }
     if (ro.is_embedding) {
       return invalid_argument(
           "--speculative-algorithm is for generation models, not "

@@ -1,6 +1,8 @@
 // TpBatchRunner: every rank runs every batch.
 #include "runner/tp_batch_runner.h"
 
+#include <exception>
+
 #include "backend/devices.h"
 #include "core/check.h"
 
@@ -14,10 +16,28 @@ TpBatchRunner::TpBatchRunner(ModelRunner& first, TpWorkerGroup& workers,
   SGL_CHECK(eagle_drafts.empty() || static_cast<int>(eagle_drafts.size()) == workers.local_size())
       << eagle_drafts.size() << " EAGLE draft runners for " << workers.local_size() << " ranks";
   const std::vector<ModelRunner*> runners = workers.ranks(first);
+  for (ModelRunner* r : runners) devices_.push_back(r->options().device);
+  // Each rank's batch runner is made on a thread of its own, on its device, all at once: an
+  // EAGLE head captures its draft graphs as it is made (warm-up passes included), and their
+  // collectives (the target's vocab-parallel embedding and LM head) meet only when every rank
+  // runs them together.
+  ranks_.resize(runners.size());
+  std::vector<std::exception_ptr> failed(runners.size());
+  std::vector<std::thread> makers;
   for (size_t i = 0; i < runners.size(); ++i) {
-    ranks_.push_back(std::make_unique<ModelBatchRunner>(
-        *runners[i], req_to_token, eagle_drafts.empty() ? nullptr : eagle_drafts[i]));
-    devices_.push_back(runners[i]->options().device);
+    makers.emplace_back([&, i] {
+      try {
+        backend::set_current_device(devices_[i]);
+        ranks_[i] = std::make_unique<ModelBatchRunner>(
+            *runners[i], req_to_token, eagle_drafts.empty() ? nullptr : eagle_drafts[i]);
+      } catch (...) {
+        failed[i] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : makers) t.join();
+  for (const std::exception_ptr& e : failed) {
+    if (e) std::rethrow_exception(e);
   }
   for (int i = 1; i < workers.local_size(); ++i) threads_.emplace_back([this, i] { rank_loop(i); });
 }
