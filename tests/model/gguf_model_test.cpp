@@ -510,19 +510,22 @@ INSTANTIATE_TEST_SUITE_P(Models, GgufParityTest,
                            return name;
                          });
 
+// A test model converted to GGUF with 2-D tensors as `type`, served at tp x ep.
+struct GgufTpCase {
+  const char* model;
+  const char* arch;
+  uint32_t type;
+  int tp;
+  int ep = 1;
+};
+
 // Tensor parallelism over GGUF: each rank stages only its slices of the stored (quantized) rows,
 // the llama q/k rows un-permuted and each stacked expert cut again by the shard; every rank's
 // logits equal one rank's (the all-reduces' summation order aside). With --ep-size each rank
 // stages only its experts' slices of the stacked tensors (whole experts at ep = tp:
 // tiny-qwen2-moe's Q8_0 experts load at tp 4, which the block rule refuses without ep).
 TEST(GgufModelTest, TensorParallelRanksEqualOneRank) {
-  struct Case {
-    const char* model;
-    const char* arch;
-    uint32_t type;
-    int tp;
-    int ep = 1;
-  };
+  using Case = GgufTpCase;
   for (const Case& c :
        {Case{"tiny-llama", "llama", kTypeQ8_0, 2}, Case{"tiny-mixtral", "llama", kTypeQ8_0, 2},
         Case{"tiny-qwen3-moe", "qwen3moe", kTypeF16, 4},
@@ -557,13 +560,7 @@ TEST(GgufModelTest, TensorParallelRanksEqualOneRank) {
 // the quantized blocks, its columns at whole blocks, its experts of the stacked ones, whole KV
 // heads shared by ranks), as from safetensors (tensor_parallel_load_test).
 TEST(GgufModelTest, EachRankReadsOnlyItsShard) {
-  struct Case {
-    const char* model;
-    const char* arch;
-    uint32_t type;
-    int tp;
-    int ep = 1;
-  };
+  using Case = GgufTpCase;
   for (const Case& c :
        {Case{"tiny-llama", "llama", kTypeQ8_0, 2}, Case{"tiny-qwen3-moe", "qwen3moe", kTypeF16, 4},
         Case{"tiny-qwen2-moe", "qwen2moe", kTypeQ8_0, 4, 4},

@@ -257,9 +257,10 @@ TEST(TensorParallelCudaEngine, ServesWhatOneGpuServesOrSaysItNeedsMoreGpus) {
   if (device_count() < 2) {
     auto me = engine::launch_model_engine(test::model_dir(model), ro, eo);
     ASSERT_FALSE(me.ok());
-    EXPECT_NE(me.status().message().find("--tp-size 2 needs 2 GPUs (cuda:0 to cuda:1), found " +
-                                         std::to_string(device_count())),
-              std::string::npos)
+    EXPECT_NE(
+        me.status().message().find("--tp-size 2 needs 2 GPUs here (cuda:0 to cuda:1), found " +
+                                   std::to_string(device_count())),
+        std::string::npos)
         << me.status().to_string();
     return;
   }

@@ -18,8 +18,7 @@
 #ifdef SGL_TEST_ON_CUDA
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_stream.h"
-#include "core/buffer.h"
-#include "kernels/copy.h"
+#include "device_vectors.h"
 #endif
 
 namespace sgl::runner {
@@ -192,18 +191,11 @@ TEST(ChainAcceptCuda, TheKernelWritesWhatTheHostWrites) {
     Verify host = random_verify(rng, trial % 3 == 0 ? 1 + trial % 5 : 0);
     Verify device = host;
     // A device copy of each of `device`'s vectors, then back over it after the kernel.
-    std::vector<std::pair<std::vector<int32_t>*, Buffer>> copies;
-    const ChainAcceptArgs args = device.args(30, 500, [&](std::vector<int32_t>& v) {
-      const auto n = static_cast<int64_t>(v.size());
-      Buffer& b = copies.emplace_back(&v, Buffer(gpu, DType::kI32, {n})).second;
-      kernels::copy(Tensor(v.data(), DType::kI32, {n}), b.tensor(), stream.get());
-      return b.data<int32_t>();
-    });
+    test::DeviceVectors copies(gpu, stream.get());
+    const ChainAcceptArgs args =
+        device.args(30, 500, [&](std::vector<int32_t>& v) { return copies(v); });
     cuda::apply_chain_accept(args, stream.get());
-    for (auto& [v, b] : copies) {
-      kernels::copy(b.tensor(), Tensor(v->data(), DType::kI32, {static_cast<int64_t>(v->size())}),
-                    stream.get());
-    }
+    copies.copy_back();
     const ChainAcceptArgs host_args = host.args(30, 500);
     for (int32_t b = 0; b < host.bs; ++b) apply_chain_accept(host_args, b);
     SCOPED_TRACE(::testing::Message() << "trial " << trial);

@@ -10,15 +10,13 @@
 #include <algorithm>
 #include <functional>
 #include <random>
-#include <utility>
 #include <vector>
 
 #include "speculative/draft_tree.h"
 #ifdef SGL_TEST_ON_CUDA
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_stream.h"
-#include "core/buffer.h"
-#include "kernels/copy.h"
+#include "device_vectors.h"
 #endif
 
 namespace sgl::runner {
@@ -127,7 +125,8 @@ TEST(TreeSelect, TheFrontierIsDraftTreeBuildersAndTheBranchesReadTheirAncestors)
     std::vector<std::vector<std::vector<int32_t>>> frontiers(static_cast<size_t>(x.bs));
     for (int32_t b = 0; b < x.bs; ++b) {
       std::vector<speculative::TokenLogprob> first;
-      for (int32_t f = 0; f < k; ++f) first.push_back({f, x.scores[static_cast<size_t>(b * k + f)]});
+      for (int32_t f = 0; f < k; ++f)
+        first.push_back({f, x.scores[static_cast<size_t>(b * k + f)]});
       trees[b].add_children(-1, first);
       frontiers[b].push_back(trees[b].take_frontier());
     }
@@ -164,8 +163,8 @@ TEST(TreeSelect, TheFrontierIsDraftTreeBuildersAndTheBranchesReadTheirAncestors)
           for (int32_t a = node; a >= 0; a = trees[b].candidate(a).parent) {
             const std::vector<int32_t>& at_step = frontiers[b][static_cast<size_t>(--depth)];
             const auto pos = std::find(at_step.begin(), at_step.end(), a) - at_step.begin();
-            want.insert(want.begin(),
-                        x.slot_bases[static_cast<size_t>(b)] + depth * k + static_cast<int32_t>(pos));
+            want.insert(want.begin(), x.slot_bases[static_cast<size_t>(b)] + depth * k +
+                                          static_cast<int32_t>(pos));
           }
           const auto list = x.kv_indices.begin() + x.kv_indptr[static_cast<size_t>(i)] + kPrefix;
           EXPECT_EQ(std::vector<int32_t>(list, list + t + 2), want);
@@ -192,31 +191,12 @@ TEST(TreeSelectCuda, TheKernelWritesWhatTheHostWrites) {
     for (int32_t t = 0; t < host.steps; ++t) {
       random_children(rng, host);
       Trees device = host;
-      std::vector<std::pair<std::vector<int32_t>*, Buffer>> ints;
-      std::vector<std::pair<std::vector<float>*, Buffer>> floats;
-      auto to_device = [&](auto& v, auto& copies, DType dtype) {
-        const auto n = static_cast<int64_t>(v.size());
-        Buffer& b = copies.emplace_back(&v, Buffer(gpu, dtype, {n})).second;
-        kernels::copy(Tensor(v.data(), dtype, {n}), b.tensor(), stream.get());
-        return b.tensor().raw();
-      };
+      test::DeviceVectors copies(gpu, stream.get());
       const TreeSelectArgs args = device.args(
-          t,
-          [&](std::vector<int32_t>& v) {
-            return static_cast<int32_t*>(to_device(v, ints, DType::kI32));
-          },
-          [&](std::vector<float>& v) {
-            return static_cast<float*>(to_device(v, floats, DType::kF32));
-          });
+          t, [&](std::vector<int32_t>& v) { return copies(v); },
+          [&](std::vector<float>& v) { return copies(v); });
       cuda::apply_tree_select(args, stream.get());
-      for (auto& [v, b] : ints) {
-        kernels::copy(b.tensor(), Tensor(v->data(), DType::kI32, {b.tensor().numel()}),
-                      stream.get());
-      }
-      for (auto& [v, b] : floats) {
-        kernels::copy(b.tensor(), Tensor(v->data(), DType::kF32, {b.tensor().numel()}),
-                      stream.get());
-      }
+      copies.copy_back();
       const TreeSelectArgs host_args = host.args(t);
       for (int32_t b = 0; b < host.rows; ++b) apply_tree_select(host_args, b);
       SCOPED_TRACE(::testing::Message() << "trial " << trial << " step " << t);
