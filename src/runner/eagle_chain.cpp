@@ -62,17 +62,11 @@ EagleChain::EagleChain(EagleDraftRunner& draft, const cache::ReqToTokenTable& re
       max_steps_(draft.num_steps() - 1),
       max_tokens_(draft.num_steps() + 1),
       max_context_len_(req_to_token.max_context_len()),
+      arrays_(draft.target(), DType::kI32,
+              extend_at(kExtendKvIndices) + int64_t{capacity_} * max_context_len_),
       pending_row_of_(static_cast<size_t>(req_to_token.size()), -1),
       graphs_(std::make_unique<Graphs>()) {
   ModelRunner& target = draft.target();
-  const int64_t total = extend_at(kExtendKvIndices) + int64_t{capacity_} * max_context_len_;
-  if (target.options().device.is_cpu()) {
-    host_ = Buffer(target.allocator(), DType::kI32, {total});
-  } else {
-    staging_allocator_ = backend::create_staging_allocator(target.options().device);
-    host_ = Buffer(*staging_allocator_, DType::kI32, {total});
-    device_ = Buffer(target.allocator(), DType::kI32, {total});
-  }
   const int64_t h = draft.config().llama.hidden_size;
   step_hidden_ = Buffer(target.allocator(), target.compute_dtype(), {capacity_, h});
   first_hidden_ = Buffer(target.allocator(), target.compute_dtype(), {capacity_, h});
@@ -106,19 +100,8 @@ int64_t EagleChain::extend_at(int32_t array) const {
   return at;
 }
 
-Tensor EagleChain::device_view(int64_t at, int64_t n) const {
-  const Buffer& b = device_.tensor().defined() ? device_ : host_;
-  return b.tensor().slice_rows(at, n);
-}
-
 Tensor EagleChain::view_2d(int64_t at, int64_t rows, int64_t cols) const {
-  return device_view(at, rows * cols).reshape({rows, cols});
-}
-
-void EagleChain::upload(int64_t from, int64_t count) {
-  if (!device_.tensor().defined() || count == 0) return;
-  kernels::copy_async(host_.tensor().slice_rows(from, count),
-                      device_.tensor().slice_rows(from, count), draft_.target().stream());
+  return arrays_.view(at, rows * cols).reshape({rows, cols});
 }
 
 int64_t EagleChain::fill_chain(std::span<const ChainRequest> requests, int32_t rows,
@@ -127,7 +110,7 @@ int64_t EagleChain::fill_chain(std::span<const ChainRequest> requests, int32_t r
             steps <= max_steps_)
       << "draft chain of " << requests.size() << " requests in " << rows << " rows, " << steps
       << " steps";
-  int32_t* h = host_.data<int32_t>();
+  int32_t* h = arrays_.host_data<int32_t>();
   const int32_t max_pos = static_cast<int32_t>(draft_.target().context_length()) - 1;
   int64_t kv = 0;  // kv_indices used
   h[kv_indptr_at()] = 0;
@@ -183,7 +166,7 @@ int64_t EagleChain::fill_extend(std::span<const VerifiedRequest> requests, int32
             tokens <= max_tokens_)
       << "draft extend of " << requests.size() << " requests in " << rows << " rows, " << tokens
       << " tokens";
-  int32_t* h = host_.data<int32_t>();
+  int32_t* h = arrays_.host_data<int32_t>();
   auto at = [&](ExtendArray a) { return h + extend_at(a); };
   const int32_t max_pos = static_cast<int32_t>(draft_.target().context_length()) - 1;
   int64_t kv = 0;
@@ -222,9 +205,7 @@ int64_t EagleChain::fill_extend(std::span<const VerifiedRequest> requests, int32
 
 ForwardBatch EagleChain::pass_batch(ForwardMode mode, const StaticPassArrays& at, int32_t rows,
                                     int32_t tokens_each, int32_t max_seq_len) const {
-  const Buffer& b = device_.tensor().defined() ? device_ : host_;
-  return static_pass_batch(mode, b.tensor(), host_.data<int32_t>(), at, rows, tokens_each,
-                           max_seq_len, req_to_token_);
+  return static_pass_batch(mode, arrays_, at, rows, tokens_each, max_seq_len, req_to_token_);
 }
 
 ForwardBatch EagleChain::step_batch(int32_t step, int32_t rows, int32_t max_seq_len) const {
@@ -249,7 +230,7 @@ ForwardBatch EagleChain::extend_batch(int32_t rows, int32_t tokens, int32_t max_
 void EagleChain::enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t max_seq_len,
                          bool plan) {
   const backend::Stream stream = draft_.target().stream();
-  const Tensor ids0 = device_view(ids_at(0), rows);
+  const Tensor ids0 = arrays_.view(ids_at(0), rows);
   Tensor hidden = step_hidden_.tensor().slice_rows(0, rows);  // step 1's hidden input
   if (tokens > 0) {
     // The draft extend: every verified position, each request's row at its accepted path's end.
@@ -257,12 +238,12 @@ void EagleChain::enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t ma
     if (plan) draft_.attention().plan(fb);
     const model::DraftOutput out =
         draft_.forward_planned(fb, extend_hidden_.tensor().slice_rows(0, fb.num_tokens),
-                               device_view(extend_at(kExtendOutRows), rows));
+                               arrays_.view(extend_at(kExtendOutRows), rows));
     draft_.greedy_ids(out.logits, ids0);
     hidden = first_hidden_.tensor().slice_rows(0, rows);
     kernels::copy_async(out.hidden_states, hidden, stream);
   } else {
-    const Tensor row_ids = device_view(0, rows);
+    const Tensor row_ids = arrays_.view(0, rows);
     kernels::embedding(row_ids, first_drafts_, ids0.reshape({rows, 1}), stream);
     kernels::embedding(row_ids, hidden_states_, hidden, stream);
   }
@@ -270,7 +251,7 @@ void EagleChain::enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t ma
     const ForwardBatch fb = step_batch(j, rows, max_seq_len);
     if (plan) draft_.attention().plan(fb);
     const model::DraftOutput out = draft_.forward_planned(fb, hidden);
-    draft_.greedy_ids(out.logits, device_view(ids_at(j), rows));
+    draft_.greedy_ids(out.logits, arrays_.view(ids_at(j), rows));
     if (j < steps) {
       hidden = step_hidden_.tensor().slice_rows(0, rows);
       kernels::copy_async(out.hidden_states, hidden, stream);
@@ -322,8 +303,8 @@ void EagleChain::capture_graphs() {
       if (int64_t{*b} * std::max(tokens, 1) > o.max_num_tokens) continue;
       // Every row padding (what the fills leave past the real rows): one eager run, then the
       // capture, largest bucket first.
-      upload(0, fill_chain({}, *b, steps));
-      if (tokens > 0) upload(extend_at(kExtendIds), fill_extend({}, *b, tokens));
+      arrays_.upload(0, fill_chain({}, *b, steps));
+      if (tokens > 0) arrays_.upload(extend_at(kExtendIds), fill_extend({}, *b, tokens));
       if (tokens > 0) draft_.attention().plan(extend_batch(*b, tokens, max_context_len_));
       for (int32_t j = 1; j <= steps; ++j) {
         draft_.attention().plan(step_batch(j, *b, max_context_len_));
@@ -362,7 +343,7 @@ std::vector<std::vector<int32_t>> EagleChain::draft(std::span<const ChainRequest
   const int32_t steps = drafts - 1;
   const int32_t bucket = steps >= 1 ? graph_rows(bs, 0, steps) : 0;
   const int32_t rows = bucket > 0 ? bucket : bs;
-  upload(0, fill_chain(requests, rows, steps));
+  arrays_.upload(0, fill_chain(requests, rows, steps));
   if (bucket > 0) {
     replay(rows, 0, steps);
   } else {
@@ -371,11 +352,9 @@ std::vector<std::vector<int32_t>> EagleChain::draft(std::span<const ChainRequest
   }
   // Drafts k = 0..steps of every row, one copy (the arrays are capacity apart).
   const int64_t n = int64_t{drafts} * capacity_;
-  const Tensor ids = host_.tensor().slice_rows(ids_at(0), n);
-  if (device_.tensor().defined()) {
-    kernels::copy(device_view(ids_at(0), n), ids, draft_.target().stream());
-  }
-  const int32_t* h = ids.data<int32_t>();
+  arrays_.download(ids_at(0), n);
+  backend::synchronize(draft_.target().stream());
+  const int32_t* h = arrays_.host_data<int32_t>() + ids_at(0);
   std::vector<std::vector<int32_t>> out(requests.size());
   for (int32_t b = 0; b < bs; ++b) {
     for (int32_t k = 0; k < requests[static_cast<size_t>(b)].drafts; ++k) {
@@ -418,8 +397,8 @@ void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int
   const int32_t rows = bucket > 0 ? bucket : bs;
   const int64_t chain_ints = fill_chain(chains, rows, max_steps_);
   const int64_t extend_ints = fill_extend(requests, rows, tokens);  // rewrites the rows array
-  upload(0, chain_ints);
-  upload(extend_at(kExtendIds), extend_ints);
+  arrays_.upload(0, chain_ints);
+  arrays_.upload(extend_at(kExtendIds), extend_ints);
   apply_accept(bs, tokens, ids);
   if (bucket > 0) {
     replay(rows, tokens, max_steps_);
@@ -427,18 +406,15 @@ void EagleChain::extend_and_draft(std::span<const VerifiedRequest> requests, int
     enqueue(rows, tokens, max_steps_, max_seq_len, /*plan=*/true);
   }
   // The draft state at each accepted path's end (a later draft() reads it).
-  const Tensor row_ids = device_view(0, bs);
+  const Tensor row_ids = arrays_.view(0, bs);
   kernels::scatter_rows(first_hidden_.tensor().slice_rows(0, bs), row_ids, hidden_states_, stream);
   kernels::scatter_rows(view_2d(ids_at(0), bs, 1), row_ids, first_drafts_, stream);
-  const int64_t n = int64_t{max_steps_ + 1} * capacity_;
-  if (device_.tensor().defined()) {
-    kernels::copy_async(device_view(ids_at(0), n), host_.tensor().slice_rows(ids_at(0), n), stream);
-  }
+  arrays_.download(ids_at(0), int64_t{max_steps_ + 1} * capacity_);
   pending_copied_.record(stream);
 }
 
 void EagleChain::apply_accept(int32_t bs, int32_t tokens, const VerifyIds& ids) {
-  auto ptr = [&](int64_t at) { return device_view(at, 1).data<int32_t>(); };
+  auto ptr = [&](int64_t at) { return arrays_.view(at, 1).data<int32_t>(); };
   const ChainAcceptArgs args{
       .verify_ids = ids.input_ids.data<int32_t>(),
       .id_table = ids.id_table.defined() ? ids.id_table.data<int32_t>() : nullptr,
@@ -459,7 +435,7 @@ void EagleChain::apply_accept(int32_t bs, int32_t tokens, const VerifyIds& ids) 
       .seq_lens = ptr(step_at(kSeqLens, 1)),
       .step_prefix_lens = ptr(step_at(kPrefixLens, 1)),
       .kv_indices = ptr(kv_indices_at())};
-  if (!device_.tensor().defined()) {
+  if (!arrays_.on_device()) {
     for (int32_t b = 0; b < bs; ++b) apply_chain_accept(args, b);
     return;
   }
@@ -488,13 +464,13 @@ void EagleChain::clear_pending() {
 }
 
 Tensor EagleChain::draft_ids() const {
-  return device_view(ids_at(0), int64_t{max_steps_ + 1} * capacity_);
+  return arrays_.view(ids_at(0), int64_t{max_steps_ + 1} * capacity_);
 }
 
 std::vector<PendingDrafts> EagleChain::take_drafts() {
   if (pending_.empty()) return {};
   pending_copied_.synchronize();
-  const int32_t* h = host_.data<int32_t>() + ids_at(0);
+  const int32_t* h = arrays_.host_data<int32_t>() + ids_at(0);
   std::vector<PendingDrafts> out = pending_;
   clear_pending();
   for (size_t b = 0; b < out.size(); ++b) {

@@ -23,7 +23,6 @@
 
 #include "backend/stream_event.h"
 #include "cache/req_to_token_table.h"
-#include "core/allocator.h"
 #include "core/buffer.h"
 #include "forward/forward_batch.h"
 #include "runner/eagle_draft_runner.h"
@@ -130,7 +129,6 @@ class EagleChain {
   // uploads of fill_chain's and fill_extend's arrays.
   void apply_accept(int32_t bs, int32_t tokens, const VerifyIds& ids);
   void clear_pending();
-  void upload(int64_t from, int64_t count);
   ForwardBatch pass_batch(ForwardMode mode, const StaticPassArrays& at, int32_t rows,
                           int32_t tokens_each, int32_t max_seq_len) const;
   // The batch of chain step `step` over the first `rows` rows, and of the draft extend;
@@ -145,7 +143,6 @@ class EagleChain {
   int32_t graph_rows(int32_t bs, int32_t tokens, int32_t steps) const;
   void replay(int32_t rows, int32_t tokens, int32_t steps);  // a captured shape
   void capture_graphs();
-  Tensor device_view(int64_t at, int64_t n) const;
   Tensor view_2d(int64_t at, int64_t rows, int64_t cols) const;
 
   EagleDraftRunner& draft_;
@@ -156,12 +153,10 @@ class EagleChain {
   int32_t max_steps_;   // draft.num_steps() - 1
   int32_t max_tokens_;  // draft.num_steps() + 1: a verify's longest
   int32_t max_context_len_;
-  std::unique_ptr<Allocator> staging_allocator_;  // GPU: pinned host memory
-  Buffer host_;                                   // i32: the arrays as the host fills them
-  Buffer device_;                                 // i32: the same on the device (CPU: unused)
-  Buffer step_hidden_;                            // [capacity, H]: a step's hidden input
-  Buffer first_hidden_;                           // [capacity, H]: the draft extend's rows
-  Buffer extend_hidden_;                          // [capacity * max_tokens, W]: its input
+  StaticArrays arrays_;   // i32, at the offsets above
+  Buffer step_hidden_;    // [capacity, H]: a step's hidden input
+  Buffer first_hidden_;   // [capacity, H]: the draft extend's rows
+  Buffer extend_hidden_;  // [capacity * max_tokens, W]: its input
   // The pending drafts of extend_and_draft, and the end of its queued work: its uploads read
   // the host arrays, its last copy writes the drafts there.
   std::vector<PendingDrafts> pending_;

@@ -58,22 +58,12 @@ EagleTree::EagleTree(EagleDraftRunner& draft, const cache::ReqToTokenTable& req_
       branches_(capacity_ * k_),
       list_capacity_(req_to_token.max_context_len() + steps_),
       top_k_(draft.target(), k_, int64_t{capacity_} * k_),
+      ints_(draft.target(), DType::kI32, kv_indices_at() + int64_t{branches_} * list_capacity_),
+      floats_(draft.target(), DType::kF32, int64_t{steps_} * branches_ * (1 + k_)),
       graphs_(std::make_unique<Graphs>()) {
   ModelRunner& target = draft.target();
   SGL_CHECK_LE(branches_, target.options().max_num_tokens)
       << "--speculative-eagle-topk " << k_ << " needs a draft pass of " << branches_ << " tokens";
-  const int64_t ints = kv_indices_at() + int64_t{branches_} * list_capacity_;
-  const int64_t floats = int64_t{steps_} * branches_ * (1 + k_);
-  if (target.options().device.is_cpu()) {
-    host_ = Buffer(target.allocator(), DType::kI32, {ints});
-    host_f32_ = Buffer(target.allocator(), DType::kF32, {floats});
-  } else {
-    staging_allocator_ = backend::create_staging_allocator(target.options().device);
-    host_ = Buffer(*staging_allocator_, DType::kI32, {ints});
-    host_f32_ = Buffer(*staging_allocator_, DType::kF32, {floats});
-    device_ = Buffer(target.allocator(), DType::kI32, {ints});
-    device_f32_ = Buffer(target.allocator(), DType::kF32, {floats});
-  }
   const int64_t h = draft.config().llama.hidden_size;
   branch_in_ = Buffer(target.allocator(), target.compute_dtype(), {branches_, h});
   branch_out_ = Buffer(target.allocator(), target.compute_dtype(), {branches_, h});
@@ -102,28 +92,12 @@ int64_t EagleTree::children_at(int32_t t) const {
 }
 int64_t EagleTree::kv_indices_at() const { return children_at(steps_); }
 
-Tensor EagleTree::i32_view(int64_t at, int64_t n) const {
-  const Buffer& b = device_.tensor().defined() ? device_ : host_;
-  return b.tensor().slice_rows(at, n);
-}
-
-Tensor EagleTree::f32_view(int64_t at, int64_t n) const {
-  const Buffer& b = device_f32_.tensor().defined() ? device_f32_ : host_f32_;
-  return b.tensor().slice_rows(at, n);
-}
-
-void EagleTree::upload(int64_t from, int64_t count) {
-  if (!device_.tensor().defined() || count == 0) return;
-  kernels::copy_async(host_.tensor().slice_rows(from, count),
-                      device_.tensor().slice_rows(from, count), draft_.target().stream());
-}
-
 int64_t EagleTree::fill(std::span<const TreeRequest> requests, int32_t first_request,
                         int32_t rows) {
   SGL_CHECK(rows >= static_cast<int32_t>(requests.size()) && rows <= capacity_)
       << "draft trees of " << requests.size() << " requests in " << rows << " rows";
-  int32_t* h = host_.data<int32_t>();
-  float* scores = host_f32_.data<float>();
+  int32_t* h = ints_.host_data<int32_t>();
+  float* scores = floats_.host_data<float>();
   const int32_t max_pos = static_cast<int32_t>(draft_.target().context_length()) - 1;
   int64_t kv = 0;  // kv_indices used
   for (int32_t b = 0; b < rows; ++b) {
@@ -170,9 +144,8 @@ int64_t EagleTree::fill(std::span<const TreeRequest> requests, int32_t first_req
 }
 
 ForwardBatch EagleTree::step_batch(int32_t t, int32_t rows, int32_t max_seq_len) const {
-  const Buffer& b = device_.tensor().defined() ? device_ : host_;
   return static_pass_batch(
-      ForwardMode::kDecode, b.tensor(), host_.data<int32_t>(),
+      ForwardMode::kDecode, ints_,
       {step_at(kIds, t), step_at(kPositions, t), step_at(kSlots, t), step_at(kSeqLens, t),
        step_at(kPrefixLens, t), ones_at(), row_at(kBranchRows), qo_indptr_at(), kv_indptr_at(),
        kv_indices_at(), int64_t{branches_} * list_capacity_},
@@ -180,8 +153,8 @@ ForwardBatch EagleTree::step_batch(int32_t t, int32_t rows, int32_t max_seq_len)
 }
 
 void EagleTree::select(int32_t t, int32_t rows) {
-  auto i32 = [&](int64_t at) { return i32_view(at, 1).data<int32_t>(); };
-  auto f32 = [&](int64_t at) { return f32_view(at, 1).data<float>(); };
+  auto i32 = [&](int64_t at) { return ints_.view(at, 1).data<int32_t>(); };
+  auto f32 = [&](int64_t at) { return floats_.view(at, 1).data<float>(); };
   const bool last = t + 1 == steps_;  // maps its children's ids, chooses nothing
   const TreeSelectArgs args{
       .k = k_,
@@ -202,7 +175,7 @@ void EagleTree::select(int32_t t, int32_t rows) {
       .prefix_lens = i32(row_at(kRowPrefixLens)),
       .kv_indptr = i32(kv_indptr_at()),
       .kv_indices = i32(kv_indices_at())};
-  if (!device_.tensor().defined()) {
+  if (!ints_.on_device()) {
     for (int32_t b = 0; b < rows; ++b) apply_tree_select(args, b);
     return;
   }
@@ -216,14 +189,15 @@ void EagleTree::enqueue(int32_t rows, int32_t max_seq_len, bool plan) {
   const int32_t n = rows * k_;
   const Tensor hidden_in = branch_in_.tensor().slice_rows(0, n);
   for (int32_t t = 0; t < steps_; ++t) {
-    kernels::embedding(i32_view(step_at(kSources, t), n),
+    kernels::embedding(ints_.view(step_at(kSources, t), n),
                        t == 0 ? hidden_states_ : branch_out_.tensor(), hidden_in, stream);
     const ForwardBatch fb = step_batch(t, rows, max_seq_len);
     if (plan) draft_.attention().plan(fb);
     const model::DraftOutput out = draft_.forward_planned(fb, hidden_in);
-    top_k_.run(out.logits, i32_view(child_ids_at(t), int64_t{n} * k_).reshape({n, k_}),
-               f32_view(int64_t{steps_} * branches_ + int64_t{t} * branches_ * k_, int64_t{n} * k_)
-                   .reshape({n, k_}));
+    top_k_.run(
+        out.logits, ints_.view(child_ids_at(t), int64_t{n} * k_).reshape({n, k_}),
+        floats_.view(int64_t{steps_} * branches_ + int64_t{t} * branches_ * k_, int64_t{n} * k_)
+            .reshape({n, k_}));
     if (t + 1 < steps_) {
       kernels::copy_async(out.hidden_states, branch_out_.tensor().slice_rows(0, n), stream);
     }
@@ -232,16 +206,12 @@ void EagleTree::enqueue(int32_t rows, int32_t max_seq_len, bool plan) {
 }
 
 std::vector<speculative::DraftTree> EagleTree::build(std::span<const TreeRequest> requests) {
-  // Every step's children and frontiers, one copy (they lie together).
-  const int64_t n = kv_indices_at() - child_ids_at(0);
-  const Tensor ids = host_.tensor().slice_rows(child_ids_at(0), n);
-  const int64_t floats = int64_t{steps_} * branches_ * k_;
-  const Tensor logprobs = host_f32_.tensor().slice_rows(int64_t{steps_} * branches_, floats);
-  if (device_.tensor().defined()) {
-    const backend::Stream stream = draft_.target().stream();
-    kernels::copy(i32_view(child_ids_at(0), n), ids, stream);
-    kernels::copy(f32_view(int64_t{steps_} * branches_, floats), logprobs, stream);
-  }
+  // Every step's children and frontiers, one copy (they lie together), and their log-probs.
+  ints_.download(child_ids_at(0), kv_indices_at() - child_ids_at(0));
+  floats_.download(int64_t{steps_} * branches_, int64_t{steps_} * branches_ * k_);
+  backend::synchronize(draft_.target().stream());
+  const int32_t* ids = ints_.host_data<int32_t>() + child_ids_at(0);
+  const float* logprobs = floats_.host_data<float>() + int64_t{steps_} * branches_;
   std::vector<speculative::DraftTree> trees;
   std::vector<speculative::TokenLogprob> children(static_cast<size_t>(k_));
   for (int32_t b = 0; b < static_cast<int32_t>(requests.size()); ++b) {
@@ -259,8 +229,7 @@ std::vector<speculative::DraftTree> EagleTree::build(std::span<const TreeRequest
       for (int32_t f = 0; f < k_; ++f) {
         const int64_t at = (int64_t{t} * branches_ + b * k_ + f) * k_;
         for (int32_t j = 0; j < k_; ++j) {
-          children[static_cast<size_t>(j)] = {ids.data<int32_t>()[at + j],
-                                              logprobs.data<float>()[at + j]};
+          children[static_cast<size_t>(j)] = {ids[at + j], logprobs[at + j]};
         }
         tree.add_children(frontier[static_cast<size_t>(f)], children);
       }
@@ -268,7 +237,7 @@ std::vector<speculative::DraftTree> EagleTree::build(std::span<const TreeRequest
       // The device expanded the frontier the host just chose (the same scores, the same order).
       for (int32_t f = 0; t + 1 < steps_ && f < k_; ++f) {
         SGL_CHECK_EQ(frontier[static_cast<size_t>(f)] - begin,
-                     host_.data<int32_t>()[children_at(t + 1) + b * k_ + f])
+                     ints_.host_data<int32_t>()[children_at(t + 1) + b * k_ + f])
             << "request row " << r.req_pool_idx << ": the device's tree frontier at step " << t + 1;
       }
     }
@@ -288,12 +257,8 @@ std::vector<speculative::DraftTree> EagleTree::draft(std::span<const TreeRequest
     const int32_t bucket = graph_rows(n);
     const int32_t rows = bucket > 0 ? bucket : n;
     if (steps_ > 0) {
-      upload(0, fill(group, g, rows));
-      if (device_f32_.tensor().defined()) {
-        kernels::copy_async(host_f32_.tensor().slice_rows(0, int64_t{rows} * k_),
-                            device_f32_.tensor().slice_rows(0, int64_t{rows} * k_),
-                            draft_.target().stream());
-      }
+      ints_.upload(0, fill(group, g, rows));
+      floats_.upload(0, int64_t{rows} * k_);
       if (bucket > 0) {
 #ifdef SGL_WITH_CUDA
         // The draft's backends plan nothing for decode passes, so the first step's batch is all
@@ -336,9 +301,8 @@ void EagleTree::capture_graphs() {
   draft_.attention().init_graph_capture(branch_buckets, list_capacity_);
   for (auto b = buckets.rbegin(); b != buckets.rend(); ++b) {
     // Every row padding: one eager run, then the capture, largest bucket first.
-    upload(0, fill({}, 0, *b));
-    kernels::copy_async(host_f32_.tensor().slice_rows(0, int64_t{*b} * k_),
-                        device_f32_.tensor().slice_rows(0, int64_t{*b} * k_), stream);
+    ints_.upload(0, fill({}, 0, *b));
+    floats_.upload(0, int64_t{*b} * k_);
     for (int32_t t = 0; t < steps_; ++t) {
       draft_.attention().plan(step_batch(t, *b, list_capacity_));
     }

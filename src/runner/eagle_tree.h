@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "cache/req_to_token_table.h"
-#include "core/allocator.h"
 #include "core/buffer.h"
 #include "runner/draft_top_k.h"
 #include "runner/eagle_draft_runner.h"
@@ -76,9 +75,6 @@ class EagleTree {
   // The rows of the graph for bs requests, or 0 where none was captured.
   int32_t graph_rows(int32_t bs) const;
   void capture_graphs();
-  void upload(int64_t from, int64_t count);
-  Tensor i32_view(int64_t at, int64_t n) const;
-  Tensor f32_view(int64_t at, int64_t n) const;
 
   EagleDraftRunner& draft_;
   const cache::ReqToTokenTable& req_to_token_;
@@ -89,13 +85,11 @@ class EagleTree {
   int32_t branches_;       // capacity_ * k_
   int32_t list_capacity_;  // a branch's KV list: the context, then its steps
   DraftTopK top_k_;
-  std::unique_ptr<Allocator> staging_allocator_;  // GPU: pinned host memory
-  Buffer host_;                                   // i32 arrays as the host fills them
-  Buffer device_;                                 // the same on the device (CPU: unused)
-  Buffer host_f32_;                               // f32: scores [steps][branches], then the
-  Buffer device_f32_;                             // children's log-probs [steps][branches * k]
-  Buffer branch_in_;                              // [branches, H]: a step's hidden inputs
-  Buffer branch_out_;                             // [branches, H]: its outputs
+  StaticArrays ints_;    // i32, at the offsets above
+  StaticArrays floats_;  // f32: scores [steps][branches], then the children's log-probs
+                         // [steps][branches * k]
+  Buffer branch_in_;     // [branches, H]: a step's hidden inputs
+  Buffer branch_out_;    // [branches, H]: its outputs
   std::unique_ptr<Graphs> graphs_;
 };
 
