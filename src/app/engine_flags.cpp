@@ -9,6 +9,7 @@
 #include "core/logging.h"
 #include "distributed/bootstrap.h"
 #include "distributed/nccl_communicator.h"
+#include "runner/compute_dtype.h"
 
 namespace sgl::app {
 namespace {
@@ -246,7 +247,8 @@ const std::string& engine_flags_usage() {
 }
 
 std::string fp32_all_reduce_note(const runner::ModelRunnerOptions& runner) {
-  const bool f32 = runner.dtype == "float32" || (runner.dtype == "auto" && runner.device.is_cpu());
+  const Result<DType> dtype = runner::parse_compute_dtype(runner.dtype, runner.device);
+  const bool f32 = dtype.ok() && *dtype == DType::kF32;  // a bad --dtype fails at load
   if (!runner.fp32_all_reduce || (runner.tp_size > 1 && !f32)) return "";
   return "--enable-fp32-all-reduce changes nothing here: it applies at --tp-size > 1 in bf16 (in "
          "float32 the all-reduce already adds f32)";

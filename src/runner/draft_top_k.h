@@ -22,6 +22,7 @@ class DraftTopK {
   DraftTopK(ModelRunner& target, int32_t k, int64_t max_rows);
 
   int32_t k() const { return k_; }
+  int64_t max_rows() const { return max_rows_; }
   // ids i32 [rows, k] (draft vocabulary ids) and logprobs f32 [rows, k] of logits [rows, vocab],
   // on the target's stream.
   void run(const Tensor& logits, const Tensor& ids, const Tensor& logprobs);

@@ -62,8 +62,7 @@ EagleChain::EagleChain(EagleDraftRunner& draft, const cache::ReqToTokenTable& re
       max_steps_(draft.num_steps() - 1),
       max_tokens_(draft.num_steps() + 1),
       max_context_len_(req_to_token.max_context_len()),
-      arrays_(draft.target(), DType::kI32,
-              extend_at(kExtendKvIndices) + int64_t{capacity_} * max_context_len_),
+      arrays_(draft.target(), DType::kI32, extend_at(kExtendKvIndices) + kv_capacity()),
       pending_row_of_(static_cast<size_t>(req_to_token.size()), -1),
       graphs_(std::make_unique<Graphs>()) {
   ModelRunner& target = draft.target();
@@ -90,7 +89,7 @@ int64_t EagleChain::qo_indptr_at() const { return ones_at() + capacity_; }
 int64_t EagleChain::kv_indptr_at() const { return qo_indptr_at() + capacity_ + 1; }
 int64_t EagleChain::kv_indices_at() const { return kv_indptr_at() + capacity_ + 1; }
 int64_t EagleChain::ids_at(int32_t k) const {
-  return kv_indices_at() + int64_t{capacity_} * max_context_len_ + int64_t{k} * capacity_;
+  return kv_indices_at() + kv_capacity() + int64_t{k} * capacity_;
 }
 int64_t EagleChain::extend_at(int32_t array) const {
   const int64_t c = capacity_, tokens = c * max_tokens_;
@@ -209,22 +208,20 @@ ForwardBatch EagleChain::pass_batch(ForwardMode mode, const StaticPassArrays& at
 }
 
 ForwardBatch EagleChain::step_batch(int32_t step, int32_t rows, int32_t max_seq_len) const {
-  return pass_batch(
-      ForwardMode::kDecode,
-      {ids_at(step - 1), step_at(kPositions, step), step_at(kSlots, step), step_at(kSeqLens, step),
-       step_at(kPrefixLens, step), ones_at(), 0, qo_indptr_at(), kv_indptr_at(), kv_indices_at(),
-       int64_t{capacity_} * max_context_len_},
-      rows, 1, max_seq_len);
+  return pass_batch(ForwardMode::kDecode,
+                    {ids_at(step - 1), step_at(kPositions, step), step_at(kSlots, step),
+                     step_at(kSeqLens, step), step_at(kPrefixLens, step), ones_at(), 0,
+                     qo_indptr_at(), kv_indptr_at(), kv_indices_at(), kv_capacity()},
+                    rows, 1, max_seq_len);
 }
 
 ForwardBatch EagleChain::extend_batch(int32_t rows, int32_t tokens, int32_t max_seq_len) const {
-  return pass_batch(
-      ForwardMode::kExtend,
-      {extend_at(kExtendIds), extend_at(kExtendPositions), extend_at(kExtendSlots),
-       extend_at(kExtendSeqLens), extend_at(kExtendPrefixLens), extend_at(kExtendLens), 0,
-       extend_at(kExtendQoIndptr), extend_at(kExtendKvIndptr), extend_at(kExtendKvIndices),
-       int64_t{capacity_} * max_context_len_},
-      rows, tokens, max_seq_len);
+  return pass_batch(ForwardMode::kExtend,
+                    {extend_at(kExtendIds), extend_at(kExtendPositions), extend_at(kExtendSlots),
+                     extend_at(kExtendSeqLens), extend_at(kExtendPrefixLens),
+                     extend_at(kExtendLens), 0, extend_at(kExtendQoIndptr),
+                     extend_at(kExtendKvIndptr), extend_at(kExtendKvIndices), kv_capacity()},
+                    rows, tokens, max_seq_len);
 }
 
 void EagleChain::enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t max_seq_len,

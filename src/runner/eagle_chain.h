@@ -117,6 +117,8 @@ class EagleChain {
   int64_t qo_indptr_at() const;
   int64_t kv_indptr_at() const;
   int64_t kv_indices_at() const;
+  // Each pass's KV index list: capacity rows of up to the context length.
+  int64_t kv_capacity() const { return int64_t{capacity_} * max_context_len_; }
   int64_t ids_at(int32_t k) const;         // k = 0..max_steps_: draft k + 1 of every row
   int64_t extend_at(int32_t array) const;  // the draft extend's arrays, 0..9
 

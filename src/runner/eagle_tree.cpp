@@ -47,7 +47,7 @@ struct EagleTree::Graphs {
 };
 
 EagleTree::EagleTree(EagleDraftRunner& draft, const cache::ReqToTokenTable& req_to_token,
-                     const Tensor& hidden_states)
+                     const Tensor& hidden_states, DraftTopK& top_k)
     : draft_(draft),
       req_to_token_(req_to_token),
       hidden_states_(hidden_states),
@@ -57,13 +57,16 @@ EagleTree::EagleTree(EagleDraftRunner& draft, const cache::ReqToTokenTable& req_
           1, static_cast<int32_t>(draft.target().options().max_batch_size / draft.topk()))),
       branches_(capacity_ * k_),
       list_capacity_(req_to_token.max_context_len() + steps_),
-      top_k_(draft.target(), k_, int64_t{capacity_} * k_),
+      top_k_(top_k),
       ints_(draft.target(), DType::kI32, kv_indices_at() + int64_t{branches_} * list_capacity_),
-      floats_(draft.target(), DType::kF32, int64_t{steps_} * branches_ * (1 + k_)),
+      floats_(draft.target(), DType::kF32, child_logprobs_at(steps_)),
       graphs_(std::make_unique<Graphs>()) {
   ModelRunner& target = draft.target();
   SGL_CHECK_LE(branches_, target.options().max_num_tokens)
       << "--speculative-eagle-topk " << k_ << " needs a draft pass of " << branches_ << " tokens";
+  SGL_CHECK(top_k.k() == k_ && top_k.max_rows() >= branches_)
+      << "a top " << top_k.k() << " of " << top_k.max_rows() << " rows for " << branches_
+      << " branches of " << k_;
   const int64_t h = draft.config().llama.hidden_size;
   branch_in_ = Buffer(target.allocator(), target.compute_dtype(), {branches_, h});
   branch_out_ = Buffer(target.allocator(), target.compute_dtype(), {branches_, h});
@@ -91,13 +94,17 @@ int64_t EagleTree::children_at(int32_t t) const {
   return child_ids_at(steps_) + int64_t{t} * branches_;
 }
 int64_t EagleTree::kv_indices_at() const { return children_at(steps_); }
+int64_t EagleTree::scores_at(int32_t t) const { return int64_t{t} * branches_; }
+int64_t EagleTree::child_logprobs_at(int32_t t) const {
+  return scores_at(steps_) + int64_t{t} * branches_ * k_;
+}
 
 int64_t EagleTree::fill(std::span<const TreeRequest> requests, int32_t first_request,
                         int32_t rows) {
   SGL_CHECK(rows >= static_cast<int32_t>(requests.size()) && rows <= capacity_)
       << "draft trees of " << requests.size() << " requests in " << rows << " rows";
   int32_t* h = ints_.host_data<int32_t>();
-  float* scores = floats_.host_data<float>();
+  float* scores = floats_.host_data<float>() + scores_at(0);
   const int32_t max_pos = static_cast<int32_t>(draft_.target().context_length()) - 1;
   int64_t kv = 0;  // kv_indices used
   for (int32_t b = 0; b < rows; ++b) {
@@ -156,25 +163,24 @@ void EagleTree::select(int32_t t, int32_t rows) {
   auto i32 = [&](int64_t at) { return ints_.view(at, 1).data<int32_t>(); };
   auto f32 = [&](int64_t at) { return floats_.view(at, 1).data<float>(); };
   const bool last = t + 1 == steps_;  // maps its children's ids, chooses nothing
-  const TreeSelectArgs args{
-      .k = k_,
-      .steps = steps_,
-      .t = t,
-      .trash_slot = kTrashSlot,
-      .draft_to_target = draft_.draft_to_target_table(),
-      .child_ids = i32(child_ids_at(t)),
-      .child_logprobs = f32(int64_t{steps_} * branches_ + int64_t{t} * branches_ * k_),
-      .scores = f32(int64_t{t} * branches_),
-      .next_ids = last ? nullptr : i32(step_at(kIds, t + 1)),
-      .next_sources = last ? nullptr : i32(step_at(kSources, t + 1)),
-      .next_scores = last ? nullptr : f32(int64_t{t + 1} * branches_),
-      .children = i32(children_at(0)),
-      .rows = rows,
-      .stride = branches_,
-      .slot_bases = i32(row_at(kRowSlotBases)),
-      .prefix_lens = i32(row_at(kRowPrefixLens)),
-      .kv_indptr = i32(kv_indptr_at()),
-      .kv_indices = i32(kv_indices_at())};
+  const TreeSelectArgs args{.k = k_,
+                            .steps = steps_,
+                            .t = t,
+                            .trash_slot = kTrashSlot,
+                            .draft_to_target = draft_.draft_to_target_table(),
+                            .child_ids = i32(child_ids_at(t)),
+                            .child_logprobs = f32(child_logprobs_at(t)),
+                            .scores = f32(scores_at(t)),
+                            .next_ids = last ? nullptr : i32(step_at(kIds, t + 1)),
+                            .next_sources = last ? nullptr : i32(step_at(kSources, t + 1)),
+                            .next_scores = last ? nullptr : f32(scores_at(t + 1)),
+                            .children = i32(children_at(0)),
+                            .rows = rows,
+                            .stride = branches_,
+                            .slot_bases = i32(row_at(kRowSlotBases)),
+                            .prefix_lens = i32(row_at(kRowPrefixLens)),
+                            .kv_indptr = i32(kv_indptr_at()),
+                            .kv_indices = i32(kv_indices_at())};
   if (!ints_.on_device()) {
     for (int32_t b = 0; b < rows; ++b) apply_tree_select(args, b);
     return;
@@ -194,10 +200,8 @@ void EagleTree::enqueue(int32_t rows, int32_t max_seq_len, bool plan) {
     const ForwardBatch fb = step_batch(t, rows, max_seq_len);
     if (plan) draft_.attention().plan(fb);
     const model::DraftOutput out = draft_.forward_planned(fb, hidden_in);
-    top_k_.run(
-        out.logits, ints_.view(child_ids_at(t), int64_t{n} * k_).reshape({n, k_}),
-        floats_.view(int64_t{steps_} * branches_ + int64_t{t} * branches_ * k_, int64_t{n} * k_)
-            .reshape({n, k_}));
+    top_k_.run(out.logits, ints_.view(child_ids_at(t), int64_t{n} * k_).reshape({n, k_}),
+               floats_.view(child_logprobs_at(t), int64_t{n} * k_).reshape({n, k_}));
     if (t + 1 < steps_) {
       kernels::copy_async(out.hidden_states, branch_out_.tensor().slice_rows(0, n), stream);
     }
@@ -208,10 +212,10 @@ void EagleTree::enqueue(int32_t rows, int32_t max_seq_len, bool plan) {
 std::vector<speculative::DraftTree> EagleTree::build(std::span<const TreeRequest> requests) {
   // Every step's children and frontiers, one copy (they lie together), and their log-probs.
   ints_.download(child_ids_at(0), kv_indices_at() - child_ids_at(0));
-  floats_.download(int64_t{steps_} * branches_, int64_t{steps_} * branches_ * k_);
+  floats_.download(child_logprobs_at(0), child_logprobs_at(steps_) - child_logprobs_at(0));
   backend::synchronize(draft_.target().stream());
   const int32_t* ids = ints_.host_data<int32_t>() + child_ids_at(0);
-  const float* logprobs = floats_.host_data<float>() + int64_t{steps_} * branches_;
+  const float* logprobs = floats_.host_data<float>() + child_logprobs_at(0);
   std::vector<speculative::DraftTree> trees;
   std::vector<speculative::TokenLogprob> children(static_cast<size_t>(k_));
   for (int32_t b = 0; b < static_cast<int32_t>(requests.size()); ++b) {
@@ -258,7 +262,7 @@ std::vector<speculative::DraftTree> EagleTree::draft(std::span<const TreeRequest
     const int32_t rows = bucket > 0 ? bucket : n;
     if (steps_ > 0) {
       ints_.upload(0, fill(group, g, rows));
-      floats_.upload(0, int64_t{rows} * k_);
+      floats_.upload(scores_at(0), int64_t{rows} * k_);
       if (bucket > 0) {
 #ifdef SGL_WITH_CUDA
         // The draft's backends plan nothing for decode passes, so the first step's batch is all
@@ -302,7 +306,7 @@ void EagleTree::capture_graphs() {
   for (auto b = buckets.rbegin(); b != buckets.rend(); ++b) {
     // Every row padding: one eager run, then the capture, largest bucket first.
     ints_.upload(0, fill({}, 0, *b));
-    floats_.upload(0, int64_t{*b} * k_);
+    floats_.upload(scores_at(0), int64_t{*b} * k_);
     for (int32_t t = 0; t < steps_; ++t) {
       draft_.attention().plan(step_batch(t, *b, list_capacity_));
     }

@@ -39,9 +39,10 @@ struct TreeRequest {
 class EagleTree {
  public:
   // hidden_states: [max_reqs, H], the draft's hidden state of each request row (the worker's);
-  // its address goes into the graphs.
+  // its address goes into the graphs. `top_k` (the worker's, for at least max(max_batch_size,
+  // topk) rows) takes each step's top k; it must outlive this.
   EagleTree(EagleDraftRunner& draft, const cache::ReqToTokenTable& req_to_token,
-            const Tensor& hidden_states);
+            const Tensor& hidden_states, DraftTopK& top_k);
   ~EagleTree();
 
   // Each request's tree (at most the scratch slots' max_batch_size requests). Waits.
@@ -57,6 +58,10 @@ class EagleTree {
   int64_t qo_indptr_at() const;
   int64_t kv_indptr_at() const;
   int64_t kv_indices_at() const;
+  // The f32 arrays: each step's frontier scores [steps][capacity * k], then the children's
+  // log-probs [steps][capacity * k * k].
+  int64_t scores_at(int32_t t) const;
+  int64_t child_logprobs_at(int32_t t) const;
   // The children's ids [steps][capacity * k * k], then which child each frontier node is
   // [steps][capacity * k]: one copy back.
   int64_t child_ids_at(int32_t t) const;
@@ -84,10 +89,9 @@ class EagleTree {
   int32_t capacity_;       // request rows per group
   int32_t branches_;       // capacity_ * k_
   int32_t list_capacity_;  // a branch's KV list: the context, then its steps
-  DraftTopK top_k_;
+  DraftTopK& top_k_;
   StaticArrays ints_;    // i32, at the offsets above
-  StaticArrays floats_;  // f32: scores [steps][branches], then the children's log-probs
-                         // [steps][branches * k]
+  StaticArrays floats_;  // f32, at scores_at / child_logprobs_at
   Buffer branch_in_;     // [branches, H]: a step's hidden inputs
   Buffer branch_out_;    // [branches, H]: its outputs
   std::unique_ptr<Graphs> graphs_;

@@ -39,8 +39,10 @@ EagleWorker::EagleWorker(EagleDraftRunner& draft, const cache::ReqToTokenTable& 
   }
   if (topk_ > 1) {
     next_top_.resize(static_cast<size_t>(max_reqs));
-    top_k_ = std::make_unique<DraftTopK>(target, topk_, max_bs);
-    tree_ = std::make_unique<EagleTree>(draft, req_to_token, hidden_state_.tensor());
+    // One top k for the draft extends' rows and the tree steps' branches (EagleTree's groups
+    // of max_batch_size / topk requests, at least one).
+    top_k_ = std::make_unique<DraftTopK>(target, topk_, std::max<int64_t>(max_bs, topk_));
+    tree_ = std::make_unique<EagleTree>(draft, req_to_token, hidden_state_.tensor(), *top_k_);
   }
 }
 

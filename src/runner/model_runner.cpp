@@ -18,6 +18,7 @@
 #include "model/pooler_config.h"
 #include "model/tensor_parallel.h"
 #include "model/weight_loader.h"
+#include "runner/compute_dtype.h"
 #include "runner/device_sampler.h"
 #ifdef SGL_WITH_CUDA
 #include "backend/cuda/cuda_allocator.h"
@@ -97,22 +98,6 @@ void log_model_summary(const model::ModelConfig& c, const model::ModelMemoryPlan
   SGL_LOG_INFO << "model: " << c.architecture << ", " << params << " parameters in "
                << dtype_name(compute) << ", " << c.num_hidden_layers << " layers, hidden "
                << c.hidden_size << experts << ", context " << context_length << " tokens";
-}
-
-Result<DType> parse_compute_dtype(const std::string& name, Device device) {
-  if (name == "auto") return device.is_cpu() ? DType::kF32 : DType::kBF16;
-  const std::optional<DType> dtype = parse_dtype(name);
-  if (dtype == DType::kBF16 && device.is_cpu()) {
-    return unimplemented("--dtype bfloat16 on the CPU (it computes in f32)");
-  }
-  if (dtype == DType::kF16) {
-    return unimplemented("--dtype " + name +
-                         ": float16 compute is not implemented (use bfloat16 or float32)");
-  }
-  if (dtype != DType::kF32 && dtype != DType::kBF16) {
-    return invalid_argument("--dtype '" + name + "' (expected auto, bfloat16 or float32)");
-  }
-  return *dtype;
 }
 
 // The smallest of the ranks' `mine` (every rank of `group` calls it), through the group's
