@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attention/kv_pool.h"
+#include "attention/qk_norm.h"
 #include "backend/stream.h"
 #include "core/status.h"
 #include "forward/forward_batch.h"
@@ -32,11 +33,13 @@ class AttentionBackend {
                        const Tensor& out, const ForwardBatch& fb) = 0;
   // Rotate-half RoPE of q and k at `positions` (cos_sin: [max_pos, D] f32, cos | sin halves)
   // fused with forward(): the rotated k is written straight into the cache (k itself may be
-  // left unrotated). Returns false, having done nothing, when the backend has no fused path
-  // for these tensors; the caller then runs kernels::rope and forward().
+  // left unrotated). With qk_norm, q and k are normalized per head before the rotation, as
+  // kernels::qk_rms_norm would (q and k themselves may be left unnormalized). Returns false,
+  // having done nothing, when the backend has no fused path for these tensors (and norm); the
+  // caller then runs the norm, kernels::rope and forward() itself.
   virtual bool forward_with_rope(int layer, const Tensor& q, const Tensor& k, const Tensor& v,
                                  const Tensor& positions, const Tensor& cos_sin, const Tensor& out,
-                                 const ForwardBatch& fb) {
+                                 const ForwardBatch& fb, const QkNorm* qk_norm) {
     return false;
   }
   virtual void init_graph_capture(std::span<const int> batch_sizes, int max_context_len) {}

@@ -19,6 +19,7 @@
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_stream.h"
 #include "core/half.h"
+#include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 
 namespace sgl::attention {
@@ -81,6 +82,7 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
   }
 
   backend::Stream stream() const { return stream_.get(); }
+  void check_rope_fusion(bool with_norm);
   cudaStream_t native() const { return static_cast<cudaStream_t>(stream_.get().native); }
 
   // New tokens' q|k|v rows, as the model's fused projection lays them out: [T, (Hq + 2Hk) D].
@@ -370,8 +372,9 @@ TEST_P(FlashAttentionTest, DecodeGraphReplay) {
 // forward_with_rope (RoPE fused with the KV store, or for decode into the decode kernel) ==
 // kernels::rope then forward(): the same output and cache rows, bit for bit, for decode batches
 // (narrow and wide CTAs, the new position in the first, a middle and the last split) and a mixed
-// batch, whose q is also rotated in place alike.
-TEST_P(FlashAttentionTest, RopeFusedWithStoreMatchesRopeThenForward) {
+// batch, whose q is also rotated in place alike. With a QkNorm, against kernels::qk_rms_norm
+// before those (head dims 64 and 128; elsewhere the backend declines it).
+void FlashAttentionTest::check_rope_fusion(bool with_norm) {
   const HeadShape s = GetParam();
   const int64_t qd = int64_t{s.q_heads} * s.head_dim, kd = int64_t{s.kv_heads} * s.head_dim;
   const int64_t max_pos = 8192;
@@ -381,6 +384,14 @@ TEST_P(FlashAttentionTest, RopeFusedWithStoreMatchesRopeThenForward) {
   Buffer cos_sin(gpu_, DType::kF32, {max_pos, s.head_dim});
   SGL_CUDA_CHECK(cudaMemcpyAsync(cos_sin.tensor().raw(), table.data(), cos_sin.tensor().nbytes(),
                                  cudaMemcpyHostToDevice, native()));
+  Buffer q_weight(gpu_, DType::kBF16, {s.head_dim}), k_weight(gpu_, DType::kBF16, {s.head_dim});
+  for (const Buffer* w : {&q_weight, &k_weight}) {
+    std::vector<uint16_t> host = random_bf16(s.head_dim, 0.5f, rng_);
+    for (uint16_t& x : host) x = float_to_bf16(1.f + bf16_to_float(x));  // in [0.5, 1.5)
+    upload(host, *w, native());
+  }
+  const QkNorm norm{q_weight, k_weight, 1e-6f};
+  const bool fusable = s.head_dim == 64 || s.head_dim == 128;
   std::vector<std::pair<ForwardMode, std::vector<RequestLens>>> cases;
   for (int batch : {1, 3, 257}) {
     for (int context : {1, 100, 1000, 5000}) {
@@ -411,13 +422,22 @@ TEST_P(FlashAttentionTest, RopeFusedWithStoreMatchesRopeThenForward) {
     // Both paths start from the same cache, without the new tokens' rows.
     const std::vector<uint16_t> k_cache0 = download(pool_->k(0), native());
     const std::vector<uint16_t> v_cache0 = download(pool_->v(0), native());
+    if (with_norm) {
+      kernels::qk_rms_norm(q1, k1, q_weight, k_weight, norm.eps, stream());
+    }
     kernels::rope(q1, k1, fb.positions, cos_sin, stream());
     backend_->forward(0, q1, k1, v1, out1, fb);
     const std::vector<uint16_t> k_cache1 = download(pool_->k(0), native());
     const std::vector<uint16_t> v_cache1 = download(pool_->v(0), native());
     upload(k_cache0, pool_->k(0), native());
     upload(v_cache0, pool_->v(0), native());
-    ASSERT_TRUE(backend_->forward_with_rope(0, q2, k2, v2, fb.positions, cos_sin, out2, fb));
+    const bool fused = backend_->forward_with_rope(0, q2, k2, v2, fb.positions, cos_sin, out2, fb,
+                                                   with_norm ? &norm : nullptr);
+    if (with_norm && !fusable) {
+      EXPECT_FALSE(fused) << what << ": a norm it cannot fold";
+      return;
+    }
+    ASSERT_TRUE(fused) << what;
     EXPECT_TRUE(download(out1, native()) == download(out2, native())) << what << ": output";
     EXPECT_TRUE(download(pool_->k(0), native()) == k_cache1) << what << ": K cache";
     EXPECT_TRUE(download(pool_->v(0), native()) == v_cache1) << what << ": V cache";
@@ -432,6 +452,10 @@ TEST_P(FlashAttentionTest, RopeFusedWithStoreMatchesRopeThenForward) {
     }
   }
 }
+
+TEST_P(FlashAttentionTest, RopeFusedWithStoreMatchesRopeThenForward) { check_rope_fusion(false); }
+
+TEST_P(FlashAttentionTest, QkNormFusedMatchesNormThenRope) { check_rope_fusion(true); }
 
 std::vector<HeadShape> head_shapes() {
   std::vector<HeadShape> shapes;

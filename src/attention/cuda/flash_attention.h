@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "attention/qk_norm.h"
 #include "backend/stream.h"
 #include "core/tensor.h"
 #include "forward/forward_batch.h"
@@ -48,12 +49,15 @@ struct SplitKvScratch {
 // A decode batch's new tokens, for flash_decode to rotate and store itself (forward_with_rope):
 // q and k arrive unrotated; k rotated and v are written to their slots, q is rotated into the
 // kernel's tile only (q and k themselves stay as they were). Rows 16-byte aligned.
+// With qk_norm (qk_norm_fusable, kv_store.h), q and k are normalized per head first, as
+// kernels::qk_rms_norm would.
 struct DecodeNewTokens {
   Tensor k;              // [bs, Hk, D] bf16, rows strided
   Tensor v;              // [bs, Hk, D] bf16, rows strided
   Tensor positions;      // i32 [bs]
   Tensor cos_sin;        // f32 [max_pos, D]: cos | sin halves
   Tensor out_cache_loc;  // i32 [bs]
+  const QkNorm* qk_norm = nullptr;
 };
 
 // Decode attention (one query per request, fb.mode == kDecode): grid (splits, Hk, bs);

@@ -126,19 +126,20 @@ void FlashAttentionBackend::forward(int layer, const Tensor& q, const Tensor& k,
 bool FlashAttentionBackend::forward_with_rope(int layer, const Tensor& q, const Tensor& k,
                                               const Tensor& v, const Tensor& positions,
                                               const Tensor& cos_sin, const Tensor& out,
-                                              const ForwardBatch& fb) {
+                                              const ForwardBatch& fb, const QkNorm* qk_norm) {
   SGL_CHECK(fb.kv_indices.defined() && fb.kv_indices.device().is_cuda())
       << "CUDA attention needs the batch's kv_indices on the device";
   kernels::check_rope_args(q, k, positions, cos_sin);
+  if (qk_norm != nullptr && !cuda::qk_norm_fusable(q, *qk_norm)) return false;
   // A decode batch: the decode kernel rotates and stores the new tokens itself.
   if (fb.num_tokens > 0 && takes_decode_kernel(q, layer, fb) && chunked_rows(k) &&
       chunked_rows(v)) {
-    const cuda::DecodeNewTokens fresh{k, v, positions, cos_sin, fb.out_cache_loc};
+    const cuda::DecodeNewTokens fresh{k, v, positions, cos_sin, fb.out_cache_loc, qk_norm};
     decode(layer, q, out, fb, &fresh);
     return true;
   }
   if (!cuda::rope_store_kv(q, k, v, positions, cos_sin, fb.out_cache_loc, kv_pool_.k(layer),
-                           kv_pool_.v(layer), stream_)) {
+                           kv_pool_.v(layer), stream_, qk_norm)) {
     return false;
   }
   attend(layer, q, out, fb);

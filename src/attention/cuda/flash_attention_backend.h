@@ -27,7 +27,7 @@ class FlashAttentionBackend final : public AttentionBackend {
   void prepare_replay(const ForwardBatch& fb) override { plan(fb); }
   bool forward_with_rope(int layer, const Tensor& q, const Tensor& k, const Tensor& v,
                          const Tensor& positions, const Tensor& cos_sin, const Tensor& out,
-                         const ForwardBatch& fb) override;
+                         const ForwardBatch& fb, const QkNorm* qk_norm) override;
   void forward(int layer, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                const ForwardBatch& fb) override;
   // forward() without the KV store: attention of q over KV already in the pool.

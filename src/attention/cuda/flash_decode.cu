@@ -3,10 +3,12 @@
 // the group's q heads (the MMA rows, padded to 16) and take 16 KV tokens each per tile. A
 // variant does the new token's RoPE and KV store itself (kRope).
 #include "attention/cuda/flash_attention.h"
+#include "attention/cuda/kv_store.h"
 #include "attention/cuda/split_kv_policy.h"
 #include "attention/cuda/warp_attention.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
+#include "kernels/cuda/common/head_rms_norm.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/common/rotate_half.cuh"
 
@@ -27,6 +29,10 @@ struct NewTokenParams {
   const int32_t* out_cache_loc;  // [bs]
   bf16* k_cache;                 // the caches DecodeParams reads, written here
   bf16* v_cache;
+  // Per-head RMSNorm of q and the new k before their rotation (nullptr: none; dim 64 or 128).
+  const bf16* q_norm;  // [dim]
+  const bf16* k_norm;  // [dim]
+  float norm_eps;
 };
 
 struct DecodeParams {
@@ -82,6 +88,27 @@ struct ChunkAngles {
     }
   }
 };
+
+// kRope with a QkNorm: one head's chunk pair (lo: chunk c, hi: chunk c + D / 16) normalized as
+// qk_rms_norm would, by the D / 16 consecutive lanes holding that head's pairs together.
+template <int kDim>
+__device__ void normalize_chunks(uint4& lo, uint4& hi, const bf16* weight, int chunk, float eps) {
+  if constexpr (kDim == 64 || kDim == 128) {
+    float a[8], b[8];
+    const auto* l = reinterpret_cast<const bf16*>(&lo);
+    const auto* h = reinterpret_cast<const bf16*>(&hi);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) a[e] = __bfloat162float(l[e]), b[e] = __bfloat162float(h[e]);
+    kernels::cuda::HeadRmsNorm<kDim, 8>::apply(a, b, weight, chunk, threadIdx.x % 32, eps);
+    auto* lw = reinterpret_cast<bf16*>(&lo);
+    auto* hw = reinterpret_cast<bf16*>(&hi);
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      lw[e] = __float2bfloat16_rn(a[e]), hw[e] = __float2bfloat16_rn(b[e]);
+  } else {
+    __trap();  // the launcher refuses a norm at other head dims
+  }
+}
 
 // Split alignments of the two CTA widths (DecodeWidth).
 constexpr int kNarrowSplitAlign = 64, kWideSplitAlign = 256;
@@ -203,6 +230,9 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     for (int c = threadIdx.x; c < 16 * kHalf; c += Cfg::kThreads) {
       const int row = c / kHalf, ch = c % kHalf;  // ch == threadIdx.x % kHalf
       uint4 lo = q_chunk(row, ch), hi = q_chunk(row, ch + kHalf);
+      if (p.fresh.q_norm != nullptr) {  // a zero row stays zero
+        normalize_chunks<kDim>(lo, hi, p.fresh.q_norm, ch, p.fresh.norm_eps);
+      }
       if (row < p.group) angles.rotate(lo, hi);
       *reinterpret_cast<uint4*>(smem + Tile::offset(row, ch)) = lo;
       *reinterpret_cast<uint4*>(smem + Tile::offset(row, ch + kHalf)) = hi;
@@ -214,6 +244,7 @@ __global__ void __launch_bounds__(Cfg::kThreads)
         const bf16* k = f.k + b * f.k_token_stride + kv_head * f.k_head_stride;
         new_lo = *reinterpret_cast<const uint4*>(k + unit * 8);
         new_hi = *reinterpret_cast<const uint4*>(k + (unit + kHalf) * 8);
+        if (f.k_norm != nullptr) normalize_chunks<kDim>(new_lo, new_hi, f.k_norm, unit, f.norm_eps);
         angles.rotate(new_lo, new_hi);
         *reinterpret_cast<uint4*>(f.k_cache + cache_row + unit * 8) = new_lo;
         *reinterpret_cast<uint4*>(f.k_cache + cache_row + (unit + kHalf) * 8) = new_hi;
@@ -552,7 +583,17 @@ void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                n.cos_sin.data<float>(),
                n.out_cache_loc.data<int32_t>(),
                static_cast<bf16*>(k_cache.raw()),
-               static_cast<bf16*>(v_cache.raw())};
+               static_cast<bf16*>(v_cache.raw()),
+               nullptr,
+               nullptr,
+               0.f};
+    if (n.qk_norm != nullptr) {
+      SGL_CHECK(qk_norm_fusable(q, *n.qk_norm))
+          << "flash decode: no fused q/k norm at head_dim " << dim;
+      p.fresh.q_norm = static_cast<const bf16*>(n.qk_norm->q_weight.raw());
+      p.fresh.k_norm = static_cast<const bf16*>(n.qk_norm->k_weight.raw());
+      p.fresh.norm_eps = n.qk_norm->eps;
+    }
   }
   auto native = backend::cuda::native_stream(stream);
   const bool launched = with_config(dim, shape.width, [&](auto cfg) {

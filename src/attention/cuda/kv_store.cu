@@ -10,6 +10,7 @@
 #include "backend/cuda/native_stream.h"
 #include "core/alignment.h"
 #include "kernels/cuda/common/dispatch.cuh"
+#include "kernels/cuda/common/head_rms_norm.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/common/rotate_half.cuh"
 
@@ -64,6 +65,10 @@ struct RopeStoreParams {
   bf16* k_cache;                 // [slots, Hk, D]
   bf16* v_cache;
   int q_heads, kv_heads, dim;
+  // Per-head RMSNorm of q and k before the rotation (nullptr: none); kVec == 4, dim 64 or 128.
+  const bf16* q_norm;  // [D]
+  const bf16* k_norm;  // [D]
+  float norm_eps;
 };
 
 // kVec consecutive bf16 (1, or 4 as one 8-byte access) from src into f32, and back.
@@ -139,6 +144,17 @@ __global__ void rope_store_kv_kernel(const __grid_constant__ RopeStoreParams p) 
   float a[kVec], b[kVec];
   load_bf16<kVec>(src + i, a);
   load_bf16<kVec>(src + i + half, b);
+  if constexpr (kVec == 4) {
+    if (p.q_norm != nullptr) {  // a head's threads are blockDim.x consecutive lanes
+      const int lane = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x) % 32;
+      const bf16* weight = is_q ? p.q_norm : p.k_norm;
+      if (p.dim == 128) {
+        kernels::cuda::HeadRmsNorm<128, 4>::apply(a, b, weight, threadIdx.x, lane, p.norm_eps);
+      } else {
+        kernels::cuda::HeadRmsNorm<64, 4>::apply(a, b, weight, threadIdx.x, lane, p.norm_eps);
+      }
+    }
+  }
   bf16 lo[kVec], hi[kVec];
 #pragma unroll
   for (int e = 0; e < kVec; ++e)
@@ -155,17 +171,25 @@ bool chunk_aligned(const Tensor& t, int64_t per_chunk) {
 
 }  // namespace
 
+bool qk_norm_fusable(const Tensor& q, const QkNorm& norm) {
+  const int64_t dim = q.size(2);
+  auto weight_ok = [dim](const Tensor& w) {
+    return w.dtype() == DType::kBF16 && w.is_contiguous() && w.numel() == dim;
+  };
+  return q.dtype() == DType::kBF16 && (dim == 64 || dim == 128) && weight_ok(norm.q_weight) &&
+         weight_ok(norm.k_weight);
+}
+
 bool rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                    const Tensor& cos_sin, const Tensor& out_cache_loc, const Tensor& k_cache,
-                   const Tensor& v_cache, backend::Stream stream) {
+                   const Tensor& v_cache, backend::Stream stream, const QkNorm* qk_norm) {
   const int64_t tokens = q.size(0), dim = q.size(2);
   // The rope arguments were checked (kernels::check_rope_args); what this kernel adds:
   const bool fusable = q.dtype() == DType::kBF16 && k.dtype() == DType::kBF16 &&
                        v.dtype() == DType::kBF16 && k_cache.dtype() == DType::kBF16 &&
                        v_cache.dtype() == DType::kBF16 && dim <= 2048 && v.stride(2) == 1 &&
                        k_cache.is_contiguous() && v_cache.is_contiguous();
-  if (!fusable) return false;
-  if (tokens == 0) return true;
+  if (!fusable || (qk_norm != nullptr && !qk_norm_fusable(q, *qk_norm))) return false;
   const int q_heads = static_cast<int>(q.size(1)), kv_heads = static_cast<int>(k.size(1));
   const RopeStoreParams p{static_cast<bf16*>(q.raw()),
                           q.stride(0),
@@ -183,7 +207,10 @@ bool rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
                           static_cast<bf16*>(v_cache.raw()),
                           q_heads,
                           kv_heads,
-                          static_cast<int>(dim)};
+                          static_cast<int>(dim),
+                          qk_norm ? static_cast<const bf16*>(qk_norm->q_weight.raw()) : nullptr,
+                          qk_norm ? static_cast<const bf16*>(qk_norm->k_weight.raw()) : nullptr,
+                          qk_norm ? qk_norm->eps : 0.f};
   // Four pairs a thread (8-byte accesses) where every row and table row allows it.
   auto rows_of_4 = [](const Tensor& t) {
     return is_aligned(t.raw(), 8) && t.stride(0) % 4 == 0 && t.stride(1) % 4 == 0;
@@ -191,6 +218,8 @@ bool rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   const bool vec4 = dim % 8 == 0 && rows_of_4(q) && rows_of_4(k) && rows_of_4(v) &&
                     is_aligned(k_cache.raw(), 8) && is_aligned(v_cache.raw(), 8) &&
                     is_aligned(cos_sin.raw(), 16);
+  if (qk_norm != nullptr && !vec4) return false;  // the norm's layout is four pairs a thread
+  if (tokens == 0) return true;
   const int vec = vec4 ? 4 : 1;
   const int lanes = static_cast<int>(dim / 2 / vec);
   const int threads = vec4 ? lanes : (lanes + 31) / 32 * 32;

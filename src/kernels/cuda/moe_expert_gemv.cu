@@ -9,7 +9,8 @@
 // to 64 entries) each CTA works out its expert and entries from topk_ids itself (no alignment
 // kernel); for larger batches they come from the block-size-1 alignment and its active list. The
 // down projection's last CTA to finish a row tile sums that tile over the slots in slot order
-// (no reduction kernel; the result does not depend on which CTA was last).
+// (no reduction kernel; the result does not depend on which CTA was last). The down projection
+// finds its expert and starts its weight loads before waiting on gate/up.
 // Each warp covers one 16-row MMA tile over a share of k: lane (g = lane / 4, t = lane %
 // 4) loads 16 bytes of rows g and g + 8 and the same 8 k values of token g, which feed
 // m16n8k16 MMAs with the weight as A and the tokens as B (the k order inside a dot product does
@@ -67,7 +68,7 @@ __device__ ExpertGroup find_expert_group(const int32_t* __restrict__ topk_ids, i
   const int i = threadIdx.x;
   const bool valid = i < entries;
   if (valid) {
-    ids[i] = topk_ids[i];
+    ids[i] = __ldcg(&topk_ids[i]);  // L2: the down projection reads it before its wait
     if (ids[i] < 0 || ids[i] >= experts) __trap();  // an expert id out of range: a bug upstream
   }
   if (i == 0) chosen = -1;
@@ -127,9 +128,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   constexpr int kChunk = kTileTokens * kTokenTiles;
   constexpr bool kGateUp = kProj == Proj::kGateUp;
   constexpr int kOutRows = kGateUp ? 8 : 16;  // outputs per row tile
-  pdl_wait();
-  pdl_launch_dependents();
   if constexpr (kGateUp) {
+    // Its experts come from the kernel right before (the route or the alignment).
+    pdl_wait();
+    pdl_launch_dependents();
     // The down projection's tile counters start at zero (it runs after this grid completes).
     if (blockIdx.x == 0 && blockIdx.y == 0) {
       for (int64_t i = threadIdx.x; i < a.tile_counter_count; i += kThreads) {
@@ -142,12 +144,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int32_t* group = nullptr;
   int end = 0, num_experts = 0;
   if constexpr (kFromAlignment) {
-    num_experts = a.counters[1];
+    num_experts = __ldcg(&a.counters[1]);
     if (static_cast<int>(blockIdx.y) >= num_experts) return;  // no expert for this slot
-    expert = a.active[blockIdx.y];
-    const int begin = a.offsets[expert];
+    expert = __ldcg(&a.active[blockIdx.y]);
+    const int begin = __ldcg(&a.offsets[expert]);
     group = a.sorted + begin;
-    end = a.offsets[expert + 1] - begin;
+    end = __ldcg(&a.offsets[expert + 1]) - begin;
   } else {
     __shared__ int32_t entries[kMoeDecodeMaxPairs];
     const ExpertGroup found =
@@ -184,6 +186,29 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int64_t steps = (k_dim + kStepK - 1) / kStepK;
   __shared__ float red[kWarps][kTokenTiles][4][32];
 
+  // One step of this warp's weight loads: steps s0, s0 + kWarpsK, ... (kUnroll of them).
+  uint4 wv[kUnroll][2][2];  // [step][chunk][row half]
+  auto load_weights = [&](int64_t s0) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int64_t s = s0 + u * kWarpsK;
+        const int64_t kk = s * kStepK + 32 * c + 8 * t;
+        const bool ok = s < steps && kk < k_dim;  // k % 8 == 0: whole 8-value chunks
+#pragma unroll
+        for (int h = 0; h < 2; ++h) wv[u][c][h] = ok ? load_weight(w_row[h] + kk) : uint4{};
+      }
+    }
+  };
+  if constexpr (!kGateUp) {
+    // The expert and its entries come from the route (or alignment) two kernels back, and the
+    // weights from nobody: both were read before waiting on gate/up (pdl.cuh), so the first
+    // step's weight loads overlap gate/up's tail.
+    load_weights(warp_k);
+    pdl_wait();
+    pdl_launch_dependents();
+  }
   for (int first = 0; first < end; first += kChunk) {
     // This lane's B column (token g of each token tile): x of the token, or act of the entry.
     const bf16* b_row[kTokenTiles];
@@ -202,17 +227,15 @@ __global__ void __launch_bounds__(kThreads, 2)
 
     float acc[kTokenTiles][4] = {};
     for (int64_t s0 = warp_k; s0 < steps; s0 += kWarpsK * kUnroll) {
-      uint4 wv[kUnroll][2][2];            // [step][chunk][row half]
-      uint4 xv[kUnroll][2][kTokenTiles];  // [step][chunk][token tile]
+      if (kGateUp || first != 0 || s0 != warp_k) load_weights(s0);  // else loaded above
+      uint4 xv[kUnroll][2][kTokenTiles];                            // [step][chunk][token tile]
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int64_t s = s0 + u * kWarpsK;
           const int64_t kk = s * kStepK + 32 * c + 8 * t;
-          const bool ok = s < steps && kk < k_dim;  // k % 8 == 0: whole 8-value chunks
-#pragma unroll
-          for (int h = 0; h < 2; ++h) wv[u][c][h] = ok ? load_weight(w_row[h] + kk) : uint4{};
+          const bool ok = s < steps && kk < k_dim;
 #pragma unroll
           for (int tt = 0; tt < kTokenTiles; ++tt) {
             xv[u][c][tt] =

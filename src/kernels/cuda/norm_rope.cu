@@ -59,7 +59,8 @@ struct alignas(sizeof(T) * kPerLane) Pack {
 // qk_rms_norm: one warp per head row, q's rows first, then k's; kPerLane values per lane
 // (D <= 32 * kPerLane). kPacked (D == 32 * kPerLane, rows and weights aligned to a Pack): lane
 // l holds elements [l kPerLane, (l + 1) kPerLane), moved as one access; else l + 32 j, one
-// element at a time. Arithmetic as rms_norm_kernel's.
+// element at a time. Arithmetic as rms_norm_kernel's; the packed rows' order is also
+// HeadRmsNorm's (head_rms_norm.cuh), which folds this norm into RoPE with the same bits.
 template <typename T, int kPerLane, bool kPacked>
 __global__ void qk_rms_norm_kernel(T* q, RowLayout q_rows, T* k, RowLayout k_rows,
                                    const T* q_weight, const T* k_weight, float eps) {
@@ -87,7 +88,7 @@ __global__ void qk_rms_norm_kernel(T* q, RowLayout q_rows, T* k, RowLayout k_row
     }
   }
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) sum_sq += v[j] * v[j];
+  for (int j = 0; j < kPerLane; ++j) sum_sq = __fmaf_rn(v[j], v[j], sum_sq);
   const float inv = rsqrtf(warp_sum_of(sum_sq) / static_cast<float>(n) + eps);
   if constexpr (kPacked) {
     const P w = reinterpret_cast<const P*>(weight)[lane];

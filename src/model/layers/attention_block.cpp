@@ -64,12 +64,17 @@ void AttentionBlock::forward(const Tensor& input, const Tensor& output, const Te
   const Tensor k = qkv.slice_last(s.q_size(), s.kv_size()).split_heads(s.num_kv_heads);
   const Tensor v =
       qkv.slice_last(s.q_size() + s.kv_size(), s.kv_size()).split_heads(s.num_kv_heads);
-  if (s.qk_norm) {
+  // The q/k norm (Qwen3), RoPE, the KV store and attention: one pass where the backend folds
+  // the norm and RoPE into the store or the decode kernel, else as many as it needs.
+  const attention::QkNorm qk_norm{q_norm_, k_norm_, static_cast<float>(s.rms_norm_eps)};
+  bool done = ctx.attention.forward_with_rope(layer_id_, q, k, v, fb.positions, rope_cos_sin,
+                                              attn_out, fb, s.qk_norm ? &qk_norm : nullptr);
+  if (!done && s.qk_norm) {
     kernels::qk_rms_norm(q, k, q_norm_, k_norm_, s.rms_norm_eps, ctx.stream);
+    done = ctx.attention.forward_with_rope(layer_id_, q, k, v, fb.positions, rope_cos_sin, attn_out,
+                                           fb, nullptr);
   }
-  // RoPE, the KV store and attention: one pass where the backend fuses RoPE with the store.
-  if (!ctx.attention.forward_with_rope(layer_id_, q, k, v, fb.positions, rope_cos_sin, attn_out,
-                                       fb)) {
+  if (!done) {
     kernels::rope(q, k, fb.positions, rope_cos_sin, ctx.stream);
     ctx.attention.forward(layer_id_, q, k, v, attn_out, fb);
   }
