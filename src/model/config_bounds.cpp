@@ -80,6 +80,8 @@ Status check_config_bounds(const ModelConfig& c, const std::string& source,
     SGL_RETURN_IF_ERROR(int_in_range(source, n.num_experts, c.num_experts, B::kMaxNumExperts));
     SGL_RETURN_IF_ERROR(
         int_in_range(source, n.num_experts_per_tok, c.num_experts_per_tok, c.num_experts));
+    SGL_RETURN_IF_ERROR(
+        int_in_range(source, n.num_experts_per_tok, c.num_experts_per_tok, B::kMaxExpertsPerToken));
     SGL_RETURN_IF_ERROR(int_in_range(source, n.moe_intermediate_size, c.moe_intermediate_size,
                                      B::kMaxIntermediateSize));
     SGL_RETURN_IF_ERROR(

@@ -39,6 +39,9 @@ struct ConfigBounds {
   // Routed experts of a MoE layer; largest released: 384 (Kimi K2). The CUDA router
   // (kernels::moe_route) takes up to 512.
   static constexpr int64_t kMaxNumExperts = 512;
+  // Experts a token is routed to; released models use 1 to 10. The CUDA router keeps each pick
+  // in one lane of a warp.
+  static constexpr int64_t kMaxExpertsPerToken = 32;
   // rms_norm_eps lies in (0, kMaxRmsNormEps); real models use 1e-6 .. 1e-5.
   static constexpr double kMaxRmsNormEps = 1.0;
 };

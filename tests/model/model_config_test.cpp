@@ -210,6 +210,9 @@ TEST(ModelConfigTest, BadMoeFieldsAreRefused) {
   j["num_experts_per_tok"] = 129;
   expect_error(parse(j), StatusCode::kInvalidArgument, {"num_experts_per_tok", "129", "128"});
   j = qwen3_moe_config();
+  j["num_experts_per_tok"] = 33;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"num_experts_per_tok", "33", "32"});
+  j = qwen3_moe_config();
   j["num_experts"] = 513;
   expect_error(parse(j), StatusCode::kInvalidArgument, {"num_experts", "513", "maximum 512"});
   j = qwen3_moe_config();

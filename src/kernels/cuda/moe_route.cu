@@ -1,6 +1,7 @@
 // CUDA moe_route: one warp per token scores its router logits (softmax or sigmoid, f32), takes
-// the top k by k rounds of a warp arg-max with the CPU's tie and NaN rules, and renormalises.
-// moe_local_ids: expert parallelism's masking of the other ranks' experts, a thread per pair.
+// the top k (k <= 32) by k rounds of a warp arg-max with the CPU's tie and NaN rules, and
+// renormalises. moe_local_ids: expert parallelism's masking of the other ranks' experts, a
+// thread per pair.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -77,8 +78,9 @@ __global__ void __launch_bounds__(32 * kWarps) moe_route_kernel(const RouteParam
     for (int i = 0; i < kPerLane; ++i) s[i] /= sum;
   }
 
-  float* w = p.weights + token * p.k;
-  int32_t* id = p.ids + token * p.k;
+  // Round j's pick stays with lane j, and the k picks leave in one write at the end (k <= 32).
+  int32_t my_id = 0;
+  float my_weight = 0.f;
   float total = 0.f;
   for (int j = 0; j < p.k; ++j) {
     // This lane's best untaken non-NaN score (lowest index on ties: i ascends with the expert)
@@ -92,18 +94,26 @@ __global__ void __launch_bounds__(32 * kWarps) moe_route_kernel(const RouteParam
       first = e << 1 | (isnan(s[i]) ? 1u : 0u);
       if (!isnan(s[i]) && s[i] >= best.value) best = {s[i], static_cast<int32_t>(e)};
     }
-    best = warp_best(best);
+    // The warp's best in two reductions (not five shuffle rounds): scores are >= 0 (softmax,
+    // sigmoid; never -0) so their bits order as they do; + 1 keeps a score of 0 apart from none.
+    const bool has = best.index != INT32_MAX;
+    const unsigned key = has ? __float_as_uint(best.value) + 1u : 0u;
+    const unsigned top = __reduce_max_sync(kFullWarp, key);
+    const unsigned index =
+        __reduce_min_sync(kFullWarp, has && key == top ? static_cast<unsigned>(best.index) : ~0u);
+    if (top != 0) best = {__uint_as_float(top - 1u), static_cast<int32_t>(index)};
     first = __reduce_min_sync(kFullWarp, first);
     if (first & 1u) best = {NAN, static_cast<int32_t>(first >> 1)};
     if (lane == best.index % 32) taken |= 1u << (best.index / 32);
     total += best.value;
-    if (lane == 0) {
-      id[j] = best.index;
-      w[j] = best.value;
+    if (lane == j) {
+      my_id = best.index;
+      my_weight = best.value;
     }
   }
-  if (p.renormalize && lane == 0) {
-    for (int j = 0; j < p.k; ++j) w[j] /= total;
+  if (lane < p.k) {
+    p.ids[token * p.k + lane] = my_id;
+    p.weights[token * p.k + lane] = p.renormalize ? my_weight / total : my_weight;
   }
 }
 
@@ -137,6 +147,8 @@ void moe_route(const Tensor& router_logits, bool sigmoid, bool renormalize,
   const int64_t tokens = router_logits.size(0), experts = router_logits.size(1);
   SGL_CHECK(experts <= kMaxExperts)
       << "moe_route: the CUDA kernel takes up to " << kMaxExperts << " experts, got " << experts;
+  SGL_CHECK(topk_ids.size(1) <= 32)
+      << "moe_route: the CUDA kernel takes top k <= 32, got " << topk_ids.size(1);
   const RouteParams p{router_logits.data<float>(),
                       router_logits.stride(0),
                       tokens,
