@@ -49,7 +49,8 @@ struct TileConfig {
   static constexpr int kStages = std::min(8, kPipelineBudget / kStageBytes);
   static constexpr int kOutBytes = kTokens * kOutStride * 4;
   static constexpr int kBarrierOffset = std::max(kStages * kStageBytes, kOutBytes);
-  static constexpr int kSmemBytes = kBarrierOffset + 2 * kStages * 8 + 1024;  // + alignment
+  static constexpr int kOutRowsOffset = kBarrierOffset + 2 * kStages * 8;  // grouped y rows
+  static constexpr int kSmemBytes = kOutRowsOffset + kTokens * 4 + 1024;   // + alignment
 };
 
 enum class Epilogue { kStore, kSiluMul };
@@ -240,9 +241,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();
   }
 
+  // A grouped tile's y rows, read by the epilogue: one global load each, here where the other
+  // producer threads idle, not a dependent load per output chunk there (3% of a prefill:
+  // docs/perf-log/2026-11-30-moe-kernel-costs.md).
+  auto* out_rows = reinterpret_cast<int32_t*>(smem + Cfg::kOutRowsOffset);
+  const int valid_tokens = min(kTokens, p.m - t.token0);
   if (warpgroup == 0) {
     hopper::warpgroup_reg_dealloc<kProducerRegs>();
-    if (threadIdx.x == 0) produce<kTokens>(&w_map, &x_map, smem, full, empty, t);
+    if (threadIdx.x == 0) {
+      produce<kTokens>(&w_map, &x_map, smem, full, empty, t);
+    } else if (p.groups.out_row != nullptr) {
+      for (int i = static_cast<int>(threadIdx.x) - 1; i < valid_tokens; i += 127) {
+        out_rows[i] = p.groups.out_row[t.token0 + i];
+      }
+    }
   } else {
     hopper::warpgroup_reg_alloc<kConsumerRegs>();
     consume<kTokens>(smem, full, empty, t, warpgroup - 1);
@@ -258,7 +270,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   // over the partial tiles of the CTAs at the same x in the cluster (ranks peer + multicast q).
   constexpr int kOutCols = kSilu ? kHalfRows : kTileRows;
   constexpr int kChunks = kOutCols / 4;
-  const int valid_tokens = min(kTokens, p.m - t.token0);
   const int items = valid_tokens * kChunks;
   const int first = split * items / splits, last = (split + 1) * items / splits;
   const uint32_t tile = hopper::smem_addr(smem);
@@ -279,7 +290,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     int64_t y_row = t.token0 + tok;
     if (p.groups.out_row != nullptr) {
-      y_row = p.groups.out_row[y_row];
+      y_row = out_rows[tok];
       if (y_row >= p.groups.out_rows) continue;  // padding
     }
     const int64_t out = y_row * p.n + col;
