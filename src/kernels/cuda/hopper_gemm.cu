@@ -26,6 +26,7 @@
 #include "kernels/cuda/common/wgmma_bf16.cuh"
 #include "kernels/cuda/hopper_gemm.h"
 #include "kernels/cuda/hopper_gemm_plan.h"
+#include "kernels/cuda/hopper_grouped_gemm.h"
 
 namespace sgl::kernels::cuda {
 namespace {
@@ -373,6 +374,7 @@ HopperGemm::HopperGemm(int device_index) : device_index_(device_index) {
   SGL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index));
   SGL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_index));
   available_ = major == 9 && minor == 0;
+  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_index));
 }
 
 void HopperGemm::prepare() {
@@ -389,6 +391,7 @@ void HopperGemm::prepare() {
           cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
     }
   }
+  configure_hopper_grouped_kernels();
   SGL_CUDA_CHECK(cudaSetDevice(previous));
 }
 
@@ -494,6 +497,19 @@ void HopperGemm::launch(const Launch& l, backend::Stream stream) {
   const CUtensorMap w_map = encoder_->bf16_rows_sw128(l.w.raw(), l.w.size(0), k, k, kHalfRows);
   const CUtensorMap x_map =
       encoder_->bf16_rows_sw128(l.x.raw(), m, k, l.x.stride(0), plan.token_tile / plan.multicast);
+  if (l.groups != nullptr && l.y.dtype() == DType::kBF16 &&
+      plan.token_tile <= kHopperGroupedMaxTokenTile) {
+    const HopperGroupedLaunch grouped{.silu_mul = l.epilogue == Epilogue::kSiluMul,
+                                      .token_tile = plan.token_tile,
+                                      .m = static_cast<int>(m),
+                                      .n = static_cast<int>(l.y.size(1)),
+                                      .k_blocks = static_cast<int>(k_blocks),
+                                      .feature_tiles = static_cast<int>(l.feature_tiles),
+                                      .groups = *l.groups,
+                                      .y = l.y.raw()};
+    launch_hopper_grouped(w_map, x_map, grouped, sm_count_, backend::cuda::native_stream(stream));
+    return;
+  }
   const Params params{static_cast<int>(m),
                       static_cast<int>(l.y.size(1)),
                       static_cast<int>(k_blocks),

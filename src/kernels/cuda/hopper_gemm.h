@@ -12,10 +12,12 @@
 // rows in one CTA and writes silu(gate) * up. Programmatic launch: the first stages' weight
 // loads are issued before waiting on the previous kernel.
 //
-// Grouped (MoE) problems run the same kernel over token tiles that each belong to one expert:
-// a tile's weights are its expert's rows of the stacked weight, and tiles past the rows in use
-// (a device value the alignment wrote) exit at once, so the launch shape is fixed and a CUDA
-// graph can capture it. Their weight loads wait for the alignment (the expert is data).
+// Grouped (MoE) problems run over token tiles that each belong to one expert: a tile's weights
+// are its expert's rows of the stacked weight, and tiles past the rows in use (a device value
+// the alignment wrote) are skipped, so the launch shape is fixed and a CUDA graph can capture
+// it. Their weight loads wait for the alignment (the expert is data). Tiles of up to 128 tokens
+// with bf16 outputs take the persistent kernel of hopper_grouped_gemm.h (one CTA per SM walks
+// the tiles); larger ones, and f32 outputs, this kernel, one CTA per tile.
 //
 // Ownership: one per stream (StreamGemms, stream_gemms.h), holding the device's facts
 // (compute capability, cluster residency per tile shape) and the tensor-map encoder.
@@ -94,6 +96,7 @@ class HopperGemm {
   int resident_clusters(int token_tile, int multicast, int splits);
 
   int device_index_ = 0;
+  int sm_count_ = 0;
   bool available_ = false;
   std::unique_ptr<TensorMapEncoder> encoder_;  // set by prepare()
   std::mutex mu_;

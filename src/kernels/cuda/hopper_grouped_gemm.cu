@@ -1,0 +1,294 @@
+// The persistent grouped kernel (hopper_grouped_gemm.h).
+//
+// CTA = 3 warpgroups, as hopper_gemm.cu's. Warpgroup 0's first thread issues the TMA loads of
+// every k-block of every tile the CTA takes (tiles blockIdx.x, + gridDim.x, ...; feature tiles
+// fastest, so the CTAs running at once share token tiles in L2) into one ring of stages.
+// Warpgroups 1 and 2 each multiply 64 weight rows by the tile's tokens, release each stage
+// once its MMAs are done, and after the tile's last k-block put their accumulators through a
+// bf16 staging tile (apart from the ring, which the producer goes on filling with the next
+// tile) and store it in 16-byte rows. silu_mul: warpgroup 2 holds the up rows of the features
+// whose gate rows warpgroup 1 holds, in the same fragment places, so it stages bf16(up) and
+// warpgroup 1 turns that into silu(gate) * up in place.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+#include "core/check.h"
+#include "kernels/cuda/common/cuda_types.cuh"
+#include "kernels/cuda/common/hopper_async.cuh"
+#include "kernels/cuda/common/pdl.cuh"
+#include "kernels/cuda/common/wgmma_bf16.cuh"
+#include "kernels/cuda/hopper_gemm_plan.h"
+#include "kernels/cuda/hopper_grouped_gemm.h"
+
+namespace sgl::kernels::cuda {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kBlockK = 64;    // k per stage: one 128-byte swizzle row of bf16
+constexpr int kHalfRows = 64;  // weight rows per consumer warpgroup (wgmma M)
+constexpr int kHalfBytes = kHalfRows * kBlockK * 2;
+constexpr int kThreads = 3 * 128;  // producer + 2 consumer warpgroups
+constexpr int kConsumers = 256;
+constexpr int kSmemLimit = 227 * 1024;  // dynamic shared memory a block may have (sm_90)
+// Registers per thread after the split: 128 x 40 + 256 x 232 <= 64K.
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+constexpr int kStagingBarrier = 1;  // named barrier of the consumers (0 is __syncthreads)
+
+template <int kTokens>
+struct GroupedConfig {
+  static constexpr int kStageBytes = 2 * kHalfBytes + kTokens * kBlockK * 2;
+  // bf16 per staged token row: the 128 columns of a tile and 8 more, so that rows stay 16-byte
+  // aligned and a warp's fragment writes spread over the banks.
+  static constexpr int kStagingStride = 2 * kHalfRows + 8;
+  static constexpr int kStagingBytes = kTokens * kStagingStride * 2;
+  static constexpr int kBarrierBytes = 2 * 8 * 8;  // full and empty, up to 8 stages
+  static constexpr int kStages =
+      std::min(8, (kSmemLimit - kStagingBytes - kBarrierBytes - 1024) / kStageBytes);
+  static constexpr int kStagingOffset = kStages * kStageBytes;
+  static constexpr int kBarrierOffset = kStagingOffset + kStagingBytes;
+  static constexpr int kSmemBytes = kBarrierOffset + kBarrierBytes + 1024;  // + alignment
+  static_assert(kStages >= 3 && kSmemBytes <= kSmemLimit);
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// Pins the accumulators in place across this point: the compiler may not move their reads
+// (the epilogue's conversions) or writes (the next tile's zeros) into the MMAs' flight, which
+// ptxas answers by serializing every wgmma.
+template <int kCount>
+__device__ __forceinline__ void fence_accumulators(float (&acc)[kCount]) {
+#pragma unroll
+  for (int j = 0; j < kCount; ++j) asm volatile("" : "+f"(acc[j])::"memory");
+}
+
+// The tile's (feature tile, token tile) for this CTA's i-th tile.
+struct GroupedTile {
+  int feature_tile, token_tile;
+  __device__ GroupedTile(int tile, int feature_tiles)
+      : feature_tile(tile % feature_tiles), token_tile(tile / feature_tiles) {}
+};
+
+template <int kTokens, bool kSilu>
+__device__ void produce_tiles(const CUtensorMap* w_map, const CUtensorMap* x_map,
+                              const HopperGroupedLaunch& p, int tiles, uint8_t* smem,
+                              uint64_t* full, uint64_t* empty) {
+  using Cfg = GroupedConfig<kTokens>;
+  constexpr int kFeatureRows = kSilu ? kHalfRows : 2 * kHalfRows;
+  const uint64_t read_once = hopper::policy_evict_first(), reread = hopper::policy_evict_last();
+  uint32_t g = 0;  // k-blocks issued so far, over all tiles
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const GroupedTile at(tile, p.feature_tiles);
+    const int expert_row0 =
+        p.groups.tile_expert[at.token_tile] * static_cast<int>(p.groups.expert_rows);
+    const int col0 = at.feature_tile * kFeatureRows;
+    const int row0 = expert_row0 + col0;
+    const int row1 = expert_row0 + (kSilu ? p.n + col0 : col0 + kHalfRows);
+    const int token0 = at.token_tile * kTokens;
+    for (int kb = 0; kb < p.k_blocks; ++kb, ++g) {
+      const int s = static_cast<int>(g % Cfg::kStages);
+      // Released by both consumers (their MMAs of the k-block kStages back are done).
+      if (g >= Cfg::kStages) hopper::mbarrier_wait(&empty[s], ((g / Cfg::kStages) - 1) & 1);
+      uint8_t* stage = smem + s * Cfg::kStageBytes;
+      hopper::mbarrier_arrive_expect_tx(&full[s], Cfg::kStageBytes);
+      const int k0 = kb * kBlockK;
+      hopper::tma_load_2d(stage, w_map, &full[s], k0, row0, read_once);
+      hopper::tma_load_2d(stage + kHalfBytes, w_map, &full[s], k0, row1, read_once);
+      hopper::tma_load_2d(stage + 2 * kHalfBytes, x_map, &full[s], k0, token0, reread);
+    }
+  }
+}
+
+// half: which 64 weight rows of the tile (silu_mul: 0 gate, 1 up).
+template <int kTokens, bool kSilu>
+__device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* smem,
+                              uint64_t* full, uint64_t* empty, int half) {
+  using Cfg = GroupedConfig<kTokens>;
+  using Mma = WgmmaBf16<kTokens>;
+  constexpr int kFeatureRows = kSilu ? kHalfRows : 2 * kHalfRows;
+  constexpr int kChunks = kFeatureRows / 8;  // 16-byte chunks of a staged row
+  constexpr int kItems = (kTokens * kChunks + kConsumers - 1) / kConsumers;
+  const int consumer = static_cast<int>(threadIdx.x) - 128;
+  const int lane = consumer % 32, warp = (consumer / 32) % 4;
+  const bool releaser = consumer % 128 == 0;  // one arrival per warpgroup and stage
+  const uint32_t ring = hopper::smem_addr(smem);
+  auto* staging = reinterpret_cast<bf16*>(smem + Cfg::kStagingOffset);
+  auto* y = static_cast<bf16*>(p.y);
+  // Fragment element j of this thread: token (j / 4) 8 + 2 (lane % 4) + j % 2, weight row
+  // 16 warp + lane / 4 + 8 ((j / 2) % 2) of the warpgroup's 64.
+  auto staged = [&](int j) -> bf16& {
+    const int token = (j / 4) * 8 + (lane % 4) * 2 + (j % 2);
+    const int col = (kSilu ? 0 : half * kHalfRows) + warp * 16 + lane / 4 + 8 * ((j / 2) % 2);
+    return staging[token * Cfg::kStagingStride + col];
+  };
+  uint32_t g = 0;  // k-blocks consumed so far, over all tiles
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const GroupedTile at(tile, p.feature_tiles);
+    const int token0 = at.token_tile * kTokens, col0 = at.feature_tile * kFeatureRows;
+    // This thread's output rows (store items consumer + kConsumers i), loaded now so that the
+    // main loop hides their latency.
+    int32_t y_rows[kItems];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      const int token = min((consumer + i * kConsumers) / kChunks, kTokens - 1);
+      y_rows[i] = p.groups.out_row != nullptr ? p.groups.out_row[token0 + token] : token0 + token;
+    }
+    float acc[Mma::kAccumulators];
+#pragma unroll
+    for (int j = 0; j < Mma::kAccumulators; ++j) acc[j] = 0.f;
+    fence_accumulators(acc);
+    for (int kb = 0; kb < p.k_blocks; ++kb, ++g) {
+      const int s = static_cast<int>(g % Cfg::kStages);
+      hopper::mbarrier_wait(&full[s], (g / Cfg::kStages) & 1);
+      const uint32_t w_tile = ring + s * Cfg::kStageBytes + half * kHalfBytes;
+      const uint32_t x_tile = ring + s * Cfg::kStageBytes + 2 * kHalfBytes;
+      hopper::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBlockK / 16; ++kk) {
+        Mma::mma(acc, hopper::sw128_kmajor_desc(w_tile + kk * 32),
+                 hopper::sw128_kmajor_desc(x_tile + kk * 32));
+      }
+      hopper::wgmma_commit();
+      hopper::wgmma_wait<1>();  // k-block g - 1's MMAs are done
+      if (releaser && kb > 0) hopper::mbarrier_arrive(&empty[(g - 1) % Cfg::kStages]);
+    }
+    hopper::wgmma_wait<0>();
+    fence_accumulators(acc);
+    if (releaser) hopper::mbarrier_arrive(&empty[(g - 1) % Cfg::kStages]);
+
+    // The last tile's stores have read the staging tile.
+    hopper::named_barrier(kStagingBarrier, kConsumers);
+    if constexpr (kSilu) {
+      if (half == 1) {
+#pragma unroll
+        for (int j = 0; j < Mma::kAccumulators; ++j) staged(j) = __float2bfloat16_rn(acc[j]);
+      }
+      hopper::named_barrier(kStagingBarrier, kConsumers);
+      if (half == 0) {
+#pragma unroll
+        for (int j = 0; j < Mma::kAccumulators; ++j) {
+          bf16& out = staged(j);
+          out = __float2bfloat16_rn(silu_mul<bf16>(acc[j], __bfloat162float(out)));
+        }
+      }
+    } else {
+      auto stage_all = [&] {
+#pragma unroll
+        for (int j = 0; j < Mma::kAccumulators; ++j) staged(j) = __float2bfloat16_rn(acc[j]);
+      };
+      // One copy per warpgroup: with a single one ptxas serialized the wgmmas (a
+      // C7514 "performance loss" note; the silu_mul variant, which branches here, had none).
+      if (half == 0) {
+        stage_all();
+      } else {
+        stage_all();
+      }
+    }
+    hopper::named_barrier(kStagingBarrier, kConsumers);
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      const int item = consumer + i * kConsumers;
+      const int token = item / kChunks, chunk = item % kChunks;
+      const int col = col0 + chunk * 8;
+      if (token >= kTokens || col >= p.n) continue;  // n % 8 == 0: a chunk is wholly in or out
+      if (p.groups.out_row != nullptr && y_rows[i] >= p.groups.out_rows) continue;  // padding
+      *reinterpret_cast<uint4*>(y + static_cast<int64_t>(y_rows[i]) * p.n + col) =
+          *reinterpret_cast<const uint4*>(staging + token * Cfg::kStagingStride + chunk * 8);
+    }
+  }
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+template <int kTokens, bool kSilu>
+__global__ void __launch_bounds__(kThreads, 1)
+    hopper_grouped_kernel(const __grid_constant__ CUtensorMap w_map,
+                          const __grid_constant__ CUtensorMap x_map, const HopperGroupedLaunch p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Cfg = GroupedConfig<kTokens>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  auto* full = reinterpret_cast<uint64_t*>(smem + Cfg::kBarrierOffset);
+  uint64_t* empty = full + Cfg::kStages;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      hopper::mbarrier_init(&full[s], 1);
+      hopper::mbarrier_init(&empty[s], 2);
+    }
+    hopper::fence_barrier_init();
+    hopper::prefetch_tensor_map(&w_map);
+    hopper::prefetch_tensor_map(&x_map);
+  }
+  __syncthreads();
+  // The tiles' experts and the rows in use are the alignment's (upstream). The next kernel's
+  // CTAs find no room on an SM until this grid's leave, so it may launch now.
+  pdl_wait();
+  pdl_launch_dependents();
+  const int tiles = *p.groups.rows_used / kTokens * p.feature_tiles;
+  if (threadIdx.x < 128) {
+    hopper::warpgroup_reg_dealloc<kProducerRegs>();
+    if (threadIdx.x == 0) {
+      produce_tiles<kTokens, kSilu>(&w_map, &x_map, p, tiles, smem, full, empty);
+    }
+  } else {
+    hopper::warpgroup_reg_alloc<kConsumerRegs>();
+    consume_tiles<kTokens, kSilu>(p, tiles, smem, full, empty, threadIdx.x / 128 - 1);
+  }
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+using GroupedKernel = void (*)(CUtensorMap, CUtensorMap, HopperGroupedLaunch);
+
+struct GroupedChoice {
+  GroupedKernel fn;
+  int smem_bytes;
+};
+
+template <int kTokens>
+GroupedChoice grouped_choice(bool silu_mul) {
+  return {silu_mul ? hopper_grouped_kernel<kTokens, true> : hopper_grouped_kernel<kTokens, false>,
+          GroupedConfig<kTokens>::kSmemBytes};
+}
+
+GroupedChoice grouped_kernel_for(int token_tile, bool silu_mul) {
+  switch (token_tile) {
+    case 16:
+      return grouped_choice<16>(silu_mul);
+    case 32:
+      return grouped_choice<32>(silu_mul);
+    case 64:
+      return grouped_choice<64>(silu_mul);
+    case 128:
+      return grouped_choice<128>(silu_mul);
+    default:
+      SGL_CHECK(false) << "hopper grouped gemm: token tile " << token_tile;
+      return {};
+  }
+}
+
+}  // namespace
+
+void configure_hopper_grouped_kernels() {
+  for (int tile : kHopperTokenTiles) {
+    if (tile > kHopperGroupedMaxTokenTile) continue;
+    for (bool silu_mul : {false, true}) {
+      const GroupedChoice k = grouped_kernel_for(tile, silu_mul);
+      SGL_CUDA_CHECK(
+          cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
+    }
+  }
+}
+
+void launch_hopper_grouped(const CUtensorMap& w_map, const CUtensorMap& x_map,
+                           const HopperGroupedLaunch& l, int sms, cudaStream_t stream) {
+  const GroupedChoice k = grouped_kernel_for(l.token_tile, l.silu_mul);
+  const int64_t max_tiles = static_cast<int64_t>(l.m / l.token_tile) * l.feature_tiles;
+  const auto ctas = static_cast<unsigned>(std::clamp<int64_t>(max_tiles, 1, sms));
+  launch_pdl(k.fn, dim3(ctas), dim3(kThreads), k.smem_bytes, stream, w_map, x_map, l);
+}
+
+}  // namespace sgl::kernels::cuda

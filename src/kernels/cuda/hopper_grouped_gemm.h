@@ -1,0 +1,41 @@
+// The Hopper GEMM's persistent grouped kernel (MoE expert GEMMs at prefill and large decode
+// batches), used by HopperGemm::run_grouped and run_grouped_silu_and_mul (hopper_gemm.h) for
+// bf16 outputs. One CTA per SM walks the (feature tile, token tile) grid: its producer thread
+// streams the next tile's k-blocks through the ring while the consumers write the last tile
+// out through a staging tile of their own, so neither a CTA's launch nor its pipeline fill
+// nor most of its epilogue stands between two tiles' main loops.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/hopper_gemm.h"
+
+namespace sgl::kernels::cuda {
+
+// The largest token tile it runs. Tiles of 256 (prefill) keep the one-CTA-per-tile kernel:
+// with the staging tile beside it the ring holds three of their stages, not four, and the
+// prefill got 2-3% slower; decode batches of 64-256 (tiles of 16-32) got 6-7% faster
+// (docs/perf-log/2026-11-30-moe-kernel-costs.md).
+inline constexpr int kHopperGroupedMaxTokenTile = 128;
+
+struct HopperGroupedLaunch {
+  bool silu_mul = false;  // out = silu(x gate^T) * (x up^T), else y = x w^T
+  int token_tile = 0;     // one of kHopperTokenTiles, <= kHopperGroupedMaxTokenTile
+  int m = 0;              // x rows: a multiple of token_tile
+  int n = 0;              // output columns (silu_mul: I)
+  int k_blocks = 0;       // ceil(k / 64)
+  int feature_tiles = 0;  // output columns / 128 (silu_mul: I / 64), rounded up
+  HopperGroups groups;
+  void* y = nullptr;  // bf16 [m or groups.out_rows, n]
+};
+
+// Kernel attributes (shared memory) on the current device; once, before the first launch.
+void configure_hopper_grouped_kernels();
+
+// Queues the kernel on `sms` CTAs (or fewer, one per tile). w_map: the stacked weights as
+// bf16_rows_sw128 boxes of 64 rows; x_map: x in boxes of token_tile rows.
+void launch_hopper_grouped(const CUtensorMap& w_map, const CUtensorMap& x_map,
+                           const HopperGroupedLaunch& l, int sms, cudaStream_t stream);
+
+}  // namespace sgl::kernels::cuda
