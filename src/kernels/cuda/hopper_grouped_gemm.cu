@@ -41,18 +41,23 @@ constexpr int kStagingBarrier = 1;  // named barrier of the consumers (0 is __sy
 template <int kTokens>
 struct GroupedConfig {
   static constexpr int kStageBytes = 2 * kHalfBytes + kTokens * kBlockK * 2;
-  // bf16 per staged token row: the 128 columns of a tile and 8 more, so that rows stay 16-byte
-  // aligned and a warp's fragment writes spread over the banks.
-  static constexpr int kStagingStride = 2 * kHalfRows + 8;
-  static constexpr int kStagingBytes = kTokens * kStagingStride * 2;
+  // The staging tile: the tile's token rows of its 128 columns (256 bytes, 16 chunks of 16
+  // bytes; chunk c of row r kept at c ^ (r % 8), so that a warp's fragment writes and a row's
+  // chunk reads spread over the banks).
+  static constexpr int kStagingBytes = kTokens * 2 * kHalfRows * 2;
   static constexpr int kBarrierBytes = 2 * 8 * 8;  // full and empty, up to 8 stages
   static constexpr int kStages =
       std::min(8, (kSmemLimit - kStagingBytes - kBarrierBytes - 1024) / kStageBytes);
   static constexpr int kStagingOffset = kStages * kStageBytes;
   static constexpr int kBarrierOffset = kStagingOffset + kStagingBytes;
   static constexpr int kSmemBytes = kBarrierOffset + kBarrierBytes + 1024;  // + alignment
-  static_assert(kStages >= 3 && kSmemBytes <= kSmemLimit);
+  static_assert(kTokens <= kHopperGroupedMaxTokenTile && kStages >= 4 && kSmemBytes <= kSmemLimit);
 };
+
+// The staging tile's element (row, col): 128 bf16 a row, 16-byte chunks swizzled by the row.
+__host__ __device__ constexpr int staging_index(int row, int col) {
+  return row * 2 * kHalfRows + (((col / 8) ^ (row % 8)) * 8) + col % 8;
+}
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -122,7 +127,7 @@ __device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* 
   auto staged = [&](int j) -> bf16& {
     const int token = (j / 4) * 8 + (lane % 4) * 2 + (j % 2);
     const int col = (kSilu ? 0 : half * kHalfRows) + warp * 16 + lane / 4 + 8 * ((j / 2) % 2);
-    return staging[token * Cfg::kStagingStride + col];
+    return staging[staging_index(token, col)];
   };
   uint32_t g = 0;  // k-blocks consumed so far, over all tiles
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -179,8 +184,8 @@ __device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* 
 #pragma unroll
         for (int j = 0; j < Mma::kAccumulators; ++j) staged(j) = __float2bfloat16_rn(acc[j]);
       };
-      // One copy per warpgroup: with a single one ptxas serialized the wgmmas (a
-      // C7514 "performance loss" note; the silu_mul variant, which branches here, had none).
+      // One copy per warpgroup: with a single one ptxas serialized the wgmmas (a C7514
+      // "performance loss" note; the silu_mul variant, which branches here, had none).
       if (half == 0) {
         stage_all();
       } else {
@@ -196,7 +201,7 @@ __device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* 
       if (token >= kTokens || col >= p.n) continue;  // n % 8 == 0: a chunk is wholly in or out
       if (p.groups.out_row != nullptr && y_rows[i] >= p.groups.out_rows) continue;  // padding
       *reinterpret_cast<uint4*>(y + static_cast<int64_t>(y_rows[i]) * p.n + col) =
-          *reinterpret_cast<const uint4*>(staging + token * Cfg::kStagingStride + chunk * 8);
+          *reinterpret_cast<const uint4*>(staging + staging_index(token, chunk * 8));
     }
   }
 }

@@ -14,8 +14,9 @@
 namespace sgl::kernels::cuda {
 
 // The largest token tile it runs. Tiles of 256 (prefill) keep the one-CTA-per-tile kernel:
-// with the staging tile beside it the ring holds three of their stages, not four, and the
-// prefill got 2-3% slower; decode batches of 64-256 (tiles of 16-32) got 6-7% faster
+// persistent, they were 2-3% slower with three stages beside a whole staging tile and 50%
+// slower with four and a staging tile of half the tokens, written out in two passes; decode
+// batches of 64-256 (tiles of 16-32) got 6-7% faster
 // (docs/perf-log/2026-11-30-moe-kernel-costs.md).
 inline constexpr int kHopperGroupedMaxTokenTile = 128;
 
