@@ -334,18 +334,8 @@ KernelChoice choice_for(Epilogue epilogue) {
 }
 
 KernelChoice kernel_for(int token_tile, Epilogue epilogue) {
-  switch (token_tile) {
-    case 16:
-      return choice_for<16>(epilogue);
-    case 32:
-      return choice_for<32>(epilogue);
-    case 64:
-      return choice_for<64>(epilogue);
-    case 128:
-      return choice_for<128>(epilogue);
-    default:
-      return choice_for<256>(epilogue);
-  }
+  return with_hopper_token_tile(token_tile,
+                                [&](auto tile) { return choice_for<tile.value>(epilogue); });
 }
 
 // x: bf16 [m, k] with 16-byte aligned rows; w: bf16 [rows, k] contiguous.

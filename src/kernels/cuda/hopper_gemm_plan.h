@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 
 namespace sgl::kernels::cuda {
 
@@ -14,6 +15,24 @@ inline constexpr int kHopperMaxMulticast = 4;
 
 // Token tiles (wgmma N) the kernel is built for, ascending.
 inline constexpr int kHopperTokenTiles[] = {16, 32, 64, 128, 256};
+
+// f(std::integral_constant<int, T>{}) for the token tile T == token_tile (one of
+// kHopperTokenTiles; any other value takes the largest): the kernels' instance per tile.
+template <typename F>
+decltype(auto) with_hopper_token_tile(int token_tile, F&& f) {
+  switch (token_tile) {
+    case 16:
+      return f(std::integral_constant<int, 16>{});
+    case 32:
+      return f(std::integral_constant<int, 32>{});
+    case 64:
+      return f(std::integral_constant<int, 64>{});
+    case 128:
+      return f(std::integral_constant<int, 128>{});
+    default:
+      return f(std::integral_constant<int, 256>{});
+  }
+}
 
 // The smallest token tile that holds m; the largest beyond it.
 int hopper_token_tile(int64_t m);

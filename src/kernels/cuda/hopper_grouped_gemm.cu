@@ -260,19 +260,14 @@ GroupedChoice grouped_choice(bool silu_mul) {
 }
 
 GroupedChoice grouped_kernel_for(int token_tile, bool silu_mul) {
-  switch (token_tile) {
-    case 16:
-      return grouped_choice<16>(silu_mul);
-    case 32:
-      return grouped_choice<32>(silu_mul);
-    case 64:
-      return grouped_choice<64>(silu_mul);
-    case 128:
-      return grouped_choice<128>(silu_mul);
-    default:
-      SGL_CHECK(false) << "hopper grouped gemm: token tile " << token_tile;
-      return {};
-  }
+  SGL_CHECK(token_tile <= kHopperGroupedMaxTokenTile)
+      << "hopper grouped gemm: token tile " << token_tile;
+  return with_hopper_token_tile(token_tile, [&](auto tile) -> GroupedChoice {
+    if constexpr (tile.value <= kHopperGroupedMaxTokenTile) {
+      return grouped_choice<tile.value>(silu_mul);
+    }
+    return {};
+  });
 }
 
 }  // namespace
