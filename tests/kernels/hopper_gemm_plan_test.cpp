@@ -22,6 +22,15 @@ TEST(HopperGemmPlan, TokenTileIsTheSmallestThatHoldsM) {
   EXPECT_EQ(plan_hopper_gemm(1000, 4, 64, h100_like).token_tiles, 4);
 }
 
+// The kernels' instance tables: each built tile reaches its own instance, anything else the
+// largest.
+TEST(HopperGemmPlan, TokenTileDispatchReachesEachTile) {
+  for (int tile : kHopperTokenTiles) {
+    EXPECT_EQ(with_hopper_token_tile(tile, [](auto t) { return t.value; }), tile);
+  }
+  EXPECT_EQ(with_hopper_token_tile(512, [](auto t) { return t.value; }), 256);
+}
+
 // The limits every plan keeps, over Llama-3-8B-like shapes and odd ones.
 TEST(HopperGemmPlan, KeepsItsLimits) {
   for (int64_t m : {1, 16, 17, 64, 100, 256, 700}) {
