@@ -36,7 +36,7 @@ std::string route_case(int64_t tokens, int64_t experts, int64_t k, MoeScoring sc
 // logit (softmax: every score NaN; sigmoid: one NaN score), where the CPU's rules pick too.
 TEST_F(CudaMoe, RouteMatchesCpuExactly) {
   for (int64_t experts : {1, 8, 16, 33, 60, 128, 256, 512}) {
-    for (int64_t k : {1, 2, 4, 8}) {
+    for (int64_t k : {1, 2, 4, 8, 32}) {  // 32: every lane of the warp keeps a pick
       if (k > experts) continue;
       for (int64_t tokens : {1, 7, 300}) {
         const int64_t ld = experts + 3;  // a row-strided view

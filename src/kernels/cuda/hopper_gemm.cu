@@ -487,7 +487,9 @@ void HopperGemm::launch(const Launch& l, backend::Stream stream) {
   const CUtensorMap w_map = encoder_->bf16_rows_sw128(l.w.raw(), l.w.size(0), k, k, kHalfRows);
   const CUtensorMap x_map =
       encoder_->bf16_rows_sw128(l.x.raw(), m, k, l.x.stride(0), plan.token_tile / plan.multicast);
-  if (l.groups != nullptr && l.y.dtype() == DType::kBF16 &&
+  // The persistent kernel stores 16-byte chunks: whole ones need n % 8 == 0 (a SiLU problem's
+  // 2I % 8 == 0 leaves I % 8 == 4 possible; fused_moe never sends one).
+  if (l.groups != nullptr && l.y.dtype() == DType::kBF16 && l.y.size(1) % 8 == 0 &&
       plan.token_tile <= kHopperGroupedMaxTokenTile) {
     const HopperGroupedLaunch grouped{.silu_mul = l.epilogue == Epilogue::kSiluMul,
                                       .token_tile = plan.token_tile,

@@ -229,8 +229,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::prefetch_tensor_map(&x_map);
   }
   __syncthreads();
-  // The tiles' experts and the rows in use are the alignment's (upstream). The next kernel's
-  // CTAs find no room on an SM until this grid's leave, so it may launch now.
+  // The tiles' experts and the rows in use are the alignment's (upstream). The next kernel may
+  // launch now: where this grid holds an SM (its shared memory and registers), the next one's
+  // CTAs find no room there until this one's leave.
   pdl_wait();
   pdl_launch_dependents();
   const int tiles = *p.groups.rows_used / kTokens * p.feature_tiles;
@@ -260,14 +261,17 @@ GroupedChoice grouped_choice(bool silu_mul) {
 }
 
 GroupedChoice grouped_kernel_for(int token_tile, bool silu_mul) {
-  SGL_CHECK(token_tile <= kHopperGroupedMaxTokenTile)
-      << "hopper grouped gemm: token tile " << token_tile;
-  return with_hopper_token_tile(token_tile, [&](auto tile) -> GroupedChoice {
+  const GroupedChoice k = with_hopper_token_tile(token_tile, [&](auto tile) -> GroupedChoice {
     if constexpr (tile.value <= kHopperGroupedMaxTokenTile) {
       return grouped_choice<tile.value>(silu_mul);
     }
     return {};
   });
+  // A tile past kHopperGroupedMaxTokenTile, or not one of kHopperTokenTiles.
+  SGL_CHECK(k.fn != nullptr &&
+            with_hopper_token_tile(token_tile, [](auto t) { return t.value; }) == token_tile)
+      << "hopper grouped gemm: token tile " << token_tile;
+  return k;
 }
 
 }  // namespace

@@ -129,10 +129,11 @@ __global__ void __launch_bounds__(kThreads, 2)
   constexpr bool kGateUp = kProj == Proj::kGateUp;
   constexpr int kOutRows = kGateUp ? 8 : 16;  // outputs per row tile
   if constexpr (kGateUp) {
-    // Its experts come from the kernel right before (the route or the alignment).
+    // Its experts may come from the kernel right before (the route or the alignment).
     pdl_wait();
     pdl_launch_dependents();
-    // The down projection's tile counters start at zero (it runs after this grid completes).
+    // The down projection's tile counters start at zero (it uses them only after its wait on
+    // this grid).
     if (blockIdx.x == 0 && blockIdx.y == 0) {
       for (int64_t i = threadIdx.x; i < a.tile_counter_count; i += kThreads) {
         a.tile_counters[i] = 0;
