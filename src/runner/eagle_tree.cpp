@@ -58,7 +58,7 @@ EagleTree::EagleTree(EagleDraftRunner& draft, const cache::ReqToTokenTable& req_
       branches_(capacity_ * k_),
       list_capacity_(req_to_token.max_context_len() + steps_),
       top_k_(top_k),
-      ints_(draft.target(), DType::kI32, kv_indices_at() + int64_t{branches_} * list_capacity_),
+      ints_(draft.target(), DType::kI32, kv_indices_at() + kv_capacity()),
       floats_(draft.target(), DType::kF32, child_logprobs_at(steps_)),
       graphs_(std::make_unique<Graphs>()) {
   ModelRunner& target = draft.target();
@@ -155,7 +155,7 @@ ForwardBatch EagleTree::step_batch(int32_t t, int32_t rows, int32_t max_seq_len)
       ForwardMode::kDecode, ints_,
       {step_at(kIds, t), step_at(kPositions, t), step_at(kSlots, t), step_at(kSeqLens, t),
        step_at(kPrefixLens, t), ones_at(), row_at(kBranchRows), qo_indptr_at(), kv_indptr_at(),
-       kv_indices_at(), int64_t{branches_} * list_capacity_},
+       kv_indices_at(), kv_capacity()},
       rows * k_, 1, max_seq_len, req_to_token_);
 }
 

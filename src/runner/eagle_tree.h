@@ -58,6 +58,8 @@ class EagleTree {
   int64_t qo_indptr_at() const;
   int64_t kv_indptr_at() const;
   int64_t kv_indices_at() const;
+  // Each step's KV index lists: a list of list_capacity_ per branch.
+  int64_t kv_capacity() const { return int64_t{branches_} * list_capacity_; }
   // The f32 arrays: each step's frontier scores [steps][capacity * k], then the children's
   // log-probs [steps][capacity * k * k].
   int64_t scores_at(int32_t t) const;

@@ -22,6 +22,7 @@
 #include "core/check.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/hopper_async.cuh"
+#include "kernels/cuda/common/hopper_ring.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/common/wgmma_bf16.cuh"
 #include "kernels/cuda/hopper_gemm.h"
@@ -31,11 +32,13 @@
 namespace sgl::kernels::cuda {
 namespace {
 
-constexpr int kBlockK = 64;               // k per stage: one 128-byte swizzle row of bf16
-constexpr int kHalfRows = 64;             // weight rows per consumer warpgroup (wgmma M)
-constexpr int kTileRows = 2 * kHalfRows;  // weight rows per CTA
-constexpr int kHalfBytes = kHalfRows * kBlockK * 2;
-constexpr int kThreads = 3 * 128;          // producer + 2 consumer warpgroups
+using hopper::kBlockK;
+using hopper::kConsumerRegs;
+using hopper::kHalfBytes;
+using hopper::kHalfRows;
+using hopper::kProducerRegs;
+using hopper::kThreads;
+constexpr int kTileRows = 2 * kHalfRows;   // weight rows per CTA
 constexpr int kOutStride = kTileRows + 4;  // floats per token row of the output tile
 
 // One CTA per SM. (Two per SM for token tiles up to 64, each with half the ring, measured
@@ -68,9 +71,6 @@ struct Params {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-
-// Registers per thread after the split: 128 x 40 + 256 x 232 <= 64K.
-constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
 __device__ __forceinline__ void store_bf16x4(__nv_bfloat16* dst, float a, float b, float c,
                                              float d) {
@@ -197,8 +197,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Cfg = TileConfig<kTokens>;
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  uint8_t* smem = hopper::aligned_ring(smem_raw);
   auto* full = reinterpret_cast<uint64_t*>(smem + Cfg::kBarrierOffset);
   uint64_t* empty = full + Cfg::kStages;
   constexpr bool kSilu = kEpilogue == Epilogue::kSiluMul;
@@ -227,13 +226,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warpgroup = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
-    for (int s = 0; s < Cfg::kStages; ++s) {
-      hopper::mbarrier_init(&full[s], 1);
-      hopper::mbarrier_init(&empty[s], 2 * p.multicast);
-    }
-    hopper::fence_barrier_init();
-    hopper::prefetch_tensor_map(&w_map);
-    hopper::prefetch_tensor_map(&x_map);
+    hopper::init_ring(full, empty, Cfg::kStages, 2 * p.multicast, &w_map, &x_map);
   }
   // Peers multicast into this CTA's ring and arrive on its barriers: all are initialized first.
   if (p.multicast > 1) {
@@ -364,7 +357,6 @@ HopperGemm::HopperGemm(int device_index) : device_index_(device_index) {
   SGL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index));
   SGL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_index));
   available_ = major == 9 && minor == 0;
-  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_index));
 }
 
 void HopperGemm::prepare() {
@@ -499,7 +491,7 @@ void HopperGemm::launch(const Launch& l, backend::Stream stream) {
                                       .feature_tiles = static_cast<int>(l.feature_tiles),
                                       .groups = *l.groups,
                                       .y = l.y.raw()};
-    launch_hopper_grouped(w_map, x_map, grouped, sm_count_, backend::cuda::native_stream(stream));
+    launch_hopper_grouped(w_map, x_map, grouped, stream);
     return;
   }
   const Params params{static_cast<int>(m),

@@ -96,7 +96,6 @@ class HopperGemm {
   int resident_clusters(int token_tile, int multicast, int splits);
 
   int device_index_ = 0;
-  int sm_count_ = 0;
   bool available_ = false;
   std::unique_ptr<TensorMapEncoder> encoder_;  // set by prepare()
   std::mutex mu_;

@@ -1,9 +1,9 @@
 // The persistent grouped kernel (hopper_grouped_gemm.h).
 //
-// CTA = 3 warpgroups, as hopper_gemm.cu's. Warpgroup 0's first thread issues the TMA loads of
-// every k-block of every tile the CTA takes (tiles blockIdx.x, + gridDim.x, ...; feature tiles
-// fastest, so the CTAs running at once share token tiles in L2) into one ring of stages.
-// Warpgroups 1 and 2 each multiply 64 weight rows by the tile's tokens, release each stage
+// CTA = 3 warpgroups, as hopper_gemm.cu's (common/hopper_ring.cuh). Warpgroup 0's first thread
+// issues the TMA loads of every k-block of every tile the CTA takes (tiles blockIdx.x, + gridDim.x,
+// ...; feature tiles fastest, so the CTAs running at once share token tiles in L2) into one ring of
+// stages. Warpgroups 1 and 2 each multiply 64 weight rows by the tile's tokens, release each stage
 // once its MMAs are done, and after the tile's last k-block put their accumulators through a
 // bf16 staging tile (apart from the ring, which the producer goes on filling with the next
 // tile) and store it in 16-byte rows. silu_mul: warpgroup 2 holds the up rows of the features
@@ -15,28 +15,31 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/native_stream.h"
 #include "core/check.h"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/hopper_async.cuh"
+#include "kernels/cuda/common/hopper_ring.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/common/wgmma_bf16.cuh"
 #include "kernels/cuda/hopper_gemm_plan.h"
 #include "kernels/cuda/hopper_grouped_gemm.h"
+#include "kernels/cuda/stream_gemms.h"
 
 namespace sgl::kernels::cuda {
 namespace {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kBlockK = 64;    // k per stage: one 128-byte swizzle row of bf16
-constexpr int kHalfRows = 64;  // weight rows per consumer warpgroup (wgmma M)
-constexpr int kHalfBytes = kHalfRows * kBlockK * 2;
-constexpr int kThreads = 3 * 128;  // producer + 2 consumer warpgroups
+using hopper::kBlockK;
+using hopper::kConsumerRegs;
+using hopper::kHalfBytes;
+using hopper::kHalfRows;
+using hopper::kProducerRegs;
+using hopper::kThreads;
 constexpr int kConsumers = 256;
 constexpr int kSmemLimit = 227 * 1024;  // dynamic shared memory a block may have (sm_90)
-// Registers per thread after the split: 128 x 40 + 256 x 232 <= 64K.
-constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-constexpr int kStagingBarrier = 1;  // named barrier of the consumers (0 is __syncthreads)
+constexpr int kStagingBarrier = 1;      // named barrier of the consumers (0 is __syncthreads)
 
 template <int kTokens>
 struct GroupedConfig {
@@ -215,19 +218,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Cfg = GroupedConfig<kTokens>;
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  uint8_t* smem = hopper::aligned_ring(smem_raw);
   auto* full = reinterpret_cast<uint64_t*>(smem + Cfg::kBarrierOffset);
   uint64_t* empty = full + Cfg::kStages;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < Cfg::kStages; ++s) {
-      hopper::mbarrier_init(&full[s], 1);
-      hopper::mbarrier_init(&empty[s], 2);
-    }
-    hopper::fence_barrier_init();
-    hopper::prefetch_tensor_map(&w_map);
-    hopper::prefetch_tensor_map(&x_map);
-  }
+  if (threadIdx.x == 0) hopper::init_ring(full, empty, Cfg::kStages, 2, &w_map, &x_map);
   __syncthreads();
   // The tiles' experts and the rows in use are the alignment's (upstream). The next kernel may
   // launch now: where this grid holds an SM (its shared memory and registers), the next one's
@@ -288,11 +282,13 @@ void configure_hopper_grouped_kernels() {
 }
 
 void launch_hopper_grouped(const CUtensorMap& w_map, const CUtensorMap& x_map,
-                           const HopperGroupedLaunch& l, int sms, cudaStream_t stream) {
+                           const HopperGroupedLaunch& l, backend::Stream stream) {
   const GroupedChoice k = grouped_kernel_for(l.token_tile, l.silu_mul);
   const int64_t max_tiles = static_cast<int64_t>(l.m / l.token_tile) * l.feature_tiles;
-  const auto ctas = static_cast<unsigned>(std::clamp<int64_t>(max_tiles, 1, sms));
-  launch_pdl(k.fn, dim3(ctas), dim3(kThreads), k.smem_bytes, stream, w_map, x_map, l);
+  const auto ctas =
+      static_cast<unsigned>(std::clamp<int64_t>(max_tiles, 1, StreamGemms::of(stream).sm_count));
+  launch_pdl(k.fn, dim3(ctas), dim3(kThreads), k.smem_bytes, backend::cuda::native_stream(stream),
+             w_map, x_map, l);
 }
 
 }  // namespace sgl::kernels::cuda

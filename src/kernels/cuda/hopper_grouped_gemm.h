@@ -7,8 +7,8 @@
 #pragma once
 
 #include <cuda.h>
-#include <cuda_runtime.h>
 
+#include "backend/stream.h"
 #include "kernels/cuda/hopper_gemm.h"
 
 namespace sgl::kernels::cuda {
@@ -34,9 +34,9 @@ struct HopperGroupedLaunch {
 // Kernel attributes (shared memory) on the current device; once, before the first launch.
 void configure_hopper_grouped_kernels();
 
-// Queues the kernel on `sms` CTAs (or fewer, one per tile). w_map: the stacked weights as
-// bf16_rows_sw128 boxes of 64 rows; x_map: x in boxes of token_tile rows.
+// Queues the kernel on `stream`, a CTA per SM (or fewer, one per tile). w_map: the stacked
+// weights as bf16_rows_sw128 boxes of 64 rows; x_map: x in boxes of token_tile rows.
 void launch_hopper_grouped(const CUtensorMap& w_map, const CUtensorMap& x_map,
-                           const HopperGroupedLaunch& l, int sms, cudaStream_t stream);
+                           const HopperGroupedLaunch& l, backend::Stream stream);
 
 }  // namespace sgl::kernels::cuda

@@ -234,6 +234,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
+          // load_weights' offsets, spelled again: one lambda for both measured 3% slower at
+          // batch 8 (docs/perf-log/2026-11-30-moe-kernel-costs.md).
           const int64_t s = s0 + u * kWarpsK;
           const int64_t kk = s * kStepK + 32 * c + 8 * t;
           const bool ok = s < steps && kk < k_dim;
