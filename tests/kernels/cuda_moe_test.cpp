@@ -12,6 +12,8 @@
 
 #include "backend/cuda/cuda_graph.h"
 #include "cuda_moe_fixture.h"
+#include "kernels/cuda/moe_kernels.h"
+#include "kernels/cuda/moe_plan.h"
 
 namespace sgl::kernels {
 namespace {
@@ -84,7 +86,8 @@ TEST_F(CudaMoe, RouteMatchesCpuExactly) {
 
 struct AlignCase {
   int64_t tokens, k, experts, block;
-  bool one_expert;  // every entry on expert experts / 2
+  bool one_expert;      // every entry on expert experts / 2
+  bool masked = false;  // every fifth entry -1 (a masked pair, in no group)
 };
 
 // The GPU's alignment against the CPU's: num_tokens_post_padded, expert_offsets and expert_ids
@@ -92,15 +95,17 @@ struct AlignCase {
 // Outputs are larger than needed and pre-filled with junk, so the tails must be written too.
 TEST_F(CudaMoe, AlignMatchesCpuGroups) {
   const AlignCase cases[] = {
-      {1, 8, 128, 1, false},     {1, 8, 128, 64, false},    {7, 4, 60, 16, false},
-      {300, 8, 60, 64, false},   {300, 2, 8, 1, false},     {33, 1, 5, 1, false},
-      {8192, 8, 128, 64, false}, {8192, 8, 512, 16, false}, {2048, 8, 8192, 64, false},
-      {300, 8, 16, 64, true},    {4096, 8, 64, 1, true},    {0, 2, 4, 8, false},
+      {1, 8, 128, 1, false},           {1, 8, 128, 64, false},     {7, 4, 60, 16, false},
+      {300, 8, 60, 64, false},         {300, 2, 8, 1, false},      {33, 1, 5, 1, false},
+      {8192, 8, 128, 64, false},       {8192, 8, 512, 16, false},  {2048, 8, 8192, 64, false},
+      {300, 8, 16, 64, true},          {4096, 8, 64, 1, true},     {0, 2, 4, 8, false},
+      {5000, 3, 100, 32, false},       {8192, 8, 2048, 64, false}, {300, 8, 16, 64, false, true},
+      {8192, 8, 128, 64, false, true},
   };
   for (const AlignCase& c : cases) {
     std::ostringstream what;
     what << "T=" << c.tokens << " k=" << c.k << " E=" << c.experts << " block=" << c.block
-         << (c.one_expert ? " one expert" : "");
+         << (c.one_expert ? " one expert" : "") << (c.masked ? " masked" : "");
     const int64_t entries = c.tokens * c.k;
     std::vector<int32_t> ids(entries);
     const std::vector<float> u = test::random_values(entries, c.tokens + c.experts, 1.f, false);
@@ -108,6 +113,7 @@ TEST_F(CudaMoe, AlignMatchesCpuGroups) {
       const double unit = std::clamp(u[n] / 3.4641016 + 0.5, 0.0, 0.999999);  // [0, 1)
       ids[n] = c.one_expert ? static_cast<int32_t>(c.experts / 2)
                             : static_cast<int32_t>(unit * c.experts);
+      if (c.masked && n % 5 == 0) ids[n] = -1;
     }
     const MoeAlignSizes sizes = moe_align_sizes(c.tokens, c.k, c.experts, c.block);
     const int64_t n_sorted = sizes.max_padded + 5, n_blocks = sizes.max_blocks + 3;
@@ -123,26 +129,46 @@ TEST_F(CudaMoe, AlignMatchesCpuGroups) {
     Buffer dids =
         upload_i32(ids.empty() ? std::vector<int32_t>{0} : ids, {std::max<int64_t>(entries, 1)});
     const Tensor topk(dids.tensor().raw(), DType::kI32, {c.tokens, c.k}, dids.tensor().device());
-    Buffer dsorted = filled_i32({n_sorted}, 12345), dblocks = filled_i32({n_blocks}, 12345);
-    Buffer doffsets = filled_i32({c.experts + 1}, 12345), dtotal = filled_i32({1}, 12345);
-    moe_align_block_size(topk, c.experts, c.block, MoeAlignment{dsorted, dblocks, doffsets, dtotal},
-                         stream());
-    const std::vector<int32_t> got_sorted = download_i32(dsorted);
-    ASSERT_EQ(download_i32(dtotal), total) << what.str() << ": num_tokens_post_padded";
-    ASSERT_EQ(download_i32(doffsets), offsets) << what.str() << ": expert_offsets";
-    const std::vector<int32_t> got_blocks = download_i32(dblocks);
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      ASSERT_EQ(got_blocks[b], blocks[b]) << what.str() << ": expert_ids[" << b << "]";
-    }
-    for (int64_t e = 0; e < c.experts; ++e) {
-      std::vector<int32_t> want(sorted.begin() + offsets[e], sorted.begin() + offsets[e + 1]);
-      std::vector<int32_t> got(got_sorted.begin() + offsets[e],
-                               got_sorted.begin() + offsets[e + 1]);
-      std::sort(got.begin(), got.end());  // the CPU writes ascending, padding (T*k) last
-      ASSERT_EQ(got, want) << what.str() << ": group of expert " << e;
-    }
-    for (int64_t p = total[0]; p < n_sorted; ++p) {
-      ASSERT_EQ(got_sorted[p], entries) << what.str() << ": sorted_token_ids[" << p << "]";
+    // The op (one CTA) and, where the sizes spread it, the several-CTA alignment fused_moe runs.
+    const int64_t ctas = cuda::moe_align_ctas(entries, c.experts);
+    for (const bool spread : {false, true}) {
+      if (spread && ctas == 1) continue;
+      const std::string kernel =
+          what.str() + (spread ? " (" + std::to_string(ctas) + " CTAs)" : "");
+      Buffer dsorted = filled_i32({n_sorted}, 12345), dblocks = filled_i32({n_blocks}, 12345);
+      Buffer doffsets = filled_i32({c.experts + 1}, 12345), dtotal = filled_i32({1}, 12345);
+      if (spread) {
+        Buffer scratch = filled_i32({ctas * c.experts}, 12345);
+        const cuda::MoeAlignOut out{.sorted = dsorted.data<int32_t>(),
+                                    .sorted_size = n_sorted,
+                                    .expert_ids = dblocks.data<int32_t>(),
+                                    .expert_ids_size = n_blocks,
+                                    .offsets = doffsets.data<int32_t>(),
+                                    .counters = dtotal.data<int32_t>(),
+                                    .cta_counts = scratch.data<int32_t>()};
+        cuda::launch_moe_align(dids.data<int32_t>(), entries, c.experts, c.block, out, stream());
+        backend::synchronize(stream());  // scratch is freed at the end of this block
+      } else {
+        moe_align_block_size(topk, c.experts, c.block,
+                             MoeAlignment{dsorted, dblocks, doffsets, dtotal}, stream());
+      }
+      const std::vector<int32_t> got_sorted = download_i32(dsorted);
+      ASSERT_EQ(download_i32(dtotal), total) << kernel << ": num_tokens_post_padded";
+      ASSERT_EQ(download_i32(doffsets), offsets) << kernel << ": expert_offsets";
+      const std::vector<int32_t> got_blocks = download_i32(dblocks);
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        ASSERT_EQ(got_blocks[b], blocks[b]) << kernel << ": expert_ids[" << b << "]";
+      }
+      for (int64_t e = 0; e < c.experts; ++e) {
+        std::vector<int32_t> want(sorted.begin() + offsets[e], sorted.begin() + offsets[e + 1]);
+        std::vector<int32_t> got(got_sorted.begin() + offsets[e],
+                                 got_sorted.begin() + offsets[e + 1]);
+        std::sort(got.begin(), got.end());  // the CPU writes ascending, padding (T*k) last
+        ASSERT_EQ(got, want) << kernel << ": group of expert " << e;
+      }
+      for (int64_t p = total[0]; p < n_sorted; ++p) {
+        ASSERT_EQ(got_sorted[p], entries) << kernel << ": sorted_token_ids[" << p << "]";
+      }
     }
   }
 }

@@ -59,6 +59,20 @@ TEST(MoePlan, HopperTokenTile) {
   EXPECT_EQ(moe_hopper_token_tile(1900, 60), 64);
 }
 
+// One CTA up to kMoeAlignOneCtaEntries entries (decode) and for experts past
+// kMoeAlignMaxSplitExperts; else about kMoeAlignEntriesPerCta a CTA, within the CTA and scan
+// bounds.
+TEST(MoePlan, AlignCtas) {
+  EXPECT_EQ(moe_align_ctas(1, 128), 1);
+  EXPECT_EQ(moe_align_ctas(kMoeAlignOneCtaEntries, 128), 1);
+  EXPECT_EQ(moe_align_ctas(kMoeAlignOneCtaEntries + 1, 128), 3);
+  EXPECT_EQ(moe_align_ctas(65536, 128), 32);  // Qwen3-30B-A3B, 8192 tokens
+  EXPECT_EQ(moe_align_ctas(1 << 20, 128), kMoeAlignMaxCtas);
+  EXPECT_EQ(moe_align_ctas(65536, 1024), kMoeAlignMaxScannedCounts / 1024);  // the scan bound
+  EXPECT_EQ(moe_align_ctas(65536, kMoeAlignMaxSplitExperts + 1), 1);
+  EXPECT_EQ(moe_align_ctas(65536, kMoeAlignMaxSplitExperts), kMoeAlignMaxScannedCounts / 4096);
+}
+
 // Every chunk of a call, on the path its pairs and dtype give, fits the workspace the op asks
 // for; pieces are 256-byte aligned, in order and disjoint.
 TEST(MoePlan, WorkspaceHoldsEveryChunk) {
@@ -86,9 +100,12 @@ TEST(MoePlan, WorkspaceHoldsEveryChunk) {
             const MoeAlignSizes sizes = moe_align_sizes(rows, s.top_k, s.experts, at.block_size);
             EXPECT_EQ(at.max_padded, sizes.max_blocks * at.block_size);  // whole blocks
             EXPECT_GE(at.max_padded, sizes.max_padded);
-            const int64_t starts[] = {at.sorted,        at.expert_ids, at.offsets, at.counters,
-                                      at.active,        at.gathered,   at.act,     at.partial,
-                                      at.tile_counters, at.bytes};
+            const int64_t starts[] = {at.sorted,        at.expert_ids,   at.offsets, at.counters,
+                                      at.active,        at.gathered,     at.act,     at.partial,
+                                      at.tile_counters, at.align_counts, at.bytes};
+            const int64_t align_ctas =
+                path == MoePath::kDecode ? 1 : moe_align_ctas(rows * s.top_k, s.experts);
+            EXPECT_EQ(at.align_ctas, align_ctas);
             const int64_t sizes_bytes[] = {
                 at.max_padded * 4,
                 sizes.max_blocks * 4,
@@ -98,7 +115,8 @@ TEST(MoePlan, WorkspaceHoldsEveryChunk) {
                 path == MoePath::kHopper ? at.max_padded * s.hidden * 2 : 0,
                 at.max_padded * s.inter * act_bytes,
                 rows * s.top_k * s.hidden * (path == MoePath::kHopper ? 2 : 4),
-                (s.hidden + 15) / 16 * 4};
+                (s.hidden + 15) / 16 * 4,
+                align_ctas > 1 ? align_ctas * s.experts * 4 : 0};
             EXPECT_EQ(at.tile_counter_count, (s.hidden + 15) / 16);
             // The GEMVs index act by entry.
             if (path == MoePath::kDecode || path == MoePath::kGemv) {
@@ -107,7 +125,7 @@ TEST(MoePlan, WorkspaceHoldsEveryChunk) {
             if (path == MoePath::kHopper) {
               EXPECT_EQ(at.block_size, moe_hopper_token_tile(rows * s.top_k, s.experts));
             }
-            for (int i = 0; i < 9; ++i) {
+            for (int i = 0; i < 10; ++i) {
               EXPECT_EQ(starts[i] % 256, 0) << "piece " << i;
               EXPECT_LE(starts[i] + sizes_bytes[i], starts[i + 1]) << "piece " << i;
             }

@@ -134,6 +134,7 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
         .offsets = at<int32_t>(workspace, layout.offsets),
         .counters = at<int32_t>(workspace, layout.counters),
         .active = path == MoePath::kGemv ? at<int32_t>(workspace, layout.active) : nullptr,
+        .cta_counts = layout.align_ctas > 1 ? at<int32_t>(workspace, layout.align_counts) : nullptr,
     };
     const int32_t* ids = topk_ids.data<int32_t>() + first * shape.top_k;
     const float* weights = topk_weights.data<float>() + first * shape.top_k;

@@ -18,9 +18,12 @@ struct MoeAlignOut {
   int32_t* offsets = nullptr;   // [E + 1]
   int32_t* counters = nullptr;  // [0]: num_tokens_post_padded; [1]: active experts (with active)
   int32_t* active = nullptr;    // nullptr, or [>= min(E, entries)]: experts with tokens, ascending
+  // Scratch of moe_align_ctas(entries, E) x E values (moe_plan.h), or nullptr: one CTA aligns.
+  int32_t* cta_counts = nullptr;
 };
 
-// moe_align_block_size over `entries` flat ids (one CTA; entries < 2^31, experts <= 12288).
+// moe_align_block_size over `entries` flat ids (entries < 2^31, experts <= 8192): one CTA, or
+// with out.cta_counts, for long prefills, several.
 void launch_moe_align(const int32_t* topk_ids, int64_t entries, int64_t experts, int64_t block_size,
                       const MoeAlignOut& out, backend::Stream stream);
 

@@ -32,6 +32,13 @@ MoePath moe_path(bool vector_ok, bool hopper, int64_t rows, int64_t top_k) {
   return hopper ? MoePath::kHopper : MoePath::kGrouped;
 }
 
+int64_t moe_align_ctas(int64_t entries, int64_t experts) {
+  if (entries <= kMoeAlignOneCtaEntries || experts > kMoeAlignMaxSplitExperts) return 1;
+  const int64_t by_entries = (entries + kMoeAlignEntriesPerCta - 1) / kMoeAlignEntriesPerCta;
+  const int64_t by_scan = kMoeAlignMaxScannedCounts / std::max<int64_t>(experts, 1);
+  return std::clamp<int64_t>(std::min(by_entries, by_scan), 1, kMoeAlignMaxCtas);
+}
+
 int64_t moe_hopper_token_tile(int64_t entries, int64_t experts) {
   // Twice the share: most experts then fit one tile, and the ones above average too.
   const int64_t share = (entries + experts - 1) / std::max<int64_t>(experts, 1);
@@ -68,6 +75,8 @@ MoeWorkspaceLayout moe_workspace_layout(MoePath path, const MoeShape& s, int64_t
   at.partial = take(at.entries * s.hidden * (at.partial_bf16 ? 2 : 4));
   at.tile_counter_count = (s.hidden + 15) / 16;
   at.tile_counters = take(at.tile_counter_count * 4);
+  at.align_ctas = path == MoePath::kDecode ? 1 : moe_align_ctas(at.entries, s.experts);
+  at.align_counts = take(at.align_ctas > 1 ? at.align_ctas * s.experts * 4 : 0);
   return at;
 }
 

@@ -53,6 +53,18 @@ MoePath moe_path(bool vector_ok, bool hopper, int64_t rows, int64_t top_k);
 // 64) and at prefill sizes the padding of each expert's last tile stays a small part.
 int64_t moe_hopper_token_tile(int64_t entries, int64_t experts);
 
+// CTAs the alignment of `entries` pairs over `experts` spreads over (moe_align.cu), 1 for the
+// one-CTA kernel: about kMoeAlignEntriesPerCta a CTA past kMoeAlignOneCtaEntries entries (one
+// CTA walking a long prefill's entries twice took 85-100 us a layer), at most
+// kMoeAlignMaxCtas, each CTA scanning at most kMoeAlignMaxScannedCounts per-CTA counts, and up to
+// kMoeAlignMaxSplitExperts experts (two i32 each in its shared memory).
+inline constexpr int64_t kMoeAlignOneCtaEntries = 4096;
+inline constexpr int64_t kMoeAlignEntriesPerCta = 2048;
+inline constexpr int64_t kMoeAlignMaxCtas = 64;
+inline constexpr int64_t kMoeAlignMaxScannedCounts = 16384;
+inline constexpr int64_t kMoeAlignMaxSplitExperts = 4096;
+int64_t moe_align_ctas(int64_t entries, int64_t experts);
+
 // Byte offsets into the workspace of one chunk's pieces (each 256-byte aligned; max_padded is
 // whole blocks, max_blocks x block_size):
 //   sorted      i32 [max_padded]   the alignment's sorted_token_ids
@@ -68,12 +80,15 @@ int64_t moe_hopper_token_tile(int64_t entries, int64_t experts);
 //                                  store and the sum move (Qwen3-30B-A3B 64 x 1024 prefill 2.5%
 //                                  faster; SGLang's fused_moe rounds there too)
 //   tile_counters i32 [ceil(H / 16)]  the GEMV paths' finished CTAs per row tile of down
+//   align_counts  i32 [CTAs x E]   each alignment CTA's counts (moe_align_ctas > 1; else empty)
 struct MoeWorkspaceLayout {
   int64_t block_size = 0, entries = 0, max_padded = 0, max_blocks = 0, tile_counter_count = 0;
   int64_t sorted = 0, expert_ids = 0, offsets = 0, counters = 0, active = 0, gathered = 0, act = 0;
   int64_t partial = 0;
   bool partial_bf16 = false;
   int64_t tile_counters = 0;
+  int64_t align_ctas = 1;  // moe_align_ctas for this chunk (1 on the decode path: no alignment)
+  int64_t align_counts = 0;
   int64_t bytes = 0;
 };
 MoeWorkspaceLayout moe_workspace_layout(MoePath path, const MoeShape& s, int64_t rows,
