@@ -223,8 +223,12 @@ bool rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   const int vec = vec4 ? 4 : 1;
   const int lanes = static_cast<int>(dim / 2 / vec);
   const int threads = vec4 ? lanes : (lanes + 31) / 32 * 32;
+  // A token's heads over as few blocks of at most kRopeStoreThreads as hold them, shared evenly
+  // (Qwen3-30B-A3B's 40 heads of 16 threads: 2 x 20, not 32 + 8).
   const int heads = q_heads + 2 * kv_heads;
-  const int heads_per_block = std::min(heads, std::max(1, kRopeStoreThreads / threads));
+  const int most_per_block = std::max(1, kRopeStoreThreads / threads);
+  const int blocks_per_token = (heads + most_per_block - 1) / most_per_block;
+  const int heads_per_block = (heads + blocks_per_token - 1) / blocks_per_token;
   const dim3 grid(static_cast<unsigned>(tokens),
                   static_cast<unsigned>((heads + heads_per_block - 1) / heads_per_block));
   kernels::cuda::launch_pdl(

@@ -18,31 +18,47 @@ namespace sgl::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
 constexpr int kMaxCtas = 2048;
+constexpr int kVectorsInFlight = 8;  // 16-byte loads a lane issues before its stores
 
-// One 16-byte vector per thread per step over the used rows: gathered[p] = x[sorted[p] / k].
+// A warp per sorted position p (grid-strided): gathered[p] = x[sorted[p] / k], zeros for
+// padding. Each lane has kVectorsInFlight loads in flight: a thread per vector, each behind its
+// own load of sorted[p], was 13% slower (docs/perf-log/2026-11-30-moe-prefill-align.md).
 __global__ void __launch_bounds__(kThreads)
     moe_gather_kernel(const __grid_constant__ MoeExpertsArgs a) {
   pdl_wait();
   pdl_launch_dependents();
+  const int lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t vectors_per_row = a.hidden / 8, entries = a.rows * a.top_k;
-  const int64_t vectors = static_cast<int64_t>(a.counters[0]) * vectors_per_row;
+  const int64_t used = a.counters[0], warps = static_cast<int64_t>(gridDim.x) * kWarps;
   const auto* x = static_cast<const uint4*>(a.x);
   auto* out = static_cast<uint4*>(a.gathered);
-  for (int64_t v = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors;
-       v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t position = v / vectors_per_row, column = v % vectors_per_row;
-    const int64_t entry = a.sorted[position];
-    out[v] = entry < entries ? x[(entry / a.top_k) * (a.x_stride / 8) + column] : uint4{};
+  for (int64_t p = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; p < used;
+       p += warps) {
+    const int64_t entry = a.sorted[p];
+    const uint4* src = entry < entries ? x + (entry / a.top_k) * (a.x_stride / 8) : nullptr;
+    uint4* dst = out + p * vectors_per_row;
+    for (int64_t c0 = lane; c0 < vectors_per_row; c0 += 32 * kVectorsInFlight) {
+      uint4 v[kVectorsInFlight];
+#pragma unroll
+      for (int j = 0; j < kVectorsInFlight; ++j) {
+        const int64_t c = c0 + 32 * j;
+        v[j] = src != nullptr && c < vectors_per_row ? src[c] : uint4{};
+      }
+#pragma unroll
+      for (int j = 0; j < kVectorsInFlight; ++j) {
+        if (c0 + 32 * j < vectors_per_row) dst[c0 + 32 * j] = v[j];
+      }
+    }
   }
 }
 
 }  // namespace
 
 void launch_moe_hopper_gemm(const MoeExpertsArgs& a, backend::Stream stream) {
-  const int64_t vectors = a.max_padded * a.hidden / 8;
   const auto ctas =
-      static_cast<unsigned>(std::clamp<int64_t>((vectors + kThreads - 1) / kThreads, 1, kMaxCtas));
+      static_cast<unsigned>(std::clamp<int64_t>((a.max_padded + kWarps - 1) / kWarps, 1, kMaxCtas));
   launch_pdl(moe_gather_kernel, dim3(ctas), dim3(kThreads), 0, backend::cuda::native_stream(stream),
              a);
 
