@@ -42,7 +42,9 @@ constexpr const char* kUsage =
   [--max-prefill-tokens 8192] [--attention-backend NAME] [--linear-backend auto|hopper]
   [--tp-size N] [--ep-size E] [--base-gpu-id B] [--output-file F.json]
   [--skip-floors] [--disable-cuda-graph] [--enable-fp32-all-reduce]
---config implies --load-format dummy (random weights for that config.json).
+--config implies --load-format dummy (random weights for that config.json). The first case
+runs once untimed first (a warm-up, as SGLang's bench_one_batch), and so does the longest
+prefill chunk of the first input length.
 )";
 
 struct Case {
@@ -400,6 +402,18 @@ int run_bench_one_batch(int argc, char** argv) {
                            {"copy_bytes_per_s", floors.copy_bytes_per_s},
                            {"gemm_flops_per_s", floors.gemm_flops_per_s},
                            {"cases", nlohmann::json::array()}};
+  // Warm-up runs, untimed: the first case (as SGLang's bench_one_batch), then the longest
+  // prefill chunk of the first input length (the kernels of long prefills differ from a batch
+  // of one's). Otherwise the first of each pays one-time costs (lazily loaded kernels, library
+  // heuristics) in its time: 10-14 ms of an 8 x 1024 prefill of Qwen3-30B-A3B.
+  const auto out_len = static_cast<int32_t>(*output_len);
+  const int32_t in0 = (*input_lens)[0];
+  const int32_t longest_chunk = std::min<int32_t>(
+      static_cast<int32_t>(max_bs), std::max<int32_t>(1, static_cast<int32_t>(*max_prefill) / in0));
+  for (const Case& warm : {Case{(*batch_sizes)[0], in0, std::min<int32_t>(32, out_len)},
+                           Case{longest_chunk, in0, std::min<int32_t>(2, out_len)}}) {
+    if (auto r = run_case(warm); !r.ok()) return fail(r.status());
+  }
   std::printf("\n%6s %6s %6s | %11s %12s %8s | %10s %12s %9s %8s\n", "bs", "in", "out",
               "prefill ms", "prefill t/s", "of peak", "step ms", "decode t/s", "GB/step", "of bw");
   for (int32_t in : *input_lens) {
