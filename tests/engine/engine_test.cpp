@@ -90,11 +90,20 @@ TEST_P(EngineLoops, ConcurrentSubmittersGetTheirOwnStreams) {
 }
 
 TEST_P(EngineLoops, AbortEndsTheStreamAndFreesMemory) {
-  FakeEngine fe(fake_options(GetParam()));
-  auto long_run = fe.engine->submit(test::greedy_ids_request(prompt_of(1), 200));
+  // Long enough to be running when the abort comes, however late a loaded machine schedules
+  // this thread (200 steps took the fake engine about a millisecond: the request sometimes
+  // finished, abort found nothing to end and the stream had no second event, a flake under
+  // ctest -j).
+  constexpr int kSteps = 20000;
+  EngineOptions o = fake_options(GetParam());
+  o.context_length = kSteps + 64;
+  o.num_kv_slots = kSteps + 64;
+  FakeEngine fe(o);
+  auto long_run = fe.engine->submit(test::greedy_ids_request(prompt_of(1), kSteps));
   ASSERT_TRUE(long_run.ok());
   auto first = (*long_run)->next(std::chrono::seconds(10));  // it is running
   ASSERT_TRUE(first.has_value());
+  ASSERT_FALSE(first->finished.has_value()) << "the request ended before the abort";
   fe.engine->abort((*long_run)->rid());
   EXPECT_EQ(collect(**long_run).finish.reason, scheduler::FinishReason::kAbort);
   EXPECT_TRUE(fe.engine->flush_cache());

@@ -62,14 +62,15 @@ double bf16_bound(const std::string& model) {
   return std::max(2e-2, 1.5 * measured["step_top5_logprob"].get<double>());
 }
 
-// The bound with --enable-fp32-all-reduce: 1.6x what two H200s measured at tp 2 (stories260K
-// 0.0249, tiny-llama 0.0076, tiny-llama-tied 0.0016, tiny-qwen2 0.0068, tiny-qwen3 0.0013), at
-// least 0.005. The bf16 all-reduce measured 0.070, 0.022, 0.023, 0.018 and 0.023 there: a flag
-// that changed nothing fails.
+// The bound with --enable-fp32-all-reduce: 1.6x the largest of what two H200s measured at tp 2
+// and four at tp 4 (stories260K 0.0249 / 0.0216, tiny-llama 0.0076 / 0.0076, tiny-llama-tied
+// 0.0016 / 0.0016, tiny-qwen2 0.0068 / 0.0057, tiny-qwen3 0.0013 / 0.0050), at least 0.005. The
+// bf16 all-reduce measured 0.070 / 0.047, 0.022 / 0.020, 0.023 / 0.028, 0.018 / 0.026 and 0.023
+// / 0.022 there: a flag that changed nothing fails.
 double fp32_all_reduce_bound(const std::string& model) {
   static const std::map<std::string, double> measured = {
       {"stories260K", 0.0249}, {"tiny-llama", 0.0076}, {"tiny-llama-tied", 0.0016},
-      {"tiny-qwen2", 0.0068},  {"tiny-qwen3", 0.0013},
+      {"tiny-qwen2", 0.0068},  {"tiny-qwen3", 0.0050},
   };
   return std::max(5e-3, 1.6 * measured.at(model));
 }
