@@ -23,6 +23,9 @@
 #        --ep-size N (whole experts per GPU; Qwen3 at --tp-size N alone too) for N = 2 and 4
 #     5. serving across nodes: scripts/gpu_multi_node_check.sh (two sgl-server processes at
 #        --nnodes 2 answer what one process answers)
+#   SGL_MULTI_GPU_STEPS picks the steps (default "1 2 3 4 5"): the whole run outlasts one
+#   10-minute device call on 4 GPUs (tensor_parallel_cuda_test alone took over 100 s there), so a
+#   session splits it over calls, e.g. "1 2", then "3", then "4 5".
 #   On one GPU (a dry run) it runs what one GPU can (the one-rank tests, the one-rank
 #   all-reduce, one-batch on the Llama-3-8B shape through --tp-size 1) and lists what it
 #   skipped and why. JSON and logs land in $OUT; a summary table is printed last.
@@ -56,10 +59,12 @@ run() {
   nvidia-smi topo -m 2>/dev/null | head -n $((gpus + 2)) || true
   declare -a rows=() skipped=()
   local status=0
+  step() { case " ${SGL_MULTI_GPU_STEPS:-1 2 3 4 5} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
   # 1. The multi-GPU tests (they skip cases that need more GPUs, saying so).
-  local tests=(nccl_communicator_cuda_test tensor_parallel_cuda_test)
-  if [ "${SGL_MULTI_GPU_ALL_TESTS:-0}" = 1 ]; then
+  local tests=()
+  if step 1; then tests=(nccl_communicator_cuda_test tensor_parallel_cuda_test); fi
+  if step 1 && [ "${SGL_MULTI_GPU_ALL_TESTS:-0}" = 1 ]; then
     for t in "$root"/gpu/*_test; do
       case " ${tests[*]} " in *" $(basename "$t") "*) ;; *) tests+=("$(basename "$t")") ;; esac
     done
@@ -91,6 +96,7 @@ run() {
   # 2. The all-reduce latency (our communicator = NCCL; eager = nccl-tests' way).
   local n
   for n in 1 2 4 8; do
+    step 2 || break
     if [ "$n" -gt "$gpus" ]; then
       skipped+=("sgl-bench allreduce --tp-size $n: needs $n GPUs, found $gpus")
       continue
@@ -125,16 +131,18 @@ run() {
     tail -n 8 "$log/$name.log"
   }
   for n in 4 8; do
+    step 3 || break
     if [ "$n" -gt "$gpus" ]; then
       skipped+=("sgl-bench one-batch llama-3-70b --tp-size $n: needs $n GPUs, found $gpus")
     else
       one_batch llama-3-70b "$n" "llama70b_tp$n"
     fi
   done
-  if [ "$gpus" -lt 4 ]; then one_batch llama-3-8b 1 llama8b_tp1_dry_run; fi
+  if step 3 && [ "$gpus" -lt 4 ]; then one_batch llama-3-8b 1 llama8b_tp1_dry_run; fi
 
   # 4. MoE shapes with whole experts per GPU (--ep-size = --tp-size).
   for n in 2 4; do
+    step 4 || break
     if [ "$n" -gt "$gpus" ]; then
       skipped+=("sgl-bench one-batch qwen3-30b-a3b / mixtral-8x7b --tp-size $n --ep-size $n: needs $n GPUs, found $gpus")
       continue
@@ -145,7 +153,9 @@ run() {
   done
 
   # 5. Serving across nodes: two sgl-server processes, one GPU each.
-  if [ "$gpus" -ge 2 ]; then
+  if ! step 5; then
+    :
+  elif [ "$gpus" -ge 2 ]; then
     echo "==== serving across nodes (--nnodes 2, two processes)"
     if OUT="$log" scripts/gpu_multi_node_check.sh "$root"; then
       rows+=("sgl-server-nnodes2 PASS")
