@@ -96,7 +96,7 @@ run() {
   # 2. The all-reduce latency (our communicator = NCCL; eager = nccl-tests' way).
   local n
   for n in 1 2 4 8; do
-    step 2 || break
+    step 2 || continue
     if [ "$n" -gt "$gpus" ]; then
       skipped+=("sgl-bench allreduce --tp-size $n: needs $n GPUs, found $gpus")
       continue
@@ -131,7 +131,7 @@ run() {
     tail -n 8 "$log/$name.log"
   }
   for n in 4 8; do
-    step 3 || break
+    step 3 || continue
     if [ "$n" -gt "$gpus" ]; then
       skipped+=("sgl-bench one-batch llama-3-70b --tp-size $n: needs $n GPUs, found $gpus")
     else
@@ -142,7 +142,7 @@ run() {
 
   # 4. MoE shapes with whole experts per GPU (--ep-size = --tp-size).
   for n in 2 4; do
-    step 4 || break
+    step 4 || continue
     if [ "$n" -gt "$gpus" ]; then
       skipped+=("sgl-bench one-batch qwen3-30b-a3b / mixtral-8x7b --tp-size $n --ep-size $n: needs $n GPUs, found $gpus")
       continue
@@ -153,9 +153,7 @@ run() {
   done
 
   # 5. Serving across nodes: two sgl-server processes, one GPU each.
-  if ! step 5; then
-    :
-  elif [ "$gpus" -ge 2 ]; then
+  if step 5 && [ "$gpus" -ge 2 ]; then
     echo "==== serving across nodes (--nnodes 2, two processes)"
     if OUT="$log" scripts/gpu_multi_node_check.sh "$root"; then
       rows+=("sgl-server-nnodes2 PASS")
@@ -163,7 +161,7 @@ run() {
       status=1
       rows+=("sgl-server-nnodes2 FAIL")
     fi
-  else
+  elif step 5; then
     skipped+=("sgl-server --nnodes 2: needs 2 GPUs, found $gpus")
   fi
 

@@ -17,6 +17,7 @@
 #include <optional>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "app/bench_commands.h"
 #include "app/bench_model_source.h"
@@ -410,8 +411,9 @@ int run_bench_one_batch(int argc, char** argv) {
   const int32_t in0 = (*input_lens)[0];
   const int32_t longest_chunk = std::min<int32_t>(
       static_cast<int32_t>(max_bs), std::max<int32_t>(1, static_cast<int32_t>(*max_prefill) / in0));
-  for (const Case& warm : {Case{(*batch_sizes)[0], in0, std::min<int32_t>(32, out_len)},
-                           Case{longest_chunk, in0, std::min<int32_t>(2, out_len)}}) {
+  std::vector<Case> warm_ups = {{(*batch_sizes)[0], in0, std::min<int32_t>(32, out_len)}};
+  if (longest_chunk != (*batch_sizes)[0]) warm_ups.push_back({longest_chunk, in0, 1});
+  for (const Case& warm : warm_ups) {
     if (auto r = run_case(warm); !r.ok()) return fail(r.status());
   }
   std::printf("\n%6s %6s %6s | %11s %12s %8s | %10s %12s %9s %8s\n", "bs", "in", "out",

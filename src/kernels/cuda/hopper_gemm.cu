@@ -32,12 +32,8 @@
 namespace sgl::kernels::cuda {
 namespace {
 
-using hopper::kBlockK;
-using hopper::kConsumerRegs;
-using hopper::kHalfBytes;
-using hopper::kHalfRows;
-using hopper::kProducerRegs;
-using hopper::kThreads;
+// The CTA shape and register split both Hopper GEMM kernels share (common/hopper_ring.cuh).
+using namespace hopper;
 constexpr int kTileRows = 2 * kHalfRows;   // weight rows per CTA
 constexpr int kOutStride = kTileRows + 4;  // floats per token row of the output tile
 

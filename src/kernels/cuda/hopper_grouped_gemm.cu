@@ -31,12 +31,8 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-using hopper::kBlockK;
-using hopper::kConsumerRegs;
-using hopper::kHalfBytes;
-using hopper::kHalfRows;
-using hopper::kProducerRegs;
-using hopper::kThreads;
+// The CTA shape and register split both Hopper GEMM kernels share (common/hopper_ring.cuh).
+using namespace hopper;
 constexpr int kConsumers = 256;
 constexpr int kSmemLimit = 227 * 1024;  // dynamic shared memory a block may have (sm_90)
 constexpr int kStagingBarrier = 1;      // named barrier of the consumers (0 is __syncthreads)
