@@ -121,6 +121,8 @@ Status size_runner_for_engine(const std::filesystem::path& model_path,
       SGL_ASSIGN_OR_RETURN(ro.aux_hidden_state_layers,
                            runner::eagle3_capture_layers(spec.draft_model_path, model_path));
     }
+    ro.draft_head = runner::DraftHeadOptions{
+        .dir = spec.draft_model_path, .topk = spec.eagle_topk, .num_steps = spec.num_steps};
   }
   if (spec.bench_accept_length > 0 && ro.tp_size > 1) {
     return invalid_argument(

@@ -139,18 +139,12 @@ Result<std::unique_ptr<EagleDraftModel>> EagleDraftModel::load(const EagleDraftC
   if (model->options_.max_positions == 0) model->options_.max_positions = c.max_position_embeddings;
   const int64_t positions = model->options_.max_positions;
 
-  const int64_t before = weights.checked_bytes();
-  weights.set_check_only(true);
-  const Status checked = model->load_weights(weights);
-  weights.set_check_only(false);
-  SGL_RETURN_IF_ERROR(checked);
-  ModelMemoryPlan& plan = model->memory_plan_;
-  plan.weights = weights.checked_bytes() - before;
-  plan.rope_table = positions * c.head_dim * static_cast<int64_t>(sizeof(float));
+  const Linear& head = *target.lm_head;
   ActivationPlan activations;
-  model->plan_activations(weights.dtype(), activations);
-  plan.activations = activations.bytes();
-  SGL_RETURN_IF_ERROR(check_fits(allocator.device(), plan, positions));
+  SGL_ASSIGN_OR_RETURN(
+      model->memory_plan_,
+      model->check_and_plan(weights, head.tp_size, head.weight.tensor().size(0), activations));
+  SGL_RETURN_IF_ERROR(check_fits(allocator.device(), model->memory_plan_, positions));
 
   const Status loaded = model->load_weights(weights);
   const Status uploaded = weights.finish();
@@ -165,6 +159,36 @@ Result<std::unique_ptr<EagleDraftModel>> EagleDraftModel::load(const EagleDraftC
   backend::synchronize(backend::Stream{allocator.device(), nullptr});
   activations.allocate(allocator);
   return model;
+}
+
+Result<ModelMemoryPlan> EagleDraftModel::plan(const EagleDraftConfig& config, WeightLoader& weights,
+                                              const ModelOptions& options, int target_tp) {
+  const ModelConfig& c = config.llama;
+  SGL_RETURN_IF_ERROR(check_config_bounds(c, "draft model config"));
+  EagleDraftModel model(config, options, EmbedAndHead{});  // (load()'s checks come later)
+  if (model.options_.max_positions == 0) model.options_.max_positions = c.max_position_embeddings;
+  SGL_ASSIGN_OR_RETURN(const ShardRange part,
+                       shard_of(c.vocab_size, c.vocab_size, TensorParallel{0, target_tp},
+                                "the target's LM head vocabulary"));
+  ActivationPlan activations;
+  return model.check_and_plan(weights, target_tp, part.size, activations);
+}
+
+Result<ModelMemoryPlan> EagleDraftModel::check_and_plan(WeightLoader& weights, int head_tp,
+                                                        int64_t head_rows,
+                                                        ActivationPlan& activations) {
+  const int64_t before = weights.checked_bytes();
+  weights.set_check_only(true);
+  const Status checked = load_weights(weights);
+  weights.set_check_only(false);
+  SGL_RETURN_IF_ERROR(checked);
+  ModelMemoryPlan plan;
+  plan.weights = weights.checked_bytes() - before;
+  plan.rope_table =
+      options_.max_positions * config_.llama.head_dim * static_cast<int64_t>(sizeof(float));
+  plan_activations(weights.dtype(), head_tp, head_rows, activations);
+  plan.activations = activations.bytes();
+  return plan;
 }
 
 // The tensor names of SGLang's llama_eagle.py / llama_eagle3.py checkpoints (as published).
@@ -237,7 +261,8 @@ Status EagleDraftModel::load_draft_to_target(const WeightSource* source) {
   return Status::ok_status();
 }
 
-void EagleDraftModel::plan_activations(DType dtype, ActivationPlan& plan) {
+void EagleDraftModel::plan_activations(DType dtype, int head_tp, int64_t head_rows,
+                                       ActivationPlan& plan) {
   const ModelConfig& c = config_.llama;
   const int64_t n = options_.max_num_tokens, rows = options_.max_logit_rows, h = c.hidden_size;
   const bool eagle3 = config_.kind == DraftKind::kEagle3;
@@ -248,11 +273,9 @@ void EagleDraftModel::plan_activations(DType dtype, ActivationPlan& plan) {
   plan.add(&act_.last_hidden, dtype, rows, h);
   if (eagle3) plan.add(&act_.last_normed, dtype, rows, h);
   plan.add(&act_.logits, DType::kF32, rows, config_.draft_vocab_size);
-  const Linear& head = *target_.lm_head;
-  if (!eagle3 && head.tp_size > 1) {  // the target's vocab-parallel head: each rank's part
-    const int64_t part = head.weight.tensor().size(0);
-    plan.add(&act_.head_local, DType::kF32, rows, part);
-    plan.add(&act_.head_gathered, DType::kF32, head.tp_size * rows, part);
+  if (!eagle3 && head_tp > 1) {  // the target's vocab-parallel head: each rank's part
+    plan.add(&act_.head_local, DType::kF32, rows, head_rows);
+    plan.add(&act_.head_gathered, DType::kF32, head_tp * rows, head_rows);
   }
   AttentionShape shape = attention_shape(c);
   AttentionBlock::plan_scratch(shape, n, dtype, act_.attention, plan);

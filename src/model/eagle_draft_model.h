@@ -68,6 +68,13 @@ class EagleDraftModel {
                                                        const ModelOptions& options,
                                                        const EmbedAndHead& target);
 
+  // The device memory load() would take, from the head's tensors checked in `weights` (set
+  // check-only here: nothing is read or allocated) and its activations for `options`, beside a
+  // target whose LM head is split over `target_tp` ranks: a target sizes its KV pool by it
+  // before the head loads.
+  static Result<ModelMemoryPlan> plan(const EagleDraftConfig& config, WeightLoader& weights,
+                                      const ModelOptions& options, int target_tp);
+
   const EagleDraftConfig& config() const { return config_; }
   ModelMemoryPlan memory_plan() const { return memory_plan_; }
   // The target vocabulary id of each draft-vocabulary id (EAGLE-3's d2t applied:
@@ -106,7 +113,12 @@ class EagleDraftModel {
                   const EmbedAndHead& target);
   Status load_weights(WeightLoader& weights);
   Status load_draft_to_target(const WeightSource* source);
-  void plan_activations(DType dtype, ActivationPlan& plan);
+  // The target's LM head, split over head_tp ranks of head_rows rows each (EAGLE at tp > 1
+  // gathers its parts).
+  void plan_activations(DType dtype, int head_tp, int64_t head_rows, ActivationPlan& plan);
+  // Checks the weights (check-only) and plans the memory, activations included.
+  Result<ModelMemoryPlan> check_and_plan(WeightLoader& weights, int head_tp, int64_t head_rows,
+                                         ActivationPlan& activations);
 
   EagleDraftConfig config_;
   ModelOptions options_;

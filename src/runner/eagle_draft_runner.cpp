@@ -66,26 +66,19 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
   const ModelRunnerOptions& o = target.options();
   model::WeightLoader weights(source.get(), target.allocator(), target.compute_dtype(),
                               target.stream());
-  // Draft extends and chain steps return a row per request; a tree's steps a row per branch, at
-  // most max_batch_size of them, or one request's topk (EagleTree).
-  model::ModelOptions options;
-  options.max_num_tokens = o.max_num_tokens;
-  options.max_logit_rows = std::max<int64_t>(o.max_batch_size, topk);
-  options.max_positions = target.context_length();
+  const DraftTargetSizes sizes = target.draft_target_sizes();
   SGL_ASSIGN_OR_RETURN(runner->model_,
-                       model::EagleDraftModel::load(config, weights, target.allocator(), options,
+                       model::EagleDraftModel::load(config, weights, target.allocator(),
+                                                    draft_model_options(sizes, topk),
                                                     target.model().embed_and_head()));
   const model::ModelConfig& c = config.llama;
   SGL_CHECK(topk >= 1 && num_steps >= 1) << "topk " << topk << ", num_steps " << num_steps;
   runner->topk_ = topk;
   runner->num_steps_ = num_steps;
   runner->scratch_slot_base_ = static_cast<int32_t>(target.num_kv_slots());
-  // Tree steps' frontier nodes; a chain drafted after its verify (EagleChain), its steps.
-  const int64_t scratch = o.max_batch_size * topk * (num_steps - 1);
   runner->kv_pool_ = std::make_unique<attention::KvPool>(
-      target.allocator(),
-      attention::KvPoolShape{1, target.num_kv_slots() + scratch, c.num_key_value_heads, c.head_dim,
-                             target.compute_dtype()});
+      target.allocator(), draft_kv_pool_shape(c, sizes, target.num_kv_slots(), topk, num_steps,
+                                              target.compute_dtype()));
   const std::span<const int32_t> to_target = runner->model_->draft_to_target();
   if (!to_target.empty()) {
     const auto n = static_cast<int64_t>(to_target.size());
@@ -106,6 +99,14 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
                  << target.num_kv_slots() << " slots";
   }
   return runner;
+}
+
+DraftHeadMemory EagleDraftRunner::memory() const {
+  const attention::KvPoolShape& kv = kv_pool_->shape();
+  const auto per_slot = static_cast<int64_t>(kv.bytes_per_token());
+  return {.fixed_bytes =
+              model_->memory_plan().total() + (kv.num_slots - target_.num_kv_slots()) * per_slot,
+          .bytes_per_kv_slot = per_slot};
 }
 
 model::DraftOutput EagleDraftRunner::forward(const ForwardBatch& fb, const Tensor& hidden_in) {

@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "forward/forward_batch.h"
 #include "model/eagle_draft_model.h"
+#include "runner/draft_head_memory.h"
 #include "runner/model_runner.h"
 
 namespace sgl::runner {
@@ -54,6 +55,8 @@ class EagleDraftRunner {
   // their verify; each read by the steps after it only.
   int32_t scratch_slot_base() const { return scratch_slot_base_; }
   attention::AttentionBackend& attention() { return *attention_; }
+  // What the head took, as plan_draft_head_memory planned it before the target's KV pool.
+  DraftHeadMemory memory() const;
 
   // One draft pass on the target's stream (the head's K/V stored at fb's slots); hidden_in as
   // model::EagleDraftModel::forward takes it. Valid until the next forward.

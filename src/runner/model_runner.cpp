@@ -46,9 +46,10 @@ std::unique_ptr<Allocator> make_allocator(Device device) {
 // KV slots from memory (SGLang's mem_fraction_static). GPU: the fraction of the device's total
 // memory for static use (weights, graphs, KV pool), so the pool gets that minus what is already
 // used. CPU: a fraction of the available RAM. Capped at what max_batch_size full-length
-// requests need.
+// requests need. A draft head to load beside the runner (`beside`) takes its share first: its
+// fixed bytes out of the budget, its KV layer's bytes on every slot.
 Result<int64_t> size_kv_pool(const ModelRunnerOptions& options, const attention::KvPoolShape& shape,
-                             int64_t context_length) {
+                             int64_t context_length, const DraftHeadMemory& beside) {
   if (options.num_kv_slots > 0) return options.num_kv_slots;
   SGL_ASSIGN_OR_RETURN(backend::MemoryInfo mem, backend::memory_info(options.device));
   const bool gpu = !options.device.is_cpu();
@@ -57,21 +58,28 @@ Result<int64_t> size_kv_pool(const ModelRunnerOptions& options, const attention:
                                                           : 0.2;
   const auto total = static_cast<double>(mem.total_bytes),
              free = static_cast<double>(mem.free_bytes);
-  const double budget = gpu ? total * fraction - (total - free) : free * fraction;
+  const double budget = (gpu ? total * fraction - (total - free) : free * fraction) -
+                        static_cast<double>(beside.fixed_bytes);
+  const auto per_slot = static_cast<int64_t>(shape.bytes_per_token()) + beside.bytes_per_kv_slot;
   const auto by_memory =
-      static_cast<int64_t>(std::max(0.0, budget) / static_cast<double>(shape.bytes_per_token()));
+      static_cast<int64_t>(std::max(0.0, budget) / static_cast<double>(per_slot));
   // KV slot ids are int32.
   const int64_t cap = std::min<int64_t>(options.max_batch_size * context_length + 1,
                                         std::numeric_limits<int32_t>::max() - 1);
   const int64_t slots = std::min(by_memory, cap);
   const auto mib = [](double bytes) { return static_cast<int64_t>(bytes / (1 << 20)); };
-  const std::string formula =
+  std::string formula =
       gpu ? "total " + std::to_string(mib(total)) + " MiB x " + std::to_string(fraction) +
                 " - in use " + std::to_string(mib(total - free)) + " MiB"
           : "free " + std::to_string(mib(free)) + " MiB x " + std::to_string(fraction);
-  SGL_LOG_INFO << "KV pool: " << formula << " = " << mib(budget) << " MiB / "
-               << shape.bytes_per_token() << " B per token = " << by_memory << " slots; capped at "
-               << cap << " -> " << slots;
+  std::string per_token = std::to_string(per_slot) + " B per token";
+  if (beside.fixed_bytes > 0 || beside.bytes_per_kv_slot > 0) {
+    formula +=
+        " - draft head " + std::to_string(mib(static_cast<double>(beside.fixed_bytes))) + " MiB";
+    per_token += " (" + std::to_string(beside.bytes_per_kv_slot) + " B the draft head's)";
+  }
+  SGL_LOG_INFO << "KV pool: " << formula << " = " << mib(budget) << " MiB / " << per_token << " = "
+               << by_memory << " slots; capped at " << cap << " -> " << slots;
   if (slots < 2) return resource_exhausted("no memory left for the KV cache");
   return slots;
 }
@@ -225,7 +233,13 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   // The rank's heads: its KV pool holds only its KV heads.
   const int64_t kv_heads = model::kv_heads_per_rank(config.num_key_value_heads, options.tp_size);
   attention::KvPoolShape shape{config.num_hidden_layers, 0, kv_heads, config.head_dim, compute};
-  SGL_ASSIGN_OR_RETURN(shape.num_slots, size_kv_pool(options, shape, context_length_));
+  DraftHeadMemory draft_head;
+  if (options.draft_head.has_value() && options.num_kv_slots == 0) {
+    SGL_ASSIGN_OR_RETURN(
+        draft_head,
+        plan_draft_head_memory(*options.draft_head, draft_target_sizes(), compute, *allocator_));
+  }
+  SGL_ASSIGN_OR_RETURN(shape.num_slots, size_kv_pool(options, shape, context_length_, draft_head));
   if (tp_group != nullptr && tp_group->size() > 1 && !options.device.is_cpu() &&
       options.num_kv_slots == 0) {
     // Each GPU sized its pool from its own free memory; the scheduler's slot ids index every

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "model/model.h"
 #include "model/model_config.h"
 #include "runner/device_sampler.h"
+#include "runner/draft_head_memory.h"
 #include "sampling/sampler.h"
 
 namespace sgl::runner {
@@ -71,6 +73,9 @@ struct ModelRunnerOptions {
   // all-reduce of the ranks' experts' outputs on GPUs; tests pick either on the CPU).
   model::ExpertDispatch ep_dispatch = model::ExpertDispatch::kAuto;
   bool fp32_all_reduce = false;  // model::ModelOptions' (--enable-fp32-all-reduce)
+  // An EAGLE head that will draft for this runner (EagleDraftRunner, loaded after it): a pool
+  // sized from mem_fraction_static leaves room for the head's weights, activations and KV.
+  std::optional<DraftHeadOptions> draft_head;
 };
 
 class CudaGraphRunner;
@@ -88,6 +93,10 @@ class ModelRunner {
   const model::Model& model() const { return *model_; }
   const ModelRunnerOptions& options() const { return options_; }
   int64_t context_length() const { return context_length_; }
+  // The sizes a draft head beside this runner is planned and loaded for.
+  DraftTargetSizes draft_target_sizes() const {
+    return {options_.max_num_tokens, options_.max_batch_size, context_length_, options_.tp_size};
+  }
   int64_t num_kv_slots() const { return kv_pool_->shape().num_slots; }
   // Weights, activations and KV cache dtype (--dtype).
   DType compute_dtype() const { return kv_pool_->shape().dtype; }

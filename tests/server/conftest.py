@@ -76,6 +76,16 @@ def server_args_from_env():
     return shlex.split(os.environ.get("SGL_TEST_SERVER_ARGS", ""))
 
 
+def gpu_count():
+    """GPUs nvidia-smi lists (0 without one)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
 def serves_on_gpu():
     args = server_args_from_env()
     return (any(a == "--device" and v.startswith("cuda") for a, v in zip(args, args[1:]))

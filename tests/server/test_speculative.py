@@ -4,13 +4,14 @@
 # (avg_spec_accept_length) and /metrics (sglang:spec_accept_length, SGLang's gauge), and
 # consistent with its accepted-draft and verify-step counts.
 import json
+import os
 import re
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO, TESTDATA, Server, golden, serves_on_gpu
+from conftest import REPO, TESTDATA, Server, golden, gpu_count, serves_on_gpu
 
 PROMPTS = [c["prompt"] for c in golden()["cases"]]
 # Text that repeats itself, so the drafts find earlier occurrences to propose.
@@ -49,8 +50,10 @@ def heads(tmp_path_factory):
                 ids=["EAGLE", "EAGLE3", "EAGLE-tree", "EAGLE3-tree", "EAGLE3-tp2"])
 def eagle(request, heads, tmp_path_factory):
     algorithm, topk, draft_tokens, tp = request.param
-    if tp > 1 and serves_on_gpu():
-        pytest.skip("--tp-size 2 takes two GPUs; these suites serve from one")
+    # (Tensor-parallel replicas do not share GPUs: SGL_TEST_DP_SIZE of them take dp x tp.)
+    gpus = tp * int(os.environ.get("SGL_TEST_DP_SIZE") or 1)
+    if tp > 1 and serves_on_gpu() and gpu_count() < gpus:
+        pytest.skip(f"--tp-size {tp} here takes {gpus} GPUs; this machine has {gpu_count()}")
     head = heads / ("stories260K-eagle3" if algorithm == "EAGLE3" else "stories260K-eagle")
     srv = Server(tmp_path_factory.mktemp(algorithm.lower()), "--speculative-algorithm",
                  algorithm, "--speculative-draft-model-path", str(head),
