@@ -10,12 +10,13 @@
 #                                             tensor_parallel_cuda_test sgl-bench")
 #   scripts/multi_gpu_check.sh run   (device) on however many GPUs the machine has:
 #     1. the multi-GPU cuda tests: nccl_communicator_cuda_test (collectives at 1, 2, 4, 8
-#        ranks) and tensor_parallel_cuda_test (golden models at tp 2 and 4 against tp 1, f32
+#        ranks), peer_all_reduce_cuda_test (the custom all-reduce at 2, 4, 8 ranks, bit-exact)
+#        and tensor_parallel_cuda_test (golden models at tp 2 and 4 against tp 1, f32
 #        and bf16; the engine at tp 2); a case needing more GPUs than exist skips, saying so;
 #        SGL_MULTI_GPU_ALL_TESTS=1 runs every other packed cuda test too
 #     2. the all-reduce latency of our NCCL communicator at 16 KB and 256 KB (sgl-bench
 #        allreduce: eager calls, as nccl-tests times NCCL, and graph replays, as the decode
-#        graphs pay) at 2, 4 and 8 GPUs
+#        graphs pay), NCCL's and the custom all-reduce's, at 2, 4 and 8 GPUs
 #     3. sgl-bench one-batch on configs/llama-3-70b.json (dummy bf16 weights) at --tp-size 4 and
 #        8, batch 1 and 64, input 1024 (SGL_MULTI_GPU_BENCH_ARGS overrides those flags; each
 #        run is cut at SGL_MULTI_GPU_BENCH_TIMEOUT seconds, 300, and fails)
@@ -63,7 +64,7 @@ run() {
 
   # 1. The multi-GPU tests (they skip cases that need more GPUs, saying so).
   local tests=()
-  if step 1; then tests=(nccl_communicator_cuda_test tensor_parallel_cuda_test); fi
+  if step 1; then tests=(nccl_communicator_cuda_test peer_all_reduce_cuda_test tensor_parallel_cuda_test); fi
   if step 1 && [ "${SGL_MULTI_GPU_ALL_TESTS:-0}" = 1 ]; then
     for t in "$root"/gpu/*_test; do
       case " ${tests[*]} " in *" $(basename "$t") "*) ;; *) tests+=("$(basename "$t")") ;; esac
@@ -104,7 +105,7 @@ run() {
     [ "$n" = 1 ] && [ "$gpus" -gt 1 ] && continue  # one rank only as the dry run
     if "$root/gpu/sgl-bench" allreduce --tp-size "$n" --sizes 16K,256K --iters 2000 \
          --output-file "$log/allreduce_tp$n.json" >"$log/allreduce_tp$n.log" 2>&1; then
-      rows+=("sgl-bench-allreduce-tp$n PASS $(awk '$1 ~ /^(16|256)$/ {printf "%s%s KB eager %s us graph %s us; ", "", $1, $3, $4}' "$log/allreduce_tp$n.log")")
+      rows+=("sgl-bench-allreduce-tp$n PASS $(awk '$1 ~ /^(16|256)$/ {printf "%s KB NCCL eager %s graph %s, custom eager %s graph %s us; ", $1, $3, $4, $6, $7}' "$log/allreduce_tp$n.log")")
     else
       status=1
       rows+=("sgl-bench-allreduce-tp$n FAIL")

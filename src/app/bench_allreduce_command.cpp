@@ -6,7 +6,8 @@
 //   eager  back-to-back calls, each launched from the host (what nccl-tests' all_reduce_perf
 //          times: NCCL's own latency, launch included)
 //   graph  the calls captured in one CUDA graph and replayed (what a decode step's graph pays)
-// plus nccl-tests' bus bandwidth (2 (n - 1) / n x bytes / time).
+// plus nccl-tests' bus bandwidth (2 (n - 1) / n x bytes / time); then both timings again through
+// the communicator the engine makes (distributed::nccl_group with its custom all-reduce).
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "app/bench_commands.h"
 #include "app/cli_args.h"
 #include "distributed/nccl_communicator.h"
+#include "distributed/peer_all_reduce.h"
 #ifdef SGL_WITH_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -33,7 +35,9 @@ constexpr const char* kUsage =
   [--dtype bfloat16|float32] [--iters 1000] [--output-file F.json]
 Times our NCCL communicator's in-place all-reduce over GPUs B .. B+N-1 (N defaults to every
 visible GPU): eager calls (nccl-tests' way) and replays of a captured graph (the decode graphs'
-way), mean microseconds per all-reduce, and nccl-tests' bus bandwidth.
+way), mean microseconds per all-reduce, and nccl-tests' bus bandwidth; then the same through the
+custom all-reduce (a one-shot kernel over peer memory, the engine's default for sums it takes;
+NCCL's time again for larger ones).
 Keep NCCL_NVLS_ENABLE=0 on machines that share GPUs (NVLink multicast off).
 )";
 
@@ -153,33 +157,51 @@ int run_cuda(int tp, int base, const std::vector<int64_t>& sizes, DType dtype, i
   }
   std::vector<int> devices;
   for (int r = 0; r < tp; ++r) devices.push_back(base + r);
-  auto group = distributed::nccl_group(devices);
-  if (!group.ok()) return fail(group.status());
-  std::vector<Timing> timings(sizes.size());
-  std::vector<std::thread> threads;
-  for (int r = 0; r < tp; ++r) {
-    threads.emplace_back([&, r] {
-      run_rank(*(*group)[static_cast<size_t>(r)], devices[static_cast<size_t>(r)], sizes, dtype,
-               iters, timings);
-    });
+  // NCCL alone, then (at 2 GPUs or more) the communicator as the engine makes it, with the
+  // custom all-reduce for the sizes it takes.
+  auto measure = [&](bool custom) -> Result<std::vector<Timing>> {
+    SGL_ASSIGN_OR_RETURN(auto group, distributed::nccl_group(devices, custom));
+    std::vector<Timing> timings(sizes.size());
+    std::vector<std::thread> threads;
+    for (int r = 0; r < tp; ++r) {
+      threads.emplace_back([&, r] {
+        run_rank(*group[static_cast<size_t>(r)], devices[static_cast<size_t>(r)], sizes, dtype,
+                 iters, timings);
+      });
+    }
+    for (auto& t : threads) t.join();
+    return timings;
+  };
+  auto nccl = measure(false);
+  if (!nccl.ok()) return fail(nccl.status());
+  std::vector<Timing> custom(sizes.size());
+  if (tp > 1) {
+    auto measured = measure(true);
+    if (!measured.ok()) return fail(measured.status());
+    custom = std::move(measured).value();
   }
-  for (auto& t : threads) t.join();
   const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
   std::printf(
-      "all-reduce, %d GPU(s) from cuda:%d, %s, in place, %d calls each (NCCL_NVLS_ENABLE=%s)\n", tp,
-      base, std::string(dtype_name(dtype)).c_str(), iters, nvls ? nvls : "unset");
-  std::printf("%10s %12s %12s %14s\n", "size", "eager us", "graph us", "busbw GB/s");
+      "all-reduce, %d GPU(s) from cuda:%d, %s, in place, %d calls each (NCCL_NVLS_ENABLE=%s); "
+      "custom: the one-shot kernel over peer memory (sums up to %lld KB)\n",
+      tp, base, std::string(dtype_name(dtype)).c_str(), iters, nvls ? nvls : "unset",
+      static_cast<long long>(distributed::PeerAllReduce::kDefaultMaxBytes / 1024));
+  std::printf("%10s %12s %12s %14s %12s %12s\n", "size", "eager us", "graph us", "busbw GB/s",
+              "custom eag", "custom gr");
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < sizes.size(); ++i) {
-    const double best = std::min(timings[i].eager_us, timings[i].graph_us);
+    const Timing& t = (*nccl)[i];
+    const double best = std::min(t.eager_us, t.graph_us);
     const double busbw =
         tp > 1 ? 2.0 * (tp - 1) / tp * static_cast<double>(sizes[i]) / (best * 1e3) : 0.0;
-    std::printf("%10s %12.2f %12.2f %14.2f\n", human(sizes[i]).c_str(), timings[i].eager_us,
-                timings[i].graph_us, busbw);
+    std::printf("%10s %12.2f %12.2f %14.2f %12.2f %12.2f\n", human(sizes[i]).c_str(), t.eager_us,
+                t.graph_us, busbw, custom[i].eager_us, custom[i].graph_us);
     rows.push_back({{"bytes", sizes[i]},
-                    {"eager_us", timings[i].eager_us},
-                    {"graph_us", timings[i].graph_us},
-                    {"busbw_gbps", busbw}});
+                    {"eager_us", t.eager_us},
+                    {"graph_us", t.graph_us},
+                    {"busbw_gbps", busbw},
+                    {"custom_eager_us", custom[i].eager_us},
+                    {"custom_graph_us", custom[i].graph_us}});
   }
   if (!output_file.empty()) {
     nlohmann::json out = {{"tp_size", tp},

@@ -6,8 +6,9 @@
 // read (weights + KV) over the measured copy bandwidth, prefill against its FLOPs over the
 // measured bf16 GEMM rate. With --tp-size N every rank (a GPU, as sgl-server --tp-size runs
 // them) runs the batch on a thread of its own; the times are rank 0's and the floors each GPU's
-// share: its 1/N of the weights and its KV heads, over one GPU's bandwidth (the all-reduces
-// between the ranks are inside the measured time, not in the floor).
+// share: its 1/N of the weights and its KV heads over one GPU's bandwidth, 1/N of the FLOPs over
+// one GPU's GEMM rate (the all-reduces between the ranks are inside the measured time, not in
+// the floor).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -42,7 +43,7 @@ constexpr const char* kUsage =
   [--batch-size 1,8,64,256] [--input-len 128,1024] [--output-len 256]
   [--max-prefill-tokens 8192] [--attention-backend NAME] [--linear-backend auto|hopper]
   [--tp-size N] [--ep-size E] [--base-gpu-id B] [--output-file F.json]
-  [--skip-floors] [--disable-cuda-graph] [--enable-fp32-all-reduce]
+  [--skip-floors] [--disable-cuda-graph] [--enable-fp32-all-reduce] [--disable-custom-all-reduce]
 --config implies --load-format dummy (random weights for that config.json). The first case
 runs once untimed first (a warm-up, as SGLang's bench_one_batch), and so does the longest
 prefill chunk of the first input length.
@@ -229,7 +230,8 @@ class OneBatchBench {
     result.decode_bytes =
         weight_bytes_per_step(config, c.batch_size, dtype_size(runner_.compute_dtype())) / tp +
         c.batch_size * mid_context * kv_token_bytes;
-    result.prefill_flops = prefill_flops(config, c.batch_size, c.input_len);
+    // Each GPU's share, as the decode floor's weights (every rank computes 1/tp of each GEMM).
+    result.prefill_flops = prefill_flops(config, c.batch_size, c.input_len) / tp;
 
     for (int32_t b = 0; b < c.batch_size; ++b) {
       kv_.free(slots[b]);
@@ -268,7 +270,8 @@ int run_bench_one_batch(int argc, char** argv) {
                                              "--ep-size",
                                              "--base-gpu-id"};
   const std::set<std::string> switch_flags = {"--skip-floors", "--disable-cuda-graph",
-                                              "--enable-fp32-all-reduce", "--help"};
+                                              "--enable-fp32-all-reduce",
+                                              "--disable-custom-all-reduce", "--help"};
   auto args = CliArgs::parse(argc, argv, value_flags, switch_flags);
   if (!args.ok()) return fail(args.status());
   if (args->has("--help")) {
@@ -312,6 +315,7 @@ int run_bench_one_batch(int argc, char** argv) {
   options.max_logit_rows = max_bs;  // one row per request: nothing here scores prompts
   options.disable_cuda_graph = args->has("--disable-cuda-graph");
   options.fp32_all_reduce = args->has("--enable-fp32-all-reduce");
+  options.disable_custom_all_reduce = args->has("--disable-custom-all-reduce");
   options.max_num_tokens = std::max<int64_t>(*max_prefill, max_bs);
   options.context_length = max_in + static_cast<int32_t>(*output_len);
   options.allow_longer_context = true;  // a benchmark of shapes, past the config's length too

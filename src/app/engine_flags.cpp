@@ -109,6 +109,10 @@ std::span<const FlagSpec> engine_flag_table() {
                "instead of rounding each rank's share and adding in bf16 (SGLang's way; MoE "
                "blocks still do). Closer to --tp-size 1's logprobs at twice the all-reduce bytes "
                "(two H200s, a Llama-3-8B shape: decode 3-9% slower, prefill 16-20%)."},
+      {.name = "--disable-custom-all-reduce",
+       .help = "At --tp-size > 1 on GPUs: every all-reduce through NCCL. By default sums of up "
+               "to 512 KB (a decode step's) take a one-shot kernel over the GPUs' peer memory "
+               "(SGLang's custom all-reduce), which adds in f32 in rank order and rounds once."},
       {.name = "--ep-size",
        .aliases = {"--ep", "--expert-parallel-size"},
        .value = "N",
@@ -303,6 +307,7 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   if (s.runner.dtype == "half") s.runner.dtype = "float16";
   s.runner.disable_cuda_graph = args.has("--disable-cuda-graph");
   s.runner.fp32_all_reduce = args.has("--enable-fp32-all-reduce");
+  s.runner.disable_custom_all_reduce = args.has("--disable-custom-all-reduce");
   if (std::string note = fp32_all_reduce_note(s.runner); !note.empty()) {
     s.notes.push_back(std::move(note));
   }

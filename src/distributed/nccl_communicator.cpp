@@ -12,6 +12,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+
+#include "core/logging.h"
+#include "distributed/peer_all_reduce.h"
 #endif
 
 namespace sgl::distributed {
@@ -50,8 +53,10 @@ cudaStream_t native(backend::Stream stream) { return static_cast<cudaStream_t>(s
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(ncclComm_t comm, int rank, int size, int device)
-      : comm_(comm), rank_(rank), size_(size), device_(device) {
+  // peer: the group's one-shot all-reduce for small sums (null: NCCL for all).
+  NcclCommunicator(ncclComm_t comm, int rank, int size, int device,
+                   std::shared_ptr<PeerAllReduce> peer = nullptr)
+      : comm_(comm), rank_(rank), size_(size), device_(device), peer_(std::move(peer)) {
     SGL_NCCL_CUDA_CHECK(cudaSetDevice(device_));
     SGL_NCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&barrier_stream_, cudaStreamNonBlocking));
     SGL_NCCL_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(float)));
@@ -74,6 +79,10 @@ class NcclCommunicator final : public Communicator {
     SGL_CHECK(buffer.dtype() == DType::kF32 || buffer.dtype() == DType::kBF16)
         << "all_reduce: f32 or bf16, got " << dtype_name(buffer.dtype());
     if (buffer.numel() == 0) return;
+    if (peer_ != nullptr && peer_->applies(buffer, op)) {
+      peer_->all_reduce(rank_, buffer, stream);
+      return;
+    }
     SGL_NCCL_CHECK(ncclAllReduce(buffer.raw(), buffer.raw(), static_cast<size_t>(buffer.numel()),
                                  buffer.dtype() == DType::kF32 ? ncclFloat32 : ncclBfloat16,
                                  op == ReduceOp::kSum ? ncclSum : ncclMax, comm_, native(stream)));
@@ -143,6 +152,7 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t barrier_stream_ = nullptr;
   float* barrier_word_ = nullptr;
   std::atomic<bool> aborted_{false};
+  std::shared_ptr<PeerAllReduce> peer_;
 };
 
 }  // namespace
@@ -182,7 +192,8 @@ Result<std::unique_ptr<Communicator>> nccl_communicator(const NcclUniqueId& id, 
   return std::unique_ptr<Communicator>(new NcclCommunicator(comm, rank, size, device_index));
 }
 
-Result<std::vector<std::unique_ptr<Communicator>>> nccl_group(const std::vector<int>& devices) {
+Result<std::vector<std::unique_ptr<Communicator>>> nccl_group(const std::vector<int>& devices,
+                                                              bool custom_all_reduce) {
   if (devices.empty()) return invalid_argument("a NCCL group of no devices");
   for (size_t i = 0; i < devices.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
@@ -198,10 +209,22 @@ Result<std::vector<std::unique_ptr<Communicator>>> nccl_group(const std::vector<
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   SGL_RETURN_IF_ERROR(nccl_status(ncclCommInitAll(comms.data(), n, devices.data()),
                                   "ncclCommInitAll over " + std::to_string(n) + " GPUs"));
+  std::shared_ptr<PeerAllReduce> peer;
+  if (custom_all_reduce && n > 1) {
+    Result<std::shared_ptr<PeerAllReduce>> made = PeerAllReduce::create(devices);
+    if (made.ok()) {
+      peer = std::move(made).value();
+      SGL_LOG_INFO << "custom all-reduce: one-shot over peer memory between " << n
+                   << " GPUs for sums up to " << peer->max_bytes() / 1024 << " KB, NCCL beyond";
+    } else {
+      SGL_LOG_WARN << "custom all-reduce unavailable, NCCL for every all-reduce: "
+                   << made.status().to_string();
+    }
+  }
   std::vector<std::unique_ptr<Communicator>> out;
   for (int r = 0; r < n; ++r) {
     out.push_back(std::make_unique<NcclCommunicator>(comms[static_cast<size_t>(r)], r, n,
-                                                     devices[static_cast<size_t>(r)]));
+                                                     devices[static_cast<size_t>(r)], peer));
   }
   return out;
 }
@@ -236,7 +259,7 @@ Result<std::unique_ptr<Communicator>> nccl_communicator(const NcclUniqueId&, int
   return unimplemented(kReason);
 }
 
-Result<std::vector<std::unique_ptr<Communicator>>> nccl_group(const std::vector<int>&) {
+Result<std::vector<std::unique_ptr<Communicator>>> nccl_group(const std::vector<int>&, bool) {
   return unimplemented(kReason);
 }
 

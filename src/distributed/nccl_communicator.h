@@ -47,8 +47,12 @@ Result<std::unique_ptr<Communicator>> nccl_communicator(const NcclUniqueId& id, 
                                                         int device_index);
 
 // The ranks of one process at once: rank r on devices[r] (ncclCommInitAll; distinct devices:
-// NCCL refuses two ranks of one communicator on one GPU).
-Result<std::vector<std::unique_ptr<Communicator>>> nccl_group(const std::vector<int>& devices);
+// NCCL refuses two ranks of one communicator on one GPU). custom_all_reduce (SGLang's default;
+// --disable-custom-all-reduce turns it off): small sums take PeerAllReduce's one-shot kernel
+// over peer memory instead of NCCL, where every pair of GPUs has peer access (else NCCL, with
+// a warning).
+Result<std::vector<std::unique_ptr<Communicator>>> nccl_group(const std::vector<int>& devices,
+                                                              bool custom_all_reduce = true);
 
 // Aborts `comm`'s NCCL communicator (ncclCommAbort) so that ranks blocked in its collectives
 // return (with an error) instead of waiting for a rank that failed; no-op for other

@@ -73,6 +73,9 @@ struct ModelRunnerOptions {
   // all-reduce of the ranks' experts' outputs on GPUs; tests pick either on the CPU).
   model::ExpertDispatch ep_dispatch = model::ExpertDispatch::kAuto;
   bool fp32_all_reduce = false;  // model::ModelOptions' (--enable-fp32-all-reduce)
+  // GPU tensor parallelism: every all-reduce through NCCL, none through the one-shot kernel over
+  // peer memory (distributed::nccl_group's custom_all_reduce; --disable-custom-all-reduce).
+  bool disable_custom_all_reduce = false;
   // An EAGLE head that will draft for this runner (EagleDraftRunner, loaded after it): a pool
   // sized from mem_fraction_static leaves room for the head's weights, activations and KV.
   std::optional<DraftHeadOptions> draft_head;

@@ -132,7 +132,8 @@ Result<std::unique_ptr<TpWorkerGroup>> TpWorkerGroup::join(const ModelRunnerOpti
       SGL_ASSIGN_OR_RETURN(tp->communicators_,
                            join_nccl_by_id(options, nodes, devices, first_rank, join_timeout));
     } else {
-      SGL_ASSIGN_OR_RETURN(tp->communicators_, distributed::nccl_group(devices));
+      SGL_ASSIGN_OR_RETURN(tp->communicators_,
+                           distributed::nccl_group(devices, !options.disable_custom_all_reduce));
     }
   } else if (nodes.nnodes > 1) {
     SGL_ASSIGN_OR_RETURN(tp->communicators_,

@@ -1,0 +1,261 @@
+// PeerAllReduce (peer_all_reduce.h): the one-shot kernel and the peer memory it runs on.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "core/check.h"
+#include "distributed/peer_all_reduce.h"
+
+namespace sgl::distributed {
+namespace {
+
+// Every call runs the same grid, so each block's call counter sees every call.
+constexpr int kBlocks = 16;
+constexpr int kThreads = 512;
+constexpr int kMaxRanks = PeerAllReduce::kMaxRanks;
+// An empty inbox slot: -0.0 in every bf16 lane (0x80008000 as an f32 word, a negative
+// denormal). Senders turn data that looks like it into zeros of the same sign's magnitude
+// (bf16 -0.0 -> +0.0; the f32 word 0x80008000, -4.6e-41, -> -0.0), so a slot holds the
+// sentinel until its data lands.
+constexpr uint32_t kEmpty = 0x80008000u;
+
+// A rank's memory: inbox[parity][source] (max_bytes each) then its blocks' call counters.
+struct Params {
+  uint4* buffer;  // this rank's, packs of 16 bytes
+  int64_t packs;
+  int64_t slot_packs;       // an inbox slot (max_bytes), in packs
+  uint4* inbox[kMaxRanks];  // each rank's inboxes, through peer memory
+  uint32_t* calls;          // this rank's [kBlocks]
+  int rank, ranks;
+};
+
+__device__ __forceinline__ void store_volatile(uint4* p, const uint4& v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ uint4 load_volatile(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+template <typename T>
+__device__ __forceinline__ bool is_empty_word(uint32_t w) {
+  if constexpr (std::is_same_v<T, float>) return w == kEmpty;
+  return (w & 0xffffu) == 0x8000u || (w >> 16) == 0x8000u;
+}
+template <typename T>
+__device__ __forceinline__ uint32_t sendable_word(uint32_t w) {
+  if constexpr (std::is_same_v<T, float>) return w == kEmpty ? 0x80000000u : w;
+  if ((w & 0xffffu) == 0x8000u) w &= 0xffff0000u;
+  if ((w >> 16) == 0x8000u) w &= 0x0000ffffu;
+  return w;
+}
+template <typename T>
+__device__ __forceinline__ bool is_empty(const uint4& v) {
+  return is_empty_word<T>(v.x) || is_empty_word<T>(v.y) || is_empty_word<T>(v.z) ||
+         is_empty_word<T>(v.w);
+}
+template <typename T>
+__device__ __forceinline__ uint4 sendable(const uint4& v) {
+  return {sendable_word<T>(v.x), sendable_word<T>(v.y), sendable_word<T>(v.z),
+          sendable_word<T>(v.w)};
+}
+
+// Adds the 16 bytes `v` of dtype T into acc (8 bf16 or 4 f32 lanes).
+template <typename T>
+__device__ __forceinline__ void accumulate(float (&acc)[8], const uint4& v) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float* f = reinterpret_cast<const float*>(&v);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[e] += f[e];
+  } else {
+    const __nv_bfloat16* h = reinterpret_cast<const __nv_bfloat16*>(&v);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] += __bfloat162float(h[e]);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ uint4 packed(const float (&acc)[8]) {
+  uint4 out;
+  if constexpr (std::is_same_v<T, float>) {
+    float* f = reinterpret_cast<float*>(&out);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) f[e] = acc[e];
+  } else {
+    __nv_bfloat16* h = reinterpret_cast<__nv_bfloat16*>(&out);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) h[e] = __float2bfloat16_rn(acc[e]);
+  }
+  return out;
+}
+
+// Each thread pushes its packs into every peer's inbox (the slot of this rank, this call's
+// parity), then waits for each source's packs in its own inbox and sums them in rank order, and
+// empties the slots again: a peer writes them next two calls later, after this rank's next call
+// sent it data, which this kernel's end orders after the emptying.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    peer_all_reduce_kernel(const __grid_constant__ Params p) {
+  __shared__ uint32_t call_shared;
+  if (threadIdx.x == 0) call_shared = *static_cast<volatile uint32_t*>(&p.calls[blockIdx.x]) + 1;
+  __syncthreads();
+  const uint32_t call = call_shared;
+  const int64_t parity = static_cast<int64_t>(call & 1) * p.ranks;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  constexpr int64_t kStride = static_cast<int64_t>(kBlocks) * kThreads;
+
+  for (int64_t q = first; q < p.packs; q += kStride) {
+    const uint4 v = sendable<T>(p.buffer[q]);
+    for (int r = 0; r < p.ranks; ++r) {
+      if (r == p.rank) continue;
+      store_volatile(p.inbox[r] + (parity + p.rank) * p.slot_packs + q, v);
+    }
+  }
+  uint4* mine = p.inbox[p.rank] + parity * p.slot_packs;
+  for (int64_t q = first; q < p.packs; q += kStride) {
+    float acc[8] = {};
+    const uint4 own = sendable<T>(p.buffer[q]);
+    for (int r = 0; r < p.ranks; ++r) {
+      if (r == p.rank) {
+        accumulate<T>(acc, own);
+        continue;
+      }
+      uint4* slot = mine + r * p.slot_packs + q;
+      uint4 v = load_volatile(slot);
+      while (is_empty<T>(v)) v = load_volatile(slot);
+      accumulate<T>(acc, v);
+      store_volatile(slot, make_uint4(kEmpty, kEmpty, kEmpty, kEmpty));
+    }
+    p.buffer[q] = packed<T>(acc);
+  }
+  if (threadIdx.x == 0) p.calls[blockIdx.x] = call;
+}
+
+__global__ void fill_empty(uint4* p, int64_t packs) {
+  for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < packs;
+       q += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    p[q] = make_uint4(kEmpty, kEmpty, kEmpty, kEmpty);
+  }
+}
+
+Status cuda_status(cudaError_t result, const std::string& what) {
+  if (result == cudaSuccess) return Status::ok_status();
+  (void)cudaGetLastError();
+  return internal_error(what + ": " + cudaGetErrorString(result));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<PeerAllReduce>> PeerAllReduce::create(const std::vector<int>& devices,
+                                                             int64_t max_bytes) {
+  const int n = static_cast<int>(devices.size());
+  if (n < 2 || n > kMaxRanks) {
+    return invalid_argument("a peer all-reduce of " + std::to_string(n) + " ranks (2 to " +
+                            std::to_string(kMaxRanks) + ")");
+  }
+  if (max_bytes < 16 || max_bytes % 16 != 0) {
+    return invalid_argument("a peer all-reduce of up to " + std::to_string(max_bytes) +
+                            " bytes (a positive multiple of 16)");
+  }
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < i; ++j) {
+      if (devices[i] == devices[j]) {
+        return invalid_argument("peer all-reduce ranks " + std::to_string(j) + " and " +
+                                std::to_string(i) + " both on cuda:" + std::to_string(devices[i]));
+      }
+    }
+  }
+  int previous = 0;
+  SGL_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&previous), "cudaGetDevice"));
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      int can = 0;
+      SGL_RETURN_IF_ERROR(cuda_status(cudaDeviceCanAccessPeer(&can, devices[i], devices[j]),
+                                      "cudaDeviceCanAccessPeer"));
+      if (can == 0) {
+        return unimplemented("cuda:" + std::to_string(devices[i]) + " cannot access cuda:" +
+                             std::to_string(devices[j]) + "'s memory (no peer access)");
+      }
+    }
+  }
+  std::shared_ptr<PeerAllReduce> group(new PeerAllReduce(devices, max_bytes));
+  // Each rank's device: its peers' memory mapped, its inboxes allocated and emptied.
+  auto set_up = [&]() -> Status {
+    for (int i = 0; i < n; ++i) {
+      SGL_RETURN_IF_ERROR(cuda_status(cudaSetDevice(devices[i]), "cudaSetDevice"));
+      for (int j = 0; j < n; ++j) {
+        if (i == j) continue;
+        const cudaError_t enabled = cudaDeviceEnablePeerAccess(devices[j], 0);
+        if (enabled == cudaErrorPeerAccessAlreadyEnabled) {
+          (void)cudaGetLastError();
+          continue;
+        }
+        SGL_RETURN_IF_ERROR(
+            cuda_status(enabled, "cudaDeviceEnablePeerAccess(cuda:" + std::to_string(devices[i]) +
+                                     " -> cuda:" + std::to_string(devices[j]) + ")"));
+      }
+      void* memory = nullptr;
+      const size_t inbox = 2 * static_cast<size_t>(n) * static_cast<size_t>(max_bytes);
+      SGL_RETURN_IF_ERROR(cuda_status(cudaMalloc(&memory, inbox + kBlocks * sizeof(uint32_t)),
+                                      "cudaMalloc (peer inboxes)"));
+      group->memory_.push_back(memory);
+      fill_empty<<<256, 256>>>(static_cast<uint4*>(memory), static_cast<int64_t>(inbox / 16));
+      SGL_RETURN_IF_ERROR(cuda_status(
+          cudaMemset(static_cast<uint8_t*>(memory) + inbox, 0, kBlocks * sizeof(uint32_t)),
+          "cudaMemset"));
+      SGL_RETURN_IF_ERROR(cuda_status(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+    }
+    return Status::ok_status();
+  };
+  const Status status = set_up();
+  (void)cudaSetDevice(previous);
+  SGL_RETURN_IF_ERROR(status);
+  return group;
+}
+
+PeerAllReduce::~PeerAllReduce() {
+  for (void* memory : memory_) cudaFree(memory);
+}
+
+bool PeerAllReduce::applies(const Tensor& buffer, ReduceOp op) const {
+  return op == ReduceOp::kSum &&
+         (buffer.dtype() == DType::kF32 || buffer.dtype() == DType::kBF16) &&
+         buffer.is_contiguous() && buffer.nbytes() > 0 && buffer.nbytes() <= max_bytes_ &&
+         buffer.nbytes() % 16 == 0 && reinterpret_cast<uintptr_t>(buffer.raw()) % 16 == 0;
+}
+
+void PeerAllReduce::all_reduce(int rank, const Tensor& buffer, backend::Stream stream) {
+  SGL_CHECK(rank >= 0 && rank < size() && applies(buffer, ReduceOp::kSum) &&
+            buffer.device().is_cuda() && buffer.device().index == devices_[rank])
+      << "peer all-reduce: rank " << rank << " of " << size() << ", " << buffer.shape_string()
+      << " on " << buffer.device().to_string();
+  Params p{};
+  p.buffer = static_cast<uint4*>(buffer.raw());
+  p.packs = static_cast<int64_t>(buffer.nbytes()) / 16;
+  p.slot_packs = max_bytes_ / 16;
+  for (int r = 0; r < size(); ++r)
+    p.inbox[r] = static_cast<uint4*>(memory_[static_cast<size_t>(r)]);
+  p.calls = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(memory_[static_cast<size_t>(rank)]) +
+                                        2 * static_cast<int64_t>(size()) * max_bytes_);
+  p.rank = rank;
+  p.ranks = size();
+  const auto s = static_cast<cudaStream_t>(stream.native);
+  if (buffer.dtype() == DType::kF32) {
+    peer_all_reduce_kernel<float><<<kBlocks, kThreads, 0, s>>>(p);
+  } else {
+    peer_all_reduce_kernel<__nv_bfloat16><<<kBlocks, kThreads, 0, s>>>(p);
+  }
+  SGL_CHECK(cudaGetLastError() == cudaSuccess) << "peer all-reduce: launch failed";
+}
+
+}  // namespace sgl::distributed

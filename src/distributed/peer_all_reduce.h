@@ -1,0 +1,64 @@
+// PeerAllReduce: a one-shot all-reduce of small messages between the GPUs of one process, over
+// peer memory (NVLink): SGLang's and vLLM's custom all-reduce, for the decode steps' all-reduces
+// of a few to a few hundred kilobytes, where NCCL's latency dominates (issue #25). One kernel per
+// rank, no barrier: each thread writes its 16-byte packs of the rank's buffer straight into
+// every peer's inbox (a slot per source rank), then waits for every source's packs in its own
+// inbox (a slot reads as empty, a sentinel, until its data lands: TensorRT-LLM's Lamport-style
+// one-shot), sums them in rank order in f32, rounds once and writes the buffer. So every rank
+// computes the same bits, as the Communicator contract asks, and a bf16 sum rounds once where
+// NCCL's rounds at each step. The reader empties each slot after reading it; inboxes alternate by
+// call parity, so a peer writes a slot again only two calls later, after this rank's next call
+// has sent it data. The call counters live in device memory: the kernel is captured into CUDA
+// graphs and replayed like NCCL's.
+//
+// NcclCommunicator::all_reduce takes this path for sums of f32 / bf16 buffers of at most
+// max_bytes() bytes (16-byte multiples); larger ones and other collectives go to NCCL.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "backend/stream.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "distributed/communicator.h"
+
+namespace sgl::distributed {
+
+class PeerAllReduce {
+ public:
+  static constexpr int kMaxRanks = 8;
+  // vLLM's and SGLang's one-shot limit for 2 GPUs; beyond it a reduce-scatter + all-gather wins.
+  static constexpr int64_t kDefaultMaxBytes = 512 * 1024;
+
+  // The group of ranks on `devices` (rank r on devices[r], distinct, 2 to kMaxRanks):
+  // enables peer access between every pair and allocates each rank's inboxes.
+  // Unimplemented (with the reason) where a pair of GPUs cannot reach each other's memory.
+  // (Built in CUDA builds with NCCL only, for NcclCommunicator.)
+  static Result<std::shared_ptr<PeerAllReduce>> create(const std::vector<int>& devices,
+                                                       int64_t max_bytes = kDefaultMaxBytes);
+  ~PeerAllReduce();
+  PeerAllReduce(const PeerAllReduce&) = delete;
+  PeerAllReduce& operator=(const PeerAllReduce&) = delete;
+
+  int size() const { return static_cast<int>(devices_.size()); }
+  int64_t max_bytes() const { return max_bytes_; }
+  // Whether all_reduce takes `buffer` with `op` (else the caller's NCCL does).
+  bool applies(const Tensor& buffer, ReduceOp op) const;
+  // Rank `rank`'s part of an in-place sum, queued on `stream` (of the rank's device); every rank
+  // calls it with a buffer of the same size, in the same order of calls.
+  void all_reduce(int rank, const Tensor& buffer, backend::Stream stream);
+
+ private:
+  PeerAllReduce(std::vector<int> devices, int64_t max_bytes)
+      : devices_(std::move(devices)), max_bytes_(max_bytes) {}
+
+  std::vector<int> devices_;
+  int64_t max_bytes_;
+  // Per rank, on its device: its inboxes and call counters (peer_all_reduce.cu's layout).
+  std::vector<void*> memory_;
+};
+
+}  // namespace sgl::distributed

@@ -1,0 +1,256 @@
+// The custom all-reduce (PeerAllReduce, through the communicators nccl_group makes) at 2, 4 and 8
+// GPUs (skipped, saying so, where fewer exist): sums of f32 and bf16 buffers from 16 bytes to
+// its limit, called over and over with changing sizes (its inboxes alternate and are reused),
+// equal the rank-order f32 sum rounded once, bit for bit, on every rank; replays of a captured
+// graph keep that; larger or unaligned sums still reach NCCL; one GPU, or a GPU twice, is refused.
+#include "distributed/peer_all_reduce.h"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "core/half.h"
+#include "distributed/nccl_communicator.h"
+
+namespace sgl::distributed {
+namespace {
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+}
+
+// A value of random sign, 24 random mantissa bits and a magnitude from 2^-7 to 8, from a hash of
+// (rank, i, call): cheap for the millions the checks draw, and inexact to add, so that only the
+// rank-order sum matches bit for bit.
+float value(int rank, int64_t i, int call) {
+  uint64_t x = (static_cast<uint64_t>(rank) << 48) ^ (static_cast<uint64_t>(call) << 32) ^
+               static_cast<uint64_t>(i);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  const float mantissa = static_cast<float>(x & 0xffffff) / 16777216.f;  // [0, 1)
+  const int exponent = static_cast<int>((x >> 24) % 11) - 6;
+  return std::ldexp((x >> 40 & 1) ? -mantissa : mantissa, exponent);
+}
+
+// Rank r's values for one call, as stored in `dtype` (f32 or bf16 bits), and their rank-order f32
+// sum over `ranks` as the kernel rounds it.
+std::vector<uint32_t> stored(int r, int64_t n, int call, DType dtype) {
+  std::vector<uint32_t> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = value(r, i, call);
+    uint32_t bits = 0;
+    std::memcpy(&bits, &v, 4);
+    out[static_cast<size_t>(i)] = dtype == DType::kF32 ? bits : float_to_bf16(v);
+  }
+  return out;
+}
+float as_float(uint32_t bits, DType dtype) {
+  if (dtype == DType::kBF16) return bf16_to_float(static_cast<uint16_t>(bits));
+  float f = 0;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+std::vector<uint32_t> expected_sum(int ranks, int64_t n, int call, DType dtype) {
+  std::vector<float> acc(static_cast<size_t>(n), 0.f);
+  for (int r = 0; r < ranks; ++r) {
+    const std::vector<uint32_t> v = stored(r, n, call, dtype);
+    for (int64_t i = 0; i < n; ++i) acc[static_cast<size_t>(i)] += as_float(v[i], dtype);
+  }
+  std::vector<uint32_t> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = acc[static_cast<size_t>(i)];
+    uint32_t bits = 0;
+    std::memcpy(&bits, &s, 4);
+    out[static_cast<size_t>(i)] = dtype == DType::kF32 ? bits : float_to_bf16(s);
+  }
+  return out;
+}
+
+// Host <-> device in the dtype's width.
+void upload(void* dst, const std::vector<uint32_t>& v, DType dtype, cudaStream_t s) {
+  if (dtype == DType::kF32) {
+    ASSERT_EQ(cudaMemcpyAsync(dst, v.data(), v.size() * 4, cudaMemcpyHostToDevice, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    return;
+  }
+  std::vector<uint16_t> h(v.begin(), v.end());
+  ASSERT_EQ(cudaMemcpyAsync(dst, h.data(), h.size() * 2, cudaMemcpyHostToDevice, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+}
+std::vector<uint32_t> download(const void* src, int64_t n, DType dtype, cudaStream_t s) {
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  if (dtype == DType::kF32) {
+    std::vector<uint32_t> out(static_cast<size_t>(n));
+    EXPECT_EQ(cudaMemcpy(out.data(), src, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    return out;
+  }
+  std::vector<uint16_t> h(static_cast<size_t>(n));
+  EXPECT_EQ(cudaMemcpy(h.data(), src, n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  return {h.begin(), h.end()};
+}
+
+struct RankStream {
+  void* buffer = nullptr;
+  cudaStream_t stream = nullptr;
+  backend::Stream of(int device) const {
+    backend::Stream s;
+    s.device = Device::cuda(device);
+    s.native = stream;
+    return s;
+  }
+};
+
+// fn(rank, communicator, its buffer and stream) on a thread per rank.
+template <typename Fn>
+void on_ranks(std::vector<std::unique_ptr<Communicator>>& comms, size_t buffer_bytes, Fn fn) {
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < comms.size(); ++r) {
+    threads.emplace_back([&, r] {
+      const int device = nccl_device(*comms[r]);
+      ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+      RankStream rs;
+      ASSERT_EQ(cudaStreamCreateWithFlags(&rs.stream, cudaStreamNonBlocking), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&rs.buffer, buffer_bytes), cudaSuccess);
+      fn(static_cast<int>(r), *comms[r], device, rs);
+      EXPECT_EQ(cudaStreamSynchronize(rs.stream), cudaSuccess);
+      cudaFree(rs.buffer);
+      cudaStreamDestroy(rs.stream);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+class PeerRanks : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (device_count() < GetParam()) {
+      GTEST_SKIP() << GetParam() << " ranks need " << GetParam() << " GPUs, found "
+                   << device_count();
+    }
+    std::vector<int> devices;
+    for (int r = 0; r < GetParam(); ++r) devices.push_back(r);
+    auto made = PeerAllReduce::create(devices);
+    ASSERT_TRUE(made.ok()) << made.status().to_string();  // H100 / H200 boards have NVLink
+    auto group = nccl_group(devices, /*custom_all_reduce=*/true);
+    ASSERT_TRUE(group.ok()) << group.status().to_string();
+    comms_ = std::move(group).value();
+  }
+  std::vector<std::unique_ptr<Communicator>> comms_;
+};
+
+TEST_P(PeerRanks, SumsEqualTheRankOrderSumOnEveryRank) {
+  const int ranks = GetParam();
+  const int64_t max = PeerAllReduce::kDefaultMaxBytes;
+  // Bytes, in an order that keeps changing which packs each call stages.
+  const std::vector<int64_t> sizes = {16, max, 16 * 1024, 4096 + 16, 256 * 1024, 32, max - 16};
+  constexpr int kRounds = 6;
+  std::vector<std::vector<std::vector<uint32_t>>> got(static_cast<size_t>(ranks));
+  on_ranks(comms_, max, [&](int r, Communicator& comm, int device, RankStream& rs) {
+    int call = 0;
+    for (int round = 0; round < kRounds; ++round) {
+      for (DType dtype : {DType::kBF16, DType::kF32}) {
+        for (int64_t bytes : sizes) {
+          const int64_t n = bytes / static_cast<int64_t>(dtype_size(dtype));
+          upload(rs.buffer, stored(r, n, call, dtype), dtype, rs.stream);
+          comm.all_reduce(Tensor(rs.buffer, dtype, {n}, Device::cuda(device)), ReduceOp::kSum,
+                          rs.of(device));
+          got[static_cast<size_t>(r)].push_back(download(rs.buffer, n, dtype, rs.stream));
+          ++call;
+        }
+      }
+    }
+  });
+  int call = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    for (DType dtype : {DType::kBF16, DType::kF32}) {
+      for (int64_t bytes : sizes) {
+        const int64_t n = bytes / static_cast<int64_t>(dtype_size(dtype));
+        const std::vector<uint32_t> want = expected_sum(ranks, n, call, dtype);
+        for (int r = 0; r < ranks; ++r) {
+          ASSERT_EQ(got[static_cast<size_t>(r)][static_cast<size_t>(call)], want)
+              << "rank " << r << ", call " << call << ": " << bytes << " bytes of "
+              << dtype_name(dtype);
+        }
+        ++call;
+      }
+    }
+  }
+}
+
+TEST_P(PeerRanks, GraphReplaysKeepTheSums) {
+  const int ranks = GetParam();
+  const int64_t n = 8192;  // bf16: 16 KB, a decode step's hidden state at batch 1 (Llama-70B)
+  constexpr int kReplays = 50;
+  std::vector<std::vector<std::vector<uint32_t>>> got(static_cast<size_t>(ranks));
+  on_ranks(comms_, n * 2, [&](int r, Communicator& comm, int device, RankStream& rs) {
+    const Tensor t(rs.buffer, DType::kBF16, {n}, Device::cuda(device));
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(rs.stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    comm.all_reduce(t, ReduceOp::kSum, rs.of(device));
+    ASSERT_EQ(cudaStreamEndCapture(rs.stream, &graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int k = 0; k < kReplays; ++k) {
+      upload(rs.buffer, stored(r, n, k, DType::kBF16), DType::kBF16, rs.stream);
+      ASSERT_EQ(cudaGraphLaunch(exec, rs.stream), cudaSuccess);
+      got[static_cast<size_t>(r)].push_back(download(rs.buffer, n, DType::kBF16, rs.stream));
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  });
+  for (int k = 0; k < kReplays; ++k) {
+    const std::vector<uint32_t> want = expected_sum(ranks, n, k, DType::kBF16);
+    for (int r = 0; r < ranks; ++r) {
+      ASSERT_EQ(got[static_cast<size_t>(r)][static_cast<size_t>(k)], want)
+          << "rank " << r << ", replay " << k;
+    }
+  }
+}
+
+// Past the limit, an unaligned size, or a max: NCCL's answer (bf16 rounded at each step).
+TEST_P(PeerRanks, WhatItDoesNotTakeReachesNccl) {
+  const int ranks = GetParam();
+  const int64_t max = PeerAllReduce::kDefaultMaxBytes;
+  const std::vector<int64_t> counts = {max / 4 + 4, 4099};  // f32 elements
+  std::vector<std::vector<std::vector<uint32_t>>> got(static_cast<size_t>(ranks));
+  on_ranks(comms_, (max / 4 + 4) * 4, [&](int r, Communicator& comm, int device, RankStream& rs) {
+    for (size_t c = 0; c < counts.size(); ++c) {
+      upload(rs.buffer, stored(r, counts[c], static_cast<int>(c), DType::kF32), DType::kF32,
+             rs.stream);
+      comm.all_reduce(Tensor(rs.buffer, DType::kF32, {counts[c]}, Device::cuda(device)),
+                      ReduceOp::kSum, rs.of(device));
+      got[static_cast<size_t>(r)].push_back(download(rs.buffer, counts[c], DType::kF32, rs.stream));
+    }
+  });
+  for (size_t c = 0; c < counts.size(); ++c) {
+    const std::vector<uint32_t> want =
+        expected_sum(ranks, counts[c], static_cast<int>(c), DType::kF32);
+    for (int r = 0; r < ranks; ++r) {
+      EXPECT_EQ(got[static_cast<size_t>(r)][c], got[0][c]) << "rank " << r << " differs";
+      for (int64_t i = 0; i < counts[c]; ++i) {
+        ASSERT_NEAR(as_float(got[static_cast<size_t>(r)][c][i], DType::kF32),
+                    as_float(want[i], DType::kF32), 1e-5f * ranks)
+            << "rank " << r << " element " << i;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, PeerRanks, ::testing::Values(2, 4, 8));
+
+TEST(PeerAllReduce, RefusesOneRankAndARepeatedGpu) {
+  EXPECT_FALSE(PeerAllReduce::create({0}).ok());
+  const auto twice = PeerAllReduce::create({0, 0});
+  EXPECT_FALSE(twice.ok());
+}
+
+}  // namespace
+}  // namespace sgl::distributed
