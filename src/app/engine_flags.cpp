@@ -111,8 +111,8 @@ std::span<const FlagSpec> engine_flag_table() {
                "(two H200s, a Llama-3-8B shape: decode 3-9% slower, prefill 16-20%)."},
       {.name = "--disable-custom-all-reduce",
        .help = "At --tp-size > 1 on GPUs: every all-reduce through NCCL. By default sums of up "
-               "to 512 KB (a decode step's) take a one-shot kernel over the GPUs' peer memory "
-               "(SGLang's custom all-reduce), which adds in f32 in rank order and rounds once."},
+               "to 8 MB (a decode step's) take a kernel over the GPUs' peer memory (SGLang's "
+               "custom all-reduce), which adds in f32 in rank order and rounds once."},
       {.name = "--ep-size",
        .aliases = {"--ep", "--expert-parallel-size"},
        .value = "N",

@@ -2,6 +2,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -12,8 +13,10 @@
 namespace sgl::distributed {
 namespace {
 
-// Every call runs the same grid, so each block's call counter sees every call.
-constexpr int kBlocks = 16;
+// Every call runs the same grid, so each block's call counter sees every call. 64 blocks (one
+// wave): each thread waits for a pack at a time, and 16 blocks lost to NCCL past 2 MB
+// (docs/perf-log/2026-11-30-custom-all-reduce.md).
+constexpr int kBlocks = 64;
 constexpr int kThreads = 512;
 constexpr int kMaxRanks = PeerAllReduce::kMaxRanks;
 // An empty inbox slot: -0.0 in every bf16 lane (0x80008000 as an f32 word, a negative
@@ -22,11 +25,13 @@ constexpr int kMaxRanks = PeerAllReduce::kMaxRanks;
 // sentinel until its data lands.
 constexpr uint32_t kEmpty = 0x80008000u;
 
-// A rank's memory: inbox[parity][source] (max_bytes each) then its blocks' call counters.
+// A rank's memory: inbox[parity][phase][source] (slot_packs each; phase 1 only for two-shot
+// calls), then its blocks' call counters.
 struct Params {
   uint4* buffer;  // this rank's, packs of 16 bytes
   int64_t packs;
-  int64_t slot_packs;       // an inbox slot (max_bytes), in packs
+  int64_t chunk_packs;      // two-shot: rank j reduces packs [j c, (j + 1) c)
+  int64_t slot_packs;       // an inbox slot, in packs
   uint4* inbox[kMaxRanks];  // each rank's inboxes, through peer memory
   uint32_t* calls;          // this rank's [kBlocks]
   int rank, ranks;
@@ -98,44 +103,87 @@ __device__ __forceinline__ uint4 packed(const float (&acc)[8]) {
   return out;
 }
 
-// Each thread pushes its packs into every peer's inbox (the slot of this rank, this call's
-// parity), then waits for each source's packs in its own inbox and sums them in rank order, and
-// empties the slots again: a peer writes them next two calls later, after this rank's next call
-// sent it data, which this kernel's end orders after the emptying.
+// The packs of slot `slot` of this rank's inbox, summed into acc in rank order with `own` as
+// this rank's (each waited for, then emptied).
 template <typename T>
+__device__ __forceinline__ void gather_sum(float (&acc)[8], const uint4& own, uint4* inbox,
+                                           int64_t slot_packs, int64_t at, int rank, int ranks) {
+  for (int r = 0; r < ranks; ++r) {
+    if (r == rank) {
+      accumulate<T>(acc, own);
+      continue;
+    }
+    uint4* slot = inbox + r * slot_packs + at;
+    uint4 v = load_volatile(slot);
+    while (is_empty<T>(v)) v = load_volatile(slot);
+    accumulate<T>(acc, v);
+    store_volatile(slot, make_uint4(kEmpty, kEmpty, kEmpty, kEmpty));
+  }
+}
+
+// One-shot: each thread pushes its packs into every peer's inbox (the slot of this rank, this
+// call's parity), then waits for each source's packs in its own inbox and sums them in rank order.
+// Two-shot (larger sums): rank j reduces chunk j. Each thread pushes its packs of chunk j to rank
+// j; for its packs of this rank's chunk it waits for every source's, sums and pushes the sum to
+// every peer (phase 1 of the inbox); for the other chunks it waits for their owners' sums. Either
+// way a reader empties the slots it read: a peer writes them next two calls later, after this
+// rank's next call sent it data, which this kernel's end orders after the emptying. A sum is
+// sent as it is stored (sendable), so every rank holds the same bits.
+template <typename T, bool kTwoShot>
 __global__ void __launch_bounds__(kThreads)
     peer_all_reduce_kernel(const __grid_constant__ Params p) {
   __shared__ uint32_t call_shared;
   if (threadIdx.x == 0) call_shared = *static_cast<volatile uint32_t*>(&p.calls[blockIdx.x]) + 1;
   __syncthreads();
   const uint32_t call = call_shared;
-  const int64_t parity = static_cast<int64_t>(call & 1) * p.ranks;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   constexpr int64_t kStride = static_cast<int64_t>(kBlocks) * kThreads;
-
-  for (int64_t q = first; q < p.packs; q += kStride) {
-    const uint4 v = sendable<T>(p.buffer[q]);
-    for (int r = 0; r < p.ranks; ++r) {
-      if (r == p.rank) continue;
-      store_volatile(p.inbox[r] + (parity + p.rank) * p.slot_packs + q, v);
-    }
-  }
-  uint4* mine = p.inbox[p.rank] + parity * p.slot_packs;
-  for (int64_t q = first; q < p.packs; q += kStride) {
-    float acc[8] = {};
-    const uint4 own = sendable<T>(p.buffer[q]);
-    for (int r = 0; r < p.ranks; ++r) {
-      if (r == p.rank) {
-        accumulate<T>(acc, own);
-        continue;
+  // inbox(rank, phase): the slots of this call's parity and that phase, on `rank`.
+  auto inbox = [&](int rank, int phase) {
+    return p.inbox[rank] + ((call & 1) * 2 + phase) * p.ranks * p.slot_packs;
+  };
+  if constexpr (!kTwoShot) {
+    for (int64_t q = first; q < p.packs; q += kStride) {
+      const uint4 v = sendable<T>(p.buffer[q]);
+      for (int r = 0; r < p.ranks; ++r) {
+        if (r != p.rank) store_volatile(inbox(r, 0) + p.rank * p.slot_packs + q, v);
       }
-      uint4* slot = mine + r * p.slot_packs + q;
+    }
+    for (int64_t q = first; q < p.packs; q += kStride) {
+      float acc[8] = {};
+      gather_sum<T>(acc, sendable<T>(p.buffer[q]), inbox(p.rank, 0), p.slot_packs, q, p.rank,
+                    p.ranks);
+      p.buffer[q] = packed<T>(acc);
+    }
+  } else {
+    const int64_t c = p.chunk_packs, mine0 = p.rank * c;
+    const int64_t mine1 = min(mine0 + c, p.packs);
+    for (int64_t q = first; q < p.packs; q += kStride) {
+      const int owner = static_cast<int>(q / c);
+      if (owner != p.rank) {
+        store_volatile(inbox(owner, 0) + p.rank * p.slot_packs + (q - owner * c),
+                       sendable<T>(p.buffer[q]));
+      }
+    }
+    for (int64_t q = mine0 + first; q < mine1; q += kStride) {
+      float acc[8] = {};
+      gather_sum<T>(acc, sendable<T>(p.buffer[q]), inbox(p.rank, 0), p.slot_packs, q - mine0,
+                    p.rank, p.ranks);
+      const uint4 sum = sendable<T>(packed<T>(acc));
+      for (int r = 0; r < p.ranks; ++r) {
+        if (r != p.rank) store_volatile(inbox(r, 1) + p.rank * p.slot_packs + (q - mine0), sum);
+      }
+      p.buffer[q] = sum;
+    }
+    for (int64_t q = first; q < p.packs; q += kStride) {
+      const int owner = static_cast<int>(q / c);
+      if (owner == p.rank) continue;
+      uint4* slot = inbox(p.rank, 1) + owner * p.slot_packs + (q - owner * c);
       uint4 v = load_volatile(slot);
       while (is_empty<T>(v)) v = load_volatile(slot);
-      accumulate<T>(acc, v);
       store_volatile(slot, make_uint4(kEmpty, kEmpty, kEmpty, kEmpty));
+      p.buffer[q] = v;
     }
-    p.buffer[q] = packed<T>(acc);
   }
   if (threadIdx.x == 0) p.calls[blockIdx.x] = call;
 }
@@ -205,7 +253,7 @@ Result<std::shared_ptr<PeerAllReduce>> PeerAllReduce::create(const std::vector<i
                                      " -> cuda:" + std::to_string(devices[j]) + ")"));
       }
       void* memory = nullptr;
-      const size_t inbox = 2 * static_cast<size_t>(n) * static_cast<size_t>(max_bytes);
+      const size_t inbox = 4 * static_cast<size_t>(n) * static_cast<size_t>(group->slot_bytes());
       SGL_RETURN_IF_ERROR(cuda_status(cudaMalloc(&memory, inbox + kBlocks * sizeof(uint32_t)),
                                       "cudaMalloc (peer inboxes)"));
       group->memory_.push_back(memory);
@@ -234,6 +282,15 @@ bool PeerAllReduce::applies(const Tensor& buffer, ReduceOp op) const {
          buffer.nbytes() % 16 == 0 && reinterpret_cast<uintptr_t>(buffer.raw()) % 16 == 0;
 }
 
+int64_t PeerAllReduce::one_shot_bytes() const {
+  return std::min(max_bytes_, size() == 2 ? kOneShotBytesTwoRanks : kOneShotBytes);
+}
+
+int64_t PeerAllReduce::slot_bytes() const {
+  const int64_t chunk = (max_bytes_ / 16 + size() - 1) / size() * 16;
+  return std::max(one_shot_bytes(), chunk);
+}
+
 void PeerAllReduce::all_reduce(int rank, const Tensor& buffer, backend::Stream stream) {
   SGL_CHECK(rank >= 0 && rank < size() && applies(buffer, ReduceOp::kSum) &&
             buffer.device().is_cuda() && buffer.device().index == devices_[rank])
@@ -242,18 +299,27 @@ void PeerAllReduce::all_reduce(int rank, const Tensor& buffer, backend::Stream s
   Params p{};
   p.buffer = static_cast<uint4*>(buffer.raw());
   p.packs = static_cast<int64_t>(buffer.nbytes()) / 16;
-  p.slot_packs = max_bytes_ / 16;
+  p.chunk_packs = (p.packs + size() - 1) / size();
+  p.slot_packs = slot_bytes() / 16;
   for (int r = 0; r < size(); ++r)
     p.inbox[r] = static_cast<uint4*>(memory_[static_cast<size_t>(r)]);
   p.calls = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(memory_[static_cast<size_t>(rank)]) +
-                                        2 * static_cast<int64_t>(size()) * max_bytes_);
+                                        4 * static_cast<int64_t>(size()) * slot_bytes());
   p.rank = rank;
   p.ranks = size();
   const auto s = static_cast<cudaStream_t>(stream.native);
-  if (buffer.dtype() == DType::kF32) {
-    peer_all_reduce_kernel<float><<<kBlocks, kThreads, 0, s>>>(p);
+  const bool one_shot = static_cast<int64_t>(buffer.nbytes()) <= one_shot_bytes();
+  const bool f32 = buffer.dtype() == DType::kF32;
+  if (one_shot) {
+    if (f32) {
+      peer_all_reduce_kernel<float, false><<<kBlocks, kThreads, 0, s>>>(p);
+    } else {
+      peer_all_reduce_kernel<__nv_bfloat16, false><<<kBlocks, kThreads, 0, s>>>(p);
+    }
+  } else if (f32) {
+    peer_all_reduce_kernel<float, true><<<kBlocks, kThreads, 0, s>>>(p);
   } else {
-    peer_all_reduce_kernel<__nv_bfloat16><<<kBlocks, kThreads, 0, s>>>(p);
+    peer_all_reduce_kernel<__nv_bfloat16, true><<<kBlocks, kThreads, 0, s>>>(p);
   }
   SGL_CHECK(cudaGetLastError() == cudaSuccess) << "peer all-reduce: launch failed";
 }

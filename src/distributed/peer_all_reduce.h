@@ -6,10 +6,13 @@
 // inbox (a slot reads as empty, a sentinel, until its data lands: TensorRT-LLM's Lamport-style
 // one-shot), sums them in rank order in f32, rounds once and writes the buffer. So every rank
 // computes the same bits, as the Communicator contract asks, and a bf16 sum rounds once where
-// NCCL's rounds at each step. The reader empties each slot after reading it; inboxes alternate by
-// call parity, so a peer writes a slot again only two calls later, after this rank's next call
-// has sent it data. The call counters live in device memory: the kernel is captured into CUDA
-// graphs and replayed like NCCL's.
+// NCCL's rounds at each step. Larger sums go two-shot: rank j sums chunk j of every rank's
+// buffer the same way and pushes its sum to every peer (a reduce-scatter and an all-gather,
+// each (n - 1) / n of the bytes a rank, where one-shot sends all of them to every peer). The
+// reader empties each slot after reading it; inboxes alternate by call parity, so a peer writes
+// a slot again only two calls later, after this rank's next call has sent it data. The call
+// counters live in device memory: the kernel is captured into CUDA graphs and replayed like
+// NCCL's.
 //
 // NcclCommunicator::all_reduce takes this path for sums of f32 / bf16 buffers of at most
 // max_bytes() bytes (16-byte multiples); larger ones and other collectives go to NCCL.
@@ -30,11 +33,16 @@ namespace sgl::distributed {
 class PeerAllReduce {
  public:
   static constexpr int kMaxRanks = 8;
-  // vLLM's and SGLang's one-shot limit for 2 GPUs; beyond it a reduce-scatter + all-gather wins.
-  static constexpr int64_t kDefaultMaxBytes = 512 * 1024;
+  // Sums up to these sizes go one-shot (vLLM's and SGLang's limits), larger ones two-shot.
+  static constexpr int64_t kOneShotBytesTwoRanks = 512 * 1024;
+  static constexpr int64_t kOneShotBytes = 256 * 1024;
+  // The largest sum taken by default (a batch of 256 tokens' hidden states at 8192 in bf16 is 4
+  // MB); past it, NCCL's bandwidth is the better bet.
+  static constexpr int64_t kDefaultMaxBytes = 8 * 1024 * 1024;
 
   // The group of ranks on `devices` (rank r on devices[r], distinct, 2 to kMaxRanks):
-  // enables peer access between every pair and allocates each rank's inboxes.
+  // enables peer access between every pair and allocates each rank's inboxes (4 x max(one-shot
+  // limit, max_bytes / n) a peer and itself: 32 MB a GPU at the default limit).
   // Unimplemented (with the reason) where a pair of GPUs cannot reach each other's memory.
   // (Built in CUDA builds with NCCL only, for NcclCommunicator.)
   static Result<std::shared_ptr<PeerAllReduce>> create(const std::vector<int>& devices,
@@ -54,6 +62,10 @@ class PeerAllReduce {
  private:
   PeerAllReduce(std::vector<int> devices, int64_t max_bytes)
       : devices_(std::move(devices)), max_bytes_(max_bytes) {}
+
+  // The largest one-shot sum; an inbox slot's bytes (a one-shot sum, or a two-shot chunk).
+  int64_t one_shot_bytes() const;
+  int64_t slot_bytes() const;
 
   std::vector<int> devices_;
   int64_t max_bytes_;

@@ -1,8 +1,9 @@
 // The custom all-reduce (PeerAllReduce, through the communicators nccl_group makes) at 2, 4 and 8
 // GPUs (skipped, saying so, where fewer exist): sums of f32 and bf16 buffers from 16 bytes to
-// its limit, called over and over with changing sizes (its inboxes alternate and are reused),
-// equal the rank-order f32 sum rounded once, bit for bit, on every rank; replays of a captured
-// graph keep that; larger or unaligned sums still reach NCCL; one GPU, or a GPU twice, is refused.
+// its limit (one-shot and two-shot), called over and over with changing sizes (its inboxes
+// alternate and are reused), equal the rank-order f32 sum rounded once, bit for bit, on every rank;
+// replays of a captured graph keep that; larger or unaligned sums still reach NCCL; one GPU, or a
+// GPU twice, is refused.
 #include "distributed/peer_all_reduce.h"
 
 #include <cuda_runtime.h>
@@ -149,9 +150,11 @@ class PeerRanks : public ::testing::TestWithParam<int> {
 TEST_P(PeerRanks, SumsEqualTheRankOrderSumOnEveryRank) {
   const int ranks = GetParam();
   const int64_t max = PeerAllReduce::kDefaultMaxBytes;
-  // Bytes, in an order that keeps changing which packs each call stages.
-  const std::vector<int64_t> sizes = {16, max, 16 * 1024, 4096 + 16, 256 * 1024, 32, max - 16};
-  constexpr int kRounds = 6;
+  // Bytes, one-shot and two-shot (past 256 KB, or 512 KB at two ranks; chunks that do not divide
+  // evenly), in an order that keeps changing which slots each call fills.
+  const std::vector<int64_t> sizes = {16, max,        16 * 1024,       4096 + 16,      256 * 1024,
+                                      32, 512 * 1024, 512 * 1024 + 16, (1 << 20) + 48, max - 16};
+  constexpr int kRounds = 4;
   std::vector<std::vector<std::vector<uint32_t>>> got(static_cast<size_t>(ranks));
   on_ranks(comms_, max, [&](int r, Communicator& comm, int device, RankStream& rs) {
     int call = 0;
