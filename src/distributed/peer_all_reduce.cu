@@ -258,6 +258,20 @@ Result<std::shared_ptr<PeerAllReduce>> PeerAllReduce::create(const std::vector<i
                                       "cudaMalloc (peer inboxes)"));
       group->memory_.push_back(memory);
       fill_empty<<<256, 256>>>(static_cast<uint4*>(memory), static_cast<int64_t>(inbox / 16));
+      SGL_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "fill_empty (peer inboxes)"));
+      // Two-shot blocks wait on one another's pushes: all of them must be resident at once.
+      int sms = 0, per_sm = 0;
+      SGL_RETURN_IF_ERROR(cuda_status(
+          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, devices[i]), "SM count"));
+      SGL_RETURN_IF_ERROR(cuda_status(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+              &per_sm, peer_all_reduce_kernel<__nv_bfloat16, true>, kThreads, 0),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
+      if (sms * per_sm < kBlocks) {
+        return unimplemented("cuda:" + std::to_string(devices[i]) + " holds " +
+                             std::to_string(sms * per_sm) + " of the peer all-reduce's " +
+                             std::to_string(kBlocks) + " blocks at once");
+      }
       SGL_RETURN_IF_ERROR(cuda_status(
           cudaMemset(static_cast<uint8_t*>(memory) + inbox, 0, kBlocks * sizeof(uint32_t)),
           "cudaMemset"));
@@ -275,11 +289,13 @@ PeerAllReduce::~PeerAllReduce() {
   for (void* memory : memory_) cudaFree(memory);
 }
 
+// Only what every rank's call shares (op, dtype, size): were one rank to take NCCL and another
+// this kernel, both would wait forever. all_reduce checks the alignment.
 bool PeerAllReduce::applies(const Tensor& buffer, ReduceOp op) const {
   return op == ReduceOp::kSum &&
          (buffer.dtype() == DType::kF32 || buffer.dtype() == DType::kBF16) &&
          buffer.is_contiguous() && buffer.nbytes() > 0 && buffer.nbytes() <= max_bytes_ &&
-         buffer.nbytes() % 16 == 0 && reinterpret_cast<uintptr_t>(buffer.raw()) % 16 == 0;
+         buffer.nbytes() % 16 == 0;
 }
 
 int64_t PeerAllReduce::one_shot_bytes() const {
@@ -293,9 +309,10 @@ int64_t PeerAllReduce::slot_bytes() const {
 
 void PeerAllReduce::all_reduce(int rank, const Tensor& buffer, backend::Stream stream) {
   SGL_CHECK(rank >= 0 && rank < size() && applies(buffer, ReduceOp::kSum) &&
-            buffer.device().is_cuda() && buffer.device().index == devices_[rank])
+            buffer.device().is_cuda() && buffer.device().index == devices_[rank] &&
+            reinterpret_cast<uintptr_t>(buffer.raw()) % 16 == 0)
       << "peer all-reduce: rank " << rank << " of " << size() << ", " << buffer.shape_string()
-      << " on " << buffer.device().to_string();
+      << " on " << buffer.device().to_string() << " (16-byte aligned data needed)";
   Params p{};
   p.buffer = static_cast<uint4*>(buffer.raw());
   p.packs = static_cast<int64_t>(buffer.nbytes()) / 16;

@@ -56,7 +56,9 @@ class PeerAllReduce {
   // Whether all_reduce takes `buffer` with `op` (else the caller's NCCL does).
   bool applies(const Tensor& buffer, ReduceOp op) const;
   // Rank `rank`'s part of an in-place sum, queued on `stream` (of the rank's device); every rank
-  // calls it with a buffer of the same size, in the same order of calls.
+  // calls it with a buffer of the same size (16-byte aligned), in the same order of calls, and
+  // a rank's calls are ordered (one stream: its inboxes and counters are the rank's). A rank
+  // that never calls leaves its peers waiting, as NCCL would (no abort reaches this kernel).
   void all_reduce(int rank, const Tensor& buffer, backend::Stream stream);
 
  private:

@@ -59,20 +59,33 @@ float as_float(uint32_t bits, DType dtype) {
   std::memcpy(&f, &bits, 4);
   return f;
 }
-std::vector<uint32_t> expected_sum(int ranks, int64_t n, int call, DType dtype) {
-  std::vector<float> acc(static_cast<size_t>(n), 0.f);
-  for (int r = 0; r < ranks; ++r) {
-    const std::vector<uint32_t> v = stored(r, n, call, dtype);
-    for (int64_t i = 0; i < n; ++i) acc[static_cast<size_t>(i)] += as_float(v[i], dtype);
+// What the kernel sends for a stored value: data that looks like an empty inbox slot (bf16 -0.0,
+// the f32 word 0x80008000) becomes a zero of the same magnitude (+0.0, -0.0).
+uint32_t sendable(uint32_t bits, DType dtype) {
+  if (dtype == DType::kBF16) return bits == 0x8000u ? 0u : bits;
+  return bits == 0x80008000u ? 0x80000000u : bits;
+}
+
+// The rank-order f32 sum of every rank's stored values, rounded once to the dtype.
+std::vector<uint32_t> sum_of(const std::vector<std::vector<uint32_t>>& inputs, DType dtype) {
+  const size_t n = inputs[0].size();
+  std::vector<float> acc(n, 0.f);
+  for (const auto& v : inputs) {
+    for (size_t i = 0; i < n; ++i) acc[i] += as_float(sendable(v[i], dtype), dtype);
   }
-  std::vector<uint32_t> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const float s = acc[static_cast<size_t>(i)];
+  std::vector<uint32_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
     uint32_t bits = 0;
-    std::memcpy(&bits, &s, 4);
-    out[static_cast<size_t>(i)] = dtype == DType::kF32 ? bits : float_to_bf16(s);
+    std::memcpy(&bits, &acc[i], 4);
+    out[i] = dtype == DType::kF32 ? bits : float_to_bf16(acc[i]);
   }
   return out;
+}
+
+std::vector<uint32_t> expected_sum(int ranks, int64_t n, int call, DType dtype) {
+  std::vector<std::vector<uint32_t>> inputs;
+  for (int r = 0; r < ranks; ++r) inputs.push_back(stored(r, n, call, dtype));
+  return sum_of(inputs, dtype);
 }
 
 // Host <-> device in the dtype's width.
@@ -140,10 +153,12 @@ class PeerRanks : public ::testing::TestWithParam<int> {
     for (int r = 0; r < GetParam(); ++r) devices.push_back(r);
     auto made = PeerAllReduce::create(devices);
     ASSERT_TRUE(made.ok()) << made.status().to_string();  // H100 / H200 boards have NVLink
+    peer_ = std::move(made).value();
     auto group = nccl_group(devices, /*custom_all_reduce=*/true);
     ASSERT_TRUE(group.ok()) << group.status().to_string();
     comms_ = std::move(group).value();
   }
+  std::shared_ptr<PeerAllReduce> peer_;  // what the communicators' own one takes, for applies()
   std::vector<std::unique_ptr<Communicator>> comms_;
 };
 
@@ -218,11 +233,104 @@ TEST_P(PeerRanks, GraphReplaysKeepTheSums) {
   }
 }
 
-// Past the limit, an unaligned size, or a max: NCCL's answer (bf16 rounded at each step).
+// Forty sums queued back to back, eagerly and in one graph (replayed), alternating a one-shot
+// buffer and a two-shot one, no host sync between: every call reads what the one before wrote,
+// so each buffer ends as its first sum times ranks^19 (bf16: every partial sum exact in f32).
+TEST_P(PeerRanks, BackToBackCallsKeepTheSums) {
+  const int ranks = GetParam();
+  const int64_t small = 8192, large = ((1 << 20) + 48) / 2;  // bf16 elements
+  constexpr int kPairs = 20;
+  std::vector<std::vector<std::vector<uint32_t>>> got(static_cast<size_t>(ranks));
+  on_ranks(comms_, (small + large) * 2, [&](int r, Communicator& comm, int device, RankStream& rs) {
+    auto* base = static_cast<uint16_t*>(rs.buffer);
+    const Tensor a(base, DType::kBF16, {small}, Device::cuda(device));
+    const Tensor b(base + small, DType::kBF16, {large}, Device::cuda(device));
+    auto queue_all = [&] {
+      for (int k = 0; k < kPairs; ++k) {
+        comm.all_reduce(a, ReduceOp::kSum, rs.of(device));
+        comm.all_reduce(b, ReduceOp::kSum, rs.of(device));
+      }
+    };
+    auto reset = [&] {
+      upload(base, stored(r, small, 0, DType::kBF16), DType::kBF16, rs.stream);
+      upload(base + small, stored(r, large, 1, DType::kBF16), DType::kBF16, rs.stream);
+    };
+    reset();
+    queue_all();
+    got[static_cast<size_t>(r)].push_back(download(base, small + large, DType::kBF16, rs.stream));
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(rs.stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    queue_all();
+    ASSERT_EQ(cudaStreamEndCapture(rs.stream, &graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int replay = 0; replay < 3; ++replay) {
+      reset();
+      ASSERT_EQ(cudaGraphLaunch(exec, rs.stream), cudaSuccess);
+      got[static_cast<size_t>(r)].push_back(download(base, small + large, DType::kBF16, rs.stream));
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  });
+  std::vector<uint32_t> want = expected_sum(ranks, small, 0, DType::kBF16);
+  const std::vector<uint32_t> want_large = expected_sum(ranks, large, 1, DType::kBF16);
+  want.insert(want.end(), want_large.begin(), want_large.end());
+  const float scale = std::pow(static_cast<float>(ranks), kPairs - 1);
+  for (uint32_t& bits : want) bits = float_to_bf16(as_float(bits, DType::kBF16) * scale);
+  for (int r = 0; r < ranks; ++r) {
+    ASSERT_EQ(got[static_cast<size_t>(r)].size(), 4u);
+    for (size_t run = 0; run < 4; ++run) {
+      ASSERT_EQ(got[static_cast<size_t>(r)][run], want)
+          << "rank " << r << (run == 0 ? ", eager" : ", graph replay " + std::to_string(run));
+    }
+  }
+}
+
+// Inputs that look like an empty inbox slot (bf16 -0.0, the f32 word 0x80008000) on some ranks
+// or all of them, one-shot and two-shot: the sums complete, as their zeros' sums.
+TEST_P(PeerRanks, ValuesThatLookLikeEmptySlotsGoThrough) {
+  const int ranks = GetParam();
+  for (DType dtype : {DType::kBF16, DType::kF32}) {
+    const uint32_t empty = dtype == DType::kBF16 ? 0x8000u : 0x80008000u;
+    for (int64_t bytes : {int64_t{4096}, int64_t{(1 << 20) + 48}}) {
+      const int64_t n = bytes / static_cast<int64_t>(dtype_size(dtype));
+      std::vector<std::vector<uint32_t>> inputs;
+      for (int r = 0; r < ranks; ++r) {
+        std::vector<uint32_t> v = stored(r, n, 7, dtype);
+        for (int64_t i = 0; i < n; ++i) {
+          if (i % 3 == 0 || (i % 3 == 1 && r == 0)) v[static_cast<size_t>(i)] = empty;
+        }
+        inputs.push_back(std::move(v));
+      }
+      std::vector<std::vector<uint32_t>> got(static_cast<size_t>(ranks));
+      on_ranks(comms_, bytes, [&](int r, Communicator& comm, int device, RankStream& rs) {
+        upload(rs.buffer, inputs[static_cast<size_t>(r)], dtype, rs.stream);
+        comm.all_reduce(Tensor(rs.buffer, dtype, {n}, Device::cuda(device)), ReduceOp::kSum,
+                        rs.of(device));
+        got[static_cast<size_t>(r)] = download(rs.buffer, n, dtype, rs.stream);
+      });
+      const std::vector<uint32_t> want = sum_of(inputs, dtype);
+      for (int r = 0; r < ranks; ++r) {
+        ASSERT_EQ(got[static_cast<size_t>(r)], want)
+            << "rank " << r << ", " << bytes << " bytes of " << dtype_name(dtype);
+      }
+    }
+  }
+}
+
+// Past the limit or an unaligned size (and max): not the kernel's, NCCL's answer.
 TEST_P(PeerRanks, WhatItDoesNotTakeReachesNccl) {
   const int ranks = GetParam();
   const int64_t max = PeerAllReduce::kDefaultMaxBytes;
   const std::vector<int64_t> counts = {max / 4 + 4, 4099};  // f32 elements
+  for (int64_t n : counts) {
+    EXPECT_FALSE(
+        peer_->applies(Tensor(nullptr, DType::kF32, {n}, Device::cuda(0)), ReduceOp::kSum));
+  }
+  EXPECT_FALSE(
+      peer_->applies(Tensor(nullptr, DType::kF32, {1024}, Device::cuda(0)), ReduceOp::kMax));
+  EXPECT_TRUE(
+      peer_->applies(Tensor(nullptr, DType::kF32, {1024}, Device::cuda(0)), ReduceOp::kSum));
   std::vector<std::vector<std::vector<uint32_t>>> got(static_cast<size_t>(ranks));
   on_ranks(comms_, (max / 4 + 4) * 4, [&](int r, Communicator& comm, int device, RankStream& rs) {
     for (size_t c = 0; c < counts.size(); ++c) {
