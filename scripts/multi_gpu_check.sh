@@ -18,15 +18,18 @@
 #        allreduce: eager calls, as nccl-tests times NCCL, and graph replays, as the decode
 #        graphs pay), NCCL's and the custom all-reduce's, at 2, 4 and 8 GPUs
 #     3. sgl-bench one-batch on configs/llama-3-70b.json (dummy bf16 weights) at --tp-size 4 and
-#        8, batch 1 and 64, input 1024 (SGL_MULTI_GPU_BENCH_ARGS overrides those flags; each
-#        run is cut at SGL_MULTI_GPU_BENCH_TIMEOUT seconds, 300, and fails)
+#        8, batch 1 and 64, input 1024, with the custom all-reduce and again NCCL only
+#        (SGL_MULTI_GPU_BENCH_ARGS overrides those flags; each run is cut at
+#        SGL_MULTI_GPU_BENCH_TIMEOUT seconds, 300, and fails)
 #     4. sgl-bench one-batch on the Qwen3-30B-A3B and Mixtral-8x7B shapes at --tp-size N
 #        --ep-size N (whole experts per GPU; Qwen3 at --tp-size N alone too) for N = 2 and 4
 #     5. serving across nodes: scripts/gpu_multi_node_check.sh (two sgl-server processes at
 #        --nnodes 2 answer what one process answers)
-#   SGL_MULTI_GPU_STEPS picks the steps (default "1 2 3 4 5"): the whole run outlasts one
+#     6. serving the 70B shape at --tp-size 4 (scripts/gpu_serving_bench.sh: 1000 ShareGPT-like
+#        requests at concurrency 256; needs 4 GPUs and the pack's sgl-server and tokenizer)
+#   SGL_MULTI_GPU_STEPS picks the steps (default "1 2 3 4 5 6"): the whole run outlasts one
 #   10-minute device call on 4 GPUs (tensor_parallel_cuda_test alone took over 100 s there), so a
-#   session splits it over calls, e.g. "1 2", then "3", then "4 5".
+#   session splits it over calls, e.g. "1 2", then "3", then "4 5", then "6".
 #   On one GPU (a dry run) it runs what one GPU can (the one-rank tests, the one-rank
 #   all-reduce, one-batch on the Llama-3-8B shape through --tp-size 1) and lists what it
 #   skipped and why. JSON and logs land in $OUT; a summary table is printed last.
@@ -60,7 +63,7 @@ run() {
   nvidia-smi topo -m 2>/dev/null | head -n $((gpus + 2)) || true
   declare -a rows=() skipped=()
   local status=0
-  step() { case " ${SGL_MULTI_GPU_STEPS:-1 2 3 4 5} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+  step() { case " ${SGL_MULTI_GPU_STEPS:-1 2 3 4 5 6} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
   # 1. The multi-GPU tests (they skip cases that need more GPUs, saying so).
   local tests=()
@@ -117,18 +120,20 @@ run() {
   # 3. One static batch on the Llama-3-70B shape at tp 4 and 8 (one GPU: the 8B shape at tp 1).
   # shellcheck disable=SC2206  # a word list
   local bench_args=(${SGL_MULTI_GPU_BENCH_ARGS:---batch-size 1,64 --input-len 1024 --output-len 64})
+  # one_batch CONFIG TP NAME [EP [FLAGS...]]
   one_batch() {
     local config=$1 tp=$2 name=$3 ep=${4:-1}
+    shift $(($# < 4 ? $# : 4))
     # A time limit: a run that hangs (one did at exit, 2026-11-30) must not take the call.
     if timeout -k 30 "${SGL_MULTI_GPU_BENCH_TIMEOUT:-300}" "$root/gpu/sgl-bench" one-batch \
          --config "$root/configs/$config.json" --tp-size "$tp" --ep-size "$ep" "${bench_args[@]}" \
-         --output-file "$log/$name.json" >"$log/$name.log" 2>&1; then
+         "$@" --output-file "$log/$name.json" >"$log/$name.log" 2>&1; then
       rows+=("sgl-bench-one-batch-$name PASS")
     else
       status=1
       rows+=("sgl-bench-one-batch-$name FAIL")
     fi
-    echo "==== sgl-bench one-batch ($config, --tp-size $tp --ep-size $ep, dummy bf16)"
+    echo "==== sgl-bench one-batch ($config, --tp-size $tp --ep-size $ep $*, dummy bf16)"
     tail -n 8 "$log/$name.log"
   }
   for n in 4 8; do
@@ -137,6 +142,8 @@ run() {
       skipped+=("sgl-bench one-batch llama-3-70b --tp-size $n: needs $n GPUs, found $gpus")
     else
       one_batch llama-3-70b "$n" "llama70b_tp$n"
+      # The same with every all-reduce through NCCL: what the custom all-reduce gains.
+      one_batch llama-3-70b "$n" "llama70b_tp${n}_nccl" 1 --disable-custom-all-reduce
     fi
   done
   if step 3 && [ "$gpus" -lt 4 ]; then one_batch llama-3-8b 1 llama8b_tp1_dry_run; fi
@@ -164,6 +171,23 @@ run() {
     fi
   elif step 5; then
     skipped+=("sgl-server --nnodes 2: needs 2 GPUs, found $gpus")
+  fi
+
+  # 6. Serving the 70B shape at --tp-size 4: 1000 ShareGPT-like requests at concurrency 256
+  # (scripts/gpu_serving_bench.sh; the Llama-3.1 tokenizer).
+  if step 6 && [ "$gpus" -ge 4 ]; then
+    echo "==== serving, Llama-3-70B shape, --tp-size 4"
+    if OUT="$log/serving_70b_tp4" SGL_SERVING_CONFIG="$root/configs/llama-3-70b.json" \
+         SGL_SERVING_SERVER_ARGS="--tp-size 4" scripts/gpu_serving_bench.sh "$root" \
+         >"$log/serving_70b_tp4.log" 2>&1; then
+      rows+=("sgl-bench-serving-70b-tp4 $(tail -n 1 "$log/serving_70b_tp4.log" | sed 's/^RESULT: //')")
+    else
+      status=1
+      rows+=("sgl-bench-serving-70b-tp4 FAIL")
+    fi
+    tail -n 32 "$log/serving_70b_tp4.log"
+  elif step 6; then
+    skipped+=("serving the 70B shape at --tp-size 4: needs 4 GPUs, found $gpus")
   fi
 
   echo "==== multi_gpu_check summary ($gpus GPU(s))"
