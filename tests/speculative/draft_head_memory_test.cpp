@@ -1,6 +1,7 @@
 // The memory an EAGLE head takes beside its target, planned before either loads
-// (plan_draft_head_memory), against what the loaded head took; and a target KV pool sized from
-// its memory fraction leaving room for the head's KV layer and fixed bytes.
+// (plan_draft_head_memory), against what the loaded head took (at one rank and at two, where it
+// reads the target's LM head in parts); and a target KV pool sized from its memory fraction
+// leaving room for the head's KV layer and fixed bytes.
 #include "runner/draft_head_memory.h"
 
 #include <gtest/gtest.h>
@@ -8,11 +9,13 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "runner/eagle_draft_runner.h"
 #include "runner/model_runner.h"
 #include "test_data.h"
+#include "tp_ranks.h"
 
 namespace sgl::runner {
 namespace {
@@ -68,6 +71,35 @@ TEST_P(DraftHeadMemoryTest, PlanEqualsWhatTheLoadedHeadTook) {
   EXPECT_EQ(took.bytes_per_kv_slot, 2 * h.num_key_value_heads * h.head_dim * 4);
   const int64_t scratch = int64_t{64} * c.topk * (c.num_steps - 1);
   EXPECT_GT(took.fixed_bytes, scratch * took.bytes_per_kv_slot);
+}
+
+// At two tensor-parallel ranks an EAGLE head reads the target's vocab-parallel LM head in parts,
+// which its activations gather: planned from the rank count alone before the target loads.
+TEST(DraftHeadMemory, PlanEqualsWhatTheLoadedHeadTookAtTwoRanks) {
+  const Case c{"tiny-llama", "tiny-llama-eagle", model::DraftKind::kEagle, 1, 1};
+  std::vector<DraftHeadMemory> planned(2), took(2);
+  test::run_ranks(2, [&](int rank, distributed::Communicator& comm) {
+    ModelRunnerOptions o = target_options(c);
+    o.num_kv_slots = 1024;
+    o.tp_size = 2;
+    auto target = ModelRunner::create(test::model_dir(c.target), o, &comm);
+    ASSERT_TRUE(target.ok()) << target.status().to_string();
+    const DraftHeadOptions head{.dir = kHeads / c.head};
+    auto plan = plan_draft_head_memory(head, (*target)->draft_target_sizes(), DType::kF32,
+                                       (*target)->allocator());
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    planned[static_cast<size_t>(rank)] = *plan;
+    auto draft = EagleDraftRunner::create(head.dir, c.kind, **target);
+    ASSERT_TRUE(draft.ok()) << draft.status().to_string();
+    took[static_cast<size_t>(rank)] = (*draft)->memory();
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(planned[static_cast<size_t>(r)].fixed_bytes, took[static_cast<size_t>(r)].fixed_bytes)
+        << "rank " << r;
+    EXPECT_EQ(planned[static_cast<size_t>(r)].bytes_per_kv_slot,
+              took[static_cast<size_t>(r)].bytes_per_kv_slot)
+        << "rank " << r;
+  }
 }
 
 // Two pools from the same budget (about 16 MiB of the host's free memory), without and with
