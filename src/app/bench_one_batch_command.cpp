@@ -328,9 +328,7 @@ int run_bench_one_batch(int argc, char** argv) {
     return fail(invalid_argument("--tp-size must be in [1, 64] and --base-gpu-id >= 0"));
   }
   options.tp_size = static_cast<int>(*tp_size);
-  if (const std::string note = fp32_all_reduce_note(options); !note.empty()) {
-    std::printf("note: %s\n", note.c_str());
-  }
+  for (const std::string& note : all_reduce_notes(options)) std::printf("note: %s\n", note.c_str());
   auto ep_size = args->get_int("--ep-size", 1);
   if (!ep_size.ok()) return fail(ep_size.status());
   if (*ep_size < 1 || *ep_size > *tp_size) {

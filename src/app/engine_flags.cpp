@@ -250,12 +250,21 @@ const std::string& engine_flags_usage() {
   return usage;
 }
 
-std::string fp32_all_reduce_note(const runner::ModelRunnerOptions& runner) {
+std::vector<std::string> all_reduce_notes(const runner::ModelRunnerOptions& runner) {
+  std::vector<std::string> notes;
   const Result<DType> dtype = runner::parse_compute_dtype(runner.dtype, runner.device);
   const bool f32 = dtype.ok() && *dtype == DType::kF32;  // a bad --dtype fails at load
-  if (!runner.fp32_all_reduce || (runner.tp_size > 1 && !f32)) return "";
-  return "--enable-fp32-all-reduce changes nothing here: it applies at --tp-size > 1 in bf16 (in "
-         "float32 the all-reduce already adds f32)";
+  if (runner.fp32_all_reduce && (runner.tp_size == 1 || f32)) {
+    notes.push_back(
+        "--enable-fp32-all-reduce changes nothing here: it applies at --tp-size > 1 in bf16 (in "
+        "float32 the all-reduce already adds f32)");
+  }
+  if (runner.disable_custom_all_reduce && (runner.tp_size == 1 || runner.device.is_cpu())) {
+    notes.push_back(
+        "--disable-custom-all-reduce changes nothing here: the custom all-reduce runs between "
+        "GPUs at --tp-size > 1 (the CPU's ranks add in shared memory)");
+  }
+  return notes;
 }
 
 Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& default_log_level) {
@@ -308,9 +317,7 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   s.runner.disable_cuda_graph = args.has("--disable-cuda-graph");
   s.runner.fp32_all_reduce = args.has("--enable-fp32-all-reduce");
   s.runner.disable_custom_all_reduce = args.has("--disable-custom-all-reduce");
-  if (std::string note = fp32_all_reduce_note(s.runner); !note.empty()) {
-    s.notes.push_back(std::move(note));
-  }
+  for (std::string& note : all_reduce_notes(s.runner)) s.notes.push_back(std::move(note));
   SGL_ASSIGN_OR_RETURN(s.runner.cuda_graph_max_bs, args.get_int("--cuda-graph-max-bs", 256));
   if (s.runner.cuda_graph_max_bs < 1) return invalid_argument("--cuda-graph-max-bs must be >= 1");
   SGL_ASSIGN_OR_RETURN(s.runner.context_length, args.get_int("--context-length", 0));

@@ -30,9 +30,10 @@ struct EngineSetup {
   std::vector<std::string> notes;
 };
 
-// The start-up note for --enable-fp32-all-reduce where `runner` makes it change nothing (one
-// rank, or float32: its all-reduce already adds f32); empty where it applies or is off.
-std::string fp32_all_reduce_note(const runner::ModelRunnerOptions& runner);
+// The start-up notes for the all-reduce flags `runner` makes change nothing:
+// --enable-fp32-all-reduce at one rank or in float32 (its all-reduce already adds f32),
+// --disable-custom-all-reduce at one rank or on the CPU (the custom all-reduce is between GPUs).
+std::vector<std::string> all_reduce_notes(const runner::ModelRunnerOptions& runner);
 
 // Reads the flags (defaults as SGLang's) and applies --log-level (`default_log_level` when it is
 // not given: sgl-server logs at info, as SGLang; the other tools at warning).

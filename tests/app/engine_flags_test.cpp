@@ -95,6 +95,33 @@ TEST(EngineFlagsTest, Fp32AllReduceIsReadAndSaysWhereItChangesNothing) {
   }
 }
 
+TEST(EngineFlagsTest, DisableCustomAllReduceIsReadAndSaysWhereItChangesNothing) {
+  const auto said_nothing_changes = [](const EngineSetup& s) {
+    for (const std::string& note : s.notes) {
+      if (note.find("--disable-custom-all-reduce changes nothing here") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto on = parse({"--tp-size", "2", "--device", "cuda"});
+  ASSERT_TRUE(on.ok() || !distributed::nccl_available()) << on.status().to_string();
+  if (on.ok()) EXPECT_FALSE(on->runner.disable_custom_all_reduce);  // SGLang's default: on
+  auto gpus = parse({"--tp-size", "2", "--device", "cuda", "--disable-custom-all-reduce"});
+  if (gpus.ok()) {  // (a build without NCCL refuses --tp-size 2 on cuda)
+    EXPECT_TRUE(gpus->runner.disable_custom_all_reduce);
+    EXPECT_FALSE(said_nothing_changes(*gpus));
+  }
+  for (const std::vector<std::string>& idle :
+       {std::vector<std::string>{"--disable-custom-all-reduce"},
+        {"--tp-size", "2", "--disable-custom-all-reduce"}}) {  // the CPU's ranks
+    auto setup = parse(idle);
+    ASSERT_TRUE(setup.ok()) << setup.status().to_string();
+    EXPECT_TRUE(setup->runner.disable_custom_all_reduce);
+    EXPECT_TRUE(said_nothing_changes(*setup)) << idle[0];
+  }
+}
+
 TEST(EngineFlagsTest, SpeculativeDraftPolicy) {
   auto adaptive = parse({"--speculative-algorithm", "NGRAM"});
   ASSERT_TRUE(adaptive.ok()) << adaptive.status().to_string();

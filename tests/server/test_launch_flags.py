@@ -66,6 +66,8 @@ SERVES = [
     ("--model-path {model} --cuda-graph-max-bs 32 --disable-cuda-graph", []),
     ("--model-path {model} --tp 2 --enable-fp32-all-reduce",
      ["--enable-fp32-all-reduce changes nothing here"]),
+    ("--model-path {model} --tp 2 --disable-custom-all-reduce",
+     ["--disable-custom-all-reduce changes nothing here"]),
     # Parallelism on the CPU: two replicas of two tensor-parallel ranks each.
     ("--model-path {model} --dp 2 --tp 2", []),
     # One node, in SGLang's multi-node words.
