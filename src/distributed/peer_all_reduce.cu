@@ -263,10 +263,10 @@ Result<std::shared_ptr<PeerAllReduce>> PeerAllReduce::create(const std::vector<i
       int sms = 0, per_sm = 0;
       SGL_RETURN_IF_ERROR(cuda_status(
           cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, devices[i]), "SM count"));
-      SGL_RETURN_IF_ERROR(cuda_status(
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-              &per_sm, peer_all_reduce_kernel<__nv_bfloat16, true>, kThreads, 0),
-          "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
+      SGL_RETURN_IF_ERROR(
+          cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                          &per_sm, peer_all_reduce_kernel<__nv_bfloat16, true>, kThreads, 0),
+                      "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
       if (sms * per_sm < kBlocks) {
         return unimplemented("cuda:" + std::to_string(devices[i]) + " holds " +
                              std::to_string(sms * per_sm) + " of the peer all-reduce's " +
