@@ -69,14 +69,17 @@ TEST(EngineFlagsTest, ParallelismOnCuda) {
   }
 }
 
+// Whether one of `s`'s start-up notes says `flag` changes nothing here.
+bool says_changes_nothing(const EngineSetup& s, const std::string& flag) {
+  for (const std::string& note : s.notes) {
+    if (note.find(flag + " changes nothing here") != std::string::npos) return true;
+  }
+  return false;
+}
+
 TEST(EngineFlagsTest, Fp32AllReduceIsReadAndSaysWhereItChangesNothing) {
   const auto said_nothing_changes = [](const EngineSetup& s) {
-    for (const std::string& note : s.notes) {
-      if (note.find("--enable-fp32-all-reduce changes nothing here") != std::string::npos) {
-        return true;
-      }
-    }
-    return false;
+    return says_changes_nothing(s, "--enable-fp32-all-reduce");
   };
   auto off = parse({"--tp-size", "2"});
   ASSERT_TRUE(off.ok()) << off.status().to_string();
@@ -97,12 +100,7 @@ TEST(EngineFlagsTest, Fp32AllReduceIsReadAndSaysWhereItChangesNothing) {
 
 TEST(EngineFlagsTest, DisableCustomAllReduceIsReadAndSaysWhereItChangesNothing) {
   const auto said_nothing_changes = [](const EngineSetup& s) {
-    for (const std::string& note : s.notes) {
-      if (note.find("--disable-custom-all-reduce changes nothing here") != std::string::npos) {
-        return true;
-      }
-    }
-    return false;
+    return says_changes_nothing(s, "--disable-custom-all-reduce");
   };
   auto on = parse({"--tp-size", "2", "--device", "cuda"});
   ASSERT_TRUE(on.ok() || !distributed::nccl_available()) << on.status().to_string();
