@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "eagle_heads.h"
 #include "runner/eagle_draft_runner.h"
 #include "runner/model_runner.h"
 #include "test_data.h"
@@ -20,11 +21,7 @@
 namespace sgl::runner {
 namespace {
 
-// The build writes the heads; SGL_EAGLE_HEADS in the environment overrides where.
-const std::filesystem::path kHeads = [] {
-  const char* env = std::getenv("SGL_EAGLE_HEADS");
-  return std::filesystem::path(env != nullptr ? env : SGL_EAGLE_HEADS);
-}();
+const std::filesystem::path kHeads = test::eagle_heads_dir();
 
 struct Case {
   const char* target;

@@ -18,6 +18,7 @@
 #include "cache/token_to_kv_pool_allocator.h"
 #include "core/allocator.h"
 #include "core/buffer.h"
+#include "eagle_heads.h"
 #include "kernels/copy.h"
 #include "model/weight_source.h"
 #include "runner/forward_batch_builder.h"
@@ -27,12 +28,7 @@
 namespace sgl {
 namespace {
 
-// The build writes the heads; SGL_EAGLE_HEADS in the environment overrides where (binaries
-// carried to the GPU machine, scripts/gpu_check.sh).
-const std::filesystem::path kHeads = [] {
-  const char* env = std::getenv("SGL_EAGLE_HEADS");
-  return std::filesystem::path(env != nullptr ? env : SGL_EAGLE_HEADS);
-}();
+const std::filesystem::path kHeads = test::eagle_heads_dir();
 constexpr int64_t kMaxTokens = 32;
 constexpr int32_t kSlots = 64;
 #ifdef SGL_TEST_ON_CUDA

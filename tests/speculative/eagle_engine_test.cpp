@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "backend/devices.h"
+#include "eagle_heads.h"
 #include "engine/model_engine.h"
 #include "scheduler/greedy_ids_request.h"
 #include "stream_outcome.h"
@@ -24,10 +25,7 @@
 namespace sgl::engine {
 namespace {
 
-const std::filesystem::path kHeads = [] {
-  const char* env = std::getenv("SGL_EAGLE_HEADS");
-  return std::filesystem::path(env != nullptr ? env : SGL_EAGLE_HEADS);
-}();
+const std::filesystem::path kHeads = test::eagle_heads_dir();
 
 struct Config {
   const char* name;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cache/req_to_token_pool.h"
+#include "eagle_heads.h"
 #include "kernels/copy.h"
 #include "runner/eagle_chain.h"
 #include "runner/eagle_draft_runner.h"
@@ -31,10 +32,7 @@
 namespace sgl::runner {
 namespace {
 
-const std::filesystem::path kHeads = [] {
-  const char* env = std::getenv("SGL_EAGLE_HEADS");
-  return std::filesystem::path(env != nullptr ? env : SGL_EAGLE_HEADS);
-}();
+const std::filesystem::path kHeads = test::eagle_heads_dir();
 #ifdef SGL_TEST_ON_CUDA
 const Device kDevice = Device::cuda(0);
 #else

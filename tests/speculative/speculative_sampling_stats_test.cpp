@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "eagle_heads.h"
 #include "engine/model_engine.h"
 #include "sampling/sampling_distribution.h"
 #include "scheduler/greedy_ids_request.h"
@@ -38,10 +39,7 @@ namespace {
 
 using speculative::SpeculativeAlgorithm;
 
-const std::filesystem::path kHeads = [] {
-  const char* env = std::getenv("SGL_EAGLE_HEADS");
-  return std::filesystem::path(env != nullptr ? env : SGL_EAGLE_HEADS);
-}();
+const std::filesystem::path kHeads = test::eagle_heads_dir();
 constexpr const char* kModel = "stories260K";
 constexpr const char* kHead = "stories260K-eagle-fitted";
 
