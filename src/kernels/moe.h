@@ -70,8 +70,8 @@ int64_t fused_moe_workspace_bytes(Device device, int64_t num_tokens, int64_t top
 // x: [T, H] (row stride allowed); w_gate_up: [E, 2I, H] = per expert [gate; up], as the dense
 // gate_up_proj; w_down: [E, H, I]; topk_weights: f32 [T, k]; topk_ids: i32 [T, k], ids in
 // [0, E), or with `masked_pairs` also -1 for a masked pair, which adds nothing (moe_local_ids: the
-// experts another rank holds; a token with every pair masked gets zeros; on CUDA such batches
-// take the aligned GEMM paths, not the decode GEMVs); out: [T, H] contiguous, overwritten: x
+// experts another rank holds; a token with every pair masked gets zeros; on CUDA the decode
+// GEMVs then run instances that read the masks); out: [T, H] contiguous, overwritten: x
 // itself (in place) or not overlapping it.
 // workspace: any dtype, contiguous, 16-byte aligned, at least fused_moe_workspace_bytes(...)
 // bytes; its contents are scratch. Accumulation is in f32. CPU: f32 tensors.

@@ -58,7 +58,7 @@ class CudaFusedMoe : public test::CudaMoeTest {
   void check(const MoeProblem& p) {
     const Weights w = upload_weights(p);
     EXPECT_TRUE(test::matches_reference(p, run(p, w)));
-    if (p.tokens * p.top_k > cuda::kMoeHopperGemvMaxPairs) {
+    if (p.tokens * p.top_k > cuda::kMoeHopperDecodeMaxPairs) {
       EXPECT_TRUE(test::matches_reference(p, run(p, w, /*allow_hopper=*/false))) << "portable";
     }
   }
@@ -68,9 +68,10 @@ uint64_t seed_of(int64_t a, int64_t b, int64_t c, int64_t d) {
   return static_cast<uint64_t>(((a * 31 + b) * 131 + c) * 1009 + d);
 }
 
-// bf16 over E, k, T: T*k <= 64 takes the decode GEMV, up to 1024 (128 with the Hopper GEMM) the
-// aligned GEMV (many tokens per expert: several 16-token passes), more the grouped GEMMs; H=72
-// I=40 and H=200 I=96 leave partial row tiles, k slices and column tiles everywhere.
+// bf16 over E, k, T: T*k <= 64 (16 with the Hopper GEMM) takes the decode GEMV; without the
+// Hopper GEMM up to 1024 the aligned GEMV (many tokens per expert: several 16-token passes), more
+// the grouped GEMMs; H=72 I=40 and H=200 I=96 leave partial row tiles, k slices and column tiles
+// everywhere.
 TEST_F(CudaFusedMoe, Bf16MatchesReferenceOverSweep) {
   for (const auto [hidden, inter] : {std::pair<int64_t, int64_t>{72, 40}, {200, 96}}) {
     for (int64_t experts : {8, 16, 60, 128}) {
@@ -158,8 +159,9 @@ TEST_F(CudaFusedMoe, InPlaceEqualsSeparateOutput) {
 }
 
 // Expert parallelism masks the pairs routed to other ranks' experts (id -1): with masked_pairs
-// (decode batches then take the aligned paths: grouped and Hopper GEMMs, plain kernels) they add
-// nothing, a token whose pairs are all masked gets zeros, and so does a batch with no pair left.
+// (every path: the decode GEMVs' masked instances, the aligned GEMV, grouped and Hopper GEMMs)
+// they add nothing, a token whose pairs are all masked gets zeros, and so does a batch with no
+// pair left (share 1.0: the down GEMV's zero tiles).
 TEST_F(CudaFusedMoe, MaskedPairsAddNothing) {
   for (const DType dtype : {DType::kBF16, DType::kF32}) {
     for (int64_t tokens : {1, 2, 7, 16, 64, 300}) {

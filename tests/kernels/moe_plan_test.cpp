@@ -31,14 +31,15 @@ TEST(MoePlan, ChunksStayNearTheBudget) {
 TEST(MoePlan, PathByPairs) {
   for (const bool hopper : {false, true}) {
     const MoePath batch = hopper ? MoePath::kHopper : MoePath::kGrouped;
-    EXPECT_EQ(moe_path(true, hopper, 8, 8), MoePath::kDecode);
-    EXPECT_EQ(moe_path(true, hopper, 9, 8), MoePath::kGemv);
-    EXPECT_EQ(moe_path(true, hopper, 64, 1), MoePath::kDecode);
-    EXPECT_EQ(moe_path(true, hopper, 65, 1), MoePath::kGemv);
-    EXPECT_EQ(moe_path(true, hopper, 16, 8), MoePath::kGemv);
-    EXPECT_EQ(moe_path(true, hopper, 17, 8), hopper ? batch : MoePath::kGemv);
-    EXPECT_EQ(moe_path(true, hopper, 128, 1), MoePath::kGemv);
-    EXPECT_EQ(moe_path(true, hopper, 129, 1), hopper ? batch : MoePath::kGemv);
+    // Hopper: the decode GEMV up to 16 pairs, then the Hopper GEMM; else 64 and 1024.
+    EXPECT_EQ(moe_path(true, hopper, 2, 8), MoePath::kDecode);
+    EXPECT_EQ(moe_path(true, hopper, 16, 1), MoePath::kDecode);
+    EXPECT_EQ(moe_path(true, hopper, 3, 8), hopper ? batch : MoePath::kDecode);
+    EXPECT_EQ(moe_path(true, hopper, 17, 1), hopper ? batch : MoePath::kDecode);
+    EXPECT_EQ(moe_path(true, hopper, 8, 8), hopper ? batch : MoePath::kDecode);
+    EXPECT_EQ(moe_path(true, hopper, 9, 8), hopper ? batch : MoePath::kGemv);
+    EXPECT_EQ(moe_path(true, hopper, 64, 1), hopper ? batch : MoePath::kDecode);
+    EXPECT_EQ(moe_path(true, hopper, 65, 1), hopper ? batch : MoePath::kGemv);
     EXPECT_EQ(moe_path(true, hopper, 128, 8), hopper ? batch : MoePath::kGemv);
     EXPECT_EQ(moe_path(true, hopper, 129, 8), batch);
     EXPECT_EQ(moe_path(true, hopper, 1024, 1), hopper ? batch : MoePath::kGemv);

@@ -115,13 +115,7 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
   const int64_t chunk = moe_chunk_tokens(shape);
   for (int64_t first = 0; first < shape.tokens; first += chunk) {
     const int64_t rows = std::min(chunk, shape.tokens - first);
-    MoePath path = moe_path(vector_ok, hopper, rows, shape.top_k);
-    // The expert GEMVs read no masks (checking them cost batch-8 decode 17%: perf-log
-    // 2026-11-29-expert-parallel-cuda.md); masked pairs take the aligned paths, which leave them
-    // out of every group, and the weighted sum, which skips them.
-    if (masked_pairs && (path == MoePath::kDecode || path == MoePath::kGemv)) {
-      path = hopper ? MoePath::kHopper : MoePath::kGrouped;
-    }
+    const MoePath path = moe_path(vector_ok, hopper, rows, shape.top_k);
     const MoeWorkspaceLayout layout = moe_workspace_layout(path, shape, rows, elem);
     SGL_CHECK(layout.bytes <= static_cast<int64_t>(workspace.nbytes()))
         << "fused_moe: chunk of " << rows << " tokens needs " << layout.bytes
@@ -173,7 +167,8 @@ void fused_moe(const Tensor& x, const Tensor& w_gate_up, const Tensor& w_down,
     switch (path) {
       case MoePath::kDecode:
       case MoePath::kGemv:
-        launch_moe_expert_gemv(args, path == MoePath::kGemv, stream);  // sums into out itself
+        // Sums into out itself (masked: its own instances, which skip -1).
+        launch_moe_expert_gemv(args, path == MoePath::kGemv, masked_pairs, stream);
         continue;
       case MoePath::kHopper:
         launch_moe_hopper_gemm(args, stream);

@@ -56,26 +56,30 @@ __device__ __forceinline__ uint4 load_weight(const bf16* p) {
 
 // The expert of slot `slot` (the slot-th smallest distinct id among topk_ids' `entries` ids) and
 // the entries that chose it, ascending, in group[0, size). expert = -1 when fewer experts were
-// chosen. All threads call it; entries <= kMoeDecodeMaxPairs <= kThreads.
+// chosen. kMasked: ids of -1 (another rank's experts) are in no group. All threads call it;
+// entries <= kMoeDecodeMaxPairs <= kThreads.
 struct ExpertGroup {
   int expert = -1, size = 0, num_experts = 0;
 };
+template <bool kMasked>
 __device__ ExpertGroup find_expert_group(const int32_t* __restrict__ topk_ids, int entries,
                                          int experts, int slot, int32_t* group) {
   __shared__ int32_t ids[kMoeDecodeMaxPairs];
   __shared__ int32_t first_seen[kMoeDecodeMaxPairs];  // 1 where ids[i] is the id's first entry
   __shared__ int32_t chosen;
   const int i = threadIdx.x;
-  const bool valid = i < entries;
+  bool valid = i < entries;
   if (valid) {
     ids[i] = __ldcg(&topk_ids[i]);  // L2: the down projection reads it before its wait
-    if (ids[i] < 0 || ids[i] >= experts) __trap();  // an expert id out of range: a bug upstream
+    // An expert id out of range: a bug upstream.
+    if (ids[i] < (kMasked ? -1 : 0) || ids[i] >= experts) __trap();
+    if (kMasked) valid = ids[i] >= 0;
   }
   if (i == 0) chosen = -1;
   __syncthreads();
   bool first = valid;
   for (int j = 0; valid && j < i; ++j) first = first && ids[j] != ids[i];
-  if (valid) first_seen[i] = first;
+  if (i < entries) first_seen[i] = first;  // masked entries too: the rank loop reads them
   const int distinct = __syncthreads_count(first);
   if (first) {
     int rank = 0;  // distinct ids below this one
@@ -97,7 +101,9 @@ __device__ ExpertGroup find_expert_group(const int32_t* __restrict__ topk_ids, i
 
 // Called by every CTA of the down projection once its partial rows [row0, row0 + rows) are
 // written: the CTA that finishes the tile last (of `ctas` with an expert) writes
-// out[t, row] = sum_j topk_weights[t, j] * partial[t * k + j, row], j ascending.
+// out[t, row] = sum_j topk_weights[t, j] * partial[t * k + j, row], j ascending (kMasked: over
+// the pairs that are not -1; they alone have partial rows).
+template <bool kMasked>
 __device__ void sum_row_tile_if_last(const MoeExpertsArgs& a, int ctas, int64_t row0,
                                      int64_t rows) {
   __shared__ bool last;
@@ -112,6 +118,7 @@ __device__ void sum_row_tile_if_last(const MoeExpertsArgs& a, int ctas, int64_t 
     const int64_t t = idx / rows, row = row0 + idx % rows;
     float sum = 0.f;
     for (int64_t j = 0; j < a.top_k; ++j) {
+      if (kMasked && a.topk_ids[t * a.top_k + j] < 0) continue;
       sum +=
           a.topk_weights[t * a.top_k + j] * __ldcg(&a.partial[(t * a.top_k + j) * a.hidden + row]);
     }
@@ -119,9 +126,24 @@ __device__ void sum_row_tile_if_last(const MoeExpertsArgs& a, int ctas, int64_t 
   }
 }
 
+// Expert parallelism's batch where no pair is this rank's (kMasked): nothing sums into `out`, so
+// the down projection's CTA (x, 0) writes its row tile's zeros, once gate/up is done (out may be
+// gate/up's x).
+__device__ void zero_row_tile(const MoeExpertsArgs& a, int64_t row0, int64_t rows) {
+  pdl_wait();
+  rows = min(rows, a.hidden - row0);
+  for (int64_t idx = threadIdx.x; idx < a.rows * rows; idx += kThreads) {
+    static_cast<bf16*>(a.out)[idx / rows * a.hidden + row0 + idx % rows] = __float2bfloat16_rn(0.f);
+  }
+}
+
 // kRowWarps row tiles per CTA, each split over k by kWarps / kRowWarps warps; kTokenTiles x 8
-// tokens per pass over the weights; kUnroll steps of loads in flight per warp.
-template <Proj kProj, bool kFromAlignment, int kRowWarps, int kTokenTiles, int kUnroll>
+// tokens per pass over the weights; kUnroll steps of loads in flight per warp. kMasked: topk_ids
+// may hold -1 (another rank's expert, expert parallelism), which no CTA computes and the sum
+// skips; a separate instance, since reading the masks cost the unmasked batch-8 decode 17%
+// (docs/perf-log/2026-11-29-expert-parallel-cuda.md).
+template <Proj kProj, bool kFromAlignment, bool kMasked, int kRowWarps, int kTokenTiles,
+          int kUnroll>
 __global__ void __launch_bounds__(kThreads, 2)
     expert_gemv_kernel(const __grid_constant__ MoeExpertsArgs a) {
   constexpr int kWarpsK = kWarps / kRowWarps;
@@ -144,19 +166,30 @@ __global__ void __launch_bounds__(kThreads, 2)
   int64_t expert = 0;
   const int32_t* group = nullptr;
   int end = 0, num_experts = 0;
+  const int64_t tile_row0 = static_cast<int64_t>(blockIdx.x) * kRowWarps * 16;
   if constexpr (kFromAlignment) {
     num_experts = __ldcg(&a.counters[1]);
-    if (static_cast<int>(blockIdx.y) >= num_experts) return;  // no expert for this slot
+    if (static_cast<int>(blockIdx.y) >= num_experts) {  // no expert for this slot
+      if (kMasked && !kGateUp && num_experts == 0 && blockIdx.y == 0) {
+        zero_row_tile(a, tile_row0, kRowWarps * 16);
+      }
+      return;
+    }
     expert = __ldcg(&a.active[blockIdx.y]);
     const int begin = __ldcg(&a.offsets[expert]);
     group = a.sorted + begin;
     end = __ldcg(&a.offsets[expert + 1]) - begin;
   } else {
     __shared__ int32_t entries[kMoeDecodeMaxPairs];
-    const ExpertGroup found =
-        find_expert_group(a.topk_ids, static_cast<int>(a.rows * a.top_k),
-                          static_cast<int>(a.experts), static_cast<int>(blockIdx.y), entries);
-    if (found.expert < 0) return;  // no expert for this slot (uniform over the CTA)
+    const ExpertGroup found = find_expert_group<kMasked>(
+        a.topk_ids, static_cast<int>(a.rows * a.top_k), static_cast<int>(a.experts),
+        static_cast<int>(blockIdx.y), entries);
+    if (found.expert < 0) {  // no expert for this slot (uniform over the CTA)
+      if (kMasked && !kGateUp && found.num_experts == 0 && blockIdx.y == 0) {
+        zero_row_tile(a, tile_row0, kRowWarps * 16);
+      }
+      return;
+    }
     expert = found.expert;
     group = entries;
     end = found.size;
@@ -297,20 +330,19 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();  // red is reused by the next pass
   }
   if constexpr (!kGateUp) {
-    sum_row_tile_if_last(a, num_experts, static_cast<int64_t>(blockIdx.x) * kRowWarps * 16,
-                         kRowWarps * 16);
+    sum_row_tile_if_last<kMasked>(a, num_experts, tile_row0, kRowWarps * 16);
   }
 }
 
-template <Proj kProj, bool kFromAlignment, int kRowWarps, int kTokenTiles>
+template <Proj kProj, bool kFromAlignment, bool kMasked, int kRowWarps, int kTokenTiles>
 void launch_gemv(const MoeExpertsArgs& a, cudaStream_t stream) {
   constexpr int kUnroll = kTokenTiles == 1 ? 4 : 2;  // 16 weight loads in flight per thread
   const int64_t n_out = kProj == Proj::kGateUp ? a.inter : a.hidden;
   const int64_t rows_per_cta = (kProj == Proj::kGateUp ? 8 : 16) * kRowWarps;
   const dim3 grid(static_cast<unsigned>((n_out + rows_per_cta - 1) / rows_per_cta),
                   static_cast<unsigned>(std::min(a.experts, a.rows * a.top_k)));
-  launch_pdl(expert_gemv_kernel<kProj, kFromAlignment, kRowWarps, kTokenTiles, kUnroll>, grid,
-             kThreads, 0, stream, a);
+  launch_pdl(expert_gemv_kernel<kProj, kFromAlignment, kMasked, kRowWarps, kTokenTiles, kUnroll>,
+             grid, kThreads, 0, stream, a);
 }
 
 // Row tiles per CTA: four (two warps each on k) for short rows, so that a CTA still has 16 loads
@@ -319,39 +351,40 @@ void launch_gemv(const MoeExpertsArgs& a, cudaStream_t stream) {
 // longer than 2048 (Mixtral's 4096: 6.89 against 6.98 ms a batch-1 step; Qwen3-30B-A3B's 2048
 // wants four: 2.95 against 3.04; docs/perf-log/2026-11-28-moe-bs1-dead-ends.md); else one (all
 // 8 warps on k).
-template <Proj kProj, bool kFromAlignment, int kTokenTiles>
+template <Proj kProj, bool kFromAlignment, bool kMasked, int kTokenTiles>
 void launch_projection(const MoeExpertsArgs& a, cudaStream_t stream) {
   const int64_t k_dim = kProj == Proj::kGateUp ? a.hidden : a.inter;
   if (kProj == Proj::kGateUp && kTokenTiles == 1 && k_dim > 2048) {
-    launch_gemv<kProj, kFromAlignment, 2, kTokenTiles>(a, stream);
+    launch_gemv<kProj, kFromAlignment, kMasked, 2, kTokenTiles>(a, stream);
   } else if (k_dim < 1024 || (kProj == Proj::kGateUp && kTokenTiles == 1)) {
-    launch_gemv<kProj, kFromAlignment, 4, kTokenTiles>(a, stream);
+    launch_gemv<kProj, kFromAlignment, kMasked, 4, kTokenTiles>(a, stream);
   } else {
-    launch_gemv<kProj, kFromAlignment, 1, kTokenTiles>(a, stream);
+    launch_gemv<kProj, kFromAlignment, kMasked, 1, kTokenTiles>(a, stream);
   }
 }
 
-template <bool kFromAlignment>
+template <bool kFromAlignment, bool kMasked>
 void launch_both(const MoeExpertsArgs& a, cudaStream_t stream) {
   // An expert's group holds at most `rows` entries unless a token repeats an expert; larger
   // groups take several passes over the weights.
   if (a.rows <= kTileTokens) {
-    launch_projection<Proj::kGateUp, kFromAlignment, 1>(a, stream);
-    launch_projection<Proj::kDown, kFromAlignment, 1>(a, stream);
+    launch_projection<Proj::kGateUp, kFromAlignment, kMasked, 1>(a, stream);
+    launch_projection<Proj::kDown, kFromAlignment, kMasked, 1>(a, stream);
   } else {
-    launch_projection<Proj::kGateUp, kFromAlignment, 2>(a, stream);
-    launch_projection<Proj::kDown, kFromAlignment, 2>(a, stream);
+    launch_projection<Proj::kGateUp, kFromAlignment, kMasked, 2>(a, stream);
+    launch_projection<Proj::kDown, kFromAlignment, kMasked, 2>(a, stream);
   }
 }
 
 }  // namespace
 
-void launch_moe_expert_gemv(const MoeExpertsArgs& a, bool from_alignment, backend::Stream stream) {
+void launch_moe_expert_gemv(const MoeExpertsArgs& a, bool from_alignment, bool masked,
+                            backend::Stream stream) {
   const auto s = backend::cuda::native_stream(stream);
   if (from_alignment) {
-    launch_both<true>(a, s);
+    masked ? launch_both<true, true>(a, s) : launch_both<true, false>(a, s);
   } else {
-    launch_both<false>(a, s);
+    masked ? launch_both<false, true>(a, s) : launch_both<false, false>(a, s);
   }
 }
 

@@ -54,8 +54,10 @@ struct MoeExpertsArgs {
 
 // out by the expert GEMVs and their last-CTA sums (bf16). from_alignment: the groups come from
 // the block-size-1 alignment with its active list (kGemv); else each CTA finds its expert's
-// entries in topk_ids itself (kDecode, no alignment).
-void launch_moe_expert_gemv(const MoeExpertsArgs& a, bool from_alignment, backend::Stream stream);
+// entries in topk_ids itself (kDecode, no alignment). masked: topk_ids may hold -1 (expert
+// parallelism's other ranks' experts), which no CTA computes and the sums skip.
+void launch_moe_expert_gemv(const MoeExpertsArgs& a, bool from_alignment, bool masked,
+                            backend::Stream stream);
 // act and partial by the grouped GEMM on tensor cores (bf16, block size kMoeGemmBlockRows).
 void launch_moe_grouped_gemm(const MoeExpertsArgs& a, backend::Stream stream);
 // gathered, act and partial_bf16 by the Hopper GEMM's grouped mode (bf16, block size = its token

@@ -27,9 +27,9 @@ int64_t moe_chunk_tokens(const MoeShape& s) {
 MoePath moe_path(bool vector_ok, bool hopper, int64_t rows, int64_t top_k) {
   if (!vector_ok) return MoePath::kSimple;
   const int64_t pairs = rows * top_k;
-  if (pairs <= kMoeDecodeMaxPairs) return MoePath::kDecode;
-  if (pairs <= (hopper ? kMoeHopperGemvMaxPairs : kMoeGemvMaxPairs)) return MoePath::kGemv;
-  return hopper ? MoePath::kHopper : MoePath::kGrouped;
+  if (pairs <= (hopper ? kMoeHopperDecodeMaxPairs : kMoeDecodeMaxPairs)) return MoePath::kDecode;
+  if (hopper) return MoePath::kHopper;
+  return pairs <= kMoeGemvMaxPairs ? MoePath::kGemv : MoePath::kGrouped;
 }
 
 int64_t moe_align_ctas(int64_t entries, int64_t experts) {
