@@ -10,10 +10,8 @@ namespace sgl::kernels::cuda {
 inline constexpr int64_t kMoeDecodeMaxPairs = 64;
 inline constexpr int64_t kMoeGemvMaxPairs = 1024;
 // With the Hopper GEMM the GEMVs end at 16 pairs: its persistent kernel for small token tiles
-// beat both from 32 pairs on (H200, 2026-11-30, a step: Qwen3-30B-A3B batch 4 / 8 / 16 5.75 /
-// 9.23 / 13.96 -> 5.55 / 8.01 / 11.99 ms; Mixtral-8x7B batch 16 26.8 -> 23.2 ms) and lost below
-// (Mixtral batch 4 and 8: 16.07 / 20.85 ms against 16.87 / 21.15). Expert parallelism's masked
-// pairs count as pairs (docs/perf-log/2026-11-30-moe-decode-paths.md).
+// beat both from 32 pairs on and lost below, on Qwen3-30B-A3B and Mixtral-8x7B, masked (expert
+// parallelism) or not (docs/perf-log/2026-11-30-moe-decode-paths.md).
 inline constexpr int64_t kMoeHopperDecodeMaxPairs = 16;
 // Rows of one grouped-GEMM block: the alignment's block size on the kGrouped path.
 inline constexpr int64_t kMoeGemmBlockRows = 64;
