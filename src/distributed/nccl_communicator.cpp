@@ -79,7 +79,9 @@ class NcclCommunicator final : public Communicator {
     SGL_CHECK(buffer.dtype() == DType::kF32 || buffer.dtype() == DType::kBF16)
         << "all_reduce: f32 or bf16, got " << dtype_name(buffer.dtype());
     if (buffer.numel() == 0) return;
-    if (peer_ != nullptr && peer_->applies(buffer, op)) {
+    // After an abort (of any rank's communicator: the group is shared) the sum goes to NCCL,
+    // which reports the aborted communicator.
+    if (peer_ != nullptr && !peer_->aborted() && peer_->applies(buffer, op)) {
       peer_->all_reduce(rank_, buffer, stream);
       return;
     }
@@ -134,9 +136,11 @@ class NcclCommunicator final : public Communicator {
     SGL_NCCL_CUDA_CHECK(cudaStreamSynchronize(barrier_stream_));
   }
 
-  // Any thread, once (each failing rank's loader may call it).
+  // Any thread, once (each failing rank's loader may call it). The custom all-reduce's waiting
+  // kernels first: NCCL's abort does not reach them.
   void abort() {
     if (aborted_.exchange(true)) return;
+    if (peer_ != nullptr) peer_->abort();
     ncclCommAbort(comm_);
   }
 

@@ -30,10 +30,11 @@ constexpr uint32_t kEmpty = 0x80008000u;
 struct Params {
   uint4* buffer;  // this rank's, packs of 16 bytes
   int64_t packs;
-  int64_t chunk_packs;      // two-shot: rank j reduces packs [j c, (j + 1) c)
-  int64_t slot_packs;       // an inbox slot, in packs
-  uint4* inbox[kMaxRanks];  // each rank's inboxes, through peer memory
-  uint32_t* calls;          // this rank's [kBlocks]
+  int64_t chunk_packs;                  // two-shot: rank j reduces packs [j c, (j + 1) c)
+  int64_t slot_packs;                   // an inbox slot, in packs
+  uint4* inbox[kMaxRanks];              // each rank's inboxes, through peer memory
+  uint32_t* calls;                      // this rank's [kBlocks]
+  const volatile uint32_t* abort_flag;  // host memory: nonzero once the group is aborted
   int rank, ranks;
 };
 
@@ -103,22 +104,34 @@ __device__ __forceinline__ uint4 packed(const float (&acc)[8]) {
   return out;
 }
 
-// The packs of slot `slot` of this rank's inbox, summed into acc in rank order with `own` as
-// this rank's (each waited for, then emptied).
+// The packs in `slot` once they land, the slot emptied; false (nothing taken) if the group is
+// aborted first. The abort flag is host memory, slow to read: once every 1024 empty reads.
 template <typename T>
-__device__ __forceinline__ void gather_sum(float (&acc)[8], const uint4& own, uint4* inbox,
-                                           int64_t slot_packs, int64_t at, int rank, int ranks) {
-  for (int r = 0; r < ranks; ++r) {
-    if (r == rank) {
+__device__ __forceinline__ bool take(uint4* slot, uint4& v, const volatile uint32_t* abort_flag) {
+  v = load_volatile(slot);
+  for (uint32_t reads = 1; is_empty<T>(v); ++reads) {
+    if (reads % 1024 == 0 && *abort_flag != 0) return false;
+    v = load_volatile(slot);
+  }
+  store_volatile(slot, make_uint4(kEmpty, kEmpty, kEmpty, kEmpty));
+  return true;
+}
+
+// The packs of slot `slot` of this rank's inbox, summed into acc in rank order with `own` as
+// this rank's (each waited for, then emptied); false if the group is aborted first.
+template <typename T>
+__device__ __forceinline__ bool gather_sum(float (&acc)[8], const uint4& own, uint4* inbox,
+                                           int64_t slot_packs, int64_t at, const Params& p) {
+  for (int r = 0; r < p.ranks; ++r) {
+    if (r == p.rank) {
       accumulate<T>(acc, own);
       continue;
     }
-    uint4* slot = inbox + r * slot_packs + at;
-    uint4 v = load_volatile(slot);
-    while (is_empty<T>(v)) v = load_volatile(slot);
+    uint4 v;
+    if (!take<T>(inbox + r * slot_packs + at, v, p.abort_flag)) return false;
     accumulate<T>(acc, v);
-    store_volatile(slot, make_uint4(kEmpty, kEmpty, kEmpty, kEmpty));
   }
+  return true;
 }
 
 // One-shot: each thread pushes its packs into every peer's inbox (the slot of this rank, this
@@ -151,8 +164,9 @@ __global__ void __launch_bounds__(kThreads)
     }
     for (int64_t q = first; q < p.packs; q += kStride) {
       float acc[8] = {};
-      gather_sum<T>(acc, sendable<T>(p.buffer[q]), inbox(p.rank, 0), p.slot_packs, q, p.rank,
-                    p.ranks);
+      if (!gather_sum<T>(acc, sendable<T>(p.buffer[q]), inbox(p.rank, 0), p.slot_packs, q, p)) {
+        return;  // aborted
+      }
       p.buffer[q] = packed<T>(acc);
     }
   } else {
@@ -167,8 +181,10 @@ __global__ void __launch_bounds__(kThreads)
     }
     for (int64_t q = mine0 + first; q < mine1; q += kStride) {
       float acc[8] = {};
-      gather_sum<T>(acc, sendable<T>(p.buffer[q]), inbox(p.rank, 0), p.slot_packs, q - mine0,
-                    p.rank, p.ranks);
+      if (!gather_sum<T>(acc, sendable<T>(p.buffer[q]), inbox(p.rank, 0), p.slot_packs, q - mine0,
+                         p)) {
+        return;  // aborted
+      }
       const uint4 sum = sendable<T>(packed<T>(acc));
       for (int r = 0; r < p.ranks; ++r) {
         if (r != p.rank) store_volatile(inbox(r, 1) + p.rank * p.slot_packs + (q - mine0), sum);
@@ -178,10 +194,10 @@ __global__ void __launch_bounds__(kThreads)
     for (int64_t q = first; q < p.packs; q += kStride) {
       const int owner = static_cast<int>(q / c);
       if (owner == p.rank) continue;
-      uint4* slot = inbox(p.rank, 1) + owner * p.slot_packs + (q - owner * c);
-      uint4 v = load_volatile(slot);
-      while (is_empty<T>(v)) v = load_volatile(slot);
-      store_volatile(slot, make_uint4(kEmpty, kEmpty, kEmpty, kEmpty));
+      uint4 v;
+      if (!take<T>(inbox(p.rank, 1) + owner * p.slot_packs + (q - owner * c), v, p.abort_flag)) {
+        return;  // aborted
+      }
       p.buffer[q] = v;
     }
   }
@@ -237,6 +253,12 @@ Result<std::shared_ptr<PeerAllReduce>> PeerAllReduce::create(const std::vector<i
     }
   }
   std::shared_ptr<PeerAllReduce> group(new PeerAllReduce(devices, max_bytes));
+  void* flag = nullptr;
+  SGL_RETURN_IF_ERROR(cuda_status(
+      cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable),
+      "cudaHostAlloc (peer all-reduce abort flag)"));
+  group->abort_flag_ = static_cast<volatile uint32_t*>(flag);
+  *group->abort_flag_ = 0;
   // Each rank's device: its peers' memory mapped, its inboxes allocated and emptied.
   auto set_up = [&]() -> Status {
     for (int i = 0; i < n; ++i) {
@@ -287,7 +309,12 @@ Result<std::shared_ptr<PeerAllReduce>> PeerAllReduce::create(const std::vector<i
 
 PeerAllReduce::~PeerAllReduce() {
   for (void* memory : memory_) cudaFree(memory);
+  if (abort_flag_ != nullptr) cudaFreeHost(const_cast<uint32_t*>(abort_flag_));
 }
+
+void PeerAllReduce::abort() { *abort_flag_ = 1; }
+
+bool PeerAllReduce::aborted() const { return *abort_flag_ != 0; }
 
 // Only what every rank's call shares (op, dtype, size): were one rank to take NCCL and another
 // this kernel, both would wait forever. all_reduce checks the alignment.
@@ -308,6 +335,7 @@ int64_t PeerAllReduce::slot_bytes() const {
 }
 
 void PeerAllReduce::all_reduce(int rank, const Tensor& buffer, backend::Stream stream) {
+  SGL_CHECK(!aborted()) << "peer all-reduce: the group was aborted";
   SGL_CHECK(rank >= 0 && rank < size() && applies(buffer, ReduceOp::kSum) &&
             buffer.device().is_cuda() && buffer.device().index == devices_[rank] &&
             reinterpret_cast<uintptr_t>(buffer.raw()) % 16 == 0)
@@ -322,6 +350,7 @@ void PeerAllReduce::all_reduce(int rank, const Tensor& buffer, backend::Stream s
     p.inbox[r] = static_cast<uint4*>(memory_[static_cast<size_t>(r)]);
   p.calls = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(memory_[static_cast<size_t>(rank)]) +
                                         4 * static_cast<int64_t>(size()) * slot_bytes());
+  p.abort_flag = abort_flag_;  // mapped pinned memory: the same address on every device (UVA)
   p.rank = rank;
   p.ranks = size();
   const auto s = static_cast<cudaStream_t>(stream.native);

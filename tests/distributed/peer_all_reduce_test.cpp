@@ -9,8 +9,10 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -351,6 +353,57 @@ TEST_P(PeerRanks, WhatItDoesNotTakeReachesNccl) {
                     as_float(want[i], DType::kF32), 1e-5f * ranks)
             << "rank " << r << " element " << i;
       }
+    }
+  }
+}
+
+// A rank that never calls leaves the others' kernels waiting for its packs (checked: their
+// streams are still busy after 200 ms) until abort() releases them, one-shot and two-shot.
+// (Each size on a group of its own: an abort ends a group.)
+TEST_P(PeerRanks, AbortReleasesRanksWaitingForAPeer) {
+  const int n = GetParam();
+  std::vector<int> devices;
+  for (int r = 0; r < n; ++r) devices.push_back(r);
+  for (const int64_t bytes : {int64_t{16} << 10, int64_t{2} << 20}) {
+    auto made = PeerAllReduce::create(devices);
+    ASSERT_TRUE(made.ok()) << made.status().to_string();
+    std::shared_ptr<PeerAllReduce> group = std::move(made).value();
+    std::vector<cudaStream_t> streams(static_cast<size_t>(n - 1));
+    std::vector<void*> buffers(static_cast<size_t>(n - 1));
+    for (int r = 0; r + 1 < n; ++r) {  // the last rank never calls
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&buffers[r], bytes), cudaSuccess);
+      ASSERT_EQ(cudaMemset(buffers[r], 0, bytes), cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const Tensor buffer(buffers[r], DType::kBF16, {bytes / 2}, Device::cuda(r));
+      backend::Stream stream;
+      stream.device = Device::cuda(r);
+      stream.native = streams[r];
+      group->all_reduce(r, buffer, stream);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (int r = 0; r + 1 < n; ++r) {
+      EXPECT_EQ(cudaStreamQuery(streams[r]), cudaErrorNotReady)
+          << "rank " << r << " finished a " << bytes << "-byte sum without its peer";
+    }
+    EXPECT_FALSE(group->aborted());
+    group->abort();
+    EXPECT_TRUE(group->aborted());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (int r = 0; r + 1 < n; ++r) {
+      cudaError_t state = cudaStreamQuery(streams[r]);
+      while (state == cudaErrorNotReady && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        state = cudaStreamQuery(streams[r]);
+      }
+      if (state == cudaErrorNotReady) {
+        ADD_FAILURE() << "rank " << r << " still waits 20 s after abort (" << bytes << " bytes)";
+        std::_Exit(1);  // its kernel would keep the process from exiting
+      }
+      EXPECT_EQ(state, cudaSuccess) << "rank " << r;
+      cudaFree(buffers[r]);
+      cudaStreamDestroy(streams[r]);
     }
   }
 }
