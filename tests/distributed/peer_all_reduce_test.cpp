@@ -2,8 +2,8 @@
 // GPUs (skipped, saying so, where fewer exist): sums of f32 and bf16 buffers from 16 bytes to
 // its limit (one-shot and two-shot), called over and over with changing sizes (its inboxes
 // alternate and are reused), equal the rank-order f32 sum rounded once, bit for bit, on every rank;
-// replays of a captured graph keep that; larger or unaligned sums still reach NCCL; one GPU, or a
-// GPU twice, is refused.
+// replays of a captured graph keep that; larger or unaligned sums still reach NCCL; abort()
+// releases ranks waiting for a peer that never calls; one GPU, or a GPU twice, is refused.
 #include "distributed/peer_all_reduce.h"
 
 #include <cuda_runtime.h>
