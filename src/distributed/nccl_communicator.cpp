@@ -79,8 +79,9 @@ class NcclCommunicator final : public Communicator {
     SGL_CHECK(buffer.dtype() == DType::kF32 || buffer.dtype() == DType::kBF16)
         << "all_reduce: f32 or bf16, got " << dtype_name(buffer.dtype());
     if (buffer.numel() == 0) return;
-    // After an abort (of any rank's communicator: the group is shared) the sum goes to NCCL,
-    // which reports the aborted communicator.
+    // After an abort (of any rank's communicator: the group is shared) the sum goes to NCCL, as
+    // the rank's other collectives do, while the failing rank takes every communicator down.
+    // (One that slips past this check into the peer kernel returns at its first wait.)
     if (peer_ != nullptr && !peer_->aborted() && peer_->applies(buffer, op)) {
       peer_->all_reduce(rank_, buffer, stream);
       return;

@@ -257,7 +257,7 @@ Result<std::shared_ptr<PeerAllReduce>> PeerAllReduce::create(const std::vector<i
   SGL_RETURN_IF_ERROR(cuda_status(
       cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable),
       "cudaHostAlloc (peer all-reduce abort flag)"));
-  group->abort_flag_ = static_cast<volatile uint32_t*>(flag);
+  group->abort_flag_ = static_cast<uint32_t*>(flag);
   *group->abort_flag_ = 0;
   // Each rank's device: its peers' memory mapped, its inboxes allocated and emptied.
   auto set_up = [&]() -> Status {
@@ -309,12 +309,13 @@ Result<std::shared_ptr<PeerAllReduce>> PeerAllReduce::create(const std::vector<i
 
 PeerAllReduce::~PeerAllReduce() {
   for (void* memory : memory_) cudaFree(memory);
-  if (abort_flag_ != nullptr) cudaFreeHost(const_cast<uint32_t*>(abort_flag_));
+  if (abort_flag_ != nullptr) cudaFreeHost(abort_flag_);
 }
 
-void PeerAllReduce::abort() { *abort_flag_ = 1; }
+// Host threads share the word through atomics; the kernels read it with volatile loads.
+void PeerAllReduce::abort() { __atomic_store_n(abort_flag_, 1u, __ATOMIC_RELEASE); }
 
-bool PeerAllReduce::aborted() const { return *abort_flag_ != 0; }
+bool PeerAllReduce::aborted() const { return __atomic_load_n(abort_flag_, __ATOMIC_ACQUIRE) != 0; }
 
 // Only what every rank's call shares (op, dtype, size): were one rank to take NCCL and another
 // this kernel, both would wait forever. all_reduce checks the alignment.
@@ -335,7 +336,6 @@ int64_t PeerAllReduce::slot_bytes() const {
 }
 
 void PeerAllReduce::all_reduce(int rank, const Tensor& buffer, backend::Stream stream) {
-  SGL_CHECK(!aborted()) << "peer all-reduce: the group was aborted";
   SGL_CHECK(rank >= 0 && rank < size() && applies(buffer, ReduceOp::kSum) &&
             buffer.device().is_cuda() && buffer.device().index == devices_[rank] &&
             reinterpret_cast<uintptr_t>(buffer.raw()) % 16 == 0)

@@ -58,12 +58,13 @@ class PeerAllReduce {
   // Rank `rank`'s part of an in-place sum, queued on `stream` (of the rank's device); every rank
   // calls it with a buffer of the same size (16-byte aligned), in the same order of calls, and
   // a rank's calls are ordered (one stream: its inboxes and counters are the rank's). A rank
-  // that never calls leaves its peers waiting until abort(). Not after abort().
+  // that never calls leaves its peers waiting until abort(); after it, a sum returns unfinished
+  // at its first wait (within 1024 empty reads).
   void all_reduce(int rank, const Tensor& buffer, backend::Stream stream);
 
   // Releases every rank's kernels that wait for a peer (they return, their sums unfinished) and
   // ends the group: as ncclCommAbort, for a rank that failed while the others wait in a sum.
-  // Any thread, any time; later calls of all_reduce are refused.
+  // Any thread, any time.
   void abort();
   bool aborted() const;
 
@@ -79,7 +80,7 @@ class PeerAllReduce {
   int64_t max_bytes_;
   // Pinned host memory the kernels read while they wait (mapped into every device's space):
   // nonzero once aborted.
-  volatile uint32_t* abort_flag_ = nullptr;
+  uint32_t* abort_flag_ = nullptr;
   // Per rank, on its device: its inboxes and call counters (peer_all_reduce.cu's layout).
   std::vector<void*> memory_;
 };

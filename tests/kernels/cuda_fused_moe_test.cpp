@@ -1,6 +1,7 @@
 // CUDA fused_moe against the CPU reference (fused_moe_reference) on every path: the decode
-// expert GEMV (bf16, up to 64 (token, slot) pairs, no alignment), the GEMV over the alignment
-// (bf16, up to 1024 pairs, 128 on a Hopper GPU), for more pairs the Hopper GEMM's grouped mode
+// expert GEMV (bf16, up to 64 (token, slot) pairs, 16 on a Hopper GPU; no alignment), the GEMV
+// over the alignment (bf16, up to 1024 pairs; without the Hopper GEMM, so on a Hopper GPU through
+// allow_hopper false), for more pairs the Hopper GEMM's grouped mode
 // (on sm_90) and the portable grouped tensor-core GEMM (both run on a Hopper GPU),
 // the plain kernels (f32, and bf16 rows 16-byte loads cannot take), over expert counts, top-k,
 // token counts from 1 to 16384 (several chunks), sizes not multiples of 64, the Qwen3-30B-A3B and
@@ -27,7 +28,8 @@ class CudaFusedMoe : public test::CudaMoeTest {
             upload(*p.w2, {p.experts, p.hidden, p.inter}, p.dtype)};
   }
   // fused_moe on the GPU: NaN-poisoned output, a workspace poisoned with 0xff bytes.
-  // allow_hopper false: batches take the portable grouped GEMM.
+  // allow_hopper false: the paths of a GPU without the Hopper GEMM (decode GEMV to 64 pairs, the
+  // aligned GEMV to 1024, then the portable grouped GEMM).
   std::vector<float> run(const MoeProblem& p, const Weights& w, bool allow_hopper = true) {
     Buffer x = upload(p.x, {p.tokens, p.x_stride}, p.dtype);
     const Tensor xv = x.tensor().slice_last(0, p.hidden);

@@ -5,9 +5,10 @@
 //   sum:      out[t, h] = sum_j topk_weights[t, j] * partial[t * k + j, h]
 // for the entries i = t * k + j of topk_ids that chose expert e. Grid (row tiles, expert slots):
 // CTA (x, y) takes the y-th expert with entries and a tile of its weight rows, and loops over the
-// expert's tokens 8 or 16 at a time; CTAs past the number of chosen experts exit. At decode (up
-// to 64 entries) each CTA works out its expert and entries from topk_ids itself (no alignment
-// kernel); for larger batches they come from the block-size-1 alignment and its active list. The
+// expert's tokens 8 or 16 at a time; CTAs past the number of chosen experts exit (but for the
+// masked instances' zero tiles, below). At decode (up to 64 entries, 16 on Hopper) each CTA works
+// out its expert and entries from topk_ids itself (no alignment kernel); for larger batches
+// (without the Hopper GEMM) they come from the block-size-1 alignment and its active list. The
 // down projection's last CTA to finish a row tile sums that tile over the slots in slot order
 // (no reduction kernel; the result does not depend on which CTA was last). The down projection
 // finds its expert and starts its weight loads before waiting on gate/up.

@@ -6,7 +6,8 @@
 
 namespace sgl::kernels::cuda {
 
-// (token, slot) pairs up to which a chunk takes the decode path, and the GEMV path.
+// (token, slot) pairs up to which a chunk takes the decode path, and the GEMV path (without the
+// Hopper GEMM; with it, below).
 inline constexpr int64_t kMoeDecodeMaxPairs = 64;
 inline constexpr int64_t kMoeGemvMaxPairs = 1024;
 // With the Hopper GEMM the GEMVs end at 16 pairs: its persistent kernel for small token tiles
