@@ -13,6 +13,8 @@
 #        ranks), peer_all_reduce_cuda_test (the custom all-reduce at 2, 4, 8 ranks, bit-exact)
 #        and tensor_parallel_cuda_test (golden models at tp 2 and 4 against tp 1, f32
 #        and bf16; the engine at tp 2); a case needing more GPUs than exist skips, saying so;
+#        SGL_MULTI_GPU_TP_FILTER, a --gtest_filter for tensor_parallel_cuda_test alone (e.g.
+#        '*tp4*' on four GPUs when the tp 2 cases ran on two: 43 s instead of over 100);
 #        SGL_MULTI_GPU_ALL_TESTS=1 runs every other packed cuda test too
 #     2. the all-reduce latency of our NCCL communicator at 16 KB and 256 KB (sgl-bench
 #        allreduce: eager calls, as nccl-tests times NCCL, and graph replays, as the decode
@@ -80,7 +82,11 @@ run() {
       rows+=("$name MISSING (not packed)")
       continue
     fi
-    if "$t" >"$log/$name.log" 2>&1; then
+    local filter=()
+    if [ "$name" = tensor_parallel_cuda_test ] && [ -n "${SGL_MULTI_GPU_TP_FILTER:-}" ]; then
+      filter=("--gtest_filter=$SGL_MULTI_GPU_TP_FILTER")
+    fi
+    if "$t" "${filter[@]}" >"$log/$name.log" 2>&1; then
       local passed skips
       passed=$(grep -o 'PASSED  \] [0-9]* test' "$log/$name.log" | grep -o '[0-9]*' || echo 0)
       skips=$(grep -o 'SKIPPED \] [0-9]* test' "$log/$name.log" | grep -o '[0-9]*' || echo 0)
