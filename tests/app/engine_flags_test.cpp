@@ -70,7 +70,7 @@ TEST(EngineFlagsTest, ParallelismOnCuda) {
 }
 
 // Whether one of `s`'s start-up notes says `flag` changes nothing here.
-bool says_changes_nothing(const EngineSetup& s, const std::string& flag) {
+bool says_changes_nothing(const std::string& flag, const EngineSetup& s) {
   for (const std::string& note : s.notes) {
     if (note.find(flag + " changes nothing here") != std::string::npos) return true;
   }
@@ -78,37 +78,32 @@ bool says_changes_nothing(const EngineSetup& s, const std::string& flag) {
 }
 
 TEST(EngineFlagsTest, Fp32AllReduceIsReadAndSaysWhereItChangesNothing) {
-  const auto said_nothing_changes = [](const EngineSetup& s) {
-    return says_changes_nothing(s, "--enable-fp32-all-reduce");
-  };
   auto off = parse({"--tp-size", "2"});
   ASSERT_TRUE(off.ok()) << off.status().to_string();
   EXPECT_FALSE(off->runner.fp32_all_reduce);  // SGLang's bf16 all-reduce by default
   auto bf16 = parse({"--tp-size", "2", "--dtype", "bfloat16", "--enable-fp32-all-reduce"});
   ASSERT_TRUE(bf16.ok()) << bf16.status().to_string();
   EXPECT_TRUE(bf16->runner.fp32_all_reduce);
-  EXPECT_FALSE(said_nothing_changes(*bf16));
+  EXPECT_FALSE(says_changes_nothing("--enable-fp32-all-reduce", *bf16));
   for (const std::vector<std::string>& idle :
        {std::vector<std::string>{"--enable-fp32-all-reduce", "--dtype", "bfloat16"},
         {"--tp-size", "2", "--enable-fp32-all-reduce"},  // the CPU's auto dtype is float32
         {"--tp-size", "2", "--dtype", "float32", "--enable-fp32-all-reduce"}}) {
     auto setup = parse(idle);
     ASSERT_TRUE(setup.ok()) << setup.status().to_string();
-    EXPECT_TRUE(said_nothing_changes(*setup)) << idle[0] << " " << idle[1];
+    EXPECT_TRUE(says_changes_nothing("--enable-fp32-all-reduce", *setup))
+        << idle[0] << " " << idle[1];
   }
 }
 
 TEST(EngineFlagsTest, DisableCustomAllReduceIsReadAndSaysWhereItChangesNothing) {
-  const auto said_nothing_changes = [](const EngineSetup& s) {
-    return says_changes_nothing(s, "--disable-custom-all-reduce");
-  };
   auto on = parse({"--tp-size", "2", "--device", "cuda"});
   ASSERT_TRUE(on.ok() || !distributed::nccl_available()) << on.status().to_string();
   if (on.ok()) EXPECT_FALSE(on->runner.disable_custom_all_reduce);  // SGLang's default: on
   auto gpus = parse({"--tp-size", "2", "--device", "cuda", "--disable-custom-all-reduce"});
   if (gpus.ok()) {  // (a build without NCCL refuses --tp-size 2 on cuda)
     EXPECT_TRUE(gpus->runner.disable_custom_all_reduce);
-    EXPECT_FALSE(said_nothing_changes(*gpus));
+    EXPECT_FALSE(says_changes_nothing("--disable-custom-all-reduce", *gpus));
   }
   for (const std::vector<std::string>& idle :
        {std::vector<std::string>{"--disable-custom-all-reduce"},
@@ -116,7 +111,7 @@ TEST(EngineFlagsTest, DisableCustomAllReduceIsReadAndSaysWhereItChangesNothing) 
     auto setup = parse(idle);
     ASSERT_TRUE(setup.ok()) << setup.status().to_string();
     EXPECT_TRUE(setup->runner.disable_custom_all_reduce);
-    EXPECT_TRUE(said_nothing_changes(*setup)) << idle[0];
+    EXPECT_TRUE(says_changes_nothing("--disable-custom-all-reduce", *setup)) << idle[0];
   }
 }
 
