@@ -28,6 +28,15 @@ class Communicator {
   // rank's `buffer`. bf16: the shared-memory group reduces in f32 and rounds once; NCCL reduces
   // in bf16 (a rounding per step).
   virtual void all_reduce(const Tensor& buffer, ReduceOp op, backend::Stream stream) = 0;
+  // all_reduce(x, kSum) and then the residual add + RMSNorm that follows a row-parallel block
+  // (kernels' fused_add_rms_norm(x, residual, weight, eps)) as one operation, where this
+  // communicator has one for these tensors (SGLang's all-reduce fusion): true once queued, with
+  // the two calls' bits; false, queuing nothing, otherwise (the caller makes the two calls). The
+  // answer depends only on what every rank's call shares (shapes, dtypes), so ranks agree.
+  virtual bool all_reduce_add_rms_norm(const Tensor& x, const Tensor& residual,
+                                       const Tensor& weight, float eps, backend::Stream stream) {
+    return false;
+  }
   // out [size * n] = every rank's `in` [n] (any contiguous dtype), in rank order. At one rank
   // `out` may be `in` (in place).
   virtual void all_gather(const Tensor& in, const Tensor& out, backend::Stream stream) = 0;

@@ -1,17 +1,32 @@
-// PeerAllReduce (peer_all_reduce.h): the one-shot kernel and the peer memory it runs on.
+// PeerAllReduce (peer_all_reduce.h): the one-shot and two-shot kernel, the one-shot kernel
+// fused with the residual add + RMSNorm, and the peer memory they run on.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "core/check.h"
 #include "distributed/peer_all_reduce.h"
+#include "kernels/cuda/common/add_rms_norm_row.cuh"
+#include "kernels/cuda/common/cuda_types.cuh"
+#include "kernels/cuda/common/pdl.cuh"
 
 namespace sgl::distributed {
 namespace {
+
+using kernels::cuda::add_chunk_into_residual;
+using kernels::cuda::add_rms_norm_threads;
+using kernels::cuda::block_sum;
+using kernels::cuda::kAddRmsNormMaxChunksPerThread;
+using kernels::cuda::kAddRmsNormMaxThreads;
+using kernels::cuda::launch_pdl;
+using kernels::cuda::normed_chunk;
+using kernels::cuda::pdl_launch_dependents;
+using kernels::cuda::pdl_wait;
 
 // Every call runs the same grid, so each block's call counter sees every call. 64 blocks (one
 // wave): each thread waits for a pack at a time, and 16 blocks lost to NCCL past 2 MB
@@ -145,6 +160,10 @@ __device__ __forceinline__ bool gather_sum(float (&acc)[8], const uint4& own, ui
 template <typename T, bool kTwoShot>
 __global__ void __launch_bounds__(kThreads)
     peer_all_reduce_kernel(const __grid_constant__ Params p) {
+  // Launched programmatically (pdl.cuh). The counter is read after the wait too: this rank's
+  // previous sum, which writes it, may be the kernel just before (back-to-back sums).
+  pdl_wait();
+  pdl_launch_dependents();
   __shared__ uint32_t call_shared;
   if (threadIdx.x == 0) call_shared = *static_cast<volatile uint32_t*>(&p.calls[blockIdx.x]) + 1;
   __syncthreads();
@@ -202,6 +221,86 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (threadIdx.x == 0) p.calls[blockIdx.x] = call;
+}
+
+// The fused residual add + RMSNorm's operands: x (Params::buffer) is bf16 [rows, 8 * chunks],
+// residual f32 [rows, 8 * chunks].
+struct NormParams {
+  float4* residual;
+  const uint4* weight;  // bf16 [8 * chunks]
+  int64_t rows;
+  int chunks;
+  float eps;
+};
+
+// The fused kernel's rows at most (beyond, the all-reduce and the norm kernel measured faster),
+// and the most that let the next kernel launch early.
+constexpr int64_t kFoldMaxRows = 16;
+constexpr int64_t kEarlyTriggerMaxRows = 8;
+
+// One-shot all-reduce + residual add + RMSNorm, a block per row (up to kFoldMaxRows rows; the
+// grid is kBlocks blocks whatever the rows, as the call counters need). Its threads hold the
+// norm kernel's chunks (add_rms_norm_row.cuh) through the push, the sum (rounded to bf16 as
+// all_reduce stores it), the add and the norm, and add their squares in that kernel's order
+// with the same block_sum: that kernel's bits. Blocks must all be resident (create checks it): a
+// block waits for its peers' same block. kEarlyTrigger: the next kernel may launch once the blocks
+// are placed (pdl.cuh), else when they finish: launched early beside 9 to 16 rows' sums, the next
+// kernel made TP 2 decode steps slower (docs/perf-log/2026-12-01-all-reduce-fusion.md).
+template <int kChunks, bool kEarlyTrigger>
+__global__ void __launch_bounds__(kAddRmsNormMaxThreads)
+    peer_all_reduce_add_rms_norm_kernel(const __grid_constant__ Params p,
+                                        const __grid_constant__ NormParams q) {
+  auto chunk = [&](int c) { return static_cast<int>(threadIdx.x + c * blockDim.x); };
+  uint4 w[kChunks];
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    if (chunk(c) < q.chunks) w[c] = q.weight[chunk(c)];  // weights: constant, before the wait
+  }
+  pdl_wait();
+  if constexpr (kEarlyTrigger) pdl_launch_dependents();
+  __shared__ uint32_t call_shared;
+  if (threadIdx.x == 0) call_shared = *static_cast<volatile uint32_t*>(&p.calls[blockIdx.x]) + 1;
+  __syncthreads();
+  const uint32_t call = call_shared;
+  bool aborted = false;  // then the sums go on unfinished: every thread must reach block_sum
+  if (blockIdx.x < q.rows) {
+    const int64_t row = blockIdx.x;
+    auto inbox = [&](int rank) { return p.inbox[rank] + (call & 1) * 2 * p.ranks * p.slot_packs; };
+    uint4* const x = p.buffer + row * q.chunks;
+    float4* const residual = q.residual + 2 * row * q.chunks;
+    const int64_t slot = row * q.chunks;  // the row's first pack in an inbox slot
+    uint4 mine[kChunks];
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int i = chunk(c);
+      if (i >= q.chunks) continue;
+      mine[c] = sendable<__nv_bfloat16>(x[i]);
+      for (int r = 0; r < p.ranks; ++r) {
+        if (r != p.rank) store_volatile(inbox(r) + p.rank * p.slot_packs + slot + i, mine[c]);
+      }
+    }
+    float v[kChunks][8];
+    float sum_sq = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int i = chunk(c);
+      if (i >= q.chunks) continue;
+      float acc[8] = {};
+      if (!aborted &&
+          !gather_sum<__nv_bfloat16>(acc, mine[c], inbox(p.rank), p.slot_packs, slot + i, p)) {
+        aborted = true;
+      }
+      // The sum as all_reduce would store it, added in.
+      add_chunk_into_residual(packed<__nv_bfloat16>(acc), residual + 2 * i, v[c], sum_sq);
+    }
+    const float inv = rsqrtf(block_sum(sum_sq) / static_cast<float>(8 * q.chunks) + q.eps);
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int i = chunk(c);
+      if (i < q.chunks) x[i] = normed_chunk(v[c], inv, w[c]);
+    }
+  }
+  if (threadIdx.x == 0 && !aborted) p.calls[blockIdx.x] = call;
 }
 
 __global__ void fill_empty(uint4* p, int64_t packs) {
@@ -281,17 +380,34 @@ Result<std::shared_ptr<PeerAllReduce>> PeerAllReduce::create(const std::vector<i
       group->memory_.push_back(memory);
       fill_empty<<<256, 256>>>(static_cast<uint4*>(memory), static_cast<int64_t>(inbox / 16));
       SGL_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "fill_empty (peer inboxes)"));
-      // Two-shot blocks wait on one another's pushes: all of them must be resident at once.
-      int sms = 0, per_sm = 0;
+      // A block of the two-shot and the fused kernels waits on other blocks' pushes (its own
+      // rank's, or its peers' same block): every block must be resident at once.
+      int sms = 0;
       SGL_RETURN_IF_ERROR(cuda_status(
           cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, devices[i]), "SM count"));
-      SGL_RETURN_IF_ERROR(
-          cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                          &per_sm, peer_all_reduce_kernel<__nv_bfloat16, true>, kThreads, 0),
-                      "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
-      if (sms * per_sm < kBlocks) {
+      int resident = std::numeric_limits<int>::max();  // the least resident kernel's blocks
+      auto fewest = [&](auto kernel, int threads) -> Status {
+        int per_sm = 0;
+        SGL_RETURN_IF_ERROR(
+            cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0),
+                        "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
+        resident = std::min(resident, sms * per_sm);
+        return Status::ok_status();
+      };
+      SGL_RETURN_IF_ERROR(fewest(peer_all_reduce_kernel<__nv_bfloat16, true>, kThreads));
+      SGL_RETURN_IF_ERROR(fewest(peer_all_reduce_kernel<float, true>, kThreads));
+      using Fused = void (*)(Params, NormParams);
+      for (Fused kernel : {peer_all_reduce_add_rms_norm_kernel<1, true>,
+                           peer_all_reduce_add_rms_norm_kernel<2, true>,
+                           peer_all_reduce_add_rms_norm_kernel<4, true>,
+                           peer_all_reduce_add_rms_norm_kernel<1, false>,
+                           peer_all_reduce_add_rms_norm_kernel<2, false>,
+                           peer_all_reduce_add_rms_norm_kernel<4, false>}) {
+        SGL_RETURN_IF_ERROR(fewest(kernel, kAddRmsNormMaxThreads));
+      }
+      if (resident < kBlocks) {
         return unimplemented("cuda:" + std::to_string(devices[i]) + " holds " +
-                             std::to_string(sms * per_sm) + " of the peer all-reduce's " +
+                             std::to_string(resident) + " of the peer all-reduce's " +
                              std::to_string(kBlocks) + " blocks at once");
       }
       SGL_RETURN_IF_ERROR(cuda_status(
@@ -307,8 +423,18 @@ Result<std::shared_ptr<PeerAllReduce>> PeerAllReduce::create(const std::vector<i
   return group;
 }
 
+// A kernel may still run on a rank's stream (or wait for a peer that will never call), writing
+// into every rank's inboxes: the flag releases it, every device is drained, and only then is any
+// memory freed.
 PeerAllReduce::~PeerAllReduce() {
+  if (abort_flag_ != nullptr) abort();
+  int previous = 0;
+  const bool restore = cudaGetDevice(&previous) == cudaSuccess;
+  for (size_t r = 0; r < memory_.size(); ++r) {
+    if (cudaSetDevice(devices_[r]) == cudaSuccess) (void)cudaDeviceSynchronize();
+  }
   for (void* memory : memory_) cudaFree(memory);
+  if (restore) (void)cudaSetDevice(previous);
   if (abort_flag_ != nullptr) cudaFreeHost(abort_flag_);
 }
 
@@ -335,39 +461,104 @@ int64_t PeerAllReduce::slot_bytes() const {
   return std::max(one_shot_bytes(), chunk);
 }
 
-void PeerAllReduce::all_reduce(int rank, const Tensor& buffer, backend::Stream stream) {
-  SGL_CHECK(rank >= 0 && rank < size() && applies(buffer, ReduceOp::kSum) &&
-            buffer.device().is_cuda() && buffer.device().index == devices_[rank] &&
+void PeerAllReduce::check_call(int rank, const Tensor& buffer) const {
+  SGL_CHECK(rank >= 0 && rank < size() && buffer.device().is_cuda() &&
+            buffer.device().index == devices_[rank] &&
             reinterpret_cast<uintptr_t>(buffer.raw()) % 16 == 0)
       << "peer all-reduce: rank " << rank << " of " << size() << ", " << buffer.shape_string()
       << " on " << buffer.device().to_string() << " (16-byte aligned data needed)";
+}
+
+namespace {
+
+// Rank `rank`'s kernel parameters for a sum of `buffer` over the ranks' `memory`.
+Params call_params(int rank, const Tensor& buffer, const std::vector<void*>& memory,
+                   int64_t slot_bytes, const uint32_t* abort_flag) {
+  const int ranks = static_cast<int>(memory.size());
   Params p{};
   p.buffer = static_cast<uint4*>(buffer.raw());
   p.packs = static_cast<int64_t>(buffer.nbytes()) / 16;
-  p.chunk_packs = (p.packs + size() - 1) / size();
-  p.slot_packs = slot_bytes() / 16;
-  for (int r = 0; r < size(); ++r)
-    p.inbox[r] = static_cast<uint4*>(memory_[static_cast<size_t>(r)]);
-  p.calls = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(memory_[static_cast<size_t>(rank)]) +
-                                        4 * static_cast<int64_t>(size()) * slot_bytes());
-  p.abort_flag = abort_flag_;  // mapped pinned memory: the same address on every device (UVA)
+  p.chunk_packs = (p.packs + ranks - 1) / ranks;
+  p.slot_packs = slot_bytes / 16;
+  for (int r = 0; r < ranks; ++r) p.inbox[r] = static_cast<uint4*>(memory[static_cast<size_t>(r)]);
+  p.calls = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(memory[static_cast<size_t>(rank)]) +
+                                        4 * static_cast<int64_t>(ranks) * slot_bytes);
+  p.abort_flag = abort_flag;  // mapped pinned memory: the same address on every device (UVA)
   p.rank = rank;
-  p.ranks = size();
+  p.ranks = ranks;
+  return p;
+}
+
+}  // namespace
+
+void PeerAllReduce::all_reduce(int rank, const Tensor& buffer, backend::Stream stream) {
+  SGL_CHECK(applies(buffer, ReduceOp::kSum))
+      << "peer all-reduce: " << buffer.shape_string() << " " << dtype_name(buffer.dtype());
+  check_call(rank, buffer);
+  const Params p = call_params(rank, buffer, memory_, slot_bytes(), abort_flag_);
   const auto s = static_cast<cudaStream_t>(stream.native);
   const bool one_shot = static_cast<int64_t>(buffer.nbytes()) <= one_shot_bytes();
   const bool f32 = buffer.dtype() == DType::kF32;
   if (one_shot) {
     if (f32) {
-      peer_all_reduce_kernel<float, false><<<kBlocks, kThreads, 0, s>>>(p);
+      launch_pdl(peer_all_reduce_kernel<float, false>, dim3(kBlocks), dim3(kThreads), 0, s, p);
     } else {
-      peer_all_reduce_kernel<__nv_bfloat16, false><<<kBlocks, kThreads, 0, s>>>(p);
+      launch_pdl(peer_all_reduce_kernel<__nv_bfloat16, false>, dim3(kBlocks), dim3(kThreads), 0, s,
+                 p);
     }
   } else if (f32) {
-    peer_all_reduce_kernel<float, true><<<kBlocks, kThreads, 0, s>>>(p);
+    launch_pdl(peer_all_reduce_kernel<float, true>, dim3(kBlocks), dim3(kThreads), 0, s, p);
   } else {
-    peer_all_reduce_kernel<__nv_bfloat16, true><<<kBlocks, kThreads, 0, s>>>(p);
+    launch_pdl(peer_all_reduce_kernel<__nv_bfloat16, true>, dim3(kBlocks), dim3(kThreads), 0, s, p);
   }
-  SGL_CHECK(cudaGetLastError() == cudaSuccess) << "peer all-reduce: launch failed";
+}
+
+bool PeerAllReduce::applies_add_rms_norm(const Tensor& x, const Tensor& residual,
+                                         const Tensor& weight) const {
+  if (x.ndim() != 2 || x.dtype() != DType::kBF16 || residual.dtype() != DType::kF32 ||
+      weight.dtype() != DType::kBF16 || !applies(x, ReduceOp::kSum) ||
+      static_cast<int64_t>(x.nbytes()) > one_shot_bytes()) {
+    return false;
+  }
+  const int64_t d = x.size(1);
+  return x.size(0) <= kFoldMaxRows && d % 8 == 0 &&
+         d / 8 <= kAddRmsNormMaxChunksPerThread * kAddRmsNormMaxThreads &&
+         residual.is_contiguous() && residual.ndim() == 2 && residual.size(0) == x.size(0) &&
+         residual.size(1) == d && weight.is_contiguous() && weight.numel() == d;
+}
+
+void PeerAllReduce::all_reduce_add_rms_norm(int rank, const Tensor& x, const Tensor& residual,
+                                            const Tensor& weight, float eps,
+                                            backend::Stream stream) {
+  SGL_CHECK(applies_add_rms_norm(x, residual, weight))
+      << "peer all-reduce + RMSNorm: x " << x.shape_string() << " " << dtype_name(x.dtype())
+      << ", residual " << residual.shape_string() << " " << dtype_name(residual.dtype())
+      << ", weight " << weight.shape_string() << " " << dtype_name(weight.dtype());
+  check_call(rank, x);
+  check_call(rank, residual);
+  check_call(rank, weight);
+  const Params p = call_params(rank, x, memory_, slot_bytes(), abort_flag_);
+  NormParams q{};
+  q.residual = static_cast<float4*>(residual.raw());
+  q.weight = static_cast<const uint4*>(weight.raw());
+  q.rows = x.size(0);
+  q.chunks = static_cast<int>(x.size(1) / 8);
+  q.eps = eps;
+  const int threads = add_rms_norm_threads(q.chunks);
+  const int64_t per_thread = (q.chunks + threads - 1) / threads;
+  const auto s = static_cast<cudaStream_t>(stream.native);
+  auto launch = [&](auto kernel) { launch_pdl(kernel, dim3(kBlocks), dim3(threads), 0, s, p, q); };
+  const bool early = q.rows <= kEarlyTriggerMaxRows;
+  if (per_thread == 1) {
+    launch(early ? peer_all_reduce_add_rms_norm_kernel<1, true>
+                 : peer_all_reduce_add_rms_norm_kernel<1, false>);
+  } else if (per_thread == 2) {
+    launch(early ? peer_all_reduce_add_rms_norm_kernel<2, true>
+                 : peer_all_reduce_add_rms_norm_kernel<2, false>);
+  } else {
+    launch(early ? peer_all_reduce_add_rms_norm_kernel<4, true>
+                 : peer_all_reduce_add_rms_norm_kernel<4, false>);
+  }
 }
 
 }  // namespace sgl::distributed

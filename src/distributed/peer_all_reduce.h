@@ -1,5 +1,5 @@
-// PeerAllReduce: a one-shot all-reduce of small messages between the GPUs of one process, over
-// peer memory (NVLink): SGLang's and vLLM's custom all-reduce, for the decode steps' all-reduces
+// PeerAllReduce: an all-reduce of small messages between the GPUs of one process, over peer
+// memory (NVLink): SGLang's and vLLM's custom all-reduce, for the decode steps' all-reduces
 // of a few to a few hundred kilobytes, where NCCL's latency dominates (issue #25). One kernel per
 // rank, no barrier: each thread writes its 16-byte packs of the rank's buffer straight into
 // every peer's inbox (a slot per source rank), then waits for every source's packs in its own
@@ -14,8 +14,13 @@
 // counters live in device memory: the kernel is captured into CUDA graphs and replayed like
 // NCCL's.
 //
+// The kernels are launched programmatically (kernels/cuda/common/pdl.cuh), as the model's are.
+// A second kernel folds the residual add + RMSNorm that follows a decode step's all-reduce into
+// it (all_reduce_add_rms_norm: SGLang's all-reduce fusion).
+//
 // NcclCommunicator::all_reduce takes this path for sums of f32 / bf16 buffers of at most
-// max_bytes() bytes (16-byte multiples); larger ones and other collectives go to NCCL.
+// max_bytes() bytes (16-byte multiples), and all_reduce_add_rms_norm the fused kernel where
+// applies_add_rms_norm says; larger sums and other collectives go to NCCL.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +52,9 @@ class PeerAllReduce {
   // (Built in CUDA builds with NCCL only, for NcclCommunicator.)
   static Result<std::shared_ptr<PeerAllReduce>> create(const std::vector<int>& devices,
                                                        int64_t max_bytes = kDefaultMaxBytes);
+  // Aborts (releasing any kernel still waiting for a peer) and waits for the ranks' devices
+  // (all their work) before freeing. A CUDA graph that captured the group's kernels must not
+  // be replayed after it.
   ~PeerAllReduce();
   PeerAllReduce(const PeerAllReduce&) = delete;
   PeerAllReduce& operator=(const PeerAllReduce&) = delete;
@@ -62,6 +70,18 @@ class PeerAllReduce {
   // at its first wait (within 1024 empty reads).
   void all_reduce(int rank, const Tensor& buffer, backend::Stream stream);
 
+  // Whether all_reduce_add_rms_norm takes these (rank-agnostic, as applies): x bf16 [T, D] and
+  // residual f32 [T, D], contiguous, weight bf16 [D], T up to 16 (decode batches), D a multiple
+  // of 8 up to 32768, x within the one-shot limit.
+  bool applies_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight) const;
+  // all_reduce(x), then the residual add + RMSNorm that follows a row-parallel block (kernels'
+  // fused_add_rms_norm: residual += x; x = rms_norm(residual) * weight), in one one-shot kernel
+  // a rank: SGLang's all-reduce fusion, one launch instead of two. The same bits as the two
+  // calls (same roundings, the norm kernel's threads and sum order). Same rules as all_reduce
+  // (it is one of the rank's calls); every tensor on the rank's device, 16-byte aligned.
+  void all_reduce_add_rms_norm(int rank, const Tensor& x, const Tensor& residual,
+                               const Tensor& weight, float eps, backend::Stream stream);
+
   // Releases every rank's kernels that wait for a peer (they return, their sums unfinished) and
   // ends the group: as ncclCommAbort, for a rank that failed while the others wait in a sum.
   // Any thread, any time.
@@ -75,6 +95,8 @@ class PeerAllReduce {
   // The largest one-shot sum; an inbox slot's bytes (a one-shot sum, or a two-shot chunk).
   int64_t one_shot_bytes() const;
   int64_t slot_bytes() const;
+  // Checks a tensor of rank `rank`'s call (on its device, 16-byte aligned).
+  void check_call(int rank, const Tensor& buffer) const;
 
   std::vector<int> devices_;
   int64_t max_bytes_;

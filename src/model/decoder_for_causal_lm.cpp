@@ -6,8 +6,8 @@
 #include "kernels/copy.h"
 #include "kernels/gather.h"
 #include "kernels/pooling.h"
-#include "kernels/rms_norm.h"
 #include "model/config_bounds.h"
+#include "model/layers/residual_norm.h"
 #include "model/model_checks.h"
 #include "model/rope_cache.h"
 
@@ -199,7 +199,8 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
       !aux_layers.empty() && fb.capture_hidden_mode != CaptureHiddenMode::kNull;
   const Tensor aux_stream = capture_aux ? act_.aux_stream.tensor().slice_rows(0, n) : Tensor();
   std::vector<StreamCapture> captures;
-  int64_t sparse_layers = 0;  // recorded so far
+  int64_t sparse_layers = 0;    // recorded so far
+  bool hidden_partial = false;  // a layer's output left as the rank's partial sum
   for (size_t i = 0; i < layers_.size(); ++i) {
     const DecoderLayer& layer = layers_[i];
     captures.clear();
@@ -208,7 +209,8 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
         captures.push_back({aux_stream, static_cast<int64_t>(j) * config_.hidden_size});
       }
     }
-    layer.forward(hidden, residual, rope_cos_sin_, act_.layer, fb, ctx, captures);
+    hidden_partial = layer.forward(hidden, hidden_partial, residual, rope_cos_sin_, act_.layer, fb,
+                                   ctx, captures);
     if (act_.routed_experts.tensor().defined() && layer.moe_mlp() != nullptr) {
       const Tensor ids = act_.layer.moe_mlp.topk_ids.tensor().slice_rows(0, n);
       kernels::copy_async(ids, act_.routed_experts.tensor().slice_rows(sparse_layers * n, n),
@@ -216,7 +218,8 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
       ++sparse_layers;
     }
   }
-  kernels::fused_add_rms_norm(hidden, residual, final_norm_, config_.rms_norm_eps, ctx.stream);
+  reduce_add_rms_norm(hidden, residual, final_norm_, config_.rms_norm_eps, hidden_partial,
+                      ctx.communicator, ctx.stream);
 
   if (fb.pooling != PoolingType::kNone) {
     SGL_CHECK(options_.is_embedding)

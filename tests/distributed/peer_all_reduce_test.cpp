@@ -2,8 +2,10 @@
 // GPUs (skipped, saying so, where fewer exist): sums of f32 and bf16 buffers from 16 bytes to
 // its limit (one-shot and two-shot), called over and over with changing sizes (its inboxes
 // alternate and are reused), equal the rank-order f32 sum rounded once, bit for bit, on every rank;
-// replays of a captured graph keep that; larger or unaligned sums still reach NCCL; abort()
-// releases ranks waiting for a peer that never calls; one GPU, or a GPU twice, is refused.
+// replays of a captured graph keep that; larger or unaligned sums still reach NCCL; the fused
+// all-reduce + residual add + RMSNorm equals the all-reduce then the norm kernel, bit for bit;
+// abort() releases ranks waiting for a peer that never calls; one GPU, or a GPU twice, is
+// refused.
 #include "distributed/peer_all_reduce.h"
 
 #include <cuda_runtime.h>
@@ -19,6 +21,7 @@
 
 #include "core/half.h"
 #include "distributed/nccl_communicator.h"
+#include "kernels/rms_norm.h"
 
 namespace sgl::distributed {
 namespace {
@@ -357,14 +360,107 @@ TEST_P(PeerRanks, WhatItDoesNotTakeReachesNccl) {
   }
 }
 
+// all_reduce_add_rms_norm against all_reduce then kernels::fused_add_rms_norm on copies of the
+// same inputs (x a rank's own, the residual and weight every rank's), bit for bit in x and the
+// residual: rows of 8 to 24576 values (1 to 4 chunks a thread, widths not multiples of 64), 1 to
+// 16 rows (the next kernel launched early up to 8), two fused calls back to back between plain
+// sums, so the kinds of call share the inboxes and counters; where the fused kernel does not apply
+// (more than 16 rows, past the one-shot limit) the communicator says so and the caller's two calls
+// run.
+TEST_P(PeerRanks, FusedAddRmsNormEqualsTheAllReduceThenTheNorm) {
+  const int ranks = GetParam();
+  struct Shape {
+    int64_t rows, width;
+  };
+  const std::vector<Shape> shapes = {{1, 8192},  {3, 2048}, {1, 8},    {5, 2056},  {2, 24576},
+                                     {16, 8192}, {9, 4096}, {17, 512}, {64, 4096}, {4, 5120}};
+  constexpr float kEps = 1e-5f;
+  struct Outcome {
+    bool fused;
+    std::vector<uint32_t> x, residual, x_ref, residual_ref;
+  };
+  std::vector<std::vector<Outcome>> got(static_cast<size_t>(ranks));
+  const int64_t max_elems = 64 * 4096;  // the largest shape
+  on_ranks(comms_, max_elems * 2, [&](int r, Communicator& comm, int device, RankStream& rs) {
+    const Device dev = Device::cuda(device);
+    void *x_ref = nullptr, *residual = nullptr, *residual_ref = nullptr, *weight = nullptr;
+    ASSERT_EQ(cudaMalloc(&x_ref, max_elems * 2), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&residual, max_elems * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&residual_ref, max_elems * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&weight, 24576 * 2), cudaSuccess);
+    int call = 0;
+    for (const Shape& shape : shapes) {
+      const int64_t n = shape.rows * shape.width;
+      const std::vector<uint32_t> xs = stored(r, n, call, DType::kBF16);
+      const std::vector<uint32_t> rs_in = stored(ranks, n, call, DType::kF32);  // every rank's
+      upload(weight, stored(ranks + 1, shape.width, call, DType::kBF16), DType::kBF16, rs.stream);
+      upload(rs.buffer, xs, DType::kBF16, rs.stream);
+      upload(x_ref, xs, DType::kBF16, rs.stream);
+      upload(residual, rs_in, DType::kF32, rs.stream);
+      upload(residual_ref, rs_in, DType::kF32, rs.stream);
+      const Tensor x(rs.buffer, DType::kBF16, {shape.rows, shape.width}, dev);
+      const Tensor xr(x_ref, DType::kBF16, {shape.rows, shape.width}, dev);
+      const Tensor res(residual, DType::kF32, {shape.rows, shape.width}, dev);
+      const Tensor res_ref(residual_ref, DType::kF32, {shape.rows, shape.width}, dev);
+      const Tensor w(weight, DType::kBF16, {shape.width}, dev);
+      // Twice, back to back (the second sums the first's output), then the reference twice.
+      Outcome o;
+      for (int k = 0; k < 2; ++k) {
+        o.fused = comm.all_reduce_add_rms_norm(x, res, w, kEps, rs.of(device));
+        if (!o.fused) {
+          comm.all_reduce(x, ReduceOp::kSum, rs.of(device));
+          kernels::fused_add_rms_norm(x, res, w, kEps, rs.of(device));
+        }
+      }
+      for (int k = 0; k < 2; ++k) {
+        comm.all_reduce(xr, ReduceOp::kSum, rs.of(device));
+        kernels::fused_add_rms_norm(xr, res_ref, w, kEps, rs.of(device));
+      }
+      o.x = download(rs.buffer, n, DType::kBF16, rs.stream);
+      o.residual = download(residual, n, DType::kF32, rs.stream);
+      o.x_ref = download(x_ref, n, DType::kBF16, rs.stream);
+      o.residual_ref = download(residual_ref, n, DType::kF32, rs.stream);
+      got[static_cast<size_t>(r)].push_back(std::move(o));
+      ++call;
+    }
+    cudaFree(x_ref);
+    cudaFree(residual);
+    cudaFree(residual_ref);
+    cudaFree(weight);
+  });
+  for (size_t c = 0; c < shapes.size(); ++c) {
+    const Shape& shape = shapes[c];
+    const int64_t one_shot =
+        ranks == 2 ? PeerAllReduce::kOneShotBytesTwoRanks : PeerAllReduce::kOneShotBytes;
+    const bool fits = shape.rows <= 16 && shape.rows * shape.width * 2 <= one_shot;
+    for (int r = 0; r < ranks; ++r) {
+      const Outcome& o = got[static_cast<size_t>(r)][c];
+      const std::string what = "rank " + std::to_string(r) + ", " + std::to_string(shape.rows) +
+                               " x " + std::to_string(shape.width);
+      EXPECT_EQ(o.fused, fits) << what;
+      ASSERT_EQ(o.x, o.x_ref) << what;
+      ASSERT_EQ(o.residual, o.residual_ref) << what;
+      ASSERT_EQ(o.x, got[0][c].x) << what << " differs from rank 0";
+    }
+  }
+}
+
 // A rank that never calls leaves the others' kernels waiting for its packs (checked: their
-// streams are still busy after 200 ms) until abort() releases them, one-shot and two-shot.
-// (Each size on a group of its own: an abort ends a group.)
+// streams are still busy after 200 ms) until abort() releases them: one-shot, two-shot and the
+// fused all-reduce + RMSNorm (its 16 KB as one row of 8192); or until the group is destroyed,
+// which releases them too and waits for them before freeing the memory they use. (Each on a
+// group of its own: an abort ends a group.)
 TEST_P(PeerRanks, AbortReleasesRanksWaitingForAPeer) {
   const int n = GetParam();
   std::vector<int> devices;
   for (int r = 0; r < n; ++r) devices.push_back(r);
-  for (const int64_t bytes : {int64_t{16} << 10, int64_t{2} << 20}) {
+  struct Call {
+    int64_t bytes;
+    bool fused, destroy;
+  };
+  for (const auto [bytes, fused, destroy] :
+       {Call{16 << 10, false, false}, Call{2 << 20, false, false}, Call{16 << 10, true, false},
+        Call{16 << 10, false, true}}) {
     auto made = PeerAllReduce::create(devices);
     ASSERT_TRUE(made.ok()) << made.status().to_string();
     std::shared_ptr<PeerAllReduce> group = std::move(made).value();
@@ -373,23 +469,41 @@ TEST_P(PeerRanks, AbortReleasesRanksWaitingForAPeer) {
     for (int r = 0; r + 1 < n; ++r) {  // the last rank never calls
       ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
       ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&buffers[r], bytes), cudaSuccess);
-      ASSERT_EQ(cudaMemset(buffers[r], 0, bytes), cudaSuccess);
+      // x (bf16), then the f32 residual and the bf16 weight of the fused call's one row.
+      ASSERT_EQ(cudaMalloc(&buffers[r], 4 * bytes), cudaSuccess);
+      ASSERT_EQ(cudaMemset(buffers[r], 0, 4 * bytes), cudaSuccess);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const Tensor buffer(buffers[r], DType::kBF16, {bytes / 2}, Device::cuda(r));
       backend::Stream stream;
       stream.device = Device::cuda(r);
       stream.native = streams[r];
-      group->all_reduce(r, buffer, stream);
+      auto* base = static_cast<uint8_t*>(buffers[r]);
+      if (fused) {
+        const int64_t d = bytes / 2;
+        const Tensor x(base, DType::kBF16, {1, d}, Device::cuda(r));
+        const Tensor residual(base + bytes, DType::kF32, {1, d}, Device::cuda(r));
+        const Tensor weight(base + 3 * bytes, DType::kBF16, {d}, Device::cuda(r));
+        ASSERT_TRUE(group->applies_add_rms_norm(x, residual, weight));
+        group->all_reduce_add_rms_norm(r, x, residual, weight, 1e-5f, stream);
+      } else {
+        group->all_reduce(r, Tensor(base, DType::kBF16, {bytes / 2}, Device::cuda(r)), stream);
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     for (int r = 0; r + 1 < n; ++r) {
       EXPECT_EQ(cudaStreamQuery(streams[r]), cudaErrorNotReady)
-          << "rank " << r << " finished a " << bytes << "-byte sum without its peer";
+          << "rank " << r << " finished a " << bytes << "-byte sum without its peer"
+          << (fused ? " (fused)" : "");
     }
-    EXPECT_FALSE(group->aborted());
-    group->abort();
-    EXPECT_TRUE(group->aborted());
+    if (destroy) {
+      group.reset();  // returns once the ranks' kernels are done
+      for (int r = 0; r + 1 < n; ++r) {
+        EXPECT_EQ(cudaStreamQuery(streams[r]), cudaSuccess) << "rank " << r << " after destroy";
+      }
+    } else {
+      EXPECT_FALSE(group->aborted());
+      group->abort();
+      EXPECT_TRUE(group->aborted());
+    }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     for (int r = 0; r + 1 < n; ++r) {
       cudaError_t state = cudaStreamQuery(streams[r]);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/batch_generator.h"
+#include "kernels/rms_norm.h"
 #include "model/expert_parallel.h"
 #include "parallel_golden_requests.h"
 #include "runner/model_runner.h"
@@ -147,6 +148,85 @@ INSTANTIATE_TEST_SUITE_P(Models, TensorParallelGolden, ::testing::ValuesIn(all_c
                            }
                            return name;
                          });
+
+// A communicator around another that counts its all-reduces and all-gathers (the
+// vocab-parallel LM head's, one a forward pass) and, with `fold`, takes the all-reduce +
+// residual add + RMSNorm the model offers, making the two calls itself (as a fused kernel must
+// match them).
+class CountingCommunicator final : public distributed::Communicator {
+ public:
+  CountingCommunicator(distributed::Communicator& inner, bool fold) : inner_(inner), fold_(fold) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  void all_reduce(const Tensor& buffer, distributed::ReduceOp op, backend::Stream stream) override {
+    ++all_reduces;
+    inner_.all_reduce(buffer, op, stream);
+  }
+  bool all_reduce_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight,
+                               float eps, backend::Stream stream) override {
+    if (!fold_) return false;
+    ++folds;
+    inner_.all_reduce(x, distributed::ReduceOp::kSum, stream);
+    kernels::fused_add_rms_norm(x, residual, weight, eps, stream);
+    return true;
+  }
+  void all_gather(const Tensor& in, const Tensor& out, backend::Stream stream) override {
+    ++all_gathers;
+    inner_.all_gather(in, out, stream);
+  }
+  void all_to_all(const Tensor& in, const Tensor& out, backend::Stream stream) override {
+    inner_.all_to_all(in, out, stream);
+  }
+  void broadcast(const Tensor& buffer, int root, backend::Stream stream) override {
+    inner_.broadcast(buffer, root, stream);
+  }
+  void barrier() override { inner_.barrier(); }
+
+  int64_t all_reduces = 0, all_gathers = 0, folds = 0;
+
+ private:
+  distributed::Communicator& inner_;
+  bool fold_;
+};
+
+// Every block's all-reduce at tp 2 reaches the norm after it (reduce_add_rms_norm), which a
+// communicator may fold: two a layer (attention, MLP) in a forward pass of the 2-layer models,
+// sparse blocks (with tiny-qwen2-moe's shared expert too) and dense alike. Folded or not, the
+// same bits.
+TEST(TensorParallelTest, BlocksHandTheirAllReducesToTheNorms) {
+  constexpr int64_t kFoldsPerPass = 4;  // 2 layers x (attention, MLP)
+  for (const std::string model : {"tiny-llama", "tiny-qwen3-moe", "tiny-qwen2-moe"}) {
+    const std::vector<engine::GenerateRequest> requests = parallel_requests_of(model);
+    std::vector<engine::GenerateResult> results[2];
+    int64_t all_reduces[2] = {}, passes[2] = {}, folds[2] = {};
+    for (int fold = 0; fold < 2; ++fold) {
+      test::run_ranks(2, [&](int rank, distributed::Communicator& comm) {
+        CountingCommunicator counting(comm, fold == 1);
+        auto runner = runner::ModelRunner::create(test::model_dir(model), tp_options(2), &counting);
+        ASSERT_TRUE(runner.ok()) << runner.status().to_string();
+        std::vector<engine::GenerateResult> out = generate_all(**runner, requests);
+        if (rank == 0) {
+          results[fold] = std::move(out);
+          all_reduces[fold] = counting.all_reduces;
+          passes[fold] = counting.all_gathers;
+          folds[fold] = counting.folds;
+        }
+      });
+    }
+    ASSERT_EQ(results[0].size(), requests.size()) << model;
+    ASSERT_EQ(results[1].size(), requests.size()) << model;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EXPECT_EQ(results[1][i].output_ids, results[0][i].output_ids) << model << " request " << i;
+      EXPECT_EQ(results[1][i].output_logprobs, results[0][i].output_logprobs)
+          << model << " request " << i;
+    }
+    EXPECT_GT(passes[1], 0) << model;
+    EXPECT_EQ(passes[0], passes[1]) << model;
+    EXPECT_EQ(folds[0], 0) << model;
+    EXPECT_EQ(folds[1], kFoldsPerPass * passes[1]) << model;
+    EXPECT_EQ(all_reduces[0], all_reduces[1] + folds[1]) << model;
+  }
+}
 
 // A --tp-size the model cannot be split by is refused before anything loads, naming the reason.
 TEST(TensorParallelTest, BadSizesAreClearErrors) {

@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
 #include "core/alignment.h"
+#include "kernels/cuda/common/add_rms_norm_row.cuh"
 #include "kernels/cuda/common/block_reduce.cuh"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
@@ -120,10 +121,12 @@ bool rows_packable(const void* base, const RowLayout& rows, const void* weight, 
 
 // The decode-sized case of the fused residual add + RMSNorm: bf16 x, f32 residual, rows of
 // n % 8 == 0 held in registers (kChunks x 8 values per thread), one pass over memory with
-// 16-byte accesses. One block per row.
+// 16-byte accesses. One block per row (add_rms_norm_row.cuh's, which the custom all-reduce's
+// fused kernel shares); the bound keeps kChunks = 4 launchable at 1024 threads.
 template <int kChunks>
-__global__ void add_rms_norm_vec_kernel(__nv_bfloat16* x, float* residual,
-                                        const __nv_bfloat16* weight, int n, float eps) {
+__global__ void __launch_bounds__(kAddRmsNormMaxThreads)
+    add_rms_norm_vec_kernel(__nv_bfloat16* x, float* residual, const __nv_bfloat16* weight, int n,
+                            float eps) {
   const int64_t row = blockIdx.x;
   uint4* xr = reinterpret_cast<uint4*>(x + row * n);
   float4* rr = reinterpret_cast<float4*>(residual + row * n);
@@ -141,35 +144,14 @@ __global__ void add_rms_norm_vec_kernel(__nv_bfloat16* x, float* residual,
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     const int i = threadIdx.x + c * blockDim.x;
-    if (i >= chunks) continue;
-    const uint4 xv = xr[i];
-    const float4 r0 = rr[2 * i], r1 = rr[2 * i + 1];
-    const __nv_bfloat16* xb = reinterpret_cast<const __nv_bfloat16*>(&xv);
-    const float r[8] = {r0.x, r0.y, r0.z, r0.w, r1.x, r1.y, r1.z, r1.w};
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      v[c][e] = __bfloat162float(xb[e]) + r[e];
-      sum_sq += v[c][e] * v[c][e];
-    }
-    rr[2 * i] = make_float4(v[c][0], v[c][1], v[c][2], v[c][3]);
-    rr[2 * i + 1] = make_float4(v[c][4], v[c][5], v[c][6], v[c][7]);
+    if (i < chunks) add_chunk_into_residual(xr[i], rr + 2 * i, v[c], sum_sq);
   }
   pdl_launch_dependents();
   const float inv = rsqrtf(block_sum(sum_sq) / static_cast<float>(n) + eps);
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     const int i = threadIdx.x + c * blockDim.x;
-    if (i >= chunks) continue;
-    const __nv_bfloat16* wb = reinterpret_cast<const __nv_bfloat16*>(&w[c]);
-    uint4 out;
-    __nv_bfloat16* ob = reinterpret_cast<__nv_bfloat16*>(&out);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      // As transformers: normalize in f32, round to the activation dtype, then scale.
-      const float normed = __bfloat162float(__float2bfloat16_rn(v[c][e] * inv));
-      ob[e] = __float2bfloat16_rn(__bfloat162float(wb[e]) * normed);
-    }
-    xr[i] = out;
+    if (i < chunks) xr[i] = normed_chunk(v[c], inv, w[c]);
   }
 }
 
@@ -188,19 +170,16 @@ __global__ void rope_kernel(T* q, int64_t q_tok_stride, int64_t q_head_stride, i
   rotate_half_pair(v, v, cos_sin + static_cast<int64_t>(positions[t]) * head_dim, i, half);
 }
 
-constexpr int kVecNormMaxThreads = 1024;
-
 // Runs the vectorized add + norm when the layout allows; false otherwise.
 bool try_add_rms_norm_vec(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps,
                           cudaStream_t stream) {
   const int64_t n = x.size(1), chunks = n / 8;
   if (x.dtype() != DType::kBF16 || residual.dtype() != DType::kF32 || n % 8 != 0 ||
-      chunks > 4 * kVecNormMaxThreads || !is_aligned(x.raw(), 16) ||
+      chunks > kAddRmsNormMaxChunksPerThread * kAddRmsNormMaxThreads || !is_aligned(x.raw(), 16) ||
       !is_aligned(residual.raw(), 16) || !is_aligned(weight.raw(), 16)) {
     return false;
   }
-  const int threads =
-      static_cast<int>(std::min<int64_t>(kVecNormMaxThreads, (chunks + 31) / 32 * 32));
+  const int threads = add_rms_norm_threads(chunks);
   const int64_t per_thread = (chunks + threads - 1) / threads;
   auto* xp = static_cast<__nv_bfloat16*>(x.raw());
   auto* rp = static_cast<float*>(residual.raw());

@@ -51,9 +51,9 @@ Status AttentionBlock::load(WeightLoader& w, const std::string& prefix) {
   return load_linear(w, o, o_proj_);
 }
 
-void AttentionBlock::forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
+bool AttentionBlock::forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
                              const Scratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
-                             const Tensor& partial_sums) const {
+                             const Tensor& partial_sums, bool reduce_results) const {
   const AttentionShape& s = shape_;
   const int64_t n = input.size(0);
   const Tensor qkv = scratch.qkv.tensor().slice_rows(0, n);
@@ -78,8 +78,8 @@ void AttentionBlock::forward(const Tensor& input, const Tensor& output, const Te
     kernels::rope(q, k, fb.positions, rope_cos_sin, ctx.stream);
     ctx.attention.forward(layer_id_, q, k, v, attn_out, fb);
   }
-  o_proj_.forward(attn_out, output, ctx.stream, ctx.communicator, /*reduce_results=*/true,
-                  partial_sums);
+  return o_proj_.forward(attn_out, output, ctx.stream, ctx.communicator, reduce_results,
+                         partial_sums);
 }
 
 }  // namespace sgl::model

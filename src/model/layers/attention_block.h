@@ -62,18 +62,19 @@ class AttentionBlock {
   Status load(WeightLoader& weights, const std::string& prefix);
 
   // hidden: [n, H], the normed input; overwritten with the o projection's output (all-reduced
-  // over ctx.communicator at tp > 1, in `partial_sums` when given: Linear::forward). Stores the
-  // rank's KV heads of the batch's K/V through ctx.attention. rope_cos_sin: f32
-  // [max_positions, head_dim].
-  void forward(const Tensor& hidden, const Tensor& rope_cos_sin, const Scratch& scratch,
-               const ForwardBatch& fb, ModelContext& ctx,
-               const Tensor& partial_sums = Tensor()) const {
-    forward(hidden, hidden, rope_cos_sin, scratch, fb, ctx, partial_sums);
+  // over ctx.communicator at tp > 1, in `partial_sums` when given: Linear::forward; with
+  // reduce_results false the rank's partial sum, left for the caller to reduce, and true
+  // returned). Stores the rank's KV heads of the batch's K/V through ctx.attention.
+  // rope_cos_sin: f32 [max_positions, head_dim].
+  bool forward(const Tensor& hidden, const Tensor& rope_cos_sin, const Scratch& scratch,
+               const ForwardBatch& fb, ModelContext& ctx, const Tensor& partial_sums = Tensor(),
+               bool reduce_results = true) const {
+    return forward(hidden, hidden, rope_cos_sin, scratch, fb, ctx, partial_sums, reduce_results);
   }
   // input: [n, qkv_input_size()]; output: [n, H] (may be input when they have one shape).
-  void forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
+  bool forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
                const Scratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
-               const Tensor& partial_sums = Tensor()) const;
+               const Tensor& partial_sums = Tensor(), bool reduce_results = true) const;
 
  private:
   AttentionShape shape_;

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "kernels/copy.h"
-#include "kernels/rms_norm.h"
+#include "model/layers/residual_norm.h"
 
 namespace sgl::model {
 
@@ -41,21 +41,28 @@ Status DecoderLayer::load(WeightLoader& w, const std::string& prefix) {
   return std::get<DenseMlp>(mlp_).load(w, prefix + "mlp.");
 }
 
-void DecoderLayer::forward(const Tensor& hidden, const Tensor& residual, const Tensor& rope_cos_sin,
-                           const LayerScratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
+bool DecoderLayer::forward(const Tensor& hidden, bool hidden_partial, const Tensor& residual,
+                           const Tensor& rope_cos_sin, const LayerScratch& scratch,
+                           const ForwardBatch& fb, ModelContext& ctx,
                            std::span<const StreamCapture> captures) const {
-  kernels::fused_add_rms_norm(hidden, residual, input_norm_, rms_norm_eps_, ctx.stream);
+  distributed::Communicator* comm = ctx.communicator;
+  reduce_add_rms_norm(hidden, residual, input_norm_, rms_norm_eps_, hidden_partial, comm,
+                      ctx.stream);
   for (const StreamCapture& c : captures)
     kernels::copy_columns(residual, c.dst, c.column, ctx.stream);
   const Tensor& partial_sums = scratch.partial_sums.tensor();  // undefined unless planned
-  attention_.forward(hidden, rope_cos_sin, scratch.attention, fb, ctx, partial_sums);
-  kernels::fused_add_rms_norm(hidden, residual, post_norm_, rms_norm_eps_, ctx.stream);
+  // The blocks' all-reduces go into the norms after them (reduce_add_rms_norm), except with
+  // f32 partial sums (--enable-fp32-all-reduce), which the blocks reduce and round themselves.
+  const bool defer = comm != nullptr && !partial_sums.defined();
+  const bool attention_partial =
+      attention_.forward(hidden, rope_cos_sin, scratch.attention, fb, ctx, partial_sums, !defer);
+  reduce_add_rms_norm(hidden, residual, post_norm_, rms_norm_eps_, attention_partial, comm,
+                      ctx.stream);
   if (const auto* moe = std::get_if<MoeMlp>(&mlp_)) {
-    moe->forward(hidden, scratch.moe_mlp, ctx.stream, ctx.communicator);
-  } else {
-    std::get<DenseMlp>(mlp_).forward(hidden, scratch.dense_mlp, ctx.stream, ctx.communicator,
-                                     partial_sums);
+    return moe->forward(hidden, scratch.moe_mlp, ctx.stream, comm, !defer);
   }
+  return std::get<DenseMlp>(mlp_).forward(hidden, scratch.dense_mlp, ctx.stream, comm, partial_sums,
+                                          !defer);
 }
 
 }  // namespace sgl::model

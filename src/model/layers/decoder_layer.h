@@ -67,9 +67,13 @@ class DecoderLayer {
   // residual: f32 [n, H], the residual stream without it (zeros before the first layer). Both
   // are updated in place: hidden becomes this layer's MLP output. Each of `captures` receives
   // the stream entering the layer (the previous layer's output added in).
-  void forward(const Tensor& hidden, const Tensor& residual, const Tensor& rope_cos_sin,
-               const LayerScratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
-               std::span<const StreamCapture> captures = {}) const;
+  // hidden_partial: hidden holds the rank's partial sum of the previous layer's output (this
+  // layer's input norm all-reduces it first, in one kernel where the communicator can). Returns
+  // whether this layer's output is left so (at tp > 1 the MLP's all-reduce goes into the next
+  // norm: reduce_add_rms_norm).
+  bool forward(const Tensor& hidden, bool hidden_partial, const Tensor& residual,
+               const Tensor& rope_cos_sin, const LayerScratch& scratch, const ForwardBatch& fb,
+               ModelContext& ctx, std::span<const StreamCapture> captures = {}) const;
 
   // The sparse block, or null for a dense layer.
   const MoeMlp* moe_mlp() const { return std::get_if<MoeMlp>(&mlp_); }

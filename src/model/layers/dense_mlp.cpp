@@ -26,14 +26,15 @@ Status DenseMlp::load(WeightLoader& w, const std::string& prefix) {
   return load_linear(w, down, down_proj_);
 }
 
-void DenseMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
-                       distributed::Communicator* comm, const Tensor& partial_sums) const {
+bool DenseMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
+                       distributed::Communicator* comm, const Tensor& partial_sums,
+                       bool reduce) const {
   const int64_t n = hidden.size(0);
   const Tensor gate_up = scratch.gate_up.tensor().slice_rows(0, n);
   const Tensor act = scratch.act.tensor().slice_rows(0, n);
   // One fused kernel for decode-sized batches on CUDA (gate_up then stays untouched).
   kernels::linear_silu_and_mul(hidden, gate_up_proj_.weight, gate_up, act, stream);
-  down_proj_.forward(act, hidden, stream, comm, reduce_results_, partial_sums);
+  return down_proj_.forward(act, hidden, stream, comm, reduce_results_ && reduce, partial_sums);
 }
 
 }  // namespace sgl::model

@@ -42,10 +42,12 @@ class DenseMlp {
   Status load(WeightLoader& weights, const std::string& prefix);
 
   // hidden: [n, H], the normed input; overwritten with the block's output (all-reduced over
-  // `comm` at tp > 1 with reduce_results, in `partial_sums` when given: Linear::forward).
-  void forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
-               distributed::Communicator* comm = nullptr,
-               const Tensor& partial_sums = Tensor()) const;
+  // `comm` at tp > 1 with reduce_results and `reduce`, in `partial_sums` when given:
+  // Linear::forward). Returns whether hidden is left as the rank's partial sum for the caller
+  // to reduce (`reduce` or reduce_results false).
+  bool forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
+               distributed::Communicator* comm = nullptr, const Tensor& partial_sums = Tensor(),
+               bool reduce = true) const;
 
   // The rank's share of the intermediate size (what its scratch holds).
   int64_t intermediate_size() const { return intermediate_size_ / tp_.size; }

@@ -8,20 +8,22 @@
 
 namespace sgl::model {
 
-void Linear::forward(const Tensor& x, const Tensor& y, backend::Stream stream,
+bool Linear::forward(const Tensor& x, const Tensor& y, backend::Stream stream,
                      distributed::Communicator* comm, bool reduce_results,
                      const Tensor& partial_sums) const {
   // A communicator at one rank runs the all-reduce too (the identity): the single-rank test of
   // a communicator's path through the model.
-  const bool reduce =
-      shard == ShardRule::kRow && reduce_results && (tp_size > 1 || comm != nullptr);
-  if (!reduce) return kernels::linear(x, weight, bias.tensor(), y, stream);
+  const bool partial = shard == ShardRule::kRow && (tp_size > 1 || comm != nullptr);
+  if (!partial || !reduce_results) {
+    kernels::linear(x, weight, bias.tensor(), y, stream);
+    return partial;
+  }
   SGL_CHECK(comm != nullptr) << "a row-parallel linear at tp " << tp_size
                              << " needs a communicator";
   if (!partial_sums.defined() || y.dtype() == DType::kF32) {
     kernels::linear(x, weight, bias.tensor(), y, stream);
     comm->all_reduce(y, distributed::ReduceOp::kSum, stream);
-    return;
+    return false;
   }
   SGL_CHECK(partial_sums.dtype() == DType::kF32 && partial_sums.size(0) >= y.size(0) &&
             partial_sums.size(1) == y.size(1))
@@ -31,6 +33,7 @@ void Linear::forward(const Tensor& x, const Tensor& y, backend::Stream stream,
   kernels::linear(x, weight, bias.tensor(), sums, stream);
   comm->all_reduce(sums, distributed::ReduceOp::kSum, stream);
   kernels::convert_stored(sums.raw(), kernels::StoredFormat::kF32, y, stream);
+  return false;
 }
 
 Status load_linear(WeightLoader& weights, const LinearSpec& spec, Linear& out) {

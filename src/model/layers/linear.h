@@ -52,8 +52,9 @@ struct Linear {
   // once for several, as a MoE block with a shared expert does). With `partial_sums` (f32, at
   // least [T, out]) and a 16-bit y, the rank's partial sum is computed, all-reduced and added in
   // f32 there and rounded into y once, as one rank's GEMM rounds its whole sum: no rounding of
-  // each rank's partial and of the collective's 16-bit adds.
-  void forward(const Tensor& x, const Tensor& y, backend::Stream stream,
+  // each rank's partial and of the collective's 16-bit adds. Returns whether y is left as the
+  // rank's partial sum (a row shard that would reduce, with reduce_results false).
+  bool forward(const Tensor& x, const Tensor& y, backend::Stream stream,
                distributed::Communicator* comm = nullptr, bool reduce_results = true,
                const Tensor& partial_sums = Tensor()) const;
 };

@@ -111,8 +111,8 @@ Status MoeMlp::load(WeightLoader& w, const std::string& prefix) {
   return Status::ok_status();
 }
 
-void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
-                     distributed::Communicator* comm) const {
+bool MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
+                     distributed::Communicator* comm, bool reduce_results) const {
   const int64_t n = hidden.size(0);
   const Tensor logits = scratch.router_logits.tensor().slice_rows(0, n);
   const Tensor weights = scratch.topk_weights.tensor().slice_rows(0, n);
@@ -131,7 +131,7 @@ void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
       << "a MoE block at tp " << shape_.tp.size << " needs a communicator";
   if (exchanges_tokens(shape_, hidden.device())) {
     forward_expert_parallel(hidden, scratch, stream, *comm);
-    return;
+    return false;
   }
   // Expert parallelism by all-reduce: the pairs routed to other ranks' experts are masked, and
   // the all-reduce below adds every rank's experts up (as it adds tensor parallelism's partial
@@ -146,15 +146,17 @@ void MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
   if (!shared_expert_) {
     kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, expert_ids, scratch.workspace, hidden,
                        stream, masked);
-    if (reduce) comm->all_reduce(hidden, distributed::ReduceOp::kSum, stream);
-    return;
+  } else {
+    const Tensor out = scratch.out.tensor().slice_rows(0, n);
+    kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, expert_ids, scratch.workspace, out,
+                       stream, masked);
+    add_shared_expert(hidden, scratch, out, stream);
+    kernels::copy(out, hidden, stream);
   }
-  const Tensor out = scratch.out.tensor().slice_rows(0, n);
-  kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, expert_ids, scratch.workspace, out,
-                     stream, masked);
-  add_shared_expert(hidden, scratch, out, stream);
-  if (reduce) comm->all_reduce(out, distributed::ReduceOp::kSum, stream);
-  kernels::copy(out, hidden, stream);
+  if (!reduce) return false;
+  if (!reduce_results) return true;  // hidden: the rank's partial sum
+  comm->all_reduce(hidden, distributed::ReduceOp::kSum, stream);
+  return false;
 }
 
 void MoeMlp::add_shared_expert(const Tensor& hidden, const Scratch& scratch, const Tensor& out,

@@ -98,9 +98,11 @@ class MoeMlp {
 
   // hidden: [n, H], the normed input; overwritten with the block's output (all-reduced over
   // `comm` at tp > 1; at ep > 1 the tokens exchanged over it, the same bits on every rank, or
-  // the ranks' experts' outputs all-reduced: ExpertDispatch).
-  void forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
-               distributed::Communicator* comm = nullptr) const;
+  // the ranks' experts' outputs all-reduced: ExpertDispatch). With reduce_results false, a
+  // block that would end in that all-reduce (all but the token exchange) leaves it to the
+  // caller: true when hidden holds the rank's partial sum.
+  bool forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
+               distributed::Communicator* comm = nullptr, bool reduce_results = true) const;
 
   const MoeShape& shape() const { return shape_; }
 
