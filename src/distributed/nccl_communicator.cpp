@@ -91,15 +91,14 @@ class NcclCommunicator final : public Communicator {
                                  op == ReduceOp::kSum ? ncclSum : ncclMax, comm_, native(stream)));
   }
 
-  // The custom all-reduce's fused kernel for decode-sized sums (as all_reduce's routing).
+  // The custom all-reduce's fused kernel for decode-sized sums (as all_reduce's routing; it
+  // checks the residual and the weight).
   bool all_reduce_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight,
                                float eps, backend::Stream stream) override {
     check(x, "all_reduce_add_rms_norm");
     if (peer_ == nullptr || peer_->aborted() || !peer_->applies_add_rms_norm(x, residual, weight)) {
       return false;
     }
-    check(residual, "all_reduce_add_rms_norm");
-    check(weight, "all_reduce_add_rms_norm");
     peer_->all_reduce_add_rms_norm(rank_, x, residual, weight, eps, stream);
     return true;
   }

@@ -149,6 +149,29 @@ __device__ __forceinline__ bool gather_sum(float (&acc)[8], const uint4& own, ui
   return true;
 }
 
+// This call's number for the block (its counter + 1; the block stores it back at the end).
+// Read after pdl_wait: this rank's previous sum, which writes it, may be the kernel just before
+// (back-to-back sums).
+__device__ __forceinline__ uint32_t call_number(const Params& p) {
+  __shared__ uint32_t call;
+  if (threadIdx.x == 0) call = *static_cast<volatile uint32_t*>(&p.calls[blockIdx.x]) + 1;
+  __syncthreads();
+  return call;
+}
+
+// The slots of `call`'s parity and `phase` in `rank`'s inbox (a slot per source rank).
+__device__ __forceinline__ uint4* inbox_of(const Params& p, uint32_t call, int rank, int phase) {
+  return p.inbox[rank] + ((call & 1) * 2 + phase) * p.ranks * p.slot_packs;
+}
+
+// One-shot's push: pack q of this rank (v, already sendable) into slot q of every peer's inbox.
+__device__ __forceinline__ void push_to_peers(const Params& p, uint32_t call, int64_t q,
+                                              const uint4& v) {
+  for (int r = 0; r < p.ranks; ++r) {
+    if (r != p.rank) store_volatile(inbox_of(p, call, r, 0) + p.rank * p.slot_packs + q, v);
+  }
+}
+
 // One-shot: each thread pushes its packs into every peer's inbox (the slot of this rank, this
 // call's parity), then waits for each source's packs in its own inbox and sums them in rank order.
 // Two-shot (larger sums): rank j reduces chunk j. Each thread pushes its packs of chunk j to rank
@@ -160,27 +183,15 @@ __device__ __forceinline__ bool gather_sum(float (&acc)[8], const uint4& own, ui
 template <typename T, bool kTwoShot>
 __global__ void __launch_bounds__(kThreads)
     peer_all_reduce_kernel(const __grid_constant__ Params p) {
-  // Launched programmatically (pdl.cuh). The counter is read after the wait too: this rank's
-  // previous sum, which writes it, may be the kernel just before (back-to-back sums).
-  pdl_wait();
+  pdl_wait();  // launched programmatically (pdl.cuh)
   pdl_launch_dependents();
-  __shared__ uint32_t call_shared;
-  if (threadIdx.x == 0) call_shared = *static_cast<volatile uint32_t*>(&p.calls[blockIdx.x]) + 1;
-  __syncthreads();
-  const uint32_t call = call_shared;
+  const uint32_t call = call_number(p);
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   constexpr int64_t kStride = static_cast<int64_t>(kBlocks) * kThreads;
-  // inbox(rank, phase): the slots of this call's parity and that phase, on `rank`.
-  auto inbox = [&](int rank, int phase) {
-    return p.inbox[rank] + ((call & 1) * 2 + phase) * p.ranks * p.slot_packs;
-  };
+  auto inbox = [&](int rank, int phase) { return inbox_of(p, call, rank, phase); };
   if constexpr (!kTwoShot) {
-    for (int64_t q = first; q < p.packs; q += kStride) {
-      const uint4 v = sendable<T>(p.buffer[q]);
-      for (int r = 0; r < p.ranks; ++r) {
-        if (r != p.rank) store_volatile(inbox(r, 0) + p.rank * p.slot_packs + q, v);
-      }
-    }
+    for (int64_t q = first; q < p.packs; q += kStride)
+      push_to_peers(p, call, q, sendable<T>(p.buffer[q]));
     for (int64_t q = first; q < p.packs; q += kStride) {
       float acc[8] = {};
       if (!gather_sum<T>(acc, sendable<T>(p.buffer[q]), inbox(p.rank, 0), p.slot_packs, q, p)) {
@@ -258,14 +269,10 @@ __global__ void __launch_bounds__(kAddRmsNormMaxThreads)
   }
   pdl_wait();
   if constexpr (kEarlyTrigger) pdl_launch_dependents();
-  __shared__ uint32_t call_shared;
-  if (threadIdx.x == 0) call_shared = *static_cast<volatile uint32_t*>(&p.calls[blockIdx.x]) + 1;
-  __syncthreads();
-  const uint32_t call = call_shared;
+  const uint32_t call = call_number(p);
   bool aborted = false;  // then the sums go on unfinished: every thread must reach block_sum
   if (blockIdx.x < q.rows) {
     const int64_t row = blockIdx.x;
-    auto inbox = [&](int rank) { return p.inbox[rank] + (call & 1) * 2 * p.ranks * p.slot_packs; };
     uint4* const x = p.buffer + row * q.chunks;
     float4* const residual = q.residual + 2 * row * q.chunks;
     const int64_t slot = row * q.chunks;  // the row's first pack in an inbox slot
@@ -275,9 +282,7 @@ __global__ void __launch_bounds__(kAddRmsNormMaxThreads)
       const int i = chunk(c);
       if (i >= q.chunks) continue;
       mine[c] = sendable<__nv_bfloat16>(x[i]);
-      for (int r = 0; r < p.ranks; ++r) {
-        if (r != p.rank) store_volatile(inbox(r) + p.rank * p.slot_packs + slot + i, mine[c]);
-      }
+      push_to_peers(p, call, slot + i, mine[c]);
     }
     float v[kChunks][8];
     float sum_sq = 0.f;
@@ -286,8 +291,8 @@ __global__ void __launch_bounds__(kAddRmsNormMaxThreads)
       const int i = chunk(c);
       if (i >= q.chunks) continue;
       float acc[8] = {};
-      if (!aborted &&
-          !gather_sum<__nv_bfloat16>(acc, mine[c], inbox(p.rank), p.slot_packs, slot + i, p)) {
+      if (!aborted && !gather_sum<__nv_bfloat16>(acc, mine[c], inbox_of(p, call, p.rank, 0),
+                                                 p.slot_packs, slot + i, p)) {
         aborted = true;
       }
       // The sum as all_reduce would store it, added in.
