@@ -18,6 +18,9 @@ struct AttentionConfig {
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
   float scale = 0.f;  // softmax scale, usually 1/sqrt(head_dim)
+  // Output rows of the projection that reads the attention's output (the hidden size; 0 if
+  // unknown): the CUDA decode decides by it whether to launch that projection early.
+  int64_t projection_rows = 0;
 };
 
 class AttentionBackend {

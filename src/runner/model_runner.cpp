@@ -248,9 +248,9 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
     shape.num_slots = agree_on_fewest(*tp_group, *allocator_, stream_, shape.num_slots);
   }
   kv_pool_ = std::make_unique<attention::KvPool>(*allocator_, shape);
-  attention::AttentionConfig attn{config.num_attention_heads / options.tp_size, kv_heads,
-                                  config.head_dim,
-                                  1.0f / std::sqrt(static_cast<float>(config.head_dim))};
+  attention::AttentionConfig attn{
+      config.num_attention_heads / options.tp_size, kv_heads, config.head_dim,
+      1.0f / std::sqrt(static_cast<float>(config.head_dim)), config.hidden_size};
   SGL_ASSIGN_OR_RETURN(
       attention_, attention::create_attention_backend(options.attention_backend, options.device,
                                                       attn, *kv_pool_, stream_));

@@ -45,13 +45,28 @@ TEST(SplitKvPolicy, SplitCountFillsOneWaveOfResidentCtas) {
 }
 
 TEST(SplitKvPolicy, EarlyLaunchOnlyForBatchesOfFewCtas) {
-  // 132 SMs: at most 16 non-empty CTAs. With 8 KV heads that is 2 splits in all: batch 1 up to
-  // two splits, batch 2 one split each; batch 3 never.
-  EXPECT_EQ(decode_early_launch_splits(132, 1, 8), 2);
-  EXPECT_EQ(decode_early_launch_splits(132, 2, 8), 2);
-  EXPECT_EQ(decode_early_launch_splits(132, 3, 8), 0);
-  EXPECT_EQ(decode_early_launch_splits(132, 4, 2), 8);
-  EXPECT_EQ(decode_early_launch_splits(132, 1, 32), 0);
+  // 132 SMs and a projection of 4096 rows (256 GEMV blocks) or unknown: at most 16 non-empty
+  // CTAs. With 8 KV heads that is 2 splits in all: batch 1 up to two splits, batch 2 one split
+  // each; batch 3 never.
+  for (int64_t rows : {int64_t{4096}, int64_t{0}}) {
+    EXPECT_EQ(decode_early_launch_splits(132, 1, 8, rows), 2);
+    EXPECT_EQ(decode_early_launch_splits(132, 2, 8, rows), 2);
+    EXPECT_EQ(decode_early_launch_splits(132, 3, 8, rows), 0);
+    EXPECT_EQ(decode_early_launch_splits(132, 4, 2, rows), 8);
+    EXPECT_EQ(decode_early_launch_splits(132, 1, 32, rows), 0);
+  }
+}
+
+TEST(SplitKvPolicy, EarlyLaunchForMoreCtasBesideAProjectionOfOneBlockAnSm) {
+  // 2048 rows: 128 blocks on 132 SMs. Batch 1: up to 66 CTAs (16 splits of 4 KV heads); above,
+  // up to 33 (8 splits of 4 KV heads in all: batch 2 up to 4 splits each, batch 8 one; batch 9
+  // never).
+  EXPECT_EQ(decode_early_launch_splits(132, 1, 4, 2048), 16);
+  EXPECT_EQ(decode_early_launch_splits(132, 2, 4, 2048), 8);
+  EXPECT_EQ(decode_early_launch_splits(132, 8, 4, 2048), 8);
+  EXPECT_EQ(decode_early_launch_splits(132, 9, 4, 2048), 0);
+  // 2128 rows: 133 blocks, more than the SMs.
+  EXPECT_EQ(decode_early_launch_splits(132, 1, 4, 2128), 4);
 }
 
 }  // namespace

@@ -107,9 +107,10 @@ cuda::DecodeShape FlashAttentionBackend::decode_shape(int batch_size) const {
   // docs/perf-log/cuda-session-06.md); narrow ones once the batch fills the GPU by itself.
   const int kv_heads = static_cast<int>(config_.num_kv_heads);
   if (batch_size * kv_heads <= sm_count_) {
-    return {cuda::DecodeWidth::kWide,
-            cuda::decode_num_splits(batch_size, kv_heads, resident_wide_ctas_),
-            cuda::decode_early_launch_splits(sm_count_, batch_size, kv_heads)};
+    return {
+        cuda::DecodeWidth::kWide,
+        cuda::decode_num_splits(batch_size, kv_heads, resident_wide_ctas_),
+        cuda::decode_early_launch_splits(sm_count_, batch_size, kv_heads, config_.projection_rows)};
   }
   return {cuda::DecodeWidth::kNarrow,
           cuda::decode_num_splits(batch_size, kv_heads, resident_narrow_ctas_)};

@@ -22,14 +22,25 @@ inline int decode_num_splits(int batch_size, int kv_heads, int resident_ctas) {
 }
 
 // Non-empty splits, summed over a wide decode batch's requests, up to which the merge kernel
-// launches the kernel after it (the attention output projection) before its wait
-// (flash_decode.cu): the batch then has at most sm_count / 8 non-empty CTAs (splits x KV
-// heads), few enough that the projection's grid fits on the SMs they leave free and still
-// spreads over most of the GPU. 0 (never) when even one split per request is more. (Beside the
-// 40 CTAs of a Llama-3-8B batch of 1 x 1k the early projection covered too few SMs and the step
-// got slower; 1 x 128 has 8: docs/perf-log/cuda-session-09.md.)
-inline int decode_early_launch_splits(int sm_count, int batch_size, int kv_heads) {
-  const int max_ctas = sm_count / 8;
+// launches the kernel after it (the attention output projection, `projection_rows` output
+// rows; 0 if unknown) before its wait (flash_decode.cu), so that the projection's first weight
+// loads overlap decode: 0 (never) when even one split per request is more. The batch then has
+// at most this many non-empty CTAs (splits x KV heads):
+// - sm_count / 8 in general: few enough that the projection's grid fits on the SMs they leave
+//   free and still spreads over most of the GPU. (Beside the 24 to 40 CTAs of a Llama-3-8B
+//   batch of 1, whose projection is 256 GEMV blocks at three an SM, the early projection
+//   covered too few SMs and the step got slower; 1 x 128 has 8: docs/perf-log/
+//   cuda-session-09.md and 2026-12-01-early-projection.md.)
+// - where the projection's GEMV grid is at most one block (16 rows) an SM, sm_count / 2 at
+//   batch 1 and sm_count / 4 above: its blocks spread one an SM beside decode's (Qwen3-30B-A3B,
+//   hidden 2048: batch 1 with 12 to 64 CTAs, batch 2 with 24 and 32 got 2-4% faster; batch 2
+//   with 40 and batch 3 with 36 to 60 slower: docs/perf-log/2026-12-01-early-projection.md).
+inline int decode_early_launch_splits(int sm_count, int batch_size, int kv_heads,
+                                      int64_t projection_rows) {
+  const bool one_block_an_sm = projection_rows > 0 && (projection_rows + 15) / 16 <= sm_count;
+  const int max_ctas = !one_block_an_sm  ? sm_count / 8
+                       : batch_size == 1 ? sm_count / 2
+                                         : sm_count / 4;
   return batch_size * kv_heads <= max_ctas ? max_ctas / kv_heads : 0;
 }
 

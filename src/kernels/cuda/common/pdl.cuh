@@ -8,7 +8,7 @@
 //     starts when this one ends, as usual. The next kernel launches once every CTA of this one
 //     has called it or exited, so a call late in a CTA exposes the launch latency (~1 us);
 //     call it right after the CTA's pdl_wait() unless placing the next kernel early costs
-//     (below), and never before it (one exception below); and let at least one CTA wait, so
+//     (below), and never before it (two exceptions below); and let at least one CTA wait, so
 //     the grid's completion implies its predecessor's.
 // The second rule makes a kernel's start imply that every kernel two or more back on the stream
 // has completed, so data only those wrote (batch metadata, older KV, weights and tables) may be
@@ -16,9 +16,10 @@
 // (Calling it before the wait measured badly: in the fused add + RMSNorm, so the linear layer
 // after it launched during the GEMV before, batches 1 and 8 gained a little and batch 16 lost
 // far more; in the merge kernel, while the GEMV after it ran two blocks per SM, every batch was
-// slower: docs/perf-log/cuda-session-07.md. The exception: the merge kernel after a few
-// flash decode CTAs calls it before its wait, which pays (flash_decode.cu); the GEMV it
-// launches reads only weights before its own wait, which the missing guarantee cannot touch.)
+// slower: docs/perf-log/cuda-session-07.md. The exceptions, where it pays: the merge kernel
+// after a few flash decode CTAs (flash_decode.cu) and the fused add + RMSNorm of up to 4 rows
+// (norm_rope.cu); the GEMV either launches reads only weights before its own wait, which the
+// missing guarantee cannot touch.)
 // Launching early has a cost where the next kernel's CTAs take SMs that this grid's unplaced
 // CTAs or a heavy predecessor still need: a grid sized to one wave (the GEMV) that launches
 // while flash decode's CTAs hold SMs finds those SMs full and runs a second wave: dropping the
