@@ -119,15 +119,17 @@ bool rows_packable(const void* base, const RowLayout& rows, const void* weight, 
          is_aligned(weight, static_cast<size_t>(per_pack * bytes));
 }
 
-// Rows up to which the fused add + RMSNorm launches the kernel after it (a linear layer's
-// GEMV) before its own wait: that GEMV's blocks are then placed, with their first weight loads
-// in flight, while the kernel before the norm (a projection) ends. Measured (H200, 2026-12-01):
-// Qwen3-30B-A3B steps of 1-2 rows 2.7-3% faster, of 3-4 rows about 1%; Llama-3-8B's of 1-6 rows
-// 0.5-1.7%; Mixtral-8x7B's unchanged. Llama-3-8B's steps of 7 and 8 rows were 19-28% slower with
-// it (not understood), and 16 rows lost in cuda-session-07.md
-// (docs/perf-log/2026-12-01-early-projection.md). The GEMV reads only weights before its wait;
-// pdl.cuh lists this exception.
+// Rows (and row widths) up to which the fused add + RMSNorm launches the kernel after it (a
+// linear layer's GEMV) before its own wait: that GEMV's blocks are then placed, with their first
+// weight loads in flight, while the kernel before the norm (a projection) ends. Measured (H200,
+// 2026-12-01, docs/perf-log/2026-12-01-early-projection.md): hidden 2048 (Qwen3-30B-A3B) steps
+// of 1-2 rows 2.7-3% faster, of 3-4 rows about 1% (one case 0.6% slower), hidden 576
+// (SmolLM2-135M) 4-8%; hidden 4096 (Llama-3-8B) 0.5-1.7% faster at most shapes but 17-28%
+// slower where decode runs about 112-128 wide CTAs (2 x 1800, 4 x 1600, 7-8 x 1024; not
+// understood), hence the width limit. The GEMV reads only weights before its wait; pdl.cuh lists
+// this exception.
 constexpr int64_t kAddRmsNormEarlyLaunchMaxRows = 4;
+constexpr int64_t kAddRmsNormEarlyLaunchMaxWidth = 2048;
 
 // The decode-sized case of the fused residual add + RMSNorm: bf16 x, f32 residual, rows of
 // n % 8 == 0 held in registers (kChunks x 8 values per thread), one pass over memory with
@@ -198,7 +200,8 @@ bool try_add_rms_norm_vec(const Tensor& x, const Tensor& residual, const Tensor&
   const dim3 grid(static_cast<unsigned>(x.size(0)));
   const int ni = static_cast<int>(n);
   const float e = static_cast<float>(eps);
-  const bool early = x.size(0) <= kAddRmsNormEarlyLaunchMaxRows;
+  const bool early =
+      x.size(0) <= kAddRmsNormEarlyLaunchMaxRows && n <= kAddRmsNormEarlyLaunchMaxWidth;
   if (per_thread == 1) {
     launch_pdl(add_rms_norm_vec_kernel<1>, grid, threads, 0, stream, xp, rp, wp, ni, e, early);
   } else if (per_thread == 2) {
