@@ -17,9 +17,9 @@
 // after it launched during the GEMV before, batches 1 and 8 gained a little and batch 16 lost
 // far more; in the merge kernel, while the GEMV after it ran two blocks per SM, every batch was
 // slower: docs/perf-log/cuda-session-07.md. The exceptions, where it pays: the merge kernel
-// after a few flash decode CTAs (flash_decode.cu) and the fused add + RMSNorm of up to 4 rows
-// of up to 2048 values (norm_rope.cu); the GEMV either launches reads only weights before its
-// own wait, which the missing guarantee cannot touch.)
+// after a few flash decode CTAs (flash_decode.cu) and the fused add + RMSNorm of one row of up
+// to 2048 values (norm_rope.cu); the GEMV either launches reads only weights before its own
+// wait, which the missing guarantee cannot touch.)
 // Launching early has a cost where the next kernel's CTAs take SMs that this grid's unplaced
 // CTAs or a heavy predecessor still need: a grid sized to one wave (the GEMV) that launches
 // while flash decode's CTAs hold SMs finds those SMs full and runs a second wave: dropping the
