@@ -27,6 +27,7 @@ using kernels::cuda::launch_pdl;
 using kernels::cuda::normed_chunk;
 using kernels::cuda::pdl_launch_dependents;
 using kernels::cuda::pdl_wait;
+using kernels::cuda::with_add_rms_norm_chunks;
 
 // Every call runs the same grid, so each block's call counter sees every call. 64 blocks (one
 // wave): each thread waits for a pack at a time, and 16 blocks lost to NCCL past 2 MB
@@ -550,20 +551,14 @@ void PeerAllReduce::all_reduce_add_rms_norm(int rank, const Tensor& x, const Ten
   q.chunks = static_cast<int>(x.size(1) / 8);
   q.eps = eps;
   const int threads = add_rms_norm_threads(q.chunks);
-  const int64_t per_thread = (q.chunks + threads - 1) / threads;
   const auto s = static_cast<cudaStream_t>(stream.native);
-  auto launch = [&](auto kernel) { launch_pdl(kernel, dim3(kBlocks), dim3(threads), 0, s, p, q); };
   const bool early = q.rows <= kEarlyTriggerMaxRows;
-  if (per_thread == 1) {
-    launch(early ? peer_all_reduce_add_rms_norm_kernel<1, true>
-                 : peer_all_reduce_add_rms_norm_kernel<1, false>);
-  } else if (per_thread == 2) {
-    launch(early ? peer_all_reduce_add_rms_norm_kernel<2, true>
-                 : peer_all_reduce_add_rms_norm_kernel<2, false>);
-  } else {
-    launch(early ? peer_all_reduce_add_rms_norm_kernel<4, true>
-                 : peer_all_reduce_add_rms_norm_kernel<4, false>);
-  }
+  with_add_rms_norm_chunks(q.chunks, [&](auto per_thread) {
+    constexpr int kChunks = decltype(per_thread)::value;
+    launch_pdl(early ? peer_all_reduce_add_rms_norm_kernel<kChunks, true>
+                     : peer_all_reduce_add_rms_norm_kernel<kChunks, false>,
+               dim3(kBlocks), dim3(threads), 0, s, p, q);
+  });
 }
 
 }  // namespace sgl::distributed

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/host_device.h"
+#include "kernels/cuda/gemv.h"
 
 namespace sgl::attention::cuda {
 
@@ -31,13 +32,16 @@ inline int decode_num_splits(int batch_size, int kv_heads, int resident_ctas) {
 //   batch of 1, whose projection is 256 GEMV blocks at three an SM, the early projection
 //   covered too few SMs and the step got slower; 1 x 128 has 8: docs/perf-log/
 //   cuda-session-09.md and 2026-12-01-early-projection.md.)
-// - where the projection's GEMV grid is at most one block (16 rows) an SM, sm_count / 2 at
-//   batch 1 and sm_count / 4 above: its blocks spread one an SM beside decode's (Qwen3-30B-A3B,
-//   hidden 2048: batch 1 with 12 to 64 CTAs, batch 2 with 24 and 32 got 2-4% faster; batch 2
-//   with 40 and batch 3 with 36 to 60 slower: docs/perf-log/2026-12-01-early-projection.md).
+// - where the projection's GEMV grid is at most one block (kGemvRowsPerBlock rows) an SM,
+//   sm_count / 2 at batch 1 and sm_count / 4 above: its blocks spread one an SM beside decode's
+//   (Qwen3-30B-A3B, hidden 2048: batch 1 with 12 to 64 CTAs, batch 2 with 24 and 32 got 2-4%
+//   faster; batch 2 with 40 and batch 3 with 36 to 60 slower:
+//   docs/perf-log/2026-12-01-early-projection.md).
 inline int decode_early_launch_splits(int sm_count, int batch_size, int kv_heads,
                                       int64_t projection_rows) {
-  const bool one_block_an_sm = projection_rows > 0 && (projection_rows + 15) / 16 <= sm_count;
+  constexpr int64_t kRows = kernels::cuda::kGemvRowsPerBlock;
+  const bool one_block_an_sm =
+      projection_rows > 0 && (projection_rows + kRows - 1) / kRows <= sm_count;
   const int max_ctas = !one_block_an_sm  ? sm_count / 8
                        : batch_size == 1 ? sm_count / 2
                                          : sm_count / 4;

@@ -29,8 +29,9 @@ namespace {
 
 constexpr int kWarps = 8;  // warps per block, splitting k
 constexpr int kThreads = 32 * kWarps;
-constexpr int kStepK = 64;      // k values per warp step: 4 lanes x 2 chunks x 8 values
-constexpr int kTileRows = 16;   // weight rows per MMA tile
+constexpr int kStepK = 64;     // k values per warp step: 4 lanes x 2 chunks x 8 values
+constexpr int kTileRows = 16;  // weight rows per MMA tile
+static_assert(kTileRows == kGemvRowsPerBlock, "gemv's blocks hold one row tile (gemv.h)");
 constexpr int kTileTokens = 8;  // tokens per MMA tile
 
 // Rows of at most this many k values make a short block (three_blocks_per_sm).

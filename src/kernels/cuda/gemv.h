@@ -9,6 +9,8 @@
 namespace sgl::kernels::cuda {
 
 inline constexpr int64_t kGemvMaxTokens = 16;
+// Weight rows a block of gemv (not the fused gate/up) computes: its grid is n / this, rounded up.
+inline constexpr int64_t kGemvRowsPerBlock = 16;
 
 // Whether gemv takes this x / w: bf16, m <= kGemvMaxTokens, k % 8 == 0, 16-byte aligned rows.
 bool gemv_applies(const Tensor& x, const Tensor& w);

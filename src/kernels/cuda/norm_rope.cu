@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kAddRmsNormMaxThreads)
     const int i = threadIdx.x + c * blockDim.x;
     if (i < chunks) add_chunk_into_residual(xr[i], rr + 2 * i, v[c], sum_sq);
   }
-  pdl_launch_dependents();
+  if (!launch_early) pdl_launch_dependents();
   const float inv = rsqrtf(block_sum(sum_sq) / static_cast<float>(n) + eps);
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
@@ -194,7 +194,6 @@ bool try_add_rms_norm_vec(const Tensor& x, const Tensor& residual, const Tensor&
     return false;
   }
   const int threads = add_rms_norm_threads(chunks);
-  const int64_t per_thread = (chunks + threads - 1) / threads;
   auto* xp = static_cast<__nv_bfloat16*>(x.raw());
   auto* rp = static_cast<float*>(residual.raw());
   const auto* wp = static_cast<const __nv_bfloat16*>(weight.raw());
@@ -203,13 +202,10 @@ bool try_add_rms_norm_vec(const Tensor& x, const Tensor& residual, const Tensor&
   const float e = static_cast<float>(eps);
   const bool early =
       x.size(0) <= kAddRmsNormEarlyLaunchMaxRows && n <= kAddRmsNormEarlyLaunchMaxWidth;
-  if (per_thread == 1) {
-    launch_pdl(add_rms_norm_vec_kernel<1>, grid, threads, 0, stream, xp, rp, wp, ni, e, early);
-  } else if (per_thread == 2) {
-    launch_pdl(add_rms_norm_vec_kernel<2>, grid, threads, 0, stream, xp, rp, wp, ni, e, early);
-  } else {
-    launch_pdl(add_rms_norm_vec_kernel<4>, grid, threads, 0, stream, xp, rp, wp, ni, e, early);
-  }
+  with_add_rms_norm_chunks(chunks, [&](auto per_thread) {
+    launch_pdl(add_rms_norm_vec_kernel<decltype(per_thread)::value>, grid, threads, 0, stream, xp,
+               rp, wp, ni, e, early);
+  });
   return true;
 }
 

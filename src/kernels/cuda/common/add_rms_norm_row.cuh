@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace sgl::kernels::cuda {
 
@@ -18,6 +19,21 @@ constexpr int kAddRmsNormMaxThreads = 1024;
 constexpr int kAddRmsNormMaxChunksPerThread = 4;
 inline int add_rms_norm_threads(int64_t chunks) {
   return static_cast<int>(std::min<int64_t>(kAddRmsNormMaxThreads, (chunks + 31) / 32 * 32));
+}
+
+// Calls f(std::integral_constant<int, K>{}) with K the chunks a thread holds (1, 2 or 4: the
+// kernel instance) for a row of `chunks` at add_rms_norm_threads(chunks) threads.
+template <typename F>
+void with_add_rms_norm_chunks(int64_t chunks, F&& f) {
+  const int threads = add_rms_norm_threads(chunks);
+  const int64_t per_thread = (chunks + threads - 1) / threads;
+  if (per_thread == 1) {
+    f(std::integral_constant<int, 1>{});
+  } else if (per_thread == 2) {
+    f(std::integral_constant<int, 2>{});
+  } else {
+    f(std::integral_constant<int, kAddRmsNormMaxChunksPerThread>{});
+  }
 }
 
 // v = x + residual for one chunk (x: 8 bf16 values; residual: the chunk's 8 f32 values, updated
