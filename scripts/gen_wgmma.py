@@ -7,7 +7,7 @@ usage: scripts/gen_wgmma.py | clang-format --assume-filename=x.cuh \
            > src/kernels/cuda/common/wgmma_bf16.cuh
 """
 
-SHAPES = (16, 32, 64, 128, 256)
+SHAPES = (16, 32, 64, 128, 192, 256)
 
 
 def wrapper(n: int) -> str:

@@ -4,6 +4,8 @@
 // SiLU; plus what it declines. Skips where the GPU is not compute capability 9.0. Label: cuda.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <tuple>
 #include <vector>
 
@@ -96,6 +98,62 @@ TEST_F(CudaHopperGemm, Deterministic) {
     Buffer got = to_host(again);
     for (int64_t i = 0; i < m * n; ++i) {
       ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << "rep " << rep << " at " << i;
+    }
+  }
+}
+
+// Grouped tiles whose real rows end early (groups.row_entry: padding after them) multiply only
+// up to their last real row, rounded up to a wgmma width: every real row equals the run that
+// multiplies whole tiles, bit for bit, in both modes, at each width (64, 128, 192, 256).
+TEST_F(CudaHopperGemm, GroupedTilesStopAtTheirLastRealRow) {
+  constexpr int kTile = 256;
+  const std::vector<int32_t> real_rows = {1, 64, 65, 130, 193, 256};
+  const std::vector<int32_t> tile_expert = {0, 1, 1, 0, 1, 0};
+  const int64_t tiles = static_cast<int64_t>(real_rows.size()), m = tiles * kTile, k = 200;
+  const int64_t entries = 100'000;  // any entry below it is real
+  std::vector<int32_t> row_entry(m);
+  for (int64_t r = 0; r < m; ++r) {
+    row_entry[r] = r % kTile < real_rows[r / kTile] ? static_cast<int32_t>(r) : entries;
+  }
+  auto upload_i32 = [&](const std::vector<int32_t>& v) {
+    Buffer dev(gpu_, DType::kI32, {static_cast<int64_t>(v.size())});
+    copy(Tensor(const_cast<int32_t*>(v.data()), DType::kI32, {static_cast<int64_t>(v.size())}), dev,
+         stream_.get());
+    return dev;
+  };
+  Buffer d_entry = upload_i32(row_entry), d_expert = upload_i32(tile_expert),
+         d_used = upload_i32({static_cast<int32_t>(m)});
+  Buffer x = to_device(host_random({m, k}, 1.f));
+  for (bool silu : {false, true}) {
+    const int64_t expert_rows = silu ? 144 : 136;  // a partial feature tile either way
+    Buffer w = to_device(host_random({2 * expert_rows, k}, 0.1f));
+    const int64_t n = silu ? expert_rows / 2 : expert_rows;
+    auto run = [&](bool trimmed) {
+      cuda::HopperGroups g{.token_tile = kTile,
+                           .tile_expert = d_expert.tensor().data<int32_t>(),
+                           .rows_used = d_used.tensor().data<int32_t>(),
+                           .expert_rows = expert_rows};
+      if (trimmed) {
+        g.row_entry = d_entry.tensor().data<int32_t>();
+        g.entries = entries;
+      }
+      Buffer y = poisoned(DType::kBF16, {m, n});
+      if (silu) {
+        hopper().run_grouped_silu_and_mul(x, w, g, y, stream_.get());
+      } else {
+        hopper().run_grouped(x, w, g, y, stream_.get());
+      }
+      return to_host(y);
+    };
+    Buffer whole = run(false), trimmed = run(true);
+    for (int64_t r = 0; r < m; ++r) {
+      if (row_entry[r] == entries) continue;
+      for (int64_t c = 0; c < n; ++c) {
+        const float want = whole.data<float>()[r * n + c], got = trimmed.data<float>()[r * n + c];
+        ASSERT_FALSE(std::isnan(want)) << "row " << r << " col " << c;
+        ASSERT_EQ(got, want) << (silu ? "silu" : "store") << " tile " << r / kTile << " row "
+                             << r % kTile << " col " << c;
+      }
     }
   }
 }

@@ -4,10 +4,11 @@
 // (64 k) into a ring of stages, each a weight tile of 2 x 64 rows and a token tile, completing
 // on the stage's `full` barrier; it waits on the stage's `empty` barrier before refilling it.
 // Warpgroups 1 and 2 each own 64 weight rows: per stage, four m64nTk16 wgmmas from the
-// swizzled tiles, released one k-block later (one group stays in flight). Cluster x = CTAs of
-// adjacent weight tiles that each load a slice of the shared token tile and multicast it to
-// all (a stage is then refilled only once every member released it); cluster z = CTAs
-// splitting k. After the last k-block the accumulators go to shared memory as a
+// swizzled tiles, released one k-block later (one group stays in flight); a tile whose last
+// rows are padding (or past x's end) multiplies by narrower wgmmas (with_mma_width). Cluster
+// x = CTAs of adjacent weight tiles that each load a slice of the shared token tile and
+// multicast it to all (a stage is then refilled only once every member released it); cluster
+// z = CTAs splitting k. After the last k-block the accumulators go to shared memory as a
 // [tokens][128 + 4] f32 tile (the padding spreads a warp's writes over all banks), the cluster
 // synchronizes, and each k-split CTA sums its share of the tile's rows over its split
 // partners' tiles (distributed shared memory) and stores them.
@@ -15,6 +16,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
@@ -128,13 +130,32 @@ __device__ void produce(const CUtensorMap* w_map, const CUtensorMap* x_map, uint
   }
 }
 
+// Calls fn(std::integral_constant<int, N>) with the narrowest wgmma width N that covers a token
+// tile's first `rows` tokens: a multiple of 64 on tiles of 128 or 256 tokens, kTokens on smaller
+// ones. A tile's MMAs can stop there when its last rows are padding: fragment element j holds
+// token (j / 4) 8 + ... (wgmma_bf16.cuh), so an N-wide MMA on the first N / 2 accumulators
+// computes the first N tokens as the kTokens-wide one does, and leaves the others' alone.
+template <int kTokens, typename Fn>
+__device__ __forceinline__ void with_mma_width(int rows, Fn&& fn) {
+  if constexpr (kTokens >= 128) {
+    if (rows <= 64) return fn(std::integral_constant<int, 64>{});
+  }
+  if constexpr (kTokens == 256) {
+    if (rows <= 128) return fn(std::integral_constant<int, 128>{});
+    if (rows <= 192) return fn(std::integral_constant<int, 192>{});
+  }
+  fn(std::integral_constant<int, kTokens>{});
+}
+
 // A consumer warpgroup: its 64 weight rows x kTokens tokens over the ring's k-blocks, then the
 // fragment into the output tile (rows = tokens, columns = the CTA's 128 weight rows). One
 // k-block's MMAs stay in flight while the next is issued; a stage is released (to the
-// producers of every CTA that multicasts into it) once the MMAs reading it are done.
+// producers of every CTA that multicasts into it) once the MMAs reading it are done. The MMAs
+// cover the tile's first `rows` tokens (rounded up by with_mma_width); the accumulators of the
+// others stay zero.
 template <int kTokens>
-__device__ void consume(uint8_t* smem, uint64_t* full, uint64_t* empty, const CtaTile& t,
-                        int half) {
+__device__ void consume(uint8_t* smem, uint64_t* full, uint64_t* empty, const CtaTile& t, int half,
+                        int rows) {
   using Cfg = TileConfig<kTokens>;
   using Mma = WgmmaBf16<kTokens>;
   float acc[Mma::kAccumulators];
@@ -153,22 +174,26 @@ __device__ void consume(uint8_t* smem, uint64_t* full, uint64_t* empty, const Ct
           hopper::cluster_map(hopper::smem_addr(&empty[s]), t.group_rank0 + lane_in_group));
     }
   };
-  for (int i = 0; i < t.num_kb; ++i) {
-    const int s = i % Cfg::kStages;
-    hopper::mbarrier_wait(&full[s], (i / Cfg::kStages) & 1);
-    const uint32_t w_tile = ring + s * Cfg::kStageBytes + half * kHalfBytes;
-    const uint32_t x_tile = ring + s * Cfg::kStageBytes + Cfg::kWeightBytes;
-    hopper::wgmma_fence();
+  with_mma_width<kTokens>(rows, [&](auto width) {
+    using Narrow = WgmmaBf16<decltype(width)::value>;
+    auto& head = *reinterpret_cast<float(*)[Narrow::kAccumulators]>(&acc[0]);
+    for (int i = 0; i < t.num_kb; ++i) {
+      const int s = i % Cfg::kStages;
+      hopper::mbarrier_wait(&full[s], (i / Cfg::kStages) & 1);
+      const uint32_t w_tile = ring + s * Cfg::kStageBytes + half * kHalfBytes;
+      const uint32_t x_tile = ring + s * Cfg::kStageBytes + Cfg::kWeightBytes;
+      hopper::wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kBlockK / 16; ++kk) {
-      Mma::mma(acc, hopper::sw128_kmajor_desc(w_tile + kk * 32),
-               hopper::sw128_kmajor_desc(x_tile + kk * 32));
+      for (int kk = 0; kk < kBlockK / 16; ++kk) {
+        Narrow::mma(head, hopper::sw128_kmajor_desc(w_tile + kk * 32),
+                    hopper::sw128_kmajor_desc(x_tile + kk * 32));
+      }
+      hopper::wgmma_commit();
+      hopper::wgmma_wait<1>();  // k-block i - 1's MMAs are done
+      if (releaser && i > 0) release((i - 1) % Cfg::kStages);
     }
-    hopper::wgmma_commit();
-    hopper::wgmma_wait<1>();  // k-block i - 1's MMAs are done
-    if (releaser && i > 0) release((i - 1) % Cfg::kStages);
-  }
-  hopper::wgmma_wait<0>();  // the last stage is never refilled: no release needed
+    hopper::wgmma_wait<0>();  // the last stage is never refilled: no release needed
+  });
   // Both warpgroups are done with the ring before its memory becomes the output tile.
   hopper::named_barrier(1, 256);
   float* tile = reinterpret_cast<float*>(smem);
@@ -206,13 +231,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   t.row0 = col0;
   t.row1 = kSilu ? p.n + col0 : col0 + kHalfRows;
   t.token0 = static_cast<int>(blockIdx.y) * kTokens;
+  bool real_row = false;  // grouped with row_entry: whether this thread's row of the tile is real
   if (p.groups.tile_expert != nullptr) {
-    // The alignment upstream wrote the tile's expert; a whole cluster shares blockIdx.y, so it
-    // leaves together.
+    // The alignment upstream wrote the tile's expert and rows; a whole cluster shares
+    // blockIdx.y, so it leaves together.
     pdl_wait();
-    if (t.token0 >= *p.groups.rows_used) return;
-    const int expert_row0 =
-        p.groups.tile_expert[blockIdx.y] * static_cast<int>(p.groups.expert_rows);
+    const int rows_used = *p.groups.rows_used, expert = p.groups.tile_expert[blockIdx.y];
+    if (p.groups.row_entry != nullptr && threadIdx.x < kTokens) {
+      real_row = p.groups.row_entry[t.token0 + threadIdx.x] < p.groups.entries;
+    }
+    if (t.token0 >= rows_used) return;
+    const int expert_row0 = expert * static_cast<int>(p.groups.expert_rows);
     t.row0 += expert_row0;
     t.row1 += expert_row0;
   }
@@ -224,11 +253,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     hopper::init_ring(full, empty, Cfg::kStages, 2 * p.multicast, &w_map, &x_map);
   }
+  // The rows the tile's MMAs cover (with_mma_width rounds them up): its real rows, counted at
+  // the barrier below (padding follows them), or the rows of x left.
+  int mma_rows = min(kTokens, p.m - t.token0);
   // Peers multicast into this CTA's ring and arrive on its barriers: all are initialized first.
   if (p.multicast > 1) {
     hopper::cluster_sync();
   } else {
-    __syncthreads();
+    const int real_rows = __syncthreads_count(real_row);
+    if (p.groups.row_entry != nullptr) mma_rows = max(real_rows, 1);
   }
 
   // A grouped tile's y rows, read by the epilogue: one global load each, here where the other
@@ -247,7 +280,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   } else {
     hopper::warpgroup_reg_alloc<kConsumerRegs>();
-    consume<kTokens>(smem, full, empty, t, warpgroup - 1);
+    consume<kTokens>(smem, full, empty, t, warpgroup - 1, mma_rows);
   }
 
   // Every CTA's partial tile is written (and every producer has waited on the previous

@@ -50,6 +50,14 @@ struct HopperGroups {
   // beyond are dropped (padding).
   const int32_t* out_row = nullptr;
   int64_t out_rows = 0;
+  // Optional: the (token, k) entry each x row holds, `entries` or more for padding. A tile's
+  // padding rows follow its real ones, so the one-CTA-per-tile kernel's MMAs stop at the last
+  // real row (rounded up to 64); nullptr: every row of a tile is multiplied. (The persistent
+  // kernel, tiles up to 128 tokens, multiplies whole tiles: at the sizes that take it the expert
+  // weights' bytes bound the step, and stopping early measured slower:
+  // docs/perf-log/2026-12-01-padding-rows.md.)
+  const int32_t* row_entry = nullptr;
+  int64_t entries = 0;
 };
 
 class HopperGemm {

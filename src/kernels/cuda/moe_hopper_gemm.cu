@@ -1,6 +1,8 @@
 // fused_moe's Hopper path (sm_90): the Hopper GEMM's grouped mode (hopper_gemm.h: wgmma fed by
 // TMA) over the alignment's tiles, each tile one expert's rows:
-//   gather:   gathered[p] = x[token(p)] (zero for padding), so TMA can stream whole tiles;
+//   gather:   gathered[p] = x[token(p)], so TMA can stream whole tiles (padding rows are left
+//             as they are: a GEMM output row depends on its own input row alone, and padding
+//             rows' outputs are dropped);
 //   gate/up:  act[p, j] = silu(gate_e[j] . gathered[p]) * (up_e[j] . gathered[p]);
 //   down:     partial_bf16[entry(p), h] = down_e[h] . act[p] (padding rows dropped).
 // Tiles past num_tokens_post_padded exit at once, so every launch shape is fixed.
@@ -22,7 +24,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kMaxCtas = 2048;
 constexpr int kVectorsInFlight = 8;  // 16-byte loads a lane issues before its stores
 
-// A warp per sorted position p (grid-strided): gathered[p] = x[sorted[p] / k], zeros for
+// A warp per sorted position p (grid-strided): gathered[p] = x[sorted[p] / k], nothing for
 // padding. Each lane has kVectorsInFlight loads in flight: a thread per vector, each behind its
 // own load of sorted[p], was 13% slower (docs/perf-log/2026-11-30-moe-prefill-align.md).
 __global__ void __launch_bounds__(kThreads)
@@ -37,14 +39,15 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; p < used;
        p += warps) {
     const int64_t entry = a.sorted[p];
-    const uint4* src = entry < entries ? x + (entry / a.top_k) * (a.x_stride / 8) : nullptr;
+    if (entry >= entries) continue;  // padding
+    const uint4* src = x + (entry / a.top_k) * (a.x_stride / 8);
     uint4* dst = out + p * vectors_per_row;
     for (int64_t c0 = lane; c0 < vectors_per_row; c0 += 32 * kVectorsInFlight) {
       uint4 v[kVectorsInFlight];
 #pragma unroll
       for (int j = 0; j < kVectorsInFlight; ++j) {
         const int64_t c = c0 + 32 * j;
-        v[j] = src != nullptr && c < vectors_per_row ? src[c] : uint4{};
+        v[j] = c < vectors_per_row ? src[c] : uint4{};
       }
 #pragma unroll
       for (int j = 0; j < kVectorsInFlight; ++j) {
@@ -73,7 +76,9 @@ void launch_moe_hopper_gemm(const MoeExpertsArgs& a, backend::Stream stream) {
   HopperGroups groups{.token_tile = static_cast<int>(a.block_size),
                       .tile_expert = a.expert_ids,
                       .rows_used = a.counters,
-                      .expert_rows = 2 * a.inter};
+                      .expert_rows = 2 * a.inter,
+                      .row_entry = a.sorted,
+                      .entries = a.rows * a.top_k};
   HopperGemm& gemm = StreamGemms::of(stream).hopper;
   gemm.run_grouped_silu_and_mul(gathered, w_gate_up, groups, act, stream);
   groups.expert_rows = a.hidden;
