@@ -44,11 +44,13 @@ struct GroupedConfig {
   // bytes; chunk c of row r kept at c ^ (r % 8), so that a warp's fragment writes and a row's
   // chunk reads spread over the banks).
   static constexpr int kStagingBytes = kTokens * 2 * kHalfRows * 2;
+  static constexpr int kRowsBytes = kTokens * 4;   // the tile's y rows (i32)
   static constexpr int kBarrierBytes = 2 * 8 * 8;  // full and empty, up to 8 stages
   static constexpr int kStages =
-      std::min(8, (kSmemLimit - kStagingBytes - kBarrierBytes - 1024) / kStageBytes);
+      std::min(8, (kSmemLimit - kStagingBytes - kRowsBytes - kBarrierBytes - 1024) / kStageBytes);
   static constexpr int kStagingOffset = kStages * kStageBytes;
-  static constexpr int kBarrierOffset = kStagingOffset + kStagingBytes;
+  static constexpr int kRowsOffset = kStagingOffset + kStagingBytes;
+  static constexpr int kBarrierOffset = kRowsOffset + kRowsBytes;
   static constexpr int kSmemBytes = kBarrierOffset + kBarrierBytes + 1024;  // + alignment
   static_assert(kTokens <= kHopperGroupedMaxTokenTile && kStages >= 4 && kSmemBytes <= kSmemLimit);
 };
@@ -120,26 +122,31 @@ __device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* 
   const bool releaser = consumer % 128 == 0;  // one arrival per warpgroup and stage
   const uint32_t ring = hopper::smem_addr(smem);
   auto* staging = reinterpret_cast<bf16*>(smem + Cfg::kStagingOffset);
+  auto* tile_rows = reinterpret_cast<int32_t*>(smem + Cfg::kRowsOffset);  // [kTokens]: y rows
   auto* y = static_cast<bf16*>(p.y);
   // Fragment element j of this thread: token (j / 4) 8 + 2 (lane % 4) + j % 2, weight row
-  // 16 warp + lane / 4 + 8 ((j / 2) % 2) of the warpgroup's 64.
+  // 16 warp + lane / 4 + 8 ((j / 2) % 2) of the warpgroup's 64. The swizzle repeats every 8
+  // token rows, so element j sits at one of four per-thread bases (by j % 4) plus (j / 4) 8
+  // rows. (Computed per element, the compiler kept up to 128 staging addresses live across the
+  // tile loop and spilled them: 624 bytes in the 128-token plain-store instance.)
+  int staging_base[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    staging_base[e] = staging_index((lane % 4) * 2 + e % 2, (kSilu ? 0 : half * kHalfRows) +
+                                                                warp * 16 + lane / 4 + 8 * (e / 2));
+  }
   auto staged = [&](int j) -> bf16& {
-    const int token = (j / 4) * 8 + (lane % 4) * 2 + (j % 2);
-    const int col = (kSilu ? 0 : half * kHalfRows) + warp * 16 + lane / 4 + 8 * ((j / 2) % 2);
-    return staging[staging_index(token, col)];
+    return staging[staging_base[j % 4] + (j / 4) * 8 * 2 * kHalfRows];
   };
   uint32_t g = 0;  // k-blocks consumed so far, over all tiles
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const GroupedTile at(tile, p.feature_tiles);
     const int token0 = at.token_tile * kTokens, col0 = at.feature_tile * kFeatureRows;
-    // This thread's output rows (store items consumer + kConsumers i), loaded now so that the
-    // main loop hides their latency.
-    int32_t y_rows[kItems];
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      const int token = min((consumer + i * kConsumers) / kChunks, kTokens - 1);
-      y_rows[i] = p.groups.out_row != nullptr ? p.groups.out_row[token0 + token] : token0 + token;
-    }
+    // The y row of the tile's token `consumer`, loaded now so that the main loop hides the
+    // latency, and shared through tile_rows with the threads that store its chunks: one
+    // register a thread beside the accumulators, not one per store item (up to 16).
+    int32_t y_row = token0 + consumer;
+    if (p.groups.out_row != nullptr && consumer < kTokens) y_row = p.groups.out_row[y_row];
     float acc[Mma::kAccumulators];
 #pragma unroll
     for (int j = 0; j < Mma::kAccumulators; ++j) acc[j] = 0.f;
@@ -163,8 +170,9 @@ __device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* 
     fence_accumulators(acc);
     if (releaser) hopper::mbarrier_arrive(&empty[(g - 1) % Cfg::kStages]);
 
-    // The last tile's stores have read the staging tile.
+    // The last tile's stores have read the staging tile and tile_rows.
     hopper::named_barrier(kStagingBarrier, kConsumers);
+    if (consumer < kTokens) tile_rows[consumer] = y_row;
     if constexpr (kSilu) {
       if (half == 1) {
 #pragma unroll
@@ -179,16 +187,15 @@ __device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* 
         }
       }
     } else {
-      auto stage_all = [&] {
+      // One copy per warpgroup, in opposite orders: with a single copy (or two the compiler
+      // could merge) ptxas serialized the wgmmas (a C7514 "performance loss" note; the silu_mul
+      // variant, which branches here, had none).
+      if (half == 0) {
 #pragma unroll
         for (int j = 0; j < Mma::kAccumulators; ++j) staged(j) = __float2bfloat16_rn(acc[j]);
-      };
-      // One copy per warpgroup: with a single one ptxas serialized the wgmmas (a C7514
-      // "performance loss" note; the silu_mul variant, which branches here, had none).
-      if (half == 0) {
-        stage_all();
       } else {
-        stage_all();
+#pragma unroll
+        for (int j = Mma::kAccumulators - 1; j >= 0; --j) staged(j) = __float2bfloat16_rn(acc[j]);
       }
     }
     hopper::named_barrier(kStagingBarrier, kConsumers);
@@ -198,8 +205,9 @@ __device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* 
       const int token = item / kChunks, chunk = item % kChunks;
       const int col = col0 + chunk * 8;
       if (token >= kTokens || col >= p.n) continue;  // n % 8 == 0: a chunk is wholly in or out
-      if (p.groups.out_row != nullptr && y_rows[i] >= p.groups.out_rows) continue;  // padding
-      *reinterpret_cast<uint4*>(y + static_cast<int64_t>(y_rows[i]) * p.n + col) =
+      const int32_t row = tile_rows[token];
+      if (p.groups.out_row != nullptr && row >= p.groups.out_rows) continue;  // padding
+      *reinterpret_cast<uint4*>(y + static_cast<int64_t>(row) * p.n + col) =
           *reinterpret_cast<const uint4*>(staging + staging_index(token, chunk * 8));
     }
   }

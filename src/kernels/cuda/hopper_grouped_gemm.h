@@ -17,7 +17,10 @@ namespace sgl::kernels::cuda {
 // persistent, they were 2-3% slower with three stages beside a whole staging tile and 50%
 // slower with four and a staging tile of half the tokens, written out in two passes; decode
 // batches of 64-256 (tiles of 16-32) got 6-7% faster
-// (docs/perf-log/2026-11-30-moe-kernel-costs.md).
+// (docs/perf-log/2026-11-30-moe-kernel-costs.md). Without the spills those measurements had,
+// 256-token tiles ran persistent 1.5% faster at 8 x 1024 but 1.5-5% slower at 8 x 512 and
+// 2 x 1024 than on the one-CTA kernel, whose MMAs stop at a tile's last real row
+// (docs/perf-log/2026-12-01-padding-rows.md).
 inline constexpr int kHopperGroupedMaxTokenTile = 128;
 
 struct HopperGroupedLaunch {
