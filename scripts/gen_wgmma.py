@@ -18,7 +18,10 @@ def wrapper(n: int) -> str:
 template <>
 struct WgmmaBf16<{n}> {{
   static constexpr int kAccumulators = {regs};
-  __device__ __forceinline__ static void mma(float (&d)[{regs}], uint64_t desc_a, uint64_t desc_b) {{
+  // d: the fragment, or a wider one (a wider MMA's) whose first kAccumulators it updates.
+  template <int kCount>
+  __device__ __forceinline__ static void mma(float (&d)[kCount], uint64_t desc_a, uint64_t desc_b) {{
+    static_assert(kCount >= kAccumulators);
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 "
         "{{{names}}}, %{regs}, %{regs + 1}, 1, 1, 1, 0, 0;"

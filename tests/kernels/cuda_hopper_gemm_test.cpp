@@ -4,8 +4,10 @@
 // SiLU; plus what it declines. Skips where the GPU is not compute capability 9.0. Label: cuda.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -104,7 +106,9 @@ TEST_F(CudaHopperGemm, Deterministic) {
 
 // Grouped tiles whose real rows end early (groups.row_entry: padding after them) multiply only
 // up to their last real row, rounded up to a wgmma width: every real row equals the run that
-// multiplies whole tiles, bit for bit, in both modes, at each width (64, 128, 192, 256).
+// multiplies whole tiles, bit for bit, in both modes, at each width (64, 128, 192, 256). x's
+// padding rows are NaN (the gather leaves them unwritten): the whole-tile run's padding rows
+// come out NaN, the trimmed run's past its width exactly 0, which shows the MMAs stopped there.
 TEST_F(CudaHopperGemm, GroupedTilesStopAtTheirLastRealRow) {
   constexpr int kTile = 256;
   const std::vector<int32_t> real_rows = {1, 64, 65, 130, 193, 256};
@@ -115,15 +119,22 @@ TEST_F(CudaHopperGemm, GroupedTilesStopAtTheirLastRealRow) {
   for (int64_t r = 0; r < m; ++r) {
     row_entry[r] = r % kTile < real_rows[r / kTile] ? static_cast<int32_t>(r) : entries;
   }
+  auto width_of = [&](int64_t r) {  // the MMAs' rows in row r's tile
+    return (real_rows[r / kTile] + 63) / 64 * 64;
+  };
   auto upload_i32 = [&](const std::vector<int32_t>& v) {
-    Buffer dev(gpu_, DType::kI32, {static_cast<int64_t>(v.size())});
-    copy(Tensor(const_cast<int32_t*>(v.data()), DType::kI32, {static_cast<int64_t>(v.size())}), dev,
-         stream_.get());
+    const int64_t n = static_cast<int64_t>(v.size());
+    Buffer dev(gpu_, DType::kI32, {n});
+    copy(Tensor(const_cast<int32_t*>(v.data()), DType::kI32, {n}), dev, stream_.get());
     return dev;
   };
   Buffer d_entry = upload_i32(row_entry), d_expert = upload_i32(tile_expert),
          d_used = upload_i32({static_cast<int32_t>(m)});
-  Buffer x = to_device(host_random({m, k}, 1.f));
+  Buffer host_x = host_random({m, k}, 1.f);
+  for (int64_t r = 0; r < m; ++r) {
+    if (row_entry[r] == entries) std::fill_n(host_x.data<float>() + r * k, k, NAN);
+  }
+  Buffer x = to_device(host_x);
   for (bool silu : {false, true}) {
     const int64_t expert_rows = silu ? 144 : 136;  // a partial feature tile either way
     Buffer w = to_device(host_random({2 * expert_rows, k}, 0.1f));
@@ -146,13 +157,20 @@ TEST_F(CudaHopperGemm, GroupedTilesStopAtTheirLastRealRow) {
       return to_host(y);
     };
     Buffer whole = run(false), trimmed = run(true);
+    const char* mode = silu ? "silu" : "store";
     for (int64_t r = 0; r < m; ++r) {
-      if (row_entry[r] == entries) continue;
+      const bool real = row_entry[r] != entries;
       for (int64_t c = 0; c < n; ++c) {
         const float want = whole.data<float>()[r * n + c], got = trimmed.data<float>()[r * n + c];
-        ASSERT_FALSE(std::isnan(want)) << "row " << r << " col " << c;
-        ASSERT_EQ(got, want) << (silu ? "silu" : "store") << " tile " << r / kTile << " row "
-                             << r % kTile << " col " << c;
+        const std::string at = std::string(mode) + " tile " + std::to_string(r / kTile) + " row " +
+                               std::to_string(r % kTile) + " col " + std::to_string(c);
+        if (real) {
+          ASSERT_FALSE(std::isnan(want)) << at;
+          ASSERT_EQ(got, want) << at;
+        } else {
+          ASSERT_TRUE(std::isnan(want)) << at << ": whole tiles multiply padding rows";
+          if (r % kTile >= width_of(r)) ASSERT_EQ(got, 0.f) << at << ": past the MMAs' rows";
+        }
       }
     }
   }

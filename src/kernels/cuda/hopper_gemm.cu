@@ -175,8 +175,7 @@ __device__ void consume(uint8_t* smem, uint64_t* full, uint64_t* empty, const Ct
     }
   };
   with_mma_width<kTokens>(rows, [&](auto width) {
-    using Narrow = WgmmaBf16<decltype(width)::value>;
-    auto& head = *reinterpret_cast<float(*)[Narrow::kAccumulators]>(&acc[0]);
+    using Narrow = WgmmaBf16<decltype(width)::value>;  // on acc's first Narrow::kAccumulators
     for (int i = 0; i < t.num_kb; ++i) {
       const int s = i % Cfg::kStages;
       hopper::mbarrier_wait(&full[s], (i / Cfg::kStages) & 1);
@@ -185,7 +184,7 @@ __device__ void consume(uint8_t* smem, uint64_t* full, uint64_t* empty, const Ct
       hopper::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kBlockK / 16; ++kk) {
-        Narrow::mma(head, hopper::sw128_kmajor_desc(w_tile + kk * 32),
+        Narrow::mma(acc, hopper::sw128_kmajor_desc(w_tile + kk * 32),
                     hopper::sw128_kmajor_desc(x_tile + kk * 32));
       }
       hopper::wgmma_commit();
@@ -254,8 +253,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::init_ring(full, empty, Cfg::kStages, 2 * p.multicast, &w_map, &x_map);
   }
   // The rows the tile's MMAs cover (with_mma_width rounds them up): its real rows, counted at
-  // the barrier below (padding follows them), or the rows of x left.
-  int mma_rows = min(kTokens, p.m - t.token0);
+  // the barrier below (padding follows them; grouped mode never multicasts), or the rows of x
+  // left.
+  const int valid_tokens = min(kTokens, p.m - t.token0);
+  int mma_rows = valid_tokens;
   // Peers multicast into this CTA's ring and arrive on its barriers: all are initialized first.
   if (p.multicast > 1) {
     hopper::cluster_sync();
@@ -268,7 +269,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   // producer threads idle, not a dependent load per output chunk there (3% of a prefill:
   // docs/perf-log/2026-11-30-moe-kernel-costs.md).
   auto* out_rows = reinterpret_cast<int32_t*>(smem + Cfg::kOutRowsOffset);
-  const int valid_tokens = min(kTokens, p.m - t.token0);
   if (warpgroup == 0) {
     hopper::warpgroup_reg_dealloc<kProducerRegs>();
     if (threadIdx.x == 0) {

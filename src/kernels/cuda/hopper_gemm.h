@@ -52,7 +52,8 @@ struct HopperGroups {
   int64_t out_rows = 0;
   // Optional: the (token, k) entry each x row holds, `entries` or more for padding. A tile's
   // padding rows follow its real ones, so the one-CTA-per-tile kernel's MMAs stop at the last
-  // real row (rounded up to 64); nullptr: every row of a tile is multiplied. (The persistent
+  // real row (rounded up to 64 on tiles of 128 and 256 tokens; smaller tiles are multiplied
+  // whole); nullptr: every row of a tile is multiplied. (The persistent
   // kernel, tiles up to 128 tokens, multiplies whole tiles: at the sizes that take it the expert
   // weights' bytes bound the step, and stopping early measured slower:
   // docs/perf-log/2026-12-01-padding-rows.md.)
@@ -90,7 +91,8 @@ class HopperGemm {
   void run_grouped(const Tensor& x, const Tensor& w, const HopperGroups& g, const Tensor& y,
                    backend::Stream stream);
   // out[r] = silu(x[r] gate_e^T) * (x[r] up_e^T), w_e = [gate_e; up_e] ([2I, k] per expert);
-  // out: [rows, I] bf16 contiguous (every x row is written, padding rows too).
+  // out: [rows, I] bf16 contiguous (every x row is written, padding rows too: with row_entry,
+  // those past the MMAs' last row as silu(0) * 0, the others from whatever x holds there).
   void run_grouped_silu_and_mul(const Tensor& x, const Tensor& w, const HopperGroups& g,
                                 const Tensor& out, backend::Stream stream);
 

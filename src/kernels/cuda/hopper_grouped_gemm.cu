@@ -127,7 +127,7 @@ __device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* 
   // Fragment element j of this thread: token (j / 4) 8 + 2 (lane % 4) + j % 2, weight row
   // 16 warp + lane / 4 + 8 ((j / 2) % 2) of the warpgroup's 64. The swizzle repeats every 8
   // token rows, so element j sits at one of four per-thread bases (by j % 4) plus (j / 4) 8
-  // rows. (Computed per element, the compiler kept up to 128 staging addresses live across the
+  // rows. (Computed per element, the compiler kept up to 64 staging addresses live across the
   // tile loop and spilled them: 624 bytes in the 128-token plain-store instance.)
   int staging_base[4];
 #pragma unroll
@@ -144,7 +144,7 @@ __device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* 
     const int token0 = at.token_tile * kTokens, col0 = at.feature_tile * kFeatureRows;
     // The y row of the tile's token `consumer`, loaded now so that the main loop hides the
     // latency, and shared through tile_rows with the threads that store its chunks: one
-    // register a thread beside the accumulators, not one per store item (up to 16).
+    // register a thread beside the accumulators, not one per store item (up to 8).
     int32_t y_row = token0 + consumer;
     if (p.groups.out_row != nullptr && consumer < kTokens) y_row = p.groups.out_row[y_row];
     float acc[Mma::kAccumulators];

@@ -16,7 +16,10 @@ struct WgmmaBf16;
 template <>
 struct WgmmaBf16<16> {
   static constexpr int kAccumulators = 8;
-  __device__ __forceinline__ static void mma(float (&d)[8], uint64_t desc_a, uint64_t desc_b) {
+  // d: the fragment, or a wider one (a wider MMA's) whose first kAccumulators it updates.
+  template <int kCount>
+  __device__ __forceinline__ static void mma(float (&d)[kCount], uint64_t desc_a, uint64_t desc_b) {
+    static_assert(kCount >= kAccumulators);
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
         "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, 1, 1, 1, 0, 0;"
@@ -29,7 +32,10 @@ struct WgmmaBf16<16> {
 template <>
 struct WgmmaBf16<32> {
   static constexpr int kAccumulators = 16;
-  __device__ __forceinline__ static void mma(float (&d)[16], uint64_t desc_a, uint64_t desc_b) {
+  // d: the fragment, or a wider one (a wider MMA's) whose first kAccumulators it updates.
+  template <int kCount>
+  __device__ __forceinline__ static void mma(float (&d)[kCount], uint64_t desc_a, uint64_t desc_b) {
+    static_assert(kCount >= kAccumulators);
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, 1, 1, "
@@ -44,7 +50,10 @@ struct WgmmaBf16<32> {
 template <>
 struct WgmmaBf16<64> {
   static constexpr int kAccumulators = 32;
-  __device__ __forceinline__ static void mma(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
+  // d: the fragment, or a wider one (a wider MMA's) whose first kAccumulators it updates.
+  template <int kCount>
+  __device__ __forceinline__ static void mma(float (&d)[kCount], uint64_t desc_a, uint64_t desc_b) {
+    static_assert(kCount >= kAccumulators);
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
@@ -61,7 +70,10 @@ struct WgmmaBf16<64> {
 template <>
 struct WgmmaBf16<128> {
   static constexpr int kAccumulators = 64;
-  __device__ __forceinline__ static void mma(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+  // d: the fragment, or a wider one (a wider MMA's) whose first kAccumulators it updates.
+  template <int kCount>
+  __device__ __forceinline__ static void mma(float (&d)[kCount], uint64_t desc_a, uint64_t desc_b) {
+    static_assert(kCount >= kAccumulators);
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
@@ -85,7 +97,10 @@ struct WgmmaBf16<128> {
 template <>
 struct WgmmaBf16<192> {
   static constexpr int kAccumulators = 96;
-  __device__ __forceinline__ static void mma(float (&d)[96], uint64_t desc_a, uint64_t desc_b) {
+  // d: the fragment, or a wider one (a wider MMA's) whose first kAccumulators it updates.
+  template <int kCount>
+  __device__ __forceinline__ static void mma(float (&d)[kCount], uint64_t desc_a, uint64_t desc_b) {
+    static_assert(kCount >= kAccumulators);
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
@@ -115,7 +130,10 @@ struct WgmmaBf16<192> {
 template <>
 struct WgmmaBf16<256> {
   static constexpr int kAccumulators = 128;
-  __device__ __forceinline__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+  // d: the fragment, or a wider one (a wider MMA's) whose first kAccumulators it updates.
+  template <int kCount>
+  __device__ __forceinline__ static void mma(float (&d)[kCount], uint64_t desc_a, uint64_t desc_b) {
+    static_assert(kCount >= kAccumulators);
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
