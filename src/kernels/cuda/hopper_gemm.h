@@ -53,10 +53,9 @@ struct HopperGroups {
   // Optional: the (token, k) entry each x row holds, `entries` or more for padding. A tile's
   // padding rows follow its real ones, so the one-CTA-per-tile kernel's MMAs stop at the last
   // real row (rounded up to 64 on tiles of 128 and 256 tokens; smaller tiles are multiplied
-  // whole); nullptr: every row of a tile is multiplied. (The persistent
-  // kernel, tiles up to 128 tokens, multiplies whole tiles: at the sizes that take it the expert
-  // weights' bytes bound the step, and stopping early measured slower:
-  // docs/perf-log/2026-12-01-padding-rows.md.)
+  // whole); nullptr: every row of a tile is multiplied. (The persistent kernel, tiles up to 128
+  // tokens, multiplies whole tiles: at the sizes that take it the expert weights' bytes bound
+  // the step, and stopping early measured slower: docs/perf-log/2026-12-01-padding-rows.md.)
   const int32_t* row_entry = nullptr;
   int64_t entries = 0;
 };
