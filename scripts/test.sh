@@ -88,6 +88,8 @@ if [ "$quick" != "--quick" ]; then
     stage "CUDA build (compile only; no GPU here)"
     cmake --preset cuda >/dev/null
     cmake --build --preset cuda
+    # The wgmma kernels as ptxas compiles them: no serialized wgmmas, no spills where none are.
+    scripts/check_ptxas.sh build/cuda
   else
     echo "== CUDA build skipped: no nvcc" >&2
     exit 1
