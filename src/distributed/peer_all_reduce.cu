@@ -19,7 +19,6 @@ namespace sgl::distributed {
 namespace {
 
 using kernels::cuda::add_chunk_into_residual;
-using kernels::cuda::add_rms_norm_threads;
 using kernels::cuda::block_sum;
 using kernels::cuda::kAddRmsNormMaxChunksPerThread;
 using kernels::cuda::kAddRmsNormMaxThreads;
@@ -550,10 +549,9 @@ void PeerAllReduce::all_reduce_add_rms_norm(int rank, const Tensor& x, const Ten
   q.rows = x.size(0);
   q.chunks = static_cast<int>(x.size(1) / 8);
   q.eps = eps;
-  const int threads = add_rms_norm_threads(q.chunks);
   const auto s = static_cast<cudaStream_t>(stream.native);
   const bool early = q.rows <= kEarlyTriggerMaxRows;
-  with_add_rms_norm_chunks(q.chunks, [&](auto per_thread) {
+  with_add_rms_norm_chunks(q.chunks, [&](auto per_thread, int threads) {
     constexpr int kChunks = decltype(per_thread)::value;
     launch_pdl(early ? peer_all_reduce_add_rms_norm_kernel<kChunks, true>
                      : peer_all_reduce_add_rms_norm_kernel<kChunks, false>,

@@ -273,9 +273,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::warpgroup_reg_dealloc<kProducerRegs>();
     if (threadIdx.x == 0) {
       produce<kTokens>(&w_map, &x_map, smem, full, empty, t);
-    } else if (p.groups.out_row != nullptr) {
+    } else if (p.groups.scatter) {
       for (int i = static_cast<int>(threadIdx.x) - 1; i < valid_tokens; i += 127) {
-        out_rows[i] = p.groups.out_row[t.token0 + i];
+        out_rows[i] = p.groups.row_entry[t.token0 + i];
       }
     }
   } else {
@@ -312,9 +312,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     int64_t y_row = t.token0 + tok;
-    if (p.groups.out_row != nullptr) {
+    if (p.groups.scatter) {
       y_row = out_rows[tok];
-      if (y_row >= p.groups.out_rows) continue;  // padding
+      if (y_row >= p.groups.entries) continue;  // padding
     }
     const int64_t out = y_row * p.n + col;
     if constexpr (kSilu) {
@@ -442,14 +442,15 @@ bool HopperGemm::applies_grouped(const Tensor& x, const Tensor& w, const HopperG
   return available_ && tile_ok && operands_fit(x, w) && x.is_contiguous() &&
          x.size(0) % g.token_tile == 0 && g.tile_expert != nullptr && g.rows_used != nullptr &&
          g.expert_rows >= 1 && w.size(0) % g.expert_rows == 0 && g.expert_rows % 8 == 0 &&
-         y.ndim() == 2 && y.is_contiguous() && is_aligned(y.raw(), 16) && y.size(0) <= INT32_MAX;
+         (!g.scatter || g.row_entry != nullptr) && y.ndim() == 2 && y.is_contiguous() &&
+         is_aligned(y.raw(), 16) && y.size(0) <= INT32_MAX;
 }
 
 void HopperGemm::run_grouped(const Tensor& x, const Tensor& w, const HopperGroups& g,
                              const Tensor& y, backend::Stream stream) {
   SGL_CHECK(applies_grouped(x, w, g, y) && y.size(1) == g.expert_rows &&
             (y.dtype() == DType::kBF16 || y.dtype() == DType::kF32) &&
-            (g.out_row != nullptr ? y.size(0) == g.out_rows : y.size(0) == x.size(0)))
+            y.size(0) == (g.scatter ? g.entries : x.size(0)))
       << "hopper gemm: grouped operands it does not take";
   launch({Epilogue::kStore, x, w, nullptr, y, (g.expert_rows + kTileRows - 1) / kTileRows, &g},
          stream);
@@ -457,7 +458,7 @@ void HopperGemm::run_grouped(const Tensor& x, const Tensor& w, const HopperGroup
 
 void HopperGemm::run_grouped_silu_and_mul(const Tensor& x, const Tensor& w, const HopperGroups& g,
                                           const Tensor& out, backend::Stream stream) {
-  SGL_CHECK(applies_grouped(x, w, g, out) && g.out_row == nullptr && out.dtype() == DType::kBF16 &&
+  SGL_CHECK(applies_grouped(x, w, g, out) && !g.scatter && out.dtype() == DType::kBF16 &&
             out.size(0) == x.size(0) && out.size(1) * 2 == g.expert_rows)
       << "hopper gemm: grouped operands it does not take";
   launch({Epilogue::kSiluMul, x, w, nullptr, out, (out.size(1) + kHalfRows - 1) / kHalfRows, &g},

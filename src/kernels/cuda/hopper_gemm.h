@@ -46,10 +46,6 @@ struct HopperGroups {
   const int32_t* tile_expert = nullptr;  // [x rows / token_tile]: each tile's expert
   const int32_t* rows_used = nullptr;    // [1]: x rows in use (a multiple of token_tile)
   int64_t expert_rows = 0;               // rows of w per expert (run_grouped_silu_and_mul: 2I)
-  // run_grouped: y row of each x row, nullptr for the same row; rows mapped to out_rows or
-  // beyond are dropped (padding).
-  const int32_t* out_row = nullptr;
-  int64_t out_rows = 0;
   // Optional: the (token, k) entry each x row holds, `entries` or more for padding. A tile's
   // padding rows follow its real ones, so the one-CTA-per-tile kernel's MMAs stop at the last
   // real row (rounded up to 64 on tiles of 128 and 256 tokens; smaller tiles are multiplied
@@ -58,6 +54,9 @@ struct HopperGroups {
   // the step, and stopping early measured slower: docs/perf-log/2026-12-01-padding-rows.md.)
   const int32_t* row_entry = nullptr;
   int64_t entries = 0;
+  // run_grouped with row_entry: x row r's y row is row_entry[r] (y: [entries, n]; padding rows
+  // are dropped); else the same row.
+  bool scatter = false;
 };
 
 class HopperGemm {
@@ -85,8 +84,8 @@ class HopperGemm {
   // the experts' weights stacked. Whether the kernels take them (as applies, plus the tile).
   bool applies_grouped(const Tensor& x, const Tensor& w, const HopperGroups& g,
                        const Tensor& y) const;
-  // y[out_row[r]] = x[r] w_e^T for each x row r of a tile of expert e; y: [out_rows, n] f32 or
-  // bf16 contiguous, n = expert_rows.
+  // y[r] (scatter: y[row_entry[r]]) = x[r] w_e^T for each x row r of a tile of expert e; y:
+  // [x rows (scatter: entries), n] f32 or bf16 contiguous, n = expert_rows.
   void run_grouped(const Tensor& x, const Tensor& w, const HopperGroups& g, const Tensor& y,
                    backend::Stream stream);
   // out[r] = silu(x[r] gate_e^T) * (x[r] up_e^T), w_e = [gate_e; up_e] ([2I, k] per expert);

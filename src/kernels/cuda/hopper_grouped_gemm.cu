@@ -146,7 +146,7 @@ __device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* 
     // latency, and shared through tile_rows with the threads that store its chunks: one
     // register a thread beside the accumulators, not one per store item (up to 8).
     int32_t y_row = token0 + consumer;
-    if (p.groups.out_row != nullptr && consumer < kTokens) y_row = p.groups.out_row[y_row];
+    if (p.groups.scatter && consumer < kTokens) y_row = p.groups.row_entry[y_row];
     float acc[Mma::kAccumulators];
 #pragma unroll
     for (int j = 0; j < Mma::kAccumulators; ++j) acc[j] = 0.f;
@@ -206,7 +206,7 @@ __device__ void consume_tiles(const HopperGroupedLaunch& p, int tiles, uint8_t* 
       const int col = col0 + chunk * 8;
       if (token >= kTokens || col >= p.n) continue;  // n % 8 == 0: a chunk is wholly in or out
       const int32_t row = tile_rows[token];
-      if (p.groups.out_row != nullptr && row >= p.groups.out_rows) continue;  // padding
+      if (p.groups.scatter && row >= p.groups.entries) continue;  // padding
       *reinterpret_cast<uint4*>(y + static_cast<int64_t>(row) * p.n + col) =
           *reinterpret_cast<const uint4*>(staging + staging_index(token, chunk * 8));
     }

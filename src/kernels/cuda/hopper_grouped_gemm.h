@@ -31,7 +31,7 @@ struct HopperGroupedLaunch {
   int k_blocks = 0;       // ceil(k / 64)
   int feature_tiles = 0;  // output columns / 128 (silu_mul: I / 64), rounded up
   HopperGroups groups;
-  void* y = nullptr;  // bf16 [m or groups.out_rows, n]
+  void* y = nullptr;  // bf16 [m, or groups.entries with groups.scatter, n]
 };
 
 // Kernel attributes (shared memory) on the current device; once, before the first launch.

@@ -82,8 +82,7 @@ void launch_moe_hopper_gemm(const MoeExpertsArgs& a, backend::Stream stream) {
   HopperGemm& gemm = StreamGemms::of(stream).hopper;
   gemm.run_grouped_silu_and_mul(gathered, w_gate_up, groups, act, stream);
   groups.expert_rows = a.hidden;
-  groups.out_row = a.sorted;
-  groups.out_rows = a.rows * a.top_k;
+  groups.scatter = true;
   gemm.run_grouped(act, w_down, groups, partial, stream);
 }
 

@@ -193,7 +193,6 @@ bool try_add_rms_norm_vec(const Tensor& x, const Tensor& residual, const Tensor&
       !is_aligned(residual.raw(), 16) || !is_aligned(weight.raw(), 16)) {
     return false;
   }
-  const int threads = add_rms_norm_threads(chunks);
   auto* xp = static_cast<__nv_bfloat16*>(x.raw());
   auto* rp = static_cast<float*>(residual.raw());
   const auto* wp = static_cast<const __nv_bfloat16*>(weight.raw());
@@ -202,7 +201,7 @@ bool try_add_rms_norm_vec(const Tensor& x, const Tensor& residual, const Tensor&
   const float e = static_cast<float>(eps);
   const bool early =
       x.size(0) <= kAddRmsNormEarlyLaunchMaxRows && n <= kAddRmsNormEarlyLaunchMaxWidth;
-  with_add_rms_norm_chunks(chunks, [&](auto per_thread) {
+  with_add_rms_norm_chunks(chunks, [&](auto per_thread, int threads) {
     launch_pdl(add_rms_norm_vec_kernel<decltype(per_thread)::value>, grid, threads, 0, stream, xp,
                rp, wp, ni, e, early);
   });

@@ -21,18 +21,19 @@ inline int add_rms_norm_threads(int64_t chunks) {
   return static_cast<int>(std::min<int64_t>(kAddRmsNormMaxThreads, (chunks + 31) / 32 * 32));
 }
 
-// Calls f(std::integral_constant<int, K>{}) with K the chunks a thread holds (1, 2 or 4: the
-// kernel instance) for a row of `chunks` at add_rms_norm_threads(chunks) threads.
+// Calls f(std::integral_constant<int, K>{}, threads) for a row of `chunks`: the block's
+// add_rms_norm_threads(chunks) threads and K the chunks each holds (1, 2 or 4: the kernel
+// instance).
 template <typename F>
 void with_add_rms_norm_chunks(int64_t chunks, F&& f) {
   const int threads = add_rms_norm_threads(chunks);
   const int64_t per_thread = (chunks + threads - 1) / threads;
   if (per_thread == 1) {
-    f(std::integral_constant<int, 1>{});
+    f(std::integral_constant<int, 1>{}, threads);
   } else if (per_thread == 2) {
-    f(std::integral_constant<int, 2>{});
+    f(std::integral_constant<int, 2>{}, threads);
   } else {
-    f(std::integral_constant<int, kAddRmsNormMaxChunksPerThread>{});
+    f(std::integral_constant<int, kAddRmsNormMaxChunksPerThread>{}, threads);
   }
 }
 
