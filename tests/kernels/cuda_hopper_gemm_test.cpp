@@ -11,8 +11,10 @@
 #include <tuple>
 #include <vector>
 
+#include "core/half.h"
 #include "cuda_linear_fixture.h"
 #include "kernels/cuda/hopper_gemm.h"
+#include "kernels/cuda/hopper_grouped_gemm.h"
 #include "kernels/cuda/stream_gemms.h"
 #include "kernels/linear.h"
 
@@ -105,42 +107,55 @@ TEST_F(CudaHopperGemm, Deterministic) {
 }
 
 // Grouped tiles whose real rows end early (groups.row_entry: padding after them) multiply only
-// up to their last real row, rounded up to a wgmma width: every real row equals the run that
-// multiplies whole tiles, bit for bit, in both modes, at each width (64, 128, 192, 256). x's
-// padding rows are NaN (the gather leaves them unwritten): the whole-tile run's padding rows
-// come out NaN, the trimmed run's past its width exactly 0, which shows the MMAs stopped there.
+// up to their last real row on the one-CTA-per-tile kernel, rounded up to a wgmma width: every
+// real row equals the run that multiplies whole tiles, bit for bit, in both modes, at each width
+// (64 to 256). That kernel takes f32 outputs, and bf16 ones on 256-token tiles over k past 2048
+// (hopper_grouped_runs_persistent). x's padding rows are NaN (the gather leaves them
+// unwritten): the whole-tile run's padding rows come out NaN, the trimmed run's past its width
+// exactly 0, which shows the MMAs stopped there.
 TEST_F(CudaHopperGemm, GroupedTilesStopAtTheirLastRealRow) {
-  constexpr int kTile = 256;
-  const std::vector<int32_t> real_rows = {1, 64, 65, 130, 193, 256};
-  const std::vector<int32_t> tile_expert = {0, 1, 1, 0, 1, 0};
-  const int64_t tiles = static_cast<int64_t>(real_rows.size()), m = tiles * kTile, k = 200;
-  const int64_t entries = 100'000;  // any entry below it is real
-  std::vector<int32_t> row_entry(m);
-  for (int64_t r = 0; r < m; ++r) {
-    row_entry[r] = r % kTile < real_rows[r / kTile] ? static_cast<int32_t>(r) : entries;
-  }
-  auto width_of = [&](int64_t r) {  // the MMAs' rows in row r's tile
-    return (real_rows[r / kTile] + 63) / 64 * 64;
+  struct Case {
+    int tile;
+    bool silu;
+    DType out;
+    int64_t k;
   };
-  auto upload_i32 = [&](const std::vector<int32_t>& v) {
-    const int64_t n = static_cast<int64_t>(v.size());
-    Buffer dev(gpu_, DType::kI32, {n});
-    copy(Tensor(const_cast<int32_t*>(v.data()), DType::kI32, {n}), dev, stream_.get());
-    return dev;
-  };
-  Buffer d_entry = upload_i32(row_entry), d_expert = upload_i32(tile_expert),
-         d_used = upload_i32({static_cast<int32_t>(m)});
-  Buffer host_x = host_random({m, k}, 1.f);
-  for (int64_t r = 0; r < m; ++r) {
-    if (row_entry[r] == entries) std::fill_n(host_x.data<float>() + r * k, k, NAN);
-  }
-  Buffer x = to_device(host_x);
-  for (bool silu : {false, true}) {
-    const int64_t expert_rows = silu ? 144 : 136;  // a partial feature tile either way
-    Buffer w = to_device(host_random({2 * expert_rows, k}, 0.1f));
-    const int64_t n = silu ? expert_rows / 2 : expert_rows;
+  for (const Case c : {Case{256, false, DType::kF32, 200}, Case{256, false, DType::kBF16, 2112},
+                       Case{256, true, DType::kBF16, 2112}, Case{128, false, DType::kF32, 200}}) {
+    ASSERT_FALSE(cuda::hopper_grouped_runs_persistent(c.tile, (c.k + 63) / 64) &&
+                 c.out == DType::kBF16)
+        << "a case the persistent kernel would take";
+    const std::vector<int32_t> real_rows = c.tile == 256
+                                               ? std::vector<int32_t>{1, 64, 65, 130, 193, 256}
+                                               : std::vector<int32_t>{1, 64, 65, 128};
+    const std::vector<int32_t> tile_expert = {0, 1, 1, 0, 1, 0};
+    const int64_t tiles = static_cast<int64_t>(real_rows.size()), m = tiles * c.tile;
+    const int64_t entries = 100'000;  // any entry below it is real
+    std::vector<int32_t> row_entry(m);
+    for (int64_t r = 0; r < m; ++r) {
+      row_entry[r] = r % c.tile < real_rows[r / c.tile] ? static_cast<int32_t>(r) : entries;
+    }
+    auto width_of = [&](int64_t r) {  // the MMAs' rows in row r's tile
+      return (real_rows[r / c.tile] + 63) / 64 * 64;
+    };
+    auto upload_i32 = [&](const std::vector<int32_t>& v) {
+      const int64_t n = static_cast<int64_t>(v.size());
+      Buffer dev(gpu_, DType::kI32, {n});
+      copy(Tensor(const_cast<int32_t*>(v.data()), DType::kI32, {n}), dev, stream_.get());
+      return dev;
+    };
+    Buffer d_entry = upload_i32(row_entry), d_expert = upload_i32(tile_expert),
+           d_used = upload_i32({static_cast<int32_t>(m)});
+    Buffer host_x = host_random({m, c.k}, 1.f);
+    for (int64_t r = 0; r < m; ++r) {
+      if (row_entry[r] == entries) std::fill_n(host_x.data<float>() + r * c.k, c.k, NAN);
+    }
+    Buffer x = to_device(host_x);
+    const int64_t expert_rows = c.silu ? 144 : 136;  // a partial feature tile either way
+    Buffer w = to_device(host_random({2 * expert_rows, c.k}, 0.1f));
+    const int64_t n = c.silu ? expert_rows / 2 : expert_rows;
     auto run = [&](bool trimmed) {
-      cuda::HopperGroups g{.token_tile = kTile,
+      cuda::HopperGroups g{.token_tile = c.tile,
                            .tile_expert = d_expert.tensor().data<int32_t>(),
                            .rows_used = d_used.tensor().data<int32_t>(),
                            .expert_rows = expert_rows};
@@ -148,8 +163,8 @@ TEST_F(CudaHopperGemm, GroupedTilesStopAtTheirLastRealRow) {
         g.row_entry = d_entry.tensor().data<int32_t>();
         g.entries = entries;
       }
-      Buffer y = poisoned(DType::kBF16, {m, n});
-      if (silu) {
+      Buffer y = poisoned(c.out, {m, n});
+      if (c.silu) {
         hopper().run_grouped_silu_and_mul(x, w, g, y, stream_.get());
       } else {
         hopper().run_grouped(x, w, g, y, stream_.get());
@@ -157,21 +172,58 @@ TEST_F(CudaHopperGemm, GroupedTilesStopAtTheirLastRealRow) {
       return to_host(y);
     };
     Buffer whole = run(false), trimmed = run(true);
-    const char* mode = silu ? "silu" : "store";
+    const std::string mode = std::string(c.silu ? "silu" : "store") + " tile " +
+                             std::to_string(c.tile) + " k " + std::to_string(c.k);
     for (int64_t r = 0; r < m; ++r) {
       const bool real = row_entry[r] != entries;
-      for (int64_t c = 0; c < n; ++c) {
-        const float want = whole.data<float>()[r * n + c], got = trimmed.data<float>()[r * n + c];
-        const std::string at = std::string(mode) + " tile " + std::to_string(r / kTile) + " row " +
-                               std::to_string(r % kTile) + " col " + std::to_string(c);
+      for (int64_t col = 0; col < n; ++col) {
+        const float want = whole.data<float>()[r * n + col];
+        const float got = trimmed.data<float>()[r * n + col];
+        const std::string at = mode + ": tile " + std::to_string(r / c.tile) + " row " +
+                               std::to_string(r % c.tile) + " col " + std::to_string(col);
         if (real) {
           ASSERT_FALSE(std::isnan(want)) << at;
           ASSERT_EQ(got, want) << at;
         } else {
           ASSERT_TRUE(std::isnan(want)) << at << ": whole tiles multiply padding rows";
-          if (r % kTile >= width_of(r)) ASSERT_EQ(got, 0.f) << at << ": past the MMAs' rows";
+          if (r % c.tile >= width_of(r)) ASSERT_EQ(got, 0.f) << at << ": past the MMAs' rows";
         }
       }
+    }
+  }
+}
+
+// The persistent grouped kernel (bf16 outputs, tiles up to 256 over short k) against the
+// one-CTA-per-tile kernel (f32 outputs) on the same tiles: the same accumulators, so every bf16
+// output is the f32 one rounded, bit for bit.
+TEST_F(CudaHopperGemm, PersistentGroupedTilesEqualOneCtaTiles) {
+  for (int tile : {16, 64, 128, 256}) {
+    const int64_t k = 200, expert_rows = 136;  // a partial feature tile
+    ASSERT_TRUE(cuda::hopper_grouped_runs_persistent(tile, (k + 63) / 64));
+    const std::vector<int32_t> tile_expert = {1, 0, 0, 1, 1};
+    const int64_t m = static_cast<int64_t>(tile_expert.size()) * tile;
+    Buffer d_expert(gpu_, DType::kI32, {static_cast<int64_t>(tile_expert.size())});
+    copy(Tensor(const_cast<int32_t*>(tile_expert.data()), DType::kI32,
+                {static_cast<int64_t>(tile_expert.size())}),
+         d_expert, stream_.get());
+    const int32_t used = static_cast<int32_t>(m);
+    Buffer d_used(gpu_, DType::kI32, {1});
+    copy(Tensor(const_cast<int32_t*>(&used), DType::kI32, {1}), d_used, stream_.get());
+    Buffer x = to_device(host_random({m, k}, 1.f));
+    Buffer w = to_device(host_random({2 * expert_rows, k}, 0.1f));
+    const cuda::HopperGroups g{.token_tile = tile,
+                               .tile_expert = d_expert.tensor().data<int32_t>(),
+                               .rows_used = d_used.tensor().data<int32_t>(),
+                               .expert_rows = expert_rows};
+    Buffer y16 = poisoned(DType::kBF16, {m, expert_rows}),
+           y32 = poisoned(DType::kF32, {m, expert_rows});
+    hopper().run_grouped(x, w, g, y16, stream_.get());
+    hopper().run_grouped(x, w, g, y32, stream_.get());
+    Buffer got = to_host(y16), want = to_host(y32);
+    for (int64_t i = 0; i < m * expert_rows; ++i) {
+      ASSERT_FALSE(std::isnan(want.data<float>()[i])) << "tile " << tile << " at " << i;
+      ASSERT_EQ(got.data<float>()[i], bf16_to_float(float_to_bf16(want.data<float>()[i])))
+          << "tile " << tile << " at " << i;
     }
   }
 }

@@ -512,7 +512,7 @@ void HopperGemm::launch(const Launch& l, backend::Stream stream) {
   // The persistent kernel stores 16-byte chunks: whole ones need n % 8 == 0 (a SiLU problem's
   // 2I % 8 == 0 leaves I % 8 == 4 possible; fused_moe never sends one).
   if (l.groups != nullptr && l.y.dtype() == DType::kBF16 && l.y.size(1) % 8 == 0 &&
-      plan.token_tile <= kHopperGroupedMaxTokenTile) {
+      hopper_grouped_runs_persistent(plan.token_tile, k_blocks)) {
     const HopperGroupedLaunch grouped{.silu_mul = l.epilogue == Epilogue::kSiluMul,
                                       .token_tile = plan.token_tile,
                                       .m = static_cast<int>(m),

@@ -15,9 +15,10 @@
 // Grouped (MoE) problems run over token tiles that each belong to one expert: a tile's weights
 // are its expert's rows of the stacked weight, and tiles past the rows in use (a device value
 // the alignment wrote) are skipped, so the launch shape is fixed and a CUDA graph can capture
-// it. Their weight loads wait for the alignment (the expert is data). Tiles of up to 128 tokens
-// with bf16 outputs take the persistent kernel of hopper_grouped_gemm.h (one CTA per SM walks
-// the tiles); larger ones, and f32 outputs, this kernel, one CTA per tile.
+// it. Their weight loads wait for the alignment (the expert is data). With bf16 outputs, tiles of
+// up to 128 tokens, and of 256 over k up to 2048, take the persistent kernel of
+// hopper_grouped_gemm.h (one CTA per SM walks the tiles: hopper_grouped_runs_persistent); the
+// others, and f32 outputs, this kernel, one CTA per tile.
 //
 // Ownership: one per stream (StreamGemms, stream_gemms.h), holding the device's facts
 // (compute capability, cluster residency per tile shape) and the tensor-map encoder.
@@ -49,9 +50,8 @@ struct HopperGroups {
   // Optional: the (token, k) entry each x row holds, `entries` or more for padding. A tile's
   // padding rows follow its real ones, so the one-CTA-per-tile kernel's MMAs stop at the last
   // real row (rounded up to 64 on tiles of 128 and 256 tokens; smaller tiles are multiplied
-  // whole); nullptr: every row of a tile is multiplied. (The persistent kernel, tiles up to 128
-  // tokens, multiplies whole tiles: at the sizes that take it the expert weights' bytes bound
-  // the step, and stopping early measured slower: docs/perf-log/2026-12-01-padding-rows.md.)
+  // whole); nullptr: every row of a tile is multiplied. (The persistent kernel multiplies whole
+  // tiles: stopping early measured slower there, hopper_grouped_runs_persistent.)
   const int32_t* row_entry = nullptr;
   int64_t entries = 0;
   // run_grouped with row_entry: x row r's y row is row_entry[r] (y: [entries, n]; padding rows

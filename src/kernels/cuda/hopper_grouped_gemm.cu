@@ -52,7 +52,7 @@ struct GroupedConfig {
   static constexpr int kRowsOffset = kStagingOffset + kStagingBytes;
   static constexpr int kBarrierOffset = kRowsOffset + kRowsBytes;
   static constexpr int kSmemBytes = kBarrierOffset + kBarrierBytes + 1024;  // + alignment
-  static_assert(kTokens <= kHopperGroupedMaxTokenTile && kStages >= 4 && kSmemBytes <= kSmemLimit);
+  static_assert(kTokens <= kHopperGroupedMaxTokenTile && kStages >= 3 && kSmemBytes <= kSmemLimit);
 };
 
 // The staging tile's element (row, col): 128 bf16 a row, 16-byte chunks swizzled by the row.

@@ -13,15 +13,21 @@
 
 namespace sgl::kernels::cuda {
 
-// The largest token tile it runs. Tiles of 256 (prefill) keep the one-CTA-per-tile kernel:
-// persistent, they were 2-3% slower with three stages beside a whole staging tile and 50%
-// slower with four and a staging tile of half the tokens, written out in two passes; decode
-// batches of 64-256 (tiles of 16-32) got 6-7% faster
-// (docs/perf-log/2026-11-30-moe-kernel-costs.md). Without the spills those measurements had,
-// 256-token tiles ran persistent 1.5% faster at 8 x 1024 but 1.5-5% slower at 8 x 512 and
-// 2 x 1024 than on the one-CTA kernel, whose MMAs stop at a tile's last real row
-// (docs/perf-log/2026-12-01-padding-rows.md).
-inline constexpr int kHopperGroupedMaxTokenTile = 128;
+// The largest token tile it runs (256: three stages beside a whole staging tile).
+inline constexpr int kHopperGroupedMaxTokenTile = 256;
+
+// Whether a grouped problem's tiles of `token_tile` tokens over `k_blocks` k-blocks of 64 take
+// this kernel rather than HopperGemm's one CTA per tile: tiles up to 128 tokens (decode batches
+// of 64-256 ran 6-7% faster persistent: docs/perf-log/2026-11-30-moe-kernel-costs.md), and tiles
+// of 256 whose main loop is short (k up to 2048: Qwen3-30B-A3B's prefill 8 x 1024 -4%), where
+// the launches, pipeline fills and epilogues it overlaps weigh most. On long ones the one-CTA
+// kernel's fourth stage streams the weights faster (Mixtral-8x7B, k = 4096 and 14336: a 1 x 1024
+// prefill 86 -> 104 ms persistent). It multiplies whole tiles: stopping at a tile's last real
+// row, as the one-CTA kernel does, made it slower at every size measured
+// (docs/perf-log/2026-12-01-persistent-prefill.md).
+inline bool hopper_grouped_runs_persistent(int token_tile, int64_t k_blocks) {
+  return token_tile <= 128 || k_blocks <= 32;
+}
 
 struct HopperGroupedLaunch {
   bool silu_mul = false;  // out = silu(x gate^T) * (x up^T), else y = x w^T
