@@ -194,37 +194,57 @@ TEST_F(CudaHopperGemm, GroupedTilesStopAtTheirLastRealRow) {
 }
 
 // The persistent grouped kernel (bf16 outputs, tiles up to 256 over short k) against the
-// one-CTA-per-tile kernel (f32 outputs) on the same tiles: the same accumulators, so every bf16
-// output is the f32 one rounded, bit for bit.
-TEST_F(CudaHopperGemm, PersistentGroupedTilesEqualOneCtaTiles) {
+// one-CTA-per-tile kernel (f32 outputs) on the same tiles: plain stores are the f32 results
+// rounded, bit for bit; the fused SiLU (I = 200: the last feature tile partial) is silu(gate) *
+// up of the f32 projections as the kernels round them, up to __expf.
+TEST_F(CudaHopperGemm, PersistentGroupedTilesMatchOneCtaTiles) {
+  const int64_t k = 200, store_rows = 136, inter = 200;
   for (int tile : {16, 64, 128, 256}) {
-    const int64_t k = 200, expert_rows = 136;  // a partial feature tile
     ASSERT_TRUE(cuda::hopper_grouped_runs_persistent(tile, (k + 63) / 64));
     const std::vector<int32_t> tile_expert = {1, 0, 0, 1, 1};
-    const int64_t m = static_cast<int64_t>(tile_expert.size()) * tile;
-    Buffer d_expert(gpu_, DType::kI32, {static_cast<int64_t>(tile_expert.size())});
-    copy(Tensor(const_cast<int32_t*>(tile_expert.data()), DType::kI32,
-                {static_cast<int64_t>(tile_expert.size())}),
-         d_expert, stream_.get());
+    const int64_t tiles = static_cast<int64_t>(tile_expert.size()), m = tiles * tile;
+    Buffer d_expert(gpu_, DType::kI32, {tiles});
+    copy(Tensor(const_cast<int32_t*>(tile_expert.data()), DType::kI32, {tiles}), d_expert,
+         stream_.get());
     const int32_t used = static_cast<int32_t>(m);
     Buffer d_used(gpu_, DType::kI32, {1});
     copy(Tensor(const_cast<int32_t*>(&used), DType::kI32, {1}), d_used, stream_.get());
     Buffer x = to_device(host_random({m, k}, 1.f));
-    Buffer w = to_device(host_random({2 * expert_rows, k}, 0.1f));
-    const cuda::HopperGroups g{.token_tile = tile,
-                               .tile_expert = d_expert.tensor().data<int32_t>(),
-                               .rows_used = d_used.tensor().data<int32_t>(),
-                               .expert_rows = expert_rows};
-    Buffer y16 = poisoned(DType::kBF16, {m, expert_rows}),
-           y32 = poisoned(DType::kF32, {m, expert_rows});
-    hopper().run_grouped(x, w, g, y16, stream_.get());
-    hopper().run_grouped(x, w, g, y32, stream_.get());
+    auto groups = [&](int64_t expert_rows) {
+      return cuda::HopperGroups{.token_tile = tile,
+                                .tile_expert = d_expert.tensor().data<int32_t>(),
+                                .rows_used = d_used.tensor().data<int32_t>(),
+                                .expert_rows = expert_rows};
+    };
+    // Plain stores: [2 experts x 136 rows, k].
+    Buffer w = to_device(host_random({2 * store_rows, k}, 0.1f));
+    Buffer y16 = poisoned(DType::kBF16, {m, store_rows});
+    Buffer y32 = poisoned(DType::kF32, {m, store_rows});
+    hopper().run_grouped(x, w, groups(store_rows), y16, stream_.get());
+    hopper().run_grouped(x, w, groups(store_rows), y32, stream_.get());
     Buffer got = to_host(y16), want = to_host(y32);
-    for (int64_t i = 0; i < m * expert_rows; ++i) {
+    for (int64_t i = 0; i < m * store_rows; ++i) {
       ASSERT_FALSE(std::isnan(want.data<float>()[i])) << "tile " << tile << " at " << i;
       ASSERT_EQ(got.data<float>()[i], bf16_to_float(float_to_bf16(want.data<float>()[i])))
           << "tile " << tile << " at " << i;
     }
+    // Gate/up + SiLU: [2 experts x (200 gate + 200 up rows), k].
+    Buffer w_gate_up = to_device(host_random({2 * 2 * inter, k}, 0.1f));
+    Buffer act = poisoned(DType::kBF16, {m, inter});
+    Buffer projections = poisoned(DType::kF32, {m, 2 * inter});
+    hopper().run_grouped_silu_and_mul(x, w_gate_up, groups(2 * inter), act, stream_.get());
+    hopper().run_grouped(x, w_gate_up, groups(2 * inter), projections, stream_.get());
+    Buffer got_act = to_host(act), proj = to_host(projections);
+    Buffer want_act(cpu_allocator(), DType::kF32, {m, inter});
+    auto round = [](float v) { return bf16_to_float(float_to_bf16(v)); };
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t c = 0; c < inter; ++c) {
+        const float g = round(proj.data<float>()[r * 2 * inter + c]);
+        const float u = round(proj.data<float>()[r * 2 * inter + inter + c]);
+        want_act.data<float>()[r * inter + c] = round(round(g / (1.f + std::exp(-g))) * u);
+      }
+    }
+    EXPECT_LT(rel_err(got_act, want_act), 1e-2) << "tile " << tile;
   }
 }
 
