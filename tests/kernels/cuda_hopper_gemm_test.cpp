@@ -109,7 +109,7 @@ TEST_F(CudaHopperGemm, Deterministic) {
 // Grouped tiles whose real rows end early (groups.row_entry: padding after them) multiply only
 // up to their last real row on the one-CTA-per-tile kernel, rounded up to a wgmma width: every
 // real row equals the run that multiplies whole tiles, bit for bit, in both modes, at each width
-// (64 to 256). That kernel takes f32 outputs, and bf16 ones on 256-token tiles over k past 2048
+// (64 to 256). That kernel takes f32 outputs, and bf16 ones on 256-token tiles over k past 1024
 // (hopper_grouped_runs_persistent). x's padding rows are NaN (the gather leaves them
 // unwritten): the whole-tile run's padding rows come out NaN, the trimmed run's past its width
 // exactly 0, which shows the MMAs stopped there.

@@ -16,7 +16,7 @@
 // are its expert's rows of the stacked weight, and tiles past the rows in use (a device value
 // the alignment wrote) are skipped, so the launch shape is fixed and a CUDA graph can capture
 // it. Their weight loads wait for the alignment (the expert is data). With bf16 outputs, tiles of
-// up to 128 tokens, and of 256 over k up to 2048, take the persistent kernel of
+// up to 128 tokens, and of 256 over k up to 1024, take the persistent kernel of
 // hopper_grouped_gemm.h (one CTA per SM walks the tiles: hopper_grouped_runs_persistent); the
 // others, and f32 outputs, this kernel, one CTA per tile.
 //

@@ -18,15 +18,14 @@ inline constexpr int kHopperGroupedMaxTokenTile = 256;
 
 // Whether a grouped problem's tiles of `token_tile` tokens over `k_blocks` k-blocks of 64 take
 // this kernel rather than HopperGemm's one CTA per tile: tiles up to 128 tokens (decode batches
-// of 64-256 ran 6-7% faster persistent: docs/perf-log/2026-11-30-moe-kernel-costs.md), and tiles
-// of 256 whose main loop is short (k up to 2048: Qwen3-30B-A3B's prefill 8 x 1024 -4%), where
-// the launches, pipeline fills and epilogues it overlaps weigh most. On long ones the one-CTA
-// kernel's fourth stage streams the weights faster (Mixtral-8x7B, k = 4096 and 14336: a 1 x 1024
-// prefill 86 -> 104 ms persistent). It multiplies whole tiles: stopping at a tile's last real
-// row, as the one-CTA kernel does, made it slower at every size measured
-// (docs/perf-log/2026-12-01-persistent-prefill.md).
+// and short prefills), and tiles of 256 whose main loop is short (k up to 1024: Qwen3-30B-A3B's
+// down projection), where the launches, pipeline fills and epilogues it overlaps weigh most.
+// Longer ones (gate/up projections) stream faster through the one-CTA kernel's fourth stage,
+// whose MMAs also stop at a tile's last real row; this kernel multiplies whole tiles (stopping
+// early made it slower). Measurements: docs/perf-log/2026-11-30-moe-kernel-costs.md,
+// docs/perf-log/2026-12-01-persistent-prefill.md.
 inline bool hopper_grouped_runs_persistent(int token_tile, int64_t k_blocks) {
-  return token_tile <= 128 || k_blocks <= 32;
+  return token_tile <= 128 || k_blocks <= 16;
 }
 
 struct HopperGroupedLaunch {
