@@ -10,6 +10,7 @@
 
 #include "cuda_moe_fixture.h"
 #include "kernels/cuda/cuda_moe.h"
+#include "kernels/cuda/hopper_grouped_gemm.h"
 #include "kernels/cuda/moe_plan.h"
 
 namespace sgl::kernels {
@@ -197,6 +198,17 @@ TEST_F(CudaFusedMoe, LocalIdsMaskOtherRanksExperts) {
     moe_local_ids(ids, first, count, local, stream());
     EXPECT_EQ(download_i32(local), want) << "experts " << first << " + " << count;
   }
+}
+
+// On Hopper, 256-token tiles over k past 1024 (H and I above 1024; about 128 pairs an expert,
+// so each tile is half padding) run one CTA a tile: its fused SiLU stopping at each tile's last
+// real row, and its down projection scattered to the (token, slot) rows. The other shapes here
+// leave those tiles to the persistent kernel (hopper_grouped_runs_persistent).
+TEST_F(CudaFusedMoe, LongKTilesRunOneCtaATile) {
+  const MoeProblem p(1024, 1096, 1032, 8, 1, DType::kBF16, Routing::kRandom, 13);
+  ASSERT_FALSE(cuda::hopper_grouped_runs_persistent(256, (p.hidden + 63) / 64));
+  ASSERT_FALSE(cuda::hopper_grouped_runs_persistent(256, (p.inter + 63) / 64));
+  check(p);
 }
 
 // Qwen3-30B-A3B's layer: decode (1-8 tokens: the speed-critical path), small prefills and a
