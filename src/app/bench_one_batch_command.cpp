@@ -408,7 +408,7 @@ int run_bench_one_batch(int argc, char** argv) {
   // Warm-up runs, untimed: the first case (as SGLang's bench_one_batch), then the longest
   // prefill chunk of the first input length (the kernels of long prefills differ from a batch
   // of one's). Otherwise the first of each pays one-time costs (lazily loaded kernels, library
-  // heuristics) in its time: 10-14 ms of an 8 x 1024 prefill of Qwen3-30B-A3B.
+  // heuristics) in its time (docs/perf-log/2026-11-30-moe-prefill-align.md).
   const auto out_len = static_cast<int32_t>(*output_len);
   const int32_t in0 = (*input_lens)[0];
   const int32_t longest_chunk = std::min<int32_t>(

@@ -111,7 +111,7 @@ Status size_runner_for_engine(const std::filesystem::path& model_path,
   }
   if (spec.drafts_in_runner()) {
     // NOTE: every EAGLE pass captures hidden states, which the decode graphs do not, yet the
-    // graphs stay: without them batch 8 ran 6% slower (docs/perf-log/2026-11-29-eagle-chain.md).
+    // graphs stay: without them batch 8 ran slower (docs/perf-log/2026-11-29-eagle-chain.md).
     if (ro.is_embedding) {
       return invalid_argument(
           "--speculative-algorithm is for generation models, not "

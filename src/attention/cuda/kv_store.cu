@@ -102,8 +102,8 @@ __device__ __forceinline__ void copy_bf16(const bf16* src, bf16* dst) {
 
 // Heads are numbered q heads, then k heads, then v heads; block (t, y) takes token t's heads
 // [y blockDim.y, (y + 1) blockDim.y), thread (i, j) the kVec pairs (i kVec + e, i kVec + e +
-// D / 2) of the j-th. (A block per head was launch-bound at prefill sizes: 0.4 ms a layer for
-// 8192 tokens; one pair a thread, 2-byte accesses, 117 us a layer of Qwen3-30B-A3B's 8192.)
+// D / 2) of the j-th. (A block per head was launch-bound at prefill sizes, and one pair a
+// thread with 2-byte accesses slower: docs/perf-log/2026-11-28-moe-hopper-grouped.md.)
 template <int kVec>
 __global__ void rope_store_kv_kernel(const __grid_constant__ RopeStoreParams p) {
   const int64_t t = blockIdx.x;

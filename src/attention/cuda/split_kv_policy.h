@@ -34,8 +34,8 @@ inline int decode_num_splits(int batch_size, int kv_heads, int resident_ctas) {
 //   cuda-session-09.md and 2026-12-01-early-projection.md.)
 // - where the projection's GEMV grid is at most one block (kGemvRowsPerBlock rows) an SM,
 //   sm_count / 2 at batch 1 and sm_count / 4 above: its blocks spread one an SM beside decode's
-//   (Qwen3-30B-A3B, hidden 2048: batch 1 with 12 to 64 CTAs, batch 2 with 24 and 32 got 2-4%
-//   faster; batch 2 with 40 and batch 3 with 36 to 60 slower:
+//   (Qwen3-30B-A3B, hidden 2048: batch 1 with 12 to 64 CTAs and batch 2 with 24 and 32 got
+//   faster, batch 2 with 40 and batch 3 with 36 to 60 slower:
 //   docs/perf-log/2026-12-01-early-projection.md).
 inline int decode_early_launch_splits(int sm_count, int batch_size, int kv_heads,
                                       int64_t projection_rows) {

@@ -266,7 +266,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   // A grouped tile's y rows, read by the epilogue: one global load each, here where the other
-  // producer threads idle, not a dependent load per output chunk there (3% of a prefill:
+  // producer threads idle, not a dependent load per output chunk there (measured:
   // docs/perf-log/2026-11-30-moe-kernel-costs.md).
   auto* out_rows = reinterpret_cast<int32_t*>(smem + Cfg::kOutRowsOffset);
   if (warpgroup == 0) {

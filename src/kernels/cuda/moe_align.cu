@@ -1,7 +1,7 @@
 // CUDA moe_align_block_size: one CTA counts the (token, slot) pairs per expert in shared memory,
 // scans the padded counts and scatters the flat indices, all on the device (no host round trip,
 // fixed launch shape: capturable in a CUDA graph). Long prefills, where one CTA walking every
-// entry twice took 85-100 us a layer (Qwen3-30B-A3B, 8 x 1024 tokens), spread the entries over
+// entry twice was slow (docs/perf-log/2026-11-30-moe-prefill-align.md), spread the entries over
 // several CTAs with a scratch of per-CTA counts: one kernel counts each CTA's slice, the next has
 // every CTA scan all the counts (the same offsets everywhere, and its own start inside each
 // group) and scatter its slice.

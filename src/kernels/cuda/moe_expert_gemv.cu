@@ -141,7 +141,7 @@ __device__ void zero_row_tile(const MoeExpertsArgs& a, int64_t row0, int64_t row
 // kRowWarps row tiles per CTA, each split over k by kWarps / kRowWarps warps; kTokenTiles x 8
 // tokens per pass over the weights; kUnroll steps of loads in flight per warp. kMasked: topk_ids
 // may hold -1 (another rank's expert, expert parallelism), which no CTA computes and the sum
-// skips; a separate instance, since reading the masks cost the unmasked batch-8 decode 17%
+// skips; a separate instance, since reading the masks slowed the unmasked batch-8 decode
 // (docs/perf-log/2026-11-29-expert-parallel-cuda.md).
 template <Proj kProj, bool kFromAlignment, bool kMasked, int kRowWarps, int kTokenTiles,
           int kUnroll>
@@ -268,7 +268,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
-          // load_weights' offsets, spelled again: one lambda for both measured 3% slower at
+          // load_weights' offsets, spelled again: one lambda for both measured slower at
           // batch 8 (docs/perf-log/2026-11-30-moe-kernel-costs.md).
           const int64_t s = s0 + u * kWarpsK;
           const int64_t kk = s * kStepK + 32 * c + 8 * t;
@@ -349,9 +349,8 @@ void launch_gemv(const MoeExpertsArgs& a, cudaStream_t stream) {
 // Row tiles per CTA: four (two warps each on k) for short rows, so that a CTA still has 16 loads
 // of 16 bytes per thread in flight, and for gate/up at up to 8 tokens, where fewer CTAs looping
 // over k measured faster (docs/perf-log/2026-11-28-moe-decode.md) — but two there for rows
-// longer than 2048 (Mixtral's 4096: 6.89 against 6.98 ms a batch-1 step; Qwen3-30B-A3B's 2048
-// wants four: 2.95 against 3.04; docs/perf-log/2026-11-28-moe-bs1-dead-ends.md); else one (all
-// 8 warps on k).
+// longer than 2048 (Mixtral's 4096; Qwen3-30B-A3B's 2048 wants four:
+// docs/perf-log/2026-11-28-moe-bs1-dead-ends.md); else one (all 8 warps on k).
 template <Proj kProj, bool kFromAlignment, bool kMasked, int kTokenTiles>
 void launch_projection(const MoeExpertsArgs& a, cudaStream_t stream) {
   const int64_t k_dim = kProj == Proj::kGateUp ? a.hidden : a.inter;

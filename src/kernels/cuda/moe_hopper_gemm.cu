@@ -26,7 +26,7 @@ constexpr int kVectorsInFlight = 8;  // 16-byte loads a lane issues before its s
 
 // A warp per sorted position p (grid-strided): gathered[p] = x[sorted[p] / k], nothing for
 // padding. Each lane has kVectorsInFlight loads in flight: a thread per vector, each behind its
-// own load of sorted[p], was 13% slower (docs/perf-log/2026-11-30-moe-prefill-align.md).
+// own load of sorted[p], was slower (docs/perf-log/2026-11-30-moe-prefill-align.md).
 __global__ void __launch_bounds__(kThreads)
     moe_gather_kernel(const __grid_constant__ MoeExpertsArgs a) {
   pdl_wait();

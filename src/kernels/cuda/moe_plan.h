@@ -17,13 +17,14 @@ inline constexpr int64_t kMoeHopperDecodeMaxPairs = 16;
 // Rows of one grouped-GEMM block: the alignment's block size on the kGrouped path.
 inline constexpr int64_t kMoeGemmBlockRows = 64;
 // The largest token tile the Hopper path takes (the tile is also the alignment's block size):
-// 256 over 128 halves the weight loads and CTA epilogues per token of a prefill (Qwen3-30B-A3B
-// 8 x 1024: 2% faster; docs/perf-log/2026-11-29-moe-prefill.md).
+// 256 over 128 halves the weight loads and CTA epilogues per token of a prefill
+// (docs/perf-log/2026-11-29-moe-prefill.md).
 inline constexpr int64_t kMoeHopperMaxTile = 256;
 // A chunk's gathered, act and partial buffers stay near this size (a long prefill runs in
 // chunks) unless that would leave fewer than kMoeMinChunkTokens tokens per chunk. Larger chunks
 // give each expert more rows, so less of its last tile is padding, and each chunk streams every
-// expert's weights once (8192 tokens over 4096: 6% faster on Qwen3-30B-A3B 8 x 1024).
+// expert's weights once (8192 tokens over 4096 measured faster:
+// docs/perf-log/2026-11-29-moe-prefill.md).
 inline constexpr int64_t kMoeChunkBudgetBytes = int64_t{1024} << 20;
 inline constexpr int64_t kMoeMinChunkTokens = 256;
 inline constexpr int64_t kMoeMaxChunkTokens = 8192;
@@ -49,16 +50,18 @@ MoePath moe_path(bool vector_ok, bool hopper, int64_t rows, int64_t top_k);
 
 // The Hopper path's token tile (= the alignment's block size) for `entries` (token, slot) pairs
 // over `experts`: the smallest that holds twice an expert's average share, up to
-// kMoeHopperMaxTile, so that at decode sizes each expert's weights stream once (measured: batch
-// 256 of Qwen3-30B-A3B, share 16, ran 67.7% / 75.5% / 69.3% of the floor with tiles 16 / 32 /
-// 64) and at prefill sizes the padding of each expert's last tile stays a small part.
+// kMoeHopperMaxTile, so that at decode sizes each expert's weights stream once (batch 256 of
+// Qwen3-30B-A3B, share 16, ran fastest with tiles of 32 among 16 / 32 / 64:
+// docs/perf-log/2026-11-28-moe-hopper-grouped.md) and at prefill sizes the padding of each
+// expert's last tile stays a small part.
 int64_t moe_hopper_token_tile(int64_t entries, int64_t experts);
 
 // CTAs the alignment of `entries` pairs over `experts` spreads over (moe_align.cu), 1 for the
 // one-CTA kernel: about kMoeAlignEntriesPerCta a CTA past kMoeAlignOneCtaEntries entries (one
-// CTA walking a long prefill's entries twice took 85-100 us a layer), at most
-// kMoeAlignMaxCtas, each CTA scanning at most kMoeAlignMaxScannedCounts per-CTA counts, and up to
-// kMoeAlignMaxSplitExperts experts (two i32 each in its shared memory).
+// CTA walking a long prefill's entries twice was slow:
+// docs/perf-log/2026-11-30-moe-prefill-align.md), at most kMoeAlignMaxCtas, each CTA scanning at
+// most kMoeAlignMaxScannedCounts per-CTA counts, and up to kMoeAlignMaxSplitExperts experts (two
+// i32 each in its shared memory).
 inline constexpr int64_t kMoeAlignOneCtaEntries = 4096;
 inline constexpr int64_t kMoeAlignEntriesPerCta = 2048;
 inline constexpr int64_t kMoeAlignMaxCtas = 64;
@@ -78,8 +81,8 @@ int64_t moe_align_ctas(int64_t entries, int64_t experts);
 //                                  per entry on the GEMV paths (max_padded == entries there)
 //   partial     f32 [entries, H]   each (token, slot)'s down projection, unweighted; bf16 on
 //                                  the Hopper path (partial_bf16), which halves the bytes its
-//                                  store and the sum move (Qwen3-30B-A3B 64 x 1024 prefill 2.5%
-//                                  faster; SGLang's fused_moe rounds there too)
+//                                  store and the sum move (measured faster at prefill; SGLang's
+//                                  fused_moe rounds there too)
 //   tile_counters i32 [ceil(H / 16)]  the GEMV paths' finished CTAs per row tile of down
 //   align_counts  i32 [CTAs x E]   each alignment CTA's counts (moe_align_ctas > 1; else empty)
 struct MoeWorkspaceLayout {

@@ -121,14 +121,12 @@ bool rows_packable(const void* base, const RowLayout& rows, const void* weight, 
 
 // Rows (and row widths) up to which the fused add + RMSNorm launches the kernel after it (a
 // linear layer's GEMV) before its own wait: that GEMV's blocks are then placed, with their first
-// weight loads in flight, while the kernel before the norm (a projection) ends. Measured (H200,
-// 2026-12-01, docs/perf-log/2026-12-01-early-projection.md): one row of 2048 (Qwen3-30B-A3B)
-// about 3% faster steps, of 576 (SmolLM2-135M) 3-7%, of 2048 (a Llama-3.2-1B shape) 1-4%, every
-// context measured. More rows gained at most shapes too but lost 0.6-28% at some where decode
-// runs about 112-128 wide CTAs (not understood: batches 2-8 of Llama-3-8B, 4 and 2 of the
-// Llama-3.2-1B shape, 4 of Qwen3-30B-A3B); 4096-wide single rows (Llama-3-8B, Mixtral) gained
-// 0.2-1.2% and are left out with them. The GEMV reads only weights before its wait; pdl.cuh
-// lists this exception.
+// weight loads in flight, while the kernel before the norm (a projection) ends. One row of up
+// to 2048 values made steps faster at every shape and context measured; more rows gained at
+// most shapes too but lost at some where decode runs about 112-128 wide CTAs (not understood),
+// and 4096-wide single rows gained little and are left out with them
+// (docs/perf-log/2026-12-01-early-projection.md). The GEMV reads only weights before its wait;
+// pdl.cuh lists this exception.
 constexpr int64_t kAddRmsNormEarlyLaunchMaxRows = 1;
 constexpr int64_t kAddRmsNormEarlyLaunchMaxWidth = 2048;
 
