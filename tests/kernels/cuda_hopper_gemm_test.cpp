@@ -27,6 +27,13 @@ class CudaHopperGemm : public test::CudaLinearTest {
     if (!hopper().available()) GTEST_SKIP() << "needs a compute capability 9.0 GPU";
   }
   cuda::HopperGemm& hopper() { return cuda::StreamGemms::of(stream_.get()).hopper; }
+  // A device copy of host i32 values (grouped problems' tile experts, rows in use, row entries).
+  Buffer upload_i32(const std::vector<int32_t>& v) {
+    const int64_t n = static_cast<int64_t>(v.size());
+    Buffer dev(gpu_, DType::kI32, {n});
+    copy(Tensor(const_cast<int32_t*>(v.data()), DType::kI32, {n}), dev, stream_.get());
+    return dev;
+  }
 };
 
 TEST_F(CudaHopperGemm, MatchesCpuLinearOverShapes) {
@@ -138,12 +145,6 @@ TEST_F(CudaHopperGemm, GroupedTilesStopAtTheirLastRealRow) {
     auto width_of = [&](int64_t r) {  // the MMAs' rows in row r's tile
       return (real_rows[r / c.tile] + 63) / 64 * 64;
     };
-    auto upload_i32 = [&](const std::vector<int32_t>& v) {
-      const int64_t n = static_cast<int64_t>(v.size());
-      Buffer dev(gpu_, DType::kI32, {n});
-      copy(Tensor(const_cast<int32_t*>(v.data()), DType::kI32, {n}), dev, stream_.get());
-      return dev;
-    };
     Buffer d_entry = upload_i32(row_entry), d_expert = upload_i32(tile_expert),
            d_used = upload_i32({static_cast<int32_t>(m)});
     Buffer host_x = host_random({m, c.k}, 1.f);
@@ -203,12 +204,7 @@ TEST_F(CudaHopperGemm, PersistentGroupedTilesMatchOneCtaTiles) {
     ASSERT_TRUE(cuda::hopper_grouped_runs_persistent(tile, (k + 63) / 64));
     const std::vector<int32_t> tile_expert = {1, 0, 0, 1, 1};
     const int64_t tiles = static_cast<int64_t>(tile_expert.size()), m = tiles * tile;
-    Buffer d_expert(gpu_, DType::kI32, {tiles});
-    copy(Tensor(const_cast<int32_t*>(tile_expert.data()), DType::kI32, {tiles}), d_expert,
-         stream_.get());
-    const int32_t used = static_cast<int32_t>(m);
-    Buffer d_used(gpu_, DType::kI32, {1});
-    copy(Tensor(const_cast<int32_t*>(&used), DType::kI32, {1}), d_used, stream_.get());
+    Buffer d_expert = upload_i32(tile_expert), d_used = upload_i32({static_cast<int32_t>(m)});
     Buffer x = to_device(host_random({m, k}, 1.f));
     auto groups = [&](int64_t expert_rows) {
       return cuda::HopperGroups{.token_tile = tile,
