@@ -145,6 +145,7 @@ int run(const Options& opt) {
   }
   cases.push_back({"extend", 8, 0, 1024});
   cases.push_back({"extend", 1, 3072, 1024});
+  cases.push_back({"extend", 1, 0, 8192});
 
   int64_t max_tokens = 0;
   for (const Case& c : cases)

@@ -87,9 +87,10 @@ void verify_rows_as_decode(const ForwardBatch& fb, int32_t* row_seq_lens, int32_
 // Extend / prefill / mixed attention: causal within each request's new tokens after its cached
 // prefix (query i of a request with prefix P sees KV positions <= P + i); with fb.tree_mask
 // (a tree verify, <= 64 new tokens a request) query i sees the prefix and the new tokens its
-// mask row names (all among 0..i). Each CTA takes 64
+// mask row names (all among 0..i). Each CTA takes 64 or 128
 // rows of (token, q head) pairs of one request and one KV head (GQA packed into the MMA M
-// dimension). Also correct for decode batches with any Hq / Hk.
+// dimension); head_dim 128 without a tree mask runs on warpgroup MMAs (flash_extend_hopper.cu).
+// Also correct for decode batches with any Hq / Hk.
 // q: [T, Hq, D]; k_cache, v_cache: [slots, Hk, D]; out: [T, Hq * D].
 void flash_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
                   const ForwardBatch& fb, float scale, backend::Stream stream);

@@ -2,8 +2,10 @@
 // One CTA = 64 or 128 rows of one request's (new token, q head) pairs of one KV head (GQA
 // packed into the MMA M dimension) x all of that request's visible KV, gathered through
 // kv_indices into swizzled shared memory with cp.async; 4 warps of 16 or 32 rows each; online
-// softmax in f32.
+// softmax in f32. head_dim 128 without a tree mask takes the Hopper kernel instead
+// (flash_extend_hopper.cu: warpgroup MMAs; docs/perf-log/2026-12-01-hopper-extend.md).
 #include "attention/cuda/flash_attention.h"
+#include "attention/cuda/flash_extend_params.cuh"
 #include "attention/cuda/warp_attention.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
@@ -13,26 +15,6 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
-
-struct ExtendParams {
-  const bf16* q;  // [T, q_heads, dim], rows strided
-  int64_t q_token_stride;
-  int64_t q_head_stride;
-  const bf16* k_cache;         // [slots, kv_heads, dim]
-  const bf16* v_cache;         // [slots, kv_heads, dim]
-  bf16* out;                   // [T, q_heads * dim]
-  const int32_t* qo_indptr;    // [bs + 1]
-  const int32_t* prefix_lens;  // [bs]
-  const int32_t* kv_indptr;    // [bs + 1]
-  const int32_t* kv_indices;   // [sum(seq_lens)]
-  // [T] or null: a tree verify's rows (ForwardBatch::tree_mask; <= 64 new tokens a request).
-  const uint64_t* tree_mask;
-  int batch_size;
-  int q_heads;
-  int kv_heads;
-  int group;  // q heads per KV head
-  float scale_log2;
-};
 
 // kMTiles m16 row tiles per warp (more reuse each K / V fragment read from shared memory, at
 // the cost of registers); KV tiles of kTileTokens tokens in a kStages cp.async ring.
@@ -49,38 +31,6 @@ struct ExtendConfig {
   static constexpr bool kQInRegisters = kQInRegs;
   static constexpr int kSBlocks = kTileTokens / 8;
 };
-
-// Q tiles are numbered request by request (ceil(new tokens * group / rows) each). Run by one
-// warp: finds the request owning tile `tile` and which of its tiles it is, latest (longest
-// KV) first so the heavy causal tiles start early; request -1 past the last tile.
-__device__ void locate_q_tile(const ExtendParams& p, int tile, int rows_per_tile, int lane,
-                              int* owner) {
-  int before = 0;
-  for (int b0 = 0; b0 < p.batch_size; b0 += 32) {
-    const int b = b0 + lane;
-    const int n =
-        b < p.batch_size
-            ? ((p.qo_indptr[b + 1] - p.qo_indptr[b]) * p.group + rows_per_tile - 1) / rows_per_tile
-            : 0;
-    int inclusive = n;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int x = __shfl_up_sync(0xffffffffu, inclusive, d);
-      if (lane >= d) inclusive += x;
-    }
-    const int total = __shfl_sync(0xffffffffu, inclusive, 31);
-    if (tile < before + total) {
-      const unsigned hit = __ballot_sync(0xffffffffu, tile < before + inclusive);
-      if (lane == __ffs(hit) - 1) {
-        owner[0] = b;
-        owner[1] = n - 1 - (tile - (before + inclusive - n));
-      }
-      return;
-    }
-    before += total;
-  }
-  if (lane == 0) owner[0] = -1;
-}
 
 // kTree: rows also hide the new tokens their tree mask row leaves out (a separate instance,
 // so causal batches run exactly the code they did).
@@ -265,6 +215,7 @@ using Extend256 = ExtendConfig<256, 1, 32, 2, false>;
 }  // namespace
 
 void configure_flash_extend_kernels() {
+  configure_flash_extend_hopper();
   allow_extend_smem<Extend64>();
   allow_extend_smem<Extend128>();
   allow_extend_smem<Extend256>();
@@ -298,7 +249,12 @@ void flash_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
       launch_extend<Extend64>(p, fb.num_tokens, native);
       break;
     case 128:
-      launch_extend<Extend128>(p, fb.num_tokens, native);
+      // Tree verifies (a few rows a request) keep the mma.sync kernel, which reads masks.
+      if (p.tree_mask == nullptr) {
+        launch_flash_extend_hopper(p, fb.num_tokens, native);
+      } else {
+        launch_extend<Extend128>(p, fb.num_tokens, native);
+      }
       break;
     case 256:
       launch_extend<Extend256>(p, fb.num_tokens, native);

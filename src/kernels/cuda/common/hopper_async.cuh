@@ -158,6 +158,12 @@ __device__ __forceinline__ void warpgroup_reg_dealloc() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
 }
 
+// Orders this thread's earlier shared-memory writes (plain stores, completed cp.async copies)
+// before later reads through the async proxy (wgmma operands, TMA stores).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
 // Named barrier over `threads` threads (a multiple of 32), id 1..15 (0 is __syncthreads).
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
@@ -175,6 +181,16 @@ __device__ __forceinline__ uint64_t sw128_kmajor_desc(uint32_t tile_addr) {
   constexpr uint64_t kSwizzle128B = uint64_t{1} << 62;
   return ((tile_addr & 0x3FFFF) >> 4) | (kLeadingByteOffset << 16) | (kStrideByteOffset << 32) |
          kSwizzle128B;
+}
+
+// Shared-memory matrix descriptor for an MN-major operand (rows along K, N contiguous) stored
+// with 128-byte swizzling: 64-element column blocks of 128-byte rows, `block_bytes` apart, 8-row
+// groups 1024 bytes apart; a k16 slice starts 16 rows (2048 bytes) after the previous one.
+__device__ __forceinline__ uint64_t sw128_mnmajor_desc(uint32_t tile_addr, uint32_t block_bytes) {
+  constexpr uint64_t kStrideByteOffset = 1024 >> 4;  // between 8-row (K) groups
+  constexpr uint64_t kSwizzle128B = uint64_t{1} << 62;
+  return ((tile_addr & 0x3FFFF) >> 4) | (uint64_t{(block_bytes >> 4) & 0x3FFF} << 16) |
+         (kStrideByteOffset << 32) | kSwizzle128B;
 }
 
 }  // namespace sgl::kernels::cuda::hopper
