@@ -29,7 +29,7 @@ struct WgmmaBf16<{n}> {{
         : {outputs}
         : "l"(desc_a), "l"(desc_b));
   }}
-  // a: the A fragment (64 x 16 bf16 pairs, laid out as a 64 x 16 accumulator fragment);
+  // a: the 64 x 16 bf16 A fragment, 4 packed pairs a thread, in the m64n16 accumulator layout;
   // desc_b: B stored N-contiguous (MN-major), e.g. V[tokens, dims] as B[K = tokens, N = dims].
   template <int kCount>
   __device__ __forceinline__ static void mma_rs(float (&d)[kCount], const uint32_t (&a)[4],

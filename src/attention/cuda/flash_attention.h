@@ -13,9 +13,11 @@
 namespace sgl::attention::cuda {
 
 // Raise the kernels' dynamic shared-memory limits on the current device; call once (per
-// device) before the first launch, outside graph capture.
+// device) before the first launch, outside graph capture. configure_flash_extend_kernels
+// returns whether the device runs the Hopper extend kernel (compute capability 9.0), which
+// flash_extend's `hopper` then asks for.
 void configure_flash_decode_kernels();
-void configure_flash_extend_kernels();
+bool configure_flash_extend_kernels();
 
 // The decode kernel's CTA shape. Narrow: 2 warps share 32-token KV tiles, several CTAs per SM,
 // splits aligned to 64 tokens; for batches whose (request, KV head) pairs fill the GPU. Wide:
@@ -89,10 +91,10 @@ void verify_rows_as_decode(const ForwardBatch& fb, int32_t* row_seq_lens, int32_
 // (a tree verify, <= 64 new tokens a request) query i sees the prefix and the new tokens its
 // mask row names (all among 0..i). Each CTA takes 64 or 128
 // rows of (token, q head) pairs of one request and one KV head (GQA packed into the MMA M
-// dimension); head_dim 128 without a tree mask runs on warpgroup MMAs (flash_extend_hopper.cu).
-// Also correct for decode batches with any Hq / Hk.
+// dimension); with `hopper`, head_dim 128 without a tree mask runs on warpgroup MMAs
+// (flash_extend_hopper.cu). Also correct for decode batches with any Hq / Hk.
 // q: [T, Hq, D]; k_cache, v_cache: [slots, Hk, D]; out: [T, Hq * D].
 void flash_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
-                  const ForwardBatch& fb, float scale, backend::Stream stream);
+                  const ForwardBatch& fb, float scale, backend::Stream stream, bool hopper);
 
 }  // namespace sgl::attention::cuda

@@ -50,7 +50,7 @@ FlashAttentionBackend::FlashAttentionBackend(const AttentionConfig& config, KvPo
   SGL_CUDA_CHECK(cudaGetDevice(&previous));
   SGL_CUDA_CHECK(cudaSetDevice(device.index));
   cuda::configure_flash_decode_kernels();
-  cuda::configure_flash_extend_kernels();
+  hopper_extend_ = cuda::configure_flash_extend_kernels();
   const int dim = static_cast<int>(config.head_dim);
   sm_count_ = backend::cuda::multiprocessor_count(device.index);
   resident_narrow_ctas_ =
@@ -173,7 +173,7 @@ void FlashAttentionBackend::attend(int layer, const Tensor& q, const Tensor& out
   } else if (verify_as_decode_rows(fb) && flash_supports(q, k_cache)) {
     decode_verify_rows(layer, q, out, fb);
   } else if (flash_supports(q, k_cache)) {
-    cuda::flash_extend(q, k_cache, v_cache, out, fb, config_.scale, stream_);
+    cuda::flash_extend(q, k_cache, v_cache, out, fb, config_.scale, stream_, hopper_extend_);
   } else {
     cuda::reference_attention(q, k_cache, v_cache, out, fb, config_.scale, stream_);
   }

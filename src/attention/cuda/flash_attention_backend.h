@@ -56,6 +56,7 @@ class FlashAttentionBackend final : public AttentionBackend {
   int sm_count_ = 0;
   int resident_narrow_ctas_ = 0;  // narrow decode CTAs the GPU holds at once
   int resident_wide_ctas_ = 0;    // wide decode CTAs the GPU holds at once
+  bool hopper_extend_ = false;    // the device runs flash_extend_hopper.cu's kernel
   backend::CudaAllocator allocator_;
   Buffer partial_o_;            // f32 [rows, head_dim]: split-KV partial outputs
   Buffer partial_lse_;          // f32 [rows]

@@ -214,15 +214,15 @@ using Extend256 = ExtendConfig<256, 1, 32, 2, false>;
 
 }  // namespace
 
-void configure_flash_extend_kernels() {
-  configure_flash_extend_hopper();
+bool configure_flash_extend_kernels() {
   allow_extend_smem<Extend64>();
   allow_extend_smem<Extend128>();
   allow_extend_smem<Extend256>();
+  return configure_flash_extend_hopper();
 }
 
 void flash_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
-                  const ForwardBatch& fb, float scale, backend::Stream stream) {
+                  const ForwardBatch& fb, float scale, backend::Stream stream, bool hopper) {
   if (fb.num_tokens == 0 || fb.batch_size == 0) return;
   const int q_heads = static_cast<int>(q.size(1)), kv_heads = static_cast<int>(k_cache.size(1));
   const int dim = static_cast<int>(q.size(2)), group = q_heads / kv_heads;
@@ -250,7 +250,7 @@ void flash_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
       break;
     case 128:
       // Tree verifies (a few rows a request) keep the mma.sync kernel, which reads masks.
-      if (p.tree_mask == nullptr) {
+      if (hopper && p.tree_mask == nullptr) {
         launch_flash_extend_hopper(p, fb.num_tokens, native);
       } else {
         launch_extend<Extend128>(p, fb.num_tokens, native);

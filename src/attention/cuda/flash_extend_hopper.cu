@@ -67,7 +67,7 @@ struct Shared {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // the wrappers below exist on sm_90a only
 
-// Producer warpgroup: thread i copies 16-byte chunk i % 16 of rows i / 16 + 8 j of each KV work.
+// Producer warpgroup: thread i copies 16-byte chunk i % 16 of rows i / 16 + 8 j of each KV tile.
 // Up to kStages - 1 tiles are in flight; a tile is published (full) once its copies landed.
 __device__ void produce(const ExtendParams& p, const Shared& sh, const CtaWork& work) {
   const int tid = threadIdx.x, chunk = tid % 16, row_base = tid / 16;
@@ -112,7 +112,7 @@ __device__ __forceinline__ float (&as_flat(float (&f)[kBlocks][4]))[4 * kBlocks]
   return *reinterpret_cast<float(*)[4 * kBlocks]>(&f[0][0]);
 }
 
-// Consumer warpgroup `consumer` (0 or 1): rows 64 consumer .. + 63 of the CTA's work.
+// Consumer warpgroup `consumer` (0 or 1): rows 64 consumer .. + 63 of the CTA's 128.
 __device__ void consume(const ExtendParams& p, const Shared& sh, const CtaWork& work,
                         int consumer) {
   const int tid = threadIdx.x % 128, lane = tid % 32;
@@ -259,9 +259,15 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 }  // namespace
 
-void configure_flash_extend_hopper() {
+bool configure_flash_extend_hopper() {
+  int device = 0, major = 0, minor = 0;
+  SGL_CUDA_CHECK(cudaGetDevice(&device));
+  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major != 9 || minor != 0) return false;
   SGL_CUDA_CHECK(cudaFuncSetAttribute(flash_extend_hopper_kernel,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  return true;
 }
 
 // Each request rounds its rows up to whole tiles, so (rows / tile rows + batch size) bounds the

@@ -1,5 +1,6 @@
-// The extend kernels' parameters and their shared tile walk (flash_extend.cu's kernel for every
-// head_dim, flash_extend_hopper.cu's for head_dim 128 on sm_90a).
+// What the two extend kernels share (flash_extend.cu's for every head_dim, flash_extend_hopper.cu's
+// for head_dim 128 on sm_90a): their parameters, the walk from a CTA to its q tile, and the
+// Hopper kernel's entry points, which flash_extend.cu calls.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -64,6 +65,8 @@ __device__ inline void locate_q_tile(const ExtendParams& p, int tile, int rows_p
 // The Hopper kernel (flash_extend_hopper.cu): head_dim 128, no tree mask. Launches one CTA per
 // 128 packed rows of a request and KV head.
 void launch_flash_extend_hopper(const ExtendParams& p, int num_tokens, cudaStream_t stream);
-void configure_flash_extend_hopper();
+// Whether the current device runs it (compute capability 9.0: the kernel is built for sm_90a
+// only); raises its shared-memory limit there.
+bool configure_flash_extend_hopper();
 
 }  // namespace sgl::attention::cuda

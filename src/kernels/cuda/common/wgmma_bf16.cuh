@@ -27,7 +27,7 @@ struct WgmmaBf16<16> {
           "+f"(d[7])
         : "l"(desc_a), "l"(desc_b));
   }
-  // a: the A fragment (64 x 16 bf16 pairs, laid out as a 64 x 16 accumulator fragment);
+  // a: the 64 x 16 bf16 A fragment, 4 packed pairs a thread, in the m64n16 accumulator layout;
   // desc_b: B stored N-contiguous (MN-major), e.g. V[tokens, dims] as B[K = tokens, N = dims].
   template <int kCount>
   __device__ __forceinline__ static void mma_rs(float (&d)[kCount], const uint32_t (&a)[4],
@@ -58,7 +58,7 @@ struct WgmmaBf16<32> {
           "+f"(d[14]), "+f"(d[15])
         : "l"(desc_a), "l"(desc_b));
   }
-  // a: the A fragment (64 x 16 bf16 pairs, laid out as a 64 x 16 accumulator fragment);
+  // a: the 64 x 16 bf16 A fragment, 4 packed pairs a thread, in the m64n16 accumulator layout;
   // desc_b: B stored N-contiguous (MN-major), e.g. V[tokens, dims] as B[K = tokens, N = dims].
   template <int kCount>
   __device__ __forceinline__ static void mma_rs(float (&d)[kCount], const uint32_t (&a)[4],
@@ -93,7 +93,7 @@ struct WgmmaBf16<64> {
           "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
         : "l"(desc_a), "l"(desc_b));
   }
-  // a: the A fragment (64 x 16 bf16 pairs, laid out as a 64 x 16 accumulator fragment);
+  // a: the 64 x 16 bf16 A fragment, 4 packed pairs a thread, in the m64n16 accumulator layout;
   // desc_b: B stored N-contiguous (MN-major), e.g. V[tokens, dims] as B[K = tokens, N = dims].
   template <int kCount>
   __device__ __forceinline__ static void mma_rs(float (&d)[kCount], const uint32_t (&a)[4],
@@ -138,7 +138,7 @@ struct WgmmaBf16<128> {
           "+f"(d[63])
         : "l"(desc_a), "l"(desc_b));
   }
-  // a: the A fragment (64 x 16 bf16 pairs, laid out as a 64 x 16 accumulator fragment);
+  // a: the 64 x 16 bf16 A fragment, 4 packed pairs a thread, in the m64n16 accumulator layout;
   // desc_b: B stored N-contiguous (MN-major), e.g. V[tokens, dims] as B[K = tokens, N = dims].
   template <int kCount>
   __device__ __forceinline__ static void mma_rs(float (&d)[kCount], const uint32_t (&a)[4],
@@ -195,7 +195,7 @@ struct WgmmaBf16<192> {
           "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
         : "l"(desc_a), "l"(desc_b));
   }
-  // a: the A fragment (64 x 16 bf16 pairs, laid out as a 64 x 16 accumulator fragment);
+  // a: the 64 x 16 bf16 A fragment, 4 packed pairs a thread, in the m64n16 accumulator layout;
   // desc_b: B stored N-contiguous (MN-major), e.g. V[tokens, dims] as B[K = tokens, N = dims].
   template <int kCount>
   __device__ __forceinline__ static void mma_rs(float (&d)[kCount], const uint32_t (&a)[4],
@@ -265,7 +265,7 @@ struct WgmmaBf16<256> {
           "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "l"(desc_a), "l"(desc_b));
   }
-  // a: the A fragment (64 x 16 bf16 pairs, laid out as a 64 x 16 accumulator fragment);
+  // a: the 64 x 16 bf16 A fragment, 4 packed pairs a thread, in the m64n16 accumulator layout;
   // desc_b: B stored N-contiguous (MN-major), e.g. V[tokens, dims] as B[K = tokens, N = dims].
   template <int kCount>
   __device__ __forceinline__ static void mma_rs(float (&d)[kCount], const uint32_t (&a)[4],
