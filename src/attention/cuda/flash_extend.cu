@@ -46,20 +46,15 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp == 0) locate_q_tile(p, blockIdx.x, kRowsPerCta, lane, owner);
   __syncthreads();
-  const int b = owner[0];
-  if (b < 0) return;
-  const int kv_head = blockIdx.y;
-  const int qo_start = p.qo_indptr[b];
-  const int packed_rows = (p.qo_indptr[b + 1] - qo_start) * p.group;
-  const int prefix = p.prefix_lens[b];
-  const int row0 = owner[1] * kRowsPerCta;
-  const int last_row = min(packed_rows, row0 + kRowsPerCta) - 1;
-  const int kv_end = prefix + last_row / p.group + 1;  // KV this tile sees at most
+  if (owner[0] < 0) return;
+  const ExtendTile tile = extend_tile(p, owner, blockIdx.y, kRowsPerCta, kTileTokens);
+  const int kv_head = tile.kv_head, qo_start = tile.qo_start, packed_rows = tile.packed_rows;
+  const int prefix = tile.prefix, row0 = tile.row0, kv_end = tile.kv_end;
+  const int num_tiles = tile.num_tiles;
   // Every row sees KV below this (a tree row only the prefix for sure: its ancestors precede it,
   // but not every token before it is one).
   const int mask_from = kTree ? prefix : prefix + row0 / p.group + 1;
-  const int num_tiles = (kv_end + kTileTokens - 1) / kTileTokens;
-  const int32_t* slots = p.kv_indices + p.kv_indptr[b];
+  const int32_t* slots = p.kv_indices + p.kv_indptr[tile.request];
   const uint32_t q_tile = shared_address(smem);
   const uint32_t kv_stages = q_tile + Cfg::kQBytes;
   auto k_tile = [&](int stage) { return kv_stages + stage * 2 * Cfg::kTileBytes; };
@@ -74,10 +69,7 @@ __global__ void __launch_bounds__(kThreads)
     const int row = c / Tile::kChunks, ch = c % Tile::kChunks;
     const int packed = row0 + row;
     const bool valid = packed < packed_rows;
-    const bf16* src =
-        valid ? p.q + static_cast<int64_t>(qo_start + packed / p.group) * p.q_token_stride +
-                    (kv_head * p.group + packed % p.group) * p.q_head_stride + ch * 8
-              : p.q;
+    const bf16* src = valid ? p.q_row(qo_start, kv_head, packed) + ch * 8 : p.q;
     cp_async_16(q_tile + Tile::offset(row, ch), src, valid);
   }
   for (int t = 0; t < kStages - 1; ++t) {
@@ -128,34 +120,22 @@ __global__ void __launch_bounds__(kThreads)
     warp_scores<kDim, kMTiles, Cfg::kSBlocks>(s, qf, k, 0, lane);
     const int col0 = t * kTileTokens;
     if (col0 + kTileTokens > mask_from) {  // the causal diagonal (or the KV end) crosses this tile
-      const int col = col0 + 2 * (lane % 4);
 #pragma unroll
       for (int m = 0; m < kMTiles; ++m) {
-#pragma unroll
-        for (int j = 0; j < Cfg::kSBlocks; ++j) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int c = col + 8 * j + (e & 1);
-            bool shown = c < limit[m][e >> 1];
-            if constexpr (kTree) {
-              // A row's c - prefix stays below 64 (its index in its request); rows past the last
-              // (discarded) may go further.
-              shown = shown && (c < prefix || c - prefix >= 64 ||
-                                ((tree_bits[m][e >> 1] >> (c - prefix)) & 1) != 0);
-            }
-            s[m][j][e] = shown ? s[m][j][e] * p.scale_log2 : -INFINITY;
+        mask_and_scale(s[m], col0 + 2 * (lane % 4), p.scale_log2, [&](int c, int r) {
+          bool shown = c < limit[m][r];
+          if constexpr (kTree) {
+            // A row's c - prefix stays below 64 (its index in its request); rows past the last
+            // (discarded) may go further.
+            shown = shown && (c < prefix || c - prefix >= 64 ||
+                              ((tree_bits[m][r] >> (c - prefix)) & 1) != 0);
           }
-        }
+          return shown;
+        });
       }
     } else {
 #pragma unroll
-      for (int m = 0; m < kMTiles; ++m) {
-#pragma unroll
-        for (int j = 0; j < Cfg::kSBlocks; ++j) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[m][j][e] *= p.scale_log2;
-        }
-      }
+      for (int m = 0; m < kMTiles; ++m) scale_scores(s[m], p.scale_log2);
     }
 #pragma unroll
     for (int m = 0; m < kMTiles; ++m) online_softmax_update(s[m], o[m], rows[m]);
@@ -166,20 +146,13 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int m = 0; m < kMTiles; ++m) {
     quad_row_sums(rows[m]);
+    bf16* dst[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int packed = warp_row0 + 16 * m + lane / 4 + 8 * r;
-      if (packed >= packed_rows) continue;
-      const int64_t token = qo_start + packed / p.group;
-      const int head = kv_head * p.group + packed % p.group;
-      bf16* dst = p.out + (token * p.q_heads + head) * kDim + 2 * (lane % 4);
-      const float inv = 1.f / rows[m].sum[r];
-#pragma unroll
-      for (int j = 0; j < kDim / 8; ++j) {
-        *reinterpret_cast<uint32_t*>(dst + 8 * j) =
-            pack_bf16x2(o[m][j][2 * r] * inv, o[m][j][2 * r + 1] * inv);
-      }
+      dst[r] = packed < packed_rows ? p.out_row(qo_start, kv_head, packed, kDim) : nullptr;
     }
+    store_rows(o[m], rows[m], dst, lane);
   }
 }
 

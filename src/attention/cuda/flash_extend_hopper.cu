@@ -52,11 +52,6 @@ __device__ __forceinline__ uint32_t sw128_offset(int row, int chunk, int block_b
 using Mma = WgmmaBf16<kTileTokens>;  // S: 64 rows x kTileTokens tokens
 using MmaPv = WgmmaBf16<kDim>;       // O: 64 rows x 128 dims
 
-// The request, KV head and rows a CTA takes (by blockIdx, from locate_q_tile).
-struct CtaWork {
-  int request, kv_head, qo_start, packed_rows, prefix, row0, kv_end, num_tiles;
-};
-
 // The CTA's shared memory: its Q tile, the KV ring and the ring's barriers.
 struct Shared {
   uint32_t q;       // [128 rows, 128] swizzled
@@ -69,7 +64,7 @@ struct Shared {
 
 // Producer warpgroup: thread i copies 16-byte chunk i % 16 of rows i / 16 + 8 j of each KV tile.
 // Up to kStages - 1 tiles are in flight; a tile is published (full) once its copies landed.
-__device__ void produce(const ExtendParams& p, const Shared& sh, const CtaWork& work) {
+__device__ void produce(const ExtendParams& p, const Shared& sh, const ExtendTile& work) {
   const int tid = threadIdx.x, chunk = tid % 16, row_base = tid / 16;
   const int32_t* slots = p.kv_indices + p.kv_indptr[work.request];
   auto publish = [&](int t) {
@@ -113,17 +108,14 @@ __device__ __forceinline__ float (&as_flat(float (&f)[kBlocks][4]))[4 * kBlocks]
 }
 
 // Consumer warpgroup `consumer` (0 or 1): rows 64 consumer .. + 63 of the CTA's 128.
-__device__ void consume(const ExtendParams& p, const Shared& sh, const CtaWork& work,
+__device__ void consume(const ExtendParams& p, const Shared& sh, const ExtendTile& work,
                         int consumer) {
   const int tid = threadIdx.x % 128, lane = tid % 32;
   // The warpgroup's Q rows: packed row r is (new token r / group, q head r % group).
   for (int c = tid; c < 64 * 16; c += 128) {
     const int row = 64 * consumer + c / 16, ch = c % 16, packed = work.row0 + row;
     const bool valid = packed < work.packed_rows;
-    const __nv_bfloat16* src =
-        valid ? p.q + static_cast<int64_t>(work.qo_start + packed / p.group) * p.q_token_stride +
-                    (work.kv_head * p.group + packed % p.group) * p.q_head_stride + ch * 8
-              : p.q;
+    const __nv_bfloat16* src = valid ? p.q_row(work.qo_start, work.kv_head, packed) + ch * 8 : p.q;
     cp_async_16(sh.q + sw128_offset(row, ch, kQBlockBytes), src, valid);
   }
   cp_async_commit();
@@ -162,21 +154,10 @@ __device__ void consume(const ExtendParams& p, const Shared& sh, const CtaWork& 
 
     const int col0 = t * kTileTokens;
     if (col0 + kTileTokens > mask_from) {  // the causal diagonal (or the KV end) crosses this tile
-      const int col = col0 + 2 * (lane % 4);
-#pragma unroll
-      for (int j = 0; j < kSBlocks; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const bool shown = col + 8 * j + (e & 1) < limit[e >> 1];
-          s[j][e] = shown ? s[j][e] * p.scale_log2 : -INFINITY;
-        }
-      }
+      mask_and_scale(s, col0 + 2 * (lane % 4), p.scale_log2,
+                     [&](int c, int r) { return c < limit[r]; });
     } else {
-#pragma unroll
-      for (int j = 0; j < kSBlocks; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[j][e] *= p.scale_log2;
-      }
+      scale_scores(s, p.scale_log2);
     }
     online_softmax_update(s, o, rows);
     uint32_t pa[kTileTokens / 16][4];
@@ -194,20 +175,14 @@ __device__ void consume(const ExtendParams& p, const Shared& sh, const CtaWork& 
   }
 
   quad_row_sums(rows);
+  __nv_bfloat16* dst[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int packed = my_row + 8 * r;
-    if (packed >= work.packed_rows) continue;
-    const int64_t token = work.qo_start + packed / p.group;
-    const int head = work.kv_head * p.group + packed % p.group;
-    __nv_bfloat16* dst = p.out + (token * p.q_heads + head) * kDim + 2 * (lane % 4);
-    const float inv = 1.f / rows.sum[r];
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      *reinterpret_cast<uint32_t*>(dst + 8 * j) =
-          pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
-    }
+    dst[r] =
+        packed < work.packed_rows ? p.out_row(work.qo_start, work.kv_head, packed, kDim) : nullptr;
   }
+  store_rows(o, rows, dst, lane);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -218,10 +193,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(Mma::kAccumulators == 4 * kSBlocks && MmaPv::kAccumulators == 64);
   extern __shared__ __align__(128) uint8_t smem_raw[];
-  __shared__ int owner[2];  // request, its q tile
-  // The swizzle repeats every 1024 bytes: tiles start 1024-aligned.
-  uint8_t* smem =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  __shared__ int owner[2];                 // request, its q tile
+  uint8_t* smem = aligned_ring(smem_raw);  // the swizzle repeats every 1024 bytes
   Shared sh;
   sh.q = smem_addr(smem);
   sh.ring = sh.q + kRingOffset;
@@ -236,17 +209,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_barrier_init();
   }
   __syncthreads();
-  CtaWork work;
-  work.request = owner[0];
-  if (work.request < 0) return;
-  work.kv_head = blockIdx.y;
-  work.qo_start = p.qo_indptr[work.request];
-  work.packed_rows = (p.qo_indptr[work.request + 1] - work.qo_start) * p.group;
-  work.prefix = p.prefix_lens[work.request];
-  work.row0 = owner[1] * kRows;
-  const int last_row = min(work.packed_rows, work.row0 + kRows) - 1;
-  work.kv_end = work.prefix + last_row / p.group + 1;  // KV this tile sees at most
-  work.num_tiles = (work.kv_end + kTileTokens - 1) / kTileTokens;
+  if (owner[0] < 0) return;
+  const ExtendTile work = extend_tile(p, owner, blockIdx.y, kRows, kTileTokens);
   if (threadIdx.x < 128) {
     warpgroup_reg_dealloc<kProducerRegs>();
     produce(p, sh, work);

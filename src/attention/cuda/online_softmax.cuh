@@ -52,6 +52,46 @@ __device__ __forceinline__ void online_softmax_update(float (&s)[kSBlocks][4],
   }
 }
 
+// Scores of one tile into log2 units: s *= scale, and -inf where shown(column, r) is false for
+// the thread's row r (0: g, 1: g + 8); col: the column of its value s[0][0].
+template <int kSBlocks, typename Shown>
+__device__ __forceinline__ void mask_and_scale(float (&s)[kSBlocks][4], int col, float scale,
+                                               Shown shown) {
+#pragma unroll
+  for (int j = 0; j < kSBlocks; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[j][e] = shown(col + 8 * j + (e & 1), e >> 1) ? s[j][e] * scale : -INFINITY;
+    }
+  }
+}
+template <int kSBlocks>
+__device__ __forceinline__ void scale_scores(float (&s)[kSBlocks][4], float scale) {
+#pragma unroll
+  for (int j = 0; j < kSBlocks; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[j][e] *= scale;
+  }
+}
+
+// o's rows divided by their sums (quad_row_sums done), as bf16 to the thread's share of each
+// output row: dst[r] (row r's out row, or null when the row is padding), columns 8 j + 2 (lane
+// % 4) and + 1.
+template <int kOBlocks>
+__device__ __forceinline__ void store_rows(const float (&o)[kOBlocks][4], const SoftmaxRows& rows,
+                                           __nv_bfloat16* const (&dst)[2], int lane) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (dst[r] == nullptr) continue;
+    const float inv = 1.f / rows.sum[r];
+#pragma unroll
+    for (int j = 0; j < kOBlocks; ++j) {
+      *reinterpret_cast<uint32_t*>(dst[r] + 8 * j + 2 * (lane % 4)) =
+          pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+    }
+  }
+}
+
 // Sums each row's share over the quad, so every lane holds its two rows' full sums.
 __device__ __forceinline__ void quad_row_sums(SoftmaxRows& rows) {
 #pragma unroll

@@ -17,6 +17,12 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
+// The block's dynamic shared memory from its first 1024-byte boundary (128-byte swizzled tiles,
+// the period of the swizzle, want it; kernels ask for 1024 bytes more).
+__device__ __forceinline__ uint8_t* aligned_ring(uint8_t* raw) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t{1023});
+}
+
 // ---- mbarriers ---------------------------------------------------------------------------
 
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) {

@@ -22,12 +22,6 @@ inline constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-// The block's dynamic shared memory from its first 1024-byte boundary (128-byte swizzled TMA
-// tiles want it; the kernels ask for 1024 bytes more).
-__device__ __forceinline__ uint8_t* aligned_ring(uint8_t* raw) {
-  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t{1023});
-}
-
 // Thread 0's part of the setup: each stage's `full` barrier (the producer's arrival and the TMA
 // bytes) and `empty` barrier (`releases` arrivals), and both tensor maps fetched. The block (or
 // cluster) synchronizes after it.
