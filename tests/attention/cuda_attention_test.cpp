@@ -1,6 +1,8 @@
 // FlashAttentionBackend ("flash") parity against the reference CUDA kernel over head dims, GQA
-// ratios, decode and extend batch shapes, shuffled KV slots; KV store contents; decode replayed
-// from a CUDA graph with new lengths. Label: cuda.
+// ratios (7 q heads per KV head among them), decode and extend batch shapes (prefixes at KV tile
+// edges), shuffled KV slots, outputs poisoned with NaN first; at head_dim 128 the mma.sync
+// extend kernel too (on Hopper the backend takes the warpgroup one); KV store contents; decode
+// replayed from a CUDA graph with new lengths. Label: cuda.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "attention/attention_backend.h"
+#include "attention/cuda/flash_attention.h"
 #include "attention/cuda/flash_attention_backend.h"
 #include "attention/cuda/reference_attention.h"
 #include "attention/paged_batch.h"
@@ -42,6 +45,7 @@ struct HeadShape {
 constexpr double kRelTol = 2e-2;
 constexpr double kAbsTol = 1e-5;
 constexpr int64_t kPoolSlots = 40000;
+constexpr uint16_t kBf16Nan = 0x7fc0;
 
 // Random bf16 bits, uniform in [-range, range).
 std::vector<uint16_t> random_bf16(size_t n, float range, std::mt19937& rng) {
@@ -95,9 +99,12 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
     return qkv;
   }
 
-  // Runs `batch` through the flash backend and the reference; checks outputs and KV stores
-  // (brute_force: the reference too, against a host softmax over the keys each row may see).
-  void check_batch(const HostBatch& host, const std::string& what, bool brute_force = false) {
+  // Runs `batch` through the flash backend and the reference; checks outputs (every element
+  // written: out starts as NaN) and KV stores (brute_force: the reference too, against a host
+  // softmax over the keys each row may see). portable_extend: at head_dim 128 also the mma.sync
+  // extend kernel straight, which the backend leaves to GPUs without the Hopper one.
+  void check_batch(const HostBatch& host, const std::string& what, bool brute_force = false,
+                   bool portable_extend = false) {
     const HeadShape s = GetParam();
     DeviceBatch batch(host, gpu_, native());
     const ForwardBatch& fb = batch.fb();
@@ -108,12 +115,21 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
     const Tensor k = qkv.tensor().slice_last(qd, kd).split_heads(s.kv_heads);
     const Tensor v = qkv.tensor().slice_last(qd + kd, kd).split_heads(s.kv_heads);
     Buffer out(gpu_, DType::kBF16, {tokens, qd}), ref(gpu_, DType::kBF16, {tokens, qd});
+    const std::vector<uint16_t> nans(static_cast<size_t>(tokens * qd), kBf16Nan);
+    upload(nans, out, native());
     backend_->plan(fb);
     backend_->forward(0, q, k, v, out, fb);
     cuda::reference_attention(q, pool_->k(0), pool_->v(0), ref, fb, config_.scale, stream());
     SGL_CUDA_CHECK(cudaStreamSynchronize(native()));
     SGL_CUDA_CHECK(cudaGetLastError());
-    expect_close(download(out, native()), download(ref, native()), tokens, what);
+    const std::vector<uint16_t> expected = download(ref, native());
+    expect_close(download(out, native()), expected, tokens, what);
+    if (portable_extend && s.head_dim == 128) {  // other dims: the backend's kernel already
+      upload(nans, out, native());
+      cuda::flash_extend(q, pool_->k(0), pool_->v(0), out, fb, config_.scale, stream(),
+                         /*hopper=*/false);
+      expect_close(download(out, native()), expected, tokens, what + " (mma.sync extend)");
+    }
     check_kv_store(download(qkv, native()), host.out_cache_loc, what);
     if (brute_force) {
       expect_close(download(ref, native()), host_attention(host, download(qkv, native())), tokens,
@@ -249,20 +265,29 @@ TEST_P(FlashAttentionTest, ExtendSweep) {
   }
   std::shuffle(all.begin(), all.end(), rng_);
   check_batch(make_host_batch(ForwardMode::kExtend, all, kPoolSlots, rng_),
-              "extend prefix {0,1,63,500} x new {1,2,17,128,1000}");
+              "extend prefix {0,1,63,500} x new {1,2,17,128,1000}", false, true);
   for (int extend : {1, 2, 17, 128, 1000}) {
     check_batch(make_host_batch(ForwardMode::kExtend, {{0, extend}}, kPoolSlots, rng_),
-                "extend bs 1 prefix 0 new " + std::to_string(extend));
+                "extend bs 1 prefix 0 new " + std::to_string(extend), false, true);
   }
   check_batch(make_host_batch(ForwardMode::kExtend, {{3072, 1024}}, kPoolSlots, rng_),
-              "extend bs 1 prefix 3072 new 1024");
+              "extend bs 1 prefix 3072 new 1024", false, true);
+  // Prefixes at and beside the KV tiles' edges (64 and 128 tokens), short and long new parts:
+  // the causal diagonal on a tile's first or last column.
+  std::vector<RequestLens> edges;
+  for (int prefix : {63, 64, 65, 127, 128, 129, 255, 256, 257}) {
+    for (int extend : {1, 5, 17, 130}) edges.push_back({prefix, extend});
+  }
+  std::shuffle(edges.begin(), edges.end(), rng_);
+  check_batch(make_host_batch(ForwardMode::kExtend, edges, kPoolSlots, rng_),
+              "extend prefix {63..257 at tile edges} x new {1,5,17,130}", false, true);
   // A prefill chunk with running decodes (one new token each).
   std::vector<RequestLens> mixed = {{63, 1000}};
   std::uniform_int_distribution<int> len(1, 3000);
   for (int b = 0; b < 40; ++b) mixed.push_back({len(rng_), 1});
   std::shuffle(mixed.begin(), mixed.end(), rng_);
   check_batch(make_host_batch(ForwardMode::kMixed, mixed, kPoolSlots, rng_),
-              "mixed 1 x (63 + 1000) + 40 decodes");
+              "mixed 1 x (63 + 1000) + 40 decodes", false, true);
 }
 
 // A causal verify (TARGET_VERIFY): each request's last token and its drafts after prefixes of 0
@@ -464,6 +489,7 @@ std::vector<HeadShape> head_shapes() {
   }
   shapes.push_back({32, 8, 128});  // Llama-3-8B
   shapes.push_back({32, 1, 128});  // 32 q heads per KV head: decode takes the extend kernel
+  shapes.push_back({28, 4, 128});  // Qwen2-7B: 7 q heads per KV head, rows straddle MMA tiles
   return shapes;
 }
 

@@ -14,8 +14,8 @@ namespace sgl::attention::cuda {
 
 // Raise the kernels' dynamic shared-memory limits on the current device; call once (per
 // device) before the first launch, outside graph capture. configure_flash_extend_kernels
-// returns whether the device runs the Hopper extend kernel (compute capability 9.0), which
-// flash_extend's `hopper` then asks for.
+// returns whether the device runs the Hopper extend kernel (kernels::cuda::hopper_kernels_run),
+// which flash_extend's `hopper` then asks for.
 void configure_flash_decode_kernels();
 bool configure_flash_extend_kernels();
 

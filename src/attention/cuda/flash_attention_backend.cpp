@@ -28,6 +28,16 @@ bool flash_supports(const Tensor& q, const Tensor& k_cache) {
          q.stride(0) % 8 == 0 && is_aligned(q.raw(), 16) && k_cache.is_contiguous();
 }
 
+// The contract's output (attention_backend.h), which every kernel writes as contiguous rows.
+void check_output(const Tensor& out, const ForwardBatch& fb, const AttentionConfig& config) {
+  SGL_CHECK(out.defined() && out.dtype() == DType::kBF16 && out.ndim() == 2 &&
+            out.is_contiguous() && out.size(0) >= fb.num_tokens &&
+            out.size(1) == config.num_q_heads * config.head_dim)
+      << "attention output must be contiguous bf16 [>= " << fb.num_tokens << ", "
+      << config.num_q_heads * config.head_dim << "], got "
+      << (out.defined() ? out.shape_string() : "undefined");
+}
+
 // k or v rows the decode kernel can read in 16-byte chunks: [T, Hk, D] bf16, rows aligned.
 bool chunked_rows(const Tensor& t) {
   return t.dtype() == DType::kBF16 && t.stride(2) == 1 && t.stride(1) % 8 == 0 &&
@@ -45,6 +55,11 @@ FlashAttentionBackend::FlashAttentionBackend(const AttentionConfig& config, KvPo
                                              backend::Stream stream, Device device)
     : config_(config), kv_pool_(kv_pool), stream_(stream), allocator_(device.index) {
   SGL_CHECK(kv_pool.shape().dtype == DType::kBF16) << "CUDA attention needs a bf16 KV pool";
+  SGL_CHECK(kv_pool.shape().num_kv_heads == config.num_kv_heads &&
+            kv_pool.shape().head_dim == config.head_dim)
+      << "the KV pool holds " << kv_pool.shape().num_kv_heads << " heads of "
+      << kv_pool.shape().head_dim << ", the attention reads " << config.num_kv_heads << " of "
+      << config.head_dim;
   // Kernel attributes are per device: set them on `device`, then restore the caller's.
   int previous = 0;
   SGL_CUDA_CHECK(cudaGetDevice(&previous));
@@ -120,6 +135,7 @@ void FlashAttentionBackend::forward(int layer, const Tensor& q, const Tensor& k,
                                     const Tensor& out, const ForwardBatch& fb) {
   SGL_CHECK(fb.kv_indices.defined() && fb.kv_indices.device().is_cuda())
       << "CUDA attention needs the batch's kv_indices on the device";
+  check_output(out, fb, config_);
   cuda::store_kv(k, v, fb.out_cache_loc, kv_pool_.k(layer), kv_pool_.v(layer), stream_);
   attend(layer, q, out, fb);
 }
@@ -131,6 +147,7 @@ bool FlashAttentionBackend::forward_with_rope(int layer, const Tensor& q, const 
   SGL_CHECK(fb.kv_indices.defined() && fb.kv_indices.device().is_cuda())
       << "CUDA attention needs the batch's kv_indices on the device";
   kernels::check_rope_args(q, k, positions, cos_sin);
+  check_output(out, fb, config_);
   if (qk_norm != nullptr && !cuda::qk_norm_fusable(q, *qk_norm)) return false;
   // A decode batch: the decode kernel rotates and stores the new tokens itself.
   if (fb.num_tokens > 0 && takes_decode_kernel(q, layer, fb) && chunked_rows(k) &&

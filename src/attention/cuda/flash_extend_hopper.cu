@@ -20,6 +20,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "kernels/cuda/common/hopper_async.cuh"
 #include "kernels/cuda/common/wgmma_bf16.cuh"
+#include "kernels/cuda/hopper_features.h"
 
 namespace sgl::attention::cuda {
 namespace {
@@ -218,17 +219,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     warpgroup_reg_alloc<kConsumerRegs>();
     consume(p, sh, work, threadIdx.x / 128 - 1);
   }
+#else
+  __trap();  // never launched: hopper_kernels_run is false for this image
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
 }  // namespace
 
 bool configure_flash_extend_hopper() {
-  int device = 0, major = 0, minor = 0;
+  int device = 0;
   SGL_CUDA_CHECK(cudaGetDevice(&device));
-  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (major != 9 || minor != 0) return false;
+  if (!kernels::cuda::hopper_kernels_run(device)) return false;
   SGL_CUDA_CHECK(cudaFuncSetAttribute(flash_extend_hopper_kernel,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   return true;

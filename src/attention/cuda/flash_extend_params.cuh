@@ -100,8 +100,8 @@ __device__ inline ExtendTile extend_tile(const ExtendParams& p, const int* owner
 // The Hopper kernel (flash_extend_hopper.cu): head_dim 128, no tree mask. Launches one CTA per
 // 128 packed rows of a request and KV head.
 void launch_flash_extend_hopper(const ExtendParams& p, int num_tokens, cudaStream_t stream);
-// Whether the current device runs it (compute capability 9.0: the kernel is built for sm_90a
-// only); raises its shared-memory limit there.
+// Whether the current device runs it (kernels::cuda::hopper_kernels_run: compute capability 9.0
+// and an sm_90a build); raises its shared-memory limit there.
 bool configure_flash_extend_hopper();
 
 }  // namespace sgl::attention::cuda

@@ -27,6 +27,7 @@
 #include "kernels/cuda/common/hopper_ring.cuh"
 #include "kernels/cuda/common/pdl.cuh"
 #include "kernels/cuda/common/wgmma_bf16.cuh"
+#include "kernels/cuda/hopper_features.h"
 #include "kernels/cuda/hopper_gemm.h"
 #include "kernels/cuda/hopper_gemm_plan.h"
 #include "kernels/cuda/hopper_grouped_gemm.h"
@@ -337,6 +338,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   // No CTA leaves while another may still read its tile.
   hopper::cluster_sync();
+#else
+  __trap();  // never launched: hopper_kernels_run is false for this image
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
@@ -382,10 +385,7 @@ struct HopperGemm::Launch {
 };
 
 HopperGemm::HopperGemm(int device_index) : device_index_(device_index) {
-  int major = 0, minor = 0;
-  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index));
-  SGL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_index));
-  available_ = major == 9 && minor == 0;
+  available_ = hopper_kernels_run(device_index);
 }
 
 void HopperGemm::prepare() {

@@ -63,7 +63,8 @@ class HopperGemm {
  public:
   explicit HopperGemm(int device_index);
 
-  // Whether this GPU runs the kernel (compute capability 9.0: it is built as sm_90a only).
+  // Whether this GPU runs the kernel (compute capability 9.0, and this build's image for it
+  // sm_90a: hopper_features.h).
   bool available() const { return available_; }
 
   // Whether run() takes this problem: available, bf16 x and w, x rows 16-byte aligned with

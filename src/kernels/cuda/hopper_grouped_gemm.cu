@@ -242,6 +242,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::warpgroup_reg_alloc<kConsumerRegs>();
     consume_tiles<kTokens, kSilu>(p, tiles, smem, full, empty, threadIdx.x / 128 - 1);
   }
+#else
+  __trap();  // never launched: hopper_kernels_run is false for this image
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
