@@ -53,6 +53,8 @@ Status check_chat_template(const ServerContext& ctx) {
 Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
                                   const std::atomic<bool>& cancelled) {
   SGL_ASSIGN_OR_RETURN(std::string prompt, render_prompt(ctx, req, cancelled));
+  // The completions routes' limit on text to tokenize, on the rendered conversation.
+  SGL_RETURN_IF_ERROR(check_text_length(ctx, prompt.size(), "messages"));
   // The template writes the special tokens itself (transformers' apply_chat_template).
   tokenizer::EncodeOptions encode;
   encode.add_special_tokens = false;

@@ -107,13 +107,16 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
     }
     last_token_s_ = now;
   }
-  // While the reasoning is undecided its tokens go through one at a time, so the reasoning
-  // token count and the thinking budget are exact however many tokens a merged event carries
-  // (a slow reader gets several steps in one event).
-  if (!parser_ || reasoning_ended_ || n <= 1) return process(std::move(*event));
+  // An event may carry several tokens (a slow reader's merged steps, a verify's accepted
+  // drafts). With stop strings they go through one at a time, so the tokens after the one that
+  // completes a stop are dropped with their logprobs and usage, as SGLang checks each accepted
+  // token; and so do they while the reasoning is undecided, so the reasoning token count and
+  // the thinking budget are exact.
+  const bool stops = !stops_.empty() || !stop_regex_.empty();
+  if (n <= 1 || (!stops && (!parser_ || reasoning_ended_))) return process(std::move(*event));
   ChoiceDelta all;
   for (size_t i = 0; i < n && !finish_;) {
-    const size_t take = reasoning_ended_ ? n - i : 1;
+    const size_t take = stops || !reasoning_ended_ ? 1 : n - i;
     append(all, process(slice(*event, i, take)));
     i += take;
   }

@@ -32,7 +32,7 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
   SGL_RETURN_IF_ERROR(check_prompt_ids(ctx, prompt_ids));
   const auto len = static_cast<int64_t>(prompt_ids.size());
   const int64_t context = ctx.info.context_length;
-  if (s.max_tokens && len + *s.max_tokens > context) {
+  if (s.max_tokens && *s.max_tokens > context - len) {  // (len + max_tokens may overflow)
     return invalid_argument("the prompt (" + std::to_string(len) + " tokens) plus max_tokens (" +
                             std::to_string(*s.max_tokens) +
                             ") exceeds the model's context length " + std::to_string(context));

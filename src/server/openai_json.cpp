@@ -7,6 +7,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <string_view>
 
 #include "sampling/sampler.h"
 #include "server/request_json.h"
@@ -28,6 +29,8 @@ using request_json::to_int;
 
 // Longest stop string (matching holds back text up to a stop string's length).
 constexpr size_t kMaxStopBytes = 1024;
+// Longest stop_token_ids list: each generated token is looked up in it on the engine thread.
+constexpr size_t kMaxStopTokenIds = 1024;
 
 // find() for a field the caller moves out of the parsed body.
 json* find_mutable(json& o, const char* key) {
@@ -228,6 +231,28 @@ Status read_token_ids_logprob(const json& o, size_t prompts,
   return Status::ok_status();
 }
 
+// The keys /generate's sampling_params may hold: SGLang's SamplingParams fields that
+// read_sampling reads or refuses by name, and the vLLM-style guided_* names it also takes. SGLang
+// raises on any other key, so sgl.cpp answers 400 instead of ignoring it.
+// (Space-separated, with spaces at both ends.)
+constexpr std::string_view kSamplingParamsKeys =
+    " max_new_tokens min_new_tokens temperature top_p top_k min_p seed sampling_seed stop"
+    " stop_regex stop_token_ids no_stop_trim ignore_eos skip_special_tokens"
+    " spaces_between_special_tokens n presence_penalty frequency_penalty repetition_penalty"
+    " logit_bias json_schema regex ebnf guided_json guided_regex guided_grammar guided_choice"
+    " structural_tag structured_outputs custom_params custom_logit_processor stream_interval"
+    " token_ids_logprob ";
+
+Status check_sampling_params_keys(const json& params) {
+  for (const auto& [key, value] : params.items()) {
+    if (key.find(' ') != std::string::npos ||
+        kSamplingParamsKeys.find(" " + key + " ") == std::string_view::npos) {
+      return field_error("sampling_params", "has no field '" + key + "'");
+    }
+  }
+  return Status::ok_status();
+}
+
 // Sampling fields at the top level (OpenAI) or inside sampling_params (SGLang).
 Status read_sampling(const json& o, SamplingInput& s, bool native) {
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedSampling));
@@ -252,6 +277,10 @@ Status read_sampling(const json& o, SamplingInput& s, bool native) {
   SGL_RETURN_IF_ERROR(read(o, "no_stop_trim", s.no_stop_trim));
   SGL_RETURN_IF_ERROR(structured_output_json::read_sampling_fields(o, s.grammar));
   if (const json* ids = find(o, "stop_token_ids")) {
+    if (ids->is_array() && ids->size() > kMaxStopTokenIds) {
+      return field_error("stop_token_ids", "may list at most " + std::to_string(kMaxStopTokenIds) +
+                                               " token ids, got " + std::to_string(ids->size()));
+    }
     SGL_RETURN_IF_ERROR(to_ids(*ids, "stop_token_ids", s.stop_token_ids));
   }
   SGL_RETURN_IF_ERROR(read(o, "ignore_eos", s.ignore_eos));
@@ -509,6 +538,7 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   if (const json* params = find(o, "sampling_params")) {
     if (!params->is_object()) return field_error("sampling_params", "must be an object");
     SGL_RETURN_IF_ERROR(read_sampling(*params, r.sampling, true));
+    SGL_RETURN_IF_ERROR(check_sampling_params_keys(*params));
     if (r.sampling.max_tokens && *r.sampling.max_tokens < 0) {
       return field_error("max_new_tokens", "must be >= 0");
     }

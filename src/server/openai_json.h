@@ -1,6 +1,7 @@
 // JSON request bodies -> typed requests. Errors are kInvalidArgument (bad JSON, wrong types,
 // out-of-range values; the message names the field) or kUnimplemented (valid requests for
-// features not built yet). Unknown fields are ignored, as OpenAI does.
+// features not built yet). Unknown top-level fields are ignored, as SGLang's OpenAI schemas
+// drop them; /generate's sampling_params refuses unknown keys, as SGLang's SamplingParams does.
 #pragma once
 
 #include <string_view>

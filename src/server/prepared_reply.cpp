@@ -1,6 +1,9 @@
 // PreparedReply.
 #include "server/prepared_reply.h"
 
+#include <exception>
+#include <string>
+
 #include "server/errors.h"
 
 namespace sgl::server {
@@ -11,7 +14,15 @@ Reply PreparedReply::submit(ServerContext& ctx, bool event_stream, Prepare prepa
       reply->shared_->cancelled, [&ctx, shared = reply->shared_, prepare = std::move(prepare)](
                                      const std::atomic<bool>& cancelled) {
         std::optional<Reply> result;
-        if (!cancelled.load()) result = prepare(cancelled);
+        // Preparations do not throw; if one does, its client gets a 500 rather than no reply.
+        try {
+          if (!cancelled.load()) result = prepare(cancelled);
+        } catch (const std::exception& e) {
+          result = Reply::of(
+              error_response(500, std::string("preparing the request failed: ") + e.what()));
+        } catch (...) {
+          result = Reply::of(error_response(500, "preparing the request failed"));
+        }
         if (cancelled.load()) {
           // The client went away (nobody reads this) or the server stops (the client gets a
           // 503); a generation the preparation started aborts as its reply goes.

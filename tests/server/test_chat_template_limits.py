@@ -148,7 +148,7 @@ def test_sigterm_during_slow_renders_exits_promptly(tmp_path):
             c.close()
 
 
-def test_tokenize_over_the_text_limit_is_400(tmp_path):
+def test_texts_over_the_limit_are_400(tmp_path):
     raise_fd_limit()
     srv = Server(tmp_path)
     try:
@@ -158,6 +158,13 @@ def test_tokenize_over_the_text_limit_is_400(tmp_path):
         assert "'prompt' is 2097152 bytes long; the limit is 1048576 bytes" in message, message
         r = srv.post("/v1/completions", {"prompt": "a " * (1 << 20), "max_tokens": 1})
         assert r.status_code == 400 and "the limit is 1048576 bytes" in r.text, r.text
+        # The chat routes: the rendered conversation, before it is tokenized.
+        big = [{"role": "user", "content": "a" * (2 << 20)}]
+        for path, body in [("/v1/chat/completions", {"messages": big, "max_tokens": 1}),
+                           ("/v1/messages", {"messages": big, "max_tokens": 1, "model": "m"}),
+                           ("/v1/responses", {"input": big, "max_output_tokens": 16})]:
+            r = srv.post(path, body)
+            assert r.status_code == 400 and "'messages' is" in r.text, (path, r.text)
         r = srv.post("/tokenize", {"prompt": "Once upon a time"})
         assert r.status_code == 200 and r.json()["count"] > 0
     finally:

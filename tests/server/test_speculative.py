@@ -128,3 +128,18 @@ def check_accept_length(srv):
     match = re.search(r'^sglang:spec_accept_length\{[^}]*\} (\S+)$', metrics, re.M)
     assert match, metrics
     assert float(match.group(1)) == pytest.approx(1 + accepted / steps, rel=1e-6)
+
+
+def test_stop_strings_drop_the_tokens_after_them(plain, ngram):
+    """A stop string completed inside a verify's accepted drafts: the tokens after it go with
+    the text (output_ids, logprobs, completion_tokens), as in plain decoding."""
+    for stop in (["Lily"], [" park."], ["went"]):
+        body = {"text": REPEATING, "return_logprob": True,
+                "sampling_params": {"temperature": 0, "max_new_tokens": 48, "stop": stop}}
+        spec, base = (srv.post("/generate", body).json() for srv in (ngram, plain))
+        assert spec["text"] == base["text"], stop
+        assert spec["output_ids"] == base["output_ids"], stop
+        for key in ("completion_tokens", "finish_reason"):
+            assert spec["meta_info"][key] == base["meta_info"][key], (stop, key)
+        assert (len(spec["meta_info"]["output_token_logprobs"]) ==
+                len(base["meta_info"]["output_token_logprobs"]) == len(base["output_ids"])), stop
