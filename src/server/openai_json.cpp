@@ -429,6 +429,14 @@ Result<json> template_message(const json& m, size_t index) {
   } else if (!content->is_string()) {
     return field_error(where + ".content", "must be a string, a list of parts or null");
   }
+  if (json* calls = find_mutable(out, "tool_calls"); calls != nullptr && calls->is_array()) {
+    for (json& call : *calls) {
+      if (json* function = call.is_object() ? find_mutable(call, "function") : nullptr;
+          function != nullptr && function->is_object() && function->contains("arguments")) {
+        (*function)["arguments"] = request_json::template_arguments((*function)["arguments"]);
+      }
+    }
+  }
   return out;
 }
 

@@ -73,6 +73,13 @@ Status refuse_fields(const json& o, std::span<const RefusedField> fields) {
   return Status::ok_status();
 }
 
+json template_arguments(const json& arguments) {
+  if (!arguments.is_string()) return arguments;
+  json parsed = json::parse(arguments.get_ref<const std::string&>(), nullptr,
+                            /*allow_exceptions=*/false);
+  return parsed.is_object() ? parsed : arguments;
+}
+
 Status set_template_kwarg(json& chat, const char* key, const json& value, std::string_view field) {
   json& kwargs = chat["chat_template_kwargs"];
   if (kwargs.is_null()) kwargs = json::object();

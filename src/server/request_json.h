@@ -60,6 +60,11 @@ Result<std::string_view> read_text_or_input_ids(const nlohmann::json& o,
 Result<std::string> joined_text(const nlohmann::json& content, const std::string& where,
                                 std::initializer_list<std::string_view> text_types);
 
+// A history tool call's "arguments" as templates take them: the JSON object a string holds
+// (templates write `arguments | tojson`, which would quote a string once more), as SGLang and
+// vLLM hand them over; anything else (invalid JSON, a non-object) as it came.
+nlohmann::json template_arguments(const nlohmann::json& arguments);
+
 // Sets chat_template_kwargs.`key` to `value` in a chat request body (keeping the kwargs the
 // client passed); a passed value that differs is kInvalidArgument naming `field`, which set it.
 Status set_template_kwarg(nlohmann::json& chat, const char* key, const nlohmann::json& value,

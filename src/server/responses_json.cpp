@@ -26,7 +26,9 @@ Status function_call_message(const json& item, const std::string& where, json& m
   }
   json call = {{"id", item["call_id"]},
                {"type", "function"},
-               {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}};
+               {"function",
+                {{"name", item["name"]},
+                 {"arguments", request_json::template_arguments(item["arguments"])}}}};
   if (!messages.empty() && messages.back()["role"] == "assistant" &&
       messages.back().contains("tool_calls")) {
     messages.back()["tool_calls"].push_back(std::move(call));

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <nlohmann/json.hpp>
 
 #include "engine/request_stream.h"
 #include "server/errors.h"
 #include "server/metrics.h"
 #include "server/openai_json.h"
+#include "server/responses_json.h"
 #include "server/sse.h"
 
 namespace sgl::server {
@@ -129,6 +131,32 @@ TEST(OpenAiJson, GenerateTokenIdsLogprob) {
   EXPECT_NE(over.status().message().find("at most 128"), std::string::npos);
   auto on_openai = parse_completion_request(R"({"prompt": "a", "token_ids_logprob": [1]})");
   EXPECT_NE(on_openai.status().message().find("/generate"), std::string::npos);
+}
+
+// A history's tool call arguments reach the template as the object their JSON string holds
+// (templates write `arguments | tojson`), on the chat and Responses routes alike; a string that
+// is not a JSON object stays a string.
+TEST(OpenAiJson, HistoryToolCallArgumentsReachTheTemplateAsObjects) {
+  auto chat = parse_chat_request(R"({"messages": [
+      {"role": "user", "content": "x"},
+      {"role": "assistant", "content": null, "tool_calls": [
+          {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}},
+          {"id": "b", "type": "function", "function": {"name": "g", "arguments": "not json"}},
+          {"id": "c", "type": "function", "function": {"name": "h", "arguments": "5"}}]},
+      {"role": "tool", "tool_call_id": "a", "content": "2"}]})");
+  ASSERT_TRUE(chat.ok()) << chat.status().to_string();
+  const nlohmann::json messages = nlohmann::json::parse(chat->messages_json);
+  const nlohmann::json& calls = messages[1]["tool_calls"];
+  EXPECT_EQ(calls[0]["function"]["arguments"], nlohmann::json({{"x", 1}}));
+  EXPECT_EQ(calls[1]["function"]["arguments"], "not json");
+  EXPECT_EQ(calls[2]["function"]["arguments"], "5");
+  auto responses = parse_responses_request(R"({"input": [
+      {"role": "user", "content": "x"},
+      {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{\"x\": 1}"},
+      {"type": "function_call_output", "call_id": "a", "output": "2"}]})");
+  ASSERT_TRUE(responses.ok()) << responses.status().to_string();
+  const nlohmann::json items = nlohmann::json::parse(responses->chat.messages_json);
+  EXPECT_EQ(items[1]["tool_calls"][0]["function"]["arguments"], nlohmann::json({{"x", 1}}));
 }
 
 TEST(Errors, OpenAiShape) {
