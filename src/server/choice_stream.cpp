@@ -199,6 +199,9 @@ void ChoiceStream::parse_output(ChoiceDelta& d, bool finished) {
   if (finished) parser_->finish(parsed_);
   d.text.clear();
   for (function_call::ParseEvent& e : parsed_.take()) {
+    const bool call = e.kind == function_call::EventKind::kToolCallBegin ||
+                      e.kind == function_call::EventKind::kToolCallArguments;
+    if (call && options_.single_tool_call && e.call_index > 0) continue;
     switch (e.kind) {
       case function_call::EventKind::kContent:
         d.text += e.text;

@@ -37,6 +37,9 @@ struct ChoiceOptions {
   // tokens without ending (Anthropic's thinking.budget_tokens). Checked as the engine's events
   // arrive, so a step that carries several tokens may pass it by the rest of that step.
   std::optional<int64_t> max_reasoning_tokens = {};
+  // parallel_tool_calls false: only the first parsed call is returned (the later ones are
+  // dropped, as vLLM does where no grammar holds the model to one call).
+  bool single_tool_call = false;
 };
 
 // How a choice ended, in API terms.

@@ -313,3 +313,27 @@ def test_auto_parses_calls_and_reasoning_the_model_wrote(tool_server, tool_clien
     reasoning = "".join(getattr(c.choices[0].delta, "reasoning_content", None) or ""
                         for c in chunks if c.choices)
     assert content == message.content and reasoning == message.reasoning_content
+
+
+FORCED_TWO = ('root ::= "<think>" [a-z ]{1,20} "</think>" "Sure. " call "\\n" call\n'
+              'call ::= "<tool_call>\\n{\\"name\\": \\"find_city\\", \\"arguments\\": {\\"name\\": '
+              '\\"" [A-Z][a-z]{1,8} "\\"}}\\n</tool_call>"')
+
+
+def test_auto_without_parallel_calls_keeps_the_first(tool_client):
+    """tool_choice auto cannot hold the model to one call, so with parallel_tool_calls false the
+    reply keeps the first call it wrote (streamed or not), as vLLM does."""
+    kwargs = dict(model="m", messages=USER, tools=[CITY], tool_choice="auto", temperature=1.0,
+                  seed=2, max_tokens=400, extra_body={"ebnf": FORCED_TWO})
+    reply = tool_client.chat.completions.create(**kwargs).choices[0]
+    assert reply.finish_reason == "tool_calls"
+    both = reply.message.tool_calls
+    assert [c.function.name for c in both] == ["find_city", "find_city"]
+    one = tool_client.chat.completions.create(parallel_tool_calls=False, **kwargs).choices[0]
+    assert one.finish_reason == "tool_calls"
+    assert [c.function.arguments for c in one.message.tool_calls] == [both[0].function.arguments]
+    chunks = list(tool_client.chat.completions.create(parallel_tool_calls=False, stream=True,
+                                                      **kwargs))
+    calls = [t for c in chunks if c.choices for t in (c.choices[0].delta.tool_calls or [])]
+    assert calls and {t.index for t in calls} == {0}
+    assert "".join(t.function.arguments or "" for t in calls) == both[0].function.arguments
