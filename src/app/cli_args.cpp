@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 namespace sgl::app {
@@ -56,8 +57,9 @@ Result<double> CliArgs::get_double(const std::string& flag, double fallback) con
   if (!v) return fallback;
   char* end = nullptr;
   const double d = std::strtod(v->c_str(), &end);
-  if (v->empty() || end != v->c_str() + v->size()) {
-    return invalid_argument(flag + " expects a number, got '" + *v + "'");
+  // (inf and nan parse, and no flag means them: a timeout of inf would overflow its ms.)
+  if (v->empty() || end != v->c_str() + v->size() || !std::isfinite(d)) {
+    return invalid_argument(flag + " expects a finite number, got '" + *v + "'");
   }
   return d;
 }

@@ -171,8 +171,9 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "0"},
       {.name = "--random-seed",
        .value = "N",
-       .help = "Seed of unseeded sampling.",
-       .default_value = "0"},
+       .help = "Makes runs reproducible: requests without a seed sample with one derived from "
+               "N and their request id (and the random schedule policy shuffles by N); "
+               "unset: from the OS's entropy."},
       {.name = "--log-level",
        .value = "debug|info|warning|error|critical",
        .help = "Least severe log line printed.",
@@ -352,6 +353,7 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   }
   o.max_running_requests = static_cast<int32_t>(running);
   o.random_seed = static_cast<uint64_t>(seed);
+  if (args.has("--random-seed")) s.engine.unseeded_sampling_seed = static_cast<uint64_t>(seed);
   SGL_ASSIGN_OR_RETURN(
       o.policy, scheduler::parse_schedule_policy(args.get("--schedule-policy").value_or("fcfs")));
   o.disable_radix_cache = args.has("--disable-radix-cache");

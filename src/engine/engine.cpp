@@ -12,6 +12,15 @@
 namespace sgl::engine {
 namespace {
 
+// A request's seed from the run's (--random-seed) and its id: splitmix64 of their sum, so
+// neighbouring ids get unrelated seeds.
+uint64_t mixed_seed(uint64_t run_seed, uint64_t rid) {
+  uint64_t z = run_seed + rid * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 // "batch 12 mixed: 3 prefill (+1024 tokens), 250 decode": one line a batch at debug level,
 // to see from the log when prefills run and how large they are.
 std::string describe_batch(const scheduler::ScheduleBatch& batch) {
@@ -167,21 +176,26 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
                             " tokens; the model's has " + std::to_string(options_.vocab_size));
   }
   const auto prompt = static_cast<int64_t>(request.input_ids.size());
-  if (options_.scheduler.chunked_prefill_size <= 0 && prompt > options_.max_num_tokens) {
+  // Without chunking a prompt is prefilled whole, beside the running decodes (MIXED): it must
+  // fit the forward's tokens less theirs.
+  const int64_t whole_prefill = options_.max_num_tokens - options_.scheduler.max_running_requests;
+  if (options_.scheduler.chunked_prefill_size <= 0 && prompt > whole_prefill) {
     return invalid_argument("the prompt has " + std::to_string(prompt) +
                             " tokens; without chunked prefill one forward takes at most " +
-                            std::to_string(options_.max_num_tokens));
+                            std::to_string(whole_prefill));
   }
   const int64_t limit = options_.scheduler.max_queued_requests;
   if (limit > 0 && queued_.load() >= limit + options_.scheduler.max_running_requests) {
     return resource_exhausted("the server is at capacity: " + std::to_string(queued_.load()) +
                               " requests queued or running");
   }
-  if (!request.sampling.seed) {
+  const uint64_t rid = next_rid_.fetch_add(options_.rid_stride);
+  if (!request.sampling.seed && options_.unseeded_sampling_seed) {
+    request.sampling.seed = mixed_seed(*options_.unseeded_sampling_seed, rid);
+  } else if (!request.sampling.seed) {
     std::random_device entropy;
     request.sampling.seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
   }
-  const uint64_t rid = next_rid_.fetch_add(options_.rid_stride);
   auto stream = std::make_shared<RequestStream>(rid);
   ++queued_;
   queued_tokens_ += prompt;

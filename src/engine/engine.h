@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -42,6 +43,9 @@ struct EngineOptions {
   // their requests apart, so an id names its replica (DataParallelController).
   uint64_t first_rid = 1;
   uint64_t rid_stride = 1;
+  // --random-seed: a request without a seed samples with one made from this and its request id
+  // (reproducible runs, as SGLang's global seed makes them); unset: from the OS's entropy.
+  std::optional<uint64_t> unseeded_sampling_seed;
 };
 
 // What a replica holds right now, counted at submission (not at the next step), so that a

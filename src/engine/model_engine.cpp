@@ -74,14 +74,13 @@ Status check_nodes(const runner::ModelRunnerOptions& ro, const EngineOptions& op
 // combination not supported.
 Status size_runner_for_engine(const std::filesystem::path& model_path,
                               runner::ModelRunnerOptions& ro, EngineOptions& options) {
-  // One forward takes a full prefill budget (or chunk) plus every running decode (MIXED).
+  // One forward takes a full prefill budget plus every running decode (MIXED); a chunk larger
+  // than the budget runs whole when it is a round's first request (as SGLang's PrefillAdder
+  // lets it), so the larger of the two.
   const int64_t prefill =
-      options.scheduler.chunked_prefill_size > 0
-          ? std::min(options.scheduler.chunked_prefill_size, options.scheduler.max_prefill_tokens)
-          : options.scheduler.max_prefill_tokens;
+      std::max(options.scheduler.chunked_prefill_size, options.scheduler.max_prefill_tokens);
   ro.max_batch_size = 2 * options.scheduler.max_running_requests + 2;
-  ro.max_num_tokens = std::max(prefill, options.scheduler.max_prefill_tokens) +
-                      options.scheduler.max_running_requests;
+  ro.max_num_tokens = prefill + options.scheduler.max_running_requests;
   // Logits rows: one per request, or for a batch that scores a prompt its scored prefill (the
   // scheduler's budget) plus the running decodes a MIXED batch carries; not one per token of
   // the largest batch (8448 x 128256 f32 = 4.3 GB for Llama-3 at the defaults, on the GPU and

@@ -43,14 +43,14 @@ std::unique_ptr<Allocator> make_allocator(Device device) {
 #endif
 }
 
-// KV slots from memory (SGLang's mem_fraction_static). GPU: the fraction of the device's total
+// KV slots from memory (SGLang's mem_fraction_static), or options.num_kv_slots
+// (--max-total-tokens) where the memory holds them. GPU: the fraction of the device's total
 // memory for static use (weights, graphs, KV pool), so the pool gets that minus what is already
 // used. CPU: a fraction of the available RAM. Capped at what max_batch_size full-length
 // requests need. A draft head to load beside the runner (`beside`) takes its share first: its
 // fixed bytes out of the budget, its KV layer's bytes on every slot.
 Result<int64_t> size_kv_pool(const ModelRunnerOptions& options, const attention::KvPoolShape& shape,
                              int64_t context_length, const DraftHeadMemory& beside) {
-  if (options.num_kv_slots > 0) return options.num_kv_slots;
   SGL_ASSIGN_OR_RETURN(backend::MemoryInfo mem, backend::memory_info(options.device));
   const bool gpu = !options.device.is_cpu();
   const double fraction = options.mem_fraction_static > 0 ? options.mem_fraction_static
@@ -77,6 +77,16 @@ Result<int64_t> size_kv_pool(const ModelRunnerOptions& options, const attention:
     formula +=
         " - draft head " + std::to_string(mib(static_cast<double>(beside.fixed_bytes))) + " MiB";
     per_token += " (" + std::to_string(beside.bytes_per_kv_slot) + " B the draft head's)";
+  }
+  if (options.num_kv_slots > 0) {
+    // --max-total-tokens: the pool's size, within the memory budget (SGLang takes the smaller
+    // and warns).
+    if (options.num_kv_slots <= by_memory) return options.num_kv_slots;
+    SGL_LOG_WARN << "--max-total-tokens " << options.num_kv_slots << " exceeds what the memory "
+                 << "budget holds (" << formula << " = " << mib(budget) << " MiB / " << per_token
+                 << " = " << by_memory << " slots); using " << by_memory;
+    if (by_memory < 2) return resource_exhausted("no memory left for the KV cache");
+    return by_memory;
   }
   SGL_LOG_INFO << "KV pool: " << formula << " = " << mib(budget) << " MiB / " << per_token << " = "
                << by_memory << " slots; capped at " << cap << " -> " << slots;

@@ -22,6 +22,21 @@ std::string error_of(std::vector<std::string> args) {
   return setup.ok() ? "" : setup.status().message();
 }
 
+// --random-seed seeds unseeded sampling only when given; number flags take finite numbers.
+TEST(EngineFlagsTest, RandomSeedAndFiniteNumbers) {
+  auto unset = parse({});
+  ASSERT_TRUE(unset.ok()) << unset.status().to_string();
+  EXPECT_FALSE(unset->engine.unseeded_sampling_seed.has_value());
+  auto seeded = parse({"--random-seed", "42"});
+  ASSERT_TRUE(seeded.ok()) << seeded.status().to_string();
+  EXPECT_EQ(seeded->engine.unseeded_sampling_seed, 42u);
+  EXPECT_EQ(seeded->engine.scheduler.random_seed, 42u);
+  for (const char* bad : {"inf", "nan", "-inf", "1e999"}) {
+    EXPECT_NE(error_of({"--mem-fraction-static", bad}).find("finite number"), std::string::npos)
+        << bad;
+  }
+}
+
 TEST(EngineFlagsTest, OneNodeIsAccepted) {
   EXPECT_TRUE(parse({"--nnodes", "1", "--node-rank", "0"}).ok());
   EXPECT_TRUE(parse({"--nnodes", "1", "--dist-init-addr", "127.0.0.1:50000"}).ok());

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "engine/batch_generator.h"
@@ -302,6 +303,65 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{"qwen2_moe_chunk16", true, 16, true, false, "tiny-qwen2-moe"},
                       Config{"qwen3_moe_mixed_chunk32", true, 32, true, true, "tiny-qwen3-moe"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// A chunk larger than the prefill budget (--chunked-prefill-size above --max-prefill-tokens):
+// a round's first request takes the whole chunk, as SGLang's PrefillAdder lets it, so the
+// runner's forward holds it (the process once aborted on the forward's size check). Without
+// chunking, a prompt longer than the budget beside the running decodes is refused at submit.
+TEST(ModelEngineSizing, ChunkLargerThanThePrefillBudgetRuns) {
+  const auto golden = test::golden("stories260K");
+  const std::vector<int32_t> prompt = golden["cases"][0]["prompt_ids"].get<std::vector<int32_t>>();
+  std::vector<int32_t> longer = prompt;
+  while (longer.size() < 40) longer.insert(longer.end(), prompt.begin(), prompt.end());
+  for (const int64_t chunk : {int64_t{48}, int64_t{-1}}) {
+    EngineOptions eo;
+    eo.scheduler.max_prefill_tokens = 16;
+    eo.scheduler.chunked_prefill_size = chunk;
+    eo.scheduler.max_running_requests = 4;
+    runner::ModelRunnerOptions ro;
+    ro.num_kv_slots = 512;
+    auto me = launch_model_engine(test::model_dir("stories260K"), ro, eo);
+    ASSERT_TRUE(me.ok()) << me.status().to_string();
+    auto stream = me->engine->submit(test::greedy_ids_request(longer, 8));
+    if (chunk < 0) {
+      ASSERT_FALSE(stream.ok());
+      EXPECT_NE(stream.status().message().find("at most 16"), std::string::npos)
+          << stream.status().to_string();
+      continue;
+    }
+    ASSERT_TRUE(stream.ok()) << stream.status().to_string();
+    EXPECT_EQ(collect(**stream).ids.size(), 8u);
+  }
+}
+
+// --random-seed: a request without a seed samples with one derived from the run's seed and its
+// request id, so two runs with one seed give the same samples (and another seed others).
+TEST(ModelEngineSeeds, RandomSeedMakesUnseededSamplingReproducible) {
+  const auto golden = test::golden("stories260K");
+  GenerateRequest r =
+      test::greedy_ids_request(golden["cases"][0]["prompt_ids"].get<std::vector<int32_t>>(), 24);
+  r.sampling.temperature = 1.0f;
+  r.sampling.seed.reset();
+  auto run = [&](std::optional<uint64_t> seed) {
+    EngineOptions eo;
+    eo.unseeded_sampling_seed = seed;
+    runner::ModelRunnerOptions ro;
+    ro.num_kv_slots = 512;
+    auto me = launch_model_engine(test::model_dir("stories260K"), ro, eo);
+    EXPECT_TRUE(me.ok()) << me.status().to_string();
+    std::vector<std::vector<int32_t>> outputs;
+    for (int i = 0; i < 3; ++i) {
+      auto stream = me->engine->submit(r);
+      EXPECT_TRUE(stream.ok());
+      outputs.push_back(collect(**stream).ids);
+    }
+    return outputs;
+  };
+  const auto first = run(7);
+  EXPECT_EQ(run(7), first);
+  EXPECT_NE(run(8), first);
+  EXPECT_NE(first[0], first[1]) << "each request of a run gets its own seed";
+}
 
 }  // namespace
 }  // namespace sgl::engine

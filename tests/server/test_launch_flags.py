@@ -73,6 +73,10 @@ SERVES = [
     # One node, in SGLang's multi-node words.
     ("--model-path {model} --nnodes 1 --node-rank 0 --dist-init-addr 127.0.0.1:50000", []),
     ("--model-path {model} --tokenizer-path {model} --dtype float32", []),
+    ("--model-path {model} --nccl-port 5000 --log-requests-level 2 --dist-timeout 600",
+     ["--nccl-port has no effect", "--log-requests-level has no effect",
+      "--dist-timeout has no effect"]),
+    ("--model-path {model} --cpu-offload-gb 0 --disaggregation-mode null", []),
 ]
 
 REFUSES = [
@@ -91,6 +95,8 @@ REFUSES = [
     ("--model-path {model} --tp 2 --ep-size 2",
      ["--ep-size 2 needs a mixture-of-experts model", "dense"]),
     ("--model-path {model} --tp 2 --ep 4", ["--ep-size 4 does not divide --tp-size 2"]),
+    ("--model-path {model} --cpu-offload-gb 4", ["--cpu-offload-gb", "offload"]),
+    ("--model-path {model} --enable-priority-scheduling", ["--enable-priority-scheduling"]),
     # Quantization.
     ("--model-path {model} --quantization fp8", ["--quantization fp8", "quantization"]),
     ("--model-path {model} --kv-cache-dtype fp8_e5m2", ["--kv-cache-dtype fp8_e5m2"]),
