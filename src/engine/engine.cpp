@@ -8,18 +8,10 @@
 
 #include "core/logging.h"
 #include "engine/exec_batch.h"
+#include "kernels/sampling_math.h"
 
 namespace sgl::engine {
 namespace {
-
-// A request's seed from the run's (--random-seed) and its id: splitmix64 of their sum, so
-// neighbouring ids get unrelated seeds.
-uint64_t mixed_seed(uint64_t run_seed, uint64_t rid) {
-  uint64_t z = run_seed + rid * 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // "batch 12 mixed: 3 prefill (+1024 tokens), 250 decode": one line a batch at debug level,
 // to see from the log when prefills run and how large they are.
@@ -191,7 +183,9 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
   }
   const uint64_t rid = next_rid_.fetch_add(options_.rid_stride);
   if (!request.sampling.seed && options_.unseeded_sampling_seed) {
-    request.sampling.seed = mixed_seed(*options_.unseeded_sampling_seed, rid);
+    // (splitmix64 of their sum: neighbouring ids get unrelated seeds.)
+    request.sampling.seed =
+        kernels::sampling_math::splitmix64(*options_.unseeded_sampling_seed + rid);
   } else if (!request.sampling.seed) {
     std::random_device entropy;
     request.sampling.seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
