@@ -112,6 +112,18 @@ run() {
     rows+=("sgl-generate-cuda FAIL")
     echo "sgl-generate --device cuda printed: $got"
   fi
+  # Without --device (auto, SGLang's default) the GPU is taken, and said so.
+  got=$("$root/gpu/sgl-generate" --model-path "$SGL_TESTDATA_DIR/models/stories260K" \
+        --log-level info --prompt "Once upon a time" --max-new-tokens 48 --temperature 0 \
+        --ignore-eos 2>"$log/device_auto.err") || true
+  if [ "$got" = "$expected" ] && grep -q "running on cuda" "$log/device_auto.err"; then
+    rows+=("sgl-generate-device-auto PASS golden, on cuda")
+  else
+    status=1
+    rows+=("sgl-generate-device-auto FAIL")
+    echo "sgl-generate without --device printed: $got"
+    head -20 "$log/device_auto.err"
+  fi
   # Runs `sgl-bench SUB --config <CONFIG, default the 8B> ARGS... --output-file
   # $log/NAME.json`, adds its row and prints the last TAIL lines of its log (0: all) under TITLE.
   bench_step() {

@@ -165,6 +165,7 @@ int run_bench_offline(int argc, char** argv) {
   if (const Status s = distributed::check_single_node(setup->nodes, "sgl-bench offline"); !s.ok()) {
     return fail(s);
   }
+  for (const std::string& note : setup->notes) std::printf("note: %s\n", note.c_str());
   if (const Status s = set_bench_accept_length(*args, setup->engine.scheduler.speculative);
       !s.ok()) {
     return fail(s);

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "backend/devices.h"
 #include "core/logging.h"
 #include "distributed/bootstrap.h"
 #include "distributed/nccl_communicator.h"
@@ -52,14 +53,30 @@ Result<std::string> parse_attention_backend(const std::string& name,
   return name;
 }
 
+// --device auto (or absent), as SGLang's default: the GPU where this build and the machine have
+// one (or where --base-gpu-id names one), the CPU otherwise; the choice is a start-up note.
+std::string resolve_device_name(const std::string& name, int64_t base_gpu,
+                                std::vector<std::string>& notes) {
+  if (name != "auto") return name;
+  const int gpus = backend::cuda_device_count();
+  if (gpus > 0 || base_gpu != 0) {
+    notes.push_back("--device auto: " + std::to_string(gpus) +
+                    " CUDA device(s) visible, running on cuda");
+    return "cuda";
+  }
+  notes.push_back("--device auto: no CUDA device visible, running on cpu");
+  return "cpu";
+}
+
 }  // namespace
 
 std::span<const FlagSpec> engine_flag_table() {
   static const std::vector<FlagSpec> table = {
       {.name = "--device",
-       .value = "cpu|cuda|cuda:N",
-       .help = "Where the model runs.",
-       .default_value = "cpu"},
+       .value = "auto|cpu|cuda|cuda:N",
+       .help = "Where the model runs; auto (SGLang's default) takes the GPU where one is "
+               "visible, the CPU otherwise.",
+       .default_value = "auto"},
       {.name = "--base-gpu-id",
        .value = "N",
        .help = "The GPU index for --device cuda (as --device cuda:N).",
@@ -270,10 +287,11 @@ std::vector<std::string> all_reduce_notes(const runner::ModelRunnerOptions& runn
 
 Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& default_log_level) {
   EngineSetup s;
-  const std::string device_name = args.get("--device").value_or("cpu");
-  auto device = parse_device(device_name);
-  if (!device) return invalid_argument("--device expects cpu, cuda or cuda:N");
   SGL_ASSIGN_OR_RETURN(const int64_t base_gpu, args.get_int("--base-gpu-id", 0));
+  const std::string device_name =
+      resolve_device_name(args.get("--device").value_or("auto"), base_gpu, s.notes);
+  auto device = parse_device(device_name);
+  if (!device) return invalid_argument("--device expects auto, cpu, cuda or cuda:N");
   if (base_gpu != 0) {  // 0 (SGLang's default) asks for nothing on any device
     if (!device->is_cuda() || base_gpu < 0 || base_gpu > 1023) {
       return invalid_argument("--base-gpu-id needs --device cuda and an index in [0, 1023]");

@@ -8,6 +8,7 @@
 #include "app/batch_file.h"
 #include "app/cli_args.h"
 #include "app/engine_flags.h"
+#include "core/logging.h"
 #include "engine/model_engine.h"
 #include "model/model_source.h"
 #include "tokenizer/incremental_detokenizer.h"
@@ -163,6 +164,7 @@ int run(int argc, char** argv) {
     std::cerr << "sgl-generate: " << s.to_string() << "\n";
     return 1;
   };
+  for (const std::string& note : o.setup.notes) SGL_LOG_INFO << note;
 
   // First, so that a bad path reads as one (not as a missing tokenizer).
   if (auto format = model::check_model_path(o.model_path); !format.ok()) {

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "backend/devices.h"
 #include "distributed/nccl_communicator.h"
 
 namespace sgl::app {
@@ -35,6 +38,35 @@ TEST(EngineFlagsTest, RandomSeedAndFiniteNumbers) {
     EXPECT_NE(error_of({"--mem-fraction-static", bad}).find("finite number"), std::string::npos)
         << bad;
   }
+}
+
+bool has_note(const EngineSetup& setup, const std::string& text) {
+  return std::any_of(setup.notes.begin(), setup.notes.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
+// --device auto (and no --device, as SGLang) takes the GPU where one is visible and says so;
+// a named device is taken as given, without the note.
+TEST(EngineFlagsTest, DeviceAutoPicksTheGpuWhereOneIsVisible) {
+  const bool gpu = backend::cuda_device_count() > 0;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{}, std::vector<std::string>{"--device", "auto"}}) {
+    auto setup = parse(args);
+    ASSERT_TRUE(setup.ok()) << setup.status().to_string();
+    EXPECT_EQ(setup->runner.device, gpu ? Device::cuda(0) : Device::cpu());
+    EXPECT_TRUE(has_note(*setup, gpu ? "running on cuda" : "no CUDA device visible"));
+  }
+  auto cpu = parse({"--device", "cpu"});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  EXPECT_EQ(cpu->runner.device, Device::cpu());
+  EXPECT_FALSE(has_note(*cpu, "--device auto"));
+  // --base-gpu-id names a GPU, so auto means that one.
+  auto second = parse({"--base-gpu-id", "1"});
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_EQ(second->runner.device, Device::cuda(1));
+  EXPECT_NE(error_of({"--device", "gpu"}).find("auto, cpu, cuda or cuda:N"), std::string::npos);
+  EXPECT_NE(error_of({"--device", "cpu", "--base-gpu-id", "1"}).find("--base-gpu-id needs"),
+            std::string::npos);
 }
 
 TEST(EngineFlagsTest, OneNodeIsAccepted) {
