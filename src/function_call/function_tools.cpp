@@ -61,6 +61,10 @@ Result<std::vector<FunctionTool>> read_function_tools(std::string_view tools_jso
             fwhere + ".parameters is not a supported JSON Schema: " + g.status().message());
       }
     }
+    if (const auto strict = f.find("strict"); strict != f.end() && !strict->is_null()) {
+      if (!strict->is_boolean()) return invalid_argument(fwhere + ".strict must be a boolean");
+      tool.strict = strict->get<bool>();
+    }
     out.push_back(std::move(tool));
   }
   return out;

@@ -13,14 +13,16 @@ namespace sgl::function_call {
 struct FunctionTool {
   std::string name;
   std::string parameters_json;  // the parameters' JSON Schema; empty: none given
+  bool strict = false;          // calls must follow the schema, under tool_choice auto too
 };
 
 inline constexpr size_t kMaxFunctionTools = 512;
 
 // `tools_json`: a JSON array of {"type": "function", "function": {"name", "description",
 // "parameters", "strict"}} (the chat format) or {"type": "function", "name", "parameters", ...}
-// (the Responses format). InvalidArgument naming the tool (tools[i]) for a missing or malformed
-// name, a duplicate name, a tool type other than function, or parameters that are not a JSON
+// (the Responses format); `strict` true, false or null (SGLang's default, false). InvalidArgument
+// naming the tool (tools[i]) for a missing or malformed name, a non-boolean strict, a duplicate
+// name, a tool type other than function, or parameters that are not a JSON
 // Schema the grammar engine supports (the engine's reason included).
 Result<std::vector<FunctionTool>> read_function_tools(std::string_view tools_json);
 

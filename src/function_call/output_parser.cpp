@@ -107,6 +107,11 @@ bool needs_special_tokens(std::string_view parser_name) {
   return parser_name == "gpt-oss" || parser_name == "mistral";
 }
 
+bool starts_in_reasoning(const OutputParserOptions& options) {
+  return options.force_reasoning || options.reasoning_parser == "deepseek-r1" ||
+         options.reasoning_parser == "qwen3-thinking";
+}
+
 Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptions& options) {
   const std::string& tools = options.tool_call_parser;
   const std::string& reasoning = options.reasoning_parser;
@@ -121,8 +126,7 @@ Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptio
   }
   std::unique_ptr<StreamParser> first;
   if (!reasoning.empty()) {
-    first = std::make_unique<ThinkParser>(options.force_reasoning || reasoning == "deepseek-r1" ||
-                                          reasoning == "qwen3-thinking");
+    first = std::make_unique<ThinkParser>(starts_in_reasoning(options));
   }
   return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
       std::move(first), tools.empty() ? nullptr : tool_call_parser(tools), keep_reasoning));

@@ -34,6 +34,9 @@ struct OutputParserOptions {
   bool force_reasoning = false;
 };
 
+// The output starts inside <think>...</think> (deepseek-r1, qwen3-thinking, a forced start).
+bool starts_in_reasoning(const OutputParserOptions& options);
+
 // The parser for one output; null when the options ask for no parsing. InvalidArgument for an
 // unknown name.
 Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptions& options);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 namespace sgl::grammar {
 
@@ -24,6 +25,37 @@ std::string Grammar::fresh_name(std::string_view base) const {
   std::string name(base);
   for (int i = 1; find_rule(name) >= 0; ++i) name = std::string(base) + "_" + std::to_string(i);
   return name;
+}
+
+RuleId Grammar::import_rules(const Grammar& src, std::string_view prefix) {
+  std::vector<RuleId> ids(src.num_rules());
+  for (RuleId r = 0; r < src.num_rules(); ++r) {
+    ids[r] = add_rule(fresh_name(std::string(prefix) + src.rule(r).name));
+  }
+  std::function<ExprId(ExprId)> copy = [&](ExprId id) -> ExprId {
+    const Expr& e = src.expr(id);
+    std::vector<ExprId> children;
+    for (ExprId c : e.children) children.push_back(copy(c));
+    switch (e.kind) {
+      case ExprKind::kBytes:
+        return bytes(e.bytes);
+      case ExprKind::kCharClass:
+        return char_class(e.ranges, e.negated);
+      case ExprKind::kSequence:
+        return sequence(std::move(children));
+      case ExprKind::kChoice:
+        return choice(std::move(children));
+      case ExprKind::kRuleRef:
+        return ref(ids[e.rule]);
+      case ExprKind::kRepeat:
+        return repeat(children[0], e.min, e.max);
+    }
+    return empty();
+  };
+  for (RuleId r = 0; r < src.num_rules(); ++r) {
+    if (src.rule(r).body >= 0) set_body(ids[r], copy(src.rule(r).body));
+  }
+  return ids[src.root()];
 }
 
 ExprId Grammar::add(Expr expr) {

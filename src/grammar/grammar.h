@@ -74,6 +74,10 @@ class Grammar {
   ExprId star(ExprId child) { return repeat(child, 0, kUnbounded); }
   ExprId plus(ExprId child) { return repeat(child, 1, kUnbounded); }
 
+  // Copies every rule of `src` into this grammar under fresh names starting with `prefix`;
+  // returns the rule `src`'s root became (how a JSON Schema's grammar is embedded in another).
+  RuleId import_rules(const Grammar& src, std::string_view prefix);
+
   void set_root(RuleId rule) { root_ = rule; }
   RuleId root() const { return root_; }
 

@@ -63,6 +63,11 @@ void StackEngine::visit(FrameId f) {
   work_.push_back(f);
 }
 
+bool StackEngine::tail_state(StateId s) const {
+  return automaton_.is_final(s) && automaton_.byte_edges(s).empty() &&
+         automaton_.call_edges(s).empty();
+}
+
 SetId StackEngine::close(uint8_t flags) {
   if (++epoch_ == 0) {  // wrapped: forget every mark
     std::fill(seen_.begin(), seen_.end(), 0);
@@ -78,7 +83,9 @@ SetId StackEngine::close(uint8_t flags) {
     const Frame fr = frames_[f];
     if (!automaton_.byte_edges(fr.state).empty()) out_.push_back(f);
     for (const CallEdge& c : automaton_.call_edges(fr.state)) {
-      const FrameId ret = frame(c.target, fr.parent);
+      // A call in tail position (its return state only ends the rule) returns straight to the
+      // caller's parent: right recursion (free text around triggered tags) keeps one frame.
+      const FrameId ret = tail_state(c.target) ? fr.parent : frame(c.target, fr.parent);
       visit(frame(automaton_.rule_start(c.rule), ret));
     }
     if (automaton_.is_final(fr.state)) {

@@ -71,6 +71,8 @@ class StackEngine {
     uint8_t flags = 0;
   };
 
+  // `s` only ends its rule (final, no edge): returning into it is returning to its parent.
+  bool tail_state(StateId s) const;
   SetId close(uint8_t flags);  // closes seeds_ into a set
   SetId intern(const std::vector<FrameId>& frames, uint8_t flags);
   void visit(FrameId f);

@@ -64,7 +64,7 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
   for (int64_t j = 0; j < req.sampling.n; ++j) {
     SGL_ASSIGN_OR_RETURN(engine::GenerateRequest request,
                          build_engine_request(ctx, req.sampling, ids, j, std::nullopt));
-    SGL_RETURN_IF_ERROR(apply_tool_choice(ctx, req, request));
+    SGL_RETURN_IF_ERROR(apply_tool_choice(ctx, req, parser, request));
     ChoicePlan plan{std::move(request), choice_options(req.sampling, req.logprobs)};
     plan.options.parser = parser;
     plan.options.max_reasoning_tokens = req.max_reasoning_tokens;

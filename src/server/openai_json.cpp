@@ -118,7 +118,6 @@ Status read_stop(const json& o, const char* key, std::vector<std::string>& out) 
 // missing feature: each is refused (400 naming it) unless its value asks for nothing (null,
 // false, "", [] or {}), never accepted and ignored.
 constexpr request_json::RefusedField kUnsupportedSampling[] = {
-    {"structural_tag", "structural tags are not implemented yet (use json_schema, regex or ebnf)"},
     {"structured_outputs",
      "vLLM's structured_outputs object is not implemented (use guided_json, guided_regex, "
      "guided_choice or guided_grammar)"},

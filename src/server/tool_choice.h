@@ -23,9 +23,12 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
 
 // tool_choice "required" or a named function: constrains `request` to valid calls of the
 // allowed functions (function_call::tool_call_grammar, compiled by the server's GrammarBackend).
-// Errors are 400s: no --tool-call-parser, a format that cannot be constrained, another grammar
-// on the same request. none / auto: nothing to do.
+// auto with a strict tool, where `parser` parses calls: free text whose calls are held to their
+// format and the strict tools' schemas (auto_tool_call_grammar; reasoning left free). Errors are
+// 400s: no --tool-call-parser, a format that cannot be constrained, another grammar on the same
+// request. none, or auto without strict tools: nothing to do.
 Status apply_tool_choice(const ServerContext& ctx, const ChatRequest& req,
+                         const function_call::OutputParserOptions& parser,
                          engine::GenerateRequest& request);
 
 }  // namespace sgl::server

@@ -131,6 +131,80 @@ TEST(ToolConstraint, EveryFormat) {
   }
 }
 
+class AutoChecker {
+ public:
+  explicit AutoChecker(const ToolConstraint& c) {
+    auto source = auto_tool_call_grammar(c);
+    EXPECT_TRUE(source.ok()) << source.status().to_string();
+    auto compiled = compiler_.compile(grammar::GrammarKind::kEbnf, *source);
+    EXPECT_TRUE(compiled.ok()) << compiled.status().to_string() << "\n" << *source;
+    grammar_ = *compiled;
+  }
+  bool accepts(const std::string& s) const {
+    grammar::GrammarMatcher m(grammar_);
+    return m.accept_bytes(s) && m.can_terminate();
+  }
+
+ private:
+  grammar::GrammarCompiler compiler_{std::make_shared<grammar::TokenizerInfo>()};
+  std::shared_ptr<const grammar::CompiledGrammar> grammar_;
+};
+
+// tool_choice auto with a strict tool (get_weather; now is not strict): any text, but what the
+// format's marker opens is a valid block of calls; the strict tool's arguments follow its
+// schema, the other's are any JSON object.
+TEST(ToolConstraint, AutoWithStrictTools) {
+  auto t = tools();
+  t[0].strict = true;
+  EXPECT_TRUE(has_strict_tool(t));
+  for (const FormatCase& f : format_cases()) {
+    SCOPED_TRACE(f.parser);
+    if (f.parser == "llama3" || f.parser == "gpt-oss") {
+      EXPECT_EQ(auto_tool_call_grammar({t, "", f.parser, true}).status().code(),
+                StatusCode::kUnimplemented);
+      continue;
+    }
+    AutoChecker parallel({t, "", f.parser, true});
+    EXPECT_TRUE(parallel.accepts(""));
+    EXPECT_TRUE(parallel.accepts("The weather is fine; no call needed."));
+    EXPECT_TRUE(parallel.accepts(f.one));
+    EXPECT_TRUE(parallel.accepts("Let me check. " + f.one + " Then more text. " + f.two));
+    EXPECT_FALSE(parallel.accepts("Let me check. " + f.wrong_name));
+    EXPECT_FALSE(parallel.accepts("Let me check. " + f.bad_args));
+    // The marker alone, or a call cut short, is not a finished output.
+    EXPECT_FALSE(parallel.accepts(f.one.substr(0, f.one.size() - 1)));
+    // now() is not strict: any JSON object as its arguments.
+    std::string loose = f.two;
+    const size_t empty_args = loose.rfind("{}");
+    ASSERT_NE(empty_args, std::string::npos);
+    loose.replace(empty_args, 2, "{\"x\": [1, 2]}");
+    EXPECT_TRUE(parallel.accepts(loose));
+
+    AutoChecker single({t, "", f.parser, false});
+    EXPECT_TRUE(single.accepts("Sure. " + f.one));
+    EXPECT_FALSE(single.accepts(f.two));
+    EXPECT_FALSE(single.accepts(f.one + " and more"));
+  }
+}
+
+TEST(ToolConstraint, AutoLeavesReasoningFree) {
+  auto t = tools();
+  t[0].strict = true;
+  const std::string call =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n</tool_call>";
+  const std::string musing = "maybe <tool_call> get_weather? </think>";
+  AutoChecker may({t, "", "qwen25", true, ThinkingStart::kMayOpen});
+  EXPECT_TRUE(may.accepts("<think>" + musing + "\n\n" + call));
+  EXPECT_TRUE(may.accepts(call));
+  EXPECT_FALSE(may.accepts("<think>ok</think> <tool_call> get_weather"));
+  AutoChecker open({t, "", "qwen25", true, ThinkingStart::kOpen});
+  EXPECT_TRUE(open.accepts(musing + call));
+  EXPECT_FALSE(open.accepts("</think><tool_call> nope"));
+  AutoChecker none({t, "", "qwen25", true});
+  EXPECT_FALSE(none.accepts("<think>" + musing + call));
+}
+
 TEST(ToolConstraint, Errors) {
   const auto t = tools();
   auto unknown = tool_call_grammar({t, "get_time", "qwen25", true});
@@ -163,6 +237,18 @@ TEST(FunctionTools, Validation) {
       R"([{"type": "function", "name": "g", "parameters": {"type": "object"}}])");
   ASSERT_TRUE(flat.ok());
   EXPECT_EQ((*flat)[0].name, "g");
+  EXPECT_FALSE((*flat)[0].strict);
+  // strict: a boolean or null (SGLang's default, false).
+  auto strict = read_function_tools(
+      R"([{"type": "function", "function": {"name": "a", "strict": true}},
+          {"type": "function", "function": {"name": "b", "strict": null}}])");
+  ASSERT_TRUE(strict.ok()) << strict.status().to_string();
+  EXPECT_TRUE((*strict)[0].strict);
+  EXPECT_FALSE((*strict)[1].strict);
+  auto bad_strict =
+      read_function_tools(R"([{"type": "function", "function": {"name": "a", "strict": "yes"}}])");
+  ASSERT_FALSE(bad_strict.ok());
+  EXPECT_NE(bad_strict.status().message().find("tools[0].function.strict"), std::string::npos);
 }
 
 }  // namespace

@@ -132,8 +132,8 @@ CASES = [
     ("suffix", "POST", "/v1/completions", completion(suffix="end"), 400, "not supported yet"),
     ("best_of above n", "POST", "/v1/completions", completion(best_of=3), 400,
      "not supported yet"),
-    ("response_format structural_tag", "POST", "/v1/chat/completions",
-     chat(response_format={"type": "structural_tag"}), 400, "not supported yet"),
+    ("response_format structural_tag without structures", "POST", "/v1/chat/completions",
+     chat(response_format={"type": "structural_tag"}), 400, "'structures' must not be empty"),
     ("response_format unknown type", "POST", "/v1/chat/completions",
      chat(response_format={"type": "yaml"}), 400, "'response_format.type'"),
     ("image content part", "POST", "/v1/chat/completions",
@@ -444,7 +444,6 @@ def test_server_still_healthy_afterwards(server):
 # to, a value that asks for something is a 400 naming the field (never accepted and ignored),
 # and a value that asks for nothing is accepted.
 UNSUPPORTED_SAMPLING = {
-    "structural_tag": {"type": "structural_tag"},
     "structured_outputs": {"regex": "a+"},
     "custom_params": {"a": 1}, "custom_logit_processor": "x",
 }

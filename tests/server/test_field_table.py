@@ -5,6 +5,7 @@
 # embedding server, --is-embedding, for the embeddings route). "Honoured" rows name
 # the test that shows the field's effect (checked to exist) or carry an inline check here.
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -129,7 +130,7 @@ SAMPLING = {
     "json_schema": shown(f"{SO}::test_generate_sampling_params"),
     "regex": shown(f"{SO}::test_generate_sampling_params"),
     "ebnf": shown(f"{SO}::test_generate_sampling_params"),
-    "structural_tag": refused({"type": "structural_tag"}),
+    "structural_tag": shown(f"{SO}::test_structural_tag"),
     "ignore_eos": ("effect", {"ignore_eos": True, "logit_bias": {"2": 100}}),
     "skip_special_tokens": ("effect", {"skip_special_tokens": False, "logit_bias": {"2": 100},
                                        "no_stop_trim": True}),
@@ -277,6 +278,8 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "encoding_format": "base64",
               "response_format": {"type": "json_object"}, "json_schema": '{"type": "object"}',
               "regex": "[a-z]{1,3}", "ebnf": 'root ::= "a" | "b"', "tool_choice": "auto",
+              "structural_tag": json.dumps({"triggers": ["<a"], "structures": [
+                  {"begin": "<a>", "schema": {"type": "integer"}, "end": "</a>"}]}),
               "parallel_tool_calls": False}
     if route == "completions" and field == "logprobs":
         values["logprobs"] = 2

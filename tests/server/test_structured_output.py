@@ -101,6 +101,72 @@ def test_generate_sampling_params(server, field, source, check):
         assert check(out["text"]), out["text"]
 
 
+# SGLang's structural tag: free text in which each trigger opens a structure (begin, a value of
+# the schema, end). stories260K writes "." in every few words: each one must go on with an
+# integer in [0, 99] and "!".
+DOT_TAG = {"type": "structural_tag", "triggers": ["."], "structures": [
+    {"begin": ".", "schema": {"type": "integer", "minimum": 0, "maximum": 99}, "end": "!"}]}
+TAGGED_TEXT = r"([^.]*\.(0|[1-9][0-9]?)!)*[^.]*"
+
+
+def check_dot_tags(text, finish):
+    # An output cut by max_new_tokens may end inside a tag.
+    tail = "" if finish == "stop" else r"(\.(0|[1-9][0-9]?)?)?"
+    assert re.fullmatch(TAGGED_TEXT + tail, text), text
+    return text.count(".")
+
+
+def test_structural_tag(server):
+    tags = 0
+    for seed in range(4):
+        body = {"text": PROMPT, "sampling_params": {
+            "temperature": 1.0, "max_new_tokens": 60, "sampling_seed": seed,
+            "structural_tag": json.dumps(DOT_TAG)}}
+        reply = server.post("/generate", body)
+        assert reply.status_code == 200, reply.text
+        out = reply.json()
+        tags += check_dot_tags(out["text"], out["meta_info"]["finish_reason"]["type"])
+        chat = server.post("/v1/chat/completions", {
+            "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 60,
+            "temperature": 1.0, "seed": seed, "response_format": DOT_TAG})
+        assert chat.status_code == 200, chat.text
+        choice = chat.json()["choices"][0]
+        tags += check_dot_tags(choice["message"]["content"], choice["finish_reason"])
+    assert tags >= 4  # the triggers fired: the tags were written, not avoided
+    # at_least_one: the output opens with a tag.
+    first = dict(DOT_TAG, at_least_one=True)
+    reply = server.post("/generate", {"text": PROMPT, "sampling_params": {
+        "temperature": 1.0, "max_new_tokens": 30, "sampling_seed": 1, "structural_tag": first}})
+    assert reply.status_code == 200, reply.text
+    assert re.match(r"\.(0|[1-9][0-9]?)!", reply.json()["text"]), reply.json()["text"]
+
+
+@pytest.mark.parametrize("tag,words", [
+    ({"type": "structural_tag"}, ["'structures' must not be empty"]),
+    (dict(DOT_TAG, triggers=[]), ["'triggers' must not be empty"]),
+    (dict(DOT_TAG, triggers=["!"]), ["starts with none of the triggers"]),
+    (dict(DOT_TAG, stop_after_first=True), ["no field 'stop_after_first'"]),
+    ({"type": "structural_tag", "triggers": ["<a"], "structures": [
+        {"begin": "<a>", "schema": {"type": "integer", "multipleOf": 2}, "end": "</a>"}]},
+     ["structures[0].schema"]),
+    ({"type": "structural_tag", "triggers": ["<a"], "structures": [{"begin": "<a>"}]},
+     ["needs 'begin' and 'end'"]),
+    ({"type": "structural_tag", "format": {"type": "const_string", "value": "x"}},
+     ["'format' form"]),
+])
+def test_structural_tag_errors(server, tag, words):
+    for route, body in [
+            ("/v1/chat/completions", {"messages": [{"role": "user", "content": PROMPT}],
+                                      "max_tokens": 2, "response_format": tag}),
+            ("/generate", {"text": PROMPT, "sampling_params": {"max_new_tokens": 2,
+                                                               "structural_tag": json.dumps(tag)}})]:
+        reply = server.post(route, body)
+        assert reply.status_code == 400, (route, reply.text)
+        message = reply.json()["error"]["message"]
+        for word in words:
+            assert word in message, (route, message)
+
+
 def test_guided_choice_and_regex_aliases(client):
     choices = ["red wine", "green tea", "blue (sky)"]
     for seed in range(4):

@@ -321,8 +321,9 @@ FORCED_TWO = ('root ::= "<think>" [a-z ]{1,20} "</think>" "Sure. " call "\\n" ca
 
 
 def test_auto_without_parallel_calls_keeps_the_first(tool_client):
-    """tool_choice auto cannot hold the model to one call, so with parallel_tool_calls false the
-    reply keeps the first call it wrote (streamed or not), as vLLM does."""
+    """Without strict tools tool_choice auto does not hold the model to one call, so with
+    parallel_tool_calls false the reply keeps the first call it wrote (streamed or not), as vLLM
+    does."""
     kwargs = dict(model="m", messages=USER, tools=[CITY], tool_choice="auto", temperature=1.0,
                   seed=2, max_tokens=400, extra_body={"ebnf": FORCED_TWO})
     reply = tool_client.chat.completions.create(**kwargs).choices[0]
@@ -337,3 +338,33 @@ def test_auto_without_parallel_calls_keeps_the_first(tool_client):
     calls = [t for c in chunks if c.choices for t in (c.choices[0].delta.tool_calls or [])]
     assert calls and {t.index for t in calls} == {0}
     assert "".join(t.function.arguments or "" for t in calls) == both[0].function.arguments
+
+
+STRICT_CITY = {"type": "function", "function": {**CITY["function"], "strict": True}}
+
+
+def test_strict_tools_under_auto_constrain_calls_only(tool_server, tool_client):
+    """A strict tool under tool_choice auto (SGLang's structural tag): the output is free text in
+    which <tool_call> must open a call held to the schema (the grammar itself is tested per
+    format in tests/function_call/tool_constraint_test.cpp). stories260K writes no markup, so
+    its greedy text is what it writes without the constraint, and the constraint is there:
+    another grammar on the same request is refused."""
+    kwargs = dict(model="m", messages=USER, temperature=0, max_tokens=48)
+    loose = tool_client.chat.completions.create(tools=[CITY, TIME], **kwargs).choices[0]
+    strict = tool_client.chat.completions.create(tools=[STRICT_CITY, TIME], **kwargs).choices[0]
+    assert strict.message.content and not strict.message.tool_calls
+    assert (strict.message.content, strict.message.reasoning_content, strict.finish_reason) == (
+        loose.message.content, loose.message.reasoning_content, loose.finish_reason)
+    sampled = tool_client.chat.completions.create(
+        model="m", messages=USER, tools=[STRICT_CITY], temperature=1.0, seed=3, n=3,
+        max_tokens=48, parallel_tool_calls=False)
+    assert all(c.message.content and not c.message.tool_calls for c in sampled.choices)
+    r = tool_server.post("/v1/chat/completions", {
+        "model": "m", "messages": USER, "max_tokens": 2, "tools": [STRICT_CITY],
+        "response_format": {"type": "json_object"}})
+    assert r.status_code == 400 and "strict tools with tool_choice 'auto'" in r.json()[
+        "error"]["message"], r.text
+    r = tool_server.post("/v1/chat/completions", {
+        "model": "m", "messages": USER, "max_tokens": 2,
+        "tools": [{"type": "function", "function": {**CITY["function"], "strict": "yes"}}]})
+    assert r.status_code == 400 and "tools[0].function.strict" in r.json()["error"]["message"]
