@@ -554,6 +554,7 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
                                        static_cast<int32_t>(kept.size()) - 1);
     }
     std::optional<FinishState> stop;
+    size_t taken = 0;  // the kept tokens the request took (it may stop among them)
     for (size_t k = 0; k < kept.size() && !stop; ++k) {
       const size_t r = row + static_cast<size_t>(kept[k]);
       const int32_t token = output.next_token_ids[r];
@@ -566,6 +567,7 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
         break;
       }
       req.output_ids.push_back(token);
+      ++taken;
       ++totals_.generated_tokens_total;
       update.new_token_ids.push_back(token);
       if (req.request.return_logprob && !output.next_token_logprobs.empty()) {
@@ -581,6 +583,13 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
         update.new_token_ids_logprobs.push_back(output.token_ids_logprobs[r]);
       }
       stop = stop_condition(req, token);
+    }
+    if (!entry.draft_ids.empty()) {
+      // The accept length counts the drafts the output kept: none past its stop (SGLang cuts
+      // its accept index there too).
+      ++totals_.spec_verify_steps;
+      totals_.spec_draft_tokens += static_cast<int64_t>(entry.draft_ids.size());
+      totals_.spec_accepted_tokens += std::max<int64_t>(static_cast<int64_t>(taken) - 1, 0);
     }
     emit(req, std::move(update));
     if (stop) finish(req, std::move(*stop));

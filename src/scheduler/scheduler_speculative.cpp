@@ -167,9 +167,6 @@ std::vector<int32_t> Scheduler::accept_drafts(Req& req, const BatchEntry& entry,
   allocator_.free(slots.subspan(keep, req.kv_len - keep));
   req.kv_len = keep;
   req.scheduled_samples += accepted;
-  ++totals_.spec_verify_steps;
-  totals_.spec_draft_tokens += drafts;
-  totals_.spec_accepted_tokens += accepted;
   return kept;
 }
 

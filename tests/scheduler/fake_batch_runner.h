@@ -21,12 +21,21 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
         kv_(num_kv_slots, -1),
         tokens_(static_cast<size_t>(pool.size()) * pool.max_context_len(), -1) {}
 
-  // The reference: next token after `sequence`.
-  static int32_t next_token(const std::vector<int32_t>& sequence, int32_t vocab) {
+  // The reference: next token after `sequence`, or after its last `memory` tokens (0: all;
+  // a short memory makes the output cycle, so n-gram drafts are accepted).
+  static int32_t next_token(const std::vector<int32_t>& sequence, int32_t vocab,
+                            int32_t memory = 0) {
     uint64_t h = 1469598103934665603ull;
-    for (int32_t t : sequence) h = (h ^ static_cast<uint64_t>(t + 7)) * 1099511628211ull;
+    const size_t from = memory > 0 && sequence.size() > static_cast<size_t>(memory)
+                            ? sequence.size() - static_cast<size_t>(memory)
+                            : 0;
+    for (size_t i = from; i < sequence.size(); ++i) {
+      h = (h ^ static_cast<uint64_t>(sequence[i] + 7)) * 1099511628211ull;
+    }
     return static_cast<int32_t>((h >> 17) % static_cast<uint64_t>(vocab));
   }
+
+  void set_memory(int32_t memory) { memory_ = memory; }
 
   runner::ExecResult compute(const runner::ExecBatch& batch) override {
     runner::ExecResult result;
@@ -52,7 +61,7 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
       for (int32_t k = r.sample_rows; k >= 1; --k) {
         std::vector<int32_t> seen;
         for (int32_t p = 0; p < end - k + 1; ++p) seen.push_back(kv_.at(slots[p]));
-        const int32_t next = next_token(seen, vocab_);
+        const int32_t next = next_token(seen, vocab_, memory_);
         if (end - k + 1 < table_.max_context_len()) row_tokens[end - k + 1] = next;
         result.output.next_token_ids.push_back(next);
       }
@@ -68,6 +77,7 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
  private:
   cache::ReqToTokenTable table_;
   int32_t vocab_;
+  int32_t memory_ = 0;
   std::vector<int32_t> kv_;      // [num_kv_slots]: token id whose "KV" the slot holds
   std::vector<int32_t> tokens_;  // [rows, context]: token ids per row position
   int64_t computed_tokens_ = 0;
@@ -76,10 +86,11 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
 
 // Expected output of a greedy fake-model request run alone.
 inline std::vector<int32_t> fake_reference(std::vector<int32_t> prompt, int32_t max_new,
-                                           int32_t vocab, const std::vector<int32_t>& stop_ids) {
+                                           int32_t vocab, const std::vector<int32_t>& stop_ids,
+                                           int32_t memory = 0) {
   std::vector<int32_t> out;
   while (static_cast<int32_t>(out.size()) < max_new) {
-    const int32_t t = FakeBatchRunner::next_token(prompt, vocab);
+    const int32_t t = FakeBatchRunner::next_token(prompt, vocab, memory);
     out.push_back(t);
     prompt.push_back(t);
     if (std::find(stop_ids.begin(), stop_ids.end(), t) != stop_ids.end()) break;

@@ -38,6 +38,7 @@ struct BatchRecord {
   int64_t scored = 0;          // prompt positions whose logprob the batch returns
   int64_t prefill_tokens = 0;  // of prefill entries (decode entries have no host input ids)
   int64_t drafts = 0;          // speculative drafts the batch verifies
+  int64_t decode_entries = 0;  // plain decodes and verifies (each yields a token, then drafts)
   int64_t id = 0;
   bool skip_draft = false;
   bool overlapped = false;  // scheduled while the batch before was in flight
@@ -77,6 +78,7 @@ class Driver {
         record.scored += static_cast<int64_t>(e.logprob_targets.size());
         if (!e.input_ids.empty() && e.draft_ids.empty()) record.prefill_tokens += e.extend_len;
         record.drafts += static_cast<int64_t>(e.draft_ids.size());
+        record.decode_entries += e.input_ids.empty() || !e.draft_ids.empty();
       }
       batches_.push_back(std::move(record));
       in_flight_.push_back(std::move(*next.batch));
@@ -250,6 +252,42 @@ TEST_P(SchedulerLoops, VerifyBatchesStayWithinTheirTokenBound) {
   }
   EXPECT_GT(drafts, 0) << "no batch verified drafts";
   d.expect_reference_outputs();
+}
+
+// The accept length counts the drafts a request kept: where a verify's accepted drafts run past
+// a stop token, only those before it. The fake model here remembers one token, so its output
+// cycles and the prompt (the same cycle) gives the n-gram lookup drafts that stand; the stop
+// token lies inside the cycle. Every output token is a prefill's, a decode step's, or an accepted
+// draft's.
+TEST(SchedulerSpeculative, AcceptedDraftsPastAStopAreNotCounted) {
+  SchedulerOptions options;
+  options.speculative.algorithm = speculative::SpeculativeAlgorithm::kNgram;
+  options.speculative.num_draft_tokens = 8;
+  Driver d(options, 4096, 512, /*overlap=*/false);
+  d.runner().set_memory(1);
+  std::map<uint64_t, std::vector<int32_t>> expected;
+  for (int32_t start = 1; start <= 6; ++start) {
+    const std::vector<int32_t> walk = test::fake_reference({start}, 240, kVocab, {}, 1);
+    std::vector<int32_t> prompt = {start};
+    prompt.insert(prompt.end(), walk.begin(), walk.begin() + 200);
+    GenerateRequest r = test::greedy_ids_request(prompt, 30);
+    r.stop_token_ids = {walk[204]};
+    expected[d.submit(r)] = test::fake_reference(prompt, 30, kVocab, r.stop_token_ids, 1);
+  }
+  d.run_until_idle();
+  int64_t output_tokens = 0;
+  for (const auto& [rid, want] : expected) {
+    EXPECT_EQ(d.outputs()[rid], want) << "request " << rid;
+    EXPECT_EQ(d.finished()[rid].reason, FinishReason::kStop);
+    output_tokens += static_cast<int64_t>(d.outputs()[rid].size());
+  }
+  int64_t decode_entries = 0;
+  for (const BatchRecord& b : d.batches()) decode_entries += b.decode_entries;
+  const SchedulerStats s = d.scheduler().stats();
+  EXPECT_GT(s.spec_accepted_tokens, 0) << "no draft stood";
+  EXPECT_GT(s.spec_draft_tokens, s.spec_accepted_tokens) << "no draft past a stop";
+  EXPECT_EQ(output_tokens,
+            static_cast<int64_t>(expected.size()) + decode_entries + s.spec_accepted_tokens);
 }
 
 // --speculative-draft-policy adaptive: the draft count follows the measured step times. Here
