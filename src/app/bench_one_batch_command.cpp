@@ -39,7 +39,7 @@ namespace {
 
 constexpr const char* kUsage =
     R"(usage: sgl-bench one-batch (--model-path DIR|FILE.gguf | --config CONFIG.json)
-  [--load-format auto|dummy] [--dtype auto|bfloat16|float32] [--device cuda|cpu]
+  [--load-format auto|dummy] [--dtype auto|bfloat16|float32] [--device auto|cuda|cpu]
   [--batch-size 1,8,64,256] [--input-len 128,1024] [--output-len 256]
   [--max-prefill-tokens 8192] [--attention-backend NAME] [--linear-backend auto|hopper]
   [--tp-size N] [--ep-size E] [--base-gpu-id B] [--output-file F.json]
@@ -305,8 +305,11 @@ int run_bench_one_batch(int argc, char** argv) {
         "longest input"));
   }
 
-  auto device = parse_device(args->get("--device").value_or("cuda"));
-  if (!device) return fail(invalid_argument("--device expects cpu, cuda or cuda:N"));
+  std::vector<std::string> device_notes;
+  auto device =
+      parse_device(resolve_device_name(args->get("--device").value_or("auto"), 0, device_notes));
+  if (!device) return fail(invalid_argument("--device expects auto, cpu, cuda or cuda:N"));
+  for (const std::string& note : device_notes) std::printf("note: %s\n", note.c_str());
   options.device = *device;
   options.dtype = args->get("--dtype").value_or("auto");
   options.attention_backend = args->get("--attention-backend").value_or("auto");

@@ -53,21 +53,6 @@ Result<std::string> parse_attention_backend(const std::string& name,
   return name;
 }
 
-// --device auto (or absent), as SGLang's default: the GPU where this build and the machine have
-// one (or where --base-gpu-id names one), the CPU otherwise; the choice is a start-up note.
-std::string resolve_device_name(const std::string& name, int64_t base_gpu,
-                                std::vector<std::string>& notes) {
-  if (name != "auto") return name;
-  const int gpus = backend::cuda_device_count();
-  if (gpus > 0 || base_gpu != 0) {
-    notes.push_back("--device auto: " + std::to_string(gpus) +
-                    " CUDA device(s) visible, running on cuda");
-    return "cuda";
-  }
-  notes.push_back("--device auto: no CUDA device visible, running on cpu");
-  return "cpu";
-}
-
 }  // namespace
 
 std::span<const FlagSpec> engine_flag_table() {
@@ -283,6 +268,19 @@ std::vector<std::string> all_reduce_notes(const runner::ModelRunnerOptions& runn
         "GPUs at --tp-size > 1 (the CPU's ranks add in shared memory)");
   }
   return notes;
+}
+
+std::string resolve_device_name(const std::string& name, int64_t base_gpu,
+                                std::vector<std::string>& notes) {
+  if (name != "auto") return name;
+  const int gpus = backend::cuda_device_count();
+  if (gpus > 0 || base_gpu != 0) {
+    notes.push_back("--device auto: " + std::to_string(gpus) +
+                    " CUDA device(s) visible, running on cuda");
+    return "cuda";
+  }
+  notes.push_back("--device auto: no CUDA device visible, running on cpu");
+  return "cpu";
 }
 
 Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& default_log_level) {

@@ -35,6 +35,12 @@ struct EngineSetup {
 // --disable-custom-all-reduce at one rank or on the CPU (the custom all-reduce is between GPUs).
 std::vector<std::string> all_reduce_notes(const runner::ModelRunnerOptions& runner);
 
+// --device auto (or absent), as SGLang's default: "cuda" where this build and the machine have a
+// GPU (or where --base-gpu-id, `base_gpu`, names one), "cpu" otherwise, with a start-up note of
+// the choice in `notes`; any other name as given.
+std::string resolve_device_name(const std::string& name, int64_t base_gpu,
+                                std::vector<std::string>& notes);
+
 // Reads the flags (defaults as SGLang's) and applies --log-level (`default_log_level` when it is
 // not given: sgl-server logs at info, as SGLang; the other tools at warning).
 Result<EngineSetup> parse_engine_flags(const CliArgs& args,

@@ -147,6 +147,11 @@ Result<std::string> tool_call_grammar(const ToolConstraint& c) {
   return g.to_string();
 }
 
+std::string call_marker(std::string_view parser) {
+  const Result<Format> format = format_for(parser);
+  return format.ok() ? format->trigger : std::string();
+}
+
 bool has_strict_tool(std::span<const FunctionTool> tools) {
   return std::any_of(tools.begin(), tools.end(), [](const FunctionTool& t) { return t.strict; });
 }
@@ -175,9 +180,12 @@ Result<std::string> auto_tool_call_grammar(const ToolConstraint& c) {
     SGL_ASSIGN_OR_RETURN(const RuleId reasoning,
                          grammar::add_triggered_tags(g, {"</think>"}, {&end_thinking, 1},
                                                      {.stop_after_first = true}));
-    body = c.thinking == ThinkingStart::kOpen
-               ? g.ref(reasoning)
-               : g.choice({g.sequence({g.bytes("<think>"), g.ref(reasoning)}), body});
+    body =
+        c.thinking == ThinkingStart::kOpen
+            ? g.ref(reasoning)
+            : g.choice({g.sequence({g.star(g.char_class({{' ', ' '}, {'\t', '\n'}, {'\r', '\r'}})),
+                                    g.bytes("<think>"), g.ref(reasoning)}),
+                        body});
   }
   g.set_body(root, body);
   g.set_root(root);

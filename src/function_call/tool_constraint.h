@@ -35,6 +35,11 @@ struct ToolConstraint {
 // cannot compile. Unimplemented: a format whose calls are not JSON (pythonic).
 Result<std::string> tool_call_grammar(const ToolConstraint& constraint);
 
+// What opens calls of `parser`'s format in free text (qwen25's <tool_call>, mistral's
+// [TOOL_CALLS], deepseek's tool-calls begin); empty for formats whose calls have no marker
+// (llama3, gpt-oss, pythonic) or an unknown name.
+std::string call_marker(std::string_view parser);
+
 // Some tool asks for strict calls.
 bool has_strict_tool(std::span<const FunctionTool> tools);
 

@@ -2,7 +2,6 @@
 #include "grammar/triggered_tags.h"
 
 #include <algorithm>
-#include <map>
 
 #include "grammar/json_schema_compiler.h"
 #include "grammar/utf8.h"
@@ -22,55 +21,22 @@ Result<CodePoints> decode(const std::string& text) {
   return out;
 }
 
-bool ends_with(const CodePoints& text, const CodePoints& suffix) {
-  return suffix.size() <= text.size() && std::equal(suffix.rbegin(), suffix.rend(), text.rbegin());
-}
-
-bool contains(const CodePoints& text, const CodePoints& part) {
-  return std::search(text.begin(), text.end(), part.begin(), part.end()) != text.end();
-}
-
 std::string utf8(uint32_t cp) {
   std::string out;
   append_utf8(out, cp);
   return out;
 }
 
-// The automaton's states are the triggers' prefixes that hold no trigger (state 0: ""); a step
-// on code point c goes to the longest prefix that ends the text, or fires the longest trigger
-// the text now ends with.
+// Aho-Corasick over the triggers' code points: the trie's nodes (0: the root, "") with their
+// moves over the alphabet. A node whose text ends with a trigger fires it (the longest one);
+// the others are the free text's states.
 struct TriggerAutomaton {
-  std::vector<CodePoints> triggers;
-  std::vector<CodePoints> states;
-  std::map<CodePoints, int> state_of;
-  CodePoints alphabet;  // every code point of a trigger, sorted
+  CodePoints alphabet;     // every code point of a trigger, sorted
+  std::vector<int> fires;  // [node]: the trigger its text ends with, or -1
+  std::vector<int> moves;  // [node * alphabet.size() + i]: the node after alphabet[i]
 
-  struct Step {
-    int next = 0;   // the state, when fire < 0
-    int fire = -1;  // the trigger completed, or -1
-  };
-
-  Step step(int state, uint32_t c) const {
-    CodePoints text = states[state];
-    text.push_back(c);
-    Step s;
-    size_t longest = 0;
-    for (size_t t = 0; t < triggers.size(); ++t) {
-      if (triggers[t].size() > longest && ends_with(text, triggers[t])) {
-        longest = triggers[t].size();
-        s.fire = static_cast<int>(t);
-      }
-    }
-    if (s.fire >= 0) return s;
-    for (size_t from = 0; from <= text.size(); ++from) {
-      auto it =
-          state_of.find(CodePoints(text.begin() + static_cast<std::ptrdiff_t>(from), text.end()));
-      if (it != state_of.end()) {
-        s.next = it->second;
-        break;
-      }
-    }
-    return s;
+  int move(int node, size_t i) const {
+    return moves[static_cast<size_t>(node) * alphabet.size() + i];
   }
 };
 
@@ -80,13 +46,14 @@ Result<TriggerAutomaton> trigger_automaton(const std::vector<std::string>& trigg
     return invalid_argument("at most " + std::to_string(kMaxTriggers) + " triggers");
   }
   TriggerAutomaton a;
+  std::vector<CodePoints> decoded;
   size_t total = 0;
   for (const std::string& t : triggers) {
     if (t.empty()) return invalid_argument("a trigger must not be empty");
     SGL_ASSIGN_OR_RETURN(CodePoints cps, decode(t));
     total += cps.size();
     a.alphabet.insert(a.alphabet.end(), cps.begin(), cps.end());
-    a.triggers.push_back(std::move(cps));
+    decoded.push_back(std::move(cps));
   }
   if (total > kMaxTriggerCodePoints) {
     return invalid_argument("the triggers hold more than " + std::to_string(kMaxTriggerCodePoints) +
@@ -94,17 +61,49 @@ Result<TriggerAutomaton> trigger_automaton(const std::vector<std::string>& trigg
   }
   std::sort(a.alphabet.begin(), a.alphabet.end());
   a.alphabet.erase(std::unique(a.alphabet.begin(), a.alphabet.end()), a.alphabet.end());
-  auto add_state = [&](const CodePoints& prefix) {
-    if (a.state_of.contains(prefix)) return;
-    for (const CodePoints& t : a.triggers) {
-      if (contains(prefix, t)) return;  // never reached: the trigger fired earlier
-    }
-    a.state_of.emplace(prefix, static_cast<int>(a.states.size()));
-    a.states.push_back(prefix);
+  const size_t width = a.alphabet.size();
+  auto index_of = [&](uint32_t c) {
+    return static_cast<size_t>(std::lower_bound(a.alphabet.begin(), a.alphabet.end(), c) -
+                               a.alphabet.begin());
   };
-  add_state({});
-  for (const CodePoints& t : a.triggers) {
-    for (size_t n = 1; n < t.size(); ++n) add_state(CodePoints(t.begin(), t.begin() + n));
+  // The trie: children as alphabet indexes (-1: none), and where each trigger ends.
+  std::vector<std::vector<int>> child(1, std::vector<int>(width, -1));
+  a.fires = {-1};
+  for (size_t t = 0; t < decoded.size(); ++t) {
+    int node = 0;
+    for (uint32_t c : decoded[t]) {
+      int& next = child[static_cast<size_t>(node)][index_of(c)];
+      if (next < 0) {
+        next = static_cast<int>(child.size());
+        child.emplace_back(width, -1);
+        a.fires.push_back(-1);
+      }
+      node = next;
+    }
+    if (a.fires[static_cast<size_t>(node)] < 0)
+      a.fires[static_cast<size_t>(node)] = static_cast<int>(t);
+  }
+  // Breadth first, so a node's failure link (its longest proper suffix in the trie) has its moves
+  // already: a missing child moves where the failure link moves.
+  a.moves.assign(child.size() * width, 0);
+  std::vector<int> fail(child.size(), 0);
+  std::vector<int> queue = {0};
+  for (size_t head = 0; head < queue.size(); ++head) {
+    const int node = queue[head];
+    const auto n = static_cast<size_t>(node);
+    // The longest trigger this text ends with is its own, or its failure link's.
+    if (a.fires[n] < 0 && node != 0) a.fires[n] = a.fires[static_cast<size_t>(fail[n])];
+    for (size_t i = 0; i < width; ++i) {
+      const int next = child[n][i];
+      const int fallback = node == 0 ? 0 : a.move(fail[n], i);
+      if (next < 0) {
+        a.moves[n * width + i] = fallback;
+      } else {
+        a.moves[n * width + i] = next;
+        fail[static_cast<size_t>(next)] = fallback;
+        queue.push_back(next);
+      }
+    }
   }
   return a;
 }
@@ -116,25 +115,29 @@ Result<RuleId> add_triggered_tags(Grammar& g, const std::vector<std::string>& tr
                                   const TriggeredTagsOptions& options) {
   if (tags.empty()) return invalid_argument("there must be at least one tag");
   SGL_ASSIGN_OR_RETURN(const TriggerAutomaton a, trigger_automaton(triggers));
-  const RuleId text = g.add_rule(g.fresh_name("triggered_text"));
-  std::vector<RuleId> state_rules(a.states.size());
-  state_rules[0] = text;
-  for (size_t s = 1; s < a.states.size(); ++s) {
-    state_rules[s] = g.add_rule(g.fresh_name("triggered_text_" + std::to_string(s)));
+  for (const TriggeredTag& tag : tags) {
+    std::vector<std::string> opening;
+    for (const std::string& t : triggers) {
+      if (tag.begin.starts_with(t) &&
+          std::find(opening.begin(), opening.end(), t) == opening.end()) {
+        opening.push_back(t);
+      }
+    }
+    if (opening.empty()) {
+      return invalid_argument("tag begin '" + tag.begin + "' starts with none of the triggers");
+    }
+    if (opening.size() > 1) {  // as xgrammar: which trigger opens it would be ambiguous
+      return invalid_argument("tag begin '" + tag.begin + "' starts with more than one trigger ('" +
+                              opening[0] + "', '" + opening[1] + "')");
+    }
   }
+  const RuleId text = g.add_rule(g.fresh_name("triggered_text"));
   // After a tag: free text again, or nothing.
   auto after_tag = [&] { return options.stop_after_first ? g.empty() : g.ref(text); };
   auto whole_tag = [&](const TriggeredTag& tag, size_t skip) {
     return g.sequence(
         {g.bytes(tag.begin.substr(skip)), tag.content, g.bytes(tag.end), after_tag()});
   };
-  for (const TriggeredTag& tag : tags) {
-    const bool opened = std::any_of(triggers.begin(), triggers.end(),
-                                    [&](const std::string& t) { return tag.begin.starts_with(t); });
-    if (!opened) {
-      return invalid_argument("tag begin '" + tag.begin + "' starts with none of the triggers");
-    }
-  }
   // fire_T: the rest of a tag that begins with trigger T.
   std::vector<RuleId> fire_rules;
   for (const std::string& trigger : triggers) {
@@ -146,19 +149,43 @@ Result<RuleId> add_triggered_tags(Grammar& g, const std::vector<std::string>& tr
     fire_rules.push_back(g.add_rule(g.fresh_name("triggered_tag")));
     g.set_body(fire_rules.back(), rests.size() == 1 ? rests[0] : g.choice(std::move(rests)));
   }
-  for (size_t s = 0; s < a.states.size(); ++s) {
+  // The free text's states: the nodes reached from the root without firing, a rule each.
+  std::vector<RuleId> state_rules(a.fires.size(), -1);
+  state_rules[0] = text;
+  std::vector<int> states = {0};
+  size_t moves = 0;
+  for (size_t head = 0; head < states.size(); ++head) {
+    for (size_t i = 0; i < a.alphabet.size(); ++i) {
+      const int next = a.move(states[head], i);
+      moves += next != 0;
+      if (a.fires[static_cast<size_t>(next)] >= 0 || state_rules[static_cast<size_t>(next)] >= 0) {
+        continue;
+      }
+      state_rules[static_cast<size_t>(next)] =
+          g.add_rule(g.fresh_name("triggered_text_" + std::to_string(next)));
+      states.push_back(next);
+    }
+  }
+  if (moves > kMaxTriggerMoves) {
+    return invalid_argument("the triggers make an automaton of more than " +
+                            std::to_string(kMaxTriggerMoves) + " moves");
+  }
+  for (int s : states) {
     std::vector<ExprId> alternatives = {g.empty()};
-    std::vector<CodePointRange> own_steps;  // code points that go anywhere but the start
-    for (uint32_t c : a.alphabet) {
-      const TriggerAutomaton::Step step = a.step(static_cast<int>(s), c);
-      if (step.fire < 0 && step.next == 0) continue;
-      own_steps.push_back({c, c});
-      const RuleId target = step.fire >= 0 ? fire_rules[step.fire] : state_rules[step.next];
+    std::vector<CodePointRange> own_moves;  // code points that go anywhere but the start
+    for (size_t i = 0; i < a.alphabet.size(); ++i) {
+      const int next = a.move(s, i);
+      if (next == 0) continue;
+      const uint32_t c = a.alphabet[i];
+      own_moves.push_back({c, c});
+      const int fired = a.fires[static_cast<size_t>(next)];
+      const RuleId target = fired >= 0 ? fire_rules[static_cast<size_t>(fired)]
+                                       : state_rules[static_cast<size_t>(next)];
       alternatives.push_back(g.sequence({g.bytes(utf8(c)), g.ref(target)}));
     }
     alternatives.push_back(
-        g.sequence({g.char_class(std::move(own_steps), /*negated=*/true), g.ref(text)}));
-    g.set_body(state_rules[s], g.choice(std::move(alternatives)));
+        g.sequence({g.char_class(std::move(own_moves), /*negated=*/true), g.ref(text)}));
+    g.set_body(state_rules[static_cast<size_t>(s)], g.choice(std::move(alternatives)));
   }
   if (!options.at_least_one) return text;
   const RuleId first = g.add_rule(g.fresh_name("triggered_first"));

@@ -4,7 +4,7 @@
 // begin starts with that trigger, the tag's content and its end, then free text again.
 //
 // The free text is the trigger automaton (Aho-Corasick over the triggers' code points) written
-// as right-linear rules, one a state: `state ::= "" | [^next] start | c state' | c fire_T`. The
+// as right-linear rules, one a state: `state ::= "" | [^moves] start | c state' | c fire_T`. The
 // stack engine returns from tail calls to the caller's parent, so any length of free text keeps
 // one frame.
 #pragma once
@@ -31,10 +31,12 @@ struct TriggeredTagsOptions {
 
 inline constexpr size_t kMaxTriggers = 64;
 inline constexpr size_t kMaxTriggerCodePoints = 512;  // all triggers together
+inline constexpr size_t kMaxTriggerMoves = 1 << 16;   // the automaton's moves off the start
 
 // Adds the text's rules to `g`; returns the rule of the whole text. InvalidArgument: no
 // triggers or tags, an empty trigger or one that is not UTF-8, a tag that begins with no
-// trigger, a trigger that begins no tag, triggers past the limits above.
+// trigger or with several (as xgrammar), a trigger that begins no tag, triggers past the limits
+// above.
 Result<RuleId> add_triggered_tags(Grammar& g, const std::vector<std::string>& triggers,
                                   std::span<const TriggeredTag> tags,
                                   const TriggeredTagsOptions& options);

@@ -131,6 +131,7 @@ constexpr request_json::RefusedField kGenerateSamplingOnly[] = {
     {"json_schema", kInSamplingParams},
     {"regex", kInSamplingParams},
     {"ebnf", kInSamplingParams},
+    {"structural_tag", kInSamplingParams},
 };
 // Outside the sampling fields: /generate's top level, and the OpenAI routes' extra fields.
 constexpr request_json::RefusedField kUnsupportedRequest[] = {

@@ -14,6 +14,7 @@
 #include "server/engine_request.h"
 #include "server/http_server.h"
 #include "server/router.h"
+#include "server/tool_choice.h"
 
 namespace sgl::server {
 namespace {
@@ -107,6 +108,13 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.log_requests = options.log_requests;
   info.tool_call_parser = options.tool_call_parser;
   info.reasoning_parser = options.reasoning_parser;
+  if (!options.tool_call_parser.empty()) {
+    const std::optional<std::string> unheld =
+        strict_auto_tools_unheld(options.tool_call_parser, tokenizer);
+    info.strict_auto_tools = !unheld.has_value();
+    // SGLang serves these unconstrained too; the forced tool_choice modes still hold calls.
+    if (unheld) SGL_LOG_INFO << *unheld;
+  }
   info.tokenizer_path = tokenizer_path;
   info.created = unix_time();
   info.dp_size = static_cast<int>(replicas.size());

@@ -46,10 +46,13 @@ struct ServerInfo {
   bool log_requests = false;         // --log-requests: a log line per finished request
   std::string tool_call_parser;      // --tool-call-parser; empty: tool calls stay text
   std::string reasoning_parser;      // --reasoning-parser; empty: reasoning stays text
-  int dp_size = 1;                   // --dp-size: engine replicas
-  int tp_size = 1;                   // --tp-size: tensor-parallel ranks of each replica
-  int ep_size = 1;                   // --ep-size: expert-parallel groups of those ranks
-  std::string load_balance_method;   // --load-balance-method (SGLang's name)
+  // Strict tools under tool_choice auto are held by a grammar: the parser's call marker can be
+  // written by the model (it has one, and it is not a special token the grammar cannot allow).
+  bool strict_auto_tools = false;
+  int dp_size = 1;                  // --dp-size: engine replicas
+  int tp_size = 1;                  // --tp-size: tensor-parallel ranks of each replica
+  int ep_size = 1;                  // --ep-size: expert-parallel groups of those ranks
+  std::string load_balance_method;  // --load-balance-method (SGLang's name)
 };
 
 struct ServerContext {

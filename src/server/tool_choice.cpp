@@ -22,17 +22,33 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
   return o;
 }
 
+std::optional<std::string> strict_auto_tools_unheld(std::string_view parser,
+                                                    const tokenizer::Tokenizer& tokenizer) {
+  const std::string marker = function_call::call_marker(parser);
+  const std::optional<int32_t> id = marker.empty() ? std::nullopt : tokenizer.token_to_id(marker);
+  if (!marker.empty() && !(id && tokenizer.is_special(*id))) return std::nullopt;
+  return "strict tools under tool_choice auto are not held by a grammar with --tool-call-parser " +
+         std::string(parser) + " (" +
+         (marker.empty()
+              ? std::string("its calls have no marker that opens them")
+              : "its call marker " + marker + " is a special token, which grammars never allow") +
+         "): their calls are parsed as the model writes them";
+}
+
 Status apply_tool_choice(const ServerContext& ctx, const ChatRequest& req,
                          const function_call::OutputParserOptions& parser,
                          engine::GenerateRequest& request) {
-  const bool forced =
-      req.tool_choice == ToolChoiceMode::kRequired || req.tool_choice == ToolChoiceMode::kNamed;
-  // Strict tools under auto hold the calls the model chooses to make (where calls are parsed).
-  const bool strict_auto = req.tool_choice == ToolChoiceMode::kAuto &&
-                           !parser.tool_call_parser.empty() &&
-                           function_call::has_strict_tool(req.tools);
-  if (!forced && !strict_auto) return Status::ok_status();
-  const char* what = strict_auto ? "strict tools with tool_choice 'auto'"
+  if (req.tool_choice == ToolChoiceMode::kAuto) {
+    // Strict tools hold the calls the model chooses to make, where calls are parsed and the
+    // format's marker can be written; beside another constraint that one stays (as SGLang).
+    if (parser.tool_call_parser.empty() || !ctx.info.strict_auto_tools || request.grammar ||
+        !function_call::has_strict_tool(req.tools)) {
+      return Status::ok_status();
+    }
+  } else if (req.tool_choice == ToolChoiceMode::kNone) {
+    return Status::ok_status();
+  }
+  const char* what = req.tool_choice == ToolChoiceMode::kAuto       ? "strict tools"
                      : req.tool_choice == ToolChoiceMode::kRequired ? "tool_choice 'required'"
                                                                     : "a named tool_choice";
   if (ctx.info.tool_call_parser.empty()) {
@@ -49,8 +65,9 @@ Status apply_tool_choice(const ServerContext& ctx, const ChatRequest& req,
                               : function_call::ThinkingStart::kMayOpen;
   }
   SGL_ASSIGN_OR_RETURN(const std::string grammar,
-                       strict_auto ? function_call::auto_tool_call_grammar(constraint)
-                                   : function_call::tool_call_grammar(constraint));
+                       req.tool_choice == ToolChoiceMode::kAuto
+                           ? function_call::auto_tool_call_grammar(constraint)
+                           : function_call::tool_call_grammar(constraint));
   if (request.grammar) {
     return invalid_argument(std::string(what) +
                             " cannot be combined with response_format or a grammar field: both "

@@ -3,6 +3,8 @@
 // puts on decoding.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/status.h"
@@ -10,6 +12,7 @@
 #include "function_call/output_parser.h"
 #include "server/openai_types.h"
 #include "server/server_context.h"
+#include "tokenizer/tokenizer.h"
 
 namespace sgl::server {
 
@@ -21,12 +24,20 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
                                                          const ChatRequest& req,
                                                          std::string_view prompt);
 
+// Why strict tools under tool_choice auto cannot be held by a grammar with `parser` and the
+// served `tokenizer`: the format's calls have no marker, or the marker is a special token (which
+// grammars never allow); nullopt: they can.
+std::optional<std::string> strict_auto_tools_unheld(std::string_view parser,
+                                                    const tokenizer::Tokenizer& tokenizer);
+
 // tool_choice "required" or a named function: constrains `request` to valid calls of the
 // allowed functions (function_call::tool_call_grammar, compiled by the server's GrammarBackend).
-// auto with a strict tool, where `parser` parses calls: free text whose calls are held to their
-// format and the strict tools' schemas (auto_tool_call_grammar; reasoning left free). Errors are
-// 400s: no --tool-call-parser, a format that cannot be constrained, another grammar on the same
-// request. none, or auto without strict tools: nothing to do.
+// auto with a strict tool, where `parser` parses calls and the server can hold them
+// (ServerInfo::strict_auto_tools) and no other constraint is on the request (that one stays, as
+// SGLang): free text whose calls are held to their format and the strict tools' schemas
+// (auto_tool_call_grammar; reasoning left free). Errors are 400s: required / named without
+// --tool-call-parser, a format that cannot be constrained, another grammar on the same request.
+// none, or auto otherwise: nothing to do.
 Status apply_tool_choice(const ServerContext& ctx, const ChatRequest& req,
                          const function_call::OutputParserOptions& parser,
                          engine::GenerateRequest& request);

@@ -196,6 +196,7 @@ TEST(ToolConstraint, AutoLeavesReasoningFree) {
   const std::string musing = "maybe <tool_call> get_weather? </think>";
   AutoChecker may({t, "", "qwen25", true, ThinkingStart::kMayOpen});
   EXPECT_TRUE(may.accepts("<think>" + musing + "\n\n" + call));
+  EXPECT_TRUE(may.accepts("\n <think>" + musing + call));  // the parser skips the whitespace too
   EXPECT_TRUE(may.accepts(call));
   EXPECT_FALSE(may.accepts("<think>ok</think> <tool_call> get_weather"));
   AutoChecker open({t, "", "qwen25", true, ThinkingStart::kOpen});

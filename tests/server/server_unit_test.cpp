@@ -12,6 +12,8 @@
 #include "server/openai_json.h"
 #include "server/responses_json.h"
 #include "server/sse.h"
+#include "server/tool_choice.h"
+#include "tokenizer/tokenizer.h"
 
 namespace sgl::server {
 namespace {
@@ -165,6 +167,23 @@ TEST(Errors, OpenAiShape) {
   EXPECT_EQ(r.body, R"({"error":{"message":"bad \"thing\"","type":"invalid_request_error",)"
                     R"("param":"prompt","code":400}})");
   EXPECT_EQ(error_response(resource_exhausted("full")).status, 503);
+}
+
+}  // namespace
+}  // namespace sgl::server
+
+namespace sgl::server {
+namespace {
+
+// Strict tools under tool_choice auto are held where the format has a call marker the model can
+// write: qwen25's <tool_call> is ordinary text in the Qwen3 tokenizer; llama3's calls have none.
+TEST(ToolChoice, StrictAutoToolsAreHeldWhereTheMarkerCanBeWritten) {
+  auto qwen3 = tokenizer::Tokenizer::from_dir(std::string(SGL_TESTDATA_DIR) + "/tokenizers/qwen3");
+  ASSERT_TRUE(qwen3.ok()) << qwen3.status().to_string();
+  EXPECT_FALSE(strict_auto_tools_unheld("qwen25", **qwen3).has_value());
+  const auto llama3 = strict_auto_tools_unheld("llama3", **qwen3);
+  ASSERT_TRUE(llama3.has_value());
+  EXPECT_NE(llama3->find("no marker"), std::string::npos) << *llama3;
 }
 
 }  // namespace

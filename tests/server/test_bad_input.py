@@ -463,8 +463,12 @@ def route_body(route, field, value):
     return {"messages": MSGS, "max_tokens": 2, field: value}
 
 
-# /generate takes this beside sampling_params too (SGLang's GenerateReqInput).
-TOP_LEVEL_GENERATE = [("custom_logit_processor", "x")]
+# /generate takes this beside sampling_params too (SGLang's GenerateReqInput); the grammar fields
+# only inside sampling_params.
+TOP_LEVEL_GENERATE = [("custom_logit_processor", "x"), ("json_schema", '{"type": "object"}'),
+                      ("regex", "a+"), ("ebnf", 'root ::= "a"'),
+                      ("structural_tag", '{"triggers": ["<"], "structures": '
+                                         '[{"begin": "<", "end": ">"}]}')]
 
 
 @pytest.mark.parametrize("field,value", TOP_LEVEL_GENERATE)
