@@ -275,12 +275,13 @@ std::string resolve_device_name(const std::string& name, int64_t base_gpu,
   if (name != "auto") return name;
   const int gpus = backend::cuda_device_count();
   if (gpus > 0 || base_gpu != 0) {
-    notes.push_back("--device auto: " + std::to_string(gpus) +
-                    " CUDA device(s) visible, running on cuda");
+    notes.push_back("--device auto: running on cuda (" +
+                    (gpus > 0 ? std::to_string(gpus) + " CUDA device(s) visible"
+                              : "--base-gpu-id " + std::to_string(base_gpu) + " names a GPU") +
+                    ")");
     return "cuda";
   }
-  notes.push_back("--device auto: no CUDA device visible, running on cpu");
-  return "cpu";
+  return "cpu";  // as before --device auto existed: nothing to say
 }
 
 Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& default_log_level) {

@@ -36,8 +36,8 @@ struct EngineSetup {
 std::vector<std::string> all_reduce_notes(const runner::ModelRunnerOptions& runner);
 
 // --device auto (or absent), as SGLang's default: "cuda" where this build and the machine have a
-// GPU (or where --base-gpu-id, `base_gpu`, names one), "cpu" otherwise, with a start-up note of
-// the choice in `notes`; any other name as given.
+// GPU (or where --base-gpu-id, `base_gpu`, names one), with a start-up note of that choice in
+// `notes`, "cpu" otherwise; any other name as given.
 std::string resolve_device_name(const std::string& name, int64_t base_gpu,
                                 std::vector<std::string>& notes);
 
