@@ -1,9 +1,9 @@
-// The trigger automaton as right-linear rules, and structural tags built on it.
+// The trigger automaton as right-linear rules, and triggered tags built on it.
 #include "grammar/triggered_tags.h"
 
 #include <algorithm>
+#include <functional>
 
-#include "grammar/json_schema_compiler.h"
 #include "grammar/utf8.h"
 
 namespace sgl::grammar {
@@ -110,11 +110,64 @@ Result<TriggerAutomaton> trigger_automaton(const std::vector<std::string>& trigg
 
 }  // namespace
 
+Result<RuleId> add_trigger_text(Grammar& g, const std::vector<std::string>& triggers,
+                                const std::function<ExprId(size_t, RuleId)>& after, bool may_end) {
+  SGL_ASSIGN_OR_RETURN(const TriggerAutomaton a, trigger_automaton(triggers));
+  const RuleId text = g.add_rule(g.fresh_name("trigger_text"));
+  // What follows each trigger, a rule each (-1: the trigger may not be written).
+  std::vector<RuleId> fire_rules;
+  for (size_t t = 0; t < triggers.size(); ++t) {
+    const ExprId rest = after(t, text);
+    fire_rules.push_back(rest < 0 ? -1 : g.add_rule(g.fresh_name("trigger_fired")));
+    if (rest >= 0) g.set_body(fire_rules.back(), rest);
+  }
+  // The free text's states: the nodes reached from the root without firing, a rule each.
+  std::vector<RuleId> state_rules(a.fires.size(), -1);
+  state_rules[0] = text;
+  std::vector<int> states = {0};
+  size_t moves = 0;
+  for (size_t head = 0; head < states.size(); ++head) {
+    for (size_t i = 0; i < a.alphabet.size(); ++i) {
+      const int next = a.move(states[head], i);
+      moves += next != 0;
+      if (a.fires[static_cast<size_t>(next)] >= 0 || state_rules[static_cast<size_t>(next)] >= 0) {
+        continue;
+      }
+      state_rules[static_cast<size_t>(next)] =
+          g.add_rule(g.fresh_name("trigger_text_" + std::to_string(next)));
+      states.push_back(next);
+    }
+  }
+  if (moves > kMaxTriggerMoves) {
+    return invalid_argument("the triggers make an automaton of more than " +
+                            std::to_string(kMaxTriggerMoves) + " moves");
+  }
+  for (int s : states) {
+    std::vector<ExprId> alternatives;
+    if (may_end) alternatives.push_back(g.empty());
+    std::vector<CodePointRange> own_moves;  // code points that go anywhere but the start
+    for (size_t i = 0; i < a.alphabet.size(); ++i) {
+      const int next = a.move(s, i);
+      if (next == 0) continue;
+      const uint32_t c = a.alphabet[i];
+      own_moves.push_back({c, c});
+      const int fired = a.fires[static_cast<size_t>(next)];
+      const RuleId target = fired >= 0 ? fire_rules[static_cast<size_t>(fired)]
+                                       : state_rules[static_cast<size_t>(next)];
+      if (target >= 0) alternatives.push_back(g.sequence({g.bytes(utf8(c)), g.ref(target)}));
+    }
+    alternatives.push_back(
+        g.sequence({g.char_class(std::move(own_moves), /*negated=*/true), g.ref(text)}));
+    g.set_body(state_rules[static_cast<size_t>(s)], g.choice(std::move(alternatives)));
+  }
+  return text;
+}
+
 Result<RuleId> add_triggered_tags(Grammar& g, const std::vector<std::string>& triggers,
                                   std::span<const TriggeredTag> tags,
                                   const TriggeredTagsOptions& options) {
   if (tags.empty()) return invalid_argument("there must be at least one tag");
-  SGL_ASSIGN_OR_RETURN(const TriggerAutomaton a, trigger_automaton(triggers));
+  if (triggers.empty()) return invalid_argument("'triggers' must not be empty");
   for (const TriggeredTag& tag : tags) {
     std::vector<std::string> opening;
     for (const std::string& t : triggers) {
@@ -131,90 +184,37 @@ Result<RuleId> add_triggered_tags(Grammar& g, const std::vector<std::string>& tr
                               opening[0] + "', '" + opening[1] + "')");
     }
   }
-  const RuleId text = g.add_rule(g.fresh_name("triggered_text"));
-  // After a tag: free text again, or nothing.
-  auto after_tag = [&] { return options.stop_after_first ? g.empty() : g.ref(text); };
-  auto whole_tag = [&](const TriggeredTag& tag, size_t skip) {
-    return g.sequence(
-        {g.bytes(tag.begin.substr(skip)), tag.content, g.bytes(tag.end), after_tag()});
-  };
-  // fire_T: the rest of a tag that begins with trigger T.
-  std::vector<RuleId> fire_rules;
   for (const std::string& trigger : triggers) {
-    std::vector<ExprId> rests;
-    for (const TriggeredTag& tag : tags) {
-      if (tag.begin.starts_with(trigger)) rests.push_back(whole_tag(tag, trigger.size()));
-    }
-    if (rests.empty()) return invalid_argument("trigger '" + trigger + "' begins none of the tags");
-    fire_rules.push_back(g.add_rule(g.fresh_name("triggered_tag")));
-    g.set_body(fire_rules.back(), rests.size() == 1 ? rests[0] : g.choice(std::move(rests)));
-  }
-  // The free text's states: the nodes reached from the root without firing, a rule each.
-  std::vector<RuleId> state_rules(a.fires.size(), -1);
-  state_rules[0] = text;
-  std::vector<int> states = {0};
-  size_t moves = 0;
-  for (size_t head = 0; head < states.size(); ++head) {
-    for (size_t i = 0; i < a.alphabet.size(); ++i) {
-      const int next = a.move(states[head], i);
-      moves += next != 0;
-      if (a.fires[static_cast<size_t>(next)] >= 0 || state_rules[static_cast<size_t>(next)] >= 0) {
-        continue;
-      }
-      state_rules[static_cast<size_t>(next)] =
-          g.add_rule(g.fresh_name("triggered_text_" + std::to_string(next)));
-      states.push_back(next);
+    if (std::none_of(tags.begin(), tags.end(),
+                     [&](const TriggeredTag& tag) { return tag.begin.starts_with(trigger); })) {
+      return invalid_argument("trigger '" + trigger + "' begins none of the tags");
     }
   }
-  if (moves > kMaxTriggerMoves) {
-    return invalid_argument("the triggers make an automaton of more than " +
-                            std::to_string(kMaxTriggerMoves) + " moves");
-  }
-  for (int s : states) {
-    std::vector<ExprId> alternatives = {g.empty()};
-    std::vector<CodePointRange> own_moves;  // code points that go anywhere but the start
-    for (size_t i = 0; i < a.alphabet.size(); ++i) {
-      const int next = a.move(s, i);
-      if (next == 0) continue;
-      const uint32_t c = a.alphabet[i];
-      own_moves.push_back({c, c});
-      const int fired = a.fires[static_cast<size_t>(next)];
-      const RuleId target = fired >= 0 ? fire_rules[static_cast<size_t>(fired)]
-                                       : state_rules[static_cast<size_t>(next)];
-      alternatives.push_back(g.sequence({g.bytes(utf8(c)), g.ref(target)}));
-    }
-    alternatives.push_back(
-        g.sequence({g.char_class(std::move(own_moves), /*negated=*/true), g.ref(text)}));
-    g.set_body(state_rules[static_cast<size_t>(s)], g.choice(std::move(alternatives)));
-  }
+  // A whole tag from its begin's byte `skip` on, then free text again (or nothing).
+  auto tag_from = [&](const TriggeredTag& tag, size_t skip, RuleId text) {
+    return g.sequence({g.bytes(tag.begin.substr(skip)), tag.content, g.bytes(tag.end),
+                       options.stop_after_first ? g.empty() : g.ref(text)});
+  };
+  SGL_ASSIGN_OR_RETURN(
+      const RuleId text,
+      add_trigger_text(
+          g, triggers,
+          [&](size_t t, RuleId text) {
+            std::vector<ExprId> rests;  // the tags this trigger opens, each past the trigger
+            for (const TriggeredTag& tag : tags) {
+              if (tag.begin.starts_with(triggers[t])) {
+                rests.push_back(tag_from(tag, triggers[t].size(), text));
+              }
+            }
+            return rests.size() == 1 ? rests[0] : g.choice(std::move(rests));
+          },
+          /*may_end=*/true));
   if (!options.at_least_one) return text;
   const RuleId first = g.add_rule(g.fresh_name("triggered_first"));
   std::vector<ExprId> starts;
-  for (const TriggeredTag& tag : tags) starts.push_back(whole_tag(tag, 0));
+  for (const TriggeredTag& tag : tags) starts.push_back(tag_from(tag, 0, text));
   g.set_body(first, starts.size() == 1 ? starts[0] : g.choice(std::move(starts)));
   return first;
-}
-
-Result<Grammar> structural_tag_grammar(const StructuralTagSpec& spec) {
-  if (spec.structures.empty()) return invalid_argument("'structures' must not be empty");
-  Grammar g;
-  std::vector<TriggeredTag> tags;
-  for (size_t i = 0; i < spec.structures.size(); ++i) {
-    const StructuralTagSpec::Structure& s = spec.structures[i];
-    auto schema = json_schema_to_grammar(s.schema_json.empty() ? "{}" : s.schema_json);
-    if (!schema.ok()) {
-      return invalid_argument("structures[" + std::to_string(i) +
-                              "].schema: " + schema.status().message());
-    }
-    const RuleId content = g.import_rules(*schema, "s" + std::to_string(i) + "_");
-    tags.push_back({s.begin, g.ref(content), s.end});
-  }
-  const RuleId root = g.add_rule("root");
-  SGL_ASSIGN_OR_RETURN(const RuleId text, add_triggered_tags(g, spec.triggers, tags,
-                                                             {.at_least_one = spec.at_least_one}));
-  g.set_body(root, g.ref(text));
-  g.set_root(root);
-  return g;
 }
 
 }  // namespace sgl::grammar

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "grammar/triggered_tags.h"
 #include "server/request_json.h"
+#include "server/structural_tag_json.h"
 
 namespace sgl::server::structured_output_json {
 namespace {
@@ -47,69 +47,6 @@ Result<std::string> string_field(const json& v, const std::string& field) {
     return field_error(field, "must be a non-empty string");
   }
   return v.get<std::string>();
-}
-
-// SGLang's structural tag in its first form, {"structures": [{"begin", "schema", "end"}],
-// "triggers": [...], "at_least_one"} (an object, or its JSON text as /generate takes it), as
-// EBNF: free text in which each trigger opens a structure.
-Result<std::string> structural_tag_ebnf(const json& value, const std::string& field) {
-  json parsed;
-  if (value.is_string()) {
-    parsed = json::parse(value.get_ref<const std::string&>(), nullptr, false);
-    if (parsed.is_discarded()) return field_error(field, "must be JSON");
-  }
-  const json& tag = value.is_string() ? parsed : value;
-  if (!tag.is_object()) return field_error(field, "must be an object");
-  if (find(tag, "format")) {
-    return unimplemented(field +
-                         ": the 'format' form of structural tags is not supported yet (use "
-                         "'structures' and 'triggers')");
-  }
-  grammar::StructuralTagSpec spec;
-  for (const auto& [key, v] : tag.items()) {
-    if (key == "type") {
-      if (v != "structural_tag") return field_error(field + ".type", "must be 'structural_tag'");
-    } else if (key == "at_least_one") {
-      if (!v.is_boolean()) return field_error(field + ".at_least_one", "must be a boolean");
-      spec.at_least_one = v.get<bool>();
-    } else if (key == "triggers") {
-      if (!v.is_array()) return field_error(field + ".triggers", "must be a list of strings");
-      for (const json& t : v) {
-        if (!t.is_string()) return field_error(field + ".triggers", "must be a list of strings");
-        spec.triggers.push_back(t.get<std::string>());
-      }
-    } else if (key == "structures") {
-      if (!v.is_array()) return field_error(field + ".structures", "must be a list");
-      for (size_t i = 0; i < v.size(); ++i) {
-        const std::string where = field + ".structures[" + std::to_string(i) + "]";
-        const json& st = v[i];
-        if (!st.is_object()) return field_error(where, "must be an object");
-        grammar::StructuralTagSpec::Structure out;
-        for (const auto& [k, x] : st.items()) {
-          if (k == "begin" || k == "end") {
-            if (!x.is_string()) return field_error(where + "." + k, "must be a string");
-            (k == "begin" ? out.begin : out.end) = x.get<std::string>();
-          } else if (k == "schema") {
-            if (!x.is_null()) {
-              SGL_ASSIGN_OR_RETURN(out.schema_json, schema_text(x, where + ".schema"));
-            }
-          } else {
-            return field_error(where, "has no field '" + k + "' (begin, schema, end)");
-          }
-        }
-        if (!st.contains("begin") || !st.contains("end")) {
-          return field_error(where, "needs 'begin' and 'end'");
-        }
-        spec.structures.push_back(std::move(out));
-      }
-    } else {
-      return field_error(field,
-                         "has no field '" + key + "' (type, structures, triggers, at_least_one)");
-    }
-  }
-  auto g = grammar::structural_tag_grammar(spec);
-  if (!g.ok()) return field_error(field, g.status().message());
-  return g->to_string();
 }
 
 }  // namespace

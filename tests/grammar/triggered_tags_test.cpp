@@ -12,6 +12,7 @@
 
 #include "grammar/automaton.h"
 #include "grammar/stack_engine.h"
+#include "grammar/structural_tag.h"
 #include "grammar/utf8.h"
 #include "grammar_test_util.h"
 
@@ -223,11 +224,13 @@ TEST(TriggeredTags, Errors) {
             std::string::npos);
   EXPECT_NE(message({{s}, {"<a", "<c"}, false}).find("'<c' begins none of the tags"),
             std::string::npos);
-  EXPECT_NE(message({{s}, {"\xFF"}, false}).find("not valid UTF-8"), std::string::npos);
+  EXPECT_NE(message({{{"\xFF>", "", ""}}, {"\xFF"}, false}).find("not valid UTF-8"),
+            std::string::npos);
   EXPECT_NE(message({{{"<a>", R"({"type": "object", "multipleOf": 2})", ""}}, {"<a"}, false})
                 .find("structures[0].schema"),
             std::string::npos);
-  EXPECT_NE(message({{s}, {std::string(600, 'x')}, false}).find("characters together"),
+  EXPECT_NE(message({{{std::string(600, 'x'), "", ""}}, {std::string(600, 'x')}, false})
+                .find("characters together"),
             std::string::npos);
   // A trigger that is a prefix of another opens every tag the longer one would (as xgrammar).
   EXPECT_NE(message({{{"<ab>", "", ""}}, {"<a", "<ab"}, false}).find("more than one trigger"),

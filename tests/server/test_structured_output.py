@@ -141,6 +141,32 @@ def test_structural_tag(server):
     assert re.match(r"\.(0|[1-9][0-9]?)!", reply.json()["text"]), reply.json()["text"]
 
 
+# The format form (xgrammar's tree): a sentence, a number in a tag, then "<b>" opens bold text
+# whose end ends the output.
+SENTENCE_TAG = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
+    {"type": "const_string", "value": "Score: "},
+    {"type": "tag", "begin": "<n>", "content": {"type": "json_schema",
+                                                "json_schema": {"type": "integer", "minimum": 1,
+                                                                "maximum": 9}}, "end": "</n>"},
+    {"type": "regex", "pattern": " (good|bad)\\."},
+    {"type": "tag", "begin": " <b>", "content": {"type": "any_text", "excluded_str": ["\n"]},
+     "end": "</b>"}]}}
+
+
+def test_structural_tag_format_tree(server):
+    for seed in range(3):
+        reply = server.post("/generate", {"text": PROMPT, "sampling_params": {
+            "temperature": 1.0, "max_new_tokens": 80, "sampling_seed": seed,
+            "structural_tag": SENTENCE_TAG}})
+        assert reply.status_code == 200, reply.text
+        out = reply.json()
+        text = out["text"]
+        if out["meta_info"]["finish_reason"]["type"] == "stop":
+            assert re.fullmatch(r"Score: <n>[1-9]</n> (good|bad)\. <b>[^\n]*?</b>", text), text
+        else:  # cut inside the bold text
+            assert re.fullmatch(r"Score: <n>[1-9]</n> (good|bad)\. <b>[^\n]*", text), text
+
+
 @pytest.mark.parametrize("tag,words", [
     ({"type": "structural_tag"}, ["'structures' must not be empty"]),
     (dict(DOT_TAG, triggers=[]), ["'triggers' must not be empty"]),
@@ -151,8 +177,14 @@ def test_structural_tag(server):
      ["structures[0].schema"]),
     ({"type": "structural_tag", "triggers": ["<a"], "structures": [{"begin": "<a>"}]},
      ["needs 'begin' and 'end'"]),
-    ({"type": "structural_tag", "format": {"type": "const_string", "value": "x"}},
-     ["'format' form"]),
+    ({"type": "structural_tag", "format": {"type": "qwen_xml_parameter", "json_schema": {}}},
+     ["'qwen_xml_parameter' is not supported"]),
+    ({"type": "structural_tag", "format": {"type": "sequence", "elements": [
+        {"type": "const_string", "value": "a", "values": "b"}]}},
+     ["format.elements[0]' has no field 'values'"]),
+    ({"type": "structural_tag", "format": {"type": "tags_with_separator", "separator": ",",
+                                           "tags": [{"type": "const_string", "value": "a"}]}},
+     ["format.tags[0].type' must be 'tag'"]),
 ])
 def test_structural_tag_errors(server, tag, words):
     for route, body in [
