@@ -23,7 +23,8 @@ RuleId Grammar::find_rule(std::string_view name) const {
 
 std::string Grammar::fresh_name(std::string_view base) const {
   std::string name(base);
-  for (int i = 1; find_rule(name) >= 0; ++i) name = std::string(base) + "_" + std::to_string(i);
+  int& next = next_suffix_[name];
+  while (find_rule(name) >= 0) name = std::string(base) + "_" + std::to_string(++next);
   return name;
 }
 

@@ -96,6 +96,8 @@ class Grammar {
   std::vector<Expr> exprs_;
   std::vector<Rule> rules_;
   std::unordered_map<std::string, RuleId> rule_ids_;
+  // fresh_name's next suffix per base, so that naming n rules of one base costs O(n).
+  mutable std::unordered_map<std::string, int> next_suffix_;
   RuleId root_ = -1;
 };
 

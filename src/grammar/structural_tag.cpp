@@ -15,51 +15,28 @@ using Type = StructuralFormat::Type;
 
 class FormatBuilder {
  public:
+  explicit FormatBuilder(Grammar& g) : g_(g) {}
+
   // An empty schema is any JSON value (not strict: objects keep any properties).
   static Result<Grammar> json_schema(const std::string& schema_json) {
     if (schema_json.empty()) return json_schema_to_grammar("{}", {.strict = false});
     return json_schema_to_grammar(schema_json);
   }
 
-  explicit FormatBuilder(Grammar& g) : g_(g) {}
-
-  Result<ExprId> build(const StructuralFormat& f, const std::string& where, int depth) {
+  // `f`, then (when `ends` is not empty) one of the enclosing tag's ends: free text at the end
+  // of `f` stops at the first end written.
+  Result<ExprId> build(const StructuralFormat& f, const std::string& where, int depth,
+                       const std::vector<std::string>& ends) {
     if (depth > kMaxStructuralDepth) {
       return invalid_argument(where + ": formats nest deeper than " +
                               std::to_string(kMaxStructuralDepth));
     }
-    switch (f.type) {
-      case Type::kConstString:
-        return g_.bytes(f.value);
-      case Type::kJsonSchema:
-        return imported(json_schema(f.value), where);
-      case Type::kGrammar:
-        return imported(parse_ebnf(f.value), where);
-      case Type::kRegex:
-        return imported(regex_to_grammar(f.value), where);
-      case Type::kAnyText:
-        return any_text(f.strings, "", where);
-      case Type::kSequence:
-      case Type::kOr: {
-        if (f.elements.empty()) return invalid_argument(where + ".elements must not be empty");
-        std::vector<ExprId> parts;
-        for (size_t i = 0; i < f.elements.size(); ++i) {
-          SGL_ASSIGN_OR_RETURN(ExprId part, build(f.elements[i], element(where, i), depth + 1));
-          parts.push_back(part);
-        }
-        return f.type == Type::kSequence ? g_.sequence(std::move(parts))
-                                         : g_.choice(std::move(parts));
-      }
-      case Type::kTag: {
-        SGL_ASSIGN_OR_RETURN(ExprId body, tag_body(f, where, depth));
-        return g_.sequence({g_.bytes(f.begin), body});
-      }
-      case Type::kTriggeredTags:
-        return triggered_tags(f, where, depth);
-      case Type::kTagsWithSeparator:
-        return tags_with_separator(f, where, depth);
+    SGL_ASSIGN_OR_RETURN(ExprId e, build_one(f, where, depth, ends));
+    if (g_.num_exprs() > kMaxStructuralExprs) {
+      return invalid_argument(where + ": the structural tag makes a grammar of more than " +
+                              std::to_string(kMaxStructuralExprs) + " expressions");
     }
-    return invalid_argument(where + ": unknown format");
+    return e;
   }
 
  private:
@@ -72,32 +49,101 @@ class FormatBuilder {
     return where + ".elements[" + std::to_string(i) + "]";
   }
 
+  // Free text can stop at these ends (none empty: an empty end lets the text stop anywhere).
+  static bool closing(const std::vector<std::string>& ends) {
+    return !ends.empty() &&
+           std::none_of(ends.begin(), ends.end(), [](const std::string& e) { return e.empty(); });
+  }
+
+  // `e`, then one of `ends` (nothing when there are none).
+  ExprId then_end(ExprId e, const std::vector<std::string>& ends) {
+    if (ends.empty()) return e;
+    std::vector<ExprId> choices;
+    for (const std::string& end : ends) choices.push_back(g_.bytes(end));
+    return g_.sequence({e, choices.size() == 1 ? choices[0] : g_.choice(std::move(choices))});
+  }
+
+  Result<ExprId> build_one(const StructuralFormat& f, const std::string& where, int depth,
+                           const std::vector<std::string>& ends) {
+    const bool closes = closing(ends);
+    switch (f.type) {
+      case Type::kConstString:
+        return then_end(g_.bytes(f.value), ends);
+      case Type::kJsonSchema: {
+        SGL_ASSIGN_OR_RETURN(ExprId e, imported(json_schema(f.value), where));
+        return then_end(e, ends);
+      }
+      case Type::kGrammar: {
+        SGL_ASSIGN_OR_RETURN(ExprId e, imported(parse_ebnf(f.value), where));
+        return then_end(e, ends);
+      }
+      case Type::kRegex: {
+        SGL_ASSIGN_OR_RETURN(ExprId e, imported(regex_to_grammar(f.value), where));
+        return then_end(e, ends);
+      }
+      case Type::kAnyText: {
+        if (!closes) {
+          SGL_ASSIGN_OR_RETURN(ExprId e, any_text(f.strings, {}, where));
+          return then_end(e, ends);
+        }
+        return any_text(f.strings, ends, where);
+      }
+      case Type::kSequence: {
+        if (f.elements.empty()) return invalid_argument(where + ".elements must not be empty");
+        std::vector<ExprId> parts;
+        for (size_t i = 0; i < f.elements.size(); ++i) {
+          const bool last = i + 1 == f.elements.size();
+          SGL_ASSIGN_OR_RETURN(ExprId part, build(f.elements[i], element(where, i), depth + 1,
+                                                  last ? ends : std::vector<std::string>{}));
+          parts.push_back(part);
+        }
+        return g_.sequence(std::move(parts));
+      }
+      case Type::kOr: {
+        if (f.elements.empty()) return invalid_argument(where + ".elements must not be empty");
+        std::vector<ExprId> branches;
+        for (size_t i = 0; i < f.elements.size(); ++i) {
+          SGL_ASSIGN_OR_RETURN(ExprId b, build(f.elements[i], element(where, i), depth + 1, ends));
+          branches.push_back(b);
+        }
+        return g_.choice(std::move(branches));
+      }
+      case Type::kTag: {
+        if (f.ends.empty()) return invalid_argument(where + " needs an 'end'");
+        if (f.elements.size() != 1) return invalid_argument(where + " needs one 'content'");
+        SGL_ASSIGN_OR_RETURN(ExprId body,
+                             build(f.elements[0], where + ".content", depth + 1, f.ends));
+        return then_end(g_.sequence({g_.bytes(f.begin), body}), ends);
+      }
+      case Type::kTriggeredTags:
+        return triggered_tags(f, where, depth, closes ? ends : std::vector<std::string>{},
+                              closes ? std::vector<std::string>{} : ends);
+      case Type::kTagsWithSeparator: {
+        SGL_ASSIGN_OR_RETURN(ExprId e, tags_with_separator(f, where, depth));
+        return then_end(e, ends);
+      }
+    }
+    return invalid_argument(where + ": unknown format");
+  }
+
   Result<ExprId> imported(Result<Grammar> source, const std::string& where) {
     if (!source.ok()) return at(where, source.status().message());
     return g_.ref(g_.import_rules(*source, "f" + std::to_string(next_prefix_++) + "_"));
   }
 
-  // Text without any of `excluded`, then `end` (the first place it is written) if not empty.
-  Result<ExprId> any_text(const std::vector<std::string>& excluded, const std::string& end,
-                          const std::string& where) {
-    std::vector<std::string> triggers = excluded;
-    if (!end.empty()) triggers.insert(triggers.begin(), end);
-    if (triggers.empty()) return g_.star(g_.char_class({}, /*negated=*/true));
+  // Text without any of `excluded`; with `ends`, up to the first of them written (included).
+  Result<ExprId> any_text(const std::vector<std::string>& excluded,
+                          const std::vector<std::string>& ends, const std::string& where) {
+    if (Status s = check_excludes(excluded, ends); !s.ok()) return at(where, s.message());
+    if (excluded.empty() && ends.empty()) return g_.star(g_.char_class({}, /*negated=*/true));
+    std::vector<std::string> strings = excluded;
+    strings.insert(strings.end(), ends.begin(), ends.end());
     auto text = add_trigger_text(
-        g_, triggers,
-        [&](size_t t, RuleId) { return !end.empty() && t == 0 ? g_.empty() : ExprId{-1}; },
-        /*may_end=*/end.empty());
+        g_, strings,
+        [&](size_t t, RuleId) { return t >= excluded.size() ? g_.empty() : ExprId{-1}; },
+        /*may_end=*/ends.empty());
     if (!text.ok()) return at(where, text.status().message());
     return g_.ref(*text);
-  }
-
-  // A tag's content and end (any_text content runs up to the end's first appearance).
-  Result<ExprId> tag_body(const StructuralFormat& tag, const std::string& where, int depth) {
-    if (tag.elements.size() != 1) return invalid_argument(where + " needs one 'content'");
-    const StructuralFormat& content = tag.elements[0];
-    if (content.type == Type::kAnyText) return any_text(content.strings, tag.end, where);
-    SGL_ASSIGN_OR_RETURN(ExprId inner, build(content, where + ".content", depth + 1));
-    return g_.sequence({inner, g_.bytes(tag.end)});
   }
 
   Result<std::vector<TriggeredTag>> tags_of(const StructuralFormat& f, const std::string& where,
@@ -105,21 +151,31 @@ class FormatBuilder {
     if (f.elements.empty()) return invalid_argument(where + ".tags must not be empty");
     std::vector<TriggeredTag> tags;
     for (size_t i = 0; i < f.elements.size(); ++i) {
-      const std::string at = where + ".tags[" + std::to_string(i) + "]";
-      if (f.elements[i].type != Type::kTag) return invalid_argument(at + " must be a tag");
-      SGL_ASSIGN_OR_RETURN(ExprId body, tag_body(f.elements[i], at, depth + 1));
-      tags.push_back({f.elements[i].begin, body, ""});
+      const std::string tag_where = where + ".tags[" + std::to_string(i) + "]";
+      const StructuralFormat& tag = f.elements[i];
+      if (tag.type != Type::kTag) return invalid_argument(tag_where + " must be a tag");
+      if (tag.ends.empty()) return invalid_argument(tag_where + " needs an 'end'");
+      if (tag.elements.size() != 1) return invalid_argument(tag_where + " needs one 'content'");
+      SGL_ASSIGN_OR_RETURN(ExprId body,
+                           build(tag.elements[0], tag_where + ".content", depth + 2, tag.ends));
+      tags.push_back({tag.begin, body, ""});
     }
     return tags;
   }
 
-  Result<ExprId> triggered_tags(const StructuralFormat& f, const std::string& where, int depth) {
+  // `closing_ends`: the enclosing tag's ends, which end the free text; `after`: ends that
+  // follow the whole structure instead (empty ones, which free text cannot stop at).
+  Result<ExprId> triggered_tags(const StructuralFormat& f, const std::string& where, int depth,
+                                const std::vector<std::string>& closing_ends,
+                                const std::vector<std::string>& after) {
     SGL_ASSIGN_OR_RETURN(std::vector<TriggeredTag> tags, tags_of(f, where, depth));
-    auto text = add_triggered_tags(
-        g_, f.strings, tags,
-        {.at_least_one = f.at_least_one, .stop_after_first = f.stop_after_first});
+    auto text = add_triggered_tags(g_, f.strings, tags,
+                                   {.at_least_one = f.at_least_one,
+                                    .stop_after_first = f.stop_after_first,
+                                    .excludes = f.excludes,
+                                    .ends = closing_ends});
     if (!text.ok()) return at(where, text.status().message());
-    return g_.ref(*text);
+    return then_end(g_.ref(*text), after);
   }
 
   Result<ExprId> tags_with_separator(const StructuralFormat& f, const std::string& where,
@@ -127,8 +183,9 @@ class FormatBuilder {
     SGL_ASSIGN_OR_RETURN(std::vector<TriggeredTag> tags, tags_of(f, where, depth));
     const RuleId tag = g_.add_rule(g_.fresh_name("tag"));
     std::vector<ExprId> choices;
-    for (const TriggeredTag& t : tags)
+    for (const TriggeredTag& t : tags) {
       choices.push_back(g_.sequence({g_.bytes(t.begin), t.content}));
+    }
     g_.set_body(tag, choices.size() == 1 ? choices[0] : g_.choice(std::move(choices)));
     ExprId some = g_.ref(tag);
     if (!f.stop_after_first) {
@@ -145,7 +202,7 @@ Result<Grammar> format_grammar(const StructuralFormat& format, const std::string
   Grammar g;
   const RuleId root = g.add_rule("root");
   FormatBuilder builder(g);
-  SGL_ASSIGN_OR_RETURN(const ExprId body, builder.build(format, where, 0));
+  SGL_ASSIGN_OR_RETURN(const ExprId body, builder.build(format, where, 0, {}));
   g.set_body(root, body);
   g.set_root(root);
   return g;
@@ -168,7 +225,7 @@ Result<Grammar> structural_tag_grammar(const StructuralTagSpec& spec) {
       return invalid_argument("structures[" + std::to_string(i) +
                               "].schema: " + schema.status().message());
     }
-    StructuralFormat tag{.type = Type::kTag, .begin = s.begin, .end = s.end};
+    StructuralFormat tag{.type = Type::kTag, .begin = s.begin, .ends = {s.end}};
     tag.elements.push_back({.type = Type::kJsonSchema, .value = s.schema_json});
     f.elements.push_back(std::move(tag));
   }

@@ -163,6 +163,24 @@ Result<RuleId> add_trigger_text(Grammar& g, const std::vector<std::string>& trig
   return text;
 }
 
+Status check_excludes(const std::vector<std::string>& excluded,
+                      const std::vector<std::string>& enders) {
+  for (const std::string& x : excluded) {
+    if (x.empty()) return invalid_argument("an excluded string must not be empty");
+    for (const std::string& e : enders) {
+      bool overlaps = e.find(x) != std::string::npos;
+      for (size_t k = 1; !overlaps && k <= std::min(x.size(), e.size()); ++k) {
+        overlaps = x.compare(x.size() - k, k, e, 0, k) == 0;
+      }
+      if (overlaps) {
+        return invalid_argument("excluded string '" + x + "' overlaps '" + e +
+                                "', which follows the text (not supported)");
+      }
+    }
+  }
+  return Status::ok_status();
+}
+
 Result<RuleId> add_triggered_tags(Grammar& g, const std::vector<std::string>& triggers,
                                   std::span<const TriggeredTag> tags,
                                   const TriggeredTagsOptions& options) {
@@ -190,16 +208,31 @@ Result<RuleId> add_triggered_tags(Grammar& g, const std::vector<std::string>& tr
       return invalid_argument("trigger '" + trigger + "' begins none of the tags");
     }
   }
-  // A whole tag from its begin's byte `skip` on, then free text again (or nothing).
+  std::vector<std::string> enders = triggers;
+  enders.insert(enders.end(), options.ends.begin(), options.ends.end());
+  SGL_RETURN_IF_ERROR(check_excludes(options.excludes, enders));
+  // After the first tag with stop_after_first: nothing, or one of the ends.
+  auto stop = [&] {
+    std::vector<ExprId> ends;
+    for (const std::string& e : options.ends) ends.push_back(g.bytes(e));
+    return ends.empty() ? g.empty() : ends.size() == 1 ? ends[0] : g.choice(std::move(ends));
+  };
+  // A whole tag from its begin's byte `skip` on, then free text again (or the stop).
   auto tag_from = [&](const TriggeredTag& tag, size_t skip, RuleId text) {
     return g.sequence({g.bytes(tag.begin.substr(skip)), tag.content, g.bytes(tag.end),
-                       options.stop_after_first ? g.empty() : g.ref(text)});
+                       options.stop_after_first ? stop() : g.ref(text)});
   };
+  // The automaton's strings: the triggers, then the excluded strings, then the ends.
+  std::vector<std::string> strings = triggers;
+  strings.insert(strings.end(), options.excludes.begin(), options.excludes.end());
+  strings.insert(strings.end(), options.ends.begin(), options.ends.end());
   SGL_ASSIGN_OR_RETURN(
       const RuleId text,
       add_trigger_text(
-          g, triggers,
-          [&](size_t t, RuleId text) {
+          g, strings,
+          [&](size_t t, RuleId text) -> ExprId {
+            if (t >= triggers.size() + options.excludes.size()) return g.empty();  // an end
+            if (t >= triggers.size()) return -1;                                   // excluded
             std::vector<ExprId> rests;  // the tags this trigger opens, each past the trigger
             for (const TriggeredTag& tag : tags) {
               if (tag.begin.starts_with(triggers[t])) {
@@ -208,7 +241,7 @@ Result<RuleId> add_triggered_tags(Grammar& g, const std::vector<std::string>& tr
             }
             return rests.size() == 1 ? rests[0] : g.choice(std::move(rests));
           },
-          /*may_end=*/true));
+          /*may_end=*/options.ends.empty()));
   if (!options.at_least_one) return text;
   const RuleId first = g.add_rule(g.fresh_name("triggered_first"));
   std::vector<ExprId> starts;

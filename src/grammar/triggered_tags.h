@@ -26,8 +26,12 @@ struct TriggeredTag {
 };
 
 struct TriggeredTagsOptions {
-  bool at_least_one = false;      // the output starts with a tag (no free text before it)
-  bool stop_after_first = false;  // the output ends with its first tag
+  bool at_least_one = false;          // the output starts with a tag (no free text before it)
+  bool stop_after_first = false;      // the output ends with its first tag
+  std::vector<std::string> excludes;  // strings the free text may not hold
+  // Not empty: the text ends where one of these is first written (an enclosing tag's end), and
+  // only there; it must not overlap an excluded string.
+  std::vector<std::string> ends;
 };
 
 inline constexpr size_t kMaxTriggers = 64;
@@ -40,6 +44,12 @@ inline constexpr size_t kMaxTriggerMoves = 1 << 16;   // the automaton's moves o
 // InvalidArgument: no triggers, an empty one or one that is not UTF-8, past the limits above.
 Result<RuleId> add_trigger_text(Grammar& g, const std::vector<std::string>& triggers,
                                 const std::function<ExprId(size_t, RuleId)>& after, bool may_end);
+
+// `excluded` may not be written within text that `enders` follow: an excluded string that could
+// end inside one of them (it holds one's start as its end, or lies inside it) is refused
+// (InvalidArgument), since the automaton would fire it while the ender is written.
+Status check_excludes(const std::vector<std::string>& excluded,
+                      const std::vector<std::string>& enders);
 
 // Adds the text's rules to `g`; returns the rule of the whole text. InvalidArgument: no
 // triggers or tags, an empty trigger or one that is not UTF-8, a tag that begins with no

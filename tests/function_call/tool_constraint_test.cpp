@@ -26,10 +26,12 @@ std::vector<FunctionTool> tools() {
   return std::move(t).value();
 }
 
+// A grammar's full matches: tool_call_grammar's by default, or another builder's.
 class Checker {
  public:
-  explicit Checker(const ToolConstraint& c) {
-    auto source = tool_call_grammar(c);
+  explicit Checker(const ToolConstraint& c,
+                   Result<std::string> (*build)(const ToolConstraint&) = tool_call_grammar) {
+    auto source = build(c);
     EXPECT_TRUE(source.ok()) << source.status().to_string();
     auto compiled = compiler_.compile(grammar::GrammarKind::kEbnf, *source);
     EXPECT_TRUE(compiled.ok()) << compiled.status().to_string() << "\n" << *source;
@@ -131,25 +133,6 @@ TEST(ToolConstraint, EveryFormat) {
   }
 }
 
-class AutoChecker {
- public:
-  explicit AutoChecker(const ToolConstraint& c) {
-    auto source = auto_tool_call_grammar(c);
-    EXPECT_TRUE(source.ok()) << source.status().to_string();
-    auto compiled = compiler_.compile(grammar::GrammarKind::kEbnf, *source);
-    EXPECT_TRUE(compiled.ok()) << compiled.status().to_string() << "\n" << *source;
-    grammar_ = *compiled;
-  }
-  bool accepts(const std::string& s) const {
-    grammar::GrammarMatcher m(grammar_);
-    return m.accept_bytes(s) && m.can_terminate();
-  }
-
- private:
-  grammar::GrammarCompiler compiler_{std::make_shared<grammar::TokenizerInfo>()};
-  std::shared_ptr<const grammar::CompiledGrammar> grammar_;
-};
-
 // tool_choice auto with a strict tool (get_weather; now is not strict): any text, but what the
 // format's marker opens is a valid block of calls; the strict tool's arguments follow its
 // schema, the other's are any JSON object.
@@ -164,7 +147,7 @@ TEST(ToolConstraint, AutoWithStrictTools) {
                 StatusCode::kUnimplemented);
       continue;
     }
-    AutoChecker parallel({t, "", f.parser, true});
+    Checker parallel({t, "", f.parser, true}, auto_tool_call_grammar);
     EXPECT_TRUE(parallel.accepts(""));
     EXPECT_TRUE(parallel.accepts("The weather is fine; no call needed."));
     EXPECT_TRUE(parallel.accepts(f.one));
@@ -180,7 +163,7 @@ TEST(ToolConstraint, AutoWithStrictTools) {
     loose.replace(empty_args, 2, "{\"x\": [1, 2]}");
     EXPECT_TRUE(parallel.accepts(loose));
 
-    AutoChecker single({t, "", f.parser, false});
+    Checker single({t, "", f.parser, false}, auto_tool_call_grammar);
     EXPECT_TRUE(single.accepts("Sure. " + f.one));
     EXPECT_FALSE(single.accepts(f.two));
     EXPECT_FALSE(single.accepts(f.one + " and more"));
@@ -194,15 +177,15 @@ TEST(ToolConstraint, AutoLeavesReasoningFree) {
       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
       "\"Paris\"}}\n</tool_call>";
   const std::string musing = "maybe <tool_call> get_weather? </think>";
-  AutoChecker may({t, "", "qwen25", true, ThinkingStart::kMayOpen});
+  Checker may({t, "", "qwen25", true, ThinkingStart::kMayOpen}, auto_tool_call_grammar);
   EXPECT_TRUE(may.accepts("<think>" + musing + "\n\n" + call));
   EXPECT_TRUE(may.accepts("\n <think>" + musing + call));  // the parser skips the whitespace too
   EXPECT_TRUE(may.accepts(call));
   EXPECT_FALSE(may.accepts("<think>ok</think> <tool_call> get_weather"));
-  AutoChecker open({t, "", "qwen25", true, ThinkingStart::kOpen});
+  Checker open({t, "", "qwen25", true, ThinkingStart::kOpen}, auto_tool_call_grammar);
   EXPECT_TRUE(open.accepts(musing + call));
   EXPECT_FALSE(open.accepts("</think><tool_call> nope"));
-  AutoChecker none({t, "", "qwen25", true});
+  Checker none({t, "", "qwen25", true}, auto_tool_call_grammar);
   EXPECT_FALSE(none.accepts("<think>" + musing + call));
 }
 

@@ -24,7 +24,7 @@ StructuralFormat any_text(std::vector<std::string> excluded = {}) {
 }
 
 StructuralFormat tag(std::string begin, StructuralFormat content, std::string end) {
-  StructuralFormat f{.type = Type::kTag, .begin = std::move(begin), .end = std::move(end)};
+  StructuralFormat f{.type = Type::kTag, .begin = std::move(begin), .ends = {std::move(end)}};
   f.elements.push_back(std::move(content));
   return f;
 }
@@ -72,6 +72,37 @@ TEST(StructuralTag, AnyTextInATagRunsToTheEnd) {
   EXPECT_TRUE(full_match(bare, "good text, b a d"));
   EXPECT_FALSE(full_match(bare, "this is bad"));
   EXPECT_TRUE(full_match(compiled(any_text()), "anything \xC3\xA9 at all"));
+}
+
+// Free text that ends a tag stops at the tag's end however deep it sits (the last element of a
+// sequence, each branch of an or, triggered tags), as xgrammar passes the end down.
+TEST(StructuralTag, NestedFreeTextStopsAtTheEnd) {
+  auto seq = compiled(
+      tag("<t>", of(Type::kSequence, {leaf(Type::kConstString, "A:"), any_text()}), "</t>"));
+  EXPECT_TRUE(full_match(seq, "<t>A: x < y</t>"));
+  EXPECT_FALSE(full_match(seq, "<t>A: x</t>y</t>"));
+  auto either =
+      compiled(tag("<t>", of(Type::kOr, {leaf(Type::kRegex, "[0-9]+"), any_text({"!"})}), "</t>"));
+  EXPECT_TRUE(full_match(either, "<t>12</t>"));
+  EXPECT_TRUE(full_match(either, "<t>words</t>"));
+  EXPECT_FALSE(full_match(either, "<t>a</t>b</t>"));
+  EXPECT_FALSE(full_match(either, "<t>wow!</t>"));
+  StructuralFormat calls{.type = Type::kTriggeredTags, .strings = {"<f>"}};
+  calls.elements = {tag("<f>", leaf(Type::kJsonSchema, R"({"type": "integer"})"), "</f>")};
+  auto inside = compiled(tag("<answer>", calls, "</answer>"));
+  EXPECT_TRUE(full_match(inside, "<answer>so <f>1</f> and <f>2</f>.</answer>"));
+  EXPECT_FALSE(full_match(inside, "<answer>so</answer> more</answer>"));
+  EXPECT_FALSE(full_match(inside, "<answer><f>x</f></answer>"));
+  calls.stop_after_first = true;
+  auto once = compiled(tag("<answer>", calls, "</answer>"));
+  EXPECT_TRUE(full_match(once, "<answer>so <f>1</f></answer>"));
+  EXPECT_FALSE(full_match(once, "<answer>so <f>1</f> more</answer>"));
+  // The triggered text's own excluded strings.
+  calls.stop_after_first = false;
+  calls.excludes = {"bad"};
+  auto clean = compiled(calls);
+  EXPECT_TRUE(full_match(clean, "fine <f>1</f> text"));
+  EXPECT_FALSE(full_match(clean, "a bad <f>1</f>"));
 }
 
 TEST(StructuralTag, TriggeredTagsAndTagsWithSeparator) {
@@ -146,6 +177,14 @@ TEST(StructuralTag, Errors) {
   StructuralFormat deep = leaf(Type::kConstString, "x");
   for (int i = 0; i < kMaxStructuralDepth + 2; ++i) deep = of(Type::kSequence, {deep});
   EXPECT_NE(message(deep).find("nest deeper"), std::string::npos);
+  // An excluded string the end would write (the automaton would fire it inside the end).
+  EXPECT_NE(message(tag("<a>", any_text({"\n"}), "\n</a>")).find("overlaps"), std::string::npos);
+  EXPECT_NE(message(tag("<a>", any_text({"b</"}), "</a>")).find("overlaps"), std::string::npos);
+  EXPECT_NE(message(tag("<a>", any_text({""}), "</a>")).find("must not be empty"),
+            std::string::npos);
+  StructuralFormat endless{.type = Type::kTag, .begin = "<a>"};
+  endless.elements = {any_text()};
+  EXPECT_NE(message(endless).find("needs an 'end'"), std::string::npos);
   StructuralFormat unopened{.type = Type::kTriggeredTags, .strings = {"<g"}};
   unopened.elements = {tag("<f>", leaf(Type::kConstString, ""), "")};
   EXPECT_NE(message(unopened).find("format: tag begin '<f>' starts with none of the triggers"),

@@ -149,8 +149,8 @@ SENTENCE_TAG = {"type": "structural_tag", "format": {"type": "sequence", "elemen
                                                 "json_schema": {"type": "integer", "minimum": 1,
                                                                 "maximum": 9}}, "end": "</n>"},
     {"type": "regex", "pattern": " (good|bad)\\."},
-    {"type": "tag", "begin": " <b>", "content": {"type": "any_text", "excluded_str": ["\n"]},
-     "end": "</b>"}]}}
+    {"type": "tag", "begin": " <b>", "content": {"type": "any_text", "excludes": ["\n"]},
+     "end": ["</b>", "</B>"]}]}}
 
 
 def test_structural_tag_format_tree(server):
@@ -162,7 +162,7 @@ def test_structural_tag_format_tree(server):
         out = reply.json()
         text = out["text"]
         if out["meta_info"]["finish_reason"]["type"] == "stop":
-            assert re.fullmatch(r"Score: <n>[1-9]</n> (good|bad)\. <b>[^\n]*?</b>", text), text
+            assert re.fullmatch(r"Score: <n>[1-9]</n> (good|bad)\. <b>[^\n]*?</[bB]>", text), text
         else:  # cut inside the bold text
             assert re.fullmatch(r"Score: <n>[1-9]</n> (good|bad)\. <b>[^\n]*", text), text
 
@@ -185,6 +185,12 @@ def test_structural_tag_format_tree(server):
     ({"type": "structural_tag", "format": {"type": "tags_with_separator", "separator": ",",
                                            "tags": [{"type": "const_string", "value": "a"}]}},
      ["format.tags[0].type' must be 'tag'"]),
+    ({"type": "structural_tag", "format": {"type": "any_text", "excludes": ["a"],
+                                           "excluded_str": ["b"]}},
+     ["'excludes' or 'excluded_str', not both"]),
+    ({"type": "structural_tag", "format": {"type": "tag", "begin": "<a>", "end": "\n</a>",
+                                           "content": {"type": "any_text", "excludes": ["\n"]}}},
+     ["overlaps"]),
 ])
 def test_structural_tag_errors(server, tag, words):
     for route, body in [
