@@ -124,10 +124,10 @@ Result<ExprId> calls_block(Grammar& g, const ToolConstraint& c, const Format& fo
     return invalid_argument("tool_choice names function '" + std::string(c.function_name) +
                             "', which is not in 'tools'");
   }
-  std::vector<ExprId> block = {first.size() == 1 ? first[0] : g.choice(std::move(first))};
+  std::vector<ExprId> block = {g.choice(std::move(first))};
   if (c.parallel_tool_calls) {
     const RuleId call = g.add_rule(g.fresh_name("call"));
-    g.set_body(call, any.size() == 1 ? any[0] : g.choice(std::move(any)));
+    g.set_body(call, g.choice(std::move(any)));
     block.push_back(g.star(g.sequence({g.bytes(format.between_calls), g.ref(call)})));
   }
   block.push_back(g.bytes(format.after_calls));
@@ -169,14 +169,14 @@ Result<std::string> auto_tool_call_grammar(const ToolConstraint& c) {
   const RuleId root = g.add_rule("root");
   SGL_ASSIGN_OR_RETURN(const ExprId rest, calls_block(g, c, format, Arguments::kSchemaIfStrict,
                                                       format.trigger.size()));
-  const grammar::TriggeredTag block = {format.trigger, rest, ""};
+  const grammar::TriggeredTag block = {format.trigger, rest};
   SGL_ASSIGN_OR_RETURN(const RuleId text,
                        grammar::add_triggered_tags(g, {format.trigger}, {&block, 1},
                                                    {.stop_after_first = !c.parallel_tool_calls}));
   ExprId body = g.ref(text);
   if (c.thinking != ThinkingStart::kNone) {
     // The reasoning: free text until </think>, which opens the text with calls.
-    const grammar::TriggeredTag end_thinking = {"</think>", body, ""};
+    const grammar::TriggeredTag end_thinking = {"</think>", body};
     SGL_ASSIGN_OR_RETURN(const RuleId reasoning,
                          grammar::add_triggered_tags(g, {"</think>"}, {&end_thinking, 1},
                                                      {.stop_after_first = true}));

@@ -95,6 +95,12 @@ ExprId Grammar::choice(std::vector<ExprId> children) {
   return add(std::move(e));
 }
 
+ExprId Grammar::one_of(const std::vector<std::string>& literals) {
+  std::vector<ExprId> choices;
+  for (const std::string& literal : literals) choices.push_back(bytes(literal));
+  return choices.empty() ? empty() : choice(std::move(choices));
+}
+
 ExprId Grammar::ref(RuleId rule) {
   Expr e;
   e.kind = ExprKind::kRuleRef;

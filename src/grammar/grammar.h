@@ -71,6 +71,8 @@ class Grammar {
   ExprId ref(RuleId rule);
   ExprId repeat(ExprId child, int32_t min, int32_t max);
   ExprId optional(ExprId child) { return repeat(child, 0, 1); }
+  // One of `literals` ("" when there are none).
+  ExprId one_of(const std::vector<std::string>& literals);
   ExprId star(ExprId child) { return repeat(child, 0, kUnbounded); }
   ExprId plus(ExprId child) { return repeat(child, 1, kUnbounded); }
 

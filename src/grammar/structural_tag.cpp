@@ -17,12 +17,6 @@ class FormatBuilder {
  public:
   explicit FormatBuilder(Grammar& g) : g_(g) {}
 
-  // An empty schema is any JSON value (not strict: objects keep any properties).
-  static Result<Grammar> json_schema(const std::string& schema_json) {
-    if (schema_json.empty()) return json_schema_to_grammar("{}", {.strict = false});
-    return json_schema_to_grammar(schema_json);
-  }
-
   // `f`, then (when `ends` is not empty) one of the enclosing tag's ends: free text at the end
   // of `f` stops at the first end written.
   Result<ExprId> build(const StructuralFormat& f, const std::string& where, int depth,
@@ -40,9 +34,14 @@ class FormatBuilder {
   }
 
  private:
-  // `where`'s problem ("" for the first form, whose fields the caller names).
   static Status at(const std::string& where, const std::string& problem) {
-    return invalid_argument(where.empty() ? problem : where + ": " + problem);
+    return invalid_argument(where + ": " + problem);
+  }
+
+  // An empty schema is any JSON value (not strict: objects keep any properties).
+  static Result<Grammar> json_schema(const std::string& schema_json) {
+    if (schema_json.empty()) return json_schema_to_grammar("{}", {.strict = false});
+    return json_schema_to_grammar(schema_json);
   }
 
   static std::string element(const std::string& where, size_t i) {
@@ -57,10 +56,7 @@ class FormatBuilder {
 
   // `e`, then one of `ends` (nothing when there are none).
   ExprId then_end(ExprId e, const std::vector<std::string>& ends) {
-    if (ends.empty()) return e;
-    std::vector<ExprId> choices;
-    for (const std::string& end : ends) choices.push_back(g_.bytes(end));
-    return g_.sequence({e, choices.size() == 1 ? choices[0] : g_.choice(std::move(choices))});
+    return ends.empty() ? e : g_.sequence({e, g_.one_of(ends)});
   }
 
   Result<ExprId> build_one(const StructuralFormat& f, const std::string& where, int depth,
@@ -158,7 +154,7 @@ class FormatBuilder {
       if (tag.elements.size() != 1) return invalid_argument(tag_where + " needs one 'content'");
       SGL_ASSIGN_OR_RETURN(ExprId body,
                            build(tag.elements[0], tag_where + ".content", depth + 2, tag.ends));
-      tags.push_back({tag.begin, body, ""});
+      tags.push_back({tag.begin, body});
     }
     return tags;
   }
@@ -186,7 +182,7 @@ class FormatBuilder {
     for (const TriggeredTag& t : tags) {
       choices.push_back(g_.sequence({g_.bytes(t.begin), t.content}));
     }
-    g_.set_body(tag, choices.size() == 1 ? choices[0] : g_.choice(std::move(choices)));
+    g_.set_body(tag, g_.choice(std::move(choices)));
     ExprId some = g_.ref(tag);
     if (!f.stop_after_first) {
       some = g_.sequence({some, g_.star(g_.sequence({g_.bytes(f.separator), g_.ref(tag)}))});
@@ -198,11 +194,9 @@ class FormatBuilder {
   int next_prefix_ = 0;
 };
 
-Result<Grammar> format_grammar(const StructuralFormat& format, const std::string& where) {
-  Grammar g;
+// `g` with root `root` := body.
+Grammar rooted(Grammar g, ExprId body) {
   const RuleId root = g.add_rule("root");
-  FormatBuilder builder(g);
-  SGL_ASSIGN_OR_RETURN(const ExprId body, builder.build(format, where, 0, {}));
   g.set_body(root, body);
   g.set_root(root);
   return g;
@@ -211,25 +205,29 @@ Result<Grammar> format_grammar(const StructuralFormat& format, const std::string
 }  // namespace
 
 Result<Grammar> structural_tag_grammar(const StructuralFormat& format) {
-  return format_grammar(format, "format");
+  Grammar g;
+  FormatBuilder builder(g);
+  SGL_ASSIGN_OR_RETURN(const ExprId body, builder.build(format, "format", 0, {}));
+  return rooted(std::move(g), body);
 }
 
 Result<Grammar> structural_tag_grammar(const StructuralTagSpec& spec) {
   if (spec.structures.empty()) return invalid_argument("'structures' must not be empty");
-  StructuralFormat f{.type = Type::kTriggeredTags, .strings = spec.triggers};
-  f.at_least_one = spec.at_least_one;
+  Grammar g;
+  FormatBuilder builder(g);
+  std::vector<TriggeredTag> tags;
   for (size_t i = 0; i < spec.structures.size(); ++i) {
     const StructuralTagSpec::Structure& s = spec.structures[i];
-    // Checked here, so that the error names the field of this form.
-    if (auto schema = FormatBuilder::json_schema(s.schema_json); !schema.ok()) {
-      return invalid_argument("structures[" + std::to_string(i) +
-                              "].schema: " + schema.status().message());
-    }
-    StructuralFormat tag{.type = Type::kTag, .begin = s.begin, .ends = {s.end}};
-    tag.elements.push_back({.type = Type::kJsonSchema, .value = s.schema_json});
-    f.elements.push_back(std::move(tag));
+    const StructuralFormat schema{.type = Type::kJsonSchema, .value = s.schema_json};
+    SGL_ASSIGN_OR_RETURN(
+        const ExprId body,
+        builder.build(schema, "structures[" + std::to_string(i) + "].schema", 1, {s.end}));
+    tags.push_back({s.begin, body});
   }
-  return format_grammar(f, "");
+  SGL_ASSIGN_OR_RETURN(const RuleId text, add_triggered_tags(g, spec.triggers, tags,
+                                                             {.at_least_one = spec.at_least_one}));
+  const ExprId body = g.ref(text);
+  return rooted(std::move(g), body);
 }
 
 }  // namespace sgl::grammar

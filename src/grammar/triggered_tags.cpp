@@ -211,16 +211,11 @@ Result<RuleId> add_triggered_tags(Grammar& g, const std::vector<std::string>& tr
   std::vector<std::string> enders = triggers;
   enders.insert(enders.end(), options.ends.begin(), options.ends.end());
   SGL_RETURN_IF_ERROR(check_excludes(options.excludes, enders));
-  // After the first tag with stop_after_first: nothing, or one of the ends.
-  auto stop = [&] {
-    std::vector<ExprId> ends;
-    for (const std::string& e : options.ends) ends.push_back(g.bytes(e));
-    return ends.empty() ? g.empty() : ends.size() == 1 ? ends[0] : g.choice(std::move(ends));
-  };
-  // A whole tag from its begin's byte `skip` on, then free text again (or the stop).
+  // A whole tag from its begin's byte `skip` on, then free text again, or with
+  // stop_after_first nothing more (but one of the ends, if the text has them).
   auto tag_from = [&](const TriggeredTag& tag, size_t skip, RuleId text) {
-    return g.sequence({g.bytes(tag.begin.substr(skip)), tag.content, g.bytes(tag.end),
-                       options.stop_after_first ? stop() : g.ref(text)});
+    return g.sequence({g.bytes(tag.begin.substr(skip)), tag.content,
+                       options.stop_after_first ? g.one_of(options.ends) : g.ref(text)});
   };
   // The automaton's strings: the triggers, then the excluded strings, then the ends.
   std::vector<std::string> strings = triggers;
@@ -239,14 +234,14 @@ Result<RuleId> add_triggered_tags(Grammar& g, const std::vector<std::string>& tr
                 rests.push_back(tag_from(tag, triggers[t].size(), text));
               }
             }
-            return rests.size() == 1 ? rests[0] : g.choice(std::move(rests));
+            return g.choice(std::move(rests));
           },
           /*may_end=*/options.ends.empty()));
   if (!options.at_least_one) return text;
   const RuleId first = g.add_rule(g.fresh_name("triggered_first"));
   std::vector<ExprId> starts;
   for (const TriggeredTag& tag : tags) starts.push_back(tag_from(tag, 0, text));
-  g.set_body(first, starts.size() == 1 ? starts[0] : g.choice(std::move(starts)));
+  g.set_body(first, g.choice(std::move(starts)));
   return first;
 }
 

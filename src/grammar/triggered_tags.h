@@ -21,8 +21,7 @@ namespace sgl::grammar {
 
 struct TriggeredTag {
   std::string begin;  // starts with one of the triggers
-  ExprId content;     // an expression of the grammar the tags are added to
-  std::string end;
+  ExprId content;     // the rest of the tag (its end included), in the grammar it is added to
 };
 
 struct TriggeredTagsOptions {

@@ -61,10 +61,15 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
   const std::vector<int32_t> ids = ctx.tokenizer.encode(prompt, encode);
   const function_call::OutputParserOptions parser = output_parser_options(ctx, req, prompt);
   std::vector<ChoicePlan> plans;
+  std::shared_ptr<const grammar::CompiledGrammar> tool_grammar;  // the same for every choice
   for (int64_t j = 0; j < req.sampling.n; ++j) {
     SGL_ASSIGN_OR_RETURN(engine::GenerateRequest request,
                          build_engine_request(ctx, req.sampling, ids, j, std::nullopt));
-    SGL_RETURN_IF_ERROR(apply_tool_choice(ctx, req, parser, request));
+    if (j == 0) {
+      SGL_ASSIGN_OR_RETURN(tool_grammar,
+                           tool_choice_grammar(ctx, req, parser, request.grammar != nullptr));
+    }
+    if (tool_grammar) request.grammar = tool_grammar;
     ChoicePlan plan{std::move(request), choice_options(req.sampling, req.logprobs)};
     plan.options.parser = parser;
     plan.options.max_reasoning_tokens = req.max_reasoning_tokens;

@@ -250,24 +250,20 @@ Result<std::string> structural_tag_ebnf(const json& value, const std::string& fi
   if (const auto type = tag.find("type"); type != tag.end() && *type != "structural_tag") {
     return field_error(field + ".type", "must be 'structural_tag'");
   }
-  auto built = [&]() -> Result<grammar::Grammar> {
-    if (tag.contains("format")) {
-      SGL_RETURN_IF_ERROR(only_keys(tag, {"format"}, field));
-      FormatReader reader;
-      SGL_ASSIGN_OR_RETURN(StructuralFormat format,
-                           reader.read(tag["format"], field + ".format", 0));
-      return grammar::structural_tag_grammar(format);
-    }
-    SGL_ASSIGN_OR_RETURN(grammar::StructuralTagSpec spec, read_structures(tag, field));
-    return grammar::structural_tag_grammar(spec);
-  }();
-  if (!built.ok()) {
+  // The readers' errors name their fields; the grammar's are the request's field's.
+  auto ebnf = [&](const Result<grammar::Grammar>& built) -> Result<std::string> {
+    if (built.ok()) return built->to_string();
     if (built.status().code() != StatusCode::kInvalidArgument) return built.status();
-    // The reader's errors name their field already; the grammar's get the request's.
-    const std::string& message = built.status().message();
-    return message.starts_with("'" + field) ? built.status() : field_error(field, message);
+    return field_error(field, built.status().message());
+  };
+  if (tag.contains("format")) {
+    SGL_RETURN_IF_ERROR(only_keys(tag, {"format"}, field));
+    FormatReader reader;
+    SGL_ASSIGN_OR_RETURN(StructuralFormat format, reader.read(tag["format"], field + ".format", 0));
+    return ebnf(grammar::structural_tag_grammar(format));
   }
-  return built->to_string();
+  SGL_ASSIGN_OR_RETURN(grammar::StructuralTagSpec spec, read_structures(tag, field));
+  return ebnf(grammar::structural_tag_grammar(spec));
 }
 
 }  // namespace sgl::server

@@ -35,25 +35,30 @@ std::optional<std::string> strict_auto_tools_unheld(std::string_view parser,
          "): their calls are parsed as the model writes them";
 }
 
-Status apply_tool_choice(const ServerContext& ctx, const ChatRequest& req,
-                         const function_call::OutputParserOptions& parser,
-                         engine::GenerateRequest& request) {
+Result<std::shared_ptr<const grammar::CompiledGrammar>> tool_choice_grammar(
+    const ServerContext& ctx, const ChatRequest& req,
+    const function_call::OutputParserOptions& parser, bool other_grammar) {
+  const std::shared_ptr<const grammar::CompiledGrammar> none;
+  if (req.tool_choice == ToolChoiceMode::kNone) return none;
   if (req.tool_choice == ToolChoiceMode::kAuto) {
     // Strict tools hold the calls the model chooses to make, where calls are parsed and the
     // format's marker can be written; beside another constraint that one stays (as SGLang).
-    if (parser.tool_call_parser.empty() || !ctx.info.strict_auto_tools || request.grammar ||
+    if (parser.tool_call_parser.empty() || !ctx.info.strict_auto_tools || other_grammar ||
         !function_call::has_strict_tool(req.tools)) {
-      return Status::ok_status();
+      return none;
     }
-  } else if (req.tool_choice == ToolChoiceMode::kNone) {
-    return Status::ok_status();
-  }
-  const char* what = req.tool_choice == ToolChoiceMode::kAuto       ? "strict tools"
-                     : req.tool_choice == ToolChoiceMode::kRequired ? "tool_choice 'required'"
+  } else {
+    const char* what = req.tool_choice == ToolChoiceMode::kRequired ? "tool_choice 'required'"
                                                                     : "a named tool_choice";
-  if (ctx.info.tool_call_parser.empty()) {
-    return invalid_argument(std::string(what) +
-                            " needs the server started with --tool-call-parser");
+    if (ctx.info.tool_call_parser.empty()) {
+      return invalid_argument(std::string(what) +
+                              " needs the server started with --tool-call-parser");
+    }
+    if (other_grammar) {
+      return invalid_argument(std::string(what) +
+                              " cannot be combined with response_format or a grammar field: both "
+                              "would constrain the output");
+    }
   }
   function_call::ToolConstraint constraint{.tools = req.tools,
                                            .function_name = req.tool_choice_name,
@@ -68,14 +73,7 @@ Status apply_tool_choice(const ServerContext& ctx, const ChatRequest& req,
                        req.tool_choice == ToolChoiceMode::kAuto
                            ? function_call::auto_tool_call_grammar(constraint)
                            : function_call::tool_call_grammar(constraint));
-  if (request.grammar) {
-    return invalid_argument(std::string(what) +
-                            " cannot be combined with response_format or a grammar field: both "
-                            "would constrain the output");
-  }
-  SGL_ASSIGN_OR_RETURN(request.grammar,
-                       ctx.grammar.compile({grammar::GrammarKind::kEbnf, grammar, "tool_choice"}));
-  return Status::ok_status();
+  return ctx.grammar.compile({grammar::GrammarKind::kEbnf, grammar, "tool_choice"});
 }
 
 }  // namespace sgl::server

@@ -1,15 +1,16 @@
 // What a chat request's tools, tool_choice and reasoning settings do to its generation: the
-// output parser of each choice, and the constraint tool_choice "required" / a named function
-// puts on decoding.
+// output parser of each choice, and the constraint tool_choice (required, a named function,
+// auto with strict tools) puts on decoding.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/status.h"
-#include "engine/generate_request.h"
 #include "function_call/output_parser.h"
+#include "grammar/compiled_grammar.h"
 #include "server/openai_types.h"
 #include "server/server_context.h"
 #include "tokenizer/tokenizer.h"
@@ -30,16 +31,16 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
 std::optional<std::string> strict_auto_tools_unheld(std::string_view parser,
                                                     const tokenizer::Tokenizer& tokenizer);
 
-// tool_choice "required" or a named function: constrains `request` to valid calls of the
-// allowed functions (function_call::tool_call_grammar, compiled by the server's GrammarBackend).
-// auto with a strict tool, where `parser` parses calls and the server can hold them
-// (ServerInfo::strict_auto_tools) and no other constraint is on the request (that one stays, as
-// SGLang): free text whose calls are held to their format and the strict tools' schemas
-// (auto_tool_call_grammar; reasoning left free). Errors are 400s: required / named without
-// --tool-call-parser, a format that cannot be constrained, another grammar on the same request.
-// none, or auto otherwise: nothing to do.
-Status apply_tool_choice(const ServerContext& ctx, const ChatRequest& req,
-                         const function_call::OutputParserOptions& parser,
-                         engine::GenerateRequest& request);
+// The grammar tool_choice puts on every choice of `req` (compiled by the server's
+// GrammarBackend; null: none). "required" or a named function: valid calls of the allowed
+// functions (function_call::tool_call_grammar). auto with a strict tool, where `parser` parses
+// calls, the server can hold them (ServerInfo::strict_auto_tools) and the request has no
+// constraint of its own (`other_grammar`; that one stays, as SGLang): free text whose calls are
+// held to their format and the strict tools' schemas (auto_tool_call_grammar; reasoning left
+// free). Errors are 400s: required / named without --tool-call-parser or beside another
+// constraint, a format that cannot be constrained. none, or auto otherwise: null.
+Result<std::shared_ptr<const grammar::CompiledGrammar>> tool_choice_grammar(
+    const ServerContext& ctx, const ChatRequest& req,
+    const function_call::OutputParserOptions& parser, bool other_grammar);
 
 }  // namespace sgl::server

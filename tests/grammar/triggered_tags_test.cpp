@@ -65,7 +65,7 @@ std::shared_ptr<const CompiledGrammar> literal_tags_grammar(
     const TriggeredTagsOptions& options, std::shared_ptr<const TokenizerInfo> vocab = nullptr) {
   Grammar g;
   std::vector<TriggeredTag> built;
-  for (const LiteralTag& t : tags) built.push_back({t.begin, g.bytes(t.content), t.end});
+  for (const LiteralTag& t : tags) built.push_back({t.begin, g.bytes(t.content + t.end)});
   const RuleId root = g.add_rule("root");
   auto text = add_triggered_tags(g, triggers, built, options);
   if (!text.ok()) throw std::runtime_error(text.status().to_string());
@@ -122,7 +122,7 @@ TEST(TriggeredTags, MatchesTheDefinitionOnRandomStrings) {
 TEST(TriggeredTags, AtLeastOneStartsWithATag) {
   Grammar g;
   const RuleId root = g.add_rule("root");
-  const TriggeredTag tag = {"<f>", g.bytes("1"), "</f>"};
+  const TriggeredTag tag = {"<f>", g.bytes("1</f>")};
   auto text = add_triggered_tags(g, {"<f"}, {&tag, 1}, {.at_least_one = true});
   ASSERT_TRUE(text.ok()) << text.status().to_string();
   g.set_body(root, g.ref(*text));
@@ -138,7 +138,7 @@ TEST(TriggeredTags, AtLeastOneStartsWithATag) {
 TEST(TriggeredTags, LongFreeTextKeepsOneFrame) {
   Grammar g;
   const RuleId root = g.add_rule("root");
-  const TriggeredTag tag = {"<tool_call>", g.bytes("{}"), "</tool_call>"};
+  const TriggeredTag tag = {"<tool_call>", g.bytes("{}</tool_call>")};
   auto text = add_triggered_tags(g, {"<tool_call>"}, {&tag, 1}, {});
   ASSERT_TRUE(text.ok());
   g.set_body(root, g.ref(*text));
