@@ -305,9 +305,11 @@ int run_bench_one_batch(int argc, char** argv) {
         "longest input"));
   }
 
+  auto base_gpu = args->get_int("--base-gpu-id", 0);
+  if (!base_gpu.ok()) return fail(base_gpu.status());
   std::vector<std::string> device_notes;
-  auto device =
-      parse_device(resolve_device_name(args->get("--device").value_or("auto"), 0, device_notes));
+  auto device = parse_device(
+      resolve_device_name(args->get("--device").value_or("auto"), *base_gpu, device_notes));
   if (!device) return fail(invalid_argument("--device expects auto, cpu, cuda or cuda:N"));
   for (const std::string& note : device_notes) std::printf("note: %s\n", note.c_str());
   options.device = *device;
@@ -325,8 +327,6 @@ int run_bench_one_batch(int argc, char** argv) {
   options.num_kv_slots = static_cast<int64_t>(max_bs) * options.context_length + 1;
   auto tp_size = args->get_int("--tp-size", 1);
   if (!tp_size.ok()) return fail(tp_size.status());
-  auto base_gpu = args->get_int("--base-gpu-id", 0);
-  if (!base_gpu.ok()) return fail(base_gpu.status());
   if (*tp_size < 1 || *tp_size > 64 || *base_gpu < 0) {
     return fail(invalid_argument("--tp-size must be in [1, 64] and --base-gpu-id >= 0"));
   }

@@ -214,6 +214,12 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   SGL_RETURN_IF_ERROR(kernels::set_linear_backend(stream_, options.linear_backend));
 
   SGL_ASSIGN_OR_RETURN(const DType compute, parse_compute_dtype(options.dtype, options.device));
+  if (options.dtype == "auto" && compute == DType::kBF16 && config.torch_dtype == "float16") {
+    // SGLang would compute in the checkpoint's float16; bfloat16 keeps its range, not all of its
+    // precision (3 mantissa bits fewer).
+    SGL_LOG_WARN << "the checkpoint is float16; --dtype auto computes in bfloat16 here (float16 "
+                    "compute is not implemented; --dtype float32 keeps every bit)";
+  }
   model::WeightLoader weights(source.weights.get(), *allocator_, compute, stream_, options.seed);
   model::ModelOptions model_options;
   model_options.max_num_tokens = options.max_num_tokens;

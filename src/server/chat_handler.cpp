@@ -188,8 +188,8 @@ Reply prepare_chat(ServerContext& ctx, const ChatRequest& req, const std::atomic
   // reasoning_content is listed (null when empty) whenever the server separates reasoning.
   setup.reasoning = !ctx.info.reasoning_parser.empty();
   return Reply::later(
-      std::make_unique<ChatReply>(ctx, make_request_id("chatcmpl-"), std::move(submitted->choices),
-                                  req.stream, std::move(setup)),
+      std::make_unique<ChatReply>(ctx, req.rid.empty() ? make_request_id("chatcmpl-") : req.rid,
+                                  std::move(submitted->choices), req.stream, std::move(setup)),
       req.stream);
 }
 

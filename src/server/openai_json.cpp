@@ -86,6 +86,16 @@ Status read(const json& o, const char* key, std::optional<std::string>& out) {
   return Status::ok_status();
 }
 
+// SGLang's rid: the request's id, which /abort_request takes and the reply's id repeats. One
+// string names the whole request (SGLang's list of one rid per prompt is not taken).
+Status read_rid(const json& o, std::string& rid) {
+  const json* v = find(o, "rid");
+  if (v && v->is_array()) {
+    return unimplemented("'rid' as a list is not supported: one string names the whole request");
+  }
+  return read(o, "rid", rid);
+}
+
 Status check_range(std::string_view key, double v, double lo, double hi) {
   if (v < lo || v > hi) {
     return field_error(key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
@@ -462,6 +472,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
     return field_error("logprobs", "must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
+  SGL_RETURN_IF_ERROR(read_rid(o, r.rid));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   std::optional<int64_t> best_of;
   SGL_RETURN_IF_ERROR(read(o, "best_of", best_of));
@@ -531,6 +542,7 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
     return field_error("top_logprobs", "requires 'logprobs' to be true");
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
+  SGL_RETURN_IF_ERROR(read_rid(o, r.rid));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(reject_limited(o, kLimitedChat));
   SGL_RETURN_IF_ERROR(check_modalities(o));
@@ -567,10 +579,7 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(read(o, "logprob_start_len", r.logprob_start_len));
   if (r.logprob_start_len < -1) return field_error("logprob_start_len", "must be >= -1");
   SGL_RETURN_IF_ERROR(read(o, "return_text_in_logprobs", r.return_text_in_logprobs));
-  if (const json* rid = find(o, "rid")) {
-    if (!rid->is_string()) return field_error("rid", "must be a string");
-    r.rid = rid->get<std::string>();
-  }
+  SGL_RETURN_IF_ERROR(read_rid(o, r.rid));
   if (static_cast<int64_t>(r.prompts.size()) * r.sampling.n > kMaxBatchPrompts) {
     return field_error("n",
                        "times the number of prompts exceeds " + std::to_string(kMaxBatchPrompts));

@@ -68,6 +68,7 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;     // stream_options.include_usage
   bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM)
+  std::string rid;                // the client's request id (SGLang's); empty: one is made up
 };
 
 // OpenAI's tool_choice.
@@ -105,6 +106,7 @@ struct ChatRequest {
   bool stream = false;
   bool include_usage = false;
   bool continuous_usage = false;
+  std::string rid;  // the client's request id (SGLang's); empty: one is made up
 };
 
 // POST /generate (SGLang native)

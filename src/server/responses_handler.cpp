@@ -30,7 +30,8 @@ class ResponsesReply final : public GenerationReply {
  public:
   ResponsesReply(ServerContext& ctx, std::vector<std::unique_ptr<ChoiceStream>> choices,
                  std::shared_ptr<const ResponsesRequest> req, std::string model)
-      : GenerationReply(ctx, make_request_id("resp_"), std::move(choices), req->chat.stream),
+      : GenerationReply(ctx, req->chat.rid.empty() ? make_request_id("resp_") : req->chat.rid,
+                        std::move(choices), req->chat.stream),
         req_(std::move(req)),
         model_(std::move(model)) {}
 
@@ -300,8 +301,9 @@ class ResponsesReply final : public GenerationReply {
 
   std::string stream_end() override { return {}; }  // the terminal event ended it (no [DONE])
 
+  // An aborted response is a response, as SGLang and the Responses API make it: status failed,
+  // `error` saying why, no output.
   HttpResponse complete() override {
-    if (aborted()) return error_response(500, choice().finish().message);
     // NOTE: the non-streaming reply reads the whole output at once, as one delta.
     add(choice().total());
     return request_json::json_response(response(true));

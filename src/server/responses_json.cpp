@@ -202,7 +202,8 @@ constexpr const char* kTranslated[] = {"input",
                                        "prompt",
                                        "max_tool_calls",
                                        "context_management",
-                                       "prompt_cache_retention"};
+                                       "prompt_cache_retention",
+                                       "request_id"};
 
 Status check_options(const json& o) {
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefusedFeatures));
@@ -371,6 +372,15 @@ Result<ResponsesRequest> parse_responses_request(std::string_view body,
     out.metadata_json = request_json::dump(*metadata);
   }
   if (const json* user = find(o, "user")) out.user = user->get<std::string>();
+  // SGLang's request_id: the response's id, which /abort_request takes (the chat routes' rid).
+  if (const json* id = find(o, "request_id")) {
+    if (!id->is_string() || id->get_ref<const std::string&>().empty()) {
+      return field_error("request_id", "must be a non-empty string");
+    }
+    if (chat.contains("rid"))
+      return field_error("request_id", "and 'rid' name the same id: give one");
+    chat["rid"] = *id;
+  }
   SGL_ASSIGN_OR_RETURN(out.chat, request_json::parse_chat_object(chat, defaults));
   if (out.reasoning_effort) out.chat.thinking = *out.reasoning_effort != "none";
   return out;

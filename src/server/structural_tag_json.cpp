@@ -156,7 +156,8 @@ class FormatReader {
   // {"type": "tag", "begin", "content", "end"}; end: a string or a list of them (any one).
   Result<StructuralFormat> tag(const json& o, const std::string& at, int depth) {
     SGL_RETURN_IF_ERROR(only_keys(o, {"begin", "content", "end"}, at));
-    StructuralFormat f{.type = Type::kTag};
+    StructuralFormat f;
+    f.type = Type::kTag;
     SGL_ASSIGN_OR_RETURN(f.begin, string_at(o, "begin", at));
     if (const auto end = o.find("end"); end != o.end() && end->is_array()) {
       SGL_ASSIGN_OR_RETURN(f.ends, strings_at(o, "end", at));

@@ -148,8 +148,11 @@ void Regex::find_all(std::string_view subject, std::vector<ByteRange>& out) cons
   while (matches.next(match)) out.push_back(match);
 }
 
-Regex::Matches::Matches(const Regex& regex, std::string_view subject)
-    : impl_(regex.impl_.get()), subject_(subject), last_match_end_(std::string_view::npos) {
+Regex::Matches::Matches(const Regex& regex, std::string_view subject, size_t start)
+    : impl_(regex.impl_.get()),
+      subject_(subject),
+      pos_(start),
+      last_match_end_(std::string_view::npos) {
   if (impl_ != nullptr) data_ = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
 }
 

@@ -64,7 +64,9 @@ class Regex {
 // need not hold them all. One per thread; `regex` and `subject` must outlive it.
 class Regex::Matches {
  public:
-  Matches(const Regex& regex, std::string_view subject);
+  // Matches starting at or after byte `start` (a character boundary); lookbehinds, \b and ^
+  // still see the subject before it.
+  Matches(const Regex& regex, std::string_view subject, size_t start = 0);
   ~Matches();
   Matches(const Matches&) = delete;
   Matches& operator=(const Matches&) = delete;

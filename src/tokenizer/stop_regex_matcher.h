@@ -1,5 +1,6 @@
 // StopRegexMatcher: SGLang's stop_regex — generation stops once any pattern (Python `re`
-// syntax) matches somewhere in the text generated so far.
+// syntax) matches somewhere in the text generated so far, each piece searched only where a new
+// match can be.
 #pragma once
 
 #include <cstddef>
@@ -23,9 +24,11 @@ class StopRegexMatcher {
     size_t end = 0;       // bytes of the generated text through the end of the match
     std::string pattern;  // the pattern that matched (the earliest-ending match wins)
   };
-  // Appends `piece` to the generated text and searches it whole (a match may start in text
-  // seen before); nullopt while no pattern matches (a search past the backtracking limit of
-  // regex.h counts as no match).
+  // Appends `piece` to the generated text and searches it; nullopt while no pattern matches (a
+  // search past the backtracking limit of regex.h counts as no match). A match may start in text
+  // seen before: a pattern whose matches examine at most E bytes (max_match_extent) is searched
+  // from E bytes before the piece, where the first match must lie since none was found before;
+  // an unbounded one over the whole text (as SGLang).
   std::optional<Match> add(std::string_view piece);
   bool empty() const { return regexes_.empty(); }
   // The generated text so far (empty without patterns).
@@ -33,6 +36,7 @@ class StopRegexMatcher {
 
  private:
   std::vector<Regex> regexes_;
+  std::vector<std::optional<size_t>> extents_;  // max_match_extent of each pattern
   std::string text_;
 };
 

@@ -432,6 +432,38 @@ def test_abort_request_by_rid(server):
     server.wait_idle_no_leak()
 
 
+# SGLang's rid on the OpenAI routes: the reply's id, and what /abort_request takes.
+def test_chat_and_completions_take_rid(server):
+    r = server.post("/v1/completions", {"prompt": PROMPT, "max_tokens": 2, "rid": "cmpl-mine"})
+    assert r.status_code == 200 and r.json()["id"] == "cmpl-mine", r.text
+    r = server.post("/v1/chat/completions", {"messages": [{"role": "user", "content": PROMPT}],
+                                             "max_tokens": 2, "rid": "chat-mine"})
+    assert r.status_code == 200 and r.json()["id"] == "chat-mine", r.text
+    for route, body in [("/v1/completions", {"prompt": PROMPT}),
+                        ("/v1/chat/completions",
+                         {"messages": [{"role": "user", "content": PROMPT}]})]:
+        for rid, words in [(["a", "b"], "as a list is not supported"), (7, "must be a string")]:
+            r = server.post(route, {**body, "rid": rid})
+            assert r.status_code == 400 and "rid" in r.text and words in r.text, r.text
+
+    result = {}
+
+    def run():
+        result["r"] = server.post("/v1/chat/completions", {
+            "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 480,
+            "ignore_eos": True, "rid": "chat-abort-me"}).json()
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline, aborted = time.monotonic() + 10, False
+    while t.is_alive() and time.monotonic() < deadline and not aborted:
+        aborted = server.post("/abort_request", {"rid": "chat-abort-me"}).json()["success"]
+    t.join(30)
+    assert aborted, "the abort never found the running chat request by its rid"
+    assert result["r"]["choices"][0]["finish_reason"] == "abort", result["r"]
+    server.wait_idle_no_leak()
+
+
 async def one_stream(host, port, index):
     reader, writer = await asyncio.open_connection(host, port)
     body = json.dumps({"prompt": PROMPT, "max_tokens": 8, "temperature": 0, "stream": True})

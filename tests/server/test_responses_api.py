@@ -3,6 +3,8 @@
 # usage and refusals. Greedy replies must equal /v1/chat/completions' for the same
 # conversation (one chat path).
 import json
+import threading
+import time
 
 import pytest
 
@@ -101,6 +103,52 @@ def test_stream_helper_accumulates(server, client):
         deltas = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
         final = stream.get_final_response()
     assert final.status == "completed" and final.output_text == deltas != ""
+
+
+def aborted_response(server, stream):
+    """A long Responses request aborted by /abort_request (by its request_id) while it runs:
+    (HTTP status, body)."""
+    result = {}
+    body = {"model": "m", "input": "Once upon a time", "max_output_tokens": 480,
+            "temperature": 0, "ignore_eos": True, "request_id": f"resp-abort-{stream}", "stream": stream}
+    t = threading.Thread(target=lambda: result.update(r=server.post("/v1/responses", body)))
+    t.start()
+    deadline, aborted = time.monotonic() + 10, False
+    while t.is_alive() and time.monotonic() < deadline and not aborted:
+        aborted = server.post("/abort_request", {"rid": body["request_id"]}).json()["success"]
+    t.join(30)
+    assert aborted, "the abort never found the running response by its request_id"
+    server.wait_idle_no_leak()
+    return result["r"].status_code, result["r"].text
+
+
+# An aborted response is a response (SGLang, and the Responses API's 'failed' status): HTTP 200,
+# status failed, `error` saying why, no output; streamed, it ends with response.failed.
+@pytest.mark.parametrize("stream", [False, True])
+def test_abort_is_a_failed_response(server, stream):
+    status, text = aborted_response(server, stream)
+    assert status == 200, text
+    if stream:
+        events = [json.loads(line[6:]) for line in text.splitlines()
+                  if line.startswith("data: ")]
+        assert events[-1]["type"] == "response.failed", events[-1]
+        r = events[-1]["response"]
+    else:
+        r = json.loads(text)
+    assert r["object"] == "response" and r["status"] == "failed", r
+    assert r["error"]["code"] == "server_error" and r["error"]["message"] != ""
+    assert r["output"] == [] and r["usage"]["output_tokens"] < 480
+    assert r["id"] == f"resp-abort-{stream}"  # SGLang's request_id is the response's id
+
+
+def test_request_id_names_the_response(server, client):
+    r = client.responses.create(model="m", input="Hi", max_output_tokens=2,
+                                extra_body={"request_id": "resp-mine"})
+    assert r.id == "resp-mine"
+    for extra, words in [({"request_id": 5}, "must be a non-empty string"),
+                         ({"request_id": "a", "rid": "b"}, "give one")]:
+        r = server.post("/v1/responses", {"model": "m", "input": "Hi", **extra})
+        assert r.status_code == 400 and "request_id" in r.text and words in r.text, r.text
 
 
 # include: ["message.output_text.logprobs"] with top_logprobs: the chat route's logprobs, on the
