@@ -140,7 +140,7 @@ TEST(RegexExtent, WindowedStopRegexEqualsWholeTextSearch) {
   }
   std::printf("%d patterns, %d windowed searches, %d matches found by one\n", compiled, windowed,
               matched_in_window);
-  EXPECT_GT(windowed, 20000);          // the windows were exercised ...
+  EXPECT_GT(windowed, 20000);         // the windows were exercised ...
   EXPECT_GT(matched_in_window, 800);  // ... and so were matches found inside them
 }
 
