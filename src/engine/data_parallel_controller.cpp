@@ -105,7 +105,17 @@ Result<std::shared_ptr<RequestStream>> DataParallelController::route(std::span<c
   return stream;
 }
 
-Result<std::shared_ptr<RequestStream>> DataParallelController::submit(GenerateRequest request) {
+Result<std::shared_ptr<RequestStream>> DataParallelController::submit(
+    GenerateRequest request, std::optional<int64_t> replica) {
+  if (replica) {
+    if (*replica < 0 || *replica >= dp_size()) {
+      return invalid_argument("routed_dp_rank " + std::to_string(*replica) +
+                              " names no engine replica (--dp-size " + std::to_string(dp_size()) +
+                              ")");
+    }
+    const int r = static_cast<int>(*replica);
+    return count(r, replicas_[r]->submit(std::move(request)));
+  }
   if (dp_size() == 1) return count(0, replicas_.front()->submit(std::move(request)));
   return route(request.input_ids, [&request](Engine& e) { return e.submit(request); });
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -40,8 +41,11 @@ class DataParallelController {
   bool is_embedding() const { return replicas_.front()->is_embedding(); }
 
   // Engine::submit / encode on the chosen replica; thread-safe. A replica at capacity hands the
-  // request to the next least loaded one before the request is refused.
-  Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request);
+  // request to the next least loaded one before the request is refused. `replica` (SGLang's
+  // routed_dp_rank) names the replica instead of the load balancer; InvalidArgument past
+  // dp_size().
+  Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request,
+                                                std::optional<int64_t> replica = std::nullopt);
   Result<std::shared_ptr<RequestStream>> encode(std::vector<int32_t> input_ids);
   void abort(uint64_t rid);
   // Flushes every replica; false if any has requests running (the idle ones are flushed).

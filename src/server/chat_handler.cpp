@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "server/chat_submit.h"
 #include "server/engine_request.h"
@@ -27,6 +28,9 @@ class ChatReply final : public GenerationReply {
     bool include_usage = false;
     bool continuous_usage = false;  // the usage so far in every chunk
     bool reasoning = false;         // --reasoning-parser: messages list reasoning_content
+    // SGLang's stream_reasoning: false holds the reasoning back and streams it in one chunk
+    // once it ends (the content or a tool call begins, or the reply finishes).
+    bool stream_reasoning = true;
     int64_t prompt_tokens = 0;
   };
 
@@ -34,7 +38,8 @@ class ChatReply final : public GenerationReply {
             bool stream, Setup setup)
       : GenerationReply(ctx, std::move(id), std::move(choices), stream),
         setup_(std::move(setup)),
-        started_(choices_.size(), false) {}
+        started_(choices_.size(), false),
+        held_reasoning_(choices_.size()) {}
 
  private:
   json head(const char* object) const {
@@ -83,9 +88,16 @@ class ChatReply final : public GenerationReply {
                     {"finish_reason", nullptr}},
                    static_cast<int64_t>(d.token_ids.size()));
     }
-    if (!d.reasoning.empty()) {
+    std::string reasoning = d.reasoning;
+    if (!setup_.stream_reasoning) {
+      std::string& held = held_reasoning_[index];
+      held += reasoning;
+      const bool reasoning_over = !d.text.empty() || !d.tool_calls.empty() || d.finished;
+      reasoning = reasoning_over ? std::exchange(held, {}) : std::string();
+    }
+    if (!reasoning.empty()) {
       out += chunk({{"index", index},
-                    {"delta", {{"reasoning_content", d.reasoning}}},
+                    {"delta", {{"reasoning_content", reasoning}}},
                     {"logprobs", nullptr},
                     {"finish_reason", nullptr}});
     }
@@ -172,6 +184,7 @@ class ChatReply final : public GenerationReply {
 
   Setup setup_;
   std::vector<bool> started_;
+  std::vector<std::string> held_reasoning_;  // per choice, without stream_reasoning
 };
 
 // On a pool thread: renders, tokenizes and submits the choices.
@@ -187,6 +200,7 @@ Reply prepare_chat(ServerContext& ctx, const ChatRequest& req, const std::atomic
   setup.prompt_tokens = submitted->prompt_tokens;
   // reasoning_content is listed (null when empty) whenever the server separates reasoning.
   setup.reasoning = !ctx.info.reasoning_parser.empty();
+  setup.stream_reasoning = req.stream_reasoning;
   return Reply::later(
       std::make_unique<ChatReply>(ctx, req.rid.empty() ? make_request_id("chatcmpl-") : req.rid,
                                   std::move(submitted->choices), req.stream, std::move(setup)),

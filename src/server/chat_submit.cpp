@@ -52,13 +52,25 @@ Status check_chat_template(const ServerContext& ctx) {
 
 Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
                                   const std::atomic<bool>& cancelled) {
-  SGL_ASSIGN_OR_RETURN(std::string prompt, render_prompt(ctx, req, cancelled));
-  // The completions routes' limit on text to tokenize, on the rendered conversation.
-  SGL_RETURN_IF_ERROR(check_text_length(ctx, prompt.size(), "messages"));
-  // The template writes the special tokens itself (transformers' apply_chat_template).
-  tokenizer::EncodeOptions encode;
-  encode.add_special_tokens = false;
-  const std::vector<int32_t> ids = ctx.tokenizer.encode(prompt, encode);
+  std::string prompt;
+  std::vector<int32_t> ids;
+  if (req.input_ids) {
+    // Given ids stand for the rendering; their text (special tokens kept) tells the output
+    // parsers how the prompt ends, as a rendered prompt would.
+    ids = *req.input_ids;
+    SGL_RETURN_IF_ERROR(check_prompt_ids(ctx, ids));
+    tokenizer::DecodeOptions decode;
+    decode.skip_special_tokens = false;
+    prompt = ctx.tokenizer.decode(ids, decode);
+  } else {
+    SGL_ASSIGN_OR_RETURN(prompt, render_prompt(ctx, req, cancelled));
+    // The completions routes' limit on text to tokenize, on the rendered conversation.
+    SGL_RETURN_IF_ERROR(check_text_length(ctx, prompt.size(), "messages"));
+    // The template writes the special tokens itself (transformers' apply_chat_template).
+    tokenizer::EncodeOptions encode;
+    encode.add_special_tokens = false;
+    ids = ctx.tokenizer.encode(prompt, encode);
+  }
   const function_call::OutputParserOptions parser = output_parser_options(ctx, req, prompt);
   std::vector<ChoicePlan> plans;
   std::shared_ptr<const grammar::CompiledGrammar> tool_grammar;  // the same for every choice
@@ -87,7 +99,7 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
   out.prompt_tokens = static_cast<int64_t>(ids.size());
   out.reasoning = !parser.reasoning_parser.empty();
   out.tool_calls = !parser.tool_call_parser.empty();
-  SGL_ASSIGN_OR_RETURN(out.choices, submit_choices(ctx, std::move(plans)));
+  SGL_ASSIGN_OR_RETURN(out.choices, submit_choices(ctx, std::move(plans), req.routed_dp_rank));
   return out;
 }
 

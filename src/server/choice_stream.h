@@ -40,6 +40,8 @@ struct ChoiceOptions {
   // parallel_tool_calls false: only the first parsed call is returned (the later ones are
   // dropped, as vLLM does where no grammar holds the model to one call).
   bool single_tool_call = false;
+  // SGLang's no_logs: the request is kept out of --log-requests' lines (its metrics still count).
+  bool no_logs = false;
 };
 
 // How a choice ended, in API terms.

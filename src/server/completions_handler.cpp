@@ -210,7 +210,7 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
       setup.echo.push_back(echo);
     }
   }
-  auto choices = submit_choices(ctx, std::move(plans));
+  auto choices = submit_choices(ctx, std::move(plans), req.routed_dp_rank);
   if (!choices.ok()) return Reply::of(error_response(choices.status()));
   return Reply::later(
       std::make_unique<CompletionReply>(ctx, req.rid.empty() ? make_request_id("cmpl-") : req.rid,

@@ -110,13 +110,13 @@ ChoiceOptions choice_options(const SamplingInput& s, bool token_texts) {
           .parser = {}};
 }
 
-Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(ServerContext& ctx,
-                                                                  std::vector<ChoicePlan> plans) {
+Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(
+    ServerContext& ctx, std::vector<ChoicePlan> plans, std::optional<int64_t> routed_dp_rank) {
   std::vector<std::unique_ptr<ChoiceStream>> choices;
   choices.reserve(plans.size());
   for (ChoicePlan& plan : plans) {
     const std::vector<int32_t> prompt = plan.request.input_ids;
-    auto stream = ctx.engine.submit(std::move(plan.request));
+    auto stream = ctx.engine.submit(std::move(plan.request), routed_dp_rank);
     // On an error the streams already made abort their requests as they are destroyed.
     if (!stream.ok()) return stream.status();
     choices.push_back(std::make_unique<ChoiceStream>(ctx, std::move(stream).value(), prompt,

@@ -48,10 +48,12 @@ struct ChoicePlan {
 // token texts.
 ChoiceOptions choice_options(const SamplingInput& s, bool token_texts);
 
-// Submits every plan, in order; if one fails, aborts those already submitted and returns its
-// error (a full queue is kResourceExhausted -> 503).
-Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(ServerContext& ctx,
-                                                                  std::vector<ChoicePlan> plans);
+// Submits every plan, in order, to the replica `routed_dp_rank` names (none: the load balancer
+// chooses); if one fails, aborts those already submitted and returns its error (a full queue is
+// kResourceExhausted -> 503).
+Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(
+    ServerContext& ctx, std::vector<ChoicePlan> plans,
+    std::optional<int64_t> routed_dp_rank = std::nullopt);
 
 // A fresh request id: `prefix` + 32 hex digits.
 std::string make_request_id(std::string_view prefix);

@@ -212,6 +212,7 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
       plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs_num);
       plan.request.token_ids_logprob = asked;
       if (setup.text_in_logprobs) plan.options.token_ids_logprob = asked;
+      plan.options.no_logs = req.no_logs;
       if (setup.logprobs) {
         // SGLang: input_token_logprobs from logprob_start_len (default: the last prompt token,
         // which has none).
@@ -232,7 +233,7 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
       plans.push_back(std::move(plan));
     }
   }
-  auto choices = submit_choices(ctx, std::move(plans));
+  auto choices = submit_choices(ctx, std::move(plans), req.routed_dp_rank);
   if (!choices.ok()) return Reply::of(error_response(choices.status()));
   std::string id = req.rid.empty() ? make_request_id("") : req.rid;
   return Reply::later(std::make_unique<GenerateReply>(

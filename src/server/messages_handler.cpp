@@ -54,9 +54,11 @@ enum class BlockType : uint8_t { kNone, kThinking, kText };
 class MessagesReply final : public GenerationReply {
  public:
   // `reasoning`: the choice's reasoning is separated (it may open with a thinking block).
+  // `rid`: the client's request id (SGLang's rid, passed through); empty: one is made up.
   MessagesReply(ServerContext& ctx, std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream,
-                std::string model, bool reasoning)
-      : GenerationReply(ctx, make_request_id("msg_"), std::move(choices), stream),
+                std::string model, bool reasoning, const std::string& rid)
+      : GenerationReply(ctx, rid.empty() ? make_request_id("msg_") : rid, std::move(choices),
+                        stream),
         model_(std::move(model)),
         reasoning_(reasoning) {}
 
@@ -186,10 +188,11 @@ Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
                        const std::atomic<bool>& cancelled) {
   auto submitted = submit_chat(ctx, req, cancelled);
   if (!submitted.ok()) return Reply::of(anthropic_error(submitted.status()));
-  return Reply::later(std::make_unique<MessagesReply>(
-                          ctx, std::move(submitted->choices), req.stream,
-                          req.model.value_or(ctx.info.served_model_name), submitted->reasoning),
-                      req.stream);
+  return Reply::later(
+      std::make_unique<MessagesReply>(ctx, std::move(submitted->choices), req.stream,
+                                      req.model.value_or(ctx.info.served_model_name),
+                                      submitted->reasoning, req.rid),
+      req.stream);
 }
 
 }  // namespace

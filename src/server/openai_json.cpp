@@ -96,6 +96,22 @@ Status read_rid(const json& o, std::string& rid) {
   return read(o, "rid", rid);
 }
 
+// SGLang's routed_dp_rank, or its older name data_parallel_rank: the engine replica (of
+// --dp-size) the request runs on; the controller checks the range.
+Status read_routed_dp_rank(const json& o, std::optional<int64_t>& rank) {
+  for (const char* key : {"routed_dp_rank", "data_parallel_rank"}) {
+    std::optional<int64_t> v;
+    SGL_RETURN_IF_ERROR(read(o, key, v));
+    if (!v) continue;
+    if (*v < 0) return field_error(key, "must be >= 0");
+    if (rank && *rank != *v) {
+      return field_error(key, "and 'routed_dp_rank' name different replicas");
+    }
+    rank = v;
+  }
+  return Status::ok_status();
+}
+
 Status check_range(std::string_view key, double v, double lo, double hi) {
   if (v < lo || v > hi) {
     return field_error(key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
@@ -143,14 +159,68 @@ constexpr request_json::RefusedField kGenerateSamplingOnly[] = {
     {"ebnf", kInSamplingParams},
     {"structural_tag", kInSamplingParams},
 };
-// Outside the sampling fields: /generate's top level, and the OpenAI routes' extra fields.
+// Outside the sampling fields: /generate's top level, and the OpenAI routes' extra fields (SGLang's
+// GenerateReqInput, ChatCompletionRequest and CompletionRequest; a field one route lacks is
+// refused on the others too).
+constexpr const char* kNoMultimodal = "multimodal inputs are not implemented";
+constexpr const char* kNoReplyExtra = "this extra reply content is not implemented";
+constexpr const char* kNoDisaggregation = "prefill-decode disaggregation is not implemented";
 constexpr request_json::RefusedField kUnsupportedRequest[] = {
     {"lora_path", "LoRA adapters are not implemented"},
+    {"lora_id", "LoRA adapters are not implemented"},
     {"return_hidden_states", "hidden states in replies are not implemented"},
-    {"image_data", "multimodal inputs are not implemented"},
-    {"audio_data", "multimodal inputs are not implemented"},
-    {"video_data", "multimodal inputs are not implemented"},
+    {"image_data", kNoMultimodal},
+    {"audio_data", kNoMultimodal},
+    {"video_data", kNoMultimodal},
+    {"images_config", kNoMultimodal},
+    {"video_config", kNoMultimodal},
+    {"mm_processor_kwargs", kNoMultimodal},
+    {"max_dynamic_patch", kNoMultimodal},
+    {"min_dynamic_patch", kNoMultimodal},
+    {"image_max_dynamic_patch", kNoMultimodal},
+    {"video_max_dynamic_patch", kNoMultimodal},
+    {"use_audio_in_video", kNoMultimodal},
+    {"mm_hashes", kNoMultimodal},
+    {"mm_content_hashes", kNoMultimodal},
+    {"encoder_urls", kNoMultimodal},
     {"input_embeds", "input embeddings are not implemented"},
+    {"positional_embed_overrides", "positional embedding overrides are not implemented"},
+    {"return_routed_experts", kNoReplyExtra},
+    {"return_cached_tokens_details", kNoReplyExtra},
+    {"return_spec_tokens_details", kNoReplyExtra},
+    {"return_prompt_token_ids", kNoReplyExtra},
+    {"return_token_ids", kNoReplyExtra},
+    {"return_meta_info", kNoReplyExtra},
+    {"return_input_ids_in_sglext", kNoReplyExtra},
+    {"return_output_ids_in_sglext", kNoReplyExtra},
+    {"return_sampling_mask", kNoReplyExtra},
+    {"sampling_logprobs_mode", kNoReplyExtra},
+    {"return_flat_raw_top_logprobs", kNoReplyExtra},
+    {"return_flat_raw_output_top_logprobs", kNoReplyExtra},
+    {"return_flat_raw_top_logprobs_b64", kNoReplyExtra},
+    {"return_bytes", kNoReplyExtra},
+    {"return_entropy", kNoReplyExtra},
+    {"return_indexer_topk", kNoReplyExtra},
+    {"session_id", "sessions are not implemented"},
+    {"session_params", "sessions are not implemented"},
+    {"watermark", "watermarking is not implemented"},
+    {"extra_key",
+     "isolating requests in the prefix cache is not implemented (every request shares it)"},
+    {"cache_salt",
+     "isolating requests in the prefix cache is not implemented (every request shares it)"},
+    {"multi_item_delimiter_indices", "multi-item scoring is not implemented"},
+    {"token_indices_to_pool", "pooling chosen tokens is not implemented"},
+    {"kv_hints", "KV placement hints are not implemented"},
+    {"bootstrap_host", kNoDisaggregation},
+    {"bootstrap_port", kNoDisaggregation},
+    {"bootstrap_room", kNoDisaggregation},
+    {"bootstrap_pair_key", kNoDisaggregation},
+    {"disagg_prefill_dp_rank", kNoDisaggregation},
+    {"decode_tp_size", kNoDisaggregation},
+    {"require_reasoning", "forcing a reasoning section is not implemented"},
+    {"max_thinking_tokens",
+     "a per-request thinking budget on this route is not implemented "
+     "(the Messages API's thinking.budget_tokens is)"},
 };
 
 // Fields whose only values sgl.cpp can honour are the ones that ask for nothing new; any other
@@ -473,6 +543,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
   SGL_RETURN_IF_ERROR(read_rid(o, r.rid));
+  SGL_RETURN_IF_ERROR(read_routed_dp_rank(o, r.routed_dp_rank));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   std::optional<int64_t> best_of;
   SGL_RETURN_IF_ERROR(read(o, "best_of", best_of));
@@ -511,12 +582,29 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
     converted.push_back(std::move(m));
   }
   r.messages_json = dump(converted);
+  if (const json* ids = find(o, "input_ids")) {
+    if (!ids->is_array() || ids->empty() || !(*ids)[0].is_number()) {
+      return field_error("input_ids", "must be a non-empty list of token ids");
+    }
+    SGL_RETURN_IF_ERROR(request_json::to_ids(*ids, "input_ids", r.input_ids.emplace()));
+  }
 
   SGL_RETURN_IF_ERROR(read_tools(o, r));
-  if (const json* kwargs = find(o, "chat_template_kwargs")) {
-    if (!kwargs->is_object()) return field_error("chat_template_kwargs", "must be an object");
-    r.template_kwargs_json = dump(*kwargs);
-    if (const json* thinking = find(*kwargs, "enable_thinking")) {
+  json kwargs = json::object();
+  if (const json* given = find(o, "chat_template_kwargs")) {
+    if (!given->is_object()) return field_error("chat_template_kwargs", "must be an object");
+    kwargs = *given;
+  }
+  // SGLang's thinking config ({"type": ...}) reaches the template as thinking_mode, which only
+  // templates with a thinking mode read.
+  if (const json* thinking = find(o, "thinking")) {
+    const json* type = thinking->is_object() ? find(*thinking, "type") : nullptr;
+    if (!type || !type->is_string()) return field_error("thinking", "must be {\"type\": string}");
+    if (!kwargs.contains("thinking_mode")) kwargs["thinking_mode"] = *type;
+  }
+  if (!kwargs.empty()) {
+    r.template_kwargs_json = dump(kwargs);
+    if (const json* thinking = find(kwargs, "enable_thinking")) {
       if (!thinking->is_boolean()) {
         return field_error("chat_template_kwargs.enable_thinking", "must be a boolean");
       }
@@ -524,6 +612,7 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
     }
   }
   SGL_RETURN_IF_ERROR(read(o, "separate_reasoning", r.separate_reasoning));
+  SGL_RETURN_IF_ERROR(read(o, "stream_reasoning", r.stream_reasoning));
   SGL_RETURN_IF_ERROR(read(o, "add_generation_prompt", r.add_generation_prompt));
   bool continue_final = false;
   SGL_RETURN_IF_ERROR(read(o, "continue_final_message", continue_final));
@@ -543,6 +632,7 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
   SGL_RETURN_IF_ERROR(read_rid(o, r.rid));
+  SGL_RETURN_IF_ERROR(read_routed_dp_rank(o, r.routed_dp_rank));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(reject_limited(o, kLimitedChat));
   SGL_RETURN_IF_ERROR(check_modalities(o));
@@ -580,6 +670,12 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   if (r.logprob_start_len < -1) return field_error("logprob_start_len", "must be >= -1");
   SGL_RETURN_IF_ERROR(read(o, "return_text_in_logprobs", r.return_text_in_logprobs));
   SGL_RETURN_IF_ERROR(read_rid(o, r.rid));
+  SGL_RETURN_IF_ERROR(read_routed_dp_rank(o, r.routed_dp_rank));
+  SGL_RETURN_IF_ERROR(read(o, "no_logs", r.no_logs));
+  SGL_RETURN_IF_ERROR(check_modalities(o));
+  if (const json* v = find(o, "background"); v && !asks_nothing(*v)) {
+    return unimplemented("'background' is not supported: background requests are not implemented");
+  }
   if (static_cast<int64_t>(r.prompts.size()) * r.sampling.n > kMaxBatchPrompts) {
     return field_error("n",
                        "times the number of prompts exceeds " + std::to_string(kMaxBatchPrompts));

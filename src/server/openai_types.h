@@ -69,6 +69,7 @@ struct CompletionRequest {
   bool include_usage = false;     // stream_options.include_usage
   bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM)
   std::string rid;                // the client's request id (SGLang's); empty: one is made up
+  std::optional<int64_t> routed_dp_rank;  // the engine replica to run on (SGLang's)
 };
 
 // OpenAI's tool_choice.
@@ -83,7 +84,10 @@ enum class ToolChoiceMode : uint8_t {
 struct ChatRequest {
   std::optional<std::string> model;
   std::string messages_json;  // the messages as the template sees them (text content)
-  std::string tools_json;     // empty: no tools (none given, or tool_choice "none")
+  // SGLang's input_ids: the prompt already rendered and tokenized, used instead of the
+  // template's rendering of `messages`.
+  std::optional<std::vector<int32_t>> input_ids;
+  std::string tools_json;  // empty: no tools (none given, or tool_choice "none")
   std::vector<function_call::FunctionTool> tools;  // checked (schemas compile)
   ToolChoiceMode tool_choice = ToolChoiceMode::kAuto;
   std::string tool_choice_name;  // kNamed: a function in `tools`
@@ -91,6 +95,7 @@ struct ChatRequest {
   std::string template_kwargs_json;  // chat_template_kwargs; empty: none
   // SGLang's: reasoning in reasoning_content (with --reasoning-parser); false: left in content.
   bool separate_reasoning = true;
+  bool stream_reasoning = true;  // SGLang's: false streams the reasoning in one chunk at its end
   std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
   // Thinking asked on (true) or off (false) by the Responses API's reasoning.effort or the
   // Messages API's thinking.type (both also set enable_thinking); the route checks the server can
@@ -107,6 +112,7 @@ struct ChatRequest {
   bool include_usage = false;
   bool continuous_usage = false;
   std::string rid;  // the client's request id (SGLang's); empty: one is made up
+  std::optional<int64_t> routed_dp_rank;  // the engine replica to run on (SGLang's)
 };
 
 // POST /generate (SGLang native)
@@ -122,7 +128,9 @@ struct GenerateInput {
   // SGLang's token_ids_logprob: one list for every prompt, or one per prompt; nullopt when not
   // given (an empty list still lists input/output_token_ids_logprobs, all null, as SGLang).
   std::optional<std::vector<std::vector<int32_t>>> token_ids_logprob;
-  std::string rid;  // the client's request id; empty: one is made up
+  std::string rid;                        // the client's request id; empty: one is made up
+  std::optional<int64_t> routed_dp_rank;  // the engine replica to run on (SGLang's)
+  bool no_logs = false;                   // SGLang's: not in --log-requests' lines
 };
 
 // POST /v1/embeddings (an embedding model's; embeddings_json.h)

@@ -158,6 +158,16 @@ def test_accepted_no_effect_fields(server, client):
     assert extra.content[0].text == plain.content[0].text
 
 
+# SGLang's rid passes through the Messages route as on the chat route: the message's id.
+def test_rid_names_the_message(server, client):
+    m = client.messages.create(model="m", max_tokens=2, messages=[USER],
+                               extra_body={"rid": "msg-mine"})
+    assert m.id == "msg-mine"
+    r = server.post("/v1/messages", {"model": "m", "max_tokens": 2, "messages": [USER],
+                                     "stream_reasoning": False})
+    assert r.status_code == 400 and "stream_reasoning" in r.text, r.text
+
+
 def test_no_chat_template_is_an_anthropic_error(tmp_path):
     s = Server(tmp_path, model=str(MODEL))  # stories260K has no template of its own
     try:

@@ -123,6 +123,35 @@ def test_both_replicas_served_and_report_their_load(dp2):
         assert f'sgl:dp_cache_hit_rate{{model_name="stories260K",dp_rank="{rank}"}}' in metrics
 
 
+# SGLang's routed_dp_rank (and its older name data_parallel_rank) names the replica; the load
+# balancer is not asked.
+def test_routed_dp_rank_names_the_replica(dp1, dp2):
+    def routed():
+        return [s["routed_requests_total"] for s in dp2.get("/get_server_info").json()[
+            "internal_states"]]
+
+    before = routed()
+    generate_body = {"text": PROMPTS[0], "sampling_params": {"max_new_tokens": 2},
+                     "routed_dp_rank": 1}
+    assert dp2.post("/generate", generate_body).status_code == 200
+    chat = {"messages": [{"role": "user", "content": PROMPTS[0]}], "max_tokens": 2}
+    for body in [{**chat, "data_parallel_rank": 1}, {**chat, "routed_dp_rank": 1, "n": 2}]:
+        r = dp2.post("/v1/chat/completions", body)
+        assert r.status_code == 200, r.text
+    r = dp2.post("/v1/completions", {"prompt": PROMPTS[0], "max_tokens": 2, "routed_dp_rank": 0})
+    assert r.status_code == 200, r.text
+    after = routed()
+    assert [a - b for a, b in zip(after, before)] == [1, 4], (before, after)
+    for server, body, words in [
+            (dp2, {**chat, "routed_dp_rank": 2}, "names no engine replica (--dp-size 2)"),
+            (dp1, {**chat, "routed_dp_rank": 1}, "names no engine replica (--dp-size 1)"),
+            (dp2, {**chat, "routed_dp_rank": -1}, "must be >= 0"),
+            (dp2, {**chat, "routed_dp_rank": 0, "data_parallel_rank": 1}, "different replicas")]:
+        r = server.post("/v1/chat/completions", body)
+        assert r.status_code == 400 and words in r.text, r.text
+    assert dp1.post("/v1/chat/completions", {**chat, "routed_dp_rank": 0}).status_code == 200
+
+
 def test_abort_by_rid_and_disconnects_reach_every_replica(dp2):
     results = {}
 

@@ -36,10 +36,50 @@ SGLANG_SAMPLING = [
     "spaces_between_special_tokens", "no_stop_trim", "custom_params", "stream_interval",
     "logit_bias", "sampling_seed"]
 OPENAI_EMBEDDINGS = ["model", "dimensions", "encoding_format", "user"]
+# SGLang's GenerateReqInput, minus the prompt (text, input_ids) and sampling_params.
 SGLANG_GENERATE = [
-    "rid", "return_logprob", "logprob_start_len", "top_logprobs_num", "token_ids_logprob",
-    "return_text_in_logprobs", "stream", "input_embeds", "image_data", "audio_data",
-    "video_data", "lora_path", "return_hidden_states", "custom_logit_processor"]
+    "rid", "session_id", "input_embeds", "image_data", "video_data", "audio_data", "mm_hashes",
+    "mm_content_hashes", "use_audio_in_video", "video_config", "watermark", "return_logprob",
+    "logprob_start_len", "top_logprobs_num", "token_ids_logprob", "return_sampling_mask",
+    "sampling_logprobs_mode", "return_text_in_logprobs", "return_flat_raw_top_logprobs",
+    "return_flat_raw_output_top_logprobs", "return_flat_raw_top_logprobs_b64", "stream",
+    "log_metrics", "return_hidden_states", "return_routed_experts", "routed_experts_start_len",
+    "return_indexer_topk", "modalities", "session_params", "lora_path", "lora_id",
+    "custom_logit_processor", "positional_embed_overrides", "bootstrap_host", "bootstrap_port",
+    "bootstrap_room", "bootstrap_pair_key", "decode_tp_size", "routed_dp_rank",
+    "data_parallel_rank", "disagg_prefill_dp_rank", "routing_key", "conversation_id",
+    "http_worker_ipc", "background", "require_reasoning", "max_thinking_tokens", "priority",
+    "extra_key", "no_logs", "custom_labels", "return_bytes", "return_entropy",
+    "return_prompt_token_ids", "external_trace_header", "received_time",
+    "need_wait_for_mm_inputs", "num_items_assigned", "encoder_urls", "max_dynamic_patch",
+    "min_dynamic_patch", "image_max_dynamic_patch", "video_max_dynamic_patch", "images_config",
+    "mm_processor_kwargs", "multi_item_delimiter_indices", "token_indices_to_pool", "cache_salt",
+    "kv_hints"]
+# SGLang's fields of ChatCompletionRequest / CompletionRequest beyond OpenAI's schema, with the
+# prefill-decode routing fields both take.
+SGLANG_PD = ["bootstrap_host", "bootstrap_port", "bootstrap_room", "routed_dp_rank",
+             "disagg_prefill_dp_rank"]
+SGLANG_CHAT = [
+    "return_hidden_states", "return_routed_experts", "routed_experts_start_len",
+    "return_cached_tokens_details", "return_spec_tokens_details", "return_prompt_token_ids",
+    "return_token_ids", "return_meta_info", "return_input_ids_in_sglext",
+    "return_output_ids_in_sglext", "return_sampling_mask", "sampling_logprobs_mode",
+    "return_flat_raw_output_top_logprobs", "return_flat_raw_top_logprobs_b64", "thinking", "task",
+    "top_k", "min_p", "min_tokens", "regex", "ebnf", "repetition_penalty", "stop_token_ids",
+    "stop_regex", "no_stop_trim", "ignore_eos", "continue_final_message", "skip_special_tokens",
+    "lora_path", "session_id", "session_params", "separate_reasoning", "stream_reasoning",
+    "chat_template_kwargs", "max_dynamic_patch", "min_dynamic_patch", "use_audio_in_video",
+    "images_config", "video_config", "mm_processor_kwargs", "custom_logit_processor",
+    "custom_params", "watermark", "input_ids", "rid", "extra_key", "cache_salt", "priority",
+    "data_parallel_rank"] + SGLANG_PD
+SGLANG_COMPLETIONS = [
+    "return_hidden_states", "return_routed_experts", "routed_experts_start_len",
+    "return_cached_tokens_details", "return_spec_tokens_details", "return_token_ids", "top_k",
+    "min_p", "min_tokens", "json_schema", "regex", "ebnf", "repetition_penalty", "stop_token_ids",
+    "stop_regex", "no_stop_trim", "ignore_eos", "skip_special_tokens", "lora_path", "session_id",
+    "session_params", "response_format", "custom_params", "custom_logit_processor", "watermark",
+    "images_config", "mm_processor_kwargs", "data_parallel_rank", "rid", "extra_key",
+    "cache_salt", "priority", "custom_labels"] + SGLANG_PD
 
 
 def shown(test):
@@ -57,6 +97,40 @@ def no_effect(value, why):
 E2E, FIELDS, BAD = "test_openai_e2e.py", "test_request_fields.py", "test_bad_input.py"
 EMB = "test_embeddings.py"
 SO = "test_structured_output.py"
+REASONING = "test_reasoning_items.py"
+DP = "test_data_parallel.py"
+NO_PRIORITY = "priority scheduling is off, as in SGLang without --enable-priority-scheduling"
+NO_ROUTED_EXPERTS = "read only with return_routed_experts, which is refused"
+NO_CUSTOM_LABELS = ("metric labels SGLang takes only with "
+                    "--tokenizer-metrics-allowed-custom-labels, which sgl.cpp does not have")
+
+# SGLang's request fields of features sgl.cpp does not have, refused wherever a route takes them.
+REFUSED_SGLANG = {
+    "return_hidden_states": True, "return_routed_experts": True,
+    "return_cached_tokens_details": True, "return_spec_tokens_details": True,
+    "return_prompt_token_ids": True, "return_token_ids": True, "return_meta_info": True,
+    "return_input_ids_in_sglext": True, "return_output_ids_in_sglext": True,
+    "return_sampling_mask": True, "sampling_logprobs_mode": "support",
+    "return_flat_raw_top_logprobs": True, "return_flat_raw_output_top_logprobs": True,
+    "return_flat_raw_top_logprobs_b64": True, "return_indexer_topk": True, "return_bytes": True,
+    "return_entropy": True, "lora_path": "adapter", "lora_id": "a1", "session_id": "s1",
+    "session_params": {"id": "s1"}, "watermark": {"key": 1}, "extra_key": "tenant",
+    "cache_salt": "salt", "custom_params": {"a": 1}, "custom_logit_processor": "x",
+    "input_embeds": [[0.1]], "image_data": "img.png", "audio_data": "a.wav",
+    "video_data": "v.mp4", "mm_hashes": [1], "mm_content_hashes": [1],
+    "use_audio_in_video": True, "video_config": {"fps": 1}, "images_config": {"max": 1},
+    "mm_processor_kwargs": {"a": 1}, "max_dynamic_patch": 4, "min_dynamic_patch": 1,
+    "image_max_dynamic_patch": 4, "video_max_dynamic_patch": 4, "encoder_urls": ["u"],
+    "positional_embed_overrides": {"a": 1}, "multi_item_delimiter_indices": [1],
+    "token_indices_to_pool": [0], "kv_hints": {"a": 1}, "bootstrap_host": "h",
+    "bootstrap_port": 8998, "bootstrap_room": 7, "bootstrap_pair_key": "k",
+    "disagg_prefill_dp_rank": 0, "decode_tp_size": 2, "require_reasoning": True,
+    "max_thinking_tokens": 8, "background": True, "continue_final_message": True,
+}
+
+
+def refused_sglang(fields):
+    return {f: refused(REFUSED_SGLANG[f]) for f in fields}
 
 CHAT = {
     "model": shown("test_endpoints_compat.py::test_any_model_name_is_served_and_echoed"),
@@ -158,13 +232,97 @@ GENERATE = {
     "return_hidden_states": refused(True),
     "custom_logit_processor": refused("x"),
 }
+GENERATE.update({
+    **refused_sglang(["session_id", "mm_hashes", "mm_content_hashes", "use_audio_in_video",
+                      "video_config", "watermark", "return_sampling_mask", "sampling_logprobs_mode",
+                      "return_flat_raw_top_logprobs", "return_flat_raw_output_top_logprobs",
+                      "return_flat_raw_top_logprobs_b64", "return_routed_experts",
+                      "return_indexer_topk", "session_params", "lora_id",
+                      "positional_embed_overrides", "bootstrap_host", "bootstrap_port",
+                      "bootstrap_room", "bootstrap_pair_key", "decode_tp_size",
+                      "disagg_prefill_dp_rank", "background", "require_reasoning",
+                      "max_thinking_tokens", "extra_key", "return_bytes", "return_entropy",
+                      "return_prompt_token_ids", "encoder_urls", "max_dynamic_patch",
+                      "min_dynamic_patch", "image_max_dynamic_patch", "video_max_dynamic_patch",
+                      "images_config", "mm_processor_kwargs", "multi_item_delimiter_indices",
+                      "token_indices_to_pool", "cache_salt", "kv_hints"]),
+    "modalities": refused(["image"]),
+    "log_metrics": no_effect(False, "metrics count every request"),
+    "routed_experts_start_len": no_effect(5, NO_ROUTED_EXPERTS),
+    "routed_dp_rank": shown(f"{DP}::test_routed_dp_rank_names_the_replica"),
+    "data_parallel_rank": shown(f"{DP}::test_routed_dp_rank_names_the_replica"),
+    "routing_key": no_effect("k", "a hint for SGLang's routing-key schedule policy, not built"),
+    "conversation_id": no_effect("c", "tracks requests; changes nothing about them"),
+    "http_worker_ipc": no_effect("ipc://x", "SGLang's internal return address"),
+    "priority": no_effect(3, NO_PRIORITY),
+    "no_logs": shown("test_launch_flags.py::test_log_requests_and_no_logs"),
+    "custom_labels": no_effect({"team": "a"}, NO_CUSTOM_LABELS),
+    "external_trace_header": no_effect({"traceparent": "00-1-2-01"}, "no tracing is built"),
+    "received_time": no_effect(1.5, "SGLang's internal timestamp"),
+    "need_wait_for_mm_inputs": no_effect(True, "SGLang's internal multimodal state"),
+    "num_items_assigned": no_effect([1], "SGLang's internal multimodal state"),
+})
+SAMPLING_ON_OPENAI = {
+    "top_k": ("effect", {"top_k": 1, "temperature": 1.0}),
+    "min_p": ("effect", {"min_p": 1.0, "temperature": 1.0}),
+    "min_tokens": shown(f"{FIELDS}::test_min_tokens_delays_stop_token_ids_and_eos"),
+    "regex": shown(f"{SO}::test_logprobs_are_of_the_masked_distribution"),
+    "ebnf": shown(f"{REASONING}::test_chat_stream_reasoning_false_sends_the_reasoning_whole"),
+    "repetition_penalty": shown(f"{FIELDS}::test_repetition_penalty_matches_the_golden_last_logits"),
+    "stop_token_ids": shown(f"{FIELDS}::test_min_tokens_delays_stop_token_ids_and_eos"),
+    "stop_regex": shown(f"{E2E}::test_stop_regex"),
+    "no_stop_trim": shown(f"{E2E}::test_no_stop_trim"),
+    "ignore_eos": ("effect", {"ignore_eos": True, "logit_bias": {"2": 100}}),
+    "skip_special_tokens": ("effect", {"skip_special_tokens": False, "logit_bias": {"2": 100},
+                                       "no_stop_trim": True}),
+    "rid": shown(f"{E2E}::test_chat_and_completions_take_rid"),
+    "routed_dp_rank": shown(f"{DP}::test_routed_dp_rank_names_the_replica"),
+    "data_parallel_rank": shown(f"{DP}::test_routed_dp_rank_names_the_replica"),
+    "priority": no_effect(3, NO_PRIORITY),
+    "routed_experts_start_len": no_effect(5, NO_ROUTED_EXPERTS),
+}
+CHAT.update({
+    **refused_sglang(["return_hidden_states", "return_routed_experts",
+                      "return_cached_tokens_details", "return_spec_tokens_details",
+                      "return_prompt_token_ids", "return_token_ids", "return_meta_info",
+                      "return_input_ids_in_sglext", "return_output_ids_in_sglext",
+                      "return_sampling_mask", "sampling_logprobs_mode",
+                      "return_flat_raw_output_top_logprobs", "return_flat_raw_top_logprobs_b64",
+                      "continue_final_message", "lora_path", "session_id", "session_params",
+                      "max_dynamic_patch", "min_dynamic_patch", "use_audio_in_video",
+                      "images_config", "video_config", "mm_processor_kwargs",
+                      "custom_logit_processor", "custom_params", "watermark", "extra_key",
+                      "cache_salt", "bootstrap_host", "bootstrap_port", "bootstrap_room",
+                      "disagg_prefill_dp_rank"]),
+    **{f: SAMPLING_ON_OPENAI[f] for f in SAMPLING_ON_OPENAI if f in SGLANG_CHAT},
+    "thinking": shown(f"{REASONING}::test_chat_thinking_config_reaches_the_template"),
+    "task": no_effect("domain", "read only by DeepSeek-V4's chat encoder, as in SGLang"),
+    "separate_reasoning": shown(
+        "test_tool_calls.py::test_deepseek_r1_reasoning_takes_the_unclosed_reply"),
+    "stream_reasoning": shown(f"{REASONING}::test_chat_stream_reasoning_false_sends_the_reasoning_whole"),
+    "chat_template_kwargs": shown(f"{REASONING}::test_responses_effort_switches_the_template"),
+    "input_ids": shown(f"{FIELDS}::test_chat_input_ids_replace_the_rendering"),
+})
+COMPLETIONS.update({
+    **refused_sglang(["return_hidden_states", "return_routed_experts",
+                      "return_cached_tokens_details", "return_spec_tokens_details",
+                      "return_token_ids", "lora_path", "session_id", "session_params",
+                      "custom_params", "custom_logit_processor", "watermark", "images_config",
+                      "mm_processor_kwargs", "extra_key", "cache_salt", "bootstrap_host",
+                      "bootstrap_port", "bootstrap_room", "disagg_prefill_dp_rank"]),
+    **{f: SAMPLING_ON_OPENAI[f] for f in SAMPLING_ON_OPENAI if f in SGLANG_COMPLETIONS},
+    "json_schema": shown(f"{SO}::test_generate_sampling_params"),
+    "response_format": shown(f"{SO}::test_bad_grammars_are_400"),
+    "custom_labels": no_effect({"team": "a"}, NO_CUSTOM_LABELS),
+})
 EMBEDDINGS = {
     "model": shown(f"{EMB}::test_openai_client_float_matches_transformers"),
     "dimensions": refused(64),  # the model's own size (128) is accepted
     "encoding_format": shown(f"{EMB}::test_explicit_base64_is_little_endian_f32"),
     "user": no_effect("u", "describes the caller"),
 }
-TABLES = {"chat": (CHAT, OPENAI_CHAT), "completions": (COMPLETIONS, OPENAI_COMPLETIONS),
+TABLES = {"chat": (CHAT, OPENAI_CHAT + SGLANG_CHAT),
+          "completions": (COMPLETIONS, OPENAI_COMPLETIONS + SGLANG_COMPLETIONS),
           "sampling": (SAMPLING, SGLANG_SAMPLING), "generate": (GENERATE, SGLANG_GENERATE),
           "embeddings": (EMBEDDINGS, OPENAI_EMBEDDINGS)}
 
@@ -196,7 +354,8 @@ def body(route, field, value):
                                                                  "temperature": 0, field: value}}
     if route == "embeddings":
         return "/v1/embeddings", {"input": PROMPT, field: value}
-    return "/generate", {"text": PROMPT, "sampling_params": {"max_new_tokens": 4}, field: value}
+    return "/generate", {"text": PROMPT, "sampling_params": {"max_new_tokens": 4, "temperature": 0},
+                         field: value}
 
 
 def rows(kind):
@@ -247,8 +406,10 @@ def text_of(route, r):
 def test_no_effect_fields_change_nothing(request, route, field, spec):
     server = server_for(route, request)
     path, with_field = body(route, field, spec[1])
-    if route not in ("sampling", "embeddings"):
+    if route in ("chat", "completions"):
         with_field = {**with_field, "max_tokens": 12}
+    if route == "generate":
+        with_field["sampling_params"]["max_new_tokens"] = 12
     plain = {k: v for k, v in with_field.items() if k != field}
     if route == "sampling":
         plain = {**with_field, "sampling_params": {k: v for k, v in
@@ -280,7 +441,10 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "regex": "[a-z]{1,3}", "ebnf": 'root ::= "a" | "b"', "tool_choice": "auto",
               "structural_tag": json.dumps({"triggers": ["<a"], "structures": [
                   {"begin": "<a>", "schema": {"type": "integer"}, "end": "</a>"}]}),
-              "parallel_tool_calls": False}
+              "parallel_tool_calls": False, "thinking": {"type": "enabled"},
+              "separate_reasoning": False, "stream_reasoning": False,
+              "chat_template_kwargs": {"enable_thinking": False}, "input_ids": [1, 403],
+              "routed_dp_rank": 0, "data_parallel_rank": 0, "no_logs": True, "min_tokens": 1}
     if route == "completions" and field == "logprobs":
         values["logprobs"] = 2
     path, b = body(route, field, values[field])
@@ -315,9 +479,13 @@ def test_inline_effects(server, route, field, spec):
         assert text == text_of(route, server.post(path, b))  # the same seed, the same sample
     elif field == "ignore_eos":
         # EOS made overwhelming: without ignore_eos the first token ends the request.
-        assert server.post(path, b).json()["meta_info"]["completion_tokens"] == 12
+        def completion_tokens():
+            j = server.post(path, b).json()
+            return j["meta_info" if route == "sampling" else "usage"]["completion_tokens"]
+
+        assert completion_tokens() == 12
         target.pop("ignore_eos")
-        assert server.post(path, b).json()["meta_info"]["completion_tokens"] == 1
+        assert completion_tokens() == 1
     elif field == "skip_special_tokens":
         assert text == "</s>"  # EOS first; no_stop_trim keeps its text, here not skipped
         target["skip_special_tokens"] = True

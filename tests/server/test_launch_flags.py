@@ -193,6 +193,23 @@ def test_serves(line, notes, tmp_path):
     assert "unknown flag" not in log
 
 
+# --log-requests logs each finished request, except those that ask for no_logs (SGLang's).
+def test_log_requests_and_no_logs(tmp_path):
+    proc, err = start(run_args("--model-path {model} --log-requests"), tmp_path)
+    try:
+        first = proc.stdout.readline().decode()
+        assert "sgl-server listening on http://" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+        body = {"text": "Once upon a time", "sampling_params": {"max_new_tokens": 2}}
+        for extra in [{}, {"no_logs": True}, {"no_logs": True}]:
+            assert requests.post(url + "/generate", json={**body, **extra},
+                                 timeout=60).status_code == 200
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
+    assert stderr_of(err).count("request rid=") == 1, stderr_of(err)
+
+
 @pytest.mark.parametrize("line,refusal", REFUSES,
                          ids=[r[0].replace("{model} ", "") for r in REFUSES])
 def test_refuses_with_a_reason(line, refusal, tmp_path):

@@ -3,7 +3,8 @@
 # EBNF grammar (SGLang's `ebnf`, passed through both routes) makes it write <think>...</think> then
 # an answer; the qwen3 parser must turn that into a reasoning item / thinking block before the
 # message / text block, streamed and whole alike, equal to /v1/chat/completions' reasoning_content.
-# A test template reads enable_thinking and reasoning_effort, so the switches show in the prompt.
+# A test template reads enable_thinking, reasoning_effort and thinking_mode, so the switches show
+# in the prompt.
 # deepseek-r1 (the output starts inside the reasoning) makes the whole reply thinking, which
 # budget_tokens then cuts short.
 import json
@@ -27,6 +28,7 @@ TEMPLATE = """{{ bos_token }}
 {%- endfor %}
 {%- if add_generation_prompt %}Assistant:
 {%- if reasoning_effort is defined %} Effort {{ reasoning_effort }}.{% endif %}
+{%- if thinking_mode is defined %} Mode {{ thinking_mode }}.{% endif %}
 {%- if enable_thinking is defined and not enable_thinking %} <think></think>{% endif %}
 {%- endif %}"""
 
@@ -307,3 +309,40 @@ def test_messages_switches_this_server_cannot_honour(server, r1):
     off = r1.post("/v1/messages", {"model": "m", "max_tokens": 4, "messages": [USER],
                                    "thinking": {"type": "disabled"}})
     assert off.status_code == 400 and "enable_thinking" in off.json()["error"]["message"]
+
+
+# /v1/chat/completions: SGLang's stream_reasoning false holds the reasoning back and sends it in one
+# chunk when the content begins; SGLang's thinking config reaches the template as thinking_mode.
+def chat_deltas(qwen3, **extra):
+    r = qwen3.post("/v1/chat/completions", {**BODY, "messages": [USER], "max_tokens": 60,
+                                            "stream": True, **extra}, stream=True)
+    assert r.status_code == 200, r.text
+    chunks = [json.loads(line[6:]) for line in r.iter_lines()
+              if line.startswith(b"data: ") and line != b"data: [DONE]"]
+    return [c["choices"][0]["delta"] for c in chunks if c.get("choices")]
+
+
+def test_chat_stream_reasoning_false_sends_the_reasoning_whole(qwen3, want):
+    streamed = [d["reasoning_content"] for d in chat_deltas(qwen3) if d.get("reasoning_content")]
+    assert len(streamed) > 1 and "".join(streamed) == want[0]
+    deltas = chat_deltas(qwen3, stream_reasoning=False)
+    kinds = [k for d in deltas for k in ("reasoning_content", "content") if d.get(k)]
+    assert kinds == ["reasoning_content"] + ["content"] * (len(kinds) - 1), kinds
+    assert next(d["reasoning_content"] for d in deltas if d.get("reasoning_content")) == want[0]
+    assert "".join(d.get("content") or "" for d in deltas) == want[1]
+
+
+def test_chat_thinking_config_reaches_the_template(qwen3):
+    def prompt_tokens(**extra):
+        r = qwen3.post("/v1/chat/completions", {"messages": [USER], "max_tokens": 1, **extra})
+        assert r.status_code == 200, r.text
+        return r.json()["usage"]["prompt_tokens"]
+
+    plain = prompt_tokens()
+    assert prompt_tokens(thinking={"type": "enabled"}) > plain  # " Mode enabled." was rendered
+    # chat_template_kwargs' own thinking_mode wins, as SGLang's setdefault leaves it.
+    assert (prompt_tokens(thinking={"type": "enabled"},
+                          chat_template_kwargs={"thinking_mode": "x"}) ==
+            prompt_tokens(chat_template_kwargs={"thinking_mode": "x"}))
+    r = qwen3.post("/v1/chat/completions", {"messages": [USER], "thinking": "on"})
+    assert r.status_code == 400 and "thinking" in r.text, r.text

@@ -380,3 +380,21 @@ def test_bad_values_are_400_with_the_field(server, client):
         r = server.post("/generate", json.dumps({"input_ids": [1, 403, 407], **extra}))
         assert r.status_code == 400 and "logprob_start_len" in r.text, r.text
     server.wait_idle_no_leak()
+
+
+# SGLang's chat input_ids: the prompt already rendered and tokenized stands for the template's
+# rendering; the output is the same as the completions route's on those ids.
+def test_chat_input_ids_replace_the_rendering(server):
+    ids = case()["prompt_ids"]
+    chat = server.post("/v1/chat/completions", {
+        "messages": [{"role": "user", "content": "not rendered"}], "input_ids": ids,
+        "max_tokens": 12, "temperature": 0})
+    assert chat.status_code == 200, chat.text
+    assert chat.json()["usage"]["prompt_tokens"] == len(ids)
+    plain = server.post("/v1/completions", {"prompt": ids, "max_tokens": 12, "temperature": 0})
+    assert chat.json()["choices"][0]["message"]["content"] == plain.json()["choices"][0]["text"]
+    for bad, words in [([VOCAB], "outside the vocabulary"), ([], "non-empty list of token ids"),
+                       ("text", "non-empty list of token ids")]:
+        r = server.post("/v1/chat/completions", {
+            "messages": [{"role": "user", "content": "x"}], "input_ids": bad})
+        assert r.status_code == 400 and words in r.text, r.text
