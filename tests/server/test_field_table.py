@@ -262,19 +262,13 @@ GENERATE.update({
     "need_wait_for_mm_inputs": no_effect(True, "SGLang's internal multimodal state"),
     "num_items_assigned": no_effect([1], "SGLang's internal multimodal state"),
 })
+# SGLang's sampling fields at the top level of the OpenAI routes: sampling_params' rows.
 SAMPLING_ON_OPENAI = {
-    "top_k": ("effect", {"top_k": 1, "temperature": 1.0}),
-    "min_p": ("effect", {"min_p": 1.0, "temperature": 1.0}),
+    **{f: SAMPLING[f] for f in ["top_k", "min_p", "repetition_penalty", "stop_token_ids",
+                                "stop_regex", "no_stop_trim", "ignore_eos", "skip_special_tokens"]},
     "min_tokens": shown(f"{FIELDS}::test_min_tokens_delays_stop_token_ids_and_eos"),
     "regex": shown(f"{SO}::test_logprobs_are_of_the_masked_distribution"),
     "ebnf": shown(f"{REASONING}::test_chat_stream_reasoning_false_sends_the_reasoning_whole"),
-    "repetition_penalty": shown(f"{FIELDS}::test_repetition_penalty_matches_the_golden_last_logits"),
-    "stop_token_ids": shown(f"{FIELDS}::test_min_tokens_delays_stop_token_ids_and_eos"),
-    "stop_regex": shown(f"{E2E}::test_stop_regex"),
-    "no_stop_trim": shown(f"{E2E}::test_no_stop_trim"),
-    "ignore_eos": ("effect", {"ignore_eos": True, "logit_bias": {"2": 100}}),
-    "skip_special_tokens": ("effect", {"skip_special_tokens": False, "logit_bias": {"2": 100},
-                                       "no_stop_trim": True}),
     "rid": shown(f"{E2E}::test_chat_and_completions_take_rid"),
     "routed_dp_rank": shown(f"{DP}::test_routed_dp_rank_names_the_replica"),
     "data_parallel_rank": shown(f"{DP}::test_routed_dp_rank_names_the_replica"),
