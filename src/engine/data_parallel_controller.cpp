@@ -69,7 +69,8 @@ DataParallelController::DataParallelController(std::vector<Engine*> replicas,
 // submits: a replica at capacity leaves the request to the next.
 template <typename SubmitTo>
 Result<std::shared_ptr<RequestStream>> DataParallelController::route(std::span<const int32_t> ids,
-                                                                     SubmitTo submit_to) {
+                                                                     SubmitTo submit_to,
+                                                                     std::optional<int> pinned) {
   const int n = dp_size();
   std::lock_guard lock(mutex_);
   const bool cache_aware = method_ == LoadBalanceMethod::kCacheAware;
@@ -79,10 +80,11 @@ Result<std::shared_ptr<RequestStream>> DataParallelController::route(std::span<c
     views_[i].cached_prefix = cache_aware ? index_.match(i, hashes_) : 0;
     views_[i].cached_tokens = cache_aware ? index_.size(i) : 0;
   }
-  int chosen =
-      choose_replica(method_, views_, static_cast<int64_t>(ids.size()), turn_++, cache_aware_);
+  int chosen = pinned ? *pinned
+                      : choose_replica(method_, views_, static_cast<int64_t>(ids.size()), turn_++,
+                                       cache_aware_);
   auto stream = submit_to(*replicas_[chosen]);
-  if (!stream.ok() && stream.status().code() == StatusCode::kResourceExhausted) {
+  if (!pinned && !stream.ok() && stream.status().code() == StatusCode::kResourceExhausted) {
     std::vector<int> others(static_cast<size_t>(n));
     std::iota(others.begin(), others.end(), 0);
     std::stable_sort(others.begin(), others.end(), [&](int a, int b) {
@@ -107,17 +109,16 @@ Result<std::shared_ptr<RequestStream>> DataParallelController::route(std::span<c
 
 Result<std::shared_ptr<RequestStream>> DataParallelController::submit(
     GenerateRequest request, std::optional<int64_t> replica) {
-  if (replica) {
-    if (*replica < 0 || *replica >= dp_size()) {
-      return invalid_argument("routed_dp_rank " + std::to_string(*replica) +
-                              " names no engine replica (--dp-size " + std::to_string(dp_size()) +
-                              ")");
-    }
-    const int r = static_cast<int>(*replica);
-    return count(r, replicas_[r]->submit(std::move(request)));
+  if (replica && (*replica < 0 || *replica >= dp_size())) {
+    return invalid_argument("routed_dp_rank " + std::to_string(*replica) +
+                            " names no engine replica (--dp-size " + std::to_string(dp_size()) +
+                            ")");
   }
   if (dp_size() == 1) return count(0, replicas_.front()->submit(std::move(request)));
-  return route(request.input_ids, [&request](Engine& e) { return e.submit(request); });
+  std::optional<int> pinned;
+  if (replica) pinned = static_cast<int>(*replica);
+  return route(
+      request.input_ids, [&request](Engine& e) { return e.submit(request); }, pinned);
 }
 
 Result<std::shared_ptr<RequestStream>> DataParallelController::encode(

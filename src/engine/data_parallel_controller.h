@@ -55,8 +55,11 @@ class DataParallelController {
   std::vector<int64_t> routed_requests() const;  // requests each replica accepted from here
 
  private:
+  // `pinned`: the replica the request names (no choice, no fallback when it is full); the
+  // routed-prefix index learns the prompt either way.
   template <typename SubmitTo>
-  Result<std::shared_ptr<RequestStream>> route(std::span<const int32_t> ids, SubmitTo submit_to);
+  Result<std::shared_ptr<RequestStream>> route(std::span<const int32_t> ids, SubmitTo submit_to,
+                                               std::optional<int> pinned = std::nullopt);
   // dp 1: counts an accepted request.
   Result<std::shared_ptr<RequestStream>> count(int replica,
                                                Result<std::shared_ptr<RequestStream>> stream);

@@ -133,11 +133,7 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
   if (const json* speed = find(o, "speed"); speed && *speed != "standard") {
     return unimplemented("'speed' other than 'standard' is not supported (one serving mode)");
   }
-  if (const json* v = find(o, "stream_reasoning"); v && *v == false) {
-    return unimplemented(
-        "'stream_reasoning' = false is not supported on /v1/messages (the "
-        "thinking block streams as it is made)");
-  }
+  SGL_RETURN_IF_ERROR(request_json::refuse_held_reasoning(o, "/v1/messages"));
   for (const char* key : {"user_profile_id", "workspace_id"}) {
     if (const json* v = find(o, key); v && !v->is_string())
       return field_error(key, "must be a string");

@@ -86,7 +86,7 @@ Reply prepare_embeddings(ServerContext& ctx, const EmbeddingRequest& req) {
 Reply prepare_encode(ServerContext& ctx, const EncodeInput& req) {
   auto streams = submit_encodes(ctx, input_ids(ctx, req.prompts));
   if (!streams.ok()) return Reply::of(error_response(streams.status()));
-  const std::string id = req.rid.empty() ? make_request_id("") : req.rid;
+  const std::string id = reply_id(req.rid, "");
   auto format = [id, batch = req.batch](const std::vector<Encoded>& results, double seconds) {
     json items = json::array();
     for (size_t i = 0; i < results.size(); ++i) {

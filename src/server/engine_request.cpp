@@ -133,6 +133,10 @@ std::string make_request_id(std::string_view prefix) {
   return std::string(prefix) + hex;
 }
 
+std::string reply_id(const std::string& rid, std::string_view prefix) {
+  return rid.empty() ? make_request_id(prefix) : rid;
+}
+
 int64_t unix_time() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())

@@ -57,6 +57,8 @@ Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(
 
 // A fresh request id: `prefix` + 32 hex digits.
 std::string make_request_id(std::string_view prefix);
+// A reply's id: the client's (SGLang's rid), else a fresh one with `prefix`.
+std::string reply_id(const std::string& rid, std::string_view prefix);
 // Unix time in seconds.
 int64_t unix_time();
 

@@ -235,7 +235,7 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   }
   auto choices = submit_choices(ctx, std::move(plans), req.routed_dp_rank);
   if (!choices.ok()) return Reply::of(error_response(choices.status()));
-  std::string id = req.rid.empty() ? make_request_id("") : req.rid;
+  std::string id = reply_id(req.rid, "");
   return Reply::later(std::make_unique<GenerateReply>(
                           ctx, std::move(id), std::move(choices).value(), req.stream, setup),
                       req.stream);

@@ -57,8 +57,7 @@ class MessagesReply final : public GenerationReply {
   // `rid`: the client's request id (SGLang's rid, passed through); empty: one is made up.
   MessagesReply(ServerContext& ctx, std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream,
                 std::string model, bool reasoning, const std::string& rid)
-      : GenerationReply(ctx, rid.empty() ? make_request_id("msg_") : rid, std::move(choices),
-                        stream),
+      : GenerationReply(ctx, reply_id(rid, "msg_"), std::move(choices), stream),
         model_(std::move(model)),
         reasoning_(reasoning) {}
 

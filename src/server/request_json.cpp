@@ -73,6 +73,13 @@ Status refuse_fields(const json& o, std::span<const RefusedField> fields) {
   return Status::ok_status();
 }
 
+Status refuse_held_reasoning(const json& o, std::string_view route) {
+  const json* v = find(o, "stream_reasoning");
+  if (!v || *v != false) return Status::ok_status();
+  return unimplemented("'stream_reasoning' = false is not supported on " + std::string(route) +
+                       " (its reasoning streams as it is made)");
+}
+
 json template_arguments(const json& arguments) {
   if (!arguments.is_string()) return arguments;
   json parsed = json::parse(arguments.get_ref<const std::string&>(), nullptr,

@@ -40,6 +40,9 @@ struct RefusedField {
 // kUnimplemented "'name' is not supported: reason" for the first of `fields` present in `o`
 // with a value that asks for something.
 Status refuse_fields(const nlohmann::json& o, std::span<const RefusedField> fields);
+// SGLang's stream_reasoning false (the reasoning held back and sent whole), which only the chat
+// route honours: refused on `route`, whose reasoning streams as it is made.
+Status refuse_held_reasoning(const nlohmann::json& o, std::string_view route);
 
 // `v` as an integer (an integral float such as 3.0 too); "'key' must be an integer" otherwise.
 Status to_int(const nlohmann::json& v, std::string_view key, int64_t& out);

@@ -30,8 +30,8 @@ class ResponsesReply final : public GenerationReply {
  public:
   ResponsesReply(ServerContext& ctx, std::vector<std::unique_ptr<ChoiceStream>> choices,
                  std::shared_ptr<const ResponsesRequest> req, std::string model)
-      : GenerationReply(ctx, req->chat.rid.empty() ? make_request_id("resp_") : req->chat.rid,
-                        std::move(choices), req->chat.stream),
+      : GenerationReply(ctx, reply_id(req->chat.rid, "resp_"), std::move(choices),
+                        req->chat.stream),
         req_(std::move(req)),
         model_(std::move(model)) {}
 

@@ -207,11 +207,7 @@ constexpr const char* kTranslated[] = {"input",
 
 Status check_options(const json& o) {
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefusedFeatures));
-  if (const json* v = find(o, "stream_reasoning"); v && *v == false) {
-    return unimplemented(
-        "'stream_reasoning' = false is not supported on /v1/responses (the "
-        "reasoning item streams as it is made)");
-  }
+  SGL_RETURN_IF_ERROR(request_json::refuse_held_reasoning(o, "/v1/responses"));
   for (const auto& [key, hint] : kChatOnlyFields) {
     const json* v = find(o, key);
     if (v && !asks_nothing(*v) && !(std::string_view(key) == "n" && *v == 1)) {

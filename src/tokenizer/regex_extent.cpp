@@ -134,8 +134,9 @@ class ExtentParser {
   }
 
   // After "(": capturing, named, non-capturing and atomic groups hold their content's span; a
-  // lookahead examines its content without matching it; a lookbehind examines only text before
-  // the position, which the match's own span or the text before the match already covers.
+  // lookaround examines its content without matching it. A lookbehind's content starts at or
+  // before the position, so its reach from the position is at most the content's own (which may
+  // hold a lookahead or $ that reads past the position).
   std::optional<Span> group() {
     ++i_;
     if (!at('?')) return group_body();
@@ -152,8 +153,9 @@ class ExtentParser {
     }
     if (at('<') && i_ + 1 < p_.size() && (p_[i_ + 1] == '=' || p_[i_ + 1] == '!')) {
       i_ += 2;
-      if (!group_body()) return std::nullopt;
-      return Span{};
+      const std::optional<Span> inner = group_body();
+      if (!inner) return std::nullopt;
+      return Span{0, inner->ext};
     }
     if (at('P') && i_ + 1 < p_.size() && p_[i_ + 1] == '<') ++i_;  // (?P<name>
     if (at('<')) {                                                 // (?<name>
@@ -167,7 +169,7 @@ class ExtentParser {
       while (i_ < p_.size() && !at(')')) ++i_;
       if (!at(')')) return std::nullopt;
       ++i_;
-      return Span{};
+      return nothing_to_repeat();
     }
     // Inline flags, global "(?im)" or scoped "(?i-s:...)"; verbose mode (x) changes what every
     // character means, so it is not analysed.
@@ -176,13 +178,20 @@ class ExtentParser {
     }
     if (at(')')) {
       ++i_;
-      return Span{};
+      return nothing_to_repeat();
     }
     if (at(':')) {
       ++i_;
       return group_body();
     }
     return std::nullopt;  // backreferences, conditionals, recursion, (?x), PCRE2-only forms
+  }
+
+  // A comment or a global flag group matches nothing, but a quantifier after it repeats the atom
+  // before it (PCRE2 and Python drop the group first): not analysed.
+  std::optional<Span> nothing_to_repeat() const {
+    if (at('*') || at('+') || at('?') || at('{')) return std::nullopt;
+    return Span{};
   }
 
   std::optional<Span> group_body() {

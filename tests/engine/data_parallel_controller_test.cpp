@@ -231,6 +231,38 @@ TEST(DataParallelController, AFullReplicaLeavesTheRequestToAnother) {
   EXPECT_EQ(full.status().code(), StatusCode::kResourceExhausted);
 }
 
+// SGLang's routed_dp_rank: the named replica, whatever the method would choose, and no other when
+// it is full; cache_aware learns the pinned prompt, so the unpinned ones that share it follow.
+TEST(DataParallelController, ANamedReplicaTakesTheRequest) {
+  Replicas replicas(2, false, /*max_queued=*/1);
+  DataParallelController dp(replicas.pointers(), LoadBalanceMethod::kCacheAware);
+  const std::vector<int32_t> prompt = {7, 8, 9, 10, 11, 12};
+  for (int i = 0; i < 17; ++i) {  // replica 1's 16 running + 1 queued
+    auto s = dp.submit(test::greedy_ids_request(prompt, 4), 1);
+    ASSERT_TRUE(s.ok()) << i << ": " << s.status().to_string();
+    EXPECT_EQ(replica_of((*s)->rid(), 2), 1);
+  }
+  auto full = dp.submit(test::greedy_ids_request(prompt, 4), 1);
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(dp.routed_requests(), (std::vector<int64_t>{0, 17}));
+  for (int64_t bad : {-1, 2}) {
+    auto s = dp.submit(test::greedy_ids_request(prompt, 4), bad);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.status().message().find("names no engine replica"), std::string::npos);
+  }
+
+  // One pinned request teaches cache_aware where its prompt is: the next one sharing it goes
+  // there, though the other replica is less loaded.
+  Replicas fresh(2, false);
+  DataParallelController aware(fresh.pointers(), LoadBalanceMethod::kCacheAware);
+  ASSERT_TRUE(aware.submit(test::greedy_ids_request(prompt, 4), 1).ok());
+  auto follows = aware.submit(test::greedy_ids_request(prompt, 4));
+  ASSERT_TRUE(follows.ok());
+  EXPECT_EQ(replica_of((*follows)->rid(), 2), 1);
+}
+
 TEST(DataParallelController, BadRequestsAreRefusedAsByOneEngine) {
   Replicas replicas(2, false);
   DataParallelController dp(replicas.pointers(), LoadBalanceMethod::kShortestQueue);

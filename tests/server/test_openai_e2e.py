@@ -446,22 +446,29 @@ def test_chat_and_completions_take_rid(server):
             r = server.post(route, {**body, "rid": rid})
             assert r.status_code == 400 and "rid" in r.text and words in r.text, r.text
 
-    result = {}
+    # An abort that lands after the reply finished (the rid is known until the reply is sent)
+    # or before the request is known is tried again.
+    for _ in range(5):
+        result = {}
 
-    def run():
-        result["r"] = server.post("/v1/chat/completions", {
-            "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 480,
-            "ignore_eos": True, "rid": "chat-abort-me"}).json()
+        def run():
+            result["r"] = server.post("/v1/chat/completions", {
+                "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 480,
+                "ignore_eos": True, "rid": "chat-abort-me"}).json()
 
-    t = threading.Thread(target=run)
-    t.start()
-    deadline, aborted = time.monotonic() + 10, False
-    while t.is_alive() and time.monotonic() < deadline and not aborted:
-        aborted = server.post("/abort_request", {"rid": "chat-abort-me"}).json()["success"]
-    t.join(30)
-    assert aborted, "the abort never found the running chat request by its rid"
-    assert result["r"]["choices"][0]["finish_reason"] == "abort", result["r"]
-    server.wait_idle_no_leak()
+        t = threading.Thread(target=run)
+        t.start()
+        deadline, aborted = time.monotonic() + 10, False
+        while t.is_alive() and time.monotonic() < deadline and not aborted:
+            aborted = server.post("/abort_request", {"rid": "chat-abort-me"}).json()["success"]
+        t.join(30)
+        server.wait_idle_no_leak()
+        finish = result["r"]["choices"][0]["finish_reason"]
+        assert finish in ("abort", "length"), result["r"]
+        if aborted and finish == "abort":
+            assert result["r"]["id"] == "chat-abort-me"
+            return
+    raise AssertionError("no abort by rid landed while the chat request ran, in 5 tries")
 
 
 async def one_stream(host, port, index):

@@ -28,25 +28,30 @@ TEST(RegexExtent, BoundsEachConstruct) {
   EXPECT_EQ(max_match_extent("(?P<n>x)[0-9\\]]."), 12u);
   EXPECT_EQ(max_match_extent("x(?=yz)"), 12u);    // a lookahead examines, not matches
   EXPECT_EQ(max_match_extent("x(?=yzw)a"), 16u);  // ... and may reach past the match
-  EXPECT_EQ(max_match_extent("(?<=ab)x"), 4u);    // a lookbehind examines what precedes
-  EXPECT_EQ(max_match_extent("foo$"), 20u);       // $ looks at what follows
+  EXPECT_EQ(max_match_extent("(?<=ab)x"), 8u);    // a lookbehind's content, at most from the start
+  // ... which may hold a lookahead or $ that reads past the position.
+  EXPECT_EQ(max_match_extent("x(?<=x(?=yzwvu))"), 28u);
+  EXPECT_EQ(max_match_extent("(?<=a)(?<!$)"), 8u);
+  EXPECT_EQ(max_match_extent("foo$"), 20u);  // $ looks at what follows
   EXPECT_EQ(max_match_extent("\\bend\\b"), 20u);
   EXPECT_EQ(max_match_extent("^(?i)\\d\\.\\x41\\x{263a}\\0"), 20u);
   EXPECT_EQ(max_match_extent("(?#note)caf\xc3\xa9"), 16u);
   EXPECT_EQ(max_match_extent(""), 0u);
   EXPECT_EQ(max_match_extent("a{0}"), 0u);
   // Unbounded or not analysed: the caller searches everything.
-  for (const char* p : {"a*",    "a+",    "a{2,}",       "(a)\\1", "(?P<n>a)(?P=n)", "(?x)a b",
-                        "a{,3}", "a{ 2}", "[[:alpha:]]", "\\p{L}", "\\Qa\\E",        "(?(1)a|b)",
-                        "(?R)",  ")",     "(",           "[a",     "a{99999999999}", "(*UTF)a",
-                        "\\N",   "{"}) {
+  for (const char* p : {"a*", "a+", "a{2,}", "(a)\\1", "(?P<n>a)(?P=n)", "(?x)a b", "a{,3}",
+                        "a{ 2}", "[[:alpha:]]", "\\p{L}", "\\Qa\\E", "(?(1)a|b)", "(?R)", ")", "(",
+                        "[a", "a{99999999999}", "(*UTF)a", "\\N", "{",
+                        // A quantifier after a comment or flags repeats the atom before them.
+                        "a(?#c){6}", "a(?i){2}", "a(?#c)*"}) {
     EXPECT_FALSE(max_match_extent(p).has_value()) << p;
   }
-  EXPECT_FALSE(max_match_extent("(?:a{1000}){1000}{2}").has_value());  // past the useful limit
+  EXPECT_FALSE(max_match_extent("(?:a{1000}){1000}").has_value());  // past the useful limit
+  EXPECT_EQ(max_match_extent("(?:a{1000}){100}"), 400000u);
 }
 
 // Random patterns from pieces whose matches stay bounded, with the constructs whose reach goes
-// past the match (lookaheads, $, \b).
+// past the match (lookaheads, lookbehinds holding them, $, \b) and comments before quantifiers.
 std::string random_pattern(std::mt19937& rng, int depth = 0) {
   static const std::vector<std::string> atoms = {"a",
                                                  "b",
@@ -68,13 +73,22 @@ std::string random_pattern(std::mt19937& rng, int depth = 0) {
   std::string out;
   const int parts = 1 + static_cast<int>(rng() % 4);
   for (int i = 0; i < parts; ++i) {
-    const unsigned kind = rng() % 10;
+    const unsigned kind = rng() % 13;
     if (kind < 6 || depth >= 2) {
       out += atoms[rng() % atoms.size()];
     } else if (kind == 6) {
       out += "(?=" + random_pattern(rng, depth + 1) + ")";
     } else if (kind == 7) {
       out += "(?!" + random_pattern(rng, depth + 1) + ")";
+    } else if (kind == 10) {  // PCRE2 refuses the variable-length ones (skipped below)
+      out += "(?<=" + random_pattern(rng, depth + 1) + ")";
+    } else if (kind == 11) {
+      out += "(?<!" + random_pattern(rng, depth + 1) + ")";
+    } else if (kind == 12) {
+      out += rng() % 2 ? "(?#note)"
+                       // A fixed-length lookbehind that reads past the position.
+                       : "(?<" + std::string(rng() % 2 ? "=" : "!") + atoms[rng() % 6] +
+                             "(?=" + random_pattern(rng, depth + 1) + "))";
     } else if (kind == 8) {
       out += "(" + random_pattern(rng, depth + 1) + "|" + random_pattern(rng, depth + 1) + ")";
     } else {
@@ -107,7 +121,7 @@ std::optional<size_t> whole_text_match_end(const Regex& regex, const std::string
 TEST(RegexExtent, WindowedStopRegexEqualsWholeTextSearch) {
   std::mt19937 rng(20261201);
   int compiled = 0, windowed = 0, matched_in_window = 0;
-  for (int trial = 0; trial < 10000; ++trial) {
+  for (int trial = 0; trial < 20000; ++trial) {
     const std::string pattern = random_pattern(rng);
     auto regex = Regex::compile(pattern, RegexSyntax::kPython);
     if (!regex.ok()) continue;  // a random pattern PCRE2 refuses (e.g. a quantified anchor)
