@@ -92,7 +92,7 @@ Reply prepare_encode(ServerContext& ctx, const EncodeInput& req) {
     for (size_t i = 0; i < results.size(); ++i) {
       const Encoded& r = results[i];
       // Nothing is generated: finished by length 0 (max_new_tokens 0), as SGLang reports it.
-      json meta = {{"id", batch ? id + "-" + std::to_string(i) : id},
+      json meta = {{"id", batch ? id + "_" + std::to_string(i) : id},
                    {"finish_reason", {{"type", "length"}, {"length", 0}}},
                    {"prompt_tokens", r.prompt_tokens},
                    {"cached_tokens", r.cached_tokens},

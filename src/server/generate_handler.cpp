@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "server/engine_request.h"
 #include "server/errors.h"
@@ -29,6 +30,9 @@ class GenerateReply final : public GenerationReply {
  public:
   struct Setup {
     bool list = false;  // answer a list (a batch, or n > 1)
+    // With `list`, each item's id (SGLang's: the batch's rids, else the request's id + "_" + i),
+    // which /abort_request also takes.
+    std::vector<std::string> item_ids;
     bool logprobs = false;
     bool text_in_logprobs = false;
     // With logprobs, per choice: its prompt ids and where input_token_logprobs start (SGLang:
@@ -43,8 +47,8 @@ class GenerateReply final : public GenerationReply {
 
   GenerateReply(ServerContext& ctx, std::string id,
                 std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream, Setup setup)
-      : GenerationReply(ctx, std::move(id), std::move(choices), stream),
-        setup_(setup),
+      : GenerationReply(ctx, std::move(id), std::move(choices), stream, setup.item_ids),
+        setup_(std::move(setup)),
         start_s_(now_s()),
         input_cache_(choices_.size()),
         input_final_(choices_.size(), false) {}
@@ -117,7 +121,7 @@ class GenerateReply final : public GenerationReply {
   json item(size_t i) {
     const ChoiceStream& c = *choices_[i];
     const ChoiceDelta& t = c.total();
-    json meta = {{"id", setup_.list ? id_ + "-" + std::to_string(i) : id_},
+    json meta = {{"id", setup_.list ? setup_.item_ids[i] : id_},
                  {"finish_reason", finish_reason(i)},
                  {"prompt_tokens", c.prompt_tokens()},
                  {"completion_tokens", c.completion_tokens()},
@@ -189,6 +193,17 @@ class GenerateReply final : public GenerationReply {
 Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   GenerateReply::Setup setup;
   setup.list = req.batch || req.sampling.n > 1;
+  const std::string id = reply_id(req.rid, "");
+  // A list of rids names each prompt's items (a prompt's n samples: rid_0, rid_1, ...).
+  for (const std::string& rid : req.rids) {
+    for (int64_t j = 0; j < req.sampling.n; ++j) {
+      setup.item_ids.push_back(req.sampling.n == 1 ? rid : rid + "_" + std::to_string(j));
+    }
+  }
+  if (setup.list && req.rids.empty()) {
+    const int64_t items = static_cast<int64_t>(req.prompts.size()) * req.sampling.n;
+    for (int64_t i = 0; i < items; ++i) setup.item_ids.push_back(id + "_" + std::to_string(i));
+  }
   // As top_logprobs_num, requested ids turn logprobs on (SGLang needs return_logprob too).
   const bool asks_ids = req.token_ids_logprob &&
                         std::any_of(req.token_ids_logprob->begin(), req.token_ids_logprob->end(),
@@ -235,10 +250,9 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   }
   auto choices = submit_choices(ctx, std::move(plans), req.routed_dp_rank);
   if (!choices.ok()) return Reply::of(error_response(choices.status()));
-  std::string id = reply_id(req.rid, "");
-  return Reply::later(std::make_unique<GenerateReply>(
-                          ctx, std::move(id), std::move(choices).value(), req.stream, setup),
-                      req.stream);
+  return Reply::later(
+      std::make_unique<GenerateReply>(ctx, id, std::move(choices).value(), req.stream, setup),
+      req.stream);
 }
 
 }  // namespace

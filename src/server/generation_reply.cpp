@@ -6,7 +6,8 @@
 namespace sgl::server {
 
 GenerationReply::GenerationReply(ServerContext& ctx, std::string id,
-                                 std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream)
+                                 std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream,
+                                 std::vector<std::string> item_ids)
     : ctx_(ctx),
       id_(std::move(id)),
       created_(unix_time()),
@@ -14,7 +15,7 @@ GenerationReply::GenerationReply(ServerContext& ctx, std::string id,
       stream_(stream) {
   std::vector<uint64_t> rids;
   for (const auto& c : choices_) rids.push_back(c->rid());
-  registry_handle_ = ctx_.registry.add(id_, std::move(rids));
+  registry_handle_ = ctx_.registry.add(id_, std::move(rids), std::move(item_ids));
 }
 
 GenerationReply::~GenerationReply() {

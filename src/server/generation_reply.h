@@ -15,9 +15,11 @@ namespace sgl::server {
 
 class GenerationReply : public DeferredReply {
  public:
-  // `id` is the request id clients see (and may pass to /abort_request).
+  // `id` is the request id clients see (and may pass to /abort_request); `item_ids`, when
+  // given, one per choice, name each choice alone too (a batch's items).
   GenerationReply(ServerContext& ctx, std::string id,
-                  std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream);
+                  std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream,
+                  std::vector<std::string> item_ids = {});
   ~GenerationReply() override;  // unregisters; unfinished choices abort
 
   void start(std::function<void()> wake) override;

@@ -87,11 +87,13 @@ Status read(const json& o, const char* key, std::optional<std::string>& out) {
 }
 
 // SGLang's rid: the request's id, which /abort_request takes and the reply's id repeats. One
-// string names the whole request (SGLang's list of one rid per prompt is not taken).
+// string names the whole request (a list, one id per prompt, is /generate's only).
 Status read_rid(const json& o, std::string& rid) {
   const json* v = find(o, "rid");
   if (v && v->is_array()) {
-    return unimplemented("'rid' as a list is not supported: one string names the whole request");
+    return unimplemented(
+        "'rid' as a list is not supported on this route (one string names the "
+        "whole request)");
   }
   return read(o, "rid", rid);
 }
@@ -669,7 +671,24 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(read(o, "logprob_start_len", r.logprob_start_len));
   if (r.logprob_start_len < -1) return field_error("logprob_start_len", "must be >= -1");
   SGL_RETURN_IF_ERROR(read(o, "return_text_in_logprobs", r.return_text_in_logprobs));
-  SGL_RETURN_IF_ERROR(read_rid(o, r.rid));
+  if (const json* rids = find(o, "rid"); rids && rids->is_array()) {
+    // SGLang's list: one id per prompt of a batch, each unique.
+    if (!r.batch || rids->size() != r.prompts.size()) {
+      return field_error("rid", "as a list must hold one id per prompt of a batch (" +
+                                    std::to_string(r.prompts.size()) + ")");
+    }
+    for (const json& id : *rids) {
+      if (!id.is_string() || id.get_ref<const std::string&>().empty()) {
+        return field_error("rid", "ids must be non-empty strings");
+      }
+      if (std::find(r.rids.begin(), r.rids.end(), id.get<std::string>()) != r.rids.end()) {
+        return field_error("rid", "repeats '" + id.get<std::string>() + "'");
+      }
+      r.rids.push_back(id.get<std::string>());
+    }
+  } else {
+    SGL_RETURN_IF_ERROR(read_rid(o, r.rid));
+  }
   SGL_RETURN_IF_ERROR(read_routed_dp_rank(o, r.routed_dp_rank));
   SGL_RETURN_IF_ERROR(read(o, "no_logs", r.no_logs));
   SGL_RETURN_IF_ERROR(check_modalities(o));

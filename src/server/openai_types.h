@@ -129,6 +129,7 @@ struct GenerateInput {
   // given (an empty list still lists input/output_token_ids_logprobs, all null, as SGLang).
   std::optional<std::vector<std::vector<int32_t>>> token_ids_logprob;
   std::string rid;                        // the client's request id; empty: one is made up
+  std::vector<std::string> rids;          // SGLang's rid as a list: one per prompt of a batch
   std::optional<int64_t> routed_dp_rank;  // the engine replica to run on (SGLang's)
   bool no_logs = false;                   // SGLang's: not in --log-requests' lines
 };

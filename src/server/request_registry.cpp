@@ -3,10 +3,12 @@
 
 namespace sgl::server {
 
-uint64_t RequestRegistry::add(const std::string& id, std::vector<uint64_t> rids) {
+uint64_t RequestRegistry::add(const std::string& id, std::vector<uint64_t> rids,
+                              std::vector<std::string> item_ids) {
   std::lock_guard lock(mutex_);
   const uint64_t handle = next_handle_++;
-  entries_.emplace(handle, Entry{id, std::move(rids)});
+  item_ids.resize(item_ids.empty() ? 0 : rids.size());
+  entries_.emplace(handle, Entry{id, std::move(rids), std::move(item_ids)});
   return handle;
 }
 
@@ -19,7 +21,13 @@ std::vector<uint64_t> RequestRegistry::find(const std::string& id) const {
   std::lock_guard lock(mutex_);
   std::vector<uint64_t> rids;
   for (const auto& [handle, entry] : entries_) {
-    if (entry.id == id) rids.insert(rids.end(), entry.rids.begin(), entry.rids.end());
+    if (entry.id == id) {
+      rids.insert(rids.end(), entry.rids.begin(), entry.rids.end());
+      continue;
+    }
+    for (size_t i = 0; i < entry.item_ids.size(); ++i) {
+      if (entry.item_ids[i] == id) rids.push_back(entry.rids[i]);
+    }
   }
   return rids;
 }

@@ -1,5 +1,5 @@
 // Unit tests of the server's small pieces: RequestStream notification, SSE framing, metrics
-// histograms, request parsing and error bodies.
+// histograms, request parsing and error bodies, the request registry.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "server/errors.h"
 #include "server/metrics.h"
 #include "server/openai_json.h"
+#include "server/request_registry.h"
 #include "server/responses_json.h"
 #include "server/sse.h"
 #include "server/tool_choice.h"
@@ -17,6 +18,25 @@
 
 namespace sgl::server {
 namespace {
+
+// A request is found by its id (all its rids) or by one of its items' ids (that rid alone); a
+// batch counts once, and its rids once each.
+TEST(RequestRegistry, FindsRequestsAndBatchItems) {
+  RequestRegistry r;
+  const uint64_t batch = r.add("req", {11, 12, 13}, {"a", "b", "c"});
+  const uint64_t plain = r.add("solo", {21});
+  r.add("req", {31});  // client ids may repeat
+  EXPECT_EQ(r.find("req"), (std::vector<uint64_t>{11, 12, 13, 31}));
+  EXPECT_EQ(r.find("b"), (std::vector<uint64_t>{12}));
+  EXPECT_EQ(r.find("solo"), (std::vector<uint64_t>{21}));
+  EXPECT_TRUE(r.find("zzz").empty());
+  EXPECT_EQ(r.size(), 3u);
+  EXPECT_EQ(r.all_rids().size(), 5u);
+  r.remove(batch);
+  r.remove(plain);
+  EXPECT_TRUE(r.find("b").empty());
+  EXPECT_EQ(r.size(), 1u);
+}
 
 TEST(RequestStreamNotify, CalledAfterPushAndOnceForPendingEvents) {
   engine::RequestStream stream(7);

@@ -432,6 +432,45 @@ def test_abort_request_by_rid(server):
     server.wait_idle_no_leak()
 
 
+# SGLang's batch ids: a list of rids names each prompt's item (its n samples rid_0, rid_1, ...); one
+# rid (or none) names them id_0, id_1, ...; /abort_request takes any of them.
+def test_generate_batch_rids(server):
+    def ids(**extra):
+        r = server.post("/generate", {"text": [PROMPT, PROMPT + " again"],
+                                      "sampling_params": {"max_new_tokens": 2}, **extra})
+        assert r.status_code == 200, r.text
+        return [item["meta_info"]["id"] for item in r.json()]
+
+    assert ids(rid=["a-1", "b-2"]) == ["a-1", "b-2"]
+    assert ids(rid="batch") == ["batch_0", "batch_1"]
+    assert ids(rid=["a", "b"], sampling_params={"max_new_tokens": 2, "n": 2}) == [
+        "a_0", "a_1", "b_0", "b_1"]
+    for rid, words in [(["a"], "one id per prompt of a batch (2)"), (["a", "a"], "repeats 'a'"),
+                       (["a", ""], "non-empty strings")]:
+        r = server.post("/generate", {"text": [PROMPT, PROMPT], "rid": rid})
+        assert r.status_code == 400 and words in r.text, r.text
+    r = server.post("/generate", {"text": PROMPT, "rid": ["a"]})
+    assert r.status_code == 400 and "one id per prompt of a batch" in r.text, r.text
+
+    # An abort that lands after the batch finished is tried again (as in the chat test below).
+    for _ in range(5):
+        result = {}
+        t = threading.Thread(target=lambda: result.update(r=server.post("/generate", {
+            "text": [PROMPT, PROMPT], "rid": ["keep-me", "stop-me"],
+            "sampling_params": {"max_new_tokens": 480, "ignore_eos": True}}).json()))
+        t.start()
+        deadline, aborted = time.monotonic() + 10, False
+        while t.is_alive() and time.monotonic() < deadline and not aborted:
+            aborted = server.post("/abort_request", {"rid": "stop-me"}).json()["success"]
+        t.join(30)
+        server.wait_idle_no_leak()
+        reasons = [item["meta_info"]["finish_reason"]["type"] for item in result["r"]]
+        if aborted and reasons[1] == "abort":
+            assert reasons[0] == "length", reasons  # the other item ran to its end
+            return
+    raise AssertionError("no abort by a batch item's rid landed while it ran, in 5 tries")
+
+
 # SGLang's rid on the OpenAI routes: the reply's id, and what /abort_request takes.
 def test_chat_and_completions_take_rid(server):
     r = server.post("/v1/completions", {"prompt": PROMPT, "max_tokens": 2, "rid": "cmpl-mine"})
