@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -239,6 +240,25 @@ def status_of(response):
     line = response.split(b"\r\n", 1)[0]
     parts = line.split()
     return int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else None
+
+
+def abort_while_running(server, send, rid, landed, tries=5):
+    """Runs send() (a request that takes a while) on a thread and aborts `rid` while it runs;
+    returns send()'s result once landed(result) says the abort cut it short. An abort that lands
+    after the reply finished (the id is known until the reply is sent) or before the request is
+    known is tried again."""
+    for _ in range(tries):
+        result = {}
+        t = threading.Thread(target=lambda: result.update(r=send()))
+        t.start()
+        deadline, aborted = time.monotonic() + 10, False
+        while t.is_alive() and time.monotonic() < deadline and not aborted:
+            aborted = server.post("/abort_request", {"rid": rid}).json()["success"]
+        t.join(30)
+        server.wait_idle_no_leak()
+        if aborted and landed(result["r"]):
+            return result["r"]
+    raise AssertionError(f"no abort of {rid!r} landed while its request ran, in {tries} tries")
 
 
 def golden():

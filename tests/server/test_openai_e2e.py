@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from conftest import Server, golden, http_post, raise_fd_limit, status_of
+from conftest import (Server, abort_while_running, golden, http_post, raise_fd_limit,
+                      status_of)
 
 openai = pytest.importorskip("openai")
 
@@ -452,23 +453,12 @@ def test_generate_batch_rids(server):
     r = server.post("/generate", {"text": PROMPT, "rid": ["a"]})
     assert r.status_code == 400 and "one id per prompt of a batch" in r.text, r.text
 
-    # An abort that lands after the batch finished is tried again (as in the chat test below).
-    for _ in range(5):
-        result = {}
-        t = threading.Thread(target=lambda: result.update(r=server.post("/generate", {
+    items = abort_while_running(
+        server, lambda: server.post("/generate", {
             "text": [PROMPT, PROMPT], "rid": ["keep-me", "stop-me"],
-            "sampling_params": {"max_new_tokens": 480, "ignore_eos": True}}).json()))
-        t.start()
-        deadline, aborted = time.monotonic() + 10, False
-        while t.is_alive() and time.monotonic() < deadline and not aborted:
-            aborted = server.post("/abort_request", {"rid": "stop-me"}).json()["success"]
-        t.join(30)
-        server.wait_idle_no_leak()
-        reasons = [item["meta_info"]["finish_reason"]["type"] for item in result["r"]]
-        if aborted and reasons[1] == "abort":
-            assert reasons[0] == "length", reasons  # the other item ran to its end
-            return
-    raise AssertionError("no abort by a batch item's rid landed while it ran, in 5 tries")
+            "sampling_params": {"max_new_tokens": 480, "ignore_eos": True}}).json(),
+        "stop-me", lambda r: r[1]["meta_info"]["finish_reason"]["type"] == "abort")
+    assert items[0]["meta_info"]["finish_reason"]["type"] == "length"  # the other ran on
 
 
 # SGLang's rid on the OpenAI routes: the reply's id, and what /abort_request takes.
@@ -485,29 +475,12 @@ def test_chat_and_completions_take_rid(server):
             r = server.post(route, {**body, "rid": rid})
             assert r.status_code == 400 and "rid" in r.text and words in r.text, r.text
 
-    # An abort that lands after the reply finished (the rid is known until the reply is sent)
-    # or before the request is known is tried again.
-    for _ in range(5):
-        result = {}
-
-        def run():
-            result["r"] = server.post("/v1/chat/completions", {
-                "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 480,
-                "ignore_eos": True, "rid": "chat-abort-me"}).json()
-
-        t = threading.Thread(target=run)
-        t.start()
-        deadline, aborted = time.monotonic() + 10, False
-        while t.is_alive() and time.monotonic() < deadline and not aborted:
-            aborted = server.post("/abort_request", {"rid": "chat-abort-me"}).json()["success"]
-        t.join(30)
-        server.wait_idle_no_leak()
-        finish = result["r"]["choices"][0]["finish_reason"]
-        assert finish in ("abort", "length"), result["r"]
-        if aborted and finish == "abort":
-            assert result["r"]["id"] == "chat-abort-me"
-            return
-    raise AssertionError("no abort by rid landed while the chat request ran, in 5 tries")
+    r = abort_while_running(
+        server, lambda: server.post("/v1/chat/completions", {
+            "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 480,
+            "ignore_eos": True, "rid": "chat-abort-me"}).json(),
+        "chat-abort-me", lambda r: r["choices"][0]["finish_reason"] == "abort")
+    assert r["id"] == "chat-abort-me"
 
 
 async def one_stream(host, port, index):

@@ -3,10 +3,10 @@
 # usage and refusals. Greedy replies must equal /v1/chat/completions' for the same
 # conversation (one chat path).
 import json
-import threading
-import time
 
 import pytest
+
+from conftest import abort_while_running
 
 openai = pytest.importorskip("openai")
 
@@ -107,23 +107,13 @@ def test_stream_helper_accumulates(server, client):
 
 def aborted_response(server, stream):
     """A long Responses request aborted by /abort_request (by its request_id) while it runs:
-    (HTTP status, body). An abort that lands after the reply finished (it still finds the id
-    until the reply is sent) or before the request is known is tried again."""
+    (HTTP status, body)."""
     body = {"model": "m", "input": "Once upon a time", "max_output_tokens": 480,
             "temperature": 0, "ignore_eos": True, "request_id": f"resp-abort-{stream}",
             "stream": stream}
-    for _ in range(5):
-        result = {}
-        t = threading.Thread(target=lambda: result.update(r=server.post("/v1/responses", body)))
-        t.start()
-        deadline, aborted = time.monotonic() + 10, False
-        while t.is_alive() and time.monotonic() < deadline and not aborted:
-            aborted = server.post("/abort_request", {"rid": body["request_id"]}).json()["success"]
-        t.join(30)
-        server.wait_idle_no_leak()
-        if aborted and "failed" in result["r"].text:
-            return result["r"].status_code, result["r"].text
-    raise AssertionError("no abort landed while the response ran, in 5 tries")
+    r = abort_while_running(server, lambda: server.post("/v1/responses", body),
+                            body["request_id"], lambda r: "failed" in r.text)
+    return r.status_code, r.text
 
 
 # An aborted response is a response (SGLang, and the Responses API's 'failed' status): HTTP 200,
