@@ -68,9 +68,8 @@ DataParallelController::DataParallelController(std::vector<Engine*> replicas,
 // dp > 1: the choice and the submission under one lock (see mutex_). `submit_to` copies what it
 // submits: a replica at capacity leaves the request to the next.
 template <typename SubmitTo>
-Result<std::shared_ptr<RequestStream>> DataParallelController::route(std::span<const int32_t> ids,
-                                                                     SubmitTo submit_to,
-                                                                     std::optional<int> pinned) {
+Result<std::shared_ptr<RequestStream>> DataParallelController::route(
+    std::span<const int32_t> ids, SubmitTo submit_to, std::optional<int64_t> pinned) {
   const int n = dp_size();
   std::lock_guard lock(mutex_);
   const bool cache_aware = method_ == LoadBalanceMethod::kCacheAware;
@@ -80,7 +79,7 @@ Result<std::shared_ptr<RequestStream>> DataParallelController::route(std::span<c
     views_[i].cached_prefix = cache_aware ? index_.match(i, hashes_) : 0;
     views_[i].cached_tokens = cache_aware ? index_.size(i) : 0;
   }
-  int chosen = pinned ? *pinned
+  int chosen = pinned ? static_cast<int>(*pinned)
                       : choose_replica(method_, views_, static_cast<int64_t>(ids.size()), turn_++,
                                        cache_aware_);
   auto stream = submit_to(*replicas_[chosen]);
@@ -115,10 +114,8 @@ Result<std::shared_ptr<RequestStream>> DataParallelController::submit(
                             ")");
   }
   if (dp_size() == 1) return count(0, replicas_.front()->submit(std::move(request)));
-  std::optional<int> pinned;
-  if (replica) pinned = static_cast<int>(*replica);
   return route(
-      request.input_ids, [&request](Engine& e) { return e.submit(request); }, pinned);
+      request.input_ids, [&request](Engine& e) { return e.submit(request); }, replica);
 }
 
 Result<std::shared_ptr<RequestStream>> DataParallelController::encode(

@@ -59,7 +59,7 @@ class DataParallelController {
   // routed-prefix index learns the prompt either way.
   template <typename SubmitTo>
   Result<std::shared_ptr<RequestStream>> route(std::span<const int32_t> ids, SubmitTo submit_to,
-                                               std::optional<int> pinned = std::nullopt);
+                                               std::optional<int64_t> pinned = std::nullopt);
   // dp 1: counts an accepted request.
   Result<std::shared_ptr<RequestStream>> count(int replica,
                                                Result<std::shared_ptr<RequestStream>> stream);

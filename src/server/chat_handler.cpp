@@ -202,7 +202,7 @@ Reply prepare_chat(ServerContext& ctx, const ChatRequest& req, const std::atomic
   setup.reasoning = !ctx.info.reasoning_parser.empty();
   setup.stream_reasoning = req.stream_reasoning;
   return Reply::later(
-      std::make_unique<ChatReply>(ctx, reply_id(req.rid, "chatcmpl-"),
+      std::make_unique<ChatReply>(ctx, reply_id(req.routing.rid, "chatcmpl-"),
                                   std::move(submitted->choices), req.stream, std::move(setup)),
       req.stream);
 }

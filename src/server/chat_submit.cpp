@@ -99,7 +99,8 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
   out.prompt_tokens = static_cast<int64_t>(ids.size());
   out.reasoning = !parser.reasoning_parser.empty();
   out.tool_calls = !parser.tool_call_parser.empty();
-  SGL_ASSIGN_OR_RETURN(out.choices, submit_choices(ctx, std::move(plans), req.routed_dp_rank));
+  SGL_ASSIGN_OR_RETURN(out.choices,
+                       submit_choices(ctx, std::move(plans), req.routing.routed_dp_rank));
   return out;
 }
 

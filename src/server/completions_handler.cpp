@@ -210,11 +210,11 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
       setup.echo.push_back(echo);
     }
   }
-  auto choices = submit_choices(ctx, std::move(plans), req.routed_dp_rank);
+  auto choices = submit_choices(ctx, std::move(plans), req.routing.routed_dp_rank);
   if (!choices.ok()) return Reply::of(error_response(choices.status()));
   return Reply::later(
-      std::make_unique<CompletionReply>(ctx, reply_id(req.rid, "cmpl-"), std::move(choices).value(),
-                                        req.stream, std::move(setup)),
+      std::make_unique<CompletionReply>(ctx, reply_id(req.routing.rid, "cmpl-"),
+                                        std::move(choices).value(), req.stream, std::move(setup)),
       req.stream);
 }
 

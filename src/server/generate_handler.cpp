@@ -193,14 +193,14 @@ class GenerateReply final : public GenerationReply {
 Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   GenerateReply::Setup setup;
   setup.list = req.batch || req.sampling.n > 1;
-  const std::string id = reply_id(req.rid, "");
+  const std::string id = reply_id(req.routing.rid, "");
   // A list of rids names each prompt's items (a prompt's n samples: rid_0, rid_1, ...).
-  for (const std::string& rid : req.rids) {
+  for (const std::string& rid : req.routing.rids) {
     for (int64_t j = 0; j < req.sampling.n; ++j) {
       setup.item_ids.push_back(req.sampling.n == 1 ? rid : rid + "_" + std::to_string(j));
     }
   }
-  if (setup.list && req.rids.empty()) {
+  if (setup.list && req.routing.rids.empty()) {
     const int64_t items = static_cast<int64_t>(req.prompts.size()) * req.sampling.n;
     for (int64_t i = 0; i < items; ++i) setup.item_ids.push_back(id + "_" + std::to_string(i));
   }
@@ -248,7 +248,7 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
       plans.push_back(std::move(plan));
     }
   }
-  auto choices = submit_choices(ctx, std::move(plans), req.routed_dp_rank);
+  auto choices = submit_choices(ctx, std::move(plans), req.routing.routed_dp_rank);
   if (!choices.ok()) return Reply::of(error_response(choices.status()));
   return Reply::later(
       std::make_unique<GenerateReply>(ctx, id, std::move(choices).value(), req.stream, setup),

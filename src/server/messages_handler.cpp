@@ -190,7 +190,7 @@ Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
   return Reply::later(
       std::make_unique<MessagesReply>(ctx, std::move(submitted->choices), req.stream,
                                       req.model.value_or(ctx.info.served_model_name),
-                                      submitted->reasoning, req.rid),
+                                      submitted->reasoning, req.routing.rid),
       req.stream);
 }
 

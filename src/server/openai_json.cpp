@@ -86,30 +86,44 @@ Status read(const json& o, const char* key, std::optional<std::string>& out) {
   return Status::ok_status();
 }
 
-// SGLang's rid: the request's id, which /abort_request takes and the reply's id repeats. One
-// string names the whole request (a list, one id per prompt, is /generate's only).
-Status read_rid(const json& o, std::string& rid) {
-  const json* v = find(o, "rid");
-  if (v && v->is_array()) {
-    return unimplemented(
-        "'rid' as a list is not supported on this route (one string names the "
-        "whole request)");
+// SGLang's rid (the request's id, which /abort_request takes and the reply's id repeats) and
+// routed_dp_rank, or its older name data_parallel_rank (the controller checks the range).
+// `batch_prompts` (/generate only): the prompts of its batch (0: not a batch), whose rid may be a
+// list of one unique id each; nullopt where one string names the whole request.
+Status read_routing(const json& o, std::optional<size_t> batch_prompts, RequestRouting& out) {
+  if (const json* v = find(o, "rid"); v && v->is_array()) {
+    if (!batch_prompts) {
+      return unimplemented(
+          "'rid' as a list is not supported on this route (one string names the whole "
+          "request)");
+    }
+    if (v->size() != *batch_prompts || *batch_prompts == 0) {
+      return field_error("rid", "as a list must hold one id per prompt of a batch (" +
+                                    (*batch_prompts == 0 ? std::string("this request is none")
+                                                         : std::to_string(*batch_prompts)) +
+                                    ")");
+    }
+    for (const json& id : *v) {
+      if (!id.is_string() || id.get_ref<const std::string&>().empty()) {
+        return field_error("rid", "ids must be non-empty strings");
+      }
+      if (std::find(out.rids.begin(), out.rids.end(), id.get<std::string>()) != out.rids.end()) {
+        return field_error("rid", "repeats '" + id.get<std::string>() + "'");
+      }
+      out.rids.push_back(id.get<std::string>());
+    }
+  } else {
+    SGL_RETURN_IF_ERROR(read(o, "rid", out.rid));
   }
-  return read(o, "rid", rid);
-}
-
-// SGLang's routed_dp_rank, or its older name data_parallel_rank: the engine replica (of
-// --dp-size) the request runs on; the controller checks the range.
-Status read_routed_dp_rank(const json& o, std::optional<int64_t>& rank) {
   for (const char* key : {"routed_dp_rank", "data_parallel_rank"}) {
     std::optional<int64_t> v;
     SGL_RETURN_IF_ERROR(read(o, key, v));
     if (!v) continue;
     if (*v < 0) return field_error(key, "must be >= 0");
-    if (rank && *rank != *v) {
+    if (out.routed_dp_rank && *out.routed_dp_rank != *v) {
       return field_error(key, "and 'routed_dp_rank' name different replicas");
     }
-    rank = v;
+    out.routed_dp_rank = v;
   }
   return Status::ok_status();
 }
@@ -544,8 +558,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
     return field_error("logprobs", "must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
-  SGL_RETURN_IF_ERROR(read_rid(o, r.rid));
-  SGL_RETURN_IF_ERROR(read_routed_dp_rank(o, r.routed_dp_rank));
+  SGL_RETURN_IF_ERROR(read_routing(o, std::nullopt, r.routing));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   std::optional<int64_t> best_of;
   SGL_RETURN_IF_ERROR(read(o, "best_of", best_of));
@@ -633,8 +646,7 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
     return field_error("top_logprobs", "requires 'logprobs' to be true");
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
-  SGL_RETURN_IF_ERROR(read_rid(o, r.rid));
-  SGL_RETURN_IF_ERROR(read_routed_dp_rank(o, r.routed_dp_rank));
+  SGL_RETURN_IF_ERROR(read_routing(o, std::nullopt, r.routing));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(reject_limited(o, kLimitedChat));
   SGL_RETURN_IF_ERROR(check_modalities(o));
@@ -671,25 +683,7 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(read(o, "logprob_start_len", r.logprob_start_len));
   if (r.logprob_start_len < -1) return field_error("logprob_start_len", "must be >= -1");
   SGL_RETURN_IF_ERROR(read(o, "return_text_in_logprobs", r.return_text_in_logprobs));
-  if (const json* rids = find(o, "rid"); rids && rids->is_array()) {
-    // SGLang's list: one id per prompt of a batch, each unique.
-    if (!r.batch || rids->size() != r.prompts.size()) {
-      return field_error("rid", "as a list must hold one id per prompt of a batch (" +
-                                    std::to_string(r.prompts.size()) + ")");
-    }
-    for (const json& id : *rids) {
-      if (!id.is_string() || id.get_ref<const std::string&>().empty()) {
-        return field_error("rid", "ids must be non-empty strings");
-      }
-      if (std::find(r.rids.begin(), r.rids.end(), id.get<std::string>()) != r.rids.end()) {
-        return field_error("rid", "repeats '" + id.get<std::string>() + "'");
-      }
-      r.rids.push_back(id.get<std::string>());
-    }
-  } else {
-    SGL_RETURN_IF_ERROR(read_rid(o, r.rid));
-  }
-  SGL_RETURN_IF_ERROR(read_routed_dp_rank(o, r.routed_dp_rank));
+  SGL_RETURN_IF_ERROR(read_routing(o, r.batch ? r.prompts.size() : 0, r.routing));
   SGL_RETURN_IF_ERROR(read(o, "no_logs", r.no_logs));
   SGL_RETURN_IF_ERROR(check_modalities(o));
   if (const json* v = find(o, "background"); v && !asks_nothing(*v)) {

@@ -32,6 +32,13 @@ struct GrammarInput {
   std::string field;   // the request field it came from, named in errors
 };
 
+// SGLang's request id and replica, which every generation route reads alike.
+struct RequestRouting {
+  std::string rid;                        // the client's request id; empty: one is made up
+  std::vector<std::string> rids;          // /generate's rid as a list: one per prompt of a batch
+  std::optional<int64_t> routed_dp_rank;  // the engine replica to run on; none: load balanced
+};
+
 // Sampling and stopping fields shared by the generation endpoints (SGLang's semantics).
 struct SamplingInput {
   double temperature = 1.0;
@@ -68,8 +75,7 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;     // stream_options.include_usage
   bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM)
-  std::string rid;                // the client's request id (SGLang's); empty: one is made up
-  std::optional<int64_t> routed_dp_rank;  // the engine replica to run on (SGLang's)
+  RequestRouting routing;
 };
 
 // OpenAI's tool_choice.
@@ -111,8 +117,7 @@ struct ChatRequest {
   bool stream = false;
   bool include_usage = false;
   bool continuous_usage = false;
-  std::string rid;  // the client's request id (SGLang's); empty: one is made up
-  std::optional<int64_t> routed_dp_rank;  // the engine replica to run on (SGLang's)
+  RequestRouting routing;
 };
 
 // POST /generate (SGLang native)
@@ -128,10 +133,8 @@ struct GenerateInput {
   // SGLang's token_ids_logprob: one list for every prompt, or one per prompt; nullopt when not
   // given (an empty list still lists input/output_token_ids_logprobs, all null, as SGLang).
   std::optional<std::vector<std::vector<int32_t>>> token_ids_logprob;
-  std::string rid;                        // the client's request id; empty: one is made up
-  std::vector<std::string> rids;          // SGLang's rid as a list: one per prompt of a batch
-  std::optional<int64_t> routed_dp_rank;  // the engine replica to run on (SGLang's)
-  bool no_logs = false;                   // SGLang's: not in --log-requests' lines
+  RequestRouting routing;
+  bool no_logs = false;  // SGLang's: not in --log-requests' lines
 };
 
 // POST /v1/embeddings (an embedding model's; embeddings_json.h)

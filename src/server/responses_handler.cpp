@@ -30,7 +30,7 @@ class ResponsesReply final : public GenerationReply {
  public:
   ResponsesReply(ServerContext& ctx, std::vector<std::unique_ptr<ChoiceStream>> choices,
                  std::shared_ptr<const ResponsesRequest> req, std::string model)
-      : GenerationReply(ctx, reply_id(req->chat.rid, "resp_"), std::move(choices),
+      : GenerationReply(ctx, reply_id(req->chat.routing.rid, "resp_"), std::move(choices),
                         req->chat.stream),
         req_(std::move(req)),
         model_(std::move(model)) {}
