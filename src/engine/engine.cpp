@@ -167,6 +167,15 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
                             std::to_string(request.grammar->tokenizer().vocab_size()) +
                             " tokens; the model's has " + std::to_string(options_.vocab_size));
   }
+  const grammar::ReasoningGate& gate = request.reasoning_gate;
+  if (!gate.empty()) {
+    const auto in_vocab = [&](int32_t id) { return id >= 0 && id < options_.vocab_size; };
+    if (!request.grammar || !std::all_of(gate.end_ids.begin(), gate.end_ids.end(), in_vocab) ||
+        (gate.start_id != -1 && !in_vocab(gate.start_id))) {
+      return invalid_argument(
+          "a reasoning gate needs a grammar and token ids inside the vocabulary");
+    }
+  }
   const auto prompt = static_cast<int64_t>(request.input_ids.size());
   // Without chunking a prompt is prefilled whole, beside the running decodes (MIXED): it must
   // fit the forward's tokens less theirs.

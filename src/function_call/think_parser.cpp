@@ -2,12 +2,6 @@
 #include "function_call/think_parser.h"
 
 namespace sgl::function_call {
-namespace {
-
-constexpr std::string_view kThinkStart = "<think>";
-constexpr std::string_view kThinkEnd = "</think>";
-
-}  // namespace
 
 ThinkParser::ThinkParser(bool force_reasoning)
     : force_reasoning_(force_reasoning),

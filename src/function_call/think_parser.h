@@ -6,11 +6,16 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "function_call/stream_parser.h"
 #include "function_call/text_scan.h"
 
 namespace sgl::function_call {
+
+// The reasoning's tags.
+inline constexpr std::string_view kThinkStart = "<think>";
+inline constexpr std::string_view kThinkEnd = "</think>";
 
 class ThinkParser final : public ByteParser {
  public:

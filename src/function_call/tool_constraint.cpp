@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "function_call/output_parser.h"
+#include "function_call/think_parser.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema_compiler.h"
 #include "grammar/triggered_tags.h"
@@ -176,15 +177,16 @@ Result<std::string> auto_tool_call_grammar(const ToolConstraint& c) {
   ExprId body = g.ref(text);
   if (c.thinking != ThinkingStart::kNone) {
     // The reasoning: free text until </think>, which opens the text with calls.
-    const grammar::TriggeredTag end_thinking = {"</think>", body};
-    SGL_ASSIGN_OR_RETURN(const RuleId reasoning,
-                         grammar::add_triggered_tags(g, {"</think>"}, {&end_thinking, 1},
-                                                     {.stop_after_first = true}));
+    const grammar::TriggeredTag end_thinking = {std::string(kThinkEnd), body};
+    SGL_ASSIGN_OR_RETURN(
+        const RuleId reasoning,
+        grammar::add_triggered_tags(g, {std::string(kThinkEnd)}, {&end_thinking, 1},
+                                    {.stop_after_first = true}));
     body =
         c.thinking == ThinkingStart::kOpen
             ? g.ref(reasoning)
             : g.choice({g.sequence({g.star(g.char_class({{' ', ' '}, {'\t', '\n'}, {'\r', '\r'}})),
-                                    g.bytes("<think>"), g.ref(reasoning)}),
+                                    g.bytes(kThinkStart), g.ref(reasoning)}),
                         body});
   }
   g.set_body(root, body);

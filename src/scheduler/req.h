@@ -11,7 +11,7 @@
 
 #include "cache/radix_cache.h"
 #include "grammar/compiled_grammar.h"
-#include "grammar/grammar_matcher.h"
+#include "grammar/reasoner_matcher.h"
 #include "sampling/prompt_logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
@@ -56,6 +56,8 @@ struct GenerateRequest {
   // Structured output: every generated token is one the grammar allows, and a stop token only
   // where it can end (compiled for the served model's vocabulary). Null: unconstrained.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // With a grammar: the reasoning it waits for (SGLang's require_reasoning); empty: none.
+  grammar::ReasoningGate reasoning_gate = {};
 
   // How many prompt tokens get a logprob (positions start + 1 .. prompt_len - 1).
   int32_t input_logprob_count() const;
@@ -91,7 +93,7 @@ struct Req {
   sampling::PromptLogprobs input_logprobs;  // gathered chunk by chunk until the prefill ends
   PooledEmbedding embedding;                // an embedding model's: pooled chunk by chunk
   // request.grammar's state after output_ids (SGLang's req.grammar); null when unconstrained.
-  std::unique_ptr<grammar::GrammarMatcher> grammar;
+  std::unique_ptr<grammar::ReasonerGrammarMatcher> grammar;
   bool input_logprobs_sent = false;  // delivered with the first token (or the finish)
   int64_t last_batch_id = -1;        // newest batch that reads this request's row
   Clock::time_point arrival_time = Clock::now();

@@ -109,7 +109,8 @@ bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
   req->request.max_new_tokens =
       std::min(req->request.max_new_tokens, max_context_len_ - req->prompt_len());
   if (req->request.grammar) {
-    req->grammar = std::make_unique<grammar::GrammarMatcher>(req->request.grammar);
+    req->grammar = std::make_unique<grammar::ReasonerGrammarMatcher>(req->request.grammar,
+                                                                     req->request.reasoning_gate);
   }
   Req* raw = req.get();
   reqs_.emplace(rid, std::move(req));
@@ -298,8 +299,9 @@ void Scheduler::fill_ready_masks() {
     PendingMask& pending = pending_masks_.front();
     sampling::VocabMask mask;
     for (const auto& [row, req] : pending.rows) {
-      // A request that finished meanwhile samples a token that is dropped: no mask needed.
-      if (req->finished) continue;
+      // A request that finished meanwhile samples a token that is dropped: no mask needed; nor
+      // does one whose grammar waits for the end of its reasoning.
+      if (req->finished || !req->grammar->constrains_next()) continue;
       if (mask.rows.empty()) {
         mask.words = req->grammar->bitmask_words();
         mask.bits.reserve(pending.rows.size() * static_cast<size_t>(mask.words));

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/engine_request.h"
+#include "server/reasoning_gate.h"
 #include "server/tool_choice.h"
 #include "tokenizer/chat_template/json_value.h"
 
@@ -74,6 +75,9 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
   const function_call::OutputParserOptions parser = output_parser_options(ctx, req, prompt);
   std::vector<ChoicePlan> plans;
   std::shared_ptr<const grammar::CompiledGrammar> tool_grammar;  // the same for every choice
+  // A grammar holds the answer after the reasoning, except tool_choice auto's, which describes
+  // the reasoning itself.
+  const grammar::ReasoningGate gate = chat_reasoning_gate(ctx, req, parser);
   for (int64_t j = 0; j < req.sampling.n; ++j) {
     SGL_ASSIGN_OR_RETURN(engine::GenerateRequest request,
                          build_engine_request(ctx, req.sampling, ids, j, std::nullopt));
@@ -82,6 +86,9 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
                            tool_choice_grammar(ctx, req, parser, request.grammar != nullptr));
     }
     if (tool_grammar) request.grammar = tool_grammar;
+    if (request.grammar && !(tool_grammar && req.tool_choice == ToolChoiceMode::kAuto)) {
+      request.reasoning_gate = gate;
+    }
     ChoicePlan plan{std::move(request), choice_options(req.sampling, req.logprobs)};
     plan.options.parser = parser;
     plan.options.max_reasoning_tokens = req.max_reasoning_tokens;

@@ -14,6 +14,7 @@
 #include "server/openai_json.h"
 #include "server/prepared_reply.h"
 #include "server/prompt_token_logprobs.h"
+#include "server/reasoning_gate.h"
 #include "server/request_json.h"
 #include "server/sse.h"
 
@@ -211,6 +212,14 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   setup.logprobs = req.return_logprob || req.top_logprobs_num > 0 || asks_ids;
   setup.text_in_logprobs = req.return_text_in_logprobs;
   setup.token_ids = setup.logprobs && req.token_ids_logprob.has_value();
+  grammar::ReasoningGate gate;
+  if (req.require_reasoning) {
+    auto required = required_reasoning_gate(ctx);
+    if (!required.ok()) {
+      return Reply::of(error_response(400, required.status().message(), "require_reasoning"));
+    }
+    gate = std::move(required).value();
+  }
   std::vector<ChoicePlan> plans;
   for (size_t p = 0; p < req.prompts.size(); ++p) {
     const std::vector<int32_t> ids = prompt_ids(ctx, req.prompts[p]);
@@ -228,6 +237,7 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
       plan.request.token_ids_logprob = asked;
       if (setup.text_in_logprobs) plan.options.token_ids_logprob = asked;
       plan.options.no_logs = req.no_logs;
+      if (plan.request.grammar) plan.request.reasoning_gate = gate;
       if (setup.logprobs) {
         // SGLang: input_token_logprobs from logprob_start_len (default: the last prompt token,
         // which has none).

@@ -233,7 +233,6 @@ constexpr request_json::RefusedField kUnsupportedRequest[] = {
     {"bootstrap_pair_key", kNoDisaggregation},
     {"disagg_prefill_dp_rank", kNoDisaggregation},
     {"decode_tp_size", kNoDisaggregation},
-    {"require_reasoning", "forcing a reasoning section is not implemented"},
     {"max_thinking_tokens",
      "a per-request thinking budget on this route is not implemented "
      "(the Messages API's thinking.budget_tokens is)"},
@@ -685,6 +684,7 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(read(o, "return_text_in_logprobs", r.return_text_in_logprobs));
   SGL_RETURN_IF_ERROR(read_routing(o, r.batch ? r.prompts.size() : 0, r.routing));
   SGL_RETURN_IF_ERROR(read(o, "no_logs", r.no_logs));
+  SGL_RETURN_IF_ERROR(read(o, "require_reasoning", r.require_reasoning));
   SGL_RETURN_IF_ERROR(check_modalities(o));
   if (const json* v = find(o, "background"); v && !asks_nothing(*v)) {
     return unimplemented("'background' is not supported: background requests are not implemented");

@@ -135,6 +135,8 @@ struct GenerateInput {
   std::optional<std::vector<std::vector<int32_t>>> token_ids_logprob;
   RequestRouting routing;
   bool no_logs = false;  // SGLang's: not in --log-requests' lines
+  // SGLang's: the output starts inside the reasoning; a grammar holds after it (reasoning_gate.h).
+  bool require_reasoning = false;
 };
 
 // POST /v1/embeddings (an embedding model's; embeddings_json.h)

@@ -4,7 +4,8 @@
 // valid. Each output is checked by a checker independent of the grammar engine (nlohmann + the
 // test JSON Schema validator, PCRE2, a recursive-descent parser); unconstrained requests in the
 // same batches must equal their solo greedy runs (masks never leak to other rows); both loops,
-// chunked and mixed prefill, and the grammar's end (EOS exactly where it can end).
+// chunked and mixed prefill, and the grammar's end (EOS exactly where it can end). A grammar
+// behind a reasoning gate holds only the answer after the reasoning.
 // Built with SGL_TEST_ON_CUDA: the same on the GPU in float32 (the device mask kernel, device
 // sampling, CUDA graphs and the overlapped mask computation).
 #include <gtest/gtest.h>
@@ -226,6 +227,83 @@ TEST_P(StructuredOutput, EveryConstrainedOutputIsInItsLanguage) {
   EXPECT_TRUE(me->engine->last_integrity().ok()) << me->engine->last_integrity().to_string();
   std::cout << c.name << ": " << complete << "/" << constrained
             << " constrained outputs complete\n";
+}
+
+// With a reasoning gate the grammar waits (SGLang's require_reasoning): the output is the
+// unconstrained greedy one up to the closing ids (two of its own tokens here), then an answer in
+// the grammar's language; with an opening token, that token first (which the grammar refuses)
+// opens the reasoning, and any other first token (the opening kept away by a logit bias) answers
+// under the grammar from the start. Both loops.
+TEST(StructuredOutputReasoning, TheGrammarHoldsTheAnswerAfterTheReasoning) {
+  auto tok = tokenizer::Tokenizer::from_dir(test::model_dir("stories260K"));
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  for (const bool overlap : {true, false}) {
+    runner::ModelRunnerOptions ro;
+#ifdef SGL_TEST_ON_CUDA
+    ro.device = Device::cuda(0);
+    ro.dtype = "float32";
+#endif
+    ro.num_kv_slots = 2048;
+    EngineOptions eo;
+    eo.disable_overlap_schedule = !overlap;
+    auto me = launch_model_engine(test::model_dir("stories260K"), ro, eo);
+    ASSERT_TRUE(me.ok()) << me.status().to_string();
+    me->engine->set_check_integrity(true);
+    const std::vector<int32_t> stops = me->engine->options().eos_token_ids;
+    auto info = server::grammar_tokenizer_info(**tok, me->model_runner->config().vocab_size, stops);
+    ASSERT_TRUE(info.ok()) << info.status().to_string();
+    grammar::GrammarCompiler compiler(
+        std::make_shared<const grammar::TokenizerInfo>(std::move(info).value()));
+    const Constraint regex = constraints()[4];
+    auto compiled = compiler.compile(regex.kind, regex.source);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    const std::vector<int32_t> prompt = (*tok)->encode("Once upon a time", {});
+    const auto run = [&](const GenerateRequest& r) {
+      auto stream = me->engine->submit(r);
+      EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+      return stream.ok() ? test::collect(**stream) : test::Outcome{};
+    };
+
+    const std::vector<int32_t> free = run(test::greedy_ids_request(prompt, 24)).ids;
+    ASSERT_EQ(free.size(), 24u);
+    // The closing ids: the first pair of the free output not seen earlier in it, from token 2.
+    size_t k = 2;
+    const auto seen_before = [&](size_t at) {
+      for (size_t i = 0; i < at; ++i) {
+        if (free[i] == free[at] && free[i + 1] == free[at + 1]) return true;
+      }
+      return false;
+    };
+    while (k + 2 < free.size() && seen_before(k)) ++k;
+    ASSERT_LT(k + 2, free.size());
+    GenerateRequest gated = test::greedy_ids_request(prompt, 80);
+    gated.ignore_eos = false;
+    gated.stop_token_ids = stops;
+    gated.grammar = *compiled;
+    GenerateRequest plain = gated;
+    gated.reasoning_gate = {.end_ids = {free[k], free[k + 1]}, .start_id = -1};
+    grammar::GrammarMatcher refuses_first(*compiled);
+    ASSERT_FALSE(refuses_first.accept_token(free[0])) << "the opening must be the gate's alone";
+    GenerateRequest opened = gated;
+    opened.reasoning_gate.start_id = free[0];
+    GenerateRequest not_opened = opened;
+    not_opened.sampling.logit_bias = {{free[0], -100.f}};
+
+    for (const GenerateRequest* r : {&gated, &opened}) {
+      const test::Outcome got = run(*r);
+      ASSERT_GT(got.ids.size(), k + 2) << overlap;
+      EXPECT_EQ(std::vector<int32_t>(got.ids.begin(), got.ids.begin() + k + 2),
+                std::vector<int32_t>(free.begin(), free.begin() + k + 2))
+          << overlap << ": the reasoning is the free output";
+      ASSERT_EQ(got.finish.reason, scheduler::FinishReason::kStop) << got.finish.message;
+      std::string answer;
+      for (size_t i = k + 2; i + 1 < got.ids.size(); ++i)
+        answer += *(*tok)->token_bytes(got.ids[i]);
+      EXPECT_EQ(check_complete(regex, answer), "") << overlap << ": '" << answer << "'";
+    }
+    EXPECT_EQ(run(not_opened).ids, run(plain).ids) << overlap;
+    EXPECT_TRUE(me->engine->last_integrity().ok()) << me->engine->last_integrity().to_string();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -124,7 +124,7 @@ REFUSED_SGLANG = {
     "positional_embed_overrides": {"a": 1}, "multi_item_delimiter_indices": [1],
     "token_indices_to_pool": [0], "kv_hints": {"a": 1}, "bootstrap_host": "h",
     "bootstrap_port": 8998, "bootstrap_room": 7, "bootstrap_pair_key": "k",
-    "disagg_prefill_dp_rank": 0, "decode_tp_size": 2, "require_reasoning": True,
+    "disagg_prefill_dp_rank": 0, "decode_tp_size": 2,
     "max_thinking_tokens": 8, "background": True, "continue_final_message": True,
 }
 
@@ -240,8 +240,7 @@ GENERATE.update({
                       "return_indexer_topk", "session_params", "lora_id",
                       "positional_embed_overrides", "bootstrap_host", "bootstrap_port",
                       "bootstrap_room", "bootstrap_pair_key", "decode_tp_size",
-                      "disagg_prefill_dp_rank", "background", "require_reasoning",
-                      "max_thinking_tokens", "extra_key", "return_bytes", "return_entropy",
+                      "disagg_prefill_dp_rank", "background", "max_thinking_tokens", "extra_key", "return_bytes", "return_entropy",
                       "return_prompt_token_ids", "encoder_urls", "max_dynamic_patch",
                       "min_dynamic_patch", "image_max_dynamic_patch", "video_max_dynamic_patch",
                       "images_config", "mm_processor_kwargs", "multi_item_delimiter_indices",
@@ -256,6 +255,7 @@ GENERATE.update({
     "http_worker_ipc": no_effect("ipc://x", "SGLang's internal return address"),
     "priority": no_effect(3, NO_PRIORITY),
     "no_logs": shown("test_launch_flags.py::test_log_requests_and_no_logs"),
+    "require_reasoning": shown("test_reasoning_grammar.py::test_generate_require_reasoning"),
     "custom_labels": no_effect({"team": "a"}, NO_CUSTOM_LABELS),
     "external_trace_header": no_effect({"traceparent": "00-1-2-01"}, "no tracing is built"),
     "received_time": no_effect(1.5, "SGLang's internal timestamp"),
@@ -438,7 +438,8 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "parallel_tool_calls": False, "thinking": {"type": "enabled"},
               "separate_reasoning": False, "stream_reasoning": False,
               "chat_template_kwargs": {"enable_thinking": False}, "input_ids": [1, 403],
-              "routed_dp_rank": 0, "data_parallel_rank": 0, "no_logs": True, "min_tokens": 1}
+              "routed_dp_rank": 0, "data_parallel_rank": 0, "no_logs": True, "min_tokens": 1,
+              "require_reasoning": False}
     if route == "completions" and field == "logprobs":
         values["logprobs"] = 2
     path, b = body(route, field, values[field])

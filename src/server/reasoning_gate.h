@@ -1,0 +1,29 @@
+// Where a request's grammar waits for the model's reasoning (SGLang's require_reasoning and its
+// ReasonerGrammarBackend): with a reasoning parser that reads <think>...</think> (qwen3,
+// qwen3-thinking, deepseek-r1), a grammar (response_format, regex, ebnf, structural_tag,
+// tool_choice required or named) holds the answer after </think> instead of the first token, so
+// that a thinking model reasons first and its answer is the constrained part.
+#pragma once
+
+#include "core/status.h"
+#include "function_call/output_parser.h"
+#include "grammar/reasoner_matcher.h"
+#include "server/openai_types.h"
+#include "server/server_context.h"
+
+namespace sgl::server {
+
+// The gate for a chat request with the parser options of its choices: none where thinking is
+// off (chat_template_kwargs.enable_thinking false) or the server has no <think> reasoning parser
+// (separate_reasoning false still gates: the model reasons all the same). An output that starts
+// inside the reasoning waits for </think>; one that may open it reasons only if its first token
+// is <think> (a single token in the served vocabulary; where it is not, the grammar holds from the
+// first token, as it does with gpt-oss, whose channels are special tokens).
+grammar::ReasoningGate chat_reasoning_gate(const ServerContext& ctx, const ChatRequest& req,
+                                           const function_call::OutputParserOptions& parser);
+
+// /generate's require_reasoning: the output starts inside the reasoning, and the grammar holds
+// after </think>. kInvalidArgument without a <think> reasoning parser.
+Result<grammar::ReasoningGate> required_reasoning_gate(const ServerContext& ctx);
+
+}  // namespace sgl::server

@@ -1,0 +1,94 @@
+// The reasoning gate in front of a grammar (ReasonerGrammarMatcher), over a small vocabulary:
+// no gate is the plain matcher; inside the reasoning every token passes and nothing is masked
+// until the closing ids come in a row (overlapping repeats included); a first token may open the
+// reasoning where the output may; any other first token answers under the grammar, and one the
+// grammar refuses changes nothing.
+#include "grammar/reasoner_matcher.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "grammar/grammar_compiler.h"
+
+namespace sgl::grammar {
+namespace {
+
+enum Token : int32_t { kEos, kX, kY, kOpen, kCloseA, kCloseB, kWord };
+
+std::shared_ptr<const CompiledGrammar> x_then_y() {
+  auto info =
+      TokenizerInfo::create({"</s>", "x", "y", "<think>", "</", "think>", "word"}, 40, {kEos}, {});
+  if (!info.ok()) throw std::runtime_error(info.status().to_string());
+  GrammarCompiler compiler(std::make_shared<const TokenizerInfo>(std::move(info).value()));
+  auto compiled = compiler.compile(GrammarKind::kRegex, "x+y");
+  if (!compiled.ok()) throw std::runtime_error(compiled.status().to_string());
+  return *compiled;
+}
+
+std::vector<int32_t> allowed(ReasonerGrammarMatcher& m) {
+  std::vector<uint32_t> mask(m.bitmask_words(), 0);
+  m.fill_next_token_bitmask(mask.data());
+  std::vector<int32_t> out;
+  for (int32_t id = 0; id < 40; ++id) {
+    if ((mask[id >> 5] >> (id & 31)) & 1) out.push_back(id);
+  }
+  return out;
+}
+
+TEST(ReasonerGrammarMatcher, WithoutAGateIsThePlainMatcher) {
+  ReasonerGrammarMatcher m(x_then_y(), {});
+  EXPECT_TRUE(m.constrains_next());
+  EXPECT_EQ(allowed(m), (std::vector<int32_t>{kX}));
+  EXPECT_FALSE(m.accept_token(kWord));
+  EXPECT_TRUE(m.accept_token(kX));
+  EXPECT_EQ(allowed(m), (std::vector<int32_t>{kX, kY}));
+  EXPECT_TRUE(m.accept_token(kY));
+  EXPECT_TRUE(m.accept_token(kEos));
+  EXPECT_TRUE(m.is_terminated());
+}
+
+TEST(ReasonerGrammarMatcher, InsideTheReasoningWaitsForTheClosingIdsInARow) {
+  ReasonerGrammarMatcher m(x_then_y(), {.end_ids = {kCloseA, kCloseA, kCloseB}, .start_id = -1});
+  // Free text, a partial close, a broken close, then an overlapping repeat that closes.
+  for (int32_t t : {kWord, kY, kCloseA, kWord, kCloseA, kCloseA, kCloseA}) {
+    EXPECT_FALSE(m.constrains_next());
+    EXPECT_TRUE(m.accept_token(t)) << t;
+  }
+  EXPECT_FALSE(m.constrains_next());
+  EXPECT_TRUE(m.accept_token(kCloseB));
+  // The answer: the grammar from its start.
+  EXPECT_TRUE(m.constrains_next());
+  EXPECT_EQ(allowed(m), (std::vector<int32_t>{kX}));
+  EXPECT_FALSE(m.accept_token(kCloseB));
+  EXPECT_TRUE(m.accept_token(kX));
+  EXPECT_TRUE(m.accept_token(kY));
+  EXPECT_FALSE(m.is_terminated());
+  EXPECT_TRUE(m.accept_token(kEos));
+  EXPECT_TRUE(m.is_terminated());
+}
+
+TEST(ReasonerGrammarMatcher, TheOpeningTokenFirstStartsTheReasoning) {
+  const ReasoningGate gate = {.end_ids = {kCloseA, kCloseB}, .start_id = kOpen};
+  ReasonerGrammarMatcher m(x_then_y(), gate);
+  EXPECT_TRUE(m.constrains_next());
+  EXPECT_EQ(allowed(m), (std::vector<int32_t>{kX, kOpen}));
+  EXPECT_FALSE(m.accept_token(kWord));  // refused: nothing changed
+  EXPECT_EQ(allowed(m), (std::vector<int32_t>{kX, kOpen}));
+  EXPECT_TRUE(m.accept_token(kOpen));
+  for (int32_t t : {kOpen, kWord, kEos, kCloseA}) {
+    EXPECT_FALSE(m.constrains_next());
+    EXPECT_TRUE(m.accept_token(t));
+  }
+  EXPECT_TRUE(m.accept_token(kCloseB));
+  EXPECT_EQ(allowed(m), (std::vector<int32_t>{kX}));
+
+  // Any other first token is the answer's: the opening is not allowed after it.
+  ReasonerGrammarMatcher answer(x_then_y(), gate);
+  EXPECT_TRUE(answer.accept_token(kX));
+  EXPECT_EQ(allowed(answer), (std::vector<int32_t>{kX, kY}));
+  EXPECT_FALSE(answer.accept_token(kOpen));
+}
+
+}  // namespace
+}  // namespace sgl::grammar
