@@ -9,7 +9,7 @@
 namespace sgl::function_call {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // keeps the schemas' property order
 
 bool valid_name(const std::string& name) {
   // OpenAI: a-z, A-Z, 0-9, underscores and dashes, at most 64 characters; dots are allowed

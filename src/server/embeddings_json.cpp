@@ -9,7 +9,7 @@
 namespace sgl::server {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 using request_json::field_error;
 using request_json::find;
 

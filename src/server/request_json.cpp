@@ -10,7 +10,7 @@
 namespace sgl::server::request_json {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // Rejects nesting deeper than kMaxJsonDepth before parsing (strings are skipped).
 Status check_depth(std::string_view body) {

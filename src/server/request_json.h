@@ -1,7 +1,7 @@
-// NOTE: internal to src/server/*.cpp (it exposes nlohmann::json); never include it elsewhere.
-// What the request parsers and reply builders share: a body parsed into a JSON object within
-// the nesting limit, field lookup and errors, integers, token ids and prompts in the API's forms,
-// JSON replies, and the chat request read from an already-parsed object (the Messages route
+// NOTE: internal to src/server/*.cpp (it exposes nlohmann::ordered_json); never include it
+// elsewhere. What the request parsers and reply builders share: a body parsed into a JSON object
+// within the nesting limit, field lookup and errors, integers, token ids and prompts in the API's
+// forms, JSON replies, and the chat request read from an already-parsed object (the Messages route
 // translates into it).
 #pragma once
 
@@ -21,16 +21,16 @@ namespace sgl::server::request_json {
 
 // The body as a JSON object: nesting checked against kMaxJsonDepth before parsing; nlohmann
 // rejects invalid UTF-8 and lone surrogates.
-Result<nlohmann::json> parse_object(std::string_view body);
+Result<nlohmann::ordered_json> parse_object(std::string_view body);
 
 // kInvalidArgument "'field' problem".
 Status field_error(std::string_view field, std::string_view problem);
 
 // The field, unless absent or null.
-const nlohmann::json* find(const nlohmann::json& o, const char* key);
+const nlohmann::ordered_json* find(const nlohmann::ordered_json& o, const char* key);
 
 // Whether a value asks for nothing: false, "", [] or {}.
-bool asks_nothing(const nlohmann::json& v);
+bool asks_nothing(const nlohmann::ordered_json& v);
 
 // A request field for a feature sgl.cpp does not have, and why.
 struct RefusedField {
@@ -39,39 +39,39 @@ struct RefusedField {
 };
 // kUnimplemented "'name' is not supported: reason" for the first of `fields` present in `o`
 // with a value that asks for something.
-Status refuse_fields(const nlohmann::json& o, std::span<const RefusedField> fields);
+Status refuse_fields(const nlohmann::ordered_json& o, std::span<const RefusedField> fields);
 // SGLang's stream_reasoning false (the reasoning held back and sent whole), which only the chat
 // route honours: refused on `route`, whose reasoning streams as it is made.
-Status refuse_held_reasoning(const nlohmann::json& o, std::string_view route);
+Status refuse_held_reasoning(const nlohmann::ordered_json& o, std::string_view route);
 
 // `v` as an integer (an integral float such as 3.0 too); "'key' must be an integer" otherwise.
-Status to_int(const nlohmann::json& v, std::string_view key, int64_t& out);
+Status to_int(const nlohmann::ordered_json& v, std::string_view key, int64_t& out);
 // `v` as a list of token ids (integers in [0, 2^31)).
-Status to_ids(const nlohmann::json& v, std::string_view key, std::vector<int32_t>& out);
+Status to_ids(const nlohmann::ordered_json& v, std::string_view key, std::vector<int32_t>& out);
 // A prompt in any of the API's forms: "text", ["a", "b"], [1, 2] or [[1, 2], [3]] (at most
 // kMaxBatchPrompts of them); `batch`: a list of prompts was given.
-Status read_prompts(const nlohmann::json& v, std::string_view key, std::vector<PromptInput>& out,
-                    bool& batch);
+Status read_prompts(const nlohmann::ordered_json& v, std::string_view key,
+                    std::vector<PromptInput>& out, bool& batch);
 // SGLang's native prompt (/generate, /encode): exactly one of "text" (a string or strings) and
 // "input_ids" (ids or id lists), read by read_prompts. Returns the key it read.
-Result<std::string_view> read_text_or_input_ids(const nlohmann::json& o,
+Result<std::string_view> read_text_or_input_ids(const nlohmann::ordered_json& o,
                                                 std::vector<PromptInput>& out, bool& batch);
 
 // Message content as text: a string, or a list of parts whose "type" is one of `text_types`,
 // their "text"s joined by newlines; any other part type is refused by name (kUnimplemented).
 // `where` names the content in errors.
-Result<std::string> joined_text(const nlohmann::json& content, const std::string& where,
+Result<std::string> joined_text(const nlohmann::ordered_json& content, const std::string& where,
                                 std::initializer_list<std::string_view> text_types);
 
 // A history tool call's "arguments" as templates take them: the JSON object a string holds
 // (templates write `arguments | tojson`, which would quote a string once more), as SGLang and
 // vLLM hand them over; anything else (invalid JSON, a non-object) as it came.
-nlohmann::json template_arguments(const nlohmann::json& arguments);
+nlohmann::ordered_json template_arguments(const nlohmann::ordered_json& arguments);
 
 // Sets chat_template_kwargs.`key` to `value` in a chat request body (keeping the kwargs the
 // client passed); a passed value that differs is kInvalidArgument naming `field`, which set it.
-Status set_template_kwarg(nlohmann::json& chat, const char* key, const nlohmann::json& value,
-                          std::string_view field);
+Status set_template_kwarg(nlohmann::ordered_json& chat, const char* key,
+                          const nlohmann::ordered_json& value, std::string_view field);
 
 // A reply body; invalid UTF-8 in generated text becomes U+FFFD.
 template <typename Json>
@@ -88,6 +88,7 @@ HttpResponse json_response(const nlohmann::ordered_json& body, int status = 200)
 nlohmann::ordered_json token_logprobs(const ChoiceDelta& d);
 
 // parse_chat_request (openai_json.h) on a parsed body.
-Result<ChatRequest> parse_chat_object(const nlohmann::json& o, const SamplingInput& defaults);
+Result<ChatRequest> parse_chat_object(const nlohmann::ordered_json& o,
+                                      const SamplingInput& defaults);
 
 }  // namespace sgl::server::request_json

@@ -12,7 +12,7 @@
 namespace sgl::server {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 using request_json::asks_nothing;
 using request_json::field_error;
 using request_json::find;

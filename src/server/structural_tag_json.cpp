@@ -10,7 +10,7 @@ namespace sgl::server {
 namespace {
 
 using grammar::StructuralFormat;
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 using request_json::field_error;
 using Type = StructuralFormat::Type;
 

@@ -1,6 +1,7 @@
-// NOTE: internal to src/server/*.cpp (it exposes nlohmann::json); never include it elsewhere.
-// SGLang's structural_tag (response_format, or /generate's sampling_params.structural_tag) read
-// into the grammar engine's structural tag and returned as EBNF for the GrammarBackend.
+// NOTE: internal to src/server/*.cpp (it exposes nlohmann::ordered_json); never include it
+// elsewhere. SGLang's structural_tag (response_format, or /generate's
+// sampling_params.structural_tag) read into the grammar engine's structural tag and returned as
+// EBNF for the GrammarBackend.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@ namespace sgl::server {
 // "triggers": [...], "at_least_one"}. Every key is read or refused: a 400 naming `field` and
 // the key's place. Formats the engine does not build (qwen_xml_parameter, ...) are refused by
 // name.
-Result<std::string> structural_tag_ebnf(const nlohmann::json& value, const std::string& field);
+Result<std::string> structural_tag_ebnf(const nlohmann::ordered_json& value,
+                                        const std::string& field);
 
 }  // namespace sgl::server

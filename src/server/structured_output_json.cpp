@@ -9,7 +9,7 @@
 namespace sgl::server::structured_output_json {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 using grammar::GrammarKind;
 using request_json::dump;
 using request_json::field_error;
