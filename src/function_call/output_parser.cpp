@@ -8,13 +8,15 @@
 #include "function_call/harmony_parser.h"
 #include "function_call/json_tool_parser.h"
 #include "function_call/pythonic_parser.h"
+#include "function_call/qwen3_coder_parser.h"
 #include "function_call/think_parser.h"
 
 namespace sgl::function_call {
 namespace {
 
-constexpr std::array<std::string_view, 8> kToolCallParsers = {
-    "qwen25", "qwen", "llama3", "mistral", "pythonic", "deepseekv3", "deepseekv31", "gpt-oss"};
+constexpr std::array<std::string_view, 10> kToolCallParsers = {
+    "qwen25",  "qwen",     "hermes",     "qwen3_coder", "llama3",
+    "mistral", "pythonic", "deepseekv3", "deepseekv31", "gpt-oss"};
 constexpr std::array<std::string_view, 4> kReasoningParsers = {"qwen3", "qwen3-thinking",
                                                                "deepseek-r1", "gpt-oss"};
 
@@ -27,8 +29,12 @@ Status check_name(std::string_view flag, std::string_view name,
                           known + ")");
 }
 
-std::unique_ptr<StreamParser> tool_call_parser(std::string_view name) {
-  if (name == "qwen25" || name == "qwen") return std::make_unique<JsonToolParser>(qwen25_format());
+std::unique_ptr<StreamParser> tool_call_parser(std::string_view name,
+                                               std::span<const FunctionTool> tools) {
+  if (name == "qwen25" || name == "qwen" || name == "hermes") {
+    return std::make_unique<JsonToolParser>(qwen25_format());
+  }
+  if (name == "qwen3_coder") return std::make_unique<Qwen3CoderParser>(tools);
   if (name == "llama3") return std::make_unique<JsonToolParser>(llama3_format());
   if (name == "mistral") return std::make_unique<JsonToolParser>(mistral_format());
   if (name == "pythonic") return std::make_unique<PythonicParser>();
@@ -129,7 +135,8 @@ Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptio
     first = std::make_unique<ThinkParser>(starts_in_reasoning(options));
   }
   return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
-      std::move(first), tools.empty() ? nullptr : tool_call_parser(tools), keep_reasoning));
+      std::move(first), tools.empty() ? nullptr : tool_call_parser(tools, options.tools),
+      keep_reasoning));
 }
 
 ParsedOutput parse_whole(StreamParser& parser, std::string_view text) {

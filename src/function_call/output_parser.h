@@ -6,14 +6,16 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
+#include "function_call/function_tools.h"
 #include "function_call/stream_parser.h"
 
 namespace sgl::function_call {
 
-// SGLang's names. qwen25 and qwen are the hermes-style <tool_call> format; deepseekv3 also
-// reads V3.1's shorter calls (deepseekv31).
+// SGLang's names. qwen25, qwen and hermes are the hermes-style <tool_call> format; qwen3_coder
+// Qwen3-Coder's XML-like calls; deepseekv3 also reads V3.1's shorter calls (deepseekv31).
 std::span<const std::string_view> tool_call_parser_names();
 // qwen3-thinking is qwen3 whose output always starts inside the reasoning.
 std::span<const std::string_view> reasoning_parser_names();
@@ -32,6 +34,8 @@ struct OutputParserOptions {
   // The prompt already opened the reasoning (a chat template ending in <think>): the output
   // starts inside it. deepseek-r1 and qwen3-thinking always do.
   bool force_reasoning = false;
+  // The request's functions, whose parameter schemas type qwen3_coder's values.
+  std::vector<FunctionTool> tools;
 };
 
 // The output starts inside <think>...</think> (deepseek-r1, qwen3-thinking, a forced start).

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "function_call/output_parser.h"
+#include "function_call/qwen3_coder_parser.h"
 #include "function_call/think_parser.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema_compiler.h"
@@ -27,13 +28,17 @@ struct Format {
   // What opens calls in free text, a prefix of before_calls + head; empty: calls have no marker
   // of their own (cannot be triggered).
   std::string trigger;
+  // What free text may not hold (markup the parser would read as a call without the trigger).
+  std::vector<std::string> text_excludes;
+  // The arguments as Qwen3-Coder's <parameter=...> elements instead of a JSON object.
+  bool xml_parameters = false;
 };
 
 std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
 Result<Format> format_for(std::string_view parser) {
   Format f;
-  if (parser == "qwen25" || parser == "qwen") {
+  if (parser == "qwen25" || parser == "qwen" || parser == "hermes") {
     f.between_calls = "\n";
     f.head = [](const std::string& name) {
       return "<tool_call>\n{\"name\": " + quoted(name) + ", \"arguments\": ";
@@ -80,6 +85,13 @@ Result<Format> format_for(std::string_view parser) {
       return "<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>";
     };
     f.tail = "<|call|>";
+  } else if (parser == "qwen3_coder") {
+    f.between_calls = "\n";
+    f.head = [](const std::string& name) { return "<tool_call>\n<function=" + name + ">\n"; };
+    f.tail = "</function>\n</tool_call>";
+    f.trigger = "<tool_call>";
+    f.text_excludes = {"<function="};
+    f.xml_parameters = true;
   } else if (parser == "pythonic") {
     return unimplemented(
         "tool calls cannot be enforced with the pythonic tool-call format yet (its arguments "
@@ -93,6 +105,109 @@ Result<Format> format_for(std::string_view parser) {
 // Which functions' calls, and how their arguments are held.
 enum class Arguments { kSchema, kSchemaIfStrict };
 
+// A schema's JSON value grammar, embedded in `g` under `prefix`.
+Result<ExprId> json_value(Grammar& g, const std::string& schema_json, const std::string& prefix) {
+  SGL_ASSIGN_OR_RETURN(const Grammar schema, grammar::json_schema_to_grammar(schema_json));
+  return g.ref(g.import_rules(schema, prefix));
+}
+
+// A Qwen3-Coder parameter value written as raw text: anything up to the first </parameter>
+// (which it includes), without what would end the value early for the parser.
+Result<ExprId> raw_parameter_text(Grammar& g) {
+  SGL_ASSIGN_OR_RETURN(
+      const RuleId text,
+      grammar::add_trigger_text(
+          g, {"<parameter=", "</function>", "</parameter>"},
+          [&](size_t t, RuleId) { return t == 2 ? g.empty() : ExprId{-1}; }, /*may_end=*/false));
+  return g.ref(text);
+}
+
+// Keys that leave a string schema's raw text unconstrained.
+bool is_plain_string_key(const std::string& key) {
+  static const std::vector<std::string> kPlain = {"type",       "description", "title",
+                                                  "default",    "examples",    "$comment",
+                                                  "deprecated", "readOnly",    "writeOnly"};
+  return std::find(kPlain.begin(), kPlain.end(), key) != kPlain.end();
+}
+
+// Qwen3-Coder's parameters of `tool` (qwen3_coder_parser.h): its schema's properties in order,
+// each `<parameter=NAME>\nVALUE\n</parameter>\n`, the required ones always; a value whose type
+// the parser reads as a string is raw text (an enum or const: one of its strings), any other the
+// JSON of its schema. With `any`, any parameters with raw values (a tool that is not strict).
+Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, size_t index) {
+  SGL_ASSIGN_OR_RETURN(const ExprId raw, raw_parameter_text(g));
+  if (any) {
+    const ExprId name = g.plus(g.char_class({{'\n', '\n'}, {'<', '<'}, {'>', '>'}}, true));
+    return g.star(g.sequence({g.bytes("<parameter="), name, g.bytes(">\n"), raw, g.bytes("\n")}));
+  }
+  const nlohmann::ordered_json schema =
+      tool.parameters_json.empty()
+          ? nlohmann::ordered_json::object()
+          : nlohmann::ordered_json::parse(tool.parameters_json, nullptr, false);
+  const auto properties = schema.find("properties");
+  if (properties == schema.end() || !properties->is_object() || properties->empty()) {
+    return g.empty();
+  }
+  std::vector<std::string> required;
+  if (const auto r = schema.find("required"); r != schema.end() && r->is_array()) {
+    for (const auto& name : *r) {
+      if (name.is_string()) required.push_back(name.get<std::string>());
+    }
+  }
+  nlohmann::ordered_json defs = nlohmann::ordered_json::object();
+  for (const char* key : {"$defs", "definitions"}) {
+    if (schema.contains(key)) defs[key] = schema[key];
+  }
+  std::vector<ExprId> params;
+  size_t k = 0;
+  for (const auto& [name, property] : properties->items()) {
+    const std::string where = "parameter '" + name + "' of function '" + tool.name + "'";
+    if (name.find_first_of("<>\n") != std::string::npos) {
+      return unimplemented(where + " cannot be written as a qwen3_coder parameter");
+    }
+    const std::string property_json = property.dump();
+    ExprId value;
+    if (xml_value_kind(property_json) == XmlValueKind::kString) {
+      std::vector<std::string> literals;
+      const auto add_literal = [&](const nlohmann::ordered_json& v) {
+        if (v.is_string()) literals.push_back(v.get<std::string>() + "\n</parameter>");
+        return v.is_string();
+      };
+      bool plain = true;  // a schema that is not an object (true) holds nothing
+      if (property.is_object()) {
+        for (const auto& [key, v] : property.items()) {
+          if (key == "enum" && v.is_array()) {
+            for (const auto& e : v) plain = add_literal(e) && plain;
+          } else if (key == "const") {
+            plain = add_literal(v) && plain;
+          } else {
+            plain = plain && is_plain_string_key(key);
+          }
+        }
+      }
+      if (!plain) {
+        return unimplemented(where +
+                             ": string constraints other than enum and const (pattern, format, "
+                             "lengths, combinations) cannot be held in qwen3_coder's raw "
+                             "parameter text yet");
+      }
+      value = literals.empty() ? raw : g.one_of(literals);
+    } else {
+      nlohmann::ordered_json sub = property;
+      if (sub.is_object()) sub.update(defs);
+      auto json =
+          json_value(g, sub.dump(), "f" + std::to_string(index) + "p" + std::to_string(k) + "_");
+      if (!json.ok()) return invalid_argument(where + ": " + json.status().message());
+      value = g.sequence({*json, g.bytes("\n</parameter>")});
+    }
+    const ExprId param = g.sequence({g.bytes("<parameter=" + name + ">\n"), value, g.bytes("\n")});
+    const bool needed = std::find(required.begin(), required.end(), name) != required.end();
+    params.push_back(needed ? param : g.optional(param));
+    ++k;
+  }
+  return g.sequence(std::move(params));
+}
+
 // The calls block: before_calls, one call (or several with parallel_tool_calls), after_calls.
 // The block's first `skip` bytes are left out (the trigger that opened it).
 Result<ExprId> calls_block(Grammar& g, const ToolConstraint& c, const Format& format,
@@ -103,7 +218,11 @@ Result<ExprId> calls_block(Grammar& g, const ToolConstraint& c, const Format& fo
     const FunctionTool& tool = c.tools[i];
     if (!c.function_name.empty() && tool.name != c.function_name) continue;
     ExprId args;
-    if (arguments == Arguments::kSchemaIfStrict && !tool.strict) {
+    if (format.xml_parameters) {
+      SGL_ASSIGN_OR_RETURN(
+          args,
+          xml_parameters(g, tool, arguments == Arguments::kSchemaIfStrict && !tool.strict, i));
+    } else if (arguments == Arguments::kSchemaIfStrict && !tool.strict) {
       if (any_object < 0) any_object = g.import_rules(grammar::any_json_object_grammar(), "any_");
       args = g.ref(any_object);
     } else if (tool.parameters_json.empty()) {
@@ -173,7 +292,8 @@ Result<std::string> auto_tool_call_grammar(const ToolConstraint& c) {
   const grammar::TriggeredTag block = {format.trigger, rest};
   SGL_ASSIGN_OR_RETURN(const RuleId text,
                        grammar::add_triggered_tags(g, {format.trigger}, {&block, 1},
-                                                   {.stop_after_first = !c.parallel_tool_calls}));
+                                                   {.stop_after_first = !c.parallel_tool_calls,
+                                                    .excludes = format.text_excludes}));
   ExprId body = g.ref(text);
   if (c.thinking != ThinkingStart::kNone) {
     // The reasoning: free text until </think>, which opens the text with calls.

@@ -11,7 +11,10 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
                                                          const ChatRequest& req,
                                                          std::string_view prompt) {
   function_call::OutputParserOptions o;
-  if (!req.tools_json.empty()) o.tool_call_parser = ctx.info.tool_call_parser;
+  if (!req.tools_json.empty()) {
+    o.tool_call_parser = ctx.info.tool_call_parser;
+    o.tools = req.tools;
+  }
   if (req.separate_reasoning && req.enable_thinking.value_or(true)) {
     o.reasoning_parser = ctx.info.reasoning_parser;
   }

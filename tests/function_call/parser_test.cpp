@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "function_call/output_parser.h"
+#include "function_call/qwen3_coder_parser.h"
 
 namespace sgl::function_call {
 namespace {
@@ -18,10 +19,11 @@ struct Case {
   bool force = false;
   std::string text;
   ParsedOutput want;
+  std::vector<FunctionTool> functions = {};  // the request's tools (qwen3_coder's value types)
 };
 
 std::unique_ptr<StreamParser> make(const Case& c) {
-  auto p = make_output_parser({c.tools, c.reasoning, c.force});
+  auto p = make_output_parser({c.tools, c.reasoning, c.force, c.functions});
   EXPECT_TRUE(p.ok()) << p.status().to_string();
   return std::move(p).value();
 }
@@ -159,6 +161,94 @@ TEST(ToolCallParser, Pythonic) {
   check({t, "", false, "[f(a=1", out("[f(a=1")});
 }
 
+TEST(ToolCallParser, Qwen3Coder) {
+  const std::string t = "qwen3_coder";
+  const std::vector<FunctionTool> functions = {
+      {"f",
+       R"({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type":
+           "integer"}, "temp": {"type": "number"}, "ok": {"type": "boolean"}, "tags": {"type":
+           "array"}, "opts": {"type": "object"}, "when": {"type": ["null", "string"]},
+           "unit": {"enum": ["c", "f"]}, "level": {"anyOf": [{"type": "integer"},
+           {"type": "null"}]}}})",
+       false},
+      {"now", "", false}};
+  const auto call = [](std::string name, std::string params) {
+    return "<tool_call>\n<function=" + name + ">\n" + params + "</function>\n</tool_call>";
+  };
+  const auto param = [](std::string name, std::string value) {
+    return "<parameter=" + name + ">\n" + value + "\n</parameter>\n";
+  };
+  check({t, "", false, "Hello <b>world</b> <tool_", out("Hello <b>world</b> <tool_")});
+  check({t, "", false,
+         "I'll check.\n" +
+             call("f", param("city", "New York") + param("days", " 3 ") + param("temp", "2.50") +
+                           param("ok", "True") + param("tags", "[\"a\", 1]") +
+                           param("opts", "{'k': None, 'n': (1, 2)}") + param("when", "null") +
+                           param("unit", "c") + param("level", "7")),
+         out("I'll check.", {{"f",
+                              "{\"city\": \"New York\", \"days\": 3, \"temp\": 2.5, \"ok\": true, "
+                              "\"tags\": [\"a\", 1], \"opts\": {\"k\": null, \"n\": [1, 2]}, "
+                              "\"when\": null, \"unit\": \"c\", \"level\": 7}"}}),
+         functions});
+  // What does not convert stays a string; other parameters, other functions: strings.
+  check({t, "", false,
+         call("f", param("days", "three") + param("temp", "1e3") + param("ok", "yes") +
+                       param("opts", "{bad") + param("extra", "42") + param("city", "NULL")) +
+             call("g", param("n", "5")),
+         out("", {{"f",
+                   "{\"days\": \"three\", \"temp\": 1000.0, \"ok\": false, \"opts\": "
+                   "\"{bad\", \"extra\": \"42\", \"city\": null}"},
+                  {"g", "{\"n\": \"5\"}"}}),
+         functions});
+  // Multi-line values keep their inner lines; a value also ends at the next parameter or at
+  // </function>; no parameters is {}; text after the calls is content.
+  check({t, "", false,
+         "<tool_call>\n<function=f>\n<parameter=city>\nline 1\n\nline <2>\n"
+         "<parameter=days>\n4</function>\n</tool_call>\n" +
+             call("now", "") + "\nDone.",
+         out("Done.", {{"f", "{\"city\": \"line 1\\n\\nline <2>\", \"days\": 4}"}, {"now", "{}"}}),
+         functions});
+  // A function without <tool_call> (as SGLang's streaming reads it); markup that is not a call.
+  check({t, "", false, "a <function=now>\n</function> b", out("a b", {{"now", "{}"}})});
+  check({t, "", false, "a <function=bad\nname> b", out("a <function=bad\nname> b")});
+  check({t, "", false, "x <function=f", out("x <function=f")});
+  check({t, "", false, "x <tool_call>\n<function=f", out("x")});
+  // Cut short: the call keeps what it got, its arguments closed.
+  check({t, "", false, "<tool_call>\n<function=f>\n<parameter=city>\nPar</param",
+         out("", {{"f", "{\"city\": \"Par</param\"}"}}), functions});
+  check({t, "", false, "<tool_call>\n<function=f>\n<parameter=ci", out("", {{"f", "{}"}})});
+  check({"hermes", "", false, "<tool_call>{\"name\": \"f\"}</tool_call>", out("", {{"f", "{}"}})});
+}
+
+TEST(ToolCallParser, Qwen3CoderValues) {
+  using K = XmlValueKind;
+  EXPECT_EQ(xml_value_to_json("007", K::kInteger), "7");
+  EXPECT_EQ(xml_value_to_json("-0", K::kInteger), "0");
+  EXPECT_EQ(xml_value_to_json("+1_000", K::kInteger), "1000");
+  EXPECT_EQ(xml_value_to_json("1__0", K::kInteger), "\"1__0\"");
+  EXPECT_EQ(xml_value_to_json("12", K::kNumber), "12");
+  EXPECT_EQ(xml_value_to_json(".5", K::kNumber), "0.5");
+  EXPECT_EQ(xml_value_to_json("-2.", K::kNumber), "-2.0");
+  EXPECT_EQ(xml_value_to_json("inf", K::kNumber), "\"inf\"");
+  EXPECT_EQ(xml_value_to_json("1e999", K::kNumber), "\"1e999\"");
+  EXPECT_EQ(xml_value_to_json("TRUE", K::kBoolean), "true");
+  EXPECT_EQ(xml_value_to_json("{\"a\":[1,{\"b\":\"日本\"}]}", K::kJson),
+            "{\"a\": [1, {\"b\": \"日本\"}]}");
+  EXPECT_EQ(xml_value_to_json("[1, 'x', True]", K::kJson), "[1, \"x\", true]");
+  EXPECT_EQ(xml_value_to_json("(1, 2) x", K::kLiteral), "\"(1, 2) x\"");
+  EXPECT_EQ(xml_value_to_json("say \"hi\"\n\x01", K::kString), "\"say \\\"hi\\\"\\n\\u0001\"");
+  EXPECT_EQ(xml_value_kind(R"({"type": "INT64"})"), K::kInteger);
+  EXPECT_EQ(xml_value_kind(R"({"type": "float"})"), K::kNumber);
+  EXPECT_EQ(xml_value_kind(R"({"anyOf": [{"type": "integer"}, {"type": "string"}]})"), K::kString);
+  EXPECT_EQ(xml_value_kind(R"({"oneOf": [{"type": "null"}, {"type": "boolean"}]})"), K::kBoolean);
+  EXPECT_EQ(xml_value_kind(R"({"enum": [1, 2]})"), K::kInteger);
+  EXPECT_EQ(xml_value_kind(R"({"allOf": [{"type": "string"}, {"items": {}}]})"), K::kJson);
+  EXPECT_EQ(xml_value_kind(R"({"properties": {}})"), K::kJson);
+  EXPECT_EQ(xml_value_kind(R"({"type": "null"})"), K::kLiteral);
+  EXPECT_EQ(xml_value_kind(R"({"description": "no type"})"), K::kString);
+  EXPECT_EQ(xml_value_kind("not json"), K::kString);
+}
+
 TEST(ToolCallParser, DeepSeekV3) {
   const std::string t = "deepseekv3";
   const std::string call1 =
@@ -280,14 +370,23 @@ TEST(OutputParser, RandomOutputsAgreeWhenSplit) {
                                            "<think>",
                                            "</think>",
                                            "<th",
+                                           "<function=f>",
+                                           "<function=",
+                                           "<parameter=a>",
+                                           "</parameter>",
+                                           "</function>",
+                                           ">",
                                            " ",
                                            "  ",
                                            "héllo",
                                            "☃",
                                            "text"};
   const std::vector<std::pair<std::string, std::string>> configs = {
-      {"qwen25", ""},     {"llama3", ""},         {"mistral", ""},     {"pythonic", ""},
-      {"deepseekv3", ""}, {"gpt-oss", "gpt-oss"}, {"qwen25", "qwen3"}, {"pythonic", "deepseek-r1"}};
+      {"qwen25", ""},      {"llama3", ""},
+      {"mistral", ""},     {"pythonic", ""},
+      {"deepseekv3", ""},  {"gpt-oss", "gpt-oss"},
+      {"qwen25", "qwen3"}, {"pythonic", "deepseek-r1"},
+      {"qwen3_coder", ""}, {"qwen3_coder", "qwen3"}};
   std::mt19937 rng(7);
   std::uniform_int_distribution<size_t> pick(0, pieces.size() - 1);
   for (const auto& [tools, reasoning] : configs) {

@@ -92,6 +92,14 @@ std::vector<FormatCase> format_cases() {
        "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
        "{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+      {"qwen3_coder",
+       "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+       "</function>\n</tool_call>",
+       "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+       "</function>\n</tool_call>\n<tool_call>\n<function=now>\n</function>\n</tool_call>",
+       "<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+       "<tool_call>\n<function=get_weather>\n<parameter=unit>\nc\n</parameter>\n</function>\n"
+       "</tool_call>"},
       {"gpt-oss",
        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": "
        "\"Paris\"}<|call|>",
@@ -156,11 +164,16 @@ TEST(ToolConstraint, AutoWithStrictTools) {
     EXPECT_FALSE(parallel.accepts("Let me check. " + f.bad_args));
     // The marker alone, or a call cut short, is not a finished output.
     EXPECT_FALSE(parallel.accepts(f.one.substr(0, f.one.size() - 1)));
-    // now() is not strict: any JSON object as its arguments.
+    // now() is not strict: any JSON object as its arguments (qwen3_coder: any parameters).
     std::string loose = f.two;
-    const size_t empty_args = loose.rfind("{}");
-    ASSERT_NE(empty_args, std::string::npos);
-    loose.replace(empty_args, 2, "{\"x\": [1, 2]}");
+    if (f.parser == "qwen3_coder") {
+      const std::string head = "<function=now>\n";
+      loose.insert(loose.rfind(head) + head.size(), "<parameter=x>\n[1, 2]\n</parameter>\n");
+    } else {
+      const size_t empty_args = loose.rfind("{}");
+      ASSERT_NE(empty_args, std::string::npos);
+      loose.replace(empty_args, 2, "{\"x\": [1, 2]}");
+    }
     EXPECT_TRUE(parallel.accepts(loose));
 
     Checker single({t, "", f.parser, false}, auto_tool_call_grammar);
@@ -187,6 +200,56 @@ TEST(ToolConstraint, AutoLeavesReasoningFree) {
   EXPECT_FALSE(open.accepts("</think><tool_call> nope"));
   Checker none({t, "", "qwen25", true}, auto_tool_call_grammar);
   EXPECT_FALSE(none.accepts("<think>" + musing + call));
+}
+
+// Qwen3-Coder's parameters: raw text where the parser reads a string (an enum's strings
+// only), the JSON of the schema otherwise; required ones always, in the schema's order; nothing
+// in a value that would end it early; string constraints it cannot hold are refused.
+TEST(ToolConstraint, Qwen3CoderParameters) {
+  auto t = read_function_tools(R"([{"type": "function", "function": {"name": "f", "parameters":
+      {"type": "object", "properties": {"note": {"type": "string", "description": "any"},
+       "n": {"type": "integer", "minimum": 1}, "tags": {"type": "array", "items":
+       {"$ref": "#/$defs/tag"}}, "mode": {"enum": ["fast", "slow"]}}, "required": ["n"],
+       "$defs": {"tag": {"type": "string", "maxLength": 3}}}}}])");
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  const auto call = [](const std::string& params) {
+    return "<tool_call>\n<function=f>\n" + params + "</function>\n</tool_call>";
+  };
+  const auto param = [](const std::string& name, const std::string& value) {
+    return "<parameter=" + name + ">\n" + value + "\n</parameter>\n";
+  };
+  Checker c({*t, "", "qwen3_coder", false});
+  EXPECT_TRUE(c.accepts(call(param("n", "3"))));
+  EXPECT_TRUE(c.accepts(call(param("note", "two\nlines <b>") + param("n", "3") +
+                             param("tags", "[\"a\", \"bcd\"]") + param("mode", "slow"))));
+  EXPECT_FALSE(c.accepts(call(param("note", "x"))));                    // n is required
+  EXPECT_FALSE(c.accepts(call(param("n", "0"))));                       // minimum 1
+  EXPECT_FALSE(c.accepts(call(param("n", "3") + param("note", "x"))));  // the schema's order
+  EXPECT_FALSE(c.accepts(call(param("n", "3") + param("tags", "[\"abcd\"]"))));  // $defs held
+  EXPECT_FALSE(c.accepts(call(param("n", "3") + param("mode", "medium"))));
+  EXPECT_FALSE(c.accepts(call(param("note", "a</function>b") + param("n", "3"))));
+  EXPECT_FALSE(c.accepts(call(param("note", "a<parameter=n>b") + param("n", "3"))));
+  EXPECT_FALSE(c.accepts(call(param("n", "3") + param("other", "x"))));
+  // The parser reads back what the grammar allows, typed by the same schema.
+  auto parser = make_output_parser({"qwen3_coder", "", false, *t});
+  const ParsedOutput parsed =
+      parse_whole(**parser, call(param("note", "hi") + param("n", "3") + param("tags", "[\"a\"]")));
+  ASSERT_EQ(parsed.calls.size(), 1u);
+  EXPECT_EQ(parsed.calls[0].arguments, "{\"note\": \"hi\", \"n\": 3, \"tags\": [\"a\"]}");
+
+  auto dated = read_function_tools(R"([{"type": "function", "function": {"name": "g",
+      "parameters": {"type": "object", "properties": {"when": {"type": "string",
+      "format": "date"}}}}}])");
+  ASSERT_TRUE(dated.ok());
+  const auto refused = tool_call_grammar({*dated, "", "qwen3_coder", true});
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(refused.status().message().find("'when'"), std::string::npos);
+  // Free text under tool_choice auto may not open a call without <tool_call>.
+  auto strict = *t;
+  strict[0].strict = true;
+  Checker free({strict, "", "qwen3_coder", true}, auto_tool_call_grammar);
+  EXPECT_TRUE(free.accepts("Sure. " + call(param("n", "2"))));
+  EXPECT_FALSE(free.accepts("Sure. <function=f>\n</function>"));
 }
 
 TEST(ToolConstraint, Errors) {

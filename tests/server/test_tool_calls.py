@@ -369,3 +369,52 @@ def test_strict_tools_under_auto_constrain_calls_only(tool_server, tool_client):
         "model": "m", "messages": USER, "max_tokens": 2,
         "tools": [{"type": "function", "function": {**CITY["function"], "strict": "yes"}}]})
     assert r.status_code == 400 and "tools[0].function.strict" in r.json()["error"]["message"]
+
+
+# Qwen3-Coder's XML-like calls (--tool-call-parser qwen3_coder): parsed into typed JSON
+# arguments by the tools' schemas, streamed or whole; tool_choice required holds them to the
+# format and the schemas (an enum's raw strings, booleans as JSON).
+@pytest.fixture(scope="module")
+def coder_server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("coder"), "--tool-call-parser", "qwen3_coder")
+    yield s
+    assert s.stop() == 0
+
+
+FORECAST = {"type": "function", "function": {
+    "name": "forecast", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}
+CODER_FORCED = ('root ::= "Checking. <tool_call>\\n<function=forecast>\\n<parameter=city>\\n" '
+                '[A-Z][a-z]{1,8} "\\n</parameter>\\n<parameter=days>\\n" [1-9] '
+                '"\\n</parameter>\\n</function>\\n</tool_call>"')
+
+
+def test_qwen3_coder_calls_are_parsed_with_their_types(coder_server):
+    body = dict(tools=[FORECAST], temperature=1.0, seed=4, max_tokens=300, ebnf=CODER_FORCED)
+    choice = chat(coder_server, **body)
+    assert choice["finish_reason"] == "tool_calls", choice
+    assert choice["message"]["content"] == "Checking."
+    [call] = choice["message"]["tool_calls"]
+    assert call["function"]["name"] == "forecast"
+    args = json.loads(call["function"]["arguments"])
+    assert list(args) == ["city", "days"] and isinstance(args["days"], int), args
+    content, _, deltas, finish = stream(coder_server, **body)
+    assert finish == "tool_calls" and content == "Checking."
+    assert "".join(d["function"].get("arguments") or "" for d in deltas) == \
+        call["function"]["arguments"]
+
+
+def test_qwen3_coder_required_holds_calls_to_the_schema(coder_server):
+    client = openai.OpenAI(base_url=coder_server.url + "/v1", api_key="unused", max_retries=0)
+    reply = client.chat.completions.create(
+        model="m", messages=USER, tools=[TIME], tool_choice="required", parallel_tool_calls=False,
+        temperature=1.0, seed=3, n=4, max_tokens=120)
+    for choice in reply.choices:
+        assert choice.finish_reason == "tool_calls", choice
+        [call] = choice.message.tool_calls
+        assert call.function.name == "get_time"
+        check_call("get_time", call.function.arguments)
+    # A string constraint raw parameter text cannot hold is refused by name.
+    r = coder_server.post("/v1/chat/completions", {
+        "model": "m", "messages": USER, "tools": [CITY], "tool_choice": "required"})
+    assert r.status_code == 400 and "'name'" in r.json()["error"]["message"], r.text
