@@ -6,7 +6,7 @@
 namespace sgl::bench_serving {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // the extra body's schemas keep their order
 
 std::optional<int64_t> int_field(const json& o, const char* name) {
   const auto it = o.find(name);

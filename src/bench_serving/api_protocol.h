@@ -25,11 +25,11 @@ struct RequestBodyOptions {
   std::string model;
   bool stream = true;
   bool ignore_eos = true;
-  nlohmann::json extra_body;  // an object merged into every body (null = none)
+  nlohmann::ordered_json extra_body;  // an object merged into every body (null = none)
 };
 
 // --extra-request-body, parsed once: an object, or null for "".
-Result<nlohmann::json> parse_extra_body(const std::string& text);
+Result<nlohmann::ordered_json> parse_extra_body(const std::string& text);
 
 // Greedy (temperature 0), max tokens = row.output_len, ignore_eos as asked; streaming asks for
 // usage in the last event (stream_options.include_usage) on the OpenAI endpoints.

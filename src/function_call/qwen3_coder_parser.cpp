@@ -14,7 +14,7 @@
 namespace sgl::function_call {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // an object value keeps its keys' order, as json.loads
 
 constexpr std::string_view kToolCall = "<tool_call>";
 constexpr std::string_view kToolCallEnd = "</tool_call>";
@@ -98,9 +98,10 @@ std::optional<std::string> python_int(std::string_view raw) {
   return (negative ? "-" : "") + digits->substr(first);
 }
 
-// Python's float(s) as JSON (repr's form: a ".0" on integral values); an integer literal stays
-// an integer (SGLang turns "3" into 3, not 3.0); nullopt for what float() refuses and for
-// infinities and NaN (not JSON).
+// Python's float(s) as JSON: the shortest text that reads back as the same double, ".0" added
+// to an integral one as Python's repr writes it (the exponent forms may differ from repr's:
+// 1e-04 for 0.0001); an integer literal stays an integer (SGLang turns "3" into 3, not 3.0);
+// nullopt for what float() refuses and for infinities and NaN (not JSON).
 std::optional<std::string> python_float(std::string_view raw) {
   const std::string lower = ascii_lower(raw);
   if (lower.find('.') == std::string::npos && lower.find('e') == std::string::npos) {

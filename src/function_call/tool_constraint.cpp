@@ -122,6 +122,34 @@ Result<ExprId> raw_parameter_text(Grammar& g) {
   return g.ref(text);
 }
 
+// The JSON types a property schema names, by `type` (a list too) or its anyOf / oneOf
+// branches' types, null left out.
+std::vector<std::string> json_types(const nlohmann::ordered_json& schema) {
+  std::vector<std::string> types;
+  const auto add = [&](const nlohmann::ordered_json& t) {
+    if (t.is_string() && t != "null" &&
+        std::find(types.begin(), types.end(), t.get<std::string>()) == types.end()) {
+      types.push_back(t.get<std::string>());
+    }
+  };
+  if (!schema.is_object()) return types;
+  if (const auto t = schema.find("type"); t != schema.end()) {
+    if (t->is_array()) {
+      for (const auto& v : *t) add(v);
+    } else {
+      add(*t);
+    }
+  }
+  for (const char* key : {"anyOf", "oneOf"}) {
+    if (const auto b = schema.find(key); b != schema.end() && b->is_array()) {
+      for (const auto& branch : *b) {
+        for (const std::string& t : json_types(branch)) add(nlohmann::ordered_json(t));
+      }
+    }
+  }
+  return types;
+}
+
 // Keys that leave a string schema's raw text unconstrained.
 bool is_plain_string_key(const std::string& key) {
   static const std::vector<std::string> kPlain = {"type",       "description", "title",
@@ -135,18 +163,28 @@ bool is_plain_string_key(const std::string& key) {
 // the parser reads as a string is raw text (an enum or const: one of its strings), any other the
 // JSON of its schema. With `any`, any parameters with raw values (a tool that is not strict).
 Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, size_t index) {
-  SGL_ASSIGN_OR_RETURN(const ExprId raw, raw_parameter_text(g));
-  if (any) {
+  const auto any_parameters = [&]() -> Result<ExprId> {
+    SGL_ASSIGN_OR_RETURN(const ExprId raw, raw_parameter_text(g));
     const ExprId name = g.plus(g.char_class({{'\n', '\n'}, {'<', '<'}, {'>', '>'}}, true));
     return g.star(g.sequence({g.bytes("<parameter="), name, g.bytes(">\n"), raw, g.bytes("\n")}));
-  }
+  };
+  if (any) return any_parameters();
   const nlohmann::ordered_json schema =
       tool.parameters_json.empty()
           ? nlohmann::ordered_json::object()
           : nlohmann::ordered_json::parse(tool.parameters_json, nullptr, false);
   const auto properties = schema.find("properties");
-  if (properties == schema.end() || !properties->is_object() || properties->empty()) {
-    return g.empty();
+  if (properties == schema.end() || !properties->is_object()) {
+    // No properties named: any parameters, unless the schema says more about them.
+    for (const char* key :
+         {"anyOf", "oneOf", "allOf", "additionalProperties", "patternProperties", "$ref"}) {
+      if (schema.contains(key)) {
+        return unimplemented("the parameters of function '" + tool.name + "' ('" + key +
+                             "' without 'properties') cannot be held as qwen3_coder parameters "
+                             "yet");
+      }
+    }
+    return any_parameters();
   }
   std::vector<std::string> required;
   if (const auto r = schema.find("required"); r != schema.end() && r->is_array()) {
@@ -166,6 +204,11 @@ Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, si
       return unimplemented(where + " cannot be written as a qwen3_coder parameter");
     }
     const std::string property_json = property.dump();
+    if (json_types(property).size() > 1) {
+      return unimplemented(where +
+                           " has several types, which qwen3_coder's values (converted by "
+                           "one type) cannot hold yet");
+    }
     ExprId value;
     if (xml_value_kind(property_json) == XmlValueKind::kString) {
       std::vector<std::string> literals;
@@ -186,15 +229,20 @@ Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, si
         }
       }
       if (!plain) {
-        return unimplemented(where +
-                             ": string constraints other than enum and const (pattern, format, "
-                             "lengths, combinations) cannot be held in qwen3_coder's raw "
-                             "parameter text yet");
+        return unimplemented(where + ": a schema " + property_json +
+                             " read as a string cannot be held in qwen3_coder's raw parameter "
+                             "text yet (only plain strings and string enums / consts)");
       }
-      value = literals.empty() ? raw : g.one_of(literals);
+      if (literals.empty()) {
+        SGL_ASSIGN_OR_RETURN(value, raw_parameter_text(g));
+      } else {
+        value = g.one_of(literals);
+      }
     } else {
       nlohmann::ordered_json sub = property;
-      if (sub.is_object()) sub.update(defs);
+      for (const auto& [key, d] : defs.items()) {
+        if (sub.is_object() && !sub.contains(key)) sub[key] = d;
+      }
       auto json =
           json_value(g, sub.dump(), "f" + std::to_string(index) + "p" + std::to_string(k) + "_");
       if (!json.ok()) return invalid_argument(where + ": " + json.status().message());
@@ -205,7 +253,7 @@ Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, si
     params.push_back(needed ? param : g.optional(param));
     ++k;
   }
-  return g.sequence(std::move(params));
+  return params.empty() ? g.empty() : g.sequence(std::move(params));
 }
 
 // The calls block: before_calls, one call (or several with parallel_tool_calls), after_calls.

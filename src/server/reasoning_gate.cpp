@@ -21,15 +21,11 @@ grammar::ReasoningGate gate_until_think_end(const ServerContext& ctx) {
 
 }  // namespace
 
-grammar::ReasoningGate chat_reasoning_gate(const ServerContext& ctx, const ChatRequest& req,
+grammar::ReasoningGate chat_reasoning_gate(const ServerContext& ctx,
                                            const function_call::OutputParserOptions& parser) {
-  if (!req.enable_thinking.value_or(true) || !reads_think_tags(ctx.info.reasoning_parser)) {
-    return {};
-  }
-  function_call::OutputParserOptions thinking = parser;
-  thinking.reasoning_parser = ctx.info.reasoning_parser;
+  if (!reads_think_tags(parser.reasoning_parser)) return {};
   grammar::ReasoningGate gate = gate_until_think_end(ctx);
-  if (!function_call::starts_in_reasoning(thinking)) {
+  if (!function_call::starts_in_reasoning(parser)) {
     const std::optional<int32_t> start = ctx.tokenizer.token_to_id(function_call::kThinkStart);
     if (!start) return {};
     gate.start_id = *start;

@@ -8,18 +8,18 @@
 #include "core/status.h"
 #include "function_call/output_parser.h"
 #include "grammar/reasoner_matcher.h"
-#include "server/openai_types.h"
 #include "server/server_context.h"
 
 namespace sgl::server {
 
-// The gate for a chat request with the parser options of its choices: none where thinking is
-// off (chat_template_kwargs.enable_thinking false) or the server has no <think> reasoning parser
-// (separate_reasoning false still gates: the model reasons all the same). An output that starts
-// inside the reasoning waits for </think>; one that may open it reasons only if its first token
-// is <think> (a single token in the served vocabulary; where it is not, the grammar holds from the
-// first token, as it does with gpt-oss, whose channels are special tokens).
-grammar::ReasoningGate chat_reasoning_gate(const ServerContext& ctx, const ChatRequest& req,
+// The gate for a chat request whose choices parse with `parser`: none where the reasoning is not
+// separated (thinking off, separate_reasoning false, no reasoning parser: the content is then the
+// whole output, which the grammar should describe from its first token) or the parser does not
+// read <think> (gpt-oss, whose channels are special tokens). An output that starts inside the
+// reasoning waits for </think>; one that may open it reasons only if its first token is <think>
+// (a single token in the served vocabulary; where it is not, the grammar holds from the first
+// token).
+grammar::ReasoningGate chat_reasoning_gate(const ServerContext& ctx,
                                            const function_call::OutputParserOptions& parser);
 
 // /generate's require_reasoning: the output starts inside the reasoning, and the grammar holds

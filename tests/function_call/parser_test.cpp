@@ -235,6 +235,7 @@ TEST(ToolCallParser, Qwen3CoderValues) {
   EXPECT_EQ(xml_value_to_json("{\"a\":[1,{\"b\":\"日本\"}]}", K::kJson),
             "{\"a\": [1, {\"b\": \"日本\"}]}");
   EXPECT_EQ(xml_value_to_json("[1, 'x', True]", K::kJson), "[1, \"x\", true]");
+  EXPECT_EQ(xml_value_to_json("{\"z\": 1, \"a\": 2}", K::kJson), "{\"z\": 1, \"a\": 2}");
   EXPECT_EQ(xml_value_to_json("(1, 2) x", K::kLiteral), "\"(1, 2) x\"");
   EXPECT_EQ(xml_value_to_json("say \"hi\"\n\x01", K::kString), "\"say \\\"hi\\\"\\n\\u0001\"");
   EXPECT_EQ(xml_value_kind(R"({"type": "INT64"})"), K::kInteger);

@@ -244,6 +244,29 @@ TEST(ToolConstraint, Qwen3CoderParameters) {
   const auto refused = tool_call_grammar({*dated, "", "qwen3_coder", true});
   EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(refused.status().message().find("'when'"), std::string::npos);
+  // Several types (one conversion cannot serve them), unions without properties: refused;
+  // a bare object schema takes any parameters.
+  for (const char* params :
+       {R"({"type": "object", "properties": {"v": {"type": ["integer", "number"]}}})",
+        R"({"type": "object", "properties": {"v": {"anyOf": [{"type": "integer"},
+              {"type": "boolean"}]}}})",
+        R"({"type": "object", "additionalProperties": {"type": "integer"}})",
+        R"({"anyOf": [{"type": "object"}]})"}) {
+    const FunctionTool tool = {"h", params, false};
+    EXPECT_EQ(tool_call_grammar({{&tool, 1}, "", "qwen3_coder", true}).status().code(),
+              StatusCode::kUnimplemented)
+        << params;
+  }
+  const FunctionTool bare = {"h", R"({"type": "object"})", false};
+  Checker any({{&bare, 1}, "", "qwen3_coder", true});
+  EXPECT_TRUE(
+      any.accepts("<tool_call>\n<function=h>\n<parameter=q>\nfree text\n</parameter>\n"
+                  "</function>\n</tool_call>"));
+  const FunctionTool nullable = {
+      "h", R"({"type": "object", "properties": {"v": {"type": ["integer", "null"]}}})", false};
+  Checker maybe({{&nullable, 1}, "", "qwen3_coder", true});
+  EXPECT_TRUE(maybe.accepts(
+      "<tool_call>\n<function=h>\n<parameter=v>\nnull\n</parameter>\n</function>\n</tool_call>"));
   // Free text under tool_choice auto may not open a call without <tool_call>.
   auto strict = *t;
   strict[0].strict = true;

@@ -296,6 +296,18 @@ def test_huge_body_is_413(server):
     assert r.status_code == 413 and "too large" in r.json()["error"]["message"]
 
 
+def test_an_object_of_a_million_keys_is_read_in_linear_time(server):
+    # Bodies keep their keys' order; a parser that searched an object's keys for each new one
+    # would take hours on this 20 MB body (a worker held), rather than about a second.
+    body = json.dumps({"prompt": "a", "max_tokens": 1, "max_tokens_x": {
+        f"k{i}": i for i in range(1_000_000)}, "logit_bias": {str(i): 0 for i in range(500)}})
+    r = requests.post(server.url + "/v1/completions", data=body, timeout=60)
+    assert r.status_code == 200, r.text
+    # A repeated key keeps its last value, as before.
+    r = server.post("/v1/completions", '{"prompt": "a", "max_tokens": 5, "max_tokens": 2}')
+    assert r.json()["usage"]["completion_tokens"] == 2
+
+
 def test_huge_chunked_body_is_413(server):
     def chunks():
         yield b'{"prompt": "'
