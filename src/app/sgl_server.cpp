@@ -59,12 +59,12 @@ std::span<const FlagSpec> server_flag_table() {
       {.name = "--tool-call-parser",
        .value = "NAME",
        .help = "Parse tool calls out of chat replies when a request offers tools (SGLang's "
-               "names): qwen25 / qwen, llama3, mistral, pythonic, deepseekv3, deepseekv31, "
-               "gpt-oss."},
+               "names): qwen25 / qwen / hermes, qwen3_coder, llama3, mistral, pythonic, "
+               "deepseekv3, deepseekv31, gpt-oss."},
       {.name = "--reasoning-parser",
        .value = "NAME",
        .help = "Separate the reasoning into reasoning_content (SGLang's names): qwen3, "
-               "qwen3-thinking, deepseek-r1, gpt-oss."},
+               "qwen3-thinking, deepseek-r1, mistral, gpt-oss."},
       {.name = "--allowed-origins",
        .value = "ORIGINS",
        .help = "Browser origins allowed to call the API (CORS): comma-separated "

@@ -11,7 +11,23 @@ JsonToolFormat llama3_format() {
           .separator = ';',
           .bare_at_start = true};
 }
-JsonToolFormat mistral_format() { return {.start = "[TOOL_CALLS]", .end = "", .array = true}; }
+JsonToolFormat mistral_format() {
+  return {.start = "[TOOL_CALLS]", .end = "", .array = true, .compact = true};
+}
+
+namespace {
+
+constexpr std::string_view kArgs = "[ARGS]";
+constexpr std::string_view kCallId = "[CALL_ID]";
+constexpr size_t kMaxCompactNameBytes = 256;
+
+std::string_view trim_space(std::string_view s) {
+  while (!s.empty() && is_json_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_json_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
 
 JsonToolParser::JsonToolParser(JsonToolFormat format)
     : format_(std::move(format)),
@@ -35,6 +51,11 @@ void JsonToolParser::fall_back(char c, EventSink& out) {
   state_ = State::kText;
   text(std::exchange(raw_, {}), out);
   step(c, out);
+}
+
+void JsonToolParser::fall_back_text(EventSink& out) {
+  state_ = State::kText;
+  text(std::exchange(raw_, {}), out);
 }
 
 void JsonToolParser::back_to_text(char c, EventSink& out) {
@@ -94,7 +115,68 @@ void JsonToolParser::step(char c, EventSink& out) {
         start_object(c, out);
         return;
       }
+      if (format_.compact) {
+        raw_ += c;
+        name_.assign(1, c);
+        state_ = State::kCompactName;
+        return;
+      }
       fall_back(c, out);
+      return;
+    case State::kCompactName:
+    case State::kCompactId: {
+      if (c == '\n' || name_.size() >= kMaxCompactNameBytes) {
+        fall_back(c, out);
+        return;
+      }
+      raw_ += c;
+      name_ += c;
+      if (state_ == State::kCompactName && name_.ends_with(kCallId)) {
+        call_name_ = trim_space(std::string_view(name_).substr(0, name_.size() - kCallId.size()));
+        name_.clear();  // now the id, which is not kept
+        state_ = State::kCompactId;
+        return;
+      }
+      if (!name_.ends_with(kArgs)) return;
+      if (state_ == State::kCompactName) {
+        call_name_ = trim_space(std::string_view(name_).substr(0, name_.size() - kArgs.size()));
+      }
+      if (call_name_.empty()) {
+        fall_back_text(out);
+        return;
+      }
+      args_.reset();
+      state_ = State::kCompactArgs;
+      return;
+    }
+    case State::kCompactArgs:
+      // The call begins with its arguments' first byte (an object or array, as SGLang reads it).
+      if (!args_.started()) {
+        if (is_json_space(c)) {
+          raw_ += c;
+          return;
+        }
+        if (c != '{' && c != '[') {
+          fall_back(c, out);
+          return;
+        }
+        out.begin_call(call_name_);
+        raw_.clear();
+      }
+      switch (args_.step(c)) {
+        case JsonScanner::Step::kMore:
+          out.arguments(std::string_view(&c, 1));
+          return;
+        case JsonScanner::Step::kComplete:
+          out.arguments(std::string_view(&c, 1));
+          state_ = State::kText;
+          text_.skip_leading();
+          return;
+        case JsonScanner::Step::kCompleteBefore:
+        case JsonScanner::Step::kError:
+          back_to_text(c, out);
+          return;
+      }
       return;
     case State::kArrayNext:
       if (is_json_space(c)) {
@@ -192,6 +274,13 @@ void JsonToolParser::finish(EventSink& out) {
       break;
     case State::kEnd:
       out.content(end_.matched());
+      break;
+    case State::kCompactName:
+    case State::kCompactId:
+      out.content(raw_);
+      break;
+    case State::kCompactArgs:
+      if (!args_.started()) out.content(raw_);  // else the call keeps the arguments it got
       break;
   }
   raw_.clear();

@@ -1,14 +1,17 @@
 // The tool-call formats whose calls are JSON objects {"name": ..., "arguments": ...} after a
 // marker: qwen25 (`<tool_call>\n{...}\n</tool_call>`, hermes style), llama3 (`<|python_tag|>`
 // or a bare object at the start, calls separated by ';', "parameters" for the arguments) and
-// mistral (`[TOOL_CALLS] [{...}, {...}]`). Text around the calls is content, whitespace next to
-// the markup trimmed. Markup that turns out not to be a call before its name was read is
-// content; a call whose name was read stays a call (its arguments as far as they came).
+// mistral (`[TOOL_CALLS] [{...}, {...}]`, and the compact `[TOOL_CALLS]NAME[ARGS]{...}` of
+// newer Mistral templates, `[CALL_ID]ID` before `[ARGS]` allowed, each call behind its own
+// marker). Text around the calls is content, whitespace next to the markup trimmed. Markup that
+// turns out not to be a call before its name was read is content; a call whose name was read stays
+// a call (its arguments as far as they came).
 #pragma once
 
 #include <string>
 
 #include "function_call/json_call_reader.h"
+#include "function_call/json_scanner.h"
 #include "function_call/stream_parser.h"
 #include "function_call/text_scan.h"
 
@@ -20,6 +23,7 @@ struct JsonToolFormat {
   bool array = false;          // calls as a JSON array after the marker (mistral)
   char separator = 0;          // between calls, without another marker (llama3: ';')
   bool bare_at_start = false;  // an output starting with '{' starts a call (llama3)
+  bool compact = false;        // NAME[ARGS]{...} after the marker (mistral)
 };
 
 JsonToolFormat qwen25_format();
@@ -40,6 +44,9 @@ class JsonToolParser final : public ByteParser {
     kObject,       // inside a call object
     kAfterObject,  // after a call object
     kEnd,          // matching the end literal
+    kCompactName,  // compact: the name, up to [ARGS] (or [CALL_ID])
+    kCompactId,    // compact: the call id, up to [ARGS]
+    kCompactArgs,  // compact: the arguments' JSON value
   };
 
   void step(char c, EventSink& out) override;
@@ -47,6 +54,8 @@ class JsonToolParser final : public ByteParser {
   void start_object(char c, EventSink& out);
   // Not a call after all: the markup read so far is content; `c` is read again as text.
   void fall_back(char c, EventSink& out);
+  // The same once the markup's last byte is read: it is content, and nothing is read again.
+  void fall_back_text(EventSink& out);
   // Back to text after a call; `c` is read again as text.
   void back_to_text(char c, EventSink& out);
   // The array's ']' ended the calls.
@@ -58,7 +67,10 @@ class JsonToolParser final : public ByteParser {
   State state_;
   JsonCallReader call_;
   LiteralMatch end_;
-  std::string raw_;  // the markup since the last certain point, for fall_back
+  std::string raw_;        // the markup since the last certain point, for fall_back
+  std::string name_;       // compact: the name (or the call id) read so far
+  std::string call_name_;  // compact: the name, once [ARGS] or [CALL_ID] ended it
+  JsonScanner args_;       // compact: the arguments' syntax
   bool in_array_ = false;
   bool block_has_call_ = false;  // the array holds a finished call
 };

@@ -17,8 +17,8 @@ namespace {
 constexpr std::array<std::string_view, 10> kToolCallParsers = {
     "qwen25",  "qwen",     "hermes",     "qwen3_coder", "llama3",
     "mistral", "pythonic", "deepseekv3", "deepseekv31", "gpt-oss"};
-constexpr std::array<std::string_view, 4> kReasoningParsers = {"qwen3", "qwen3-thinking",
-                                                               "deepseek-r1", "gpt-oss"};
+constexpr std::array<std::string_view, 5> kReasoningParsers = {"qwen3", "qwen3-thinking",
+                                                               "deepseek-r1", "mistral", "gpt-oss"};
 
 Status check_name(std::string_view flag, std::string_view name,
                   std::span<const std::string_view> names) {
@@ -118,6 +118,15 @@ bool starts_in_reasoning(const OutputParserOptions& options) {
          options.reasoning_parser == "qwen3-thinking";
 }
 
+std::optional<ThinkTags> think_tags(std::string_view reasoning_parser) {
+  if (reasoning_parser == "mistral") return kMistralThinkTags;
+  if (reasoning_parser == "qwen3" || reasoning_parser == "qwen3-thinking" ||
+      reasoning_parser == "deepseek-r1") {
+    return kThinkTags;
+  }
+  return std::nullopt;
+}
+
 Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptions& options) {
   const std::string& tools = options.tool_call_parser;
   const std::string& reasoning = options.reasoning_parser;
@@ -132,7 +141,7 @@ Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptio
   }
   std::unique_ptr<StreamParser> first;
   if (!reasoning.empty()) {
-    first = std::make_unique<ThinkParser>(starts_in_reasoning(options));
+    first = std::make_unique<ThinkParser>(starts_in_reasoning(options), *think_tags(reasoning));
   }
   return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
       std::move(first), tools.empty() ? nullptr : tool_call_parser(tools, options.tools),

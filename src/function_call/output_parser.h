@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,13 +12,15 @@
 #include "core/status.h"
 #include "function_call/function_tools.h"
 #include "function_call/stream_parser.h"
+#include "function_call/think_parser.h"
 
 namespace sgl::function_call {
 
 // SGLang's names. qwen25, qwen and hermes are the hermes-style <tool_call> format; qwen3_coder
 // Qwen3-Coder's XML-like calls; deepseekv3 also reads V3.1's shorter calls (deepseekv31).
 std::span<const std::string_view> tool_call_parser_names();
-// qwen3-thinking is qwen3 whose output always starts inside the reasoning.
+// qwen3-thinking is qwen3 whose output always starts inside the reasoning; mistral reads
+// Magistral's [THINK]...[/THINK].
 std::span<const std::string_view> reasoning_parser_names();
 
 // InvalidArgument naming the known names when `name` is not one.
@@ -40,6 +43,10 @@ struct OutputParserOptions {
 
 // The output starts inside <think>...</think> (deepseek-r1, qwen3-thinking, a forced start).
 bool starts_in_reasoning(const OutputParserOptions& options);
+
+// The tags of a reasoning parser that reads its reasoning between two tags (all but gpt-oss,
+// whose reasoning is a channel); nullopt otherwise.
+std::optional<ThinkTags> think_tags(std::string_view reasoning_parser);
 
 // The parser for one output; null when the options ask for no parsing. InvalidArgument for an
 // unknown name.

@@ -42,7 +42,8 @@ class TrimmedText {
     held_.clear();
   }
   std::string take_held() {
-    gap_ = held_;
+    // Markup right after markup (two calls in a row) keeps the gap the first one took.
+    if (!skip_leading_) gap_ = held_;
     return std::exchange(held_, {});
   }
 

@@ -3,10 +3,10 @@
 
 namespace sgl::function_call {
 
-ThinkParser::ThinkParser(bool force_reasoning)
+ThinkParser::ThinkParser(bool force_reasoning, ThinkTags tags)
     : force_reasoning_(force_reasoning),
-      start_scanner_({std::string(kThinkStart)}),
-      end_scanner_({std::string(kThinkEnd)}) {
+      start_scanner_({std::string(tags.start)}),
+      end_scanner_({std::string(tags.end)}) {
   reasoning_.skip_leading();
 }
 

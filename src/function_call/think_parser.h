@@ -1,8 +1,9 @@
-// Reasoning between <think> and </think> (qwen3, deepseek-r1): the opening tag is recognised at
-// the start of the output (after whitespace); with `force_reasoning` the output starts inside
-// the reasoning even without it (DeepSeek-R1 omits it; a chat template may have written it into
-// the prompt). Everything after </think> is content; an output that never closes its reasoning
-// is all reasoning. Whitespace next to the tags is trimmed.
+// Reasoning between an opening and a closing tag: <think> and </think> (qwen3, deepseek-r1),
+// [THINK] and [/THINK] (mistral: Magistral). The opening tag is recognised at the start of the
+// output (after whitespace); with `force_reasoning` the output starts inside the reasoning even
+// without it (DeepSeek-R1 omits it; a chat template may have written it into the prompt).
+// Everything after the closing tag is content; an output that never closes its reasoning is all
+// reasoning. Whitespace next to the tags is trimmed.
 #pragma once
 
 #include <string>
@@ -14,12 +15,16 @@
 namespace sgl::function_call {
 
 // The reasoning's tags.
-inline constexpr std::string_view kThinkStart = "<think>";
-inline constexpr std::string_view kThinkEnd = "</think>";
+struct ThinkTags {
+  std::string_view start;
+  std::string_view end;
+};
+inline constexpr ThinkTags kThinkTags = {"<think>", "</think>"};
+inline constexpr ThinkTags kMistralThinkTags = {"[THINK]", "[/THINK]"};
 
 class ThinkParser final : public ByteParser {
  public:
-  explicit ThinkParser(bool force_reasoning);
+  ThinkParser(bool force_reasoning, ThinkTags tags = kThinkTags);
   void finish(EventSink& out) override;
 
  private:

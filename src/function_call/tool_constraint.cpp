@@ -345,16 +345,16 @@ Result<std::string> auto_tool_call_grammar(const ToolConstraint& c) {
   ExprId body = g.ref(text);
   if (c.thinking != ThinkingStart::kNone) {
     // The reasoning: free text until </think>, which opens the text with calls.
-    const grammar::TriggeredTag end_thinking = {std::string(kThinkEnd), body};
+    const std::string end(c.think_tags.end);
+    const grammar::TriggeredTag end_thinking = {end, body};
     SGL_ASSIGN_OR_RETURN(
         const RuleId reasoning,
-        grammar::add_triggered_tags(g, {std::string(kThinkEnd)}, {&end_thinking, 1},
-                                    {.stop_after_first = true}));
+        grammar::add_triggered_tags(g, {end}, {&end_thinking, 1}, {.stop_after_first = true}));
     body =
         c.thinking == ThinkingStart::kOpen
             ? g.ref(reasoning)
             : g.choice({g.sequence({g.star(g.char_class({{' ', ' '}, {'\t', '\n'}, {'\r', '\r'}})),
-                                    g.bytes(kThinkStart), g.ref(reasoning)}),
+                                    g.bytes(c.think_tags.start), g.ref(reasoning)}),
                         body});
   }
   g.set_body(root, body);

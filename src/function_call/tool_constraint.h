@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "function_call/function_tools.h"
+#include "function_call/think_parser.h"
 
 namespace sgl::function_call {
 
@@ -28,6 +29,7 @@ struct ToolConstraint {
   std::string_view parser;         // the --tool-call-parser name
   bool parallel_tool_calls = true;
   ThinkingStart thinking = ThinkingStart::kNone;  // auto_tool_call_grammar only
+  ThinkTags think_tags = kThinkTags;              // the reasoning's tags, with `thinking`
 };
 
 // EBNF source text (root rule `root`) for grammar::GrammarCompiler (GrammarKind::kEbnf).

@@ -8,25 +8,23 @@
 namespace sgl::server {
 namespace {
 
-bool reads_think_tags(const std::string& reasoning_parser) {
-  return !reasoning_parser.empty() && reasoning_parser != "gpt-oss";
-}
-
-// Waits for </think> as the served tokenizer writes it.
-grammar::ReasoningGate gate_until_think_end(const ServerContext& ctx) {
+// Waits for the reasoning's closing tag as the served tokenizer writes it.
+grammar::ReasoningGate gate_until(const ServerContext& ctx, std::string_view end) {
   tokenizer::EncodeOptions encode;
   encode.add_special_tokens = false;
-  return {.end_ids = ctx.tokenizer.encode(function_call::kThinkEnd, encode), .start_id = -1};
+  return {.end_ids = ctx.tokenizer.encode(end, encode), .start_id = -1};
 }
 
 }  // namespace
 
 grammar::ReasoningGate chat_reasoning_gate(const ServerContext& ctx,
                                            const function_call::OutputParserOptions& parser) {
-  if (!reads_think_tags(parser.reasoning_parser)) return {};
-  grammar::ReasoningGate gate = gate_until_think_end(ctx);
+  const std::optional<function_call::ThinkTags> tags =
+      function_call::think_tags(parser.reasoning_parser);
+  if (!tags) return {};
+  grammar::ReasoningGate gate = gate_until(ctx, tags->end);
   if (!function_call::starts_in_reasoning(parser)) {
-    const std::optional<int32_t> start = ctx.tokenizer.token_to_id(function_call::kThinkStart);
+    const std::optional<int32_t> start = ctx.tokenizer.token_to_id(tags->start);
     if (!start) return {};
     gate.start_id = *start;
   }
@@ -34,12 +32,14 @@ grammar::ReasoningGate chat_reasoning_gate(const ServerContext& ctx,
 }
 
 Result<grammar::ReasoningGate> required_reasoning_gate(const ServerContext& ctx) {
-  if (!reads_think_tags(ctx.info.reasoning_parser)) {
+  const std::optional<function_call::ThinkTags> tags =
+      function_call::think_tags(ctx.info.reasoning_parser);
+  if (!tags) {
     return invalid_argument(
-        "require_reasoning needs the server started with a --reasoning-parser that reads "
-        "<think>...</think> (qwen3, qwen3-thinking, deepseek-r1)");
+        "require_reasoning needs the server started with a --reasoning-parser that reads its "
+        "reasoning between tags (qwen3, qwen3-thinking, deepseek-r1, mistral)");
   }
-  return gate_until_think_end(ctx);
+  return gate_until(ctx, tags->end);
 }
 
 }  // namespace sgl::server

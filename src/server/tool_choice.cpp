@@ -21,7 +21,9 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
   while (!prompt.empty() && std::isspace(static_cast<unsigned char>(prompt.back()))) {
     prompt.remove_suffix(1);
   }
-  o.force_reasoning = prompt.ends_with("<think>");
+  const std::optional<function_call::ThinkTags> tags =
+      function_call::think_tags(o.reasoning_parser);
+  o.force_reasoning = tags && prompt.ends_with(tags->start);
   return o;
 }
 
@@ -68,6 +70,8 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> tool_choice_grammar(
                                            .parser = ctx.info.tool_call_parser,
                                            .parallel_tool_calls = req.parallel_tool_calls};
   if (!parser.reasoning_parser.empty()) {
+    constraint.think_tags =
+        function_call::think_tags(parser.reasoning_parser).value_or(function_call::kThinkTags);
     constraint.thinking = function_call::starts_in_reasoning(parser)
                               ? function_call::ThinkingStart::kOpen
                               : function_call::ThinkingStart::kMayOpen;

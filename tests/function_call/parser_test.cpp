@@ -98,6 +98,10 @@ TEST(ToolCallParser, Qwen25) {
          out("Let me check.", {{"a", "{\"x\": [1, 2.5e3, true, null]}"}, {"b", "{}"}})});
   check(
       {t, "", false, "<tool_call>{\"name\": \"f\"}</tool_call> done", out("done", {{"f", "{}"}})});
+  // Text around two calls in a row is joined by the gap before the first.
+  check({t, "", false,
+         "a <tool_call>{\"name\": \"f\"}</tool_call>\n<tool_call>{\"name\": \"g\"}</tool_call> b",
+         out("a b", {{"f", "{}"}, {"g", "{}"}})});
   // Not a call: the markup is content.
   check({t, "", false, "a <tool_call>oops</tool_call> b", out("a <tool_call>oops</tool_call> b")});
   check({t, "", false, "<tool_call>{\"x\": 1}</tool_call>",
@@ -140,6 +144,18 @@ TEST(ToolCallParser, Mistral) {
   check({t, "", false, "ok [TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"s\": \"]\"}}]",
          out("ok", {{"f", "{\"s\": \"]\"}"}})});
   check({t, "", false, "[TOOL_CALLS] nope", out("[TOOL_CALLS] nope")});
+  // The compact form of newer templates: each call behind its own marker, a call id allowed.
+  check({t, "", false, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}",
+         out("", {{"get_weather", "{\"city\": \"Paris\"}"}})});
+  check({t, "", false,
+         "Sure. [TOOL_CALLS]f[ARGS]{\"a\": [1, \"]\"]}\n[TOOL_CALLS] g [CALL_ID]c0ffee42[ARGS] {} "
+         "done",
+         out("Sure. done", {{"f", "{\"a\": [1, \"]\"]}"}, {"g", "{}"}})});
+  check({t, "", false, "[TOOL_CALLS]f[ARGS]oops", out("[TOOL_CALLS]f[ARGS]oops")});
+  check({t, "", false, "[TOOL_CALLS] [ARGS]{}", out("[TOOL_CALLS] [ARGS]{}")});
+  check({t, "", false, "[TOOL_CALLS]f\n[ARGS]{}", out("[TOOL_CALLS]f\n[ARGS]{}")});
+  check({t, "", false, "[TOOL_CALLS]f[ARGS]{\"q\": \"ab", out("", {{"f", "{\"q\": \"ab"}})});
+  check({t, "", false, "[TOOL_CALLS]f[CALL_ID]x", out("[TOOL_CALLS]f[CALL_ID]x")});
   check(
       {t, "", false, "[TOOL_CALLS] {\"name\": \"f\", \"arguments\": {}}", out("", {{"f", "{}"}})});
   check({t, "", false, "[1, 2] [TOOL_", out("[1, 2] [TOOL_")});
@@ -310,6 +326,15 @@ TEST(ReasoningParser, Think) {
          out("ok", {}, "x < y </thinking>")});
   check({"", "qwen3", false, "a <think>b</think>", out("a <think>b</think>")});
   check({"", "qwen3-thinking", false, "r</think>c", out("c", {}, "r")});
+  // mistral (Magistral): [THINK]...[/THINK], reasoning only when the output opens it.
+  check({"", "mistral", false, "[THINK]Hmm, 2 + 2.[/THINK]4", out("4", {}, "Hmm, 2 + 2.")});
+  check({"", "mistral", false, "4 <think>x</think>", out("4 <think>x</think>")});
+  check({"", "mistral", true, "Hmm.[/THINK] Four.", out("Four.", {}, "Hmm.")});
+  check({"mistral", "mistral", false, "[THINK]call it[/THINK]Sure. [TOOL_CALLS]f[ARGS]{\"a\": 1}",
+         out("Sure.", {{"f", "{\"a\": 1}"}}, "call it")});
+  EXPECT_EQ(think_tags("mistral")->end, "[/THINK]");
+  EXPECT_EQ(think_tags("deepseek-r1")->start, "<think>");
+  EXPECT_FALSE(think_tags("gpt-oss"));
 }
 
 TEST(ReasoningParser, WithToolCalls) {
@@ -347,6 +372,8 @@ TEST(OutputParser, RandomOutputsAgreeWhenSplit) {
                                            "<|python_tag|>",
                                            ";",
                                            "[TOOL_CALLS]",
+                                           "[ARGS]",
+                                           "[CALL_ID]",
                                            "f(",
                                            "a=",
                                            "'x'",
@@ -371,6 +398,8 @@ TEST(OutputParser, RandomOutputsAgreeWhenSplit) {
                                            "<think>",
                                            "</think>",
                                            "<th",
+                                           "[THINK]",
+                                           "[/THINK]",
                                            "<function=f>",
                                            "<function=",
                                            "<parameter=a>",
