@@ -86,6 +86,11 @@ std::span<const FlagSpec> engine_flag_table() {
        .help = "Weights from the model path (safetensors / gguf also check its format) or "
                "random (dummy).",
        .default_value = "auto"},
+      {.name = "--json-model-override-args",
+       .value = "JSON",
+       .help = "A JSON object whose fields replace config.json's (SGLang's), e.g. "
+               "'{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+               "\"original_max_position_embeddings\": 32768}}'."},
       {.name = "--dtype",
        .value = "auto|bfloat16|float32",
        .help = "Compute dtype; auto is f32 on the CPU, bf16 on CUDA. half / float16 are refused "
@@ -330,6 +335,7 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
       parse_attention_backend(args.get("--attention-backend").value_or("auto"), s.notes));
   s.runner.linear_backend = args.get("--linear-backend").value_or("auto");
   s.runner.load_format = args.get("--load-format").value_or("auto");
+  s.runner.json_model_override_args = args.get("--json-model-override-args").value_or("");
   s.runner.dtype = args.get("--dtype").value_or("auto");
   if (s.runner.dtype == "half") s.runner.dtype = "float16";
   s.runner.disable_cuda_graph = args.has("--disable-cuda-graph");

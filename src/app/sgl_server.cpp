@@ -75,6 +75,11 @@ std::span<const FlagSpec> server_flag_table() {
        .help = "model: a request's unset temperature, top_p, top_k, min_p and repetition_penalty "
                "come from the model's generation_config.json; openai: OpenAI's defaults.",
        .default_value = "model"},
+      {.name = "--preferred-sampling-params",
+       .value = "JSON",
+       .help = "Server-wide sampling defaults over those (SGLang's): a JSON object of /generate "
+               "sampling_params, e.g. '{\"temperature\": 0.7, \"max_new_tokens\": 512}', for "
+               "the fields a request does not set, on every route."},
       {.name = "--dp-size",
        .aliases = {"--dp", "--data-parallel-size"},
        .value = "N",
@@ -157,6 +162,7 @@ Result<Options> parse_options(int argc, char** argv) {
                             sampling_defaults + "'");
   }
   o.model_sampling_defaults = sampling_defaults == "model";
+  o.preferred_sampling_params = args.get("--preferred-sampling-params").value_or("");
   o.chat_template_path = args.get("--chat-template").value_or("");
   o.tool_call_parser = args.get("--tool-call-parser").value_or("");
   o.reasoning_parser = args.get("--reasoning-parser").value_or("");

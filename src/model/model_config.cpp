@@ -336,9 +336,25 @@ bool ModelConfig::is_sparse_layer(int64_t layer) const {
          std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) == mlp_only_layers.end();
 }
 
-Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source) {
-  SGL_ASSIGN_OR_RETURN(Json root, parse_json(json_text, source));
-  if (!root.is_object()) return invalid_argument(source + ": top level must be a JSON object");
+Status gguf_config_overrides_error(const std::filesystem::path& path) {
+  return invalid_argument("--json-model-override-args replaces config.json fields; " +
+                          path.string() + " is a GGUF file, which has none");
+}
+
+Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source_name,
+                                       std::string_view overrides) {
+  SGL_ASSIGN_OR_RETURN(Json root, parse_json(json_text, source_name));
+  if (!root.is_object()) {
+    return invalid_argument(source_name + ": top level must be a JSON object");
+  }
+  std::string source = source_name;
+  if (!overrides.empty()) {
+    constexpr const char* kFlag = "--json-model-override-args";
+    SGL_ASSIGN_OR_RETURN(const Json replace, parse_json(std::string(overrides), kFlag));
+    if (!replace.is_object()) return invalid_argument(std::string(kFlag) + " must be a JSON object");
+    for (const auto& [key, value] : replace.items()) root[key] = value;
+    source += std::string(" (with ") + kFlag + ")";
+  }
   Fields top(root, source);
 
   ModelConfig config;
@@ -428,14 +444,20 @@ GenerationDefaults parse_generation_defaults(const Json& gen, const std::string&
 
 }  // namespace
 
-Result<ModelConfig> load_model_config_file(const std::filesystem::path& config_path) {
+Result<ModelConfig> load_model_config_file(const std::filesystem::path& config_path,
+                                           std::string_view overrides) {
   SGL_ASSIGN_OR_RETURN(std::string text, read_text_file(config_path));
-  return parse_model_config(text, config_path.string());
+  return parse_model_config(text, config_path.string(), overrides);
 }
 
-Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
-  if (is_gguf_file(model_dir)) return load_gguf_model_config(model_dir);
-  SGL_ASSIGN_OR_RETURN(ModelConfig config, load_model_config_file(model_dir / "config.json"));
+Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir,
+                                      std::string_view overrides) {
+  if (is_gguf_file(model_dir)) {
+    if (!overrides.empty()) return gguf_config_overrides_error(model_dir);
+    return load_gguf_model_config(model_dir);
+  }
+  SGL_ASSIGN_OR_RETURN(ModelConfig config,
+                       load_model_config_file(model_dir / "config.json", overrides));
 
   const std::filesystem::path gen_path = model_dir / "generation_config.json";
   std::error_code ec;

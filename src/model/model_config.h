@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -77,13 +78,21 @@ struct ModelConfig {
 };
 
 // Parses `json_text` (the contents of config.json) and checks every hyper-parameter against
-// ConfigBounds (config_bounds.h). `source` names the file in errors.
-Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source);
+// ConfigBounds (config_bounds.h). `source` names the file in errors. `overrides`: a JSON object
+// whose keys replace config.json's top-level ones (SGLang's --json-model-override-args); empty:
+// none.
+Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source,
+                                       std::string_view overrides = {});
 
-// Reads <dir>/config.json and, when present, merges eos ids from generation_config.json. A path
-// that is a GGUF file (by its magic) is read with load_gguf_model_config instead.
-Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir);
+// Reads <dir>/config.json (with `overrides`, as parse_model_config) and, when present, merges eos
+// ids from generation_config.json. A path that is a GGUF file (by its magic) is read with
+// load_gguf_model_config instead, and takes no overrides.
+Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir,
+                                      std::string_view overrides = {});
+// The error for overrides given with a GGUF model (it has no config.json to override).
+Status gguf_config_overrides_error(const std::filesystem::path& path);
 // Reads one config.json-style file (no generation_config.json next to it).
-Result<ModelConfig> load_model_config_file(const std::filesystem::path& config_path);
+Result<ModelConfig> load_model_config_file(const std::filesystem::path& config_path,
+                                           std::string_view overrides = {});
 
 }  // namespace sgl::model

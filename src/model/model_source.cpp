@@ -71,10 +71,11 @@ Result<ModelSource> open_model_source(const std::filesystem::path& path,
         return invalid_argument(path.string() +
                                 ": a config file has no weights (use --load-format dummy)");
       }
-      SGL_ASSIGN_OR_RETURN(source.config, load_model_config_file(path));
+      SGL_ASSIGN_OR_RETURN(source.config, load_model_config_file(path, options.config_overrides));
       return source;
     }
     case ModelFormat::kGguf: {
+      if (!options.config_overrides.empty()) return gguf_config_overrides_error(path);
       SGL_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
       SGL_ASSIGN_OR_RETURN(source.config, model_config_from_gguf(file));
       if (options.open_weights) {
@@ -85,7 +86,7 @@ Result<ModelSource> open_model_source(const std::filesystem::path& path,
     case ModelFormat::kHuggingFace:
       break;
   }
-  SGL_ASSIGN_OR_RETURN(source.config, load_model_config(path));
+  SGL_ASSIGN_OR_RETURN(source.config, load_model_config(path, options.config_overrides));
   if (options.open_weights) {
     SGL_ASSIGN_OR_RETURN(source.weights, SafetensorsWeightSource::open(path));
   }

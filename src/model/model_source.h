@@ -35,6 +35,9 @@ struct ModelSourceOptions {
   // false: config only (--load-format dummy); `weights` stays null and a Hugging Face directory
   // needs no safetensors.
   bool open_weights = true;
+  // A JSON object replacing config.json's top-level fields (--json-model-override-args); empty:
+  // none. A GGUF model refuses it.
+  std::string config_overrides;
 };
 
 struct ModelSource {

@@ -187,6 +187,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   // A Hugging Face directory or a .gguf file; dummy weights need only the config.
   model::ModelSourceOptions source_options;
   source_options.open_weights = format != "dummy";
+  source_options.config_overrides = options.json_model_override_args;
   SGL_ASSIGN_OR_RETURN(model::ModelSource source,
                        model::open_model_source(model_path, source_options));
   const bool is_gguf = source.format == model::ModelFormat::kGguf;

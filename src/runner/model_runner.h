@@ -31,6 +31,8 @@ struct ModelRunnerOptions {
   // "auto" (the path's weights), "safetensors" / "gguf" (the same, checked to be that format) or
   // "dummy" (random weights).
   std::string load_format = "auto";
+  // SGLang's --json-model-override-args: a JSON object replacing config.json's fields.
+  std::string json_model_override_args;
   // Weights, activations and KV: "auto" (CPU float32, GPU bfloat16), "bfloat16" (GPU only) or
   // "float32"/"float" (SGLang's names).
   std::string dtype = "auto";

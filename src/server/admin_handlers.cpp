@@ -93,7 +93,10 @@ Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
                                   {"tokenizer_path", i.tokenizer_path},
                                   {"served_model_name", i.served_model_name},
                                   {"is_generation", i.is_generation},
-                                  {"preferred_sampling_params", nullptr},
+                                  {"preferred_sampling_params",
+                                   i.preferred_sampling_params.empty()
+                                       ? json(nullptr)
+                                       : json::parse(i.preferred_sampling_params)},
                                   {"weight_version", "default"},
                                   {"has_image_understanding", false},
                                   {"has_audio_understanding", false},

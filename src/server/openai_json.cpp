@@ -696,6 +696,18 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   return r;
 }
 
+Result<SamplingInput> apply_preferred_sampling_params(std::string_view json_text,
+                                                      SamplingInput defaults) {
+  SGL_ASSIGN_OR_RETURN(json o, parse_object(json_text));
+  SGL_RETURN_IF_ERROR(read_sampling(o, defaults, true));
+  SGL_RETURN_IF_ERROR(check_sampling_params_keys(o));
+  if (defaults.max_tokens && *defaults.max_tokens < 0) {
+    return field_error("max_new_tokens", "must be >= 0");
+  }
+  SGL_RETURN_IF_ERROR(check_min_tokens(defaults, true));
+  return defaults;
+}
+
 Result<TokenizeInput> parse_tokenize_request(std::string_view body) {
   SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
   TokenizeInput r;

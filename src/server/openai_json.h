@@ -21,6 +21,11 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
 Result<ChatRequest> parse_chat_request(std::string_view body, const SamplingInput& defaults = {});
 Result<GenerateInput> parse_generate_request(std::string_view body,
                                              const SamplingInput& defaults = {});
+// SGLang's --preferred-sampling-params: a JSON object of sampling parameters (/generate's
+// sampling_params names) that become `defaults` for every route, where a request does not set
+// them. kInvalidArgument naming the field otherwise.
+Result<SamplingInput> apply_preferred_sampling_params(std::string_view json_text,
+                                                      SamplingInput defaults);
 Result<TokenizeInput> parse_tokenize_request(std::string_view body);
 Result<DetokenizeInput> parse_detokenize_request(std::string_view body);
 Result<AbortInput> parse_abort_request(std::string_view body);

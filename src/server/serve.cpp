@@ -13,6 +13,7 @@
 #include "server/chat_template_loader.h"
 #include "server/engine_request.h"
 #include "server/http_server.h"
+#include "server/openai_json.h"
 #include "server/router.h"
 #include "server/tool_choice.h"
 
@@ -135,6 +136,30 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
                     "tokenizer?";
   }
 
+  // What a request's sampling starts from (checked before the port opens).
+  SamplingInput sampling_defaults;
+  if (options.model_sampling_defaults && is_generation) {
+    sampling_defaults = model_sampling_defaults(config.generation_defaults);
+  }
+  if (!options.preferred_sampling_params.empty()) {
+    auto preferred =
+        apply_preferred_sampling_params(options.preferred_sampling_params, sampling_defaults);
+    if (!preferred.ok()) {
+      return invalid_argument("--preferred-sampling-params: " + preferred.status().message());
+    }
+    sampling_defaults = std::move(preferred).value();
+    info.preferred_sampling_params = options.preferred_sampling_params;
+  }
+  if (is_generation && (options.model_sampling_defaults || !info.preferred_sampling_params.empty())) {
+    const SamplingInput& d = sampling_defaults;
+    SGL_LOG_INFO << "sampling defaults (--sampling-defaults "
+                 << (options.model_sampling_defaults ? "model" : "openai")
+                 << (info.preferred_sampling_params.empty() ? "" : ", --preferred-sampling-params")
+                 << "): temperature " << d.temperature << ", top_p " << d.top_p << ", top_k "
+                 << d.top_k << ", min_p " << d.min_p << ", repetition_penalty "
+                 << d.repetition_penalty;
+  }
+
   HttpServerOptions http;
   http.host = options.host;
   http.port = options.port;
@@ -160,13 +185,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   ctx = std::make_unique<ServerContext>(controller, tokenizer,
                                         chat_template ? &*chat_template : nullptr, info,
                                         options.api_key, *pool);
-  if (options.model_sampling_defaults && is_generation) {
-    ctx->sampling_defaults = model_sampling_defaults(config.generation_defaults);
-    const SamplingInput& d = ctx->sampling_defaults;
-    SGL_LOG_INFO << "sampling defaults (--sampling-defaults model): temperature " << d.temperature
-                 << ", top_p " << d.top_p << ", top_k " << d.top_k << ", min_p " << d.min_p
-                 << ", repetition_penalty " << d.repetition_penalty;
-  }
+  ctx->sampling_defaults = std::move(sampling_defaults);
   router = std::make_unique<Router>(*ctx);
   live_router = router.get();
 

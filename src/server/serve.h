@@ -35,6 +35,9 @@ struct ServeOptions {
   // --sampling-defaults model: requests start from the model's generation_config.json sampling
   // values (SGLang's default); false: OpenAI's.
   bool model_sampling_defaults = true;
+  // SGLang's --preferred-sampling-params (JSON object text; empty: none): sampling defaults over
+  // those, for every route.
+  std::string preferred_sampling_params;
   engine::EngineOptions engine;  // reported by /get_server_info
   // How requests are spread over the replicas (--load-balance-method; dp > 1 only).
   engine::LoadBalanceMethod load_balance_method = engine::LoadBalanceMethod::kRoundRobin;

@@ -33,6 +33,8 @@ struct ServerInfo {
   bool is_generation = true;
   std::string architecture;
   std::string model_type;
+  // --preferred-sampling-params as given (a JSON object); empty: none.
+  std::string preferred_sampling_params;
   std::string device;
   int64_t created = 0;  // unix seconds at startup
   int32_t max_running_requests = 0;

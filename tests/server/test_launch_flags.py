@@ -4,6 +4,7 @@
 # either serves (healthy, answers a request, and says once for each flag that has no effect here
 # why) or refuses at start with exit status 2 and one line naming the flag and the missing
 # feature; never "unknown flag". Also --help, --config YAML files and their errors.
+import json
 import os
 import shlex
 import subprocess
@@ -57,6 +58,9 @@ SERVES = [
       "Prefill batch. #new-seq: 1, #new-token: 5",
       "Decode batch. #running-req: 1"]),
     ("--model-path {model} --load-format dummy", []),
+    # Fields replacing config.json's: here a shorter context.
+    ("--model-path {model} --json-model-override-args '{{\"max_position_embeddings\": 256}}'",
+     ["(LlamaForCausalLM, context 256 tokens"]),
     ("--model-path {model} --kv-cache-dtype auto --page-size 1 --grammar-backend none", []),
     ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-draft-tokens 4 "
      "--speculative-ngram-max-match-window-size 6 --speculative-ngram-capacity 1000",
@@ -123,6 +127,12 @@ REFUSES = [
      ["--speculative-draft-policy must be adaptive or fixed, got 'greedy'"]),
     ("--model-path {model} --speculative-draft-policy fixed",
      ["--speculative-draft-policy needs --speculative-algorithm"]),
+    ("--model-path {model} --preferred-sampling-params '{{\"temprature\": 0}}'",
+     ["--preferred-sampling-params: 'sampling_params' has no field 'temprature'"]),
+    ("--model-path {model} --json-model-override-args '[1]'",
+     ["--json-model-override-args must be a JSON object"]),
+    ("--model-path {model} --json-model-override-args '{{\"num_attention_heads\": 7}}'",
+     ["config.json (with --json-model-override-args)", "must divide num_attention_heads (7)"]),
     # Structured output, tool and reasoning parser pages.
     ("--model-path {model} --tool-call-parser hermes2", ["--tool-call-parser 'hermes2'",
                                                          "qwen25", "gpt-oss"]),
@@ -191,6 +201,32 @@ def test_serves(line, notes, tmp_path):
     for note in notes:
         assert note in log, log
     assert "unknown flag" not in log
+
+
+# --preferred-sampling-params: server-wide sampling defaults, for what a request leaves unset,
+# on every route; reported by /get_model_info.
+def test_preferred_sampling_params(tmp_path):
+    preferred = {"temperature": 0, "max_new_tokens": 3}
+    proc, err = start(["--model-path", str(MODEL), "--preferred-sampling-params",
+                       json.dumps(preferred)], tmp_path)
+    try:
+        first = proc.stdout.readline().decode()
+        assert "listening on" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+        r = requests.post(url + "/generate", json={"text": "Once upon a time"}, timeout=60).json()
+        assert r["meta_info"]["completion_tokens"] == 3 and r["text"] == ", there was", r
+        r = requests.post(url + "/v1/completions", timeout=60,
+                          json={"model": "m", "prompt": "Once upon a time"}).json()
+        assert r["usage"]["completion_tokens"] == 3 and r["choices"][0]["text"] == ", there was"
+        r = requests.post(url + "/v1/completions", timeout=60, json={
+            "model": "m", "prompt": "Once upon a time", "max_tokens": 5}).json()
+        assert r["usage"]["completion_tokens"] == 5
+        info = requests.get(url + "/get_model_info", timeout=10).json()
+        assert info["preferred_sampling_params"] == preferred
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
+    assert "--preferred-sampling-params): temperature 0" in stderr_of(err)
 
 
 # --log-requests logs each finished request, except those that ask for no_logs (SGLang's).
