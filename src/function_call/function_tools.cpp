@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "core/ordered_json.h"
 #include "grammar/json_schema_compiler.h"
 
 namespace sgl::function_call {
@@ -22,8 +23,9 @@ bool valid_name(const std::string& name) {
 }  // namespace
 
 Result<std::vector<FunctionTool>> read_function_tools(std::string_view tools_json) {
-  const json tools = json::parse(tools_json, nullptr, false);
-  if (!tools.is_array()) return invalid_argument("'tools' must be a list");
+  auto parsed = parse_ordered_json(tools_json);
+  if (!parsed.ok() || !parsed->is_array()) return invalid_argument("'tools' must be a list");
+  const json& tools = *parsed;
   if (tools.size() > kMaxFunctionTools) {
     return invalid_argument("'tools' may hold at most " + std::to_string(kMaxFunctionTools) +
                             " functions");

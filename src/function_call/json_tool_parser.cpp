@@ -1,6 +1,8 @@
 // JsonToolParser.
 #include "function_call/json_tool_parser.h"
 
+#include <cctype>
+
 namespace sgl::function_call {
 
 JsonToolFormat qwen25_format() { return {.start = "<tool_call>", .end = "</tool_call>"}; }
@@ -21,11 +23,11 @@ constexpr std::string_view kArgs = "[ARGS]";
 constexpr std::string_view kCallId = "[CALL_ID]";
 constexpr size_t kMaxCompactNameBytes = 256;
 
-std::string_view trim_space(std::string_view s) {
-  while (!s.empty() && is_json_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_json_space(s.back())) s.remove_suffix(1);
-  return s;
+// A function name's bytes (OpenAI's [a-zA-Z0-9_-], and '.'), and a call id's.
+bool is_name_byte(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
 }
+bool is_id_byte(char c) { return std::isalnum(static_cast<unsigned char>(c)); }
 
 }  // namespace
 
@@ -53,9 +55,9 @@ void JsonToolParser::fall_back(char c, EventSink& out) {
   step(c, out);
 }
 
-void JsonToolParser::fall_back_text(EventSink& out) {
-  state_ = State::kText;
+void JsonToolParser::raw_as_content(EventSink& out) {
   text(std::exchange(raw_, {}), out);
+  out.content(text_.take_held());
 }
 
 void JsonToolParser::back_to_text(char c, EventSink& out) {
@@ -115,9 +117,10 @@ void JsonToolParser::step(char c, EventSink& out) {
         start_object(c, out);
         return;
       }
-      if (format_.compact) {
+      if (format_.compact && is_name_byte(c)) {
         raw_ += c;
         name_.assign(1, c);
+        tag_ = LiteralChoice({kArgs, kCallId});
         state_ = State::kCompactName;
         return;
       }
@@ -125,24 +128,25 @@ void JsonToolParser::step(char c, EventSink& out) {
       return;
     case State::kCompactName:
     case State::kCompactId: {
-      if (c == '\n' || name_.size() >= kMaxCompactNameBytes) {
+      // NAME (or the call id), then [ARGS] (or [CALL_ID] after the name).
+      const bool in_name = state_ == State::kCompactName;
+      if (tag_.read().empty() && (in_name ? is_name_byte(c) : is_id_byte(c)) &&
+          name_.size() < kMaxCompactNameBytes) {
+        raw_ += c;
+        if (in_name) name_ += c;
+        return;
+      }
+      const int tag = tag_.step(c);
+      if (tag == LiteralChoice::kMismatch) {
         fall_back(c, out);
         return;
       }
       raw_ += c;
-      name_ += c;
-      if (state_ == State::kCompactName && name_.ends_with(kCallId)) {
-        call_name_ = trim_space(std::string_view(name_).substr(0, name_.size() - kCallId.size()));
-        name_.clear();  // now the id, which is not kept
+      if (tag == LiteralChoice::kMore) return;
+      tag_.reset();
+      if (tag == 1) {  // [CALL_ID]: the id that follows is not kept
+        tag_ = LiteralChoice({kArgs});
         state_ = State::kCompactId;
-        return;
-      }
-      if (!name_.ends_with(kArgs)) return;
-      if (state_ == State::kCompactName) {
-        call_name_ = trim_space(std::string_view(name_).substr(0, name_.size() - kArgs.size()));
-      }
-      if (call_name_.empty()) {
-        fall_back_text(out);
         return;
       }
       args_.reset();
@@ -160,7 +164,7 @@ void JsonToolParser::step(char c, EventSink& out) {
           fall_back(c, out);
           return;
         }
-        out.begin_call(call_name_);
+        out.begin_call(name_);
         raw_.clear();
       }
       switch (args_.step(c)) {
@@ -265,22 +269,20 @@ void JsonToolParser::finish(EventSink& out) {
       break;
     case State::kOpen:
     case State::kArrayNext:
-      out.content(raw_);
+    case State::kCompactName:
+    case State::kCompactId:
+      raw_as_content(out);
       break;
     case State::kObject:
-      if (!call_.begun()) out.content(raw_);
+      if (!call_.begun()) raw_as_content(out);
+      break;
+    case State::kCompactArgs:
+      if (!args_.started()) raw_as_content(out);  // else the call keeps the arguments it got
       break;
     case State::kAfterObject:
       break;
     case State::kEnd:
       out.content(end_.matched());
-      break;
-    case State::kCompactName:
-    case State::kCompactId:
-      out.content(raw_);
-      break;
-    case State::kCompactArgs:
-      if (!args_.started()) out.content(raw_);  // else the call keeps the arguments it got
       break;
   }
   raw_.clear();

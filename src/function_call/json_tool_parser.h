@@ -54,8 +54,8 @@ class JsonToolParser final : public ByteParser {
   void start_object(char c, EventSink& out);
   // Not a call after all: the markup read so far is content; `c` is read again as text.
   void fall_back(char c, EventSink& out);
-  // The same once the markup's last byte is read: it is content, and nothing is read again.
-  void fall_back_text(EventSink& out);
+  // At the end of the output: the markup read so far is content.
+  void raw_as_content(EventSink& out);
   // Back to text after a call; `c` is read again as text.
   void back_to_text(char c, EventSink& out);
   // The array's ']' ended the calls.
@@ -67,10 +67,10 @@ class JsonToolParser final : public ByteParser {
   State state_;
   JsonCallReader call_;
   LiteralMatch end_;
-  std::string raw_;        // the markup since the last certain point, for fall_back
-  std::string name_;       // compact: the name (or the call id) read so far
-  std::string call_name_;  // compact: the name, once [ARGS] or [CALL_ID] ended it
-  JsonScanner args_;       // compact: the arguments' syntax
+  std::string raw_;    // the markup since the last certain point, for fall_back
+  std::string name_;   // compact: the function's name
+  LiteralChoice tag_;  // compact: the [ARGS] or [CALL_ID] after the name (or the id)
+  JsonScanner args_;   // compact: the arguments' syntax
   bool in_array_ = false;
   bool block_has_call_ = false;  // the array holds a finished call
 };

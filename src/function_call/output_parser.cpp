@@ -141,7 +141,9 @@ Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptio
   }
   std::unique_ptr<StreamParser> first;
   if (!reasoning.empty()) {
-    first = std::make_unique<ThinkParser>(starts_in_reasoning(options), *think_tags(reasoning));
+    const std::optional<ThinkTags> tags = think_tags(reasoning);
+    if (!tags) return invalid_argument("reasoning parser '" + reasoning + "' reads no tags");
+    first = std::make_unique<ThinkParser>(starts_in_reasoning(options), *tags);
   }
   return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
       std::move(first), tools.empty() ? nullptr : tool_call_parser(tools, options.tools),

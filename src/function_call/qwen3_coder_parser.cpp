@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/ordered_json.h"
 #include "function_call/python_literal.h"
 
 namespace sgl::function_call {
@@ -250,26 +251,30 @@ XmlValueKind kind_of_type(std::string type) {
 }
 
 // SGLang's get_schema_properties: the top-level properties, or those of the anyOf / oneOf /
-// allOf branches (the first branch naming one wins).
-void collect_properties(const json& schema, json& out) {
+// allOf branches (the first branch naming one wins), each with its value's kind.
+void collect_kinds(const json& schema, std::map<std::string, XmlValueKind>& out) {
   if (!schema.is_object()) return;
   if (const auto p = schema.find("properties"); p != schema.end() && p->is_object()) {
-    for (const auto& [name, s] : p->items()) {
-      if (!out.contains(name)) out[name] = s;
-    }
+    for (const auto& [name, s] : p->items()) out.try_emplace(name, kind_of_type(infer_type(s)));
     return;
   }
   for (const char* key : {"anyOf", "oneOf", "allOf"}) {
     const auto branches = schema.find(key);
     if (branches == schema.end() || !branches->is_array()) continue;
-    for (const json& b : *branches) collect_properties(b, out);
+    for (const json& b : *branches) collect_kinds(b, out);
   }
+}
+
+// `text` parsed, or null when it is not JSON.
+json parse_or_null(std::string_view text) {
+  auto parsed = parse_ordered_json(text);
+  return parsed.ok() ? *std::move(parsed) : json(nullptr);
 }
 
 }  // namespace
 
 XmlValueKind xml_value_kind(std::string_view parameter_schema_json) {
-  return kind_of_type(infer_type(json::parse(parameter_schema_json, nullptr, false)));
+  return kind_of_type(infer_type(parse_or_null(parameter_schema_json)));
 }
 
 std::string xml_value_to_json(std::string_view raw, XmlValueKind kind) {
@@ -288,9 +293,9 @@ std::string xml_value_to_json(std::string_view raw, XmlValueKind kind) {
     case XmlValueKind::kBoolean:
       return lower == "true" ? "true" : "false";
     case XmlValueKind::kJson:
-      if (json v = json::parse(raw, nullptr, false); !v.is_discarded()) {
+      if (auto v = parse_ordered_json(raw); v.ok()) {
         converted.emplace();
-        dump_python_style(v, *converted);
+        dump_python_style(*v, *converted);
         break;
       }
       converted = python_literal(raw);
@@ -309,14 +314,7 @@ Qwen3CoderParser::Qwen3CoderParser(std::span<const FunctionTool> tools)
       value_scanner_(
           {std::string(kParameterEnd), std::string(kParameter), std::string(kFunctionEnd)}) {
   for (const FunctionTool& tool : tools) {
-    json properties = json::object();
-    if (!tool.parameters_json.empty()) {
-      collect_properties(json::parse(tool.parameters_json, nullptr, false), properties);
-    }
-    auto& kinds = kinds_[tool.name];
-    for (const auto& [name, schema] : properties.items()) {
-      kinds[name] = kind_of_type(infer_type(schema));
-    }
+    collect_kinds(parse_or_null(tool.parameters_json), kinds_[tool.name]);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "core/ordered_json.h"
 #include "function_call/output_parser.h"
 #include "function_call/qwen3_coder_parser.h"
 #include "function_call/think_parser.h"
@@ -143,7 +144,11 @@ std::vector<std::string> json_types(const nlohmann::ordered_json& schema) {
   for (const char* key : {"anyOf", "oneOf"}) {
     if (const auto b = schema.find(key); b != schema.end() && b->is_array()) {
       for (const auto& branch : *b) {
-        for (const std::string& t : json_types(branch)) add(nlohmann::ordered_json(t));
+        const std::vector<std::string> branch_types = json_types(branch);
+        // A branch of no stated type ($ref, {}) counts as one more type.
+        const bool null_only = branch.is_object() && branch.value("type", "") == "null";
+        if (branch_types.empty() && !null_only) add(nlohmann::ordered_json("(untyped)"));
+        for (const std::string& t : branch_types) add(nlohmann::ordered_json(t));
       }
     }
   }
@@ -169,15 +174,22 @@ Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, si
     return g.star(g.sequence({g.bytes("<parameter="), name, g.bytes(">\n"), raw, g.bytes("\n")}));
   };
   if (any) return any_parameters();
-  const nlohmann::ordered_json schema =
-      tool.parameters_json.empty()
-          ? nlohmann::ordered_json::object()
-          : nlohmann::ordered_json::parse(tool.parameters_json, nullptr, false);
+  // The tools were checked when read: their parameters are a JSON object.
+  const nlohmann::ordered_json schema = tool.parameters_json.empty()
+                                            ? nlohmann::ordered_json::object()
+                                            : parse_ordered_json(tool.parameters_json).value();
   const auto properties = schema.find("properties");
   if (properties == schema.end() || !properties->is_object()) {
-    // No properties named: any parameters, unless the schema says more about them.
-    for (const char* key :
-         {"anyOf", "oneOf", "allOf", "additionalProperties", "patternProperties", "$ref"}) {
+    // No properties named: none (additionalProperties false: a function without arguments),
+    // or any, unless the schema says more about them.
+    const auto additional = schema.find("additionalProperties");
+    if (additional != schema.end() && *additional == false) return g.empty();
+    if (additional != schema.end() && *additional != true) {
+      return unimplemented("the parameters of function '" + tool.name +
+                           "' (an 'additionalProperties' schema without 'properties') cannot be "
+                           "held as qwen3_coder parameters yet");
+    }
+    for (const char* key : {"anyOf", "oneOf", "allOf", "patternProperties", "$ref"}) {
       if (schema.contains(key)) {
         return unimplemented("the parameters of function '" + tool.name + "' ('" + key +
                              "' without 'properties') cannot be held as qwen3_coder parameters "
@@ -192,10 +204,19 @@ Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, si
       if (name.is_string()) required.push_back(name.get<std::string>());
     }
   }
-  nlohmann::ordered_json defs = nlohmann::ordered_json::object();
-  for (const char* key : {"$defs", "definitions"}) {
-    if (schema.contains(key)) defs[key] = schema[key];
-  }
+  // The document's definitions, for $refs inside a property's schema.
+  const auto add_defs = [&](nlohmann::ordered_json& sub) {
+    if (!sub.is_object()) return;
+    for (const char* key : {"$defs", "definitions"}) {
+      const auto top = schema.find(key);
+      if (top == schema.end() || !top->is_object()) continue;
+      nlohmann::ordered_json& own = sub[key];
+      if (!own.is_object()) own = nlohmann::ordered_json::object();
+      for (const auto& [name, def] : top->items()) {
+        if (!own.contains(name)) own[name] = def;
+      }
+    }
+  };
   std::vector<ExprId> params;
   size_t k = 0;
   for (const auto& [name, property] : properties->items()) {
@@ -204,10 +225,11 @@ Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, si
       return unimplemented(where + " cannot be written as a qwen3_coder parameter");
     }
     const std::string property_json = property.dump();
-    if (json_types(property).size() > 1) {
+    const std::vector<std::string> types = json_types(property);
+    if (types.size() > 1 || std::find(types.begin(), types.end(), "(untyped)") != types.end()) {
       return unimplemented(where +
-                           " has several types, which qwen3_coder's values (converted by "
-                           "one type) cannot hold yet");
+                           " has several types or a union with a $ref, which qwen3_coder's "
+                           "values (converted by one stated type) cannot hold yet");
     }
     ExprId value;
     if (xml_value_kind(property_json) == XmlValueKind::kString) {
@@ -240,9 +262,7 @@ Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, si
       }
     } else {
       nlohmann::ordered_json sub = property;
-      for (const auto& [key, d] : defs.items()) {
-        if (sub.is_object() && !sub.contains(key)) sub[key] = d;
-      }
+      add_defs(sub);
       auto json =
           json_value(g, sub.dump(), "f" + std::to_string(index) + "p" + std::to_string(k) + "_");
       if (!json.ok()) return invalid_argument(where + ": " + json.status().message());

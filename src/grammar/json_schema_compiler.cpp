@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ordered_json.h"
 #include "grammar/ebnf_parser.h"
 #include "grammar/json_schema_document.h"
 #include "grammar/number_range.h"
@@ -723,9 +724,9 @@ Result<Grammar> json_schema_to_grammar(std::string_view schema_json,
     return invalid_argument("json schema: larger than " + std::to_string(kMaxGrammarTextBytes) +
                             " bytes");
   }
-  Json schema = Json::parse(schema_json, nullptr, /*allow_exceptions=*/false);
-  if (schema.is_discarded()) return invalid_argument("json schema: not valid JSON");
-  return SchemaCompiler(schema, options).compile_document();
+  auto schema = parse_ordered_json(schema_json);
+  if (!schema.ok()) return invalid_argument("json schema: not valid JSON");
+  return SchemaCompiler(*schema, options).compile_document();
 }
 
 Grammar any_json_object_grammar(const JsonSchemaOptions& options) {

@@ -351,7 +351,8 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   if (!overrides.empty()) {
     constexpr const char* kFlag = "--json-model-override-args";
     SGL_ASSIGN_OR_RETURN(const Json replace, parse_json(std::string(overrides), kFlag));
-    if (!replace.is_object()) return invalid_argument(std::string(kFlag) + " must be a JSON object");
+    if (!replace.is_object())
+      return invalid_argument(std::string(kFlag) + " must be a JSON object");
     for (const auto& [key, value] : replace.items()) root[key] = value;
     source += std::string(" (with ") + kFlag + ")";
   }

@@ -4,9 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
-#include <vector>
 
+#include "core/ordered_json.h"
 #include "server/openai_json.h"
 
 namespace sgl::server::request_json {
@@ -39,79 +38,6 @@ Status check_depth(std::string_view body) {
   return Status::ok_status();
 }
 
-// Builds an ordered_json in time linear in its keys. nlohmann's ordered_map finds a key by a
-// linear search, which makes its own parser quadratic in an object's keys (one object of
-// millions of keys in a 32 MiB body would take hours); here each object keeps a hash index of its
-// keys while it is built. A repeated key keeps its first place and its last value, as
-// nlohmann's parser does.
-class OrderedBuilder final : public nlohmann::json_sax<json> {
- public:
-  bool null() override { return put(json(nullptr)); }
-  bool boolean(bool v) override { return put(json(v)); }
-  bool number_integer(number_integer_t v) override { return put(json(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return put(json(v)); }
-  bool number_float(number_float_t v, const string_t& /*text*/) override { return put(json(v)); }
-  bool string(string_t& v) override { return put(json(std::move(v))); }
-  bool binary(binary_t& /*v*/) override { return false; }  // not in JSON text
-  bool start_object(std::size_t /*n*/) override { return open(json::object()); }
-  bool key(string_t& k) override {
-    stack_.back().key = std::move(k);
-    return true;
-  }
-  bool end_object() override { return close(); }
-  bool start_array(std::size_t /*n*/) override { return open(json::array()); }
-  bool end_array() override { return close(); }
-  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
-                   const nlohmann::detail::exception& e) override {
-    error_ = e.what();
-    return false;
-  }
-
-  json& root() { return root_; }
-  const std::string& error() const { return error_; }
-
- private:
-  struct Frame {
-    json value;
-    std::unordered_map<std::string, size_t> index;  // an object's keys: their places
-    std::string key;                                // the key of the value being read
-  };
-
-  bool open(json container) {
-    stack_.push_back({std::move(container), {}, {}});
-    return true;
-  }
-  bool close() {
-    json done = std::move(stack_.back().value);
-    stack_.pop_back();
-    return put(std::move(done));
-  }
-  bool put(json v) {
-    if (stack_.empty()) {
-      root_ = std::move(v);
-      return true;
-    }
-    Frame& f = stack_.back();
-    if (f.value.is_array()) {
-      f.value.get_ref<json::array_t&>().push_back(std::move(v));
-      return true;
-    }
-    auto& object = f.value.get_ref<json::object_t&>();
-    const auto [place, fresh] = f.index.try_emplace(f.key, object.size());
-    if (fresh) {
-      // Appended without ordered_map's search: the index has just said the key is new.
-      static_cast<json::object_t::Container&>(object).emplace_back(std::move(f.key), std::move(v));
-    } else {
-      (object.begin() + static_cast<std::ptrdiff_t>(place->second))->second = std::move(v);
-    }
-    return true;
-  }
-
-  json root_;
-  std::vector<Frame> stack_;
-  std::string error_;
-};
-
 nlohmann::ordered_json utf8_bytes(const std::string& s) {
   nlohmann::ordered_json bytes = nlohmann::ordered_json::array();
   for (unsigned char c : s) bytes.push_back(static_cast<int>(c));
@@ -122,13 +48,10 @@ nlohmann::ordered_json utf8_bytes(const std::string& s) {
 
 Result<json> parse_object(std::string_view body) {
   SGL_RETURN_IF_ERROR(check_depth(body));
-  OrderedBuilder builder;
-  if (!json::sax_parse(body, &builder)) {
-    return invalid_argument("invalid JSON body: " + builder.error());
-  }
-  json& j = builder.root();
-  if (!j.is_object()) return invalid_argument("the JSON body must be an object");
-  return std::move(j);
+  auto j = parse_ordered_json(body);
+  if (!j.ok()) return invalid_argument("invalid JSON body: " + j.status().message());
+  if (!j->is_object()) return invalid_argument("the JSON body must be an object");
+  return j;
 }
 
 Status field_error(std::string_view field, std::string_view problem) {
@@ -156,9 +79,8 @@ Status refuse_held_reasoning(const json& o, std::string_view route) {
 
 json template_arguments(const json& arguments) {
   if (!arguments.is_string()) return arguments;
-  json parsed = json::parse(arguments.get_ref<const std::string&>(), nullptr,
-                            /*allow_exceptions=*/false);
-  return parsed.is_object() ? parsed : arguments;
+  auto parsed = parse_ordered_json(arguments.get_ref<const std::string&>());
+  return parsed.ok() && parsed->is_object() ? *std::move(parsed) : arguments;
 }
 
 Status set_template_kwarg(json& chat, const char* key, const json& value, std::string_view field) {

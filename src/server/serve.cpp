@@ -111,7 +111,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.reasoning_parser = options.reasoning_parser;
   if (!options.tool_call_parser.empty()) {
     const std::optional<std::string> unheld =
-        strict_auto_tools_unheld(options.tool_call_parser, tokenizer);
+        strict_auto_tools_unheld(options.tool_call_parser, options.reasoning_parser, tokenizer);
     info.strict_auto_tools = !unheld.has_value();
     // SGLang serves these unconstrained too; the forced tool_choice modes still hold calls.
     if (unheld) SGL_LOG_INFO << *unheld;
@@ -150,7 +150,8 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
     sampling_defaults = std::move(preferred).value();
     info.preferred_sampling_params = options.preferred_sampling_params;
   }
-  if (is_generation && (options.model_sampling_defaults || !info.preferred_sampling_params.empty())) {
+  if (is_generation &&
+      (options.model_sampling_defaults || !info.preferred_sampling_params.empty())) {
     const SamplingInput& d = sampling_defaults;
     SGL_LOG_INFO << "sampling defaults (--sampling-defaults "
                  << (options.model_sampling_defaults ? "model" : "openai")

@@ -28,16 +28,29 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
 }
 
 std::optional<std::string> strict_auto_tools_unheld(std::string_view parser,
+                                                    std::string_view reasoning_parser,
                                                     const tokenizer::Tokenizer& tokenizer) {
+  const auto is_special = [&](std::string_view text) {
+    const std::optional<int32_t> id = tokenizer.token_to_id(text);
+    return id && tokenizer.is_special(*id);
+  };
   const std::string marker = function_call::call_marker(parser);
-  const std::optional<int32_t> id = marker.empty() ? std::nullopt : tokenizer.token_to_id(marker);
-  if (!marker.empty() && !(id && tokenizer.is_special(*id))) return std::nullopt;
+  std::string why;
+  if (marker.empty()) {
+    why = "its calls have no marker that opens them";
+  } else if (is_special(marker)) {
+    why = "its call marker " + marker + " is a special token, which grammars never allow";
+  } else if (const auto tags = function_call::think_tags(reasoning_parser);
+             tags && (is_special(tags->start) || is_special(tags->end))) {
+    // The grammar spells the reasoning's tags to leave the reasoning free.
+    why = "--reasoning-parser " + std::string(reasoning_parser) + "'s tags " +
+          std::string(tags->start) + " / " + std::string(tags->end) +
+          " are special tokens, which grammars never allow";
+  } else {
+    return std::nullopt;
+  }
   return "strict tools under tool_choice auto are not held by a grammar with --tool-call-parser " +
-         std::string(parser) + " (" +
-         (marker.empty()
-              ? std::string("its calls have no marker that opens them")
-              : "its call marker " + marker + " is a special token, which grammars never allow") +
-         "): their calls are parsed as the model writes them";
+         std::string(parser) + " (" + why + "): their calls are parsed as the model writes them";
 }
 
 Result<std::shared_ptr<const grammar::CompiledGrammar>> tool_choice_grammar(

@@ -25,10 +25,12 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
                                                          const ChatRequest& req,
                                                          std::string_view prompt);
 
-// Why strict tools under tool_choice auto cannot be held by a grammar with `parser` and the
-// served `tokenizer`: the format's calls have no marker, or the marker is a special token (which
-// grammars never allow); nullopt: they can.
+// Why strict tools under tool_choice auto cannot be held by a grammar with `parser` (and the
+// `reasoning_parser`, whose tags the grammar spells) and the served `tokenizer`: the format's
+// calls have no marker, or the marker or a reasoning tag is a special token (which grammars never
+// allow); nullopt: they can.
 std::optional<std::string> strict_auto_tools_unheld(std::string_view parser,
+                                                    std::string_view reasoning_parser,
                                                     const tokenizer::Tokenizer& tokenizer);
 
 // The grammar tool_choice puts on every choice of `req` (compiled by the server's

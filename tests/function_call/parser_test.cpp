@@ -148,12 +148,20 @@ TEST(ToolCallParser, Mistral) {
   check({t, "", false, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}",
          out("", {{"get_weather", "{\"city\": \"Paris\"}"}})});
   check({t, "", false,
-         "Sure. [TOOL_CALLS]f[ARGS]{\"a\": [1, \"]\"]}\n[TOOL_CALLS] g [CALL_ID]c0ffee42[ARGS] {} "
+         "Sure. [TOOL_CALLS]f[ARGS]{\"a\": [1, \"]\"]}\n[TOOL_CALLS]g[CALL_ID]c0ffee42[ARGS] {} "
          "done",
          out("Sure. done", {{"f", "{\"a\": [1, \"]\"]}"}, {"g", "{}"}})});
+  // A name is a function's name: prose after the marker is content, and the next marker starts
+  // a call.
+  check({t, "", false, "[TOOL_CALLS]Let me check [TOOL_CALLS]get_weather[ARGS]{}",
+         out("[TOOL_CALLS]Let me check", {{"get_weather", "{}"}})});
+  check({t, "", false, "a [TOOL_CALLS]f[ARGS]{} [TOOL_CALLS]g",
+         out("a [TOOL_CALLS]g", {{"f", "{}"}})});
+  check({t, "", false, "[TOOL_CALLS]f[ARGZ]{}", out("[TOOL_CALLS]f[ARGZ]{}")});
   check({t, "", false, "[TOOL_CALLS]f[ARGS]oops", out("[TOOL_CALLS]f[ARGS]oops")});
   check({t, "", false, "[TOOL_CALLS] [ARGS]{}", out("[TOOL_CALLS] [ARGS]{}")});
   check({t, "", false, "[TOOL_CALLS]f\n[ARGS]{}", out("[TOOL_CALLS]f\n[ARGS]{}")});
+  check({t, "", false, "[TOOL_CALLS]f [ARGS]{}", out("[TOOL_CALLS]f [ARGS]{}")});
   check({t, "", false, "[TOOL_CALLS]f[ARGS]{\"q\": \"ab", out("", {{"f", "{\"q\": \"ab"}})});
   check({t, "", false, "[TOOL_CALLS]f[CALL_ID]x", out("[TOOL_CALLS]f[CALL_ID]x")});
   check(

@@ -251,7 +251,9 @@ TEST(ToolConstraint, Qwen3CoderParameters) {
         R"({"type": "object", "properties": {"v": {"anyOf": [{"type": "integer"},
               {"type": "boolean"}]}}})",
         R"({"type": "object", "additionalProperties": {"type": "integer"}})",
-        R"({"anyOf": [{"type": "object"}]})"}) {
+        R"({"anyOf": [{"type": "object"}]})",
+        R"({"type": "object", "properties": {"m": {"anyOf": [{"$ref": "#/$defs/M"},
+           {"type": "null"}]}}, "$defs": {"M": {"type": "object"}}})"}) {
     const FunctionTool tool = {"h", params, false};
     EXPECT_EQ(tool_call_grammar({{&tool, 1}, "", "qwen3_coder", true}).status().code(),
               StatusCode::kUnimplemented)
@@ -262,6 +264,12 @@ TEST(ToolConstraint, Qwen3CoderParameters) {
   EXPECT_TRUE(
       any.accepts("<tool_call>\n<function=h>\n<parameter=q>\nfree text\n</parameter>\n"
                   "</function>\n</tool_call>"));
+  // A function without arguments (strict mode's additionalProperties false): no parameters.
+  const FunctionTool none = {"h", R"({"type": "object", "additionalProperties": false})", false};
+  Checker no_args({{&none, 1}, "", "qwen3_coder", true});
+  EXPECT_TRUE(no_args.accepts("<tool_call>\n<function=h>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(no_args.accepts(
+      "<tool_call>\n<function=h>\n<parameter=q>\nx\n</parameter>\n</function>\n</tool_call>"));
   const FunctionTool nullable = {
       "h", R"({"type": "object", "properties": {"v": {"type": ["integer", "null"]}}})", false};
   Checker maybe({{&nullable, 1}, "", "qwen3_coder", true});

@@ -1,9 +1,12 @@
 // Unit tests of the server's small pieces: RequestStream notification, SSE framing, metrics
 // histograms, request parsing and error bodies, the request registry.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "engine/request_stream.h"
@@ -200,10 +203,33 @@ namespace {
 TEST(ToolChoice, StrictAutoToolsAreHeldWhereTheMarkerCanBeWritten) {
   auto qwen3 = tokenizer::Tokenizer::from_dir(std::string(SGL_TESTDATA_DIR) + "/tokenizers/qwen3");
   ASSERT_TRUE(qwen3.ok()) << qwen3.status().to_string();
-  EXPECT_FALSE(strict_auto_tools_unheld("qwen25", **qwen3).has_value());
-  const auto llama3 = strict_auto_tools_unheld("llama3", **qwen3);
+  EXPECT_FALSE(strict_auto_tools_unheld("qwen25", "", **qwen3).has_value());
+  EXPECT_FALSE(strict_auto_tools_unheld("qwen3_coder", "qwen3", **qwen3).has_value());
+  const auto llama3 = strict_auto_tools_unheld("llama3", "", **qwen3);
   ASSERT_TRUE(llama3.has_value());
   EXPECT_NE(llama3->find("no marker"), std::string::npos) << *llama3;
+}
+
+// The grammar spells the reasoning's tags too: where they are special tokens (Magistral's
+// [THINK]), it cannot.
+TEST(ToolChoice, StrictAutoToolsNeedReasoningTagsAGrammarCanWrite) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("sgl_think_tags_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << R"({"version": "1.0", "added_tokens": [
+      {"id": 0, "content": "[THINK]", "single_word": false, "lstrip": false, "rstrip": false,
+       "normalized": false, "special": true},
+      {"id": 1, "content": "[/THINK]", "single_word": false, "lstrip": false, "rstrip": false,
+       "normalized": false, "special": true}],
+    "normalizer": null, "pre_tokenizer": {"type": "WhitespaceSplit"}, "post_processor": null,
+    "decoder": null, "model": {"type": "BPE", "vocab": {"[THINK]": 0, "[/THINK]": 1, "a": 2},
+    "merges": []}})";
+  auto tok = tokenizer::Tokenizer::from_dir(dir);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  EXPECT_FALSE(strict_auto_tools_unheld("qwen25", "qwen3", **tok).has_value());
+  const auto unheld = strict_auto_tools_unheld("qwen25", "mistral", **tok);
+  ASSERT_TRUE(unheld.has_value());
+  EXPECT_NE(unheld->find("[THINK] / [/THINK] are special tokens"), std::string::npos) << *unheld;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/ordered_json.h"
 #include "tokenizer/chat_template/errors.h"
 #include "tokenizer/chat_template/utf8.h"
 #include "tokenizer/chat_template/value_format.h"
@@ -274,9 +275,9 @@ class Dumper {
 }  // namespace
 
 Result<Value> value_from_json(std::string_view json) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(json, nullptr, false);
-  if (j.is_discarded()) return invalid_argument("invalid JSON input");
-  return from_json(j, 0);
+  auto j = parse_ordered_json(json);
+  if (!j.ok()) return invalid_argument("invalid JSON input");
+  return from_json(*j, 0);
 }
 
 Result<std::string> dump_json(const Value& value, const JsonDumpOptions& options) {
