@@ -88,9 +88,9 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "auto"},
       {.name = "--json-model-override-args",
        .value = "JSON",
-       .help = "A JSON object whose fields replace config.json's (SGLang's), e.g. "
-               "'{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
-               "\"original_max_position_embeddings\": 32768}}'."},
+       .help = "A JSON object whose fields replace config.json's (SGLang's; rope_scaling and "
+               "rope_parameters are merged key by key), e.g. "
+               "'{\"max_position_embeddings\": 4096}'."},
       {.name = "--dtype",
        .value = "auto|bfloat16|float32",
        .help = "Compute dtype; auto is f32 on the CPU, bf16 on CUDA. half / float16 are refused "

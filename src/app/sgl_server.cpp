@@ -14,6 +14,7 @@
 #include "engine/load_balance.h"
 #include "function_call/output_parser.h"
 #include "model/model_source.h"
+#include "server/openai_json.h"
 #include "server/serve.h"
 #include "tokenizer/tokenizer.h"
 
@@ -163,6 +164,12 @@ Result<Options> parse_options(int argc, char** argv) {
   }
   o.model_sampling_defaults = sampling_defaults == "model";
   o.preferred_sampling_params = args.get("--preferred-sampling-params").value_or("");
+  if (!o.preferred_sampling_params.empty()) {  // checked before the model loads
+    if (auto checked = server::apply_preferred_sampling_params(o.preferred_sampling_params, {});
+        !checked.ok()) {
+      return invalid_argument("--preferred-sampling-params: " + checked.status().message());
+    }
+  }
   o.chat_template_path = args.get("--chat-template").value_or("");
   o.tool_call_parser = args.get("--tool-call-parser").value_or("");
   o.reasoning_parser = args.get("--reasoning-parser").value_or("");

@@ -2,7 +2,8 @@
 // time. nlohmann's own parser inserts each key with a linear search of the object's keys, so a
 // request body of one object of a million keys would take hours; this builder indexes each
 // object's keys while it is built. A repeated key keeps its first place and its last value, as
-// nlohmann's parser does; errors are nlohmann's messages.
+// nlohmann's parser does; errors are nlohmann's messages. Nesting deeper than a limit is an error
+// (the values are walked recursively afterwards: dumped, copied, converted).
 // Header-only: include it only where nlohmann_json is linked.
 #pragma once
 
@@ -30,6 +31,8 @@ class Builder final : public nlohmann::json_sax<nlohmann::ordered_json> {
   bool number_float(number_float_t v, const string_t& /*text*/) override { return put(json(v)); }
   bool string(string_t& v) override { return put(json(std::move(v))); }
   bool binary(binary_t& /*v*/) override { return false; }  // not in JSON text
+  explicit Builder(size_t max_depth) : max_depth_(max_depth) {}
+
   bool start_object(std::size_t /*n*/) override { return open(json::object()); }
   bool key(string_t& k) override {
     stack_.back().key = std::move(k);
@@ -56,6 +59,10 @@ class Builder final : public nlohmann::json_sax<nlohmann::ordered_json> {
   };
 
   bool open(json container) {
+    if (stack_.size() >= max_depth_) {
+      error_ = "JSON nested deeper than " + std::to_string(max_depth_);
+      return false;
+    }
     stack_.push_back({std::move(container), {}, {}});
     return true;
   }
@@ -85,6 +92,7 @@ class Builder final : public nlohmann::json_sax<nlohmann::ordered_json> {
     return true;
   }
 
+  size_t max_depth_;
   json root_;
   std::vector<Frame> stack_;
   std::string error_;
@@ -92,9 +100,13 @@ class Builder final : public nlohmann::json_sax<nlohmann::ordered_json> {
 
 }  // namespace ordered_json_detail
 
-// `text` as one JSON value; kInvalidArgument with nlohmann's message when it is not JSON.
-inline Result<nlohmann::ordered_json> parse_ordered_json(std::string_view text) {
-  ordered_json_detail::Builder builder;
+inline constexpr size_t kMaxOrderedJsonDepth = 128;
+
+// `text` as one JSON value; kInvalidArgument with nlohmann's message when it is not JSON, or
+// when it nests deeper than `max_depth`.
+inline Result<nlohmann::ordered_json> parse_ordered_json(std::string_view text,
+                                                         size_t max_depth = kMaxOrderedJsonDepth) {
+  ordered_json_detail::Builder builder(max_depth);
   if (!nlohmann::ordered_json::sax_parse(text, &builder)) {
     return invalid_argument(builder.error());
   }

@@ -25,7 +25,8 @@ constexpr std::chrono::milliseconds kNodeJoinTimeout = std::chrono::minutes(10);
 runner::NodeLayout node_layout(const runner::ModelRunnerOptions& ro,
                                const distributed::MultiNode& nodes) {
   std::string shape = ro.device.is_cpu() ? "cpu" : "cuda";
-  for (const std::string& s : {ro.attention_backend, ro.linear_backend, ro.load_format, ro.dtype}) {
+  for (const std::string& s : {ro.attention_backend, ro.linear_backend, ro.load_format, ro.dtype,
+                               ro.json_model_override_args}) {
     shape.append("|").append(s);
   }
   for (const int64_t v :
@@ -118,7 +119,8 @@ Status size_runner_for_engine(const std::filesystem::path& model_path,
     }
     if (spec.algorithm == speculative::SpeculativeAlgorithm::kEagle3) {
       SGL_ASSIGN_OR_RETURN(ro.aux_hidden_state_layers,
-                           runner::eagle3_capture_layers(spec.draft_model_path, model_path));
+                           runner::eagle3_capture_layers(spec.draft_model_path, model_path,
+                                                         ro.json_model_override_args));
     }
     ro.draft_head = runner::DraftHeadOptions{
         .dir = spec.draft_model_path, .topk = spec.eagle_topk, .num_steps = spec.num_steps};

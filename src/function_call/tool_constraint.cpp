@@ -146,7 +146,8 @@ std::vector<std::string> json_types(const nlohmann::ordered_json& schema) {
       for (const auto& branch : *b) {
         const std::vector<std::string> branch_types = json_types(branch);
         // A branch of no stated type ($ref, {}) counts as one more type.
-        const bool null_only = branch.is_object() && branch.value("type", "") == "null";
+        const bool null_only =
+            branch.is_object() && branch.contains("type") && branch["type"] == "null";
         if (branch_types.empty() && !null_only) add(nlohmann::ordered_json("(untyped)"));
         for (const std::string& t : branch_types) add(nlohmann::ordered_json(t));
       }

@@ -329,6 +329,26 @@ Status parse_moe(const Fields& top, const Architecture& arch, ModelConfig& confi
   return Status::ok_status();
 }
 
+// One --json-model-override-args field into config.json's `root`. As SGLang: the RoPE dicts
+// are merged key by key ({"rope_scaling": {"factor": 16}} keeps the rope_type); other fields are
+// replaced whole. A field config.json also holds under another name (rope_theta inside
+// rope_parameters, dtype / torch_dtype) is replaced there too, so that the override is the
+// value read.
+void apply_override(Json& root, const std::string& key, const Json& value) {
+  if ((key == "rope_scaling" || key == "rope_parameters") && value.is_object() &&
+      root.contains(key) && root[key].is_object()) {
+    for (const auto& [k, v] : value.items()) root[key][k] = v;
+    return;
+  }
+  root[key] = value;
+  if (key == "rope_theta" && root.contains("rope_parameters") &&
+      root["rope_parameters"].is_object()) {
+    root["rope_parameters"]["rope_theta"] = value;
+  }
+  if (key == "dtype" && root.contains("torch_dtype")) root["torch_dtype"] = value;
+  if (key == "torch_dtype" && root.contains("dtype")) root["dtype"] = value;
+}
+
 }  // namespace
 
 bool ModelConfig::is_sparse_layer(int64_t layer) const {
@@ -353,7 +373,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
     SGL_ASSIGN_OR_RETURN(const Json replace, parse_json(std::string(overrides), kFlag));
     if (!replace.is_object())
       return invalid_argument(std::string(kFlag) + " must be a JSON object");
-    for (const auto& [key, value] : replace.items()) root[key] = value;
+    for (const auto& [key, value] : replace.items()) apply_override(root, key, value);
     source += std::string(" (with ") + kFlag + ")";
   }
   Fields top(root, source);

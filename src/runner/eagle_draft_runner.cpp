@@ -23,12 +23,14 @@ const char* kind_name(model::DraftKind kind) {
 }  // namespace
 
 Result<std::vector<int64_t>> eagle3_capture_layers(const std::filesystem::path& draft_dir,
-                                                   const std::filesystem::path& target_path) {
+                                                   const std::filesystem::path& target_path,
+                                                   const std::string& target_overrides) {
   SGL_ASSIGN_OR_RETURN(const model::EagleDraftConfig config,
                        model::load_eagle_draft_config(draft_dir));
   if (!config.aux_hidden_state_layer_ids.empty()) return config.aux_hidden_state_layer_ids;
   model::ModelSourceOptions options;
   options.open_weights = false;
+  options.config_overrides = target_overrides;
   SGL_ASSIGN_OR_RETURN(const model::ModelSource target,
                        model::open_model_source(target_path, options));
   return model::default_eagle3_aux_layers(target.config.num_hidden_layers);

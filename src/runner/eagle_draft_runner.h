@@ -21,10 +21,12 @@
 namespace sgl::runner {
 
 // The target layers an EAGLE-3 head at `draft_dir` reads (its config's
-// eagle_aux_hidden_state_layer_ids, else SGLang's default for the target at `target_path`):
-// what ModelRunnerOptions::aux_hidden_state_layers must hold before the target loads.
+// eagle_aux_hidden_state_layer_ids, else SGLang's default for the target at `target_path`, its
+// config with `target_overrides` (--json-model-override-args)): what
+// ModelRunnerOptions::aux_hidden_state_layers must hold before the target loads.
 Result<std::vector<int64_t>> eagle3_capture_layers(const std::filesystem::path& draft_dir,
-                                                   const std::filesystem::path& target_path);
+                                                   const std::filesystem::path& target_path,
+                                                   const std::string& target_overrides = {});
 
 class EagleDraftRunner {
  public:

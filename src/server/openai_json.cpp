@@ -699,6 +699,24 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
 Result<SamplingInput> apply_preferred_sampling_params(std::string_view json_text,
                                                       SamplingInput defaults) {
   SGL_ASSIGN_OR_RETURN(json o, parse_object(json_text));
+  // Values a request's own field replaces whole. (Lists, grammars, n and seeds would be added
+  // to or clash with a request's own, so they stay per request.)
+  static constexpr std::array<std::string_view, 8> kDefaultable = {"temperature",
+                                                                   "top_p",
+                                                                   "top_k",
+                                                                   "min_p",
+                                                                   "frequency_penalty",
+                                                                   "presence_penalty",
+                                                                   "repetition_penalty",
+                                                                   "max_new_tokens"};
+  for (const auto& [key, value] : o.items()) {
+    if (std::find(kDefaultable.begin(), kDefaultable.end(), key) == kDefaultable.end()) {
+      return field_error(key,
+                         "is not taken as a server-wide default (temperature, top_p, top_k, "
+                         "min_p, frequency_penalty, presence_penalty, repetition_penalty and "
+                         "max_new_tokens are)");
+    }
+  }
   SGL_RETURN_IF_ERROR(read_sampling(o, defaults, true));
   SGL_RETURN_IF_ERROR(check_sampling_params_keys(o));
   if (defaults.max_tokens && *defaults.max_tokens < 0) {

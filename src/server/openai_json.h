@@ -22,8 +22,9 @@ Result<ChatRequest> parse_chat_request(std::string_view body, const SamplingInpu
 Result<GenerateInput> parse_generate_request(std::string_view body,
                                              const SamplingInput& defaults = {});
 // SGLang's --preferred-sampling-params: a JSON object of sampling parameters (/generate's
-// sampling_params names) that become `defaults` for every route, where a request does not set
-// them. kInvalidArgument naming the field otherwise.
+// sampling_params names: temperature, top_p, top_k, min_p, frequency_penalty, presence_penalty,
+// repetition_penalty, max_new_tokens) that become `defaults` for every route, where a request
+// does not set them. kInvalidArgument naming the field otherwise.
 Result<SamplingInput> apply_preferred_sampling_params(std::string_view json_text,
                                                       SamplingInput defaults);
 Result<TokenizeInput> parse_tokenize_request(std::string_view body);

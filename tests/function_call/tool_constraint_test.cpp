@@ -270,6 +270,11 @@ TEST(ToolConstraint, Qwen3CoderParameters) {
   EXPECT_TRUE(no_args.accepts("<tool_call>\n<function=h>\n</function>\n</tool_call>"));
   EXPECT_FALSE(no_args.accepts(
       "<tool_call>\n<function=h>\n<parameter=q>\nx\n</parameter>\n</function>\n</tool_call>"));
+  // A branch whose type is a list (no throw; several types: refused).
+  const FunctionTool listed = {
+      "h", R"({"type": "object", "properties": {"v": {"anyOf": [{"type": ["integer", "null"]}]}}})",
+      false};
+  EXPECT_TRUE(tool_call_grammar({{&listed, 1}, "", "qwen3_coder", true}).ok());
   const FunctionTool nullable = {
       "h", R"({"type": "object", "properties": {"v": {"type": ["integer", "null"]}}})", false};
   Checker maybe({{&nullable, 1}, "", "qwen3_coder", true});

@@ -251,6 +251,32 @@ TEST(ModelConfigTest, EveryTestModelParses) {
   EXPECT_GE(count, 8);
 }
 
+// --json-model-override-args: fields replaced, the RoPE dicts merged key by key (as SGLang),
+// rope_theta replaced where the transformers-5 layout keeps it too; bounds still checked.
+TEST(ModelConfigTest, OverridesReplaceFieldsAndMergeRope) {
+  const std::string text = llama3_config().dump();
+  auto r = parse_model_config(text, "c.json",
+                              R"({"rope_scaling": {"factor": 16.0}, "max_position_embeddings": 4096,
+                                  "torch_dtype": "float32"})");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_DOUBLE_EQ(r->rope_scaling.factor, 16.0);
+  EXPECT_DOUBLE_EQ(r->rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(r->max_position_embeddings, 4096);
+  EXPECT_EQ(r->torch_dtype, "float32");
+  Json v5 = llama3_config();
+  v5.erase("rope_theta");
+  v5.erase("rope_scaling");
+  v5["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+  auto theta = parse_model_config(v5.dump(), "c.json", R"({"rope_theta": 1000000.0})");
+  ASSERT_TRUE(theta.ok()) << theta.status().to_string();
+  EXPECT_DOUBLE_EQ(theta->rope_theta, 1000000.0);
+  expect_error(parse_model_config(text, "c.json", "[1]"), StatusCode::kInvalidArgument,
+               {"--json-model-override-args must be a JSON object"});
+  expect_error(parse_model_config(text, "c.json", R"({"num_attention_heads": 7})"),
+               StatusCode::kInvalidArgument, {"c.json (with --json-model-override-args)"});
+}
+
 TEST(ModelConfigTest, TopLevelRopeThetaAndLlama3Scaling) {
   Result<ModelConfig> r = parse(llama3_config());
   ASSERT_TRUE(r.ok()) << r.status().to_string();
