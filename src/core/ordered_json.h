@@ -60,7 +60,7 @@ class Builder final : public nlohmann::json_sax<nlohmann::ordered_json> {
 
   bool open(json container) {
     if (stack_.size() >= max_depth_) {
-      error_ = "JSON nested deeper than " + std::to_string(max_depth_);
+      error_ = "JSON nested too deeply (deeper than " + std::to_string(max_depth_) + ")";
       return false;
     }
     stack_.push_back({std::move(container), {}, {}});

@@ -724,8 +724,11 @@ Result<Grammar> json_schema_to_grammar(std::string_view schema_json,
     return invalid_argument("json schema: larger than " + std::to_string(kMaxGrammarTextBytes) +
                             " bytes");
   }
-  auto schema = parse_ordered_json(schema_json);
-  if (!schema.ok()) return invalid_argument("json schema: not valid JSON");
+  // Deep enough for kMaxSchemaDepth schemas (each a few JSON levels), which the compiler checks.
+  auto schema = parse_ordered_json(schema_json, 4 * kMaxSchemaDepth + 8);
+  if (!schema.ok()) {
+    return invalid_argument("json schema: not valid JSON (" + schema.status().message() + ")");
+  }
   return SchemaCompiler(*schema, options).compile_document();
 }
 

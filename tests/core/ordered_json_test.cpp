@@ -36,7 +36,7 @@ TEST(OrderedJson, NestingPastTheLimitIsAnError) {
   EXPECT_TRUE(parse_ordered_json(nested(kMaxOrderedJsonDepth)).ok());
   auto deep = parse_ordered_json(nested(kMaxOrderedJsonDepth + 1));
   ASSERT_FALSE(deep.ok());
-  EXPECT_NE(deep.status().message().find("nested deeper than 128"), std::string::npos);
+  EXPECT_NE(deep.status().message().find("nested too deeply (deeper than 128)"), std::string::npos);
   EXPECT_TRUE(parse_ordered_json(nested(500), 1000).ok());
 }
 
