@@ -143,12 +143,10 @@ void DeepSeekV3Parser::step(char c, EventSink& out) {
       state_ = State::kArgs;
       [[fallthrough]];
     case State::kArgs:
-      switch (args_.step(c)) {
+      switch (stream_arguments(args_, c, out)) {
         case JsonScanner::Step::kMore:
-          out.arguments(std::string_view(&c, 1));
           return;
         case JsonScanner::Step::kComplete:
-          out.arguments(std::string_view(&c, 1));
           args_ended();
           return;
         case JsonScanner::Step::kCompleteBefore:

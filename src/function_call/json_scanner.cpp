@@ -124,4 +124,12 @@ bool JsonScanner::complete_at_end() const {
   return state_ == State::kLiteral && stack_.empty() && is_valid_literal(literal_);
 }
 
+JsonScanner::Step stream_arguments(JsonScanner& scanner, char c, EventSink& out) {
+  const JsonScanner::Step s = scanner.step(c);
+  if (s == JsonScanner::Step::kMore || s == JsonScanner::Step::kComplete) {
+    out.arguments(std::string_view(&c, 1));
+  }
+  return s;
+}
+
 }  // namespace sgl::function_call

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "function_call/parse_event.h"
+
 namespace sgl::function_call {
 
 inline constexpr size_t kMaxJsonScanDepth = 256;
@@ -49,5 +51,9 @@ class JsonScanner {
   int hex_left_ = 0;
   std::string literal_;
 };
+
+// Steps `scanner` by `c`; a byte of the value (kMore, kComplete) goes to `out` as more of the
+// current call's arguments.
+JsonScanner::Step stream_arguments(JsonScanner& scanner, char c, EventSink& out);
 
 }  // namespace sgl::function_call

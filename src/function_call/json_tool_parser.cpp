@@ -21,7 +21,8 @@ namespace {
 
 constexpr std::string_view kArgs = "[ARGS]";
 constexpr std::string_view kCallId = "[CALL_ID]";
-constexpr size_t kMaxCompactNameBytes = 256;
+// Longer held markup (marker, name, tags, call id) is not a call.
+constexpr size_t kMaxCompactMarkupBytes = 320;
 
 // A function name's bytes (OpenAI's [a-zA-Z0-9_-], and '.'), and a call id's.
 bool is_name_byte(char c) {
@@ -130,8 +131,11 @@ void JsonToolParser::step(char c, EventSink& out) {
     case State::kCompactId: {
       // NAME (or the call id), then [ARGS] (or [CALL_ID] after the name).
       const bool in_name = state_ == State::kCompactName;
-      if (tag_.read().empty() && (in_name ? is_name_byte(c) : is_id_byte(c)) &&
-          name_.size() < kMaxCompactNameBytes) {
+      if (raw_.size() >= kMaxCompactMarkupBytes) {
+        fall_back(c, out);
+        return;
+      }
+      if (tag_.read().empty() && (in_name ? is_name_byte(c) : is_id_byte(c))) {
         raw_ += c;
         if (in_name) name_ += c;
         return;
@@ -167,12 +171,10 @@ void JsonToolParser::step(char c, EventSink& out) {
         out.begin_call(name_);
         raw_.clear();
       }
-      switch (args_.step(c)) {
+      switch (stream_arguments(args_, c, out)) {
         case JsonScanner::Step::kMore:
-          out.arguments(std::string_view(&c, 1));
           return;
         case JsonScanner::Step::kComplete:
-          out.arguments(std::string_view(&c, 1));
           state_ = State::kText;
           text_.skip_leading();
           return;
