@@ -132,6 +132,8 @@ void DecoderForCausalLM::plan_activations(DType dtype, Device device, Activation
   // sum is the largest bf16 error source in a deep stack.
   plan.add(&act_.hidden, dtype, n, c.hidden_size);
   plan.add(&act_.residual, DType::kF32, n, c.hidden_size);
+  // The norms fold into the blocks after them for one token on CUDA (kernels/norm_linear.h).
+  if (device.is_cuda()) plan.add(&act_.residual_spare, DType::kF32, 1, c.hidden_size);
   const TensorParallel tp = options_.tp;
   DecoderLayer::plan_scratch(layers_, attention_shape(c, tp), n, dtype, device,
                              options_.fp32_all_reduce, act_.layer, plan);
@@ -190,10 +192,11 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
   SGL_CHECK_LE(rows, options_.max_logit_rows);
 
   const Tensor hidden = act_.hidden.tensor().slice_rows(0, n);
-  const Tensor residual = act_.residual.tensor().slice_rows(0, n);
+  ResidualStream residual{.current = act_.residual.tensor().slice_rows(0, n), .spare = Tensor()};
+  if (n == 1) residual.spare = act_.residual_spare.tensor();  // (undefined off CUDA)
   embed_tokens(embed_tokens_, fb.input_ids, hidden, ctx.stream, ctx.communicator);
   // The first layer starts the residual stream.
-  kernels::zero(residual, ctx.stream);
+  kernels::zero(residual.current, ctx.stream);
   const std::vector<int64_t>& aux_layers = options_.aux_hidden_state_layers;
   const bool capture_aux =
       !aux_layers.empty() && fb.capture_hidden_mode != CaptureHiddenMode::kNull;
@@ -218,7 +221,7 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
       ++sparse_layers;
     }
   }
-  reduce_add_rms_norm(hidden, residual, final_norm_, config_.rms_norm_eps, hidden_partial,
+  reduce_add_rms_norm(hidden, residual.current, final_norm_, config_.rms_norm_eps, hidden_partial,
                       ctx.communicator, ctx.stream);
 
   if (fb.pooling != PoolingType::kNone) {

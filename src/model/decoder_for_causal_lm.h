@@ -65,9 +65,10 @@ class DecoderForCausalLM : public Model {
  private:
   // Activation scratch, allocated for max_num_tokens rows.
   struct Activations {
-    Buffer hidden;       // [N, H]
-    Buffer residual;     // f32 [N, H]
-    LayerScratch layer;  // the blocks' scratch, shared by every layer
+    Buffer hidden;          // [N, H]
+    Buffer residual;        // f32 [N, H]
+    Buffer residual_spare;  // f32 [1, H], on CUDA: ResidualStream::spare at one token
+    LayerScratch layer;     // the blocks' scratch, shared by every layer
     // i32 [num_sparse_layers * N, top_k], only with options_.enable_return_routed_experts
     Buffer routed_experts;
     Buffer last_hidden;  // [max_logit_rows, H]; generation models only

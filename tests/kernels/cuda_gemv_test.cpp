@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <string>
 
 #include "backend/cuda/cuda_runtime.h"
 #include "core/half.h"
@@ -11,6 +13,8 @@
 #include "kernels/activation.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/linear.h"
+#include "kernels/norm_linear.h"
+#include "kernels/rms_norm.h"
 
 namespace sgl::kernels {
 namespace {
@@ -83,6 +87,102 @@ TEST_F(CudaGemv, FusedGateUpSiluMatchesUnfusedOps) {
       }
     }
   }
+}
+
+// Host f32 copies of two device tensors hold the same bits (bf16 and f32 widen exactly).
+void expect_same_bits(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.numel(), want.numel()) << what;
+  int64_t differ = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    differ += std::memcmp(&got.data<float>()[i], &want.data<float>()[i], sizeof(float)) != 0;
+  }
+  EXPECT_EQ(differ, 0) << what << ": " << differ << " of " << want.numel() << " values differ";
+}
+
+// The residual add + RMSNorm folded into the GEMV (norm_linear.h) against fused_add_rms_norm
+// and then the GEMV: the projection, the residual sum and the normed row bit for bit, for row
+// widths from one chunk to the fold's limit, grids of one block to three blocks an SM, bf16 and
+// f32 outputs, a bias, and the gate/up + SiLU projection.
+TEST_F(CudaGemv, FoldedNormMatchesNormThenGemvBitForBit) {
+  const int64_t sms = backend::cuda::multiprocessor_count(0);
+  for (int64_t h : {8, 64, 576, 1000, 2048}) {
+    // Grids of 1 block, 5, two an SM (gate/up: one an SM), and 2.5 an SM with a partial block.
+    for (int64_t n : {int64_t{1}, int64_t{72}, 16 * 2 * sms, 16 * (2 * sms + sms / 2) - 5}) {
+      const std::string shape = std::to_string(h) + " -> " + std::to_string(n);
+      Buffer x = host_random({1, h}, 1.f), norm_w = host_random({h}, 1.f);
+      Buffer w = host_random({n, h}, 0.1f), bias = host_random({n}, 1.f);
+      Buffer residual(cpu_allocator(), DType::kF32, {1, h});
+      std::normal_distribution<float> dist(0.f, 3.f);
+      for (int64_t i = 0; i < h; ++i) residual.data<float>()[i] = dist(rng_);
+      Buffer dw = to_device(w), db = to_device(bias), dnorm = to_device(norm_w);
+
+      // The unfused ops: the norm in place, then the GEMV.
+      Buffer ref_x = to_device(x);
+      Buffer ref_r = test::to_device_as(residual, DType::kF32, gpu_, stream_.get());
+      fused_add_rms_norm(ref_x, ref_r, dnorm, 1e-6, stream_.get());
+      for (DType y_dtype : {DType::kBF16, DType::kF32}) {
+        const bool with_bias = y_dtype == DType::kBF16;
+        Buffer want(gpu_, y_dtype, {1, n});
+        linear(ref_x, dw, with_bias ? db.tensor() : Tensor(), want, stream_.get());
+
+        Buffer dx = to_device(x);
+        Buffer r_in = test::to_device_as(residual, DType::kF32, gpu_, stream_.get());
+        Buffer r_out = poisoned(DType::kF32, {1, h}), normed = poisoned(DType::kBF16, {1, h});
+        const ResidualRmsNorm norm{r_in, r_out, dnorm, 1e-6};
+        ASSERT_TRUE(norm_folds_into_linear(dx, norm, dw, FoldedProjection::kLinear)) << shape;
+        Buffer y = poisoned(y_dtype, {1, n});
+        add_rms_norm_linear(dx, norm, dw, with_bias ? db.tensor() : Tensor(), y, normed,
+                            stream_.get());
+        expect_same_bits(to_host(y), to_host(want), shape + " y");
+        expect_same_bits(to_host(r_out), to_host(ref_r), shape + " residual");
+        expect_same_bits(to_host(normed), to_host(ref_x), shape + " normed row");
+        expect_same_bits(to_host(r_in), residual, shape + " residual_in untouched");
+      }
+      if (n % 2 != 0) continue;
+      const int64_t inter = n / 2;
+      Buffer want_act(gpu_, DType::kBF16, {1, inter}), scratch(gpu_, DType::kBF16, {1, n});
+      linear_silu_and_mul(ref_x, dw, scratch, want_act, stream_.get());
+      Buffer dx = to_device(x);
+      Buffer r_in = test::to_device_as(residual, DType::kF32, gpu_, stream_.get());
+      Buffer r_out = poisoned(DType::kF32, {1, h}), act = poisoned(DType::kBF16, {1, inter});
+      add_rms_norm_linear_silu_and_mul(dx, {r_in, r_out, dnorm, 1e-6}, dw, act, stream_.get());
+      expect_same_bits(to_host(act), to_host(want_act), shape + " silu");
+      expect_same_bits(to_host(r_out), to_host(ref_r), shape + " silu residual");
+    }
+  }
+}
+
+TEST_F(CudaGemv, FoldedNormDeclinesWhatItCannotTake) {
+  const int64_t sms = backend::cuda::multiprocessor_count(0);
+  constexpr auto kLinear = FoldedProjection::kLinear, kSilu = FoldedProjection::kSiluAndMul;
+  auto folds = [&](int64_t rows, int64_t h, DType x_dtype, bool same_residual, int64_t n,
+                   FoldedProjection kind) {
+    Buffer x(gpu_, x_dtype, {rows, h}), w(gpu_, x_dtype, {n, h}), weight(gpu_, x_dtype, {h});
+    Buffer r_in(gpu_, DType::kF32, {rows, h}), r_out(gpu_, DType::kF32, {rows, h});
+    return norm_folds_into_linear(x, {r_in, same_residual ? r_in : r_out, weight, 1e-6}, w, kind);
+  };
+  EXPECT_TRUE(folds(1, 2048, DType::kBF16, false, 32, kLinear));
+  EXPECT_TRUE(folds(1, 2048, DType::kBF16, false, 32, kSilu));
+  EXPECT_FALSE(folds(2, 2048, DType::kBF16, false, 32, kLinear));  // one token only
+  EXPECT_FALSE(folds(1, 2056, DType::kBF16, false, 32, kLinear));  // over a thread per 8 values
+  EXPECT_FALSE(folds(1, 60, DType::kBF16, false, 32, kLinear));    // h % 8 != 0
+  EXPECT_FALSE(folds(1, 2048, DType::kF32, false, 32, kLinear));   // f32: the norm and cuBLAS
+  EXPECT_FALSE(folds(1, 2048, DType::kBF16, true, 32, kLinear));   // the sum would race the reads
+  {                                                                // w's rows not as wide as x
+    Buffer x(gpu_, DType::kBF16, {1, 64}), w(gpu_, DType::kBF16, {32, 128});
+    Buffer weight(gpu_, DType::kBF16, {64});
+    Buffer r_in(gpu_, DType::kF32, {1, 64}), r_out(gpu_, DType::kF32, {1, 64});
+    EXPECT_FALSE(norm_folds_into_linear(x, {r_in, r_out, weight, 1e-6}, w, kLinear));
+  }
+  // One wave of blocks (16 rows each): three an SM for a linear, two for gate/up.
+  EXPECT_TRUE(folds(1, 64, DType::kBF16, false, 16 * 3 * sms, kLinear));
+  EXPECT_FALSE(folds(1, 64, DType::kBF16, false, 16 * (3 * sms + 1), kLinear));
+  EXPECT_TRUE(folds(1, 64, DType::kBF16, false, 2 * 16 * 2 * sms, kSilu));
+  EXPECT_FALSE(folds(1, 64, DType::kBF16, false, 2 * 16 * (2 * sms + 1), kSilu));
+  Buffer x(cpu_allocator(), DType::kBF16, {1, 64}), w(cpu_allocator(), DType::kBF16, {8, 64});
+  Buffer weight(cpu_allocator(), DType::kBF16, {64});
+  Buffer r_in(cpu_allocator(), DType::kF32, {1, 64}), r_out(cpu_allocator(), DType::kF32, {1, 64});
+  EXPECT_FALSE(norm_folds_into_linear(x, {r_in, r_out, weight, 1e-6}, w, kLinear));  // the CPU
 }
 
 TEST_F(CudaGemv, DeclinesWhatItCannotTake) {

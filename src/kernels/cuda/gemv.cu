@@ -16,8 +16,10 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/native_stream.h"
 #include "core/alignment.h"
+#include "kernels/cuda/common/add_rms_norm_row.cuh"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/mma_m16n8k16.cuh"
 #include "kernels/cuda/common/pdl.cuh"
@@ -51,6 +53,14 @@ struct GemvParams {
   int64_t n;                  // output columns
   const __nv_bfloat16* bias;  // [n] or nullptr (kStore only)
   void* y;                    // [m, n], contiguous
+  // kFoldNorm (m == 1, k <= kGemvFoldNormMaxWidth): the input row is rms_norm(residual_in + x) *
+  // norm_weight, which every block computes itself; block 0 writes residual_in + x to
+  // residual_out and, if not null, the normed row to normed.
+  const float* residual_in;  // [k]
+  float* residual_out;       // [k]
+  const __nv_bfloat16* norm_weight;
+  float eps;
+  __nv_bfloat16* normed;  // [k] or nullptr
 };
 
 // 16 weight bytes, streamed past L1 (each is read once, while x stays cached), asking L2 for
@@ -65,10 +75,38 @@ __device__ __forceinline__ uint4 load_weight(const __nv_bfloat16* p) {
   return v;
 }
 
+// kFoldNorm's prologue, after the wait: v = residual_in + x and its RMSNorm into x_normed, with
+// add_rms_norm_vec_kernel's arithmetic (norm_rope.cu: a thread per chunk, then block_sum, whose
+// extra warps here add zeros), so the bits are the norm kernel's. norm_w: this thread's chunk of
+// the norm weight, loaded before the wait.
+static_assert(kGemvFoldNormMaxWidth / 8 <= kAddRmsNormMaxThreads,
+              "the norm kernel gives rows this wide a thread per chunk too");
+__device__ __forceinline__ void fold_add_rms_norm(const GemvParams& p, const uint4 norm_w,
+                                                  __nv_bfloat16* x_normed) {
+  const int chunks = static_cast<int>(p.k / 8), i = threadIdx.x;
+  float v[8];
+  float sum_sq = 0.f;
+  if (i < chunks) {
+    add_chunk(__ldg(reinterpret_cast<const uint4*>(p.x) + i),
+              reinterpret_cast<const float4*>(p.residual_in) + 2 * i, v, sum_sq);
+  }
+  const float inv = rsqrtf(block_sum(sum_sq) / static_cast<float>(p.k) + p.eps);
+  if (i < chunks) {
+    const uint4 out = normed_chunk(v, inv, norm_w);
+    reinterpret_cast<uint4*>(x_normed)[i] = out;
+    if (blockIdx.x == 0) {
+      store_chunk(v, reinterpret_cast<float4*>(p.residual_out) + 2 * i);
+      if (p.normed != nullptr) reinterpret_cast<uint4*>(p.normed)[i] = out;
+    }
+  }
+  __syncthreads();
+}
+
 template <int kTokenTiles, int kRowTiles, int kUnroll, Epilogue kEpilogue, typename OutT,
-          int kBlocksPerSm = 2>
+          int kBlocksPerSm = 2, bool kFoldNorm = false>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     gemv_kernel(const __grid_constant__ GemvParams p) {
+  static_assert(!kFoldNorm || kTokenTiles == 1);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
 
@@ -127,6 +165,16 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       }
     });
   };
+  // kFoldNorm: the normed row (every token column of the MMAs' B holds it: m == 1, the other
+  // columns' outputs are dropped) and this thread's chunk of the norm weight (constant: read
+  // before the wait).
+  static_assert(kGemvFoldNormMaxWidth / 8 <= kThreads, "fold_add_rms_norm: a thread per chunk");
+  __shared__ alignas(16) __nv_bfloat16 x_normed[kFoldNorm ? kGemvFoldNormMaxWidth : 8];
+  uint4 norm_w = make_uint4(0, 0, 0, 0);
+  if constexpr (kFoldNorm) {
+    if (threadIdx.x < p.k / 8)
+      norm_w = __ldg(reinterpret_cast<const uint4*>(p.norm_weight) + threadIdx.x);
+  }
   // The first steps' weights go out before the wait, into registers: a block placed during the
   // tail of the kernel before (the last wave of the GEMV before, a norm, flash decode) has its
   // first weight bytes in flight when that kernel ends. And the next kernel launches as soon as
@@ -138,6 +186,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   if (warp < steps) load_weights(warp);
   pdl_wait();
   pdl_launch_dependents();
+  if constexpr (kFoldNorm) fold_add_rms_norm(p, norm_w, x_normed);
 
   for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
     if (s0 != warp) load_weights(s0);
@@ -145,8 +194,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     for_each_chunk(s0, [&](int u, int c, int64_t kk, bool ok) {
 #pragma unroll
       for (int tt = 0; tt < kTokenTiles; ++tt) {
-        xv[u][c][tt] = ok && token_ok[tt] ? __ldg(reinterpret_cast<const uint4*>(x_row[tt] + kk))
-                                          : make_uint4(0, 0, 0, 0);
+        if constexpr (kFoldNorm) {
+          xv[u][c][tt] =
+              ok ? *reinterpret_cast<const uint4*>(x_normed + kk) : make_uint4(0, 0, 0, 0);
+        } else {
+          xv[u][c][tt] = ok && token_ok[tt] ? __ldg(reinterpret_cast<const uint4*>(x_row[tt] + kk))
+                                            : make_uint4(0, 0, 0, 0);
+        }
       }
     });
 #pragma unroll
@@ -229,7 +283,7 @@ bool three_blocks_per_sm(int64_t blocks, int64_t k, int sms) {
 //   flash_decode.cu). Batch 1 got faster; three per SM without the early launch, or the early
 //   launch with two per SM, gained nothing, and three per SM for the down projection
 //   (k = 14336) was slower: docs/perf-log/cuda-session-09.md.
-template <int kRowTiles, Epilogue kEpilogue, typename OutT>
+template <int kRowTiles, Epilogue kEpilogue, typename OutT, bool kFoldNorm = false>
 void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   const int sms = StreamGemms::of(stream).sm_count;
   const auto s = backend::cuda::native_stream(stream);
@@ -237,27 +291,58 @@ void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   constexpr int kUnroll = 4 / kRowTiles;
   if constexpr (kRowTiles == 1) {  // (no three-per-SM variant of the two-tile gate/up kernel)
     if (p.m <= kTileTokens && three_blocks_per_sm(blocks, p.k, sms)) {
-      launch_pdl(gemv_kernel<1, 1, 2, kEpilogue, OutT, 3>, grid, kThreads, 0, s, p);
+      launch_pdl(gemv_kernel<1, 1, 2, kEpilogue, OutT, 3, kFoldNorm>, grid, kThreads, 0, s, p);
       return;
     }
   }
   if (p.m <= kTileTokens) {
-    launch_pdl(gemv_kernel<1, kRowTiles, kUnroll, kEpilogue, OutT>, grid, kThreads, 0, s, p);
-  } else {
+    launch_pdl(gemv_kernel<1, kRowTiles, kUnroll, kEpilogue, OutT, 2, kFoldNorm>, grid, kThreads, 0,
+               s, p);
+  } else if constexpr (!kFoldNorm) {
     launch_pdl(gemv_kernel<2, kRowTiles, kUnroll / 2, kEpilogue, OutT>, grid, kThreads, 0, s, p);
   }
 }
 
 GemvParams params_of(const Tensor& x, const Tensor& w, int64_t n, const Tensor& bias,
                      const Tensor& y) {
-  return GemvParams{static_cast<const __nv_bfloat16*>(x.raw()),
-                    x.stride(0),
-                    static_cast<int>(x.size(0)),
-                    static_cast<const __nv_bfloat16*>(w.raw()),
-                    w.size(1),
-                    n,
-                    bias.defined() ? static_cast<const __nv_bfloat16*>(bias.raw()) : nullptr,
-                    y.raw()};
+  return GemvParams{
+      .x = static_cast<const __nv_bfloat16*>(x.raw()),
+      .x_stride = x.stride(0),
+      .m = static_cast<int>(x.size(0)),
+      .w = static_cast<const __nv_bfloat16*>(w.raw()),
+      .k = w.size(1),
+      .n = n,
+      .bias = bias.defined() ? static_cast<const __nv_bfloat16*>(bias.raw()) : nullptr,
+      .y = y.raw(),
+      .residual_in = nullptr,
+      .residual_out = nullptr,
+      .norm_weight = nullptr,
+      .eps = 0.f,
+      .normed = nullptr};
+}
+
+// params_of with the folded norm's fields.
+GemvParams fold_params_of(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w, int64_t n,
+                          const Tensor& bias, const Tensor& y, const Tensor& normed) {
+  GemvParams p = params_of(x, w, n, bias, y);
+  p.residual_in = static_cast<const float*>(norm.residual_in.raw());
+  p.residual_out = static_cast<float*>(norm.residual_out.raw());
+  p.norm_weight = static_cast<const __nv_bfloat16*>(norm.weight.raw());
+  p.eps = static_cast<float>(norm.eps);
+  p.normed = normed.defined() ? static_cast<__nv_bfloat16*>(normed.raw()) : nullptr;
+  return p;
+}
+
+// t: `width` contiguous values of `dtype` on `device`, 16-byte aligned.
+bool is_row_of(const Tensor& t, DType dtype, int64_t width, Device device) {
+  return t.defined() && t.dtype() == dtype && t.numel() == width && t.is_contiguous() &&
+         t.device() == device && is_aligned(t.raw(), 16);
+}
+
+bool disjoint(const Tensor& a, const Tensor& b) {
+  const auto* pa = static_cast<const char*>(a.raw());
+  const auto* pb = static_cast<const char*>(b.raw());
+  return pa + a.nbytes() <= pb || pb + b.nbytes() <= pa;
 }
 
 }  // namespace
@@ -291,6 +376,57 @@ void gemv_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out,
   const int64_t n = out.size(1);
   const GemvParams p = params_of(x, w, n, Tensor(), out);
   launch<2, Epilogue::kSiluMul, __nv_bfloat16>(p, (n + kTileRows - 1) / kTileRows, stream);
+}
+
+bool gemv_fold_norm_applies(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
+                            bool silu_and_mul) {
+  const int64_t h = x.ndim() == 2 ? x.size(1) : 0;
+  if (!(gemv_applies(x, w) && x.size(0) == 1 && w.size(1) == h && h % 8 == 0 &&
+        h <= kGemvFoldNormMaxWidth && is_row_of(x, DType::kBF16, h, x.device()) &&
+        is_row_of(norm.residual_in, DType::kF32, h, x.device()) &&
+        is_row_of(norm.residual_out, DType::kF32, h, x.device()) &&
+        is_row_of(norm.weight, DType::kBF16, h, x.device()) && w.device() == x.device() &&
+        disjoint(norm.residual_in, norm.residual_out))) {
+    return false;
+  }
+  // One wave of the blocks launch() places an SM for one token. A Llama-3.2-1B-shaped gate/up
+  // (512 blocks, two waves) made batch-1 steps 1.3% slower folded
+  // (docs/perf-log/2026-12-02-folded-norm.md).
+  const int sms = backend::cuda::multiprocessor_count(x.device().index);
+  const int64_t blocks = ((silu_and_mul ? w.size(0) / 2 : w.size(0)) + kTileRows - 1) / kTileRows;
+  const bool three = !silu_and_mul && three_blocks_per_sm(blocks, h, sms);
+  return blocks <= (three ? 3 : 2) * static_cast<int64_t>(sms);
+}
+
+void gemv_add_rms_norm(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
+                       const Tensor& bias, const Tensor& y, const Tensor& normed,
+                       backend::Stream stream) {
+  // The normed row may not be x, which the other blocks still read.
+  SGL_CHECK(gemv_fold_norm_applies(x, norm, w, /*silu_and_mul=*/false) &&
+            (!normed.defined() ||
+             (is_row_of(normed, DType::kBF16, x.size(1), x.device()) && disjoint(normed, x))))
+      << "gemv_add_rms_norm: x " << x.shape_string() << " w " << w.shape_string();
+  SGL_CHECK(!bias.defined() || bias.dtype() == DType::kBF16) << "gemv: bias must be bf16";
+  const int64_t n = w.size(0);
+  const GemvParams p = fold_params_of(x, norm, w, n, bias, y, normed);
+  const int64_t blocks = (n + kTileRows - 1) / kTileRows;
+  if (y.dtype() == DType::kF32) {
+    launch<1, Epilogue::kStore, float, true>(p, blocks, stream);
+  } else {
+    SGL_CHECK(y.dtype() == DType::kBF16) << "gemv: y must be bf16 or f32";
+    launch<1, Epilogue::kStore, __nv_bfloat16, true>(p, blocks, stream);
+  }
+}
+
+void gemv_add_rms_norm_silu_and_mul(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
+                                    const Tensor& out, backend::Stream stream) {
+  SGL_CHECK(gemv_fold_norm_applies(x, norm, w, /*silu_and_mul=*/true) &&
+            out.dtype() == DType::kBF16 && w.size(0) == 2 * out.size(1))
+      << "gemv_add_rms_norm_silu_and_mul: x " << x.shape_string() << " w " << w.shape_string()
+      << " out " << out.shape_string();
+  const int64_t n = out.size(1);
+  const GemvParams p = fold_params_of(x, norm, w, n, Tensor(), out, Tensor());
+  launch<2, Epilogue::kSiluMul, __nv_bfloat16, true>(p, (n + kTileRows - 1) / kTileRows, stream);
 }
 
 }  // namespace sgl::kernels::cuda

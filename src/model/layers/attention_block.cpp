@@ -51,15 +51,29 @@ Status AttentionBlock::load(WeightLoader& w, const std::string& prefix) {
   return load_linear(w, o, o_proj_);
 }
 
+bool AttentionBlock::folds_input_norm(const Tensor& input,
+                                      const kernels::ResidualRmsNorm& norm) const {
+  const Tensor& bias = qkv_proj_.bias.tensor();
+  return (!bias.defined() || bias.dtype() == input.dtype()) &&
+         kernels::norm_folds_into_linear(input, norm, qkv_proj_.weight,
+                                         kernels::FoldedProjection::kLinear);
+}
+
 bool AttentionBlock::forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
                              const Scratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
-                             const Tensor& partial_sums, bool reduce_results) const {
+                             const Tensor& partial_sums, bool reduce_results,
+                             const kernels::ResidualRmsNorm* input_norm) const {
   const AttentionShape& s = shape_;
   const int64_t n = input.size(0);
   const Tensor qkv = scratch.qkv.tensor().slice_rows(0, n);
   const Tensor attn_out = scratch.attn_out.tensor().slice_rows(0, n);
 
-  qkv_proj_.forward(input, qkv, ctx.stream);  // column-parallel: the rank's heads
+  if (input_norm != nullptr) {  // column-parallel: the rank's heads
+    kernels::add_rms_norm_linear(input, *input_norm, qkv_proj_.weight, qkv_proj_.bias.tensor(), qkv,
+                                 Tensor(), ctx.stream);
+  } else {
+    qkv_proj_.forward(input, qkv, ctx.stream);
+  }
   const Tensor q = qkv.slice_last(0, s.q_size()).split_heads(s.num_heads);
   const Tensor k = qkv.slice_last(s.q_size(), s.kv_size()).split_heads(s.num_kv_heads);
   const Tensor v =

@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "forward/forward_batch.h"
+#include "kernels/norm_linear.h"
 #include "model/layers/activation_plan.h"
 #include "model/layers/linear.h"
 #include "model/model.h"
@@ -72,9 +73,16 @@ class AttentionBlock {
     return forward(hidden, hidden, rope_cos_sin, scratch, fb, ctx, partial_sums, reduce_results);
   }
   // input: [n, qkv_input_size()]; output: [n, H] (may be input when they have one shape).
+  // input_norm: the norm before the block, folded into the qkv projection (which then reads
+  // rms_norm(input_norm->residual_in + input): kernels/norm_linear.h), where folds_input_norm
+  // says it can be.
   bool forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
                const Scratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
-               const Tensor& partial_sums = Tensor(), bool reduce_results = true) const;
+               const Tensor& partial_sums = Tensor(), bool reduce_results = true,
+               const kernels::ResidualRmsNorm* input_norm = nullptr) const;
+
+  // Whether forward can fold `norm` of `input` into its qkv projection.
+  bool folds_input_norm(const Tensor& input, const kernels::ResidualRmsNorm& norm) const;
 
  private:
   AttentionShape shape_;

@@ -2,6 +2,7 @@
 #include "model/layers/decoder_layer.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/copy.h"
 #include "model/layers/residual_norm.h"
@@ -41,28 +42,37 @@ Status DecoderLayer::load(WeightLoader& w, const std::string& prefix) {
   return std::get<DenseMlp>(mlp_).load(w, prefix + "mlp.");
 }
 
-bool DecoderLayer::forward(const Tensor& hidden, bool hidden_partial, const Tensor& residual,
+bool DecoderLayer::forward(const Tensor& hidden, bool hidden_partial, ResidualStream& residual,
                            const Tensor& rope_cos_sin, const LayerScratch& scratch,
                            const ForwardBatch& fb, ModelContext& ctx,
                            std::span<const StreamCapture> captures) const {
   distributed::Communicator* comm = ctx.communicator;
-  reduce_add_rms_norm(hidden, residual, input_norm_, rms_norm_eps_, hidden_partial, comm,
-                      ctx.stream);
-  for (const StreamCapture& c : captures)
-    kernels::copy_columns(residual, c.dst, c.column, ctx.stream);
+  const auto input_norm = fold_or_run_norm(attention_, hidden, hidden_partial, residual,
+                                           input_norm_, rms_norm_eps_, comm, ctx.stream);
   const Tensor& partial_sums = scratch.partial_sums.tensor();  // undefined unless planned
   // The blocks' all-reduces go into the norms after them (reduce_add_rms_norm), except with
   // f32 partial sums (--enable-fp32-all-reduce), which the blocks reduce and round themselves.
   const bool defer = comm != nullptr && !partial_sums.defined();
   const bool attention_partial =
-      attention_.forward(hidden, rope_cos_sin, scratch.attention, fb, ctx, partial_sums, !defer);
-  reduce_add_rms_norm(hidden, residual, post_norm_, rms_norm_eps_, attention_partial, comm,
-                      ctx.stream);
-  if (const auto* moe = std::get_if<MoeMlp>(&mlp_)) {
-    return moe->forward(hidden, scratch.moe_mlp, ctx.stream, comm, !defer);
+      attention_.forward(hidden, hidden, rope_cos_sin, scratch.attention, fb, ctx, partial_sums,
+                         !defer, input_norm ? &*input_norm : nullptr);
+  // After the block: a folded norm's qkv projection writes the stream entering the layer.
+  for (const StreamCapture& c : captures) {
+    kernels::copy_columns(residual.current, c.dst, c.column, ctx.stream);
   }
-  return std::get<DenseMlp>(mlp_).forward(hidden, scratch.dense_mlp, ctx.stream, comm, partial_sums,
-                                          !defer);
+  return std::visit(
+      [&](const auto& mlp) {
+        const auto post_norm = fold_or_run_norm(mlp, hidden, attention_partial, residual,
+                                                post_norm_, rms_norm_eps_, comm, ctx.stream);
+        const kernels::ResidualRmsNorm* folded = post_norm ? &*post_norm : nullptr;
+        if constexpr (std::is_same_v<std::decay_t<decltype(mlp)>, MoeMlp>) {
+          return mlp.forward(hidden, scratch.moe_mlp, ctx.stream, comm, !defer, folded);
+        } else {
+          return mlp.forward(hidden, scratch.dense_mlp, ctx.stream, comm, partial_sums, !defer,
+                             folded);
+        }
+      },
+      mlp_);
 }
 
 }  // namespace sgl::model

@@ -16,6 +16,7 @@
 #include "model/layers/attention_block.h"
 #include "model/layers/dense_mlp.h"
 #include "model/layers/moe_mlp.h"
+#include "model/layers/residual_norm.h"
 #include "model/model.h"
 #include "model/weight_loader.h"
 
@@ -64,14 +65,15 @@ class DecoderLayer {
   Status load(WeightLoader& weights, const std::string& prefix);
 
   // hidden: [n, H], the previous layer's output (the embeddings before the first layer), and
-  // residual: f32 [n, H], the residual stream without it (zeros before the first layer). Both
-  // are updated in place: hidden becomes this layer's MLP output. Each of `captures` receives
-  // the stream entering the layer (the previous layer's output added in).
+  // residual.current: f32 [n, H], the residual stream without it (zeros before the first
+  // layer). Both are updated: hidden in place becomes this layer's MLP output; the stream in
+  // place, or (each norm a block folds) into residual.spare, the two then swapped. Each of
+  // `captures` receives the stream entering the layer (the previous layer's output added in).
   // hidden_partial: hidden holds the rank's partial sum of the previous layer's output (this
   // layer's input norm all-reduces it first, in one kernel where the communicator can). Returns
   // whether this layer's output is left so (at tp > 1 the MLP's all-reduce goes into the next
   // norm: reduce_add_rms_norm).
-  bool forward(const Tensor& hidden, bool hidden_partial, const Tensor& residual,
+  bool forward(const Tensor& hidden, bool hidden_partial, ResidualStream& residual,
                const Tensor& rope_cos_sin, const LayerScratch& scratch, const ForwardBatch& fb,
                ModelContext& ctx, std::span<const StreamCapture> captures = {}) const;
 

@@ -26,14 +26,24 @@ Status DenseMlp::load(WeightLoader& w, const std::string& prefix) {
   return load_linear(w, down, down_proj_);
 }
 
+bool DenseMlp::folds_input_norm(const Tensor& hidden, const kernels::ResidualRmsNorm& norm) const {
+  return kernels::norm_folds_into_linear(hidden, norm, gate_up_proj_.weight,
+                                         kernels::FoldedProjection::kSiluAndMul);
+}
+
 bool DenseMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
-                       distributed::Communicator* comm, const Tensor& partial_sums,
-                       bool reduce) const {
+                       distributed::Communicator* comm, const Tensor& partial_sums, bool reduce,
+                       const kernels::ResidualRmsNorm* input_norm) const {
   const int64_t n = hidden.size(0);
   const Tensor gate_up = scratch.gate_up.tensor().slice_rows(0, n);
   const Tensor act = scratch.act.tensor().slice_rows(0, n);
   // One fused kernel for decode-sized batches on CUDA (gate_up then stays untouched).
-  kernels::linear_silu_and_mul(hidden, gate_up_proj_.weight, gate_up, act, stream);
+  if (input_norm != nullptr) {
+    kernels::add_rms_norm_linear_silu_and_mul(hidden, *input_norm, gate_up_proj_.weight, act,
+                                              stream);
+  } else {
+    kernels::linear_silu_and_mul(hidden, gate_up_proj_.weight, gate_up, act, stream);
+  }
   return down_proj_.forward(act, hidden, stream, comm, reduce_results_ && reduce, partial_sums);
 }
 

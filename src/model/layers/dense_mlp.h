@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "distributed/communicator.h"
+#include "kernels/norm_linear.h"
 #include "model/layers/activation_plan.h"
 #include "model/layers/linear.h"
 #include "model/tensor_parallel.h"
@@ -45,9 +46,15 @@ class DenseMlp {
   // `comm` at tp > 1 with reduce_results and `reduce`, in `partial_sums` when given:
   // Linear::forward). Returns whether hidden is left as the rank's partial sum for the caller
   // to reduce (`reduce` or reduce_results false).
+  // input_norm: the norm before the block, folded into the gate/up projection (which then reads
+  // rms_norm(input_norm->residual_in + hidden): kernels/norm_linear.h), where folds_input_norm
+  // says it can be.
   bool forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
                distributed::Communicator* comm = nullptr, const Tensor& partial_sums = Tensor(),
-               bool reduce = true) const;
+               bool reduce = true, const kernels::ResidualRmsNorm* input_norm = nullptr) const;
+
+  // Whether forward can fold `norm` of `hidden` into its gate/up projection.
+  bool folds_input_norm(const Tensor& hidden, const kernels::ResidualRmsNorm& norm) const;
 
   // The rank's share of the intermediate size (what its scratch holds).
   int64_t intermediate_size() const { return intermediate_size_ / tp_.size; }

@@ -58,6 +58,9 @@ void MoeMlp::plan_scratch(const MoeShape& s, int64_t max_num_tokens, DType dtype
         device, n, s.top_k, s.local_num_experts(), s.hidden_size, s.local_intermediate_size());
     plan.add(&scratch.workspace, DType::kF32, 1, std::max<int64_t>(1, (workspace + 3) / 4));
   }
+  if (device.is_cuda() && !exchanges_tokens(s, device)) {
+    plan.add(&scratch.normed, dtype, 1, s.hidden_size);
+  }
   if (s.shared_intermediate_size > 0) {
     plan.add(&scratch.out, dtype, n, s.hidden_size);
     plan.add(&scratch.shared, dtype, n, s.hidden_size);
@@ -111,8 +114,15 @@ Status MoeMlp::load(WeightLoader& w, const std::string& prefix) {
   return Status::ok_status();
 }
 
+bool MoeMlp::folds_input_norm(const Tensor& hidden, const kernels::ResidualRmsNorm& norm) const {
+  return hidden.device().is_cuda() && !exchanges_tokens(shape_, hidden.device()) &&
+         kernels::norm_folds_into_linear(hidden, norm, router_.weight,
+                                         kernels::FoldedProjection::kLinear);
+}
+
 bool MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
-                     distributed::Communicator* comm, bool reduce_results) const {
+                     distributed::Communicator* comm, bool reduce_results,
+                     const kernels::ResidualRmsNorm* input_norm) const {
   const int64_t n = hidden.size(0);
   const Tensor logits = scratch.router_logits.tensor().slice_rows(0, n);
   const Tensor weights = scratch.topk_weights.tensor().slice_rows(0, n);
@@ -120,7 +130,17 @@ bool MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
   // NOTE: the router logits are f32 whatever the activation dtype; transformers runs the router
   // in the model's dtype (bf16 logits) and only the softmax in f32. The f32 logits are the
   // float32 reference's, and pick its experts where bf16 rounding would tie or swap them.
-  router_.forward(hidden, logits, stream);
+  SGL_CHECK(input_norm == nullptr || !exchanges_tokens(shape_, hidden.device()))
+      << "the token exchange takes no folded norm";
+  // The experts' input: hidden, or the folded norm's output.
+  Tensor input = hidden;
+  if (input_norm != nullptr) {
+    input = scratch.normed.tensor().slice_rows(0, n);
+    kernels::add_rms_norm_linear(hidden, *input_norm, router_.weight, Tensor(), logits, input,
+                                 stream);
+  } else {
+    router_.forward(hidden, logits, stream);  // replicated: no collective
+  }
   kernels::moe_route(logits, kernels::MoeScoring::kSoftmax, shape_.renormalize, weights, ids,
                      stream);
   // At tp > 1 each rank's experts hold part of every expert's intermediate rows: the combine
@@ -144,13 +164,13 @@ bool MoeMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stre
     kernels::moe_local_ids(ids, experts.start, experts.size, expert_ids, stream);
   }
   if (!shared_expert_) {
-    kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, expert_ids, scratch.workspace, hidden,
+    kernels::fused_moe(input, w_gate_up_, w_down_, weights, expert_ids, scratch.workspace, hidden,
                        stream, masked);
   } else {
     const Tensor out = scratch.out.tensor().slice_rows(0, n);
-    kernels::fused_moe(hidden, w_gate_up_, w_down_, weights, expert_ids, scratch.workspace, out,
+    kernels::fused_moe(input, w_gate_up_, w_down_, weights, expert_ids, scratch.workspace, out,
                        stream, masked);
-    add_shared_expert(hidden, scratch, out, stream);
+    add_shared_expert(input, scratch, out, stream);
     kernels::copy(out, hidden, stream);
   }
   if (!reduce) return false;

@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "distributed/communicator.h"
+#include "kernels/norm_linear.h"
 #include "model/expert_parallel.h"
 #include "model/layers/activation_plan.h"
 #include "model/layers/dense_mlp.h"
@@ -84,6 +85,7 @@ class MoeMlp {
     Buffer local_ids;  // i32 [N, k]
     Buffer slice_out;  // [S, H]: the rank's token slice's routed output (no shared expert)
     Buffer gathered;   // [R * S, H]: every rank's slice_out
+    Buffer normed;     // [1, H], on CUDA: the folded input norm's output (forward's input_norm)
   };
   static void plan_scratch(const MoeShape& shape, int64_t max_num_tokens, DType dtype,
                            Device device, Scratch& scratch, ActivationPlan& plan);
@@ -101,8 +103,15 @@ class MoeMlp {
   // the ranks' experts' outputs all-reduced: ExpertDispatch). With reduce_results false, a
   // block that would end in that all-reduce (all but the token exchange) leaves it to the
   // caller: true when hidden holds the rank's partial sum.
+  // input_norm: the norm before the block, folded into the router (which then reads
+  // rms_norm(input_norm->residual_in + hidden), kernels/norm_linear.h, and leaves it in
+  // scratch.normed for the experts), where folds_input_norm says it can be.
   bool forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
-               distributed::Communicator* comm = nullptr, bool reduce_results = true) const;
+               distributed::Communicator* comm = nullptr, bool reduce_results = true,
+               const kernels::ResidualRmsNorm* input_norm = nullptr) const;
+
+  // Whether forward can fold `norm` of `hidden` into its router.
+  bool folds_input_norm(const Tensor& hidden, const kernels::ResidualRmsNorm& norm) const;
 
   const MoeShape& shape() const { return shape_; }
 

@@ -4,9 +4,13 @@
 // all-reduce and then the norm.
 #pragma once
 
+#include <optional>
+#include <utility>
+
 #include "backend/stream.h"
 #include "core/tensor.h"
 #include "distributed/communicator.h"
+#include "kernels/norm_linear.h"
 
 namespace sgl::model {
 
@@ -16,5 +20,34 @@ namespace sgl::model {
 void reduce_add_rms_norm(const Tensor& hidden, const Tensor& residual, const Tensor& weight,
                          double eps, bool partial, distributed::Communicator* comm,
                          backend::Stream stream);
+
+// The residual stream's f32 rows, and where a norm may be folded into the block after it
+// (kernels/norm_linear.h: one token on CUDA) a spare row: the folded norm writes the sum there
+// while the projection's blocks read `current`, and the two then swap.
+struct ResidualStream {
+  Tensor current;  // [n, H]
+  Tensor spare;    // [1, H] when n == 1, or undefined: no norm folds
+};
+
+// The norm before `block` (a block with folds_input_norm): where the stream has a spare buffer,
+// hidden is whole (not a partial sum) and the block can fold it, returns it for the block's
+// forward and swaps the stream's buffers; else runs it here (reduce_add_rms_norm) and returns
+// nullopt.
+template <typename Block>
+std::optional<kernels::ResidualRmsNorm> fold_or_run_norm(const Block& block, const Tensor& hidden,
+                                                         bool partial, ResidualStream& residual,
+                                                         const Tensor& weight, double eps,
+                                                         distributed::Communicator* comm,
+                                                         backend::Stream stream) {
+  if (!partial && residual.spare.defined()) {
+    const kernels::ResidualRmsNorm norm{residual.current, residual.spare, weight, eps};
+    if (block.folds_input_norm(hidden, norm)) {
+      std::swap(residual.current, residual.spare);
+      return norm;
+    }
+  }
+  reduce_add_rms_norm(hidden, residual.current, weight, eps, partial, comm, stream);
+  return std::nullopt;
+}
 
 }  // namespace sgl::model
