@@ -1,4 +1,5 @@
-// The folded norm's dispatchers: CUDA's GEMV takes it (kernels/cuda/gemv.h); no other backend.
+// The folded norm's dispatchers: the shapes checked here, then CUDA's GEMV (kernels/cuda/gemv.h,
+// which checks that the fold applies); no other backend folds.
 #include "kernels/norm_linear.h"
 
 #include "core/check.h"
@@ -34,8 +35,7 @@ void add_rms_norm_linear(const Tensor& x, const ResidualRmsNorm& norm, const Ten
                          const Tensor& bias, const Tensor& y, const Tensor& normed,
                          backend::Stream stream) {
   const char* op = "add_rms_norm_linear";
-  SGL_CHECK(norm_folds_into_linear(x, norm, w, FoldedProjection::kLinear))
-      << op << ": not foldable here (x " << x.shape_string() << ", w " << w.shape_string() << ")";
+  SGL_CHECK(x.device().is_cuda()) << op << ": only CUDA folds the norm (norm_folds_into_linear)";
   check_output_row(x, y, w.size(0), op);
   if (bias.defined()) {
     SGL_CHECK(bias.ndim() == 1 && bias.size(0) == w.size(0))
@@ -46,7 +46,8 @@ void add_rms_norm_linear(const Tensor& x, const ResidualRmsNorm& norm, const Ten
 #ifdef SGL_WITH_CUDA
   cuda::gemv_add_rms_norm(x, norm, w, bias, y, normed, stream);
 #else
-  (void)bias, (void)y, (void)normed, (void)stream;
+  (void)norm, (void)stream;
+  detail::no_cuda(op);
 #endif
 }
 
@@ -54,14 +55,15 @@ void add_rms_norm_linear_silu_and_mul(const Tensor& x, const ResidualRmsNorm& no
                                       const Tensor& w_gate_up, const Tensor& out,
                                       backend::Stream stream) {
   const char* op = "add_rms_norm_linear_silu_and_mul";
-  SGL_CHECK(norm_folds_into_linear(x, norm, w_gate_up, FoldedProjection::kSiluAndMul))
-      << op << ": not foldable here (x " << x.shape_string() << ", w " << w_gate_up.shape_string()
-      << ")";
+  SGL_CHECK(x.device().is_cuda()) << op << ": only CUDA folds the norm (norm_folds_into_linear)";
+  SGL_CHECK(w_gate_up.ndim() == 2 && w_gate_up.size(0) % 2 == 0)
+      << op << ": w_gate_up " << w_gate_up.shape_string() << " is not [gate; up]";
   check_output_row(x, out, w_gate_up.size(0) / 2, op);
 #ifdef SGL_WITH_CUDA
   cuda::gemv_add_rms_norm_silu_and_mul(x, norm, w_gate_up, out, stream);
 #else
-  (void)out, (void)stream;
+  (void)norm, (void)stream;
+  detail::no_cuda(op);
 #endif
 }
 

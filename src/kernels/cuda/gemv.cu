@@ -401,7 +401,8 @@ bool gemv_fold_norm_applies(const Tensor& x, const ResidualRmsNorm& norm, const 
 void gemv_add_rms_norm(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
                        const Tensor& bias, const Tensor& y, const Tensor& normed,
                        backend::Stream stream) {
-  // The normed row may not be x, which the other blocks still read.
+  // (kernels/norm_linear.cpp checked the shapes.) The normed row may not be x, which the other
+  // blocks still read.
   SGL_CHECK(gemv_fold_norm_applies(x, norm, w, /*silu_and_mul=*/false) &&
             (!normed.defined() ||
              (is_row_of(normed, DType::kBF16, x.size(1), x.device()) && disjoint(normed, x))))
@@ -420,8 +421,9 @@ void gemv_add_rms_norm(const Tensor& x, const ResidualRmsNorm& norm, const Tenso
 
 void gemv_add_rms_norm_silu_and_mul(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
                                     const Tensor& out, backend::Stream stream) {
+  // (kernels/norm_linear.cpp checked the shapes.)
   SGL_CHECK(gemv_fold_norm_applies(x, norm, w, /*silu_and_mul=*/true) &&
-            out.dtype() == DType::kBF16 && w.size(0) == 2 * out.size(1))
+            out.dtype() == DType::kBF16)
       << "gemv_add_rms_norm_silu_and_mul: x " << x.shape_string() << " w " << w.shape_string()
       << " out " << out.shape_string();
   const int64_t n = out.size(1);

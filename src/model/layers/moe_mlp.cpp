@@ -115,7 +115,7 @@ Status MoeMlp::load(WeightLoader& w, const std::string& prefix) {
 }
 
 bool MoeMlp::folds_input_norm(const Tensor& hidden, const kernels::ResidualRmsNorm& norm) const {
-  return hidden.device().is_cuda() && !exchanges_tokens(shape_, hidden.device()) &&
+  return !exchanges_tokens(shape_, hidden.device()) &&
          kernels::norm_folds_into_linear(hidden, norm, router_.weight,
                                          kernels::FoldedProjection::kLinear);
 }
