@@ -175,8 +175,7 @@ void JsonToolParser::step(char c, EventSink& out) {
         case JsonScanner::Step::kMore:
           return;
         case JsonScanner::Step::kComplete:
-          state_ = State::kText;
-          text_.skip_leading();
+          end_block();
           return;
         case JsonScanner::Step::kCompleteBefore:
         case JsonScanner::Step::kError:
@@ -249,8 +248,7 @@ void JsonToolParser::step(char c, EventSink& out) {
         case LiteralMatch::Step::kMore:
           return;
         case LiteralMatch::Step::kMatched:
-          state_ = State::kText;
-          text_.skip_leading();
+          end_block();
           return;
         case LiteralMatch::Step::kMismatch:
           text_.skip_leading();

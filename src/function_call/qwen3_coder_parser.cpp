@@ -32,6 +32,14 @@ std::string ascii_lower(std::string_view s) {
   return out;
 }
 
+// Whether s, ASCII-lowercased, is `lower` (without a copy of s, which may be a long value).
+bool lowers_to(std::string_view s, std::string_view lower) {
+  return s.size() == lower.size() &&
+         std::equal(s.begin(), s.end(), lower.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == b;
+         });
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
@@ -104,10 +112,7 @@ std::optional<std::string> python_int(std::string_view raw) {
 // 1e-04 for 0.0001); an integer literal stays an integer (SGLang turns "3" into 3, not 3.0);
 // nullopt for what float() refuses and for infinities and NaN (not JSON).
 std::optional<std::string> python_float(std::string_view raw) {
-  const std::string lower = ascii_lower(raw);
-  if (lower.find('.') == std::string::npos && lower.find('e') == std::string::npos) {
-    return python_int(raw);
-  }
+  if (raw.find_first_of(".eE") == std::string_view::npos) return python_int(raw);
   std::string_view s = trim(raw);
   std::string text;
   if (!s.empty() && (s.front() == '+' || s.front() == '-')) {
@@ -278,8 +283,7 @@ XmlValueKind xml_value_kind(std::string_view parameter_schema_json) {
 }
 
 std::string xml_value_to_json(std::string_view raw, XmlValueKind kind) {
-  const std::string lower = ascii_lower(raw);
-  if (lower == "null") return "null";
+  if (lowers_to(raw, "null")) return "null";
   std::optional<std::string> converted;
   switch (kind) {
     case XmlValueKind::kString:
@@ -291,7 +295,7 @@ std::string xml_value_to_json(std::string_view raw, XmlValueKind kind) {
       converted = python_float(raw);
       break;
     case XmlValueKind::kBoolean:
-      return lower == "true" ? "true" : "false";
+      return lowers_to(raw, "true") ? "true" : "false";
     case XmlValueKind::kJson:
       if (auto v = parse_ordered_json(raw); v.ok()) {
         converted.emplace();
@@ -382,8 +386,7 @@ void Qwen3CoderParser::step(char c, EventSink& out) {
         state_ = State::kName;
       } else if (marker == 1) {
         in_block_ = false;
-        state_ = State::kText;
-        text_.skip_leading();
+        leave_function();
       }
       return;
     }
@@ -454,12 +457,12 @@ void Qwen3CoderParser::finish(EventSink& out) {
       break;
     case State::kFunction:
     case State::kParamName:
-      out.arguments(wrote_param_ ? "}" : "{}");
+      end_function(out);
       break;
     case State::kValue:
       value_ += value_scanner_.take_pending();
       end_parameter(out);
-      out.arguments("}");
+      end_function(out);
       break;
   }
 }
