@@ -29,12 +29,12 @@ Status check_name(std::string_view flag, std::string_view name,
                           known + ")");
 }
 
-std::unique_ptr<StreamParser> tool_call_parser(std::string_view name,
-                                               std::span<const FunctionTool> tools) {
+std::unique_ptr<StreamParser> tool_call_parser(
+    std::string_view name, const std::shared_ptr<const XmlParameterKinds>& kinds) {
   if (name == "qwen25" || name == "qwen" || name == "hermes") {
     return std::make_unique<JsonToolParser>(qwen25_format());
   }
-  if (name == "qwen3_coder") return std::make_unique<Qwen3CoderParser>(tools);
+  if (name == "qwen3_coder") return std::make_unique<Qwen3CoderParser>(kinds);
   if (name == "llama3") return std::make_unique<JsonToolParser>(llama3_format());
   if (name == "mistral") return std::make_unique<JsonToolParser>(mistral_format());
   if (name == "pythonic") return std::make_unique<PythonicParser>();
@@ -146,7 +146,8 @@ Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptio
     first = std::make_unique<ThinkParser>(starts_in_reasoning(options), *tags);
   }
   return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
-      std::move(first), tools.empty() ? nullptr : tool_call_parser(tools, options.tools),
+      std::move(first),
+      tools.empty() ? nullptr : tool_call_parser(tools, options.xml_parameter_kinds),
       keep_reasoning));
 }
 

@@ -7,10 +7,9 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "core/status.h"
-#include "function_call/function_tools.h"
+#include "function_call/qwen3_coder_parser.h"
 #include "function_call/stream_parser.h"
 #include "function_call/think_parser.h"
 
@@ -37,8 +36,9 @@ struct OutputParserOptions {
   // The prompt already opened the reasoning (a chat template ending in <think>): the output
   // starts inside it. deepseek-r1 and qwen3-thinking always do.
   bool force_reasoning = false;
-  // The request's functions, whose parameter schemas type qwen3_coder's values.
-  std::vector<FunctionTool> tools;
+  // qwen3_coder: the request's functions' parameter kinds, which type its values
+  // (xml_parameter_kinds; null: every value a string).
+  std::shared_ptr<const XmlParameterKinds> xml_parameter_kinds;
 };
 
 // The output starts inside <think>...</think> (deepseek-r1, qwen3-thinking, a forced start).

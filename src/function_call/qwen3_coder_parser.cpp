@@ -311,16 +311,21 @@ std::string xml_value_to_json(std::string_view raw, XmlValueKind kind) {
   return converted ? *converted : json_string(raw);
 }
 
-Qwen3CoderParser::Qwen3CoderParser(std::span<const FunctionTool> tools)
-    : text_scanner_({std::string(kToolCall), std::string(kFunction)}),
+std::shared_ptr<const XmlParameterKinds> xml_parameter_kinds(std::span<const FunctionTool> tools) {
+  auto kinds = std::make_shared<XmlParameterKinds>();
+  for (const FunctionTool& tool : tools) {
+    collect_kinds(parse_or_null(tool.parameters_json), (*kinds)[tool.name]);
+  }
+  return kinds;
+}
+
+Qwen3CoderParser::Qwen3CoderParser(std::shared_ptr<const XmlParameterKinds> kinds)
+    : kinds_(std::move(kinds)),
+      text_scanner_({std::string(kToolCall), std::string(kFunction)}),
       block_scanner_({std::string(kFunction), std::string(kToolCallEnd)}),
       function_scanner_({std::string(kParameter), std::string(kFunctionEnd)}),
       value_scanner_(
-          {std::string(kParameterEnd), std::string(kParameter), std::string(kFunctionEnd)}) {
-  for (const FunctionTool& tool : tools) {
-    collect_kinds(parse_or_null(tool.parameters_json), kinds_[tool.name]);
-  }
-}
+          {std::string(kParameterEnd), std::string(kParameter), std::string(kFunctionEnd)}) {}
 
 void Qwen3CoderParser::text(std::string_view s, EventSink& out) {
   std::string t;
@@ -330,8 +335,10 @@ void Qwen3CoderParser::text(std::string_view s, EventSink& out) {
 
 void Qwen3CoderParser::begin_function(EventSink& out) {
   out.begin_call(name_);
-  const auto it = kinds_.find(name_);
-  params_ = it == kinds_.end() ? nullptr : &it->second;
+  params_ = nullptr;
+  if (kinds_ != nullptr) {
+    if (const auto it = kinds_->find(name_); it != kinds_->end()) params_ = &it->second;
+  }
   wrote_param_ = false;
   raw_.clear();
   state_ = State::kFunction;

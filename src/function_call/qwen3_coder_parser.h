@@ -18,6 +18,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -35,10 +36,17 @@ XmlValueKind xml_value_kind(std::string_view parameter_schema_json);
 // `raw` as the JSON text of `kind`'s conversion.
 std::string xml_value_to_json(std::string_view raw, XmlValueKind kind);
 
+// Per function, per parameter its schema names: the value's kind.
+using XmlParameterKinds = std::map<std::string, std::map<std::string, XmlValueKind>, std::less<>>;
+
+// The kinds of `tools`' parameters, read from their schemas once per request and shared by its
+// choices' parsers.
+std::shared_ptr<const XmlParameterKinds> xml_parameter_kinds(std::span<const FunctionTool> tools);
+
 class Qwen3CoderParser final : public ByteParser {
  public:
-  // `tools`: the request's functions, whose parameter schemas type the values.
-  explicit Qwen3CoderParser(std::span<const FunctionTool> tools);
+  // `kinds`: the request's functions' parameters (null: every value a string).
+  explicit Qwen3CoderParser(std::shared_ptr<const XmlParameterKinds> kinds);
   void finish(EventSink& out) override;
 
  private:
@@ -59,8 +67,7 @@ class Qwen3CoderParser final : public ByteParser {
   // After a function or block: back to content or the enclosing block.
   void leave_function();
 
-  // Per function, per parameter the schema names: the value's kind.
-  std::map<std::string, std::map<std::string, XmlValueKind>, std::less<>> kinds_;
+  std::shared_ptr<const XmlParameterKinds> kinds_;
   State state_ = State::kText;
   bool in_block_ = false;
   MarkerScanner text_scanner_;

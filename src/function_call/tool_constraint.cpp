@@ -362,7 +362,8 @@ Result<std::string> auto_tool_call_grammar(const ToolConstraint& c) {
   SGL_ASSIGN_OR_RETURN(const RuleId text,
                        grammar::add_triggered_tags(g, {format.trigger}, {&block, 1},
                                                    {.stop_after_first = !c.parallel_tool_calls,
-                                                    .excludes = format.text_excludes}));
+                                                    .excludes = format.text_excludes,
+                                                    .ends = {}}));
   ExprId body = g.ref(text);
   if (c.thinking != ThinkingStart::kNone) {
     // The reasoning: free text until </think>, which opens the text with calls.
@@ -370,7 +371,8 @@ Result<std::string> auto_tool_call_grammar(const ToolConstraint& c) {
     const grammar::TriggeredTag end_thinking = {end, body};
     SGL_ASSIGN_OR_RETURN(
         const RuleId reasoning,
-        grammar::add_triggered_tags(g, {end}, {&end_thinking, 1}, {.stop_after_first = true}));
+        grammar::add_triggered_tags(g, {end}, {&end_thinking, 1},
+                                    {.stop_after_first = true, .excludes = {}, .ends = {}}));
     body =
         c.thinking == ThinkingStart::kOpen
             ? g.ref(reasoning)

@@ -13,7 +13,9 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
   function_call::OutputParserOptions o;
   if (!req.tools_json.empty()) {
     o.tool_call_parser = ctx.info.tool_call_parser;
-    o.tools = req.tools;
+    if (o.tool_call_parser == "qwen3_coder") {
+      o.xml_parameter_kinds = function_call::xml_parameter_kinds(req.tools);
+    }
   }
   if (req.separate_reasoning && req.enable_thinking.value_or(true)) {
     o.reasoning_parser = ctx.info.reasoning_parser;

@@ -23,7 +23,7 @@ struct Case {
 };
 
 std::unique_ptr<StreamParser> make(const Case& c) {
-  auto p = make_output_parser({c.tools, c.reasoning, c.force, c.functions});
+  auto p = make_output_parser({c.tools, c.reasoning, c.force, xml_parameter_kinds(c.functions)});
   EXPECT_TRUE(p.ok()) << p.status().to_string();
   return std::move(p).value();
 }

@@ -231,7 +231,7 @@ TEST(ToolConstraint, Qwen3CoderParameters) {
   EXPECT_FALSE(c.accepts(call(param("note", "a<parameter=n>b") + param("n", "3"))));
   EXPECT_FALSE(c.accepts(call(param("n", "3") + param("other", "x"))));
   // The parser reads back what the grammar allows, typed by the same schema.
-  auto parser = make_output_parser({"qwen3_coder", "", false, *t});
+  auto parser = make_output_parser({"qwen3_coder", "", false, xml_parameter_kinds(*t)});
   const ParsedOutput parsed =
       parse_whole(**parser, call(param("note", "hi") + param("n", "3") + param("tags", "[\"a\"]")));
   ASSERT_EQ(parsed.calls.size(), 1u);
