@@ -35,6 +35,12 @@ the final norm's output (what EAGLE reads).
 With --repeat-head-for CONFIG it writes only OUT/<CONFIG's name>-eagle-repeat: the repeat head
 in that target's shape (e.g. configs/llama-3-8b.json), in bf16, for speed runs.
 
+With --eagle3-head-for CONFIG it writes only OUT/<CONFIG's name>-eagle3-zero: an EAGLE-3 head in
+that target's shape (aux layers 1, L / 2 - 1, L - 4 as the SmolLM2 training script's; a draft
+vocabulary of --draft-vocab ids), bf16, zeros but the norms: its drafts never stand, so it is
+for speed runs with sgl-bench's --speculative-bench-accept-length, which costs a trained head's
+step at a given accept length.
+
 With --fitted-head-for T it writes only OUT/T-eagle-fitted: an EAGLE head whose fc is a ridge
 regression of the target's next hidden state on (embed(token), hidden state) over T's golden
 continuations, its layer adding nothing: drafts a trained target (stories260K) often accepts,
@@ -365,6 +371,42 @@ def write_repeat_head_for(config_path, out_dir):
     write_safetensors(out / "model.safetensors", weights)
 
 
+def write_eagle3_zero_head_for(config_path, out_dir, draft_vocab):
+    """An EAGLE-3 head in the shape of a target's config, bf16, zeros but the norms (module
+    docstring)."""
+    target_cfg = json.loads(config_path.read_text())
+    cfg = {**draft_config(target_cfg, "LlamaForCausalLMEagle3", 1), "torch_dtype": "bfloat16"}
+    h, inter, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    layers = target_cfg["num_hidden_layers"]
+    d = min(draft_vocab, vocab)
+    cfg["draft_vocab_size"] = d
+    cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": [
+        1, max(0, layers // 2 - 1), max(0, layers - 4)]}
+    q_out = cfg["num_attention_heads"] * cfg["head_dim"]
+    kv_out = cfg["num_key_value_heads"] * cfg["head_dim"]
+    one = 0x3F80  # bf16 1.0
+    zeros = lambda *shape: np.zeros(shape, dtype=np.uint16)  # noqa: E731
+    p = "midlayer."
+    weights = {"fc.weight": zeros(h, 3 * h),
+               p + "input_layernorm.weight": np.full(h, one, dtype=np.uint16),
+               p + "hidden_norm.weight": np.full(h, one, dtype=np.uint16),
+               p + "self_attn.q_proj.weight": zeros(q_out, 2 * h),
+               p + "self_attn.k_proj.weight": zeros(kv_out, 2 * h),
+               p + "self_attn.v_proj.weight": zeros(kv_out, 2 * h),
+               p + "self_attn.o_proj.weight": zeros(h, q_out),
+               p + "post_attention_layernorm.weight": np.full(h, one, dtype=np.uint16),
+               p + "mlp.gate_proj.weight": zeros(inter, h),
+               p + "mlp.up_proj.weight": zeros(inter, h),
+               p + "mlp.down_proj.weight": zeros(h, inter),
+               "norm.weight": np.full(h, one, dtype=np.uint16),
+               "lm_head.weight": zeros(d, h),
+               "d2t": np.zeros(d, dtype=np.int64)}
+    out = out_dir / f"{config_path.stem}-eagle3-zero"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(out / "model.safetensors", weights)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--testdata", type=Path, default=REPO.parent / "shared" / "testdata")
@@ -373,12 +415,17 @@ def main():
     parser.add_argument("--draft-vocab", type=int, default=256)
     parser.add_argument("--repeat-head-for", type=Path, metavar="CONFIG",
                         help="write only a bf16 repeat head in this target config's shape")
+    parser.add_argument("--eagle3-head-for", type=Path, metavar="CONFIG",
+                        help="write only a bf16 EAGLE-3 head of zeros in this config's shape")
     parser.add_argument("--fitted-head-for", metavar="TARGET",
                         help="write only TARGET-eagle-fitted (needs the target's golden file)")
     parser.add_argument("out", type=Path)
     args = parser.parse_args()
     if args.repeat_head_for:
         write_repeat_head_for(args.repeat_head_for, args.out)
+        return
+    if args.eagle3_head_for:
+        write_eagle3_zero_head_for(args.eagle3_head_for, args.out, args.draft_vocab)
         return
     if args.fitted_head_for:
         write_fitted_head(args.testdata / "models" / args.fitted_head_for,

@@ -11,9 +11,10 @@
 namespace sgl::kernels {
 namespace {
 
-// out: a contiguous [1, cols] row on x's device.
-void check_output_row(const Tensor& x, const Tensor& out, int64_t cols, const char* op) {
-  SGL_CHECK(out.ndim() == 2 && out.size(0) == 1 && out.size(1) == cols && out.is_contiguous())
+// out: contiguous [m, cols] rows on x's device, m = x's rows.
+void check_output_rows(const Tensor& x, const Tensor& out, int64_t cols, const char* op) {
+  SGL_CHECK(out.ndim() == 2 && out.size(0) == x.size(0) && out.size(1) == cols &&
+            out.is_contiguous())
       << op << ": output " << out.shape_string() << " for " << cols << " columns";
   detail::check_same_device(x, out, op);
 }
@@ -36,13 +37,13 @@ void add_rms_norm_linear(const Tensor& x, const ResidualRmsNorm& norm, const Ten
                          backend::Stream stream) {
   const char* op = "add_rms_norm_linear";
   SGL_CHECK(x.device().is_cuda()) << op << ": only CUDA folds the norm (norm_folds_into_linear)";
-  check_output_row(x, y, w.size(0), op);
+  check_output_rows(x, y, w.size(0), op);
   if (bias.defined()) {
     SGL_CHECK(bias.ndim() == 1 && bias.size(0) == w.size(0))
         << op << ": bias " << bias.shape_string();
     detail::check_same_device(x, bias, op);
   }
-  if (normed.defined()) check_output_row(x, normed, x.size(1), op);
+  if (normed.defined()) check_output_rows(x, normed, x.size(1), op);
 #ifdef SGL_WITH_CUDA
   cuda::gemv_add_rms_norm(x, norm, w, bias, y, normed, stream);
 #else
@@ -58,7 +59,7 @@ void add_rms_norm_linear_silu_and_mul(const Tensor& x, const ResidualRmsNorm& no
   SGL_CHECK(x.device().is_cuda()) << op << ": only CUDA folds the norm (norm_folds_into_linear)";
   SGL_CHECK(w_gate_up.ndim() == 2 && w_gate_up.size(0) % 2 == 0)
       << op << ": w_gate_up " << w_gate_up.shape_string() << " is not [gate; up]";
-  check_output_row(x, out, w_gate_up.size(0) / 2, op);
+  check_output_rows(x, out, w_gate_up.size(0) / 2, op);
 #ifdef SGL_WITH_CUDA
   cuda::gemv_add_rms_norm_silu_and_mul(x, norm, w_gate_up, out, stream);
 #else

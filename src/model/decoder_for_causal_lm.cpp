@@ -1,10 +1,13 @@
 // DecoderForCausalLM: checking, loading and the forward pass of the shared decoder stack.
 #include "model/decoder_for_causal_lm.h"
 
+#include <algorithm>
+
 #include "backend/backend.h"
 #include "kernels/convert_stored.h"
 #include "kernels/copy.h"
 #include "kernels/gather.h"
+#include "kernels/norm_linear.h"
 #include "kernels/pooling.h"
 #include "model/config_bounds.h"
 #include "model/layers/residual_norm.h"
@@ -132,8 +135,11 @@ void DecoderForCausalLM::plan_activations(DType dtype, Device device, Activation
   // sum is the largest bf16 error source in a deep stack.
   plan.add(&act_.hidden, dtype, n, c.hidden_size);
   plan.add(&act_.residual, DType::kF32, n, c.hidden_size);
-  // The norms fold into the blocks after them for one token on CUDA (kernels/norm_linear.h).
-  if (device.is_cuda()) plan.add(&act_.residual_spare, DType::kF32, 1, c.hidden_size);
+  // The norms fold into the blocks after them for a few tokens on CUDA (kernels/norm_linear.h).
+  if (device.is_cuda()) {
+    plan.add(&act_.residual_spare, DType::kF32, std::min(n, kernels::kNormFoldMaxRows),
+             c.hidden_size);
+  }
   const TensorParallel tp = options_.tp;
   DecoderLayer::plan_scratch(layers_, attention_shape(c, tp), n, dtype, device,
                              options_.fp32_all_reduce, act_.layer, plan);
@@ -193,7 +199,9 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
 
   const Tensor hidden = act_.hidden.tensor().slice_rows(0, n);
   ResidualStream residual{.current = act_.residual.tensor().slice_rows(0, n), .spare = Tensor()};
-  if (n == 1) residual.spare = act_.residual_spare.tensor();  // (undefined off CUDA)
+  if (n <= kernels::kNormFoldMaxRows && act_.residual_spare.tensor().defined()) {  // on CUDA
+    residual.spare = act_.residual_spare.tensor().slice_rows(0, n);
+  }
   embed_tokens(embed_tokens_, fb.input_ids, hidden, ctx.stream, ctx.communicator);
   // The first layer starts the residual stream.
   kernels::zero(residual.current, ctx.stream);

@@ -67,7 +67,7 @@ class DecoderForCausalLM : public Model {
   struct Activations {
     Buffer hidden;          // [N, H]
     Buffer residual;        // f32 [N, H]
-    Buffer residual_spare;  // f32 [1, H], on CUDA: ResidualStream::spare at one token
+    Buffer residual_spare;  // f32 [min(N, kNormFoldMaxRows), H], on CUDA: ResidualStream::spare
     LayerScratch layer;     // the blocks' scratch, shared by every layer
     // i32 [num_sparse_layers * N, top_k], only with options_.enable_return_routed_experts
     Buffer routed_experts;

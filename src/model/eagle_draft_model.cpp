@@ -297,6 +297,8 @@ DraftOutput EagleDraftModel::forward(const ForwardBatch& fb, const Tensor& hidde
 
   const Tensor hidden = act_.hidden.tensor().slice_rows(0, n);
   const Tensor residual = act_.residual.tensor().slice_rows(0, n);
+  // A draft step's own output passed on as returned: the residual rows themselves.
+  const bool in_residual = hidden_in.raw() == residual.raw();
   const Tensor embeds = act_.embeds.tensor().slice_rows(0, n);
   embed_tokens(*target_.embed_tokens, fb.input_ids, embeds, ctx.stream, ctx.communicator);
   // The head's own layer is whole on every rank at tp > 1 (each computes it alike from the same
@@ -312,16 +314,21 @@ DraftOutput EagleDraftModel::forward(const ForwardBatch& fb, const Tensor& hidde
     // No input norm: the attention reads the fc output itself.
     attention_.forward(hidden, rope_cos_sin_, act_.attention, fb, layer_ctx);
   } else {
-    // The target's three layers go through the fc; a draft step's own output is already H wide.
-    if (hidden_in.size(1) == h) {
-      kernels::copy_async(hidden_in, hidden, ctx.stream);
-    } else {
+    // The target's three layers go through the fc; a draft step's own output is already H wide
+    // and read where it is.
+    Tensor layer_in = hidden_in;
+    if (hidden_in.size(1) != h) {
       fc_.forward(hidden_in, hidden, ctx.stream);
+      layer_in = hidden;
+    } else {
+      SGL_CHECK(hidden_in.dtype() == hidden.dtype())
+          << "draft pass: hidden input " << dtype_name(hidden_in.dtype()) << ", the model's "
+          << dtype_name(hidden.dtype());
     }
-    kernels::copy_async(hidden, residual, ctx.stream);
+    if (!in_residual) kernels::copy_async(layer_in, residual, ctx.stream);
     const Tensor attn_in = act_.attn_in.tensor().slice_rows(0, n);  // [n, 2H]
     kernels::rms_norm(embeds, input_norm_, eps, attn_in.slice_last(0, h), ctx.stream);
-    kernels::rms_norm(hidden, hidden_norm_, eps, attn_in.slice_last(h, h), ctx.stream);
+    kernels::rms_norm(layer_in, hidden_norm_, eps, attn_in.slice_last(h, h), ctx.stream);
     attention_.forward(attn_in, hidden, rope_cos_sin_, act_.attention, fb, layer_ctx);
   }
   kernels::fused_add_rms_norm(hidden, residual, post_norm_, eps, ctx.stream);

@@ -85,7 +85,8 @@ class EagleDraftModel {
   // ctx.communicator: the target's tensor-parallel rank's, for the shared embedding and head).
   // hidden_in: [fb.num_tokens, W], each token's hidden input: the target's (W =
   // config().target_hidden_width(): EAGLE the final norm's output, EAGLE-3 the captured layers
-  // concatenated) or a previous draft step's DraftOutput::hidden_states (W = H).
+  // concatenated) or a previous draft step's DraftOutput::hidden_states (W = H), which may be
+  // passed on as returned (this model's rows, read before the pass overwrites them).
   // out_rows (optional, i32 [fb.batch_size], with LogitsMode::kLastPerRequest): the token row
   // each request's logits and hidden state come from, instead of its last (a draft extend over
   // a whole verify pass reads each accepted path's end).

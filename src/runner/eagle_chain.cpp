@@ -249,10 +249,7 @@ void EagleChain::enqueue(int32_t rows, int32_t tokens, int32_t steps, int32_t ma
     if (plan) draft_.attention().plan(fb);
     const model::DraftOutput out = draft_.forward_planned(fb, hidden);
     draft_.greedy_ids(out.logits, arrays_.view(ids_at(j), rows));
-    if (j < steps) {
-      hidden = step_hidden_.tensor().slice_rows(0, rows);
-      kernels::copy_async(out.hidden_states, hidden, stream);
-    }
+    hidden = out.hidden_states;  // the next step reads them where they are (forward's contract)
   }
 }
 

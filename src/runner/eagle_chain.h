@@ -156,7 +156,7 @@ class EagleChain {
   int32_t max_tokens_;  // draft.num_steps() + 1: a verify's longest
   int32_t max_context_len_;
   StaticArrays arrays_;   // i32, at the offsets above
-  Buffer step_hidden_;    // [capacity, H]: a step's hidden input
+  Buffer step_hidden_;    // [capacity, H]: step 1's hidden input from the draft state
   Buffer first_hidden_;   // [capacity, H]: the draft extend's rows
   Buffer extend_hidden_;  // [capacity * max_tokens, W]: its input
   // The pending drafts of extend_and_draft, and the end of its queued work: its uploads read

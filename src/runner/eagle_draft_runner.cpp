@@ -8,7 +8,6 @@
 #include "core/logging.h"
 #include "kernels/argmax.h"
 #include "kernels/copy.h"
-#include "kernels/embedding.h"
 #include "model/model_source.h"
 #include "model/weight_source.h"
 
@@ -84,10 +83,9 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
   const std::span<const int32_t> to_target = runner->model_->draft_to_target();
   if (!to_target.empty()) {
     const auto n = static_cast<int64_t>(to_target.size());
-    runner->draft_to_target_table_ = Buffer(target.allocator(), DType::kI32, {n, 1});
-    kernels::copy(Tensor(const_cast<int32_t*>(to_target.data()), DType::kI32, {n, 1}),
+    runner->draft_to_target_table_ = Buffer(target.allocator(), DType::kI32, {n});
+    kernels::copy(Tensor(const_cast<int32_t*>(to_target.data()), DType::kI32, {n}),
                   runner->draft_to_target_table_, target.stream());
-    runner->draft_argmax_ = Buffer(target.allocator(), DType::kI32, {o.max_batch_size});
   }
   const attention::AttentionConfig attn{c.num_attention_heads, c.num_key_value_heads, c.head_dim,
                                         1.0f / std::sqrt(static_cast<float>(c.head_dim)),
@@ -127,13 +125,8 @@ model::DraftOutput EagleDraftRunner::forward_planned(const ForwardBatch& fb,
 void EagleDraftRunner::greedy_ids(const Tensor& logits, const Tensor& ids) {
   const int64_t n = logits.size(0);
   SGL_CHECK(ids.numel() == n) << "greedy_ids: " << n << " rows into " << ids.shape_string();
-  if (!draft_to_target_table_.tensor().defined()) {
-    kernels::argmax_rows(logits, ids.reshape({n}), target_.stream());
-    return;
-  }
-  const Tensor draft_ids = draft_argmax_.tensor().slice_rows(0, n);
-  kernels::argmax_rows(logits, draft_ids, target_.stream());
-  kernels::embedding(draft_ids, draft_to_target_table_, ids.reshape({n, 1}), target_.stream());
+  // EAGLE-3: through the draft-to-target table (undefined for EAGLE).
+  kernels::argmax_rows(logits, ids.reshape({n}), target_.stream(), draft_to_target_table_.tensor());
 }
 
 }  // namespace sgl::runner

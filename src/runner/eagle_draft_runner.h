@@ -79,8 +79,7 @@ class EagleDraftRunner {
   int32_t topk_ = 1;
   int32_t num_steps_ = 1;
   int32_t scratch_slot_base_ = 0;
-  Buffer draft_to_target_table_;  // i32 [draft vocab, 1] on the device (EAGLE-3)
-  Buffer draft_argmax_;           // i32 [max_batch_size]: greedy_ids' ids before the map
+  Buffer draft_to_target_table_;  // i32 [draft vocab] on the device (EAGLE-3): greedy_ids' id map
   std::unique_ptr<model::EagleDraftModel> model_;
   std::unique_ptr<attention::KvPool> kv_pool_;
   std::unique_ptr<attention::AttentionBackend> attention_;

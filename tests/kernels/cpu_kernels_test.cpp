@@ -249,6 +249,15 @@ TEST(CpuKernels, ArgmaxRowsTakesTheFirstMaximumAndSkipsNaN) {
   std::vector<int32_t> ids(6, -1);
   argmax_rows(all.slice_last(0, 3), Tensor(ids.data(), DType::kI32, {6}), backend::Stream::cpu());
   EXPECT_EQ(ids, (std::vector<int32_t>{1, 0, 2, 0, 0, 1}));
+  // Through an id map (EAGLE-3's draft-to-target ids): the index's entry, 0's for no maximum.
+  std::vector<int32_t> id_map = {70, 71, 72};
+  argmax_rows(all.slice_last(0, 3), Tensor(ids.data(), DType::kI32, {6}), backend::Stream::cpu(),
+              Tensor(id_map.data(), DType::kI32, {3}));
+  EXPECT_EQ(ids, (std::vector<int32_t>{71, 70, 72, 70, 70, 71}));
+  std::vector<int32_t> short_map = {1, 2};
+  EXPECT_DEATH(argmax_rows(all.slice_last(0, 3), Tensor(ids.data(), DType::kI32, {6}),
+                           backend::Stream::cpu(), Tensor(short_map.data(), DType::kI32, {2})),
+               "id_map must be i32 with 3 values");
 }
 
 TEST(CpuKernels, EmbeddingRejectsOutOfRangeIds) {

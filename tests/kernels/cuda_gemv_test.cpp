@@ -100,54 +100,73 @@ void expect_same_bits(const Tensor& got, const Tensor& want, const std::string& 
 }
 
 // The residual add + RMSNorm folded into the GEMV (norm_linear.h) against fused_add_rms_norm
-// and then the GEMV: the projection, the residual sum and the normed row bit for bit, for row
-// widths from one chunk to the fold's limit, grids of one block to three blocks an SM, bf16 and
-// f32 outputs, a bias, and the gate/up + SiLU projection.
+// and then the GEMV: the projection, the residual sums and the normed rows bit for bit, for 1 to
+// 8 rows of widths from one chunk to the fold's limits, contiguous and strided x, grids of one
+// block to three blocks an SM, bf16 and f32 outputs, a bias, and the gate/up + SiLU projection.
 TEST_F(CudaGemv, FoldedNormMatchesNormThenGemvBitForBit) {
   const int64_t sms = backend::cuda::multiprocessor_count(0);
-  for (int64_t h : {8, 64, 576, 1000, 2048}) {
-    // Grids of 1 block, 5, two an SM (gate/up: one an SM), and 2.5 an SM with a partial block.
-    for (int64_t n : {int64_t{1}, int64_t{72}, 16 * 2 * sms, 16 * (2 * sms + sms / 2) - 5}) {
-      const std::string shape = std::to_string(h) + " -> " + std::to_string(n);
-      Buffer x = host_random({1, h}, 1.f), norm_w = host_random({h}, 1.f);
-      Buffer w = host_random({n, h}, 0.1f), bias = host_random({n}, 1.f);
-      Buffer residual(cpu_allocator(), DType::kF32, {1, h});
-      std::normal_distribution<float> dist(0.f, 3.f);
-      for (int64_t i = 0; i < h; ++i) residual.data<float>()[i] = dist(rng_);
-      Buffer dw = to_device(w), db = to_device(bias), dnorm = to_device(norm_w);
+  // Rows of 1 to 8 tokens (as many as kGemvFoldNormMaxValues allows) of 1 to 8 warps: one pass
+  // of rows, two full passes (4 x 576, 8 x 264), a second pass of one row, idle warps (2 x 1152).
+  for (int64_t h : {8, 64, 264, 576, 1000, 1152, 2048}) {
+    for (int64_t m : {1, 2, 3, 4, 5, 8}) {
+      if (m * h > cuda::kGemvFoldNormMaxValues) continue;
+      // Grids of 1 block, 5, two an SM (gate/up: one an SM), and 2.5 an SM with a partial block.
+      for (int64_t n : {int64_t{1}, int64_t{72}, 16 * 2 * sms, 16 * (2 * sms + sms / 2) - 5}) {
+        const std::string shape =
+            std::to_string(m) + " x " + std::to_string(h) + " -> " + std::to_string(n);
+        // x: the first h columns of wider rows for the 72-row grids (the strided case).
+        const int64_t x_cols = n == 72 ? h + 8 : h;
+        Buffer x_wide = host_random({m, x_cols}, 1.f), norm_w = host_random({h}, 1.f);
+        Buffer x(cpu_allocator(), DType::kF32, {m, h});
+        for (int64_t i = 0; i < m * h; ++i) {
+          x.data<float>()[i] = x_wide.data<float>()[i / h * x_cols + i % h];
+        }
+        Buffer w = host_random({n, h}, 0.1f), bias = host_random({n}, 1.f);
+        // A residual of values from 2^-6 to 2^6 times each other: sums of squares whose order
+        // shows in the bits.
+        Buffer residual(cpu_allocator(), DType::kF32, {m, h});
+        std::normal_distribution<float> dist(0.f, 3.f);
+        std::uniform_int_distribution<int> exponent(-6, 6);
+        for (int64_t i = 0; i < m * h; ++i) {
+          residual.data<float>()[i] = std::ldexp(dist(rng_), exponent(rng_));
+        }
+        Buffer dw = to_device(w), db = to_device(bias), dnorm = to_device(norm_w);
 
-      // The unfused ops: the norm in place, then the GEMV.
-      Buffer ref_x = to_device(x);
-      Buffer ref_r = test::to_device_as(residual, DType::kF32, gpu_, stream_.get());
-      fused_add_rms_norm(ref_x, ref_r, dnorm, 1e-6, stream_.get());
-      for (DType y_dtype : {DType::kBF16, DType::kF32}) {
-        const bool with_bias = y_dtype == DType::kBF16;
-        Buffer want(gpu_, y_dtype, {1, n});
-        linear(ref_x, dw, with_bias ? db.tensor() : Tensor(), want, stream_.get());
+        // The unfused ops: the norm in place, then the GEMV.
+        Buffer ref_x = to_device(x);
+        Buffer ref_r = test::to_device_as(residual, DType::kF32, gpu_, stream_.get());
+        fused_add_rms_norm(ref_x, ref_r, dnorm, 1e-6, stream_.get());
+        for (DType y_dtype : {DType::kBF16, DType::kF32}) {
+          const bool with_bias = y_dtype == DType::kBF16;
+          Buffer want(gpu_, y_dtype, {m, n});
+          linear(ref_x, dw, with_bias ? db.tensor() : Tensor(), want, stream_.get());
 
-        Buffer dx = to_device(x);
+          Buffer dx_wide = to_device(x_wide);
+          const Tensor dx = dx_wide.tensor().slice_last(0, h);
+          Buffer r_in = test::to_device_as(residual, DType::kF32, gpu_, stream_.get());
+          Buffer r_out = poisoned(DType::kF32, {m, h}), normed = poisoned(DType::kBF16, {m, h});
+          const ResidualRmsNorm norm{r_in, r_out, dnorm, 1e-6};
+          ASSERT_TRUE(norm_folds_into_linear(dx, norm, dw, FoldedProjection::kLinear)) << shape;
+          Buffer y = poisoned(y_dtype, {m, n});
+          add_rms_norm_linear(dx, norm, dw, with_bias ? db.tensor() : Tensor(), y, normed,
+                              stream_.get());
+          expect_same_bits(to_host(y), to_host(want), shape + " y");
+          expect_same_bits(to_host(r_out), to_host(ref_r), shape + " residual");
+          expect_same_bits(to_host(normed), to_host(ref_x), shape + " normed row");
+          expect_same_bits(to_host(r_in), residual, shape + " residual_in untouched");
+        }
+        if (n % 2 != 0) continue;
+        const int64_t inter = n / 2;
+        Buffer want_act(gpu_, DType::kBF16, {m, inter}), scratch(gpu_, DType::kBF16, {m, n});
+        linear_silu_and_mul(ref_x, dw, scratch, want_act, stream_.get());
+        Buffer dx_wide = to_device(x_wide);
+        const Tensor dx = dx_wide.tensor().slice_last(0, h);
         Buffer r_in = test::to_device_as(residual, DType::kF32, gpu_, stream_.get());
-        Buffer r_out = poisoned(DType::kF32, {1, h}), normed = poisoned(DType::kBF16, {1, h});
-        const ResidualRmsNorm norm{r_in, r_out, dnorm, 1e-6};
-        ASSERT_TRUE(norm_folds_into_linear(dx, norm, dw, FoldedProjection::kLinear)) << shape;
-        Buffer y = poisoned(y_dtype, {1, n});
-        add_rms_norm_linear(dx, norm, dw, with_bias ? db.tensor() : Tensor(), y, normed,
-                            stream_.get());
-        expect_same_bits(to_host(y), to_host(want), shape + " y");
-        expect_same_bits(to_host(r_out), to_host(ref_r), shape + " residual");
-        expect_same_bits(to_host(normed), to_host(ref_x), shape + " normed row");
-        expect_same_bits(to_host(r_in), residual, shape + " residual_in untouched");
+        Buffer r_out = poisoned(DType::kF32, {m, h}), act = poisoned(DType::kBF16, {m, inter});
+        add_rms_norm_linear_silu_and_mul(dx, {r_in, r_out, dnorm, 1e-6}, dw, act, stream_.get());
+        expect_same_bits(to_host(act), to_host(want_act), shape + " silu");
+        expect_same_bits(to_host(r_out), to_host(ref_r), shape + " silu residual");
       }
-      if (n % 2 != 0) continue;
-      const int64_t inter = n / 2;
-      Buffer want_act(gpu_, DType::kBF16, {1, inter}), scratch(gpu_, DType::kBF16, {1, n});
-      linear_silu_and_mul(ref_x, dw, scratch, want_act, stream_.get());
-      Buffer dx = to_device(x);
-      Buffer r_in = test::to_device_as(residual, DType::kF32, gpu_, stream_.get());
-      Buffer r_out = poisoned(DType::kF32, {1, h}), act = poisoned(DType::kBF16, {1, inter});
-      add_rms_norm_linear_silu_and_mul(dx, {r_in, r_out, dnorm, 1e-6}, dw, act, stream_.get());
-      expect_same_bits(to_host(act), to_host(want_act), shape + " silu");
-      expect_same_bits(to_host(r_out), to_host(ref_r), shape + " silu residual");
     }
   }
 }
@@ -163,7 +182,21 @@ TEST_F(CudaGemv, FoldedNormDeclinesWhatItCannotTake) {
   };
   EXPECT_TRUE(folds(1, 2048, DType::kBF16, false, 32, kLinear));
   EXPECT_TRUE(folds(1, 2048, DType::kBF16, false, 32, kSilu));
-  EXPECT_FALSE(folds(2, 2048, DType::kBF16, false, 32, kLinear));  // one token only
+  EXPECT_TRUE(folds(4, 576, DType::kBF16, false, 32, kLinear));
+  EXPECT_TRUE(folds(8, 288, DType::kBF16, false, 32, kSilu));
+  EXPECT_FALSE(folds(5, 576, DType::kBF16, false, 32, kLinear));   // over kGemvFoldNormMaxValues
+  EXPECT_FALSE(folds(2, 2048, DType::kBF16, false, 32, kLinear));  // the same
+  EXPECT_FALSE(folds(9, 64, DType::kBF16, false, 32, kLinear));    // over kNormFoldMaxRows
+  {  // residual rows that are not x's: one more, or strided
+    Buffer x(gpu_, DType::kBF16, {2, 64}), w(gpu_, DType::kBF16, {32, 64});
+    Buffer weight(gpu_, DType::kBF16, {64}), r_out(gpu_, DType::kF32, {2, 64});
+    Buffer r3(gpu_, DType::kF32, {3, 64}), r_wide(gpu_, DType::kF32, {2, 72});
+    EXPECT_TRUE(
+        norm_folds_into_linear(x, {r3.tensor().slice_rows(0, 2), r_out, weight, 1e-6}, w, kLinear));
+    EXPECT_FALSE(norm_folds_into_linear(x, {r3, r_out, weight, 1e-6}, w, kLinear));
+    EXPECT_FALSE(norm_folds_into_linear(x, {r_wide.tensor().slice_last(0, 64), r_out, weight, 1e-6},
+                                        w, kLinear));
+  }
   EXPECT_FALSE(folds(1, 2056, DType::kBF16, false, 32, kLinear));  // over a thread per 8 values
   EXPECT_FALSE(folds(1, 60, DType::kBF16, false, 32, kLinear));    // h % 8 != 0
   EXPECT_FALSE(folds(1, 2048, DType::kF32, false, 32, kLinear));   // f32: the norm and cuBLAS

@@ -418,6 +418,15 @@ TEST(CudaArgmax, MatchesTheCpuRowsIncludingTiesAndNaN) {
       std::vector<int32_t> got(static_cast<size_t>(rows));
       copy(ids, Tensor(got.data(), DType::kI32, {rows}), stream.get());
       EXPECT_EQ(got, want) << "vocab " << vocab << ", " << rows << " rows";
+      // Through an id map: map[i] = 3 i + 1.
+      std::vector<int32_t> map(static_cast<size_t>(vocab));
+      for (int32_t i = 0; i < vocab; ++i) map[static_cast<size_t>(i)] = 3 * i + 1;
+      Buffer dmap(gpu, DType::kI32, {vocab});
+      copy(Tensor(map.data(), DType::kI32, {vocab}), dmap, stream.get());
+      argmax_rows(logits.tensor().slice_last(0, vocab), ids, stream.get(), dmap);
+      copy(ids, Tensor(got.data(), DType::kI32, {rows}), stream.get());
+      for (int32_t& id : want) id = 3 * id + 1;
+      EXPECT_EQ(got, want) << "mapped, vocab " << vocab << ", " << rows << " rows";
     }
   }
 }

@@ -6,6 +6,8 @@
 
 namespace sgl::kernels::cuda {
 
-void argmax_rows(const Tensor& logits, const Tensor& out, backend::Stream stream);
+// id_map: undefined, or i32 [V] (kernels/argmax.h).
+void argmax_rows(const Tensor& logits, const Tensor& out, const Tensor& id_map,
+                 backend::Stream stream);
 
 }  // namespace sgl::kernels::cuda

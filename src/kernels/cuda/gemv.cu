@@ -19,6 +19,7 @@
 #include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/native_stream.h"
 #include "core/alignment.h"
+#include "core/host_device.h"
 #include "kernels/cuda/common/add_rms_norm_row.cuh"
 #include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/mma_m16n8k16.cuh"
@@ -35,6 +36,7 @@ constexpr int kStepK = 64;     // k values per warp step: 4 lanes x 2 chunks x 8
 constexpr int kTileRows = 16;  // weight rows per MMA tile
 static_assert(kTileRows == kGemvRowsPerBlock, "gemv's blocks hold one row tile (gemv.h)");
 constexpr int kTileTokens = 8;  // tokens per MMA tile
+static_assert(kNormFoldMaxRows <= kTileTokens, "a folded norm runs one token tile");
 
 // Rows of at most this many k values make a short block (three_blocks_per_sm).
 constexpr int64_t kShortBlockK = 4096;
@@ -53,14 +55,14 @@ struct GemvParams {
   int64_t n;                  // output columns
   const __nv_bfloat16* bias;  // [n] or nullptr (kStore only)
   void* y;                    // [m, n], contiguous
-  // kFoldNorm (m == 1, k <= kGemvFoldNormMaxWidth): the input row is rms_norm(residual_in + x) *
-  // norm_weight, which every block computes itself; block 0 writes residual_in + x to
-  // residual_out and, if not null, the normed row to normed.
-  const float* residual_in;  // [k]
-  float* residual_out;       // [k]
+  // A folded norm (m <= kTileTokens, k <= kGemvFoldNormMaxWidth, m k <= kGemvFoldNormMaxValues):
+  // the input rows are rms_norm(residual_in + x) * norm_weight, which every block computes itself;
+  // block 0 writes residual_in + x to residual_out and, if not null, the normed rows to normed.
+  const float* residual_in;  // [m, k]
+  float* residual_out;       // [m, k]
   const __nv_bfloat16* norm_weight;
   float eps;
-  __nv_bfloat16* normed;  // [k] or nullptr
+  __nv_bfloat16* normed;  // [m, k] or nullptr
 };
 
 // 16 weight bytes, streamed past L1 (each is read once, while x stays cached), asking L2 for
@@ -75,37 +77,88 @@ __device__ __forceinline__ uint4 load_weight(const __nv_bfloat16* p) {
   return v;
 }
 
-// kFoldNorm's prologue, after the wait: v = residual_in + x and its RMSNorm into x_normed, with
-// add_rms_norm_vec_kernel's arithmetic (norm_rope.cu: a thread per chunk, then block_sum, whose
-// extra warps here add zeros), so the bits are the norm kernel's. norm_w: this thread's chunk of
-// the norm weight, loaded before the wait.
+// A folded norm's rows in the block: a row of C = k / 8 chunks takes W = ceil(C / 32) warps, a
+// thread per chunk (add_rms_norm_vec_kernel's block for the row: norm_rope.cu), 8 / W rows a
+// pass. Rows of kGemvFoldNormMaxValues values at most make two passes (gemv_fold_norm_applies
+// checks); the kernel has an instance for each count, since each pass's loads hold registers.
 static_assert(kGemvFoldNormMaxWidth / 8 <= kAddRmsNormMaxThreads,
               "the norm kernel gives rows this wide a thread per chunk too");
+static_assert(kGemvFoldNormMaxWidth / 8 <= kThreads, "fold_add_rms_norm: a thread per chunk");
+constexpr int kFoldNormMaxPasses = 2;
+
+struct FoldNormLayout {
+  int chunks, warps_per_row, rows_per_pass;
+  SGL_HOST_DEVICE explicit FoldNormLayout(int64_t k)
+      : chunks(static_cast<int>(k / 8)),
+        warps_per_row((chunks + 31) / 32),
+        rows_per_pass(kWarps / warps_per_row) {}
+  SGL_HOST_DEVICE int passes(int m) const { return (m + rows_per_pass - 1) / rows_per_pass; }
+  // This thread's row slot in a pass (rows_per_pass and up: none) and chunk.
+  __device__ int slot() const { return static_cast<int>(threadIdx.x / 32) / warps_per_row; }
+  __device__ int chunk() const {
+    return static_cast<int>(threadIdx.x / 32) % warps_per_row * 32 + threadIdx.x % 32;
+  }
+};
+
+// The folded norm's prologue (kPasses passes), after the wait: v = residual_in + x and its RMSNorm
+// for each of the m rows into x_normed [m, k], with the norm kernel's arithmetic, so the bits are
+// its: the row's sums of squares meet as block_sum's do (each warp's, then the W warps' in one
+// warp). Every pass's loads go out before the first sum. norm_w: this thread's chunk of the norm
+// weight, loaded before the wait.
+template <int kPasses>
 __device__ __forceinline__ void fold_add_rms_norm(const GemvParams& p, const uint4 norm_w,
                                                   __nv_bfloat16* x_normed) {
-  const int chunks = static_cast<int>(p.k / 8), i = threadIdx.x;
-  float v[8];
-  float sum_sq = 0.f;
-  if (i < chunks) {
-    add_chunk(__ldg(reinterpret_cast<const uint4*>(p.x) + i),
-              reinterpret_cast<const float4*>(p.residual_in) + 2 * i, v, sum_sq);
-  }
-  const float inv = rsqrtf(block_sum(sum_sq) / static_cast<float>(p.k) + p.eps);
-  if (i < chunks) {
-    const uint4 out = normed_chunk(v, inv, norm_w);
-    reinterpret_cast<uint4*>(x_normed)[i] = out;
-    if (blockIdx.x == 0) {
-      store_chunk(v, reinterpret_cast<float4*>(p.residual_out) + 2 * i);
-      if (p.normed != nullptr) reinterpret_cast<uint4*>(p.normed)[i] = out;
+  const FoldNormLayout layout(p.k);
+  const int slot = layout.slot(), i = layout.chunk(), lane = threadIdx.x % 32;
+  auto row_of = [&](int pass) { return pass * layout.rows_per_pass + slot; };
+  auto mine = [&](int pass) {
+    return slot < layout.rows_per_pass && row_of(pass) < p.m && i < layout.chunks;
+  };
+  uint4 x[kPasses];
+  float4 residual[kPasses][2];
+#pragma unroll
+  for (int pass = 0; pass < kPasses; ++pass) {
+    if (mine(pass)) {
+      const int64_t r = row_of(pass);
+      x[pass] = __ldg(reinterpret_cast<const uint4*>(p.x + r * p.x_stride) + i);
+      const float4* res = reinterpret_cast<const float4*>(p.residual_in + r * p.k) + 2 * i;
+      residual[pass][0] = res[0];
+      residual[pass][1] = res[1];
     }
   }
-  __syncthreads();
+  __shared__ float partial[kWarps];
+#pragma unroll
+  for (int pass = 0; pass < kPasses; ++pass) {
+    float v[8];
+    float sum_sq = 0.f;
+    if (mine(pass)) add_chunk(x[pass], residual[pass], v, sum_sq);
+    sum_sq = warp_sum(sum_sq);
+    if (lane == 0) partial[threadIdx.x / 32] = sum_sq;
+    __syncthreads();
+    // The row's W partials in lanes 0..W-1, the others zeros: block_sum's second stage.
+    const int w = layout.warps_per_row;
+    const float total =
+        warp_sum(lane < w && slot < layout.rows_per_pass ? partial[slot * w + lane] : 0.f);
+    if (mine(pass)) {
+      const int64_t at = row_of(pass) * p.k + 8 * i;
+      const float inv = rsqrtf(total / static_cast<float>(p.k) + p.eps);
+      const uint4 out = normed_chunk(v, inv, norm_w);
+      *reinterpret_cast<uint4*>(x_normed + at) = out;
+      if (blockIdx.x == 0) {
+        store_chunk(v, reinterpret_cast<float4*>(p.residual_out + at));
+        if (p.normed != nullptr) *reinterpret_cast<uint4*>(p.normed + at) = out;
+      }
+    }
+    __syncthreads();  // partial is reused; after the last pass, x_normed is whole
+  }
 }
 
 template <int kTokenTiles, int kRowTiles, int kUnroll, Epilogue kEpilogue, typename OutT,
-          int kBlocksPerSm = 2, bool kFoldNorm = false>
+          int kBlocksPerSm = 2, int kFoldPasses = 0>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     gemv_kernel(const __grid_constant__ GemvParams p) {
+  // kFoldPasses > 0: the input rows are the folded norm's (fold_add_rms_norm).
+  constexpr bool kFoldNorm = kFoldPasses > 0;
   static_assert(!kFoldNorm || kTokenTiles == 1);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -165,15 +218,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       }
     });
   };
-  // kFoldNorm: the normed row (every token column of the MMAs' B holds it: m == 1, the other
-  // columns' outputs are dropped) and this thread's chunk of the norm weight (constant: read
-  // before the wait).
-  static_assert(kGemvFoldNormMaxWidth / 8 <= kThreads, "fold_add_rms_norm: a thread per chunk");
-  __shared__ alignas(16) __nv_bfloat16 x_normed[kFoldNorm ? kGemvFoldNormMaxWidth : 8];
+  // kFoldNorm: the normed rows [m, k] (token g's column of the MMAs' B reads row g) and this
+  // thread's chunk of the norm weight (constant: read before the wait).
+  __shared__ alignas(16) __nv_bfloat16 x_normed[kFoldNorm ? kGemvFoldNormMaxValues : 8];
   uint4 norm_w = make_uint4(0, 0, 0, 0);
   if constexpr (kFoldNorm) {
-    if (threadIdx.x < p.k / 8)
-      norm_w = __ldg(reinterpret_cast<const uint4*>(p.norm_weight) + threadIdx.x);
+    const int i = FoldNormLayout(p.k).chunk();
+    if (i < p.k / 8) norm_w = __ldg(reinterpret_cast<const uint4*>(p.norm_weight) + i);
   }
   // The first steps' weights go out before the wait, into registers: a block placed during the
   // tail of the kernel before (the last wave of the GEMV before, a norm, flash decode) has its
@@ -186,7 +237,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   if (warp < steps) load_weights(warp);
   pdl_wait();
   pdl_launch_dependents();
-  if constexpr (kFoldNorm) fold_add_rms_norm(p, norm_w, x_normed);
+  if constexpr (kFoldNorm) fold_add_rms_norm<kFoldPasses>(p, norm_w, x_normed);
 
   for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
     if (s0 != warp) load_weights(s0);
@@ -195,8 +246,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 #pragma unroll
       for (int tt = 0; tt < kTokenTiles; ++tt) {
         if constexpr (kFoldNorm) {
-          xv[u][c][tt] =
-              ok ? *reinterpret_cast<const uint4*>(x_normed + kk) : make_uint4(0, 0, 0, 0);
+          xv[u][c][tt] = ok && token_ok[tt]
+                             ? *reinterpret_cast<const uint4*>(x_normed + g * p.k + kk)
+                             : make_uint4(0, 0, 0, 0);
         } else {
           xv[u][c][tt] = ok && token_ok[tt] ? __ldg(reinterpret_cast<const uint4*>(x_row[tt] + kk))
                                             : make_uint4(0, 0, 0, 0);
@@ -283,7 +335,7 @@ bool three_blocks_per_sm(int64_t blocks, int64_t k, int sms) {
 //   flash_decode.cu). Batch 1 got faster; three per SM without the early launch, or the early
 //   launch with two per SM, gained nothing, and three per SM for the down projection
 //   (k = 14336) was slower: docs/perf-log/cuda-session-09.md.
-template <int kRowTiles, Epilogue kEpilogue, typename OutT, bool kFoldNorm = false>
+template <int kRowTiles, Epilogue kEpilogue, typename OutT, int kFoldPasses = 0>
 void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   const int sms = StreamGemms::of(stream).sm_count;
   const auto s = backend::cuda::native_stream(stream);
@@ -291,15 +343,26 @@ void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   constexpr int kUnroll = 4 / kRowTiles;
   if constexpr (kRowTiles == 1) {  // (no three-per-SM variant of the two-tile gate/up kernel)
     if (p.m <= kTileTokens && three_blocks_per_sm(blocks, p.k, sms)) {
-      launch_pdl(gemv_kernel<1, 1, 2, kEpilogue, OutT, 3, kFoldNorm>, grid, kThreads, 0, s, p);
+      launch_pdl(gemv_kernel<1, 1, 2, kEpilogue, OutT, 3, kFoldPasses>, grid, kThreads, 0, s, p);
       return;
     }
   }
   if (p.m <= kTileTokens) {
-    launch_pdl(gemv_kernel<1, kRowTiles, kUnroll, kEpilogue, OutT, 2, kFoldNorm>, grid, kThreads, 0,
-               s, p);
-  } else if constexpr (!kFoldNorm) {
+    launch_pdl(gemv_kernel<1, kRowTiles, kUnroll, kEpilogue, OutT, 2, kFoldPasses>, grid, kThreads,
+               0, s, p);
+  } else if constexpr (kFoldPasses == 0) {
     launch_pdl(gemv_kernel<2, kRowTiles, kUnroll / 2, kEpilogue, OutT>, grid, kThreads, 0, s, p);
+  }
+}
+
+// launch() with the folded norm, in the kernel instance of as many passes as its rows take.
+template <int kRowTiles, Epilogue kEpilogue, typename OutT>
+void launch_folded(const GemvParams& p, int64_t blocks, backend::Stream stream) {
+  static_assert(kFoldNormMaxPasses == 2, "an instance for each pass count");
+  if (FoldNormLayout(p.k).passes(p.m) == 1) {
+    launch<kRowTiles, kEpilogue, OutT, 1>(p, blocks, stream);
+  } else {
+    launch<kRowTiles, kEpilogue, OutT, 2>(p, blocks, stream);
   }
 }
 
@@ -337,6 +400,12 @@ GemvParams fold_params_of(const Tensor& x, const ResidualRmsNorm& norm, const Te
 bool is_row_of(const Tensor& t, DType dtype, int64_t width, Device device) {
   return t.defined() && t.dtype() == dtype && t.numel() == width && t.is_contiguous() &&
          t.device() == device && is_aligned(t.raw(), 16);
+}
+
+// t: [m, width] contiguous rows of `dtype` on `device`, 16-byte aligned.
+bool is_rows_of(const Tensor& t, DType dtype, int64_t m, int64_t width, Device device) {
+  return t.defined() && t.ndim() == 2 && t.size(0) == m && t.size(1) == width &&
+         t.dtype() == dtype && t.is_contiguous() && t.device() == device && is_aligned(t.raw(), 16);
 }
 
 bool disjoint(const Tensor& a, const Tensor& b) {
@@ -380,18 +449,18 @@ void gemv_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out,
 
 bool gemv_fold_norm_applies(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
                             bool silu_and_mul) {
-  const int64_t h = x.ndim() == 2 ? x.size(1) : 0;
-  if (!(gemv_applies(x, w) && x.size(0) == 1 && w.size(1) == h && h % 8 == 0 &&
-        h <= kGemvFoldNormMaxWidth && is_row_of(x, DType::kBF16, h, x.device()) &&
-        is_row_of(norm.residual_in, DType::kF32, h, x.device()) &&
-        is_row_of(norm.residual_out, DType::kF32, h, x.device()) &&
+  const int64_t m = x.ndim() == 2 ? x.size(0) : 0, h = x.ndim() == 2 ? x.size(1) : 0;
+  if (!(gemv_applies(x, w) && m <= kNormFoldMaxRows && m * h <= kGemvFoldNormMaxValues &&
+        w.size(1) == h && h > 0 && h % 8 == 0 && h <= kGemvFoldNormMaxWidth &&
+        FoldNormLayout(h).passes(static_cast<int>(m)) <= kFoldNormMaxPasses &&
+        is_rows_of(norm.residual_in, DType::kF32, m, h, x.device()) &&
+        is_rows_of(norm.residual_out, DType::kF32, m, h, x.device()) &&
         is_row_of(norm.weight, DType::kBF16, h, x.device()) && w.device() == x.device() &&
         disjoint(norm.residual_in, norm.residual_out))) {
     return false;
   }
-  // One wave of the blocks launch() places an SM for one token. A Llama-3.2-1B-shaped gate/up
-  // (512 blocks, two waves) made batch-1 steps 1.3% slower folded
-  // (docs/perf-log/2026-12-02-folded-norm.md).
+  // One wave of the blocks launch() places an SM. A Llama-3.2-1B-shaped gate/up (512 blocks,
+  // two waves) made batch-1 steps 1.3% slower folded (docs/perf-log/2026-12-02-folded-norm.md).
   const int sms = backend::cuda::multiprocessor_count(x.device().index);
   const int64_t blocks = ((silu_and_mul ? w.size(0) / 2 : w.size(0)) + kTileRows - 1) / kTileRows;
   const bool three = !silu_and_mul && three_blocks_per_sm(blocks, h, sms);
@@ -401,21 +470,22 @@ bool gemv_fold_norm_applies(const Tensor& x, const ResidualRmsNorm& norm, const 
 void gemv_add_rms_norm(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
                        const Tensor& bias, const Tensor& y, const Tensor& normed,
                        backend::Stream stream) {
-  // (kernels/norm_linear.cpp checked the shapes.) The normed row may not be x, which the other
+  // (kernels/norm_linear.cpp checked the shapes.) The normed rows may not be x, which the other
   // blocks still read.
-  SGL_CHECK(gemv_fold_norm_applies(x, norm, w, /*silu_and_mul=*/false) &&
-            (!normed.defined() ||
-             (is_row_of(normed, DType::kBF16, x.size(1), x.device()) && disjoint(normed, x))))
+  SGL_CHECK(
+      gemv_fold_norm_applies(x, norm, w, /*silu_and_mul=*/false) &&
+      (!normed.defined() ||
+       (is_rows_of(normed, DType::kBF16, x.size(0), x.size(1), x.device()) && disjoint(normed, x))))
       << "gemv_add_rms_norm: x " << x.shape_string() << " w " << w.shape_string();
   SGL_CHECK(!bias.defined() || bias.dtype() == DType::kBF16) << "gemv: bias must be bf16";
   const int64_t n = w.size(0);
   const GemvParams p = fold_params_of(x, norm, w, n, bias, y, normed);
   const int64_t blocks = (n + kTileRows - 1) / kTileRows;
   if (y.dtype() == DType::kF32) {
-    launch<1, Epilogue::kStore, float, true>(p, blocks, stream);
+    launch_folded<1, Epilogue::kStore, float>(p, blocks, stream);
   } else {
     SGL_CHECK(y.dtype() == DType::kBF16) << "gemv: y must be bf16 or f32";
-    launch<1, Epilogue::kStore, __nv_bfloat16, true>(p, blocks, stream);
+    launch_folded<1, Epilogue::kStore, __nv_bfloat16>(p, blocks, stream);
   }
 }
 
@@ -428,7 +498,7 @@ void gemv_add_rms_norm_silu_and_mul(const Tensor& x, const ResidualRmsNorm& norm
       << " out " << out.shape_string();
   const int64_t n = out.size(1);
   const GemvParams p = fold_params_of(x, norm, w, n, Tensor(), out, Tensor());
-  launch<2, Epilogue::kSiluMul, __nv_bfloat16, true>(p, (n + kTileRows - 1) / kTileRows, stream);
+  launch_folded<2, Epilogue::kSiluMul, __nv_bfloat16>(p, (n + kTileRows - 1) / kTileRows, stream);
 }
 
 }  // namespace sgl::kernels::cuda

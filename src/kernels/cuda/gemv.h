@@ -25,24 +25,30 @@ void gemv(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
 // out: [m, I] bf16 = silu(x gate^T) * (x up^T), rounded as the unfused ops round.
 void gemv_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out, backend::Stream stream);
 
-// The residual add + RMSNorm folded into the two above (kernels/norm_linear.h) for one token of
-// up to this many values: every block adds and normalizes the row into shared memory itself
-// (a thread per 8 values), with fused_add_rms_norm's arithmetic and bits.
+// The residual add + RMSNorm folded into the two above (kernels/norm_linear.h) for rows of up to
+// this many values, and up to kGemvFoldNormMaxValues over all rows: every block adds and
+// normalizes the rows into shared memory itself (a thread per 8 values), with
+// fused_add_rms_norm's arithmetic and bits. The prologue grows with the rows and the norm
+// kernel's hop it saves does not: decode steps of 2 to 4 tokens of 576 values got 7-11% faster,
+// of 5 and 6 tokens none, 2 tokens of 2048 slower, and a 5-token verify pass 8% slower
+// (docs/perf-log/2026-12-02-folded-norm-rows.md).
 inline constexpr int64_t kGemvFoldNormMaxWidth = 2048;
+inline constexpr int64_t kGemvFoldNormMaxValues = 2304;
 
-// Whether the folds below (silu_and_mul: the second) take x [1, H] bf16, the norm (f32 residual
-// rows of H, disjoint; a bf16 weight) and w: gemv_applies, H % 8 == 0, H <=
-// kGemvFoldNormMaxWidth, 16-byte aligned rows, and a grid of one wave on x's device (each
-// block's norm delays its start: a second wave would pay it again).
+// Whether the folds below (silu_and_mul: the second) take x [m, H] bf16, the norm (f32 residual
+// rows [m, H], contiguous and disjoint; a bf16 weight) and w: gemv_applies, m <=
+// kNormFoldMaxRows, H % 8 == 0, H <= kGemvFoldNormMaxWidth, m H <= kGemvFoldNormMaxValues,
+// 16-byte aligned rows, and a grid of one wave on x's device (each block's norm delays its
+// start: a second wave would pay it again).
 bool gemv_fold_norm_applies(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
                             bool silu_and_mul);
 
 // gemv over rms_norm(norm.residual_in + x) * norm.weight; norm.residual_out = residual_in + x;
-// normed ([1, H] bf16, not x; or undefined) gets the normed row.
+// normed ([m, H] bf16, not x; or undefined) gets the normed rows.
 void gemv_add_rms_norm(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
                        const Tensor& bias, const Tensor& y, const Tensor& normed,
                        backend::Stream stream);
-// gemv_silu_and_mul over the normed row, as gemv_add_rms_norm.
+// gemv_silu_and_mul over the normed rows, as gemv_add_rms_norm.
 void gemv_add_rms_norm_silu_and_mul(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
                                     const Tensor& out, backend::Stream stream);
 

@@ -59,7 +59,7 @@ void MoeMlp::plan_scratch(const MoeShape& s, int64_t max_num_tokens, DType dtype
     plan.add(&scratch.workspace, DType::kF32, 1, std::max<int64_t>(1, (workspace + 3) / 4));
   }
   if (device.is_cuda() && !exchanges_tokens(s, device)) {
-    plan.add(&scratch.normed, dtype, 1, s.hidden_size);
+    plan.add(&scratch.normed, dtype, std::min(n, kernels::kNormFoldMaxRows), s.hidden_size);
   }
   if (s.shared_intermediate_size > 0) {
     plan.add(&scratch.out, dtype, n, s.hidden_size);

@@ -85,7 +85,7 @@ class MoeMlp {
     Buffer local_ids;  // i32 [N, k]
     Buffer slice_out;  // [S, H]: the rank's token slice's routed output (no shared expert)
     Buffer gathered;   // [R * S, H]: every rank's slice_out
-    Buffer normed;     // [1, H], on CUDA: the folded input norm's output (forward's input_norm)
+    Buffer normed;     // [min(N, kNormFoldMaxRows), H], on CUDA: the folded input norm's output
   };
   static void plan_scratch(const MoeShape& shape, int64_t max_num_tokens, DType dtype,
                            Device device, Scratch& scratch, ActivationPlan& plan);

@@ -22,11 +22,11 @@ void reduce_add_rms_norm(const Tensor& hidden, const Tensor& residual, const Ten
                          backend::Stream stream);
 
 // The residual stream's f32 rows, and where a norm may be folded into the block after it
-// (kernels/norm_linear.h: one token on CUDA) a spare row: the folded norm writes the sum there
+// (kernels/norm_linear.h: a few tokens on CUDA) spare rows: the folded norm writes the sums there
 // while the projection's blocks read `current`, and the two then swap.
 struct ResidualStream {
   Tensor current;  // [n, H]
-  Tensor spare;    // [1, H] when n == 1, or undefined: no norm folds
+  Tensor spare;    // [n, H] when n <= kNormFoldMaxRows, or undefined: no norm folds
 };
 
 // The norm before `block` (a block with folds_input_norm): where the stream has a spare buffer,
