@@ -5,26 +5,31 @@
 # batch 1 on the GGUF, plain vs EAGLE3 chains (num_steps 3, 4 and 5; 5 also under the adaptive
 # draft policy), over the head's held-out prompts (eval_prompts.jsonl: greedy, EOS ignored, 256
 # new tokens). Prints tok/s, the speed-up and the accept length measured beside the one the
-# script simulated. Logs, the training report and a summary land in $OUT (the device tool brings
-# back 8 files); the head in /tmp/sgl_eagle3/head.
+# script simulated. In $OUT (the device tool brings back 8 files of up to 16 MiB): summary.txt,
+# logs.tar.gz (training and bench logs) and head/ (a trained head: its config, prompts, report
+# and model.safetensors in 15 MB parts), which `keep` saves here for later runs without training.
 #
 #   scripts/gpu_eagle3_train.sh pack   (here)   the GGUF in two halves under .carry/eagle3a (with
 #                                               the gguf wheel) and .carry/eagle3b: the device
 #                                               tool carries 64 MiB a call; the GGUF is 98 MB
+#   scripts/gpu_eagle3_train.sh keep DIR (here) join a run's head/ (DIR: the call's files_at) into
+#                                               .carry/eagle3head, which `stage` then copies too
 #   scripts/gpu_eagle3_train.sh stage  (device) copy the carried .carry/eagle3* to /tmp/sgl_eagle3
-#   scripts/gpu_eagle3_train.sh run    (device) join the GGUF, install gguf, train, bench
+#   scripts/gpu_eagle3_train.sh run    (device) join the GGUF, install gguf, train (or take the
+#                                               staged head), bench
 #
 # Device calls, back to back (a machine stays warm 30 s between calls, /tmp with it):
 #   run(command="scripts/gpu_eagle3_train.sh stage", carry=[".carry/eagle3a"])
 #   run(command="scripts/gpu_eagle3_train.sh stage && scripts/gpu_eagle3_train.sh run",
 #       carry=[".carry/eagle3b", ".carry/gpu.txz"])
 # (.carry/eagle3b is 44 MB: with a larger gpu.txz, stage it alone first and carry only gpu.txz
-# with `run`.)
+# with `run`. A kept head (29 MB) is one more staging call, carry=[".carry/eagle3head"], before
+# `run` with SGL_EAGLE3_HEAD=/tmp/sgl_eagle3/head.)
 # Variables:
 #   SGL_BENCH       the CUDA sgl-bench; default: unpacked from .carry/gpu.txz
 #                   (scripts/gpu_check.sh pack; SGL_GPU_TARGETS=sgl-bench is enough)
 #   SGL_GGUF        the GGUF, if it is on the machine already (skips joining the halves)
-#   SGL_EAGLE3_HEAD bench this head instead of training one
+#   SGL_EAGLE3_HEAD bench this head instead of training one (a kept head: /tmp/sgl_eagle3/head)
 #   SGL_EAGLE3_TRAIN_ARGS  more flags for the training script (e.g. --train-seconds 240)
 #   SGL_DEVICE      the bench's --device (default cuda; cpu checks this script here)
 #   SGL_EAGLE3_RUNS the runs, in order (default "plain eagle3_steps3 eagle3_steps4 eagle3_steps5
@@ -45,18 +50,29 @@ pack() {
   du -sh .carry/eagle3a .carry/eagle3b
 }
 
+# A run's head/ as the device tool brought it back (DIR/head) joined into .carry/eagle3head.
+keep() {
+  local from=${1:?usage: gpu_eagle3_train.sh keep DIR}/head
+  rm -rf .carry/eagle3head && mkdir -p .carry/eagle3head
+  cp "$from"/config.json "$from"/eval_prompts.jsonl "$from"/train_report.json .carry/eagle3head/
+  cat "$from"/model.safetensors.part* >.carry/eagle3head/model.safetensors
+  du -sh .carry/eagle3head
+}
+
 stage() {
   mkdir -p "$stage_dir"
   local d
   for d in .carry/eagle3a .carry/eagle3b; do
     if [ -d "$d" ]; then cp "$d"/* "$stage_dir/"; fi
   done
+  if [ -d .carry/eagle3head ]; then mkdir -p "$stage_dir/head" && cp .carry/eagle3head/* "$stage_dir/head/"; fi
   ls -la "$stage_dir"
 }
 
 run() {
   local out=${OUT:-/tmp/sgl_eagle3_out} py=python3
-  mkdir -p "$out" "$stage_dir" && rm -f "$out/summary.txt"
+  local logs=$stage_dir/logs
+  mkdir -p "$out" "$stage_dir" && rm -rf "$out/summary.txt" "$logs" && mkdir -p "$logs"
   [ -x /opt/torch/.venv/bin/python3 ] && py=/opt/torch/.venv/bin/python3
   # NVLink multicast off; the pack's libraries (unpack_gpu_pack).
   # shellcheck source-path=SCRIPTDIR/.. source=scripts/gpu_env.sh
@@ -89,9 +105,12 @@ run() {
     # shellcheck disable=SC2086  # word-split the extra flags
     PYTHONUNBUFFERED=1 "$py" scripts/train_eagle3_head.py --target "$gguf" --out "$head" \
       --device cuda "${gen[@]}" ${SGL_EAGLE3_TRAIN_ARGS:-} 2>&1 | grep -v 'it/s\]' |
-      tee "$out/train.log"
+      tee "$logs/train.log"
+    # The head back to the build machine (`keep`), in parts under the device tool's file size.
+    mkdir -p "$out/head"
+    cp "$head"/config.json "$head"/eval_prompts.jsonl "$head"/train_report.json "$out/head/"
+    split -b 15M -d "$head/model.safetensors" "$out/head/model.safetensors.part"
   fi
-  cp "$head/train_report.json" "$out/" 2>/dev/null || true
 
   local common=(offline --model-path "$gguf" --device "${SGL_DEVICE:-cuda}" --prompt-file "$head/eval_prompts.jsonl"
                 --max-running-requests 1)
@@ -110,11 +129,12 @@ run() {
             --speculative-num-steps "$steps" --speculative-eagle-topk 1
             --speculative-draft-policy "$policy")
     fi
-    "$bench" "${common[@]}" "${spec[@]}" --output-file "$stage_dir/$name.json" >"$out/$name.log" 2>&1 ||
-      { echo "$name FAILED"; tail -n 20 "$out/$name.log"; exit 1; }
+    local log=$logs/$name.log
+    "$bench" "${common[@]}" "${spec[@]}" --output-file "$stage_dir/$name.json" >"$log" 2>&1 ||
+      { echo "$name FAILED"; tail -n 20 "$log"; tar czf "$out/logs.tar.gz" -C "$stage_dir" logs; exit 1; }
     local tps accept predicted=
-    tps=$(grep -o 'Output token throughput (tok/s): *[0-9.]*' "$out/$name.log" | grep -o '[0-9.]*$')
-    accept=$(grep -o 'Accept length: *[0-9.]*' "$out/$name.log" | grep -o '[0-9.]*$' || echo 1.00)
+    tps=$(grep -o 'Output token throughput (tok/s): *[0-9.]*' "$log" | grep -o '[0-9.]*$')
+    accept=$(grep -o 'Accept length: *[0-9.]*' "$log" | grep -o '[0-9.]*$' || echo 1.00)
     if [ "$steps" -eq 0 ]; then
       plain_tps=$tps
     elif [ "$policy" = fixed ]; then
@@ -126,11 +146,13 @@ print('%.2f' % r['simulated_accept_length']['num_steps_$steps']['accept_length']
       "$("$py" -c "print('%.2f' % ($tps / $plain_tps))")" "$accept" \
       "${predicted:+ (simulated $predicted)}" | tee -a "$out/summary.txt"
   done
+  tar czf "$out/logs.tar.gz" -C "$stage_dir" logs
 }
 
 case "${1:-}" in
   pack) pack ;;
+  keep) keep "${2:-}" ;;
   stage) stage ;;
   run) run ;;
-  *) echo "usage: $0 pack|stage|run" >&2; exit 2 ;;
+  *) echo "usage: $0 pack|keep DIR|stage|run" >&2; exit 2 ;;
 esac
