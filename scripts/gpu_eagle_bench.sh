@@ -14,14 +14,27 @@
 #   SGL_EAGLE_ACCEPT       forced accept lengths, each <= K + 1 (default: none, natural only)
 #   SGL_EAGLE_OUTPUT_LEN   (default 256)
 #   SGL_EAGLE_CONFIG       the target's shape (default llama-3-8b; configs/NAME.json)
+#   SGL_EAGLE_ALGORITHM    EAGLE (default: the repeat head) or EAGLE3 (an EAGLE-3 head of zeros
+#                          in the target's shape, SGL_EAGLE3_DRAFT_VOCAB ids, default 16384 as
+#                          the trained SmolLM2 head's; its drafts never stand: give
+#                          SGL_EAGLE_ACCEPT for its costs at accept lengths)
 set -euo pipefail
 root=${1:?usage: gpu_eagle_bench.sh ROOT}
 out=${OUT:-/tmp}
 head_dir=/tmp/sgl_eagle_heads
 config=${SGL_EAGLE_CONFIG:-llama-3-8b}
-python3 "$(dirname "$0")/make_eagle_heads.py" --repeat-head-for "$root/configs/$config.json" \
-  "$head_dir"
-head="$head_dir/$config-eagle-repeat"
+algorithm=${SGL_EAGLE_ALGORITHM:-EAGLE}
+case $algorithm in
+  EAGLE)
+    python3 "$(dirname "$0")/make_eagle_heads.py" --repeat-head-for "$root/configs/$config.json" \
+      "$head_dir"
+    head="$head_dir/$config-eagle-repeat" ;;
+  EAGLE3)
+    python3 "$(dirname "$0")/make_eagle_heads.py" --eagle3-head-for "$root/configs/$config.json" \
+      --draft-vocab "${SGL_EAGLE3_DRAFT_VOCAB:-16384}" "$head_dir"
+    head="$head_dir/$config-eagle3-zero" ;;
+  *) echo "gpu_eagle_bench: SGL_EAGLE_ALGORITHM is EAGLE or EAGLE3, not $algorithm" >&2; exit 2 ;;
+esac
 
 # run NAME ARGS...: one sgl-bench offline run, summarised on one line.
 run() {
@@ -43,7 +56,7 @@ for bs in ${SGL_EAGLE_BATCH_SIZES:-1 8}; do
   run "eagle_bs${bs}_plain" "${common[@]}"
   steps=0
   for steps in ${SGL_EAGLE_STEPS:-1 3 5}; do
-    spec=(--speculative-algorithm EAGLE --speculative-draft-model-path "$head"
+    spec=(--speculative-algorithm "$algorithm" --speculative-draft-model-path "$head"
           --speculative-num-steps "$steps" --speculative-eagle-topk 1)
     run "eagle_bs${bs}_steps${steps}" "${common[@]}" "${spec[@]}" --speculative-draft-policy fixed
     for accept in ${SGL_EAGLE_ACCEPT:-}; do
