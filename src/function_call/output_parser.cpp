@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 
+#include "core/check.h"
 #include "function_call/deepseek_v3_parser.h"
 #include "function_call/harmony_parser.h"
 #include "function_call/json_tool_parser.h"
@@ -14,9 +15,27 @@
 namespace sgl::function_call {
 namespace {
 
-constexpr std::array<std::string_view, 10> kToolCallParsers = {
-    "qwen25",  "qwen",     "hermes",     "qwen3_coder", "llama3",
-    "mistral", "pythonic", "deepseekv3", "deepseekv31", "gpt-oss"};
+struct NamedToolCallFormat {
+  std::string_view name;
+  ToolCallFormat format;
+};
+constexpr std::array<NamedToolCallFormat, 10> kToolCallFormats = {{
+    {"qwen25", ToolCallFormat::kHermes},
+    {"qwen", ToolCallFormat::kHermes},
+    {"hermes", ToolCallFormat::kHermes},
+    {"qwen3_coder", ToolCallFormat::kQwen3Coder},
+    {"llama3", ToolCallFormat::kLlama3},
+    {"mistral", ToolCallFormat::kMistral},
+    {"pythonic", ToolCallFormat::kPythonic},
+    {"deepseekv3", ToolCallFormat::kDeepSeekV3},
+    {"deepseekv31", ToolCallFormat::kDeepSeekV31},
+    {"gpt-oss", ToolCallFormat::kGptOss},
+}};
+constexpr std::array<std::string_view, kToolCallFormats.size()> kToolCallParsers = [] {
+  std::array<std::string_view, kToolCallFormats.size()> names{};
+  for (size_t i = 0; i < names.size(); ++i) names[i] = kToolCallFormats[i].name;
+  return names;
+}();
 constexpr std::array<std::string_view, 5> kReasoningParsers = {"qwen3", "qwen3-thinking",
                                                                "deepseek-r1", "mistral", "gpt-oss"};
 
@@ -29,16 +48,28 @@ Status check_name(std::string_view flag, std::string_view name,
                           known + ")");
 }
 
+// (gpt-oss's harmony parser reads reasoning and calls together: make_output_parser.)
 std::unique_ptr<StreamParser> tool_call_parser(
-    std::string_view name, const std::shared_ptr<const XmlParameterKinds>& kinds) {
-  if (name == "qwen25" || name == "qwen" || name == "hermes") {
-    return std::make_unique<JsonToolParser>(qwen25_format());
+    ToolCallFormat format, const std::shared_ptr<const XmlParameterKinds>& kinds) {
+  switch (format) {
+    case ToolCallFormat::kHermes:
+      return std::make_unique<JsonToolParser>(qwen25_format());
+    case ToolCallFormat::kQwen3Coder:
+      return std::make_unique<Qwen3CoderParser>(kinds);
+    case ToolCallFormat::kLlama3:
+      return std::make_unique<JsonToolParser>(llama3_format());
+    case ToolCallFormat::kMistral:
+      return std::make_unique<JsonToolParser>(mistral_format());
+    case ToolCallFormat::kPythonic:
+      return std::make_unique<PythonicParser>();
+    case ToolCallFormat::kDeepSeekV3:
+    case ToolCallFormat::kDeepSeekV31:  // one parser reads both
+      return std::make_unique<DeepSeekV3Parser>();
+    case ToolCallFormat::kGptOss:
+      break;
   }
-  if (name == "qwen3_coder") return std::make_unique<Qwen3CoderParser>(kinds);
-  if (name == "llama3") return std::make_unique<JsonToolParser>(llama3_format());
-  if (name == "mistral") return std::make_unique<JsonToolParser>(mistral_format());
-  if (name == "pythonic") return std::make_unique<PythonicParser>();
-  return std::make_unique<DeepSeekV3Parser>();  // deepseekv3, deepseekv31
+  SGL_CHECK(false) << "gpt-oss's calls are read by the harmony parser (make_output_parser)";
+  return nullptr;
 }
 
 // Reasoning first; its content goes through the tool-call parser. Reasoning events are dropped
@@ -100,6 +131,13 @@ class ChainedParser final : public StreamParser {
 }  // namespace
 
 std::span<const std::string_view> tool_call_parser_names() { return kToolCallParsers; }
+
+std::optional<ToolCallFormat> tool_call_format(std::string_view name) {
+  for (const NamedToolCallFormat& f : kToolCallFormats) {
+    if (f.name == name) return f.format;
+  }
+  return std::nullopt;
+}
 std::span<const std::string_view> reasoning_parser_names() { return kReasoningParsers; }
 
 Status check_tool_call_parser(std::string_view name) {
@@ -130,14 +168,19 @@ std::optional<ThinkTags> think_tags(std::string_view reasoning_parser) {
 Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptions& options) {
   const std::string& tools = options.tool_call_parser;
   const std::string& reasoning = options.reasoning_parser;
-  if (!tools.empty()) SGL_RETURN_IF_ERROR(check_tool_call_parser(tools));
+  std::optional<ToolCallFormat> format;
+  if (!tools.empty()) {
+    SGL_RETURN_IF_ERROR(check_tool_call_parser(tools));
+    format = tool_call_format(tools);
+  }
   if (!reasoning.empty()) SGL_RETURN_IF_ERROR(check_reasoning_parser(reasoning));
   if (tools.empty() && reasoning.empty()) return std::unique_ptr<StreamParser>();
   const bool keep_reasoning = !reasoning.empty();
-  if (tools == "gpt-oss" || reasoning == "gpt-oss") {
+  const bool harmony_calls = format == ToolCallFormat::kGptOss;
+  if (harmony_calls || reasoning == "gpt-oss") {
     // One harmony parser does both; calls only when tool calls are parsed with it.
     return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
-        std::make_unique<HarmonyParser>(tools == "gpt-oss"), nullptr, keep_reasoning));
+        std::make_unique<HarmonyParser>(harmony_calls), nullptr, keep_reasoning));
   }
   std::unique_ptr<StreamParser> first;
   if (!reasoning.empty()) {
@@ -146,8 +189,7 @@ Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptio
     first = std::make_unique<ThinkParser>(starts_in_reasoning(options), *tags);
   }
   return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
-      std::move(first),
-      tools.empty() ? nullptr : tool_call_parser(tools, options.xml_parameter_kinds),
+      std::move(first), format ? tool_call_parser(*format, options.xml_parameter_kinds) : nullptr,
       keep_reasoning));
 }
 

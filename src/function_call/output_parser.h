@@ -15,9 +15,24 @@
 
 namespace sgl::function_call {
 
+// The tool-call formats, whatever the name (--tool-call-parser) that asks for them.
+enum class ToolCallFormat {
+  kHermes,       // <tool_call>{json}</tool_call>: qwen25, qwen, hermes
+  kQwen3Coder,   // Qwen3-Coder's <tool_call><function=...><parameter=...> calls
+  kLlama3,       // bare JSON calls separated by "; "
+  kMistral,      // [TOOL_CALLS] [...]
+  kPythonic,     // [f(a=1), g()]
+  kDeepSeekV3,   // DeepSeek-V3's fenced JSON calls (its parser also reads V3.1's)
+  kDeepSeekV31,  // DeepSeek-V3.1's shorter calls
+  kGptOss,       // harmony's commentary channel
+};
+
 // SGLang's names. qwen25, qwen and hermes are the hermes-style <tool_call> format; qwen3_coder
 // Qwen3-Coder's XML-like calls; deepseekv3 also reads V3.1's shorter calls (deepseekv31).
 std::span<const std::string_view> tool_call_parser_names();
+// The format of a --tool-call-parser name; nullopt for an unknown one (check_tool_call_parser
+// says which are known).
+std::optional<ToolCallFormat> tool_call_format(std::string_view name);
 // qwen3-thinking is qwen3 whose output always starts inside the reasoning; mistral reads
 // Magistral's [THINK]...[/THINK].
 std::span<const std::string_view> reasoning_parser_names();

@@ -38,67 +38,75 @@ struct Format {
 std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
 Result<Format> format_for(std::string_view parser) {
+  const std::optional<ToolCallFormat> format = tool_call_format(parser);
+  if (!format) return check_tool_call_parser(parser);
   Format f;
-  if (parser == "qwen25" || parser == "qwen" || parser == "hermes") {
-    f.between_calls = "\n";
-    f.head = [](const std::string& name) {
-      return "<tool_call>\n{\"name\": " + quoted(name) + ", \"arguments\": ";
-    };
-    f.tail = "}\n</tool_call>";
-    f.trigger = "<tool_call>";
-  } else if (parser == "llama3") {
-    f.between_calls = "; ";
-    f.head = [](const std::string& name) {
-      return "{\"name\": " + quoted(name) + ", \"parameters\": ";
-    };
-    f.tail = "}";
-  } else if (parser == "mistral") {
-    f.before_calls = "[TOOL_CALLS] [";
-    f.between_calls = ", ";
-    f.after_calls = "]";
-    f.head = [](const std::string& name) {
-      return "{\"name\": " + quoted(name) + ", \"arguments\": ";
-    };
-    f.tail = "}";
-    f.trigger = "[TOOL_CALLS]";
-  } else if (parser == "deepseekv3") {
-    f.before_calls = "<｜tool▁calls▁begin｜>";
-    f.between_calls = "\n";
-    f.after_calls = "<｜tool▁calls▁end｜>";
-    f.head = [](const std::string& name) {
-      return "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" + name + "\n```json\n";
-    };
-    f.tail = "\n```<｜tool▁call▁end｜>";
-    f.trigger = f.before_calls;
-  } else if (parser == "deepseekv31") {
-    f.before_calls = "<｜tool▁calls▁begin｜>";
-    f.after_calls = "<｜tool▁calls▁end｜>";
-    f.head = [](const std::string& name) {
-      return "<｜tool▁call▁begin｜>" + name + "<｜tool▁sep｜>";
-    };
-    f.tail = "<｜tool▁call▁end｜>";
-    f.trigger = f.before_calls;
-  } else if (parser == "gpt-oss") {
-    // NOTE: harmony's markers are special tokens; a matcher that never allows special tokens
-    // cannot produce this text token by token.
-    f.between_calls = "<|start|>assistant";
-    f.head = [](const std::string& name) {
-      return "<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>";
-    };
-    f.tail = "<|call|>";
-  } else if (parser == "qwen3_coder") {
-    f.between_calls = "\n";
-    f.head = [](const std::string& name) { return "<tool_call>\n<function=" + name + ">\n"; };
-    f.tail = "</function>\n</tool_call>";
-    f.trigger = "<tool_call>";
-    f.text_excludes = {"<function="};
-    f.xml_parameters = true;
-  } else if (parser == "pythonic") {
-    return unimplemented(
-        "tool calls cannot be enforced with the pythonic tool-call format yet (its arguments "
-        "are not JSON)");
-  } else {
-    SGL_RETURN_IF_ERROR(check_tool_call_parser(parser));
+  switch (*format) {
+    case ToolCallFormat::kHermes:
+      f.between_calls = "\n";
+      f.head = [](const std::string& name) {
+        return "<tool_call>\n{\"name\": " + quoted(name) + ", \"arguments\": ";
+      };
+      f.tail = "}\n</tool_call>";
+      f.trigger = "<tool_call>";
+      break;
+    case ToolCallFormat::kLlama3:
+      f.between_calls = "; ";
+      f.head = [](const std::string& name) {
+        return "{\"name\": " + quoted(name) + ", \"parameters\": ";
+      };
+      f.tail = "}";
+      break;
+    case ToolCallFormat::kMistral:
+      f.before_calls = "[TOOL_CALLS] [";
+      f.between_calls = ", ";
+      f.after_calls = "]";
+      f.head = [](const std::string& name) {
+        return "{\"name\": " + quoted(name) + ", \"arguments\": ";
+      };
+      f.tail = "}";
+      f.trigger = "[TOOL_CALLS]";
+      break;
+    case ToolCallFormat::kDeepSeekV3:
+      f.before_calls = "<｜tool▁calls▁begin｜>";
+      f.between_calls = "\n";
+      f.after_calls = "<｜tool▁calls▁end｜>";
+      f.head = [](const std::string& name) {
+        return "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" + name + "\n```json\n";
+      };
+      f.tail = "\n```<｜tool▁call▁end｜>";
+      f.trigger = f.before_calls;
+      break;
+    case ToolCallFormat::kDeepSeekV31:
+      f.before_calls = "<｜tool▁calls▁begin｜>";
+      f.after_calls = "<｜tool▁calls▁end｜>";
+      f.head = [](const std::string& name) {
+        return "<｜tool▁call▁begin｜>" + name + "<｜tool▁sep｜>";
+      };
+      f.tail = "<｜tool▁call▁end｜>";
+      f.trigger = f.before_calls;
+      break;
+    case ToolCallFormat::kGptOss:
+      // NOTE: harmony's markers are special tokens; a matcher that never allows special tokens
+      // cannot produce this text token by token.
+      f.between_calls = "<|start|>assistant";
+      f.head = [](const std::string& name) {
+        return "<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>";
+      };
+      f.tail = "<|call|>";
+      break;
+    case ToolCallFormat::kQwen3Coder:
+      f.between_calls = "\n";
+      f.head = [](const std::string& name) { return "<tool_call>\n<function=" + name + ">\n"; };
+      f.tail = "</function>\n</tool_call>";
+      f.trigger = "<tool_call>";
+      f.text_excludes = {"<function="};
+      f.xml_parameters = true;
+      break;
+    case ToolCallFormat::kPythonic:
+      return unimplemented(
+          "tool calls cannot be enforced with the pythonic tool-call format yet (its arguments "
+          "are not JSON)");
   }
   return f;
 }

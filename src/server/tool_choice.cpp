@@ -13,7 +13,8 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
   function_call::OutputParserOptions o;
   if (!req.tools_json.empty()) {
     o.tool_call_parser = ctx.info.tool_call_parser;
-    if (o.tool_call_parser == "qwen3_coder") {
+    if (function_call::tool_call_format(o.tool_call_parser) ==
+        function_call::ToolCallFormat::kQwen3Coder) {
       o.xml_parameter_kinds = function_call::xml_parameter_kinds(req.tools);
     }
   }
