@@ -36,7 +36,7 @@ With --repeat-head-for CONFIG it writes only OUT/<CONFIG's name>-eagle-repeat: t
 in that target's shape (e.g. configs/llama-3-8b.json), in bf16, for speed runs.
 
 With --eagle3-head-for CONFIG it writes only OUT/<CONFIG's name>-eagle3-zero: an EAGLE-3 head in
-that target's shape (aux layers 1, L / 2 - 1, L - 4 as the SmolLM2 training script's; a draft
+that target's shape (the engine's default aux layers, as the SmolLM2 training script's; a draft
 vocabulary of --draft-vocab ids), bf16, zeros but the norms: its drafts never stand, so it is
 for speed runs with sgl-bench's --speculative-bench-accept-length, which costs a trained head's
 step at a given accept length.
@@ -344,67 +344,62 @@ def write_fitted_head(model_dir, golden_path, out_dir, tokens):
                cfg["hidden_size"], tokens, draws)
 
 
+BF16_ONE = 0x3F80  # bf16 bit patterns are stored as uint16 (write_safetensors)
+
+
+def zero_layer_bf16(cfg, prefix, attention_in):
+    """A decoder layer in bf16 that adds nothing: every projection zero, the post-attention norm
+    one."""
+    h, inter = cfg["hidden_size"], cfg["intermediate_size"]
+    q_out = cfg["num_attention_heads"] * cfg["head_dim"]
+    kv_out = cfg["num_key_value_heads"] * cfg["head_dim"]
+    zeros = lambda *shape: np.zeros(shape, dtype=np.uint16)  # noqa: E731
+    return {prefix + "self_attn.q_proj.weight": zeros(q_out, attention_in),
+            prefix + "self_attn.k_proj.weight": zeros(kv_out, attention_in),
+            prefix + "self_attn.v_proj.weight": zeros(kv_out, attention_in),
+            prefix + "self_attn.o_proj.weight": zeros(h, q_out),
+            prefix + "post_attention_layernorm.weight": np.full(h, BF16_ONE, dtype=np.uint16),
+            prefix + "mlp.gate_proj.weight": zeros(inter, h),
+            prefix + "mlp.up_proj.weight": zeros(inter, h),
+            prefix + "mlp.down_proj.weight": zeros(h, inter)}
+
+
+def write_bf16_head(out, cfg, weights):
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(out / "model.safetensors", weights)
+
+
 def write_repeat_head_for(config_path, out_dir):
     """The repeat head in the shape of a target's config (e.g. configs/llama-3-8b.json), bf16,
     without a reference: for speed runs on dummy targets. Only fc and the norms are non-zero."""
     target_cfg = json.loads(config_path.read_text())
     cfg = {**draft_config(target_cfg, "LlamaForCausalLMEagle", 1), "torch_dtype": "bfloat16"}
-    h, inter = cfg["hidden_size"], cfg["intermediate_size"]
-    q_out = cfg["num_attention_heads"] * cfg["head_dim"]
-    kv_out = cfg["num_key_value_heads"] * cfg["head_dim"]
-    one = 0x3F80  # bf16 1.0
+    h = cfg["hidden_size"]
     fc = np.zeros((h, 2 * h), dtype=np.uint16)
-    fc[np.arange(h), h + np.arange(h)] = one
-    p = "layers.0."
+    fc[np.arange(h), h + np.arange(h)] = BF16_ONE
     weights = {"fc.weight": fc, "fc.bias": np.zeros(h, dtype=np.uint16),
-               p + "self_attn.q_proj.weight": np.zeros((q_out, h), dtype=np.uint16),
-               p + "self_attn.k_proj.weight": np.zeros((kv_out, h), dtype=np.uint16),
-               p + "self_attn.v_proj.weight": np.zeros((kv_out, h), dtype=np.uint16),
-               p + "self_attn.o_proj.weight": np.zeros((h, q_out), dtype=np.uint16),
-               p + "post_attention_layernorm.weight": np.full(h, one, dtype=np.uint16),
-               p + "mlp.gate_proj.weight": np.zeros((inter, h), dtype=np.uint16),
-               p + "mlp.up_proj.weight": np.zeros((inter, h), dtype=np.uint16),
-               p + "mlp.down_proj.weight": np.zeros((h, inter), dtype=np.uint16)}
-    out = out_dir / f"{config_path.stem}-eagle-repeat"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    write_safetensors(out / "model.safetensors", weights)
+               **zero_layer_bf16(cfg, "layers.0.", h)}
+    write_bf16_head(out_dir / f"{config_path.stem}-eagle-repeat", cfg, weights)
 
 
 def write_eagle3_zero_head_for(config_path, out_dir, draft_vocab):
     """An EAGLE-3 head in the shape of a target's config, bf16, zeros but the norms (module
-    docstring)."""
+    docstring). Its aux layers are the engine's default for the target (SGLang's)."""
     target_cfg = json.loads(config_path.read_text())
     cfg = {**draft_config(target_cfg, "LlamaForCausalLMEagle3", 1), "torch_dtype": "bfloat16"}
-    h, inter, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
-    layers = target_cfg["num_hidden_layers"]
-    d = min(draft_vocab, vocab)
+    h = cfg["hidden_size"]
+    d = min(draft_vocab, cfg["vocab_size"])
     cfg["draft_vocab_size"] = d
-    cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": [
-        1, max(0, layers // 2 - 1), max(0, layers - 4)]}
-    q_out = cfg["num_attention_heads"] * cfg["head_dim"]
-    kv_out = cfg["num_key_value_heads"] * cfg["head_dim"]
-    one = 0x3F80  # bf16 1.0
-    zeros = lambda *shape: np.zeros(shape, dtype=np.uint16)  # noqa: E731
-    p = "midlayer."
-    weights = {"fc.weight": zeros(h, 3 * h),
-               p + "input_layernorm.weight": np.full(h, one, dtype=np.uint16),
-               p + "hidden_norm.weight": np.full(h, one, dtype=np.uint16),
-               p + "self_attn.q_proj.weight": zeros(q_out, 2 * h),
-               p + "self_attn.k_proj.weight": zeros(kv_out, 2 * h),
-               p + "self_attn.v_proj.weight": zeros(kv_out, 2 * h),
-               p + "self_attn.o_proj.weight": zeros(h, q_out),
-               p + "post_attention_layernorm.weight": np.full(h, one, dtype=np.uint16),
-               p + "mlp.gate_proj.weight": zeros(inter, h),
-               p + "mlp.up_proj.weight": zeros(inter, h),
-               p + "mlp.down_proj.weight": zeros(h, inter),
-               "norm.weight": np.full(h, one, dtype=np.uint16),
-               "lm_head.weight": zeros(d, h),
+    one = lambda n: np.full(n, BF16_ONE, dtype=np.uint16)  # noqa: E731
+    weights = {"fc.weight": np.zeros((h, 3 * h), dtype=np.uint16),
+               "midlayer.input_layernorm.weight": one(h),
+               "midlayer.hidden_norm.weight": one(h),
+               **zero_layer_bf16(cfg, "midlayer.", 2 * h),
+               "norm.weight": one(h),
+               "lm_head.weight": np.zeros((d, h), dtype=np.uint16),
                "d2t": np.zeros(d, dtype=np.int64)}
-    out = out_dir / f"{config_path.stem}-eagle3-zero"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    write_safetensors(out / "model.safetensors", weights)
+    write_bf16_head(out_dir / f"{config_path.stem}-eagle3-zero", cfg, weights)
 
 
 def main():

@@ -170,8 +170,8 @@ Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptio
   const std::string& reasoning = options.reasoning_parser;
   std::optional<ToolCallFormat> format;
   if (!tools.empty()) {
-    SGL_RETURN_IF_ERROR(check_tool_call_parser(tools));
     format = tool_call_format(tools);
+    if (!format) return check_tool_call_parser(tools);  // the known names
   }
   if (!reasoning.empty()) SGL_RETURN_IF_ERROR(check_reasoning_parser(reasoning));
   if (tools.empty() && reasoning.empty()) return std::unique_ptr<StreamParser>();

@@ -355,14 +355,28 @@ void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   }
 }
 
-// launch() with the folded norm, in the kernel instance of as many passes as its rows take.
+// launch() in the instance p asks for: with a folded norm (p.residual_in set), the one of as many
+// passes as its rows take.
 template <int kRowTiles, Epilogue kEpilogue, typename OutT>
-void launch_folded(const GemvParams& p, int64_t blocks, backend::Stream stream) {
+void launch_for(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   static_assert(kFoldNormMaxPasses == 2, "an instance for each pass count");
-  if (FoldNormLayout(p.k).passes(p.m) == 1) {
+  if (p.residual_in == nullptr) {
+    launch<kRowTiles, kEpilogue, OutT>(p, blocks, stream);
+  } else if (FoldNormLayout(p.k).passes(p.m) == 1) {
     launch<kRowTiles, kEpilogue, OutT, 1>(p, blocks, stream);
   } else {
     launch<kRowTiles, kEpilogue, OutT, 2>(p, blocks, stream);
+  }
+}
+
+// The plain projection (kStore, a block per 16 rows of y), in y's dtype.
+void launch_projection(const GemvParams& p, const Tensor& y, backend::Stream stream) {
+  const int64_t blocks = (p.n + kTileRows - 1) / kTileRows;
+  if (y.dtype() == DType::kF32) {
+    launch_for<1, Epilogue::kStore, float>(p, blocks, stream);
+  } else {
+    SGL_CHECK(y.dtype() == DType::kBF16) << "gemv: y must be bf16 or f32";
+    launch_for<1, Epilogue::kStore, __nv_bfloat16>(p, blocks, stream);
   }
 }
 
@@ -414,6 +428,26 @@ bool disjoint(const Tensor& a, const Tensor& b) {
   return pa + a.nbytes() <= pb || pb + b.nbytes() <= pa;
 }
 
+// gemv_fold_norm_applies on a GPU of `sms` multiprocessors.
+bool fold_norm_applies(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
+                       bool silu_and_mul, int sms) {
+  const int64_t m = x.ndim() == 2 ? x.size(0) : 0, h = x.ndim() == 2 ? x.size(1) : 0;
+  if (!(gemv_applies(x, w) && m <= kNormFoldMaxRows && m * h <= kGemvFoldNormMaxValues &&
+        w.size(1) == h && h > 0 && h % 8 == 0 && h <= kGemvFoldNormMaxWidth &&
+        FoldNormLayout(h).passes(static_cast<int>(m)) <= kFoldNormMaxPasses &&
+        is_rows_of(norm.residual_in, DType::kF32, m, h, x.device()) &&
+        is_rows_of(norm.residual_out, DType::kF32, m, h, x.device()) &&
+        is_row_of(norm.weight, DType::kBF16, h, x.device()) && w.device() == x.device() &&
+        disjoint(norm.residual_in, norm.residual_out))) {
+    return false;
+  }
+  // One wave of the blocks launch() places an SM. A Llama-3.2-1B-shaped gate/up (512 blocks,
+  // two waves) made batch-1 steps 1.3% slower folded (docs/perf-log/2026-12-02-folded-norm.md).
+  const int64_t blocks = ((silu_and_mul ? w.size(0) / 2 : w.size(0)) + kTileRows - 1) / kTileRows;
+  const bool three = !silu_and_mul && three_blocks_per_sm(blocks, h, sms);
+  return blocks <= (three ? 3 : 2) * static_cast<int64_t>(sms);
+}
+
 }  // namespace
 
 bool gemv_applies(const Tensor& x, const Tensor& w) {
@@ -426,15 +460,7 @@ void gemv(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
           backend::Stream stream) {
   SGL_CHECK(gemv_applies(x, w)) << "gemv: x " << x.shape_string() << " w " << w.shape_string();
   SGL_CHECK(!bias.defined() || bias.dtype() == DType::kBF16) << "gemv: bias must be bf16";
-  const int64_t n = w.size(0);
-  const GemvParams p = params_of(x, w, n, bias, y);
-  const int64_t blocks = (n + kTileRows - 1) / kTileRows;
-  if (y.dtype() == DType::kF32) {
-    launch<1, Epilogue::kStore, float>(p, blocks, stream);
-  } else {
-    SGL_CHECK(y.dtype() == DType::kBF16) << "gemv: y must be bf16 or f32";
-    launch<1, Epilogue::kStore, __nv_bfloat16>(p, blocks, stream);
-  }
+  launch_projection(params_of(x, w, w.size(0), bias, y), y, stream);
 }
 
 void gemv_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out,
@@ -449,22 +475,8 @@ void gemv_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out,
 
 bool gemv_fold_norm_applies(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
                             bool silu_and_mul) {
-  const int64_t m = x.ndim() == 2 ? x.size(0) : 0, h = x.ndim() == 2 ? x.size(1) : 0;
-  if (!(gemv_applies(x, w) && m <= kNormFoldMaxRows && m * h <= kGemvFoldNormMaxValues &&
-        w.size(1) == h && h > 0 && h % 8 == 0 && h <= kGemvFoldNormMaxWidth &&
-        FoldNormLayout(h).passes(static_cast<int>(m)) <= kFoldNormMaxPasses &&
-        is_rows_of(norm.residual_in, DType::kF32, m, h, x.device()) &&
-        is_rows_of(norm.residual_out, DType::kF32, m, h, x.device()) &&
-        is_row_of(norm.weight, DType::kBF16, h, x.device()) && w.device() == x.device() &&
-        disjoint(norm.residual_in, norm.residual_out))) {
-    return false;
-  }
-  // One wave of the blocks launch() places an SM. A Llama-3.2-1B-shaped gate/up (512 blocks,
-  // two waves) made batch-1 steps 1.3% slower folded (docs/perf-log/2026-12-02-folded-norm.md).
-  const int sms = backend::cuda::multiprocessor_count(x.device().index);
-  const int64_t blocks = ((silu_and_mul ? w.size(0) / 2 : w.size(0)) + kTileRows - 1) / kTileRows;
-  const bool three = !silu_and_mul && three_blocks_per_sm(blocks, h, sms);
-  return blocks <= (three ? 3 : 2) * static_cast<int64_t>(sms);
+  return fold_norm_applies(x, norm, w, silu_and_mul,
+                           backend::cuda::multiprocessor_count(x.device().index));
 }
 
 void gemv_add_rms_norm(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
@@ -473,32 +485,25 @@ void gemv_add_rms_norm(const Tensor& x, const ResidualRmsNorm& norm, const Tenso
   // (kernels/norm_linear.cpp checked the shapes.) The normed rows may not be x, which the other
   // blocks still read.
   SGL_CHECK(
-      gemv_fold_norm_applies(x, norm, w, /*silu_and_mul=*/false) &&
+      fold_norm_applies(x, norm, w, /*silu_and_mul=*/false, StreamGemms::of(stream).sm_count) &&
       (!normed.defined() ||
        (is_rows_of(normed, DType::kBF16, x.size(0), x.size(1), x.device()) && disjoint(normed, x))))
       << "gemv_add_rms_norm: x " << x.shape_string() << " w " << w.shape_string();
   SGL_CHECK(!bias.defined() || bias.dtype() == DType::kBF16) << "gemv: bias must be bf16";
-  const int64_t n = w.size(0);
-  const GemvParams p = fold_params_of(x, norm, w, n, bias, y, normed);
-  const int64_t blocks = (n + kTileRows - 1) / kTileRows;
-  if (y.dtype() == DType::kF32) {
-    launch_folded<1, Epilogue::kStore, float>(p, blocks, stream);
-  } else {
-    SGL_CHECK(y.dtype() == DType::kBF16) << "gemv: y must be bf16 or f32";
-    launch_folded<1, Epilogue::kStore, __nv_bfloat16>(p, blocks, stream);
-  }
+  launch_projection(fold_params_of(x, norm, w, w.size(0), bias, y, normed), y, stream);
 }
 
 void gemv_add_rms_norm_silu_and_mul(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
                                     const Tensor& out, backend::Stream stream) {
   // (kernels/norm_linear.cpp checked the shapes.)
-  SGL_CHECK(gemv_fold_norm_applies(x, norm, w, /*silu_and_mul=*/true) &&
-            out.dtype() == DType::kBF16)
+  SGL_CHECK(
+      fold_norm_applies(x, norm, w, /*silu_and_mul=*/true, StreamGemms::of(stream).sm_count) &&
+      out.dtype() == DType::kBF16)
       << "gemv_add_rms_norm_silu_and_mul: x " << x.shape_string() << " w " << w.shape_string()
       << " out " << out.shape_string();
   const int64_t n = out.size(1);
   const GemvParams p = fold_params_of(x, norm, w, n, Tensor(), out, Tensor());
-  launch_folded<2, Epilogue::kSiluMul, __nv_bfloat16>(p, (n + kTileRows - 1) / kTileRows, stream);
+  launch_for<2, Epilogue::kSiluMul, __nv_bfloat16>(p, (n + kTileRows - 1) / kTileRows, stream);
 }
 
 }  // namespace sgl::kernels::cuda
