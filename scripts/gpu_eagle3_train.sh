@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Issue #23 on the GPU machine: train an EAGLE-3 head for SmolLM2-135M-Instruct
-# (scripts/train_eagle3_head.py, its continuations from the pack's sgl-generate, six per
-# training prompt, 340 s of training; H200: about 7 minutes in all), then sgl-bench offline at
-# batch 1 on the GGUF, plain vs EAGLE3 chains (num_steps 3, 4 and 5; 5 also under the adaptive
-# draft policy), over the head's held-out prompts (eval_prompts.jsonl: greedy, EOS ignored, 256
-# new tokens). Prints tok/s, the speed-up and the accept length measured beside the one the
-# script simulated. In $OUT (the device tool brings back 8 files of up to 16 MiB): summary.txt,
-# logs.tar.gz (training and bench logs) and head/ (a trained head: its config, prompts, report
-# and model.safetensors in 15 MB parts), which `keep` saves here for later runs without training.
+# (scripts/train_eagle3_head.py, its continuations from the pack's sgl-generate, ten per
+# training prompt over 3500 prompts, 315 s of training; H200: about 7.5 minutes in all), then
+# sgl-bench offline at batch 1 on the GGUF, plain vs EAGLE3 chains (num_steps 3, 4 and 5; 5 also
+# under the adaptive draft policy), over the head's held-out prompts (eval_prompts.jsonl: greedy,
+# EOS ignored, 256 new tokens). Prints tok/s, the speed-up and the accept length measured beside
+# the one the script simulated. In $OUT (the device tool brings back 8 files of up to 16 MiB):
+# summary.txt, logs.tar.gz (training and bench logs) and head/ (a trained head: its config,
+# prompts, report and model.safetensors in 15 MB parts), which `keep` saves here for later runs
+# without training.
 #
 #   scripts/gpu_eagle3_train.sh pack   (here)   the GGUF in two halves under .carry/eagle3a (with
 #                                               the gguf wheel) and .carry/eagle3b: the device
@@ -96,12 +97,15 @@ run() {
 
   local head=${SGL_EAGLE3_HEAD:-$stage_dir/head}
   if [ -z "${SGL_EAGLE3_HEAD:-}" ]; then
-    # Continuations from our engine (the pack's sgl-generate), six per training prompt, and
-    # 340 s of training at 32 sequences a step: held-out accept length 3.04 with four drafts,
-    # against 2.94 from 400 s at 16 a step over four per prompt (docs/perf-log).
-    local gen=(--train-seconds 340 --train-steps 40000 --batch-size 32 --lr 1.5e-3)
+    # Continuations from our engine (the pack's sgl-generate), ten for each of 3500 training
+    # prompts (35k, about 5 passes over them), and 315 s of training at 32 sequences a step:
+    # accept length 3.17 with four drafts, against 3.04-3.05 from six for each of 2560 prompts
+    # and 340 s (about 12 passes), and 2.94 from 400 s at 16 a step over four per prompt
+    # (docs/perf-log/2026-12-02-eagle3-data.md).
+    local gen=(--num-prompts 3500 --train-seconds 315 --train-steps 40000 --batch-size 32
+               --lr 1.5e-3)
     [ -x "$(dirname "$bench")/sgl-generate" ] &&
-      gen+=(--generator "$(dirname "$bench")/sgl-generate" --samples-per-prompt 6)
+      gen+=(--generator "$(dirname "$bench")/sgl-generate" --samples-per-prompt 10)
     # shellcheck disable=SC2086  # word-split the extra flags
     PYTHONUNBUFFERED=1 "$py" scripts/train_eagle3_head.py --target "$gguf" --out "$head" \
       --device cuda "${gen[@]}" ${SGL_EAGLE3_TRAIN_ARGS:-} 2>&1 | grep -v 'it/s\]' |
