@@ -2,6 +2,7 @@
 #include "function_call/tool_constraint.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -114,11 +115,21 @@ Result<Format> format_for(std::string_view parser) {
 // Which functions' calls, and how their arguments are held.
 enum class Arguments { kSchema, kSchemaIfStrict };
 
-// A schema's JSON value grammar, embedded in `g` under `prefix`.
-Result<ExprId> json_value(Grammar& g, const std::string& schema_json, const std::string& prefix) {
-  SGL_ASSIGN_OR_RETURN(const Grammar schema, grammar::json_schema_to_grammar(schema_json));
+// A Qwen3-Coder parameter's JSON value grammar, embedded in `g` under `prefix`. Its strings hold
+// '<' only as \u003c: the parser ends a value at the first "</parameter>", "<parameter=" or
+// "</function>", even inside a JSON string.
+Result<ExprId> xml_json_value(Grammar& g, const std::string& schema_json,
+                              const std::string& prefix) {
+  grammar::JsonSchemaOptions options;
+  options.escape_less_than = true;
+  SGL_ASSIGN_OR_RETURN(const Grammar schema, grammar::json_schema_to_grammar(schema_json, options));
   return g.ref(g.import_rules(schema, prefix));
 }
+
+// What ends a Qwen3-Coder parameter value for the parser, wherever it appears; the last one is
+// the value's own end.
+constexpr std::array<std::string_view, 3> kXmlValueEnds = {"<parameter=", "</function>",
+                                                           "</parameter>"};
 
 // A Qwen3-Coder parameter value written as raw text: anything up to the first </parameter>
 // (which it includes), without what would end the value early for the parser.
@@ -126,8 +137,9 @@ Result<ExprId> raw_parameter_text(Grammar& g) {
   SGL_ASSIGN_OR_RETURN(
       const RuleId text,
       grammar::add_trigger_text(
-          g, {"<parameter=", "</function>", "</parameter>"},
-          [&](size_t t, RuleId) { return t == 2 ? g.empty() : ExprId{-1}; }, /*may_end=*/false));
+          g, {kXmlValueEnds.begin(), kXmlValueEnds.end()},
+          [&](size_t t, RuleId) { return t == kXmlValueEnds.size() - 1 ? g.empty() : ExprId{-1}; },
+          /*may_end=*/false));
   return g.ref(text);
 }
 
@@ -243,9 +255,15 @@ Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, si
     ExprId value;
     if (xml_value_kind(property_json) == XmlValueKind::kString) {
       std::vector<std::string> literals;
+      // A literal the parser would cut short cannot be held either.
       const auto add_literal = [&](const nlohmann::ordered_json& v) {
-        if (v.is_string()) literals.push_back(v.get<std::string>() + "\n</parameter>");
-        return v.is_string();
+        if (!v.is_string()) return false;
+        const auto& text = v.get_ref<const std::string&>();
+        for (const std::string_view end : kXmlValueEnds) {
+          if (text.find(end) != std::string::npos) return false;
+        }
+        literals.push_back(text + "\n</parameter>");
+        return true;
       };
       bool plain = true;  // a schema that is not an object (true) holds nothing
       if (property.is_object()) {
@@ -262,7 +280,8 @@ Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, si
       if (!plain) {
         return unimplemented(where + ": a schema " + property_json +
                              " read as a string cannot be held in qwen3_coder's raw parameter "
-                             "text yet (only plain strings and string enums / consts)");
+                             "text yet (only plain strings and string enums / consts without "
+                             "</parameter>, <parameter= or </function>)");
       }
       if (literals.empty()) {
         SGL_ASSIGN_OR_RETURN(value, raw_parameter_text(g));
@@ -272,8 +291,8 @@ Result<ExprId> xml_parameters(Grammar& g, const FunctionTool& tool, bool any, si
     } else {
       nlohmann::ordered_json sub = property;
       add_defs(sub);
-      auto json =
-          json_value(g, sub.dump(), "f" + std::to_string(index) + "p" + std::to_string(k) + "_");
+      auto json = xml_json_value(g, sub.dump(),
+                                 "f" + std::to_string(index) + "p" + std::to_string(k) + "_");
       if (!json.ok()) return invalid_argument(where + ": " + json.status().message());
       value = g.sequence({*json, g.bytes("\n</parameter>")});
     }

@@ -138,6 +138,16 @@ class SchemaCompiler {
     return r;
   }
 
+  // The code points a string holds only as escapes.
+  std::vector<CodePointRange> escaped_chars() const {
+    std::vector<CodePointRange> chars = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
+    if (options_.escape_less_than) chars.push_back({'<', '<'});
+    return normalize_ranges(std::move(chars), false);
+  }
+  bool is_escaped(uint32_t cp) const {
+    return cp < 0x20 || cp == '"' || cp == '\\' || (options_.escape_less_than && cp == '<');
+  }
+
   // One character of a JSON string's content: plain, or an escape (no lone surrogates).
   ExprId string_char() {
     return g_.ref(shared_rule("json_char", [&] {
@@ -150,7 +160,7 @@ class SchemaCompiler {
                      hex, hex, hex}),
                 g_.sequence({g_.char_class({{'D', 'D'}, {'d', 'd'}}), g_.char_class({{'0', '7'}}),
                              hex, hex})})});
-      return g_.choice({g_.char_class({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}, true),
+      return g_.choice({g_.char_class(escaped_chars(), true),
                         g_.sequence({g_.bytes("\\"), g_.choice({g_.char_class({{'"', '"'},
                                                                                {'\\', '\\'},
                                                                                {'/', '/'},
@@ -209,7 +219,15 @@ class SchemaCompiler {
     return g_.ref(g_.find_rule("json_object"));
   }
 
-  ExprId literal(const Json& v) { return g_.bytes(v.dump()); }
+  ExprId literal(const Json& v) {
+    std::string text = v.dump();
+    if (options_.escape_less_than) {  // '<' occurs only inside the strings of JSON text
+      for (size_t at = text.find('<'); at != std::string::npos; at = text.find('<', at)) {
+        text.replace(at, 1, "\\u003c");
+      }
+    }
+    return g_.bytes(text);
+  }
 
   // --- schemas ---------------------------------------------------------------------------------
 
@@ -422,6 +440,7 @@ class SchemaCompiler {
       }
       RegexOptions options;
       options.json_string = true;
+      options.escape_less_than = options_.escape_less_than;
       auto e = compile_regex(g_, regex, options);
       if (!e.ok()) return error(path, "pattern: " + e.status().message());
       return g_.sequence({g_.bytes("\""), *e, g_.bytes("\"")});
@@ -569,8 +588,7 @@ class SchemaCompiler {
 
   // Any key string (no escapes) except the given names.
   ExprId key_except(const std::vector<std::string>& names) {
-    const std::vector<CodePointRange> key_chars = {
-        {0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodePoint}};
+    const std::vector<CodePointRange> key_chars = normalize_ranges(escaped_chars(), true);
     std::vector<std::vector<uint32_t>> decoded;
     for (const std::string& n : names) {
       std::vector<uint32_t> cps;
@@ -578,7 +596,7 @@ class SchemaCompiler {
       bool plain = true;
       while (pos < n.size()) {
         const int32_t cp = decode_utf8(n, pos);
-        if (cp < 0x20 || cp == '"' || cp == '\\') {
+        if (cp < 0 || is_escaped(static_cast<uint32_t>(cp))) {
           plain = false;
           break;
         }

@@ -41,6 +41,9 @@ struct JsonSchemaOptions {
   JsonWhitespace whitespace = JsonWhitespace::kCompact;
   int32_t max_whitespace = 32;  // kFlexible only
   bool strict = true;
+  // '<' inside strings (and keys) only as the escape \u003c: the text never holds '<', so no
+  // markup that closes what the JSON sits in (Qwen3-Coder's "</parameter>") can appear in it.
+  bool escape_less_than = false;
 };
 
 inline constexpr int kMaxSchemaDepth = 128;

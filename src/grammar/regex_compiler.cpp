@@ -411,7 +411,7 @@ class RegexParser {
 
   ExprId literal(uint32_t cp) {
     std::string bytes;
-    if (options_.json_string && needs_json_escape(cp)) {
+    if (options_.json_string && escaped(cp)) {
       bytes = json_escape(cp);
     } else {
       append_utf8(bytes, cp);
@@ -428,12 +428,15 @@ class RegexParser {
     std::vector<ExprId> alts;
     for (const CodePointRange& r : ranges) {
       for (uint32_t cp = r.lo; cp <= r.hi && cp < 0x80; ++cp) {
-        if (needs_json_escape(cp)) alts.push_back(g_.bytes(json_escape(cp)));
+        if (escaped(cp)) alts.push_back(g_.bytes(json_escape(cp)));
       }
-      // The range minus the escaped code points.
+      // The range minus the escaped code points (ascending).
       uint32_t lo = r.lo;
       if (lo < 0x20) lo = std::min<uint32_t>(0x20, r.hi + 1);
-      for (uint32_t cut : {uint32_t{'"'}, uint32_t{'\\'}}) {
+      std::vector<uint32_t> cuts = {'"'};
+      if (options_.escape_less_than) cuts.push_back('<');
+      cuts.push_back('\\');
+      for (uint32_t cut : cuts) {
         if (lo <= cut && cut <= r.hi) {
           if (lo < cut) plain.push_back({lo, cut - 1});
           lo = cut + 1;
@@ -444,6 +447,11 @@ class RegexParser {
     if (!plain.empty()) alts.insert(alts.begin(), g_.char_class(std::move(plain)));
     if (alts.empty()) return g_.char_class({});  // empty set: matches nothing
     return g_.choice(std::move(alts));
+  }
+
+  // Whether JSON-string mode produces `cp` as an escape.
+  bool escaped(uint32_t cp) const {
+    return needs_json_escape(cp) || (options_.escape_less_than && cp == '<');
   }
 
   Grammar& g_;

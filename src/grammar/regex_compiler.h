@@ -23,6 +23,9 @@ struct RegexOptions {
   // content: `"`, `\` and control characters are produced as escapes (\" \\ \n \r \t \b \f,
   // others \u00xx). The other code points are produced as themselves (never \u-escaped).
   bool json_string = false;
+  // json_string only: '<' too is produced as an escape (\u003c), so the content never holds
+  // markup such as "</parameter>" (JsonSchemaOptions::escape_less_than).
+  bool escape_less_than = false;
 };
 
 // Adds the pattern's language to `grammar`; returns its expression.

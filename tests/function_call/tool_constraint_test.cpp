@@ -230,12 +230,39 @@ TEST(ToolConstraint, Qwen3CoderParameters) {
   EXPECT_FALSE(c.accepts(call(param("note", "a</function>b") + param("n", "3"))));
   EXPECT_FALSE(c.accepts(call(param("note", "a<parameter=n>b") + param("n", "3"))));
   EXPECT_FALSE(c.accepts(call(param("n", "3") + param("other", "x"))));
+  // A JSON value's strings hold '<' only escaped: the parser ends the value at the first
+  // "</parameter>" (or "<parameter=", "</function>") even inside a JSON string.
+  EXPECT_FALSE(c.accepts(call(param("n", "3") + param("tags", "[\"a<b\"]"))));
+  EXPECT_TRUE(c.accepts(call(param("n", "3") + param("tags", "[\"\\u003c/\"]"))));
+  const FunctionTool object = {
+      "h", R"({"type": "object", "properties": {"o": {"type": "object", "properties": {"s":
+          {"type": "string"}}}}})",
+      false};
+  Checker nested({{&object, 1}, "", "qwen3_coder", true});
+  const auto o_call = [&](const std::string& json) {
+    return "<tool_call>\n<function=h>\n" + param("o", json) + "</function>\n</tool_call>";
+  };
+  for (const char* marker : {"</parameter>", "</function>", "<parameter=o>"}) {
+    EXPECT_FALSE(nested.accepts(o_call("{\"s\": \"a" + std::string(marker) + "b\"}"))) << marker;
+  }
+  EXPECT_TRUE(nested.accepts(o_call("{\"s\": \"a\\u003c/parameter>b\"}")));
   // The parser reads back what the grammar allows, typed by the same schema.
   auto parser = make_output_parser({"qwen3_coder", "", false, xml_parameter_kinds(*t)});
   const ParsedOutput parsed =
       parse_whole(**parser, call(param("note", "hi") + param("n", "3") + param("tags", "[\"a\"]")));
   ASSERT_EQ(parsed.calls.size(), 1u);
   EXPECT_EQ(parsed.calls[0].arguments, "{\"note\": \"hi\", \"n\": 3, \"tags\": [\"a\"]}");
+  const FunctionTool objects[] = {object};
+  auto o_parser = make_output_parser({"qwen3_coder", "", false, xml_parameter_kinds(objects)});
+  const ParsedOutput escaped = parse_whole(**o_parser, o_call("{\"s\": \"a\\u003c/parameter>b\"}"));
+  ASSERT_EQ(escaped.calls.size(), 1u);
+  EXPECT_EQ(escaped.calls[0].arguments, "{\"o\": {\"s\": \"a</parameter>b\"}}");
+
+  // A string enum the parser would cut short: refused.
+  const FunctionTool marked = {
+      "h", R"({"type": "object", "properties": {"v": {"enum": ["a</parameter>b", "c"]}}})", false};
+  EXPECT_EQ(tool_call_grammar({{&marked, 1}, "", "qwen3_coder", true}).status().code(),
+            StatusCode::kUnimplemented);
 
   auto dated = read_function_tools(R"([{"type": "function", "function": {"name": "g",
       "parameters": {"type": "object", "properties": {"when": {"type": "string",

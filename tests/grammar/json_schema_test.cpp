@@ -168,6 +168,54 @@ TEST(grammar_json_schema, Strings) {
   EXPECT_FALSE(full_match(pattern, R"("a"b")"));
 }
 
+// escape_less_than: '<' only as \u003c in strings, consts, patterns and keys; random walks over
+// the corpus never write a '<' and still validate.
+TEST(grammar_json_schema, EscapedLessThan) {
+  JsonSchemaOptions escaped;
+  escaped.escape_less_than = true;
+  auto any = schema_grammar(R"({"type":"string"})", escaped);
+  EXPECT_TRUE(full_match(any, R"("a\u003c/b> \u003C")"));
+  EXPECT_TRUE(full_match(any, R"("a>b/c")"));
+  EXPECT_FALSE(full_match(any, R"("a</b>")"));
+  auto bounded = schema_grammar(R"({"type":"string","maxLength":2})", escaped);
+  EXPECT_TRUE(full_match(bounded, R"("\u003c/")"));  // two characters
+  EXPECT_FALSE(full_match(bounded, R"("</")"));
+  auto literal = schema_grammar(R"({"enum":["<a>", 1]})", escaped);
+  EXPECT_TRUE(full_match(literal, R"("\u003ca>")"));
+  EXPECT_FALSE(full_match(literal, R"("<a>")"));
+  auto pattern = schema_grammar(R"({"type":"string","pattern":"^[<a]b$"})", escaped);
+  EXPECT_TRUE(full_match(pattern, R"("\u003cb")"));
+  EXPECT_TRUE(full_match(pattern, R"("ab")"));
+  EXPECT_FALSE(full_match(pattern, R"("<b")"));
+  auto keys = schema_grammar(
+      R"({"type":"object","properties":{"<k>":{"type":"integer"}},"additionalProperties":true})",
+      escaped);
+  EXPECT_TRUE(full_match(keys, R"({"\u003ck>":1,"x>":2})"));
+  EXPECT_FALSE(full_match(keys, R"({"<k>":1})"));
+  EXPECT_FALSE(full_match(keys, R"({"x<":2})"));
+  // Without the option '<' is a plain character.
+  EXPECT_TRUE(full_match(schema_grammar(R"({"type":"string"})"), R"("a</b>")"));
+
+  std::mt19937 rng(11);
+  int walks = 0;
+  for (const std::string& text : test::schema_corpus()) {
+    SCOPED_TRACE(text);
+    const OJson schema = OJson::parse(text);
+    test::Validator validator(schema);
+    auto grammar = schema_grammar(text, escaped);
+    for (int i = 0; i < 4; ++i) {
+      std::string out;
+      ASSERT_TRUE(test::random_walk(grammar, rng, out, 48, 0.05)) << "stuck at: " << out;
+      EXPECT_EQ(out.find('<'), std::string::npos) << out;
+      const OJson value = OJson::parse(out, nullptr, false);
+      ASSERT_FALSE(value.is_discarded()) << "not JSON: " << out;
+      EXPECT_EQ(validator.validate(value, schema), "") << out;
+      ++walks;
+    }
+  }
+  EXPECT_GE(walks, 200);
+}
+
 TEST(grammar_json_schema, WhitespacePolicies) {
   const std::string schema = R"({"type":"object","properties":{"a":{"type":"array",
       "items":{"type":"integer"}}},"required":["a"]})";
