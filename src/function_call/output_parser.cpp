@@ -36,8 +36,34 @@ constexpr std::array<std::string_view, kToolCallFormats.size()> kToolCallParsers
   for (size_t i = 0; i < names.size(); ++i) names[i] = kToolCallFormats[i].name;
   return names;
 }();
-constexpr std::array<std::string_view, 5> kReasoningParsers = {"qwen3", "qwen3-thinking",
-                                                               "deepseek-r1", "mistral", "gpt-oss"};
+
+// What a --reasoning-parser name asks for.
+struct ReasoningFormat {
+  std::string_view name;
+  std::optional<ThinkTags> tags;  // nullopt: reasoning in harmony's analysis channel (gpt-oss)
+  bool starts_inside = false;     // the output always starts inside the reasoning
+  bool special_tokens = false;    // its markers are special tokens
+};
+constexpr std::array<ReasoningFormat, 5> kReasoningFormats = {{
+    {"qwen3", kThinkTags},
+    {"qwen3-thinking", kThinkTags, /*starts_inside=*/true},
+    {"deepseek-r1", kThinkTags, /*starts_inside=*/true},
+    {"mistral", kMistralThinkTags, false, /*special_tokens=*/true},
+    {"gpt-oss", std::nullopt, false, /*special_tokens=*/true},
+}};
+constexpr std::array<std::string_view, kReasoningFormats.size()> kReasoningParsers = [] {
+  std::array<std::string_view, kReasoningFormats.size()> names{};
+  for (size_t i = 0; i < names.size(); ++i) names[i] = kReasoningFormats[i].name;
+  return names;
+}();
+
+// The format of a --reasoning-parser name; null for an unknown one.
+const ReasoningFormat* reasoning_format(std::string_view name) {
+  for (const ReasoningFormat& f : kReasoningFormats) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
 
 Status check_name(std::string_view flag, std::string_view name,
                   std::span<const std::string_view> names) {
@@ -147,22 +173,21 @@ Status check_reasoning_parser(std::string_view name) {
   return check_name("--reasoning-parser", name, kReasoningParsers);
 }
 
-bool needs_special_tokens(std::string_view parser_name) {
-  return parser_name == "gpt-oss" || parser_name == "mistral";
+bool needs_special_tokens(const OutputParserOptions& options) {
+  const std::optional<ToolCallFormat> tools = tool_call_format(options.tool_call_parser);
+  const ReasoningFormat* reasoning = reasoning_format(options.reasoning_parser);
+  return tools == ToolCallFormat::kGptOss || tools == ToolCallFormat::kMistral ||
+         (reasoning != nullptr && reasoning->special_tokens);
 }
 
 bool starts_in_reasoning(const OutputParserOptions& options) {
-  return options.force_reasoning || options.reasoning_parser == "deepseek-r1" ||
-         options.reasoning_parser == "qwen3-thinking";
+  const ReasoningFormat* reasoning = reasoning_format(options.reasoning_parser);
+  return options.force_reasoning || (reasoning != nullptr && reasoning->starts_inside);
 }
 
 std::optional<ThinkTags> think_tags(std::string_view reasoning_parser) {
-  if (reasoning_parser == "mistral") return kMistralThinkTags;
-  if (reasoning_parser == "qwen3" || reasoning_parser == "qwen3-thinking" ||
-      reasoning_parser == "deepseek-r1") {
-    return kThinkTags;
-  }
-  return std::nullopt;
+  const ReasoningFormat* reasoning = reasoning_format(reasoning_parser);
+  return reasoning != nullptr ? reasoning->tags : std::nullopt;
 }
 
 Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptions& options) {
@@ -173,20 +198,22 @@ Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptio
     format = tool_call_format(tools);
     if (!format) return check_tool_call_parser(tools);  // the known names
   }
-  if (!reasoning.empty()) SGL_RETURN_IF_ERROR(check_reasoning_parser(reasoning));
+  const ReasoningFormat* reasoning_fmt = nullptr;
+  if (!reasoning.empty()) {
+    reasoning_fmt = reasoning_format(reasoning);
+    if (reasoning_fmt == nullptr) return check_reasoning_parser(reasoning);  // the known names
+  }
   if (tools.empty() && reasoning.empty()) return std::unique_ptr<StreamParser>();
   const bool keep_reasoning = !reasoning.empty();
   const bool harmony_calls = format == ToolCallFormat::kGptOss;
-  if (harmony_calls || reasoning == "gpt-oss") {
+  if (harmony_calls || (reasoning_fmt != nullptr && !reasoning_fmt->tags)) {
     // One harmony parser does both; calls only when tool calls are parsed with it.
     return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
         std::make_unique<HarmonyParser>(harmony_calls), nullptr, keep_reasoning));
   }
   std::unique_ptr<StreamParser> first;
-  if (!reasoning.empty()) {
-    const std::optional<ThinkTags> tags = think_tags(reasoning);
-    if (!tags) return invalid_argument("reasoning parser '" + reasoning + "' reads no tags");
-    first = std::make_unique<ThinkParser>(starts_in_reasoning(options), *tags);
+  if (reasoning_fmt != nullptr) {
+    first = std::make_unique<ThinkParser>(starts_in_reasoning(options), *reasoning_fmt->tags);
   }
   return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
       std::move(first), format ? tool_call_parser(*format, options.xml_parameter_kinds) : nullptr,

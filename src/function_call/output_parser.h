@@ -41,10 +41,6 @@ std::span<const std::string_view> reasoning_parser_names();
 Status check_tool_call_parser(std::string_view name);
 Status check_reasoning_parser(std::string_view name);
 
-// Whether the format's markers are special tokens, which the detokenizer must then keep
-// (skip_special_tokens false): gpt-oss's harmony markers, mistral's [TOOL_CALLS].
-bool needs_special_tokens(std::string_view parser_name);
-
 struct OutputParserOptions {
   std::string tool_call_parser;  // empty: tool calls are not parsed (no tools, tool_choice none)
   std::string reasoning_parser;  // empty: reasoning is not separated
@@ -55,6 +51,10 @@ struct OutputParserOptions {
   // (xml_parameter_kinds; null: every value a string).
   std::shared_ptr<const XmlParameterKinds> xml_parameter_kinds;
 };
+
+// Whether the parsers' markers are special tokens, which the detokenizer must then keep
+// (skip_special_tokens false): gpt-oss's harmony markers, mistral's [TOOL_CALLS] and [THINK].
+bool needs_special_tokens(const OutputParserOptions& options);
 
 // The output starts inside <think>...</think> (deepseek-r1, qwen3-thinking, a forced start).
 bool starts_in_reasoning(const OutputParserOptions& options);

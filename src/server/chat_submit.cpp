@@ -94,8 +94,7 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
     plan.options.max_reasoning_tokens = req.max_reasoning_tokens;
     plan.options.single_tool_call = !req.parallel_tool_calls;
     // Formats whose markers are special tokens need them in the text.
-    if (function_call::needs_special_tokens(parser.tool_call_parser) ||
-        function_call::needs_special_tokens(parser.reasoning_parser)) {
+    if (function_call::needs_special_tokens(parser)) {
       plan.options.skip_special_tokens = false;
     }
     plan.request.return_logprob = req.logprobs;

@@ -343,6 +343,19 @@ TEST(ReasoningParser, Think) {
   EXPECT_EQ(think_tags("mistral")->end, "[/THINK]");
   EXPECT_EQ(think_tags("deepseek-r1")->start, "<think>");
   EXPECT_FALSE(think_tags("gpt-oss"));
+  EXPECT_FALSE(think_tags("unknown"));
+  // What each name asks of the output: it starts inside the reasoning; the detokenizer keeps
+  // the special tokens its markers are.
+  EXPECT_TRUE(starts_in_reasoning({"", "qwen3-thinking"}));
+  EXPECT_TRUE(starts_in_reasoning({"", "deepseek-r1"}));
+  EXPECT_FALSE(starts_in_reasoning({"", "qwen3"}));
+  EXPECT_TRUE(starts_in_reasoning({"", "qwen3", true}));
+  EXPECT_TRUE(needs_special_tokens({"", "mistral"}));
+  EXPECT_TRUE(needs_special_tokens({"", "gpt-oss"}));
+  EXPECT_TRUE(needs_special_tokens({"mistral", ""}));
+  EXPECT_TRUE(needs_special_tokens({"gpt-oss", "qwen3"}));
+  EXPECT_FALSE(needs_special_tokens({"qwen25", "qwen3"}));
+  EXPECT_FALSE(needs_special_tokens({"", ""}));
 }
 
 TEST(ReasoningParser, WithToolCalls) {
