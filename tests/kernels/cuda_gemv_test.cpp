@@ -105,13 +105,19 @@ void expect_same_bits(const Tensor& got, const Tensor& want, const std::string& 
 // block to three blocks an SM, bf16 and f32 outputs, a bias, and the gate/up + SiLU projection.
 TEST_F(CudaGemv, FoldedNormMatchesNormThenGemvBitForBit) {
   const int64_t sms = backend::cuda::multiprocessor_count(0);
-  // Rows of 1 to 8 tokens (as many as kGemvFoldNormMaxValues allows) of 1 to 8 warps: one pass
-  // of rows, two full passes (4 x 576, 8 x 264), a second pass of one row, idle warps (2 x 1152).
-  for (int64_t h : {8, 64, 264, 576, 1000, 1152, 2048}) {
+  // Rows of 1 to 8 tokens of 1 to 8 warps: a warp per row for 5 or more rows of up to 768
+  // values (3 warps of the norm kernel's: 576, 768; 2: 264; 1: 8, 64); else as many as
+  // kGemvFoldNormMaxValues allows: one pass of rows, two full passes (4 x 576, 4 x 264), a
+  // second pass of one row, idle warps (2 x 1152).
+  for (int64_t h : {8, 64, 264, 576, 768, 776, 1000, 1152, 2048}) {
     for (int64_t m : {1, 2, 3, 4, 5, 8}) {
-      if (m * h > cuda::kGemvFoldNormMaxValues) continue;
-      // Grids of 1 block, 5, two an SM (gate/up: one an SM), and 2.5 an SM with a partial block.
-      for (int64_t n : {int64_t{1}, int64_t{72}, 16 * 2 * sms, 16 * (2 * sms + sms / 2) - 5}) {
+      const bool warp_rows =
+          m >= cuda::kGemvFoldNormWarpRowMinRows && h <= cuda::kGemvFoldNormWarpRowMaxWidth;
+      if (m * h > cuda::kGemvFoldNormMaxValues && !warp_rows) continue;
+      // Grids of 1 block, 5, two an SM (gate/up: one an SM), and the most one wave holds with a
+      // partial block: 2.5 an SM (three an SM), or two for a warp per row.
+      const int64_t widest = warp_rows ? 16 * 2 * sms - 5 : 16 * (2 * sms + sms / 2) - 5;
+      for (int64_t n : {int64_t{1}, int64_t{72}, 16 * 2 * sms, widest}) {
         const std::string shape =
             std::to_string(m) + " x " + std::to_string(h) + " -> " + std::to_string(n);
         // x: the first h columns of wider rows for the 72-row grids (the strided case).
@@ -184,7 +190,8 @@ TEST_F(CudaGemv, FoldedNormDeclinesWhatItCannotTake) {
   EXPECT_TRUE(folds(1, 2048, DType::kBF16, false, 32, kSilu));
   EXPECT_TRUE(folds(4, 576, DType::kBF16, false, 32, kLinear));
   EXPECT_TRUE(folds(8, 288, DType::kBF16, false, 32, kSilu));
-  EXPECT_FALSE(folds(5, 576, DType::kBF16, false, 32, kLinear));   // over kGemvFoldNormMaxValues
+  EXPECT_TRUE(folds(8, 768, DType::kBF16, false, 32, kLinear));    // a warp per row
+  EXPECT_FALSE(folds(3, 776, DType::kBF16, false, 32, kLinear));   // over kGemvFoldNormMaxValues
   EXPECT_FALSE(folds(2, 2048, DType::kBF16, false, 32, kLinear));  // the same
   EXPECT_FALSE(folds(9, 64, DType::kBF16, false, 32, kLinear));    // over kNormFoldMaxRows
   {  // residual rows that are not x's: one more, or strided
@@ -207,9 +214,12 @@ TEST_F(CudaGemv, FoldedNormDeclinesWhatItCannotTake) {
     Buffer r_in(gpu_, DType::kF32, {1, 64}), r_out(gpu_, DType::kF32, {1, 64});
     EXPECT_FALSE(norm_folds_into_linear(x, {r_in, r_out, weight, 1e-6}, w, kLinear));
   }
-  // One wave of blocks (16 rows each): three an SM for a linear, two for gate/up.
+  // One wave of blocks (16 rows each): three an SM for a linear, two for gate/up and for a linear
+  // that folds a warp per row.
   EXPECT_TRUE(folds(1, 64, DType::kBF16, false, 16 * 3 * sms, kLinear));
   EXPECT_FALSE(folds(1, 64, DType::kBF16, false, 16 * (3 * sms + 1), kLinear));
+  EXPECT_TRUE(folds(5, 64, DType::kBF16, false, 16 * 2 * sms, kLinear));
+  EXPECT_FALSE(folds(5, 64, DType::kBF16, false, 16 * (2 * sms + 1), kLinear));
   EXPECT_TRUE(folds(1, 64, DType::kBF16, false, 2 * 16 * 2 * sms, kSilu));
   EXPECT_FALSE(folds(1, 64, DType::kBF16, false, 2 * 16 * (2 * sms + 1), kSilu));
   Buffer x(cpu_allocator(), DType::kBF16, {1, 64}), w(cpu_allocator(), DType::kBF16, {8, 64});

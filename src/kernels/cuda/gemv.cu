@@ -86,6 +86,25 @@ static_assert(kGemvFoldNormMaxWidth / 8 <= kAddRmsNormMaxThreads,
 static_assert(kGemvFoldNormMaxWidth / 8 <= kThreads, "fold_add_rms_norm: a thread per chunk");
 constexpr int kFoldNormMaxPasses = 2;
 
+// How a GEMV instance gets its input rows: as they are, or by a folded norm in one or two passes
+// of rows (FoldNormLayout), or a warp per row (fold_add_rms_norm_warp_rows).
+enum class Fold { kNone, kOnePass, kTwoPasses, kWarpRows };
+
+// A warp per row: lane l holds the row's chunks l, l + 32, ... (kFoldWarpRowChunks at most).
+constexpr int kFoldWarpRowChunks = static_cast<int>(kGemvFoldNormWarpRowMaxWidth / 8 / 32);
+static_assert(kNormFoldMaxRows <= kWarps, "fold_add_rms_norm_warp_rows: a warp per row");
+// The normed rows in shared memory are 16 bytes longer than a row, so that the MMAs' B loads
+// (8 token rows, a 16-byte column each) fall in different banks.
+constexpr int kNormedRowPad = 8;
+constexpr int64_t kNormedValues = kGemvFoldNormMaxValues + kNormFoldMaxRows * kNormedRowPad;
+constexpr int64_t kNormedValuesWarpRows =
+    kNormFoldMaxRows * (kGemvFoldNormWarpRowMaxWidth + kNormedRowPad);
+
+// Whether m rows of k values fold a warp per row.
+bool fold_warp_rows(int64_t k, int64_t m) {
+  return k <= kGemvFoldNormWarpRowMaxWidth && m >= kGemvFoldNormWarpRowMinRows;
+}
+
 struct FoldNormLayout {
   int chunks, warps_per_row, rows_per_pass;
   SGL_HOST_DEVICE explicit FoldNormLayout(int64_t k)
@@ -107,7 +126,7 @@ struct FoldNormLayout {
 // weight, loaded before the wait.
 template <int kPasses>
 __device__ __forceinline__ void fold_add_rms_norm(const GemvParams& p, const uint4 norm_w,
-                                                  __nv_bfloat16* x_normed) {
+                                                  __nv_bfloat16* x_normed, int64_t stride) {
   const FoldNormLayout layout(p.k);
   const int slot = layout.slot(), i = layout.chunk(), lane = threadIdx.x % 32;
   auto row_of = [&](int pass) { return pass * layout.rows_per_pass + slot; };
@@ -143,7 +162,7 @@ __device__ __forceinline__ void fold_add_rms_norm(const GemvParams& p, const uin
       const int64_t at = row_of(pass) * p.k + 8 * i;
       const float inv = rsqrtf(total / static_cast<float>(p.k) + p.eps);
       const uint4 out = normed_chunk(v, inv, norm_w);
-      *reinterpret_cast<uint4*>(x_normed + at) = out;
+      *reinterpret_cast<uint4*>(x_normed + row_of(pass) * stride + 8 * i) = out;
       if (blockIdx.x == 0) {
         store_chunk(v, reinterpret_cast<float4*>(p.residual_out + at));
         if (p.normed != nullptr) *reinterpret_cast<uint4*>(p.normed + at) = out;
@@ -153,12 +172,64 @@ __device__ __forceinline__ void fold_add_rms_norm(const GemvParams& p, const uin
   }
 }
 
+// The folded norm a warp per row (rows of C <= 32 kFoldWarpRowChunks chunks, up to kWarps rows),
+// after the wait: lane l of warp r holds row r's chunks l, l + 32, ..., which are the norm
+// kernel's threads l, l + 32, ... of its W = ceil(C / 32) warps; the W sums of squares are
+// reduced as those warps' are and then combined as block_sum's second stage combines them, so
+// the bits are the norm kernel's, in one pass and with no barrier but the last. (Registers: the
+// weights' first steps are in flight meanwhile, so the norm weight is loaded once the sums are
+// in, from L2; loaded before the wait, three chunks a lane spilled.)
+__device__ __forceinline__ void fold_add_rms_norm_warp_rows(const GemvParams& p,
+                                                            __nv_bfloat16* x_normed,
+                                                            int64_t stride) {
+  const int row = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int chunks = static_cast<int>(p.k / 8);
+  auto mine = [&](int j) { return row < p.m && j * 32 + lane < chunks; };
+  uint4 x[kFoldWarpRowChunks];
+  float4 residual[kFoldWarpRowChunks][2];
+#pragma unroll
+  for (int j = 0; j < kFoldWarpRowChunks; ++j) {
+    if (mine(j)) {
+      const int i = j * 32 + lane;
+      x[j] = __ldg(reinterpret_cast<const uint4*>(p.x + row * p.x_stride) + i);
+      const float4* res = reinterpret_cast<const float4*>(p.residual_in + row * p.k) + 2 * i;
+      residual[j][0] = res[0];
+      residual[j][1] = res[1];
+    }
+  }
+  float v[kFoldWarpRowChunks][8];
+  float second = 0.f;  // block_sum's second stage: warp j's sum in lane j, zeros elsewhere
+#pragma unroll
+  for (int j = 0; j < kFoldWarpRowChunks; ++j) {
+    float sum_sq = 0.f;
+    if (mine(j)) add_chunk(x[j], residual[j], v[j], sum_sq);
+    sum_sq = warp_sum(sum_sq);
+    if (lane == j && j * 32 < chunks) second = sum_sq;
+  }
+  const float total = warp_sum(second);
+  const float inv = rsqrtf(total / static_cast<float>(p.k) + p.eps);
+#pragma unroll
+  for (int j = 0; j < kFoldWarpRowChunks; ++j) {
+    if (!mine(j)) continue;
+    const int i = j * 32 + lane;
+    const uint4 w = __ldg(reinterpret_cast<const uint4*>(p.norm_weight) + i);
+    const uint4 out = normed_chunk(v[j], inv, w);
+    *reinterpret_cast<uint4*>(x_normed + row * stride + 8 * i) = out;
+    if (blockIdx.x == 0) {
+      const int64_t at = row * p.k + 8 * i;
+      store_chunk(v[j], reinterpret_cast<float4*>(p.residual_out + at));
+      if (p.normed != nullptr) *reinterpret_cast<uint4*>(p.normed + at) = out;
+    }
+  }
+  __syncthreads();  // x_normed is whole
+}
+
 template <int kTokenTiles, int kRowTiles, int kUnroll, Epilogue kEpilogue, typename OutT,
-          int kBlocksPerSm = 2, int kFoldPasses = 0>
+          int kBlocksPerSm = 2, Fold kFold = Fold::kNone>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     gemv_kernel(const __grid_constant__ GemvParams p) {
-  // kFoldPasses > 0: the input rows are the folded norm's (fold_add_rms_norm).
-  constexpr bool kFoldNorm = kFoldPasses > 0;
+  // kFold: the input rows are the folded norm's (fold_add_rms_norm*).
+  constexpr bool kFoldNorm = kFold != Fold::kNone;
   static_assert(!kFoldNorm || kTokenTiles == 1);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -218,11 +289,15 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       }
     });
   };
-  // kFoldNorm: the normed rows [m, k] (token g's column of the MMAs' B reads row g) and this
-  // thread's chunk of the norm weight (constant: read before the wait).
-  __shared__ alignas(16) __nv_bfloat16 x_normed[kFoldNorm ? kGemvFoldNormMaxValues : 8];
+  // kFoldNorm: the normed rows, k + kNormedRowPad values apart (token g's column of the MMAs' B
+  // reads row g), and (the passes) this thread's chunk of the norm weight (constant: read before
+  // the wait).
+  __shared__ alignas(16) __nv_bfloat16 x_normed[kFold == Fold::kWarpRows ? kNormedValuesWarpRows
+                                                : kFoldNorm              ? kNormedValues
+                                                                         : 8];
+  const int64_t normed_stride = p.k + kNormedRowPad;
   uint4 norm_w = make_uint4(0, 0, 0, 0);
-  if constexpr (kFoldNorm) {
+  if constexpr (kFoldNorm && kFold != Fold::kWarpRows) {
     const int i = FoldNormLayout(p.k).chunk();
     if (i < p.k / 8) norm_w = __ldg(reinterpret_cast<const uint4*>(p.norm_weight) + i);
   }
@@ -237,7 +312,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   if (warp < steps) load_weights(warp);
   pdl_wait();
   pdl_launch_dependents();
-  if constexpr (kFoldNorm) fold_add_rms_norm<kFoldPasses>(p, norm_w, x_normed);
+  if constexpr (kFold == Fold::kWarpRows) {
+    fold_add_rms_norm_warp_rows(p, x_normed, normed_stride);
+  } else if constexpr (kFoldNorm) {
+    fold_add_rms_norm<kFold == Fold::kOnePass ? 1 : 2>(p, norm_w, x_normed, normed_stride);
+  }
 
   for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
     if (s0 != warp) load_weights(s0);
@@ -247,7 +326,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       for (int tt = 0; tt < kTokenTiles; ++tt) {
         if constexpr (kFoldNorm) {
           xv[u][c][tt] = ok && token_ok[tt]
-                             ? *reinterpret_cast<const uint4*>(x_normed + g * p.k + kk)
+                             ? *reinterpret_cast<const uint4*>(x_normed + g * normed_stride + kk)
                              : make_uint4(0, 0, 0, 0);
         } else {
           xv[u][c][tt] = ok && token_ok[tt] ? __ldg(reinterpret_cast<const uint4*>(x_row[tt] + kk))
@@ -335,37 +414,41 @@ bool three_blocks_per_sm(int64_t blocks, int64_t k, int sms) {
 //   flash_decode.cu). Batch 1 got faster; three per SM without the early launch, or the early
 //   launch with two per SM, gained nothing, and three per SM for the down projection
 //   (k = 14336) was slower: docs/perf-log/cuda-session-09.md.
-template <int kRowTiles, Epilogue kEpilogue, typename OutT, int kFoldPasses = 0>
+template <int kRowTiles, Epilogue kEpilogue, typename OutT, Fold kFold = Fold::kNone>
 void launch(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   const int sms = StreamGemms::of(stream).sm_count;
   const auto s = backend::cuda::native_stream(stream);
   const dim3 grid(static_cast<unsigned>(blocks));
   constexpr int kUnroll = 4 / kRowTiles;
-  if constexpr (kRowTiles == 1) {  // (no three-per-SM variant of the two-tile gate/up kernel)
+  // (No three-per-SM variant of the two-tile gate/up kernel, nor of a warp per row's fold, whose
+  // registers would spill.)
+  if constexpr (kRowTiles == 1 && kFold != Fold::kWarpRows) {
     if (p.m <= kTileTokens && three_blocks_per_sm(blocks, p.k, sms)) {
-      launch_pdl(gemv_kernel<1, 1, 2, kEpilogue, OutT, 3, kFoldPasses>, grid, kThreads, 0, s, p);
+      launch_pdl(gemv_kernel<1, 1, 2, kEpilogue, OutT, 3, kFold>, grid, kThreads, 0, s, p);
       return;
     }
   }
   if (p.m <= kTileTokens) {
-    launch_pdl(gemv_kernel<1, kRowTiles, kUnroll, kEpilogue, OutT, 2, kFoldPasses>, grid, kThreads,
-               0, s, p);
-  } else if constexpr (kFoldPasses == 0) {
+    launch_pdl(gemv_kernel<1, kRowTiles, kUnroll, kEpilogue, OutT, 2, kFold>, grid, kThreads, 0, s,
+               p);
+  } else if constexpr (kFold == Fold::kNone) {
     launch_pdl(gemv_kernel<2, kRowTiles, kUnroll / 2, kEpilogue, OutT>, grid, kThreads, 0, s, p);
   }
 }
 
-// launch() in the instance p asks for: with a folded norm (p.residual_in set), the one of as many
-// passes as its rows take.
+// launch() in the instance p asks for: with a folded norm (p.residual_in set), a warp per row
+// (fold_warp_rows), or else the one of as many passes as its rows take.
 template <int kRowTiles, Epilogue kEpilogue, typename OutT>
 void launch_for(const GemvParams& p, int64_t blocks, backend::Stream stream) {
   static_assert(kFoldNormMaxPasses == 2, "an instance for each pass count");
   if (p.residual_in == nullptr) {
     launch<kRowTiles, kEpilogue, OutT>(p, blocks, stream);
+  } else if (fold_warp_rows(p.k, p.m)) {
+    launch<kRowTiles, kEpilogue, OutT, Fold::kWarpRows>(p, blocks, stream);
   } else if (FoldNormLayout(p.k).passes(p.m) == 1) {
-    launch<kRowTiles, kEpilogue, OutT, 1>(p, blocks, stream);
+    launch<kRowTiles, kEpilogue, OutT, Fold::kOnePass>(p, blocks, stream);
   } else {
-    launch<kRowTiles, kEpilogue, OutT, 2>(p, blocks, stream);
+    launch<kRowTiles, kEpilogue, OutT, Fold::kTwoPasses>(p, blocks, stream);
   }
 }
 
@@ -432,9 +515,11 @@ bool disjoint(const Tensor& a, const Tensor& b) {
 bool fold_norm_applies(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
                        bool silu_and_mul, int sms) {
   const int64_t m = x.ndim() == 2 ? x.size(0) : 0, h = x.ndim() == 2 ? x.size(1) : 0;
-  if (!(gemv_applies(x, w) && m <= kNormFoldMaxRows && m * h <= kGemvFoldNormMaxValues &&
-        w.size(1) == h && h > 0 && h % 8 == 0 && h <= kGemvFoldNormMaxWidth &&
-        FoldNormLayout(h).passes(static_cast<int>(m)) <= kFoldNormMaxPasses &&
+  const bool warp_rows = fold_warp_rows(h, m);
+  if (!(gemv_applies(x, w) && m <= kNormFoldMaxRows && w.size(1) == h && h > 0 && h % 8 == 0 &&
+        h <= kGemvFoldNormMaxWidth &&
+        (warp_rows || (m * h <= kGemvFoldNormMaxValues &&
+                       FoldNormLayout(h).passes(static_cast<int>(m)) <= kFoldNormMaxPasses)) &&
         is_rows_of(norm.residual_in, DType::kF32, m, h, x.device()) &&
         is_rows_of(norm.residual_out, DType::kF32, m, h, x.device()) &&
         is_row_of(norm.weight, DType::kBF16, h, x.device()) && w.device() == x.device() &&
@@ -444,7 +529,7 @@ bool fold_norm_applies(const Tensor& x, const ResidualRmsNorm& norm, const Tenso
   // One wave of the blocks launch() places an SM. A Llama-3.2-1B-shaped gate/up (512 blocks,
   // two waves) made batch-1 steps 1.3% slower folded (docs/perf-log/2026-12-02-folded-norm.md).
   const int64_t blocks = ((silu_and_mul ? w.size(0) / 2 : w.size(0)) + kTileRows - 1) / kTileRows;
-  const bool three = !silu_and_mul && three_blocks_per_sm(blocks, h, sms);
+  const bool three = !silu_and_mul && !warp_rows && three_blocks_per_sm(blocks, h, sms);
   return blocks <= (three ? 3 : 2) * static_cast<int64_t>(sms);
 }
 

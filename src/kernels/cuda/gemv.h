@@ -27,19 +27,25 @@ void gemv_silu_and_mul(const Tensor& x, const Tensor& w, const Tensor& out, back
 
 // The residual add + RMSNorm folded into the two above (kernels/norm_linear.h) for rows of up to
 // this many values, and up to kGemvFoldNormMaxValues over all rows: every block adds and
-// normalizes the rows into shared memory itself (a thread per 8 values), with
-// fused_add_rms_norm's arithmetic and bits. The prologue grows with the rows and the norm
-// kernel's hop it saves does not: decode steps of 2 to 4 tokens of 576 values got 7-11% faster,
-// of 5 and 6 tokens none, 2 tokens of 2048 slower, and a 5-token verify pass 8% slower
+// normalizes the rows into shared memory itself (a thread per 8 values, the rows in one or two
+// passes), with fused_add_rms_norm's arithmetic and bits. The prologue grows with the rows and
+// the norm kernel's hop it saves does not: decode steps of 2 to 4 tokens of 576 values got 7-11%
+// faster, of 5 and 6 tokens none, 2 tokens of 2048 slower, and a 5-token verify pass 8% slower
 // (docs/perf-log/2026-12-02-folded-norm-rows.md).
 inline constexpr int64_t kGemvFoldNormMaxWidth = 2048;
 inline constexpr int64_t kGemvFoldNormMaxValues = 2304;
+// From kGemvFoldNormWarpRowMinRows rows (to kNormFoldMaxRows) of up to this many values, a warp
+// normalizes each row in one pass instead: SmolLM2's decode steps of 5 to 8 tokens got 2-4.5%
+// faster; of 2 to 4 tokens, taken so, 2-11% slower than by the passes above
+// (docs/perf-log/2026-12-02-eagle3-data.md).
+inline constexpr int64_t kGemvFoldNormWarpRowMaxWidth = 768;
+inline constexpr int64_t kGemvFoldNormWarpRowMinRows = 5;
 
 // Whether the folds below (silu_and_mul: the second) take x [m, H] bf16, the norm (f32 residual
 // rows [m, H], contiguous and disjoint; a bf16 weight) and w: gemv_applies, m <=
-// kNormFoldMaxRows, H % 8 == 0, H <= kGemvFoldNormMaxWidth, m H <= kGemvFoldNormMaxValues,
-// 16-byte aligned rows, and a grid of one wave on x's device (each block's norm delays its
-// start: a second wave would pay it again).
+// kNormFoldMaxRows, H % 8 == 0, H <= kGemvFoldNormMaxWidth, m H <= kGemvFoldNormMaxValues (or a
+// warp per row), 16-byte aligned rows, and a grid of one wave on x's device (each block's norm
+// delays its start: a second wave would pay it again).
 bool gemv_fold_norm_applies(const Tensor& x, const ResidualRmsNorm& norm, const Tensor& w,
                             bool silu_and_mul);
 
