@@ -144,9 +144,6 @@ class SchemaCompiler {
     if (options_.escape_less_than) chars.push_back({'<', '<'});
     return normalize_ranges(std::move(chars), false);
   }
-  bool is_escaped(uint32_t cp) const {
-    return cp < 0x20 || cp == '"' || cp == '\\' || (options_.escape_less_than && cp == '<');
-  }
 
   // One character of a JSON string's content: plain, or an escape (no lone surrogates).
   ExprId string_char() {
@@ -589,6 +586,11 @@ class SchemaCompiler {
   // Any key string (no escapes) except the given names.
   ExprId key_except(const std::vector<std::string>& names) {
     const std::vector<CodePointRange> key_chars = normalize_ranges(escaped_chars(), true);
+    const auto key_char = [&](int32_t cp) {
+      return std::any_of(key_chars.begin(), key_chars.end(), [cp](const CodePointRange& r) {
+        return cp >= 0 && r.lo <= static_cast<uint32_t>(cp) && static_cast<uint32_t>(cp) <= r.hi;
+      });
+    };
     std::vector<std::vector<uint32_t>> decoded;
     for (const std::string& n : names) {
       std::vector<uint32_t> cps;
@@ -596,7 +598,7 @@ class SchemaCompiler {
       bool plain = true;
       while (pos < n.size()) {
         const int32_t cp = decode_utf8(n, pos);
-        if (cp < 0 || is_escaped(static_cast<uint32_t>(cp))) {
+        if (!key_char(cp)) {
           plain = false;
           break;
         }

@@ -187,6 +187,13 @@ TEST(grammar_json_schema, EscapedLessThan) {
   EXPECT_TRUE(full_match(pattern, R"("\u003cb")"));
   EXPECT_TRUE(full_match(pattern, R"("ab")"));
   EXPECT_FALSE(full_match(pattern, R"("<b")"));
+  for (const char* any_char :
+       {R"({"type":"string","pattern":"^[^a]$"})", R"({"type":"string","pattern":"^.$"})"}) {
+    auto g = schema_grammar(any_char, escaped);
+    EXPECT_TRUE(full_match(g, R"("\u003c")")) << any_char;
+    EXPECT_TRUE(full_match(g, R"(">")")) << any_char;
+    EXPECT_FALSE(full_match(g, R"("<")")) << any_char;
+  }
   auto keys = schema_grammar(
       R"({"type":"object","properties":{"<k>":{"type":"integer"}},"additionalProperties":true})",
       escaped);

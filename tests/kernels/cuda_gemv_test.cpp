@@ -107,10 +107,10 @@ TEST_F(CudaGemv, FoldedNormMatchesNormThenGemvBitForBit) {
   const int64_t sms = backend::cuda::multiprocessor_count(0);
   // Rows of 1 to 8 tokens of 1 to 8 warps: a warp per row for 5 or more rows of up to 768
   // values (3 warps of the norm kernel's: 576, 768; 2: 264; 1: 8, 64); else as many as
-  // kGemvFoldNormMaxValues allows: one pass of rows, two full passes (4 x 576, 4 x 264), a
-  // second pass of one row, idle warps (2 x 1152).
+  // kGemvFoldNormMaxValues allows: one pass of rows (4 x 264), two full passes (4 x 576), a
+  // second pass of one row (3 x 576), idle warps (2 x 1152).
   for (int64_t h : {8, 64, 264, 576, 768, 776, 1000, 1152, 2048}) {
-    for (int64_t m : {1, 2, 3, 4, 5, 8}) {
+    for (int64_t m = 1; m <= kNormFoldMaxRows; ++m) {
       const bool warp_rows =
           m >= cuda::kGemvFoldNormWarpRowMinRows && h <= cuda::kGemvFoldNormWarpRowMaxWidth;
       if (m * h > cuda::kGemvFoldNormMaxValues && !warp_rows) continue;

@@ -55,7 +55,7 @@ struct GemvParams {
   int64_t n;                  // output columns
   const __nv_bfloat16* bias;  // [n] or nullptr (kStore only)
   void* y;                    // [m, n], contiguous
-  // A folded norm (m <= kTileTokens, k <= kGemvFoldNormMaxWidth, m k <= kGemvFoldNormMaxValues):
+  // A folded norm (fold_norm_applies: m <= kNormFoldMaxRows, k <= kGemvFoldNormMaxWidth, ...):
   // the input rows are rms_norm(residual_in + x) * norm_weight, which every block computes itself;
   // block 0 writes residual_in + x to residual_out and, if not null, the normed rows to normed.
   const float* residual_in;  // [m, k]
@@ -92,9 +92,13 @@ enum class Fold { kNone, kOnePass, kTwoPasses, kWarpRows };
 
 // A warp per row: lane l holds the row's chunks l, l + 32, ... (kFoldWarpRowChunks at most).
 constexpr int kFoldWarpRowChunks = static_cast<int>(kGemvFoldNormWarpRowMaxWidth / 8 / 32);
+static_assert(kGemvFoldNormWarpRowMaxWidth % (8 * 32) == 0 &&
+                  kGemvFoldNormWarpRowMaxWidth <= kGemvFoldNormMaxWidth,
+              "fold_add_rms_norm_warp_rows: whole warps of chunks");
 static_assert(kNormFoldMaxRows <= kWarps, "fold_add_rms_norm_warp_rows: a warp per row");
-// The normed rows in shared memory are 16 bytes longer than a row, so that the MMAs' B loads
-// (8 token rows, a 16-byte column each) fall in different banks.
+// The normed rows in shared memory lie k + kNormedRowPad values apart: at k a multiple of 64
+// (576, 2048) rows k apart put the MMAs' B loads of the 8 token rows (16 bytes each) in the same
+// banks. (No step measured faster or slower for it: docs/perf-log/2026-12-02-eagle3-data.md.)
 constexpr int kNormedRowPad = 8;
 constexpr int64_t kNormedValues = kGemvFoldNormMaxValues + kNormFoldMaxRows * kNormedRowPad;
 constexpr int64_t kNormedValuesWarpRows =
@@ -120,7 +124,8 @@ struct FoldNormLayout {
 };
 
 // The folded norm's prologue (kPasses passes), after the wait: v = residual_in + x and its RMSNorm
-// for each of the m rows into x_normed [m, k], with the norm kernel's arithmetic, so the bits are
+// for each of the m rows into x_normed (rows `stride` apart), with the norm kernel's arithmetic,
+// so the bits are
 // its: the row's sums of squares meet as block_sum's do (each warp's, then the W warps' in one
 // warp). Every pass's loads go out before the first sum. norm_w: this thread's chunk of the norm
 // weight, loaded before the wait.
@@ -518,6 +523,8 @@ bool fold_norm_applies(const Tensor& x, const ResidualRmsNorm& norm, const Tenso
   const bool warp_rows = fold_warp_rows(h, m);
   if (!(gemv_applies(x, w) && m <= kNormFoldMaxRows && w.size(1) == h && h > 0 && h % 8 == 0 &&
         h <= kGemvFoldNormMaxWidth &&
+        // (m h <= kGemvFoldNormMaxValues implies two passes at most; the check keeps the
+        // instances' count honest should either limit change.)
         (warp_rows || (m * h <= kGemvFoldNormMaxValues &&
                        FoldNormLayout(h).passes(static_cast<int>(m)) <= kFoldNormMaxPasses)) &&
         is_rows_of(norm.residual_in, DType::kF32, m, h, x.device()) &&
