@@ -140,6 +140,18 @@ std::vector<CodePointRange> normalize_ranges(std::vector<CodePointRange> ranges,
   return complement;
 }
 
+std::vector<CodePointRange> intersect_ranges(const std::vector<CodePointRange>& a,
+                                             const std::vector<CodePointRange>& b) {
+  std::vector<CodePointRange> both;
+  for (const CodePointRange& x : a) {
+    for (const CodePointRange& y : b) {
+      const uint32_t lo = std::max(x.lo, y.lo), hi = std::min(x.hi, y.hi);
+      if (lo <= hi) both.push_back({lo, hi});
+    }
+  }
+  return normalize_ranges(std::move(both), false);
+}
+
 namespace {
 
 // One code point (or byte) as it appears inside "..." or [...] in our EBNF.

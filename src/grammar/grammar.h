@@ -106,5 +106,8 @@ class Grammar {
 // Sorts and merges overlapping or adjacent ranges; with `negate`, returns the complement over
 // [0, kMaxCodePoint].
 std::vector<CodePointRange> normalize_ranges(std::vector<CodePointRange> ranges, bool negate);
+// The code points in both of two normalized lists, normalized.
+std::vector<CodePointRange> intersect_ranges(const std::vector<CodePointRange>& a,
+                                             const std::vector<CodePointRange>& b);
 
 }  // namespace sgl::grammar

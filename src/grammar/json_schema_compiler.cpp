@@ -140,9 +140,7 @@ class SchemaCompiler {
 
   // The code points a string holds only as escapes.
   std::vector<CodePointRange> escaped_chars() const {
-    std::vector<CodePointRange> chars = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
-    if (options_.escape_less_than) chars.push_back({'<', '<'});
-    return normalize_ranges(std::move(chars), false);
+    return json_escaped_chars(options_.escape_less_than);
   }
 
   // One character of a JSON string's content: plain, or an escape (no lone surrogates).
@@ -621,25 +619,16 @@ class SchemaCompiler {
       }
       std::vector<ExprId> alts;
       if (!ends_here) alts.push_back(g_.empty());
-      std::vector<CodePointRange> others = key_chars;
       for (const auto& [cp, group] : next) {
         std::string bytes;
         append_utf8(bytes, cp);
         alts.push_back(g_.sequence({g_.bytes(bytes), build(group, d + 1)}));
-        others.push_back({cp, cp});
       }
       // A first character outside the names' next characters: anything may follow.
       std::vector<CodePointRange> excluded;
       for (const auto& [cp, group] : next) excluded.push_back({cp, cp});
-      std::vector<CodePointRange> allowed =
-          normalize_ranges(normalize_ranges(excluded, true), false);
-      std::vector<CodePointRange> both;  // allowed ∩ key_chars
-      for (const CodePointRange& a : allowed) {
-        for (const CodePointRange& b : key_chars) {
-          const uint32_t l = std::max(a.lo, b.lo), h = std::min(a.hi, b.hi);
-          if (l <= h) both.push_back({l, h});
-        }
-      }
+      const std::vector<CodePointRange> both =
+          intersect_ranges(normalize_ranges(excluded, /*negate=*/true), key_chars);
       if (!both.empty()) alts.push_back(g_.sequence({g_.char_class(both), tail}));
       return g_.choice(std::move(alts));
     };

@@ -1,6 +1,7 @@
 // Regular expressions -> Grammar IR: a recursive-descent parser over the supported subset.
 #include "grammar/regex_compiler.h"
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -13,8 +14,6 @@ namespace {
 const std::vector<CodePointRange> kDigit = {{'0', '9'}};
 const std::vector<CodePointRange> kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 const std::vector<CodePointRange> kSpace = {{'\t', '\r'}, {' ', ' '}};
-
-bool needs_json_escape(uint32_t cp) { return cp < 0x20 || cp == '"' || cp == '\\'; }
 
 std::string json_escape(uint32_t cp) {
   switch (cp) {
@@ -42,7 +41,10 @@ std::string json_escape(uint32_t cp) {
 class RegexParser {
  public:
   RegexParser(Grammar& g, std::string_view pattern, const RegexOptions& options)
-      : g_(g), p_(pattern), options_(options) {}
+      : g_(g),
+        p_(pattern),
+        options_(options),
+        escaped_(json_escaped_chars(options.escape_less_than)) {}
 
   Result<ExprId> parse() {
     if (p_.size() > kMaxGrammarTextBytes) return error_at(0, "pattern too long");
@@ -424,26 +426,12 @@ class RegexParser {
   ExprId class_expr(std::vector<CodePointRange> ranges) {
     ranges = normalize_ranges(std::move(ranges), false);
     if (!options_.json_string) return g_.char_class(std::move(ranges));
-    std::vector<CodePointRange> plain;
     std::vector<ExprId> alts;
-    for (const CodePointRange& r : ranges) {
-      for (uint32_t cp = r.lo; cp <= r.hi && cp < 0x80; ++cp) {
-        if (escaped(cp)) alts.push_back(g_.bytes(json_escape(cp)));
-      }
-      // The range minus the escaped code points (ascending).
-      uint32_t lo = r.lo;
-      if (lo < 0x20) lo = std::min<uint32_t>(0x20, r.hi + 1);
-      std::vector<uint32_t> cuts = {'"'};
-      if (options_.escape_less_than) cuts.push_back('<');
-      cuts.push_back('\\');
-      for (uint32_t cut : cuts) {
-        if (lo <= cut && cut <= r.hi) {
-          if (lo < cut) plain.push_back({lo, cut - 1});
-          lo = cut + 1;
-        }
-      }
-      if (lo <= r.hi) plain.push_back({lo, r.hi});
+    for (const CodePointRange& r : intersect_ranges(ranges, escaped_)) {
+      for (uint32_t cp = r.lo; cp <= r.hi; ++cp) alts.push_back(g_.bytes(json_escape(cp)));
     }
+    std::vector<CodePointRange> plain =
+        intersect_ranges(ranges, normalize_ranges(escaped_, /*negate=*/true));
     if (!plain.empty()) alts.insert(alts.begin(), g_.char_class(std::move(plain)));
     if (alts.empty()) return g_.char_class({});  // empty set: matches nothing
     return g_.choice(std::move(alts));
@@ -451,16 +439,24 @@ class RegexParser {
 
   // Whether JSON-string mode produces `cp` as an escape.
   bool escaped(uint32_t cp) const {
-    return needs_json_escape(cp) || (options_.escape_less_than && cp == '<');
+    return std::any_of(escaped_.begin(), escaped_.end(),
+                       [cp](const CodePointRange& r) { return r.lo <= cp && cp <= r.hi; });
   }
 
   Grammar& g_;
   std::string_view p_;
   RegexOptions options_;
+  std::vector<CodePointRange> escaped_;  // json_escaped_chars
   size_t pos_ = 0;
 };
 
 }  // namespace
+
+std::vector<CodePointRange> json_escaped_chars(bool escape_less_than) {
+  std::vector<CodePointRange> chars = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
+  if (escape_less_than) chars.push_back({'<', '<'});
+  return normalize_ranges(std::move(chars), false);
+}
 
 Result<ExprId> compile_regex(Grammar& grammar, std::string_view pattern,
                              const RegexOptions& options) {

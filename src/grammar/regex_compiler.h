@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "grammar/grammar.h"
@@ -27,6 +28,10 @@ struct RegexOptions {
   // markup such as "</parameter>" (JsonSchemaOptions::escape_less_than).
   bool escape_less_than = false;
 };
+
+// The code points JSON-string mode produces as escapes (normalized): control characters, '"'
+// and '\\', and '<' with escape_less_than. The JSON schema compiler's strings take the same set.
+std::vector<CodePointRange> json_escaped_chars(bool escape_less_than);
 
 // Adds the pattern's language to `grammar`; returns its expression.
 Result<ExprId> compile_regex(Grammar& grammar, std::string_view pattern,
