@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,12 +56,17 @@ std::vector<GenerateRequest> requests_of(const std::string& model) {
   return requests;
 }
 
-// A port P with P + 1 free too (a node link and its group), on the loopback.
+// A port P with P + 1 free too (a node link and its group), on the loopback. Drawn at random
+// below the kernel's ephemeral range (32768-60999 on Linux): a port the kernel handed out (port 0)
+// could be taken again between this probe and the test's bind as the source port of any
+// connection, the test's own node link included (CI once failed so on P + 1).
 uint16_t free_port_pair() {
+  std::mt19937 draw(std::random_device{}());
+  std::uniform_int_distribution<int> below_ephemeral(20000, 32000);
   for (int attempt = 0; attempt < 64; ++attempt) {
-    uint16_t port = 0;
-    auto probe = distributed::listen_at({"127.0.0.1", 0}, &port);
-    if (!probe.ok() || port == 65535) continue;
+    const auto port = static_cast<uint16_t>(below_ephemeral(draw));
+    auto probe = distributed::listen_at({"127.0.0.1", port}, nullptr);
+    if (!probe.ok()) continue;
     auto next = distributed::listen_at({"127.0.0.1", static_cast<uint16_t>(port + 1)}, nullptr);
     if (next.ok()) return port;  // both close here; the test binds them again at once
   }
