@@ -218,14 +218,17 @@ Result<Grammar> structural_tag_grammar(const StructuralTagSpec& spec) {
   std::vector<TriggeredTag> tags;
   for (size_t i = 0; i < spec.structures.size(); ++i) {
     const StructuralTagSpec::Structure& s = spec.structures[i];
-    const StructuralFormat schema{.type = Type::kJsonSchema, .value = s.schema_json};
+    StructuralFormat schema;
+    schema.type = Type::kJsonSchema;
+    schema.value = s.schema_json;
     SGL_ASSIGN_OR_RETURN(
         const ExprId body,
         builder.build(schema, "structures[" + std::to_string(i) + "].schema", 1, {s.end}));
     tags.push_back({s.begin, body});
   }
-  SGL_ASSIGN_OR_RETURN(const RuleId text, add_triggered_tags(g, spec.triggers, tags,
-                                                             {.at_least_one = spec.at_least_one}));
+  TriggeredTagsOptions options;
+  options.at_least_one = spec.at_least_one;
+  SGL_ASSIGN_OR_RETURN(const RuleId text, add_triggered_tags(g, spec.triggers, tags, options));
   const ExprId body = g.ref(text);
   return rooted(std::move(g), body);
 }
