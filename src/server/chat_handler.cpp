@@ -14,6 +14,7 @@
 #include "server/prepared_reply.h"
 #include "server/request_json.h"
 #include "server/sse.h"
+#include "server/thinking_switch.h"
 
 namespace sgl::server {
 namespace {
@@ -214,6 +215,9 @@ Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request) {
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   ChatRequest& req = *parsed;
   if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
+  if (Status s = check_thinking_switch(ctx, req, "'reasoning_effort'"); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
   const bool stream = req.stream;
   auto shared = std::make_shared<const ChatRequest>(std::move(req));
   return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>& cancelled) {

@@ -1,6 +1,7 @@
 // ChoiceStream: engine events -> API text, finish and metrics.
 #include "server/choice_stream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <type_traits>
@@ -42,14 +43,20 @@ engine::StreamEvent slice(const engine::StreamEvent& e, size_t first, size_t cou
   return s;
 }
 
-void append(ChoiceDelta& to, const ChoiceDelta& d) {
+}  // namespace
+
+void append_delta(ChoiceDelta& to, const ChoiceDelta& d) {
   to.text += d.text;
   to.reasoning += d.reasoning;
   for (const ToolCallDelta& call : d.tool_calls) {
-    if (!call.id.empty()) {
-      to.tool_calls.push_back(call);
+    // The latest entry of this call in `to` (its start, or a continuation when the call began
+    // in an earlier delta than those merged into `to`); none: the piece is an entry of its own.
+    auto same = std::find_if(to.tool_calls.rbegin(), to.tool_calls.rend(),
+                             [&](const ToolCallDelta& c) { return c.index == call.index; });
+    if (call.id.empty() && same != to.tool_calls.rend()) {
+      same->arguments += call.arguments;
     } else {
-      to.tool_calls[call.index].arguments += call.arguments;
+      to.tool_calls.push_back(call);
     }
   }
   to.token_ids.insert(to.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
@@ -65,8 +72,6 @@ void append(ChoiceDelta& to, const ChoiceDelta& d) {
   if (d.prompt_logprobs) to.prompt_logprobs = d.prompt_logprobs;
   to.finished = d.finished;
 }
-
-}  // namespace
 
 ChoiceStream::ChoiceStream(ServerContext& ctx, std::shared_ptr<engine::RequestStream> stream,
                            const std::vector<int32_t>& prompt_ids, ChoiceOptions options)
@@ -117,7 +122,7 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
   ChoiceDelta all;
   for (size_t i = 0; i < n && !finish_;) {
     const size_t take = stops || !reasoning_ended_ ? 1 : n - i;
-    append(all, process(slice(*event, i, take)));
+    append_delta(all, process(slice(*event, i, take)));
     i += take;
   }
   return all;
@@ -188,7 +193,7 @@ ChoiceDelta ChoiceStream::process(engine::StreamEvent event) {
   // SGLang's: a choice that stopped after making calls finished to make them.
   if (finish && finish->reason == "stop" && parsed_.num_calls() > 0) finish->reason = "tool_calls";
   d.finished = finish.has_value();
-  append(total_, d);
+  append_delta(total_, d);
   if (finish) set_finished(std::move(*finish));
   return d;
 }

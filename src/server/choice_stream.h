@@ -79,6 +79,11 @@ struct ChoiceDelta {
   bool finished = false;
 };
 
+// Merges `d` into `to` (what several deltas say together): a tool call's argument pieces join
+// that call's entry in `to`, or become an entry of their own (no id) when the call began before
+// the deltas `to` holds.
+void append_delta(ChoiceDelta& to, const ChoiceDelta& d);
+
 class ChoiceStream {
  public:
   ChoiceStream(ServerContext& ctx, std::shared_ptr<engine::RequestStream> stream,

@@ -166,15 +166,6 @@ constexpr request_json::RefusedField kUnsupportedSampling[] = {
     {"custom_params", "custom logit processors are not implemented"},
     {"custom_logit_processor", "custom logit processors are not implemented"},
 };
-// /generate reads these inside sampling_params only (SGLang's); at its top level they would be
-// ignored, so they are refused there.
-constexpr const char* kInSamplingParams = "it belongs inside sampling_params";
-constexpr request_json::RefusedField kGenerateSamplingOnly[] = {
-    {"json_schema", kInSamplingParams},
-    {"regex", kInSamplingParams},
-    {"ebnf", kInSamplingParams},
-    {"structural_tag", kInSamplingParams},
-};
 // Outside the sampling fields: /generate's top level, and the OpenAI routes' extra fields (SGLang's
 // GenerateReqInput, ChatCompletionRequest and CompletionRequest; a field one route lacks is
 // refused on the others too).
@@ -250,7 +241,6 @@ constexpr const char* kNoFunctions = "function calling is not implemented yet";
 const LimitedField kLimitedChat[] = {
     {"audio", {}, "audio output is not implemented"},
     {"web_search_options", {}, "web search is not available"},
-    {"reasoning_effort", {}, "reasoning-effort control is not implemented"},
     {"verbosity", {"medium"}, "verbosity control is not implemented"},
     {"store", {}, "chat completions are not stored"},
     {"service_tier", {"auto", "default"}, "there is one service tier"},
@@ -261,6 +251,34 @@ const LimitedField kLimitedChat[] = {
 const LimitedField kLimitedSampling[] = {
     {"stream_interval", {"1"}, "each token is streamed as it is decoded (stream_interval 1)"},
 };
+
+// OpenAI's reasoning_effort, as the Responses API's reasoning.effort (responses_json.cpp): "none"
+// turns thinking off (enable_thinking false), any other level on, and reaches the template as
+// reasoning_effort (gpt-oss's templates read it). Sets `thinking` for the route's switch check.
+Status read_reasoning_effort(const json& o, json& kwargs, std::optional<bool>& thinking) {
+  const json* e = find(o, "reasoning_effort");
+  if (e == nullptr || e->is_null()) return Status::ok_status();
+  static constexpr std::string_view kEfforts[] = {"none",   "minimal", "low",
+                                                  "medium", "high",    "xhigh"};
+  if (!e->is_string() || std::find(std::begin(kEfforts), std::end(kEfforts),
+                                   e->get<std::string>()) == std::end(kEfforts)) {
+    return field_error("reasoning_effort",
+                       "must be one of none, minimal, low, medium, high, xhigh");
+  }
+  const bool on = *e != "none";
+  const auto set = [&](const char* key, const json& value) {
+    if (kwargs.contains(key) && kwargs[key] != value) {
+      return invalid_argument(std::string("'reasoning_effort' and chat_template_kwargs.") + key +
+                              " disagree");
+    }
+    kwargs[key] = value;
+    return Status::ok_status();
+  };
+  SGL_RETURN_IF_ERROR(set("enable_thinking", on));
+  if (on) SGL_RETURN_IF_ERROR(set("reasoning_effort", *e));
+  thinking = on;
+  return Status::ok_status();
+}
 
 Status reject_limited(const json& o, std::span<const LimitedField> fields) {
   for (const LimitedField& f : fields) {
@@ -337,6 +355,28 @@ constexpr std::string_view kSamplingParamsKeys =
     " logit_bias json_schema regex ebnf guided_json guided_regex guided_grammar guided_choice"
     " structural_tag structured_outputs custom_params custom_logit_processor stream_interval"
     " token_ids_logprob ";
+
+// /generate reads the sampling fields inside sampling_params only (SGLang's GenerateReqInput
+// has no such top-level fields and drops them); at its top level each is refused, whatever its
+// value but null, never ignored. token_ids_logprob and custom_logit_processor are top-level
+// fields as well (the latter refused by kUnsupportedSampling when it asks for something).
+Status refuse_top_level_sampling(const json& o) {
+  std::string_view keys = kSamplingParamsKeys;
+  while (!keys.empty()) {
+    const size_t begin = keys.find_first_not_of(' ');
+    if (begin == std::string_view::npos) break;
+    const size_t end = keys.find(' ', begin);
+    const std::string key(keys.substr(begin, end - begin));
+    keys.remove_prefix(end);
+    if (key == "token_ids_logprob" || key == "custom_logit_processor") continue;
+    if (const json* v = find(o, key.c_str()); v != nullptr && !v->is_null()) {
+      return unimplemented("'" + key +
+                           "' is not supported: it belongs inside sampling_params, not at the "
+                           "top level of /generate");
+    }
+  }
+  return Status::ok_status();
+}
 
 Status check_sampling_params_keys(const json& params) {
   for (const auto& [key, value] : params.items()) {
@@ -607,6 +647,15 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
   json kwargs = json::object();
   if (const json* given = find(o, "chat_template_kwargs")) {
     if (!given->is_object()) return field_error("chat_template_kwargs", "must be an object");
+    // The template's own inputs come from the request (SGLang raises on a duplicate keyword):
+    // a kwarg overriding them would bypass the messages' checks or the output parser's tools.
+    for (const char* own :
+         {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token"}) {
+      if (given->contains(own)) {
+        return field_error(std::string("chat_template_kwargs.") + own,
+                           "is set by the request itself, not by a template kwarg");
+      }
+    }
     kwargs = *given;
   }
   // SGLang's thinking config ({"type": ...}) reaches the template as thinking_mode, which only
@@ -616,6 +665,7 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
     if (!type || !type->is_string()) return field_error("thinking", "must be {\"type\": string}");
     if (!kwargs.contains("thinking_mode")) kwargs["thinking_mode"] = *type;
   }
+  SGL_RETURN_IF_ERROR(read_reasoning_effort(o, kwargs, r.thinking));
   if (!kwargs.empty()) {
     r.template_kwargs_json = dump(kwargs);
     if (const json* thinking = find(kwargs, "enable_thinking")) {
@@ -671,7 +721,7 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   // SGLang's /generate takes custom_logit_processor beside sampling_params: the sampling list
   // applies at its top level too.
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedSampling));
-  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kGenerateSamplingOnly));
+  SGL_RETURN_IF_ERROR(refuse_top_level_sampling(o));
   SGL_RETURN_IF_ERROR(read_token_ids_logprob(o, r.prompts.size(), r.token_ids_logprob));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(read(o, "return_logprob", r.return_logprob));
@@ -729,6 +779,15 @@ Result<SamplingInput> apply_preferred_sampling_params(std::string_view json_text
 Result<TokenizeInput> parse_tokenize_request(std::string_view body) {
   SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
   TokenizeInput r;
+  // SGLang's chat form of /tokenize (messages rendered by the chat template) is not implemented:
+  // refused by name, never a prompt tokenized beside ignored messages.
+  static constexpr request_json::RefusedField kChatForm[] = {
+      {"messages", "the chat form of /tokenize is not implemented (give 'prompt')"},
+      {"tools", "the chat form of /tokenize is not implemented"},
+      {"chat_template_kwargs", "the chat form of /tokenize is not implemented"},
+      {"add_generation_prompt", "the chat form of /tokenize is not implemented"},
+  };
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kChatForm));
   // NOTE: the prompts are moved out of the parsed body, not copied: they may be megabytes.
   json* prompt = find_mutable(o, "prompt");
   if (!prompt) prompt = find_mutable(o, "text");

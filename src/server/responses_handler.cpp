@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "core/check.h"
 #include "server/chat_submit.h"
 #include "server/engine_request.h"
 #include "server/errors.h"
@@ -230,6 +231,22 @@ class ResponsesReply final : public GenerationReply {
     return out;
   }
 
+  // More of a call's arguments, to that call's item (the open one: add() keeps the order).
+  std::string add_arguments(const ToolCallDelta& call) {
+    if (call.arguments.empty()) return "";
+    size_t at = items_.size();
+    while (at > 0 &&
+           !(items_[at - 1].kind == Kind::kCall && items_[at - 1].call_index == call.index)) {
+      --at;
+    }
+    SGL_CHECK(at > 0) << "arguments of call " << call.index << " before the call";
+    --at;
+    items_[at].text += call.arguments;
+    if (!streaming_) return "";
+    return event("response.function_call_arguments.delta",
+                 {{"item_id", items_[at].id}, {"output_index", at}, {"delta", call.arguments}});
+  }
+
   // Adds a delta to the output items (streaming: with its events).
   std::string add(const ChoiceDelta& d) {
     std::string out;
@@ -245,6 +262,11 @@ class ResponsesReply final : public GenerationReply {
         out += event("response.reasoning_text.delta", std::move(delta));
       }
     }
+    // Argument pieces without an id continue a call begun in an earlier delta: they come before
+    // this delta's text (a parser writes text only outside calls), so they go first.
+    for (const ToolCallDelta& call : d.tool_calls) {
+      if (call.id.empty()) out += add_arguments(call);
+    }
     if (!d.text.empty()) {
       if (items_.empty() || items_.back().kind != Kind::kMessage) {
         out += open_item(new_item(Kind::kMessage));
@@ -258,22 +280,15 @@ class ResponsesReply final : public GenerationReply {
       }
     }
     for (const ToolCallDelta& call : d.tool_calls) {
-      if (!call.id.empty()) {
-        Item item;
-        item.kind = Kind::kCall;
-        item.id = make_request_id("fc_");
-        item.call_id = call.id;
-        item.name = call.name;
-        item.call_index = call.index;
-        out += open_item(std::move(item));
-      }
-      Item& item = items_.back();
-      item.text += call.arguments;
-      if (streaming_ && !call.arguments.empty()) {
-        out += event(
-            "response.function_call_arguments.delta",
-            {{"item_id", item.id}, {"output_index", items_.size() - 1}, {"delta", call.arguments}});
-      }
+      if (call.id.empty()) continue;
+      Item item;
+      item.kind = Kind::kCall;
+      item.id = make_request_id("fc_");
+      item.call_id = call.id;
+      item.name = call.name;
+      item.call_index = call.index;
+      out += open_item(std::move(item));
+      out += add_arguments(call);
     }
     if (d.finished) {
       // A response always has an output item: an empty message when nothing was produced.

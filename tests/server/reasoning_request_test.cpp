@@ -8,6 +8,7 @@
 #include <string>
 
 #include "server/anthropic_json.h"
+#include "server/openai_json.h"
 #include "server/responses_json.h"
 
 namespace sgl::server {
@@ -46,6 +47,31 @@ TEST(ResponsesReasoning, EffortSwitchesThinking) {
   auto null_effort = parse_responses_request(R"({"input": "hi", "reasoning": {"effort": null}})");
   ASSERT_TRUE(null_effort.ok());
   EXPECT_FALSE(null_effort->chat.thinking.has_value());
+}
+
+// The chat route's reasoning_effort: the same switch as reasoning.effort.
+TEST(ChatReasoning, EffortSwitchesThinking) {
+  const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
+  auto low = parse_chat_request("{" + user + R"(, "reasoning_effort": "low"})");
+  ASSERT_TRUE(low.ok()) << low.status().to_string();
+  EXPECT_EQ(low->thinking, true);
+  EXPECT_EQ(low->enable_thinking, true);
+  EXPECT_EQ(kwargs(*low), (json{{"enable_thinking", true}, {"reasoning_effort", "low"}}));
+  auto none = parse_chat_request("{" + user + R"(, "reasoning_effort": "none"})");
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_EQ(none->thinking, false);
+  EXPECT_EQ(kwargs(*none), (json{{"enable_thinking", false}}));
+  auto absent = parse_chat_request("{" + user + R"(, "reasoning_effort": null})");
+  ASSERT_TRUE(absent.ok());
+  EXPECT_FALSE(absent->thinking.has_value());
+  EXPECT_TRUE(absent->template_kwargs_json.empty());
+  for (const std::string bad : {R"("reasoning_effort": "extreme")", R"("reasoning_effort": 2)",
+                                R"("reasoning_effort": "none",
+                                   "chat_template_kwargs": {"enable_thinking": true})"}) {
+    auto r = parse_chat_request("{" + user + ", " + bad + "}");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(error(r.status()).find("reasoning_effort"), std::string::npos) << error(r.status());
+  }
 }
 
 TEST(ResponsesReasoning, RefusesWhatItCannotHonour) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/request_stream.h"
+#include "server/choice_stream.h"
 #include "server/errors.h"
 #include "server/metrics.h"
 #include "server/openai_json.h"
@@ -59,6 +60,37 @@ TEST(RequestStreamNotify, CalledAfterPushAndOnceForPendingEvents) {
   stream.push(engine::StreamEvent{{4}, {}, {}, std::nullopt, {}});  // after the finish: dropped
   EXPECT_EQ(stream.next(std::chrono::milliseconds(0))->token_ids, (std::vector<int32_t>{3}));
   EXPECT_TRUE(stream.done());
+}
+
+// Deltas merged into one (an event of several tokens taken one at a time under stop strings):
+// argument pieces join their call's entry, also a call that began in an earlier pull, whose
+// pieces become one entry without an id; the total keeps one whole entry per call.
+TEST(ChoiceDeltas, ToolCallPiecesJoinTheirCall) {
+  const auto delta = [](std::vector<ToolCallDelta> calls) {
+    ChoiceDelta d;
+    d.tool_calls = std::move(calls);
+    return d;
+  };
+  ChoiceDelta total;
+  append_delta(total, delta({{0, "call_a", "f", "{\"x\""}}));
+  ChoiceDelta pull;  // call 0 began in the previous pull; call 1 begins in this one
+  append_delta(pull, delta({{0, "", "", ": 1"}}));
+  append_delta(pull, delta({{0, "", "", "}"}, {1, "call_b", "g", "{"}}));
+  append_delta(pull, delta({{1, "", "", "}"}}));
+  ASSERT_EQ(pull.tool_calls.size(), 2u);
+  EXPECT_EQ(pull.tool_calls[0].index, 0);
+  EXPECT_EQ(pull.tool_calls[0].id, "");
+  EXPECT_EQ(pull.tool_calls[0].arguments, ": 1}");
+  EXPECT_EQ(pull.tool_calls[1].index, 1);
+  EXPECT_EQ(pull.tool_calls[1].id, "call_b");
+  EXPECT_EQ(pull.tool_calls[1].name, "g");
+  EXPECT_EQ(pull.tool_calls[1].arguments, "{}");
+  append_delta(total, pull);
+  ASSERT_EQ(total.tool_calls.size(), 2u);
+  EXPECT_EQ(total.tool_calls[0].id, "call_a");
+  EXPECT_EQ(total.tool_calls[0].arguments, "{\"x\": 1}");
+  EXPECT_EQ(total.tool_calls[1].id, "call_b");
+  EXPECT_EQ(total.tool_calls[1].arguments, "{}");
 }
 
 TEST(Sse, FramesEventsAndSplitsLines) {
@@ -115,6 +147,21 @@ TEST(OpenAiJson, ParsesLogitProcessingAndPromptLogprobFields) {
   EXPECT_TRUE(parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}],
                                     "min_tokens": 500})")
                   .ok());  // no max_tokens: up to the context
+  // The template's own inputs come from the request, never from chat_template_kwargs.
+  for (const char* own :
+       {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token"}) {
+    const auto dup = parse_chat_request(
+        std::string(
+            R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {")") +
+        own + "\": false}}");
+    ASSERT_FALSE(dup.ok()) << own;
+    EXPECT_NE(dup.status().message().find(std::string("chat_template_kwargs.") + own),
+              std::string::npos)
+        << dup.status().to_string();
+  }
+  EXPECT_TRUE(parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}],
+                                    "chat_template_kwargs": {"enable_thinking": false}})")
+                  .ok());
   auto native = parse_generate_request(
       R"({"text": "a", "return_logprob": true, "logprob_start_len": 0,
           "sampling_params": {"min_new_tokens": 4, "max_new_tokens": 8, "logit_bias": {"1": 1}}})");
@@ -126,6 +173,15 @@ TEST(OpenAiJson, ParsesLogitProcessingAndPromptLogprobFields) {
       R"({"text": "a", "sampling_params": {"min_new_tokens": 9, "max_new_tokens": 8}})");
   EXPECT_NE(native_over.status().message().find("'min_new_tokens'"), std::string::npos);
   EXPECT_FALSE(parse_generate_request(R"({"text": "a", "logprob_start_len": -2})").ok());
+  // Sampling fields at /generate's top level are refused (0 too), never ignored; null is nothing.
+  for (const char* key : {"temperature", "max_new_tokens", "stop", "n", "json_schema"}) {
+    const std::string field = std::string(R"({"text": "a", ")") + key + "\": ";
+    const auto zero = parse_generate_request(field + "0}");
+    ASSERT_FALSE(zero.ok()) << key;
+    EXPECT_NE(zero.status().message().find("belongs inside sampling_params"), std::string::npos)
+        << zero.status().to_string();
+    EXPECT_TRUE(parse_generate_request(field + "null}").ok()) << key;
+  }
   EXPECT_FALSE(parse_completion_request(R"({"prompt": "a", "logit_bias": {"-1": 1}})").ok());
 }
 

@@ -481,18 +481,23 @@ def route_body(route, field, value):
     return {"messages": MSGS, "max_tokens": 2, field: value}
 
 
-# /generate takes this beside sampling_params too (SGLang's GenerateReqInput); the grammar fields
-# only inside sampling_params.
+# /generate takes this beside sampling_params too (SGLang's GenerateReqInput); the grammar and
+# other sampling fields only inside sampling_params, whatever their value (0, false) but null.
 TOP_LEVEL_GENERATE = [("custom_logit_processor", "x"), ("json_schema", '{"type": "object"}'),
                       ("regex", "a+"), ("ebnf", 'root ::= "a"'),
                       ("structural_tag", '{"triggers": ["<"], "structures": '
-                                         '[{"begin": "<", "end": ">"}]}')]
+                                         '[{"begin": "<", "end": ">"}]}'),
+                      ("temperature", 0), ("max_new_tokens", 512), ("stop", ["x"]), ("n", 2),
+                      ("ignore_eos", False), ("seed", 1), ("top_k", 1)]
 
 
 @pytest.mark.parametrize("field,value", TOP_LEVEL_GENERATE)
 def test_generate_top_level_fields_are_refused(server, field, value):
     r = server.post("/generate", {"text": "Once", field: value})
     assert r.status_code == 400 and f"'{field}' is not supported: " in r.text
+    r = server.post("/generate", {"text": "Once", "sampling_params": {"max_new_tokens": 2},
+                                  field: None})
+    assert r.status_code == 200, r.text
 
 
 FIELD_CASES = [(route, field, value)

@@ -150,7 +150,7 @@ CHAT = {
                             "a latency hint; the output is the same"),
     "presence_penalty": shown(f"{FIELDS}::test_frequency_and_presence_penalties_match_a_reference_loop"),
     "prompt_cache_key": no_effect("k", "the radix cache reuses prefixes by itself"),
-    "reasoning_effort": refused("low"),
+    "reasoning_effort": shown("test_reasoning_items.py::test_chat_reasoning_effort_switches_the_template"),
     "response_format": shown(f"{SO}::test_chat_response_format_json_schema_n4"),
     "safety_identifier": no_effect("s", "describes the caller"),
     "seed": shown(f"{E2E}::test_n_parallel_samples"),
@@ -439,7 +439,10 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "separate_reasoning": False, "stream_reasoning": False,
               "chat_template_kwargs": {"enable_thinking": False}, "input_ids": [1, 403],
               "routed_dp_rank": 0, "data_parallel_rank": 0, "no_logs": True, "min_tokens": 1,
-              "require_reasoning": False}
+              "require_reasoning": False,
+              # Any level needs a reasoning parser, "none" a template reading enable_thinking:
+              # this server has neither (the cited test's servers do).
+              "reasoning_effort": None}
     if route == "completions" and field == "logprobs":
         values["logprobs"] = 2
     path, b = body(route, field, values[field])

@@ -346,3 +346,28 @@ def test_chat_thinking_config_reaches_the_template(qwen3):
             prompt_tokens(chat_template_kwargs={"thinking_mode": "x"}))
     r = qwen3.post("/v1/chat/completions", {"messages": [USER], "thinking": "on"})
     assert r.status_code == 400 and "thinking" in r.text, r.text
+
+
+def test_chat_reasoning_effort_switches_the_template(oai, server, r1, want):
+    """OpenAI's reasoning_effort on the chat route, as reasoning.effort on Responses."""
+    kw = dict(model="m", messages=[USER], max_tokens=60, temperature=0,
+              extra_body={"ebnf": FORCED})
+    base = oai.chat.completions.create(**kw)
+    low = oai.chat.completions.create(reasoning_effort="low", **kw)
+    # " Effort low." was rendered (so the forced reply differs), and the reasoning is separated.
+    assert low.usage.prompt_tokens > base.usage.prompt_tokens
+    assert base.choices[0].message.reasoning_content == want[0]
+    reasoning = low.choices[0].message.reasoning_content
+    assert reasoning and "<think>" not in reasoning, reasoning
+    assert low.choices[0].message.content.startswith("Sure, ")
+    off = oai.chat.completions.create(reasoning_effort="none", **kw)
+    # enable_thinking false: nothing is separated, the tags stay in the content.
+    assert off.usage.prompt_tokens > base.usage.prompt_tokens
+    assert off.choices[0].message.content.startswith("<think>")
+    assert not getattr(off.choices[0].message, "reasoning_content", None)
+    bad = server.post("/v1/chat/completions", {"messages": [USER], "reasoning_effort": "extreme"})
+    assert bad.status_code == 400 and "reasoning_effort" in bad.text, bad.text
+    on = server.post("/v1/chat/completions", {"messages": [USER], "reasoning_effort": "high"})
+    assert on.status_code == 400 and "--reasoning-parser" in on.text, on.text
+    none = r1.post("/v1/chat/completions", {"messages": [USER], "reasoning_effort": "none"})
+    assert none.status_code == 400 and "enable_thinking" in none.text, none.text

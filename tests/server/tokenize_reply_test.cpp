@@ -47,6 +47,23 @@ TEST(TokenizeReply, LayoutOfOnePromptAndOfABatch) {
   EXPECT_EQ(tokenize_reply_body(*tok, batch, 4), expected_batch.dump());
 }
 
+// SGLang's chat form (messages and the chat fields) is refused by name, not ignored beside a
+// prompt; a value that asks for nothing is accepted.
+TEST(TokenizeRequest, ChatFormIsRefusedByName) {
+  for (const char* field : {"messages", "tools", "chat_template_kwargs", "add_generation_prompt"}) {
+    const json asks = field == std::string("add_generation_prompt") ? json(true)
+                      : field == std::string("chat_template_kwargs")
+                          ? json{{"x", 1}}
+                          : json::array({json{{"role", "user"}}});
+    const auto refused = parse_tokenize_request(json{{"prompt", "a"}, {field, asks}}.dump());
+    ASSERT_FALSE(refused.ok()) << field;
+    EXPECT_NE(refused.status().message().find(std::string("'") + field + "' is not supported"),
+              std::string::npos)
+        << refused.status().to_string();
+    EXPECT_TRUE(parse_tokenize_request(json{{"prompt", "a"}, {field, nullptr}}.dump()).ok());
+  }
+}
+
 TEST(TokenizeReply, PeakIsASmallMultipleOfTheText) {
   const auto tok = llama3();
   ASSERT_NE(tok, nullptr);
