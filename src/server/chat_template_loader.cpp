@@ -2,12 +2,13 @@
 #include "server/chat_template_loader.h"
 
 #include <chrono>
-#include <fstream>
+#include <filesystem>
 #include <future>
-#include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "core/logging.h"
 #include "tokenizer/chat_template/json_value.h"
+#include "tokenizer/file_reader.h"
 
 namespace sgl::server {
 namespace {
@@ -16,6 +17,35 @@ constexpr auto kCheckTimeout = std::chrono::seconds(5);
 constexpr const char* kCheckConversation = R"([{"role": "user", "content": "Hello"}])";
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// --chat-template FILE's Jinja source: the file itself, or a .json file's "chat_template" string
+// (transformers' chat_template.json). SGLang's JSON conversation templates (roles, separators)
+// are refused, never rendered as literal text; so is an empty file.
+Result<std::string> read_template_file(const std::string& path) {
+  auto text = tokenizer::read_file(path);
+  if (!text.ok()) {
+    return Status(text.status().code(),
+                  "cannot read --chat-template " + path + ": " + text.status().message());
+  }
+  std::string source = std::move(text).value();
+  if (std::filesystem::path(path).extension() == ".json") {
+    const nlohmann::json root = nlohmann::json::parse(source, nullptr, /*allow_exceptions=*/false);
+    const auto* tmpl =
+        root.is_object() && root.contains("chat_template") && root["chat_template"].is_string()
+            ? root["chat_template"].get_ptr<const std::string*>()
+            : nullptr;
+    if (tmpl == nullptr) {
+      return invalid_argument("--chat-template " + path +
+                              ": a .json file must hold {\"chat_template\": \"<Jinja>\"}; "
+                              "SGLang's JSON conversation templates are not supported");
+    }
+    source = *tmpl;
+  }
+  if (source.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return invalid_argument("--chat-template " + path + " is empty");
+  }
+  return source;
+}
 
 }  // namespace
 
@@ -60,11 +90,7 @@ Result<LoadedChatTemplate> load_chat_template(const std::string& chat_template_p
   loaded.origin = tokenizer_path + " (the tokenizer's)";
   const bool explicit_template = !chat_template_path.empty();
   if (explicit_template) {
-    std::ifstream in(chat_template_path, std::ios::binary);
-    if (!in) return not_found("cannot read --chat-template " + chat_template_path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    source = buffer.str();
+    SGL_ASSIGN_OR_RETURN(source, read_template_file(chat_template_path));
     loaded.origin = chat_template_path;
   }
   if (source.empty()) {

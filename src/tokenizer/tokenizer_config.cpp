@@ -142,21 +142,25 @@ Result<TokenizerConfig> load_tokenizer_config(const std::filesystem::path& dir) 
   } else if (text.status().code() != StatusCode::kNotFound) {
     return text.status();
   }
-  if (config.chat_template.empty()) {
-    // Newer checkpoints keep the template beside the config.
-    text = read_file(dir / "chat_template.jinja");
+  // Newer checkpoints keep the template beside the config: chat_template.jinja wins over the
+  // config's (as in transformers, where it may be the updated one); chat_template.json (a
+  // processor's) only stands in for a missing one.
+  text = read_file(dir / "chat_template.jinja");
+  if (text.ok()) {
+    config.chat_template = std::move(text).value();
+  } else if (text.status().code() != StatusCode::kNotFound) {
+    return text.status();
+  } else if (config.chat_template.empty()) {
+    const auto json_path = dir / "chat_template.json";
+    text = read_file(json_path);
     if (text.ok()) {
-      config.chat_template = std::move(text).value();
-    } else {
-      const auto json_path = dir / "chat_template.json";
-      text = read_file(json_path);
-      if (text.ok()) {
-        const JsonReader r(json_path.string());
-        SGL_ASSIGN_OR_RETURN(const Json root, r.parse(*text));
-        if (const Json* v = r.find(root, "chat_template")) {
-          SGL_ASSIGN_OR_RETURN(config.chat_template, chat_template(r, *v, "chat_template"));
-        }
+      const JsonReader r(json_path.string());
+      SGL_ASSIGN_OR_RETURN(const Json root, r.parse(*text));
+      if (const Json* v = r.find(root, "chat_template")) {
+        SGL_ASSIGN_OR_RETURN(config.chat_template, chat_template(r, *v, "chat_template"));
       }
+    } else if (text.status().code() != StatusCode::kNotFound) {
+      return text.status();
     }
   }
   return config;

@@ -87,6 +87,39 @@ TEST(LoadChatTemplate, AnExplicitBrokenTemplateIsAnErrorNamingIt) {
   std::filesystem::remove(path);
 }
 
+// --chat-template FILE: a .json file's "chat_template" string is the template; SGLang's JSON
+// conversation templates, empty files and what is not a regular file are errors naming the path.
+TEST(LoadChatTemplate, ExplicitFilesAreReadOrRefusedByName) {
+  auto p = pool();
+  auto tokenizer =
+      tokenizer::Tokenizer::from_dir(std::string(SGL_TESTDATA_DIR) + "/models/stories260K");
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("sgl_chat_template_files-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto load = [&](const std::string& name, const std::string& content) {
+    std::ofstream(dir / name) << content;
+    return load_chat_template((dir / name).string(), "m", **tokenizer, *p);
+  };
+  auto hf = load("chat_template.json", R"({"chat_template": "{{ messages[0].content }}"})");
+  ASSERT_TRUE(hf.ok()) << hf.status().to_string();
+  ASSERT_TRUE(hf->chat_template.has_value());
+  EXPECT_EQ(hf->chat_template->source(), "{{ messages[0].content }}");
+  for (const auto& [name, content] : std::vector<std::pair<std::string, std::string>>{
+           {"sglang.json", R"({"name": "chatml", "system": "<|im_start|>system\n"})"},
+           {"broken.json", "{"},
+           {"empty.jinja", " \n"}}) {
+    auto refused = load(name, content);
+    ASSERT_FALSE(refused.ok()) << name;
+    EXPECT_NE(refused.status().message().find((dir / name).string()), std::string::npos)
+        << refused.status().to_string();
+  }
+  auto directory = load_chat_template(dir.string(), "m", **tokenizer, *p);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.status().message().find(dir.string()), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 // A GGUF file carries its chat template in its metadata (tokenizer.chat_template): the same
 // start check and render limits apply to it as to a tokenizer_config.json's.
 std::filesystem::path write_gguf_with_template(const std::string& name,

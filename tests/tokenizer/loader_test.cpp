@@ -181,12 +181,20 @@ TEST(LoaderTest, ChatTemplateFileAndAddBos) {
   const fs::path dir = make_dir("jinja");
   write(dir / "tokenizer.json",
         toy_with("{\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 0}}, ", ""));
-  write(dir / "tokenizer_config.json", R"({"bos_token": "<s>", "add_bos_token": true})");
+  // The file wins over the config's own template (transformers' order: it may be the newer).
+  write(dir / "tokenizer_config.json",
+        R"({"bos_token": "<s>", "add_bos_token": true, "chat_template": "stale"})");
   write(dir / "chat_template.jinja", "{{ messages }}");
+  write(dir / "chat_template.json", R"({"chat_template": "processor's"})");
   auto tok = Tokenizer::from_dir(dir);
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   EXPECT_EQ((*tok)->chat_template(), "{{ messages }}");
   EXPECT_EQ((*tok)->encode("a", {}), (std::vector<int32_t>{0, 2}));  // BOS added by the config
+  // Without the .jinja file the config's template stands; chat_template.json only replaces none.
+  fs::remove(dir / "chat_template.jinja");
+  EXPECT_EQ((*Tokenizer::from_dir(dir))->chat_template(), "stale");
+  write(dir / "tokenizer_config.json", R"({"bos_token": "<s>", "add_bos_token": true})");
+  EXPECT_EQ((*Tokenizer::from_dir(dir))->chat_template(), "processor's");
 }
 
 TEST(LoaderTest, HostileInputNeverCrashes) {
