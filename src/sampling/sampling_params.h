@@ -35,8 +35,6 @@ struct SamplingParams {
   }
   // A penalty or a logit_bias applies (at every step).
   bool has_penalties_or_bias() const { return has_penalties() || !logit_bias.empty(); }
-  // Any logit processing applies (min_new_tokens only during the first steps).
-  bool needs_logit_processing() const { return has_penalties_or_bias() || min_new_tokens > 0; }
   // Range checks, with the field name in the message.
   Status validate() const;
 };

@@ -436,8 +436,14 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   }
   // Speculative decoding: the drafts each request verifies in this step (none: plain decode).
   speculative::DraftLengthPolicy::Choice choice{options_.speculative.num_draft_tokens - 1, false};
-  if (draft_policy_ != nullptr) choice = draft_policy_->choose(static_cast<int32_t>(needed));
+  if (draft_policy_ != nullptr) {
+    // A choice that waited for the batch in flight (a drain) is the one taken after it: choosing
+    // again would lose the policy's exploring turns whenever plain decoding is the best.
+    choice = drained_choice_ ? *std::exchange(drained_choice_, std::nullopt)
+                             : draft_policy_->choose(static_cast<int32_t>(needed));
+  }
   if (drafts_wait_for_results(choice.drafts)) {
+    if (draft_policy_ != nullptr) drained_choice_ = choice;
     *need_drain = true;
     return std::nullopt;
   }

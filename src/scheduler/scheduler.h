@@ -19,10 +19,7 @@
 #include "scheduler/req.h"
 #include "scheduler/schedule_batch.h"
 #include "scheduler/scheduler_options.h"
-
-namespace sgl::speculative {
-class DraftLengthPolicy;
-}  // namespace sgl::speculative
+#include "speculative/draft_length_policy.h"
 
 namespace sgl::scheduler {
 
@@ -209,6 +206,8 @@ class Scheduler {
   // --speculative-draft-policy adaptive (null otherwise), and the decode batches it chose for,
   // until their times are recorded.
   std::unique_ptr<speculative::DraftLengthPolicy> draft_policy_;
+  // The policy's choice that asked for a drain, taken by the next decode batch.
+  std::optional<speculative::DraftLengthPolicy::Choice> drained_choice_;
   struct PolicyStep {
     int64_t batch_id = -1;
     int32_t batch_size = 0;

@@ -16,8 +16,11 @@ namespace sgl::scheduler {
 
 int32_t Scheduler::draft_room(const Req& req, int32_t budget) const {
   // Drafts need one result row per position; logit processing and grammars read a single row
-  // per step, so those requests decode plainly.
-  if (req.output_ids.empty() || req.grammar || req.request.sampling.needs_logit_processing() ||
+  // per step, so those requests decode plainly (min_new_tokens' mask only while it holds: the
+  // count is exact here, drafts are planned with no batch of the request in flight).
+  const sampling::SamplingParams& p = req.request.sampling;
+  const bool before_min_tokens = static_cast<int64_t>(req.output_ids.size()) < p.min_new_tokens;
+  if (req.output_ids.empty() || req.grammar || p.has_penalties_or_bias() || before_min_tokens ||
       req.draft_stale) {
     return 0;
   }

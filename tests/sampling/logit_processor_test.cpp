@@ -104,16 +104,15 @@ TEST(LogitProcessor, BatchTouchesOnlyItsRows) {
 
 TEST(LogitProcessor, NeedsProcessingOnlyForNonDefaults) {
   SamplingParams p;
-  EXPECT_FALSE(p.needs_logit_processing());
-  p.min_new_tokens = 1;
-  EXPECT_TRUE(p.needs_logit_processing());
+  EXPECT_FALSE(p.has_penalties_or_bias());
+  p.min_new_tokens = 1;  // its mask is per step (exec_batch.cpp): not a penalty
   EXPECT_FALSE(p.has_penalties_or_bias());
   p = {};
   p.logit_bias = {{3, 0.5f}};
-  EXPECT_TRUE(p.needs_logit_processing());
+  EXPECT_TRUE(p.has_penalties_or_bias());
+  EXPECT_FALSE(p.has_penalties());
   p = {};
   p.repetition_penalty = 1.1f;
-  EXPECT_TRUE(p.needs_logit_processing());
   EXPECT_TRUE(p.has_penalties_or_bias());
 }
 

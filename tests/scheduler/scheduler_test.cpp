@@ -254,6 +254,31 @@ TEST_P(SchedulerLoops, VerifyBatchesStayWithinTheirTokenBound) {
   d.expect_reference_outputs();
 }
 
+// min_new_tokens masks the stop tokens at its first steps only: the request drafts once it
+// has that many tokens, not never (its mask reads one row a step).
+TEST(SchedulerSpeculative, MinNewTokensHoldsDraftsOnlyWhileItsMaskDoes) {
+  SchedulerOptions options;
+  options.speculative.algorithm = speculative::SpeculativeAlgorithm::kNgram;
+  options.speculative.num_draft_tokens = 4;
+  Driver d(options, 1024, 256, /*overlap=*/false);
+  std::vector<int32_t> p;
+  for (int32_t r = 0; r < 4; ++r) p.insert(p.end(), {1, 2, 3});
+  GenerateRequest r = test::greedy_ids_request(p, 24);
+  r.sampling.min_new_tokens = 4;
+  d.submit(r);
+  d.run_until_idle();
+  // The prefill's token, then plain decodes up to 4 tokens; drafts only after them.
+  int64_t plain_before = 0, drafts = 0;
+  for (const BatchRecord& b : d.batches()) {
+    if (b.prefill_tokens > 0) continue;
+    if (b.drafts > 0 && drafts == 0) EXPECT_GE(plain_before, 3);
+    drafts += b.drafts;
+    plain_before += drafts == 0;
+  }
+  EXPECT_GT(drafts, 0) << "min_new_tokens kept the request from drafting for good";
+  d.expect_reference_outputs();
+}
+
 // The accept length counts the drafts a request kept: where a verify's accepted drafts run past
 // a stop token, only those before it. The fake model here remembers one token, so its output
 // cycles and the prompt (the same cycle) gives the n-gram lookup drafts that stand; the stop
@@ -334,6 +359,10 @@ TEST_P(SchedulerLoops, AdaptiveDraftsStopWhenVerifyingCostsMore) {
                                     speculative::SpeculativeAlgorithm::kNgram, overlap());
   EXPECT_LT(drafting_share(batches, 10), 0.1);
   EXPECT_GT(drafting_share(batches, 0), 0.0) << "never tried to draft";
+  // The 64th choice explores too, also in the overlap loop, where a choice with drafts waits for
+  // the plain batch in flight (a drain) and must not be lost to it.
+  ASSERT_GT(batches.size(), 100u);
+  EXPECT_GT(drafting_share(batches, 40), 0.0) << "stopped trying to draft";
 }
 
 TEST_P(SchedulerLoops, AdaptiveDraftsKeepDraftingWhenItPays) {
