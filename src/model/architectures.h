@@ -36,6 +36,14 @@ enum class SlidingWindowRule {
                  // `max_window_layers`) marks (Qwen2, Qwen3)
 };
 
+// What config.json's `attention_bias` does to the attention projections, as SGLang's model
+// class reads it.
+enum class AttentionBiasKey : uint8_t {
+  kQkvAndO,  // true biases q, k, v and o (Llama, Mistral, Qwen3, Qwen3-MoE)
+  kIgnored,  // never read: q/k/v biased by qkv_bias (or the `qkv_bias` key), o never (Qwen2)
+  kRefused,  // the attention has no biases (Mixtral): true is an error, not ignored weights
+};
+
 // How config parsing, the GGUF config reader and GgufWeightSource read an architecture's
 // mixture-of-experts keys and tensor names (the model class builds the blocks from them).
 enum class MoeStyle : uint8_t {
@@ -66,11 +74,18 @@ struct Architecture {
   const ModelFactory* factory = nullptr;
   // Quirks: what the architecture implies and its config does not say.
   bool qkv_bias = false;  // q/k/v projections carry a bias whatever the config says (Qwen2)
-  bool qk_norm = false;   // per-head RMSNorm on q and k (Qwen3)
+  AttentionBiasKey attention_bias_key = AttentionBiasKey::kQkvAndO;
+  bool qk_norm = false;  // per-head RMSNorm on q and k (Qwen3)
   // llama.cpp's converter stored the q/k projection rows interleaved for RoPE (its Llama
   // converter does; GgufWeightSource undoes it).
   bool gguf_interleaved_qk = false;
   SlidingWindowRule sliding_window = SlidingWindowRule::kIgnored;
+  // transformers' config-class defaults for keys config.json leaves out (a null value is not
+  // "left out" for head_dim and sliding_window: the model code's own fallback applies).
+  double default_rope_theta = 10000.0;
+  double default_rms_norm_eps = 1e-6;
+  int64_t default_head_dim = 0;        // 0: hidden_size / num_attention_heads
+  int64_t default_sliding_window = 0;  // the window when a used `sliding_window` is absent
   MoeStyle moe = MoeStyle::kNone;
   // The config declares a shared expert's width, shared_expert_intermediate_size (Qwen2-MoE).
   bool shared_expert = false;

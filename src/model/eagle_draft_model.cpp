@@ -2,9 +2,7 @@
 #include "model/eagle_draft_model.h"
 
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "backend/backend.h"
@@ -14,6 +12,7 @@
 #include "kernels/linear.h"
 #include "kernels/rms_norm.h"
 #include "model/config_bounds.h"
+#include "model/mapped_file.h"
 #include "model/model_checks.h"
 #include "model/rope_cache.h"
 #include "model/weight_source.h"
@@ -62,11 +61,9 @@ Status parse_eagle3_fields(const Json& top, const std::string& source, EagleDraf
 Result<EagleDraftConfig> load_eagle_draft_config(const std::filesystem::path& dir) {
   const std::filesystem::path path = dir / "config.json";
   // Read once: the Llama fields and EAGLE-3's come from the same text.
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found(path.string() + ": cannot open the draft head's config");
-  std::stringstream text;
-  text << in.rdbuf();
-  SGL_ASSIGN_OR_RETURN(ModelConfig llama, parse_model_config(text.str(), path.string()));
+  Result<std::string> text = read_small_file(path, kMaxConfigFileBytes);
+  if (!text.ok()) return text.status().with_context("cannot read the draft head's config");
+  SGL_ASSIGN_OR_RETURN(ModelConfig llama, parse_model_config(*text, path.string()));
   const Architecture* arch = find_architecture(llama.architecture);
   if (arch == nullptr || arch->draft == DraftKind::kNone) {
     return invalid_argument(path.string() + ": architecture '" + llama.architecture +
@@ -79,7 +76,7 @@ Result<EagleDraftConfig> load_eagle_draft_config(const std::filesystem::path& di
   config.draft_vocab_size = config.llama.vocab_size;
   if (config.kind == DraftKind::kEagle3) {
     // parse_model_config accepted the text, so it is a JSON object.
-    const Json top = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    const Json top = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
     SGL_RETURN_IF_ERROR(parse_eagle3_fields(top, path.string(), config));
   }
   return config;

@@ -126,6 +126,30 @@ Status read_moe(const GgufMetadata& meta, const ArchKeys& keys, const Architectu
   return Status::ok_status();
 }
 
+// RoPE scaling as llama.cpp reads it: an absent rope.scaling.type is linear, by the factor in
+// rope.scaling.factor (or the older rope.scale_linear; 0 and 1 mean none), which only an
+// explicit type "none" turns off. Only unscaled RoPE is supported.
+Status check_rope_scaling(const GgufMetadata& meta, const ArchKeys& keys) {
+  const std::string type_key = keys.key("rope.scaling.type");
+  SGL_ASSIGN_OR_RETURN(const std::string type, meta.get_string_or(type_key, "linear"));
+  if (type == "none") return Status::ok_status();
+  if (type != "linear") {
+    return unimplemented(keys.file() + ": metadata key '" + type_key + "' is '" + type +
+                         "', which is not supported (supported: none, linear with factor 1)");
+  }
+  for (const char* k : {"rope.scaling.factor", "rope.scale_linear"}) {
+    SGL_ASSIGN_OR_RETURN(const double factor, meta.get_float_or(keys.key(k), 0.0));
+    if (factor != 0.0 && factor != 1.0) {
+      return unimplemented(
+          keys.file() + ": metadata key '" + keys.key(k) + "' is " + std::to_string(factor) +
+          " (linear RoPE scaling" +
+          (meta.has(type_key) ? "" : ", as llama.cpp reads a file without " + type_key) +
+          "); scaled RoPE is not supported");
+    }
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
@@ -191,12 +215,7 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   SGL_ASSIGN_OR_RETURN(c.rms_norm_eps,
                        keys.positive_number("attention.layer_norm_rms_epsilon", {}));
 
-  SGL_ASSIGN_OR_RETURN(std::string scaling,
-                       meta.get_string_or(keys.key("rope.scaling.type"), "none"));
-  if (scaling != "none") {
-    return unimplemented(file + ": " + keys.key("rope.scaling.type") + " '" + scaling +
-                         "' is not supported (supported: none)");
-  }
+  SGL_RETURN_IF_ERROR(check_rope_scaling(meta, keys));
   // NOTE: Llama 3.x GGUFs carry their llama3 RoPE scaling as precomputed per-frequency divisors
   // in rope_freqs.weight; ignoring it would silently change long-context outputs.
   if (gguf.find_tensor("rope_freqs.weight") != nullptr) {
@@ -234,7 +253,15 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   SGL_RETURN_IF_ERROR(read_moe(meta, keys, *arch, c));
 
   c.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
+  // Biases as the file holds them (llama.cpp loads whichever are present).
   c.attention_bias = arch->qkv_bias || gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.o_bias = gguf.find_tensor("blk.0.attn_output.bias") != nullptr;
+  for (const char* name : {"blk.0.ffn_gate.bias", "blk.0.ffn_up.bias", "blk.0.ffn_down.bias"}) {
+    if (gguf.find_tensor(name) != nullptr) {
+      return unimplemented(file + ": tensor '" + name +
+                           "': biases on the MLP projections are not supported");
+    }
+  }
   c.qk_norm = arch->qk_norm;
   c.hidden_act = "silu";
   c.torch_dtype = "float32";

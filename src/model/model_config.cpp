@@ -27,11 +27,8 @@ Result<Json> parse_json(const std::string& text, const std::string& source) {
   }
 }
 
-// config.json and generation_config.json are a few KB; 16 MiB is far beyond any real one.
-constexpr uint64_t kMaxConfigBytes = 16ull << 20;
-
 Result<std::string> read_text_file(const std::filesystem::path& path) {
-  return read_small_file(path, kMaxConfigBytes);
+  return read_small_file(path, kMaxConfigFileBytes);
 }
 
 void append_unique(std::vector<int32_t>& ids, int32_t id) {
@@ -49,6 +46,9 @@ class Fields {
     auto it = object_.find(key);
     return it != object_.end() && !it->is_null();
   }
+
+  // Whether the key is left out entirely (a null value is there: transformers' None).
+  bool absent(const char* key) const { return !object_.contains(key); }
 
   const Json* get(const char* key) const {
     auto it = object_.find(key);
@@ -188,8 +188,9 @@ Result<const Architecture*> resolve_architecture(const Fields& top, const std::s
 }
 
 // RoPE: `rope_theta` / `rope_scaling` at the top level (classic layout) or both inside
-// `rope_parameters` (transformers 5.x).
-Status parse_rope(const Fields& top, const std::string& source, ModelConfig& config) {
+// `rope_parameters` (transformers 5.x). `default_theta`: the architecture's, for no rope_theta.
+Status parse_rope(const Fields& top, const std::string& source, double default_theta,
+                  ModelConfig& config) {
   const Json* params = top.get("rope_parameters");
   if (params != nullptr && !params->is_object()) {
     return top.error("rope_parameters", "must be an object, got " + params->dump());
@@ -201,9 +202,9 @@ Status parse_rope(const Fields& top, const std::string& source, ModelConfig& con
 
   if (params != nullptr && Fields(*params, source).has("rope_theta")) {
     Fields p(*params, source, "rope_parameters.");
-    SGL_ASSIGN_OR_RETURN(config.rope_theta, p.positive_number("rope_theta", 10000.0));
+    SGL_ASSIGN_OR_RETURN(config.rope_theta, p.positive_number("rope_theta", default_theta));
   } else {
-    SGL_ASSIGN_OR_RETURN(config.rope_theta, top.positive_number("rope_theta", 10000.0));
+    SGL_ASSIGN_OR_RETURN(config.rope_theta, top.positive_number("rope_theta", default_theta));
   }
 
   const Json* block = scaling != nullptr ? scaling : params;
@@ -248,10 +249,16 @@ Status parse_rope(const Fields& top, const std::string& source, ModelConfig& con
 // `use_sliding_window` true, on the layers that `layer_types` marks (or, without it, those >=
 // max_window_layers). LlamaForCausalLM ignores the key, as transformers' Llama does. The window
 // is parsed here and refused at load (check_context_length) when it would change results.
+// Where it applies, an absent key is the architecture's default window (transformers' config
+// class: Mistral's and Qwen's 4096), a null one none.
 Status parse_sliding_window(const Fields& top, const std::string& source, const Architecture& arch,
                             ModelConfig& config) {
+  auto window = [&]() -> Result<int64_t> {
+    if (top.absent("sliding_window")) return arch.default_sliding_window;
+    return top.positive_int("sliding_window", 0);
+  };
   if (arch.sliding_window == SlidingWindowRule::kAlways) {
-    SGL_ASSIGN_OR_RETURN(config.sliding_window, top.positive_int("sliding_window", 0));
+    SGL_ASSIGN_OR_RETURN(config.sliding_window, window());
     return Status::ok_status();
   }
   if (arch.sliding_window != SlidingWindowRule::kWhenEnabled) return Status::ok_status();
@@ -276,7 +283,7 @@ Status parse_sliding_window(const Fields& top, const std::string& source, const 
     any_sliding_layer = max_window_layers < config.num_hidden_layers;
   }
   if (any_sliding_layer) {
-    SGL_ASSIGN_OR_RETURN(config.sliding_window, top.positive_int("sliding_window", 0));
+    SGL_ASSIGN_OR_RETURN(config.sliding_window, window());
   }
   return Status::ok_status();
 }
@@ -383,6 +390,17 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
                        resolve_architecture(top, source, &config.architecture));
   SGL_ASSIGN_OR_RETURN(config.model_type, top.string("model_type", ""));
   if (config.model_type.empty()) config.model_type = std::string(arch->model_type);
+  // Quantized weights (GPTQ, AWQ, FP8, ...) are not the plain tensors the model classes read:
+  // refuse them here rather than as a missing or misshapen weight.
+  if (const Json* quant = top.get("quantization_config")) {
+    const Json* method = quant->is_object() ? Fields(*quant, source).get("quant_method") : nullptr;
+    const std::string name = method == nullptr     ? "(none given)"
+                             : method->is_string() ? "'" + method->get<std::string>() + "'"
+                                                   : method->dump();
+    return unimplemented(source +
+                         ": quantized checkpoints are not supported (quantization_config " +
+                         "with quant_method " + name + ")");
+  }
 
   SGL_ASSIGN_OR_RETURN(config.vocab_size, top.required_positive_int("vocab_size"));
   SGL_ASSIGN_OR_RETURN(config.hidden_size, top.required_positive_int("hidden_size"));
@@ -401,6 +419,8 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   }
   if (top.has("head_dim")) {
     SGL_ASSIGN_OR_RETURN(config.head_dim, top.positive_int("head_dim", 0));
+  } else if (arch->default_head_dim > 0 && top.absent("head_dim")) {
+    config.head_dim = arch->default_head_dim;  // Qwen3Config's 128, not hidden / heads
   } else {
     if (config.hidden_size % config.num_attention_heads != 0) {
       return top.error("hidden_size", "(" + std::to_string(config.hidden_size) +
@@ -411,17 +431,30 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
     config.head_dim = config.hidden_size / config.num_attention_heads;
   }
 
-  SGL_ASSIGN_OR_RETURN(config.rms_norm_eps, top.positive_number("rms_norm_eps", 1e-6));
-  SGL_RETURN_IF_ERROR(parse_rope(top, source, config));
+  SGL_ASSIGN_OR_RETURN(config.rms_norm_eps,
+                       top.positive_number("rms_norm_eps", arch->default_rms_norm_eps));
+  SGL_RETURN_IF_ERROR(parse_rope(top, source, arch->default_rope_theta, config));
   SGL_RETURN_IF_ERROR(parse_sliding_window(top, source, *arch, config));
   SGL_RETURN_IF_ERROR(parse_moe(top, *arch, config));
 
   SGL_ASSIGN_OR_RETURN(config.tie_word_embeddings, top.boolean("tie_word_embeddings", false));
-  // transformers 5.x calls it `qkv_bias` in some families; Qwen2 has the biases regardless.
+  // `attention_bias` biases q/k/v and o where the architecture reads it (AttentionBiasKey);
+  // `qkv_bias` (transformers 5.x, some families) only q/k/v; Qwen2 has those regardless.
   SGL_ASSIGN_OR_RETURN(bool attention_bias, top.boolean("attention_bias", false));
   SGL_ASSIGN_OR_RETURN(bool qkv_bias, top.boolean("qkv_bias", false));
-  config.attention_bias = attention_bias || qkv_bias || arch->qkv_bias;
+  if ((attention_bias || qkv_bias) && arch->attention_bias_key == AttentionBiasKey::kRefused) {
+    return top.error(attention_bias ? "attention_bias" : "qkv_bias",
+                     "is true, but " + config.architecture + "'s attention has no biases");
+  }
+  config.o_bias = attention_bias && arch->attention_bias_key == AttentionBiasKey::kQkvAndO;
+  config.attention_bias = config.o_bias || qkv_bias || arch->qkv_bias;
   config.qk_norm = arch->qk_norm;
+  // transformers' Llama MLP takes biases with mlp_bias; DenseMlp has none.
+  SGL_ASSIGN_OR_RETURN(bool mlp_bias, top.boolean("mlp_bias", false));
+  if (mlp_bias) {
+    return unimplemented(source +
+                         ": mlp_bias true (biases on the MLP projections) is not supported");
+  }
 
   SGL_ASSIGN_OR_RETURN(config.hidden_act, top.string("hidden_act", "silu"));
   // NOTE: transformers 5.x writes `dtype`; older versions `torch_dtype`.

@@ -54,6 +54,7 @@ struct ModelConfig {
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2: always)
+  bool o_bias = false;          // the o projection carries one (Llama's attention_bias: true)
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
   // Sparse mixture-of-experts (Mixtral, Qwen2-MoE, Qwen3-MoE); num_experts 0 = dense.
   int64_t num_experts = 0;                      // routed experts of a sparse layer
@@ -76,6 +77,9 @@ struct ModelConfig {
   // Qwen2-MoE / Qwen3-MoE rule; Mixtral's configs make every layer sparse).
   bool is_sparse_layer(int64_t layer) const;
 };
+
+// The most bytes a config.json (or generation_config.json) may have: real ones are a few KB.
+inline constexpr uint64_t kMaxConfigFileBytes = 16ull << 20;
 
 // Parses `json_text` (the contents of config.json) and checks every hyper-parameter against
 // ConfigBounds (config_bounds.h). `source` names the file in errors. `overrides`: a JSON object

@@ -258,16 +258,33 @@ std::string quantize_q8_0(const std::vector<float>& x, std::vector<float>* decod
   return out;
 }
 
+// A checkpoint tensor's values as f32 (the test models store F32 or BF16).
+std::vector<float> f32_values(const TensorInfo& t) {
+  std::vector<float> values(static_cast<size_t>(t.numel()));
+  if (t.dtype == DType::kF32) {
+    std::memcpy(values.data(), t.data, t.nbytes);
+  } else {
+    EXPECT_EQ(t.dtype, DType::kBF16) << t.name;
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, t.data + 2 * i, 2);
+      values[i] = bf16_to_float(bits);
+    }
+  }
+  return values;
+}
+
 struct Converted {
   fs::path gguf;  // the GGUF file
   fs::path twin;  // a Hugging Face directory (config dtype float32) holding the same values
 };
 
-// Converts the test model `model` to GGUF with 2-D tensors stored as `type` (1-D tensors stay
-// F32, as llama.cpp keeps norms and biases), permuting Llama q/k rows as llama.cpp does.
+// Converts the test model `model` (or the checkpoint at `from`, named `model`) to GGUF with 2-D
+// tensors stored as `type` (1-D tensors stay F32, as llama.cpp keeps norms and biases),
+// permuting Llama q/k rows as llama.cpp does.
 Converted convert_model(const TempDir& dir, const std::string& model, const std::string& arch,
-                        uint32_t type) {
-  const fs::path src = testdata_models_dir() / model;
+                        uint32_t type, const fs::path& from = {}) {
+  const fs::path src = from.empty() ? testdata_models_dir() / model : from;
   Result<ModelConfig> config = load_model_config(src);
   EXPECT_TRUE(config.ok()) << config.status().to_string();
   const ModelConfig& c = *config;
@@ -313,17 +330,7 @@ Converted convert_model(const TempDir& dir, const std::string& model, const std:
   std::vector<SyntheticTensor> twin;
   for (const std::string& name : (*ckpt)->names()) {
     const TensorInfo* t = (*ckpt)->find(name);
-    std::vector<float> values(static_cast<size_t>(t->numel()));
-    if (t->dtype == DType::kF32) {
-      std::memcpy(values.data(), t->data, t->nbytes);
-    } else {
-      EXPECT_EQ(t->dtype, DType::kBF16) << name;
-      for (size_t i = 0; i < values.size(); ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, t->data + 2 * i, 2);
-        values[i] = bf16_to_float(bits);
-      }
-    }
+    const std::vector<float> values = f32_values(*t);
     const int64_t rows = t->shape[0];
     const int64_t cols = t->shape.size() == 2 ? t->shape[1] : 1;
     const bool is_q = name.find("self_attn.q_proj.") != std::string::npos;
@@ -464,6 +471,7 @@ TEST_P(GgufParityTest, SameLogitsAsSafetensorsTwin) {
   EXPECT_EQ(gc->num_key_value_heads, tc->num_key_value_heads);
   EXPECT_EQ(gc->tie_word_embeddings, tc->tie_word_embeddings);
   EXPECT_EQ(gc->attention_bias, tc->attention_bias);
+  EXPECT_EQ(gc->o_bias, tc->o_bias);
   EXPECT_EQ(gc->qk_norm, tc->qk_norm);
   EXPECT_EQ(gc->max_position_embeddings, tc->max_position_embeddings);
   EXPECT_EQ(gc->num_experts, tc->num_experts);
@@ -509,6 +517,104 @@ INSTANTIATE_TEST_SUITE_P(Models, GgufParityTest,
                            }
                            return name;
                          });
+
+// ---- attention biases ----
+
+struct F32Tensor {
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+using F32Tensors = std::map<std::string, F32Tensor>;
+
+// Writes `tensors` as a float32 checkpoint with tiny-llama's config (attention_bias as given)
+// into <dir>/<name>.
+fs::path write_llama_variant(const TempDir& dir, const std::string& name, const F32Tensors& tensors,
+                             bool attention_bias) {
+  const fs::path to = dir.path() / name;
+  fs::create_directories(to);
+  nlohmann::json cfg =
+      nlohmann::json::parse(read_text(testdata_models_dir() / "tiny-llama" / "config.json"));
+  cfg.erase("torch_dtype");
+  cfg["dtype"] = "float32";
+  cfg["attention_bias"] = attention_bias;
+  std::ofstream(to / "config.json") << cfg.dump();
+  std::vector<SyntheticTensor> out;
+  for (const auto& [n, t] : tensors) out.push_back({n, "F32", t.shape, raw_bytes(t.values)});
+  std::ofstream(to / "model.safetensors", std::ios::binary)
+      << test_util::build_safetensors(out, R"({"format":"pt"})");
+  return to;
+}
+
+// transformers' Llama with attention_bias adds o_proj.bias once to the o projection's output.
+// A v bias c moves each head's attention output by c (its softmax weights sum to 1), so the o
+// projection's output by W_o c: tiny-llama with o bias W_o c computes what it computes with v
+// bias c, and not what it computes without. The same holds through GGUF (attn_output.bias).
+TEST(AttentionBiasTest, OBiasIsAddedOnceToTheOProjection) {
+  const fs::path src = testdata_models_dir() / "tiny-llama";
+  Result<ModelConfig> config = load_model_config(src);
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  const ModelConfig& c = *config;
+  Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(src);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().to_string();
+  F32Tensors plain;
+  for (const std::string& name : (*ckpt)->names()) {
+    const TensorInfo* t = (*ckpt)->find(name);
+    plain[name] = {t->shape, f32_values(*t)};
+  }
+
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  const int64_t d = c.head_dim, q_rows = c.q_size(), kv_rows = c.kv_size(), h = c.hidden_size;
+  const int64_t group = c.num_attention_heads / c.num_key_value_heads;
+  F32Tensors via_v = plain, via_o = plain, no_o = plain;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".self_attn.";
+    std::vector<float> v_bias(kv_rows), o_bias(h, 0.f);
+    for (float& x : v_bias) x = dist(rng);
+    const std::vector<float>& wo = plain[p + "o_proj.weight"].values;  // [h, q_rows]
+    for (int64_t i = 0; i < h; ++i) {
+      double sum = 0;  // column j reads q head j / d, whose KV head is (j / d) / group
+      for (int64_t j = 0; j < q_rows; ++j)
+        sum += wo[i * q_rows + j] * v_bias[j / d / group * d + j % d];
+      o_bias[i] = static_cast<float>(sum);
+    }
+    const F32Tensor zero_q{{q_rows}, std::vector<float>(q_rows, 0.f)};
+    const F32Tensor zero_kv{{kv_rows}, std::vector<float>(kv_rows, 0.f)};
+    for (F32Tensors* m : {&via_v, &via_o, &no_o}) {
+      (*m)[p + "q_proj.bias"] = zero_q;
+      (*m)[p + "k_proj.bias"] = zero_kv;
+      (*m)[p + "v_proj.bias"] = m == &via_v ? F32Tensor{{kv_rows}, v_bias} : zero_kv;
+    }
+    via_v[p + "o_proj.bias"] = {{h}, std::vector<float>(h, 0.f)};
+    via_o[p + "o_proj.bias"] = {{h}, o_bias};
+  }
+  TempDir dir;
+  const fs::path o_dir = write_llama_variant(dir, "via_o", via_o, true);
+  auto plain_runner = make_runner(write_llama_variant(dir, "plain", plain, false));
+  auto v_runner = make_runner(write_llama_variant(dir, "via_v", via_v, true));
+  auto o_runner = make_runner(o_dir);
+  ASSERT_TRUE(plain_runner && v_runner && o_runner);
+  EXPECT_TRUE(o_runner->config().o_bias);
+  const std::vector<float> with_o = prefill_logits(*o_runner, kPrompt);
+  EXPECT_LT(max_abs_diff(with_o, prefill_logits(*v_runner, kPrompt)), 1e-4);
+  EXPECT_GT(max_abs_diff(with_o, prefill_logits(*plain_runner, kPrompt)), 0.1);
+
+  // The GGUF conversion reads the bias from attn_output.bias.
+  const Converted conv = convert_model(dir, "via_o", "llama", kTypeF32, o_dir);
+  auto gguf_runner = make_runner(conv.gguf);
+  ASSERT_TRUE(gguf_runner);
+  EXPECT_TRUE(gguf_runner->config().o_bias);
+  EXPECT_LT(max_abs_diff(with_o, prefill_logits(*gguf_runner, kPrompt)), 1e-4);
+
+  // attention_bias without o_proj.bias in the checkpoint names the missing tensor.
+  runner::ModelRunnerOptions options;
+  options.max_num_tokens = 64;
+  options.max_batch_size = 4;
+  options.num_kv_slots = 256;
+  expect_status(
+      runner::ModelRunner::create(write_llama_variant(dir, "no_o", no_o, true), options).status(),
+      StatusCode::kNotFound, {"model.layers.0.self_attn.o_proj.bias", "missing"});
+}
 
 // A test model converted to GGUF with 2-D tensors as `type`, served at tp x ep.
 struct GgufTpCase {
@@ -991,8 +1097,8 @@ TEST(GgufConfigTest, Errors) {
                StatusCode::kDataLoss, {"'llama.rope.freq_base'", "positive"});
   expect_error(model_writer(with(base, "llama.rope.dimension_count", gguf_u32(8))),
                StatusCode::kUnimplemented, {"rope.dimension_count", "partial rotary"});
-  expect_error(model_writer(with(base, "llama.rope.scaling.type", gguf_string("linear"))),
-               StatusCode::kUnimplemented, {"rope.scaling.type", "'linear'"});
+  expect_error(model_writer(with(base, "llama.rope.scaling.type", gguf_string("yarn"))),
+               StatusCode::kUnimplemented, {"'llama.rope.scaling.type'", "'yarn'"});
   expect_error(model_writer(with(base, "llama.vocab_size", gguf_u32(9))), StatusCode::kDataLoss,
                {"llama.vocab_size 9", "token_embd.weight rows 8"});
   expect_error(model_writer(with(base, "tokenizer.ggml.eos_token_id", test_util::gguf_i32(-2))),
@@ -1007,6 +1113,54 @@ TEST(GgufConfigTest, Errors) {
   for (const auto& [k, v] : base) bad_embd.kv(k, v);
   bad_embd.tensor("token_embd.weight", {32, 8}, kTypeF32, std::string(32 * 8 * 4, '\0'));
   expect_error(bad_embd, StatusCode::kDataLoss, {"token_embd.weight", "[8, 32]", "[vocab, 64]"});
+}
+
+// RoPE scaling as llama.cpp reads it: without rope.scaling.type the factor (rope.scaling.factor,
+// or the older rope.scale_linear) scales linearly unless it is 0 or 1; only "none" ignores it.
+TEST(GgufConfigTest, LinearRopeScalingIsRefused) {
+  TempDir dir;
+  auto load = [&](const Kvs& kvs) {
+    return load_gguf_model_config(dir.write("rope.gguf", model_writer(kvs).bytes())).status();
+  };
+  const Kvs base = minimal_kvs();
+  for (const char* key : {"llama.rope.scaling.factor", "llama.rope.scale_linear"}) {
+    SCOPED_TRACE(key);
+    expect_status(load(with(base, key, gguf_f32(4.0f))), StatusCode::kUnimplemented,
+                  {"rope.gguf", std::string("'") + key + "' is 4", "linear RoPE scaling",
+                   "without llama.rope.scaling.type"});
+    const Kvs linear = with(base, "llama.rope.scaling.type", gguf_string("linear"));
+    expect_status(load(with(linear, key, gguf_f32(2.0f))), StatusCode::kUnimplemented,
+                  {std::string("'") + key + "' is 2"});
+    EXPECT_TRUE(load(with(base, key, gguf_f32(1.0f))).ok());
+    EXPECT_TRUE(load(with(base, key, gguf_f32(0.0f))).ok());
+    EXPECT_TRUE(load(with(linear, key, gguf_f32(1.0f))).ok());
+    // An explicit "none" turns the factor off in llama.cpp.
+    const Kvs none = with(base, "llama.rope.scaling.type", gguf_string("none"));
+    EXPECT_TRUE(load(with(none, key, gguf_f32(4.0f))).ok());
+  }
+  EXPECT_TRUE(load(with(base, "llama.rope.scaling.type", gguf_string("linear"))).ok());
+}
+
+// Which biases a GGUF has follows its tensors: blk.0.attn_output.bias is the o bias; biases on
+// the MLP projections are refused (DenseMlp has none).
+TEST(GgufConfigTest, BiasesFollowTheTensors) {
+  TempDir dir;
+  auto load = [&](const std::string& bias) {
+    GgufWriter w = minimal_llama();
+    if (!bias.empty()) w.tensor(bias, {64}, kTypeF32, std::string(64 * 4, '\0'));
+    return load_gguf_model_config(dir.write("bias.gguf", w.bytes()));
+  };
+  Result<ModelConfig> plain = load("");
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  EXPECT_FALSE(plain->o_bias);
+  Result<ModelConfig> o = load("blk.0.attn_output.bias");
+  ASSERT_TRUE(o.ok()) << o.status().to_string();
+  EXPECT_TRUE(o->o_bias);
+  EXPECT_FALSE(o->attention_bias);
+  for (const char* name : {"blk.0.ffn_gate.bias", "blk.0.ffn_up.bias", "blk.0.ffn_down.bias"}) {
+    expect_status(load(name).status(), StatusCode::kUnimplemented,
+                  {"bias.gguf", std::string("'") + name + "'", "MLP"});
+  }
 }
 
 // The GGUF spellings of config_bounds.h: every key is bounded before anything is sized from it.

@@ -384,10 +384,14 @@ TEST(ModelConfigTest, MistralSlidingWindow) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->architecture, "MistralForCausalLM");
   EXPECT_EQ(r->sliding_window, 4096);
-  j["sliding_window"] = nullptr;
+  j["sliding_window"] = nullptr;  // transformers' None: no window
   r = parse(j);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->sliding_window, 0);
+  j.erase("sliding_window");  // MistralConfig's default
+  r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->sliding_window, 4096);
 }
 
 // Qwen's window applies as transformers applies it: only with use_sliding_window, and only on
@@ -438,6 +442,135 @@ TEST(ModelConfigTest, QkvBiasKeyAndNullHeadDim) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_TRUE(r->attention_bias);
   EXPECT_EQ(r->head_dim, 128);
+}
+
+// llama3_config() as `architecture`, with the expert keys the MoE families need.
+Json config_of(const std::string& architecture) {
+  Json j = llama3_config();
+  j["architectures"] = {architecture};
+  j.erase("model_type");
+  j["head_dim"] = 128;
+  j["num_experts"] = 8;
+  j["num_experts_per_tok"] = 2;
+  j["moe_intermediate_size"] = 768;
+  j["shared_expert_intermediate_size"] = 512;
+  return j;
+}
+
+// As SGLang's model classes read them: attention_bias biases q, k, v and o (Llama, Mistral,
+// Qwen3, Qwen3-MoE, the EAGLE heads); Qwen2's q/k/v are biased regardless and its o never;
+// Mixtral's attention has no biases. The qkv_bias key never biases o.
+TEST(ModelConfigTest, AttentionBiasFlagsFollowTheArchitecture) {
+  struct Case {
+    const char* architecture;
+    bool qkv_unset, qkv_set, o_set;  // attention_bias absent -> q/k/v; true -> q/k/v, o
+  };
+  for (const Case& c :
+       {Case{"LlamaForCausalLM", false, true, true}, Case{"MistralForCausalLM", false, true, true},
+        Case{"Qwen3ForCausalLM", false, true, true}, Case{"Qwen3MoeForCausalLM", false, true, true},
+        Case{"LlamaForCausalLMEagle", false, true, true},
+        Case{"Qwen2ForCausalLM", true, true, false},
+        Case{"Qwen2MoeForCausalLM", true, true, false}}) {
+    SCOPED_TRACE(c.architecture);
+    Json j = config_of(c.architecture);
+    Result<ModelConfig> r = parse(j);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->attention_bias, c.qkv_unset);
+    EXPECT_FALSE(r->o_bias);
+    j["attention_bias"] = true;
+    r = parse(j);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->attention_bias, c.qkv_set);
+    EXPECT_EQ(r->o_bias, c.o_set);
+    j["attention_bias"] = false;
+    j["qkv_bias"] = true;
+    r = parse(j);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_TRUE(r->attention_bias);
+    EXPECT_FALSE(r->o_bias);
+  }
+  Json j = config_of("MixtralForCausalLM");
+  Result<ModelConfig> r = parse(j);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->attention_bias || r->o_bias);
+  j["attention_bias"] = false;
+  EXPECT_TRUE(parse(j).ok());
+  j["attention_bias"] = true;
+  expect_error(parse(j), StatusCode::kInvalidArgument,
+               {"test/config.json", "'attention_bias' is true", "MixtralForCausalLM", "no biases"});
+  j.erase("attention_bias");
+  j["qkv_bias"] = true;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"'qkv_bias' is true"});
+}
+
+// transformers' Llama MLP has biases with mlp_bias; ours has none, so the config is refused.
+TEST(ModelConfigTest, MlpBiasIsRefused) {
+  Json j = llama3_config();
+  j["mlp_bias"] = false;
+  EXPECT_TRUE(parse(j).ok());
+  j["mlp_bias"] = true;
+  expect_error(parse(j), StatusCode::kUnimplemented, {"test/config.json", "mlp_bias"});
+}
+
+// A quantized checkpoint is refused by its quant_method, not as a missing weight at load.
+TEST(ModelConfigTest, QuantizationConfigIsRefused) {
+  Json j = llama3_config();
+  j["quantization_config"] = nullptr;
+  EXPECT_TRUE(parse(j).ok());
+  for (const char* method : {"gptq", "awq", "fp8"}) {
+    j["quantization_config"] = {{"quant_method", method}, {"bits", 4}};
+    expect_error(parse(j), StatusCode::kUnimplemented,
+                 {"test/config.json", "quantization_config", std::string("'") + method + "'"});
+  }
+  j["quantization_config"] = Json::object();
+  expect_error(parse(j), StatusCode::kUnimplemented, {"quantization_config", "(none given)"});
+}
+
+// Keys a config leaves out take transformers' per-architecture defaults (its config classes);
+// a null head_dim or sliding_window is the model code's None (hidden / heads; no window).
+TEST(ModelConfigTest, AbsentKeysTakeTheArchitecturesDefaults) {
+  auto parsed = [](const Json& j) {
+    Result<ModelConfig> r = parse(j);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? *r : ModelConfig{};
+  };
+  Json mixtral = config_of("MixtralForCausalLM");
+  mixtral.erase("rope_theta");
+  mixtral.erase("rope_scaling");
+  mixtral.erase("rms_norm_eps");
+  EXPECT_DOUBLE_EQ(parsed(mixtral).rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(parsed(mixtral).rms_norm_eps, 1e-5);
+  mixtral["rope_parameters"] = {{"rope_type", "default"}};  // transformers 5.x, no theta
+  EXPECT_DOUBLE_EQ(parsed(mixtral).rope_theta, 1e6);
+  EXPECT_EQ(parsed(mixtral).sliding_window, 0);  // MixtralConfig: None
+
+  Json llama = config_of("LlamaForCausalLM");
+  llama.erase("rope_theta");
+  llama.erase("rms_norm_eps");
+  EXPECT_DOUBLE_EQ(parsed(llama).rope_theta, 1e4);
+  EXPECT_DOUBLE_EQ(parsed(llama).rms_norm_eps, 1e-6);
+
+  Json qwen3 = config_of("Qwen3ForCausalLM");
+  qwen3["hidden_size"] = 2048;  // 32 heads of 64
+  qwen3.erase("head_dim");
+  EXPECT_EQ(parsed(qwen3).head_dim, 128);  // Qwen3Config's, not hidden / heads
+  qwen3["head_dim"] = nullptr;
+  EXPECT_EQ(parsed(qwen3).head_dim, 64);
+  Json qwen3_moe = config_of("Qwen3MoeForCausalLM");  // no head_dim default: hidden / heads
+  qwen3_moe["hidden_size"] = 2048;
+  qwen3_moe.erase("head_dim");
+  EXPECT_EQ(parsed(qwen3_moe).head_dim, 64);
+
+  for (const char* name :
+       {"Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"}) {
+    SCOPED_TRACE(name);
+    Json qwen = config_of(name);
+    qwen["use_sliding_window"] = true;
+    qwen["max_window_layers"] = 0;
+    EXPECT_EQ(parsed(qwen).sliding_window, 4096);
+    qwen["sliding_window"] = nullptr;
+    EXPECT_EQ(parsed(qwen).sliding_window, 0);
+  }
 }
 
 TEST(ModelConfigTest, KvHeadsDefaultToAttentionHeads) {

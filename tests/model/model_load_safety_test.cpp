@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gguf_test_util.h"
+#include "model/eagle_draft_model.h"
 #include "model/model_registry.h"
 #include "model/model_source.h"
 #include "model/weight_loader.h"
@@ -325,6 +326,28 @@ TEST(ModelLoadSafetyTest, BadPathsAreNamedForWhatTheyAre) {
   fs::create_directories(dir.path() / "empty");
   expect_status(create(dir.path() / "empty"), StatusCode::kNotFound,
                 {(dir.path() / "empty").string(), "not a model directory", "no config.json"});
+}
+
+// An EAGLE draft head's config.json is read as every config is: an oversized file is refused
+// before it is read, a FIFO instead of blocking, a missing one by name.
+TEST(ModelLoadSafetyTest, DraftHeadConfigIsReadBounded) {
+  TempDir dir;
+  const fs::path absent = dir.path() / "absent" / "config.json";
+  expect_status(
+      load_eagle_draft_config(dir.path() / "absent").status(), StatusCode::kNotFound,
+      {"cannot read the draft head's config", "no such file or directory: " + absent.string()});
+  fs::create_directories(dir.path() / "big");
+  const fs::path big = dir.write("big/config.json", "{}");
+  fs::resize_file(big, kMaxConfigFileBytes + 1);  // sparse: nothing is written
+  expect_status(load_eagle_draft_config(dir.path() / "big").status(), StatusCode::kInvalidArgument,
+                {"cannot read the draft head's config", big.string(), "more than the 16777216"});
+  fs::create_directories(dir.path() / "fifo");
+  const fs::path fifo = dir.path() / "fifo" / "config.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const int holder = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);  // a reader would wait forever
+  expect_status(load_eagle_draft_config(dir.path() / "fifo").status(), StatusCode::kInvalidArgument,
+                {"not a regular file: " + fifo.string()});
+  ::close(holder);
 }
 
 TEST(ModelLoadSafetyTest, TruncatedFilesSayTruncated) {

@@ -14,6 +14,7 @@ AttentionShape attention_shape(const ModelConfig& config, TensorParallel tp) {
           .total_num_kv_heads = config.num_key_value_heads,
           .head_dim = config.head_dim,
           .qkv_bias = config.attention_bias,
+          .o_bias = config.o_bias,
           .qk_norm = config.qk_norm,
           .rms_norm_eps = config.rms_norm_eps,
           .tp = tp};
@@ -41,6 +42,7 @@ Status AttentionBlock::load(WeightLoader& w, const std::string& prefix) {
   const LinearSpec o{.modules = {prefix + "o_proj"},
                      .out_features = {s.hidden_size},
                      .in_features = q_rows,
+                     .bias = s.o_bias,
                      .shard = ShardRule::kRow,
                      .tp = s.tp};
   SGL_RETURN_IF_ERROR(load_linear(w, qkv, qkv_proj_));

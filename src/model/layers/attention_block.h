@@ -1,5 +1,5 @@
 // AttentionBlock: a decoder layer's self-attention: qkv projection (+ bias), per-head q/k RMSNorm,
-// RoPE + attention over the KV cache, o projection.
+// RoPE + attention over the KV cache, o projection (+ bias).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,7 @@ struct AttentionShape {
   int64_t total_num_kv_heads = 0;
   int64_t head_dim = 0;
   bool qkv_bias = false;  // q/k/v projections carry a bias
+  bool o_bias = false;    // the o projection carries one (added once: by rank 0 at tp > 1)
   bool qk_norm = false;   // per-head RMSNorm on q and k
   double rms_norm_eps = 1e-6;
   TensorParallel tp;
@@ -90,7 +91,7 @@ class AttentionBlock {
   Linear qkv_proj_;  // [q_size + 2 * kv_size, qkv_input_size] (+ bias): the rank's heads
   Buffer q_norm_;    // [head_dim] (qk_norm only)
   Buffer k_norm_;    // [head_dim] (qk_norm only)
-  Linear o_proj_;    // [H, q_size]: the rank's heads' columns
+  Linear o_proj_;    // [H, q_size] (+ bias): the rank's heads' columns
 };
 
 }  // namespace sgl::model
