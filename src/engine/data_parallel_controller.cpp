@@ -35,6 +35,7 @@ EngineStats sum_engine_stats(std::span<const EngineStats> replicas) {
     s.spec_verify_steps += r.spec_verify_steps;
     s.spec_draft_tokens += r.spec_draft_tokens;
     s.spec_accepted_tokens += r.spec_accepted_tokens;
+    s.spec_plain_requests += r.spec_plain_requests;
     new_token_ratio += r.new_token_ratio;
     out.generation_throughput += e.generation_throughput;
     out.decode_steps += e.decode_steps;

@@ -88,7 +88,8 @@ struct Req {
   // EAGLE: a plain decode batch ran without the draft (ScheduleBatch::skip_draft), so the
   // draft's state no longer follows the request: it decodes plainly until a new prefill.
   bool draft_stale = false;
-  int32_t cached_tokens = 0;  // prompt tokens served from the cache at first prefill
+  int32_t draft_valid_len = 0;  // draft_stale: positions [0, this) have the draft's KV
+  int32_t cached_tokens = 0;    // prompt tokens served from the cache at first prefill
   int32_t retract_count = 0;
   sampling::PromptLogprobs input_logprobs;  // gathered chunk by chunk until the prefill ends
   PooledEmbedding embedding;                // an embedding model's: pooled chunk by chunk

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/check.h"
+#include "core/logging.h"
 #include "scheduler/prefill_adder.h"
 #include "scheduler/schedule_policy.h"
 #include "speculative/draft_length_policy.h"
@@ -111,6 +113,14 @@ bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
   if (req->request.grammar) {
     req->grammar = std::make_unique<grammar::ReasonerGrammarMatcher>(req->request.grammar,
                                                                      req->request.reasoning_gate);
+  }
+  if (options_.speculative.enabled() &&
+      (req->grammar || req->request.sampling.has_penalties_or_bias())) {
+    ++totals_.spec_plain_requests;
+    if (!std::exchange(logged_spec_plain_, true)) {
+      SGL_LOG_INFO << "speculative decoding: requests with a grammar, penalties or logit_bias "
+                      "decode without drafts (counted in spec_plain_requests)";
+    }
   }
   Req* raw = req.get();
   reqs_.emplace(rid, std::move(req));
@@ -672,7 +682,12 @@ void Scheduler::release(Req& req) {
     const std::span<const int32_t> row = req_to_token_.row(req.req_pool_idx);
     const std::vector<int32_t> tokens = req.all_token_ids();
     // An aborted request may hold slots for positions whose tokens never came back.
-    const auto known = static_cast<int32_t>(std::min<size_t>(tokens.size(), req.kv_len));
+    auto known = static_cast<int32_t>(std::min<size_t>(tokens.size(), req.kv_len));
+    // EAGLE's draft shares the slots: positions it never saw (a stale request's) would give a
+    // later request that hits them the draft's garbage KV, so they are not cached.
+    if (req.draft_stale && options_.speculative.drafts_in_runner()) {
+      known = std::max(req.borrowed_len, std::min(known, req.draft_valid_len));
+    }
     SGL_CHECK_GE(known, req.borrowed_len);
     tree_.cache_finished_req(std::span(tokens.data(), known), row.subspan(0, known),
                              std::move(req.lock), allocator_);

@@ -54,6 +54,8 @@ struct SchedulerStats {
   int64_t spec_verify_steps = 0;     // speculative verify entries processed
   int64_t spec_draft_tokens = 0;     // drafts they checked
   int64_t spec_accepted_tokens = 0;  // drafts accepted (each a token gained for free)
+  // Requests speculation leaves out (a grammar, penalties or logit_bias: one logits row a step).
+  int64_t spec_plain_requests = 0;
   double new_token_ratio = 0;
   double cache_hit_rate() const {
     return prompt_tokens_total ? static_cast<double>(cached_prompt_tokens_total) /
@@ -208,6 +210,7 @@ class Scheduler {
   std::unique_ptr<speculative::DraftLengthPolicy> draft_policy_;
   // The policy's choice that asked for a drain, taken by the next decode batch.
   std::optional<speculative::DraftLengthPolicy::Choice> drained_choice_;
+  bool logged_spec_plain_ = false;  // the first request speculation leaves out was logged
   struct PolicyStep {
     int64_t batch_id = -1;
     int32_t batch_size = 0;

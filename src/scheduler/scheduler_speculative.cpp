@@ -102,7 +102,11 @@ void Scheduler::follow_draft_policy(int32_t drafts, bool exploring, bool verify,
   if (!verify && options_.speculative.drafts_in_runner() &&
       (stale || (drafts == 0 && !exploring))) {
     batch.skip_draft = true;
-    for (const BatchEntry& e : batch.entries) e.req->draft_stale = true;
+    for (const BatchEntry& e : batch.entries) {
+      // This step's position (a plain decode) is the first without the draft's KV.
+      if (!e.req->draft_stale) e.req->draft_valid_len = e.req->kv_len - e.extend_len;
+      e.req->draft_stale = true;
+    }
   }
   const auto batch_size = static_cast<int32_t>(batch.entries.size());
   // Timed as the count chosen (n-gram lookups may find fewer drafts: that is what the count

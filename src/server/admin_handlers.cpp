@@ -139,6 +139,7 @@ Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
                       {"spec_verify_steps", s.spec_verify_steps},
                       {"spec_draft_tokens", s.spec_draft_tokens},
                       {"spec_accepted_tokens", s.spec_accepted_tokens},
+                      {"spec_plain_requests", s.spec_plain_requests},
                       {"decode_steps", stats.decode_steps},
                       {"decode_step_cpu_us", stats.decode_step_cpu_us},
                       // The server's, not the replica's: requests are not split by replica here.

@@ -252,34 +252,6 @@ const LimitedField kLimitedSampling[] = {
     {"stream_interval", {"1"}, "each token is streamed as it is decoded (stream_interval 1)"},
 };
 
-// OpenAI's reasoning_effort, as the Responses API's reasoning.effort (responses_json.cpp): "none"
-// turns thinking off (enable_thinking false), any other level on, and reaches the template as
-// reasoning_effort (gpt-oss's templates read it). Sets `thinking` for the route's switch check.
-Status read_reasoning_effort(const json& o, json& kwargs, std::optional<bool>& thinking) {
-  const json* e = find(o, "reasoning_effort");
-  if (e == nullptr || e->is_null()) return Status::ok_status();
-  static constexpr std::string_view kEfforts[] = {"none",   "minimal", "low",
-                                                  "medium", "high",    "xhigh"};
-  if (!e->is_string() || std::find(std::begin(kEfforts), std::end(kEfforts),
-                                   e->get<std::string>()) == std::end(kEfforts)) {
-    return field_error("reasoning_effort",
-                       "must be one of none, minimal, low, medium, high, xhigh");
-  }
-  const bool on = *e != "none";
-  const auto set = [&](const char* key, const json& value) {
-    if (kwargs.contains(key) && kwargs[key] != value) {
-      return invalid_argument(std::string("'reasoning_effort' and chat_template_kwargs.") + key +
-                              " disagree");
-    }
-    kwargs[key] = value;
-    return Status::ok_status();
-  };
-  SGL_RETURN_IF_ERROR(set("enable_thinking", on));
-  if (on) SGL_RETURN_IF_ERROR(set("reasoning_effort", *e));
-  thinking = on;
-  return Status::ok_status();
-}
-
 Status reject_limited(const json& o, std::span<const LimitedField> fields) {
   for (const LimitedField& f : fields) {
     const json* v = find(o, f.name);
@@ -369,7 +341,7 @@ Status refuse_top_level_sampling(const json& o) {
     const std::string key(keys.substr(begin, end - begin));
     keys.remove_prefix(end);
     if (key == "token_ids_logprob" || key == "custom_logit_processor") continue;
-    if (const json* v = find(o, key.c_str()); v != nullptr && !v->is_null()) {
+    if (find(o, key.c_str()) != nullptr) {
       return unimplemented("'" + key +
                            "' is not supported: it belongs inside sampling_params, not at the "
                            "top level of /generate");
@@ -665,7 +637,13 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
     if (!type || !type->is_string()) return field_error("thinking", "must be {\"type\": string}");
     if (!kwargs.contains("thinking_mode")) kwargs["thinking_mode"] = *type;
   }
-  SGL_RETURN_IF_ERROR(read_reasoning_effort(o, kwargs, r.thinking));
+  // OpenAI's reasoning_effort switches thinking as Responses' reasoning.effort does.
+  if (const json* effort = find(o, "reasoning_effort")) {
+    json chat = {{"chat_template_kwargs", std::move(kwargs)}};
+    SGL_ASSIGN_OR_RETURN(r.thinking,
+                         request_json::apply_reasoning_effort(*effort, "reasoning_effort", chat));
+    kwargs = std::move(chat["chat_template_kwargs"]);
+  }
   if (!kwargs.empty()) {
     r.template_kwargs_json = dump(kwargs);
     if (const json* thinking = find(kwargs, "enable_thinking")) {

@@ -95,6 +95,19 @@ Status set_template_kwarg(json& chat, const char* key, const json& value, std::s
   return Status::ok_status();
 }
 
+Result<bool> apply_reasoning_effort(const json& effort, std::string_view field, json& chat) {
+  static constexpr std::string_view kEfforts[] = {"none", "minimal", "low", "medium",
+                                                  "high", "xhigh",   "max"};
+  if (!effort.is_string() || std::find(std::begin(kEfforts), std::end(kEfforts),
+                                       effort.get<std::string>()) == std::end(kEfforts)) {
+    return field_error(field, "must be one of none, minimal, low, medium, high, xhigh, max");
+  }
+  const bool on = effort != "none";
+  SGL_RETURN_IF_ERROR(set_template_kwarg(chat, "enable_thinking", on, field));
+  if (on) SGL_RETURN_IF_ERROR(set_template_kwarg(chat, "reasoning_effort", effort, field));
+  return on;
+}
+
 Result<std::string> joined_text(const json& content, const std::string& where,
                                 std::initializer_list<std::string_view> text_types) {
   if (content.is_string()) return content.get<std::string>();

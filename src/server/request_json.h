@@ -73,6 +73,13 @@ nlohmann::ordered_json template_arguments(const nlohmann::ordered_json& argument
 Status set_template_kwarg(nlohmann::ordered_json& chat, const char* key,
                           const nlohmann::ordered_json& value, std::string_view field);
 
+// A reasoning effort (chat's reasoning_effort, Responses' reasoning.effort, named `field`):
+// "none" turns thinking off (chat_template_kwargs.enable_thinking false), a level (minimal, low,
+// medium, high, xhigh, max) turns it on and reaches the template as reasoning_effort (gpt-oss's
+// templates read it). Set in the chat body as set_template_kwarg does; true: thinking on.
+Result<bool> apply_reasoning_effort(const nlohmann::ordered_json& effort, std::string_view field,
+                                    nlohmann::ordered_json& chat);
+
 // A reply body; invalid UTF-8 in generated text becomes U+FFFD.
 template <typename Json>
 std::string dump(const Json& j) {

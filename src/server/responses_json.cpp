@@ -252,10 +252,9 @@ Status check_options(const json& o) {
   return Status::ok_status();
 }
 
-// reasoning: effort "none" turns thinking off (enable_thinking false); any other level turns it
-// on (enable_thinking true) and reaches the template as reasoning_effort (gpt-oss's templates
-// read it; others have no levels). No summaries are made: the reasoning item carries the whole
-// text. Sets the chat body's template kwargs; the effort is echoed.
+// reasoning: the effort switches thinking (request_json::apply_reasoning_effort). No summaries
+// are made: the reasoning item carries the whole text. Sets the chat body's template kwargs;
+// the effort is echoed.
 Status read_reasoning(const json& o, json& chat, std::optional<std::string>& effort) {
   const json* reasoning = find(o, "reasoning");
   if (!reasoning || reasoning->is_null()) return Status::ok_status();
@@ -276,21 +275,8 @@ Status read_reasoning(const json& o, json& chat, std::optional<std::string>& eff
   }
   const json* e = find(*reasoning, "effort");
   if (!e || e->is_null()) return Status::ok_status();
-  static constexpr std::string_view kEfforts[] = {"none", "minimal", "low", "medium",
-                                                  "high", "xhigh",   "max"};
-  if (!e->is_string() || std::find(std::begin(kEfforts), std::end(kEfforts),
-                                   e->get<std::string>()) == std::end(kEfforts)) {
-    return field_error("reasoning.effort",
-                       "must be one of none, minimal, low, medium, high, xhigh, max");
-  }
+  SGL_RETURN_IF_ERROR(request_json::apply_reasoning_effort(*e, "reasoning.effort", chat).status());
   effort = e->get<std::string>();
-  const bool on = *effort != "none";
-  SGL_RETURN_IF_ERROR(
-      request_json::set_template_kwarg(chat, "enable_thinking", on, "reasoning.effort"));
-  if (on) {
-    SGL_RETURN_IF_ERROR(
-        request_json::set_template_kwarg(chat, "reasoning_effort", *e, "reasoning.effort"));
-  }
   return Status::ok_status();
 }
 

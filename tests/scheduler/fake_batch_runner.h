@@ -36,6 +36,7 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
   }
 
   void set_memory(int32_t memory) { memory_ = memory; }
+  int32_t memory() const { return memory_; }
 
   runner::ExecResult compute(const runner::ExecBatch& batch) override {
     runner::ExecResult result;

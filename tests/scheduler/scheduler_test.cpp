@@ -114,9 +114,9 @@ class Driver {
     for (const auto& [rid, r] : requests_) {
       if (finished_.count(rid) && finished_[rid].reason == FinishReason::kAbort) continue;
       ASSERT_TRUE(finished_.count(rid)) << "request " << rid << " never finished";
-      const auto expected =
-          test::fake_reference(r.input_ids, r.max_new_tokens, kVocab,
-                               r.ignore_eos ? std::vector<int32_t>{} : std::vector<int32_t>{kEos});
+      const auto expected = test::fake_reference(
+          r.input_ids, r.max_new_tokens, kVocab,
+          r.ignore_eos ? std::vector<int32_t>{} : std::vector<int32_t>{kEos}, runner_.memory());
       EXPECT_EQ(outputs_[rid], expected) << "request " << rid;
     }
   }
@@ -277,6 +277,12 @@ TEST(SchedulerSpeculative, MinNewTokensHoldsDraftsOnlyWhileItsMaskDoes) {
   }
   EXPECT_GT(drafts, 0) << "min_new_tokens kept the request from drafting for good";
   d.expect_reference_outputs();
+  // A penalty reads one row a step for good: that request is counted as left out.
+  EXPECT_EQ(d.scheduler().stats().spec_plain_requests, 0);
+  r.sampling.repetition_penalty = 1.2f;
+  d.submit(r);
+  d.run_until_idle();
+  EXPECT_EQ(d.scheduler().stats().spec_plain_requests, 1);
 }
 
 // The accept length counts the drafts a request kept: where a verify's accepted drafts run past
@@ -397,6 +403,37 @@ TEST_P(SchedulerLoops, AdaptivePlainDecodingSkipsTheEagleDraftForGood) {
   } else {
     EXPECT_EQ(overlapped, 0u);
   }
+}
+
+// EAGLE's draft shares the KV slots: a stale request's positions past where its draft stopped
+// (a skip_draft step) hold no draft KV, so they are not cached for a later request to hit;
+// what came before them is.
+TEST(SchedulerSpeculative, StaleEaglePositionsAreNotCached) {
+  SchedulerOptions options;
+  options.speculative.algorithm = speculative::SpeculativeAlgorithm::kEagle;
+  options.speculative.draft_model_path = "/heads/eagle";
+  options.speculative.num_draft_tokens = 4;
+  options.speculative.num_steps = 3;
+  options.speculative.adaptive_drafts = true;
+  ASSERT_TRUE(options.speculative.validate().ok());
+  Driver d(options, 4096, 512, /*overlap=*/false);
+  d.step_time = [](const BatchRecord& b) { return b.drafts > 0 ? 10.0 : 1.0; };
+  std::vector<int32_t> prompt;
+  for (int32_t r = 0; r < 4; ++r) prompt.insert(prompt.end(), {1, 2, 3});
+  const uint64_t first = d.submit(test::greedy_ids_request(prompt, 200));
+  d.run_until_idle();
+  ASSERT_TRUE(std::any_of(d.batches().begin(), d.batches().end(), [](const BatchRecord& b) {
+    return b.skip_draft;
+  })) << "the draft was never skipped";
+  std::vector<int32_t> again = prompt;
+  again.insert(again.end(), d.outputs()[first].begin(), d.outputs()[first].end());
+  const int64_t before = d.scheduler().stats().cached_prompt_tokens_total;
+  d.submit(test::greedy_ids_request(again, 2));
+  d.run_until_idle();
+  const int64_t cached = d.scheduler().stats().cached_prompt_tokens_total - before;
+  EXPECT_GE(cached, static_cast<int64_t>(prompt.size()));
+  EXPECT_LT(cached, static_cast<int64_t>(again.size()) - 100) << "stale positions were cached";
+  d.expect_reference_outputs();
 }
 
 TEST_P(SchedulerLoops, PrefixHitsSkipRecomputation) {
@@ -636,15 +673,23 @@ TEST(SchedulerValidate, RejectsImpossibleRequests) {
 }
 
 // Thousands of requests: random arrivals, lengths, stop tokens and aborts, a tiny KV pool,
-// chunking; integrity after every step; every non-aborted request matches its reference.
-TEST_P(SchedulerLoops, RandomizedSoak) {
-  std::mt19937 rng(overlap() ? 2 : 1);
+// chunking; integrity after every step; every non-aborted request matches its reference. With
+// n-gram drafts the fake model remembers one token, so its outputs cycle and drafts stand at
+// random lengths; rejected drafts' slots are freed at once and never read again (the fake
+// model's "KV" is the token a slot holds: a slot reused wrongly changes the outputs).
+SchedulerStats randomized_soak(bool overlap, bool ngram) {
+  std::mt19937 rng((overlap ? 2 : 1) + (ngram ? 10 : 0));
   SchedulerOptions options;
   options.chunked_prefill_size = 24;
   options.max_running_requests = 12;
   options.max_prefill_tokens = 48;
-  options.policy = overlap() ? SchedulePolicy::kLpm : SchedulePolicy::kFcfs;
-  Driver d(options, 160, 128, overlap());
+  options.policy = overlap ? SchedulePolicy::kLpm : SchedulePolicy::kFcfs;
+  if (ngram) {
+    options.speculative.algorithm = speculative::SpeculativeAlgorithm::kNgram;
+    options.speculative.num_draft_tokens = 6;
+  }
+  Driver d(options, 160, 128, overlap);
+  if (ngram) d.runner().set_memory(1);
   std::vector<uint64_t> live;
   int submitted = 0;
   for (int step = 0; step < 20000 && (submitted < 2000 || !d.scheduler().idle()); ++step) {
@@ -675,9 +720,21 @@ TEST_P(SchedulerLoops, RandomizedSoak) {
   EXPECT_GT(aborted, 0);
   std::cout << "soak: retracted " << stats.num_retracted_total << ", cached prompt tokens "
             << stats.cached_prompt_tokens_total << " of " << stats.prompt_tokens_total
-            << ", aborted " << aborted << "\n";
+            << ", aborted " << aborted << ", verify steps " << stats.spec_verify_steps
+            << ", drafts " << stats.spec_draft_tokens << " (" << stats.spec_accepted_tokens
+            << " accepted)\n";
   EXPECT_TRUE(d.scheduler().flush_cache());
   EXPECT_EQ(d.scheduler().stats().kv_used, 0);
+  return stats;
+}
+
+TEST_P(SchedulerLoops, RandomizedSoak) { randomized_soak(overlap(), /*ngram=*/false); }
+
+TEST_P(SchedulerLoops, RandomizedSoakWithNgramDrafts) {
+  const SchedulerStats stats = randomized_soak(overlap(), /*ngram=*/true);
+  EXPECT_GT(stats.spec_verify_steps, 100);
+  EXPECT_GT(stats.spec_accepted_tokens, 0);
+  EXPECT_GT(stats.spec_draft_tokens, stats.spec_accepted_tokens);  // some rejected too
 }
 
 INSTANTIATE_TEST_SUITE_P(Loops, SchedulerLoops, ::testing::Values(false, true),

@@ -108,6 +108,20 @@ def test_eagle_accept_length_is_reported_alike(eagle):
     check_accept_length(eagle)
 
 
+def test_requests_speculation_leaves_out_are_counted(ngram):
+    """A penalty reads one logits row a step: that request decodes without drafts, counted in
+    spec_plain_requests (and logged once), not silently."""
+    def plain_requests():
+        return sum(state["spec_plain_requests"] for state in ngram.states())
+
+    before = plain_requests()
+    generate(ngram, REPEATING)
+    assert plain_requests() == before
+    generate(ngram, REPEATING, repetition_penalty=1.2)
+    assert plain_requests() == before + 1
+    assert "decode without drafts" in ngram.log()
+
+
 def spec_totals(srv):
     """(verify steps, accepted drafts) over every replica (internal_states has one each), having
     checked each replica's own average accept length."""
