@@ -251,17 +251,18 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   const int64_t kv_heads = model::kv_heads_per_rank(config.num_key_value_heads, options.tp_size);
   attention::KvPoolShape shape{config.num_hidden_layers, 0, kv_heads, config.head_dim, compute};
   DraftHeadMemory draft_head;
-  if (options.draft_head.has_value() && options.num_kv_slots == 0) {
+  // Counted whether the pool is sized by memory or by --max-total-tokens (checked against the
+  // budget too): the head is allocated after the pool either way.
+  if (options.draft_head.has_value()) {
     SGL_ASSIGN_OR_RETURN(
         draft_head,
         plan_draft_head_memory(*options.draft_head, draft_target_sizes(), compute, *allocator_));
   }
   SGL_ASSIGN_OR_RETURN(shape.num_slots, size_kv_pool(options, shape, context_length_, draft_head));
-  if (tp_group != nullptr && tp_group->size() > 1 && !options.device.is_cpu() &&
-      options.num_kv_slots == 0) {
-    // Each GPU sized its pool from its own free memory; the scheduler's slot ids index every
-    // rank's pool, so all take the smallest. (The CPU group is loaded rank after rank: rank 0
-    // sizes, the others are given its count.)
+  if (tp_group != nullptr && tp_group->size() > 1 && !options.device.is_cpu()) {
+    // Each GPU sized its pool from its own free memory (--max-total-tokens too: a rank may cap
+    // it); the scheduler's slot ids index every rank's pool, so all take the smallest. (The CPU
+    // group is loaded rank after rank: rank 0 sizes, the others must hold its count.)
     shape.num_slots = agree_on_fewest(*tp_group, *allocator_, stream_, shape.num_slots);
   }
   kv_pool_ = std::make_unique<attention::KvPool>(*allocator_, shape);

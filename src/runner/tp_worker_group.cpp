@@ -184,12 +184,11 @@ Status TpWorkerGroup::load(const std::filesystem::path& model_path,
             }));
   } else {
     // The CPU ranks load one after another (no collective meets while they load).
+    // Rank 0 sizes its pool from one share of the host memory the KV cache may take (an
+    // explicit --max-total-tokens is capped at that share too), the others take its count.
     ModelRunnerOptions mine = options;
-    if (mine.num_kv_slots == 0) {
-      // Each rank's pool is one share of the host memory the KV cache may take.
-      mine.mem_fraction_static =
-          (options.mem_fraction_static > 0 ? options.mem_fraction_static : 0.2) / local;
-    }
+    mine.mem_fraction_static =
+        (options.mem_fraction_static > 0 ? options.mem_fraction_static : 0.2) / local;
     for (int i = 0; i < local; ++i) {
       auto runner =
           ModelRunner::create(model_path, mine, communicators_[static_cast<size_t>(i)].get());
@@ -198,8 +197,17 @@ Status TpWorkerGroup::load(const std::filesystem::path& model_path,
                                             std::to_string(first_rank_ + i));
       }
       runners.push_back(std::move(runner).value());
+      // The scheduler's slot ids index every rank's pool: a rank that could not hold rank 0's
+      // count (size_kv_pool caps it at its memory) must not serve with a smaller one.
+      if (runners.back()->num_kv_slots() != runners[0]->num_kv_slots()) {
+        return resource_exhausted(
+            "tensor-parallel rank " + std::to_string(first_rank_ + i) + ": its KV pool holds " +
+            std::to_string(runners.back()->num_kv_slots()) + " slots, rank " +
+            std::to_string(first_rank_) + "'s " + std::to_string(runners[0]->num_kv_slots()) +
+            " (too little host memory left; lower --max-total-tokens or --mem-fraction-static)");
+      }
       mine = options;
-      mine.num_kv_slots = runners[0]->num_kv_slots();  // the scheduler's ids index every pool
+      mine.num_kv_slots = runners[0]->num_kv_slots();
     }
   }
   *first = std::move(runners[0]);

@@ -89,11 +89,12 @@ Status Scheduler::validate(const GenerateRequest& r) const {
     return invalid_argument("the prompt has " + std::to_string(len) +
                             " tokens; the context length is " + std::to_string(max_context_len_));
   }
-  const int64_t max_new = std::min<int64_t>(r.max_new_tokens, max_context_len_ - len);
-  if (len + max_new > allocator_.capacity()) {
-    return invalid_argument("the request needs " + std::to_string(len + max_new) +
-                            " KV slots (prompt + max_new_tokens); the KV cache holds " +
-                            std::to_string(allocator_.capacity()));
+  // max_new_tokens is clamped to what the KV cache holds (add_request), as SGLang's max_req_len
+  // does; only a prompt that leaves no slot to generate into is refused.
+  if (len >= allocator_.capacity()) {
+    return invalid_argument("the prompt has " + std::to_string(len) +
+                            " tokens; the KV cache holds " + std::to_string(allocator_.capacity()) +
+                            " (--max-total-tokens, --mem-fraction-static)");
   }
   return Status::ok_status();
 }
@@ -107,9 +108,11 @@ bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
   auto req = std::make_unique<Req>();
   req->rid = rid;
   req->request = std::move(request);
-  // Generation stops at the context length (SGLang clamps max_new_tokens the same way).
+  // Generation stops at the context length, or where the request alone fills the KV cache
+  // (SGLang clamps max_new_tokens to its max_req_len the same way).
   req->request.max_new_tokens =
-      std::min(req->request.max_new_tokens, max_context_len_ - req->prompt_len());
+      std::min({req->request.max_new_tokens, max_context_len_ - req->prompt_len(),
+                allocator_.capacity() - req->prompt_len()});
   if (req->request.grammar) {
     req->grammar = std::make_unique<grammar::ReasonerGrammarMatcher>(req->request.grammar,
                                                                      req->request.reasoning_gate);

@@ -668,8 +668,25 @@ TEST(SchedulerValidate, RejectsImpossibleRequests) {
   EXPECT_FALSE(s.validate(test::greedy_ids_request(tokens(60, 1), 200)).ok() &&
                false);  // clamped to the context: fine
   EXPECT_TRUE(s.validate(test::greedy_ids_request(tokens(60, 1), 200)).ok());
-  Scheduler tiny({}, 20, 64, {kEos});
-  EXPECT_FALSE(tiny.validate(test::greedy_ids_request(tokens(10, 1), 30)).ok());  // needs 40 slots
+  // A KV cache smaller than the context: max_new_tokens is clamped to it (SGLang's max_req_len),
+  // only a prompt that leaves no slot is refused.
+  Scheduler tiny({}, 20, 64, {kEos});  // 19 allocatable slots
+  EXPECT_TRUE(tiny.validate(test::greedy_ids_request(tokens(10, 1), 30)).ok());
+  EXPECT_TRUE(tiny.validate(test::greedy_ids_request(tokens(18, 1), 30)).ok());
+  const Status full = tiny.validate(test::greedy_ids_request(tokens(19, 1), 1));
+  ASSERT_FALSE(full.ok());
+  EXPECT_NE(full.message().find("the KV cache holds 19"), std::string::npos) << full.to_string();
+}
+
+TEST(SchedulerValidate, MaxNewTokensStopsWhereTheRequestFillsTheKvCache) {
+  Driver d({}, 40, 256, /*overlap=*/false);  // 39 allocatable slots, a 256-token context
+  GenerateRequest r = test::greedy_ids_request(tokens(10, 1), 100);
+  r.ignore_eos = true;
+  const uint64_t rid = d.submit(r);
+  d.run_until_idle();
+  EXPECT_EQ(d.outputs()[rid].size(), 29u);
+  EXPECT_EQ(d.finished()[rid].reason, FinishReason::kLength);
+  EXPECT_EQ(d.outputs()[rid], test::fake_reference(r.input_ids, 29, kVocab, {}));
 }
 
 // Thousands of requests: random arrivals, lengths, stop tokens and aborts, a tiny KV pool,
