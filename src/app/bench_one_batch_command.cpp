@@ -278,6 +278,7 @@ int run_bench_one_batch(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
+  if (Status s = apply_log_level(*args, "warning"); !s.ok()) return fail(s);
   runner::ModelRunnerOptions options;
   options.load_format = args->get("--load-format").value_or("auto");
   auto model_path = bench_model_path(*args, options.load_format);

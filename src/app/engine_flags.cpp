@@ -432,10 +432,15 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
     return invalid_argument("--decode-log-interval must be >= 0");
   }
 
+  SGL_RETURN_IF_ERROR(apply_log_level(args, default_log_level));
+  return s;
+}
+
+Status apply_log_level(const CliArgs& args, const std::string& default_log_level) {
   SGL_ASSIGN_OR_RETURN(const LogLevel level,
                        parse_log_level(args.get("--log-level").value_or(default_log_level)));
   set_log_level(level);
-  return s;
+  return Status::ok_status();
 }
 
 }  // namespace sgl::app

@@ -41,8 +41,11 @@ std::vector<std::string> all_reduce_notes(const runner::ModelRunnerOptions& runn
 std::string resolve_device_name(const std::string& name, int64_t base_gpu,
                                 std::vector<std::string>& notes);
 
-// Reads the flags (defaults as SGLang's) and applies --log-level (`default_log_level` when it is
-// not given: sgl-server logs at info, as SGLang; the other tools at warning).
+// Applies --log-level (`default_log_level` when it is not given: sgl-server logs at info, as
+// SGLang; the other tools at warning).
+Status apply_log_level(const CliArgs& args, const std::string& default_log_level);
+
+// Reads the flags (defaults as SGLang's) and applies --log-level (apply_log_level).
 Result<EngineSetup> parse_engine_flags(const CliArgs& args,
                                        const std::string& default_log_level = "warning");
 

@@ -164,7 +164,8 @@ int run(int argc, char** argv) {
     std::cerr << "sgl-generate: " << s.to_string() << "\n";
     return 1;
   };
-  for (const std::string& note : o.setup.notes) SGL_LOG_INFO << note;
+  // Flags whose meaning differs here: said at any log level, as sgl-server does.
+  for (const std::string& note : o.setup.notes) std::cerr << "sgl-generate: " << note << "\n";
 
   // First, so that a bad path reads as one (not as a missing tokenizer).
   if (auto format = model::check_model_path(o.model_path); !format.ok()) {

@@ -189,8 +189,12 @@ Result<Options> parse_options(int argc, char** argv) {
   SGL_ASSIGN_OR_RETURN(double read_timeout, args.get_double("--http-read-timeout", 30));
   SGL_ASSIGN_OR_RETURN(double drain_timeout, args.get_double("--drain-timeout", 10));
   if (threads < 1 || threads > 256) return invalid_argument("--http-threads must be in [1, 256]");
-  if (!(read_timeout > 0) || !(drain_timeout >= 0)) {
-    return invalid_argument("--http-read-timeout must be > 0 and --drain-timeout >= 0");
+  // Bounded so that their milliseconds and the deadlines built from them stay in range.
+  constexpr double kMaxTimeoutS = 1e6;
+  if (!(read_timeout > 0 && read_timeout <= kMaxTimeoutS) ||
+      !(drain_timeout >= 0 && drain_timeout <= kMaxTimeoutS)) {
+    return invalid_argument(
+        "--http-read-timeout must be in (0, 1e6] and --drain-timeout in [0, 1e6] seconds");
   }
   o.http_threads = static_cast<int>(threads);
   o.http_read_timeout = std::chrono::milliseconds(static_cast<int64_t>(read_timeout * 1000));

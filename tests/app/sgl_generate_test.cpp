@@ -32,6 +32,15 @@ TEST(SglGenerate, PrintsTheGoldenContinuation) {
   EXPECT_EQ(r.out, golden["greedy_text"].get<std::string>() + "\n");
 }
 
+// A flag that changes nothing here says so at the tool's default log level (warning).
+TEST(SglGenerate, SaysWhichFlagsChangeNothing) {
+  const RunResult r = run_generate("--model-path " + stories() +
+                                   " --prompt-ids 1,2 --max-new-tokens 2 --enable-fp32-all-reduce");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("sgl-generate: --enable-fp32-all-reduce changes nothing"), std::string::npos)
+      << r.out;
+}
+
 TEST(SglGenerate, JsonWithPromptIdsAndLogprobs) {
   const auto golden = test::golden("tiny-qwen3")["cases"][1];
   std::string ids;

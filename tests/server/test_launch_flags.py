@@ -84,6 +84,9 @@ SERVES = [
 ]
 
 REFUSES = [
+    # Timeouts whose milliseconds would overflow.
+    ("--model-path {model} --http-read-timeout 1e12", ["--http-read-timeout must be in (0, 1e6]"]),
+    ("--model-path {model} --drain-timeout 1e300", ["--drain-timeout in [0, 1e6]"]),
     # Parallelism (server arguments page, multi-node page).
     ("--model-path {model} --tp 3", ["--tp-size 3 does not divide", "num_attention_heads (8)"]),
     ("--model-path {model} --tp 0", ["--tp-size must be in [1, 64]"]),
