@@ -154,7 +154,9 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "16384"},
       {.name = "--chunked-prefill-size",
        .value = "N",
-       .help = "Longest prefill chunk of one request.",
+       .help = "Longest prefill chunk of one request; -1: no chunking (then a prompt is "
+               "prefilled whole, so it may have at most --max-prefill-tokens tokens; longer ones "
+               "are refused, not admitted whole as in SGLang).",
        .default_value = "8192"},
       {.name = "--schedule-policy",
        .value = "lpm|dfs-weight|fcfs|lof|random",

@@ -183,7 +183,7 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
   if (options_.scheduler.chunked_prefill_size <= 0 && prompt > whole_prefill) {
     return invalid_argument("the prompt has " + std::to_string(prompt) +
                             " tokens; without chunked prefill one forward takes at most " +
-                            std::to_string(whole_prefill));
+                            std::to_string(whole_prefill) + " (--max-prefill-tokens)");
   }
   const int64_t limit = options_.scheduler.max_queued_requests;
   if (limit > 0 && queued_.load() >= limit + options_.scheduler.max_running_requests) {

@@ -174,9 +174,8 @@ Status check_reasoning_parser(std::string_view name) {
 }
 
 bool needs_special_tokens(const OutputParserOptions& options) {
-  const std::optional<ToolCallFormat> tools = tool_call_format(options.tool_call_parser);
   const ReasoningFormat* reasoning = reasoning_format(options.reasoning_parser);
-  return tools == ToolCallFormat::kGptOss || tools == ToolCallFormat::kMistral ||
+  return tool_call_format(options.tool_call_parser).has_value() ||
          (reasoning != nullptr && reasoning->special_tokens);
 }
 

@@ -52,8 +52,10 @@ struct OutputParserOptions {
   std::shared_ptr<const XmlParameterKinds> xml_parameter_kinds;
 };
 
-// Whether the parsers' markers are special tokens, which the detokenizer must then keep
-// (skip_special_tokens false): gpt-oss's harmony markers, mistral's [TOOL_CALLS] and [THINK].
+// Whether the detokenizer must keep special tokens (skip_special_tokens false) for the parsers
+// to see their markers: with any tool-call parser (tools offered; as SGLang and vLLM do:
+// <tool_call>, <|python_tag|>, [TOOL_CALLS] are special tokens in some models), and for the
+// reasoning formats whose tags are (gpt-oss's harmony markers, mistral's [THINK]).
 bool needs_special_tokens(const OutputParserOptions& options);
 
 // The output starts inside <think>...</think> (deepseek-r1, qwen3-thinking, a forced start).

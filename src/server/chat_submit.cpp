@@ -93,7 +93,7 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
     plan.options.parser = parser;
     plan.options.max_reasoning_tokens = req.max_reasoning_tokens;
     plan.options.single_tool_call = !req.parallel_tool_calls;
-    // Formats whose markers are special tokens need them in the text.
+    // The parsers read their markers from the text (some are special tokens).
     if (function_call::needs_special_tokens(parser)) {
       plan.options.skip_special_tokens = false;
     }

@@ -354,7 +354,11 @@ TEST(ReasoningParser, Think) {
   EXPECT_TRUE(needs_special_tokens({"", "gpt-oss"}));
   EXPECT_TRUE(needs_special_tokens({"mistral", ""}));
   EXPECT_TRUE(needs_special_tokens({"gpt-oss", "qwen3"}));
-  EXPECT_FALSE(needs_special_tokens({"qwen25", "qwen3"}));
+  // Any tool-call parser: its markers are special tokens in some models (Hermes-3's <tool_call>,
+  // Llama 3's <|python_tag|>).
+  EXPECT_TRUE(needs_special_tokens({"qwen25", "qwen3"}));
+  EXPECT_TRUE(needs_special_tokens({"llama3", ""}));
+  EXPECT_FALSE(needs_special_tokens({"", "qwen3"}));
   EXPECT_FALSE(needs_special_tokens({"", ""}));
 }
 
