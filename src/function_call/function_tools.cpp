@@ -72,4 +72,14 @@ Result<std::vector<FunctionTool>> read_function_tools(std::string_view tools_jso
   return out;
 }
 
+std::shared_ptr<const ToolNames> tool_names(std::span<const FunctionTool> tools) {
+  auto names = std::make_shared<ToolNames>();
+  for (const FunctionTool& t : tools) names->push_back(t.name);
+  return names;
+}
+
+bool names_allow(const ToolNames* names, std::string_view name) {
+  return names == nullptr || std::find(names->begin(), names->end(), name) != names->end();
+}
+
 }  // namespace sgl::function_call

@@ -2,6 +2,9 @@
 // and a JSON Schema for its parameters that the grammar engine compiles.
 #pragma once
 
+#include <algorithm>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +20,12 @@ struct FunctionTool {
 };
 
 inline constexpr size_t kMaxFunctionTools = 512;
+
+// The names of a request's functions (what a parsed call may name).
+using ToolNames = std::vector<std::string>;
+std::shared_ptr<const ToolNames> tool_names(std::span<const FunctionTool> tools);
+// Whether `names` (null: any) holds `name`.
+bool names_allow(const ToolNames* names, std::string_view name);
 
 // `tools_json`: a JSON array of {"type": "function", "function": {"name", "description",
 // "parameters", "strict"}} (the chat format) or {"type": "function", "name", "parameters", ...}

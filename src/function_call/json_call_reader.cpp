@@ -47,6 +47,7 @@ JsonCallReader::Step JsonCallReader::value_done(EventSink& out) {
     const auto parsed = nlohmann::json::parse(name_json_, nullptr, false);
     if (!parsed.is_string() || parsed.get_ref<const std::string&>().empty()) return Step::kError;
     name_ = parsed.get<std::string>();
+    if (!allows(name_)) return Step::kError;
     have_name_ = true;
     begun_ = true;
     out.begin_call(name_);

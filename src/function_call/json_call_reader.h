@@ -3,8 +3,10 @@
 // arguments' JSON text streams as it comes.
 #pragma once
 
+#include <memory>
 #include <string>
 
+#include "function_call/function_tools.h"
 #include "function_call/json_scanner.h"
 #include "function_call/parse_event.h"
 
@@ -18,11 +20,18 @@ class JsonCallReader {
     kError,  // not a call object: the byte is not part of it
   };
 
+  // `names`: the functions a call may name (another name is kError before the call begins);
+  // null: any.
+  explicit JsonCallReader(std::shared_ptr<const ToolNames> names = nullptr)
+      : names_(std::move(names)) {}
+
   // Bytes from the object's '{' on.
   Step step(char c, EventSink& out);
   // Whether the call was announced (out.begin_call): from then on it is a call, whatever follows.
   bool begun() const { return begun_; }
-  void reset() { *this = JsonCallReader(); }
+  // Whether a call may name `name`.
+  bool allows(std::string_view name) const { return names_allow(names_.get(), name); }
+  void reset() { *this = JsonCallReader(std::move(names_)); }
 
  private:
   enum class State : uint8_t { kOpen, kKeyOrEnd, kKey, kKeyText, kColon, kValue, kCommaOrEnd };
@@ -32,6 +41,7 @@ class JsonCallReader {
   Step value_byte(char c, EventSink& out);
   Step value_done(EventSink& out);
 
+  std::shared_ptr<const ToolNames> names_;
   State state_ = State::kOpen;
   Field field_ = Field::kOther;
   bool in_value_ = false;

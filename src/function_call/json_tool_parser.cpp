@@ -32,10 +32,11 @@ bool is_id_byte(char c) { return std::isalnum(static_cast<unsigned char>(c)); }
 
 }  // namespace
 
-JsonToolParser::JsonToolParser(JsonToolFormat format)
+JsonToolParser::JsonToolParser(JsonToolFormat format, std::shared_ptr<const ToolNames> names)
     : format_(std::move(format)),
       scanner_({format_.start}),
-      state_(format_.bare_at_start ? State::kStart : State::kText) {}
+      state_(format_.bare_at_start ? State::kStart : State::kText),
+      call_(std::move(names)) {}
 
 void JsonToolParser::text(std::string_view s, EventSink& out) {
   std::string t;
@@ -164,7 +165,7 @@ void JsonToolParser::step(char c, EventSink& out) {
           raw_ += c;
           return;
         }
-        if (c != '{' && c != '[') {
+        if ((c != '{' && c != '[') || !call_.allows(name_)) {
           fall_back(c, out);
           return;
         }

@@ -32,7 +32,8 @@ JsonToolFormat mistral_format();
 
 class JsonToolParser final : public ByteParser {
  public:
-  explicit JsonToolParser(JsonToolFormat format);
+  // `names`: the functions a call may name (JsonCallReader); null: any.
+  explicit JsonToolParser(JsonToolFormat format, std::shared_ptr<const ToolNames> names = nullptr);
   void finish(EventSink& out) override;
 
  private:

@@ -75,17 +75,17 @@ Status check_name(std::string_view flag, std::string_view name,
 }
 
 // (gpt-oss's harmony parser reads reasoning and calls together: make_output_parser.)
-std::unique_ptr<StreamParser> tool_call_parser(
-    ToolCallFormat format, const std::shared_ptr<const XmlParameterKinds>& kinds) {
+std::unique_ptr<StreamParser> tool_call_parser(ToolCallFormat format,
+                                               const OutputParserOptions& options) {
   switch (format) {
     case ToolCallFormat::kHermes:
-      return std::make_unique<JsonToolParser>(qwen25_format());
+      return std::make_unique<JsonToolParser>(qwen25_format(), options.tool_names);
     case ToolCallFormat::kQwen3Coder:
-      return std::make_unique<Qwen3CoderParser>(kinds);
+      return std::make_unique<Qwen3CoderParser>(options.xml_parameter_kinds);
     case ToolCallFormat::kLlama3:
-      return std::make_unique<JsonToolParser>(llama3_format());
+      return std::make_unique<JsonToolParser>(llama3_format(), options.tool_names);
     case ToolCallFormat::kMistral:
-      return std::make_unique<JsonToolParser>(mistral_format());
+      return std::make_unique<JsonToolParser>(mistral_format(), options.tool_names);
     case ToolCallFormat::kPythonic:
       return std::make_unique<PythonicParser>();
     case ToolCallFormat::kDeepSeekV3:
@@ -215,8 +215,7 @@ Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptio
     first = std::make_unique<ThinkParser>(starts_in_reasoning(options), *reasoning_fmt->tags);
   }
   return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
-      std::move(first), format ? tool_call_parser(*format, options.xml_parameter_kinds) : nullptr,
-      keep_reasoning));
+      std::move(first), format ? tool_call_parser(*format, options) : nullptr, keep_reasoning));
 }
 
 ParsedOutput parse_whole(StreamParser& parser, std::string_view text) {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "function_call/function_tools.h"
 #include "function_call/qwen3_coder_parser.h"
 #include "function_call/stream_parser.h"
 #include "function_call/think_parser.h"
@@ -50,6 +51,10 @@ struct OutputParserOptions {
   // qwen3_coder: the request's functions' parameter kinds, which type its values
   // (xml_parameter_kinds; null: every value a string).
   std::shared_ptr<const XmlParameterKinds> xml_parameter_kinds;
+  // The request's function names: a JSON call (qwen25, llama3, mistral) to another name is not
+  // a call but content, as SGLang drops calls to undefined functions (llama3's bare JSON at the
+  // start is often the answer itself). Null: any name.
+  std::shared_ptr<const ToolNames> tool_names;
 };
 
 // Whether the detokenizer must keep special tokens (skip_special_tokens false) for the parsers

@@ -13,6 +13,7 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
   function_call::OutputParserOptions o;
   if (!req.tools_json.empty()) {
     o.tool_call_parser = ctx.info.tool_call_parser;
+    o.tool_names = function_call::tool_names(req.tools);
     if (function_call::tool_call_format(o.tool_call_parser) ==
         function_call::ToolCallFormat::kQwen3Coder) {
       o.xml_parameter_kinds = function_call::xml_parameter_kinds(req.tools);

@@ -23,7 +23,9 @@ struct Case {
 };
 
 std::unique_ptr<StreamParser> make(const Case& c) {
-  auto p = make_output_parser({c.tools, c.reasoning, c.force, xml_parameter_kinds(c.functions)});
+  OutputParserOptions options{c.tools, c.reasoning, c.force, xml_parameter_kinds(c.functions)};
+  if (!c.functions.empty()) options.tool_names = tool_names(c.functions);
+  auto p = make_output_parser(options);
   EXPECT_TRUE(p.ok()) << p.status().to_string();
   return std::move(p).value();
 }
@@ -133,6 +135,30 @@ TEST(ToolCallParser, Llama3) {
   check({t, "", false, "The set {1, 2}", out("The set {1, 2}")});
   check({t, "", false, "{\"name\": \"f\", \"parameters\": {\"a\": 1}} trailing",
          out("trailing", {{"f", "{\"a\": 1}"}})});
+}
+
+// With the request's functions known, a JSON call to another name is content (SGLang drops
+// calls to undefined functions): llama3's bare JSON answer stays the answer.
+TEST(ToolCallParser, JsonCallsNameTheRequestsFunctions) {
+  const std::vector<FunctionTool> weather = {{"get_weather", "", false}};
+  const auto with = [&](const std::string& tools, std::string text, ParsedOutput want) {
+    check({tools, "", false, std::move(text), std::move(want), weather});
+  };
+  with("llama3", "{\"name\": \"Paris\", \"population\": 2100000}",
+       out("{\"name\": \"Paris\", \"population\": 2100000}"));
+  with("llama3", "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
+       out("", {{"get_weather", "{\"city\": \"Paris\"}"}}));
+  // Arguments before the name are held until the name is known.
+  with("llama3", "{\"parameters\": {\"x\": 1}, \"name\": \"other\"}",
+       out("{\"parameters\": {\"x\": 1}, \"name\": \"other\"}"));
+  with("qwen25", "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>",
+       out("<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>"));
+  with("qwen25", "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
+       out("", {{"get_weather", "{}"}}));
+  with("mistral", "[TOOL_CALLS]other[ARGS]{}", out("[TOOL_CALLS]other[ARGS]{}"));
+  with("mistral", "[TOOL_CALLS]get_weather[ARGS]{}", out("", {{"get_weather", "{}"}}));
+  with("mistral", "[TOOL_CALLS] [{\"name\": \"other\", \"arguments\": {}}]",
+       out("[TOOL_CALLS] [{\"name\": \"other\", \"arguments\": {}}]"));
 }
 
 TEST(ToolCallParser, Mistral) {
