@@ -77,6 +77,7 @@ Result<Format> format_for(std::string_view parser) {
       };
       f.tail = "\n```<｜tool▁call▁end｜>";
       f.trigger = f.before_calls;
+      f.text_excludes = {"<｜tool▁call▁begin｜>"};  // the parser reads a call there too
       break;
     case ToolCallFormat::kDeepSeekV31:
       f.before_calls = "<｜tool▁calls▁begin｜>";
@@ -86,6 +87,7 @@ Result<Format> format_for(std::string_view parser) {
       };
       f.tail = "<｜tool▁call▁end｜>";
       f.trigger = f.before_calls;
+      f.text_excludes = {"<｜tool▁call▁begin｜>"};
       break;
     case ToolCallFormat::kGptOss:
       // NOTE: harmony's markers are special tokens; a matcher that never allows special tokens
