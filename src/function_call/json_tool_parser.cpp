@@ -11,7 +11,8 @@ JsonToolFormat llama3_format() {
           .end = "",
           .array = false,
           .separator = ';',
-          .bare_at_start = true};
+          .bare_at_start = true,
+          .special_start = true};
 }
 JsonToolFormat mistral_format() {
   return {.start = "[TOOL_CALLS]", .end = "", .array = true, .compact = true};
@@ -97,7 +98,7 @@ void JsonToolParser::step(char c, EventSink& out) {
       text(t, out);
       if (marker >= 0) {
         raw_ = text_.take_held();
-        raw_ += format_.start;
+        if (!format_.special_start) raw_ += format_.start;
         state_ = State::kOpen;
       }
       return;

@@ -24,6 +24,9 @@ struct JsonToolFormat {
   char separator = 0;          // between calls, without another marker (llama3: ';')
   bool bare_at_start = false;  // an output starting with '{' starts a call (llama3)
   bool compact = false;        // NAME[ARGS]{...} after the marker (mistral)
+  // The marker is a special token of the model (llama3's <|python_tag|>): never content, also
+  // where what follows is not a call (Llama 3.1's built-in tools' Python).
+  bool special_start = false;
 };
 
 JsonToolFormat qwen25_format();

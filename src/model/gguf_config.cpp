@@ -127,8 +127,8 @@ Status read_moe(const GgufMetadata& meta, const ArchKeys& keys, const Architectu
 }
 
 // RoPE scaling as llama.cpp reads it: an absent rope.scaling.type is linear, by the factor in
-// rope.scaling.factor (or the older rope.scale_linear; 0 and 1 mean none), which only an
-// explicit type "none" turns off. Only unscaled RoPE is supported.
+// rope.scaling.factor (the older rope.scale_linear only where that key is absent; 0 and 1 mean
+// none), which only an explicit type "none" turns off. Only unscaled RoPE is supported.
 Status check_rope_scaling(const GgufMetadata& meta, const ArchKeys& keys) {
   const std::string type_key = keys.key("rope.scaling.type");
   SGL_ASSIGN_OR_RETURN(const std::string type, meta.get_string_or(type_key, "linear"));
@@ -137,15 +137,15 @@ Status check_rope_scaling(const GgufMetadata& meta, const ArchKeys& keys) {
     return unimplemented(keys.file() + ": metadata key '" + type_key + "' is '" + type +
                          "', which is not supported (supported: none, linear with factor 1)");
   }
-  for (const char* k : {"rope.scaling.factor", "rope.scale_linear"}) {
-    SGL_ASSIGN_OR_RETURN(const double factor, meta.get_float_or(keys.key(k), 0.0));
-    if (factor != 0.0 && factor != 1.0) {
-      return unimplemented(
-          keys.file() + ": metadata key '" + keys.key(k) + "' is " + std::to_string(factor) +
-          " (linear RoPE scaling" +
-          (meta.has(type_key) ? "" : ", as llama.cpp reads a file without " + type_key) +
-          "); scaled RoPE is not supported");
-    }
+  const char* k =
+      meta.has(keys.key("rope.scaling.factor")) ? "rope.scaling.factor" : "rope.scale_linear";
+  SGL_ASSIGN_OR_RETURN(const double factor, meta.get_float_or(keys.key(k), 0.0));
+  if (factor != 0.0 && factor != 1.0) {
+    return unimplemented(
+        keys.file() + ": metadata key '" + keys.key(k) + "' is " + std::to_string(factor) +
+        " (linear RoPE scaling" +
+        (meta.has(type_key) ? "" : ", as llama.cpp reads a file without " + type_key) +
+        "); scaled RoPE is not supported");
   }
   return Status::ok_status();
 }

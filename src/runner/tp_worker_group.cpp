@@ -185,7 +185,8 @@ Status TpWorkerGroup::load(const std::filesystem::path& model_path,
   } else {
     // The CPU ranks load one after another (no collective meets while they load).
     // Rank 0 sizes its pool from one share of the host memory the KV cache may take (an
-    // explicit --max-total-tokens is capped at that share too), the others take its count.
+    // explicit --max-total-tokens is capped at that share too); the others are given its count
+    // (with the whole fraction, so that the memory rank 0 left them holds it).
     ModelRunnerOptions mine = options;
     mine.mem_fraction_static =
         (options.mem_fraction_static > 0 ? options.mem_fraction_static : 0.2) / local;

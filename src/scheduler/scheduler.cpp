@@ -2,6 +2,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -90,8 +91,9 @@ Status Scheduler::validate(const GenerateRequest& r) const {
                             " tokens; the context length is " + std::to_string(max_context_len_));
   }
   // max_new_tokens is clamped to what the KV cache holds (add_request), as SGLang's max_req_len
-  // does; only a prompt that leaves no slot to generate into is refused.
-  if (len >= allocator_.capacity()) {
+  // does; only a prompt that leaves no slot to generate into is refused (one that generates
+  // nothing, an embedding or a prompt scoring, may fill the cache).
+  if (len > allocator_.capacity() || (len == allocator_.capacity() && r.max_new_tokens > 0)) {
     return invalid_argument("the prompt has " + std::to_string(len) +
                             " tokens; the KV cache holds " + std::to_string(allocator_.capacity()) +
                             " (--max-total-tokens, --mem-fraction-static)");
@@ -252,11 +254,20 @@ bool Scheduler::prepare_extend_entry(Req& req, BatchEntry* entry,
   return true;
 }
 
+int32_t Scheduler::draft_cacheable_len(const Req& req) const {
+  // EAGLE's draft shares the slots: positions it never saw (a stale request's) would give a later
+  // request that hits them the draft's garbage KV, so they are not cached. (Never below what the
+  // request already borrowed: its first caching came before it went stale, or stopped here.)
+  if (req.draft_stale && options_.speculative.drafts_in_runner()) return req.draft_valid_len;
+  return std::numeric_limits<int32_t>::max();
+}
+
 void Scheduler::cache_unfinished(Req& req) {
   const std::span<const int32_t> row = req_to_token_.row(req.req_pool_idx);
   // Positions whose tokens are known (a chunk's fill_ids; a decoder's prompt and outputs).
   std::vector<int32_t> tokens = req.is_chunked ? req.fill_ids : req.all_token_ids();
-  const auto n = static_cast<int32_t>(std::min<size_t>(tokens.size(), req.kv_len));
+  const auto n = std::min(static_cast<int32_t>(std::min<size_t>(tokens.size(), req.kv_len)),
+                          draft_cacheable_len(req));
   cache::CacheUnfinishedResult cached = tree_.cache_unfinished_req(
       std::span(tokens.data(), n), row.subspan(0, n), std::move(req.lock), allocator_);
   req_to_token_.write(req.req_pool_idx, 0, cached.kv_slots);
@@ -452,11 +463,16 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   if (draft_policy_ != nullptr) {
     // A choice that waited for the batch in flight (a drain) is the one taken after it: choosing
     // again would lose the policy's exploring turns whenever plain decoding is the best.
-    choice = drained_choice_ ? *std::exchange(drained_choice_, std::nullopt)
-                             : draft_policy_->choose(static_cast<int32_t>(needed));
+    // (Only for a batch of the size it was chosen for: the policy's buckets are by batch size.)
+    const bool same_batch = drained_choice_ && drained_batch_size_ == needed;
+    choice = same_batch ? *drained_choice_ : draft_policy_->choose(static_cast<int32_t>(needed));
+    drained_choice_.reset();
   }
   if (drafts_wait_for_results(choice.drafts)) {
-    if (draft_policy_ != nullptr) drained_choice_ = choice;
+    if (draft_policy_ != nullptr) {
+      drained_choice_ = choice;
+      drained_batch_size_ = needed;
+    }
     *need_drain = true;
     return std::nullopt;
   }
@@ -685,12 +701,8 @@ void Scheduler::release(Req& req) {
     const std::span<const int32_t> row = req_to_token_.row(req.req_pool_idx);
     const std::vector<int32_t> tokens = req.all_token_ids();
     // An aborted request may hold slots for positions whose tokens never came back.
-    auto known = static_cast<int32_t>(std::min<size_t>(tokens.size(), req.kv_len));
-    // EAGLE's draft shares the slots: positions it never saw (a stale request's) would give a
-    // later request that hits them the draft's garbage KV, so they are not cached.
-    if (req.draft_stale && options_.speculative.drafts_in_runner()) {
-      known = std::max(req.borrowed_len, std::min(known, req.draft_valid_len));
-    }
+    const auto known = std::min(static_cast<int32_t>(std::min<size_t>(tokens.size(), req.kv_len)),
+                                draft_cacheable_len(req));
     SGL_CHECK_GE(known, req.borrowed_len);
     tree_.cache_finished_req(std::span(tokens.data(), known), row.subspan(0, known),
                              std::move(req.lock), allocator_);

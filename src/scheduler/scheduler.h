@@ -171,6 +171,9 @@ class Scheduler {
   std::vector<int32_t> accept_drafts(Req& req, const BatchEntry& entry,
                                      std::span<const int32_t> sampled);
   void cache_unfinished(Req& req);
+  // How many of the request's first positions may go into the radix cache (EAGLE: not those
+  // its draft never saw).
+  int32_t draft_cacheable_len(const Req& req) const;
   void retract_for_decode(int64_t needed);
   // Why `req` stops after appending `token` to its output, if it does.
   std::optional<FinishState> stop_condition(const Req& req, int32_t token) const;
@@ -210,6 +213,7 @@ class Scheduler {
   std::unique_ptr<speculative::DraftLengthPolicy> draft_policy_;
   // The policy's choice that asked for a drain, taken by the next decode batch.
   std::optional<speculative::DraftLengthPolicy::Choice> drained_choice_;
+  int64_t drained_batch_size_ = 0;  // the decode batch drained_choice_ was chosen for
   bool logged_spec_plain_ = false;  // the first request speculation leaves out was logged
   struct PolicyStep {
     int64_t batch_id = -1;

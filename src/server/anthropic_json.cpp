@@ -205,7 +205,8 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
   std::optional<int64_t> budget;
   SGL_RETURN_IF_ERROR(read_thinking(o, chat, thinking, budget));
   SGL_ASSIGN_OR_RETURN(ChatRequest req, request_json::parse_chat_object(chat, defaults));
-  req.thinking = thinking;
+  // (A passed-through reasoning_effort set req.thinking already; the route checks either.)
+  if (thinking) req.thinking = thinking;
   req.max_reasoning_tokens = budget;
   return req;
 }

@@ -318,31 +318,55 @@ Status read_token_ids_logprob(const json& o, size_t prompts,
 
 // The keys /generate's sampling_params may hold: SGLang's SamplingParams fields that
 // read_sampling reads or refuses by name, and the vLLM-style guided_* names it also takes. SGLang
-// raises on any other key, so sgl.cpp answers 400 instead of ignoring it.
-// (Space-separated, with spaces at both ends.)
-constexpr std::string_view kSamplingParamsKeys =
-    " max_new_tokens min_new_tokens temperature top_p top_k min_p seed sampling_seed stop"
-    " stop_regex stop_token_ids no_stop_trim ignore_eos skip_special_tokens"
-    " spaces_between_special_tokens n presence_penalty frequency_penalty repetition_penalty"
-    " logit_bias json_schema regex ebnf guided_json guided_regex guided_grammar guided_choice"
-    " structural_tag structured_outputs custom_params custom_logit_processor stream_interval"
-    " token_ids_logprob ";
+// raises on any other key, so sgl.cpp answers 400 instead of ignoring it. `top_level`: a field
+// of GenerateReqInput as well, which /generate's top level may hold.
+struct SamplingParamsKey {
+  const char* name;
+  bool top_level = false;
+};
+constexpr SamplingParamsKey kSamplingParamsKeys[] = {
+    {"max_new_tokens"},
+    {"min_new_tokens"},
+    {"temperature"},
+    {"top_p"},
+    {"top_k"},
+    {"min_p"},
+    {"seed"},
+    {"sampling_seed"},
+    {"stop"},
+    {"stop_regex"},
+    {"stop_token_ids"},
+    {"no_stop_trim"},
+    {"ignore_eos"},
+    {"skip_special_tokens"},
+    {"spaces_between_special_tokens"},
+    {"n"},
+    {"presence_penalty"},
+    {"frequency_penalty"},
+    {"repetition_penalty"},
+    {"logit_bias"},
+    {"json_schema"},
+    {"regex"},
+    {"ebnf"},
+    {"guided_json"},
+    {"guided_regex"},
+    {"guided_grammar"},
+    {"guided_choice"},
+    {"structural_tag"},
+    {"structured_outputs"},
+    {"custom_params"},
+    {"custom_logit_processor", true},  // refused by kUnsupportedSampling when it asks for any
+    {"stream_interval"},
+    {"token_ids_logprob", true},
+};
 
 // /generate reads the sampling fields inside sampling_params only (SGLang's GenerateReqInput
 // has no such top-level fields and drops them); at its top level each is refused, whatever its
-// value but null, never ignored. token_ids_logprob and custom_logit_processor are top-level
-// fields as well (the latter refused by kUnsupportedSampling when it asks for something).
+// value but null, never ignored.
 Status refuse_top_level_sampling(const json& o) {
-  std::string_view keys = kSamplingParamsKeys;
-  while (!keys.empty()) {
-    const size_t begin = keys.find_first_not_of(' ');
-    if (begin == std::string_view::npos) break;
-    const size_t end = keys.find(' ', begin);
-    const std::string key(keys.substr(begin, end - begin));
-    keys.remove_prefix(end);
-    if (key == "token_ids_logprob" || key == "custom_logit_processor") continue;
-    if (find(o, key.c_str()) != nullptr) {
-      return unimplemented("'" + key +
+  for (const SamplingParamsKey& key : kSamplingParamsKeys) {
+    if (!key.top_level && find(o, key.name) != nullptr) {
+      return unimplemented("'" + std::string(key.name) +
                            "' is not supported: it belongs inside sampling_params, not at the "
                            "top level of /generate");
     }
@@ -352,8 +376,8 @@ Status refuse_top_level_sampling(const json& o) {
 
 Status check_sampling_params_keys(const json& params) {
   for (const auto& [key, value] : params.items()) {
-    if (key.find(' ') != std::string::npos ||
-        kSamplingParamsKeys.find(" " + key + " ") == std::string_view::npos) {
+    if (std::none_of(std::begin(kSamplingParamsKeys), std::end(kSamplingParamsKeys),
+                     [&](const SamplingParamsKey& k) { return key == k.name; })) {
       return field_error("sampling_params", "has no field '" + key + "'");
     }
   }
@@ -619,10 +643,12 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
   json kwargs = json::object();
   if (const json* given = find(o, "chat_template_kwargs")) {
     if (!given->is_object()) return field_error("chat_template_kwargs", "must be an object");
-    // The template's own inputs come from the request (SGLang raises on a duplicate keyword):
-    // a kwarg overriding them would bypass the messages' checks or the output parser's tools.
+    // The conversation, its tools and the generation prompt come from the request (SGLang
+    // raises on these duplicate keywords): a kwarg would bypass the messages' checks or the
+    // output parser's tools. continue_final_message is refused on the request too. (documents,
+    // bos_token and eos_token may be overridden, as in transformers.)
     for (const char* own :
-         {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token"}) {
+         {"messages", "tools", "add_generation_prompt", "continue_final_message"}) {
       if (given->contains(own)) {
         return field_error(std::string("chat_template_kwargs.") + own,
                            "is set by the request itself, not by a template kwarg");

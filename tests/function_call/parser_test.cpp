@@ -132,6 +132,9 @@ TEST(ToolCallParser, Llama3) {
   check({t, "", false, "Sure. <|python_tag|>{\"name\": \"f\", \"parameters\": {\"n\": -0.5}}",
          out("Sure.", {{"f", "{\"n\": -0.5}"}})});
   check({t, "", false, "{\"answer\": 42}", out("{\"answer\": 42}")});
+  // <|python_tag|> is a special token: not content, also before a built-in tool's Python.
+  check({t, "", false, "<|python_tag|>brave_search.call(query=\"x\")",
+         out("brave_search.call(query=\"x\")")});
   check({t, "", false, "The set {1, 2}", out("The set {1, 2}")});
   check({t, "", false, "{\"name\": \"f\", \"parameters\": {\"a\": 1}} trailing",
          out("trailing", {{"f", "{\"a\": 1}"}})});

@@ -1139,6 +1139,10 @@ TEST(GgufConfigTest, LinearRopeScalingIsRefused) {
     EXPECT_TRUE(load(with(none, key, gguf_f32(4.0f))).ok());
   }
   EXPECT_TRUE(load(with(base, "llama.rope.scaling.type", gguf_string("linear"))).ok());
+  // The older key counts only without rope.scaling.factor (llama.cpp's order).
+  EXPECT_TRUE(load(with(with(base, "llama.rope.scaling.factor", gguf_f32(1.0f)),
+                        "llama.rope.scale_linear", gguf_f32(4.0f)))
+                  .ok());
 }
 
 // Which biases a GGUF has follows its tensors: blk.0.attn_output.bias is the o bias; biases on

@@ -147,9 +147,9 @@ TEST(OpenAiJson, ParsesLogitProcessingAndPromptLogprobFields) {
   EXPECT_TRUE(parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}],
                                     "min_tokens": 500})")
                   .ok());  // no max_tokens: up to the context
-  // The template's own inputs come from the request, never from chat_template_kwargs.
-  for (const char* own :
-       {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token"}) {
+  // The conversation, its tools and the generation prompt come from the request, never from
+  // chat_template_kwargs; documents and the special tokens may be given there (transformers).
+  for (const char* own : {"messages", "tools", "add_generation_prompt", "continue_final_message"}) {
     const auto dup = parse_chat_request(
         std::string(
             R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {")") +
@@ -160,7 +160,8 @@ TEST(OpenAiJson, ParsesLogitProcessingAndPromptLogprobFields) {
         << dup.status().to_string();
   }
   EXPECT_TRUE(parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}],
-                                    "chat_template_kwargs": {"enable_thinking": false}})")
+                                    "chat_template_kwargs": {"enable_thinking": false,
+                                    "documents": [{"text": "d"}], "bos_token": "<s>"}})")
                   .ok());
   auto native = parse_generate_request(
       R"({"text": "a", "return_logprob": true, "logprob_start_len": 0,
