@@ -375,7 +375,8 @@ Status refuse_top_level_sampling(const json& o) {
 }
 
 Status check_sampling_params_keys(const json& params) {
-  for (const auto& [key, value] : params.items()) {
+  for (const auto& item : params.items()) {
+    const std::string& key = item.key();
     if (std::none_of(std::begin(kSamplingParamsKeys), std::end(kSamplingParamsKeys),
                      [&](const SamplingParamsKey& k) { return key == k.name; })) {
       return field_error("sampling_params", "has no field '" + key + "'");
