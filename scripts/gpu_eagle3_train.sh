@@ -4,8 +4,8 @@
 # training prompt over 3500 prompts, 315 s of training; H200: about 7.5 minutes in all), then
 # sgl-bench offline at batch 1 on the GGUF, plain vs EAGLE3 chains (num_steps 3, 4 and 5; 5 also
 # under the adaptive draft policy), over the head's held-out prompts (eval_prompts.jsonl: greedy,
-# EOS ignored, 256 new tokens). Prints tok/s, the speed-up and the accept length measured beside
-# the one the script simulated. In $OUT (the device tool brings back 8 files of up to 16 MiB):
+# EOS ignored, 256 new tokens). Prints tok/s, the speed-up, the accept length measured beside
+# the one the script simulated and whether the tokens equal plain decoding's. In $OUT (the device tool brings back 8 files of up to 16 MiB):
 # summary.txt, logs.tar.gz (training and bench logs) and head/ (a trained head: its config,
 # prompts, report and model.safetensors in 15 MB parts), which `keep` saves here for later runs
 # without training.
@@ -31,8 +31,11 @@
 #                   (scripts/gpu_check.sh pack; SGL_GPU_TARGETS=sgl-bench is enough)
 #   SGL_GGUF        the GGUF, if it is on the machine already (skips joining the halves)
 #   SGL_EAGLE3_HEAD bench this head instead of training one (a kept head: /tmp/sgl_eagle3/head)
+#   SGL_EAGLE3_INIT train on from this head (a kept head: /tmp/sgl_eagle3/head) over new
+#                   samples of the same prompts (--sample-seed SGL_EAGLE3_SAMPLE_SEED, default 1)
 #   SGL_EAGLE3_TRAIN_ARGS  more flags for the training script (e.g. --train-seconds 240)
 #   SGL_DEVICE      the bench's --device (default cuda; cpu checks this script here)
+#   SGL_EAGLE3_MAX_RUNNING  the bench's --max-running-requests (default 1: batch 1)
 #   SGL_EAGLE3_RUNS the runs, in order (default "plain eagle3_steps3 eagle3_steps4 eagle3_steps5
 #                   eagle3_steps5_adaptive"; eagle3_stepsK[_adaptive] for any K; names may repeat)
 set -euo pipefail
@@ -101,11 +104,17 @@ run() {
     # prompts (35k, about 5 passes over them), and 315 s of training at 32 sequences a step:
     # accept length 3.17 with four drafts, against 3.04-3.05 from six for each of 2560 prompts
     # and 340 s (about 12 passes), and 2.94 from 400 s at 16 a step over four per prompt
-    # (docs/perf-log/2026-12-02-eagle3-data.md).
+    # (docs/perf-log/2026-12-02-eagle3-data.md). That head trained on with SGL_EAGLE3_INIT over
+    # ten new samples of each prompt for 370 s more: 3.36 (2026-12-02-eagle3-more-data.md).
     local gen=(--num-prompts 3500 --train-seconds 315 --train-steps 40000 --batch-size 32
                --lr 1.5e-3)
     [ -x "$(dirname "$bench")/sgl-generate" ] &&
       gen+=(--generator "$(dirname "$bench")/sgl-generate" --samples-per-prompt 10)
+    if [ -n "${SGL_EAGLE3_INIT:-}" ]; then
+      # A copy: the new head is written where the kept one may be staged.
+      rm -rf "$stage_dir/init_head" && cp -r "$SGL_EAGLE3_INIT" "$stage_dir/init_head"
+      gen+=(--init-head "$stage_dir/init_head" --sample-seed "${SGL_EAGLE3_SAMPLE_SEED:-1}")
+    fi
     # shellcheck disable=SC2086  # word-split the extra flags
     PYTHONUNBUFFERED=1 "$py" scripts/train_eagle3_head.py --target "$gguf" --out "$head" \
       --device cuda "${gen[@]}" ${SGL_EAGLE3_TRAIN_ARGS:-} 2>&1 | grep -v 'it/s\]' |
@@ -117,10 +126,10 @@ run() {
   fi
 
   local common=(offline --model-path "$gguf" --device "${SGL_DEVICE:-cuda}" --prompt-file "$head/eval_prompts.jsonl"
-                --max-running-requests 1)
+                --max-running-requests "${SGL_EAGLE3_MAX_RUNNING:-1}")
   # Plain, chains of 3 and 5 drafts every step (--speculative-draft-policy fixed: the accept
   # length the script simulated), and 5 under the server's default policy (adaptive).
-  local name spec steps policy plain_tps=
+  local name spec steps policy plain_tps='' plain_digest=''
   for name in ${SGL_EAGLE3_RUNS:-plain eagle3_steps3 eagle3_steps4 eagle3_steps5 eagle3_steps5_adaptive}; do
     spec=()
     steps=0
@@ -136,19 +145,28 @@ run() {
     local log=$logs/$name.log
     "$bench" "${common[@]}" "${spec[@]}" --output-file "$stage_dir/$name.json" >"$log" 2>&1 ||
       { echo "$name FAILED"; tail -n 20 "$log"; tar czf "$out/logs.tar.gz" -C "$stage_dir" logs; exit 1; }
-    local tps accept predicted=
+    local tps accept digest same='' predicted=''
     tps=$(grep -o 'Output token throughput (tok/s): *[0-9.]*' "$log" | grep -o '[0-9.]*$')
     accept=$(grep -o 'Accept length: *[0-9.]*' "$log" | grep -o '[0-9.]*$' || echo 1.00)
+    digest=$(sed -n 's/^Output digest: *//p' "$log")
     if [ "$steps" -eq 0 ]; then
       plain_tps=$tps
+      plain_digest=$digest
     elif [ "$policy" = fixed ]; then
       predicted=$("$py" -c "import json,sys; r=json.load(open(sys.argv[1]));
 print('%.2f' % r['simulated_accept_length']['num_steps_$steps']['accept_length'])" \
         "$head/train_report.json" 2>/dev/null || echo '?')
     fi
-    printf '%-15s %8s tok/s  x%s  accept length %s%s\n' "$name" "$tps" \
+    # Greedy drafts leave the output plain decoding's (the digest of every request's tokens).
+    # Only at batch 1: in bf16 which requests share a step changes roundings, so plain decoding's
+    # own tokens differ between runs of larger batches (2026-12-02-eagle3-more-data.md).
+    if [ "$steps" -ne 0 ] && [ -n "$plain_digest" ] && [ "${SGL_EAGLE3_MAX_RUNNING:-1}" = 1 ]; then
+      same=", tokens equal plain's: no"
+      [ "$digest" = "$plain_digest" ] && same=", tokens equal plain's: yes"
+    fi
+    printf '%-15s %8s tok/s  x%s  accept length %s%s%s\n' "$name" "$tps" \
       "$("$py" -c "print('%.2f' % ($tps / $plain_tps))")" "$accept" \
-      "${predicted:+ (simulated $predicted)}" | tee -a "$out/summary.txt"
+      "${predicted:+ (simulated $predicted)}" "$same" | tee -a "$out/summary.txt"
   done
   tar czf "$out/logs.tar.gz" -C "$stage_dir" logs
 }

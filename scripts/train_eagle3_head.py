@@ -495,6 +495,9 @@ def main():
                     help="continuations of each training prompt: the first at --temperature, "
                     "the others sampled at --sample-temperature (more varied training data)")
     ap.add_argument("--sample-temperature", type=float, default=0.8)
+    ap.add_argument("--sample-seed", type=int,
+                    help="seed of the sampled continuations (default: from --seed); another "
+                    "seed gives new data over the same training and held-out prompts")
     ap.add_argument("--generator", type=Path, metavar="SGL_GENERATE",
                     help="generate the continuations with this sgl-generate on the GPU "
                     "(default: transformers, several times slower)")
@@ -511,6 +514,9 @@ def main():
     ap.add_argument("--eval-head", type=Path, metavar="DIR",
                     help="no training: simulate the head in DIR (same settings as it was "
                     "trained with) and write it again to --out with the new report")
+    ap.add_argument("--init-head", type=Path, metavar="DIR",
+                    help="start from the head in DIR (its draft vocabulary too) instead of "
+                    "from the target's weights: more training on new data (--sample-seed)")
     ap.add_argument("--eval-on-train", action="store_true",
                     help="simulate on the training prompts (a tiny run that overfits them "
                     "still gives multi-token drafts to check against sgl-bench)")
@@ -554,7 +560,8 @@ def main():
     continuations = continue_all(prompts, args.temperature, args.seed)
     extra = prompts[:args.num_prompts] * (args.samples_per_prompt - 1)
     if extra:
-        continuations += continue_all(extra, args.sample_temperature, args.seed + len(prompts))
+        sample_seed = args.seed + len(prompts) if args.sample_seed is None else args.sample_seed
+        continuations += continue_all(extra, args.sample_temperature, sample_seed)
     sequences = [p + c for p, c in zip(prompts + extra, continuations)]
     log(f"generated {len(sequences)} continuations of {args.new_tokens} tokens"
         + (f" with {args.generator}" if args.generator else ""))
@@ -578,8 +585,11 @@ def main():
         np.add.at(counts, np.asarray(p), 1)
     d = min(args.draft_vocab_size, vocab)
     draft_ids = np.sort(np.argsort(-counts, kind="stable")[:d])
-    if args.eval_head:
-        saved = read_safetensors(args.eval_head / "model.safetensors")
+    if args.eval_head and args.init_head:
+        raise SystemExit("--eval-head and --init-head: one or the other")
+    saved_from = args.eval_head or args.init_head
+    if saved_from:
+        saved = read_safetensors(saved_from / "model.safetensors")
         d = len(saved["d2t"])
         draft_ids = saved["d2t"] + np.arange(d)
     covered = counts[draft_ids].sum() / max(counts.sum(), 1)
@@ -591,8 +601,9 @@ def main():
     embed = model.get_input_embeddings().weight.detach().float()
     head = Eagle3Head(cfg, embed.cpu(), draft_ids)
     init_head(head, model, draft_ids)
-    if args.eval_head:
+    if saved_from:
         load_head(head, saved)
+    if args.eval_head:
         args.train_steps = 0
     head = head.to(device)
     lm_draft = model.get_output_embeddings().weight.detach().float()[torch.as_tensor(
@@ -666,6 +677,7 @@ def main():
         "aux_layers": aux_layers, "draft_vocab_size": int(d),
         "draft_vocab_coverage": float(covered),
         "eval_head": str(args.eval_head) if args.eval_head else None,
+        "init_head": str(args.init_head) if args.init_head else None,
         "eval_prompts": "training" if args.eval_on_train else "held-out",
         "train_tokens": int(sum(len(x[0]) for x in train)), "train_steps": step,
         "train_seconds": train_s, "total_seconds": time.time() - start,

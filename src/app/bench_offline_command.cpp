@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "app/batch_file.h"
 #include "app/bench_commands.h"
@@ -40,7 +42,32 @@ language that cannot end before the output length, so the token counts stay equa
 yields L tokens, its first L - 1 drafts taken as accepted whatever the model samples, so the
 engine's real speculative step costs are measured at accept length L on any model (dummy
 weights and heads included). The generated tokens are then not the model's.
+The output digest hashes every request's tokens: runs that generated the same tokens print the
+same digest (a greedy speculative run against a plain one).
 )";
+
+// FNV-1a over every request's output ids in submission order, each request's end marked:
+// equal digests mean two runs generated the same tokens.
+class OutputDigest {
+ public:
+  void add(const std::vector<int32_t>& ids) {
+    for (const int32_t id : ids) add_word(static_cast<uint32_t>(id));
+  }
+  void end_request() { add_word(~uint64_t{0}); }
+  std::string hex() const {
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash_));
+    return text;
+  }
+
+ private:
+  void add_word(uint64_t word) {
+    for (int byte = 0; byte < 8; ++byte) {
+      hash_ = (hash_ ^ ((word >> (8 * byte)) & 0xff)) * 1099511628211ull;
+    }
+  }
+  uint64_t hash_ = 14695981039346656037ull;
+};
 
 struct Workload {
   std::vector<engine::GenerateRequest> requests;
@@ -208,10 +235,13 @@ int run_bench_offline(int argc, char** argv) {
   // Everything is submitted up front, so draining the streams in order (blocking) ends when
   // the last request does; a stream's events merge while it waits, so no polling is needed.
   int64_t generated = 0, aborted = 0;
+  OutputDigest digest;
   for (const auto& stream : streams) {
     while (auto event = stream->next()) {
       generated += static_cast<int64_t>(event->token_ids.size());
+      digest.add(event->token_ids);
       if (event->finished) {
+        digest.end_request();
         aborted += event->finished->reason == scheduler::FinishReason::kAbort;
         break;
       }
@@ -240,6 +270,8 @@ int run_bench_offline(int argc, char** argv) {
   if (sched.spec_verify_steps > 0) {  // --speculative-algorithm
     std::printf("%-40s %.2f\n", "Accept length:", sched.spec_accept_length());
   }
+  // Equal digests mean equal outputs: speculative runs against plain ones (greedy workloads).
+  std::printf("%-40s %s\n", "Output digest:", digest.hex().c_str());
   std::printf("===================================================\n");
   if (const auto out = args->get("--output-file")) {
     nlohmann::json report = {{"num_prompts", *n},
@@ -252,7 +284,8 @@ int run_bench_offline(int argc, char** argv) {
                              {"decode_step_cpu_us", stats.decode_step_cpu_us},
                              {"decode_steps", stats.decode_steps},
                              {"spec_verify_steps", sched.spec_verify_steps},
-                             {"spec_accept_length", sched.spec_accept_length()}};
+                             {"spec_accept_length", sched.spec_accept_length()},
+                             {"output_digest", digest.hex()}};
     std::ofstream f(*out);
     f << report.dump(1) << "\n";
     if (!f) return fail(internal_error("cannot write " + *out));
