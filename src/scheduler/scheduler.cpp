@@ -464,15 +464,13 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
     // A choice that waited for the batch in flight (a drain) is the one taken after it: choosing
     // again would lose the policy's exploring turns whenever plain decoding is the best.
     // (Only for a batch of the size it was chosen for: the policy's buckets are by batch size.)
-    const bool same_batch = drained_choice_ && drained_batch_size_ == needed;
-    choice = same_batch ? *drained_choice_ : draft_policy_->choose(static_cast<int32_t>(needed));
+    const bool same_batch = drained_choice_ && drained_choice_->batch_size == needed;
+    choice =
+        same_batch ? drained_choice_->choice : draft_policy_->choose(static_cast<int32_t>(needed));
     drained_choice_.reset();
   }
   if (drafts_wait_for_results(choice.drafts)) {
-    if (draft_policy_ != nullptr) {
-      drained_choice_ = choice;
-      drained_batch_size_ = needed;
-    }
+    if (draft_policy_ != nullptr) drained_choice_ = DrainedChoice{choice, needed};
     *need_drain = true;
     return std::nullopt;
   }

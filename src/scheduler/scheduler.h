@@ -211,9 +211,12 @@ class Scheduler {
   // --speculative-draft-policy adaptive (null otherwise), and the decode batches it chose for,
   // until their times are recorded.
   std::unique_ptr<speculative::DraftLengthPolicy> draft_policy_;
-  // The policy's choice that asked for a drain, taken by the next decode batch.
-  std::optional<speculative::DraftLengthPolicy::Choice> drained_choice_;
-  int64_t drained_batch_size_ = 0;  // the decode batch drained_choice_ was chosen for
+  // The policy's choice that asked for a drain, taken by the next decode batch of its size.
+  struct DrainedChoice {
+    speculative::DraftLengthPolicy::Choice choice;
+    int64_t batch_size = 0;  // the decode batch it was chosen for
+  };
+  std::optional<DrainedChoice> drained_choice_;
   bool logged_spec_plain_ = false;  // the first request speculation leaves out was logged
   struct PolicyStep {
     int64_t batch_id = -1;

@@ -39,14 +39,6 @@ Status check_nonempty(const std::vector<PromptInput>& prompts, std::string_view 
   return Status::ok_status();
 }
 
-Status read_string(const json& o, const char* key, std::optional<std::string>& out) {
-  const json* v = find(o, key);
-  if (!v) return Status::ok_status();
-  if (!v->is_string()) return field_error(key, "must be a string");
-  out = v->get<std::string>();
-  return Status::ok_status();
-}
-
 }  // namespace
 
 Result<EmbeddingRequest> parse_embedding_request(std::string_view body) {
@@ -57,9 +49,9 @@ Result<EmbeddingRequest> parse_embedding_request(std::string_view body) {
   bool batch = false;
   SGL_RETURN_IF_ERROR(request_json::read_prompts(*input, "input", r.inputs, batch));
   SGL_RETURN_IF_ERROR(check_nonempty(r.inputs, "input", batch));
-  SGL_RETURN_IF_ERROR(read_string(o, "model", r.model));
+  SGL_RETURN_IF_ERROR(request_json::read(o, "model", r.model));
   std::optional<std::string> format;
-  SGL_RETURN_IF_ERROR(read_string(o, "encoding_format", format));
+  SGL_RETURN_IF_ERROR(request_json::read(o, "encoding_format", format));
   if (format && *format != "float" && *format != "base64") {
     return field_error("encoding_format", "must be 'float' or 'base64', got '" + *format + "'");
   }
@@ -71,7 +63,7 @@ Result<EmbeddingRequest> parse_embedding_request(std::string_view body) {
     r.dimensions = d;
   }
   std::optional<std::string> user;  // describes the caller: checked, no effect
-  SGL_RETURN_IF_ERROR(read_string(o, "user", user));
+  SGL_RETURN_IF_ERROR(request_json::read(o, "user", user));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefused));
   return r;
 }
@@ -83,7 +75,7 @@ Result<EncodeInput> parse_encode_request(std::string_view body) {
                        request_json::read_text_or_input_ids(o, r.prompts, r.batch));
   SGL_RETURN_IF_ERROR(check_nonempty(r.prompts, key, r.batch));
   std::optional<std::string> rid;
-  SGL_RETURN_IF_ERROR(read_string(o, "rid", rid));
+  SGL_RETURN_IF_ERROR(request_json::read(o, "rid", rid));
   r.rid = rid.value_or("");
   constexpr request_json::RefusedField kEncodeOnly[] = {
       {"sampling_params", "an embedding request samples nothing"},

@@ -271,4 +271,79 @@ HttpResponse json_response(const nlohmann::ordered_json& body, int status) {
   return r;
 }
 
+json* find_mutable(json& o, const char* key) {
+  const auto it = o.find(key);
+  return it == o.end() || it->is_null() ? nullptr : &*it;
+}
+
+Status read(const json& o, const char* key, bool& out) {
+  const json* v = find(o, key);
+  if (!v) return Status::ok_status();
+  if (!v->is_boolean()) return field_error(key, "must be a boolean");
+  out = v->get<bool>();
+  return Status::ok_status();
+}
+
+Status read(const json& o, const char* key, double& out) {
+  const json* v = find(o, key);
+  if (!v) return Status::ok_status();
+  if (!v->is_number()) return field_error(key, "must be a number");
+  out = v->get<double>();
+  if (!std::isfinite(out)) return field_error(key, "must be finite");
+  return Status::ok_status();
+}
+
+Status read(const json& o, const char* key, int64_t& out) {
+  const json* v = find(o, key);
+  return v ? to_int(*v, key, out) : Status::ok_status();
+}
+
+Status read(const json& o, const char* key, std::optional<int64_t>& out) {
+  const json* v = find(o, key);
+  if (!v) return Status::ok_status();
+  int64_t x = 0;
+  SGL_RETURN_IF_ERROR(to_int(*v, key, x));
+  out = x;
+  return Status::ok_status();
+}
+
+Status read(const json& o, const char* key, std::string& out) {
+  const json* v = find(o, key);
+  if (!v) return Status::ok_status();
+  if (!v->is_string()) return field_error(key, "must be a string");
+  out = v->get<std::string>();
+  return Status::ok_status();
+}
+
+Status read(const json& o, const char* key, std::optional<std::string>& out) {
+  std::string s;
+  if (!find(o, key)) return Status::ok_status();
+  SGL_RETURN_IF_ERROR(read(o, key, s));
+  out = std::move(s);
+  return Status::ok_status();
+}
+
+Status check_range(std::string_view key, double v, double lo, double hi) {
+  if (v < lo || v > hi) {
+    return field_error(key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                "], got " + std::to_string(v));
+  }
+  return Status::ok_status();
+}
+
+Status reject_limited(const json& o, std::span<const LimitedField> fields) {
+  for (const LimitedField& f : fields) {
+    const json* v = find(o, f.name);
+    if (!v || asks_nothing(*v)) continue;
+    const std::string value = v->is_string() ? v->get<std::string>() : v->dump();
+    if (std::any_of(f.allowed.begin(), f.allowed.end(),
+                    [&](const char* a) { return a != nullptr && value == a; })) {
+      continue;
+    }
+    return unimplemented("'" + std::string(f.name) + "' = " + value +
+                         " is not supported: " + f.feature);
+  }
+  return Status::ok_status();
+}
+
 }  // namespace sgl::server::request_json

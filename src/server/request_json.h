@@ -5,8 +5,11 @@
 // translates into it).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +32,21 @@ Status field_error(std::string_view field, std::string_view problem);
 // The field, unless absent or null.
 const nlohmann::ordered_json* find(const nlohmann::ordered_json& o, const char* key);
 
+// find() for a field the caller moves out of the parsed body.
+nlohmann::ordered_json* find_mutable(nlohmann::ordered_json& o, const char* key);
+
+// Typed readers: an absent or null field leaves `out` unchanged; a value of another type (or a
+// non-finite number) is kInvalidArgument naming the field.
+Status read(const nlohmann::ordered_json& o, const char* key, bool& out);
+Status read(const nlohmann::ordered_json& o, const char* key, double& out);
+Status read(const nlohmann::ordered_json& o, const char* key, int64_t& out);
+Status read(const nlohmann::ordered_json& o, const char* key, std::optional<int64_t>& out);
+Status read(const nlohmann::ordered_json& o, const char* key, std::string& out);
+Status read(const nlohmann::ordered_json& o, const char* key, std::optional<std::string>& out);
+
+// kInvalidArgument "'key' must be in [lo, hi], got v" outside the range.
+Status check_range(std::string_view key, double v, double lo, double hi);
+
 // Whether a value asks for nothing: false, "", [] or {}.
 bool asks_nothing(const nlohmann::ordered_json& v);
 
@@ -40,6 +58,18 @@ struct RefusedField {
 // kUnimplemented "'name' is not supported: reason" for the first of `fields` present in `o`
 // with a value that asks for something.
 Status refuse_fields(const nlohmann::ordered_json& o, std::span<const RefusedField> fields);
+
+// Fields whose only values sgl.cpp can honour are the ones that ask for nothing new; any other
+// value is refused (400 naming the field and the missing feature).
+struct LimitedField {
+  const char* name;
+  std::array<const char*, 2> allowed;  // besides null and asks_nothing(); nullptr: unused
+  const char* feature;
+};
+// kUnimplemented "'name' = value is not supported: feature" for the first of `fields` present in
+// `o` with a value other than those allowed.
+Status reject_limited(const nlohmann::ordered_json& o, std::span<const LimitedField> fields);
+
 // SGLang's stream_reasoning false (the reasoning held back and sent whole), which only the chat
 // route honours: refused on `route`, whose reasoning streams as it is made.
 Status refuse_held_reasoning(const nlohmann::ordered_json& o, std::string_view route);
