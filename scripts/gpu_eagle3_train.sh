@@ -5,10 +5,10 @@
 # sgl-bench offline at batch 1 on the GGUF, plain vs EAGLE3 chains (num_steps 3, 4 and 5; 5 also
 # under the adaptive draft policy), over the head's held-out prompts (eval_prompts.jsonl: greedy,
 # EOS ignored, 256 new tokens). Prints tok/s, the speed-up, the accept length measured beside
-# the one the script simulated and whether the tokens equal plain decoding's. In $OUT (the device tool brings back 8 files of up to 16 MiB):
-# summary.txt, logs.tar.gz (training and bench logs) and head/ (a trained head: its config,
-# prompts, report and model.safetensors in 15 MB parts), which `keep` saves here for later runs
-# without training.
+# the one the script simulated and whether the tokens equal plain decoding's. In $OUT (the device
+# tool brings back 8 files of up to 16 MiB): summary.txt, logs.tar.gz (training and bench logs)
+# and head/ (a trained head: its config, prompts, report and model.safetensors in 15 MB parts),
+# which `keep` saves here for later runs without training.
 #
 #   scripts/gpu_eagle3_train.sh pack   (here)   the GGUF in two halves under .carry/eagle3a (with
 #                                               the gguf wheel) and .carry/eagle3b: the device
@@ -99,13 +99,18 @@ run() {
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 
   local head=${SGL_EAGLE3_HEAD:-$stage_dir/head}
+  if [ -n "${SGL_EAGLE3_HEAD:-}" ] && [ -n "${SGL_EAGLE3_INIT:-}" ]; then
+    echo "gpu_eagle3_train: SGL_EAGLE3_HEAD benches a head, SGL_EAGLE3_INIT trains one: not both"
+    exit 2
+  fi
   if [ -z "${SGL_EAGLE3_HEAD:-}" ]; then
     # Continuations from our engine (the pack's sgl-generate), ten for each of 3500 training
     # prompts (35k, about 5 passes over them), and 315 s of training at 32 sequences a step:
     # accept length 3.17 with four drafts, against 3.04-3.05 from six for each of 2560 prompts
     # and 340 s (about 12 passes), and 2.94 from 400 s at 16 a step over four per prompt
-    # (docs/perf-log/2026-12-02-eagle3-data.md). That head trained on with SGL_EAGLE3_INIT over
-    # ten new samples of each prompt for 370 s more: 3.36 (2026-12-02-eagle3-more-data.md).
+    # (docs/perf-log/2026-12-02-eagle3-data.md). That head trained on over ten new samples of
+    # each prompt (SGL_EAGLE3_INIT, SGL_EAGLE3_TRAIN_ARGS="--train-seconds 370 --lr 1e-3"): 3.36
+    # (2026-12-02-eagle3-more-data.md).
     local gen=(--num-prompts 3500 --train-seconds 315 --train-steps 40000 --batch-size 32
                --lr 1.5e-3)
     [ -x "$(dirname "$bench")/sgl-generate" ] &&

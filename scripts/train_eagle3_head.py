@@ -462,6 +462,16 @@ def head_tensors(head):
     }
 
 
+def saved_head_run(head_dir):
+    """A saved head's captured layers, draft vocabulary size, and its training run's settings
+    ({} for a head without train_report.json)."""
+    cfg = json.loads((head_dir / "config.json").read_text())
+    report = head_dir / "train_report.json"
+    settings = json.loads(report.read_text()).get("settings", {}) if report.exists() else {}
+    return (cfg.get("eagle_config", {}).get("eagle_aux_hidden_state_layer_ids"),
+            cfg.get("draft_vocab_size"), settings)
+
+
 def load_head(head, saved):
     with torch.no_grad():
         for name, param in head_tensors(head).items():
@@ -502,7 +512,8 @@ def main():
                     help="generate the continuations with this sgl-generate on the GPU "
                     "(default: transformers, several times slower)")
     ap.add_argument("--gen-batch-size", type=int, default=256)
-    ap.add_argument("--draft-vocab-size", type=int, default=16384)
+    ap.add_argument("--draft-vocab-size", type=int, help="default 16384 (a saved head's own "
+                    "with --init-head / --eval-head)")
     ap.add_argument("--aux-layers", default="", help="three target layer ids; default SGLang's "
                     "[1, L/2 - 1, L - 4]")
     ap.add_argument("--ttt-steps", type=int, default=5, help="draft steps unrolled in training")
@@ -539,6 +550,22 @@ def main():
     layers = tcfg["num_hidden_layers"]
     aux_layers = ([int(x) for x in args.aux_layers.split(",")] if args.aux_layers
                   else [1, layers // 2 - 1, layers - 4])
+    if args.eval_head and args.init_head:
+        raise SystemExit("--eval-head and --init-head: one or the other")
+    saved_from = args.eval_head or args.init_head
+    saved_settings = {}
+    if saved_from:
+        # The head's fc reads its own captured layers, its LM head its own draft vocabulary.
+        saved_layers, saved_vocab, saved_settings = saved_head_run(saved_from)
+        if saved_layers is not None:
+            if args.aux_layers and aux_layers != saved_layers:
+                raise SystemExit(f"--aux-layers {aux_layers}: {saved_from} reads {saved_layers}")
+            aux_layers = list(saved_layers)
+        if args.draft_vocab_size is not None and args.draft_vocab_size != saved_vocab:
+            raise SystemExit(f"--draft-vocab-size {args.draft_vocab_size}: {saved_from} has "
+                             f"{saved_vocab}")
+    if args.draft_vocab_size is None:
+        args.draft_vocab_size = 16384
     # transformers' hidden_states[i + 1] is layer i's output, except the last (normed).
     if len(aux_layers) != 3 or not all(0 <= i <= layers - 2 for i in aux_layers):
         raise SystemExit(f"--aux-layers: three layer ids in [0, {layers - 2}], got {aux_layers}")
@@ -548,6 +575,15 @@ def main():
     messages = build_prompts(args.num_prompts + args.eval_prompts, args.seed)
     prompts = [render(tokenizer, m) for m in messages]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    saved_eval = saved_from / "eval_prompts.jsonl" if saved_from else None
+    if saved_eval and saved_eval.exists() and not args.eval_on_train:
+        # The held-out prompts stay held out only if they are the head's own (its --seed,
+        # --num-prompts and --eval-prompts).
+        with open(saved_eval) as f:
+            held_ids = [json.loads(line)["prompt_ids"] for line in f if line.strip()]
+        if held_ids != prompts[args.num_prompts:]:
+            raise SystemExit(f"{saved_from}'s held-out prompts are not this run's: give its "
+                             "--seed, --num-prompts and --eval-prompts")
 
     def continue_all(batch, temperature, seed):
         if args.generator:
@@ -556,11 +592,24 @@ def main():
         return generate(model, batch, args.new_tokens, args.gen_batch_size, temperature, pad,
                         seed)
 
+    extra = prompts[:args.num_prompts] * (args.samples_per_prompt - 1)
+    if args.sample_seed is not None and not extra:
+        raise SystemExit("--sample-seed: no sampled continuations (--samples-per-prompt 1)")
+    sample_seed = args.seed + len(prompts) if args.sample_seed is None else args.sample_seed
+    if args.init_head and extra and saved_settings:
+        # Row i is prompt i mod num_prompts drawn with seed sample_seed + i: the same pair as a
+        # row of the head's own run repeats its sample.
+        first = saved_settings.get("sample_seed")
+        if first is None:
+            first = saved_settings.get("seed", 0) + len(prompts)
+        rows = max(len(extra),
+                   (saved_settings.get("samples_per_prompt", 1) - 1) * args.num_prompts)
+        if abs(sample_seed - first) < rows and (sample_seed - first) % args.num_prompts == 0:
+            raise SystemExit(f"--sample-seed {sample_seed} repeats samples {args.init_head} "
+                             f"trained on (its rows were seeded from {first}): pick another")
     # Every prompt once (training, then held-out), then the extra samples of training prompts.
     continuations = continue_all(prompts, args.temperature, args.seed)
-    extra = prompts[:args.num_prompts] * (args.samples_per_prompt - 1)
     if extra:
-        sample_seed = args.seed + len(prompts) if args.sample_seed is None else args.sample_seed
         continuations += continue_all(extra, args.sample_temperature, sample_seed)
     sequences = [p + c for p, c in zip(prompts + extra, continuations)]
     log(f"generated {len(sequences)} continuations of {args.new_tokens} tokens"
@@ -585,9 +634,6 @@ def main():
         np.add.at(counts, np.asarray(p), 1)
     d = min(args.draft_vocab_size, vocab)
     draft_ids = np.sort(np.argsort(-counts, kind="stable")[:d])
-    if args.eval_head and args.init_head:
-        raise SystemExit("--eval-head and --init-head: one or the other")
-    saved_from = args.eval_head or args.init_head
     if saved_from:
         saved = read_safetensors(saved_from / "model.safetensors")
         d = len(saved["d2t"])
