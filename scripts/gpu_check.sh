@@ -27,7 +27,12 @@
 #                                        scripts/gpu_server_suites.sh (the server's suites behind
 #                                        --dp-size 2 on the GPU; pack downloads the wheels of the
 #                                        clients they use, for SGL_GPU_PYTHON, default 3.12)
-# Device call: run(command="scripts/gpu_check.sh run", carry=[".carry"]).
+# Device calls, back to back (a machine stays warm 30 s between calls, /tmp with it): the pack
+# and the working tree pass the device tool's 64 MiB a call, so its halves travel apart:
+#   run(command="scripts/gpu_check.sh stage", carry=[".carry/gpu_part1"])
+#   run(command="scripts/gpu_check.sh stage && scripts/gpu_check.sh run", carry=[".carry/gpu_part2"])
+# (stage copies the carried halves to /tmp/sgl_gpu_parts; run joins them when .carry/gpu.txz is
+# not carried.)
 # SGL_GPU_TARGETS="a b" limits the build to those targets.
 # Every binary links libnccl.so.2 (the NCCL communicator); it is not packed (218 MB): run finds
 # the machine's (PyTorch's nvidia-nccl wheel, or a system copy) unless one is in gpu/lib.
@@ -79,6 +84,21 @@ pack() {
   mkdir -p .carry && rm -f .carry/gpu.tgz &&
     tar cf - -C "$stage" gpu testdata configs "${wheels[@]}" | xz -T0 -6 >.carry/gpu.txz
   ls -la "$stage/gpu" && du -sh .carry/gpu.txz
+  rm -rf .carry/gpu_part1 .carry/gpu_part2 && mkdir -p .carry/gpu_part1 .carry/gpu_part2
+  # Two halves, each carried in a call of its own (stage).
+  split -n 2 -d .carry/gpu.txz .carry/gpu_part1/gpu.txz.part
+  mv .carry/gpu_part1/gpu.txz.part01 .carry/gpu_part2/
+  du -sh .carry/gpu_part1 .carry/gpu_part2
+}
+
+# The carried halves (.carry/gpu_part1 or .carry/gpu_part2) gathered in /tmp/sgl_gpu_parts.
+stage() {
+  mkdir -p "$gpu_pack_parts"
+  local d
+  for d in .carry/gpu_part1 .carry/gpu_part2; do
+    if [ -d "$d" ]; then cp "$d"/* "$gpu_pack_parts/"; fi
+  done
+  ls -la "$gpu_pack_parts"
 }
 
 run() {
@@ -259,6 +279,7 @@ print(f"{100 * schema / plain:.1f}% of unconstrained")' "$log/structured_plain.j
 
 case "${1:-}" in
   pack) pack ;;
+  stage) stage ;;
   run) run ;;
-  *) echo "usage: scripts/gpu_check.sh pack|run" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu_check.sh pack|stage|run" >&2; exit 2 ;;
 esac

@@ -18,10 +18,19 @@ nccl_lib_dir() {
   [ -n "$d" ] && dirname "$d"
 }
 
+# Where `scripts/gpu_check.sh stage` gathers the pack's carried halves on the device.
+gpu_pack_parts=${gpu_pack_parts:-/tmp/sgl_gpu_parts}
+
 # Unpacks PACK (scripts/gpu_check.sh pack's .carry/gpu.txz) into ROOT, afresh, and points the
-# binaries at its libraries, NCCL and test data.
+# binaries at its libraries, NCCL and test data. Without PACK, the halves staged in
+# $gpu_pack_parts are joined (the pack and the working tree together pass the device tool's
+# 64 MiB a call).
 unpack_gpu_pack() {
   local root=$1 pack=$2 nccl_dir
+  if [ ! -f "$pack" ] && compgen -G "$gpu_pack_parts/gpu.txz.part*" >/dev/null; then
+    cat "$gpu_pack_parts"/gpu.txz.part* >"$gpu_pack_parts/gpu.txz"
+    pack=$gpu_pack_parts/gpu.txz
+  fi
   rm -rf "$root" && mkdir -p "$root" && tar xJf "$pack" -C "$root"
   nccl_dir=$(nccl_lib_dir "$root" || true)
   export LD_LIBRARY_PATH="$root/gpu/lib${nccl_dir:+:$nccl_dir}:${LD_LIBRARY_PATH:-}"

@@ -35,7 +35,9 @@
 #   On one GPU (a dry run) it runs what one GPU can (the one-rank tests, the one-rank
 #   all-reduce, one-batch on the Llama-3-8B shape through --tp-size 1) and lists what it
 #   skipped and why. JSON and logs land in $OUT; a summary table is printed last.
-# Device call: run(command="scripts/multi_gpu_check.sh run", carry=[".carry"], kind=...).
+# Device calls: the pack's halves as scripts/gpu_check.sh's header says (its `stage`), then
+# run(command="scripts/gpu_check.sh stage && scripts/multi_gpu_check.sh run",
+#     carry=[".carry/gpu_part2"], kind=...).
 #
 # NVLink multicast stays off in every process (the machines' GPUs are shared, and a program that
 # uses it can put them out of service): NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1,
