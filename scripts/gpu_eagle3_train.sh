@@ -12,7 +12,10 @@
 #
 #   scripts/gpu_eagle3_train.sh pack   (here)   the GGUF in two halves under .carry/eagle3a (with
 #                                               the gguf wheel) and .carry/eagle3b: the device
-#                                               tool carries 64 MiB a call; the GGUF is 98 MB
+#                                               tool carries 64 MiB a call; the GGUF is 98 MB;
+#                                               and sgl-bench + sgl-generate from
+#                                               scripts/gpu_check.sh pack's stage (10 MB) in
+#                                               .carry/eagle3pack
 #   scripts/gpu_eagle3_train.sh keep DIR (here) join a run's head/ (DIR: the call's files_at) into
 #                                               .carry/eagle3head, which `stage` then copies too
 #   scripts/gpu_eagle3_train.sh stage  (device) copy the carried .carry/eagle3* to /tmp/sgl_eagle3
@@ -21,14 +24,15 @@
 #
 # Device calls, back to back (a machine stays warm 30 s between calls, /tmp with it):
 #   run(command="scripts/gpu_eagle3_train.sh stage", carry=[".carry/eagle3a"])
-#   run(command="scripts/gpu_eagle3_train.sh stage && scripts/gpu_eagle3_train.sh run",
-#       carry=[".carry/eagle3b", ".carry/gpu.txz"])
-# (.carry/eagle3b is 44 MB: with a larger gpu.txz, stage it alone first and carry only gpu.txz
-# with `run`. A kept head (29 MB) is one more staging call, carry=[".carry/eagle3head"], before
-# `run` with SGL_EAGLE3_HEAD=/tmp/sgl_eagle3/head.)
+#   run(command="scripts/gpu_eagle3_train.sh stage", carry=[".carry/eagle3b"])
+#   run(command="scripts/gpu_eagle3_train.sh run", carry=[".carry/eagle3pack"])
+# A kept head (28 MB) is one more staging call, carry=[".carry/eagle3head"], before `run` with
+# SGL_EAGLE3_HEAD=/tmp/sgl_eagle3/head (bench it) or SGL_EAGLE3_INIT=/tmp/sgl_eagle3/head (train
+# it on).
 # Variables:
-#   SGL_BENCH       the CUDA sgl-bench; default: unpacked from .carry/gpu.txz
-#                   (scripts/gpu_check.sh pack; SGL_GPU_TARGETS=sgl-bench is enough)
+#   SGL_BENCH       the CUDA sgl-bench; default: unpacked from SGL_GPU_PACK
+#                   (.carry/eagle3pack/gpu.txz; SGL_GPU_TARGETS="sgl-bench sgl-generate"
+#                   scripts/gpu_check.sh pack is enough to make it)
 #   SGL_GGUF        the GGUF, if it is on the machine already (skips joining the halves)
 #   SGL_EAGLE3_HEAD bench this head instead of training one (a kept head: /tmp/sgl_eagle3/head)
 #   SGL_EAGLE3_INIT train on from this head (a kept head: /tmp/sgl_eagle3/head) over new
@@ -51,7 +55,16 @@ pack() {
   split -b 50M -d "$gguf" ".carry/eagle3a/$gguf_name.part"
   mv ".carry/eagle3a/$gguf_name.part01" .carry/eagle3b/
   python3 -m pip download --quiet --no-deps --only-binary=:all: -d .carry/eagle3a gguf
-  du -sh .carry/eagle3a .carry/eagle3b
+  # The two binaries the run needs, from scripts/gpu_check.sh pack's stage.
+  local stage=build/gpu_stage
+  if [ ! -x "$stage/gpu/sgl-bench" ] || [ ! -x "$stage/gpu/sgl-generate" ]; then
+    echo "gpu_eagle3_train: run scripts/gpu_check.sh pack first"
+    exit 1
+  fi
+  rm -rf .carry/eagle3pack && mkdir -p .carry/eagle3pack
+  tar cf - -C "$stage" gpu/sgl-bench gpu/sgl-generate gpu/lib configs |
+    xz -T0 -6 >.carry/eagle3pack/gpu.txz
+  du -sh .carry/eagle3a .carry/eagle3b .carry/eagle3pack
 }
 
 # A run's head/ as the device tool brought it back (DIR/head) joined into .carry/eagle3head.
@@ -83,7 +96,7 @@ run() {
   source scripts/gpu_env.sh
   local bench=${SGL_BENCH:-}
   if [ -z "$bench" ]; then
-    unpack_gpu_pack /tmp/sgl_gpu "${SGL_GPU_PACK:-.carry/gpu.txz}"
+    unpack_gpu_pack /tmp/sgl_gpu "${SGL_GPU_PACK:-.carry/eagle3pack/gpu.txz}"
     bench=/tmp/sgl_gpu/gpu/sgl-bench
   fi
   local gguf=${SGL_GGUF:-$stage_dir/$gguf_name}
