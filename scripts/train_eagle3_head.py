@@ -526,8 +526,9 @@ def main():
                     help="no training: simulate the head in DIR (same settings as it was "
                     "trained with) and write it again to --out with the new report")
     ap.add_argument("--init-head", type=Path, metavar="DIR",
-                    help="start from the head in DIR (its draft vocabulary too) instead of "
-                    "from the target's weights: more training on new data (--sample-seed)")
+                    help="start from the head in DIR (its captured layers and draft vocabulary "
+                    "too) instead of from the target's weights: more training on new data "
+                    "(--sample-seed) over the head's own prompts")
     ap.add_argument("--eval-on-train", action="store_true",
                     help="simulate on the training prompts (a tiny run that overfits them "
                     "still gives multi-token drafts to check against sgl-bench)")
