@@ -94,10 +94,7 @@ pack() {
 # The carried halves (.carry/gpu_part1 or .carry/gpu_part2) gathered in /tmp/sgl_gpu_parts.
 stage() {
   mkdir -p "$gpu_pack_parts"
-  local d
-  for d in .carry/gpu_part1 .carry/gpu_part2; do
-    if [ -d "$d" ]; then cp "$d"/* "$gpu_pack_parts/"; fi
-  done
+  copy_carried "$gpu_pack_parts" .carry/gpu_part1 .carry/gpu_part2
   ls -la "$gpu_pack_parts"
 }
 

@@ -77,12 +77,11 @@ keep() {
 }
 
 stage() {
+  # shellcheck source-path=SCRIPTDIR/.. source=scripts/gpu_env.sh
+  source scripts/gpu_env.sh
   mkdir -p "$stage_dir"
-  local d
-  for d in .carry/eagle3a .carry/eagle3b; do
-    if [ -d "$d" ]; then cp "$d"/* "$stage_dir/"; fi
-  done
-  if [ -d .carry/eagle3head ]; then mkdir -p "$stage_dir/head" && cp .carry/eagle3head/* "$stage_dir/head/"; fi
+  copy_carried "$stage_dir" .carry/eagle3a .carry/eagle3b
+  copy_carried "$stage_dir/head" .carry/eagle3head
   ls -la "$stage_dir"
 }
 
@@ -176,8 +175,8 @@ print('%.2f' % r['simulated_accept_length']['num_steps_$steps']['accept_length']
         "$head/train_report.json" 2>/dev/null || echo '?')
     fi
     # Greedy drafts leave the output plain decoding's (the digest of every request's tokens).
-    # Only at batch 1: in bf16 which requests share a step changes roundings, so plain decoding's
-    # own tokens differ between runs of larger batches (2026-12-02-eagle3-more-data.md).
+    # Only at batch 1: plain bf16 decoding's own tokens differed between runs of larger batches
+    # (2026-12-02-eagle3-more-data.md).
     if [ "$steps" -ne 0 ] && [ -n "$plain_digest" ] && [ "${SGL_EAGLE3_MAX_RUNNING:-1}" = 1 ]; then
       same=", tokens equal plain's: no"
       [ "$digest" = "$plain_digest" ] && same=", tokens equal plain's: yes"

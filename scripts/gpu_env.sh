@@ -18,6 +18,16 @@ nccl_lib_dir() {
   [ -n "$d" ] && dirname "$d"
 }
 
+# Copies the files of each DIR that was carried into DEST (made when one was): the staging
+# calls' gathering of what travels in several device calls.
+copy_carried() {
+  local dest=$1 d
+  shift
+  for d in "$@"; do
+    if [ -d "$d" ]; then mkdir -p "$dest" && cp "$d"/* "$dest/"; fi
+  done
+}
+
 # Where `scripts/gpu_check.sh stage` gathers the pack's carried halves on the device.
 gpu_pack_parts=${gpu_pack_parts:-/tmp/sgl_gpu_parts}
 

@@ -30,7 +30,6 @@ using request_json::read_prompts;
 using request_json::reject_limited;
 using request_json::to_ids;
 using sampling_json::check_min_tokens;
-using sampling_json::check_sampling_params_keys;
 using sampling_json::read_max_tokens;
 using sampling_json::read_sampling;
 
@@ -434,12 +433,7 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(request_json::read_text_or_input_ids(o, r.prompts, r.batch).status());
   if (const json* params = find(o, "sampling_params")) {
     if (!params->is_object()) return field_error("sampling_params", "must be an object");
-    SGL_RETURN_IF_ERROR(read_sampling(*params, r.sampling, true));
-    SGL_RETURN_IF_ERROR(check_sampling_params_keys(*params));
-    if (r.sampling.max_tokens && *r.sampling.max_tokens < 0) {
-      return field_error("max_new_tokens", "must be >= 0");
-    }
-    SGL_RETURN_IF_ERROR(check_min_tokens(r.sampling, true));
+    SGL_RETURN_IF_ERROR(sampling_json::read_sampling_params(*params, r.sampling));
   }
   SGL_RETURN_IF_ERROR(read(o, "stream", r.stream));
   // SGLang's /generate takes custom_logit_processor beside sampling_params: the sampling list
@@ -491,12 +485,7 @@ Result<SamplingInput> apply_preferred_sampling_params(std::string_view json_text
                          "max_new_tokens are)");
     }
   }
-  SGL_RETURN_IF_ERROR(read_sampling(o, defaults, true));
-  SGL_RETURN_IF_ERROR(check_sampling_params_keys(o));
-  if (defaults.max_tokens && *defaults.max_tokens < 0) {
-    return field_error("max_new_tokens", "must be >= 0");
-  }
-  SGL_RETURN_IF_ERROR(check_min_tokens(defaults, true));
+  SGL_RETURN_IF_ERROR(sampling_json::read_sampling_params(o, defaults));
   return defaults;
 }
 

@@ -117,6 +117,18 @@ constexpr SamplingParamsKey kSamplingParamsKeys[] = {
     {"token_ids_logprob", true},
 };
 
+// sampling_params holds only SamplingParams' keys.
+Status check_sampling_params_keys(const json& params) {
+  for (const auto& item : params.items()) {
+    const std::string& key = item.key();
+    if (std::none_of(std::begin(kSamplingParamsKeys), std::end(kSamplingParamsKeys),
+                     [&](const SamplingParamsKey& k) { return key == k.name; })) {
+      return field_error("sampling_params", "has no field '" + key + "'");
+    }
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 // /generate reads the sampling fields inside sampling_params only (SGLang's GenerateReqInput
@@ -128,17 +140,6 @@ Status refuse_top_level_sampling(const json& o) {
       return unimplemented("'" + std::string(key.name) +
                            "' is not supported: it belongs inside sampling_params, not at the "
                            "top level of /generate");
-    }
-  }
-  return Status::ok_status();
-}
-
-Status check_sampling_params_keys(const json& params) {
-  for (const auto& item : params.items()) {
-    const std::string& key = item.key();
-    if (std::none_of(std::begin(kSamplingParamsKeys), std::end(kSamplingParamsKeys),
-                     [&](const SamplingParamsKey& k) { return key == k.name; })) {
-      return field_error("sampling_params", "has no field '" + key + "'");
     }
   }
   return Status::ok_status();
@@ -228,6 +229,13 @@ Status read_max_tokens(const json& o, const char* key, SamplingInput& s) {
   SGL_RETURN_IF_ERROR(read(o, key, s.max_tokens));
   if (s.max_tokens && *s.max_tokens < 0) return field_error(key, "must be >= 0");
   return Status::ok_status();
+}
+
+Status read_sampling_params(const json& params, SamplingInput& s) {
+  SGL_RETURN_IF_ERROR(read_sampling(params, s, true));
+  SGL_RETURN_IF_ERROR(check_sampling_params_keys(params));
+  if (s.max_tokens && *s.max_tokens < 0) return field_error("max_new_tokens", "must be >= 0");
+  return check_min_tokens(s, true);
 }
 
 Status refuse_unsupported_sampling(const json& o) {

@@ -18,8 +18,10 @@ Status read_sampling(const nlohmann::ordered_json& o, SamplingInput& s, bool nat
 Status check_min_tokens(const SamplingInput& s, bool native);
 // An OpenAI max token count (`key`: max_tokens or max_completion_tokens), >= 0.
 Status read_max_tokens(const nlohmann::ordered_json& o, const char* key, SamplingInput& s);
-// sampling_params holds only SamplingParams' keys (SGLang raises on any other).
-Status check_sampling_params_keys(const nlohmann::ordered_json& params);
+// SGLang's sampling_params object (/generate's, and --preferred-sampling-params): read_sampling
+// with SGLang's names, only SamplingParams' keys (SGLang raises on any other), max_new_tokens
+// >= 0 and min_new_tokens at most it.
+Status read_sampling_params(const nlohmann::ordered_json& params, SamplingInput& s);
 // /generate's top level holds no sampling field but the GenerateReqInput ones (SGLang drops
 // them there; sgl.cpp refuses them instead of ignoring them).
 Status refuse_top_level_sampling(const nlohmann::ordered_json& o);
