@@ -1,6 +1,6 @@
 // sgl-bench offline: N synthetic requests straight into the engine (scheduler, radix cache,
-// overlap loop, CUDA graphs — everything but HTTP), all submitted at once; throughput and the
-// engine's own CPU time per decode step.
+// overlap loop, CUDA graphs — everything but HTTP), all submitted at once after an untimed
+// warm-up; throughput and the engine's own CPU time per decode step.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,9 +29,12 @@ constexpr const char* kUsage =
   [--num-prompts 1000] [--random-input-len 1024] [--random-output-len 256]
   [--random-range-ratio 1.0] [--seed 1] [--output-file F.json]
   [--json-schema FILE | --regex PATTERN [--tokenizer-path DIR]] [--prompt-file F.jsonl]
-  [--speculative-bench-accept-length L] [engine flags]
+  [--speculative-bench-accept-length L] [--skip-warmup] [engine flags]
 Lengths are drawn uniformly from [ratio x len, len] (SGLang's random dataset); prompts are random
 token ids; every request ignores EOS so it generates exactly its output length.
+Before the timed requests, min(N, 16) random requests of 256 input and 16 output tokens (at
+most the workload's longest) run untimed, as SGLang's bench_offline_throughput warms up: first-use
+costs stay out of the figures (short runs counted them); --skip-warmup leaves it out.
 --prompt-file: the requests of F.jsonl (sgl-generate --batch-file's lines, with prompt_ids and
 no stop strings) as written, instead of random ones: e.g. real prompts for a trained EAGLE head
 (scripts/train_eagle3_head.py writes such a file). --num-prompts and the lengths are ignored.
@@ -118,6 +121,86 @@ Result<Workload> read_workload(const std::filesystem::path& path, int64_t vocab)
   return w;
 }
 
+// SGLang's warm-up: min(N, 16) requests of 256 random input and 16 output tokens (their own seed:
+// no prefix shared with the measured prompts; here never longer than the measured requests).
+constexpr int64_t kWarmupRequests = 16, kWarmupInputLen = 256, kWarmupOutputLen = 16;
+
+// What the requests generated, and their digest.
+struct Generated {
+  int64_t tokens = 0, aborted = 0;
+  OutputDigest digest;
+};
+
+// Submits every request at once and drains the streams: draining in order (blocking) ends when
+// the last request does; a stream's events merge while it waits, so no polling is needed.
+Result<Generated> run_requests(engine::Engine& engine,
+                               std::vector<engine::GenerateRequest> requests) {
+  std::vector<std::shared_ptr<engine::RequestStream>> streams;
+  for (engine::GenerateRequest& r : requests) {
+    SGL_ASSIGN_OR_RETURN(auto stream, engine.submit(std::move(r)));
+    streams.push_back(std::move(stream));
+  }
+  Generated g;
+  for (const auto& stream : streams) {
+    while (auto event = stream->next()) {
+      g.tokens += static_cast<int64_t>(event->token_ids.size());
+      g.digest.add(event->token_ids);
+      if (event->finished) {
+        g.digest.end_request();
+        g.aborted += event->finished->reason == scheduler::FinishReason::kAbort;
+        break;
+      }
+    }
+  }
+  return g;
+}
+
+// Runs the warm-up for workload `w` (untimed), printing how long it took.
+Status warm_up(engine::Engine& engine, const Workload& w, uint64_t seed, int64_t vocab,
+               const std::shared_ptr<const grammar::CompiledGrammar>& grammar) {
+  // No longer than the measured requests, which the model is known to take.
+  int64_t longest_input = 1, longest_output = 1;
+  for (const engine::GenerateRequest& r : w.requests) {
+    longest_input = std::max(longest_input, static_cast<int64_t>(r.input_ids.size()));
+    longest_output = std::max(longest_output, static_cast<int64_t>(r.max_new_tokens));
+  }
+  const int64_t n = std::min(static_cast<int64_t>(w.requests.size()), kWarmupRequests);
+  Workload warmup = make_workload(n, std::min(kWarmupInputLen, longest_input),
+                                  std::min(kWarmupOutputLen, longest_output), 1.0, seed, vocab);
+  for (engine::GenerateRequest& r : warmup.requests) r.grammar = grammar;
+  const auto start = std::chrono::steady_clock::now();
+  SGL_RETURN_IF_ERROR(run_requests(engine, std::move(warmup.requests)).status());
+  std::printf("warm-up: %lld requests in %.2f s (untimed; --skip-warmup leaves it out)\n",
+              static_cast<long long>(n),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return Status::ok_status();
+}
+
+// The engine's decode counters over the measured run: `after` less the warm-up's `before`.
+struct RunCounters {
+  int64_t decode_steps = 0;
+  double decode_step_cpu_us = 0;
+  int64_t spec_verify_steps = 0;
+  double spec_accept_length = 0;  // 0 without verify steps
+};
+RunCounters counters_between(const engine::EngineStats& before, const engine::EngineStats& after) {
+  RunCounters c;
+  c.decode_steps = after.decode_steps - before.decode_steps;
+  if (c.decode_steps > 0) {  // the engine keeps a mean over every step so far
+    c.decode_step_cpu_us = (after.decode_step_cpu_us * static_cast<double>(after.decode_steps) -
+                            before.decode_step_cpu_us * static_cast<double>(before.decode_steps)) /
+                           static_cast<double>(c.decode_steps);
+  }
+  c.spec_verify_steps = after.scheduler.spec_verify_steps - before.scheduler.spec_verify_steps;
+  if (c.spec_verify_steps > 0) {
+    const int64_t accepted =
+        after.scheduler.spec_accepted_tokens - before.scheduler.spec_accepted_tokens;
+    c.spec_accept_length =
+        1.0 + static_cast<double>(accepted) / static_cast<double>(c.spec_verify_steps);
+  }
+  return c;
+}
+
 int fail(const Status& s) { return bench_fail("offline", s); }
 
 // --speculative-bench-accept-length into `spec` (parsed and validated already), checked.
@@ -168,7 +251,7 @@ int run_bench_offline(int argc, char** argv) {
                       "--json-schema", "--regex", "--tokenizer-path", "--prompt-file",
                       "--speculative-bench-accept-length"});
   std::set<std::string> switch_flags = engine_switch_flags();
-  switch_flags.insert("--help");
+  switch_flags.insert({"--help", "--skip-warmup"});
   auto args = CliArgs::parse(argc, argv, value_flags, switch_flags);
   if (!args.ok()) return fail(args.status());
   if (args->has("--help")) {
@@ -225,31 +308,20 @@ int run_bench_offline(int argc, char** argv) {
               static_cast<long long>(w.output_tokens));
 
   engine::Engine& engine = *me->engine;
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<std::shared_ptr<engine::RequestStream>> streams;
-  for (engine::GenerateRequest& r : w.requests) {
-    auto stream = engine.submit(std::move(r));
-    if (!stream.ok()) return fail(stream.status());
-    streams.push_back(*stream);
-  }
-  // Everything is submitted up front, so draining the streams in order (blocking) ends when
-  // the last request does; a stream's events merge while it waits, so no polling is needed.
-  int64_t generated = 0, aborted = 0;
-  OutputDigest digest;
-  for (const auto& stream : streams) {
-    while (auto event = stream->next()) {
-      generated += static_cast<int64_t>(event->token_ids.size());
-      digest.add(event->token_ids);
-      if (event->finished) {
-        digest.end_request();
-        aborted += event->finished->reason == scheduler::FinishReason::kAbort;
-        break;
-      }
+  if (!args->has("--skip-warmup")) {
+    if (const Status s = warm_up(engine, w, static_cast<uint64_t>(*seed) + 1, vocab, *grammar);
+        !s.ok()) {
+      return fail(s);
     }
   }
+  const engine::EngineStats before = engine.get_stats();
+  const auto start = std::chrono::steady_clock::now();
+  auto run = run_requests(engine, std::move(w.requests));
+  if (!run.ok()) return fail(run.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const engine::EngineStats stats = engine.get_stats();
+  const RunCounters counters = counters_between(before, engine.get_stats());
+  const int64_t generated = run->tokens, aborted = run->aborted;
 
   std::printf("\n============ Offline Throughput Result ============\n");
   std::printf("%-40s %lld\n", "Successful requests:", static_cast<long long>(*n - aborted));
@@ -260,18 +332,17 @@ int run_bench_offline(int argc, char** argv) {
               "Input token throughput (tok/s):", static_cast<double>(w.input_tokens) / seconds);
   std::printf("%-40s %.1f\n",
               "Output token throughput (tok/s):", static_cast<double>(generated) / seconds);
-  std::printf("%-40s %.1f\n", "Engine CPU per decode step (us):", stats.decode_step_cpu_us);
-  std::printf("%-40s %lld\n", "Decode steps:", static_cast<long long>(stats.decode_steps));
-  if (stats.decode_steps > 0) {  // the prefill's time included: a bound on one step's
+  std::printf("%-40s %.1f\n", "Engine CPU per decode step (us):", counters.decode_step_cpu_us);
+  std::printf("%-40s %lld\n", "Decode steps:", static_cast<long long>(counters.decode_steps));
+  if (counters.decode_steps > 0) {  // the prefill's time included: a bound on one step's
     std::printf("%-40s %.3f\n", "Time per decode step (ms):",
-                1e3 * seconds / static_cast<double>(stats.decode_steps));
+                1e3 * seconds / static_cast<double>(counters.decode_steps));
   }
-  const scheduler::SchedulerStats& sched = stats.scheduler;
-  if (sched.spec_verify_steps > 0) {  // --speculative-algorithm
-    std::printf("%-40s %.2f\n", "Accept length:", sched.spec_accept_length());
+  if (counters.spec_verify_steps > 0) {  // --speculative-algorithm
+    std::printf("%-40s %.2f\n", "Accept length:", counters.spec_accept_length);
   }
   // Equal digests mean equal outputs: speculative runs against plain ones (greedy workloads).
-  std::printf("%-40s %s\n", "Output digest:", digest.hex().c_str());
+  std::printf("%-40s %s\n", "Output digest:", run->digest.hex().c_str());
   std::printf("===================================================\n");
   if (const auto out = args->get("--output-file")) {
     nlohmann::json report = {{"num_prompts", *n},
@@ -281,11 +352,11 @@ int run_bench_offline(int argc, char** argv) {
                              {"output_tokens", generated},
                              {"request_throughput", static_cast<double>(*n) / seconds},
                              {"output_throughput", static_cast<double>(generated) / seconds},
-                             {"decode_step_cpu_us", stats.decode_step_cpu_us},
-                             {"decode_steps", stats.decode_steps},
-                             {"spec_verify_steps", sched.spec_verify_steps},
-                             {"spec_accept_length", sched.spec_accept_length()},
-                             {"output_digest", digest.hex()}};
+                             {"decode_step_cpu_us", counters.decode_step_cpu_us},
+                             {"decode_steps", counters.decode_steps},
+                             {"spec_verify_steps", counters.spec_verify_steps},
+                             {"spec_accept_length", counters.spec_accept_length},
+                             {"output_digest", run->digest.hex()}};
     std::ofstream f(*out);
     f << report.dump(1) << "\n";
     if (!f) return fail(internal_error("cannot write " + *out));
