@@ -105,6 +105,10 @@ std::span<const FlagSpec> server_flag_table() {
        .value = "SECONDS",
        .help = "Time running requests get to finish after SIGINT / SIGTERM.",
        .default_value = "10"},
+      {.name = "--skip-server-warmup",
+       .help = "Open the port without the warm-up: on CUDA the server first sends a request of "
+               "256 prompt tokens through each replica (as SGLang sends one), so that the first "
+               "client does not pay the process's one-time costs (0.1 s and more)."},
       {.name = "--log-requests",
        .help = "Log each finished request (rid, prompt / completion / cached tokens, finish "
                "reason, latency) at info level; lowers --log-level to info if it is higher."},
@@ -201,6 +205,7 @@ Result<Options> parse_options(int argc, char** argv) {
   o.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(drain_timeout * 1000));
   SGL_ASSIGN_OR_RETURN(options.setup, parse_engine_flags(args, "info"));  // sets the log level
   o.log_requests = args.has("--log-requests");
+  o.warmup = !args.has("--skip-server-warmup");
   options.setup.runner.is_embedding = args.has("--is-embedding");
   if (options.setup.runner.is_embedding && !o.chat_template_path.empty()) {
     return invalid_argument(

@@ -15,6 +15,7 @@
 #include "server/http_server.h"
 #include "server/openai_json.h"
 #include "server/router.h"
+#include "server/server_warmup.h"
 #include "server/tool_choice.h"
 
 namespace sgl::server {
@@ -159,6 +160,11 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
                  << "): temperature " << d.temperature << ", top_p " << d.top_p << ", top_k "
                  << d.top_k << ", min_p " << d.min_p << ", repetition_penalty "
                  << d.repetition_penalty;
+  }
+
+  // On the CPU a fresh process has no first-use costs worth a prefill at start.
+  if (options.warmup && is_generation && !model_engine.model_runner->options().device.is_cpu()) {
+    SGL_RETURN_IF_ERROR(warm_up(replicas));
   }
 
   HttpServerOptions http;
