@@ -7,7 +7,8 @@
 // Each kernel first streams its own weight share (bytes nobody writes, before its wait), then
 // reads the whole previous activation vector and writes its share of the next. Prints
 // microseconds per kernel over a CUDA graph of 480 of them, by grid size and weight bytes per
-// CTA. Measured numbers: docs/perf-log/2026-12-03-route-fold-and-boundaries.md.
+// CTA (the chain needs sm_90: before it the launches are plain and `wait` waits nothing).
+// Measured numbers: docs/perf-log/2026-12-03-route-fold-and-boundaries.md.
 //   cmake --build --preset cuda --target pdl_boundary_bench && build/cuda/bench/pdl_boundary_bench
 #include <cuda_runtime.h>
 
@@ -62,7 +63,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = threadIdx.x; i < weight_vectors && n < 8; i += kThreads)
     early[n++] = load_streaming(w + i);
   if (kMode == kWait) {
+#if __CUDA_ARCH__ >= 900  // programmatic launch: Hopper on
     asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   } else if (kMode == kFlag && arrived_before != nullptr) {
     if (threadIdx.x == 0) {
       while (load_acquire(arrived_before) < ctas) {
@@ -70,7 +73,9 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
   }
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");
+#endif
   unsigned fold = 0;
   for (int j = 0; j < n; ++j) fold ^= early[j].x ^ early[j].w;
   for (int i = threadIdx.x + 8 * kThreads; i < weight_vectors; i += kThreads) {

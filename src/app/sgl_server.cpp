@@ -107,8 +107,9 @@ std::span<const FlagSpec> server_flag_table() {
        .default_value = "10"},
       {.name = "--skip-server-warmup",
        .help = "Open the port without the warm-up: on CUDA the server first sends a request of "
-               "256 prompt tokens through each replica (as SGLang sends one), so that the first "
-               "client does not pay the process's one-time costs (0.1 s and more)."},
+               "up to 256 prompt tokens through each replica (SGLang warms up with a short one), "
+               "so that the first client does not pay the process's one-time costs (0.1 s and "
+               "more)."},
       {.name = "--log-requests",
        .help = "Log each finished request (rid, prompt / completion / cached tokens, finish "
                "reason, latency) at info level; lowers --log-level to info if it is higher."},

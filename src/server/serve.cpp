@@ -162,9 +162,19 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
                  << d.repetition_penalty;
   }
 
-  // On the CPU a fresh process has no first-use costs worth a prefill at start.
+  // On the CPU a fresh process has no first-use costs worth a prefill at start. A termination
+  // signal during the warm-up ends the server before it listens.
   if (options.warmup && is_generation && !model_engine.model_runner->options().device.is_cpu()) {
-    SGL_RETURN_IF_ERROR(warm_up(replicas));
+    const sigset_t signals = termination_signals();
+    const auto signalled = [&signals] {
+      timespec now{0, 0};
+      return sigtimedwait(&signals, nullptr, &now) > 0;
+    };
+    SGL_ASSIGN_OR_RETURN(const WarmupEnd end, warm_up(replicas, signalled));
+    if (end == WarmupEnd::kStopped) {
+      SGL_LOG_WARN << "sgl-server: a termination signal during the warm-up: exiting";
+      return Status::ok_status();
+    }
   }
 
   HttpServerOptions http;

@@ -1,7 +1,6 @@
 #include "server/server_warmup.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -20,22 +19,46 @@ std::vector<int32_t> warmup_prompt(int64_t length, int64_t vocab) {
 
 }  // namespace
 
-Status warm_up(std::span<engine::ModelEngine> replicas) {
+Result<WarmupEnd> warm_up(std::span<engine::ModelEngine> replicas,
+                          const std::function<bool()>& stop_requested,
+                          std::chrono::milliseconds timeout) {
+  constexpr std::chrono::milliseconds kPoll{20};
   for (size_t r = 0; r < replicas.size(); ++r) {
-    const engine::ModelEngine& replica = replicas[r];
-    const int64_t context = replica.model_runner->context_length();
+    engine::ModelEngine& replica = replicas[r];
+    const std::string what = "warm-up request of replica " + std::to_string(r);
+    const int64_t length =
+        std::min({kWarmupPromptTokens, replica.model_runner->context_length() - 1,
+                  replica.engine->get_stats().scheduler.kv_capacity - 1});
+    if (length < 1) {
+      SGL_LOG_INFO << what << ": skipped (no room for a prompt)";
+      continue;
+    }
     engine::GenerateRequest request;
-    request.input_ids = warmup_prompt(std::min<int64_t>(kWarmupPromptTokens, context - 1),
-                                      replica.model_runner->config().vocab_size);
+    request.input_ids = warmup_prompt(length, replica.model_runner->config().vocab_size);
     request.max_new_tokens = 1;
     request.sampling.temperature = 0.f;
     request.ignore_eos = true;
-    const std::string what = "warm-up request of replica " + std::to_string(r);
     const auto start = std::chrono::steady_clock::now();
-    auto stream = replica.engine->submit(std::move(request));
-    if (!stream.ok())
-      return Status(stream.status().code(), what + ": " + stream.status().message());
-    while (auto event = (*stream)->next()) {
+    auto submitted = replica.engine->submit(std::move(request));
+    if (!submitted.ok()) {
+      return Status(submitted.status().code(), what + ": " + submitted.status().message());
+    }
+    engine::RequestStream& stream = **submitted;
+    for (;;) {
+      if (stop_requested()) {
+        replica.engine->abort(stream.rid());
+        return WarmupEnd::kStopped;
+      }
+      if (std::chrono::steady_clock::now() - start >= timeout) {
+        replica.engine->abort(stream.rid());
+        return internal_error(what + " did not finish in " + std::to_string(timeout.count()) +
+                              " ms (aborted)");
+      }
+      const std::optional<engine::StreamEvent> event = stream.next(kPoll);
+      if (!event) {
+        if (stream.done()) return internal_error(what + " ended without a finish");
+        continue;  // nothing yet
+      }
       if (!event->finished) continue;
       if (event->finished->reason == scheduler::FinishReason::kAbort) {
         return internal_error(what + " aborted: " + event->finished->message);
@@ -43,10 +66,10 @@ Status warm_up(std::span<engine::ModelEngine> replicas) {
       break;
     }
     const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
-    SGL_LOG_INFO << what << " (" << kWarmupPromptTokens
-                 << " prompt tokens at most): " << std::lround(took.count()) << " ms";
+    SGL_LOG_INFO << what << " (" << length << " prompt tokens): " << std::lround(took.count())
+                 << " ms";
   }
-  return Status::ok_status();
+  return WarmupEnd::kFinished;
 }
 
 }  // namespace sgl::server
