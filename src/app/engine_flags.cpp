@@ -176,7 +176,8 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "0"},
       {.name = "--max-queued-requests",
        .value = "N",
-       .help = "Waiting requests before new ones are refused (503); 0 = unbounded.",
+       .help = "Waiting requests before new ones are refused (503), counted as N plus "
+               "--max-running-requests waiting or running; 0 = unbounded.",
        .default_value = "0"},
       {.name = "--random-seed",
        .value = "N",

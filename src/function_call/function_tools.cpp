@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/ordered_json.h"
-#include "grammar/json_schema_compiler.h"
 
 namespace sgl::function_call {
 namespace {
@@ -58,10 +57,6 @@ Result<std::vector<FunctionTool>> read_function_tools(std::string_view tools_jso
     if (const auto params = f.find("parameters"); params != f.end() && !params->is_null()) {
       if (!params->is_object()) return invalid_argument(fwhere + ".parameters must be an object");
       tool.parameters_json = params->dump();
-      if (auto g = grammar::json_schema_to_grammar(tool.parameters_json); !g.ok()) {
-        return invalid_argument(
-            fwhere + ".parameters is not a supported JSON Schema: " + g.status().message());
-      }
     }
     if (const auto strict = f.find("strict"); strict != f.end() && !strict->is_null()) {
       if (!strict->is_boolean()) return invalid_argument(fwhere + ".strict must be a boolean");

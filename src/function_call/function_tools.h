@@ -1,5 +1,7 @@
 // A request's function tools (OpenAI's `tools`), read and checked: each a function with a name
-// and a JSON Schema for its parameters that the grammar engine compiles.
+// and a JSON Schema object for its parameters. The schema is compiled only where a grammar holds
+// the calls to it (function_call/tool_constraint.h), as SGLang compiles it only then: a schema
+// the grammar engine does not support is still shown to the template and parsed against.
 #pragma once
 
 #include <algorithm>
@@ -31,8 +33,7 @@ bool names_allow(const ToolNames* names, std::string_view name);
 // "parameters", "strict"}} (the chat format) or {"type": "function", "name", "parameters", ...}
 // (the Responses format); `strict` true, false or null (SGLang's default, false). InvalidArgument
 // naming the tool (tools[i]) for a missing or malformed name, a non-boolean strict, a duplicate
-// name, a tool type other than function, or parameters that are not a JSON
-// Schema the grammar engine supports (the engine's reason included).
+// name, a tool type other than function, or parameters that are not a JSON object.
 Result<std::vector<FunctionTool>> read_function_tools(std::string_view tools_json);
 
 }  // namespace sgl::function_call

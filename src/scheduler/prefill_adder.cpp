@@ -12,15 +12,17 @@ namespace sgl::scheduler {
 PrefillAdder::PrefillAdder(std::function<int64_t()> available_and_evictable,
                            int64_t reserved_tokens, int64_t max_prefill_tokens,
                            int64_t chunk_tokens, int32_t free_running_slots, bool nothing_running,
-                           int64_t scoring_tokens)
+                           int64_t scoring_tokens, int64_t forward_input_tokens)
     : available_and_evictable_(std::move(available_and_evictable)),
       total_offset_(reserved_tokens),
       rem_input_tokens_(max_prefill_tokens),
       rem_chunk_tokens_(chunk_tokens > 0 ? chunk_tokens : std::numeric_limits<int64_t>::max()),
+      forward_input_tokens_(forward_input_tokens),
       free_running_slots_(free_running_slots),
       nothing_running_(nothing_running),
       rem_scoring_tokens_(scoring_tokens) {
   SGL_CHECK(scoring_tokens >= 1) << "PrefillAdder: scoring budget must be at least one token";
+  SGL_CHECK(forward_input_tokens >= 1) << "PrefillAdder: a forward takes at least one token";
 }
 
 AddResult PrefillAdder::budget_state() const {
@@ -33,10 +35,9 @@ AddResult PrefillAdder::budget_state() const {
 }
 
 int64_t PrefillAdder::room_for(const Req& req) const {
-  if (scoring_ || req.wants_input_logprobs()) {
-    return std::min(rem_chunk_tokens_, rem_scoring_tokens_);
-  }
-  return rem_chunk_tokens_;
+  const int64_t chunk = std::min(rem_chunk_tokens_, forward_input_tokens_);
+  if (scoring_ || req.wants_input_logprobs()) return std::min(chunk, rem_scoring_tokens_);
+  return chunk;
 }
 
 void PrefillAdder::take(Req& req, int64_t tokens) {

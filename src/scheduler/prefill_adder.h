@@ -26,10 +26,13 @@ class PrefillAdder {
   // (already scaled by new_token_ratio). `chunk_tokens` <= 0 disables chunking.
   // With `nothing_running`, the first request is admitted whenever its input fits, even if its
   // future tokens may not: otherwise a request larger than the budget would wait forever
-  // (retraction then keeps it going). `scoring_tokens` >= 1.
+  // (retraction then keeps it going). `scoring_tokens` >= 1. `forward_input_tokens`: the most
+  // input tokens one request may add to a forward; without chunking a prompt is checked against
+  // it when submitted, but a retracted request resumes with its outputs too, so one longer than
+  // this is still taken in chunks of it.
   PrefillAdder(std::function<int64_t()> available_and_evictable, int64_t reserved_tokens,
                int64_t max_prefill_tokens, int64_t chunk_tokens, int32_t free_running_slots,
-               bool nothing_running, int64_t scoring_tokens);
+               bool nothing_running, int64_t scoring_tokens, int64_t forward_input_tokens);
 
   // `req` has fill_ids / prefix_indices / extend_input_len set from a fresh prefix match; `lock`
   // locks its prefix (called only when admitted). A request whose input exceeds the chunk
@@ -57,6 +60,7 @@ class PrefillAdder {
   int64_t total_offset_;  // tokens promised: running reservation + admitted requests
   int64_t rem_input_tokens_;
   int64_t rem_chunk_tokens_;  // INT64_MAX when chunking is off
+  int64_t forward_input_tokens_;
   int32_t free_running_slots_;
   bool nothing_running_;
   int64_t rem_scoring_tokens_;  // binds once the batch scores a prompt

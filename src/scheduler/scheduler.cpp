@@ -103,8 +103,12 @@ Status Scheduler::validate(const GenerateRequest& r) const {
 
 bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
   SGL_CHECK(!reqs_.count(rid)) << "duplicate request id " << rid;
+  // Counted as the engine counts before it accepts a submit (queued or running: a burst that
+  // lands between two steps arrives here before any of it is admitted), so a request the engine
+  // accepted is not refused here.
   if (options_.max_queued_requests > 0 &&
-      static_cast<int64_t>(waiting_.size()) >= options_.max_queued_requests) {
+      static_cast<int64_t>(waiting_.size() + running_.size()) >=
+          options_.max_queued_requests + options_.max_running_requests) {
     return false;
   }
   auto req = std::make_unique<Req>();
@@ -282,11 +286,12 @@ NextBatch Scheduler::get_next_batch_to_run() {
   std::erase_if(running_, [](const Req* r) { return r->finished.has_value(); });
   if (chunked_req_ != nullptr) cache_unfinished(*chunked_req_);
   // Publish freshly prefilled prompts so waiting requests sharing them hit the cache (SGLang
-  // does this when the prefill result is processed). NOTE: this rewrites the request's row, so
-  // only once no in-flight batch reads it; in the overlap loop a running request is nearly
-  // always in flight, and its prompt is then cached when it finishes.
+  // does this when the prefill result is processed), in the overlap loop while the request's
+  // batch is still in flight, as a chunked request's chunk is: that batch reads the runner's
+  // copy of the row (brought up to date only by later batches), and duplicate slots this frees
+  // are taken only by batches that run after it on the device.
   for (Req* req : running_) {
-    if (!req->prefill_cached && req->last_batch_id <= last_processed_batch_id_) {
+    if (!req->prefill_cached) {
       cache_unfinished(*req);
       req->prefill_cached = true;
     }
@@ -361,7 +366,8 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   PrefillAdder adder([this] { return allocator_.available() + tree_.evictable_size(); },
                      reserved_decode_tokens(), input_budget, chunk_budget,
                      options_.max_running_requests - running_bs,
-                     running_bs == 0 && chunked_req_ == nullptr, options_.max_scoring_tokens);
+                     running_bs == 0 && chunked_req_ == nullptr, options_.max_scoring_tokens,
+                     std::max(options_.chunked_prefill_size, options_.max_prefill_tokens));
   if (chunked_req_ != nullptr) {
     init_next_round_input(*chunked_req_);
     adder.add_chunked_req(*chunked_req_);
@@ -404,9 +410,12 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   for (Req* req : adder.can_run_list()) {
     BatchEntry entry;
     if (!prepare_extend_entry(*req, &entry, &batch.out_cache_loc)) {
-      // Out of KV after all (budgets are estimates): back to waiting, nothing held.
+      // Out of KV after all (budgets are estimates): back to waiting, nothing held (its table
+      // row too: release() reads a row as a request that holds KV).
       if (req != resumed) {
         req->lock.reset();
+        req_to_token_.free(req->req_pool_idx);
+        req->req_pool_idx = -1;
         continue;  // stays in waiting_
       }
       chunked_req_ = resumed;  // retry the chunk next round

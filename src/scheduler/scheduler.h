@@ -89,8 +89,8 @@ class Scheduler {
 
   // Checks the request against the context and the limits; the reason as a Status.
   Status validate(const GenerateRequest& request) const;
-  // Queues a validated request. Returns false (and queues nothing) when the waiting queue is
-  // full (max_queued_requests).
+  // Queues a validated request. Returns false (and queues nothing) when max_queued_requests
+  // (> 0) plus max_running_requests are already waiting or running.
   bool add_request(uint64_t rid, GenerateRequest request);
   // Aborts a waiting or running request (no-op for unknown ids); its update says abort.
   void abort(uint64_t rid, const std::string& message);

@@ -143,7 +143,7 @@ ChoiceDelta ChoiceStream::process(engine::StreamEvent event) {
     piece += detok_.flush();
     engine_done_ = true;
   }
-  const size_t emitted = total_.text.size();
+  const size_t emitted = raw_emitted_;
   tokenizer::StopStringMatcher::Result match = stops_.add(piece);
   d.text = std::move(match.text);
   std::optional<tokenizer::StopRegexMatcher::Match> regex_match;
@@ -178,6 +178,7 @@ ChoiceDelta ChoiceStream::process(engine::StreamEvent event) {
         break;
     }
   }
+  raw_emitted_ += d.text.size();
   parse_output(d, finish.has_value());
   count_reasoning(d);
   if (!finish && over_reasoning_budget()) {

@@ -138,6 +138,9 @@ class ChoiceStream {
   function_call::EventSink parsed_;
   std::vector<int32_t> context_;  // prompt tail + outputs, for token texts
   ChoiceDelta total_;
+  // Bytes of the generated text passed on to the parser so far (total_.text is what the parser
+  // made of them: the content, without reasoning or calls).
+  size_t raw_emitted_ = 0;
   std::optional<FinishInfo> finish_;
   bool engine_done_ = false;  // the engine sent its final event (or we aborted it)
   int32_t prompt_tokens_ = 0;

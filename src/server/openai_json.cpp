@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "sampling/sampler.h"
 #include "server/request_json.h"
@@ -304,7 +305,8 @@ Result<CompletionRequest> parse_completion_request(std::string_view body,
   SGL_RETURN_IF_ERROR(read_prompts(*prompt, "prompt", r.prompts, batch));
   SGL_RETURN_IF_ERROR(read_sampling(o, r.sampling, false));
   SGL_RETURN_IF_ERROR(read_max_tokens(o, "max_tokens", r.sampling));
-  if (!r.sampling.max_tokens) r.sampling.max_tokens = 16;  // OpenAI's default
+  // OpenAI's default, unless the server has one.
+  if (!r.sampling.max_tokens && !r.sampling.default_max_tokens) r.sampling.max_tokens = 16;
   SGL_RETURN_IF_ERROR(check_min_tokens(r.sampling, false));
   SGL_RETURN_IF_ERROR(read(o, "echo", r.echo));
   SGL_RETURN_IF_ERROR(read(o, "logprobs", r.logprobs));
@@ -486,6 +488,7 @@ Result<SamplingInput> apply_preferred_sampling_params(std::string_view json_text
     }
   }
   SGL_RETURN_IF_ERROR(sampling_json::read_sampling_params(o, defaults));
+  defaults.default_max_tokens = std::exchange(defaults.max_tokens, std::nullopt);
   return defaults;
 }
 

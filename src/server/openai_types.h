@@ -46,6 +46,9 @@ struct SamplingInput {
   int64_t top_k = -1;
   double min_p = 0.0;
   std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens / max_new_tokens
+  // --preferred-sampling-params' max_new_tokens: where a request gives none, a default cut to
+  // the room its prompt leaves (as a route's own default), not a limit checked against it.
+  std::optional<int64_t> default_max_tokens;
   std::optional<int64_t> seed;
   std::vector<std::string> stop;
   std::vector<std::string> stop_regex;  // Python `re` patterns (SGLang's stop_regex)

@@ -216,10 +216,11 @@ Status read_sampling(const json& o, SamplingInput& s, bool native) {
 
 // min_tokens may not exceed max_tokens (SGLang: min_new_tokens in [0, max_new_tokens]).
 Status check_min_tokens(const SamplingInput& s, bool native) {
-  if (s.max_tokens && s.min_tokens > *s.max_tokens) {
+  const std::optional<int64_t> max_tokens = s.max_tokens ? s.max_tokens : s.default_max_tokens;
+  if (max_tokens && s.min_tokens > *max_tokens) {
     return field_error(native ? "min_new_tokens" : "min_tokens",
                        "must be <= " + std::string(native ? "max_new_tokens" : "max_tokens") +
-                           " (" + std::to_string(*s.max_tokens) + "), got " +
+                           " (" + std::to_string(*max_tokens) + "), got " +
                            std::to_string(s.min_tokens));
   }
   return Status::ok_status();

@@ -164,6 +164,35 @@ TEST_P(EngineLoops, RejectsBadRequestsAndAFullQueue) {
   for (auto& s : accepted) collect(*s);
 }
 
+// A burst that reaches the loop in one inbox drain, before anything of it is admitted: every
+// request the engine accepted runs (none ends "the waiting queue is full"); the one past
+// max_queued_requests + max_running_requests is refused at submit.
+TEST_P(EngineLoops, AcceptedBurstIsNotAbortedByTheQueueLimit) {
+  EngineOptions o = fake_options(GetParam());
+  o.vocab_size = kVocab;
+  o.max_num_tokens = 1 << 20;
+  o.scheduler.max_queued_requests = 1;
+  o.scheduler.max_running_requests = 4;
+  Engine engine(o);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 5; ++i) {
+    auto s = engine.submit(test::greedy_ids_request(prompt_of(i), 4));
+    ASSERT_TRUE(s.ok()) << "request " << i << ": " << s.status().to_string();
+    streams.push_back(*s);
+  }
+  EXPECT_EQ(engine.submit(test::greedy_ids_request(prompt_of(5), 4)).status().code(),
+            StatusCode::kResourceExhausted);
+  // Started only now: the five arrive together.
+  engine.start(
+      std::make_unique<test::FakeBatchRunner>(engine.req_to_token_pool(), o.num_kv_slots, kVocab));
+  for (int i = 0; i < 5; ++i) {
+    const test::Outcome got = collect(*streams[i]);
+    EXPECT_EQ(got.finish.reason, scheduler::FinishReason::kLength)
+        << "request " << i << ": " << got.finish.message;
+    EXPECT_EQ(got.ids, test::fake_reference(prompt_of(i), 4, kVocab, {})) << "request " << i;
+  }
+}
+
 // A FakeBatchRunner that holds each batch with a prefill chunk a little before reporting it
 // launched, so the engine schedules the next chunk meanwhile: in the overlap loop the scheduler
 // then rewrites the chunked request's req_to_token row while that batch still runs. A runner

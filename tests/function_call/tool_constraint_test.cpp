@@ -332,13 +332,38 @@ TEST(ToolConstraint, Errors) {
             StatusCode::kInvalidArgument);
 }
 
-TEST(FunctionTools, Validation) {
-  auto bad_schema = read_function_tools(
+// A schema the grammar engine does not support is read (the template shows it, calls to it are
+// parsed) and refused, naming the function, only where a grammar would hold the calls to it.
+TEST(FunctionTools, UnsupportedSchemasFailOnlyWhereAGrammarHoldsThem) {
+  auto read = read_function_tools(
       R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
-          "properties": {"n": {"type": "number", "multipleOf": 3}}}}}])");
-  ASSERT_FALSE(bad_schema.ok());
-  EXPECT_NE(bad_schema.status().message().find("multipleOf"), std::string::npos);
-  EXPECT_NE(bad_schema.status().message().find("tools[0].function.parameters"), std::string::npos);
+          "properties": {"n": {"type": "number", "multipleOf": 3}}}}},
+          {"type": "function", "function": {"name": "g", "parameters": {"type": "object"}}}])");
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  std::vector<FunctionTool> t = std::move(read).value();
+  for (const char* parser : {"qwen25", "qwen3_coder"}) {
+    SCOPED_TRACE(parser);
+    auto required = tool_call_grammar({t, "", parser, true});
+    ASSERT_FALSE(required.ok());
+    EXPECT_EQ(required.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(required.status().message().find("'f'"), std::string::npos)
+        << required.status().message();
+    EXPECT_NE(required.status().message().find("multipleOf"), std::string::npos)
+        << required.status().message();
+    // Naming the other function, or auto with f not strict: f's schema is not compiled.
+    EXPECT_TRUE(tool_call_grammar({t, "g", parser, true}).ok());
+    EXPECT_TRUE(auto_tool_call_grammar({t, "", parser, true}).ok());
+    t[0].strict = true;
+    EXPECT_EQ(auto_tool_call_grammar({t, "", parser, true}).status().code(),
+              StatusCode::kInvalidArgument);
+    t[0].strict = false;
+  }
+}
+
+TEST(FunctionTools, Validation) {
+  EXPECT_FALSE(
+      read_function_tools(R"([{"type": "function", "function": {"name": "f", "parameters": 3}}])")
+          .ok());
   EXPECT_FALSE(read_function_tools(R"([{"type": "function", "function": {}}])").ok());
   EXPECT_FALSE(read_function_tools(R"([{"type": "web_search"}])").ok());
   EXPECT_FALSE(read_function_tools(

@@ -460,6 +460,24 @@ TEST_P(SchedulerLoops, PrefixHitsSkipRecomputation) {
   d.expect_reference_outputs();
 }
 
+// A request that arrives while another with the same prefix is still decoding takes that prefix
+// from the cache (in the overlap loop the decoding request is always in flight: its prompt is
+// published all the same).
+TEST_P(SchedulerLoops, APrefixIsSharedWhileItsRequestDecodes) {
+  Driver d({}, 1024, 256, overlap());
+  const std::vector<int32_t> shared = tokens(48, 4);
+  std::vector<int32_t> a = shared, b = shared;
+  a.push_back(1);
+  b.push_back(2);
+  const uint64_t first = d.submit(test::greedy_ids_request(a, 20));
+  for (int i = 0; i < 3; ++i) d.step();
+  ASSERT_FALSE(d.finished().count(first));
+  d.submit(test::greedy_ids_request(b, 3));
+  d.run_until_idle();
+  EXPECT_EQ(d.scheduler().stats().cached_prompt_tokens_total, 48);
+  d.expect_reference_outputs();
+}
+
 TEST_P(SchedulerLoops, DisabledRadixCacheRecomputes) {
   SchedulerOptions options;
   options.disable_radix_cache = true;
@@ -491,6 +509,29 @@ TEST_P(SchedulerLoops, RetractionRecomputesAndEveryRequestCompletes) {
   for (int i = 0; i < 12; ++i) d.submit(test::greedy_ids_request(tokens(10, 200 + i), 60));
   d.run_until_idle();
   EXPECT_GT(d.scheduler().stats().num_retracted_total, 0);
+  d.expect_reference_outputs();
+}
+
+// Without chunked prefill a prompt fits one forward (checked at submit), but a retracted request
+// resumes with its outputs too: with its prefix evicted it is recomputed in pieces a forward
+// holds (max_prefill_tokens, plus the running decodes a mixed batch carries).
+TEST_P(SchedulerLoops, RetractedRequestsResumeWithinAForwardWithoutChunking) {
+  SchedulerOptions options;
+  options.chunked_prefill_size = -1;
+  options.max_prefill_tokens = 24;
+  options.max_running_requests = 16;
+  options.disable_radix_cache = true;
+  Driver d(options, 200, 256, overlap());
+  for (int i = 0; i < 12; ++i) d.submit(test::greedy_ids_request(tokens(20, 300 + i), 60));
+  d.run_until_idle();
+  EXPECT_GT(d.scheduler().stats().num_retracted_total, 0);
+  int64_t resumed_in_pieces = 0;
+  for (const BatchRecord& b : d.batches()) {
+    EXPECT_LE(b.prefill_tokens, 24) << "batch " << b.id;
+    EXPECT_LE(b.num_tokens, 24 + 16) << "batch " << b.id;
+    for (const auto& [rid, len] : b.extends) resumed_in_pieces += len == 24;
+  }
+  EXPECT_GT(resumed_in_pieces, 0);
   d.expect_reference_outputs();
 }
 
@@ -605,10 +646,11 @@ TEST(SchedulePolicy, LofAndFcfsOrders) {
   }
 }
 
-TEST(SchedulePolicy, InBatchPrefixCachingDefersASharer) {
+// In the overlap loop too: a's prompt is published while its batches are still in flight.
+TEST_P(SchedulerLoops, InBatchPrefixCachingDefersASharer) {
   SchedulerOptions options;
   options.policy = SchedulePolicy::kLpm;
-  Driver d(options, 1024, 256, false);
+  Driver d(options, 1024, 256, overlap());
   const std::vector<int32_t> shared = tokens(40, 9);
   std::vector<int32_t> a = shared, b = shared;
   a.push_back(1);

@@ -227,6 +227,15 @@ def test_preferred_sampling_params(tmp_path):
         r = requests.post(url + "/v1/completions", timeout=60, json={
             "model": "m", "prompt": "Once upon a time", "max_tokens": 5}).json()
         assert r["usage"]["completion_tokens"] == 5
+        # A default, not the request's own limit: a prompt that leaves less room (the context is
+        # 512 tokens) generates up to the context instead of a 400 about max_tokens.
+        r = requests.post(url + "/generate", timeout=60, json={
+            "input_ids": [300] * 510, "sampling_params": {"ignore_eos": True}})
+        assert r.status_code == 200, r.text
+        assert r.json()["meta_info"]["completion_tokens"] == 2, r.text
+        r = requests.post(url + "/generate", timeout=60, json={
+            "input_ids": [300] * 510, "sampling_params": {"max_new_tokens": 3}})
+        assert r.status_code == 400 and "max_tokens" in r.text, r.text
         info = requests.get(url + "/get_model_info", timeout=10).json()
         assert info["preferred_sampling_params"] == preferred
     finally:

@@ -371,3 +371,23 @@ def test_chat_reasoning_effort_switches_the_template(oai, server, r1, want):
     assert on.status_code == 400 and "--reasoning-parser" in on.text, on.text
     none = r1.post("/v1/chat/completions", {"messages": [USER], "reasoning_effort": "none"})
     assert none.status_code == 400 and "enable_thinking" in none.text, none.text
+
+
+# stop_regex reads the raw output (reasoning included), and the reply ends where its match ends:
+# the content is the answer up to there, the reasoning unrepeated (the cut once read the raw text
+# from the content's length, so the reasoning came back inside the content).
+@pytest.mark.parametrize("stream", [False, True])
+def test_chat_stop_regex_after_the_reasoning(qwen3, want, stream):
+    reasoning, content = want
+    body = {**BODY, "messages": [USER], "max_tokens": 60, "stop_regex": "Sure, [a-z]"}
+    if stream:
+        deltas = chat_deltas(qwen3, stop_regex="Sure, [a-z]")
+        got = ("".join(d.get("reasoning_content") or "" for d in deltas),
+               "".join(d.get("content") or "" for d in deltas))
+    else:
+        r = qwen3.post("/v1/chat/completions", body)
+        assert r.status_code == 200, r.text
+        choice = r.json()["choices"][0]
+        assert choice["finish_reason"] == "stop", choice
+        got = (choice["message"]["reasoning_content"], choice["message"]["content"])
+    assert got == (reasoning, content[:len("Sure, x")]), got

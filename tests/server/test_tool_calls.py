@@ -100,12 +100,26 @@ def test_tools_without_markup_make_no_calls(reasoning_server):
     assert none["message"]["content"] == plain["message"]["content"]
 
 
+MULTIPLE_OF = {"type": "function", "function": {"name": "f", "parameters": {
+    "type": "object", "properties": {"n": {"type": "number", "multipleOf": 2}}}}}
+
+
+# As SGLang, a tool's schema is compiled only where a grammar holds the calls (required, named,
+# strict under auto): elsewhere one the grammar engine does not support is served.
+@pytest.mark.parametrize("choice", ["auto", "none", {"type": "function", "function":
+                                                      {"name": "get_weather"}}])
+def test_unsupported_schemas_are_served_where_no_grammar_needs_them(reasoning_server, choice):
+    reply = chat(reasoning_server, tools=[MULTIPLE_OF, WEATHER], tool_choice=choice)
+    assert reply["finish_reason"] in ("stop", "length", "tool_calls"), reply
+
+
 @pytest.mark.parametrize("extra,status,words", [
     ({"tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "nope"}}},
      400, ["nope", "not in 'tools'"]),
-    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {
-        "type": "object", "properties": {"n": {"type": "number", "multipleOf": 2}}}}}]},
-     400, ["tools[0].function.parameters", "multipleOf"]),
+    # A schema the grammar engine does not support, where a grammar would hold the call to it.
+    ({"tools": [MULTIPLE_OF], "tool_choice": "required"}, 400, ["'f'", "multipleOf"]),
+    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": 3}}]}, 400,
+     ["tools[0].function.parameters"]),
     ({"tools": [{"type": "function", "function": {"description": "no name"}}]}, 400,
      ["tools[0].function.name"]),
     ({"tools": [{"type": "code_interpreter"}]}, 400, ["tools[0].type"]),
