@@ -18,8 +18,8 @@ using request_json::asks_nothing;
 using request_json::field_error;
 using request_json::find;
 
-// Text blocks (with optional cache_control: the radix cache reuses prefixes by itself) joined by
-// newlines.
+// Text blocks (with optional cache_control: the radix cache reuses prefixes by itself) joined as
+// a chat message's text parts.
 Result<std::string> block_text(const json& content, const std::string& where) {
   return request_json::joined_text(content, where, {"text"});
 }

@@ -109,7 +109,8 @@ Result<bool> apply_reasoning_effort(const json& effort, std::string_view field, 
 }
 
 Result<std::string> joined_text(const json& content, const std::string& where,
-                                std::initializer_list<std::string_view> text_types) {
+                                std::initializer_list<std::string_view> text_types,
+                                std::string_view separator) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) return field_error(where, "must be a string or a list of parts");
   std::string text;
@@ -125,7 +126,7 @@ Result<std::string> joined_text(const json& content, const std::string& where,
     }
     const json* value = find(part, "text");
     if (!value || !value->is_string()) return field_error(at + ".text", "must be a string");
-    if (!text.empty()) text += "\n";
+    if (i > 0) text += separator;
     text += value->get<std::string>();
   }
   return text;

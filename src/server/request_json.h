@@ -88,10 +88,13 @@ Result<std::string_view> read_text_or_input_ids(const nlohmann::ordered_json& o,
                                                 std::vector<PromptInput>& out, bool& batch);
 
 // Message content as text: a string, or a list of parts whose "type" is one of `text_types`,
-// their "text"s joined by newlines; any other part type is refused by name (kUnimplemented).
-// `where` names the content in errors.
+// their "text"s joined by `separator` (SGLang renders a message's text parts joined by a space:
+// kPartSeparator); any other part type is refused by name (kUnimplemented). `where` names the
+// content in errors.
+inline constexpr std::string_view kPartSeparator = " ";
 Result<std::string> joined_text(const nlohmann::ordered_json& content, const std::string& where,
-                                std::initializer_list<std::string_view> text_types);
+                                std::initializer_list<std::string_view> text_types,
+                                std::string_view separator = kPartSeparator);
 
 // A history tool call's "arguments" as templates take them: the JSON object a string holds
 // (templates write `arguments | tojson`, which would quote a string once more), as SGLang and

@@ -63,7 +63,8 @@ Result<std::string> reasoning_text(const json& item, const std::string& where) {
   for (const char* key : {"content", "summary"}) {
     const json* parts = find(item, key);
     if (!parts || (parts->is_array() && parts->empty())) continue;
-    return request_json::joined_text(*parts, where + "." + key, {"reasoning_text", "summary_text"});
+    return request_json::joined_text(*parts, where + "." + key, {"reasoning_text", "summary_text"},
+                                     "\n");
   }
   return std::string();
 }

@@ -49,7 +49,7 @@ def test_system_and_content_blocks(server, client):
                   {"role": "assistant", "content": "there was"},
                   {"role": "user", "content": "Go on."}])
     want = chat_text(server, [{"role": "system", "content": "Be kind."},
-                              {"role": "user", "content": "Once upon\na time"},
+                              {"role": "user", "content": "Once upon a time"},
                               {"role": "assistant", "content": "there was"},
                               {"role": "user", "content": "Go on."}], 10)
     assert m.content[0].text == want

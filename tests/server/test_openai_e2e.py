@@ -128,6 +128,13 @@ def test_chat_completion_and_stream(server, client):
                                         temperature=0)
     assert r2.choices[0].message.content == r3.choices[0].message.content
     assert r2.usage.prompt_tokens == r3.usage.prompt_tokens
+    # Several text parts are joined by a space, as SGLang renders them for a string template.
+    split = [{"role": "user", "content": [{"type": "text", "text": "Tell me"},
+                                          {"type": "text", "text": "a story."}]}]
+    r4 = client.chat.completions.create(model="stories260K", messages=split, max_tokens=4,
+                                        temperature=0)
+    assert r4.usage.prompt_tokens == r3.usage.prompt_tokens
+    assert r4.choices[0].message.content == r3.choices[0].message.content
 
 
 def test_chat_tools_reach_the_template(server, client):
