@@ -164,6 +164,12 @@ std::vector<EngineStats> DataParallelController::replica_stats() {
   return stats;
 }
 
+uint64_t DataParallelController::steps_processed() const {
+  uint64_t steps = 0;
+  for (const Engine* e : replicas_) steps += e->steps_processed();
+  return steps;
+}
+
 std::vector<int64_t> DataParallelController::routed_requests() const {
   std::lock_guard lock(mutex_);
   return routed_;

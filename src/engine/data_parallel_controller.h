@@ -53,6 +53,7 @@ class DataParallelController {
   EngineStats get_stats();                       // summed over replicas
   std::vector<EngineStats> replica_stats();      // one per replica, in order
   std::vector<int64_t> routed_requests() const;  // requests each replica accepted from here
+  uint64_t steps_processed() const;              // summed over replicas (Engine's)
 
  private:
   // `pinned`: the replica the request names (no choice, no fallback when it is full); the

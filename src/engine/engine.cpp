@@ -352,6 +352,7 @@ void Engine::loop(runner::BatchRunner& runner) {
     }
     last_finished = now;
     in_flight.pop_front();
+    steps_processed_.fetch_add(1, std::memory_order_relaxed);
     return thread_cpu_s() - t;
   };
 

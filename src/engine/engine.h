@@ -94,6 +94,9 @@ class Engine {
   EngineStats get_stats();
   // Thread-safe and lock-free (two atomics; the pair may be a moment apart).
   EngineLoad load() const { return {queued_.load(), queued_tokens_.load()}; }
+  // Batches whose results the loop has processed so far; thread-safe, lock-free. A count that
+  // moves says the loop is alive (SGLang's /health_generate accepts any output after its start).
+  uint64_t steps_processed() const { return steps_processed_.load(std::memory_order_relaxed); }
 
   // For tests: the scheduler's integrity after the loop's latest step (OK when never run).
   Status last_integrity() const;
@@ -142,6 +145,7 @@ class Engine {
   std::atomic<uint64_t> next_rid_;
   std::atomic<int64_t> queued_{0};         // submitted, not yet finished
   std::atomic<int64_t> queued_tokens_{0};  // their prompt tokens
+  std::atomic<uint64_t> steps_processed_{0};
 
   std::mutex inbox_mutex_;
   std::condition_variable inbox_cv_;

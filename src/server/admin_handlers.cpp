@@ -1,13 +1,17 @@
 // Model and server endpoints: /v1/models, /health (and /ping), /health_generate,
 // /get_model_info, /get_server_info, /version, /v1/loads, /flush_cache, /abort_request, /metrics.
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "server/embedding_reply.h"
 #include "server/engine_request.h"
 #include "server/errors.h"
-#include "server/generation_reply.h"
 #include "server/handlers.h"
 #include "server/openai_json.h"
+#include "server/prepared_reply.h"
 #include "server/request_json.h"
 
 namespace sgl::server {
@@ -22,92 +26,58 @@ json model_card(const ServerContext& ctx) {
               {"root", ctx.info.served_model_name}, {"max_model_len", ctx.info.context_length}};
 }
 
-// /health_generate: one greedy token (an embedding model: one embedding) through the whole engine.
-class HealthReply final : public GenerationReply {
- public:
-  using GenerationReply::GenerationReply;
-
- private:
-  std::string stream_delta(size_t, const ChoiceDelta&) override { return ""; }
-  std::string stream_end() override { return ""; }
-  HttpResponse complete() override {
-    const FinishInfo& f = choices_[0]->finish();
-    if (f.reason == "abort") return error_response(503, "health generation aborted: " + f.message);
-    HttpResponse r;
-    r.content_type = "text/plain";
-    return r;
-  }
-};
-
-}  // namespace
-
-Reply handle_models(ServerContext& ctx, const HttpRequest&) {
-  return Reply::of(json_response({{"object", "list"}, {"data", json::array({model_card(ctx)})}}));
-}
-
-Reply handle_model(ServerContext& ctx, const HttpRequest& request) {
-  const std::string id = request.path.substr(std::string_view("/v1/models/").size());
-  if (id != ctx.info.served_model_name) {
-    return Reply::of(error_response(404, "The model '" + id + "' does not exist", "model"));
-  }
-  return Reply::of(json_response(model_card(ctx)));
-}
-
-Reply handle_health(ServerContext&, const HttpRequest&) {
+HttpResponse healthy() {
   HttpResponse r;
   r.content_type = "text/plain";
-  return Reply::of(r);
+  return r;
 }
 
-Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {
-  std::vector<int32_t> bos = {ctx.tokenizer.bos_token_id().value_or(0)};
-  if (!ctx.info.is_generation) {
-    auto streams = submit_encodes(ctx, {bos});
-    if (!streams.ok()) return Reply::of(error_response(503, streams.status().message()));
-    auto ok = [](const std::vector<Encoded>&, double) {
-      HttpResponse r;
-      r.content_type = "text/plain";
-      return r;
-    };
-    return Reply::later(std::make_unique<EmbeddingReply>(ctx, make_request_id("health-"),
-                                                         std::move(streams).value(), ok),
-                        false);
-  }
+// SGLang's /health_generate for a generation model: healthy once the engine makes progress after
+// the probe starts (its own greedy token, or any step of a busy server, whose queue the probe may
+// wait behind or be refused by) within 20 s; else 503. Polls on a work-pool thread.
+inline constexpr std::chrono::seconds kHealthGenerateTimeout{20};
+
+Reply health_generate_reply(ServerContext& ctx, const std::atomic<bool>& cancelled) {
+  const uint64_t before = ctx.engine.steps_processed();
+  const auto deadline = std::chrono::steady_clock::now() + kHealthGenerateTimeout;
   SamplingInput sampling;
   sampling.temperature = 0;
   sampling.max_tokens = 1;
+  std::vector<int32_t> bos = {ctx.tokenizer.bos_token_id().value_or(0)};
   auto built = build_engine_request(ctx, sampling, bos, 0, std::nullopt);
   if (!built.ok()) return Reply::of(error_response(503, built.status().message()));
-  std::vector<ChoicePlan> plans;
-  plans.push_back({std::move(built).value(), {}});
-  auto choices = submit_choices(ctx, std::move(plans));
-  if (!choices.ok()) return Reply::of(error_response(503, choices.status().message()));
-  return Reply::later(std::make_unique<HealthReply>(ctx, make_request_id("health-"),
-                                                    std::move(choices).value(), false),
-                      false);
+  auto submitted = ctx.engine.submit(std::move(built).value());
+  if (!submitted.ok() && submitted.status().code() != StatusCode::kResourceExhausted) {
+    return Reply::of(error_response(503, submitted.status().message()));
+  }
+  // Null when the queue is full: the engine's steps alone answer.
+  const std::shared_ptr<engine::RequestStream> stream =
+      submitted.ok() ? *submitted : std::shared_ptr<engine::RequestStream>();
+  bool finished = false;
+  while (!cancelled && std::chrono::steady_clock::now() < deadline) {
+    if (stream) {
+      if (std::optional<engine::StreamEvent> e = stream->next(std::chrono::milliseconds(10));
+          e && e->finished) {
+        if (e->finished->reason == scheduler::FinishReason::kAbort) {
+          return Reply::of(error_response(503, "health generation aborted: " + e->finished->message));
+        }
+        return Reply::of(healthy());
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (ctx.engine.steps_processed() > before) {
+      finished = true;
+      break;
+    }
+  }
+  if (stream) ctx.engine.abort(stream->rid());
+  if (finished) return Reply::of(healthy());
+  return Reply::of(error_response(503, "the engine made no progress in " +
+                                           std::to_string(kHealthGenerateTimeout.count()) + " s"));
 }
 
-Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
-  const ServerInfo& i = ctx.info;
-  return Reply::of(
-      json_response({{"model_path", i.model_path},
-                     {"tokenizer_path", i.tokenizer_path},
-                     {"served_model_name", i.served_model_name},
-                     {"is_generation", i.is_generation},
-                     {"preferred_sampling_params", i.preferred_sampling_params.empty()
-                                                       ? json(nullptr)
-                                                       : json::parse(i.preferred_sampling_params)},
-                     {"weight_version", "default"},
-                     {"has_image_understanding", false},
-                     {"has_audio_understanding", false},
-                     {"model_type", i.model_type},
-                     {"architectures", json::array({i.architecture})},
-                     {"context_length", i.context_length},
-                     {"vocab_size", i.vocab_size},
-                     {"has_chat_template", i.has_chat_template}}));
-}
-
-Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
+Reply server_info_reply(ServerContext& ctx) {
   const ServerInfo& i = ctx.info;
   const std::vector<engine::EngineStats> replicas = ctx.engine.replica_stats();
   const std::vector<int64_t> routed = ctx.engine.routed_requests();
@@ -166,34 +136,7 @@ Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
                                   {"internal_states", std::move(states)}}));
 }
 
-Reply handle_flush_cache(ServerContext& ctx, const HttpRequest& request) {
-  if (Status s = check_optional_object(request.body); !s.ok()) {
-    return Reply::of(error_response(s));
-  }
-  if (!ctx.engine.flush_cache()) {
-    return Reply::of(error_response(400, "Cache not flushed: requests are running"));
-  }
-  HttpResponse r;
-  r.content_type = "text/plain";
-  r.body = "Cache flushed.\n";
-  return Reply::of(r);
-}
-
-Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request) {
-  auto parsed = parse_abort_request(request.body);
-  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-  const std::vector<uint64_t> rids =
-      parsed->abort_all ? ctx.registry.all_rids() : ctx.registry.find(parsed->rid);
-  for (uint64_t rid : rids) ctx.engine.abort(rid);
-  return Reply::of(json_response(
-      {{"success", !rids.empty()}, {"num_aborted", static_cast<int64_t>(rids.size())}}));
-}
-
-Reply handle_version(ServerContext&, const HttpRequest&) {
-  return Reply::of(json_response({{"version", kServerVersion}}));
-}
-
-Reply handle_loads(ServerContext& ctx, const HttpRequest&) {
+Reply loads_reply(ServerContext& ctx) {
   const std::vector<engine::EngineStats> replicas = ctx.engine.replica_stats();
   // One entry per data-parallel rank, as SGLang's router reads it.
   json loads = json::array();
@@ -213,11 +156,113 @@ Reply handle_loads(ServerContext& ctx, const HttpRequest&) {
   return Reply::of(json_response({{"loads", std::move(loads)}}));
 }
 
-Reply handle_metrics(ServerContext& ctx, const HttpRequest&) {
+// Endpoints that ask the engine loops (stats, a cache flush) wait for each loop's current step:
+// they answer from the work pool, so a long prefill never holds an HTTP I/O thread (which every
+// connection, /health included, shares).
+Reply on_work_pool(ServerContext& ctx, std::function<Reply()> answer) {
+  return PreparedReply::submit(
+      ctx, false, [answer = std::move(answer)](const std::atomic<bool>&) { return answer(); });
+}
+
+}  // namespace
+
+Reply handle_models(ServerContext& ctx, const HttpRequest&) {
+  return Reply::of(json_response({{"object", "list"}, {"data", json::array({model_card(ctx)})}}));
+}
+
+Reply handle_model(ServerContext& ctx, const HttpRequest& request) {
+  const std::string id = request.path.substr(std::string_view("/v1/models/").size());
+  if (id != ctx.info.served_model_name) {
+    return Reply::of(error_response(404, "The model '" + id + "' does not exist", "model"));
+  }
+  return Reply::of(json_response(model_card(ctx)));
+}
+
+Reply handle_health(ServerContext&, const HttpRequest&) {
   HttpResponse r;
-  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  r.body = ctx.metrics.render(ctx.engine.replica_stats(), ctx.pool.pending());
+  r.content_type = "text/plain";
   return Reply::of(r);
+}
+
+Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {
+  std::vector<int32_t> bos = {ctx.tokenizer.bos_token_id().value_or(0)};
+  if (!ctx.info.is_generation) {
+    auto streams = submit_encodes(ctx, {bos});
+    if (!streams.ok()) return Reply::of(error_response(503, streams.status().message()));
+    auto ok = [](const std::vector<Encoded>&, double) { return healthy(); };
+    return Reply::later(std::make_unique<EmbeddingReply>(ctx, make_request_id("health-"),
+                                                         std::move(streams).value(), ok),
+                        false);
+  }
+  return PreparedReply::submit(ctx, false, [&ctx](const std::atomic<bool>& cancelled) {
+    return health_generate_reply(ctx, cancelled);
+  });
+}
+
+Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
+  const ServerInfo& i = ctx.info;
+  return Reply::of(
+      json_response({{"model_path", i.model_path},
+                     {"tokenizer_path", i.tokenizer_path},
+                     {"served_model_name", i.served_model_name},
+                     {"is_generation", i.is_generation},
+                     {"preferred_sampling_params", i.preferred_sampling_params.empty()
+                                                       ? json(nullptr)
+                                                       : json::parse(i.preferred_sampling_params)},
+                     {"weight_version", "default"},
+                     {"has_image_understanding", false},
+                     {"has_audio_understanding", false},
+                     {"model_type", i.model_type},
+                     {"architectures", json::array({i.architecture})},
+                     {"context_length", i.context_length},
+                     {"vocab_size", i.vocab_size},
+                     {"has_chat_template", i.has_chat_template}}));
+}
+
+Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
+  return on_work_pool(ctx, [&ctx] { return server_info_reply(ctx); });
+}
+
+Reply handle_flush_cache(ServerContext& ctx, const HttpRequest& request) {
+  if (Status s = check_optional_object(request.body); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
+  return on_work_pool(ctx, [&ctx] {
+    if (!ctx.engine.flush_cache()) {
+      return Reply::of(error_response(400, "Cache not flushed: requests are running"));
+    }
+    HttpResponse r;
+    r.content_type = "text/plain";
+    r.body = "Cache flushed.\n";
+    return Reply::of(r);
+  });
+}
+
+Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request) {
+  auto parsed = parse_abort_request(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  const std::vector<uint64_t> rids =
+      parsed->abort_all ? ctx.registry.all_rids() : ctx.registry.find(parsed->rid);
+  for (uint64_t rid : rids) ctx.engine.abort(rid);
+  return Reply::of(json_response(
+      {{"success", !rids.empty()}, {"num_aborted", static_cast<int64_t>(rids.size())}}));
+}
+
+Reply handle_version(ServerContext&, const HttpRequest&) {
+  return Reply::of(json_response({{"version", kServerVersion}}));
+}
+
+Reply handle_loads(ServerContext& ctx, const HttpRequest&) {
+  return on_work_pool(ctx, [&ctx] { return loads_reply(ctx); });
+}
+
+Reply handle_metrics(ServerContext& ctx, const HttpRequest&) {
+  return on_work_pool(ctx, [&ctx] {
+    HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = ctx.metrics.render(ctx.engine.replica_stats(), ctx.pool.pending());
+    return Reply::of(r);
+  });
 }
 
 }  // namespace sgl::server

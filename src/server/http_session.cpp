@@ -23,8 +23,10 @@ namespace {
 constexpr size_t kMaxPipelinedBytes = size_t{1} << 20;
 // After an error answer we keep reading (and discarding) what the client still sends, so that
 // it sees the answer rather than a connection reset: while bytes keep coming (each read within
-// kLingerIdle), up to kMaxLingerBytes.
+// kLingerIdle), up to kMaxLingerBytes and kMaxLinger in all (a client trickling a byte at a time
+// must not hold the connection open for good).
 constexpr auto kLingerIdle = std::chrono::seconds(2);
+constexpr auto kMaxLinger = std::chrono::seconds(10);
 constexpr size_t kMaxLingerBytes = size_t{256} << 20;
 // Bytes asked of the socket per read while a request is read.
 constexpr size_t kReadBytes = size_t{64} << 10;
@@ -259,11 +261,13 @@ void HttpSession::reject(int status, const std::string& message) {
 // a client still sending a rejected body reads our answer instead of a reset.
 void HttpSession::linger() {
   if (closed_) return;
+  const auto now = std::chrono::steady_clock::now();
   if (lingered_bytes_ == 0) {
     beast::error_code ec;
     stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+    linger_until_ = now + kMaxLinger;
   }
-  stream_.expires_after(kLingerIdle);
+  stream_.expires_at(std::min(now + kLingerIdle, linger_until_));
   buffer_.clear();
   stream_.async_read_some(buffer_.prepare(64 * 1024),
                           [self = shared_from_this()](beast::error_code ec, size_t n) {

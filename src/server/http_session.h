@@ -102,6 +102,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool lingering_ = false;
   bool closed_ = false;
   size_t lingered_bytes_ = 0;
+  std::chrono::steady_clock::time_point linger_until_;  // the linger's end, however bytes come
   // While a body is read: when it began, the bytes read for it, and when it must be complete
   // (body_time_allowance(): fixed by Content-Length, or growing with a chunked body's bytes).
   bool in_body_ = false;

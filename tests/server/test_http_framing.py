@@ -288,3 +288,24 @@ def test_steady_body_within_its_deadline_is_served(server):
             time.sleep(0.05)
         responses, _ = parse_responses(read_until_closed(s))
     assert [r[0] for r in responses] == [200], responses
+
+
+def test_trickling_after_an_error_is_dropped_by_the_linger_deadline(server):
+    # After an error answer the server half-closes and reads (and drops) what still comes, each
+    # read within 2 s, but for 10 s at most: a byte every 1.5 s used to keep the connection open
+    # for good. Once the server has closed, a send is answered by a reset, and the next one fails.
+    with socket.create_connection((server.host, server.port), timeout=10) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\n\r\n")  # no Host: 400
+        start = time.monotonic()
+        answer = s.recv(65536)
+        closed_after = None
+        while time.monotonic() - start < 20:
+            time.sleep(1.5)
+            try:
+                s.sendall(b"x")
+            except (BrokenPipeError, ConnectionResetError):
+                closed_after = time.monotonic() - start
+                break
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert closed_after is not None and 9 < closed_after < 15, closed_after
+    assert_serves_normally(server)

@@ -4,6 +4,7 @@
 # either serves (healthy, answers a request, and says once for each flag that has no effect here
 # why) or refuses at start with exit status 2 and one line naming the flag and the missing
 # feature; never "unknown flag". Also --help, --config YAML files and their errors.
+import concurrent.futures
 import json
 import os
 import shlex
@@ -434,3 +435,40 @@ def test_longer_context_with_sglang_environment_variable(tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
+
+
+# /health_generate on a busy server (SGLang's): healthy once the engine makes progress after the
+# probe starts, also when the queue is full and its own request is refused (a full queue answered
+# 503 "at capacity" before: a saturated server looked dead to its probes).
+def test_health_generate_on_a_full_queue(tmp_path):
+    # One running and 20 queued requests of 500 tokens each: a few seconds of work on the CPU.
+    proc, err = start(["--model-path", str(MODEL), "--max-running-requests", "1",
+                       "--max-queued-requests", "20"], tmp_path)
+    try:
+        first = proc.stdout.readline().decode()
+        assert "listening on" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+        body = {"input_ids": [300] * 8, "sampling_params": {"max_new_tokens": 500,
+                                                            "ignore_eos": True}}
+        with concurrent.futures.ThreadPoolExecutor(21) as pool:
+            replies = [pool.submit(requests.post, url + "/generate", json=body, timeout=120)
+                       for _ in range(21)]
+
+            def load():
+                s = requests.get(url + "/get_server_info", timeout=10).json()
+                return s["internal_states"][0]
+
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                state = load()
+                if state["num_running_reqs"] + state["num_waiting_reqs"] == 21:
+                    break
+            assert state["num_running_reqs"] + state["num_waiting_reqs"] == 21, state
+            # The probe's own request is refused (the queue is full); the engine's steps answer.
+            probe = requests.get(url + "/health_generate", timeout=60)
+            assert probe.status_code == 200, probe.text
+            assert load()["num_waiting_reqs"] > 0  # while the queue still held work
+            assert all(r.result().status_code == 200 for r in replies)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
