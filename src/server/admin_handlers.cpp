@@ -3,8 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "server/embedding_reply.h"
 #include "server/engine_request.h"
@@ -59,7 +59,8 @@ Reply health_generate_reply(ServerContext& ctx, const std::atomic<bool>& cancell
       if (std::optional<engine::StreamEvent> e = stream->next(std::chrono::milliseconds(10));
           e && e->finished) {
         if (e->finished->reason == scheduler::FinishReason::kAbort) {
-          return Reply::of(error_response(503, "health generation aborted: " + e->finished->message));
+          return Reply::of(
+              error_response(503, "health generation aborted: " + e->finished->message));
         }
         return Reply::of(healthy());
       }
