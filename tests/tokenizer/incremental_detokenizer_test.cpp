@@ -93,6 +93,35 @@ INSTANTIATE_TEST_SUITE_P(Tokenizers, Streaming,
                            return n.substr(n.find('/') + 1);
                          });
 
+// Where the decoder renders a window's ids differently once more ids follow (a stray byte turns a
+// byte-fallback run into U+FFFDs; a prompt cut mid-character), the stream goes on past as many
+// characters as the window had (SGLang's slice) instead of stalling until the end and then
+// emitting the whole window again (the prompt's text included).
+TEST(Streaming, ReRenderedWindowsDoNotStallOrRepeat) {
+  auto tok = Tokenizer::from_dir(kData + "/tokenizers/llama2");
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const auto id = [&](const char* t) { return (*tok)->token_to_id(t).value(); };
+  IncrementalDetokenizer d(**tok, {id("\u2581Hello")});
+  std::string pieces;
+  for (const char* b : {"<0xF0>", "<0x9F>", "<0xA6>", "<0x99>"}) pieces += d.add({id(b)});
+  EXPECT_EQ(pieces, "\U0001F999");       // the llama emoji, whole
+  EXPECT_EQ(d.add({id("<0xF0>")}), "");  // a partial character waits
+  const std::string hi = d.add({id("\u2581hi")});
+  EXPECT_TRUE(hi.ends_with(" hi")) << hi;  // was "": stalled
+  EXPECT_EQ(d.add({id("\u2581there")}), " there");
+  d.flush();
+  EXPECT_TRUE(d.emitted().ends_with(" hi there")) << d.emitted();
+  EXPECT_EQ(d.emitted().find(" hi"), d.emitted().rfind(" hi")) << d.emitted();  // not repeated
+
+  IncrementalDetokenizer cut(**tok, {id("\u2581Hi"), id("<0xE4>"), id("<0xBD>")});
+  std::string streamed = cut.add({id("<0xA0>")});
+  streamed += cut.add({id("\u2581world")});
+  streamed += cut.flush();
+  EXPECT_EQ(streamed, cut.emitted());
+  EXPECT_TRUE(cut.emitted().ends_with(" world")) << cut.emitted();
+  EXPECT_EQ(cut.emitted().find("Hi"), std::string::npos) << cut.emitted();  // no prompt text
+}
+
 TEST(Decode, SpacesBetweenSpecialTokens) {
   auto tok = Tokenizer::from_dir(kData + "/tokenizers/qwen3");
   ASSERT_TRUE(tok.ok());
