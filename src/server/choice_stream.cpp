@@ -170,7 +170,21 @@ ChoiceDelta ChoiceStream::process(engine::StreamEvent event) {
       case scheduler::FinishReason::kStop:
       case scheduler::FinishReason::kStopString:
         finish->reason = "stop";
-        if (f.matched_token >= 0) finish->matched_token = f.matched_token;
+        if (f.matched_token >= 0) {
+          // A stop string the request stops on as a special token is named as the string (an
+          // EOS token as the token, as SGLang checks those first).
+          const std::vector<int32_t>& eos = ctx_.engine.options().eos_token_ids;
+          const auto named = std::find_if(
+              options_.stop.begin(), options_.stop.end(), [&](const std::string& stop) {
+                return special_token_stop(ctx_.tokenizer, stop) == f.matched_token;
+              });
+          if (named != options_.stop.end() &&
+              std::find(eos.begin(), eos.end(), f.matched_token) == eos.end()) {
+            finish->matched_string = *named;
+          } else {
+            finish->matched_token = f.matched_token;
+          }
+        }
         break;
       case scheduler::FinishReason::kAbort:
         finish->reason = "abort";

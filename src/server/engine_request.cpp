@@ -71,6 +71,13 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
   r.max_new_tokens = static_cast<int32_t>(std::min(max_new, room));
   r.ignore_eos = s.ignore_eos;
   r.stop_token_ids = s.stop_token_ids;
+  for (const std::string& stop : s.stop) {
+    const std::optional<int32_t> id = special_token_stop(ctx.tokenizer, stop);
+    if (id && std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), *id) ==
+                  r.stop_token_ids.end()) {
+      r.stop_token_ids.push_back(*id);
+    }
+  }
   SGL_RETURN_IF_ERROR(r.sampling.validate());
   if (s.grammar) {
     SGL_ASSIGN_OR_RETURN(r.grammar, ctx.grammar.compile(*s.grammar));
@@ -101,6 +108,13 @@ std::vector<int32_t> prompt_ids(const ServerContext& ctx, const PromptInput& pro
   tokenizer::EncodeOptions options;
   options.add_special_tokens = add_special_tokens;
   return ctx.tokenizer.encode(prompt.text, options);
+}
+
+std::optional<int32_t> special_token_stop(const tokenizer::Tokenizer& tokenizer,
+                                          std::string_view stop) {
+  const std::optional<int32_t> id = tokenizer.token_to_id(stop);
+  if (!id || !tokenizer.is_special(*id)) return std::nullopt;
+  return id;
 }
 
 ChoiceOptions choice_options(const SamplingInput& s, bool token_texts) {

@@ -44,6 +44,12 @@ struct ChoicePlan {
   ChoiceOptions options;
 };
 
+// A stop string that is exactly one special token's text (<|im_end|>, <|eot_id|>): the request
+// also stops on that token, since SGLang matches stop strings on text that keeps special tokens,
+// while a choice's text skips them by default; its finish names the string.
+std::optional<int32_t> special_token_stop(const tokenizer::Tokenizer& tokenizer,
+                                          std::string_view stop);
+
 // A choice's text options from its sampling fields; token_texts: the logprob listings show
 // token texts.
 ChoiceOptions choice_options(const SamplingInput& s, bool token_texts);

@@ -220,6 +220,21 @@ def test_no_stop_trim(server, client):
     server.wait_idle_no_leak()
 
 
+# A stop string that is a special token's text stops there although the text skips special
+# tokens (SGLang matches stop strings on text that keeps them); matched_stop names the string.
+# The logit bias makes <unk> (special, not EOS) the third token.
+def test_stop_string_of_a_special_token(server):
+    body = {"model": "m", "prompt": PROMPT, "max_tokens": 8, "temperature": 0,
+            "stop": ["<unk>"], "logit_bias": {"0": 100}, "min_tokens": 2}
+    r = server.post("/v1/completions", body)
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "stop" and choice["matched_stop"] == "<unk>", choice
+    assert r.json()["usage"]["completion_tokens"] < 8
+    del body["stop"]
+    assert server.post("/v1/completions", body).json()["choices"][0]["finish_reason"] == "length"
+
+
 # stop_regex (Python `re` patterns): the choice stops where the first match ends, across
 # tokens, and reports the pattern as matched_stop.
 def test_stop_regex(server, client):
