@@ -200,13 +200,18 @@ ChoiceDelta ChoiceStream::process(engine::StreamEvent event) {
     ctx_.engine.abort(rid());
     engine_done_ = true;
     finish = FinishInfo{"length", std::nullopt, std::nullopt, ""};
+    // What the detokenizer (a partial character) and the stop matcher (a stop string's possible
+    // start) held back, then what the parser did.
     ChoiceDelta rest;
-    parse_output(rest, true);  // what the parser held back
+    rest.text = stops_.add(detok_.flush()).text + stops_.flush();
+    parse_output(rest, true);
     d.text += rest.text;
     d.reasoning += rest.reasoning;
   }
-  // SGLang's: a choice that stopped after making calls finished to make them.
-  if (finish && finish->reason == "stop" && parsed_.num_calls() > 0) finish->reason = "tool_calls";
+  // SGLang's: a choice that stopped after making calls finished to make them (matched nothing).
+  if (finish && finish->reason == "stop" && parsed_.num_calls() > 0) {
+    *finish = FinishInfo{"tool_calls", std::nullopt, std::nullopt, ""};
+  }
   d.finished = finish.has_value();
   append_delta(total_, d);
   if (finish) set_finished(std::move(*finish));
