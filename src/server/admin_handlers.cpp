@@ -158,11 +158,13 @@ Reply loads_reply(ServerContext& ctx) {
 }
 
 // Endpoints that ask the engine loops (stats, a cache flush) wait for each loop's current step:
-// they answer from the work pool, so a long prefill never holds an HTTP I/O thread (which every
-// connection, /health included, shares).
-Reply on_work_pool(ServerContext& ctx, std::function<Reply()> answer) {
-  return PreparedReply::submit(
-      ctx, false, [answer = std::move(answer)](const std::atomic<bool>&) { return answer(); });
+// they answer from the admin pool, so a long prefill never holds an HTTP I/O thread (which every
+// connection, /health included, shares), and a queue of slow renders never delays them.
+Reply on_admin_pool(ServerContext& ctx, std::function<Reply()> answer) {
+  return PreparedReply::submit(ctx, ctx.admin_pool, false,
+                               [answer = std::move(answer)](const std::atomic<bool>&) {
+                                 return answer();
+                               });
 }
 
 }  // namespace
@@ -221,14 +223,14 @@ Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
 }
 
 Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {
-  return on_work_pool(ctx, [&ctx] { return server_info_reply(ctx); });
+  return on_admin_pool(ctx, [&ctx] { return server_info_reply(ctx); });
 }
 
 Reply handle_flush_cache(ServerContext& ctx, const HttpRequest& request) {
   if (Status s = check_optional_object(request.body); !s.ok()) {
     return Reply::of(error_response(s));
   }
-  return on_work_pool(ctx, [&ctx] {
+  return on_admin_pool(ctx, [&ctx] {
     if (!ctx.engine.flush_cache()) {
       return Reply::of(error_response(400, "Cache not flushed: requests are running"));
     }
@@ -254,11 +256,11 @@ Reply handle_version(ServerContext&, const HttpRequest&) {
 }
 
 Reply handle_loads(ServerContext& ctx, const HttpRequest&) {
-  return on_work_pool(ctx, [&ctx] { return loads_reply(ctx); });
+  return on_admin_pool(ctx, [&ctx] { return loads_reply(ctx); });
 }
 
 Reply handle_metrics(ServerContext& ctx, const HttpRequest&) {
-  return on_work_pool(ctx, [&ctx] {
+  return on_admin_pool(ctx, [&ctx] {
     HttpResponse r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     r.body = ctx.metrics.render(ctx.engine.replica_stats(), ctx.pool.pending());

@@ -8,9 +8,10 @@
 
 namespace sgl::server {
 
-Reply PreparedReply::submit(ServerContext& ctx, bool event_stream, Prepare prepare) {
+Reply PreparedReply::submit(ServerContext& ctx, WorkPool& pool, bool event_stream,
+                            Prepare prepare) {
   std::unique_ptr<PreparedReply> reply(new PreparedReply(ctx));
-  auto accepted = ctx.pool.submit(
+  auto accepted = pool.submit(
       reply->shared_->cancelled, [&ctx, shared = reply->shared_, prepare = std::move(prepare)](
                                      const std::atomic<bool>& cancelled) {
         std::optional<Reply> result;

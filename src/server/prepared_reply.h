@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "server/http_types.h"
 #include "server/server_context.h"
@@ -20,9 +21,12 @@ class PreparedReply final : public DeferredReply {
   // server stops). Must not throw.
   using Prepare = std::function<Reply(const std::atomic<bool>& cancelled)>;
 
-  // Queues `prepare` on ctx.pool: a deferred reply (an event stream when `event_stream`), or a
-  // 503 at once when the pool's queue is full.
-  static Reply submit(ServerContext& ctx, bool event_stream, Prepare prepare);
+  // Queues `prepare` on `pool` (ctx.pool: the request pool): a deferred reply (an event stream
+  // when `event_stream`), or a 503 at once when the pool's queue is full.
+  static Reply submit(ServerContext& ctx, bool event_stream, Prepare prepare) {
+    return submit(ctx, ctx.pool, event_stream, std::move(prepare));
+  }
+  static Reply submit(ServerContext& ctx, WorkPool& pool, bool event_stream, Prepare prepare);
 
   void start(std::function<void()> wake) override;
   Progress poll() override;

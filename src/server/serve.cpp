@@ -82,6 +82,13 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   // client's concurrency (load tests open 1024 streams at once) rather than real traffic.
   pool_options.max_queued = 16384;
   SGL_ASSIGN_OR_RETURN(std::unique_ptr<WorkPool> pool, WorkPool::start(pool_options));
+  // Stats, metrics and cache flushes: two threads (a scrape never waits behind a flush), a
+  // queue that bounds a flood of scrapes.
+  WorkPoolOptions admin_options;
+  admin_options.threads = 2;
+  admin_options.max_queued = 1024;
+  admin_options.stack_bytes = size_t{1} << 20;
+  SGL_ASSIGN_OR_RETURN(std::unique_ptr<WorkPool> admin_pool, WorkPool::start(admin_options));
   const std::string& tokenizer_path =
       options.tokenizer_path.empty() ? options.model_path : options.tokenizer_path;
   const bool is_generation = !model_engine.model_runner->pooler().is_embedding();
@@ -201,7 +208,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.port = server->port();
   ctx = std::make_unique<ServerContext>(controller, tokenizer,
                                         chat_template ? &*chat_template : nullptr, info,
-                                        options.api_key, *pool);
+                                        options.api_key, *pool, *admin_pool);
   ctx->sampling_defaults = std::move(sampling_defaults);
   router = std::make_unique<Router>(*ctx);
   live_router = router.get();
@@ -231,6 +238,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   // Renders and tokenizations in progress see their cancel flags and stop within milliseconds;
   // their clients get a 503. What already reached the engine drains below.
   pool->stop();
+  admin_pool->stop();
   if (!wait_for([&] { return ctx->registry.size() == 0; }, options.drain_timeout)) {
     const std::vector<uint64_t> rids = ctx->registry.all_rids();
     SGL_LOG_WARN << "sgl-server: aborting " << rids.size() << " unfinished requests";

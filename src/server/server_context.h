@@ -60,7 +60,7 @@ struct ServerInfo {
 struct ServerContext {
   ServerContext(engine::DataParallelController& engine_in, const tokenizer::Tokenizer& tokenizer_in,
                 const tokenizer::ChatTemplate* chat_template_in, ServerInfo info_in,
-                std::string api_key_in, WorkPool& pool_in)
+                std::string api_key_in, WorkPool& pool_in, WorkPool& admin_pool_in)
       : engine(engine_in),
         tokenizer(tokenizer_in),
         chat_template(chat_template_in),
@@ -68,6 +68,7 @@ struct ServerContext {
         api_key(std::move(api_key_in)),
         metrics(info.served_model_name),
         pool(pool_in),
+        admin_pool(admin_pool_in),
         grammar(tokenizer_in, engine_in.options().vocab_size, engine_in.options().eos_token_ids) {}
 
   // The engine replicas (--dp-size; one: a pass-through to it), used as one engine: requests
@@ -81,7 +82,10 @@ struct ServerContext {
   SamplingInput sampling_defaults;
   Metrics metrics;
   RequestRegistry registry;
-  WorkPool& pool;          // chat templates and tokenization run here, not on the I/O threads
+  WorkPool& pool;  // chat templates and tokenization run here, not on the I/O threads
+  // Endpoints that wait on the engine loops (stats, a cache flush) run here: neither an I/O
+  // thread nor behind a queue of slow renders.
+  WorkPool& admin_pool;
   GrammarBackend grammar;  // structured output: requests' grammars compiled for the model
 };
 
