@@ -161,10 +161,9 @@ Reply loads_reply(ServerContext& ctx) {
 // they answer from the admin pool, so a long prefill never holds an HTTP I/O thread (which every
 // connection, /health included, shares), and a queue of slow renders never delays them.
 Reply on_admin_pool(ServerContext& ctx, std::function<Reply()> answer) {
-  return PreparedReply::submit(ctx, ctx.admin_pool, false,
-                               [answer = std::move(answer)](const std::atomic<bool>&) {
-                                 return answer();
-                               });
+  return PreparedReply::submit(
+      ctx, ctx.admin_pool, false,
+      [answer = std::move(answer)](const std::atomic<bool>&) { return answer(); });
 }
 
 }  // namespace

@@ -11,33 +11,33 @@ namespace sgl::server {
 Reply PreparedReply::submit(ServerContext& ctx, WorkPool& pool, bool event_stream,
                             Prepare prepare) {
   std::unique_ptr<PreparedReply> reply(new PreparedReply(ctx));
-  auto accepted = pool.submit(
-      reply->shared_->cancelled, [&ctx, shared = reply->shared_, prepare = std::move(prepare)](
-                                     const std::atomic<bool>& cancelled) {
-        std::optional<Reply> result;
-        // Preparations do not throw; if one does, its client gets a 500 rather than no reply.
-        try {
-          if (!cancelled.load()) result = prepare(cancelled);
-        } catch (const std::exception& e) {
-          result = Reply::of(
-              error_response(500, std::string("preparing the request failed: ") + e.what()));
-        } catch (...) {
-          result = Reply::of(error_response(500, "preparing the request failed"));
-        }
-        if (cancelled.load()) {
-          // The client went away (nobody reads this) or the server stops (the client gets a
-          // 503); a generation the preparation started aborts as its reply goes.
-          ctx.metrics.count_prepare_cancelled();
-          result = Reply::of(error_response(503, "the request was cancelled: the server stops"));
-        }
-        std::function<void()> wake;
-        {
-          std::lock_guard<std::mutex> lock(shared->mutex);
-          shared->result = std::move(result);
-          wake = shared->wake;
-        }
-        if (wake) wake();
-      });
+  auto accepted = pool.submit(reply->shared_->cancelled, [&ctx, shared = reply->shared_,
+                                                          prepare = std::move(prepare)](
+                                                             const std::atomic<bool>& cancelled) {
+    std::optional<Reply> result;
+    // Preparations do not throw; if one does, its client gets a 500 rather than no reply.
+    try {
+      if (!cancelled.load()) result = prepare(cancelled);
+    } catch (const std::exception& e) {
+      result =
+          Reply::of(error_response(500, std::string("preparing the request failed: ") + e.what()));
+    } catch (...) {
+      result = Reply::of(error_response(500, "preparing the request failed"));
+    }
+    if (cancelled.load()) {
+      // The client went away (nobody reads this) or the server stops (the client gets a
+      // 503); a generation the preparation started aborts as its reply goes.
+      ctx.metrics.count_prepare_cancelled();
+      result = Reply::of(error_response(503, "the request was cancelled: the server stops"));
+    }
+    std::function<void()> wake;
+    {
+      std::lock_guard<std::mutex> lock(shared->mutex);
+      shared->result = std::move(result);
+      wake = shared->wake;
+    }
+    if (wake) wake();
+  });
   if (!accepted) {
     return Reply::of(error_response(503, "server busy: too many requests are being prepared"));
   }
