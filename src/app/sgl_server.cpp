@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <utility>
 
 #include "app/cli_args.h"
 #include "app/config_file.h"
@@ -16,6 +18,7 @@
 #include "model/model_source.h"
 #include "server/openai_json.h"
 #include "server/serve.h"
+#include "server/termination_signals.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sgl::app {
@@ -257,12 +260,14 @@ int run(int argc, char** argv) {
   }
   // Before any thread starts, so that every thread inherits the mask and serve() gets them.
   server::block_termination_signals();
+  std::optional<server::ExitOnTerminationSignal> exit_on_signal(std::in_place, "loading the model");
   auto tok = tokenizer::Tokenizer::from_dir(o.tokenizer_path);
   if (!tok.ok()) return fail(tok.status());
   auto replicas =
       engine::launch_data_parallel_engines(o.model_path, setup.runner, setup.engine,
                                            (*tok)->eos_token_ids(), parsed->dp_size, setup.nodes);
   if (!replicas.ok()) return fail(replicas.status());
+  exit_on_signal.reset();  // from here serve() waits for the signal (and drains)
   Status status = server::serve(o, *replicas, **tok, [](const std::string& url) {
     std::printf("sgl-server listening on %s\n", url.c_str());
     std::fflush(stdout);

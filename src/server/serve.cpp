@@ -16,18 +16,11 @@
 #include "server/openai_json.h"
 #include "server/router.h"
 #include "server/server_warmup.h"
+#include "server/termination_signals.h"
 #include "server/tool_choice.h"
 
 namespace sgl::server {
 namespace {
-
-sigset_t termination_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  return set;
-}
 
 // Waits up to `timeout` for `done`; false early if a termination signal arrives.
 template <typename Done>
@@ -54,11 +47,6 @@ SamplingInput model_sampling_defaults(const model::GenerationDefaults& g) {
 }
 
 }  // namespace
-
-void block_termination_signals() {
-  const sigset_t set = termination_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
 
 Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replicas,
              const tokenizer::Tokenizer& tokenizer,

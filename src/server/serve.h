@@ -46,10 +46,6 @@ struct ServeOptions {
   engine::LoadBalanceMethod load_balance_method = engine::LoadBalanceMethod::kRoundRobin;
 };
 
-// Blocks SIGINT and SIGTERM in the calling thread and the threads it starts afterwards, so
-// that serve() can wait for them. Call first thing in main().
-void block_termination_signals();
-
 // `replicas`: the started engines of --dp-size (one or more; launch_data_parallel_engines), all
 // of one model. `on_ready` runs once the server listens, with its URL. Returns when drained
 // (OK), or the startup error (chat template, port binding).

@@ -122,6 +122,26 @@ def test_sigterm_on_node_zero_stops_node_one(two_nodes):
     assert "node 0 stopped after" in follower.log()
 
 
+def test_sigterm_while_node_zero_waits_for_the_others_exits_at_once(tmp_path):
+    # Before the server listens there is nothing to drain: a signal ends the wait for a node
+    # that never comes (it was pending until the join timed out) and the load with it.
+    binary = binary_or_skip()
+    err = tmp_path / "node0.err"
+    with open(err, "wb") as stderr:
+        node0 = subprocess.Popen(
+            [str(binary), "--model-path", str(MODEL), "--port", "0", *node_flags(free_port_pair()),
+             "--node-rank", "0", "--log-level", "info"], stdout=subprocess.DEVNULL, stderr=stderr)
+        deadline = time.monotonic() + 30
+        while "waiting for 1 other node(s)" not in err.read_text():
+            assert node0.poll() is None and time.monotonic() < deadline, err.read_text()
+            time.sleep(0.05)
+        node0.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        assert node0.wait(timeout=30) == 0, err.read_text()
+    assert time.monotonic() - t0 < 2, err.read_text()
+    assert "signal 15 while loading the model: exiting" in err.read_text()
+
+
 def test_a_node_with_other_flags_is_refused_on_both_ends(tmp_path):
     binary = binary_or_skip()
     port = free_port_pair()
