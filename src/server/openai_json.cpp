@@ -254,7 +254,19 @@ Status read_tools(const json& o, ChatRequest& r) {
                        "names function '" + r.tool_choice_name + "', which is not in 'tools'");
   }
   SGL_RETURN_IF_ERROR(read(o, "parallel_tool_calls", r.parallel_tool_calls));
-  if (r.tool_choice != ToolChoiceMode::kNone && !r.tools.empty()) r.tools_json = dump(*tools);
+  if (r.tool_choice != ToolChoiceMode::kNone && !r.tools.empty()) {
+    // The template sees the tools a call may name: a named tool_choice shows only that one, as
+    // SGLang renders it.
+    json shown = json::array();
+    for (const json& tool : *tools) {
+      const json* function = find(tool, "function");
+      const json* name = function ? find(*function, "name") : nullptr;
+      if (r.tool_choice != ToolChoiceMode::kNamed || (name && *name == r.tool_choice_name)) {
+        shown.push_back(tool);
+      }
+    }
+    r.tools_json = dump(shown);
+  }
   return Status::ok_status();
 }
 

@@ -96,7 +96,9 @@ struct ChatRequest {
   // SGLang's input_ids: the prompt already rendered and tokenized, used instead of the
   // template's rendering of `messages`.
   std::optional<std::vector<int32_t>> input_ids;
-  std::string tools_json;  // empty: no tools (none given, or tool_choice "none")
+  // What the chat template sees: empty when no tools (none given, or tool_choice "none"); only
+  // the named one for a named tool_choice.
+  std::string tools_json;
   std::vector<function_call::FunctionTool> tools;  // checked (schemas compile)
   ToolChoiceMode tool_choice = ToolChoiceMode::kAuto;
   std::string tool_choice_name;  // kNamed: a function in `tools`

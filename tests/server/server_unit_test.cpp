@@ -241,6 +241,31 @@ TEST(OpenAiJson, HistoryToolCallArgumentsReachTheTemplateAsObjects) {
   EXPECT_EQ(items[1]["tool_calls"][0]["function"]["arguments"], nlohmann::json({{"x", 1}}));
 }
 
+// The template sees every tool under auto and required, only the named one under a named
+// tool_choice (SGLang's rendering), none under "none"; the parser keeps every tool.
+TEST(OpenAiJson, TheTemplateSeesTheToolsACallMayName) {
+  const std::string tools = R"("tools": [
+      {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}},
+      {"type": "function", "function": {"name": "g", "parameters": {"type": "object"}}}])";
+  const auto shown = [&](const std::string& choice) {
+    auto r = parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}], )" + tools +
+                                R"(, "tool_choice": )" + choice + "}");
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    std::vector<std::string> names;
+    if (!r.ok() || r->tools_json.empty()) return names;
+    EXPECT_EQ(r->tools.size(), 2u);
+    for (const auto& tool : nlohmann::json::parse(r->tools_json)) {
+      names.push_back(tool["function"]["name"]);
+    }
+    return names;
+  };
+  EXPECT_EQ(shown(R"("auto")"), (std::vector<std::string>{"f", "g"}));
+  EXPECT_EQ(shown(R"("required")"), (std::vector<std::string>{"f", "g"}));
+  EXPECT_EQ(shown(R"({"type": "function", "function": {"name": "g"}})"),
+            (std::vector<std::string>{"g"}));
+  EXPECT_EQ(shown(R"("none")"), (std::vector<std::string>{}));
+}
+
 TEST(Errors, OpenAiShape) {
   HttpResponse r = error_response(400, "bad \"thing\"", "prompt");
   EXPECT_EQ(r.status, 400);
