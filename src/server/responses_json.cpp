@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "function_call/function_tools.h"
 #include "server/request_json.h"
 
 namespace sgl::server {
@@ -332,6 +333,11 @@ Result<ResponsesRequest> parse_responses_request(std::string_view body,
   }
   chat["messages"] = std::move(messages);
   if (const json* tools = find(o, "tools")) {
+    // Checked in their own form first, so that an error names the field the client wrote
+    // (tools[0].parameters, not the chat form's tools[0].function.parameters).
+    if (tools->is_array() && !tools->empty()) {
+      SGL_RETURN_IF_ERROR(function_call::read_function_tools(request_json::dump(*tools)).status());
+    }
     chat["tools"] = chat_tools(*tools);
     out.tools_json = request_json::dump(*tools);
   }

@@ -189,7 +189,11 @@ def test_sse_wire_format(server):
 
 @pytest.mark.parametrize("body,field", [
     ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
-    ({"tools": [{"type": "function", "name": "f", "parameters": [1]}]}, "parameters must be"),
+    # Errors name the Responses form's fields, not the chat form's it is translated into.
+    ({"tools": [{"type": "function", "name": "f", "parameters": [1]}]},
+     "tools[0].parameters must be"),
+    ({"tools": [{"type": "function", "name": "f"}, {"type": "function", "name": "f"}]},
+     "tools[1].name 'f' is given twice"),
     ({"tools": [{"type": "function", "name": "f"}], "tool_choice": {"type": "function",
                                                                    "name": "g"}}, "'g'"),
     ({"previous_response_id": "resp_1"}, "previous_response_id"),
