@@ -48,7 +48,8 @@ class RequestReader {
   const Request& header() const { return parser_->get(); }  // after kHeader
   const Framing& framing() const { return framing_; }       // after kHeader
   bool done() const { return parser_->is_done(); }
-  Request release();  // after kDone
+  bool header_done() const { return parser_->is_header_done(); }  // header() holds it
+  Request release();                                              // after kDone
 
  private:
   using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;

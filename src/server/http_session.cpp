@@ -116,6 +116,8 @@ void HttpSession::parse_buffered() {
       case RequestReader::Event::kNeedMore:
         return read_more();
       case RequestReader::Event::kError:
+        // A browser reads a 413 only with the CORS header; a 431's header is not parsed.
+        if (reader_.header_done()) take_cors_origin(reader_.header());
         return reject(reader_.error().status, reader_.error().message);
       case RequestReader::Event::kDone:
         return dispatch();
@@ -126,9 +128,17 @@ void HttpSession::parse_buffered() {
   }
 }
 
+void HttpSession::take_cors_origin(const RequestReader::Request& header) {
+  const auto origin = header.find(http::field::origin);
+  cors_origin_ = cors_allow_origin(hub_.options.cors, origin == header.end()
+                                                          ? std::nullopt
+                                                          : std::optional(view(origin->value())));
+}
+
 bool HttpSession::on_header() {
   const auto& req = reader_.header();
   version_ = req.version();
+  take_cors_origin(req);
   if (hub_.draining.load()) {
     reject(503, "the server is shutting down");
     return false;
@@ -200,7 +210,6 @@ void HttpSession::dispatch() {
     request.headers.emplace_back(std::move(name), std::string(view(field.value())));
   }
   request.body = std::move(req.body());
-  cors_origin_ = cors_allow_origin(hub_.options.cors, request.header("origin"));
   if (is_cors_preflight(request)) return send(cors_preflight_response(hub_.options.cors, request));
 
   Reply reply;

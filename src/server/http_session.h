@@ -63,6 +63,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_sent(boost::beast::error_code ec);
   // Answers an error, then closes after draining what the client still sends.
   void reject(int status, const std::string& message);
+  // The Access-Control-Allow-Origin this request's answer carries (none without Origin).
+  void take_cors_origin(const RequestReader::Request& header);
   void linger();
 
   void start_deferred(Reply reply);

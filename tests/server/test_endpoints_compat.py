@@ -3,6 +3,7 @@
 # as SGLang does; CORS for browser clients (preflight and response headers, allow-all by
 # default, restricted by --allowed-origins).
 import json
+import socket
 
 import pytest
 
@@ -93,6 +94,12 @@ def test_cors_allows_every_origin_by_default(server):
     r = requests.post(server.url + "/v1/chat/completions", data="{", timeout=10,
                       headers={"Origin": ORIGIN})
     assert r.status_code == 400 and r.headers["Access-Control-Allow-Origin"] == "*"
+    # Also a body refused by its declared size, before any handler runs.
+    with socket.create_connection((server.host, server.port), timeout=10) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nOrigin: " + ORIGIN.encode() +
+                  b"\r\nContent-Length: 99999999999\r\n\r\n")
+        head = s.recv(4096).split(b"\r\n\r\n")[0].decode()
+    assert head.startswith("HTTP/1.1 413") and "Access-Control-Allow-Origin: *" in head, head
     # No Origin: no CORS header.
     assert "Access-Control-Allow-Origin" not in server.get("/health").headers
 
