@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "server/engine_request.h"
 #include "server/errors.h"
@@ -13,6 +14,7 @@
 #include "server/prompt_token_logprobs.h"
 #include "server/request_json.h"
 #include "server/sse.h"
+#include "server/text_offsets.h"
 
 namespace sgl::server {
 namespace {
@@ -37,9 +39,10 @@ class CompletionReply final : public GenerationReply {
     std::string model;
     std::vector<std::string> echo;  // per choice: the prompt text to prepend (echo), else ""
     std::optional<int64_t> logprobs;
-    // echo with logprobs: the prompt tokens are listed first (per choice: its prompt ids).
+    // echo with logprobs: the prompt tokens are listed first.
     bool echo_logprobs = false;
-    std::vector<std::vector<int32_t>> prompt_ids;
+    std::vector<std::vector<int32_t>> prompt_ids;  // per choice, with logprobs
+    tokenizer::DecodeOptions decode;               // how the choice's text is decoded
     bool include_usage = false;
     bool continuous_usage = false;  // the usage so far in every chunk
     int64_t prompt_tokens = 0;      // over the prompts, each counted once
@@ -49,10 +52,8 @@ class CompletionReply final : public GenerationReply {
                   std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream, Setup setup)
       : GenerationReply(ctx, std::move(id), std::move(choices), stream),
         setup_(std::move(setup)),
-        offsets_(choices_.size(), 0),
-        started_(choices_.size(), false) {
-    for (size_t i = 0; i < offsets_.size(); ++i) offsets_[i] = utf8_length(setup_.echo[i]);
-  }
+        offsets_(choices_.size()),
+        started_(choices_.size(), false) {}
 
  private:
   json head() const {
@@ -69,19 +70,19 @@ class CompletionReply final : public GenerationReply {
   }
 
   // OpenAI's legacy logprobs object for `d`'s tokens, after the prompt's tokens when
-  // `with_prompt` (echo); advances the choice's text offset.
+  // `with_prompt` (echo); advances the choice's text offsets.
   json logprobs(size_t index, const ChoiceDelta& d, bool with_prompt) {
     json tokens = json::array(), token_logprobs = json::array(), offsets = json::array();
     json top = setup_.logprobs.value_or(0) > 0 ? json::array() : json(nullptr);
+    const size_t echo_length = utf8_length(setup_.echo[index]);
     if (with_prompt) {
       const auto& scores = choices_[index]->total().prompt_logprobs;
-      size_t offset = 0;
+      TextOffsets prompt_offsets(ctx_.tokenizer, {}, setup_.decode, 0, echo_length);
       for (const PromptTokenEntry& e : prompt_token_entries(
                ctx_.tokenizer, setup_.prompt_ids[index], 0, scores ? &*scores : nullptr, true)) {
         tokens.push_back(e.text);
         token_logprobs.push_back(e.logprob ? json(*e.logprob) : json(nullptr));
-        offsets.push_back(offset);
-        offset += utf8_length(e.text);
+        offsets.push_back(prompt_offsets.next(e.id));
         if (top.is_null()) continue;
         if (!e.top) {
           top.push_back(nullptr);
@@ -95,16 +96,16 @@ class CompletionReply final : public GenerationReply {
         }
         top.push_back(std::move(alternatives));
       }
-      // The generated tokens' offsets continue after the prompt's tokens (whose texts, e.g. a
-      // BOS "<s>", need not spell the echoed prompt text exactly).
-      offsets_[index] = offset;
+    }
+    if (!offsets_[index]) {
+      // The generated text follows the echoed prompt, decoded after the prompt's ids.
+      offsets_[index].emplace(ctx_.tokenizer, setup_.prompt_ids[index], setup_.decode, echo_length);
     }
     for (size_t i = 0; i < d.token_ids.size(); ++i) {
       const std::string& text = i < d.token_texts.size() ? d.token_texts[i] : std::string();
       tokens.push_back(text);
       token_logprobs.push_back(i < d.logprobs.size() ? json(d.logprobs[i]) : json(nullptr));
-      offsets.push_back(offsets_[index]);
-      offsets_[index] += utf8_length(text);
+      offsets.push_back(offsets_[index]->next(d.token_ids[i]));
       if (!top.is_null()) {
         json alternatives = json::object();
         if (i < d.top_logprobs.size()) {
@@ -172,7 +173,7 @@ class CompletionReply final : public GenerationReply {
   }
 
   Setup setup_;
-  std::vector<size_t> offsets_;
+  std::vector<std::optional<TextOffsets>> offsets_;  // per choice, from its first logprobs
   std::vector<bool> started_;
 };
 
@@ -185,16 +186,13 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
   setup.echo_logprobs = req.echo && req.logprobs.has_value();
   setup.include_usage = req.include_usage;
   setup.continuous_usage = req.continuous_usage;
+  setup.decode.skip_special_tokens = req.sampling.skip_special_tokens;
   std::vector<ChoicePlan> plans;
   for (const PromptInput& prompt : req.prompts) {
     std::vector<int32_t> ids = prompt_ids(ctx, prompt);
     setup.prompt_tokens += static_cast<int64_t>(ids.size());
     std::string echo;
-    if (req.echo) {
-      tokenizer::DecodeOptions decode;
-      decode.skip_special_tokens = req.sampling.skip_special_tokens;
-      echo = prompt.is_text ? prompt.text : ctx.tokenizer.decode(ids, decode);
-    }
+    if (req.echo) echo = prompt.is_text ? prompt.text : ctx.tokenizer.decode(ids, setup.decode);
     for (int64_t j = 0; j < req.sampling.n; ++j) {
       auto built = build_engine_request(ctx, req.sampling, ids, j, std::nullopt);
       if (!built.ok()) return Reply::of(error_response(built.status()));
@@ -204,8 +202,8 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
       plan.request.top_logprobs_num = static_cast<int32_t>(req.logprobs.value_or(0));
       if (setup.echo_logprobs) {
         plan.request.logprob_start_len = 0;  // every prompt token (the first has none)
-        setup.prompt_ids.push_back(ids);
       }
+      if (req.logprobs) setup.prompt_ids.push_back(ids);
       plans.push_back(std::move(plan));
       setup.echo.push_back(echo);
     }

@@ -176,8 +176,7 @@ def test_echo_with_logprobs_scores_the_prompt(server, client):
                                   logprobs=2, temperature=0)
     lp = r.choices[0].logprobs
     assert len(lp.tokens) == len(seq) + 3
-    # Offsets index the concatenated token texts, prompt tokens first.
-    assert lp.text_offset == [sum(len(t) for t in lp.tokens[:i]) for i in range(len(lp.tokens))]
+    assert_offsets_index_the_text(r.choices[0].text, lp)
     assert lp.token_logprobs[len(seq)] == pytest.approx(
         c["prefill"]["topk_logprobs"][len(seq) - 1][0], abs=1e-3)
     # Streaming: the first chunk carries the prompt tokens; the whole matches.
@@ -189,6 +188,40 @@ def test_echo_with_logprobs_scores_the_prompt(server, client):
     assert tokens == lp.tokens
     assert "".join(ch.choices[0].text for ch in chunks if ch.choices) == r.choices[0].text
     server.wait_idle_no_leak()
+
+
+def assert_offsets_index_the_text(text, lp):
+    """Each token's text_offset is where its text starts in `text` (OpenAI's meaning)."""
+    assert lp.text_offset == sorted(lp.text_offset) and lp.text_offset[-1] <= len(text)
+    for token, offset in zip(lp.tokens, lp.text_offset):
+        if token == "<s>" or "\ufffd" in token:
+            continue  # left out of the text / a byte of a character (checked below)
+        # The text's first word drops its leading space.
+        assert text[offset:].startswith(token if offset else token.lstrip(" ")), (token, offset)
+
+
+def test_text_offsets_index_the_returned_text(server, client):
+    # A BOS the text leaves out, a leading space the first word drops, and characters spread
+    # over byte tokens (each listed as U+FFFD) must not shift the offsets after them.
+    prompt = "Once upon a time, \u65e5\u672c"
+    r = client.completions.create(model="stories260K", prompt=prompt, max_tokens=8, echo=True,
+                                  logprobs=1, temperature=0)
+    text, lp = r.choices[0].text, r.choices[0].logprobs
+    assert text.startswith(prompt) and len(lp.tokens) > 8
+    assert_offsets_index_the_text(text, lp)
+    first = lp.tokens.index("\ufffd")
+    at = text.index("\u65e5")
+    assert lp.text_offset[first:first + 6] == [at] * 3 + [at + 1] * 3, lp.tokens
+    assert lp.text_offset[first + 6] == at + 2
+    # Without echo the offsets start at the completion's text; streamed, they are the same.
+    plain = client.completions.create(model="stories260K", prompt=prompt, max_tokens=8,
+                                      logprobs=1, temperature=0)
+    assert plain.choices[0].text == text[len(prompt):]
+    assert [o + len(prompt) for o in plain.choices[0].logprobs.text_offset] == lp.text_offset[-8:]
+    chunks = list(client.completions.create(model="stories260K", prompt=prompt, max_tokens=8,
+                                            echo=True, logprobs=1, temperature=0, stream=True))
+    assert [o for ch in chunks if ch.choices and ch.choices[0].logprobs
+            for o in ch.choices[0].logprobs.text_offset] == lp.text_offset
 
 
 def test_echo_text_prompt_with_logprobs(server, client):
