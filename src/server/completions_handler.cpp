@@ -15,17 +15,12 @@
 #include "server/request_json.h"
 #include "server/sse.h"
 #include "server/text_offsets.h"
+#include "tokenizer/unicode.h"
 
 namespace sgl::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-size_t utf8_length(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
 
 json matched_stop(const FinishInfo& f) {
   if (f.matched_string) return *f.matched_string;
@@ -74,7 +69,7 @@ class CompletionReply final : public GenerationReply {
   json logprobs(size_t index, const ChoiceDelta& d, bool with_prompt) {
     json tokens = json::array(), token_logprobs = json::array(), offsets = json::array();
     json top = setup_.logprobs.value_or(0) > 0 ? json::array() : json(nullptr);
-    const size_t echo_length = utf8_length(setup_.echo[index]);
+    const size_t echo_length = tokenizer::unicode::utf8_length(setup_.echo[index]);
     if (with_prompt) {
       const auto& scores = choices_[index]->total().prompt_logprobs;
       TextOffsets prompt_offsets(ctx_.tokenizer, {}, setup_.decode, 0, echo_length);

@@ -2,17 +2,10 @@
 #include "server/text_offsets.h"
 
 #include <algorithm>
-#include <string>
+
+#include "tokenizer/unicode.h"
 
 namespace sgl::server {
-namespace {
-
-size_t utf8_length(const std::string& s) {
-  return static_cast<size_t>(
-      std::count_if(s.begin(), s.end(), [](unsigned char c) { return (c & 0xC0) != 0x80; }));
-}
-
-}  // namespace
 
 TextOffsets::TextOffsets(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& context,
                          tokenizer::DecodeOptions options, size_t start, size_t limit)
@@ -20,7 +13,7 @@ TextOffsets::TextOffsets(const tokenizer::Tokenizer& tokenizer, const std::vecto
 
 size_t TextOffsets::next(int32_t id) {
   const size_t at = offset_;
-  offset_ = std::min(limit_, offset_ + utf8_length(detok_.add({id})));
+  offset_ = std::min(limit_, offset_ + tokenizer::unicode::utf8_length(detok_.add({id})));
   return at;
 }
 

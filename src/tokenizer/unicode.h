@@ -19,6 +19,13 @@ inline size_t utf8_sequence_length(unsigned char lead) {
   return 1;
 }
 
+// Characters in valid UTF-8 text (the bytes that are not continuation bytes).
+inline size_t utf8_length(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 // Decodes the code point starting at s[pos] and advances pos past it. `s` must be valid UTF-8.
 char32_t decode_utf8(std::string_view s, size_t& pos);
 // Appends `cp` as UTF-8.
