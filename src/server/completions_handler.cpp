@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/utf8.h"
 #include "server/engine_request.h"
 #include "server/errors.h"
 #include "server/generation_reply.h"
@@ -15,7 +16,6 @@
 #include "server/request_json.h"
 #include "server/sse.h"
 #include "server/text_offsets.h"
-#include "tokenizer/unicode.h"
 
 namespace sgl::server {
 namespace {
@@ -69,7 +69,7 @@ class CompletionReply final : public GenerationReply {
   json logprobs(size_t index, const ChoiceDelta& d, bool with_prompt) {
     json tokens = json::array(), token_logprobs = json::array(), offsets = json::array();
     json top = setup_.logprobs.value_or(0) > 0 ? json::array() : json(nullptr);
-    const size_t echo_length = tokenizer::unicode::utf8_length(setup_.echo[index]);
+    const size_t echo_length = utf8_length(setup_.echo[index]);
     if (with_prompt) {
       const auto& scores = choices_[index]->total().prompt_logprobs;
       TextOffsets prompt_offsets(ctx_.tokenizer, {}, setup_.decode, 0, echo_length);

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "tokenizer/unicode.h"
+#include "core/utf8.h"
 
 namespace sgl::server {
 
@@ -13,7 +13,7 @@ TextOffsets::TextOffsets(const tokenizer::Tokenizer& tokenizer, const std::vecto
 
 size_t TextOffsets::next(int32_t id) {
   const size_t at = offset_;
-  offset_ = std::min(limit_, offset_ + tokenizer::unicode::utf8_length(detok_.add({id})));
+  offset_ = std::min(limit_, offset_ + utf8_length(detok_.add({id})));
   return at;
 }
 

@@ -23,30 +23,6 @@ bool starts_with_word(std::string_view s) {
   return !s.empty() && unicode::is_word_char(unicode::decode_utf8(s, pos));
 }
 
-// Start of the whitespace run that ends `s`.
-size_t trailing_space_begin(std::string_view s) {
-  size_t end = s.size();
-  while (end > 0) {
-    size_t begin = end - 1;
-    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80) --begin;
-    size_t pos = begin;
-    if (!unicode::is_whitespace(unicode::decode_utf8(s, pos))) break;
-    end = begin;
-  }
-  return end;
-}
-
-// Length of the whitespace run that starts `s`.
-size_t leading_space_length(std::string_view s) {
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t next = pos;
-    if (!unicode::is_whitespace(unicode::decode_utf8(s, next))) break;
-    pos = next;
-  }
-  return pos;
-}
-
 }  // namespace
 
 void AddedVocabulary::Trie::insert(std::string_view key, int32_t value) {
@@ -138,8 +114,9 @@ std::vector<TextSegment> AddedVocabulary::split(std::string_view text, bool norm
       const bool stop_ok = stop == text.size() || !starts_with_word(text.substr(stop));
       if (!start_ok || !stop_ok) continue;
     }
-    if (token.lstrip) start = std::max(trailing_space_begin(text.substr(0, start)), start_offset);
-    if (token.rstrip) stop += leading_space_length(text.substr(stop));
+    if (token.lstrip)
+      start = std::max(unicode::trailing_whitespace_begin(text.substr(0, start)), start_offset);
+    if (token.rstrip) stop += unicode::leading_whitespace_length(text.substr(stop));
     if (start_offset < start) segments.push_back({start_offset, start, -1});
     segments.push_back({start, stop, token.id});
     start_offset = stop;

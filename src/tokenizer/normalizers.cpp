@@ -7,30 +7,6 @@
 namespace sgl::tokenizer {
 namespace {
 
-// Byte offset just past the leading whitespace of `s`.
-size_t leading_space_end(std::string_view s) {
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t next = pos;
-    if (!unicode::is_whitespace(unicode::decode_utf8(s, next))) break;
-    pos = next;
-  }
-  return pos;
-}
-
-// Byte offset where the trailing whitespace of `s` starts.
-size_t trailing_space_begin(std::string_view s) {
-  size_t end = s.size();
-  while (end > 0) {
-    size_t begin = end - 1;
-    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80) --begin;
-    size_t pos = begin;
-    if (!unicode::is_whitespace(unicode::decode_utf8(s, pos))) break;
-    end = begin;
-  }
-  return end;
-}
-
 std::string strip_accents(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -71,9 +47,9 @@ struct StepApplier {
   }
   void operator()(const normalizer::StripAccents&) const { text = strip_accents(text); }
   void operator()(const normalizer::Strip& step) const {
-    const size_t end = step.right ? trailing_space_begin(text) : text.size();
+    const size_t end = step.right ? unicode::trailing_whitespace_begin(text) : text.size();
     text.resize(end);
-    if (step.left) text.erase(0, leading_space_end(text));
+    if (step.left) text.erase(0, unicode::leading_whitespace_length(text));
   }
   void operator()(const normalizer::Prepend& step) const {
     // NOTE: HF prepends only to non-empty strings.

@@ -104,22 +104,26 @@ char32_t decode_utf8(std::string_view s, size_t& pos) {
   return cp;
 }
 
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+size_t leading_whitespace_length(std::string_view s) {
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t next = pos;
+    if (!is_whitespace(decode_utf8(s, next))) break;
+    pos = next;
   }
+  return pos;
+}
+
+size_t trailing_whitespace_begin(std::string_view s) {
+  size_t end = s.size();
+  while (end > 0) {
+    size_t begin = end - 1;
+    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80) --begin;
+    size_t pos = begin;
+    if (!is_whitespace(decode_utf8(s, pos))) break;
+    end = begin;
+  }
+  return end;
 }
 
 bool is_valid_utf8(std::string_view s) {

@@ -5,33 +5,26 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace sgl::tokenizer::unicode {
 
 // U+FFFD REPLACEMENT CHARACTER, as UTF-8.
 inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
 
-// Byte length of the UTF-8 sequence whose lead byte is `lead` (1 for continuation/invalid bytes).
-inline size_t utf8_sequence_length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) return 2;
-  if ((lead & 0xF0) == 0xE0) return 3;
-  if ((lead & 0xF8) == 0xF0) return 4;
-  return 1;
-}
-
-// Characters in valid UTF-8 text (the bytes that are not continuation bytes).
-inline size_t utf8_length(std::string_view s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
+using sgl::append_utf8;
+using sgl::utf8_length;
+using sgl::utf8_sequence_length;
 
 // Decodes the code point starting at s[pos] and advances pos past it. `s` must be valid UTF-8.
 char32_t decode_utf8(std::string_view s, size_t& pos);
-// Appends `cp` as UTF-8.
-void append_utf8(std::string& out, char32_t cp);
 
 bool is_valid_utf8(std::string_view s);
+
+// Byte length of the whitespace (is_whitespace) that starts `s`; byte offset where the
+// whitespace that ends `s` starts. `s` must be valid UTF-8.
+size_t leading_whitespace_length(std::string_view s);
+size_t trailing_whitespace_begin(std::string_view s);
 // Returns `s` with each invalid UTF-8 sequence replaced by U+FFFD, exactly as Rust's
 // String::from_utf8_lossy does (one U+FFFD per maximal invalid prefix).
 std::string to_valid_utf8_lossy(std::string_view s);

@@ -72,7 +72,7 @@ Result<Value> Interpreter::get_item(const Value& obj, const Value& key) {
           if (i < 0) i += n;
           if (i >= 0 && i < n) {
             std::string one;
-            utf8_append(one, u[static_cast<size_t>(i)]);
+            append_utf8(one, u[static_cast<size_t>(i)]);
             return same_kind(obj, std::move(one));
           }
         }

@@ -58,11 +58,11 @@ Result<Value> f_title(Interpreter& interp, const Value& input, const CallArgs& a
   bool word_start = true;
   for (char32_t cp : utf8_decode(s)) {
     if (is_title_separator(cp)) {
-      utf8_append(out, cp);
+      append_utf8(out, cp);
       word_start = true;
       continue;
     }
-    utf8_append(out, word_start ? to_upper_cp(cp) : to_lower_cp(cp));
+    append_utf8(out, word_start ? to_upper_cp(cp) : to_lower_cp(cp));
     word_start = false;
   }
   SGL_RETURN_IF_ERROR(interp.budget().allocate(out.size()));
@@ -293,7 +293,7 @@ Result<Value> f_striptags(Interpreter& interp, const Value& input, const CallArg
     }
     if (pending_space) out += ' ';
     pending_space = false;
-    utf8_append(out, cp);
+    append_utf8(out, cp);
   }
   return Value(std::move(out));
 }

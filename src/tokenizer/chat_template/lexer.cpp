@@ -425,7 +425,7 @@ class Lexer {
           }
           if (cp > 0x10FFFF) return syntax_error("illegal Unicode character", line_);
           p += static_cast<size_t>(n);
-          utf8_append(value, cp);
+          append_utf8(value, cp);
           break;
         }
         default:
@@ -434,7 +434,7 @@ class Lexer {
             for (int k = 0; k < 2 && p < src_.size() && src_[p] >= '0' && src_[p] <= '7'; ++k) {
               cp = cp * 8 + static_cast<char32_t>(src_[p++] - '0');
             }
-            utf8_append(value, cp);
+            append_utf8(value, cp);
           } else {
             // Python keeps unknown escapes verbatim.
             value.push_back('\\');

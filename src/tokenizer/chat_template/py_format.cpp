@@ -85,7 +85,7 @@ std::string pad(std::string body, const Spec& s, char default_align, size_t sign
     fill = '0';
   }
   std::string f;
-  utf8_append(f, fill);
+  append_utf8(f, fill);
   auto repeat = [&](size_t k) {
     std::string out;
     for (size_t j = 0; j < k; ++j) out += f;
@@ -158,7 +158,7 @@ Result<std::string> format_int(int64_t v, const Spec& s) {
       break;
     case 'c': {
       std::string out;
-      utf8_append(out, static_cast<char32_t>(v));
+      append_utf8(out, static_cast<char32_t>(v));
       return pad(out, s, '<');
     }
     default:

@@ -217,7 +217,7 @@ Result<std::string> py_replace(Interpreter& interp, const std::string& s, const 
       }
       if (i < u.size()) {
         std::string one;
-        utf8_append(one, u[i]);
+        append_utf8(one, u[i]);
         SGL_RETURN_IF_ERROR(out.append(one));
       }
     }
@@ -266,7 +266,7 @@ Result<Value> s_swapcase(Interpreter&, const Value& self, const CallArgs&) {
   std::string out;
   for (char32_t cp : utf8_decode(self.as_string())) {
     char32_t up = to_upper_cp(cp);
-    utf8_append(out, up != cp ? up : to_lower_cp(cp));
+    append_utf8(out, up != cp ? up : to_lower_cp(cp));
   }
   return Value(std::move(out));
 }

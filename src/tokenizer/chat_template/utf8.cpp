@@ -43,37 +43,11 @@ std::u32string utf8_decode(std::string_view s) {
   return out;
 }
 
-void utf8_append(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 std::string utf8_encode(std::u32string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t cp : s) utf8_append(out, cp);
+  for (char32_t cp : s) append_utf8(out, cp);
   return out;
-}
-
-size_t utf8_length(std::string_view s) {
-  size_t n = 0;
-  for (char c : s) {
-    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
-  }
-  return n;
 }
 
 bool is_ascii(std::string_view s) {
@@ -188,7 +162,7 @@ std::string map_code_points(std::string_view s, F&& f) {
     for (char c : s) out.push_back(static_cast<char>(f(static_cast<char32_t>(c))));
     return out;
   }
-  for (char32_t cp : utf8_decode(s)) utf8_append(out, f(cp));
+  for (char32_t cp : utf8_decode(s)) append_utf8(out, f(cp));
   return out;
 }
 

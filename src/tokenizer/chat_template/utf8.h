@@ -5,15 +5,16 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace sgl::tokenizer::jinja {
 
 // Decodes UTF-8 into code points; invalid bytes decode as U+FFFD one byte at a time.
 std::u32string utf8_decode(std::string_view s);
 std::string utf8_encode(std::u32string_view s);
-void utf8_append(std::string& out, char32_t cp);
+using sgl::append_utf8;
+using sgl::utf8_length;  // Python's len(str)
 
-// Number of code points (Python's len(str)).
-size_t utf8_length(std::string_view s);
 bool is_ascii(std::string_view s);
 
 // Python's str.isspace() for one code point.

@@ -195,7 +195,7 @@ std::string string_repr(std::string_view s) {
     } else if (cp == '\t') {
       out += "\\t";
     } else if (is_printable(cp)) {
-      utf8_append(out, cp);
+      append_utf8(out, cp);
     } else if (cp < 0x100) {
       append_hex(out, 'x', cp, 2);
     } else if (cp < 0x10000) {

@@ -390,7 +390,7 @@ Result<std::vector<Value>> py_iterate(const Value& v) {
       } else {
         for (char32_t cp : utf8_decode(s)) {
           std::string one;
-          utf8_append(one, cp);
+          append_utf8(one, cp);
           out.emplace_back(std::move(one));
         }
       }
