@@ -17,6 +17,9 @@ std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
 FramingVerdict parse_error(const beast::error_code& ec) {
   if (ec == http::error::header_limit) return {431, "request header fields too large", {}};
   if (ec == http::error::body_limit) return {413, "request body too large", {}};
+  if (ec == http::error::bad_version) {
+    return {505, "HTTP version not supported (HTTP/1.0 and HTTP/1.1 are)", {}};
+  }
   return {400, "malformed HTTP request: " + ec.message(), {}};
 }
 

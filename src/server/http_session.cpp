@@ -19,8 +19,6 @@ namespace http = boost::beast::http;
 
 namespace {
 
-// Bytes a client may pipeline while a reply is pending before we stop reading them.
-constexpr size_t kMaxPipelinedBytes = size_t{1} << 20;
 // After an error answer we keep reading (and discarding) what the client still sends, so that
 // it sees the answer rather than a connection reset: while bytes keep coming (each read within
 // kLingerIdle), up to kMaxLingerBytes and kMaxLinger in all (a client trickling a byte at a time
@@ -148,7 +146,9 @@ bool HttpSession::on_header() {
   body_start_ = Clock::now();
   body_deadline_ = body_start_ + body_time_allowance(hub_.options.read_timeout,
                                                      reader_.framing().content_length.value_or(0));
-  if (beast::iequals(req[http::field::expect], "100-continue") && !reader_.done()) {
+  // An HTTP/1.0 request's Expect is ignored (RFC 9110 10.1.1): its client knows no 1xx.
+  if (version_ >= 11 && beast::iequals(req[http::field::expect], "100-continue") &&
+      !reader_.done()) {
     out_ = "HTTP/1.1 100 Continue\r\n\r\n";
     stream_.expires_after(hub_.options.write_timeout);
     net::async_write(stream_, net::buffer(out_),
@@ -236,6 +236,7 @@ void HttpSession::send(const HttpResponse& r) {
     response_->set(http::field::access_control_allow_origin, *cors_origin_);
     if (*cors_origin_ != "*") response_->set(http::field::vary, "Origin");
   }
+  if (hub_.draining.load()) keep_alive_ = false;  // the connection closes after this answer
   response_->keep_alive(keep_alive_);
   response_->body() = r.body;
   response_->prepare_payload();
@@ -255,7 +256,7 @@ void HttpSession::on_sent(beast::error_code ec) {
   if (deferred_) {  // a non-streaming deferred reply was the response
     deferred_.reset();
   }
-  if (!keep_alive_ || hub_.draining.load()) return close();
+  if (!keep_alive_ || hub_.draining.load()) return linger();
   next_request();
 }
 
@@ -267,7 +268,8 @@ void HttpSession::reject(int status, const std::string& message) {
 }
 
 // Half-closes, then reads and discards until the client closes (or a time/size limit), so that
-// a client still sending a rejected body reads our answer instead of a reset.
+// a client still sending (a rejected body, pipelined requests after a "Connection: close" one)
+// reads our answer instead of a reset.
 void HttpSession::linger() {
   if (closed_) return;
   const auto now = std::chrono::steady_clock::now();
@@ -306,7 +308,7 @@ void HttpSession::start_deferred(Reply reply) {
 
 std::string HttpSession::event_stream_head() {
   chunked_ = version_ >= 11;
-  if (!chunked_) keep_alive_ = false;
+  if (!chunked_ || hub_.draining.load()) keep_alive_ = false;
   std::string head = version_ >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
   head += "Server: sgl.cpp\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n";
   if (cors_origin_) {
@@ -378,19 +380,23 @@ void HttpSession::on_raw_written(beast::error_code ec) {
 
 void HttpSession::finish_deferred() {
   deferred_.reset();
-  if (!keep_alive_ || hub_.draining.load()) return close();
+  if (!keep_alive_ || hub_.draining.load()) return linger();
   next_request();
 }
 
 void HttpSession::watch() {
   if (closed_ || watching_) return;
-  if (buffer_.size() >= kMaxPipelinedBytes) {
+  // Bytes a client may pipeline while a reply is pending before we stop reading them: one
+  // request of the largest size (what reading a request may hold anyway). Reading must go on
+  // past a pipelined request, or its client's disconnect, queued behind unread bytes, is never
+  // seen (and the generation runs on).
+  if (buffer_.size() >= hub_.options.max_body_bytes + hub_.options.max_header_bytes) {
     paused_self_ = shared_from_this();  // back-pressure: the client waits until we read again
     return;
   }
   watching_ = true;
   stream_.expires_never();
-  stream_.async_read_some(buffer_.prepare(4096),
+  stream_.async_read_some(buffer_.prepare(kReadBytes),
                           [self = shared_from_this()](beast::error_code ec, size_t n) {
                             self->guarded([&] { self->on_watch(ec, n); });
                           });

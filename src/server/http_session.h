@@ -85,7 +85,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   RequestReader reader_;
   std::optional<Response> response_;
   std::unique_ptr<DeferredReply> deferred_;
-  // NOTE: set while reading is paused for back-pressure (kMaxPipelinedBytes buffered) and a
+  // NOTE: set while reading is paused for back-pressure (a request's worth buffered) and a
   // reply is pending: then no operation holds this session, so it holds itself until the reply
   // is done or the connection closes.
   std::shared_ptr<HttpSession> paused_self_;

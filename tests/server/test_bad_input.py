@@ -359,6 +359,43 @@ def test_pipelined_requests(server):
         assert data.count(b"HTTP/1.1 200") == 3
 
 
+def test_expect_100_continue_is_ignored_on_http10(server):
+    # RFC 9110 10.1.1: an HTTP/1.0 client knows no 1xx; it sends its body after a pause.
+    with socket.create_connection((server.host, server.port), timeout=10) as s:
+        body = completion().encode()
+        s.sendall(b"POST /v1/completions HTTP/1.0\r\nExpect: 100-continue\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        s.settimeout(0.5)
+        with pytest.raises(socket.timeout):
+            s.recv(1024)
+        s.settimeout(10)
+        s.sendall(body)
+        assert s.recv(65536).startswith(b"HTTP/1.0 200")
+
+
+@pytest.mark.parametrize("version", [b"HTTP/2.0", b"HTTP/1.2", b"HTTP/0.9"])
+def test_other_http_versions_are_505(server, version):
+    response = raw_request(server.host, server.port, b"GET /health " + version + b"\r\n\r\n")
+    assert response.startswith(b"HTTP/1.1 505"), response
+    assert b"Connection: close" in response
+
+
+def test_after_connection_close_the_server_drains_instead_of_resetting(server):
+    # After a "Connection: close" answer the server half-closes and reads on (for a while), so
+    # bytes the client sends on (pipelined, or racing the close) meet no reset, which would drop
+    # whatever of the answer the kernel had not delivered yet.
+    with socket.create_connection((server.host, server.port), timeout=30) as s:
+        s.sendall(http_post("/v1/completions", completion(),
+                            extra_headers=b"Connection: close\r\n"))
+        data = b""
+        while chunk := s.recv(65536):  # up to the server's FIN
+            data += chunk
+        assert status_of(data) == 200
+        for _ in range(3):
+            s.sendall(http_post("/v1/completions", completion()))  # no reset: drained
+            time.sleep(0.1)
+
+
 def test_http10_closes(server):
     data = b"GET /health HTTP/1.0\r\n\r\n"
     response = raw_request(server.host, server.port, data)
