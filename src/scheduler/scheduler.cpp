@@ -202,14 +202,7 @@ void Scheduler::add_decode_entry(Req& req, ScheduleBatch& batch) {
   ++req.scheduled_samples;
 }
 
-void Scheduler::init_next_round_input(Req& req) {
-  req.fill_ids = req.all_token_ids();
-  if (req.kv_len == 0) req.draft_stale = false;  // a prefill brings the draft up to date
-  if (req.kv_len > 0) {
-    // A chunked request resumes after what it computed (its prefix_indices, locked).
-    req.extend_input_len = static_cast<int32_t>(req.fill_ids.size()) - req.kv_len;
-    return;
-  }
+size_t Scheduler::cache_key_length(const Req& req) const {
   // At least one token is computed, so there are logits to sample from; prompt logprobs need
   // logits from logprob_start_len on, so the cache may serve only the tokens before it.
   size_t key_len = req.fill_ids.size() - 1;
@@ -218,7 +211,32 @@ void Scheduler::init_next_round_input(Req& req) {
   }
   // Mean pooling reads every prompt token's hidden state: a cached prefix would have none.
   if (options_.pooler.type == PoolingType::kMean) key_len = 0;
-  const std::span<const int32_t> key(req.fill_ids.data(), key_len);
+  return key_len;
+}
+
+bool Scheduler::waits_for_in_batch_prefix(const Req& req, std::span<Req* const> admitted,
+                                          bool any_shared_prefix) const {
+  const auto key_len = static_cast<int64_t>(cache_key_length(req));
+  if (key_len < kInBatchPrefixThreshold ||
+      static_cast<int64_t>(req.prefix_indices.size()) >= kInBatchPrefixThreshold) {
+    return false;  // the cache could not serve it, or already does
+  }
+  return std::any_of(admitted.begin(), admitted.end(), [&](const Req* other) {
+    if (!any_shared_prefix && other->fill_ids != req.fill_ids) return false;
+    return std::min(common_prefix(req.fill_ids, other->fill_ids), key_len) >=
+           kInBatchPrefixThreshold;
+  });
+}
+
+void Scheduler::init_next_round_input(Req& req) {
+  req.fill_ids = req.all_token_ids();
+  if (req.kv_len == 0) req.draft_stale = false;  // a prefill brings the draft up to date
+  if (req.kv_len > 0) {
+    // A chunked request resumes after what it computed (its prefix_indices, locked).
+    req.extend_input_len = static_cast<int32_t>(req.fill_ids.size()) - req.kv_len;
+    return;
+  }
+  const std::span<const int32_t> key(req.fill_ids.data(), cache_key_length(req));
   cache::MatchResult match = tree_.match_prefix(key);
   req.prefix_indices = std::move(match.device_indices);
   req.extend_input_len = static_cast<int32_t>(req.fill_ids.size() - req.prefix_indices.size());
@@ -375,17 +393,9 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   std::vector<Req*> admitted_this_round;
   for (Req* req : waiting_) {
     init_next_round_input(*req);
-    if (in_batch_prefix_caching &&
-        static_cast<int64_t>(req->prefix_indices.size()) < kInBatchPrefixThreshold) {
-      // Another request admitted this round will cache this prefix: wait one round for it.
-      bool shares = false;
-      for (const Req* other : admitted_this_round) {
-        shares = shares || common_prefix(req->fill_ids, other->fill_ids) >= kInBatchPrefixThreshold;
-      }
-      if (shares) {
-        req->lock.reset();
-        continue;
-      }
+    if (waits_for_in_batch_prefix(*req, admitted_this_round, in_batch_prefix_caching)) {
+      req->lock.reset();  // a request admitted this round caches its prefix: wait one round
+      continue;
     }
     const AddResult result = adder.add_one_req(*req, [](Req&) {});
     const bool admitted = !adder.can_run_list().empty() && adder.can_run_list().back() == req;

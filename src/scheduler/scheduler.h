@@ -134,6 +134,15 @@ class Scheduler {
   std::optional<ScheduleBatch> get_new_batch_prefill();
   std::optional<ScheduleBatch> get_decode_batch(bool* need_drain);
   void init_next_round_input(Req& req);
+  // How much of `req`'s fill_ids the radix cache may serve (prompt logprobs and mean pooling
+  // need their tokens computed).
+  size_t cache_key_length(const Req& req) const;
+  // Whether `req` waits a round for a request `admitted` this round to cache the prefix they
+  // share (kInBatchPrefixThreshold tokens the cache could serve it): any shared prefix under
+  // the cache-aware policies (SGLang's in-batch prefix caching, `any_shared_prefix`), the same
+  // prompt under every policy (n > 1 samples, which SGLang primes with one prefill first).
+  bool waits_for_in_batch_prefix(const Req& req, std::span<Req* const> admitted,
+                                 bool any_shared_prefix) const;
   // Fills `entry` and appends its new KV slots to `out_cache_loc` (the batch's); false (nothing
   // allocated) when the KV cache is out of slots.
   bool prepare_extend_entry(Req& req, BatchEntry* entry, std::vector<int32_t>* out_cache_loc);

@@ -64,7 +64,8 @@ constexpr int64_t kClipMaxNewTokens = 4096;
 // lpm falls back to fcfs above this many waiting requests (matching is O(waiting)).
 constexpr size_t kLpmFallbackQueueSize = 128;
 // In-batch prefix caching: a request with a cached prefix shorter than this that shares at least
-// this many tokens with a request admitted earlier in the same round waits one round.
+// this many cacheable tokens with a request admitted earlier in the same round waits one round
+// (Scheduler::waits_for_in_batch_prefix).
 constexpr int64_t kInBatchPrefixThreshold = 32;
 
 }  // namespace sgl::scheduler

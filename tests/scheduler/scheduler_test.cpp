@@ -664,6 +664,45 @@ TEST_P(SchedulerLoops, InBatchPrefixCachingDefersASharer) {
   d.expect_reference_outputs();
 }
 
+// n > 1 samples of one prompt: under every policy (fcfs here) the copies wait a round for the
+// first to cache the prompt instead of each computing it; a prompt that only shares a prefix
+// is not held back under fcfs.
+TEST(SchedulePolicy, TheSamePromptIsComputedOnceUnderFcfs) {
+  SchedulerOptions options;
+  options.policy = SchedulePolicy::kFcfs;
+  Driver d(options, 1024, 256, false);
+  std::vector<int32_t> prompt = tokens(40, 9), other = prompt;
+  prompt.push_back(1);
+  other.push_back(2);
+  for (int i = 0; i < 3; ++i) d.submit(test::greedy_ids_request(prompt, 2));
+  d.submit(test::greedy_ids_request(other, 2));
+  d.step();
+  EXPECT_EQ(d.batches().back().extends.size(), 2u);  // one copy, and the other prompt
+  d.run_until_idle();
+  EXPECT_EQ(d.scheduler().stats().cached_prompt_tokens_total, 2 * 40);
+  d.expect_reference_outputs();
+}
+
+// Requests the cache could not serve (prompt logprobs from the start) do not wait for a
+// sharer's prefix: they are admitted together (they waited one round each, one per batch).
+TEST(SchedulePolicy, RequestsTheCacheCannotServeDoNotWaitForASharer) {
+  SchedulerOptions options;
+  options.policy = SchedulePolicy::kLpm;
+  Driver d(options, 1024, 256, false);
+  const std::vector<int32_t> shared = tokens(40, 9);
+  for (int32_t i = 1; i <= 3; ++i) {
+    std::vector<int32_t> prompt = shared;
+    prompt.push_back(i);
+    GenerateRequest r = test::greedy_ids_request(prompt, 2);
+    r.return_logprob = true;
+    r.logprob_start_len = 0;
+    d.submit(std::move(r));
+  }
+  d.step();
+  EXPECT_EQ(d.batches().back().extends.size(), 3u);
+  d.run_until_idle();
+}
+
 TEST(SchedulePolicy, DfsWeightAndRandomComplete) {
   for (SchedulePolicy policy : {SchedulePolicy::kDfsWeight, SchedulePolicy::kRandom}) {
     SchedulerOptions options;
