@@ -186,8 +186,12 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
                             std::to_string(whole_prefill) + " (--max-prefill-tokens)");
   }
   const int64_t limit = options_.scheduler.max_queued_requests;
-  if (limit > 0 && queued_.load() >= limit + options_.scheduler.max_running_requests) {
-    return resource_exhausted("the server is at capacity: " + std::to_string(queued_.load()) +
+  // Counted first, so that concurrent submits cannot all pass the check (the scheduler's own
+  // count would then abort the extras instead of the caller getting this retryable error).
+  const int64_t queued = ++queued_;
+  if (limit > 0 && queued > limit + options_.scheduler.max_running_requests) {
+    --queued_;
+    return resource_exhausted("the server is at capacity: " + std::to_string(queued - 1) +
                               " requests queued or running");
   }
   const uint64_t rid = next_rid_.fetch_add(options_.rid_stride);
@@ -200,7 +204,6 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
     request.sampling.seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
   }
   auto stream = std::make_shared<RequestStream>(rid);
-  ++queued_;
   queued_tokens_ += prompt;
   post(Submit{rid, std::move(request), stream});
   return stream;
@@ -230,9 +233,26 @@ Status Engine::last_integrity() const {
 void Engine::post(Message message) {
   {
     std::lock_guard lock(inbox_mutex_);
-    inbox_.push_back(std::move(message));
+    if (!loop_drained_) {
+      inbox_.push_back(std::move(message));
+      inbox_cv_.notify_all();
+      return;
+    }
   }
-  inbox_cv_.notify_all();
+  answer_unserved(message);
+}
+
+void Engine::answer_unserved(Message& message) const {
+  if (auto* s = std::get_if<Submit>(&message)) {
+    StreamEvent event;
+    event.finished =
+        scheduler::FinishState{scheduler::FinishReason::kAbort, -1, "the engine is shutting down"};
+    s->stream->push(std::move(event));
+  } else if (auto* f = std::get_if<Flush>(&message)) {
+    f->done.set_value(false);
+  } else if (auto* st = std::get_if<Stats>(&message)) {
+    st->done.set_value(make_stats());
+  }
 }
 
 // Applies queued messages, first waiting up to `max_wait` for one. False once stopping.
@@ -412,19 +432,9 @@ void Engine::loop(runner::BatchRunner& runner) {
   while (!in_flight.empty()) finish_oldest();
   abort_all("the engine is shutting down");
   std::lock_guard lock(inbox_mutex_);
-  for (Message& m : inbox_) {
-    if (auto* s = std::get_if<Submit>(&m)) {
-      StreamEvent event;
-      event.finished = scheduler::FinishState{scheduler::FinishReason::kAbort, -1,
-                                              "the engine is shutting down"};
-      s->stream->push(std::move(event));
-    } else if (auto* f = std::get_if<Flush>(&m)) {
-      f->done.set_value(false);
-    } else if (auto* st = std::get_if<Stats>(&m)) {
-      st->done.set_value(make_stats());
-    }
-  }
+  for (Message& m : inbox_) answer_unserved(m);
   inbox_.clear();
+  loop_drained_ = true;
 }
 
 EngineStats Engine::make_stats() const {

@@ -125,6 +125,9 @@ class Engine {
   // submit's and encode's checks and queueing.
   Result<std::shared_ptr<RequestStream>> enqueue(GenerateRequest request);
   void post(Message message);
+  // Answers a message the loop will not handle (it is shutting down or gone): a submit ends
+  // with an abort, a flush fails, stats are what the scheduler last had.
+  void answer_unserved(Message& message) const;
   void loop(runner::BatchRunner& runner);
   bool handle_inbox(std::chrono::milliseconds max_wait);
   void dispatch_updates();
@@ -150,7 +153,8 @@ class Engine {
   std::mutex inbox_mutex_;
   std::condition_variable inbox_cv_;
   std::vector<Message> inbox_;
-  bool stopping_ = false;  // under inbox_mutex_
+  bool stopping_ = false;      // under inbox_mutex_
+  bool loop_drained_ = false;  // under inbox_mutex_: later messages are answered by post()
   std::thread thread_;
 
   bool check_integrity_ = false;

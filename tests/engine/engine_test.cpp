@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <latch>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -24,10 +26,21 @@ constexpr int32_t kVocab = 97;
 
 using test::collect;
 
+EngineOptions fake_options(bool overlap) {
+  EngineOptions o;
+  o.vocab_size = kVocab;
+  o.max_num_tokens = 1 << 20;
+  o.disable_overlap_schedule = !overlap;
+  o.num_kv_slots = 400;
+  o.context_length = 256;
+  o.scheduler.max_running_requests = 16;
+  o.scheduler.chunked_prefill_size = 32;
+  return o;
+}
+
+// An engine over a FakeBatchRunner (options from fake_options), started.
 struct FakeEngine {
-  explicit FakeEngine(EngineOptions options) {
-    options.vocab_size = kVocab;
-    options.max_num_tokens = 1 << 20;
+  explicit FakeEngine(const EngineOptions& options) {
     engine = std::make_unique<Engine>(options);
     auto fake = std::make_unique<test::FakeBatchRunner>(engine->req_to_token_pool(),
                                                         options.num_kv_slots, kVocab);
@@ -38,16 +51,6 @@ struct FakeEngine {
   std::unique_ptr<Engine> engine;
   test::FakeBatchRunner* runner = nullptr;  // owned by the engine
 };
-
-EngineOptions fake_options(bool overlap) {
-  EngineOptions o;
-  o.disable_overlap_schedule = !overlap;
-  o.num_kv_slots = 400;
-  o.context_length = 256;
-  o.scheduler.max_running_requests = 16;
-  o.scheduler.chunked_prefill_size = 32;
-  return o;
-}
 
 std::vector<int32_t> prompt_of(int i) {
   std::vector<int32_t> p;
@@ -169,8 +172,6 @@ TEST_P(EngineLoops, RejectsBadRequestsAndAFullQueue) {
 // max_queued_requests + max_running_requests is refused at submit.
 TEST_P(EngineLoops, AcceptedBurstIsNotAbortedByTheQueueLimit) {
   EngineOptions o = fake_options(GetParam());
-  o.vocab_size = kVocab;
-  o.max_num_tokens = 1 << 20;
   o.scheduler.max_queued_requests = 1;
   o.scheduler.max_running_requests = 4;
   Engine engine(o);
@@ -190,6 +191,43 @@ TEST_P(EngineLoops, AcceptedBurstIsNotAbortedByTheQueueLimit) {
     EXPECT_EQ(got.finish.reason, scheduler::FinishReason::kLength)
         << "request " << i << ": " << got.finish.message;
     EXPECT_EQ(got.ids, test::fake_reference(prompt_of(i), 4, kVocab, {})) << "request " << i;
+  }
+}
+
+// Submitters racing one another cannot all pass the capacity check: exactly
+// max_queued_requests + max_running_requests are accepted, the rest refused at submit (they
+// were accepted, then aborted by the scheduler's own count: "the waiting queue is full").
+TEST_P(EngineLoops, RacingSubmittersPastTheQueueLimitAreRefused) {
+  EngineOptions o = fake_options(GetParam());
+  o.scheduler.max_queued_requests = 1;
+  o.scheduler.max_running_requests = 4;
+  Engine engine(o);  // not started: nothing finishes while they race
+  constexpr int kThreads = 16;
+  std::latch go(kThreads);
+  std::mutex mutex;
+  std::vector<std::shared_ptr<RequestStream>> accepted;
+  std::vector<Status> refused;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      go.arrive_and_wait();
+      auto s = engine.submit(test::greedy_ids_request(prompt_of(t), 4));
+      std::lock_guard lock(mutex);
+      if (s.ok()) {
+        accepted.push_back(*s);
+      } else {
+        refused.push_back(s.status());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(accepted.size(), 5u);
+  for (const Status& s : refused) EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  engine.start(
+      std::make_unique<test::FakeBatchRunner>(engine.req_to_token_pool(), o.num_kv_slots, kVocab));
+  for (auto& s : accepted) {
+    const test::Outcome got = collect(*s);
+    EXPECT_EQ(got.finish.reason, scheduler::FinishReason::kLength) << got.finish.message;
   }
 }
 
