@@ -73,7 +73,7 @@ class ChatReply final : public GenerationReply {
   std::string chunk(json choice, int64_t unsent = 0) const {
     json out = head("chat.completion.chunk");
     out["choices"] = json::array({std::move(choice)});
-    if (setup_.include_usage) {
+    if (setup_.include_usage || setup_.continuous_usage) {
       out["usage"] = setup_.continuous_usage ? usage(unsent) : json(nullptr);
     }
     return sse_data(request_json::dump(out));

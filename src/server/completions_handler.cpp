@@ -141,7 +141,9 @@ class CompletionReply final : public GenerationReply {
     json chunk = head();
     chunk["choices"] =
         json::array({choice(index, (first ? setup_.echo[index] : "") + d.text, d, first)});
-    if (setup_.include_usage) chunk["usage"] = setup_.continuous_usage ? usage() : json(nullptr);
+    if (setup_.include_usage || setup_.continuous_usage) {
+      chunk["usage"] = setup_.continuous_usage ? usage() : json(nullptr);
+    }
     return sse_data(request_json::dump(chunk));
   }
 

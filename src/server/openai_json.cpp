@@ -190,16 +190,21 @@ Status read_token_ids_logprob(const json& o, size_t prompts,
   return Status::ok_status();
 }
 
-// stream, and stream_options' include_usage (a last chunk with the usage) and vLLM's
-// continuous_usage_stats (the usage so far in every chunk too; it needs include_usage, as vLLM).
+// stream, and stream_options' include_usage (a last chunk with the usage) and
+// continuous_usage_stats (the usage so far in every chunk; without include_usage no last
+// usage chunk, as SGLang).
 Status read_stream(const json& o, bool& stream, bool& include_usage, bool& continuous_usage) {
   SGL_RETURN_IF_ERROR(read(o, "stream", stream));
   if (const json* options = find(o, "stream_options")) {
     if (!options->is_object()) return field_error("stream_options", "must be an object");
-    SGL_RETURN_IF_ERROR(read(*options, "include_usage", include_usage));
-    SGL_RETURN_IF_ERROR(read(*options, "continuous_usage_stats", continuous_usage));
-    if (continuous_usage && !include_usage) {
-      return field_error("continuous_usage_stats", "requires 'include_usage' to be true");
+    for (const auto& [key, out] : {std::pair{"include_usage", &include_usage},
+                                   std::pair{"continuous_usage_stats", &continuous_usage}}) {
+      const json* v = find(*options, key);
+      if (!v) continue;
+      if (!v->is_boolean()) {
+        return field_error(std::string("stream_options.") + key, "must be a boolean");
+      }
+      *out = v->get<bool>();
     }
   }
   return Status::ok_status();
@@ -387,6 +392,13 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
                            "is set by the request itself, not by a template kwarg");
       }
     }
+    // SGLang refuses a template sent with the request (unless --trust-request-chat-template,
+    // which sgl.cpp does not have): untrusted template code.
+    if (given->contains("chat_template")) {
+      return unimplemented(
+          "'chat_template_kwargs.chat_template' is not supported: a request-supplied chat "
+          "template is not allowed (--chat-template sets the server's)");
+    }
     kwargs = *given;
   }
   // SGLang's thinking config ({"type": ...}) reaches the template as thinking_mode, which only
@@ -396,11 +408,41 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
     if (!type || !type->is_string()) return field_error("thinking", "must be {\"type\": string}");
     if (!kwargs.contains("thinking_mode")) kwargs["thinking_mode"] = *type;
   }
-  // OpenAI's reasoning_effort switches thinking as Responses' reasoning.effort does.
-  if (const json* effort = find(o, "reasoning_effort")) {
+  // OpenAI's reasoning_effort switches thinking as Responses' reasoning.effort does; so does
+  // SGLang's reasoning object: its effort (or reasoning_effort) stands for the top-level one,
+  // and enabled (or enable) true turns thinking on.
+  const json* effort = find(o, "reasoning_effort");
+  std::string effort_field = "reasoning_effort";
+  bool enabled = false;
+  if (const json* reasoning = find(o, "reasoning")) {
+    if (!reasoning->is_object()) return field_error("reasoning", "must be an object");
+    for (const char* key : {"effort", "reasoning_effort"}) {
+      if (const json* inner = find(*reasoning, key)) {
+        effort = inner;
+        effort_field = std::string("reasoning.") + key;
+        break;
+      }
+    }
+    for (const char* key : {"enabled", "enable"}) {
+      if (const json* inner = find(*reasoning, key)) {
+        if (!inner->is_boolean()) {
+          return field_error(std::string("reasoning.") + key, "must be a boolean");
+        }
+        enabled = inner->get<bool>();
+        break;
+      }
+    }
+  }
+  if (effort || enabled) {
     json chat = {{"chat_template_kwargs", std::move(kwargs)}};
-    SGL_ASSIGN_OR_RETURN(r.thinking,
-                         request_json::apply_reasoning_effort(*effort, "reasoning_effort", chat));
+    if (effort) {
+      SGL_ASSIGN_OR_RETURN(r.thinking,
+                           request_json::apply_reasoning_effort(*effort, effort_field, chat));
+    } else {
+      SGL_RETURN_IF_ERROR(
+          request_json::set_template_kwarg(chat, "enable_thinking", true, "reasoning.enabled"));
+      r.thinking = true;
+    }
     kwargs = std::move(chat["chat_template_kwargs"]);
   }
   if (!kwargs.empty()) {

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "server/request_json.h"
@@ -135,6 +136,20 @@ Status check_sampling_params_keys(const json& params) {
 // has no such top-level fields and drops them); at its top level each is refused, whatever its
 // value but null, never ignored.
 Status refuse_top_level_sampling(const json& o) {
+  // OpenAI's names, which a client moving between routes sends here: /generate has its own.
+  static constexpr std::pair<const char*, const char*> kOpenAiNames[] = {
+      {"max_tokens", "sampling_params.max_new_tokens"},
+      {"max_completion_tokens", "sampling_params.max_new_tokens"},
+      {"min_tokens", "sampling_params.min_new_tokens"},
+      {"logprobs", "return_logprob"},
+      {"top_logprobs", "top_logprobs_num"},
+  };
+  for (const auto& [name, own] : kOpenAiNames) {
+    if (find(o, name) != nullptr) {
+      return invalid_argument("'" + std::string(name) + "' is an OpenAI field; /generate takes '" +
+                              own + "'");
+    }
+  }
   for (const SamplingParamsKey& key : kSamplingParamsKeys) {
     if (!key.top_level && find(o, key.name) != nullptr) {
       return unimplemented("'" + std::string(key.name) +

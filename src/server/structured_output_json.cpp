@@ -101,6 +101,13 @@ Status read_response_format(const json& o, std::optional<GrammarInput>& out) {
     return set(out, {GrammarKind::kJsonObject, "", "response_format"});
   }
   if (kind == "json_schema") {
+    // SGLang's short form {"type": "json_schema", "schema": {...}} too (set_json_schema).
+    if (!find(*format, "json_schema")) {
+      if (const json* schema = find(*format, "schema")) {
+        SGL_ASSIGN_OR_RETURN(std::string text, schema_text(*schema, "response_format.schema"));
+        return set(out, {GrammarKind::kJsonSchema, std::move(text), "response_format"});
+      }
+    }
     const json* spec = find(*format, "json_schema");
     if (!spec || !spec->is_object()) {
       return field_error("response_format.json_schema", "must be an object with a 'schema'");

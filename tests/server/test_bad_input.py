@@ -201,6 +201,19 @@ CASES = [
     ("generate rid number", "POST", "/generate", '{"text": "a", "rid": 5}', 400, "'rid'"),
     ("generate top_logprobs_num negative", "POST", "/generate",
      '{"text": "a", "top_logprobs_num": -1}', 400, "'top_logprobs_num'"),
+    ("generate OpenAI max_tokens", "POST", "/generate", '{"text": "a", "max_tokens": 5}', 400,
+     "'max_tokens' is an OpenAI field; /generate takes 'sampling_params.max_new_tokens'"),
+    ("generate OpenAI logprobs", "POST", "/generate", '{"text": "a", "logprobs": true}', 400,
+     "/generate takes 'return_logprob'"),
+    ("chat template in kwargs", "POST", "/v1/chat/completions",
+     chat(chat_template_kwargs={"chat_template": "{{ 'x' }}"}), 400,
+     "a request-supplied chat template is not allowed"),
+    ("chat reasoning not object", "POST", "/v1/chat/completions", chat(reasoning="high"), 400,
+     "'reasoning' must be an object"),
+    ("chat reasoning bad effort", "POST", "/v1/chat/completions",
+     chat(reasoning={"effort": "extreme"}), 400, "'reasoning.effort' must be one of"),
+    ("chat reasoning enabled string", "POST", "/v1/chat/completions",
+     chat(reasoning={"enabled": "yes"}), 400, "'reasoning.enabled' must be a boolean"),
     ("tokenize number", "POST", "/tokenize", '{"prompt": 5}', 400, "'prompt'"),
     ("tokenize missing", "POST", "/tokenize", "{}", 400, "'prompt'"),
     ("detokenize strings", "POST", "/detokenize", '{"tokens": ["a"]}', 400, "'tokens'"),
@@ -554,11 +567,12 @@ def test_unimplemented_fields_are_refused_by_name(server, route, field, value):
         assert r.status_code == 200, (nothing, r.text)
 
 
-def test_continuous_usage_stats_needs_include_usage(server):
+def test_stream_options_fields_are_booleans(server):
     for route, body in (("/v1/completions", {"prompt": "a", "max_tokens": 1}),
                         ("/v1/chat/completions", {"messages": MSGS, "max_tokens": 1})):
-        r = server.post(route, {**body, "stream": True,
-                                "stream_options": {"continuous_usage_stats": True}})
-        assert r.status_code == 400 and "'continuous_usage_stats' requires" in r.text
+        for key in ("include_usage", "continuous_usage_stats"):
+            r = server.post(route, {**body, "stream": True, "stream_options": {key: "yes"}})
+            assert r.status_code == 400, r.text
+            assert f"'stream_options.{key}' must be a boolean" in r.text, r.text
         r = server.post(route, {**body, "stream_options": {"continuous_usage_stats": False}})
         assert r.status_code == 200, r.text

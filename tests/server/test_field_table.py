@@ -64,7 +64,8 @@ SGLANG_CHAT = [
     "return_cached_tokens_details", "return_spec_tokens_details", "return_prompt_token_ids",
     "return_token_ids", "return_meta_info", "return_input_ids_in_sglext",
     "return_output_ids_in_sglext", "return_sampling_mask", "sampling_logprobs_mode",
-    "return_flat_raw_output_top_logprobs", "return_flat_raw_top_logprobs_b64", "thinking", "task",
+    "return_flat_raw_output_top_logprobs", "return_flat_raw_top_logprobs_b64", "thinking",
+    "reasoning", "task",
     "top_k", "min_p", "min_tokens", "regex", "ebnf", "repetition_penalty", "stop_token_ids",
     "stop_regex", "no_stop_trim", "ignore_eos", "continue_final_message", "skip_special_tokens",
     "lora_path", "session_id", "session_params", "separate_reasoning", "stream_reasoning",
@@ -290,6 +291,7 @@ CHAT.update({
                       "disagg_prefill_dp_rank"]),
     **{f: SAMPLING_ON_OPENAI[f] for f in SAMPLING_ON_OPENAI if f in SGLANG_CHAT},
     "thinking": shown(f"{REASONING}::test_chat_thinking_config_reaches_the_template"),
+    "reasoning": shown(f"{REASONING}::test_chat_reasoning_effort_switches_the_template"),
     "task": no_effect("domain", "read only by DeepSeek-V4's chat encoder, as in SGLang"),
     "separate_reasoning": shown(
         "test_tool_calls.py::test_deepseek_r1_reasoning_takes_the_unclosed_reply"),
@@ -442,7 +444,7 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "require_reasoning": False,
               # Any level needs a reasoning parser, "none" a template reading enable_thinking:
               # this server has neither (the cited test's servers do).
-              "reasoning_effort": None}
+              "reasoning_effort": None, "reasoning": {"enabled": False}}
     if route == "completions" and field == "logprobs":
         values["logprobs"] = 2
     path, b = body(route, field, values[field])

@@ -2,6 +2,7 @@
 # HTTP for SGLang's native endpoints): golden greedy output, streaming, n, stop, logprobs, seeds,
 # usage, disconnect aborts without KV leaks, concurrency, API key, queue limits, drain.
 import asyncio
+import itertools
 import json
 import re
 import signal
@@ -78,19 +79,23 @@ def test_streaming_completion_equals_non_streaming(server, client):
 
 
 def test_continuous_usage_stats_in_every_chunk(server):
-    # vLLM's stream_options.continuous_usage_stats: every chunk carries the usage so far. The
-    # chunks' logprob listings count the tokens streamed so far (chunks may carry several tokens
-    # when the client reads slowly), then the usual usage chunk ends the stream.
+    # stream_options.continuous_usage_stats: every chunk carries the usage so far. The chunks'
+    # logprob listings count the tokens streamed so far (chunks may carry several tokens when
+    # the client reads slowly); with include_usage the usual usage chunk ends the stream, without
+    # it none does (SGLang's should_include_usage).
     def tokens_in(choice):
         logprobs = choice.get("logprobs") or {}
         return len(logprobs.get("tokens") or logprobs.get("content") or [])
 
-    for route, body in (("/v1/completions", {"prompt": PROMPT, "logprobs": 0}),
-                        ("/v1/chat/completions",
-                         {"messages": [{"role": "user", "content": PROMPT}], "logprobs": True})):
+    for (route, body), include_usage in itertools.product(
+            (("/v1/completions", {"prompt": PROMPT, "logprobs": 0}),
+             ("/v1/chat/completions",
+              {"messages": [{"role": "user", "content": PROMPT}], "logprobs": True})),
+            (True, False)):
         r = server.post(route, {**body, "model": "m", "max_tokens": 12, "temperature": 0,
                                 "stream": True, "stream_options": {
-                                    "include_usage": True, "continuous_usage_stats": True}},
+                                    "include_usage": include_usage,
+                                    "continuous_usage_stats": True}},
                         stream=True)
         assert r.status_code == 200, r.text
         chunks = [json.loads(line[6:]) for line in r.iter_lines(decode_unicode=True)
@@ -102,7 +107,7 @@ def test_continuous_usage_stats_in_every_chunk(server):
             assert u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"], c
             streamed += sum(tokens_in(choice) for choice in c["choices"])
             assert u["completion_tokens"] == streamed, (route, chunks)
-        assert streamed == 12 and chunks[-1]["choices"] == [], chunks
+        assert streamed == 12 and (chunks[-1]["choices"] == []) == include_usage, chunks
 
 
 def test_chat_completion_and_stream(server, client):
@@ -589,7 +594,10 @@ def test_queue_full_is_503(tmp_path):
                  "--dp-size", "1")
     try:
         # One request wanting more samples than running + queued slots: refused as a whole.
-        r = srv.post("/v1/completions", {"prompt": PROMPT, "max_tokens": 4, "n": 3})
+        # (Long samples: a short first one could finish, and free its slot, before the third is
+        # submitted on a loaded machine.)
+        r = srv.post("/v1/completions", {"prompt": PROMPT, "max_tokens": 400, "ignore_eos": True,
+                                         "n": 3})
         assert r.status_code == 503 and "capacity" in r.json()["error"]["message"]
         # A burst of long requests: some run, the rest are refused; every one gets an answer.
         body = {"prompt": PROMPT, "max_tokens": 500, "ignore_eos": True}

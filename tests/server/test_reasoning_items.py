@@ -365,6 +365,20 @@ def test_chat_reasoning_effort_switches_the_template(oai, server, r1, want):
     assert off.usage.prompt_tokens > base.usage.prompt_tokens
     assert off.choices[0].message.content.startswith("<think>")
     assert not getattr(off.choices[0].message, "reasoning_content", None)
+    # SGLang's reasoning object: its effort stands for reasoning_effort, enabled turns thinking
+    # on as chat_template_kwargs.enable_thinking does.
+    nested = oai.chat.completions.create(
+        **dict(kw, extra_body={"ebnf": FORCED, "reasoning": {"effort": "low"}}))
+    assert nested.usage.prompt_tokens == low.usage.prompt_tokens
+    assert nested.choices[0].message.content == low.choices[0].message.content
+    enabled, explicit = (oai.chat.completions.create(**dict(kw, extra_body={"ebnf": FORCED, **e}))
+                         for e in ({"reasoning": {"enabled": True}},
+                                   {"chat_template_kwargs": {"enable_thinking": True}}))
+    assert enabled.usage.prompt_tokens == explicit.usage.prompt_tokens
+    assert enabled.choices[0].message.reasoning_content == explicit.choices[0].message.reasoning_content
+    none = oai.chat.completions.create(
+        **dict(kw, extra_body={"ebnf": FORCED, "reasoning": {"effort": "none"}}))
+    assert none.usage.prompt_tokens == off.usage.prompt_tokens
     bad = server.post("/v1/chat/completions", {"messages": [USER], "reasoning_effort": "extreme"})
     assert bad.status_code == 400 and "reasoning_effort" in bad.text, bad.text
     on = server.post("/v1/chat/completions", {"messages": [USER], "reasoning_effort": "high"})
