@@ -62,6 +62,20 @@ def test_chat_response_format_json_schema_n4(client):
     assert len(texts) > 1  # four samples, not one answer four times
 
 
+def test_short_json_schema_form_equals_the_full_one(client):
+    # SGLang's {"type": "json_schema", "schema": {...}} is its json_schema form's schema.
+    kwargs = dict(model="stories260K", messages=[{"role": "user", "content": "Hi"}],
+                  temperature=1.0, seed=7, max_tokens=200)
+    full = client.chat.completions.create(
+        response_format={"type": "json_schema", "json_schema": {"name": "p", "schema": PERSON}},
+        **kwargs).choices[0].message.content
+    short = client.chat.completions.create(
+        extra_body={"response_format": {"type": "json_schema", "schema": PERSON}},
+        **kwargs).choices[0].message.content
+    assert short == full
+    validate(json.loads(short), PERSON)
+
+
 def test_streaming_equals_non_streaming(client):
     kwargs = dict(model="stories260K", messages=[{"role": "user", "content": "Hi"}],
                   temperature=1.0, seed=5, max_tokens=200,
