@@ -23,7 +23,7 @@ constexpr std::array<Entry, 32> kTypes = {{
     {GgmlType::kQ5_0, {"Q5_0", 32, 2 + 4 + 16}},
     {GgmlType::kQ5_1, {"Q5_1", 32, 2 + 2 + 4 + 16}},
     {GgmlType::kQ8_0, {"Q8_0", 32, 2 + 32}},
-    {GgmlType::kQ8_1, {"Q8_1", 32, 4 + 4 + 32}},
+    {GgmlType::kQ8_1, {"Q8_1", 32, 2 + 2 + 32}},
     {GgmlType::kQ2_K, {"Q2_K", kQK, 2 + 2 + kQK / 16 + kQK / 4}},
     {GgmlType::kQ3_K, {"Q3_K", kQK, 2 + kQK / 4 + kQK / 8 + 12}},
     {GgmlType::kQ4_K, {"Q4_K", kQK, 2 + 2 + 12 + kQK / 2}},

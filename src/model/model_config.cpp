@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "core/json_nesting.h"
 #include "core/logging.h"
 #include "model/architectures.h"
 #include "model/config_bounds.h"
@@ -20,6 +21,8 @@ namespace {
 using Json = nlohmann::json;
 
 Result<Json> parse_json(const std::string& text, const std::string& source) {
+  if (Status s = check_json_nesting(text); !s.ok())
+    return invalid_argument(source + ": " + s.message());
   try {
     return Json::parse(text);
   } catch (const Json::exception& e) {
@@ -211,8 +214,16 @@ Status parse_rope(const Fields& top, const std::string& source, double default_t
   if (block == nullptr) return Status::ok_status();
   const std::string prefix = scaling != nullptr ? "rope_scaling." : "rope_parameters.";
   Fields s(*block, source, prefix);
-  // Old configs say "type", newer ones "rope_type".
+  // Old configs say "type", newer ones "rope_type". Scaling values without either are an error
+  // (transformers fails on them too), not a default RoPE that drops them.
   const char* type_key = s.has("rope_type") ? "rope_type" : "type";
+  if (!s.has(type_key)) {
+    for (const auto& [key, value] : block->items()) {
+      if (key != "rope_theta" && key != "partial_rotary_factor" && !value.is_null()) {
+        return s.error("rope_type", "is missing, but '" + key + "' is set");
+      }
+    }
+  }
   SGL_ASSIGN_OR_RETURN(std::string type, s.string(type_key, "default"));
   if (type == "default") {
     config.rope_scaling = RopeScaling{};

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "core/json_nesting.h"
 #include "model/mapped_file.h"
 
 namespace sgl::model {
@@ -20,6 +21,9 @@ constexpr std::string_view kModulePackage = "sentence_transformers.models.";
 
 Result<Json> read_json(const std::filesystem::path& path) {
   SGL_ASSIGN_OR_RETURN(const std::string text, read_small_file(path, kMaxFileBytes));
+  if (Status s = check_json_nesting(text); !s.ok()) {
+    return invalid_argument(path.string() + ": " + s.message());
+  }
   try {
     return Json::parse(text);
   } catch (const Json::exception& e) {

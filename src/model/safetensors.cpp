@@ -10,6 +10,8 @@
 #include <system_error>
 #include <utility>
 
+#include "core/json_nesting.h"
+
 namespace sgl::model {
 namespace {
 
@@ -152,6 +154,9 @@ Status SafetensorsFile::parse(const uint8_t* bytes, uint64_t size, const std::st
 
   const char* header_begin = reinterpret_cast<const char*>(bytes + 8);
   Json header;
+  if (Status s = check_json_nesting({header_begin, static_cast<size_t>(header_len)}); !s.ok()) {
+    return data_loss(file + ": corrupt JSON header: " + s.message());
+  }
   try {
     header = Json::parse(header_begin, header_begin + header_len);
   } catch (const Json::exception& e) {
@@ -236,6 +241,9 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::filesystem::path
     const std::string index_name = index_path.string();
     SGL_ASSIGN_OR_RETURN(const std::string text, read_small_file(index_path, kMaxIndexBytes));
     Json index;
+    if (Status s = check_json_nesting(text); !s.ok()) {
+      return data_loss(index_name + ": corrupt JSON: " + s.message());
+    }
     try {
       index = Json::parse(text);
     } catch (const Json::exception& e) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/json_nesting.h"
 #include "core/ordered_json.h"
 #include "server/openai_json.h"
 
@@ -12,31 +13,6 @@ namespace sgl::server::request_json {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-// Rejects nesting deeper than kMaxJsonDepth before parsing (strings are skipped).
-Status check_depth(std::string_view body) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        return invalid_argument("the JSON nests deeper than " + std::to_string(kMaxJsonDepth));
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return Status::ok_status();
-}
 
 nlohmann::ordered_json utf8_bytes(const std::string& s) {
   nlohmann::ordered_json bytes = nlohmann::ordered_json::array();
@@ -47,7 +23,7 @@ nlohmann::ordered_json utf8_bytes(const std::string& s) {
 }  // namespace
 
 Result<json> parse_object(std::string_view body) {
-  SGL_RETURN_IF_ERROR(check_depth(body));
+  SGL_RETURN_IF_ERROR(check_json_nesting(body, kMaxJsonDepth));
   auto j = parse_ordered_json(body);
   if (!j.ok()) return invalid_argument("invalid JSON body: " + j.status().message());
   if (!j->is_object()) return invalid_argument("the JSON body must be an object");

@@ -7,7 +7,7 @@
 
 namespace sgl::tokenizer {
 
-Result<std::string> read_file(const std::filesystem::path& path) {
+Result<std::string> read_file(const std::filesystem::path& path, size_t max_bytes) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return not_found(path.string() + ": no such file");
@@ -25,6 +25,11 @@ Result<std::string> read_file(const std::filesystem::path& path) {
       return data_loss(path.string() + ": read failed: " + message);
     }
     if (n == 0) break;
+    if (contents.size() + static_cast<size_t>(n) > max_bytes) {
+      gzclose(file);
+      return data_loss(path.string() + ": larger than " + std::to_string(max_bytes) +
+                       " bytes (decompressed)");
+    }
     contents.append(buffer, static_cast<size_t>(n));
   }
   // NOTE: gzread does not report a truncated gzip stream; gzclose_r does (Z_BUF_ERROR).

@@ -1,6 +1,8 @@
 // JsonReader: parse errors and typed field access with file + field path in every message.
 #include "tokenizer/json_reader.h"
 
+#include "core/json_nesting.h"
+
 namespace sgl::tokenizer {
 namespace {
 
@@ -9,6 +11,7 @@ const char* type_name(const Json& v) { return v.type_name(); }
 }  // namespace
 
 Result<Json> JsonReader::parse(std::string_view text) const {
+  if (Status s = check_json_nesting(text); !s.ok()) return data_loss(file_ + ": " + s.message());
   try {
     return Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {

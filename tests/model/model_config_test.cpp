@@ -730,6 +730,26 @@ TEST(ModelConfigTest, AbsurdHyperParametersAreRefused) {
   EXPECT_TRUE(parse(j).ok()) << parse(j).status().to_string();
 }
 
+// Walking a parsed value (its dump() in an error message) recurses: deep nesting is refused
+// before parsing, never a stack overflow.
+TEST(ModelConfigTest, DeepNestingIsAnErrorNotACrash) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  expect_error(
+      parse_model_config(R"({"architectures": ["LlamaForCausalLM"], "vocab_size": )" + deep + "}",
+                         "x/config.json"),
+      StatusCode::kInvalidArgument, {"x/config.json", "nests deeper than 128"});
+}
+
+// Scaling values without a rope type are refused (transformers fails on them), not dropped.
+TEST(ModelConfigTest, RopeScalingWithoutATypeIsAnError) {
+  Json j = llama3_config();
+  j["rope_scaling"] = {{"factor", 4.0}};
+  expect_error(parse(j), StatusCode::kInvalidArgument,
+               {"rope_scaling.rope_type", "is missing, but 'factor' is set"});
+  j["rope_scaling"] = Json::object();
+  EXPECT_TRUE(parse(j).ok()) << parse(j).status().to_string();
+}
+
 TEST(ModelConfigTest, MalformedJson) {
   expect_error(parse_model_config("{\"vocab_size\": ", "x/config.json"),
                StatusCode::kInvalidArgument, {"x/config.json", "JSON"});

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tokenizer/file_reader.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -126,7 +127,27 @@ TEST(LoaderTest, DeepNestingIsAnErrorNotACrash) {
     nested = "{\"type\": \"Sequence\", \"normalizers\": [" + nested + "]}";
   }
   expect_error(load_error(toy_with("\"normalizer\": null", "\"normalizer\": " + nested)),
-               {"nesting too deep"});
+               {"nests deeper than 128"});
+}
+
+// A gzip bomb (or a plain file past the bound) is refused while it is read, not read whole.
+TEST(LoaderTest, FilesPastTheBoundAreRefused) {
+  const fs::path dir = make_dir("bomb");
+  const fs::path path = dir / "tokenizer.json";
+  gzFile gz = gzopen(path.c_str(), "wb9");
+  ASSERT_NE(gz, nullptr);
+  const std::string zeros(1 << 20, '0');
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_EQ(gzwrite(gz, zeros.data(), static_cast<unsigned>(zeros.size())),
+              static_cast<int>(zeros.size()));
+  }
+  gzclose(gz);
+  EXPECT_LT(fs::file_size(path), 64u << 10);
+  auto bomb = read_file(path, 1 << 20);
+  ASSERT_FALSE(bomb.ok());
+  expect_error(bomb.status().to_string(),
+               {"DataLoss", "tokenizer.json", "larger than 1048576 bytes (decompressed)"});
+  EXPECT_EQ(read_file(path, 8 << 20)->size(), 8u << 20);
 }
 
 TEST(LoaderTest, TruncatedGzipIsDataLoss) {
