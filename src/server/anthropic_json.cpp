@@ -7,8 +7,10 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "server/request_json.h"
+#include "server/sampling_json.h"
 
 namespace sgl::server {
 namespace {
@@ -196,9 +198,8 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
   chat["messages"] = std::move(messages);
   if (const json* stops = find(o, "stop_sequences")) {
     if (!stops->is_array()) return field_error("stop_sequences", "must be a list of strings");
-    for (const json& s : *stops) {
-      if (!s.is_string()) return field_error("stop_sequences", "must be a list of strings");
-    }
+    std::vector<std::string> checked;  // the chat route's bounds, under this route's name
+    SGL_RETURN_IF_ERROR(sampling_json::read_stop(o, "stop_sequences", checked));
     chat["stop"] = *stops;
   }
   std::optional<bool> thinking;

@@ -28,26 +28,6 @@ constexpr size_t kMaxStopBytes = 1024;
 // Longest stop_token_ids list: each generated token is looked up in it on the engine thread.
 constexpr size_t kMaxStopTokenIds = 1024;
 
-// `stop`: a string or a list of strings (empty strings are dropped).
-Status read_stop(const json& o, const char* key, std::vector<std::string>& out) {
-  const json* v = find(o, key);
-  if (!v) return Status::ok_status();
-  auto add = [&](const json& e) {
-    if (!e.is_string()) return field_error(key, "must be a string or a list of strings");
-    const std::string& s = e.get_ref<const std::string&>();
-    if (s.size() > kMaxStopBytes) {
-      return field_error(key,
-                         "strings may be at most " + std::to_string(kMaxStopBytes) + " bytes long");
-    }
-    if (!s.empty()) out.push_back(s);
-    return Status::ok_status();
-  };
-  if (!v->is_array()) return add(*v);
-  if (v->size() > 64) return field_error(key, "may hold at most 64 strings");
-  for (const json& e : *v) SGL_RETURN_IF_ERROR(add(e));
-  return Status::ok_status();
-}
-
 // Request fields that SGLang or vLLM define and sgl.cpp does not implement yet, with the
 // missing feature: each is refused (400 naming it) unless its value asks for nothing (null,
 // false, "", [] or {}), never accepted and ignored.
@@ -135,6 +115,25 @@ Status check_sampling_params_keys(const json& params) {
 // /generate reads the sampling fields inside sampling_params only (SGLang's GenerateReqInput
 // has no such top-level fields and drops them); at its top level each is refused, whatever its
 // value but null, never ignored.
+Status read_stop(const json& o, const char* key, std::vector<std::string>& out) {
+  const json* v = find(o, key);
+  if (!v) return Status::ok_status();
+  auto add = [&](const json& e) {
+    if (!e.is_string()) return field_error(key, "must be a string or a list of strings");
+    const std::string& s = e.get_ref<const std::string&>();
+    if (s.size() > kMaxStopBytes) {
+      return field_error(key,
+                         "strings may be at most " + std::to_string(kMaxStopBytes) + " bytes long");
+    }
+    if (!s.empty()) out.push_back(s);
+    return Status::ok_status();
+  };
+  if (!v->is_array()) return add(*v);
+  if (v->size() > 64) return field_error(key, "may hold at most 64 strings");
+  for (const json& e : *v) SGL_RETURN_IF_ERROR(add(e));
+  return Status::ok_status();
+}
+
 Status refuse_top_level_sampling(const json& o) {
   // OpenAI's names, which a client moving between routes sends here: /generate has its own.
   static constexpr std::pair<const char*, const char*> kOpenAiNames[] = {

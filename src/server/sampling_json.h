@@ -5,6 +5,8 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "server/openai_types.h"
@@ -16,6 +18,9 @@ namespace sgl::server::sampling_json {
 Status read_sampling(const nlohmann::ordered_json& o, SamplingInput& s, bool native);
 // min_tokens may not exceed max_tokens (SGLang: min_new_tokens in [0, max_new_tokens]).
 Status check_min_tokens(const SamplingInput& s, bool native);
+// A stop field (`key`: stop, stop_regex, Messages' stop_sequences): a string or a list of at
+// most 64 strings of bounded length, appended to `out` (empty strings dropped).
+Status read_stop(const nlohmann::ordered_json& o, const char* key, std::vector<std::string>& out);
 // An OpenAI max token count (`key`: max_tokens or max_completion_tokens), >= 0.
 Status read_max_tokens(const nlohmann::ordered_json& o, const char* key, SamplingInput& s);
 // SGLang's sampling_params object (/generate's, and --preferred-sampling-params): read_sampling

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/logging.h"
 #include "tokenizer/unicode.h"
 
 namespace sgl::tokenizer {
@@ -31,6 +32,11 @@ std::vector<AddedToken> resolve_added_token_ids(std::vector<AddedToken> candidat
     } else {
       id = static_cast<int32_t>(max_added >= model_size || model_size == 0 ? max_added + 1
                                                                            : model_size);
+    }
+    if (token.id >= 0 && token.id != id) {
+      // As the tokenizers library: the ids follow the vocabulary, whatever the file says.
+      SGL_LOG_WARN << "added token '" << token.content << "' was expected to have id " << token.id
+                   << " but was given id " << id;
     }
     token.id = id;
     id_of_content[token.content] = id;
