@@ -227,11 +227,12 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
     const std::vector<int32_t> asked =
         setup.token_ids ? (*req.token_ids_logprob)[req.token_ids_logprob->size() == 1 ? 0 : p]
                         : std::vector<int32_t>{};
-    for (int64_t j = 0; j < req.sampling.n; ++j) {
-      auto built = build_engine_request(ctx, req.sampling, ids, j, 128);  // SGLang's default
+    const SamplingInput& sampling = req.sampling_of(p);
+    for (int64_t j = 0; j < sampling.n; ++j) {
+      auto built = build_engine_request(ctx, sampling, ids, j, 128);  // SGLang's default
       if (!built.ok()) return Reply::of(error_response(built.status()));
       ChoicePlan plan{std::move(built).value(),
-                      choice_options(req.sampling, setup.logprobs && setup.text_in_logprobs)};
+                      choice_options(sampling, setup.logprobs && setup.text_in_logprobs)};
       plan.request.return_logprob = setup.logprobs;
       plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs_num);
       plan.request.token_ids_logprob = asked;

@@ -487,8 +487,31 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   GenerateInput r;
   r.sampling = defaults;
   SGL_RETURN_IF_ERROR(request_json::read_text_or_input_ids(o, r.prompts, r.batch).status());
-  if (const json* params = find(o, "sampling_params")) {
-    if (!params->is_object()) return field_error("sampling_params", "must be an object");
+  if (const json* params = find(o, "sampling_params"); params && params->is_array()) {
+    // One per prompt (SGLang's list form), each over the defaults, the same n in every one.
+    if (params->size() != r.prompts.size()) {
+      return field_error("sampling_params", "as a list must hold one object per prompt (" +
+                                                std::to_string(r.prompts.size()) + "), got " +
+                                                std::to_string(params->size()));
+    }
+    for (size_t i = 0; i < params->size(); ++i) {
+      const json& item = (*params)[i];
+      const std::string where = "sampling_params[" + std::to_string(i) + "]";
+      if (!item.is_object()) return field_error(where, "must be an object");
+      SamplingInput s = defaults;
+      if (Status st = sampling_json::read_sampling_params(item, s); !st.ok()) {
+        return invalid_argument(where + ": " + st.message());
+      }
+      if (i > 0 && s.n != r.per_prompt_sampling.front().n) {
+        return field_error(where + ".n", "must be the same in every sampling_params entry");
+      }
+      r.per_prompt_sampling.push_back(std::move(s));
+    }
+    r.sampling = r.per_prompt_sampling.front();
+  } else if (params) {
+    if (!params->is_object()) {
+      return field_error("sampling_params", "must be an object or a list of one per prompt");
+    }
     SGL_RETURN_IF_ERROR(sampling_json::read_sampling_params(*params, r.sampling));
   }
   SGL_RETURN_IF_ERROR(read(o, "stream", r.stream));
@@ -498,6 +521,13 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(sampling_json::refuse_top_level_sampling(o));
   SGL_RETURN_IF_ERROR(read_token_ids_logprob(o, r.prompts.size(), r.token_ids_logprob));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
+  for (const char* key : {"return_logprob", "top_logprobs_num", "logprob_start_len"}) {
+    if (const json* v = find(o, key); v && v->is_array()) {
+      return unimplemented("'" + std::string(key) +
+                           "' as a list (one per prompt) is not supported: give one value for "
+                           "every prompt");
+    }
+  }
   SGL_RETURN_IF_ERROR(read(o, "return_logprob", r.return_logprob));
   SGL_RETURN_IF_ERROR(read(o, "top_logprobs_num", r.top_logprobs_num));
   if (r.top_logprobs_num < 0 || r.top_logprobs_num > 1024) {

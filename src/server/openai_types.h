@@ -128,8 +128,13 @@ struct ChatRequest {
 // POST /generate (SGLang native)
 struct GenerateInput {
   std::vector<PromptInput> prompts;
-  bool batch = false;  // text / input_ids was a list of prompts: answer a list
-  SamplingInput sampling;
+  bool batch = false;      // text / input_ids was a list of prompts: answer a list
+  SamplingInput sampling;  // every prompt's; the first prompt's when given per prompt
+  // sampling_params as a list (SGLang's): one per prompt, the same n in each; else empty.
+  std::vector<SamplingInput> per_prompt_sampling;
+  const SamplingInput& sampling_of(size_t prompt) const {
+    return per_prompt_sampling.empty() ? sampling : per_prompt_sampling[prompt];
+  }
   bool stream = false;
   bool return_logprob = false;
   int64_t top_logprobs_num = 0;

@@ -363,6 +363,17 @@ def test_generate_native(server):
                                       "sampling_params": {"max_new_tokens": 4,
                                                           "temperature": 0}}).json()
     assert isinstance(batch, list) and len(batch) == 2 and batch[0]["text"] == batch[1]["text"]
+    # SGLang's per-prompt sampling_params: each prompt's own, as it would be alone.
+    own = [{"max_new_tokens": 3, "temperature": 0, "ignore_eos": True},
+           {"max_new_tokens": 6, "temperature": 0, "ignore_eos": True, "stop": " little"}]
+    prompts = [PROMPT, "One day"]
+    batch = server.post("/generate", {"text": prompts, "sampling_params": own}).json()
+    alone = [server.post("/generate", {"text": t, "sampling_params": p}).json()
+             for t, p in zip(prompts, own)]
+    assert [b["text"] for b in batch] == [a["text"] for a in alone]
+    assert [b["meta_info"]["finish_reason"] for b in batch] == [
+        a["meta_info"]["finish_reason"] for a in alone]
+    assert batch[0]["meta_info"]["completion_tokens"] == 3
     r = server.post("/generate", {"text": PROMPT, "stream": True,
                                   "sampling_params": {"max_new_tokens": 8, "temperature": 0}},
                     stream=True)
