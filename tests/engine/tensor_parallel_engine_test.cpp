@@ -1,7 +1,8 @@
 // Tensor parallelism through the engine (launch_model_engine with ModelRunnerOptions::tp_size,
 // as sgl-server --tp-size runs it): concurrent requests sharing prefixes, under the radix cache,
 // chunked and mixed prefill and the overlap loop, give at tp 2 and 4 the ids tp 1 gives, and
-// logprobs within tp_f32_logprob_bound (the all-reduces' summation order); expert parallelism (tp x
+// logprobs within twice tp_f32_logprob_bound (the all-reduces' summation order, and the batching,
+// which differs between the runs); expert parallelism (tp x
 // ep) likewise; and the ranks split over nodes (--nnodes: node 0's engine sends its batches over
 // TCP to the other nodes' run_follower_node, here threads of this process, their ranks joined by
 // socket communicators).
@@ -145,7 +146,11 @@ TEST_P(TensorParallelEngine, ServesWhatOneRankServes) {
       }
     }
   }
-  EXPECT_LT(worst, test::tp_f32_logprob_bound(c.model)) << c.name;
+  // The two engines batch the requests as they happen to arrive, and a CPU GEMM's sums depend
+  // on the batch's row count: on top of the ranks' reordered sums (tp_f32_logprob_bound), one
+  // more bound's worth of batching noise (measured: up to 1.4e-5 idle, 2.3e-5 under a loaded
+  // test run, for stories260K).
+  EXPECT_LT(worst, 2 * test::tp_f32_logprob_bound(c.model)) << c.name;
   std::cout << c.name << ": logprobs within " << worst << " of tp 1\n";
 }
 
