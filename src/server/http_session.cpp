@@ -256,7 +256,7 @@ void HttpSession::on_sent(beast::error_code ec) {
   if (deferred_) {  // a non-streaming deferred reply was the response
     deferred_.reset();
   }
-  if (!keep_alive_ || hub_.draining.load()) return linger();
+  if (!keep_alive_ || hub_.draining.load()) return linger_after_watch();
   next_request();
 }
 
@@ -380,7 +380,7 @@ void HttpSession::on_raw_written(beast::error_code ec) {
 
 void HttpSession::finish_deferred() {
   deferred_.reset();
-  if (!keep_alive_ || hub_.draining.load()) return linger();
+  if (!keep_alive_ || hub_.draining.load()) return linger_after_watch();
   next_request();
 }
 
@@ -410,8 +410,23 @@ void HttpSession::on_watch(beast::error_code ec, size_t bytes) {
     next_after_watch_ = false;
     return read_request();
   }
+  if (linger_after_watch_) {
+    linger_after_watch_ = false;
+    return linger();
+  }
   if (ec) return close();  // the client went away: cancel the reply
   if (deferred_) watch();
+}
+
+// Lingers once the watch read (if any) has been cancelled: one read at a time on the stream.
+void HttpSession::linger_after_watch() {
+  if (watching_) {
+    linger_after_watch_ = true;
+    beast::error_code ec;
+    stream_.socket().cancel(ec);
+    return;
+  }
+  linger();
 }
 
 // Reads the next request once the watch read (if any) has been cancelled.

@@ -77,6 +77,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void watch();  // reads while a reply is pending, to notice a client that goes away
   void on_watch(boost::beast::error_code ec, size_t bytes);
   void next_request();
+  void linger_after_watch();
   void close();
 
   boost::beast::tcp_stream stream_;
@@ -100,7 +101,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool writing_ = false;
   bool watching_ = false;
   bool deferred_done_ = false;
-  bool next_after_watch_ = false;  // the watch read was cancelled to read the next request
+  bool next_after_watch_ = false;    // the watch read was cancelled to read the next request
+  bool linger_after_watch_ = false;  // the watch read was cancelled to linger
   bool lingering_ = false;
   bool closed_ = false;
   size_t lingered_bytes_ = 0;
