@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 #include <cstdio>
 #include <exception>
+#include <utility>
 
 #include "core/logging.h"
 #include "server/errors.h"
@@ -406,40 +407,36 @@ void HttpSession::on_watch(beast::error_code ec, size_t bytes) {
   watching_ = false;
   if (closed_) return;
   if (!ec) buffer_.commit(bytes);  // a pipelined request: kept for the next read
-  if (next_after_watch_) {
-    next_after_watch_ = false;
-    return read_request();
-  }
-  if (linger_after_watch_) {
-    linger_after_watch_ = false;
-    return linger();
+  switch (std::exchange(after_watch_, AfterWatch::kNothing)) {
+    case AfterWatch::kReadRequest:
+      return read_request();
+    case AfterWatch::kLinger:
+      return linger();
+    case AfterWatch::kNothing:
+      break;
   }
   if (ec) return close();  // the client went away: cancel the reply
   if (deferred_) watch();
 }
 
-// Lingers once the watch read (if any) has been cancelled: one read at a time on the stream.
-void HttpSession::linger_after_watch() {
+// Runs `next` (a read of its own) once the watch read, if any, has been cancelled: one read at a
+// time on the stream.
+void HttpSession::after_watch(AfterWatch next) {
   if (watching_) {
-    linger_after_watch_ = true;
+    after_watch_ = next;
     beast::error_code ec;
     stream_.socket().cancel(ec);
     return;
   }
-  linger();
+  next == AfterWatch::kLinger ? linger() : read_request();
 }
 
-// Reads the next request once the watch read (if any) has been cancelled.
+void HttpSession::linger_after_watch() { after_watch(AfterWatch::kLinger); }
+
 void HttpSession::next_request() {
   // NOTE: the caller's handler holds this session, so dropping the self-hold here is safe.
   paused_self_.reset();
-  if (watching_) {
-    next_after_watch_ = true;
-    beast::error_code ec;
-    stream_.socket().cancel(ec);
-    return;
-  }
-  read_request();
+  after_watch(AfterWatch::kReadRequest);
 }
 
 void HttpSession::close() {

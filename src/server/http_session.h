@@ -76,8 +76,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void finish_deferred();
   void watch();  // reads while a reply is pending, to notice a client that goes away
   void on_watch(boost::beast::error_code ec, size_t bytes);
-  void next_request();
-  void linger_after_watch();
+  // What runs once a cancelled watch read completes: each starts a read of its own.
+  enum class AfterWatch { kNothing, kReadRequest, kLinger };
+  void after_watch(AfterWatch next);
+  void next_request();        // reads the next request
+  void linger_after_watch();  // closes after draining what the client still sends
   void close();
 
   boost::beast::tcp_stream stream_;
@@ -101,8 +104,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool writing_ = false;
   bool watching_ = false;
   bool deferred_done_ = false;
-  bool next_after_watch_ = false;    // the watch read was cancelled to read the next request
-  bool linger_after_watch_ = false;  // the watch read was cancelled to linger
+  AfterWatch after_watch_ = AfterWatch::kNothing;  // what waits for the cancelled watch read
   bool lingering_ = false;
   bool closed_ = false;
   size_t lingered_bytes_ = 0;
