@@ -66,7 +66,7 @@ Trace read_all(std::string_view input, size_t step) {
       }
       case Event::kError: {
         const int status = reader.error().status;
-        check(status == 400 || status == 413 || status == 431 || status == 501);
+        check(status == 400 || status == 413 || status == 431 || status == 501 || status == 505);
         check(!reader.error().message.empty());
         trace.statuses.push_back(status);
         return trace;
