@@ -46,6 +46,9 @@ struct SamplingInput {
   int64_t top_k = -1;
   double min_p = 0.0;
   std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens / max_new_tokens
+  // The name the client gave that limit, for the errors about it (max_output_tokens on
+  // /v1/responses); a string literal.
+  const char* max_tokens_field = "max_tokens";
   // --preferred-sampling-params' max_new_tokens: where a request gives none, a default cut to
   // the room its prompt leaves (as a route's own default), not a limit checked against it.
   std::optional<int64_t> default_max_tokens;

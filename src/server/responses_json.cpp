@@ -376,6 +376,7 @@ Result<ResponsesRequest> parse_responses_request(std::string_view body,
     chat["rid"] = *id;
   }
   SGL_ASSIGN_OR_RETURN(out.chat, request_json::parse_chat_object(chat, defaults));
+  if (out.max_output_tokens) out.chat.sampling.max_tokens_field = "max_output_tokens";
   if (out.reasoning_effort) out.chat.thinking = *out.reasoning_effort != "none";
   return out;
 }

@@ -174,7 +174,11 @@ Status read_sampling(const json& o, SamplingInput& s, bool native) {
   SGL_RETURN_IF_ERROR(read(o, "top_k", s.top_k));
   SGL_RETURN_IF_ERROR(read(o, "min_p", s.min_p));
   SGL_RETURN_IF_ERROR(read(o, "seed", s.seed));
-  if (native) SGL_RETURN_IF_ERROR(read(o, "sampling_seed", s.seed));
+  if (native && find(o, "sampling_seed") != nullptr) {
+    if (find(o, "seed") != nullptr)
+      return field_error("sampling_seed", "and 'seed' name the same seed: give one");
+    SGL_RETURN_IF_ERROR(read(o, "sampling_seed", s.seed));
+  }
   SGL_RETURN_IF_ERROR(read_stop(o, "stop", s.stop));
   SGL_RETURN_IF_ERROR(read_stop(o, "stop_regex", s.stop_regex));
   if (auto compiled = tokenizer::StopRegexMatcher::compile(s.stop_regex); !compiled.ok()) {
@@ -196,7 +200,10 @@ Status read_sampling(const json& o, SamplingInput& s, bool native) {
   SGL_RETURN_IF_ERROR(read(o, "frequency_penalty", s.frequency_penalty));
   SGL_RETURN_IF_ERROR(read(o, "repetition_penalty", s.repetition_penalty));
   SGL_RETURN_IF_ERROR(read(o, native ? "min_new_tokens" : "min_tokens", s.min_tokens));
-  if (native) SGL_RETURN_IF_ERROR(read(o, "max_new_tokens", s.max_tokens));
+  if (native) {
+    SGL_RETURN_IF_ERROR(read(o, "max_new_tokens", s.max_tokens));
+    s.max_tokens_field = "max_new_tokens";
+  }
 
   if (s.temperature < 0) return field_error("temperature", "must be >= 0");
   if (!(s.top_p > 0 && s.top_p <= 1)) return field_error("top_p", "must be in (0, 1]");
@@ -233,7 +240,7 @@ Status check_min_tokens(const SamplingInput& s, bool native) {
   const std::optional<int64_t> max_tokens = s.max_tokens ? s.max_tokens : s.default_max_tokens;
   if (max_tokens && s.min_tokens > *max_tokens) {
     return field_error(native ? "min_new_tokens" : "min_tokens",
-                       "must be <= " + std::string(native ? "max_new_tokens" : "max_tokens") +
+                       "must be <= " + std::string(s.max_tokens_field) +
                            " (" + std::to_string(*max_tokens) + "), got " +
                            std::to_string(s.min_tokens));
   }
@@ -241,8 +248,10 @@ Status check_min_tokens(const SamplingInput& s, bool native) {
 }
 
 Status read_max_tokens(const json& o, const char* key, SamplingInput& s) {
+  if (find(o, key) == nullptr) return Status::ok_status();
   SGL_RETURN_IF_ERROR(read(o, key, s.max_tokens));
   if (s.max_tokens && *s.max_tokens < 0) return field_error(key, "must be >= 0");
+  s.max_tokens_field = key;
   return Status::ok_status();
 }
 
