@@ -66,6 +66,9 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
   SGL_RETURN_IF_ERROR(checked);
 
   SGL_RETURN_IF_ERROR(check_no_extra_layers(c, weights.source(), weight_prefix_ + "layers."));
+  if (weights.source() != nullptr && options_.tp.rank == 0) {  // every rank reads the same names
+    warn_unread_tensors(*weights.source(), weights.unread_tensors());
+  }
 
   ModelMemoryPlan plan;
   plan.weights = weights.checked_bytes() - before;
@@ -124,6 +127,8 @@ Status DecoderForCausalLM::load_weights(WeightLoader& w) {
   // would never run.
   if (!c.tie_word_embeddings && !options_.is_embedding) {
     SGL_RETURN_IF_ERROR(load_linear(w, vocab_table("lm_head"), lm_head_));
+  } else {
+    w.expect_unread("lm_head.weight");
   }
   return Status::ok_status();
 }

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "backend/backend.h"
+#include "core/logging.h"
 #include "model/config_bounds.h"
 
 namespace sgl::model {
@@ -47,6 +48,23 @@ Status check_no_extra_layers(const ModelConfig& config, const WeightSource* sour
                             std::to_string(config.num_hidden_layers));
   }
   return Status::ok_status();
+}
+
+void warn_unread_tensors(const WeightSource& source, const std::vector<std::string>& unread) {
+  constexpr size_t kNamed = 8;  // the rest are counted
+  constexpr std::string_view kLegacyRope = "rotary_emb.inv_freq";
+  std::string names;
+  size_t count = 0;
+  for (const std::string& name : unread) {
+    if (name.ends_with(kLegacyRope)) continue;
+    if (count++ < kNamed) names += (names.empty() ? "" : ", ") + name;
+  }
+  if (count == 0) return;
+  if (count > kNamed) names += ", ... (" + std::to_string(count - kNamed) + " more)";
+  SGL_LOG_WARN << source.describe() << ": " << count
+               << " checkpoint tensor(s) are not used by the model (is the config's architecture "
+                  "the checkpoint's?): "
+               << names;
 }
 
 Status check_fits(Device device, const ModelMemoryPlan& plan, int64_t max_positions) {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/device.h"
 #include "core/status.h"
@@ -21,6 +23,12 @@ Status check_model_options(const ModelOptions& options);
 // ("model.layers."). `source` null (dummy weights) passes.
 Status check_no_extra_layers(const ModelConfig& config, const WeightSource* source,
                              std::string_view layers_prefix);
+
+// Logs a warning naming the checkpoint tensors in `unread` (WeightLoader::unread_tensors):
+// a checkpoint for another architecture or config loads without them, silently different (a
+// bias the config does not declare, a module the architecture lacks). transformers and SGLang
+// warn alike. Legacy RoPE buffers (rotary_emb.inv_freq) are expected and not named.
+void warn_unread_tensors(const WeightSource& source, const std::vector<std::string>& unread);
 
 // The plan must fit the device: GPU memory is not overcommitted (cudaMalloc fails, and fails
 // by aborting), and host memory past the machine's RAM cannot be resident either.

@@ -79,6 +79,7 @@ Status WeightLoader::check(const std::string& name, const std::vector<int64_t>& 
                            const TensorSlice& slice) {
   SGL_RETURN_IF_ERROR(check_slice(name, shape, slice));
   if (source_ != nullptr) {
+    asked_.insert(name);
     SGL_RETURN_IF_ERROR(source_->check(name, shape));
     if (!slice.whole()) {  // a block format must be cut at whole blocks
       SGL_ASSIGN_OR_RETURN(std::optional<StoredTensor> stored, source_->stored(name, shape));
@@ -90,6 +91,15 @@ Status WeightLoader::check(const std::string& name, const std::vector<int64_t>& 
   for (int64_t d : slice.shape_of(shape)) n *= d;
   checked_bytes_ += n * static_cast<int64_t>(dtype_size(dtype_));
   return Status::ok_status();
+}
+
+std::vector<std::string> WeightLoader::unread_tensors() const {
+  std::vector<std::string> unread;
+  if (source_ == nullptr) return unread;
+  for (std::string& name : source_->names()) {
+    if (!asked_.contains(name)) unread.push_back(std::move(name));
+  }
+  return unread;
 }
 
 Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> shape,

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "backend/stream.h"
@@ -63,6 +64,11 @@ class WeightLoader {
   void set_check_only(bool on) { check_only_ = on; }
   // Bytes (in dtype()) of the tensors loaded while check-only.
   int64_t checked_bytes() const { return checked_bytes_; }
+  // The source's tensors that no check-only load asked for and that expect_unread() did not
+  // name, sorted: what the model never reads (empty for dummy weights).
+  std::vector<std::string> unread_tensors() const;
+  // `name` stays unread on purpose (another rank's expert, a tied LM head's copy).
+  void expect_unread(const std::string& name) { asked_.insert(name); }
   // File bytes of the reads queued so far (a tensor-parallel rank's: only its shards', but for
   // tensors only the host converts, which are read whole).
   uint64_t bytes_read() const { return uploader_ ? uploader_->bytes_queued() : 0; }
@@ -107,6 +113,7 @@ class WeightLoader {
   uint64_t dummy_count_ = 0;  // each dummy tensor draws from its own seed
   bool check_only_ = false;
   int64_t checked_bytes_ = 0;
+  std::unordered_set<std::string> asked_;  // checked or expected unread (unread_tensors())
   std::unique_ptr<WeightUploader> uploader_;  // with a source
   std::chrono::steady_clock::time_point start_;
 };

@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "kernels/moe.h"
 #include "model/model_registry.h"
@@ -156,6 +159,46 @@ TEST(ArchitecturesTest, MoePlanCountsExpertsAndWorkspace) {
   const int64_t workspace = kernels::fused_moe_workspace_bytes(Device::cpu(), 64, 2, 8, 128, 64);
   // Scratch of the MoE block: router logits, top-k weights and ids, workspace, output.
   EXPECT_GE(plan->activations, workspace + 64 * (8 + 2 + 2 + 128) * 4);
+}
+
+// The tensors of `model`'s checkpoint that its load (as `edit` changes the config) never reads.
+std::vector<std::string> unread_tensors(const std::string& model,
+                                        const std::function<void(ModelConfig&)>& edit = {}) {
+  const auto dir = test_util::testdata_models_dir() / model;
+  Result<ModelConfig> config = load_model_config(dir);
+  EXPECT_TRUE(config.ok()) << config.status().to_string();
+  if (!config.ok()) return {};
+  if (edit) edit(*config);
+  auto source = SafetensorsWeightSource::open(dir);
+  EXPECT_TRUE(source.ok()) << source.status().to_string();
+  if (!source.ok()) return {};
+  WeightLoader weights(source->get(), cpu_allocator(), DType::kF32, backend::Stream{});
+  Result<ModelMemoryPlan> plan = plan_model(*config, weights, ModelOptions{64, 4, 128});
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  return weights.unread_tensors();
+}
+
+// Each test model's load reads every tensor of its checkpoint (a tied model's has no LM head);
+// the load warns about the ones it does not (warn_unread_tensors).
+TEST(ArchitecturesTest, TestModelsReadEveryCheckpointTensor) {
+  for (const std::string model : {"tiny-llama", "tiny-llama-tied", "tiny-qwen2", "tiny-qwen3",
+                                  "tiny-mixtral", "tiny-qwen2-moe", "tiny-qwen3-moe"}) {
+    SCOPED_TRACE(model);
+    EXPECT_EQ(unread_tensors(model), std::vector<std::string>{});
+  }
+}
+
+// A config that does not match its checkpoint leaves tensors unread: here Qwen2's q/k/v biases
+// under a config that declares none.
+TEST(ArchitecturesTest, TensorsAConfigDoesNotDeclareAreUnread) {
+  const std::vector<std::string> unread =
+      unread_tensors("tiny-qwen2", [](ModelConfig& c) { c.attention_bias = false; });
+  ASSERT_FALSE(unread.empty());
+  for (const std::string& name : unread) {
+    EXPECT_TRUE(name.ends_with("_proj.bias")) << name;
+  }
+  EXPECT_TRUE(std::find(unread.begin(), unread.end(), "model.layers.0.self_attn.q_proj.bias") !=
+              unread.end());
 }
 
 }  // namespace

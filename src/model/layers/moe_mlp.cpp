@@ -88,11 +88,18 @@ Status MoeMlp::load(WeightLoader& w, const std::string& prefix) {
   // The rank's experts: all of them, or at ep > 1 its group's.
   const ShardRange experts = local_experts(s.num_experts, s.ep);
   std::vector<std::string> gate_up, down;
-  for (int64_t e = experts.start; e < experts.start + experts.size; ++e) {
+  for (int64_t e = 0; e < s.num_experts; ++e) {
     const std::string expert = block + "experts." + std::to_string(e) + ".";
-    gate_up.push_back(expert + s.names.gate_proj + ".weight");
-    gate_up.push_back(expert + s.names.up_proj + ".weight");
-    down.push_back(expert + s.names.down_proj + ".weight");
+    const std::string names[] = {expert + s.names.gate_proj + ".weight",
+                                 expert + s.names.up_proj + ".weight",
+                                 expert + s.names.down_proj + ".weight"};
+    if (e < experts.start || e >= experts.start + experts.size) {
+      for (const std::string& name : names) w.expect_unread(name);  // another group's expert
+      continue;
+    }
+    gate_up.push_back(names[0]);
+    gate_up.push_back(names[1]);
+    down.push_back(names[2]);
   }
   const int64_t e = experts.size, h = s.hidden_size, i = s.intermediate_size;
   // Each expert's gate and up split by intermediate rows, its down by the matching columns, as a
