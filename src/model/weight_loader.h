@@ -113,7 +113,7 @@ class WeightLoader {
   uint64_t dummy_count_ = 0;  // each dummy tensor draws from its own seed
   bool check_only_ = false;
   int64_t checked_bytes_ = 0;
-  std::unordered_set<std::string> asked_;  // checked or expected unread (unread_tensors())
+  std::unordered_set<std::string> asked_;     // checked or expected unread (unread_tensors())
   std::unique_ptr<WeightUploader> uploader_;  // with a source
   std::chrono::steady_clock::time_point start_;
 };
