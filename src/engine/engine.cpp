@@ -242,8 +242,10 @@ void Engine::post(Message message) {
   answer_unserved(message);
 }
 
-void Engine::answer_unserved(Message& message) const {
+void Engine::answer_unserved(Message& message) {
   if (auto* s = std::get_if<Submit>(&message)) {
+    --queued_;
+    queued_tokens_ -= static_cast<int64_t>(s->request.input_ids.size());
     StreamEvent event;
     event.finished =
         scheduler::FinishState{scheduler::FinishReason::kAbort, -1, "the engine is shutting down"};
@@ -284,12 +286,23 @@ bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
     } else if (auto* a = std::get_if<Abort>(&m)) {
       scheduler_->abort(a->rid, "aborted by the client");
     } else if (auto* f = std::get_if<Flush>(&m)) {
-      f->done.set_value(scheduler_->flush_cache());
+      if (scheduler_->idle() && scheduler_->in_flight_batches() > 0) {
+        settling_flushes_.push_back(std::move(*f));
+      } else {
+        f->done.set_value(scheduler_->flush_cache());
+      }
     } else if (auto* st = std::get_if<Stats>(&m)) {
       st->done.set_value(make_stats());
     }
   }
   return true;
+}
+
+void Engine::answer_settled_flushes() {
+  if (settling_flushes_.empty() || scheduler_->in_flight_batches() > 0) return;
+  // False when requests came in meanwhile, as a flush asked for while they run.
+  for (Flush& f : settling_flushes_) f.done.set_value(scheduler_->flush_cache());
+  settling_flushes_.clear();
 }
 
 void Engine::dispatch_updates() {
@@ -410,6 +423,7 @@ void Engine::loop(runner::BatchRunner& runner) {
     const double t = thread_cpu_s();
     dispatch_updates();
     cpu_s += thread_cpu_s() - t;
+    answer_settled_flushes();
     if (is_decode) {
       decode_cpu_s_ += cpu_s;
       ++decode_steps_;
@@ -430,6 +444,7 @@ void Engine::loop(runner::BatchRunner& runner) {
   }
   // Shutdown: finish what is in flight, then abort everything left, queued messages included.
   while (!in_flight.empty()) finish_oldest();
+  answer_settled_flushes();
   abort_all("the engine is shutting down");
   std::lock_guard lock(inbox_mutex_);
   for (Message& m : inbox_) answer_unserved(m);

@@ -126,10 +126,13 @@ class Engine {
   Result<std::shared_ptr<RequestStream>> enqueue(GenerateRequest request);
   void post(Message message);
   // Answers a message the loop will not handle (it is shutting down or gone): a submit ends
-  // with an abort, a flush fails, stats are what the scheduler last had.
-  void answer_unserved(Message& message) const;
+  // with an abort (and leaves the load counters), a flush fails, stats are what the scheduler
+  // last had.
+  void answer_unserved(Message& message);
   void loop(runner::BatchRunner& runner);
   bool handle_inbox(std::chrono::milliseconds max_wait);
+  // Answers the flushes that waited for the batches in flight to settle, once none is.
+  void answer_settled_flushes();
   void dispatch_updates();
   void record_streamed_tokens(int64_t n);
   void abort_all(const std::string& reason);
@@ -145,6 +148,9 @@ class Engine {
   std::map<uint64_t, Tracked> streams_;  // engine thread only
   // dispatch_updates' buffer, kept so that streaming a step's updates allocates no vector.
   std::vector<scheduler::ReqUpdate> updates_;  // engine thread only
+  // Flushes asked for while no request ran but batches of finished ones were still in flight
+  // (the overlap loop): answered once those are processed, not refused (engine thread only).
+  std::vector<Flush> settling_flushes_;
   std::atomic<uint64_t> next_rid_;
   std::atomic<int64_t> queued_{0};         // submitted, not yet finished
   std::atomic<int64_t> queued_tokens_{0};  // their prompt tokens

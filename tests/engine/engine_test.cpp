@@ -115,6 +115,36 @@ TEST_P(EngineLoops, AbortEndsTheStreamAndFreesMemory) {
   EXPECT_TRUE(fe.engine->last_integrity().ok());
 }
 
+// A flush asked for as soon as the last request ends on a stop token succeeds: under overlap
+// the batch scheduled after the one that finished it is still in flight, and the flush waits
+// for it instead of answering "requests are running" (the step time keeps it in flight).
+TEST_P(EngineLoops, FlushRightAfterAStopTokenSucceeds) {
+  const EngineOptions o = fake_options(GetParam());
+  Engine engine(o);
+  auto fake = std::make_unique<test::FakeBatchRunner>(engine.req_to_token_pool(), o.num_kv_slots,
+                                                      kVocab);
+  fake->set_step_time(std::chrono::milliseconds(20));
+  engine.set_check_integrity(true);
+  engine.start(std::move(fake));
+  GenerateRequest r = test::greedy_ids_request(prompt_of(3), 40);
+  const std::vector<int32_t> free_run = test::fake_reference(r.input_ids, 40, kVocab, {});
+  // The third token, unless it came earlier: the request stops on it mid-run.
+  size_t stop_at = 2;
+  while (std::find(free_run.begin(), free_run.begin() + stop_at, free_run[stop_at]) !=
+         free_run.begin() + stop_at) {
+    ++stop_at;
+  }
+  r.stop_token_ids = {free_run[stop_at]};
+  auto stream = engine.submit(r);
+  ASSERT_TRUE(stream.ok());
+  const test::Outcome got = collect(**stream);
+  EXPECT_EQ(got.finish.reason, scheduler::FinishReason::kStop);
+  EXPECT_EQ(got.ids.size(), stop_at + 1);
+  EXPECT_TRUE(engine.flush_cache());
+  EXPECT_EQ(engine.get_stats().scheduler.kv_used, 0);
+  EXPECT_TRUE(engine.last_integrity().ok()) << engine.last_integrity().to_string();
+}
+
 TEST_P(EngineLoops, StatsReportRunningWaitingAndUsage) {
   // Long enough that the running pair is still running when the stats are read, however late
   // a loaded machine schedules this thread (150 steps were a few milliseconds: a flake).

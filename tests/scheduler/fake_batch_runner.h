@@ -4,7 +4,9 @@
 // proves the bookkeeping.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "cache/req_to_token_pool.h"
@@ -37,6 +39,8 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
 
   void set_memory(int32_t memory) { memory_ = memory; }
   int32_t memory() const { return memory_; }
+  // Each batch takes at least this long (a model's step time; set before the engine starts).
+  void set_step_time(std::chrono::microseconds t) { step_time_ = t; }
 
   runner::ExecResult compute(const runner::ExecBatch& batch) override {
     runner::ExecResult result;
@@ -69,6 +73,7 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
       computed_tokens_ += r.extend_len;
     }
     ++batches_;
+    if (step_time_.count() > 0) std::this_thread::sleep_for(step_time_);
     return result;
   }
 
@@ -79,6 +84,7 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
   cache::ReqToTokenTable table_;
   int32_t vocab_;
   int32_t memory_ = 0;
+  std::chrono::microseconds step_time_{0};
   std::vector<int32_t> kv_;      // [num_kv_slots]: token id whose "KV" the slot holds
   std::vector<int32_t> tokens_;  // [rows, context]: token ids per row position
   int64_t computed_tokens_ = 0;
