@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <string_view>
 
 namespace sgl::app {
 
@@ -12,36 +14,70 @@ Result<CliArgs> CliArgs::parse(int argc, char** argv, const FlagSets& flags) {
   return parse(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), flags);
 }
 
+namespace {
+
+bool is_flag(const std::string& arg) { return arg.rfind("--", 0) == 0; }
+
+// `arg` as the flag it names: itself, the flag it is an alias of, or, as Python's argparse
+// reads an abbreviation, the one flag it is a prefix of (`--mem-frac`). Empty when unknown.
+Result<std::string> resolve_flag(const std::string& arg, const FlagSets& flags) {
+  auto target = [&](const std::string& name) {
+    auto alias = flags.aliases.find(name);
+    return alias == flags.aliases.end() ? name : alias->second;
+  };
+  if (flags.switches.count(arg) || flags.values.count(arg) || flags.aliases.count(arg)) {
+    return target(arg);
+  }
+  std::set<std::string> matches;  // the flags (not aliases) that names starting with arg mean
+  std::string listed;
+  for (const auto* names : {&flags.switches, &flags.values}) {
+    for (const std::string& name : *names) {
+      if (name.rfind(arg, 0) == 0 && matches.insert(name).second) listed += " " + name;
+    }
+  }
+  for (const auto& [alias, name] : flags.aliases) {
+    if (alias.rfind(arg, 0) == 0 && matches.insert(name).second) listed += " " + name;
+  }
+  if (matches.size() > 1) {
+    return invalid_argument("ambiguous flag '" + arg + "': it could be any of" + listed);
+  }
+  return matches.empty() ? std::string() : *matches.begin();
+}
+
+}  // namespace
+
 Result<CliArgs> CliArgs::parse(const std::vector<std::string>& argv, const FlagSets& flags) {
   CliArgs args;
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string arg = argv[i];
-    if (arg.rfind("--", 0) != 0) return invalid_argument("unexpected argument '" + arg + "'");
+    if (!is_flag(arg)) return invalid_argument("unexpected argument '" + arg + "'");
     std::optional<std::string> inline_value;
     if (const auto eq = arg.find('='); eq != std::string::npos) {
       inline_value = arg.substr(eq + 1);
       arg = arg.substr(0, eq);
     }
-    if (auto alias = flags.aliases.find(arg); alias != flags.aliases.end()) arg = alias->second;
-    if (flags.switches.count(arg)) {
-      if (inline_value) return invalid_argument(arg + " takes no value");
-      args.values_[arg] = "";
-    } else if (flags.values.count(arg)) {
-      if (inline_value) {
-        args.values_[arg] = *inline_value;
-      } else if (i + 1 < argv.size()) {
-        std::string value = argv[++i];
-        while (flags.multi_values.count(arg) && i + 1 < argv.size() &&
-               argv[i + 1].rfind("--", 0) != 0) {
-          value += " " + argv[++i];
-        }
-        args.values_[arg] = std::move(value);
-      } else {
-        return invalid_argument(arg + " needs a value");
-      }
-    } else {
-      return invalid_argument("unknown flag '" + arg + "' (see --help)");
+    SGL_ASSIGN_OR_RETURN(const std::string flag, resolve_flag(arg, flags));
+    if (flag.empty()) return invalid_argument("unknown flag '" + arg + "' (see --help)");
+    if (flags.switches.count(flag)) {
+      if (inline_value) return invalid_argument(flag + " takes no value");
+      args.values_[flag] = "";
+      continue;
     }
+    if (inline_value) {
+      args.values_[flag] = *inline_value;
+      continue;
+    }
+    // A flag next is not this one's value (argparse's rule): `--api-key $EMPTY --x` must not
+    // start with the key "--x". `--flag=--value` passes one that starts with dashes.
+    if (i + 1 >= argv.size() || is_flag(argv[i + 1])) {
+      return invalid_argument(flag + " needs a value" +
+                              (i + 1 < argv.size() ? ", got the flag " + argv[i + 1] : ""));
+    }
+    std::string value = argv[++i];
+    while (flags.multi_values.count(flag) && i + 1 < argv.size() && !is_flag(argv[i + 1])) {
+      value += " " + argv[++i];
+    }
+    args.values_[flag] = std::move(value);
   }
   return args;
 }
@@ -72,6 +108,64 @@ Result<int64_t> CliArgs::get_int(const std::string& flag, int64_t fallback) cons
   if (ec != std::errc() || ptr != v->data() + v->size()) {
     return invalid_argument(flag + " expects an integer, got '" + *v + "'");
   }
+  return out;
+}
+
+Result<int64_t> CliArgs::get_human_int(const std::string& flag, int64_t fallback) const {
+  auto v = get(flag);
+  if (!v) return fallback;
+  struct Suffix {
+    std::string_view name;
+    int64_t multiplier;
+    bool decimals;
+  };
+  // IEC first: "Ki" must not be read as "K" (not a suffix) or as a number ending in "i".
+  static constexpr Suffix kSuffixes[] = {{"Ki", int64_t{1} << 10, false},
+                                         {"Mi", int64_t{1} << 20, false},
+                                         {"Gi", int64_t{1} << 30, false},
+                                         {"Ti", int64_t{1} << 40, false},
+                                         {"k", 1'000, true},
+                                         {"M", 1'000'000, true},
+                                         {"G", 1'000'000'000, true},
+                                         {"T", 1'000'000'000'000, true}};
+  const std::string_view text(*v);
+  const Status bad = invalid_argument(
+      flag +
+      " expects an integer, optionally with a suffix (1k, 1M, 1Ki, 1Mi; case-sensitive), "
+      "got '" +
+      *v + "'");
+  for (const Suffix& suffix : kSuffixes) {
+    if (text.size() <= suffix.name.size() || !text.ends_with(suffix.name)) continue;
+    const std::string_view number = text.substr(0, text.size() - suffix.name.size());
+    const size_t dot = number.find('.');
+    const std::string_view whole = number.substr(0, dot);
+    const std::string_view fraction =
+        dot == std::string_view::npos ? std::string_view() : number.substr(dot + 1);
+    auto digits = [](std::string_view d) {
+      return !d.empty() && d.find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    if (!digits(whole) || (dot != std::string_view::npos && !digits(fraction))) return bad;
+    if (dot != std::string_view::npos && !suffix.decimals) {
+      return invalid_argument(flag + " '" + *v + "': decimals are not allowed with IEC suffixes");
+    }
+    // The fraction's digits past the multiplier's add less than one: dropped (SI multipliers
+    // are powers of ten, so multiplier / scale is exact).
+    int64_t part = 0, scale = 1;
+    for (size_t i = 0; i < fraction.size() && scale < suffix.multiplier; ++i) {
+      part = part * 10 + (fraction[i] - '0');
+      scale *= 10;
+    }
+    part *= suffix.multiplier / scale;
+    int64_t units = 0;
+    if (std::from_chars(whole.data(), whole.data() + whole.size(), units).ec != std::errc() ||
+        units > (std::numeric_limits<int64_t>::max() - part) / suffix.multiplier) {
+      return invalid_argument(flag + " '" + *v + "' is too large");
+    }
+    return units * suffix.multiplier + part;
+  }
+  int64_t out = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return bad;
   return out;
 }
 

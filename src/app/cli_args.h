@@ -38,6 +38,9 @@ class CliArgs {
   std::optional<std::string> get(const std::string& flag) const;
   Result<double> get_double(const std::string& flag, double fallback) const;
   Result<int64_t> get_int(const std::string& flag, int64_t fallback) const;
+  // An integer, or one with SGLang's size suffixes (case-sensitive): SI k / M / G / T (decimals
+  // allowed, the product truncated: "25.6k" is 25600) or IEC Ki / Mi / Gi / Ti (integers only).
+  Result<int64_t> get_human_int(const std::string& flag, int64_t fallback) const;
   // Comma-separated integers ("1,2,3").
   Result<std::vector<int32_t>> get_int_list(const std::string& flag) const;
 

@@ -21,11 +21,15 @@ using enum FlagSupport;
 // select sgl.cpp's own choice for the device. MLA and vendor backends are refused by name.
 constexpr std::array<std::string_view, 7> kSglangAttentionBackends = {
     "flashinfer", "fa3", "fa4", "triton", "torch_native", "trtllm_mha", "flex_attention"};
+constexpr std::array<std::string_view, 4> kOwnAttentionBackends = {"auto", "flash", "cuda_ref",
+                                                                   "cpu"};
 constexpr std::array<std::string_view, 9> kUnsupportedAttentionBackends = {
     "flashmla",  "cutlass_mla", "trtllm_mla",           "aiter", "wave", "ascend",
     "intel_amx", "intel_xpu",   "dual_chunk_flash_attn"};
 
-Result<LogLevel> parse_log_level(const std::string& level) {
+Result<LogLevel> parse_log_level(std::string level) {
+  // Any case, as SGLang (Python's logging names are upper case).
+  for (char& c : level) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (level == "debug") return LogLevel::kDebug;
   if (level == "info") return LogLevel::kInfo;
   if (level == "warn" || level == "warning") return LogLevel::kWarn;
@@ -49,6 +53,11 @@ Result<std::string> parse_attention_backend(const std::string& name,
     return invalid_argument("--attention-backend " + name +
                             " is not supported: sgl.cpp has no MLA models or vendor kernels "
                             "(use auto, flash, cuda_ref or cpu)");
+  }
+  if (!in(kOwnAttentionBackends)) {  // checked here, not once the weights are loaded
+    return invalid_argument("unknown --attention-backend '" + name +
+                            "' (auto, flash, cuda_ref, cpu, or SGLang's flashinfer, fa3, fa4, "
+                            "triton, torch_native, trtllm_mha, flex_attention)");
   }
   return name;
 }
@@ -78,8 +87,9 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "auto"},
       {.name = "--context-length",
        .value = "N",
-       .help = "Longest sequence; above the model's max_position_embeddings only with "
-               "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 in the environment.",
+       .help = "Longest sequence (SGLang's size suffixes: 32k, 1M, 32Ki); above the model's "
+               "max_position_embeddings only with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 in "
+               "the environment.",
        .default_value = "the model's"},
       {.name = "--load-format",
        .value = "auto|safetensors|gguf|dummy",
@@ -150,7 +160,7 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "256"},
       {.name = "--max-prefill-tokens",
        .value = "N",
-       .help = "Prompt tokens admitted per prefill batch.",
+       .help = "Prompt tokens admitted per prefill batch (size suffixes as --context-length).",
        .default_value = "16384"},
       {.name = "--chunked-prefill-size",
        .value = "N",
@@ -168,7 +178,8 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "1.0"},
       {.name = "--max-total-tokens",
        .value = "N",
-       .help = "KV cache slots; 0 sizes the pool from free memory.",
+       .help = "KV cache slots (size suffixes as --context-length); 0 sizes the pool from free "
+               "memory.",
        .default_value = "0"},
       {.name = "--mem-fraction-static",
        .value = "X",
@@ -185,7 +196,7 @@ std::span<const FlagSpec> engine_flag_table() {
                "N and their request id (and the random schedule policy shuffles by N); "
                "unset: from the OS's entropy."},
       {.name = "--log-level",
-       .value = "debug|info|warning|error|critical",
+       .value = "debug|info|warning|error|critical (any case)",
        .help = "Least severe log line printed.",
        .default_value = "info for sgl-server, warning for the other tools"},
       {.name = "--disable-radix-cache", .help = "No prefix reuse between requests."},
@@ -347,15 +358,16 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   for (std::string& note : all_reduce_notes(s.runner)) s.notes.push_back(std::move(note));
   SGL_ASSIGN_OR_RETURN(s.runner.cuda_graph_max_bs, args.get_int("--cuda-graph-max-bs", 256));
   if (s.runner.cuda_graph_max_bs < 1) return invalid_argument("--cuda-graph-max-bs must be >= 1");
-  SGL_ASSIGN_OR_RETURN(s.runner.context_length, args.get_int("--context-length", 0));
+  SGL_ASSIGN_OR_RETURN(s.runner.context_length, args.get_human_int("--context-length", 0));
   // SGLang's switch for a context past the model's trained length (RoPE beyond its positions).
-  // As SGLang reads it: "1" or "true" in any case.
+  // As SGLang reads a boolean environment variable: 1, true, yes or y in any case.
   std::string longer(std::getenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN") != nullptr
                          ? std::getenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN")
                          : "");
   for (char& c : longer) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  s.runner.allow_longer_context = longer == "1" || longer == "true";
-  SGL_ASSIGN_OR_RETURN(s.runner.num_kv_slots, args.get_int("--max-total-tokens", 0));
+  s.runner.allow_longer_context =
+      longer == "1" || longer == "true" || longer == "yes" || longer == "y";
+  SGL_ASSIGN_OR_RETURN(s.runner.num_kv_slots, args.get_human_int("--max-total-tokens", 0));
   SGL_ASSIGN_OR_RETURN(s.runner.mem_fraction_static, args.get_double("--mem-fraction-static", 0));
   if (s.runner.context_length < 0 || s.runner.num_kv_slots < 0 ||
       !(s.runner.mem_fraction_static >= 0 && s.runner.mem_fraction_static < 1)) {
@@ -365,7 +377,7 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   }
   scheduler::SchedulerOptions& o = s.engine.scheduler;
   SGL_ASSIGN_OR_RETURN(int64_t running, args.get_int("--max-running-requests", 256));
-  SGL_ASSIGN_OR_RETURN(o.max_prefill_tokens, args.get_int("--max-prefill-tokens", 16384));
+  SGL_ASSIGN_OR_RETURN(o.max_prefill_tokens, args.get_human_int("--max-prefill-tokens", 16384));
   SGL_ASSIGN_OR_RETURN(o.chunked_prefill_size, args.get_int("--chunked-prefill-size", 8192));
   SGL_ASSIGN_OR_RETURN(o.schedule_conservativeness,
                        args.get_double("--schedule-conservativeness", 1.0));
@@ -377,6 +389,15 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
         "--max-running-requests, --max-prefill-tokens and "
         "--schedule-conservativeness must be positive");
   }
+  // Token counts past 2^30 mean "no limit" to nobody: they only overflow the budgets' sums.
+  constexpr int64_t kMaxTokenCount = int64_t{1} << 30;
+  if (o.max_prefill_tokens > kMaxTokenCount || o.chunked_prefill_size > kMaxTokenCount ||
+      s.runner.num_kv_slots > kMaxTokenCount || s.runner.context_length > kMaxTokenCount) {
+    return invalid_argument(
+        "--max-prefill-tokens, --chunked-prefill-size, --max-total-tokens and --context-length "
+        "must be at most 2^30 (1Gi)");
+  }
+  if (seed < 0) return invalid_argument("--random-seed must be >= 0 (as numpy's seed)");
   o.max_running_requests = static_cast<int32_t>(running);
   o.random_seed = static_cast<uint64_t>(seed);
   if (args.has("--random-seed")) s.engine.unseeded_sampling_seed = static_cast<uint64_t>(seed);

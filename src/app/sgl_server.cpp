@@ -16,6 +16,7 @@
 #include "engine/load_balance.h"
 #include "function_call/output_parser.h"
 #include "model/model_source.h"
+#include "server/chat_template_loader.h"
 #include "server/openai_json.h"
 #include "server/serve.h"
 #include "server/termination_signals.h"
@@ -97,7 +98,8 @@ std::span<const FlagSpec> server_flag_table() {
        .help = "How requests are spread over the --dp-size replicas: round_robin, "
                "shortest_queue (fewest unfinished requests), minimum_tokens (fewest unfinished "
                "prompt tokens), cache_aware (the replica sent the longest prefix of the prompt "
-               "before, unless it is overloaded; cold prompts to the least loaded).",
+               "before, unless it is overloaded; cold prompts to the least loaded). SGLang "
+               "0.5's auto, total_requests and total_tokens name the first three.",
        .default_value = "round_robin"},
       {.name = "--http-threads", .value = "N", .help = "HTTP I/O threads.", .default_value = "4"},
       {.name = "--http-read-timeout",
@@ -257,6 +259,9 @@ int run(int argc, char** argv) {
     const Status followed =
         engine::run_follower_node(o.model_path, setup.runner, setup.engine, setup.nodes);
     return followed.ok() ? 0 : fail(followed);
+  }
+  if (!o.chat_template_path.empty()) {  // before the minutes a model may take to load
+    if (Status s = server::check_chat_template_file(o.chat_template_path); !s.ok()) return fail(s);
   }
   // Before any thread starts, so that every thread inherits the mask and serve() gets them.
   server::block_termination_signals();

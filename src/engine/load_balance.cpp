@@ -51,9 +51,18 @@ Result<LoadBalanceMethod> parse_load_balance_method(std::string_view name) {
                               LoadBalanceMethod::kMinimumTokens, LoadBalanceMethod::kCacheAware}) {
     if (load_balance_method_name(m) == name) return m;
   }
+  // SGLang 0.5's names for the same rules (auto is round robin outside PD disaggregation).
+  if (name == "auto") return LoadBalanceMethod::kRoundRobin;
+  if (name == "total_requests") return LoadBalanceMethod::kShortestQueue;
+  if (name == "total_tokens") return LoadBalanceMethod::kMinimumTokens;
+  if (name == "follow_bootstrap_room") {
+    return invalid_argument(
+        "--load-balance-method follow_bootstrap_room is for prefill-decode disaggregation, which "
+        "sgl.cpp does not implement");
+  }
   return invalid_argument(
-      "--load-balance-method expects round_robin, shortest_queue, "
-      "minimum_tokens or cache_aware, got '" +
+      "--load-balance-method expects round_robin, shortest_queue (total_requests), "
+      "minimum_tokens (total_tokens), cache_aware or auto, got '" +
       std::string(name) + "'");
 }
 

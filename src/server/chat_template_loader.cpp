@@ -81,6 +81,14 @@ Status check_chat_template(const tokenizer::ChatTemplate& chat_template,
   return s;
 }
 
+Status check_chat_template_file(const std::string& chat_template_path) {
+  SGL_ASSIGN_OR_RETURN(const std::string source, read_template_file(chat_template_path));
+  const auto parsed = tokenizer::ChatTemplate::parse(source);
+  if (parsed.ok()) return Status::ok_status();
+  return Status(parsed.status().code(), "chat template " + chat_template_path +
+                                            " does not parse: " + parsed.status().message());
+}
+
 Result<LoadedChatTemplate> load_chat_template(const std::string& chat_template_path,
                                               const std::string& tokenizer_path,
                                               const tokenizer::Tokenizer& tokenizer,

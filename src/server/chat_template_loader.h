@@ -26,6 +26,10 @@ Status check_chat_template(const tokenizer::ChatTemplate& chat_template,
                            const std::string& bos_token, const std::string& eos_token,
                            WorkPool& pool);
 
+// --chat-template's file read and parsed (not rendered: that needs the tokenizer and a pool),
+// so that a wrong path or a broken template fails before the model loads.
+Status check_chat_template_file(const std::string& chat_template_path);
+
 // `chat_template_path` empty: the tokenizer's template, which is dropped with a warning when
 // it fails to parse or to check; an explicit one that fails is an error.
 Result<LoadedChatTemplate> load_chat_template(const std::string& chat_template_path,

@@ -2,6 +2,7 @@
 #include "server/router.h"
 
 #include <algorithm>
+#include <cctype>
 #include <exception>
 
 #include "core/logging.h"
@@ -57,7 +58,14 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
 bool Router::authorized(const HttpRequest& request) const {
   if (ctx_.api_key.empty()) return true;
   const auto header = request.header("authorization");
-  return header && same_secret(*header, "Bearer " + ctx_.api_key);
+  if (!header) return false;
+  // "<scheme> <key>", the scheme Bearer in any case (RFC 9110: schemes are case-insensitive).
+  const std::string_view value = *header;
+  const size_t space = value.find(' ');
+  if (space == std::string_view::npos) return false;
+  std::string scheme(value.substr(0, space));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return scheme == "bearer" && same_secret(value.substr(space + 1), ctx_.api_key);
 }
 
 Reply Router::dispatch(const HttpRequest& request) {

@@ -40,6 +40,38 @@ TEST(EngineFlagsTest, RandomSeedAndFiniteNumbers) {
   }
 }
 
+// SGLang's size suffixes on the token-count flags, its log level names in any case, and the
+// attention backend checked before anything loads.
+TEST(EngineFlagsTest, SizeSuffixesLogLevelsAndAttentionBackends) {
+  auto sized = parse({"--context-length", "32k", "--max-total-tokens", "1Mi",
+                      "--max-prefill-tokens", "25.6k", "--log-level", "WARNING"});
+  ASSERT_TRUE(sized.ok()) << sized.status().to_string();
+  EXPECT_EQ(sized->runner.context_length, 32000);
+  EXPECT_EQ(sized->runner.num_kv_slots, 1 << 20);
+  EXPECT_EQ(sized->engine.scheduler.max_prefill_tokens, 25600);
+  auto truncated = parse({"--max-prefill-tokens", "1.00059k"});
+  ASSERT_TRUE(truncated.ok()) << truncated.status().to_string();
+  EXPECT_EQ(truncated->engine.scheduler.max_prefill_tokens, 1000);  // as int(Decimal * 1000)
+  for (const char* bad : {"1.5Ki", "32K", "k", "1.k", "3e4", "1kk"}) {
+    EXPECT_NE(error_of({"--context-length", bad}), "") << bad;
+  }
+  EXPECT_NE(error_of({"--context-length", "1.5Ki"}).find("decimals are not allowed"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--max-total-tokens", "9223372036854775807k"}).find("too large"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--max-prefill-tokens", "2Gi"}).find("at most 2^30"), std::string::npos);
+  EXPECT_NE(error_of({"--chunked-prefill-size", "9223372036854775807"}).find("at most 2^30"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--random-seed", "-1"}).find("--random-seed must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--log-level", "loud"}).find("--log-level expects"), std::string::npos);
+  EXPECT_NE(error_of({"--attention-backend", "flashinfr"}).find("unknown --attention-backend"),
+            std::string::npos);
+  for (const char* known : {"auto", "cpu", "flashinfer", "fa3"}) {
+    EXPECT_EQ(error_of({"--device", "cpu", "--attention-backend", known}), "") << known;
+  }
+}
+
 bool has_note(const EngineSetup& setup, const std::string& text) {
   return std::any_of(setup.notes.begin(), setup.notes.end(),
                      [&](const std::string& n) { return n.find(text) != std::string::npos; });

@@ -53,6 +53,41 @@ TEST(FlagSpecTest, AliasesInlineValuesAndMultipleValues) {
   EXPECT_NE(unknown.status().message().find("unknown flag '--nope'"), std::string::npos);
 }
 
+// A value flag followed by another flag has no value (argparse): the next flag is not taken as
+// it, so an empty shell variable cannot turn `--x` into a value and drop it.
+TEST(FlagSpecTest, AFlagIsNeverTakenAsTheValueBeforeIt) {
+  Result<CliArgs> swallowed = parse({"--model-path", "--enable-metrics"});
+  ASSERT_FALSE(swallowed.ok());
+  EXPECT_EQ(swallowed.status().message(),
+            "--model-path needs a value, got the flag --enable-metrics");
+  Result<CliArgs> inline_dashes = parse({"--model-path=--odd", "--cuda-graph-bs", "-1", "2"});
+  ASSERT_TRUE(inline_dashes.ok()) << inline_dashes.status().to_string();
+  EXPECT_EQ(inline_dashes->get("--model-path"), "--odd");
+  EXPECT_EQ(inline_dashes->get("--cuda-graph-bs"), "-1 2");  // negative numbers are values
+  EXPECT_FALSE(parse({"--cuda-graph-bs", "--enable-metrics"}).ok());
+}
+
+// As argparse: a flag may be abbreviated to any prefix that names one flag (aliases count as
+// the flag they name); a prefix of several is an error listing them.
+TEST(FlagSpecTest, AbbreviationsNameTheOneFlagTheyBegin) {
+  Result<CliArgs> a = parse({"--model-p", "m", "--enable-m", "--cuda=1"});
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_EQ(a->get("--model-path"), "m");
+  EXPECT_TRUE(a->has("--enable-metrics"));
+  EXPECT_EQ(a->get("--cuda-graph-bs"), "1");
+  Result<CliArgs> t = parse({"--t", "1"});  // --tp-size and its alias --tp: one flag
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->get("--tp-size"), "1");
+  const FlagSets two{{"--max-total-tokens", "--max-prefill-tokens"}, {}, {}, {}};
+  Result<CliArgs> ambiguous = CliArgs::parse({"--max-", "1"}, two);
+  ASSERT_FALSE(ambiguous.ok());
+  EXPECT_EQ(ambiguous.status().message(),
+            "ambiguous flag '--max-': it could be any of --max-prefill-tokens --max-total-tokens");
+  Result<CliArgs> one = CliArgs::parse({"--max-t", "1"}, two);
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  EXPECT_EQ(one->get("--max-total-tokens"), "1");
+}
+
 TEST(FlagSpecTest, RefusalsNamesTheFlagUnlessTheValueAsksForNothing) {
   std::vector<std::string> notes;
   EXPECT_TRUE(check_flag_support(*parse({"--tp", "1"}), {table()}, notes).ok());

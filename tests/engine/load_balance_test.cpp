@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "engine/routed_prefix_index.h"
@@ -22,6 +23,17 @@ TEST(LoadBalanceMethod, ParsesSGLangNamesAndRefusesOthers) {
     ASSERT_TRUE(m.ok()) << name;
     EXPECT_EQ(load_balance_method_name(*m), name);
   }
+  // SGLang 0.5's names.
+  for (const auto& [name, same] :
+       {std::pair{"auto", "round_robin"}, std::pair{"total_requests", "shortest_queue"},
+        std::pair{"total_tokens", "minimum_tokens"}}) {
+    auto m = parse_load_balance_method(name);
+    ASSERT_TRUE(m.ok()) << name;
+    EXPECT_EQ(load_balance_method_name(*m), same);
+  }
+  auto disaggregation = parse_load_balance_method("follow_bootstrap_room");
+  ASSERT_FALSE(disaggregation.ok());
+  EXPECT_NE(disaggregation.status().message().find("disaggregation"), std::string::npos);
   auto bad = parse_load_balance_method("random");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("'random'"), std::string::npos);

@@ -22,6 +22,9 @@ SERVES = [
     # Quick start / OpenAI API pages.
     ("--model-path {model} --host 0.0.0.0", []),
     ("--model-path {model} --host 0.0.0.0 --port 30000 --log-level warning", []),
+    # argparse's abbreviations, SGLang's size suffixes, 0.5's balance names, any-case levels.
+    ("--model-path {model} --served-model-na tiny --max-total-tok 4k --load-balance-method auto "
+     "--log-level INFO", []),
     ("--model {model}", []),
     ("--model-path {model} --served-model-name my-model --api-key sk-123456", []),
     # Tool and reasoning parser pages.
@@ -236,7 +239,7 @@ def test_preferred_sampling_params(tmp_path):
         assert r.json()["meta_info"]["completion_tokens"] == 2, r.text
         r = requests.post(url + "/generate", timeout=60, json={
             "input_ids": [300] * 510, "sampling_params": {"max_new_tokens": 3}})
-        assert r.status_code == 400 and "max_tokens" in r.text, r.text
+        assert r.status_code == 400 and "max_new_tokens (3)" in r.text, r.text
         info = requests.get(url + "/get_model_info", timeout=10).json()
         assert info["preferred_sampling_params"] == preferred
     finally:
@@ -344,6 +347,29 @@ def test_unknown_flag_is_named(tmp_path):
     proc, err = start(run_args("--model-path {model} --no-such-flag 3"), tmp_path)
     assert proc.wait(timeout=30) == 2
     assert "unknown flag '--no-such-flag'" in stderr_of(err)
+
+
+def test_a_broken_chat_template_fails_before_the_model_loads(tmp_path):
+    broken = tmp_path / "broken.jinja"
+    broken.write_text("{% for m in messages %}{{ m.content }}")  # no endfor
+    for path, message in [(broken, "does not parse"), (tmp_path / "missing.jinja", "cannot read")]:
+        proc, err = start(run_args("--model-path {model} --chat-template " + str(path)), tmp_path)
+        assert proc.wait(timeout=30) == 1
+        log = stderr_of(err)
+        assert message in log and str(path) in log, log
+        assert "of weights" not in log, log  # WeightLoader's "loaded N GB of weights" line
+
+
+def test_ambiguous_abbreviations_and_missing_values(tmp_path):
+    # argparse's rules: a prefix of several flags is an error; a flag is never another's value.
+    proc, err = start(run_args("--model-path {model} --served-model-name --disable-radix-cache"),
+                      tmp_path)
+    assert proc.wait(timeout=30) == 2
+    assert "--served-model-name needs a value, got the flag --disable-radix-cache" in \
+        stderr_of(err)
+    proc, err = start(run_args("--model-path {model} --max-"), tmp_path)
+    assert proc.wait(timeout=30) == 2
+    assert "ambiguous flag '--max-': it could be any of" in stderr_of(err)
 
 
 def test_help_lists_every_flag_with_meaning_and_exits_0():

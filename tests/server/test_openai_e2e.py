@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+import requests
 
 from conftest import (Server, abort_while_running, golden, http_post, raise_fd_limit,
                       status_of)
@@ -591,6 +592,12 @@ def test_api_key(tmp_path):
         assert srv.post("/v1/completions", {"prompt": PROMPT}).status_code == 401
         good = openai.OpenAI(base_url=srv.url + "/v1", api_key="sekrit", max_retries=0)
         assert good.completions.create(model="stories260K", prompt=PROMPT, max_tokens=2).choices
+        # The scheme in any case (as SGLang); the key exactly.
+        for header, status in [("bearer sekrit", 200), ("BEARER sekrit", 200),
+                               ("Bearer sekrit2", 401), ("Basic sekrit", 401), ("sekrit", 401)]:
+            r = requests.post(srv.url + "/v1/completions", json={"prompt": PROMPT, "max_tokens": 1},
+                              headers={"Authorization": header}, timeout=60)
+            assert r.status_code == status, (header, r.text)
         assert srv.get("/health").status_code == 200  # health and metrics stay public
         assert srv.get("/metrics").status_code == 200
     finally:
