@@ -4,8 +4,43 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
 
 namespace sgl::app {
+namespace {
+
+// A YAML value as the JSON Python's json.dumps writes of what PyYAML reads (SGLang passes a
+// mapping's value to its flag that way): plain scalars typed (null, booleans, numbers), quoted
+// ones strings.
+nlohmann::json yaml_to_json(const YAML::Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& entry : node) out[entry.first.Scalar()] = yaml_to_json(entry.second);
+    return out;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : node) out.push_back(yaml_to_json(item));
+    return out;
+  }
+  if (!node.IsScalar()) return nullptr;
+  const std::string& text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") {
+    return nullptr;
+  }
+  bool b = false;
+  if (YAML::convert<bool>::decode(node, b)) return b;
+  int64_t i = 0;
+  if (YAML::convert<int64_t>::decode(node, i)) return i;
+  double d = 0;
+  if (YAML::convert<double>::decode(node, d) && std::isfinite(d)) return d;
+  return text;
+}
+
+}  // namespace
 
 std::optional<std::string> find_config_path(const std::vector<std::string>& args) {
   std::optional<std::string> path;
@@ -42,8 +77,22 @@ Result<std::vector<std::string>> config_file_args(const std::filesystem::path& p
     const std::string where = file + ": '" + entry.first.Scalar() + "'";
     if (flag == "--config") return invalid_argument(where + ": a config file cannot name another");
     const YAML::Node& value = entry.second;
+    if (value.IsMap() && flags.values.count(flag)) {  // a JSON flag's object, written as YAML
+      args.push_back(flag + "=" + yaml_to_json(value).dump());
+      continue;
+    }
+    if (value.IsSequence() && flags.multi_values.count(flag)) {  // `cuda-graph-bs: [1, 2, 4]`
+      std::string joined;
+      for (const auto& item : value) {
+        if (!item.IsScalar()) return invalid_argument(where + ": list items must be values");
+        joined += (joined.empty() ? "" : " ") + item.Scalar();
+      }
+      if (!joined.empty()) args.push_back(flag + "=" + joined);
+      continue;
+    }
     if (!value.IsScalar()) {
-      return invalid_argument(where + " needs a single value (lists and mappings are not flags)");
+      return invalid_argument(where + " needs a single value" +
+                              (value.IsSequence() ? " (it takes one, not a list)" : ""));
     }
     if (flags.switches.count(flag)) {
       bool on = false;
@@ -53,8 +102,7 @@ Result<std::vector<std::string>> config_file_args(const std::filesystem::path& p
       }
       if (on) args.push_back(flag);
     } else if (flags.values.count(flag)) {
-      args.push_back(flag);
-      args.push_back(value.Scalar());
+      args.push_back(flag + "=" + value.Scalar());  // one argument: a value may start with "--"
     } else {
       return invalid_argument(where + " is not a flag of this server (see --help)");
     }

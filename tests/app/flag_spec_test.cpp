@@ -129,13 +129,25 @@ TEST(ConfigFileTest, KeysInAnySpellingBecomeArguments) {
                          "# a comment\n";
   Result<std::vector<std::string>> args = config_file_args(path, flag_sets({table()}));
   ASSERT_TRUE(args.ok()) << args.status().to_string();
-  EXPECT_EQ(*args, (std::vector<std::string>{"--model-path", "/m", "--tp-size", "1",
-                                             "--enable-metrics", "--cuda-graph-bs", "8"}));
+  EXPECT_EQ(*args, (std::vector<std::string>{"--model-path=/m", "--tp-size=1", "--enable-metrics",
+                                             "--cuda-graph-bs=8"}));
   EXPECT_EQ(find_config_path({"--a", "--config", "x.yaml"}), "x.yaml");
   EXPECT_EQ(find_config_path({"--config=y.yaml"}), "y.yaml");
   EXPECT_FALSE(find_config_path({"--model", "m"}));
   std::ofstream(path) << "tp: [1, 2]\n";
-  EXPECT_FALSE(config_file_args(path, flag_sets({table()})).ok());
+  EXPECT_FALSE(config_file_args(path, flag_sets({table()})).ok());  // one value, not a list
+  // As SGLang: a mapping is its flag's JSON value, a list a multi-value flag's values.
+  std::ofstream(path) << "model-path: {temperature: 0.6, top_k: 20, name: 'x', on: true, "
+                         "quoted: '1', none: ~, list: [1, a]}\ncuda-graph-bs: [1, 2, 4]\n";
+  args = config_file_args(path, flag_sets({table()}));
+  ASSERT_TRUE(args.ok()) << args.status().to_string();
+  EXPECT_EQ(*args, (std::vector<std::string>{
+                       "--model-path={\"list\":[1,\"a\"],\"name\":\"x\",\"none\":null,"
+                       "\"on\":true,\"quoted\":\"1\",\"temperature\":0.6,\"top_k\":20}",
+                       "--cuda-graph-bs=1 2 4"}));
+  Result<CliArgs> parsed = CliArgs::parse(*args, flag_sets({table()}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->get("--cuda-graph-bs"), "1 2 4");
   EXPECT_EQ(config_file_args(dir / "absent.yaml", flag_sets({table()})).status().code(),
             StatusCode::kNotFound);
   std::filesystem::remove_all(dir);

@@ -404,6 +404,7 @@ enable-metrics: true
 log-requests: true
 max_running_requests: 4
 disable-radix-cache: true
+preferred-sampling-params: {{max_new_tokens: 3}}
 """)
     proc, err = start(["--config", str(config), "--max-running-requests", "8"], tmp_path)
     try:
@@ -416,6 +417,10 @@ disable-radix-cache: true
         r = requests.post(url + "/generate", timeout=60, json={
             "text": "Once", "sampling_params": {"max_new_tokens": 2}})
         assert r.status_code == 200
+        # A mapping is its flag's JSON (SGLang's json.dumps of the YAML value).
+        r = requests.post(url + "/generate", timeout=60, json={
+            "text": "Once", "sampling_params": {"ignore_eos": True}})
+        assert r.json()["meta_info"]["completion_tokens"] == 3, r.text
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
@@ -427,7 +432,8 @@ disable-radix-cache: true
     ("model-path: {model}\ntensor-parallel-size: 0\n", "--tp-size must be in [1, 64]"),
     ("model-path: {model}\nno-such-flag: 1\n", "'no-such-flag' is not a flag"),
     ("model-path: {model}\nenable-metrics: maybe\n", "'enable-metrics' is a switch: true or false"),
-    ("model-path: {model}\ncuda-graph-bs: [1, 2, 4]\n", "'cuda-graph-bs' needs a single value"),
+    ("model-path: {model}\ntensor-parallel-size: [1, 2]\n",
+     "'tensor-parallel-size' needs a single value (it takes one, not a list)"),
     ("model-path: {model}\nconfig: other.yaml\n", "cannot name another"),
     ("model-path: [unclosed\n", "not valid YAML"),
     ("- a list\n", "expected a mapping"),
@@ -447,7 +453,7 @@ def test_missing_config_file(tmp_path):
 
 
 def test_longer_context_with_sglang_environment_variable(tmp_path):
-    for no in ("0", "false", "no"):  # as SGLang reads it: only 1 / true
+    for no in ("0", "false", "no"):  # as SGLang reads it: 1 / true / yes / y in any case
         proc, err = start(run_args("--model-path {model} --context-length 1024"), tmp_path,
                           env=dict(os.environ, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=no))
         assert proc.wait(timeout=30) != 0, no
