@@ -111,7 +111,10 @@ std::span<const FlagSpec> engine_flag_table() {
        .value = "N",
        .help = "Largest decode (and speculative verify) batch replayed from a CUDA graph.",
        .default_value = "256"},
-      {.name = "--disable-cuda-graph", .help = "Run every step eagerly."},
+      {.name = "--disable-cuda-graph",
+       .aliases = {"--disable-decode-cuda-graph"},
+       .help = "Run every step eagerly (sgl.cpp's graphs are decode and verify steps: SGLang "
+               "0.5's --disable-decode-cuda-graph is the same)."},
       {.name = "--tp-size",
        .aliases = {"--tp", "--tensor-parallel-size"},
        .value = "N",
@@ -150,6 +153,7 @@ std::span<const FlagSpec> engine_flag_table() {
        .help = "This node's rank in [0, --nnodes).",
        .default_value = "0"},
       {.name = "--dist-init-addr",
+       .aliases = {"--nccl-init-addr"},
        .value = "HOST:PORT",
        .help = "Node 0's address: the other nodes connect at PORT (node 0's batches) and "
                "PORT + 1 (the ranks' group: the NCCL id on GPUs, the collectives on the CPU). "
@@ -215,6 +219,7 @@ std::span<const FlagSpec> engine_flag_table() {
                "loop): EAGLE / EAGLE3 draft with a draft head (--speculative-draft-model-path), "
                "NGRAM looks drafts up in each request's own prompt and output."},
       {.name = "--speculative-draft-model-path",
+       .aliases = {"--speculative-draft-model"},
        .value = "DIR",
        .help = "EAGLE / EAGLE3: the draft head (LlamaForCausalLMEagle / LlamaForCausalLMEagle3 "
                "config.json + safetensors)."},

@@ -25,6 +25,12 @@ SERVES = [
     # argparse's abbreviations, SGLang's size suffixes, 0.5's balance names, any-case levels.
     ("--model-path {model} --served-model-na tiny --max-total-tok 4k --load-balance-method auto "
      "--log-level INFO", []),
+    # SGLang 0.5's names and flags without an effect here.
+    ("--model-path {model} --disable-decode-cuda-graph --cuda-graph-backend-decode full "
+     "--attn-dp-size 1 --tokenizer-backend huggingface --speculative-ngram-max-trie-depth 18 "
+     "--uvicorn-access-log-exclude-prefixes /health /metrics",
+     ["--tokenizer-backend has no effect", "--uvicorn-access-log-exclude-prefixes has no effect",
+      "--speculative-ngram-max-trie-depth has no effect"]),
     ("--model {model}", []),
     ("--model-path {model} --served-model-name my-model --api-key sk-123456", []),
     # Tool and reasoning parser pages.
@@ -153,6 +159,13 @@ REFUSES = [
     # Kernels and memory features sgl.cpp lacks.
     ("--model-path {model} --attention-backend flashmla", ["--attention-backend flashmla", "MLA"]),
     ("--model-path {model} --enable-hierarchical-cache", ["hierarchical"]),
+    ("--model-path {model} --enable-hicache", ["--enable-hierarchical-cache", "hierarchical"]),
+    ("--model-path {model} --attn-dp-size 2", ["--attn-dp-size 2"]),
+    ("--model-path {model} --admin-api-key k", ["--api-key guards every route"]),
+    ("--model-path {model} --ssl-certfile c.pem", ["terminate TLS in a proxy"]),
+    ("--model-path {model} --cuda-graph-backend-decode breakable", ["captured whole"]),
+    ("--model-path {model} --load-balance-method follow_bootstrap_room", ["disaggregation"]),
+    ("--model-path {model} --attention-backend flashinfr", ["unknown --attention-backend"]),
     ("--model-path {model} --tokenizer-mode slow", ["--tokenizer-mode slow"]),
     ("--model-path {model} --revision main", ["hf download"]),
     ("--model-path {model} --stream-interval 8", ["--stream-interval 8"]),
