@@ -18,6 +18,7 @@
 #include "model/model_source.h"
 #include "server/chat_template_loader.h"
 #include "server/openai_json.h"
+#include "server/request_json.h"
 #include "server/serve.h"
 #include "server/termination_signals.h"
 #include "tokenizer/tokenizer.h"
@@ -85,6 +86,13 @@ std::span<const FlagSpec> server_flag_table() {
        .help = "Server-wide sampling defaults over those (SGLang's): a JSON object of /generate "
                "sampling_params, e.g. '{\"temperature\": 0.7, \"max_new_tokens\": 512}', for "
                "the fields a request does not set, on every route."},
+      {.name = "--default-chat-template-kwargs",
+       .value = "JSON",
+       .help = "Chat template kwargs for what a request's chat_template_kwargs leaves unset "
+               "(SGLang's), e.g. '{\"enable_thinking\": false}'."},
+      {.name = "--stream-response-default-include-usage",
+       .help = "Streamed completions and chat completions end with a usage chunk even when "
+               "stream_options does not ask for it (SGLang's)."},
       {.name = "--dp-size",
        .aliases = {"--dp", "--data-parallel-size"},
        .value = "N",
@@ -180,6 +188,16 @@ Result<Options> parse_options(int argc, char** argv) {
       return invalid_argument("--preferred-sampling-params: " + checked.status().message());
     }
   }
+  o.default_chat_template_kwargs = args.get("--default-chat-template-kwargs").value_or("");
+  if (!o.default_chat_template_kwargs.empty()) {
+    auto kwargs = server::request_json::parse_object(o.default_chat_template_kwargs);
+    if (!kwargs.ok()) {
+      return invalid_argument("--default-chat-template-kwargs: " + kwargs.status().message());
+    }
+    SGL_RETURN_IF_ERROR(
+        server::request_json::check_template_kwargs(*kwargs, "--default-chat-template-kwargs"));
+  }
+  o.stream_default_include_usage = args.has("--stream-response-default-include-usage");
   o.chat_template_path = args.get("--chat-template").value_or("");
   o.tool_call_parser = args.get("--tool-call-parser").value_or("");
   o.reasoning_parser = args.get("--reasoning-parser").value_or("");

@@ -203,22 +203,25 @@ Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {
 
 Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
   const ServerInfo& i = ctx.info;
-  return Reply::of(
-      json_response({{"model_path", i.model_path},
-                     {"tokenizer_path", i.tokenizer_path},
-                     {"served_model_name", i.served_model_name},
-                     {"is_generation", i.is_generation},
-                     {"preferred_sampling_params", i.preferred_sampling_params.empty()
-                                                       ? json(nullptr)
-                                                       : json::parse(i.preferred_sampling_params)},
-                     {"weight_version", "default"},
-                     {"has_image_understanding", false},
-                     {"has_audio_understanding", false},
-                     {"model_type", i.model_type},
-                     {"architectures", json::array({i.architecture})},
-                     {"context_length", i.context_length},
-                     {"vocab_size", i.vocab_size},
-                     {"has_chat_template", i.has_chat_template}}));
+  return Reply::of(json_response(
+      {{"model_path", i.model_path},
+       {"tokenizer_path", i.tokenizer_path},
+       {"served_model_name", i.served_model_name},
+       {"is_generation", i.is_generation},
+       {"default_chat_template_kwargs", i.default_chat_template_kwargs.empty()
+                                            ? json(nullptr)
+                                            : json::parse(i.default_chat_template_kwargs)},
+       {"preferred_sampling_params", i.preferred_sampling_params.empty()
+                                         ? json(nullptr)
+                                         : json::parse(i.preferred_sampling_params)},
+       {"weight_version", "default"},
+       {"has_image_understanding", false},
+       {"has_audio_understanding", false},
+       {"model_type", i.model_type},
+       {"architectures", json::array({i.architecture})},
+       {"context_length", i.context_length},
+       {"vocab_size", i.vocab_size},
+       {"has_chat_template", i.has_chat_template}}));
 }
 
 Reply handle_server_info(ServerContext& ctx, const HttpRequest&) {

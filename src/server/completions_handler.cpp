@@ -219,6 +219,7 @@ Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_completion_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   CompletionRequest& req = *parsed;
+  req.include_usage = req.include_usage || ctx.info.stream_default_include_usage;
   if (Status s = check_text_length(ctx, req.prompts, "prompt"); !s.ok()) {
     return Reply::of(error_response(s));
   }

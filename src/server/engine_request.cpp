@@ -33,8 +33,8 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
   const auto len = static_cast<int64_t>(prompt_ids.size());
   const int64_t context = ctx.info.context_length;
   if (s.max_tokens && *s.max_tokens > context - len) {  // (len + max_tokens may overflow)
-    return invalid_argument("the prompt (" + std::to_string(len) + " tokens) plus " + s.max_tokens_field + " (" +
-                            std::to_string(*s.max_tokens) +
+    return invalid_argument("the prompt (" + std::to_string(len) + " tokens) plus " +
+                            s.max_tokens_field + " (" + std::to_string(*s.max_tokens) +
                             ") exceeds the model's context length " + std::to_string(context));
   }
   for (int32_t id : s.stop_token_ids) {

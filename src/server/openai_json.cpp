@@ -356,6 +356,48 @@ Result<ChatRequest> parse_chat_request(std::string_view body, const SamplingInpu
   return request_json::parse_chat_object(o, defaults);
 }
 
+Status request_json::check_template_kwargs(const json& kwargs, std::string_view field) {
+  if (!kwargs.is_object()) return field_error(field, "must be an object");
+  // The conversation, its tools and the generation prompt come from the request (SGLang
+  // raises on these duplicate keywords): a kwarg would bypass the messages' checks or the
+  // output parser's tools. continue_final_message is refused on the request too. (documents,
+  // bos_token and eos_token may be overridden, as in transformers.)
+  for (const char* own : {"messages", "tools", "add_generation_prompt", "continue_final_message"}) {
+    if (kwargs.contains(own)) {
+      return field_error(std::string(field) + "." + own,
+                         "is set by the request itself, not by a template kwarg");
+    }
+  }
+  // SGLang refuses a template sent with the request (unless --trust-request-chat-template,
+  // which sgl.cpp does not have): untrusted template code.
+  if (kwargs.contains("chat_template")) {
+    return unimplemented("'" + std::string(field) +
+                         ".chat_template' is not supported: a chat template comes from "
+                         "--chat-template or the tokenizer");
+  }
+  if (const json* thinking = find(kwargs, "enable_thinking"); thinking && !thinking->is_boolean()) {
+    return field_error(std::string(field) + ".enable_thinking", "must be a boolean");
+  }
+  return Status::ok_status();
+}
+
+Status request_json::apply_default_template_kwargs(ChatRequest& r, std::string_view defaults_json) {
+  if (defaults_json.empty()) return Status::ok_status();
+  SGL_ASSIGN_OR_RETURN(const json defaults, parse_object(defaults_json));
+  json kwargs = json::object();
+  if (!r.template_kwargs_json.empty()) {
+    SGL_ASSIGN_OR_RETURN(kwargs, parse_object(r.template_kwargs_json));
+  }
+  for (const auto& [key, value] : defaults.items()) {
+    if (!kwargs.contains(key)) kwargs[key] = value;
+  }
+  r.template_kwargs_json = dump(kwargs);
+  if (const json* thinking = find(kwargs, "enable_thinking")) {
+    r.enable_thinking = thinking->get<bool>();  // a boolean: both sides were checked
+  }
+  return Status::ok_status();
+}
+
 Result<ChatRequest> request_json::parse_chat_object(const json& o, const SamplingInput& defaults) {
   ChatRequest r;
   r.sampling = defaults;
@@ -380,25 +422,7 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
   SGL_RETURN_IF_ERROR(read_tools(o, r));
   json kwargs = json::object();
   if (const json* given = find(o, "chat_template_kwargs")) {
-    if (!given->is_object()) return field_error("chat_template_kwargs", "must be an object");
-    // The conversation, its tools and the generation prompt come from the request (SGLang
-    // raises on these duplicate keywords): a kwarg would bypass the messages' checks or the
-    // output parser's tools. continue_final_message is refused on the request too. (documents,
-    // bos_token and eos_token may be overridden, as in transformers.)
-    for (const char* own :
-         {"messages", "tools", "add_generation_prompt", "continue_final_message"}) {
-      if (given->contains(own)) {
-        return field_error(std::string("chat_template_kwargs.") + own,
-                           "is set by the request itself, not by a template kwarg");
-      }
-    }
-    // SGLang refuses a template sent with the request (unless --trust-request-chat-template,
-    // which sgl.cpp does not have): untrusted template code.
-    if (given->contains("chat_template")) {
-      return unimplemented(
-          "'chat_template_kwargs.chat_template' is not supported: a request-supplied chat "
-          "template is not allowed (--chat-template sets the server's)");
-    }
+    SGL_RETURN_IF_ERROR(check_template_kwargs(*given, "chat_template_kwargs"));
     kwargs = *given;
   }
   // SGLang's thinking config ({"type": ...}) reaches the template as thinking_mode, which only

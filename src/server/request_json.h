@@ -131,4 +131,14 @@ nlohmann::ordered_json token_logprobs(const ChoiceDelta& d);
 Result<ChatRequest> parse_chat_object(const nlohmann::ordered_json& o,
                                       const SamplingInput& defaults);
 
+// Chat template kwargs (a request's, or --default-chat-template-kwargs, named `field`) must not
+// set what the request's own fields set (messages, tools, add_generation_prompt,
+// continue_final_message) nor carry a template (chat_template: untrusted code, as SGLang).
+Status check_template_kwargs(const nlohmann::ordered_json& kwargs, std::string_view field);
+
+// --default-chat-template-kwargs (a JSON object check_template_kwargs passed; empty: none):
+// each key the request's chat_template_kwargs left unset takes the default, as in SGLang;
+// enable_thinking follows the merged kwargs.
+Status apply_default_template_kwargs(ChatRequest& r, std::string_view defaults_json);
+
 }  // namespace sgl::server::request_json

@@ -240,9 +240,8 @@ Status check_min_tokens(const SamplingInput& s, bool native) {
   const std::optional<int64_t> max_tokens = s.max_tokens ? s.max_tokens : s.default_max_tokens;
   if (max_tokens && s.min_tokens > *max_tokens) {
     return field_error(native ? "min_new_tokens" : "min_tokens",
-                       "must be <= " + std::string(s.max_tokens_field) +
-                           " (" + std::to_string(*max_tokens) + "), got " +
-                           std::to_string(s.min_tokens));
+                       "must be <= " + std::string(s.max_tokens_field) + " (" +
+                           std::to_string(*max_tokens) + "), got " + std::to_string(s.min_tokens));
   }
   return Status::ok_status();
 }

@@ -146,6 +146,8 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
     sampling_defaults = std::move(preferred).value();
     info.preferred_sampling_params = options.preferred_sampling_params;
   }
+  info.default_chat_template_kwargs = options.default_chat_template_kwargs;
+  info.stream_default_include_usage = options.stream_default_include_usage;
   if (is_generation &&
       (options.model_sampling_defaults || !info.preferred_sampling_params.empty())) {
     const SamplingInput& d = sampling_defaults;

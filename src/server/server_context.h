@@ -35,6 +35,11 @@ struct ServerInfo {
   std::string model_type;
   // --preferred-sampling-params as given (a JSON object); empty: none.
   std::string preferred_sampling_params;
+  // --default-chat-template-kwargs (a checked JSON object): what a chat request's
+  // chat_template_kwargs leaves unset; empty: none.
+  std::string default_chat_template_kwargs;
+  // --stream-response-default-include-usage: streams end with a usage chunk unasked.
+  bool stream_default_include_usage = false;
   std::string device;
   int64_t created = 0;  // unix seconds at startup
   int32_t max_running_requests = 0;

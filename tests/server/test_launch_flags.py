@@ -166,6 +166,10 @@ REFUSES = [
     ("--model-path {model} --cuda-graph-backend-decode breakable", ["captured whole"]),
     ("--model-path {model} --load-balance-method follow_bootstrap_room", ["disaggregation"]),
     ("--model-path {model} --attention-backend flashinfr", ["unknown --attention-backend"]),
+    ("--model-path {model} --default-chat-template-kwargs '{{\"tools\": []}}'",
+     ["'--default-chat-template-kwargs.tools' is set by the request itself"]),
+    ("--model-path {model} --default-chat-template-kwargs '[1]'",
+     ["--default-chat-template-kwargs"]),
     ("--model-path {model} --tokenizer-mode slow", ["--tokenizer-mode slow"]),
     ("--model-path {model} --revision main", ["hf download"]),
     ("--model-path {model} --stream-interval 8", ["--stream-interval 8"]),
@@ -383,6 +387,53 @@ def test_ambiguous_abbreviations_and_missing_values(tmp_path):
     proc, err = start(run_args("--model-path {model} --max-"), tmp_path)
     assert proc.wait(timeout=30) == 2
     assert "ambiguous flag '--max-': it could be any of" in stderr_of(err)
+
+
+# --default-chat-template-kwargs fills what a request's chat_template_kwargs leaves unset (on the
+# chat, Responses and Messages routes); --stream-response-default-include-usage ends streams
+# with a usage chunk unasked. Both SGLang's.
+def test_default_chat_template_kwargs_and_stream_usage(tmp_path):
+    template = tmp_path / "greeting.jinja"
+    template.write_text("{{ greeting | default('') }}{% for m in messages %}{{ m['content'] }}"
+                        "{% endfor %}")
+    proc, err = start(["--model-path", str(MODEL), "--chat-template", str(template),
+                       "--default-chat-template-kwargs",
+                       json.dumps({"greeting": "Once upon a time there was a dog. "}),
+                       "--stream-response-default-include-usage"], tmp_path)
+    try:
+        first = proc.stdout.readline().decode()
+        assert "listening on" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+
+        def prompt_tokens(route, body):
+            r = requests.post(url + route, timeout=60, json=body)
+            assert r.status_code == 200, r.text
+            usage = r.json()["usage"]
+            if "prompt_tokens" in usage:
+                return usage["prompt_tokens"]
+            # Responses' input_tokens; Messages' leaves out the cached ones.
+            return usage["input_tokens"] + usage.get("cache_read_input_tokens", 0)
+
+        hi = [{"role": "user", "content": "Hi"}]
+        chat = {"messages": hi, "max_tokens": 1}
+        bare = prompt_tokens("/v1/chat/completions",
+                             dict(chat, chat_template_kwargs={"greeting": ""}))
+        greeted = prompt_tokens("/v1/chat/completions", chat)
+        assert greeted > bare + 5
+        assert prompt_tokens("/v1/responses", {"input": "Hi", "max_output_tokens": 1}) == greeted
+        assert prompt_tokens("/v1/messages", {"messages": hi, "max_tokens": 1}) == greeted
+        info = requests.get(url + "/get_model_info", timeout=10).json()
+        assert info["default_chat_template_kwargs"] == {"greeting": "Once upon a time there was "
+                                                                    "a dog. "}
+        for route, body in [("/v1/chat/completions", chat),
+                            ("/v1/completions", {"prompt": "Hi", "max_tokens": 2})]:
+            r = requests.post(url + route, json=dict(body, stream=True), stream=True, timeout=60)
+            chunks = [json.loads(line[6:]) for line in r.iter_lines()
+                      if line.startswith(b"data: {")]
+            assert chunks[-1]["usage"]["completion_tokens"] >= 1, (route, chunks[-1])
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
 
 
 def test_help_lists_every_flag_with_meaning_and_exits_0():
