@@ -439,6 +439,9 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
       totals_.cached_prompt_tokens_total += req->cached_tokens;
     }
     if (req->is_chunked) {
+      // One chunked request at a time: a resumed chunk that failed to allocate keeps its place
+      // (the budget admits nothing after it that would chunk; overwriting it would strand it).
+      SGL_CHECK(chunked_req_ == nullptr);
       chunked_req_ = req;
     } else if (!is_embedding()) {  // an embedding request ends when this batch's result comes
       running_.push_back(req);
