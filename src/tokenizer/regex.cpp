@@ -4,6 +4,7 @@
 
 #include <pcre2.h>
 
+#include "core/logging.h"
 #include "tokenizer/unicode.h"
 
 namespace sgl::tokenizer {
@@ -173,7 +174,17 @@ bool Regex::Matches::next(ByteRange& match) {
       rc = pcre2_match(impl_->code, bytes, subject_.size(), pos_, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
                        data, impl_->context);
     }
-    if (rc < 0) break;  // no match, or a resource limit: the rest has no match
+    if (rc < 0) {  // no match, or a resource limit: the rest has no match
+      // A tokenizer's pattern (no limit of ours) past PCRE2's own limits splits this text
+      // differently from Hugging Face's: say so rather than tokenize differently in silence.
+      if (rc != PCRE2_ERROR_NOMATCH && impl_->context == nullptr) {
+        SGL_LOG_WARN << "tokenizer regex gave up at byte " << pos_ << " of a " << subject_.size()
+                     << "-byte text (" << pcre2_error_message(rc)
+                     << "): the rest is taken to match nothing, so its tokens may differ from "
+                        "Hugging Face's";
+      }
+      break;
+    }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t begin = ovector[0];
     const size_t end = ovector[1];

@@ -42,6 +42,18 @@ TEST(PreTokenizerTest, SplitRegexIsolated) {
       (Words{"ab", "123", "45", "c"}));
 }
 
+// A tokenizer pattern past PCRE2's own match limit (catastrophic backtracking) ends the search
+// there: the matches before are kept, the rest has none (and a warning says so), and the search
+// returns instead of running for ages.
+TEST(PreTokenizerTest, RegexPastPcre2sLimitEndsTheSearch) {
+  auto regex = Regex::compile("x|(a+)+b");
+  ASSERT_TRUE(regex.ok()) << regex.status().to_string();
+  std::vector<ByteRange> matches;
+  regex->find_all("x" + std::string(40, 'a') + "x", matches);
+  ASSERT_EQ(matches.size(), 1u);
+  EXPECT_EQ(matches[0].begin, 0u);
+}
+
 TEST(PreTokenizerTest, ByteLevel) {
   EXPECT_EQ(run(pre_tokenizer::ByteLevel{false, true}, "Hello my friend, how?"),
             (Words{"Hello", "\xC4\xA0my", "\xC4\xA0\x66riend", ",", "\xC4\xA0how", "?"}));
