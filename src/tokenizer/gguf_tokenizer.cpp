@@ -118,10 +118,12 @@ Status check_count(const model::GgufMetadata& md, const char* key, const std::st
 }
 
 // merges_from_scores tries every split of every token: work grows with the square of each
-// token's length. Real vocabularies need ~1e7 steps (Gemma's 256k tokens); a hostile one with
-// huge tokens would take hours, so the work is bounded up front.
+// token's length. Real vocabularies need ~1e7 steps (sum of squared token bytes: Llama 2's 32k
+// tokens 1.6e6, Qwen3's 151k 1.9e7); a hostile one with huge tokens would take hours, and the
+// merges it derives (up to one per step, each holding its halves) gigabytes, so the work is
+// bounded up front, at over ten times that.
 Status check_merge_work(const std::vector<std::string>& tokens, const std::string& source) {
-  constexpr uint64_t kMaxWork = uint64_t{1} << 30;
+  constexpr uint64_t kMaxWork = uint64_t{1} << 28;
   uint64_t work = 0;
   for (const std::string& token : tokens) {
     work += static_cast<uint64_t>(token.size()) * token.size();
@@ -220,6 +222,14 @@ Result<Built> build(const model::GgufMetadata& md, const std::string& source) {
     }
   }
 
+  // The synthesized tokenizer.json holds the tokens as JSON strings: one that is not UTF-8 (GGUF
+  // strings are) would become U+FFFD there and collide with others. Refused, not mangled.
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (!unicode::is_valid_utf8(tokens[i])) {
+      return data_loss(source + ": tokenizer.ggml.tokens[" + std::to_string(i) +
+                       "] is not valid UTF-8");
+    }
+  }
   // Vocab: ids are positions; a repeated spelling keeps its first id.
   std::unordered_map<std::string, int32_t> ids;
   ids.reserve(tokens.size());

@@ -251,6 +251,19 @@ TEST(GgufTokenizerTest, HostileVocabulariesAreRefused) {
   EXPECT_NE(tok.status().message().find("has 40000 bytes) exceeds the work limit"),
             std::string::npos)
       << tok.status().to_string();
+
+  // Two tokens that are not UTF-8 would both become U+FFFD in the synthesized tokenizer.json.
+  GgufWriter bad_utf8;
+  bad_utf8.kv("tokenizer.ggml.model", tu::gguf_string("gpt2"));
+  bad_utf8.kv("tokenizer.ggml.tokens", tu::gguf_string_array({"a", "\xff", "\xfe"}));
+  bad_utf8.kv("tokenizer.ggml.merges", tu::gguf_string_array({}));
+  path = write_temp(bad_utf8.bytes(), "bad_utf8");
+  tok = Tokenizer::from_dir(path);
+  std::filesystem::remove(path);
+  ASSERT_FALSE(tok.ok());
+  EXPECT_NE(tok.status().message().find("tokenizer.ggml.tokens[1] is not valid UTF-8"),
+            std::string::npos)
+      << tok.status().to_string();
 }
 
 // The real SmolLM2-135M-Instruct GGUF against goldens from HF (make_smollm2_tokenizer_golden.py).
