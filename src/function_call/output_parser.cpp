@@ -45,8 +45,8 @@ struct ReasoningFormat {
   bool special_tokens = false;    // its markers are special tokens
 };
 constexpr std::array<ReasoningFormat, 5> kReasoningFormats = {{
-    {"qwen3", kThinkTags},
-    {"qwen3-thinking", kThinkTags, /*starts_inside=*/true},
+    {"qwen3", kQwen3ThinkTags},
+    {"qwen3-thinking", kQwen3ThinkTags, /*starts_inside=*/true},
     {"deepseek-r1", kThinkTags, /*starts_inside=*/true},
     {"mistral", kMistralThinkTags, false, /*special_tokens=*/true},
     {"gpt-oss", std::nullopt, false, /*special_tokens=*/true},

@@ -6,7 +6,10 @@ namespace sgl::function_call {
 ThinkParser::ThinkParser(bool force_reasoning, ThinkTags tags)
     : force_reasoning_(force_reasoning),
       start_scanner_({std::string(tags.start)}),
-      end_scanner_({std::string(tags.end)}) {
+      end_scanner_(tags.interrupt.empty() ? std::vector<std::string>{std::string(tags.end)}
+                                          : std::vector<std::string>{std::string(tags.end),
+                                                                     std::string(tags.interrupt)}),
+      interrupt_(tags.interrupt) {
   reasoning_.skip_leading();
 }
 
@@ -47,7 +50,8 @@ void ThinkParser::step(char c, EventSink& out) {
       if (m >= 0) {
         reasoning_.take_held();  // whitespace before </think>
         state_ = State::kContent;
-        content_skip_ = true;
+        content_skip_ = m == 0;
+        if (m == 1) out.content(interrupt_);  // the tool call it opens is content
       }
       return;
     }

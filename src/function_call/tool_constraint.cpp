@@ -395,13 +395,17 @@ Result<std::string> auto_tool_call_grammar(const ToolConstraint& c) {
                                                     .ends = {}}));
   ExprId body = g.ref(text);
   if (c.thinking != ThinkingStart::kNone) {
-    // The reasoning: free text until </think>, which opens the text with calls.
+    // The reasoning: free text until </think>, which opens the text with calls. A call marker
+    // that would end it too (ThinkTags::interrupt) is kept out of it: calls come after
+    // </think>, where the grammar holds them to their schemas.
     const std::string end(c.think_tags.end);
     const grammar::TriggeredTag end_thinking = {end, body};
+    std::vector<std::string> excludes;
+    if (!c.think_tags.interrupt.empty()) excludes.emplace_back(c.think_tags.interrupt);
     SGL_ASSIGN_OR_RETURN(
         const RuleId reasoning,
         grammar::add_triggered_tags(g, {end}, {&end_thinking, 1},
-                                    {.stop_after_first = true, .excludes = {}, .ends = {}}));
+                                    {.stop_after_first = true, .excludes = excludes, .ends = {}}));
     body =
         c.thinking == ThinkingStart::kOpen
             ? g.ref(reasoning)

@@ -77,7 +77,9 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
   std::shared_ptr<const grammar::CompiledGrammar> tool_grammar;  // the same for every choice
   // A grammar holds the answer after the reasoning, except tool_choice auto's, which describes
   // the reasoning itself.
-  const grammar::ReasoningGate gate = chat_reasoning_gate(ctx, parser);
+  const grammar::ReasoningGate gate = grammar_leaves_reasoning(req, parser)
+                                          ? chat_reasoning_gate(ctx, parser)
+                                          : grammar::ReasoningGate{};
   for (int64_t j = 0; j < req.sampling.n; ++j) {
     SGL_ASSIGN_OR_RETURN(engine::GenerateRequest request,
                          build_engine_request(ctx, req.sampling, ids, j, std::nullopt));

@@ -19,9 +19,10 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
       o.xml_parameter_kinds = function_call::xml_parameter_kinds(req.tools);
     }
   }
-  if (req.separate_reasoning && req.enable_thinking.value_or(true)) {
-    o.reasoning_parser = ctx.info.reasoning_parser;
-  }
+  // As SGLang: separate_reasoning alone decides. enable_thinking false changes the prompt (a
+  // template that reads it closes the reasoning there, so the output starts in content); a
+  // model whose template ignores it (DeepSeek-R1) still reasons, and that stays separated.
+  if (req.separate_reasoning) o.reasoning_parser = ctx.info.reasoning_parser;
   while (!prompt.empty() && std::isspace(static_cast<unsigned char>(prompt.back()))) {
     prompt.remove_suffix(1);
   }
@@ -29,6 +30,12 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
       function_call::think_tags(o.reasoning_parser);
   o.force_reasoning = tags && prompt.ends_with(tags->start);
   return o;
+}
+
+bool grammar_leaves_reasoning(const ChatRequest& req,
+                              const function_call::OutputParserOptions& parser) {
+  return !parser.reasoning_parser.empty() &&
+         (req.enable_thinking.value_or(true) || function_call::starts_in_reasoning(parser));
 }
 
 std::optional<std::string> strict_auto_tools_unheld(std::string_view parser,
@@ -86,7 +93,7 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> tool_choice_grammar(
                                            .function_name = req.tool_choice_name,
                                            .parser = ctx.info.tool_call_parser,
                                            .parallel_tool_calls = req.parallel_tool_calls};
-  if (!parser.reasoning_parser.empty()) {
+  if (grammar_leaves_reasoning(req, parser)) {
     constraint.think_tags =
         function_call::think_tags(parser.reasoning_parser).value_or(function_call::kThinkTags);
     constraint.thinking = function_call::starts_in_reasoning(parser)

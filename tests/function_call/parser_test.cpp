@@ -396,9 +396,21 @@ TEST(ReasoningParser, WithToolCalls) {
          "<think>I should call.</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": "
          "{}}\n</tool_call>",
          out("", {{"f", "{}"}}, "I should call.")});
-  // A tool-call marker inside the reasoning is reasoning.
+  // A tool-call marker inside the reasoning is reasoning (deepseek-r1)...
   check({"qwen25", "deepseek-r1", false, "maybe <tool_call> later</think>ok",
          out("ok", {}, "maybe <tool_call> later")});
+  // ...except Qwen3's <tool_call>, which ends it as </think> does (SGLang's Qwen3Detector:
+  // Qwen3 models may open a call without closing their reasoning), whichever comes first.
+  check({"qwen25", "qwen3-thinking", false,
+         "I need the weather.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>",
+         out("", {{"f", "{}"}}, "I need the weather.")});
+  check({"qwen3_coder", "qwen3", false,
+         "<think>\nWeather.\n<tool_call>\n<function=f>\n</function>\n</tool_call>",
+         out("", {{"f", "{}"}}, "Weather.")});
+  check({"", "qwen3", true, "a <tool_call> b</think>c", out("<tool_call> b</think>c", {}, "a")});
+  check({"", "qwen3", true, "a</think> <tool_call>", out("<tool_call>", {}, "a")});
+  EXPECT_EQ(think_tags("qwen3")->interrupt, "<tool_call>");
+  EXPECT_EQ(think_tags("deepseek-r1")->interrupt, "");
 }
 
 // Random outputs built from the formats' pieces (markers, halves of markers, JSON, Python,
