@@ -121,8 +121,8 @@ TEST_P(EngineLoops, AbortEndsTheStreamAndFreesMemory) {
 TEST_P(EngineLoops, FlushRightAfterAStopTokenSucceeds) {
   const EngineOptions o = fake_options(GetParam());
   Engine engine(o);
-  auto fake = std::make_unique<test::FakeBatchRunner>(engine.req_to_token_pool(), o.num_kv_slots,
-                                                      kVocab);
+  auto fake =
+      std::make_unique<test::FakeBatchRunner>(engine.req_to_token_pool(), o.num_kv_slots, kVocab);
   fake->set_step_time(std::chrono::milliseconds(20));
   engine.set_check_integrity(true);
   engine.start(std::move(fake));
