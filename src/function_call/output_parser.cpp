@@ -74,6 +74,57 @@ Status check_name(std::string_view flag, std::string_view name,
                           known + ")");
 }
 
+// Drops the calls to functions the request did not offer, with their arguments (SGLang's
+// detectors skip them), for the parsers that do not check names as they read (the JSON formats
+// do: such a call stays content there).
+class KnownCallsOnly final : public StreamParser {
+ public:
+  KnownCallsOnly(std::unique_ptr<StreamParser> inner, std::shared_ptr<const ToolNames> names)
+      : inner_(std::move(inner)), names_(std::move(names)) {}
+
+  void feed(std::string_view text, EventSink& out) override {
+    EventSink mid;
+    inner_->feed(text, mid);
+    forward(mid, out);
+  }
+  void finish(EventSink& out) override {
+    EventSink mid;
+    inner_->finish(mid);
+    forward(mid, out);
+  }
+
+ private:
+  void forward(EventSink& mid, EventSink& out) {
+    for (ParseEvent& e : mid.take()) {
+      switch (e.kind) {
+        case EventKind::kContent:
+          out.content(e.text);
+          break;
+        case EventKind::kReasoning:
+          out.reasoning(e.text);
+          break;
+        case EventKind::kToolCallBegin:
+          dropping_ = !names_allow(names_.get(), e.text);
+          if (!dropping_) out.begin_call(std::move(e.text));
+          break;
+        case EventKind::kToolCallArguments:
+          if (!dropping_) out.arguments(e.text);
+          break;
+      }
+    }
+  }
+
+  std::unique_ptr<StreamParser> inner_;
+  std::shared_ptr<const ToolNames> names_;
+  bool dropping_ = false;  // the current call names an unknown function
+};
+
+std::unique_ptr<StreamParser> known_calls_only(std::unique_ptr<StreamParser> parser,
+                                               std::shared_ptr<const ToolNames> names) {
+  if (names == nullptr) return parser;
+  return std::make_unique<KnownCallsOnly>(std::move(parser), std::move(names));
+}
+
 // (gpt-oss's harmony parser reads reasoning and calls together: make_output_parser.)
 std::unique_ptr<StreamParser> tool_call_parser(ToolCallFormat format,
                                                const OutputParserOptions& options) {
@@ -87,10 +138,10 @@ std::unique_ptr<StreamParser> tool_call_parser(ToolCallFormat format,
     case ToolCallFormat::kMistral:
       return std::make_unique<JsonToolParser>(mistral_format(), options.tool_names);
     case ToolCallFormat::kPythonic:
-      return std::make_unique<PythonicParser>();
+      return known_calls_only(std::make_unique<PythonicParser>(), options.tool_names);
     case ToolCallFormat::kDeepSeekV3:
     case ToolCallFormat::kDeepSeekV31:  // one parser reads both
-      return std::make_unique<DeepSeekV3Parser>();
+      return known_calls_only(std::make_unique<DeepSeekV3Parser>(), options.tool_names);
     case ToolCallFormat::kGptOss:
       break;
   }
@@ -207,8 +258,10 @@ Result<std::unique_ptr<StreamParser>> make_output_parser(const OutputParserOptio
   const bool harmony_calls = format == ToolCallFormat::kGptOss;
   if (harmony_calls || (reasoning_fmt != nullptr && !reasoning_fmt->tags)) {
     // One harmony parser does both; calls only when tool calls are parsed with it.
-    return std::unique_ptr<StreamParser>(std::make_unique<ChainedParser>(
-        std::make_unique<HarmonyParser>(harmony_calls), nullptr, keep_reasoning));
+    std::unique_ptr<StreamParser> harmony = std::make_unique<HarmonyParser>(harmony_calls);
+    if (harmony_calls) harmony = known_calls_only(std::move(harmony), options.tool_names);
+    return std::unique_ptr<StreamParser>(
+        std::make_unique<ChainedParser>(std::move(harmony), nullptr, keep_reasoning));
   }
   std::unique_ptr<StreamParser> first;
   if (reasoning_fmt != nullptr) {

@@ -41,7 +41,7 @@ void PythonicParser::step(char c, EventSink& out) {
       std::string t;
       const int marker = scanner_.step(c, t);
       text(t, out);
-      if (marker >= 0) {
+      if (marker == 0) {
         raw_ = text_.take_held() + "[";
         state_ = State::kCallStart;
       }

@@ -2,6 +2,7 @@
 // arguments, `[get_weather(city="Paris", days=3), get_time()]`, anywhere in the text. Each call
 // is announced once its closing ')' is read, with its arguments converted to a JSON object; a
 // list that turns out not to be calls (`[1]`, `[see below]`, positional arguments) is content.
+// Llama 4's <|python_start|> / <|python_end|> around the list are removed, as in SGLang.
 #pragma once
 
 #include <string>
@@ -35,7 +36,8 @@ class PythonicParser final : public ByteParser {
   void fall_back(char c, EventSink& out);
   void end_call(EventSink& out);
 
-  MarkerScanner scanner_{{"["}};
+  // '[' opens a list of calls (0); Llama 4's list markers (1, 2) are dropped.
+  MarkerScanner scanner_{{"[", "<|python_start|>", "<|python_end|>"}};
   TrimmedText text_;
   State state_ = State::kText;
   PythonLiteralToJson value_;

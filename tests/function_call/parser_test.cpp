@@ -162,6 +162,22 @@ TEST(ToolCallParser, JsonCallsNameTheRequestsFunctions) {
   with("mistral", "[TOOL_CALLS]get_weather[ARGS]{}", out("", {{"get_weather", "{}"}}));
   with("mistral", "[TOOL_CALLS] [{\"name\": \"other\", \"arguments\": {}}]",
        out("[TOOL_CALLS] [{\"name\": \"other\", \"arguments\": {}}]"));
+  // The formats read whole calls before their names can be told from text drop a call to
+  // another function, markup and arguments (SGLang's detectors skip it).
+  with("pythonic", "Write it as [dict(a=1), get_weather(city='X')] then",
+       out("Write it as then", {{"get_weather", "{\"city\": \"X\"}"}}));
+  with("pythonic", "[dict(a=1)]", out(""));
+  with("deepseekv3",
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>other\n```json\n{\"a\": "
+       "1}\n```<｜tool▁call▁end｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```"
+       "json\n{}"
+       "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+       out("", {{"get_weather", "{}"}}));
+  with("gpt-oss",
+       "<|start|>assistant to=browser.search<|channel|>commentary json<|message|>{\"q\": "
+       "1}<|call|><|start|>assistant to=functions.get_weather<|channel|>commentary "
+       "json<|message|>{}<|call|>",
+       out("", {{"get_weather", "{}"}}));
 }
 
 TEST(ToolCallParser, Mistral) {
@@ -212,6 +228,9 @@ TEST(ToolCallParser, Pythonic) {
   check({t, "", false, "[f(a=1), g(", out("g(", {{"f", "{\"a\": 1}"}})});
   check({t, "", false, "[f(a='日本')]", out("", {{"f", "{\"a\": \"日本\"}"}})});
   check({t, "", false, "[f(a=1", out("[f(a=1")});
+  // Llama 4's list markers are dropped (SGLang's _text_strip).
+  check({t, "", false, "<|python_start|>[get_weather(city=\"SF\")]<|python_end|>",
+         out("", {{"get_weather", "{\"city\": \"SF\"}"}})});
 }
 
 TEST(ToolCallParser, Qwen3Coder) {
