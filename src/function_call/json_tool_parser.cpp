@@ -36,6 +36,8 @@ bool is_id_byte(char c) { return std::isalnum(static_cast<unsigned char>(c)); }
 JsonToolParser::JsonToolParser(JsonToolFormat format, std::shared_ptr<const ToolNames> names)
     : format_(std::move(format)),
       scanner_({format_.start}),
+      skip_scanner_(format_.end.empty() ? std::vector<std::string>{}
+                                        : std::vector<std::string>{format_.end}),
       state_(format_.bare_at_start ? State::kStart : State::kText),
       call_(std::move(names)) {}
 
@@ -74,6 +76,14 @@ void JsonToolParser::end_block() {
   state_ = State::kText;
   raw_.clear();
   text_.skip_leading();
+}
+
+void JsonToolParser::after_broken_call(char c, EventSink& out) {
+  if (format_.end.empty()) return back_to_text(c, out);
+  state_ = State::kSkipToEnd;
+  raw_.clear();
+  (void)skip_scanner_.take_pending();
+  step(c, out);
 }
 
 void JsonToolParser::step(char c, EventSink& out) {
@@ -213,7 +223,7 @@ void JsonToolParser::step(char c, EventSink& out) {
         return;
       }
       if (call_.begun()) {
-        back_to_text(c, out);
+        after_broken_call(c, out);
       } else {
         fall_back(c, out);
       }
@@ -233,6 +243,10 @@ void JsonToolParser::step(char c, EventSink& out) {
         return;
       }
       if (!format_.end.empty()) {
+        if (c == '{') {  // another call in the same block
+          start_object(c, out);
+          return;
+        }
         end_.reset(format_.end);
         state_ = State::kEnd;
         step(c, out);
@@ -253,12 +267,15 @@ void JsonToolParser::step(char c, EventSink& out) {
           end_block();
           return;
         case LiteralMatch::Step::kMismatch:
-          text_.skip_leading();
-          text(end_.matched(), out);
-          back_to_text(c, out);
+          after_broken_call(c, out);
           return;
       }
       return;
+    case State::kSkipToEnd: {
+      std::string dropped;
+      if (skip_scanner_.step(c, dropped) >= 0) end_block();
+      return;
+    }
   }
 }
 
@@ -283,8 +300,8 @@ void JsonToolParser::finish(EventSink& out) {
       break;
     case State::kAfterObject:
       break;
-    case State::kEnd:
-      out.content(end_.matched());
+    case State::kEnd:  // the end literal cut short: dropped with its call's block
+    case State::kSkipToEnd:
       break;
   }
   raw_.clear();

@@ -5,7 +5,9 @@
 // newer Mistral templates, `[CALL_ID]ID` before `[ARGS]` allowed, each call behind its own
 // marker). Text around the calls is content, whitespace next to the markup trimmed. Markup that
 // turns out not to be a call before its name was read is content; a call whose name was read stays
-// a call (its arguments as far as they came).
+// a call (its arguments as far as they came). Where calls end with a literal (qwen25's
+// </tool_call>), a block may hold several call objects, and the rest of a block whose JSON
+// breaks is dropped up to that literal rather than shown as content (SGLang skips such blocks).
 #pragma once
 
 #include <string>
@@ -51,6 +53,7 @@ class JsonToolParser final : public ByteParser {
     kCompactName,  // compact: the name, up to [ARGS] (or [CALL_ID])
     kCompactId,    // compact: the call id, up to [ARGS]
     kCompactArgs,  // compact: the arguments' JSON value
+    kSkipToEnd,    // a broken call: dropped up to the end literal
   };
 
   void step(char c, EventSink& out) override;
@@ -64,6 +67,8 @@ class JsonToolParser final : public ByteParser {
   void back_to_text(char c, EventSink& out);
   // The array's ']' ended the calls.
   void end_block();
+  // A call's JSON broke at `c`: with an end literal, skip to it; else back to text.
+  void after_broken_call(char c, EventSink& out);
 
   JsonToolFormat format_;
   MarkerScanner scanner_;
@@ -71,10 +76,11 @@ class JsonToolParser final : public ByteParser {
   State state_;
   JsonCallReader call_;
   LiteralMatch end_;
-  std::string raw_;    // the markup since the last certain point, for fall_back
-  std::string name_;   // compact: the function's name
-  LiteralChoice tag_;  // compact: the [ARGS] or [CALL_ID] after the name (or the id)
-  JsonScanner args_;   // compact: the arguments' syntax
+  MarkerScanner skip_scanner_;  // kSkipToEnd: finds the end literal
+  std::string raw_;             // the markup since the last certain point, for fall_back
+  std::string name_;            // compact: the function's name
+  LiteralChoice tag_;           // compact: the [ARGS] or [CALL_ID] after the name (or the id)
+  JsonScanner args_;            // compact: the arguments' syntax
   bool in_array_ = false;
   bool block_has_call_ = false;  // the array holds a finished call
 };

@@ -113,6 +113,20 @@ TEST(ToolCallParser, Qwen25) {
   // Unfinished call: it keeps what it got.
   check({t, "", false, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"ab",
          out("", {{"f", "{\"q\": \"ab"}})});
+  // A block whose JSON breaks once the call began: the call keeps what it got, the rest of the
+  // block is dropped up to </tool_call> (SGLang skips the block; none of it is content).
+  check({t, "", false,
+         "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"city\": \"Paris\"}\n</tool_call> after",
+         out("after", {{"f", "{\"city\": \"Paris\"}"}})});
+  check({t, "", false,
+         "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"city\": \"Paris\"}}}\n</tool_call>",
+         out("", {{"f", "{\"city\": \"Paris\"}"}})});
+  check({t, "", false, "<tool_call>{\"name\": \"f\"} trailing words", out("", {{"f", "{}"}})});
+  // Several call objects in one block.
+  check({t, "", false,
+         "<tool_call>\n{\"name\":\"a\",\"arguments\":{}}\n{\"name\":\"b\",\"arguments\":{}}"
+         "\n</tool_call>",
+         out("", {{"a", "{}"}, {"b", "{}"}})});
   // Unicode in content and arguments; escapes in the name.
   check({t, "", false,
          "héllo ☃ <tool_call>{\"name\": \"g\\u00e9\", \"arguments\": {\"s\": "
