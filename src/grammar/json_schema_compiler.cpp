@@ -254,7 +254,7 @@ class SchemaCompiler {
 
   Result<ExprId> compile(const Json& s, const std::string& path, int depth) {
     if (depth > kMaxSchemaDepth) return error(path, "schema nested too deeply");
-    if (++schemas_compiled_ > 100000) return error(path, "schema too large");
+    if (++schemas_compiled_ > kMaxSchemaWork) return error(path, "schema too large");
     if (s.is_boolean()) {
       if (s.get<bool>()) return any_value();
       return error(path, "the schema 'false' accepts no value");
@@ -270,8 +270,8 @@ class SchemaCompiler {
       if (has_constraints(s, {"$ref"})) {
         // Siblings of $ref constrain it too (2019-09+): merge them into the target.
         SGL_ASSIGN_OR_RETURN(const Json* target, resolve(s["$ref"].get<std::string>(), path));
-        SGL_ASSIGN_OR_RETURN(Json merged,
-                             merge_schemas(root_, without(s, {"$ref"}), *target, path, depth));
+        SGL_ASSIGN_OR_RETURN(Json merged, merge_schemas(root_, without(s, {"$ref"}), *target, path,
+                                                        depth, schemas_compiled_));
         return compile(merged, path, depth + 1);
       }
       return compile_ref(s["$ref"].get<std::string>(), path);
@@ -281,8 +281,9 @@ class SchemaCompiler {
       if (!all.is_array() || all.empty()) return error(path, "allOf must be a non-empty array");
       Json merged = without(s, {"allOf"});
       for (size_t i = 0; i < all.size(); ++i) {
-        SGL_ASSIGN_OR_RETURN(merged, merge_schemas(root_, merged, all[i],
-                                                   path + "/allOf/" + std::to_string(i), depth));
+        SGL_ASSIGN_OR_RETURN(
+            merged, merge_schemas(root_, merged, all[i], path + "/allOf/" + std::to_string(i),
+                                  depth, schemas_compiled_));
       }
       return compile(merged, path, depth + 1);
     }
@@ -298,7 +299,8 @@ class SchemaCompiler {
       for (size_t i = 0; i < branches.size(); ++i) {
         const std::string p = path + "/" + key + "/" + std::to_string(i);
         if (constrained) {
-          SGL_ASSIGN_OR_RETURN(Json merged, merge_schemas(root_, rest, branches[i], p, depth));
+          SGL_ASSIGN_OR_RETURN(
+              Json merged, merge_schemas(root_, rest, branches[i], p, depth, schemas_compiled_));
           SGL_ASSIGN_OR_RETURN(ExprId e, compile(merged, p, depth + 1));
           alts.push_back(e);
         } else {

@@ -66,8 +66,11 @@ Json without(const Json& s, const std::set<std::string>& keys) {
 }
 
 Result<Json> merge_schemas(const Json& root, const Json& a_in, const Json& b_in,
-                           const std::string& path, int depth) {
+                           const std::string& path, int depth, int64_t& work) {
   if (depth > kMaxSchemaDepth) return schema_error(path, "allOf nested too deeply");
+  if (++work > kMaxSchemaWork) {
+    return schema_error(path, "schema too large: its allOf and $ref expand past the limit");
+  }
   Json a = a_in, b = b_in;
   for (Json* x : {&a, &b}) {
     if (x->is_boolean()) {
@@ -84,11 +87,11 @@ Result<Json> merge_schemas(const Json& root, const Json& a_in, const Json& b_in,
         SGL_ASSIGN_OR_RETURN(const Json* t,
                              resolve_ref(root, (*x)["$ref"].get<std::string>(), path));
         Json rest = without(*x, {"$ref"});
-        SGL_ASSIGN_OR_RETURN(*x, merge_schemas(root, rest, *t, path, depth + 1));
+        SGL_ASSIGN_OR_RETURN(*x, merge_schemas(root, rest, *t, path, depth + 1, work));
       } else {
         Json rest = without(*x, {"allOf"});
         for (const Json& part : (*x)["allOf"]) {
-          SGL_ASSIGN_OR_RETURN(rest, merge_schemas(root, rest, part, path, depth + 1));
+          SGL_ASSIGN_OR_RETURN(rest, merge_schemas(root, rest, part, path, depth + 1, work));
         }
         *x = rest;
       }
@@ -111,12 +114,13 @@ Result<Json> merge_schemas(const Json& root, const Json& a_in, const Json& b_in,
         if (av.contains(p.key())) {
           SGL_ASSIGN_OR_RETURN(av[p.key()],
                                merge_schemas(root, av[p.key()], p.value(),
-                                             path + "/properties/" + p.key(), depth + 1));
+                                             path + "/properties/" + p.key(), depth + 1, work));
         } else {
           av[p.key()] = p.value();
         }
       }
     } else if (key == "required") {
+      if (!av.is_array() || !bv.is_array()) return schema_error(path, "required must be an array");
       for (const Json& r : bv) {
         if (std::find(av.begin(), av.end(), r) == av.end()) av.push_back(r);
       }
@@ -126,7 +130,10 @@ Result<Json> merge_schemas(const Json& root, const Json& a_in, const Json& b_in,
         auto& v = t == &av ? ta : tb;
         if (t->is_string()) v.push_back(t->get<std::string>());
         if (t->is_array()) {
-          for (const Json& x : *t) v.push_back(x.get<std::string>());
+          for (const Json& x : *t) {
+            if (!x.is_string()) return schema_error(path, "type must name types (strings)");
+            v.push_back(x.get<std::string>());
+          }
         }
       }
       for (const std::string& x : ta) {
@@ -154,6 +161,7 @@ Result<Json> merge_schemas(const Json& root, const Json& a_in, const Json& b_in,
       else
         return schema_error(path, "allOf: cannot merge '" + key + "'");
     } else if (key == "enum") {
+      if (!av.is_array() || !bv.is_array()) return schema_error(path, "enum must be an array");
       Json both = Json::array();
       for (const Json& x : av) {
         if (std::find(bv.begin(), bv.end(), x) != bv.end()) both.push_back(x);
@@ -161,7 +169,7 @@ Result<Json> merge_schemas(const Json& root, const Json& a_in, const Json& b_in,
       if (both.empty()) return schema_error(path, "allOf: the enums do not intersect");
       av = both;
     } else if (key == "items" && av.is_object() && bv.is_object()) {
-      SGL_ASSIGN_OR_RETURN(av, merge_schemas(root, av, bv, path + "/items", depth + 1));
+      SGL_ASSIGN_OR_RETURN(av, merge_schemas(root, av, bv, path + "/items", depth + 1, work));
     } else {
       return schema_error(path, "allOf: cannot merge differing '" + key + "'");
     }

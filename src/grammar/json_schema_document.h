@@ -3,6 +3,7 @@
 // library stays inside json_schema_*.cpp and this header's users).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -25,9 +26,13 @@ Result<const Json*> resolve_ref(const Json& root, const std::string& ref, const 
 // `s` without `keys`.
 Json without(const Json& s, const std::set<std::string>& keys);
 
+// Schemas a document may compile and merge in all (its `work`): inlining references and allOf
+// can grow exponentially with a few kilobytes of schema (each level referencing the next twice).
+inline constexpr int64_t kMaxSchemaWork = 100000;
+
 // allOf of `a` and `b` as one schema (references into `root` and nested allOf inlined), or an
-// error where the two cannot be merged.
+// error where the two cannot be merged. Each merge counts against `work` (kMaxSchemaWork).
 Result<Json> merge_schemas(const Json& root, const Json& a, const Json& b, const std::string& path,
-                           int depth);
+                           int depth, int64_t& work);
 
 }  // namespace sgl::grammar

@@ -2,6 +2,7 @@
 // must produce JSON that validates; exact integer ranges; the whitespace policies; errors.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <random>
 
@@ -289,6 +290,9 @@ TEST(grammar_json_schema, ErrorsNameTheProblem) {
        "accepts no string"},
       {R"({"type":"integer","minimum":1e30})", "beyond +-9e18"},
       {R"({"type":"string","maxLength":10000000})", "maxLength above"},
+      {R"({"allOf":[{"type":[1]},{"type":"string"}]})", "type must name types"},
+      {R"({"allOf":[{"required":"a"},{"required":["b"]}]})", "required must be an array"},
+      {R"({"allOf":[{"enum":"a"},{"enum":["b"]}]})", "enum must be an array"},
       {R"({"type":"object",)", "not valid JSON"},
       {R"(42)", "a schema must be an object or a boolean"},
   };
@@ -308,6 +312,21 @@ TEST(grammar_json_schema, HugePropertyNamesAreAnErrorNotACrash) {
                          R"("]})")
                 .find("longer than 1024 bytes"),
             std::string::npos);
+}
+
+// Each level's allOf names the next level twice: inlined, 2^40 merges from 3 KB of schema
+// (it ran for days). The expansion is bounded: an error within the work limit.
+TEST(grammar_json_schema, ExponentialAllOfExpansionIsAnError) {
+  std::string defs;
+  for (int i = 0; i < 40; ++i) {
+    const std::string next = "{\"$ref\":\"#/$defs/d" + std::to_string(i + 1) + "\"}";
+    defs += "\"d" + std::to_string(i) + "\":{\"allOf\":[" + next + "," + next + "]},";
+  }
+  defs += R"("d40":{"type":"string"})";
+  const std::string schema = R"({"$defs":{)" + defs + R"(},"allOf":[{"$ref":"#/$defs/d0"}]})";
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(schema_error(schema).find("schema too large"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
 TEST(grammar_json_schema, DeepSchemasAreAnErrorNotACrash) {
