@@ -250,6 +250,11 @@ class AutomatonBuilder {
       while (!stack.empty()) {
         const int32_t s = stack.back();
         stack.pop_back();
+        if (++closure_work_ > kMaxClosureWork) {
+          return resource_exhausted(
+              "grammar: too large (a repetition of something that may be empty, such as "
+              "(a?){0,N}, connects every copy to every later one; use a smaller bound)");
+        }
         if (s == f.end) out.final[k] = 1;
         for (const ByteEdge& b : n_[s].bytes) out.bytes[k].push_back({b.lo, b.hi, keep[b.target]});
         for (const CallEdge& c : n_[s].calls) out.calls[k].push_back({c.rule, keep[c.target]});
@@ -492,6 +497,7 @@ class AutomatonBuilder {
   const Grammar& g_;
   std::vector<NState> n_;
   int64_t total_states_ = 0;
+  int64_t closure_work_ = 0;  // states visited by every rule's epsilon closures
   std::vector<RuleNfa> nfas_;
   std::vector<uint8_t> built_;
   std::vector<uint8_t> inlinable_;

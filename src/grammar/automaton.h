@@ -33,6 +33,10 @@ struct CallEdge {
 };
 
 inline constexpr int32_t kMaxAutomatonStates = 1 << 20;
+// States visited by the epsilon closures of a grammar's build, all rules together: a repetition
+// of something that may be empty, `(a?){0,100000}`, has closures across all its copies (work and
+// edges growing with the square of the bound).
+inline constexpr int64_t kMaxClosureWork = int64_t{1} << 25;
 
 // Immutable once built; shared read-only by every matcher of a compiled grammar.
 class GrammarAutomaton {

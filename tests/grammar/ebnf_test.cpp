@@ -180,6 +180,8 @@ TEST(grammar_ebnf_errors, ClearMessages) {
       {"root ::= a\na ::= \"(\" a \")\"", "accepts no string"},
       // Size limits.
       {"root ::= (((\"a\"{1000}){1000}){1000})", "too large"},
+      // A nullable repetition: every copy's closure reaches every later copy (quadratic).
+      {"root ::= (\"a\"?){0,100000}", "may be empty"},
   };
   for (const ErrorCase& c : cases) {
     const std::string message = error_of(c.grammar);
