@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/ordered_json.h"
+#include "core/utf8.h"
 #include "grammar/ebnf_parser.h"
 #include "grammar/json_schema_document.h"
 #include "grammar/number_range.h"
@@ -265,6 +266,8 @@ class SchemaCompiler {
         return error(path, "unsupported keyword '" + it.key() + "'");
       }
     }
+    // Annotations only ({} or {"description": ...}) constrain nothing: any value, as `true`.
+    if (!has_constraints(s, {})) return any_value();
     if (s.contains("$ref")) {
       if (!s["$ref"].is_string()) return error(path, "$ref must be a string");
       if (has_constraints(s, {"$ref"})) {
@@ -313,14 +316,17 @@ class SchemaCompiler {
     SGL_ASSIGN_OR_RETURN(std::vector<std::string> types, types_of(s, path));
     const bool nullable =
         s.contains("nullable") && s["nullable"].is_boolean() && s["nullable"].get<bool>();
-    if (s.contains("const"))
-      return filtered_literals(Json::array({s["const"]}), types, nullable, path);
-    if (s.contains("enum")) {
-      if (!s["enum"].is_array() || s["enum"].empty()) {
-        return error(path, "enum must be a non-empty array");
-      }
-      return filtered_literals(s["enum"], types, nullable, path);
+    if (s.contains("enum") && (!s["enum"].is_array() || s["enum"].empty())) {
+      return error(path, "enum must be a non-empty array");
     }
+    if (s.contains("const")) {
+      if (s.contains("enum") &&
+          std::find(s["enum"].begin(), s["enum"].end(), s["const"]) == s["enum"].end()) {
+        return error(path, "const is not one of the enum's values: no value is allowed");
+      }
+      return filtered_literals(s, Json::array({s["const"]}), types, nullable, path);
+    }
+    if (s.contains("enum")) return filtered_literals(s, s["enum"], types, nullable, path);
     std::vector<ExprId> alts;
     for (const std::string& t : types) {
       SGL_ASSIGN_OR_RETURN(ExprId e, compile_typed(s, t, path, depth));
@@ -332,15 +338,52 @@ class SchemaCompiler {
     return g_.choice(std::move(alts));
   }
 
-  Result<ExprId> filtered_literals(const Json& values, const std::vector<std::string>& types,
-                                   bool nullable, const std::string& path) {
+  // The enum / const values of `s` that its type and its bounds beside them allow (numbers'
+  // minimum / maximum, strings' minLength / maxLength); other constraints beside a value list
+  // are refused rather than left unchecked.
+  Result<ExprId> filtered_literals(const Json& s, const Json& values,
+                                   const std::vector<std::string>& types, bool nullable,
+                                   const std::string& path) {
+    static const std::set<std::string> kBeside = {"enum",
+                                                  "const",
+                                                  "type",
+                                                  "nullable",
+                                                  "minimum",
+                                                  "maximum",
+                                                  "exclusiveMinimum",
+                                                  "exclusiveMaximum",
+                                                  "minLength",
+                                                  "maxLength"};
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (!is_descriptive_keyword(it.key()) && !kBeside.count(it.key())) {
+        return error(path, "'" + it.key() + "' beside enum / const is not supported");
+      }
+    }
+    bool lo_ex = false, hi_ex = false;
+    SGL_ASSIGN_OR_RETURN(auto lo, bound(s, "minimum", "exclusiveMinimum", lo_ex, path));
+    SGL_ASSIGN_OR_RETURN(auto hi, bound(s, "maximum", "exclusiveMaximum", hi_ex, path));
+    SGL_ASSIGN_OR_RETURN(auto min_len, count_keyword(s, "minLength", path));
+    SGL_ASSIGN_OR_RETURN(auto max_len, count_keyword(s, "maxLength", path));
+    auto within = [&](const Json& v) {
+      if (v.is_number()) {
+        const double x = v.get<double>();
+        return (!lo || (lo_ex ? x > *lo : x >= *lo)) && (!hi || (hi_ex ? x < *hi : x <= *hi));
+      }
+      if (v.is_string()) {
+        const auto n = static_cast<int64_t>(utf8_length(v.get_ref<const std::string&>()));
+        return (!min_len || n >= *min_len) && (!max_len || n <= *max_len);
+      }
+      return true;
+    };
     std::vector<ExprId> alts;
     for (const Json& v : values) {
       bool ok = (nullable && v.is_null());
       for (const std::string& t : types) ok = ok || type_allows(t, v);
-      if (ok) alts.push_back(literal(v));
+      if (ok && within(v)) alts.push_back(literal(v));
     }
-    if (alts.empty()) return error(path, "no enum / const value has the schema's type");
+    if (alts.empty()) {
+      return error(path, "no enum / const value has the schema's type and bounds");
+    }
     return g_.choice(std::move(alts));
   }
 
@@ -476,6 +519,16 @@ class SchemaCompiler {
     }
     if (out && std::fabs(*out) > 9.0e18) {
       return error(path, std::string(key) + " beyond +-9e18 is not supported");
+    }
+    // Bounds are compared as doubles: an integer past 2^53 would round, loosening it.
+    for (const char* k : {key, ex_key}) {
+      constexpr uint64_t kExact = uint64_t{1} << 53;
+      if (s.contains(k) && s[k].is_number_integer() &&
+          (s[k].is_number_unsigned() ? s[k].get<uint64_t>() > kExact
+                                     : s[k].get<int64_t>() < -static_cast<int64_t>(kExact) ||
+                                           s[k].get<int64_t>() > static_cast<int64_t>(kExact))) {
+        return error(path, std::string(k) + " beyond +-2^53 is not supported exactly");
+      }
     }
     return out;
   }

@@ -9,10 +9,49 @@
 namespace sgl::grammar {
 namespace {
 
+// (OpenAPI's discriminator only names the property whose const values tell oneOf's branches
+// apart, which the branches themselves hold; example is OpenAPI's examples.)
 const std::set<std::string> kDescriptive = {
-    "title", "description", "examples",   "default",          "$schema",
-    "$id",   "$comment",    "deprecated", "readOnly",         "writeOnly",
-    "$defs", "definitions", "strict",     "contentMediaType", "contentEncoding"};
+    "title",    "description",      "examples",        "default",   "$schema",      "$id",
+    "$comment", "deprecated",       "readOnly",        "writeOnly", "$defs",        "definitions",
+    "strict",   "contentMediaType", "contentEncoding", "example",   "discriminator"};
+
+// The property names `s` declares.
+std::set<std::string> declared_properties(const Json& s) {
+  std::set<std::string> names;
+  if (s.contains("properties") && s["properties"].is_object()) {
+    for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) {
+      names.insert(it.key());
+    }
+  }
+  return names;
+}
+
+// allOf's parts each apply whole: one part's additionalProperties (other than true) judges the
+// properties the other part declares, and one part's items (past its prefixItems) the other's
+// prefixItems. Merged into one schema, the first would judge only its own part's properties and
+// the second apply after the other's prefix. Such pairs are refused rather than loosened.
+Status check_mergeable(const Json& a, const Json& b, const std::string& path) {
+  for (const auto& [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    if (x->contains("additionalProperties") && (*x)["additionalProperties"] != true) {
+      const std::set<std::string> own = declared_properties(*x);
+      for (const std::string& name : declared_properties(*y)) {
+        if (!own.count(name)) {
+          return schema_error(path,
+                              "allOf: one part's additionalProperties would judge the "
+                              "other part's property '" +
+                                  name + "'; not supported");
+        }
+      }
+    }
+    if (x->contains("items") && y->contains("prefixItems") && !x->contains("prefixItems")) {
+      return schema_error(path,
+                          "allOf: items in one part and prefixItems in another are not "
+                          "supported");
+    }
+  }
+  return Status::ok_status();
+}
 
 }  // namespace
 
@@ -97,6 +136,7 @@ Result<Json> merge_schemas(const Json& root, const Json& a_in, const Json& b_in,
       }
     }
   }
+  SGL_RETURN_IF_ERROR(check_mergeable(a, b, path));
   Json out = a;
   for (auto it = b.begin(); it != b.end(); ++it) {
     const std::string& key = it.key();

@@ -14,6 +14,11 @@ namespace {
 const std::vector<CodePointRange> kDigit = {{'0', '9'}};
 const std::vector<CodePointRange> kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 const std::vector<CodePointRange> kSpace = {{'\t', '\r'}, {' ', ' '}};
+// ECMA-262's \s (JSON Schema's pattern dialect): White_Space and the BOM. As a schema validator
+// reads it, \S must exclude these too.
+const std::vector<CodePointRange> kEcmaSpace = {
+    {'\t', '\r'},     {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+    {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 
 std::string json_escape(uint32_t cp) {
   switch (cp) {
@@ -276,7 +281,7 @@ class RegexParser {
         ranges = kWord;
         return true;
       case 's':
-        ranges = kSpace;
+        ranges = options_.json_string ? kEcmaSpace : kSpace;
         return true;
       case 'D':
         ranges = normalize_ranges(kDigit, true);
@@ -285,7 +290,7 @@ class RegexParser {
         ranges = normalize_ranges(kWord, true);
         return true;
       case 'S':
-        ranges = normalize_ranges(kSpace, true);
+        ranges = normalize_ranges(options_.json_string ? kEcmaSpace : kSpace, true);
         return true;
       case 'n':
         return one('\n');

@@ -109,6 +109,31 @@ TEST(grammar_json_schema, StrictModeAndAdditionalProperties) {
   EXPECT_FALSE(full_match(typed, R"({"id":"1"})"));
 }
 
+// An annotation-only schema is any value, as `true`; enum / const keep only the values their
+// sibling bounds allow (and const must be among enum's); \S excludes ECMA-262's white space.
+TEST(grammar_json_schema, AnnotationsEnumBoundsAndEcmaSpace) {
+  auto any = schema_grammar(R"({"type":"object","properties":{"p":{"description":"anything"}},
+      "required":["p"]})");
+  EXPECT_TRUE(full_match(any, R"({"p":{"k":[1,"x",null]}})"));
+  EXPECT_TRUE(full_match(any, R"({"p":2.5})"));
+  auto numbers = schema_grammar(R"({"type":"integer","enum":[1,5,10],"minimum":3})");
+  EXPECT_FALSE(full_match(numbers, "1"));
+  EXPECT_TRUE(full_match(numbers, "5"));
+  EXPECT_TRUE(full_match(numbers, "10"));
+  auto words = schema_grammar(R"({"enum":["a","bb","日本語"],"maxLength":2})");
+  EXPECT_TRUE(full_match(words, R"("a")"));
+  EXPECT_TRUE(full_match(words, R"("bb")"));
+  EXPECT_FALSE(full_match(words, R"("日本語")"));
+  auto one = schema_grammar(R"({"const":"a","enum":["a","b"]})");
+  EXPECT_TRUE(full_match(one, R"("a")"));
+  EXPECT_FALSE(full_match(one, R"("b")"));
+  auto word = schema_grammar(R"({"type":"string","pattern":"^\\S+$"})");
+  EXPECT_TRUE(full_match(word, R"("ab")"));
+  EXPECT_FALSE(full_match(word, "\"a\u00a0b\""));  // raw U+00A0 in the text
+  EXPECT_FALSE(full_match(word, "\"a\u3000b\""));
+  EXPECT_FALSE(full_match(word, "\"a\xc2\xa0b\""));
+}
+
 TEST(grammar_json_schema, IntegerRangesAreExact) {
   const std::vector<std::pair<std::string, std::pair<int, int>>> cases = {
       {R"({"type":"integer","minimum":-40,"maximum":125})", {-40, 125}},
@@ -293,6 +318,15 @@ TEST(grammar_json_schema, ErrorsNameTheProblem) {
       {R"({"allOf":[{"type":[1]},{"type":"string"}]})", "type must name types"},
       {R"({"allOf":[{"required":"a"},{"required":["b"]}]})", "required must be an array"},
       {R"({"allOf":[{"enum":"a"},{"enum":["b"]}]})", "enum must be an array"},
+      {R"({"const":"b","enum":["a"]})", "const is not one of the enum's values"},
+      {R"({"enum":["a","b"],"pattern":"a"})", "'pattern' beside enum / const is not supported"},
+      {R"({"allOf":[{"type":"object","properties":{"a":{}},"additionalProperties":false},
+          {"properties":{"b":{"type":"integer"}}}]})",
+       "other part's property 'b'"},
+      {R"({"allOf":[{"type":"array","items":{"type":"integer"}},
+          {"prefixItems":[{"type":"string"}]}]})",
+       "items in one part and prefixItems in another"},
+      {R"({"type":"integer","minimum":9007199254740993})", "beyond +-2^53"},
       {R"({"type":"object",)", "not valid JSON"},
       {R"(42)", "a schema must be an object or a boolean"},
   };
