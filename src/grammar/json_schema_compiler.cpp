@@ -563,7 +563,12 @@ class SchemaCompiler {
         alts.push_back(g_.sequence({g_.bytes("-"), integer_range(g_, n_lo, n_hi), frac}));
       }
     }
-    if (alts.empty()) return error(path, "no number lies within minimum / maximum");
+    if (alts.empty()) {
+      return error(path, integer ? "no integer lies within minimum / maximum"
+                                 : "no number the grammar can write lies within minimum / "
+                                   "maximum (it writes a fraction only inside a whole unit "
+                                   "interval within the bounds: docs/structured-output.md)");
+    }
     return g_.choice(std::move(alts));
   }
 
