@@ -326,8 +326,16 @@ def chat_deltas(qwen3, **extra):
 
 
 def test_chat_stream_reasoning_false_sends_the_reasoning_whole(qwen3, want):
-    streamed = [d["reasoning_content"] for d in chat_deltas(qwen3) if d.get("reasoning_content")]
-    assert len(streamed) > 1 and "".join(streamed) == want[0]
+    # Streamed, the reasoning comes in several chunks, unless a loaded machine's slow reads let
+    # the server merge them: some of a few tries show it.
+    tries = []
+    for _ in range(5):
+        tries.append([d["reasoning_content"] for d in chat_deltas(qwen3)
+                      if d.get("reasoning_content")])
+        if len(tries[-1]) > 1:
+            break
+    assert all("".join(t) == want[0] for t in tries)
+    assert len(tries[-1]) > 1, tries
     deltas = chat_deltas(qwen3, stream_reasoning=False)
     kinds = [k for d in deltas for k in ("reasoning_content", "content") if d.get(k)]
     assert kinds == ["reasoning_content"] + ["content"] * (len(kinds) - 1), kinds
