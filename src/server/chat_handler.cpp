@@ -214,11 +214,6 @@ Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_chat_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   ChatRequest& req = *parsed;
-  if (Status s =
-          request_json::apply_default_template_kwargs(req, ctx.info.default_chat_template_kwargs);
-      !s.ok()) {
-    return Reply::of(error_response(s));
-  }
   req.include_usage = req.include_usage || ctx.info.stream_default_include_usage;
   if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
   if (Status s = check_thinking_switch(ctx, req, "'reasoning_effort'"); !s.ok()) {

@@ -29,6 +29,15 @@ Result<std::string> render_prompt(const ServerContext& ctx, const ChatRequest& r
                          tokenizer::jinja::value_from_json(req.template_kwargs_json));
     if (extra.is_dict()) inputs.extra_context = extra.dict_data();
   }
+  // --default-chat-template-kwargs: what the request left unset (SGLang's setdefault). Read per
+  // render: templates may change the values they get, so requests share none.
+  if (!ctx.info.default_chat_template_kwargs.empty()) {
+    SGL_ASSIGN_OR_RETURN(tokenizer::jinja::Value defaults,
+                         tokenizer::jinja::value_from_json(ctx.info.default_chat_template_kwargs));
+    for (const auto& [key, value] : defaults.dict_data().entries()) {
+      if (inputs.extra_context.find(key) == nullptr) inputs.extra_context.set(key, value);
+    }
+  }
   inputs.add_generation_prompt = req.add_generation_prompt;
   inputs.bos_token = ctx.tokenizer.bos_token().value_or("");
   inputs.eos_token = ctx.tokenizer.eos_token().value_or("");
@@ -77,7 +86,7 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
   std::shared_ptr<const grammar::CompiledGrammar> tool_grammar;  // the same for every choice
   // A grammar holds the answer after the reasoning, except tool_choice auto's, which describes
   // the reasoning itself.
-  const grammar::ReasoningGate gate = grammar_leaves_reasoning(req, parser)
+  const grammar::ReasoningGate gate = grammar_leaves_reasoning(ctx, req, parser)
                                           ? chat_reasoning_gate(ctx, parser)
                                           : grammar::ReasoningGate{};
   for (int64_t j = 0; j < req.sampling.n; ++j) {

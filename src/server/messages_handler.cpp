@@ -199,11 +199,6 @@ Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
 Reply handle_messages(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_messages_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(anthropic_error(parsed.status()));
-  if (Status s = request_json::apply_default_template_kwargs(*parsed,
-                                                             ctx.info.default_chat_template_kwargs);
-      !s.ok()) {
-    return Reply::of(anthropic_error(s));
-  }
   if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(anthropic_error(s));
   if (Status s = check_thinking_switch(ctx, *parsed, "'thinking'"); !s.ok()) {
     return Reply::of(anthropic_error(s));

@@ -381,23 +381,6 @@ Status request_json::check_template_kwargs(const json& kwargs, std::string_view 
   return Status::ok_status();
 }
 
-Status request_json::apply_default_template_kwargs(ChatRequest& r, std::string_view defaults_json) {
-  if (defaults_json.empty()) return Status::ok_status();
-  SGL_ASSIGN_OR_RETURN(const json defaults, parse_object(defaults_json));
-  json kwargs = json::object();
-  if (!r.template_kwargs_json.empty()) {
-    SGL_ASSIGN_OR_RETURN(kwargs, parse_object(r.template_kwargs_json));
-  }
-  for (const auto& [key, value] : defaults.items()) {
-    if (!kwargs.contains(key)) kwargs[key] = value;
-  }
-  r.template_kwargs_json = dump(kwargs);
-  if (const json* thinking = find(kwargs, "enable_thinking")) {
-    r.enable_thinking = thinking->get<bool>();  // a boolean: both sides were checked
-  }
-  return Status::ok_status();
-}
-
 Result<ChatRequest> request_json::parse_chat_object(const json& o, const SamplingInput& defaults) {
   ChatRequest r;
   r.sampling = defaults;

@@ -136,9 +136,4 @@ Result<ChatRequest> parse_chat_object(const nlohmann::ordered_json& o,
 // continue_final_message) nor carry a template (chat_template: untrusted code, as SGLang).
 Status check_template_kwargs(const nlohmann::ordered_json& kwargs, std::string_view field);
 
-// --default-chat-template-kwargs (a JSON object check_template_kwargs passed; empty: none):
-// each key the request's chat_template_kwargs left unset takes the default, as in SGLang;
-// enable_thinking follows the merged kwargs.
-Status apply_default_template_kwargs(ChatRequest& r, std::string_view defaults_json);
-
 }  // namespace sgl::server::request_json

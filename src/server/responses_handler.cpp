@@ -348,11 +348,6 @@ Reply prepare_responses(ServerContext& ctx, std::shared_ptr<const ResponsesReque
 Reply handle_responses(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_responses_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-  if (Status s = request_json::apply_default_template_kwargs(parsed->chat,
-                                                             ctx.info.default_chat_template_kwargs);
-      !s.ok()) {
-    return Reply::of(error_response(s));
-  }
   if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
   if (Status s = check_thinking_switch(ctx, parsed->chat, "'reasoning.effort'"); !s.ok()) {
     return Reply::of(error_response(s));

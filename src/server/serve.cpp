@@ -14,6 +14,7 @@
 #include "server/engine_request.h"
 #include "server/http_server.h"
 #include "server/openai_json.h"
+#include "server/request_json.h"
 #include "server/router.h"
 #include "server/server_warmup.h"
 #include "server/termination_signals.h"
@@ -147,6 +148,13 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
     info.preferred_sampling_params = options.preferred_sampling_params;
   }
   info.default_chat_template_kwargs = options.default_chat_template_kwargs;
+  if (!info.default_chat_template_kwargs.empty()) {  // checked by the flag's parsing
+    SGL_ASSIGN_OR_RETURN(const auto kwargs,
+                         request_json::parse_object(info.default_chat_template_kwargs));
+    if (kwargs.contains("enable_thinking")) {
+      info.default_enable_thinking = kwargs["enable_thinking"].get<bool>();
+    }
+  }
   info.stream_default_include_usage = options.stream_default_include_usage;
   if (is_generation &&
       (options.model_sampling_defaults || !info.preferred_sampling_params.empty())) {

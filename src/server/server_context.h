@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/data_parallel_controller.h"
@@ -36,8 +37,10 @@ struct ServerInfo {
   // --preferred-sampling-params as given (a JSON object); empty: none.
   std::string preferred_sampling_params;
   // --default-chat-template-kwargs (a checked JSON object): what a chat request's
-  // chat_template_kwargs leaves unset; empty: none.
+  // chat_template_kwargs leaves unset, filled in as the prompt is rendered; empty: none.
   std::string default_chat_template_kwargs;
+  // Its enable_thinking, for a request that sets none.
+  std::optional<bool> default_enable_thinking;
   // --stream-response-default-include-usage: streams end with a usage chunk unasked.
   bool stream_default_include_usage = false;
   std::string device;

@@ -32,10 +32,12 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
   return o;
 }
 
-bool grammar_leaves_reasoning(const ChatRequest& req,
+bool grammar_leaves_reasoning(const ServerContext& ctx, const ChatRequest& req,
                               const function_call::OutputParserOptions& parser) {
+  const bool thinking =
+      req.enable_thinking.value_or(ctx.info.default_enable_thinking.value_or(true));
   return !parser.reasoning_parser.empty() &&
-         (req.enable_thinking.value_or(true) || function_call::starts_in_reasoning(parser));
+         (thinking || function_call::starts_in_reasoning(parser));
 }
 
 std::optional<std::string> strict_auto_tools_unheld(std::string_view parser,
@@ -93,7 +95,7 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> tool_choice_grammar(
                                            .function_name = req.tool_choice_name,
                                            .parser = ctx.info.tool_call_parser,
                                            .parallel_tool_calls = req.parallel_tool_calls};
-  if (grammar_leaves_reasoning(req, parser)) {
+  if (grammar_leaves_reasoning(ctx, req, parser)) {
     constraint.think_tags =
         function_call::think_tags(parser.reasoning_parser).value_or(function_call::kThinkTags);
     constraint.thinking = function_call::starts_in_reasoning(parser)

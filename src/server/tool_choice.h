@@ -17,18 +17,19 @@
 
 namespace sgl::server {
 
+// Whether a grammar leaves the reasoning free before it holds the answer: with a reasoning
+// parser, unless thinking is off (chat_template_kwargs.enable_thinking false, the request's or
+// --default-chat-template-kwargs') and the prompt did not open the reasoning anyway (a template
+// that ignores the switch). Thinking off, the grammar holds from the first token, as SGLang's
+// ReasonerGrammarBackend without require_reasoning.
+bool grammar_leaves_reasoning(const ServerContext& ctx, const ChatRequest& req,
+                              const function_call::OutputParserOptions& parser);
+
 // The parser for the request's choices: tool calls when the request offers tools (tool_choice
 // not none) and the server has --tool-call-parser; reasoning with --reasoning-parser unless
 // separate_reasoning is false (SGLang's rule; enable_thinking false shapes the prompt, not the
 // parsing). `prompt` is the rendered prompt: one that ends with <think> has opened the
 // reasoning already.
-// Whether a grammar leaves the reasoning free before it holds the answer: with a reasoning
-// parser, unless thinking is off (chat_template_kwargs.enable_thinking false) and the prompt did
-// not open the reasoning anyway (a template that ignores the switch). Thinking off, the grammar
-// holds from the first token, as SGLang's ReasonerGrammarBackend without require_reasoning.
-bool grammar_leaves_reasoning(const ChatRequest& req,
-                              const function_call::OutputParserOptions& parser);
-
 function_call::OutputParserOptions output_parser_options(const ServerContext& ctx,
                                                          const ChatRequest& req,
                                                          std::string_view prompt);
