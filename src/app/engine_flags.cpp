@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cstdlib>
 
 #include "backend/devices.h"
+#include "core/ascii.h"
 #include "core/logging.h"
 #include "distributed/bootstrap.h"
 #include "distributed/nccl_communicator.h"
@@ -27,9 +27,8 @@ constexpr std::array<std::string_view, 9> kUnsupportedAttentionBackends = {
     "flashmla",  "cutlass_mla", "trtllm_mla",           "aiter", "wave", "ascend",
     "intel_amx", "intel_xpu",   "dual_chunk_flash_attn"};
 
-Result<LogLevel> parse_log_level(std::string level) {
-  // Any case, as SGLang (Python's logging names are upper case).
-  for (char& c : level) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+Result<LogLevel> parse_log_level(const std::string& given) {
+  const std::string level = ascii_lower(given);  // any case, as SGLang (Python's are upper)
   if (level == "debug") return LogLevel::kDebug;
   if (level == "info") return LogLevel::kInfo;
   if (level == "warn" || level == "warning") return LogLevel::kWarn;
@@ -366,10 +365,8 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   SGL_ASSIGN_OR_RETURN(s.runner.context_length, args.get_human_int("--context-length", 0));
   // SGLang's switch for a context past the model's trained length (RoPE beyond its positions).
   // As SGLang reads a boolean environment variable: 1, true, yes or y in any case.
-  std::string longer(std::getenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN") != nullptr
-                         ? std::getenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN")
-                         : "");
-  for (char& c : longer) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const char* env = std::getenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN");
+  const std::string longer = ascii_lower(env != nullptr ? env : "");
   s.runner.allow_longer_context =
       longer == "1" || longer == "true" || longer == "yes" || longer == "y";
   SGL_ASSIGN_OR_RETURN(s.runner.num_kv_slots, args.get_human_int("--max-total-tokens", 0));

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/ascii.h"
 #include "core/ordered_json.h"
 #include "function_call/python_literal.h"
 
@@ -25,20 +26,6 @@ constexpr std::string_view kParameter = "<parameter=";
 constexpr std::string_view kParameterEnd = "</parameter>";
 // A longer function or parameter name is not markup.
 constexpr size_t kMaxNameBytes = 512;
-
-std::string ascii_lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// Whether s, ASCII-lowercased, is `lower` (without a copy of s, which may be a long value).
-bool lowers_to(std::string_view s, std::string_view lower) {
-  return s.size() == lower.size() &&
-         std::equal(s.begin(), s.end(), lower.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == b;
-         });
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -283,7 +270,7 @@ XmlValueKind xml_value_kind(std::string_view parameter_schema_json) {
 }
 
 std::string xml_value_to_json(std::string_view raw, XmlValueKind kind) {
-  if (lowers_to(raw, "null")) return "null";
+  if (ascii_lowers_to(raw, "null")) return "null";
   std::optional<std::string> converted;
   switch (kind) {
     case XmlValueKind::kString:
@@ -295,7 +282,7 @@ std::string xml_value_to_json(std::string_view raw, XmlValueKind kind) {
       converted = python_float(raw);
       break;
     case XmlValueKind::kBoolean:
-      return lowers_to(raw, "true") ? "true" : "false";
+      return ascii_lowers_to(raw, "true") ? "true" : "false";
     case XmlValueKind::kJson:
       if (auto v = parse_ordered_json(raw); v.ok()) {
         converted.emplace();

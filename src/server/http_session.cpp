@@ -9,6 +9,7 @@
 #include <exception>
 #include <utility>
 
+#include "core/ascii.h"
 #include "core/logging.h"
 #include "server/errors.h"
 #include "server/http_framing.h"
@@ -206,9 +207,8 @@ void HttpSession::dispatch() {
   request.path = std::string(target.substr(0, q));
   if (q != std::string_view::npos) request.query = std::string(target.substr(q + 1));
   for (const auto& field : req) {
-    std::string name(view(field.name_string()));
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    request.headers.emplace_back(std::move(name), std::string(view(field.value())));
+    request.headers.emplace_back(ascii_lower(view(field.name_string())),
+                                 std::string(view(field.value())));
   }
   request.body = std::move(req.body());
   if (is_cors_preflight(request)) return send(cors_preflight_response(hub_.options.cors, request));

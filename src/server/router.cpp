@@ -2,9 +2,9 @@
 #include "server/router.h"
 
 #include <algorithm>
-#include <cctype>
 #include <exception>
 
+#include "core/ascii.h"
 #include "core/logging.h"
 #include "server/errors.h"
 #include "server/handlers.h"
@@ -63,9 +63,8 @@ bool Router::authorized(const HttpRequest& request) const {
   const std::string_view value = *header;
   const size_t space = value.find(' ');
   if (space == std::string_view::npos) return false;
-  std::string scheme(value.substr(0, space));
-  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return scheme == "bearer" && same_secret(value.substr(space + 1), ctx_.api_key);
+  return ascii_lowers_to(value.substr(0, space), "bearer") &&
+         same_secret(value.substr(space + 1), ctx_.api_key);
 }
 
 Reply Router::dispatch(const HttpRequest& request) {
