@@ -11,81 +11,15 @@
 #include <vector>
 
 #include "core/ordered_json.h"
-#include "core/utf8.h"
 #include "grammar/ebnf_parser.h"
 #include "grammar/json_schema_document.h"
+#include "grammar/json_schema_keywords.h"
 #include "grammar/number_range.h"
 #include "grammar/regex_compiler.h"
 #include "grammar/utf8.h"
 
 namespace sgl::grammar {
 namespace {
-
-const std::set<std::string> kSupported = {"$ref",
-                                          "type",
-                                          "enum",
-                                          "const",
-                                          "anyOf",
-                                          "oneOf",
-                                          "allOf",
-                                          "nullable",
-                                          "properties",
-                                          "required",
-                                          "additionalProperties",
-                                          "items",
-                                          "prefixItems",
-                                          "additionalItems",
-                                          "minItems",
-                                          "maxItems",
-                                          "minLength",
-                                          "maxLength",
-                                          "pattern",
-                                          "format",
-                                          "minimum",
-                                          "maximum",
-                                          "exclusiveMinimum",
-                                          "exclusiveMaximum",
-                                          "uniqueItems"};
-
-// NOTE: years from 0001 (RFC 3339's grammar allows 0000; Python's date, and so jsonschema,
-// does not).
-const char* const kFormats[][2] = {
-    {"date",
-     "(\\d{3}[1-9]|\\d\\d[1-9]\\d|\\d[1-9]\\d\\d|[1-9]\\d{3})-"
-     "((0[13578]|1[02])-(0[1-9]|[12]\\d|3[01])|(0[469]|11)-(0[1-9]|[12]\\d|30)|"
-     "02-(0[1-9]|1\\d|2[0-8]))"},
-    {"time", "([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d{1,6})?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)"},
-    {"date-time",
-     "(\\d{3}[1-9]|\\d\\d[1-9]\\d|\\d[1-9]\\d\\d|[1-9]\\d{3})-"
-     "((0[13578]|1[02])-(0[1-9]|[12]\\d|3[01])|(0[469]|11)-(0[1-9]|[12]\\d|30)|"
-     "02-(0[1-9]|1\\d|2[0-8]))T([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d{1,6})?"
-     "(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)"},
-    {"email",
-     "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@"
-     "[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)"
-     "*\\.[a-zA-Z]{2,24}"},
-    {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
-    {"uri", "[a-zA-Z][a-zA-Z0-9+.-]*:([a-zA-Z0-9._~:/?#\\[\\]@!$&'()*+,;=-]|%[0-9a-fA-F]{2})+"},
-    {"ipv4", "((25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)"},
-};
-
-std::string type_of(const Json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "boolean";
-  if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    return std::floor(d) == d ? "integer" : "number";
-  }
-  if (v.is_string()) return "string";
-  if (v.is_array()) return "array";
-  return "object";
-}
-
-bool type_allows(const std::string& type, const Json& v) {
-  const std::string t = type_of(v);
-  return t == type || (type == "number" && t == "integer");
-}
 
 class SchemaCompiler {
  public:
@@ -262,7 +196,7 @@ class SchemaCompiler {
     }
     if (!s.is_object()) return error(path, "a schema must be an object or a boolean");
     for (auto it = s.begin(); it != s.end(); ++it) {
-      if (!is_descriptive_keyword(it.key()) && !kSupported.count(it.key())) {
+      if (!is_descriptive_keyword(it.key()) && !is_supported_keyword(it.key())) {
         return error(path, "unsupported keyword '" + it.key() + "'");
       }
     }
@@ -359,27 +293,12 @@ class SchemaCompiler {
         return error(path, "'" + it.key() + "' beside enum / const is not supported");
       }
     }
-    bool lo_ex = false, hi_ex = false;
-    SGL_ASSIGN_OR_RETURN(auto lo, bound(s, "minimum", "exclusiveMinimum", lo_ex, path));
-    SGL_ASSIGN_OR_RETURN(auto hi, bound(s, "maximum", "exclusiveMaximum", hi_ex, path));
-    SGL_ASSIGN_OR_RETURN(auto min_len, count_keyword(s, "minLength", path));
-    SGL_ASSIGN_OR_RETURN(auto max_len, count_keyword(s, "maxLength", path));
-    auto within = [&](const Json& v) {
-      if (v.is_number()) {
-        const double x = v.get<double>();
-        return (!lo || (lo_ex ? x > *lo : x >= *lo)) && (!hi || (hi_ex ? x < *hi : x <= *hi));
-      }
-      if (v.is_string()) {
-        const auto n = static_cast<int64_t>(utf8_length(v.get_ref<const std::string&>()));
-        return (!min_len || n >= *min_len) && (!max_len || n <= *max_len);
-      }
-      return true;
-    };
+    SGL_ASSIGN_OR_RETURN(const ValueBounds bounds, read_value_bounds(s, path));
     std::vector<ExprId> alts;
     for (const Json& v : values) {
       bool ok = (nullable && v.is_null());
       for (const std::string& t : types) ok = ok || type_allows(t, v);
-      if (ok && within(v)) alts.push_back(literal(v));
+      if (ok && bounds.allows(v)) alts.push_back(literal(v));
     }
     if (alts.empty()) {
       return error(path, "no enum / const value has the schema's type and bounds");
@@ -439,23 +358,9 @@ class SchemaCompiler {
     return compile_object(s, path, depth);
   }
 
-  Result<std::optional<int64_t>> count_keyword(const Json& s, const char* key,
-                                               const std::string& path) {
-    if (!s.contains(key)) return std::optional<int64_t>();
-    const Json& v = s[key];
-    if (!v.is_number() || type_of(v) != "integer" || v.get<double>() < 0) {
-      return error(path, std::string(key) + " must be a non-negative integer");
-    }
-    if (v.get<double>() > kMaxRepeatBound) {
-      return error(path, std::string(key) + " above " + std::to_string(kMaxRepeatBound) +
-                             " is not supported");
-    }
-    return std::optional<int64_t>(v.get<int64_t>());
-  }
-
   Result<ExprId> compile_string(const Json& s, const std::string& path) {
-    SGL_ASSIGN_OR_RETURN(auto min_len, count_keyword(s, "minLength", path));
-    SGL_ASSIGN_OR_RETURN(auto max_len, count_keyword(s, "maxLength", path));
+    SGL_ASSIGN_OR_RETURN(auto min_len, read_count(s, "minLength", path));
+    SGL_ASSIGN_OR_RETURN(auto max_len, read_count(s, "maxLength", path));
     const bool lengths = min_len || max_len;
     if (s.contains("format") || s.contains("pattern")) {
       if (lengths) {
@@ -473,10 +378,9 @@ class SchemaCompiler {
       } else {
         if (!s["format"].is_string()) return error(path, "format must be a string");
         const std::string format = s["format"].get<std::string>();
-        for (const auto& f : kFormats) {
-          if (format == f[0]) regex = f[1];
-        }
-        if (regex.empty()) return error(path, "unsupported format '" + format + "'");
+        const std::optional<std::string_view> format_pattern = format_regex(format);
+        if (!format_pattern) return error(path, "unsupported format '" + format + "'");
+        regex = *format_pattern;
       }
       RegexOptions options;
       options.json_string = true;
@@ -492,51 +396,10 @@ class SchemaCompiler {
     return g_.sequence({g_.bytes("\""), g_.repeat(string_char(), lo, hi), g_.bytes("\"")});
   }
 
-  // A bound as a double; `exclusive` from draft 6+ (a number) or draft 4 (a boolean flag).
-  Result<std::optional<double>> bound(const Json& s, const char* key, const char* ex_key,
-                                      bool& exclusive, const std::string& path) {
-    std::optional<double> out;
-    exclusive = false;
-    if (s.contains(key)) {
-      if (!s[key].is_number()) return error(path, std::string(key) + " must be a number");
-      out = s[key].get<double>();
-    }
-    if (s.contains(ex_key)) {
-      const Json& e = s[ex_key];
-      if (e.is_boolean()) {
-        exclusive = e.get<bool>() && out.has_value();
-      } else if (e.is_number()) {
-        const double v = e.get<double>();
-        // Both present: the tighter one wins.
-        const bool is_min = std::string(key) == "minimum";
-        if (!out || (is_min ? v >= *out : v <= *out)) {
-          out = v;
-          exclusive = true;
-        }
-      } else {
-        return error(path, std::string(ex_key) + " must be a number or a boolean");
-      }
-    }
-    if (out && std::fabs(*out) > 9.0e18) {
-      return error(path, std::string(key) + " beyond +-9e18 is not supported");
-    }
-    // Bounds are compared as doubles: an integer past 2^53 would round, loosening it.
-    for (const char* k : {key, ex_key}) {
-      constexpr uint64_t kExact = uint64_t{1} << 53;
-      if (s.contains(k) && s[k].is_number_integer() &&
-          (s[k].is_number_unsigned() ? s[k].get<uint64_t>() > kExact
-                                     : s[k].get<int64_t>() < -static_cast<int64_t>(kExact) ||
-                                           s[k].get<int64_t>() > static_cast<int64_t>(kExact))) {
-        return error(path, std::string(k) + " beyond +-2^53 is not supported exactly");
-      }
-    }
-    return out;
-  }
-
   Result<ExprId> compile_number(const Json& s, bool integer, const std::string& path) {
-    bool lo_ex = false, hi_ex = false;
-    SGL_ASSIGN_OR_RETURN(auto lo, bound(s, "minimum", "exclusiveMinimum", lo_ex, path));
-    SGL_ASSIGN_OR_RETURN(auto hi, bound(s, "maximum", "exclusiveMaximum", hi_ex, path));
+    SGL_ASSIGN_OR_RETURN(const NumberBounds bounds, read_number_bounds(s, path));
+    const std::optional<double> lo = bounds.lo.value, hi = bounds.hi.value;
+    const bool lo_ex = bounds.lo.exclusive, hi_ex = bounds.hi.exclusive;
     if (!lo && !hi) return integer ? any_integer() : any_number();
     // Integers in the bounds.
     std::optional<int64_t> ilo, ihi;
@@ -615,8 +478,8 @@ class SchemaCompiler {
       g_.set_body(r, e);
       item = g_.ref(r);
     }
-    SGL_ASSIGN_OR_RETURN(auto min_items, count_keyword(s, "minItems", path));
-    SGL_ASSIGN_OR_RETURN(auto max_items, count_keyword(s, "maxItems", path));
+    SGL_ASSIGN_OR_RETURN(auto min_items, read_count(s, "minItems", path));
+    SGL_ASSIGN_OR_RETURN(auto max_items, read_count(s, "maxItems", path));
     const int64_t k = static_cast<int64_t>(prefix.size());
     const int64_t lo = min_items.value_or(0);
     int64_t hi = max_items ? *max_items : -1;  // -1: unbounded
