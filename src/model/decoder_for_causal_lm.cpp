@@ -65,9 +65,10 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
   weights.set_check_only(false);
   SGL_RETURN_IF_ERROR(checked);
 
-  SGL_RETURN_IF_ERROR(check_no_extra_layers(c, weights.source(), weight_prefix_ + "layers."));
-  if (weights.source() != nullptr && options_.tp.rank == 0) {  // every rank reads the same names
-    warn_unread_tensors(*weights.source(), weights.unread_tensors());
+  if (const WeightSource* source = weights.source()) {  // (dummy weights have no names)
+    const std::vector<std::string> unread = weights.unread_tensors();
+    SGL_RETURN_IF_ERROR(check_no_extra_layers(c, *source, unread, weight_prefix_ + "layers."));
+    if (options_.tp.rank == 0) warn_unread_tensors(*source, unread);  // ranks read the same names
   }
 
   ModelMemoryPlan plan;

@@ -34,16 +34,16 @@ Status check_model_options(const ModelOptions& options) {
   return Status::ok_status();
 }
 
-Status check_no_extra_layers(const ModelConfig& config, const WeightSource* source,
+Status check_no_extra_layers(const ModelConfig& config, const WeightSource& source,
+                             const std::vector<std::string>& unread,
                              std::string_view layers_prefix) {
-  if (source == nullptr) return Status::ok_status();
-  for (const std::string& name : source->names()) {
+  for (const std::string& name : unread) {
     if (name.compare(0, layers_prefix.size(), layers_prefix) != 0) continue;
     int64_t layer = 0;
     const char* begin = name.data() + layers_prefix.size();
     const auto [end, ec] = std::from_chars(begin, name.data() + name.size(), layer);
     if (ec != std::errc() || end == begin || layer < config.num_hidden_layers) continue;
-    return invalid_argument(source->describe() + ": weight '" + name + "' belongs to layer " +
+    return invalid_argument(source.describe() + ": weight '" + name + "' belongs to layer " +
                             std::to_string(layer) + ", but the config has num_hidden_layers " +
                             std::to_string(config.num_hidden_layers));
   }

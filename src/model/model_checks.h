@@ -19,9 +19,11 @@ namespace sgl::model {
 Status check_model_options(const ModelOptions& options);
 
 // A checkpoint with more layers than the config would load as a different, truncated network
-// and answer without complaint; refuse it. `layers_prefix` is where the layers' tensors sit
-// ("model.layers."). `source` null (dummy weights) passes.
-Status check_no_extra_layers(const ModelConfig& config, const WeightSource* source,
+// and answer without complaint; refuse it. `unread` are the source's tensors the load did not
+// ask for (WeightLoader::unread_tensors: a layer past the config's is among them);
+// `layers_prefix` is where the layers' tensors sit ("model.layers.").
+Status check_no_extra_layers(const ModelConfig& config, const WeightSource& source,
+                             const std::vector<std::string>& unread,
                              std::string_view layers_prefix);
 
 // Logs a warning naming the checkpoint tensors in `unread` (WeightLoader::unread_tensors):
