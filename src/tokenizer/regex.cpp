@@ -4,6 +4,8 @@
 
 #include <pcre2.h>
 
+#include <atomic>
+
 #include "core/logging.h"
 #include "tokenizer/unicode.h"
 
@@ -104,6 +106,8 @@ struct Regex::Impl {
   pcre2_code* code = nullptr;
   pcre2_match_context* context = nullptr;  // null: PCRE2's default limits
   bool jit = false;
+  // A limit warning was logged: once per pattern, however many texts (a client's) hit it.
+  mutable std::atomic<bool> warned{false};
   ~Impl() {
     if (context != nullptr) pcre2_match_context_free(context);
     if (code != nullptr) pcre2_code_free(code);
@@ -177,7 +181,7 @@ bool Regex::Matches::next(ByteRange& match) {
     if (rc < 0) {  // no match, or a resource limit: the rest has no match
       // A tokenizer's pattern (no limit of ours) past PCRE2's own limits splits this text
       // differently from Hugging Face's: say so rather than tokenize differently in silence.
-      if (rc != PCRE2_ERROR_NOMATCH && impl_->context == nullptr) {
+      if (rc != PCRE2_ERROR_NOMATCH && impl_->context == nullptr && !impl_->warned.exchange(true)) {
         SGL_LOG_WARN << "tokenizer regex gave up at byte " << pos_ << " of a " << subject_.size()
                      << "-byte text (" << pcre2_error_message(rc)
                      << "): the rest is taken to match nothing, so its tokens may differ from "
