@@ -220,6 +220,14 @@ TEST(GgufTokenizerTest, UnknownModelIsUnimplemented) {
   EXPECT_NE(tok.status().message().find("t5"), std::string::npos);
 }
 
+// The status of loading the tokenizer of a GGUF file holding `w`'s metadata.
+Status load_status(const GgufWriter& w, const std::string& name) {
+  const auto path = write_temp(w.bytes(), name);
+  const Status status = Tokenizer::from_dir(path).status();
+  std::filesystem::remove(path);
+  return status;
+}
+
 // A hostile vocabulary is refused before the tokenizer builds tables from it: more tokens than
 // any model has, or (sentencepiece) tokens so long that deriving merges would take hours.
 TEST(GgufTokenizerTest, HostileVocabulariesAreRefused) {
@@ -231,39 +239,30 @@ TEST(GgufTokenizerTest, HostileVocabulariesAreRefused) {
   GgufWriter many;
   many.kv("tokenizer.ggml.model", tu::gguf_string("gpt2"));
   many.kv("tokenizer.ggml.tokens", {9, tokens});
-  auto path = write_temp(many.bytes(), "many");
-  auto tok = Tokenizer::from_dir(path);
-  std::filesystem::remove(path);
-  ASSERT_FALSE(tok.ok());
-  EXPECT_NE(tok.status().message().find("tokenizer.ggml.tokens has 4194305 entries"),
-            std::string::npos)
-      << tok.status().to_string();
+  Status status = load_status(many, "many");
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("tokenizer.ggml.tokens has 4194305 entries"), std::string::npos)
+      << status.to_string();
 
   GgufWriter long_token;
   long_token.kv("tokenizer.ggml.model", tu::gguf_string("llama"));
   long_token.kv("tokenizer.ggml.tokens",
                 tu::gguf_string_array({"<unk>", "a", std::string(40000, 'a')}));
   long_token.kv("tokenizer.ggml.scores", tu::gguf_f32_array({0, -1, -2}));
-  path = write_temp(long_token.bytes(), "long");
-  tok = Tokenizer::from_dir(path);
-  std::filesystem::remove(path);
-  ASSERT_FALSE(tok.ok());
-  EXPECT_NE(tok.status().message().find("has 40000 bytes) exceeds the work limit"),
-            std::string::npos)
-      << tok.status().to_string();
+  status = load_status(long_token, "long");
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("has 40000 bytes) exceeds the work limit"), std::string::npos)
+      << status.to_string();
 
   // Two tokens that are not UTF-8 would both become U+FFFD in the synthesized tokenizer.json.
   GgufWriter bad_utf8;
   bad_utf8.kv("tokenizer.ggml.model", tu::gguf_string("gpt2"));
   bad_utf8.kv("tokenizer.ggml.tokens", tu::gguf_string_array({"a", "\xff", "\xfe"}));
   bad_utf8.kv("tokenizer.ggml.merges", tu::gguf_string_array({}));
-  path = write_temp(bad_utf8.bytes(), "bad_utf8");
-  tok = Tokenizer::from_dir(path);
-  std::filesystem::remove(path);
-  ASSERT_FALSE(tok.ok());
-  EXPECT_NE(tok.status().message().find("tokenizer.ggml.tokens[1] is not valid UTF-8"),
-            std::string::npos)
-      << tok.status().to_string();
+  status = load_status(bad_utf8, "bad_utf8");
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("tokenizer.ggml.tokens[1] is not valid UTF-8"), std::string::npos)
+      << status.to_string();
 }
 
 // The real SmolLM2-135M-Instruct GGUF against goldens from HF (make_smollm2_tokenizer_golden.py).
