@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "core/ordered_json.h"
+#include "grammar/decimal_range.h"
 #include "grammar/ebnf_parser.h"
 #include "grammar/json_schema_document.h"
 #include "grammar/json_schema_keywords.h"
-#include "grammar/number_range.h"
 #include "grammar/regex_compiler.h"
 #include "grammar/utf8.h"
 
@@ -398,41 +398,18 @@ class SchemaCompiler {
 
   Result<ExprId> compile_number(const Json& s, bool integer, const std::string& path) {
     SGL_ASSIGN_OR_RETURN(const NumberBounds bounds, read_number_bounds(s, path));
-    const std::optional<double> lo = bounds.lo.value, hi = bounds.hi.value;
-    const bool lo_ex = bounds.lo.exclusive, hi_ex = bounds.hi.exclusive;
-    if (!lo && !hi) return integer ? any_integer() : any_number();
-    // Integers in the bounds.
-    std::optional<int64_t> ilo, ihi;
-    if (lo) ilo = static_cast<int64_t>(lo_ex ? std::floor(*lo) + 1 : std::ceil(*lo));
-    if (hi) ihi = static_cast<int64_t>(hi_ex ? std::ceil(*hi) - 1 : std::floor(*hi));
-    std::vector<ExprId> alts;
-    if (!ilo || !ihi || *ilo <= *ihi) alts.push_back(integer_range(g_, ilo, ihi));
-    if (!integer) {
-      // I.f with I >= 0 lies in [I, I+1): needs I >= lo (> lo) and I + 1 <= hi.
-      // -I.f lies in (-(I+1), -I]: needs -(I+1) >= lo and -I <= hi (< hi).
-      const ExprId frac = g_.sequence({g_.bytes("."), g_.plus(digit())});
-      std::optional<int64_t> p_lo = int64_t{0}, p_hi;
-      if (ilo) p_lo = std::max<int64_t>(0, *ilo);
-      if (hi) p_hi = static_cast<int64_t>(std::floor(*hi)) - 1;
-      if (!p_hi || *p_lo <= *p_hi) {
-        alts.push_back(g_.sequence({integer_range(g_, p_lo, p_hi), frac}));
-      }
-      std::optional<int64_t> n_lo = int64_t{0}, n_hi;
-      if (hi)
-        n_lo = std::max<int64_t>(
-            0, static_cast<int64_t>(hi_ex ? std::floor(-*hi) + 1 : std::ceil(-*hi)));
-      if (lo) n_hi = static_cast<int64_t>(std::floor(-*lo)) - 1;
-      if (!n_hi || *n_lo <= *n_hi) {
-        alts.push_back(g_.sequence({g_.bytes("-"), integer_range(g_, n_lo, n_hi), frac}));
-      }
-    }
-    if (alts.empty()) {
+    if (!bounds.lo.value && !bounds.hi.value) return integer ? any_integer() : any_number();
+    auto side = [](const NumberBound& b) {
+      return b.value ? std::optional<DecimalBound>(DecimalBound{*b.value, b.exclusive})
+                     : std::nullopt;
+    };
+    const std::optional<ExprId> range =
+        decimal_range(g_, side(bounds.lo), side(bounds.hi), integer);
+    if (!range) {
       return error(path, integer ? "no integer lies within minimum / maximum"
-                                 : "no number the grammar can write lies within minimum / "
-                                   "maximum (it writes a fraction only inside a whole unit "
-                                   "interval within the bounds: docs/structured-output.md)");
+                                 : "no number lies within minimum / maximum");
     }
-    return g_.choice(std::move(alts));
+    return *range;
   }
 
   Result<ExprId> compile_array(const Json& s, const std::string& path, int depth) {

@@ -7,16 +7,17 @@
 // exact when the branches are disjoint), allOf (merged where expressible), $ref into the document
 // ($defs, definitions, any JSON pointer; recursion included), minLength, maxLength, pattern
 // (anchored at both ends, as xgrammar / outlines treat it), format (date, time, date-time,
-// email, uuid, uri, ipv4), minimum / maximum / exclusiveMinimum / exclusiveMaximum (exact for
-// integers; for numbers, see below), nullable (OpenAPI). Descriptive keywords are accepted and
-// ignored; any other keyword is an error naming it.
+// email, uuid, uri, ipv4), minimum / maximum / exclusiveMinimum / exclusiveMaximum (exact on
+// decimal values), nullable (OpenAPI). Descriptive keywords are accepted and ignored; any other
+// keyword is an error naming it.
 //
-// Deliberate narrowings (every generated text still validates):
+// Deliberate narrowings (every generated text still validates, but for a fraction longer than a
+// double holds that rounds onto an exclusive bound):
 //   - strict (default): a schema that does not say otherwise allows no additional properties
 //     and no array items beyond prefixItems (as xgrammar's strict mode and OpenAI's strict mode);
 //   - additional property names contain no escapes and differ from the declared ones;
-//   - bounded numbers have no exponent, and a fraction only where the whole unit interval around
-//     it lies within the bounds; strings are never \u-escaped where a literal character works;
+//   - bounded numbers have no exponent; strings are never \u-escaped where a literal character
+//     works;
 //   - a date's day is at most 28 in February;
 //   - a number's exponent has at most two digits (past that most parsers overflow to inf).
 #pragma once

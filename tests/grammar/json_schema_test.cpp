@@ -131,7 +131,9 @@ TEST(grammar_json_schema, AnnotationsEnumBoundsAndEcmaSpace) {
   EXPECT_TRUE(full_match(word, R"("ab")"));
   EXPECT_FALSE(full_match(word, "\"a\u00a0b\""));  // raw U+00A0 in the text
   EXPECT_FALSE(full_match(word, "\"a\u3000b\""));
-  EXPECT_FALSE(full_match(word, "\"a\xc2\xa0b\""));
+  EXPECT_FALSE(full_match(word,
+                          "\"a\xc2\xa0"
+                          "b\""));
 }
 
 TEST(grammar_json_schema, IntegerRangesAreExact) {
@@ -162,11 +164,80 @@ TEST(grammar_json_schema, IntegerRangesAreExact) {
 
 TEST(grammar_json_schema, BoundedNumbersAreSound) {
   auto g = schema_grammar(R"({"type":"number","minimum":-2.5,"exclusiveMaximum":3.5})");
-  for (const char* ok : {"-2", "0", "3", "-1.99", "2.999", "0.5", "-0.25"}) {
+  for (const char* ok : {"-2", "0", "3", "-1.99", "2.999", "0.5", "-0.25", "-2.5", "-2.50",
+                         "3.4999", "-0.0", "3.0"}) {
     EXPECT_TRUE(full_match(g, ok)) << ok;
   }
-  for (const char* bad : {"4", "-3", "3.5", "1e3", "-2.6", "3.7"}) {
+  for (const char* bad : {"4", "-3", "3.5", "3.50", "1e3", "-2.6", "-2.51", "3.7", "-0", "01.5"}) {
     EXPECT_FALSE(full_match(g, bad)) << bad;
+  }
+  // Exclusive bounds at whole numbers still leave the fractions between them.
+  auto open_unit = schema_grammar(R"({"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1})");
+  for (const char* ok : {"0.5", "0.001", "0.999", "0.10"}) EXPECT_TRUE(full_match(open_unit, ok));
+  for (const char* bad : {"0", "1", "0.0", "0.000", "1.0", "-0.5", "-0.0"}) {
+    EXPECT_FALSE(full_match(open_unit, bad)) << bad;
+  }
+}
+
+// Every number the grammar writes within random decimal bounds: exactly those whose value lies
+// within them, checked on integers scaled by 10^4 (bounds of up to 3 decimals, candidates of up
+// to 4).
+TEST(grammar_json_schema, BoundedNumbersAreExact) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> bound_units(-25000, 25000);  // +-2.5 in 10^-4
+  std::uniform_int_distribution<int> kind(0, 5);
+  auto decimal = [](int64_t scaled, int decimals) {
+    // scaled / 10^4 written with `decimals` fraction digits (scaled is a multiple of the rest).
+    const bool neg = scaled < 0;
+    const int64_t m = neg ? -scaled : scaled;
+    std::string s = (neg ? "-" : "") + std::to_string(m / 10000);
+    if (decimals > 0) {
+      std::string frac = std::to_string(10000 + m % 10000).substr(1);
+      s += "." + frac.substr(0, decimals);
+    }
+    return s;
+  };
+  for (int round = 0; round < 120; ++round) {
+    // A bound of up to 3 decimals, or none; inclusive or exclusive.
+    auto make_bound = [&](const char* key, const char* ex_key, std::optional<int64_t>& at,
+                          bool& exclusive) -> std::string {
+      const int k = kind(rng);
+      if (k == 0) return "";
+      at = bound_units(rng) / 10 * 10;
+      if (k == 1) at = *at / 10000 * 10000;  // a whole number
+      exclusive = k % 2 == 0;
+      return std::string("\"") + (exclusive ? ex_key : key) + "\":" + decimal(*at, 3);
+    };
+    std::optional<int64_t> lo, hi;
+    bool lo_ex = false, hi_ex = false;
+    const std::string lo_text = make_bound("minimum", "exclusiveMinimum", lo, lo_ex);
+    const std::string hi_text = make_bound("maximum", "exclusiveMaximum", hi, hi_ex);
+    std::string schema = R"({"type":"number")";
+    for (const std::string& part : {lo_text, hi_text}) {
+      if (!part.empty()) schema += "," + part;
+    }
+    schema += "}";
+    SCOPED_TRACE(schema);
+    auto in_range = [&](int64_t v) {
+      return (!lo || (lo_ex ? v > *lo : v >= *lo)) && (!hi || (hi_ex ? v < *hi : v <= *hi));
+    };
+    auto compiled = json_schema_to_grammar(schema);
+    if (!compiled.ok()) {
+      // Refused only when no 4-decimal value lies within.
+      EXPECT_NE(compiled.status().message().find("no number lies within"), std::string::npos);
+      for (int64_t v = -40000; v <= 40000; ++v) ASSERT_FALSE(in_range(v)) << v;
+      continue;
+    }
+    auto g = must_compile(std::move(compiled).value());
+    for (int64_t v = -30000; v <= 30000; v += 1 + static_cast<int64_t>(rng() % 37)) {
+      constexpr int64_t kUnit[] = {10000, 1000, 100, 10, 1};  // one digit of `decimals`
+      for (int decimals = 0; decimals <= 4; ++decimals) {
+        const int64_t x = v / kUnit[decimals] * kUnit[decimals];
+        const std::string text = decimal(x, decimals);
+        if (text == "-0") continue;  // JSON allows it; the grammar writes 0
+        EXPECT_EQ(full_match(g, text), in_range(x)) << text;
+      }
+    }
   }
 }
 
@@ -303,8 +374,8 @@ TEST(grammar_json_schema, ErrorsNameTheProblem) {
        "minItems cannot be met"},
       {R"({"type":"string","minLength":5,"maxLength":2})", "maxLength is below minLength"},
       {R"({"type":"integer","minimum":5,"maximum":4})", "no integer lies within"},
-      {R"({"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1})",
-       "it writes a fraction only inside a whole unit interval"},
+      {R"({"type":"number","exclusiveMinimum":0.5,"exclusiveMaximum":0.5})",
+       "no number lies within minimum / maximum"},
       {R"({"allOf":[{"type":"string"},{"type":"integer"}]})", "the types do not intersect"},
       {R"({"allOf":[{"pattern":"a"},{"pattern":"b"}]})", "cannot merge differing 'pattern'"},
       {R"({"enum":[]})", "enum must be a non-empty array"},
