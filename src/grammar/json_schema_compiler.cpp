@@ -187,31 +187,41 @@ class SchemaCompiler {
     return false;
   }
 
-  Result<ExprId> compile(const Json& s, const std::string& path, int depth) {
-    if (depth > kMaxSchemaDepth) return error(path, "schema nested too deeply");
-    if (++schemas_compiled_ > kMaxSchemaWork) return error(path, "schema too large");
-    if (s.is_boolean()) {
-      if (s.get<bool>()) return any_value();
-      return error(path, "the schema 'false' accepts no value");
+  // Whether compiling `s` merges schemas, which inlines the references among them: allOf, $ref
+  // with constraining siblings, anyOf / oneOf with constraining siblings.
+  static bool merges_schemas(const Json& s) {
+    if (s.contains("$ref")) return has_constraints(s, {"$ref"});
+    if (s.contains("allOf")) return true;
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (s.contains(key)) return has_constraints(without(s, {key}), {});
     }
-    if (!s.is_object()) return error(path, "a schema must be an object or a boolean");
-    for (auto it = s.begin(); it != s.end(); ++it) {
-      if (!is_descriptive_keyword(it.key()) && !is_supported_keyword(it.key())) {
-        return error(path, "unsupported keyword '" + it.key() + "'");
-      }
-    }
-    // Annotations only ({} or {"description": ...}) constrain nothing: any value, as `true`.
-    if (!has_constraints(s, {})) return any_value();
+    return false;
+  }
+
+  // A merging schema compiles once, as a rule keyed by its text: in a recursive type (Pydantic
+  // v1's `allOf: [{"$ref": ...}]` beside a description, OpenAPI's `$ref` beside `nullable`) the
+  // inlined target holds the same schema again, which then refers back to the rule instead of
+  // inlining itself until the depth limit.
+  Result<ExprId> compile_merging(const Json& s, const std::string& path, int depth) {
+    std::string key = s.dump();
+    if (auto it = merged_rules_.find(key); it != merged_rules_.end()) return g_.ref(it->second);
+    const RuleId rule = g_.add_rule(g_.fresh_name("merged"));
+    merged_rules_.emplace(std::move(key), rule);
+    SGL_ASSIGN_OR_RETURN(ExprId body, compile_combinator(s, path, depth));
+    g_.set_body(rule, body);
+    return g_.ref(rule);
+  }
+
+  // $ref, allOf, anyOf, oneOf.
+  Result<ExprId> compile_combinator(const Json& s, const std::string& path, int depth) {
     if (s.contains("$ref")) {
       if (!s["$ref"].is_string()) return error(path, "$ref must be a string");
-      if (has_constraints(s, {"$ref"})) {
-        // Siblings of $ref constrain it too (2019-09+): merge them into the target.
-        SGL_ASSIGN_OR_RETURN(const Json* target, resolve(s["$ref"].get<std::string>(), path));
-        SGL_ASSIGN_OR_RETURN(Json merged, merge_schemas(root_, without(s, {"$ref"}), *target, path,
-                                                        depth, schemas_compiled_));
-        return compile(merged, path, depth + 1);
-      }
-      return compile_ref(s["$ref"].get<std::string>(), path);
+      if (!has_constraints(s, {"$ref"})) return compile_ref(s["$ref"].get<std::string>(), path);
+      // Siblings of $ref constrain it too (2019-09+): merge them into the target.
+      SGL_ASSIGN_OR_RETURN(const Json* target, resolve(s["$ref"].get<std::string>(), path));
+      SGL_ASSIGN_OR_RETURN(Json merged, merge_schemas(root_, without(s, {"$ref"}), *target, path,
+                                                      depth, schemas_compiled_));
+      return compile(merged, path, depth + 1);
     }
     if (s.contains("allOf")) {
       const Json& all = s["allOf"];
@@ -246,6 +256,28 @@ class SchemaCompiler {
         }
       }
       return g_.choice(std::move(alts));
+    }
+    return error(path, "not a combinator");  // unreachable: compile() checks
+  }
+
+  Result<ExprId> compile(const Json& s, const std::string& path, int depth) {
+    if (depth > kMaxSchemaDepth) return error(path, "schema nested too deeply");
+    if (++schemas_compiled_ > kMaxSchemaWork) return error(path, "schema too large");
+    if (s.is_boolean()) {
+      if (s.get<bool>()) return any_value();
+      return error(path, "the schema 'false' accepts no value");
+    }
+    if (!s.is_object()) return error(path, "a schema must be an object or a boolean");
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (!is_descriptive_keyword(it.key()) && !is_supported_keyword(it.key())) {
+        return error(path, "unsupported keyword '" + it.key() + "'");
+      }
+    }
+    // Annotations only ({} or {"description": ...}) constrain nothing: any value, as `true`.
+    if (!has_constraints(s, {})) return any_value();
+    if (s.contains("$ref") || s.contains("allOf") || s.contains("anyOf") || s.contains("oneOf")) {
+      return merges_schemas(s) ? compile_merging(s, path, depth)
+                               : compile_combinator(s, path, depth);
     }
     SGL_ASSIGN_OR_RETURN(std::vector<std::string> types, types_of(s, path));
     const bool nullable =
@@ -622,6 +654,7 @@ class SchemaCompiler {
   JsonSchemaOptions options_;
   Grammar g_;
   std::map<std::string, RuleId> ref_rules_;
+  std::map<std::string, RuleId> merged_rules_;  // compile_merging's, by schema text
   int64_t schemas_compiled_ = 0;
 };
 

@@ -241,6 +241,47 @@ TEST(grammar_json_schema, BoundedNumbersAreExact) {
   }
 }
 
+// Recursive types whose recursion passes through a merge (the target inlined beside other
+// keywords: Pydantic v1's described fields, OpenAPI's nullable references) compile, and what they
+// write validates, to the depth a random walk reaches.
+TEST(grammar_json_schema, RecursionThroughMergedReferences) {
+  const std::vector<std::string> schemas = {
+      // Pydantic v1: a described field of the model's own type.
+      R"({"definitions":{"N":{"type":"object","properties":{"v":{"type":"integer"},
+          "parent":{"description":"p","allOf":[{"$ref":"#/definitions/N"}]}},"required":["v"]}},
+          "allOf":[{"$ref":"#/definitions/N"}]})",
+      // A reference whose sibling narrows the target's property.
+      R"({"$defs":{"N":{"type":"object","properties":{"v":{"type":"integer"},
+          "parent":{"$ref":"#/$defs/N","properties":{"v":{"minimum":1}}}},"required":["v"]}},
+          "$ref":"#/$defs/N"})",
+      // A reference with a constraining sibling inside an array.
+      R"({"$defs":{"N":{"type":"object","properties":{"v":{"type":"integer","minimum":0},
+          "kids":{"type":"array","items":{"$ref":"#/$defs/N","required":["v"]},"maxItems":2}}}},
+          "$ref":"#/$defs/N"})",
+      // anyOf with a sibling constraint around the reference.
+      R"({"$defs":{"N":{"type":"object","properties":{"next":{"anyOf":[{"$ref":"#/$defs/N"},
+          {"type":"null"}],"required":["end"]},"end":{"type":"boolean"}}}},"$ref":"#/$defs/N"})",
+  };
+  std::mt19937 rng(3);
+  for (const std::string& text : schemas) {
+    SCOPED_TRACE(text);
+    const OJson schema = OJson::parse(text);
+    test::Validator validator(schema);
+    auto grammar = schema_grammar(text);
+    for (int i = 0; i < 40; ++i) {
+      std::string out;
+      ASSERT_TRUE(test::random_walk(grammar, rng, out, 64, 0.1)) << "stuck at: " << out;
+      const OJson value = OJson::parse(out, nullptr, false);
+      ASSERT_FALSE(value.is_discarded()) << out;
+      EXPECT_EQ(validator.validate(value, schema), "") << out;
+    }
+  }
+  // A merge that requires itself without end still has no finite value.
+  EXPECT_NE(schema_error(R"({"$defs":{"N":{"type":"object","properties":{"n":{"$ref":"#/$defs/N",
+      "nullable":false}},"required":["n"]}},"$ref":"#/$defs/N"})"),
+            "");
+}
+
 TEST(grammar_json_schema, Formats) {
   struct Case {
     const char* format;
