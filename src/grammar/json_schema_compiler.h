@@ -7,9 +7,9 @@
 // exact when the branches are disjoint), allOf (merged where expressible), $ref into the document
 // ($defs, definitions, any JSON pointer; recursion included), minLength, maxLength, pattern
 // (anchored at both ends, as xgrammar / outlines treat it), format (date, time, date-time,
-// email, uuid, uri, ipv4), minimum / maximum / exclusiveMinimum / exclusiveMaximum (exact on
-// decimal values), nullable (OpenAPI). Descriptive keywords are accepted and ignored; any other
-// keyword is an error naming it.
+// duration, email, hostname, uuid, uri, ipv4, ipv6), minimum / maximum / exclusiveMinimum /
+// exclusiveMaximum (exact on decimal values), nullable (OpenAPI). Descriptive keywords are
+// accepted and ignored; any other keyword is an error naming it.
 //
 // Deliberate narrowings (every generated text still validates, but for a fraction longer than a
 // double holds that rounds onto an exclusive bound):

@@ -57,6 +57,25 @@ const char* const kFormats[][2] = {
     {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
     {"uri", "[a-zA-Z][a-zA-Z0-9+.-]*:([a-zA-Z0-9._~:/?#\\[\\]@!$&'()*+,;=-]|%[0-9a-fA-F]{2})+"},
     {"ipv4", "((25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)"},
+    // RFC 4291's text forms without an embedded IPv4 part: eight groups, or fewer around one "::".
+    {"ipv6",
+     "(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|"
+     "([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|"
+     "([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|"
+     "([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|"
+     "([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|[0-9a-fA-F]{1,4}:(:[0-9a-fA-F]{1,4}){1,6}|"
+     ":((:[0-9a-fA-F]{1,4}){1,7}|:))"},
+    // RFC 1123 labels of up to 63 characters, at most four (253 characters at most); the last
+    // starts with a letter (an all-digit last label reads as an IPv4 address).
+    {"hostname",
+     "([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.){0,3}[a-zA-Z]([a-zA-Z0-9-]{0,59}[a-zA-Z0-9])"
+     "?"},
+    // RFC 3339 appendix A (ISO 8601 durations), numbers of up to 9 digits.
+    {"duration",
+     "P(([0-9]{1,9}D|[0-9]{1,9}M([0-9]{1,9}D)?|[0-9]{1,9}Y([0-9]{1,9}M([0-9]{1,9}D)?)?)"
+     "(T([0-9]{1,9}H([0-9]{1,9}M([0-9]{1,9}S)?)?|[0-9]{1,9}M([0-9]{1,9}S)?|[0-9]{1,9}S))?|"
+     "T([0-9]{1,9}H([0-9]{1,9}M([0-9]{1,9}S)?)?|[0-9]{1,9}M([0-9]{1,9}S)?|[0-9]{1,9}S)|"
+     "[0-9]{1,9}W)"},
 };
 
 // `key`'s side of the range: `key` itself and `ex_key`, its exclusive form.

@@ -16,8 +16,8 @@ namespace sgl::grammar {
 
 // A keyword the compiler enforces (descriptive ones: is_descriptive_keyword).
 bool is_supported_keyword(const std::string& key);
-// The regex a `format` stands for (date, time, date-time, email, uuid, uri, ipv4); nullopt for
-// another.
+// The regex a `format` stands for (date, time, date-time, duration, email, hostname, uuid, uri,
+// ipv4, ipv6); nullopt for another.
 std::optional<std::string_view> format_regex(std::string_view format);
 
 // "null", "boolean", "integer" (an integral number too), "number", "string", "array", "object".

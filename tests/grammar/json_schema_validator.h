@@ -5,6 +5,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -48,6 +49,69 @@ inline bool valid_time(const std::string& s) {
       "^([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d+)?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)$", s);
 }
 
+// An IPv6 address (RFC 4291, no embedded IPv4): groups of 1-4 hex digits, eight of them or
+// fewer around a single "::".
+inline bool valid_ipv6(const std::string& s) {
+  auto groups = [](const std::string& part, int& n) {
+    if (part.empty()) return true;
+    size_t start = 0;
+    while (true) {
+      const size_t colon = part.find(':', start);
+      const std::string g = part.substr(start, colon - start);
+      if (g.empty() || g.size() > 4 ||
+          g.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+        return false;
+      }
+      ++n;
+      if (colon == std::string::npos) return true;
+      start = colon + 1;
+    }
+  };
+  const size_t gap = s.find("::");
+  int n = 0;
+  if (gap == std::string::npos) return groups(s, n) && n == 8;
+  if (s.find("::", gap + 1) != std::string::npos) return false;
+  return groups(s.substr(0, gap), n) && groups(s.substr(gap + 2), n) && n <= 7;
+}
+
+// A host name (RFC 1123): dot-separated labels of 1-63 letters, digits and inner hyphens, 253
+// characters at most, the last label not all digits.
+inline bool valid_hostname(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  size_t start = 0;
+  std::string last;
+  while (true) {
+    const size_t dot = s.find('.', start);
+    last = s.substr(start, dot - start);
+    if (last.empty() || last.size() > 63 || last.front() == '-' || last.back() == '-') return false;
+    for (char c : last) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
+    }
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return last.find_first_not_of("0123456789") != std::string::npos;
+}
+
+// An RFC 3339 duration: P, then date parts in the order Y M D (a run without gaps) and / or T
+// with H M S (likewise), or weeks alone.
+inline bool valid_duration(const std::string& s) {
+  if (s.size() < 3 || s[0] != 'P') return false;
+  if (regex_search("^P\\d+W$", s)) return true;
+  const size_t t = s.find('T');
+  const std::string date = s.substr(1, t == std::string::npos ? std::string::npos : t - 1);
+  const std::string time = t == std::string::npos ? "" : s.substr(t + 1);
+  if (t != std::string::npos && time.empty()) return false;
+  // Each part's units must be consecutive in their order, ending where the spec allows.
+  const bool date_ok =
+      date.empty() ||
+      regex_search("^(\\d+Y\\d+M\\d+D|\\d+Y\\d+M|\\d+Y|\\d+M\\d+D|\\d+M|\\d+D)$", date);
+  const bool time_ok =
+      time.empty() ||
+      regex_search("^(\\d+H\\d+M\\d+S|\\d+H\\d+M|\\d+H|\\d+M\\d+S|\\d+M|\\d+S)$", time);
+  return date_ok && time_ok && !(date.empty() && time.empty());
+}
+
 inline bool valid_format(const std::string& format, const std::string& s) {
   if (format == "date") return valid_date(s);
   if (format == "time") return valid_time(s);
@@ -75,6 +139,9 @@ inline bool valid_format(const std::string& format, const std::string& s) {
     }
     return true;
   }
+  if (format == "ipv6") return valid_ipv6(s);
+  if (format == "hostname") return valid_hostname(s);
+  if (format == "duration") return valid_duration(s);
   return false;
 }
 
