@@ -1,10 +1,15 @@
 // HttpSession: the per-connection state machine of the HTTP server.
 #include "server/http_session.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <utility>
@@ -49,10 +54,28 @@ std::string_view view(const beast::flat_buffer& b) {
 
 }  // namespace
 
+void configure_client_socket(net::ip::tcp::socket& socket) {
+  boost::system::error_code ec;
+  socket.set_option(net::ip::tcp::no_delay(true), ec);
+  if (!ec) socket.set_option(net::socket_base::keep_alive(true), ec);
+  // Idle seconds before the first probe, seconds between probes, probes before giving up.
+  constexpr std::pair<int, int> kProbes[] = {
+      {TCP_KEEPIDLE, 60}, {TCP_KEEPINTVL, 10}, {TCP_KEEPCNT, 6}};
+  for (const auto& [option, value] : kProbes) {
+    if (ec) break;
+    if (::setsockopt(socket.native_handle(), IPPROTO_TCP, option, &value, sizeof(value)) != 0) {
+      ec = boost::system::error_code(errno, boost::system::system_category());
+    }
+  }
+  if (ec) SGL_LOG_WARN << "cannot set a connection's TCP options: " << ec.message();
+}
+
 HttpSession::HttpSession(net::ip::tcp::socket&& socket, SessionHub& hub)
     : stream_(std::move(socket)),
       hub_(hub),
-      reader_({hub.options.max_header_bytes, hub.options.max_body_bytes}) {}
+      reader_({hub.options.max_header_bytes, hub.options.max_body_bytes}) {
+  configure_client_socket(stream_.socket());
+}
 
 HttpSession::~HttpSession() {
   if (deferred_) deferred_->cancel();

@@ -21,6 +21,12 @@ namespace sgl::server::detail {
 
 class HttpSession;
 
+// A client connection's TCP options: no Nagle delay (each streamed event leaves at once instead
+// of waiting for the peer's ACK of the one before, up to its delayed-ACK time) and keepalive
+// probes after a minute idle (a vanished client's long non-streamed request ends within about
+// two minutes instead of the system's two hours). Failures are logged, not fatal.
+void configure_client_socket(boost::asio::ip::tcp::socket& socket);
+
 // What every session of one server shares; outlives them all.
 struct SessionHub {
   HttpServerOptions options;

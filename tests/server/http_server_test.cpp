@@ -1,16 +1,22 @@
 // HttpServer over a loopback socket: an exception inside a connection's work closes that
-// connection only (it used to escape into the io thread and end the process).
+// connection only (it used to escape into the io thread and end the process); a client
+// connection's TCP options.
 #include "server/http_server.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <stdexcept>
 #include <string>
+
+#include "server/http_session.h"
 
 namespace sgl::server {
 namespace {
@@ -69,6 +75,28 @@ TEST(HttpServer, AnExceptionClosesOnlyItsConnection) {
   const std::string ok = exchange(port, "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(ok.substr(0, 15), "HTTP/1.1 200 OK") << ok;
   EXPECT_EQ(ok.substr(ok.size() - 2), "ok");
+}
+
+TEST(HttpServer, ClientSocketsSendAtOnceAndProbeIdlePeers) {
+  namespace net = boost::asio;
+  net::io_context ioc;
+  net::ip::tcp::acceptor acceptor(ioc, {net::ip::address_v4::loopback(), 0});
+  net::ip::tcp::socket client(ioc), server(ioc);
+  client.connect(acceptor.local_endpoint());
+  acceptor.accept(server);
+  auto get = [&](int level, int option) {
+    int value = -1;
+    socklen_t size = sizeof(value);
+    EXPECT_EQ(::getsockopt(server.native_handle(), level, option, &value, &size), 0);
+    return value;
+  };
+  EXPECT_EQ(get(IPPROTO_TCP, TCP_NODELAY), 0);  // the system's default: Nagle on
+  detail::configure_client_socket(server);
+  EXPECT_NE(get(IPPROTO_TCP, TCP_NODELAY), 0);
+  EXPECT_NE(get(SOL_SOCKET, SO_KEEPALIVE), 0);
+  EXPECT_EQ(get(IPPROTO_TCP, TCP_KEEPIDLE), 60);
+  EXPECT_EQ(get(IPPROTO_TCP, TCP_KEEPINTVL), 10);
+  EXPECT_EQ(get(IPPROTO_TCP, TCP_KEEPCNT), 6);
 }
 
 }  // namespace
