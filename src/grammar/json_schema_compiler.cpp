@@ -16,6 +16,7 @@
 #include "grammar/json_schema_document.h"
 #include "grammar/json_schema_keywords.h"
 #include "grammar/regex_compiler.h"
+#include "grammar/string_length.h"
 #include "grammar/utf8.h"
 
 namespace sgl::grammar {
@@ -394,12 +395,10 @@ class SchemaCompiler {
     SGL_ASSIGN_OR_RETURN(auto min_len, read_count(s, "minLength", path));
     SGL_ASSIGN_OR_RETURN(auto max_len, read_count(s, "maxLength", path));
     const bool lengths = min_len || max_len;
+    if (min_len && max_len && *max_len < *min_len) {
+      return error(path, "maxLength is below minLength");
+    }
     if (s.contains("format") || s.contains("pattern")) {
-      if (lengths) {
-        return error(path,
-                     "minLength / maxLength together with pattern or format are not "
-                     "supported");
-      }
       if (s.contains("format") && s.contains("pattern")) {
         return error(path, "format together with pattern is not supported");
       }
@@ -419,11 +418,16 @@ class SchemaCompiler {
       options.escape_less_than = options_.escape_less_than;
       auto e = compile_regex(g_, regex, options);
       if (!e.ok()) return error(path, "pattern: " + e.status().message());
-      return g_.sequence({g_.bytes("\""), *e, g_.bytes("\"")});
+      ExprId content = *e;
+      if (lengths) {
+        auto held = restrict_length(g_, content, min_len.value_or(0), max_len);
+        if (!held.ok()) return error(path, held.status().message());
+        content = *held;
+      }
+      return g_.sequence({g_.bytes("\""), content, g_.bytes("\"")});
     }
     const int32_t lo = static_cast<int32_t>(min_len.value_or(0));
     const int32_t hi = max_len ? static_cast<int32_t>(*max_len) : kUnbounded;
-    if (hi != kUnbounded && hi < lo) return error(path, "maxLength is below minLength");
     if (!lengths) return any_string();
     return g_.sequence({g_.bytes("\""), g_.repeat(string_char(), lo, hi), g_.bytes("\"")});
   }

@@ -325,6 +325,52 @@ TEST(grammar_json_schema, Formats) {
   }
 }
 
+// minLength / maxLength beside a pattern or format: kept where the pattern's lengths already
+// lie within, narrowed on the pattern's one repetition of single characters, refused otherwise.
+TEST(grammar_json_schema, LengthsBesidePatterns) {
+  struct Case {
+    const char* schema;
+    std::vector<const char*> ok, bad;
+  };
+  const std::vector<Case> cases = {
+      {R"({"type":"string","pattern":"^[a-z]+$","maxLength":5})",
+       {"a", "abcde"},
+       {"", "abcdef", "A"}},
+      {R"({"type":"string","pattern":"^[A-Z][a-z]*-$","minLength":4,"maxLength":5})",
+       {"Abc-", "Abcd-"},
+       {"Ab-", "Abcde-", "abc-"}},
+      {R"({"type":"string","format":"date","minLength":10,"maxLength":10})",
+       {"2024-02-28"},
+       {"2024-2-28"}},
+      {R"({"type":"string","pattern":"^[\"a]*$","maxLength":2})",
+       {R"(\"\")", "a\\\""},
+       {R"(\"\"a)", "aaa"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.schema);
+    auto g = schema_grammar(c.schema);
+    for (const char* s : c.ok) EXPECT_TRUE(full_match(g, "\"" + std::string(s) + "\"")) << s;
+    for (const char* s : c.bad) EXPECT_FALSE(full_match(g, "\"" + std::string(s) + "\"")) << s;
+    const OJson schema = OJson::parse(c.schema);
+    test::Validator validator(schema);
+    std::mt19937 rng(5);
+    for (int i = 0; i < 100; ++i) {
+      std::string out;
+      ASSERT_TRUE(test::random_walk(g, rng, out, 24, 0.2)) << out;
+      EXPECT_EQ(validator.validate(OJson::parse(out), schema), "") << out;
+    }
+  }
+  EXPECT_NE(schema_error(R"({"type":"string","pattern":"^x\\d{0,9}y?$","minLength":3})")
+                .find("varies other than in one repetition"),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"type":"string","format":"date","maxLength":9})")
+                .find("no string of the pattern / format has a length within"),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"type":"string","pattern":"^a+$","minLength":3,"maxLength":2})")
+                .find("maxLength is below minLength"),
+            std::string::npos);
+}
+
 TEST(grammar_json_schema, Strings) {
   auto g = schema_grammar(R"({"type":"string","minLength":2,"maxLength":3})");
   EXPECT_TRUE(full_match(g, R"("ab")"));
