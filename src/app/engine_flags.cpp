@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdlib>
 
 #include "backend/devices.h"
@@ -59,6 +60,19 @@ Result<std::string> parse_attention_backend(const std::string& name,
                             "triton, torch_native, trtllm_mha, flex_attention)");
   }
   return name;
+}
+
+// A timeout in seconds from the environment variable `name`, as SGLang's EnvFloat reads it
+// (unset or <= 0: none).
+Result<double> env_seconds(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return 0.0;
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (*end != '\0' || !std::isfinite(v)) {
+    return invalid_argument(std::string(name) + " must be a number of seconds, got '" + text + "'");
+  }
+  return std::max(v, 0.0);
 }
 
 }  // namespace
@@ -384,6 +398,9 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   SGL_ASSIGN_OR_RETURN(o.schedule_conservativeness,
                        args.get_double("--schedule-conservativeness", 1.0));
   SGL_ASSIGN_OR_RETURN(o.max_queued_requests, args.get_int("--max-queued-requests", 0));
+  // SGLang's request timeouts: a request waiting or running longer ends as a 503.
+  SGL_ASSIGN_OR_RETURN(o.waiting_timeout_s, env_seconds("SGLANG_REQ_WAITING_TIMEOUT"));
+  SGL_ASSIGN_OR_RETURN(o.running_timeout_s, env_seconds("SGLANG_REQ_RUNNING_TIMEOUT"));
   SGL_ASSIGN_OR_RETURN(int64_t seed, args.get_int("--random-seed", 0));
   if (running < 1 || running > 65536 || o.max_prefill_tokens < 1 ||
       o.schedule_conservativeness <= 0 || o.max_queued_requests < 0) {

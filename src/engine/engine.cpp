@@ -248,7 +248,8 @@ void Engine::answer_unserved(Message& message) {
     queued_tokens_ -= static_cast<int64_t>(s->request.input_ids.size());
     StreamEvent event;
     event.finished =
-        scheduler::FinishState{scheduler::FinishReason::kAbort, -1, "the engine is shutting down"};
+        scheduler::FinishState{scheduler::FinishReason::kAbort, -1, "the engine is shutting down",
+                               scheduler::kServiceUnavailable};
     s->stream->push(std::move(event));
   } else if (auto* f = std::get_if<Flush>(&message)) {
     f->done.set_value(false);
@@ -276,8 +277,9 @@ bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
       streams_[s->rid] = Tracked{s->stream, prompt};
       if (!scheduler_->add_request(s->rid, std::move(s->request))) {
         StreamEvent event;
-        event.finished = scheduler::FinishState{scheduler::FinishReason::kAbort, -1,
-                                                "the waiting queue is full"};
+        event.finished =
+            scheduler::FinishState{scheduler::FinishReason::kAbort, -1, "the waiting queue is full",
+                                   scheduler::kServiceUnavailable};
         s->stream->push(std::move(event));
         streams_.erase(s->rid);
         --queued_;
@@ -342,8 +344,8 @@ void Engine::record_streamed_tokens(int64_t n) {
   throughput_window_.emplace_back(now, n);
 }
 
-void Engine::abort_all(const std::string& reason) {
-  for (auto& [rid, tracked] : streams_) scheduler_->abort(rid, reason);
+void Engine::abort_all(const std::string& reason, int32_t status_code) {
+  for (auto& [rid, tracked] : streams_) scheduler_->abort(rid, reason, status_code);
   dispatch_updates();
 }
 
@@ -445,7 +447,7 @@ void Engine::loop(runner::BatchRunner& runner) {
   // Shutdown: finish what is in flight, then abort everything left, queued messages included.
   while (!in_flight.empty()) finish_oldest();
   answer_settled_flushes();
-  abort_all("the engine is shutting down");
+  abort_all("the engine is shutting down", scheduler::kServiceUnavailable);
   std::lock_guard lock(inbox_mutex_);
   for (Message& m : inbox_) answer_unserved(m);
   inbox_.clear();

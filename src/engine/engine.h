@@ -135,7 +135,7 @@ class Engine {
   void answer_settled_flushes();
   void dispatch_updates();
   void record_streamed_tokens(int64_t n);
-  void abort_all(const std::string& reason);
+  void abort_all(const std::string& reason, int32_t status_code);
   EngineStats make_stats() const;
 
   EngineOptions options_;

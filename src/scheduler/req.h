@@ -28,10 +28,17 @@ enum class FinishReason {
 
 const char* finish_reason_name(FinishReason reason);  // "length", "stop", "stop", "abort"
 
+// The status of an abort the server decided for want of capacity or time (HTTP's 503).
+inline constexpr int32_t kServiceUnavailable = 503;
+
 struct FinishState {
   FinishReason reason = FinishReason::kLength;
   int32_t matched_token = -1;  // the stop token, for kStop
   std::string message;         // why, for kAbort
+  // kAbort: the HTTP status of an abort the server decided (SGLang's FINISH_ABORT status_code:
+  // 503 for a timeout, a full queue or shutdown), which routes answer as an error; 0 for one
+  // the client asked for, answered as a finished reply.
+  int32_t status_code = 0;
 };
 
 // What a client asks for, in token ids.

@@ -147,10 +147,10 @@ Req* Scheduler::find(uint64_t rid) {
   return it == reqs_.end() ? nullptr : it->second.get();
 }
 
-void Scheduler::abort(uint64_t rid, const std::string& message) {
+void Scheduler::abort(uint64_t rid, const std::string& message, int32_t status_code) {
   Req* req = find(rid);
   if (req == nullptr || req->finished) return;
-  finish(*req, {FinishReason::kAbort, -1, message});
+  finish(*req, {FinishReason::kAbort, -1, message, status_code});
   release_ready();
 }
 
@@ -763,7 +763,8 @@ void Scheduler::handle_timeouts() {
   for (Req* req : expired) {
     const bool waiting = !req->first_schedule_time.has_value();
     finish(*req, {FinishReason::kAbort, -1,
-                  waiting ? "request timed out while waiting" : "request timed out while running"});
+                  waiting ? "request timed out while waiting" : "request timed out while running",
+                  kServiceUnavailable});
   }
 }
 

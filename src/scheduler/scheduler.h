@@ -92,8 +92,9 @@ class Scheduler {
   // Queues a validated request. Returns false (and queues nothing) when max_queued_requests
   // (> 0) plus max_running_requests are already waiting or running.
   bool add_request(uint64_t rid, GenerateRequest request);
-  // Aborts a waiting or running request (no-op for unknown ids); its update says abort.
-  void abort(uint64_t rid, const std::string& message);
+  // Aborts a waiting or running request (no-op for unknown ids); its update says abort, with
+  // `status_code` (FinishState's: 0 for the client's own abort).
+  void abort(uint64_t rid, const std::string& message, int32_t status_code = 0);
   // Frees everything the radix cache holds; false while requests are running or in flight.
   bool flush_cache();
 

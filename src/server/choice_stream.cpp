@@ -189,6 +189,7 @@ ChoiceDelta ChoiceStream::process(engine::StreamEvent event) {
       case scheduler::FinishReason::kAbort:
         finish->reason = "abort";
         finish->message = f.message;
+        finish->status = f.status_code;
         break;
     }
   }

@@ -50,6 +50,10 @@ struct FinishInfo {
   std::optional<int32_t> matched_token;       // the EOS / stop token that ended it
   std::optional<std::string> matched_string;  // the stop string that ended it
   std::string message;                        // why, for "abort"
+  // "abort": the HTTP status of one the server decided (a timeout, a full queue, shutdown),
+  // which the reply answers as an error, as SGLang does; 0 for the client's own abort.
+  int status = 0;
+  bool error() const { return reason == "abort" && status >= 400; }
 };
 
 // More of one tool call: the first delta of a call carries its id and name.

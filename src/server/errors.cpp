@@ -23,6 +23,13 @@ const char* error_type(int status) {
   }
 }
 
+nlohmann::ordered_json error_json(int status, std::string_view message, std::string_view param) {
+  nlohmann::ordered_json error = {
+      {"message", message}, {"type", error_type(status)}, {"param", nullptr}, {"code", status}};
+  if (!param.empty()) error["param"] = param;
+  return {{"error", std::move(error)}};
+}
+
 }  // namespace
 
 int http_status_for(StatusCode code) {
@@ -43,10 +50,11 @@ int http_status_for(StatusCode code) {
 }
 
 HttpResponse error_response(int status, std::string_view message, std::string_view param) {
-  nlohmann::ordered_json error = {
-      {"message", message}, {"type", error_type(status)}, {"param", nullptr}, {"code", status}};
-  if (!param.empty()) error["param"] = param;
-  return request_json::json_response({{"error", std::move(error)}}, status);
+  return request_json::json_response(error_json(status, message, param), status);
+}
+
+std::string error_event(int status, std::string_view message) {
+  return "data: " + request_json::dump(error_json(status, message, {})) + "\n\n";
 }
 
 HttpResponse error_response(const Status& status) {

@@ -68,6 +68,7 @@ class GenerateReply final : public GenerationReply {
     if (f.matched_string) r["matched"] = *f.matched_string;
     if (f.matched_token) r["matched"] = *f.matched_token;
     if (f.reason == "abort") r["message"] = f.message;
+    if (f.error()) r["status_code"] = f.status;
     return r;
   }
 
@@ -171,6 +172,10 @@ class GenerateReply final : public GenerationReply {
   }
 
   std::string stream_end() override { return sse_done(); }
+  // SGLang's /generate streams the failed item as any other, its finish_reason saying why.
+  std::string stream_error(size_t index, const ChoiceDelta& d) override {
+    return stream_delta(index, d);
+  }
 
   HttpResponse complete() override {
     HttpResponse r;

@@ -2,6 +2,7 @@
 #include "server/generation_reply.h"
 
 #include "server/engine_request.h"
+#include "server/errors.h"
 
 namespace sgl::server {
 
@@ -34,23 +35,40 @@ DeferredReply::Progress GenerationReply::poll() {
     return p;
   }
   bool all_finished = true;
-  for (size_t i = 0; i < choices_.size(); ++i) {
-    if (std::optional<ChoiceDelta> d = choices_[i]->pull(); d && stream_) {
+  const FinishInfo* failed = nullptr;  // the first choice the server aborted
+  for (size_t i = 0; i < choices_.size() && !failed; ++i) {
+    std::optional<ChoiceDelta> d = choices_[i]->pull();
+    if (choices_[i]->finished() && choices_[i]->finish().error()) {
+      failed = &choices_[i]->finish();
+      if (d && stream_) p.data += stream_error(i, *d);
+    } else if (d && stream_) {
       p.data += stream_delta(i, *d);
     }
     all_finished = all_finished && choices_[i]->finished();
   }
-  if (!all_finished) return p;
+  if (!all_finished && !failed) return p;
   done_ = true;
   p.done = true;
+  if (failed) {
+    for (auto& c : choices_) c->abort();  // the others end with it, as SGLang's reply does
+  }
   if (stream_) {
     p.data += stream_end();
     ctx_.metrics.count_response(200);
   } else {
-    p.response = complete();
+    p.response = failed ? error_reply(*failed) : complete();
     ctx_.metrics.count_response(p.response->status);
   }
   return p;
+}
+
+std::string GenerationReply::stream_error(size_t index, const ChoiceDelta& /*delta*/) {
+  const FinishInfo& f = choices_[index]->finish();
+  return error_event(f.status, f.message);
+}
+
+HttpResponse GenerationReply::error_reply(const FinishInfo& finish) {
+  return error_response(finish.status, finish.message);
 }
 
 void GenerationReply::cancel() {

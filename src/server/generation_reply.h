@@ -34,6 +34,13 @@ class GenerationReply : public DeferredReply {
   // Non-streaming: the response once every choice finished.
   virtual HttpResponse complete() = 0;
 
+  // A choice the server aborted (FinishInfo::error: a timeout, a full queue, shutdown) ends the
+  // reply as SGLang ends it: without its other choices, as this error event on a stream (then
+  // stream_end), as this error response otherwise. Routes override the shapes (Messages: its
+  // error; /generate and Responses: their own delta, which says the reply failed).
+  virtual std::string stream_error(size_t index, const ChoiceDelta& delta);
+  virtual HttpResponse error_reply(const FinishInfo& finish);
+
   ServerContext& ctx_;
   const std::string id_;
   const int64_t created_;

@@ -150,7 +150,7 @@ class MessagesReply final : public GenerationReply {
                                            {"delta", {{"type", "text_delta"}, {"text", d.text}}}});
     }
     if (d.finished) {
-      if (aborted()) return out + event("error", error_json(500, choice().finish().message));
+      if (aborted()) return out + event("error", abort_error());
       const auto [reason, sequence] = stop();
       out += close_block();
       out +=
@@ -164,9 +164,23 @@ class MessagesReply final : public GenerationReply {
 
   std::string stream_end() override { return {}; }  // message_stop ended it (no [DONE])
 
+  // Its stream's own error event; the error response with the abort's status.
+  std::string stream_error(size_t index, const ChoiceDelta& d) override {
+    return stream_delta(index, d);
+  }
+  HttpResponse error_reply(const FinishInfo& f) override {
+    return request_json::json_response(abort_error(), f.status);
+  }
+
+  // An abort is an error here (Anthropic's API has no aborted message): the server's with its
+  // status, the client's as 500.
+  json abort_error() const {
+    const FinishInfo& f = choice().finish();
+    return error_json(f.error() ? f.status : 500, f.message);
+  }
+
   HttpResponse complete() override {
-    if (aborted())
-      return request_json::json_response(error_json(500, choice().finish().message), 500);
+    if (aborted()) return request_json::json_response(abort_error(), 500);
     const ChoiceDelta& total = choice().total();
     json content = json::array();
     if (!total.reasoning.empty()) content.push_back(thinking_block(total.reasoning));

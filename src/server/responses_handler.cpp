@@ -315,9 +315,14 @@ class ResponsesReply final : public GenerationReply {
   }
 
   std::string stream_end() override { return {}; }  // the terminal event ended it (no [DONE])
+  // response.failed, as for any abort.
+  std::string stream_error(size_t index, const ChoiceDelta& d) override {
+    return stream_delta(index, d);
+  }
 
   // An aborted response is a response, as SGLang and the Responses API make it: status failed,
-  // `error` saying why, no output.
+  // `error` saying why, no output (one the server aborted is an error response:
+  // GenerationReply::error_reply).
   HttpResponse complete() override {
     // NOTE: the non-streaming reply reads the whole output at once, as one delta.
     add(choice().total());
