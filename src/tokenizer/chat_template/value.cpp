@@ -167,7 +167,8 @@ bool Value::truthy() const {
       return !items().empty();
     case Kind::kDict:
       return !dict_data().empty();
-    case Kind::kIterator:
+    case Kind::kIterator:  // a dict view is as true as its dict; a generator always is
+      return list_data().iter_type == "generator" || !items().empty();
     case Kind::kObject:
     case Kind::kCallable:
       return true;

@@ -72,6 +72,10 @@ const RenderCase kDictMethodsCases[] = {
      R"J(dict_items([('a', 1)]) dict_keys(['a']) dict_values([1]))J"},
     {"copy", R"J({% set c = d.copy() %}{{ c }} {{ c is sameas d }})J", R"J({"d": {"a": 1}})J",
      R"J({'a': 1} False)J"},
+    // A view is as true as its dict; a generator always is.
+    {"views_truth",
+     R"J({{ 'T' if d.items() else 'F' }}{{ 'T' if d.keys() else 'F' }}{{ 'T' if d.values() else 'F' }}{{ 'T' if e.items() else 'F' }}{{ 'T' if ([] | select) else 'F' }})J",
+     R"J({"d": {}, "e": {"a": 1}})J", R"J(FFFTT)J"},
 };
 INSTANTIATE_TEST_SUITE_P(DictMethods, ChatTemplateRender, ::testing::ValuesIn(kDictMethodsCases),
                          CaseName());
