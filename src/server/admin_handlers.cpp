@@ -20,6 +20,26 @@ namespace {
 using json = nlohmann::ordered_json;
 using request_json::json_response;
 
+// `s` with its %XX escapes decoded (a malformed one stays as written).
+std::string percent_decoded(std::string_view s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
 json model_card(const ServerContext& ctx) {
   return json{{"id", ctx.info.served_model_name},   {"object", "model"},
               {"created", ctx.info.created},        {"owned_by", "sglang"},
@@ -173,9 +193,17 @@ Reply handle_models(ServerContext& ctx, const HttpRequest&) {
 }
 
 Reply handle_model(ServerContext& ctx, const HttpRequest& request) {
-  const std::string id = request.path.substr(std::string_view("/v1/models/").size());
+  // A name with a '/' may come raw (the openai SDK's) or as %2F (a client that escapes it).
+  const std::string id =
+      percent_decoded(request.path.substr(std::string_view("/v1/models/").size()));
   if (id != ctx.info.served_model_name) {
-    return Reply::of(error_response(404, "The model '" + id + "' does not exist", "model"));
+    // OpenAI's (and SGLang's) not-found shape for a model.
+    return Reply::of(json_response({{"error",
+                                     {{"message", "The model '" + id + "' does not exist"},
+                                      {"type", "invalid_request_error"},
+                                      {"param", "model"},
+                                      {"code", "model_not_found"}}}},
+                                   404));
   }
   return Reply::of(json_response(model_card(ctx)));
 }

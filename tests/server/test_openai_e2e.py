@@ -35,6 +35,10 @@ def test_health_models_and_info(server, client):
     models = client.models.list()
     assert [m.id for m in models.data] == ["stories260K"]
     assert client.models.retrieve("stories260K").id == "stories260K"
+    assert server.get("/v1/models/stories260%4b").json()["id"] == "stories260K"  # %-escaped
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.models.retrieve("gpt-4")
+    assert missing.value.code == "model_not_found" and missing.value.body["param"] == "model"
     info = server.get("/get_model_info").json()
     assert info["model_type"] == "llama" and info["context_length"] == 512
     assert server.get("/health_generate").status_code == 200
