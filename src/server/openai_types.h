@@ -13,8 +13,8 @@
 
 namespace sgl::server {
 
-// Most prompts / choices one request may ask for.
-constexpr int64_t kMaxBatchPrompts = 1024;
+// Most prompts / choices one request may ask for (OpenAI's limit on an embeddings input list).
+constexpr int64_t kMaxBatchPrompts = 2048;
 constexpr int64_t kMaxChoices = 128;     // n
 constexpr int64_t kMaxTopLogprobs = 20;  // OpenAI's limit (logprobs, top_logprobs)
 

@@ -120,7 +120,7 @@ CASES = [
      "'logit_bias'"),
     ("logit_bias not object", "POST", "/v1/completions", completion(logit_bias=[1]), 400,
      "'logit_bias'"),
-    ("too many prompts", "POST", "/v1/completions", json.dumps({"prompt": ["a"] * 1025}), 400,
+    ("too many prompts", "POST", "/v1/completions", json.dumps({"prompt": ["a"] * 2049}), 400,
      "'prompt'"),
     ("prompt past context", "POST", "/v1/completions", completion(prompt="once upon a time " * 400),
      400, "context length"),

@@ -326,3 +326,13 @@ def test_chat_template_with_is_embedding_is_refused(models, tmp_path):
     code, log = start_failure(tmp_path, models / "tiny-qwen3-embedding-last", "--is-embedding",
                               "--chat-template", str(template))
     assert code == 2 and "--chat-template with --is-embedding" in log, log
+
+
+def test_openai_sized_input_lists(last):
+    # OpenAI takes up to 2048 inputs a request (SGLang has no limit); one more is refused.
+    client = openai.OpenAI(base_url=last.url + "/v1", api_key="unused", max_retries=0)
+    out = client.embeddings.create(model=NAME, input=[f"text {i}" for i in range(2048)],
+                                   encoding_format="float")
+    assert [d.index for d in out.data] == list(range(2048))
+    r = last.post("/v1/embeddings", {"model": NAME, "input": ["x"] * 2049})
+    assert r.status_code == 400 and "at most 2048" in r.json()["error"]["message"]
