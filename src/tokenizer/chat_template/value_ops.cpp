@@ -13,6 +13,18 @@
 namespace sgl::tokenizer::jinja {
 namespace {
 
+// Python's float floor division (CPython's float_divmod): from the exact remainder, so that
+// 1 // 0.1 is 9.0 as (1 - fmod(1, 0.1)) / 0.1 makes it, not floor(1 / 0.1) = 10.0.
+double python_floor_div(double x, double y) {
+  double mod = std::fmod(x, y);
+  double div = (x - mod) / y;
+  if (mod != 0 && ((y < 0) != (mod < 0))) div -= 1.0;
+  if (div == 0) return std::copysign(0.0, x / y);
+  double floordiv = std::floor(div);
+  if (div - floordiv > 0.5) floordiv += 1.0;
+  return floordiv;
+}
+
 const char* op_symbol(BinaryOp op) {
   switch (op) {
     case BinaryOp::kAdd:
@@ -105,7 +117,7 @@ Result<Value> arithmetic(BinaryOp op, const Value& a, const Value& b) {
         return Value(x * y);
       case BinaryOp::kFloorDiv:
         if (y == 0) return invalid_argument("ZeroDivisionError: float floor division by zero");
-        return Value(std::floor(x / y));
+        return Value(python_floor_div(x, y));
       case BinaryOp::kMod: {
         if (y == 0) return invalid_argument("ZeroDivisionError: float modulo");
         double m = std::fmod(x, y);
