@@ -27,6 +27,8 @@ EngineStats sum_engine_stats(std::span<const EngineStats> replicas) {
     s.kv_capacity += r.kv_capacity;
     s.kv_used += r.kv_used;
     s.kv_cached += r.kv_cached;
+    s.kv_evictable += r.kv_evictable;
+    s.waiting_tokens += r.waiting_tokens;
     s.prompt_tokens_total += r.prompt_tokens_total;
     s.cached_prompt_tokens_total += r.cached_prompt_tokens_total;
     s.computed_tokens_total += r.computed_tokens_total;

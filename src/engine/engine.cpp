@@ -57,7 +57,7 @@ std::string decode_status(const EngineStats& stats) {
     accept = text;
   }
   return "Decode batch. #running-req: " + std::to_string(s.num_running) +
-         ", #token: " + std::to_string(s.kv_used - s.kv_cached) + ", " + numbers + accept +
+         ", #token: " + std::to_string(s.kv_in_use()) + ", " + numbers + accept +
          ", #queue-req: " + std::to_string(s.num_waiting);
 }
 
@@ -350,6 +350,7 @@ void Engine::abort_all(const std::string& reason, int32_t status_code) {
 }
 
 void Engine::loop(runner::BatchRunner& runner) {
+  started_s_ = now_s();
   std::unique_ptr<runner::BatchExecutor> executor;
   if (options_.disable_overlap_schedule) {
     executor = std::make_unique<runner::SyncExecutor>(runner);
@@ -457,17 +458,16 @@ void Engine::loop(runner::BatchRunner& runner) {
 EngineStats Engine::make_stats() const {
   EngineStats stats;
   stats.scheduler = scheduler_->stats();
+  // The tokens of the last kThroughputWindowS over that window (the time since the engine began
+  // while it is younger), not over the time since the window's first step: that left the first
+  // step's own time out, so a step right after idle read as thousands of tokens a second.
   const double now = now_s();
   int64_t tokens = 0;
-  double oldest = now;
   for (const auto& [t, n] : throughput_window_) {
-    if (now - t <= kThroughputWindowS) {
-      tokens += n;
-      oldest = std::min(oldest, t);
-    }
+    if (now - t <= kThroughputWindowS) tokens += n;
   }
-  if (tokens > 0 && now > oldest)
-    stats.generation_throughput = static_cast<double>(tokens) / (now - oldest);
+  const double span = std::min(kThroughputWindowS, now - started_s_);
+  if (tokens > 0 && span > 0) stats.generation_throughput = static_cast<double>(tokens) / span;
   stats.decode_steps = decode_steps_;
   stats.decode_step_cpu_us =
       decode_steps_ ? decode_cpu_s_ / static_cast<double>(decode_steps_) * 1e6 : 0;

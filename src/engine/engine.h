@@ -169,6 +169,7 @@ class Engine {
   // Throughput window (time, tokens streamed then) and step timers (engine thread; copied into
   // stats).
   std::deque<std::pair<double, int64_t>> throughput_window_;
+  double started_s_ = 0;  // when the engine loop began (a younger window is that long)
   double decode_cpu_s_ = 0;
   int64_t decode_steps_ = 0;
 };

@@ -774,6 +774,11 @@ SchedulerStats Scheduler::stats() const {
   s.num_waiting = static_cast<int64_t>(waiting_.size());
   s.kv_used = allocator_.capacity() - allocator_.available();
   s.kv_cached = tree_.total_size();
+  s.kv_evictable = tree_.evictable_size();
+  for (const Req* req : waiting_) {
+    s.waiting_tokens +=
+        static_cast<int64_t>(req->request.input_ids.size() + req->output_ids.size());
+  }
   s.new_token_ratio = new_token_ratio_;
   return s;
 }

@@ -46,6 +46,8 @@ struct SchedulerStats {
   int64_t kv_capacity = 0;          // allocatable KV slots
   int64_t kv_used = 0;              // held by requests or the cache
   int64_t kv_cached = 0;            // held by the radix cache
+  int64_t kv_evictable = 0;         // of those, held by no request (freed on demand)
+  int64_t waiting_tokens = 0;       // the waiting requests' tokens (prompt and output so far)
   int64_t prompt_tokens_total = 0;  // over first prefills
   int64_t cached_prompt_tokens_total = 0;
   int64_t computed_tokens_total = 0;  // tokens run through the model (prefill + decode)
@@ -69,8 +71,11 @@ struct SchedulerStats {
                                          static_cast<double>(spec_verify_steps)
                              : 0.0;
   }
+  // KV slots that requests hold, the cache's locked prefixes included; the evictable cache
+  // counts as free, as SGLang's num_used_tokens / token_usage count it.
+  int64_t kv_in_use() const { return kv_used - kv_evictable; }
   double kv_usage() const {
-    return kv_capacity ? static_cast<double>(kv_used) / static_cast<double>(kv_capacity) : 0.0;
+    return kv_capacity ? static_cast<double>(kv_in_use()) / static_cast<double>(kv_capacity) : 0.0;
   }
 };
 

@@ -115,11 +115,15 @@ Reply server_info_reply(ServerContext& ctx) {
                       {"kv_capacity", s.kv_capacity},
                       {"kv_used", s.kv_used},
                       {"kv_cached", s.kv_cached},
+                      {"kv_evictable", s.kv_evictable},
                       {"kv_free", s.kv_capacity - s.kv_used},
                       {"kv_in_use_by_requests", s.kv_used - s.kv_cached},
                       {"token_usage", s.kv_usage()},
                       {"cache_hit_rate", s.cache_hit_rate()},
                       {"gen_throughput", stats.generation_throughput},
+                      // SGLang's names, which its bench_one_batch_server reads.
+                      {"last_gen_throughput", stats.generation_throughput},
+                      {"effective_max_running_requests_per_dp", i.max_running_requests},
                       {"prompt_tokens_total", s.prompt_tokens_total},
                       {"cached_prompt_tokens_total", s.cached_prompt_tokens_total},
                       {"generated_tokens_total", s.generated_tokens_total},
@@ -138,6 +142,7 @@ Reply server_info_reply(ServerContext& ctx) {
   }
   return Reply::of(json_response({{"version", kServerVersion},
                                   {"model_path", i.model_path},
+                                  {"tokenizer_path", i.tokenizer_path},
                                   {"served_model_name", i.served_model_name},
                                   {"host", i.host},
                                   {"port", i.port},
@@ -168,8 +173,12 @@ Reply loads_reply(ServerContext& ctx) {
                      {"num_running_reqs", s.num_running},
                      {"num_waiting_reqs", s.num_waiting},
                      {"num_reqs", s.num_running + s.num_waiting},
-                     {"num_used_tokens", s.kv_used - s.kv_cached},
+                     {"num_used_tokens", s.kv_in_use()},
+                     // SGLang's: the KV in use plus what the waiting requests will need
+                     // (sgl-model-gateway's load signal).
+                     {"num_total_tokens", s.kv_in_use() + s.waiting_tokens},
                      {"max_total_num_tokens", s.kv_capacity},
+                     {"max_running_requests", ctx.info.max_running_requests},
                      {"token_usage", s.kv_usage()},
                      {"gen_throughput", stats.generation_throughput},
                      {"cache_hit_rate", s.cache_hit_rate()}});

@@ -2,17 +2,50 @@
 #include "server/metrics.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include "engine/data_parallel_controller.h"
 
 namespace sgl::server {
 namespace {
 
+// As Python's prometheus_client writes a value (floatToGoString): Python's repr (the shortest
+// round trip, "0.1" and "5.0"; exponents below 1e-4 and from 1e16), and Go's exponent from 1e6
+// up ("1.5e+06"), so bucket bounds read le="0.1", as SGLang's.
 std::string number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char digits[32];
+  const auto [end, ec] =
+      std::to_chars(digits, digits + sizeof digits, v, std::chars_format::scientific);
+  // "d.ddde±XX": the significant digits and the exponent.
+  const std::string_view sci(digits, static_cast<size_t>(end - digits));
+  const size_t e = sci.find('e');
+  const bool negative = sci[0] == '-';
+  std::string mantissa(sci.substr(negative ? 1 : 0, e - (negative ? 1 : 0)));
+  mantissa.erase(std::remove(mantissa.begin(), mantissa.end(), '.'), mantissa.end());
+  int exponent = 0;
+  std::from_chars(sci.data() + e + 1 + (sci[e + 1] == '+' ? 1 : 0), sci.data() + sci.size(),
+                  exponent);
+  std::string out = negative ? "-" : "";
+  auto scientific = [&] {
+    out += mantissa.substr(0, 1);
+    if (mantissa.size() > 1) out += "." + mantissa.substr(1);
+    char exp[16];
+    std::snprintf(exp, sizeof exp, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    return out + exp;
+  };
+  if (exponent < -4 || exponent >= 16 || (v > 0 && exponent >= 6)) return scientific();
+  if (exponent < 0)
+    return out + "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + mantissa;
+  const size_t whole = static_cast<size_t>(exponent) + 1;
+  if (mantissa.size() <= whole)
+    return out + mantissa + std::string(whole - mantissa.size(), '0') + ".0";
+  return out + mantissa.substr(0, whole) + "." + mantissa.substr(whole);
 }
 
 std::string escape_label(const std::string& value) {
@@ -95,7 +128,8 @@ void Metrics::observe_finished(double e2e_seconds, const std::string& finish_rea
                                int64_t cached_tokens) {
   std::lock_guard lock(mutex_);
   e2e_.observe(e2e_seconds);
-  ++finished_[finish_reason];
+  // A reply that ended in tool calls stopped on its own (SGLang counts no such reason).
+  ++finished_[finish_reason == "tool_calls" ? "stop" : finish_reason];
   prompt_tokens_ += static_cast<uint64_t>(std::max<int64_t>(prompt_tokens, 0));
   generation_tokens_ += static_cast<uint64_t>(std::max<int64_t>(completion_tokens, 0));
   cached_tokens_ += static_cast<uint64_t>(std::max<int64_t>(cached_tokens, 0));
@@ -148,8 +182,9 @@ std::string Metrics::render(std::span<const engine::EngineStats> replicas, size_
   sample(out, "sglang:num_running_reqs", labels_, static_cast<double>(s.num_running));
   header(out, "sglang:num_queue_reqs", "gauge", "Requests waiting.");
   sample(out, "sglang:num_queue_reqs", labels_, static_cast<double>(s.num_waiting));
-  header(out, "sglang:num_used_tokens", "gauge", "KV slots in use (requests and cache).");
-  sample(out, "sglang:num_used_tokens", labels_, static_cast<double>(s.kv_used));
+  header(out, "sglang:num_used_tokens", "gauge",
+         "KV slots in use (requests and the cache they hold; the evictable cache is free).");
+  sample(out, "sglang:num_used_tokens", labels_, static_cast<double>(s.kv_in_use()));
   header(out, "sglang:max_total_num_tokens", "gauge", "KV slots in all.");
   sample(out, "sglang:max_total_num_tokens", labels_, static_cast<double>(s.kv_capacity));
   header(out, "sglang:token_usage", "gauge", "Fraction of KV slots in use.");

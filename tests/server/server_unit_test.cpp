@@ -106,10 +106,25 @@ TEST(Metrics, HistogramIsCumulative) {
   h.observe(9.0);
   std::string out;
   h.render("m", "k=\"v\"", out);
-  EXPECT_NE(out.find("m_bucket{k=\"v\",le=\"1\"} 1\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("m_bucket{k=\"v\",le=\"2\"} 2\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("m_bucket{k=\"v\",le=\"+Inf\"} 3\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("m_count{k=\"v\"} 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_bucket{k=\"v\",le=\"1.0\"} 1.0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_bucket{k=\"v\",le=\"2.0\"} 2.0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_bucket{k=\"v\",le=\"+Inf\"} 3.0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_count{k=\"v\"} 3.0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_sum{k=\"v\"} 11.0\n"), std::string::npos) << out;
+}
+
+// Values as Python's prometheus_client writes them (SGLang's bounds read le="0.1", not
+// le="0.10000000000000001").
+TEST(Metrics, NumbersAsPrometheusClientWritesThem) {
+  Histogram h({1e-05, 0.0001, 0.005, 0.1, 2.5, 60, 123456, 1500000, 1e16});
+  h.observe(0.3);
+  std::string out;
+  h.render("m", "k=\"v\"", out);
+  for (const char* le :
+       {"1e-05", "0.0001", "0.005", "0.1", "2.5", "60.0", "123456.0", "1.5e+06", "1e+16"}) {
+    EXPECT_NE(out.find(std::string("le=\"") + le + "\""), std::string::npos) << le << "\n" << out;
+  }
+  EXPECT_NE(out.find("m_sum{k=\"v\"} 0.3\n"), std::string::npos) << out;
 }
 
 TEST(OpenAiJson, ParsesPromptFormsAndRejectsBadFields) {

@@ -42,11 +42,28 @@ def test_sglang_05_names_answer_as_the_old_ones(server):
 
 
 def test_loads_report_the_running_state(server):
+    # A finished request leaves its tokens in the prefix cache, which counts as free (SGLang's
+    # num_used_tokens / token_usage), idle or not.
+    server.post("/generate", {"text": "Once upon a time", "sampling_params": {"max_new_tokens": 8}})
+    server.wait_idle_no_leak()
+    assert sum(s["kv_cached"] for s in server.states()) > 0
     loads = server.get("/v1/loads").json()["loads"]
     assert len(loads) == len(server.states())  # one per --dp-size replica
     rank = loads[0]
     assert rank["dp_rank"] == 0 and rank["num_reqs"] == 0
-    assert rank["max_total_num_tokens"] > 0 and 0 <= rank["token_usage"] <= 1
+    assert rank["max_total_num_tokens"] > 0 and rank["max_running_requests"] > 0
+    for r in loads:
+        assert r["token_usage"] == 0 and r["num_used_tokens"] == 0 and r["num_total_tokens"] == 0
+    metrics = server.get("/metrics").text
+    assert 'sglang:token_usage{model_name="stories260K"} 0.0' in metrics, metrics
+
+
+def test_server_info_has_what_sglang_scripts_read(server):
+    info = server.get("/server_info").json()
+    assert info["tokenizer_path"] == info["model_path"]
+    for state in info["internal_states"]:
+        assert state["effective_max_running_requests_per_dp"] > 0
+        assert state["last_gen_throughput"] >= 0
 
 
 def test_v1_tokenize_is_tokenize(server):

@@ -221,7 +221,15 @@ def check_call(name, arguments):
     jsonschema.validate(json.loads(arguments), SCHEMAS[name])
 
 
-def test_required_forces_one_valid_call(tool_client):
+def finished_as_stop(server):
+    for line in server.get("/metrics").text.splitlines():
+        if line.startswith("sglang:num_requests_total") and 'finish_reason="stop"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_required_forces_one_valid_call(tool_server, tool_client):
+    before = finished_as_stop(tool_server)
     reply = tool_client.chat.completions.create(
         model="m", messages=USER, tools=[CITY, TIME], tool_choice="required",
         parallel_tool_calls=False, temperature=1.0, seed=3, n=4, max_tokens=160)
@@ -237,6 +245,8 @@ def test_required_forces_one_valid_call(tool_client):
         names.add(call.function.name)
         assert not choice.message.content
     assert len(reply.choices) == 4
+    # The metrics count a reply that ended in calls as stopped (SGLang has no such reason).
+    assert finished_as_stop(tool_server) == before + 4
 
 
 def test_required_with_parallel_calls(tool_client):
