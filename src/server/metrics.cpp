@@ -103,6 +103,16 @@ Metrics::Metrics(std::string model_name)
             0.05,   0.075, 0.1,   0.15,  0.2,  0.3,   0.5,  0.75,  1,    2.5}),
       e2e_({0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 40, 60, 120, 300, 600}) {}
 
+void Metrics::count_request(std::string_view endpoint, std::string_view method) {
+  // A method the server serves, or "other": the label stays bounded whatever a client sends.
+  static constexpr std::string_view kMethods[] = {"GET",  "POST",    "PUT",  "DELETE",
+                                                  "HEAD", "OPTIONS", "PATCH"};
+  const bool known =
+      std::find(std::begin(kMethods), std::end(kMethods), method) != std::end(kMethods);
+  std::lock_guard lock(mutex_);
+  ++requests_[{std::string(endpoint), known ? std::string(method) : "other"}];
+}
+
 void Metrics::count_response(int http_status) {
   std::lock_guard lock(mutex_);
   ++responses_[http_status];
@@ -141,10 +151,18 @@ std::string Metrics::render(std::span<const engine::EngineStats> replicas, size_
   const scheduler::SchedulerStats& s = stats.scheduler;
   std::string out;
   std::lock_guard lock(mutex_);
-  header(out, "sglang:http_requests_total", "counter", "HTTP responses by status code.");
-  for (const auto& [code, n] : responses_) {
-    sample(out, "sglang:http_requests_total", labels_ + ",code=\"" + std::to_string(code) + "\"",
+  // SGLang's pair: requests by endpoint and method, responses by status code (499: the client
+  // closed the connection first, as nginx counts it).
+  header(out, "sglang:http_requests_total", "counter", "HTTP requests by endpoint and method.");
+  for (const auto& [key, n] : requests_) {
+    sample(out, "sglang:http_requests_total",
+           labels_ + ",endpoint=\"" + escape_label(key.first) + "\",method=\"" + key.second + "\"",
            static_cast<double>(n));
+  }
+  header(out, "sglang:http_responses_total", "counter", "HTTP responses by status code.");
+  for (const auto& [code, n] : responses_) {
+    sample(out, "sglang:http_responses_total",
+           labels_ + ",status_code=\"" + std::to_string(code) + "\"", static_cast<double>(n));
   }
   header(out, "sglang:num_requests_total", "counter",
          "Finished generation requests by finish reason.");

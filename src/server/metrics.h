@@ -7,6 +7,8 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
@@ -32,6 +34,8 @@ class Metrics {
  public:
   explicit Metrics(std::string model_name);
 
+  // A request to `endpoint` (a route's path: bounded, whatever the client sends) by `method`.
+  void count_request(std::string_view endpoint, std::string_view method);
   void count_response(int http_status);
   // A request whose preparation (chat template, tokenization) was cancelled: the client went
   // away or the server stopped.
@@ -51,8 +55,9 @@ class Metrics {
  private:
   const std::string labels_;  // model_name="..."
   mutable std::mutex mutex_;
-  std::map<int, uint64_t> responses_;         // by HTTP status
-  std::map<std::string, uint64_t> finished_;  // by finish reason
+  std::map<std::pair<std::string, std::string>, uint64_t> requests_;  // by endpoint, method
+  std::map<int, uint64_t> responses_;                                 // by HTTP status
+  std::map<std::string, uint64_t> finished_;                          // by finish reason
   uint64_t prompt_tokens_ = 0;
   uint64_t generation_tokens_ = 0;
   uint64_t cached_tokens_ = 0;

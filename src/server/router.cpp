@@ -74,6 +74,7 @@ Reply Router::dispatch(const HttpRequest& request) {
                                  request.path.compare(0, route.path.size(), route.path) == 0
                            : request.path == route.path;
     if (!match) continue;
+    ctx_.metrics.count_request(route.prefix ? route.path + "{id}" : route.path, request.method);
     if (!route.public_route && !authorized(request)) {
       return Reply::of(error_response(401, "invalid or missing API key (Authorization: Bearer)"));
     }
@@ -100,6 +101,7 @@ Reply Router::dispatch(const HttpRequest& request) {
     }
     return route.handler(ctx_, request);
   }
+  ctx_.metrics.count_request("unmatched", request.method);
   return Reply::of(error_response(404, "no route for " + request.path));
 }
 
