@@ -77,6 +77,16 @@ Result<double> env_seconds(const char* name) {
 
 }  // namespace
 
+Result<bool> env_bool(const char* name, bool default_value) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return default_value;
+  const std::string value = ascii_lower(text);
+  if (value == "1" || value == "true" || value == "yes" || value == "y") return true;
+  if (value == "0" || value == "false" || value == "no" || value == "n") return false;
+  return invalid_argument(std::string(name) + " must be a boolean (1, true, yes, y or 0, false, " +
+                          "no, n), got '" + text + "'");
+}
+
 std::span<const FlagSpec> engine_flag_table() {
   static const std::vector<FlagSpec> table = {
       {.name = "--device",
@@ -378,11 +388,8 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   if (s.runner.cuda_graph_max_bs < 1) return invalid_argument("--cuda-graph-max-bs must be >= 1");
   SGL_ASSIGN_OR_RETURN(s.runner.context_length, args.get_human_int("--context-length", 0));
   // SGLang's switch for a context past the model's trained length (RoPE beyond its positions).
-  // As SGLang reads a boolean environment variable: 1, true, yes or y in any case.
-  const char* env = std::getenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN");
-  const std::string longer = ascii_lower(env != nullptr ? env : "");
-  s.runner.allow_longer_context =
-      longer == "1" || longer == "true" || longer == "yes" || longer == "y";
+  SGL_ASSIGN_OR_RETURN(s.runner.allow_longer_context,
+                       env_bool("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", false));
   SGL_ASSIGN_OR_RETURN(s.runner.num_kv_slots, args.get_human_int("--max-total-tokens", 0));
   SGL_ASSIGN_OR_RETURN(s.runner.mem_fraction_static, args.get_double("--mem-fraction-static", 0));
   if (s.runner.context_length < 0 || s.runner.num_kv_slots < 0 ||

@@ -45,6 +45,10 @@ std::string resolve_device_name(const std::string& name, int64_t base_gpu,
 // SGLang; the other tools at warning).
 Status apply_log_level(const CliArgs& args, const std::string& default_log_level);
 
+// A boolean environment variable as SGLang's EnvBool reads it: 1 / true / yes / y or 0 / false /
+// no / n in any case; unset or empty: `default_value`; anything else an error naming it.
+Result<bool> env_bool(const char* name, bool default_value);
+
 // Reads the flags (defaults as SGLang's) and applies --log-level (apply_log_level).
 Result<EngineSetup> parse_engine_flags(const CliArgs& args,
                                        const std::string& default_log_level = "warning");

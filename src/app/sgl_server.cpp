@@ -230,6 +230,8 @@ Result<Options> parse_options(int argc, char** argv) {
   SGL_ASSIGN_OR_RETURN(options.setup, parse_engine_flags(args, "info"));  // sets the log level
   o.log_requests = args.has("--log-requests");
   o.warmup = !args.has("--skip-server-warmup");
+  SGL_ASSIGN_OR_RETURN(o.health_generates,
+                       env_bool("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", true));
   options.setup.runner.is_embedding = args.has("--is-embedding");
   if (options.setup.runner.is_embedding && !o.chat_template_path.empty()) {
     return invalid_argument(

@@ -217,10 +217,11 @@ Reply handle_model(ServerContext& ctx, const HttpRequest& request) {
   return Reply::of(json_response(model_card(ctx)));
 }
 
-Reply handle_health(ServerContext&, const HttpRequest&) {
-  HttpResponse r;
-  r.content_type = "text/plain";
-  return Reply::of(r);
+Reply handle_ping(ServerContext&, const HttpRequest&) { return Reply::of(healthy()); }
+
+Reply handle_health(ServerContext& ctx, const HttpRequest& request) {
+  if (ctx.info.health_generates) return handle_health_generate(ctx, request);
+  return Reply::of(healthy());
 }
 
 Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {

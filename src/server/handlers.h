@@ -26,6 +26,8 @@ Reply handle_messages(ServerContext& ctx, const HttpRequest& request);  // messa
 Reply handle_generate(ServerContext& ctx, const HttpRequest& request);  // generate.cpp
 Reply handle_encode(ServerContext& ctx, const HttpRequest& request);    // embeddings_handler.cpp
 Reply handle_health(ServerContext& ctx, const HttpRequest& request);    // admin_handlers.cpp
+// SageMaker's /ping: 200 at once (it times out after 2 s), no engine probe.
+Reply handle_ping(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp
 Reply handle_health_generate(ServerContext& ctx, const HttpRequest& request);
 Reply handle_model_info(ServerContext& ctx, const HttpRequest& request);
 Reply handle_server_info(ServerContext& ctx, const HttpRequest& request);

@@ -44,7 +44,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/server_info", false, get, handle_server_info},
       {"/v1/loads", false, get, handle_loads},
       {"/version", false, get, handle_version},
-      {"/ping", false, both, handle_health, true},
+      {"/ping", false, both, handle_ping, true},
       {"/flush_cache", false, both, handle_flush_cache},
       {"/abort_request", false, post, handle_abort_request},
       {"/tokenize", false, post, handle_tokenize},

@@ -33,6 +33,9 @@ struct ServeOptions {
   // SGLang's server warm-up (off with --skip-server-warmup): on CUDA, one request through each
   // replica before the port opens (server_warmup.h).
   bool warmup = true;
+  // SGLang's SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: /health probes the engine as
+  // /health_generate does (SGLang's default); false: /health answers 200 while the server runs.
+  bool health_generates = true;
   std::string tokenizer_path;  // reported by /get_model_info; empty: model_path
   CorsPolicy cors;             // browser origins allowed
   // --sampling-defaults model: requests start from the model's generation_config.json sampling

@@ -54,6 +54,7 @@ struct ServerInfo {
   bool has_chat_template = false;
   std::string chat_template_origin;  // the --chat-template path, or where the tokenizer's is
   bool log_requests = false;         // --log-requests: a log line per finished request
+  bool health_generates = true;      // /health probes the engine (ServeOptions')
   std::string tool_call_parser;      // --tool-call-parser; empty: tool calls stay text
   std::string reasoning_parser;      // --reasoning-parser; empty: reasoning stays text
   // Strict tools under tool_choice auto are held by a grammar: the parser's call marker can be

@@ -533,6 +533,38 @@ def test_longer_context_with_sglang_environment_variable(tmp_path):
         assert proc.wait(timeout=30) == 0
 
 
+def test_health_probes_the_engine_unless_switched_off(tmp_path):
+    # SGLang's SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION (default on): /health runs a one-token
+    # probe through the engine, as /health_generate; off, it answers without one. /ping never
+    # probes. Its values as SGLang's EnvBool reads them; others stop the start.
+    proc, err = start(run_args("--model-path {model}"), tmp_path,
+                      env=dict(os.environ, SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION="maybe"))
+    assert proc.wait(timeout=30) != 0
+    assert "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION must be a boolean" in stderr_of(err)
+    for value, probes in ((None, True), ("false", False)):
+        env = dict(os.environ)
+        if value is not None:
+            env["SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"] = value
+        proc, err = start(run_args("--model-path {model}"), tmp_path, env=env)
+        try:
+            first = proc.stdout.readline().decode()
+            assert "listening on" in first, stderr_of(err)
+            url = first.split("listening on ", 1)[1].split()[0]
+
+            def prompts():
+                info = requests.get(url + "/get_server_info", timeout=10).json()
+                return info["internal_states"][0]["prompt_tokens_total"]
+
+            before = prompts()
+            assert requests.get(url + "/ping", timeout=10).status_code == 200
+            assert prompts() == before
+            assert requests.get(url + "/health", timeout=30).status_code == 200
+            assert (prompts() > before) == probes, value
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=30) == 0
+
+
 # /health_generate on a busy server (SGLang's): healthy once the engine makes progress after the
 # probe starts, also when the queue is full and its own request is refused (a full queue answered
 # 503 "at capacity" before: a saturated server looked dead to its probes).
