@@ -43,6 +43,8 @@ class CliArgs {
   Result<int64_t> get_human_int(const std::string& flag, int64_t fallback) const;
   // Comma-separated integers ("1,2,3").
   Result<std::vector<int32_t>> get_int_list(const std::string& flag) const;
+  // A multi-value flag's numbers (`--flag 0.1 0.5 1`, or comma-separated); empty when absent.
+  Result<std::vector<double>> get_double_list(const std::string& flag) const;
 
  private:
   std::map<std::string, std::string> values_;  // switches map to ""

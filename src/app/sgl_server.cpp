@@ -126,6 +126,22 @@ std::span<const FlagSpec> server_flag_table() {
       {.name = "--log-requests",
        .help = "Log each finished request (rid, prompt / completion / cached tokens, finish "
                "reason, latency) at info level; lowers --log-level to info if it is higher."},
+      {.name = "--bucket-time-to-first-token",
+       .value = "S...",
+       .help = "Upper bounds (seconds) of sglang:time_to_first_token_seconds' buckets.",
+       .default_value = "SGLang's: 0.1 to 400"},
+      {.name = "--bucket-inter-token-latency",
+       .value = "S...",
+       .help = "Upper bounds (seconds) of sglang:inter_token_latency_seconds' buckets.",
+       .default_value = "SGLang's: 0.002 to 8"},
+      {.name = "--bucket-e2e-request-latency",
+       .value = "S...",
+       .help = "Upper bounds (seconds) of sglang:e2e_request_latency_seconds' buckets.",
+       .default_value = "SGLang's: 0.1 to 2400"},
+      {.name = "--extra-metric-labels",
+       .value = "JSON",
+       .help = "Labels every sglang:* metric carries, as a JSON object: "
+               "'{\"cluster\": \"a\"}'."},
       {.name = "--help", .aliases = {"-h"}, .help = "Print this and exit."},
   };
   return table;
@@ -232,6 +248,15 @@ Result<Options> parse_options(int argc, char** argv) {
   o.warmup = !args.has("--skip-server-warmup");
   SGL_ASSIGN_OR_RETURN(o.health_generates,
                        env_bool("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", true));
+  SGL_ASSIGN_OR_RETURN(std::vector<double> ttft,
+                       args.get_double_list("--bucket-time-to-first-token"));
+  SGL_ASSIGN_OR_RETURN(std::vector<double> itl,
+                       args.get_double_list("--bucket-inter-token-latency"));
+  SGL_ASSIGN_OR_RETURN(std::vector<double> e2e,
+                       args.get_double_list("--bucket-e2e-request-latency"));
+  SGL_ASSIGN_OR_RETURN(
+      o.metrics, server::parse_metrics_options(std::move(ttft), std::move(itl), std::move(e2e),
+                                               args.get("--extra-metric-labels").value_or("")));
   options.setup.runner.is_embedding = args.has("--is-embedding");
   if (options.setup.runner.is_embedding && !o.chat_template_path.empty()) {
     return invalid_argument(

@@ -2,11 +2,14 @@
 #include "server/metrics.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string_view>
+#include <tuple>
 
 #include "engine/data_parallel_controller.h"
 
@@ -95,13 +98,77 @@ void Histogram::render(const std::string& name, const std::string& labels, std::
   sample(out, name + "_count", labels, static_cast<double>(count_));
 }
 
-Metrics::Metrics(std::string model_name)
-    : labels_("model_name=\"" + escape_label(model_name) + "\""),
-      ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
-             0.75,  1,     2.5,  5,    7.5,  10,   15,   20,  30,   60}),
-      itl_({0.0005, 0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04,
-            0.05,   0.075, 0.1,   0.15,  0.2,  0.3,   0.5,  0.75,  1,    2.5}),
-      e2e_({0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 40, 60, 120, 300, 600}) {}
+Result<MetricsOptions> parse_metrics_options(std::vector<double> ttft, std::vector<double> itl,
+                                             std::vector<double> e2e,
+                                             std::string_view extra_labels_json) {
+  MetricsOptions out;
+  for (auto [flag, bounds, into] :
+       {std::tuple{"--bucket-time-to-first-token", &ttft, &out.ttft_buckets},
+        std::tuple{"--bucket-inter-token-latency", &itl, &out.itl_buckets},
+        std::tuple{"--bucket-e2e-request-latency", &e2e, &out.e2e_buckets}}) {
+    for (size_t i = 0; i < bounds->size(); ++i) {
+      const double b = (*bounds)[i];
+      if (!std::isfinite(b) || b <= 0 || (i > 0 && b <= (*bounds)[i - 1])) {
+        return invalid_argument(std::string(flag) + " takes finite, positive, increasing seconds");
+      }
+    }
+    *into = std::move(*bounds);
+  }
+  if (extra_labels_json.empty()) return out;
+  const auto labels = nlohmann::json::parse(extra_labels_json, nullptr, false);
+  if (!labels.is_object()) {
+    return invalid_argument("--extra-metric-labels takes a JSON object of label names to strings");
+  }
+  for (const auto& [name, value] : labels.items()) {
+    const bool valid_name =
+        !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+        std::all_of(
+            name.begin(), name.end(),
+            [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }) &&
+        !name.starts_with("__");
+    if (!valid_name || !value.is_string()) {
+      return invalid_argument("--extra-metric-labels: '" + name +
+                              "' must be a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*) with a "
+                              "string value");
+    }
+    for (const char* taken : {"model_name", "le", "code", "status_code", "endpoint", "method",
+                              "finish_reason", "dp_rank"}) {
+      if (name == taken) {
+        return invalid_argument("--extra-metric-labels: '" + name + "' is a label the server sets");
+      }
+    }
+    out.extra_labels.emplace_back(name, value.get<std::string>());
+  }
+  return out;
+}
+
+namespace {
+
+std::string label_text(const std::string& model_name, const MetricsOptions& options) {
+  std::string out = "model_name=\"" + escape_label(model_name) + "\"";
+  for (const auto& [name, value] : options.extra_labels) {
+    out += "," + name + "=\"" + escape_label(value) + "\"";
+  }
+  return out;
+}
+
+// SGLang's default bounds (seconds).
+std::vector<double> or_default(const std::vector<double>& given, std::vector<double> fallback) {
+  return given.empty() ? std::move(fallback) : given;
+}
+
+}  // namespace
+
+Metrics::Metrics(std::string model_name, const MetricsOptions& options)
+    : labels_(label_text(model_name, options)),
+      ttft_(or_default(options.ttft_buckets, {0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40,
+                                              60, 80, 100, 200, 400})),
+      itl_(or_default(options.itl_buckets, {0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025,
+                                            0.030, 0.035, 0.040, 0.060, 0.080, 0.100, 0.200, 0.400,
+                                            0.600, 0.800, 1,     2,     4,     6,     8})),
+      e2e_(or_default(options.e2e_buckets,
+                      {0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,   4,   6,    8,    10,
+                       20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400})) {}
 
 void Metrics::count_request(std::string_view endpoint, std::string_view method) {
   // A method the server serves, or "other": the label stays bounded whatever a client sends.

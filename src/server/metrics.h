@@ -11,9 +11,26 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
 #include "engine/engine.h"
 
 namespace sgl::server {
+
+// SGLang's metric flags.
+struct MetricsOptions {
+  // Histogram upper bounds in seconds (--bucket-time-to-first-token, --bucket-inter-token-latency,
+  // --bucket-e2e-request-latency); empty: SGLang's defaults.
+  std::vector<double> ttft_buckets, itl_buckets, e2e_buckets;
+  // --extra-metric-labels: labels every sglang:* sample carries after model_name.
+  std::vector<std::pair<std::string, std::string>> extra_labels;
+};
+
+// The options from the flags' text: `extra_labels_json` a JSON object of strings (empty: none).
+// Buckets must be finite, positive and increasing; label names Prometheus' and not one the
+// server sets.
+Result<MetricsOptions> parse_metrics_options(std::vector<double> ttft, std::vector<double> itl,
+                                             std::vector<double> e2e,
+                                             std::string_view extra_labels_json);
 
 // A cumulative histogram over fixed upper bounds (+Inf implied).
 class Histogram {
@@ -32,7 +49,7 @@ class Histogram {
 
 class Metrics {
  public:
-  explicit Metrics(std::string model_name);
+  explicit Metrics(std::string model_name, const MetricsOptions& options = {});
 
   // A request to `endpoint` (a route's path: bounded, whatever the client sends) by `method`.
   void count_request(std::string_view endpoint, std::string_view method);

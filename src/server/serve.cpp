@@ -105,6 +105,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.ep_size = model_engine.model_runner->options().ep_size;
   info.log_requests = options.log_requests;
   info.health_generates = options.health_generates;
+  info.metrics = options.metrics;
   info.tool_call_parser = options.tool_call_parser;
   info.reasoning_parser = options.reasoning_parser;
   if (!options.tool_call_parser.empty()) {

@@ -12,6 +12,7 @@
 #include "engine/load_balance.h"
 #include "engine/model_engine.h"
 #include "server/cors.h"
+#include "server/metrics.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sgl::server {
@@ -36,6 +37,7 @@ struct ServeOptions {
   // SGLang's SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: /health probes the engine as
   // /health_generate does (SGLang's default); false: /health answers 200 while the server runs.
   bool health_generates = true;
+  MetricsOptions metrics;      // SGLang's --bucket-* and --extra-metric-labels
   std::string tokenizer_path;  // reported by /get_model_info; empty: model_path
   CorsPolicy cors;             // browser origins allowed
   // --sampling-defaults model: requests start from the model's generation_config.json sampling

@@ -55,6 +55,7 @@ struct ServerInfo {
   std::string chat_template_origin;  // the --chat-template path, or where the tokenizer's is
   bool log_requests = false;         // --log-requests: a log line per finished request
   bool health_generates = true;      // /health probes the engine (ServeOptions')
+  MetricsOptions metrics;            // --bucket-*, --extra-metric-labels
   std::string tool_call_parser;      // --tool-call-parser; empty: tool calls stay text
   std::string reasoning_parser;      // --reasoning-parser; empty: reasoning stays text
   // Strict tools under tool_choice auto are held by a grammar: the parser's call marker can be
@@ -75,7 +76,7 @@ struct ServerContext {
         chat_template(chat_template_in),
         info(std::move(info_in)),
         api_key(std::move(api_key_in)),
-        metrics(info.served_model_name),
+        metrics(info.served_model_name, info.metrics),
         pool(pool_in),
         admin_pool(admin_pool_in),
         grammar(tokenizer_in, engine_in.options().vocab_size, engine_in.options().eos_token_ids) {}

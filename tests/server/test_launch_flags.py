@@ -66,7 +66,8 @@ SERVES = [
      ["model: LlamaForCausalLM, 0.26M parameters in f32, 5 layers, hidden 64, context 512",
       "memory: weights 0.00 GiB, activations", " tokens)",
       "(LlamaForCausalLM, context 512 tokens, KV cache", "no chat template",
-      "Prefill batch. #new-seq: 1, #new-token: 5",
+      # (The /health probe before it wrote the prompt's BOS into the cache.)
+      "Prefill batch. #new-seq: 1, #new-token: 4,",
       "Decode batch. #running-req: 1"]),
     ("--model-path {model} --load-format dummy", []),
     # Fields replacing config.json's: here a shorter context.
@@ -528,6 +529,38 @@ def test_longer_context_with_sglang_environment_variable(tmp_path):
         assert "listening on" in first, stderr_of(err)
         url = first.split("listening on ", 1)[1].split()[0]
         assert requests.get(url + "/get_model_info", timeout=10).json()["context_length"] == 1024
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+
+
+def test_metric_buckets_and_extra_labels(tmp_path):
+    # SGLang's --bucket-* and --extra-metric-labels; bad values stop the start.
+    for bad, words in ((["--bucket-inter-token-latency", "1", "0.5"], "increasing"),
+                       (["--bucket-e2e-request-latency", "x"], "expects numbers"),
+                       (["--extra-metric-labels", '{"le": "x"}'], "a label the server sets"),
+                       (["--extra-metric-labels", '{"a-b": "x"}'], "Prometheus label name")):
+        proc, err = start(["--model-path", str(MODEL), *bad], tmp_path)
+        assert proc.wait(timeout=30) != 0, bad
+        assert words in stderr_of(err), (bad, stderr_of(err))
+    proc, err = start(["--model-path", str(MODEL), "--served-model-name", "m",
+                       "--bucket-time-to-first-token", "0.5", "1", "2.5",
+                       "--extra-metric-labels", '{"cluster": "a"}'], tmp_path)
+    try:
+        first = proc.stdout.readline().decode()
+        assert "listening on" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+        requests.post(url + "/generate", json={"text": "hi", "sampling_params": {
+            "max_new_tokens": 2}}, timeout=30)
+        text = requests.get(url + "/metrics", timeout=10).text
+        buckets = [line for line in text.splitlines()
+                   if line.startswith("sglang:time_to_first_token_seconds_bucket")]
+        assert [b.split("le=")[1].split("}")[0] for b in buckets] == [
+            '"0.5"', '"1.0"', '"2.5"', '"+Inf"'], buckets
+        assert all('{model_name="m",cluster="a",' in b for b in buckets), buckets
+        assert 'sglang:num_running_reqs{model_name="m",cluster="a"}' in text
+        # SGLang's default buckets elsewhere.
+        assert 'sglang:e2e_request_latency_seconds_bucket{model_name="m",cluster="a",le="2400.0"}' in text
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
