@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <random>
 
 #include "core/logging.h"
@@ -62,8 +63,11 @@ std::string decode_status(const EngineStats& stats) {
 }
 
 constexpr std::chrono::milliseconds kWaitForever = std::chrono::hours(24 * 365);
-// generation_throughput counts the tokens streamed over this many seconds.
-constexpr double kThroughputWindowS = 5.0;
+// generation_throughput: measured every this many decode steps when decode_log_interval is 0
+// (no logs; SGLang's default interval), and reported as 0 once no interval has ended for this
+// long (SGLang's GEN_THROUGHPUT_STALENESS_SECONDS).
+constexpr int64_t kThroughputIntervalSteps = 40;
+constexpr double kThroughputStaleS = 30.0;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -331,17 +335,7 @@ void Engine::dispatch_updates() {
       --queued_;
     }
   }
-  if (new_tokens > 0) record_streamed_tokens(new_tokens);
-}
-
-void Engine::record_streamed_tokens(int64_t n) {
-  const double now = now_s();
-  // Entries that left the window can never count again: drop them so the window stays small.
-  while (!throughput_window_.empty() &&
-         now - throughput_window_.front().first > kThroughputWindowS) {
-    throughput_window_.pop_front();
-  }
-  throughput_window_.emplace_back(now, n);
+  interval_tokens_ += new_tokens;
 }
 
 void Engine::abort_all(const std::string& reason, int32_t status_code) {
@@ -350,7 +344,7 @@ void Engine::abort_all(const std::string& reason, int32_t status_code) {
 }
 
 void Engine::loop(runner::BatchRunner& runner) {
-  started_s_ = now_s();
+  interval_start_s_ = now_s();
   std::unique_ptr<runner::BatchExecutor> executor;
   if (options_.disable_overlap_schedule) {
     executor = std::make_unique<runner::SyncExecutor>(runner);
@@ -430,9 +424,16 @@ void Engine::loop(runner::BatchRunner& runner) {
     if (is_decode) {
       decode_cpu_s_ += cpu_s;
       ++decode_steps_;
-      const int64_t interval = options_.decode_log_interval;
-      if (interval > 0 && decode_steps_ % interval == 0 && log_enabled(LogLevel::kInfo)) {
-        SGL_LOG_INFO << decode_status(make_stats());
+      const int64_t logs = options_.decode_log_interval;
+      if (decode_steps_ % (logs > 0 ? logs : kThroughputIntervalSteps) == 0) {
+        // The interval's tokens over its time, idle time included (SGLang's gap_latency).
+        const double now = now_s();
+        last_gen_throughput_ = now > interval_start_s_ ? static_cast<double>(interval_tokens_) /
+                                                             (now - interval_start_s_)
+                                                       : 0;
+        interval_tokens_ = 0;
+        interval_start_s_ = now;
+        if (logs > 0 && log_enabled(LogLevel::kInfo)) SGL_LOG_INFO << decode_status(make_stats());
       }
     }
     if (check_integrity_) {
@@ -458,16 +459,9 @@ void Engine::loop(runner::BatchRunner& runner) {
 EngineStats Engine::make_stats() const {
   EngineStats stats;
   stats.scheduler = scheduler_->stats();
-  // The tokens of the last kThroughputWindowS over that window (the time since the engine began
-  // while it is younger), not over the time since the window's first step: that left the first
-  // step's own time out, so a step right after idle read as thousands of tokens a second.
-  const double now = now_s();
-  int64_t tokens = 0;
-  for (const auto& [t, n] : throughput_window_) {
-    if (now - t <= kThroughputWindowS) tokens += n;
+  if (now_s() - interval_start_s_ <= kThroughputStaleS) {
+    stats.generation_throughput = last_gen_throughput_;
   }
-  const double span = std::min(kThroughputWindowS, now - started_s_);
-  if (tokens > 0 && span > 0) stats.generation_throughput = static_cast<double>(tokens) / span;
   stats.decode_steps = decode_steps_;
   stats.decode_step_cpu_us =
       decode_steps_ ? decode_cpu_s_ / static_cast<double>(decode_steps_) * 1e6 : 0;

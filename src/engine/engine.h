@@ -8,7 +8,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <future>
 #include <map>
 #include <memory>
@@ -57,7 +56,9 @@ struct EngineLoad {
 
 struct EngineStats {
   scheduler::SchedulerStats scheduler;
-  double generation_throughput = 0;  // generated tokens/s over the last few seconds
+  // Tokens streamed over the last decode log interval's time (SGLang's last_gen_throughput);
+  // 0 once no interval has ended for 30 s.
+  double generation_throughput = 0;
   // Engine-thread CPU time per decode step (schedule + batch build + result processing),
   // averaged over the decode steps so far, in microseconds.
   double decode_step_cpu_us = 0;
@@ -134,7 +135,6 @@ class Engine {
   // Answers the flushes that waited for the batches in flight to settle, once none is.
   void answer_settled_flushes();
   void dispatch_updates();
-  void record_streamed_tokens(int64_t n);
   void abort_all(const std::string& reason, int32_t status_code);
   EngineStats make_stats() const;
 
@@ -166,10 +166,11 @@ class Engine {
   bool check_integrity_ = false;
   mutable std::mutex integrity_mutex_;
   Status last_integrity_;
-  // Throughput window (time, tokens streamed then) and step timers (engine thread; copied into
-  // stats).
-  std::deque<std::pair<double, int64_t>> throughput_window_;
-  double started_s_ = 0;  // when the engine loop began (a younger window is that long)
+  // The throughput of the last decode log interval (every decode_log_interval decode steps, as
+  // SGLang's scheduler measures it) and step timers (engine thread; copied into stats).
+  int64_t interval_tokens_ = 0;  // streamed since interval_start_s_
+  double interval_start_s_ = 0;
+  double last_gen_throughput_ = 0;
   double decode_cpu_s_ = 0;
   int64_t decode_steps_ = 0;
 };

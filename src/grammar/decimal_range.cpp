@@ -78,7 +78,7 @@ struct Magnitude {
 };
 
 Magnitude magnitude_of(double v, bool inclusive) {
-  // Fixed notation of a double up to 9e18: 19 whole digits, or "0." and up to ~330 digits.
+  // Fixed notation of a double up to 2^53: 16 whole digits, or "0." and up to ~330 digits.
   char buf[512];
   const auto [end, ec] =
       std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::fixed);
@@ -136,10 +136,15 @@ std::optional<ExprId> decimal_range(Grammar& g, std::optional<DecimalBound> lo,
                                     std::optional<DecimalBound> hi, bool integer_only) {
   std::vector<ExprId> alts;
   std::optional<int64_t> ilo, ihi;
-  if (lo)
-    ilo = static_cast<int64_t>(lo->exclusive ? std::floor(lo->value) + 1 : std::ceil(lo->value));
-  if (hi)
-    ihi = static_cast<int64_t>(hi->exclusive ? std::ceil(hi->value) - 1 : std::floor(hi->value));
+  // The +-1 in integers: in doubles it would round away at 2^53.
+  if (lo) {
+    ilo = lo->exclusive ? static_cast<int64_t>(std::floor(lo->value)) + 1
+                        : static_cast<int64_t>(std::ceil(lo->value));
+  }
+  if (hi) {
+    ihi = hi->exclusive ? static_cast<int64_t>(std::ceil(hi->value)) - 1
+                        : static_cast<int64_t>(std::floor(hi->value));
+  }
   if (!ilo || !ihi || *ilo <= *ihi) alts.push_back(integer_range(g, ilo, ihi));
   if (!integer_only) {
     // Written without a sign: magnitudes from max(lo, 0) to hi.

@@ -17,7 +17,7 @@ struct DecimalBound {
 
 // The numbers written `-?natural(.digits)?` (integer_range's integers; a fraction may end in
 // zeros) whose decimal value lies between `lo` and `hi` (nullopt: open on that side). With
-// `integer_only`, the integers alone. nullopt when no number is in the range. |bounds| <= 9e18.
+// `integer_only`, the integers alone. nullopt when no number is in the range. |bounds| <= 2^53.
 std::optional<ExprId> decimal_range(Grammar& g, std::optional<DecimalBound> lo,
                                     std::optional<DecimalBound> hi, bool integer_only);
 

@@ -18,7 +18,8 @@
 //   - additional property names contain no escapes and differ from the declared ones;
 //   - bounded numbers have no exponent; strings are never \u-escaped where a literal character
 //     works;
-//   - a date's day is at most 28 in February;
+//   - a date's day is at most 28 in February; a hostname has at most eight labels (four of up
+//     to 63 characters, or up to eight of up to 30), the last starting with a letter;
 //   - a number's exponent has at most two digits (past that most parsers overflow to inf).
 #pragma once
 

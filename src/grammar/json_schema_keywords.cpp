@@ -57,19 +57,30 @@ const char* const kFormats[][2] = {
     {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
     {"uri", "[a-zA-Z][a-zA-Z0-9+.-]*:([a-zA-Z0-9._~:/?#\\[\\]@!$&'()*+,;=-]|%[0-9a-fA-F]{2})+"},
     {"ipv4", "((25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)"},
-    // RFC 4291's text forms without an embedded IPv4 part: eight groups, or fewer around one "::".
+    // RFC 4291 2.2's text forms: eight groups, or fewer around one "::", the last two groups
+    // possibly an IPv4 address (p groups before the "::" and q after it, p + q <= 5, then it).
     {"ipv6",
      "(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|"
      "([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|"
      "([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|"
      "([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|"
      "([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|[0-9a-fA-F]{1,4}:(:[0-9a-fA-F]{1,4}){1,6}|"
-     ":((:[0-9a-fA-F]{1,4}){1,7}|:))"},
-    // RFC 1123 labels of up to 63 characters, at most four (253 characters at most); the last
+     ":((:[0-9a-fA-F]{1,4}){1,7}|:)|"
+     "(([0-9a-fA-F]{1,4}:){6}|::([0-9a-fA-F]{1,4}:){0,5}|"
+     "[0-9a-fA-F]{1,4}::([0-9a-fA-F]{1,4}:){0,4}|"
+     "([0-9a-fA-F]{1,4}:){1}[0-9a-fA-F]{1,4}::([0-9a-fA-F]{1,4}:){0,3}|"
+     "([0-9a-fA-F]{1,4}:){2}[0-9a-fA-F]{1,4}::([0-9a-fA-F]{1,4}:){0,2}|"
+     "([0-9a-fA-F]{1,4}:){3}[0-9a-fA-F]{1,4}::([0-9a-fA-F]{1,4}:)?|"
+     "([0-9a-fA-F]{1,4}:){4}[0-9a-fA-F]{1,4}::)"
+     "((25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d))"},
+    // RFC 1123 labels, 253 characters at most: up to four labels of up to 63 characters, or five
+    // to eight of up to 30 (a regex cannot count the total; 8 x 30 + 7 dots <= 253). The last
     // starts with a letter (an all-digit last label reads as an IPv4 address).
     {"hostname",
-     "([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.){0,3}[a-zA-Z]([a-zA-Z0-9-]{0,59}[a-zA-Z0-9])"
-     "?"},
+     "(([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.){0,3}[a-zA-Z]([a-zA-Z0-9-]{0,59}[a-zA-Z0-9])"
+     "?|"
+     "([a-zA-Z0-9]([a-zA-Z0-9-]{0,28}[a-zA-Z0-9])?\\.){4,7}[a-zA-Z]([a-zA-Z0-9-]{0,28}[a-zA-Z0-9])?"
+     ")"},
     // RFC 3339 appendix A (ISO 8601 durations), numbers of up to 9 digits.
     {"duration",
      "P(([0-9]{1,9}D|[0-9]{1,9}M([0-9]{1,9}D)?|[0-9]{1,9}Y([0-9]{1,9}M([0-9]{1,9}D)?)?)"
@@ -102,18 +113,23 @@ Result<NumberBound> read_bound(const Json& s, const char* key, const char* ex_ke
       return schema_error(path, std::string(ex_key) + " must be a number or a boolean");
     }
   }
-  if (out.value && std::fabs(*out.value) > 9.0e18) {
-    return schema_error(path, std::string(key) + " beyond +-9e18 is not supported");
+  // Bounds are compared as doubles, which hold every integer up to 2^53 exactly; past it a bound
+  // (an integer literal, a float such as 1e17, or one merged from allOf parts) and the +-1 of an
+  // exclusive integer bound would round, loosening it.
+  constexpr double kExact = 9007199254740992.0;  // 2^53
+  if (out.value && std::fabs(*out.value) > kExact) {
+    return schema_error(path, std::string(key) + " beyond +-2^53 is not supported exactly");
   }
-  // Bounds are compared as doubles: an integer past 2^53 would round, loosening it.
-  for (const char* k : {key, ex_key}) {
-    constexpr uint64_t kExact = uint64_t{1} << 53;
-    if (s.contains(k) && s[k].is_number_integer() &&
-        (s[k].is_number_unsigned() ? s[k].get<uint64_t>() > kExact
-                                   : s[k].get<int64_t>() < -static_cast<int64_t>(kExact) ||
-                                         s[k].get<int64_t>() > static_cast<int64_t>(kExact))) {
-      return schema_error(path, std::string(k) + " beyond +-2^53 is not supported exactly");
-    }
+  for (const char* k : {key, ex_key}) {  // an integer literal past 2^53 rounds onto it
+    if (!s.contains(k) || !s[k].is_number()) continue;
+    const Json& v = s[k];
+    constexpr uint64_t kExactInt = uint64_t{1} << 53;
+    const bool past = v.is_number_unsigned() ? v.get<uint64_t>() > kExactInt
+                      : v.is_number_integer()
+                          ? v.get<int64_t>() < -static_cast<int64_t>(kExactInt) ||
+                                v.get<int64_t>() > static_cast<int64_t>(kExactInt)
+                          : std::fabs(v.get<double>()) > kExact;
+    if (past) return schema_error(path, std::string(k) + " beyond +-2^53 is not supported exactly");
   }
   return out;
 }

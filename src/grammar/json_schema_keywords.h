@@ -38,7 +38,7 @@ struct NumberBounds {
   NumberBound lo, hi;
   bool contains(double x) const;
 };
-// Bounds past +-9e18, or integers past +-2^53 (doubles would round them), are refused.
+// Bounds past +-2^53 (doubles would round them) are refused.
 Result<NumberBounds> read_number_bounds(const Json& s, const std::string& path);
 
 // The bounds an enum / const value is held to: its schema's number range and string lengths.

@@ -231,7 +231,8 @@ Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {
     if (!streams.ok()) return Reply::of(error_response(503, streams.status().message()));
     auto ok = [](const std::vector<Encoded>&, double) { return healthy(); };
     return Reply::later(std::make_unique<EmbeddingReply>(ctx, make_request_id("health-"),
-                                                         std::move(streams).value(), ok),
+                                                         std::move(streams).value(), ok,
+                                                         /*log_metrics=*/false),
                         false);
   }
   return PreparedReply::submit(ctx, false, [&ctx](const std::atomic<bool>& cancelled) {

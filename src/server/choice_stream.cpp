@@ -274,11 +274,11 @@ std::vector<int32_t> ChoiceStream::text_ids(const engine::StreamEvent& event,
   return {ids.begin(), ids.end() - 1};
 }
 
-void ChoiceStream::abort() {
+void ChoiceStream::abort(const std::string& message, int status) {
   if (finish_) return;
   if (!engine_done_) ctx_.engine.abort(rid());
   engine_done_ = true;
-  set_finished(FinishInfo{"abort", std::nullopt, std::nullopt, "aborted by the client"});
+  set_finished(FinishInfo{"abort", std::nullopt, std::nullopt, message, status});
 }
 
 void ChoiceStream::add_token_texts(ChoiceDelta& d) {

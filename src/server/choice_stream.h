@@ -102,8 +102,9 @@ class ChoiceStream {
   // Non-blocking: what the engine produced since the last call; nullopt when nothing is new
   // or the choice already finished.
   std::optional<ChoiceDelta> pull();
-  // Aborts the engine request (a client that went away); the choice finishes with "abort".
-  void abort();
+  // Aborts the engine request; the choice finishes with "abort", `message` and `status` (a
+  // client that went away: the defaults; a sibling choice the server aborted: its own).
+  void abort(const std::string& message = "aborted by the client", int status = 0);
 
   bool finished() const { return finish_.has_value(); }
   const FinishInfo& finish() const { return *finish_; }

@@ -19,10 +19,11 @@ double now_s() {
 
 EmbeddingReply::EmbeddingReply(ServerContext& ctx, std::string id,
                                std::vector<std::shared_ptr<engine::RequestStream>> streams,
-                               Format format)
+                               Format format, bool log_metrics)
     : ctx_(ctx),
       streams_(std::move(streams)),
       format_(std::move(format)),
+      log_metrics_(log_metrics),
       results_(streams_.size()),
       finished_(streams_.size(), false),
       start_s_(now_s()) {
@@ -58,9 +59,11 @@ DeferredReply::Progress EmbeddingReply::poll() {
         finished_[i] = true;
         const scheduler::FinishState& f = *event->finished;
         const double latency = now_s() - start_s_;
-        ctx_.metrics.observe_finished(latency, scheduler::finish_reason_name(f.reason),
-                                      event->usage.prompt_tokens, 0, event->usage.cached_tokens);
-        if (ctx_.info.log_requests) {
+        if (log_metrics_) {
+          ctx_.metrics.observe_finished(latency, scheduler::finish_reason_name(f.reason),
+                                        event->usage.prompt_tokens, 0, event->usage.cached_tokens);
+        }
+        if (log_metrics_ && ctx_.info.log_requests) {
           char seconds[32];
           std::snprintf(seconds, sizeof seconds, "%.3f", latency);
           // The generation routes' line (ChoiceStream), with nothing generated.
@@ -91,7 +94,6 @@ DeferredReply::Progress EmbeddingReply::poll() {
     for (std::optional<Encoded>& r : results_) results.push_back(std::move(*r));
     p.response = format_(results, now_s() - start_s_);
   }
-  ctx_.metrics.count_response(p.response->status);
   return p;
 }
 
@@ -102,7 +104,6 @@ void EmbeddingReply::cancel() {
     if (!finished_[i]) ctx_.engine.abort(streams_[i]->rid());
     finished_[i] = true;
   }
-  ctx_.metrics.count_response(499);  // the client closed the connection (nginx's code)
 }
 
 Result<std::vector<std::shared_ptr<engine::RequestStream>>> submit_encodes(

@@ -32,9 +32,11 @@ class EmbeddingReply final : public DeferredReply {
   using Format = std::function<HttpResponse(const std::vector<Encoded>& results, double seconds)>;
 
   // `id` is the request id clients see (and may pass to /abort_request); `streams` the inputs'
-  // engine requests (Engine::encode), in input order.
+  // engine requests (Engine::encode), in input order. log_metrics false (SGLang's field: a health
+  // probe's): the inputs count in no request metric and no --log-requests line.
   EmbeddingReply(ServerContext& ctx, std::string id,
-                 std::vector<std::shared_ptr<engine::RequestStream>> streams, Format format);
+                 std::vector<std::shared_ptr<engine::RequestStream>> streams, Format format,
+                 bool log_metrics = true);
   ~EmbeddingReply() override;  // unregisters; unfinished inputs abort
 
   void start(std::function<void()> wake) override;
@@ -45,6 +47,7 @@ class EmbeddingReply final : public DeferredReply {
   ServerContext& ctx_;
   const std::vector<std::shared_ptr<engine::RequestStream>> streams_;
   Format format_;
+  const bool log_metrics_;
   std::vector<std::optional<Encoded>> results_;  // per input, once it finished with one
   std::vector<bool> finished_;                   // per input: its engine request ended
   std::optional<std::string> aborted_;           // why an input ended without an embedding

@@ -49,15 +49,13 @@ DeferredReply::Progress GenerationReply::poll() {
   if (!all_finished && !failed) return p;
   done_ = true;
   p.done = true;
-  if (failed) {
-    for (auto& c : choices_) c->abort();  // the others end with it, as SGLang's reply does
+  if (failed) {  // the others end with it and for its reason, as SGLang's reply does
+    for (auto& c : choices_) c->abort(failed->message, failed->status);
   }
   if (stream_) {
     p.data += stream_end();
-    ctx_.metrics.count_response(200);
   } else {
     p.response = failed ? error_reply(*failed) : complete();
-    ctx_.metrics.count_response(p.response->status);
   }
   return p;
 }
@@ -75,7 +73,6 @@ void GenerationReply::cancel() {
   if (done_) return;
   done_ = true;
   for (auto& c : choices_) c->abort();
-  ctx_.metrics.count_response(499);  // the client closed the connection (nginx's code)
 }
 
 }  // namespace sgl::server

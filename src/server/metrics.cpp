@@ -157,6 +157,15 @@ std::vector<double> or_default(const std::vector<double>& given, std::vector<dou
   return given.empty() ? std::move(fallback) : given;
 }
 
+// A method the server serves, or "other": the label stays bounded whatever a client sends.
+std::string method_label(std::string_view method) {
+  static constexpr std::string_view kMethods[] = {"GET",  "POST",    "PUT",  "DELETE",
+                                                  "HEAD", "OPTIONS", "PATCH"};
+  const bool known =
+      std::find(std::begin(kMethods), std::end(kMethods), method) != std::end(kMethods);
+  return known ? std::string(method) : "other";
+}
+
 }  // namespace
 
 Metrics::Metrics(std::string model_name, const MetricsOptions& options)
@@ -171,18 +180,15 @@ Metrics::Metrics(std::string model_name, const MetricsOptions& options)
                        20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400})) {}
 
 void Metrics::count_request(std::string_view endpoint, std::string_view method) {
-  // A method the server serves, or "other": the label stays bounded whatever a client sends.
-  static constexpr std::string_view kMethods[] = {"GET",  "POST",    "PUT",  "DELETE",
-                                                  "HEAD", "OPTIONS", "PATCH"};
-  const bool known =
-      std::find(std::begin(kMethods), std::end(kMethods), method) != std::end(kMethods);
+  std::string label = method_label(method);
   std::lock_guard lock(mutex_);
-  ++requests_[{std::string(endpoint), known ? std::string(method) : "other"}];
+  ++requests_[{std::string(endpoint), std::move(label)}];
 }
 
-void Metrics::count_response(int http_status) {
+void Metrics::count_response(std::string_view endpoint, std::string_view method, int http_status) {
+  std::string label = method_label(method);
   std::lock_guard lock(mutex_);
-  ++responses_[http_status];
+  ++responses_[{std::string(endpoint), http_status, std::move(label)}];
 }
 
 void Metrics::count_prepare_cancelled() {
@@ -218,18 +224,22 @@ std::string Metrics::render(std::span<const engine::EngineStats> replicas, size_
   const scheduler::SchedulerStats& s = stats.scheduler;
   std::string out;
   std::lock_guard lock(mutex_);
-  // SGLang's pair: requests by endpoint and method, responses by status code (499: the client
-  // closed the connection first, as nginx counts it).
+  // SGLang's pair: requests by endpoint and method, responses by endpoint, status code and
+  // method (499: the client closed the connection first, as nginx counts it).
   header(out, "sglang:http_requests_total", "counter", "HTTP requests by endpoint and method.");
   for (const auto& [key, n] : requests_) {
     sample(out, "sglang:http_requests_total",
            labels_ + ",endpoint=\"" + escape_label(key.first) + "\",method=\"" + key.second + "\"",
            static_cast<double>(n));
   }
-  header(out, "sglang:http_responses_total", "counter", "HTTP responses by status code.");
-  for (const auto& [code, n] : responses_) {
+  header(out, "sglang:http_responses_total", "counter",
+         "HTTP responses by endpoint, status code and method.");
+  for (const auto& [key, n] : responses_) {
+    const auto& [endpoint, code, method] = key;
     sample(out, "sglang:http_responses_total",
-           labels_ + ",status_code=\"" + std::to_string(code) + "\"", static_cast<double>(n));
+           labels_ + ",endpoint=\"" + escape_label(endpoint) + "\",status_code=\"" +
+               std::to_string(code) + "\",method=\"" + method + "\"",
+           static_cast<double>(n));
   }
   header(out, "sglang:num_requests_total", "counter",
          "Finished generation requests by finish reason.");

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -51,9 +52,11 @@ class Metrics {
  public:
   explicit Metrics(std::string model_name, const MetricsOptions& options = {});
 
-  // A request to `endpoint` (a route's path: bounded, whatever the client sends) by `method`.
+  // A request to `endpoint` (a route's path: bounded, whatever the client sends) by `method`, and
+  // the status it was answered with (499: the client closed the connection first, as nginx
+  // counts it). The router counts both for every request.
   void count_request(std::string_view endpoint, std::string_view method);
-  void count_response(int http_status);
+  void count_response(std::string_view endpoint, std::string_view method, int http_status);
   // A request whose preparation (chat template, tokenization) was cancelled: the client went
   // away or the server stopped.
   void count_prepare_cancelled();
@@ -73,8 +76,9 @@ class Metrics {
   const std::string labels_;  // model_name="..."
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, std::string>, uint64_t> requests_;  // by endpoint, method
-  std::map<int, uint64_t> responses_;                                 // by HTTP status
-  std::map<std::string, uint64_t> finished_;                          // by finish reason
+  std::map<std::tuple<std::string, int, std::string>, uint64_t>
+      responses_;                             // by endpoint, HTTP status, method
+  std::map<std::string, uint64_t> finished_;  // by finish reason
   uint64_t prompt_tokens_ = 0;
   uint64_t generation_tokens_ = 0;
   uint64_t cached_tokens_ = 0;

@@ -75,7 +75,6 @@ DeferredReply::Progress PreparedReply::poll() {
 }
 
 DeferredReply::Progress PreparedReply::answer(HttpResponse response) {
-  ctx_.metrics.count_response(response.status);
   done_ = true;
   // Nothing of an event stream went out yet: the session answers this instead.
   Progress p;
@@ -89,7 +88,6 @@ void PreparedReply::cancel() {
   if (inner_) return inner_->cancel();
   if (done_) return;
   done_ = true;
-  ctx_.metrics.count_response(499);  // the client closed the connection (nginx's code)
 }
 
 }  // namespace sgl::server

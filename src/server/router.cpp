@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <exception>
+#include <memory>
+#include <string>
 
 #include "core/ascii.h"
 #include "core/logging.h"
@@ -20,6 +22,41 @@ bool same_secret(std::string_view a, std::string_view b) {
   }
   return diff == 0;
 }
+
+// A deferred reply counted in the metrics' responses once it answers: its status (an event
+// stream's 200), or 499 when the client closed the connection before.
+class CountedReply final : public DeferredReply {
+ public:
+  CountedReply(Metrics& metrics, std::string endpoint, std::string method,
+               std::unique_ptr<DeferredReply> inner)
+      : metrics_(metrics),
+        endpoint_(std::move(endpoint)),
+        method_(std::move(method)),
+        inner_(std::move(inner)) {}
+
+  void start(std::function<void()> wake) override { inner_->start(std::move(wake)); }
+  Progress poll() override {
+    Progress p = inner_->poll();
+    if (p.done) count(p.response ? p.response->status : 200);
+    return p;
+  }
+  void cancel() override {
+    inner_->cancel();
+    count(499);
+  }
+
+ private:
+  void count(int status) {
+    if (counted_) return;
+    counted_ = true;
+    metrics_.count_response(endpoint_, method_, status);
+  }
+
+  Metrics& metrics_;
+  const std::string endpoint_, method_;
+  std::unique_ptr<DeferredReply> inner_;
+  bool counted_ = false;
+};
 
 }  // namespace
 
@@ -67,14 +104,15 @@ bool Router::authorized(const HttpRequest& request) const {
          same_secret(value.substr(space + 1), ctx_.api_key);
 }
 
-Reply Router::dispatch(const HttpRequest& request) {
+Reply Router::dispatch(const HttpRequest& request, std::string& endpoint) {
   for (const Route& route : routes_) {
     const bool match = route.prefix
                            ? request.path.size() > route.path.size() &&
                                  request.path.compare(0, route.path.size(), route.path) == 0
                            : request.path == route.path;
     if (!match) continue;
-    ctx_.metrics.count_request(route.prefix ? route.path + "{id}" : route.path, request.method);
+    endpoint = route.prefix ? route.path + "{id}" : route.path;
+    ctx_.metrics.count_request(endpoint, request.method);
     if (!route.public_route && !authorized(request)) {
       return Reply::of(error_response(401, "invalid or missing API key (Authorization: Bearer)"));
     }
@@ -101,21 +139,28 @@ Reply Router::dispatch(const HttpRequest& request) {
     }
     return route.handler(ctx_, request);
   }
-  ctx_.metrics.count_request("unmatched", request.method);
+  endpoint = "unmatched";
+  ctx_.metrics.count_request(endpoint, request.method);
   return Reply::of(error_response(404, "no route for " + request.path));
 }
 
 Reply Router::handle(const HttpRequest& request) noexcept {
   Reply reply;
+  std::string endpoint = "unmatched";  // the metrics' label
   try {
-    reply = dispatch(request);
+    reply = dispatch(request, endpoint);
   } catch (const std::exception& e) {
     SGL_LOG_ERROR << request.method << " " << request.path << " failed: " << e.what();
     reply = Reply::of(error_response(500, std::string("internal error: ") + e.what()));
   } catch (...) {
     reply = Reply::of(error_response(500, "internal error"));
   }
-  if (!reply.deferred) ctx_.metrics.count_response(reply.response.status);
+  if (!reply.deferred) {
+    ctx_.metrics.count_response(endpoint, request.method, reply.response.status);
+  } else {
+    reply.deferred = std::make_unique<CountedReply>(ctx_.metrics, std::move(endpoint),
+                                                    request.method, std::move(reply.deferred));
+  }
   return reply;
 }
 

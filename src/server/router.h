@@ -29,7 +29,8 @@ class Router {
     bool public_route = false;  // no API key needed (health, metrics)
     Needs needs = Needs::kAny;
   };
-  Reply dispatch(const HttpRequest& request);
+  // endpoint: set to the metrics' label of the request's route ("unmatched": none).
+  Reply dispatch(const HttpRequest& request, std::string& endpoint);
   bool authorized(const HttpRequest& request) const;
 
   ServerContext& ctx_;

@@ -51,7 +51,31 @@ inline bool valid_time(const std::string& s) {
 
 // An IPv6 address (RFC 4291, no embedded IPv4): groups of 1-4 hex digits, eight of them or
 // fewer around a single "::".
-inline bool valid_ipv6(const std::string& s) {
+inline bool valid_ipv4(const std::string& s) {
+  if (!regex_search("^\\d{1,3}(\\.\\d{1,3}){3}$", s)) return false;
+  size_t pos = 0;
+  for (int i = 0; i < 4; ++i) {
+    const size_t dot = s.find('.', pos);
+    const std::string part = s.substr(pos, dot - pos);
+    if (std::stoi(part) > 255 || (part.size() > 1 && part[0] == '0')) return false;
+    pos = dot + 1;
+  }
+  return true;
+}
+
+// RFC 4291 2.2: eight groups, or fewer around one "::"; the last two may be an IPv4 address.
+inline bool valid_ipv6(const std::string& text) {
+  std::string s = text;
+  int n = 0;  // groups
+  if (const size_t dot = s.find('.'); dot != std::string::npos) {
+    const size_t colon = s.rfind(':');
+    if (colon == std::string::npos || colon > dot || !valid_ipv4(s.substr(colon + 1))) {
+      return false;
+    }
+    n = 2;
+    // "...::a.b.c.d" keeps its "::"; "...:g:a.b.c.d" drops the ':' before the address.
+    s = colon > 0 && s[colon - 1] == ':' ? s.substr(0, colon + 1) : s.substr(0, colon);
+  }
   auto groups = [](const std::string& part, int& n) {
     if (part.empty()) return true;
     size_t start = 0;
@@ -68,7 +92,6 @@ inline bool valid_ipv6(const std::string& s) {
     }
   };
   const size_t gap = s.find("::");
-  int n = 0;
   if (gap == std::string::npos) return groups(s, n) && n == 8;
   if (s.find("::", gap + 1) != std::string::npos) return false;
   return groups(s.substr(0, gap), n) && groups(s.substr(gap + 2), n) && n <= 7;
@@ -128,17 +151,7 @@ inline bool valid_format(const std::string& format, const std::string& s) {
     return regex_search("^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$", s);
   }
   if (format == "uri") return regex_search("^[a-zA-Z][a-zA-Z0-9+.-]*:[^\\s]+$", s);
-  if (format == "ipv4") {
-    if (!regex_search("^\\d{1,3}(\\.\\d{1,3}){3}$", s)) return false;
-    size_t pos = 0;
-    for (int i = 0; i < 4; ++i) {
-      const size_t dot = s.find('.', pos);
-      const std::string part = s.substr(pos, dot - pos);
-      if (std::stoi(part) > 255 || (part.size() > 1 && part[0] == '0')) return false;
-      pos = dot + 1;
-    }
-    return true;
-  }
+  if (format == "ipv4") return valid_ipv4(s);
   if (format == "ipv6") return valid_ipv6(s);
   if (format == "hostname") return valid_hostname(s);
   if (format == "duration") return valid_duration(s);

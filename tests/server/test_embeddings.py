@@ -253,6 +253,23 @@ def test_model_info_and_health(last, server):
     assert last.get("/v1/models").json()["data"][0]["id"] == NAME
 
 
+def test_health_probes_count_in_no_request_metric(last):
+    # SGLang's probe request has log_metrics=False: a Kubernetes probe every few seconds is not
+    # user traffic in sglang:num_requests_total or sglang:prompt_tokens_total.
+    def counted():
+        text = last.get("/metrics").text
+        return [sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                    if line.startswith(name + "{"))
+                for name in ("sglang:num_requests_total", "sglang:prompt_tokens_total")]
+
+    assert last.post("/v1/embeddings", {"input": [7, 8]}).status_code == 200
+    before = counted()
+    assert before[0] >= 1 and before[1] >= 2, before
+    for path in ("/health", "/health_generate"):
+        assert last.get(path).status_code == 200
+    assert counted() == before
+
+
 def start_failure(tmp_path, model, *flags):
     """Starts sgl-server expecting it to exit; returns (exit code, stderr)."""
     binary = server_binary()

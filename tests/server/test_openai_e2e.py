@@ -419,14 +419,20 @@ def test_metrics(server, client):
     values = {line.split("{")[0]: float(line.rsplit(" ", 1)[1])
               for line in text.splitlines() if line and not line.startswith("#")}
     assert values["sglang:generation_tokens_total"] > 0
-    # SGLang's labels: requests by endpoint and method, responses by status code; a method no
-    # route serves is "other" (a client cannot grow the label set).
+    # SGLang's labels: requests by endpoint and method, responses by endpoint, status code and
+    # method; a method no route serves is "other" (a client cannot grow the label set).
     requests.request("BREW", server.url + "/v1/completions", timeout=10)
     text = server.get("/metrics").text
     assert re.search(r'sglang:http_requests_total\{[^}]*endpoint="/v1/completions",method="POST"\} '
                      r'[1-9]', text), text
     assert 'endpoint="/v1/completions",method="other"' in text and "BREW" not in text
-    assert re.search(r'sglang:http_responses_total\{[^}]*status_code="200"\} [1-9]', text), text
+    # A deferred reply (a completion) counted when it answers, an immediate one (the 405) at once.
+    assert re.search(r'sglang:http_responses_total\{[^}]*endpoint="/v1/completions",'
+                     r'status_code="200",method="POST"\} [1-9]', text), text
+    assert re.search(r'sglang:http_responses_total\{[^}]*endpoint="/v1/completions",'
+                     r'status_code="405",method="other"\} [1-9]', text), text
+    assert re.search(r'sglang:http_responses_total\{[^}]*endpoint="/metrics",'
+                     r'status_code="200",method="GET"\} [1-9]', text), text
     assert values["sglang:e2e_request_latency_seconds_count"] > 0
 
 
