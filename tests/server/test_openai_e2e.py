@@ -474,7 +474,9 @@ def test_disconnect_behind_pipelined_bytes_aborts(server):
     # and the generation aborts. (Reading stopped at 1 MiB: no disconnect was seen, every
     # generation ran to its end.)
     before = aborted_requests(server)
-    body = json.dumps({"prompt": PROMPT, "max_tokens": 500, "ignore_eos": True, "n": 8})
+    # 32 choices of 500 tokens: long enough that, on a loaded machine too, the close is seen
+    # before they end (8 ended first, every one, in one CI-like run of the suite).
+    body = json.dumps({"prompt": PROMPT, "max_tokens": 500, "ignore_eos": True, "n": 32})
     junk = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 4000000\r\n\r\n" +
             b"a" * 1_500_000)
     for _ in range(4):
