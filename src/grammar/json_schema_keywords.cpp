@@ -114,22 +114,20 @@ Result<NumberBound> read_bound(const Json& s, const char* key, const char* ex_ke
     }
   }
   // Bounds are compared as doubles, which hold every integer up to 2^53 exactly; past it a bound
-  // (an integer literal, a float such as 1e17, or one merged from allOf parts) and the +-1 of an
-  // exclusive integer bound would round, loosening it.
-  constexpr double kExact = 9007199254740992.0;  // 2^53
-  if (out.value && std::fabs(*out.value) > kExact) {
+  // (a float such as 1e17, or one merged from allOf parts) and the +-1 of an exclusive integer
+  // bound would round, loosening it. An integer literal past it is refused too: it has already
+  // rounded onto 2^53 as a double.
+  constexpr uint64_t kExact = uint64_t{1} << 53;
+  if (out.value && std::fabs(*out.value) > static_cast<double>(kExact)) {
     return schema_error(path, std::string(key) + " beyond +-2^53 is not supported exactly");
   }
-  for (const char* k : {key, ex_key}) {  // an integer literal past 2^53 rounds onto it
-    if (!s.contains(k) || !s[k].is_number()) continue;
-    const Json& v = s[k];
-    constexpr uint64_t kExactInt = uint64_t{1} << 53;
-    const bool past = v.is_number_unsigned() ? v.get<uint64_t>() > kExactInt
-                      : v.is_number_integer()
-                          ? v.get<int64_t>() < -static_cast<int64_t>(kExactInt) ||
-                                v.get<int64_t>() > static_cast<int64_t>(kExactInt)
-                          : std::fabs(v.get<double>()) > kExact;
-    if (past) return schema_error(path, std::string(k) + " beyond +-2^53 is not supported exactly");
+  for (const char* k : {key, ex_key}) {
+    if (s.contains(k) && s[k].is_number_integer() &&
+        (s[k].is_number_unsigned() ? s[k].get<uint64_t>() > kExact
+                                   : s[k].get<int64_t>() < -static_cast<int64_t>(kExact) ||
+                                         s[k].get<int64_t>() > static_cast<int64_t>(kExact))) {
+      return schema_error(path, std::string(k) + " beyond +-2^53 is not supported exactly");
+    }
   }
   return out;
 }
