@@ -137,8 +137,8 @@ class Scheduler {
   int64_t in_flight_batches() const { return next_batch_id_ - 1 - last_processed_batch_id_; }
 
  private:
+  // Admission (scheduler_prefill.cpp).
   std::optional<ScheduleBatch> get_new_batch_prefill();
-  std::optional<ScheduleBatch> get_decode_batch(bool* need_drain);
   void init_next_round_input(Req& req);
   // How much of `req`'s fill_ids the radix cache may serve (prompt logprobs and mean pooling
   // need their tokens computed).
@@ -152,11 +152,14 @@ class Scheduler {
   // Fills `entry` and appends its new KV slots to `out_cache_loc` (the batch's); false (nothing
   // allocated) when the KV cache is out of slots.
   bool prepare_extend_entry(Req& req, BatchEntry* entry, std::vector<int32_t>* out_cache_loc);
-  // `n` KV slots (alloc_slot: one), evicting from the radix cache when the allocator runs short.
-  std::optional<std::vector<int32_t>> alloc_slots(int32_t n);
-  std::optional<int32_t> alloc_slot();
+
+  // Decoding (scheduler_decode.cpp).
+  std::optional<ScheduleBatch> get_decode_batch(bool* need_drain);
   // Appends one decode token of the running `req` to `batch` (its slot must be available).
   void add_decode_entry(Req& req, ScheduleBatch& batch);
+  void retract_for_decode(int64_t needed);
+  int64_t reserved_decode_tokens() const;
+
   // Speculative decoding (scheduler_speculative.cpp).
   // How many drafts `req` may verify in a decode step (at most `budget`) once its last token is
   // on the host: 0 for requests that decode plainly (grammar, logit processing, a stale EAGLE
@@ -185,18 +188,23 @@ class Scheduler {
   // tokens (`sampled`'s: the root's, then each accepted node's).
   std::vector<int32_t> accept_drafts(Req& req, const BatchEntry& entry,
                                      std::span<const int32_t> sampled);
+
+  // Results, finishing and release (scheduler_output_processor.cpp).
+  // Why `req` stops after appending `token` to its output, if it does.
+  std::optional<FinishState> stop_condition(const Req& req, int32_t token) const;
+  void finish(Req& req, FinishState state);
   void cache_unfinished(Req& req);
   // How many of the request's first positions may go into the radix cache (EAGLE: not those
   // its draft never saw).
   int32_t draft_cacheable_len(const Req& req) const;
-  void retract_for_decode(int64_t needed);
-  // Why `req` stops after appending `token` to its output, if it does.
-  std::optional<FinishState> stop_condition(const Req& req, int32_t token) const;
-  void finish(Req& req, FinishState state);
   void release(Req& req);
   void release_ready();
+
+  // Requests, KV slots and grammar masks (scheduler.cpp).
+  // `n` KV slots (alloc_slot: one), evicting from the radix cache when the allocator runs short.
+  std::optional<std::vector<int32_t>> alloc_slots(int32_t n);
+  std::optional<int32_t> alloc_slot();
   void handle_timeouts();
-  int64_t reserved_decode_tokens() const;
   void emit(const Req& req, ReqUpdate update);
   Req* find(uint64_t rid);
   // Gives `batch` a grammar mask future when an entry that samples is constrained.
