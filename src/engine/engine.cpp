@@ -325,7 +325,7 @@ void Engine::dispatch_updates() {
     event.input_logprobs = std::move(u.input_logprobs);
     event.embedding = std::move(u.embedding);
     event.finished = std::move(u.finished);
-    event.usage = {u.prompt_tokens, u.completion_tokens, u.cached_tokens};
+    event.usage = {u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.retractions};
     const bool finished = event.finished.has_value();
     new_tokens += static_cast<int64_t>(event.token_ids.size());
     it->second.stream->push(std::move(event));

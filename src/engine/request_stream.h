@@ -21,6 +21,7 @@ struct Usage {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;
+  int32_t retractions = 0;  // SGLang's num_retractions
 };
 
 struct StreamEvent {

@@ -144,6 +144,7 @@ void Scheduler::emit(const Req& req, ReqUpdate update) {
   update.prompt_tokens = req.prompt_len();
   update.completion_tokens = static_cast<int32_t>(req.output_ids.size());
   update.cached_tokens = req.cached_tokens;
+  update.retractions = req.retract_count;
   updates_.push_back(std::move(update));
 }
 

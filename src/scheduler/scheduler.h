@@ -37,6 +37,7 @@ struct ReqUpdate {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;
+  int32_t retractions = 0;  // times the request was retracted to free KV (SGLang's num_retractions)
 };
 
 struct SchedulerStats {

@@ -253,7 +253,7 @@ Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
        {"preferred_sampling_params", i.preferred_sampling_params.empty()
                                          ? json(nullptr)
                                          : json::parse(i.preferred_sampling_params)},
-       {"weight_version", "default"},
+       {"weight_version", kWeightVersion},
        {"has_image_understanding", false},
        {"has_audio_understanding", false},
        {"model_type", i.model_type},

@@ -150,8 +150,23 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
 
   json messages = json::array();
   if (const json* system = find(o, "system")) {
-    SGL_ASSIGN_OR_RETURN(std::string text, block_text(*system, "system"));
-    messages.push_back({{"role", "system"}, {"content", std::move(text)}});
+    // SGLang's: the blocks' texts a line each, empty ones left out, and no system message for
+    // a blank system prompt.
+    json blocks = *system;
+    if (blocks.is_array()) {
+      blocks.erase(std::remove_if(blocks.begin(), blocks.end(),
+                                  [](const json& b) {
+                                    const json* text = b.is_object() ? find(b, "text") : nullptr;
+                                    return text && text->is_string() &&
+                                           text->get_ref<const std::string&>().empty();
+                                  }),
+                   blocks.end());
+    }
+    SGL_ASSIGN_OR_RETURN(std::string text,
+                         request_json::joined_text(blocks, "system", {"text"}, "\n"));
+    if (text.find_first_not_of(" \t\r\n") != std::string::npos) {
+      messages.push_back({{"role", "system"}, {"content", std::move(text)}});
+    }
   }
   const json* given = find(o, "messages");
   if (!given || !given->is_array() || given->empty()) {

@@ -60,27 +60,32 @@ Status check_chat_template(const ServerContext& ctx) {
       "the model has no chat template; start the server with --chat-template FILE");
 }
 
-Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
-                                  const std::atomic<bool>& cancelled) {
-  std::string prompt;
-  std::vector<int32_t> ids;
+Result<std::vector<int32_t>> chat_prompt_ids(const ServerContext& ctx, const ChatRequest& req,
+                                             const std::atomic<bool>& cancelled,
+                                             std::string* prompt) {
   if (req.input_ids) {
     // Given ids stand for the rendering; their text (special tokens kept) tells the output
     // parsers how the prompt ends, as a rendered prompt would.
-    ids = *req.input_ids;
-    SGL_RETURN_IF_ERROR(check_prompt_ids(ctx, ids));
+    SGL_RETURN_IF_ERROR(check_prompt_ids(ctx, *req.input_ids));
     tokenizer::DecodeOptions decode;
     decode.skip_special_tokens = false;
-    prompt = ctx.tokenizer.decode(ids, decode);
-  } else {
-    SGL_ASSIGN_OR_RETURN(prompt, render_prompt(ctx, req, cancelled));
-    // The completions routes' limit on text to tokenize, on the rendered conversation.
-    SGL_RETURN_IF_ERROR(check_text_length(ctx, prompt.size(), "messages"));
-    // The template writes the special tokens itself (transformers' apply_chat_template).
-    tokenizer::EncodeOptions encode;
-    encode.add_special_tokens = false;
-    ids = ctx.tokenizer.encode(prompt, encode);
+    *prompt = ctx.tokenizer.decode(*req.input_ids, decode);
+    return *req.input_ids;
   }
+  SGL_ASSIGN_OR_RETURN(*prompt, render_prompt(ctx, req, cancelled));
+  // The completions routes' limit on text to tokenize, on the rendered conversation.
+  SGL_RETURN_IF_ERROR(check_text_length(ctx, prompt->size(), "messages"));
+  // The template writes the special tokens itself (transformers' apply_chat_template).
+  tokenizer::EncodeOptions encode;
+  encode.add_special_tokens = false;
+  return ctx.tokenizer.encode(*prompt, encode);
+}
+
+Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
+                                  const std::atomic<bool>& cancelled) {
+  std::string prompt;
+  SGL_ASSIGN_OR_RETURN(const std::vector<int32_t> ids,
+                       chat_prompt_ids(ctx, req, cancelled, &prompt));
   const function_call::OutputParserOptions parser = output_parser_options(ctx, req, prompt);
   std::vector<ChoicePlan> plans;
   std::shared_ptr<const grammar::CompiledGrammar> tool_grammar;  // the same for every choice

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "server/choice_stream.h"
@@ -16,6 +17,12 @@ namespace sgl::server {
 
 // kInvalidArgument when the server has no chat template (checked before a request queues).
 Status check_chat_template(const ServerContext& ctx);
+
+// The conversation's prompt ids: rendered by the chat template and tokenized, or the request's
+// input_ids (checked); `*prompt` gets the prompt's text. Errors as submit_chat's.
+Result<std::vector<int32_t>> chat_prompt_ids(const ServerContext& ctx, const ChatRequest& req,
+                                             const std::atomic<bool>& cancelled,
+                                             std::string* prompt);
 
 struct SubmittedChat {
   int64_t prompt_tokens = 0;

@@ -137,6 +137,7 @@ ChoiceDelta ChoiceStream::process(engine::StreamEvent event) {
   d.prompt_logprobs = std::move(event.input_logprobs);
   if (options_.token_texts) add_token_texts(d);
   if (event.usage.cached_tokens > cached_tokens_) cached_tokens_ = event.usage.cached_tokens;
+  retractions_ = std::max(retractions_, event.usage.retractions);
 
   std::string piece = detok_.add(text_ids(event, d.token_ids));
   if (event.finished) {

@@ -112,6 +112,7 @@ class ChoiceStream {
   int32_t prompt_tokens() const { return prompt_tokens_; }
   int32_t completion_tokens() const { return static_cast<int32_t>(total_.token_ids.size()); }
   int32_t cached_tokens() const { return cached_tokens_; }
+  int32_t retractions() const { return retractions_; }
   // The output tokens that carried reasoning text (OpenAI's reasoning_tokens), counted per engine
   // event: the event that ends the reasoning counts as answer, tokens that showed nothing yet
   // count with what they turn out to carry.
@@ -150,6 +151,7 @@ class ChoiceStream {
   bool engine_done_ = false;  // the engine sent its final event (or we aborted it)
   int32_t prompt_tokens_ = 0;
   int32_t cached_tokens_ = 0;
+  int32_t retractions_ = 0;
   int32_t reasoning_tokens_ = 0;
   int32_t undecided_tokens_ = 0;  // tokens since the last reasoning text, reasoning not ended
   bool reasoning_ended_ = false;  // content or a tool call came

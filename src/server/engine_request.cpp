@@ -65,9 +65,10 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
     r.sampling.logit_bias.push_back({static_cast<int32_t>(id), static_cast<float>(bias)});
   }
   const int64_t room = context - len;
-  const int64_t max_new = s.max_tokens           ? *s.max_tokens
-                          : s.default_max_tokens ? *s.default_max_tokens
-                                                 : default_max_tokens.value_or(room);
+  const int64_t max_new = s.max_tokens             ? *s.max_tokens
+                          : s.max_tokens_unbounded ? room
+                          : s.default_max_tokens   ? *s.default_max_tokens
+                                                   : default_max_tokens.value_or(room);
   r.max_new_tokens = static_cast<int32_t>(std::min(max_new, room));
   r.ignore_eos = s.ignore_eos;
   r.stop_token_ids = s.stop_token_ids;

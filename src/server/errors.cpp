@@ -30,6 +30,33 @@ nlohmann::ordered_json error_json(int status, std::string_view message, std::str
   return {{"error", std::move(error)}};
 }
 
+const char* anthropic_error_type(int status) {
+  switch (status) {
+    case 400:
+    case 422:
+      return "invalid_request_error";
+    case 401:
+      return "authentication_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 503:
+      return "overloaded_error";
+    default:
+      return "api_error";
+  }
+}
+
+nlohmann::ordered_json anthropic_error_json(int status, std::string_view message) {
+  return {{"type", "error"},
+          {"error", {{"type", anthropic_error_type(status)}, {"message", message}}}};
+}
+
 }  // namespace
 
 int http_status_for(StatusCode code) {
@@ -59,6 +86,34 @@ std::string error_event(int status, std::string_view message) {
 
 HttpResponse error_response(const Status& status) {
   return error_response(http_status_for(status.code()), status.message());
+}
+
+HttpResponse anthropic_error_response(int status, std::string_view message) {
+  return request_json::json_response(anthropic_error_json(status, message), status);
+}
+
+HttpResponse anthropic_error_response(const Status& status) {
+  return anthropic_error_response(http_status_for(status.code()), status.message());
+}
+
+bool is_anthropic_path(std::string_view path) {
+  constexpr std::string_view kMessages = "/v1/messages";
+  return path.substr(0, kMessages.size()) == kMessages &&
+         (path.size() == kMessages.size() || path[kMessages.size()] == '/');
+}
+
+void reshape_as_anthropic_error(HttpResponse& response) {
+  if (response.status < 400) return;
+  const auto body = nlohmann::ordered_json::parse(response.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object() || !body.contains("error") ||
+      body.contains("type") || !body["error"].is_object()) {
+    return;  // not error_response's shape (or already Anthropic's)
+  }
+  const auto& message = body["error"].find("message");
+  const std::string text = message != body["error"].end() && message->is_string()
+                               ? message->get<std::string>()
+                               : std::string("request failed");
+  response.body = request_json::dump(anthropic_error_json(response.status, text));
 }
 
 }  // namespace sgl::server

@@ -16,6 +16,7 @@
 #include "server/prompt_token_logprobs.h"
 #include "server/reasoning_gate.h"
 #include "server/request_json.h"
+#include "server/sampling_json.h"
 #include "server/sse.h"
 
 namespace sgl::server {
@@ -35,6 +36,7 @@ class GenerateReply final : public GenerationReply {
     // which /abort_request also takes.
     std::vector<std::string> item_ids;
     bool logprobs = false;
+    bool top_logprobs = false;  // with logprobs, top_logprobs_num > 0: the top-k listings
     bool text_in_logprobs = false;
     // With logprobs, per choice: its prompt ids and where input_token_logprobs start (SGLang:
     // logprob_start_len, or the last prompt token by default).
@@ -123,12 +125,12 @@ class GenerateReply final : public GenerationReply {
   json item(size_t i) {
     const ChoiceStream& c = *choices_[i];
     const ChoiceDelta& t = c.total();
+    // SGLang's meta_info keys, in its order.
     json meta = {{"id", setup_.list ? setup_.item_ids[i] : id_},
                  {"finish_reason", finish_reason(i)},
                  {"prompt_tokens", c.prompt_tokens()},
-                 {"completion_tokens", c.completion_tokens()},
-                 {"cached_tokens", c.cached_tokens()},
-                 {"e2e_latency", now_s() - start_s_}};
+                 {"weight_version", kWeightVersion},
+                 {"num_retractions", c.retractions()}};
     if (setup_.logprobs) {
       json tokens = json::array(), tops = json::array();
       for (size_t k = 0; k < t.token_ids.size(); ++k) {
@@ -146,9 +148,12 @@ class GenerateReply final : public GenerationReply {
       }
       const InputLogprobs& input = input_logprobs(i);
       meta["input_token_logprobs"] = input.tokens;
-      meta["input_top_logprobs"] = input.tops;
       meta["output_token_logprobs"] = std::move(tokens);
-      meta["output_top_logprobs"] = std::move(tops);
+      meta["output_token_logprobs_length"] = t.token_ids.size();
+      if (setup_.top_logprobs) {
+        meta["input_top_logprobs"] = input.tops;
+        meta["output_top_logprobs"] = std::move(tops);
+      }
       if (setup_.token_ids) {
         json ids = json::array();
         for (size_t k = 0; k < t.token_ids.size(); ++k) {
@@ -161,6 +166,10 @@ class GenerateReply final : public GenerationReply {
         meta["output_token_ids_logprobs"] = std::move(ids);
       }
     }
+    meta["reasoning_tokens"] = c.reasoning_tokens();
+    meta["completion_tokens"] = c.completion_tokens();
+    meta["cached_tokens"] = c.cached_tokens();
+    meta["e2e_latency"] = now_s() - start_s_;
     json out = {{"text", t.text}, {"output_ids", t.token_ids}, {"meta_info", std::move(meta)}};
     if (setup_.list) out["index"] = i;
     return out;
@@ -210,11 +219,10 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
     const int64_t items = static_cast<int64_t>(req.prompts.size()) * req.sampling.n;
     for (int64_t i = 0; i < items; ++i) setup.item_ids.push_back(id + "_" + std::to_string(i));
   }
-  // As top_logprobs_num, requested ids turn logprobs on (SGLang needs return_logprob too).
-  const bool asks_ids = req.token_ids_logprob &&
-                        std::any_of(req.token_ids_logprob->begin(), req.token_ids_logprob->end(),
-                                    [](const auto& ids) { return !ids.empty(); });
-  setup.logprobs = req.return_logprob || req.top_logprobs_num > 0 || asks_ids;
+  // top_logprobs_num and token_ids_logprob refine return_logprob, as SGLang's (without it they
+  // return nothing).
+  setup.logprobs = req.return_logprob;
+  setup.top_logprobs = setup.logprobs && req.top_logprobs_num > 0;
   setup.text_in_logprobs = req.return_text_in_logprobs;
   setup.token_ids = setup.logprobs && req.token_ids_logprob.has_value();
   grammar::ReasoningGate gate;
@@ -234,32 +242,34 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
                         : std::vector<int32_t>{};
     const SamplingInput& sampling = req.sampling_of(p);
     for (int64_t j = 0; j < sampling.n; ++j) {
-      auto built = build_engine_request(ctx, sampling, ids, j, 128);  // SGLang's default
+      auto built =
+          build_engine_request(ctx, sampling, ids, j, sampling_json::kGenerateDefaultMaxNewTokens);
       if (!built.ok()) return Reply::of(error_response(built.status()));
       ChoicePlan plan{std::move(built).value(),
                       choice_options(sampling, setup.logprobs && setup.text_in_logprobs)};
       plan.request.return_logprob = setup.logprobs;
-      plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs_num);
+      plan.request.top_logprobs_num =
+          setup.logprobs ? static_cast<int32_t>(req.top_logprobs_num) : 0;
       plan.request.token_ids_logprob = asked;
       if (setup.text_in_logprobs) plan.options.token_ids_logprob = asked;
       plan.options.no_logs = req.no_logs;
       if (plan.request.grammar) plan.request.reasoning_gate = gate;
       if (setup.logprobs) {
-        // SGLang: input_token_logprobs from logprob_start_len (default: the last prompt token,
-        // which has none).
+        // SGLang: input_token_logprobs from logprob_start_len; by default (-1) and at the prompt
+        // length, none.
         const auto len = static_cast<int64_t>(ids.size());
-        if (req.logprob_start_len >= len) {
+        if (req.logprob_start_len > len) {
           return Reply::of(error_response(
               400,
               "logprob_start_len (" + std::to_string(req.logprob_start_len) +
-                  ") must be less than the prompt length (" + std::to_string(len) + ")",
+                  ") must be at most the prompt length (" + std::to_string(len) + ")",
               "logprob_start_len"));
         }
-        plan.request.logprob_start_len = static_cast<int32_t>(req.logprob_start_len);
+        const int64_t start = req.logprob_start_len >= 0 ? req.logprob_start_len : len;
+        plan.request.logprob_start_len = start < len ? static_cast<int32_t>(start) : -1;
         setup.prompt_ids.push_back(ids);
         if (setup.token_ids) setup.token_ids_logprob.push_back(asked);
-        setup.logprob_starts.push_back(
-            static_cast<int32_t>(req.logprob_start_len >= 0 ? req.logprob_start_len : len - 1));
+        setup.logprob_starts.push_back(static_cast<int32_t>(start));
       }
       plans.push_back(std::move(plan));
     }

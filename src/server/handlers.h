@@ -11,6 +11,10 @@
 
 namespace sgl::server {
 
+// The served weights' version (SGLang's --weight-version default; sgl.cpp never updates weights
+// in place), in /get_model_info and /generate's meta_info.
+inline constexpr const char* kWeightVersion = "default";
+
 // OpenAI
 Reply handle_completions(ServerContext& ctx, const HttpRequest& request);       // completions.cpp
 Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request);  // chat.cpp
@@ -21,6 +25,7 @@ Reply handle_embeddings(ServerContext& ctx, const HttpRequest& request);  // emb
 
 // Anthropic
 Reply handle_messages(ServerContext& ctx, const HttpRequest& request);  // messages_handler.cpp
+Reply handle_messages_count_tokens(ServerContext& ctx, const HttpRequest& request);
 
 // SGLang native
 Reply handle_generate(ServerContext& ctx, const HttpRequest& request);  // generate.cpp

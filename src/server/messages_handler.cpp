@@ -2,9 +2,12 @@
 // content block for the model's reasoning (with --reasoning-parser), then one text content block,
 // Anthropic's stop reasons and usage, its named stream events, and its error shape
 // ({"type": "error", "error": {"type", "message"}}).
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 
 #include "server/anthropic_json.h"
 #include "server/chat_submit.h"
@@ -22,31 +25,12 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// Anthropic's error types by HTTP status.
-const char* error_type(int status) {
-  switch (status) {
-    case 400:
-      return "invalid_request_error";
-    case 404:
-      return "not_found_error";
-    case 503:
-      return "overloaded_error";
-    default:
-      return "api_error";
-  }
-}
-
-json error_json(int status, std::string_view message) {
-  return json{{"type", "error"}, {"error", {{"type", error_type(status)}, {"message", message}}}};
-}
-
-HttpResponse anthropic_error(const Status& status) {
-  const int code = http_status_for(status.code());
-  return request_json::json_response(error_json(code, status.message()), code);
+std::string event_text(const char* name, const std::string& data) {
+  return std::string("event: ") + name + "\n" + sse_data(data);
 }
 
 std::string event(const char* name, const json& data) {
-  return std::string("event: ") + name + "\n" + sse_data(request_json::dump(data));
+  return event_text(name, request_json::dump(data));
 }
 
 enum class BlockType : uint8_t { kNone, kThinking, kText };
@@ -150,7 +134,7 @@ class MessagesReply final : public GenerationReply {
                                            {"delta", {{"type", "text_delta"}, {"text", d.text}}}});
     }
     if (d.finished) {
-      if (aborted()) return out + event("error", abort_error());
+      if (aborted()) return out + event_text("error", abort_error().body);
       const auto [reason, sequence] = stop();
       out += close_block();
       out +=
@@ -168,19 +152,17 @@ class MessagesReply final : public GenerationReply {
   std::string stream_error(size_t index, const ChoiceDelta& d) override {
     return stream_delta(index, d);
   }
-  HttpResponse error_reply(const FinishInfo& f) override {
-    return request_json::json_response(abort_error(), f.status);
-  }
+  HttpResponse error_reply(const FinishInfo&) override { return abort_error(); }
 
   // An abort is an error here (Anthropic's API has no aborted message): the server's with its
   // status, the client's as 500.
-  json abort_error() const {
+  HttpResponse abort_error() const {
     const FinishInfo& f = choice().finish();
-    return error_json(f.error() ? f.status : 500, f.message);
+    return anthropic_error_response(f.error() ? f.status : 500, f.message);
   }
 
   HttpResponse complete() override {
-    if (aborted()) return request_json::json_response(abort_error(), 500);
+    if (aborted()) return abort_error();
     const ChoiceDelta& total = choice().total();
     json content = json::array();
     if (!total.reasoning.empty()) content.push_back(thinking_block(total.reasoning));
@@ -200,7 +182,7 @@ class MessagesReply final : public GenerationReply {
 Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
                        const std::atomic<bool>& cancelled) {
   auto submitted = submit_chat(ctx, req, cancelled);
-  if (!submitted.ok()) return Reply::of(anthropic_error(submitted.status()));
+  if (!submitted.ok()) return Reply::of(anthropic_error_response(submitted.status()));
   return Reply::later(
       std::make_unique<MessagesReply>(ctx, std::move(submitted->choices), req.stream,
                                       req.model.value_or(ctx.info.served_model_name),
@@ -212,15 +194,47 @@ Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
 
 Reply handle_messages(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_messages_request(request.body, ctx.sampling_defaults);
-  if (!parsed.ok()) return Reply::of(anthropic_error(parsed.status()));
-  if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(anthropic_error(s));
+  if (!parsed.ok()) return Reply::of(anthropic_error_response(parsed.status()));
+  if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(anthropic_error_response(s));
   if (Status s = check_thinking_switch(ctx, *parsed, "'thinking'"); !s.ok()) {
-    return Reply::of(anthropic_error(s));
+    return Reply::of(anthropic_error_response(s));
   }
   const bool stream = parsed->stream;
   auto shared = std::make_shared<const ChatRequest>(std::move(parsed).value());
   return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>& cancelled) {
     return prepare_messages(ctx, *shared, cancelled);
+  });
+}
+
+// POST /v1/messages/count_tokens: the prompt a Messages request with these fields would have
+// (SGLang's: the request rendered by the chat template, its tokens counted).
+Reply handle_messages_count_tokens(ServerContext& ctx, const HttpRequest& request) {
+  auto body = nlohmann::ordered_json::parse(request.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return Reply::of(anthropic_error_response(400, "the body must be a JSON object"));
+  }
+  // Anthropic's CountTokens fields; anything else (max_tokens, sampling) would be ignored.
+  static constexpr std::string_view kFields[] = {
+      "model", "messages", "system", "thinking", "tools", "tool_choice", "output_config", "betas"};
+  for (const auto& [key, value] : body.items()) {
+    if (std::find(std::begin(kFields), std::end(kFields), key) == std::end(kFields)) {
+      return Reply::of(anthropic_error_response(
+          400, "'" + key +
+                   "' is not a count_tokens field (model, messages, system, thinking, "
+                   "tools, tool_choice, output_config, betas)"));
+    }
+  }
+  body.erase("betas");     // beta feature names: nothing they name changes a prompt here
+  body["max_tokens"] = 1;  // required by the Messages parser, counts nothing
+  auto parsed = parse_messages_request(request_json::dump(body), ctx.sampling_defaults);
+  if (!parsed.ok()) return Reply::of(anthropic_error_response(parsed.status()));
+  if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(anthropic_error_response(s));
+  auto shared = std::make_shared<const ChatRequest>(std::move(parsed).value());
+  return PreparedReply::submit(ctx, false, [&ctx, shared](const std::atomic<bool>& cancelled) {
+    std::string prompt;
+    auto ids = chat_prompt_ids(ctx, *shared, cancelled, &prompt);
+    if (!ids.ok()) return Reply::of(anthropic_error_response(ids.status()));
+    return Reply::of(request_json::json_response({{"input_tokens", ids->size()}}));
   });
 }
 

@@ -52,6 +52,9 @@ struct SamplingInput {
   // --preferred-sampling-params' max_new_tokens: where a request gives none, a default cut to
   // the room its prompt leaves (as a route's own default), not a limit checked against it.
   std::optional<int64_t> default_max_tokens;
+  // sampling_params' max_new_tokens was null: no limit but the context, over any default
+  // (SGLang's None).
+  bool max_tokens_unbounded = false;
   std::optional<int64_t> seed;
   std::vector<std::string> stop;
   std::vector<std::string> stop_regex;  // Python `re` patterns (SGLang's stop_regex)
@@ -144,7 +147,7 @@ struct GenerateInput {
   int64_t logprob_start_len = -1;  // prompt logprobs from this position; -1: none
   bool return_text_in_logprobs = false;
   // SGLang's token_ids_logprob: one list for every prompt, or one per prompt; nullopt when not
-  // given (an empty list still lists input/output_token_ids_logprobs, all null, as SGLang).
+  // given or [] (SGLang's None).
   std::optional<std::vector<std::vector<int32_t>>> token_ids_logprob;
   RequestRouting routing;
   bool no_logs = false;  // SGLang's: not in --log-requests' lines

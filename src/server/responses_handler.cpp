@@ -49,6 +49,8 @@ class ResponsesReply final : public GenerationReply {
     std::string name;
     int32_t call_index = -1;
     bool done = false;
+    // Once done: completed when a later item followed it, else the response's status.
+    const char* final_status = "in_progress";
   };
 
   const ChoiceStream& choice() const { return *choices_[0]; }
@@ -76,7 +78,7 @@ class ResponsesReply final : public GenerationReply {
 
   // The first message item carries the logprobs of the whole output.
   json item_json(const Item& item, bool with_content) const {
-    const char* item_status = item.done ? status() : "in_progress";
+    const char* item_status = item.final_status;
     if (item.kind == Kind::kReasoning) {
       json content = json::array();
       if (with_content) content.push_back(reasoning_part(item.text));
@@ -182,7 +184,7 @@ class ResponsesReply final : public GenerationReply {
 
   // Opens a new output item (closing the one before it); streams its "added" events.
   std::string open_item(Item item) {
-    std::string out = close_last();
+    std::string out = close_last(true);
     items_.push_back(std::move(item));
     const size_t index = items_.size() - 1;
     if (!streaming_) return out;
@@ -196,11 +198,13 @@ class ResponsesReply final : public GenerationReply {
     return out;
   }
 
-  // Closes the last output item; streams its "done" events.
-  std::string close_last() {
+  // Closes the last output item (`superseded`: a later one begins, so it is complete whatever the
+  // response's end); streams its "done" events.
+  std::string close_last(bool superseded) {
     if (items_.empty() || items_.back().done) return {};
     Item& item = items_.back();
     item.done = true;
+    item.final_status = superseded ? "completed" : status();
     if (!streaming_) return {};
     const size_t index = items_.size() - 1;
     std::string out;
@@ -293,7 +297,7 @@ class ResponsesReply final : public GenerationReply {
     if (d.finished) {
       // A response always has an output item: an empty message when nothing was produced.
       if (items_.empty() && !aborted()) out += open_item(new_item(Kind::kMessage));
-      if (!aborted()) out += close_last();
+      if (!aborted()) out += close_last(false);
     }
     return out;
   }

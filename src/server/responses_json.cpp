@@ -18,8 +18,9 @@ using request_json::asks_nothing;
 using request_json::field_error;
 using request_json::find;
 
-// A function_call input item (an earlier reply's call) as an assistant message's tool call; calls
-// in a row join one message, as a chat history holds them.
+// A function_call input item (an earlier reply's call) as an assistant message's tool call. It
+// joins the assistant message right before it (the text a reply wrote before its calls, or the
+// calls before it), as a chat history holds one turn (SGLang merges them too).
 Status function_call_message(const json& item, const std::string& where, json& messages) {
   for (const char* key : {"call_id", "name", "arguments"}) {
     const json* v = find(item, key);
@@ -30,9 +31,10 @@ Status function_call_message(const json& item, const std::string& where, json& m
                {"function",
                 {{"name", item["name"]},
                  {"arguments", request_json::template_arguments(item["arguments"])}}}};
-  if (!messages.empty() && messages.back()["role"] == "assistant" &&
-      messages.back().contains("tool_calls")) {
-    messages.back()["tool_calls"].push_back(std::move(call));
+  if (!messages.empty() && messages.back()["role"] == "assistant") {
+    json& turn = messages.back();
+    if (!turn.contains("tool_calls")) turn["tool_calls"] = json::array();
+    turn["tool_calls"].push_back(std::move(call));
   } else {
     messages.push_back(
         {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({call})}});

@@ -58,21 +58,40 @@ class CountedReply final : public DeferredReply {
   bool counted_ = false;
 };
 
+// A deferred reply of the Anthropic routes whose error response, made by code shared with the
+// OpenAI routes (a busy work pool, a failed preparation), is rewritten in Anthropic's shape.
+class AnthropicShapedReply final : public DeferredReply {
+ public:
+  explicit AnthropicShapedReply(std::unique_ptr<DeferredReply> inner) : inner_(std::move(inner)) {}
+  void start(std::function<void()> wake) override { inner_->start(std::move(wake)); }
+  Progress poll() override {
+    Progress p = inner_->poll();
+    if (p.response) reshape_as_anthropic_error(*p.response);
+    return p;
+  }
+  void cancel() override { inner_->cancel(); }
+
+ private:
+  std::unique_ptr<DeferredReply> inner_;
+};
+
 }  // namespace
 
 Router::Router(ServerContext& ctx) : ctx_(ctx) {
-  const std::vector<std::string> get = {"GET"}, post = {"POST"}, both = {"GET", "POST"};
+  const std::vector<std::string> get = {"GET"}, post = {"POST"}, both = {"GET", "POST"},
+                                 post_put = {"POST", "PUT"};
   constexpr Needs gen = Needs::kGeneration, embed = Needs::kEmbedding;
   routes_ = {
       {"/v1/completions", false, post, handle_completions, false, gen},
       {"/v1/chat/completions", false, post, handle_chat_completions, false, gen},
       {"/v1/responses", false, post, handle_responses, false, gen},
       {"/v1/messages", false, post, handle_messages, false, gen},
+      {"/v1/messages/count_tokens", false, post, handle_messages_count_tokens, false, gen},
       {"/v1/embeddings", false, post, handle_embeddings, false, embed},
       {"/v1/models", false, get, handle_models},
       {"/v1/models/", true, get, handle_model},
-      {"/generate", false, post, handle_generate, false, gen},
-      {"/encode", false, post, handle_encode, false, embed},
+      {"/generate", false, post_put, handle_generate, false, gen},  // SGLang's methods
+      {"/encode", false, post_put, handle_encode, false, embed},
       {"/health", false, get, handle_health, true},
       {"/health_generate", false, get, handle_health_generate, true},
       {"/get_model_info", false, get, handle_model_info},
@@ -154,6 +173,15 @@ Reply Router::handle(const HttpRequest& request) noexcept {
     reply = Reply::of(error_response(500, std::string("internal error: ") + e.what()));
   } catch (...) {
     reply = Reply::of(error_response(500, "internal error"));
+  }
+  if (is_anthropic_path(request.path)) {
+    // Every error of these routes in Anthropic's shape (SGLang's rewrite), the router's own
+    // (401, 404, 405) included.
+    if (reply.deferred) {
+      reply.deferred = std::make_unique<AnthropicShapedReply>(std::move(reply.deferred));
+    } else {
+      reshape_as_anthropic_error(reply.response);
+    }
   }
   if (!reply.deferred) {
     ctx_.metrics.count_response(endpoint, request.method, reply.response.status);

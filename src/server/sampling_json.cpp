@@ -203,6 +203,8 @@ Status read_sampling(const json& o, SamplingInput& s, bool native) {
   if (native) {
     SGL_RETURN_IF_ERROR(read(o, "max_new_tokens", s.max_tokens));
     s.max_tokens_field = "max_new_tokens";
+    const auto given = o.find("max_new_tokens");
+    if (given != o.end() && given->is_null()) s.max_tokens_unbounded = true;
   }
 
   if (s.temperature < 0) return field_error("temperature", "must be >= 0");
@@ -235,9 +237,15 @@ Status read_sampling(const json& o, SamplingInput& s, bool native) {
   return Status::ok_status();
 }
 
-// min_tokens may not exceed max_tokens (SGLang: min_new_tokens in [0, max_new_tokens]).
+// min_tokens may not exceed max_tokens (SGLang: min_new_tokens in [0, max_new_tokens]), the
+// default one included.
 Status check_min_tokens(const SamplingInput& s, bool native) {
-  const std::optional<int64_t> max_tokens = s.max_tokens ? s.max_tokens : s.default_max_tokens;
+  const std::optional<int64_t> max_tokens =
+      s.max_tokens             ? s.max_tokens
+      : s.max_tokens_unbounded ? std::nullopt
+      : s.default_max_tokens   ? s.default_max_tokens
+      : native                 ? std::optional<int64_t>(kGenerateDefaultMaxNewTokens)
+                               : std::nullopt;
   if (max_tokens && s.min_tokens > *max_tokens) {
     return field_error(native ? "min_new_tokens" : "min_tokens",
                        "must be <= " + std::string(s.max_tokens_field) + " (" +

@@ -13,10 +13,15 @@
 
 namespace sgl::server::sampling_json {
 
+// /generate's max_new_tokens where neither the request nor the server gives one (SGLang's
+// SamplingParams default).
+inline constexpr int64_t kGenerateDefaultMaxNewTokens = 128;
+
 // Sampling fields at the top level (OpenAI, `native` false) or inside sampling_params (SGLang's
 // names, `native` true: min_new_tokens, max_new_tokens, sampling_seed), over `s`'s defaults.
 Status read_sampling(const nlohmann::ordered_json& o, SamplingInput& s, bool native);
-// min_tokens may not exceed max_tokens (SGLang: min_new_tokens in [0, max_new_tokens]).
+// min_tokens may not exceed max_tokens (SGLang: min_new_tokens in [0, max_new_tokens]); `native`
+// (/generate): with none given, kGenerateDefaultMaxNewTokens.
 Status check_min_tokens(const SamplingInput& s, bool native);
 // A stop field (`key`: stop, stop_regex, Messages' stop_sequences): a string or a list of at
 // most 64 strings of bounded length, appended to `out` (empty strings dropped).

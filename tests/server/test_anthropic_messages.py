@@ -179,3 +179,60 @@ def test_no_chat_template_is_an_anthropic_error(tmp_path):
         assert r.status_code == 400 and "no chat template" in r.json()["error"]["message"]
     finally:
         s.stop()
+
+
+def prompt_tokens(server, messages):
+    r = server.post("/v1/chat/completions", {"model": "x", "messages": messages, "max_tokens": 1})
+    assert r.status_code == 200, r.text
+    return r.json()["usage"]["prompt_tokens"]
+
+
+def test_system_blocks_join_by_lines_and_a_blank_system_is_none(server, client):
+    # SGLang's: the system blocks' texts a line each (empty blocks left out); no system message
+    # at all for a blank one.
+    user = {"role": "user", "content": "Go on."}
+    counted = client.messages.count_tokens(
+        model="m", messages=[user], system=[{"type": "text", "text": "Be kind."},
+                                            {"type": "text", "text": ""},
+                                            {"type": "text", "text": "Be brief."}])
+    assert counted.input_tokens == prompt_tokens(
+        server, [{"role": "system", "content": "Be kind.\nBe brief."}, user])
+    assert counted.input_tokens != prompt_tokens(
+        server, [{"role": "system", "content": "Be kind. Be brief."}, user])
+    blank = client.messages.count_tokens(model="m", messages=[user], system="  ")
+    assert blank.input_tokens == prompt_tokens(server, [user])
+    m = client.messages.create(model="m", max_tokens=3, extra_body=GREEDY, messages=[user],
+                               system="  ")
+    assert m.usage.input_tokens + (m.usage.cache_read_input_tokens or 0) == blank.input_tokens
+
+
+def test_count_tokens(server, client):
+    # The prompt a Messages request would have, counted (SGLang's /v1/messages/count_tokens).
+    counted = client.messages.count_tokens(model="m", messages=[USER])
+    m = client.messages.create(model="m", max_tokens=2, extra_body=GREEDY, messages=[USER])
+    assert counted.input_tokens == prompt_tokens(server, [USER]) > 0
+    assert counted.input_tokens == m.usage.input_tokens + (m.usage.cache_read_input_tokens or 0)
+    # A field count_tokens does not take is refused, not ignored; errors in Anthropic's shape.
+    r = server.post("/v1/messages/count_tokens", {"model": "m", "messages": [USER],
+                                                  "max_tokens": 5})
+    assert r.status_code == 400 and r.json()["type"] == "error", r.text
+    assert "'max_tokens'" in r.json()["error"]["message"]
+    r = server.post("/v1/messages/count_tokens", {"model": "m", "messages": []})
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error", r.text
+
+
+@pytest.mark.parametrize("method,path,status,kind", [
+    ("GET", "/v1/messages", 405, "api_error"),
+    ("GET", "/v1/messages/count_tokens", 405, "api_error"),
+    ("POST", "/v1/messages/batches", 404, "not_found_error"),
+])
+def test_router_errors_in_anthropic_shape(server, method, path, status, kind):
+    # The router's own errors on these paths are Anthropic's too (SGLang rewrites them), so the
+    # SDK can read them; other routes keep OpenAI's shape.
+    r = server.get(path) if method == "GET" else server.post(path, {})
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert body["type"] == "error" and body["error"]["type"] == kind, body
+    assert set(body) == {"type", "error"} and body["error"]["message"], body
+    other = server.get("/v1/chat/completions")
+    assert other.status_code == 405 and other.json()["error"]["type"] != "api_error"

@@ -269,7 +269,7 @@ CASES = [
     ("min_tokens above max_tokens", "POST", "/v1/completions", completion(min_tokens=3), 400,
      "'min_tokens'"),
     ("generate logprob_start_len past prompt", "POST", "/generate",
-     '{"input_ids": [1, 2], "return_logprob": true, "logprob_start_len": 2}', 400,
+     '{"input_ids": [1, 2], "return_logprob": true, "logprob_start_len": 3}', 400,
      "logprob_start_len"),
     ("NUL character in prompt", "POST", "/v1/completions", completion(prompt="a\u0000b"), 200,
      None),

@@ -128,6 +128,10 @@ def test_responses_streams_the_reasoning_item_before_the_message(qwen3, want):
     assert (reasoning, text) == want
     done = next(e for e in events if e["type"] == "response.reasoning_text.done")
     assert done["text"] == want[0] and done["output_index"] == 0 and done["content_index"] == 0
+    # The reasoning item is complete once the message begins, before the response ends.
+    items_done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert [(i["type"], i["status"]) for i in items_done] == [("reasoning", "completed"),
+                                                              ("message", "completed")]
     final = events[-1]["response"]
     assert final["output"][0]["content"] == [{"type": "reasoning_text", "text": want[0]}]
     assert final["usage"]["output_tokens_details"]["reasoning_tokens"] > 0

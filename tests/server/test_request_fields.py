@@ -6,6 +6,7 @@
 import json
 
 import pytest
+import requests
 
 from conftest import golden
 
@@ -253,9 +254,14 @@ def test_generate_input_token_logprobs(server):
             row = start + k - 1
             check_golden_row(c, row, entries[k][0], {t[1]: t[0] for t in tops[k]})
         assert out["output_ids"] == c["greedy_ids"][16:18]
-    # Default start: the last prompt token only, with no logprob (SGLang).
-    meta = generate(server, seq, max_new_tokens=1, extra={"return_logprob": True})["meta_info"]
-    assert meta["input_token_logprobs"] == [[None, seq[-1], None]]
+    # Default start, or the prompt's length: no prompt token listed (SGLang 0.5's).
+    for extra in ({}, {"logprob_start_len": len(seq)}):
+        meta = generate(server, seq, max_new_tokens=1,
+                        extra={"return_logprob": True, **extra})["meta_info"]
+        assert meta["input_token_logprobs"] == [] and len(meta["output_token_logprobs"]) == 1
+        assert meta["output_token_logprobs_length"] == 1
+        # Top-k listings only when asked for (top_logprobs_num > 0), as SGLang's.
+        assert "input_top_logprobs" not in meta and "output_top_logprobs" not in meta
     # Scoring only.
     out = generate(server, seq, max_new_tokens=0,
                    extra={"return_logprob": True, "logprob_start_len": 0})
@@ -337,11 +343,10 @@ def test_generate_token_ids_logprob(server):
     assert [[e[1:] for e in pos] for pos in batch[0]["meta_info"]["output_token_ids_logprobs"]] \
         == [[[EOS, None]]] * 2
     assert [e[1] for e in batch[1]["meta_info"]["output_token_ids_logprobs"][0]] == [PERIOD, LILY]
-    # An empty list asks for no ids: the listings are there, null at every position (SGLang).
+    # An empty list is no list (SGLang reads [] as None): no such keys.
     empty = generate(server, seq, max_new_tokens=2,
                      extra={"return_logprob": True, "token_ids_logprob": []})["meta_info"]
-    assert empty["output_token_ids_logprobs"] == [None, None]
-    assert empty["input_token_ids_logprobs"] == [None]
+    assert "output_token_ids_logprobs" not in empty and "input_token_ids_logprobs" not in empty
     # Not asked: no such keys.
     plain = generate(server, seq, max_new_tokens=1, extra={"return_logprob": True})["meta_info"]
     assert "output_token_ids_logprobs" not in plain and "input_token_ids_logprobs" not in plain
@@ -431,3 +436,45 @@ def test_chat_input_ids_replace_the_rendering(server):
         r = server.post("/v1/chat/completions", {
             "messages": [{"role": "user", "content": "x"}], "input_ids": bad})
         assert r.status_code == 400 and words in r.text, r.text
+
+
+def test_generate_meta_info_keys(server):
+    # SGLang's meta_info keys, in its order; logprob listings only with return_logprob (its
+    # top_logprobs_num and token_ids_logprob alone return nothing, as SGLang's).
+    ids = case(1)["prompt_ids"]
+    meta = generate(server, ids, max_new_tokens=2,
+                    extra={"top_logprobs_num": 3, "token_ids_logprob": [5]})["meta_info"]
+    assert list(meta) == ["id", "finish_reason", "prompt_tokens", "weight_version",
+                          "num_retractions", "reasoning_tokens", "completion_tokens",
+                          "cached_tokens", "e2e_latency"]
+    assert meta["weight_version"] == "default" and meta["num_retractions"] == 0
+    assert meta["reasoning_tokens"] == 0 and meta["completion_tokens"] == 2
+    with_logprobs = generate(server, ids, max_new_tokens=2,
+                             extra={"return_logprob": True, "top_logprobs_num": 3})["meta_info"]
+    assert [k for k in with_logprobs if "logprob" in k] == [
+        "input_token_logprobs", "output_token_logprobs", "output_token_logprobs_length",
+        "input_top_logprobs", "output_top_logprobs"]
+    assert [len(t) for t in with_logprobs["output_top_logprobs"]] == [3, 3]
+
+
+def test_generate_max_new_tokens_null_is_unbounded(server):
+    # SGLang's None: no limit but the context (not the default 128), over a min_new_tokens past
+    # the default too; without max_new_tokens, min_new_tokens past 128 is refused.
+    ids = case(1)["prompt_ids"]
+    out = generate(server, ids, max_new_tokens=None, ignore_eos=True, min_new_tokens=200)
+    assert out["meta_info"]["completion_tokens"] > 128
+    assert out["meta_info"]["finish_reason"]["type"] == "length"
+    r = server.post("/generate", {"input_ids": ids, "sampling_params": {"min_new_tokens": 200}})
+    assert r.status_code == 400 and "min_new_tokens" in r.text, r.text
+    default = generate(server, ids, ignore_eos=True)
+    assert default["meta_info"]["completion_tokens"] == 128
+
+
+def test_generate_takes_put(server):
+    # SGLang's /generate and /encode take PUT as POST.
+    ids = case(1)["prompt_ids"]
+    body = {"input_ids": ids, "sampling_params": {"temperature": 0, "max_new_tokens": 3}}
+    put = requests.put(server.url + "/generate", json=body, timeout=60)
+    assert put.status_code == 200, put.text
+    assert put.json()["output_ids"] == server.post("/generate", body).json()["output_ids"]
+    server.wait_idle_no_leak()

@@ -18,11 +18,15 @@ def client(server):
     return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
 
 
-def chat_text(server, messages, max_tokens, **extra):
+def chat_reply(server, messages, max_tokens, **extra):
     r = server.post("/v1/chat/completions", {"model": "x", "messages": messages,
                                              "max_tokens": max_tokens, "temperature": 0, **extra})
     assert r.status_code == 200, r.text
-    return r.json()["choices"][0]["message"]["content"]
+    return r.json()
+
+
+def chat_text(server, messages, max_tokens, **extra):
+    return chat_reply(server, messages, max_tokens, **extra)["choices"][0]["message"]["content"]
 
 
 def test_create_equals_chat_completions(server, client):
@@ -42,7 +46,8 @@ def test_create_equals_chat_completions(server, client):
 
 
 def test_instructions_and_input_items(server, client):
-    # instructions render as a system message; developer is system; text parts join by newlines.
+    # instructions render as a system message; developer is system; text parts join by a space
+    # (SGLang's chat rendering of a message's text parts).
     r = client.responses.create(
         model="m", max_output_tokens=10, temperature=0, instructions="Be kind.",
         input=[{"role": "user", "content": [{"type": "input_text", "text": "Once upon"},
@@ -51,12 +56,14 @@ def test_instructions_and_input_items(server, client):
                 "content": [{"type": "output_text", "text": "there was"}]},
                {"role": "developer", "content": "Short answers."},
                {"role": "user", "content": "Go on."}])
-    want = chat_text(server, [{"role": "system", "content": "Be kind."},
-                              {"role": "user", "content": "Once upon\na time"},
-                              {"role": "assistant", "content": "there was"},
-                              {"role": "system", "content": "Short answers."},
-                              {"role": "user", "content": "Go on."}], 10)
-    assert r.output_text == want and r.instructions == "Be kind."
+    want = chat_reply(server, [{"role": "system", "content": "Be kind."},
+                               {"role": "user", "content": "Once upon a time"},
+                               {"role": "assistant", "content": "there was"},
+                               {"role": "system", "content": "Short answers."},
+                               {"role": "user", "content": "Go on."}], 10)
+    assert r.output_text == want["choices"][0]["message"]["content"]
+    assert r.usage.input_tokens == want["usage"]["prompt_tokens"]  # the same prompt
+    assert r.instructions == "Be kind."
 
 
 def test_completed_status_and_metadata(server, client):

@@ -176,6 +176,35 @@ def test_responses_function_items_reach_the_template(reasoning_server, client):
     assert r.tools[0].name == "get_weather" and r.tool_choice == "auto"
 
 
+def test_responses_text_and_call_of_one_turn_are_one_assistant_message(reasoning_server, client):
+    # A reply's text and the call after it (its output items, sent back) are one assistant turn
+    # of the history, as the chat route's message with content and tool_calls (SGLang's merge).
+    call = {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+            "arguments": "{\"city\": \"Paris\"}"}
+    history = [{"role": "user", "content": "Weather in Paris?"},
+               {"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": "Let me look."}]},
+               call, {"type": "function_call_output", "call_id": "call_1", "output": "Sunny"}]
+    r = client.responses.create(model="m", input=history, tools=[RESPONSES_TOOL],
+                                max_output_tokens=4, temperature=0)
+    chat_messages = [history[0],
+                     {"role": "assistant", "content": "Let me look.", "tool_calls": [
+                         {"id": "call_1", "type": "function",
+                          "function": {"name": "get_weather",
+                                       "arguments": "{\"city\": \"Paris\"}"}}]},
+                     {"role": "tool", "tool_call_id": "call_1", "content": "Sunny"}]
+    want = reasoning_server.post("/v1/chat/completions", {
+        "model": "m", "messages": chat_messages, "tools": [WEATHER], "max_tokens": 4,
+        "temperature": 0}).json()
+    assert r.usage.input_tokens == want["usage"]["prompt_tokens"]
+    split = reasoning_server.post("/v1/chat/completions", {
+        "model": "m", "max_tokens": 4, "temperature": 0, "tools": [WEATHER],
+        "messages": [history[0], {"role": "assistant", "content": "Let me look."},
+                     {**chat_messages[1], "content": None}, chat_messages[2]]}).json()
+    # (the check can fail: two assistant turns render differently from one)
+    assert split["usage"]["prompt_tokens"] != want["usage"]["prompt_tokens"]
+
+
 def test_responses_streaming_without_calls_has_one_item(client):
     events = list(client.responses.create(model="m", input="Once upon a time", stream=True,
                                           tools=[RESPONSES_TOOL], max_output_tokens=8,
