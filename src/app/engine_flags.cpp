@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <random>
 
 #include "backend/devices.h"
 #include "core/ascii.h"
@@ -380,7 +381,9 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   s.runner.json_model_override_args = args.get("--json-model-override-args").value_or("");
   s.runner.dtype = args.get("--dtype").value_or("auto");
   if (s.runner.dtype == "half") s.runner.dtype = "float16";
-  s.runner.disable_cuda_graph = args.has("--disable-cuda-graph");
+  // SGLang 0.5's --cuda-graph-backend-decode disabled (sglang_flags.cpp) is the same switch.
+  s.runner.disable_cuda_graph =
+      args.has("--disable-cuda-graph") || args.get("--cuda-graph-backend-decode") == "disabled";
   s.runner.fp32_all_reduce = args.has("--enable-fp32-all-reduce");
   s.runner.disable_custom_all_reduce = args.has("--disable-custom-all-reduce");
   for (std::string& note : all_reduce_notes(s.runner)) s.notes.push_back(std::move(note));
@@ -409,12 +412,14 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   SGL_ASSIGN_OR_RETURN(o.waiting_timeout_s, env_seconds("SGLANG_REQ_WAITING_TIMEOUT"));
   SGL_ASSIGN_OR_RETURN(o.running_timeout_s, env_seconds("SGLANG_REQ_RUNNING_TIMEOUT"));
   SGL_ASSIGN_OR_RETURN(int64_t seed, args.get_int("--random-seed", 0));
-  if (running < 1 || running > 65536 || o.max_prefill_tokens < 1 ||
-      o.schedule_conservativeness <= 0 || o.max_queued_requests < 0) {
-    return invalid_argument(
-        "--max-running-requests, --max-prefill-tokens and "
-        "--schedule-conservativeness must be positive");
+  if (running < 1 || running > 65536 || o.max_prefill_tokens < 1) {
+    return invalid_argument("--max-running-requests and --max-prefill-tokens must be positive");
   }
+  // SGLang's bound: 0 reserves nothing for running requests' future tokens.
+  if (!(o.schedule_conservativeness >= 0) || !std::isfinite(o.schedule_conservativeness)) {
+    return invalid_argument("--schedule-conservativeness must be >= 0");
+  }
+  if (o.max_queued_requests < 0) return invalid_argument("--max-queued-requests must be >= 0");
   // Token counts past 2^30 mean "no limit" to nobody: they only overflow the budgets' sums.
   constexpr int64_t kMaxTokenCount = int64_t{1} << 30;
   if (o.max_prefill_tokens > kMaxTokenCount || o.chunked_prefill_size > kMaxTokenCount ||
@@ -425,7 +430,8 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   }
   if (seed < 0) return invalid_argument("--random-seed must be >= 0 (as numpy's seed)");
   o.max_running_requests = static_cast<int32_t>(running);
-  o.random_seed = static_cast<uint64_t>(seed);
+  // Unset: the random policy's shuffle from the OS's entropy, as SGLang draws its seed.
+  o.random_seed = args.has("--random-seed") ? static_cast<uint64_t>(seed) : std::random_device{}();
   if (args.has("--random-seed")) s.engine.unseeded_sampling_seed = static_cast<uint64_t>(seed);
   SGL_ASSIGN_OR_RETURN(
       o.policy, scheduler::parse_schedule_policy(args.get("--schedule-policy").value_or("fcfs")));

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "app/sglang_flags.h"
 #include "backend/devices.h"
 #include "distributed/nccl_communicator.h"
 
@@ -34,6 +35,11 @@ TEST(EngineFlagsTest, RandomSeedAndFiniteNumbers) {
   ASSERT_TRUE(seeded.ok()) << seeded.status().to_string();
   EXPECT_EQ(seeded->engine.unseeded_sampling_seed, 42u);
   EXPECT_EQ(seeded->engine.scheduler.random_seed, 42u);
+  // Unset, the random policy's shuffle differs from run to run (SGLang draws a seed); two draws
+  // of 32 random bits are equal once in 2^32.
+  auto again = parse({});
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(unset->engine.scheduler.random_seed, again->engine.scheduler.random_seed);
   for (const char* bad : {"inf", "nan", "-inf", "1e999"}) {
     EXPECT_NE(error_of({"--mem-fraction-static", bad}).find("finite number"), std::string::npos)
         << bad;
@@ -64,12 +70,37 @@ TEST(EngineFlagsTest, SizeSuffixesLogLevelsAndAttentionBackends) {
             std::string::npos);
   EXPECT_NE(error_of({"--random-seed", "-1"}).find("--random-seed must be >= 0"),
             std::string::npos);
+  // SGLang's bound on --schedule-conservativeness: >= 0 (0 reserves nothing ahead).
+  auto zero = parse({"--schedule-conservativeness", "0"});
+  ASSERT_TRUE(zero.ok()) << zero.status().to_string();
+  EXPECT_EQ(zero->engine.scheduler.schedule_conservativeness, 0.0);
+  EXPECT_NE(error_of({"--schedule-conservativeness", "-0.5"})
+                .find("--schedule-conservativeness must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--max-queued-requests", "-1"}).find("--max-queued-requests must be >= 0"),
+            std::string::npos);
   EXPECT_NE(error_of({"--log-level", "loud"}).find("--log-level expects"), std::string::npos);
   EXPECT_NE(error_of({"--attention-backend", "flashinfr"}).find("unknown --attention-backend"),
             std::string::npos);
   for (const char* known : {"auto", "cpu", "flashinfer", "fa3"}) {
     EXPECT_EQ(error_of({"--device", "cpu", "--attention-backend", known}), "") << known;
   }
+}
+
+// SGLang 0.5's --cuda-graph-backend-decode disabled runs decode steps eagerly, as
+// --disable-cuda-graph (its older name) does; full keeps the graphs.
+TEST(EngineFlagsTest, CudaGraphBackendDecodeDisabled) {
+  const auto with_compat = [](std::vector<std::string> args) -> Result<EngineSetup> {
+    auto cli = CliArgs::parse(args, flag_sets({engine_flag_table(), sglang_compat_flag_table()}));
+    if (!cli.ok()) return cli.status();
+    return parse_engine_flags(*cli);
+  };
+  auto disabled = with_compat({"--cuda-graph-backend-decode", "disabled"});
+  ASSERT_TRUE(disabled.ok()) << disabled.status().to_string();
+  EXPECT_TRUE(disabled->runner.disable_cuda_graph);
+  auto full = with_compat({"--cuda-graph-backend-decode", "full"});
+  ASSERT_TRUE(full.ok()) << full.status().to_string();
+  EXPECT_FALSE(full->runner.disable_cuda_graph);
 }
 
 bool has_note(const EngineSetup& setup, const std::string& text) {

@@ -32,6 +32,9 @@ SERVES = [
      ["--tokenizer-backend has no effect", "--uvicorn-access-log-exclude-prefixes has no effect",
       "--speculative-ngram-max-trie-depth has no effect"]),
     ("--model {model}", []),
+    ("--model-path {model} --cuda-graph-backend-decode disabled --cuda-graph-backend-prefill "
+     "disabled --disable-prefill-cuda-graph --schedule-conservativeness 0",
+     ["--disable-prefill-cuda-graph has no effect"]),
     ("--model-path {model} --served-model-name my-model --api-key sk-123456", []),
     # Tool and reasoning parser pages.
     ("--model-path {model} --tool-call-parser llama3", []),
@@ -164,7 +167,8 @@ REFUSES = [
     ("--model-path {model} --attn-dp-size 2", ["--attn-dp-size 2"]),
     ("--model-path {model} --admin-api-key k", ["--api-key guards every route"]),
     ("--model-path {model} --ssl-certfile c.pem", ["terminate TLS in a proxy"]),
-    ("--model-path {model} --cuda-graph-backend-decode breakable", ["captured whole"]),
+    ("--model-path {model} --cuda-graph-backend-decode breakable", ["breakable is not implemented"]),
+    ("--model-path {model} --cuda-graph-backend-prefill full", ["no prefill CUDA graphs"]),
     ("--model-path {model} --load-balance-method follow_bootstrap_room", ["disaggregation"]),
     ("--model-path {model} --attention-backend flashinfr", ["unknown --attention-backend"]),
     ("--model-path {model} --default-chat-template-kwargs '{{\"tools\": []}}'",
