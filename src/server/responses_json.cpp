@@ -18,10 +18,11 @@ using request_json::asks_nothing;
 using request_json::field_error;
 using request_json::find;
 
-// A function_call input item (an earlier reply's call) as an assistant message's tool call. It
-// joins the assistant message right before it (the text a reply wrote before its calls, or the
-// calls before it), as a chat history holds one turn (SGLang merges them too).
-Status function_call_message(const json& item, const std::string& where, json& messages) {
+// A function_call input item (an earlier reply's call) as an assistant message's tool call. With
+// `may_join`, it joins the assistant message right before it (the text a reply wrote before its
+// calls, or the calls before it), as a chat history holds one turn (SGLang merges them too).
+Status function_call_message(const json& item, const std::string& where, bool may_join,
+                             json& messages) {
   for (const char* key : {"call_id", "name", "arguments"}) {
     const json* v = find(item, key);
     if (!v || !v->is_string()) return field_error(where + "." + key, "must be a string");
@@ -31,7 +32,7 @@ Status function_call_message(const json& item, const std::string& where, json& m
                {"function",
                 {{"name", item["name"]},
                  {"arguments", request_json::template_arguments(item["arguments"])}}}};
-  if (!messages.empty() && messages.back()["role"] == "assistant") {
+  if (may_join && !messages.empty() && messages.back()["role"] == "assistant") {
     json& turn = messages.back();
     if (!turn.contains("tool_calls")) turn["tool_calls"] = json::array();
     turn["tool_calls"].push_back(std::move(call));
@@ -108,7 +109,8 @@ Status input_messages(const json& input, json& messages) {
       continue;
     }
     if (type && *type == "function_call") {
-      SGL_RETURN_IF_ERROR(function_call_message(item, where, messages));
+      // A reasoning item between them opens a turn of its own.
+      SGL_RETURN_IF_ERROR(function_call_message(item, where, reasoning_item.empty(), messages));
       place_reasoning();
       continue;
     }

@@ -110,6 +110,20 @@ TEST(ResponsesReasoning, ReasoningItemsBecomeTheTurnsReasoningContent) {
   EXPECT_EQ(messages[2]["tool_calls"][0]["function"]["name"], "f");
   EXPECT_FALSE(messages[3].contains("reasoning_content"));
 
+  // Without a reasoning item between them, a reply's text and its call are one assistant turn.
+  auto joined = parse_responses_request(R"({"input": [
+      {"role": "user", "content": "hi"},
+      {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+      {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+      {"type": "function_call", "call_id": "d", "name": "g", "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "c", "output": "done"}]})");
+  ASSERT_TRUE(joined.ok()) << joined.status().to_string();
+  const json turns = json::parse(joined->chat.messages_json);
+  ASSERT_EQ(turns.size(), 3u);
+  EXPECT_EQ(turns[1]["content"], "ok");
+  ASSERT_EQ(turns[1]["tool_calls"].size(), 2u);
+  EXPECT_EQ(turns[1]["tool_calls"][1]["function"]["name"], "g");
+
   // A reasoning item must lead into an assistant turn.
   for (const char* input : {
            R"([{"type": "reasoning", "summary": []}, {"role": "user", "content": "hi"}])",

@@ -211,9 +211,9 @@ TEST(OpenAiJson, GenerateTokenIdsLogprob) {
   EXPECT_FALSE(parse_generate_request(R"({"text": "a"})")->token_ids_logprob.has_value());
   EXPECT_FALSE(
       parse_generate_request(R"({"text": "a", "token_ids_logprob": null})")->token_ids_logprob);
-  EXPECT_TRUE(parse_generate_request(R"({"text": "a", "token_ids_logprob": []})")
-                  ->token_ids_logprob->front()
-                  .empty());
+  // [] is no list (SGLang's None).
+  EXPECT_FALSE(
+      parse_generate_request(R"({"text": "a", "token_ids_logprob": []})")->token_ids_logprob);
   for (const char* bad :
        {R"({"text": "a", "token_ids_logprob": [-1]})", R"({"text": "a", "token_ids_logprob": "1"})",
         R"({"text": "a", "token_ids_logprob": [[1], [2]]})",

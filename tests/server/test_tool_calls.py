@@ -153,6 +153,16 @@ RESPONSES_TOOL = {"type": "function", "name": "get_weather", "description": "Wea
                   "parameters": WEATHER["function"]["parameters"]}
 
 
+def chat_call_history(user, content):
+    """`user`, then an assistant turn of `content` with a get_weather call, then its result, as
+    chat messages."""
+    return [user,
+            {"role": "assistant", "content": content, "tool_calls": [
+                {"id": "call_1", "type": "function",
+                 "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "Sunny"}]
+
+
 def test_responses_function_items_reach_the_template(reasoning_server, client):
     history = [{"role": "user", "content": "Weather in Paris?"},
                {"type": "function_call", "call_id": "call_1", "name": "get_weather",
@@ -161,12 +171,7 @@ def test_responses_function_items_reach_the_template(reasoning_server, client):
     r = client.responses.create(model="m", input=history, tools=[RESPONSES_TOOL],
                                 max_output_tokens=8, temperature=0)
     # The same conversation as chat messages gives the same greedy text (one chat path).
-    chat_messages = [history[0],
-                     {"role": "assistant", "content": None, "tool_calls": [
-                         {"id": "call_1", "type": "function",
-                          "function": {"name": "get_weather",
-                                       "arguments": "{\"city\": \"Paris\"}"}}]},
-                     {"role": "tool", "tool_call_id": "call_1", "content": "Sunny"}]
+    chat_messages = chat_call_history(history[0], None)
     want = reasoning_server.post("/v1/chat/completions", {
         "model": "m", "messages": chat_messages, "tools": [WEATHER], "max_tokens": 8,
         "temperature": 0}).json()["choices"][0]["message"]
@@ -187,12 +192,7 @@ def test_responses_text_and_call_of_one_turn_are_one_assistant_message(reasoning
                call, {"type": "function_call_output", "call_id": "call_1", "output": "Sunny"}]
     r = client.responses.create(model="m", input=history, tools=[RESPONSES_TOOL],
                                 max_output_tokens=4, temperature=0)
-    chat_messages = [history[0],
-                     {"role": "assistant", "content": "Let me look.", "tool_calls": [
-                         {"id": "call_1", "type": "function",
-                          "function": {"name": "get_weather",
-                                       "arguments": "{\"city\": \"Paris\"}"}}]},
-                     {"role": "tool", "tool_call_id": "call_1", "content": "Sunny"}]
+    chat_messages = chat_call_history(history[0], "Let me look.")
     want = reasoning_server.post("/v1/chat/completions", {
         "model": "m", "messages": chat_messages, "tools": [WEATHER], "max_tokens": 4,
         "temperature": 0}).json()
