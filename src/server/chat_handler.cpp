@@ -190,6 +190,8 @@ class ChatReply final : public GenerationReply {
 
 // On a pool thread: renders, tokenizes and submits the choices.
 Reply prepare_chat(ServerContext& ctx, const ChatRequest& req, const std::atomic<bool>& cancelled) {
+  auto claim = ctx.registry.claim(client_request_ids(req.routing));
+  if (!claim.ok()) return Reply::of(error_response(claim.status()));
   auto submitted = submit_chat(ctx, req, cancelled);
   if (!submitted.ok()) return Reply::of(error_response(submitted.status()));
   ChatReply::Setup setup;

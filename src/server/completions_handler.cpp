@@ -205,6 +205,8 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
       setup.echo.push_back(echo);
     }
   }
+  auto claim = ctx.registry.claim(client_request_ids(req.routing));
+  if (!claim.ok()) return Reply::of(error_response(claim.status()));
   auto choices = submit_choices(ctx, std::move(plans), req.routing.routed_dp_rank);
   if (!choices.ok()) return Reply::of(error_response(choices.status()));
   return Reply::later(

@@ -86,6 +86,7 @@ DeferredReply::Progress EmbeddingReply::poll() {
   if (!all_finished) return p;
   done_ = true;
   p.done = true;
+  ctx_.registry.finish(registry_handle_);  // its id may name a new request once answered
   if (aborted_) {
     p.response = error_response(503, "the embedding request was aborted: " + *aborted_);
   } else {

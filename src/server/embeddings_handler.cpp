@@ -84,6 +84,9 @@ Reply prepare_embeddings(ServerContext& ctx, const EmbeddingRequest& req) {
 // On a pool thread: tokenizes, submits, and answers as SGLang's /encode ({"embedding",
 // "meta_info"}, a list of them for a list of inputs).
 Reply prepare_encode(ServerContext& ctx, const EncodeInput& req) {
+  auto claim = ctx.registry.claim(req.rid.empty() ? std::vector<std::string>{}
+                                                  : std::vector<std::string>{req.rid});
+  if (!claim.ok()) return Reply::of(error_response(claim.status()));
   auto streams = submit_encodes(ctx, input_ids(ctx, req.prompts));
   if (!streams.ok()) return Reply::of(error_response(streams.status()));
   const std::string id = reply_id(req.rid, "");

@@ -150,6 +150,11 @@ std::string make_request_id(std::string_view prefix) {
   return std::string(prefix) + hex;
 }
 
+std::vector<std::string> client_request_ids(const RequestRouting& routing) {
+  if (routing.rid.empty()) return {};
+  return {routing.rid};
+}
+
 std::string reply_id(const std::string& rid, std::string_view prefix) {
   return rid.empty() ? make_request_id(prefix) : rid;
 }

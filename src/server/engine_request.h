@@ -65,6 +65,9 @@ Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(
 std::string make_request_id(std::string_view prefix);
 // A reply's id: the client's (SGLang's rid), else a fresh one with `prefix`.
 std::string reply_id(const std::string& rid, std::string_view prefix);
+// The request ids a client chose (routing.rid; none when it chose none), which a request holds
+// while it runs (RequestRegistry::claim).
+std::vector<std::string> client_request_ids(const RequestRouting& routing);
 // Unix time in seconds.
 int64_t unix_time();
 

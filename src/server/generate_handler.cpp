@@ -274,6 +274,13 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
       plans.push_back(std::move(plan));
     }
   }
+  // The client's ids: its rid (and the items named after it) or its list of rids.
+  std::vector<std::string> client_ids = client_request_ids(req.routing);
+  if (!client_ids.empty() || !req.routing.rids.empty()) {
+    client_ids.insert(client_ids.end(), setup.item_ids.begin(), setup.item_ids.end());
+  }
+  auto claim = ctx.registry.claim(std::move(client_ids));
+  if (!claim.ok()) return Reply::of(error_response(claim.status()));
   auto choices = submit_choices(ctx, std::move(plans), req.routing.routed_dp_rank);
   if (!choices.ok()) return Reply::of(error_response(choices.status()));
   return Reply::later(

@@ -49,6 +49,7 @@ DeferredReply::Progress GenerationReply::poll() {
   if (!all_finished && !failed) return p;
   done_ = true;
   p.done = true;
+  ctx_.registry.finish(registry_handle_);  // its id may name a new request once answered
   if (failed) {  // the others end with it and for its reason, as SGLang's reply does
     for (auto& c : choices_) c->abort(failed->message, failed->status);
   }

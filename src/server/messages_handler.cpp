@@ -181,6 +181,8 @@ class MessagesReply final : public GenerationReply {
 
 Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
                        const std::atomic<bool>& cancelled) {
+  auto claim = ctx.registry.claim(client_request_ids(req.routing));
+  if (!claim.ok()) return Reply::of(anthropic_error_response(claim.status()));
   auto submitted = submit_chat(ctx, req, cancelled);
   if (!submitted.ok()) return Reply::of(anthropic_error_response(submitted.status()));
   return Reply::later(

@@ -343,6 +343,8 @@ class ResponsesReply final : public GenerationReply {
 
 Reply prepare_responses(ServerContext& ctx, std::shared_ptr<const ResponsesRequest> req,
                         const std::atomic<bool>& cancelled) {
+  auto claim = ctx.registry.claim(client_request_ids(req->chat.routing));
+  if (!claim.ok()) return Reply::of(error_response(claim.status()));
   auto submitted = submit_chat(ctx, req->chat, cancelled);
   if (!submitted.ok()) return Reply::of(error_response(submitted.status()));
   std::string model = req->chat.model.value_or(ctx.info.served_model_name);

@@ -42,6 +42,31 @@ TEST(RequestRegistry, FindsRequestsAndBatchItems) {
   EXPECT_EQ(r.size(), 1u);
 }
 
+// A client's ids are claimed before submission: a second claim of one that is claimed, names a
+// request in flight (its id or an item's) or repeats within the claim is refused; released by
+// the claim's end, and by finish() for a registered request (its reply is being sent).
+TEST(RequestRegistry, ClaimsRefuseDuplicateClientIds) {
+  RequestRegistry r;
+  {
+    auto first = r.claim({"x"});
+    ASSERT_TRUE(first.ok());
+    auto again = r.claim({"y", "x"});
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.status().message(), "Duplicate request ID detected: x");
+    EXPECT_TRUE(r.claim({}).ok());  // a request without client ids claims nothing
+  }
+  EXPECT_TRUE(r.claim({"x"}).ok());  // released
+  EXPECT_FALSE(r.claim({"z", "z"}).ok());
+  const uint64_t batch = r.add("req", {11, 12}, {"a", "b"});
+  EXPECT_FALSE(r.claim({"b"}).ok());
+  EXPECT_FALSE(r.claim({"req"}).ok());
+  r.finish(batch);
+  EXPECT_TRUE(r.claim({"b"}).ok());
+  EXPECT_EQ(r.size(), 1u);  // still counted until removed (the drain waits for its reply)
+  r.remove(batch);
+  EXPECT_EQ(r.size(), 0u);
+}
+
 TEST(RequestStreamNotify, CalledAfterPushAndOnceForPendingEvents) {
   engine::RequestStream stream(7);
   stream.push(engine::StreamEvent{{1}, {}, {}, std::nullopt, {}});

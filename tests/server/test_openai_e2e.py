@@ -546,6 +546,44 @@ def test_generate_batch_rids(server):
     assert items[0]["meta_info"]["finish_reason"]["type"] == "length"  # the other ran on
 
 
+# SGLang refuses a request whose rid names one in flight ("Duplicate request ID detected"); once
+# answered, the rid is free again, at once.
+def test_duplicate_rid_in_flight_is_refused(server):
+    body = {"text": PROMPT, "rid": "twice", "sampling_params": {"max_new_tokens": 480,
+                                                                "ignore_eos": True}}
+    dups = [("/generate", {"text": PROMPT, "rid": "twice",
+                           "sampling_params": {"max_new_tokens": 1}}),
+            ("/generate", {"text": [PROMPT, PROMPT], "rid": ["other", "twice"],
+                           "sampling_params": {"max_new_tokens": 1}}),
+            ("/v1/completions", {"prompt": PROMPT, "max_tokens": 1, "rid": "twice"}),
+            ("/v1/chat/completions", {"messages": [{"role": "user", "content": PROMPT}],
+                                      "max_tokens": 1, "rid": "twice"})]
+    for _ in range(5):  # a try whose long request ends before every duplicate was sent: again
+        result = {}
+        t = threading.Thread(target=lambda: result.update(r=server.post("/generate", body)))
+        t.start()
+        refused, deadline = 0, time.monotonic() + 10
+        while t.is_alive() and refused < len(dups) and time.monotonic() < deadline:
+            path, dup = dups[refused]
+            r = server.post(path, dup)
+            if r.status_code == 400:
+                assert "Duplicate request ID detected: twice" in r.text, r.text
+                refused += 1
+            else:  # sent before the long request claimed its rid, or after it ended
+                assert r.status_code == 200, r.text
+        server.post("/abort_request", {"rid": "twice"})
+        t.join(30)
+        server.wait_idle_no_leak()
+        if refused == len(dups):
+            break
+    assert refused == len(dups), "the long request never ran while every duplicate was sent"
+    # Sequential reuse: an answered request frees its rid before its client reads the reply.
+    for _ in range(20):
+        r = server.post("/generate", {"text": PROMPT, "rid": "twice",
+                                      "sampling_params": {"max_new_tokens": 1}})
+        assert r.status_code == 200, r.text
+
+
 # SGLang's rid on the OpenAI routes: the reply's id, and what /abort_request takes.
 def test_chat_and_completions_take_rid(server):
     r = server.post("/v1/completions", {"prompt": PROMPT, "max_tokens": 2, "rid": "cmpl-mine"})
