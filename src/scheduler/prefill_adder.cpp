@@ -8,6 +8,16 @@
 #include "scheduler/scheduler_options.h"
 
 namespace sgl::scheduler {
+namespace {
+
+// The tokens `req` may still generate, clipped as SGLang's reservation is.
+int64_t remaining_new_tokens(const Req& req) {
+  return std::max<int64_t>(
+      0, std::min<int64_t>(req.request.max_new_tokens - static_cast<int64_t>(req.output_ids.size()),
+                           kClipMaxNewTokens));
+}
+
+}  // namespace
 
 PrefillAdder::PrefillAdder(std::function<int64_t()> available_and_evictable,
                            int64_t reserved_tokens, int64_t max_prefill_tokens,
@@ -61,15 +71,15 @@ void PrefillAdder::take(Req& req, int64_t tokens) {
 
 void PrefillAdder::add_chunked_req(Req& req) {
   take(req, room_for(req));
-  total_offset_ += req.extend_input_len;
+  // Its last chunk also reserves the tokens it will generate, as a request taken whole does
+  // (it is not running yet, so the running reservation does not count them).
+  total_offset_ += req.extend_input_len + (req.is_chunked ? 0 : remaining_new_tokens(req));
 }
 
 AddResult PrefillAdder::add_one_req(Req& req, const std::function<void(Req&)>& lock) {
   const int64_t room = room_for(req);  // <= 0: the chunk or a scoring batch is full
   if (free_running_slots_ <= 0 || room <= 0) return AddResult::kOther;
-  const int64_t remaining_new = std::max<int64_t>(
-      0, std::min<int64_t>(req.request.max_new_tokens - static_cast<int64_t>(req.output_ids.size()),
-                           kClipMaxNewTokens));
+  const int64_t remaining_new = remaining_new_tokens(req);
   const int64_t extend = req.extend_input_len;
   const bool first_of_idle = nothing_running_ && can_run_list_.empty();
   if (extend + remaining_new > rem_total_tokens() &&

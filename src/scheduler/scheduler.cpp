@@ -183,6 +183,9 @@ NextBatch Scheduler::get_next_batch_to_run() {
   NextBatch next;
   next.batch = get_new_batch_prefill();
   if (!next.batch) next.batch = get_decode_batch(&next.need_drain);
+  // Idle, the next burst is admitted as the first was (SGLang resets the ratio when idle): a
+  // ratio decayed by a long run would over-admit it, one raised by a retraction under-admit it.
+  if (!next.batch && idle()) new_token_ratio_ = options_.init_new_token_ratio();
   if (next.batch) {
     next.batch->id = next_batch_id_++;
     next.batch->req_to_token_writes = req_to_token_.take_writes();

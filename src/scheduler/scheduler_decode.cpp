@@ -40,12 +40,15 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   const auto decodable = [](const Req* r) { return r->decodes_more(); };
   int64_t needed = std::count_if(running_.begin(), running_.end(), decodable);
   if (needed == 0) return std::nullopt;
+  // A retraction sets new_token_ratio_ itself; only a step without one decays it (SGLang's).
+  bool retracted = false;
   if (allocator_.available() + tree_.evictable_size() < needed) {
     if (in_flight_batches() > 0) {
       *need_drain = true;
       return std::nullopt;
     }
     retract_for_decode(needed);
+    retracted = true;
     needed = std::count_if(running_.begin(), running_.end(), decodable);
     if (needed == 0) return std::nullopt;
   }
@@ -97,8 +100,10 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
     follow_draft_policy(choice.drafts, choice.exploring, verify, batch);
   }
   totals_.computed_tokens_total += static_cast<int64_t>(batch.out_cache_loc.size());
-  new_token_ratio_ =
-      std::max(new_token_ratio_ - options_.new_token_ratio_decay(), options_.min_new_token_ratio());
+  if (!retracted) {
+    new_token_ratio_ = std::max(new_token_ratio_ - options_.new_token_ratio_decay(),
+                                options_.min_new_token_ratio());
+  }
   return batch;
 }
 

@@ -137,13 +137,14 @@ std::optional<FinishState> Scheduler::stop_condition(const Req& req, int32_t tok
   if ((!r.ignore_eos && contains(eos_token_ids_, token)) || contains(r.stop_token_ids, token)) {
     return FinishState{FinishReason::kStop, token, ""};
   }
-  // A grammar that accepted a stop token ends the request even with ignore_eos (SGLang's).
-  if (req.grammar && req.grammar->is_terminated())
-    return FinishState{FinishReason::kStop, token, ""};
   if (static_cast<int32_t>(req.output_ids.size()) >= r.max_new_tokens ||
       req.prompt_len() + static_cast<int32_t>(req.output_ids.size()) >= max_context_len_) {
     return FinishState{FinishReason::kLength, -1, ""};
   }
+  // A grammar that accepted a stop token ends the request even with ignore_eos; the length
+  // limit reached by the same token is the reason SGLang gives.
+  if (req.grammar && req.grammar->is_terminated())
+    return FinishState{FinishReason::kStop, token, ""};
   return std::nullopt;
 }
 

@@ -36,6 +36,8 @@ size_t Scheduler::cache_key_length(const Req& req) const {
 
 bool Scheduler::waits_for_in_batch_prefix(const Req& req, std::span<Req* const> admitted,
                                           bool any_shared_prefix) const {
+  // Without a radix cache nothing the admitted requests compute can serve `req`.
+  if (tree_.disabled()) return false;
   const auto key_len = static_cast<int64_t>(cache_key_length(req));
   if (key_len < kInBatchPrefixThreshold ||
       static_cast<int64_t>(req.prefix_indices.size()) >= kInBatchPrefixThreshold) {

@@ -234,6 +234,46 @@ TEST_P(StructuredOutput, EveryConstrainedOutputIsInItsLanguage) {
 // the grammar's language; with an opening token, that token first (which the grammar refuses)
 // opens the reasoning, and any other first token (the opening kept away by a logit bias) answers
 // under the grammar from the start. Both loops.
+// A grammar that ends on the request's last allowed token: the length limit is the finish
+// reason, as SGLang checks it before the grammar's end (ignore_eos: the EOS the grammar takes is
+// no stop of its own); one token more and the grammar's end is.
+TEST(StructuredOutputFinish, TheLengthLimitBeforeTheGrammarsEnd) {
+  auto tok = tokenizer::Tokenizer::from_dir(test::model_dir("stories260K"));
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  runner::ModelRunnerOptions ro;
+#ifdef SGL_TEST_ON_CUDA
+  ro.device = Device::cuda(0);
+  ro.dtype = "float32";
+#endif
+  ro.num_kv_slots = 1024;
+  auto me = launch_model_engine(test::model_dir("stories260K"), ro, EngineOptions{});
+  ASSERT_TRUE(me.ok()) << me.status().to_string();
+  const std::vector<int32_t> stops = me->engine->options().eos_token_ids;
+  auto info = server::grammar_tokenizer_info(**tok, me->model_runner->config().vocab_size, stops);
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  grammar::GrammarCompiler compiler(
+      std::make_shared<const grammar::TokenizerInfo>(std::move(info).value()));
+  auto compiled = compiler.compile(constraints()[4].kind, constraints()[4].source);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  const auto run = [&](const GenerateRequest& r) {
+    auto stream = me->engine->submit(r);
+    EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+    return stream.ok() ? test::collect(**stream) : test::Outcome{};
+  };
+  GenerateRequest r = test::greedy_ids_request((*tok)->encode("Once upon a time", {}), 200);
+  r.grammar = *compiled;
+  const test::Outcome whole = run(r);
+  ASSERT_EQ(whole.finish.reason, scheduler::FinishReason::kStop) << whole.finish.message;
+  const auto n = static_cast<int32_t>(whole.ids.size());
+  ASSERT_GT(n, 3);
+  r.max_new_tokens = n;
+  const test::Outcome at_limit = run(r);
+  EXPECT_EQ(at_limit.ids, whole.ids);
+  EXPECT_EQ(at_limit.finish.reason, scheduler::FinishReason::kLength);
+  r.max_new_tokens = n + 1;
+  EXPECT_EQ(run(r).finish.reason, scheduler::FinishReason::kStop);
+}
+
 TEST(StructuredOutputReasoning, TheGrammarHoldsTheAnswerAfterTheReasoning) {
   auto tok = tokenizer::Tokenizer::from_dir(test::model_dir("stories260K"));
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();

@@ -492,6 +492,61 @@ TEST_P(SchedulerLoops, DisabledRadixCacheRecomputes) {
   d.expect_reference_outputs();
 }
 
+// Without a radix cache nothing one request computes can serve another, so identical prompts
+// are admitted together, not one a round waiting for a cache that never serves them.
+TEST_P(SchedulerLoops, DisabledRadixCacheAdmitsIdenticalPromptsTogether) {
+  SchedulerOptions options;
+  options.disable_radix_cache = true;
+  Driver d(options, 1024, 256, overlap());
+  for (int i = 0; i < 4; ++i) d.submit(test::greedy_ids_request(tokens(40, 5), 3));
+  d.step();
+  ASSERT_FALSE(d.batches().empty());
+  EXPECT_EQ(d.batches().front().extends.size(), 4u);
+  d.run_until_idle();
+  d.expect_reference_outputs();
+}
+
+// new_token_ratio decays over decode steps; idle, it returns to its initial value, so the next
+// burst is admitted as the first was (SGLang's reset when idle).
+TEST_P(SchedulerLoops, NewTokenRatioResetsWhenIdle) {
+  SchedulerOptions options;
+  Driver d(options, 1024, 256, overlap());
+  d.submit(test::greedy_ids_request(tokens(8, 9), 120));
+  for (int i = 0; i < 60; ++i) d.step();
+  EXPECT_LT(d.scheduler().stats().new_token_ratio, options.init_new_token_ratio());
+  d.run_until_idle();
+  d.step();  // an idle round
+  EXPECT_EQ(d.scheduler().stats().new_token_ratio, options.init_new_token_ratio());
+  d.expect_reference_outputs();
+}
+
+// A chunked request's last chunk reserves the tokens it will generate, as a request taken whole
+// does: a request that would take that room waits (SGLang's add_chunked_req).
+TEST_P(SchedulerLoops, LastChunkReservesItsFutureTokens) {
+  SchedulerOptions options;
+  options.chunked_prefill_size = 32;
+  options.enable_mixed_chunk = false;
+  Driver d(options, 200, 256, overlap());
+  const uint64_t a = d.submit(test::greedy_ids_request(tokens(48, 11), 100));
+  d.step();  // a's first chunk (32 tokens)
+  const uint64_t b = d.submit(test::greedy_ids_request(tokens(8, 12), 100));
+  d.run_until_idle();
+  // The batch with a's last chunk (16 tokens) may not hold b: 32 + 16 + a's 100 future tokens
+  // leave 52 of 200 slots, short of b's 8 + 100.
+  bool seen = false;
+  for (const BatchRecord& batch : d.batches()) {
+    const auto has = [&](uint64_t rid, int32_t len) {
+      return std::find(batch.extends.begin(), batch.extends.end(), std::pair(rid, len)) !=
+             batch.extends.end();
+    };
+    if (!has(a, 16)) continue;
+    seen = true;
+    EXPECT_FALSE(has(b, 8)) << "batch " << batch.id;
+  }
+  EXPECT_TRUE(seen);
+  d.expect_reference_outputs();
+}
+
 TEST_P(SchedulerLoops, EvictionUnderPressureKeepsIntegrity) {
   Driver d({}, 120, 256, overlap());
   for (int i = 0; i < 30; ++i) {

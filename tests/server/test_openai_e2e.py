@@ -549,8 +549,8 @@ def test_generate_batch_rids(server):
 # SGLang refuses a request whose rid names one in flight ("Duplicate request ID detected"); once
 # answered, the rid is free again, at once.
 def test_duplicate_rid_in_flight_is_refused(server):
-    body = {"text": PROMPT, "rid": "twice", "sampling_params": {"max_new_tokens": 480,
-                                                                "ignore_eos": True}}
+    body = {"text": PROMPT, "rid": "twice", "stream": True,
+            "sampling_params": {"max_new_tokens": 480, "ignore_eos": True}}
     dups = [("/generate", {"text": PROMPT, "rid": "twice",
                            "sampling_params": {"max_new_tokens": 1}}),
             ("/generate", {"text": [PROMPT, PROMPT], "rid": ["other", "twice"],
@@ -559,18 +559,24 @@ def test_duplicate_rid_in_flight_is_refused(server):
             ("/v1/chat/completions", {"messages": [{"role": "user", "content": PROMPT}],
                                       "max_tokens": 1, "rid": "twice"})]
     for _ in range(5):  # a try whose long request ends before every duplicate was sent: again
-        result = {}
-        t = threading.Thread(target=lambda: result.update(r=server.post("/generate", body)))
-        t.start()
-        refused, deadline = 0, time.monotonic() + 10
-        while t.is_alive() and refused < len(dups) and time.monotonic() < deadline:
-            path, dup = dups[refused]
-            r = server.post(path, dup)
-            if r.status_code == 400:
-                assert "Duplicate request ID detected: twice" in r.text, r.text
-                refused += 1
-            else:  # sent before the long request claimed its rid, or after it ended
+        streaming = threading.Event()
+
+        def run():
+            with requests.post(server.url + "/generate", json=body, stream=True, timeout=60) as r:
                 assert r.status_code == 200, r.text
+                for line in r.iter_lines():
+                    streaming.set()  # its first event: it runs, under its rid
+        t = threading.Thread(target=run)
+        t.start()
+        assert streaming.wait(30)
+        refused = 0
+        for path, dup in dups:
+            r = server.post(path, dup)
+            if r.status_code != 400:  # the long request ended meanwhile: served as any other
+                assert r.status_code == 200, r.text
+                break
+            assert "Duplicate request ID detected: twice" in r.text, r.text
+            refused += 1
         server.post("/abort_request", {"rid": "twice"})
         t.join(30)
         server.wait_idle_no_leak()
