@@ -288,7 +288,16 @@ void HttpSession::reject(int status, const std::string& message) {
   keep_alive_ = false;
   lingering_ = true;
   in_body_ = false;
-  send(error_response(status, message));
+  HttpResponse response = error_response(status, message);
+  // The Anthropic routes answer in their own error shape, also before the router sees them
+  // (a body past the limit, a shutdown), once the request line was read.
+  if (reader_.header_done()) {
+    const std::string_view target = view(reader_.header().target());
+    if (is_anthropic_path(target.substr(0, target.find('?')))) {
+      reshape_as_anthropic_error(response);
+    }
+  }
+  send(std::move(response));
 }
 
 // Half-closes, then reads and discards until the client closes (or a time/size limit), so that
