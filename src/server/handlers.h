@@ -31,7 +31,9 @@ Reply handle_messages_count_tokens(ServerContext& ctx, const HttpRequest& reques
 Reply handle_generate(ServerContext& ctx, const HttpRequest& request);  // generate.cpp
 Reply handle_encode(ServerContext& ctx, const HttpRequest& request);    // embeddings_handler.cpp
 Reply handle_health(ServerContext& ctx, const HttpRequest& request);    // admin_handlers.cpp
-// SageMaker's /ping: 200 at once (it times out after 2 s), no engine probe.
+// SageMaker's /ping, and SGLang's readiness probe /ready: 200 at once (SageMaker times out after
+// 2 s), no engine probe; the port opens once the server is ready, and a draining server answers
+// every request 503.
 Reply handle_ping(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp
 Reply handle_health_generate(ServerContext& ctx, const HttpRequest& request);
 Reply handle_model_info(ServerContext& ctx, const HttpRequest& request);

@@ -101,6 +101,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/v1/loads", false, get, handle_loads},
       {"/version", false, get, handle_version},
       {"/ping", false, both, handle_ping, true},
+      {"/ready", false, get, handle_ping, true},  // SGLang's readiness probe (public there too)
       {"/flush_cache", false, both, handle_flush_cache},
       {"/abort_request", false, post, handle_abort_request},
       {"/tokenize", false, post, handle_tokenize},

@@ -39,6 +39,7 @@ def test_sglang_05_names_answer_as_the_old_ones(server):
     assert server.get("/version").json()["version"].startswith("sgl.cpp")
     for method in (server.get, server.post):
         assert method("/ping").status_code == 200
+    assert server.get("/ready").status_code == 200  # SGLang's readiness probe
 
 
 def test_loads_report_the_running_state(server):

@@ -662,8 +662,9 @@ def test_api_key(tmp_path):
             r = requests.post(srv.url + "/v1/completions", json={"prompt": PROMPT, "max_tokens": 1},
                               headers={"Authorization": header}, timeout=60)
             assert r.status_code == status, (header, r.text)
-        assert srv.get("/health").status_code == 200  # health and metrics stay public
-        assert srv.get("/metrics").status_code == 200
+        # health, readiness and metrics stay public (SGLang's exemptions)
+        for path in ("/health", "/ready", "/metrics"):
+            assert srv.get(path).status_code == 200, path
     finally:
         assert srv.stop() == 0
 
