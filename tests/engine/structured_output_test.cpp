@@ -229,55 +229,14 @@ TEST_P(StructuredOutput, EveryConstrainedOutputIsInItsLanguage) {
             << " constrained outputs complete\n";
 }
 
-// With a reasoning gate the grammar waits (SGLang's require_reasoning): the output is the
-// unconstrained greedy one up to the closing ids (two of its own tokens here), then an answer in
-// the grammar's language; with an opening token, that token first (which the grammar refuses)
-// opens the reasoning, and any other first token (the opening kept away by a logit bias) answers
-// under the grammar from the start. Both loops.
-// A grammar that ends on the request's last allowed token: the length limit is the finish
-// reason, as SGLang checks it before the grammar's end (ignore_eos: the EOS the grammar takes is
-// no stop of its own); one token more and the grammar's end is.
-TEST(StructuredOutputFinish, TheLengthLimitBeforeTheGrammarsEnd) {
-  auto tok = tokenizer::Tokenizer::from_dir(test::model_dir("stories260K"));
-  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
-  runner::ModelRunnerOptions ro;
-#ifdef SGL_TEST_ON_CUDA
-  ro.device = Device::cuda(0);
-  ro.dtype = "float32";
-#endif
-  ro.num_kv_slots = 1024;
-  auto me = launch_model_engine(test::model_dir("stories260K"), ro, EngineOptions{});
-  ASSERT_TRUE(me.ok()) << me.status().to_string();
-  const std::vector<int32_t> stops = me->engine->options().eos_token_ids;
-  auto info = server::grammar_tokenizer_info(**tok, me->model_runner->config().vocab_size, stops);
-  ASSERT_TRUE(info.ok()) << info.status().to_string();
-  grammar::GrammarCompiler compiler(
-      std::make_shared<const grammar::TokenizerInfo>(std::move(info).value()));
-  auto compiled = compiler.compile(constraints()[4].kind, constraints()[4].source);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
-  const auto run = [&](const GenerateRequest& r) {
-    auto stream = me->engine->submit(r);
-    EXPECT_TRUE(stream.ok()) << stream.status().to_string();
-    return stream.ok() ? test::collect(**stream) : test::Outcome{};
-  };
-  GenerateRequest r = test::greedy_ids_request((*tok)->encode("Once upon a time", {}), 200);
-  r.grammar = *compiled;
-  const test::Outcome whole = run(r);
-  ASSERT_EQ(whole.finish.reason, scheduler::FinishReason::kStop) << whole.finish.message;
-  const auto n = static_cast<int32_t>(whole.ids.size());
-  ASSERT_GT(n, 3);
-  r.max_new_tokens = n;
-  const test::Outcome at_limit = run(r);
-  EXPECT_EQ(at_limit.ids, whole.ids);
-  EXPECT_EQ(at_limit.finish.reason, scheduler::FinishReason::kLength);
-  r.max_new_tokens = n + 1;
-  EXPECT_EQ(run(r).finish.reason, scheduler::FinishReason::kStop);
-}
-
-TEST(StructuredOutputReasoning, TheGrammarHoldsTheAnswerAfterTheReasoning) {
-  auto tok = tokenizer::Tokenizer::from_dir(test::model_dir("stories260K"));
-  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
-  for (const bool overlap : {true, false}) {
+// stories260K in an engine (`overlap`: the overlap loop), with a compiler of grammars over its
+// tokenizer and a way to run a request to its end.
+struct StoriesWithGrammars {
+  explicit StoriesWithGrammars(bool overlap) {
+    auto loaded = tokenizer::Tokenizer::from_dir(test::model_dir("stories260K"));
+    EXPECT_TRUE(loaded.ok()) << loaded.status().to_string();
+    if (!loaded.ok()) return;
+    tok = std::move(loaded).value();
     runner::ModelRunnerOptions ro;
 #ifdef SGL_TEST_ON_CUDA
     ro.device = Device::cuda(0);
@@ -286,23 +245,68 @@ TEST(StructuredOutputReasoning, TheGrammarHoldsTheAnswerAfterTheReasoning) {
     ro.num_kv_slots = 2048;
     EngineOptions eo;
     eo.disable_overlap_schedule = !overlap;
-    auto me = launch_model_engine(test::model_dir("stories260K"), ro, eo);
-    ASSERT_TRUE(me.ok()) << me.status().to_string();
-    me->engine->set_check_integrity(true);
-    const std::vector<int32_t> stops = me->engine->options().eos_token_ids;
-    auto info = server::grammar_tokenizer_info(**tok, me->model_runner->config().vocab_size, stops);
-    ASSERT_TRUE(info.ok()) << info.status().to_string();
-    grammar::GrammarCompiler compiler(
+    auto launched = launch_model_engine(test::model_dir("stories260K"), ro, eo);
+    EXPECT_TRUE(launched.ok()) << launched.status().to_string();
+    if (!launched.ok()) return;
+    me = std::move(launched).value();
+    me.engine->set_check_integrity(true);
+    stops = me.engine->options().eos_token_ids;
+    auto info = server::grammar_tokenizer_info(*tok, me.model_runner->config().vocab_size, stops);
+    EXPECT_TRUE(info.ok()) << info.status().to_string();
+    if (!info.ok()) return;
+    compiler = std::make_unique<grammar::GrammarCompiler>(
         std::make_shared<const grammar::TokenizerInfo>(std::move(info).value()));
+  }
+  bool ok() const { return compiler != nullptr; }
+  test::Outcome run(const GenerateRequest& r) {
+    auto stream = me.engine->submit(r);
+    EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+    return stream.ok() ? test::collect(**stream) : test::Outcome{};
+  }
+
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  ModelEngine me;
+  std::vector<int32_t> stops;
+  std::unique_ptr<grammar::GrammarCompiler> compiler;
+};
+
+// A grammar that ends on the request's last allowed token: the length limit is the finish
+// reason, as SGLang checks it before the grammar's end (ignore_eos: the EOS the grammar takes is
+// no stop of its own); one token more and the grammar's end is.
+TEST(StructuredOutputFinish, TheLengthLimitBeforeTheGrammarsEnd) {
+  StoriesWithGrammars s(/*overlap=*/true);
+  ASSERT_TRUE(s.ok());
+  auto compiled = s.compiler->compile(constraints()[4].kind, constraints()[4].source);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  GenerateRequest r = test::greedy_ids_request(s.tok->encode("Once upon a time", {}), 200);
+  r.grammar = *compiled;
+  const test::Outcome whole = s.run(r);
+  ASSERT_EQ(whole.finish.reason, scheduler::FinishReason::kStop) << whole.finish.message;
+  const auto n = static_cast<int32_t>(whole.ids.size());
+  ASSERT_GT(n, 3);
+  r.max_new_tokens = n;
+  const test::Outcome at_limit = s.run(r);
+  EXPECT_EQ(at_limit.ids, whole.ids);
+  EXPECT_EQ(at_limit.finish.reason, scheduler::FinishReason::kLength);
+  r.max_new_tokens = n + 1;
+  EXPECT_EQ(s.run(r).finish.reason, scheduler::FinishReason::kStop);
+}
+
+// With a reasoning gate the grammar waits (SGLang's require_reasoning): the output is the
+// unconstrained greedy one up to the closing ids (two of its own tokens here), then an answer in
+// the grammar's language; with an opening token, that token first (which the grammar refuses)
+// opens the reasoning, and any other first token (the opening kept away by a logit bias) answers
+// under the grammar from the start. Both loops.
+TEST(StructuredOutputReasoning, TheGrammarHoldsTheAnswerAfterTheReasoning) {
+  for (const bool overlap : {true, false}) {
+    StoriesWithGrammars s(overlap);
+    ASSERT_TRUE(s.ok());
+    const std::vector<int32_t>& stops = s.stops;
     const Constraint regex = constraints()[4];
-    auto compiled = compiler.compile(regex.kind, regex.source);
+    auto compiled = s.compiler->compile(regex.kind, regex.source);
     ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
-    const std::vector<int32_t> prompt = (*tok)->encode("Once upon a time", {});
-    const auto run = [&](const GenerateRequest& r) {
-      auto stream = me->engine->submit(r);
-      EXPECT_TRUE(stream.ok()) << stream.status().to_string();
-      return stream.ok() ? test::collect(**stream) : test::Outcome{};
-    };
+    const std::vector<int32_t> prompt = s.tok->encode("Once upon a time", {});
+    const auto run = [&](const GenerateRequest& r) { return s.run(r); };
 
     const std::vector<int32_t> free = run(test::greedy_ids_request(prompt, 24)).ids;
     ASSERT_EQ(free.size(), 24u);
@@ -337,12 +341,11 @@ TEST(StructuredOutputReasoning, TheGrammarHoldsTheAnswerAfterTheReasoning) {
           << overlap << ": the reasoning is the free output";
       ASSERT_EQ(got.finish.reason, scheduler::FinishReason::kStop) << got.finish.message;
       std::string answer;
-      for (size_t i = k + 2; i + 1 < got.ids.size(); ++i)
-        answer += *(*tok)->token_bytes(got.ids[i]);
+      for (size_t i = k + 2; i + 1 < got.ids.size(); ++i) answer += *s.tok->token_bytes(got.ids[i]);
       EXPECT_EQ(check_complete(regex, answer), "") << overlap << ": '" << answer << "'";
     }
     EXPECT_EQ(run(not_opened).ids, run(plain).ids) << overlap;
-    EXPECT_TRUE(me->engine->last_integrity().ok()) << me->engine->last_integrity().to_string();
+    EXPECT_TRUE(s.me.engine->last_integrity().ok()) << s.me.engine->last_integrity().to_string();
   }
 }
 
