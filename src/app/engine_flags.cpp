@@ -416,7 +416,7 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
     return invalid_argument("--max-running-requests and --max-prefill-tokens must be positive");
   }
   // SGLang's bound: 0 reserves nothing for running requests' future tokens.
-  if (!(o.schedule_conservativeness >= 0) || !std::isfinite(o.schedule_conservativeness)) {
+  if (o.schedule_conservativeness < 0) {
     return invalid_argument("--schedule-conservativeness must be >= 0");
   }
   if (o.max_queued_requests < 0) return invalid_argument("--max-queued-requests must be >= 0");
@@ -430,9 +430,12 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   }
   if (seed < 0) return invalid_argument("--random-seed must be >= 0 (as numpy's seed)");
   o.max_running_requests = static_cast<int32_t>(running);
-  // Unset: the random policy's shuffle from the OS's entropy, as SGLang draws its seed.
-  o.random_seed = args.has("--random-seed") ? static_cast<uint64_t>(seed) : std::random_device{}();
-  if (args.has("--random-seed")) s.engine.unseeded_sampling_seed = static_cast<uint64_t>(seed);
+  if (args.has("--random-seed")) {
+    o.random_seed = static_cast<uint64_t>(seed);
+    s.engine.unseeded_sampling_seed = o.random_seed;
+  } else {
+    o.random_seed = std::random_device{}();  // the OS's entropy, as SGLang draws its seed
+  }
   SGL_ASSIGN_OR_RETURN(
       o.policy, scheduler::parse_schedule_policy(args.get("--schedule-policy").value_or("fcfs")));
   o.disable_radix_cache = args.has("--disable-radix-cache");

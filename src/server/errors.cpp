@@ -92,10 +92,6 @@ HttpResponse anthropic_error_response(int status, std::string_view message) {
   return request_json::json_response(anthropic_error_json(status, message), status);
 }
 
-HttpResponse anthropic_error_response(const Status& status) {
-  return anthropic_error_response(http_status_for(status.code()), status.message());
-}
-
 bool is_anthropic_path(std::string_view path) {
   constexpr std::string_view kMessages = "/v1/messages";
   return path.substr(0, kMessages.size()) == kMessages &&

@@ -14,10 +14,10 @@ int http_status_for(StatusCode code);
 // An error response; `param` names the offending request field when known.
 HttpResponse error_response(int status, std::string_view message, std::string_view param = {});
 HttpResponse error_response(const Status& status);
-// Anthropic's shape ({"type": "error", "error": {"type", "message"}}), which the /v1/messages
-// routes answer with (SGLang's, its error types by status).
+// Anthropic's shape ({"type": "error", "error": {"type", "message"}}), SGLang's error types by
+// status: the /v1/messages routes' errors (the router rewrites theirs with
+// reshape_as_anthropic_error) and their streams' error events.
 HttpResponse anthropic_error_response(int status, std::string_view message);
-HttpResponse anthropic_error_response(const Status& status);
 // /v1/messages and the paths below it.
 bool is_anthropic_path(std::string_view path);
 // An error_response (OpenAI's shape) rewritten in Anthropic's, its status and headers kept; any

@@ -1,7 +1,8 @@
 // POST /v1/messages: the Anthropic Messages API over the chat route's preparation — a thinking
 // content block for the model's reasoning (with --reasoning-parser), then one text content block,
 // Anthropic's stop reasons and usage, its named stream events, and its error shape
-// ({"type": "error", "error": {"type", "message"}}).
+// ({"type": "error", "error": {"type", "message"}}): the router rewrites this route's error
+// responses in it (errors.h); only an error event inside a stream is written here.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -182,9 +183,9 @@ class MessagesReply final : public GenerationReply {
 Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
                        const std::atomic<bool>& cancelled) {
   auto claim = ctx.registry.claim(client_request_ids(req.routing));
-  if (!claim.ok()) return Reply::of(anthropic_error_response(claim.status()));
+  if (!claim.ok()) return Reply::of(error_response(claim.status()));
   auto submitted = submit_chat(ctx, req, cancelled);
-  if (!submitted.ok()) return Reply::of(anthropic_error_response(submitted.status()));
+  if (!submitted.ok()) return Reply::of(error_response(submitted.status()));
   return Reply::later(
       std::make_unique<MessagesReply>(ctx, std::move(submitted->choices), req.stream,
                                       req.model.value_or(ctx.info.served_model_name),
@@ -196,10 +197,10 @@ Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
 
 Reply handle_messages(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_messages_request(request.body, ctx.sampling_defaults);
-  if (!parsed.ok()) return Reply::of(anthropic_error_response(parsed.status()));
-  if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(anthropic_error_response(s));
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
   if (Status s = check_thinking_switch(ctx, *parsed, "'thinking'"); !s.ok()) {
-    return Reply::of(anthropic_error_response(s));
+    return Reply::of(error_response(s));
   }
   const bool stream = parsed->stream;
   auto shared = std::make_shared<const ChatRequest>(std::move(parsed).value());
@@ -213,14 +214,14 @@ Reply handle_messages(ServerContext& ctx, const HttpRequest& request) {
 Reply handle_messages_count_tokens(ServerContext& ctx, const HttpRequest& request) {
   auto body = nlohmann::ordered_json::parse(request.body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
-    return Reply::of(anthropic_error_response(400, "the body must be a JSON object"));
+    return Reply::of(error_response(400, "the body must be a JSON object"));
   }
   // Anthropic's CountTokens fields; anything else (max_tokens, sampling) would be ignored.
   static constexpr std::string_view kFields[] = {
       "model", "messages", "system", "thinking", "tools", "tool_choice", "output_config", "betas"};
   for (const auto& [key, value] : body.items()) {
     if (std::find(std::begin(kFields), std::end(kFields), key) == std::end(kFields)) {
-      return Reply::of(anthropic_error_response(
+      return Reply::of(error_response(
           400, "'" + key +
                    "' is not a count_tokens field (model, messages, system, thinking, "
                    "tools, tool_choice, output_config, betas)"));
@@ -229,13 +230,13 @@ Reply handle_messages_count_tokens(ServerContext& ctx, const HttpRequest& reques
   body.erase("betas");     // beta feature names: nothing they name changes a prompt here
   body["max_tokens"] = 1;  // required by the Messages parser, counts nothing
   auto parsed = parse_messages_request(request_json::dump(body), ctx.sampling_defaults);
-  if (!parsed.ok()) return Reply::of(anthropic_error_response(parsed.status()));
-  if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(anthropic_error_response(s));
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
   auto shared = std::make_shared<const ChatRequest>(std::move(parsed).value());
   return PreparedReply::submit(ctx, false, [&ctx, shared](const std::atomic<bool>& cancelled) {
     std::string prompt;
     auto ids = chat_prompt_ids(ctx, *shared, cancelled, &prompt);
-    if (!ids.ok()) return Reply::of(anthropic_error_response(ids.status()));
+    if (!ids.ok()) return Reply::of(error_response(ids.status()));
     return Reply::of(request_json::json_response({{"input_tokens", ids->size()}}));
   });
 }

@@ -172,7 +172,7 @@ Status read_token_ids_logprob(const json& o, size_t prompts,
   if (!v->is_array()) return field_error(kKey, "must be a list of token ids");
   if (v->empty()) return Status::ok_status();  // SGLang reads [] as not given
   std::vector<std::vector<int32_t>> lists;
-  if (!v->empty() && v->front().is_array()) {
+  if (v->front().is_array()) {
     if (v->size() != prompts) {
       return field_error(kKey, "lists (" + std::to_string(v->size()) +
                                    ") must be one per prompt (" + std::to_string(prompts) + ")");
