@@ -17,6 +17,9 @@ JsonToolFormat llama3_format() {
 JsonToolFormat mistral_format() {
   return {.start = "[TOOL_CALLS]", .end = "", .array = true, .compact = true};
 }
+JsonToolFormat json_array_format() {
+  return {.start = "", .end = "", .array = true, .bare_at_start = true};
+}
 
 namespace {
 
@@ -35,11 +38,12 @@ bool is_id_byte(char c) { return std::isalnum(static_cast<unsigned char>(c)); }
 
 JsonToolParser::JsonToolParser(JsonToolFormat format, std::shared_ptr<const ToolNames> names)
     : format_(std::move(format)),
-      scanner_({format_.start}),
-      skip_scanner_(format_.end.empty() ? std::vector<std::string>{}
-                                        : std::vector<std::string>{format_.end}),
+      scanner_(format_.start.empty() ? std::vector<std::string>{}
+                                     : std::vector<std::string>{format_.start}),
       state_(format_.bare_at_start ? State::kStart : State::kText),
-      call_(std::move(names)) {}
+      call_(std::move(names)),
+      skip_scanner_(format_.end.empty() ? std::vector<std::string>{}
+                                        : std::vector<std::string>{format_.end}) {}
 
 void JsonToolParser::text(std::string_view s, EventSink& out) {
   std::string t;
@@ -97,6 +101,12 @@ void JsonToolParser::step(char c, EventSink& out) {
         raw_ = text_.take_held();
         in_array_ = false;
         start_object(c, out);
+        return;
+      }
+      if (c == '[' && format_.array) {
+        raw_ = text_.take_held();
+        state_ = State::kOpen;
+        step(c, out);
         return;
       }
       state_ = State::kText;
@@ -255,6 +265,10 @@ void JsonToolParser::step(char c, EventSink& out) {
       if (format_.separator != 0 && c == format_.separator) {
         raw_.assign(1, c);
         state_ = State::kOpen;
+        return;
+      }
+      if (format_.separator != 0 && c == '{') {  // calls one per line, as SGLang reads them too
+        start_object(c, out);
         return;
       }
       back_to_text(c, out);

@@ -1,13 +1,17 @@
 // The tool-call formats whose calls are JSON objects {"name": ..., "arguments": ...} after a
 // marker: qwen25 (`<tool_call>\n{...}\n</tool_call>`, hermes style), llama3 (`<|python_tag|>`
-// or a bare object at the start, calls separated by ';', "parameters" for the arguments) and
-// mistral (`[TOOL_CALLS] [{...}, {...}]`, and the compact `[TOOL_CALLS]NAME[ARGS]{...}` of
-// newer Mistral templates, `[CALL_ID]ID` before `[ARGS]` allowed, each call behind its own
-// marker). Text around the calls is content, whitespace next to the markup trimmed. Markup that
-// turns out not to be a call before its name was read is content; a call whose name was read stays
-// a call (its arguments as far as they came). Where calls end with a literal (qwen25's
-// </tool_call>), a block may hold several call objects, and the rest of a block whose JSON
-// breaks is dropped up to that literal rather than shown as content (SGLang skips such blocks).
+// or a bare object at the start, calls separated by ';' or whitespace, "parameters" for the
+// arguments) and mistral (`[TOOL_CALLS] [{...}, {...}]`, and the compact
+// `[TOOL_CALLS]NAME[ARGS]{...}` of newer Mistral templates, `[CALL_ID]ID` before `[ARGS]`
+// allowed, each call behind its own marker). Text around the calls is content, whitespace next
+// to the markup trimmed. Markup that turns out not to be a call before its name was read is
+// content; a call whose name was read stays a call (its arguments as far as they came). Where
+// calls end with a literal (qwen25's </tool_call>), a block may hold several call objects, and
+// the rest of a block whose JSON breaks is dropped up to that literal rather than shown as
+// content (SGLang skips such blocks). json_array is no model's format but the one tool_choice
+// required / named holds calls to where a grammar cannot write the parser's own (SGLang's
+// JSON-schema fallback): a bare array [{"name": ..., "parameters": {...}}, ...] (or one object)
+// from the output's start.
 #pragma once
 
 #include <string>
@@ -20,11 +24,11 @@
 namespace sgl::function_call {
 
 struct JsonToolFormat {
-  std::string start;           // the marker before the calls
+  std::string start;           // the marker before the calls; empty: none (bare_at_start only)
   std::string end;             // a literal after each call (qwen25's </tool_call>); may be empty
   bool array = false;          // calls as a JSON array after the marker (mistral)
-  char separator = 0;          // between calls, without another marker (llama3: ';')
-  bool bare_at_start = false;  // an output starting with '{' starts a call (llama3)
+  char separator = 0;          // between calls, without another marker (llama3: ';' or none)
+  bool bare_at_start = false;  // an output starting with '{' (or '[' with array) starts calls
   bool compact = false;        // NAME[ARGS]{...} after the marker (mistral)
   // The marker is a special token of the model (llama3's <|python_tag|>): never content, also
   // where what follows is not a call (Llama 3.1's built-in tools' Python).
@@ -34,6 +38,7 @@ struct JsonToolFormat {
 JsonToolFormat qwen25_format();
 JsonToolFormat llama3_format();
 JsonToolFormat mistral_format();
+JsonToolFormat json_array_format();
 
 class JsonToolParser final : public ByteParser {
  public:

@@ -142,6 +142,8 @@ std::unique_ptr<StreamParser> tool_call_parser(ToolCallFormat format,
     case ToolCallFormat::kDeepSeekV3:
     case ToolCallFormat::kDeepSeekV31:  // one parser reads both
       return known_calls_only(std::make_unique<DeepSeekV3Parser>(), options.tool_names);
+    case ToolCallFormat::kJsonArray:
+      return std::make_unique<JsonToolParser>(json_array_format(), options.tool_names);
     case ToolCallFormat::kGptOss:
       break;
   }
@@ -210,6 +212,7 @@ class ChainedParser final : public StreamParser {
 std::span<const std::string_view> tool_call_parser_names() { return kToolCallParsers; }
 
 std::optional<ToolCallFormat> tool_call_format(std::string_view name) {
+  if (name == kJsonArrayToolCalls) return ToolCallFormat::kJsonArray;
   for (const NamedToolCallFormat& f : kToolCallFormats) {
     if (f.name == name) return f.format;
   }

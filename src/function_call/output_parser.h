@@ -26,13 +26,19 @@ enum class ToolCallFormat {
   kDeepSeekV3,   // DeepSeek-V3's fenced JSON calls (its parser also reads V3.1's)
   kDeepSeekV31,  // DeepSeek-V3.1's shorter calls
   kGptOss,       // harmony's commentary channel
+  kJsonArray,    // [{"name": ..., "parameters": {...}}]: kJsonArrayToolCalls
 };
+
+// Not a --tool-call-parser name: the bare JSON array of calls that tool_choice required / named
+// holds the output to where no grammar can write the server's own format (no --tool-call-parser,
+// pythonic), as SGLang's JSON-schema fallback does; the parser of that array.
+inline constexpr std::string_view kJsonArrayToolCalls = "json_array";
 
 // SGLang's names. qwen25, qwen and hermes are the hermes-style <tool_call> format; qwen3_coder
 // Qwen3-Coder's XML-like calls; deepseekv3 also reads V3.1's shorter calls (deepseekv31).
 std::span<const std::string_view> tool_call_parser_names();
-// The format of a --tool-call-parser name; nullopt for an unknown one (check_tool_call_parser
-// says which are known).
+// The format of a --tool-call-parser name (or kJsonArrayToolCalls); nullopt for an unknown one
+// (check_tool_call_parser says which are known).
 std::optional<ToolCallFormat> tool_call_format(std::string_view name);
 // qwen3-thinking is qwen3 whose output always starts inside the reasoning; mistral reads
 // Magistral's [THINK]...[/THINK].

@@ -106,6 +106,15 @@ Result<Format> format_for(std::string_view parser) {
       f.text_excludes = {"<function="};
       f.xml_parameters = true;
       break;
+    case ToolCallFormat::kJsonArray:
+      f.before_calls = "[";
+      f.between_calls = ", ";
+      f.after_calls = "]";
+      f.head = [](const std::string& name) {
+        return "{\"name\": " + quoted(name) + ", \"parameters\": ";
+      };
+      f.tail = "}";
+      break;
     case ToolCallFormat::kPythonic:
       return unimplemented(
           "tool calls cannot be enforced with the pythonic tool-call format yet (its arguments "
@@ -363,6 +372,11 @@ Result<std::string> tool_call_grammar(const ToolConstraint& c) {
   g.set_body(root, block);
   g.set_root(root);
   return g.to_string();
+}
+
+std::string_view required_calls_parser(std::string_view parser) {
+  const std::optional<ToolCallFormat> format = tool_call_format(parser);
+  return format && *format != ToolCallFormat::kPythonic ? parser : kJsonArrayToolCalls;
 }
 
 std::string call_marker(std::string_view parser) {

@@ -37,6 +37,11 @@ struct ToolConstraint {
 // cannot compile. Unimplemented: a format whose calls are not JSON (pythonic).
 Result<std::string> tool_call_grammar(const ToolConstraint& constraint);
 
+// The parser whose format tool_choice "required" or a named function holds calls to: `parser`
+// (the --tool-call-parser name) where a grammar can write its calls, else kJsonArrayToolCalls
+// (no parser; pythonic, whose arguments are Python literals).
+std::string_view required_calls_parser(std::string_view parser);
+
 // What opens calls of `parser`'s format in free text (qwen25's <tool_call>, mistral's
 // [TOOL_CALLS], deepseek's tool-calls begin); empty for formats whose calls have no marker
 // (llama3, gpt-oss, pythonic) or an unknown name.

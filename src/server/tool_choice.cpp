@@ -12,7 +12,11 @@ function_call::OutputParserOptions output_parser_options(const ServerContext& ct
                                                          std::string_view prompt) {
   function_call::OutputParserOptions o;
   if (!req.tools_json.empty()) {
-    o.tool_call_parser = ctx.info.tool_call_parser;
+    // Forced calls are read in the format their grammar writes (tool_choice_grammar).
+    o.tool_call_parser =
+        req.tool_choice == ToolChoiceMode::kAuto
+            ? ctx.info.tool_call_parser
+            : std::string(function_call::required_calls_parser(ctx.info.tool_call_parser));
     o.tool_names = function_call::tool_names(req.tools);
     if (function_call::tool_call_format(o.tool_call_parser) ==
         function_call::ToolCallFormat::kQwen3Coder) {
@@ -81,10 +85,6 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> tool_choice_grammar(
   } else {
     const char* what = req.tool_choice == ToolChoiceMode::kRequired ? "tool_choice 'required'"
                                                                     : "a named tool_choice";
-    if (ctx.info.tool_call_parser.empty()) {
-      return invalid_argument(std::string(what) +
-                              " needs the server started with --tool-call-parser");
-    }
     if (other_grammar) {
       return invalid_argument(std::string(what) +
                               " cannot be combined with response_format or a grammar field: both "
@@ -93,7 +93,7 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> tool_choice_grammar(
   }
   function_call::ToolConstraint constraint{.tools = req.tools,
                                            .function_name = req.tool_choice_name,
-                                           .parser = ctx.info.tool_call_parser,
+                                           .parser = parser.tool_call_parser,
                                            .parallel_tool_calls = req.parallel_tool_calls};
   if (grammar_leaves_reasoning(ctx, req, parser)) {
     constraint.think_tags =

@@ -26,10 +26,11 @@ bool grammar_leaves_reasoning(const ServerContext& ctx, const ChatRequest& req,
                               const function_call::OutputParserOptions& parser);
 
 // The parser for the request's choices: tool calls when the request offers tools (tool_choice
-// not none) and the server has --tool-call-parser; reasoning with --reasoning-parser unless
-// separate_reasoning is false (SGLang's rule; enable_thinking false shapes the prompt, not the
-// parsing). `prompt` is the rendered prompt: one that ends with <think> has opened the
-// reasoning already.
+// not none) and the server has --tool-call-parser, or tool_choice is required / named (read in
+// the format their grammar writes: function_call::required_calls_parser); reasoning with
+// --reasoning-parser unless separate_reasoning is false (SGLang's rule; enable_thinking false
+// shapes the prompt, not the parsing). `prompt` is the rendered prompt: one that ends with <think>
+// has opened the reasoning already.
 function_call::OutputParserOptions output_parser_options(const ServerContext& ctx,
                                                          const ChatRequest& req,
                                                          std::string_view prompt);
@@ -44,12 +45,13 @@ std::optional<std::string> strict_auto_tools_unheld(std::string_view parser,
 
 // The grammar tool_choice puts on every choice of `req` (compiled by the server's
 // GrammarBackend; null: none). "required" or a named function: valid calls of the allowed
-// functions (function_call::tool_call_grammar). auto with a strict tool, where `parser` parses
+// functions (function_call::tool_call_grammar) in `parser`'s format (SGLang's JSON array where
+// the server's own format has no grammar). auto with a strict tool, where `parser` parses
 // calls, the server can hold them (ServerInfo::strict_auto_tools) and the request has no
 // constraint of its own (`other_grammar`; that one stays, as SGLang): free text whose calls are
 // held to their format and the strict tools' schemas (auto_tool_call_grammar; reasoning left
-// free). Errors are 400s: required / named without --tool-call-parser or beside another
-// constraint, a format that cannot be constrained. none, or auto otherwise: null.
+// free). Errors are 400s: required / named beside another constraint, a schema the grammar
+// engine cannot compile. none, or auto otherwise: null.
 Result<std::shared_ptr<const grammar::CompiledGrammar>> tool_choice_grammar(
     const ServerContext& ctx, const ChatRequest& req,
     const function_call::OutputParserOptions& parser, bool other_grammar);

@@ -152,6 +152,13 @@ TEST(ToolCallParser, Llama3) {
   check({t, "", false, "The set {1, 2}", out("The set {1, 2}")});
   check({t, "", false, "{\"name\": \"f\", \"parameters\": {\"a\": 1}} trailing",
          out("trailing", {{"f", "{\"a\": 1}"}})});
+  // Calls one per line (SGLang reads objects whatever separates them).
+  check({t, "", false,
+         "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}\n{\"name\": \"g\", \"parameters\": "
+         "{}}\n",
+         out("", {{"f", "{}"}, {"g", "{}"}})});
+  check({t, "", false, "{\"name\": \"f\", \"parameters\": {}} {\"x\": 1}",
+         out("{\"x\": 1}", {{"f", "{}"}})});
 }
 
 // With the request's functions known, a JSON call to another name is content (SGLang drops
@@ -226,6 +233,31 @@ TEST(ToolCallParser, Mistral) {
   check(
       {t, "", false, "[TOOL_CALLS] {\"name\": \"f\", \"arguments\": {}}", out("", {{"f", "{}"}})});
   check({t, "", false, "[1, 2] [TOOL_", out("[1, 2] [TOOL_")});
+}
+
+// The bare array tool_choice required / named holds calls to where a grammar cannot write the
+// server's format (kJsonArrayToolCalls): calls from the first byte, "parameters" (or
+// "arguments"), one object too; anything else is content.
+TEST(ToolCallParser, JsonArray) {
+  const std::string t(kJsonArrayToolCalls);
+  check({t, "", false,
+         "[{\"name\": \"f\", \"parameters\": {\"a\": [1, \"]\"]}}, {\"name\": \"g\", "
+         "\"parameters\": {}}]",
+         out("", {{"f", "{\"a\": [1, \"]\"]}"}, {"g", "{}"}})});
+  check({t, "", false, "\n [{\"parameters\": {\"x\": null}, \"name\": \"f\"}]\n",
+         out("", {{"f", "{\"x\": null}"}})});
+  check({t, "", false, "{\"name\": \"f\", \"arguments\": {}}", out("", {{"f", "{}"}})});
+  // Cut short: the call whose name was read keeps what it got.
+  check({t, "", false, "[{\"name\": \"f\", \"parameters\": {\"q\": \"ab",
+         out("", {{"f", "{\"q\": \"ab"}})});
+  check({t, "", false, "[{\"nam", out("[{\"nam")});
+  // Not calls: text, an empty array, an array of other things, an array after text.
+  check({t, "", false, "Hello [1]", out("Hello [1]")});
+  check({t, "", false, "[]", out("[]")});
+  check({t, "", false, "[1, 2]", out("[1, 2]")});
+  check({t, "", false, "ok [{\"name\": \"f\", \"parameters\": {}}]",
+         out("ok [{\"name\": \"f\", \"parameters\": {}}]")});
+  EXPECT_FALSE(check_tool_call_parser(t).ok());  // not a --tool-call-parser name
 }
 
 TEST(ToolCallParser, Pythonic) {
@@ -511,11 +543,18 @@ TEST(OutputParser, RandomOutputsAgreeWhenSplit) {
                                            "☃",
                                            "text"};
   const std::vector<std::pair<std::string, std::string>> configs = {
-      {"qwen25", ""},      {"llama3", ""},
-      {"mistral", ""},     {"pythonic", ""},
-      {"deepseekv3", ""},  {"gpt-oss", "gpt-oss"},
-      {"qwen25", "qwen3"}, {"pythonic", "deepseek-r1"},
-      {"qwen3_coder", ""}, {"qwen3_coder", "qwen3"}};
+      {"qwen25", ""},
+      {"llama3", ""},
+      {"mistral", ""},
+      {"pythonic", ""},
+      {"deepseekv3", ""},
+      {"gpt-oss", "gpt-oss"},
+      {"qwen25", "qwen3"},
+      {"pythonic", "deepseek-r1"},
+      {"qwen3_coder", ""},
+      {"qwen3_coder", "qwen3"},
+      {std::string(kJsonArrayToolCalls), ""},
+      {std::string(kJsonArrayToolCalls), "qwen3"}};
   std::mt19937 rng(7);
   std::uniform_int_distribution<size_t> pick(0, pieces.size() - 1);
   for (const auto& [tools, reasoning] : configs) {

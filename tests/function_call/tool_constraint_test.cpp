@@ -109,6 +109,12 @@ std::vector<FormatCase> format_cases() {
        "<|channel|>commentary to=functions.other <|constrain|>json<|message|>{}<|call|>",
        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"town\": "
        "\"Paris\"}<|call|>"},
+      {std::string(kJsonArrayToolCalls),
+       "[{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}]",
+       "[{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}, {\"name\": "
+       "\"now\", \"parameters\": {}}]",
+       "[{\"name\": \"get_time\", \"parameters\": {}}]",
+       "[{\"name\": \"get_weather\", \"parameters\": {}}]"},
   };
 }
 
@@ -150,7 +156,7 @@ TEST(ToolConstraint, AutoWithStrictTools) {
   EXPECT_TRUE(has_strict_tool(t));
   for (const FormatCase& f : format_cases()) {
     SCOPED_TRACE(f.parser);
-    if (f.parser == "llama3" || f.parser == "gpt-oss") {
+    if (f.parser == "llama3" || f.parser == "gpt-oss" || f.parser == kJsonArrayToolCalls) {
       EXPECT_EQ(auto_tool_call_grammar({t, "", f.parser, true}).status().code(),
                 StatusCode::kUnimplemented);
       continue;
@@ -328,6 +334,12 @@ TEST(ToolConstraint, Errors) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(tool_call_grammar({t, "", "pythonic", true}).status().code(),
             StatusCode::kUnimplemented);
+  // Where no grammar writes the server's format, forced calls are SGLang's JSON array.
+  EXPECT_EQ(required_calls_parser("pythonic"), kJsonArrayToolCalls);
+  EXPECT_EQ(required_calls_parser(""), kJsonArrayToolCalls);
+  EXPECT_EQ(required_calls_parser("qwen25"), "qwen25");
+  EXPECT_EQ(required_calls_parser("gpt-oss"), "gpt-oss");
+  EXPECT_EQ(call_marker(kJsonArrayToolCalls), "");
   EXPECT_EQ(tool_call_grammar({t, "", "no-such-parser", true}).status().code(),
             StatusCode::kInvalidArgument);
 }

@@ -141,10 +141,6 @@ def test_tool_errors_are_400(reasoning_server, extra, status, words):
     assert reasoning_server.alive()
 
 
-def test_required_needs_a_tool_call_parser(server):
-    r = server.post("/v1/chat/completions", {"model": "m", "messages": USER, "max_tokens": 2,
-                                             "tools": [WEATHER], "tool_choice": "required"})
-    assert r.status_code == 400 and "--tool-call-parser" in r.json()["error"]["message"]
 
 
 # /v1/responses: function tools in the Responses form, function_call / function_call_output
@@ -321,6 +317,49 @@ def test_streamed_tool_calls_equal_the_whole(tool_server):
     assert [calls[i]["arguments"] for i in sorted(calls)] == [c["function"]["arguments"]
                                                              for c in want]
     assert (content or None) == whole["message"]["content"]
+
+
+# Where no grammar writes the server's own format (no --tool-call-parser; pythonic, whose
+# arguments are Python), tool_choice required / named holds the output to SGLang's JSON array
+# [{"name": ..., "parameters": {...}}], read back as the calls, streamed or whole.
+@pytest.fixture(scope="module")
+def pythonic_server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("pythonic"), "--tool-call-parser", "pythonic")
+    yield s
+    assert s.stop() == 0
+
+
+@pytest.mark.parametrize("which", ["server", "pythonic_server"])
+def test_required_without_a_format_grammar_is_a_json_array(request, which):
+    s = request.getfixturevalue(which)
+    client = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0)
+    reply = client.chat.completions.create(
+        model="m", messages=USER, tools=[CITY, TIME], tool_choice="required", temperature=1.0,
+        seed=6, n=3, max_tokens=200)
+    for choice in reply.choices:
+        calls = choice.message.tool_calls
+        assert calls and not choice.message.content, choice
+        assert choice.finish_reason in ("tool_calls", "length"), choice
+        for call in calls if choice.finish_reason == "tool_calls" else calls[:-1]:
+            check_call(call.function.name, call.function.arguments)
+    named = client.chat.completions.create(
+        model="m", messages=USER, tools=[CITY, TIME], parallel_tool_calls=False, seed=1,
+        tool_choice={"type": "function", "function": {"name": "get_time"}}, temperature=1.0,
+        max_tokens=100)
+    assert named.choices[0].finish_reason == "tool_calls", named
+    [call] = named.choices[0].message.tool_calls
+    assert call.function.name == "get_time"
+    check_call("get_time", call.function.arguments)
+    body = dict(tools=[CITY, TIME], tool_choice="required", parallel_tool_calls=False, seed=9,
+                temperature=1.0, max_tokens=200)
+    whole = chat(s, **body)
+    content, _, deltas, finish = stream(s, **body)
+    assert finish == whole["finish_reason"] == "tool_calls"
+    assert [d["function"]["name"] for d in deltas if d.get("id")] == [
+        c["function"]["name"] for c in whole["message"]["tool_calls"]]
+    assert "".join((d.get("function") or {}).get("arguments") or "" for d in deltas) == \
+        whole["message"]["tool_calls"][0]["function"]["arguments"]
+    assert not content and not whole["message"]["content"]
 
 
 def test_responses_required_gives_function_call_items(tool_client):
