@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/anthropic_content.h"
 #include "server/request_json.h"
 #include "server/sampling_json.h"
 
@@ -19,12 +20,6 @@ using json = nlohmann::ordered_json;
 using request_json::asks_nothing;
 using request_json::field_error;
 using request_json::find;
-
-// Text blocks (with optional cache_control: the radix cache reuses prefixes by itself) joined as
-// a chat message's text parts.
-Result<std::string> block_text(const json& content, const std::string& where) {
-  return request_json::joined_text(content, where, {"text"});
-}
 
 // Messages fields for features sgl.cpp does not have, refused unless they ask for nothing.
 constexpr request_json::RefusedField kRefusedFeatures[] = {
@@ -45,29 +40,6 @@ constexpr const char* kChatOnlyFields[] = {"n",
                                            "response_format",
                                            "functions",
                                            "function_call"};
-
-// An assistant message's content without its thinking blocks (earlier replies' thinking, which
-// the client sends back), their text joined into `thinking`.
-Result<json> without_thinking(const json& content, const std::string& where,
-                              std::string& thinking) {
-  if (!content.is_array()) return content;
-  json rest = json::array();
-  for (size_t i = 0; i < content.size(); ++i) {
-    const json& block = content[i];
-    const json* type = block.is_object() ? find(block, "type") : nullptr;
-    if (!type || *type != "thinking") {
-      rest.push_back(block);
-      continue;
-    }
-    const json* text = find(block, "thinking");
-    if (!text || !text->is_string()) {
-      return field_error(where + "[" + std::to_string(i) + "].thinking", "must be a string");
-    }
-    if (!thinking.empty()) thinking += "\n";
-    thinking += text->get<std::string>();
-  }
-  return rest;
-}
 
 // thinking: "disabled" turns thinking off, "enabled" and "adaptive" turn it on (the template's
 // enable_thinking); enabled's budget_tokens caps the reasoning's tokens. Sets the chat body's
@@ -121,16 +93,6 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
   if (!max_tokens->is_number_integer() || max_tokens->get<int64_t>() < 1) {
     return field_error("max_tokens", "must be an integer >= 1");
   }
-  if (const json* tools = find(o, "tools"); tools && !asks_nothing(*tools)) {
-    return unimplemented("'tools' is not supported yet on /v1/messages (no function calling)");
-  }
-  if (const json* choice = find(o, "tool_choice")) {
-    const json* type = choice->is_object() ? find(*choice, "type") : nullptr;
-    if (!type || !type->is_string() ||
-        (type->get<std::string>() != "none" && type->get<std::string>() != "auto")) {
-      return unimplemented("'tool_choice' other than none / auto is not supported yet");
-    }
-  }
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefusedFeatures));
   if (const json* speed = find(o, "speed"); speed && *speed != "standard") {
     return unimplemented("'speed' other than 'standard' is not supported (one serving mode)");
@@ -173,23 +135,7 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
     return field_error("messages", "must be a non-empty list of messages");
   }
   for (size_t i = 0; i < given->size(); ++i) {
-    const json& m = (*given)[i];
-    const std::string where = "messages[" + std::to_string(i) + "]";
-    const json* role = m.is_object() ? find(m, "role") : nullptr;
-    if (!role || (*role != "user" && *role != "assistant")) {
-      return field_error(where + ".role", "must be 'user' or 'assistant'");
-    }
-    const json* content = find(m, "content");
-    if (!content) return field_error(where + ".content", "is required");
-    std::string thinking;
-    SGL_ASSIGN_OR_RETURN(json blocks, *role == "assistant"
-                                          ? without_thinking(*content, where + ".content", thinking)
-                                          : Result<json>(*content));
-    SGL_ASSIGN_OR_RETURN(std::string text, block_text(blocks, where + ".content"));
-    json message = {{"role", *role}, {"content", std::move(text)}};
-    // Templates that show earlier thinking (Qwen3's) read it as reasoning_content.
-    if (!thinking.empty()) message["reasoning_content"] = std::move(thinking);
-    messages.push_back(std::move(message));
+    SGL_RETURN_IF_ERROR(anthropic::append_message((*given)[i], i, messages));
   }
 
   if ((*given)[given->size() - 1]["role"] == "assistant") {
@@ -211,6 +157,7 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
     }
   }
   chat["messages"] = std::move(messages);
+  SGL_RETURN_IF_ERROR(anthropic::translate_tools(o, chat));
   if (const json* stops = find(o, "stop_sequences")) {
     if (!stops->is_array()) return field_error("stop_sequences", "must be a list of strings");
     std::vector<std::string> checked;  // the chat route's bounds, under this route's name

@@ -1,6 +1,7 @@
 // POST /v1/messages: the Anthropic Messages API over the chat route's preparation — a thinking
-// content block for the model's reasoning (with --reasoning-parser), then one text content block,
-// Anthropic's stop reasons and usage, its named stream events, and its error shape
+// content block for the model's reasoning (with --reasoning-parser), a text content block, a
+// tool_use block per tool call (streamed as input_json_delta), Anthropic's stop reasons and usage,
+// its named stream events, and its error shape
 // ({"type": "error", "error": {"type", "message"}}): the router rewrites this route's error
 // responses in it (errors.h); only an error event inside a stream is written here.
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/anthropic_content.h"
 #include "server/anthropic_json.h"
 #include "server/chat_submit.h"
 #include "server/engine_request.h"
@@ -34,17 +36,18 @@ std::string event(const char* name, const json& data) {
   return event_text(name, request_json::dump(data));
 }
 
-enum class BlockType : uint8_t { kNone, kThinking, kText };
+enum class BlockType : uint8_t { kNone, kThinking, kText, kToolUse };
 
 class MessagesReply final : public GenerationReply {
  public:
-  // `reasoning`: the choice's reasoning is separated (it may open with a thinking block).
+  // `reasoning`: the choice's reasoning is separated (it may open with a thinking block);
+  // `tool_calls`: tool calls are parsed (the reply may be tool_use blocks only).
   // `rid`: the client's request id (SGLang's rid, passed through); empty: one is made up.
   MessagesReply(ServerContext& ctx, std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream,
-                std::string model, bool reasoning, const std::string& rid)
+                std::string model, bool reasoning, bool tool_calls, const std::string& rid)
       : GenerationReply(ctx, reply_id(rid, "msg_"), std::move(choices), stream),
         model_(std::move(model)),
-        reasoning_(reasoning) {}
+        text_first_(!reasoning && !tool_calls) {}
 
  private:
   const ChoiceStream& choice() const { return *choices_[0]; }
@@ -65,6 +68,7 @@ class MessagesReply final : public GenerationReply {
     if (!choice().finished()) return {nullptr, nullptr};
     const FinishInfo& f = choice().finish();
     if (f.reason == "length") return {"max_tokens", nullptr};
+    if (f.reason == "tool_calls") return {"tool_use", nullptr};
     if (f.matched_string) return {"stop_sequence", *f.matched_string};
     return {"end_turn", nullptr};
   }
@@ -89,17 +93,27 @@ class MessagesReply final : public GenerationReply {
     return {{"type", "thinking"}, {"thinking", text}, {"signature", ""}};
   }
 
-  // Closes the open content block (if any) and opens one of `type` after it.
-  std::string open_block(BlockType type) {
+  // A tool call's block: its input the arguments' JSON object ({} where the output cut the
+  // arguments short, as SGLang gives; stop_reason then says max_tokens).
+  static json tool_use_block(const ToolCallDelta& call, json input) {
+    if (!input.is_object()) input = json::object();
+    return {{"type", "tool_use"},
+            {"id", anthropic::tool_use_id(call.id)},
+            {"name", call.name},
+            {"input", std::move(input)}};
+  }
+
+  // Closes the open content block (if any) and opens `block` after it.
+  std::string open_block(BlockType type, json block) {
     std::string out = close_block();
     open_ = type;
     out += event(
         "content_block_start",
-        {{"type", "content_block_start"},
-         {"index", index_},
-         {"content_block", type == BlockType::kThinking ? thinking_block("")
-                                                        : json{{"type", "text"}, {"text", ""}}}});
+        {{"type", "content_block_start"}, {"index", index_}, {"content_block", std::move(block)}});
     return out;
+  }
+  std::string open_text_block() {
+    return open_block(BlockType::kText, {{"type", "text"}, {"text", ""}});
   }
 
   std::string close_block() {
@@ -114,25 +128,37 @@ class MessagesReply final : public GenerationReply {
       started_ = true;
       out += event("message_start",
                    {{"type", "message_start"}, {"message", message(json::array(), true)}});
-      // Without a reasoning parser the text block opens at once, as it always comes.
-      if (!reasoning_) out += open_block(BlockType::kText);
+      // Without reasoning or tool calls to parse, the text block opens at once: it always comes.
+      if (text_first_) out += open_text_block();
       out += event("ping", {{"type", "ping"}});
     }
     if (!d.reasoning.empty()) {
-      if (open_ != BlockType::kThinking) out += open_block(BlockType::kThinking);
+      if (open_ != BlockType::kThinking)
+        out += open_block(BlockType::kThinking, thinking_block(""));
       out += event("content_block_delta",
                    {{"type", "content_block_delta"},
                     {"index", index_},
                     {"delta", {{"type", "thinking_delta"}, {"thinking", d.reasoning}}}});
     }
-    // A reply that made no thinking ends with a text block, empty or not (as without a parser).
+    // A reply that made no other block ends with a text block, empty or not (as without a
+    // parser).
     const bool text_block =
         !d.text.empty() || (d.finished && index_ == 0 && open_ == BlockType::kNone);
-    if (text_block && open_ != BlockType::kText) out += open_block(BlockType::kText);
+    if (text_block && open_ != BlockType::kText) out += open_text_block();
     if (!d.text.empty()) {
       out += event("content_block_delta", {{"type", "content_block_delta"},
                                            {"index", index_},
                                            {"delta", {{"type", "text_delta"}, {"text", d.text}}}});
+    }
+    for (const ToolCallDelta& call : d.tool_calls) {
+      // A call's first delta names it: its own block, the input streamed as JSON text after.
+      if (!call.name.empty()) out += open_block(BlockType::kToolUse, tool_use_block(call, {}));
+      if (!call.arguments.empty() && open_ == BlockType::kToolUse) {
+        out += event("content_block_delta",
+                     {{"type", "content_block_delta"},
+                      {"index", index_},
+                      {"delta", {{"type", "input_json_delta"}, {"partial_json", call.arguments}}}});
+      }
     }
     if (d.finished) {
       if (aborted()) return out + event_text("error", abort_error().body);
@@ -167,14 +193,17 @@ class MessagesReply final : public GenerationReply {
     const ChoiceDelta& total = choice().total();
     json content = json::array();
     if (!total.reasoning.empty()) content.push_back(thinking_block(total.reasoning));
-    if (!total.text.empty() || total.reasoning.empty()) {
+    if (!total.text.empty() || (total.reasoning.empty() && total.tool_calls.empty())) {
       content.push_back({{"type", "text"}, {"text", total.text}});
+    }
+    for (const ToolCallDelta& call : total.tool_calls) {
+      content.push_back(tool_use_block(call, json::parse(call.arguments, nullptr, false)));
     }
     return request_json::json_response(message(std::move(content)));
   }
 
   const std::string model_;
-  const bool reasoning_;
+  const bool text_first_;  // the reply is text only: its block opens with the stream
   bool started_ = false;
   BlockType open_ = BlockType::kNone;  // the content block being streamed
   int index_ = 0;                      // its index (the next one's when none is open)
@@ -189,7 +218,7 @@ Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
   return Reply::later(
       std::make_unique<MessagesReply>(ctx, std::move(submitted->choices), req.stream,
                                       req.model.value_or(ctx.info.served_model_name),
-                                      submitted->reasoning, req.routing.rid),
+                                      submitted->reasoning, submitted->tool_calls, req.routing.rid),
       req.stream);
 }
 

@@ -156,9 +156,6 @@ CASES = [
      "not supported yet"),
     ("tool_choice required without tools", "POST", "/v1/chat/completions",
      chat(tool_choice="required"), 400, "needs a non-empty 'tools'"),
-    ("tool_choice required", "POST", "/v1/chat/completions",
-     chat(tool_choice="required", tools=[{"type": "function", "function": {"name": "f"}}]), 400,
-     "--tool-call-parser"),
     # Chat messages.
     ("messages missing", "POST", "/v1/chat/completions", '{"max_tokens": 2}', 400, "'messages'"),
     ("messages empty", "POST", "/v1/chat/completions", '{"messages": []}', 400, "'messages'"),
