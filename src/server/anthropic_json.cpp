@@ -27,7 +27,6 @@ constexpr request_json::RefusedField kRefusedFeatures[] = {
     {"container", "code-execution containers are not implemented"},
     {"context_management", "context management is not implemented"},
     {"diagnostics", "prompt-cache diagnostics are not implemented"},
-    {"output_config", "output formats (structured output) are not implemented yet"},
     {"inference_geo", "a self-hosted server runs where it runs"},
 };
 
@@ -73,6 +72,40 @@ Status read_thinking(const json& o, json& chat, std::optional<bool>& on,
     budget = b->get<int64_t>();
   }
   return request_json::set_template_kwarg(chat, "enable_thinking", *on, "thinking");
+}
+
+// output_config: format (a JSON Schema the reply follows) as the chat route's strict
+// json_schema response_format, effort as its reasoning effort (thinking on at that level, or off
+// for none), as SGLang maps them. Returns the thinking switch effort sets, if any.
+Result<std::optional<bool>> read_output_config(const json& o, json& chat) {
+  const json* config = find(o, "output_config");
+  if (!config || config->is_null()) return std::optional<bool>();
+  if (!config->is_object()) return field_error("output_config", "must be an object");
+  std::optional<bool> thinking;
+  for (const auto& [key, value] : config->items()) {
+    if (value.is_null()) continue;
+    if (key == "format") {
+      const json* type = value.is_object() ? find(value, "type") : nullptr;
+      const json* schema = value.is_object() ? find(value, "schema") : nullptr;
+      if (!type || *type != "json_schema" || !schema || value.size() != 2) {
+        return field_error("output_config.format",
+                           "must be {\"type\": \"json_schema\", \"schema\": {...}}");
+      }
+      chat["response_format"] = {
+          {"type", "json_schema"},
+          {"json_schema", {{"name", "response"}, {"schema", *schema}, {"strict", true}}}};
+    } else if (key == "effort") {
+      SGL_ASSIGN_OR_RETURN(
+          thinking, request_json::apply_reasoning_effort(value, "output_config.effort", chat));
+    } else if (key == "task_budget") {
+      return unimplemented(
+          "'output_config.task_budget' is not supported: the model is not shown a budget "
+          "(max_tokens caps the reply)");
+    } else {
+      return field_error("output_config." + key, "is not a field of output_config");
+    }
+  }
+  return thinking;
 }
 
 }  // namespace
@@ -167,9 +200,10 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
   std::optional<bool> thinking;
   std::optional<int64_t> budget;
   SGL_RETURN_IF_ERROR(read_thinking(o, chat, thinking, budget));
+  SGL_ASSIGN_OR_RETURN(const std::optional<bool> effort, read_output_config(o, chat));
   SGL_ASSIGN_OR_RETURN(ChatRequest req, request_json::parse_chat_object(chat, defaults));
   // (A passed-through reasoning_effort set req.thinking already; the route checks either.)
-  if (thinking) req.thinking = thinking;
+  if (thinking || effort) req.thinking = thinking ? thinking : effort;
   req.max_reasoning_tokens = budget;
   return req;
 }

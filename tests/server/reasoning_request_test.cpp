@@ -168,6 +168,35 @@ TEST(MessagesThinking, TypesSwitchThinkingAndBudgetCapsIt) {
   EXPECT_EQ(kwargs(*off), (json{{"enable_thinking", false}}));
 }
 
+TEST(MessagesThinking, OutputConfigEffortIsTheReasoningEffort) {
+  auto high = parse_messages_request(
+      R"({"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+          "output_config": {"effort": "high"}})");
+  ASSERT_TRUE(high.ok()) << high.status().to_string();
+  EXPECT_EQ(high->thinking, true);
+  EXPECT_EQ(kwargs(*high), (json{{"enable_thinking", true}, {"reasoning_effort", "high"}}));
+  auto none = parse_messages_request(
+      R"({"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+          "output_config": {"effort": "none", "format": null}})");
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_EQ(none->thinking, false);
+  // Thinking switched off by one field and on by the other: refused, naming the second.
+  auto clash = parse_messages_request(
+      R"({"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+          "thinking": {"type": "disabled"}, "output_config": {"effort": "low"}})");
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(error(clash.status()).find("output_config.effort"), std::string::npos)
+      << error(clash.status());
+  for (const char* config : {R"({"effort": "extreme"})", R"({"colour": 1})", R"([])"}) {
+    auto bad = parse_messages_request(
+        std::string(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+                        "output_config": )") +
+        config + "}");
+    ASSERT_FALSE(bad.ok()) << config;
+    EXPECT_NE(error(bad.status()).find("output_config"), std::string::npos) << error(bad.status());
+  }
+}
+
 TEST(MessagesThinking, RefusesWhatItCannotHonour) {
   for (const char* thinking : {
            R"({"type": "enabled"})",

@@ -130,7 +130,12 @@ def test_stream_event_order(server):
     ({"max_tokens": 4, "messages": [USER], "service_tier": "priority"}, 400, "'service_tier'"),
     ({"max_tokens": 4, "messages": [USER], "speed": "fast"}, 400, "'speed'"),
     ({"max_tokens": 4, "messages": [USER],
-      "output_config": {"format": {"type": "json_schema", "schema": {}}}}, 400, "'output_config'"),
+      "output_config": {"task_budget": {"type": "tokens", "total": 100}}}, 400,
+     "'output_config.task_budget'"),
+    ({"max_tokens": 4, "messages": [USER], "output_config": {"format": {"type": "json"}}}, 400,
+     "'output_config.format'"),
+    ({"max_tokens": 4, "messages": [USER], "output_config": {"effort": "high"}}, 400,
+     "--reasoning-parser"),
     ({"max_tokens": 4, "messages": [USER], "inference_geo": "us"}, 400, "'inference_geo'"),
     ({"max_tokens": 4, "messages": [USER], "diagnostics": {"previous_message_id": "msg_1"}}, 400,
      "'diagnostics'"),
@@ -220,6 +225,23 @@ def test_count_tokens(server, client):
     assert "'max_tokens'" in r.json()["error"]["message"]
     r = server.post("/v1/messages/count_tokens", {"model": "m", "messages": []})
     assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error", r.text
+
+
+def test_output_config_format_holds_the_reply_to_the_schema(server, client):
+    # SGLang's mapping: output_config.format is a strict json_schema response_format, so the
+    # reply (sampled, so only the grammar makes it valid) follows the schema.
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                               "age": {"type": "integer", "minimum": 0,
+                                                       "maximum": 120}},
+              "required": ["name", "age"], "additionalProperties": False}
+    for seed in range(3):
+        m = client.messages.create(model="m", max_tokens=200, messages=[USER],
+                                   output_config={"format": {"type": "json_schema",
+                                                             "schema": schema}},
+                                   extra_body={"temperature": 1.0, "seed": seed})
+        assert m.stop_reason == "end_turn", m
+        jsonschema.validate(json.loads(m.content[0].text), schema)
 
 
 @pytest.mark.parametrize("method,path,status,kind", [
