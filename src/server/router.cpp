@@ -109,6 +109,8 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/detokenize", false, post, handle_detokenize},
       {"/v1/detokenize", false, post, handle_detokenize},
       {"/metrics", false, get, handle_metrics, true},
+      {"/parse_function_call", false, post, handle_parse_function_call},
+      {"/separate_reasoning", false, post, handle_separate_reasoning},
   };
 }
 

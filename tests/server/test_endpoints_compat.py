@@ -1,5 +1,6 @@
 # What SGLang and OpenAI clients probe beyond the core API: SGLang 0.5's endpoint names beside
-# the older ones, /ping, /version, /v1/loads, /v1/tokenize; any `model` name served and echoed,
+# the older ones, /ping, /version, /v1/loads, /v1/tokenize, the native parsers
+# (/parse_function_call, /separate_reasoning); any `model` name served and echoed,
 # as SGLang does; CORS for browser clients (preflight and response headers, allow-all by
 # default, restricted by --allowed-origins).
 import json
@@ -74,6 +75,66 @@ def test_v1_tokenize_is_tokenize(server):
     ids = a.json()["tokens"]
     d = server.post("/v1/detokenize", {"tokens": ids})
     assert d.status_code == 200 and "Once upon a time" in d.json()["text"]
+
+
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}}}}
+TIME = {"type": "function", "function": {"name": "get_time"}}
+
+
+@pytest.mark.parametrize("parser,text", [
+    ("qwen25", 'Sure. <tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>\n'
+               '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
+               '</tool_call>'),
+    ("llama3", 'Sure. <|python_tag|>{"name": "get_time", "parameters": {}}; '
+               '{"name": "get_weather", "parameters": {"city": "Paris"}}'),
+    ("pythonic", 'Sure. [get_time(), get_weather(city="Paris")]'),
+])
+def test_parse_function_call(server, parser, text):
+    # SGLang's native parser endpoint: the text's calls in the named format, tool_index the
+    # function's place in `tools`; a call to a function not offered is not a call.
+    r = server.post("/parse_function_call", {"text": text, "tool_call_parser": parser,
+                                             "tools": [WEATHER, TIME]})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["normal_text"] == "Sure."
+    assert [(c["tool_index"], c["name"], json.loads(c["parameters"])) for c in body["calls"]] == [
+        (1, "get_time", {}), (0, "get_weather", {"city": "Paris"})]
+    r = server.post("/parse_function_call", {"text": text, "tool_call_parser": parser,
+                                             "tools": [TIME]})
+    assert [(c["tool_index"], c["name"]) for c in r.json()["calls"]] == [(0, "get_time")], r.text
+
+
+def test_separate_reasoning(server):
+    text = "<think>Sum the digits.</think>The answer is 7."
+    r = server.post("/separate_reasoning", {"text": text, "reasoning_parser": "qwen3"})
+    assert r.status_code == 200, r.text
+    assert r.json() == {"reasoning_text": "Sum the digits.", "text": "The answer is 7."}
+    blocks = server.post("/separate_reasoning", {"text": text, "reasoning_parser": "qwen3",
+                                                 "return_blocks": True}).json()
+    assert blocks["blocks"] == [{"type": "reasoning", "text": "Sum the digits."},
+                                {"type": "text", "text": "The answer is 7."}]
+    assert blocks["reasoning_blocks"] == ["Sum the digits."]
+    assert blocks["text_blocks"] == ["The answer is 7."]
+    # deepseek-r1's output starts inside the reasoning.
+    r1 = server.post("/separate_reasoning", {"text": "hmm</think>ok",
+                                             "reasoning_parser": "deepseek-r1"}).json()
+    assert (r1["reasoning_text"], r1["text"]) == ("hmm", "ok")
+
+
+@pytest.mark.parametrize("path,body,field", [
+    ("/parse_function_call", {"text": "x", "tool_call_parser": "nope"}, "--tool-call-parser"),
+    ("/parse_function_call", {"text": "x"}, "tool_call_parser"),
+    ("/parse_function_call", {"text": 1, "tool_call_parser": "qwen25"}, "text"),
+    ("/parse_function_call", {"text": "x", "tool_call_parser": "qwen25", "tools": 3}, "tools"),
+    ("/parse_function_call", {"text": "x", "tool_call_parser": "qwen25", "extra": 1}, "extra"),
+    ("/separate_reasoning", {"text": "x", "reasoning_parser": "r2"}, "--reasoning-parser"),
+    ("/separate_reasoning", {"text": "x", "reasoning_parser": "qwen3", "return_blocks": "y"},
+     "return_blocks"),
+])
+def test_parse_endpoints_refuse_bad_input(server, path, body, field):
+    r = server.post(path, body)
+    assert r.status_code == 400 and field in r.json()["error"]["message"], r.text
 
 
 def test_any_model_name_is_served_and_echoed(server):
