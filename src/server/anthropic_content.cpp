@@ -186,6 +186,9 @@ Status append_message(const json& m, size_t index, json& messages) {
       had_results = true;
       SGL_ASSIGN_OR_RETURN(json result, tool_message(block, at));
       messages.push_back(std::move(result));
+    } else if (t == "tool_use" || t == "tool_result" || t == "thinking") {
+      return field_error(at, "is a '" + t + "' block, which belongs in " +
+                                 (t == "tool_result" ? "a user" : "an assistant") + " turn");
     } else {
       SGL_ASSIGN_OR_RETURN(const std::string part, text_of(block, at, t));
       if (has_text) text += request_json::kPartSeparator;

@@ -95,8 +95,16 @@ Result<std::optional<bool>> read_output_config(const json& o, json& chat) {
           {"type", "json_schema"},
           {"json_schema", {{"name", "response"}, {"schema", *schema}, {"strict", true}}}};
     } else if (key == "effort") {
+      // Anthropic's levels; thinking off is thinking.type disabled. xhigh is max, as SGLang
+      // maps it (OpenAI's levels, which templates know, stop there).
+      static constexpr std::string_view kLevels[] = {"low", "medium", "high", "xhigh", "max"};
+      if (!value.is_string() || std::find(std::begin(kLevels), std::end(kLevels),
+                                          value.get<std::string>()) == std::end(kLevels)) {
+        return field_error("output_config.effort", "must be one of low, medium, high, xhigh, max");
+      }
       SGL_ASSIGN_OR_RETURN(
-          thinking, request_json::apply_reasoning_effort(value, "output_config.effort", chat));
+          thinking, request_json::apply_reasoning_effort(value == "xhigh" ? json("max") : value,
+                                                         "output_config.effort", chat));
     } else if (key == "task_budget") {
       return unimplemented(
           "'output_config.task_budget' is not supported: the model is not shown a budget "

@@ -11,13 +11,13 @@
 #include <string>
 #include <string_view>
 
-#include "server/anthropic_content.h"
 #include "server/anthropic_json.h"
 #include "server/chat_submit.h"
 #include "server/engine_request.h"
 #include "server/errors.h"
 #include "server/generation_reply.h"
 #include "server/handlers.h"
+#include "server/messages_blocks.h"
 #include "server/prepared_reply.h"
 #include "server/request_json.h"
 #include "server/sse.h"
@@ -28,15 +28,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string event_text(const char* name, const std::string& data) {
-  return std::string("event: ") + name + "\n" + sse_data(data);
-}
-
-std::string event(const char* name, const json& data) {
-  return event_text(name, request_json::dump(data));
-}
-
-enum class BlockType : uint8_t { kNone, kThinking, kText, kToolUse };
+using anthropic::sse_event;
 
 class MessagesReply final : public GenerationReply {
  public:
@@ -47,7 +39,7 @@ class MessagesReply final : public GenerationReply {
                 std::string model, bool reasoning, bool tool_calls, const std::string& rid)
       : GenerationReply(ctx, reply_id(rid, "msg_"), std::move(choices), stream),
         model_(std::move(model)),
-        text_first_(!reasoning && !tool_calls) {}
+        blocks_(/*text_first=*/!reasoning && !tool_calls) {}
 
  private:
   const ChoiceStream& choice() const { return *choices_[0]; }
@@ -89,88 +81,30 @@ class MessagesReply final : public GenerationReply {
 
   bool aborted() const { return choice().finished() && choice().finish().reason == "abort"; }
 
-  static json thinking_block(const std::string& text) {
-    return {{"type", "thinking"}, {"thinking", text}, {"signature", ""}};
-  }
-
-  // A tool call's block: its input the arguments' JSON object ({} where the output cut the
-  // arguments short, as SGLang gives; stop_reason then says max_tokens).
-  static json tool_use_block(const ToolCallDelta& call, json input) {
-    if (!input.is_object()) input = json::object();
-    return {{"type", "tool_use"},
-            {"id", anthropic::tool_use_id(call.id)},
-            {"name", call.name},
-            {"input", std::move(input)}};
-  }
-
-  // Closes the open content block (if any) and opens `block` after it.
-  std::string open_block(BlockType type, json block) {
-    std::string out = close_block();
-    open_ = type;
-    out += event(
-        "content_block_start",
-        {{"type", "content_block_start"}, {"index", index_}, {"content_block", std::move(block)}});
-    return out;
-  }
-  std::string open_text_block() {
-    return open_block(BlockType::kText, {{"type", "text"}, {"text", ""}});
-  }
-
-  std::string close_block() {
-    if (open_ == BlockType::kNone) return {};
-    open_ = BlockType::kNone;
-    return event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_++}});
-  }
-
   std::string stream_delta(size_t /*index*/, const ChoiceDelta& d) override {
     std::string out;
     if (!started_) {
       started_ = true;
-      out += event("message_start",
-                   {{"type", "message_start"}, {"message", message(json::array(), true)}});
-      // Without reasoning or tool calls to parse, the text block opens at once: it always comes.
-      if (text_first_) out += open_text_block();
-      out += event("ping", {{"type", "ping"}});
+      out += sse_event("message_start",
+                       {{"type", "message_start"}, {"message", message(json::array(), true)}});
+      out += blocks_.start();
+      out += sse_event("ping", {{"type", "ping"}});
     }
-    if (!d.reasoning.empty()) {
-      if (open_ != BlockType::kThinking)
-        out += open_block(BlockType::kThinking, thinking_block(""));
-      out += event("content_block_delta",
-                   {{"type", "content_block_delta"},
-                    {"index", index_},
-                    {"delta", {{"type", "thinking_delta"}, {"thinking", d.reasoning}}}});
-    }
-    // A reply that made no other block ends with a text block, empty or not (as without a
-    // parser).
-    const bool text_block =
-        !d.text.empty() || (d.finished && index_ == 0 && open_ == BlockType::kNone);
-    if (text_block && open_ != BlockType::kText) out += open_text_block();
-    if (!d.text.empty()) {
-      out += event("content_block_delta", {{"type", "content_block_delta"},
-                                           {"index", index_},
-                                           {"delta", {{"type", "text_delta"}, {"text", d.text}}}});
-    }
-    for (const ToolCallDelta& call : d.tool_calls) {
-      // A call's first delta names it: its own block, the input streamed as JSON text after.
-      if (!call.name.empty()) out += open_block(BlockType::kToolUse, tool_use_block(call, {}));
-      if (!call.arguments.empty() && open_ == BlockType::kToolUse) {
-        out += event("content_block_delta",
-                     {{"type", "content_block_delta"},
-                      {"index", index_},
-                      {"delta", {{"type", "input_json_delta"}, {"partial_json", call.arguments}}}});
-      }
-    }
-    if (d.finished) {
-      if (aborted()) return out + event_text("error", abort_error().body);
+    out += blocks_.add(d);
+    if (!d.finished) return out;
+    if (aborted()) {
+      // As SGLang: the open block closed, the error, then the message's end.
+      out += blocks_.close();
+      out += "event: error\n" + sse_data(abort_error().body);
+    } else {
       const auto [reason, sequence] = stop();
-      out += close_block();
-      out +=
-          event("message_delta", {{"type", "message_delta"},
-                                  {"delta", {{"stop_reason", reason}, {"stop_sequence", sequence}}},
-                                  {"usage", usage(false)}});
-      out += event("message_stop", {{"type", "message_stop"}});
+      out += blocks_.finish();
+      out += sse_event("message_delta",
+                       {{"type", "message_delta"},
+                        {"delta", {{"stop_reason", reason}, {"stop_sequence", sequence}}},
+                        {"usage", usage(false)}});
     }
-    return out;
+    return out + sse_event("message_stop", {{"type", "message_stop"}});
   }
 
   std::string stream_end() override { return {}; }  // message_stop ended it (no [DONE])
@@ -190,23 +124,12 @@ class MessagesReply final : public GenerationReply {
 
   HttpResponse complete() override {
     if (aborted()) return abort_error();
-    const ChoiceDelta& total = choice().total();
-    json content = json::array();
-    if (!total.reasoning.empty()) content.push_back(thinking_block(total.reasoning));
-    if (!total.text.empty() || (total.reasoning.empty() && total.tool_calls.empty())) {
-      content.push_back({{"type", "text"}, {"text", total.text}});
-    }
-    for (const ToolCallDelta& call : total.tool_calls) {
-      content.push_back(tool_use_block(call, json::parse(call.arguments, nullptr, false)));
-    }
-    return request_json::json_response(message(std::move(content)));
+    return request_json::json_response(message(anthropic::content_blocks(choice().total())));
   }
 
   const std::string model_;
-  const bool text_first_;  // the reply is text only: its block opens with the stream
+  anthropic::BlockStream blocks_;
   bool started_ = false;
-  BlockType open_ = BlockType::kNone;  // the content block being streamed
-  int index_ = 0;                      // its index (the next one's when none is open)
 };
 
 Reply prepare_messages(ServerContext& ctx, const ChatRequest& req,
@@ -228,7 +151,8 @@ Reply handle_messages(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_messages_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
-  if (Status s = check_thinking_switch(ctx, *parsed, "'thinking'"); !s.ok()) {
+  if (Status s = check_thinking_switch(ctx, *parsed, "'thinking' / 'output_config.effort'");
+      !s.ok()) {
     return Reply::of(error_response(s));
   }
   const bool stream = parsed->stream;

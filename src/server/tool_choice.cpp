@@ -87,7 +87,8 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> tool_choice_grammar(
                                                                     : "a named tool_choice";
     if (other_grammar) {
       return invalid_argument(std::string(what) +
-                              " cannot be combined with response_format or a grammar field: both "
+                              " cannot be combined with another output constraint "
+                              "(response_format, output_config.format or a grammar field): both "
                               "would constrain the output");
     }
   }

@@ -145,10 +145,10 @@ TEST(MessagesTools, RefusedByName) {
       // Blocks in the wrong turn, and malformed ones.
       {R"("messages": [{"role": "user", "content": [{"type": "tool_use", "id": "a",
           "name": "f", "input": {}}]}])",
-       "'tool_use' (messages[0].content[0])"},
+       "'messages[0].content[0]' is a 'tool_use' block, which belongs in an assistant turn"},
       {R"("messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content":
           [{"type": "tool_result", "tool_use_id": "a"}]}, {"role": "user", "content": "x"}])",
-       "'tool_result' (messages[1].content[0])"},
+       "'messages[1].content[0]' is a 'tool_result' block, which belongs in a user turn"},
       {R"("messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content":
           [{"type": "tool_use", "id": "a", "name": "f", "input": "x"}]},
           {"role": "user", "content": "x"}])",

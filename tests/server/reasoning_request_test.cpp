@@ -175,11 +175,11 @@ TEST(MessagesThinking, OutputConfigEffortIsTheReasoningEffort) {
   ASSERT_TRUE(high.ok()) << high.status().to_string();
   EXPECT_EQ(high->thinking, true);
   EXPECT_EQ(kwargs(*high), (json{{"enable_thinking", true}, {"reasoning_effort", "high"}}));
-  auto none = parse_messages_request(
+  auto xhigh = parse_messages_request(
       R"({"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
-          "output_config": {"effort": "none", "format": null}})");
-  ASSERT_TRUE(none.ok()) << none.status().to_string();
-  EXPECT_EQ(none->thinking, false);
+          "output_config": {"effort": "xhigh", "format": null}})");
+  ASSERT_TRUE(xhigh.ok()) << xhigh.status().to_string();
+  EXPECT_EQ(kwargs(*xhigh), (json{{"enable_thinking", true}, {"reasoning_effort", "max"}}));
   // Thinking switched off by one field and on by the other: refused, naming the second.
   auto clash = parse_messages_request(
       R"({"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
@@ -187,7 +187,8 @@ TEST(MessagesThinking, OutputConfigEffortIsTheReasoningEffort) {
   ASSERT_FALSE(clash.ok());
   EXPECT_NE(error(clash.status()).find("output_config.effort"), std::string::npos)
       << error(clash.status());
-  for (const char* config : {R"({"effort": "extreme"})", R"({"colour": 1})", R"([])"}) {
+  for (const char* config :
+       {R"({"effort": "extreme"})", R"({"effort": "none"})", R"({"colour": 1})", R"([])"}) {
     auto bad = parse_messages_request(
         std::string(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
                         "output_config": )") +

@@ -93,6 +93,14 @@ def test_messages_answer_overloaded(server):
     r = server.post("/v1/messages", body)
     assert r.status_code == 503, r.text
     assert r.json()["error"] == {"type": "overloaded_error", "message": TIMED_OUT}
+    # Streamed: the open text block is closed, then the error event and message_stop (SGLang's).
+    r = server.post("/v1/messages", {**body, "stream": True}, stream=True)
+    assert r.status_code == 200
+    events = [json.loads(line) for line in data_lines(r)]
+    kinds = [e["type"] for e in events]
+    assert kinds[-2:] == ["error", "message_stop"], kinds
+    assert events[-2]["error"] == {"type": "overloaded_error", "message": TIMED_OUT}
+    assert kinds.count("content_block_start") == kinds.count("content_block_stop") == 1, kinds
 
 
 def test_responses_answer_503_and_stream_failed(server):

@@ -141,8 +141,6 @@ def test_tool_errors_are_400(reasoning_server, extra, status, words):
     assert reasoning_server.alive()
 
 
-
-
 # /v1/responses: function tools in the Responses form, function_call / function_call_output
 # input items as the chat history's tool calls and results, tools and tool_choice echoed.
 RESPONSES_TOOL = {"type": "function", "name": "get_weather", "description": "Weather",
