@@ -84,6 +84,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
   routes_ = {
       {"/v1/completions", false, post, handle_completions, false, gen},
       {"/v1/chat/completions", false, post, handle_chat_completions, false, gen},
+      {"/invocations", false, post, handle_chat_completions, false, gen},  // SageMaker's name
       {"/v1/responses", false, post, handle_responses, false, gen},
       {"/v1/messages", false, post, handle_messages, false, gen},
       {"/v1/messages/count_tokens", false, post, handle_messages_count_tokens, false, gen},

@@ -43,6 +43,16 @@ def test_sglang_05_names_answer_as_the_old_ones(server):
     assert server.get("/ready").status_code == 200  # SGLang's readiness probe
 
 
+def test_invocations_is_chat_completions(server):
+    # SageMaker's inference route (with /ping its health check), SGLang's chat completions.
+    body = {"model": "m", "messages": [{"role": "user", "content": "Once"}], "max_tokens": 6,
+            "temperature": 0}
+    a, b = server.post("/invocations", body), server.post("/v1/chat/completions", body)
+    assert a.status_code == b.status_code == 200, a.text
+    assert a.json()["choices"] == b.json()["choices"]
+    assert a.json()["object"] == "chat.completion"
+
+
 def test_loads_report_the_running_state(server):
     # A finished request leaves its tokens in the prefix cache, which counts as free (SGLang's
     # num_used_tokens / token_usage), idle or not.
