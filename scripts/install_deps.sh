@@ -14,7 +14,7 @@ pip_install() {
   python3 -m pip install -q --disable-pip-version-check "$@" 2>/dev/null ||
     python3 -m pip install -q --disable-pip-version-check --break-system-packages "$@"
 }
-pip_install numpy tokenizers openai anthropic pytest requests jsonschema
+pip_install numpy tokenizers openai anthropic ollama pytest requests jsonschema
 # SGLang's benchmark client (tests/server/test_sglang_bench.py, which pins the same release): the
 # wheel without its runtime's dependencies (torch, CUDA kernels), then what the client imports,
 # transformers at the release sglang pins. --no-compile: the wheel holds 220 MB of runtime

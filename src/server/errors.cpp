@@ -98,18 +98,35 @@ bool is_anthropic_path(std::string_view path) {
          (path.size() == kMessages.size() || path[kMessages.size()] == '/');
 }
 
-void reshape_as_anthropic_error(HttpResponse& response) {
-  if (response.status < 400) return;
+namespace {
+
+// The message of an error_response (OpenAI's shape); nullopt for any other response.
+std::optional<std::string> openai_error_message(const HttpResponse& response) {
+  if (response.status < 400) return std::nullopt;
   const auto body = nlohmann::ordered_json::parse(response.body, nullptr, false);
   if (body.is_discarded() || !body.is_object() || !body.contains("error") ||
       body.contains("type") || !body["error"].is_object()) {
-    return;  // not error_response's shape (or already Anthropic's)
+    return std::nullopt;  // not error_response's shape (or already rewritten)
   }
   const auto& message = body["error"].find("message");
-  const std::string text = message != body["error"].end() && message->is_string()
-                               ? message->get<std::string>()
-                               : std::string("request failed");
-  response.body = request_json::dump(anthropic_error_json(response.status, text));
+  return message != body["error"].end() && message->is_string() ? message->get<std::string>()
+                                                                : std::string("request failed");
+}
+
+}  // namespace
+
+void reshape_as_anthropic_error(HttpResponse& response) {
+  if (const auto text = openai_error_message(response)) {
+    response.body = request_json::dump(anthropic_error_json(response.status, *text));
+  }
+}
+
+bool is_ollama_path(std::string_view path) { return path.starts_with("/api/"); }
+
+void reshape_as_ollama_error(HttpResponse& response) {
+  if (const auto text = openai_error_message(response)) {
+    response.body = request_json::dump(nlohmann::ordered_json{{"error", *text}});
+  }
 }
 
 }  // namespace sgl::server

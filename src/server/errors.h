@@ -23,6 +23,10 @@ bool is_anthropic_path(std::string_view path);
 // An error_response (OpenAI's shape) rewritten in Anthropic's, its status and headers kept; any
 // other response is left as it is.
 void reshape_as_anthropic_error(HttpResponse& response);
+// Ollama's API (/api/...): its errors are {"error": "message"} (the router rewrites them with
+// reshape_as_ollama_error, as the Anthropic paths' above).
+bool is_ollama_path(std::string_view path);
+void reshape_as_ollama_error(HttpResponse& response);
 // The same error as an event of a stream already answered 200 ("data: {\"error\": ...}"), as
 // SGLang sends a generation that failed while streaming.
 std::string error_event(int status, std::string_view message);

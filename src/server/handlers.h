@@ -27,6 +27,12 @@ Reply handle_embeddings(ServerContext& ctx, const HttpRequest& request);  // emb
 Reply handle_messages(ServerContext& ctx, const HttpRequest& request);  // messages_handler.cpp
 Reply handle_messages_count_tokens(ServerContext& ctx, const HttpRequest& request);
 
+// Ollama (ollama_handler.cpp)
+Reply handle_ollama_chat(ServerContext& ctx, const HttpRequest& request);
+Reply handle_ollama_generate(ServerContext& ctx, const HttpRequest& request);
+Reply handle_ollama_tags(ServerContext& ctx, const HttpRequest& request);
+Reply handle_ollama_show(ServerContext& ctx, const HttpRequest& request);
+
 // SGLang native
 Reply handle_generate(ServerContext& ctx, const HttpRequest& request);  // generate.cpp
 Reply handle_encode(ServerContext& ctx, const HttpRequest& request);    // embeddings_handler.cpp

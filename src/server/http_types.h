@@ -55,11 +55,13 @@ class DeferredReply {
 };
 
 // What a handler answers: a complete response, or a deferred one. A streaming deferred reply
-// is sent as `text/event-stream` (status 200) whose body comes from poll().
+// is sent as `stream_content_type` (status 200, chunked) whose body comes from poll().
 struct Reply {
   HttpResponse response;
   std::unique_ptr<DeferredReply> deferred;
   bool event_stream = false;
+  // Server-sent events, or Ollama's newline-delimited JSON (application/x-ndjson).
+  std::string stream_content_type = "text/event-stream";
 
   static Reply of(HttpResponse response) {
     Reply r;

@@ -58,21 +58,23 @@ class CountedReply final : public DeferredReply {
   bool counted_ = false;
 };
 
-// A deferred reply of the Anthropic routes whose error response, made by code shared with the
-// OpenAI routes (a busy work pool, a failed preparation), is rewritten in Anthropic's shape.
-class AnthropicShapedReply final : public DeferredReply {
+// A deferred reply of the Anthropic or Ollama routes whose error response, made by code shared
+// with the OpenAI routes (a busy work pool, a failed preparation), is rewritten in their shape.
+class ShapedErrorReply final : public DeferredReply {
  public:
-  explicit AnthropicShapedReply(std::unique_ptr<DeferredReply> inner) : inner_(std::move(inner)) {}
+  ShapedErrorReply(std::unique_ptr<DeferredReply> inner, void (*reshape)(HttpResponse&))
+      : inner_(std::move(inner)), reshape_(reshape) {}
   void start(std::function<void()> wake) override { inner_->start(std::move(wake)); }
   Progress poll() override {
     Progress p = inner_->poll();
-    if (p.response) reshape_as_anthropic_error(*p.response);
+    if (p.response) reshape_(*p.response);
     return p;
   }
   void cancel() override { inner_->cancel(); }
 
  private:
   std::unique_ptr<DeferredReply> inner_;
+  void (*reshape_)(HttpResponse&);
 };
 
 }  // namespace
@@ -89,6 +91,10 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/v1/messages", false, post, handle_messages, false, gen},
       {"/v1/messages/count_tokens", false, post, handle_messages_count_tokens, false, gen},
       {"/v1/embeddings", false, post, handle_embeddings, false, embed},
+      {"/api/chat", false, post, handle_ollama_chat, false, gen},  // Ollama's, as SGLang serves
+      {"/api/generate", false, post, handle_ollama_generate, false, gen},
+      {"/api/tags", false, get, handle_ollama_tags},
+      {"/api/show", false, post, handle_ollama_show},
       {"/v1/models", false, get, handle_models},
       {"/v1/models/", true, get, handle_model},
       {"/generate", false, post_put, handle_generate, false, gen},  // SGLang's methods
@@ -178,14 +184,15 @@ Reply Router::handle(const HttpRequest& request) noexcept {
   } catch (...) {
     reply = Reply::of(error_response(500, "internal error"));
   }
-  if (is_anthropic_path(request.path)) {
-    // Every error of these routes in Anthropic's shape (SGLang's rewrite), the router's own
-    // (401, 404, 405) included.
-    if (reply.deferred) {
-      reply.deferred = std::make_unique<AnthropicShapedReply>(std::move(reply.deferred));
-    } else {
-      reshape_as_anthropic_error(reply.response);
-    }
+  // Every error of the Anthropic and Ollama routes in their API's shape (SGLang rewrites the
+  // former), the router's own (401, 404, 405) included.
+  void (*reshape)(HttpResponse&) = is_anthropic_path(request.path) ? reshape_as_anthropic_error
+                                   : is_ollama_path(request.path)  ? reshape_as_ollama_error
+                                                                   : nullptr;
+  if (reshape != nullptr && reply.deferred) {
+    reply.deferred = std::make_unique<ShapedErrorReply>(std::move(reply.deferred), reshape);
+  } else if (reshape != nullptr) {
+    reshape(reply.response);
   }
   if (!reply.deferred) {
     ctx_.metrics.count_response(endpoint, request.method, reply.response.status);

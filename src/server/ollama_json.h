@@ -1,0 +1,25 @@
+// Ollama's API bodies, as SGLang serves them, in the OpenAI routes' terms, so every sampling
+// field keeps one meaning: POST /api/chat -> the chat request the chat route runs (messages,
+// their thinking and tool calls, tools, format as response_format, think as the thinking
+// switch) and POST /api/generate -> a completion request of the raw prompt (SGLang's: `system`
+// joined before it, no chat template). `options` become sampling fields (num_predict
+// max_tokens, 2048 when absent as SGLang sets it, a negative one no limit but the context;
+// repeat_penalty repetition_penalty); `stream` is true unless set false. Options and fields this
+// server cannot honour (images, num_ctx, template, ...) are refused by name, never ignored.
+#pragma once
+
+#include <string_view>
+
+#include "core/status.h"
+#include "server/openai_types.h"
+
+namespace sgl::server {
+
+Result<ChatRequest> parse_ollama_chat(std::string_view body, const SamplingInput& defaults = {});
+
+// A generate request whose prompt is empty or blank (Ollama's CLI sends one to load a model) has
+// no prompts: its reply is an empty, finished one.
+Result<CompletionRequest> parse_ollama_generate(std::string_view body,
+                                                const SamplingInput& defaults = {});
+
+}  // namespace sgl::server
