@@ -22,7 +22,8 @@ def write(target, name, text):
 
 
 # ---- openai_json_fuzz: "<route digit><body>"; 0 chat, 1 completions, 2 generate, 3 tokenize,
-# 4 detokenize, 5 abort, 6 Anthropic messages, 7 OpenAI responses (openai_json_fuzz.cpp).
+# 4 detokenize, 5 abort, 6 Anthropic messages, 7 OpenAI responses, 8 Ollama chat, 9 Ollama
+# generate (openai_json_fuzz.cpp).
 REQUESTS = {
     "chat_basic": ("0", {"model": "stories260K", "messages": [
         {"role": "system", "content": "Be brief."},
@@ -68,6 +69,34 @@ REQUESTS = {
                                     {"role": "assistant", "content": "upon"},
                                     {"role": "user", "content": [{"type": "text", "text": "a"}]}],
                        "stop_sequences": ["."], "stream": True, "temperature": 0.5}),
+    "messages_tools": ("6", {
+        "model": "m", "max_tokens": 8,
+        "tools": [{"name": "f", "description": "d", "input_schema": {"type": "object"},
+                   "strict": True}],
+        "tool_choice": {"type": "any", "disable_parallel_tool_use": True},
+        "messages": [{"role": "user", "content": "Once"},
+                     {"role": "assistant", "content": [
+                         {"type": "thinking", "thinking": "t", "signature": ""},
+                         {"type": "text", "text": "a"},
+                         {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"x": 1}}]},
+                     {"role": "user", "content": [
+                         {"type": "text", "text": "b"},
+                         {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": False,
+                          "content": [{"type": "text", "text": "42"}]}]}],
+        "output_config": {"effort": "high", "format": {"type": "json_schema",
+                                                       "schema": {"type": "object"}}}}),
+    "ollama_chat": ("8", {
+        "model": "m", "stream": False, "format": {"type": "object"}, "keep_alive": "5m",
+        "think": "low", "options": {"temperature": 0.5, "num_predict": 8, "stop": ["."],
+                                    "repeat_penalty": 1.1, "seed": 3},
+        "tools": [{"type": "function", "function": {"name": "f",
+                                                    "parameters": {"type": "object"}}}],
+        "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "Once"},
+                     {"role": "assistant", "content": "", "thinking": "t",
+                      "tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]},
+                     {"role": "tool", "tool_name": "f", "content": "42"}]}),
+    "ollama_generate": ("9", {"model": "m", "prompt": "Once upon", "system": "s", "raw": True,
+                              "format": "json", "options": {"num_predict": -1, "top_k": 4}}),
     "responses": ("7", {"model": "m", "instructions": "Be brief.", "max_output_tokens": 8,
                         "input": [{"role": "developer", "content": "x"},
                                   {"type": "message", "role": "user",

@@ -1,8 +1,9 @@
 // libFuzzer target: the server's JSON request parsers (server/openai_json.h, anthropic_json.h,
-// responses_json.h). The first byte picks the route ('0' chat, '1' completions, '2' /generate,
-// '3' /tokenize, '4' /detokenize, '5' /abort_request, '6' /v1/messages, '7' /v1/responses, by its
-// value mod 8); the rest is the body. A parsed request must respect the limits the parsers
-// promise; a rejected one must say why.
+// responses_json.h, ollama_json.h). The first byte picks the route ('0' chat, '1' completions,
+// '2' /generate, '3' /tokenize, '4' /detokenize, '5' /abort_request, '6' /v1/messages,
+// '7' /v1/responses, '8' /api/chat, '9' /api/generate; any byte b: (b - '0') mod 10); the rest is
+// the body. A parsed request must respect the limits the parsers promise; a rejected one must say
+// why.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 
 #include "core/check.h"
 #include "server/anthropic_json.h"
+#include "server/ollama_json.h"
 #include "server/openai_json.h"
 #include "server/responses_json.h"
 
@@ -66,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sgl::server;
   if (size == 0) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 8) {  // the route digits '0'..'7' map to 0..7
+  switch (static_cast<uint8_t>(data[0] - '0') % 10) {  // the route digits map to 0..9
     case 0: {
       const auto r = parse_chat_request(body);
       if (failed(r)) break;
@@ -117,6 +119,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (failed(r)) break;
       check_sampling(r->sampling);
       check_json(r->messages_json, &nlohmann::json::is_array);
+      break;
+    }
+    case 8: {
+      const auto r = parse_ollama_chat(body);
+      if (failed(r)) break;
+      check_sampling(r->sampling);
+      check_json(r->messages_json, &nlohmann::json::is_array);
+      check_json(r->tools_json, &nlohmann::json::is_array);
+      check_json(r->template_kwargs_json, &nlohmann::json::is_object);
+      SGL_CHECK(r->sampling.n == 1);
+      break;
+    }
+    case 9: {
+      const auto r = parse_ollama_generate(body);
+      if (failed(r)) break;
+      check_sampling(r->sampling);
+      if (!r->prompts.empty()) check_prompts(r->prompts, r->sampling.n);
+      SGL_CHECK(r->sampling.max_tokens || r->sampling.default_max_tokens ||
+                r->sampling.max_tokens_unbounded);
       break;
     }
     default: {
