@@ -75,8 +75,9 @@ Status read_options(const json& o, json& body, NumPredict& num_predict) {
       if (!num_predict.unbounded) body["max_tokens"] = value;
       continue;
     }
+    const std::string& option = key;  // (clang before 16 cannot capture a structured binding)
     const auto m = std::find_if(std::begin(kMapped), std::end(kMapped),
-                                [&](const Mapped& x) { return key == x.option; });
+                                [&](const Mapped& x) { return option == x.option; });
     if (m == std::end(kMapped)) {
       return unimplemented("'options." + key +
                            "' is not supported (temperature, top_p, top_k, min_p, num_predict, "
