@@ -140,7 +140,7 @@ class ResponsesReply final : public GenerationReply {
               {"service_tier", "default"},
               {"store", false},
               {"temperature", s.temperature},
-              {"text", {{"format", {{"type", "text"}}}}},
+              {"text", json::parse(req_->text_json)},
               {"tool_choice", json::parse(req_->tool_choice_json)},
               {"tools", json::parse(req_->tools_json)},
               {"top_p", s.top_p},

@@ -211,6 +211,37 @@ constexpr const char* kTranslated[] = {"input",
                                        "prompt_cache_retention",
                                        "request_id"};
 
+// text.format as the chat route's response_format (SGLang's mapping): json_schema (name,
+// schema, strict, description) as a json_schema response_format, json_object as one; text as
+// nothing. Echoed in the response as given.
+Status read_text_format(const json& o, json& chat, ResponsesRequest& out) {
+  const json* text = find(o, "text");
+  const json* format = text ? find(*text, "format") : nullptr;
+  if (!format) return Status::ok_status();
+  const json* type = format->is_object() ? find(*format, "type") : nullptr;
+  if (!type || !type->is_string()) {
+    return field_error("text.format", "must be an object with a 'type'");
+  }
+  if (*type == "json_schema") {
+    json schema = {{"name", format->value("name", json("response"))},
+                   {"schema", format->value("schema", json::object())}};
+    for (const auto& [key, value] : format->items()) {
+      if (key == "strict" || key == "description") {
+        schema[key] = value;
+      } else if (key != "type" && key != "name" && key != "schema") {
+        return field_error("text.format." + key, "is not a field of a json_schema format");
+      }
+    }
+    chat["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(schema)}};
+  } else if (*type == "json_object") {
+    chat["response_format"] = {{"type", "json_object"}};
+  } else if (*type != "text") {
+    return field_error("text.format.type", "must be 'text', 'json_object' or 'json_schema'");
+  }
+  out.text_json = request_json::dump(json{{"format", *format}});
+  return Status::ok_status();
+}
+
 Status check_options(const json& o) {
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefusedFeatures));
   SGL_RETURN_IF_ERROR(request_json::refuse_held_reasoning(o, "/v1/responses"));
@@ -223,12 +254,9 @@ Status check_options(const json& o) {
   }
   if (const json* text = find(o, "text")) {
     if (!text->is_object()) return field_error("text", "must be an object");
-    if (const json* format = find(*text, "format")) {
-      const json* type = format->is_object() ? find(*format, "type") : nullptr;
-      if (!type || *type != "text") {
-        return unimplemented(
-            "'text.format' other than {\"type\": \"text\"} is not supported "
-            "yet (structured output)");
+    for (const auto& [key, value] : text->items()) {
+      if (key != "format" && key != "verbosity") {
+        return field_error("text." + key, "is not a field of 'text' (format, verbosity)");
       }
     }
     if (const json* verbosity = find(*text, "verbosity"); verbosity && *verbosity != "medium") {
@@ -336,6 +364,7 @@ Result<ResponsesRequest> parse_responses_request(std::string_view body,
     }
   }
   chat["messages"] = std::move(messages);
+  SGL_RETURN_IF_ERROR(read_text_format(o, chat, out));
   if (const json* tools = find(o, "tools")) {
     // Checked in their own form first, so that an error names the field the client wrote
     // (tools[0].parameters, not the chat form's tools[0].function.parameters).

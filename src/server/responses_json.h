@@ -7,8 +7,9 @@
 // item; `reasoning.effort` "none" turns thinking off and any other level turns it on (the
 // template's enable_thinking; levels reach it as reasoning_effort).
 // `include: ["message.output_text.logprobs"]` (with `top_logprobs`) asks for the output text's
-// logprobs. What needs features not built (stored responses, structured output, built-in tools,
-// reasoning summaries, images, other include values) is refused by name, never ignored; other
+// logprobs; `text.format` json_schema / json_object the chat route's response_format. What needs
+// features not built (stored responses, built-in tools, reasoning summaries, images, other
+// include values) is refused by name, never ignored; other
 // fields pass through with the chat route's meaning (SGLang's extensions such as top_k or stop).
 #pragma once
 
@@ -28,9 +29,10 @@ struct ResponsesRequest {
   std::optional<int64_t> max_output_tokens;
   std::string metadata_json = "{}";  // an object of strings
   std::optional<std::string> user;
-  std::string tools_json = "[]";                // as given, echoed
-  std::string tool_choice_json = "\"auto\"";    // as given, echoed
-  std::optional<std::string> reasoning_effort;  // reasoning.effort, echoed
+  std::string tools_json = "[]";                              // as given, echoed
+  std::string tool_choice_json = "\"auto\"";                  // as given, echoed
+  std::optional<std::string> reasoning_effort;                // reasoning.effort, echoed
+  std::string text_json = R"({"format": {"type": "text"}})";  // text.format as given, echoed
 };
 
 Result<ResponsesRequest> parse_responses_request(std::string_view body,

@@ -86,10 +86,11 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> tool_choice_grammar(
     const char* what = req.tool_choice == ToolChoiceMode::kRequired ? "tool_choice 'required'"
                                                                     : "a named tool_choice";
     if (other_grammar) {
-      return invalid_argument(std::string(what) +
-                              " cannot be combined with another output constraint "
-                              "(response_format, output_config.format or a grammar field): both "
-                              "would constrain the output");
+      return invalid_argument(
+          std::string(what) +
+          " cannot be combined with another output constraint "
+          "(response_format, text.format, output_config.format or a grammar field): both "
+          "would constrain the output");
     }
   }
   function_call::ToolConstraint constraint{.tools = req.tools,

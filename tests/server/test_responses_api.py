@@ -210,7 +210,11 @@ def test_sse_wire_format(server):
     ({"store": True}, "store"),
     # No --reasoning-parser here: thinking cannot be turned on (test_reasoning_items.py has one).
     ({"reasoning": {"effort": "low"}}, "--reasoning-parser"),
-    ({"text": {"format": {"type": "json_object"}}}, "text.format"),
+    ({"text": {"format": {"type": "yaml"}}}, "text.format.type"),
+    ({"text": {"format": {"type": "json_schema", "schema": {}, "colour": 1}}},
+     "text.format.colour"),
+    ({"text": {"format": {"type": "json_schema", "schema": {"type": "object",
+                                                             "multipleOf": 2}}}}, "multipleOf"),
     ({"include": ["reasoning.encrypted_content"]}, "include"),
     ({"top_logprobs": 2}, "top_logprobs"),
     ({"background": True}, "background"),
@@ -229,6 +233,27 @@ def test_refusals_name_the_field(server, body, field):
     r = server.post("/v1/responses", {"model": "m", "input": "hi", **body})
     assert r.status_code in (400, 501), r.text
     assert field in r.json()["error"]["message"], r.text
+
+
+def test_text_format_holds_the_output_to_a_schema(server, client):
+    # SGLang's mapping: text.format json_schema is the chat route's json_schema response_format
+    # (echoed as given), json_object its json_object; sampled, so only the grammar makes it valid.
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                               "n": {"type": "integer", "minimum": 0,
+                                                     "maximum": 99}},
+              "required": ["name", "n"], "additionalProperties": False}
+    fmt = {"type": "json_schema", "name": "person", "schema": schema, "strict": True}
+    for seed in range(3):
+        r = client.responses.create(model="m", input="hi", max_output_tokens=200,
+                                    temperature=1.0, text={"format": fmt},
+                                    extra_body={"seed": seed})
+        assert r.status == "completed", r
+        jsonschema.validate(json.loads(r.output_text), schema)
+        assert r.text.format.type == "json_schema" and r.text.format.name == "person"
+    r = client.responses.create(model="m", input="hi", max_output_tokens=300, temperature=1.0,
+                                text={"format": {"type": "json_object"}})
+    assert r.output_text.startswith("{") and r.text.format.type == "json_object"
 
 
 def test_asks_nothing_is_accepted(server, client):
