@@ -123,6 +123,10 @@ std::span<const FlagSpec> server_flag_table() {
                "up to 256 prompt tokens through each replica (SGLang warms up with a short one), "
                "so that the first client does not pay the process's one-time costs (0.1 s and "
                "more)."},
+      {.name = "--enable-response-store",
+       .help = "Keep finished Responses (store, the default) in memory for GET / DELETE "
+               "/v1/responses/{id} and previous_response_id, as SGLang's flag does; at most "
+               "256 MiB, the oldest dropped first."},
       {.name = "--log-requests",
        .help = "Log each finished request (rid, prompt / completion / cached tokens, finish "
                "reason, latency) at info level; lowers --log-level to info if it is higher."},
@@ -245,6 +249,7 @@ Result<Options> parse_options(int argc, char** argv) {
   o.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(drain_timeout * 1000));
   SGL_ASSIGN_OR_RETURN(options.setup, parse_engine_flags(args, "info"));  // sets the log level
   o.log_requests = args.has("--log-requests");
+  o.enable_response_store = args.has("--enable-response-store");
   o.warmup = !args.has("--skip-server-warmup");
   SGL_ASSIGN_OR_RETURN(o.health_generates,
                        env_bool("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", true));

@@ -66,7 +66,7 @@ HttpResponse cors_preflight_response(const CorsPolicy& policy, const HttpRequest
   r.status = 204;
   r.content_type = "text/plain";
   r.headers = {{"Access-Control-Allow-Origin", *allow},
-               {"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
+               {"Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS"},
                {"Access-Control-Max-Age", "86400"}};
   if (auto wanted = request.header("access-control-request-headers")) {
     r.headers.emplace_back("Access-Control-Allow-Headers", std::string(*wanted));

@@ -18,9 +18,10 @@ inline constexpr const char* kWeightVersion = "default";
 // OpenAI
 Reply handle_completions(ServerContext& ctx, const HttpRequest& request);       // completions.cpp
 Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request);  // chat.cpp
-Reply handle_models(ServerContext& ctx, const HttpRequest& request);      // admin_handlers.cpp
-Reply handle_model(ServerContext& ctx, const HttpRequest& request);       // /v1/models/{id}
-Reply handle_responses(ServerContext& ctx, const HttpRequest& request);   // responses_handler.cpp
+Reply handle_models(ServerContext& ctx, const HttpRequest& request);     // admin_handlers.cpp
+Reply handle_model(ServerContext& ctx, const HttpRequest& request);      // /v1/models/{id}
+Reply handle_responses(ServerContext& ctx, const HttpRequest& request);  // responses_handler.cpp
+Reply handle_stored_response(ServerContext& ctx, const HttpRequest& request);  // GET, DELETE
 Reply handle_embeddings(ServerContext& ctx, const HttpRequest& request);  // embeddings_handler.cpp
 
 // Anthropic

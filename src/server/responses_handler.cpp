@@ -123,31 +123,33 @@ class ResponsesReply final : public GenerationReply {
   // The response object; `final`: with the output items and usage.
   json response(bool final) const {
     const SamplingInput& s = req_->chat.sampling;
-    json r = {{"id", id_},
-              {"object", "response"},
-              {"created_at", created_},
-              {"status", final ? status() : "in_progress"},
-              {"background", false},
-              {"error", nullptr},
-              {"incomplete_details", nullptr},
-              {"instructions", nullptr},
-              {"max_output_tokens", nullptr},
-              {"model", model_},
-              {"output", json::array()},
-              {"parallel_tool_calls", req_->chat.parallel_tool_calls},
-              {"previous_response_id", nullptr},
-              {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
-              {"service_tier", "default"},
-              {"store", false},
-              {"temperature", s.temperature},
-              {"text", json::parse(req_->text_json)},
-              {"tool_choice", json::parse(req_->tool_choice_json)},
-              {"tools", json::parse(req_->tools_json)},
-              {"top_p", s.top_p},
-              {"truncation", "disabled"},
-              {"usage", nullptr},
-              {"user", nullptr},
-              {"metadata", json::parse(req_->metadata_json)}};
+    json r = {
+        {"id", id_},
+        {"object", "response"},
+        {"created_at", created_},
+        {"status", final ? status() : "in_progress"},
+        {"background", false},
+        {"error", nullptr},
+        {"incomplete_details", nullptr},
+        {"instructions", nullptr},
+        {"max_output_tokens", nullptr},
+        {"model", model_},
+        {"output", json::array()},
+        {"parallel_tool_calls", req_->chat.parallel_tool_calls},
+        {"previous_response_id",
+         req_->previous_response_id.empty() ? json(nullptr) : json(req_->previous_response_id)},
+        {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
+        {"service_tier", "default"},
+        {"store", req_->store},
+        {"temperature", s.temperature},
+        {"text", json::parse(req_->text_json)},
+        {"tool_choice", json::parse(req_->tool_choice_json)},
+        {"tools", json::parse(req_->tools_json)},
+        {"top_p", s.top_p},
+        {"truncation", "disabled"},
+        {"usage", nullptr},
+        {"user", nullptr},
+        {"metadata", json::parse(req_->metadata_json)}};
     if (req_->instructions) r["instructions"] = *req_->instructions;
     if (req_->max_output_tokens) r["max_output_tokens"] = *req_->max_output_tokens;
     if (req_->user) r["user"] = *req_->user;
@@ -313,9 +315,20 @@ class ResponsesReply final : public GenerationReply {
     if (d.finished) {
       if (aborted()) return out + event("response.failed", {{"response", response(true)}});
       out += event(truncated() ? "response.incomplete" : "response.completed",
-                   {{"response", response(true)}});
+                   {{"response", stored(response(true))}});
     }
     return out;
+  }
+
+  // A finished response, kept in the response store when the request asked (store): with the
+  // conversation it ends, its input items then its output items, for previous_response_id.
+  json stored(json final_response) {
+    if (!req_->store || aborted()) return final_response;
+    json conversation = json::parse(req_->input_items_json);
+    for (const Item& item : items_) conversation.push_back(item_json(item, true));
+    ctx_.response_store.put(id_,
+                            {request_json::dump(final_response), request_json::dump(conversation)});
+    return final_response;
   }
 
   std::string stream_end() override { return {}; }  // the terminal event ended it (no [DONE])
@@ -330,7 +343,7 @@ class ResponsesReply final : public GenerationReply {
   HttpResponse complete() override {
     // NOTE: the non-streaming reply reads the whole output at once, as one delta.
     add(choice().total());
-    return request_json::json_response(response(true));
+    return request_json::json_response(stored(response(true)));
   }
 
   const std::shared_ptr<const ResponsesRequest> req_;
@@ -357,7 +370,9 @@ Reply prepare_responses(ServerContext& ctx, std::shared_ptr<const ResponsesReque
 }  // namespace
 
 Reply handle_responses(ServerContext& ctx, const HttpRequest& request) {
-  auto parsed = parse_responses_request(request.body, ctx.sampling_defaults);
+  auto parsed =
+      parse_responses_request(request.body, ctx.sampling_defaults,
+                              ctx.info.enable_response_store ? &ctx.response_store : nullptr);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
   if (Status s = check_thinking_switch(ctx, parsed->chat, "'reasoning.effort'"); !s.ok()) {
@@ -368,6 +383,29 @@ Reply handle_responses(ServerContext& ctx, const HttpRequest& request) {
   return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>& cancelled) {
     return prepare_responses(ctx, shared, cancelled);
   });
+}
+
+// GET /v1/responses/{id}: a stored response; DELETE removes it (OpenAI's, with
+// --enable-response-store).
+Reply handle_stored_response(ServerContext& ctx, const HttpRequest& request) {
+  constexpr std::string_view kPrefix = "/v1/responses/";
+  const std::string id = request.path.substr(kPrefix.size());
+  if (!ctx.info.enable_response_store) {
+    return Reply::of(error_response(
+        400, "the response store is disabled: start the server with --enable-response-store"));
+  }
+  if (request.method == "DELETE") {
+    if (!ctx.response_store.remove(id)) {
+      return Reply::of(error_response(404, "response '" + id + "' is not stored"));
+    }
+    return Reply::of(request_json::json_response(
+        {{"id", id}, {"object", "response.deleted"}, {"deleted", true}}));
+  }
+  const auto stored = ctx.response_store.get(id);
+  if (!stored) return Reply::of(error_response(404, "response '" + id + "' is not stored"));
+  HttpResponse r;
+  r.body = stored->response_json;
+  return Reply::of(std::move(r));
 }
 
 }  // namespace sgl::server

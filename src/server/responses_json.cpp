@@ -161,9 +161,9 @@ Status input_messages(const json& input, json& messages) {
 
 // Responses fields for features sgl.cpp does not have, refused unless they ask for nothing.
 constexpr request_json::RefusedField kRefusedFeatures[] = {
-    {"previous_response_id", "responses are not stored; send the whole conversation in 'input'"},
-    {"conversation", "responses are not stored; send the whole conversation in 'input'"},
-    {"store", "responses are not stored (GET /v1/responses/{id} does not exist)"},
+    {"conversation",
+     "conversation objects are not implemented; send the conversation in 'input' "
+     "(or, with --enable-response-store, 'previous_response_id')"},
     {"background", "background responses are not implemented"},
     {"prompt", "stored prompt templates are not implemented"},
     {"max_tool_calls", "a limit on tool calls is not implemented"},
@@ -340,13 +340,59 @@ Status read_logprobs(const json& o, json& chat) {
   return Status::ok_status();
 }
 
+// store and previous_response_id, which need --enable-response-store (`store` null without it):
+// `store` (true unless false, as OpenAI's default) keeps the response; previous_response_id puts
+// that stored response's conversation before `input`. Sets out.store and out.input_items_json
+// (the whole conversation's input, as items); replaces o's input with it.
+Status read_stored_conversation(json& o, const ResponseStore* store, ResponsesRequest& out) {
+  const json* keep = find(o, "store");
+  if (keep && !keep->is_boolean()) return field_error("store", "must be a boolean");
+  const json* previous = find(o, "previous_response_id");
+  if (store == nullptr) {
+    if (keep && *keep == true) {
+      return unimplemented(
+          "'store' is not supported: responses are kept only with --enable-response-store");
+    }
+    if (previous) {
+      return unimplemented(
+          "'previous_response_id' is not supported: responses are kept only with "
+          "--enable-response-store; send the whole conversation in 'input'");
+    }
+    return Status::ok_status();
+  }
+  out.store = keep == nullptr || keep->get<bool>();
+  json* input = request_json::find_mutable(o, "input");
+  if (!input) return field_error("input", "is required");
+  json items = input->is_string() ? json::array({{{"role", "user"}, {"content", *input}}}) : *input;
+  if (previous) {
+    if (!previous->is_string()) return field_error("previous_response_id", "must be a string");
+    const auto stored = store->get(previous->get<std::string>());
+    if (!stored) {
+      return not_found("previous response '" + previous->get<std::string>() +
+                       "' is not stored (or was dropped: the store keeps the newest " +
+                       std::to_string(kResponseStoreBytes >> 20) + " MiB)");
+    }
+    json conversation = json::parse(stored->conversation_json);
+    if (items.is_array()) {
+      for (json& item : items) conversation.push_back(std::move(item));
+    }
+    items = std::move(conversation);
+    *input = items;
+  }
+  out.previous_response_id = previous ? previous->get<std::string>() : std::string();
+  out.input_items_json = request_json::dump(items);
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Result<ResponsesRequest> parse_responses_request(std::string_view body,
-                                                 const SamplingInput& defaults) {
+                                                 const SamplingInput& defaults,
+                                                 const ResponseStore* store) {
   SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(body));
   SGL_RETURN_IF_ERROR(check_options(o));
   ResponsesRequest out;
+  SGL_RETURN_IF_ERROR(read_stored_conversation(o, store, out));
 
   json messages = json::array();
   if (const json* instructions = find(o, "instructions")) {

@@ -19,6 +19,7 @@
 
 #include "core/status.h"
 #include "server/openai_types.h"
+#include "server/response_store.h"
 
 namespace sgl::server {
 
@@ -33,9 +34,18 @@ struct ResponsesRequest {
   std::string tool_choice_json = "\"auto\"";                  // as given, echoed
   std::optional<std::string> reasoning_effort;                // reasoning.effort, echoed
   std::string text_json = R"({"format": {"type": "text"}})";  // text.format as given, echoed
+  // With --enable-response-store: whether to keep the response, the previous one it continues
+  // (echoed; empty: none), and the whole conversation's input as Responses input items (the
+  // previous conversation's first), which the stored response's conversation starts with.
+  bool store = false;
+  std::string previous_response_id;
+  std::string input_items_json;
 };
 
+// `store`: the server's response store (--enable-response-store), which `store` and
+// `previous_response_id` need (null: both refused); an unknown previous_response_id is kNotFound.
 Result<ResponsesRequest> parse_responses_request(std::string_view body,
-                                                 const SamplingInput& defaults = {});
+                                                 const SamplingInput& defaults = {},
+                                                 const ResponseStore* store = nullptr);
 
 }  // namespace sgl::server

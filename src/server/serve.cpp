@@ -104,6 +104,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.tp_size = model_engine.model_runner->options().tp_size;
   info.ep_size = model_engine.model_runner->options().ep_size;
   info.log_requests = options.log_requests;
+  info.enable_response_store = options.enable_response_store;
   info.health_generates = options.health_generates;
   info.metrics = options.metrics;
   info.tool_call_parser = options.tool_call_parser;

@@ -29,8 +29,9 @@ struct ServeOptions {
   int http_threads = 4;
   std::chrono::milliseconds http_read_timeout{30'000};
   std::chrono::milliseconds drain_timeout{10'000};
-  std::string device;         // reported by /get_server_info
-  bool log_requests = false;  // log each finished request at info level
+  std::string device;                  // reported by /get_server_info
+  bool log_requests = false;           // log each finished request at info level
+  bool enable_response_store = false;  // --enable-response-store
   // SGLang's server warm-up (off with --skip-server-warmup): on CUDA, one request through each
   // replica before the port opens (server_warmup.h).
   bool warmup = true;

@@ -11,6 +11,7 @@
 #include "server/metrics.h"
 #include "server/openai_types.h"
 #include "server/request_registry.h"
+#include "server/response_store.h"
 #include "server/work_pool.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -52,12 +53,13 @@ struct ServerInfo {
   std::string schedule_policy;
   bool disable_radix_cache = false;
   bool has_chat_template = false;
-  std::string chat_template_origin;  // the --chat-template path, or where the tokenizer's is
-  bool log_requests = false;         // --log-requests: a log line per finished request
-  bool health_generates = true;      // /health probes the engine (ServeOptions')
-  MetricsOptions metrics;            // --bucket-*, --extra-metric-labels
-  std::string tool_call_parser;      // --tool-call-parser; empty: tool calls stay text
-  std::string reasoning_parser;      // --reasoning-parser; empty: reasoning stays text
+  std::string chat_template_origin;    // the --chat-template path, or where the tokenizer's is
+  bool log_requests = false;           // --log-requests: a log line per finished request
+  bool health_generates = true;        // /health probes the engine (ServeOptions')
+  MetricsOptions metrics;              // --bucket-*, --extra-metric-labels
+  bool enable_response_store = false;  // --enable-response-store (SGLang's)
+  std::string tool_call_parser;        // --tool-call-parser; empty: tool calls stay text
+  std::string reasoning_parser;        // --reasoning-parser; empty: reasoning stays text
   // Strict tools under tool_choice auto are held by a grammar: the parser's call marker can be
   // written by the model (it has one, and it is not a special token the grammar cannot allow).
   bool strict_auto_tools = false;
@@ -97,6 +99,9 @@ struct ServerContext {
   // thread nor behind a queue of slow renders.
   WorkPool& admin_pool;
   GrammarBackend grammar;  // structured output: requests' grammars compiled for the model
+  // --enable-response-store: finished Responses kept for GET /v1/responses/{id} and
+  // previous_response_id (empty, unused, without the flag).
+  ResponseStore response_store{kResponseStoreBytes};
 };
 
 }  // namespace sgl::server

@@ -264,3 +264,65 @@ def test_asks_nothing_is_accepted(server, client):
                                 truncation="disabled", user="u1")
     assert r.usage.output_tokens == 3 and r.user == "u1"
     server.wait_idle_no_leak()
+
+
+# --enable-response-store (SGLang's flag): responses are kept (store defaults to true), read back
+# with GET /v1/responses/{id}, removed with DELETE, and continued with previous_response_id,
+# which puts the stored conversation (its input and output items) before the new input.
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    from conftest import Server
+    s = Server(tmp_path_factory.mktemp("store"), "--enable-response-store")
+    yield s
+    assert s.stop() == 0, s.log()
+
+
+def test_stored_responses_read_back_and_continue(stored):
+    client = openai.OpenAI(base_url=stored.url + "/v1", api_key="unused", max_retries=0)
+    first = client.responses.create(model="m", input="Once upon a time", max_output_tokens=8,
+                                    temperature=0)
+    assert first.store is True
+    got = client.responses.retrieve(first.id)
+    assert got.id == first.id and got.output_text == first.output_text and got.status == "incomplete"
+    # A continuation renders as the whole conversation would on the chat route.
+    second = client.responses.create(model="m", input="Go on.", previous_response_id=first.id,
+                                     max_output_tokens=8, temperature=0)
+    assert second.previous_response_id == first.id
+    chat = chat_reply(stored, [USER, {"role": "assistant", "content": first.output_text},
+                               {"role": "user", "content": "Go on."}], 8)
+    assert second.output_text == chat["choices"][0]["message"]["content"]
+    assert second.usage.input_tokens == chat["usage"]["prompt_tokens"]
+    # A chain of three: the second's conversation already holds the first's.
+    third = client.responses.create(model="m", input="The end.", previous_response_id=second.id,
+                                    max_output_tokens=4, temperature=0)
+    assert third.usage.input_tokens > second.usage.input_tokens
+    # Streamed responses are kept too.
+    events = list(client.responses.create(model="m", input="hi", max_output_tokens=4,
+                                          temperature=0, stream=True))
+    streamed = events[-1].response  # response.incomplete: the limit ended it
+    assert events[-1].type == "response.incomplete" and streamed.output_text
+    assert client.responses.retrieve(streamed.id).output_text == streamed.output_text
+
+
+def test_unstored_and_deleted_responses_are_not_found(stored):
+    client = openai.OpenAI(base_url=stored.url + "/v1", api_key="unused", max_retries=0)
+    kept = client.responses.create(model="m", input="hi", max_output_tokens=2, temperature=0)
+    unkept = client.responses.create(model="m", input="hi", max_output_tokens=2, temperature=0,
+                                     store=False)
+    assert unkept.store is False
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(unkept.id)
+    client.responses.delete(kept.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(kept.id)
+    with pytest.raises(openai.NotFoundError) as e:
+        client.responses.create(model="m", input="x", previous_response_id=kept.id,
+                                max_output_tokens=2)
+    assert "previous response" in str(e.value)
+
+
+def test_without_the_store_flag_nothing_is_kept(server):
+    r = server.get("/v1/responses/resp_1")
+    assert r.status_code == 400 and "--enable-response-store" in r.json()["error"]["message"]
+    r = server.post("/v1/responses", {"model": "m", "input": "hi", "store": True})
+    assert r.status_code == 400 and "--enable-response-store" in r.json()["error"]["message"]
