@@ -123,6 +123,13 @@ void reshape_as_anthropic_error(HttpResponse& response) {
 
 bool is_ollama_path(std::string_view path) { return path.starts_with("/api/"); }
 
+ErrorReshape error_reshape_for(std::string_view path) {
+  path = path.substr(0, path.find('?'));
+  if (is_anthropic_path(path)) return reshape_as_anthropic_error;
+  if (is_ollama_path(path)) return reshape_as_ollama_error;
+  return nullptr;
+}
+
 void reshape_as_ollama_error(HttpResponse& response) {
   if (const auto text = openai_error_message(response)) {
     response.body = request_json::dump(nlohmann::ordered_json{{"error", *text}});

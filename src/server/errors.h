@@ -27,6 +27,10 @@ void reshape_as_anthropic_error(HttpResponse& response);
 // reshape_as_ollama_error, as the Anthropic paths' above).
 bool is_ollama_path(std::string_view path);
 void reshape_as_ollama_error(HttpResponse& response);
+// The rewrite of error responses on `path` (the request target, a query string allowed):
+// Anthropic's or Ollama's shape; null where OpenAI's stays.
+using ErrorReshape = void (*)(HttpResponse&);
+ErrorReshape error_reshape_for(std::string_view path);
 // The same error as an event of a stream already answered 200 ("data: {\"error\": ...}"), as
 // SGLang sends a generation that failed while streaming.
 std::string error_event(int status, std::string_view message);

@@ -289,12 +289,11 @@ void HttpSession::reject(int status, const std::string& message) {
   lingering_ = true;
   in_body_ = false;
   HttpResponse response = error_response(status, message);
-  // The Anthropic routes answer in their own error shape, also before the router sees them
-  // (a body past the limit, a shutdown), once the request line was read.
+  // The Anthropic and Ollama routes answer in their own error shape, also before the router
+  // sees them (a body past the limit, a shutdown), once the request line was read.
   if (reader_.header_done()) {
-    const std::string_view target = view(reader_.header().target());
-    if (is_anthropic_path(target.substr(0, target.find('?')))) {
-      reshape_as_anthropic_error(response);
+    if (const ErrorReshape reshape = error_reshape_for(view(reader_.header().target()))) {
+      reshape(response);
     }
   }
   send(std::move(response));

@@ -62,7 +62,7 @@ class CountedReply final : public DeferredReply {
 // with the OpenAI routes (a busy work pool, a failed preparation), is rewritten in their shape.
 class ShapedErrorReply final : public DeferredReply {
  public:
-  ShapedErrorReply(std::unique_ptr<DeferredReply> inner, void (*reshape)(HttpResponse&))
+  ShapedErrorReply(std::unique_ptr<DeferredReply> inner, ErrorReshape reshape)
       : inner_(std::move(inner)), reshape_(reshape) {}
   void start(std::function<void()> wake) override { inner_->start(std::move(wake)); }
   Progress poll() override {
@@ -74,7 +74,7 @@ class ShapedErrorReply final : public DeferredReply {
 
  private:
   std::unique_ptr<DeferredReply> inner_;
-  void (*reshape_)(HttpResponse&);
+  ErrorReshape reshape_;
 };
 
 }  // namespace
@@ -187,9 +187,7 @@ Reply Router::handle(const HttpRequest& request) noexcept {
   }
   // Every error of the Anthropic and Ollama routes in their API's shape (SGLang rewrites the
   // former), the router's own (401, 404, 405) included.
-  void (*reshape)(HttpResponse&) = is_anthropic_path(request.path) ? reshape_as_anthropic_error
-                                   : is_ollama_path(request.path)  ? reshape_as_ollama_error
-                                                                   : nullptr;
+  const ErrorReshape reshape = error_reshape_for(request.path);
   if (reshape != nullptr && reply.deferred) {
     reply.deferred = std::make_unique<ShapedErrorReply>(std::move(reply.deferred), reshape);
   } else if (reshape != nullptr) {

@@ -337,6 +337,14 @@ def test_declared_huge_body_on_messages_is_an_anthropic_413(server):
     assert body["type"] == "error" and body["error"]["type"] == "request_too_large", body
 
 
+def test_declared_huge_body_on_ollama_is_an_ollama_413(server):
+    data = b"POST /api/chat HTTP/1.1\r\nHost: x\r\nContent-Length: 40000000\r\n\r\n{"
+    response = raw_request(server.host, server.port, data)
+    assert status_of(response) == 413, response
+    body = json.loads(response.split(b"\r\n\r\n", 1)[1])
+    assert set(body) == {"error"} and "too large" in body["error"], body
+
+
 def test_huge_body_is_413(server):
     body = b'{"prompt": "' + b"a" * (33 << 20) + b'"}'
     r = requests.post(server.url + "/v1/completions", data=body, timeout=120)
