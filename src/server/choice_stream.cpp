@@ -104,6 +104,7 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
   const size_t n = event->token_ids.size();
   if (n > 0) {
     if (total_.token_ids.empty()) {
+      first_token_s_ = now;
       ctx_.metrics.observe_time_to_first_token(now - start_s_);
     } else {
       for (size_t i = 0; i < n; ++i) {

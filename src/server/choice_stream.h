@@ -117,6 +117,10 @@ class ChoiceStream {
   // event: the event that ends the reasoning counts as answer, tokens that showed nothing yet
   // count with what they turn out to carry.
   int32_t reasoning_tokens() const { return reasoning_tokens_; }
+  // Steady-clock seconds since its epoch: when the first output token arrived and the latest one
+  // (0 until then).
+  double first_token_s() const { return first_token_s_; }
+  double last_token_s() const { return last_token_s_; }
 
  private:
   // One event (or a slice of one) through detokenizer, stops, parser and finish.
@@ -156,6 +160,7 @@ class ChoiceStream {
   int32_t undecided_tokens_ = 0;  // tokens since the last reasoning text, reasoning not ended
   bool reasoning_ended_ = false;  // content or a tool call came
   double start_s_ = 0;
+  double first_token_s_ = 0;
   double last_token_s_ = 0;
 };
 

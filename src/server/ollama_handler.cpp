@@ -45,19 +45,23 @@ std::string created_at() {
   return buf;
 }
 
-int64_t nanoseconds(Clock::duration d) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+// Steady-clock seconds since its epoch (ChoiceStream's token times).
+double steady_s(Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
+
+int64_t nanoseconds(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
 
 // One reply of /api/chat (`chat`: a message) or /api/generate (a `response` text).
 class OllamaReply final : public GenerationReply {
  public:
+  // `received`: when the request arrived (its durations count from there, as Ollama's do).
   OllamaReply(ServerContext& ctx, std::vector<std::unique_ptr<ChoiceStream>> choices, bool stream,
-              std::string model, bool chat)
+              std::string model, bool chat, Clock::time_point received)
       : GenerationReply(ctx, make_request_id("ollama-"), std::move(choices), stream),
         model_(std::move(model)),
         chat_(chat),
-        start_(Clock::now()) {}
+        received_s_(steady_s(received)) {}
 
  private:
   const ChoiceStream& choice() const { return *choices_[0]; }
@@ -84,24 +88,27 @@ class OllamaReply final : public GenerationReply {
     o["message"] = std::move(message);
   }
 
-  // done, the reason and the counts (durations in nanoseconds; the model is always loaded).
+  // done, the reason (stop, length; abort for a request the client aborted) and the counts:
+  // durations in nanoseconds from the request's arrival to the first output token (the prompt's)
+  // and from there to the last (the output's); the model is always loaded.
   void put_done(json& o) const {
-    const Clock::time_point end = Clock::now();
-    const Clock::time_point first = first_token_.value_or(end);
+    const std::string& reason = choice().finish().reason;
+    const double end = steady_s(Clock::now());
+    const double first = choice().first_token_s() > 0 ? choice().first_token_s() : end;
+    const double last = choice().last_token_s() > 0 ? choice().last_token_s() : end;
     o["done"] = true;
-    o["done_reason"] = choice().finish().reason == "length" ? "length" : "stop";
-    o["total_duration"] = nanoseconds(end - start_);
+    o["done_reason"] = reason == "length" || reason == "abort" ? reason : "stop";
+    o["total_duration"] = nanoseconds(end - received_s_);
     o["load_duration"] = 0;
     o["prompt_eval_count"] = choice().prompt_tokens();
-    o["prompt_eval_duration"] = nanoseconds(first - start_);
+    o["prompt_eval_duration"] = nanoseconds(first - received_s_);
     o["eval_count"] = choice().completion_tokens();
-    o["eval_duration"] = nanoseconds(end - first);
+    o["eval_duration"] = nanoseconds(last - first);
   }
 
   static std::string line(const json& o) { return request_json::dump(o) + "\n"; }
 
   std::string stream_delta(size_t, const ChoiceDelta& d) override {
-    if (!first_token_ && !d.token_ids.empty()) first_token_ = Clock::now();
     std::string out;
     if (!d.text.empty() || !d.reasoning.empty()) {
       json o = head();
@@ -125,18 +132,13 @@ class OllamaReply final : public GenerationReply {
 
   std::string stream_end() override { return {}; }
 
+  // A server's abort (a timeout, shutdown) mid-stream: Ollama's error line. (Before the stream,
+  // GenerationReply's error response, which the router writes in Ollama's shape.)
   std::string stream_error(size_t, const ChoiceDelta&) override {
     return line({{"error", choice().finish().message}});
   }
-  HttpResponse error_reply(const FinishInfo& f) override {
-    HttpResponse r = error_response(f.status >= 400 ? f.status : 500, f.message);
-    reshape_as_ollama_error(r);
-    return r;
-  }
 
   HttpResponse complete() override {
-    if (choice().finish().reason == "abort") return error_reply(choice().finish());
-    if (!first_token_) first_token_ = Clock::now();  // not streamed: no first-token time
     json o = head();
     put(o, choice().total(), true);
     put_done(o);
@@ -145,8 +147,7 @@ class OllamaReply final : public GenerationReply {
 
   const std::string model_;
   const bool chat_;
-  const Clock::time_point start_;
-  std::optional<Clock::time_point> first_token_;
+  const double received_s_;
 };
 
 Reply ndjson(Reply reply) {
@@ -179,15 +180,17 @@ Reply handle_ollama_chat(ServerContext& ctx, const HttpRequest& request) {
     return Reply::of(error_response(s));
   }
   const bool stream = parsed->stream;
+  const Clock::time_point received = Clock::now();
   auto req = std::make_shared<const ChatRequest>(std::move(parsed).value());
-  return ndjson(PreparedReply::submit(ctx, stream, [&ctx, req](const std::atomic<bool>& cancelled) {
-    auto submitted = submit_chat(ctx, *req, cancelled);
-    if (!submitted.ok()) return Reply::of(error_response(submitted.status()));
-    return Reply::later(
-        std::make_unique<OllamaReply>(ctx, std::move(submitted->choices), req->stream,
-                                      req->model.value_or(ctx.info.served_model_name), true),
-        req->stream);
-  }));
+  return ndjson(
+      PreparedReply::submit(ctx, stream, [&ctx, req, received](const std::atomic<bool>& cancelled) {
+        auto submitted = submit_chat(ctx, *req, cancelled);
+        if (!submitted.ok()) return Reply::of(error_response(submitted.status()));
+        return Reply::later(std::make_unique<OllamaReply>(
+                                ctx, std::move(submitted->choices), req->stream,
+                                req->model.value_or(ctx.info.served_model_name), true, received),
+                            req->stream);
+      }));
 }
 
 Reply handle_ollama_generate(ServerContext& ctx, const HttpRequest& request) {
@@ -199,19 +202,21 @@ Reply handle_ollama_generate(ServerContext& ctx, const HttpRequest& request) {
     return Reply::of(error_response(s));
   }
   const bool stream = parsed->stream;
+  const Clock::time_point received = Clock::now();
   auto req = std::make_shared<const CompletionRequest>(std::move(parsed).value());
-  return ndjson(PreparedReply::submit(ctx, stream, [&ctx, req, model](const std::atomic<bool>&) {
-    auto built =
-        build_engine_request(ctx, req->sampling, prompt_ids(ctx, req->prompts[0]), 0, std::nullopt);
-    if (!built.ok()) return Reply::of(error_response(built.status()));
-    std::vector<ChoicePlan> plans;
-    plans.push_back({std::move(built).value(), choice_options(req->sampling, false)});
-    auto choices = submit_choices(ctx, std::move(plans));
-    if (!choices.ok()) return Reply::of(error_response(choices.status()));
-    return Reply::later(
-        std::make_unique<OllamaReply>(ctx, std::move(choices).value(), req->stream, model, false),
-        req->stream);
-  }));
+  return ndjson(
+      PreparedReply::submit(ctx, stream, [&ctx, req, model, received](const std::atomic<bool>&) {
+        auto built = build_engine_request(ctx, req->sampling, prompt_ids(ctx, req->prompts[0]), 0,
+                                          std::nullopt);
+        if (!built.ok()) return Reply::of(error_response(built.status()));
+        std::vector<ChoicePlan> plans;
+        plans.push_back({std::move(built).value(), choice_options(req->sampling, false)});
+        auto choices = submit_choices(ctx, std::move(plans));
+        if (!choices.ok()) return Reply::of(error_response(choices.status()));
+        return Reply::later(std::make_unique<OllamaReply>(ctx, std::move(choices).value(),
+                                                          req->stream, model, false, received),
+                            req->stream);
+      }));
 }
 
 // The served model, as Ollama lists its models (SGLang's fields: no size or digest is known).
@@ -237,13 +242,17 @@ Reply handle_ollama_show(ServerContext& ctx, const HttpRequest& request) {
   if (!model || !model->is_string()) {
     return Reply::of(error_response(request_json::field_error("model", "must be a string")));
   }
-  json capabilities = json::array({"completion"});
-  if (!ctx.info.tool_call_parser.empty()) capabilities.push_back("tools");
-  if (!ctx.info.reasoning_parser.empty()) capabilities.push_back("thinking");
+  // (An embedding model serves none of Ollama's routes here: /api/embed is not built.)
+  json capabilities = json::array();
+  if (ctx.info.is_generation) capabilities.push_back("completion");
+  if (ctx.info.is_generation && !ctx.info.tool_call_parser.empty()) capabilities.push_back("tools");
+  if (ctx.info.is_generation && !ctx.info.reasoning_parser.empty()) {
+    capabilities.push_back("thinking");
+  }
   const std::string& arch = ctx.info.model_type;  // Ollama's family names ("llama", "qwen3")
   const int64_t context = ctx.info.context_length;
   return Reply::of(request_json::json_response(
-      {{"modelfile", "FROM " + ctx.info.served_model_name + "\nPARAMETER num_ctx " +
+      {{"modelfile", "FROM " + model->get<std::string>() + "\nPARAMETER num_ctx " +
                          std::to_string(context) + "\n"},
        {"parameters", "num_ctx " + std::to_string(context)},
        {"template", ""},
@@ -251,7 +260,7 @@ Reply handle_ollama_show(ServerContext& ctx, const HttpRequest& request) {
        {"details", {{"format", "sgl.cpp"}, {"family", arch}, {"families", json::array({arch})}}},
        {"model_info",
         {{"general.architecture", arch},
-         {"general.name", ctx.info.served_model_name},
+         {"general.name", *model},
          {arch + ".context_length", context}}},
        {"capabilities", std::move(capabilities)}}));
 }

@@ -39,12 +39,13 @@ struct NumPredict {
 };
 
 void apply(const NumPredict& n, SamplingInput& s) {
-  if (n.given) {
-    s.max_tokens_unbounded = n.unbounded;
-    return;
+  if (n.given && !n.unbounded) return;  // max_tokens, read by the route's parser
+  s.max_tokens.reset();                 // (the completions parser's default of 16)
+  if (n.unbounded) {
+    s.max_tokens_unbounded = true;
+  } else {
+    s.default_max_tokens = kDefaultNumPredict;
   }
-  s.max_tokens.reset();
-  s.default_max_tokens = kDefaultNumPredict;
 }
 
 // options -> the OpenAI body's sampling fields.
@@ -160,7 +161,7 @@ Result<std::optional<bool>> read_think(const json& o, json& body) {
 
 // stream: true unless false (Ollama's default); keep_alive: any (the model stays loaded).
 Status read_common(const json& o, json& body, NumPredict& num_predict) {
-  const json* stream = find(o, "stream");
+  const json* stream = find(o, "stream");  // (null: absent)
   if (stream && !stream->is_boolean()) return field_error("stream", "must be a boolean");
   body["stream"] = stream == nullptr || stream->get<bool>();
   if (const json* model = find(o, "model")) body["model"] = *model;

@@ -134,6 +134,10 @@ Reply handle_separate_reasoning(ServerContext& ctx, const HttpRequest& request) 
       (thinking ? reasoning : text).push_back(e.text);
       all.push_back({{"type", thinking ? "reasoning" : "text"}, {"text", e.text}});
     }
+    if (all.empty() || all.back()["type"] != "text") {  // SGLang's blocks end with the text
+      text.push_back("");
+      all.push_back({{"type", "text"}, {"text", ""}});
+    }
     reply["reasoning_blocks"] = std::move(reasoning);
     reply["text_blocks"] = std::move(text);
     reply["blocks"] = std::move(all);

@@ -130,6 +130,11 @@ def test_separate_reasoning(server):
     r1 = server.post("/separate_reasoning", {"text": "hmm</think>ok",
                                              "reasoning_parser": "deepseek-r1"}).json()
     assert (r1["reasoning_text"], r1["text"]) == ("hmm", "ok")
+    # The blocks always end with the text, empty if need be (SGLang's).
+    unclosed = server.post("/separate_reasoning", {"text": "hmm", "reasoning_parser": "deepseek-r1",
+                                                   "return_blocks": True}).json()
+    assert unclosed["blocks"] == [{"type": "reasoning", "text": "hmm"}, {"type": "text", "text": ""}]
+    assert unclosed["text_blocks"] == [""]
 
 
 @pytest.mark.parametrize("path,body,field", [

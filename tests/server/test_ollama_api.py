@@ -64,7 +64,9 @@ def test_chat_equals_chat_completions(server, client):
     assert r.message.content == want["choices"][0]["message"]["content"] and r.message.content
     assert r.done and r.done_reason == "length"
     assert r.eval_count == 12 and r.prompt_eval_count == want["usage"]["prompt_tokens"]
-    assert r.total_duration >= r.eval_duration >= 0 and r.load_duration == 0
+    # From the request's arrival: the prompt's time to the first token, then the output's.
+    assert r.prompt_eval_duration > 0 and r.eval_duration > 0 and r.load_duration == 0
+    assert r.total_duration >= r.prompt_eval_duration + r.eval_duration
 
 
 def test_chat_stream_adds_up(server, client):
@@ -93,14 +95,21 @@ def test_generate_is_the_raw_prompt(server, client):
     parts = list(client.generate(model="m", prompt="Once upon", system="A story.",
                                  options=GREEDY, stream=True))
     assert "".join(p.response for p in parts) == r.response and parts[-1].done
-    # A blank prompt (the ollama CLI's load request) is answered at once.
+    # A blank prompt (the ollama CLI's load request) is answered at once, streamed too.
     empty = client.generate(model="m", prompt="")
     assert empty.done and empty.response == ""
+    [line] = list(client.generate(model="m", prompt=" ", stream=True))
+    assert line.done and line.response == ""
+    # A negative num_predict: no limit but the context (not the completions route's 16).
+    free = client.generate(model="m", prompt="Once upon", options={"temperature": 0,
+                                                                  "num_predict": -1})
+    assert free.eval_count > 16, free
 
 
 def test_num_predict_defaults_and_stop(server, client):
-    # Without num_predict SGLang's 2048 applies, cut to what this model's 512-token context
-    # leaves (the route's default, not a limit the prompt must fit).
+    # Without num_predict SGLang's 2048 applies as a default cut to the room the prompt leaves,
+    # not as a limit the prompt must fit (this model's context is 512 tokens: that would be a
+    # 400).
     r = client.chat(model="m", messages=[USER], options={"temperature": 0, "stop": ["."]})
     want = openai_chat(server, [USER], None, stop=["."])["choices"][0]["message"]["content"]
     assert r.message.content == want and r.done_reason == "stop"
@@ -166,8 +175,9 @@ def test_tags_and_show(server, client):
     [model] = client.list().models
     assert model.model == server.get("/v1/models").json()["data"][0]["id"]
     shown = client.show("m")
-    assert "completion" in shown.capabilities and "tools" in shown.capabilities
+    assert shown.capabilities == ["completion", "tools"]  # --tool-call-parser, no reasoning one
     assert shown.modelinfo["llama.context_length"] == 512
+    assert shown.modelinfo["general.name"] == "m"
 
 
 @pytest.mark.parametrize("path,body,needle", [
@@ -181,10 +191,13 @@ def test_tags_and_show(server, client):
     ("/api/generate", {"model": "m", "prompt": "x", "think": True}, "think"),
     ("/api/show", {}, "model"),
 ])
-def test_refusals_are_ollama_errors(server, client, path, body, needle):
+def test_refusals_are_ollama_errors(server, path, body, needle):
     r = server.post(path, body)
     assert r.status_code == 400, r.text
     assert set(r.json()) == {"error"} and needle in r.json()["error"], r.text
+
+
+def test_the_client_reads_the_errors(client):
     with pytest.raises(ollama.ResponseError) as e:
         client.chat(model="m", messages=[dict(USER, images=["aGk="])])
     assert "images" in str(e.value) and e.value.status_code == 400

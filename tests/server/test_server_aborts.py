@@ -103,6 +103,16 @@ def test_messages_answer_overloaded(server):
     assert kinds.count("content_block_start") == kinds.count("content_block_stop") == 1, kinds
 
 
+def test_ollama_answers_503_and_an_error_line(server):
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "options": {"temperature": 0, "num_predict": 200}}
+    r = server.post("/api/chat", {**body, "stream": False})
+    assert r.status_code == 503 and r.json() == {"error": TIMED_OUT}, r.text
+    r = server.post("/api/chat", body, stream=True)  # streamed by default
+    lines = [json.loads(line) for line in r.iter_lines() if line]
+    assert lines[-1] == {"error": TIMED_OUT}, lines
+
+
 def test_responses_answer_503_and_stream_failed(server):
     body = {"model": "m", "input": "hi", "max_output_tokens": 200, "temperature": 0}
     r = server.post("/v1/responses", body)
