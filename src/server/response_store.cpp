@@ -53,4 +53,9 @@ size_t ResponseStore::bytes() const {
   return bytes_;
 }
 
+size_t ResponseStore::places() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return order_.size();
+}
+
 }  // namespace sgl::server

@@ -35,6 +35,9 @@ class ResponseStore {
   // Whether `id` was stored (and is removed now).
   bool remove(const std::string& id);
   size_t bytes() const;
+  // The places kept in eviction order, removed ones included until compacted (stays within a
+  // small multiple of the stored count).
+  size_t places() const;
 
  private:
   static size_t size_of(const std::string& id, const Stored& s) {

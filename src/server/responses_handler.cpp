@@ -322,10 +322,22 @@ class ResponsesReply final : public GenerationReply {
 
   // A finished response, kept in the response store when the request asked (store): with the
   // conversation it ends, its input items then its output items, for previous_response_id.
+  // A reasoning item that no message or call followed (the limit cut the thinking short) is left
+  // out of the conversation, which a next turn could not follow; logprobs too (no input reads
+  // them).
   json stored(json final_response) {
-    if (!req_->store || aborted()) return final_response;
+    if (!req_->store) return final_response;
     json conversation = json::parse(req_->input_items_json);
-    for (const Item& item : items_) conversation.push_back(item_json(item, true));
+    size_t kept = items_.size();
+    while (kept > 0 && items_[kept - 1].kind == Kind::kReasoning) --kept;
+    for (size_t i = 0; i < kept; ++i) {
+      json item = item_json(items_[i], true);
+      if (json* content = request_json::find_mutable(item, "content");
+          content && content->is_array()) {
+        for (json& part : *content) part.erase("logprobs");
+      }
+      conversation.push_back(std::move(item));
+    }
     ctx_.response_store.put(id_,
                             {request_json::dump(final_response), request_json::dump(conversation)});
     return final_response;
@@ -369,20 +381,26 @@ Reply prepare_responses(ServerContext& ctx, std::shared_ptr<const ResponsesReque
 
 }  // namespace
 
+// The body is read on the work pool: a previous_response_id puts a stored conversation, which
+// may be far longer than any body, before its input.
 Reply handle_responses(ServerContext& ctx, const HttpRequest& request) {
-  auto parsed =
-      parse_responses_request(request.body, ctx.sampling_defaults,
-                              ctx.info.enable_response_store ? &ctx.response_store : nullptr);
-  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-  if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
-  if (Status s = check_thinking_switch(ctx, parsed->chat, "'reasoning.effort'"); !s.ok()) {
-    return Reply::of(error_response(s));
-  }
-  const bool stream = parsed->chat.stream;
-  auto shared = std::make_shared<const ResponsesRequest>(std::move(parsed).value());
-  return PreparedReply::submit(ctx, stream, [&ctx, shared](const std::atomic<bool>& cancelled) {
-    return prepare_responses(ctx, shared, cancelled);
-  });
+  const auto o = request_json::parse_object(request.body);
+  if (!o.ok()) return Reply::of(error_response(o.status()));
+  const json* stream = request_json::find(*o, "stream");
+  auto body = std::make_shared<const std::string>(request.body);
+  return PreparedReply::submit(
+      ctx, stream && *stream == true, [&ctx, body](const std::atomic<bool>& cancelled) {
+        auto parsed =
+            parse_responses_request(*body, ctx.sampling_defaults,
+                                    ctx.info.enable_response_store ? &ctx.response_store : nullptr);
+        if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+        if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
+        if (Status s = check_thinking_switch(ctx, parsed->chat, "'reasoning.effort'"); !s.ok()) {
+          return Reply::of(error_response(s));
+        }
+        return prepare_responses(
+            ctx, std::make_shared<const ResponsesRequest>(std::move(parsed).value()), cancelled);
+      });
 }
 
 // GET /v1/responses/{id}: a stored response; DELETE removes it (OpenAI's, with
@@ -390,6 +408,11 @@ Reply handle_responses(ServerContext& ctx, const HttpRequest& request) {
 Reply handle_stored_response(ServerContext& ctx, const HttpRequest& request) {
   constexpr std::string_view kPrefix = "/v1/responses/";
   const std::string id = request.path.substr(kPrefix.size());
+  if (id.find('/') != std::string::npos) {  // input_items, cancel: not built
+    return Reply::of(error_response(404, "'" + request.path +
+                                             "' is not supported (GET and DELETE "
+                                             "/v1/responses/{id} are)"));
+  }
   if (!ctx.info.enable_response_store) {
     return Reply::of(error_response(
         400, "the response store is disabled: start the server with --enable-response-store"));

@@ -76,7 +76,9 @@ Result<std::string> reasoning_text(const json& item, const std::string& where) {
 // `input` as chat messages, appended to `messages`. A reasoning item becomes the
 // reasoning_content of the assistant turn after it (templates that show earlier thinking, as
 // Qwen3's, read it there).
-Status input_messages(const json& input, json& messages) {
+// `stored`: how many of the items come from a previous response's stored conversation (errors
+// name them so, and the client's own items from input[0]).
+Status input_messages(const json& input, json& messages, size_t stored = 0) {
   if (input.is_string()) {
     messages.push_back({{"role", "user"}, {"content", input}});
     return Status::ok_status();
@@ -98,7 +100,8 @@ Status input_messages(const json& input, json& messages) {
   };
   for (size_t i = 0; i < input.size(); ++i) {
     const json& item = input[i];
-    const std::string where = "input[" + std::to_string(i) + "]";
+    const std::string where = i < stored ? "the previous response's item " + std::to_string(i)
+                                         : "input[" + std::to_string(i - stored) + "]";
     if (!item.is_object()) return field_error(where, "must be an object");
     const json* type = find(item, "type");
     if (type && *type == "reasoning") {
@@ -223,8 +226,13 @@ Status read_text_format(const json& o, json& chat, ResponsesRequest& out) {
     return field_error("text.format", "must be an object with a 'type'");
   }
   if (*type == "json_schema") {
-    json schema = {{"name", format->value("name", json("response"))},
-                   {"schema", format->value("schema", json::object())}};
+    const json* name = find(*format, "name");
+    const json* given = find(*format, "schema");
+    if (!name || !name->is_string()) return field_error("text.format.name", "must be a string");
+    if (!given || !given->is_object()) {
+      return field_error("text.format.schema", "must be a JSON Schema object");
+    }
+    json schema = {{"name", *name}, {"schema", *given}};
     for (const auto& [key, value] : format->items()) {
       if (key == "strict" || key == "description") {
         schema[key] = value;
@@ -363,6 +371,9 @@ Status read_stored_conversation(json& o, const ResponseStore* store, ResponsesRe
   out.store = keep == nullptr || keep->get<bool>();
   json* input = request_json::find_mutable(o, "input");
   if (!input) return field_error("input", "is required");
+  if (!input->is_string() && (!input->is_array() || input->empty())) {
+    return field_error("input", "must be a string or a non-empty list of input items");
+  }
   json items = input->is_string() ? json::array({{{"role", "user"}, {"content", *input}}}) : *input;
   if (previous) {
     if (!previous->is_string()) return field_error("previous_response_id", "must be a string");
@@ -373,9 +384,8 @@ Status read_stored_conversation(json& o, const ResponseStore* store, ResponsesRe
                        std::to_string(kResponseStoreBytes >> 20) + " MiB)");
     }
     json conversation = json::parse(stored->conversation_json);
-    if (items.is_array()) {
-      for (json& item : items) conversation.push_back(std::move(item));
-    }
+    out.stored_items = conversation.size();
+    for (json& item : items) conversation.push_back(std::move(item));
     items = std::move(conversation);
     *input = items;
   }
@@ -401,7 +411,7 @@ Result<ResponsesRequest> parse_responses_request(std::string_view body,
   }
   const json* input = find(o, "input");
   if (!input) return field_error("input", "is required");
-  SGL_RETURN_IF_ERROR(input_messages(*input, messages));
+  SGL_RETURN_IF_ERROR(input_messages(*input, messages, out.stored_items));
 
   json chat = json::object();
   for (const auto& [key, value] : o.items()) {

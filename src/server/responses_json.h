@@ -40,6 +40,7 @@ struct ResponsesRequest {
   bool store = false;
   std::string previous_response_id;
   std::string input_items_json;
+  size_t stored_items = 0;  // how many of them came from the previous response
 };
 
 // `store`: the server's response store (--enable-response-store), which `store` and

@@ -43,6 +43,7 @@ def qwen3(tmp_path_factory):
     template = workdir / "thinking_template.jinja"
     template.write_text(TEMPLATE)
     s = Server(workdir, "--chat-template", str(template), "--reasoning-parser", "qwen3",
+               "--enable-response-store",
                model=MODEL)
     yield s
     assert s.stop() == 0, s.log()
@@ -101,6 +102,31 @@ def test_responses_reasoning_item_comes_first(oai, want):
     details = r.usage.output_tokens_details
     assert 0 < details.reasoning_tokens < r.usage.output_tokens, r.usage
     assert r.reasoning.effort is None
+
+
+def test_stored_reasoning_continues_as_the_chat_history(qwen3, oai, want):
+    # --enable-response-store: a continuation puts the stored reasoning item before its message
+    # (the template shows it as <think>...</think>), as a chat history's reasoning_content.
+    first = oai.responses.create(model="m", input="Once upon a time", max_output_tokens=60,
+                                 temperature=0, extra_body={"ebnf": FORCED})
+    assert [o.type for o in first.output] == ["reasoning", "message"]
+    after = oai.responses.create(model="m", input="More.", previous_response_id=first.id,
+                                 max_output_tokens=4, temperature=0)
+    r = qwen3.post("/v1/chat/completions", {"model": "m", "max_tokens": 4, "temperature": 0,
+                                            "messages": [USER, {"role": "assistant",
+                                                                "content": want[1],
+                                                                "reasoning_content": want[0]},
+                                                         {"role": "user", "content": "More."}]})
+    assert after.usage.input_tokens == r.json()["usage"]["prompt_tokens"]
+    assert after.output_text == r.json()["choices"][0]["message"]["content"]
+    # Cut short inside its thinking, a response is still continued (its lone reasoning item is
+    # not kept: nothing it belongs to came).
+    cut = oai.responses.create(model="m", input="Once upon a time", max_output_tokens=8,
+                               temperature=0, extra_body={"ebnf": FORCED})
+    assert [o.type for o in cut.output] == ["reasoning"] and cut.status == "incomplete"
+    more = oai.responses.create(model="m", input="More.", previous_response_id=cut.id,
+                                max_output_tokens=2, temperature=0)
+    assert more.status == "incomplete" and more.output_text
 
 
 def test_responses_streams_the_reasoning_item_before_the_message(qwen3, want):

@@ -211,10 +211,12 @@ def test_sse_wire_format(server):
     # No --reasoning-parser here: thinking cannot be turned on (test_reasoning_items.py has one).
     ({"reasoning": {"effort": "low"}}, "--reasoning-parser"),
     ({"text": {"format": {"type": "yaml"}}}, "text.format.type"),
-    ({"text": {"format": {"type": "json_schema", "schema": {}, "colour": 1}}},
+    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {}, "colour": 1}}},
      "text.format.colour"),
-    ({"text": {"format": {"type": "json_schema", "schema": {"type": "object",
-                                                             "multipleOf": 2}}}}, "multipleOf"),
+    ({"text": {"format": {"type": "json_schema", "name": "x"}}}, "text.format.schema"),
+    ({"text": {"format": {"type": "json_schema", "schema": {}}}}, "text.format.name"),
+    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {
+        "type": "object", "multipleOf": 2}}}}, "multipleOf"),
     ({"include": ["reasoning.encrypted_content"]}, "include"),
     ({"top_logprobs": 2}, "top_logprobs"),
     ({"background": True}, "background"),
@@ -292,6 +294,18 @@ def test_stored_responses_read_back_and_continue(stored):
                                {"role": "user", "content": "Go on."}], 8)
     assert second.output_text == chat["choices"][0]["message"]["content"]
     assert second.usage.input_tokens == chat["usage"]["prompt_tokens"]
+    # Instructions are not carried over (OpenAI's rule): only input and output items are.
+    told = client.responses.create(model="m", input="Once upon a time", instructions="Be brief.",
+                                   max_output_tokens=4, temperature=0)
+    after = client.responses.create(model="m", input="Go on.", previous_response_id=told.id,
+                                    max_output_tokens=4, temperature=0)
+    plain = chat_reply(stored, [USER, {"role": "assistant", "content": told.output_text},
+                                {"role": "user", "content": "Go on."}], 4)
+    assert after.usage.input_tokens == plain["usage"]["prompt_tokens"]
+    # Errors name the client's own items from input[0].
+    r = stored.post("/v1/responses", {"model": "m", "previous_response_id": first.id,
+                                      "input": [{"role": "robot", "content": "x"}]})
+    assert r.status_code == 400 and "input[0].role" in r.json()["error"]["message"], r.text
     # A chain of three: the second's conversation already holds the first's.
     third = client.responses.create(model="m", input="The end.", previous_response_id=second.id,
                                     max_output_tokens=4, temperature=0)
@@ -319,6 +333,11 @@ def test_unstored_and_deleted_responses_are_not_found(stored):
         client.responses.create(model="m", input="x", previous_response_id=kept.id,
                                 max_output_tokens=2)
     assert "previous response" in str(e.value)
+
+
+def test_only_the_response_itself_is_served(stored):
+    r = stored.get("/v1/responses/resp_1/input_items")
+    assert r.status_code == 404 and "not supported" in r.json()["error"]["message"], r.text
 
 
 def test_without_the_store_flag_nothing_is_kept(server):
