@@ -9,7 +9,6 @@
 #include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 
 #include "server/chat_submit.h"
