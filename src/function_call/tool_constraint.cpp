@@ -38,6 +38,14 @@ struct Format {
 
 std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
+// The head of a JSON call, `prefix` then {"name": NAME, "<arguments_key>": (its arguments follow).
+std::function<std::string(const std::string&)> json_call_head(std::string prefix,
+                                                              std::string arguments_key) {
+  return [prefix = std::move(prefix), key = std::move(arguments_key)](const std::string& name) {
+    return prefix + "{\"name\": " + quoted(name) + ", \"" + key + "\": ";
+  };
+}
+
 Result<Format> format_for(std::string_view parser) {
   const std::optional<ToolCallFormat> format = tool_call_format(parser);
   if (!format) return check_tool_call_parser(parser);
@@ -45,26 +53,20 @@ Result<Format> format_for(std::string_view parser) {
   switch (*format) {
     case ToolCallFormat::kHermes:
       f.between_calls = "\n";
-      f.head = [](const std::string& name) {
-        return "<tool_call>\n{\"name\": " + quoted(name) + ", \"arguments\": ";
-      };
+      f.head = json_call_head("<tool_call>\n", "arguments");
       f.tail = "}\n</tool_call>";
       f.trigger = "<tool_call>";
       break;
     case ToolCallFormat::kLlama3:
       f.between_calls = "; ";
-      f.head = [](const std::string& name) {
-        return "{\"name\": " + quoted(name) + ", \"parameters\": ";
-      };
+      f.head = json_call_head("", "parameters");
       f.tail = "}";
       break;
     case ToolCallFormat::kMistral:
       f.before_calls = "[TOOL_CALLS] [";
       f.between_calls = ", ";
       f.after_calls = "]";
-      f.head = [](const std::string& name) {
-        return "{\"name\": " + quoted(name) + ", \"arguments\": ";
-      };
+      f.head = json_call_head("", "arguments");
       f.tail = "}";
       f.trigger = "[TOOL_CALLS]";
       break;
@@ -110,9 +112,7 @@ Result<Format> format_for(std::string_view parser) {
       f.before_calls = "[";
       f.between_calls = ", ";
       f.after_calls = "]";
-      f.head = [](const std::string& name) {
-        return "{\"name\": " + quoted(name) + ", \"parameters\": ";
-      };
+      f.head = json_call_head("", "parameters");
       f.tail = "}";
       break;
     case ToolCallFormat::kPythonic:

@@ -327,7 +327,7 @@ void HttpSession::linger() {
 void HttpSession::start_deferred(Reply reply) {
   deferred_ = std::move(reply.deferred);
   event_stream_ = reply.event_stream;
-  stream_content_type_ = std::move(reply.stream_content_type);
+  stream_content_type_ = reply.stream_content_type;
   deferred_done_ = false;
   deferred_->start([weak = weak_from_this()] {
     if (auto self = weak.lock()) self->wake();
@@ -343,8 +343,9 @@ std::string HttpSession::event_stream_head() {
   chunked_ = version_ >= 11;
   if (!chunked_ || hub_.draining.load()) keep_alive_ = false;
   std::string head = version_ >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
-  head += "Server: sgl.cpp\r\nContent-Type: " + stream_content_type_ +
-          "\r\nCache-Control: no-cache\r\n";
+  head += "Server: sgl.cpp\r\nContent-Type: ";
+  head += stream_content_type_;
+  head += "\r\nCache-Control: no-cache\r\n";
   if (cors_origin_) {
     head += "Access-Control-Allow-Origin: " + *cors_origin_ + "\r\n";
     if (*cors_origin_ != "*") head += "Vary: Origin\r\n";

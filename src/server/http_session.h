@@ -105,7 +105,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   unsigned version_ = 11;
   bool keep_alive_ = false;
   bool event_stream_ = false;
-  std::string stream_content_type_;  // an event stream's Content-Type
+  std::string_view stream_content_type_;  // an event stream's Content-Type (a literal)
   bool chunked_ = false;
   bool stream_head_pending_ = false;  // an event stream whose 200 head is not sent yet
   bool writing_ = false;

@@ -60,8 +60,9 @@ struct Reply {
   HttpResponse response;
   std::unique_ptr<DeferredReply> deferred;
   bool event_stream = false;
-  // Server-sent events, or Ollama's newline-delimited JSON (application/x-ndjson).
-  std::string stream_content_type = "text/event-stream";
+  // Server-sent events, or Ollama's newline-delimited JSON (application/x-ndjson); a string
+  // literal.
+  std::string_view stream_content_type = "text/event-stream";
 
   static Reply of(HttpResponse response) {
     Reply r;

@@ -17,7 +17,6 @@ json thinking_block(const std::string& text) {
 json text_block(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
 
 json tool_use_block(const ToolCallDelta& call, json input) {
-  if (!input.is_object()) input = json::object();
   return {{"type", "tool_use"},
           {"id", tool_use_id(call.id)},
           {"name", call.name},
@@ -37,7 +36,7 @@ json content_blocks(const ChoiceDelta& total) {
     content.push_back(text_block(total.text));
   }
   for (const ToolCallDelta& call : total.tool_calls) {
-    content.push_back(tool_use_block(call, json::parse(call.arguments, nullptr, false)));
+    content.push_back(tool_use_block(call, request_json::arguments_object(call.arguments)));
   }
   return content;
 }

@@ -170,15 +170,11 @@ Reply handle_messages_count_tokens(ServerContext& ctx, const HttpRequest& reques
     return Reply::of(error_response(400, "the body must be a JSON object"));
   }
   // Anthropic's CountTokens fields; anything else (max_tokens, sampling) would be ignored.
-  static constexpr std::string_view kFields[] = {
-      "model", "messages", "system", "thinking", "tools", "tool_choice", "output_config", "betas"};
-  for (const auto& [key, value] : body.items()) {
-    if (std::find(std::begin(kFields), std::end(kFields), key) == std::end(kFields)) {
-      return Reply::of(error_response(
-          400, "'" + key +
-                   "' is not a count_tokens field (model, messages, system, thinking, "
-                   "tools, tool_choice, output_config, betas)"));
-    }
+  if (Status s =
+          request_json::check_fields(body, {"model", "messages", "system", "thinking", "tools",
+                                            "tool_choice", "output_config", "betas"});
+      !s.ok()) {
+    return Reply::of(error_response(s));
   }
   body.erase("betas");     // beta feature names: nothing they name changes a prompt here
   body["max_tokens"] = 1;  // required by the Messages parser, counts nothing

@@ -78,9 +78,9 @@ class OllamaReply final : public GenerationReply {
     if (calls && !choice().total().tool_calls.empty()) {
       json tool_calls = json::array();
       for (const ToolCallDelta& call : choice().total().tool_calls) {
-        json arguments = json::parse(call.arguments, nullptr, false);
-        if (!arguments.is_object()) arguments = json::object();  // cut short
-        tool_calls.push_back({{"function", {{"name", call.name}, {"arguments", arguments}}}});
+        tool_calls.push_back({{"function",
+                               {{"name", call.name},
+                                {"arguments", request_json::arguments_object(call.arguments)}}}});
       }
       message["tool_calls"] = std::move(tool_calls);
     }

@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/openai_json.h"
 #include "server/request_json.h"
 
 namespace sgl::server {
@@ -19,17 +18,6 @@ using request_json::find;
 
 // SGLang's default reply length for Ollama requests without num_predict.
 constexpr int64_t kDefaultNumPredict = 2048;
-
-// Each of `o`'s keys is one of `known`.
-Status check_keys(const json& o, std::string_view where,
-                  std::initializer_list<std::string_view> known) {
-  for (const auto& [key, value] : o.items()) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return field_error(std::string(where) + key, "is not supported here");
-    }
-  }
-  return Status::ok_status();
-}
 
 // options.num_predict: a limit (max_tokens), a negative one none but the context (Ollama's -1
 // and -2), and absent SGLang's default for these routes, cut to the room the prompt leaves.
@@ -111,8 +99,8 @@ Status read_format(const json& o, json& body) {
 Result<json> chat_message(const json& m, size_t index) {
   const std::string where = "messages[" + std::to_string(index) + "]";
   if (!m.is_object()) return field_error(where, "must be an object");
-  SGL_RETURN_IF_ERROR(check_keys(
-      m, where + ".", {"role", "content", "images", "thinking", "tool_calls", "tool_name"}));
+  SGL_RETURN_IF_ERROR(request_json::check_fields(
+      m, {"role", "content", "images", "thinking", "tool_calls", "tool_name"}, where + "."));
   if (const json* images = find(m, "images"); images && !asks_nothing(*images)) {
     return unimplemented("'" + where + ".images' is not supported (text models only)");
   }
@@ -173,8 +161,8 @@ Status read_common(const json& o, json& body, NumPredict& num_predict) {
 
 Result<ChatRequest> parse_ollama_chat(std::string_view text, const SamplingInput& defaults) {
   SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(text));
-  SGL_RETURN_IF_ERROR(check_keys(
-      o, "", {"model", "messages", "stream", "format", "options", "keep_alive", "think", "tools"}));
+  SGL_RETURN_IF_ERROR(request_json::check_fields(
+      o, {"model", "messages", "stream", "format", "options", "keep_alive", "think", "tools"}));
   json body = json::object();
   NumPredict num_predict;
   SGL_RETURN_IF_ERROR(read_common(o, body, num_predict));
@@ -198,10 +186,9 @@ Result<ChatRequest> parse_ollama_chat(std::string_view text, const SamplingInput
 Result<CompletionRequest> parse_ollama_generate(std::string_view text,
                                                 const SamplingInput& defaults) {
   SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(text));
-  SGL_RETURN_IF_ERROR(
-      check_keys(o, "",
-                 {"model", "prompt", "suffix", "system", "template", "context", "stream", "raw",
-                  "format", "options", "keep_alive", "images", "think"}));
+  SGL_RETURN_IF_ERROR(request_json::check_fields(
+      o, {"model", "prompt", "suffix", "system", "template", "context", "stream", "raw", "format",
+          "options", "keep_alive", "images", "think"}));
   for (const char* key : {"suffix", "template", "context", "images"}) {
     if (const json* v = find(o, key); v && !v->is_null() && !asks_nothing(*v)) {
       return unimplemented("'" + std::string(key) +
@@ -228,7 +215,7 @@ Result<CompletionRequest> parse_ollama_generate(std::string_view text,
   const bool blank = prompt.find_first_not_of(" \t\r\n") == std::string::npos;
   body["prompt"] = blank ? "x" : prompt;  // a blank prompt generates nothing (below)
   SGL_ASSIGN_OR_RETURN(CompletionRequest req,
-                       parse_completion_request(request_json::dump(body), defaults));
+                       request_json::parse_completion_object(body, defaults));
   if (blank) req.prompts.clear();
   apply(num_predict, req.sampling);
   return req;

@@ -314,6 +314,11 @@ Result<json> template_message(const json& m, size_t index) {
 Result<CompletionRequest> parse_completion_request(std::string_view body,
                                                    const SamplingInput& defaults) {
   SGL_ASSIGN_OR_RETURN(json o, parse_object(body));
+  return request_json::parse_completion_object(o, defaults);
+}
+
+Result<CompletionRequest> request_json::parse_completion_object(const json& o,
+                                                                const SamplingInput& defaults) {
   CompletionRequest r;
   r.sampling = defaults;
   SGL_RETURN_IF_ERROR(read(o, "model", r.model));

@@ -28,11 +28,7 @@ using request_json::find;
 Result<json> read_body(const ServerContext& ctx, const HttpRequest& request,
                        std::initializer_list<std::string_view> known) {
   SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(request.body));
-  for (const auto& [key, value] : o.items()) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return field_error(key, "is not a field of this endpoint");
-    }
-  }
+  SGL_RETURN_IF_ERROR(request_json::check_fields(o, known));
   const json* text = find(o, "text");
   if (!text || !text->is_string()) return field_error("text", "must be a string");
   SGL_RETURN_IF_ERROR(check_text_length(ctx, text->get_ref<const std::string&>().size(), "text"));

@@ -84,6 +84,22 @@ Result<bool> apply_reasoning_effort(const json& effort, std::string_view field, 
   return on;
 }
 
+Status check_fields(const json& o, std::initializer_list<std::string_view> known,
+                    std::string_view prefix) {
+  for (const auto& [key, value] : o.items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string names;
+    for (std::string_view k : known) names += (names.empty() ? "" : ", ") + std::string(k);
+    return field_error(std::string(prefix) + key, "is not taken here (" + names + ")");
+  }
+  return Status::ok_status();
+}
+
+json arguments_object(const std::string& arguments) {
+  json object = json::parse(arguments, nullptr, /*allow_exceptions=*/false);
+  return object.is_object() ? object : json::object();
+}
+
 Result<std::string> joined_text(const json& content, const std::string& where,
                                 std::initializer_list<std::string_view> text_types,
                                 std::string_view separator) {

@@ -19,6 +19,7 @@
 #include "server/choice_stream.h"
 #include "server/http_types.h"
 #include "server/openai_types.h"
+#include "server/responses_json.h"
 
 namespace sgl::server::request_json {
 
@@ -127,9 +128,24 @@ HttpResponse json_response(const nlohmann::ordered_json& body, int status = 200)
 // "bytes"}]}]; needs the delta's token texts (ChoiceOptions::token_texts).
 nlohmann::ordered_json token_logprobs(const ChoiceDelta& d);
 
-// parse_chat_request (openai_json.h) on a parsed body.
+// parse_chat_request and parse_completion_request (openai_json.h) on a parsed body.
 Result<ChatRequest> parse_chat_object(const nlohmann::ordered_json& o,
                                       const SamplingInput& defaults);
+Result<CompletionRequest> parse_completion_object(const nlohmann::ordered_json& o,
+                                                  const SamplingInput& defaults);
+// parse_responses_request (responses_json.h) on a parsed body.
+Result<ResponsesRequest> parse_responses_object(nlohmann::ordered_json o,
+                                                const SamplingInput& defaults,
+                                                const ResponseStore* store);
+
+// Each of `o`'s keys is one of `known`; else kInvalidArgument naming `prefix` + the key and the
+// known ones (a field a route does not take is refused, never ignored).
+Status check_fields(const nlohmann::ordered_json& o, std::initializer_list<std::string_view> known,
+                    std::string_view prefix = {});
+
+// A tool call's arguments as the JSON object they hold; {} where they are not one (an output
+// cut short), as SGLang gives.
+nlohmann::ordered_json arguments_object(const std::string& arguments);
 
 // Chat template kwargs (a request's, or --default-chat-template-kwargs, named `field`) must not
 // set what the request's own fields set (messages, tools, add_generation_prompt,

@@ -381,26 +381,26 @@ Reply prepare_responses(ServerContext& ctx, std::shared_ptr<const ResponsesReque
 
 }  // namespace
 
-// The body is read on the work pool: a previous_response_id puts a stored conversation, which
-// may be far longer than any body, before its input.
+// The body is parsed here, and read into the request on the work pool: a previous_response_id
+// puts a stored conversation, which may be far longer than any body, before its input.
 Reply handle_responses(ServerContext& ctx, const HttpRequest& request) {
-  const auto o = request_json::parse_object(request.body);
+  auto o = request_json::parse_object(request.body);
   if (!o.ok()) return Reply::of(error_response(o.status()));
   const json* stream = request_json::find(*o, "stream");
-  auto body = std::make_shared<const std::string>(request.body);
-  return PreparedReply::submit(
-      ctx, stream && *stream == true, [&ctx, body](const std::atomic<bool>& cancelled) {
-        auto parsed =
-            parse_responses_request(*body, ctx.sampling_defaults,
-                                    ctx.info.enable_response_store ? &ctx.response_store : nullptr);
-        if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-        if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
-        if (Status s = check_thinking_switch(ctx, parsed->chat, "'reasoning.effort'"); !s.ok()) {
-          return Reply::of(error_response(s));
-        }
-        return prepare_responses(
-            ctx, std::make_shared<const ResponsesRequest>(std::move(parsed).value()), cancelled);
-      });
+  const bool event_stream = stream && *stream == true;
+  auto body = std::make_shared<json>(std::move(o).value());
+  return PreparedReply::submit(ctx, event_stream, [&ctx, body](const std::atomic<bool>& cancelled) {
+    auto parsed = request_json::parse_responses_object(
+        std::move(*body), ctx.sampling_defaults,
+        ctx.info.enable_response_store ? &ctx.response_store : nullptr);
+    if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+    if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
+    if (Status s = check_thinking_switch(ctx, parsed->chat, "'reasoning.effort'"); !s.ok()) {
+      return Reply::of(error_response(s));
+    }
+    return prepare_responses(
+        ctx, std::make_shared<const ResponsesRequest>(std::move(parsed).value()), cancelled);
+  });
 }
 
 // GET /v1/responses/{id}: a stored response; DELETE removes it (OpenAI's, with

@@ -400,6 +400,11 @@ Result<ResponsesRequest> parse_responses_request(std::string_view body,
                                                  const SamplingInput& defaults,
                                                  const ResponseStore* store) {
   SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(body));
+  return request_json::parse_responses_object(std::move(o), defaults, store);
+}
+
+Result<ResponsesRequest> request_json::parse_responses_object(json o, const SamplingInput& defaults,
+                                                              const ResponseStore* store) {
   SGL_RETURN_IF_ERROR(check_options(o));
   ResponsesRequest out;
   SGL_RETURN_IF_ERROR(read_stored_conversation(o, store, out));
