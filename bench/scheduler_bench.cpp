@@ -16,7 +16,7 @@ void decode_step(benchmark::State& state) {
   options.max_running_requests = running;
   options.disable_radix_cache = !radix;
   const int32_t context = 4096;
-  Scheduler scheduler(options, running * context + 1, context, {0});
+  Scheduler scheduler(options, running * context + 1, context, {0}, 32000);
   for (int32_t i = 0; i < running; ++i) {
     GenerateRequest r;
     for (int32_t t = 0; t < 128; ++t) r.input_ids.push_back(1 + (i * 131 + t * 7) % 30000);

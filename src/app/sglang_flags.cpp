@@ -222,6 +222,11 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
        .help = "xgrammar, outlines, llguidance or none.",
        .support = kNoEffect,
        .note = "structured output always runs on sgl.cpp's own grammar engine (src/grammar)"},
+      {.name = "--enable-strict-thinking",
+       .help = "Strict reasoning: /generate's max_thinking_tokens, excluded tokens inside it.",
+       .support = kNoEffect,
+       .note = "max_thinking_tokens is honoured without it; no tokens are excluded from the "
+               "reasoning"},
       {.name = "--enable-lora", .help = "LoRA adapters.", .support = kRefused, .note = kNoLora},
       {.name = "--lora-paths",
        .value = "PATH...",

@@ -98,7 +98,8 @@ void adopt_runner_drafts(const runner::ExecResult& result, scheduler::ScheduleBa
 Engine::Engine(const EngineOptions& options)
     : options_(options),
       scheduler_(std::make_unique<scheduler::Scheduler>(
-          options.scheduler, options.num_kv_slots, options.context_length, options.eos_token_ids)),
+          options.scheduler, options.num_kv_slots, options.context_length, options.eos_token_ids,
+          options.vocab_size)),
       next_rid_(options.first_rid) {
   SGL_CHECK(options.first_rid >= 1 && options.rid_stride >= 1) << "rid 0 names no request";
 }
@@ -174,11 +175,23 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
   const grammar::ReasoningGate& gate = request.reasoning_gate;
   if (!gate.empty()) {
     const auto in_vocab = [&](int32_t id) { return id >= 0 && id < options_.vocab_size; };
-    if (!request.grammar || !std::all_of(gate.end_ids.begin(), gate.end_ids.end(), in_vocab) ||
+    if ((!request.grammar && !gate.has_budget()) ||
+        !std::all_of(gate.end_ids.begin(), gate.end_ids.end(), in_vocab) ||
         (gate.start_id != -1 && !in_vocab(gate.start_id))) {
       return invalid_argument(
-          "a reasoning gate needs a grammar and token ids inside the vocabulary");
+          "a reasoning gate needs a grammar or a budget, and token ids inside the vocabulary");
     }
+    const std::vector<int32_t>& forced = gate.budget_end_ids;
+    if (gate.max_tokens < -1 ||
+        (gate.has_budget() &&
+         (forced.size() < gate.end_ids.size() || !std::all_of(forced.begin(), forced.end(), in_vocab) ||
+          !std::equal(gate.end_ids.rbegin(), gate.end_ids.rend(), forced.rbegin())))) {
+      return invalid_argument(
+          "a thinking budget is -1 (none) or >= 0, and its forced tokens end with the reasoning's "
+          "closing ids");
+    }
+  } else if (gate.has_budget()) {
+    return invalid_argument("a thinking budget needs the reasoning's closing ids");
   }
   const auto prompt = static_cast<int64_t>(request.input_ids.size());
   // Without chunking a prompt is prefilled whole, beside the running decodes (MIXED): it must

@@ -63,7 +63,9 @@ struct GenerateRequest {
   // Structured output: every generated token is one the grammar allows, and a stop token only
   // where it can end (compiled for the served model's vocabulary). Null: unconstrained.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
-  // With a grammar: the reasoning it waits for (SGLang's require_reasoning); empty: none.
+  // With a grammar: the reasoning it waits for (SGLang's require_reasoning); empty: none. With a
+  // budget (grammar or not), the reasoning's closing tokens are forced once it is spent
+  // (SGLang's max_thinking_tokens).
   grammar::ReasoningGate reasoning_gate = {};
 
   // How many prompt tokens get a logprob (positions start + 1 .. prompt_len - 1).
@@ -100,7 +102,8 @@ struct Req {
   int32_t retract_count = 0;
   sampling::PromptLogprobs input_logprobs;  // gathered chunk by chunk until the prefill ends
   PooledEmbedding embedding;                // an embedding model's: pooled chunk by chunk
-  // request.grammar's state after output_ids (SGLang's req.grammar); null when unconstrained.
+  // request.grammar's (and the thinking budget's) state after output_ids (SGLang's req.grammar);
+  // null when unconstrained.
   std::unique_ptr<grammar::ReasonerGrammarMatcher> grammar;
   bool input_logprobs_sent = false;  // delivered with the first token (or the finish)
   int64_t last_batch_id = -1;        // newest batch that reads this request's row

@@ -13,10 +13,11 @@
 namespace sgl::scheduler {
 
 Scheduler::Scheduler(const SchedulerOptions& options, int32_t num_kv_slots, int32_t max_context_len,
-                     std::vector<int32_t> eos_token_ids)
+                     std::vector<int32_t> eos_token_ids, int64_t vocab_size)
     : options_(options),
       max_context_len_(max_context_len),
       eos_token_ids_(std::move(eos_token_ids)),
+      vocab_size_(vocab_size),
       // NOTE: finished requests keep their row until the batch still reading it completes, so
       // the overlap loop needs room for a second generation of rows.
       req_to_token_(2 * options.max_running_requests + 2, max_context_len),
@@ -99,15 +100,16 @@ bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
   req->request.max_new_tokens =
       std::min({req->request.max_new_tokens, max_context_len_ - req->prompt_len(),
                 allocator_.capacity() - req->prompt_len()});
-  if (req->request.grammar) {
-    req->grammar = std::make_unique<grammar::ReasonerGrammarMatcher>(req->request.grammar,
-                                                                     req->request.reasoning_gate);
+  if (req->request.grammar || req->request.reasoning_gate.has_budget()) {
+    req->grammar = std::make_unique<grammar::ReasonerGrammarMatcher>(
+        req->request.grammar, req->request.reasoning_gate, vocab_size_);
   }
   if (options_.speculative.enabled() &&
       (req->grammar || req->request.sampling.has_penalties_or_bias())) {
     ++totals_.spec_plain_requests;
     if (!std::exchange(logged_spec_plain_, true)) {
-      SGL_LOG_INFO << "speculative decoding: requests with a grammar, penalties or logit_bias "
+      SGL_LOG_INFO << "speculative decoding: requests with a grammar, a thinking budget, "
+                      "penalties or logit_bias "
                       "decode without drafts (counted in spec_plain_requests)";
     }
   }

@@ -57,7 +57,8 @@ struct SchedulerStats {
   int64_t spec_verify_steps = 0;     // speculative verify entries processed
   int64_t spec_draft_tokens = 0;     // drafts they checked
   int64_t spec_accepted_tokens = 0;  // drafts accepted (each a token gained for free)
-  // Requests speculation leaves out (a grammar, penalties or logit_bias: one logits row a step).
+  // Requests speculation leaves out (a grammar or thinking budget, penalties or logit_bias: one
+  // logits row a step).
   int64_t spec_plain_requests = 0;
   double new_token_ratio = 0;
   double cache_hit_rate() const {
@@ -89,8 +90,9 @@ struct NextBatch {
 
 class Scheduler {
  public:
+  // vocab_size: the logits' width (the masks that force a thinking budget's closing tokens).
   Scheduler(const SchedulerOptions& options, int32_t num_kv_slots, int32_t max_context_len,
-            std::vector<int32_t> eos_token_ids);
+            std::vector<int32_t> eos_token_ids, int64_t vocab_size);
   ~Scheduler();
 
   // Checks the request against the context and the limits; the reason as a Status.
@@ -217,6 +219,7 @@ class Scheduler {
   SchedulerOptions options_;
   int32_t max_context_len_;
   std::vector<int32_t> eos_token_ids_;
+  int64_t vocab_size_;
   cache::ReqToTokenPool req_to_token_;
   cache::TokenToKvPoolAllocator allocator_;
   cache::RadixCache tree_;

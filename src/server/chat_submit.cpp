@@ -94,6 +94,11 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
   const grammar::ReasoningGate gate = grammar_leaves_reasoning(ctx, req, parser)
                                           ? chat_reasoning_gate(ctx, parser)
                                           : grammar::ReasoningGate{};
+  // The thinking budget, where the reasoning is read between tags: the engine forces the close.
+  const grammar::ReasoningGate budget_gate =
+      req.max_reasoning_tokens && !gate.empty()
+          ? with_thinking_budget(ctx, gate, *req.max_reasoning_tokens)
+          : grammar::ReasoningGate{};
   for (int64_t j = 0; j < req.sampling.n; ++j) {
     SGL_ASSIGN_OR_RETURN(engine::GenerateRequest request,
                          build_engine_request(ctx, req.sampling, ids, j, std::nullopt));
@@ -102,12 +107,18 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
                            tool_choice_grammar(ctx, req, parser, request.grammar != nullptr));
     }
     if (tool_grammar) request.grammar = tool_grammar;
-    if (request.grammar && !(tool_grammar && req.tool_choice == ToolChoiceMode::kAuto)) {
+    const bool grammar_holds_reasoning = tool_grammar && req.tool_choice == ToolChoiceMode::kAuto;
+    const bool budget_forced = budget_gate.has_budget() && !grammar_holds_reasoning;
+    if (budget_forced) {
+      request.reasoning_gate = budget_gate;
+    } else if (request.grammar && !grammar_holds_reasoning) {
       request.reasoning_gate = gate;
     }
     ChoicePlan plan{std::move(request), choice_options(req.sampling, req.logprobs)};
     plan.options.parser = parser;
-    plan.options.max_reasoning_tokens = req.max_reasoning_tokens;
+    // Where the engine cannot force the close (no tags, gpt-oss's channels, a grammar over the
+    // reasoning), the reply ends at the budget instead.
+    if (!budget_forced) plan.options.max_reasoning_tokens = req.max_reasoning_tokens;
     plan.options.single_tool_call = !req.parallel_tool_calls;
     // The parsers read their markers from the text (some are special tokens).
     if (function_call::needs_special_tokens(parser)) {

@@ -236,6 +236,14 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   std::vector<ChoicePlan> plans;
   for (size_t p = 0; p < req.prompts.size(); ++p) {
     const std::vector<int32_t> ids = prompt_ids(ctx, req.prompts[p]);
+    grammar::ReasoningGate budget_gate;
+    if (req.max_thinking_tokens) {
+      auto made = generate_budget_gate(ctx, ids, req.require_reasoning, *req.max_thinking_tokens);
+      if (!made.ok()) {
+        return Reply::of(error_response(400, made.status().message(), "max_thinking_tokens"));
+      }
+      budget_gate = std::move(made).value();
+    }
     // One list for every prompt, or one each (checked when parsed).
     const std::vector<int32_t> asked =
         setup.token_ids ? (*req.token_ids_logprob)[req.token_ids_logprob->size() == 1 ? 0 : p]
@@ -254,6 +262,16 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
       if (setup.text_in_logprobs) plan.options.token_ids_logprob = asked;
       plan.options.no_logs = req.no_logs;
       if (plan.request.grammar) plan.request.reasoning_gate = gate;
+      if (budget_gate.has_budget()) {
+        if (plan.request.grammar && !req.require_reasoning) {
+          return Reply::of(error_response(
+              400,
+              "max_thinking_tokens with a grammar needs require_reasoning: without it the "
+              "grammar holds from the first token, and there is no reasoning to budget",
+              "max_thinking_tokens"));
+        }
+        plan.request.reasoning_gate = budget_gate;
+      }
       if (setup.logprobs) {
         // SGLang: input_token_logprobs from logprob_start_len; by default (-1) and at the prompt
         // length, none.

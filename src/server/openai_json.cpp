@@ -134,9 +134,12 @@ constexpr request_json::RefusedField kUnsupportedRequest[] = {
     {"bootstrap_pair_key", kNoDisaggregation},
     {"disagg_prefill_dp_rank", kNoDisaggregation},
     {"decode_tp_size", kNoDisaggregation},
+};
+// /generate's fields the OpenAI routes refuse.
+constexpr request_json::RefusedField kGenerateOnly[] = {
     {"max_thinking_tokens",
-     "a per-request thinking budget on this route is not implemented "
-     "(the Messages API's thinking.budget_tokens is)"},
+     "a per-request thinking budget on this route is not implemented (/generate's "
+     "max_thinking_tokens and the Messages API's thinking.budget_tokens are)"},
 };
 
 constexpr const char* kNoFunctions = "function calling is not implemented yet";
@@ -339,6 +342,7 @@ Result<CompletionRequest> request_json::parse_completion_object(const json& o,
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
   SGL_RETURN_IF_ERROR(read_routing(o, std::nullopt, r.routing));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kGenerateOnly));
   std::optional<int64_t> best_of;
   SGL_RETURN_IF_ERROR(read(o, "best_of", best_of));
   if (best_of && (*best_of < 1 || *best_of > kMaxChoices)) {
@@ -489,6 +493,7 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
   SGL_RETURN_IF_ERROR(read_routing(o, std::nullopt, r.routing));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kGenerateOnly));
   SGL_RETURN_IF_ERROR(reject_limited(o, kLimitedChat));
   SGL_RETURN_IF_ERROR(check_modalities(o));
   SGL_RETURN_IF_ERROR(structured_output_json::read_response_format(o, r.sampling.grammar));
@@ -552,6 +557,10 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(read_routing(o, r.batch ? r.prompts.size() : 0, r.routing));
   SGL_RETURN_IF_ERROR(read(o, "no_logs", r.no_logs));
   SGL_RETURN_IF_ERROR(read(o, "require_reasoning", r.require_reasoning));
+  SGL_RETURN_IF_ERROR(read(o, "max_thinking_tokens", r.max_thinking_tokens));
+  if (r.max_thinking_tokens && *r.max_thinking_tokens < 0) {
+    return field_error("max_thinking_tokens", "must be >= 0");
+  }
   SGL_RETURN_IF_ERROR(check_modalities(o));
   if (const json* v = find(o, "background"); v && !asks_nothing(*v)) {
     return unimplemented("'background' is not supported: background requests are not implemented");

@@ -118,8 +118,9 @@ struct ChatRequest {
   // Messages API's thinking.type (both also set enable_thinking); the route checks the server can
   // honour it (thinking_switch.h).
   std::optional<bool> thinking;
-  // Messages' thinking.budget_tokens: the most tokens the reasoning may take (the reply ends
-  // there, stop reason max_tokens).
+  // Messages' thinking.budget_tokens: the most tokens the reasoning may take. Where the reasoning
+  // is read between tags its closing tag is then forced and the answer follows (submit_chat);
+  // otherwise the reply ends there, stop reason max_tokens.
   std::optional<int64_t> max_reasoning_tokens;
   bool add_generation_prompt = true;
   SamplingInput sampling;
@@ -153,6 +154,9 @@ struct GenerateInput {
   bool no_logs = false;  // SGLang's: not in --log-requests' lines
   // SGLang's: the output starts inside the reasoning; a grammar holds after it (reasoning_gate.h).
   bool require_reasoning = false;
+  // SGLang's max_thinking_tokens: the most tokens the reasoning may take before its closing tag
+  // is forced (reasoning_gate.h).
+  std::optional<int64_t> max_thinking_tokens;
 };
 
 // POST /v1/embeddings (an embedding model's; embeddings_json.h)

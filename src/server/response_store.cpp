@@ -39,6 +39,11 @@ std::optional<ResponseStore::Stored> ResponseStore::get(const std::string& id) c
   return it->second.stored;
 }
 
+bool ResponseStore::contains(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stored_.contains(id);
+}
+
 bool ResponseStore::remove(const std::string& id) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = stored_.find(id);

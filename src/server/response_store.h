@@ -32,6 +32,7 @@ class ResponseStore {
   // Stores (or replaces) response `id`; a response larger than max_bytes is not kept.
   void put(const std::string& id, Stored stored);
   std::optional<Stored> get(const std::string& id) const;
+  bool contains(const std::string& id) const;
   // Whether `id` was stored (and is removed now).
   bool remove(const std::string& id);
   size_t bytes() const;

@@ -470,6 +470,14 @@ Result<ResponsesRequest> request_json::parse_responses_object(json o, const Samp
     chat["rid"] = *id;
   }
   SGL_ASSIGN_OR_RETURN(out.chat, request_json::parse_chat_object(chat, defaults));
+  // A client's id names the response: it must not replace a stored one (a response's id is
+  // never reused on OpenAI's API). Requests in flight under one id are the registry's to refuse.
+  const std::string& rid = out.chat.routing.rid;
+  if (store != nullptr && out.store && !rid.empty() && store->contains(rid)) {
+    return field_error("request_id", "'" + rid +
+                                         "' names a stored response: give another id, or delete "
+                                         "that response first (DELETE /v1/responses/{id})");
+  }
   if (out.max_output_tokens) out.chat.sampling.max_tokens_field = "max_output_tokens";
   if (out.reasoning_effort) out.chat.thinking = *out.reasoning_effort != "none";
   return out;

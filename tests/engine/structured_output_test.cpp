@@ -5,7 +5,8 @@
 // test JSON Schema validator, PCRE2, a recursive-descent parser); unconstrained requests in the
 // same batches must equal their solo greedy runs (masks never leak to other rows); both loops,
 // chunked and mixed prefill, and the grammar's end (EOS exactly where it can end). A grammar
-// behind a reasoning gate holds only the answer after the reasoning.
+// behind a reasoning gate holds only the answer after the reasoning; a thinking budget forces the
+// reasoning's closing tokens once it is spent, with or without a grammar.
 // Built with SGL_TEST_ON_CUDA: the same on the GPU in float32 (the device mask kernel, device
 // sampling, CUDA graphs and the overlapped mask computation).
 #include <gtest/gtest.h>
@@ -345,6 +346,64 @@ TEST(StructuredOutputReasoning, TheGrammarHoldsTheAnswerAfterTheReasoning) {
       EXPECT_EQ(check_complete(regex, answer), "") << overlap << ": '" << answer << "'";
     }
     EXPECT_EQ(run(not_opened).ids, run(plain).ids) << overlap;
+    EXPECT_TRUE(s.me.engine->last_integrity().ok()) << s.me.engine->last_integrity().to_string();
+  }
+}
+
+// A thinking budget (SGLang's max_thinking_tokens) without a grammar: the first `budget` tokens
+// are the free output, then the forced closing tokens, then what the model generates after them
+// (the solo greedy run of the prompt with those tokens appended: the forced tokens went into
+// the KV cache like sampled ones). A reasoning that closes within its budget is not touched; one
+// that never opens is not either. A malformed budget is refused. Both loops.
+TEST(StructuredOutputReasoning, AThinkingBudgetForcesTheCloseThenTheAnswerIsFree) {
+  for (const bool overlap : {true, false}) {
+    StoriesWithGrammars s(overlap);
+    ASSERT_TRUE(s.ok());
+    const std::vector<int32_t> prompt = s.tok->encode("Once upon a time", {});
+    const auto run = [&](const GenerateRequest& r) { return s.run(r); };
+    const std::vector<int32_t> free = run(test::greedy_ids_request(prompt, 24)).ids;
+    ASSERT_EQ(free.size(), 24u);
+    // Closing ids the free output does not write early: two tokens it never has in a row.
+    const grammar::ReasoningGate base = {.end_ids = {free[0], free[0]}, .start_id = -1};
+    for (size_t i = 0; i + 1 < free.size(); ++i) {
+      ASSERT_FALSE(free[i] == free[0] && free[i + 1] == free[0]) << "pick other closing ids";
+    }
+    constexpr int32_t kBudget = 5;
+    const int32_t newline = free[1];
+    GenerateRequest budgeted = test::greedy_ids_request(prompt, 16);
+    budgeted.reasoning_gate = base;
+    budgeted.reasoning_gate.max_tokens = kBudget;
+    budgeted.reasoning_gate.budget_end_ids = {newline, free[0], free[0]};
+    const test::Outcome got = run(budgeted);
+    std::vector<int32_t> expected(free.begin(), free.begin() + kBudget);
+    expected.insert(expected.end(), {newline, free[0], free[0]});
+    std::vector<int32_t> continued = prompt;
+    continued.insert(continued.end(), expected.begin(), expected.end());
+    const std::vector<int32_t> after =
+        run(test::greedy_ids_request(continued, 16 - static_cast<int32_t>(expected.size()))).ids;
+    expected.insert(expected.end(), after.begin(), after.end());
+    EXPECT_EQ(got.ids, expected) << overlap;
+
+    // Closed within the budget (the gate's closing ids are the free output's 3rd and 4th
+    // tokens, the budget 6): the free output, untouched.
+    GenerateRequest closes = test::greedy_ids_request(prompt, 24);
+    closes.reasoning_gate = {.end_ids = {free[2], free[3]},
+                             .start_id = -1,
+                             .max_tokens = 6,
+                             .budget_end_ids = {free[2], free[3]}};
+    EXPECT_EQ(run(closes).ids, free) << overlap;
+    // The output may open the reasoning with a token it never writes first: it answers freely.
+    GenerateRequest never_opens = budgeted;
+    never_opens.reasoning_gate.start_id = free[1] == free[0] ? free[2] : free[1];
+    never_opens.max_new_tokens = 24;
+    EXPECT_EQ(run(never_opens).ids, free) << overlap;
+
+    GenerateRequest bad = budgeted;
+    bad.reasoning_gate.budget_end_ids = {free[0], newline};  // does not end with the closing ids
+    EXPECT_EQ(s.me.engine->submit(bad).status().code(), StatusCode::kInvalidArgument);
+    bad = budgeted;
+    bad.reasoning_gate.end_ids.clear();
+    EXPECT_EQ(s.me.engine->submit(bad).status().code(), StatusCode::kInvalidArgument);
     EXPECT_TRUE(s.me.engine->last_integrity().ok()) << s.me.engine->last_integrity().to_string();
   }
 }

@@ -2,7 +2,8 @@
 // no gate is the plain matcher; inside the reasoning every token passes and nothing is masked
 // until the closing ids come in a row (overlapping repeats included); a first token may open the
 // reasoning where the output may; any other first token answers under the grammar, and one the
-// grammar refuses changes nothing.
+// grammar refuses changes nothing. A thinking budget forces the closing tokens once the
+// reasoning has taken that many, with a grammar after it or none.
 #include "grammar/reasoner_matcher.h"
 
 #include <gtest/gtest.h>
@@ -88,6 +89,72 @@ TEST(ReasonerGrammarMatcher, TheOpeningTokenFirstStartsTheReasoning) {
   EXPECT_TRUE(answer.accept_token(kX));
   EXPECT_EQ(allowed(answer), (std::vector<int32_t>{kX, kY}));
   EXPECT_FALSE(answer.accept_token(kOpen));
+}
+
+ReasoningGate budget_gate(int32_t max_tokens, int32_t start_id) {
+  return {.end_ids = {kCloseA, kCloseB},
+          .start_id = start_id,
+          .max_tokens = max_tokens,
+          .budget_end_ids = {kWord, kCloseA, kCloseB}};
+}
+
+TEST(ReasonerGrammarMatcher, ABudgetWithoutAGrammarForcesTheCloseThenFreesTheAnswer) {
+  ReasonerGrammarMatcher m(nullptr, budget_gate(3, -1), 40);
+  EXPECT_EQ(m.bitmask_words(), 2);
+  for (int32_t t : {kX, kCloseA, kY}) {  // a partial close counts as reasoning
+    EXPECT_FALSE(m.constrains_next());
+    EXPECT_TRUE(m.accept_token(t));
+  }
+  // Spent: the closing tokens one by one, nothing else.
+  for (int32_t t : {kWord, kCloseA, kCloseB}) {
+    EXPECT_TRUE(m.constrains_next());
+    EXPECT_EQ(allowed(m), (std::vector<int32_t>{t}));
+    EXPECT_FALSE(m.accept_token(kEos));
+    EXPECT_TRUE(m.accept_token(t));
+  }
+  for (int32_t t : {kX, kOpen, kEos}) {
+    EXPECT_FALSE(m.constrains_next());
+    EXPECT_TRUE(m.accept_token(t));
+  }
+  EXPECT_FALSE(m.is_terminated());
+}
+
+TEST(ReasonerGrammarMatcher, AReasoningThatClosesWithinItsBudgetIsNotForced) {
+  ReasonerGrammarMatcher m(nullptr, budget_gate(4, -1), 40);
+  for (int32_t t : {kX, kCloseA, kCloseB, kY, kY, kY, kY, kY}) {
+    EXPECT_FALSE(m.constrains_next());
+    EXPECT_TRUE(m.accept_token(t));
+  }
+}
+
+TEST(ReasonerGrammarMatcher, ABudgetCountsFromTheOpeningAndTheGrammarHoldsAfterTheClose) {
+  ReasonerGrammarMatcher m(x_then_y(), budget_gate(2, kOpen));
+  EXPECT_EQ(allowed(m), (std::vector<int32_t>{kX, kOpen}));
+  EXPECT_TRUE(m.accept_token(kOpen));
+  EXPECT_TRUE(m.accept_token(kY));
+  EXPECT_FALSE(m.constrains_next());
+  EXPECT_TRUE(m.accept_token(kY));
+  EXPECT_EQ(allowed(m), (std::vector<int32_t>{kWord}));
+  for (int32_t t : {kWord, kCloseA, kCloseB}) EXPECT_TRUE(m.accept_token(t));
+  EXPECT_EQ(allowed(m), (std::vector<int32_t>{kX}));
+  EXPECT_TRUE(m.accept_token(kX));
+}
+
+TEST(ReasonerGrammarMatcher, ABudgetOfZeroClosesAtOnce) {
+  ReasonerGrammarMatcher inside(nullptr, budget_gate(0, -1), 40);
+  EXPECT_EQ(allowed(inside), (std::vector<int32_t>{kWord}));
+  ReasonerGrammarMatcher opening(nullptr, budget_gate(0, kOpen), 40);
+  EXPECT_FALSE(opening.constrains_next());  // no grammar: the first token is free
+  EXPECT_TRUE(opening.accept_token(kOpen));
+  EXPECT_EQ(allowed(opening), (std::vector<int32_t>{kWord}));
+}
+
+TEST(ReasonerGrammarMatcher, AnAnswerWithoutReasoningIsNeverForced) {
+  ReasonerGrammarMatcher m(nullptr, budget_gate(1, kOpen), 40);
+  for (int32_t t : {kX, kOpen, kY, kY, kEos}) {
+    EXPECT_FALSE(m.constrains_next());
+    EXPECT_TRUE(m.accept_token(t));
+  }
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ struct BatchRecord {
 class Driver {
  public:
   Driver(const SchedulerOptions& options, int32_t kv_slots, int32_t context, bool overlap)
-      : scheduler_(options, kv_slots, context, {kEos}),
+      : scheduler_(options, kv_slots, context, {kEos}, kVocab),
         runner_(scheduler_.req_to_token_pool(), kv_slots, kVocab),
         overlap_(overlap) {}
 
@@ -803,7 +803,7 @@ TEST(SchedulePolicy, ParseNames) {
 }
 
 TEST(SchedulerValidate, RejectsImpossibleRequests) {
-  Scheduler s({}, 100, 64, {kEos});
+  Scheduler s({}, 100, 64, {kEos}, kVocab);
   EXPECT_FALSE(s.validate(test::greedy_ids_request({}, 4)).ok());
   EXPECT_FALSE(
       s.validate(test::greedy_ids_request(tokens(64, 1), 4)).ok());  // prompt fills the context
@@ -812,7 +812,7 @@ TEST(SchedulerValidate, RejectsImpossibleRequests) {
   EXPECT_TRUE(s.validate(test::greedy_ids_request(tokens(60, 1), 200)).ok());
   // A KV cache smaller than the context: max_new_tokens is clamped to it (SGLang's max_req_len),
   // only a prompt that leaves no slot is refused.
-  Scheduler tiny({}, 20, 64, {kEos});  // 19 allocatable slots
+  Scheduler tiny({}, 20, 64, {kEos}, kVocab);  // 19 allocatable slots
   EXPECT_TRUE(tiny.validate(test::greedy_ids_request(tokens(10, 1), 30)).ok());
   EXPECT_TRUE(tiny.validate(test::greedy_ids_request(tokens(18, 1), 30)).ok());
   const Status full = tiny.validate(test::greedy_ids_request(tokens(19, 1), 1));

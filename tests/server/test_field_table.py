@@ -241,7 +241,7 @@ GENERATE.update({
                       "return_indexer_topk", "session_params", "lora_id",
                       "positional_embed_overrides", "bootstrap_host", "bootstrap_port",
                       "bootstrap_room", "bootstrap_pair_key", "decode_tp_size",
-                      "disagg_prefill_dp_rank", "background", "max_thinking_tokens", "extra_key", "return_bytes", "return_entropy",
+                      "disagg_prefill_dp_rank", "background", "extra_key", "return_bytes", "return_entropy",
                       "return_prompt_token_ids", "encoder_urls", "max_dynamic_patch",
                       "min_dynamic_patch", "image_max_dynamic_patch", "video_max_dynamic_patch",
                       "images_config", "mm_processor_kwargs", "multi_item_delimiter_indices",
@@ -257,6 +257,7 @@ GENERATE.update({
     "priority": no_effect(3, NO_PRIORITY),
     "no_logs": shown("test_launch_flags.py::test_log_requests_and_no_logs"),
     "require_reasoning": shown("test_reasoning_grammar.py::test_generate_require_reasoning"),
+    "max_thinking_tokens": shown("test_reasoning_grammar.py::test_generate_max_thinking_tokens"),
     "custom_labels": no_effect({"team": "a"}, NO_CUSTOM_LABELS),
     "external_trace_header": no_effect({"traceparent": "00-1-2-01"}, "no tracing is built"),
     "received_time": no_effect(1.5, "SGLang's internal timestamp"),
@@ -441,9 +442,9 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "separate_reasoning": False, "stream_reasoning": False,
               "chat_template_kwargs": {"enable_thinking": False}, "input_ids": [1, 403],
               "routed_dp_rank": 0, "data_parallel_rank": 0, "no_logs": True, "min_tokens": 1,
-              "require_reasoning": False,
-              # Any level needs a reasoning parser, "none" a template reading enable_thinking:
-              # this server has neither (the cited test's servers do).
+              "require_reasoning": False, "max_thinking_tokens": None,
+              # Any level (and a thinking budget) needs a reasoning parser, "none" a template
+              # reading enable_thinking: this server has neither (the cited test's servers do).
               "reasoning_effort": None, "reasoning": {"enabled": False}}
     if route == "completions" and field == "logprobs":
         values["logprobs"] = 2

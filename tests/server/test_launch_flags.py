@@ -82,6 +82,8 @@ SERVES = [
      ["--speculative-ngram-capacity has no effect"]),
     ("--model-path {model} --grammar-backend xgrammar",
      ["--grammar-backend has no effect", "own grammar engine"]),
+    ("--model-path {model} --enable-strict-thinking",
+     ["--enable-strict-thinking has no effect", "max_thinking_tokens is honoured without it"]),
     ("--model-path {model} --cuda-graph-max-bs 32 --disable-cuda-graph", []),
     ("--model-path {model} --tp 2 --enable-fp32-all-reduce",
      ["--enable-fp32-all-reduce changes nothing here"]),

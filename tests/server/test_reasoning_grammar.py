@@ -2,7 +2,8 @@
 # required / named) holds the answer after the reasoning, as SGLang's ReasonerGrammarBackend does:
 # an output that starts inside the reasoning is free until </think>; one that may open it reasons
 # if its first token is <think>; thinking off, the grammar holds from the first token. /generate
-# asks for the same with SGLang's require_reasoning.
+# asks for the same with SGLang's require_reasoning, and bounds the reasoning with SGLang's
+# max_thinking_tokens (a newline and </think> forced once it is spent).
 #
 # The model: random weights (--load-format dummy) over the Qwen3 tokenizer's whole vocabulary, in
 # which <think> and </think> are single tokens; logit_bias makes the random model write them.
@@ -12,7 +13,7 @@ import pytest
 
 from conftest import TESTDATA, Server
 
-THINK, END_THINK, IM_END = 151667, 151668, 151645
+THINK, END_THINK, IM_END, NEWLINE = 151667, 151668, 151645, 198
 CONFIG = {
     "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 64,
     "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -113,3 +114,57 @@ def test_generate_require_reasoning(qwen3, server):
     assert refused.status_code == 400
     assert refused.json()["error"]["param"] == "require_reasoning"
     assert "--reasoning-parser" in refused.json()["error"]["message"]
+
+
+def test_generate_max_thinking_tokens(qwen3, server):
+    # The biases keep the random model from opening or closing its reasoning by itself.
+    def generate(srv, bias=-100, **fields):
+        r = srv.post("/generate", {"sampling_params": {
+            "max_new_tokens": 10, "temperature": 0,
+            "logit_bias": {str(END_THINK): -100, str(THINK): bias}}, **fields})
+        return r
+
+    def ids(**fields):
+        r = generate(qwen3, **fields)
+        assert r.status_code == 200, r.text
+        return r.json()["output_ids"]
+
+    opened = opened_reasoning(qwen3)
+    free = ids(input_ids=opened)
+    assert END_THINK not in free and len(free) == 10
+    # The prompt leaves the reasoning open: three tokens, then the close, then the answer.
+    budgeted = ids(input_ids=opened, max_thinking_tokens=3)
+    assert budgeted[:5] == free[:3] + [NEWLINE, END_THINK], budgeted
+    assert budgeted[5:] != free[5:]
+    assert ids(input_ids=opened, max_thinking_tokens=0)[:2] == [NEWLINE, END_THINK]
+    # A prompt without tags: the output reasons only if it opens with <think>.
+    assert ids(text="hi", max_thinking_tokens=2) == ids(text="hi")
+    thinks = ids(text="hi", bias=100, max_thinking_tokens=2)
+    assert thinks[:5] == [THINK, THINK, THINK, NEWLINE, END_THINK], thinks
+    # require_reasoning: the output starts inside it, whatever the prompt.
+    assert ids(text="hi", require_reasoning=True, max_thinking_tokens=1)[1:3] == [
+        NEWLINE, END_THINK]
+    # With a grammar behind require_reasoning, the answer after the forced close is the grammar's.
+    constrained = qwen3.post("/generate", {"text": "hi", "require_reasoning": True,
+                                           "max_thinking_tokens": 2, "sampling_params": {
+                                               "max_new_tokens": 10, "temperature": 0, **ANSWER,
+                                               "logit_bias": {str(END_THINK): -100}}})
+    assert constrained.status_code == 200, constrained.text
+    out = constrained.json()
+    assert out["output_ids"][2:4] == [NEWLINE, END_THINK], out
+    assert out["text"].endswith("</think>yes") or out["text"].endswith("</think>no"), out
+
+    def refused(srv, words, **fields):
+        r = srv.post("/generate", {"text": "hi", **fields})
+        assert r.status_code == 400, r.text
+        error = r.json()["error"]
+        assert "max_thinking_tokens" in (error["param"] or error["message"]), r.text
+        assert words in error["message"], r.text
+
+    refused(qwen3, ">= 0", max_thinking_tokens=-1)
+    refused(qwen3, "require_reasoning", max_thinking_tokens=4,
+            sampling_params={"regex": "(yes|no)"})
+    refused(server, "--reasoning-parser", max_thinking_tokens=4)  # no reasoning parser
+    chat = qwen3.post("/v1/chat/completions", {"model": "m", "messages": USER,
+                                               "max_thinking_tokens": 4})
+    assert chat.status_code == 400 and "/generate" in chat.json()["error"]["message"], chat.text

@@ -6,7 +6,7 @@
 # A test template reads enable_thinking, reasoning_effort and thinking_mode, so the switches show
 # in the prompt.
 # deepseek-r1 (the output starts inside the reasoning) makes the whole reply thinking, which
-# budget_tokens then cuts short.
+# budget_tokens then closes (a newline and </think> forced) so that the model answers.
 import json
 
 import pytest
@@ -296,26 +296,36 @@ def test_messages_thinking_history_reaches_the_template(claude):
     assert with_thinking.usage.input_tokens > turn([text]).usage.input_tokens
 
 
-def test_messages_budget_tokens_ends_the_thinking(r1):
-    # deepseek-r1: this reply never leaves its reasoning; the budget ends it.
+def test_messages_budget_tokens_closes_the_thinking(r1):
+    # deepseek-r1: this reply never leaves its reasoning by itself; the budget closes it (a
+    # newline and </think> forced, as SGLang's ThinkingBudgetLogitProcessor does) and the model
+    # answers in a text block.
     def ask(budget, stream=False):
-        return r1.post("/v1/messages", {"model": "m", "max_tokens": 16, "temperature": 0,
+        return r1.post("/v1/messages", {"model": "m", "max_tokens": 40, "temperature": 0,
                                         "messages": [USER], "stream": stream,
                                         "thinking": {"type": "enabled",
                                                      "budget_tokens": budget}}, stream=stream)
     whole = ask(100).json()
     assert [b["type"] for b in whole["content"]] == ["thinking"]
-    assert whole["usage"]["output_tokens"] == 16 and whole["stop_reason"] == "max_tokens"
+    assert whole["usage"]["output_tokens"] == 40 and whole["stop_reason"] == "max_tokens"
     cut = ask(5).json()
-    assert [b["type"] for b in cut["content"]] == ["thinking"], cut
-    assert cut["stop_reason"] == "max_tokens" and 5 <= cut["usage"]["output_tokens"] < 16, cut
-    assert whole["content"][0]["thinking"].startswith(cut["content"][0]["thinking"])
+    assert [b["type"] for b in cut["content"]] == ["thinking", "text"], cut
+    thought, answer = cut["content"][0]["thinking"], cut["content"][1]["text"]
+    assert cut["stop_reason"] == "max_tokens" and cut["usage"]["output_tokens"] == 40, cut
+    # The first five tokens of the free reasoning, then the close, then an answer.
+    five = r1.post("/v1/messages", {"model": "m", "max_tokens": 5, "temperature": 0,
+                                    "messages": [USER]}).json()["content"][0]["thinking"]
+    assert thought.strip() == five.strip() and whole["content"][0]["thinking"].startswith(five)
+    assert answer.strip(), cut
     events = sse(ask(5, stream=True))
     assert [d["content_block"]["type"] for n, d in events if n == "content_block_start"] == [
-        "thinking"]
+        "thinking", "text"]
+    deltas = [d["delta"] for n, d in events if n == "content_block_delta"]
+    assert "".join(d.get("thinking", "") for d in deltas) == thought
+    assert "".join(d.get("text", "") for d in deltas) == answer
     delta = next(d for n, d in events if n == "message_delta")
     assert delta["delta"]["stop_reason"] == "max_tokens"
-    assert 5 <= delta["usage"]["output_tokens"] < 16
+    assert delta["usage"]["output_tokens"] == 40
     assert r1.alive()
 
 

@@ -4,6 +4,8 @@
 # conversation (one chat path).
 import json
 
+import requests
+
 import pytest
 
 from conftest import abort_while_running
@@ -333,6 +335,22 @@ def test_unstored_and_deleted_responses_are_not_found(stored):
         client.responses.create(model="m", input="x", previous_response_id=kept.id,
                                 max_output_tokens=2)
     assert "previous response" in str(e.value)
+
+
+def test_a_client_id_never_replaces_a_stored_response(stored):
+    def create(**fields):
+        return stored.post("/v1/responses", {"model": "m", "input": "hi", "max_output_tokens": 2,
+                                             "temperature": 0, **fields})
+    first = create(request_id="resp-client-1")
+    assert first.status_code == 200 and first.json()["id"] == "resp-client-1", first.text
+    again = create(request_id="resp-client-1", input="something else")
+    assert again.status_code == 400, again.text
+    assert "names a stored response" in again.json()["error"]["message"]
+    assert stored.get("/v1/responses/resp-client-1").json() == first.json()
+    # Unstored, the id may repeat; deleted, it is free again.
+    assert create(request_id="resp-client-1", store=False).status_code == 200
+    assert requests.delete(stored.url + "/v1/responses/resp-client-1").status_code == 200
+    assert create(request_id="resp-client-1").status_code == 200
 
 
 def test_only_the_response_itself_is_served(stored):
