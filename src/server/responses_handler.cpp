@@ -321,13 +321,14 @@ class ResponsesReply final : public GenerationReply {
   }
 
   // A finished response, kept in the response store when the request asked (store): with the
-  // conversation it ends, its input items then its output items, for previous_response_id.
+  // conversation it ends (the previous response's, then a turn of its input items and its output
+  // items), for previous_response_id.
   // A reasoning item that no message or call followed (the limit cut the thinking short) is left
   // out of the conversation, which a next turn could not follow; logprobs too (no input reads
   // them).
   json stored(json final_response) {
     if (!req_->store) return final_response;
-    json conversation = json::parse(req_->input_items_json);
+    json turn = json::parse(req_->input_items_json);
     size_t kept = items_.size();
     while (kept > 0 && items_[kept - 1].kind == Kind::kReasoning) --kept;
     for (size_t i = 0; i < kept; ++i) {
@@ -336,10 +337,12 @@ class ResponsesReply final : public GenerationReply {
           content && content->is_array()) {
         for (json& part : *content) part.erase("logprobs");
       }
-      conversation.push_back(std::move(item));
+      turn.push_back(std::move(item));
     }
-    ctx_.response_store.put(id_,
-                            {request_json::dump(final_response), request_json::dump(conversation)});
+    ctx_.response_store.put(
+        id_, {request_json::dump(final_response),
+              std::make_shared<const ConversationTurn>(
+                  ConversationTurn{req_->previous_turn, request_json::dump(turn)})});
     return final_response;
   }
 

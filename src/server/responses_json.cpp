@@ -350,8 +350,9 @@ Status read_logprobs(const json& o, json& chat) {
 
 // store and previous_response_id, which need --enable-response-store (`store` null without it):
 // `store` (true unless false, as OpenAI's default) keeps the response; previous_response_id puts
-// that stored response's conversation before `input`. Sets out.store and out.input_items_json
-// (the whole conversation's input, as items); replaces o's input with it.
+// that stored response's conversation before `input`. Sets out.store, out.previous_turn and
+// out.input_items_json (this request's input, as items); replaces o's input with the whole
+// conversation.
 Status read_stored_conversation(json& o, const ResponseStore* store, ResponsesRequest& out) {
   const json* keep = find(o, "store");
   if (keep && !keep->is_boolean()) return field_error("store", "must be a boolean");
@@ -375,6 +376,7 @@ Status read_stored_conversation(json& o, const ResponseStore* store, ResponsesRe
     return field_error("input", "must be a string or a non-empty list of input items");
   }
   json items = input->is_string() ? json::array({{{"role", "user"}, {"content", *input}}}) : *input;
+  out.input_items_json = request_json::dump(items);
   if (previous) {
     if (!previous->is_string()) return field_error("previous_response_id", "must be a string");
     const auto stored = store->get(previous->get<std::string>());
@@ -383,14 +385,16 @@ Status read_stored_conversation(json& o, const ResponseStore* store, ResponsesRe
                        "' is not stored (or was dropped: the store keeps the newest " +
                        std::to_string(kResponseStoreBytes >> 20) + " MiB)");
     }
-    json conversation = json::parse(stored->conversation_json);
+    json conversation = json::array();
+    for (const std::string* turn : stored->conversation->items_in_order()) {
+      for (json& item : json::parse(*turn)) conversation.push_back(std::move(item));
+    }
     out.stored_items = conversation.size();
+    out.previous_turn = stored->conversation;
     for (json& item : items) conversation.push_back(std::move(item));
-    items = std::move(conversation);
-    *input = items;
+    *input = std::move(conversation);
   }
   out.previous_response_id = previous ? previous->get<std::string>() : std::string();
-  out.input_items_json = request_json::dump(items);
   return Status::ok_status();
 }
 

@@ -13,6 +13,7 @@
 // fields pass through with the chat route's meaning (SGLang's extensions such as top_k or stop).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,12 +36,13 @@ struct ResponsesRequest {
   std::optional<std::string> reasoning_effort;                // reasoning.effort, echoed
   std::string text_json = R"({"format": {"type": "text"}})";  // text.format as given, echoed
   // With --enable-response-store: whether to keep the response, the previous one it continues
-  // (echoed; empty: none), and the whole conversation's input as Responses input items (the
-  // previous conversation's first), which the stored response's conversation starts with.
+  // (echoed; empty: none) and its conversation (null: none), and this request's input as
+  // Responses input items, which the stored response's own turn starts with.
   bool store = false;
   std::string previous_response_id;
+  std::shared_ptr<const ConversationTurn> previous_turn;
   std::string input_items_json;
-  size_t stored_items = 0;  // how many of them came from the previous response
+  size_t stored_items = 0;  // how many items of the conversation came from the previous response
 };
 
 // `store`: the server's response store (--enable-response-store), which `store` and
