@@ -47,7 +47,10 @@ JsonCallReader::Step JsonCallReader::value_done(EventSink& out) {
     const auto parsed = nlohmann::json::parse(name_json_, nullptr, false);
     if (!parsed.is_string() || parsed.get_ref<const std::string&>().empty()) return Step::kError;
     name_ = parsed.get<std::string>();
-    if (!allows(name_)) return Step::kError;
+    if (!allows(name_)) {
+      refused_name_ = true;
+      return Step::kError;
+    }
     have_name_ = true;
     begun_ = true;
     out.begin_call(name_);

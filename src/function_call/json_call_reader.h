@@ -29,6 +29,8 @@ class JsonCallReader {
   Step step(char c, EventSink& out);
   // Whether the call was announced (out.begin_call): from then on it is a call, whatever follows.
   bool begun() const { return begun_; }
+  // Whether the last kError was a well-formed name the call may not name.
+  bool refused_name() const { return refused_name_; }
   // Whether a call may name `name`.
   bool allows(std::string_view name) const { return names_allow(names_.get(), name); }
   void reset() { *this = JsonCallReader(std::move(names_)); }
@@ -54,6 +56,7 @@ class JsonCallReader {
   bool have_name_ = false;
   bool have_args_ = false;
   bool begun_ = false;
+  bool refused_name_ = false;
 };
 
 }  // namespace sgl::function_call

@@ -53,6 +53,7 @@ void JsonToolParser::text(std::string_view s, EventSink& out) {
 
 void JsonToolParser::start_object(char c, EventSink& out) {
   call_.reset();
+  object_at_ = raw_.size();
   raw_ += c;
   (void)call_.step(c, out);  // '{' always opens
   state_ = State::kObject;
@@ -100,11 +101,13 @@ void JsonToolParser::step(char c, EventSink& out) {
       if (c == '{') {
         raw_ = text_.take_held();
         in_array_ = false;
+        after_marker_ = false;
         start_object(c, out);
         return;
       }
       if (c == '[' && format_.array) {
         raw_ = text_.take_held();
+        after_marker_ = false;
         state_ = State::kOpen;
         step(c, out);
         return;
@@ -119,6 +122,7 @@ void JsonToolParser::step(char c, EventSink& out) {
       if (marker >= 0) {
         raw_ = text_.take_held();
         if (!format_.special_start) raw_ += format_.start;
+        after_marker_ = true;
         state_ = State::kOpen;
       }
       return;
@@ -176,6 +180,7 @@ void JsonToolParser::step(char c, EventSink& out) {
         return;
       }
       args_.reset();
+      dropping_args_ = false;
       state_ = State::kCompactArgs;
       return;
     }
@@ -186,14 +191,15 @@ void JsonToolParser::step(char c, EventSink& out) {
           raw_ += c;
           return;
         }
-        if ((c != '{' && c != '[') || !call_.allows(name_)) {
+        if (c != '{' && c != '[') {
           fall_back(c, out);
           return;
         }
-        out.begin_call(name_);
+        dropping_args_ = !call_.allows(name_);
+        if (!dropping_args_) out.begin_call(name_);
         raw_.clear();
       }
-      switch (stream_arguments(args_, c, out)) {
+      switch (dropping_args_ ? args_.step(c) : stream_arguments(args_, c, out)) {
         case JsonScanner::Step::kMore:
           return;
         case JsonScanner::Step::kComplete:
@@ -234,11 +240,31 @@ void JsonToolParser::step(char c, EventSink& out) {
       }
       if (call_.begun()) {
         after_broken_call(c, out);
+      } else if (call_.refused_name() && after_marker_) {
+        // The object so far, then on to its end.
+        skipped_.reset();
+        for (char b : std::string_view(raw_).substr(object_at_)) (void)skipped_.step(b);
+        raw_.clear();
+        state_ = State::kSkipObject;
+        step(c, out);
       } else {
         fall_back(c, out);
       }
       return;
     }
+    case State::kSkipObject:
+      switch (skipped_.step(c)) {
+        case JsonScanner::Step::kMore:
+          return;
+        case JsonScanner::Step::kComplete:
+          state_ = State::kAfterObject;
+          return;
+        case JsonScanner::Step::kCompleteBefore:
+        case JsonScanner::Step::kError:
+          after_broken_call(c, out);
+          return;
+      }
+      return;
     case State::kAfterObject:
       if (is_json_space(c)) return;
       if (in_array_) {
@@ -311,6 +337,8 @@ void JsonToolParser::finish(EventSink& out) {
       break;
     case State::kCompactArgs:
       if (!args_.started()) raw_as_content(out);  // else the call keeps the arguments it got
+      break;
+    case State::kSkipObject:  // a dropped call cut short
       break;
     case State::kAfterObject:
       break;

@@ -5,7 +5,10 @@
 // `[TOOL_CALLS]NAME[ARGS]{...}` of newer Mistral templates, `[CALL_ID]ID` before `[ARGS]`
 // allowed, each call behind its own marker). Text around the calls is content, whitespace next
 // to the markup trimmed. Markup that turns out not to be a call before its name was read is
-// content; a call whose name was read stays a call (its arguments as far as they came). Where
+// content; a call whose name was read stays a call (its arguments as far as they came). A call
+// after a marker that names a function the request did not offer is dropped, markup and
+// arguments, and the calls after it in the block are read (SGLang's detectors skip it); a bare
+// object at the start naming one stays content (llama3's JSON answer). Where
 // calls end with a literal (qwen25's </tool_call>), a block may hold several call objects, and
 // the rest of a block whose JSON breaks is dropped up to that literal rather than shown as
 // content (SGLang skips such blocks). json_array is no model's format but the one tool_choice
@@ -59,6 +62,7 @@ class JsonToolParser final : public ByteParser {
     kCompactId,    // compact: the call id, up to [ARGS]
     kCompactArgs,  // compact: the arguments' JSON value
     kSkipToEnd,    // a broken call: dropped up to the end literal
+    kSkipObject,   // a call to a function not offered: dropped up to its closing '}'
   };
 
   void step(char c, EventSink& out) override;
@@ -86,8 +90,12 @@ class JsonToolParser final : public ByteParser {
   std::string name_;            // compact: the function's name
   LiteralChoice tag_;           // compact: the [ARGS] or [CALL_ID] after the name (or the id)
   JsonScanner args_;            // compact: the arguments' syntax
+  JsonScanner skipped_;          // kSkipObject (and compact arguments dropped): the syntax
   bool in_array_ = false;
   bool block_has_call_ = false;  // the array holds a finished call
+  bool after_marker_ = false;    // the calls being read follow a marker (not a bare object)
+  size_t object_at_ = 0;         // where the current call object starts in raw_
+  bool dropping_args_ = false;   // compact: the arguments of a call to a function not offered
 };
 
 }  // namespace sgl::function_call

@@ -161,8 +161,9 @@ TEST(ToolCallParser, Llama3) {
          out("{\"x\": 1}", {{"f", "{}"}})});
 }
 
-// With the request's functions known, a JSON call to another name is content (SGLang drops
-// calls to undefined functions): llama3's bare JSON answer stays the answer.
+// With the request's functions known, a call to another name after a marker is dropped, markup
+// and arguments, and the calls after it are read (SGLang drops calls to undefined functions); a
+// bare JSON object naming one stays content: llama3's JSON answer stays the answer.
 TEST(ToolCallParser, JsonCallsNameTheRequestsFunctions) {
   const std::vector<FunctionTool> weather = {{"get_weather", "", false}};
   const auto with = [&](const std::string& tools, std::string text, ParsedOutput want) {
@@ -176,15 +177,34 @@ TEST(ToolCallParser, JsonCallsNameTheRequestsFunctions) {
   with("llama3", "{\"parameters\": {\"x\": 1}, \"name\": \"other\"}",
        out("{\"parameters\": {\"x\": 1}, \"name\": \"other\"}"));
   with("qwen25", "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>",
-       out("<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>"));
+       out(""));
+  with("qwen25",
+       "A <tool_call>\n{\"name\": \"other\", \"arguments\": {\"q\": \"}{\"}}\n</tool_call>\n"
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"X\"}}\n"
+       "</tool_call> B",
+       out("A B", {{"get_weather", "{\"city\": \"X\"}"}}));
+  // llama3: calls after <|python_tag|> go on past one to another function.
+  with("llama3",
+       "<|python_tag|>{\"name\": \"other\", \"parameters\": {\"a\": [1, {}]}}; "
+       "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"X\"}}",
+       out("", {{"get_weather", "{\"city\": \"X\"}"}}));
+  with("llama3",
+       "<|python_tag|>{\"parameters\": {}, \"name\": \"other\"}\n"
+       "{\"name\": \"get_weather\", \"parameters\": {}} after",
+       out("after", {{"get_weather", "{}"}}));
+  // A dropped call whose JSON breaks: what follows is text again.
+  with("llama3", "<|python_tag|>{\"name\": \"other\", \"parameters\": {]} tail",
+       out("]} tail"));
   with("qwen25", "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
        out("", {{"get_weather", "{}"}}));
-  with("mistral", "[TOOL_CALLS]other[ARGS]{}", out("[TOOL_CALLS]other[ARGS]{}"));
+  with("mistral", "[TOOL_CALLS]other[ARGS]{\"a\": 1}[TOOL_CALLS]get_weather[ARGS]{}",
+       out("", {{"get_weather", "{}"}}));
   with("mistral", "[TOOL_CALLS]get_weather[ARGS]{}", out("", {{"get_weather", "{}"}}));
-  with("mistral", "[TOOL_CALLS] [{\"name\": \"other\", \"arguments\": {}}]",
-       out("[TOOL_CALLS] [{\"name\": \"other\", \"arguments\": {}}]"));
-  // The formats read whole calls before their names can be told from text drop a call to
-  // another function, markup and arguments (SGLang's detectors skip it).
+  with("mistral",
+       "[TOOL_CALLS] [{\"name\": \"other\", \"arguments\": {}}, {\"name\": \"get_weather\", "
+       "\"arguments\": {}}]",
+       out("", {{"get_weather", "{}"}}));
+  // So do the formats that read whole calls before their names can be told from text.
   with("pythonic", "Write it as [dict(a=1), get_weather(city='X')] then",
        out("Write it as then", {{"get_weather", "{\"city\": \"X\"}"}}));
   with("pythonic", "[dict(a=1)]", out(""));

@@ -102,7 +102,8 @@ TIME = {"type": "function", "function": {"name": "get_time"}}
 ])
 def test_parse_function_call(server, parser, text):
     # SGLang's native parser endpoint: the text's calls in the named format, tool_index the
-    # function's place in `tools`; a call to a function not offered is not a call.
+    # function's place in `tools`; a call to a function not offered is dropped (SGLang's), and
+    # the calls around it are read.
     r = server.post("/parse_function_call", {"text": text, "tool_call_parser": parser,
                                              "tools": [WEATHER, TIME]})
     assert r.status_code == 200, r.text
@@ -113,6 +114,11 @@ def test_parse_function_call(server, parser, text):
     r = server.post("/parse_function_call", {"text": text, "tool_call_parser": parser,
                                              "tools": [TIME]})
     assert [(c["tool_index"], c["name"]) for c in r.json()["calls"]] == [(0, "get_time")], r.text
+    assert r.json()["normal_text"] == "Sure."
+    r = server.post("/parse_function_call", {"text": text, "tool_call_parser": parser,
+                                             "tools": [WEATHER]})
+    assert [(c["tool_index"], c["name"]) for c in r.json()["calls"]] == [(0, "get_weather")], r.text
+    assert r.json()["normal_text"] == "Sure."
 
 
 def test_separate_reasoning(server):
