@@ -296,6 +296,10 @@ Reply handle_version(ServerContext&, const HttpRequest&) {
   return Reply::of(json_response({{"version", kServerVersion}}));
 }
 
+Reply handle_root(ServerContext&, const HttpRequest&) {
+  return Reply::of(json_response(json("sgl.cpp is running")));
+}
+
 Reply handle_loads(ServerContext& ctx, const HttpRequest&) {
   return on_admin_pool(ctx, [&ctx] { return loads_reply(ctx); });
 }

@@ -51,6 +51,8 @@ Reply handle_tokenize(ServerContext& ctx, const HttpRequest& request);  // token
 Reply handle_detokenize(ServerContext& ctx, const HttpRequest& request);
 Reply handle_metrics(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp
 Reply handle_version(ServerContext& ctx, const HttpRequest& request);
+// GET /: a liveness string, as SGLang's root answers "SGLang is running".
+Reply handle_root(ServerContext& ctx, const HttpRequest& request);
 Reply handle_loads(ServerContext& ctx, const HttpRequest& request);                // /v1/loads
 Reply handle_parse_function_call(ServerContext& ctx, const HttpRequest& request);  // parse_handlers
 Reply handle_separate_reasoning(ServerContext& ctx, const HttpRequest& request);

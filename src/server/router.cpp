@@ -108,6 +108,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/server_info", false, get, handle_server_info},
       {"/v1/loads", false, get, handle_loads},
       {"/version", false, get, handle_version},
+      {"/", false, get, handle_root, true},
       {"/ping", false, both, handle_ping, true},
       {"/ready", false, get, handle_ping, true},  // SGLang's readiness probe (public there too)
       {"/flush_cache", false, both, handle_flush_cache},

@@ -41,6 +41,8 @@ def test_sglang_05_names_answer_as_the_old_ones(server):
     for method in (server.get, server.post):
         assert method("/ping").status_code == 200
     assert server.get("/ready").status_code == 200  # SGLang's readiness probe
+    root = server.get("/")  # SGLang's answers "SGLang is running"
+    assert root.status_code == 200 and root.json() == "sgl.cpp is running"
 
 
 def test_invocations_is_chat_completions(server):
