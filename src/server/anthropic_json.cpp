@@ -210,6 +210,10 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
   SGL_RETURN_IF_ERROR(read_thinking(o, chat, thinking, budget));
   SGL_ASSIGN_OR_RETURN(const std::optional<bool> effort, read_output_config(o, chat));
   SGL_ASSIGN_OR_RETURN(ChatRequest req, request_json::parse_chat_object(chat, defaults));
+  // The schema's compile errors name the client's field (response_format itself is refused).
+  if (req.sampling.grammar && req.sampling.grammar->field == "response_format") {
+    req.sampling.grammar->field = "output_config.format";
+  }
   // (A passed-through reasoning_effort set req.thinking already; the route checks either.)
   if (thinking || effort) req.thinking = thinking ? thinking : effort;
   req.max_reasoning_tokens = budget;

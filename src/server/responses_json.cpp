@@ -483,6 +483,10 @@ Result<ResponsesRequest> request_json::parse_responses_object(json o, const Samp
                                          "that response first (DELETE /v1/responses/{id})");
   }
   if (out.max_output_tokens) out.chat.sampling.max_tokens_field = "max_output_tokens";
+  // The schema's compile errors name the client's field (response_format itself is refused).
+  if (out.chat.sampling.grammar && out.chat.sampling.grammar->field == "response_format") {
+    out.chat.sampling.grammar->field = "text.format";
+  }
   if (out.reasoning_effort) out.chat.thinking = *out.reasoning_effort != "none";
   return out;
 }

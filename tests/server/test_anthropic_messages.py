@@ -134,6 +134,9 @@ def test_stream_event_order(server):
      "'output_config.task_budget'"),
     ({"max_tokens": 4, "messages": [USER], "output_config": {"format": {"type": "json"}}}, 400,
      "'output_config.format'"),
+    ({"max_tokens": 4, "messages": [USER], "output_config": {"format": {
+        "type": "json_schema", "schema": {"type": "strin"}}}}, 400,
+     "'output_config.format': invalid json_schema"),
     ({"max_tokens": 4, "messages": [USER], "output_config": {"effort": "high"}}, 400,
      "--reasoning-parser"),
     ({"max_tokens": 4, "messages": [USER], "inference_geo": "us"}, 400, "'inference_geo'"),

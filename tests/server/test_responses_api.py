@@ -232,6 +232,8 @@ def test_sse_wire_format(server):
     ({"input": []}, "input"),
     ({"max_output_tokens": 0}, "max_output_tokens"),
     ({"metadata": {"k": 1}}, "metadata.k"),
+    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "strin"}}}},
+     "'text.format': invalid json_schema"),
 ])
 def test_refusals_name_the_field(server, body, field):
     r = server.post("/v1/responses", {"model": "m", "input": "hi", **body})
