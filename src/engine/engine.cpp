@@ -97,9 +97,9 @@ void adopt_runner_drafts(const runner::ExecResult& result, scheduler::ScheduleBa
 
 Engine::Engine(const EngineOptions& options)
     : options_(options),
-      scheduler_(std::make_unique<scheduler::Scheduler>(
-          options.scheduler, options.num_kv_slots, options.context_length, options.eos_token_ids,
-          options.vocab_size)),
+      scheduler_(std::make_unique<scheduler::Scheduler>(options.scheduler, options.num_kv_slots,
+                                                        options.context_length,
+                                                        options.eos_token_ids, options.vocab_size)),
       next_rid_(options.first_rid) {
   SGL_CHECK(options.first_rid >= 1 && options.rid_stride >= 1) << "rid 0 names no request";
 }
@@ -184,7 +184,8 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
     const std::vector<int32_t>& forced = gate.budget_end_ids;
     if (gate.max_tokens < -1 ||
         (gate.has_budget() &&
-         (forced.size() < gate.end_ids.size() || !std::all_of(forced.begin(), forced.end(), in_vocab) ||
+         (forced.size() < gate.end_ids.size() ||
+          !std::all_of(forced.begin(), forced.end(), in_vocab) ||
           !std::equal(gate.end_ids.rbegin(), gate.end_ids.rend(), forced.rbegin())))) {
       return invalid_argument(
           "a thinking budget is -1 (none) or >= 0, and its forced tokens end with the reasoning's "

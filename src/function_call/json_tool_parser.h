@@ -90,7 +90,7 @@ class JsonToolParser final : public ByteParser {
   std::string name_;            // compact: the function's name
   LiteralChoice tag_;           // compact: the [ARGS] or [CALL_ID] after the name (or the id)
   JsonScanner args_;            // compact: the arguments' syntax
-  JsonScanner skipped_;          // kSkipObject (and compact arguments dropped): the syntax
+  JsonScanner skipped_;         // kSkipObject: the dropped object's syntax
   bool in_array_ = false;
   bool block_has_call_ = false;  // the array holds a finished call
   bool after_marker_ = false;    // the calls being read follow a marker (not a bare object)

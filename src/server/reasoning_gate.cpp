@@ -54,8 +54,8 @@ Result<grammar::ReasoningGate> required_reasoning_gate(const ServerContext& ctx)
 
 grammar::ReasoningGate with_thinking_budget(const ServerContext& ctx, grammar::ReasoningGate gate,
                                             int64_t budget) {
-  gate.max_tokens = static_cast<int32_t>(
-      std::clamp<int64_t>(budget, 0, std::numeric_limits<int32_t>::max()));
+  gate.max_tokens =
+      static_cast<int32_t>(std::clamp<int64_t>(budget, 0, std::numeric_limits<int32_t>::max()));
   gate.budget_end_ids = encode_text(ctx, "\n");
   gate.budget_end_ids.insert(gate.budget_end_ids.end(), gate.end_ids.begin(), gate.end_ids.end());
   return gate;
@@ -72,12 +72,13 @@ Result<grammar::ReasoningGate> generate_budget_gate(const ServerContext& ctx,
   if (!require_reasoning) {
     if (!start) {
       return invalid_argument("max_thinking_tokens needs the reasoning's opening tag " +
-                              std::string(tags->start) + " to be one token of the served vocabulary");
+                              std::string(tags->start) +
+                              " to be one token of the served vocabulary");
     }
     // The prompt's last opening tag after its last closing one leaves the reasoning open.
     const auto last_start = std::find(prompt_ids.rbegin(), prompt_ids.rend(), *start);
-    const auto last_end = std::search(prompt_ids.rbegin(), prompt_ids.rend(),
-                                      gate.end_ids.rbegin(), gate.end_ids.rend());
+    const auto last_end = std::search(prompt_ids.rbegin(), prompt_ids.rend(), gate.end_ids.rbegin(),
+                                      gate.end_ids.rend());
     const bool open = last_start != prompt_ids.rend() && last_start < last_end;
     if (!open) gate.start_id = *start;
   }

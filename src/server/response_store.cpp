@@ -16,8 +16,7 @@ std::vector<const std::string*> ConversationTurn::items_in_order() const {
 
 size_t ResponseStore::added_bytes(const std::string& id, const Stored& stored) const {
   size_t size = id.size() + stored.response_json.size();
-  for (const ConversationTurn* t = stored.conversation.get(); t != nullptr;
-       t = t->previous.get()) {
+  for (const ConversationTurn* t = stored.conversation.get(); t != nullptr; t = t->previous.get()) {
     if (turn_refs_.contains(t)) break;  // reached, and so are the turns before it
     size += t->items_json.size();
   }

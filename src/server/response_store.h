@@ -39,7 +39,7 @@ class ResponseStore {
   explicit ResponseStore(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   struct Stored {
-    std::string response_json;                              // the response object
+    std::string response_json;                             // the response object
     std::shared_ptr<const ConversationTurn> conversation;  // its last turn; never null
   };
 

@@ -339,10 +339,9 @@ class ResponsesReply final : public GenerationReply {
       }
       turn.push_back(std::move(item));
     }
-    ctx_.response_store.put(
-        id_, {request_json::dump(final_response),
-              std::make_shared<const ConversationTurn>(
-                  ConversationTurn{req_->previous_turn, request_json::dump(turn)})});
+    ctx_.response_store.put(id_, {request_json::dump(final_response),
+                                  std::make_shared<const ConversationTurn>(ConversationTurn{
+                                      req_->previous_turn, request_json::dump(turn)})});
     return final_response;
   }
 

@@ -176,8 +176,7 @@ TEST(ToolCallParser, JsonCallsNameTheRequestsFunctions) {
   // Arguments before the name are held until the name is known.
   with("llama3", "{\"parameters\": {\"x\": 1}, \"name\": \"other\"}",
        out("{\"parameters\": {\"x\": 1}, \"name\": \"other\"}"));
-  with("qwen25", "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>",
-       out(""));
+  with("qwen25", "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>", out(""));
   with("qwen25",
        "A <tool_call>\n{\"name\": \"other\", \"arguments\": {\"q\": \"}{\"}}\n</tool_call>\n"
        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"X\"}}\n"
@@ -193,8 +192,7 @@ TEST(ToolCallParser, JsonCallsNameTheRequestsFunctions) {
        "{\"name\": \"get_weather\", \"parameters\": {}} after",
        out("after", {{"get_weather", "{}"}}));
   // A dropped call whose JSON breaks: what follows is text again.
-  with("llama3", "<|python_tag|>{\"name\": \"other\", \"parameters\": {]} tail",
-       out("]} tail"));
+  with("llama3", "<|python_tag|>{\"name\": \"other\", \"parameters\": {]} tail", out("]} tail"));
   with("qwen25", "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
        out("", {{"get_weather", "{}"}}));
   with("mistral", "[TOOL_CALLS]other[ARGS]{\"a\": 1}[TOOL_CALLS]get_weather[ARGS]{}",

@@ -90,7 +90,7 @@ TEST(ResponseStore, AChainHoldsEachTurnOnce) {
 TEST(ResponseStore, EvictionCountsTheTurnsANewResponseBringsAlone) {
   ResponseStore store(305);
   const auto first = turn(nullptr, std::string(100, 'x'));
-  store.put("a", {"A", first});  // 1 + 1 + 100
+  store.put("a", {"A", first});                               // 1 + 1 + 100
   store.put("b", {"B", turn(first, std::string(100, 'y'))});  // 1 + 1 + 100: 'first' is shared
   EXPECT_EQ(store.bytes(), 204u);
   // c continues b (both turns reached already): 2 bytes more, nothing dropped.
