@@ -1,10 +1,12 @@
 // Ollama's API, as SGLang serves it: POST /api/chat (the chat route's preparation), POST
-// /api/generate (the raw prompt), GET /api/tags and POST /api/show (the served model). Replies
+// /api/generate (the raw prompt), GET /api/tags and POST /api/show (the served model), and on an
+// embedding model POST /api/embed (Ollama's normalized vectors). Replies
 // are Ollama's objects; streams are newline-delimited JSON objects (application/x-ndjson), the
 // last one `done: true` with the reason and the counts; errors are {"error": "message"} (the
 // router rewrites this route's error responses, errors.h).
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -12,6 +14,7 @@
 #include <string>
 
 #include "server/chat_submit.h"
+#include "server/embedding_reply.h"
 #include "server/engine_request.h"
 #include "server/errors.h"
 #include "server/generation_reply.h"
@@ -169,6 +172,54 @@ Reply empty_generate(const std::string& model, bool stream) {
   return Reply::of(std::move(r));
 }
 
+// Ollama's vector: the first `dimensions` values (all without), scaled to length 1.
+json ollama_vector(const std::vector<float>& values, std::optional<int64_t> dimensions) {
+  const size_t n =
+      dimensions ? std::min(values.size(), static_cast<size_t>(*dimensions)) : values.size();
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += static_cast<double>(values[i]) * values[i];
+  const double scale = sum > 0 ? 1 / std::sqrt(sum) : 1;
+  json out = json::array();
+  for (size_t i = 0; i < n; ++i) out.push_back(static_cast<float>(values[i] * scale));
+  return out;
+}
+
+// On a pool thread: tokenizes (an input past the context cut to it where truncate allows),
+// submits, and answers with Ollama's embed object.
+Reply prepare_ollama_embed(ServerContext& ctx, const OllamaEmbedRequest& req,
+                           Clock::time_point received) {
+  std::vector<std::vector<int32_t>> ids;
+  for (const PromptInput& input : req.embedding.inputs) {
+    std::vector<int32_t> one = prompt_ids(ctx, input);
+    // The engine takes prompts shorter than the context (one slot is left to generate into).
+    const auto fits = static_cast<size_t>(std::max<int64_t>(ctx.info.context_length - 1, 1));
+    if (req.truncate && one.size() > fits) one.resize(fits);
+    ids.push_back(std::move(one));
+  }
+  auto streams = submit_encodes(ctx, std::move(ids));
+  if (!streams.ok()) return Reply::of(error_response(streams.status()));
+  const std::string model = req.embedding.model.value_or(ctx.info.served_model_name);
+  auto format = [model, dimensions = req.embedding.dimensions, received](
+                    const std::vector<Encoded>& results, double) {
+    json embeddings = json::array();
+    int64_t tokens = 0;
+    for (const Encoded& r : results) {
+      embeddings.push_back(ollama_vector(r.embedding, dimensions));
+      tokens += r.prompt_tokens;
+    }
+    return request_json::json_response(
+        {{"model", model},
+         {"embeddings", std::move(embeddings)},
+         {"total_duration",
+          nanoseconds(std::chrono::duration<double>(Clock::now() - received).count())},
+         {"load_duration", 0},
+         {"prompt_eval_count", tokens}});
+  };
+  return Reply::later(std::make_unique<EmbeddingReply>(ctx, make_request_id("ollama-embed-"),
+                                                       std::move(streams).value(), format),
+                      false);
+}
+
 }  // namespace
 
 Reply handle_ollama_chat(ServerContext& ctx, const HttpRequest& request) {
@@ -231,6 +282,24 @@ Reply handle_ollama_tags(ServerContext& ctx, const HttpRequest&) {
                       {"details", {{"format", "sgl.cpp"}, {"family", ctx.info.model_type}}}}})}}));
 }
 
+Reply handle_ollama_embed(ServerContext& ctx, const HttpRequest& request) {
+  const Clock::time_point received = Clock::now();
+  auto parsed = parse_ollama_embed(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  if (parsed->embedding.dimensions && *parsed->embedding.dimensions > ctx.info.hidden_size) {
+    return Reply::of(error_response(
+        400, "'dimensions' must be at most the model's " + std::to_string(ctx.info.hidden_size),
+        "dimensions"));
+  }
+  if (Status s = check_text_length(ctx, parsed->embedding.inputs, "input"); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
+  auto shared = std::make_shared<const OllamaEmbedRequest>(std::move(parsed).value());
+  return PreparedReply::submit(ctx, false, [&ctx, shared, received](const std::atomic<bool>&) {
+    return prepare_ollama_embed(ctx, *shared, received);
+  });
+}
+
 // The served model's details: its context length, and what it can do here (completion; tools
 // with --tool-call-parser; thinking with --reasoning-parser), which Ollama clients read to offer
 // those features.
@@ -241,9 +310,8 @@ Reply handle_ollama_show(ServerContext& ctx, const HttpRequest& request) {
   if (!model || !model->is_string()) {
     return Reply::of(error_response(request_json::field_error("model", "must be a string")));
   }
-  // (An embedding model serves none of Ollama's routes here: /api/embed is not built.)
   json capabilities = json::array();
-  if (ctx.info.is_generation) capabilities.push_back("completion");
+  capabilities.push_back(ctx.info.is_generation ? "completion" : "embedding");
   if (ctx.info.is_generation && !ctx.info.tool_call_parser.empty()) capabilities.push_back("tools");
   if (ctx.info.is_generation && !ctx.info.reasoning_parser.empty()) {
     capabilities.push_back("thinking");

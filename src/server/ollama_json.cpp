@@ -183,6 +183,43 @@ Result<ChatRequest> parse_ollama_chat(std::string_view text, const SamplingInput
   return req;
 }
 
+Result<OllamaEmbedRequest> parse_ollama_embed(std::string_view text) {
+  SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(text));
+  SGL_RETURN_IF_ERROR(request_json::check_fields(
+      o, {"model", "input", "truncate", "dimensions", "options", "keep_alive"}));
+  OllamaEmbedRequest r;
+  SGL_RETURN_IF_ERROR(request_json::read(o, "model", r.embedding.model));
+  const json* input = find(o, "input");
+  if (!input) return field_error("input", "is required");
+  const bool list = input->is_array();
+  if (list && input->empty()) return field_error("input", "must not be an empty list");
+  for (size_t i = 0; i < (list ? input->size() : 1); ++i) {
+    const json& item = list ? (*input)[i] : *input;
+    const std::string where = list ? "input[" + std::to_string(i) + "]" : "input";
+    if (!item.is_string()) return field_error(where, "must be a string");
+    if (item.get_ref<const std::string&>().empty()) return field_error(where, "must not be empty");
+    PromptInput prompt;
+    prompt.is_text = true;
+    prompt.text = item.get<std::string>();
+    r.embedding.inputs.push_back(std::move(prompt));
+  }
+  if (const json* truncate = find(o, "truncate"); truncate && !truncate->is_null()) {
+    if (!truncate->is_boolean()) return field_error("truncate", "must be a boolean");
+    r.truncate = truncate->get<bool>();
+  }
+  if (const json* dimensions = find(o, "dimensions"); dimensions && !dimensions->is_null()) {
+    int64_t d = 0;
+    SGL_RETURN_IF_ERROR(request_json::to_int(*dimensions, "dimensions", d));
+    if (d < 1) return field_error("dimensions", "must be at least 1");
+    r.embedding.dimensions = d;
+  }
+  if (const json* options = find(o, "options"); options && !asks_nothing(*options)) {
+    return unimplemented(
+        "'options' is not supported on /api/embed: model options change no embedding here");
+  }
+  return r;
+}
+
 Result<CompletionRequest> parse_ollama_generate(std::string_view text,
                                                 const SamplingInput& defaults) {
   SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(text));

@@ -22,4 +22,14 @@ Result<ChatRequest> parse_ollama_chat(std::string_view body, const SamplingInput
 Result<CompletionRequest> parse_ollama_generate(std::string_view body,
                                                 const SamplingInput& defaults = {});
 
+// POST /api/embed (an embedding model's): `input` a string or a list of them; `truncate` (true
+// unless false) cuts an input longer than the context to fit, false refuses it; `dimensions`
+// keeps the first that many values (then normalized, as Ollama does); keep_alive any; model
+// options do not apply to embeddings and are refused unless empty.
+struct OllamaEmbedRequest {
+  EmbeddingRequest embedding;
+  bool truncate = true;
+};
+Result<OllamaEmbedRequest> parse_ollama_embed(std::string_view body);
+
 }  // namespace sgl::server

@@ -2,7 +2,9 @@
 # (written by scripts/make_tiny_embedding_model.py) through the official openai client
 # (client.embeddings.create: floats, its default base64, token-id inputs) and SGLang's /encode,
 # against transformers' committed vectors (tests/engine/data/tiny_qwen3_embedding_reference.json)
-# within 1e-4; bad input answers 400 naming the field; generation routes on an embedding server
+# within 1e-4; Ollama's /api/embed through the official ollama client (normalized vectors,
+# truncation, dimensions); bad input answers 400 naming the field; generation routes on an
+# embedding server
 # and embedding routes on a generation server answer 400; bad pooling configs stop the start.
 import base64
 import concurrent.futures
@@ -244,6 +246,49 @@ def test_embedding_routes_answer_400_on_a_generation_server(server, path, body):
     r = server.post(path, body)
     assert r.status_code == 400, r.text
     assert "--is-embedding" in r.json()["error"]["message"], r.text
+
+
+def test_ollama_embed_is_the_normalized_vectors(last, server):
+    ollama = pytest.importorskip("ollama")
+    client = ollama.Client(host=last.url)
+    cases = [c for c in reference() if "text" in c]
+    texts = [c["text"] for c in cases]
+
+    def unit(v, n=None):
+        v = v[:n] if n else v
+        norm = sum(x * x for x in v) ** 0.5
+        return [x / norm for x in v]
+
+    r = client.embed(model=NAME, input=texts)
+    assert r.model == NAME and len(r.embeddings) == len(texts)
+    for got, c in zip(r.embeddings, cases):
+        assert max_abs_diff(got, unit(c["last"])) < TOL, c["text"]
+    assert r.prompt_eval_count == sum(len(c["input_ids"]) for c in cases)
+    assert r.total_duration > 0 and r.load_duration == 0
+    one = client.embed(model=NAME, input=texts[0])
+    assert len(one.embeddings) == 1
+    assert max_abs_diff(one.embeddings[0], r.embeddings[0]) < REPEAT_TOL
+    # dimensions: the first values, normalized again (Ollama's).
+    short = client.embed(model=NAME, input=texts[0], dimensions=8).embeddings[0]
+    assert max_abs_diff(short, unit(cases[0]["last"], 8)) < TOL
+    # An input past the context: cut to fit by default, refused with truncate false.
+    context = last.get("/get_model_info").json()["context_length"]
+    long_text = " ".join(["once upon a time"] * context)
+    cut = client.embed(model=NAME, input=long_text)
+    assert cut.prompt_eval_count == context - 1
+    with pytest.raises(ollama.ResponseError) as e:
+        client.embed(model=NAME, input=long_text, truncate=False)
+    assert e.value.status_code == 400 and "context" in e.value.error
+    for body, words in [({"input": []}, "input"), ({"input": [1]}, "input[0]"),
+                        ({"input": "a", "options": {"temperature": 0.5}}, "options"),
+                        ({"input": "a", "dimensions": 100000}, "dimensions"),
+                        ({"input": "a", "prompt": "b"}, "prompt")]:
+        bad = last.post("/api/embed", {"model": NAME, **body})
+        assert bad.status_code in (400, 501) and words in bad.json()["error"], (body, bad.text)
+    assert "embedding" in client.show(NAME).capabilities
+    # A generation server has no embeddings to give.
+    refused = server.post("/api/embed", {"model": "m", "input": "a"})
+    assert refused.status_code == 400 and "--is-embedding" in refused.json()["error"]
 
 
 def test_model_info_and_health(last, server):
