@@ -23,7 +23,7 @@ def write(target, name, text):
 
 # ---- openai_json_fuzz: "<route digit><body>"; 0 chat, 1 completions, 2 generate, 3 tokenize,
 # 4 detokenize, 5 abort, 6 Anthropic messages, 7 OpenAI responses, 8 Ollama chat, 9 Ollama
-# generate (openai_json_fuzz.cpp).
+# generate, ':' (10) Ollama embed (openai_json_fuzz.cpp).
 REQUESTS = {
     "chat_basic": ("0", {"model": "stories260K", "messages": [
         {"role": "system", "content": "Be brief."},
@@ -95,6 +95,8 @@ REQUESTS = {
                      {"role": "assistant", "content": "", "thinking": "t",
                       "tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]},
                      {"role": "tool", "tool_name": "f", "content": "42"}]}),
+    "ollama_embed": (":", {"model": "m", "input": ["Once upon", "a time"], "truncate": False,
+                           "dimensions": 8, "keep_alive": "5m", "options": {}}),
     "ollama_generate": ("9", {"model": "m", "prompt": "Once upon", "system": "s", "raw": True,
                               "format": "json", "options": {"num_predict": -1, "top_k": 4}}),
     "responses": ("7", {"model": "m", "instructions": "Be brief.", "max_output_tokens": 8,

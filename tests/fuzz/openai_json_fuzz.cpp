@@ -68,7 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sgl::server;
   if (size == 0) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (static_cast<uint8_t>(data[0] - '0') % 10) {  // the route digits map to 0..9
+  // The route digits map to 0..9, ':' to 10.
+  switch (static_cast<uint8_t>(data[0] - '0') % 11) {
     case 0: {
       const auto r = parse_chat_request(body);
       if (failed(r)) break;
@@ -138,6 +139,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!r->prompts.empty()) check_prompts(r->prompts, r->sampling.n);
       SGL_CHECK(r->sampling.max_tokens || r->sampling.default_max_tokens ||
                 r->sampling.max_tokens_unbounded);
+      break;
+    }
+    case 10: {
+      const auto r = parse_ollama_embed(body);
+      if (failed(r)) break;
+      SGL_CHECK(!r->embedding.inputs.empty());
+      for (const PromptInput& p : r->embedding.inputs) SGL_CHECK(p.is_text && !p.text.empty());
+      SGL_CHECK(!r->embedding.dimensions || *r->embedding.dimensions >= 1);
       break;
     }
     default: {
