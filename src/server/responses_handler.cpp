@@ -406,15 +406,28 @@ Reply handle_responses(ServerContext& ctx, const HttpRequest& request) {
 }
 
 // GET /v1/responses/{id}: a stored response; DELETE removes it (OpenAI's, with
-// --enable-response-store).
+// --enable-response-store); POST /v1/responses/{id}/cancel answers it.
 Reply handle_stored_response(ServerContext& ctx, const HttpRequest& request) {
   constexpr std::string_view kPrefix = "/v1/responses/";
-  const std::string id = request.path.substr(kPrefix.size());
-  if (id.find('/') != std::string::npos) {  // input_items, cancel: not built
-    return Reply::of(error_response(404, "'" + request.path +
-                                             "' is not supported (GET and DELETE "
-                                             "/v1/responses/{id} are)"));
+  std::string id = request.path.substr(kPrefix.size());
+  // POST .../cancel: a stored response has ended, so cancelling it changes nothing and answers
+  // it as it is (SGLang's; only its background responses, not built here, can be cancelled).
+  const size_t slash = id.find('/');
+  const bool cancel = slash != std::string::npos && id.substr(slash) == "/cancel";
+  constexpr std::string_view kServed =
+      " (GET and DELETE /v1/responses/{id}, POST /v1/responses/{id}/cancel are; input_items is "
+      "not built)";
+  if (slash != std::string::npos && !cancel) {
+    return Reply::of(
+        error_response(404, "'" + request.path + "' is not supported" + std::string(kServed)));
   }
+  if (cancel != (request.method == "POST")) {
+    HttpResponse r = error_response(
+        405, request.method + " '" + request.path + "' is not supported" + std::string(kServed));
+    r.headers.emplace_back("Allow", cancel ? "POST" : "GET, DELETE");
+    return Reply::of(std::move(r));
+  }
+  if (cancel) id.resize(slash);
   if (!ctx.info.enable_response_store) {
     return Reply::of(error_response(
         400, "the response store is disabled: start the server with --enable-response-store"));

@@ -81,14 +81,15 @@ class ShapedErrorReply final : public DeferredReply {
 
 Router::Router(ServerContext& ctx) : ctx_(ctx) {
   const std::vector<std::string> get = {"GET"}, post = {"POST"}, both = {"GET", "POST"},
-                                 post_put = {"POST", "PUT"}, get_delete = {"GET", "DELETE"};
+                                 post_put = {"POST", "PUT"},
+                                 get_post_delete = {"GET", "POST", "DELETE"};
   constexpr Needs gen = Needs::kGeneration, embed = Needs::kEmbedding;
   routes_ = {
       {"/v1/completions", false, post, handle_completions, false, gen},
       {"/v1/chat/completions", false, post, handle_chat_completions, false, gen},
       {"/invocations", false, post, handle_chat_completions, false, gen},  // SageMaker's name
       {"/v1/responses", false, post, handle_responses, false, gen},
-      {"/v1/responses/", true, get_delete, handle_stored_response, false, gen},
+      {"/v1/responses/", true, get_post_delete, handle_stored_response, false, gen},
       {"/v1/messages", false, post, handle_messages, false, gen},
       {"/v1/messages/count_tokens", false, post, handle_messages_count_tokens, false, gen},
       {"/v1/embeddings", false, post, handle_embeddings, false, embed},

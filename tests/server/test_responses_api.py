@@ -358,6 +358,18 @@ def test_a_client_id_never_replaces_a_stored_response(stored):
 def test_only_the_response_itself_is_served(stored):
     r = stored.get("/v1/responses/resp_1/input_items")
     assert r.status_code == 404 and "not supported" in r.json()["error"]["message"], r.text
+    # Cancelling a stored (so ended) response changes nothing and answers it (SGLang's).
+    client = openai.OpenAI(base_url=stored.url + "/v1", api_key="unused", max_retries=0)
+    done = client.responses.create(model="m", input="hi", max_output_tokens=2, temperature=0)
+    cancelled = client.responses.cancel(done.id)
+    assert cancelled.id == done.id and cancelled.status == done.status
+    assert cancelled.output_text == done.output_text
+    assert stored.post("/v1/responses/resp_unknown/cancel").status_code == 404
+    for method, path in [("get", f"/v1/responses/{done.id}/cancel"),
+                         ("post", f"/v1/responses/{done.id}")]:
+        r = getattr(requests, method)(stored.url + path, timeout=10)
+        assert r.status_code == 405 and "not supported" in r.json()["error"]["message"], r.text
+        assert r.headers["Allow"] == ("POST" if method == "get" else "GET, DELETE")
 
 
 def test_without_the_store_flag_nothing_is_kept(server):
