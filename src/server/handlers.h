@@ -34,6 +34,7 @@ Reply handle_ollama_generate(ServerContext& ctx, const HttpRequest& request);
 Reply handle_ollama_tags(ServerContext& ctx, const HttpRequest& request);
 Reply handle_ollama_show(ServerContext& ctx, const HttpRequest& request);
 Reply handle_ollama_embed(ServerContext& ctx, const HttpRequest& request);  // an embedding model's
+Reply handle_ollama_embeddings(ServerContext& ctx, const HttpRequest& request);  // the older one
 
 // SGLang native
 Reply handle_generate(ServerContext& ctx, const HttpRequest& request);  // generate.cpp

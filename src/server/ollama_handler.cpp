@@ -199,8 +199,9 @@ Reply prepare_ollama_embed(ServerContext& ctx, const OllamaEmbedRequest& req,
   auto streams = submit_encodes(ctx, std::move(ids));
   if (!streams.ok()) return Reply::of(error_response(streams.status()));
   const std::string model = req.embedding.model.value_or(ctx.info.served_model_name);
-  auto format = [model, dimensions = req.embedding.dimensions, received](
+  auto format = [model, dimensions = req.embedding.dimensions, received, legacy = req.legacy](
                     const std::vector<Encoded>& results, double) {
+    if (legacy) return request_json::json_response({{"embedding", results.at(0).embedding}});
     json embeddings = json::array();
     int64_t tokens = 0;
     for (const Encoded& r : results) {
@@ -218,6 +219,27 @@ Reply prepare_ollama_embed(ServerContext& ctx, const OllamaEmbedRequest& req,
   return Reply::later(std::make_unique<EmbeddingReply>(ctx, make_request_id("ollama-embed-"),
                                                        std::move(streams).value(), format),
                       false);
+}
+
+Reply ollama_embed_reply(ServerContext& ctx, Result<OllamaEmbedRequest> parsed,
+                         Clock::time_point received) {
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  if (parsed->embedding.inputs.empty()) {  // the older route's empty prompt
+    return Reply::of(request_json::json_response({{"embedding", json::array()}}));
+  }
+  if (parsed->embedding.dimensions && *parsed->embedding.dimensions > ctx.info.hidden_size) {
+    return Reply::of(error_response(
+        400, "'dimensions' must be at most the model's " + std::to_string(ctx.info.hidden_size),
+        "dimensions"));
+  }
+  const std::string_view field = parsed->legacy ? "prompt" : "input";
+  if (Status s = check_text_length(ctx, parsed->embedding.inputs, field); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
+  auto shared = std::make_shared<const OllamaEmbedRequest>(std::move(parsed).value());
+  return PreparedReply::submit(ctx, false, [&ctx, shared, received](const std::atomic<bool>&) {
+    return prepare_ollama_embed(ctx, *shared, received);
+  });
 }
 
 }  // namespace
@@ -284,20 +306,12 @@ Reply handle_ollama_tags(ServerContext& ctx, const HttpRequest&) {
 
 Reply handle_ollama_embed(ServerContext& ctx, const HttpRequest& request) {
   const Clock::time_point received = Clock::now();
-  auto parsed = parse_ollama_embed(request.body);
-  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-  if (parsed->embedding.dimensions && *parsed->embedding.dimensions > ctx.info.hidden_size) {
-    return Reply::of(error_response(
-        400, "'dimensions' must be at most the model's " + std::to_string(ctx.info.hidden_size),
-        "dimensions"));
-  }
-  if (Status s = check_text_length(ctx, parsed->embedding.inputs, "input"); !s.ok()) {
-    return Reply::of(error_response(s));
-  }
-  auto shared = std::make_shared<const OllamaEmbedRequest>(std::move(parsed).value());
-  return PreparedReply::submit(ctx, false, [&ctx, shared, received](const std::atomic<bool>&) {
-    return prepare_ollama_embed(ctx, *shared, received);
-  });
+  return ollama_embed_reply(ctx, parse_ollama_embed(request.body), received);
+}
+
+Reply handle_ollama_embeddings(ServerContext& ctx, const HttpRequest& request) {
+  const Clock::time_point received = Clock::now();
+  return ollama_embed_reply(ctx, parse_ollama_embeddings(request.body), received);
 }
 
 // The served model's details: its context length, and what it can do here (completion; tools

@@ -220,6 +220,27 @@ Result<OllamaEmbedRequest> parse_ollama_embed(std::string_view text) {
   return r;
 }
 
+Result<OllamaEmbedRequest> parse_ollama_embeddings(std::string_view text) {
+  SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(text));
+  SGL_RETURN_IF_ERROR(request_json::check_fields(o, {"model", "prompt", "options", "keep_alive"}));
+  OllamaEmbedRequest r;
+  r.legacy = true;
+  SGL_RETURN_IF_ERROR(request_json::read(o, "model", r.embedding.model));
+  std::string prompt;
+  SGL_RETURN_IF_ERROR(request_json::read(o, "prompt", prompt));
+  if (!prompt.empty()) {
+    PromptInput input;
+    input.is_text = true;
+    input.text = std::move(prompt);
+    r.embedding.inputs.push_back(std::move(input));
+  }
+  if (const json* options = find(o, "options"); options && !asks_nothing(*options)) {
+    return unimplemented(
+        "'options' is not supported on /api/embeddings: model options change no embedding here");
+  }
+  return r;
+}
+
 Result<CompletionRequest> parse_ollama_generate(std::string_view text,
                                                 const SamplingInput& defaults) {
   SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(text));

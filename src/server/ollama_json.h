@@ -27,9 +27,13 @@ Result<CompletionRequest> parse_ollama_generate(std::string_view body,
 // keeps the first that many values (then normalized, as Ollama does); keep_alive any; model
 // options do not apply to embeddings and are refused unless empty.
 struct OllamaEmbedRequest {
-  EmbeddingRequest embedding;
+  EmbeddingRequest embedding;  // no inputs: the older route's empty prompt
   bool truncate = true;
+  bool legacy = false;  // POST /api/embeddings: the model's own vector as `embedding`
 };
 Result<OllamaEmbedRequest> parse_ollama_embed(std::string_view body);
+// POST /api/embeddings (Ollama's older route): one `prompt` (empty: an empty vector), the vector
+// as the model gives it (not normalized), cut to the context as /api/embed's truncate.
+Result<OllamaEmbedRequest> parse_ollama_embeddings(std::string_view body);
 
 }  // namespace sgl::server

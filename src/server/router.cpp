@@ -98,6 +98,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/api/tags", false, get, handle_ollama_tags},
       {"/api/show", false, post, handle_ollama_show},
       {"/api/embed", false, post, handle_ollama_embed, false, embed},
+      {"/api/embeddings", false, post, handle_ollama_embeddings, false, embed},
       {"/v1/models", false, get, handle_models},
       {"/v1/models/", true, get, handle_model},
       {"/generate", false, post_put, handle_generate, false, gen},  // SGLang's methods

@@ -23,7 +23,7 @@ def write(target, name, text):
 
 # ---- openai_json_fuzz: "<route digit><body>"; 0 chat, 1 completions, 2 generate, 3 tokenize,
 # 4 detokenize, 5 abort, 6 Anthropic messages, 7 OpenAI responses, 8 Ollama chat, 9 Ollama
-# generate, ':' (10) Ollama embed (openai_json_fuzz.cpp).
+# generate, ':' (10) Ollama embed, ';' (11) Ollama embeddings (openai_json_fuzz.cpp).
 REQUESTS = {
     "chat_basic": ("0", {"model": "stories260K", "messages": [
         {"role": "system", "content": "Be brief."},
@@ -97,6 +97,7 @@ REQUESTS = {
                      {"role": "tool", "tool_name": "f", "content": "42"}]}),
     "ollama_embed": (":", {"model": "m", "input": ["Once upon", "a time"], "truncate": False,
                            "dimensions": 8, "keep_alive": "5m", "options": {}}),
+    "ollama_embeddings": (";", {"model": "m", "prompt": "Once upon", "keep_alive": 0}),
     "ollama_generate": ("9", {"model": "m", "prompt": "Once upon", "system": "s", "raw": True,
                               "format": "json", "options": {"num_predict": -1, "top_k": 4}}),
     "responses": ("7", {"model": "m", "instructions": "Be brief.", "max_output_tokens": 8,

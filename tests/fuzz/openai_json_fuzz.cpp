@@ -68,8 +68,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sgl::server;
   if (size == 0) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  // The route digits map to 0..9, ':' to 10.
-  switch (static_cast<uint8_t>(data[0] - '0') % 11) {
+  // The route digits map to 0..9, ':' to 10, ';' to 11.
+  const int route = static_cast<uint8_t>(data[0] - '0') % 12;
+  switch (route) {
     case 0: {
       const auto r = parse_chat_request(body);
       if (failed(r)) break;
@@ -141,10 +142,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 r->sampling.max_tokens_unbounded);
       break;
     }
-    case 10: {
-      const auto r = parse_ollama_embed(body);
+    case 10:
+    case 11: {
+      const auto r = route == 11 ? parse_ollama_embeddings(body) : parse_ollama_embed(body);
       if (failed(r)) break;
-      SGL_CHECK(!r->embedding.inputs.empty());
+      SGL_CHECK(r->legacy == (route == 11) && (r->legacy || !r->embedding.inputs.empty()));
       for (const PromptInput& p : r->embedding.inputs) SGL_CHECK(p.is_text && !p.text.empty());
       SGL_CHECK(!r->embedding.dimensions || *r->embedding.dimensions >= 1);
       break;

@@ -286,6 +286,12 @@ def test_ollama_embed_is_the_normalized_vectors(last, server):
         bad = last.post("/api/embed", {"model": NAME, **body})
         assert bad.status_code in (400, 501) and words in bad.json()["error"], (body, bad.text)
     assert "embedding" in client.show(NAME).capabilities
+    # The older /api/embeddings: one prompt, the model's own vector (not normalized, as Ollama's).
+    legacy = client.embeddings(model=NAME, prompt=texts[0])
+    assert max_abs_diff(legacy.embedding, cases[0]["last"]) < TOL
+    assert client.embeddings(model=NAME, prompt="").embedding == []
+    bad = last.post("/api/embeddings", {"model": NAME, "prompt": "a", "input": "b"})
+    assert bad.status_code == 400 and "input" in bad.json()["error"], bad.text
     # A generation server has no embeddings to give.
     refused = server.post("/api/embed", {"model": "m", "input": "a"})
     assert refused.status_code == 400 and "--is-embedding" in refused.json()["error"]
