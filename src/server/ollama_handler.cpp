@@ -1,6 +1,7 @@
 // Ollama's API, as SGLang serves it: POST /api/chat (the chat route's preparation), POST
 // /api/generate (the raw prompt), GET /api/tags and POST /api/show (the served model), and on an
-// embedding model POST /api/embed (Ollama's normalized vectors). Replies
+// embedding model POST /api/embed (Ollama's normalized vectors) and the older /api/embeddings.
+// Replies
 // are Ollama's objects; streams are newline-delimited JSON objects (application/x-ndjson), the
 // last one `done: true` with the reason and the counts; errors are {"error": "message"} (the
 // router rewrites this route's error responses, errors.h).
@@ -314,9 +315,9 @@ Reply handle_ollama_embeddings(ServerContext& ctx, const HttpRequest& request) {
   return ollama_embed_reply(ctx, parse_ollama_embeddings(request.body), received);
 }
 
-// The served model's details: its context length, and what it can do here (completion; tools
-// with --tool-call-parser; thinking with --reasoning-parser), which Ollama clients read to offer
-// those features.
+// The served model's details: its context length, and what it can do here (completion, or
+// embedding for an embedding model; tools with --tool-call-parser; thinking with
+// --reasoning-parser), which Ollama clients read to offer those features.
 Reply handle_ollama_show(ServerContext& ctx, const HttpRequest& request) {
   auto o = request_json::parse_object(request.body);
   if (!o.ok()) return Reply::of(error_response(o.status()));
