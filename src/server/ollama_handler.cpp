@@ -1,10 +1,9 @@
 // Ollama's API, as SGLang serves it: POST /api/chat (the chat route's preparation), POST
 // /api/generate (the raw prompt), GET /api/tags and POST /api/show (the served model), and on an
 // embedding model POST /api/embed (Ollama's normalized vectors) and the older /api/embeddings.
-// Replies
-// are Ollama's objects; streams are newline-delimited JSON objects (application/x-ndjson), the
-// last one `done: true` with the reason and the counts; errors are {"error": "message"} (the
-// router rewrites this route's error responses, errors.h).
+// Replies are Ollama's objects; streams are newline-delimited JSON objects
+// (application/x-ndjson), the last one `done: true` with the reason and the counts; errors are
+// {"error": "message"} (the router rewrites this route's error responses, errors.h).
 #include <atomic>
 #include <chrono>
 #include <cmath>
