@@ -2,6 +2,7 @@
 #include "grammar/reasoner_matcher.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/check.h"
 
@@ -39,6 +40,21 @@ bool ReasonerGrammarMatcher::constrains_next() const {
       return true;
   }
   return false;
+}
+
+int32_t ReasonerGrammarMatcher::free_tokens() const {
+  if (matcher_) return 0;
+  switch (phase_) {
+    case Phase::kAnswer:
+      return std::numeric_limits<int32_t>::max();
+    case Phase::kMayOpen:  // the opening token, then the whole budget
+      return gate_.max_tokens + 1;
+    case Phase::kReasoning:
+      return gate_.max_tokens - reasoning_tokens_;
+    case Phase::kClosing:
+      return 0;
+  }
+  return 0;
 }
 
 void ReasonerGrammarMatcher::fill_next_token_bitmask(uint32_t* bitmask) {

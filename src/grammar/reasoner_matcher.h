@@ -51,6 +51,10 @@ class ReasonerGrammarMatcher {
   // Advances by one sampled token; false (and no change) when the grammar holds and does not
   // allow it, or the budget forces another token.
   bool accept_token(int32_t token_id);
+  // How many next tokens no mask can hold, whatever they are: 0 with a grammar (it may hold
+  // from any token after the reasoning), the tokens left in the budget while the reasoning runs
+  // without one, unbounded once its answer is free. Speculative drafts stay within it.
+  int32_t free_tokens() const;
   // The grammar accepted a stop token: nothing more is.
   bool is_terminated() const { return matcher_ && matcher_->is_terminated(); }
   int32_t bitmask_words() const { return bitmask_words_; }

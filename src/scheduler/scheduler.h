@@ -57,8 +57,8 @@ struct SchedulerStats {
   int64_t spec_verify_steps = 0;     // speculative verify entries processed
   int64_t spec_draft_tokens = 0;     // drafts they checked
   int64_t spec_accepted_tokens = 0;  // drafts accepted (each a token gained for free)
-  // Requests speculation leaves out (a grammar or thinking budget, penalties or logit_bias: one
-  // logits row a step).
+  // Requests speculation leaves out (a grammar, penalties or logit_bias: one logits row a step;
+  // a thinking budget only while a draft could reach its forced close).
   int64_t spec_plain_requests = 0;
   double new_token_ratio = 0;
   double cache_hit_rate() const {

@@ -13,22 +13,30 @@
 #include "speculative/ngram_drafter.h"
 
 namespace sgl::scheduler {
+namespace {
+
+constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+
+}  // namespace
 
 int32_t Scheduler::draft_room(const Req& req, int32_t budget) const {
   // Drafts need one result row per position; logit processing and grammars read a single row
-  // per step, so those requests decode plainly (min_new_tokens' mask only while it holds: the
-  // count is exact here, drafts are planned with no batch of the request in flight).
+  // per step, so those requests decode plainly (min_new_tokens' mask only while it holds, a
+  // thinking budget's while no draft can reach its forced close: the counts are exact here,
+  // drafts are planned with no batch of the request in flight).
   const sampling::SamplingParams& p = req.request.sampling;
   const bool before_min_tokens = static_cast<int64_t>(req.output_ids.size()) < p.min_new_tokens;
-  if (req.output_ids.empty() || req.grammar || p.has_penalties_or_bias() || before_min_tokens ||
+  // The verify step's tokens (drafts + 1) must all be free of any mask.
+  const int64_t free = req.grammar ? req.grammar->free_tokens() : kUnbounded;
+  if (req.output_ids.empty() || free <= 1 || p.has_penalties_or_bias() || before_min_tokens ||
       req.draft_stale) {
     return 0;
   }
   // Each accepted draft is an output token, and the drafts' positions must fit the context.
   const int64_t left = req.request.max_new_tokens - static_cast<int64_t>(req.output_ids.size());
   const int64_t room = max_context_len_ - 1 - req.kv_len;
-  const int64_t most =
-      std::min<int64_t>({options_.speculative.num_draft_tokens - 1, budget, left - 1, room});
+  const int64_t most = std::min<int64_t>(
+      {options_.speculative.num_draft_tokens - 1, budget, left - 1, room, free - 1});
   return static_cast<int32_t>(std::max<int64_t>(most, 0));
 }
 

@@ -2,7 +2,8 @@
 // tokens (and logprobs) equal plain decoding's — greedy and seeded sampling alike, since each
 // verified row draws with its own position's RNG step — while drafts are accepted (fewer
 // steps), across stop tokens inside accepted drafts, max_new_tokens and context limits, the
-// radix cache, chunked and mixed prefill, and a KV cache tight enough to retract.
+// radix cache, chunked and mixed prefill, a KV cache tight enough to retract, and thinking
+// budgets (drafts stop short of the forced close, whose tokens then come as plainly).
 // Built with SGL_TEST_ON_CUDA: the same on the GPU in float32 (plain decoding then runs CUDA
 // graphs and the device sampler, verify passes sample on the host: the two samplers' identity).
 #include <gtest/gtest.h>
@@ -56,6 +57,12 @@ std::vector<GenerateRequest> workload() {
       r.ignore_eos = false;
       r.stop_token_ids = {cont[10]};
     }
+    if (i % 7 == 4) {  // the output "reasons" until a budget forces a close it never writes
+      r.reasoning_gate = {.end_ids = {1, 1},
+                          .start_id = -1,
+                          .max_tokens = 12 + i % 5,
+                          .budget_end_ids = {cont[0], 1, 1}};
+    }
     out.push_back(std::move(r));
   }
   return out;
@@ -99,7 +106,21 @@ TEST_P(Speculative, NgramGivesPlainDecodingsTokensInFewerSteps) {
   for (size_t i = 2; i < plain.size(); i += 5) {  // the requests that asked token_ids_logprob
     EXPECT_EQ(plain[i].token_ids.size(), plain[i].ids.size()) << i;
   }
+  // The budgeted requests were forced where their budgets ran out, and were not left out of
+  // speculation for it.
+  const std::vector<GenerateRequest> asked = workload();
+  for (size_t i = 0; i < asked.size(); ++i) {
+    const grammar::ReasoningGate& gate = asked[i].reasoning_gate;
+    if (!gate.has_budget()) continue;
+    const auto at = static_cast<size_t>(gate.max_tokens);
+    ASSERT_GE(spec[i].ids.size(), at + gate.budget_end_ids.size()) << i;
+    EXPECT_EQ(std::vector<int32_t>(spec[i].ids.begin() + at,
+                                   spec[i].ids.begin() + at + gate.budget_end_ids.size()),
+              gate.budget_end_ids)
+        << i;
+  }
   const scheduler::SchedulerStats& s = spec_stats.scheduler;
+  EXPECT_EQ(s.spec_plain_requests, 0) << c.name;
   EXPECT_EQ(s.generated_tokens_total, plain_stats.scheduler.generated_tokens_total);
   EXPECT_GT(s.spec_verify_steps, 0) << c.name;
   EXPECT_GT(s.spec_accepted_tokens, s.spec_verify_steps / 4) << c.name << ": drafts rarely hit";

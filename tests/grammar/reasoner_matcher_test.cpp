@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 #include "grammar/grammar_compiler.h"
@@ -117,6 +118,24 @@ TEST(ReasonerGrammarMatcher, ABudgetWithoutAGrammarForcesTheCloseThenFreesTheAns
     EXPECT_TRUE(m.accept_token(t));
   }
   EXPECT_FALSE(m.is_terminated());
+}
+
+// free_tokens: what speculative drafts may cover. A grammar: none; a budget alone: what is left
+// of it (with the opening token where the output may still open it); forcing: none; answered:
+// unbounded.
+TEST(ReasonerGrammarMatcher, FreeTokensAreWhatNoMaskCanHold) {
+  EXPECT_EQ(ReasonerGrammarMatcher(x_then_y(), {}).free_tokens(), 0);
+  EXPECT_EQ(ReasonerGrammarMatcher(x_then_y(), budget_gate(4, -1)).free_tokens(), 0);
+  ReasonerGrammarMatcher opening(nullptr, budget_gate(3, kOpen), 40);
+  EXPECT_EQ(opening.free_tokens(), 4);
+  ReasonerGrammarMatcher m(nullptr, budget_gate(3, -1), 40);
+  for (int32_t left : {3, 2, 1}) {
+    EXPECT_EQ(m.free_tokens(), left);
+    EXPECT_TRUE(m.accept_token(kX));
+  }
+  EXPECT_EQ(m.free_tokens(), 0);  // forcing
+  for (int32_t t : {kWord, kCloseA, kCloseB}) EXPECT_TRUE(m.accept_token(t));
+  EXPECT_EQ(m.free_tokens(), std::numeric_limits<int32_t>::max());
 }
 
 TEST(ReasonerGrammarMatcher, AReasoningThatClosesWithinItsBudgetIsNotForced) {
