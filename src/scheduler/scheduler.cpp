@@ -199,9 +199,20 @@ NextBatch Scheduler::get_next_batch_to_run() {
 void Scheduler::plan_vocab_mask(ScheduleBatch& batch) {
   PendingMask pending;
   pending.batch_id = batch.id;
+  // The tokens the batches in flight before this one may still add to a request (a verify's
+  // drafts and its own), none of them accepted by its matcher yet.
+  const int64_t per_batch =
+      options_.speculative.enabled() ? options_.speculative.num_draft_tokens : 1;
+  const int64_t unaccepted = (batch.id - 1 - last_processed_batch_id_) * per_batch;
   for (size_t i = 0; i < batch.entries.size(); ++i) {
     const BatchEntry& e = batch.entries[i];
-    if (e.samples && e.req->grammar) pending.rows.emplace_back(static_cast<int32_t>(i), e.req);
+    // No row where no mask can hold the tokens this entry samples (a thinking budget far from
+    // its end): the batch then needs no mask, and the runner does not wait for the host's
+    // processing of the batch before it to sample.
+    if (e.samples && e.req->grammar &&
+        e.req->grammar->free_tokens() < unaccepted + e.sample_rows()) {
+      pending.rows.emplace_back(static_cast<int32_t>(i), e.req);
+    }
   }
   if (pending.rows.empty()) return;
   batch.vocab_mask = pending.promise.get_future().share();

@@ -42,6 +42,7 @@ struct BatchRecord {
   int64_t id = 0;
   bool skip_draft = false;
   bool overlapped = false;  // scheduled while the batch before was in flight
+  bool masked = false;      // carries a grammar mask (the runner waits for it to sample)
 };
 
 // Runs a Scheduler with the fake model. Checks integrity after every step.
@@ -73,6 +74,7 @@ class Driver {
       record.id = next.batch->id;
       record.skip_draft = next.batch->skip_draft;
       record.overlapped = !in_flight_.empty();
+      record.masked = next.batch->vocab_mask.valid();
       for (const BatchEntry& e : next.batch->entries) {
         record.extends.emplace_back(e.req->rid, e.extend_len);
         record.scored += static_cast<int64_t>(e.logprob_targets.size());
@@ -182,6 +184,22 @@ TEST_P(SchedulerLoops, ChunkedPrefillSplitsAtBudgetAndResumesFirst) {
   EXPECT_EQ(extends[2], std::make_pair(big, 8));
   EXPECT_EQ(extends[3], std::make_pair(small, 5));
   for (const BatchRecord& b : d.batches()) EXPECT_LE(b.num_tokens, 16);
+  d.expect_reference_outputs();
+}
+
+// A thinking budget the output does not reach gets no mask rows: its batches carry no mask (the
+// runner would wait for the host's step before to sample), its tokens are the model's own.
+// (That the rows come back in time for a forced close: StructuredOutputReasoning's engine test,
+// whose forced tokens a missing row would abort.)
+TEST_P(SchedulerLoops, AThinkingBudgetFarFromItsEndPlansNoMask) {
+  Driver d(SchedulerOptions{}, 1024, 256, overlap());
+  GenerateRequest far = test::greedy_ids_request(tokens(8, 3), 12);
+  // Closing ids the fake model never writes (two EOS in a row; EOS is ignored here).
+  far.reasoning_gate = {
+      .end_ids = {kEos, kEos}, .start_id = -1, .max_tokens = 100, .budget_end_ids = {kEos, kEos}};
+  d.submit(far);
+  d.run_until_idle();
+  for (const BatchRecord& b : d.batches()) EXPECT_FALSE(b.masked) << b.id;
   d.expect_reference_outputs();
 }
 
