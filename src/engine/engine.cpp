@@ -93,6 +93,34 @@ void adopt_runner_drafts(const runner::ExecResult& result, scheduler::ScheduleBa
   }
 }
 
+// A request's reasoning gate: empty, or waiting for closing ids inside the vocabulary in front
+// of a grammar or a thinking budget, whose forced tokens end with those ids.
+Status check_reasoning_gate(const grammar::ReasoningGate& gate, bool has_grammar,
+                            int64_t vocab_size) {
+  const auto in_vocab = [&](int32_t id) { return id >= 0 && id < vocab_size; };
+  const auto all_in_vocab = [&](const std::vector<int32_t>& ids) {
+    return std::all_of(ids.begin(), ids.end(), in_vocab);
+  };
+  if (gate.max_tokens < -1) return invalid_argument("a thinking budget is -1 (none) or >= 0");
+  if (gate.empty()) {
+    if (gate.has_budget()) return invalid_argument("a thinking budget needs closing ids");
+    return Status::ok_status();
+  }
+  if ((!has_grammar && !gate.has_budget()) || !all_in_vocab(gate.end_ids) ||
+      (gate.start_id != -1 && !in_vocab(gate.start_id))) {
+    return invalid_argument(
+        "a reasoning gate needs a grammar or a budget, and token ids inside the vocabulary");
+  }
+  const std::vector<int32_t>& forced = gate.budget_end_ids;
+  if (gate.has_budget() &&
+      (forced.size() < gate.end_ids.size() || !all_in_vocab(forced) ||
+       !std::equal(gate.end_ids.rbegin(), gate.end_ids.rend(), forced.rbegin()))) {
+    return invalid_argument(
+        "a thinking budget's forced tokens are in the vocabulary and end with the closing ids");
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Engine::Engine(const EngineOptions& options)
@@ -172,28 +200,8 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
                             std::to_string(request.grammar->tokenizer().vocab_size()) +
                             " tokens; the model's has " + std::to_string(options_.vocab_size));
   }
-  const grammar::ReasoningGate& gate = request.reasoning_gate;
-  if (!gate.empty()) {
-    const auto in_vocab = [&](int32_t id) { return id >= 0 && id < options_.vocab_size; };
-    if ((!request.grammar && !gate.has_budget()) ||
-        !std::all_of(gate.end_ids.begin(), gate.end_ids.end(), in_vocab) ||
-        (gate.start_id != -1 && !in_vocab(gate.start_id))) {
-      return invalid_argument(
-          "a reasoning gate needs a grammar or a budget, and token ids inside the vocabulary");
-    }
-    const std::vector<int32_t>& forced = gate.budget_end_ids;
-    if (gate.max_tokens < -1 ||
-        (gate.has_budget() &&
-         (forced.size() < gate.end_ids.size() ||
-          !std::all_of(forced.begin(), forced.end(), in_vocab) ||
-          !std::equal(gate.end_ids.rbegin(), gate.end_ids.rend(), forced.rbegin())))) {
-      return invalid_argument(
-          "a thinking budget is -1 (none) or >= 0, and its forced tokens end with the reasoning's "
-          "closing ids");
-    }
-  } else if (gate.has_budget()) {
-    return invalid_argument("a thinking budget needs the reasoning's closing ids");
-  }
+  SGL_RETURN_IF_ERROR(check_reasoning_gate(request.reasoning_gate, request.grammar != nullptr,
+                                           options_.vocab_size));
   const auto prompt = static_cast<int64_t>(request.input_ids.size());
   // Without chunking a prompt is prefilled whole, beside the running decodes (MIXED): it must
   // fit the forward's tokens less theirs.
