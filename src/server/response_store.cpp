@@ -52,15 +52,16 @@ void ResponseStore::put(const std::string& id, Stored stored) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto old = stored_.find(id); old != stored_.end()) erase(old);
   if (added_bytes(id, stored) > max_bytes_) return;
-  while (bytes_ + added_bytes(id, stored) > max_bytes_ && !order_.empty()) {
-    const auto& [oldest_id, seq] = order_.front();
-    const auto oldest = stored_.find(oldest_id);
-    if (oldest != stored_.end() && oldest->second.seq == seq) erase(oldest);
-    order_.pop_front();
-  }
+  // Counted first, so that the older responses dropped for it never uncount the turns it shares.
   const uint64_t seq = next_seq_++;
   const auto [it, inserted] = stored_.emplace(id, Entry{std::move(stored), seq});
   reach(it->second, id);
+  while (bytes_ > max_bytes_ && !order_.empty()) {
+    const auto& [oldest_id, oldest_seq] = order_.front();
+    const auto oldest = stored_.find(oldest_id);
+    if (oldest != stored_.end() && oldest->second.seq == oldest_seq) erase(oldest);
+    order_.pop_front();
+  }
   order_.emplace_back(id, seq);
   if (order_.size() > 2 * stored_.size() + 64) {  // many removed: drop their stale places
     std::erase_if(order_, [&](const auto& place) {

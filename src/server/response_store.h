@@ -60,7 +60,7 @@ class ResponseStore {
     uint64_t seq = 0;  // when it was put
   };
 
-  // The bytes `stored` adds: its id and response, and the turns no stored response reaches yet.
+  // The bytes `stored` would add: its id and response, and the turns no stored response reaches.
   size_t added_bytes(const std::string& id, const Stored& stored) const;
   // Counts the entry's turns as reached (bytes_ grows by those reached first) or no longer.
   void reach(const Entry& entry, const std::string& id);
