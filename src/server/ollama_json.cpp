@@ -157,6 +157,15 @@ Status read_common(const json& o, json& body, NumPredict& num_predict) {
   return read_format(o, body);
 }
 
+// Model options change no embedding here: refused unless empty.
+Status refuse_embedding_options(const json& o, std::string_view route) {
+  if (const json* options = find(o, "options"); options && !asks_nothing(*options)) {
+    return unimplemented("'options' is not supported on " + std::string(route) +
+                         ": model options change no embedding here");
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Result<ChatRequest> parse_ollama_chat(std::string_view text, const SamplingInput& defaults) {
@@ -213,10 +222,7 @@ Result<OllamaEmbedRequest> parse_ollama_embed(std::string_view text) {
     if (d < 1) return field_error("dimensions", "must be at least 1");
     r.embedding.dimensions = d;
   }
-  if (const json* options = find(o, "options"); options && !asks_nothing(*options)) {
-    return unimplemented(
-        "'options' is not supported on /api/embed: model options change no embedding here");
-  }
+  SGL_RETURN_IF_ERROR(refuse_embedding_options(o, "/api/embed"));
   return r;
 }
 
@@ -234,10 +240,7 @@ Result<OllamaEmbedRequest> parse_ollama_embeddings(std::string_view text) {
     input.text = std::move(prompt);
     r.embedding.inputs.push_back(std::move(input));
   }
-  if (const json* options = find(o, "options"); options && !asks_nothing(*options)) {
-    return unimplemented(
-        "'options' is not supported on /api/embeddings: model options change no embedding here");
-  }
+  SGL_RETURN_IF_ERROR(refuse_embedding_options(o, "/api/embeddings"));
   return r;
 }
 
