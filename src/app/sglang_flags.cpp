@@ -82,8 +82,9 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
        .value = "METHOD",
        .help = "Quantize weights at load.",
        .support = kRefused,
-       .note = "weights run as stored: bf16 / f16 / f32 safetensors, GGUF quants dequantized on "
-               "the device; load-time quantization is not implemented"},
+       .note = "weights load as stored, needing no flag: bf16 / f16 / f32 and FP8 checkpoints "
+               "(quantization_config: fp8, compressed-tensors, modelopt; dequantized at load), "
+               "GGUF quants; load-time quantization is not implemented"},
       {.name = "--torchao-config",
        .value = "CONFIG",
        .help = "torchao weight quantization.",

@@ -401,17 +401,9 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
                        resolve_architecture(top, source, &config.architecture));
   SGL_ASSIGN_OR_RETURN(config.model_type, top.string("model_type", ""));
   if (config.model_type.empty()) config.model_type = std::string(arch->model_type);
-  // Quantized weights (GPTQ, AWQ, FP8, ...) are not the plain tensors the model classes read:
-  // refuse them here rather than as a missing or misshapen weight.
-  if (const Json* quant = top.get("quantization_config")) {
-    const Json* method = quant->is_object() ? Fields(*quant, source).get("quant_method") : nullptr;
-    const std::string name = method == nullptr     ? "(none given)"
-                             : method->is_string() ? "'" + method->get<std::string>() + "'"
-                                                   : method->dump();
-    return unimplemented(source +
-                         ": quantized checkpoints are not supported (quantization_config " +
-                         "with quant_method " + name + ")");
-  }
+  // Quantized weights are refused here by their method, not later as a missing or misshapen
+  // weight; FP8 ones load (model/fp8_weight_source.h).
+  SGL_ASSIGN_OR_RETURN(config.quantization, parse_weight_quantization(root, source));
 
   SGL_ASSIGN_OR_RETURN(config.vocab_size, top.required_positive_int("vocab_size"));
   SGL_ASSIGN_OR_RETURN(config.hidden_size, top.required_positive_int("hidden_size"));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/weight_quantization.h"
 
 namespace sgl::model {
 
@@ -69,6 +70,7 @@ struct ModelConfig {
   std::vector<int32_t> eos_token_ids;  // from config.json (and generation_config.json)
   int32_t bos_token_id = -1;
   GenerationDefaults generation_defaults;  // from generation_config.json
+  WeightQuantization quantization;         // quantization_config: how the weights are stored
 
   // Derived sizes.
   int64_t q_size() const { return num_attention_heads * head_dim; }

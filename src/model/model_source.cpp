@@ -5,6 +5,8 @@
 #include <cctype>
 #include <system_error>
 
+#include "core/logging.h"
+#include "model/fp8_weight_source.h"
 #include "model/gguf.h"
 #include "model/gguf_config.h"
 #include "model/gguf_weight_source.h"
@@ -87,9 +89,18 @@ Result<ModelSource> open_model_source(const std::filesystem::path& path,
       break;
   }
   SGL_ASSIGN_OR_RETURN(source.config, load_model_config(path, options.config_overrides));
-  if (options.open_weights) {
-    SGL_ASSIGN_OR_RETURN(source.weights, SafetensorsWeightSource::open(path));
+  if (!options.open_weights) return source;
+  SGL_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsWeightSource> weights,
+                       SafetensorsWeightSource::open(path));
+  if (!source.config.quantization.quantized()) {
+    source.weights = std::move(weights);
+    return source;
   }
+  SGL_LOG_INFO << path.string() << ": FP8 weights (" << source.config.quantization.describe()
+               << ") are multiplied by their scales as they load, into the model's dtype: no "
+                  "kernel reads FP8, so they take that dtype's memory";
+  source.weights =
+      std::make_unique<Fp8WeightSource>(std::move(weights), source.config.quantization);
   return source;
 }
 

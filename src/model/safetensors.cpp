@@ -29,6 +29,7 @@ std::optional<DType> safetensors_dtype(std::string_view name) {
   if (name == "I32") return DType::kI32;
   if (name == "I64") return DType::kI64;
   if (name == "BOOL") return DType::kBool;
+  if (name == "F8_E4M3") return DType::kF8E4M3;  // FP8 checkpoints (model/fp8_weight_source.h)
   return std::nullopt;
 }
 

@@ -512,12 +512,17 @@ TEST(ModelConfigTest, MlpBiasIsRefused) {
   expect_error(parse(j), StatusCode::kUnimplemented, {"test/config.json", "mlp_bias"});
 }
 
-// A quantized checkpoint is refused by its quant_method, not as a missing weight at load.
+// A quantized checkpoint is refused by its quant_method, not as a missing weight at load; FP8
+// ones load (fp8_checkpoint_test has the rest).
 TEST(ModelConfigTest, QuantizationConfigIsRefused) {
   Json j = llama3_config();
   j["quantization_config"] = nullptr;
   EXPECT_TRUE(parse(j).ok());
-  for (const char* method : {"gptq", "awq", "fp8"}) {
+  EXPECT_FALSE(parse(j)->quantization.quantized());
+  j["quantization_config"] = {{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}};
+  ASSERT_TRUE(parse(j).ok());
+  EXPECT_EQ(parse(j)->quantization.block_size, (std::vector<int64_t>{128, 128}));
+  for (const char* method : {"gptq", "awq", "bitsandbytes"}) {
     j["quantization_config"] = {{"quant_method", method}, {"bits", 4}};
     expect_error(parse(j), StatusCode::kUnimplemented,
                  {"test/config.json", "quantization_config", std::string("'") + method + "'"});
