@@ -291,17 +291,40 @@ Reply handle_ollama_generate(ServerContext& ctx, const HttpRequest& request) {
       }));
 }
 
-// The served model, as Ollama lists its models (SGLang's fields: no size or digest is known).
-Reply handle_ollama_tags(ServerContext& ctx, const HttpRequest&) {
+namespace {
+
+// The served model as Ollama's model lists show one (SGLang's fields: no size or digest is
+// known).
+json listed_model(const ServerContext& ctx) {
   const std::string& name = ctx.info.served_model_name;
-  return Reply::of(request_json::json_response(
-      {{"models",
-        json::array({{{"name", name},
-                      {"model", name},
-                      {"modified_at", created_at()},
-                      {"size", 0},
-                      {"digest", ""},
-                      {"details", {{"format", "sgl.cpp"}, {"family", ctx.info.model_type}}}}})}}));
+  return {{"name", name},
+          {"model", name},
+          {"size", 0},
+          {"digest", ""},
+          {"details", {{"format", "sgl.cpp"}, {"family", ctx.info.model_type}}}};
+}
+
+}  // namespace
+
+Reply handle_ollama_tags(ServerContext& ctx, const HttpRequest&) {
+  json model = listed_model(ctx);
+  model["modified_at"] = created_at();
+  return Reply::of(request_json::json_response({{"models", json::array({model})}}));
+}
+
+// The running models (`ollama ps`): the served one, loaded for as long as the server runs, so
+// it never expires (Ollama's keep_alive does not apply).
+Reply handle_ollama_ps(ServerContext& ctx, const HttpRequest&) {
+  json model = listed_model(ctx);
+  model["expires_at"] = "9999-12-31T23:59:59Z";
+  model["size_vram"] = 0;
+  model["context_length"] = ctx.info.context_length;
+  return Reply::of(request_json::json_response({{"models", json::array({model})}}));
+}
+
+// Ollama clients ask it to check that a server answers (the CLI compares it with its own).
+Reply handle_ollama_version(ServerContext&, const HttpRequest&) {
+  return Reply::of(request_json::json_response({{"version", kServerVersion}}));
 }
 
 Reply handle_ollama_embed(ServerContext& ctx, const HttpRequest& request) {

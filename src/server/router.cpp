@@ -96,6 +96,8 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/api/chat", false, post, handle_ollama_chat, false, gen},  // Ollama's, as SGLang serves
       {"/api/generate", false, post, handle_ollama_generate, false, gen},
       {"/api/tags", false, get, handle_ollama_tags},
+      {"/api/ps", false, get, handle_ollama_ps},
+      {"/api/version", false, get, handle_ollama_version},
       {"/api/show", false, post, handle_ollama_show},
       {"/api/embed", false, post, handle_ollama_embed, false, embed},
       {"/api/embeddings", false, post, handle_ollama_embeddings, false, embed},

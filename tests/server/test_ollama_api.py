@@ -180,6 +180,16 @@ def test_tags_and_show(server, client):
     assert shown.modelinfo["general.name"] == "m"
 
 
+def test_running_models_and_version(server, client):
+    [running] = client.ps().models
+    assert running.model == server.get("/v1/models").json()["data"][0]["id"]
+    assert running.context_length == 512
+    assert running.expires_at.year == 9999  # loaded while the server runs
+    version = server.get("/api/version")
+    assert version.status_code == 200 and version.json()["version"].startswith("sgl.cpp-")
+    assert server.post("/api/ps", {}).status_code == 405
+
+
 @pytest.mark.parametrize("path,body,needle", [
     ("/api/chat", {"model": "m", "messages": [dict(USER, images=["aGk="])]}, "images"),
     ("/api/chat", {"model": "m", "messages": [USER], "options": {"num_ctx": 4096}}, "num_ctx"),
