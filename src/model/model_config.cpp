@@ -515,9 +515,15 @@ Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir,
   }
   SGL_ASSIGN_OR_RETURN(ModelConfig config,
                        load_model_config_file(model_dir / "config.json", overrides));
+  std::error_code ec;
+  if (const std::filesystem::path quant_path = model_dir / "hf_quant_config.json";
+      !config.quantization.quantized() && std::filesystem::exists(quant_path, ec)) {
+    SGL_ASSIGN_OR_RETURN(std::string quant_text, read_text_file(quant_path));
+    SGL_ASSIGN_OR_RETURN(Json quant, parse_json(quant_text, quant_path.string()));
+    SGL_ASSIGN_OR_RETURN(config.quantization, parse_hf_quant_config(quant, quant_path.string()));
+  }
 
   const std::filesystem::path gen_path = model_dir / "generation_config.json";
-  std::error_code ec;
   if (!std::filesystem::exists(gen_path, ec)) return config;
   const std::string gen_source = gen_path.string();
   SGL_ASSIGN_OR_RETURN(std::string gen_text, read_text_file(gen_path));

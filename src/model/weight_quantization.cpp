@@ -132,6 +132,7 @@ std::string WeightQuantization::describe() const {
 Result<WeightQuantization> parse_weight_quantization(const Json& config,
                                                      const std::string& source) {
   const Json* q = field(config, "quantization_config");
+  if (q == nullptr) q = field(config, "compression_config");
   if (q == nullptr) return WeightQuantization{};
   const Json* method = q->is_object() ? field(*q, "quant_method") : nullptr;
   if (method != nullptr && *method == "fp8") return parse_fp8(*q, source);
@@ -140,6 +141,11 @@ Result<WeightQuantization> parse_weight_quantization(const Json& config,
   }
   if (method != nullptr && *method == "modelopt") return parse_modelopt(*q, source);
   return refuse(source, "with quant_method " + spelled(method));
+}
+
+Result<WeightQuantization> parse_hf_quant_config(const Json& file, const std::string& source) {
+  if (!file.is_object()) return invalid_argument(source + ": top level must be a JSON object");
+  return parse_modelopt(file, source);
 }
 
 }  // namespace sgl::model

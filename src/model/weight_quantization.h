@@ -28,10 +28,15 @@ struct WeightQuantization {
   std::string describe() const;
 };
 
-// Reads config.json's `quantization_config` (`config` is the whole object; none there: plain
-// weights). Unimplemented for other methods (GPTQ, AWQ, bitsandbytes, int or 4-bit formats,
-// FP8 E5M2), naming the method; InvalidArgument for malformed fields. `source` names the file.
+// Reads config.json's `quantization_config` (or the older `compression_config` of
+// compressed-tensors; `config` is the whole object; neither there: plain weights).
+// Unimplemented for other methods (GPTQ, AWQ, bitsandbytes, int or 4-bit formats, FP8 E5M2),
+// naming the method; InvalidArgument for malformed fields. `source` names the file.
 Result<WeightQuantization> parse_weight_quantization(const nlohmann::json& config,
                                                      const std::string& source);
+// Reads ModelOpt's hf_quant_config.json, which its checkpoints carry beside a config.json with
+// no quantization_config (`{"quantization": {"quant_algo": "FP8", ...}}`), as SGLang does.
+Result<WeightQuantization> parse_hf_quant_config(const nlohmann::json& file,
+                                                 const std::string& source);
 
 }  // namespace sgl::model

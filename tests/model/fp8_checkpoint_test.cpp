@@ -80,6 +80,13 @@ uint8_t nearest_e4m3(float x) {
 
 // ---- quantization_config ----
 
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 Result<WeightQuantization> parse_quant(const Json& q) {
   return parse_weight_quantization(Json{{"quantization_config", q}}, "test/config.json");
 }
@@ -124,6 +131,16 @@ TEST(WeightQuantizationTest, Fp8MethodsParse) {
   ASSERT_TRUE(ct_block.ok()) << ct_block.status().to_string();
   EXPECT_EQ(ct_block->block_size, (std::vector<int64_t>{128, 128}));
 
+  // compressed-tensors' older key.
+  Result<WeightQuantization> older =
+      parse_weight_quantization(Json{{"compression_config",
+                                      {{"quant_method", "compressed-tensors"},
+                                       {"format", "float-quantized"},
+                                       {"config_groups", {{"g", {{"weights", float8}}}}}}}},
+                                "c");
+  ASSERT_TRUE(older.ok()) << older.status().to_string();
+  EXPECT_EQ(older->method, "compressed-tensors");
+
   for (const Json& modelopt :
        {Json{{"quant_method", "modelopt"}, {"quant_algo", "FP8"}},
         Json{{"quant_method", "modelopt"}, {"quantization", {{"quant_algo", "FP8"}}}}}) {
@@ -131,6 +148,30 @@ TEST(WeightQuantizationTest, Fp8MethodsParse) {
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     EXPECT_EQ(m->method, "modelopt");
   }
+}
+
+// ModelOpt's hf_quant_config.json counts where config.json says nothing; its other algorithms
+// are refused by name.
+TEST(WeightQuantizationTest, HfQuantConfigFile) {
+  TempDir dir;
+  Json cfg = Json::parse(read_text(testdata_models_dir() / "tiny-llama" / "config.json"));
+  std::ofstream(dir.path() / "config.json") << cfg.dump();
+  Result<ModelConfig> plain = load_model_config(dir.path());
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  EXPECT_FALSE(plain->quantization.quantized());
+  const auto write_quant = [&](const std::string& text) {
+    std::ofstream(dir.path() / "hf_quant_config.json", std::ios::trunc) << text;
+  };
+  write_quant(Json{{"quantization", {{"quant_algo", "FP8"}}}}.dump());
+  Result<ModelConfig> fp8 = load_model_config(dir.path());
+  ASSERT_TRUE(fp8.ok()) << fp8.status().to_string();
+  EXPECT_EQ(fp8->quantization.method, "modelopt");
+  write_quant(Json{{"quantization", {{"quant_algo", "NVFP4"}}}}.dump());
+  expect_status(load_model_config(dir.path()).status(), StatusCode::kUnimplemented,
+                {"hf_quant_config.json", "'NVFP4'"});
+  write_quant("[1]");
+  expect_status(load_model_config(dir.path()).status(), StatusCode::kInvalidArgument,
+                {"hf_quant_config.json", "JSON object"});
 }
 
 // Every other method, and FP8 variants nothing here decodes, are refused by name.
@@ -181,6 +222,9 @@ struct Scheme {
   std::string scale_suffix;        // "_scale_inv" or "_scale"
   std::string scale_dtype;         // "F32" or "BF16"
   bool activation_scales = false;  // input_scale, k_scale and v_scale tensors beside them
+  // The config in ModelOpt's hf_quant_config.json ({"quantization": ...}) beside a config.json
+  // without quantization_config, as NVIDIA's checkpoints have it.
+  bool hf_quant_config_file = false;
 };
 
 Scheme fp8_blocks(int64_t rows, int64_t cols) {
@@ -217,6 +261,7 @@ Scheme modelopt_tensor() {
           0,
           "_scale",
           "F32",
+          true,
           true};
 }
 
@@ -233,13 +278,6 @@ struct Quantized {
   fs::path fp8;   // the FP8 checkpoint
   fs::path twin;  // f32 weights equal to the FP8 ones times their scales
 };
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The test model `model` with every projection (attention, MLP, experts, shared expert) in FP8
 // as `scheme` stores it; other tensors as they are. Both directories' configs say float32.
@@ -316,7 +354,14 @@ Quantized quantize_model(const TempDir& dir, const std::string& model, const Sch
   for (const auto& [path, tensors] : {std::pair{out.fp8, &fp8}, std::pair{out.twin, &twin}}) {
     fs::create_directories(path);
     Json c = cfg;
-    if (path == out.fp8) c["quantization_config"] = scheme.quantization_config;
+    if (path == out.fp8 && scheme.hf_quant_config_file) {
+      std::ofstream(path / "hf_quant_config.json")
+          << Json{{"producer", {{"name", "modelopt"}}},
+                  {"quantization", {{"quant_algo", "FP8"}, {"kv_cache_quant_algo", "FP8"}}}}
+                 .dump();
+    } else if (path == out.fp8) {
+      c["quantization_config"] = scheme.quantization_config;
+    }
     std::ofstream(path / "config.json") << c.dump();
     std::ofstream(path / "model.safetensors", std::ios::binary)
         << test_util::build_safetensors(*tensors, R"({"format":"pt"})");
