@@ -63,6 +63,8 @@ Result<std::string> parse_attention_backend(const std::string& name,
   return name;
 }
 
+}  // namespace
+
 // A timeout in seconds from the environment variable `name`, as SGLang's EnvFloat reads it
 // (unset or <= 0: none).
 Result<double> env_seconds(const char* name) {
@@ -75,8 +77,6 @@ Result<double> env_seconds(const char* name) {
   }
   return std::max(v, 0.0);
 }
-
-}  // namespace
 
 Result<bool> env_bool(const char* name, bool default_value) {
   const char* text = std::getenv(name);

@@ -48,6 +48,9 @@ Status apply_log_level(const CliArgs& args, const std::string& default_log_level
 // A boolean environment variable as SGLang's EnvBool reads it: 1 / true / yes / y or 0 / false /
 // no / n in any case; unset or empty: `default_value`; anything else an error naming it.
 Result<bool> env_bool(const char* name, bool default_value);
+// Seconds from the environment variable `name`, as SGLang's EnvFloat reads it: unset or empty
+// 0, a negative value 0; anything but a finite number an error naming it.
+Result<double> env_seconds(const char* name);
 
 // Reads the flags (defaults as SGLang's) and applies --log-level (apply_log_level).
 Result<EngineSetup> parse_engine_flags(const CliArgs& args,

@@ -253,6 +253,8 @@ Result<Options> parse_options(int argc, char** argv) {
   o.warmup = !args.has("--skip-server-warmup");
   SGL_ASSIGN_OR_RETURN(o.health_generates,
                        env_bool("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", true));
+  SGL_ASSIGN_OR_RETURN(const double health_timeout, env_seconds("SGLANG_HEALTH_CHECK_TIMEOUT"));
+  if (health_timeout > 0) o.health_check_timeout_s = health_timeout;
   SGL_ASSIGN_OR_RETURN(std::vector<double> ttft,
                        args.get_double_list("--bucket-time-to-first-token"));
   SGL_ASSIGN_OR_RETURN(std::vector<double> itl,

@@ -154,6 +154,10 @@ bool DataParallelController::flush_cache() {
   return all;
 }
 
+void DataParallelController::slow_down(double forward_sleep_s) {
+  for (Engine* e : replicas_) e->slow_down(forward_sleep_s);
+}
+
 EngineStats DataParallelController::get_stats() {
   const std::vector<EngineStats> stats = replica_stats();
   return replicas_.size() == 1 ? stats.front() : sum_engine_stats(stats);

@@ -50,6 +50,7 @@ class DataParallelController {
   void abort(uint64_t rid);
   // Flushes every replica; false if any has requests running (the idle ones are flushed).
   bool flush_cache();
+  void slow_down(double forward_sleep_s);        // every replica's (Engine's)
   EngineStats get_stats();                       // summed over replicas
   std::vector<EngineStats> replica_stats();      // one per replica, in order
   std::vector<int64_t> routed_requests() const;  // requests each replica accepted from here

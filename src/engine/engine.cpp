@@ -365,6 +365,13 @@ void Engine::abort_all(const std::string& reason, int32_t status_code) {
   dispatch_updates();
 }
 
+void Engine::sleep_before_forward() {
+  const double seconds = forward_sleep_s_.load();
+  if (seconds <= 0) return;
+  std::unique_lock lock(inbox_mutex_);
+  inbox_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return stopping_; });
+}
+
 void Engine::loop(runner::BatchRunner& runner) {
   interval_start_s_ = now_s();
   std::unique_ptr<runner::BatchExecutor> executor;
@@ -428,6 +435,7 @@ void Engine::loop(runner::BatchRunner& runner) {
       if (!is_decode && log_enabled(LogLevel::kInfo)) {
         SGL_LOG_INFO << prefill_status(*next.batch, scheduler_->stats());
       }
+      sleep_before_forward();
       executor->submit(to_exec_batch(*next.batch, options_.eos_token_ids));
       verify = std::any_of(next.batch->entries.begin(), next.batch->entries.end(),
                            [](const scheduler::BatchEntry& e) { return !e.draft_ids.empty(); });

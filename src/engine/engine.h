@@ -92,6 +92,9 @@ class Engine {
   void abort(uint64_t rid);
   // Frees the radix cache; false while requests run.
   bool flush_cache();
+  // SGLang's /slow_down (for tests): the loop sleeps `forward_sleep_s` before it launches each
+  // batch (0: not at all); the sleep ends early when the engine stops.
+  void slow_down(double forward_sleep_s) { forward_sleep_s_.store(forward_sleep_s); }
   EngineStats get_stats();
   // Thread-safe and lock-free (two atomics; the pair may be a moment apart).
   EngineLoad load() const { return {queued_.load(), queued_tokens_.load()}; }
@@ -131,6 +134,8 @@ class Engine {
   // last had.
   void answer_unserved(Message& message);
   void loop(runner::BatchRunner& runner);
+  // slow_down's sleep, before a batch launches.
+  void sleep_before_forward();
   bool handle_inbox(std::chrono::milliseconds max_wait);
   // Answers the flushes that waited for the batches in flight to settle, once none is.
   void answer_settled_flushes();
@@ -155,6 +160,7 @@ class Engine {
   std::atomic<int64_t> queued_{0};         // submitted, not yet finished
   std::atomic<int64_t> queued_tokens_{0};  // their prompt tokens
   std::atomic<uint64_t> steps_processed_{0};
+  std::atomic<double> forward_sleep_s_{0};
 
   std::mutex inbox_mutex_;
   std::condition_variable inbox_cv_;

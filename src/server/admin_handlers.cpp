@@ -2,6 +2,8 @@
 // /get_model_info, /get_server_info, /version, /v1/loads, /flush_cache, /abort_request, /metrics.
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -54,12 +56,12 @@ HttpResponse healthy() {
 
 // SGLang's /health_generate for a generation model: healthy once the engine makes progress after
 // the probe starts (its own greedy token, or any step of a busy server, whose queue the probe may
-// wait behind or be refused by) within 20 s; else 503. Polls on a work-pool thread.
-inline constexpr std::chrono::seconds kHealthGenerateTimeout{20};
-
+// wait behind or be refused by) within SGLANG_HEALTH_CHECK_TIMEOUT seconds (20 unless set);
+// else 503, and the server counts as unhealthy until a probe passes. Polls on a work-pool thread.
 Reply health_generate_reply(ServerContext& ctx, const std::atomic<bool>& cancelled) {
   const uint64_t before = ctx.engine.steps_processed();
-  const auto deadline = std::chrono::steady_clock::now() + kHealthGenerateTimeout;
+  const std::chrono::duration<double> timeout(ctx.info.health_check_timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   SamplingInput sampling;
   sampling.temperature = 0;
   sampling.max_tokens = 1;
@@ -82,6 +84,7 @@ Reply health_generate_reply(ServerContext& ctx, const std::atomic<bool>& cancell
           return Reply::of(
               error_response(503, "health generation aborted: " + e->finished->message));
         }
+        ctx.unhealthy = false;
         return Reply::of(healthy());
       }
     } else {
@@ -93,9 +96,13 @@ Reply health_generate_reply(ServerContext& ctx, const std::atomic<bool>& cancell
     }
   }
   if (stream) ctx.engine.abort(stream->rid());
+  if (cancelled) return Reply::of(error_response(503, "the health probe was cancelled"));
+  ctx.unhealthy = !finished;
   if (finished) return Reply::of(healthy());
-  return Reply::of(error_response(503, "the engine made no progress in " +
-                                           std::to_string(kHealthGenerateTimeout.count()) + " s"));
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", timeout.count());
+  return Reply::of(
+      error_response(503, std::string("the engine made no progress in ") + seconds + " s"));
 }
 
 Reply server_info_reply(ServerContext& ctx) {
@@ -217,7 +224,11 @@ Reply handle_model(ServerContext& ctx, const HttpRequest& request) {
   return Reply::of(json_response(model_card(ctx)));
 }
 
-Reply handle_ping(ServerContext&, const HttpRequest&) { return Reply::of(healthy()); }
+// 503 while the latest /health_generate found the engine stalled (SGLang's is_healthy()).
+Reply handle_ping(ServerContext& ctx, const HttpRequest&) {
+  if (ctx.unhealthy) return Reply::of(error_response(503, "the server is unhealthy"));
+  return Reply::of(healthy());
+}
 
 Reply handle_health(ServerContext& ctx, const HttpRequest& request) {
   if (ctx.info.health_generates) return handle_health_generate(ctx, request);
@@ -229,7 +240,10 @@ Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {
   if (!ctx.info.is_generation) {
     auto streams = submit_encodes(ctx, {bos});
     if (!streams.ok()) return Reply::of(error_response(503, streams.status().message()));
-    auto ok = [](const std::vector<Encoded>&, double) { return healthy(); };
+    auto ok = [&ctx](const std::vector<Encoded>&, double) {
+      ctx.unhealthy = false;
+      return healthy();
+    };
     return Reply::later(std::make_unique<EmbeddingReply>(ctx, make_request_id("health-"),
                                                          std::move(streams).value(), ok,
                                                          /*log_metrics=*/false),
@@ -280,6 +294,26 @@ Reply handle_flush_cache(ServerContext& ctx, const HttpRequest& request) {
     r.body = "Cache flushed.\n";
     return Reply::of(r);
   });
+}
+
+// SGLang's /slow_down, for tests: every engine step sleeps `forward_sleep_time` seconds before
+// it runs; null or <= 0 turns the sleep off. Answers null, as SGLang does.
+Reply handle_slow_down(ServerContext& ctx, const HttpRequest& request) {
+  constexpr double kMaxSleepS = 3600;
+  auto o = request_json::parse_object(request.body);
+  if (!o.ok()) return Reply::of(error_response(o.status()));
+  if (!o->contains("forward_sleep_time")) {
+    return Reply::of(error_response(
+        request_json::field_error("forward_sleep_time", "is required (seconds, or null)")));
+  }
+  const json& t = (*o)["forward_sleep_time"];
+  if (!t.is_null() &&
+      (!t.is_number() || !std::isfinite(t.get<double>()) || t.get<double>() > kMaxSleepS)) {
+    return Reply::of(error_response(request_json::field_error(
+        "forward_sleep_time", "must be a number of seconds up to 3600, or null")));
+  }
+  ctx.engine.slow_down(t.is_null() ? 0.0 : std::max(0.0, t.get<double>()));
+  return Reply::of(json_response(json(nullptr)));
 }
 
 Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request) {

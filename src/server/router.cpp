@@ -118,6 +118,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/ready", false, get, handle_ping, true},  // SGLang's readiness probe (public there too)
       {"/flush_cache", false, both, handle_flush_cache},
       {"/abort_request", false, post, handle_abort_request},
+      {"/slow_down", false, both, handle_slow_down},  // SGLang's, for tests
       {"/tokenize", false, post, handle_tokenize},
       {"/v1/tokenize", false, post, handle_tokenize},
       {"/detokenize", false, post, handle_detokenize},

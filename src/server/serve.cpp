@@ -106,6 +106,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.log_requests = options.log_requests;
   info.enable_response_store = options.enable_response_store;
   info.health_generates = options.health_generates;
+  info.health_check_timeout_s = options.health_check_timeout_s;
   info.metrics = options.metrics;
   info.tool_call_parser = options.tool_call_parser;
   info.reasoning_parser = options.reasoning_parser;

@@ -38,6 +38,9 @@ struct ServeOptions {
   // SGLang's SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: /health probes the engine as
   // /health_generate does (SGLang's default); false: /health answers 200 while the server runs.
   bool health_generates = true;
+  // SGLang's SGLANG_HEALTH_CHECK_TIMEOUT: how long /health_generate waits for the engine to make
+  // progress before it answers 503 and marks the server unhealthy.
+  double health_check_timeout_s = 20;
   MetricsOptions metrics;      // SGLang's --bucket-* and --extra-metric-labels
   std::string tokenizer_path;  // reported by /get_model_info; empty: model_path
   CorsPolicy cors;             // browser origins allowed

@@ -56,6 +56,7 @@ struct ServerInfo {
   std::string chat_template_origin;    // the --chat-template path, or where the tokenizer's is
   bool log_requests = false;           // --log-requests: a log line per finished request
   bool health_generates = true;        // /health probes the engine (ServeOptions')
+  double health_check_timeout_s = 20;  // a probe's wait for the engine (ServeOptions')
   MetricsOptions metrics;              // --bucket-*, --extra-metric-labels
   bool enable_response_store = false;  // --enable-response-store (SGLang's)
   std::string tool_call_parser;        // --tool-call-parser; empty: tool calls stay text
@@ -102,6 +103,9 @@ struct ServerContext {
   // --enable-response-store: finished Responses kept for GET /v1/responses/{id} and
   // previous_response_id (empty, unused, without the flag).
   ResponseStore response_store{kResponseStoreBytes};
+  // The latest /health_generate found the engine making no progress (SGLang's
+  // ServerStatus.UnHealthy): /ping and /ready answer 503 until a probe finds it moving again.
+  std::atomic<bool> unhealthy{false};
 };
 
 }  // namespace sgl::server

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "test_data.h"
 
 namespace sgl::model::test_util {
 
@@ -28,9 +29,8 @@ inline void expect_status(const Status& status, StatusCode code,
   }
 }
 
-inline std::filesystem::path testdata_models_dir() {
-  return std::filesystem::path(SGL_TESTDATA_DIR) / "models";
-}
+// ../shared/testdata/models, or $SGL_TESTDATA_DIR/models (binaries carried to the GPU machine).
+inline std::filesystem::path testdata_models_dir() { return test::testdata_dir() / "models"; }
 
 // A unique directory under the system temp path, removed with everything in it on destruction.
 class TempDir {

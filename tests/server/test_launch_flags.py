@@ -639,3 +639,48 @@ def test_health_generate_on_a_full_queue(tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0, stderr_of(err)
+
+
+# SGLang's /slow_down stalls every engine step (forward_sleep_time seconds before it runs);
+# /health_generate waits SGLANG_HEALTH_CHECK_TIMEOUT seconds (here 1) for progress, then answers
+# 503 and marks the server unhealthy: /ping and /ready answer 503 (SGLang's is_healthy()) until
+# a probe finds the engine moving again.
+def test_a_stalled_engine_fails_its_probes_until_it_moves(tmp_path):
+    proc, err = start(run_args("--model-path {model}"), tmp_path,
+                      env=dict(os.environ, SGLANG_HEALTH_CHECK_TIMEOUT="soon"))
+    assert proc.wait(timeout=30) != 0
+    assert "SGLANG_HEALTH_CHECK_TIMEOUT must be a number of seconds" in stderr_of(err)
+    proc, err = start(run_args("--model-path {model}"), tmp_path,
+                      env=dict(os.environ, SGLANG_HEALTH_CHECK_TIMEOUT="1"))
+    try:
+        first = proc.stdout.readline().decode()
+        assert "listening on" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+
+        def status(path):
+            return requests.get(url + path, timeout=30).status_code
+
+        assert status("/ping") == 200 and status("/ready") == 200
+        for bad in ({}, {"forward_sleep_time": "x"}, {"forward_sleep_time": 1e9}):
+            r = requests.post(url + "/slow_down", json=bad, timeout=10)
+            assert r.status_code == 400 and "forward_sleep_time" in r.text, (bad, r.text)
+        r = requests.post(url + "/slow_down", json={"forward_sleep_time": 4}, timeout=10)
+        assert r.status_code == 200 and r.json() is None, r.text
+        probe = requests.get(url + "/health_generate", timeout=30)
+        assert probe.status_code == 503 and "no progress in 1 s" in probe.text, probe.text
+        assert status("/ping") == 503 and status("/ready") == 503
+        assert requests.get(url + "/health", timeout=30).status_code == 503  # probes as well
+        assert status("/ping") == 503
+        r = requests.post(url + "/slow_down", json={"forward_sleep_time": None}, timeout=10)
+        assert r.status_code == 200, r.text
+        # The step asleep when the sleep was lifted still ends its sleep; then probes pass.
+        deadline = time.monotonic() + 20
+        while status("/health_generate") != 200:
+            assert time.monotonic() < deadline, "the engine never answered a probe again"
+        assert status("/ping") == 200 and status("/ready") == 200
+        completion = requests.post(url + "/generate", timeout=30, json={
+            "input_ids": [1, 2, 3], "sampling_params": {"max_new_tokens": 2}})
+        assert completion.status_code == 200, completion.text
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
