@@ -1,5 +1,6 @@
 // Model and server endpoints: /v1/models, /health (and /ping), /health_generate,
-// /get_model_info, /get_server_info, /version, /v1/loads, /flush_cache, /abort_request, /metrics.
+// /get_model_info, /get_server_info, /version, /v1/loads, /flush_cache, /abort_request, /metrics,
+// /slow_down.
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -96,9 +97,12 @@ Reply health_generate_reply(ServerContext& ctx, const std::atomic<bool>& cancell
     }
   }
   if (stream) ctx.engine.abort(stream->rid());
+  if (finished) {
+    ctx.unhealthy = false;
+    return Reply::of(healthy());
+  }
   if (cancelled) return Reply::of(error_response(503, "the health probe was cancelled"));
-  ctx.unhealthy = !finished;
-  if (finished) return Reply::of(healthy());
+  ctx.unhealthy = true;
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%g", timeout.count());
   return Reply::of(
