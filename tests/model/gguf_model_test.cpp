@@ -33,6 +33,7 @@
 #include "model_test_util.h"
 #include "runner/forward_batch_builder.h"
 #include "runner/model_runner.h"
+#include "runner_test_util.h"
 #include "tp_ranks.h"
 
 namespace sgl::model {
@@ -46,6 +47,8 @@ using test_util::gguf_i32_array;
 using test_util::gguf_string;
 using test_util::gguf_u32;
 using test_util::GgufWriter;
+using test_util::max_abs_diff;
+using test_util::prefill_logits;
 using test_util::raw_bytes;
 using test_util::SyntheticTensor;
 using test_util::TempDir;
@@ -415,31 +418,6 @@ std::unique_ptr<runner::ModelRunner> make_runner(const fs::path& path,
   auto r = runner::ModelRunner::create(path, options);
   EXPECT_TRUE(r.ok()) << path << ": " << r.status().to_string();
   return r.ok() ? std::move(r).value() : nullptr;
-}
-
-// Logits f32 [ids.size(), vocab] of one prefill over `ids`.
-std::vector<float> prefill_logits(runner::ModelRunner& runner, const std::vector<int32_t>& ids) {
-  cache::ReqToTokenPool req_to_token(2, static_cast<int32_t>(runner.context_length()));
-  cache::TokenToKvPoolAllocator kv(static_cast<int32_t>(runner.num_kv_slots()));
-  runner::ForwardBatchBuilder builder(cpu_allocator(), 64, 4, req_to_token.table());
-  const int32_t row = *req_to_token.alloc();
-  const std::vector<int32_t> slots = *kv.alloc(static_cast<int32_t>(ids.size()));
-  req_to_token.write(row, 0, slots);
-  const runner::BatchRequest request{row, 0, ids, slots};
-  const ForwardBatch fb = builder.build(ForwardMode::kExtend, LogitsMode::kAllTokens,
-                                        std::span(&request, 1), backend::Stream::cpu());
-  const Tensor logits = runner.forward_logits(fb);
-  const float* p = logits.data<float>();
-  return std::vector<float>(p, p + logits.numel());
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
-  }
-  return m;
 }
 
 const std::vector<int32_t> kPrompt = {1, 17, 250, 3, 999, 42, 42, 7, 512, 100, 64, 2, 88};
