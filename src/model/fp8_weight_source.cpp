@@ -21,8 +21,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 Fp8WeightSource::Fp8WeightSource(std::unique_ptr<SafetensorsWeightSource> inner,
                                  WeightQuantization quantization)
     : inner_(std::move(inner)), quantization_(std::move(quantization)) {
+  std::vector<std::string> names = inner_->names();
   std::unordered_set<std::string> hidden;
-  for (const std::string& name : inner_->names()) {
+  for (const std::string& name : names) {
     if (fp8_tensor(name) != nullptr) {
       for (const char* suffix : kScaleSuffixes) hidden.insert(name + suffix);
     }
@@ -30,7 +31,7 @@ Fp8WeightSource::Fp8WeightSource(std::unique_ptr<SafetensorsWeightSource> inner,
       if (name.ends_with(suffix)) hidden.insert(name);
     }
   }
-  for (std::string& name : inner_->names()) {
+  for (std::string& name : names) {
     if (!hidden.contains(name)) names_.push_back(std::move(name));
   }
 }
@@ -50,10 +51,7 @@ Result<const TensorInfo*> Fp8WeightSource::scale_of(const TensorInfo& weight) co
     return not_found("weight '" + weight.name + "' is stored as f8e4m3 but its scale ('" +
                      weight.name + "_scale_inv' or '" + weight.name + "_scale') is missing");
   }
-  if (scale->dtype != DType::kF32 && scale->dtype != DType::kF16 && scale->dtype != DType::kBF16) {
-    return unimplemented("scale '" + scale->name + "' in " + scale->file + " has dtype " +
-                         std::string(dtype_name(scale->dtype)) + "; expected f32, f16 or bf16");
-  }
+  SGL_RETURN_IF_ERROR(inner_->check(scale->name, scale->shape));  // a float dtype
   const int64_t rows = weight.shape.empty() ? 1 : weight.shape[0];
   std::vector<std::vector<int64_t>> accepted;
   std::string expected;
@@ -83,12 +81,16 @@ Result<const TensorInfo*> Fp8WeightSource::scale_of(const TensorInfo& weight) co
 Status Fp8WeightSource::check(const std::string& name, const std::vector<int64_t>& shape) const {
   const TensorInfo* weight = fp8_tensor(name);
   if (weight == nullptr) return inner_->check(name, shape);
-  if (weight->shape != shape) {
-    return invalid_argument("weight '" + name + "' in " + weight->file + " has shape " +
-                            shape_to_string(weight->shape) + ", expected " +
-                            shape_to_string(shape));
+  return scale_for(*weight, shape).status();
+}
+
+Result<const TensorInfo*> Fp8WeightSource::scale_for(const TensorInfo& weight,
+                                                     const std::vector<int64_t>& shape) const {
+  if (weight.shape != shape) {
+    return invalid_argument("weight '" + weight.name + "' in " + weight.file + " has shape " +
+                            shape_to_string(weight.shape) + ", expected " + shape_to_string(shape));
   }
-  return scale_of(*weight).status();
+  return scale_of(weight);
 }
 
 Result<std::optional<StoredTensor>> Fp8WeightSource::stored(
@@ -102,8 +104,7 @@ Status Fp8WeightSource::read_f32(const std::string& name, const std::vector<int6
                                  float* dst) const {
   const TensorInfo* weight = fp8_tensor(name);
   if (weight == nullptr) return inner_->read_f32(name, shape, dst);
-  SGL_RETURN_IF_ERROR(check(name, shape));
-  const TensorInfo* scale_info = *scale_of(*weight);
+  SGL_ASSIGN_OR_RETURN(const TensorInfo* scale_info, scale_for(*weight, shape));
   std::vector<float> scale(static_cast<size_t>(scale_info->numel()));
   SGL_RETURN_IF_ERROR(tensor_to_f32(*scale_info, scale.data()));
 

@@ -47,6 +47,9 @@ class Fp8WeightSource final : public WeightSource {
   const TensorInfo* fp8_tensor(const std::string& name) const;
   // The scale tensor of the FP8 tensor `weight`, checked against its shape.
   Result<const TensorInfo*> scale_of(const TensorInfo& weight) const;
+  // scale_of(weight) once `weight` has the shape a loader asks for (check()'s errors).
+  Result<const TensorInfo*> scale_for(const TensorInfo& weight,
+                                      const std::vector<int64_t>& shape) const;
 
   std::unique_ptr<SafetensorsWeightSource> inner_;
   WeightQuantization quantization_;

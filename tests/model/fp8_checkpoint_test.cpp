@@ -492,8 +492,9 @@ TEST(Fp8CheckpointTest, BrokenScalesAreClearErrors) {
   TempDir dir;
   const std::string w = "model.layers.0.mlp.down_proj.weight";
   const std::vector<uint8_t> codes(8 * 6, 0x38);
+  int checkpoints = 0;
   const auto open_with = [&](const std::vector<SyntheticTensor>& tensors, const Scheme& scheme) {
-    const fs::path path = dir.path() / ("ckpt" + std::to_string(std::rand()));
+    const fs::path path = dir.path() / ("ckpt" + std::to_string(checkpoints++));
     fs::create_directories(path);
     std::ofstream(path / "model.safetensors", std::ios::binary)
         << test_util::build_safetensors(tensors);
