@@ -7,8 +7,13 @@ namespace sgl::engine {
 namespace {
 
 // Appends the later event `e` to `merged`: tokens (and their logprobs) concatenated, the prompt
-// logprobs, the embedding and the finish taken when `e` has them, the latest usage.
+// logprobs, the embedding and the finish taken when `e` has them, the latest usage; the first
+// token's time kept, the last token's taken from `e` when it has tokens.
 void merge_into(StreamEvent& merged, StreamEvent&& e) {
+  if (!e.token_ids.empty()) {
+    if (merged.token_ids.empty()) merged.first_token_time = e.first_token_time;
+    merged.last_token_time = e.last_token_time;
+  }
   merged.token_ids.insert(merged.token_ids.end(), e.token_ids.begin(), e.token_ids.end());
   merged.logprobs.insert(merged.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
   merged.top_logprobs.insert(merged.top_logprobs.end(),
@@ -31,6 +36,9 @@ void RequestStream::push(StreamEvent event) {
     std::lock_guard lock(mutex_);
     if (finished_pushed_) return;
     finished_pushed_ = event.finished.has_value();
+    if (!event.token_ids.empty()) {
+      event.first_token_time = event.last_token_time = std::chrono::steady_clock::now();
+    }
     if (pending_) {
       merge_into(*pending_, std::move(event));
     } else {

@@ -37,6 +37,10 @@ struct StreamEvent {
   std::vector<float> embedding = {};
   // Per new token, the logprobs of GenerateRequest::token_ids_logprob, when requested.
   std::vector<std::vector<float>> token_ids_logprobs = {};
+  // When the engine pushed this event's first and last tokens (RequestStream::push stamps them),
+  // so a consumer that takes several merged steps at once still times them as produced.
+  std::chrono::steady_clock::time_point first_token_time = {};
+  std::chrono::steady_clock::time_point last_token_time = {};
 };
 
 class RequestStream {

@@ -13,9 +13,11 @@
 namespace sgl::server {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+double seconds(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
+
+double now_s() { return seconds(std::chrono::steady_clock::now()); }
 
 tokenizer::DecodeOptions decode_options(bool skip_special_tokens) {
   tokenizer::DecodeOptions o;
@@ -100,18 +102,22 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
   if (finish_) return std::nullopt;
   std::optional<engine::StreamEvent> event = stream_->next(std::chrono::milliseconds(0));
   if (!event) return std::nullopt;
-  const double now = now_s();
   const size_t n = event->token_ids.size();
   if (n > 0) {
+    // Timed when the engine produced them, not when this reader took them.
+    const double first = seconds(event->first_token_time);
+    const double last = seconds(event->last_token_time);
+    size_t gaps = n;
     if (total_.token_ids.empty()) {
-      first_token_s_ = now;
-      ctx_.metrics.observe_time_to_first_token(now - start_s_);
-    } else {
-      for (size_t i = 0; i < n; ++i) {
-        ctx_.metrics.observe_inter_token_latency((now - last_token_s_) / static_cast<double>(n));
-      }
+      first_token_s_ = first;
+      ctx_.metrics.observe_time_to_first_token(first - start_s_);
+      last_token_s_ = first;
+      --gaps;
     }
-    last_token_s_ = now;
+    for (size_t i = 0; i < gaps; ++i) {
+      ctx_.metrics.observe_inter_token_latency((last - last_token_s_) / static_cast<double>(gaps));
+    }
+    last_token_s_ = last;
   }
   // An event may carry several tokens (a slow reader's merged steps, a verify's accepted
   // drafts). With stop strings they go through one at a time, so the tokens after the one that
