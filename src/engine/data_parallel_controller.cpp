@@ -158,6 +158,18 @@ void DataParallelController::slow_down(double forward_sleep_s) {
   for (Engine* e : replicas_) e->slow_down(forward_sleep_s);
 }
 
+void DataParallelController::pause_generation(PauseMode mode) {
+  for (Engine* e : replicas_) e->pause_generation(mode);
+}
+
+void DataParallelController::continue_generation() {
+  for (Engine* e : replicas_) e->continue_generation();
+}
+
+bool DataParallelController::paused() const {
+  return std::any_of(replicas_.begin(), replicas_.end(), [](Engine* e) { return e->paused(); });
+}
+
 EngineStats DataParallelController::get_stats() {
   const std::vector<EngineStats> stats = replica_stats();
   return replicas_.size() == 1 ? stats.front() : sum_engine_stats(stats);

@@ -51,6 +51,9 @@ class DataParallelController {
   // Flushes every replica; false if any has requests running (the idle ones are flushed).
   bool flush_cache();
   void slow_down(double forward_sleep_s);        // every replica's (Engine's)
+  void pause_generation(PauseMode mode);         // every replica's (Engine's)
+  void continue_generation();                    // every replica's
+  bool paused() const;                           // any replica's
   EngineStats get_stats();                       // summed over replicas
   std::vector<EngineStats> replica_stats();      // one per replica, in order
   std::vector<int64_t> routed_requests() const;  // requests each replica accepted from here

@@ -244,6 +244,20 @@ bool Engine::flush_cache() {
   return done.get();
 }
 
+void Engine::pause_generation(PauseMode mode) {
+  Pause pause{mode, {}};
+  std::future<void> done = pause.done.get_future();
+  post(std::move(pause));
+  done.get();
+}
+
+void Engine::continue_generation() {
+  Continue cont;
+  std::future<void> done = cont.done.get_future();
+  post(std::move(cont));
+  done.get();
+}
+
 EngineStats Engine::get_stats() {
   Stats stats;
   std::future<EngineStats> done = stats.done.get_future();
@@ -281,6 +295,10 @@ void Engine::answer_unserved(Message& message) {
     f->done.set_value(false);
   } else if (auto* st = std::get_if<Stats>(&message)) {
     st->done.set_value(make_stats());
+  } else if (auto* p = std::get_if<Pause>(&message)) {
+    p->done.set_value();  // nothing runs any more
+  } else if (auto* c = std::get_if<Continue>(&message)) {
+    c->done.set_value();
   }
 }
 
@@ -314,13 +332,24 @@ bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
     } else if (auto* a = std::get_if<Abort>(&m)) {
       scheduler_->abort(a->rid, "aborted by the client");
     } else if (auto* f = std::get_if<Flush>(&m)) {
-      if (scheduler_->idle() && scheduler_->in_flight_batches() > 0) {
+      // Paused: what waits in the queue holds no KV, and the batches in flight are drained.
+      if ((paused_ || scheduler_->idle()) && scheduler_->in_flight_batches() > 0) {
         settling_flushes_.push_back(std::move(*f));
       } else {
-        f->done.set_value(scheduler_->flush_cache());
+        f->done.set_value(scheduler_->flush_cache(paused_));
       }
     } else if (auto* st = std::get_if<Stats>(&m)) {
       st->done.set_value(make_stats());
+    } else if (auto* p = std::get_if<Pause>(&m)) {
+      paused_ = true;
+      last_gen_throughput_ = 0;
+      if (p->mode == PauseMode::kAbort) {
+        for (auto& [rid, tracked] : streams_) scheduler_->abort(rid, "aborted by pause_generation");
+      }
+      settling_pauses_.push_back(std::move(*p));
+    } else if (auto* c = std::get_if<Continue>(&m)) {
+      paused_ = false;
+      c->done.set_value();
     }
   }
   return true;
@@ -329,8 +358,16 @@ bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
 void Engine::answer_settled_flushes() {
   if (settling_flushes_.empty() || scheduler_->in_flight_batches() > 0) return;
   // False when requests came in meanwhile, as a flush asked for while they run.
-  for (Flush& f : settling_flushes_) f.done.set_value(scheduler_->flush_cache());
+  for (Flush& f : settling_flushes_) f.done.set_value(scheduler_->flush_cache(paused_));
   settling_flushes_.clear();
+}
+
+void Engine::settle_pauses() {
+  for (Pause& p : settling_pauses_) {
+    if (p.mode == PauseMode::kRetract) scheduler_->retract_all();
+    p.done.set_value();
+  }
+  settling_pauses_.clear();
 }
 
 void Engine::dispatch_updates() {
@@ -416,8 +453,16 @@ void Engine::loop(runner::BatchRunner& runner) {
   };
 
   for (;;) {
-    const bool idle = in_flight.empty() && scheduler_->idle();
+    const bool idle = in_flight.empty() && (paused_ || scheduler_->idle());
     if (!handle_inbox(idle ? kWaitForever : std::chrono::milliseconds(0))) break;
+    if (paused_ || !settling_pauses_.empty()) {
+      // Paused (or a pause a continue overtook): nothing new runs; what is in flight finishes.
+      while (!in_flight.empty()) finish_oldest();
+      dispatch_updates();
+      settle_pauses();
+      answer_settled_flushes();
+      continue;
+    }
     const double cpu_start = thread_cpu_s();
     const auto step_start = std::chrono::steady_clock::now();
     scheduler::NextBatch next = scheduler_->get_next_batch_to_run();
@@ -479,6 +524,7 @@ void Engine::loop(runner::BatchRunner& runner) {
   // Shutdown: finish what is in flight, then abort everything left, queued messages included.
   while (!in_flight.empty()) finish_oldest();
   answer_settled_flushes();
+  settle_pauses();
   abort_all("the engine is shutting down", scheduler::kServiceUnavailable);
   std::lock_guard lock(inbox_mutex_);
   for (Message& m : inbox_) answer_unserved(m);

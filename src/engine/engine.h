@@ -54,6 +54,13 @@ struct EngineLoad {
   int64_t tokens = 0;    // their prompt tokens
 };
 
+// SGLang's /pause_generation modes: what happens to the requests running when the engine pauses.
+enum class PauseMode {
+  kAbort,    // they end with finish reason abort
+  kRetract,  // back to the waiting queue, their KV freed (recomputed on continue)
+  kInPlace,  // kept as they are, KV and all, and go on where they were on continue
+};
+
 struct EngineStats {
   scheduler::SchedulerStats scheduler;
   // Tokens streamed over the last decode log interval's time (SGLang's last_gen_throughput);
@@ -95,6 +102,13 @@ class Engine {
   // SGLang's /slow_down (for tests): the loop sleeps `forward_sleep_s` before it launches each
   // batch (0: not at all); the sleep ends early when the engine stops.
   void slow_down(double forward_sleep_s) { forward_sleep_s_.store(forward_sleep_s); }
+  // Stops running batches until continue_generation (SGLang's /pause_generation); returns once
+  // no batch is in flight, so the model is not running. Requests submitted meanwhile wait in
+  // the queue. Pausing a paused engine applies `mode` to what it holds.
+  void pause_generation(PauseMode mode);
+  void continue_generation();
+  // Between a pause and its continue (thread-safe).
+  bool paused() const { return paused_.load(); }
   EngineStats get_stats();
   // Thread-safe and lock-free (two atomics; the pair may be a moment apart).
   EngineLoad load() const { return {queued_.load(), queued_tokens_.load()}; }
@@ -124,7 +138,14 @@ class Engine {
   struct Stats {
     std::promise<EngineStats> done;
   };
-  using Message = std::variant<Submit, Abort, Flush, Stats>;
+  struct Pause {
+    PauseMode mode = PauseMode::kAbort;
+    std::promise<void> done;
+  };
+  struct Continue {
+    std::promise<void> done;
+  };
+  using Message = std::variant<Submit, Abort, Flush, Stats, Pause, Continue>;
 
   // submit's and encode's checks and queueing.
   Result<std::shared_ptr<RequestStream>> enqueue(GenerateRequest request);
@@ -139,6 +160,8 @@ class Engine {
   bool handle_inbox(std::chrono::milliseconds max_wait);
   // Answers the flushes that waited for the batches in flight to settle, once none is.
   void answer_settled_flushes();
+  // While paused, once no batch is in flight: applies and answers the pauses asked for.
+  void settle_pauses();
   void dispatch_updates();
   void abort_all(const std::string& reason, int32_t status_code);
   EngineStats make_stats() const;
@@ -156,11 +179,14 @@ class Engine {
   // Flushes asked for while no request ran but batches of finished ones were still in flight
   // (the overlap loop): answered once those are processed, not refused (engine thread only).
   std::vector<Flush> settling_flushes_;
+  // Pauses waiting for the batches in flight to be processed (engine thread only).
+  std::vector<Pause> settling_pauses_;
   std::atomic<uint64_t> next_rid_;
   std::atomic<int64_t> queued_{0};         // submitted, not yet finished
   std::atomic<int64_t> queued_tokens_{0};  // their prompt tokens
   std::atomic<uint64_t> steps_processed_{0};
   std::atomic<double> forward_sleep_s_{0};
+  std::atomic<bool> paused_{false};  // written by the engine thread
 
   std::mutex inbox_mutex_;
   std::condition_variable inbox_cv_;

@@ -135,8 +135,9 @@ void Scheduler::abort(uint64_t rid, const std::string& message, int32_t status_c
   release_ready();
 }
 
-bool Scheduler::flush_cache() {
-  if (!idle() || in_flight_batches() > 0 || !to_release_.empty()) return false;
+bool Scheduler::flush_cache(bool ignore_waiting) {
+  const bool quiet = ignore_waiting ? running_.empty() && chunked_req_ == nullptr : idle();
+  if (!quiet || in_flight_batches() > 0 || !to_release_.empty()) return false;
   return tree_.reset(allocator_);
 }
 

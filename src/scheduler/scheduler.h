@@ -103,8 +103,13 @@ class Scheduler {
   // Aborts a waiting or running request (no-op for unknown ids); its update says abort, with
   // `status_code` (FinishState's: 0 for the client's own abort).
   void abort(uint64_t rid, const std::string& message, int32_t status_code = 0);
-  // Frees everything the radix cache holds; false while requests are running or in flight.
-  bool flush_cache();
+  // Frees everything the radix cache holds; false while requests are running or in flight, or
+  // wait (unless `ignore_waiting`: a paused engine's queue, which holds no KV).
+  bool flush_cache(bool ignore_waiting = false);
+  // Every running request (and one part way through a chunked prefill) back to the front of the
+  // waiting queue, in order, its KV released into the radix cache, to be recomputed when it is
+  // scheduled again (SGLang's pause_generation mode retract). No batch may be in flight.
+  void retract_all();
 
   // The next batch: a prefill (maybe MIXED with the running decodes), else a decode of every
   // running request. In the overlap loop the previous batch may still be running; a request
@@ -161,6 +166,9 @@ class Scheduler {
   // Appends one decode token of the running `req` to `batch` (its slot must be available).
   void add_decode_entry(Req& req, ScheduleBatch& batch);
   void retract_for_decode(int64_t needed);
+  // Releases the running `req`'s KV and queues it first in the waiting queue (the caller takes
+  // it out of the running set).
+  void retract(Req& req);
   int64_t reserved_decode_tokens() const;
 
   // Speculative decoding (scheduler_speculative.cpp).

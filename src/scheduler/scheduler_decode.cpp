@@ -107,6 +107,29 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
   return batch;
 }
 
+void Scheduler::retract(Req& req) {
+  release(req);  // KV back to the cache/allocator; the request itself lives on
+  req.prefix_indices.clear();
+  req.fill_ids.clear();
+  req.is_chunked = false;
+  req.prefill_cached = false;
+  req.scheduled_samples = static_cast<int32_t>(req.output_ids.size());
+  ++req.retract_count;
+  ++totals_.num_retracted_total;
+  waiting_.push_front(&req);
+}
+
+void Scheduler::retract_all() {
+  SGL_CHECK_EQ(in_flight_batches(), 0) << "retracting requests that batches in flight still read";
+  // Pushed to the front in reverse, so the waiting queue keeps the running order.
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) retract(**it);
+  running_.clear();
+  if (chunked_req_ != nullptr) {
+    retract(*chunked_req_);
+    chunked_req_ = nullptr;
+  }
+}
+
 void Scheduler::retract_for_decode(int64_t needed) {
   // Retract the requests with the fewest output tokens (then the longest prompts) first.
   std::vector<Req*> order = running_;
@@ -120,15 +143,7 @@ void Scheduler::retract_for_decode(int64_t needed) {
     order.pop_back();
     std::erase(running_, req);
     --needed;
-    release(*req);  // KV back to the cache/allocator; the request itself lives on
-    req->prefix_indices.clear();
-    req->fill_ids.clear();
-    req->is_chunked = false;
-    req->prefill_cached = false;
-    req->scheduled_samples = static_cast<int32_t>(req->output_ids.size());
-    ++req->retract_count;
-    ++totals_.num_retracted_total;
-    waiting_.push_front(req);
+    retract(*req);
   }
   // The survivors' future tokens were underestimated: raise the ratio (SGLang's formula).
   int64_t decoded = 0, max_new = 0;

@@ -55,6 +55,10 @@ HttpResponse healthy() {
   return r;
 }
 
+// A paused engine makes no progress on purpose: its probes fail (503) without marking the server
+// unhealthy, so an orchestrator does not replace a server a trainer paused for a weight sync.
+HttpResponse paused_probe() { return error_response(503, "generation is paused"); }
+
 // SGLang's /health_generate for a generation model: healthy once the engine makes progress after
 // the probe starts (its own greedy token, or any step of a busy server, whose queue the probe may
 // wait behind or be refused by) within SGLANG_HEALTH_CHECK_TIMEOUT seconds (20 unless set);
@@ -95,8 +99,10 @@ Reply health_generate_reply(ServerContext& ctx, const std::atomic<bool>& cancell
       finished = true;
       break;
     }
+    if (ctx.engine.paused()) break;
   }
   if (stream) ctx.engine.abort(stream->rid());
+  if (!finished && ctx.engine.paused()) return Reply::of(paused_probe());
   if (finished) {
     ctx.unhealthy = false;
     return Reply::of(healthy());
@@ -234,12 +240,19 @@ Reply handle_ping(ServerContext& ctx, const HttpRequest&) {
   return Reply::of(healthy());
 }
 
+// SGLang's is_ready(): healthy and not paused.
+Reply handle_ready(ServerContext& ctx, const HttpRequest& request) {
+  if (ctx.engine.paused()) return Reply::of(error_response(503, "generation is paused"));
+  return handle_ping(ctx, request);
+}
+
 Reply handle_health(ServerContext& ctx, const HttpRequest& request) {
   if (ctx.info.health_generates) return handle_health_generate(ctx, request);
   return Reply::of(healthy());
 }
 
 Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {
+  if (ctx.engine.paused()) return Reply::of(paused_probe());
   std::vector<int32_t> bos = {ctx.tokenizer.bos_token_id().value_or(0)};
   if (!ctx.info.is_generation) {
     auto streams = submit_encodes(ctx, {bos});

@@ -43,15 +43,19 @@ Reply handle_ollama_embeddings(ServerContext& ctx, const HttpRequest& request); 
 Reply handle_generate(ServerContext& ctx, const HttpRequest& request);  // generate.cpp
 Reply handle_encode(ServerContext& ctx, const HttpRequest& request);    // embeddings_handler.cpp
 Reply handle_health(ServerContext& ctx, const HttpRequest& request);    // admin_handlers.cpp
-// SageMaker's /ping, and SGLang's readiness probe /ready: 200 at once (SageMaker times out after
-// 2 s), no engine probe; the port opens once the server is ready, and a draining server answers
-// every request 503.
+// SageMaker's /ping: 200 at once (SageMaker times out after 2 s), no engine probe; the port
+// opens once the server is ready, and a draining server answers every request 503. SGLang's
+// readiness probe /ready: the same, and 503 while generation is paused (/pause_generation).
 Reply handle_ping(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp
+Reply handle_ready(ServerContext& ctx, const HttpRequest& request);
 Reply handle_health_generate(ServerContext& ctx, const HttpRequest& request);
 Reply handle_model_info(ServerContext& ctx, const HttpRequest& request);
 Reply handle_server_info(ServerContext& ctx, const HttpRequest& request);
 Reply handle_flush_cache(ServerContext& ctx, const HttpRequest& request);
 Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request);
+// generation_control_handlers.cpp
+Reply handle_pause_generation(ServerContext& ctx, const HttpRequest& request);
+Reply handle_continue_generation(ServerContext& ctx, const HttpRequest& request);
 Reply handle_tokenize(ServerContext& ctx, const HttpRequest& request);  // tokenize_handlers.cpp
 Reply handle_detokenize(ServerContext& ctx, const HttpRequest& request);
 Reply handle_metrics(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp

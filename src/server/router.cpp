@@ -115,10 +115,12 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/version", false, get, handle_version},
       {"/", false, get, handle_root, true},
       {"/ping", false, both, handle_ping, true},
-      {"/ready", false, get, handle_ping, true},  // SGLang's readiness probe (public there too)
+      {"/ready", false, get, handle_ready, true},  // SGLang's readiness probe (public there too)
       {"/flush_cache", false, both, handle_flush_cache},
       {"/abort_request", false, post, handle_abort_request},
       {"/slow_down", false, both, handle_slow_down},  // SGLang's, for tests
+      {"/pause_generation", false, post, handle_pause_generation},
+      {"/continue_generation", false, post, handle_continue_generation},
       {"/tokenize", false, post, handle_tokenize},
       {"/v1/tokenize", false, post, handle_tokenize},
       {"/detokenize", false, post, handle_detokenize},

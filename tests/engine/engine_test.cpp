@@ -314,6 +314,115 @@ TEST_P(EngineLoops, ChunkedPrefillsWithSharedPrefixesMatchTheReference) {
   EXPECT_GT(engine.get_stats().scheduler.cached_prompt_tokens_total, 0);
 }
 
+// ---- /pause_generation ----
+
+// An engine whose steps take a millisecond, with one request of `steps` tokens running (its first
+// tokens taken into `first`) and paused in `mode`.
+struct PausedRun {
+  PausedRun(bool overlap, PauseMode mode, int32_t steps) {
+    EngineOptions o = fake_options(overlap);
+    o.context_length = steps + 64;
+    o.num_kv_slots = 2 * (steps + 64);
+    engine = std::make_unique<Engine>(o);
+    auto fake = std::make_unique<test::FakeBatchRunner>(engine->req_to_token_pool(), o.num_kv_slots,
+                                                        kVocab);
+    fake->set_step_time(std::chrono::milliseconds(1));
+    engine->set_check_integrity(true);
+    engine->start(std::move(fake));
+    request = test::greedy_ids_request(prompt_of(4), steps);
+    stream = *engine->submit(request);
+    std::optional<StreamEvent> e = stream->next(std::chrono::seconds(60));  // it is running
+    EXPECT_TRUE(e.has_value() && !e->finished);
+    if (e) first = e->token_ids;
+    engine->pause_generation(mode);
+    EXPECT_TRUE(engine->paused());
+  }
+  // What the request streamed since `first`, until the stream stayed quiet for `quiet`.
+  std::vector<int32_t> take_until_quiet(std::chrono::milliseconds quiet) {
+    std::vector<int32_t> ids;
+    while (std::optional<StreamEvent> e = stream->next(quiet)) {
+      ids.insert(ids.end(), e->token_ids.begin(), e->token_ids.end());
+      if (e->finished) break;
+    }
+    return ids;
+  }
+  std::unique_ptr<Engine> engine;
+  GenerateRequest request;
+  std::shared_ptr<RequestStream> stream;
+  std::vector<int32_t> first;
+};
+
+// Paused in place: no step runs and nothing is streamed (the batches in flight at the pause
+// excepted), requests submitted meanwhile wait, the running one keeps its KV (a flush is
+// refused); on continue both finish exactly as unpaused, with no retraction.
+TEST_P(EngineLoops, PausedInPlaceRunsNothingAndGoesOnWhereItWas) {
+  constexpr int32_t kSteps = 1000;  // a second: still running when the pause comes
+  PausedRun run(GetParam(), PauseMode::kInPlace, kSteps);
+  std::vector<int32_t> ids = run.first;
+  const std::vector<int32_t> drained = run.take_until_quiet(std::chrono::milliseconds(0));
+  ids.insert(ids.end(), drained.begin(), drained.end());
+  const uint64_t steps = run.engine->steps_processed();
+  auto waiting = run.engine->submit(test::greedy_ids_request(prompt_of(5), 20));
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_TRUE(run.take_until_quiet(std::chrono::milliseconds(100)).empty());
+  EXPECT_FALSE((*waiting)->next(std::chrono::milliseconds(0)).has_value());
+  EXPECT_EQ(run.engine->steps_processed(), steps);
+  const EngineStats stats = run.engine->get_stats();
+  EXPECT_EQ(stats.scheduler.num_running, 1);
+  EXPECT_EQ(stats.scheduler.num_waiting, 1);
+  EXPECT_FALSE(run.engine->flush_cache());
+
+  run.engine->continue_generation();
+  EXPECT_FALSE(run.engine->paused());
+  const test::Outcome rest = collect(*run.stream);
+  ids.insert(ids.end(), rest.ids.begin(), rest.ids.end());
+  EXPECT_EQ(ids, test::fake_reference(run.request.input_ids, kSteps, kVocab, {}));
+  EXPECT_EQ(rest.finish.reason, scheduler::FinishReason::kLength);
+  EXPECT_EQ(rest.usage.retractions, 0);
+  const test::Outcome later = collect(**waiting);
+  EXPECT_EQ(later.ids, test::fake_reference(prompt_of(5), 20, kVocab, {}));
+  EXPECT_TRUE(run.engine->last_integrity().ok()) << run.engine->last_integrity().to_string();
+}
+
+// Paused with retract: the running request goes back to the queue with its KV released, so the
+// cache flushes while paused (the weight-sync story); on continue it is recomputed and ends with
+// the same tokens it would have had, one retraction counted.
+TEST_P(EngineLoops, PausedWithRetractFreesTheKvAndRecomputesOnContinue) {
+  constexpr int32_t kSteps = 1000;  // a second: still running when the pause comes
+  PausedRun run(GetParam(), PauseMode::kRetract, kSteps);
+  std::vector<int32_t> ids = run.first;
+  const EngineStats stats = run.engine->get_stats();
+  EXPECT_EQ(stats.scheduler.num_running, 0);
+  EXPECT_EQ(stats.scheduler.num_waiting, 1);
+  EXPECT_EQ(stats.scheduler.num_retracted_total, 1);
+  EXPECT_TRUE(run.engine->flush_cache());
+  EXPECT_EQ(run.engine->get_stats().scheduler.kv_used, 0);
+
+  run.engine->continue_generation();
+  const test::Outcome rest = collect(*run.stream);
+  ids.insert(ids.end(), rest.ids.begin(), rest.ids.end());
+  EXPECT_EQ(ids, test::fake_reference(run.request.input_ids, kSteps, kVocab, {}));
+  EXPECT_EQ(rest.finish.reason, scheduler::FinishReason::kLength);
+  EXPECT_EQ(rest.usage.retractions, 1);
+  EXPECT_TRUE(run.engine->last_integrity().ok()) << run.engine->last_integrity().to_string();
+}
+
+// Paused with abort (SGLang's default): the running request ends with finish reason abort; one
+// submitted during the pause waits and runs on continue.
+TEST_P(EngineLoops, PausedWithAbortEndsTheRunningRequests) {
+  PausedRun run(GetParam(), PauseMode::kAbort, 1000);
+  const test::Outcome aborted = collect(*run.stream);
+  EXPECT_EQ(aborted.finish.reason, scheduler::FinishReason::kAbort);
+  EXPECT_EQ(aborted.finish.status_code, 0);  // answered as a finished reply
+  auto later = run.engine->submit(test::greedy_ids_request(prompt_of(6), 20));
+  ASSERT_TRUE(later.ok());
+  EXPECT_FALSE((*later)->next(std::chrono::milliseconds(50)).has_value());
+  EXPECT_TRUE(run.engine->flush_cache());
+  run.engine->continue_generation();
+  EXPECT_EQ(collect(**later).ids, test::fake_reference(prompt_of(6), 20, kVocab, {}));
+  EXPECT_TRUE(run.engine->last_integrity().ok()) << run.engine->last_integrity().to_string();
+}
+
 INSTANTIATE_TEST_SUITE_P(Loops, EngineLoops, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "overlap" : "normal"; });
 
