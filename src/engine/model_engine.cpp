@@ -267,4 +267,34 @@ Status run_follower_node(const std::filesystem::path& model_path,
   return Status::ok_status();
 }
 
+Status update_weights_from_disk(ModelEngine& replica, const std::filesystem::path& path) {
+  if (!replica.eagle_drafts.empty()) {
+    return unimplemented(
+        "updating the weights with --speculative-algorithm: the draft head's own weights would "
+        "stay those trained against the served model");
+  }
+  std::vector<runner::ModelRunner*> ranks = {replica.model_runner.get()};
+  if (replica.tp_workers) {
+    ranks = replica.tp_workers->ranks(*replica.model_runner);
+    if (static_cast<int>(ranks.size()) < replica.model_runner->options().tp_size) {
+      return unimplemented("updating the weights of a model served across nodes (--nnodes > 1)");
+    }
+  }
+  const std::filesystem::path previous = replica.model_runner->weights_path();
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const Status updated = ranks[i]->update_weights_from_disk(path);
+    if (updated.ok()) continue;
+    for (size_t j = 0; j < i; ++j) {
+      if (const Status restored = ranks[j]->update_weights_from_disk(previous); !restored.ok()) {
+        return internal_error("updating the weights failed on rank " + std::to_string(i) + " (" +
+                              updated.message() + ") and restoring rank " + std::to_string(j) +
+                              " failed too (" + restored.message() +
+                              "): the served weights are mixed; restart the server");
+      }
+    }
+    return updated;
+  }
+  return Status::ok_status();
+}
+
 }  // namespace sgl::engine

@@ -37,6 +37,14 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                                         const std::vector<int32_t>& extra_eos_ids = {},
                                         const distributed::MultiNode& nodes = {});
 
+// SGLang's update_weights_from_disk on one replica: each tensor-parallel rank reads its share of
+// `path` over its weights (runner::ModelRunner::update_weights_from_disk). The engine must be
+// paused (Engine::pause_generation: no batch in flight). On an error no rank changed (those
+// already updated load their previous checkpoint back). Refused beside an EAGLE draft head (its
+// weights, trained against the served ones, would stay) and across nodes (the other nodes'
+// ranks are out of reach here).
+Status update_weights_from_disk(ModelEngine& replica, const std::filesystem::path& path);
+
 // A node other than node 0 (SGLang's --node-rank > 0, with the same flags as node 0): joins
 // node 0, loads this node's tensor-parallel ranks and runs every batch node 0 sends until it
 // stops (OK) or its link breaks (the error).

@@ -60,16 +60,7 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
     weight_prefix_ = "";
   }
   const int64_t before = weights.checked_bytes();
-  weights.set_check_only(true);
-  const Status checked = load_weights(weights);
-  weights.set_check_only(false);
-  SGL_RETURN_IF_ERROR(checked);
-
-  if (const WeightSource* source = weights.source()) {  // (dummy weights have no names)
-    const std::vector<std::string> unread = weights.unread_tensors();
-    SGL_RETURN_IF_ERROR(check_no_extra_layers(c, *source, unread, weight_prefix_ + "layers."));
-    if (options_.tp.rank == 0) warn_unread_tensors(*source, unread);  // ranks read the same names
-  }
+  SGL_RETURN_IF_ERROR(check_weights(weights));
 
   ModelMemoryPlan plan;
   plan.weights = weights.checked_bytes() - before;
@@ -108,6 +99,32 @@ Status DecoderForCausalLM::check_and_load(WeightLoader& weights, Allocator& allo
   return Status::ok_status();
 }
 
+Status DecoderForCausalLM::check_weights(WeightLoader& weights) {
+  weights.set_check_only(true);
+  const Status checked = load_weights(weights);
+  weights.set_check_only(false);
+  SGL_RETURN_IF_ERROR(checked);
+  if (const WeightSource* source = weights.source()) {  // (dummy weights have no names)
+    const std::vector<std::string> unread = weights.unread_tensors();
+    SGL_RETURN_IF_ERROR(
+        check_no_extra_layers(config_, *source, unread, weight_prefix_ + "layers."));
+    if (options_.tp.rank == 0) warn_unread_tensors(*source, unread);  // ranks read the same names
+  }
+  return Status::ok_status();
+}
+
+Status DecoderForCausalLM::update_weights(WeightLoader& weights, bool& overwritten) {
+  overwritten = false;
+  SGL_RETURN_IF_ERROR(check_weights(weights));
+  overwritten = true;
+  weights.set_in_place(true);
+  const Status loaded = load_weights(weights);
+  const Status uploaded = weights.finish();
+  weights.set_in_place(false);
+  SGL_RETURN_IF_ERROR(loaded);
+  return uploaded;
+}
+
 // Every tensor is queued before any is waited for (WeightLoader::finish, in check_and_load()).
 Status DecoderForCausalLM::load_weights(WeightLoader& w) {
   const ModelConfig& c = config_;
@@ -123,7 +140,8 @@ Status DecoderForCausalLM::load_weights(WeightLoader& w) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     SGL_RETURN_IF_ERROR(layers_[i].load(w, weight_prefix_ + "layers." + std::to_string(i) + "."));
   }
-  SGL_ASSIGN_OR_RETURN(final_norm_, w.load_norm(weight_prefix_ + "norm.weight", c.hidden_size));
+  SGL_RETURN_IF_ERROR(
+      w.store(final_norm_, w.load_norm(weight_prefix_ + "norm.weight", c.hidden_size)));
   // An embedding model pools the final norm's output: an LM head, if the checkpoint has one,
   // would never run.
   if (!c.tie_word_embeddings && !options_.is_embedding) {

@@ -47,6 +47,7 @@ class DecoderForCausalLM : public Model {
   ModelMemoryPlan memory_plan() const override { return memory_plan_; }
   ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) override;
   EmbedAndHead embed_and_head() const override;
+  Status update_weights(WeightLoader& weights, bool& overwritten) override;
 
  protected:
   // Builds nothing: the layers are built once the config's bounds have been checked.
@@ -86,6 +87,9 @@ class DecoderForCausalLM : public Model {
 
   // plan(): checks the config's bounds and the options, builds the layers, checks every tensor.
   Result<ModelMemoryPlan> check_and_plan(WeightLoader& weights);
+  // Every tensor there with its shape (nothing read), no layer past the config's; warns of the
+  // checkpoint's tensors the model does not read.
+  Status check_weights(WeightLoader& weights);
   // load(): check_and_plan(), the fit on the device, then allocation and loading.
   Status check_and_load(WeightLoader& weights, Allocator& allocator);
   Status load_weights(WeightLoader& weights);

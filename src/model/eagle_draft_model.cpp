@@ -204,15 +204,16 @@ Status EagleDraftModel::load_weights(WeightLoader& w) {
                              .shard = ShardRule::kReplicated},
                   fc_));
   if (eagle3) {
-    SGL_ASSIGN_OR_RETURN(input_norm_, w.load_norm(layer + "input_layernorm.weight", h));
-    SGL_ASSIGN_OR_RETURN(hidden_norm_, w.load_norm(layer + "hidden_norm.weight", h));
+    SGL_RETURN_IF_ERROR(w.store(input_norm_, w.load_norm(layer + "input_layernorm.weight", h)));
+    SGL_RETURN_IF_ERROR(w.store(hidden_norm_, w.load_norm(layer + "hidden_norm.weight", h)));
   }
   // EAGLE's layer has no input norm (SGLang drops it): a checkpoint's is never read.
   SGL_RETURN_IF_ERROR(attention_.load(w, layer + "self_attn."));
-  SGL_ASSIGN_OR_RETURN(post_norm_, w.load_norm(layer + "post_attention_layernorm.weight", h));
+  SGL_RETURN_IF_ERROR(
+      w.store(post_norm_, w.load_norm(layer + "post_attention_layernorm.weight", h)));
   SGL_RETURN_IF_ERROR(mlp_.load(w, layer + "mlp."));
   if (eagle3) {
-    SGL_ASSIGN_OR_RETURN(final_norm_, w.load_norm("norm.weight", h));
+    SGL_RETURN_IF_ERROR(w.store(final_norm_, w.load_norm("norm.weight", h)));
     SGL_RETURN_IF_ERROR(load_linear(w,
                                     LinearSpec{.modules = {"lm_head"},
                                                .out_features = {config_.draft_vocab_size},

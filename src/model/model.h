@@ -85,6 +85,7 @@ struct ModelOutput {
 };
 
 struct Linear;
+class WeightLoader;
 
 // A causal LM's token embedding and LM head as EAGLE draft heads share them (SGLang's
 // get_embed_and_head): the model's own, valid while it lives. At tp > 1 each holds the rank's
@@ -106,6 +107,12 @@ class Model {
   virtual ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) = 0;
   // The weights a draft head shares; undefined tensors for a model without an LM head.
   virtual EmbedAndHead embed_and_head() const { return {}; }
+  // Overwrites every weight in place with `weights`' (a checkpoint of the same network; no
+  // forward may run meanwhile): checked whole first, as a load is, so a checkpoint that lacks a
+  // tensor or has one of another shape changes nothing. `overwritten` turns true once a weight
+  // has been written: a read failing after that leaves the weights mixed (the caller loads the
+  // previous checkpoint back).
+  virtual Status update_weights(WeightLoader& weights, bool& overwritten) = 0;
 };
 
 }  // namespace sgl::model

@@ -32,6 +32,13 @@ Status check_no_extra_layers(const ModelConfig& config, const WeightSource& sour
 // warn alike. Legacy RoPE buffers (rotary_emb.inv_freq) are expected and not named.
 void warn_unread_tensors(const WeightSource& source, const std::vector<std::string>& unread);
 
+// A weight update (/update_weights_from_disk) replaces the served model's weights, not its
+// network: `update`'s config (from `source`) must describe the same one as `served`'s (its
+// architecture, sizes, norms, RoPE and routing); InvalidArgument naming the first field that
+// differs. Its sampling defaults, EOS ids and quantization may differ.
+Status check_same_network(const ModelConfig& served, const ModelConfig& update,
+                          const std::string& source);
+
 // The plan must fit the device: GPU memory is not overcommitted (cudaMalloc fails, and fails
 // by aborting), and host memory past the machine's RAM cannot be resident either.
 // ResourceExhausted naming the sizes otherwise.

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/logging.h"
+#include "kernels/copy.h"
 #include "kernels/fill.h"
 
 namespace sgl::model {
@@ -183,6 +184,25 @@ Result<Buffer> WeightLoader::load_norm(const std::string& name, int64_t size) {
   Buffer out(allocator_, dtype_, {size});
   kernels::fill_constant(out, 1.0f, stream_);
   return out;
+}
+
+Status WeightLoader::store(Buffer& slot, Result<Buffer> loaded) {
+  SGL_RETURN_IF_ERROR(loaded.status());
+  if (check_only_) return Status::ok_status();
+  if (!in_place_) {
+    slot = std::move(loaded).value();
+    return Status::ok_status();
+  }
+  if (uploader_ != nullptr) SGL_RETURN_IF_ERROR(uploader_->finish());
+  const Tensor from = loaded->tensor(), to = slot.tensor();
+  if (from.dtype() != to.dtype() || !std::ranges::equal(from.shape(), to.shape())) {
+    return internal_error(
+        "a weight loaded in place has another shape or dtype than the one "
+        "it replaces");
+  }
+  kernels::copy(from, to, stream_);
+  backend::synchronize(stream_);  // before `loaded` is freed
+  return Status::ok_status();
 }
 
 Status WeightLoader::finish() {

@@ -51,6 +51,16 @@ class WeightLoader {
   // RMSNorm weights in dummy mode are ones (random norms make activations explode).
   Result<Buffer> load_norm(const std::string& name, int64_t size);
 
+  // Where a model keeps what it loaded: `*slot = loaded` normally; nothing while check-only; in
+  // place, the loaded values copied into the Buffer `slot` already holds (its memory stays where
+  // it is, so CUDA graphs captured over it read the new values), which must have the same shape
+  // and dtype. Every model writes its weights through this, so one load function serves both.
+  Status store(Buffer& slot, Result<Buffer> loaded);
+  // While on, store() overwrites the model's Buffers instead of replacing them (a weight update,
+  // /update_weights_from_disk); each tensor is read and copied before the next is queued, so the
+  // update needs memory for one tensor, not a second model.
+  void set_in_place(bool on) { in_place_ = on; }
+
   bool has(const std::string& name) const;
   DType dtype() const { return dtype_; }
   Device device() const { return allocator_.device(); }
@@ -112,6 +122,7 @@ class WeightLoader {
   uint64_t seed_;
   uint64_t dummy_count_ = 0;  // each dummy tensor draws from its own seed
   bool check_only_ = false;
+  bool in_place_ = false;
   int64_t checked_bytes_ = 0;
   std::unordered_set<std::string> asked_;     // checked or expected unread (unread_tensors())
   std::unique_ptr<WeightUploader> uploader_;  // with a source

@@ -13,6 +13,7 @@
 #include "kernels/copy.h"
 #include "kernels/linear.h"
 #include "model/config_bounds.h"
+#include "model/model_checks.h"
 #include "model/model_registry.h"
 #include "model/model_source.h"
 #include "model/pooler_config.h"
@@ -151,9 +152,47 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(const std::filesystem::
   return runner;
 }
 
+Status ModelRunner::update_weights_from_disk(const std::filesystem::path& path) {
+  if (options_.load_format == "dummy") {
+    return invalid_argument(
+        "the served weights are dummy (--load-format dummy): there is no "
+        "checkpoint to update from or roll back to");
+  }
+  model::ModelSourceOptions source_options;
+  source_options.config_overrides = options_.json_model_override_args;
+  // Reads `from` over the served weights; `overwritten`: whether any was written.
+  auto write = [&](const std::filesystem::path& from, bool& overwritten) -> Status {
+    overwritten = false;
+    SGL_ASSIGN_OR_RETURN(model::ModelSource source, model::open_model_source(from, source_options));
+    SGL_RETURN_IF_ERROR(model::check_same_network(config(), source.config, from.string()));
+    model::WeightLoader weights(source.weights.get(), *allocator_, compute_dtype(), stream_,
+                                options_.seed);
+    return model_->update_weights(weights, overwritten);
+  };
+  bool overwritten = false;
+  const Status updated = write(path, overwritten);
+  if (updated.ok()) {
+    weights_path_ = path;
+    return updated;
+  }
+  if (overwritten) {
+    SGL_LOG_ERROR << "updating the weights from " << path.string() << " failed part way ("
+                  << updated.message() << "); loading " << weights_path_.string() << " back";
+    bool unused = false;
+    if (const Status restored = write(weights_path_, unused); !restored.ok()) {
+      return internal_error("updating the weights from " + path.string() + " failed part way (" +
+                            updated.message() + ") and loading " + weights_path_.string() +
+                            " back failed too (" + restored.message() +
+                            "): the served weights are mixed; restart the server");
+    }
+  }
+  return updated;
+}
+
 Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRunnerOptions& options,
                          distributed::Communicator* tp_group) {
   options_ = options;
+  weights_path_ = model_path;
   tp_group_ = tp_group;
   if (options.tp_size < 1) {
     return invalid_argument("--tp-size must be >= 1, got " + std::to_string(options.tp_size));

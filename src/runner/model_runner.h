@@ -98,6 +98,14 @@ class ModelRunner {
   const model::Model& model() const { return *model_; }
   const ModelRunnerOptions& options() const { return options_; }
   int64_t context_length() const { return context_length_; }
+  // The checkpoint the weights came from: the model path, or the latest update's.
+  const std::filesystem::path& weights_path() const { return weights_path_; }
+  // SGLang's update_weights_from_disk: the weights of `path` (a checkpoint of the same network,
+  // model::check_same_network; --json-model-override-args apply as at start) written over the
+  // served ones, where they are, so CUDA graphs stay valid. No forward may run meanwhile. On an
+  // error nothing changed: a read that fails part way loads the previous checkpoint back (and
+  // if that fails too, kInternal says the weights are mixed).
+  Status update_weights_from_disk(const std::filesystem::path& path);
   // The sizes a draft head beside this runner is planned and loaded for.
   DraftTargetSizes draft_target_sizes() const {
     return {options_.max_num_tokens, options_.max_batch_size, context_length_, options_.tp_size};
@@ -169,6 +177,7 @@ class ModelRunner {
   CudaGraphRunner* graphs_for(const ForwardBatch& fb) const;
 
   ModelRunnerOptions options_;
+  std::filesystem::path weights_path_;
   distributed::Communicator* tp_group_ = nullptr;  // borrowed; null at one rank
   PoolerConfig pooler_;
   int64_t context_length_ = 0;

@@ -158,7 +158,7 @@ Reply server_info_reply(ServerContext& ctx) {
                       {"http_requests_in_flight", ctx.registry.size()}});
   }
   return Reply::of(json_response({{"version", kServerVersion},
-                                  {"model_path", i.model_path},
+                                  {"model_path", ctx.weights.path()},
                                   {"tokenizer_path", i.tokenizer_path},
                                   {"served_model_name", i.served_model_name},
                                   {"host", i.host},
@@ -274,7 +274,7 @@ Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {
 Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
   const ServerInfo& i = ctx.info;
   return Reply::of(json_response(
-      {{"model_path", i.model_path},
+      {{"model_path", ctx.weights.path()},
        {"tokenizer_path", i.tokenizer_path},
        {"served_model_name", i.served_model_name},
        {"is_generation", i.is_generation},
@@ -284,7 +284,7 @@ Reply handle_model_info(ServerContext& ctx, const HttpRequest&) {
        {"preferred_sampling_params", i.preferred_sampling_params.empty()
                                          ? json(nullptr)
                                          : json::parse(i.preferred_sampling_params)},
-       {"weight_version", kWeightVersion},
+       {"weight_version", ctx.weights.version()},
        {"has_image_understanding", false},
        {"has_audio_understanding", false},
        {"model_type", i.model_type},

@@ -129,7 +129,7 @@ class GenerateReply final : public GenerationReply {
     json meta = {{"id", setup_.list ? setup_.item_ids[i] : id_},
                  {"finish_reason", finish_reason(i)},
                  {"prompt_tokens", c.prompt_tokens()},
-                 {"weight_version", kWeightVersion},
+                 {"weight_version", ctx_.weights.version()},
                  {"num_retractions", c.retractions()}};
     if (setup_.logprobs) {
       json tokens = json::array(), tops = json::array();

@@ -1,8 +1,10 @@
 // SGLang's generation control for RL trainers and weight syncs: /pause_generation (mode abort,
-// retract or in_place) and /continue_generation. Both wait for the engine loops on the admin
-// pool: a pause answers once no batch runs.
+// retract or in_place), /continue_generation and /update_weights_from_disk. They wait for the
+// engine loops on the admin pool, one at a time: a pause answers once no batch runs.
 #include <nlohmann/json.hpp>
 
+#include "core/logging.h"
+#include "engine/model_engine.h"
 #include "server/errors.h"
 #include "server/handlers.h"
 #include "server/prepared_reply.h"
@@ -30,10 +32,118 @@ Result<engine::PauseMode> parse_pause_mode(const json& o) {
   return request_json::field_error("mode", "must be \"abort\", \"retract\" or \"in_place\"");
 }
 
+// Runs `answer` on the admin pool, holding ctx.generation_control.
 Reply on_admin_pool(ServerContext& ctx, std::function<Reply()> answer) {
-  return PreparedReply::submit(
-      ctx, ctx.admin_pool, false,
-      [answer = std::move(answer)](const std::atomic<bool>&) { return answer(); });
+  return PreparedReply::submit(ctx, ctx.admin_pool, false,
+                               [&ctx, answer = std::move(answer)](const std::atomic<bool>&) {
+                                 std::lock_guard lock(ctx.generation_control);
+                                 return answer();
+                               });
+}
+
+// SGLang's UpdateWeightFromDiskReqInput, as far as it asks for something here.
+struct WeightUpdate {
+  std::string model_path;
+  bool abort_all_requests = false;
+  std::string weight_version;  // empty: unchanged
+  bool keep_pause = false;
+  bool flush_cache = true;
+};
+
+Result<WeightUpdate> parse_weight_update(const json& o, std::string_view served_load_format) {
+  SGL_RETURN_IF_ERROR(request_json::check_fields(
+      o, {"model_path", "load_format", "abort_all_requests", "weight_version", "is_async",
+          "torch_empty_cache", "keep_pause", "recapture_cuda_graph", "token_step", "flush_cache",
+          "manifest"}));
+  WeightUpdate u;
+  SGL_RETURN_IF_ERROR(request_json::read(o, "model_path", u.model_path));
+  if (u.model_path.empty()) return request_json::field_error("model_path", "is required");
+  std::optional<std::string> load_format, weight_version;
+  SGL_RETURN_IF_ERROR(request_json::read(o, "load_format", load_format));
+  if (load_format && *load_format != "auto" && *load_format != served_load_format) {
+    return request_json::field_error(
+        "load_format", "must be \"auto\" or the server's --load-format (" +
+                           std::string(served_load_format) + "), got \"" + *load_format + "\"");
+  }
+  SGL_RETURN_IF_ERROR(request_json::read(o, "abort_all_requests", u.abort_all_requests));
+  SGL_RETURN_IF_ERROR(request_json::read(o, "weight_version", weight_version));
+  u.weight_version = weight_version.value_or("");
+  SGL_RETURN_IF_ERROR(request_json::read(o, "keep_pause", u.keep_pause));
+  SGL_RETURN_IF_ERROR(request_json::read(o, "flush_cache", u.flush_cache));
+  // Taken as done: the weights are written where the CUDA graphs read them (no recapture), and
+  // no allocator cache holds memory to hand back.
+  bool recapture_cuda_graph = false, torch_empty_cache = false, is_async = false;
+  SGL_RETURN_IF_ERROR(request_json::read(o, "recapture_cuda_graph", recapture_cuda_graph));
+  SGL_RETURN_IF_ERROR(request_json::read(o, "torch_empty_cache", torch_empty_cache));
+  SGL_RETURN_IF_ERROR(request_json::read(o, "is_async", is_async));
+  if (is_async) {
+    return request_json::field_error("is_async",
+                                     "true is not supported: the update is done "
+                                     "when the reply comes");
+  }
+  int64_t token_step = 0;
+  SGL_RETURN_IF_ERROR(request_json::read(o, "token_step", token_step));
+  if (token_step != 0) {
+    return request_json::field_error("token_step",
+                                     "is not supported: outputs carry no trainer step");
+  }
+  if (request_json::find(o, "manifest") != nullptr) {
+    return request_json::field_error("manifest", "is not supported (a whole checkpoint is read)");
+  }
+  return u;
+}
+
+// SGLang's reply: 200 when the update succeeded, 400 with its message otherwise.
+Reply weight_update_reply(bool success, const std::string& message) {
+  return Reply::of(
+      json_response({{"success", success}, {"message", message}, {"num_paused_requests", 0}},
+                    success ? 200 : 400));
+}
+
+// The update itself, on the admin pool: the engine paused in place unless it already is (the
+// batches in flight finish; running requests go on afterwards with the new weights, as
+// SGLang's), every replica's weights overwritten, the cache of the old weights flushed.
+Reply update_weights(ServerContext& ctx, const WeightUpdate& u) {
+  if (ctx.model_engines.empty()) return weight_update_reply(false, "no model to update");
+  if (u.abort_all_requests) {
+    for (uint64_t rid : ctx.registry.all_rids()) ctx.engine.abort(rid);
+  }
+  const bool was_paused = ctx.engine.paused();
+  if (!was_paused) ctx.engine.pause_generation(engine::PauseMode::kInPlace);
+  SGL_LOG_INFO << "updating the weights from " << u.model_path;
+  Status status = Status::ok_status();
+  for (size_t i = 0; i < ctx.model_engines.size() && status.ok(); ++i) {
+    status = engine::update_weights_from_disk(ctx.model_engines[i], u.model_path);
+    // The replicas updated before this one load their checkpoint back: all serve one model.
+    for (size_t j = 0; j < i && !status.ok(); ++j) {
+      if (Status back = engine::update_weights_from_disk(ctx.model_engines[j], ctx.weights.path());
+          !back.ok()) {
+        status = internal_error(status.message() + "; restoring replica " + std::to_string(j) +
+                                " failed (" + back.message() +
+                                "): the replicas serve different weights; restart the server");
+      }
+    }
+  }
+  std::string message = "Succeeded to update model weights.";
+  if (status.ok()) {
+    ctx.weights.updated(u.model_path, u.weight_version);
+    if (!u.weight_version.empty())
+      message += " Weight version updated to " + u.weight_version + ".";
+    if (u.flush_cache && !ctx.engine.flush_cache()) {
+      status = invalid_argument(
+          "Weights were updated, but the cache was not flushed because requests are still "
+          "running. Retract or finish them, then call /flush_cache.");
+    }
+  } else if (status.code() == StatusCode::kInternal) {
+    ctx.unhealthy = true;  // mixed weights: an orchestrator should replace the server
+  }
+  if (!was_paused && !u.keep_pause) ctx.engine.continue_generation();
+  if (!status.ok()) {
+    SGL_LOG_ERROR << "weight update: " << status.message();
+    return weight_update_reply(false, status.message());
+  }
+  SGL_LOG_INFO << message;
+  return weight_update_reply(true, message);
 }
 
 }  // namespace
@@ -68,6 +178,15 @@ Reply handle_continue_generation(ServerContext& ctx, const HttpRequest& request)
     return Reply::of(
         json_response({{"message", "Generation continued successfully."}, {"status", "ok"}}));
   });
+}
+
+Reply handle_update_weights_from_disk(ServerContext& ctx, const HttpRequest& request) {
+  Result<json> o = request_json::parse_object(request.body);
+  if (!o.ok()) return Reply::of(error_response(o.status()));
+  Result<WeightUpdate> update = parse_weight_update(*o, ctx.info.load_format);
+  if (!update.ok()) return Reply::of(error_response(update.status()));
+  return on_admin_pool(ctx,
+                       [&ctx, u = std::move(update).value()] { return update_weights(ctx, u); });
 }
 
 }  // namespace sgl::server

@@ -11,10 +11,6 @@
 
 namespace sgl::server {
 
-// The served weights' version (SGLang's --weight-version default; sgl.cpp never updates weights
-// in place), in /get_model_info and /generate's meta_info.
-inline constexpr const char* kWeightVersion = "default";
-
 // OpenAI
 Reply handle_completions(ServerContext& ctx, const HttpRequest& request);       // completions.cpp
 Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request);  // chat.cpp
@@ -56,6 +52,7 @@ Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request);
 // generation_control_handlers.cpp
 Reply handle_pause_generation(ServerContext& ctx, const HttpRequest& request);
 Reply handle_continue_generation(ServerContext& ctx, const HttpRequest& request);
+Reply handle_update_weights_from_disk(ServerContext& ctx, const HttpRequest& request);
 Reply handle_tokenize(ServerContext& ctx, const HttpRequest& request);  // tokenize_handlers.cpp
 Reply handle_detokenize(ServerContext& ctx, const HttpRequest& request);
 Reply handle_metrics(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp

@@ -121,6 +121,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/slow_down", false, both, handle_slow_down},  // SGLang's, for tests
       {"/pause_generation", false, post, handle_pause_generation},
       {"/continue_generation", false, post, handle_continue_generation},
+      {"/update_weights_from_disk", false, post, handle_update_weights_from_disk},
       {"/tokenize", false, post, handle_tokenize},
       {"/v1/tokenize", false, post, handle_tokenize},
       {"/detokenize", false, post, handle_detokenize},

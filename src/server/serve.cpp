@@ -103,6 +103,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.device = options.device;
   info.tp_size = model_engine.model_runner->options().tp_size;
   info.ep_size = model_engine.model_runner->options().ep_size;
+  info.load_format = model_engine.model_runner->options().load_format;
   info.log_requests = options.log_requests;
   info.enable_response_store = options.enable_response_store;
   info.health_generates = options.health_generates;
@@ -212,6 +213,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
                                         chat_template ? &*chat_template : nullptr, info,
                                         options.api_key, *pool, *admin_pool);
   ctx->sampling_defaults = std::move(sampling_defaults);
+  ctx->model_engines = replicas;
   router = std::make_unique<Router>(*ctx);
   live_router = router.get();
 

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 
 #include "engine/data_parallel_controller.h"
 #include "server/grammar_backend.h"
@@ -15,6 +18,10 @@
 #include "server/work_pool.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
+
+namespace sgl::engine {
+struct ModelEngine;
+}  // namespace sgl::engine
 
 namespace sgl::server {
 
@@ -64,10 +71,37 @@ struct ServerInfo {
   // Strict tools under tool_choice auto are held by a grammar: the parser's call marker can be
   // written by the model (it has one, and it is not a special token the grammar cannot allow).
   bool strict_auto_tools = false;
-  int dp_size = 1;                  // --dp-size: engine replicas
-  int tp_size = 1;                  // --tp-size: tensor-parallel ranks of each replica
-  int ep_size = 1;                  // --ep-size: expert-parallel groups of those ranks
-  std::string load_balance_method;  // --load-balance-method (SGLang's name)
+  int dp_size = 1;                   // --dp-size: engine replicas
+  int tp_size = 1;                   // --tp-size: tensor-parallel ranks of each replica
+  int ep_size = 1;                   // --ep-size: expert-parallel groups of those ranks
+  std::string load_balance_method;   // --load-balance-method (SGLang's name)
+  std::string load_format = "auto";  // --load-format
+};
+
+// The checkpoint the weights came from and their version (SGLang's weight_version, "default"
+// until an update names one), which /update_weights_from_disk changes. Thread-safe.
+class ServedWeights {
+ public:
+  explicit ServedWeights(std::string path) : path_(std::move(path)) {}
+  std::string path() const {
+    std::lock_guard lock(mutex_);
+    return path_;
+  }
+  std::string version() const {
+    std::lock_guard lock(mutex_);
+    return version_;
+  }
+  // An update from `path`; `version` replaces the version unless empty (SGLang keeps it then).
+  void updated(std::string path, std::string version) {
+    std::lock_guard lock(mutex_);
+    path_ = std::move(path);
+    if (!version.empty()) version_ = std::move(version);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string path_;
+  std::string version_ = "default";
 };
 
 struct ServerContext {
@@ -106,6 +140,13 @@ struct ServerContext {
   // The latest /health_generate found the engine making no progress (SGLang's
   // ServerStatus.UnHealthy): /ping and /ready answer 503 until a probe finds it moving again.
   std::atomic<bool> unhealthy{false};
+  // The replicas' models, for /update_weights_from_disk (serve() sets them; empty: the route
+  // has no model to update). Outlive the context.
+  std::span<engine::ModelEngine> model_engines;
+  ServedWeights weights{info.model_path};
+  // Held by /pause_generation, /continue_generation and /update_weights_from_disk: one at a
+  // time, so no continue resumes the engine while an update writes the weights.
+  std::mutex generation_control;
 };
 
 }  // namespace sgl::server

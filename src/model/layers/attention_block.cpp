@@ -47,8 +47,8 @@ Status AttentionBlock::load(WeightLoader& w, const std::string& prefix) {
                      .tp = s.tp};
   SGL_RETURN_IF_ERROR(load_linear(w, qkv, qkv_proj_));
   if (s.qk_norm) {
-    SGL_ASSIGN_OR_RETURN(q_norm_, w.load_norm(prefix + "q_norm.weight", s.head_dim));
-    SGL_ASSIGN_OR_RETURN(k_norm_, w.load_norm(prefix + "k_norm.weight", s.head_dim));
+    SGL_RETURN_IF_ERROR(w.store(q_norm_, w.load_norm(prefix + "q_norm.weight", s.head_dim)));
+    SGL_RETURN_IF_ERROR(w.store(k_norm_, w.load_norm(prefix + "k_norm.weight", s.head_dim)));
   }
   return load_linear(w, o, o_proj_);
 }

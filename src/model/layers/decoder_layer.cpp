@@ -34,10 +34,11 @@ void DecoderLayer::plan_scratch(std::span<const DecoderLayer> layers,
 }
 
 Status DecoderLayer::load(WeightLoader& w, const std::string& prefix) {
-  SGL_ASSIGN_OR_RETURN(input_norm_, w.load_norm(prefix + "input_layernorm.weight", hidden_size_));
+  SGL_RETURN_IF_ERROR(
+      w.store(input_norm_, w.load_norm(prefix + "input_layernorm.weight", hidden_size_)));
   SGL_RETURN_IF_ERROR(attention_.load(w, prefix + "self_attn."));
-  SGL_ASSIGN_OR_RETURN(post_norm_,
-                       w.load_norm(prefix + "post_attention_layernorm.weight", hidden_size_));
+  SGL_RETURN_IF_ERROR(
+      w.store(post_norm_, w.load_norm(prefix + "post_attention_layernorm.weight", hidden_size_)));
   if (auto* moe = std::get_if<MoeMlp>(&mlp_)) return moe->load(w, prefix);
   return std::get<DenseMlp>(mlp_).load(w, prefix + "mlp.");
 }

@@ -76,15 +76,17 @@ Status load_linear(WeightLoader& weights, const LinearSpec& spec, Linear& out) {
   // A row shard's partial sums are added up: one rank adds the bias.
   const bool bias = spec.bias && !(spec.shard == ShardRule::kRow && tp.size > 1 && tp.rank > 0);
   if (spec.modules.size() == 1) {
-    SGL_ASSIGN_OR_RETURN(out.weight, weights.load(names[0], shapes[0], slices[0]));
+    SGL_RETURN_IF_ERROR(weights.store(out.weight, weights.load(names[0], shapes[0], slices[0])));
     if (bias) {
-      SGL_ASSIGN_OR_RETURN(out.bias, weights.load(bias_names[0], bias_shapes[0], bias_slices[0]));
+      SGL_RETURN_IF_ERROR(
+          weights.store(out.bias, weights.load(bias_names[0], bias_shapes[0], bias_slices[0])));
     }
     return Status::ok_status();
   }
-  SGL_ASSIGN_OR_RETURN(out.weight, weights.load_concat(names, shapes, slices));
+  SGL_RETURN_IF_ERROR(weights.store(out.weight, weights.load_concat(names, shapes, slices)));
   if (bias) {
-    SGL_ASSIGN_OR_RETURN(out.bias, weights.load_concat(bias_names, bias_shapes, bias_slices));
+    SGL_RETURN_IF_ERROR(
+        weights.store(out.bias, weights.load_concat(bias_names, bias_shapes, bias_slices)));
   }
   return Status::ok_status();
 }

@@ -112,11 +112,13 @@ Status MoeMlp::load(WeightLoader& w, const std::string& prefix) {
     cols = {.dim = 1, .start = r.start, .size = r.size};
   }
   const int64_t local = s.local_intermediate_size();
-  SGL_ASSIGN_OR_RETURN(w_gate_up_, w.load_stacked(gate_up, {i, h}, {e, 2 * local, h}, rows));
-  SGL_ASSIGN_OR_RETURN(w_down_, w.load_stacked(down, {h, i}, {e, h, local}, cols));
+  SGL_RETURN_IF_ERROR(
+      w.store(w_gate_up_, w.load_stacked(gate_up, {i, h}, {e, 2 * local, h}, rows)));
+  SGL_RETURN_IF_ERROR(w.store(w_down_, w.load_stacked(down, {h, i}, {e, h, local}, cols)));
   if (shared_expert_) {
     SGL_RETURN_IF_ERROR(shared_expert_->load(w, block + "shared_expert."));
-    SGL_ASSIGN_OR_RETURN(shared_expert_gate_, w.load(block + "shared_expert_gate.weight", {1, h}));
+    SGL_RETURN_IF_ERROR(
+        w.store(shared_expert_gate_, w.load(block + "shared_expert_gate.weight", {1, h})));
   }
   return Status::ok_status();
 }

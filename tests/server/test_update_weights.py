@@ -1,0 +1,186 @@
+# SGLang's /update_weights_from_disk (RL trainers push each step's checkpoint): the served
+# weights are overwritten in place with another checkpoint of the same network, after which
+# greedy outputs are exactly those of a server started on it; weight_version and model_path
+# follow; the cache of the old weights is flushed; a bad checkpoint is refused and changes
+# nothing; keep_pause, abort_all_requests and SGLang's refusal to flush under running requests.
+import array
+import json
+import shutil
+import struct
+import threading
+import time
+
+import pytest
+
+from conftest import MODEL, Server, raise_fd_limit, requests
+
+PROMPT = "Once upon a time"
+GREEDY = {"max_new_tokens": 24, "temperature": 0}
+
+
+def scaled_checkpoint(out, scale):
+    """stories260K with every weight times `scale`, in `out` (its tokenizer beside it)."""
+    out.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(MODEL / name, out / name)
+    blob = (MODEL / "model.safetensors").read_bytes()
+    n = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + n])
+    data = bytearray(blob[8 + n:])
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        assert t["dtype"] == "F32", t
+        begin, end = t["data_offsets"]
+        values = array.array("f", bytes(data[begin:end]))
+        data[begin:end] = array.array("f", (v * scale for v in values)).tobytes()
+    (out / "model.safetensors").write_bytes(blob[:8 + n] + bytes(data))
+    return out
+
+
+@pytest.fixture(scope="module")
+def next_step(tmp_path_factory):
+    return scaled_checkpoint(tmp_path_factory.mktemp("ckpt") / "step1", 0.8)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    raise_fd_limit()
+    srv = Server(tmp_path_factory.mktemp("update"))
+    yield srv
+    assert srv.stop() == 0, srv.log()
+
+
+def greedy(server, sampling=GREEDY):
+    r = server.post("/generate", {"text": PROMPT, "sampling_params": sampling}, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def update(server, path, **fields):
+    return server.post("/update_weights_from_disk", {"model_path": str(path), **fields},
+                       timeout=60)
+
+
+def fresh_output(tmp_path_factory, path, *args):
+    srv = Server(tmp_path_factory.mktemp("fresh"), *args, model=path)
+    try:
+        return greedy(srv)["text"]
+    finally:
+        assert srv.stop() == 0, srv.log()
+
+
+def test_bad_bodies_are_refused(server, next_step):
+    for body, field in (({}, "model_path"), ({"model_path": ""}, "model_path"),
+                        ({"model_path": str(next_step), "is_async": True}, "is_async"),
+                        ({"model_path": str(next_step), "load_format": "gguf"}, "load_format"),
+                        ({"model_path": str(next_step), "manifest": {"a": 1}}, "manifest"),
+                        ({"model_path": str(next_step), "token_step": 3}, "token_step"),
+                        ({"model_path": str(next_step), "weights": 1}, "weights")):
+        r = server.post("/update_weights_from_disk", body)
+        assert r.status_code == 400 and field in r.text, (body, r.text)
+
+
+def test_a_checkpoint_that_cannot_load_changes_nothing(server, tmp_path):
+    before = greedy(server)
+    r = update(server, tmp_path / "nowhere")
+    assert r.status_code == 400, r.text
+    assert r.json()["success"] is False and r.json()["num_paused_requests"] == 0, r.text
+    other = tmp_path / "other"
+    shutil.copytree(MODEL, other)
+    config = json.loads((other / "config.json").read_text())
+    config["rms_norm_eps"] = 0.5
+    (other / "config.json").write_text(json.dumps(config))
+    r = update(server, other)
+    assert r.status_code == 400 and "rms_norm_eps differs" in r.json()["message"], r.text
+    assert greedy(server)["text"] == before["text"]
+    info = server.get("/get_model_info").json()
+    assert info["model_path"] == str(MODEL) and info["weight_version"] == "default", info
+    assert server.get("/ready").status_code == 200  # the update's pause was lifted
+
+
+def test_an_update_serves_the_new_weights_exactly_and_back(server, next_step, tmp_path_factory):
+    before = greedy(server)["text"]
+    want = fresh_output(tmp_path_factory, next_step)
+    assert want != before, "the scaled checkpoint changes nothing"
+    r = update(server, next_step, weight_version="step-1")
+    assert r.status_code == 200, r.text
+    assert r.json() == {"success": True, "num_paused_requests": 0,
+                        "message": "Succeeded to update model weights. Weight version updated "
+                                   "to step-1."}, r.text
+    out = greedy(server)
+    # Not served from the cache the old weights made: the prompt is computed anew.
+    assert out["text"] == want and out["meta_info"]["cached_tokens"] == 0, out["meta_info"]
+    assert out["meta_info"]["weight_version"] == "step-1"
+    info = server.get("/get_model_info").json()
+    assert info["model_path"] == str(next_step) and info["weight_version"] == "step-1", info
+    assert server.get("/get_server_info").json()["model_path"] == str(next_step)
+    r = update(server, MODEL)  # no weight_version: it stays
+    assert r.status_code == 200, r.text
+    assert greedy(server)["text"] == before
+    assert server.get("/get_model_info").json()["weight_version"] == "step-1"
+
+
+def test_keep_pause_leaves_the_engine_paused(server, next_step):
+    r = update(server, next_step, keep_pause=True)
+    assert r.status_code == 200, r.text
+    assert server.get("/ready").status_code == 503
+    assert server.post("/continue_generation").status_code == 200
+    assert server.get("/ready").status_code == 200
+    assert update(server, MODEL).status_code == 200
+
+
+def run_long(server):
+    t_result = {}
+    body = {"text": PROMPT, "sampling_params": {"max_new_tokens": 150, "ignore_eos": True,
+                                                "temperature": 0}}
+    t = threading.Thread(target=lambda: t_result.update(
+        r=server.post("/generate", body, timeout=60).json()))
+    t.start()
+    deadline = time.monotonic() + 10
+    while server.state()["num_running_reqs"] == 0:
+        assert time.monotonic() < deadline, "the request never ran"
+        time.sleep(0.01)
+    return t, t_result
+
+
+def test_running_requests_go_on_and_keep_the_cache_from_flushing(server, next_step):
+    assert server.post("/slow_down", {"forward_sleep_time": 0.01}).status_code == 200
+    try:
+        t, result = run_long(server)
+        r = update(server, next_step)
+        # SGLang's answer: the weights changed, the cache could not be flushed under a request.
+        assert r.status_code == 400 and "cache was not flushed" in r.json()["message"], r.text
+        assert server.get("/get_model_info").json()["model_path"] == str(next_step)
+    finally:
+        server.post("/slow_down", {"forward_sleep_time": None})
+    t.join(60)
+    assert result["r"]["meta_info"]["completion_tokens"] == 150  # it went on
+    server.wait_idle_no_leak()
+    assert update(server, MODEL).status_code == 200
+
+
+def test_abort_all_requests_ends_what_runs(server, next_step):
+    assert server.post("/slow_down", {"forward_sleep_time": 0.01}).status_code == 200
+    try:
+        t, result = run_long(server)
+        r = update(server, next_step, abort_all_requests=True)
+        assert r.status_code == 200, r.text
+    finally:
+        server.post("/slow_down", {"forward_sleep_time": None})
+    t.join(60)
+    assert result["r"]["meta_info"]["finish_reason"]["type"] == "abort", result["r"]
+    assert update(server, MODEL).status_code == 200
+    server.wait_idle_no_leak()
+
+
+def test_every_tensor_parallel_rank_is_updated(next_step, tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("tp2"), "--tp-size", "2")
+    try:
+        before = greedy(srv)["text"]
+        assert update(srv, next_step).status_code == 200
+        assert greedy(srv)["text"] == fresh_output(tmp_path_factory, next_step, "--tp-size", "2")
+        assert update(srv, MODEL).status_code == 200
+        assert greedy(srv)["text"] == before
+    finally:
+        assert srv.stop() == 0, srv.log()
