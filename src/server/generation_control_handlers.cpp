@@ -1,6 +1,7 @@
 // SGLang's generation control for RL trainers and weight syncs: /pause_generation (mode abort,
-// retract or in_place), /continue_generation and /update_weights_from_disk. They wait for the
-// engine loops on the admin pool, one at a time: a pause answers once no batch runs.
+// retract or in_place), /continue_generation, /update_weights_from_disk and
+// /update_weight_version. They wait for the engine loops on the admin pool, one at a time: a
+// pause answers once no batch runs.
 #include <nlohmann/json.hpp>
 
 #include "core/logging.h"
@@ -187,6 +188,29 @@ Reply handle_update_weights_from_disk(ServerContext& ctx, const HttpRequest& req
   if (!update.ok()) return Reply::of(error_response(update.status()));
   return on_admin_pool(ctx,
                        [&ctx, u = std::move(update).value()] { return update_weights(ctx, u); });
+}
+
+// Names the served weights' version without touching them; aborts what runs unless
+// abort_all_requests is false (SGLang's default is true).
+Reply handle_update_weight_version(ServerContext& ctx, const HttpRequest& request) {
+  Result<json> o = request_json::parse_object(request.body);
+  if (!o.ok()) return Reply::of(error_response(o.status()));
+  std::string version;
+  bool abort_all_requests = true;
+  Status s = request_json::check_fields(*o, {"new_version", "abort_all_requests"});
+  if (s.ok()) s = request_json::read(*o, "new_version", version);
+  if (s.ok() && version.empty()) s = request_json::field_error("new_version", "is required");
+  if (s.ok()) s = request_json::read(*o, "abort_all_requests", abort_all_requests);
+  if (!s.ok()) return Reply::of(error_response(s));
+  return on_admin_pool(ctx, [&ctx, version, abort_all_requests] {
+    if (abort_all_requests) {
+      for (uint64_t rid : ctx.registry.all_rids()) ctx.engine.abort(rid);
+    }
+    ctx.weights.set_version(version);
+    return Reply::of(json_response({{"success", true},
+                                    {"message", "Weight version updated to " + version},
+                                    {"new_version", version}}));
+  });
 }
 
 }  // namespace sgl::server

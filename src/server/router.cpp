@@ -122,6 +122,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/pause_generation", false, post, handle_pause_generation},
       {"/continue_generation", false, post, handle_continue_generation},
       {"/update_weights_from_disk", false, post, handle_update_weights_from_disk},
+      {"/update_weight_version", false, post, handle_update_weight_version},
       {"/tokenize", false, post, handle_tokenize},
       {"/v1/tokenize", false, post, handle_tokenize},
       {"/detokenize", false, post, handle_detokenize},

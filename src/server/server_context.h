@@ -79,7 +79,8 @@ struct ServerInfo {
 };
 
 // The checkpoint the weights came from and their version (SGLang's weight_version, "default"
-// until an update names one), which /update_weights_from_disk changes. Thread-safe.
+// until an update names one), which /update_weights_from_disk and /update_weight_version
+// change. Thread-safe.
 class ServedWeights {
  public:
   explicit ServedWeights(std::string path) : path_(std::move(path)) {}
@@ -96,6 +97,10 @@ class ServedWeights {
     std::lock_guard lock(mutex_);
     path_ = std::move(path);
     if (!version.empty()) version_ = std::move(version);
+  }
+  void set_version(std::string version) {
+    std::lock_guard lock(mutex_);
+    version_ = std::move(version);
   }
 
  private:

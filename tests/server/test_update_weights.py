@@ -184,3 +184,28 @@ def test_every_tensor_parallel_rank_is_updated(next_step, tmp_path_factory):
         assert greedy(srv)["text"] == before
     finally:
         assert srv.stop() == 0, srv.log()
+
+
+def test_update_weight_version_names_the_weights(server):
+    for body, field in (({}, "new_version"), ({"new_version": 3}, "new_version"),
+                        ({"new_version": "v", "abort": True}, "abort")):
+        r = server.post("/update_weight_version", body)
+        assert r.status_code == 400 and field in r.text, (body, r.text)
+    before = greedy(server)["text"]
+    r = server.post("/update_weight_version", {"new_version": "rl-7"})
+    assert r.status_code == 200, r.text
+    assert r.json() == {"success": True, "message": "Weight version updated to rl-7",
+                        "new_version": "rl-7"}
+    out = greedy(server)
+    assert out["text"] == before and out["meta_info"]["weight_version"] == "rl-7"
+    assert server.get("/get_model_info").json()["weight_version"] == "rl-7"
+    # By default (SGLang's) what runs is aborted.
+    assert server.post("/slow_down", {"forward_sleep_time": 0.01}).status_code == 200
+    try:
+        t, result = run_long(server)
+        assert server.post("/update_weight_version", {"new_version": "rl-8"}).status_code == 200
+    finally:
+        server.post("/slow_down", {"forward_sleep_time": None})
+    t.join(60)
+    assert result["r"]["meta_info"]["finish_reason"]["type"] == "abort", result["r"]
+    server.wait_idle_no_leak()
