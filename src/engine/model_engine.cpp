@@ -267,19 +267,72 @@ Status run_follower_node(const std::filesystem::path& model_path,
   return Status::ok_status();
 }
 
+namespace {
+
+// Every tensor-parallel rank's runner of `replica`, all in this process (`what` names the
+// operation that needs them all in the refusal otherwise).
+Result<std::vector<runner::ModelRunner*>> local_ranks(ModelEngine& replica,
+                                                      const std::string& what) {
+  if (!replica.tp_workers) return std::vector<runner::ModelRunner*>{replica.model_runner.get()};
+  std::vector<runner::ModelRunner*> ranks = replica.tp_workers->ranks(*replica.model_runner);
+  if (static_cast<int>(ranks.size()) < replica.model_runner->options().tp_size) {
+    return unimplemented(what + " of a model served across nodes (--nnodes > 1)");
+  }
+  return ranks;
+}
+
+// Writes one rank's `share` (f32, of slice.shape_of(shape)) into `whole` (f32, of `shape`).
+void place_share(const runner::ModelRunner::HostWeight& share, std::vector<float>& whole) {
+  const std::vector<int64_t>& shape = share.shape;
+  const model::TensorSlice& slice = share.slice;
+  if (slice.whole()) {
+    whole = share.values;
+    return;
+  }
+  // Rows [outer, dim's extent, inner]: the slice is a range of the middle one.
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < slice.dim; ++d) outer *= shape[d];
+  for (size_t d = static_cast<size_t>(slice.dim) + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t extent = shape[static_cast<size_t>(slice.dim)];
+  for (int64_t o = 0; o < outer; ++o) {
+    std::copy_n(share.values.begin() + o * slice.size * inner, slice.size * inner,
+                whole.begin() + (o * extent + slice.start) * inner);
+  }
+}
+
+}  // namespace
+
+Result<WeightValues> get_weights_by_name(ModelEngine& replica, const std::string& name) {
+  SGL_ASSIGN_OR_RETURN(std::vector<runner::ModelRunner*> ranks,
+                       local_ranks(replica, "reading the weights"));
+  std::optional<WeightValues> out;
+  Status missing = Status::ok_status();
+  for (runner::ModelRunner* rank : ranks) {
+    Result<runner::ModelRunner::HostWeight> share = rank->read_weight(name);
+    if (!share.ok()) {
+      if (share.status().code() != StatusCode::kNotFound) return share.status();
+      missing = share.status();  // another expert group's expert: held by another rank
+      continue;
+    }
+    if (!out) {
+      int64_t numel = 1;
+      for (int64_t d : share->shape) numel *= d;
+      out = WeightValues{share->shape, std::vector<float>(static_cast<size_t>(numel))};
+    }
+    place_share(*share, out->values);
+  }
+  if (!out) return missing;
+  return std::move(*out);
+}
+
 Status update_weights_from_disk(ModelEngine& replica, const std::filesystem::path& path) {
   if (!replica.eagle_drafts.empty()) {
     return unimplemented(
         "updating the weights with --speculative-algorithm: the draft head's own weights would "
         "stay those trained against the served model");
   }
-  std::vector<runner::ModelRunner*> ranks = {replica.model_runner.get()};
-  if (replica.tp_workers) {
-    ranks = replica.tp_workers->ranks(*replica.model_runner);
-    if (static_cast<int>(ranks.size()) < replica.model_runner->options().tp_size) {
-      return unimplemented("updating the weights of a model served across nodes (--nnodes > 1)");
-    }
-  }
+  SGL_ASSIGN_OR_RETURN(std::vector<runner::ModelRunner*> ranks,
+                       local_ranks(replica, "updating the weights"));
   const std::filesystem::path previous = replica.model_runner->weights_path();
   for (size_t i = 0; i < ranks.size(); ++i) {
     const Status updated = ranks[i]->update_weights_from_disk(path);

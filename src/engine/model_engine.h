@@ -45,6 +45,15 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
 // ranks are out of reach here).
 Status update_weights_from_disk(ModelEngine& replica, const std::filesystem::path& path);
 
+// SGLang's get_weights_by_name on one replica: the weight the checkpoint calls `name`, its
+// tensor-parallel shares put together, as f32 (row-major) with its shape; NotFound for a name
+// no rank holds. The engine must be paused. Not across nodes.
+struct WeightValues {
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+Result<WeightValues> get_weights_by_name(ModelEngine& replica, const std::string& name);
+
 // A node other than node 0 (SGLang's --node-rank > 0, with the same flags as node 0): joins
 // node 0, loads this node's tensor-parallel ranks and runs every batch node 0 sends until it
 // stops (OK) or its link breaks (the error).

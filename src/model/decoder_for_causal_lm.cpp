@@ -125,6 +125,22 @@ Status DecoderForCausalLM::update_weights(WeightLoader& weights, bool& overwritt
   return uploaded;
 }
 
+Result<WeightView> DecoderForCausalLM::find_weight(const std::string& name) {
+  // The load run check-only over the loaded Buffers, with no source: it maps every name.
+  WeightMap map;
+  WeightLoader locate(nullptr, cpu_allocator(), DType::kF32,
+                      backend::Stream{Device::cpu(), nullptr});
+  locate.set_check_only(true);
+  locate.set_weight_map(&map);
+  SGL_RETURN_IF_ERROR(load_weights(locate));
+  const bool tied_head = name == "lm_head.weight" && config_.tie_word_embeddings;
+  const auto it = map.find(tied_head ? weight_prefix_ + "embed_tokens.weight" : name);
+  if (it == map.end()) return not_found("the model holds no weight named '" + name + "'");
+  const WeightLocation& w = it->second;
+  return WeightView{w.slot->tensor().reshape(w.rows).slice_rows(w.first_row, w.num_rows), w.shape,
+                    w.slice};
+}
+
 // Every tensor is queued before any is waited for (WeightLoader::finish, in check_and_load()).
 Status DecoderForCausalLM::load_weights(WeightLoader& w) {
   const ModelConfig& c = config_;

@@ -48,6 +48,7 @@ class DecoderForCausalLM : public Model {
   ModelOutput forward(const ForwardBatch& fb, ModelContext& ctx) override;
   EmbedAndHead embed_and_head() const override;
   Status update_weights(WeightLoader& weights, bool& overwritten) override;
+  Result<WeightView> find_weight(const std::string& name) override;
 
  protected:
   // Builds nothing: the layers are built once the config's bounds have been checked.

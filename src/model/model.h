@@ -13,6 +13,7 @@
 #include "model/expert_parallel.h"
 #include "model/model_config.h"
 #include "model/tensor_parallel.h"
+#include "model/weight_source.h"
 
 namespace sgl::model {
 
@@ -87,6 +88,13 @@ struct ModelOutput {
 struct Linear;
 class WeightLoader;
 
+// One checkpoint tensor as this rank holds it (Model::find_weight).
+struct WeightView {
+  Tensor values;               // the rank's share, in the model's memory and dtype
+  std::vector<int64_t> shape;  // the whole tensor's shape in the checkpoint
+  TensorSlice slice;           // which share of it `values` is (whole at one rank)
+};
+
 // A causal LM's token embedding and LM head as EAGLE draft heads share them (SGLang's
 // get_embed_and_head): the model's own, valid while it lives. At tp > 1 each holds the rank's
 // vocabulary rows (vocab-parallel, model/layers/linear.h: embed_tokens / lm_head_logits).
@@ -113,6 +121,10 @@ class Model {
   // has been written: a read failing after that leaves the weights mixed (the caller loads the
   // previous checkpoint back).
   virtual Status update_weights(WeightLoader& weights, bool& overwritten) = 0;
+  // The weight the checkpoint calls `name` as this rank holds it (SGLang's get_weights_by_name;
+  // a tied LM head answers with the embedding); NotFound for one it does not hold. No forward
+  // may run meanwhile.
+  virtual Result<WeightView> find_weight(const std::string& name) = 0;
 };
 
 }  // namespace sgl::model

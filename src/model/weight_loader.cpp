@@ -107,6 +107,11 @@ Result<Buffer> WeightLoader::load(const std::string& name, std::vector<int64_t> 
                                   const TensorSlice& slice) {
   if (check_only_) {
     SGL_RETURN_IF_ERROR(check(name, shape, slice));
+    if (weight_map_ != nullptr) {
+      std::vector<int64_t> rows = slice.shape_of(shape);
+      const int64_t n = rows[0];
+      unstored_.push_back({name, {nullptr, std::move(rows), 0, n, shape, slice}});
+    }
     return Buffer();
   }
   if (source_ == nullptr) {
@@ -158,8 +163,14 @@ Result<Buffer> WeightLoader::load_rows(const std::vector<std::string>& names,
   SGL_CHECK_EQ(std::accumulate(rows.begin(), rows.end(), int64_t{1}, std::multiplies<>()),
                std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
   if (check_only_) {
+    int64_t row = 0;
     for (size_t i = 0; i < names.size(); ++i) {
       SGL_RETURN_IF_ERROR(check(names[i], full_shapes[i], slices[i]));
+      if (weight_map_ != nullptr) {
+        unstored_.push_back(
+            {names[i], {nullptr, rows, row, shapes[i][0], full_shapes[i], slices[i]}});
+      }
+      row += shapes[i][0];
     }
     return Buffer();
   }
@@ -188,7 +199,14 @@ Result<Buffer> WeightLoader::load_norm(const std::string& name, int64_t size) {
 
 Status WeightLoader::store(Buffer& slot, Result<Buffer> loaded) {
   SGL_RETURN_IF_ERROR(loaded.status());
-  if (check_only_) return Status::ok_status();
+  if (check_only_) {
+    for (auto& [name, location] : unstored_) {
+      location.slot = &slot;
+      (*weight_map_)[name] = std::move(location);
+    }
+    unstored_.clear();
+    return Status::ok_status();
+  }
   if (!in_place_) {
     slot = std::move(loaded).value();
     return Status::ok_status();

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,17 @@
 #include "model/weight_uploader.h"
 
 namespace sgl::model {
+
+// Where one checkpoint tensor sits in a loaded model (WeightLoader::set_weight_map).
+struct WeightLocation {
+  const Buffer* slot = nullptr;  // the block's Buffer that holds it
+  std::vector<int64_t> rows;     // the slot viewed as its parts stacked along dim 0
+  int64_t first_row = 0;         // this tensor's rows in that view
+  int64_t num_rows = 0;
+  std::vector<int64_t> shape;  // the whole tensor's shape in the checkpoint
+  TensorSlice slice;           // the share of it the slot holds (whole at one rank)
+};
+using WeightMap = std::map<std::string, WeightLocation>;
 
 // Where weights come from: a WeightSource (safetensors checkpoint, GGUF file), or random values
 // (--load-format dummy).
@@ -74,6 +86,10 @@ class WeightLoader {
   void set_check_only(bool on) { check_only_ = on; }
   // Bytes (in dtype()) of the tensors loaded while check-only.
   int64_t checked_bytes() const { return checked_bytes_; }
+  // While check-only with a map, store() records in `*map` where each tensor checked since the
+  // previous store() sits in `slot` (a model's load run this way over its loaded Buffers maps
+  // checkpoint names to its memory: /get_weights_by_name). Null: none.
+  void set_weight_map(WeightMap* map) { weight_map_ = map; }
   // The source's tensors that no check-only load asked for and that expect_unread() did not
   // name, sorted: what the model never reads (empty for dummy weights).
   std::vector<std::string> unread_tensors() const;
@@ -123,6 +139,9 @@ class WeightLoader {
   uint64_t dummy_count_ = 0;  // each dummy tensor draws from its own seed
   bool check_only_ = false;
   bool in_place_ = false;
+  WeightMap* weight_map_ = nullptr;
+  // With a weight map: the tensors checked since the last store(), where they will sit.
+  std::vector<std::pair<std::string, WeightLocation>> unstored_;
   int64_t checked_bytes_ = 0;
   std::unordered_set<std::string> asked_;     // checked or expected unread (unread_tensors())
   std::unique_ptr<WeightUploader> uploader_;  // with a source

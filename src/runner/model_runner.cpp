@@ -189,6 +189,19 @@ Status ModelRunner::update_weights_from_disk(const std::filesystem::path& path) 
   return updated;
 }
 
+Result<ModelRunner::HostWeight> ModelRunner::read_weight(const std::string& name) {
+  SGL_ASSIGN_OR_RETURN(model::WeightView view, model_->find_weight(name));
+  const Tensor& v = view.values;
+  Buffer stored(cpu_allocator(), v.dtype(), v.shape());
+  kernels::copy(v, stored, stream_);
+  backend::synchronize(stream_);
+  HostWeight out{std::vector<float>(static_cast<size_t>(v.numel())), std::move(view.shape),
+                 view.slice};
+  const Tensor f32(out.values.data(), DType::kF32, stored.tensor().shape());
+  kernels::copy(stored, f32, backend::Stream{Device::cpu(), nullptr});
+  return out;
+}
+
 Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRunnerOptions& options,
                          distributed::Communicator* tp_group) {
   options_ = options;

@@ -106,6 +106,15 @@ class ModelRunner {
   // error nothing changed: a read that fails part way loads the previous checkpoint back (and
   // if that fails too, kInternal says the weights are mixed).
   Status update_weights_from_disk(const std::filesystem::path& path);
+  // The weight the checkpoint calls `name`, this rank's share of it copied to the host as f32
+  // (model::Model::find_weight; NotFound for one this rank does not hold). No forward may run
+  // meanwhile.
+  struct HostWeight {
+    std::vector<float> values;   // the share, row-major
+    std::vector<int64_t> shape;  // the whole tensor's
+    model::TensorSlice slice;    // which share `values` is
+  };
+  Result<HostWeight> read_weight(const std::string& name);
   // The sizes a draft head beside this runner is planned and loaded for.
   DraftTargetSizes draft_target_sizes() const {
     return {options_.max_num_tokens, options_.max_batch_size, context_length_, options_.tp_size};

@@ -1,8 +1,10 @@
 // SGLang's generation control for RL trainers and weight syncs: /pause_generation (mode abort,
-// retract or in_place), /continue_generation, /update_weights_from_disk and
-// /update_weight_version. They wait for the engine loops on the admin pool, one at a time: a
+// retract or in_place), /continue_generation, /update_weights_from_disk, /update_weight_version
+// and /get_weights_by_name. They wait for the engine loops on the admin pool, one at a time: a
 // pause answers once no batch runs.
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/logging.h"
 #include "engine/model_engine.h"
@@ -210,6 +212,57 @@ Reply handle_update_weight_version(ServerContext& ctx, const HttpRequest& reques
     return Reply::of(json_response({{"success", true},
                                     {"message", "Weight version updated to " + version},
                                     {"new_version", version}}));
+  });
+}
+
+// A weight as SGLang's get_weights_by_name gives it: its first `truncate_size` rows (values of
+// a 1-D one), as f32.
+json weight_json(const engine::WeightValues& w, int64_t truncate_size) {
+  json out = json::array();
+  const int64_t rows = w.shape.empty() ? 1 : w.shape[0];
+  const int64_t row_size = rows > 0 ? static_cast<int64_t>(w.values.size()) / rows : 0;
+  for (int64_t r = 0; r < std::min(rows, truncate_size); ++r) {
+    if (w.shape.size() <= 1) {
+      out.push_back(w.values[static_cast<size_t>(r)]);
+      continue;
+    }
+    // (A tensor of more than two dimensions keeps its rows flat.)
+    const auto row = w.values.begin() + r * row_size;
+    out.push_back(json(std::vector<float>(row, row + row_size)));
+  }
+  return out;
+}
+
+// SGLang's /get_weights_by_name (RL trainers check a weight sync with it): the weight the
+// checkpoint calls `name`, read between engine steps; one per replica at --dp-size > 1.
+Reply handle_get_weights_by_name(ServerContext& ctx, const HttpRequest& request) {
+  Result<json> o = request_json::parse_object(request.body);
+  if (!o.ok()) return Reply::of(error_response(o.status()));
+  std::string name;
+  int64_t truncate_size = 100;
+  Status s = request_json::check_fields(*o, {"name", "truncate_size"});
+  if (s.ok()) s = request_json::read(*o, "name", name);
+  if (s.ok() && name.empty()) s = request_json::field_error("name", "is required");
+  if (s.ok()) s = request_json::read(*o, "truncate_size", truncate_size);
+  if (s.ok() && truncate_size < 0) s = request_json::field_error("truncate_size", "must be >= 0");
+  if (!s.ok()) return Reply::of(error_response(s));
+  return on_admin_pool(ctx, [&ctx, name, truncate_size] {
+    if (ctx.model_engines.empty()) return Reply::of(error_response(400, "no model to read"));
+    const bool was_paused = ctx.engine.paused();
+    if (!was_paused) ctx.engine.pause_generation(engine::PauseMode::kInPlace);
+    json replicas = json::array();
+    Status status = Status::ok_status();
+    for (engine::ModelEngine& replica : ctx.model_engines) {
+      Result<engine::WeightValues> w = engine::get_weights_by_name(replica, name);
+      if (!w.ok()) {
+        status = w.status();
+        break;
+      }
+      replicas.push_back(weight_json(*w, truncate_size));
+    }
+    if (!was_paused) ctx.engine.continue_generation();
+    if (!status.ok()) return Reply::of(error_response(status));
+    return Reply::of(json_response(replicas.size() == 1 ? replicas[0] : replicas));
   });
 }
 

@@ -54,6 +54,7 @@ Reply handle_pause_generation(ServerContext& ctx, const HttpRequest& request);
 Reply handle_continue_generation(ServerContext& ctx, const HttpRequest& request);
 Reply handle_update_weights_from_disk(ServerContext& ctx, const HttpRequest& request);
 Reply handle_update_weight_version(ServerContext& ctx, const HttpRequest& request);
+Reply handle_get_weights_by_name(ServerContext& ctx, const HttpRequest& request);
 Reply handle_tokenize(ServerContext& ctx, const HttpRequest& request);  // tokenize_handlers.cpp
 Reply handle_detokenize(ServerContext& ctx, const HttpRequest& request);
 Reply handle_metrics(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp

@@ -123,6 +123,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/continue_generation", false, post, handle_continue_generation},
       {"/update_weights_from_disk", false, post, handle_update_weights_from_disk},
       {"/update_weight_version", false, post, handle_update_weight_version},
+      {"/get_weights_by_name", false, both, handle_get_weights_by_name},  // SGLang's methods
       {"/tokenize", false, post, handle_tokenize},
       {"/v1/tokenize", false, post, handle_tokenize},
       {"/detokenize", false, post, handle_detokenize},

@@ -2,8 +2,9 @@
 // overwritten with another checkpoint of the same network gives exactly the logits a runner
 // loaded from that checkpoint gives, and back; a checkpoint of another network, or one missing a
 // tensor, is refused and changes nothing; a read that fails part way says the weights were
-// touched. Dense, MoE (stacked experts) and shared-expert models. Built with SGL_TEST_ON_CUDA:
-// the same on the GPU in float32.
+// touched. Reading weights back by name (get_weights_by_name): every checkpoint tensor, fused,
+// stacked or tied, reads back as the checkpoint holds it. Dense, MoE (stacked experts) and
+// shared-expert models. Built with SGL_TEST_ON_CUDA: the same on the GPU in float32.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -103,6 +104,53 @@ TEST_P(WeightUpdate, GivesTheNewCheckpointsLogitsThenTheOldOnesBack) {
   ASSERT_TRUE(served->update_weights_from_disk(original).ok());
   EXPECT_EQ(served->weights_path(), original);
   EXPECT_EQ(max_abs_diff(prefill_logits(*served, kPrompt), before), 0.0);
+}
+
+// Every tensor of the checkpoint reads back as it is stored (f32 here), wherever the model keeps
+// it: fused qkv and gate_up rows, stacked experts, norms; the tied LM head as the embedding.
+TEST_P(WeightUpdate, EveryCheckpointTensorReadsBackByName) {
+  const fs::path path = testdata_models_dir() / GetParam();
+  auto served = make_runner(path);
+  ASSERT_TRUE(served);
+  Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(path);
+  ASSERT_TRUE(ckpt.ok());
+  for (const std::string& name : (*ckpt)->names()) {
+    const TensorInfo* t = (*ckpt)->find(name);
+    std::vector<float> want(static_cast<size_t>(t->numel()));
+    ASSERT_TRUE(tensor_to_f32(*t, want.data()).ok());
+    Result<runner::ModelRunner::HostWeight> got = served->read_weight(name);
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status().to_string();
+    EXPECT_EQ(got->shape, t->shape) << name;
+    EXPECT_TRUE(got->slice.whole()) << name;
+    EXPECT_EQ(got->values, want) << name;
+  }
+  test_util::expect_status(served->read_weight("model.layers.0.mlp.nothing.weight").status(),
+                           StatusCode::kNotFound, {"no weight named"});
+}
+
+TEST(WeightRead, ATiedHeadReadsAsTheEmbedding) {
+  auto served = make_runner(testdata_models_dir() / "tiny-llama-tied");
+  ASSERT_TRUE(served);
+  Result<runner::ModelRunner::HostWeight> head = served->read_weight("lm_head.weight");
+  Result<runner::ModelRunner::HostWeight> embed = served->read_weight("model.embed_tokens.weight");
+  ASSERT_TRUE(head.ok() && embed.ok());
+  EXPECT_EQ(head->values, embed->values);
+}
+
+TEST(WeightRead, AnUpdatedWeightReadsAsTheNewCheckpoints) {
+  TempDir dir;
+  auto served = make_runner(testdata_models_dir() / "tiny-qwen3-moe");
+  ASSERT_TRUE(served);
+  const std::string name = "model.layers.1.mlp.experts.3.up_proj.weight";
+  Result<runner::ModelRunner::HostWeight> before = served->read_weight(name);
+  ASSERT_TRUE(before.ok());
+  ASSERT_TRUE(
+      served->update_weights_from_disk(scaled_checkpoint(dir.path(), "tiny-qwen3-moe", 0.5f)).ok());
+  Result<runner::ModelRunner::HostWeight> after = served->read_weight(name);
+  ASSERT_TRUE(after.ok());
+  std::vector<float> want = before->values;
+  for (float& v : want) v *= 0.5f;
+  EXPECT_EQ(after->values, want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, WeightUpdate,

@@ -3,6 +3,8 @@
 # greedy outputs are exactly those of a server started on it; weight_version and model_path
 # follow; the cache of the old weights is flushed; a bad checkpoint is refused and changes
 # nothing; keep_pause, abort_all_requests and SGLang's refusal to flush under running requests.
+# /get_weights_by_name reads a weight back as the checkpoint holds it (its tensor-parallel shares
+# put together), before and after an update.
 import array
 import json
 import shutil
@@ -36,6 +38,26 @@ def scaled_checkpoint(out, scale):
         data[begin:end] = array.array("f", (v * scale for v in values)).tobytes()
     (out / "model.safetensors").write_bytes(blob[:8 + n] + bytes(data))
     return out
+
+
+def checkpoint_rows(path, name, rows, scale=1.0):
+    """The first `rows` rows of tensor `name` in the F32 checkpoint at `path` (values of a
+    1-D one), times `scale`."""
+    blob = (path / "model.safetensors").read_bytes()
+    n = struct.unpack("<Q", blob[:8])[0]
+    t = json.loads(blob[8:8 + n])[name]
+    begin, end = t["data_offsets"]
+    values = [v * scale for v in array.array("f", blob[8 + n + begin:8 + n + end])]
+    if len(t["shape"]) == 1:
+        return values[:rows]
+    width = t["shape"][1]
+    return [values[r * width:(r + 1) * width] for r in range(min(rows, t["shape"][0]))]
+
+
+def weights_by_name(server, name, truncate_size):
+    r = server.post("/get_weights_by_name", {"name": name, "truncate_size": truncate_size})
+    assert r.status_code == 200, r.text
+    return r.json()
 
 
 @pytest.fixture(scope="module")
@@ -209,3 +231,36 @@ def test_update_weight_version_names_the_weights(server):
     t.join(60)
     assert result["r"]["meta_info"]["finish_reason"]["type"] == "abort", result["r"]
     server.wait_idle_no_leak()
+
+
+NAMES = ("model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight",
+         "model.layers.1.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+         "model.layers.0.mlp.up_proj.weight", "model.layers.1.mlp.down_proj.weight",
+         "model.layers.0.input_layernorm.weight", "model.norm.weight")
+
+
+def test_get_weights_by_name_reads_the_served_weights(server, next_step):
+    for body, field in (({}, "name"), ({"name": "x", "truncate_size": -1}, "truncate_size"),
+                        ({"name": "x", "size": 3}, "size")):
+        r = server.post("/get_weights_by_name", body)
+        assert r.status_code == 400 and field in r.text, (body, r.text)
+    r = server.post("/get_weights_by_name", {"name": "model.layers.0.nothing.weight"})
+    assert r.status_code == 404 and "no weight named" in r.text, r.text
+    for name in NAMES:
+        assert weights_by_name(server, name, 3) == checkpoint_rows(MODEL, name, 3), name
+    assert len(weights_by_name(server, "model.norm.weight", 100)) == 64  # every value, 100 asked
+    assert update(server, next_step).status_code == 200
+    try:
+        for name in NAMES:
+            assert weights_by_name(server, name, 2) == checkpoint_rows(next_step, name, 2), name
+    finally:
+        assert update(server, MODEL).status_code == 200
+
+
+def test_get_weights_by_name_puts_the_tensor_parallel_shares_together(tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("tp2read"), "--tp-size", "2")
+    try:
+        for name in NAMES:
+            assert weights_by_name(srv, name, 4) == checkpoint_rows(MODEL, name, 4), name
+    finally:
+        assert srv.stop() == 0, srv.log()
