@@ -214,9 +214,7 @@ Status WeightLoader::store(Buffer& slot, Result<Buffer> loaded) {
   if (uploader_ != nullptr) SGL_RETURN_IF_ERROR(uploader_->finish());
   const Tensor from = loaded->tensor(), to = slot.tensor();
   if (from.dtype() != to.dtype() || !std::ranges::equal(from.shape(), to.shape())) {
-    return internal_error(
-        "a weight loaded in place has another shape or dtype than the one "
-        "it replaces");
+    return internal_error("a weight loaded in place differs in shape or dtype from the one there");
   }
   kernels::copy(from, to, stream_);
   backend::synchronize(stream_);  // before `loaded` is freed

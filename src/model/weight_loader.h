@@ -70,7 +70,8 @@ class WeightLoader {
   Status store(Buffer& slot, Result<Buffer> loaded);
   // While on, store() overwrites the model's Buffers instead of replacing them (a weight update,
   // /update_weights_from_disk); each tensor is read and copied before the next is queued, so the
-  // update needs memory for one tensor, not a second model.
+  // update needs memory for one tensor, not a second model (host memory, with a loader over
+  // the host allocator: the copy crosses to the device).
   void set_in_place(bool on) { in_place_ = on; }
 
   bool has(const std::string& name) const;

@@ -165,7 +165,9 @@ Status ModelRunner::update_weights_from_disk(const std::filesystem::path& path) 
     overwritten = false;
     SGL_ASSIGN_OR_RETURN(model::ModelSource source, model::open_model_source(from, source_options));
     SGL_RETURN_IF_ERROR(model::check_same_network(config(), source.config, from.string()));
-    model::WeightLoader weights(source.weights.get(), *allocator_, compute_dtype(), stream_,
+    // Each tensor is read into host memory and copied over the served one: the device needs no
+    // room for a second copy of even one tensor (its memory is the KV pool's).
+    model::WeightLoader weights(source.weights.get(), cpu_allocator(), compute_dtype(), stream_,
                                 options_.seed);
     return model_->update_weights(weights, overwritten);
   };

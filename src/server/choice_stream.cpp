@@ -104,9 +104,10 @@ std::optional<ChoiceDelta> ChoiceStream::pull() {
   if (!event) return std::nullopt;
   const size_t n = event->token_ids.size();
   if (n > 0) {
-    // Timed when the engine produced them, not when this reader took them.
-    const double first = seconds(event->first_token_time);
-    const double last = seconds(event->last_token_time);
+    // Timed when the engine produced them, not when this reader took them (a first token that
+    // came before this stream was made, just after the submission, counts from then).
+    const double first = std::max(seconds(event->first_token_time), start_s_);
+    const double last = std::max(seconds(event->last_token_time), first);
     size_t gaps = n;
     if (total_.token_ids.empty()) {
       first_token_s_ = first;

@@ -10,8 +10,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,7 +27,6 @@ namespace sgl::model {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::json;
 using test_util::max_abs_diff;
 using test_util::prefill_logits;
 using test_util::raw_bytes;
@@ -38,13 +35,6 @@ using test_util::TempDir;
 using test_util::testdata_models_dir;
 
 const std::vector<int32_t> kPrompt = {1, 5, 9, 2, 7, 3};
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The test model `model` as f32 with every value times `scale` (the trainer's next step, as far
 // as a test can tell), in `dir`; `drop` names a tensor left out.
@@ -64,7 +54,7 @@ fs::path scaled_checkpoint(const fs::path& dir, const std::string& model, float 
   }
   const fs::path out = dir / (model + "-x" + std::to_string(scale) + (drop.empty() ? "" : "-cut"));
   fs::create_directories(out);
-  std::ofstream(out / "config.json") << read_text(src / "config.json");
+  fs::copy_file(src / "config.json", out / "config.json");
   std::ofstream(out / "model.safetensors", std::ios::binary)
       << test_util::build_safetensors(tensors, R"({"format":"pt"})");
   return out;
