@@ -8,6 +8,7 @@
 #include <new>
 
 #include "backend/backend.h"
+#include "backend/devices.h"
 #include "core/logging.h"
 #include "distributed/nccl_communicator.h"
 #include "kernels/copy.h"
@@ -158,6 +159,7 @@ Status ModelRunner::update_weights_from_disk(const std::filesystem::path& path) 
         "the served weights are dummy (--load-format dummy): there is no "
         "checkpoint to update from or roll back to");
   }
+  backend::set_current_device(options_.device);  // the caller may be any thread (a rank's GPU)
   model::ModelSourceOptions source_options;
   source_options.config_overrides = options_.json_model_override_args;
   // Reads `from` over the served weights; `overwritten`: whether any was written.
@@ -192,6 +194,7 @@ Status ModelRunner::update_weights_from_disk(const std::filesystem::path& path) 
 }
 
 Result<ModelRunner::HostWeight> ModelRunner::read_weight(const std::string& name) {
+  backend::set_current_device(options_.device);
   SGL_ASSIGN_OR_RETURN(model::WeightView view, model_->find_weight(name));
   const Tensor& v = view.values;
   Buffer stored(cpu_allocator(), v.dtype(), v.shape());
