@@ -55,9 +55,15 @@ def checkpoint_rows(path, name, rows, scale=1.0):
 
 
 def weights_by_name(server, name, truncate_size):
+    """The weight as the server reads it; behind several replicas (SGLang's: one answer each)
+    every replica's, checked equal."""
     r = server.post("/get_weights_by_name", {"name": name, "truncate_size": truncate_size})
     assert r.status_code == 200, r.text
-    return r.json()
+    if len(server.states()) == 1:
+        return r.json()
+    replicas = r.json()
+    assert len(replicas) == len(server.states()) and all(w == replicas[0] for w in replicas)
+    return replicas[0]
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +166,7 @@ def run_long(server):
         r=server.post("/generate", body, timeout=60).json()))
     t.start()
     deadline = time.monotonic() + 10
-    while server.state()["num_running_reqs"] == 0:
+    while sum(s["num_running_reqs"] for s in server.states()) == 0:
         assert time.monotonic() < deadline, "the request never ran"
         time.sleep(0.01)
     return t, t_result
