@@ -343,9 +343,7 @@ bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
     } else if (auto* p = std::get_if<Pause>(&m)) {
       paused_ = true;
       last_gen_throughput_ = 0;
-      if (p->mode == PauseMode::kAbort) {
-        for (auto& [rid, tracked] : streams_) scheduler_->abort(rid, "aborted by pause_generation");
-      }
+      if (p->mode == PauseMode::kAbort) abort_all("aborted by pause_generation", 0);
       settling_pauses_.push_back(std::move(*p));
     } else if (auto* c = std::get_if<Continue>(&m)) {
       paused_ = false;

@@ -325,23 +325,28 @@ Result<WeightValues> get_weights_by_name(ModelEngine& replica, const std::string
   return std::move(*out);
 }
 
-Status update_weights_from_disk(ModelEngine& replica, const std::filesystem::path& path) {
-  if (!replica.eagle_drafts.empty()) {
-    return unimplemented(
-        "updating the weights with --speculative-algorithm: the draft head's own weights would "
-        "stay those trained against the served model");
+Status update_weights_from_disk(std::span<ModelEngine> replicas,
+                                const std::filesystem::path& path) {
+  std::vector<runner::ModelRunner*> ranks;  // every replica's, in order
+  for (ModelEngine& replica : replicas) {
+    if (!replica.eagle_drafts.empty()) {
+      return unimplemented(
+          "updating the weights with --speculative-algorithm: the draft head's own weights "
+          "would stay those trained against the served model");
+    }
+    SGL_ASSIGN_OR_RETURN(std::vector<runner::ModelRunner*> local,
+                         local_ranks(replica, "updating the weights"));
+    ranks.insert(ranks.end(), local.begin(), local.end());
   }
-  SGL_ASSIGN_OR_RETURN(std::vector<runner::ModelRunner*> ranks,
-                       local_ranks(replica, "updating the weights"));
-  const std::filesystem::path previous = replica.model_runner->weights_path();
+  const std::filesystem::path previous = ranks.front()->weights_path();  // every rank's
   for (size_t i = 0; i < ranks.size(); ++i) {
     const Status updated = ranks[i]->update_weights_from_disk(path);
     if (updated.ok()) continue;
+    // The ranks already updated load their checkpoint back: all serve one model.
     for (size_t j = 0; j < i; ++j) {
       if (const Status restored = ranks[j]->update_weights_from_disk(previous); !restored.ok()) {
-        return internal_error("updating the weights failed on rank " + std::to_string(i) + " (" +
-                              updated.message() + ") and restoring rank " + std::to_string(j) +
-                              " failed too (" + restored.message() +
+        return internal_error("updating the weights failed (" + updated.message() +
+                              ") and restoring an updated rank failed too (" + restored.message() +
                               "): the served weights are mixed; restart the server");
       }
     }

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "distributed/bootstrap.h"
@@ -37,13 +38,13 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                                         const std::vector<int32_t>& extra_eos_ids = {},
                                         const distributed::MultiNode& nodes = {});
 
-// SGLang's update_weights_from_disk on one replica: each tensor-parallel rank reads its share of
-// `path` over its weights (runner::ModelRunner::update_weights_from_disk). The engine must be
-// paused (Engine::pause_generation: no batch in flight). On an error no rank changed (those
-// already updated load their previous checkpoint back). Refused beside an EAGLE draft head (its
-// weights, trained against the served ones, would stay) and across nodes (the other nodes'
-// ranks are out of reach here).
-Status update_weights_from_disk(ModelEngine& replica, const std::filesystem::path& path);
+// SGLang's update_weights_from_disk: each tensor-parallel rank of every replica reads its share
+// of `path` over its weights (runner::ModelRunner::update_weights_from_disk). The engines must
+// be paused (Engine::pause_generation: no batch in flight). On an error no rank changed (those
+// already updated load their previous checkpoint back; kInternal if one cannot). Refused beside
+// an EAGLE draft head (its weights, trained against the served ones, would stay) and across
+// nodes (the other nodes' ranks are out of reach here).
+Status update_weights_from_disk(std::span<ModelEngine> replicas, const std::filesystem::path& path);
 
 // SGLang's get_weights_by_name on one replica: the weight the checkpoint calls `name`, its
 // tensor-parallel shares put together, as f32 (row-major) with its shape; NotFound for a name

@@ -203,15 +203,6 @@ Reply loads_reply(ServerContext& ctx) {
   return Reply::of(json_response({{"loads", std::move(loads)}}));
 }
 
-// Endpoints that ask the engine loops (stats, a cache flush) wait for each loop's current step:
-// they answer from the admin pool, so a long prefill never holds an HTTP I/O thread (which every
-// connection, /health included, shares), and a queue of slow renders never delays them.
-Reply on_admin_pool(ServerContext& ctx, std::function<Reply()> answer) {
-  return PreparedReply::submit(
-      ctx, ctx.admin_pool, false,
-      [answer = std::move(answer)](const std::atomic<bool>&) { return answer(); });
-}
-
 }  // namespace
 
 Reply handle_models(ServerContext& ctx, const HttpRequest&) {

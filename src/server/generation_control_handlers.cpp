@@ -19,12 +19,6 @@ namespace {
 using json = nlohmann::ordered_json;
 using request_json::json_response;
 
-// The body as an object; an empty body is {}.
-Result<json> optional_object(std::string_view body) {
-  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return json::object();
-  return request_json::parse_object(body);
-}
-
 Result<engine::PauseMode> parse_pause_mode(const json& o) {
   SGL_RETURN_IF_ERROR(request_json::check_fields(o, {"mode"}));
   std::string mode = "abort";  // SGLang's default
@@ -36,13 +30,38 @@ Result<engine::PauseMode> parse_pause_mode(const json& o) {
 }
 
 // Runs `answer` on the admin pool, holding ctx.generation_control.
-Reply on_admin_pool(ServerContext& ctx, std::function<Reply()> answer) {
-  return PreparedReply::submit(ctx, ctx.admin_pool, false,
-                               [&ctx, answer = std::move(answer)](const std::atomic<bool>&) {
-                                 std::lock_guard lock(ctx.generation_control);
-                                 return answer();
-                               });
+Reply controlled(ServerContext& ctx, std::function<Reply()> answer) {
+  return on_admin_pool(ctx, [&ctx, answer = std::move(answer)] {
+    std::lock_guard lock(ctx.generation_control);
+    return answer();
+  });
 }
+
+// SGLang's abort_all_requests: every request the server holds ends with finish reason abort.
+void abort_every_request(ServerContext& ctx) {
+  for (uint64_t rid : ctx.registry.all_rids()) ctx.engine.abort(rid);
+}
+
+// The engines paused in place for the guard's life (the batches in flight finish; running
+// requests go on afterwards), unless they already were; keep() leaves them paused.
+class PausedInPlace {
+ public:
+  explicit PausedInPlace(engine::DataParallelController& engine)
+      : engine_(engine), was_paused_(engine.paused()) {
+    if (!was_paused_) engine_.pause_generation(engine::PauseMode::kInPlace);
+  }
+  ~PausedInPlace() {
+    if (!was_paused_ && !keep_) engine_.continue_generation();
+  }
+  PausedInPlace(const PausedInPlace&) = delete;
+  PausedInPlace& operator=(const PausedInPlace&) = delete;
+  void keep() { keep_ = true; }
+
+ private:
+  engine::DataParallelController& engine_;
+  const bool was_paused_;
+  bool keep_ = false;
+};
 
 // SGLang's UpdateWeightFromDiskReqInput, as far as it asks for something here.
 struct WeightUpdate {
@@ -103,30 +122,16 @@ Reply weight_update_reply(bool success, const std::string& message) {
                     success ? 200 : 400));
 }
 
-// The update itself, on the admin pool: the engine paused in place unless it already is (the
-// batches in flight finish; running requests go on afterwards with the new weights, as
-// SGLang's), every replica's weights overwritten, the cache of the old weights flushed.
+// The update itself, on the admin pool, with the engines paused: every replica's weights
+// overwritten, the cache of the old weights flushed (running requests go on afterwards with the
+// new weights, as SGLang's).
 Reply update_weights(ServerContext& ctx, const WeightUpdate& u) {
   if (ctx.model_engines.empty()) return weight_update_reply(false, "no model to update");
-  if (u.abort_all_requests) {
-    for (uint64_t rid : ctx.registry.all_rids()) ctx.engine.abort(rid);
-  }
-  const bool was_paused = ctx.engine.paused();
-  if (!was_paused) ctx.engine.pause_generation(engine::PauseMode::kInPlace);
+  if (u.abort_all_requests) abort_every_request(ctx);
+  PausedInPlace paused(ctx.engine);
+  if (u.keep_pause) paused.keep();
   SGL_LOG_INFO << "updating the weights from " << u.model_path;
-  Status status = Status::ok_status();
-  for (size_t i = 0; i < ctx.model_engines.size() && status.ok(); ++i) {
-    status = engine::update_weights_from_disk(ctx.model_engines[i], u.model_path);
-    // The replicas updated before this one load their checkpoint back: all serve one model.
-    for (size_t j = 0; j < i && !status.ok(); ++j) {
-      if (Status back = engine::update_weights_from_disk(ctx.model_engines[j], ctx.weights.path());
-          !back.ok()) {
-        status = internal_error(status.message() + "; restoring replica " + std::to_string(j) +
-                                " failed (" + back.message() +
-                                "): the replicas serve different weights; restart the server");
-      }
-    }
-  }
+  Status status = engine::update_weights_from_disk(ctx.model_engines, u.model_path);
   std::string message = "Succeeded to update model weights.";
   if (status.ok()) {
     ctx.weights.updated(u.model_path, u.weight_version);
@@ -140,7 +145,6 @@ Reply update_weights(ServerContext& ctx, const WeightUpdate& u) {
   } else if (status.code() == StatusCode::kInternal) {
     ctx.unhealthy = true;  // mixed weights: an orchestrator should replace the server
   }
-  if (!was_paused && !u.keep_pause) ctx.engine.continue_generation();
   if (!status.ok()) {
     SGL_LOG_ERROR << "weight update: " << status.message();
     return weight_update_reply(false, status.message());
@@ -152,11 +156,11 @@ Reply update_weights(ServerContext& ctx, const WeightUpdate& u) {
 }  // namespace
 
 Reply handle_pause_generation(ServerContext& ctx, const HttpRequest& request) {
-  Result<json> o = optional_object(request.body);
+  Result<json> o = request_json::parse_optional_object(request.body);
   if (!o.ok()) return Reply::of(error_response(o.status()));
   Result<engine::PauseMode> mode = parse_pause_mode(*o);
   if (!mode.ok()) return Reply::of(error_response(mode.status()));
-  return on_admin_pool(ctx, [&ctx, mode = *mode] {
+  return controlled(ctx, [&ctx, mode = *mode] {
     ctx.engine.pause_generation(mode);
     return Reply::of(
         json_response({{"message", "Generation paused successfully."}, {"status", "ok"}}));
@@ -164,7 +168,7 @@ Reply handle_pause_generation(ServerContext& ctx, const HttpRequest& request) {
 }
 
 Reply handle_continue_generation(ServerContext& ctx, const HttpRequest& request) {
-  Result<json> o = optional_object(request.body);
+  Result<json> o = request_json::parse_optional_object(request.body);
   if (!o.ok()) return Reply::of(error_response(o.status()));
   // torch_empty_cache: SGLang hands PyTorch's cached blocks back to the driver; sgl.cpp caches
   // none (its weights, KV pool and activations are sized once, at start), so there is nothing to
@@ -176,7 +180,7 @@ Reply handle_continue_generation(ServerContext& ctx, const HttpRequest& request)
   if (Status s = request_json::read(*o, "torch_empty_cache", torch_empty_cache); !s.ok()) {
     return Reply::of(error_response(s));
   }
-  return on_admin_pool(ctx, [&ctx] {
+  return controlled(ctx, [&ctx] {
     ctx.engine.continue_generation();
     return Reply::of(
         json_response({{"message", "Generation continued successfully."}, {"status", "ok"}}));
@@ -188,8 +192,7 @@ Reply handle_update_weights_from_disk(ServerContext& ctx, const HttpRequest& req
   if (!o.ok()) return Reply::of(error_response(o.status()));
   Result<WeightUpdate> update = parse_weight_update(*o, ctx.info.load_format);
   if (!update.ok()) return Reply::of(error_response(update.status()));
-  return on_admin_pool(ctx,
-                       [&ctx, u = std::move(update).value()] { return update_weights(ctx, u); });
+  return controlled(ctx, [&ctx, u = std::move(update).value()] { return update_weights(ctx, u); });
 }
 
 // Names the served weights' version without touching them; aborts what runs unless
@@ -204,10 +207,8 @@ Reply handle_update_weight_version(ServerContext& ctx, const HttpRequest& reques
   if (s.ok() && version.empty()) s = request_json::field_error("new_version", "is required");
   if (s.ok()) s = request_json::read(*o, "abort_all_requests", abort_all_requests);
   if (!s.ok()) return Reply::of(error_response(s));
-  return on_admin_pool(ctx, [&ctx, version, abort_all_requests] {
-    if (abort_all_requests) {
-      for (uint64_t rid : ctx.registry.all_rids()) ctx.engine.abort(rid);
-    }
+  return controlled(ctx, [&ctx, version, abort_all_requests] {
+    if (abort_all_requests) abort_every_request(ctx);
     ctx.weights.set_version(version);
     return Reply::of(json_response({{"success", true},
                                     {"message", "Weight version updated to " + version},
@@ -246,22 +247,15 @@ Reply handle_get_weights_by_name(ServerContext& ctx, const HttpRequest& request)
   if (s.ok()) s = request_json::read(*o, "truncate_size", truncate_size);
   if (s.ok() && truncate_size < 0) s = request_json::field_error("truncate_size", "must be >= 0");
   if (!s.ok()) return Reply::of(error_response(s));
-  return on_admin_pool(ctx, [&ctx, name, truncate_size] {
+  return controlled(ctx, [&ctx, name, truncate_size] {
     if (ctx.model_engines.empty()) return Reply::of(error_response(400, "no model to read"));
-    const bool was_paused = ctx.engine.paused();
-    if (!was_paused) ctx.engine.pause_generation(engine::PauseMode::kInPlace);
+    PausedInPlace paused(ctx.engine);
     json replicas = json::array();
-    Status status = Status::ok_status();
     for (engine::ModelEngine& replica : ctx.model_engines) {
       Result<engine::WeightValues> w = engine::get_weights_by_name(replica, name);
-      if (!w.ok()) {
-        status = w.status();
-        break;
-      }
+      if (!w.ok()) return Reply::of(error_response(w.status()));
       replicas.push_back(weight_json(*w, truncate_size));
     }
-    if (!was_paused) ctx.engine.continue_generation();
-    if (!status.ok()) return Reply::of(error_response(status));
     return Reply::of(json_response(replicas.size() == 1 ? replicas[0] : replicas));
   });
 }

@@ -650,8 +650,7 @@ Result<AbortInput> parse_abort_request(std::string_view body) {
 }
 
 Status check_optional_object(std::string_view body) {
-  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return Status::ok_status();
-  return parse_object(body).status();
+  return request_json::parse_optional_object(body).status();
 }
 
 }  // namespace sgl::server

@@ -90,4 +90,10 @@ void PreparedReply::cancel() {
   done_ = true;
 }
 
+Reply on_admin_pool(ServerContext& ctx, std::function<Reply()> answer) {
+  return PreparedReply::submit(
+      ctx, ctx.admin_pool, false,
+      [answer = std::move(answer)](const std::atomic<bool>&) { return answer(); });
+}
+
 }  // namespace sgl::server

@@ -51,4 +51,10 @@ class PreparedReply final : public DeferredReply {
   bool done_ = false;
 };
 
+// Endpoints that ask the engine loops (stats, a cache flush, a pause) wait for each loop's
+// current step: they answer from the admin pool, so a long prefill never holds an HTTP I/O
+// thread (which every connection, /health included, shares), and a queue of slow renders never
+// delays them.
+Reply on_admin_pool(ServerContext& ctx, std::function<Reply()> answer);
+
 }  // namespace sgl::server

@@ -30,6 +30,11 @@ Result<json> parse_object(std::string_view body) {
   return j;
 }
 
+Result<json> parse_optional_object(std::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return json::object();
+  return parse_object(body);
+}
+
 Status field_error(std::string_view field, std::string_view problem) {
   std::string message;
   message.reserve(field.size() + problem.size() + 3);

@@ -26,6 +26,8 @@ namespace sgl::server::request_json {
 // The body as a JSON object: nesting checked against kMaxJsonDepth before parsing; nlohmann
 // rejects invalid UTF-8 and lone surrogates.
 Result<nlohmann::ordered_json> parse_object(std::string_view body);
+// parse_object, with an empty (or blank) body read as {} (e.g. /flush_cache, /pause_generation).
+Result<nlohmann::ordered_json> parse_optional_object(std::string_view body);
 
 // kInvalidArgument "'field' problem".
 Status field_error(std::string_view field, std::string_view problem);
