@@ -69,11 +69,45 @@ RadixCache::~RadixCache() {
   SGL_CHECK_EQ(num_locks_, 0) << "RadixCache destroyed while RadixLocks are outstanding";
 }
 
-MatchResult RadixCache::match_prefix(std::span<const int32_t> key) {
-  MatchResult result{{}, root_.get()};
-  if (disabled_ || key.empty()) return result;
+const TreeNode* RadixCache::find_root(std::string_view ns) const {
+  if (ns.empty()) return root_.get();
+  const auto it = namespace_roots_.find(ns);
+  return it == namespace_roots_.end() ? nullptr : it->second.get();
+}
+
+TreeNode* RadixCache::namespace_root(std::string_view ns, bool make) {
+  if (ns.empty()) return root_.get();
+  auto it = namespace_roots_.find(ns);
+  if (it != namespace_roots_.end()) return it->second.get();
+  if (!make) return nullptr;
+  auto root = std::make_unique<TreeNode>();
+  root->id_ = next_node_id_++;
+  root->namespace_ = std::string(ns);
+  return namespace_roots_.emplace(std::string(ns), std::move(root)).first->second.get();
+}
+
+void RadixCache::drop_if_unused(TreeNode* root) {
+  if (root == root_.get() || !root->children_.empty() || root->lock_ref_ > 0) return;
+  namespace_roots_.erase(namespace_roots_.find(root->namespace_));
+}
+
+std::vector<TreeNode*> RadixCache::all_roots() const {
+  std::vector<TreeNode*> roots = {root_.get()};
+  for (const auto& [name, root] : namespace_roots_) roots.push_back(root.get());
+  return roots;
+}
+
+std::vector<const TreeNode*> RadixCache::roots() const {
+  const std::vector<TreeNode*> all = all_roots();
+  return {all.begin(), all.end()};
+}
+
+MatchResult RadixCache::match_prefix(std::span<const int32_t> key, std::string_view ns) {
+  TreeNode* root = namespace_root(ns, /*make=*/false);
+  MatchResult result{{}, root != nullptr ? root : root_.get()};
+  if (disabled_ || key.empty() || root == nullptr) return result;
   const uint64_t now = tick();
-  TreeNode* node = root_.get();
+  TreeNode* node = root;
   node->last_access_time_ = now;
   result.device_indices.reserve(std::min<size_t>(key.size(), total_size()));
   size_t pos = 0;
@@ -98,11 +132,13 @@ MatchResult RadixCache::match_prefix(std::span<const int32_t> key) {
   return result;
 }
 
-int64_t RadixCache::insert(std::span<const int32_t> key, std::span<const int32_t> value) {
+int64_t RadixCache::insert(std::span<const int32_t> key, std::span<const int32_t> value,
+                           std::string_view ns) {
   SGL_CHECK_EQ(key.size(), value.size()) << "insert: key and value lengths differ";
   if (disabled_) return static_cast<int64_t>(key.size());
+  TreeNode* node = namespace_root(ns, /*make=*/!key.empty());
+  if (node == nullptr) return 0;  // an empty key into a namespace that holds nothing
   const uint64_t now = tick();
-  TreeNode* node = root_.get();
   node->last_access_time_ = now;
   size_t pos = 0;
   while (pos < key.size()) {
@@ -161,8 +197,7 @@ RadixLock RadixCache::lock(TreeNode* node) {
 
 void RadixCache::inc_lock_ref(TreeNode* node) {
   SGL_CHECK(node != nullptr) << "locking a null node";
-  ++num_locks_;
-  if (node != root_.get()) ++num_node_locks_;
+  const bool on_root = node->parent_ == nullptr;
   while (node->parent_ != nullptr) {
     if (node->lock_ref_ == 0) {
       const auto n = static_cast<int64_t>(node->key_.size());
@@ -172,13 +207,16 @@ void RadixCache::inc_lock_ref(TreeNode* node) {
     ++node->lock_ref_;
     node = node->parent_;
   }
-  SGL_CHECK(node == root_.get()) << "locking a node of another RadixCache";
+  SGL_CHECK(node == find_root(node->namespace_)) << "locking a node of another RadixCache";
+  ++node->lock_ref_;
+  ++num_locks_;
+  if (!on_root) ++num_node_locks_;
 }
 
 void RadixCache::dec_lock_ref(TreeNode* node) {
   SGL_CHECK_GT(num_locks_, 0) << "unlocking with no lock outstanding";
   --num_locks_;
-  if (node != root_.get()) --num_node_locks_;
+  if (node->parent_ != nullptr) --num_node_locks_;
   while (node->parent_ != nullptr) {
     SGL_CHECK_GT(node->lock_ref_, 0) << "unlocking a node below zero";
     if (node->lock_ref_ == 1) {
@@ -189,16 +227,22 @@ void RadixCache::dec_lock_ref(TreeNode* node) {
     --node->lock_ref_;
     node = node->parent_;
   }
+  SGL_CHECK_GT(node->lock_ref_, 0) << "unlocking a root below zero";
+  --node->lock_ref_;
+  drop_if_unused(node);
 }
 
-int64_t RadixCache::locked_prefix_length(const RadixLock& lock,
-                                         std::span<const int32_t> kv_slots) const {
+int64_t RadixCache::locked_prefix_length(const RadixLock& lock, std::span<const int32_t> kv_slots,
+                                         std::string_view ns) const {
   SGL_CHECK(lock.node_ != nullptr) << "the request holds no lock (moved-from RadixLock?)";
   SGL_CHECK(lock.cache_ == this) << "the request's lock belongs to another RadixCache";
   int64_t depth = 0;
-  for (const TreeNode* n = lock.node_; n != nullptr; n = n->parent_) {
-    depth += static_cast<int64_t>(n->value_.size());
+  const TreeNode* root = lock.node_;
+  for (; root->parent_ != nullptr; root = root->parent_) {
+    depth += static_cast<int64_t>(root->value_.size());
   }
+  SGL_CHECK(depth == 0 || root == find_root(ns))
+      << "the request's lock is in namespace '" << root->namespace_ << "', not '" << ns << "'";
   SGL_CHECK_LE(depth, static_cast<int64_t>(kv_slots.size()))
       << "the locked prefix is longer than the request's slots";
   int64_t end = depth;
@@ -213,10 +257,10 @@ int64_t RadixCache::locked_prefix_length(const RadixLock& lock,
 
 void RadixCache::cache_finished_req(std::span<const int32_t> token_ids,
                                     std::span<const int32_t> kv_slots, RadixLock lock,
-                                    TokenToKvPoolAllocator& allocator) {
+                                    TokenToKvPoolAllocator& allocator, std::string_view ns) {
   SGL_CHECK_EQ(token_ids.size(), kv_slots.size());
-  const int64_t prefix_len = locked_prefix_length(lock, kv_slots);
-  const int64_t cached_len = insert(token_ids, kv_slots);
+  const int64_t prefix_len = locked_prefix_length(lock, kv_slots, ns);
+  const int64_t cached_len = insert(token_ids, kv_slots, ns);
   SGL_CHECK_GE(cached_len, prefix_len) << "token_ids do not start with the locked prefix";
   allocator.free(kv_slots.subspan(prefix_len, cached_len - prefix_len));
   // `lock` is released on return.
@@ -225,14 +269,15 @@ void RadixCache::cache_finished_req(std::span<const int32_t> token_ids,
 CacheUnfinishedResult RadixCache::cache_unfinished_req(std::span<const int32_t> token_ids,
                                                        std::span<const int32_t> kv_slots,
                                                        RadixLock lock,
-                                                       TokenToKvPoolAllocator& allocator) {
+                                                       TokenToKvPoolAllocator& allocator,
+                                                       std::string_view ns) {
   SGL_CHECK_EQ(token_ids.size(), kv_slots.size());
-  const int64_t prefix_len = locked_prefix_length(lock, kv_slots);
+  const int64_t prefix_len = locked_prefix_length(lock, kv_slots, ns);
   if (disabled_) return {std::vector<int32_t>(kv_slots.begin(), kv_slots.end()), std::move(lock)};
-  const int64_t cached_len = insert(token_ids, kv_slots);
+  const int64_t cached_len = insert(token_ids, kv_slots, ns);
   SGL_CHECK_GE(cached_len, prefix_len) << "token_ids do not start with the locked prefix";
   allocator.free(kv_slots.subspan(prefix_len, cached_len - prefix_len));
-  MatchResult match = match_prefix(token_ids);
+  MatchResult match = match_prefix(token_ids, ns);
   SGL_CHECK_EQ(match.device_indices.size(), token_ids.size());
   RadixLock new_lock = this->lock(match.last_node);
   // The old `lock` is released on return, after the new one is held.
@@ -246,11 +291,11 @@ int64_t RadixCache::evict(int64_t num_tokens, TokenToKvPoolAllocator& allocator)
     return std::pair(a->last_access_time_, a->id_) > std::pair(b->last_access_time_, b->id_);
   };
   std::vector<TreeNode*> leaves;
-  std::vector<TreeNode*> stack = {root_.get()};
+  std::vector<TreeNode*> stack = all_roots();
   while (!stack.empty()) {
     TreeNode* n = stack.back();
     stack.pop_back();
-    if (n->children_.empty() && n != root_.get() && n->lock_ref_ == 0) leaves.push_back(n);
+    if (n->children_.empty() && n->parent_ != nullptr && n->lock_ref_ == 0) leaves.push_back(n);
     for (auto& [token, child] : n->children_) stack.push_back(child.get());
   }
   std::priority_queue<TreeNode*, std::vector<TreeNode*>, decltype(later)> heap(later,
@@ -267,7 +312,9 @@ int64_t RadixCache::evict(int64_t num_tokens, TokenToKvPoolAllocator& allocator)
     const int32_t first_token = leaf->key_[0];  // not a reference into the erased node
     parent->children_.erase(first_token);       // destroys `leaf`
     // A parent of an unlocked leaf may still be locked (a lock on the parent itself).
-    if (parent != root_.get() && parent->children_.empty() && parent->lock_ref_ == 0) {
+    if (parent->parent_ == nullptr) {
+      drop_if_unused(parent);
+    } else if (parent->children_.empty() && parent->lock_ref_ == 0) {
       heap.push(parent);
     }
   }
@@ -276,78 +323,87 @@ int64_t RadixCache::evict(int64_t num_tokens, TokenToKvPoolAllocator& allocator)
 
 bool RadixCache::reset(TokenToKvPoolAllocator& allocator) {
   if (num_node_locks_ > 0) return false;
-  std::vector<const TreeNode*> stack = {root_.get()};
-  while (!stack.empty()) {
-    const TreeNode* n = stack.back();
-    stack.pop_back();
-    allocator.free(n->value_);
-    for (const auto& [token, child] : n->children_) stack.push_back(child.get());
+  for (TreeNode* root : all_roots()) {
+    std::vector<const TreeNode*> stack = {root};
+    while (!stack.empty()) {
+      const TreeNode* n = stack.back();
+      stack.pop_back();
+      allocator.free(n->value_);
+      for (const auto& [token, child] : n->children_) stack.push_back(child.get());
+    }
+    root->children_.clear();
+    drop_if_unused(root);
   }
-  root_->children_.clear();
   SGL_CHECK_EQ(protected_size_, 0);
   evictable_size_ = 0;
   return true;
 }
 
 Status RadixCache::check_integrity() const {
-  const TreeNode* root = root_.get();
-  if (root->parent_ != nullptr || !root->key_.empty() || !root->value_.empty() ||
-      root->lock_ref_ != 0) {
-    return internal_error("root must have no parent, an empty key/value and lock_ref 0");
-  }
-  if (disabled_ && !root->children_.empty()) {
-    return internal_error("a disabled RadixCache holds nodes");
-  }
   int64_t evictable = 0;
   int64_t protected_tokens = 0;
-  int64_t direct_locks = 0;  // sum over non-root nodes of lock_ref - children's lock_refs
+  int64_t node_locks = 0;  // sum over non-root nodes of lock_ref - children's lock_refs
+  int64_t root_locks = 0;  // the same over the roots
   std::unordered_set<int32_t> slots;
-  std::vector<const TreeNode*> stack = {root};
-  while (!stack.empty()) {
-    const TreeNode* n = stack.back();
-    stack.pop_back();
-    int64_t children_locks = 0;
-    for (const auto& [token, child] : n->children_) {
-      if (child == nullptr) return internal_error("null child");
-      auto where = [id = child->id_] { return "node " + std::to_string(id); };
-      if (child->parent_ != n) return internal_error(where() + ": wrong parent link");
-      if (child->key_.empty()) return internal_error(where() + ": empty key below the root");
-      if (child->key_.size() != child->value_.size()) {
-        return internal_error(where() + ": key length " + std::to_string(child->key_.size()) +
-                              " != value length " + std::to_string(child->value_.size()));
-      }
-      if (child->key_[0] != token) {
-        return internal_error(where() + ": keyed by token " + std::to_string(token) +
-                              " but its key starts with " + std::to_string(child->key_[0]));
-      }
-      if (child->lock_ref_ < 0) return internal_error(where() + ": negative lock_ref");
-      if (child->last_access_time_ > n->last_access_time_ || child->last_access_time_ > clock_) {
-        return internal_error(where() + ": accessed later than its parent");
-      }
-      const auto len = static_cast<int64_t>(child->value_.size());
-      (child->lock_ref_ > 0 ? protected_tokens : evictable) += len;
-      for (int32_t slot : child->value_) {
-        if (slot <= 0)
-          return internal_error(where() + ": holds invalid slot " + std::to_string(slot));
-        if (!slots.insert(slot).second) {
-          return internal_error("slot " + std::to_string(slot) + " appears twice in the tree");
-        }
-      }
-      children_locks += child->lock_ref_;
-      stack.push_back(child.get());
+  for (const TreeNode* root : all_roots()) {
+    const std::string in = "namespace '" + root->namespace_ + "': ";
+    if (root->parent_ != nullptr || !root->key_.empty() || !root->value_.empty()) {
+      return internal_error(in + "a root must have no parent and an empty key/value");
     }
-    if (n != root) {
+    if (root != root_.get() && root->children_.empty() && root->lock_ref_ == 0) {
+      return internal_error(in + "its root holds no node and no lock but was kept");
+    }
+    if (disabled_ && !root->children_.empty()) {
+      return internal_error("a disabled RadixCache holds nodes");
+    }
+    std::vector<const TreeNode*> stack = {root};
+    while (!stack.empty()) {
+      const TreeNode* n = stack.back();
+      stack.pop_back();
+      int64_t children_locks = 0;
+      for (const auto& [token, child] : n->children_) {
+        if (child == nullptr) return internal_error("null child");
+        auto where = [&in, id = child->id_] { return in + "node " + std::to_string(id); };
+        if (child->parent_ != n) return internal_error(where() + ": wrong parent link");
+        if (child->key_.empty()) return internal_error(where() + ": empty key below the root");
+        if (!child->namespace_.empty()) return internal_error(where() + ": names a namespace");
+        if (child->key_.size() != child->value_.size()) {
+          return internal_error(where() + ": key length " + std::to_string(child->key_.size()) +
+                                " != value length " + std::to_string(child->value_.size()));
+        }
+        if (child->key_[0] != token) {
+          return internal_error(where() + ": keyed by token " + std::to_string(token) +
+                                " but its key starts with " + std::to_string(child->key_[0]));
+        }
+        if (child->lock_ref_ < 0) return internal_error(where() + ": negative lock_ref");
+        if (child->last_access_time_ > n->last_access_time_ || child->last_access_time_ > clock_) {
+          return internal_error(where() + ": accessed later than its parent");
+        }
+        const auto len = static_cast<int64_t>(child->value_.size());
+        (child->lock_ref_ > 0 ? protected_tokens : evictable) += len;
+        for (int32_t slot : child->value_) {
+          if (slot <= 0)
+            return internal_error(where() + ": holds invalid slot " + std::to_string(slot));
+          if (!slots.insert(slot).second) {
+            return internal_error("slot " + std::to_string(slot) + " appears twice in the tree");
+          }
+        }
+        children_locks += child->lock_ref_;
+        stack.push_back(child.get());
+      }
       if (n->lock_ref_ < children_locks) {
-        return internal_error("node " + std::to_string(n->id_) + ": lock_ref " +
+        return internal_error(in + "node " + std::to_string(n->id_) + ": lock_ref " +
                               std::to_string(n->lock_ref_) + " < its children's " +
                               std::to_string(children_locks));
       }
-      direct_locks += n->lock_ref_ - children_locks;
+      (n == root ? root_locks : node_locks) += n->lock_ref_ - children_locks;
     }
   }
-  if (direct_locks != num_node_locks_) {
-    return internal_error("lock_refs account for " + std::to_string(direct_locks) + " locks but " +
-                          std::to_string(num_node_locks_) + " are outstanding");
+  if (node_locks != num_node_locks_ || node_locks + root_locks != num_locks_) {
+    return internal_error("lock_refs account for " + std::to_string(node_locks) + " + " +
+                          std::to_string(root_locks) + " locks (nodes + roots) but " +
+                          std::to_string(num_node_locks_) + " + " +
+                          std::to_string(num_locks_ - num_node_locks_) + " are outstanding");
   }
   if (evictable != evictable_size_ || protected_tokens != protected_size_) {
     return internal_error("sizes: evictable " + std::to_string(evictable_size_) + " (tree " +
@@ -361,7 +417,7 @@ Status RadixCache::check_integrity() const {
 Status RadixCache::check_integrity(const TokenToKvPoolAllocator& allocator,
                                    int64_t slots_held_outside_tree) const {
   SGL_RETURN_IF_ERROR(check_integrity());
-  std::vector<const TreeNode*> stack = {root_.get()};
+  std::vector<TreeNode*> stack = all_roots();
   while (!stack.empty()) {
     const TreeNode* n = stack.back();
     stack.pop_back();
@@ -385,18 +441,21 @@ Status RadixCache::check_integrity(const TokenToKvPoolAllocator& allocator,
 
 std::string RadixCache::debug_string() const {
   std::ostringstream os;
-  std::vector<std::pair<const TreeNode*, size_t>> stack = {{root_.get(), 0}};
-  while (!stack.empty()) {
-    auto [n, depth] = stack.back();
-    stack.pop_back();
-    os << std::string(2 * depth, ' ') << "[" << join(n->key_) << "] -> [" << join(n->value_)
-       << "] lock_ref=" << n->lock_ref_ << " t=" << n->last_access_time_ << "\n";
-    std::vector<const TreeNode*> children;
-    for (const auto& [token, child] : n->children_) children.push_back(child.get());
-    // Pushed in descending token order so they print ascending.
-    std::sort(children.begin(), children.end(),
-              [](const TreeNode* a, const TreeNode* b) { return a->key_[0] > b->key_[0]; });
-    for (const TreeNode* c : children) stack.emplace_back(c, depth + 1);
+  for (const TreeNode* root : all_roots()) {
+    if (root != root_.get()) os << "namespace '" << root->namespace_ << "':\n";
+    std::vector<std::pair<const TreeNode*, size_t>> stack = {{root, 0}};
+    while (!stack.empty()) {
+      auto [n, depth] = stack.back();
+      stack.pop_back();
+      os << std::string(2 * depth, ' ') << "[" << join(n->key_) << "] -> [" << join(n->value_)
+         << "] lock_ref=" << n->lock_ref_ << " t=" << n->last_access_time_ << "\n";
+      std::vector<const TreeNode*> children;
+      for (const auto& [token, child] : n->children_) children.push_back(child.get());
+      // Pushed in descending token order so they print ascending.
+      std::sort(children.begin(), children.end(),
+                [](const TreeNode* a, const TreeNode* b) { return a->key_[0] > b->key_[0]; });
+      for (const TreeNode* c : children) stack.emplace_back(c, depth + 1);
+    }
   }
   return os.str();
 }

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -28,7 +30,8 @@ class TreeNode {
   std::span<const int32_t> key() const { return key_; }
   std::span<const int32_t> value() const { return value_; }
   const TreeNode* parent() const { return parent_; }
-  // Number of locks held on this node or any node below it; 0 = evictable. Root: always 0.
+  // Number of locks held on this node or any node below it; 0 = evictable. A root counts every
+  // lock in its tree, its own included (a namespace's root lives while it has locks or nodes).
   int32_t lock_ref() const { return lock_ref_; }
   // Logical clock value of the last match_prefix / insert that walked through this node.
   uint64_t last_access_time() const { return last_access_time_; }
@@ -40,6 +43,8 @@ class TreeNode {
       fn(static_cast<const TreeNode*>(child.get()));
   }
   bool is_root() const { return parent_ == nullptr; }
+  // A root's namespace ("" for the default one); empty below the roots.
+  const std::string& cache_namespace() const { return namespace_; }
 
  private:
   friend class RadixCache;
@@ -51,7 +56,8 @@ class TreeNode {
   std::unordered_map<int32_t, std::unique_ptr<TreeNode>> children_;
   int32_t lock_ref_ = 0;
   uint64_t last_access_time_ = 0;
-  uint64_t id_ = 0;  // creation order; breaks LRU ties deterministically
+  uint64_t id_ = 0;        // creation order; breaks LRU ties deterministically
+  std::string namespace_;  // roots only
 };
 
 // A held lock_ref on a node (and so on all its ancestors): the node's slots cannot be evicted
@@ -81,7 +87,9 @@ class RadixLock {
 
 struct MatchResult {
   std::vector<int32_t> device_indices;  // KV slots of the matched prefix, i32 [matched_len]
-  TreeNode* last_node = nullptr;        // node ending the match (the root if nothing matched)
+  // Node ending the match; a root if nothing matched (the default root where the namespace holds
+  // nothing yet: locking a root pins no slots).
+  TreeNode* last_node = nullptr;
 };
 
 struct CacheUnfinishedResult {
@@ -101,6 +109,10 @@ struct CacheUnfinishedResult {
 //    stays with the caller (those positions were already cached with the tree's own slots).
 //  - Destroying the cache does not return its slots to the allocator; call reset() first when
 //    the allocator outlives it.
+// Namespaces (SGLang's extra_key / cache_salt, one string here): requests share cached prefixes
+// only within one. Each namespace is a tree of its own under its own root; "" is the default,
+// whose root always exists. Another namespace's root is made by the first insert into it and
+// dropped once it holds no node and no lock. Eviction is LRU over every namespace's leaves.
 // Not thread-safe: used from the engine thread only.
 class RadixCache {
  public:
@@ -113,26 +125,29 @@ class RadixCache {
   RadixCache(RadixCache&&) = delete;  // locks point at the cache
   RadixCache& operator=(RadixCache&&) = delete;
 
-  // Longest cached prefix of `key`. Splits the node where the match ends inside it (so that
-  // last_node ends exactly at the match) and refreshes the access time along the path.
-  MatchResult match_prefix(std::span<const int32_t> key);
+  // Longest cached prefix of `key` in namespace `ns`. Splits the node where the match ends inside
+  // it (so that last_node ends exactly at the match) and refreshes the access time along the path.
+  MatchResult match_prefix(std::span<const int32_t> key, std::string_view ns = {});
 
-  // Inserts key -> value (equal lengths, slots > 0). Returns the length r of the prefix that was
-  // already in the tree: the tree keeps its own slots there, takes ownership of value[r:], and
-  // the caller keeps (usually frees) value[:r]. NOTE: when disabled nothing is stored and
-  // key.size() is returned, so the caller keeps (frees) every slot.
-  int64_t insert(std::span<const int32_t> key, std::span<const int32_t> value);
+  // Inserts key -> value (equal lengths, slots > 0) into namespace `ns`. Returns the length r of
+  // the prefix that was already in the tree: the tree keeps its own slots there, takes ownership
+  // of value[r:], and the caller keeps (usually frees) value[:r]. NOTE: when disabled nothing is
+  // stored and key.size() is returned, so the caller keeps (frees) every slot.
+  int64_t insert(std::span<const int32_t> key, std::span<const int32_t> value,
+                 std::string_view ns = {});
 
   // inc_lock_ref on `node` and all its ancestors; released by the returned handle.
   RadixLock lock(TreeNode* node);
 
-  // A request finished. token_ids / kv_slots: its whole cached sequence, equal lengths, where
-  // kv_slots[:p] are the tree's slots it borrowed (p = length of the path to lock.node()) and
-  // kv_slots[p:] are its own. Inserts the sequence; frees to `allocator` the request's own slots
-  // whose positions were meanwhile cached by someone else (kv_slots[p:r], r = insert's result);
-  // the tree takes kv_slots[r:]; releases `lock`. Afterwards the request owns no slots.
+  // A request of namespace `ns` finished. token_ids / kv_slots: its whole cached sequence, equal
+  // lengths, where kv_slots[:p] are the tree's slots it borrowed (p = length of the path to
+  // lock.node(), a node of `ns` or a root) and kv_slots[p:] are its own. Inserts the sequence;
+  // frees to `allocator` the request's own slots whose positions were meanwhile cached by someone
+  // else (kv_slots[p:r], r = insert's result); the tree takes kv_slots[r:]; releases `lock`.
+  // Afterwards the request owns no slots.
   void cache_finished_req(std::span<const int32_t> token_ids, std::span<const int32_t> kv_slots,
-                          RadixLock lock, TokenToKvPoolAllocator& allocator);
+                          RadixLock lock, TokenToKvPoolAllocator& allocator,
+                          std::string_view ns = {});
 
   // A request is still running (chunked prefill): caches its sequence so far, as above (frees the
   // duplicates kv_slots[p:r], the tree takes kv_slots[r:]), then re-matches so all of token_ids
@@ -141,7 +156,8 @@ class RadixCache {
   // Disabled: nothing is cached or freed; returns kv_slots and `lock` unchanged.
   CacheUnfinishedResult cache_unfinished_req(std::span<const int32_t> token_ids,
                                              std::span<const int32_t> kv_slots, RadixLock lock,
-                                             TokenToKvPoolAllocator& allocator);
+                                             TokenToKvPoolAllocator& allocator,
+                                             std::string_view ns = {});
 
   // Evicts unlocked leaves, least recently used first (ties: older node first), cascading to
   // parents that become unlocked leaves, until at least `num_tokens` tokens are evicted or none
@@ -149,21 +165,27 @@ class RadixCache {
   // exceed num_tokens: leaves go whole).
   int64_t evict(int64_t num_tokens, TokenToKvPoolAllocator& allocator);
 
-  // flush_cache: frees every cached slot to `allocator` and empties the tree. Refuses (returns
-  // false, changes nothing) while any non-root node is locked.
+  // flush_cache: frees every cached slot to `allocator` and empties every namespace's tree.
+  // Refuses (returns false, changes nothing) while any non-root node is locked.
   bool reset(TokenToKvPoolAllocator& allocator);
 
   int64_t evictable_size() const { return evictable_size_; }  // tokens in unlocked nodes
   int64_t protected_size() const { return protected_size_; }  // tokens in locked nodes
   int64_t total_size() const { return evictable_size_ + protected_size_; }
   bool disabled() const { return disabled_; }
+  // The default namespace's root.
   TreeNode* root() { return root_.get(); }
+  // Namespace `ns`'s root; nullptr where it holds nothing (another than the default).
+  const TreeNode* find_root(std::string_view ns) const;
+  // Every root: the default's first, then the other namespaces' in name order.
+  std::vector<const TreeNode*> roots() const;
 
-  // Structural invariants: key/value lengths equal and non-empty below the root, children keyed
+  // Structural invariants: key/value lengths equal and non-empty below the roots, children keyed
   // by their first token with correct parent links, lock_ref >= 0 and lock_ref(node) >= the sum
   // of its children's (the excess being the locks held on the node itself, which add up to the
   // locks outstanding), access times non-increasing downwards, evictable/protected sizes equal
-  // to the tokens in unlocked/locked nodes, and every slot > 0 and held by one node only.
+  // to the tokens in unlocked/locked nodes, every slot > 0 and held by one node only, and no
+  // namespace root other than the default's without a node or a lock.
   Status check_integrity() const;
   // The above plus slot conservation: allocator free slots + tree slots + slots held by running
   // requests outside the tree == allocator capacity, and every tree slot inside the allocator.
@@ -178,20 +200,29 @@ class RadixCache {
 
   void inc_lock_ref(TreeNode* node);
   void dec_lock_ref(TreeNode* node);
+  // Namespace `ns`'s root; nullptr where it holds nothing. With `make`, made where missing.
+  TreeNode* namespace_root(std::string_view ns, bool make);
+  // Drops `root` if it is another namespace's than the default and holds no node and no lock.
+  void drop_if_unused(TreeNode* root);
+  // Every root, in roots()' order.
+  std::vector<TreeNode*> all_roots() const;
   // Splits `child` after its first `split_len` tokens (0 < split_len < key size): a new node
   // takes that head and becomes `child`'s parent. Returns the new node. `child` keeps its
   // identity (its locks and the RadixLocks pointing at it stay valid).
   TreeNode* split_node(TreeNode* child, size_t split_len);
-  // Length of the path to lock.node(); checks the lock is ours and that kv_slots starts with the
-  // slots on that path.
-  int64_t locked_prefix_length(const RadixLock& lock, std::span<const int32_t> kv_slots) const;
+  // Length of the path to lock.node(); checks the lock is ours, on a root or in namespace `ns`,
+  // and that kv_slots starts with the slots on that path.
+  int64_t locked_prefix_length(const RadixLock& lock, std::span<const int32_t> kv_slots,
+                               std::string_view ns) const;
   uint64_t tick() { return ++clock_; }
 
   bool disabled_;
-  std::unique_ptr<TreeNode> root_;
+  std::unique_ptr<TreeNode> root_;  // the default namespace's
+  // The other namespaces' roots, by name (ordered: deterministic walks).
+  std::map<std::string, std::unique_ptr<TreeNode>, std::less<>> namespace_roots_;
   int64_t evictable_size_ = 0;
   int64_t protected_size_ = 0;
-  int64_t num_locks_ = 0;       // outstanding RadixLocks, the root's included
+  int64_t num_locks_ = 0;       // outstanding RadixLocks, those on roots included
   int64_t num_node_locks_ = 0;  // outstanding RadixLocks on non-root nodes
   uint64_t clock_ = 0;          // logical clock: one tick per match_prefix / insert
   uint64_t next_node_id_ = 1;

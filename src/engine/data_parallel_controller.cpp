@@ -72,11 +72,12 @@ DataParallelController::DataParallelController(std::vector<Engine*> replicas,
 // submits: a replica at capacity leaves the request to the next.
 template <typename SubmitTo>
 Result<std::shared_ptr<RequestStream>> DataParallelController::route(
-    std::span<const int32_t> ids, SubmitTo submit_to, std::optional<int64_t> pinned) {
+    std::span<const int32_t> ids, std::string_view cache_namespace, SubmitTo submit_to,
+    std::optional<int64_t> pinned) {
   const int n = dp_size();
   std::lock_guard lock(mutex_);
   const bool cache_aware = method_ == LoadBalanceMethod::kCacheAware;
-  if (cache_aware) RoutedPrefixIndex::prefix_hashes(ids, hashes_);
+  if (cache_aware) RoutedPrefixIndex::prefix_hashes(ids, cache_namespace, hashes_);
   for (int i = 0; i < n; ++i) {
     views_[i].load = replicas_[i]->load();
     views_[i].cached_prefix = cache_aware ? index_.match(i, hashes_) : 0;
@@ -118,13 +119,14 @@ Result<std::shared_ptr<RequestStream>> DataParallelController::submit(
   }
   if (dp_size() == 1) return count(0, replicas_.front()->submit(std::move(request)));
   return route(
-      request.input_ids, [&request](Engine& e) { return e.submit(request); }, replica);
+      request.input_ids, request.cache_namespace,
+      [&request](Engine& e) { return e.submit(request); }, replica);
 }
 
 Result<std::shared_ptr<RequestStream>> DataParallelController::encode(
     std::vector<int32_t> input_ids) {
   if (dp_size() == 1) return count(0, replicas_.front()->encode(std::move(input_ids)));
-  return route(input_ids, [&input_ids](Engine& e) { return e.encode(input_ids); });
+  return route(input_ids, "", [&input_ids](Engine& e) { return e.encode(input_ids); });
 }
 
 Result<std::shared_ptr<RequestStream>> DataParallelController::count(

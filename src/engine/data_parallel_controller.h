@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "engine/engine.h"
@@ -61,9 +62,10 @@ class DataParallelController {
 
  private:
   // `pinned`: the replica the request names (no choice, no fallback when it is full); the
-  // routed-prefix index learns the prompt either way.
+  // routed-prefix index learns the prompt (in its cache namespace) either way.
   template <typename SubmitTo>
-  Result<std::shared_ptr<RequestStream>> route(std::span<const int32_t> ids, SubmitTo submit_to,
+  Result<std::shared_ptr<RequestStream>> route(std::span<const int32_t> ids,
+                                               std::string_view cache_namespace, SubmitTo submit_to,
                                                std::optional<int64_t> pinned = std::nullopt);
   // dp 1: counts an accepted request.
   Result<std::shared_ptr<RequestStream>> count(int replica,

@@ -2,6 +2,7 @@
 #include "engine/routed_prefix_index.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "core/check.h"
 
@@ -22,9 +23,13 @@ RoutedPrefixIndex::RoutedPrefixIndex(int num_replicas, int64_t capacity)
     : capacity_(std::max<int64_t>(capacity, 1)),
       prefixes_(static_cast<size_t>(std::max(num_replicas, 1))) {}
 
-void RoutedPrefixIndex::prefix_hashes(std::span<const int32_t> ids, std::vector<uint64_t>& out) {
+void RoutedPrefixIndex::prefix_hashes(std::span<const int32_t> ids,
+                                      std::string_view cache_namespace,
+                                      std::vector<uint64_t>& out) {
   out.resize(ids.size());
-  uint64_t h = 0;
+  // The default namespace starts from 0, another from its name's hash (a collision only costs a
+  // routing guess, never sharing: the replica's own cache keeps namespaces apart).
+  uint64_t h = cache_namespace.empty() ? 0 : mix(std::hash<std::string_view>{}(cache_namespace));
   for (size_t i = 0; i < ids.size(); ++i) {
     h = mix(h ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(ids[i])) + i));
     out[i] = h;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -17,9 +18,11 @@ class RoutedPrefixIndex {
   // slot count mirrors what its cache can hold).
   RoutedPrefixIndex(int num_replicas, int64_t capacity);
 
-  // The hash of every prefix of `ids` (entry k: ids[0..k]); computed once per request and
+  // The hash of every prefix of `ids` in `cache_namespace` (entry k: ids[0..k]; the same ids in
+  // another namespace hash apart, as their KV is cached apart); computed once per request and
   // shared by match() and insert().
-  static void prefix_hashes(std::span<const int32_t> ids, std::vector<uint64_t>& out);
+  static void prefix_hashes(std::span<const int32_t> ids, std::string_view cache_namespace,
+                            std::vector<uint64_t>& out);
   // Tokens of the prompt (given by its prefix hashes) believed cached on `replica`.
   int64_t match(int replica, std::span<const uint64_t> hashes) const;
   // Records the prompt as routed to `replica` now.

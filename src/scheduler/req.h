@@ -67,6 +67,9 @@ struct GenerateRequest {
   // budget (grammar or not), the reasoning's closing tokens are forced once it is spent
   // (SGLang's max_thinking_tokens).
   grammar::ReasoningGate reasoning_gate = {};
+  // The prefix cache namespace (SGLang's extra_key and cache_salt, one string): requests share
+  // cached KV only with requests of the same namespace. Empty: the default, shared one.
+  std::string cache_namespace;
 
   // How many prompt tokens get a logprob (positions start + 1 .. prompt_len - 1).
   int32_t input_logprob_count() const;

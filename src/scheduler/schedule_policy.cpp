@@ -15,7 +15,9 @@ namespace {
 std::unordered_map<const Req*, cache::MatchResult> match_all(const std::deque<Req*>& waiting,
                                                              cache::RadixCache& tree) {
   std::unordered_map<const Req*, cache::MatchResult> matches;
-  for (const Req* r : waiting) matches[r] = tree.match_prefix(r->all_token_ids());
+  for (const Req* r : waiting) {
+    matches[r] = tree.match_prefix(r->all_token_ids(), r->request.cache_namespace);
+  }
   return matches;
 }
 
@@ -31,9 +33,11 @@ void order_by_dfs_weight(std::deque<Req*>& waiting, cache::RadixCache& tree) {
   }
   std::vector<Req*> ordered;
   ordered.reserve(waiting.size());
-  // Iterative DFS from the root: a node's own requests, then children by weight descending
-  // (ties: smaller first token, for determinism). Only nodes with weight > 0 are visited.
-  std::vector<const cache::TreeNode*> stack = {tree.root()};
+  // Iterative DFS from each namespace's root (the default's first): a node's own requests, then
+  // children by weight descending (ties: smaller first token, for determinism). Only nodes with
+  // weight > 0 are visited.
+  std::vector<const cache::TreeNode*> stack = tree.roots();
+  std::reverse(stack.begin(), stack.end());
   while (!stack.empty()) {
     const cache::TreeNode* node = stack.back();
     stack.pop_back();

@@ -180,8 +180,9 @@ void Scheduler::cache_unfinished(Req& req) {
   std::vector<int32_t> tokens = req.is_chunked ? req.fill_ids : req.all_token_ids();
   const auto n = std::min(static_cast<int32_t>(std::min<size_t>(tokens.size(), req.kv_len)),
                           draft_cacheable_len(req));
-  cache::CacheUnfinishedResult cached = tree_.cache_unfinished_req(
-      std::span(tokens.data(), n), row.subspan(0, n), std::move(req.lock), allocator_);
+  cache::CacheUnfinishedResult cached =
+      tree_.cache_unfinished_req(std::span(tokens.data(), n), row.subspan(0, n),
+                                 std::move(req.lock), allocator_, req.request.cache_namespace);
   req_to_token_.write(req.req_pool_idx, 0, cached.kv_slots);
   req.prefix_indices = std::move(cached.kv_slots);
   req.lock = std::move(cached.lock);
@@ -197,7 +198,7 @@ void Scheduler::release(Req& req) {
                                 draft_cacheable_len(req));
     SGL_CHECK_GE(known, req.borrowed_len);
     tree_.cache_finished_req(std::span(tokens.data(), known), row.subspan(0, known),
-                             std::move(req.lock), allocator_);
+                             std::move(req.lock), allocator_, req.request.cache_namespace);
     allocator_.free(row.subspan(known, req.kv_len - known));
     req_to_token_.free(req.req_pool_idx);
     req.req_pool_idx = -1;

@@ -44,6 +44,7 @@ bool Scheduler::waits_for_in_batch_prefix(const Req& req, std::span<Req* const> 
     return false;  // the cache could not serve it, or already does
   }
   return std::any_of(admitted.begin(), admitted.end(), [&](const Req* other) {
+    if (other->request.cache_namespace != req.request.cache_namespace) return false;
     if (!any_shared_prefix && other->fill_ids != req.fill_ids) return false;
     return std::min(common_prefix(req.fill_ids, other->fill_ids), key_len) >=
            kInBatchPrefixThreshold;
@@ -59,7 +60,7 @@ void Scheduler::init_next_round_input(Req& req) {
     return;
   }
   const std::span<const int32_t> key(req.fill_ids.data(), cache_key_length(req));
-  cache::MatchResult match = tree_.match_prefix(key);
+  cache::MatchResult match = tree_.match_prefix(key, req.request.cache_namespace);
   req.prefix_indices = std::move(match.device_indices);
   req.extend_input_len = static_cast<int32_t>(req.fill_ids.size() - req.prefix_indices.size());
   req.lock = tree_.lock(match.last_node);  // pinned until admission decides

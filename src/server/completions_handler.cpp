@@ -185,7 +185,8 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
   setup.continuous_usage = req.continuous_usage;
   setup.decode.skip_special_tokens = req.sampling.skip_special_tokens;
   std::vector<ChoicePlan> plans;
-  for (const PromptInput& prompt : req.prompts) {
+  for (size_t p = 0; p < req.prompts.size(); ++p) {
+    const PromptInput& prompt = req.prompts[p];
     std::vector<int32_t> ids = prompt_ids(ctx, prompt);
     setup.prompt_tokens += static_cast<int64_t>(ids.size());
     std::string echo;
@@ -197,6 +198,7 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
                       choice_options(req.sampling, req.logprobs.has_value())};
       plan.request.return_logprob = req.logprobs.has_value();
       plan.request.top_logprobs_num = static_cast<int32_t>(req.logprobs.value_or(0));
+      plan.request.cache_namespace = req.routing.cache_namespace_of(p);
       if (setup.echo_logprobs) {
         plan.request.logprob_start_len = 0;  // every prompt token (the first has none)
       }

@@ -34,6 +34,57 @@ using sampling_json::check_min_tokens;
 using sampling_json::read_max_tokens;
 using sampling_json::read_sampling;
 
+// One engine namespace for SGLang's (extra_key, cache_salt) pair, unambiguous: the key's length,
+// the key, then the salt; "" (the default namespace) where both are none.
+std::string cache_namespace_key(const std::string& extra_key, const std::string& cache_salt) {
+  if (extra_key.empty() && cache_salt.empty()) return {};
+  return std::to_string(extra_key.size()) + ":" + extra_key + cache_salt;
+}
+
+// SGLang's extra_key or cache_salt: a string for every prompt, or (/generate's batch, as its rid)
+// a list of one per prompt; "" and null are none, as SGLang reads them. Empty: none given.
+Result<std::vector<std::string>> read_namespace_part(const json& o, const char* key,
+                                                     std::optional<size_t> batch_prompts) {
+  const json* v = find(o, key);
+  if (!v || v->is_null()) return std::vector<std::string>{};
+  if (v->is_string()) return std::vector<std::string>{v->get<std::string>()};
+  if (!v->is_array()) return field_error(key, "must be a string or a list of strings");
+  if (!batch_prompts) {
+    return field_error(key,
+                       "as a list is not supported on this route (one string names the "
+                       "whole request)");
+  }
+  if (v->size() != *batch_prompts || *batch_prompts == 0) {
+    return field_error(key, "as a list must hold one string per prompt of a batch");
+  }
+  std::vector<std::string> parts;
+  for (const json& part : *v) {
+    if (!part.is_string()) return field_error(key, "must be a list of strings");
+    parts.push_back(part.get<std::string>());
+  }
+  return parts;
+}
+
+// extra_key and cache_salt, per prompt, as one engine namespace each (none where every prompt
+// gives neither).
+Status read_cache_namespaces(const json& o, std::optional<size_t> batch_prompts,
+                             RequestRouting& out) {
+  SGL_ASSIGN_OR_RETURN(const std::vector<std::string> keys,
+                       read_namespace_part(o, "extra_key", batch_prompts));
+  SGL_ASSIGN_OR_RETURN(const std::vector<std::string> salts,
+                       read_namespace_part(o, "cache_salt", batch_prompts));
+  const size_t n = std::max(keys.size(), salts.size());
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& key = keys.empty() ? std::string() : keys[keys.size() == 1 ? 0 : i];
+    const std::string& salt = salts.empty() ? std::string() : salts[salts.size() == 1 ? 0 : i];
+    out.cache_namespaces.push_back(cache_namespace_key(key, salt));
+    any = any || !out.cache_namespaces.back().empty();
+  }
+  if (!any) out.cache_namespaces.clear();
+  return Status::ok_status();
+}
+
 // SGLang's rid (the request's id, which /abort_request takes and the reply's id repeats) and
 // routed_dp_rank, or its older name data_parallel_rank (the controller checks the range).
 // `batch_prompts` (/generate only): the prompts of its batch (0: not a batch), whose rid may be a
@@ -73,7 +124,7 @@ Status read_routing(const json& o, std::optional<size_t> batch_prompts, RequestR
     }
     out.routed_dp_rank = v;
   }
-  return Status::ok_status();
+  return read_cache_namespaces(o, batch_prompts, out);
 }
 
 // Outside the sampling fields: /generate's top level, and the OpenAI routes' extra fields (SGLang's
@@ -121,10 +172,6 @@ constexpr request_json::RefusedField kUnsupportedRequest[] = {
     {"session_id", "sessions are not implemented"},
     {"session_params", "sessions are not implemented"},
     {"watermark", "watermarking is not implemented"},
-    {"extra_key",
-     "isolating requests in the prefix cache is not implemented (every request shares it)"},
-    {"cache_salt",
-     "isolating requests in the prefix cache is not implemented (every request shares it)"},
     {"multi_item_delimiter_indices", "multi-item scoring is not implemented"},
     {"token_indices_to_pool", "pooling chosen tokens is not implemented"},
     {"kv_hints", "KV placement hints are not implemented"},

@@ -32,11 +32,20 @@ struct GrammarInput {
   std::string field;   // the request field it came from, named in errors
 };
 
-// SGLang's request id and replica, which every generation route reads alike.
+// SGLang's request id, replica and prefix cache namespace, which every generation route reads
+// alike.
 struct RequestRouting {
   std::string rid;                        // the client's request id; empty: one is made up
   std::vector<std::string> rids;          // /generate's rid as a list: one per prompt of a batch
   std::optional<int64_t> routed_dp_rank;  // the engine replica to run on; none: load balanced
+  // extra_key and cache_salt as one engine namespace (openai_json.cpp): one for every
+  // prompt, or (lists on /generate) one per prompt of a batch; none: the default namespace.
+  std::vector<std::string> cache_namespaces;
+
+  std::string cache_namespace_of(size_t prompt) const {
+    if (cache_namespaces.empty()) return {};
+    return cache_namespaces[cache_namespaces.size() == 1 ? 0 : prompt];
+  }
 };
 
 // Sampling and stopping fields shared by the generation endpoints (SGLang's semantics).

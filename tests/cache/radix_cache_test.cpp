@@ -5,6 +5,8 @@
 
 #include <optional>
 #include <random>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "cache/token_to_kv_pool_allocator.h"
@@ -430,6 +432,89 @@ TEST(RadixCache, IntegrityReportsUnconservedSlots) {
   alloc.free(leaked);
 }
 
+TEST(RadixCache, NamespacesShareWithinAndNotAcross) {
+  RadixCache cache;
+  EXPECT_EQ(cache.insert(Ids{1, 2, 3}, Ids{10, 11, 12}), 0);
+  // Namespace "a" holds nothing: no match, and the default root to lock (it pins nothing).
+  MatchResult m = cache.match_prefix(Ids{1, 2, 3}, "a");
+  EXPECT_TRUE(m.device_indices.empty());
+  EXPECT_EQ(m.last_node, cache.root());
+  EXPECT_EQ(cache.find_root("a"), nullptr);
+  // The same tokens in "a" are not cached there yet: the tree takes all of them.
+  EXPECT_EQ(cache.insert(Ids{1, 2, 3}, Ids{20, 21, 22}, "a"), 0);
+  ASSERT_NE(cache.find_root("a"), nullptr);
+  m = cache.match_prefix(Ids{1, 2, 9}, "a");
+  EXPECT_EQ(m.device_indices, (Ids{20, 21}));
+  EXPECT_EQ(m.last_node->parent(), cache.find_root("a"));
+  EXPECT_EQ(cache.match_prefix(Ids{1, 2, 3}).device_indices, (Ids{10, 11, 12}));
+  EXPECT_TRUE(cache.match_prefix(Ids{1, 2, 3}, "b").device_indices.empty());
+  // Within a namespace a second insert finds its prefix cached.
+  EXPECT_EQ(cache.insert(Ids{1, 2, 3, 4}, Ids{30, 31, 32, 33}, "a"), 3);
+  EXPECT_EQ(cache.total_size(), 7);
+  ASSERT_EQ(cache.roots().size(), 2u);
+  EXPECT_EQ(cache.roots()[0], cache.root());
+  EXPECT_EQ(cache.roots()[1]->cache_namespace(), "a");
+  EXPECT_NE(cache.debug_string().find("namespace 'a':"), std::string::npos);
+  EXPECT_TRUE(cache.check_integrity().ok()) << cache.debug_string();
+}
+
+TEST(RadixCache, NamespaceRootLivesWhileItHoldsNodesOrLocks) {
+  TokenToKvPoolAllocator alloc(16);
+  RadixCache cache;
+  const Ids slots = *alloc.alloc(2);
+  EXPECT_EQ(cache.insert(Ids{1, 2}, slots, "a"), 0);
+  // A request of "a" that matched nothing locks the namespace's root.
+  RadixLock root_lock = cache.lock(cache.match_prefix(Ids{9}, "a").last_node);
+  EXPECT_EQ(root_lock.node(), cache.find_root("a"));
+  EXPECT_EQ(cache.evict(100, alloc), 2);
+  EXPECT_EQ(cache.roots().size(), 2u);  // empty, but locked
+  expect_consistent(cache, alloc, 0);
+  root_lock.reset();
+  EXPECT_EQ(cache.roots().size(), 1u);
+  expect_consistent(cache, alloc, 0);
+
+  // Evicting a namespace's last node drops its root; so does a reset.
+  EXPECT_EQ(cache.insert(Ids{3}, *alloc.alloc(1), "b"), 0);
+  EXPECT_EQ(cache.evict(1, alloc), 1);
+  EXPECT_EQ(cache.roots().size(), 1u);
+  EXPECT_EQ(cache.insert(Ids{4}, *alloc.alloc(1), "c"), 0);
+  RadixLock c_root = cache.lock(cache.match_prefix(Ids{7}, "c").last_node);
+  EXPECT_EQ(cache.insert(Ids{5}, *alloc.alloc(1), "d"), 0);
+  EXPECT_TRUE(cache.reset(alloc));
+  ASSERT_EQ(cache.roots().size(), 2u);  // "c" is locked
+  EXPECT_EQ(cache.roots()[1]->cache_namespace(), "c");
+  c_root.reset();
+  EXPECT_EQ(cache.roots().size(), 1u);
+  EXPECT_EQ(alloc.available(), alloc.capacity());
+  expect_consistent(cache, alloc, 0);
+  // An empty key makes no namespace.
+  EXPECT_EQ(cache.insert(Ids{}, Ids{}, "e"), 0);
+  EXPECT_EQ(cache.find_root("e"), nullptr);
+}
+
+TEST(RadixCache, RequestsCacheIntoTheirNamespace) {
+  TokenToKvPoolAllocator alloc(32);
+  RadixCache cache;
+  // A request of "a" matched nothing (lock on the default root), ran, and finished.
+  Ids a_slots = *alloc.alloc(3);
+  cache.cache_finished_req(Ids{1, 2, 3}, a_slots, cache.lock(cache.root()), alloc, "a");
+  EXPECT_EQ(cache.match_prefix(Ids{1, 2, 3}, "a").device_indices, a_slots);
+  EXPECT_TRUE(cache.match_prefix(Ids{1, 2, 3}).device_indices.empty());
+  // A chunked request of "a" borrowing that prefix caches its next chunk there.
+  MatchResult m = cache.match_prefix(Ids{1, 2, 3}, "a");
+  Ids kv = m.device_indices;
+  const Ids own = *alloc.alloc(2);
+  kv.insert(kv.end(), own.begin(), own.end());
+  CacheUnfinishedResult r =
+      cache.cache_unfinished_req(Ids{1, 2, 3, 4, 5}, kv, cache.lock(m.last_node), alloc, "a");
+  EXPECT_EQ(r.kv_slots, kv);
+  EXPECT_EQ(cache.match_prefix(Ids{1, 2, 3, 4, 5}, "a").device_indices, kv);
+  expect_consistent(cache, alloc, 0);
+  r.lock.reset();
+  EXPECT_TRUE(cache.reset(alloc));
+  EXPECT_EQ(alloc.available(), alloc.capacity());
+}
+
 TEST(RadixCacheDeathTest, MisuseIsABug) {
   EXPECT_DEATH(
       {
@@ -467,6 +552,16 @@ TEST(RadixCacheDeathTest, MisuseIsABug) {
         cache.cache_finished_req(Ids{1}, Ids{1}, RadixLock(), alloc);
       },
       "holds no lock");
+  EXPECT_DEATH(
+      {
+        TokenToKvPoolAllocator alloc(16);
+        RadixCache cache;
+        EXPECT_EQ(cache.insert(Ids{1, 2}, Ids{5, 6}, "a"), 0);
+        RadixLock lock = cache.lock(cache.match_prefix(Ids{1, 2}, "a").last_node);
+        // The request borrowed "a"'s prefix but says it belongs to "b".
+        cache.cache_finished_req(Ids{1, 2, 3}, Ids{5, 6, 7}, std::move(lock), alloc, "b");
+      },
+      "namespace 'a', not 'b'");
 }
 
 // A simulated request: its tokens, its req_to_token row (kv), the lock on its cached prefix,
@@ -476,14 +571,31 @@ struct SimReq {
   Ids kv;
   RadixLock lock;
   size_t prefix_len = 0;
+  std::string ns;  // its cache namespace
 };
+
+// The slots of namespace `ns`'s tree (none where it holds nothing).
+std::unordered_set<int32_t> namespace_slots(const RadixCache& cache, const std::string& ns) {
+  std::unordered_set<int32_t> slots;
+  const TreeNode* root = cache.find_root(ns);
+  std::vector<const TreeNode*> stack;
+  if (root != nullptr) stack.push_back(root);
+  while (!stack.empty()) {
+    const TreeNode* n = stack.back();
+    stack.pop_back();
+    slots.insert(n->value().begin(), n->value().end());
+    n->for_each_child([&](const TreeNode* c) { stack.push_back(c); });
+  }
+  return slots;
+}
 
 struct FuzzStats {
   int64_t started = 0, hits = 0, evicted = 0, finished = 0, unfinished = 0, resets_ok = 0,
-          resets_refused = 0, duplicates_freed = 0;
+          resets_refused = 0, duplicates_freed = 0, namespaces_seen = 0;
 };
 
-FuzzStats run_fuzz(uint32_t seed, int steps) {
+// `namespaces`: requests and raw inserts each in one of three namespaces (the default among them).
+FuzzStats run_fuzz(uint32_t seed, int steps, bool namespaces = false) {
   std::mt19937 rng(seed);
   auto uniform = [&](uint32_t n) { return static_cast<int32_t>(rng() % n); };
   auto random_tokens = [&](int32_t min_len, int32_t max_len) {
@@ -509,6 +621,11 @@ FuzzStats run_fuzz(uint32_t seed, int steps) {
     return alloc.alloc(n);
   };
   auto erase_req = [&](size_t i) { reqs.erase(reqs.begin() + static_cast<std::ptrdiff_t>(i)); };
+  auto random_namespace = [&]() -> std::string {
+    if (!namespaces) return "";
+    static const char* kNames[] = {"", "tenant-a", "tenant-b"};
+    return kNames[uniform(3)];
+  };
 
   for (int step = 0; step < steps; ++step) {
     const int32_t op = uniform(100);
@@ -521,13 +638,14 @@ FuzzStats run_fuzz(uint32_t seed, int steps) {
         Ids head(other.begin(), other.begin() + uniform(other.size() + 1));
         tokens.insert(tokens.begin(), head.begin(), head.end());
       }
-      MatchResult m = cache.match_prefix(tokens);
+      const std::string ns = random_namespace();
+      MatchResult m = cache.match_prefix(tokens, ns);
       if (!(m.device_indices.size() <= tokens.size())) {
         ADD_FAILURE() << "matched more than the key";
         return stats;
       }
       stats.hits += m.device_indices.empty() ? 0 : 1;
-      SimReq r{tokens, m.device_indices, cache.lock(m.last_node), m.device_indices.size()};
+      SimReq r{tokens, m.device_indices, cache.lock(m.last_node), m.device_indices.size(), ns};
       if (auto own = alloc_slots(static_cast<int32_t>(tokens.size() - r.prefix_len))) {
         r.kv.insert(r.kv.end(), own->begin(), own->end());
         reqs.push_back(std::move(r));
@@ -546,7 +664,7 @@ FuzzStats run_fuzz(uint32_t seed, int steps) {
       SimReq& r = reqs[static_cast<size_t>(uniform(reqs.size()))];
       const int32_t before = alloc.available();
       CacheUnfinishedResult res =
-          cache.cache_unfinished_req(r.tokens, r.kv, std::move(r.lock), alloc);
+          cache.cache_unfinished_req(r.tokens, r.kv, std::move(r.lock), alloc, r.ns);
       stats.duplicates_freed += alloc.available() - before;
       if (res.kv_slots.size() != r.tokens.size()) {
         ADD_FAILURE() << "cache_unfinished_req returned " << res.kv_slots.size() << " slots";
@@ -560,7 +678,7 @@ FuzzStats run_fuzz(uint32_t seed, int steps) {
       const size_t i = static_cast<size_t>(uniform(reqs.size()));
       SimReq& r = reqs[i];
       const int32_t before = alloc.available();
-      cache.cache_finished_req(r.tokens, r.kv, std::move(r.lock), alloc);
+      cache.cache_finished_req(r.tokens, r.kv, std::move(r.lock), alloc, r.ns);
       stats.duplicates_freed += alloc.available() - before;
       erase_req(i);
       ++stats.finished;
@@ -583,7 +701,7 @@ FuzzStats run_fuzz(uint32_t seed, int steps) {
       if (want >= evictable) EXPECT_EQ(cache.evictable_size(), 0);
     } else if (op < 88) {
       bool any_locked = false;
-      for (const SimReq& r : reqs) any_locked |= r.lock.node() != cache.root();
+      for (const SimReq& r : reqs) any_locked |= !r.lock.node()->is_root();
       const int64_t total = cache.total_size();
       const int32_t free_before = alloc.available();
       const bool ok = cache.reset(alloc);
@@ -597,19 +715,28 @@ FuzzStats run_fuzz(uint32_t seed, int steps) {
         ++stats.resets_refused;
       }
     } else if (op < 96) {
-      // A running request's borrowed prefix is still cached with the same slots.
+      // A running request's borrowed prefix is still cached with the same slots, in its
+      // namespace; in another, what matches is that namespace's own.
       const SimReq& r = reqs[static_cast<size_t>(uniform(reqs.size()))];
-      const MatchResult m = cache.match_prefix(r.tokens);
+      const MatchResult m = cache.match_prefix(r.tokens, r.ns);
       EXPECT_GE(m.device_indices.size(), r.prefix_len);
       EXPECT_TRUE(std::equal(r.kv.begin(),
                              r.kv.begin() + static_cast<std::ptrdiff_t>(
                                                 std::min(r.prefix_len, m.device_indices.size())),
                              m.device_indices.begin()));
+      const std::string other = random_namespace();
+      const MatchResult elsewhere = cache.match_prefix(r.tokens, other);
+      const std::unordered_set<int32_t> own = namespace_slots(cache, other);
+      for (int32_t slot : elsewhere.device_indices) {
+        EXPECT_TRUE(own.count(slot)) << "slot " << slot << " matched outside its namespace";
+      }
+      stats.namespaces_seen =
+          std::max<int64_t>(stats.namespaces_seen, static_cast<int64_t>(cache.roots().size()));
     } else {
       // A raw insert by some other owner, who frees the part that was already cached.
       const Ids key = random_tokens(1, 8);
       if (auto slots = alloc_slots(static_cast<int32_t>(key.size()))) {
-        const int64_t cached = cache.insert(key, *slots);
+        const int64_t cached = cache.insert(key, *slots, random_namespace());
         alloc.free(std::span<const int32_t>(*slots).first(static_cast<size_t>(cached)));
       }
     }
@@ -632,13 +759,14 @@ FuzzStats run_fuzz(uint32_t seed, int steps) {
   // Drain: finish everything, then the whole pool must come back.
   while (!reqs.empty()) {
     SimReq& r = reqs.back();
-    cache.cache_finished_req(r.tokens, r.kv, std::move(r.lock), alloc);
+    cache.cache_finished_req(r.tokens, r.kv, std::move(r.lock), alloc, r.ns);
     reqs.pop_back();
     EXPECT_TRUE(cache.check_integrity(alloc, held_outside()).ok());
   }
   EXPECT_EQ(cache.protected_size(), 0);
   EXPECT_TRUE(cache.reset(alloc));
   EXPECT_EQ(alloc.available(), alloc.capacity());
+  EXPECT_EQ(cache.roots().size(), 1u) << "an empty namespace's root was kept";
   return stats;
 }
 
@@ -655,6 +783,17 @@ TEST(RadixCache, RandomizedOperationsKeepIntegrityAndConserveSlots) {
     EXPECT_GT(stats.duplicates_freed, 10) << "seed " << seed;
     EXPECT_GT(stats.resets_ok, 0) << "seed " << seed;
     EXPECT_GT(stats.resets_refused, 0) << "seed " << seed;
+  }
+}
+
+TEST(RadixCache, RandomizedOperationsOverNamespacesKeepThemApart) {
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    const FuzzStats stats = run_fuzz(seed, 4000, /*namespaces=*/true);
+    ASSERT_FALSE(::testing::Test::HasFailure()) << "seed " << seed;
+    EXPECT_GT(stats.hits, 50) << "seed " << seed;
+    EXPECT_GT(stats.evicted, 100) << "seed " << seed;
+    EXPECT_GT(stats.resets_ok, 0) << "seed " << seed;
+    EXPECT_EQ(stats.namespaces_seen, 3) << "seed " << seed;
   }
 }
 

@@ -132,13 +132,23 @@ TEST(LoadBalance, CacheAwareBalancesHitRateAgainstLoadUnderABurst) {
 TEST(RoutedPrefixIndex, MatchesTheLongestRoutedPrefixPerReplica) {
   RoutedPrefixIndex index(2, 1000);
   std::vector<uint64_t> a, b, c;
-  RoutedPrefixIndex::prefix_hashes(std::vector<int32_t>{5, 6, 7, 8}, a);
-  RoutedPrefixIndex::prefix_hashes(std::vector<int32_t>{5, 6, 9}, b);
-  RoutedPrefixIndex::prefix_hashes(std::vector<int32_t>{6, 7, 8}, c);
+  RoutedPrefixIndex::prefix_hashes(std::vector<int32_t>{5, 6, 7, 8}, "", a);
+  RoutedPrefixIndex::prefix_hashes(std::vector<int32_t>{5, 6, 9}, "", b);
+  RoutedPrefixIndex::prefix_hashes(std::vector<int32_t>{6, 7, 8}, "", c);
   index.insert(0, a);
   EXPECT_EQ(index.match(0, a), 4);
   EXPECT_EQ(index.match(0, b), 2);
   EXPECT_EQ(index.match(0, c), 0);  // a suffix is not a prefix
+  EXPECT_EQ(index.match(1, a), 0);
+  // The same ids in a cache namespace are another prompt (their KV is cached apart).
+  std::vector<uint64_t> salted, salted_again, other_salt;
+  RoutedPrefixIndex::prefix_hashes(std::vector<int32_t>{5, 6, 7, 8}, "tenant", salted);
+  RoutedPrefixIndex::prefix_hashes(std::vector<int32_t>{5, 6, 7}, "tenant", salted_again);
+  RoutedPrefixIndex::prefix_hashes(std::vector<int32_t>{5, 6, 7, 8}, "other", other_salt);
+  EXPECT_EQ(index.match(0, salted), 0);
+  index.insert(1, salted);
+  EXPECT_EQ(index.match(1, salted_again), 3);
+  EXPECT_EQ(index.match(1, other_salt), 0);
   EXPECT_EQ(index.match(1, a), 0);
   index.clear(0);
   EXPECT_EQ(index.match(0, a), 0);
@@ -150,7 +160,7 @@ TEST(RoutedPrefixIndex, EvictsTheLeastRecentlyRoutedPromptsFirst) {
   for (int p = 0; p < 6; ++p) {
     std::vector<int32_t> ids(10);
     for (int j = 0; j < 10; ++j) ids[j] = 100 * p + j;
-    RoutedPrefixIndex::prefix_hashes(ids, prompts[p]);
+    RoutedPrefixIndex::prefix_hashes(ids, "", prompts[p]);
     index.insert(0, prompts[p]);
     if (p >= 1) index.insert(0, prompts[0]);  // prompt 0 stays recent
     EXPECT_LE(index.size(0), 40);
@@ -160,7 +170,7 @@ TEST(RoutedPrefixIndex, EvictsTheLeastRecentlyRoutedPromptsFirst) {
   EXPECT_EQ(index.match(0, prompts[1]), 0);
   // A prompt longer than the capacity keeps its first `capacity` tokens.
   std::vector<uint64_t> longer;
-  RoutedPrefixIndex::prefix_hashes(std::vector<int32_t>(100, 3), longer);
+  RoutedPrefixIndex::prefix_hashes(std::vector<int32_t>(100, 3), "", longer);
   index.insert(0, longer);
   EXPECT_EQ(index.match(0, longer), 40);
 }

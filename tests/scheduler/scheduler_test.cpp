@@ -496,6 +496,38 @@ TEST_P(SchedulerLoops, APrefixIsSharedWhileItsRequestDecodes) {
   d.expect_reference_outputs();
 }
 
+// extra_key / cache_salt: a request takes cached KV only from requests of its own namespace.
+TEST_P(SchedulerLoops, APrefixIsSharedOnlyWithinItsCacheNamespace) {
+  Driver d({}, 1024, 256, overlap());
+  const std::vector<int32_t> shared = tokens(48, 3);
+  auto request = [&](int32_t last, const char* ns) {
+    std::vector<int32_t> prompt = shared;
+    prompt.push_back(last);
+    GenerateRequest r = test::greedy_ids_request(prompt, 3);
+    r.cache_namespace = ns;
+    return r;
+  };
+  d.submit(request(1, "tenant-a"));
+  d.run_until_idle();
+  int64_t before = d.runner().computed_tokens();
+  d.submit(request(2, "tenant-b"));  // another namespace: computes the whole prompt
+  d.run_until_idle();
+  EXPECT_EQ(d.runner().computed_tokens() - before, 49 + 2);
+  before = d.runner().computed_tokens();
+  d.submit(request(3, ""));  // the default namespace: the same
+  d.run_until_idle();
+  EXPECT_EQ(d.runner().computed_tokens() - before, 49 + 2);
+  EXPECT_EQ(d.scheduler().stats().cached_prompt_tokens_total, 0);
+  before = d.runner().computed_tokens();
+  d.submit(request(4, "tenant-b"));  // its own namespace: the shared 48 come from the cache
+  d.run_until_idle();
+  EXPECT_EQ(d.runner().computed_tokens() - before, 1 + 2);
+  EXPECT_EQ(d.scheduler().stats().cached_prompt_tokens_total, 48);
+  d.expect_reference_outputs();
+  EXPECT_TRUE(d.scheduler().flush_cache());
+  EXPECT_EQ(d.scheduler().stats().kv_used, 0);
+}
+
 TEST_P(SchedulerLoops, DisabledRadixCacheRecomputes) {
   SchedulerOptions options;
   options.disable_radix_cache = true;
@@ -776,22 +808,43 @@ TEST(SchedulePolicy, RequestsTheCacheCannotServeDoNotWaitForASharer) {
   d.run_until_idle();
 }
 
+// Neither do the copies of a prompt in other cache namespaces: the first copy's KV cannot serve
+// them.
+TEST(SchedulePolicy, ThePromptsOfOtherNamespacesDoNotWaitForIt) {
+  SchedulerOptions options;
+  options.policy = SchedulePolicy::kFcfs;
+  Driver d(options, 1024, 256, false);
+  const std::vector<int32_t> prompt = tokens(40, 9);
+  for (const char* ns : {"", "a", "b", "a"}) {
+    GenerateRequest r = test::greedy_ids_request(prompt, 2);
+    r.cache_namespace = ns;
+    d.submit(std::move(r));
+  }
+  d.step();
+  EXPECT_EQ(d.batches().back().extends.size(), 3u);  // the second "a" waits for the first
+  d.run_until_idle();
+  EXPECT_EQ(d.scheduler().stats().cached_prompt_tokens_total, 39);
+  d.expect_reference_outputs();
+}
+
 TEST(SchedulePolicy, DfsWeightAndRandomComplete) {
   for (SchedulePolicy policy : {SchedulePolicy::kDfsWeight, SchedulePolicy::kRandom}) {
     SchedulerOptions options;
     options.policy = policy;
     options.max_prefill_tokens = 64;
     Driver d(options, 2048, 256, false);
-    for (int g = 0; g < 3; ++g) {
+    // Groups sharing a prefix; the fourth in a cache namespace of its own, whose requests are
+    // ordered from that namespace's root.
+    auto group_request = [](int g, int32_t last, int32_t max_new) {
       std::vector<int32_t> p = tokens(20, 50 + g);
-      d.submit(test::greedy_ids_request(p, 2));
-    }
+      if (last > 0) p.push_back(last);
+      GenerateRequest r = test::greedy_ids_request(p, max_new);
+      if (g == 3) r.cache_namespace = "tenant";
+      return r;
+    };
+    for (int g = 0; g < 4; ++g) d.submit(group_request(g, 0, 2));
     d.run_until_idle();
-    for (int i = 0; i < 12; ++i) {
-      std::vector<int32_t> p = tokens(20, 50 + i % 3);
-      p.push_back(1 + i);
-      d.submit(test::greedy_ids_request(p, 3));
-    }
+    for (int i = 0; i < 16; ++i) d.submit(group_request(i % 4, 1 + i, 3));
     d.run_until_idle();
     d.expect_reference_outputs();
   }
@@ -878,6 +931,7 @@ SchedulerStats randomized_soak(bool overlap, bool ngram) {
       prompt.back() = 1 + static_cast<int32_t>(rng() % (kVocab - 1));
       GenerateRequest r = test::greedy_ids_request(prompt, 1 + static_cast<int32_t>(rng() % 30));
       r.ignore_eos = rng() % 2;
+      if (rng() % 4 == 0) r.cache_namespace = "ns" + std::to_string(rng() % 2);
       live.push_back(d.submit(r));
       ++submitted;
     }

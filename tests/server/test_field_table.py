@@ -100,6 +100,7 @@ EMB = "test_embeddings.py"
 SO = "test_structured_output.py"
 REASONING = "test_reasoning_items.py"
 DP = "test_data_parallel.py"
+NAMESPACE = "test_cache_namespace.py"
 NO_PRIORITY = "priority scheduling is off, as in SGLang without --enable-priority-scheduling"
 NO_ROUTED_EXPERTS = "read only with return_routed_experts, which is refused"
 NO_CUSTOM_LABELS = ("metric labels SGLang takes only with "
@@ -115,8 +116,7 @@ REFUSED_SGLANG = {
     "return_flat_raw_top_logprobs": True, "return_flat_raw_output_top_logprobs": True,
     "return_flat_raw_top_logprobs_b64": True, "return_indexer_topk": True, "return_bytes": True,
     "return_entropy": True, "lora_path": "adapter", "lora_id": "a1", "session_id": "s1",
-    "session_params": {"id": "s1"}, "watermark": {"key": 1}, "extra_key": "tenant",
-    "cache_salt": "salt", "custom_params": {"a": 1}, "custom_logit_processor": "x",
+    "session_params": {"id": "s1"}, "watermark": {"key": 1}, "custom_params": {"a": 1}, "custom_logit_processor": "x",
     "input_embeds": [[0.1]], "image_data": "img.png", "audio_data": "a.wav",
     "video_data": "v.mp4", "mm_hashes": [1], "mm_content_hashes": [1],
     "use_audio_in_video": True, "video_config": {"fps": 1}, "images_config": {"max": 1},
@@ -241,11 +241,11 @@ GENERATE.update({
                       "return_indexer_topk", "session_params", "lora_id",
                       "positional_embed_overrides", "bootstrap_host", "bootstrap_port",
                       "bootstrap_room", "bootstrap_pair_key", "decode_tp_size",
-                      "disagg_prefill_dp_rank", "background", "extra_key", "return_bytes", "return_entropy",
+                      "disagg_prefill_dp_rank", "background", "return_bytes", "return_entropy",
                       "return_prompt_token_ids", "encoder_urls", "max_dynamic_patch",
                       "min_dynamic_patch", "image_max_dynamic_patch", "video_max_dynamic_patch",
                       "images_config", "mm_processor_kwargs", "multi_item_delimiter_indices",
-                      "token_indices_to_pool", "cache_salt", "kv_hints"]),
+                      "token_indices_to_pool", "kv_hints"]),
     "modalities": refused(["image"]),
     "log_metrics": no_effect(False, "metrics count every request"),
     "routed_experts_start_len": no_effect(5, NO_ROUTED_EXPERTS),
@@ -255,6 +255,8 @@ GENERATE.update({
     "conversation_id": no_effect("c", "tracks requests; changes nothing about them"),
     "http_worker_ipc": no_effect("ipc://x", "SGLang's internal return address"),
     "priority": no_effect(3, NO_PRIORITY),
+    "extra_key": shown(f"{NAMESPACE}::test_generate_shares_the_cache_only_within_a_namespace"),
+    "cache_salt": shown(f"{NAMESPACE}::test_generate_shares_the_cache_only_within_a_namespace"),
     "no_logs": shown("test_launch_flags.py::test_log_requests_and_no_logs"),
     "require_reasoning": shown("test_reasoning_grammar.py::test_generate_require_reasoning"),
     "max_thinking_tokens": shown("test_reasoning_grammar.py::test_generate_max_thinking_tokens"),
@@ -276,6 +278,8 @@ SAMPLING_ON_OPENAI = {
     "data_parallel_rank": shown(f"{DP}::test_routed_dp_rank_names_the_replica"),
     "priority": no_effect(3, NO_PRIORITY),
     "routed_experts_start_len": no_effect(5, NO_ROUTED_EXPERTS),
+    "extra_key": shown(f"{NAMESPACE}::test_openai_routes_take_extra_key_and_cache_salt"),
+    "cache_salt": shown(f"{NAMESPACE}::test_openai_routes_take_extra_key_and_cache_salt"),
 }
 CHAT.update({
     **refused_sglang(["return_hidden_states", "return_routed_experts",
@@ -287,8 +291,8 @@ CHAT.update({
                       "continue_final_message", "lora_path", "session_id", "session_params",
                       "max_dynamic_patch", "min_dynamic_patch", "use_audio_in_video",
                       "images_config", "video_config", "mm_processor_kwargs",
-                      "custom_logit_processor", "custom_params", "watermark", "extra_key",
-                      "cache_salt", "bootstrap_host", "bootstrap_port", "bootstrap_room",
+                      "custom_logit_processor", "custom_params", "watermark",
+                      "bootstrap_host", "bootstrap_port", "bootstrap_room",
                       "disagg_prefill_dp_rank"]),
     **{f: SAMPLING_ON_OPENAI[f] for f in SAMPLING_ON_OPENAI if f in SGLANG_CHAT},
     "thinking": shown(f"{REASONING}::test_chat_thinking_config_reaches_the_template"),
@@ -305,7 +309,7 @@ COMPLETIONS.update({
                       "return_cached_tokens_details", "return_spec_tokens_details",
                       "return_token_ids", "lora_path", "session_id", "session_params",
                       "custom_params", "custom_logit_processor", "watermark", "images_config",
-                      "mm_processor_kwargs", "extra_key", "cache_salt", "bootstrap_host",
+                      "mm_processor_kwargs", "bootstrap_host",
                       "bootstrap_port", "bootstrap_room", "disagg_prefill_dp_rank"]),
     **{f: SAMPLING_ON_OPENAI[f] for f in SAMPLING_ON_OPENAI if f in SGLANG_COMPLETIONS},
     "json_schema": shown(f"{SO}::test_generate_sampling_params"),
@@ -443,6 +447,7 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "chat_template_kwargs": {"enable_thinking": False}, "input_ids": [1, 403],
               "routed_dp_rank": 0, "data_parallel_rank": 0, "no_logs": True, "min_tokens": 1,
               "require_reasoning": False, "max_thinking_tokens": None,
+              "extra_key": "tenant", "cache_salt": "salt",
               # Any level (and a thinking budget) needs a reasoning parser, "none" a template
               # reading enable_thinking: this server has neither (the cited test's servers do).
               "reasoning_effort": None, "reasoning": {"enabled": False}}
