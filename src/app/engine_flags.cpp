@@ -63,6 +63,46 @@ Result<std::string> parse_attention_backend(const std::string& name,
   return name;
 }
 
+// --enable-priority-scheduling and its flags, checked as SGLang checks them (its warnings about
+// flags without effect become notes).
+Status read_priority_options(const CliArgs& args, scheduler::SchedulePolicy policy,
+                             scheduler::PriorityOptions& out, std::vector<std::string>& notes) {
+  out.enabled = args.has("--enable-priority-scheduling");
+  out.low_values_first = args.has("--schedule-low-priority-values-first");
+  out.preemption = !args.has("--disable-priority-preemption");
+  out.abort_when_disabled = args.has("--abort-on-priority-when-disabled");
+  SGL_ASSIGN_OR_RETURN(out.preemption_threshold,
+                       args.get_int("--priority-scheduling-preemption-threshold", 10));
+  if (args.has("--default-priority-value")) {
+    SGL_ASSIGN_OR_RETURN(out.default_value, args.get_int("--default-priority-value", 0));
+  }
+  const std::string retraction = args.get("--retraction-policy").value_or("length");
+  if (retraction != "length" && retraction != "priority") {
+    return invalid_argument("--retraction-policy must be length or priority, got '" + retraction +
+                            "'");
+  }
+  out.retract_by_priority = retraction == "priority";
+  if (out.retract_by_priority && !out.enabled) {
+    return invalid_argument("--retraction-policy priority requires --enable-priority-scheduling");
+  }
+  if (out.enabled && policy != scheduler::SchedulePolicy::kFcfs &&
+      policy != scheduler::SchedulePolicy::kLof) {
+    return invalid_argument(std::string("--enable-priority-scheduling takes --schedule-policy "
+                                        "fcfs or lof, not ") +
+                            scheduler::schedule_policy_name(policy) + " (as in SGLang)");
+  }
+  if (!out.enabled) {
+    for (const char* flag :
+         {"--disable-priority-preemption", "--default-priority-value",
+          "--schedule-low-priority-values-first", "--priority-scheduling-preemption-threshold"}) {
+      if (args.has(flag)) {
+        notes.push_back(std::string(flag) + " has no effect without --enable-priority-scheduling");
+      }
+    }
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 // A timeout in seconds from the environment variable `name`, as SGLang's EnvFloat reads it
@@ -200,6 +240,31 @@ std::span<const FlagSpec> engine_flag_table() {
        .value = "lpm|dfs-weight|fcfs|lof|random",
        .help = "Order of waiting requests.",
        .default_value = "fcfs"},
+      {.name = "--enable-priority-scheduling",
+       .help = "Requests' integer priority orders the waiting queue (before --schedule-policy: "
+               "fcfs or lof), lets a waiting request preempt running ones it outranks and picks "
+               "which request a full queue turns away. Higher values first by default."},
+      {.name = "--schedule-low-priority-values-first",
+       .help = "With --enable-priority-scheduling, lower priority values are scheduled first."},
+      {.name = "--disable-priority-preemption",
+       .help = "With --enable-priority-scheduling, no running request is preempted."},
+      {.name = "--priority-scheduling-preemption-threshold",
+       .value = "N",
+       .help = "How far a waiting request must outrank a running one (by more than N) to preempt "
+               "it.",
+       .default_value = "10"},
+      {.name = "--default-priority-value",
+       .value = "N",
+       .help = "The priority of a request that gives none (unset: the least preferred value)."},
+      {.name = "--abort-on-priority-when-disabled",
+       .help = "Without --enable-priority-scheduling, a request that gives a priority is aborted "
+               "(503) instead of the priority having no effect."},
+      {.name = "--retraction-policy",
+       .value = "length|priority",
+       .help = "Which running requests a full KV cache retracts first: the fewest output tokens "
+               "(then the longest prompts), or with priority the least preferred priority before "
+               "that (needs --enable-priority-scheduling).",
+       .default_value = "length"},
       {.name = "--schedule-conservativeness",
        .value = "X",
        .help = "Scales the KV reserved for running requests' future tokens.",
@@ -439,6 +504,7 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   SGL_ASSIGN_OR_RETURN(
       o.policy, scheduler::parse_schedule_policy(args.get("--schedule-policy").value_or("fcfs")));
   o.disable_radix_cache = args.has("--disable-radix-cache");
+  SGL_RETURN_IF_ERROR(read_priority_options(args, o.policy, o.priority, s.notes));
   // --enable-mixed-chunk is the default; SGLang's flag stays accepted.
   if (args.has("--enable-mixed-chunk") && args.has("--disable-mixed-chunk")) {
     return invalid_argument("--enable-mixed-chunk and --disable-mixed-chunk contradict each other");

@@ -24,6 +24,7 @@ EngineStats sum_engine_stats(std::span<const EngineStats> replicas) {
     s.num_running += r.num_running;
     s.num_waiting += r.num_waiting;
     s.num_retracted_total += r.num_retracted_total;
+    s.num_preempted_total += r.num_preempted_total;
     s.kv_capacity += r.kv_capacity;
     s.kv_used += r.kv_used;
     s.kv_cached += r.kv_cached;

@@ -214,8 +214,11 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
   const int64_t limit = options_.scheduler.max_queued_requests;
   // Counted first, so that concurrent submits cannot all pass the check (the scheduler's own
   // count would then abort the extras instead of the caller getting this retryable error).
+  // With priority scheduling the scheduler decides: a preferred newcomer takes the place of the
+  // least preferred waiting request.
   const int64_t queued = ++queued_;
-  if (limit > 0 && queued > limit + options_.scheduler.max_running_requests) {
+  if (limit > 0 && !options_.scheduler.priority.enabled &&
+      queued > limit + options_.scheduler.max_running_requests) {
     --queued_;
     return resource_exhausted("the server is at capacity: " + std::to_string(queued - 1) +
                               " requests queued or running");

@@ -76,6 +76,15 @@ void PrefillAdder::add_chunked_req(Req& req) {
   total_offset_ += req.extend_input_len + (req.is_chunked ? 0 : remaining_new_tokens(req));
 }
 
+void PrefillAdder::release_running(int64_t reserved_tokens) {
+  total_offset_ -= reserved_tokens;
+  ++free_running_slots_;
+}
+
+int64_t PrefillAdder::tokens_needed(const Req& req) {
+  return req.extend_input_len + remaining_new_tokens(req);
+}
+
 AddResult PrefillAdder::add_one_req(Req& req, const std::function<void(Req&)>& lock) {
   const int64_t room = room_for(req);  // <= 0: the chunk or a scoring batch is full
   if (free_running_slots_ <= 0 || room <= 0) return AddResult::kOther;

@@ -44,9 +44,16 @@ class PrefillAdder {
   // memory for what it computed, so only the chunk (and scoring) budgets apply.
   void add_chunked_req(Req& req);
 
+  // A running request was preempted (retracted): its running slot and the future tokens it was
+  // reserved (`reserved_tokens`, counted in the running reservation) are free again.
+  void release_running(int64_t reserved_tokens);
+  bool out_of_running_slots() const { return free_running_slots_ <= 0; }
+
   const std::vector<Req*>& can_run_list() const { return can_run_list_; }
   Req* new_chunked_req() const { return new_chunked_req_; }
   int64_t rem_total_tokens() const { return available_and_evictable_() - total_offset_; }
+  // The KV tokens `req` needs to be taken whole: its input and its future tokens.
+  static int64_t tokens_needed(const Req& req);
 
  private:
   AddResult budget_state() const;

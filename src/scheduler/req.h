@@ -70,6 +70,9 @@ struct GenerateRequest {
   // The prefix cache namespace (SGLang's extra_key and cache_salt, one string): requests share
   // cached KV only with requests of the same namespace. Empty: the default, shared one.
   std::string cache_namespace;
+  // SGLang's priority (with --enable-priority-scheduling; larger first unless
+  // --schedule-low-priority-values-first). None: --default-priority-value, else the least.
+  std::optional<int64_t> priority;
 
   // How many prompt tokens get a logprob (positions start + 1 .. prompt_len - 1).
   int32_t input_logprob_count() const;
@@ -111,6 +114,7 @@ struct Req {
   bool input_logprobs_sent = false;  // delivered with the first token (or the finish)
   int64_t last_batch_id = -1;        // newest batch that reads this request's row
   Clock::time_point arrival_time = Clock::now();
+  int64_t priority = 0;  // request.priority resolved (PriorityOptions::resolve)
   std::optional<Clock::time_point> first_schedule_time;
 
   const std::vector<int32_t>& origin_input_ids() const { return request.input_ids; }

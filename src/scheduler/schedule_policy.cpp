@@ -59,8 +59,9 @@ void order_by_dfs_weight(std::deque<Req*>& waiting, cache::RadixCache& tree) {
 
 }  // namespace
 
-SchedulePolicy sort_waiting_queue(SchedulePolicy policy, std::deque<Req*>& waiting,
-                                  cache::RadixCache& tree, std::mt19937_64& rng) {
+SchedulePolicy sort_waiting_queue(SchedulePolicy policy, const PriorityOptions& priority,
+                                  std::deque<Req*>& waiting, cache::RadixCache& tree,
+                                  std::mt19937_64& rng) {
   if ((policy == SchedulePolicy::kLpm && waiting.size() > kLpmFallbackQueueSize) ||
       ((policy == SchedulePolicy::kLpm || policy == SchedulePolicy::kDfsWeight) &&
        tree.disabled())) {
@@ -87,6 +88,11 @@ SchedulePolicy sort_waiting_queue(SchedulePolicy policy, std::deque<Req*>& waiti
     case SchedulePolicy::kDfsWeight:
       order_by_dfs_weight(waiting, tree);
       break;
+  }
+  if (priority.enabled) {
+    std::stable_sort(waiting.begin(), waiting.end(), [&](const Req* a, const Req* b) {
+      return priority.prefers(a->priority, b->priority);
+    });
   }
   return policy;
 }

@@ -84,16 +84,23 @@ Status Scheduler::validate(const GenerateRequest& r) const {
 
 bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
   SGL_CHECK(!reqs_.count(rid)) << "duplicate request id " << rid;
+  const PriorityOptions& priority = options_.priority;
+  const int64_t resolved = priority.resolve(request.priority);
   // Counted as the engine counts before it accepts a submit (queued or running: a burst that
   // lands between two steps arrives here before any of it is admitted), so a request the engine
-  // accepted is not refused here.
+  // accepted is not refused here. With priority scheduling the engine lets every request through
+  // and the least preferred waiting one goes (SGLang's), unless that is this one.
   if (options_.max_queued_requests > 0 &&
       static_cast<int64_t>(waiting_.size() + running_.size()) >=
-          options_.max_queued_requests + options_.max_running_requests) {
+          options_.max_queued_requests + options_.max_running_requests &&
+      !(priority.enabled && evict_for_priority(resolved))) {
     return false;
   }
   auto req = std::make_unique<Req>();
   req->rid = rid;
+  req->priority = resolved;
+  const bool refuse_priority =
+      !priority.enabled && priority.abort_when_disabled && request.priority.has_value();
   req->request = std::move(request);
   // Generation stops at the context length, or where the request alone fills the KV cache
   // (SGLang clamps max_new_tokens to its max_req_len the same way).
@@ -114,6 +121,14 @@ bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
   }
   Req* raw = req.get();
   reqs_.emplace(rid, std::move(req));
+  if (refuse_priority) {
+    finish(*raw, {FinishReason::kAbort, -1,
+                  "Using priority is disabled for this server. Please send a new request without "
+                  "a priority.",
+                  kServiceUnavailable});
+    release_ready();
+    return true;
+  }
   if (raw->request.max_new_tokens == 0 && !raw->wants_input_logprobs() && !is_embedding()) {
     finish(*raw, {FinishReason::kLength, -1, ""});
     release_ready();
@@ -183,7 +198,12 @@ NextBatch Scheduler::get_next_batch_to_run() {
   }
 
   NextBatch next;
+  drain_for_preemption_ = false;
   next.batch = get_new_batch_prefill();
+  if (!next.batch && drain_for_preemption_) {
+    next.need_drain = true;  // a preemption, once the batches in flight are done
+    return next;
+  }
   if (!next.batch) next.batch = get_decode_batch(&next.need_drain);
   // Idle, the next burst is admitted as the first was (SGLang resets the ratio when idle): a
   // ratio decayed by a long run would over-admit it, one raised by a retraction under-admit it.

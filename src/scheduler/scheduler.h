@@ -16,6 +16,7 @@
 #include "cache/radix_cache.h"
 #include "cache/req_to_token_pool.h"
 #include "cache/token_to_kv_pool_allocator.h"
+#include "scheduler/prefill_adder.h"
 #include "scheduler/req.h"
 #include "scheduler/schedule_batch.h"
 #include "scheduler/scheduler_options.h"
@@ -44,6 +45,7 @@ struct SchedulerStats {
   int64_t num_running = 0;
   int64_t num_waiting = 0;
   int64_t num_retracted_total = 0;  // retractions since start
+  int64_t num_preempted_total = 0;  // of those, for a waiting request of a preferred priority
   int64_t kv_capacity = 0;          // allocatable KV slots
   int64_t kv_used = 0;              // held by requests or the cache
   int64_t kv_cached = 0;            // held by the radix cache
@@ -161,6 +163,19 @@ class Scheduler {
   // allocated) when the KV cache is out of slots.
   bool prepare_extend_entry(Req& req, BatchEntry* entry, std::vector<int32_t>* out_cache_loc);
 
+  // Priority scheduling (scheduler_priority.cpp).
+  // The running requests the waiting `req` (turned away by `adder`: no running slot or no KV)
+  // may preempt to be admitted (SGLang's preempt_to_schedule): those it outranks by more than
+  // the threshold, least preferred (then newest) first, until the KV they hold and reserve
+  // covers what `req` lacks and a running slot is free. Empty when they cannot make the room.
+  std::vector<Req*> preemption_victims(const Req& req, const PrefillAdder& adder) const;
+  // Retracts `victims` (back to the waiting queue, recomputed later) and gives `adder` their
+  // running slots and reservations. No batch may be in flight.
+  void preempt(std::span<Req* const> victims, PrefillAdder& adder);
+  // A full waiting queue and a request of priority `priority`: the waiting request it outranks
+  // that goes (the least preferred, then newest), aborted; false when it outranks none.
+  bool evict_for_priority(int64_t priority);
+
   // Decoding (scheduler_decode.cpp).
   std::optional<ScheduleBatch> get_decode_batch(bool* need_drain);
   // Appends one decode token of the running `req` to `batch` (its slot must be available).
@@ -170,6 +185,8 @@ class Scheduler {
   // it out of the running set).
   void retract(Req& req);
   int64_t reserved_decode_tokens() const;
+  // The future tokens the running `req` is reserved (its share of reserved_decode_tokens).
+  double reserved_tokens(const Req& req) const;
 
   // Speculative decoding (scheduler_speculative.cpp).
   // How many drafts `req` may verify in a decode step (at most `budget`) once its last token is
@@ -253,6 +270,9 @@ class Scheduler {
   };
   std::optional<DrainedChoice> drained_choice_;
   bool logged_spec_plain_ = false;  // the first request speculation leaves out was logged
+  // A preemption waits for the batches in flight (they read the victims' KV): the next batch is
+  // a drain.
+  bool drain_for_preemption_ = false;
   struct PolicyStep {
     int64_t batch_id = -1;
     int32_t batch_size = 0;

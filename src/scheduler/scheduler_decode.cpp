@@ -16,13 +16,15 @@ constexpr int64_t kRetractDecodeSteps = 20;
 
 }  // namespace
 
+double Scheduler::reserved_tokens(const Req& req) const {
+  const int64_t left =
+      std::min<int64_t>(req.request.max_new_tokens - req.scheduled_samples, kClipMaxNewTokens);
+  return static_cast<double>(std::max<int64_t>(left, 0)) * new_token_ratio_;
+}
+
 int64_t Scheduler::reserved_decode_tokens() const {
   double reserved = 0;
-  for (const Req* r : running_) {
-    const int64_t left =
-        std::min<int64_t>(r->request.max_new_tokens - r->scheduled_samples, kClipMaxNewTokens);
-    reserved += static_cast<double>(std::max<int64_t>(left, 0)) * new_token_ratio_;
-  }
+  for (const Req* r : running_) reserved += reserved_tokens(*r);
   return static_cast<int64_t>(reserved);
 }
 
@@ -131,9 +133,14 @@ void Scheduler::retract_all() {
 }
 
 void Scheduler::retract_for_decode(int64_t needed) {
-  // Retract the requests with the fewest output tokens (then the longest prompts) first.
+  // Retract the requests with the fewest output tokens (then the longest prompts) first; with
+  // --retraction-policy priority, the least preferred priority before that.
   std::vector<Req*> order = running_;
-  std::stable_sort(order.begin(), order.end(), [](const Req* a, const Req* b) {
+  const PriorityOptions& priority = options_.priority;
+  std::stable_sort(order.begin(), order.end(), [&](const Req* a, const Req* b) {
+    if (priority.retract_by_priority && a->priority != b->priority) {
+      return priority.prefers(a->priority, b->priority);
+    }
     if (a->output_ids.size() != b->output_ids.size())
       return a->output_ids.size() > b->output_ids.size();
     return a->prompt_len() < b->prompt_len();

@@ -6,6 +6,7 @@
 
 #include "core/status.h"
 #include "forward/pooling.h"
+#include "scheduler/priority.h"
 #include "speculative/speculative_options.h"
 
 namespace sgl::scheduler {
@@ -48,6 +49,8 @@ struct SchedulerOptions {
   // Speculative decoding (--speculative-algorithm): a decoding request whose tokens are all
   // known (no batch of it in flight) verifies its drafts in one extend pass.
   speculative::SpeculativeOptions speculative;
+  // --enable-priority-scheduling and its flags (fcfs and lof only, as in SGLang).
+  PriorityOptions priority;
   // Tokens of a decode batch with drafts, at most (each token is a logits row then): what the
   // runner reserved (its max_num_tokens and logits rows); 0 = no bound. Drafts beyond it wait.
   int64_t max_verify_tokens = 0;

@@ -102,9 +102,14 @@ bool Scheduler::prepare_extend_entry(Req& req, BatchEntry* entry,
 std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   if (waiting_.empty() && chunked_req_ == nullptr) return std::nullopt;
   const auto running_bs = static_cast<int32_t>(running_.size());
-  if (running_bs >= options_.max_running_requests && chunked_req_ == nullptr) return std::nullopt;
+  // Full, unless a waiting request may preempt a running one.
+  const bool may_preempt = options_.priority.enabled && options_.priority.preemption;
+  if (running_bs >= options_.max_running_requests && chunked_req_ == nullptr && !may_preempt) {
+    return std::nullopt;
+  }
 
-  const SchedulePolicy applied = sort_waiting_queue(options_.policy, waiting_, tree_, rng_);
+  const SchedulePolicy applied =
+      sort_waiting_queue(options_.policy, options_.priority, waiting_, tree_, rng_);
   const bool in_batch_prefix_caching =
       applied == SchedulePolicy::kLpm || applied == SchedulePolicy::kDfsWeight;
   // A batch that will carry the running decodes is as long as every one of their steps waits:
@@ -128,16 +133,33 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
     adder.add_chunked_req(*chunked_req_);
   }
   std::vector<Req*> admitted_this_round;
-  for (Req* req : waiting_) {
+  int32_t preempted = 0;
+  // A copy: a preemption puts its victims at the queue's front.
+  const std::vector<Req*> queue(waiting_.begin(), waiting_.end());
+  for (Req* req : queue) {
     init_next_round_input(*req);
     if (waits_for_in_batch_prefix(*req, admitted_this_round, in_batch_prefix_caching)) {
       req->lock.reset();  // a request admitted this round caches its prefix: wait one round
       continue;
     }
-    const AddResult result = adder.add_one_req(*req, [](Req&) {});
-    const bool admitted = !adder.can_run_list().empty() && adder.can_run_list().back() == req;
-    if (!admitted) req->lock.reset();
-    if (admitted) admitted_this_round.push_back(req);
+    const auto admitted = [&] {
+      return !adder.can_run_list().empty() && adder.can_run_list().back() == req;
+    };
+    AddResult result = adder.add_one_req(*req, [](Req&) {});
+    if (!admitted() && (result == AddResult::kNoToken || adder.out_of_running_slots())) {
+      // Priority scheduling: running requests it outranks may make room (after the batches in
+      // flight, which read their KV, are done).
+      const std::vector<Req*> victims = preemption_victims(*req, adder);
+      if (!victims.empty() && in_flight_batches() > 0) {
+        drain_for_preemption_ = true;
+      } else if (!victims.empty()) {
+        preempt(victims, adder);
+        preempted += static_cast<int32_t>(victims.size());
+        result = adder.add_one_req(*req, [](Req&) {});
+      }
+    }
+    if (!admitted()) req->lock.reset();
+    if (admitted()) admitted_this_round.push_back(req);
     if (result != AddResult::kContinue) break;
   }
   // Waiting requests not admitted dropped their locks above; the loop may have stopped early.
@@ -187,9 +209,10 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   }
   if (batch.entries.empty()) return std::nullopt;
 
-  // MIXED: the running decodes ride along with the prefill chunk.
+  // MIXED: the running decodes (those not preempted; the admitted follow them) ride along with
+  // the prefill chunk.
   if (mixing) {
-    std::vector<Req*> decoders(running_.begin(), running_.begin() + running_bs);
+    std::vector<Req*> decoders(running_.begin(), running_.begin() + (running_bs - preempted));
     std::erase_if(decoders,
                   [](const Req* r) { return r->scheduled_samples >= r->request.max_new_tokens; });
     if (!decoders.empty() &&

@@ -147,6 +147,7 @@ Reply server_info_reply(ServerContext& ctx) {
                       {"finished_requests_total", s.finished_requests_total},
                       {"routed_requests_total", routed[rank]},
                       {"num_retracted_total", s.num_retracted_total},
+                      {"num_preempted_total", s.num_preempted_total},
                       {"avg_spec_accept_length", s.spec_accept_length()},
                       {"spec_verify_steps", s.spec_verify_steps},
                       {"spec_draft_tokens", s.spec_draft_tokens},

@@ -107,7 +107,7 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
                            tool_choice_grammar(ctx, req, parser, request.grammar != nullptr));
     }
     if (tool_grammar) request.grammar = tool_grammar;
-    request.cache_namespace = req.routing.cache_namespace_of(0);
+    apply_routing(req.routing, 0, request);
     const bool grammar_holds_reasoning = tool_grammar && req.tool_choice == ToolChoiceMode::kAuto;
     const bool budget_forced = budget_gate.has_budget() && !grammar_holds_reasoning;
     if (budget_forced) {

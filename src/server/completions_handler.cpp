@@ -198,7 +198,7 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
                       choice_options(req.sampling, req.logprobs.has_value())};
       plan.request.return_logprob = req.logprobs.has_value();
       plan.request.top_logprobs_num = static_cast<int32_t>(req.logprobs.value_or(0));
-      plan.request.cache_namespace = req.routing.cache_namespace_of(p);
+      apply_routing(req.routing, p, plan.request);
       if (setup.echo_logprobs) {
         plan.request.logprob_start_len = 0;  // every prompt token (the first has none)
       }

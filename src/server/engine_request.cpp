@@ -118,6 +118,11 @@ std::optional<int32_t> special_token_stop(const tokenizer::Tokenizer& tokenizer,
   return id;
 }
 
+void apply_routing(const RequestRouting& routing, size_t prompt, engine::GenerateRequest& request) {
+  request.cache_namespace = routing.cache_namespace_of(prompt);
+  request.priority = routing.priority;
+}
+
 ChoiceOptions choice_options(const SamplingInput& s, bool token_texts) {
   return {.stop = s.stop,
           .stop_regex = s.stop_regex,

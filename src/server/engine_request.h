@@ -39,6 +39,10 @@ Status check_text_length(const ServerContext& ctx, const std::vector<PromptInput
 std::vector<int32_t> prompt_ids(const ServerContext& ctx, const PromptInput& prompt,
                                 bool add_special_tokens = true);
 
+// What `routing` asks of the engine request for prompt `prompt` (of a batch): its cache namespace
+// and priority.
+void apply_routing(const RequestRouting& routing, size_t prompt, engine::GenerateRequest& request);
+
 struct ChoicePlan {
   engine::GenerateRequest request;
   ChoiceOptions options;

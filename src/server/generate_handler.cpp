@@ -259,7 +259,7 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
       plan.request.top_logprobs_num =
           setup.logprobs ? static_cast<int32_t>(req.top_logprobs_num) : 0;
       plan.request.token_ids_logprob = asked;
-      plan.request.cache_namespace = req.routing.cache_namespace_of(p);
+      apply_routing(req.routing, p, plan.request);
       if (setup.text_in_logprobs) plan.options.token_ids_logprob = asked;
       plan.options.no_logs = req.no_logs;
       if (plan.request.grammar) plan.request.reasoning_gate = gate;

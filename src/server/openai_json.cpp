@@ -124,6 +124,7 @@ Status read_routing(const json& o, std::optional<size_t> batch_prompts, RequestR
     }
     out.routed_dp_rank = v;
   }
+  SGL_RETURN_IF_ERROR(read(o, "priority", out.priority));
   return read_cache_namespaces(o, batch_prompts, out);
 }
 

@@ -38,6 +38,7 @@ struct RequestRouting {
   std::string rid;                        // the client's request id; empty: one is made up
   std::vector<std::string> rids;          // /generate's rid as a list: one per prompt of a batch
   std::optional<int64_t> routed_dp_rank;  // the engine replica to run on; none: load balanced
+  std::optional<int64_t> priority;        // SGLang's priority (--enable-priority-scheduling)
   // extra_key and cache_salt as one engine namespace (openai_json.cpp): one for every
   // prompt, or (lists on /generate) one per prompt of a batch; none: the default namespace.
   std::vector<std::string> cache_namespaces;

@@ -32,6 +32,12 @@ SERVES = [
      ["--tokenizer-backend has no effect", "--uvicorn-access-log-exclude-prefixes has no effect",
       "--speculative-ngram-max-trie-depth has no effect"]),
     ("--model {model}", []),
+    ("--model-path {model} --enable-priority-scheduling --schedule-low-priority-values-first "
+     "--priority-scheduling-preemption-threshold 0 --default-priority-value 5 "
+     "--retraction-policy priority --schedule-policy lof", []),
+    ("--model-path {model} --disable-priority-preemption --default-priority-value 1",
+     ["--disable-priority-preemption has no effect without --enable-priority-scheduling",
+      "--default-priority-value has no effect without --enable-priority-scheduling"]),
     ("--model-path {model} --cuda-graph-backend-decode disabled --cuda-graph-backend-prefill "
      "disabled --disable-prefill-cuda-graph --schedule-conservativeness 0",
      ["--disable-prefill-cuda-graph has no effect"]),
@@ -120,7 +126,6 @@ REFUSES = [
      ["--ep-size 2 needs a mixture-of-experts model", "dense"]),
     ("--model-path {model} --tp 2 --ep 4", ["--ep-size 4 does not divide --tp-size 2"]),
     ("--model-path {model} --cpu-offload-gb 4", ["--cpu-offload-gb", "offload"]),
-    ("--model-path {model} --enable-priority-scheduling", ["--enable-priority-scheduling"]),
     # Quantization.
     ("--model-path {model} --quantization fp8", ["--quantization fp8", "quantization"]),
     ("--model-path {model} --kv-cache-dtype fp8_e5m2", ["--kv-cache-dtype fp8_e5m2"]),
@@ -185,6 +190,12 @@ REFUSES = [
      ["--context-length 100000", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"]),
     ("--model-path {model} --load-format gguf", ["--load-format gguf", "not a GGUF file"]),
     ("--model-path {model} --cuda-graph-bs 1 2 4 8", ["--cuda-graph-bs"]),
+    # Priority scheduling's flags, checked as SGLang checks them.
+    ("--model-path {model} --retraction-policy priority",
+     ["--retraction-policy priority requires --enable-priority-scheduling"]),
+    ("--model-path {model} --retraction-policy newest", ["--retraction-policy", "length"]),
+    ("--model-path {model} --enable-priority-scheduling --schedule-policy lpm",
+     ["--enable-priority-scheduling takes --schedule-policy fcfs or lof, not lpm"]),
     # A Hugging Face repo id where a local path belongs.
     ("--model-path Qwen/Qwen3-8B", ["no such file or directory", "hf download Qwen/Qwen3-8B"]),
 ]
