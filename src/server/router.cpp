@@ -93,6 +93,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/v1/messages", false, post, handle_messages, false, gen},
       {"/v1/messages/count_tokens", false, post, handle_messages_count_tokens, false, gen},
       {"/v1/embeddings", false, post, handle_embeddings, false, embed},
+      {"/v1/score", false, post, handle_score, false, gen},
       {"/api/chat", false, post, handle_ollama_chat, false, gen},  // Ollama's, as SGLang serves
       {"/api/generate", false, post, handle_ollama_generate, false, gen},
       {"/api/tags", false, get, handle_ollama_tags},
