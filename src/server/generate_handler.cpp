@@ -46,6 +46,9 @@ class GenerateReply final : public GenerationReply {
     // [logprob, id, text] per requested id at each position (SGLang), with per choice the ids.
     bool token_ids = false;
     std::vector<std::vector<int32_t>> token_ids_logprob;
+    // A turn of this session (the request's id is its rid there): its output is recorded when
+    // it ends, for the turns that continue it.
+    std::optional<std::string> session_id;
   };
 
   GenerateReply(ServerContext& ctx, std::string id,
@@ -55,8 +58,15 @@ class GenerateReply final : public GenerationReply {
         start_s_(now_s()),
         input_cache_(choices_.size()),
         input_final_(choices_.size(), false) {}
+  ~GenerateReply() override { record_session_turn(); }
 
  private:
+  // Once: the session turn's output (what it has, if it ended early or its client went away).
+  void record_session_turn() {
+    if (!setup_.session_id || std::exchange(session_recorded_, true)) return;
+    ctx_.sessions.finish(*setup_.session_id, id_, choices_.front()->total().token_ids);
+  }
+
   json triple(float logprob, int32_t id, const std::string* text) const {
     return json::array(
         {logprob, id, setup_.text_in_logprobs && text ? json(*text) : json(nullptr)});
@@ -180,13 +190,21 @@ class GenerateReply final : public GenerationReply {
     return sse_data(request_json::dump(item(index)));
   }
 
-  std::string stream_end() override { return sse_done(); }
+  std::string stream_end() override {
+    record_session_turn();
+    return sse_done();
+  }
   // SGLang's /generate streams the failed item as any other, its finish_reason saying why.
   std::string stream_error(size_t index, const ChoiceDelta& d) override {
     return stream_delta(index, d);
   }
+  HttpResponse error_reply(const FinishInfo& finish) override {
+    record_session_turn();
+    return GenerationReply::error_reply(finish);
+  }
 
   HttpResponse complete() override {
+    record_session_turn();
     HttpResponse r;
     if (setup_.list) {
       json items = json::array();
@@ -202,6 +220,25 @@ class GenerateReply final : public GenerationReply {
   double start_s_;
   std::vector<std::optional<InputLogprobs>> input_cache_;  // per choice
   std::vector<bool> input_final_;
+  bool session_recorded_ = false;
+};
+
+// A session turn begun (its node made) but not yet handed to its reply: the node goes if the
+// request never runs.
+class PendingSessionTurn {
+ public:
+  PendingSessionTurn(SessionStore& store, std::string session, std::string rid)
+      : store_(&store), session_(std::move(session)), rid_(std::move(rid)) {}
+  PendingSessionTurn(const PendingSessionTurn&) = delete;
+  PendingSessionTurn& operator=(const PendingSessionTurn&) = delete;
+  ~PendingSessionTurn() {
+    if (store_ != nullptr) store_->abandon(session_, rid_);
+  }
+  void handed_over() { store_ = nullptr; }
+
+ private:
+  SessionStore* store_;
+  std::string session_, rid_;
 };
 
 // On a pool thread: tokenizes the prompts and submits the choices.
@@ -234,8 +271,21 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
     gate = std::move(required).value();
   }
   std::vector<ChoicePlan> plans;
+  std::optional<PendingSessionTurn> session_turn;
   for (size_t p = 0; p < req.prompts.size(); ++p) {
-    const std::vector<int32_t> ids = prompt_ids(ctx, req.prompts[p]);
+    std::vector<int32_t> ids = prompt_ids(ctx, req.prompts[p]);
+    if (req.session) {  // one prompt, n 1 (checked when parsed)
+      auto turn =
+          ctx.sessions.begin(*req.session, id, std::move(ids), ctx.tokenizer.bos_token_id());
+      if (!turn.ok()) return Reply::of(error_response(turn.status()));
+      session_turn.emplace(ctx.sessions, req.session->id, id);
+      // replace dropped these turns: they end as SGLang ends them.
+      for (const std::string& dropped : turn->to_abort) {
+        for (uint64_t rid : ctx.registry.find(dropped)) ctx.engine.abort(rid);
+      }
+      ids = std::move(turn->input_ids);
+      setup.session_id = req.session->id;
+    }
     grammar::ReasoningGate budget_gate;
     if (req.max_thinking_tokens) {
       auto made = generate_budget_gate(ctx, ids, req.require_reasoning, *req.max_thinking_tokens);
@@ -302,9 +352,10 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   if (!claim.ok()) return Reply::of(error_response(claim.status()));
   auto choices = submit_choices(ctx, std::move(plans), req.routing.routed_dp_rank);
   if (!choices.ok()) return Reply::of(error_response(choices.status()));
-  return Reply::later(
-      std::make_unique<GenerateReply>(ctx, id, std::move(choices).value(), req.stream, setup),
-      req.stream);
+  auto reply =
+      std::make_unique<GenerateReply>(ctx, id, std::move(choices).value(), req.stream, setup);
+  if (session_turn) session_turn->handed_over();
+  return Reply::later(std::move(reply), req.stream);
 }
 
 }  // namespace

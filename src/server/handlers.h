@@ -57,6 +57,9 @@ Reply handle_continue_generation(ServerContext& ctx, const HttpRequest& request)
 Reply handle_update_weights_from_disk(ServerContext& ctx, const HttpRequest& request);
 Reply handle_update_weight_version(ServerContext& ctx, const HttpRequest& request);
 Reply handle_get_weights_by_name(ServerContext& ctx, const HttpRequest& request);
+// session_handlers.cpp
+Reply handle_open_session(ServerContext& ctx, const HttpRequest& request);
+Reply handle_close_session(ServerContext& ctx, const HttpRequest& request);
 Reply handle_tokenize(ServerContext& ctx, const HttpRequest& request);  // tokenize_handlers.cpp
 Reply handle_detokenize(ServerContext& ctx, const HttpRequest& request);
 Reply handle_metrics(ServerContext& ctx, const HttpRequest& request);  // admin_handlers.cpp

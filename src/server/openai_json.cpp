@@ -128,6 +128,34 @@ Status read_routing(const json& o, std::optional<size_t> batch_prompts, RequestR
   return read_cache_namespaces(o, batch_prompts, out);
 }
 
+// /generate's session_params (SGLang's): a request of an open session, one prompt and n 1.
+Status read_session_params(const json& o, GenerateInput& r) {
+  constexpr const char* kKey = "session_params";
+  const json* v = find(o, kKey);
+  if (!v || asks_nothing(*v)) return Status::ok_status();
+  if (!v->is_object()) return field_error(kKey, "must be an object");
+  SessionParams p;
+  SGL_RETURN_IF_ERROR(read(*v, "id", p.id));
+  if (p.id.empty()) return field_error("session_params.id", "must name an open session");
+  SGL_RETURN_IF_ERROR(read(*v, "rid", p.rid));
+  std::optional<int64_t> offset;
+  SGL_RETURN_IF_ERROR(read(*v, "offset", offset));
+  p.offset = offset.value_or(0);
+  for (const auto& [key, value] : v->items()) {
+    if (key != "id" && key != "rid" && key != "offset" && key != "replace" &&
+        key != "drop_previous_output") {
+      return field_error("session_params." + key, "is not a field of session_params");
+    }
+  }
+  SGL_RETURN_IF_ERROR(read(*v, "replace", p.replace));
+  SGL_RETURN_IF_ERROR(read(*v, "drop_previous_output", p.drop_previous_output));
+  if (r.batch || r.sampling.n != 1) {
+    return field_error(kKey, "takes one prompt and n 1 (a session's request continues one)");
+  }
+  r.session = std::move(p);
+  return Status::ok_status();
+}
+
 // Outside the sampling fields: /generate's top level, and the OpenAI routes' extra fields (SGLang's
 // GenerateReqInput, ChatCompletionRequest and CompletionRequest; a field one route lacks is
 // refused on the others too).
@@ -170,8 +198,9 @@ constexpr request_json::RefusedField kUnsupportedRequest[] = {
     {"return_bytes", kNoReplyExtra},
     {"return_entropy", kNoReplyExtra},
     {"return_indexer_topk", kNoReplyExtra},
-    {"session_id", "sessions are not implemented"},
-    {"session_params", "sessions are not implemented"},
+    {"session_id",
+     "radix-cache sessions are not implemented (session_params on /generate works as SGLang's "
+     "sessions)"},
     {"watermark", "watermarking is not implemented"},
     {"multi_item_delimiter_indices", "multi-item scoring is not implemented"},
     {"token_indices_to_pool", "pooling chosen tokens is not implemented"},
@@ -185,6 +214,7 @@ constexpr request_json::RefusedField kUnsupportedRequest[] = {
 };
 // /generate's fields the OpenAI routes refuse.
 constexpr request_json::RefusedField kGenerateOnly[] = {
+    {"session_params", "sessions on this route are not implemented (/generate's are)"},
     {"max_thinking_tokens",
      "a per-request thinking budget on this route is not implemented (/generate's "
      "max_thinking_tokens and the Messages API's thinking.budget_tokens are)"},
@@ -604,6 +634,7 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(read(o, "return_text_in_logprobs", r.return_text_in_logprobs));
   SGL_RETURN_IF_ERROR(read_routing(o, r.batch ? r.prompts.size() : 0, r.routing));
   SGL_RETURN_IF_ERROR(read(o, "no_logs", r.no_logs));
+  SGL_RETURN_IF_ERROR(read_session_params(o, r));
   SGL_RETURN_IF_ERROR(read(o, "require_reasoning", r.require_reasoning));
   SGL_RETURN_IF_ERROR(read(o, "max_thinking_tokens", r.max_thinking_tokens));
   if (r.max_thinking_tokens && *r.max_thinking_tokens < 0) {

@@ -32,6 +32,15 @@ struct GrammarInput {
   std::string field;   // the request field it came from, named in errors
 };
 
+// SGLang's session_params (sessions: session_store.h).
+struct SessionParams {
+  std::string id;
+  std::optional<std::string> rid;  // the request to continue (or replace); none: a new root
+  int64_t offset = 0;              // nonzero: the history cut to [:offset] before the prompt
+  bool replace = false;
+  bool drop_previous_output = false;
+};
+
 // SGLang's request id, replica and prefix cache namespace, which every generation route reads
 // alike.
 struct RequestRouting {
@@ -167,6 +176,8 @@ struct GenerateInput {
   // SGLang's max_thinking_tokens: the most tokens the reasoning may take before its closing tag
   // is forced (reasoning_gate.h).
   std::optional<int64_t> max_thinking_tokens;
+  // SGLang's session_params: the request is a turn of an open session (session_store.h).
+  std::optional<SessionParams> session;
 };
 
 // POST /v1/embeddings (an embedding model's; embeddings_json.h)

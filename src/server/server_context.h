@@ -15,6 +15,7 @@
 #include "server/openai_types.h"
 #include "server/request_registry.h"
 #include "server/response_store.h"
+#include "server/session_store.h"
 #include "server/work_pool.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -142,6 +143,7 @@ struct ServerContext {
   // --enable-response-store: finished Responses kept for GET /v1/responses/{id} and
   // previous_response_id (empty, unused, without the flag).
   ResponseStore response_store{kResponseStoreBytes};
+  SessionStore sessions;  // SGLang's /open_session and /generate's session_params
   // The latest /health_generate found the engine making no progress (SGLang's
   // ServerStatus.UnHealthy): /ping and /ready answer 503 until a probe finds it moving again.
   std::atomic<bool> unhealthy{false};

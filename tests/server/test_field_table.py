@@ -238,7 +238,7 @@ GENERATE.update({
                       "video_config", "watermark", "return_sampling_mask", "sampling_logprobs_mode",
                       "return_flat_raw_top_logprobs", "return_flat_raw_output_top_logprobs",
                       "return_flat_raw_top_logprobs_b64", "return_routed_experts",
-                      "return_indexer_topk", "session_params", "lora_id",
+                      "return_indexer_topk", "lora_id",
                       "positional_embed_overrides", "bootstrap_host", "bootstrap_port",
                       "bootstrap_room", "bootstrap_pair_key", "decode_tp_size",
                       "disagg_prefill_dp_rank", "background", "return_bytes", "return_entropy",
@@ -257,6 +257,7 @@ GENERATE.update({
     "priority": no_effect(3, NO_PRIORITY),
     "extra_key": shown(f"{NAMESPACE}::test_generate_shares_the_cache_only_within_a_namespace"),
     "cache_salt": shown(f"{NAMESPACE}::test_generate_shares_the_cache_only_within_a_namespace"),
+    "session_params": shown("test_sessions.py::test_turns_continue_the_named_turn"),
     "no_logs": shown("test_launch_flags.py::test_log_requests_and_no_logs"),
     "require_reasoning": shown("test_reasoning_grammar.py::test_generate_require_reasoning"),
     "max_thinking_tokens": shown("test_reasoning_grammar.py::test_generate_max_thinking_tokens"),
@@ -453,6 +454,9 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "reasoning_effort": None, "reasoning": {"enabled": False}}
     if route == "completions" and field == "logprobs":
         values["logprobs"] = 2
+    if field == "session_params":  # a turn of a session opened for it
+        opened = server_for(route, request).post("/open_session", {"capacity_of_str_len": 1})
+        values["session_params"] = {"id": opened.json()}
     path, b = body(route, field, values[field])
     if field == "top_logprobs":
         b["logprobs"] = True
