@@ -93,6 +93,20 @@ std::span<const FlagSpec> server_flag_table() {
       {.name = "--stream-response-default-include-usage",
        .help = "Streamed completions and chat completions end with a usage chunk even when "
                "stream_options does not ask for it (SGLang's)."},
+      {.name = "--enable-cache-report",
+       .help = "OpenAI usage objects report the prompt tokens served from the prefix cache "
+               "(prompt_tokens_details.cached_tokens)."},
+      {.name = "--incremental-streaming-output",
+       .aliases = {"--stream-output"},
+       .help = "/generate streams each chunk's new text, output_ids and output logprobs instead "
+               "of everything so far."},
+      {.name = "--stream-interval",
+       .value = "N",
+       .help = "A stream sends a choice's tokens once N are new (its first and last at once).",
+       .default_value = "1"},
+      {.name = "--allow-auto-truncate",
+       .help = "A prompt past the context keeps its first context - 1 tokens and max_tokens past "
+               "the room left is cut to it, instead of a 400."},
       {.name = "--dp-size",
        .aliases = {"--dp", "--data-parallel-size"},
        .value = "N",
@@ -217,7 +231,12 @@ Result<Options> parse_options(int argc, char** argv) {
     SGL_RETURN_IF_ERROR(
         server::request_json::check_template_kwargs(*kwargs, "--default-chat-template-kwargs"));
   }
-  o.stream_default_include_usage = args.has("--stream-response-default-include-usage");
+  o.api.stream_default_include_usage = args.has("--stream-response-default-include-usage");
+  o.api.enable_cache_report = args.has("--enable-cache-report");
+  o.api.incremental_streaming_output = args.has("--incremental-streaming-output");
+  o.api.allow_auto_truncate = args.has("--allow-auto-truncate");
+  SGL_ASSIGN_OR_RETURN(o.api.stream_interval, args.get_int("--stream-interval", 1));
+  if (o.api.stream_interval < 1) return invalid_argument("--stream-interval must be at least 1");
   o.chat_template_path = args.get("--chat-template").value_or("");
   o.tool_call_parser = args.get("--tool-call-parser").value_or("");
   o.reasoning_parser = args.get("--reasoning-parser").value_or("");

@@ -51,9 +51,13 @@ class ChatReply final : public GenerationReply {
   json usage(int64_t unsent = 0) const {
     int64_t completion = -unsent;
     for (const auto& c : choices_) completion += c->completion_tokens();
-    return json{{"prompt_tokens", setup_.prompt_tokens},
-                {"completion_tokens", completion},
-                {"total_tokens", setup_.prompt_tokens + completion}};
+    json u = {{"prompt_tokens", setup_.prompt_tokens},
+              {"completion_tokens", completion},
+              {"total_tokens", setup_.prompt_tokens + completion}};
+    // One prompt: its first choice's cached tokens (SGLang's).
+    if (ctx_.info.api.enable_cache_report)
+      request_json::add_cache_report(u, choices_.front()->cached_tokens());
+    return u;
   }
 
   json logprobs(const ChoiceDelta& d) const {
@@ -216,7 +220,7 @@ Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_chat_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   ChatRequest& req = *parsed;
-  req.include_usage = req.include_usage || ctx.info.stream_default_include_usage;
+  req.include_usage = req.include_usage || ctx.info.api.stream_default_include_usage;
   if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
   if (Status s = check_thinking_switch(ctx, req, "'reasoning_effort'"); !s.ok()) {
     return Reply::of(error_response(s));

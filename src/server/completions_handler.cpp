@@ -41,6 +41,7 @@ class CompletionReply final : public GenerationReply {
     bool include_usage = false;
     bool continuous_usage = false;  // the usage so far in every chunk
     int64_t prompt_tokens = 0;      // over the prompts, each counted once
+    int64_t n = 1;                  // choices per prompt
   };
 
   CompletionReply(ServerContext& ctx, std::string id,
@@ -59,9 +60,18 @@ class CompletionReply final : public GenerationReply {
   json usage() const {
     int64_t completion = 0;
     for (const auto& c : choices_) completion += c->completion_tokens();
-    return json{{"prompt_tokens", setup_.prompt_tokens},
-                {"completion_tokens", completion},
-                {"total_tokens", setup_.prompt_tokens + completion}};
+    json u = {{"prompt_tokens", setup_.prompt_tokens},
+              {"completion_tokens", completion},
+              {"total_tokens", setup_.prompt_tokens + completion}};
+    if (ctx_.info.api.enable_cache_report) {
+      // Each prompt once: the first of its n choices (SGLang's).
+      int64_t cached = 0;
+      for (size_t i = 0; i < choices_.size(); i += static_cast<size_t>(setup_.n)) {
+        cached += choices_[i]->cached_tokens();
+      }
+      request_json::add_cache_report(u, cached);
+    }
+    return u;
   }
 
   // OpenAI's legacy logprobs object for `d`'s tokens, after the prompt's tokens when
@@ -177,6 +187,7 @@ class CompletionReply final : public GenerationReply {
 // On a pool thread: tokenizes the prompts and submits the choices.
 Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
   CompletionReply::Setup setup;
+  setup.n = req.sampling.n;
   // SGLang serves whatever model name a request gives, and answers with it.
   setup.model = req.model.value_or(ctx.info.served_model_name);
   setup.logprobs = req.logprobs;
@@ -223,7 +234,7 @@ Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_completion_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   CompletionRequest& req = *parsed;
-  req.include_usage = req.include_usage || ctx.info.stream_default_include_usage;
+  req.include_usage = req.include_usage || ctx.info.api.stream_default_include_usage;
   if (Status s = check_text_length(ctx, req.prompts, "prompt"); !s.ok()) {
     return Reply::of(error_response(s));
   }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <random>
 
+#include "core/logging.h"
+
 namespace sgl::server {
 
 Status check_prompt_ids(const ServerContext& ctx, const std::vector<int32_t>& prompt_ids) {
@@ -29,10 +31,18 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
                                                      const SamplingInput& s,
                                                      std::vector<int32_t> prompt_ids, int64_t index,
                                                      std::optional<int64_t> default_max_tokens) {
+  const int64_t context = ctx.info.context_length;
+  const bool truncate = ctx.info.api.allow_auto_truncate;
+  if (truncate && static_cast<int64_t>(prompt_ids.size()) >= context && context > 1) {
+    // SGLang's --allow-auto-truncate: the prompt's head, with room for one token.
+    SGL_LOG_WARN << "a prompt of " << prompt_ids.size() << " tokens is longer than the context ("
+                 << context << "): truncated to its first " << context - 1;
+    prompt_ids.resize(static_cast<size_t>(context - 1));
+  }
   SGL_RETURN_IF_ERROR(check_prompt_ids(ctx, prompt_ids));
   const auto len = static_cast<int64_t>(prompt_ids.size());
-  const int64_t context = ctx.info.context_length;
-  if (s.max_tokens && *s.max_tokens > context - len) {  // (len + max_tokens may overflow)
+  // (len + max_tokens may overflow.) Truncating, the limit is cut to the room left below.
+  if (s.max_tokens && *s.max_tokens > context - len && !truncate) {
     return invalid_argument("the prompt (" + std::to_string(len) + " tokens) plus " +
                             s.max_tokens_field + " (" + std::to_string(*s.max_tokens) +
                             ") exceeds the model's context length " + std::to_string(context));

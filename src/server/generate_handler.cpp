@@ -131,10 +131,11 @@ class GenerateReply final : public GenerationReply {
     return *input_cache_[i];
   }
 
-  // The item for choice i: everything so far (SGLang streams cumulative outputs).
-  json item(size_t i) {
+  // The item for choice i: everything so far (SGLang streams cumulative outputs), or with
+  // --incremental-streaming-output a stream's `delta` alone (text, output_ids, output logprobs).
+  json item(size_t i, const ChoiceDelta* delta = nullptr) {
     const ChoiceStream& c = *choices_[i];
-    const ChoiceDelta& t = c.total();
+    const ChoiceDelta& t = delta != nullptr ? *delta : c.total();
     // SGLang's meta_info keys, in its order.
     json meta = {{"id", setup_.list ? setup_.item_ids[i] : id_},
                  {"finish_reason", finish_reason(i)},
@@ -187,7 +188,8 @@ class GenerateReply final : public GenerationReply {
 
   std::string stream_delta(size_t index, const ChoiceDelta& d) override {
     if (d.token_ids.empty() && d.text.empty() && !d.finished) return "";
-    return sse_data(request_json::dump(item(index)));
+    const bool incremental = ctx_.info.api.incremental_streaming_output;
+    return sse_data(request_json::dump(item(index, incremental ? &d : nullptr)));
   }
 
   std::string stream_end() override {

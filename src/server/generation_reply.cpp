@@ -13,7 +13,9 @@ GenerationReply::GenerationReply(ServerContext& ctx, std::string id,
       id_(std::move(id)),
       created_(unix_time()),
       choices_(std::move(choices)),
-      stream_(stream) {
+      stream_(stream),
+      held_(choices_.size()),
+      streamed_(choices_.size(), false) {
   std::vector<uint64_t> rids;
   for (const auto& c : choices_) rids.push_back(c->rid());
   registry_handle_ = ctx_.registry.add(id_, std::move(rids), std::move(item_ids));
@@ -38,6 +40,7 @@ DeferredReply::Progress GenerationReply::poll() {
   const FinishInfo* failed = nullptr;  // the first choice the server aborted
   for (size_t i = 0; i < choices_.size() && !failed; ++i) {
     std::optional<ChoiceDelta> d = choices_[i]->pull();
+    if (d && stream_) d = paced(i, std::move(*d));
     if (choices_[i]->finished() && choices_[i]->finish().error()) {
       failed = &choices_[i]->finish();
       if (d && stream_) p.data += stream_error(i, *d);
@@ -59,6 +62,21 @@ DeferredReply::Progress GenerationReply::poll() {
     p.response = failed ? error_reply(*failed) : complete();
   }
   return p;
+}
+
+std::optional<ChoiceDelta> GenerationReply::paced(size_t index, ChoiceDelta d) {
+  const int64_t interval = ctx_.info.api.stream_interval;
+  if (interval <= 1) return d;
+  if (held_[index]) {
+    append_delta(*held_[index], d);
+  } else {
+    held_[index] = std::move(d);
+  }
+  const bool due = choices_[index]->finished() || !streamed_[index] ||
+                   static_cast<int64_t>(held_[index]->token_ids.size()) >= interval;
+  if (!due) return std::nullopt;
+  streamed_[index] = true;
+  return std::exchange(held_[index], std::nullopt);
 }
 
 std::string GenerationReply::stream_error(size_t index, const ChoiceDelta& /*delta*/) {

@@ -47,9 +47,15 @@ class GenerationReply : public DeferredReply {
   std::vector<std::unique_ptr<ChoiceStream>> choices_;
 
  private:
+  // --stream-interval: the delta to stream for choice `index` now, `d` merged into what it holds
+  // back (nullopt: hold it until the interval's tokens are new, or the choice's first or last).
+  std::optional<ChoiceDelta> paced(size_t index, ChoiceDelta d);
+
   const bool stream_;
   uint64_t registry_handle_ = 0;
   bool done_ = false;
+  std::vector<std::optional<ChoiceDelta>> held_;  // per choice, with --stream-interval
+  std::vector<bool> streamed_;                    // per choice: a delta was sent
 };
 
 }  // namespace sgl::server

@@ -262,6 +262,10 @@ bool asks_nothing(const json& v) {
          (v.is_structured() && v.empty());
 }
 
+void add_cache_report(json& usage, int64_t cached_tokens) {
+  usage["prompt_tokens_details"] = {{"cached_tokens", cached_tokens}};
+}
+
 HttpResponse json_response(const nlohmann::ordered_json& body, int status) {
   HttpResponse r;
   r.status = status;

@@ -122,6 +122,9 @@ std::string dump(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+// --enable-cache-report: an OpenAI usage object's prompt_tokens_details.cached_tokens.
+void add_cache_report(nlohmann::ordered_json& usage, int64_t cached_tokens);
+
 // A JSON reply with `status` (replies keep their fields in the order written).
 HttpResponse json_response(const nlohmann::ordered_json& body, int status = 200);
 

@@ -160,7 +160,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
       info.default_enable_thinking = kwargs["enable_thinking"].get<bool>();
     }
   }
-  info.stream_default_include_usage = options.stream_default_include_usage;
+  info.api = options.api;
   if (is_generation &&
       (options.model_sampling_defaults || !info.preferred_sampling_params.empty())) {
     const SamplingInput& d = sampling_defaults;

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "engine/load_balance.h"
 #include "engine/model_engine.h"
+#include "server/api_options.h"
 #include "server/cors.h"
 #include "server/metrics.h"
 #include "tokenizer/tokenizer.h"
@@ -50,9 +51,9 @@ struct ServeOptions {
   // SGLang's --preferred-sampling-params (JSON object text; empty: none): sampling defaults over
   // those, for every route.
   std::string preferred_sampling_params;
-  std::string default_chat_template_kwargs;   // a JSON object (ServerInfo's); empty: none
-  bool stream_default_include_usage = false;  // --stream-response-default-include-usage
-  engine::EngineOptions engine;               // reported by /get_server_info
+  std::string default_chat_template_kwargs;  // a JSON object (ServerInfo's); empty: none
+  ApiOptions api;                            // ServerInfo's
+  engine::EngineOptions engine;              // reported by /get_server_info
   // How requests are spread over the replicas (--load-balance-method; dp > 1 only).
   engine::LoadBalanceMethod load_balance_method = engine::LoadBalanceMethod::kRoundRobin;
 };

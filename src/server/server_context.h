@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "engine/data_parallel_controller.h"
+#include "server/api_options.h"
 #include "server/grammar_backend.h"
 #include "server/metrics.h"
 #include "server/openai_types.h"
@@ -30,6 +31,7 @@ namespace sgl::server {
 inline constexpr std::string_view kServerVersion = "sgl.cpp-0.1";
 
 // Facts reported by /v1/models, /get_model_info and /get_server_info.
+
 struct ServerInfo {
   std::string model_path;
   std::string tokenizer_path;
@@ -50,8 +52,7 @@ struct ServerInfo {
   std::string default_chat_template_kwargs;
   // Its enable_thinking, for a request that sets none.
   std::optional<bool> default_enable_thinking;
-  // --stream-response-default-include-usage: streams end with a usage chunk unasked.
-  bool stream_default_include_usage = false;
+  ApiOptions api;  // SGLang's flags for how requests are taken and answered
   std::string device;
   int64_t created = 0;  // unix seconds at startup
   int32_t max_running_requests = 0;

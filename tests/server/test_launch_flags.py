@@ -32,6 +32,8 @@ SERVES = [
      ["--tokenizer-backend has no effect", "--uvicorn-access-log-exclude-prefixes has no effect",
       "--speculative-ngram-max-trie-depth has no effect"]),
     ("--model {model}", []),
+    ("--model-path {model} --stream-interval 8 --stream-output --enable-cache-report "
+     "--allow-auto-truncate", []),
     ("--model-path {model} --enable-priority-scheduling --schedule-low-priority-values-first "
      "--priority-scheduling-preemption-threshold 0 --default-priority-value 5 "
      "--retraction-policy priority --schedule-policy lof", []),
@@ -184,7 +186,7 @@ REFUSES = [
      ["--default-chat-template-kwargs"]),
     ("--model-path {model} --tokenizer-mode slow", ["--tokenizer-mode slow"]),
     ("--model-path {model} --revision main", ["hf download"]),
-    ("--model-path {model} --stream-interval 8", ["--stream-interval 8"]),
+    ("--model-path {model} --stream-interval 0", ["--stream-interval must be at least 1"]),
     ("--model-path {model} --dtype half", ["float16 compute is not implemented"]),
     ("--model-path {model} --context-length 100000",
      ["--context-length 100000", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"]),
