@@ -104,6 +104,11 @@ std::span<const FlagSpec> server_flag_table() {
        .value = "N",
        .help = "A stream sends a choice's tokens once N are new (its first and last at once).",
        .default_value = "1"},
+      {.name = "--completion-template",
+       .value = "NAME|FILE",
+       .help = "A code model's fill-in-the-middle markers for /v1/completions' suffix: "
+               "deepseek_coder, star_coder, qwen_coder, or a JSON file of SGLang's fields (name, "
+               "fim_begin_token, fim_middle_token, fim_end_token, fim_position MIDDLE or END)."},
       {.name = "--allow-auto-truncate",
        .help = "A prompt past the context keeps its first context - 1 tokens and max_tokens past "
                "the room left is cut to it, instead of a 400."},
@@ -235,6 +240,10 @@ Result<Options> parse_options(int argc, char** argv) {
   o.api.enable_cache_report = args.has("--enable-cache-report");
   o.api.incremental_streaming_output = args.has("--incremental-streaming-output");
   o.api.allow_auto_truncate = args.has("--allow-auto-truncate");
+  if (const auto completion_template = args.get("--completion-template")) {
+    SGL_ASSIGN_OR_RETURN(o.api.completion_template,
+                         server::load_completion_template(*completion_template));
+  }
   SGL_ASSIGN_OR_RETURN(o.api.stream_interval, args.get_int("--stream-interval", 1));
   if (o.api.stream_interval < 1) return invalid_argument("--stream-interval must be at least 1");
   o.chat_template_path = args.get("--chat-template").value_or("");

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+
+#include "server/completion_template.h"
 
 namespace sgl::server {
 
@@ -20,6 +23,9 @@ struct ApiOptions {
   // --allow-auto-truncate: a prompt past the context keeps its first context - 1 tokens, and
   // max_tokens past the room left is cut to it, instead of a 400.
   bool allow_auto_truncate = false;
+  // --completion-template: /v1/completions' suffix (fill in the middle) with these markers;
+  // none: a suffix is refused.
+  std::optional<CompletionTemplate> completion_template;
 };
 
 }  // namespace sgl::server

@@ -195,13 +195,25 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
   setup.include_usage = req.include_usage;
   setup.continuous_usage = req.continuous_usage;
   setup.decode.skip_special_tokens = req.sampling.skip_special_tokens;
+  const std::optional<CompletionTemplate>& fim = ctx.info.api.completion_template;
+  if (!req.suffix.empty() && !fim) {
+    return Reply::of(error_response(400,
+                                    "'suffix' needs the server's --completion-template (a code "
+                                    "model's fill-in-the-middle markers)",
+                                    "suffix"));
+  }
   std::vector<ChoicePlan> plans;
   for (size_t p = 0; p < req.prompts.size(); ++p) {
-    const PromptInput& prompt = req.prompts[p];
+    const PromptInput& given = req.prompts[p];
+    // With a suffix (and no echo), the model fills the gap between the prompt and it.
+    const PromptInput prompt =
+        req.suffix.empty()
+            ? given
+            : PromptInput{true, fill_in_the_middle(*fim, given.text, req.suffix), {}};
     std::vector<int32_t> ids = prompt_ids(ctx, prompt);
     setup.prompt_tokens += static_cast<int64_t>(ids.size());
     std::string echo;
-    if (req.echo) echo = prompt.is_text ? prompt.text : ctx.tokenizer.decode(ids, setup.decode);
+    if (req.echo) echo = given.is_text ? given.text : ctx.tokenizer.decode(ids, setup.decode);
     for (int64_t j = 0; j < req.sampling.n; ++j) {
       auto built = build_engine_request(ctx, req.sampling, ids, j, std::nullopt);
       if (!built.ok()) return Reply::of(error_response(built.status()));

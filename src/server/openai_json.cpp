@@ -428,9 +428,12 @@ Result<CompletionRequest> request_json::parse_completion_object(const json& o,
   }
   if (best_of && *best_of != r.sampling.n)
     return unimplemented("best_of != n is not supported yet");
-  std::string suffix;
-  SGL_RETURN_IF_ERROR(read(o, "suffix", suffix));
-  if (!suffix.empty()) return unimplemented("suffix is not supported yet");
+  SGL_RETURN_IF_ERROR(read(o, "suffix", r.suffix));
+  if (!r.suffix.empty() && std::any_of(r.prompts.begin(), r.prompts.end(),
+                                       [](const PromptInput& p) { return !p.is_text; })) {
+    return field_error("suffix", "needs text prompts (token ids cannot be joined with it)");
+  }
+  if (!r.suffix.empty() && r.echo) return field_error("echo", "cannot be combined with 'suffix'");
   SGL_RETURN_IF_ERROR(structured_output_json::read_response_format(o, r.sampling.grammar));
   if (static_cast<int64_t>(r.prompts.size()) * r.sampling.n > kMaxBatchPrompts) {
     return field_error("n",

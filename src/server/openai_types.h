@@ -104,6 +104,7 @@ struct CompletionRequest {
   bool include_usage = false;     // stream_options.include_usage
   bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM)
   RequestRouting routing;
+  std::string suffix;  // the text after the completion (text prompts; --completion-template)
 };
 
 // OpenAI's tool_choice.

@@ -33,7 +33,7 @@ SERVES = [
       "--speculative-ngram-max-trie-depth has no effect"]),
     ("--model {model}", []),
     ("--model-path {model} --stream-interval 8 --stream-output --enable-cache-report "
-     "--allow-auto-truncate", []),
+     "--allow-auto-truncate --completion-template star_coder", []),
     ("--model-path {model} --enable-priority-scheduling --schedule-low-priority-values-first "
      "--priority-scheduling-preemption-threshold 0 --default-priority-value 5 "
      "--retraction-policy priority --schedule-policy lof", []),
@@ -187,6 +187,8 @@ REFUSES = [
     ("--model-path {model} --tokenizer-mode slow", ["--tokenizer-mode slow"]),
     ("--model-path {model} --revision main", ["hf download"]),
     ("--model-path {model} --stream-interval 0", ["--stream-interval must be at least 1"]),
+    ("--model-path {model} --completion-template fim_maker",
+     ["--completion-template fim_maker is not a built-in template name"]),
     ("--model-path {model} --dtype half", ["float16 compute is not implemented"]),
     ("--model-path {model} --context-length 100000",
      ["--context-length 100000", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"]),
