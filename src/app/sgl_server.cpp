@@ -104,6 +104,11 @@ std::span<const FlagSpec> server_flag_table() {
        .value = "N",
        .help = "A stream sends a choice's tokens once N are new (its first and last at once).",
        .default_value = "1"},
+      {.name = "--hf-chat-template-name",
+       .value = "NAME",
+       .help = "Of the tokenizer's named chat templates (tokenizer_config.json's list: "
+               "default, tool_use, rag, ...), the one to serve (unset: 'default', else the only "
+               "one)."},
       {.name = "--completion-template",
        .value = "NAME|FILE",
        .help = "A code model's fill-in-the-middle markers for /v1/completions' suffix: "
@@ -247,6 +252,12 @@ Result<Options> parse_options(int argc, char** argv) {
   SGL_ASSIGN_OR_RETURN(o.api.stream_interval, args.get_int("--stream-interval", 1));
   if (o.api.stream_interval < 1) return invalid_argument("--stream-interval must be at least 1");
   o.chat_template_path = args.get("--chat-template").value_or("");
+  o.hf_chat_template_name = args.get("--hf-chat-template-name").value_or("");
+  if (!o.hf_chat_template_name.empty() && !o.chat_template_path.empty()) {
+    return invalid_argument(
+        "--hf-chat-template-name names one of the tokenizer's templates; --chat-template "
+        "replaces them: give one");
+  }
   o.tool_call_parser = args.get("--tool-call-parser").value_or("");
   o.reasoning_parser = args.get("--reasoning-parser").value_or("");
   if (!o.tool_call_parser.empty()) {

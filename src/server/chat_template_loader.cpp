@@ -9,6 +9,7 @@
 #include "core/logging.h"
 #include "tokenizer/chat_template/json_value.h"
 #include "tokenizer/file_reader.h"
+#include "tokenizer/tokenizer_config.h"
 
 namespace sgl::server {
 namespace {
@@ -45,6 +46,28 @@ Result<std::string> read_template_file(const std::string& path) {
     return invalid_argument("--chat-template " + path + " is empty");
   }
   return source;
+}
+
+// --hf-chat-template-name: the named template of the tokenizer directory's tokenizer_config.json.
+Result<std::string> named_chat_template(const std::string& tokenizer_path,
+                                        const std::string& name) {
+  const std::filesystem::path dir(tokenizer_path);
+  if (!std::filesystem::is_directory(dir)) {
+    return invalid_argument("--hf-chat-template-name needs a Hugging Face tokenizer directory; " +
+                            tokenizer_path + " is not one");
+  }
+  SGL_ASSIGN_OR_RETURN(const tokenizer::TokenizerConfig config,
+                       tokenizer::load_tokenizer_config(dir));
+  std::string available;
+  for (const auto& [candidate, text] : config.named_chat_templates) {
+    if (candidate == name) return text;
+    available += (available.empty() ? "" : ", ") + candidate;
+  }
+  return invalid_argument("--hf-chat-template-name: template '" + name + "' not found in " +
+                          tokenizer_path + " (" +
+                          (available.empty() ? std::string("it names no templates")
+                                             : "available templates: " + available) +
+                          ")");
 }
 
 }  // namespace
@@ -91,13 +114,16 @@ Status check_chat_template_file(const std::string& chat_template_path) {
 
 Result<LoadedChatTemplate> load_chat_template(const std::string& chat_template_path,
                                               const std::string& tokenizer_path,
-                                              const tokenizer::Tokenizer& tokenizer,
-                                              WorkPool& pool) {
+                                              const tokenizer::Tokenizer& tokenizer, WorkPool& pool,
+                                              const std::string& hf_chat_template_name) {
   LoadedChatTemplate loaded;
   std::string source = tokenizer.chat_template();
   loaded.origin = tokenizer_path + " (the tokenizer's)";
-  const bool explicit_template = !chat_template_path.empty();
-  if (explicit_template) {
+  const bool explicit_template = !chat_template_path.empty() || !hf_chat_template_name.empty();
+  if (!hf_chat_template_name.empty()) {
+    SGL_ASSIGN_OR_RETURN(source, named_chat_template(tokenizer_path, hf_chat_template_name));
+    loaded.origin = tokenizer_path + " (its template '" + hf_chat_template_name + "')";
+  } else if (explicit_template) {
     SGL_ASSIGN_OR_RETURN(source, read_template_file(chat_template_path));
     loaded.origin = chat_template_path;
   }

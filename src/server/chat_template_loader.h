@@ -31,10 +31,12 @@ Status check_chat_template(const tokenizer::ChatTemplate& chat_template,
 Status check_chat_template_file(const std::string& chat_template_path);
 
 // `chat_template_path` empty: the tokenizer's template, which is dropped with a warning when
-// it fails to parse or to check; an explicit one that fails is an error.
+// it fails to parse or to check; an explicit one that fails is an error. `hf_chat_template_name`
+// (SGLang's --hf-chat-template-name; not with a path): the tokenizer directory's named template
+// of that name, an error when it has none of that name.
 Result<LoadedChatTemplate> load_chat_template(const std::string& chat_template_path,
                                               const std::string& tokenizer_path,
-                                              const tokenizer::Tokenizer& tokenizer,
-                                              WorkPool& pool);
+                                              const tokenizer::Tokenizer& tokenizer, WorkPool& pool,
+                                              const std::string& hf_chat_template_name = {});
 
 }  // namespace sgl::server

@@ -85,7 +85,8 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   LoadedChatTemplate loaded;
   if (is_generation) {
     SGL_ASSIGN_OR_RETURN(
-        loaded, load_chat_template(options.chat_template_path, tokenizer_path, tokenizer, *pool));
+        loaded, load_chat_template(options.chat_template_path, tokenizer_path, tokenizer, *pool,
+                                   options.hf_chat_template_name));
   }
   const std::optional<tokenizer::ChatTemplate>& chat_template = loaded.chat_template;
   const model::ModelConfig& config = model_engine.model_runner->config();

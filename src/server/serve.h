@@ -23,10 +23,11 @@ struct ServeOptions {
   std::string served_model_name;  // empty: model_path
   std::string host = "127.0.0.1";
   int port = 30000;
-  std::string api_key;             // empty: no authentication
-  std::string chat_template_path;  // empty: the tokenizer's template, if any
-  std::string tool_call_parser;    // --tool-call-parser (checked); empty: none
-  std::string reasoning_parser;    // --reasoning-parser (checked); empty: none
+  std::string api_key;                // empty: no authentication
+  std::string chat_template_path;     // empty: the tokenizer's template, if any
+  std::string hf_chat_template_name;  // --hf-chat-template-name: the tokenizer's named template
+  std::string tool_call_parser;       // --tool-call-parser (checked); empty: none
+  std::string reasoning_parser;       // --reasoning-parser (checked); empty: none
   int http_threads = 4;
   std::chrono::milliseconds http_read_timeout{30'000};
   std::chrono::milliseconds drain_timeout{10'000};

@@ -24,20 +24,24 @@ Result<std::optional<std::string>> special_token(const JsonReader& r, const Json
 }
 
 // chat_template: a string, or a list of {"name", "template"} (the "default" one is used).
-Result<std::string> chat_template(const JsonReader& r, const Json& value, const std::string& path) {
+// The default template of `value` (a string, or a list of named ones, kept in `named`).
+Result<std::string> chat_template(const JsonReader& r, const Json& value, const std::string& path,
+                                  std::vector<std::pair<std::string, std::string>>& named) {
+  named.clear();
   if (value.is_string()) return value.get<std::string>();
   SGL_RETURN_IF_ERROR(r.expect_array(value, path));
-  std::string fallback;
   for (size_t i = 0; i < value.size(); ++i) {
     const std::string where = JsonReader::index(path, i);
     SGL_RETURN_IF_ERROR(r.expect_object(value[i], where));
-    SGL_ASSIGN_OR_RETURN(const std::string name, r.string_field(value[i], "name", where));
+    SGL_ASSIGN_OR_RETURN(std::string name, r.string_field(value[i], "name", where));
     SGL_ASSIGN_OR_RETURN(std::string text, r.string_field(value[i], "template", where));
+    named.emplace_back(std::move(name), std::move(text));
+  }
+  for (const auto& [name, text] : named) {
     if (name == "default") return text;
-    if (value.size() == 1) fallback = std::move(text);
   }
   // NOTE: several named templates and no "default": none applies without a name.
-  return fallback;
+  return named.size() == 1 ? named.front().second : std::string();
 }
 
 }  // namespace
@@ -62,7 +66,8 @@ Status parse_tokenizer_config(std::string_view json_text, const std::string& fil
   SGL_ASSIGN_OR_RETURN(config.clean_up_tokenization_spaces,
                        r.bool_field(root, "clean_up_tokenization_spaces", "", false));
   if (const Json* v = r.find(root, "chat_template")) {
-    SGL_ASSIGN_OR_RETURN(config.chat_template, chat_template(r, *v, "chat_template"));
+    SGL_ASSIGN_OR_RETURN(config.chat_template,
+                         chat_template(r, *v, "chat_template", config.named_chat_templates));
   }
   if (const Json* list = r.find(root, "additional_special_tokens")) {
     SGL_RETURN_IF_ERROR(r.expect_array(*list, "additional_special_tokens"));
@@ -157,7 +162,8 @@ Result<TokenizerConfig> load_tokenizer_config(const std::filesystem::path& dir) 
       const JsonReader r(json_path.string());
       SGL_ASSIGN_OR_RETURN(const Json root, r.parse(*text));
       if (const Json* v = r.find(root, "chat_template")) {
-        SGL_ASSIGN_OR_RETURN(config.chat_template, chat_template(r, *v, "chat_template"));
+        SGL_ASSIGN_OR_RETURN(config.chat_template,
+                             chat_template(r, *v, "chat_template", config.named_chat_templates));
       }
     } else if (text.status().code() != StatusCode::kNotFound) {
       return text.status();

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -25,6 +26,9 @@ struct TokenizerConfig {
   bool clean_up_tokenization_spaces = false;
   // The default template ("default" entry when the file lists several); empty if none.
   std::string chat_template;
+  // tokenizer_config.json's list of named templates (name, template), in its order; empty when
+  // it gives one template (SGLang's --hf-chat-template-name picks one).
+  std::vector<std::pair<std::string, std::string>> named_chat_templates;
   // added_tokens_decoder entries ({"<id>": {content, special, ...}}).
   std::vector<AddedToken> added_tokens;
   // generation_config.json's eos_token_id (int or list), when present.

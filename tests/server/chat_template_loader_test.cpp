@@ -120,6 +120,42 @@ TEST(LoadChatTemplate, ExplicitFilesAreReadOrRefusedByName) {
   std::filesystem::remove_all(dir);
 }
 
+// --hf-chat-template-name: one of tokenizer_config.json's named templates, by name.
+TEST(LoadChatTemplate, HfChatTemplateNamePicksANamedTemplate) {
+  auto p = pool();
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("sgl_named_templates-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(SGL_TESTDATA_DIR) + "/models/stories260K/tokenizer.json",
+                             dir / "tokenizer.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": [
+      {"name": "default", "template": "D{{ messages[0].content }}"},
+      {"name": "tool_use", "template": "T{{ messages[0].content }}"}]})";
+  auto tokenizer = tokenizer::Tokenizer::from_dir(dir);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
+  auto unnamed = load_chat_template("", dir.string(), **tokenizer, *p);
+  ASSERT_TRUE(unnamed.ok() && unnamed->chat_template.has_value());
+  EXPECT_EQ(unnamed->chat_template->source(), "D{{ messages[0].content }}");
+  auto named = load_chat_template("", dir.string(), **tokenizer, *p, "tool_use");
+  ASSERT_TRUE(named.ok()) << named.status().to_string();
+  ASSERT_TRUE(named->chat_template.has_value());
+  EXPECT_EQ(named->chat_template->source(), "T{{ messages[0].content }}");
+  auto missing = load_chat_template("", dir.string(), **tokenizer, *p, "rag");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("available templates: default, tool_use"),
+            std::string::npos)
+      << missing.status().message();
+  std::filesystem::remove_all(dir);
+  // A tokenizer with one template names none.
+  auto stories =
+      tokenizer::Tokenizer::from_dir(std::string(SGL_TESTDATA_DIR) + "/models/stories260K");
+  auto none = load_chat_template("", std::string(SGL_TESTDATA_DIR) + "/models/stories260K",
+                                 **stories, *p, "default");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("it names no templates"), std::string::npos);
+}
+
 // A GGUF file carries its chat template in its metadata (tokenizer.chat_template): the same
 // start check and render limits apply to it as to a tokenizer_config.json's.
 std::filesystem::path write_gguf_with_template(const std::string& name,

@@ -10,6 +10,7 @@
 #include "tokenizer/file_reader.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_config.h"
 
 namespace sgl::tokenizer {
 namespace {
@@ -191,6 +192,10 @@ TEST(LoaderTest, TokenizerConfigSpecialTokensAndTemplates) {
   EXPECT_EQ((*tok)->bos_token_id(), 0);
   EXPECT_EQ((*tok)->eos_token_ids(), (std::vector<int32_t>{1, 4}));
   EXPECT_EQ((*tok)->chat_template(), "D");
+  auto config = load_tokenizer_config(dir);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->named_chat_templates, (std::vector<std::pair<std::string, std::string>>{
+                                              {"tool_use", "T"}, {"default", "D"}}));
   // add_bos_token=false drops the template's BOS; add_eos_token=true appends EOS.
   EXPECT_EQ((*tok)->encode("ab", {}), (std::vector<int32_t>{4, 1}));
   EncodeOptions raw;
