@@ -29,16 +29,6 @@ constexpr std::array<std::string_view, 9> kUnsupportedAttentionBackends = {
     "flashmla",  "cutlass_mla", "trtllm_mla",           "aiter", "wave", "ascend",
     "intel_amx", "intel_xpu",   "dual_chunk_flash_attn"};
 
-Result<LogLevel> parse_log_level(const std::string& given) {
-  const std::string level = ascii_lower(given);  // any case, as SGLang (Python's are upper)
-  if (level == "debug") return LogLevel::kDebug;
-  if (level == "info") return LogLevel::kInfo;
-  if (level == "warn" || level == "warning") return LogLevel::kWarn;
-  if (level == "error" || level == "critical") return LogLevel::kError;
-  return invalid_argument("--log-level expects debug, info, warning, error or critical, got '" +
-                          level + "'");
-}
-
 // --attention-backend: ours by name, SGLang's general ones as "auto", the rest refused.
 Result<std::string> parse_attention_backend(const std::string& name,
                                             std::vector<std::string>& notes) {
@@ -562,9 +552,9 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
 }
 
 Status apply_log_level(const CliArgs& args, const std::string& default_log_level) {
-  SGL_ASSIGN_OR_RETURN(const LogLevel level,
-                       parse_log_level(args.get("--log-level").value_or(default_log_level)));
-  set_log_level(level);
+  auto level = parse_log_level(args.get("--log-level").value_or(default_log_level));
+  if (!level.ok()) return invalid_argument("--log-level: " + level.status().message());
+  set_log_level(*level);
   return Status::ok_status();
 }
 

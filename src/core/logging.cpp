@@ -5,6 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <string>
+
+#include "core/ascii.h"
 
 namespace sgl {
 namespace {
@@ -27,6 +30,16 @@ std::atomic<int>& min_level() {
 }
 
 }  // namespace
+
+Result<LogLevel> parse_log_level(std::string_view given) {
+  const std::string level = ascii_lower(given);  // any case, as SGLang (Python's are upper)
+  if (level == "debug") return LogLevel::kDebug;
+  if (level == "info") return LogLevel::kInfo;
+  if (level == "warn" || level == "warning") return LogLevel::kWarn;
+  if (level == "error" || level == "critical") return LogLevel::kError;
+  return invalid_argument("a log level is debug, info, warning, error or critical, got '" + level +
+                          "'");
+}
 
 void set_log_level(LogLevel level) { min_level().store(static_cast<int>(level)); }
 

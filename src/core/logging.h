@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/check.h"
+#include "core/status.h"
 
 namespace sgl {
 
@@ -13,6 +14,9 @@ enum class LogLevel { kDebug = 0, kInfo, kWarn, kError };
 void log_message(LogLevel level, std::string_view message);
 void set_log_level(LogLevel level);
 bool log_enabled(LogLevel level);
+// A level by Python's names, any case (SGLang's --log-level): debug, info, warning (warn),
+// error, critical (as error); kInvalidArgument naming the choices otherwise.
+Result<LogLevel> parse_log_level(std::string_view given);
 
 namespace detail {
 class LogLine {

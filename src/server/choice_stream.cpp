@@ -319,7 +319,7 @@ void ChoiceStream::set_finished(FinishInfo finish) {
   const double latency = now_s() - start_s_;
   ctx_.metrics.observe_finished(latency, finish_->reason, prompt_tokens_, completion_tokens(),
                                 cached_tokens_);
-  if (ctx_.info.log_requests && !options_.no_logs) {
+  if (ctx_.log_requests && !options_.no_logs) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.3f", latency);
     SGL_LOG_INFO << "request rid=" << rid() << " prompt_tokens=" << prompt_tokens_

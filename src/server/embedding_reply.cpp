@@ -63,7 +63,7 @@ DeferredReply::Progress EmbeddingReply::poll() {
           ctx_.metrics.observe_finished(latency, scheduler::finish_reason_name(f.reason),
                                         event->usage.prompt_tokens, 0, event->usage.cached_tokens);
         }
-        if (log_metrics_ && ctx_.info.log_requests) {
+        if (log_metrics_ && ctx_.log_requests) {
           char seconds[32];
           std::snprintf(seconds, sizeof seconds, "%.3f", latency);
           // The generation routes' line (ChoiceStream), with nothing generated.

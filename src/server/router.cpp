@@ -125,6 +125,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/update_weights_from_disk", false, post, handle_update_weights_from_disk},
       {"/update_weight_version", false, post, handle_update_weight_version},
       {"/get_weights_by_name", false, both, handle_get_weights_by_name},  // SGLang's methods
+      {"/configure_logging", false, both, handle_configure_logging},      // SGLang's methods
       {"/open_session", false, both, handle_open_session, false, gen},    // SGLang's methods
       {"/close_session", false, both, handle_close_session, false, gen},
       {"/tokenize", false, post, handle_tokenize},

@@ -63,7 +63,7 @@ struct ServerInfo {
   bool disable_radix_cache = false;
   bool has_chat_template = false;
   std::string chat_template_origin;    // the --chat-template path, or where the tokenizer's is
-  bool log_requests = false;           // --log-requests: a log line per finished request
+  bool log_requests = false;           // --log-requests at start (ServerContext::log_requests)
   bool health_generates = true;        // /health probes the engine (ServeOptions')
   double health_check_timeout_s = 20;  // a probe's wait for the engine (ServeOptions')
   MetricsOptions metrics;              // --bucket-*, --extra-metric-labels
@@ -148,6 +148,8 @@ struct ServerContext {
   // The latest /health_generate found the engine making no progress (SGLang's
   // ServerStatus.UnHealthy): /ping and /ready answer 503 until a probe finds it moving again.
   std::atomic<bool> unhealthy{false};
+  // --log-requests, and as /configure_logging sets it since: a log line per finished request.
+  std::atomic<bool> log_requests{info.log_requests};
   // The replicas' models, for /update_weights_from_disk (serve() sets them; empty: the route
   // has no model to update). Outlive the context.
   std::span<engine::ModelEngine> model_engines;

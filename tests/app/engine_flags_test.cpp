@@ -79,7 +79,8 @@ TEST(EngineFlagsTest, SizeSuffixesLogLevelsAndAttentionBackends) {
             std::string::npos);
   EXPECT_NE(error_of({"--max-queued-requests", "-1"}).find("--max-queued-requests must be >= 0"),
             std::string::npos);
-  EXPECT_NE(error_of({"--log-level", "loud"}).find("--log-level expects"), std::string::npos);
+  EXPECT_NE(error_of({"--log-level", "loud"}).find("--log-level: a log level is"),
+            std::string::npos);
   EXPECT_NE(error_of({"--attention-backend", "flashinfr"}).find("unknown --attention-backend"),
             std::string::npos);
   for (const char* known : {"auto", "cpu", "flashinfer", "fa3"}) {

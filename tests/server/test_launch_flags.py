@@ -308,6 +308,42 @@ def test_log_requests_and_no_logs(tmp_path):
     assert stderr_of(err).count("request rid=") == 1, stderr_of(err)
 
 
+# SGLang's /configure_logging turns request logging on and off while the server runs and sets
+# the log level; the request dumps it does not build are refused by name.
+def test_configure_logging(tmp_path):
+    proc, err = start(run_args("--model-path {model} --log-level warning"), tmp_path)
+    try:
+        first = proc.stdout.readline().decode()
+        assert "sgl-server listening on http://" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+        body = {"text": "Once upon a time", "sampling_params": {"max_new_tokens": 2}}
+
+        def generate():
+            assert requests.post(url + "/generate", json=body, timeout=60).status_code == 200
+
+        def configure(settings):
+            return requests.post(url + "/configure_logging", json=settings, timeout=10)
+
+        generate()  # not logged
+        assert configure({"log_requests": True, "log_requests_level": 0}).status_code == 200
+        generate()  # logged (the level raised to info for it)
+        assert configure({"log_requests": False}).status_code == 200
+        generate()  # not logged
+        for bad, field in [({"log_level": "loud"}, "log_level"),
+                           ({"log_requests": "yes"}, "log_requests"),
+                           ({"log_requests_level": 2}, "log_requests_level"),
+                           ({"log_requests_format": "json"}, "log_requests_format"),
+                           ({"dump_requests_folder": "/tmp/x"}, "dump_requests_folder"),
+                           ({"crash_dump_folder": "/tmp/x"}, "crash_dump_folder")]:
+            r = configure(bad)
+            assert r.status_code == 400 and field in r.text, (bad, r.text)
+        assert configure({"log_level": "ERROR", "log_requests": False}).status_code == 200
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
+    assert stderr_of(err).count("request rid=") == 1, stderr_of(err)
+
+
 @pytest.mark.parametrize("line,refusal", REFUSES,
                          ids=[r[0].replace("{model} ", "") for r in REFUSES])
 def test_refuses_with_a_reason(line, refusal, tmp_path):

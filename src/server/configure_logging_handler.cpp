@@ -1,0 +1,78 @@
+// SGLang's /configure_logging (GET or POST with a JSON body): request logging turned on or off
+// (log_requests) and the log level changed (log_level) while the server runs. The request dumps
+// SGLang writes to folders are not built, so their fields are refused by name.
+#include <nlohmann/json.hpp>
+
+#include "core/logging.h"
+#include "server/errors.h"
+#include "server/handlers.h"
+#include "server/request_json.h"
+
+namespace sgl::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+using request_json::field_error;
+using request_json::find;
+using request_json::read;
+
+constexpr const char* kNoDumps = "request dumps are not implemented";
+constexpr request_json::RefusedField kRefused[] = {
+    {"dump_requests_folder", kNoDumps},
+    {"dump_requests_threshold", kNoDumps},
+    {"dump_requests_exclude_meta_keys", kNoDumps},
+    {"crash_dump_folder", "crash dumps are not implemented"},
+};
+
+}  // namespace
+
+Reply handle_configure_logging(ServerContext& ctx, const HttpRequest& request) {
+  auto parsed = request_json::parse_object(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  const json& o = *parsed;
+  if (Status s = request_json::refuse_fields(o, kRefused); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
+  // The log line holds a request's metadata (SGLang's level 0) as text.
+  std::optional<int64_t> level;
+  if (Status s = read(o, "log_requests_level", level); !s.ok()) return Reply::of(error_response(s));
+  if (level && *level != 0) {
+    return Reply::of(error_response(unimplemented(
+        "'log_requests_level' other than 0 is not supported: the request log line holds its "
+        "metadata only")));
+  }
+  if (const json* format = find(o, "log_requests_format"); format && *format != "text") {
+    return Reply::of(error_response(
+        unimplemented("'log_requests_format' other than \"text\" is not supported")));
+  }
+  std::optional<LogLevel> log_level;
+  if (const json* v = find(o, "log_level")) {
+    if (!v->is_string())
+      return Reply::of(error_response(field_error("log_level", "must be a string")));
+    auto parsed_level = parse_log_level(v->get<std::string>());
+    if (!parsed_level.ok()) {
+      return Reply::of(error_response(field_error("log_level", parsed_level.status().message())));
+    }
+    log_level = *parsed_level;
+  }
+  std::optional<bool> log_requests;
+  if (const json* v = find(o, "log_requests")) {
+    if (!v->is_boolean()) {
+      return Reply::of(error_response(field_error("log_requests", "must be a boolean")));
+    }
+    log_requests = v->get<bool>();
+  }
+  // Checked whole before anything changes.
+  if (log_level) set_log_level(*log_level);
+  if (log_requests) {
+    ctx.log_requests = *log_requests;
+    // Request lines are info lines (as --log-requests raises the level at start).
+    if (*log_requests && !log_enabled(LogLevel::kInfo)) set_log_level(LogLevel::kInfo);
+  }
+  SGL_LOG_INFO << "configure_logging: " << request.body;
+  HttpResponse ok;
+  ok.content_type = "text/plain";  // an empty 200, as SGLang's
+  return Reply::of(std::move(ok));
+}
+
+}  // namespace sgl::server
