@@ -1,7 +1,8 @@
 # SGLang's extra_key and cache_salt: a request takes cached prompt KV only from requests that gave
 # the same pair (the radix cache keeps a tree per namespace). Shown by the cached prompt tokens
 # each request reports, on every route that takes the fields and per prompt of a /generate batch;
-# the answers do not change.
+# the answers do not change. Every request goes to replica 0 (routed_dp_rank), so the suite also
+# runs behind two replicas (dp2 suites).
 import pytest
 
 from conftest import Server
@@ -25,8 +26,12 @@ def empty_cache(server):
     assert server.post("/flush_cache").status_code == 200
 
 
+ON_ONE_REPLICA = {"routed_dp_rank": 0}
+
+
 def generate(server, **fields):
-    r = server.post("/generate", {"text": PROMPT, "sampling_params": GREEDY, **fields})
+    r = server.post("/generate", {"text": PROMPT, "sampling_params": GREEDY, **ON_ONE_REPLICA,
+                                  **fields})
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -64,16 +69,16 @@ def test_generate_shares_the_cache_only_within_a_namespace(server):
 
 def test_a_generate_batch_takes_one_namespace_per_prompt(server):
     r = server.post("/generate", {"text": [PROMPT, PROMPT], "sampling_params": GREEDY,
-                                  "cache_salt": ["x", "y"]})
+                                  "cache_salt": ["x", "y"], **ON_ONE_REPLICA})
     assert r.status_code == 200, r.text
     r = server.post("/generate", {"text": [PROMPT, PROMPT], "sampling_params": GREEDY,
-                                  "cache_salt": ["y", "z"]})
+                                  "cache_salt": ["y", "z"], **ON_ONE_REPLICA})
     assert r.status_code == 200, r.text
     hits = [item["meta_info"]["cached_tokens"] for item in r.json()]
     assert hits[0] > 0 and hits[1] == 0, hits  # "y" was cached by the first batch, "z" was not
     # One string holds for every prompt of a batch.
     r = server.post("/generate", {"text": [PROMPT, PROMPT], "sampling_params": GREEDY,
-                                  "extra_key": "k"})
+                                  "extra_key": "k", **ON_ONE_REPLICA})
     assert r.status_code == 200, r.text
     assert generate(server, extra_key="k")["meta_info"]["cached_tokens"] > 0
 
@@ -83,14 +88,15 @@ def test_openai_routes_take_extra_key_and_cache_salt(server, route):
     def send(**fields):
         if route == "chat":
             body = {"model": "m", "messages": [{"role": "user", "content": PROMPT}],
-                    "max_tokens": 2, "temperature": 0, **fields}
+                    "max_tokens": 2, "temperature": 0, **ON_ONE_REPLICA, **fields}
             path = "/v1/chat/completions"
         elif route == "completions":
-            body = {"model": "m", "prompt": PROMPT, "max_tokens": 2, "temperature": 0, **fields}
+            body = {"model": "m", "prompt": PROMPT, "max_tokens": 2, "temperature": 0,
+                    **ON_ONE_REPLICA, **fields}
             path = "/v1/completions"
         else:
             body = {"model": "m", "input": PROMPT, "max_output_tokens": 2, "temperature": 0,
-                    **fields}
+                    **ON_ONE_REPLICA, **fields}
             path = "/v1/responses"
 
         def post():

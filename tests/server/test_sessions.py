@@ -1,7 +1,8 @@
 # SGLang's sessions: /open_session, /generate's session_params (a turn continues a named earlier
 # turn: its prompt and output, then the new prompt without its BOS; drop_previous_output, offset,
 # replace), /close_session and idle timeouts. Each turn answers what a plain request on the
-# same ids answers, and finds the shared history in the prefix cache.
+# same ids answers, and finds the shared history in the prefix cache. Every request goes to
+# replica 0 (routed_dp_rank), so the suite also runs behind two replicas (dp2 suites).
 import threading
 import time
 
@@ -27,11 +28,13 @@ def turn(server, ids, session, name, sampling=GREEDY, **params):
     """Turn `name` (its request's rid) of `session`; `params`: the rest of session_params (its
     `rid`: the turn it continues)."""
     return server.post("/generate", {"input_ids": ids, "sampling_params": sampling, "rid": name,
+                                     "routed_dp_rank": 0,
                                      "session_params": {"id": session, **params}})
 
 
 def plain(server, ids, sampling=GREEDY):
-    r = server.post("/generate", {"input_ids": ids, "sampling_params": sampling})
+    r = server.post("/generate", {"input_ids": ids, "sampling_params": sampling,
+                                  "routed_dp_rank": 0})
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -68,7 +71,8 @@ def test_streamed_turns_record_their_output(server):
     a, b, _ = prompts()
     sid = open_session(server)
     r = server.post("/generate", {"input_ids": a, "sampling_params": GREEDY, "rid": "s1",
-                                  "stream": True, "session_params": {"id": sid}}, stream=True)
+                                  "stream": True, "routed_dp_rank": 0,
+                                  "session_params": {"id": sid}}, stream=True)
     assert r.status_code == 200
     assert r.text.rstrip().endswith("data: [DONE]")
     out = turn(server, b, sid, "s2", rid="s1").json()
