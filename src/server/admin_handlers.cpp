@@ -158,26 +158,36 @@ Reply server_info_reply(ServerContext& ctx) {
                       // The server's, not the replica's: requests are not split by replica here.
                       {"http_requests_in_flight", ctx.registry.size()}});
   }
-  return Reply::of(json_response({{"version", kServerVersion},
-                                  {"model_path", ctx.weights.path()},
-                                  {"tokenizer_path", i.tokenizer_path},
-                                  {"served_model_name", i.served_model_name},
-                                  {"host", i.host},
-                                  {"port", i.port},
-                                  {"device", i.device},
-                                  {"context_length", i.context_length},
-                                  {"max_total_num_tokens", kv_capacity},  // all replicas'
-                                  {"max_running_requests", i.max_running_requests},
-                                  {"max_prefill_tokens", i.max_prefill_tokens},
-                                  {"chunked_prefill_size", i.chunked_prefill_size},
-                                  {"max_queued_requests", i.max_queued_requests},
-                                  {"schedule_policy", i.schedule_policy},
-                                  {"disable_radix_cache", i.disable_radix_cache},
-                                  {"tp_size", i.tp_size},
-                                  {"ep_size", i.ep_size},
-                                  {"dp_size", i.dp_size},
-                                  {"load_balance_method", i.load_balance_method},
-                                  {"internal_states", std::move(states)}}));
+  return Reply::of(json_response(
+      {{"version", kServerVersion},
+       {"model_path", ctx.weights.path()},
+       {"tokenizer_path", i.tokenizer_path},
+       {"served_model_name", i.served_model_name},
+       {"host", i.host},
+       {"port", i.port},
+       {"device", i.device},
+       {"context_length", i.context_length},
+       {"max_total_num_tokens", kv_capacity},  // all replicas'
+       {"max_running_requests", i.max_running_requests},
+       {"max_prefill_tokens", i.max_prefill_tokens},
+       {"chunked_prefill_size", i.chunked_prefill_size},
+       {"max_queued_requests", i.max_queued_requests},
+       {"schedule_policy", i.schedule_policy},
+       {"disable_radix_cache", i.disable_radix_cache},
+       {"enable_priority_scheduling", i.priority.enabled},
+       {"schedule_low_priority_values_first", i.priority.low_values_first},
+       {"priority_scheduling_preemption_threshold", i.priority.preemption_threshold},
+       {"enable_cache_report", i.api.enable_cache_report},
+       {"stream_interval", i.api.stream_interval},
+       {"incremental_streaming_output", i.api.incremental_streaming_output},
+       {"allow_auto_truncate", i.api.allow_auto_truncate},
+       {"completion_template",
+        i.api.completion_template ? json(i.api.completion_template->name) : json(nullptr)},
+       {"tp_size", i.tp_size},
+       {"ep_size", i.ep_size},
+       {"dp_size", i.dp_size},
+       {"load_balance_method", i.load_balance_method},
+       {"internal_states", std::move(states)}}));
 }
 
 Reply loads_reply(ServerContext& ctx) {

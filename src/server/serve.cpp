@@ -130,6 +130,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.max_queued_requests = so.max_queued_requests;
   info.schedule_policy = scheduler::schedule_policy_name(so.policy);
   info.disable_radix_cache = so.disable_radix_cache;
+  info.priority = so.priority;
   info.has_chat_template = chat_template.has_value();
   info.chat_template_origin = loaded.origin;
   if (tokenizer.vocab_size() > config.vocab_size) {

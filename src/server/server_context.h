@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "engine/data_parallel_controller.h"
+#include "scheduler/priority.h"
 #include "server/api_options.h"
 #include "server/grammar_backend.h"
 #include "server/metrics.h"
@@ -61,6 +62,7 @@ struct ServerInfo {
   int64_t max_queued_requests = 0;
   std::string schedule_policy;
   bool disable_radix_cache = false;
+  scheduler::PriorityOptions priority;  // --enable-priority-scheduling and its flags
   bool has_chat_template = false;
   std::string chat_template_origin;    // the --chat-template path, or where the tokenizer's is
   bool log_requests = false;           // --log-requests at start (ServerContext::log_requests)

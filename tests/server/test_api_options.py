@@ -36,6 +36,13 @@ def events(response):
     return out
 
 
+def test_server_info_reports_the_options(server, incremental):
+    info = server.get("/get_server_info").json()
+    assert (info["enable_cache_report"], info["allow_auto_truncate"], info["stream_interval"],
+            info["incremental_streaming_output"]) == (True, True, 4, False)
+    assert incremental.get("/get_server_info").json()["incremental_streaming_output"] is True
+
+
 def test_usage_reports_cached_prompt_tokens(server):
     server.post("/flush_cache")
     body = {"model": "m", "prompt": PROMPT, "max_tokens": 2, "n": 2}

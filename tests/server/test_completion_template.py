@@ -17,6 +17,7 @@ def fim(tmp_path_factory):
 
 
 def test_the_suffix_joins_the_prompt_in_the_markers(fim):
+    assert fim.get("/get_server_info").json()["completion_template"] == "qwen_coder"
     r = fim.post("/v1/completions", BODY)
     assert r.status_code == 200, r.text
     joined = "<|fim_prefix|>Once upon a time<|fim_suffix|> The end.<|fim_middle|>"

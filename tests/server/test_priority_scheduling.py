@@ -58,6 +58,13 @@ def wait_until(server, key, n):
         time.sleep(0.01)
 
 
+def test_server_info_reports_priority_scheduling(server):
+    info = server.get("/get_server_info").json()
+    assert info["enable_priority_scheduling"] is True
+    assert info["schedule_low_priority_values_first"] is False
+    assert info["priority_scheduling_preemption_threshold"] == 10
+
+
 def test_a_preferred_request_preempts_and_the_preempted_one_resumes(server):
     alone = generate(server, "Once upon a time", LONG)[1]["text"]
     preempted_before = sum(s["num_preempted_total"] for s in server.states())
