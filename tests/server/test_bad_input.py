@@ -143,7 +143,7 @@ CASES = [
      '{"text": "a", "sampling_params": {"seed": 1, "sampling_seed": 2}}', 400,
      "'sampling_seed' and 'seed' name the same seed"),
     # Accepted but not implemented (non-default values only).
-    ("suffix", "POST", "/v1/completions", completion(suffix="end"), 400, "not supported yet"),
+    ("suffix", "POST", "/v1/completions", completion(suffix="end"), 400, "--completion-template"),
     ("best_of above n", "POST", "/v1/completions", completion(best_of=3), 400,
      "not supported yet"),
     ("response_format structural_tag without structures", "POST", "/v1/chat/completions",
