@@ -169,8 +169,8 @@ class Scheduler {
   // the threshold, least preferred (then newest) first, until the KV they hold and reserve
   // covers what `req` lacks and a running slot is free. Empty when they cannot make the room.
   std::vector<Req*> preemption_victims(const Req& req, const PrefillAdder& adder) const;
-  // Retracts `victims` (back to the waiting queue, recomputed later) and gives `adder` their
-  // running slots and reservations. No batch may be in flight.
+  // Retracts `victims` (the caller puts them back in the waiting queue; recomputed later) and
+  // gives `adder` their running slots and reservations. No batch may be in flight.
   void preempt(std::span<Req* const> victims, PrefillAdder& adder);
   // A full waiting queue and a request of priority `priority`: the waiting request it outranks
   // that goes (the least preferred, then newest), aborted; false when it outranks none.
@@ -184,6 +184,8 @@ class Scheduler {
   // Releases the running `req`'s KV and queues it first in the waiting queue (the caller takes
   // it out of the running set).
   void retract(Req& req);
+  // retract() but for the queueing: the caller puts `req` back in the waiting queue.
+  void unschedule(Req& req);
   int64_t reserved_decode_tokens() const;
   // The future tokens the running `req` is reserved (its share of reserved_decode_tokens).
   double reserved_tokens(const Req& req) const;

@@ -110,6 +110,11 @@ std::optional<ScheduleBatch> Scheduler::get_decode_batch(bool* need_drain) {
 }
 
 void Scheduler::retract(Req& req) {
+  unschedule(req);
+  waiting_.push_front(&req);
+}
+
+void Scheduler::unschedule(Req& req) {
   release(req);  // KV back to the cache/allocator; the request itself lives on
   req.prefix_indices.clear();
   req.fill_ids.clear();
@@ -118,7 +123,6 @@ void Scheduler::retract(Req& req) {
   req.scheduled_samples = static_cast<int32_t>(req.output_ids.size());
   ++req.retract_count;
   ++totals_.num_retracted_total;
-  waiting_.push_front(&req);
 }
 
 void Scheduler::retract_all() {

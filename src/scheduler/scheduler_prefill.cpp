@@ -133,10 +133,8 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
     adder.add_chunked_req(*chunked_req_);
   }
   std::vector<Req*> admitted_this_round;
-  int32_t preempted = 0;
-  // A copy: a preemption puts its victims at the queue's front.
-  const std::vector<Req*> queue(waiting_.begin(), waiting_.end());
-  for (Req* req : queue) {
+  std::vector<Req*> preempted;  // back to the queue's front once the loop is done
+  for (Req* req : waiting_) {
     init_next_round_input(*req);
     if (waits_for_in_batch_prefix(*req, admitted_this_round, in_batch_prefix_caching)) {
       req->lock.reset();  // a request admitted this round caches its prefix: wait one round
@@ -154,7 +152,7 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
         drain_for_preemption_ = true;
       } else if (!victims.empty()) {
         preempt(victims, adder);
-        preempted += static_cast<int32_t>(victims.size());
+        preempted.insert(preempted.end(), victims.begin(), victims.end());
         result = adder.add_one_req(*req, [](Req&) {});
       }
     }
@@ -162,6 +160,7 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
     if (admitted()) admitted_this_round.push_back(req);
     if (result != AddResult::kContinue) break;
   }
+  for (auto it = preempted.rbegin(); it != preempted.rend(); ++it) waiting_.push_front(*it);
   // Waiting requests not admitted dropped their locks above; the loop may have stopped early.
   for (Req* req : waiting_) {
     if (std::find(admitted_this_round.begin(), admitted_this_round.end(), req) ==
@@ -212,7 +211,8 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   // MIXED: the running decodes (those not preempted; the admitted follow them) ride along with
   // the prefill chunk.
   if (mixing) {
-    std::vector<Req*> decoders(running_.begin(), running_.begin() + (running_bs - preempted));
+    std::vector<Req*> decoders(
+        running_.begin(), running_.begin() + (running_bs - static_cast<int32_t>(preempted.size())));
     std::erase_if(decoders,
                   [](const Req* r) { return r->scheduled_samples >= r->request.max_new_tokens; });
     if (!decoders.empty() &&

@@ -42,7 +42,7 @@ void Scheduler::preempt(std::span<Req* const> victims, PrefillAdder& adder) {
   for (Req* r : victims) {
     const auto reserved = static_cast<int64_t>(reserved_tokens(*r));
     std::erase(running_, r);
-    retract(*r);
+    unschedule(*r);
     adder.release_running(reserved);
     ++totals_.num_preempted_total;
   }
