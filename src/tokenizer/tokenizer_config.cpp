@@ -23,7 +23,8 @@ Result<std::optional<std::string>> special_token(const JsonReader& r, const Json
   return r.error(std::string(key), "expected a string or {\"content\": ...}");
 }
 
-// chat_template: a string, or a list of {"name", "template"} (the "default" one is used).
+// chat_template: a string, or a list of {"name", "template"} (the "default" one is used, else
+// the first).
 // The default template of `value` (a string, or a list of named ones, kept in `named`).
 Result<std::string> chat_template(const JsonReader& r, const Json& value, const std::string& path,
                                   std::vector<std::pair<std::string, std::string>>& named) {
@@ -40,8 +41,8 @@ Result<std::string> chat_template(const JsonReader& r, const Json& value, const 
   for (const auto& [name, text] : named) {
     if (name == "default") return text;
   }
-  // NOTE: several named templates and no "default": none applies without a name.
-  return named.size() == 1 ? named.front().second : std::string();
+  // No "default": the first listed, as SGLang falls back to (transformers refuses to choose).
+  return named.empty() ? std::string() : named.front().second;
 }
 
 }  // namespace
