@@ -49,11 +49,7 @@ json model_card(const ServerContext& ctx) {
               {"root", ctx.info.served_model_name}, {"max_model_len", ctx.info.context_length}};
 }
 
-HttpResponse healthy() {
-  HttpResponse r;
-  r.content_type = "text/plain";
-  return r;
-}
+HttpResponse healthy() { return plain_text_response(); }
 
 // A paused engine makes no progress on purpose: its probes fail (503) without marking the server
 // unhealthy, so an orchestrator does not replace a server a trainer paused for a weight sync.
@@ -308,10 +304,7 @@ Reply handle_flush_cache(ServerContext& ctx, const HttpRequest& request) {
     if (!ctx.engine.flush_cache()) {
       return Reply::of(error_response(400, "Cache not flushed: requests are running"));
     }
-    HttpResponse r;
-    r.content_type = "text/plain";
-    r.body = "Cache flushed.\n";
-    return Reply::of(r);
+    return Reply::of(plain_text_response("Cache flushed.\n"));
   });
 }
 

@@ -70,9 +70,7 @@ Reply handle_configure_logging(ServerContext& ctx, const HttpRequest& request) {
     if (*log_requests && !log_enabled(LogLevel::kInfo)) set_log_level(LogLevel::kInfo);
   }
   SGL_LOG_INFO << "configure_logging: " << request.body;
-  HttpResponse ok;
-  ok.content_type = "text/plain";  // an empty 200, as SGLang's
-  return Reply::of(std::move(ok));
+  return Reply::of(plain_text_response());  // an empty 200, as SGLang's
 }
 
 }  // namespace sgl::server

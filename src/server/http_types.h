@@ -29,6 +29,14 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
 };
 
+// A 200 of plain text (an empty one: what SGLang's health and session endpoints answer).
+inline HttpResponse plain_text_response(std::string body = {}) {
+  HttpResponse r;
+  r.content_type = "text/plain";
+  r.body = std::move(body);
+  return r;
+}
+
 // A reply produced over time (a generation). The HTTP server calls every method on the
 // connection's strand, never concurrently.
 class DeferredReply {

@@ -62,9 +62,7 @@ Reply handle_close_session(ServerContext& ctx, const HttpRequest& request) {
   if (Status s = read(*o, "session_id", id); !s.ok()) return Reply::of(error_response(s));
   if (id.empty()) return Reply::of(error_response(field_error("session_id", "is required")));
   ctx.sessions.close(id);
-  HttpResponse ok;
-  ok.content_type = "text/plain";  // an empty 200, as SGLang's
-  return Reply::of(std::move(ok));
+  return Reply::of(plain_text_response());  // an empty 200, as SGLang's
 }
 
 }  // namespace sgl::server

@@ -24,7 +24,8 @@ struct TokenizerConfig {
   std::optional<bool> add_bos_token;
   std::optional<bool> add_eos_token;
   bool clean_up_tokenization_spaces = false;
-  // The default template ("default" entry when the file lists several, else the first); empty if none.
+  // The default template ("default" entry when the file lists several, else the first); empty
+  // if none.
   std::string chat_template;
   // tokenizer_config.json's list of named templates (name, template), in its order; empty when
   // it gives one template (SGLang's --hf-chat-template-name picks one).

@@ -197,8 +197,9 @@ TEST(LoaderTest, TokenizerConfigSpecialTokensAndTemplates) {
   EXPECT_EQ(config->named_chat_templates, (std::vector<std::pair<std::string, std::string>>{
                                               {"tool_use", "T"}, {"default", "D"}}));
   // Without a "default" entry the first listed applies (SGLang's fallback).
-  write(dir / "tokenizer_config.json",
-        R"({"chat_template": [{"name": "rag", "template": "R"}, {"name": "tool_use", "template": "T"}]})");
+  write(
+      dir / "tokenizer_config.json",
+      R"({"chat_template": [{"name": "rag", "template": "R"}, {"name": "tool_use", "template": "T"}]})");
   auto no_default = load_tokenizer_config(dir);
   ASSERT_TRUE(no_default.ok()) << no_default.status().to_string();
   EXPECT_EQ(no_default->chat_template, "R");
