@@ -23,9 +23,8 @@ Result<std::optional<std::string>> special_token(const JsonReader& r, const Json
   return r.error(std::string(key), "expected a string or {\"content\": ...}");
 }
 
-// chat_template: a string, or a list of {"name", "template"} (the "default" one is used, else
-// the first).
-// The default template of `value` (a string, or a list of named ones, kept in `named`).
+// The default template of chat_template's `value`: the string, or of a list of {"name",
+// "template"} (kept in `named`) the "default" one, else the first.
 Result<std::string> chat_template(const JsonReader& r, const Json& value, const std::string& path,
                                   std::vector<std::pair<std::string, std::string>>& named) {
   named.clear();
