@@ -93,6 +93,14 @@ def serves_on_gpu():
             or any(a.startswith("--device=cuda") for a in args))
 
 
+def skip_unless_gpus_for_tp(tp):
+    """Skips a test serving at --tp-size `tp` on a GPU machine with too few GPUs: tensor-parallel
+    replicas do not share GPUs, so SGL_TEST_DP_SIZE of them take dp x tp."""
+    gpus = tp * int(os.environ.get("SGL_TEST_DP_SIZE") or 1)
+    if tp > 1 and serves_on_gpu() and gpu_count() < gpus:
+        pytest.skip(f"--tp-size {tp} here takes {gpus} GPUs; this machine has {gpu_count()}")
+
+
 class Server:
     """One sgl-server process."""
 

@@ -4,14 +4,13 @@
 # (avg_spec_accept_length) and /metrics (sglang:spec_accept_length, SGLang's gauge), and
 # consistent with its accepted-draft and verify-step counts.
 import json
-import os
 import re
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO, TESTDATA, Server, golden, gpu_count, serves_on_gpu
+from conftest import REPO, TESTDATA, Server, golden, skip_unless_gpus_for_tp
 
 PROMPTS = [c["prompt"] for c in golden()["cases"]]
 # Text that repeats itself, so the drafts find earlier occurrences to propose.
@@ -50,10 +49,7 @@ def heads(tmp_path_factory):
                 ids=["EAGLE", "EAGLE3", "EAGLE-tree", "EAGLE3-tree", "EAGLE3-tp2"])
 def eagle(request, heads, tmp_path_factory):
     algorithm, topk, draft_tokens, tp = request.param
-    # (Tensor-parallel replicas do not share GPUs: SGL_TEST_DP_SIZE of them take dp x tp.)
-    gpus = tp * int(os.environ.get("SGL_TEST_DP_SIZE") or 1)
-    if tp > 1 and serves_on_gpu() and gpu_count() < gpus:
-        pytest.skip(f"--tp-size {tp} here takes {gpus} GPUs; this machine has {gpu_count()}")
+    skip_unless_gpus_for_tp(tp)
     head = heads / ("stories260K-eagle3" if algorithm == "EAGLE3" else "stories260K-eagle")
     srv = Server(tmp_path_factory.mktemp(algorithm.lower()), "--speculative-algorithm",
                  algorithm, "--speculative-draft-model-path", str(head),

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import MODEL, Server, raise_fd_limit, requests
+from conftest import MODEL, Server, raise_fd_limit, requests, skip_unless_gpus_for_tp
 
 PROMPT = "Once upon a time"
 GREEDY = {"max_new_tokens": 24, "temperature": 0}
@@ -203,6 +203,7 @@ def test_abort_all_requests_ends_what_runs(server, next_step):
 
 
 def test_every_tensor_parallel_rank_is_updated(next_step, tmp_path_factory):
+    skip_unless_gpus_for_tp(2)
     srv = Server(tmp_path_factory.mktemp("tp2"), "--tp-size", "2")
     try:
         before = greedy(srv)["text"]
@@ -264,6 +265,7 @@ def test_get_weights_by_name_reads_the_served_weights(server, next_step):
 
 
 def test_get_weights_by_name_puts_the_tensor_parallel_shares_together(tmp_path_factory):
+    skip_unless_gpus_for_tp(2)
     srv = Server(tmp_path_factory.mktemp("tp2read"), "--tp-size", "2")
     try:
         for name in NAMES:
