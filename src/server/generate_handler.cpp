@@ -46,8 +46,9 @@ class GenerateReply final : public GenerationReply {
     // [logprob, id, text] per requested id at each position (SGLang), with per choice the ids.
     bool token_ids = false;
     std::vector<std::vector<int32_t>> token_ids_logprob;
-    // A turn of this session (the request's id is its rid there): its output is recorded when
-    // it ends, for the turns that continue it.
+    // A turn of this session (the request's id is its rid there): its output is recorded as it
+    // comes (a `replace` of the running turn continues from it) and when it ends, for the turns
+    // that continue it.
     std::optional<std::string> session_id;
   };
 
@@ -65,6 +66,10 @@ class GenerateReply final : public GenerationReply {
   void record_session_turn() {
     if (!setup_.session_id || std::exchange(session_recorded_, true)) return;
     ctx_.sessions.finish(*setup_.session_id, id_, choices_.front()->total().token_ids);
+  }
+
+  void pulled(size_t /*index*/, const ChoiceDelta& delta) override {
+    if (setup_.session_id) ctx_.sessions.append_output(*setup_.session_id, id_, delta.token_ids);
   }
 
   json triple(float logprob, int32_t id, const std::string* text) const {
@@ -281,7 +286,7 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
           ctx.sessions.begin(*req.session, id, std::move(ids), ctx.tokenizer.bos_token_id());
       if (!turn.ok()) return Reply::of(error_response(turn.status()));
       session_turn.emplace(ctx.sessions, req.session->id, id);
-      // replace dropped these turns: they end as SGLang ends them.
+      // replace dropped these turns, or continues this running one: they end as SGLang's do.
       for (const std::string& dropped : turn->to_abort) {
         for (uint64_t rid : ctx.registry.find(dropped)) ctx.engine.abort(rid);
       }

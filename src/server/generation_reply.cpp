@@ -40,6 +40,7 @@ DeferredReply::Progress GenerationReply::poll() {
   const FinishInfo* failed = nullptr;  // the first choice the server aborted
   for (size_t i = 0; i < choices_.size() && !failed; ++i) {
     std::optional<ChoiceDelta> d = choices_[i]->pull();
+    if (d) pulled(i, *d);
     if (d && stream_) d = paced(i, std::move(*d));
     if (choices_[i]->finished() && choices_[i]->finish().error()) {
       failed = &choices_[i]->finish();

@@ -34,6 +34,9 @@ class GenerationReply : public DeferredReply {
   // Non-streaming: the response once every choice finished.
   virtual HttpResponse complete() = 0;
 
+  // Every delta of choice `index` as it arrives, before any --stream-interval pacing.
+  virtual void pulled(size_t /*index*/, const ChoiceDelta& /*delta*/) {}
+
   // A choice the server aborted (FinishInfo::error: a timeout, a full queue, shutdown) ends the
   // reply as SGLang ends it: without its other choices, as this error event on a stream (then
   // stream_end), as this error response otherwise. Routes override the shapes (Messages: its

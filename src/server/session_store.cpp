@@ -56,9 +56,10 @@ Result<SessionStore::Turn> SessionStore::begin(const SessionParams& p, const std
     auto it = s.nodes.find(*p.rid);
     if (it == s.nodes.end()) return invalid_argument("Invalid request session id");
     if (!it->second.finished) {
-      return invalid_argument(
-          p.replace ? "Session request replaces a request that hasn't finished (abort it first)."
-                    : "Session request is appending to a request that hasn't finished.");
+      if (!p.replace) {
+        return invalid_argument("Session request is appending to a request that hasn't finished.");
+      }
+      turn.to_abort.push_back(*p.rid);  // continued from its output so far
     }
     if (p.replace) drop_children(s, *p.rid, turn.to_abort);
     last = &it->second;
@@ -98,6 +99,17 @@ Result<SessionStore::Turn> SessionStore::begin(const SessionParams& p, const std
   s.nodes.emplace(rid, std::move(node));
   s.last_active = now;
   return turn;
+}
+
+void SessionStore::append_output(const std::string& id, const std::string& rid,
+                                 std::span<const int32_t> new_ids) {
+  if (new_ids.empty()) return;
+  std::lock_guard lock(mutex_);
+  auto s = sessions_.find(id);
+  if (s == sessions_.end()) return;
+  auto node = s->second.nodes.find(rid);
+  if (node == s->second.nodes.end() || node->second.finished) return;
+  node->second.output_ids.insert(node->second.output_ids.end(), new_ids.begin(), new_ids.end());
 }
 
 void SessionStore::finish(const std::string& id, const std::string& rid,

@@ -3,7 +3,8 @@
 // one (session_params.rid) runs on that request's prompt and output (its prompt alone with
 // drop_previous_output; cut at `offset`, Python's slice end), then its own prompt without a
 // leading BOS; `replace` first drops the requests that continued the named one (aborting those
-// still running), or with no rid every request of the session. The engine sees ordinary
+// still running), or with no rid every request of the session, and a named request still running
+// is aborted and continued from the output it has so far (SGLang's). The engine sees ordinary
 // requests: the radix cache serves the shared history. A session with a timeout closes after
 // that long without a request. Thread-safe.
 #pragma once
@@ -34,14 +35,18 @@ class SessionStore {
 
   struct Turn {
     std::vector<int32_t> input_ids;     // what the request runs on
-    std::vector<std::string> to_abort;  // running requests `replace` dropped
+    std::vector<std::string> to_abort;  // running requests `replace` dropped or continues
   };
   // Request `rid` of session p.id with prompt `prompt_ids` (`bos`: the tokenizer's BOS, stripped
   // from a continuing prompt): its input, and its node in the session, unfinished until finish().
-  // kInvalidArgument (SGLang's 400s) for an unknown session or rid, a rid still running, an rid
-  // the session already has, or no tokens at all.
+  // kInvalidArgument (SGLang's 400s) for an unknown session or rid, appending to a rid still
+  // running, an rid the session already has, or no tokens at all.
   Result<Turn> begin(const SessionParams& p, const std::string& rid,
                      std::vector<int32_t> prompt_ids, std::optional<int32_t> bos);
+  // Request `rid` of session `id`, still running, produced `new_ids` after what it had: the
+  // output a `replace` of it continues (nothing if either is gone).
+  void append_output(const std::string& id, const std::string& rid,
+                     std::span<const int32_t> new_ids);
   // Request `rid` of session `id` ended with `output_ids` (nothing if either is gone).
   void finish(const std::string& id, const std::string& rid, std::span<const int32_t> output_ids);
   // Request `rid` of session `id` never ran (refused after begin()): its node goes.

@@ -83,10 +83,6 @@ TEST(SessionStore, ReplaceDropsTheContinuationsAndAbortsTheRunningOnes) {
   EXPECT_EQ(replaced->input_ids, (Ids{5, 6, 10}));
   EXPECT_EQ(replaced->to_abort, (std::vector<std::string>{"c"}));
   EXPECT_FALSE(store.begin(params("b"), "e", {11}, kBos).ok());  // "b" is gone
-  // Replacing a request still running is refused ("d" runs).
-  p = params("d");
-  p.replace = true;
-  EXPECT_FALSE(store.begin(p, "f", {12}, kBos).ok());
   // replace without a rid: every request goes; the turn starts afresh.
   p = params();
   p.replace = true;
@@ -95,6 +91,38 @@ TEST(SessionStore, ReplaceDropsTheContinuationsAndAbortsTheRunningOnes) {
   EXPECT_EQ(fresh->input_ids, (Ids{13}));
   EXPECT_EQ(fresh->to_abort, (std::vector<std::string>{"d"}));
   EXPECT_FALSE(store.begin(params("a"), "h", {14}, kBos).ok());
+}
+
+TEST(SessionStore, ReplacingARunningRequestAbortsItAndContinuesItsOutputSoFar) {
+  SessionStore store;
+  ASSERT_TRUE(store.open("s", std::nullopt).ok());
+  ASSERT_TRUE(store.begin(params(), "a", {5}, kBos).ok());  // still running
+  store.append_output("s", "a", Ids{6});
+  store.append_output("s", "a", Ids{});
+  store.append_output("s", "a", Ids{7, 8});
+  // Appending to it is refused; replacing it aborts it and runs on what it has.
+  EXPECT_FALSE(store.begin(params("a"), "b", {9}, kBos).ok());
+  SessionParams p = params("a");
+  p.replace = true;
+  auto replaced = store.begin(p, "b", {kBos, 9}, kBos);
+  ASSERT_TRUE(replaced.ok());
+  EXPECT_EQ(replaced->input_ids, (Ids{5, 6, 7, 8, 9}));
+  EXPECT_EQ(replaced->to_abort, (std::vector<std::string>{"a"}));
+  // Its end records its whole output (a token came before the abort landed); appends after
+  // that, and to turns or sessions that are gone, change nothing.
+  store.finish("s", "a", Ids{6, 7, 8, 10});
+  store.append_output("s", "a", Ids{11});
+  store.append_output("s", "nobody", Ids{11});
+  store.append_output("nowhere", "a", Ids{11});
+  store.finish("s", "b", Ids{12});
+  auto next = store.begin(params("a"), "c", {13}, kBos);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->input_ids, (Ids{5, 6, 7, 8, 10, 13}));
+  EXPECT_TRUE(next->to_abort.empty());
+  // Replacing it again (finished now) drops "b" and "c"; only "c" still runs.
+  auto again = store.begin(p, "d", {14}, kBos);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->to_abort, (std::vector<std::string>{"c"}));
 }
 
 TEST(SessionStore, AnAbandonedTurnLeavesNoNode) {

@@ -3,6 +3,7 @@
 # replace), /close_session and idle timeouts. Each turn answers what a plain request on the
 # same ids answers, and finds the shared history in the prefix cache. Every request goes to
 # replica 0 (routed_dp_rank), so the suite also runs behind two replicas (dp2 suites).
+import json
 import threading
 import time
 
@@ -108,6 +109,42 @@ def test_replace_aborts_the_turns_that_continued(server):
     assert aborted["meta_info"]["finish_reason"]["type"] == "abort", aborted["meta_info"]
     r = turn(server, c, sid, "r4", rid="r2")
     assert r.status_code == 400 and "Invalid request session id" in r.text, r.text
+    server.post("/close_session", {"session_id": sid})
+
+
+def test_replacing_a_running_turn_continues_from_its_output_so_far(server):
+    a, _, c = prompts()
+    sid = open_session(server)
+    assert server.post("/slow_down", {"forward_sleep_time": 0.02}).status_code == 200
+    items, first_token = [], threading.Event()
+
+    def run_p1():  # streamed: its first item says the server holds some of its output
+        r = server.post("/generate", {"input_ids": a, "stream": True, "rid": "p1",
+                                      "sampling_params": {"max_new_tokens": 300,
+                                                          "temperature": 0, "ignore_eos": True},
+                                      "routed_dp_rank": 0, "session_params": {"id": sid}},
+                        stream=True)
+        for line in r.iter_lines():
+            if line.startswith(b"data: {"):
+                items.append(json.loads(line[len(b"data: "):]))
+                first_token.set()
+
+    t = threading.Thread(target=run_p1)
+    t.start()
+    try:
+        assert first_token.wait(30)
+        # SGLang's replace of a running turn: it is aborted, and the new turn runs on its prompt
+        # and the output it had when the replace came.
+        r = turn(server, c, sid, "p2", rid="p1", replace=True)
+    finally:
+        server.post("/slow_down", {"forward_sleep_time": None})
+    t.join(60)
+    assert r.status_code == 200, r.text
+    assert items[-1]["meta_info"]["finish_reason"]["type"] == "abort", items[-1]["meta_info"]
+    p1_output = items[-1]["output_ids"]
+    so_far = r.json()["meta_info"]["prompt_tokens"] - len(a) - len(c[1:])
+    assert 1 <= so_far <= len(p1_output) < 300, (so_far, len(p1_output))
+    assert r.json()["output_ids"] == plain(server, a + p1_output[:so_far] + c[1:])["output_ids"]
     server.post("/close_session", {"session_id": sid})
 
 
