@@ -15,6 +15,7 @@
 #include "engine/data_parallel_launch.h"
 #include "engine/load_balance.h"
 #include "function_call/output_parser.h"
+#include "grammar/json_schema_compiler.h"
 #include "model/model_source.h"
 #include "server/chat_template_loader.h"
 #include "server/openai_json.h"
@@ -71,6 +72,11 @@ std::span<const FlagSpec> server_flag_table() {
        .value = "NAME",
        .help = "Separate the reasoning into reasoning_content (SGLang's names): qwen3, "
                "qwen3-thinking, deepseek-r1, mistral, gpt-oss."},
+      {.name = "--constrained-json-whitespace-pattern",
+       .value = "REGEX",
+       .help = "The whitespace JSON-constrained output may have wherever JSON allows it (e.g. "
+               "'[\\n\\t ]*'), as SGLang's outlines and llguidance backends take it; without "
+               "it, no whitespace but one optional space after ':' and ','."},
       {.name = "--allowed-origins",
        .value = "ORIGINS",
        .help = "Browser origins allowed to call the API (CORS): comma-separated "
@@ -265,6 +271,14 @@ Result<Options> parse_options(int argc, char** argv) {
   }
   if (!o.reasoning_parser.empty()) {
     SGL_RETURN_IF_ERROR(function_call::check_reasoning_parser(o.reasoning_parser));
+  }
+  if (std::optional<std::string> ws = args.get("--constrained-json-whitespace-pattern")) {
+    auto pattern = grammar::JsonWhitespacePattern::parse(*ws);
+    if (!pattern.ok()) {
+      return invalid_argument("--constrained-json-whitespace-pattern: " +
+                              pattern.status().message());
+    }
+    o.json_whitespace_pattern = std::move(pattern).value();
   }
   SGL_ASSIGN_OR_RETURN(const int64_t dp_size, args.get_int("--dp-size", 1));
   if (dp_size < 1 || dp_size > 64) return invalid_argument("--dp-size must be in [1, 64]");

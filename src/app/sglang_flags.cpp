@@ -403,13 +403,9 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
        .note = "sgl.cpp adapts the drafts per batch size by default (--speculative-draft-policy)"},
       {.name = "--constrained-json-disable-any-whitespace",
        .help = "Compact constrained JSON.",
-       .support = kRefused,
-       .note = "the grammar engine's JSON whitespace is fixed"},
-      {.name = "--constrained-json-whitespace-pattern",
-       .value = "REGEX",
-       .help = "Whitespace of constrained JSON.",
-       .support = kRefused,
-       .note = "the grammar engine's JSON whitespace is fixed"},
+       .support = kNoEffect,
+       .note = "constrained JSON is compact already: no whitespace but one optional space after "
+               "':' and ',' (--constrained-json-whitespace-pattern sets another)"},
   };
   return table;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "core/ordered_json.h"
 #include "grammar/decimal_range.h"
 #include "grammar/ebnf_parser.h"
@@ -51,13 +52,22 @@ class SchemaCompiler {
 
   // Inside brackets and before ',' / ':'.
   ExprId ws_inner() {
+    if (options_.whitespace_pattern) return ws_pattern();
     if (options_.whitespace == JsonWhitespace::kCompact) return g_.empty();
     return ws_run();
   }
   // After ',' and ':'.
   ExprId ws_sep() {
+    if (options_.whitespace_pattern) return ws_pattern();
     if (options_.whitespace == JsonWhitespace::kCompact) return g_.optional(g_.bytes(" "));
     return ws_run();
+  }
+  ExprId ws_pattern() {
+    return g_.ref(shared_rule("json_whitespace", [this] {
+      auto e = compile_regex(g_, options_.whitespace_pattern->regex());
+      SGL_CHECK(e.ok()) << "JsonWhitespacePattern::parse checked it: " << e.status().message();
+      return *e;
+    }));
   }
   ExprId ws_run() {
     const ExprId c = g_.char_class({{'\t', '\n'}, {'\r', '\r'}, {' ', ' '}});
@@ -663,6 +673,14 @@ class SchemaCompiler {
 };
 
 }  // namespace
+
+Result<JsonWhitespacePattern> JsonWhitespacePattern::parse(std::string regex) {
+  Grammar scratch;
+  if (auto e = compile_regex(scratch, regex); !e.ok()) {
+    return invalid_argument("JSON whitespace pattern: " + e.status().message());
+  }
+  return JsonWhitespacePattern(std::move(regex));
+}
 
 Result<Grammar> json_schema_to_grammar(std::string_view schema_json,
                                        const JsonSchemaOptions& options) {

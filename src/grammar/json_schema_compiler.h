@@ -23,7 +23,10 @@
 //   - a number's exponent has at most two digits (past that most parsers overflow to inf).
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/status.h"
 #include "grammar/grammar.h"
@@ -39,9 +42,24 @@ enum class JsonWhitespace {
   kFlexible,
 };
 
+// A regular expression (regex_compiler.h's subset) for the whitespace wherever JSON allows it:
+// SGLang's --constrained-json-whitespace-pattern (outlines' and llguidance's whitespace_pattern),
+// e.g. "[\n\t ]*". Checked when made; nothing checks that it matches only whitespace.
+class JsonWhitespacePattern {
+ public:
+  static Result<JsonWhitespacePattern> parse(std::string regex);
+  const std::string& regex() const { return regex_; }
+
+ private:
+  explicit JsonWhitespacePattern(std::string regex) : regex_(std::move(regex)) {}
+  std::string regex_;
+};
+
 struct JsonSchemaOptions {
   JsonWhitespace whitespace = JsonWhitespace::kCompact;
   int32_t max_whitespace = 32;  // kFlexible only
+  // Given: overrides `whitespace`.
+  std::optional<JsonWhitespacePattern> whitespace_pattern = std::nullopt;
   bool strict = true;
   // '<' inside strings (and keys) only as the escape \u003c: the text never holds '<', so no
   // markup that closes what the JSON sits in (Qwen3-Coder's "</parameter>") can appear in it.

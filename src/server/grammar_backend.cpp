@@ -31,8 +31,11 @@ Result<grammar::TokenizerInfo> grammar_tokenizer_info(const tokenizer::Tokenizer
 }
 
 GrammarBackend::GrammarBackend(const tokenizer::Tokenizer& tokenizer, int64_t vocab_size,
-                               std::vector<int32_t> stop_ids)
-    : tokenizer_(tokenizer), vocab_size_(vocab_size), stop_ids_(std::move(stop_ids)) {}
+                               std::vector<int32_t> stop_ids, grammar::JsonSchemaOptions json)
+    : tokenizer_(tokenizer),
+      vocab_size_(vocab_size),
+      stop_ids_(std::move(stop_ids)),
+      json_(std::move(json)) {}
 
 GrammarBackend::~GrammarBackend() = default;
 
@@ -42,8 +45,10 @@ Status GrammarBackend::init() const {
   if (!info.ok()) {
     return internal_error("structured output is unavailable: " + info.status().message());
   }
+  grammar::GrammarCompilerOptions options;
+  options.json = json_;
   compiler_ = std::make_unique<grammar::GrammarCompiler>(
-      std::make_shared<const grammar::TokenizerInfo>(std::move(info).value()));
+      std::make_shared<const grammar::TokenizerInfo>(std::move(info).value()), std::move(options));
   SGL_LOG_INFO
       << "structured output: the vocabulary's " << vocab_size_ << " tokens indexed for grammars in "
       << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()

@@ -26,9 +26,10 @@ Result<grammar::TokenizerInfo> grammar_tokenizer_info(const tokenizer::Tokenizer
 
 class GrammarBackend {
  public:
-  // Borrows `tokenizer`. `stop_ids`: the model's EOS ids.
+  // Borrows `tokenizer`. `stop_ids`: the model's EOS ids. `json`: how JSON Schema and JSON
+  // object constraints shape their JSON (whitespace).
   GrammarBackend(const tokenizer::Tokenizer& tokenizer, int64_t vocab_size,
-                 std::vector<int32_t> stop_ids);
+                 std::vector<int32_t> stop_ids, grammar::JsonSchemaOptions json = {});
   ~GrammarBackend();
 
   // The compiled grammar; an invalid or unsupported grammar is kInvalidArgument naming the
@@ -42,6 +43,7 @@ class GrammarBackend {
   const tokenizer::Tokenizer& tokenizer_;
   int64_t vocab_size_;
   std::vector<int32_t> stop_ids_;
+  grammar::JsonSchemaOptions json_;
   mutable std::once_flag init_once_;
   mutable Status init_status_;
   mutable std::unique_ptr<grammar::GrammarCompiler> compiler_;  // set by init()

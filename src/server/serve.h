@@ -5,12 +5,14 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "core/status.h"
 #include "engine/load_balance.h"
 #include "engine/model_engine.h"
+#include "grammar/json_schema_compiler.h"
 #include "server/api_options.h"
 #include "server/cors.h"
 #include "server/metrics.h"
@@ -28,6 +30,8 @@ struct ServeOptions {
   std::string hf_chat_template_name;  // --hf-chat-template-name: the tokenizer's named template
   std::string tool_call_parser;       // --tool-call-parser (checked); empty: none
   std::string reasoning_parser;       // --reasoning-parser (checked); empty: none
+  // --constrained-json-whitespace-pattern; none: constrained JSON is compact.
+  std::optional<grammar::JsonWhitespacePattern> json_whitespace_pattern;
   int http_threads = 4;
   std::chrono::milliseconds http_read_timeout{30'000};
   std::chrono::milliseconds drain_timeout{10'000};

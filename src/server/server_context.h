@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "engine/data_parallel_controller.h"
+#include "grammar/json_schema_compiler.h"
 #include "scheduler/priority.h"
 #include "server/api_options.h"
 #include "server/grammar_backend.h"
@@ -72,6 +73,9 @@ struct ServerInfo {
   bool enable_response_store = false;  // --enable-response-store (SGLang's)
   std::string tool_call_parser;        // --tool-call-parser; empty: tool calls stay text
   std::string reasoning_parser;        // --reasoning-parser; empty: reasoning stays text
+  // --constrained-json-whitespace-pattern: the whitespace of JSON-constrained output; none: the
+  // compact default (grammar::JsonWhitespace::kCompact).
+  std::optional<grammar::JsonWhitespacePattern> json_whitespace_pattern;
   // Strict tools under tool_choice auto are held by a grammar: the parser's call marker can be
   // written by the model (it has one, and it is not a special token the grammar cannot allow).
   bool strict_auto_tools = false;
@@ -113,6 +117,13 @@ class ServedWeights {
   std::string version_ = "default";
 };
 
+// How the server's JSON constraints shape their JSON.
+inline grammar::JsonSchemaOptions json_options(const ServerInfo& info) {
+  grammar::JsonSchemaOptions options;
+  options.whitespace_pattern = info.json_whitespace_pattern;
+  return options;
+}
+
 struct ServerContext {
   ServerContext(engine::DataParallelController& engine_in, const tokenizer::Tokenizer& tokenizer_in,
                 const tokenizer::ChatTemplate* chat_template_in, ServerInfo info_in,
@@ -125,7 +136,8 @@ struct ServerContext {
         metrics(info.served_model_name, info.metrics),
         pool(pool_in),
         admin_pool(admin_pool_in),
-        grammar(tokenizer_in, engine_in.options().vocab_size, engine_in.options().eos_token_ids) {}
+        grammar(tokenizer_in, engine_in.options().vocab_size, engine_in.options().eos_token_ids,
+                json_options(info)) {}
 
   // The engine replicas (--dp-size; one: a pass-through to it), used as one engine: requests
   // are routed, aborts reach their replica, stats are summed. Outlives the context.

@@ -450,6 +450,40 @@ TEST(grammar_json_schema, WhitespacePolicies) {
   EXPECT_FALSE(full_match(flex, "{     \"a\":[1]}"));  // a run of 5 > max_whitespace
 }
 
+TEST(grammar_json_schema, WhitespacePatternGoesWhereJsonAllowsWhitespace) {
+  const std::string schema = R"({"type":"object","properties":{"a":{"type":"array",
+      "items":{"type":"integer"}}},"required":["a"]})";
+  JsonSchemaOptions newlines;
+  newlines.whitespace_pattern = *JsonWhitespacePattern::parse("[\\n ]*");
+  auto g = schema_grammar(schema, newlines);
+  EXPECT_TRUE(full_match(g, R"({"a":[1,2]})"));
+  EXPECT_TRUE(full_match(g, "{\n  \"a\" :\n [ 1 ,  2 ]\n}"));
+  EXPECT_FALSE(full_match(g, "{\t\"a\":[1,2]}"));  // not the pattern's
+  EXPECT_FALSE(full_match(g, "{\"a\":[1,2]} "));   // nor outside the value
+  // A pattern that requires whitespace puts it at every place: the pattern overrides the
+  // compact default.
+  JsonSchemaOptions one_space;
+  one_space.whitespace_pattern = *JsonWhitespacePattern::parse(" ");
+  auto spaced = schema_grammar(schema, one_space);
+  EXPECT_TRUE(full_match(spaced, R"({ "a" : [ 1 , 2 ] })"));
+  EXPECT_FALSE(full_match(spaced, R"({"a": [1, 2]})"));
+  auto object = must_compile(any_json_object_grammar(one_space));
+  EXPECT_TRUE(full_match(object, R"({ "b" : true })"));
+  EXPECT_FALSE(full_match(object, R"({"b":true})"));
+  // Random walks of the corpus stay valid JSON of their schemas under a pattern.
+  std::mt19937 rng(11);
+  EXPECT_GE(walk_corpus(newlines, 2, rng), 100);
+}
+
+TEST(grammar_json_schema, WhitespacePatternIsCheckedWhenMade) {
+  for (const char* bad : {"(", "[a-", "\\1", "(?=x)"}) {
+    auto p = JsonWhitespacePattern::parse(bad);
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_NE(p.status().message().find("JSON whitespace pattern"), std::string::npos);
+  }
+  EXPECT_EQ(JsonWhitespacePattern::parse("[ \\t]{0,4}")->regex(), "[ \\t]{0,4}");
+}
+
 TEST(grammar_json_schema, JsonObjectMode) {
   auto g = must_compile(any_json_object_grammar());
   EXPECT_TRUE(full_match(g, R"({})"));

@@ -7,6 +7,7 @@
 import concurrent.futures
 import json
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -90,6 +91,8 @@ SERVES = [
      ["--speculative-ngram-capacity has no effect"]),
     ("--model-path {model} --grammar-backend xgrammar",
      ["--grammar-backend has no effect", "own grammar engine"]),
+    ("--model-path {model} --grammar-backend outlines --constrained-json-disable-any-whitespace",
+     ["--constrained-json-disable-any-whitespace has no effect", "compact already"]),
     ("--model-path {model} --enable-strict-thinking",
      ["--enable-strict-thinking has no effect", "max_thinking_tokens is honoured without it"]),
     ("--model-path {model} --cuda-graph-max-bs 32 --disable-cuda-graph", []),
@@ -166,6 +169,8 @@ REFUSES = [
     ("--model-path {model} --tool-call-parser hermes2", ["--tool-call-parser 'hermes2'",
                                                          "qwen25", "gpt-oss"]),
     ("--model-path {model} --reasoning-parser r1", ["--reasoning-parser 'r1'", "deepseek-r1"]),
+    ("--model-path {model} --constrained-json-whitespace-pattern '[ \\t'",
+     ["--constrained-json-whitespace-pattern: JSON whitespace pattern"]),
     # LoRA, multimodal (--is-embedding serves: test_embeddings.py).
     ("--model-path {model} --enable-lora --lora-paths lora0=/tmp/lora", ["LoRA"]),
     ("--model-path {model} --enable-multimodal", ["multimodal"]),
@@ -372,6 +377,35 @@ def generate_greedy(args, tmp_path, prompts):
             "sampling_params": {"max_new_tokens": 16, "temperature": 0, "ignore_eos": True}}).json()
             for p in prompts]
         return replies, requests.get(url + "/get_server_info", timeout=30).json()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
+
+
+# --constrained-json-whitespace-pattern (SGLang's, for its outlines / llguidance backends): the
+# JSON of a constrained reply has that whitespace wherever JSON allows whitespace. One space
+# exactly here, so every reply (sampled at temperature 1) shows it.
+def test_constrained_json_whitespace_pattern(tmp_path):
+    proc, err = start(run_args("--model-path {model} --constrained-json-whitespace-pattern ' '"),
+                      tmp_path)
+    schema = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0,
+                                                      "maximum": 99}},
+              "required": ["a"], "additionalProperties": False}
+    try:
+        first = proc.stdout.readline().decode()
+        assert "listening on" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+        info = requests.get(url + "/get_server_info", timeout=30).json()
+        assert info["constrained_json_whitespace_pattern"] == " ", info
+        for seed in range(4):
+            r = requests.post(url + "/generate", timeout=60, json={
+                "text": "Once upon a time", "sampling_params": {
+                    "max_new_tokens": 40, "temperature": 1, "sampling_seed": seed,
+                    "json_schema": json.dumps(schema)}})
+            assert r.status_code == 200, r.text
+            out = r.json()
+            assert out["meta_info"]["finish_reason"]["type"] == "stop", out
+            assert re.fullmatch(r'\{ "a" : \d{1,2} \}', out["text"]), out["text"]
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0, stderr_of(err)
