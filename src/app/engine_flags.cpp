@@ -93,6 +93,31 @@ Status read_priority_options(const CliArgs& args, scheduler::SchedulePolicy poli
   return Status::ok_status();
 }
 
+// --cuda-graph-bs: the sizes captured; the largest is the cap (SGLang replaces
+// --cuda-graph-max-bs with it).
+Status parse_cuda_graph_bs(const CliArgs& args, EngineSetup& s) {
+  if (!args.has("--cuda-graph-bs")) return Status::ok_status();
+  constexpr double kMaxGraphBs = 65536;
+  SGL_ASSIGN_OR_RETURN(const std::vector<double> sizes, args.get_double_list("--cuda-graph-bs"));
+  if (sizes.empty()) return invalid_argument("--cuda-graph-bs needs at least one batch size");
+  for (const double b : sizes) {
+    if (!(b >= 1 && b <= kMaxGraphBs) || b != std::floor(b)) {
+      return invalid_argument("--cuda-graph-bs sizes must be whole numbers in [1, 65536], got '" +
+                              args.get("--cuda-graph-bs").value_or("") + "'");
+    }
+    s.runner.cuda_graph_bs.push_back(static_cast<int32_t>(b));
+  }
+  const int64_t largest =
+      *std::max_element(s.runner.cuda_graph_bs.begin(), s.runner.cuda_graph_bs.end());
+  if (args.has("--cuda-graph-max-bs") && s.runner.cuda_graph_max_bs != largest) {
+    s.notes.push_back("--cuda-graph-max-bs " + std::to_string(s.runner.cuda_graph_max_bs) +
+                      " is replaced by the largest --cuda-graph-bs size, " +
+                      std::to_string(largest) + " (SGLang's rule)");
+  }
+  s.runner.cuda_graph_max_bs = largest;
+  return Status::ok_status();
+}
+
 }  // namespace
 
 // A timeout in seconds from the environment variable `name`, as SGLang's EnvFloat reads it
@@ -165,6 +190,13 @@ std::span<const FlagSpec> engine_flag_table() {
        .value = "N",
        .help = "Largest decode (and speculative verify) batch replayed from a CUDA graph.",
        .default_value = "256"},
+      {.name = "--cuda-graph-bs",
+       .aliases = {"--cuda-graph-bs-decode"},
+       .value = "N...",
+       .help = "The decode and verify batch sizes captured as CUDA graphs (a batch replays the "
+               "smallest that holds it, padded); the largest replaces --cuda-graph-max-bs, as "
+               "in SGLang.",
+       .default_value = "1 2 4 8, then every multiple of 8 up to --cuda-graph-max-bs"},
       {.name = "--disable-cuda-graph",
        .aliases = {"--disable-decode-cuda-graph"},
        .help = "Run every step eagerly (sgl.cpp's graphs are decode and verify steps: SGLang "
@@ -444,6 +476,7 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   for (std::string& note : all_reduce_notes(s.runner)) s.notes.push_back(std::move(note));
   SGL_ASSIGN_OR_RETURN(s.runner.cuda_graph_max_bs, args.get_int("--cuda-graph-max-bs", 256));
   if (s.runner.cuda_graph_max_bs < 1) return invalid_argument("--cuda-graph-max-bs must be >= 1");
+  SGL_RETURN_IF_ERROR(parse_cuda_graph_bs(args, s));
   SGL_ASSIGN_OR_RETURN(s.runner.context_length, args.get_human_int("--context-length", 0));
   // SGLang's switch for a context past the model's trained length (RoPE beyond its positions).
   SGL_ASSIGN_OR_RETURN(s.runner.allow_longer_context,

@@ -36,6 +36,7 @@ runner::NodeLayout node_layout(const runner::ModelRunnerOptions& ro,
         static_cast<int64_t>(ro.ep_dispatch), static_cast<int64_t>(ro.fp32_all_reduce)}) {
     shape.append("|").append(std::to_string(v));
   }
+  for (const int32_t bs : ro.cuda_graph_bs) shape.append(",").append(std::to_string(bs));
   uint64_t hash = 14695981039346656037ull;
   for (const char c : shape) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   return {ro.tp_size, ro.ep_size, nodes.nnodes, hash};

@@ -29,16 +29,6 @@ cuda::GraphInputArrays arrays_of(const ForwardBatch& fb) {
 
 }  // namespace
 
-std::vector<int32_t> cuda_graph_batch_sizes(int32_t max_bs) {
-  std::vector<int32_t> sizes;
-  for (int32_t b : {1, 2, 4, 8}) {
-    if (b <= max_bs) sizes.push_back(b);
-  }
-  for (int32_t b = 16; b <= max_bs; b += 8) sizes.push_back(b);
-  if (max_bs > 0 && sizes.back() != max_bs) sizes.push_back(max_bs);
-  return sizes;
-}
-
 CudaGraphRunner::~CudaGraphRunner() = default;
 
 ForwardBatch CudaGraphRunner::static_batch(int32_t size) {

@@ -1,5 +1,5 @@
-// CudaGraphRunner: forward passes captured as CUDA graphs, one per batch-size bucket (1, 2, 4,
-// 8, 16, 24, ... up to the max), replayed with the batch padded to its bucket. Each runner
+// CudaGraphRunner: forward passes captured as CUDA graphs, one per batch-size bucket
+// (graph_batch_sizes.h), replayed with the batch padded to its bucket. Each runner
 // captures one pass shape: `tokens` new tokens per request. Decode is tokens = 1 (one logits
 // row per request); a speculative verify (SGLang's TARGET_VERIFY graphs) is tokens = the last
 // token plus its drafts, every token a logits row, every token's hidden states kept for an
@@ -15,12 +15,9 @@
 #include "core/buffer.h"
 #include "distributed/communicator.h"
 #include "model/model.h"
+#include "runner/graph_batch_sizes.h"
 
 namespace sgl::runner {
-
-// The capture buckets for `max_bs`: 1, 2, 4, 8, then every multiple of 8 up to max_bs (and
-// max_bs itself).
-std::vector<int32_t> cuda_graph_batch_sizes(int32_t max_bs);
 
 // What one runner's graphs compute per request.
 struct GraphPassShape {

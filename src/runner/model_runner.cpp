@@ -336,11 +336,12 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
     SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo before, backend::memory_info(options.device));
     const int64_t max_bs =
         std::min({options.cuda_graph_max_bs, options.max_batch_size, options.max_num_tokens});
-    if (max_bs >= 1) {
-      SGL_ASSIGN_OR_RETURN(graph_runner_, CudaGraphRunner::create(
-                                              *model_, *attention_, *allocator_, stream_,
-                                              cuda_graph_batch_sizes(static_cast<int32_t>(max_bs)),
-                                              static_cast<int32_t>(context_length_), tp_group_));
+    if (std::vector<int32_t> sizes = graph_batch_sizes(options.cuda_graph_bs, max_bs);
+        !sizes.empty()) {
+      SGL_ASSIGN_OR_RETURN(
+          graph_runner_,
+          CudaGraphRunner::create(*model_, *attention_, *allocator_, stream_, std::move(sizes),
+                                  static_cast<int32_t>(context_length_), tp_group_));
     }
     // Verify graphs, one set per length: every token of a verify pass is a logits row. (Routed
     // experts are not returned from a graph.)
@@ -353,11 +354,11 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
               ? std::min({options.cuda_graph_max_bs, options.max_batch_size,
                           options.max_num_tokens / tokens, model_options.max_logit_rows / tokens})
               : 0;
-      if (verify_bs < 1 || options.enable_return_routed_experts) continue;
+      std::vector<int32_t> sizes = graph_batch_sizes(options.cuda_graph_bs, verify_bs);
+      if (sizes.empty() || options.enable_return_routed_experts) continue;
       SGL_ASSIGN_OR_RETURN(
           std::unique_ptr<CudaGraphRunner> verify_graphs,
-          CudaGraphRunner::create(*model_, *attention_, *allocator_, stream_,
-                                  cuda_graph_batch_sizes(static_cast<int32_t>(verify_bs)),
+          CudaGraphRunner::create(*model_, *attention_, *allocator_, stream_, std::move(sizes),
                                   static_cast<int32_t>(context_length_), tp_group_,
                                   GraphPassShape{tokens, options.cuda_graph_verify_tree}));
       verify_graph_runners_.push_back(std::move(verify_graphs));

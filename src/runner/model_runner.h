@@ -52,6 +52,9 @@ struct ModelRunnerOptions {
   uint64_t seed = 0;                // dummy weights
   bool disable_cuda_graph = false;  // GPU: decode (and verify) batches run eagerly
   int64_t cuda_graph_max_bs = 256;  // GPU: largest decode batch captured (capped at max_batch_size)
+  // GPU: the decode and verify batch sizes captured (SGLang's --cuda-graph-bs; those past the
+  // caps above are left out); empty: cuda_graph_batch_sizes' buckets up to the cap.
+  std::vector<int32_t> cuda_graph_bs;
   // GPU, speculative decoding: the verify passes whose every request has T new tokens (its last
   // token and T - 1 drafts; the scheduler's num_draft_tokens when it verifies every draft), for
   // each T > 1 listed, replay graphs too, up to cuda_graph_max_bs requests (and as many as

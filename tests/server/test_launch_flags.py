@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MODEL, requests, server_binary
+from conftest import MODEL, Server, requests, server_binary, serves_on_gpu
 
 # {model} is the stories260K directory. `notes`: what stderr must say about flags that do
 # nothing here; `refusal`: words the one-line refusal must hold.
@@ -96,6 +96,8 @@ SERVES = [
     ("--model-path {model} --enable-strict-thinking",
      ["--enable-strict-thinking has no effect", "max_thinking_tokens is honoured without it"]),
     ("--model-path {model} --cuda-graph-max-bs 32 --disable-cuda-graph", []),
+    ("--model-path {model} --cuda-graph-bs 1 2 4 8 12 --cuda-graph-max-bs 32",
+     ["--cuda-graph-max-bs 32 is replaced by the largest --cuda-graph-bs size, 12"]),
     ("--model-path {model} --tp 2 --enable-fp32-all-reduce",
      ["--enable-fp32-all-reduce changes nothing here"]),
     ("--model-path {model} --tp 2 --disable-custom-all-reduce",
@@ -202,7 +204,8 @@ REFUSES = [
     ("--model-path {model} --context-length 100000",
      ["--context-length 100000", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"]),
     ("--model-path {model} --load-format gguf", ["--load-format gguf", "not a GGUF file"]),
-    ("--model-path {model} --cuda-graph-bs 1 2 4 8", ["--cuda-graph-bs"]),
+    ("--model-path {model} --cuda-graph-bs 0 4", ["--cuda-graph-bs sizes must be whole numbers"]),
+    ("--model-path {model} --cuda-graph-bs 2.5", ["--cuda-graph-bs sizes must be whole numbers"]),
     # Priority scheduling's flags, checked as SGLang checks them.
     ("--model-path {model} --retraction-policy priority",
      ["--retraction-policy priority requires --enable-priority-scheduling"]),
@@ -409,6 +412,34 @@ def test_constrained_json_whitespace_pattern(tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0, stderr_of(err)
+
+
+# --cuda-graph-bs 1 3: on a GPU (SGL_TEST_SERVER_ARGS) batches of 1 replay the size-1 graph, of
+# 2 and 3 the size-3 graph padded, of 4 and 5 run eagerly; greedy outputs equal an eager
+# server's. Requests of five lengths shrink one batch through every case.
+def test_cuda_graph_bs_serves_what_eager_steps_serve(tmp_path):
+    prompts = ["Once upon a time", "The cat", "One day, a little", "Tom and", "She"]
+
+    def outputs(name, *args):
+        srv = Server(tmp_path / name, *args)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+                replies = list(pool.map(lambda i: srv.post("/generate", {
+                    "text": prompts[i], "sampling_params": {
+                        "max_new_tokens": 8 + 4 * i, "temperature": 0, "ignore_eos": True}}),
+                    range(len(prompts))))
+            assert all(r.status_code == 200 for r in replies), [r.text for r in replies]
+            if serves_on_gpu() and "--cuda-graph-bs" in args:
+                assert "CUDA graphs" in srv.log(), srv.log()
+            return [r.json()["output_ids"] for r in replies]
+        finally:
+            assert srv.stop() == 0, srv.log()
+
+    (tmp_path / "graphs").mkdir()
+    (tmp_path / "eager").mkdir()
+    graphs = outputs("graphs", "--cuda-graph-bs", "1", "3")
+    assert [len(o) for o in graphs] == [8, 12, 16, 20, 24]
+    assert graphs == outputs("eager", "--disable-cuda-graph")
 
 
 def test_tensor_parallel_serves_what_one_rank_serves(tmp_path):
