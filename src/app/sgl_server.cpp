@@ -55,7 +55,15 @@ std::span<const FlagSpec> server_flag_table() {
        .value = "NAME",
        .help = "The model name /v1/models reports.",
        .default_value = "the model path"},
-      {.name = "--api-key", .value = "KEY", .help = "Bearer token every request must carry."},
+      {.name = "--api-key",
+       .value = "KEY",
+       .help = "The key every request must carry (Authorization: Bearer KEY, or x-api-key: KEY); "
+               "health, readiness and metrics routes stay open."},
+      {.name = "--admin-api-key",
+       .value = "KEY",
+       .help = "The key the administrative routes take instead of --api-key (SGLang's): weight "
+               "updates and reads, /flush_cache, /abort_request, /pause_generation, "
+               "/continue_generation, /configure_logging, /slow_down."},
       {.name = "--is-embedding",
        .help = "Serve an embedding model: /v1/embeddings and /encode, pooled as the model's "
                "sentence-transformers modules.json says (without one: last token, normalised); "
@@ -225,6 +233,7 @@ Result<Options> parse_options(int argc, char** argv) {
   o.port = static_cast<int>(port);
   o.served_model_name = args.get("--served-model-name").value_or("");
   o.api_key = args.get("--api-key").value_or("");
+  o.admin_api_key = args.get("--admin-api-key").value_or("");
   const std::string sampling_defaults = args.get("--sampling-defaults").value_or("model");
   if (sampling_defaults != "model" && sampling_defaults != "openai") {
     return invalid_argument("--sampling-defaults expects model or openai, got '" +

@@ -6,22 +6,12 @@
 #include <memory>
 #include <string>
 
-#include "core/ascii.h"
 #include "core/logging.h"
 #include "server/errors.h"
 #include "server/handlers.h"
 
 namespace sgl::server {
 namespace {
-
-// Compares without an early exit, so the key cannot be guessed byte by byte from timing.
-bool same_secret(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
-  }
-  return diff == 0;
-}
 
 // A deferred reply counted in the metrics' responses once it answers: its status (an event
 // stream's 200), or 499 when the client closed the connection before.
@@ -84,70 +74,61 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
                                  post_put = {"POST", "PUT"},
                                  get_post_delete = {"GET", "POST", "DELETE"};
   constexpr Needs gen = Needs::kGeneration, embed = Needs::kEmbedding;
+  // Which key a route takes (SGLang's levels): open probes, the API key, the admin key.
+  constexpr AuthLevel open = AuthLevel::kPublic, user = AuthLevel::kNormal,
+                      admin = AuthLevel::kAdmin;
   routes_ = {
-      {"/v1/completions", false, post, handle_completions, false, gen},
-      {"/v1/chat/completions", false, post, handle_chat_completions, false, gen},
-      {"/invocations", false, post, handle_chat_completions, false, gen},  // SageMaker's name
-      {"/v1/responses", false, post, handle_responses, false, gen},
-      {"/v1/responses/", true, get_post_delete, handle_stored_response, false, gen},
-      {"/v1/messages", false, post, handle_messages, false, gen},
-      {"/v1/messages/count_tokens", false, post, handle_messages_count_tokens, false, gen},
-      {"/v1/embeddings", false, post, handle_embeddings, false, embed},
-      {"/v1/score", false, post, handle_score, false, gen},
-      {"/api/chat", false, post, handle_ollama_chat, false, gen},  // Ollama's, as SGLang serves
-      {"/api/generate", false, post, handle_ollama_generate, false, gen},
-      {"/api/tags", false, get, handle_ollama_tags},
-      {"/api/ps", false, get, handle_ollama_ps},
-      {"/api/version", false, get, handle_ollama_version},
-      {"/api/show", false, post, handle_ollama_show},
-      {"/api/embed", false, post, handle_ollama_embed, false, embed},
-      {"/api/embeddings", false, post, handle_ollama_embeddings, false, embed},
-      {"/v1/models", false, get, handle_models},
-      {"/v1/models/", true, get, handle_model},
-      {"/generate", false, post_put, handle_generate, false, gen},  // SGLang's methods
-      {"/encode", false, post_put, handle_encode, false, embed},
-      {"/health", false, get, handle_health, true},
-      {"/health_generate", false, get, handle_health_generate, true},
-      {"/get_model_info", false, get, handle_model_info},
-      {"/model_info", false, get, handle_model_info},  // SGLang 0.5's names beside the old
-      {"/get_server_info", false, get, handle_server_info},
-      {"/server_info", false, get, handle_server_info},
-      {"/v1/loads", false, get, handle_loads},
-      {"/version", false, get, handle_version},
-      {"/", false, get, handle_root, true},
-      {"/ping", false, both, handle_ping, true},
-      {"/ready", false, get, handle_ready, true},  // SGLang's readiness probe (public there too)
-      {"/flush_cache", false, both, handle_flush_cache},
-      {"/abort_request", false, post, handle_abort_request},
-      {"/slow_down", false, both, handle_slow_down},  // SGLang's, for tests
-      {"/pause_generation", false, post, handle_pause_generation},
-      {"/continue_generation", false, post, handle_continue_generation},
-      {"/update_weights_from_disk", false, post, handle_update_weights_from_disk},
-      {"/update_weight_version", false, post, handle_update_weight_version},
-      {"/get_weights_by_name", false, both, handle_get_weights_by_name},  // SGLang's methods
-      {"/configure_logging", false, both, handle_configure_logging},      // SGLang's methods
-      {"/open_session", false, both, handle_open_session, false, gen},    // SGLang's methods
-      {"/close_session", false, both, handle_close_session, false, gen},
-      {"/tokenize", false, post, handle_tokenize},
-      {"/v1/tokenize", false, post, handle_tokenize},
-      {"/detokenize", false, post, handle_detokenize},
-      {"/v1/detokenize", false, post, handle_detokenize},
-      {"/metrics", false, get, handle_metrics, true},
-      {"/parse_function_call", false, post, handle_parse_function_call},
-      {"/separate_reasoning", false, post, handle_separate_reasoning},
+      {"/v1/completions", false, post, handle_completions, user, gen},
+      {"/v1/chat/completions", false, post, handle_chat_completions, user, gen},
+      {"/invocations", false, post, handle_chat_completions, user, gen},  // SageMaker's name
+      {"/v1/responses", false, post, handle_responses, user, gen},
+      {"/v1/responses/", true, get_post_delete, handle_stored_response, user, gen},
+      {"/v1/messages", false, post, handle_messages, user, gen},
+      {"/v1/messages/count_tokens", false, post, handle_messages_count_tokens, user, gen},
+      {"/v1/embeddings", false, post, handle_embeddings, user, embed},
+      {"/v1/score", false, post, handle_score, user, gen},
+      {"/api/chat", false, post, handle_ollama_chat, user, gen},  // Ollama's, as SGLang serves
+      {"/api/generate", false, post, handle_ollama_generate, user, gen},
+      {"/api/tags", false, get, handle_ollama_tags, user},
+      {"/api/ps", false, get, handle_ollama_ps, user},
+      {"/api/version", false, get, handle_ollama_version, user},
+      {"/api/show", false, post, handle_ollama_show, user},
+      {"/api/embed", false, post, handle_ollama_embed, user, embed},
+      {"/api/embeddings", false, post, handle_ollama_embeddings, user, embed},
+      {"/v1/models", false, get, handle_models, user},
+      {"/v1/models/", true, get, handle_model, user},
+      {"/generate", false, post_put, handle_generate, user, gen},  // SGLang's methods
+      {"/encode", false, post_put, handle_encode, user, embed},
+      {"/health", false, get, handle_health, open},
+      {"/health_generate", false, get, handle_health_generate, open},
+      {"/get_model_info", false, get, handle_model_info, user},
+      {"/model_info", false, get, handle_model_info, user},  // SGLang 0.5's names beside the old
+      {"/get_server_info", false, get, handle_server_info, user},
+      {"/server_info", false, get, handle_server_info, user},
+      {"/v1/loads", false, get, handle_loads, user},
+      {"/version", false, get, handle_version, user},
+      {"/", false, get, handle_root, open},
+      {"/ping", false, both, handle_ping, open},
+      {"/ready", false, get, handle_ready, open},  // SGLang's readiness probe (public there too)
+      {"/flush_cache", false, both, handle_flush_cache, admin},
+      {"/abort_request", false, post, handle_abort_request, admin},
+      {"/slow_down", false, both, handle_slow_down, admin},  // SGLang's, for tests
+      {"/pause_generation", false, post, handle_pause_generation, admin},
+      {"/continue_generation", false, post, handle_continue_generation, admin},
+      {"/update_weights_from_disk", false, post, handle_update_weights_from_disk, admin},
+      {"/update_weight_version", false, post, handle_update_weight_version, admin},
+      {"/get_weights_by_name", false, both, handle_get_weights_by_name, admin},  // SGLang's methods
+      {"/configure_logging", false, both, handle_configure_logging, admin},      // SGLang's methods
+      {"/open_session", false, both, handle_open_session, user, gen},            // SGLang's methods
+      {"/close_session", false, both, handle_close_session, user, gen},
+      {"/tokenize", false, post, handle_tokenize, user},
+      {"/v1/tokenize", false, post, handle_tokenize, user},
+      {"/detokenize", false, post, handle_detokenize, user},
+      {"/v1/detokenize", false, post, handle_detokenize, user},
+      {"/metrics", false, get, handle_metrics, open},
+      {"/parse_function_call", false, post, handle_parse_function_call, user},
+      {"/separate_reasoning", false, post, handle_separate_reasoning, user},
   };
-}
-
-bool Router::authorized(const HttpRequest& request) const {
-  if (ctx_.api_key.empty()) return true;
-  const auto header = request.header("authorization");
-  if (!header) return false;
-  // "<scheme> <key>", the scheme Bearer in any case (RFC 9110: schemes are case-insensitive).
-  const std::string_view value = *header;
-  const size_t space = value.find(' ');
-  if (space == std::string_view::npos) return false;
-  return ascii_lowers_to(value.substr(0, space), "bearer") &&
-         same_secret(value.substr(space + 1), ctx_.api_key);
 }
 
 Reply Router::dispatch(const HttpRequest& request, std::string& endpoint) {
@@ -159,8 +140,11 @@ Reply Router::dispatch(const HttpRequest& request, std::string& endpoint) {
     if (!match) continue;
     endpoint = route.prefix ? route.path + "{id}" : route.path;
     ctx_.metrics.count_request(endpoint, request.method);
-    if (!route.public_route && !authorized(request)) {
-      return Reply::of(error_response(401, "invalid or missing API key (Authorization: Bearer)"));
+    if (!ctx_.auth.allows(request, route.auth)) {
+      return Reply::of(error_response(
+          401, route.auth == AuthLevel::kAdmin
+                   ? "invalid or missing admin API key (Authorization: Bearer, or x-api-key)"
+                   : "invalid or missing API key (Authorization: Bearer, or x-api-key)"));
     }
     if (std::find(route.methods.begin(), route.methods.end(), request.method) ==
         route.methods.end()) {

@@ -1,6 +1,6 @@
-// Router: method + path -> handler, API-key authentication, 404/405, the routes a server of
-// the other kind (generation / embedding model) does not serve (400), and the exception boundary
-// (a handler that throws answers 500).
+// Router: method + path -> handler, API-key authentication (each route's AuthLevel), 404/405, the
+// routes a server of the other kind (generation / embedding model) does not serve (400), and the
+// exception boundary (a handler that throws answers 500).
 #pragma once
 
 #include <string>
@@ -26,12 +26,11 @@ class Router {
     bool prefix = false;  // path is a prefix ("/v1/models/")
     std::vector<std::string> methods;
     Handler handler;
-    bool public_route = false;  // no API key needed (health, metrics)
+    AuthLevel auth = AuthLevel::kNormal;
     Needs needs = Needs::kAny;
   };
   // endpoint: set to the metrics' label of the request's route ("unmatched": none).
   Reply dispatch(const HttpRequest& request, std::string& endpoint);
-  bool authorized(const HttpRequest& request) const;
 
   ServerContext& ctx_;
   std::vector<Route> routes_;

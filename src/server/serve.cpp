@@ -212,9 +212,9 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   if (!started.ok()) return started.status();
   std::unique_ptr<HttpServer> server = std::move(started).value();
   info.port = server->port();
-  ctx = std::make_unique<ServerContext>(controller, tokenizer,
-                                        chat_template ? &*chat_template : nullptr, info,
-                                        options.api_key, *pool, *admin_pool);
+  ctx = std::make_unique<ServerContext>(
+      controller, tokenizer, chat_template ? &*chat_template : nullptr, info,
+      ApiAuth(options.api_key, options.admin_api_key), *pool, *admin_pool);
   ctx->sampling_defaults = std::move(sampling_defaults);
   ctx->model_engines = replicas;
   router = std::make_unique<Router>(*ctx);

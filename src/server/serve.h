@@ -26,6 +26,7 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 30000;
   std::string api_key;                // empty: no authentication
+  std::string admin_api_key;          // --admin-api-key (api_auth.h); empty: none
   std::string chat_template_path;     // empty: the tokenizer's template, if any
   std::string hf_chat_template_name;  // --hf-chat-template-name: the tokenizer's named template
   std::string tool_call_parser;       // --tool-call-parser (checked); empty: none

@@ -12,6 +12,7 @@
 #include "engine/data_parallel_controller.h"
 #include "grammar/json_schema_compiler.h"
 #include "scheduler/priority.h"
+#include "server/api_auth.h"
 #include "server/api_options.h"
 #include "server/grammar_backend.h"
 #include "server/metrics.h"
@@ -127,12 +128,12 @@ inline grammar::JsonSchemaOptions json_options(const ServerInfo& info) {
 struct ServerContext {
   ServerContext(engine::DataParallelController& engine_in, const tokenizer::Tokenizer& tokenizer_in,
                 const tokenizer::ChatTemplate* chat_template_in, ServerInfo info_in,
-                std::string api_key_in, WorkPool& pool_in, WorkPool& admin_pool_in)
+                ApiAuth auth_in, WorkPool& pool_in, WorkPool& admin_pool_in)
       : engine(engine_in),
         tokenizer(tokenizer_in),
         chat_template(chat_template_in),
         info(std::move(info_in)),
-        api_key(std::move(api_key_in)),
+        auth(std::move(auth_in)),
         metrics(info.served_model_name, info.metrics),
         pool(pool_in),
         admin_pool(admin_pool_in),
@@ -145,7 +146,7 @@ struct ServerContext {
   const tokenizer::Tokenizer& tokenizer;         // outlives the context
   const tokenizer::ChatTemplate* chat_template;  // null: chat completions are refused
   const ServerInfo info;
-  const std::string api_key;  // empty: no authentication
+  const ApiAuth auth;  // --api-key and --admin-api-key
   // What a request's sampling starts from (SamplingInput's own defaults are OpenAI's).
   SamplingInput sampling_defaults;
   Metrics metrics;

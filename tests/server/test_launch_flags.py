@@ -181,7 +181,6 @@ REFUSES = [
     ("--model-path {model} --enable-hierarchical-cache", ["hierarchical"]),
     ("--model-path {model} --enable-hicache", ["--enable-hierarchical-cache", "hierarchical"]),
     ("--model-path {model} --attn-dp-size 2", ["--attn-dp-size 2"]),
-    ("--model-path {model} --admin-api-key k", ["--api-key guards every route"]),
     ("--model-path {model} --ssl-certfile c.pem", ["terminate TLS in a proxy"]),
     ("--model-path {model} --cuda-graph-backend-decode breakable", ["breakable is not implemented"]),
     ("--model-path {model} --cuda-graph-backend-prefill full", ["no prefill CUDA graphs"]),

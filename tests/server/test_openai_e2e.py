@@ -662,9 +662,50 @@ def test_api_key(tmp_path):
             r = requests.post(srv.url + "/v1/completions", json={"prompt": PROMPT, "max_tokens": 1},
                               headers={"Authorization": header}, timeout=60)
             assert r.status_code == status, (header, r.text)
+        # Anthropic's clients send the key as x-api-key (SGLang takes both).
+        for key, status in [("sekrit", 200), ("sekrit2", 401), ("Bearer sekrit", 401)]:
+            r = requests.post(srv.url + "/v1/completions", json={"prompt": PROMPT, "max_tokens": 1},
+                              headers={"x-api-key": key}, timeout=60)
+            assert r.status_code == status, (key, r.text)
         # health, readiness and metrics stay public (SGLang's exemptions)
         for path in ("/health", "/ready", "/metrics"):
             assert srv.get(path).status_code == 200, path
+    finally:
+        assert srv.stop() == 0
+
+
+def test_admin_api_key(tmp_path):
+    """--admin-api-key (SGLang's): the administrative routes take it and only it; the others keep
+    --api-key (or, without one, stay open)."""
+    def status(srv, method, path, key=None, body=None):
+        headers = {"Authorization": "Bearer " + key} if key else {}
+        return requests.request(method, srv.url + path, json=body, headers=headers,
+                                timeout=60).status_code
+
+    completion = {"prompt": PROMPT, "max_tokens": 1}
+    srv = Server(tmp_path, "--api-key", "user", "--admin-api-key", "root")
+    try:
+        assert status(srv, "POST", "/v1/completions", "user", completion) == 200
+        assert status(srv, "POST", "/v1/completions", "root", completion) == 401
+        assert status(srv, "GET", "/get_server_info", "user") == 200
+        for method, path in [("POST", "/flush_cache"), ("POST", "/configure_logging"),
+                             ("GET", "/get_weights_by_name?name=lm_head.weight")]:
+            assert status(srv, method, path, "user") == 401, path
+            assert status(srv, method, path) == 401, path
+        assert status(srv, "POST", "/flush_cache", "root") == 200
+        r = requests.post(srv.url + "/abort_request", json={"rid": "none"},
+                          headers={"x-api-key": "root"}, timeout=60)
+        assert r.status_code == 200, r.text
+        for path in ("/health", "/ready", "/metrics"):
+            assert status(srv, "GET", path) == 200, path
+    finally:
+        assert srv.stop() == 0
+    (tmp_path / "admin-only").mkdir()
+    srv = Server(tmp_path / "admin-only", "--admin-api-key", "root")
+    try:
+        assert status(srv, "POST", "/v1/completions", None, completion) == 200
+        assert status(srv, "POST", "/flush_cache") == 401
+        assert status(srv, "POST", "/flush_cache", "root") == 200
     finally:
         assert srv.stop() == 0
 
