@@ -12,8 +12,9 @@ namespace sgl::runner {
 // max_bs itself).
 std::vector<int32_t> cuda_graph_batch_sizes(int32_t max_bs);
 
-// `listed` (sorted, without repeats; any order and repeats accepted) up to `max_bs`, or the
-// default buckets for max_bs when nothing is listed. Empty when max_bs < 1.
+// The sizes in `listed` (any order, repeats allowed) that are at most `max_bs`, ascending and
+// without repeats; the default buckets for max_bs when nothing is listed. Empty when
+// max_bs < 1.
 std::vector<int32_t> graph_batch_sizes(const std::vector<int32_t>& listed, int64_t max_bs);
 
 }  // namespace sgl::runner
