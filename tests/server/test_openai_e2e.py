@@ -474,22 +474,27 @@ def test_disconnect_behind_pipelined_bytes_aborts(server):
     # and the generation aborts. (Reading stopped at 1 MiB: no disconnect was seen, every
     # generation ran to its end.)
     before = aborted_requests(server)
-    # 32 choices of 500 tokens: long enough that, on a loaded machine too, the close is seen
-    # before they end (8 ended first, every one, in one CI-like run of the suite).
+    # 32 choices of 500 tokens, each step slowed by 10 ms (5 s a choice): the close is seen
+    # before they end however loaded the machine. (Unslowed, all four requests ended before it
+    # now and then under ASan: 8 ended first, every one, in one CI-like run of the suite.)
     body = json.dumps({"prompt": PROMPT, "max_tokens": 500, "ignore_eos": True, "n": 32})
     junk = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 4000000\r\n\r\n" +
             b"a" * 1_500_000)
-    for _ in range(4):
-        with socket.create_connection((server.host, server.port), timeout=30) as s:
-            s.sendall(http_post("/v1/completions", body))
-            s.setblocking(False)
-            sent, deadline = 0, time.monotonic() + 10
-            while sent < len(junk) and time.monotonic() < deadline:
-                try:
-                    sent += s.send(junk[sent:sent + 65536])
-                except BlockingIOError:
-                    time.sleep(0.01)
-            assert sent == len(junk), f"the server stopped reading after {sent} bytes"
+    assert server.post("/slow_down", {"forward_sleep_time": 0.01}).status_code == 200
+    try:
+        for _ in range(4):
+            with socket.create_connection((server.host, server.port), timeout=30) as s:
+                s.sendall(http_post("/v1/completions", body))
+                s.setblocking(False)
+                sent, deadline = 0, time.monotonic() + 10
+                while sent < len(junk) and time.monotonic() < deadline:
+                    try:
+                        sent += s.send(junk[sent:sent + 65536])
+                    except BlockingIOError:
+                        time.sleep(0.01)
+                assert sent == len(junk), f"the server stopped reading after {sent} bytes"
+    finally:
+        server.post("/slow_down", {"forward_sleep_time": None})
     state = server.wait_idle_no_leak(timeout=20)
     assert state["num_running_reqs"] == 0
     # On a loaded machine a generation may end before its client's close is seen; not all.
