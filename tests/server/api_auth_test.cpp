@@ -19,39 +19,41 @@ const HttpRequest kNone = with("", "");
 const HttpRequest kApi = with("authorization", "Bearer api");
 const HttpRequest kAdmin = with("authorization", "Bearer admin");
 
-TEST(ApiAuth, NoKeysOpenEverything) {
-  const ApiAuth auth("", "");
-  for (AuthLevel level : {AuthLevel::kPublic, AuthLevel::kNormal, AuthLevel::kAdmin}) {
-    EXPECT_TRUE(auth.allows(kNone, level));
-    EXPECT_TRUE(auth.allows(kApi, level));
+// SGLang's table: which keys open which routes, for each way the server's keys are set.
+TEST(ApiAuth, EachRouteLevelTakesTheKeysSGLangsDoes) {
+  constexpr AuthLevel kPublic = AuthLevel::kPublic, kNormal = AuthLevel::kNormal,
+                      kAdminLevel = AuthLevel::kAdmin;
+  struct Case {
+    const char* api_key;
+    const char* admin_api_key;
+    AuthLevel level;
+    bool none, api, admin;  // allowed with no key, the API key, the admin key
+  };
+  const Case cases[] = {
+      // No keys: everything is open.
+      {"", "", kPublic, true, true, true},
+      {"", "", kNormal, true, true, true},
+      {"", "", kAdminLevel, true, true, true},
+      // The API key alone guards the ordinary and the administrative routes.
+      {"api", "", kPublic, true, true, true},
+      {"api", "", kNormal, false, true, false},
+      {"api", "", kAdminLevel, false, true, false},
+      // The admin key alone guards only the administrative routes.
+      {"", "admin", kNormal, true, true, true},
+      {"", "admin", kAdminLevel, false, false, true},
+      // Both: each route takes only its own key.
+      {"api", "admin", kPublic, true, true, true},
+      {"api", "admin", kNormal, false, true, false},
+      {"api", "admin", kAdminLevel, false, false, true},
+  };
+  for (const Case& c : cases) {
+    const ApiAuth auth(c.api_key, c.admin_api_key);
+    SCOPED_TRACE(std::string("api_key '") + c.api_key + "', admin_api_key '" + c.admin_api_key +
+                 "', level " + std::to_string(static_cast<int>(c.level)));
+    EXPECT_EQ(auth.allows(kNone, c.level), c.none);
+    EXPECT_EQ(auth.allows(kApi, c.level), c.api);
+    EXPECT_EQ(auth.allows(kAdmin, c.level), c.admin);
   }
-}
-
-TEST(ApiAuth, TheApiKeyAloneGuardsOrdinaryAndAdminRoutes) {
-  const ApiAuth auth("api", "");
-  EXPECT_TRUE(auth.allows(kNone, AuthLevel::kPublic));
-  for (AuthLevel level : {AuthLevel::kNormal, AuthLevel::kAdmin}) {
-    EXPECT_FALSE(auth.allows(kNone, level));
-    EXPECT_FALSE(auth.allows(kAdmin, level));
-    EXPECT_TRUE(auth.allows(kApi, level));
-  }
-}
-
-TEST(ApiAuth, TheAdminKeyAloneGuardsOnlyTheAdminRoutes) {
-  const ApiAuth auth("", "admin");
-  EXPECT_TRUE(auth.allows(kNone, AuthLevel::kNormal));
-  EXPECT_FALSE(auth.allows(kNone, AuthLevel::kAdmin));
-  EXPECT_FALSE(auth.allows(kApi, AuthLevel::kAdmin));
-  EXPECT_TRUE(auth.allows(kAdmin, AuthLevel::kAdmin));
-}
-
-TEST(ApiAuth, WithBothKeysEachRouteTakesOnlyItsOwn) {
-  const ApiAuth auth("api", "admin");
-  EXPECT_TRUE(auth.allows(kApi, AuthLevel::kNormal));
-  EXPECT_FALSE(auth.allows(kAdmin, AuthLevel::kNormal));
-  EXPECT_FALSE(auth.allows(kApi, AuthLevel::kAdmin));
-  EXPECT_TRUE(auth.allows(kAdmin, AuthLevel::kAdmin));
-  EXPECT_TRUE(auth.allows(kNone, AuthLevel::kPublic));
 }
 
 TEST(ApiAuth, AKeyComesAsBearerInAnyCaseOrAsXApiKey) {
