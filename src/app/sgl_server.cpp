@@ -80,6 +80,11 @@ std::span<const FlagSpec> server_flag_table() {
        .value = "NAME",
        .help = "Separate the reasoning into reasoning_content (SGLang's names): qwen3, "
                "qwen3-thinking, deepseek-r1, mistral, gpt-oss."},
+      {.name = "--grammar-backend",
+       .value = "xgrammar|outlines|llguidance|none",
+       .help = "SGLang's grammar backends: none refuses constrained requests (400), as SGLang's; "
+               "the others all run on sgl.cpp's own grammar engine (src/grammar).",
+       .default_value = "xgrammar"},
       {.name = "--constrained-json-whitespace-pattern",
        .value = "REGEX",
        .help = "The whitespace JSON-constrained output may have wherever JSON allows it (e.g. "
@@ -280,6 +285,18 @@ Result<Options> parse_options(int argc, char** argv) {
   }
   if (!o.reasoning_parser.empty()) {
     SGL_RETURN_IF_ERROR(function_call::check_reasoning_parser(o.reasoning_parser));
+  }
+  o.grammar_backend = args.get("--grammar-backend").value_or("xgrammar");
+  if (o.grammar_backend != "xgrammar" && o.grammar_backend != "outlines" &&
+      o.grammar_backend != "llguidance" && o.grammar_backend != "none") {
+    return invalid_argument(
+        "--grammar-backend expects xgrammar, outlines, llguidance or none, got '" +
+        o.grammar_backend + "'");
+  }
+  if (args.has("--grammar-backend") && o.grammar_backend != "none") {
+    options.notes.push_back(
+        "--grammar-backend has no effect: structured output always runs on "
+        "sgl.cpp's own grammar engine (src/grammar)");
   }
   if (std::optional<std::string> ws = args.get("--constrained-json-whitespace-pattern")) {
     auto pattern = grammar::JsonWhitespacePattern::parse(*ws);

@@ -176,6 +176,7 @@ Reply server_info_reply(ServerContext& ctx) {
        {"stream_interval", i.api.stream_interval},
        {"incremental_streaming_output", i.api.incremental_streaming_output},
        {"allow_auto_truncate", i.api.allow_auto_truncate},
+       {"grammar_backend", i.grammar_backend},
        {"constrained_json_whitespace_pattern",
         i.json_whitespace_pattern ? json(i.json_whitespace_pattern->regex()) : json(nullptr)},
        {"completion_template",

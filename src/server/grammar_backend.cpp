@@ -31,11 +31,13 @@ Result<grammar::TokenizerInfo> grammar_tokenizer_info(const tokenizer::Tokenizer
 }
 
 GrammarBackend::GrammarBackend(const tokenizer::Tokenizer& tokenizer, int64_t vocab_size,
-                               std::vector<int32_t> stop_ids, grammar::JsonSchemaOptions json)
+                               std::vector<int32_t> stop_ids, grammar::JsonSchemaOptions json,
+                               bool enabled)
     : tokenizer_(tokenizer),
       vocab_size_(vocab_size),
       stop_ids_(std::move(stop_ids)),
-      json_(std::move(json)) {}
+      json_(std::move(json)),
+      enabled_(enabled) {}
 
 GrammarBackend::~GrammarBackend() = default;
 
@@ -58,6 +60,12 @@ Status GrammarBackend::init() const {
 
 Result<std::shared_ptr<const grammar::CompiledGrammar>> GrammarBackend::compile(
     const GrammarInput& input) const {
+  if (!enabled_) {
+    return invalid_argument("'" + input.field +
+                            "': grammar-based generation (json_schema, regex, ebnf, "
+                            "structural_tag) is not supported when the server is launched with "
+                            "--grammar-backend none");
+  }
   std::call_once(init_once_, [this] { init_status_ = init(); });
   SGL_RETURN_IF_ERROR(init_status_);
   auto compiled = compiler_->compile(input.kind, input.source);

@@ -27,13 +27,15 @@ Result<grammar::TokenizerInfo> grammar_tokenizer_info(const tokenizer::Tokenizer
 class GrammarBackend {
  public:
   // Borrows `tokenizer`. `stop_ids`: the model's EOS ids. `json`: how JSON Schema and JSON
-  // object constraints shape their JSON (whitespace).
+  // object constraints shape their JSON (whitespace). `enabled` false (SGLang's
+  // --grammar-backend none): every constraint is refused.
   GrammarBackend(const tokenizer::Tokenizer& tokenizer, int64_t vocab_size,
-                 std::vector<int32_t> stop_ids, grammar::JsonSchemaOptions json = {});
+                 std::vector<int32_t> stop_ids, grammar::JsonSchemaOptions json = {},
+                 bool enabled = true);
   ~GrammarBackend();
 
-  // The compiled grammar; an invalid or unsupported grammar is kInvalidArgument naming the
-  // request field (a 400).
+  // The compiled grammar; an invalid or unsupported grammar, or any with the backend disabled,
+  // is kInvalidArgument naming the request field (a 400).
   // Const: the lazily built vocabulary and the compiler's cache are internal, synchronized state.
   Result<std::shared_ptr<const grammar::CompiledGrammar>> compile(const GrammarInput& input) const;
 
@@ -44,6 +46,7 @@ class GrammarBackend {
   int64_t vocab_size_;
   std::vector<int32_t> stop_ids_;
   grammar::JsonSchemaOptions json_;
+  bool enabled_;
   mutable std::once_flag init_once_;
   mutable Status init_status_;
   mutable std::unique_ptr<grammar::GrammarCompiler> compiler_;  // set by init()

@@ -113,6 +113,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.tool_call_parser = options.tool_call_parser;
   info.reasoning_parser = options.reasoning_parser;
   info.json_whitespace_pattern = options.json_whitespace_pattern;
+  info.grammar_backend = options.grammar_backend;
   if (!options.tool_call_parser.empty()) {
     const std::optional<std::string> unheld =
         strict_auto_tools_unheld(options.tool_call_parser, options.reasoning_parser, tokenizer);

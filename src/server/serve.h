@@ -33,6 +33,7 @@ struct ServeOptions {
   std::string reasoning_parser;       // --reasoning-parser (checked); empty: none
   // --constrained-json-whitespace-pattern; none: constrained JSON is compact.
   std::optional<grammar::JsonWhitespacePattern> json_whitespace_pattern;
+  std::string grammar_backend = "xgrammar";  // --grammar-backend ("none": constraints refused)
   int http_threads = 4;
   std::chrono::milliseconds http_read_timeout{30'000};
   std::chrono::milliseconds drain_timeout{10'000};

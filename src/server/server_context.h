@@ -77,6 +77,9 @@ struct ServerInfo {
   // --constrained-json-whitespace-pattern: the whitespace of JSON-constrained output; none: the
   // compact default (grammar::JsonWhitespace::kCompact).
   std::optional<grammar::JsonWhitespacePattern> json_whitespace_pattern;
+  // --grammar-backend as given (SGLang's name; "none" refuses constraints). Every other name
+  // runs on sgl.cpp's own grammar engine.
+  std::string grammar_backend = "xgrammar";
   // Strict tools under tool_choice auto are held by a grammar: the parser's call marker can be
   // written by the model (it has one, and it is not a special token the grammar cannot allow).
   bool strict_auto_tools = false;
@@ -138,7 +141,7 @@ struct ServerContext {
         pool(pool_in),
         admin_pool(admin_pool_in),
         grammar(tokenizer_in, engine_in.options().vocab_size, engine_in.options().eos_token_ids,
-                json_options(info)) {}
+                json_options(info), info.grammar_backend != "none") {}
 
   // The engine replicas (--dp-size; one: a pass-through to it), used as one engine: requests
   // are routed, aborts reach their replica, stats are summed. Outlives the context.

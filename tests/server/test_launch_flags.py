@@ -171,6 +171,8 @@ REFUSES = [
     ("--model-path {model} --tool-call-parser hermes2", ["--tool-call-parser 'hermes2'",
                                                          "qwen25", "gpt-oss"]),
     ("--model-path {model} --reasoning-parser r1", ["--reasoning-parser 'r1'", "deepseek-r1"]),
+    ("--model-path {model} --grammar-backend xgrammer",
+     ["--grammar-backend expects xgrammar, outlines, llguidance or none, got 'xgrammer'"]),
     ("--model-path {model} --constrained-json-whitespace-pattern '[ \\t'",
      ["--constrained-json-whitespace-pattern: JSON whitespace pattern"]),
     # LoRA, multimodal (--is-embedding serves: test_embeddings.py).
@@ -379,6 +381,30 @@ def generate_greedy(args, tmp_path, prompts):
             "sampling_params": {"max_new_tokens": 16, "temperature": 0, "ignore_eos": True}}).json()
             for p in prompts]
         return replies, requests.get(url + "/get_server_info", timeout=30).json()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
+
+
+# --grammar-backend none (SGLang's): constrained requests are refused with a 400 naming the
+# field; the rest are served.
+def test_grammar_backend_none_refuses_constraints(tmp_path):
+    proc, err = start(run_args("--model-path {model} --grammar-backend none"), tmp_path)
+    try:
+        first = proc.stdout.readline().decode()
+        assert "listening on" in first, stderr_of(err)
+        url = first.split("listening on ", 1)[1].split()[0]
+        assert requests.get(url + "/get_server_info", timeout=30).json()["grammar_backend"] == "none"
+        r = requests.post(url + "/generate", timeout=60, json={
+            "text": "Once", "sampling_params": {"max_new_tokens": 4, "regex": "[ab]+"}})
+        assert r.status_code == 400, r.text
+        assert "--grammar-backend none" in r.text and "regex" in r.text, r.text
+        r = requests.post(url + "/v1/completions", timeout=60, json={
+            "model": "m", "prompt": "hi", "max_tokens": 4, "ebnf": 'root ::= "a"'})
+        assert r.status_code == 400 and "--grammar-backend none" in r.text, r.text
+        r = requests.post(url + "/generate", timeout=60, json={
+            "text": "Once", "sampling_params": {"max_new_tokens": 4}})
+        assert r.status_code == 200, r.text
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0, stderr_of(err)
