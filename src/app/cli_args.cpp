@@ -173,15 +173,18 @@ Result<std::vector<int32_t>> CliArgs::get_int_list(const std::string& flag) cons
   std::vector<int32_t> out;
   auto v = get(flag);
   if (!v) return out;
+  std::string text = *v;  // a multi-value flag's values come joined by spaces
+  std::replace(text.begin(), text.end(), ' ', ',');
   size_t start = 0;
-  while (start <= v->size()) {
-    size_t comma = v->find(',', start);
-    if (comma == std::string::npos) comma = v->size();
-    const std::string item = v->substr(start, comma - start);
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(start, comma - start);
     int32_t x = 0;
     auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size()) {
-      return invalid_argument(flag + " expects comma-separated integers, got '" + *v + "'");
+      return invalid_argument(flag + " expects integers, comma- or space-separated, got '" + *v +
+                              "'");
     }
     out.push_back(x);
     start = comma + 1;

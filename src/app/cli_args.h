@@ -41,7 +41,8 @@ class CliArgs {
   // An integer, or one with SGLang's size suffixes (case-sensitive): SI k / M / G / T (decimals
   // allowed, the product truncated: "25.6k" is 25600) or IEC Ki / Mi / Gi / Ti (integers only).
   Result<int64_t> get_human_int(const std::string& flag, int64_t fallback) const;
-  // Comma-separated integers ("1,2,3").
+  // Integers, comma-separated ("1,2,3") or a multi-value flag's (`--flag 1 2 3`); empty when
+  // absent.
   Result<std::vector<int32_t>> get_int_list(const std::string& flag) const;
   // A multi-value flag's numbers (`--flag 0.1 0.5 1`, or comma-separated); empty when absent.
   Result<std::vector<double>> get_double_list(const std::string& flag) const;

@@ -97,16 +97,14 @@ Status read_priority_options(const CliArgs& args, scheduler::SchedulePolicy poli
 // --cuda-graph-max-bs with it).
 Status parse_cuda_graph_bs(const CliArgs& args, EngineSetup& s) {
   if (!args.has("--cuda-graph-bs")) return Status::ok_status();
-  constexpr double kMaxGraphBs = 65536;
-  SGL_ASSIGN_OR_RETURN(const std::vector<double> sizes, args.get_double_list("--cuda-graph-bs"));
-  if (sizes.empty()) return invalid_argument("--cuda-graph-bs needs at least one batch size");
-  for (const double b : sizes) {
-    if (!(b >= 1 && b <= kMaxGraphBs) || b != std::floor(b)) {
-      return invalid_argument("--cuda-graph-bs sizes must be whole numbers in [1, 65536], got '" +
-                              args.get("--cuda-graph-bs").value_or("") + "'");
-    }
-    s.runner.cuda_graph_bs.push_back(static_cast<int32_t>(b));
+  constexpr int32_t kMaxGraphBs = 65536;
+  Result<std::vector<int32_t>> sizes = args.get_int_list("--cuda-graph-bs");
+  if (!sizes.ok() || std::any_of(sizes->begin(), sizes->end(),
+                                 [](int32_t b) { return b < 1 || b > kMaxGraphBs; })) {
+    return invalid_argument("--cuda-graph-bs sizes must be whole numbers in [1, 65536], got '" +
+                            args.get("--cuda-graph-bs").value_or("") + "'");
   }
+  s.runner.cuda_graph_bs = std::move(sizes).value();
   const int64_t largest =
       *std::max_element(s.runner.cuda_graph_bs.begin(), s.runner.cuda_graph_bs.end());
   if (args.has("--cuda-graph-max-bs") && s.runner.cuda_graph_max_bs != largest) {

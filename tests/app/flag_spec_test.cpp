@@ -44,6 +44,7 @@ TEST(FlagSpecTest, AliasesInlineValuesAndMultipleValues) {
   EXPECT_EQ(a->get("--model-path"), "last");  // the last of a flag given twice wins
   EXPECT_EQ(a->get("--tp-size"), "1");
   EXPECT_EQ(a->get("--cuda-graph-bs"), "1 2 4");
+  EXPECT_EQ(a->get_int_list("--cuda-graph-bs").value(), (std::vector<int32_t>{1, 2, 4}));
   EXPECT_TRUE(a->has("--enable-metrics"));
   EXPECT_FALSE(parse({"--tp"}).ok());
   EXPECT_FALSE(parse({"--enable-metrics=1"}).ok());

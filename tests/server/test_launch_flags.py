@@ -233,6 +233,13 @@ def start(args, workdir, env=None):
     return proc, err
 
 
+def listening_url(proc, err):
+    """The URL a server `start`ed prints once it listens (its first stdout line)."""
+    first = proc.stdout.readline().decode()
+    assert "sgl-server listening on http://" in first, stderr_of(err)
+    return first.split("listening on ", 1)[1].split()[0]
+
+
 def stderr_of(err):
     err.flush()
     err.seek(0)
@@ -243,9 +250,7 @@ def stderr_of(err):
 def test_serves(line, notes, tmp_path):
     proc, err = start(run_args(line), tmp_path)
     try:
-        first = proc.stdout.readline().decode()
-        assert "sgl-server listening on http://" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
         headers = {"Authorization": "Bearer sk-123456"} if "--api-key" in line else {}
         deadline = time.monotonic() + 30
         while requests.get(url + "/health", headers=headers, timeout=10).status_code != 200:
@@ -272,9 +277,7 @@ def test_preferred_sampling_params(tmp_path):
     proc, err = start(["--model-path", str(MODEL), "--preferred-sampling-params",
                        json.dumps(preferred)], tmp_path)
     try:
-        first = proc.stdout.readline().decode()
-        assert "listening on" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
         r = requests.post(url + "/generate", json={"text": "Once upon a time"}, timeout=60).json()
         assert r["meta_info"]["completion_tokens"] == 3 and r["text"] == ", there was", r
         r = requests.post(url + "/v1/completions", timeout=60,
@@ -304,9 +307,7 @@ def test_preferred_sampling_params(tmp_path):
 def test_log_requests_and_no_logs(tmp_path):
     proc, err = start(run_args("--model-path {model} --log-requests"), tmp_path)
     try:
-        first = proc.stdout.readline().decode()
-        assert "sgl-server listening on http://" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
         body = {"text": "Once upon a time", "sampling_params": {"max_new_tokens": 2}}
         for extra in [{}, {"no_logs": True}, {"no_logs": True}]:
             assert requests.post(url + "/generate", json={**body, **extra},
@@ -322,9 +323,7 @@ def test_log_requests_and_no_logs(tmp_path):
 def test_configure_logging(tmp_path):
     proc, err = start(run_args("--model-path {model} --log-level warning"), tmp_path)
     try:
-        first = proc.stdout.readline().decode()
-        assert "sgl-server listening on http://" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
         body = {"text": "Once upon a time", "sampling_params": {"max_new_tokens": 2}}
 
         def generate():
@@ -373,9 +372,7 @@ def generate_greedy(args, tmp_path, prompts):
     /get_server_info."""
     proc, err = start(args, tmp_path)
     try:
-        first = proc.stdout.readline().decode()
-        assert "listening on" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
         replies = [requests.post(url + "/generate", timeout=60, json={
             "text": p, "return_logprob": True,
             "sampling_params": {"max_new_tokens": 16, "temperature": 0, "ignore_eos": True}}).json()
@@ -391,9 +388,7 @@ def generate_greedy(args, tmp_path, prompts):
 def test_grammar_backend_none_refuses_constraints(tmp_path):
     proc, err = start(run_args("--model-path {model} --grammar-backend none"), tmp_path)
     try:
-        first = proc.stdout.readline().decode()
-        assert "listening on" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
         assert requests.get(url + "/get_server_info", timeout=30).json()["grammar_backend"] == "none"
         r = requests.post(url + "/generate", timeout=60, json={
             "text": "Once", "sampling_params": {"max_new_tokens": 4, "regex": "[ab]+"}})
@@ -420,9 +415,7 @@ def test_constrained_json_whitespace_pattern(tmp_path):
                                                       "maximum": 99}},
               "required": ["a"], "additionalProperties": False}
     try:
-        first = proc.stdout.readline().decode()
-        assert "listening on" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
         info = requests.get(url + "/get_server_info", timeout=30).json()
         assert info["constrained_json_whitespace_pattern"] == " ", info
         for seed in range(4):
@@ -553,9 +546,7 @@ def test_default_chat_template_kwargs_and_stream_usage(tmp_path):
                        json.dumps({"greeting": "Once upon a time there was a dog. "}),
                        "--stream-response-default-include-usage"], tmp_path)
     try:
-        first = proc.stdout.readline().decode()
-        assert "listening on" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
 
         def prompt_tokens(route, body):
             r = requests.post(url + route, timeout=60, json=body)
@@ -624,9 +615,7 @@ preferred-sampling-params: {{max_new_tokens: 3}}
 """)
     proc, err = start(["--config", str(config), "--max-running-requests", "8"], tmp_path)
     try:
-        first = proc.stdout.readline().decode()
-        assert "listening on" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
         info = requests.get(url + "/get_server_info", timeout=10).json()
         assert info["max_running_requests"] == 8
         assert info["disable_radix_cache"] is True
@@ -676,9 +665,7 @@ def test_longer_context_with_sglang_environment_variable(tmp_path):
     env = dict(os.environ, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN="True")
     proc, err = start(run_args("--model-path {model} --context-length 1024"), tmp_path, env=env)
     try:
-        first = proc.stdout.readline().decode()
-        assert "listening on" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
         assert requests.get(url + "/get_model_info", timeout=10).json()["context_length"] == 1024
     finally:
         proc.terminate()
@@ -698,9 +685,7 @@ def test_metric_buckets_and_extra_labels(tmp_path):
                        "--bucket-time-to-first-token", "0.5", "1", "2.5",
                        "--extra-metric-labels", '{"cluster": "a"}'], tmp_path)
     try:
-        first = proc.stdout.readline().decode()
-        assert "listening on" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
         requests.post(url + "/generate", json={"text": "hi", "sampling_params": {
             "max_new_tokens": 2}}, timeout=30)
         text = requests.get(url + "/metrics", timeout=10).text
@@ -731,9 +716,7 @@ def test_health_probes_the_engine_unless_switched_off(tmp_path):
             env["SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"] = value
         proc, err = start(run_args("--model-path {model}"), tmp_path, env=env)
         try:
-            first = proc.stdout.readline().decode()
-            assert "listening on" in first, stderr_of(err)
-            url = first.split("listening on ", 1)[1].split()[0]
+            url = listening_url(proc, err)
 
             def prompts():
                 info = requests.get(url + "/get_server_info", timeout=10).json()
@@ -757,9 +740,7 @@ def test_health_generate_on_a_full_queue(tmp_path):
     proc, err = start(["--model-path", str(MODEL), "--max-running-requests", "1",
                        "--max-queued-requests", "20"], tmp_path)
     try:
-        first = proc.stdout.readline().decode()
-        assert "listening on" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
         body = {"input_ids": [300] * 8, "sampling_params": {"max_new_tokens": 500,
                                                             "ignore_eos": True}}
         with concurrent.futures.ThreadPoolExecutor(21) as pool:
@@ -798,9 +779,7 @@ def test_a_stalled_engine_fails_its_probes_until_it_moves(tmp_path):
     proc, err = start(run_args("--model-path {model}"), tmp_path,
                       env=dict(os.environ, SGLANG_HEALTH_CHECK_TIMEOUT="1"))
     try:
-        first = proc.stdout.readline().decode()
-        assert "listening on" in first, stderr_of(err)
-        url = first.split("listening on ", 1)[1].split()[0]
+        url = listening_url(proc, err)
 
         def status(path):
             return requests.get(url + path, timeout=30).status_code
