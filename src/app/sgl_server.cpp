@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "app/cli_args.h"
 #include "app/config_file.h"
@@ -39,6 +41,11 @@ std::span<const FlagSpec> server_flag_table() {
        .value = "PATH",
        .help = "Where the tokenizer and chat template come from.",
        .default_value = "--model-path"},
+      {.name = "--skip-tokenizer-init",
+       .help = "Load no tokenizer (SGLang's): clients send token ids (/generate's input_ids) and "
+               "read output_ids, without text; text prompts, stop strings, grammars and the "
+               "routes that read or write text answer 400. EOS ids come from the model's "
+               "config.json and generation_config.json."},
       {.name = "--config",
        .value = "FILE",
        .help = "A YAML file of these flags (model-path: DIR, port: 30000, enable-metrics: "
@@ -230,6 +237,11 @@ Result<Options> parse_options(int argc, char** argv) {
   if (!args.get("--model-path")) return invalid_argument("--model-path is required");
   o.model_path = *args.get("--model-path");
   o.tokenizer_path = args.get("--tokenizer-path").value_or(o.model_path);
+  o.skip_tokenizer_init = args.has("--skip-tokenizer-init");
+  if (o.skip_tokenizer_init && args.has("--tokenizer-path")) {
+    options.notes.push_back(
+        "--tokenizer-path is not read: --skip-tokenizer-init loads no tokenizer");
+  }
   SGL_ASSIGN_OR_RETURN(o.cors,
                        server::parse_allowed_origins(args.get("--allowed-origins").value_or("*")));
   o.host = args.get("--host").value_or("127.0.0.1");
@@ -273,6 +285,12 @@ Result<Options> parse_options(int argc, char** argv) {
   if (o.api.stream_interval < 1) return invalid_argument("--stream-interval must be at least 1");
   o.chat_template_path = args.get("--chat-template").value_or("");
   o.hf_chat_template_name = args.get("--hf-chat-template-name").value_or("");
+  if (o.skip_tokenizer_init &&
+      (!o.chat_template_path.empty() || !o.hf_chat_template_name.empty())) {
+    return invalid_argument(
+        "a chat template with --skip-tokenizer-init: the chat routes need the tokenizer, which "
+        "that flag leaves unloaded");
+  }
   if (!o.hf_chat_template_name.empty() && !o.chat_template_path.empty()) {
     return invalid_argument(
         "--hf-chat-template-name names one of the tokenizer's templates; --chat-template "
@@ -397,14 +415,19 @@ int run(int argc, char** argv) {
   // Before any thread starts, so that every thread inherits the mask and serve() gets them.
   server::block_termination_signals();
   std::optional<server::ExitOnTerminationSignal> exit_on_signal(std::in_place, "loading the model");
-  auto tok = tokenizer::Tokenizer::from_dir(o.tokenizer_path);
-  if (!tok.ok()) return fail(tok.status());
-  auto replicas =
-      engine::launch_data_parallel_engines(o.model_path, setup.runner, setup.engine,
-                                           (*tok)->eos_token_ids(), parsed->dp_size, setup.nodes);
+  std::unique_ptr<tokenizer::Tokenizer> tok;  // null: --skip-tokenizer-init
+  if (!o.skip_tokenizer_init) {
+    auto loaded = tokenizer::Tokenizer::from_dir(o.tokenizer_path);
+    if (!loaded.ok()) return fail(loaded.status());
+    tok = std::move(loaded).value();
+  }
+  // The engine adds the model's own EOS ids (config.json, generation_config.json) to these.
+  auto replicas = engine::launch_data_parallel_engines(
+      o.model_path, setup.runner, setup.engine, tok ? tok->eos_token_ids() : std::vector<int32_t>{},
+      parsed->dp_size, setup.nodes);
   if (!replicas.ok()) return fail(replicas.status());
   exit_on_signal.reset();  // from here serve() waits for the signal (and drains)
-  Status status = server::serve(o, *replicas, **tok, [](const std::string& url) {
+  Status status = server::serve(o, *replicas, tok.get(), [](const std::string& url) {
     std::printf("sgl-server listening on %s\n", url.c_str());
     std::fflush(stdout);
   });

@@ -157,6 +157,7 @@ Reply server_info_reply(ServerContext& ctx) {
       {{"version", kServerVersion},
        {"model_path", ctx.weights.path()},
        {"tokenizer_path", i.tokenizer_path},
+       {"skip_tokenizer_init", i.skip_tokenizer_init},
        {"served_model_name", i.served_model_name},
        {"host", i.host},
        {"port", i.port},

@@ -247,7 +247,7 @@ Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   CompletionRequest& req = *parsed;
   req.include_usage = req.include_usage || ctx.info.api.stream_default_include_usage;
-  if (Status s = check_text_length(ctx, req.prompts, "prompt"); !s.ok()) {
+  if (Status s = check_prompts(ctx, req.prompts, "prompt"); !s.ok()) {
     return Reply::of(error_response(s));
   }
   const bool stream = req.stream;

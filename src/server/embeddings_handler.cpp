@@ -120,7 +120,7 @@ Reply handle_embeddings(ServerContext& ctx, const HttpRequest& request) {
                                         " dimensions (no Matryoshka truncation)",
                                     "dimensions"));
   }
-  if (Status s = check_text_length(ctx, parsed->inputs, "input"); !s.ok()) {
+  if (Status s = check_prompts(ctx, parsed->inputs, "input"); !s.ok()) {
     return Reply::of(error_response(s));
   }
   auto shared = std::make_shared<const EmbeddingRequest>(std::move(parsed).value());
@@ -132,7 +132,7 @@ Reply handle_embeddings(ServerContext& ctx, const HttpRequest& request) {
 Reply handle_encode(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_encode_request(request.body);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-  if (Status s = check_text_length(ctx, parsed->prompts, "text"); !s.ok()) {
+  if (Status s = check_prompts(ctx, parsed->prompts, "text"); !s.ok()) {
     return Reply::of(error_response(s));
   }
   auto shared = std::make_shared<const EncodeInput>(std::move(parsed).value());

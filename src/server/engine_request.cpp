@@ -105,10 +105,16 @@ Status check_text_length(const ServerContext& ctx, size_t bytes, std::string_vie
                           " bytes (16 per token of the context length, at least 1 MiB)");
 }
 
-Status check_text_length(const ServerContext& ctx, const std::vector<PromptInput>& prompts,
-                         std::string_view field) {
+Status check_prompts(const ServerContext& ctx, const std::vector<PromptInput>& prompts,
+                     std::string_view field) {
   for (const PromptInput& p : prompts) {
-    if (p.is_text) SGL_RETURN_IF_ERROR(check_text_length(ctx, p.text.size(), field));
+    if (!p.is_text) continue;
+    if (ctx.info.skip_tokenizer_init) {
+      return invalid_argument("'" + std::string(field) +
+                              "' is text, and this server has no tokenizer "
+                              "(--skip-tokenizer-init): send token ids (input_ids) instead");
+    }
+    SGL_RETURN_IF_ERROR(check_text_length(ctx, p.text.size(), field));
   }
   return Status::ok_status();
 }

@@ -32,8 +32,11 @@ Result<engine::GenerateRequest> build_engine_request(const ServerContext& ctx,
 // text cannot fit the context with any real vocabulary, and tokenizing it only costs time and
 // memory. An error (400) naming `field` otherwise.
 Status check_text_length(const ServerContext& ctx, size_t bytes, std::string_view field);
-Status check_text_length(const ServerContext& ctx, const std::vector<PromptInput>& prompts,
-                         std::string_view field);
+// Prompts as a route takes them: text within check_text_length's limit, and none at all on a
+// server without a tokenizer (--skip-tokenizer-init), which takes token ids only. An error (400)
+// naming `field` otherwise.
+Status check_prompts(const ServerContext& ctx, const std::vector<PromptInput>& prompts,
+                     std::string_view field);
 
 // The text prompt's token ids (or the given ids).
 std::vector<int32_t> prompt_ids(const ServerContext& ctx, const PromptInput& prompt,

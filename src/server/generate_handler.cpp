@@ -186,7 +186,10 @@ class GenerateReply final : public GenerationReply {
     meta["completion_tokens"] = c.completion_tokens();
     meta["cached_tokens"] = c.cached_tokens();
     meta["e2e_latency"] = now_s() - start_s_;
-    json out = {{"text", t.text}, {"output_ids", t.token_ids}, {"meta_info", std::move(meta)}};
+    // Without a tokenizer, SGLang's items carry no text.
+    json out = ctx_.info.skip_tokenizer_init ? json::object() : json{{"text", t.text}};
+    out["output_ids"] = t.token_ids;
+    out["meta_info"] = std::move(meta);
     if (setup_.list) out["index"] = i;
     return out;
   }
@@ -365,14 +368,38 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   return Reply::later(std::move(reply), req.stream);
 }
 
+// The fields that match or make text, which a server without a tokenizer
+// (--skip-tokenizer-init) cannot honour: an error naming the first one given.
+Status check_without_tokenizer(const GenerateInput& req) {
+  const auto refuse = [](const std::string& field) {
+    return invalid_argument("'" + field +
+                            "' needs the tokenizer, which this server does not load "
+                            "(--skip-tokenizer-init): stop on token ids (stop_token_ids) and "
+                            "read output_ids");
+  };
+  if (req.return_text_in_logprobs) return refuse("return_text_in_logprobs");
+  if (req.require_reasoning) return refuse("require_reasoning");
+  if (req.max_thinking_tokens) return refuse("max_thinking_tokens");
+  const std::vector<SamplingInput> one = {req.sampling};
+  for (const SamplingInput& s : req.per_prompt_sampling.empty() ? one : req.per_prompt_sampling) {
+    if (!s.stop.empty()) return refuse("stop");
+    if (!s.stop_regex.empty()) return refuse("stop_regex");
+    if (s.grammar) return refuse(s.grammar->field);
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Reply handle_generate(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_generate_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   GenerateInput& req = *parsed;
-  if (Status s = check_text_length(ctx, req.prompts, "text"); !s.ok()) {
+  if (Status s = check_prompts(ctx, req.prompts, "text"); !s.ok()) {
     return Reply::of(error_response(s));
+  }
+  if (ctx.info.skip_tokenizer_init) {
+    if (Status s = check_without_tokenizer(req); !s.ok()) return Reply::of(error_response(s));
   }
   const bool stream = req.stream;
   auto shared = std::make_shared<const GenerateInput>(std::move(req));

@@ -233,7 +233,7 @@ Reply ollama_embed_reply(ServerContext& ctx, Result<OllamaEmbedRequest> parsed,
         "dimensions"));
   }
   const std::string_view field = parsed->legacy ? "prompt" : "input";
-  if (Status s = check_text_length(ctx, parsed->embedding.inputs, field); !s.ok()) {
+  if (Status s = check_prompts(ctx, parsed->embedding.inputs, field); !s.ok()) {
     return Reply::of(error_response(s));
   }
   auto shared = std::make_shared<const OllamaEmbedRequest>(std::move(parsed).value());
@@ -270,7 +270,7 @@ Reply handle_ollama_generate(ServerContext& ctx, const HttpRequest& request) {
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   const std::string model = parsed->model.value_or(ctx.info.served_model_name);
   if (parsed->prompts.empty()) return empty_generate(model, parsed->stream);
-  if (Status s = check_text_length(ctx, parsed->prompts, "prompt"); !s.ok()) {
+  if (Status s = check_prompts(ctx, parsed->prompts, "prompt"); !s.ok()) {
     return Reply::of(error_response(s));
   }
   const bool stream = parsed->stream;

@@ -73,28 +73,30 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
   const std::vector<std::string> get = {"GET"}, post = {"POST"}, both = {"GET", "POST"},
                                  post_put = {"POST", "PUT"},
                                  get_post_delete = {"GET", "POST", "DELETE"};
-  constexpr Needs gen = Needs::kGeneration, embed = Needs::kEmbedding;
+  constexpr Needs any = Needs::kAny, gen = Needs::kGeneration, embed = Needs::kEmbedding;
+  constexpr bool text = true;  // needs the tokenizer
   // Which key a route takes (SGLang's levels): open probes, the API key, the admin key.
   constexpr AuthLevel open = AuthLevel::kPublic, user = AuthLevel::kNormal,
                       admin = AuthLevel::kAdmin;
   routes_ = {
-      {"/v1/completions", false, post, handle_completions, user, gen},
-      {"/v1/chat/completions", false, post, handle_chat_completions, user, gen},
-      {"/invocations", false, post, handle_chat_completions, user, gen},  // SageMaker's name
-      {"/v1/responses", false, post, handle_responses, user, gen},
-      {"/v1/responses/", true, get_post_delete, handle_stored_response, user, gen},
-      {"/v1/messages", false, post, handle_messages, user, gen},
-      {"/v1/messages/count_tokens", false, post, handle_messages_count_tokens, user, gen},
+      {"/v1/completions", false, post, handle_completions, user, gen, text},
+      {"/v1/chat/completions", false, post, handle_chat_completions, user, gen, text},
+      {"/invocations", false, post, handle_chat_completions, user, gen, text},  // SageMaker's name
+      {"/v1/responses", false, post, handle_responses, user, gen, text},
+      {"/v1/responses/", true, get_post_delete, handle_stored_response, user, gen, text},
+      {"/v1/messages", false, post, handle_messages, user, gen, text},
+      {"/v1/messages/count_tokens", false, post, handle_messages_count_tokens, user, gen, text},
       {"/v1/embeddings", false, post, handle_embeddings, user, embed},
       {"/v1/score", false, post, handle_score, user, gen},
-      {"/api/chat", false, post, handle_ollama_chat, user, gen},  // Ollama's, as SGLang serves
-      {"/api/generate", false, post, handle_ollama_generate, user, gen},
+      // Ollama's, as SGLang serves them.
+      {"/api/chat", false, post, handle_ollama_chat, user, gen, text},
+      {"/api/generate", false, post, handle_ollama_generate, user, gen, text},
       {"/api/tags", false, get, handle_ollama_tags, user},
       {"/api/ps", false, get, handle_ollama_ps, user},
       {"/api/version", false, get, handle_ollama_version, user},
       {"/api/show", false, post, handle_ollama_show, user},
-      {"/api/embed", false, post, handle_ollama_embed, user, embed},
-      {"/api/embeddings", false, post, handle_ollama_embeddings, user, embed},
+      {"/api/embed", false, post, handle_ollama_embed, user, embed, text},
+      {"/api/embeddings", false, post, handle_ollama_embeddings, user, embed, text},
       {"/v1/models", false, get, handle_models, user},
       {"/v1/models/", true, get, handle_model, user},
       {"/generate", false, post_put, handle_generate, user, gen},  // SGLang's methods
@@ -121,10 +123,10 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/configure_logging", false, both, handle_configure_logging, admin},      // SGLang's methods
       {"/open_session", false, both, handle_open_session, user, gen},            // SGLang's methods
       {"/close_session", false, both, handle_close_session, user, gen},
-      {"/tokenize", false, post, handle_tokenize, user},
-      {"/v1/tokenize", false, post, handle_tokenize, user},
-      {"/detokenize", false, post, handle_detokenize, user},
-      {"/v1/detokenize", false, post, handle_detokenize, user},
+      {"/tokenize", false, post, handle_tokenize, user, any, text},
+      {"/v1/tokenize", false, post, handle_tokenize, user, any, text},
+      {"/detokenize", false, post, handle_detokenize, user, any, text},
+      {"/v1/detokenize", false, post, handle_detokenize, user, any, text},
       {"/metrics", false, get, handle_metrics, open},
       {"/parse_function_call", false, post, handle_parse_function_call, user},
       {"/separate_reasoning", false, post, handle_separate_reasoning, user},
@@ -166,6 +168,13 @@ Reply Router::dispatch(const HttpRequest& request, std::string& endpoint) {
           400,
           "This model does not appear to be an embedding model by default. Please add "
           "`--is-embedding` when launching the server or try another model."));
+    }
+    if (route.needs_tokenizer && ctx_.info.skip_tokenizer_init) {
+      return Reply::of(error_response(
+          400, request.path +
+                   " reads or writes text, and this server has no tokenizer "
+                   "(--skip-tokenizer-init): token ids go to /generate and /v1/score (an "
+                   "embedding model's to /v1/embeddings and /encode)"));
     }
     return route.handler(ctx_, request);
   }

@@ -1,6 +1,7 @@
 // Router: method + path -> handler, API-key authentication (each route's AuthLevel), 404/405, the
-// routes a server of the other kind (generation / embedding model) does not serve (400), and the
-// exception boundary (a handler that throws answers 500).
+// routes a server of the other kind (generation / embedding model) does not serve (400), the text
+// routes of a server without a tokenizer (400), and the exception boundary (a handler that throws
+// answers 500).
 #pragma once
 
 #include <string>
@@ -28,6 +29,9 @@ class Router {
     Handler handler;
     AuthLevel auth = AuthLevel::kNormal;
     Needs needs = Needs::kAny;
+    // Text in or out on every request: refused without a tokenizer (--skip-tokenizer-init).
+    // The routes that also take token ids check their prompts instead (check_prompts).
+    bool needs_tokenizer = false;
   };
   // endpoint: set to the metrics' label of the request's route ("unmatched": none).
   Reply dispatch(const HttpRequest& request, std::string& endpoint);

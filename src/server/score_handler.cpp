@@ -125,7 +125,7 @@ Reply prepare_score(ServerContext& ctx, const ScoreRequest& req) {
 Reply handle_score(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_score_request(request.body);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-  if (Status s = check_text_length(ctx, parsed->sequences, "items"); !s.ok()) {
+  if (Status s = check_prompts(ctx, parsed->sequences, "items"); !s.ok()) {
     return Reply::of(error_response(s));
   }
   auto shared = std::make_shared<const ScoreRequest>(std::move(parsed).value());

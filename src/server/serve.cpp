@@ -19,6 +19,7 @@
 #include "server/server_warmup.h"
 #include "server/termination_signals.h"
 #include "server/tool_choice.h"
+#include "tokenizer/ids_only_tokenizer.h"
 
 namespace sgl::server {
 namespace {
@@ -50,11 +51,22 @@ SamplingInput model_sampling_defaults(const model::GenerationDefaults& g) {
 }  // namespace
 
 Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replicas,
-             const tokenizer::Tokenizer& tokenizer,
+             const tokenizer::Tokenizer* loaded_tokenizer,
              const std::function<void(const std::string& url)>& on_ready) {
   SGL_CHECK(!replicas.empty());
+  SGL_CHECK((loaded_tokenizer == nullptr) == options.skip_tokenizer_init);
   // Every replica holds the same model: replica 0 answers for the model's facts.
   const engine::ModelEngine& model_engine = replicas.front();
+  const model::ModelConfig& config = model_engine.model_runner->config();
+  // --skip-tokenizer-init: the model's own BOS and EOS ids stand in for the tokenizer's.
+  std::optional<tokenizer::IdsOnlyTokenizer> ids_only;
+  if (loaded_tokenizer == nullptr) {
+    ids_only.emplace(
+        config.bos_token_id >= 0 ? std::optional<int32_t>(config.bos_token_id) : std::nullopt,
+        config.eos_token_ids);
+  }
+  const tokenizer::Tokenizer& tokenizer =
+      loaded_tokenizer != nullptr ? *loaded_tokenizer : *ids_only;
   std::vector<engine::Engine*> engines;
   int64_t kv_slots = 0;
   for (engine::ModelEngine& r : replicas) {
@@ -81,15 +93,15 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   const std::string& tokenizer_path =
       options.tokenizer_path.empty() ? options.model_path : options.tokenizer_path;
   const bool is_generation = !model_engine.model_runner->pooler().is_embedding();
-  // An embedding model serves no chat route: its tokenizer's template is not loaded.
+  // An embedding model serves no chat route: its tokenizer's template is not loaded; nor is one
+  // without a tokenizer (the chat routes are refused).
   LoadedChatTemplate loaded;
-  if (is_generation) {
+  if (is_generation && !options.skip_tokenizer_init) {
     SGL_ASSIGN_OR_RETURN(
         loaded, load_chat_template(options.chat_template_path, tokenizer_path, tokenizer, *pool,
                                    options.hf_chat_template_name));
   }
   const std::optional<tokenizer::ChatTemplate>& chat_template = loaded.chat_template;
-  const model::ModelConfig& config = model_engine.model_runner->config();
   ServerInfo info;
   info.model_path = options.model_path;
   info.served_model_name =
@@ -134,6 +146,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.disable_radix_cache = so.disable_radix_cache;
   info.priority = so.priority;
   info.has_chat_template = chat_template.has_value();
+  info.skip_tokenizer_init = options.skip_tokenizer_init;
   info.chat_template_origin = loaded.origin;
   if (tokenizer.vocab_size() > config.vocab_size) {
     SGL_LOG_WARN << "the tokenizer (" << tokenizer_path << ") has " << tokenizer.vocab_size()
@@ -231,9 +244,10 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
           : "";
   SGL_LOG_INFO << "ready: " << info.served_model_name << " (" << info.architecture << ", context "
                << info.context_length << " tokens, " << dp << "KV cache " << kv_slots << " tokens, "
-               << (!info.is_generation      ? std::string("embedding model")
-                   : info.has_chat_template ? "chat template from " + info.chat_template_origin
-                                            : std::string("no chat template"))
+               << (!info.is_generation        ? std::string("embedding model")
+                   : info.skip_tokenizer_init ? std::string("token ids only, no tokenizer")
+                   : info.has_chat_template   ? "chat template from " + info.chat_template_origin
+                                              : std::string("no chat template"))
                << ") on " << info.device << " at " << url;
   on_ready(url);
 

@@ -52,6 +52,9 @@ struct ServeOptions {
   MetricsOptions metrics;      // SGLang's --bucket-* and --extra-metric-labels
   std::string tokenizer_path;  // reported by /get_model_info; empty: model_path
   CorsPolicy cors;             // browser origins allowed
+  // SGLang's --skip-tokenizer-init: no tokenizer; clients send and receive token ids, and what
+  // needs text is refused (serve()'s `tokenizer` is null).
+  bool skip_tokenizer_init = false;
   // --sampling-defaults model: requests start from the model's generation_config.json sampling
   // values (SGLang's default); false: OpenAI's.
   bool model_sampling_defaults = true;
@@ -66,10 +69,11 @@ struct ServeOptions {
 };
 
 // `replicas`: the started engines of --dp-size (one or more; launch_data_parallel_engines), all
-// of one model. `on_ready` runs once the server listens, with its URL. Returns when drained
-// (OK), or the startup error (chat template, port binding).
+// of one model. `tokenizer`: the model's, or null with options.skip_tokenizer_init. `on_ready`
+// runs once the server listens, with its URL. Returns when drained (OK), or the startup error
+// (chat template, port binding).
 Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replicas,
-             const tokenizer::Tokenizer& tokenizer,
+             const tokenizer::Tokenizer* tokenizer,
              const std::function<void(const std::string& url)>& on_ready);
 
 }  // namespace sgl::server

@@ -66,6 +66,9 @@ struct ServerInfo {
   bool disable_radix_cache = false;
   scheduler::PriorityOptions priority;  // --enable-priority-scheduling and its flags
   bool has_chat_template = false;
+  // --skip-tokenizer-init: the tokenizer is an IdsOnlyTokenizer; the Router refuses the text
+  // routes and the handlers text prompts and text-only fields.
+  bool skip_tokenizer_init = false;
   std::string chat_template_origin;    // the --chat-template path, or where the tokenizer's is
   bool log_requests = false;           // --log-requests at start (ServerContext::log_requests)
   bool health_generates = true;        // /health probes the engine (ServeOptions')

@@ -388,6 +388,30 @@ def test_without_modules_json_last_token_pooling_is_normalised(models, tmp_path_
         assert srv.stop() == 0, srv.log()
 
 
+def test_skip_tokenizer_init_embeds_token_ids_and_refuses_text(models, tmp_path_factory):
+    # SGLang's --skip-tokenizer-init on an embedding model: token-id inputs embed as with the
+    # tokenizer (/v1/embeddings and /encode); text answers 400.
+    raise_fd_limit()
+    srv = Server(tmp_path_factory.mktemp("ids-only"), "--is-embedding", "--skip-tokenizer-init",
+                 model=models / "tiny-qwen3-embedding-last", served_model_name=NAME)
+    try:
+        cases = reference()
+        r = srv.post("/v1/embeddings", {"input": [c["input_ids"] for c in cases]})
+        assert r.status_code == 200, r.text
+        worst = max(max_abs_diff(d["embedding"], c["last"])
+                    for d, c in zip(r.json()["data"], cases))
+        assert worst < TOL
+        r = srv.post("/encode", {"input_ids": cases[0]["input_ids"]})
+        assert r.status_code == 200, r.text
+        assert max_abs_diff(r.json()["embedding"], cases[0]["last"]) < TOL
+        for path, body in (("/v1/embeddings", {"input": "a text"}), ("/encode", {"text": "a"}),
+                           ("/api/embed", {"model": NAME, "input": "a"})):
+            r = srv.post(path, body)
+            assert r.status_code == 400 and "--skip-tokenizer-init" in r.text, (path, r.text)
+    finally:
+        assert srv.stop() == 0, srv.log()
+
+
 def test_chat_template_with_is_embedding_is_refused(models, tmp_path):
     template = tmp_path / "t.jinja"
     template.write_text("{{ messages }}")
