@@ -139,9 +139,9 @@ std::span<const FlagSpec> sglang_compat_flag_table() {
       {.name = "--page-size",
        .value = "N",
        .help = "Tokens per KV page.",
-       .support = kRefused,
-       .note = "the KV cache is paged per token (page size 1)",
-       .accepted_values = {"1"}},
+       .support = kNoEffect,
+       .note = "the KV cache is paged per token (page size 1), so the prefix cache keeps every "
+               "prefix a larger page would, and the ones that end mid-page"},
       {.name = "--disable-cuda-graph-padding",
        .help = "Run unpadded batch sizes eagerly.",
        .support = kRefused,

@@ -85,7 +85,10 @@ SERVES = [
     # Fields replacing config.json's: here a shorter context.
     ("--model-path {model} --json-model-override-args '{{\"max_position_embeddings\": 256}}'",
      ["(LlamaForCausalLM, context 256 tokens"]),
-    ("--model-path {model} --kv-cache-dtype auto --page-size 1 --grammar-backend none", []),
+    ("--model-path {model} --kv-cache-dtype auto --grammar-backend none", []),
+    # SGLang's paged KV (16, 64 with its FA3 / FlashMLA backends): ours pages per token.
+    ("--model-path {model} --page-size 64",
+     ["--page-size has no effect", "the ones that end mid-page"]),
     ("--model-path {model} --speculative-algorithm NGRAM --speculative-num-draft-tokens 4 "
      "--speculative-ngram-max-match-window-size 6 --speculative-ngram-capacity 1000",
      ["--speculative-ngram-capacity has no effect"]),
