@@ -46,6 +46,11 @@ std::span<const FlagSpec> server_flag_table() {
                "read output_ids, without text; text prompts, stop strings, grammars and the "
                "routes that read or write text answer 400. EOS ids come from the model's "
                "config.json and generation_config.json."},
+      {.name = "--enable-return-hidden-states",
+       .help = "Serve /generate's return_hidden_states (SGLang's): meta_info.hidden_states holds "
+               "the final norm's output at each prompt position (one list) and then at each "
+               "output token fed back. Such requests compute their whole prompt (no prefix "
+               "cache match), run without CUDA graphs and decode without drafts."},
       {.name = "--config",
        .value = "FILE",
        .help = "A YAML file of these flags (model-path: DIR, port: 30000, enable-metrics: "
@@ -238,6 +243,7 @@ Result<Options> parse_options(int argc, char** argv) {
   o.model_path = *args.get("--model-path");
   o.tokenizer_path = args.get("--tokenizer-path").value_or(o.model_path);
   o.skip_tokenizer_init = args.has("--skip-tokenizer-init");
+  o.enable_return_hidden_states = args.has("--enable-return-hidden-states");
   if (o.skip_tokenizer_init && args.has("--tokenizer-path")) {
     options.notes.push_back(
         "--tokenizer-path is not read: --skip-tokenizer-init loads no tokenizer");

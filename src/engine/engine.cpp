@@ -384,6 +384,7 @@ void Engine::dispatch_updates() {
     event.token_ids_logprobs = std::move(u.new_token_ids_logprobs);
     event.input_logprobs = std::move(u.input_logprobs);
     event.embedding = std::move(u.embedding);
+    event.hidden_states = std::move(u.new_hidden_states);
     event.finished = std::move(u.finished);
     event.usage = {u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.retractions};
     const bool finished = event.finished.has_value();
@@ -440,7 +441,8 @@ void Engine::loop(runner::BatchRunner& runner) {
       scheduler_->process_embedding_result(oldest.batch, result.embeddings);
     } else {
       adopt_runner_drafts(result, oldest.batch);
-      scheduler_->process_batch_result(oldest.batch, result.output, result.prompt_logprobs);
+      scheduler_->process_batch_result(oldest.batch, result.output, result.prompt_logprobs,
+                                       result.hidden_states);
     }
     const auto now = std::chrono::steady_clock::now();
     if (oldest.is_decode) {

@@ -66,6 +66,7 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
     x.logprob_begin = e.logprob_begin;
     x.logprob_targets = e.logprob_targets;
     if (e.req->wants_token_ids_logprobs()) x.token_ids_logprob = r.token_ids_logprob;
+    x.return_hidden_states = r.return_hidden_states;
     exec.requests.push_back(std::move(x));
   }
   return exec;

@@ -22,6 +22,8 @@ void merge_into(StreamEvent& merged, StreamEvent&& e) {
   merged.token_ids_logprobs.insert(merged.token_ids_logprobs.end(),
                                    std::make_move_iterator(e.token_ids_logprobs.begin()),
                                    std::make_move_iterator(e.token_ids_logprobs.end()));
+  merged.hidden_states.insert(merged.hidden_states.end(), e.hidden_states.begin(),
+                              e.hidden_states.end());
   if (e.input_logprobs) merged.input_logprobs = std::move(e.input_logprobs);
   if (!e.embedding.empty()) merged.embedding = std::move(e.embedding);
   if (e.finished) merged.finished = std::move(e.finished);

@@ -37,6 +37,9 @@ struct StreamEvent {
   std::vector<float> embedding = {};
   // Per new token, the logprobs of GenerateRequest::token_ids_logprob, when requested.
   std::vector<std::vector<float>> token_ids_logprobs = {};
+  // GenerateRequest::return_hidden_states: the hidden states of the positions computed since the
+  // previous event (the prompt's, then one per fed-back output token), f32 [rows, hidden].
+  std::vector<float> hidden_states = {};
   // When the engine pushed this event's first and last tokens (RequestStream::push stamps them),
   // so a consumer that takes several merged steps at once still times them as produced.
   std::chrono::steady_clock::time_point first_token_time = {};

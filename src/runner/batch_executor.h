@@ -61,6 +61,9 @@ struct ExecRequest {
   // SGLang's token_ids_logprob (with return_logprob): the sampled position's, and each scored
   // prompt position's, logprobs of these ids. Empty: none.
   std::vector<int32_t> token_ids_logprob = {};
+  // SGLang's return_hidden_states: this pass's tokens' final-norm outputs come back
+  // (ExecResult::hidden_states). The batch then runs eagerly and samples on the host.
+  bool return_hidden_states = false;
 };
 
 struct ExecBatch {
@@ -92,6 +95,10 @@ struct ExecResult {
   std::vector<float> embeddings;
   // [bs] when some request wanted prompt logprobs (the others' entries empty), else empty.
   std::vector<sampling::PromptLogprobs> prompt_logprobs;
+  // [bs] when some request wanted hidden states (ExecRequest::return_hidden_states): its tokens'
+  // final-norm outputs, f32 [extend_len, hidden] row-major (the others' entries empty); else
+  // empty.
+  std::vector<std::vector<float>> hidden_states;
   // [bs] when the runner drafted (EAGLE): each verify request's drafts, in place of the
   // placeholder ids its input carried (the others' entries empty); else empty.
   std::vector<std::vector<int32_t>> draft_ids;

@@ -11,11 +11,11 @@ namespace sgl::runner {
 namespace {
 
 constexpr char kMagic[4] = {'S', 'G', 'L', 'B'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 // A field added to these structs must be added to the format (and kVersion raised): the sizes
 // are those the format was written for (x86-64 with libstdc++).
-static_assert(sizeof(void*) != 8 || (sizeof(ExecBatch) == 136 && sizeof(ExecRequest) == 240 &&
+static_assert(sizeof(void*) != 8 || (sizeof(ExecBatch) == 136 && sizeof(ExecRequest) == 248 &&
                                      sizeof(sampling::SamplingParams) == 72),
               "ExecBatch, ExecRequest or SamplingParams changed: update exec_batch_wire.cpp");
 
@@ -170,6 +170,7 @@ void request_fields(IO& io, Request& q) {
   io.field(q.logprob_begin, "request.logprob_begin");
   io.field(q.logprob_targets, "request.logprob_targets");
   io.field(q.token_ids_logprob, "request.token_ids_logprob");
+  io.field(q.return_hidden_states, "request.return_hidden_states");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "kernels/copy.h"
 #include "runner/eagle_chain_accept.h"
 #include "speculative/draft_acceptance.h"
 
@@ -38,7 +39,8 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   // One sampling row per sampled position: a request's last sample_rows positions, each drawn
   // with its own position's step (a tree node's: its depth's).
   sampling::SamplingBatch sampling;
-  bool process = false, score_prompt = false, verify = false, token_ids = false, trees = false;
+  bool process = false, score_prompt = false, verify = false, token_ids = false, trees = false,
+       hidden = false;
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     const ExecRequest& r = batch.requests[i];
     const bool tree = !drafts.empty() && !drafts[i].depths.empty();
@@ -56,6 +58,7 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     score_prompt = score_prompt || !r.logprob_targets.empty();
     verify = verify || r.sample_rows > 1;
     token_ids = token_ids || !r.token_ids_logprob.empty();
+    hidden = hidden || r.return_hidden_states;
   }
   if (token_ids) {  // per row, only when some request asks (the host and device samplers both)
     for (const ExecRequest& r : batch.requests) {
@@ -66,8 +69,8 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   }
   // A pooling batch samples nothing and runs to its end here, as host-sampled batches do.
   const bool pooling = batch.pooling != PoolingType::kNone;
-  const bool on_host =
-      pooling || process || score_prompt || verify || eagle || !model_runner_.can_launch(sampling);
+  const bool on_host = pooling || process || score_prompt || verify || eagle || hidden ||
+                       !model_runner_.can_launch(sampling);
   Launched launched;
   launched.result.batch_id = batch.id;
   {
@@ -135,10 +138,8 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
       score_prompt || verify ? LogitsMode::kAllTokens : LogitsMode::kLastPerRequest;
   ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
   fb.pooling = batch.pooling;
-  if (eagle) {
-    fb.capture_hidden_mode = CaptureHiddenMode::kFull;
-    fb.id_ref_table = eagle_->draft_id_table();
-  }
+  if (eagle || hidden) fb.capture_hidden_mode = CaptureHiddenMode::kFull;
+  if (eagle) fb.id_ref_table = eagle_->draft_id_table();
   if (pooling) {
     const Tensor pooled = model_runner_.forward_embeddings(fb);
     const float* data = pooled.data<float>();
@@ -160,6 +161,9 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
           fb, sampling, batch.vocab_mask.valid() ? &batch.vocab_mask : nullptr, &output);
     } else {
       run_on_host(batch, fb, sampling, process, score_prompt || verify, launched.result, &output);
+    }
+    if (hidden) {
+      launched.result.hidden_states = requested_hidden_states(batch, fb, output.hidden_states);
     }
     // EAGLE chain verifies queue the draft extend and the next drafts right behind the verify,
     // the accept counts computed where the sampled ids are (on the GPU: before they come back).
@@ -357,6 +361,29 @@ std::vector<sampling::PromptLogprobs> ModelBatchRunner::score_prompts(const Exec
     out[i] =
         sampling::score_prompt_tokens(data + row * vocab, vocab, r.logprob_begin, r.logprob_targets,
                                       r.top_logprobs_num, r.token_ids_logprob);
+  }
+  return out;
+}
+
+std::vector<std::vector<float>> ModelBatchRunner::requested_hidden_states(
+    const ExecBatch& batch, const ForwardBatch& fb, const Tensor& hidden_states) {
+  SGL_CHECK(hidden_states.defined() && hidden_states.size(0) == fb.num_tokens)
+      << "hidden states of every token were captured";
+  const int64_t width = hidden_states.size(1);
+  std::vector<std::vector<float>> out(batch.requests.size());
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    if (!batch.requests[i].return_hidden_states) continue;
+    const int64_t first = fb.qo_indptr_host[i];
+    const int64_t rows = fb.qo_indptr_host[i + 1] - first;
+    Tensor src = hidden_states.slice_rows(first, rows);  // [rows, width], activation dtype
+    if (!src.device().is_cpu()) {  // to the host as it is, then converted there
+      hidden_staging_.resize(src.nbytes());
+      const Tensor host(hidden_staging_.data(), src.dtype(), {rows, width});
+      kernels::copy(src, host, model_runner_.stream());  // waits for the forward
+      src = host;
+    }
+    out[i].resize(static_cast<size_t>(rows * width));
+    kernels::copy(src, Tensor(out[i].data(), DType::kF32, {rows, width}), model_runner_.stream());
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -79,16 +80,22 @@ class ModelBatchRunner final : public BatchRunner {
   // Copies each request's last sample_rows logits rows of an all-tokens forward into
   // sampled_rows_, request after request.
   Tensor gather_sampled_rows(const ExecBatch& batch, const ForwardBatch& fb, const Tensor& logits);
+  // The hidden states (every token's, fb captured kFull) of the requests that asked, as host f32
+  // (ExecResult::hidden_states); waits for the forward.
+  std::vector<std::vector<float>> requested_hidden_states(const ExecBatch& batch,
+                                                          const ForwardBatch& fb,
+                                                          const Tensor& hidden_states);
 
   ModelRunner& model_runner_;
   int32_t context_len_;
   // launch() only: the KV slots of each request row as of the batch being launched. NOTE: the
   // forward reads it (CPU) or gathers it (GPU) inside launch(), so the next launch may rewrite it.
   cache::ReqToTokenTable req_to_token_;
-  ForwardBatchBuilder builder_;         // launch() only
-  std::vector<int32_t> input_ids_;      // launch() only; scratch: [num_tokens]
-  std::vector<float> sampled_rows_;     // launch() only; scratch: f32 [sampled rows, vocab]
-  std::unique_ptr<EagleWorker> eagle_;  // launch() only; null without an EAGLE draft
+  ForwardBatchBuilder builder_;          // launch() only
+  std::vector<int32_t> input_ids_;       // launch() only; scratch: [num_tokens]
+  std::vector<float> sampled_rows_;      // launch() only; scratch: f32 [sampled rows, vocab]
+  std::vector<uint8_t> hidden_staging_;  // launch() only; scratch: device hidden rows on the host
+  std::unique_ptr<EagleWorker> eagle_;   // launch() only; null without an EAGLE draft
   int32_t bench_accept_length_ = 0;
 
   // Shared by launch() and finish(), under mutex_.

@@ -73,6 +73,12 @@ struct GenerateRequest {
   // SGLang's priority (with --enable-priority-scheduling; larger first unless
   // --schedule-low-priority-values-first). None: --default-priority-value, else the least.
   std::optional<int64_t> priority;
+  // SGLang's return_hidden_states: the final norm's output (the LM head's input) at every
+  // position the model computes for the request, prompt and outputs (all but the last output,
+  // never fed back), in position order (ReqUpdate::new_hidden_states). The radix cache serves
+  // such a request only positions already reported, so its first prefill computes the whole
+  // prompt; with speculative decoding it decodes without drafts.
+  bool return_hidden_states = false;
 
   // How many prompt tokens get a logprob (positions start + 1 .. prompt_len - 1).
   int32_t input_logprob_count() const;
@@ -112,7 +118,12 @@ struct Req {
   // null when unconstrained.
   std::unique_ptr<grammar::ReasonerGrammarMatcher> grammar;
   bool input_logprobs_sent = false;  // delivered with the first token (or the finish)
-  int64_t last_batch_id = -1;        // newest batch that reads this request's row
+  // return_hidden_states: positions [0, hidden_states_len) have had their hidden states taken
+  // (a recomputation after a retraction repeats some: dropped); those not yet in an update wait
+  // in hidden_states_unsent, f32 [rows, hidden].
+  int32_t hidden_states_len = 0;
+  std::vector<float> hidden_states_unsent;
+  int64_t last_batch_id = -1;  // newest batch that reads this request's row
   Clock::time_point arrival_time = Clock::now();
   int64_t priority = 0;  // request.priority resolved (PriorityOptions::resolve)
   std::optional<Clock::time_point> first_schedule_time;

@@ -112,11 +112,13 @@ bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
         req->request.grammar, req->request.reasoning_gate, vocab_size_);
   }
   if (options_.speculative.enabled() &&
-      (req->request.grammar || req->request.sampling.has_penalties_or_bias())) {
+      (req->request.grammar || req->request.sampling.has_penalties_or_bias() ||
+       req->request.return_hidden_states)) {
     ++totals_.spec_plain_requests;
     if (!std::exchange(logged_spec_plain_, true)) {
-      SGL_LOG_INFO << "speculative decoding: requests with a grammar, penalties or logit_bias "
-                      "decode without drafts (counted in spec_plain_requests)";
+      SGL_LOG_INFO << "speculative decoding: requests with a grammar, penalties, logit_bias or "
+                      "return_hidden_states decode without drafts (counted in "
+                      "spec_plain_requests)";
     }
   }
   Req* raw = req.get();

@@ -35,6 +35,9 @@ struct ReqUpdate {
   std::optional<sampling::PromptLogprobs> input_logprobs;  // once, when the prefill completes
   std::optional<FinishState> finished;  // with the last new token, when a token ended it
   std::vector<float> embedding;         // f32 [hidden]: an embedding request's, with its finish
+  // GenerateRequest::return_hidden_states: the positions' hidden states since the last update,
+  // f32 [rows, hidden] row-major, in position order.
+  std::vector<float> new_hidden_states = {};
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;
@@ -118,10 +121,12 @@ class Scheduler {
   // that finished there is dropped once its result is processed.
   NextBatch get_next_batch_to_run();
   // Applies a batch's sampled tokens (BatchEntry::sample_rows() rows per entry, in batch order:
-  // one, or a verify entry's 1 + drafts), and the prompt logprobs of the entries that asked (one
-  // per entry, or none).
+  // one, or a verify entry's 1 + drafts), the prompt logprobs of the entries that asked (one
+  // per entry, or none) and the hidden states of those that asked (one per entry, f32
+  // [extend_len, hidden] or empty; or none).
   void process_batch_result(const ScheduleBatch& batch, const sampling::SampleOutput& output,
-                            std::span<const sampling::PromptLogprobs> prompt_logprobs = {});
+                            std::span<const sampling::PromptLogprobs> prompt_logprobs = {},
+                            std::span<const std::vector<float>> hidden_states = {});
   // A pooling batch's result (batch.pooling set): `embeddings` f32 [entries, hidden], row i the
   // model's pooling of entry i's tokens. A request whose last chunk this was ends with its
   // embedding (finish reason length, as SGLang's).

@@ -29,8 +29,12 @@ size_t Scheduler::cache_key_length(const Req& req) const {
   if (req.wants_input_logprobs()) {
     key_len = std::min(key_len, static_cast<size_t>(req.request.logprob_start_len));
   }
-  // Mean pooling reads every prompt token's hidden state: a cached prefix would have none.
+  // Mean pooling reads every prompt token's hidden state: a cached prefix would have none; nor
+  // may positions whose hidden states a request still has to report.
   if (options_.pooler.type == PoolingType::kMean) key_len = 0;
+  if (req.request.return_hidden_states) {
+    key_len = std::min(key_len, static_cast<size_t>(req.hidden_states_len));
+  }
   return key_len;
 }
 

@@ -21,15 +21,16 @@ constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
 
 int32_t Scheduler::draft_room(const Req& req, int32_t budget) const {
   // Drafts need one result row per position; logit processing and grammars read a single row
-  // per step, so those requests decode plainly (min_new_tokens' mask only while it holds, a
-  // thinking budget's while no draft can reach its forced close: the counts are exact here,
-  // drafts are planned with no batch of the request in flight).
+  // per step, so those requests decode plainly (and those reporting hidden states) (min_new_tokens'
+  // mask only while it holds, a thinking budget's while no draft can reach its forced close: the
+  // counts are exact here, drafts are planned with no batch of the request in flight).
   const sampling::SamplingParams& p = req.request.sampling;
   const bool before_min_tokens = static_cast<int64_t>(req.output_ids.size()) < p.min_new_tokens;
   // The verify step's tokens (drafts + 1) must all be free of any mask.
   const int64_t free = req.grammar ? req.grammar->free_tokens() : kUnbounded;
+  // Hidden states are reported for the positions a step keeps, which drafts would blur.
   if (req.output_ids.empty() || free <= 1 || p.has_penalties_or_bias() || before_min_tokens ||
-      req.draft_stale) {
+      req.draft_stale || req.request.return_hidden_states) {
     return 0;
   }
   // Each accepted draft is an output token, and the drafts' positions must fit the context.

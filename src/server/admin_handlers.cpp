@@ -158,6 +158,7 @@ Reply server_info_reply(ServerContext& ctx) {
        {"model_path", ctx.weights.path()},
        {"tokenizer_path", i.tokenizer_path},
        {"skip_tokenizer_init", i.skip_tokenizer_init},
+       {"enable_return_hidden_states", i.enable_return_hidden_states},
        {"served_model_name", i.served_model_name},
        {"host", i.host},
        {"port", i.port},

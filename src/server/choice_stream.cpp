@@ -41,6 +41,7 @@ engine::StreamEvent slice(const engine::StreamEvent& e, size_t first, size_t cou
   s.token_ids_logprobs = part(e.token_ids_logprobs);
   s.usage = e.usage;
   if (first == 0) s.input_logprobs = e.input_logprobs;
+  if (first == 0) s.hidden_states = e.hidden_states;  // (rows are positions, not new tokens)
   if (first + count == e.token_ids.size()) s.finished = e.finished;
   return s;
 }
@@ -72,6 +73,7 @@ void append_delta(ChoiceDelta& to, const ChoiceDelta& d) {
   to.token_ids_texts.insert(to.token_ids_texts.end(), d.token_ids_texts.begin(),
                             d.token_ids_texts.end());
   if (d.prompt_logprobs) to.prompt_logprobs = d.prompt_logprobs;
+  to.hidden_states.insert(to.hidden_states.end(), d.hidden_states.begin(), d.hidden_states.end());
   to.finished = d.finished;
 }
 
@@ -143,6 +145,7 @@ ChoiceDelta ChoiceStream::process(engine::StreamEvent event) {
   d.top_logprobs = std::move(event.top_logprobs);
   d.token_ids_logprobs = std::move(event.token_ids_logprobs);
   d.prompt_logprobs = std::move(event.input_logprobs);
+  d.hidden_states = std::move(event.hidden_states);
   if (options_.token_texts) add_token_texts(d);
   if (event.usage.cached_tokens > cached_tokens_) cached_tokens_ = event.usage.cached_tokens;
   retractions_ = std::max(retractions_, event.usage.retractions);

@@ -80,6 +80,10 @@ struct ChoiceDelta {
   std::vector<std::vector<std::string>> token_ids_texts = {};
   // The prompt logprobs, in the delta they arrived with (and in total()), when asked for.
   std::optional<sampling::PromptLogprobs> prompt_logprobs;
+  // return_hidden_states: the hidden states of the positions computed since the previous delta
+  // (in total(): from position 0), f32 [rows, hidden] row-major: the prompt's, then one per
+  // output token fed back.
+  std::vector<float> hidden_states = {};
   bool finished = false;
 };
 

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "server/engine_request.h"
 #include "server/errors.h"
@@ -46,6 +48,8 @@ class GenerateReply final : public GenerationReply {
     // [logprob, id, text] per requested id at each position (SGLang), with per choice the ids.
     bool token_ids = false;
     std::vector<std::vector<int32_t>> token_ids_logprob;
+    // return_hidden_states: meta_info.hidden_states (SGLang's layout, hidden_states_json).
+    bool hidden_states = false;
     // A turn of this session (the request's id is its rid there): its output is recorded as it
     // comes (a `replace` of the running turn continues from it) and when it ends, for the turns
     // that continue it.
@@ -58,7 +62,8 @@ class GenerateReply final : public GenerationReply {
         setup_(std::move(setup)),
         start_s_(now_s()),
         input_cache_(choices_.size()),
-        input_final_(choices_.size(), false) {}
+        input_final_(choices_.size(), false),
+        hidden_rows_sent_(choices_.size(), 0) {}
   ~GenerateReply() override { record_session_turn(); }
 
  private:
@@ -136,6 +141,31 @@ class GenerateReply final : public GenerationReply {
     return *input_cache_[i];
   }
 
+  // SGLang's meta_info.hidden_states for choice i: the prompt positions' rows as one list, then
+  // a row per output token fed back. `rows` (f32, ctx_.info.hidden_size wide) start at position
+  // `first`; the rows of positions past the last output token but one (steps after the finish
+  // the server decided, a stop string) are left out.
+  json hidden_states_json(size_t i, std::span<const float> rows, int64_t first) const {
+    const ChoiceStream& c = *choices_[i];
+    const auto width = static_cast<size_t>(ctx_.info.hidden_size);
+    const int64_t prompt = c.prompt_tokens();
+    const int64_t end = prompt + std::max(c.completion_tokens(), 1) - 1;
+    const int64_t last = std::min(first + static_cast<int64_t>(rows.size() / width), end);
+    auto row = [&](int64_t pos) {
+      const auto at = rows.begin() + static_cast<std::ptrdiff_t>((pos - first) * width);
+      return json(std::vector<float>(at, at + static_cast<std::ptrdiff_t>(width)));
+    };
+    json out = json::array();
+    if (first < std::min(prompt, last)) {
+      json prompt_rows = json::array();
+      for (int64_t pos = first; pos < std::min(prompt, last); ++pos)
+        prompt_rows.push_back(row(pos));
+      out.push_back(std::move(prompt_rows));
+    }
+    for (int64_t pos = std::max(first, prompt); pos < last; ++pos) out.push_back(row(pos));
+    return out;
+  }
+
   // The item for choice i: everything so far (SGLang streams cumulative outputs), or with
   // --incremental-streaming-output a stream's `delta` alone (text, output_ids, output logprobs).
   json item(size_t i, const ChoiceDelta* delta = nullptr) {
@@ -181,6 +211,16 @@ class GenerateReply final : public GenerationReply {
         meta["input_token_ids_logprobs"] = input.token_ids;
         meta["output_token_ids_logprobs"] = std::move(ids);
       }
+    }
+    if (setup_.hidden_states) {
+      // A delta's rows follow those streamed before; the total's start at position 0.
+      int64_t first = 0;
+      if (delta != nullptr) {
+        first = hidden_rows_sent_[i];
+        hidden_rows_sent_[i] +=
+            static_cast<int64_t>(t.hidden_states.size()) / ctx_.info.hidden_size;
+      }
+      meta["hidden_states"] = hidden_states_json(i, t.hidden_states, first);
     }
     meta["reasoning_tokens"] = c.reasoning_tokens();
     meta["completion_tokens"] = c.completion_tokens();
@@ -230,6 +270,7 @@ class GenerateReply final : public GenerationReply {
   double start_s_;
   std::vector<std::optional<InputLogprobs>> input_cache_;  // per choice
   std::vector<bool> input_final_;
+  std::vector<int64_t> hidden_rows_sent_;  // per choice: positions an incremental stream sent
   bool session_recorded_ = false;
 };
 
@@ -272,6 +313,7 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   setup.top_logprobs = setup.logprobs && req.top_logprobs_num > 0;
   setup.text_in_logprobs = req.return_text_in_logprobs;
   setup.token_ids = setup.logprobs && req.token_ids_logprob.has_value();
+  setup.hidden_states = req.return_hidden_states;
   grammar::ReasoningGate gate;
   if (req.require_reasoning) {
     auto required = required_reasoning_gate(ctx);
@@ -319,6 +361,7 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
       plan.request.top_logprobs_num =
           setup.logprobs ? static_cast<int32_t>(req.top_logprobs_num) : 0;
       plan.request.token_ids_logprob = asked;
+      plan.request.return_hidden_states = req.return_hidden_states;
       apply_routing(req.routing, p, plan.request);
       if (setup.text_in_logprobs) plan.options.token_ids_logprob = asked;
       plan.options.no_logs = req.no_logs;
@@ -400,6 +443,14 @@ Reply handle_generate(ServerContext& ctx, const HttpRequest& request) {
   }
   if (ctx.info.skip_tokenizer_init) {
     if (Status s = check_without_tokenizer(req); !s.ok()) return Reply::of(error_response(s));
+  }
+  if (req.return_hidden_states && !ctx.info.enable_return_hidden_states) {
+    // SGLang's words.
+    return Reply::of(error_response(400,
+                                    "The server is not configured to return the hidden states. "
+                                    "Please set `--enable-return-hidden-states` to enable this "
+                                    "feature.",
+                                    "return_hidden_states"));
   }
   const bool stream = req.stream;
   auto shared = std::make_shared<const GenerateInput>(std::move(req));

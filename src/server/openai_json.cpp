@@ -165,7 +165,6 @@ constexpr const char* kNoDisaggregation = "prefill-decode disaggregation is not 
 constexpr request_json::RefusedField kUnsupportedRequest[] = {
     {"lora_path", "LoRA adapters are not implemented"},
     {"lora_id", "LoRA adapters are not implemented"},
-    {"return_hidden_states", "hidden states in replies are not implemented"},
     {"image_data", kNoMultimodal},
     {"audio_data", kNoMultimodal},
     {"video_data", kNoMultimodal},
@@ -215,6 +214,9 @@ constexpr request_json::RefusedField kUnsupportedRequest[] = {
 // /generate's fields the OpenAI routes refuse.
 constexpr request_json::RefusedField kGenerateOnly[] = {
     {"session_params", "sessions on this route are not implemented (/generate's are)"},
+    {"return_hidden_states",
+     "hidden states in this route's replies are not implemented (/generate's "
+     "return_hidden_states is)"},
     {"max_thinking_tokens",
      "a per-request thinking budget on this route is not implemented (/generate's "
      "max_thinking_tokens and the Messages API's thinking.budget_tokens are)"},
@@ -639,6 +641,7 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(read(o, "no_logs", r.no_logs));
   SGL_RETURN_IF_ERROR(read_session_params(o, r));
   SGL_RETURN_IF_ERROR(read(o, "require_reasoning", r.require_reasoning));
+  SGL_RETURN_IF_ERROR(read(o, "return_hidden_states", r.return_hidden_states));
   SGL_RETURN_IF_ERROR(read(o, "max_thinking_tokens", r.max_thinking_tokens));
   if (r.max_thinking_tokens && *r.max_thinking_tokens < 0) {
     return field_error("max_thinking_tokens", "must be >= 0");

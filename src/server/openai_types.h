@@ -179,6 +179,8 @@ struct GenerateInput {
   std::optional<int64_t> max_thinking_tokens;
   // SGLang's session_params: the request is a turn of an open session (session_store.h).
   std::optional<SessionParams> session;
+  // SGLang's return_hidden_states (with --enable-return-hidden-states): meta_info.hidden_states.
+  bool return_hidden_states = false;
 };
 
 // POST /v1/embeddings (an embedding model's; embeddings_json.h)

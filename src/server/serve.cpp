@@ -147,6 +147,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.priority = so.priority;
   info.has_chat_template = chat_template.has_value();
   info.skip_tokenizer_init = options.skip_tokenizer_init;
+  info.enable_return_hidden_states = options.enable_return_hidden_states;
   info.chat_template_origin = loaded.origin;
   if (tokenizer.vocab_size() > config.vocab_size) {
     SGL_LOG_WARN << "the tokenizer (" << tokenizer_path << ") has " << tokenizer.vocab_size()

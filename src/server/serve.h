@@ -55,6 +55,7 @@ struct ServeOptions {
   // SGLang's --skip-tokenizer-init: no tokenizer; clients send and receive token ids, and what
   // needs text is refused (serve()'s `tokenizer` is null).
   bool skip_tokenizer_init = false;
+  bool enable_return_hidden_states = false;  // ServerInfo's
   // --sampling-defaults model: requests start from the model's generation_config.json sampling
   // values (SGLang's default); false: OpenAI's.
   bool model_sampling_defaults = true;

@@ -69,6 +69,8 @@ struct ServerInfo {
   // --skip-tokenizer-init: the tokenizer is an IdsOnlyTokenizer; the Router refuses the text
   // routes and the handlers text prompts and text-only fields.
   bool skip_tokenizer_init = false;
+  // --enable-return-hidden-states: /generate's return_hidden_states is served (else a 400).
+  bool enable_return_hidden_states = false;
   std::string chat_template_origin;    // the --chat-template path, or where the tokenizer's is
   bool log_requests = false;           // --log-requests at start (ServerContext::log_requests)
   bool health_generates = true;        // /health probes the engine (ServeOptions')

@@ -58,6 +58,15 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
         kv_.at(batch.out_cache_loc.at(slot_offset + i)) = row_tokens[r.prefix_len + i];
       }
       slot_offset += r.extend_len;
+      if (r.return_hidden_states) {  // a "hidden state" per token: {position, token there}
+        result.hidden_states.resize(batch.requests.size());
+        std::vector<float>& rows =
+            result.hidden_states[static_cast<size_t>(&r - batch.requests.data())];
+        for (int32_t i = 0; i < r.extend_len; ++i) {
+          rows.push_back(static_cast<float>(r.prefix_len + i));
+          rows.push_back(static_cast<float>(row_tokens[r.prefix_len + i]));
+        }
+      }
       const auto slots = table_.row(r.req_pool_idx);
       // One result per sampled position: the last one, or a speculative verify's last
       // sample_rows (each the reference's next token after the sequence up to it).

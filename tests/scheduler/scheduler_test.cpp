@@ -476,6 +476,43 @@ TEST_P(SchedulerLoops, RetractionRecomputesAndEveryRequestCompletes) {
   d.expect_reference_outputs();
 }
 
+// return_hidden_states: every position from 0 to the last output but one, once each and in
+// order, however the prompt was chunked, its cache served (only positions already reported) or
+// the request retracted and recomputed (the fake runner's rows are {position, token}).
+TEST_P(SchedulerLoops, HiddenStatesCoverEachPositionOnceThroughChunksAndRetractions) {
+  SchedulerOptions options;
+  options.max_running_requests = 16;
+  options.chunked_prefill_size = 8;
+  Driver d(options, 200, 256, overlap());
+  std::vector<uint64_t> hidden;
+  for (int i = 0; i < 12; ++i) {
+    GenerateRequest r = test::greedy_ids_request(tokens(i % 2 ? 10 : 21, 200 + i % 3), 60);
+    r.return_hidden_states = i % 3 != 0;
+    const uint64_t rid = d.submit(std::move(r));
+    if (i % 3 != 0) hidden.push_back(rid);
+  }
+  d.run_until_idle();
+  EXPECT_GT(d.scheduler().stats().num_retracted_total, 0);
+  d.expect_reference_outputs();
+  int32_t retracted = 0;
+  for (uint64_t rid : hidden) {
+    retracted += d.retractions()[rid] > 0;
+    std::vector<int32_t> sequence = d.request(rid).input_ids;
+    const std::vector<int32_t>& out = d.outputs()[rid];
+    sequence.insert(sequence.end(), out.begin(), out.end() - 1);  // the last is never fed back
+    const std::vector<float>& rows = d.hidden_states()[rid];
+    ASSERT_EQ(rows.size(), 2 * sequence.size()) << "request " << rid;
+    for (size_t p = 0; p < sequence.size(); ++p) {
+      EXPECT_EQ(rows[2 * p], static_cast<float>(p)) << "request " << rid;
+      EXPECT_EQ(rows[2 * p + 1], static_cast<float>(sequence[p])) << "request " << rid;
+    }
+  }
+  EXPECT_GT(retracted, 0);
+  for (const auto& [rid, rows] : d.hidden_states()) {
+    if (std::find(hidden.begin(), hidden.end(), rid) == hidden.end()) EXPECT_TRUE(rows.empty());
+  }
+}
+
 // Without chunked prefill a prompt fits one forward (checked at submit), but a retracted request
 // resumes with its outputs too: with its prefix evicted it is recomputed in pieces a forward
 // holds (max_prefill_tokens, plus the running decodes a mixed batch carries).

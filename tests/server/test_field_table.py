@@ -230,7 +230,7 @@ GENERATE = {
     "audio_data": refused("a.wav"),
     "video_data": refused("v.mp4"),
     "lora_path": refused("adapter"),
-    "return_hidden_states": refused(True),
+    "return_hidden_states": shown("test_hidden_states.py::test_rows_are_the_lm_heads_input"),
     "custom_logit_processor": refused("x"),
 }
 GENERATE.update({
@@ -448,6 +448,8 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "chat_template_kwargs": {"enable_thinking": False}, "input_ids": [1, 403],
               "routed_dp_rank": 0, "data_parallel_rank": 0, "no_logs": True, "min_tokens": 1,
               "require_reasoning": False, "max_thinking_tokens": None,
+              # True needs --enable-return-hidden-states, which the cited test's server has.
+              "return_hidden_states": False,
               "extra_key": "tenant", "cache_salt": "salt",
               # Any level (and a thinking budget) needs a reasoning parser, "none" a template
               # reading enable_thinking: this server has neither (the cited test's servers do).
