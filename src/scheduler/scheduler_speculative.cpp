@@ -21,9 +21,9 @@ constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
 
 int32_t Scheduler::draft_room(const Req& req, int32_t budget) const {
   // Drafts need one result row per position; logit processing and grammars read a single row
-  // per step, so those requests decode plainly (and those reporting hidden states) (min_new_tokens'
-  // mask only while it holds, a thinking budget's while no draft can reach its forced close: the
-  // counts are exact here, drafts are planned with no batch of the request in flight).
+  // per step, so those requests decode plainly (min_new_tokens' mask only while it holds, a
+  // thinking budget's while no draft can reach its forced close: the counts are exact here,
+  // drafts are planned with no batch of the request in flight).
   const sampling::SamplingParams& p = req.request.sampling;
   const bool before_min_tokens = static_cast<int64_t>(req.output_ids.size()) < p.min_new_tokens;
   // The verify step's tokens (drafts + 1) must all be free of any mask.
