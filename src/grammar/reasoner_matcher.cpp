@@ -71,6 +71,11 @@ void ReasonerGrammarMatcher::fill_next_token_bitmask(uint32_t* bitmask) {
   }
 }
 
+void ReasonerGrammarMatcher::rollback(int32_t n) {
+  SGL_CHECK(checks_drafts()) << "a rollback outside the grammar's answer";
+  matcher_->rollback(n);
+}
+
 bool ReasonerGrammarMatcher::accept_token(int32_t token_id) {
   switch (phase_) {
     case Phase::kMayOpen:

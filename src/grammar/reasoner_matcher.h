@@ -57,6 +57,11 @@ class ReasonerGrammarMatcher {
   int32_t free_tokens() const;
   // The grammar accepted a stop token: nothing more is.
   bool is_terminated() const { return matcher_ && matcher_->is_terminated(); }
+  // Whether the grammar alone decides the next tokens (its answer: no reasoning before it, or
+  // the reasoning ended), so speculative drafts can be checked token by token and undone.
+  bool checks_drafts() const { return matcher_.has_value() && phase_ == Phase::kAnswer; }
+  // Undoes the last n accept_token calls, all made while checks_drafts() held.
+  void rollback(int32_t n);
   int32_t bitmask_words() const { return bitmask_words_; }
 
  private:

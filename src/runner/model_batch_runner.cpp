@@ -316,16 +316,8 @@ void ModelBatchRunner::run_on_host(const ExecBatch& batch, const ForwardBatch& f
   // NOTE: the sampler reports logprobs of the processed distribution (penalties, bias and
   // the min_new_tokens mask applied; temperature not), as SGLang does.
   if (process) sampling::process_logits(logits, logit_processing(batch, first_row));
-  if (batch.vocab_mask.valid()) {
-    const sampling::VocabMask& mask = batch.vocab_mask.get();
-    if (!all_rows) {
-      sampling::apply_vocab_mask(logits, mask);  // one row per request: rows are requests
-    } else {
-      sampling::VocabMask rows = mask;  // rows index requests: make them logits rows
-      for (int32_t& row : rows.rows) row = static_cast<int32_t>(first_row[row]);
-      sampling::apply_vocab_mask(logits, rows);
-    }
-  }
+  // Mask rows are sampled rows, as `logits` has them now.
+  if (batch.vocab_mask.valid()) sampling::apply_vocab_mask(logits, batch.vocab_mask.get());
   result.output = model_runner_.sample(logits, sampling);
 }
 

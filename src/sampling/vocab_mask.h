@@ -15,7 +15,9 @@ namespace sgl::sampling {
 
 struct VocabMask {
   int32_t words = 0;          // bitmask words per row: ceil(vocab / 32)
-  std::vector<int32_t> rows;  // [n]: the batch rows (logits rows) that are masked
+  // [n]: the masked sampled rows of the batch (a request's one, or a verify's 1 + drafts, in
+  // request order), each a logits row of the sampler.
+  std::vector<int32_t> rows;
   // u32 [n, words]: bit t % 32 of word t / 32 of row i set = token t allowed for rows[i].
   std::vector<uint32_t> bits;
 

@@ -111,14 +111,15 @@ bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
     req->grammar = std::make_unique<grammar::ReasonerGrammarMatcher>(
         req->request.grammar, req->request.reasoning_gate, vocab_size_);
   }
+  // (N-gram drafts are the scheduler's, so a grammar checks them; EAGLE's come from the runner.)
   if (options_.speculative.enabled() &&
-      (req->request.grammar || req->request.sampling.has_penalties_or_bias() ||
-       req->request.return_hidden_states)) {
+      ((req->request.grammar && options_.speculative.drafts_in_runner()) ||
+       req->request.sampling.has_penalties_or_bias() || req->request.return_hidden_states)) {
     ++totals_.spec_plain_requests;
     if (!std::exchange(logged_spec_plain_, true)) {
-      SGL_LOG_INFO << "speculative decoding: requests with a grammar, penalties, logit_bias or "
-                      "return_hidden_states decode without drafts (counted in "
-                      "spec_plain_requests)";
+      SGL_LOG_INFO << "speculative decoding: requests with penalties, logit_bias or "
+                      "return_hidden_states (and with EAGLE, a grammar) decode without drafts "
+                      "(counted in spec_plain_requests)";
     }
   }
   Req* raw = req.get();
@@ -227,15 +228,17 @@ void Scheduler::plan_vocab_mask(ScheduleBatch& batch) {
   const int64_t per_batch =
       options_.speculative.enabled() ? options_.speculative.num_draft_tokens : 1;
   const int64_t unaccepted = (batch.id - 1 - last_processed_batch_id_) * per_batch;
-  for (size_t i = 0; i < batch.entries.size(); ++i) {
-    const BatchEntry& e = batch.entries[i];
+  int32_t first_row = 0;  // mask rows are sampled rows (a verify entry has 1 + drafts)
+  for (const BatchEntry& e : batch.entries) {
     // No row where no mask can hold the tokens this entry samples (a thinking budget far from
     // its end): the batch then needs no mask, and the runner does not wait for the host's
     // processing of the batch before it to sample.
     if (e.samples && e.req->grammar &&
         e.req->grammar->free_tokens() < unaccepted + e.sample_rows()) {
-      pending.rows.emplace_back(static_cast<int32_t>(i), e.req);
+      const bool checked = e.req->grammar->checks_drafts() && !e.draft_ids.empty();
+      pending.rows.push_back({first_row, e.req, checked ? e.draft_ids : std::vector<int32_t>{}});
     }
+    first_row += e.sample_rows();
   }
   if (pending.rows.empty()) return;
   batch.vocab_mask = pending.promise.get_future().share();
@@ -248,17 +251,27 @@ void Scheduler::fill_ready_masks() {
          pending_masks_.front().batch_id - 1 <= last_processed_batch_id_) {
     PendingMask& pending = pending_masks_.front();
     sampling::VocabMask mask;
-    for (const auto& [row, req] : pending.rows) {
+    for (const MaskedEntry& entry : pending.rows) {
+      Req* req = entry.req;
       // A request that finished meanwhile samples a token that is dropped: no mask needed; nor
       // does one whose grammar waits for the end of its reasoning.
       if (req->finished || !req->grammar->constrains_next()) continue;
-      if (mask.rows.empty()) {
-        mask.words = req->grammar->bitmask_words();
-        mask.bits.reserve(pending.rows.size() * static_cast<size_t>(mask.words));
+      if (mask.rows.empty()) mask.words = req->grammar->bitmask_words();
+      auto add_row = [&](int32_t row) {
+        mask.rows.push_back(row);
+        mask.bits.resize(mask.rows.size() * static_cast<size_t>(mask.words));
+        req->grammar->fill_next_token_bitmask(mask.bits.data() +
+                                              (mask.rows.size() - 1) * mask.words);
+      };
+      add_row(entry.first_row);
+      // Each draft's row as the grammar stands after the drafts before it (drafts_for checked
+      // that it takes them all), then the grammar back as it was.
+      int32_t taken = 0;
+      for (int32_t draft : entry.drafts) {
+        if (!req->grammar->accept_token(draft)) break;
+        add_row(entry.first_row + ++taken);
       }
-      mask.rows.push_back(row);
-      mask.bits.resize(mask.rows.size() * static_cast<size_t>(mask.words));
-      req->grammar->fill_next_token_bitmask(mask.bits.data() + (mask.rows.size() - 1) * mask.words);
+      if (taken > 0) req->grammar->rollback(taken);
     }
     pending.promise.set_value(std::move(mask));
     pending_masks_.pop_front();

@@ -287,9 +287,16 @@ class Scheduler {
   };
   std::deque<PolicyStep> policy_steps_;  // the chosen decode batches in flight, oldest first
   // Grammar masks promised to batches in flight, oldest first.
+  struct MaskedEntry {
+    int32_t first_row = 0;  // the entry's first sampled row in the batch
+    Req* req = nullptr;     // constrained
+    // A verify entry's drafts its grammar checked (drafts_for): one more row each, masked as
+    // the grammar stands after the drafts before it. Empty: the first row alone.
+    std::vector<int32_t> drafts;
+  };
   struct PendingMask {
     int64_t batch_id = 0;
-    std::vector<std::pair<int32_t, Req*>> rows;  // (entry index, its constrained request)
+    std::vector<MaskedEntry> rows;
     std::promise<sampling::VocabMask> promise;
   };
   std::deque<PendingMask> pending_masks_;

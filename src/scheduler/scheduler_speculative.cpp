@@ -17,6 +17,18 @@ namespace {
 
 constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
 
+// Cuts `drafts` at the first one the grammar refuses (the target's masked sample there can never
+// equal it) and after one that ends the grammar; the matcher is left as it was.
+void cut_to_grammar(grammar::ReasonerGrammarMatcher& grammar, std::vector<int32_t>& drafts) {
+  int32_t taken = 0;
+  for (int32_t draft : drafts) {
+    if (grammar.is_terminated() || !grammar.accept_token(draft)) break;
+    ++taken;
+  }
+  if (taken > 0) grammar.rollback(taken);
+  drafts.resize(static_cast<size_t>(taken));
+}
+
 }  // namespace
 
 int32_t Scheduler::draft_room(const Req& req, int32_t budget) const {
@@ -26,8 +38,12 @@ int32_t Scheduler::draft_room(const Req& req, int32_t budget) const {
   // drafts are planned with no batch of the request in flight).
   const sampling::SamplingParams& p = req.request.sampling;
   const bool before_min_tokens = static_cast<int64_t>(req.output_ids.size()) < p.min_new_tokens;
-  // The verify step's tokens (drafts + 1) must all be free of any mask.
-  const int64_t free = req.grammar ? req.grammar->free_tokens() : kUnbounded;
+  // The verify step's tokens (drafts + 1) must all be free of any mask, unless the drafts are
+  // the scheduler's (n-grams) and a grammar alone holds them: drafts_for then cuts them where it
+  // refuses, and each verify row gets its mask (plan_vocab_mask).
+  const bool checked =
+      req.grammar && req.grammar->checks_drafts() && !options_.speculative.drafts_in_runner();
+  const int64_t free = req.grammar && !checked ? req.grammar->free_tokens() : kUnbounded;
   // Hidden states are reported for the positions a step keeps, which drafts would blur.
   if (req.output_ids.empty() || free <= 1 || p.has_penalties_or_bias() || before_min_tokens ||
       req.draft_stale || req.request.return_hidden_states) {
@@ -60,8 +76,10 @@ std::vector<int32_t> Scheduler::drafts_for(const Req& req, int32_t budget) const
   const speculative::SpeculativeOptions& spec = options_.speculative;
   // EAGLE: the batch runner drafts into these slots; the ids come back with the result.
   if (spec.drafts_in_runner()) return std::vector<int32_t>(static_cast<size_t>(max_drafts), 0);
-  return speculative::ngram_draft(req.all_token_ids(), max_drafts, spec.ngram_min_match_window,
-                                  spec.ngram_max_match_window);
+  std::vector<int32_t> drafts = speculative::ngram_draft(
+      req.all_token_ids(), max_drafts, spec.ngram_min_match_window, spec.ngram_max_match_window);
+  if (req.grammar && req.grammar->checks_drafts()) cut_to_grammar(*req.grammar, drafts);
+  return drafts;
 }
 
 std::vector<std::vector<int32_t>> Scheduler::plan_drafts(int64_t needed, int32_t budget) const {

@@ -233,7 +233,8 @@ TEST_P(StructuredOutput, EveryConstrainedOutputIsInItsLanguage) {
 // stories260K in an engine (`overlap`: the overlap loop), with a compiler of grammars over its
 // tokenizer and a way to run a request to its end.
 struct StoriesWithGrammars {
-  explicit StoriesWithGrammars(bool overlap) {
+  // ngram_draft_tokens > 0: NGRAM speculative decoding with that many tokens a verify.
+  explicit StoriesWithGrammars(bool overlap, int32_t ngram_draft_tokens = 0) {
     auto loaded = tokenizer::Tokenizer::from_dir(test::model_dir("stories260K"));
     EXPECT_TRUE(loaded.ok()) << loaded.status().to_string();
     if (!loaded.ok()) return;
@@ -246,6 +247,10 @@ struct StoriesWithGrammars {
     ro.num_kv_slots = 2048;
     EngineOptions eo;
     eo.disable_overlap_schedule = !overlap;
+    if (ngram_draft_tokens > 0) {
+      eo.scheduler.speculative.algorithm = speculative::SpeculativeAlgorithm::kNgram;
+      eo.scheduler.speculative.num_draft_tokens = ngram_draft_tokens;
+    }
     auto launched = launch_model_engine(test::model_dir("stories260K"), ro, eo);
     EXPECT_TRUE(launched.ok()) << launched.status().to_string();
     if (!launched.ok()) return;
@@ -291,6 +296,51 @@ TEST(StructuredOutputFinish, TheLengthLimitBeforeTheGrammarsEnd) {
   EXPECT_EQ(at_limit.finish.reason, scheduler::FinishReason::kLength);
   r.max_new_tokens = n + 1;
   EXPECT_EQ(s.run(r).finish.reason, scheduler::FinishReason::kStop);
+}
+
+// NGRAM drafts under a grammar: the scheduler checks its drafts against the grammar (cut where it
+// refuses one) and masks each verify row as the grammar stands after the drafts before it, so
+// the tokens are plain decoding's, greedy and sampled alike, while drafts are accepted (forced
+// repeats in the outputs). Both loops.
+TEST(StructuredOutputSpeculative, NgramDraftsKeepTheGrammarsTokens) {
+  for (const bool overlap : {false, true}) {
+    const std::string label = overlap ? "overlap" : "normal";
+    StoriesWithGrammars plain(overlap), spec(overlap, /*ngram_draft_tokens=*/6);
+    ASSERT_TRUE(plain.ok() && spec.ok());
+    const std::vector<Constraint> grammars = {
+        {GrammarKind::kRegex, "(Once upon a time, there was a little girl\\. ){3}"},
+        {GrammarKind::kJsonSchema,
+         R"({"type": "array", "items": {"enum": ["red", "green"]}, "minItems": 8,
+             "maxItems": 8})"},
+        constraints()[0],
+        constraints()[4]};
+    std::vector<GenerateRequest> requests;
+    for (size_t i = 0; i < grammars.size() * 2; ++i) {
+      const Constraint& con = grammars[i % grammars.size()];
+      auto compiled = plain.compiler->compile(con.kind, con.source);
+      ASSERT_TRUE(compiled.ok()) << con.source << ": " << compiled.status().to_string();
+      GenerateRequest r = test::greedy_ids_request(plain.tok->encode("Once upon a time", {}), 160);
+      if (i >= grammars.size()) {  // sampled: each verify row draws with its position's step
+        r.sampling.temperature = 1.0f;
+        r.sampling.seed = 11 + static_cast<int64_t>(i);
+      }
+      r.grammar = *compiled;  // read-only, shared by both engines
+      requests.push_back(std::move(r));
+    }
+    const std::vector<test::Outcome> want = test::submit_and_collect(*plain.me.engine, requests);
+    const std::vector<test::Outcome> got = test::submit_and_collect(*spec.me.engine, requests);
+    test::expect_same_outcomes(got, want, 1e-4, label);
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(want[i].finish.reason, scheduler::FinishReason::kStop) << label << " " << i;
+    }
+    EXPECT_TRUE(spec.me.engine->last_integrity().ok())
+        << spec.me.engine->last_integrity().to_string();
+    const scheduler::SchedulerStats s = spec.me.engine->get_stats().scheduler;
+    EXPECT_EQ(s.spec_plain_requests, 0) << label;
+    EXPECT_GT(s.spec_accepted_tokens, 0) << label << ": no draft accepted under the grammars";
+    std::cout << label << ": " << s.spec_verify_steps << " verify steps, " << s.spec_accepted_tokens
+              << " of " << s.spec_draft_tokens << " drafts accepted\n";
+  }
 }
 
 // With a reasoning gate the grammar waits (SGLang's require_reasoning): the output is the

@@ -118,6 +118,35 @@ def test_requests_speculation_leaves_out_are_counted(ngram):
     assert "decode without drafts" in ngram.log()
 
 
+def test_constrained_requests_take_ngram_drafts(plain, tmp_path_factory):
+    """A grammar checks the n-gram drafts (each verify row masked as the grammar stands after
+    the drafts before it): JSON Schema and regex outputs equal a plain server's, drafts are
+    accepted, and the requests are not left out of speculation. (Fixed drafts: the adaptive
+    policy may measure them as not paying on a busy CPU.)"""
+    ngram = Server(tmp_path_factory.mktemp("ngram-fixed"), "--speculative-algorithm", "NGRAM",
+                   "--speculative-num-draft-tokens", "4", "--speculative-draft-policy", "fixed")
+    schema = {"type": "array", "items": {"enum": ["red", "green"]}, "minItems": 8,
+              "maxItems": 8}
+    constraints = [{"json_schema": json.dumps(schema)},
+                   {"regex": "(One day, Lily went to the park\\. ){4}"}]
+    try:
+        for constraint in constraints:
+            plain_before = sum(state["spec_plain_requests"] for state in ngram.states())
+            _, accepted_before = spec_totals(ngram)
+            body = {"text": "Once upon a time",
+                    "sampling_params": {"temperature": 0, "max_new_tokens": 120, **constraint}}
+            spec, base = (srv.post("/generate", body) for srv in (ngram, plain))
+            assert spec.status_code == 200 and base.status_code == 200, (spec.text, base.text)
+            assert spec.json()["output_ids"] == base.json()["output_ids"], constraint
+            assert sum(state["spec_plain_requests"] for state in ngram.states()) == plain_before
+            assert spec_totals(ngram)[1] > accepted_before, constraint
+            if "json_schema" in constraint:
+                assert len(json.loads(spec.json()["text"])) == 8
+        ngram.wait_idle_no_leak()
+    finally:
+        assert ngram.stop() == 0, ngram.log()
+
+
 def spec_totals(srv):
     """(verify steps, accepted drafts) over every replica (internal_states has one each), having
     checked each replica's own average accept length."""
