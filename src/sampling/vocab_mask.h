@@ -14,7 +14,7 @@
 namespace sgl::sampling {
 
 struct VocabMask {
-  int32_t words = 0;          // bitmask words per row: ceil(vocab / 32)
+  int32_t words = 0;  // bitmask words per row: ceil(vocab / 32)
   // [n]: the masked sampled rows of the batch (a request's one, or a verify's 1 + drafts, in
   // request order), each a logits row of the sampler.
   std::vector<int32_t> rows;
