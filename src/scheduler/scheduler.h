@@ -286,7 +286,7 @@ class Scheduler {
     int32_t drafts = 0;  // the count chosen (0: nothing verified)
   };
   std::deque<PolicyStep> policy_steps_;  // the chosen decode batches in flight, oldest first
-  // Grammar masks promised to batches in flight, oldest first.
+  // A batch entry whose sampled rows take grammar masks.
   struct MaskedEntry {
     int32_t first_row = 0;  // the entry's first sampled row in the batch
     Req* req = nullptr;     // constrained
@@ -299,6 +299,7 @@ class Scheduler {
     std::vector<MaskedEntry> rows;
     std::promise<sampling::VocabMask> promise;
   };
+  // Grammar masks promised to batches in flight, oldest first.
   std::deque<PendingMask> pending_masks_;
 };
 
