@@ -362,20 +362,20 @@ std::vector<std::vector<float>> ModelBatchRunner::requested_hidden_states(
   SGL_CHECK(hidden_states.defined() && hidden_states.size(0) == fb.num_tokens)
       << "hidden states of every token were captured";
   const int64_t width = hidden_states.size(1);
+  Tensor host = hidden_states;    // [num_tokens, width], activation dtype
+  if (!host.device().is_cpu()) {  // to the host as it is, in one copy, then converted there
+    hidden_staging_.resize(hidden_states.nbytes());
+    host = Tensor(hidden_staging_.data(), hidden_states.dtype(), {fb.num_tokens, width});
+    kernels::copy(hidden_states, host, model_runner_.stream());  // waits for the forward
+  }
   std::vector<std::vector<float>> out(batch.requests.size());
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     if (!batch.requests[i].return_hidden_states) continue;
     const int64_t first = fb.qo_indptr_host[i];
     const int64_t rows = fb.qo_indptr_host[i + 1] - first;
-    Tensor src = hidden_states.slice_rows(first, rows);  // [rows, width], activation dtype
-    if (!src.device().is_cpu()) {  // to the host as it is, then converted there
-      hidden_staging_.resize(src.nbytes());
-      const Tensor host(hidden_staging_.data(), src.dtype(), {rows, width});
-      kernels::copy(src, host, model_runner_.stream());  // waits for the forward
-      src = host;
-    }
     out[i].resize(static_cast<size_t>(rows * width));
-    kernels::copy(src, Tensor(out[i].data(), DType::kF32, {rows, width}), model_runner_.stream());
+    kernels::copy(host.slice_rows(first, rows), Tensor(out[i].data(), DType::kF32, {rows, width}),
+                  model_runner_.stream());
   }
   return out;
 }

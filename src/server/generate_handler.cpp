@@ -62,8 +62,7 @@ class GenerateReply final : public GenerationReply {
         setup_(std::move(setup)),
         start_s_(now_s()),
         input_cache_(choices_.size()),
-        input_final_(choices_.size(), false),
-        hidden_rows_sent_(choices_.size(), 0) {}
+        input_final_(choices_.size(), false) {}
   ~GenerateReply() override { record_session_turn(); }
 
  private:
@@ -213,13 +212,11 @@ class GenerateReply final : public GenerationReply {
       }
     }
     if (setup_.hidden_states) {
-      // A delta's rows follow those streamed before; the total's start at position 0.
-      int64_t first = 0;
-      if (delta != nullptr) {
-        first = hidden_rows_sent_[i];
-        hidden_rows_sent_[i] +=
-            static_cast<int64_t>(t.hidden_states.size()) / ctx_.info.hidden_size;
-      }
+      // A delta's rows are the total's last (the total holds every delta pulled); the total's
+      // start at position 0.
+      const auto first =
+          static_cast<int64_t>(c.total().hidden_states.size() - t.hidden_states.size()) /
+          ctx_.info.hidden_size;
       meta["hidden_states"] = hidden_states_json(i, t.hidden_states, first);
     }
     meta["reasoning_tokens"] = c.reasoning_tokens();
@@ -270,7 +267,6 @@ class GenerateReply final : public GenerationReply {
   double start_s_;
   std::vector<std::optional<InputLogprobs>> input_cache_;  // per choice
   std::vector<bool> input_final_;
-  std::vector<int64_t> hidden_rows_sent_;  // per choice: positions an incremental stream sent
   bool session_recorded_ = false;
 };
 
@@ -412,7 +408,8 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
 }
 
 // The fields that match or make text, which a server without a tokenizer
-// (--skip-tokenizer-init) cannot honour: an error naming the first one given.
+// (--skip-tokenizer-init) cannot honour: an error naming the first one given. (Grammars are
+// refused where every route compiles them, GrammarBackend.)
 Status check_without_tokenizer(const GenerateInput& req) {
   const auto refuse = [](const std::string& field) {
     return invalid_argument("'" + field +
@@ -427,7 +424,6 @@ Status check_without_tokenizer(const GenerateInput& req) {
   for (const SamplingInput& s : req.per_prompt_sampling.empty() ? one : req.per_prompt_sampling) {
     if (!s.stop.empty()) return refuse("stop");
     if (!s.stop_regex.empty()) return refuse("stop_regex");
-    if (s.grammar) return refuse(s.grammar->field);
   }
   return Status::ok_status();
 }

@@ -32,12 +32,12 @@ Result<grammar::TokenizerInfo> grammar_tokenizer_info(const tokenizer::Tokenizer
 
 GrammarBackend::GrammarBackend(const tokenizer::Tokenizer& tokenizer, int64_t vocab_size,
                                std::vector<int32_t> stop_ids, grammar::JsonSchemaOptions json,
-                               bool enabled)
+                               std::string refusal)
     : tokenizer_(tokenizer),
       vocab_size_(vocab_size),
       stop_ids_(std::move(stop_ids)),
       json_(std::move(json)),
-      enabled_(enabled) {}
+      refusal_(std::move(refusal)) {}
 
 GrammarBackend::~GrammarBackend() = default;
 
@@ -60,12 +60,7 @@ Status GrammarBackend::init() const {
 
 Result<std::shared_ptr<const grammar::CompiledGrammar>> GrammarBackend::compile(
     const GrammarInput& input) const {
-  if (!enabled_) {
-    return invalid_argument("'" + input.field +
-                            "': grammar-based generation (json_schema, regex, ebnf, "
-                            "structural_tag) is not supported when the server is launched with "
-                            "--grammar-backend none");
-  }
+  if (!refusal_.empty()) return invalid_argument("'" + input.field + "': " + refusal_);
   std::call_once(init_once_, [this] { init_status_ = init(); });
   SGL_RETURN_IF_ERROR(init_status_);
   auto compiled = compiler_->compile(input.kind, input.source);

@@ -27,11 +27,12 @@ Result<grammar::TokenizerInfo> grammar_tokenizer_info(const tokenizer::Tokenizer
 class GrammarBackend {
  public:
   // Borrows `tokenizer`. `stop_ids`: the model's EOS ids. `json`: how JSON Schema and JSON
-  // object constraints shape their JSON (whitespace). `enabled` false (SGLang's
-  // --grammar-backend none): every constraint is refused.
+  // object constraints shape their JSON (whitespace). `refusal` nonempty: every constraint is
+  // refused, the error naming the field and then saying this (SGLang's --grammar-backend none;
+  // a server without a tokenizer).
   GrammarBackend(const tokenizer::Tokenizer& tokenizer, int64_t vocab_size,
                  std::vector<int32_t> stop_ids, grammar::JsonSchemaOptions json = {},
-                 bool enabled = true);
+                 std::string refusal = {});
   ~GrammarBackend();
 
   // The compiled grammar; an invalid or unsupported grammar, or any with the backend disabled,
@@ -46,7 +47,7 @@ class GrammarBackend {
   int64_t vocab_size_;
   std::vector<int32_t> stop_ids_;
   grammar::JsonSchemaOptions json_;
-  bool enabled_;
+  std::string refusal_;
   mutable std::once_flag init_once_;
   mutable Status init_status_;
   mutable std::unique_ptr<grammar::GrammarCompiler> compiler_;  // set by init()

@@ -133,6 +133,19 @@ inline grammar::JsonSchemaOptions json_options(const ServerInfo& info) {
   return options;
 }
 
+// Why this server refuses every grammar (GrammarBackend's refusal); empty: it compiles them.
+inline std::string grammar_refusal(const ServerInfo& info) {
+  if (info.grammar_backend == "none") {
+    return "grammar-based generation (json_schema, regex, ebnf, structural_tag) is not supported "
+           "when the server is launched with --grammar-backend none";
+  }
+  if (info.skip_tokenizer_init) {
+    return "a grammar needs the tokenizer's vocabulary, which this server does not load "
+           "(--skip-tokenizer-init)";
+  }
+  return {};
+}
+
 struct ServerContext {
   ServerContext(engine::DataParallelController& engine_in, const tokenizer::Tokenizer& tokenizer_in,
                 const tokenizer::ChatTemplate* chat_template_in, ServerInfo info_in,
@@ -146,7 +159,7 @@ struct ServerContext {
         pool(pool_in),
         admin_pool(admin_pool_in),
         grammar(tokenizer_in, engine_in.options().vocab_size, engine_in.options().eos_token_ids,
-                json_options(info), info.grammar_backend != "none") {}
+                json_options(info), grammar_refusal(info)) {}
 
   // The engine replicas (--dp-size; one: a pass-through to it), used as one engine: requests
   // are routed, aborts reach their replica, stats are summed. Outlives the context.
