@@ -78,9 +78,10 @@ def test_streams_send_tokens_at_the_interval(server):
         "max_new_tokens": 14, "temperature": 0, "ignore_eos": True}}, stream=True)
     lengths = [len(e["output_ids"]) for e in events(r)]
     assert lengths[-1] == 14, lengths
-    # After the first, each chunk brings at least 4 new tokens, but the last.
+    # After the first, each chunk brings at least 4 new tokens, but the last. (On a busy machine
+    # all 14 may be there at the first poll: one chunk.)
     steps = [b - a for a, b in zip(lengths, lengths[1:])]
-    assert all(s >= 4 for s in steps[:-1]) and steps[-1] >= 1, lengths
+    assert all(s >= 4 for s in steps[:-1]) and all(s >= 1 for s in steps[-1:]), lengths
     assert len(lengths) <= 1 + 4, lengths
 
 
