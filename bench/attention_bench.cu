@@ -214,7 +214,7 @@ int run(const Options& opt) {
     for (int n = 1; n <= cuda::kMaxSplits && int64_t{c.batch} * n * kQHeads <= sweep_rows; n *= 2) {
       const double sweep_us = time_us(
           [&] {
-            cuda::flash_decode(q, pool.k(0), pool.v(0), out, fb, config.scale, {shape.width, n},
+            cuda::flash_decode(q, pool.layer(0), out, fb, config.scale, {shape.width, n},
                                scratch, stream);
           },
           flush, opt.iters, native);

@@ -40,6 +40,7 @@ namespace {
 constexpr const char* kUsage =
     R"(usage: sgl-bench one-batch (--model-path DIR|FILE.gguf | --config CONFIG.json)
   [--load-format auto|dummy] [--dtype auto|bfloat16|float32] [--device auto|cuda|cpu]
+  [--kv-cache-dtype auto|fp8_e4m3|fp8_e5m2]
   [--batch-size 1,8,64,256] [--input-len 128,1024] [--output-len 256]
   [--max-prefill-tokens 8192] [--attention-backend NAME] [--linear-backend auto|hopper]
   [--tp-size N] [--ep-size E] [--base-gpu-id B] [--output-file F.json]
@@ -225,7 +226,7 @@ class OneBatchBench {
     const double kv_token_bytes =
         2.0 * config.num_hidden_layers *
         static_cast<double>(model::kv_heads_per_rank(config.num_key_value_heads, tp)) *
-        config.head_dim * dtype_size(runner_.compute_dtype());
+        config.head_dim * dtype_size(runner_.kv_cache_dtype());
     const double mid_context = c.input_len + c.output_len / 2.0;
     result.decode_bytes =
         weight_bytes_per_step(config, c.batch_size, dtype_size(runner_.compute_dtype())) / tp +
@@ -257,6 +258,7 @@ int run_bench_one_batch(int argc, char** argv) {
                                              "--config",
                                              "--load-format",
                                              "--dtype",
+                                             "--kv-cache-dtype",
                                              "--device",
                                              "--batch-size",
                                              "--input-len",
@@ -315,6 +317,7 @@ int run_bench_one_batch(int argc, char** argv) {
   for (const std::string& note : device_notes) std::printf("note: %s\n", note.c_str());
   options.device = *device;
   options.dtype = args->get("--dtype").value_or("auto");
+  options.kv_cache_dtype = args->get("--kv-cache-dtype").value_or("auto");
   options.attention_backend = args->get("--attention-backend").value_or("auto");
   options.linear_backend = args->get("--linear-backend").value_or("auto");
   options.max_batch_size = max_bs;

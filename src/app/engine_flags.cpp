@@ -183,6 +183,12 @@ std::span<const FlagSpec> engine_flag_table() {
        .help = "Compute dtype; auto is f32 on the CPU, bf16 on CUDA. half / float16 are refused "
                "(no f16 compute path).",
        .default_value = "auto"},
+      {.name = "--kv-cache-dtype",
+       .value = "auto|fp8_e4m3|fp8_e5m2|bfloat16",
+       .help = "KV cache dtype: auto keeps the compute dtype; fp8_e4m3 / fp8_e5m2 store K and V "
+               "as FP8 (half of bf16's bytes, so twice the tokens in the same memory) at scale "
+               "1.0.",
+       .default_value = "auto"},
       {.name = "--cuda-graph-max-bs",
        .aliases = {"--cuda-graph-max-bs-decode"},
        .value = "N",
@@ -466,6 +472,7 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   s.runner.json_model_override_args = args.get("--json-model-override-args").value_or("");
   s.runner.dtype = args.get("--dtype").value_or("auto");
   if (s.runner.dtype == "half") s.runner.dtype = "float16";
+  s.runner.kv_cache_dtype = args.get("--kv-cache-dtype").value_or("auto");
   // SGLang 0.5's --cuda-graph-backend-decode disabled (sglang_flags.cpp) is the same switch.
   s.runner.disable_cuda_graph =
       args.has("--disable-cuda-graph") || args.get("--cuda-graph-backend-decode") == "disabled";

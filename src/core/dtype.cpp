@@ -16,6 +16,7 @@ size_t dtype_size(DType dtype) {
     case DType::kI64:
       return 8;
     case DType::kF8E4M3:
+    case DType::kF8E5M2:
     case DType::kBool:
       return 1;
   }
@@ -36,6 +37,8 @@ std::string_view dtype_name(DType dtype) {
       return "i64";
     case DType::kF8E4M3:
       return "f8e4m3";
+    case DType::kF8E5M2:
+      return "f8e5m2";
     case DType::kBool:
       return "bool";
   }
@@ -49,6 +52,7 @@ std::optional<DType> parse_dtype(std::string_view name) {
   if (name == "i32" || name == "int32") return DType::kI32;
   if (name == "i64" || name == "int64") return DType::kI64;
   if (name == "f8e4m3" || name == "float8_e4m3fn") return DType::kF8E4M3;
+  if (name == "f8e5m2" || name == "float8_e5m2") return DType::kF8E5M2;
   if (name == "bool") return DType::kBool;
   return std::nullopt;
 }

@@ -14,7 +14,8 @@ enum class DType : uint8_t {
   kBF16,
   kI32,
   kI64,
-  kF8E4M3,  // reserved for fp8 weights/KV; no kernel uses it yet
+  kF8E4M3,  // FP8 checkpoints' weights (dequantized at load) and --kv-cache-dtype fp8_e4m3
+  kF8E5M2,  // --kv-cache-dtype fp8_e5m2
   kBool,    // one byte; a checkpoint's masks (EAGLE-3's t2d), read on the host only
 };
 

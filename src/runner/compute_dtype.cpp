@@ -1,4 +1,4 @@
-// parse_compute_dtype.
+// parse_compute_dtype and parse_kv_cache_dtype.
 #include "runner/compute_dtype.h"
 
 #include <optional>
@@ -19,6 +19,20 @@ Result<DType> parse_compute_dtype(const std::string& name, Device device) {
     return invalid_argument("--dtype '" + name + "' (expected auto, bfloat16 or float32)");
   }
   return *dtype;
+}
+
+Result<DType> parse_kv_cache_dtype(const std::string& name, DType compute) {
+  if (name == "auto") return compute;
+  if (name == "fp8_e4m3") return DType::kF8E4M3;
+  if (name == "fp8_e5m2") return DType::kF8E5M2;
+  if (name == "bf16" || name == "bfloat16") {
+    if (compute == DType::kBF16) return compute;
+    return unimplemented("--kv-cache-dtype " + name + " beside --dtype " +
+                         std::string(dtype_name(compute)) +
+                         ": the KV cache is kept in the compute dtype or in FP8");
+  }
+  return invalid_argument("--kv-cache-dtype '" + name +
+                          "' (expected auto, fp8_e4m3, fp8_e5m2 or bfloat16)");
 }
 
 }  // namespace sgl::runner

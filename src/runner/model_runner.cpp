@@ -272,6 +272,8 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   SGL_RETURN_IF_ERROR(kernels::set_linear_backend(stream_, options.linear_backend));
 
   SGL_ASSIGN_OR_RETURN(const DType compute, parse_compute_dtype(options.dtype, options.device));
+  SGL_ASSIGN_OR_RETURN(const DType kv_dtype, parse_kv_cache_dtype(options.kv_cache_dtype, compute));
+  compute_dtype_ = compute;
   if (options.dtype == "auto" && compute == DType::kBF16 && config.torch_dtype == "float16") {
     // SGLang would compute in the checkpoint's float16; bfloat16 keeps its range, not all of its
     // precision (3 mantissa bits fewer).
@@ -306,7 +308,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
 
   // The rank's heads: its KV pool holds only its KV heads.
   const int64_t kv_heads = model::kv_heads_per_rank(config.num_key_value_heads, options.tp_size);
-  attention::KvPoolShape shape{config.num_hidden_layers, 0, kv_heads, config.head_dim, compute};
+  attention::KvPoolShape shape{config.num_hidden_layers, 0, kv_heads, config.head_dim, kv_dtype};
   DraftHeadMemory draft_head;
   // Counted whether the pool is sized by memory or by --max-total-tokens (checked against the
   // budget too): the head is allocated after the pool either way.
@@ -323,6 +325,11 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
     shape.num_slots = agree_on_fewest(*tp_group, *allocator_, stream_, shape.num_slots);
   }
   kv_pool_ = std::make_unique<attention::KvPool>(*allocator_, shape);
+  if (attention::is_fp8_kv(kv_dtype)) {
+    // SGLang's default where a checkpoint brings no KV scales; sgl.cpp does not read them yet.
+    SGL_LOG_INFO << "KV cache in " << options.kv_cache_dtype << ": K and V stored at scale 1.0 "
+                 << "in every layer (a checkpoint's k_scale / v_scale are not read)";
+  }
   attention::AttentionConfig attn{
       config.num_attention_heads / options.tp_size, kv_heads, config.head_dim,
       1.0f / std::sqrt(static_cast<float>(config.head_dim)), config.hidden_size};

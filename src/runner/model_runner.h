@@ -36,6 +36,9 @@ struct ModelRunnerOptions {
   // Weights, activations and KV: "auto" (CPU float32, GPU bfloat16), "bfloat16" (GPU only) or
   // "float32"/"float" (SGLang's names).
   std::string dtype = "auto";
+  // SGLang's --kv-cache-dtype: "auto" (the compute dtype), "fp8_e4m3" or "fp8_e5m2"
+  // (parse_kv_cache_dtype); FP8 halves the KV cache's bytes a token against bf16.
+  std::string kv_cache_dtype = "auto";
   int64_t max_num_tokens = 8192;  // tokens in one forward pass
   int64_t max_batch_size = 256;   // requests in one forward pass
   // Rows of logits one forward may return (f32 x vocab each, on the device and pinned on the
@@ -123,8 +126,10 @@ class ModelRunner {
     return {options_.max_num_tokens, options_.max_batch_size, context_length_, options_.tp_size};
   }
   int64_t num_kv_slots() const { return kv_pool_->shape().num_slots; }
-  // Weights, activations and KV cache dtype (--dtype).
-  DType compute_dtype() const { return kv_pool_->shape().dtype; }
+  // Weights and activations dtype (--dtype).
+  DType compute_dtype() const { return compute_dtype_; }
+  // The KV cache's stored dtype (--kv-cache-dtype): compute_dtype() or an FP8 one.
+  DType kv_cache_dtype() const { return kv_pool_->shape().dtype; }
   // An embedding model's pooling (type kNone for a generation model).
   const PoolerConfig& pooler() const { return pooler_; }
   Allocator& allocator() { return *allocator_; }
@@ -193,6 +198,7 @@ class ModelRunner {
   distributed::Communicator* tp_group_ = nullptr;  // borrowed; null at one rank
   PoolerConfig pooler_;
   int64_t context_length_ = 0;
+  DType compute_dtype_ = DType::kF32;
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<attention::KvPool> kv_pool_;

@@ -164,6 +164,7 @@ Reply server_info_reply(ServerContext& ctx) {
        {"port", i.port},
        {"device", i.device},
        {"context_length", i.context_length},
+       {"kv_cache_dtype", i.kv_cache_dtype},
        {"max_total_num_tokens", kv_capacity},  // all replicas'
        {"max_running_requests", i.max_running_requests},
        {"max_prefill_tokens", i.max_prefill_tokens},

@@ -117,6 +117,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.tp_size = model_engine.model_runner->options().tp_size;
   info.ep_size = model_engine.model_runner->options().ep_size;
   info.load_format = model_engine.model_runner->options().load_format;
+  info.kv_cache_dtype = model_engine.model_runner->options().kv_cache_dtype;
   info.log_requests = options.log_requests;
   info.enable_response_store = options.enable_response_store;
   info.health_generates = options.health_generates;

@@ -88,11 +88,12 @@ struct ServerInfo {
   // Strict tools under tool_choice auto are held by a grammar: the parser's call marker can be
   // written by the model (it has one, and it is not a special token the grammar cannot allow).
   bool strict_auto_tools = false;
-  int dp_size = 1;                   // --dp-size: engine replicas
-  int tp_size = 1;                   // --tp-size: tensor-parallel ranks of each replica
-  int ep_size = 1;                   // --ep-size: expert-parallel groups of those ranks
-  std::string load_balance_method;   // --load-balance-method (SGLang's name)
-  std::string load_format = "auto";  // --load-format
+  int dp_size = 1;                      // --dp-size: engine replicas
+  int tp_size = 1;                      // --tp-size: tensor-parallel ranks of each replica
+  int ep_size = 1;                      // --ep-size: expert-parallel groups of those ranks
+  std::string load_balance_method;      // --load-balance-method (SGLang's name)
+  std::string load_format = "auto";     // --load-format
+  std::string kv_cache_dtype = "auto";  // --kv-cache-dtype
 };
 
 // The checkpoint the weights came from and their version (SGLang's weight_version, "default"

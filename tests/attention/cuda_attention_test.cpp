@@ -2,13 +2,17 @@
 // ratios (7 q heads per KV head among them), decode and extend batch shapes (prefixes at KV tile
 // edges), shuffled KV slots, outputs poisoned with NaN first; at head_dim 128 the mma.sync
 // extend kernel too (on Hopper the backend takes the warpgroup one); KV store contents; decode
-// replayed from a CUDA graph with new lengths. Label: cuda.
+// replayed from a CUDA graph with new lengths. Each also over FP8 caches (--kv-cache-dtype
+// fp8_e4m3 / fp8_e5m2, at power-of-two scales, which widen to bf16 exactly): the flash kernels
+// against the reference reading the same codes, and the stored codes against the host's
+// rounding (core/fp8.h). Label: cuda.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -21,6 +25,7 @@
 #include "attention/paged_batch.h"
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_stream.h"
+#include "core/fp8.h"
 #include "core/half.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
@@ -37,7 +42,20 @@ struct HeadShape {
   int q_heads = 0;
   int kv_heads = 0;
   int head_dim = 0;
+  DType kv = DType::kBF16;  // the cache's dtype: bf16, f8e4m3 or f8e5m2
 };
+
+// The FP8 pools' scales: powers of two, so float(code) * scale is exact in bf16 and the flash
+// kernels' widening equals the reference's f32 reading.
+constexpr KvScales kFp8Scales{0.5f, 2.f};
+
+// A host FP8 code and its value.
+uint8_t fp8_code(DType dtype, float x) {
+  return dtype == DType::kF8E4M3 ? float_to_fp8_e4m3(x) : float_to_fp8_e5m2(x);
+}
+float fp8_value(DType dtype, uint8_t code) {
+  return dtype == DType::kF8E4M3 ? fp8_e4m3_to_float(code) : fp8_e5m2_to_float(code);
+}
 
 // Output error bound, per (token, q head) row: max |flash - ref| <= kRelTol * max |ref| + kAbsTol.
 // Both outputs are bf16 (rounding alone differs by up to 2^-8 relative) and flash rounds P to
@@ -70,15 +88,39 @@ std::vector<uint16_t> download(const Tensor& t, cudaStream_t stream) {
   return host;
 }
 
+// Any tensor's bytes (the caches, bf16 or FP8).
+std::vector<uint8_t> download_bytes(const Tensor& t, cudaStream_t stream) {
+  std::vector<uint8_t> host(t.nbytes());
+  SGL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  SGL_CUDA_CHECK(cudaMemcpy(host.data(), t.raw(), t.nbytes(), cudaMemcpyDeviceToHost));
+  return host;
+}
+void upload_bytes(const std::vector<uint8_t>& host, const Tensor& t, cudaStream_t stream) {
+  SGL_CHECK_EQ(host.size(), t.nbytes());
+  SGL_CUDA_CHECK(cudaMemcpyAsync(t.raw(), host.data(), t.nbytes(), cudaMemcpyHostToDevice, stream));
+  SGL_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
 class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
  protected:
   void SetUp() override {
     const HeadShape s = GetParam();
-    pool_ = std::make_unique<KvPool>(
-        gpu_, KvPoolShape{1, kPoolSlots, s.kv_heads, s.head_dim, DType::kBF16});
+    pool_ =
+        std::make_unique<KvPool>(gpu_, KvPoolShape{1, kPoolSlots, s.kv_heads, s.head_dim, s.kv});
     const size_t n = static_cast<size_t>(kPoolSlots) * s.kv_heads * s.head_dim;
-    for (const Tensor* t : {&pool_->k(0), &pool_->v(0)})
-      upload(random_bf16(n, 1.f, rng_), *t, native());
+    if (fp8()) {
+      pool_->set_scales(0, kFp8Scales);
+      std::uniform_real_distribution<float> dist(-1.f, 1.f);
+      for (const Tensor* t : {&pool_->k(0), &pool_->v(0)}) {
+        const float scale = t == &pool_->k(0) ? kFp8Scales.k : kFp8Scales.v;
+        std::vector<uint8_t> codes(n);
+        for (uint8_t& c : codes) c = fp8_code(s.kv, dist(rng_) / scale);
+        upload_bytes(codes, *t, native());
+      }
+    } else {
+      for (const Tensor* t : {&pool_->k(0), &pool_->v(0)})
+        upload(random_bf16(n, 1.f, rng_), *t, native());
+    }
     config_ = {s.q_heads, s.kv_heads, s.head_dim, 1.f / std::sqrt(static_cast<float>(s.head_dim))};
     auto backend = create_attention_backend("flash", Device::cuda(0), config_, *pool_, stream());
     ASSERT_TRUE(backend.ok()) << backend.status().to_string();
@@ -86,6 +128,16 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
   }
 
   backend::Stream stream() const { return stream_.get(); }
+  bool fp8() const { return is_fp8_kv(GetParam().kv); }
+  // Element i of the K (which 0) or V cache's bytes, as the value it stands for.
+  float cache_value(const std::vector<uint8_t>& bytes, size_t i, int which) const {
+    if (!fp8()) {
+      uint16_t bits;
+      std::memcpy(&bits, bytes.data() + 2 * i, 2);
+      return bf16_to_float(bits);
+    }
+    return fp8_value(GetParam().kv, bytes[i]) * (which == 0 ? kFp8Scales.k : kFp8Scales.v);
+  }
   void check_rope_fusion(bool with_norm);
   cudaStream_t native() const { return static_cast<cudaStream_t>(stream_.get().native); }
 
@@ -119,14 +171,14 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
     upload(nans, out, native());
     backend_->plan(fb);
     backend_->forward(0, q, k, v, out, fb);
-    cuda::reference_attention(q, pool_->k(0), pool_->v(0), ref, fb, config_.scale, stream());
+    cuda::reference_attention(q, pool_->layer(0), ref, fb, config_.scale, stream());
     SGL_CUDA_CHECK(cudaStreamSynchronize(native()));
     SGL_CUDA_CHECK(cudaGetLastError());
     const std::vector<uint16_t> expected = download(ref, native());
     expect_close(download(out, native()), expected, tokens, what);
     if (portable_extend && s.head_dim == 128) {  // other dims: the backend's kernel already
       upload(nans, out, native());
-      cuda::flash_extend(q, pool_->k(0), pool_->v(0), out, fb, config_.scale, stream(),
+      cuda::flash_extend(q, pool_->layer(0), out, fb, config_.scale, stream(),
                          /*hopper=*/false);
       expect_close(download(out, native()), expected, tokens, what + " (mma.sync extend)");
     }
@@ -141,8 +193,8 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
   // row names (all up to itself without one), in double from the pool's bf16 K/V; bf16 out.
   std::vector<uint16_t> host_attention(const HostBatch& h, const std::vector<uint16_t>& qkv) {
     const HeadShape s = GetParam();
-    const std::vector<uint16_t> kc = download(pool_->k(0), native());
-    const std::vector<uint16_t> vc = download(pool_->v(0), native());
+    const std::vector<uint8_t> kc = download_bytes(pool_->k(0), native());
+    const std::vector<uint8_t> vc = download_bytes(pool_->v(0), native());
     const int64_t dim = s.head_dim, width = int64_t{s.q_heads + 2 * s.kv_heads} * dim;
     std::vector<uint16_t> out(static_cast<size_t>(h.num_tokens()) * s.q_heads * dim);
     for (int32_t b = 0; b < h.batch_size(); ++b) {
@@ -163,7 +215,7 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
             double dot = 0;
             for (int64_t d = 0; d < dim; ++d) {
               dot += double{bf16_to_float(qkv[t * width + hq * dim + d])} *
-                     bf16_to_float(kc[(slot * s.kv_heads + kvh) * dim + d]);
+                     cache_value(kc, (slot * s.kv_heads + kvh) * dim + d, 0);
             }
             w.push_back(dot * config_.scale);
           }
@@ -173,7 +225,7 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
           for (int64_t d = 0; d < dim; ++d) {
             double o = 0;
             for (size_t k = 0; k < seen.size(); ++k) {
-              o += w[k] / sum * bf16_to_float(vc[(seen[k] * s.kv_heads + kvh) * dim + d]);
+              o += w[k] / sum * cache_value(vc, (seen[k] * s.kv_heads + kvh) * dim + d, 1);
             }
             out[(t * s.q_heads + hq) * dim + d] = float_to_bf16(static_cast<float>(o));
           }
@@ -208,22 +260,31 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
                 static_cast<long long>(tokens), worst_rel);
   }
 
-  // Every new token's K and V now sit bit-exact in its out_cache_loc slot.
+  // Every new token's K and V now sit bit-exact in its out_cache_loc slot (FP8: as the host
+  // rounds value / scale).
   void check_kv_store(const std::vector<uint16_t>& qkv, const std::vector<int32_t>& slots,
                       const std::string& what) {
     const HeadShape s = GetParam();
     const int64_t kd = int64_t{s.kv_heads} * s.head_dim;
     const int64_t width = int64_t{s.q_heads} * s.head_dim + 2 * kd;
-    std::vector<uint16_t> row(kd);
+    const int64_t element = fp8() ? 1 : 2;
+    std::vector<uint8_t> row(kd * element), want(kd * element);
     int64_t mismatches = 0;
     for (size_t t = 0; t < slots.size(); ++t) {
       for (int which = 0; which < 2; ++which) {
         const Tensor& cache = which == 0 ? pool_->k(0) : pool_->v(0);
-        const auto* src = static_cast<const uint16_t*>(cache.raw()) + slots[t] * kd;
-        SGL_CUDA_CHECK(cudaMemcpy(row.data(), src, kd * 2, cudaMemcpyDeviceToHost));
-        const uint16_t* want =
+        const auto* src = static_cast<const uint8_t*>(cache.raw()) + slots[t] * kd * element;
+        SGL_CUDA_CHECK(cudaMemcpy(row.data(), src, row.size(), cudaMemcpyDeviceToHost));
+        const uint16_t* values =
             qkv.data() + t * width + int64_t{s.q_heads} * s.head_dim + which * kd;
-        mismatches += !std::equal(row.begin(), row.end(), want);
+        if (fp8()) {
+          const float scale = which == 0 ? kFp8Scales.k : kFp8Scales.v;
+          for (int64_t i = 0; i < kd; ++i)
+            want[i] = fp8_code(s.kv, bf16_to_float(values[i]) / scale);
+        } else {
+          std::memcpy(want.data(), values, want.size());
+        }
+        mismatches += row != want;
       }
     }
     EXPECT_EQ(mismatches, 0) << what << ": KV rows not stored";
@@ -317,6 +378,9 @@ TEST_P(FlashAttentionTest, VerifySweep) {
 // tree mask, beside plain decodes: chains, stars and random trees of up to 64 tokens after
 // prefixes of 0 to 3000 tokens. Flash against the reference, and the reference against the host.
 TEST_P(FlashAttentionTest, TreeMaskSweep) {
+  if (fp8() && GetParam().head_dim != 128) {  // the host's brute force is slow at every shape
+    GTEST_SKIP() << "FP8 caches: tree masks at head_dim 128 only";
+  }
   std::uniform_int_distribution<int> coin(0, 1);
   auto tree = [&](int kind, int nodes) {  // parents of nodes 1..nodes: chain, star or random
     std::vector<int32_t> parents;
@@ -387,7 +451,7 @@ TEST_P(FlashAttentionTest, DecodeGraphReplay) {
   for (const auto& requests : {first, second}) {
     dev.rewrite(make_host_batch(ForwardMode::kDecode, requests, kPoolSlots, rng_));
     SGL_CUDA_CHECK(cudaGraphLaunch(exec, native()));
-    cuda::reference_attention(q, pool_->k(0), pool_->v(0), ref, dev.fb(), config_.scale, stream());
+    cuda::reference_attention(q, pool_->layer(0), ref, dev.fb(), config_.scale, stream());
     expect_close(download(out, native()), download(ref, native()), batch, "graph replay");
   }
   SGL_CUDA_CHECK(cudaGraphExecDestroy(exec));
@@ -445,27 +509,33 @@ void FlashAttentionTest::check_rope_fusion(bool with_norm) {
         out2(gpu_, DType::kBF16, {fb.num_tokens, qd});
     backend_->plan(fb);
     // Both paths start from the same cache, without the new tokens' rows.
-    const std::vector<uint16_t> k_cache0 = download(pool_->k(0), native());
-    const std::vector<uint16_t> v_cache0 = download(pool_->v(0), native());
+    const std::vector<uint8_t> k_cache0 = download_bytes(pool_->k(0), native());
+    const std::vector<uint8_t> v_cache0 = download_bytes(pool_->v(0), native());
     if (with_norm) {
       kernels::qk_rms_norm(q1, k1, q_weight, k_weight, norm.eps, stream());
     }
     kernels::rope(q1, k1, fb.positions, cos_sin, stream());
     backend_->forward(0, q1, k1, v1, out1, fb);
-    const std::vector<uint16_t> k_cache1 = download(pool_->k(0), native());
-    const std::vector<uint16_t> v_cache1 = download(pool_->v(0), native());
-    upload(k_cache0, pool_->k(0), native());
-    upload(v_cache0, pool_->v(0), native());
+    const std::vector<uint8_t> k_cache1 = download_bytes(pool_->k(0), native());
+    const std::vector<uint8_t> v_cache1 = download_bytes(pool_->v(0), native());
+    upload_bytes(k_cache0, pool_->k(0), native());
+    upload_bytes(v_cache0, pool_->v(0), native());
     const bool fused = backend_->forward_with_rope(0, q2, k2, v2, fb.positions, cos_sin, out2, fb,
                                                    with_norm ? &norm : nullptr);
     if (with_norm && !fusable) {
       EXPECT_FALSE(fused) << what << ": a norm it cannot fold";
       return;
     }
+    // Only the decode kernel (head_dim 64, 128, 256) stores FP8 itself.
+    const bool flash_dim = s.head_dim == 64 || s.head_dim == 128 || s.head_dim == 256;
+    if (fp8() && (mode != ForwardMode::kDecode || !flash_dim)) {
+      EXPECT_FALSE(fused) << what << ": FP8 outside the decode kernel";
+      continue;
+    }
     ASSERT_TRUE(fused) << what;
     EXPECT_TRUE(download(out1, native()) == download(out2, native())) << what << ": output";
-    EXPECT_TRUE(download(pool_->k(0), native()) == k_cache1) << what << ": K cache";
-    EXPECT_TRUE(download(pool_->v(0), native()) == v_cache1) << what << ": V cache";
+    EXPECT_TRUE(download_bytes(pool_->k(0), native()) == k_cache1) << what << ": K cache";
+    EXPECT_TRUE(download_bytes(pool_->v(0), native()) == v_cache1) << what << ": V cache";
     if (mode == ForwardMode::kDecode) continue;  // the decode kernel rotates q in its tile only
     const std::vector<uint16_t> rows1 = download(qkv, native()),
                                 rows2 = download(qkv_copy, native());
@@ -490,6 +560,12 @@ std::vector<HeadShape> head_shapes() {
   shapes.push_back({32, 8, 128});  // Llama-3-8B
   shapes.push_back({32, 1, 128});  // 32 q heads per KV head: decode takes the extend kernel
   shapes.push_back({28, 4, 128});  // Qwen2-7B: 7 q heads per KV head, rows straddle MMA tiles
+  // FP8 caches: the flash kernels' dims (and 48, which the reference takes), GQA 1, 4 and 7.
+  for (const DType kv : {DType::kF8E4M3, DType::kF8E5M2}) {
+    for (int dim : {48, 64, 128, 256}) shapes.push_back({8, 2, dim, kv});
+    shapes.push_back({2, 2, 128, kv});
+    shapes.push_back({28, 4, 128, kv});
+  }
   return shapes;
 }
 
@@ -497,7 +573,8 @@ INSTANTIATE_TEST_SUITE_P(Heads, FlashAttentionTest, ::testing::ValuesIn(head_sha
                          [](const auto& info) {
                            const HeadShape& s = info.param;
                            return "d" + std::to_string(s.head_dim) + "_q" +
-                                  std::to_string(s.q_heads) + "_kv" + std::to_string(s.kv_heads);
+                                  std::to_string(s.q_heads) + "_kv" + std::to_string(s.kv_heads) +
+                                  (s.kv == DType::kBF16 ? "" : "_" + std::string(dtype_name(s.kv)));
                          });
 
 TEST(FlashAttentionRegistry, AutoPicksFlashOnCudaAndCudaRefStaysAvailable) {
@@ -518,6 +595,14 @@ TEST(FlashAttentionRegistry, AutoPicksFlashOnCudaAndCudaRefStaysAvailable) {
   EXPECT_EQ(dynamic_cast<FlashAttentionBackend*>(f32_auto.value().get()), nullptr);
   EXPECT_FALSE(
       create_attention_backend("flash", Device::cuda(0), config, f32_pool, stream.get()).ok());
+  // FP8 caches (--kv-cache-dtype) take the flash kernels.
+  for (const DType kv : {DType::kF8E4M3, DType::kF8E5M2}) {
+    KvPool fp8_pool(gpu, KvPoolShape{1, 16, 2, 64, kv});
+    auto fp8_auto =
+        create_attention_backend("auto", Device::cuda(0), config, fp8_pool, stream.get());
+    ASSERT_TRUE(fp8_auto.ok());
+    EXPECT_NE(dynamic_cast<FlashAttentionBackend*>(fp8_auto.value().get()), nullptr);
+  }
 }
 
 }  // namespace

@@ -17,12 +17,14 @@
 
 namespace sgl::model::test_util {
 
-// Logits f32 [ids.size(), vocab] of one prefill over `ids` (at most 64 tokens).
+// Logits f32 [ids.size(), vocab] of one prefill over `ids` (at most the runner's max_num_tokens).
 inline std::vector<float> prefill_logits(runner::ModelRunner& runner,
                                          const std::vector<int32_t>& ids) {
   cache::ReqToTokenPool req_to_token(2, static_cast<int32_t>(runner.context_length()));
   cache::TokenToKvPoolAllocator kv(static_cast<int32_t>(runner.num_kv_slots()));
-  runner::ForwardBatchBuilder builder(runner.allocator(), 64, 4, req_to_token.table());
+  runner::ForwardBatchBuilder builder(runner.allocator(),
+                                      std::max<int64_t>(64, static_cast<int64_t>(ids.size())), 4,
+                                      req_to_token.table());
   const int32_t row = *req_to_token.alloc();
   const std::vector<int32_t> slots = *kv.alloc(static_cast<int32_t>(ids.size()));
   req_to_token.write(row, 0, slots);

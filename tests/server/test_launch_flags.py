@@ -86,6 +86,9 @@ SERVES = [
     ("--model-path {model} --json-model-override-args '{{\"max_position_embeddings\": 256}}'",
      ["(LlamaForCausalLM, context 256 tokens"]),
     ("--model-path {model} --kv-cache-dtype auto --grammar-backend none", []),
+    ("--model-path {model} --kv-cache-dtype fp8_e4m3",
+     ["KV cache in fp8_e4m3: K and V stored at scale 1.0"]),
+    ("--model-path {model} --kv-cache-dtype fp8_e5m2", ["KV cache in fp8_e5m2"]),
     # SGLang's paged KV (16, 64 with its FA3 / FlashMLA backends): ours pages per token.
     ("--model-path {model} --page-size 64",
      ["--page-size has no effect", "the ones that end mid-page"]),
@@ -138,7 +141,7 @@ REFUSES = [
     ("--model-path {model} --cpu-offload-gb 4", ["--cpu-offload-gb", "offload"]),
     # Quantization.
     ("--model-path {model} --quantization fp8", ["--quantization fp8", "quantization"]),
-    ("--model-path {model} --kv-cache-dtype fp8_e5m2", ["--kv-cache-dtype fp8_e5m2"]),
+    ("--model-path {model} --kv-cache-dtype fp4_e2m1", ["--kv-cache-dtype 'fp4_e2m1'"]),
     ("--model-path {model} --torchao-config int4wo-128", ["--torchao-config"]),
     # Speculative decoding page.
     ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model} "
@@ -384,6 +387,23 @@ def generate_greedy(args, tmp_path, prompts):
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0, stderr_of(err)
+
+
+# --kv-cache-dtype fp8_e4m3: reported by /get_server_info, and on the CPU (an f32 cache
+# otherwise) four times the tokens in the same memory (--mem-fraction-static of the free RAM).
+def test_kv_cache_dtype_fp8_holds_more_tokens(tmp_path):
+    infos = {}
+    for dtype in ("auto", "fp8_e4m3"):
+        (tmp_path / dtype).mkdir()
+        _, info = generate_greedy(run_args(f"--model-path {{model}} --kv-cache-dtype {dtype} "
+                                           "--mem-fraction-static 0.0005"),
+                                  tmp_path / dtype, ["Once upon a time"])
+        assert info["kv_cache_dtype"] == dtype, info
+        infos[dtype] = info
+    if serves_on_gpu():
+        pytest.skip("the GPU's budget is its total memory less what is in use")
+    ratio = infos["fp8_e4m3"]["max_total_num_tokens"] / infos["auto"]["max_total_num_tokens"]
+    assert 3.8 < ratio < 4.2, infos
 
 
 # --grammar-backend none (SGLang's): constrained requests are refused with a 400 naming the

@@ -1,4 +1,5 @@
-// CpuAttentionBackend: f32 paged causal attention (prefill with cached prefix, and decode).
+// CpuAttentionBackend: f32 paged causal attention (prefill with cached prefix, and decode) over an
+// f32 KV pool, or an FP8 one (--kv-cache-dtype) read back as float(code) * its layer's scale.
 #pragma once
 
 #include "attention/attention_backend.h"

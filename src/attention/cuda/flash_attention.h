@@ -1,10 +1,12 @@
 // Launchers of our flash attention kernels (declared without CUDA headers): split-KV decode
 // (flash-decoding) and tensor-core extend/prefill, all paged with page size 1 (each token's KV slot
-// comes from fb.kv_indices).
+// comes from fb.kv_indices). The cache (LayerKv) is bf16 or FP8 (f8e4m3 / f8e5m2, each code read
+// as float(code) * its scale and rounded to bf16 in shared memory); q and out are bf16.
 #pragma once
 
 #include <cstdint>
 
+#include "attention/kv_pool.h"
 #include "attention/qk_norm.h"
 #include "backend/stream.h"
 #include "core/tensor.h"
@@ -38,8 +40,14 @@ struct DecodeShape {
 // Tokens a split's length is a multiple of (split_kv_policy.h), per width.
 int flash_decode_split_align(DecodeWidth width);
 
-// Decode CTAs of this head_dim's kernel that fit on one SM at once (after configuring).
-int flash_decode_ctas_per_sm(int head_dim, DecodeWidth width);
+// Decode CTAs of this head_dim's kernel for a cache of kv_dtype that fit on one SM at once (after
+// configuring).
+int flash_decode_ctas_per_sm(int head_dim, DecodeWidth width, DType kv_dtype);
+
+// Whether the flash kernels read caches of this dtype (bf16, f8e4m3, f8e5m2).
+bool flash_reads_kv_dtype(DType dtype);
+// Checks (SGL_CHECK) that the layer's K and V are contiguous [slots, Hk, D] of one such dtype.
+void check_flash_cache(const LayerKv& cache);
 
 // Preallocated f32 scratch for split-KV decode partials; the backend owns the memory.
 struct SplitKvScratch {
@@ -49,8 +57,9 @@ struct SplitKvScratch {
 };
 
 // A decode batch's new tokens, for flash_decode to rotate and store itself (forward_with_rope):
-// q and k arrive unrotated; k rotated and v are written to their slots, q is rotated into the
-// kernel's tile only (q and k themselves stay as they were). Rows 16-byte aligned.
+// q and k arrive unrotated; k rotated and v are written to their slots (FP8 caches: as codes,
+// which the kernel then reads back like any other position), q is rotated into the kernel's
+// tile only (q and k themselves stay as they were). Rows 16-byte aligned.
 // With qk_norm (qk_norm_fusable, kv_store.h), q and k are normalized per head first, as
 // kernels::qk_rms_norm would.
 struct DecodeNewTokens {
@@ -69,14 +78,14 @@ struct DecodeNewTokens {
 // (seq_lens, kv_indptr, kv_indices), so the launches can be captured in a CUDA graph.
 // With new_tokens, q is unrotated and the new K/V not yet stored (see DecodeNewTokens); without,
 // the KV store already ran.
-// q: [bs, Hq, D]; k_cache, v_cache: [slots, Hk, D]; out: [bs, Hq * D].
+// q: [bs, Hq, D]; cache.k, cache.v: [slots, Hk, D]; out: [bs, Hq * D].
 // fresh_span: the trailing positions of each request the kernel before may have written (the
 // KV store of a decode's token: 1; of a verify's new tokens run as decode rows: up to their
 // count), which the kernel reads only after waiting on it.
-void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
-                  const ForwardBatch& fb, float scale, DecodeShape shape,
-                  const SplitKvScratch& scratch, backend::Stream stream,
-                  const DecodeNewTokens* new_tokens = nullptr, int fresh_span = 1);
+void flash_decode(const Tensor& q, const LayerKv& cache, const Tensor& out, const ForwardBatch& fb,
+                  float scale, DecodeShape shape, const SplitKvScratch& scratch,
+                  backend::Stream stream, const DecodeNewTokens* new_tokens = nullptr,
+                  int fresh_span = 1);
 
 // A causal verify pass (fb: a few new tokens per request after its prefix) as decode rows for
 // flash_decode: row t, new token i of request b, attends to b's KV positions 0..prefix + i, so
@@ -92,9 +101,9 @@ void verify_rows_as_decode(const ForwardBatch& fb, int32_t* row_seq_lens, int32_
 // mask row names (all among 0..i). Each CTA takes 64 or 128
 // rows of (token, q head) pairs of one request and one KV head (GQA packed into the MMA M
 // dimension); with `hopper`, head_dim 128 without a tree mask runs on warpgroup MMAs
-// (flash_extend_hopper.cu). Also correct for decode batches with any Hq / Hk.
-// q: [T, Hq, D]; k_cache, v_cache: [slots, Hk, D]; out: [T, Hq * D].
-void flash_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
-                  const ForwardBatch& fb, float scale, backend::Stream stream, bool hopper);
+// (flash_extend_hopper.cu; bf16 caches only). Also correct for decode batches with any Hq / Hk.
+// q: [T, Hq, D]; cache.k, cache.v: [slots, Hk, D]; out: [T, Hq * D].
+void flash_extend(const Tensor& q, const LayerKv& cache, const Tensor& out, const ForwardBatch& fb,
+                  float scale, backend::Stream stream, bool hopper);
 
 }  // namespace sgl::attention::cuda

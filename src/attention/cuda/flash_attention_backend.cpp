@@ -19,13 +19,13 @@
 namespace sgl::attention {
 namespace {
 
-// The tensor-core kernels' shapes and layout: head_dim 64/128/256, 16-byte aligned rows.
-// q: [T, Hq, D] row-strided; k_cache: [slots, Hk, D].
-bool flash_supports(const Tensor& q, const Tensor& k_cache) {
+// The tensor-core kernels' shapes and layout: head_dim 64/128/256, bf16 q with 16-byte aligned
+// rows. q: [T, Hq, D] row-strided. (The pool's dtype and layout the constructor checked.)
+bool flash_supports(const Tensor& q) {
   const int64_t dim = q.size(2);
   const bool fast_dim = dim == 64 || dim == 128 || dim == 256;
   return fast_dim && q.dtype() == DType::kBF16 && q.stride(2) == 1 && q.stride(1) % 8 == 0 &&
-         q.stride(0) % 8 == 0 && is_aligned(q.raw(), 16) && k_cache.is_contiguous();
+         q.stride(0) % 8 == 0 && is_aligned(q.raw(), 16);
 }
 
 // The contract's output (attention_backend.h), which every kernel writes as contiguous rows.
@@ -54,7 +54,8 @@ constexpr int32_t kMaxVerifyTokens = 16;
 FlashAttentionBackend::FlashAttentionBackend(const AttentionConfig& config, KvPool& kv_pool,
                                              backend::Stream stream, Device device)
     : config_(config), kv_pool_(kv_pool), stream_(stream), allocator_(device.index) {
-  SGL_CHECK(kv_pool.shape().dtype == DType::kBF16) << "CUDA attention needs a bf16 KV pool";
+  SGL_CHECK(cuda::flash_reads_kv_dtype(kv_pool.shape().dtype))
+      << "flash attention needs a bf16 or FP8 KV pool, not " << dtype_name(kv_pool.shape().dtype);
   SGL_CHECK(kv_pool.shape().num_kv_heads == config.num_kv_heads &&
             kv_pool.shape().head_dim == config.head_dim)
       << "the KV pool holds " << kv_pool.shape().num_kv_heads << " heads of "
@@ -68,10 +69,11 @@ FlashAttentionBackend::FlashAttentionBackend(const AttentionConfig& config, KvPo
   hopper_extend_ = cuda::configure_flash_extend_kernels();
   const int dim = static_cast<int>(config.head_dim);
   sm_count_ = backend::cuda::multiprocessor_count(device.index);
-  resident_narrow_ctas_ =
-      sm_count_ * std::max(1, cuda::flash_decode_ctas_per_sm(dim, cuda::DecodeWidth::kNarrow));
-  resident_wide_ctas_ =
-      sm_count_ * std::max(1, cuda::flash_decode_ctas_per_sm(dim, cuda::DecodeWidth::kWide));
+  const DType kv_dtype = kv_pool.shape().dtype;
+  resident_narrow_ctas_ = sm_count_ * std::max(1, cuda::flash_decode_ctas_per_sm(
+                                                      dim, cuda::DecodeWidth::kNarrow, kv_dtype));
+  resident_wide_ctas_ = sm_count_ * std::max(1, cuda::flash_decode_ctas_per_sm(
+                                                    dim, cuda::DecodeWidth::kWide, kv_dtype));
   SGL_CUDA_CHECK(cudaSetDevice(previous));
   const int64_t rows = cuda::max_split_partial_rows(
       static_cast<int>(config.num_q_heads), static_cast<int>(config.num_kv_heads),
@@ -112,7 +114,7 @@ void FlashAttentionBackend::decode_verify_rows(int layer, const Tensor& q, const
       *std::max_element(fb.extend_seq_lens_host.begin(), fb.extend_seq_lens_host.end());
   const cuda::SplitKvScratch scratch{partial_o_.data<float>(), partial_lse_.data<float>(),
                                      partial_lse_.tensor().size(0)};
-  cuda::flash_decode(q, kv_pool_.k(layer), kv_pool_.v(layer), out, rows, config_.scale,
+  cuda::flash_decode(q, kv_pool_.layer(layer), out, rows, config_.scale,
                      decode_shape(rows.batch_size), scratch, stream_, nullptr, fresh);
 }
 
@@ -136,7 +138,7 @@ void FlashAttentionBackend::forward(int layer, const Tensor& q, const Tensor& k,
   SGL_CHECK(fb.kv_indices.defined() && fb.kv_indices.device().is_cuda())
       << "CUDA attention needs the batch's kv_indices on the device";
   check_output(out, fb, config_);
-  cuda::store_kv(k, v, fb.out_cache_loc, kv_pool_.k(layer), kv_pool_.v(layer), stream_);
+  cuda::store_kv(k, v, fb.out_cache_loc, kv_pool_.layer(layer), stream_);
   attend(layer, q, out, fb);
 }
 
@@ -156,8 +158,8 @@ bool FlashAttentionBackend::forward_with_rope(int layer, const Tensor& q, const 
     decode(layer, q, out, fb, &fresh);
     return true;
   }
-  if (!cuda::rope_store_kv(q, k, v, positions, cos_sin, fb.out_cache_loc, kv_pool_.k(layer),
-                           kv_pool_.v(layer), stream_, qk_norm)) {
+  if (!cuda::rope_store_kv(q, k, v, positions, cos_sin, fb.out_cache_loc, kv_pool_.layer(layer),
+                           stream_, qk_norm)) {
     return false;
   }
   attend(layer, q, out, fb);
@@ -169,30 +171,28 @@ bool FlashAttentionBackend::takes_decode_kernel(const Tensor& q, int layer,
   // The decode kernel packs a KV head's q heads into 16 MMA rows; wider groups use extend.
   return fb.mode == ForwardMode::kDecode && fb.num_tokens == fb.batch_size &&
          !fb.tree_mask.defined() && config_.num_q_heads <= 16 * config_.num_kv_heads &&
-         flash_supports(q, kv_pool_.k(layer));
+         flash_supports(q);
 }
 
 void FlashAttentionBackend::decode(int layer, const Tensor& q, const Tensor& out,
                                    const ForwardBatch& fb, const cuda::DecodeNewTokens* fresh) {
   const cuda::SplitKvScratch scratch{partial_o_.data<float>(), partial_lse_.data<float>(),
                                      partial_lse_.tensor().size(0)};
-  cuda::flash_decode(q, kv_pool_.k(layer), kv_pool_.v(layer), out, fb, config_.scale,
-                     decode_shape(fb.batch_size), scratch, stream_, fresh);
+  cuda::flash_decode(q, kv_pool_.layer(layer), out, fb, config_.scale, decode_shape(fb.batch_size),
+                     scratch, stream_, fresh);
 }
 
 void FlashAttentionBackend::attend(int layer, const Tensor& q, const Tensor& out,
                                    const ForwardBatch& fb) {
-  const Tensor& k_cache = kv_pool_.k(layer);
-  const Tensor& v_cache = kv_pool_.v(layer);
   if (fb.num_tokens == 0) return;
   if (takes_decode_kernel(q, layer, fb)) {
     decode(layer, q, out, fb, nullptr);
-  } else if (verify_as_decode_rows(fb) && flash_supports(q, k_cache)) {
+  } else if (verify_as_decode_rows(fb) && flash_supports(q)) {
     decode_verify_rows(layer, q, out, fb);
-  } else if (flash_supports(q, k_cache)) {
-    cuda::flash_extend(q, k_cache, v_cache, out, fb, config_.scale, stream_, hopper_extend_);
+  } else if (flash_supports(q)) {
+    cuda::flash_extend(q, kv_pool_.layer(layer), out, fb, config_.scale, stream_, hopper_extend_);
   } else {
-    cuda::reference_attention(q, k_cache, v_cache, out, fb, config_.scale, stream_);
+    cuda::reference_attention(q, kv_pool_.layer(layer), out, fb, config_.scale, stream_);
   }
 }
 

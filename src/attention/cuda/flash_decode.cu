@@ -1,7 +1,10 @@
 // Flash decoding: split-KV decode attention on bf16 tensor cores, then a merge of the splits'
 // partial (max, sum, output) in f32. One CTA = one (request, KV head, split); its warps share
 // the group's q heads (the MMA rows, padded to 16) and take 16 KV tokens each per tile. A
-// variant does the new token's RoPE and KV store itself (kRope).
+// variant does the new token's RoPE and KV store itself (kRope). The cache is bf16 or FP8
+// (kv_format.cuh), whose tiles are widened to bf16 in shared memory.
+#include <type_traits>
+
 #include "attention/cuda/flash_attention.h"
 #include "attention/cuda/kv_store.h"
 #include "attention/cuda/split_kv_policy.h"
@@ -27,8 +30,8 @@ struct NewTokenParams {
   const int32_t* positions;      // [bs]
   const float* cos_sin;          // [max_pos, dim]: cos | sin halves
   const int32_t* out_cache_loc;  // [bs]
-  bf16* k_cache;                 // the caches DecodeParams reads, written here
-  bf16* v_cache;
+  void* k_cache;                 // the caches DecodeParams reads, written here
+  void* v_cache;
   // Per-head RMSNorm of q and the new k before their rotation (nullptr: none; dim 64 or 128).
   const bf16* q_norm;  // [dim]
   const bf16* k_norm;  // [dim]
@@ -39,8 +42,10 @@ struct DecodeParams {
   const bf16* q;  // [bs, q_heads, dim], rows strided
   int64_t q_token_stride;
   int64_t q_head_stride;
-  const bf16* k_cache;        // [slots, kv_heads, dim]
-  const bf16* v_cache;        // [slots, kv_heads, dim]
+  const void* k_cache;  // [slots, kv_heads, dim] of the config's KvFormat
+  const void* v_cache;  // [slots, kv_heads, dim]
+  float k_scale;        // FP8 caches: a code reads as float(code) * scale
+  float v_scale;
   bf16* out;                  // [bs, q_heads * dim]
   float* partial_o;           // [bs * num_splits * q_heads, dim]
   float* partial_lse;         // [bs * num_splits * q_heads]
@@ -114,9 +119,14 @@ __device__ void normalize_chunks(uint4& lo, uint4& hi, const bf16* weight, int c
 constexpr int kNarrowSplitAlign = 64, kWideSplitAlign = 256;
 
 // kWarps warps share a KV tile (16 tokens each); kStages tiles in a cp.async ring; splits are
-// multiples of kSplitAlign tokens.
-template <int kHeadDim, int kNumWarps, int kKvStages, int kSplitTokens>
+// multiples of kSplitAlign tokens. FP8 caches: the ring holds staged codes, widened into the bf16
+// K and V tile pair (of kComputeBufs, used in turn) the MMAs read.
+template <int kHeadDim, int kNumWarps, int kKvStages, int kSplitTokens,
+          KvFormat kKvFormat = KvFormat::kBF16, int kBf16Buffers = 1>
 struct DecodeConfig {
+  static constexpr KvFormat kFormat = kKvFormat;
+  static constexpr bool kFp8 = kIsFp8<kKvFormat>;
+  static constexpr int kComputeBufs = kBf16Buffers;
   static constexpr int kDim = kHeadDim;
   static constexpr int kWarps = kNumWarps;
   static constexpr int kStages = kKvStages;
@@ -125,11 +135,15 @@ struct DecodeConfig {
   static constexpr int kSplitAlign = kSplitTokens;
   static constexpr bool kWide = kSplitTokens == kWideSplitAlign;
   static constexpr int kQBytes = 16 * kDim * 2;
-  static constexpr int kTileBytes = kTileTokens * kDim * 2;
-  static constexpr int kSmemBytes = kQBytes + kStages * 2 * kTileBytes;
+  static constexpr int kTileBytes = kTileTokens * kDim * 2;  // one bf16 tile
+  static constexpr int kStagingBytes = kFp8 ? kTileTokens * kDim : 0;
+  static constexpr int kStageBytes = kFp8 ? 2 * kStagingBytes : 2 * kTileBytes;  // K and V
+  static constexpr int kKvBytes =
+      kStages * kStageBytes + (kFp8 ? kComputeBufs * 2 * kTileBytes : 0);
+  static constexpr int kSmemBytes = kQBytes + kKvBytes;
   static constexpr bool kQInRegisters = kDim <= 128;
   // The warps' partial states, merged through the (then idle) KV stages.
-  static_assert(kWarps * 16 * (kDim + 2) * 4 <= kStages * 2 * kTileBytes);
+  static_assert(kWarps * 16 * (kDim + 2) * 4 <= kKvBytes);
   static_assert(kSplitAlign % kTileTokens == 0);
 };
 
@@ -168,15 +182,23 @@ __global__ void __launch_bounds__(Cfg::kThreads)
   const int num_tiles = (end - start + Cfg::kTileTokens - 1) / Cfg::kTileTokens;
   const uint32_t q_tile = shared_address(smem);
   const uint32_t kv_stages = q_tile + Cfg::kQBytes;
-  auto k_tile = [&](int stage) { return kv_stages + stage * 2 * Cfg::kTileBytes; };
+  // Tile t's ring stage (K, then V), and the bf16 tiles its MMAs read: the stage itself, or
+  // for FP8 the tile pair after the ring.
+  auto stage_of = [&](int t) { return kv_stages + (t % kStages) * Cfg::kStageBytes; };
+  auto k_tile = [&](int t) {
+    return Cfg::kFp8 ? kv_stages + kStages * Cfg::kStageBytes +
+                           (t % Cfg::kComputeBufs) * 2 * Cfg::kTileBytes
+                     : stage_of(t);
+  };
   // The slots of the next tile to copy are fetched one tile ahead, so the copies never wait
   // on the kv_indices load.
-  using Gather = KvTileGather<kDim, Cfg::kTileTokens, Cfg::kThreads>;
+  using Gather = KvTileGather<kDim, Cfg::kTileTokens, Cfg::kThreads, Cfg::kFormat>;
+  constexpr int kVOffset = Cfg::kFp8 ? Cfg::kStagingBytes : Cfg::kTileBytes;
   Gather next;
   auto fetch_slots = [&](int t) { next.fetch(slots, start + t * Cfg::kTileTokens, end); };
   auto copy_tile = [&](int t) {
-    const uint32_t k = k_tile(t % kStages);
-    next.copy(k, k + Cfg::kTileBytes, p.k_cache, p.v_cache, kv_head, p.kv_heads);
+    const uint32_t k = stage_of(t);
+    next.copy(k, k + kVOffset, p.k_cache, p.v_cache, kv_head, p.kv_heads);
   };
   // The first kStages - 1 tiles, one cp.async group each (empty groups keep the wait counts
   // uniform); those before the tile holding the newest position go before the wait. With
@@ -246,13 +268,13 @@ __global__ void __launch_bounds__(Cfg::kThreads)
         new_hi = *reinterpret_cast<const uint4*>(k + (unit + kHalf) * 8);
         if (f.k_norm != nullptr) normalize_chunks<kDim>(new_lo, new_hi, f.k_norm, unit, f.norm_eps);
         angles.rotate(new_lo, new_hi);
-        *reinterpret_cast<uint4*>(f.k_cache + cache_row + unit * 8) = new_lo;
-        *reinterpret_cast<uint4*>(f.k_cache + cache_row + (unit + kHalf) * 8) = new_hi;
+        store_kv_chunk<Cfg::kFormat>(f.k_cache, cache_row + unit * 8, new_lo, p.k_scale);
+        store_kv_chunk<Cfg::kFormat>(f.k_cache, cache_row + (unit + kHalf) * 8, new_hi, p.k_scale);
       } else {
         const int ch = unit - kHalf;
         const bf16* v = f.v + b * f.v_token_stride + kv_head * f.v_head_stride;
         new_lo = *reinterpret_cast<const uint4*>(v + ch * 8);
-        *reinterpret_cast<uint4*>(f.v_cache + cache_row + ch * 8) = new_lo;
+        store_kv_chunk<Cfg::kFormat>(f.v_cache, cache_row + ch * 8, new_lo, p.v_scale);
       }
     }
   } else {
@@ -279,13 +301,18 @@ __global__ void __launch_bounds__(Cfg::kThreads)
   SoftmaxRows rows;
   for (int t = 0; t < num_tiles; ++t) {
     cp_async_wait<kStages - 2>();
+    if constexpr (Cfg::kFp8) {
+      if (Cfg::kComputeBufs == 1 && t > 0) __syncthreads();  // tile t - 1's readers are done
+      const uint32_t staged = stage_of(t), k = k_tile(t);
+      Gather::widen(staged, staged + kVOffset, k, k + Cfg::kTileBytes, p.k_scale, p.v_scale);
+    }
     __syncthreads();  // tile t landed for everyone; stage (t - 1) % kStages is free again
     if (t + kStages - 1 < num_tiles) {
       copy_tile(t + kStages - 1);
       if (t + kStages < num_tiles) fetch_slots(t + kStages);
     }
     cp_async_commit();
-    const uint32_t k = k_tile(t % kStages);
+    const uint32_t k = k_tile(t);
     if (kRope && t == newest_tile) {  // the new K and V row over the copy of its stale slot
       const int row = newest - start - t * Cfg::kTileTokens;
       uint8_t* k_rows = smem + (k - q_tile);
@@ -473,50 +500,92 @@ int resident_ctas_per_sm() {
 
 // Per width and head_dim: <dim, warps, stages, split alignment>. Narrow CTAs (2 warps, 32-token
 // tiles) let 4 of them share an SM at head_dim 128, so one wave covers more (request, KV head)
-// pairs. Wide CTAs keep a 256-token context in flight at once.
-using Narrow64 = DecodeConfig<64, 2, 4, kNarrowSplitAlign>;
-using Narrow128 = DecodeConfig<128, 2, 3, kNarrowSplitAlign>;
-using Narrow256 = DecodeConfig<256, 2, 3, kNarrowSplitAlign>;
-using Wide64 = DecodeConfig<64, 8, 3, kWideSplitAlign>;
-using Wide128 = DecodeConfig<128, 8, 3, kWideSplitAlign>;
-using Wide256 = DecodeConfig<256, 4, 3, kWideSplitAlign>;
+// pairs. Wide CTAs keep a 256-token context in flight at once. FP8 caches take the same CTA
+// shapes; their narrow CTAs stage one tile fewer and widen into two bf16 tile pairs in turn (no
+// second barrier a tile, and no more shared memory than bf16's), their wide ones keep the ring and
+// widen into one pair (Llama-3-8B, 64 x 4096 on an H100: 12.98 ms a step against 13.16 with one
+// pair, 15.14 with two pairs and three stages, which fit fewer CTAs on an SM:
+// docs/perf-log/2026-12-06-fp8-kv-cache.md).
+template <int kDim, int kBf16Stages, KvFormat F>
+using NarrowConfig =
+    std::conditional_t<kIsFp8<F>, DecodeConfig<kDim, 2, kBf16Stages - 1, kNarrowSplitAlign, F, 2>,
+                       DecodeConfig<kDim, 2, kBf16Stages, kNarrowSplitAlign, F>>;
+template <KvFormat F>
+using Narrow64 = NarrowConfig<64, 4, F>;
+template <KvFormat F>
+using Narrow128 = NarrowConfig<128, 3, F>;
+template <KvFormat F>
+using Narrow256 = NarrowConfig<256, 3, F>;
+template <KvFormat F>
+using Wide64 = DecodeConfig<64, 8, 3, kWideSplitAlign, F>;
+template <KvFormat F>
+using Wide128 = DecodeConfig<128, 8, 3, kWideSplitAlign, F>;
+template <KvFormat F>
+using Wide256 = DecodeConfig<256, 4, 3, kWideSplitAlign, F>;
 
-// Calls f(Cfg{}) with the config of (head_dim, width); false for another head_dim.
-template <typename F>
-bool with_config(int head_dim, DecodeWidth width, F&& f) {
+// Calls f(Cfg{}) with the config of (head_dim, width) for caches of format F; false for another
+// head_dim.
+template <KvFormat F, typename Fn>
+bool with_format_config(int head_dim, DecodeWidth width, Fn&& f) {
   const bool wide = width == DecodeWidth::kWide;
   switch (head_dim) {
     case 64:
-      wide ? f(Wide64{}) : f(Narrow64{});
+      wide ? f(Wide64<F>{}) : f(Narrow64<F>{});
       return true;
     case 128:
-      wide ? f(Wide128{}) : f(Narrow128{});
+      wide ? f(Wide128<F>{}) : f(Narrow128<F>{});
       return true;
     case 256:
-      wide ? f(Wide256{}) : f(Narrow256{});
+      wide ? f(Wide256<F>{}) : f(Narrow256<F>{});
       return true;
     default:
       return false;
   }
 }
 
+template <typename Fn>
+bool with_config(int head_dim, DecodeWidth width, KvFormat format, Fn&& f) {
+  switch (format) {
+    case KvFormat::kE4M3:
+      return with_format_config<KvFormat::kE4M3>(head_dim, width, f);
+    case KvFormat::kE5M2:
+      return with_format_config<KvFormat::kE5M2>(head_dim, width, f);
+    case KvFormat::kBF16:
+      break;
+  }
+  return with_format_config<KvFormat::kBF16>(head_dim, width, f);
+}
+
 }  // namespace
 
 void configure_flash_decode_kernels() {
-  for (const DecodeWidth width : {DecodeWidth::kNarrow, DecodeWidth::kWide}) {
-    for (const int dim : {64, 128, 256}) {
-      with_config(dim, width, [](auto cfg) { allow_decode_smem<decltype(cfg)>(); });
+  for (const KvFormat format : {KvFormat::kBF16, KvFormat::kE4M3, KvFormat::kE5M2}) {
+    for (const DecodeWidth width : {DecodeWidth::kNarrow, DecodeWidth::kWide}) {
+      for (const int dim : {64, 128, 256}) {
+        with_config(dim, width, format, [](auto cfg) { allow_decode_smem<decltype(cfg)>(); });
+      }
     }
   }
+}
+
+bool flash_reads_kv_dtype(DType dtype) { return dtype == DType::kBF16 || is_fp8_kv(dtype); }
+
+void check_flash_cache(const LayerKv& cache) {
+  SGL_CHECK(cache.k.dtype() == cache.v.dtype() && flash_reads_kv_dtype(cache.k.dtype()) &&
+            cache.k.ndim() == 3 && cache.k.is_contiguous() && cache.v.is_contiguous() &&
+            cache.k.shape_string() == cache.v.shape_string())
+      << "flash attention: K " << dtype_name(cache.k.dtype()) << " " << cache.k.shape_string()
+      << ", V " << dtype_name(cache.v.dtype()) << " " << cache.v.shape_string();
 }
 
 int flash_decode_split_align(DecodeWidth width) {
   return width == DecodeWidth::kWide ? kWideSplitAlign : kNarrowSplitAlign;
 }
 
-int flash_decode_ctas_per_sm(int head_dim, DecodeWidth width) {
+int flash_decode_ctas_per_sm(int head_dim, DecodeWidth width, DType kv_dtype) {
   int ctas = 1;
-  with_config(head_dim, width, [&](auto cfg) { ctas = resident_ctas_per_sm<decltype(cfg)>(); });
+  with_config(head_dim, width, kv_format_of(kv_dtype),
+              [&](auto cfg) { ctas = resident_ctas_per_sm<decltype(cfg)>(); });
   return ctas;
 }
 
@@ -554,13 +623,15 @@ void verify_rows_as_decode(const ForwardBatch& fb, int32_t* row_seq_lens, int32_
       row_seq_lens, row_kv_start);
 }
 
-void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
-                  const ForwardBatch& fb, float scale, DecodeShape shape,
-                  const SplitKvScratch& scratch, backend::Stream stream,
-                  const DecodeNewTokens* new_tokens, int fresh_span) {
+void flash_decode(const Tensor& q, const LayerKv& cache, const Tensor& out, const ForwardBatch& fb,
+                  float scale, DecodeShape shape, const SplitKvScratch& scratch,
+                  backend::Stream stream, const DecodeNewTokens* new_tokens, int fresh_span) {
   const int num_splits = shape.num_splits;
   const int batch_size = fb.batch_size;
   if (batch_size == 0) return;
+  const Tensor& k_cache = cache.k;
+  const Tensor& v_cache = cache.v;
+  check_flash_cache(cache);
   const int q_heads = static_cast<int>(q.size(1)), kv_heads = static_cast<int>(k_cache.size(1));
   const int dim = static_cast<int>(q.size(2));
   SGL_CHECK(q_heads / kv_heads <= 16) << "flash decode takes at most 16 q heads per KV head";
@@ -572,8 +643,10 @@ void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
   DecodeParams p{static_cast<const bf16*>(q.raw()),
                  q.stride(0),
                  q.stride(1),
-                 static_cast<const bf16*>(k_cache.raw()),
-                 static_cast<const bf16*>(v_cache.raw()),
+                 k_cache.raw(),
+                 v_cache.raw(),
+                 cache.scales.k,
+                 cache.scales.v,
                  static_cast<bf16*>(out.raw()),
                  scratch.o,
                  scratch.lse,
@@ -603,8 +676,8 @@ void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                n.positions.data<int32_t>(),
                n.cos_sin.data<float>(),
                n.out_cache_loc.data<int32_t>(),
-               static_cast<bf16*>(k_cache.raw()),
-               static_cast<bf16*>(v_cache.raw()),
+               k_cache.raw(),
+               v_cache.raw(),
                nullptr,
                nullptr,
                0.f};
@@ -617,7 +690,7 @@ void flash_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
     }
   }
   auto native = backend::cuda::native_stream(stream);
-  const bool launched = with_config(dim, shape.width, [&](auto cfg) {
+  const bool launched = with_config(dim, shape.width, kv_format_of(k_cache.dtype()), [&](auto cfg) {
     launch_decode<decltype(cfg)>(p, new_tokens != nullptr, batch_size, native);
   });
   SGL_CHECK(launched) << "flash decode: head_dim " << dim;

@@ -3,7 +3,8 @@
 // packed into the MMA M dimension) x all of that request's visible KV, gathered through
 // kv_indices into swizzled shared memory with cp.async; 4 warps of 16 or 32 rows each; online
 // softmax in f32. head_dim 128 without a tree mask takes the Hopper kernel instead
-// (flash_extend_hopper.cu: warpgroup MMAs; docs/perf-log/2026-12-01-hopper-extend.md).
+// (flash_extend_hopper.cu: warpgroup MMAs; docs/perf-log/2026-12-01-hopper-extend.md). FP8
+// caches (kv_format.cuh) are staged as codes and widened to the bf16 tiles here.
 #include "attention/cuda/flash_attention.h"
 #include "attention/cuda/flash_extend_params.cuh"
 #include "attention/cuda/warp_attention.cuh"
@@ -17,17 +18,23 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 
 // kMTiles m16 row tiles per warp (more reuse each K / V fragment read from shared memory, at
-// the cost of registers); KV tiles of kTileTokens tokens in a kStages cp.async ring.
-template <int kHeadDim, int kRowTiles, int kKvTileTokens, int kKvStages, bool kQInRegs>
+// the cost of registers); KV tiles of kTileTokens tokens in a kStages cp.async ring. FP8 caches:
+// the ring holds staged codes, widened into one bf16 K and V tile pair the MMAs read.
+template <int kHeadDim, int kRowTiles, int kKvTileTokens, int kKvStages, bool kQInRegs,
+          KvFormat kKvFormat = KvFormat::kBF16>
 struct ExtendConfig {
+  static constexpr KvFormat kFormat = kKvFormat;
+  static constexpr bool kFp8 = kIsFp8<kKvFormat>;
   static constexpr int kDim = kHeadDim;
   static constexpr int kMTiles = kRowTiles;
   static constexpr int kTileTokens = kKvTileTokens;
   static constexpr int kStages = kKvStages;
   static constexpr int kRows = kWarps * 16 * kMTiles;  // packed (token, q head) rows per CTA
   static constexpr int kQBytes = kRows * kDim * 2;
-  static constexpr int kTileBytes = kTileTokens * kDim * 2;
-  static constexpr int kSmemBytes = kQBytes + kStages * 2 * kTileBytes;
+  static constexpr int kTileBytes = kTileTokens * kDim * 2;  // one bf16 tile
+  static constexpr int kStagingBytes = kFp8 ? kTileTokens * kDim : 0;
+  static constexpr int kStageBytes = kFp8 ? 2 * kStagingBytes : 2 * kTileBytes;  // K and V
+  static constexpr int kSmemBytes = kQBytes + kStages * kStageBytes + (kFp8 ? 2 * kTileBytes : 0);
   static constexpr bool kQInRegisters = kQInRegs;
   static constexpr int kSBlocks = kTileTokens / 8;
 };
@@ -57,11 +64,18 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t* slots = p.kv_indices + p.kv_indptr[tile.request];
   const uint32_t q_tile = shared_address(smem);
   const uint32_t kv_stages = q_tile + Cfg::kQBytes;
-  auto k_tile = [&](int stage) { return kv_stages + stage * 2 * Cfg::kTileBytes; };
+  // Tile t's ring stage (K, then V), and the bf16 tiles its MMAs read: the stage itself, or
+  // for FP8 the tile pair after the ring.
+  auto stage_of = [&](int t) { return kv_stages + (t % kStages) * Cfg::kStageBytes; };
+  auto k_tile = [&](int t) {
+    return Cfg::kFp8 ? kv_stages + kStages * Cfg::kStageBytes : stage_of(t);
+  };
+  using Gather = KvTileGather<kDim, kTileTokens, kThreads, Cfg::kFormat>;
+  constexpr int kVOffset = Cfg::kFp8 ? Cfg::kStagingBytes : Cfg::kTileBytes;
   auto load_tile = [&](int t) {
-    const uint32_t k = k_tile(t % kStages);
-    load_kv_tile<kDim, kTileTokens, kThreads>(k, k + Cfg::kTileBytes, p.k_cache, p.v_cache, slots,
-                                              t * kTileTokens, kv_end, kv_head, p.kv_heads);
+    const uint32_t k = stage_of(t);
+    load_kv_tile<kDim, kTileTokens, kThreads, Cfg::kFormat>(
+        k, k + kVOffset, p.k_cache, p.v_cache, slots, t * kTileTokens, kv_end, kv_head, p.kv_heads);
   };
 
   // Q tile: packed row r is (new token r / group, q head r % group of this KV head's group).
@@ -111,11 +125,16 @@ __global__ void __launch_bounds__(kThreads)
   SoftmaxRows rows[kMTiles];
   for (int t = 0; t < num_tiles; ++t) {
     cp_async_wait<kStages - 2>();
+    if constexpr (Cfg::kFp8) {
+      if (t > 0) __syncthreads();  // every warp is done with tile t - 1's bf16 tiles
+      const uint32_t staged = stage_of(t), k = k_tile(t);
+      Gather::widen(staged, staged + kVOffset, k, k + Cfg::kTileBytes, p.k_scale, p.v_scale);
+    }
     __syncthreads();  // tile t landed for everyone; stage (t - 1) % kStages is free again
     if (t + kStages - 1 < num_tiles) load_tile(t + kStages - 1);
     cp_async_commit();
     if (t == 0) qf.init(q_tile, warp * 16 * kMTiles, lane);
-    const uint32_t k = k_tile(t % kStages);
+    const uint32_t k = k_tile(t);
     float s[kMTiles][Cfg::kSBlocks][4];
     warp_scores<kDim, kMTiles, Cfg::kSBlocks>(s, qf, k, 0, lane);
     const int col0 = t * kTileTokens;
@@ -180,31 +199,64 @@ void allow_extend_smem() {
   }
 }
 
-// Per head_dim: <dim, m16 tiles per warp, KV tile tokens, stages, Q fragments in registers>.
-using Extend64 = ExtendConfig<64, 2, 64, 3, true>;
-using Extend128 = ExtendConfig<128, 2, 64, 2, false>;
-using Extend256 = ExtendConfig<256, 1, 32, 2, false>;
+// Per head_dim: <dim, m16 tiles per warp, KV tile tokens, stages, Q fragments in registers>,
+// for caches of format F.
+template <KvFormat F>
+using Extend64 = ExtendConfig<64, 2, 64, 3, true, F>;
+template <KvFormat F>
+using Extend128 = ExtendConfig<128, 2, 64, 2, false, F>;
+template <KvFormat F>
+using Extend256 = ExtendConfig<256, 1, 32, 2, false, F>;
+
+template <KvFormat F>
+void allow_format_smem() {
+  allow_extend_smem<Extend64<F>>();
+  allow_extend_smem<Extend128<F>>();
+  allow_extend_smem<Extend256<F>>();
+}
+
+// The mma.sync kernel of head_dim `dim` for caches of format F.
+template <KvFormat F>
+void launch_format(const ExtendParams& p, int dim, int num_tokens, cudaStream_t stream) {
+  switch (dim) {
+    case 64:
+      launch_extend<Extend64<F>>(p, num_tokens, stream);
+      break;
+    case 128:
+      launch_extend<Extend128<F>>(p, num_tokens, stream);
+      break;
+    case 256:
+      launch_extend<Extend256<F>>(p, num_tokens, stream);
+      break;
+    default:
+      SGL_CHECK(false) << "flash extend: head_dim " << dim;
+  }
+}
 
 }  // namespace
 
 bool configure_flash_extend_kernels() {
-  allow_extend_smem<Extend64>();
-  allow_extend_smem<Extend128>();
-  allow_extend_smem<Extend256>();
+  allow_format_smem<KvFormat::kBF16>();
+  allow_format_smem<KvFormat::kE4M3>();
+  allow_format_smem<KvFormat::kE5M2>();
   return configure_flash_extend_hopper();
 }
 
-void flash_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
-                  const ForwardBatch& fb, float scale, backend::Stream stream, bool hopper) {
+void flash_extend(const Tensor& q, const LayerKv& cache, const Tensor& out, const ForwardBatch& fb,
+                  float scale, backend::Stream stream, bool hopper) {
   if (fb.num_tokens == 0 || fb.batch_size == 0) return;
+  check_flash_cache(cache);
+  const Tensor& k_cache = cache.k;
   const int q_heads = static_cast<int>(q.size(1)), kv_heads = static_cast<int>(k_cache.size(1));
   const int dim = static_cast<int>(q.size(2)), group = q_heads / kv_heads;
   const ExtendParams p{
       static_cast<const bf16*>(q.raw()),
       q.stride(0),
       q.stride(1),
-      static_cast<const bf16*>(k_cache.raw()),
-      static_cast<const bf16*>(v_cache.raw()),
+      k_cache.raw(),
+      cache.v.raw(),
+      cache.scales.k,
+      cache.scales.v,
       static_cast<bf16*>(out.raw()),
       fb.qo_indptr.data<int32_t>(),
       fb.extend_prefix_lens.data<int32_t>(),
@@ -217,23 +269,24 @@ void flash_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
       group,
       scale * kLog2e};
   auto native = backend::cuda::native_stream(stream);
-  switch (dim) {
-    case 64:
-      launch_extend<Extend64>(p, fb.num_tokens, native);
+  const KvFormat format = kv_format_of(k_cache.dtype());
+  // Tree verifies (a few rows a request) keep the mma.sync kernel, which reads masks; so do FP8
+  // caches (a Hopper producer widening FP8 through registers measured no faster:
+  // docs/perf-log/2026-12-06-fp8-kv-cache.md).
+  if (dim == 128 && hopper && p.tree_mask == nullptr && format == KvFormat::kBF16) {
+    launch_flash_extend_hopper(p, fb.num_tokens, native);
+    return;
+  }
+  switch (format) {
+    case KvFormat::kE4M3:
+      launch_format<KvFormat::kE4M3>(p, dim, fb.num_tokens, native);
       break;
-    case 128:
-      // Tree verifies (a few rows a request) keep the mma.sync kernel, which reads masks.
-      if (hopper && p.tree_mask == nullptr) {
-        launch_flash_extend_hopper(p, fb.num_tokens, native);
-      } else {
-        launch_extend<Extend128>(p, fb.num_tokens, native);
-      }
+    case KvFormat::kE5M2:
+      launch_format<KvFormat::kE5M2>(p, dim, fb.num_tokens, native);
       break;
-    case 256:
-      launch_extend<Extend256>(p, fb.num_tokens, native);
+    case KvFormat::kBF16:
+      launch_format<KvFormat::kBF16>(p, dim, fb.num_tokens, native);
       break;
-    default:
-      SGL_CHECK(false) << "flash extend: head_dim " << dim;
   }
 }
 

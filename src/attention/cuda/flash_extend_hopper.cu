@@ -93,8 +93,8 @@ __device__ void produce(const ExtendParams& p, const Shared& sh, const ExtendTil
           valid ? (static_cast<int64_t>(slot[j]) * p.kv_heads + work.kv_head) * kDim + chunk * 8
                 : 0;
       const uint32_t off = sw128_offset(row_base + 8 * j, chunk, kKvBlockBytes);
-      cp_async_16(k + off, p.k_cache + element, valid);
-      cp_async_16(v + off, p.v_cache + element, valid);
+      cp_async_16(k + off, static_cast<const __nv_bfloat16*>(p.k_cache) + element, valid);
+      cp_async_16(v + off, static_cast<const __nv_bfloat16*>(p.v_cache) + element, valid);
     }
     cp_async_commit();
   }

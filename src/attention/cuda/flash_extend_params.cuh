@@ -16,13 +16,15 @@ struct ExtendParams {
   const __nv_bfloat16* q;  // [T, q_heads, dim], rows strided
   int64_t q_token_stride;
   int64_t q_head_stride;
-  const __nv_bfloat16* k_cache;  // [slots, kv_heads, dim]
-  const __nv_bfloat16* v_cache;  // [slots, kv_heads, dim]
-  __nv_bfloat16* out;            // [T, q_heads * dim]
-  const int32_t* qo_indptr;      // [bs + 1]
-  const int32_t* prefix_lens;    // [bs]
-  const int32_t* kv_indptr;      // [bs + 1]
-  const int32_t* kv_indices;     // [sum(seq_lens)]
+  const void* k_cache;  // [slots, kv_heads, dim]: bf16, or FP8 codes (the mma.sync kernel only)
+  const void* v_cache;  // [slots, kv_heads, dim]
+  float k_scale;        // FP8: a code reads as float(code) * scale
+  float v_scale;
+  __nv_bfloat16* out;          // [T, q_heads * dim]
+  const int32_t* qo_indptr;    // [bs + 1]
+  const int32_t* prefix_lens;  // [bs]
+  const int32_t* kv_indptr;    // [bs + 1]
+  const int32_t* kv_indices;   // [sum(seq_lens)]
   // [T] or null: a tree verify's rows (ForwardBatch::tree_mask; <= 64 new tokens a request).
   const uint64_t* tree_mask;
   int batch_size;
@@ -97,8 +99,8 @@ __device__ inline ExtendTile extend_tile(const ExtendParams& p, const int* owner
   return t;
 }
 
-// The Hopper kernel (flash_extend_hopper.cu): head_dim 128, no tree mask. Launches one CTA per
-// 128 packed rows of a request and KV head.
+// The Hopper kernel (flash_extend_hopper.cu): head_dim 128, no tree mask, a bf16 cache.
+// Launches one CTA per 128 packed rows of a request and KV head.
 void launch_flash_extend_hopper(const ExtendParams& p, int num_tokens, cudaStream_t stream);
 // Whether the current device runs it (kernels::cuda::hopper_kernels_run: compute capability 9.0
 // and an sm_90a build); raises its shared-memory limit there.

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "attention/cuda/kv_format.cuh"
 #include "attention/cuda/kv_store.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
 #include "core/alignment.h"
+#include "kernels/cuda/common/cuda_types.cuh"
 #include "kernels/cuda/common/dispatch.cuh"
 #include "kernels/cuda/common/head_rms_norm.cuh"
 #include "kernels/cuda/common/pdl.cuh"
@@ -50,6 +52,39 @@ void launch_store(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc,
                             v.stride(0) / per_unit, v.stride(1) / per_unit,
                             out_cache_loc.data<int32_t>(), static_cast<T*>(k_cache.raw()),
                             static_cast<T*>(v_cache.raw()), heads, units);
+}
+
+// The same into an FP8 cache: each value / scale as its code (inverse scales given), one value a
+// thread.
+template <typename T, KvFormat kFormat>
+__global__ void store_kv_fp8_kernel(const T* k, int64_t k_tok, int64_t k_head, const T* v,
+                                    int64_t v_tok, int64_t v_head, const int32_t* loc,
+                                    uint8_t* k_cache, uint8_t* v_cache, int heads, int dim,
+                                    float k_inverse_scale, float v_inverse_scale) {
+  kernels::cuda::pdl_wait();
+  kernels::cuda::pdl_launch_dependents();
+  const int64_t t = blockIdx.x;
+  const int64_t slot = loc[t];
+  for (int i = threadIdx.x; i < heads * dim; i += blockDim.x) {
+    const int h = i / dim, d = i % dim;
+    const int64_t at = (slot * heads + h) * dim + d;
+    k_cache[at] = narrow_fp8<kFormat>(kernels::cuda::to_float(k[t * k_tok + h * k_head + d]),
+                                      k_inverse_scale);
+    v_cache[at] = narrow_fp8<kFormat>(kernels::cuda::to_float(v[t * v_tok + h * v_head + d]),
+                                      v_inverse_scale);
+  }
+}
+
+template <typename T, KvFormat kFormat>
+void launch_store_fp8(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc,
+                      const LayerKv& cache, cudaStream_t stream) {
+  const int heads = static_cast<int>(k.size(1)), dim = static_cast<int>(k.size(2));
+  const int threads = std::min(256, (heads * dim + 31) / 32 * 32);
+  kernels::cuda::launch_pdl(
+      store_kv_fp8_kernel<T, kFormat>, dim3(static_cast<unsigned>(k.size(0))), threads, 0, stream,
+      static_cast<const T*>(k.raw()), k.stride(0), k.stride(1), static_cast<const T*>(v.raw()),
+      v.stride(0), v.stride(1), out_cache_loc.data<int32_t>(), static_cast<uint8_t*>(cache.k.raw()),
+      static_cast<uint8_t*>(cache.v.raw()), heads, dim, 1.f / cache.scales.k, 1.f / cache.scales.v);
 }
 
 struct RopeStoreParams {
@@ -181,9 +216,11 @@ bool qk_norm_fusable(const Tensor& q, const QkNorm& norm) {
 }
 
 bool rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
-                   const Tensor& cos_sin, const Tensor& out_cache_loc, const Tensor& k_cache,
-                   const Tensor& v_cache, backend::Stream stream, const QkNorm* qk_norm) {
+                   const Tensor& cos_sin, const Tensor& out_cache_loc, const LayerKv& cache,
+                   backend::Stream stream, const QkNorm* qk_norm) {
   const int64_t tokens = q.size(0), dim = q.size(2);
+  const Tensor& k_cache = cache.k;
+  const Tensor& v_cache = cache.v;
   // The rope arguments were checked (kernels::check_rope_args); what this kernel adds:
   const bool fusable = q.dtype() == DType::kBF16 && k.dtype() == DType::kBF16 &&
                        v.dtype() == DType::kBF16 && k_cache.dtype() == DType::kBF16 &&
@@ -238,13 +275,26 @@ bool rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   return true;
 }
 
-void store_kv(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc, const Tensor& k_cache,
-              const Tensor& v_cache, backend::Stream stream) {
+void store_kv(const Tensor& k, const Tensor& v, const Tensor& out_cache_loc, const LayerKv& cache,
+              backend::Stream stream) {
   if (k.size(0) == 0) return;
+  const Tensor& k_cache = cache.k;
+  const Tensor& v_cache = cache.v;
+  const auto native = backend::cuda::native_stream(stream);
+  if (is_fp8_kv(k_cache.dtype())) {
+    SGL_CHECK(k.dtype() == v.dtype() && v_cache.dtype() == k_cache.dtype())
+        << "store_kv: k " << dtype_name(k.dtype()) << ", v " << dtype_name(v.dtype()) << " into "
+        << dtype_name(k_cache.dtype()) << " / " << dtype_name(v_cache.dtype()) << " caches";
+    const bool e4m3 = k_cache.dtype() == DType::kF8E4M3;
+    SGL_DISPATCH_FLOAT(k.dtype(), T, {
+      e4m3 ? launch_store_fp8<T, KvFormat::kE4M3>(k, v, out_cache_loc, cache, native)
+           : launch_store_fp8<T, KvFormat::kE5M2>(k, v, out_cache_loc, cache, native);
+    });
+    return;
+  }
   SGL_CHECK(k.dtype() == k_cache.dtype() && v.dtype() == v_cache.dtype())
       << "store_kv: k " << dtype_name(k.dtype()) << " into a " << dtype_name(k_cache.dtype())
       << " cache";
-  const auto native = backend::cuda::native_stream(stream);
   const int64_t per_chunk = 16 / static_cast<int64_t>(dtype_size(k.dtype()));
   if (chunk_aligned(k, per_chunk) && chunk_aligned(v, per_chunk) &&
       chunk_aligned(k_cache, per_chunk) && chunk_aligned(v_cache, per_chunk)) {

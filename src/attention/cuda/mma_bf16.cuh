@@ -15,11 +15,13 @@ namespace sgl::attention::cuda {
 using kernels::cuda::cp_async_16;
 using kernels::cuda::cp_async_commit;
 using kernels::cuda::cp_async_wait;
+using kernels::cuda::ld_shared_16;
 using kernels::cuda::ldmatrix_x4;
 using kernels::cuda::ldmatrix_x4_trans;
 using kernels::cuda::mma_bf16_16816;
 using kernels::cuda::pack_bf16x2;
 using kernels::cuda::shared_address;
+using kernels::cuda::st_shared_16;
 
 // 2^x with the SFU (ex2.approx: 2^-inf = +0).
 __device__ __forceinline__ float fast_exp2(float x) {

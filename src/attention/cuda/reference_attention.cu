@@ -1,5 +1,6 @@
 // Reference CUDA paged attention: simple, obviously correct, used to check the fast kernels
 // and to run golden parity. One warp per (query token, q head); f32 online softmax.
+#include "attention/cuda/kv_format.cuh"
 #include "attention/cuda/reference_attention.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/native_stream.h"
@@ -28,9 +29,20 @@ struct AttnParams {
   const uint64_t* tree_mask;   // [T] (ForwardBatch::tree_mask) or null: causal
   int batch_size, q_heads, kv_heads, dim;
   float scale;
+  float k_scale, v_scale;  // FP8 caches'
 };
 
-template <typename T>
+// Element i of a cache stored as T (kStored kBF16: "as q") or as FP8 codes, in f32.
+template <typename T, KvFormat kStored>
+__device__ __forceinline__ float cache_value(const void* cache, int64_t i, float scale) {
+  if constexpr (kIsFp8<kStored>) {
+    return widen_fp8<kStored>(static_cast<const uint8_t*>(cache)[i], scale);
+  } else {
+    return to_float(static_cast<const T*>(cache)[i]);
+  }
+}
+
+template <typename T, KvFormat kStored>
 __global__ void reference_attention_kernel(AttnParams p) {
   const int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x;
   // The request owning query row t.
@@ -61,12 +73,10 @@ __global__ void reference_attention_kernel(AttnParams p) {
       continue;  // not an ancestor (the warp agrees: one token per warp)
     }
     const int64_t base = (static_cast<int64_t>(slots[j]) * p.kv_heads + kvh) * p.dim;
-    const T* kr = static_cast<const T*>(p.k_cache) + base;
-    const T* vr = static_cast<const T*>(p.v_cache) + base;
     float dot = 0.f;
     for (int i = 0; i < kMaxDimsPerLane; ++i) {
       const int d = lane + 32 * i;
-      if (d < p.dim) dot += qv[i] * to_float(kr[d]);
+      if (d < p.dim) dot += qv[i] * cache_value<T, kStored>(p.k_cache, base + d, p.k_scale);
     }
     const float s = warp_sum(dot) * p.scale;
     const float m_new = fmaxf(m, s);
@@ -74,7 +84,9 @@ __global__ void reference_attention_kernel(AttnParams p) {
     l = l * correction + w;
     for (int i = 0; i < kMaxDimsPerLane; ++i) {
       const int d = lane + 32 * i;
-      if (d < p.dim) acc[i] = acc[i] * correction + w * to_float(vr[d]);
+      if (d < p.dim) {
+        acc[i] = acc[i] * correction + w * cache_value<T, kStored>(p.v_cache, base + d, p.v_scale);
+      }
     }
     m = m_new;
   }
@@ -87,10 +99,11 @@ __global__ void reference_attention_kernel(AttnParams p) {
 
 }  // namespace
 
-void reference_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                         const Tensor& out, const ForwardBatch& fb, float scale,
-                         backend::Stream stream) {
+void reference_attention(const Tensor& q, const LayerKv& cache, const Tensor& out,
+                         const ForwardBatch& fb, float scale, backend::Stream stream) {
   if (fb.num_tokens == 0) return;
+  const Tensor& k_cache = cache.k;
+  const Tensor& v_cache = cache.v;
   SGL_CHECK(q.size(2) <= 32 * kMaxDimsPerLane) << "head_dim " << q.size(2) << " > 256";
   AttnParams p{q.raw(),
                q.stride(0),
@@ -107,13 +120,23 @@ void reference_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v
                static_cast<int>(q.size(1)),
                static_cast<int>(k_cache.size(1)),
                static_cast<int>(q.size(2)),
-               scale};
+               scale,
+               cache.scales.k,
+               cache.scales.v};
   const dim3 grid(static_cast<unsigned>(fb.num_tokens), static_cast<unsigned>(q.size(1)));
-  SGL_CHECK(q.dtype() == k_cache.dtype() && out.dtype() == q.dtype())
-      << "reference_attention: q " << dtype_name(q.dtype()) << ", cache "
-      << dtype_name(k_cache.dtype());
+  const DType stored = k_cache.dtype();
+  SGL_CHECK((stored == q.dtype() || is_fp8_kv(stored)) && v_cache.dtype() == stored &&
+            out.dtype() == q.dtype())
+      << "reference_attention: q " << dtype_name(q.dtype()) << ", cache " << dtype_name(stored);
+  const auto native = backend::cuda::native_stream(stream);
   SGL_DISPATCH_FLOAT(q.dtype(), T, {
-    reference_attention_kernel<T><<<grid, 32, 0, backend::cuda::native_stream(stream)>>>(p);
+    if (stored == DType::kF8E4M3) {
+      reference_attention_kernel<T, KvFormat::kE4M3><<<grid, 32, 0, native>>>(p);
+    } else if (stored == DType::kF8E5M2) {
+      reference_attention_kernel<T, KvFormat::kE5M2><<<grid, 32, 0, native>>>(p);
+    } else {
+      reference_attention_kernel<T, KvFormat::kBF16><<<grid, 32, 0, native>>>(p);
+    }
   });
   SGL_CUDA_CHECK_LAUNCH();
 }
