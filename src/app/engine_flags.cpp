@@ -186,8 +186,8 @@ std::span<const FlagSpec> engine_flag_table() {
       {.name = "--kv-cache-dtype",
        .value = "auto|fp8_e4m3|fp8_e5m2|bfloat16",
        .help = "KV cache dtype: auto keeps the compute dtype; fp8_e4m3 / fp8_e5m2 store K and V "
-               "as FP8 (half of bf16's bytes, so twice the tokens in the same memory) at scale "
-               "1.0.",
+               "as FP8 (half of bf16's bytes, so twice the tokens in the same memory), at the "
+               "checkpoint's k_scale / v_scale where it has them, else 1.0.",
        .default_value = "auto"},
       {.name = "--cuda-graph-max-bs",
        .aliases = {"--cuda-graph-max-bs-decode"},

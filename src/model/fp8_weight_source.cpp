@@ -11,7 +11,8 @@ namespace sgl::model {
 namespace {
 
 constexpr const char* kScaleSuffixes[] = {"_scale_inv", "_scale"};
-// Scales of the activations and of the KV cache, which stay in the model's dtype.
+// Scales of the activations (which stay in the model's dtype) and of an FP8 KV cache (read by
+// the runner, not the model's loader).
 constexpr const char* kUnreadSuffixes[] = {".input_scale", ".k_scale", ".v_scale", ".kv_scale"};
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -20,8 +20,9 @@ namespace sgl::model {
 // ceil(cols / bk)]). Tensors stored otherwise (norms, embeddings, routers) read as they are.
 //
 // names() leaves out the scales and the activation and KV-cache scales (`input_scale`,
-// `k_scale`, `v_scale`): activations and the KV cache stay in the model's dtype, so nothing
-// reads them, and the loader's unread-tensor check should not count them.
+// `k_scale`, `v_scale`), so the loader's unread-tensor check does not count them: activations
+// stay in the model's dtype, and only an FP8 KV cache reads the KV scales
+// (runner/kv_cache_scales.h, through has() and read_f32).
 class Fp8WeightSource final : public WeightSource {
  public:
   Fp8WeightSource(std::unique_ptr<SafetensorsWeightSource> inner, WeightQuantization quantization);

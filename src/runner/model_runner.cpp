@@ -22,6 +22,7 @@
 #include "model/weight_loader.h"
 #include "runner/compute_dtype.h"
 #include "runner/device_sampler.h"
+#include "runner/kv_cache_scales.h"
 #ifdef SGL_WITH_CUDA
 #include "backend/cuda/cuda_allocator.h"
 #include "runner/cuda/sampled_id_refs.h"
@@ -326,9 +327,18 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   }
   kv_pool_ = std::make_unique<attention::KvPool>(*allocator_, shape);
   if (attention::is_fp8_kv(kv_dtype)) {
-    // SGLang's default where a checkpoint brings no KV scales; sgl.cpp does not read them yet.
-    SGL_LOG_INFO << "KV cache in " << options.kv_cache_dtype << ": K and V stored at scale 1.0 "
-                 << "in every layer (a checkpoint's k_scale / v_scale are not read)";
+    std::vector<attention::KvScales> scales;  // none with dummy weights
+    if (source.weights != nullptr) {
+      SGL_ASSIGN_OR_RETURN(scales, read_kv_cache_scales(*source.weights, config.num_hidden_layers));
+    }
+    for (size_t layer = 0; layer < scales.size(); ++layer) {
+      kv_pool_->set_scales(static_cast<int>(layer), scales[layer]);
+    }
+    // Without the checkpoint's scales, SGLang's default: 1.0.
+    SGL_LOG_INFO << "KV cache in " << options.kv_cache_dtype << ": K and V stored at "
+                 << (scales.empty() ? "scale 1.0 in every layer (the checkpoint has no k_scale / "
+                                      "v_scale)"
+                                    : "the checkpoint's k_scale / v_scale");
   }
   attention::AttentionConfig attn{
       config.num_attention_heads / options.tp_size, kv_heads, config.head_dim,

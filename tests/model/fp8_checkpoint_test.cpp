@@ -27,6 +27,7 @@
 #include "model/weight_quantization.h"
 #include "model_test_util.h"
 #include "runner/forward_batch_builder.h"
+#include "runner/kv_cache_scales.h"
 #include "runner/model_runner.h"
 #include "runner_test_util.h"
 #include "tp_ranks.h"
@@ -216,15 +217,19 @@ TEST(WeightQuantizationTest, OtherMethodsAreRefusedByName) {
 
 // ---- checkpoints ----
 
+// The KV cache scales a checkpoint with activation scales carries in every layer.
+constexpr float kKScale = 0.5f, kVScale = 2.f;
+
 // How a test checkpoint stores its projections.
 struct Scheme {
   std::string name;
   Json quantization_config;
   enum Granularity { kTensor, kChannel, kBlock } granularity;
   int64_t block_rows = 0, block_cols = 0;
-  std::string scale_suffix;        // "_scale_inv" or "_scale"
-  std::string scale_dtype;         // "F32" or "BF16"
-  bool activation_scales = false;  // input_scale, k_scale and v_scale tensors beside them
+  std::string scale_suffix;  // "_scale_inv" or "_scale"
+  std::string scale_dtype;   // "F32" or "BF16"
+  // input_scale, k_scale (kKScale) and v_scale (kVScale) tensors beside them.
+  bool activation_scales = false;
   // The config in ModelOpt's hf_quant_config.json ({"quantization": ...}) beside a config.json
   // without quantization_config, as NVIDIA's checkpoints have it.
   bool hf_quant_config_file = false;
@@ -344,8 +349,11 @@ Quantized quantize_model(const TempDir& dir, const std::string& model, const Sch
       fp8.push_back({module + ".input_scale", "F32", {}, raw_bytes(std::vector<float>{0.5f})});
       if (name.ends_with("k_proj.weight") || name.ends_with("v_proj.weight")) {
         const std::string attn = module.substr(0, module.rfind('.'));
-        const char* kv = name.ends_with("k_proj.weight") ? ".k_scale" : ".v_scale";
-        fp8.push_back({attn + kv, "F32", {}, raw_bytes(std::vector<float>{1.0f})});
+        const bool k = name.ends_with("k_proj.weight");
+        fp8.push_back({attn + (k ? ".k_scale" : ".v_scale"),
+                       "F32",
+                       {},
+                       raw_bytes(std::vector<float>{k ? kKScale : kVScale})});
       }
     }
     twin.push_back({name, "F32", t->shape, raw_bytes(decoded)});
@@ -374,8 +382,10 @@ Quantized quantize_model(const TempDir& dir, const std::string& model, const Sch
 
 std::unique_ptr<runner::ModelRunner> make_runner(const fs::path& path,
                                                  distributed::Communicator* comm = nullptr,
-                                                 int tp = 1) {
+                                                 int tp = 1,
+                                                 const std::string& kv_cache_dtype = "auto") {
   runner::ModelRunnerOptions options;
+  options.kv_cache_dtype = kv_cache_dtype;
   options.max_num_tokens = 64;
   options.max_batch_size = 4;
   options.num_kv_slots = 256;
@@ -484,6 +494,84 @@ TEST(Fp8CheckpointTest, SourceHidesScalesAndAppliesThem) {
   Result<std::unique_ptr<Checkpoint>> twin = Checkpoint::open(q.twin);
   ASSERT_TRUE(twin.ok());
   EXPECT_EQ(values, f32_values(*(*twin)->find(q_proj)));
+}
+
+// --kv-cache-dtype fp8_*: the checkpoint's k_scale / v_scale become the FP8 cache's scales, so a
+// model over the FP8 checkpoint and its twin (the same weights, no KV scales) compute alike with
+// a cache in the compute dtype (SameLogitsAsTheDequantizedTwin) and apart with an FP8 one.
+TEST(Fp8CheckpointTest, KvCacheScalesReachTheFp8Cache) {
+  TempDir dir;
+  const Quantized q = quantize_model(dir, "tiny-mixtral", modelopt_tensor());
+  Result<ModelSource> source = open_model_source(q.fp8);
+  ASSERT_TRUE(source.ok()) << source.status().to_string();
+  Result<std::vector<attention::KvScales>> scales =
+      runner::read_kv_cache_scales(*source->weights, source->config.num_hidden_layers);
+  ASSERT_TRUE(scales.ok()) << scales.status().to_string();
+  ASSERT_EQ(static_cast<int64_t>(scales->size()), source->config.num_hidden_layers);
+  for (const attention::KvScales& s : *scales) {
+    EXPECT_EQ(s.k, kKScale);
+    EXPECT_EQ(s.v, kVScale);
+  }
+  Result<ModelSource> twin_source = open_model_source(q.twin);
+  ASSERT_TRUE(twin_source.ok());
+  Result<std::vector<attention::KvScales>> none =
+      runner::read_kv_cache_scales(*twin_source->weights, twin_source->config.num_hidden_layers);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+
+  auto fp8 = make_runner(q.fp8, nullptr, 1, "fp8_e4m3");
+  auto twin = make_runner(q.twin, nullptr, 1, "fp8_e4m3");
+  auto plain = make_runner(q.twin);  // the compute dtype's cache
+  ASSERT_TRUE(fp8 && twin && plain);
+  const std::vector<float> scaled = prefill_logits(*fp8, kPrompt);
+  const std::vector<float> unscaled = prefill_logits(*twin, kPrompt);
+  const std::vector<float> reference = prefill_logits(*plain, kPrompt);
+  // (How near either stays to the compute dtype's cache, fp8_kv_cache_test bounds.)
+  EXPECT_GT(max_abs_diff(scaled, unscaled), 0.0);
+  EXPECT_GT(max_abs_diff(scaled, reference), 0.0);
+}
+
+// KV cache scales in some layers only, for K only, of several values or not positive are clear
+// errors naming the layer or the tensor.
+TEST(Fp8CheckpointTest, BrokenKvCacheScalesAreClearErrors) {
+  TempDir dir;
+  int checkpoints = 0;
+  const auto read_with = [&](const std::vector<SyntheticTensor>& tensors, int64_t layers) {
+    const fs::path path = dir.path() / ("kv" + std::to_string(checkpoints++));
+    fs::create_directories(path);
+    std::ofstream(path / "model.safetensors", std::ios::binary)
+        << test_util::build_safetensors(tensors);
+    Result<std::unique_ptr<SafetensorsWeightSource>> source = SafetensorsWeightSource::open(path);
+    EXPECT_TRUE(source.ok()) << source.status().to_string();
+    return runner::read_kv_cache_scales(**source, layers);
+  };
+  auto scalar = [](const std::string& name, float value) {
+    return SyntheticTensor{name, "F32", {}, raw_bytes(std::vector<float>{value})};
+  };
+  const std::string l0 = "model.layers.0.self_attn.", l1 = "model.layers.1.self_attn.";
+  expect_status(read_with({scalar(l0 + "k_scale", 1), scalar(l0 + "v_scale", 1)}, 2).status(),
+                StatusCode::kInvalidArgument, {"layer 1", "no KV cache scales"});
+  expect_status(read_with({scalar(l0 + "k_scale", 1)}, 1).status(), StatusCode::kInvalidArgument,
+                {"layer 0", "for K only"});
+  expect_status(read_with({scalar(l0 + "kv_scale", -1)}, 1).status(), StatusCode::kInvalidArgument,
+                {l0 + "kv_scale", "positive and finite"});
+  expect_status(
+      read_with({SyntheticTensor{l0 + "k_scale", "F32", {2}, raw_bytes(std::vector<float>{1, 1})},
+                 scalar(l0 + "v_scale", 1)},
+                1)
+          .status(),
+      StatusCode::kInvalidArgument, {l0 + "k_scale", "holds 2 values"});
+  // The projections' names (ModelOpt's older checkpoints) and one kv_scale for both.
+  const SyntheticTensor k_proj = scalar(l0 + "k_proj.k_scale", 0.25f);
+  const SyntheticTensor v_proj = scalar(l0 + "v_proj.v_scale", 4.f);
+  Result<std::vector<attention::KvScales>> read =
+      read_with({k_proj, v_proj, scalar(l1 + "kv_scale", 3.f)}, 2);
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ((*read)[0].k, 0.25f);
+  EXPECT_EQ((*read)[0].v, 4.f);
+  EXPECT_EQ((*read)[1].k, 3.f);
+  EXPECT_EQ((*read)[1].v, 3.f);
 }
 
 // A missing scale, a scale of the wrong shape or dtype, and an FP8 tensor in a checkpoint whose
