@@ -57,8 +57,8 @@ TEST(Fp8, RoundsToNearestTiesToEven) {
       const float mid = lo + (hi - lo) / 2;
       EXPECT_EQ(f.encode(lo + (hi - lo) / 4), b) << f.name;
       EXPECT_EQ(f.encode(lo + 3 * (hi - lo) / 4), b + 1) << f.name;
-      EXPECT_EQ(f.encode(mid), (b % 2 == 0) ? b : b + 1) << f.name << " between " << lo << ", "
-                                                       << hi;
+      EXPECT_EQ(f.encode(mid), (b % 2 == 0) ? b : b + 1)
+          << f.name << " between " << lo << ", " << hi;
       EXPECT_EQ(f.encode(-mid), 0x80 | ((b % 2 == 0) ? b : b + 1)) << f.name;
     }
   }
@@ -66,8 +66,8 @@ TEST(Fp8, RoundsToNearestTiesToEven) {
 
 TEST(Fp8, SaturatesAndKeepsNan) {
   for (const Format& f : kFormats) {
-    for (float x : {f.max_finite * 1.01f, f.max_finite * 4, 1e30f,
-                    std::numeric_limits<float>::infinity()}) {
+    for (float x :
+         {f.max_finite * 1.01f, f.max_finite * 4, 1e30f, std::numeric_limits<float>::infinity()}) {
       EXPECT_EQ(f.decode(f.encode(x)), f.max_finite) << f.name << " " << x;
       EXPECT_EQ(f.decode(f.encode(-x)), -f.max_finite) << f.name << " " << -x;
     }

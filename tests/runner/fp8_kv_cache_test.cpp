@@ -1,7 +1,7 @@
 // --kv-cache-dtype fp8_e4m3 / fp8_e5m2 on the golden dense models, against the same runner with
 // its KV cache in the compute dtype: teacher-forced next-token probabilities within a stated
 // bound (and not equal: the cache really is FP8), and greedy decoding, which reads back the codes
-// the decode steps stored, equal to a teacher-forced prefill of its own ids, which reads the codes
+// the decode steps stored, near a teacher-forced prefill of its own ids, which reads the codes
 // the prefill stored. CPU f32 here; fp8_kv_cache_cuda_test: CUDA bf16 (the flash kernels' FP8
 // path).
 #include <gtest/gtest.h>
@@ -26,18 +26,19 @@ namespace {
 #ifdef SGL_TEST_ON_CUDA
 const Device kDevice = Device::cuda(0);
 const char* const kDtype = "bfloat16";
-// Greedy steps against the teacher-forced prefill: the same codes read back, but activations
-// rounded to bf16 by other kernels (GEMV against GEMM, decode against extend attention), and a
-// value that lands on the other side of a rounding boundary moves by a whole FP8 step (E5M2: up
-// to 25%). Measured on an H100: up to 0.077 with E4M3 and 0.23 with E5M2 (stories260K, whose
-// bf16 golden bound is 0.27 without FP8).
-double self_consistency(const std::string& format) { return format == "fp8_e4m3" ? 0.12 : 0.35; }
 #else
 const Device kDevice = Device::cpu();
 const char* const kDtype = "float32";
-// f32: the same values in another summation order.
-double self_consistency(const std::string&) { return 1e-3; }
 #endif
+
+// Greedy steps against the teacher-forced prefill: both read back the codes they stored, but a K
+// or V value the prefill's GEMM and a decode step's GEMV compute a few bits apart rounds a whole
+// FP8 step apart where it lies on a rounding boundary (E5M2: up to 25%), and bf16 activations
+// widen those differences. Measured on stories260K (the others stay within 0.015): the CPU in
+// f32 6e-5 with E5M2 in the release build and 0.12 in the ASan build (another summation order);
+// an H100 in bf16 0.077 with E4M3 and 0.23 with E5M2 (its bf16 golden bound is 0.27 without
+// FP8).
+double self_consistency(const std::string& format) { return format == "fp8_e4m3" ? 0.12 : 0.35; }
 
 // How far an FP8 cache may move the next-token distribution from the compute dtype's cache:
 // the mean over every position of the largest |p_fp8 - p| among the reference's top 10 tokens.

@@ -60,9 +60,9 @@ __device__ __forceinline__ uint2 narrow_bf16x8(uint4 values, float inverse_scale
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
-    const __nv_fp8x2_storage_t pair = __nv_cvt_float2_to_fp8x2(
-        make_float2(f.x * inverse_scale, f.y * inverse_scale), __NV_SATFINITE,
-        fp8_interpretation<kFormat>());
+    const __nv_fp8x2_storage_t pair =
+        __nv_cvt_float2_to_fp8x2(make_float2(f.x * inverse_scale, f.y * inverse_scale),
+                                 __NV_SATFINITE, fp8_interpretation<kFormat>());
     out[i / 2] |= static_cast<uint32_t>(pair) << (16 * (i % 2));
   }
   return make_uint2(out[0], out[1]);
