@@ -7,7 +7,8 @@
 #                                        OpenBLAS, hence the compression)
 #   scripts/gpu_check.sh run    (device) unpack, run every cuda test, the GPU smoke checks and
 #                                        the benchmarks (sgl-bench one-batch on a dummy
-#                                        Llama-3-8B, SGL_BENCH_ARGS overrides its cases; on
+#                                        Llama-3-8B, SGL_BENCH_ARGS overrides its cases; bf16
+#                                        against FP8 KV at 1 and 64 x 4096; on
 #                                        dummy Qwen3-30B-A3B and Mixtral-8x7B; a batch of 64
 #                                        with and without a JSON schema), print a
 #                                        short table last; JSON and logs land in $OUT;
@@ -163,6 +164,11 @@ run() {
   # shellcheck disable=SC2086
   bench_step one-batch one_batch 20 "Llama-3-8B shape, dummy bf16 weights" \
     ${SGL_BENCH_ARGS:---batch-size 1,64,256 --input-len 128,1024 --output-len 64}
+  # The FP8 KV cache against the bf16 one at long contexts (docs/performance.md's FP8 table).
+  for kv in auto fp8_e4m3; do
+    bench_step one-batch "one_batch_kv_$kv" 3 "Llama-3-8B shape, --kv-cache-dtype $kv" \
+      --kv-cache-dtype "$kv" --batch-size 1,64 --input-len 4096 --output-len 16
+  done
   # Mixture-of-Experts decode and prefill against the floors (SGL_MOE_BENCH_ARGS overrides the
   # Qwen3-30B-A3B cases; Mixtral-8x7B at batch 1 needs an H200's memory).
   # shellcheck disable=SC2086
