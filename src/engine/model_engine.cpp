@@ -26,7 +26,7 @@ runner::NodeLayout node_layout(const runner::ModelRunnerOptions& ro,
                                const distributed::MultiNode& nodes) {
   std::string shape = ro.device.is_cpu() ? "cpu" : "cuda";
   for (const std::string& s : {ro.attention_backend, ro.linear_backend, ro.load_format, ro.dtype,
-                               ro.json_model_override_args}) {
+                               ro.kv_cache_dtype, ro.json_model_override_args}) {
     shape.append("|").append(s);
   }
   for (const int64_t v :

@@ -120,7 +120,7 @@ Status LeaderLink::accept(std::chrono::milliseconds timeout) {
                "; node 0 with " + describe(layout_);
     } else if (theirs.options_fingerprint != layout_.options_fingerprint) {
       reason = "node " + std::to_string(rank) +
-               "'s engine flags (batch and token limits, dtype, context length, CUDA graphs) "
+               "'s engine flags (batch and token limits, dtypes, context length, CUDA graphs) "
                "differ from node 0's: start every node with the same flags";
     } else if (rank < 1 || rank >= layout_.nnodes) {
       reason = "--node-rank " + std::to_string(rank) + " is not in [1, --nnodes " +

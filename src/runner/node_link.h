@@ -32,7 +32,7 @@
 namespace sgl::runner {
 
 // What every node's flags must agree on (checked at the hello): the ranks' layout and a
-// fingerprint of the options that shape a forward pass (batch and token limits, dtype, graphs).
+// fingerprint of the options that shape a forward pass (batch and token limits, dtypes, graphs).
 struct NodeLayout {
   int32_t tp_size = 1;
   int32_t ep_size = 1;

@@ -156,6 +156,21 @@ def test_a_node_with_other_flags_is_refused_on_both_ends(tmp_path):
     assert "node 0 refused this node: " + reason in follower.log(), follower.log()
 
 
+# The KV cache's dtype is one of the engine flags every node must share.
+def test_a_node_with_another_kv_cache_dtype_is_refused(tmp_path):
+    binary = binary_or_skip()
+    port = free_port_pair()
+    node0 = subprocess.Popen(
+        [str(binary), "--model-path", str(MODEL), "--port", "0", *node_flags(port),
+         "--node-rank", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    follower = Follower(tmp_path, port, "--tp-size", "2", "--kv-cache-dtype", "fp8_e4m3")
+    assert follower.wait() == 1
+    _, err0 = node0.communicate(timeout=30)
+    reason = "node 1's engine flags"
+    assert node0.returncode == 1 and reason in err0, err0
+    assert "node 0 refused this node: " + reason in follower.log(), follower.log()
+
+
 def test_node_one_ends_with_an_error_when_node_zero_dies(tmp_path):
     srv, follower = start_two_nodes(tmp_path)
     generate(srv, PROMPTS[0])
