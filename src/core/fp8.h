@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/dtype.h"
+
 namespace sgl {
 
 inline float fp8_e4m3_to_float(uint8_t bits) {
@@ -70,23 +72,26 @@ inline uint8_t float_to_fp8_e5m2(float x) {
   return fp8_detail::encode(x, 2, -14, 15, 57344.0f, 0x7f);
 }
 
-// Every byte's value, for converting whole tensors.
-inline const std::array<float, 256>& fp8_e4m3_table() {
+// Every byte's value under kDecode, for converting whole tensors.
+template <float (*kDecode)(uint8_t)>
+const std::array<float, 256>& fp8_table_of() {
   static const std::array<float, 256> table = [] {
     std::array<float, 256> t{};
-    for (int b = 0; b < 256; ++b) t[b] = fp8_e4m3_to_float(static_cast<uint8_t>(b));
+    for (int b = 0; b < 256; ++b) t[b] = kDecode(static_cast<uint8_t>(b));
     return t;
   }();
   return table;
 }
 
-inline const std::array<float, 256>& fp8_e5m2_table() {
-  static const std::array<float, 256> table = [] {
-    std::array<float, 256> t{};
-    for (int b = 0; b < 256; ++b) t[b] = fp8_e5m2_to_float(static_cast<uint8_t>(b));
-    return t;
-  }();
-  return table;
+inline const std::array<float, 256>& fp8_e4m3_table() { return fp8_table_of<fp8_e4m3_to_float>(); }
+inline const std::array<float, 256>& fp8_e5m2_table() { return fp8_table_of<fp8_e5m2_to_float>(); }
+
+// The table and the encoder of an FP8 dtype (DType::kF8E4M3 or kF8E5M2).
+inline const std::array<float, 256>& fp8_table(DType dtype) {
+  return dtype == DType::kF8E4M3 ? fp8_e4m3_table() : fp8_e5m2_table();
+}
+inline uint8_t float_to_fp8(DType dtype, float x) {
+  return dtype == DType::kF8E4M3 ? float_to_fp8_e4m3(x) : float_to_fp8_e5m2(x);
 }
 
 }  // namespace sgl

@@ -39,12 +39,14 @@ Result<std::vector<attention::KvScales>> read_kv_cache_scales(const model::Weigh
   int64_t first_without = -1;
   for (int64_t layer = 0; layer < num_layers; ++layer) {
     const std::string attn = "model.layers." + std::to_string(layer) + ".self_attn.";
-    SGL_ASSIGN_OR_RETURN(
-        const std::optional<float> k,
-        read_scalar(weights, {attn + "k_scale", attn + "k_proj.k_scale", attn + "kv_scale"}));
-    SGL_ASSIGN_OR_RETURN(
-        const std::optional<float> v,
-        read_scalar(weights, {attn + "v_scale", attn + "v_proj.v_scale", attn + "kv_scale"}));
+    SGL_ASSIGN_OR_RETURN(std::optional<float> k,
+                         read_scalar(weights, {attn + "k_scale", attn + "k_proj.k_scale"}));
+    SGL_ASSIGN_OR_RETURN(std::optional<float> v,
+                         read_scalar(weights, {attn + "v_scale", attn + "v_proj.v_scale"}));
+    if (!k.has_value() && !v.has_value()) {  // one scale for both, or none
+      SGL_ASSIGN_OR_RETURN(k, read_scalar(weights, {attn + "kv_scale"}));
+      v = k;
+    }
     if (k.has_value() != v.has_value()) {
       return invalid_argument("layer " + std::to_string(layer) + " of " + weights.describe() +
                               " has a KV cache scale for " + (k ? "K" : "V") + " only");

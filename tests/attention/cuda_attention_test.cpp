@@ -49,14 +49,6 @@ struct HeadShape {
 // kernels' widening equals the reference's f32 reading.
 constexpr KvScales kFp8Scales{0.5f, 2.f};
 
-// A host FP8 code and its value.
-uint8_t fp8_code(DType dtype, float x) {
-  return dtype == DType::kF8E4M3 ? float_to_fp8_e4m3(x) : float_to_fp8_e5m2(x);
-}
-float fp8_value(DType dtype, uint8_t code) {
-  return dtype == DType::kF8E4M3 ? fp8_e4m3_to_float(code) : fp8_e5m2_to_float(code);
-}
-
 // Output error bound, per (token, q head) row: max |flash - ref| <= kRelTol * max |ref| + kAbsTol.
 // Both outputs are bf16 (rounding alone differs by up to 2^-8 relative) and flash rounds P to
 // bf16 before P @ V.
@@ -114,7 +106,7 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
       for (const Tensor* t : {&pool_->k(0), &pool_->v(0)}) {
         const float scale = t == &pool_->k(0) ? kFp8Scales.k : kFp8Scales.v;
         std::vector<uint8_t> codes(n);
-        for (uint8_t& c : codes) c = fp8_code(s.kv, dist(rng_) / scale);
+        for (uint8_t& c : codes) c = float_to_fp8(s.kv, dist(rng_) / scale);
         upload_bytes(codes, *t, native());
       }
     } else {
@@ -136,7 +128,7 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
       std::memcpy(&bits, bytes.data() + 2 * i, 2);
       return bf16_to_float(bits);
     }
-    return fp8_value(GetParam().kv, bytes[i]) * (which == 0 ? kFp8Scales.k : kFp8Scales.v);
+    return fp8_table(GetParam().kv)[bytes[i]] * (which == 0 ? kFp8Scales.k : kFp8Scales.v);
   }
   void check_rope_fusion(bool with_norm);
   cudaStream_t native() const { return static_cast<cudaStream_t>(stream_.get().native); }
@@ -280,7 +272,7 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
         if (fp8()) {
           const float scale = which == 0 ? kFp8Scales.k : kFp8Scales.v;
           for (int64_t i = 0; i < kd; ++i)
-            want[i] = fp8_code(s.kv, bf16_to_float(values[i]) / scale);
+            want[i] = float_to_fp8(s.kv, bf16_to_float(values[i]) / scale);
         } else {
           std::memcpy(want.data(), values, want.size());
         }

@@ -142,33 +142,31 @@ def test_sigterm_while_node_zero_waits_for_the_others_exits_at_once(tmp_path):
     assert "signal 15 while loading the model: exiting" in err.read_text()
 
 
-def test_a_node_with_other_flags_is_refused_on_both_ends(tmp_path):
+def expect_refused(tmp_path, reason, *follower_flags):
+    """Node 0 (--tp-size 2 over two nodes) and a node 1 started with `follower_flags`: both end
+    with status 1, node 0 saying `reason` and node 1 that node 0 refused it for it."""
     binary = binary_or_skip()
     port = free_port_pair()
     node0 = subprocess.Popen(
         [str(binary), "--model-path", str(MODEL), "--port", "0", *node_flags(port),
          "--node-rank", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    follower = Follower(tmp_path, port, "--tp-size", "4")
+    follower = Follower(tmp_path, port, *follower_flags)
     assert follower.wait() == 1
     _, err0 = node0.communicate(timeout=30)
-    reason = "node 1 runs with --tp-size 4 --ep-size 1 --nnodes 2; node 0 with --tp-size 2"
     assert node0.returncode == 1 and reason in err0, err0
     assert "node 0 refused this node: " + reason in follower.log(), follower.log()
+
+
+def test_a_node_with_other_flags_is_refused_on_both_ends(tmp_path):
+    expect_refused(tmp_path,
+                   "node 1 runs with --tp-size 4 --ep-size 1 --nnodes 2; node 0 with --tp-size 2",
+                   "--tp-size", "4")
 
 
 # The KV cache's dtype is one of the engine flags every node must share.
 def test_a_node_with_another_kv_cache_dtype_is_refused(tmp_path):
-    binary = binary_or_skip()
-    port = free_port_pair()
-    node0 = subprocess.Popen(
-        [str(binary), "--model-path", str(MODEL), "--port", "0", *node_flags(port),
-         "--node-rank", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    follower = Follower(tmp_path, port, "--tp-size", "2", "--kv-cache-dtype", "fp8_e4m3")
-    assert follower.wait() == 1
-    _, err0 = node0.communicate(timeout=30)
-    reason = "node 1's engine flags"
-    assert node0.returncode == 1 and reason in err0, err0
-    assert "node 0 refused this node: " + reason in follower.log(), follower.log()
+    expect_refused(tmp_path, "node 1's engine flags", "--tp-size", "2", "--kv-cache-dtype",
+                   "fp8_e4m3")
 
 
 def test_node_one_ends_with_an_error_when_node_zero_dies(tmp_path):

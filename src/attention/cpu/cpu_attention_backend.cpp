@@ -26,8 +26,7 @@ class KvRows {
   const float* row(int64_t slot, int64_t head, float* scratch) const {
     const int64_t index = (slot * kv_heads_ + head) * dim_;
     if (dtype_ == DType::kF32) return reinterpret_cast<const float*>(base_) + index;
-    const std::array<float, 256>& table =
-        dtype_ == DType::kF8E4M3 ? fp8_e4m3_table() : fp8_e5m2_table();
+    const std::array<float, 256>& table = fp8_table(dtype_);
     for (int64_t d = 0; d < dim_; ++d) scratch[d] = table[base_[index + d]] * scale_;
     return scratch;
   }
@@ -48,10 +47,7 @@ void store_row(const float* src, void* cache, DType dtype, int64_t index, int64_
   }
   uint8_t* dst = static_cast<uint8_t*>(cache) + index;
   const float inverse = 1.f / scale;
-  for (int64_t d = 0; d < dim; ++d) {
-    dst[d] = dtype == DType::kF8E4M3 ? float_to_fp8_e4m3(src[d] * inverse)
-                                     : float_to_fp8_e5m2(src[d] * inverse);
-  }
+  for (int64_t d = 0; d < dim; ++d) dst[d] = float_to_fp8(dtype, src[d] * inverse);
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ int flash_decode_ctas_per_sm(int head_dim, DecodeWidth width, DType kv_dtype);
 
 // Whether the flash kernels read caches of this dtype (bf16, f8e4m3, f8e5m2).
 bool flash_reads_kv_dtype(DType dtype);
-// Checks (SGL_CHECK) that the layer's K and V are contiguous [slots, Hk, D] of one such dtype.
+// Checks (SGL_CHECK) that the layer's K and V are of one such dtype (the launchers, each time).
 void check_flash_cache(const LayerKv& cache);
 
 // Preallocated f32 scratch for split-KV decode partials; the backend owns the memory.
