@@ -22,6 +22,8 @@
 #                                        --chunked-prefill-size 64");
 #                                        SGL_GPU_EAGLE=1 adds scripts/gpu_eagle_bench.sh (EAGLE
 #                                        on the dummy 8B with a repeat head, plain vs drafts);
+#                                        SGL_GPU_MEMORY_SAVER=1 adds scripts/gpu_memory_saver.sh
+#                                        (release / resume on the dummy 8B);
 #                                        SGL_GPU_LOAD=1 adds scripts/gpu_load_bench.sh (start-up
 #                                        from a real bf16 8B checkpoint and a Q8_0 GGUF);
 #                                        SGL_GPU_SERVER_SUITES=1 (at pack and run) adds
@@ -252,6 +254,17 @@ print(f"{100 * schema / plain:.1f}% of unconstrained")' "$log/structured_plain.j
   if [ "${SGL_GPU_SERVING_MOE:-0}" = 1 ]; then
     serving_step serving_qwen3_moe SGL_SERVING_CONFIG="$root/configs/qwen3-30b-a3b.json" \
       SGL_SERVING_TOKENIZER="$root/testdata/tokenizers/qwen3"
+  fi
+  # --enable-memory-saver on the dummy 8B (SGL_GPU_MEMORY_SAVER=1; about a minute): the GPU
+  # memory a release gives back and a resume takes, and the outputs across them.
+  if [ "${SGL_GPU_MEMORY_SAVER:-0}" = 1 ]; then
+    if OUT="$log" scripts/gpu_memory_saver.sh "$root" >"$log/memory_saver.log" 2>&1; then
+      rows+=("memory-saver PASS")
+    else
+      status=1
+      rows+=("memory-saver FAIL")
+    fi
+    cat "$log/memory_saver.log"
   fi
   # Start-up from real files (SGL_GPU_LOAD=1; about 2 minutes): a transformers-written bf16 8B
   # checkpoint to a healthy sgl-server, and a Q8_0 GGUF of the same shape through sgl-generate.

@@ -304,6 +304,14 @@ std::span<const FlagSpec> engine_flag_table() {
        .value = "X",
        .help = "Share of device memory for weights and KV cache; 0 = the device's default.",
        .default_value = "0"},
+      {.name = "--enable-memory-saver",
+       .help = "The weights and the KV cache live in memory /release_memory_occupation gives "
+               "back to the device and /resume_memory_occupation takes again, at the same "
+               "addresses (CUDA graphs stay valid): a trainer sharing the GPU gets it meanwhile."},
+      {.name = "--enable-weights-cpu-backup",
+       .help = "With --enable-memory-saver: a release keeps the weights in host memory and the "
+               "resume writes them back (without it, write them again after the resume: "
+               "/update_weights_from_disk)."},
       {.name = "--max-queued-requests",
        .value = "N",
        .help = "Waiting requests before new ones are refused (503), counted as N plus "
@@ -476,6 +484,13 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
   // SGLang 0.5's --cuda-graph-backend-decode disabled (sglang_flags.cpp) is the same switch.
   s.runner.disable_cuda_graph =
       args.has("--disable-cuda-graph") || args.get("--cuda-graph-backend-decode") == "disabled";
+  s.runner.enable_memory_saver = args.has("--enable-memory-saver");
+  s.runner.enable_weights_cpu_backup = args.has("--enable-weights-cpu-backup");
+  if (s.runner.enable_weights_cpu_backup && !s.runner.enable_memory_saver) {
+    s.notes.push_back(
+        "--enable-weights-cpu-backup changes nothing without --enable-memory-saver (nothing is "
+        "released)");
+  }
   s.runner.fp32_all_reduce = args.has("--enable-fp32-all-reduce");
   s.runner.disable_custom_all_reduce = args.has("--disable-custom-all-reduce");
   for (std::string& note : all_reduce_notes(s.runner)) s.notes.push_back(std::move(note));

@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/cuda_stream.h"
+#include "backend/cuda/cuda_virtual_memory.h"
 #endif
 
 namespace sgl::backend {
@@ -75,6 +76,16 @@ std::unique_ptr<Allocator> create_staging_allocator(Device device) {
   return std::make_unique<PinnedAllocator>();
 #else
   SGL_CHECK(false) << "pinned memory in a build without CUDA";
+  return nullptr;
+#endif
+}
+
+std::unique_ptr<VirtualMemory> create_virtual_memory(Device device) {
+  if (device.is_cpu()) return std::make_unique<HostVirtualMemory>();
+#ifdef SGL_WITH_CUDA
+  return std::make_unique<CudaVirtualMemory>(device.index);
+#else
+  SGL_CHECK(false) << "GPU virtual memory in a build without CUDA";
   return nullptr;
 #endif
 }

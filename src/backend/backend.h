@@ -7,6 +7,7 @@
 #include "core/allocator.h"
 #include "core/device.h"
 #include "core/status.h"
+#include "core/virtual_memory.h"
 
 namespace sgl::backend {
 
@@ -20,6 +21,10 @@ Result<MemoryInfo> memory_info(Device device);
 
 // Host memory for staging copies to/from `device`: pinned for GPUs, plain on CPU.
 std::unique_ptr<Allocator> create_staging_allocator(Device device);
+
+// Address ranges on `device` whose memory can be given back and taken again (the memory saver's
+// ReleasableAllocator).
+std::unique_ptr<VirtualMemory> create_virtual_memory(Device device);
 
 // Checks that `device` can be used by this binary (built with CUDA, a GPU present).
 Status check_device_available(Device device);

@@ -64,6 +64,11 @@ Status check_nodes(const runner::ModelRunnerOptions& ro, const EngineOptions& op
     return invalid_argument("--nnodes " + std::to_string(nodes.nnodes) +
                             " with EAGLE speculative decoding is not implemented");
   }
+  if (ro.enable_memory_saver) {
+    return invalid_argument("--nnodes " + std::to_string(nodes.nnodes) +
+                            " with --enable-memory-saver is not implemented (the other nodes' "
+                            "memory is out of reach of the release)");
+  }
   if (nodes.dist_init_addr->port == 65535) {
     return invalid_argument("--dist-init-addr " + nodes.dist_init_addr->to_string() +
                             ": the ranks' group takes PORT + 1, so PORT must be below 65535");
@@ -117,6 +122,11 @@ Status size_runner_for_engine(const std::filesystem::path& model_path,
       return invalid_argument(
           "--speculative-algorithm is for generation models, not "
           "--is-embedding");
+    }
+    if (ro.enable_memory_saver) {
+      return invalid_argument(
+          "--enable-memory-saver with EAGLE speculative decoding is not implemented (the draft "
+          "head's weights and KV cache would stay)");
     }
     if (spec.algorithm == speculative::SpeculativeAlgorithm::kEagle3) {
       SGL_ASSIGN_OR_RETURN(ro.aux_hidden_state_layers,
@@ -326,19 +336,64 @@ Result<WeightValues> get_weights_by_name(ModelEngine& replica, const std::string
   return std::move(*out);
 }
 
+namespace {
+
+// Every local rank of every replica, in order (`what` names the operation in the refusal when a
+// replica's ranks span nodes).
+Result<std::vector<runner::ModelRunner*>> all_local_ranks(std::span<ModelEngine> replicas,
+                                                          const std::string& what) {
+  std::vector<runner::ModelRunner*> ranks;
+  for (ModelEngine& replica : replicas) {
+    SGL_ASSIGN_OR_RETURN(std::vector<runner::ModelRunner*> local, local_ranks(replica, what));
+    ranks.insert(ranks.end(), local.begin(), local.end());
+  }
+  return ranks;
+}
+
+}  // namespace
+
+Result<size_t> release_memory_occupation(std::span<ModelEngine> replicas,
+                                         runner::MemoryKinds kinds) {
+  SGL_ASSIGN_OR_RETURN(std::vector<runner::ModelRunner*> ranks,
+                       all_local_ranks(replicas, "releasing memory"));
+  size_t bytes = 0;
+  for (runner::ModelRunner* rank : ranks) {
+    SGL_ASSIGN_OR_RETURN(const size_t released, rank->release_memory(kinds));
+    bytes += released;
+  }
+  return bytes;
+}
+
+Status resume_memory_occupation(std::span<ModelEngine> replicas, runner::MemoryKinds kinds) {
+  SGL_ASSIGN_OR_RETURN(std::vector<runner::ModelRunner*> ranks,
+                       all_local_ranks(replicas, "resuming memory"));
+  for (runner::ModelRunner* rank : ranks) SGL_RETURN_IF_ERROR(rank->resume_memory(kinds));
+  return Status::ok_status();
+}
+
+runner::MemoryKinds released_memory(std::span<ModelEngine> replicas) {
+  runner::MemoryKinds any;
+  Result<std::vector<runner::ModelRunner*>> ranks = all_local_ranks(replicas, "");
+  if (!ranks.ok()) return any;
+  for (runner::ModelRunner* rank : *ranks) {
+    const runner::MemoryKinds released = rank->released_memory();
+    any.weights = any.weights || released.weights;
+    any.kv_cache = any.kv_cache || released.kv_cache;
+  }
+  return any;
+}
+
 Status update_weights_from_disk(std::span<ModelEngine> replicas,
                                 const std::filesystem::path& path) {
-  std::vector<runner::ModelRunner*> ranks;  // every replica's, in order
   for (ModelEngine& replica : replicas) {
     if (!replica.eagle_drafts.empty()) {
       return unimplemented(
           "updating the weights with --speculative-algorithm: the draft head's own weights "
           "would stay those trained against the served model");
     }
-    SGL_ASSIGN_OR_RETURN(std::vector<runner::ModelRunner*> local,
-                         local_ranks(replica, "updating the weights"));
-    ranks.insert(ranks.end(), local.begin(), local.end());
   }
+  SGL_ASSIGN_OR_RETURN(const std::vector<runner::ModelRunner*> ranks,
+                       all_local_ranks(replicas, "updating the weights"));
   const std::filesystem::path previous = ranks.front()->weights_path();  // every rank's
   for (size_t i = 0; i < ranks.size(); ++i) {
     const Status updated = ranks[i]->update_weights_from_disk(path);

@@ -46,6 +46,19 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
 // nodes (the other nodes' ranks are out of reach here).
 Status update_weights_from_disk(std::span<ModelEngine> replicas, const std::filesystem::path& path);
 
+// SGLang's release_memory_occupation: every tensor-parallel rank of every replica gives the
+// memory of `kinds` back (runner::ModelRunner::release_memory; needs --enable-memory-saver).
+// The engines must be paused and, with kv_cache, their caches flushed; no batch may run until
+// resume_memory_occupation takes it all back. Returns the bytes given back. Not across nodes.
+Result<size_t> release_memory_occupation(std::span<ModelEngine> replicas,
+                                         runner::MemoryKinds kinds);
+// SGLang's resume_memory_occupation: every rank takes the memory of `kinds` back. On an error
+// (a device without the memory free) the ranks already resumed keep theirs: the kinds stay
+// released where any rank has them released (released_memory).
+Status resume_memory_occupation(std::span<ModelEngine> replicas, runner::MemoryKinds kinds);
+// The kinds released on any rank of any replica.
+runner::MemoryKinds released_memory(std::span<ModelEngine> replicas);
+
 // SGLang's get_weights_by_name on one replica: the weight the checkpoint calls `name`, its
 // tensor-parallel shares put together, as f32 (row-major) with its shape; NotFound for a name
 // no rank holds. The engine must be paused. Not across nodes.

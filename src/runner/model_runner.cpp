@@ -36,6 +36,13 @@ class CudaGraphRunner {};  // never created without CUDA
 namespace sgl::runner {
 namespace {
 
+// The refusal of what needs the weights while their memory is released.
+Status weights_released(const std::string& what) {
+  return invalid_argument(what +
+                          " while the weights' memory is released: resume it first "
+                          "(/resume_memory_occupation with tag \"weights\")");
+}
+
 std::unique_ptr<Allocator> make_allocator(Device device) {
   if (device.is_cpu()) return std::make_unique<CpuAllocator>();
 #ifdef SGL_WITH_CUDA
@@ -155,6 +162,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(const std::filesystem::
 }
 
 Status ModelRunner::update_weights_from_disk(const std::filesystem::path& path) {
+  if (released_memory().weights) return weights_released("updating the weights");
   if (options_.load_format == "dummy") {
     return invalid_argument(
         "the served weights are dummy (--load-format dummy): there is no "
@@ -195,6 +203,7 @@ Status ModelRunner::update_weights_from_disk(const std::filesystem::path& path) 
 }
 
 Result<ModelRunner::HostWeight> ModelRunner::read_weight(const std::string& name) {
+  if (released_memory().weights) return weights_released("reading a weight");
   backend::set_current_device(options_.device);
   SGL_ASSIGN_OR_RETURN(model::WeightView view, model_->find_weight(name));
   const Tensor& v = view.values;
@@ -206,6 +215,38 @@ Result<ModelRunner::HostWeight> ModelRunner::read_weight(const std::string& name
   const Tensor f32(out.values.data(), DType::kF32, stored.tensor().shape());
   kernels::copy(stored, f32, backend::Stream{Device::cpu(), nullptr});
   return out;
+}
+
+Result<size_t> ModelRunner::release_memory(MemoryKinds kinds) {
+  if (weights_memory_ == nullptr) {
+    return invalid_argument("releasing memory needs the server started with --enable-memory-saver");
+  }
+  backend::set_current_device(options_.device);
+  backend::synchronize(stream_);  // nothing queued may read what goes
+  memory_released_ = true;
+  size_t bytes = 0;
+  if (kinds.weights && !weights_memory_->released()) {
+    bytes += weights_memory_->release(options_.enable_weights_cpu_backup);
+  }
+  if (kinds.kv_cache && !kv_memory_->released()) bytes += kv_memory_->release(false);
+  memory_released_ = weights_memory_->released() || kv_memory_->released();
+  return bytes;
+}
+
+Status ModelRunner::resume_memory(MemoryKinds kinds) {
+  if (weights_memory_ == nullptr) {
+    return invalid_argument("resuming memory needs the server started with --enable-memory-saver");
+  }
+  backend::set_current_device(options_.device);
+  if (kinds.weights && weights_memory_->released()) SGL_RETURN_IF_ERROR(weights_memory_->resume());
+  if (kinds.kv_cache && kv_memory_->released()) SGL_RETURN_IF_ERROR(kv_memory_->resume());
+  memory_released_ = weights_memory_->released() || kv_memory_->released();
+  return Status::ok_status();
+}
+
+MemoryKinds ModelRunner::released_memory() const {
+  if (weights_memory_ == nullptr) return {};
+  return {weights_memory_->released(), kv_memory_->released()};
 }
 
 Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRunnerOptions& options,
@@ -281,7 +322,15 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
     SGL_LOG_WARN << "the checkpoint is float16; --dtype auto computes in bfloat16 here (float16 "
                     "compute is not implemented; --dtype float32 keeps every bit)";
   }
-  model::WeightLoader weights(source.weights.get(), *allocator_, compute, stream_, options.seed);
+  if (options.enable_memory_saver) {
+    weights_memory_ =
+        std::make_unique<ReleasableAllocator>(backend::create_virtual_memory(options.device));
+    kv_memory_ =
+        std::make_unique<ReleasableAllocator>(backend::create_virtual_memory(options.device));
+  }
+  model::WeightLoader weights(source.weights.get(),
+                              weights_memory_ ? *weights_memory_ : *allocator_, compute, stream_,
+                              options.seed);
   model::ModelOptions model_options;
   model_options.max_num_tokens = options.max_num_tokens;
   model_options.max_logit_rows = options.max_logit_rows > 0
@@ -325,7 +374,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
     // group is loaded rank after rank: rank 0 sizes, the others must hold its count.)
     shape.num_slots = agree_on_fewest(*tp_group, *allocator_, stream_, shape.num_slots);
   }
-  kv_pool_ = std::make_unique<attention::KvPool>(*allocator_, shape);
+  kv_pool_ = std::make_unique<attention::KvPool>(kv_memory_ ? *kv_memory_ : *allocator_, shape);
   if (attention::is_fp8_kv(kv_dtype)) {
     std::vector<attention::KvScales> scales;  // none with dummy weights
     if (source.weights != nullptr) {
@@ -422,6 +471,8 @@ CudaGraphRunner* ModelRunner::graphs_for(const ForwardBatch& fb) const {
 bool ModelRunner::replays_graph(const ForwardBatch& fb) const { return graphs_for(fb) != nullptr; }
 
 model::ModelOutput ModelRunner::forward(const ForwardBatch& fb) {
+  SGL_CHECK(!memory_released_.load(std::memory_order_relaxed))
+      << "a forward pass while the memory is released (resume_memory first)";
   const int32_t* sampled = nullptr;  // where sampled_id_ref() inputs resolve
   if (fb.id_ref_table.defined()) {
     SGL_CHECK(fb.id_ref_table.device() == options_.device &&

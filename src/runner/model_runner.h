@@ -2,6 +2,7 @@
 // runs forward passes + sampling on ForwardBatches.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "backend/stream.h"
 #include "core/allocator.h"
 #include "core/buffer.h"
+#include "core/releasable_allocator.h"
 #include "distributed/communicator.h"
 #include "forward/forward_batch.h"
 #include "forward/pooling.h"
@@ -84,9 +86,23 @@ struct ModelRunnerOptions {
   // GPU tensor parallelism: every all-reduce through NCCL, none through the one-shot kernel over
   // peer memory (distributed::nccl_group's custom_all_reduce; --disable-custom-all-reduce).
   bool disable_custom_all_reduce = false;
+  // SGLang's --enable-memory-saver: the weights and the KV cache live in memory release_memory
+  // gives back to the device and resume_memory takes again, at the same addresses (CUDA graphs
+  // over them stay valid).
+  bool enable_memory_saver = false;
+  // SGLang's --enable-weights-cpu-backup: a release keeps the weights in host memory and the
+  // resume writes them back (without it they must be written again: update_weights_from_disk).
+  bool enable_weights_cpu_backup = false;
   // An EAGLE head that will draft for this runner (EagleDraftRunner, loaded after it): a pool
   // sized from mem_fraction_static leaves room for the head's weights, activations and KV.
   std::optional<DraftHeadOptions> draft_head;
+};
+
+// The memory SGLang's /release_memory_occupation and /resume_memory_occupation name by their
+// tags "weights" and "kv_cache".
+struct MemoryKinds {
+  bool weights = false;
+  bool kv_cache = false;
 };
 
 class CudaGraphRunner;
@@ -121,6 +137,17 @@ class ModelRunner {
     model::TensorSlice slice;    // which share `values` is
   };
   Result<HostWeight> read_weight(const std::string& name);
+  // SGLang's release_memory_occupation (--enable-memory-saver): the device memory of `kinds` given
+  // back, its addresses kept; returns the bytes given back (0 for kinds already released). The
+  // KV cache's contents are lost (no request may hold KV: flush the scheduler's cache first);
+  // the weights' too, unless --enable-weights-cpu-backup keeps them on the host, else write them
+  // again after the resume (update_weights_from_disk). No forward may run until every kind is
+  // resumed, nor a weight update or read while the weights are released.
+  Result<size_t> release_memory(MemoryKinds kinds);
+  // Takes the memory of the released ones among `kinds` back (kResourceExhausted, changing
+  // nothing, when the device has not that much free).
+  Status resume_memory(MemoryKinds kinds);
+  MemoryKinds released_memory() const;
   // The sizes a draft head beside this runner is planned and loaded for.
   DraftTargetSizes draft_target_sizes() const {
     return {options_.max_num_tokens, options_.max_batch_size, context_length_, options_.tp_size};
@@ -200,6 +227,10 @@ class ModelRunner {
   int64_t context_length_ = 0;
   DType compute_dtype_ = DType::kF32;
   std::unique_ptr<Allocator> allocator_;
+  // --enable-memory-saver: where the weights and the KV cache live (else in allocator_). Before
+  // model_ and kv_pool_, whose memory they hold (members die in reverse).
+  std::unique_ptr<ReleasableAllocator> weights_memory_, kv_memory_;
+  std::atomic<bool> memory_released_{false};  // any of them (forward checks it)
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<attention::KvPool> kv_pool_;
   std::unique_ptr<attention::AttentionBackend> attention_;

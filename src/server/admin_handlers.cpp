@@ -165,6 +165,8 @@ Reply server_info_reply(ServerContext& ctx) {
        {"device", i.device},
        {"context_length", i.context_length},
        {"kv_cache_dtype", i.kv_cache_dtype},
+       {"enable_memory_saver", i.enable_memory_saver},
+       {"enable_weights_cpu_backup", i.enable_weights_cpu_backup},
        {"max_total_num_tokens", kv_capacity},  // all replicas'
        {"max_running_requests", i.max_running_requests},
        {"max_prefill_tokens", i.max_prefill_tokens},

@@ -29,14 +29,6 @@ Result<engine::PauseMode> parse_pause_mode(const json& o) {
   return request_json::field_error("mode", "must be \"abort\", \"retract\" or \"in_place\"");
 }
 
-// Runs `answer` on the admin pool, holding ctx.generation_control.
-Reply controlled(ServerContext& ctx, std::function<Reply()> answer) {
-  return on_admin_pool(ctx, [&ctx, answer = std::move(answer)] {
-    std::lock_guard lock(ctx.generation_control);
-    return answer();
-  });
-}
-
 // SGLang's abort_all_requests: every request the server holds ends with finish reason abort.
 void abort_every_request(ServerContext& ctx) {
   for (uint64_t rid : ctx.registry.all_rids()) ctx.engine.abort(rid);
@@ -160,8 +152,10 @@ Reply handle_pause_generation(ServerContext& ctx, const HttpRequest& request) {
   if (!o.ok()) return Reply::of(error_response(o.status()));
   Result<engine::PauseMode> mode = parse_pause_mode(*o);
   if (!mode.ok()) return Reply::of(error_response(mode.status()));
-  return controlled(ctx, [&ctx, mode = *mode] {
+  return under_generation_control(ctx, [&ctx, mode = *mode] {
     ctx.engine.pause_generation(mode);
+    // Paused on request now: resuming released memory leaves it paused.
+    ctx.released_memory.paused_generation = false;
     return Reply::of(
         json_response({{"message", "Generation paused successfully."}, {"status", "ok"}}));
   });
@@ -180,7 +174,13 @@ Reply handle_continue_generation(ServerContext& ctx, const HttpRequest& request)
   if (Status s = request_json::read(*o, "torch_empty_cache", torch_empty_cache); !s.ok()) {
     return Reply::of(error_response(s));
   }
-  return controlled(ctx, [&ctx] {
+  return under_generation_control(ctx, [&ctx] {
+    if (!ctx.released_memory.tags.empty()) {
+      return Reply::of(error_response(
+          400,
+          "memory is released (/release_memory_occupation): generation continues once "
+          "/resume_memory_occupation takes it all back"));
+    }
     ctx.engine.continue_generation();
     return Reply::of(
         json_response({{"message", "Generation continued successfully."}, {"status", "ok"}}));
@@ -192,7 +192,8 @@ Reply handle_update_weights_from_disk(ServerContext& ctx, const HttpRequest& req
   if (!o.ok()) return Reply::of(error_response(o.status()));
   Result<WeightUpdate> update = parse_weight_update(*o, ctx.info.load_format);
   if (!update.ok()) return Reply::of(error_response(update.status()));
-  return controlled(ctx, [&ctx, u = std::move(update).value()] { return update_weights(ctx, u); });
+  return under_generation_control(
+      ctx, [&ctx, u = std::move(update).value()] { return update_weights(ctx, u); });
 }
 
 // Names the served weights' version without touching them; aborts what runs unless
@@ -207,7 +208,7 @@ Reply handle_update_weight_version(ServerContext& ctx, const HttpRequest& reques
   if (s.ok() && version.empty()) s = request_json::field_error("new_version", "is required");
   if (s.ok()) s = request_json::read(*o, "abort_all_requests", abort_all_requests);
   if (!s.ok()) return Reply::of(error_response(s));
-  return controlled(ctx, [&ctx, version, abort_all_requests] {
+  return under_generation_control(ctx, [&ctx, version, abort_all_requests] {
     if (abort_all_requests) abort_every_request(ctx);
     ctx.weights.set_version(version);
     return Reply::of(json_response({{"success", true},
@@ -247,7 +248,7 @@ Reply handle_get_weights_by_name(ServerContext& ctx, const HttpRequest& request)
   if (s.ok()) s = request_json::read(*o, "truncate_size", truncate_size);
   if (s.ok() && truncate_size < 0) s = request_json::field_error("truncate_size", "must be >= 0");
   if (!s.ok()) return Reply::of(error_response(s));
-  return controlled(ctx, [&ctx, name, truncate_size] {
+  return under_generation_control(ctx, [&ctx, name, truncate_size] {
     if (ctx.model_engines.empty()) return Reply::of(error_response(400, "no model to read"));
     PausedInPlace paused(ctx.engine);
     json replicas = json::array();

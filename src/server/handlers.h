@@ -57,6 +57,9 @@ Reply handle_continue_generation(ServerContext& ctx, const HttpRequest& request)
 Reply handle_update_weights_from_disk(ServerContext& ctx, const HttpRequest& request);
 Reply handle_update_weight_version(ServerContext& ctx, const HttpRequest& request);
 Reply handle_get_weights_by_name(ServerContext& ctx, const HttpRequest& request);
+// memory_occupation_handlers.cpp (--enable-memory-saver)
+Reply handle_release_memory_occupation(ServerContext& ctx, const HttpRequest& request);
+Reply handle_resume_memory_occupation(ServerContext& ctx, const HttpRequest& request);
 // SGLang's /configure_logging (configure_logging_handler.cpp)
 Reply handle_configure_logging(ServerContext& ctx, const HttpRequest& request);
 // session_handlers.cpp

@@ -2,6 +2,7 @@
 #include "server/prepared_reply.h"
 
 #include <exception>
+#include <mutex>
 #include <string>
 
 #include "server/errors.h"
@@ -94,6 +95,13 @@ Reply on_admin_pool(ServerContext& ctx, std::function<Reply()> answer) {
   return PreparedReply::submit(
       ctx, ctx.admin_pool, false,
       [answer = std::move(answer)](const std::atomic<bool>&) { return answer(); });
+}
+
+Reply under_generation_control(ServerContext& ctx, std::function<Reply()> answer) {
+  return on_admin_pool(ctx, [&ctx, answer = std::move(answer)] {
+    std::lock_guard lock(ctx.generation_control);
+    return answer();
+  });
 }
 
 }  // namespace sgl::server

@@ -56,5 +56,8 @@ class PreparedReply final : public DeferredReply {
 // thread (which every connection, /health included, shares), and a queue of slow renders never
 // delays them.
 Reply on_admin_pool(ServerContext& ctx, std::function<Reply()> answer);
+// on_admin_pool holding ctx.generation_control: the routes that pause, continue, update or
+// release the engines' state run one at a time.
+Reply under_generation_control(ServerContext& ctx, std::function<Reply()> answer);
 
 }  // namespace sgl::server

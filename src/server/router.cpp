@@ -120,8 +120,10 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/update_weights_from_disk", false, post, handle_update_weights_from_disk, admin},
       {"/update_weight_version", false, post, handle_update_weight_version, admin},
       {"/get_weights_by_name", false, both, handle_get_weights_by_name, admin},  // SGLang's methods
-      {"/configure_logging", false, both, handle_configure_logging, admin},      // SGLang's methods
-      {"/open_session", false, both, handle_open_session, user, gen},            // SGLang's methods
+      {"/release_memory_occupation", false, both, handle_release_memory_occupation, admin},
+      {"/resume_memory_occupation", false, both, handle_resume_memory_occupation, admin},
+      {"/configure_logging", false, both, handle_configure_logging, admin},  // SGLang's methods
+      {"/open_session", false, both, handle_open_session, user, gen},        // SGLang's methods
       {"/close_session", false, both, handle_close_session, user, gen},
       {"/tokenize", false, post, handle_tokenize, user, any, text},
       {"/v1/tokenize", false, post, handle_tokenize, user, any, text},

@@ -118,6 +118,8 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.ep_size = model_engine.model_runner->options().ep_size;
   info.load_format = model_engine.model_runner->options().load_format;
   info.kv_cache_dtype = model_engine.model_runner->options().kv_cache_dtype;
+  info.enable_memory_saver = model_engine.model_runner->options().enable_memory_saver;
+  info.enable_weights_cpu_backup = model_engine.model_runner->options().enable_weights_cpu_backup;
   info.log_requests = options.log_requests;
   info.enable_response_store = options.enable_response_store;
   info.health_generates = options.health_generates;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -88,12 +89,22 @@ struct ServerInfo {
   // Strict tools under tool_choice auto are held by a grammar: the parser's call marker can be
   // written by the model (it has one, and it is not a special token the grammar cannot allow).
   bool strict_auto_tools = false;
-  int dp_size = 1;                      // --dp-size: engine replicas
-  int tp_size = 1;                      // --tp-size: tensor-parallel ranks of each replica
-  int ep_size = 1;                      // --ep-size: expert-parallel groups of those ranks
-  std::string load_balance_method;      // --load-balance-method (SGLang's name)
-  std::string load_format = "auto";     // --load-format
-  std::string kv_cache_dtype = "auto";  // --kv-cache-dtype
+  int dp_size = 1;                         // --dp-size: engine replicas
+  int tp_size = 1;                         // --tp-size: tensor-parallel ranks of each replica
+  int ep_size = 1;                         // --ep-size: expert-parallel groups of those ranks
+  std::string load_balance_method;         // --load-balance-method (SGLang's name)
+  std::string load_format = "auto";        // --load-format
+  std::string kv_cache_dtype = "auto";     // --kv-cache-dtype
+  bool enable_memory_saver = false;        // --enable-memory-saver
+  bool enable_weights_cpu_backup = false;  // --enable-weights-cpu-backup
+};
+
+// What /release_memory_occupation holds released: SGLang's tags ("weights", "kv_cache",
+// "cuda_graph"), and whether the release paused generation (then the resume of the last tag
+// continues it). Guarded by ServerContext::generation_control.
+struct ReleasedMemory {
+  std::set<std::string> tags;
+  bool paused_generation = false;
 };
 
 // The checkpoint the weights came from and their version (SGLang's weight_version, "default"
@@ -191,9 +202,11 @@ struct ServerContext {
   // has no model to update). Outlive the context.
   std::span<engine::ModelEngine> model_engines;
   ServedWeights weights{info.model_path};
-  // Held by /pause_generation, /continue_generation and /update_weights_from_disk: one at a
-  // time, so no continue resumes the engine while an update writes the weights.
+  // Held by /pause_generation, /continue_generation, /update_weights_from_disk and the memory
+  // occupation routes: one at a time, so no continue resumes the engine while an update writes
+  // the weights or while memory is released.
   std::mutex generation_control;
+  ReleasedMemory released_memory;
 };
 
 }  // namespace sgl::server

@@ -89,6 +89,9 @@ SERVES = [
     ("--model-path {model} --kv-cache-dtype fp8_e4m3",
      ["KV cache in fp8_e4m3: K and V stored at scale 1.0"]),
     ("--model-path {model} --kv-cache-dtype fp8_e5m2", ["KV cache in fp8_e5m2"]),
+    ("--model-path {model} --enable-memory-saver --enable-weights-cpu-backup", []),
+    ("--model-path {model} --enable-weights-cpu-backup",
+     ["--enable-weights-cpu-backup changes nothing without --enable-memory-saver"]),
     # SGLang's paged KV (16, 64 with its FA3 / FlashMLA backends): ours pages per token.
     ("--model-path {model} --page-size 64",
      ["--page-size has no effect", "the ones that end mid-page"]),
@@ -142,6 +145,15 @@ REFUSES = [
     # Quantization.
     ("--model-path {model} --quantization fp8", ["--quantization fp8", "quantization"]),
     ("--model-path {model} --kv-cache-dtype fp4_e2m1", ["--kv-cache-dtype 'fp4_e2m1'"]),
+    # The memory saver releases the served model's memory, not an EAGLE head's.
+    ("--model-path {model} --enable-memory-saver --speculative-algorithm EAGLE "
+     "--speculative-draft-model-path {model}",
+     ["--enable-memory-saver with EAGLE speculative decoding is not implemented"]),
+    ("--model-path {model} --enable-memory-saver --tp 2 --nnodes 2 --node-rank 0 "
+     "--dist-init-addr 127.0.0.1:50000",
+     ["--nnodes 2 with --enable-memory-saver is not implemented"]),
+    ("--model-path {model} --enable-draft-weights-cpu-backup",
+     ["--enable-draft-weights-cpu-backup", "EAGLE"]),
     ("--model-path {model} --torchao-config int4wo-128", ["--torchao-config"]),
     # Speculative decoding page.
     ("--model-path {model} --speculative-algorithm EAGLE --speculative-draft-model-path {model} "
