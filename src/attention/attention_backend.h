@@ -21,6 +21,9 @@ struct AttentionConfig {
   // Output rows of the projection that reads the attention's output (the hidden size; 0 if
   // unknown): the CUDA decode decides by it whether to launch that projection early.
   int64_t projection_rows = 0;
+  // The queries' and the output's dtype (the compute dtype): the flash kernels compute in bf16,
+  // so an f32 model takes the reference kernels whatever its KV cache's dtype.
+  DType dtype = DType::kBF16;
 };
 
 class AttentionBackend {

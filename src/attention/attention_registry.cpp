@@ -17,10 +17,11 @@ Result<std::unique_ptr<AttentionBackend>> create_attention_backend(const std::st
       config.num_q_heads % config.num_kv_heads != 0 || config.head_dim <= 0) {
     return invalid_argument("attention: bad head configuration");
   }
-  // On GPUs "auto" is our flash kernels, which read bf16 and FP8 KV caches; the reference
-  // otherwise (f32).
+  // On GPUs "auto" is our flash kernels, which compute in bf16 over bf16 and FP8 KV caches; the
+  // reference otherwise (f32 models, FP8 caches under them included).
   const DType kv_dtype = kv_pool.shape().dtype;
-  const bool flash_kv = kv_dtype == DType::kBF16 || is_fp8_kv(kv_dtype);
+  const bool flash_kv =
+      config.dtype == DType::kBF16 && (kv_dtype == DType::kBF16 || is_fp8_kv(kv_dtype));
   const std::string resolved =
       name == "auto" ? (device.is_cpu() ? "cpu" : (flash_kv ? "flash" : "cuda_ref")) : name;
   if (resolved == "cpu") {
@@ -35,7 +36,9 @@ Result<std::unique_ptr<AttentionBackend>> create_attention_backend(const std::st
   if (resolved == "flash") {
     if (!device.is_cuda()) return invalid_argument("attention backend 'flash' needs a GPU");
     if (!flash_kv) {
-      return invalid_argument("attention backend 'flash' needs a bfloat16 or FP8 KV cache");
+      return invalid_argument(
+          "attention backend 'flash' needs a bfloat16 model (--dtype) with a bfloat16 or FP8 KV "
+          "cache");
     }
     return std::unique_ptr<AttentionBackend>(
         new FlashAttentionBackend(config, kv_pool, stream, device));

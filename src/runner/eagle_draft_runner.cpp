@@ -89,7 +89,7 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
   }
   const attention::AttentionConfig attn{c.num_attention_heads, c.num_key_value_heads, c.head_dim,
                                         1.0f / std::sqrt(static_cast<float>(c.head_dim)),
-                                        c.hidden_size};
+                                        c.hidden_size, target.compute_dtype()};
   SGL_ASSIGN_OR_RETURN(runner->attention_,
                        attention::create_attention_backend(o.attention_backend, o.device, attn,
                                                            *runner->kv_pool_, target.stream()));

@@ -391,7 +391,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   }
   attention::AttentionConfig attn{
       config.num_attention_heads / options.tp_size, kv_heads, config.head_dim,
-      1.0f / std::sqrt(static_cast<float>(config.head_dim)), config.hidden_size};
+      1.0f / std::sqrt(static_cast<float>(config.head_dim)), config.hidden_size, compute};
   SGL_ASSIGN_OR_RETURN(
       attention_, attention::create_attention_backend(options.attention_backend, options.device,
                                                       attn, *kv_pool_, stream_));

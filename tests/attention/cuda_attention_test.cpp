@@ -587,13 +587,23 @@ TEST(FlashAttentionRegistry, AutoPicksFlashOnCudaAndCudaRefStaysAvailable) {
   EXPECT_EQ(dynamic_cast<FlashAttentionBackend*>(f32_auto.value().get()), nullptr);
   EXPECT_FALSE(
       create_attention_backend("flash", Device::cuda(0), config, f32_pool, stream.get()).ok());
-  // FP8 caches (--kv-cache-dtype) take the flash kernels.
+  // FP8 caches (--kv-cache-dtype) take the flash kernels under a bf16 model, the reference
+  // under an f32 one (the flash kernels write bf16); "flash" refuses the latter.
+  AttentionConfig f32_config = config;
+  f32_config.dtype = DType::kF32;
   for (const DType kv : {DType::kF8E4M3, DType::kF8E5M2}) {
     KvPool fp8_pool(gpu, KvPoolShape{1, 16, 2, 64, kv});
     auto fp8_auto =
         create_attention_backend("auto", Device::cuda(0), config, fp8_pool, stream.get());
     ASSERT_TRUE(fp8_auto.ok());
     EXPECT_NE(dynamic_cast<FlashAttentionBackend*>(fp8_auto.value().get()), nullptr);
+    auto f32_fp8 =
+        create_attention_backend("auto", Device::cuda(0), f32_config, fp8_pool, stream.get());
+    ASSERT_TRUE(f32_fp8.ok());
+    EXPECT_EQ(dynamic_cast<FlashAttentionBackend*>(f32_fp8.value().get()), nullptr);
+    EXPECT_FALSE(
+        create_attention_backend("flash", Device::cuda(0), f32_config, fp8_pool, stream.get())
+            .ok());
   }
 }
 
