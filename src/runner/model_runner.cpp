@@ -390,7 +390,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
                                     : "the checkpoint's k_scale / v_scale");
   }
   attention::AttentionConfig attn{
-      config.num_attention_heads / options.tp_size, kv_heads, config.head_dim,
+      config.num_attention_heads / options.tp_size,          kv_heads,           config.head_dim,
       1.0f / std::sqrt(static_cast<float>(config.head_dim)), config.hidden_size, compute};
   SGL_ASSIGN_OR_RETURN(
       attention_, attention::create_attention_backend(options.attention_backend, options.device,
