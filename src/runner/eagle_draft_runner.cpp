@@ -87,12 +87,12 @@ Result<std::unique_ptr<EagleDraftRunner>> EagleDraftRunner::create(const std::fi
     kernels::copy(Tensor(const_cast<int32_t*>(to_target.data()), DType::kI32, {n}),
                   runner->draft_to_target_table_, target.stream());
   }
-  const attention::AttentionConfig attn{c.num_attention_heads,
-                                        c.num_key_value_heads,
-                                        c.head_dim,
-                                        1.0f / std::sqrt(static_cast<float>(c.head_dim)),
-                                        c.hidden_size,
-                                        target.compute_dtype()};
+  const attention::AttentionConfig attn{.num_q_heads = c.num_attention_heads,
+                                        .num_kv_heads = c.num_key_value_heads,
+                                        .head_dim = c.head_dim,
+                                        .scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+                                        .projection_rows = c.hidden_size,
+                                        .dtype = target.compute_dtype()};
   SGL_ASSIGN_OR_RETURN(runner->attention_,
                        attention::create_attention_backend(o.attention_backend, o.device, attn,
                                                            *runner->kv_pool_, target.stream()));

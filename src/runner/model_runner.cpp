@@ -389,9 +389,12 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
                                       "v_scale)"
                                     : "the checkpoint's k_scale / v_scale");
   }
-  attention::AttentionConfig attn{
-      config.num_attention_heads / options.tp_size,          kv_heads,           config.head_dim,
-      1.0f / std::sqrt(static_cast<float>(config.head_dim)), config.hidden_size, compute};
+  attention::AttentionConfig attn{.num_q_heads = config.num_attention_heads / options.tp_size,
+                                  .num_kv_heads = kv_heads,
+                                  .head_dim = config.head_dim,
+                                  .scale = 1.0f / std::sqrt(static_cast<float>(config.head_dim)),
+                                  .projection_rows = config.hidden_size,
+                                  .dtype = compute};
   SGL_ASSIGN_OR_RETURN(
       attention_, attention::create_attention_backend(options.attention_backend, options.device,
                                                       attn, *kv_pool_, stream_));
