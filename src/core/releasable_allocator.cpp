@@ -3,8 +3,7 @@
 // norm weights of a few KB).
 #include "core/releasable_allocator.h"
 
-#include <algorithm>
-#include <iterator>
+#include <string>
 
 #include "core/check.h"
 
@@ -89,30 +88,26 @@ void ReleasableAllocator::deallocate(void* ptr) {
 size_t ReleasableAllocator::release(bool keep_contents) {
   std::lock_guard lock(mutex_);
   SGL_CHECK(!released_) << "memory released twice";
-  size_t bytes = 0;
   for (auto& [base, region] : regions_) {
     if (keep_contents) {
       region.kept = memory_->allocate_host(region.used);
       memory_->copy_to_host(region.kept, base, region.used);
     }
     memory_->decommit(base, region.bytes);
-    bytes += region.bytes;
   }
   released_ = true;
-  return bytes;
+  return reserved_bytes();
 }
 
 Status ReleasableAllocator::resume() {
   std::lock_guard lock(mutex_);
   SGL_CHECK(released_) << "memory resumed without a release";
-  size_t total = 0;
-  for (const auto& [base, region] : regions_) total += region.bytes;
   for (auto it = regions_.begin(); it != regions_.end(); ++it) {
     if (memory_->commit(it->first, it->second.bytes)) continue;
     for (auto done = regions_.begin(); done != it; ++done) {
       memory_->decommit(done->first, done->second.bytes);
     }
-    return resource_exhausted("resuming needs " + std::to_string(total) + " bytes on " +
+    return resource_exhausted("resuming needs " + std::to_string(reserved_bytes()) + " bytes on " +
                               memory_->device().to_string() +
                               ", which it does not have free; it stays released");
   }
@@ -130,11 +125,15 @@ bool ReleasableAllocator::released() const {
   return released_;
 }
 
-size_t ReleasableAllocator::committed_bytes() const {
-  std::lock_guard lock(mutex_);
+size_t ReleasableAllocator::reserved_bytes() const {
   size_t bytes = 0;
   for (const auto& [base, region] : regions_) bytes += region.bytes;
   return bytes;
+}
+
+size_t ReleasableAllocator::committed_bytes() const {
+  std::lock_guard lock(mutex_);
+  return reserved_bytes();
 }
 
 }  // namespace sgl

@@ -54,6 +54,7 @@ class ReleasableAllocator final : public Allocator {
   std::byte* new_region(size_t bytes);
   void free_region(Regions::iterator it);
   void drop_kept(Region& region);
+  size_t reserved_bytes() const;  // every region's (hold mutex_)
 
   std::unique_ptr<VirtualMemory> memory_;
   size_t slab_bytes_;  // small allocations (under a quarter of this) share slabs

@@ -2,26 +2,17 @@
 #include "model/model_checks.h"
 
 #include <charconv>
-#include <cstdio>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
 
 #include "backend/backend.h"
+#include "core/byte_size.h"
 #include "core/logging.h"
 #include "model/config_bounds.h"
 
 namespace sgl::model {
-namespace {
-
-std::string gib(int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
-  return text;
-}
-
-}  // namespace
 
 Status check_model_options(const ModelOptions& options) {
   if (options.max_positions < 0 || options.max_positions > ConfigBounds::kMaxContextLength ||
@@ -75,10 +66,10 @@ Status check_fits(Device device, const ModelMemoryPlan& plan, int64_t max_positi
   const auto available = static_cast<int64_t>(cpu ? mem.total_bytes : mem.free_bytes);
   if (plan.total() <= available) return Status::ok_status();
   return resource_exhausted(
-      "the model needs " + gib(plan.total()) + " on " + device.to_string() + " (weights " +
-      gib(plan.weights) + ", activations " + gib(plan.activations) + ", RoPE table " +
-      gib(plan.rope_table) + " for " + std::to_string(max_positions) + " positions) but " +
-      device.to_string() + " has " + gib(available) + (cpu ? " of memory" : " free") +
+      "the model needs " + format_gib(plan.total()) + " on " + device.to_string() + " (weights " +
+      format_gib(plan.weights) + ", activations " + format_gib(plan.activations) + ", RoPE table " +
+      format_gib(plan.rope_table) + " for " + std::to_string(max_positions) + " positions) but " +
+      device.to_string() + " has " + format_gib(available) + (cpu ? " of memory" : " free") +
       (plan.rope_table * 4 > plan.total() ? "; a smaller --context-length shrinks the RoPE table"
                                           : ""));
 }

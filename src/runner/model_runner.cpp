@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "backend/devices.h"
+#include "core/byte_size.h"
 #include "core/logging.h"
 #include "distributed/nccl_communicator.h"
 #include "kernels/copy.h"
@@ -102,12 +103,6 @@ Result<int64_t> size_kv_pool(const ModelRunnerOptions& options, const attention:
                << by_memory << " slots; capped at " << cap << " -> " << slots;
   if (slots < 2) return resource_exhausted("no memory left for the KV cache");
   return slots;
-}
-
-std::string gib(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f GiB", bytes / double(int64_t{1} << 30));
-  return text;
 }
 
 // What was loaded, in one line: architecture, parameters, compute dtype, shape, context.
@@ -434,16 +429,17 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
     }
     if (graph_runner_ != nullptr || !verify_graph_runners_.empty()) {
       SGL_ASSIGN_OR_RETURN(const backend::MemoryInfo after, backend::memory_info(options.device));
-      graphs = ", CUDA graphs " +
-               gib(static_cast<double>(before.free_bytes) - static_cast<double>(after.free_bytes));
+      graphs = ", CUDA graphs " + format_gib(static_cast<double>(before.free_bytes) -
+                                             static_cast<double>(after.free_bytes));
     }
   }
 #endif
-  SGL_LOG_INFO << "memory: weights " << gib(static_cast<double>(plan.weights)) << ", activations "
-               << gib(static_cast<double>(plan.activations)) << ", RoPE table "
-               << gib(static_cast<double>(plan.rope_table)) << ", KV cache "
-               << gib(static_cast<double>(shape.bytes_per_token()) *
-                      static_cast<double>(shape.num_slots))
+  SGL_LOG_INFO << "memory: weights " << format_gib(static_cast<double>(plan.weights))
+               << ", activations " << format_gib(static_cast<double>(plan.activations))
+               << ", RoPE table " << format_gib(static_cast<double>(plan.rope_table))
+               << ", KV cache "
+               << format_gib(static_cast<double>(shape.bytes_per_token()) *
+                             static_cast<double>(shape.num_slots))
                << " (" << shape.num_slots << " tokens)" << graphs;
   if (!options.device.is_cpu() && options.is_embedding) {
     staging_allocator_ = backend::create_staging_allocator(options.device);

@@ -175,7 +175,7 @@ Reply handle_continue_generation(ServerContext& ctx, const HttpRequest& request)
     return Reply::of(error_response(s));
   }
   return under_generation_control(ctx, [&ctx] {
-    if (!ctx.released_memory.tags.empty()) {
+    if (memory_released(ctx)) {
       return Reply::of(error_response(
           400,
           "memory is released (/release_memory_occupation): generation continues once "

@@ -60,6 +60,8 @@ Reply handle_get_weights_by_name(ServerContext& ctx, const HttpRequest& request)
 // memory_occupation_handlers.cpp (--enable-memory-saver)
 Reply handle_release_memory_occupation(ServerContext& ctx, const HttpRequest& request);
 Reply handle_resume_memory_occupation(ServerContext& ctx, const HttpRequest& request);
+// Whether any tag is released (hold ctx.generation_control).
+bool memory_released(ServerContext& ctx);
 // SGLang's /configure_logging (configure_logging_handler.cpp)
 Reply handle_configure_logging(ServerContext& ctx, const HttpRequest& request);
 // session_handlers.cpp

@@ -3,12 +3,11 @@
 // given back between rollouts and taken again, by tag. Generation stays paused while any is
 // released (requests sent meanwhile wait in the queue); the resume of the last tag continues it,
 // unless /pause_generation paused it meanwhile.
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <string>
 
+#include "core/byte_size.h"
 #include "core/logging.h"
 #include "engine/model_engine.h"
 #include "server/errors.h"
@@ -58,36 +57,30 @@ runner::MemoryKinds kinds_of(const std::set<std::string>& tags) {
   return {tags.contains(kWeights), tags.contains(kKvCache)};
 }
 
+// The tags released now: the runners' kinds, and the cuda_graph tag the context keeps.
+std::set<std::string> released_tags(ServerContext& ctx) {
+  const runner::MemoryKinds kinds = engine::released_memory(ctx.model_engines);
+  std::set<std::string> tags;
+  if (kinds.weights) tags.insert(kWeights);
+  if (kinds.kv_cache) tags.insert(kKvCache);
+  if (ctx.released_memory.cuda_graph) tags.insert(kCudaGraph);
+  return tags;
+}
+
 std::string joined(const std::set<std::string>& tags) {
   std::string out;
   for (const std::string& tag : tags) out += (out.empty() ? "" : ", ") + tag;
   return out;
 }
 
-std::string gib(size_t bytes) {
-  std::ostringstream out;
-  out.precision(2);
-  out << std::fixed << static_cast<double>(bytes) / std::pow(1024.0, 3) << " GiB";
-  return out.str();
-}
-
 Reply occupation_reply(const std::string& message) {
   return Reply::of(json_response({{"success", true}, {"message", message}}));
 }
 
-// The refusal of a server started without the memory saver.
-Reply not_enabled(const ServerContext& ctx) {
-  return Reply::of(error_response(
-      400, ctx.model_engines.empty()
-               ? "no model whose memory to release"
-               : "the server was started without --enable-memory-saver: its memory cannot be "
-                 "released"));
-}
-
 Reply release(ServerContext& ctx, const std::set<std::string>& tags) {
-  ReleasedMemory& released = ctx.released_memory;
+  const std::set<std::string> released = released_tags(ctx);
   for (const std::string& tag : tags) {
-    if (released.tags.contains(tag)) {
+    if (released.contains(tag)) {
       return Reply::of(error_response(400, "\"" + tag + "\" is released already"));
     }
   }
@@ -107,9 +100,10 @@ Reply release(ServerContext& ctx, const std::set<std::string>& tags) {
   }
   Result<size_t> bytes = engine::release_memory_occupation(ctx.model_engines, kinds_of(tags));
   if (!bytes.ok()) return refuse(error_response(bytes.status()));
-  if (released.tags.empty()) released.paused_generation = !was_paused;
-  released.tags.insert(tags.begin(), tags.end());
-  std::string message = "Released " + joined(tags) + ": " + gib(*bytes) + " of device memory";
+  if (released.empty()) ctx.released_memory.paused_generation = !was_paused;
+  if (tags.contains(kCudaGraph)) ctx.released_memory.cuda_graph = true;
+  std::string message = "Released " + joined(tags) + ": " +
+                        format_gib(static_cast<double>(*bytes)) + " of device memory";
   if (tags.contains(kCudaGraph)) message += " (the CUDA graphs' activations stay)";
   if (tags.contains(kWeights)) {
     message += ctx.info.enable_weights_cpu_backup
@@ -123,57 +117,64 @@ Reply release(ServerContext& ctx, const std::set<std::string>& tags) {
 }
 
 Reply resume(ServerContext& ctx, std::set<std::string> tags, bool all) {
-  ReleasedMemory& released = ctx.released_memory;
   if (all) {
-    // No tags: whatever is released.
-    tags = released.tags;
+    tags = released_tags(ctx);  // no tags: whatever is released
   } else {
+    const std::set<std::string> released = released_tags(ctx);
     for (const std::string& tag : tags) {
-      if (!released.tags.contains(tag)) {
+      if (!released.contains(tag)) {
         return Reply::of(error_response(400, "\"" + tag + "\" is not released"));
       }
     }
   }
-  const Status resumed = engine::resume_memory_occupation(ctx.model_engines, kinds_of(tags));
-  // What is still released, rank by rank (a failed resume leaves its kind released).
-  const runner::MemoryKinds still = engine::released_memory(ctx.model_engines);
-  if (!still.weights) released.tags.erase(kWeights);
-  if (!still.kv_cache) released.tags.erase(kKvCache);
-  if (resumed.ok() && tags.contains(kCudaGraph)) released.tags.erase(kCudaGraph);
-  if (!resumed.ok()) {
-    SGL_LOG_ERROR << "resume_memory_occupation: " << resumed.message();
-    return Reply::of(error_response(resumed));
+  // A failed resume leaves its kind released on the ranks that could not take it back.
+  if (const Status s = engine::resume_memory_occupation(ctx.model_engines, kinds_of(tags));
+      !s.ok()) {
+    SGL_LOG_ERROR << "resume_memory_occupation: " << s.message();
+    return Reply::of(error_response(s));
   }
+  if (tags.contains(kCudaGraph)) ctx.released_memory.cuda_graph = false;
   std::string message = "Resumed " + (tags.empty() ? std::string("nothing") : joined(tags)) + ".";
-  if (released.tags.empty() && released.paused_generation) {
+  if (const std::set<std::string> still = released_tags(ctx); !still.empty()) {
+    message += " Still released: " + joined(still) + ".";
+  } else if (ctx.released_memory.paused_generation) {
     ctx.engine.continue_generation();
-    released.paused_generation = false;
+    ctx.released_memory.paused_generation = false;
     message += " Generation continues.";
-  } else if (!released.tags.empty()) {
-    message += " Still released: " + joined(released.tags) + ".";
   }
   SGL_LOG_INFO << message;
   return occupation_reply(message);
 }
 
-}  // namespace
-
-Reply handle_release_memory_occupation(ServerContext& ctx, const HttpRequest& request) {
+// Parses the request's tags and, on a server with the memory saver, answers with `apply(ctx,
+// tags, all)` under the generation control.
+template <typename Apply>
+Reply occupation_request(ServerContext& ctx, const HttpRequest& request, Apply apply) {
   bool all = false;
   Result<std::set<std::string>> tags = parse_tags(request.body, all);
   if (!tags.ok()) return Reply::of(error_response(tags.status()));
-  if (ctx.model_engines.empty() || !ctx.info.enable_memory_saver) return not_enabled(ctx);
+  if (ctx.model_engines.empty() || !ctx.info.enable_memory_saver) {
+    return Reply::of(
+        error_response(400,
+                       "the server was started without --enable-memory-saver: its memory cannot be "
+                       "released"));
+  }
   return under_generation_control(
-      ctx, [&ctx, tags = std::move(tags).value()] { return release(ctx, tags); });
+      ctx, [&ctx, tags = std::move(tags).value(), all, apply] { return apply(ctx, tags, all); });
+}
+
+}  // namespace
+
+bool memory_released(ServerContext& ctx) { return !released_tags(ctx).empty(); }
+
+Reply handle_release_memory_occupation(ServerContext& ctx, const HttpRequest& request) {
+  return occupation_request(
+      ctx, request,
+      [](ServerContext& c, const std::set<std::string>& tags, bool) { return release(c, tags); });
 }
 
 Reply handle_resume_memory_occupation(ServerContext& ctx, const HttpRequest& request) {
-  bool all = false;
-  Result<std::set<std::string>> tags = parse_tags(request.body, all);
-  if (!tags.ok()) return Reply::of(error_response(tags.status()));
-  if (ctx.model_engines.empty() || !ctx.info.enable_memory_saver) return not_enabled(ctx);
-  return under_generation_control(
-      ctx, [&ctx, tags = std::move(tags).value(), all] { return resume(ctx, tags, all); });
+  return occupation_request(ctx, request, resume);
 }
 
 }  // namespace sgl::server

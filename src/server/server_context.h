@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -99,11 +98,12 @@ struct ServerInfo {
   bool enable_weights_cpu_backup = false;  // --enable-weights-cpu-backup
 };
 
-// What /release_memory_occupation holds released: SGLang's tags ("weights", "kv_cache",
-// "cuda_graph"), and whether the release paused generation (then the resume of the last tag
-// continues it). Guarded by ServerContext::generation_control.
+// What /release_memory_occupation holds besides what the runners say is released (their
+// weights and KV cache): SGLang's "cuda_graph" tag, which names no memory here, and whether the
+// release paused generation (then the resume of the last tag continues it). Guarded by
+// ServerContext::generation_control.
 struct ReleasedMemory {
-  std::set<std::string> tags;
+  bool cuda_graph = false;
   bool paused_generation = false;
 };
 
