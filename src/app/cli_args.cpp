@@ -194,22 +194,29 @@ Result<std::vector<int32_t>> CliArgs::get_int_list(const std::string& flag) cons
 
 Result<std::vector<double>> CliArgs::get_double_list(const std::string& flag) const {
   std::vector<double> out;
-  auto v = get(flag);
+  for (const std::string& item : get_list(flag)) {
+    double x = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
+    if (ec != std::errc() || ptr != item.data() + item.size()) {
+      return invalid_argument(flag + " expects numbers, got '" + *get(flag) + "'");
+    }
+    out.push_back(x);
+  }
+  return out;
+}
+
+std::vector<std::string> CliArgs::get_list(const std::string& flag) const {
+  std::vector<std::string> out;
+  const auto v = get(flag);
   if (!v) return out;
   std::string item;
   for (size_t i = 0; i <= v->size(); ++i) {
     if (i < v->size() && (*v)[i] != ' ' && (*v)[i] != ',') {
       item += (*v)[i];
-      continue;
+    } else if (!item.empty()) {
+      out.push_back(std::move(item));
+      item.clear();
     }
-    if (item.empty()) continue;
-    double x = 0;
-    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
-    if (ec != std::errc() || ptr != item.data() + item.size()) {
-      return invalid_argument(flag + " expects numbers, got '" + *v + "'");
-    }
-    out.push_back(x);
-    item.clear();
   }
   return out;
 }

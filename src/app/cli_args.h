@@ -46,6 +46,9 @@ class CliArgs {
   Result<std::vector<int32_t>> get_int_list(const std::string& flag) const;
   // A multi-value flag's numbers (`--flag 0.1 0.5 1`, or comma-separated); empty when absent.
   Result<std::vector<double>> get_double_list(const std::string& flag) const;
+  // A multi-value flag's values split at spaces and commas, empty ones dropped; empty when
+  // absent.
+  std::vector<std::string> get_list(const std::string& flag) const;
 
  private:
   std::map<std::string, std::string> values_;  // switches map to ""

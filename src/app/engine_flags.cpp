@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "app/lora_flags.h"
 #include "backend/devices.h"
 #include "core/ascii.h"
 #include "core/logging.h"
@@ -312,6 +313,15 @@ std::span<const FlagSpec> engine_flag_table() {
        .help = "With --enable-memory-saver: a release keeps the weights in host memory and the "
                "resume writes them back (without it, write them again after the resume: "
                "/update_weights_from_disk)."},
+      {.name = "--enable-nan-detection",
+       .help = "Check the logits for NaN before sampling (SGLang's): a NaN logit becomes -1e5 and "
+               "a warning is logged. Every batch then samples on the host (the logits are "
+               "copied from the GPU each step)."},
+      {.name = "--enable-return-routed-experts",
+       .help = "Serve return_routed_experts (SGLang's, a MoE model): each MoE layer's top-k "
+               "expert ids at every position of a request, for rollout routing replay. Such "
+               "requests compute their whole prompt (no prefix cache match), run without CUDA "
+               "graphs and decode without drafts."},
       {.name = "--max-queued-requests",
        .value = "N",
        .help = "Waiting requests before new ones are refused (503), counted as N plus "
@@ -380,6 +390,45 @@ std::span<const FlagSpec> engine_flag_table() {
        .help = "Decode steps between the info-level \"Decode batch.\" status lines (each prefill "
                "batch logs one too); 0: none.",
        .default_value = "40"},
+      {.name = "--enable-lora",
+       .help = "Serve LoRA adapters (SGLang's; implied by --lora-paths): a request names one by "
+               "lora_path, or on the OpenAI routes by model \"<base>:<adapter>\". On the CPU, "
+               "for a dense model at one rank, so far."},
+      {.name = "--lora-paths",
+       .value = "NAME=PATH...",
+       .help = "PEFT LoRA adapters to load at start (adapter_config.json and "
+               "adapter_model.safetensors): NAME=PATH, PATH (named by itself) or JSON "
+               "{\"lora_name\": ..., \"lora_path\": ..., \"pinned\": ...}. Every adapter stays "
+               "loaded; each caches its prompts' prefixes apart."},
+      {.name = "--max-loras-per-batch",
+       .value = "N",
+       .help = "Distinct adapters one batch runs, the base model counted as one; a request of "
+               "another adapter waits.",
+       .default_value = "8"},
+      {.name = "--max-lora-rank",
+       .value = "N",
+       .help = "Adapters of a larger rank are refused at start; 0: any."},
+      {.name = "--lora-target-modules",
+       .value = "MODULE...",
+       .help = "The modules adapters may target (q_proj, k_proj, v_proj, o_proj, gate_proj, "
+               "up_proj, down_proj, or all); an adapter targeting another is refused at start.",
+       .default_value = "all"},
+      {.name = "--max-loaded-loras",
+       .value = "N",
+       .help = "Adapters held in memory; every --lora-paths adapter stays loaded, so it must hold "
+               "them all (and --max-loras-per-batch)."},
+      {.name = "--watchdog-timeout",
+       .value = "SECONDS",
+       .help = "End the server (exit status 1) when batches are in flight and none finishes for "
+               "this long, after logging what ran: a hung GPU or collective gets the server "
+               "restarted instead of it answering /health; 0: no watchdog. On the CPU it is off "
+               "unless given (a large model's prefill there may take minutes).",
+       .default_value = "300 (cuda), 0 (cpu)"},
+      {.name = "--soft-watchdog-timeout",
+       .value = "SECONDS",
+       .help = "Log what ran when batches are in flight and none finishes for this long, and go "
+               "on (again after each further timeout); 0: none.",
+       .default_value = "0"},
   };
   return table;
 }
@@ -486,6 +535,8 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
       args.has("--disable-cuda-graph") || args.get("--cuda-graph-backend-decode") == "disabled";
   s.runner.enable_memory_saver = args.has("--enable-memory-saver");
   s.runner.enable_weights_cpu_backup = args.has("--enable-weights-cpu-backup");
+  s.runner.enable_return_routed_experts = args.has("--enable-return-routed-experts");
+  s.runner.enable_nan_detection = args.has("--enable-nan-detection");
   if (s.runner.enable_weights_cpu_backup && !s.runner.enable_memory_saver) {
     s.notes.push_back(
         "--enable-weights-cpu-backup changes nothing without --enable-memory-saver (nothing is "
@@ -595,9 +646,24 @@ Result<EngineSetup> parse_engine_flags(const CliArgs& args, const std::string& d
         "--speculative-draft-model-path, --speculative-num-steps and --speculative-eagle-topk are "
         "for --speculative-algorithm EAGLE / EAGLE3");
   }
+  SGL_RETURN_IF_ERROR(
+      parse_lora_flags(args, spec.enabled(), s.runner, s.engine.scheduler, s.notes));
   SGL_ASSIGN_OR_RETURN(s.engine.decode_log_interval, args.get_int("--decode-log-interval", 40));
   if (s.engine.decode_log_interval < 0) {
     return invalid_argument("--decode-log-interval must be >= 0");
+  }
+  // SGLang's default is for GPUs; a CPU step of a large model may legitimately take minutes.
+  const double default_watchdog_s = s.runner.device.is_cpu() ? 0 : 300;
+  SGL_ASSIGN_OR_RETURN(s.engine.watchdog_timeout_s,
+                       args.get_double("--watchdog-timeout", default_watchdog_s));
+  SGL_ASSIGN_OR_RETURN(s.engine.soft_watchdog_timeout_s,
+                       args.get_double("--soft-watchdog-timeout", 0));
+  for (const double t : {s.engine.watchdog_timeout_s, s.engine.soft_watchdog_timeout_s}) {
+    if (!(t >= 0 && t <= 1e9)) {
+      return invalid_argument(
+          "--watchdog-timeout and --soft-watchdog-timeout must be in [0, 1e9] "
+          "seconds");
+    }
   }
 
   SGL_RETURN_IF_ERROR(apply_log_level(args, default_log_level));

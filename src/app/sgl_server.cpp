@@ -47,10 +47,12 @@ std::span<const FlagSpec> server_flag_table() {
                "routes that read or write text answer 400. EOS ids come from the model's "
                "config.json and generation_config.json."},
       {.name = "--enable-return-hidden-states",
-       .help = "Serve /generate's return_hidden_states (SGLang's): meta_info.hidden_states holds "
-               "the final norm's output at each prompt position (one list) and then at each "
-               "output token fed back. Such requests compute their whole prompt (no prefix "
-               "cache match), run without CUDA graphs and decode without drafts."},
+       .help = "Serve return_hidden_states (SGLang's; true or \"last\"): /generate's "
+               "meta_info.hidden_states holds the final norm's output at each prompt position "
+               "(one list) and then at each output token fed back; /v1/completions' and "
+               "/v1/chat/completions' choices hold the last such row. Such requests compute "
+               "their whole prompt (no prefix cache match), run without CUDA graphs and decode "
+               "without drafts."},
       {.name = "--config",
        .value = "FILE",
        .help = "A YAML file of these flags (model-path: DIR, port: 30000, enable-metrics: "

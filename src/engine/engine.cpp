@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <random>
 
@@ -133,6 +134,8 @@ Engine::Engine(const EngineOptions& options)
 }
 
 Engine::~Engine() {
+  watchdog_.reset();
+  soft_watchdog_.reset();
   {
     std::lock_guard lock(inbox_mutex_);
     stopping_ = true;
@@ -149,6 +152,44 @@ void Engine::start(std::unique_ptr<runner::BatchRunner> runner) {
   SGL_CHECK(!thread_.joinable()) << "engine already started";
   runner_ = std::move(runner);
   thread_ = std::thread([this] { loop(*runner_); });
+  auto watch = [this](double timeout_s, bool soft) -> std::unique_ptr<Watchdog> {
+    if (timeout_s <= 0) return nullptr;
+    std::function<void()> on_timeout;
+    if (!soft) {
+      on_timeout = options_.on_watchdog_timeout;
+      if (!on_timeout) {
+        on_timeout = [] {
+          SGL_LOG_ERROR << "the watchdog ends the server (exit status 1)";
+          std::fflush(stderr);
+          std::_Exit(EXIT_FAILURE);
+        };
+      }
+    }
+    return std::make_unique<Watchdog>(WatchdogOptions{
+        .name = "Scheduler",
+        .timeout_s = timeout_s,
+        .soft = soft,
+        .progress = [this] { return watchdog_progress(); },
+        .dump_info = [this] { return watchdog_info(); },
+        .on_timeout = std::move(on_timeout),
+    });
+  };
+  watchdog_ = watch(options_.watchdog_timeout_s, false);
+  soft_watchdog_ = watch(options_.soft_watchdog_timeout_s, true);
+}
+
+WatchdogProgress Engine::watchdog_progress() const {
+  return {.counter = steps_processed_.load(), .active = batch_pending_.load()};
+}
+
+std::string Engine::watchdog_info() const {
+  std::lock_guard lock(watched_batch_mutex_);
+  const WatchedBatch& b = watched_batch_;
+  std::string text = "the latest batch launched: batch " + std::to_string(b.id) + " " +
+                     forward_mode_name(b.mode) + ", " + std::to_string(b.rids.size()) +
+                     " requests, " + std::to_string(b.num_tokens) + " tokens; request ids";
+  for (const uint64_t rid : b.rids) text += " " + std::to_string(rid);
+  return text + "; batches processed: " + std::to_string(steps_processed_.load());
 }
 
 Result<std::shared_ptr<RequestStream>> Engine::submit(GenerateRequest request) {
@@ -180,6 +221,22 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
       return invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                               std::to_string(options_.vocab_size) + ")");
     }
+  }
+  if (request.return_routed_experts && !options_.return_routed_experts) {
+    return invalid_argument(
+        "return_routed_experts needs a Mixture-of-Experts model served with "
+        "--enable-return-routed-experts");
+  }
+  const auto adapters = static_cast<int32_t>(options_.lora_adapters.size());
+  if (request.lora_id < 0 || request.lora_id > adapters) {
+    return invalid_argument("LoRA adapter " + std::to_string(request.lora_id) + " of " +
+                            std::to_string(adapters) + " loaded");
+  }
+  if (request.lora_id > 0) {
+    // An adapter's KV is its own: its prefixes are cached apart, in a namespace no server key
+    // spells (those start with a digit: server/openai_json's cache_namespace_key).
+    request.cache_namespace = "\x01lora " + options_.lora_adapters[request.lora_id - 1] + "\x01" +
+                              request.cache_namespace;
   }
   for (int32_t id : request.token_ids_logprob) {
     if (id >= options_.vocab_size) {
@@ -385,6 +442,8 @@ void Engine::dispatch_updates() {
     event.input_logprobs = std::move(u.input_logprobs);
     event.embedding = std::move(u.embedding);
     event.hidden_states = std::move(u.new_hidden_states);
+    event.routed_experts = std::move(u.new_routed_experts);
+    event.spec = std::move(u.spec);
     event.finished = std::move(u.finished);
     event.usage = {u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.retractions};
     const bool finished = event.finished.has_value();
@@ -442,7 +501,7 @@ void Engine::loop(runner::BatchRunner& runner) {
     } else {
       adopt_runner_drafts(result, oldest.batch);
       scheduler_->process_batch_result(oldest.batch, result.output, result.prompt_logprobs,
-                                       result.hidden_states);
+                                       result.hidden_states, result.routed_experts);
     }
     const auto now = std::chrono::steady_clock::now();
     if (oldest.is_decode) {
@@ -452,6 +511,7 @@ void Engine::loop(runner::BatchRunner& runner) {
     last_finished = now;
     in_flight.pop_front();
     steps_processed_.fetch_add(1, std::memory_order_relaxed);
+    batch_pending_.store(!in_flight.empty());
     return thread_cpu_s() - t;
   };
 
@@ -483,6 +543,16 @@ void Engine::loop(runner::BatchRunner& runner) {
       if (!is_decode && log_enabled(LogLevel::kInfo)) {
         SGL_LOG_INFO << prefill_status(*next.batch, scheduler_->stats());
       }
+      if (watchdog_ || soft_watchdog_) {
+        std::lock_guard lock(watched_batch_mutex_);
+        WatchedBatch& w = watched_batch_;
+        w.id = next.batch->id;
+        w.mode = next.batch->mode;
+        w.num_tokens = next.batch->num_tokens();
+        w.rids.clear();
+        for (const scheduler::BatchEntry& e : next.batch->entries) w.rids.push_back(e.req->rid);
+      }
+      batch_pending_.store(true);
       sleep_before_forward();
       executor->submit(to_exec_batch(*next.batch, options_.eos_token_ids));
       verify = std::any_of(next.batch->entries.begin(), next.batch->entries.end(),

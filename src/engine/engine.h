@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 
 #include "engine/generate_request.h"
 #include "engine/request_stream.h"
+#include "engine/watchdog.h"
 #include "runner/batch_executor.h"
 #include "scheduler/scheduler.h"
 
@@ -45,6 +47,19 @@ struct EngineOptions {
   // --random-seed: a request without a seed samples with one made from this and its request id
   // (reproducible runs, as SGLang's global seed makes them); unset: from the OS's entropy.
   std::optional<uint64_t> unseeded_sampling_seed;
+  // The runner records each MoE layer's expert ids (--enable-return-routed-experts on a MoE
+  // model): requests may ask for them (GenerateRequest::return_routed_experts).
+  bool return_routed_experts = false;
+  // The runner's LoRA adapters (SGLang's --lora-paths), by name in id order: a request's
+  // lora_id is 0 (none) or 1..size().
+  std::vector<std::string> lora_adapters;
+  // SGLang's --watchdog-timeout: when batches are in flight and none has finished for this
+  // long, the engine logs what ran and calls on_watchdog_timeout; 0: no watchdog.
+  // --soft-watchdog-timeout: the same log, and the engine goes on.
+  double watchdog_timeout_s = 0;
+  double soft_watchdog_timeout_s = 0;
+  // Unset: end the process (exit status 1), as SGLang's watchdog kills its server. Tests set it.
+  std::function<void()> on_watchdog_timeout;
 };
 
 // What a replica holds right now, counted at submission (not at the next step), so that a
@@ -163,6 +178,9 @@ class Engine {
   // While paused, once no batch is in flight: applies and answers the pauses asked for.
   void settle_pauses();
   void dispatch_updates();
+  // The watchdogs' view of the loop (called from their threads).
+  WatchdogProgress watchdog_progress() const;
+  std::string watchdog_info() const;
   void abort_all(const std::string& reason, int32_t status_code);
   EngineStats make_stats() const;
 
@@ -187,6 +205,18 @@ class Engine {
   std::atomic<uint64_t> steps_processed_{0};
   std::atomic<double> forward_sleep_s_{0};
   std::atomic<bool> paused_{false};  // written by the engine thread
+  // A batch is scheduled and not yet processed (the watchdogs' "active"; engine thread writes).
+  std::atomic<bool> batch_pending_{false};
+  // The latest batch launched, for the watchdogs' log (kept only with a watchdog): copied into
+  // reused storage each step, formatted only when a watchdog fires.
+  struct WatchedBatch {
+    int64_t id = -1;  // none yet
+    ForwardMode mode = ForwardMode::kIdle;
+    int64_t num_tokens = 0;
+    std::vector<uint64_t> rids;
+  };
+  mutable std::mutex watched_batch_mutex_;
+  WatchedBatch watched_batch_;  // under watched_batch_mutex_
 
   std::mutex inbox_mutex_;
   std::condition_variable inbox_cv_;
@@ -194,6 +224,9 @@ class Engine {
   bool stopping_ = false;      // under inbox_mutex_
   bool loop_drained_ = false;  // under inbox_mutex_: later messages are answered by post()
   std::thread thread_;
+  // Started with the loop, stopped before it (a shutdown's last batches are not a stall).
+  std::unique_ptr<Watchdog> watchdog_;
+  std::unique_ptr<Watchdog> soft_watchdog_;
 
   bool check_integrity_ = false;
   mutable std::mutex integrity_mutex_;

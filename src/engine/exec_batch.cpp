@@ -67,6 +67,8 @@ runner::ExecBatch to_exec_batch(const scheduler::ScheduleBatch& batch,
     x.logprob_targets = e.logprob_targets;
     if (e.req->wants_token_ids_logprobs()) x.token_ids_logprob = r.token_ids_logprob;
     x.return_hidden_states = r.return_hidden_states;
+    x.return_routed_experts = r.return_routed_experts;
+    x.lora_id = r.lora_id;
     exec.requests.push_back(std::move(x));
   }
   return exec;

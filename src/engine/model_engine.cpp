@@ -33,7 +33,8 @@ runner::NodeLayout node_layout(const runner::ModelRunnerOptions& ro,
        {ro.max_num_tokens, ro.max_batch_size, ro.max_logit_rows, ro.context_length, ro.num_kv_slots,
         static_cast<int64_t>(ro.seed), static_cast<int64_t>(ro.disable_cuda_graph),
         ro.cuda_graph_max_bs, static_cast<int64_t>(ro.enable_return_routed_experts),
-        static_cast<int64_t>(ro.ep_dispatch), static_cast<int64_t>(ro.fp32_all_reduce)}) {
+        static_cast<int64_t>(ro.enable_nan_detection), static_cast<int64_t>(ro.ep_dispatch),
+        static_cast<int64_t>(ro.fp32_all_reduce)}) {
     shape.append("|").append(std::to_string(v));
   }
   for (const int32_t bs : ro.cuda_graph_bs) shape.append(",").append(std::to_string(bs));
@@ -191,11 +192,18 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
     }
   }
   const model::ModelConfig& config = me.model_runner->config();
+  if (ro.enable_return_routed_experts && config.num_experts == 0) {
+    return invalid_argument("--enable-return-routed-experts needs a Mixture-of-Experts model (" +
+                            config.architecture + " has no routed experts)");
+  }
   options.num_kv_slots = static_cast<int32_t>(me.model_runner->num_kv_slots());
   options.context_length = static_cast<int32_t>(me.model_runner->context_length());
   options.vocab_size = config.vocab_size;
   options.max_num_tokens = ro.max_num_tokens;
   options.eos_token_ids = config.eos_token_ids;
+  options.return_routed_experts = ro.enable_return_routed_experts;
+  options.lora_adapters.clear();
+  for (const model::LoraAdapterPath& p : ro.lora_paths) options.lora_adapters.push_back(p.name);
   options.scheduler.pooler = me.model_runner->pooler();
   // A sleeping thread wakes tens of microseconds late: on a GPU, steps of half a millisecond
   // (a small model, a speculative verify) would lose a tenth of their time to the two handoffs.

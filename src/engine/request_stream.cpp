@@ -24,6 +24,9 @@ void merge_into(StreamEvent& merged, StreamEvent&& e) {
                                    std::make_move_iterator(e.token_ids_logprobs.end()));
   merged.hidden_states.insert(merged.hidden_states.end(), e.hidden_states.begin(),
                               e.hidden_states.end());
+  merged.routed_experts.insert(merged.routed_experts.end(), e.routed_experts.begin(),
+                               e.routed_experts.end());
+  if (e.spec.verify_ct > 0) merged.spec = std::move(e.spec);
   if (e.input_logprobs) merged.input_logprobs = std::move(e.input_logprobs);
   if (!e.embedding.empty()) merged.embedding = std::move(e.embedding);
   if (e.finished) merged.finished = std::move(e.finished);

@@ -40,6 +40,10 @@ struct StreamEvent {
   // GenerateRequest::return_hidden_states: the hidden states of the positions computed since the
   // previous event (the prompt's, then one per fed-back output token), f32 [rows, hidden].
   std::vector<float> hidden_states = {};
+  // GenerateRequest::return_routed_experts: the expert ids of the same positions, i32 [rows, MoE
+  // layers, top_k].
+  std::vector<int32_t> routed_experts = {};
+  scheduler::SpecDecodeStats spec = {};  // the request's speculative decoding so far
   // When the engine pushed this event's first and last tokens (RequestStream::push stamps them),
   // so a consumer that takes several merged steps at once still times them as produced.
   std::chrono::steady_clock::time_point first_token_time = {};

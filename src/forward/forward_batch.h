@@ -47,6 +47,9 @@ struct ForwardBatch {
   // place of the latest device sampling's (EAGLE: the drafts a chain left on the device).
   Tensor id_ref_table;
   CaptureHiddenMode capture_hidden_mode = CaptureHiddenMode::kNull;
+  // The caller reads model::ModelOutput::routed_experts (a model recording them): CUDA graphs
+  // do not return them, so the pass runs eagerly.
+  bool reads_routed_experts = false;
   // kNone: logits. Otherwise (an embedding model's batch) one pooled row per request instead:
   // its last token's final hidden state (kLast) or the sum of this pass's (kMean: a prompt may
   // span several chunked passes, so the caller divides once it has them all).
@@ -77,6 +80,9 @@ struct ForwardBatch {
   std::span<const int32_t> qo_indptr_host;
   std::span<const int32_t> req_pool_indices_host;
   std::span<const uint64_t> tree_mask_host;  // [num_tokens] when tree_mask is defined
+  // Each request's LoRA adapter (model::ModelOptions::lora_paths; 0: none, i: the i-th) [bs];
+  // empty when no request of the batch uses one.
+  std::span<const int32_t> lora_ids_host;
 
   // Rows of the logits output: batch_size or num_tokens.
   int32_t num_logit_rows() const {

@@ -7,6 +7,7 @@
 #include "kernels/embedding.h"
 #include "kernels/gather.h"
 #include "kernels/linear.h"
+#include "kernels/lora.h"
 #include "kernels/pooling.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
@@ -141,6 +142,26 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& 
   check_same_device(x, w, "linear");
   check_same_device(x, y, "linear");
   SGL_RUN_ON(x.device(), linear, (x, w, bias, y), (x, w, bias, y, stream));
+}
+
+void add_lora(const Tensor& x, const Tensor& a, const Tensor& b, float scaling,
+              const Tensor& shrunk, const Tensor& y, backend::Stream stream) {
+  (void)stream;
+  SGL_CHECK(x.ndim() == 2 && a.ndim() == 2 && b.ndim() == 2 && shrunk.ndim() == 2 &&
+            y.ndim() == 2 && a.size(1) == x.size(1) && b.size(1) == a.size(0) &&
+            shrunk.size(0) == x.size(0) && shrunk.size(1) == a.size(0) && y.size(0) == x.size(0) &&
+            y.size(1) == b.size(0))
+      << "add_lora: x " << x.shape_string() << " a " << a.shape_string() << " b "
+      << b.shape_string() << " shrunk " << shrunk.shape_string() << " y " << y.shape_string();
+  check_last_dim_contiguous(x, "add_lora");
+  check_last_dim_contiguous(y, "add_lora");
+  SGL_CHECK(a.is_contiguous() && b.is_contiguous() && shrunk.is_contiguous())
+      << "add_lora: a, b and shrunk must be contiguous";
+  for (const Tensor* t : {&x, &a, &b, &shrunk, &y}) {
+    SGL_CHECK(t->device().is_cpu() && t->dtype() == DType::kF32)
+        << "add_lora: LoRA runs on the CPU in f32 only";
+  }
+  cpu::add_lora(x, a, b, scaling, shrunk, y);
 }
 
 void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor& gate_up,

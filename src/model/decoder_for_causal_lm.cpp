@@ -45,6 +45,7 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
       return invalid_argument("an embedding model captures no hidden states for a draft");
     }
   }
+  SGL_RETURN_IF_ERROR(check_lora_configs(weights.device()));
   // The bounds are checked: the layers can be built (nothing allocated).
   const AttentionShape attention = attention_shape(c, tp);
   layers_.reserve(static_cast<size_t>(c.num_hidden_layers));
@@ -85,6 +86,13 @@ Status DecoderForCausalLM::check_and_load(WeightLoader& weights, Allocator& allo
   const Status uploaded = weights.finish();
   SGL_RETURN_IF_ERROR(loaded);
   SGL_RETURN_IF_ERROR(uploaded);
+  for (size_t i = 0; i < options_.lora_paths.size(); ++i) {
+    const LoraAdapterPath& p = options_.lora_paths[i];
+    SGL_ASSIGN_OR_RETURN(LoraAdapter adapter, load_lora_adapter(p.name, p.path, lora_configs_[i],
+                                                                lora_shape(), allocator));
+    memory_plan_.weights += adapter.nbytes;
+    lora_adapters_.push_back(std::move(adapter));
+  }
 
   // RoPE table: computed on the host in f32, uploaded once.
   const std::vector<float> table = compute_rope_cos_sin(c, positions);
@@ -168,6 +176,52 @@ Status DecoderForCausalLM::load_weights(WeightLoader& w) {
   return Status::ok_status();
 }
 
+Status DecoderForCausalLM::check_lora_configs(Device device) {
+  if (options_.lora_paths.empty()) return Status::ok_status();
+  const ModelConfig& c = config_;
+  const std::string what = "LoRA adapters (--lora-paths)";
+  if (!device.is_cpu()) {
+    return unimplemented(what + " on " + device.to_string() +
+                         " are not supported yet: they are served on the CPU (--device cpu)");
+  }
+  if (c.num_experts > 0) {
+    return unimplemented(what + " on a Mixture-of-Experts model are not supported yet");
+  }
+  if (options_.tp.size > 1) return unimplemented(what + " at --tp-size > 1 are not supported yet");
+  if (options_.is_embedding) return invalid_argument(what + " on an embedding model");
+  if (!options_.aux_hidden_state_layers.empty()) {
+    return unimplemented(what + " with an EAGLE-3 draft are not supported yet");
+  }
+  lora_configs_.clear();
+  for (const LoraAdapterPath& p : options_.lora_paths) {
+    SGL_ASSIGN_OR_RETURN(LoraConfig config, read_lora_config(p.name, p.path));
+    if (options_.max_lora_rank > 0 && config.r > options_.max_lora_rank) {
+      return invalid_argument("LoRA adapter '" + p.name + "' has rank " + std::to_string(config.r) +
+                              ", over --max-lora-rank " + std::to_string(options_.max_lora_rank));
+    }
+    for (int m = 0; m < kNumLoraModules; ++m) {
+      if (config.targets[m] && !options_.lora_target_modules[m]) {
+        return invalid_argument("LoRA adapter '" + p.name + "' targets " +
+                                std::string(lora_module_name(static_cast<LoraModule>(m))) +
+                                ", which --lora-target-modules leaves out");
+      }
+    }
+    lora_max_rank_ = std::max(lora_max_rank_, config.r);
+    lora_configs_.push_back(std::move(config));
+  }
+  return Status::ok_status();
+}
+
+LoraModelShape DecoderForCausalLM::lora_shape() const {
+  const ModelConfig& c = config_;
+  const int64_t h = c.hidden_size, q = c.num_attention_heads * c.head_dim,
+                kv = c.num_key_value_heads * c.head_dim, i = c.intermediate_size;
+  LoraModelShape s;
+  s.num_layers = c.num_hidden_layers;
+  s.modules = {LoraModuleShape{h, q}, {h, kv}, {h, kv}, {q, h}, {h, i}, {h, i}, {i, h}};
+  return s;
+}
+
 void DecoderForCausalLM::plan_activations(DType dtype, Device device, ActivationPlan& plan) {
   const ModelConfig& c = config_;
   const int64_t n = options_.max_num_tokens, rows = options_.max_logit_rows;
@@ -198,6 +252,7 @@ void DecoderForCausalLM::plan_activations(DType dtype, Device device, Activation
     plan.add(&act_.aux_last, DType::kF32, rows, k * c.hidden_size);
     if (dtype != DType::kF32) plan.add(&act_.aux_out, dtype, n, k * c.hidden_size);
   }
+  if (lora_max_rank_ > 0) plan.add(&act_.lora_shrunk, DType::kF32, n, lora_max_rank_);
   if (options_.enable_return_routed_experts) {
     int64_t sparse_layers = 0, top_k = 0;
     for (const DecoderLayer& layer : layers_) {
@@ -239,7 +294,12 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
 
   const Tensor hidden = act_.hidden.tensor().slice_rows(0, n);
   ResidualStream residual{.current = act_.residual.tensor().slice_rows(0, n), .spare = Tensor()};
-  if (n <= kernels::kNormFoldMaxRows && act_.residual_spare.tensor().defined()) {  // on CUDA
+  const LoraBatch lora = lora_adapters_.empty()
+                             ? LoraBatch()
+                             : LoraBatch(lora_adapters_, fb, act_.lora_shrunk.tensor());
+  // On CUDA a few tokens' norms fold into the projections after them; not under a LoRA update,
+  // which reads the normed input.
+  if (n <= kernels::kNormFoldMaxRows && act_.residual_spare.tensor().defined() && lora.empty()) {
     residual.spare = act_.residual_spare.tensor().slice_rows(0, n);
   }
   embed_tokens(embed_tokens_, fb.input_ids, hidden, ctx.stream, ctx.communicator);
@@ -261,7 +321,7 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
       }
     }
     hidden_partial = layer.forward(hidden, hidden_partial, residual, rope_cos_sin_, act_.layer, fb,
-                                   ctx, captures);
+                                   ctx, captures, &lora);
     if (act_.routed_experts.tensor().defined() && layer.moe_mlp() != nullptr) {
       const Tensor ids = act_.layer.moe_mlp.topk_ids.tensor().slice_rows(0, n);
       kernels::copy_async(ids, act_.routed_experts.tensor().slice_rows(sparse_layers * n, n),

@@ -81,11 +81,18 @@ class DecoderForCausalLM : public Model {
     Buffer gathered_logits;
     Buffer embeddings;  // f32 [max_logit_rows, H]; embedding models only
     // With ModelOptions::aux_hidden_state_layers (K of them): the captured residual streams.
-    Buffer aux_stream;  // f32 [N, K * H]
-    Buffer aux_last;    // f32 [max_logit_rows, K * H]: the logits rows' of an extend
-    Buffer aux_out;     // [N, K * H] in the activation dtype; unless that is f32
+    Buffer aux_stream;   // f32 [N, K * H]
+    Buffer aux_last;     // f32 [max_logit_rows, K * H]: the logits rows' of an extend
+    Buffer aux_out;      // [N, K * H] in the activation dtype; unless that is f32
+    Buffer lora_shrunk;  // f32 [N, the adapters' largest rank], with LoRA adapters
   };
 
+  // The LoRA adapters' configs (ModelOptions::lora_paths), read into lora_configs_: what LoRA
+  // needs of the model and options, each adapter's rank and modules within max_lora_rank and
+  // lora_target_modules; sets lora_max_rank_.
+  Status check_lora_configs(Device device);
+  // Each projection's size for the adapters.
+  LoraModelShape lora_shape() const;
   // plan(): checks the config's bounds and the options, builds the layers, checks every tensor.
   Result<ModelMemoryPlan> check_and_plan(WeightLoader& weights);
   // Every tensor there with its shape (nothing read), no layer past the config's; warns of the
@@ -112,6 +119,9 @@ class DecoderForCausalLM : public Model {
   Linear lm_head_;       // [V, H]; empty when tied to embed_tokens_ or an embedding model
   Buffer rope_cos_sin_;  // f32 [max_positions, head_dim]
   Activations act_;
+  std::vector<LoraConfig> lora_configs_;    // ModelOptions::lora_paths', in order
+  std::vector<LoraAdapter> lora_adapters_;  // loaded with those configs
+  int64_t lora_max_rank_ = 0;
   ModelMemoryPlan memory_plan_;  // set by load()
 };
 

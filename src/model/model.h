@@ -11,6 +11,7 @@
 #include "distributed/communicator.h"
 #include "forward/forward_batch.h"
 #include "model/expert_parallel.h"
+#include "model/lora_adapter.h"
 #include "model/model_config.h"
 #include "model/tensor_parallel.h"
 #include "model/weight_source.h"
@@ -47,6 +48,13 @@ struct ModelOptions {
   // (--enable-fp32-all-reduce; Linear::forward). Off: each rank's partial is rounded and the
   // collective adds in the dtype, as SGLang does (twice the collective's bytes when on).
   bool fp32_all_reduce = false;
+  // SGLang's --lora-paths: PEFT LoRA adapters loaded with the model (model/lora_adapter.h), by
+  // name; a forward pass's requests name theirs in ForwardBatch::lora_ids_host (i: the i-th).
+  // A dense model on the CPU at one rank only, so far.
+  std::vector<LoraAdapterPath> lora_paths;
+  int64_t max_lora_rank = 0;  // --max-lora-rank: adapters of a larger rank are refused; 0: any
+  // --lora-target-modules: an adapter targeting another module is refused.
+  LoraModules lora_target_modules = kAllLoraModules;
 };
 
 // Device memory a model takes once loaded (activations and RoPE table sized by ModelOptions).

@@ -64,6 +64,11 @@ struct ExecRequest {
   // SGLang's return_hidden_states: this pass's tokens' final-norm outputs come back
   // (ExecResult::hidden_states). The batch then runs eagerly and samples on the host.
   bool return_hidden_states = false;
+  // SGLang's return_routed_experts (the runner's enable_return_routed_experts): this pass's
+  // tokens' expert ids come back (ExecResult::routed_experts). The batch samples on the host.
+  bool return_routed_experts = false;
+  // The request's LoRA adapter (ModelRunnerOptions::lora_paths): 0 none, i the i-th.
+  int32_t lora_id = 0;
 };
 
 struct ExecBatch {
@@ -99,6 +104,10 @@ struct ExecResult {
   // final-norm outputs, f32 [extend_len, hidden] row-major (the others' entries empty); else
   // empty.
   std::vector<std::vector<float>> hidden_states;
+  // [bs] when some request wanted routed experts (ExecRequest::return_routed_experts): each MoE
+  // layer's top-k ids at its tokens, i32 [extend_len, MoE layers, top_k] (the others' entries
+  // empty); else empty.
+  std::vector<std::vector<int32_t>> routed_experts;
   // [bs] when the runner drafted (EAGLE): each verify request's drafts, in place of the
   // placeholder ids its input carried (the others' entries empty); else empty.
   std::vector<std::vector<int32_t>> draft_ids;

@@ -123,8 +123,9 @@ Result<std::unique_ptr<CudaGraphRunner>> CudaGraphRunner::create(
 }
 
 bool CudaGraphRunner::can_run(const ForwardBatch& fb) const {
-  if (fb.pooling != PoolingType::kNone || fb.batch_size > max_batch_size() ||
-      !fb.kv_indices.defined() || fb.max_seq_len > max_context_len_) {
+  if (fb.pooling != PoolingType::kNone || fb.reads_routed_experts || !fb.lora_ids_host.empty() ||
+      fb.batch_size > max_batch_size() || !fb.kv_indices.defined() ||
+      fb.max_seq_len > max_context_len_) {
     return false;
   }
   if (!is_verify()) {

@@ -11,7 +11,7 @@ namespace sgl::runner {
 namespace {
 
 constexpr char kMagic[4] = {'S', 'G', 'L', 'B'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 4;
 
 // A field added to these structs must be added to the format (and kVersion raised): the sizes
 // are those the format was written for (x86-64 with libstdc++).
@@ -171,6 +171,8 @@ void request_fields(IO& io, Request& q) {
   io.field(q.logprob_targets, "request.logprob_targets");
   io.field(q.token_ids_logprob, "request.token_ids_logprob");
   io.field(q.return_hidden_states, "request.return_hidden_states");
+  io.field(q.return_routed_experts, "request.return_routed_experts");
+  io.field(q.lora_id, "request.lora_id");
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/logging.h"
 #include "kernels/copy.h"
 #include "runner/eagle_chain_accept.h"
+#include "sampling/nan_logits.h"
 #include "speculative/draft_acceptance.h"
 
 namespace sgl::runner {
@@ -40,7 +42,7 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   // with its own position's step (a tree node's: its depth's).
   sampling::SamplingBatch sampling;
   bool process = false, score_prompt = false, verify = false, token_ids = false, trees = false,
-       hidden = false;
+       hidden = false, routed = false, lora = false;
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     const ExecRequest& r = batch.requests[i];
     const bool tree = !drafts.empty() && !drafts[i].depths.empty();
@@ -59,6 +61,8 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     verify = verify || r.sample_rows > 1;
     token_ids = token_ids || !r.token_ids_logprob.empty();
     hidden = hidden || r.return_hidden_states;
+    routed = routed || r.return_routed_experts;
+    lora = lora || r.lora_id != 0;
   }
   if (token_ids) {  // per row, only when some request asks (the host and device samplers both)
     for (const ExecRequest& r : batch.requests) {
@@ -69,8 +73,9 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   }
   // A pooling batch samples nothing and runs to its end here, as host-sampled batches do.
   const bool pooling = batch.pooling != PoolingType::kNone;
-  const bool on_host = pooling || process || score_prompt || verify || eagle || hidden ||
-                       !model_runner_.can_launch(sampling);
+  const bool nan_detection = model_runner_.options().enable_nan_detection;
+  const bool on_host = pooling || process || score_prompt || verify || eagle || hidden || routed ||
+                       nan_detection || !model_runner_.can_launch(sampling);
   Launched launched;
   launched.result.batch_id = batch.id;
   {
@@ -139,6 +144,12 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
   ForwardBatch fb = builder_.build(batch.mode, logits_mode, requests, model_runner_.stream());
   fb.pooling = batch.pooling;
   if (eagle || hidden) fb.capture_hidden_mode = CaptureHiddenMode::kFull;
+  fb.reads_routed_experts = routed;
+  if (lora) {
+    lora_ids_.clear();
+    for (const ExecRequest& r : batch.requests) lora_ids_.push_back(r.lora_id);
+    fb.lora_ids_host = lora_ids_;
+  }
   if (eagle) fb.id_ref_table = eagle_->draft_id_table();
   if (pooling) {
     const Tensor pooled = model_runner_.forward_embeddings(fb);
@@ -155,7 +166,7 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     model::ModelOutput output;
     const bool rows_sampled = fb.num_logit_rows() == static_cast<int32_t>(sampling.size());
     std::optional<ModelRunner::LaunchedSample> ticket;
-    if ((eagle || verify) && !process && !score_prompt && rows_sampled &&
+    if ((eagle || verify) && !process && !score_prompt && !nan_detection && rows_sampled &&
         model_runner_.can_launch(sampling) && (!batch.vocab_mask.valid() || !verify)) {
       ticket = model_runner_.launch_forward_and_sample(
           fb, sampling, batch.vocab_mask.valid() ? &batch.vocab_mask : nullptr, &output);
@@ -164,6 +175,9 @@ void ModelBatchRunner::launch(const ExecBatch& batch) {
     }
     if (hidden) {
       launched.result.hidden_states = requested_hidden_states(batch, fb, output.hidden_states);
+    }
+    if (routed) {
+      launched.result.routed_experts = requested_routed_experts(batch, fb, output.routed_experts);
     }
     // EAGLE chain verifies queue the draft extend and the next drafts right behind the verify,
     // the accept counts computed where the sampled ids are (on the GPU: before they come back).
@@ -302,6 +316,13 @@ void ModelBatchRunner::run_on_host(const ExecBatch& batch, const ForwardBatch& f
                                    bool all_rows, ExecResult& result, model::ModelOutput* output) {
   // Host logits; processing edits them in place (they are scratch until the next forward).
   Tensor logits = model_runner_.forward_logits(fb, output);
+  if (model_runner_.options().enable_nan_detection) {
+    if (const int64_t rows = sampling::replace_nan_logits(logits); rows > 0) {
+      // SGLang's warning, with the count.
+      SGL_LOG_WARN << "Detected errors during sampling! NaN in the logits of " << rows
+                   << " rows; sampled as " << sampling::kNanLogitReplacement;
+    }
+  }
   if (all_rows) {
     bool score = false;
     for (const ExecRequest& r : batch.requests) score = score || !r.logprob_targets.empty();
@@ -376,6 +397,34 @@ std::vector<std::vector<float>> ModelBatchRunner::requested_hidden_states(
     out[i].resize(static_cast<size_t>(rows * width));
     kernels::copy(host.slice_rows(first, rows), Tensor(out[i].data(), DType::kF32, {rows, width}),
                   model_runner_.stream());
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> ModelBatchRunner::requested_routed_experts(const ExecBatch& batch,
+                                                                             const ForwardBatch& fb,
+                                                                             const Tensor& routed) {
+  SGL_CHECK(routed.defined() && routed.size(0) % fb.num_tokens == 0)
+      << "return_routed_experts needs a MoE model run with enable_return_routed_experts";
+  const int64_t layers = routed.size(0) / fb.num_tokens, top_k = routed.size(1);
+  Tensor host = routed;  // [layers * num_tokens, top_k], layer-major
+  if (!host.device().is_cpu()) {
+    routed_staging_.resize(static_cast<size_t>(routed.numel()));
+    host = Tensor(routed_staging_.data(), DType::kI32, routed.shape());
+    kernels::copy(routed, host, model_runner_.stream());  // waits for the forward
+  }
+  const int32_t* ids = host.data<int32_t>();
+  std::vector<std::vector<int32_t>> out(batch.requests.size());
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    if (!batch.requests[i].return_routed_experts) continue;
+    const int64_t first = fb.qo_indptr_host[i], rows = fb.qo_indptr_host[i + 1] - first;
+    out[i].reserve(static_cast<size_t>(rows * layers * top_k));
+    for (int64_t t = first; t < first + rows; ++t) {  // token-major: [rows, layers, top_k]
+      for (int64_t l = 0; l < layers; ++l) {
+        const int32_t* row = ids + (l * fb.num_tokens + t) * top_k;
+        out[i].insert(out[i].end(), row, row + top_k);
+      }
+    }
   }
   return out;
 }

@@ -85,6 +85,11 @@ class ModelBatchRunner final : public BatchRunner {
   std::vector<std::vector<float>> requested_hidden_states(const ExecBatch& batch,
                                                           const ForwardBatch& fb,
                                                           const Tensor& hidden_states);
+  // The routed experts (model::ModelOutput::routed_experts) of the requests that asked, each
+  // token-major (ExecResult::routed_experts); waits for the forward.
+  std::vector<std::vector<int32_t>> requested_routed_experts(const ExecBatch& batch,
+                                                             const ForwardBatch& fb,
+                                                             const Tensor& routed);
 
   ModelRunner& model_runner_;
   int32_t context_len_;
@@ -93,8 +98,10 @@ class ModelBatchRunner final : public BatchRunner {
   cache::ReqToTokenTable req_to_token_;
   ForwardBatchBuilder builder_;          // launch() only
   std::vector<int32_t> input_ids_;       // launch() only; scratch: [num_tokens]
+  std::vector<int32_t> lora_ids_;        // launch() only: ForwardBatch::lora_ids_host [bs]
   std::vector<float> sampled_rows_;      // launch() only; scratch: f32 [sampled rows, vocab]
   std::vector<uint8_t> hidden_staging_;  // launch() only; scratch: device hidden rows on the host
+  std::vector<int32_t> routed_staging_;  // launch() only; scratch: device expert ids on the host
   std::unique_ptr<EagleWorker> eagle_;   // launch() only; null without an EAGLE draft
   int32_t bench_accept_length_ = 0;
 

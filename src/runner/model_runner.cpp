@@ -333,6 +333,9 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
                                      : std::max(options.max_num_tokens, options.max_batch_size);
   model_options.max_positions = context_length_;
   model_options.enable_return_routed_experts = options.enable_return_routed_experts;
+  model_options.lora_paths = options.lora_paths;
+  model_options.max_lora_rank = options.max_lora_rank;
+  model_options.lora_target_modules = options.lora_target_modules;
   model_options.aux_hidden_state_layers = options.aux_hidden_state_layers;
   model_options.is_embedding = options.is_embedding;
   if (options.tp_size > 1) model_options.tp = {tp_group->rank(), tp_group->size()};

@@ -67,7 +67,15 @@ struct ModelRunnerOptions {
   // (EAGLE trees).
   std::vector<int32_t> cuda_graph_verify_tokens;
   bool cuda_graph_verify_tree = false;
-  bool enable_return_routed_experts = false;     // model::ModelOptions' (MoE models)
+  bool enable_return_routed_experts = false;  // model::ModelOptions' (MoE models)
+  // SGLang's --enable-lora (implied by --lora-paths): requests may name lora_paths' adapters.
+  bool enable_lora = false;
+  std::vector<model::LoraAdapterPath> lora_paths;  // model::ModelOptions' (SGLang's --lora-paths)
+  int64_t max_lora_rank = 0;                       // model::ModelOptions'
+  model::LoraModules lora_target_modules = model::kAllLoraModules;  // model::ModelOptions'
+  // SGLang's --enable-nan-detection: every batch samples on the host, where NaN logits become
+  // sampling::kNanLogitReplacement (ModelBatchRunner, with a warning).
+  bool enable_nan_detection = false;
   std::vector<int64_t> aux_hidden_state_layers;  // model::ModelOptions' (EAGLE-3 targets)
   // SGLang's --is-embedding: load the model to pool hidden states (model::ModelOptions), with the
   // pooling its sentence-transformers files configure (model/pooler_config.h). It generates

@@ -16,6 +16,8 @@
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
 #include "scheduler/pooled_embedding.h"
+#include "scheduler/position_rows.h"
+#include "scheduler/spec_decode_stats.h"
 
 namespace sgl::scheduler {
 
@@ -79,7 +81,17 @@ struct GenerateRequest {
   // such a request only positions already reported, so its first prefill computes the whole
   // prompt; with speculative decoding it decodes without drafts.
   bool return_hidden_states = false;
+  // SGLang's return_routed_experts (with --enable-return-routed-experts, a MoE model): each MoE
+  // layer's top-k expert ids at every position, as return_hidden_states' positions
+  // (ReqUpdate::new_routed_experts), with the same radix cache and drafting rules.
+  bool return_routed_experts = false;
+  // The LoRA adapter the request runs with (SGLang's lora_path, resolved to the engine's
+  // adapters: EngineOptions::lora_adapters): 0 none, i the i-th. Its KV is the adapter's, so
+  // the radix cache keeps each adapter's prefixes apart (the engine's namespace for it).
+  int32_t lora_id = 0;
 
+  // Whether the request reports per-position outputs (hidden states or routed experts).
+  bool reports_positions() const { return return_hidden_states || return_routed_experts; }
   // How many prompt tokens get a logprob (positions start + 1 .. prompt_len - 1).
   int32_t input_logprob_count() const;
 };
@@ -118,11 +130,11 @@ struct Req {
   // null when unconstrained.
   std::unique_ptr<grammar::ReasonerGrammarMatcher> grammar;
   bool input_logprobs_sent = false;  // delivered with the first token (or the finish)
-  // return_hidden_states: positions [0, hidden_states_len) have had their hidden states taken
-  // (a recomputation after a retraction repeats some: dropped); those not yet in an update wait
-  // in hidden_states_unsent, f32 [rows, hidden].
-  int32_t hidden_states_len = 0;
-  std::vector<float> hidden_states_unsent;
+  // return_hidden_states: f32 [rows, hidden]; return_routed_experts: i32 [rows, MoE layers,
+  // top_k].
+  PositionRows<float> hidden_states;
+  PositionRows<int32_t> routed_experts;
+  SpecDecodeStats spec;        // its speculative decoding so far (ReqUpdate::spec)
   int64_t last_batch_id = -1;  // newest batch that reads this request's row
   Clock::time_point arrival_time = Clock::now();
   int64_t priority = 0;  // request.priority resolved (PriorityOptions::resolve)

@@ -114,12 +114,12 @@ bool Scheduler::add_request(uint64_t rid, GenerateRequest request) {
   // (N-gram drafts are the scheduler's, so a grammar checks them; EAGLE's come from the runner.)
   if (options_.speculative.enabled() &&
       ((req->request.grammar && options_.speculative.drafts_in_runner()) ||
-       req->request.sampling.has_penalties_or_bias() || req->request.return_hidden_states)) {
+       req->request.sampling.has_penalties_or_bias() || req->request.reports_positions())) {
     ++totals_.spec_plain_requests;
     if (!std::exchange(logged_spec_plain_, true)) {
-      SGL_LOG_INFO << "speculative decoding: requests with penalties, logit_bias or "
-                      "return_hidden_states (and with EAGLE, a grammar) decode without drafts "
-                      "(counted in spec_plain_requests)";
+      SGL_LOG_INFO << "speculative decoding: requests with penalties, logit_bias, "
+                      "return_hidden_states or return_routed_experts (and with EAGLE, a "
+                      "grammar) decode without drafts (counted in spec_plain_requests)";
     }
   }
   Req* raw = req.get();

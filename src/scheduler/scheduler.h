@@ -38,6 +38,10 @@ struct ReqUpdate {
   // GenerateRequest::return_hidden_states: the positions' hidden states since the last update,
   // f32 [rows, hidden] row-major, in position order.
   std::vector<float> new_hidden_states = {};
+  // GenerateRequest::return_routed_experts: the positions' expert ids since the last update,
+  // i32 [rows, MoE layers, top_k], in position order.
+  std::vector<int32_t> new_routed_experts = {};
+  SpecDecodeStats spec = {};  // Req::spec, after a verify step (else empty: unchanged)
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;
@@ -122,11 +126,13 @@ class Scheduler {
   NextBatch get_next_batch_to_run();
   // Applies a batch's sampled tokens (BatchEntry::sample_rows() rows per entry, in batch order:
   // one, or a verify entry's 1 + drafts), the prompt logprobs of the entries that asked (one
-  // per entry, or none) and the hidden states of those that asked (one per entry, f32
-  // [extend_len, hidden] or empty; or none).
+  // per entry, or none), the hidden states of those that asked (one per entry, f32
+  // [extend_len, hidden] or empty; or none) and their routed experts (one per entry, i32
+  // [extend_len, MoE layers, top_k] or empty; or none).
   void process_batch_result(const ScheduleBatch& batch, const sampling::SampleOutput& output,
                             std::span<const sampling::PromptLogprobs> prompt_logprobs = {},
-                            std::span<const std::vector<float>> hidden_states = {});
+                            std::span<const std::vector<float>> hidden_states = {},
+                            std::span<const std::vector<int32_t>> routed_experts = {});
   // A pooling batch's result (batch.pooling set): `embeddings` f32 [entries, hidden], row i the
   // model's pooling of entry i's tokens. A request whose last chunk this was ends with its
   // embedding (finish reason length, as SGLang's).

@@ -18,7 +18,10 @@ Result<SchedulePolicy> parse_schedule_policy(const std::string& name);
 const char* schedule_policy_name(SchedulePolicy policy);
 
 struct SchedulerOptions {
-  int32_t max_running_requests = 256;   // --max-running-requests
+  int32_t max_running_requests = 256;  // --max-running-requests
+  // SGLang's --max-loras-per-batch: the distinct LoRA adapters (the base model counted as one)
+  // a batch may run; a waiting request of another adapter waits. 0: no LoRA, no bound.
+  int32_t max_loras_per_batch = 0;
   int64_t max_prefill_tokens = 16384;   // --max-prefill-tokens: new tokens in one prefill batch
   int64_t chunked_prefill_size = 8192;  // --chunked-prefill-size; <= 0 disables chunking
   SchedulePolicy policy = SchedulePolicy::kFcfs;  // --schedule-policy

@@ -17,32 +17,20 @@ bool contains(const std::vector<int32_t>& ids, int32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
-// An entry's hidden states (f32 [extend_len, hidden]) kept for the request's next update: the
-// rows of positions it has not taken yet (a recomputation after a retraction repeats some).
-void keep_hidden_states(Req& req, const BatchEntry& entry, std::span<const float> rows) {
-  SGL_CHECK(entry.extend_len > 0 && rows.size() % static_cast<size_t>(entry.extend_len) == 0)
-      << rows.size() << " hidden values for " << entry.extend_len << " tokens";
-  const size_t width = rows.size() / static_cast<size_t>(entry.extend_len);
-  const int32_t end = entry.prefix_len + entry.extend_len;
-  const int32_t skip = std::clamp(req.hidden_states_len - entry.prefix_len, 0, entry.extend_len);
-  req.hidden_states_unsent.insert(req.hidden_states_unsent.end(),
-                                  rows.begin() + static_cast<std::ptrdiff_t>(skip * width),
-                                  rows.end());
-  req.hidden_states_len = std::max(req.hidden_states_len, end);
-}
-
 }  // namespace
 
 void Scheduler::process_batch_result(const ScheduleBatch& batch,
                                      const sampling::SampleOutput& output,
                                      std::span<const sampling::PromptLogprobs> prompt_logprobs,
-                                     std::span<const std::vector<float>> hidden_states) {
+                                     std::span<const std::vector<float>> hidden_states,
+                                     std::span<const std::vector<int32_t>> routed_experts) {
   SGL_CHECK_EQ(batch.id, last_processed_batch_id_ + 1) << "batch results out of order";
   size_t rows = 0;
   for (const BatchEntry& e : batch.entries) rows += static_cast<size_t>(e.sample_rows());
   SGL_CHECK_EQ(output.next_token_ids.size(), rows);
   SGL_CHECK(prompt_logprobs.empty() || prompt_logprobs.size() == batch.entries.size());
   SGL_CHECK(hidden_states.empty() || hidden_states.size() == batch.entries.size());
+  SGL_CHECK(routed_experts.empty() || routed_experts.size() == batch.entries.size());
   last_processed_batch_id_ = batch.id;
   size_t row = 0;  // the entry's first result row
   for (size_t i = 0; i < batch.entries.size(); row += batch.entries[i].sample_rows(), ++i) {
@@ -53,11 +41,15 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
       req.input_logprobs.append(prompt_logprobs[i]);
     }
     if (!hidden_states.empty() && !hidden_states[i].empty()) {
-      keep_hidden_states(req, entry, hidden_states[i]);
+      req.hidden_states.keep(entry.prefix_len, entry.extend_len, hidden_states[i]);
+    }
+    if (!routed_experts.empty() && !routed_experts[i].empty()) {
+      req.routed_experts.keep(entry.prefix_len, entry.extend_len, routed_experts[i]);
     }
     if (!entry.samples) continue;  // a non-final prefill chunk
     ReqUpdate update;
-    update.new_hidden_states = std::exchange(req.hidden_states_unsent, {});
+    update.new_hidden_states = std::exchange(req.hidden_states.unsent, {});
+    update.new_routed_experts = std::exchange(req.routed_experts.unsent, {});
     if (req.wants_input_logprobs()) {  // the prefill is complete: deliver them once
       req.input_logprobs_sent = true;
       update.input_logprobs = std::move(req.input_logprobs);
@@ -115,7 +107,10 @@ void Scheduler::process_batch_result(const ScheduleBatch& batch,
       // its accept index there too).
       ++totals_.spec_verify_steps;
       totals_.spec_draft_tokens += static_cast<int64_t>(entry.draft_ids.size());
-      totals_.spec_accepted_tokens += std::max<int64_t>(static_cast<int64_t>(taken) - 1, 0);
+      const int32_t kept_drafts = std::max(static_cast<int32_t>(taken) - 1, 0);
+      totals_.spec_accepted_tokens += kept_drafts;
+      req.spec.record(static_cast<int32_t>(entry.draft_ids.size()), kept_drafts);
+      update.spec = req.spec;  // (only when it changes: the stream keeps the latest)
     }
     emit(req, std::move(update));
     if (stop) finish(req, std::move(*stop));

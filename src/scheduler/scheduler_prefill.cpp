@@ -1,6 +1,7 @@
 // Scheduler, admission: the waiting requests matched against the radix cache and admitted into a
 // prefill (or mixed) batch as the KV cache and the token budget allow, chunking long prompts.
 #include <algorithm>
+#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -33,7 +34,10 @@ size_t Scheduler::cache_key_length(const Req& req) const {
   // may positions whose hidden states a request still has to report.
   if (options_.pooler.type == PoolingType::kMean) key_len = 0;
   if (req.request.return_hidden_states) {
-    key_len = std::min(key_len, static_cast<size_t>(req.hidden_states_len));
+    key_len = std::min(key_len, static_cast<size_t>(req.hidden_states.len));
+  }
+  if (req.request.return_routed_experts) {
+    key_len = std::min(key_len, static_cast<size_t>(req.routed_experts.len));
   }
   return key_len;
 }
@@ -138,7 +142,18 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
   }
   std::vector<Req*> admitted_this_round;
   std::vector<Req*> preempted;  // back to the queue's front once the loop is done
+  // SGLang's --max-loras-per-batch: the adapters running (and the chunk's) bound the batch's.
+  std::set<int32_t> batch_loras;
+  const size_t max_loras = static_cast<size_t>(std::max(options_.max_loras_per_batch, 0));
+  if (max_loras > 0) {
+    for (const Req* req : running_) batch_loras.insert(req->request.lora_id);
+    if (chunked_req_ != nullptr) batch_loras.insert(chunked_req_->request.lora_id);
+  }
   for (Req* req : waiting_) {
+    if (max_loras > 0 && !batch_loras.contains(req->request.lora_id) &&
+        batch_loras.size() >= max_loras) {
+      continue;  // its adapter would be one too many; later requests may share one running
+    }
     init_next_round_input(*req);
     if (waits_for_in_batch_prefix(*req, admitted_this_round, in_batch_prefix_caching)) {
       req->lock.reset();  // a request admitted this round caches its prefix: wait one round
@@ -161,7 +176,10 @@ std::optional<ScheduleBatch> Scheduler::get_new_batch_prefill() {
       }
     }
     if (!admitted()) req->lock.reset();
-    if (admitted()) admitted_this_round.push_back(req);
+    if (admitted()) {
+      admitted_this_round.push_back(req);
+      if (max_loras > 0) batch_loras.insert(req->request.lora_id);
+    }
     if (result != AddResult::kContinue) break;
   }
   for (auto it = preempted.rbegin(); it != preempted.rend(); ++it) waiting_.push_front(*it);

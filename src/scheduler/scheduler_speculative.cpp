@@ -44,9 +44,10 @@ int32_t Scheduler::draft_room(const Req& req, int32_t budget) const {
   const bool checked =
       req.grammar && req.grammar->checks_drafts() && !options_.speculative.drafts_in_runner();
   const int64_t free = req.grammar && !checked ? req.grammar->free_tokens() : kUnbounded;
-  // Hidden states are reported for the positions a step keeps, which drafts would blur.
+  // Hidden states and routed experts are reported for the positions a step keeps, which drafts
+  // would blur.
   if (req.output_ids.empty() || free <= 1 || p.has_penalties_or_bias() || before_min_tokens ||
-      req.draft_stale || req.request.return_hidden_states) {
+      req.draft_stale || req.request.reports_positions()) {
     return 0;
   }
   // Each accepted draft is an output token, and the drafts' positions must fit the context.

@@ -49,6 +49,14 @@ json model_card(const ServerContext& ctx) {
               {"root", ctx.info.served_model_name}, {"max_model_len", ctx.info.context_length}};
 }
 
+// A loaded LoRA adapter as SGLang lists it: its name, its path as root, the base as parent.
+json lora_card(const ServerContext& ctx, const model::LoraAdapterPath& adapter) {
+  return json{{"id", adapter.name},          {"object", "model"},
+              {"created", ctx.info.created}, {"owned_by", "sglang"},
+              {"root", adapter.path},        {"parent", ctx.info.served_model_name},
+              {"max_model_len", nullptr}};
+}
+
 HttpResponse healthy() { return plain_text_response(); }
 
 // A paused engine makes no progress on purpose: its probes fail (503) without marking the server
@@ -159,6 +167,7 @@ Reply server_info_reply(ServerContext& ctx) {
        {"tokenizer_path", i.tokenizer_path},
        {"skip_tokenizer_init", i.skip_tokenizer_init},
        {"enable_return_hidden_states", i.enable_return_hidden_states},
+       {"enable_return_routed_experts", i.routed_experts.num_layers > 0},
        {"served_model_name", i.served_model_name},
        {"host", i.host},
        {"port", i.port},
@@ -220,13 +229,20 @@ Reply loads_reply(ServerContext& ctx) {
 }  // namespace
 
 Reply handle_models(ServerContext& ctx, const HttpRequest&) {
-  return Reply::of(json_response({{"object", "list"}, {"data", json::array({model_card(ctx)})}}));
+  json data = json::array({model_card(ctx)});
+  for (const model::LoraAdapterPath& adapter : ctx.info.lora_adapters) {
+    data.push_back(lora_card(ctx, adapter));
+  }
+  return Reply::of(json_response({{"object", "list"}, {"data", std::move(data)}}));
 }
 
 Reply handle_model(ServerContext& ctx, const HttpRequest& request) {
   // A name with a '/' may come raw (the openai SDK's) or as %2F (a client that escapes it).
   const std::string id =
       percent_decoded(request.path.substr(std::string_view("/v1/models/").size()));
+  for (const model::LoraAdapterPath& adapter : ctx.info.lora_adapters) {
+    if (id == adapter.name) return Reply::of(json_response(lora_card(ctx, adapter)));
+  }
   if (id != ctx.info.served_model_name) {
     // OpenAI's (and SGLang's) not-found shape for a model.
     return Reply::of(json_response({{"error",
@@ -237,6 +253,12 @@ Reply handle_model(ServerContext& ctx, const HttpRequest& request) {
                                    404));
   }
   return Reply::of(json_response(model_card(ctx)));
+}
+
+Reply handle_lora_adapter_update(ServerContext&, const HttpRequest& request) {
+  return Reply::of(
+      error_response(400, request.path + ": loading or unloading LoRA adapters at run time is "
+                                         "not implemented; give them at start with --lora-paths"));
 }
 
 // 503 while the latest /health_generate found the engine stalled (SGLang's is_healthy()).

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 
 #include "server/chat_submit.h"
@@ -10,9 +11,12 @@
 #include "server/errors.h"
 #include "server/generation_reply.h"
 #include "server/handlers.h"
+#include "server/hidden_states_json.h"
+#include "server/lora_request.h"
 #include "server/openai_json.h"
 #include "server/prepared_reply.h"
 #include "server/request_json.h"
+#include "server/sglext_json.h"
 #include "server/sse.h"
 #include "server/thinking_switch.h"
 
@@ -33,6 +37,11 @@ class ChatReply final : public GenerationReply {
     // once it ends (the content or a tool call begins, or the reply finishes).
     bool stream_reasoning = true;
     int64_t prompt_tokens = 0;
+    // return_prompt_token_ids / return_token_ids: the prompt's ids, listed in each choice.
+    std::optional<std::vector<int32_t>> prompt_token_ids;
+    bool response_token_ids = false;  // return_token_ids
+    HiddenStatesMode hidden_states = HiddenStatesMode::kNone;
+    SglextFields sglext;  // the reply's sglext: its first choice's
   };
 
   ChatReply(ServerContext& ctx, std::string id, std::vector<std::unique_ptr<ChoiceStream>> choices,
@@ -163,6 +172,20 @@ class ChatReply final : public GenerationReply {
 
   std::string stream_end() override {
     std::string out;
+    // SGLang's: each choice's hidden states in a chunk of their own, after its text.
+    for (size_t i = 0; i < choices_.size() && setup_.hidden_states != HiddenStatesMode::kNone;
+         ++i) {
+      out += chunk({{"index", i},
+                    {"delta", {{"hidden_states", hidden_states(i)}}},
+                    {"logprobs", nullptr},
+                    {"finish_reason", nullptr}});
+    }
+    if (json ext = sglext(); !ext.is_null()) {
+      json chunk = head("chat.completion.chunk");
+      chunk["choices"] = json::array();
+      chunk["sglext"] = std::move(ext);
+      out += sse_data(request_json::dump(chunk));
+    }
     if (setup_.include_usage) {
       json last = head("chat.completion.chunk");
       last["choices"] = json::array();
@@ -181,10 +204,20 @@ class ChatReply final : public GenerationReply {
                 {"message", message(total)},
                 {"logprobs", setup_.logprobs ? logprobs(total) : json(nullptr)}};
       add_finish(c, i);
+      if (setup_.hidden_states != HiddenStatesMode::kNone) c["hidden_states"] = hidden_states(i);
+      if (setup_.prompt_token_ids) c["prompt_token_ids"] = *setup_.prompt_token_ids;
+      if (setup_.response_token_ids) c["response_token_ids"] = total.token_ids;
       body["choices"].push_back(std::move(c));
     }
     body["usage"] = usage();
+    if (json ext = sglext(); !ext.is_null()) body["sglext"] = std::move(ext);
     return request_json::json_response(body);
+  }
+
+  json sglext() const { return sglext_json(choices_, ctx_.info, setup_.sglext); }
+
+  json hidden_states(size_t index) const {
+    return choice_hidden_states(*choices_[index], ctx_.info.hidden_size, setup_.hidden_states);
   }
 
   Setup setup_;
@@ -208,6 +241,12 @@ Reply prepare_chat(ServerContext& ctx, const ChatRequest& req, const std::atomic
   // reasoning_content is listed (null when empty) whenever the server separates reasoning.
   setup.reasoning = !ctx.info.reasoning_parser.empty();
   setup.stream_reasoning = req.stream_reasoning;
+  if (req.return_prompt_token_ids || req.return_token_ids) {
+    setup.prompt_token_ids = std::move(submitted->prompt_ids);
+  }
+  setup.response_token_ids = req.return_token_ids;
+  setup.hidden_states = req.return_hidden_states;
+  setup.sglext = req.sglext;
   return Reply::later(
       std::make_unique<ChatReply>(ctx, reply_id(req.routing.rid, "chatcmpl-"),
                                   std::move(submitted->choices), req.stream, std::move(setup)),
@@ -220,8 +259,12 @@ Reply handle_chat_completions(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_chat_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   ChatRequest& req = *parsed;
+  use_model_lora(ctx.info, req.model, req.routing);
   req.include_usage = req.include_usage || ctx.info.api.stream_default_include_usage;
   if (Status s = check_chat_template(ctx); !s.ok()) return Reply::of(error_response(s));
+  if (Status s = check_hidden_states(ctx.info, req.return_hidden_states); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
   if (Status s = check_thinking_switch(ctx, req, "'reasoning_effort'"); !s.ok()) {
     return Reply::of(error_response(s));
   }

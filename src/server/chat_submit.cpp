@@ -6,6 +6,7 @@
 
 #include "server/engine_request.h"
 #include "server/reasoning_gate.h"
+#include "server/routed_experts_json.h"
 #include "server/tool_choice.h"
 #include "tokenizer/chat_template/json_value.h"
 
@@ -86,6 +87,8 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
   std::string prompt;
   SGL_ASSIGN_OR_RETURN(const std::vector<int32_t> ids,
                        chat_prompt_ids(ctx, req, cancelled, &prompt));
+  SGL_RETURN_IF_ERROR(
+      check_routed_experts(ctx.info, req.sglext.routed_experts, static_cast<int64_t>(ids.size())));
   const function_call::OutputParserOptions parser = output_parser_options(ctx, req, prompt);
   std::vector<ChoicePlan> plans;
   std::shared_ptr<const grammar::CompiledGrammar> tool_grammar;  // the same for every choice
@@ -107,7 +110,7 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
                            tool_choice_grammar(ctx, req, parser, request.grammar != nullptr));
     }
     if (tool_grammar) request.grammar = tool_grammar;
-    apply_routing(req.routing, 0, request);
+    SGL_RETURN_IF_ERROR(apply_routing(ctx, req.routing, 0, request));
     const bool grammar_holds_reasoning = tool_grammar && req.tool_choice == ToolChoiceMode::kAuto;
     const bool budget_forced = budget_gate.has_budget() && !grammar_holds_reasoning;
     if (budget_forced) {
@@ -127,10 +130,13 @@ Result<SubmittedChat> submit_chat(ServerContext& ctx, const ChatRequest& req,
     }
     plan.request.return_logprob = req.logprobs;
     plan.request.top_logprobs_num = static_cast<int32_t>(req.top_logprobs);
+    plan.request.return_hidden_states = req.return_hidden_states != HiddenStatesMode::kNone;
+    plan.request.return_routed_experts = req.sglext.routed_experts.asked;
     plans.push_back(std::move(plan));
   }
   SubmittedChat out;
   out.prompt_tokens = static_cast<int64_t>(ids.size());
+  if (req.return_prompt_token_ids || req.return_token_ids) out.prompt_ids = ids;
   out.reasoning = !parser.reasoning_parser.empty();
   out.tool_calls = !parser.tool_call_parser.empty();
   SGL_ASSIGN_OR_RETURN(out.choices,

@@ -26,6 +26,8 @@ Result<std::vector<int32_t>> chat_prompt_ids(const ServerContext& ctx, const Cha
 
 struct SubmittedChat {
   int64_t prompt_tokens = 0;
+  // The prompt's ids, when the request lists them (return_prompt_token_ids, return_token_ids).
+  std::vector<int32_t> prompt_ids;
   std::vector<std::unique_ptr<ChoiceStream>> choices;  // req.sampling.n of them
   bool reasoning = false;   // a reasoning parser separates reasoning_content
   bool tool_calls = false;  // tool calls are parsed out of the text

@@ -40,8 +40,12 @@ engine::StreamEvent slice(const engine::StreamEvent& e, size_t first, size_t cou
   s.top_logprobs = part(e.top_logprobs);
   s.token_ids_logprobs = part(e.token_ids_logprobs);
   s.usage = e.usage;
+  s.spec = e.spec;
   if (first == 0) s.input_logprobs = e.input_logprobs;
-  if (first == 0) s.hidden_states = e.hidden_states;  // (rows are positions, not new tokens)
+  if (first == 0) {  // (rows are positions, not new tokens)
+    s.hidden_states = e.hidden_states;
+    s.routed_experts = e.routed_experts;
+  }
   if (first + count == e.token_ids.size()) s.finished = e.finished;
   return s;
 }
@@ -74,6 +78,8 @@ void append_delta(ChoiceDelta& to, const ChoiceDelta& d) {
                             d.token_ids_texts.end());
   if (d.prompt_logprobs) to.prompt_logprobs = d.prompt_logprobs;
   to.hidden_states.insert(to.hidden_states.end(), d.hidden_states.begin(), d.hidden_states.end());
+  to.routed_experts.insert(to.routed_experts.end(), d.routed_experts.begin(),
+                           d.routed_experts.end());
   to.finished = d.finished;
 }
 
@@ -146,9 +152,11 @@ ChoiceDelta ChoiceStream::process(engine::StreamEvent event) {
   d.token_ids_logprobs = std::move(event.token_ids_logprobs);
   d.prompt_logprobs = std::move(event.input_logprobs);
   d.hidden_states = std::move(event.hidden_states);
+  d.routed_experts = std::move(event.routed_experts);
   if (options_.token_texts) add_token_texts(d);
   if (event.usage.cached_tokens > cached_tokens_) cached_tokens_ = event.usage.cached_tokens;
   retractions_ = std::max(retractions_, event.usage.retractions);
+  if (event.spec.verify_ct > spec_.verify_ct) spec_ = std::move(event.spec);
 
   std::string piece = detok_.add(text_ids(event, d.token_ids));
   if (event.finished) {

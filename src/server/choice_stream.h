@@ -84,6 +84,8 @@ struct ChoiceDelta {
   // (in total(): from position 0), f32 [rows, hidden] row-major: the prompt's, then one per
   // output token fed back.
   std::vector<float> hidden_states = {};
+  // return_routed_experts: the expert ids of the same positions, i32 [rows, MoE layers, top_k].
+  std::vector<int32_t> routed_experts = {};
   bool finished = false;
 };
 
@@ -117,6 +119,8 @@ class ChoiceStream {
   int32_t completion_tokens() const { return static_cast<int32_t>(total_.token_ids.size()); }
   int32_t cached_tokens() const { return cached_tokens_; }
   int32_t retractions() const { return retractions_; }
+  // Its speculative decoding so far (verify_ct 0: none).
+  const scheduler::SpecDecodeStats& spec() const { return spec_; }
   // The output tokens that carried reasoning text (OpenAI's reasoning_tokens), counted per engine
   // event: the event that ends the reasoning counts as answer, tokens that showed nothing yet
   // count with what they turn out to carry.
@@ -160,6 +164,7 @@ class ChoiceStream {
   int32_t prompt_tokens_ = 0;
   int32_t cached_tokens_ = 0;
   int32_t retractions_ = 0;
+  scheduler::SpecDecodeStats spec_;
   int32_t reasoning_tokens_ = 0;
   int32_t undecided_tokens_ = 0;  // tokens since the last reasoning text, reasoning not ended
   bool reasoning_ended_ = false;  // content or a tool call came

@@ -10,10 +10,14 @@
 #include "server/errors.h"
 #include "server/generation_reply.h"
 #include "server/handlers.h"
+#include "server/hidden_states_json.h"
+#include "server/lora_request.h"
 #include "server/openai_json.h"
 #include "server/prepared_reply.h"
 #include "server/prompt_token_logprobs.h"
 #include "server/request_json.h"
+#include "server/routed_experts_json.h"
+#include "server/sglext_json.h"
 #include "server/sse.h"
 #include "server/text_offsets.h"
 
@@ -36,12 +40,15 @@ class CompletionReply final : public GenerationReply {
     std::optional<int64_t> logprobs;
     // echo with logprobs: the prompt tokens are listed first.
     bool echo_logprobs = false;
-    std::vector<std::vector<int32_t>> prompt_ids;  // per choice, with logprobs
+    std::vector<std::vector<int32_t>> prompt_ids;  // per choice, with logprobs or token_ids
     tokenizer::DecodeOptions decode;               // how the choice's text is decoded
     bool include_usage = false;
     bool continuous_usage = false;  // the usage so far in every chunk
     int64_t prompt_tokens = 0;      // over the prompts, each counted once
     int64_t n = 1;                  // choices per prompt
+    bool token_ids = false;         // return_token_ids: token_ids and prompt_token_ids
+    HiddenStatesMode hidden_states = HiddenStatesMode::kNone;
+    SglextFields sglext;  // the reply's sglext: its first choice's
   };
 
   CompletionReply(ServerContext& ctx, std::string id,
@@ -128,7 +135,9 @@ class CompletionReply final : public GenerationReply {
                 {"text_offset", std::move(offsets)}};
   }
 
-  json choice(size_t index, std::string text, const ChoiceDelta& d, bool first) {
+  // `whole`: the complete reply's choice (its hidden states included).
+  json choice(size_t index, std::string text, const ChoiceDelta& d, bool first,
+              bool whole = false) {
     json c = {{"index", index},
               {"text", std::move(text)},
               {"logprobs", nullptr},
@@ -139,12 +148,21 @@ class CompletionReply final : public GenerationReply {
       c["finish_reason"] = f.reason;
       c["matched_stop"] = matched_stop(f);
     }
+    if (whole && setup_.hidden_states != HiddenStatesMode::kNone) {
+      c["hidden_states"] =
+          choice_hidden_states(*choices_[index], ctx_.info.hidden_size, setup_.hidden_states);
+    }
+    if (setup_.token_ids) {
+      c["token_ids"] = d.token_ids;
+      if (first) c["prompt_token_ids"] = setup_.prompt_ids[index];
+    }
     return c;
   }
 
   std::string stream_delta(size_t index, const ChoiceDelta& d) override {
     const bool first = !started_[index];
-    if (d.text.empty() && !d.finished && !first && (!setup_.logprobs || d.token_ids.empty())) {
+    const bool lists_tokens = setup_.logprobs || setup_.token_ids;
+    if (d.text.empty() && !d.finished && !first && (!lists_tokens || d.token_ids.empty())) {
       return "";
     }
     started_[index] = true;
@@ -159,6 +177,25 @@ class CompletionReply final : public GenerationReply {
 
   std::string stream_end() override {
     std::string out;
+    // SGLang's: each choice's hidden states in a chunk of their own, after its text.
+    for (size_t i = 0; i < choices_.size() && setup_.hidden_states != HiddenStatesMode::kNone;
+         ++i) {
+      json chunk = head();
+      chunk["choices"] =
+          json::array({{{"index", i},
+                        {"text", ""},
+                        {"logprobs", nullptr},
+                        {"finish_reason", nullptr},
+                        {"hidden_states", choice_hidden_states(*choices_[i], ctx_.info.hidden_size,
+                                                               setup_.hidden_states)}}});
+      out += sse_data(request_json::dump(chunk));
+    }
+    if (json ext = sglext(); !ext.is_null()) {
+      json chunk = head();
+      chunk["choices"] = json::array();
+      chunk["sglext"] = std::move(ext);
+      out += sse_data(request_json::dump(chunk));
+    }
     if (setup_.include_usage) {
       json chunk = head();
       chunk["choices"] = json::array();
@@ -173,11 +210,14 @@ class CompletionReply final : public GenerationReply {
     body["choices"] = json::array();
     for (size_t i = 0; i < choices_.size(); ++i) {
       const ChoiceDelta& total = choices_[i]->total();
-      body["choices"].push_back(choice(i, setup_.echo[i] + total.text, total, true));
+      body["choices"].push_back(choice(i, setup_.echo[i] + total.text, total, true, true));
     }
     body["usage"] = usage();
+    if (json ext = sglext(); !ext.is_null()) body["sglext"] = std::move(ext);
     return request_json::json_response(body);
   }
+
+  json sglext() const { return sglext_json(choices_, ctx_.info, setup_.sglext); }
 
   Setup setup_;
   std::vector<std::optional<TextOffsets>> offsets_;  // per choice, from its first logprobs
@@ -195,6 +235,9 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
   setup.include_usage = req.include_usage;
   setup.continuous_usage = req.continuous_usage;
   setup.decode.skip_special_tokens = req.sampling.skip_special_tokens;
+  setup.token_ids = req.return_token_ids;
+  setup.hidden_states = req.return_hidden_states;
+  setup.sglext = req.sglext;
   const std::optional<CompletionTemplate>& fim = ctx.info.api.completion_template;
   if (!req.suffix.empty() && !fim) {
     return Reply::of(error_response(400,
@@ -211,6 +254,11 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
             ? given
             : PromptInput{true, fill_in_the_middle(*fim, given.text, req.suffix), {}};
     std::vector<int32_t> ids = prompt_ids(ctx, prompt);
+    if (Status s = check_routed_experts(ctx.info, req.sglext.routed_experts,
+                                        static_cast<int64_t>(ids.size()));
+        !s.ok()) {
+      return Reply::of(error_response(s));
+    }
     setup.prompt_tokens += static_cast<int64_t>(ids.size());
     std::string echo;
     if (req.echo) echo = given.is_text ? given.text : ctx.tokenizer.decode(ids, setup.decode);
@@ -221,11 +269,15 @@ Reply prepare_completions(ServerContext& ctx, const CompletionRequest& req) {
                       choice_options(req.sampling, req.logprobs.has_value())};
       plan.request.return_logprob = req.logprobs.has_value();
       plan.request.top_logprobs_num = static_cast<int32_t>(req.logprobs.value_or(0));
-      apply_routing(req.routing, p, plan.request);
+      plan.request.return_hidden_states = req.return_hidden_states != HiddenStatesMode::kNone;
+      plan.request.return_routed_experts = req.sglext.routed_experts.asked;
+      if (Status s = apply_routing(ctx, req.routing, p, plan.request); !s.ok()) {
+        return Reply::of(error_response(s));
+      }
       if (setup.echo_logprobs) {
         plan.request.logprob_start_len = 0;  // every prompt token (the first has none)
       }
-      if (req.logprobs) setup.prompt_ids.push_back(ids);
+      if (req.logprobs || req.return_token_ids) setup.prompt_ids.push_back(ids);
       plans.push_back(std::move(plan));
       setup.echo.push_back(echo);
     }
@@ -246,8 +298,12 @@ Reply handle_completions(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_completion_request(request.body, ctx.sampling_defaults);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
   CompletionRequest& req = *parsed;
+  use_model_lora(ctx.info, req.model, req.routing);
   req.include_usage = req.include_usage || ctx.info.api.stream_default_include_usage;
   if (Status s = check_prompts(ctx, req.prompts, "prompt"); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
+  if (Status s = check_hidden_states(ctx.info, req.return_hidden_states); !s.ok()) {
     return Reply::of(error_response(s));
   }
   const bool stream = req.stream;

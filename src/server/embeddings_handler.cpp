@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/base64.h"
 #include "server/embedding_reply.h"
 #include "server/embeddings_json.h"
 #include "server/engine_request.h"
@@ -22,27 +23,13 @@ using json = nlohmann::ordered_json;
 
 // OpenAI's encoding_format "base64": the vector's f32 values as little-endian bytes, in base64.
 std::string base64_f32(const std::vector<float>& values) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes;
   bytes.reserve(values.size() * 4);
   for (float v : values) {
     const auto bits = std::bit_cast<uint32_t>(v);
     for (int shift = 0; shift < 32; shift += 8) bytes.push_back(static_cast<char>(bits >> shift));
   }
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, bytes.size() - i);
-    uint32_t group = 0;
-    for (size_t k = 0; k < 3; ++k) {
-      group = (group << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0u);
-    }
-    for (size_t k = 0; k < 4; ++k) {
-      out.push_back(k <= n ? kAlphabet[(group >> (18 - 6 * k)) & 63] : '=');
-    }
-  }
-  return out;
+  return base64_encode(bytes);
 }
 
 // The inputs' token ids (text tokenized with the tokenizer's special tokens, as SGLang does).

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/logging.h"
+#include "server/lora_request.h"
 
 namespace sgl::server {
 
@@ -134,9 +135,12 @@ std::optional<int32_t> special_token_stop(const tokenizer::Tokenizer& tokenizer,
   return id;
 }
 
-void apply_routing(const RequestRouting& routing, size_t prompt, engine::GenerateRequest& request) {
+Status apply_routing(const ServerContext& ctx, const RequestRouting& routing, size_t prompt,
+                     engine::GenerateRequest& request) {
   request.cache_namespace = routing.cache_namespace_of(prompt);
   request.priority = routing.priority;
+  SGL_ASSIGN_OR_RETURN(request.lora_id, resolve_lora_id(ctx.info, routing, prompt));
+  return Status::ok_status();
 }
 
 ChoiceOptions choice_options(const SamplingInput& s, bool token_texts) {

@@ -42,9 +42,10 @@ Status check_prompts(const ServerContext& ctx, const std::vector<PromptInput>& p
 std::vector<int32_t> prompt_ids(const ServerContext& ctx, const PromptInput& prompt,
                                 bool add_special_tokens = true);
 
-// What `routing` asks of the engine request for prompt `prompt` (of a batch): its cache namespace
-// and priority.
-void apply_routing(const RequestRouting& routing, size_t prompt, engine::GenerateRequest& request);
+// What `routing` asks of the engine request for prompt `prompt` (of a batch): its cache
+// namespace, priority and LoRA adapter (a 400 for one not loaded).
+Status apply_routing(const ServerContext& ctx, const RequestRouting& routing, size_t prompt,
+                     engine::GenerateRequest& request);
 
 struct ChoicePlan {
   engine::GenerateRequest request;

@@ -13,12 +13,15 @@
 #include "server/errors.h"
 #include "server/generation_reply.h"
 #include "server/handlers.h"
+#include "server/hidden_states_json.h"
 #include "server/openai_json.h"
 #include "server/prepared_reply.h"
 #include "server/prompt_token_logprobs.h"
 #include "server/reasoning_gate.h"
 #include "server/request_json.h"
+#include "server/routed_experts_json.h"
 #include "server/sampling_json.h"
+#include "server/sglext_json.h"
 #include "server/sse.h"
 
 namespace sgl::server {
@@ -40,16 +43,20 @@ class GenerateReply final : public GenerationReply {
     bool logprobs = false;
     bool top_logprobs = false;  // with logprobs, top_logprobs_num > 0: the top-k listings
     bool text_in_logprobs = false;
-    // With logprobs, per choice: its prompt ids and where input_token_logprobs start (SGLang:
-    // logprob_start_len, or the last prompt token by default).
+    // With logprobs or prompt_token_ids, per choice: its prompt ids; with logprobs, where
+    // input_token_logprobs start (SGLang: logprob_start_len, or the last prompt token by
+    // default).
     std::vector<std::vector<int32_t>> prompt_ids;
     std::vector<int32_t> logprob_starts;
     // token_ids_logprob was given: meta_info lists input_ and output_token_ids_logprobs, one
     // [logprob, id, text] per requested id at each position (SGLang), with per choice the ids.
     bool token_ids = false;
     std::vector<std::vector<int32_t>> token_ids_logprob;
-    // return_hidden_states: meta_info.hidden_states (SGLang's layout, hidden_states_json).
-    bool hidden_states = false;
+    // return_hidden_states: meta_info.hidden_states (SGLang's layout, hidden_states_json.h).
+    HiddenStatesMode hidden_states = HiddenStatesMode::kNone;
+    // return_routed_experts: meta_info.routed_experts, once the choice finished.
+    RoutedExpertsInput routed_experts;
+    bool prompt_token_ids = false;  // return_prompt_token_ids: each item lists its prompt_ids
     // A turn of this session (the request's id is its rid there): its output is recorded as it
     // comes (a `replace` of the running turn continues from it) and when it ends, for the turns
     // that continue it.
@@ -140,31 +147,6 @@ class GenerateReply final : public GenerationReply {
     return *input_cache_[i];
   }
 
-  // SGLang's meta_info.hidden_states for choice i: the prompt positions' rows as one list, then
-  // a row per output token fed back. `rows` (f32, ctx_.info.hidden_size wide) start at position
-  // `first`; the rows of positions past the last output token but one (steps after the finish
-  // the server decided, a stop string) are left out.
-  json hidden_states_json(size_t i, std::span<const float> rows, int64_t first) const {
-    const ChoiceStream& c = *choices_[i];
-    const auto width = static_cast<size_t>(ctx_.info.hidden_size);
-    const int64_t prompt = c.prompt_tokens();
-    const int64_t end = prompt + std::max(c.completion_tokens(), 1) - 1;
-    const int64_t last = std::min(first + static_cast<int64_t>(rows.size() / width), end);
-    auto row = [&](int64_t pos) {
-      const auto at = rows.begin() + static_cast<std::ptrdiff_t>((pos - first) * width);
-      return json(std::vector<float>(at, at + static_cast<std::ptrdiff_t>(width)));
-    };
-    json out = json::array();
-    if (first < std::min(prompt, last)) {
-      json prompt_rows = json::array();
-      for (int64_t pos = first; pos < std::min(prompt, last); ++pos)
-        prompt_rows.push_back(row(pos));
-      out.push_back(std::move(prompt_rows));
-    }
-    for (int64_t pos = std::max(first, prompt); pos < last; ++pos) out.push_back(row(pos));
-    return out;
-  }
-
   // The item for choice i: everything so far (SGLang streams cumulative outputs), or with
   // --incremental-streaming-output a stream's `delta` alone (text, output_ids, output logprobs).
   json item(size_t i, const ChoiceDelta* delta = nullptr) {
@@ -211,14 +193,21 @@ class GenerateReply final : public GenerationReply {
         meta["output_token_ids_logprobs"] = std::move(ids);
       }
     }
-    if (setup_.hidden_states) {
+    if (setup_.hidden_states != HiddenStatesMode::kNone) {
       // A delta's rows are the total's last (the total holds every delta pulled); the total's
-      // start at position 0.
-      const auto first =
-          static_cast<int64_t>(c.total().hidden_states.size() - t.hidden_states.size()) /
-          ctx_.info.hidden_size;
-      meta["hidden_states"] = hidden_states_json(i, t.hidden_states, first);
+      // start at position 0. "last" always names the latest row.
+      const bool latest = setup_.hidden_states == HiddenStatesMode::kLast;
+      const std::span<const float> rows = latest ? c.total().hidden_states : t.hidden_states;
+      const auto first = static_cast<int64_t>(c.total().hidden_states.size() - rows.size()) /
+                         ctx_.info.hidden_size;
+      meta["hidden_states"] =
+          meta_info_hidden_states(c, rows, first, ctx_.info.hidden_size, setup_.hidden_states);
     }
+    if (setup_.routed_experts.asked && c.finished()) {
+      meta["routed_experts"] =
+          choice_routed_experts(c, ctx_.info.routed_experts, setup_.routed_experts.start_len);
+    }
+    if (json spec = spec_meta_fields(c); !spec.is_null()) meta.update(spec);
     meta["reasoning_tokens"] = c.reasoning_tokens();
     meta["completion_tokens"] = c.completion_tokens();
     meta["cached_tokens"] = c.cached_tokens();
@@ -227,6 +216,7 @@ class GenerateReply final : public GenerationReply {
     json out = ctx_.info.skip_tokenizer_init ? json::object() : json{{"text", t.text}};
     out["output_ids"] = t.token_ids;
     out["meta_info"] = std::move(meta);
+    if (setup_.prompt_token_ids) out["prompt_token_ids"] = setup_.prompt_ids[i];
     if (setup_.list) out["index"] = i;
     return out;
   }
@@ -310,6 +300,8 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
   setup.text_in_logprobs = req.return_text_in_logprobs;
   setup.token_ids = setup.logprobs && req.token_ids_logprob.has_value();
   setup.hidden_states = req.return_hidden_states;
+  setup.routed_experts = req.routed_experts;
+  setup.prompt_token_ids = req.return_prompt_token_ids;
   grammar::ReasoningGate gate;
   if (req.require_reasoning) {
     auto required = required_reasoning_gate(ctx);
@@ -334,6 +326,11 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
       ids = std::move(turn->input_ids);
       setup.session_id = req.session->id;
     }
+    if (Status s =
+            check_routed_experts(ctx.info, req.routed_experts, static_cast<int64_t>(ids.size()));
+        !s.ok()) {
+      return Reply::of(error_response(s));
+    }
     grammar::ReasoningGate budget_gate;
     if (req.max_thinking_tokens) {
       auto made = generate_budget_gate(ctx, ids, req.require_reasoning, *req.max_thinking_tokens);
@@ -357,8 +354,11 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
       plan.request.top_logprobs_num =
           setup.logprobs ? static_cast<int32_t>(req.top_logprobs_num) : 0;
       plan.request.token_ids_logprob = asked;
-      plan.request.return_hidden_states = req.return_hidden_states;
-      apply_routing(req.routing, p, plan.request);
+      plan.request.return_hidden_states = req.return_hidden_states != HiddenStatesMode::kNone;
+      plan.request.return_routed_experts = req.routed_experts.asked;
+      if (Status s = apply_routing(ctx, req.routing, p, plan.request); !s.ok()) {
+        return Reply::of(error_response(s));
+      }
       if (setup.text_in_logprobs) plan.options.token_ids_logprob = asked;
       plan.options.no_logs = req.no_logs;
       if (plan.request.grammar) plan.request.reasoning_gate = gate;
@@ -385,10 +385,10 @@ Reply prepare_generate(ServerContext& ctx, const GenerateInput& req) {
         }
         const int64_t start = req.logprob_start_len >= 0 ? req.logprob_start_len : len;
         plan.request.logprob_start_len = start < len ? static_cast<int32_t>(start) : -1;
-        setup.prompt_ids.push_back(ids);
         if (setup.token_ids) setup.token_ids_logprob.push_back(asked);
         setup.logprob_starts.push_back(static_cast<int32_t>(start));
       }
+      if (setup.logprobs || setup.prompt_token_ids) setup.prompt_ids.push_back(ids);
       plans.push_back(std::move(plan));
     }
   }
@@ -440,13 +440,8 @@ Reply handle_generate(ServerContext& ctx, const HttpRequest& request) {
   if (ctx.info.skip_tokenizer_init) {
     if (Status s = check_without_tokenizer(req); !s.ok()) return Reply::of(error_response(s));
   }
-  if (req.return_hidden_states && !ctx.info.enable_return_hidden_states) {
-    // SGLang's words.
-    return Reply::of(error_response(400,
-                                    "The server is not configured to return the hidden states. "
-                                    "Please set `--enable-return-hidden-states` to enable this "
-                                    "feature.",
-                                    "return_hidden_states"));
+  if (Status s = check_hidden_states(ctx.info, req.return_hidden_states); !s.ok()) {
+    return Reply::of(error_response(s));
   }
   const bool stream = req.stream;
   auto shared = std::make_shared<const GenerateInput>(std::move(req));

@@ -12,6 +12,7 @@
 
 #include "sampling/sampler.h"
 #include "server/request_json.h"
+#include "server/routing_json.h"
 #include "server/sampling_json.h"
 #include "server/structured_output_json.h"
 
@@ -33,100 +34,6 @@ using request_json::to_ids;
 using sampling_json::check_min_tokens;
 using sampling_json::read_max_tokens;
 using sampling_json::read_sampling;
-
-// One engine namespace for SGLang's (extra_key, cache_salt) pair, unambiguous: the key's length,
-// the key, then the salt; "" (the default namespace) where both are none.
-std::string cache_namespace_key(const std::string& extra_key, const std::string& cache_salt) {
-  if (extra_key.empty() && cache_salt.empty()) return {};
-  return std::to_string(extra_key.size()) + ":" + extra_key + cache_salt;
-}
-
-// SGLang's extra_key or cache_salt: a string for every prompt, or (/generate's batch, as its rid)
-// a list of one per prompt; "" and null are none, as SGLang reads them. Empty: none given.
-Result<std::vector<std::string>> read_namespace_part(const json& o, const char* key,
-                                                     std::optional<size_t> batch_prompts) {
-  const json* v = find(o, key);
-  if (!v || v->is_null()) return std::vector<std::string>{};
-  if (v->is_string()) return std::vector<std::string>{v->get<std::string>()};
-  if (!v->is_array()) return field_error(key, "must be a string or a list of strings");
-  if (!batch_prompts) {
-    return field_error(key,
-                       "as a list is not supported on this route (one string names the "
-                       "whole request)");
-  }
-  if (v->size() != *batch_prompts || *batch_prompts == 0) {
-    return field_error(key, "as a list must hold one string per prompt of a batch");
-  }
-  std::vector<std::string> parts;
-  for (const json& part : *v) {
-    if (!part.is_string()) return field_error(key, "must be a list of strings");
-    parts.push_back(part.get<std::string>());
-  }
-  return parts;
-}
-
-// extra_key and cache_salt, per prompt, as one engine namespace each (none where every prompt
-// gives neither).
-Status read_cache_namespaces(const json& o, std::optional<size_t> batch_prompts,
-                             RequestRouting& out) {
-  SGL_ASSIGN_OR_RETURN(const std::vector<std::string> keys,
-                       read_namespace_part(o, "extra_key", batch_prompts));
-  SGL_ASSIGN_OR_RETURN(const std::vector<std::string> salts,
-                       read_namespace_part(o, "cache_salt", batch_prompts));
-  const size_t n = std::max(keys.size(), salts.size());
-  bool any = false;
-  for (size_t i = 0; i < n; ++i) {
-    const std::string& key = keys.empty() ? std::string() : keys[keys.size() == 1 ? 0 : i];
-    const std::string& salt = salts.empty() ? std::string() : salts[salts.size() == 1 ? 0 : i];
-    out.cache_namespaces.push_back(cache_namespace_key(key, salt));
-    any = any || !out.cache_namespaces.back().empty();
-  }
-  if (!any) out.cache_namespaces.clear();
-  return Status::ok_status();
-}
-
-// SGLang's rid (the request's id, which /abort_request takes and the reply's id repeats) and
-// routed_dp_rank, or its older name data_parallel_rank (the controller checks the range).
-// `batch_prompts` (/generate only): the prompts of its batch (0: not a batch), whose rid may be a
-// list of one unique id each; nullopt where one string names the whole request.
-Status read_routing(const json& o, std::optional<size_t> batch_prompts, RequestRouting& out) {
-  if (const json* v = find(o, "rid"); v && v->is_array()) {
-    if (!batch_prompts) {
-      return unimplemented(
-          "'rid' as a list is not supported on this route (one string names the whole "
-          "request)");
-    }
-    if (v->size() != *batch_prompts || *batch_prompts == 0) {
-      return field_error("rid", "as a list must hold one id per prompt of a batch (" +
-                                    (*batch_prompts == 0 ? std::string("this request is none")
-                                                         : std::to_string(*batch_prompts)) +
-                                    ")");
-    }
-    for (const json& id : *v) {
-      if (!id.is_string() || id.get_ref<const std::string&>().empty()) {
-        return field_error("rid", "ids must be non-empty strings");
-      }
-      if (std::find(out.rids.begin(), out.rids.end(), id.get<std::string>()) != out.rids.end()) {
-        return field_error("rid", "repeats '" + id.get<std::string>() + "'");
-      }
-      out.rids.push_back(id.get<std::string>());
-    }
-  } else {
-    SGL_RETURN_IF_ERROR(read(o, "rid", out.rid));
-  }
-  for (const char* key : {"routed_dp_rank", "data_parallel_rank"}) {
-    std::optional<int64_t> v;
-    SGL_RETURN_IF_ERROR(read(o, key, v));
-    if (!v) continue;
-    if (*v < 0) return field_error(key, "must be >= 0");
-    if (out.routed_dp_rank && *out.routed_dp_rank != *v) {
-      return field_error(key, "and 'routed_dp_rank' name different replicas");
-    }
-    out.routed_dp_rank = v;
-  }
-  SGL_RETURN_IF_ERROR(read(o, "priority", out.priority));
-  return read_cache_namespaces(o, batch_prompts, out);
-}
 
 // /generate's session_params (SGLang's): a request of an open session, one prompt and n 1.
 Status read_session_params(const json& o, GenerateInput& r) {
@@ -163,8 +70,7 @@ constexpr const char* kNoMultimodal = "multimodal inputs are not implemented";
 constexpr const char* kNoReplyExtra = "this extra reply content is not implemented";
 constexpr const char* kNoDisaggregation = "prefill-decode disaggregation is not implemented";
 constexpr request_json::RefusedField kUnsupportedRequest[] = {
-    {"lora_path", "LoRA adapters are not implemented"},
-    {"lora_id", "LoRA adapters are not implemented"},
+    {"lora_id", "is the server's internal id: name the adapter with lora_path"},
     {"image_data", kNoMultimodal},
     {"audio_data", kNoMultimodal},
     {"video_data", kNoMultimodal},
@@ -181,11 +87,6 @@ constexpr request_json::RefusedField kUnsupportedRequest[] = {
     {"encoder_urls", kNoMultimodal},
     {"input_embeds", "input embeddings are not implemented"},
     {"positional_embed_overrides", "positional embedding overrides are not implemented"},
-    {"return_routed_experts", kNoReplyExtra},
-    {"return_cached_tokens_details", kNoReplyExtra},
-    {"return_spec_tokens_details", kNoReplyExtra},
-    {"return_prompt_token_ids", kNoReplyExtra},
-    {"return_token_ids", kNoReplyExtra},
     {"return_meta_info", kNoReplyExtra},
     {"return_input_ids_in_sglext", kNoReplyExtra},
     {"return_output_ids_in_sglext", kNoReplyExtra},
@@ -214,9 +115,6 @@ constexpr request_json::RefusedField kUnsupportedRequest[] = {
 // /generate's fields the OpenAI routes refuse.
 constexpr request_json::RefusedField kGenerateOnly[] = {
     {"session_params", "sessions on this route are not implemented (/generate's are)"},
-    {"return_hidden_states",
-     "hidden states in this route's replies are not implemented (/generate's "
-     "return_hidden_states is)"},
     {"max_thinking_tokens",
      "a per-request thinking budget on this route is not implemented (/generate's "
      "max_thinking_tokens and the Messages API's thinking.budget_tokens are)"},
@@ -292,6 +190,36 @@ Status read_stream(const json& o, bool& stream, bool& include_usage, bool& conti
     }
   }
   return Status::ok_status();
+}
+
+// SGLang's return_routed_experts and routed_experts_start_len.
+Status read_routed_experts(const json& o, RoutedExpertsInput& out) {
+  SGL_RETURN_IF_ERROR(read(o, "return_routed_experts", out.asked));
+  SGL_RETURN_IF_ERROR(read(o, "routed_experts_start_len", out.start_len));
+  if (out.start_len < 0) return field_error("routed_experts_start_len", "must be >= 0");
+  return Status::ok_status();
+}
+
+// The OpenAI routes' fields answered in sglext.
+Status read_sglext_fields(const json& o, SglextFields& out) {
+  SGL_RETURN_IF_ERROR(read_routed_experts(o, out.routed_experts));
+  SGL_RETURN_IF_ERROR(read(o, "return_spec_tokens_details", out.spec_tokens_details));
+  return read(o, "return_cached_tokens_details", out.cached_tokens_details);
+}
+
+// SGLang's return_hidden_states: a boolean or "last".
+Status read_hidden_states_mode(const json& o, HiddenStatesMode& out) {
+  const json* v = find(o, "return_hidden_states");
+  if (!v || v->is_null()) return Status::ok_status();
+  if (v->is_boolean()) {
+    out = v->get<bool>() ? HiddenStatesMode::kAll : HiddenStatesMode::kNone;
+    return Status::ok_status();
+  }
+  if (v->is_string() && v->get_ref<const std::string&>() == "last") {
+    out = HiddenStatesMode::kLast;
+    return Status::ok_status();
+  }
+  return field_error("return_hidden_states", "must be a boolean or \"last\"");
 }
 
 // tools, tool_choice and parallel_tool_calls. The tools' parameter schemas must compile; a named
@@ -420,9 +348,16 @@ Result<CompletionRequest> request_json::parse_completion_object(const json& o,
     return field_error("logprobs", "must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
-  SGL_RETURN_IF_ERROR(read_routing(o, std::nullopt, r.routing));
+  SGL_RETURN_IF_ERROR(routing_json::read_routing(o, std::nullopt, r.routing));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kGenerateOnly));
+  static constexpr request_json::RefusedField kChatOnly[] = {
+      {"return_prompt_token_ids",
+       "it is a chat completions field (here return_token_ids lists the prompt's ids too)"}};
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kChatOnly));
+  SGL_RETURN_IF_ERROR(read(o, "return_token_ids", r.return_token_ids));
+  SGL_RETURN_IF_ERROR(read_hidden_states_mode(o, r.return_hidden_states));
+  SGL_RETURN_IF_ERROR(read_sglext_fields(o, r.sglext));
   std::optional<int64_t> best_of;
   SGL_RETURN_IF_ERROR(read(o, "best_of", best_of));
   if (best_of && (*best_of < 1 || *best_of > kMaxChoices)) {
@@ -574,9 +509,19 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
     return field_error("top_logprobs", "requires 'logprobs' to be true");
   }
   SGL_RETURN_IF_ERROR(read_stream(o, r.stream, r.include_usage, r.continuous_usage));
-  SGL_RETURN_IF_ERROR(read_routing(o, std::nullopt, r.routing));
+  SGL_RETURN_IF_ERROR(routing_json::read_routing(o, std::nullopt, r.routing));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kGenerateOnly));
+  SGL_RETURN_IF_ERROR(read(o, "return_prompt_token_ids", r.return_prompt_token_ids));
+  SGL_RETURN_IF_ERROR(read(o, "return_token_ids", r.return_token_ids));
+  // SGLang's: the ids come with the whole reply only.
+  for (const auto& [field, asked] :
+       {std::pair{"return_prompt_token_ids", r.return_prompt_token_ids},
+        std::pair{"return_token_ids", r.return_token_ids}}) {
+    if (asked && r.stream) return field_error(field, "is not supported with streaming");
+  }
+  SGL_RETURN_IF_ERROR(read_hidden_states_mode(o, r.return_hidden_states));
+  SGL_RETURN_IF_ERROR(read_sglext_fields(o, r.sglext));
   SGL_RETURN_IF_ERROR(reject_limited(o, kLimitedChat));
   SGL_RETURN_IF_ERROR(check_modalities(o));
   SGL_RETURN_IF_ERROR(structured_output_json::read_response_format(o, r.sampling.grammar));
@@ -622,6 +567,16 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(sampling_json::refuse_top_level_sampling(o));
   SGL_RETURN_IF_ERROR(read_token_ids_logprob(o, r.prompts.size(), r.token_ids_logprob));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kUnsupportedRequest));
+  static constexpr request_json::RefusedField kOpenAiOnly[] = {
+      {"return_token_ids",
+       "it is an OpenAI routes' field (here output_ids are always listed, and "
+       "return_prompt_token_ids lists the prompt's)"},
+      {"return_cached_tokens_details",
+       "it is an OpenAI routes' field (here meta_info.cached_tokens counts them)"},
+      {"return_spec_tokens_details",
+       "it is an OpenAI routes' field (here meta_info lists the spec_* metrics of a request "
+       "that verified drafts)"}};
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kOpenAiOnly));
   for (const char* key : {"return_logprob", "top_logprobs_num", "logprob_start_len"}) {
     if (const json* v = find(o, key); v && v->is_array()) {
       return unimplemented("'" + std::string(key) +
@@ -637,11 +592,13 @@ Result<GenerateInput> parse_generate_request(std::string_view body, const Sampli
   SGL_RETURN_IF_ERROR(read(o, "logprob_start_len", r.logprob_start_len));
   if (r.logprob_start_len < -1) return field_error("logprob_start_len", "must be >= -1");
   SGL_RETURN_IF_ERROR(read(o, "return_text_in_logprobs", r.return_text_in_logprobs));
-  SGL_RETURN_IF_ERROR(read_routing(o, r.batch ? r.prompts.size() : 0, r.routing));
+  SGL_RETURN_IF_ERROR(routing_json::read_routing(o, r.batch ? r.prompts.size() : 0, r.routing));
   SGL_RETURN_IF_ERROR(read(o, "no_logs", r.no_logs));
   SGL_RETURN_IF_ERROR(read_session_params(o, r));
   SGL_RETURN_IF_ERROR(read(o, "require_reasoning", r.require_reasoning));
-  SGL_RETURN_IF_ERROR(read(o, "return_hidden_states", r.return_hidden_states));
+  SGL_RETURN_IF_ERROR(read_hidden_states_mode(o, r.return_hidden_states));
+  SGL_RETURN_IF_ERROR(read(o, "return_prompt_token_ids", r.return_prompt_token_ids));
+  SGL_RETURN_IF_ERROR(read_routed_experts(o, r.routed_experts));
   SGL_RETURN_IF_ERROR(read(o, "max_thinking_tokens", r.max_thinking_tokens));
   if (r.max_thinking_tokens && *r.max_thinking_tokens < 0) {
     return field_error("max_thinking_tokens", "must be >= 0");

@@ -18,6 +18,25 @@ constexpr int64_t kMaxBatchPrompts = 2048;
 constexpr int64_t kMaxChoices = 128;     // n
 constexpr int64_t kMaxTopLogprobs = 20;  // OpenAI's limit (logprobs, top_logprobs)
 
+// SGLang's return_hidden_states: false, true (every position) or "last" (the last position's
+// row alone).
+enum class HiddenStatesMode : uint8_t { kNone, kAll, kLast };
+
+// SGLang's return_routed_experts and routed_experts_start_len (with
+// --enable-return-routed-experts): each MoE layer's top-k expert ids at the positions from
+// start_len to the last output token fed back.
+struct RoutedExpertsInput {
+  bool asked = false;
+  int64_t start_len = 0;  // in [0, the prompt's length]
+};
+
+// SGLang's fields an OpenAI reply answers in its sglext object (sglext_json.h).
+struct SglextFields {
+  RoutedExpertsInput routed_experts;
+  bool cached_tokens_details = false;  // return_cached_tokens_details
+  bool spec_tokens_details = false;    // return_spec_tokens_details
+};
+
 // A prompt as text or as token ids.
 struct PromptInput {
   bool is_text = false;
@@ -51,10 +70,18 @@ struct RequestRouting {
   // extra_key and cache_salt as one engine namespace (openai_json.cpp): one for every
   // prompt, or (lists on /generate) one per prompt of a batch; none: the default namespace.
   std::vector<std::string> cache_namespaces;
+  // SGLang's lora_path: the LoRA adapter's name for every prompt, or (a list on /generate) one
+  // per prompt of a batch, none where null; empty: none given. The OpenAI routes' model
+  // "base:adapter" names one too (server/lora_request.h resolves them).
+  std::vector<std::optional<std::string>> lora_paths;
 
   std::string cache_namespace_of(size_t prompt) const {
     if (cache_namespaces.empty()) return {};
     return cache_namespaces[cache_namespaces.size() == 1 ? 0 : prompt];
+  }
+  std::optional<std::string> lora_path_of(size_t prompt) const {
+    if (lora_paths.empty()) return std::nullopt;
+    return lora_paths[lora_paths.size() == 1 ? 0 : prompt];
   }
 };
 
@@ -105,6 +132,10 @@ struct CompletionRequest {
   bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM)
   RequestRouting routing;
   std::string suffix;  // the text after the completion (text prompts; --completion-template)
+  // SGLang's return_token_ids: each choice lists token_ids (its output) and prompt_token_ids.
+  bool return_token_ids = false;
+  HiddenStatesMode return_hidden_states = HiddenStatesMode::kNone;  // each choice's hidden_states
+  SglextFields sglext;  // the reply's sglext (its first choice's)
 };
 
 // OpenAI's tool_choice.
@@ -150,6 +181,12 @@ struct ChatRequest {
   bool include_usage = false;
   bool continuous_usage = false;
   RequestRouting routing;
+  // SGLang's (not streamed): return_prompt_token_ids lists each choice's prompt_token_ids;
+  // return_token_ids those and its response_token_ids.
+  bool return_prompt_token_ids = false;
+  bool return_token_ids = false;
+  HiddenStatesMode return_hidden_states = HiddenStatesMode::kNone;  // each choice's hidden_states
+  SglextFields sglext;  // the reply's sglext (its first choice's)
 };
 
 // POST /generate (SGLang native)
@@ -180,7 +217,9 @@ struct GenerateInput {
   // SGLang's session_params: the request is a turn of an open session (session_store.h).
   std::optional<SessionParams> session;
   // SGLang's return_hidden_states (with --enable-return-hidden-states): meta_info.hidden_states.
-  bool return_hidden_states = false;
+  HiddenStatesMode return_hidden_states = HiddenStatesMode::kNone;
+  bool return_prompt_token_ids = false;  // SGLang's: each item lists prompt_token_ids
+  RoutedExpertsInput routed_experts;     // each item's meta_info.routed_experts
 };
 
 // POST /v1/embeddings (an embedding model's; embeddings_json.h)

@@ -109,8 +109,9 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/server_info", false, get, handle_server_info, user},
       {"/v1/loads", false, get, handle_loads, user},
       {"/version", false, get, handle_version, user},
-      {"/", false, get, handle_root, open},
-      {"/ping", false, both, handle_ping, open},
+      // SGLang's API key guards / and /ping too: only /health*, /ready and /metrics stay open.
+      {"/", false, get, handle_root, user},
+      {"/ping", false, both, handle_ping, user},
       {"/ready", false, get, handle_ready, open},  // SGLang's readiness probe (public there too)
       {"/flush_cache", false, both, handle_flush_cache, admin},
       {"/abort_request", false, post, handle_abort_request, admin},
@@ -119,6 +120,8 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/continue_generation", false, post, handle_continue_generation, admin},
       {"/update_weights_from_disk", false, post, handle_update_weights_from_disk, admin},
       {"/update_weight_version", false, post, handle_update_weight_version, admin},
+      {"/load_lora_adapter", false, post, handle_lora_adapter_update, admin},
+      {"/unload_lora_adapter", false, post, handle_lora_adapter_update, admin},
       {"/get_weights_by_name", false, both, handle_get_weights_by_name, admin},  // SGLang's methods
       {"/release_memory_occupation", false, both, handle_release_memory_occupation, admin},
       {"/resume_memory_occupation", false, both, handle_resume_memory_occupation, admin},

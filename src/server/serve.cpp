@@ -119,6 +119,8 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.load_format = model_engine.model_runner->options().load_format;
   info.kv_cache_dtype = model_engine.model_runner->options().kv_cache_dtype;
   info.enable_memory_saver = model_engine.model_runner->options().enable_memory_saver;
+  info.enable_lora = model_engine.model_runner->options().enable_lora;
+  info.lora_adapters = model_engine.model_runner->options().lora_paths;
   info.enable_weights_cpu_backup = model_engine.model_runner->options().enable_weights_cpu_backup;
   info.log_requests = options.log_requests;
   info.enable_response_store = options.enable_response_store;
@@ -151,6 +153,13 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.has_chat_template = chat_template.has_value();
   info.skip_tokenizer_init = options.skip_tokenizer_init;
   info.enable_return_hidden_states = options.enable_return_hidden_states;
+  if (model_engine.model_runner->options().enable_return_routed_experts) {
+    info.routed_experts.num_layers = config.num_hidden_layers;
+    info.routed_experts.top_k = config.num_experts_per_tok;
+    for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+      if (config.is_sparse_layer(layer)) info.routed_experts.sparse_layers.push_back(layer);
+    }
+  }
   info.chat_template_origin = loaded.origin;
   if (tokenizer.vocab_size() > config.vocab_size) {
     SGL_LOG_WARN << "the tokenizer (" << tokenizer_path << ") has " << tokenizer.vocab_size()

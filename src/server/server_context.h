@@ -8,9 +8,11 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "engine/data_parallel_controller.h"
 #include "grammar/json_schema_compiler.h"
+#include "model/lora_adapter.h"
 #include "scheduler/priority.h"
 #include "server/api_auth.h"
 #include "server/api_options.h"
@@ -32,6 +34,14 @@ namespace sgl::server {
 
 // What /version and /get_server_info report.
 inline constexpr std::string_view kServerVersion = "sgl.cpp-0.1";
+
+// Where a MoE model's routed experts sit in SGLang's routed_experts layout ([positions,
+// num_layers, top_k]; the dense layers' entries 0).
+struct RoutedExpertsLayout {
+  int64_t num_layers = 0;              // the model's layers; 0: not served
+  std::vector<int64_t> sparse_layers;  // the MoE layers, ascending (the runner's order)
+  int64_t top_k = 0;
+};
 
 // Facts reported by /v1/models, /get_model_info and /get_server_info.
 
@@ -69,8 +79,14 @@ struct ServerInfo {
   // --skip-tokenizer-init: the tokenizer is an IdsOnlyTokenizer; the Router refuses the text
   // routes and the handlers text prompts and text-only fields.
   bool skip_tokenizer_init = false;
-  // --enable-return-hidden-states: /generate's return_hidden_states is served (else a 400).
+  // --enable-return-hidden-states: return_hidden_states is served (else a 400).
   bool enable_return_hidden_states = false;
+  // --enable-return-routed-experts (a MoE model): return_routed_experts is served (else a 400).
+  RoutedExpertsLayout routed_experts;
+  // --enable-lora / --lora-paths: requests may name these adapters (lora_path, or the OpenAI
+  // model "base:adapter"), numbered from 1 in this order as the engine's (server/lora_request.h).
+  bool enable_lora = false;
+  std::vector<model::LoraAdapterPath> lora_adapters;
   std::string chat_template_origin;    // the --chat-template path, or where the tokenizer's is
   bool log_requests = false;           // --log-requests at start (ServerContext::log_requests)
   bool health_generates = true;        // /health probes the engine (ServeOptions')

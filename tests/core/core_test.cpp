@@ -1,6 +1,7 @@
 // core: Status/Result, checks, tensor views, buffers, dtype and device parsing.
 #include <gtest/gtest.h>
 
+#include "core/base64.h"
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/status.h"
@@ -17,6 +18,18 @@ Result<int> parse_positive(int v) {
 Status chain(int v, int* out) {
   SGL_ASSIGN_OR_RETURN(*out, parse_positive(v));
   return Status::ok_status();
+}
+
+TEST(Base64, EncodesRfc4648Vectors) {
+  const std::pair<std::string, std::string> cases[] = {{"", ""},
+                                                       {"f", "Zg=="},
+                                                       {"fo", "Zm8="},
+                                                       {"foo", "Zm9v"},
+                                                       {"foob", "Zm9vYg=="},
+                                                       {"fooba", "Zm9vYmE="},
+                                                       {"foobar", "Zm9vYmFy"},
+                                                       {std::string("\xff\x00\xfe", 3), "/wD+"}};
+  for (const auto& [bytes, encoded] : cases) EXPECT_EQ(base64_encode(bytes), encoded) << bytes;
 }
 
 TEST(Status, ResultCarriesValueOrError) {

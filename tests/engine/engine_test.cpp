@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <latch>
 #include <mutex>
@@ -355,6 +356,31 @@ struct PausedRun {
 // Paused in place: no step runs and nothing is streamed (the batches in flight at the pause
 // excepted), requests submitted meanwhile wait, the running one keeps its KV (a flush is
 // refused); on continue both finish exactly as unpaused, with no retraction.
+// The watchdogs: a stalled step (slow_down's sleep before each batch) makes the hard one call
+// on_watchdog_timeout and the soft one log; with steps moving again the request completes as
+// it would have, and an idle engine never fires.
+TEST_P(EngineLoops, WatchdogsFireOnAStalledStepOnly) {
+  EngineOptions o = fake_options(GetParam());
+  o.watchdog_timeout_s = 0.1;
+  o.soft_watchdog_timeout_s = 0.1;
+  std::atomic<int> fired{0};
+  o.on_watchdog_timeout = [&fired] { ++fired; };
+  FakeEngine f(o);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // idle
+  EXPECT_EQ(fired, 0);
+  f.engine->slow_down(0.6);
+  auto stream = f.engine->submit(test::greedy_ids_request(prompt_of(1), 3));
+  ASSERT_TRUE(stream.ok());
+  const auto start = std::chrono::steady_clock::now();
+  while (fired == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(fired, 1);
+  f.engine->slow_down(0);
+  const test::Outcome out = collect(**stream);
+  EXPECT_EQ(out.ids, test::fake_reference(prompt_of(1), 3, kVocab, {}));
+}
+
 TEST_P(EngineLoops, PausedInPlaceRunsNothingAndGoesOnWhereItWas) {
   constexpr int32_t kSteps = 1000;  // a second: still running when the pause comes
   PausedRun run(GetParam(), PauseMode::kInPlace, kSteps);

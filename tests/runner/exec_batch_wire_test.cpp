@@ -44,6 +44,9 @@ ExecBatch full_batch() {
     q.logprob_begin = 100 * i + 1;
     q.logprob_targets = {8, 9};
     q.token_ids_logprob = {10, 20, 30};
+    q.return_hidden_states = i != 0;
+    q.return_routed_experts = i == 1;
+    q.lora_id = 2 * i + 1;
     b.requests.push_back(q);
   }
   b.out_cache_loc = {40, 41, 42, 43, 44, 45, 46, 47, 48};
@@ -102,6 +105,9 @@ TEST(ExecBatchWire, EveryFieldSurvivesTheRoundTrip) {
     EXPECT_EQ(b.logprob_begin, a.logprob_begin);
     EXPECT_EQ(b.logprob_targets, a.logprob_targets);
     EXPECT_EQ(b.token_ids_logprob, a.token_ids_logprob);
+    EXPECT_EQ(b.return_hidden_states, a.return_hidden_states);
+    EXPECT_EQ(b.return_routed_experts, a.return_routed_experts);
+    EXPECT_EQ(b.lora_id, a.lora_id);
   }
   EXPECT_EQ(out.out_cache_loc, in.out_cache_loc);
   ASSERT_EQ(out.req_to_token_writes.writes.size(), in.req_to_token_writes.writes.size());

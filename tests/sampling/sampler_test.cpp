@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/sampling_math.h"
+#include "sampling/nan_logits.h"
 #include "sampling/sampling_distribution.h"
 
 namespace sgl::sampling {
@@ -38,6 +39,33 @@ std::vector<int32_t> draw(std::vector<float> logits, SamplingParams params, int 
 }
 
 const std::vector<double> kProbs = {0.05, 0.30, 0.02, 0.25, 0.15, 0.10, 0.08, 0.05};
+
+// --enable-nan-detection: NaN logits become -1e5 (never drawn next to finite ones), counted per
+// row; the rest of the row is untouched, so its distribution is the finite tokens'.
+TEST(NanLogits, ReplacedAndCountedPerRow) {
+  const float nan = std::nanf("");
+  std::vector<float> values = {nan,       2.f, nan, -1.f,  // row 0: two NaN
+                               0.5f,      1.f, 2.f, 3.f,   // row 1: none
+                               -INFINITY, nan, 0.f, 1.f};  // row 2: one, beside -inf
+  const std::vector<float> before = values;
+  const Tensor t(values.data(), DType::kF32, {3, 4});
+  EXPECT_EQ(replace_nan_logits(t), 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::isnan(before[i])) {
+      EXPECT_EQ(values[i], kNanLogitReplacement) << i;
+    } else {
+      EXPECT_EQ(values[i], before[i]) << i;
+    }
+  }
+  EXPECT_EQ(replace_nan_logits(t), 0);  // nothing left to replace
+  // Sampling the replaced row 0 at temperature 1 never picks the replaced tokens.
+  SamplingParams p;
+  p.temperature = 1.f;
+  p.seed = 7;
+  for (int32_t id : draw({values[0], values[1], values[2], values[3]}, p, 200)) {
+    EXPECT_TRUE(id == 1 || id == 3) << id;
+  }
+}
 
 TEST(Sampler, TemperatureZeroIsGreedyFirstMaximum) {
   std::vector<float> logits = {1.f, 3.f, 3.f, -2.f};

@@ -67,6 +67,15 @@ class FakeBatchRunner final : public runner::ComputingBatchRunner {
           rows.push_back(static_cast<float>(row_tokens[r.prefix_len + i]));
         }
       }
+      if (r.return_routed_experts) {  // "expert ids" per token: {token there, position}
+        result.routed_experts.resize(batch.requests.size());
+        std::vector<int32_t>& ids =
+            result.routed_experts[static_cast<size_t>(&r - batch.requests.data())];
+        for (int32_t i = 0; i < r.extend_len; ++i) {
+          ids.push_back(row_tokens[r.prefix_len + i]);
+          ids.push_back(r.prefix_len + i);
+        }
+      }
       const auto slots = table_.row(r.req_pool_idx);
       // One result per sampled position: the last one, or a speculative verify's last
       // sample_rows (each the reference's next token after the sequence up to it).

@@ -109,6 +109,8 @@ class Driver {
       out.insert(out.end(), u.new_token_ids.begin(), u.new_token_ids.end());
       hidden_states_[u.rid].insert(hidden_states_[u.rid].end(), u.new_hidden_states.begin(),
                                    u.new_hidden_states.end());
+      routed_experts_[u.rid].insert(routed_experts_[u.rid].end(), u.new_routed_experts.begin(),
+                                    u.new_routed_experts.end());
       if (u.finished) finished_[u.rid] = *u.finished;
       retractions_[u.rid] = std::max(retractions_[u.rid], u.retractions);
     }
@@ -137,6 +139,7 @@ class Driver {
   std::map<uint64_t, int32_t>& retractions() { return retractions_; }
   // Each request's hidden states, as its updates delivered them (the fake runner's rows).
   std::map<uint64_t, std::vector<float>>& hidden_states() { return hidden_states_; }
+  std::map<uint64_t, std::vector<int32_t>>& routed_experts() { return routed_experts_; }
   const GenerateRequest& request(uint64_t rid) const { return requests_.at(rid); }
 
  private:
@@ -144,7 +147,7 @@ class Driver {
     const ScheduleBatch& batch = in_flight_.front();
     const runner::ExecResult result = runner_.run(engine::to_exec_batch(batch));
     scheduler_.process_batch_result(batch, result.output, result.prompt_logprobs,
-                                    result.hidden_states);
+                                    result.hidden_states, result.routed_experts);
     // The engine times each decode step when its result is processed.
     const bool decode = std::all_of(batch.entries.begin(), batch.entries.end(),
                                     [](const BatchEntry& e) { return e.decodes(); });
@@ -167,6 +170,7 @@ class Driver {
   std::map<uint64_t, FinishState> finished_;
   std::map<uint64_t, int32_t> retractions_;
   std::map<uint64_t, std::vector<float>> hidden_states_;
+  std::map<uint64_t, std::vector<int32_t>> routed_experts_;
 };
 
 }  // namespace sgl::scheduler::test_driver

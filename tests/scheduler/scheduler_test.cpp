@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "scheduler/scheduler_driver.h"
@@ -387,6 +388,30 @@ TEST_P(SchedulerLoops, APrefixIsSharedOnlyWithinItsCacheNamespace) {
   EXPECT_EQ(d.scheduler().stats().kv_used, 0);
 }
 
+// SGLang's --max-loras-per-batch: a batch runs at most that many LoRA adapters (the base model
+// counted as one); requests of another adapter wait, and every request completes.
+TEST_P(SchedulerLoops, ABatchRunsAtMostMaxLorasPerBatchAdapters) {
+  SchedulerOptions options;
+  options.max_loras_per_batch = 2;
+  Driver d(options, 2048, 256, overlap());
+  std::map<uint64_t, int32_t> lora_of;
+  for (int32_t i = 0; i < 12; ++i) {
+    GenerateRequest r = test::greedy_ids_request(tokens(20 + i, i + 1), 4);
+    r.lora_id = i % 4;
+    lora_of[d.submit(std::move(r))] = i % 4;
+  }
+  d.run_until_idle();
+  size_t most = 0;
+  for (const BatchRecord& b : d.batches()) {
+    std::set<int32_t> loras;
+    for (const auto& [rid, len] : b.extends) loras.insert(lora_of.at(rid));
+    EXPECT_LE(loras.size(), 2u);
+    most = std::max(most, loras.size());
+  }
+  EXPECT_EQ(most, 2u);
+  d.expect_reference_outputs();
+}
+
 TEST_P(SchedulerLoops, DisabledRadixCacheRecomputes) {
   SchedulerOptions options;
   options.disable_radix_cache = true;
@@ -476,9 +501,11 @@ TEST_P(SchedulerLoops, RetractionRecomputesAndEveryRequestCompletes) {
   d.expect_reference_outputs();
 }
 
-// return_hidden_states: every position from 0 to the last output but one, once each and in
-// order, however the prompt was chunked, its cache served (only positions already reported) or
-// the request retracted and recomputed (the fake runner's rows are {position, token}).
+// return_hidden_states and return_routed_experts: every position from 0 to the last output but
+// one, once each and in order, however the prompt was chunked, its cache served (only positions
+// already reported) or the request retracted and recomputed (the fake runner's rows are
+// {position, token}, its expert ids {token, position}; one request in three asks for neither,
+// one for hidden states alone, one for both).
 TEST_P(SchedulerLoops, HiddenStatesCoverEachPositionOnceThroughChunksAndRetractions) {
   SchedulerOptions options;
   options.max_running_requests = 16;
@@ -488,6 +515,7 @@ TEST_P(SchedulerLoops, HiddenStatesCoverEachPositionOnceThroughChunksAndRetracti
   for (int i = 0; i < 12; ++i) {
     GenerateRequest r = test::greedy_ids_request(tokens(i % 2 ? 10 : 21, 200 + i % 3), 60);
     r.return_hidden_states = i % 3 != 0;
+    r.return_routed_experts = i % 3 == 2;
     const uint64_t rid = d.submit(std::move(r));
     if (i % 3 != 0) hidden.push_back(rid);
   }
@@ -505,6 +533,16 @@ TEST_P(SchedulerLoops, HiddenStatesCoverEachPositionOnceThroughChunksAndRetracti
     for (size_t p = 0; p < sequence.size(); ++p) {
       EXPECT_EQ(rows[2 * p], static_cast<float>(p)) << "request " << rid;
       EXPECT_EQ(rows[2 * p + 1], static_cast<float>(sequence[p])) << "request " << rid;
+    }
+    const std::vector<int32_t>& ids = d.routed_experts()[rid];
+    if (!d.request(rid).return_routed_experts) {
+      EXPECT_TRUE(ids.empty()) << "request " << rid;
+      continue;
+    }
+    ASSERT_EQ(ids.size(), 2 * sequence.size()) << "request " << rid;
+    for (size_t p = 0; p < sequence.size(); ++p) {
+      EXPECT_EQ(ids[2 * p], sequence[p]) << "request " << rid;
+      EXPECT_EQ(ids[2 * p + 1], static_cast<int32_t>(p)) << "request " << rid;
     }
   }
   EXPECT_GT(retracted, 0);

@@ -269,6 +269,15 @@ def abort_while_running(server, send, rid, landed, tries=5):
     raise AssertionError(f"no abort of {rid!r} landed while its request ran, in {tries} tries")
 
 
+def stream_chunks(response):
+    """The JSON chunks of an OpenAI-style event stream, after checking it succeeded and ended
+    with data: [DONE]."""
+    assert response.status_code == 200, response.text
+    lines = [line for line in response.iter_lines() if line.startswith(b"data: ")]
+    assert lines[-1] == b"data: [DONE]"
+    return [json.loads(line[len(b"data: "):]) for line in lines[:-1]]
+
+
 def golden():
     return json.loads(GOLDEN.read_text())
 

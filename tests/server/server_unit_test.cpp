@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/base64.h"
 #include "engine/request_stream.h"
 #include "server/choice_stream.h"
 #include "server/errors.h"
@@ -16,6 +17,7 @@
 #include "server/openai_json.h"
 #include "server/request_registry.h"
 #include "server/responses_json.h"
+#include "server/routed_experts_json.h"
 #include "server/sse.h"
 #include "server/tool_choice.h"
 #include "tokenizer/tokenizer.h"
@@ -253,6 +255,86 @@ TEST(OpenAiJson, GenerateTokenIdsLogprob) {
   EXPECT_NE(over.status().message().find("at most 128"), std::string::npos);
   auto on_openai = parse_completion_request(R"({"prompt": "a", "token_ids_logprob": [1]})");
   EXPECT_NE(on_openai.status().message().find("/generate"), std::string::npos);
+}
+
+TEST(OpenAiJson, ReplyExtrasForRollouts) {
+  auto completion = parse_completion_request(
+      R"({"prompt": "a", "return_token_ids": true, "return_hidden_states": "last"})");
+  ASSERT_TRUE(completion.ok()) << completion.status().to_string();
+  EXPECT_TRUE(completion->return_token_ids);
+  EXPECT_EQ(completion->return_hidden_states, HiddenStatesMode::kLast);
+  auto chat = parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}],
+                                    "return_prompt_token_ids": true, "return_hidden_states": true,
+                                    "return_cached_tokens_details": true,
+                                    "return_spec_tokens_details": true,
+                                    "return_routed_experts": true, "routed_experts_start_len": 2})");
+  ASSERT_TRUE(chat.ok()) << chat.status().to_string();
+  EXPECT_TRUE(chat->sglext.cached_tokens_details);
+  EXPECT_TRUE(chat->sglext.spec_tokens_details);
+  EXPECT_TRUE(chat->sglext.routed_experts.asked);
+  EXPECT_EQ(chat->sglext.routed_experts.start_len, 2);
+  EXPECT_TRUE(chat->return_prompt_token_ids);
+  EXPECT_FALSE(chat->return_token_ids);
+  EXPECT_EQ(chat->return_hidden_states, HiddenStatesMode::kAll);
+  auto generate = parse_generate_request(
+      R"({"text": "a", "return_prompt_token_ids": true, "return_hidden_states": false})");
+  ASSERT_TRUE(generate.ok()) << generate.status().to_string();
+  EXPECT_TRUE(generate->return_prompt_token_ids);
+  EXPECT_EQ(generate->return_hidden_states, HiddenStatesMode::kNone);
+  // Each is refused where SGLang lacks it, with a bad value, and (chat's ids) with a stream.
+  const std::pair<Status, const char*> refusals[] = {
+      {parse_completion_request(R"({"prompt": "a", "return_prompt_token_ids": true})").status(),
+       "return_prompt_token_ids"},
+      {parse_generate_request(R"({"text": "a", "return_token_ids": true})").status(),
+       "return_token_ids"},
+      {parse_completion_request(R"({"prompt": "a", "return_hidden_states": "first"})").status(),
+       "boolean or \"last\""},
+      {parse_generate_request(R"({"text": "a", "return_hidden_states": 1})").status(),
+       "return_hidden_states"},
+      {parse_generate_request(R"({"text": "a", "return_cached_tokens_details": true})").status(),
+       "return_cached_tokens_details"},
+      {parse_generate_request(R"({"text": "a", "return_spec_tokens_details": true})").status(),
+       "return_spec_tokens_details"},
+      {parse_generate_request(R"({"text": "a", "routed_experts_start_len": -1})").status(),
+       "routed_experts_start_len"},
+      {parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}], "stream": true,
+                              "return_token_ids": true})")
+           .status(),
+       "streaming"},
+  };
+  for (const auto& [status, words] : refusals) {
+    EXPECT_FALSE(status.ok()) << words;
+    EXPECT_NE(status.message().find(words), std::string::npos) << status.to_string();
+  }
+}
+
+// SGLang's layout: [positions, every layer, top_k] little-endian i32, the dense layers' entries 0.
+TEST(RoutedExperts, LaysOutEveryLayerFromTheStart) {
+  // Layers 0 and 2 of 3 are MoE (top-2); positions 0..3 routed (ids [4, 2, 2]).
+  const RoutedExpertsLayout layout{.num_layers = 3, .sparse_layers = {0, 2}, .top_k = 2};
+  std::vector<int32_t> ids;
+  for (int32_t pos = 0; pos < 4; ++pos) {
+    for (int32_t layer : {0, 2}) ids.insert(ids.end(), {10 * pos + layer, 10 * pos + layer + 1});
+  }
+  auto expected = [&](int64_t start, int64_t end) {
+    std::string bytes;
+    for (int64_t pos = start; pos < end; ++pos) {
+      for (int64_t layer = 0; layer < 3; ++layer) {
+        for (int64_t k = 0; k < 2; ++k) {
+          const int32_t v = layer == 1 ? 0 : static_cast<int32_t>(10 * pos + layer + k);
+          for (int shift = 0; shift < 32; shift += 8)
+            bytes.push_back(static_cast<char>(v >> shift));
+        }
+      }
+    }
+    return base64_encode(bytes);
+  };
+  EXPECT_EQ(routed_experts_base64(ids, layout, 0, 4), expected(0, 4));
+  EXPECT_EQ(routed_experts_base64(ids, layout, 1, 3), expected(1, 3));
+  // `end` past the positions there are stops at them; an empty range is "".
+  EXPECT_EQ(routed_experts_base64(ids, layout, 2, 9), expected(2, 4));
+  EXPECT_EQ(routed_experts_base64(ids, layout, 3, 3), "");
+  EXPECT_EQ(routed_experts_base64({}, layout, 0, 5), "");
 }
 
 // A history's tool call arguments reach the template as the object their JSON string holds

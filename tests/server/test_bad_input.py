@@ -558,7 +558,7 @@ UNSUPPORTED_SAMPLING = {
     "custom_params": {"a": 1}, "custom_logit_processor": "x",
 }
 UNSUPPORTED_REQUEST = {
-    "lora_path": "adapter", "image_data": "img.png",
+    "image_data": "img.png",
     "audio_data": "a.wav", "video_data": "v.mp4", "input_embeds": [[0.1]],
 }
 

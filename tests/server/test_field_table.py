@@ -101,16 +101,17 @@ SO = "test_structured_output.py"
 REASONING = "test_reasoning_items.py"
 DP = "test_data_parallel.py"
 NAMESPACE = "test_cache_namespace.py"
+ROLLOUT = "test_rollout_fields.py"
+ROUTED_EXPERTS = "test_routed_experts.py::test_every_position_fed_to_the_model_reports_its_experts"
+OPENAI_ROUTED_EXPERTS = "test_routed_experts.py::test_openai_replies_carry_them_in_sglext"
+OPENAI_HIDDEN_STATES = "test_hidden_states.py::test_openai_choices_carry_the_last_fed_back_row"
 NO_PRIORITY = "priority scheduling is off, as in SGLang without --enable-priority-scheduling"
-NO_ROUTED_EXPERTS = "read only with return_routed_experts, which is refused"
 NO_CUSTOM_LABELS = ("metric labels SGLang takes only with "
                     "--tokenizer-metrics-allowed-custom-labels, which sgl.cpp does not have")
 
 # SGLang's request fields of features sgl.cpp does not have, refused wherever a route takes them.
 REFUSED_SGLANG = {
-    "return_hidden_states": True, "return_routed_experts": True,
-    "return_cached_tokens_details": True, "return_spec_tokens_details": True,
-    "return_prompt_token_ids": True, "return_token_ids": True, "return_meta_info": True,
+    "return_meta_info": True,
     "return_input_ids_in_sglext": True, "return_output_ids_in_sglext": True,
     "return_sampling_mask": True, "sampling_logprobs_mode": "support",
     "return_flat_raw_top_logprobs": True, "return_flat_raw_output_top_logprobs": True,
@@ -229,26 +230,28 @@ GENERATE = {
     "image_data": refused("img.png"),
     "audio_data": refused("a.wav"),
     "video_data": refused("v.mp4"),
-    "lora_path": refused("adapter"),
+    "lora_path": shown("test_lora.py::test_mixed_batches_equal_each_request_alone"),
     "return_hidden_states": shown("test_hidden_states.py::test_rows_are_the_lm_heads_input"),
+    "return_prompt_token_ids": shown(f"{ROLLOUT}::test_generate_lists_the_prompt_ids"),
     "custom_logit_processor": refused("x"),
 }
 GENERATE.update({
     **refused_sglang(["session_id", "mm_hashes", "mm_content_hashes", "use_audio_in_video",
                       "video_config", "watermark", "return_sampling_mask", "sampling_logprobs_mode",
                       "return_flat_raw_top_logprobs", "return_flat_raw_output_top_logprobs",
-                      "return_flat_raw_top_logprobs_b64", "return_routed_experts",
+                      "return_flat_raw_top_logprobs_b64",
                       "return_indexer_topk", "lora_id",
                       "positional_embed_overrides", "bootstrap_host", "bootstrap_port",
                       "bootstrap_room", "bootstrap_pair_key", "decode_tp_size",
                       "disagg_prefill_dp_rank", "background", "return_bytes", "return_entropy",
-                      "return_prompt_token_ids", "encoder_urls", "max_dynamic_patch",
+                      "encoder_urls", "max_dynamic_patch",
                       "min_dynamic_patch", "image_max_dynamic_patch", "video_max_dynamic_patch",
                       "images_config", "mm_processor_kwargs", "multi_item_delimiter_indices",
                       "token_indices_to_pool", "kv_hints"]),
     "modalities": refused(["image"]),
     "log_metrics": no_effect(False, "metrics count every request"),
-    "routed_experts_start_len": no_effect(5, NO_ROUTED_EXPERTS),
+    "return_routed_experts": shown(ROUTED_EXPERTS),
+    "routed_experts_start_len": shown(ROUTED_EXPERTS),
     "routed_dp_rank": shown(f"{DP}::test_routed_dp_rank_names_the_replica"),
     "data_parallel_rank": shown(f"{DP}::test_routed_dp_rank_names_the_replica"),
     "routing_key": no_effect("k", "a hint for SGLang's routing-key schedule policy, not built"),
@@ -278,18 +281,21 @@ SAMPLING_ON_OPENAI = {
     "routed_dp_rank": shown(f"{DP}::test_routed_dp_rank_names_the_replica"),
     "data_parallel_rank": shown(f"{DP}::test_routed_dp_rank_names_the_replica"),
     "priority": no_effect(3, NO_PRIORITY),
-    "routed_experts_start_len": no_effect(5, NO_ROUTED_EXPERTS),
+    "return_routed_experts": shown(OPENAI_ROUTED_EXPERTS),
+    "routed_experts_start_len": shown(ROUTED_EXPERTS),
+    "return_cached_tokens_details": shown(
+        f"{ROLLOUT}::test_cached_tokens_details_count_the_prefix_served"),
+    "return_spec_tokens_details": shown("test_speculative.py::test_each_request_reports_its_drafts"),
+    "lora_path": shown("test_lora.py::test_openai_routes_name_adapters"),
     "extra_key": shown(f"{NAMESPACE}::test_openai_routes_take_extra_key_and_cache_salt"),
     "cache_salt": shown(f"{NAMESPACE}::test_openai_routes_take_extra_key_and_cache_salt"),
 }
 CHAT.update({
-    **refused_sglang(["return_hidden_states", "return_routed_experts",
-                      "return_cached_tokens_details", "return_spec_tokens_details",
-                      "return_prompt_token_ids", "return_token_ids", "return_meta_info",
+    **refused_sglang(["return_meta_info",
                       "return_input_ids_in_sglext", "return_output_ids_in_sglext",
                       "return_sampling_mask", "sampling_logprobs_mode",
                       "return_flat_raw_output_top_logprobs", "return_flat_raw_top_logprobs_b64",
-                      "continue_final_message", "lora_path", "session_id", "session_params",
+                      "continue_final_message", "session_id", "session_params",
                       "max_dynamic_patch", "min_dynamic_patch", "use_audio_in_video",
                       "images_config", "video_config", "mm_processor_kwargs",
                       "custom_logit_processor", "custom_params", "watermark",
@@ -304,11 +310,13 @@ CHAT.update({
     "stream_reasoning": shown(f"{REASONING}::test_chat_stream_reasoning_false_sends_the_reasoning_whole"),
     "chat_template_kwargs": shown(f"{REASONING}::test_responses_effort_switches_the_template"),
     "input_ids": shown(f"{FIELDS}::test_chat_input_ids_replace_the_rendering"),
+    "return_hidden_states": shown(OPENAI_HIDDEN_STATES),
+    "return_token_ids": shown(f"{ROLLOUT}::test_chat_lists_the_rendered_prompt_and_the_response"),
+    "return_prompt_token_ids": shown(
+        f"{ROLLOUT}::test_chat_lists_the_rendered_prompt_and_the_response"),
 })
 COMPLETIONS.update({
-    **refused_sglang(["return_hidden_states", "return_routed_experts",
-                      "return_cached_tokens_details", "return_spec_tokens_details",
-                      "return_token_ids", "lora_path", "session_id", "session_params",
+    **refused_sglang(["session_id", "session_params",
                       "custom_params", "custom_logit_processor", "watermark", "images_config",
                       "mm_processor_kwargs", "bootstrap_host",
                       "bootstrap_port", "bootstrap_room", "disagg_prefill_dp_rank"]),
@@ -316,6 +324,8 @@ COMPLETIONS.update({
     "json_schema": shown(f"{SO}::test_generate_sampling_params"),
     "response_format": shown(f"{SO}::test_bad_grammars_are_400"),
     "custom_labels": no_effect({"team": "a"}, NO_CUSTOM_LABELS),
+    "return_hidden_states": shown(OPENAI_HIDDEN_STATES),
+    "return_token_ids": shown(f"{ROLLOUT}::test_completions_list_the_prompt_and_output_ids"),
 })
 EMBEDDINGS = {
     "model": shown(f"{EMB}::test_openai_client_float_matches_transformers"),
@@ -450,7 +460,13 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "require_reasoning": False, "max_thinking_tokens": None,
               # True needs --enable-return-hidden-states, which the cited test's server has.
               "return_hidden_states": False,
+              "return_token_ids": True, "return_prompt_token_ids": True,
+              # True needs a MoE model and --enable-return-routed-experts (the cited test's).
+              "return_routed_experts": False, "routed_experts_start_len": 0,
+              "return_cached_tokens_details": True, "return_spec_tokens_details": True,
               "extra_key": "tenant", "cache_salt": "salt",
+              # An adapter's name needs --lora-paths (the cited test's server); null is none.
+              "lora_path": None,
               # Any level (and a thinking budget) needs a reasoning parser, "none" a template
               # reading enable_thinking: this server has neither (the cited test's servers do).
               "reasoning_effort": None, "reasoning": {"enabled": False}}

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from conftest import MODEL, Server, golden, raise_fd_limit, requests
+from conftest import MODEL, Server, golden, raise_fd_limit, requests, stream_chunks
 
 np = pytest.importorskip("numpy")
 
@@ -129,8 +129,69 @@ def test_without_the_flag_the_field_is_refused(server):
     for path, body in (("/v1/completions", {"prompt": [1, 403], "max_tokens": 2}),
                        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "a"}],
                                                  "max_tokens": 2})):
-        r = server.post(path, {**body, "return_hidden_states": True})
-        assert r.status_code == 400 and "'return_hidden_states'" in r.text, r.text
+        for value in (True, "last"):
+            r = server.post(path, {**body, "return_hidden_states": value})
+            assert r.status_code == 400, r.text
+            assert "--enable-return-hidden-states" in r.json()["error"]["message"], r.text
+        r = server.post(path, {**body, "return_hidden_states": "first"})
+        assert r.status_code == 400, r.text
+        assert 'a boolean or "last"' in r.json()["error"]["message"], r.text
+
+
+def greedy_rows(server, ids, new):
+    """/generate's rows for `ids` and `new` greedy tokens, as one [rows, hidden] array."""
+    out = generate(server, {"input_ids": ids, "return_hidden_states": True, "sampling_params": {
+        "max_new_tokens": new, "temperature": 0, "ignore_eos": True}})
+    return flat_rows(out["meta_info"]["hidden_states"])
+
+
+def test_openai_choices_carry_the_last_fed_back_row(hs_server):
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=hs_server.url + "/v1", api_key="unused", max_retries=0)
+    ids = golden()["cases"][1]["prompt_ids"]
+    rows = greedy_rows(hs_server, ids, NEW)
+    for mode in (True, "last"):
+        choice = client.completions.create(
+            model="stories260K", prompt=ids, max_tokens=NEW, temperature=0,
+            extra_body={"return_hidden_states": mode, "ignore_eos": True}).model_dump()["choices"][0]
+        assert np.allclose(choice["hidden_states"], rows[-1], atol=SAME), mode
+        chat = client.chat.completions.create(
+            model="stories260K", messages=[{"role": "user", "content": "unused"}],
+            max_tokens=NEW, temperature=0,
+            extra_body={"input_ids": ids, "return_hidden_states": mode, "ignore_eos": True})
+        assert np.allclose(chat.model_dump()["choices"][0]["hidden_states"], rows[-1], atol=SAME)
+    # /generate's "last": that row alone.
+    last = generate(hs_server, {"input_ids": ids, "return_hidden_states": "last",
+                                "sampling_params": {"max_new_tokens": NEW, "temperature": 0,
+                                                    "ignore_eos": True}})
+    assert np.allclose(last["meta_info"]["hidden_states"], rows[-1], atol=SAME)
+    # One token feeds no row back: SGLang's [] for true; "last" is the prompt's last row.
+    one = {"prompt": ids, "max_tokens": 1, "temperature": 0}
+    r = hs_server.post("/v1/completions", {**one, "return_hidden_states": True})
+    assert r.json()["choices"][0]["hidden_states"] == []
+    r = hs_server.post("/v1/completions", {**one, "return_hidden_states": "last"})
+    assert np.allclose(r.json()["choices"][0]["hidden_states"], rows[len(ids) - 1], atol=SAME)
+    plain = hs_server.post("/v1/completions", one).json()
+    assert "hidden_states" not in plain["choices"][0]
+
+
+def test_openai_streams_send_the_row_after_the_text(hs_server):
+    ids = golden()["cases"][3]["prompt_ids"]
+    rows = greedy_rows(hs_server, ids, 6)
+    common = {"max_tokens": 6, "temperature": 0, "ignore_eos": True, "stream": True,
+              "return_hidden_states": True, "n": 2}
+    for path, body, hidden in (
+            ("/v1/completions", {"prompt": ids}, lambda c: c.get("hidden_states")),
+            ("/v1/chat/completions",
+             {"messages": [{"role": "user", "content": "unused"}], "input_ids": ids},
+             lambda c: c["delta"].get("hidden_states"))):
+        chunks = stream_chunks(hs_server.post(path, {**body, **common}, stream=True))
+        carrying = [c["choices"][0] for c in chunks if hidden(c["choices"][0]) is not None]
+        assert sorted(c["index"] for c in carrying) == [0, 1], path
+        # After every choice's text and finish.
+        assert all(hidden(c["choices"][0]) is None for c in chunks[:-2]), path
+        for c in carrying:
+            assert np.allclose(hidden(c), rows[-1], atol=SAME), path
 
 
 def test_speculative_decoding_leaves_such_requests_plain(hs_server, tmp_path_factory):

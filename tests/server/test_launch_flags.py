@@ -70,8 +70,7 @@ SERVES = [
     ("--model-path {model} --attention-backend flashinfer --sampling-backend flashinfer",
      ["sgl.cpp's own attention kernels", "--sampling-backend has no effect"]),
     # --skip-server-warmup is a server flag (the warm-up runs on CUDA only): no note.
-    ("--model-path {model} --skip-server-warmup --watchdog-timeout 600",
-     ["--watchdog-timeout has no effect"]),
+    ("--model-path {model} --skip-server-warmup --warmups 2", ["--warmups has no effect"]),
     ("--model-path {model} --log-requests", ["request rid="]),
     # The default level is info, as SGLang's: the ready line, SGLang's status lines.
     ("--model-path {model} --decode-log-interval 1",
@@ -141,6 +140,9 @@ REFUSES = [
     ("--model-path {model} --tp 2 --ep-size 2",
      ["--ep-size 2 needs a mixture-of-experts model", "dense"]),
     ("--model-path {model} --tp 2 --ep 4", ["--ep-size 4 does not divide --tp-size 2"]),
+    # Routed experts for rollout routing replay need routed experts.
+    ("--model-path {model} --enable-return-routed-experts",
+     ["--enable-return-routed-experts needs a Mixture-of-Experts model"]),
     ("--model-path {model} --cpu-offload-gb 4", ["--cpu-offload-gb", "offload"]),
     # Quantization.
     ("--model-path {model} --quantization fp8", ["--quantization fp8", "quantization"]),

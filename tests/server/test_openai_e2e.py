@@ -672,9 +672,13 @@ def test_api_key(tmp_path):
             r = requests.post(srv.url + "/v1/completions", json={"prompt": PROMPT, "max_tokens": 1},
                               headers={"x-api-key": key}, timeout=60)
             assert r.status_code == status, (key, r.text)
-        # health, readiness and metrics stay public (SGLang's exemptions)
-        for path in ("/health", "/ready", "/metrics"):
+        # health, readiness and metrics stay public (SGLang's exemptions); / and /ping do not
+        for path in ("/health", "/health_generate", "/ready", "/metrics"):
             assert srv.get(path).status_code == 200, path
+        for path in ("/", "/ping"):
+            assert srv.get(path).status_code == 401, path
+            r = requests.get(srv.url + path, headers={"Authorization": "Bearer sekrit"}, timeout=60)
+            assert r.status_code == 200, path
     finally:
         assert srv.stop() == 0
 

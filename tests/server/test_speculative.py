@@ -100,6 +100,50 @@ def test_accept_length_is_reported_alike(ngram):
     check_accept_length(ngram)
 
 
+def check_spec_details(d):
+    """SGLang's per-request spec_* metrics agree with each other."""
+    steps, correct = d["spec_verify_ct"], d["spec_num_correct_drafts"]
+    histogram = d["spec_correct_drafts_histogram"]
+    assert steps > 0 and sum(histogram) == steps, d
+    assert sum(k * n for k, n in enumerate(histogram)) == correct, d
+    assert correct <= d["spec_num_proposed_drafts"], d
+    assert d["spec_accept_rate"] == pytest.approx(correct / d["spec_num_proposed_drafts"])
+    assert d["spec_accept_length"] == pytest.approx(1 + correct / steps)
+
+
+def test_each_request_reports_its_drafts(plain, ngram):
+    # SGLang's per-request metrics: /generate's meta_info spec_* keys, and the OpenAI routes'
+    # sglext.spec_tokens_details (return_spec_tokens_details). Whether a step finds drafts
+    # depends on the overlap loop's timing, so each form is asked of a few requests and checked
+    # on those that verified drafts (most do; at least one must).
+    sampling = {"temperature": 0, "max_new_tokens": 128}
+    metas = [ngram.post("/generate", {"text": REPEATING[i:], "sampling_params": sampling})
+             .json()["meta_info"] for i in range(4)]
+    drafted = [m for m in metas if "spec_verify_ct" in m]
+    assert drafted, metas
+    for meta in drafted:
+        check_spec_details(meta)
+        # A verify step yields its kept drafts and one more token; a step without drafts one.
+        assert meta["completion_tokens"] >= meta["spec_verify_ct"] + meta["spec_num_correct_drafts"]
+    plain_meta = plain.post("/generate", {"text": REPEATING, "sampling_params": sampling})
+    assert not any(k.startswith("spec_") for k in plain_meta.json()["meta_info"])
+    body = {"prompt": REPEATING, "max_tokens": 128, "temperature": 0,
+            "return_spec_tokens_details": True}
+    ns = [1, 2, 1, 2]
+    replies = [ngram.post("/v1/completions", {**body, "prompt": REPEATING[i:], "n": n}).json()
+               for i, n in enumerate(ns)]
+    reported = [(r["sglext"]["spec_tokens_details"], n) for r, n in zip(replies, ns)
+                if "sglext" in r]
+    assert reported, replies
+    for details, n in reported:
+        # n > 1: a list of the choices that verified drafts; n = 1: the object.
+        assert isinstance(details, list) == (n > 1), details
+        for d in details if n > 1 else [details]:
+            check_spec_details(d)
+            assert d["spec_cap_length"] == 0 and d["spec_cap_lens_histogram"] == []
+    assert "sglext" not in plain.post("/v1/completions", body).json()
+
+
 def test_eagle_accept_length_is_reported_alike(eagle):
     check_accept_length(eagle)
 

@@ -15,6 +15,8 @@ void qk_rms_norm(const Tensor& q, const Tensor& k, const Tensor& q_weight, const
 void fused_add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps);
 void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& cos_sin);
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y);
+void add_lora(const Tensor& x, const Tensor& a, const Tensor& b, float scaling,
+              const Tensor& shrunk, const Tensor& y);
 void silu_and_mul(const Tensor& gate_up, const Tensor& out);
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out);
 void scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& dst);

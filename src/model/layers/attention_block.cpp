@@ -64,7 +64,8 @@ bool AttentionBlock::folds_input_norm(const Tensor& input,
 bool AttentionBlock::forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
                              const Scratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
                              const Tensor& partial_sums, bool reduce_results,
-                             const kernels::ResidualRmsNorm* input_norm) const {
+                             const kernels::ResidualRmsNorm* input_norm,
+                             const LoraBatch* lora) const {
   const AttentionShape& s = shape_;
   const int64_t n = input.size(0);
   const Tensor qkv = scratch.qkv.tensor().slice_rows(0, n);
@@ -75,6 +76,16 @@ bool AttentionBlock::forward(const Tensor& input, const Tensor& output, const Te
                                  Tensor(), ctx.stream);
   } else {
     qkv_proj_.forward(input, qkv, ctx.stream);
+  }
+  const bool adapted = lora != nullptr && !lora->empty();
+  if (adapted) {
+    SGL_CHECK(input_norm == nullptr) << "a LoRA update reads the normed input: no norm folds";
+    SGL_CHECK_EQ(qkv_proj_.tp_size, 1);
+    lora->apply(layer_id_, LoraModule::kQ, input, qkv.slice_last(0, s.q_size()), ctx.stream);
+    lora->apply(layer_id_, LoraModule::kK, input, qkv.slice_last(s.q_size(), s.kv_size()),
+                ctx.stream);
+    lora->apply(layer_id_, LoraModule::kV, input,
+                qkv.slice_last(s.q_size() + s.kv_size(), s.kv_size()), ctx.stream);
   }
   const Tensor q = qkv.slice_last(0, s.q_size()).split_heads(s.num_heads);
   const Tensor k = qkv.slice_last(s.q_size(), s.kv_size()).split_heads(s.num_kv_heads);
@@ -94,8 +105,10 @@ bool AttentionBlock::forward(const Tensor& input, const Tensor& output, const Te
     kernels::rope(q, k, fb.positions, rope_cos_sin, ctx.stream);
     ctx.attention.forward(layer_id_, q, k, v, attn_out, fb);
   }
-  return o_proj_.forward(attn_out, output, ctx.stream, ctx.communicator, reduce_results,
-                         partial_sums);
+  const bool partial =
+      o_proj_.forward(attn_out, output, ctx.stream, ctx.communicator, reduce_results, partial_sums);
+  if (adapted) lora->apply(layer_id_, LoraModule::kO, attn_out, output, ctx.stream);
+  return partial;
 }
 
 }  // namespace sgl::model

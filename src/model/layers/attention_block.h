@@ -12,6 +12,7 @@
 #include "kernels/norm_linear.h"
 #include "model/layers/activation_plan.h"
 #include "model/layers/linear.h"
+#include "model/layers/lora_batch.h"
 #include "model/model.h"
 #include "model/model_config.h"
 #include "model/weight_loader.h"
@@ -76,11 +77,15 @@ class AttentionBlock {
   // input: [n, qkv_input_size()]; output: [n, H] (may be input when they have one shape).
   // input_norm: the norm before the block, folded into the qkv projection (which then reads
   // rms_norm(input_norm->residual_in + input): kernels/norm_linear.h), where folds_input_norm
-  // says it can be.
+  // says it can be. lora: the requests' adapters' updates after each projection (no norm
+  // folded: the update reads the normed input).
   bool forward(const Tensor& input, const Tensor& output, const Tensor& rope_cos_sin,
                const Scratch& scratch, const ForwardBatch& fb, ModelContext& ctx,
                const Tensor& partial_sums = Tensor(), bool reduce_results = true,
-               const kernels::ResidualRmsNorm* input_norm = nullptr) const;
+               const kernels::ResidualRmsNorm* input_norm = nullptr,
+               const LoraBatch* lora = nullptr) const;
+
+  int layer_id() const { return layer_id_; }  // the decoder layer's index (its KV cache's)
 
   // Whether forward can fold `norm` of `input` into its qkv projection.
   bool folds_input_norm(const Tensor& input, const kernels::ResidualRmsNorm& norm) const;

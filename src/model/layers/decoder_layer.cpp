@@ -46,7 +46,7 @@ Status DecoderLayer::load(WeightLoader& w, const std::string& prefix) {
 bool DecoderLayer::forward(const Tensor& hidden, bool hidden_partial, ResidualStream& residual,
                            const Tensor& rope_cos_sin, const LayerScratch& scratch,
                            const ForwardBatch& fb, ModelContext& ctx,
-                           std::span<const StreamCapture> captures) const {
+                           std::span<const StreamCapture> captures, const LoraBatch* lora) const {
   distributed::Communicator* comm = ctx.communicator;
   const auto input_norm = fold_or_run_norm(attention_, hidden, hidden_partial, residual,
                                            input_norm_, rms_norm_eps_, comm, ctx.stream);
@@ -56,7 +56,7 @@ bool DecoderLayer::forward(const Tensor& hidden, bool hidden_partial, ResidualSt
   const bool defer = comm != nullptr && !partial_sums.defined();
   const bool attention_partial =
       attention_.forward(hidden, hidden, rope_cos_sin, scratch.attention, fb, ctx, partial_sums,
-                         !defer, input_norm ? &*input_norm : nullptr);
+                         !defer, input_norm ? &*input_norm : nullptr, lora);
   // After the block: a folded norm's qkv projection writes the stream entering the layer.
   for (const StreamCapture& c : captures) {
     kernels::copy_columns(residual.current, c.dst, c.column, ctx.stream);
@@ -70,7 +70,7 @@ bool DecoderLayer::forward(const Tensor& hidden, bool hidden_partial, ResidualSt
           return mlp.forward(hidden, scratch.moe_mlp, ctx.stream, comm, !defer, folded);
         } else {
           return mlp.forward(hidden, scratch.dense_mlp, ctx.stream, comm, partial_sums, !defer,
-                             folded);
+                             folded, lora, attention_.layer_id());
         }
       },
       mlp_);

@@ -75,7 +75,8 @@ class DecoderLayer {
   // norm: reduce_add_rms_norm).
   bool forward(const Tensor& hidden, bool hidden_partial, ResidualStream& residual,
                const Tensor& rope_cos_sin, const LayerScratch& scratch, const ForwardBatch& fb,
-               ModelContext& ctx, std::span<const StreamCapture> captures = {}) const;
+               ModelContext& ctx, std::span<const StreamCapture> captures = {},
+               const LoraBatch* lora = nullptr) const;
 
   // The sparse block, or null for a dense layer.
   const MoeMlp* moe_mlp() const { return std::get_if<MoeMlp>(&mlp_); }

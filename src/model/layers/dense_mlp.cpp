@@ -1,6 +1,7 @@
 // DenseMlp: loading and the forward pass.
 #include "model/layers/dense_mlp.h"
 
+#include "kernels/activation.h"
 #include "kernels/linear.h"
 
 namespace sgl::model {
@@ -33,10 +34,24 @@ bool DenseMlp::folds_input_norm(const Tensor& hidden, const kernels::ResidualRms
 
 bool DenseMlp::forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
                        distributed::Communicator* comm, const Tensor& partial_sums, bool reduce,
-                       const kernels::ResidualRmsNorm* input_norm) const {
+                       const kernels::ResidualRmsNorm* input_norm, const LoraBatch* lora,
+                       int64_t layer) const {
   const int64_t n = hidden.size(0);
   const Tensor gate_up = scratch.gate_up.tensor().slice_rows(0, n);
   const Tensor act = scratch.act.tensor().slice_rows(0, n);
+  if (lora != nullptr && !lora->empty()) {
+    SGL_CHECK(input_norm == nullptr) << "a LoRA update reads the normed input: no norm folds";
+    SGL_CHECK_EQ(tp_.size, 1);
+    const int64_t width = intermediate_size();
+    kernels::linear(hidden, gate_up_proj_.weight, Tensor(), gate_up, stream);
+    lora->apply(layer, LoraModule::kGate, hidden, gate_up.slice_last(0, width), stream);
+    lora->apply(layer, LoraModule::kUp, hidden, gate_up.slice_last(width, width), stream);
+    kernels::silu_and_mul(gate_up, act, stream);
+    const bool partial =
+        down_proj_.forward(act, hidden, stream, comm, reduce_results_ && reduce, partial_sums);
+    lora->apply(layer, LoraModule::kDown, act, hidden, stream);
+    return partial;
+  }
   // One fused kernel for decode-sized batches on CUDA (gate_up then stays untouched).
   if (input_norm != nullptr) {
     kernels::add_rms_norm_linear_silu_and_mul(hidden, *input_norm, gate_up_proj_.weight, act,

@@ -13,6 +13,7 @@
 #include "kernels/norm_linear.h"
 #include "model/layers/activation_plan.h"
 #include "model/layers/linear.h"
+#include "model/layers/lora_batch.h"
 #include "model/tensor_parallel.h"
 #include "model/weight_loader.h"
 
@@ -48,10 +49,12 @@ class DenseMlp {
   // to reduce (`reduce` or reduce_results false).
   // input_norm: the norm before the block, folded into the gate/up projection (which then reads
   // rms_norm(input_norm->residual_in + hidden): kernels/norm_linear.h), where folds_input_norm
-  // says it can be.
+  // says it can be. lora: the requests' adapters' updates after each projection in `layer`
+  // (no norm folded; gate/up and the activation then run apart).
   bool forward(const Tensor& hidden, const Scratch& scratch, backend::Stream stream,
                distributed::Communicator* comm = nullptr, const Tensor& partial_sums = Tensor(),
-               bool reduce = true, const kernels::ResidualRmsNorm* input_norm = nullptr) const;
+               bool reduce = true, const kernels::ResidualRmsNorm* input_norm = nullptr,
+               const LoraBatch* lora = nullptr, int64_t layer = 0) const;
 
   // Whether forward can fold `norm` of `hidden` into its gate/up projection.
   bool folds_input_norm(const Tensor& hidden, const kernels::ResidualRmsNorm& norm) const;
