@@ -151,7 +151,6 @@ const cache::ReqToTokenPool& Engine::req_to_token_pool() const {
 void Engine::start(std::unique_ptr<runner::BatchRunner> runner) {
   SGL_CHECK(!thread_.joinable()) << "engine already started";
   runner_ = std::move(runner);
-  thread_ = std::thread([this] { loop(*runner_); });
   auto watch = [this](double timeout_s, bool soft) -> std::unique_ptr<Watchdog> {
     if (timeout_s <= 0) return nullptr;
     std::function<void()> on_timeout;
@@ -176,6 +175,7 @@ void Engine::start(std::unique_ptr<runner::BatchRunner> runner) {
   };
   watchdog_ = watch(options_.watchdog_timeout_s, false);
   soft_watchdog_ = watch(options_.soft_watchdog_timeout_s, true);
+  thread_ = std::thread([this] { loop(*runner_); });
 }
 
 WatchdogProgress Engine::watchdog_progress() const {
@@ -479,6 +479,8 @@ void Engine::loop(runner::BatchRunner& runner) {
     executor = std::make_unique<runner::AsyncExecutor>(runner, options_.executor_spin);
   }
   const bool overlap = !options_.disable_overlap_schedule;
+  // From the options, not the watchdog pointers: the destructor resets those while this runs.
+  const bool watched = options_.watchdog_timeout_s > 0 || options_.soft_watchdog_timeout_s > 0;
   struct InFlight {
     scheduler::ScheduleBatch batch;
     std::chrono::steady_clock::time_point scheduled;  // when its scheduling began
@@ -543,7 +545,7 @@ void Engine::loop(runner::BatchRunner& runner) {
       if (!is_decode && log_enabled(LogLevel::kInfo)) {
         SGL_LOG_INFO << prefill_status(*next.batch, scheduler_->stats());
       }
-      if (watchdog_ || soft_watchdog_) {
+      if (watched) {
         std::lock_guard lock(watched_batch_mutex_);
         WatchedBatch& w = watched_batch_;
         w.id = next.batch->id;
