@@ -12,6 +12,8 @@
 #                                        dummy Qwen3-30B-A3B and Mixtral-8x7B; a batch of 64
 #                                        with and without a JSON schema), print a
 #                                        short table last; JSON and logs land in $OUT;
+#                                        SGL_GPU_TESTS=0 skips the tests, SGL_GPU_BENCH=0 the
+#                                        benchmarks (for a second call over the staged pack);
 #                                        SGL_GPU_SERVING=1 adds scripts/gpu_serving_bench.sh
 #                                        (sgl-server + sgl-bench serving, dummy Llama-3-8B),
 #                                        SGL_GPU_SERVING_MOE=1 the same on dummy Qwen3-30B-A3B
@@ -108,42 +110,90 @@ run() {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
   declare -a rows=()
   local status=0
-  for t in "$root"/gpu/*_test; do
-    [ -x "$t" ] || continue
-    local name
-    name=$(basename "$t")
-    if "$t" >"$log/$name.log" 2>&1; then
-      rows+=("$name PASS $(grep -o 'PASSED  \] [0-9]* test' "$log/$name.log" | grep -o '[0-9]*')")
+  run_tests() {
+    for t in "$root"/gpu/*_test; do
+      [ -x "$t" ] || continue
+      local name
+      name=$(basename "$t")
+      if "$t" >"$log/$name.log" 2>&1; then
+        rows+=("$name PASS $(grep -o 'PASSED  \] [0-9]* test' "$log/$name.log" | grep -o '[0-9]*')")
+      else
+        status=1
+        rows+=("$name FAIL")
+        grep -E "Failure|FAILED|error" -A4 "$log/$name.log" | head -60 || true
+      fi
+    done
+    # The golden continuation through sgl-generate on the GPU.
+    local expected=", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it,"
+    local got
+    got=$("$root/gpu/sgl-generate" --device cuda --model-path "$SGL_TESTDATA_DIR/models/stories260K" \
+          --prompt "Once upon a time" --max-new-tokens 48 --temperature 0 --ignore-eos 2>&1) || true
+    if [ "$got" = "$expected" ]; then
+      rows+=("sgl-generate-cuda PASS golden")
     else
       status=1
-      rows+=("$name FAIL")
-      grep -E "Failure|FAILED|error" -A4 "$log/$name.log" | head -60 || true
+      rows+=("sgl-generate-cuda FAIL")
+      echo "sgl-generate --device cuda printed: $got"
     fi
-  done
-  # The golden continuation through sgl-generate on the GPU.
-  local expected=", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it,"
-  local got
-  got=$("$root/gpu/sgl-generate" --device cuda --model-path "$SGL_TESTDATA_DIR/models/stories260K" \
-        --prompt "Once upon a time" --max-new-tokens 48 --temperature 0 --ignore-eos 2>&1) || true
-  if [ "$got" = "$expected" ]; then
-    rows+=("sgl-generate-cuda PASS golden")
-  else
-    status=1
-    rows+=("sgl-generate-cuda FAIL")
-    echo "sgl-generate --device cuda printed: $got"
+    # Without --device (auto, SGLang's default) the GPU is taken, and said so.
+    got=$("$root/gpu/sgl-generate" --model-path "$SGL_TESTDATA_DIR/models/stories260K" \
+          --log-level info --prompt "Once upon a time" --max-new-tokens 48 --temperature 0 \
+          --ignore-eos 2>"$log/device_auto.err") || true
+    if [ "$got" = "$expected" ] && grep -q "running on cuda" "$log/device_auto.err"; then
+      rows+=("sgl-generate-device-auto PASS golden, on cuda")
+    else
+      status=1
+      rows+=("sgl-generate-device-auto FAIL")
+      echo "sgl-generate without --device printed: $got"
+      head -20 "$log/device_auto.err"
+    fi
+  }
+  # SGL_GPU_TESTS=0 skips the cuda tests and the golden checks (a later call of the same pack).
+  if [ "${SGL_GPU_TESTS:-1}" = 1 ]; then
+    run_tests
   fi
-  # Without --device (auto, SGLang's default) the GPU is taken, and said so.
-  got=$("$root/gpu/sgl-generate" --model-path "$SGL_TESTDATA_DIR/models/stories260K" \
-        --log-level info --prompt "Once upon a time" --max-new-tokens 48 --temperature 0 \
-        --ignore-eos 2>"$log/device_auto.err") || true
-  if [ "$got" = "$expected" ] && grep -q "running on cuda" "$log/device_auto.err"; then
-    rows+=("sgl-generate-device-auto PASS golden, on cuda")
-  else
-    status=1
-    rows+=("sgl-generate-device-auto FAIL")
-    echo "sgl-generate without --device printed: $got"
-    head -20 "$log/device_auto.err"
-  fi
+  run_benchmarks() {
+    # The decode GEMMs alone (cuBLASLt vs. our small-batch kernel) against the copy floor.
+    # shellcheck disable=SC2086  # the *_ARGS variables are word lists
+    bench_step gemm gemm 0 "Llama-3-8B decode GEMMs, random bf16 weights" ${SGL_GEMM_ARGS:-}
+    # One static batch on a dummy Llama-3-8B against the measured floors.
+    # shellcheck disable=SC2086
+    bench_step one-batch one_batch 20 "Llama-3-8B shape, dummy bf16 weights" \
+      ${SGL_BENCH_ARGS:---batch-size 1,64,256 --input-len 128,1024 --output-len 64}
+    # The FP8 KV cache against the bf16 one at long contexts (docs/performance.md's FP8 table).
+    for kv in auto fp8_e4m3; do
+      bench_step one-batch "one_batch_kv_$kv" 3 "Llama-3-8B shape, --kv-cache-dtype $kv" \
+        --kv-cache-dtype "$kv" --batch-size 1,64 --input-len 4096 --output-len 16
+    done
+    # Mixture-of-Experts decode and prefill against the floors (SGL_MOE_BENCH_ARGS overrides the
+    # Qwen3-30B-A3B cases; Mixtral-8x7B at batch 1 needs an H200's memory).
+    # shellcheck disable=SC2086
+    CONFIG=qwen3-30b-a3b bench_step one-batch one_batch_qwen3_moe 10 "Qwen3-30B-A3B shape, dummy bf16" \
+      ${SGL_MOE_BENCH_ARGS:---batch-size 1,8,64,256 --input-len 1024 --output-len 32}
+    local mib
+    mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n 1 || echo 0)
+    if [ "${mib:-0}" -ge 100000 ]; then
+      CONFIG=mixtral-8x7b bench_step one-batch one_batch_mixtral 3 "Mixtral-8x7B shape, dummy bf16" \
+        --batch-size 1 --input-len 1024 --output-len 32
+    fi
+    # The engine without HTTP: throughput and its CPU time per decode step at batch 64.
+    # shellcheck disable=SC2086
+    bench_step offline offline 11 "Llama-3-8B shape, dummy bf16 weights" --device cuda \
+      ${SGL_OFFLINE_ARGS:---num-prompts 256 --random-input-len 1024 --random-output-len 256 --max-running-requests 64}
+    # Structured output: a batch of 64 unconstrained, then the same batch under a JSON schema that
+    # cannot end before the output length (issue #22: >= 95% of the unconstrained tokens/s).
+    local so_args=(--device cuda --num-prompts 64 --random-input-len 32 --random-output-len 512
+                   --max-running-requests 64)
+    bench_step offline structured_plain 4 "batch 64, unconstrained" "${so_args[@]}"
+    bench_step offline structured_schema 5 "batch 64, JSON schema" "${so_args[@]}" \
+      --json-schema "$root/configs/structured_output_schema.json" \
+      --tokenizer-path "$root/testdata/tokenizers/llama3_1"
+    rows+=("structured-output-throughput $(python3 -c '
+import json, sys
+plain, schema = (json.load(open(f))["output_throughput"] for f in sys.argv[1:])
+print(f"{100 * schema / plain:.1f}% of unconstrained")' "$log/structured_plain.json" \
+      "$log/structured_schema.json" 2>/dev/null || echo "n/a")")
+  }
   # Runs `sgl-bench SUB --config <CONFIG, default the 8B> ARGS... --output-file
   # $log/NAME.json`, adds its row and prints the last TAIL lines of its log (0: all) under TITLE.
   bench_step() {
@@ -159,46 +209,10 @@ run() {
     echo "==== sgl-bench $sub ($title)"
     if [ "$tail_lines" = 0 ]; then cat "$log/$name.log"; else tail -n "$tail_lines" "$log/$name.log"; fi
   }
-  # The decode GEMMs alone (cuBLASLt vs. our small-batch kernel) against the copy floor.
-  # shellcheck disable=SC2086  # the *_ARGS variables are word lists
-  bench_step gemm gemm 0 "Llama-3-8B decode GEMMs, random bf16 weights" ${SGL_GEMM_ARGS:-}
-  # One static batch on a dummy Llama-3-8B against the measured floors.
-  # shellcheck disable=SC2086
-  bench_step one-batch one_batch 20 "Llama-3-8B shape, dummy bf16 weights" \
-    ${SGL_BENCH_ARGS:---batch-size 1,64,256 --input-len 128,1024 --output-len 64}
-  # The FP8 KV cache against the bf16 one at long contexts (docs/performance.md's FP8 table).
-  for kv in auto fp8_e4m3; do
-    bench_step one-batch "one_batch_kv_$kv" 3 "Llama-3-8B shape, --kv-cache-dtype $kv" \
-      --kv-cache-dtype "$kv" --batch-size 1,64 --input-len 4096 --output-len 16
-  done
-  # Mixture-of-Experts decode and prefill against the floors (SGL_MOE_BENCH_ARGS overrides the
-  # Qwen3-30B-A3B cases; Mixtral-8x7B at batch 1 needs an H200's memory).
-  # shellcheck disable=SC2086
-  CONFIG=qwen3-30b-a3b bench_step one-batch one_batch_qwen3_moe 10 "Qwen3-30B-A3B shape, dummy bf16" \
-    ${SGL_MOE_BENCH_ARGS:---batch-size 1,8,64,256 --input-len 1024 --output-len 32}
-  local mib
-  mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n 1 || echo 0)
-  if [ "${mib:-0}" -ge 100000 ]; then
-    CONFIG=mixtral-8x7b bench_step one-batch one_batch_mixtral 3 "Mixtral-8x7B shape, dummy bf16" \
-      --batch-size 1 --input-len 1024 --output-len 32
+  # SGL_GPU_BENCH=0 skips the standard benchmarks (correctness runs only).
+  if [ "${SGL_GPU_BENCH:-1}" = 1 ]; then
+    run_benchmarks
   fi
-  # The engine without HTTP: throughput and its CPU time per decode step at batch 64.
-  # shellcheck disable=SC2086
-  bench_step offline offline 11 "Llama-3-8B shape, dummy bf16 weights" --device cuda \
-    ${SGL_OFFLINE_ARGS:---num-prompts 256 --random-input-len 1024 --random-output-len 256 --max-running-requests 64}
-  # Structured output: a batch of 64 unconstrained, then the same batch under a JSON schema that
-  # cannot end before the output length (issue #22: >= 95% of the unconstrained tokens/s).
-  local so_args=(--device cuda --num-prompts 64 --random-input-len 32 --random-output-len 512
-                 --max-running-requests 64)
-  bench_step offline structured_plain 4 "batch 64, unconstrained" "${so_args[@]}"
-  bench_step offline structured_schema 5 "batch 64, JSON schema" "${so_args[@]}" \
-    --json-schema "$root/configs/structured_output_schema.json" \
-    --tokenizer-path "$root/testdata/tokenizers/llama3_1"
-  rows+=("structured-output-throughput $(python3 -c '
-import json, sys
-plain, schema = (json.load(open(f))["output_throughput"] for f in sys.argv[1:])
-print(f"{100 * schema / plain:.1f}% of unconstrained")' "$log/structured_plain.json" \
-    "$log/structured_schema.json" 2>/dev/null || echo "n/a")")
   # EAGLE on the dummy 8B (SGL_GPU_EAGLE=1; about a minute): plain vs 1 / 3 / 5 draft steps.
   if [ "${SGL_GPU_EAGLE:-0}" = 1 ]; then
     echo "==== EAGLE, dummy Llama-3-8B, the repeat head (scripts/gpu_eagle_bench.sh)"

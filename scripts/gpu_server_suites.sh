@@ -2,7 +2,7 @@
 # The server's end-to-end suites on a GPU, behind two engine replicas sharing it (issue #24):
 #   scripts/gpu_server_suites.sh ROOT    (device; ROOT = where scripts/gpu_check.sh run unpacked)
 # runs each suite of tests/server/dp2_suites.txt with sgl-server --device cuda --dtype float32
-# --dp-size 2 (float32: the suites compare with the CPU's goldens) and a quarter of the GPU's
+# --dp-size 2, then those of SGL_GPU_SOLO_SUITES (default test_lora) behind one replica (float32: the suites compare with the CPU's goldens) and a quarter of the GPU's
 # memory a server. A budget is that share of the total less what is in use, other servers'
 # included (SGLang's rule), and a suite starts several at once: a tenth left the later ones no
 # KV cache on an 80 GB H100. Python packages the machine lacks (pytest,
@@ -33,5 +33,15 @@ while read -r suite; do
   echo "$suite: $(tail -n 1 "/tmp/$suite.log")"
   if [ $rc = 0 ]; then passed=$((passed + 1)); else failed+=("$suite"); fi
 done <tests/server/dp2_suites.txt
+# Suites whose assertions count one replica's cache, on one replica: LoRA (the CUDA update
+# against the merged weights, adapters of different batches).
+for suite in ${SGL_GPU_SOLO_SUITES:-test_lora}; do
+  SGL_TEST_DP_SIZE=1 timeout -k 10 300 python3 -m pytest -q -rs -p no:cacheprovider \
+    "tests/server/$suite.py" >"/tmp/$suite.log" 2>&1
+  rc=$?
+  { echo "=== $suite (one replica) rc $rc"; cat "/tmp/$suite.log"; } >>"$log"
+  echo "$suite (one replica): $(tail -n 1 "/tmp/$suite.log")"
+  if [ $rc = 0 ]; then passed=$((passed + 1)); else failed+=("$suite"); fi
+done
 echo "RESULT: $passed suites passed${failed[*]:+, failed: ${failed[*]}}"
 [ ${#failed[@]} = 0 ]

@@ -392,8 +392,8 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "40"},
       {.name = "--enable-lora",
        .help = "Serve LoRA adapters (SGLang's; implied by --lora-paths): a request names one by "
-               "lora_path, or on the OpenAI routes by model \"<base>:<adapter>\". On the CPU, "
-               "for a dense model at one rank, so far."},
+               "lora_path, or on the OpenAI routes by model \"<base>:<adapter>\". For a dense "
+               "model at one rank, so far."},
       {.name = "--lora-paths",
        .value = "NAME=PATH...",
        .help = "PEFT LoRA adapters to load at start (adapter_config.json and "

@@ -7,9 +7,9 @@
 
 namespace sgl::kernels {
 
-// x: [T, K] (row stride allowed); a: [r, K] and b: [N, r] contiguous; shrunk: [T, r] contiguous
-// scratch; y: [T, N] (row stride allowed: a projection's column range of a wider output).
-// CPU only so far (f32); a CUDA tensor is a programming error (sgl-server refuses LoRA there).
+// x: [T, K] (row stride allowed); a: [r, K] and b: [N, r] contiguous f32; shrunk: [T, r]
+// contiguous f32 scratch; y: [T, N] of x's dtype (row stride allowed: a projection's column
+// range of a wider output). The CPU takes f32 x and y, CUDA f32 or bf16.
 void add_lora(const Tensor& x, const Tensor& a, const Tensor& b, float scaling,
               const Tensor& shrunk, const Tensor& y, backend::Stream stream);
 

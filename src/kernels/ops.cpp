@@ -146,7 +146,6 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& 
 
 void add_lora(const Tensor& x, const Tensor& a, const Tensor& b, float scaling,
               const Tensor& shrunk, const Tensor& y, backend::Stream stream) {
-  (void)stream;
   SGL_CHECK(x.ndim() == 2 && a.ndim() == 2 && b.ndim() == 2 && shrunk.ndim() == 2 &&
             y.ndim() == 2 && a.size(1) == x.size(1) && b.size(1) == a.size(0) &&
             shrunk.size(0) == x.size(0) && shrunk.size(1) == a.size(0) && y.size(0) == x.size(0) &&
@@ -157,11 +156,13 @@ void add_lora(const Tensor& x, const Tensor& a, const Tensor& b, float scaling,
   check_last_dim_contiguous(y, "add_lora");
   SGL_CHECK(a.is_contiguous() && b.is_contiguous() && shrunk.is_contiguous())
       << "add_lora: a, b and shrunk must be contiguous";
-  for (const Tensor* t : {&x, &a, &b, &shrunk, &y}) {
-    SGL_CHECK(t->device().is_cpu() && t->dtype() == DType::kF32)
-        << "add_lora: LoRA runs on the CPU in f32 only";
-  }
-  cpu::add_lora(x, a, b, scaling, shrunk, y);
+  SGL_CHECK(a.dtype() == DType::kF32 && b.dtype() == DType::kF32 && shrunk.dtype() == DType::kF32)
+      << "add_lora: the adapter and the scratch are f32";
+  SGL_CHECK(x.dtype() == y.dtype() && (x.dtype() == DType::kF32 || !x.device().is_cpu()))
+      << "add_lora: x and y of one dtype (f32 on the CPU)";
+  for (const Tensor* t : {&a, &b, &shrunk, &y}) check_same_device(x, *t, "add_lora");
+  SGL_RUN_ON(x.device(), add_lora, (x, a, b, scaling, shrunk, y),
+             (x, a, b, scaling, shrunk, y, stream));
 }
 
 void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor& gate_up,

@@ -45,7 +45,7 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
       return invalid_argument("an embedding model captures no hidden states for a draft");
     }
   }
-  SGL_RETURN_IF_ERROR(check_lora_configs(weights.device()));
+  SGL_RETURN_IF_ERROR(check_lora_configs());
   // The bounds are checked: the layers can be built (nothing allocated).
   const AttentionShape attention = attention_shape(c, tp);
   layers_.reserve(static_cast<size_t>(c.num_hidden_layers));
@@ -176,14 +176,10 @@ Status DecoderForCausalLM::load_weights(WeightLoader& w) {
   return Status::ok_status();
 }
 
-Status DecoderForCausalLM::check_lora_configs(Device device) {
+Status DecoderForCausalLM::check_lora_configs() {
   if (options_.lora_paths.empty()) return Status::ok_status();
   const ModelConfig& c = config_;
   const std::string what = "LoRA adapters (--lora-paths)";
-  if (!device.is_cpu()) {
-    return unimplemented(what + " on " + device.to_string() +
-                         " are not supported yet: they are served on the CPU (--device cpu)");
-  }
   if (c.num_experts > 0) {
     return unimplemented(what + " on a Mixture-of-Experts model are not supported yet");
   }

@@ -90,7 +90,7 @@ class DecoderForCausalLM : public Model {
   // The LoRA adapters' configs (ModelOptions::lora_paths), read into lora_configs_: what LoRA
   // needs of the model and options, each adapter's rank and modules within max_lora_rank and
   // lora_target_modules; sets lora_max_rank_.
-  Status check_lora_configs(Device device);
+  Status check_lora_configs();
   // Each projection's size for the adapters.
   LoraModelShape lora_shape() const;
   // plan(): checks the config's bounds and the options, builds the layers, checks every tensor.

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "backend/stream.h"
+#include "kernels/copy.h"
 #include "model/mapped_file.h"
 #include "model/safetensors.h"
 #include "model/weight_source.h"
@@ -125,9 +127,6 @@ Result<LoraConfig> read_lora_config(const std::string& name, const std::filesyst
 Result<LoraAdapter> load_lora_adapter(const std::string& name, const std::filesystem::path& dir,
                                       const LoraConfig& config, const LoraModelShape& shape,
                                       Allocator& allocator) {
-  if (!allocator.device().is_cpu()) {
-    return unimplemented("LoRA adapters are served on the CPU only so far");
-  }
   LoraAdapter adapter;
   adapter.name = name;
   adapter.path = dir.string();
@@ -146,6 +145,9 @@ Result<LoraAdapter> load_lora_adapter(const std::string& name, const std::filesy
   std::map<std::string, const TensorInfo*> unread;
   for (const auto& [key, info] : file.tensors()) unread[key] = &info;
   adapter.layers.resize(static_cast<size_t>(shape.num_layers));
+  // Each tensor is read as f32 on the host, then copied where the model runs.
+  std::vector<float> staging;
+  const backend::Stream stream{allocator.device(), nullptr};
   for (int64_t l = 0; l < shape.num_layers; ++l) {
     for (int m = 0; m < kNumLoraModules; ++m) {
       if (!c.targets[m]) continue;
@@ -168,9 +170,11 @@ Result<LoraAdapter> load_lora_adapter(const std::string& name, const std::filesy
                                   Json(info.shape).dump() + ", expected [" + std::to_string(rows) +
                                   ", " + std::to_string(cols) + "]");
         }
-        Buffer host(allocator, DType::kF32, {rows, cols});
-        SGL_RETURN_IF_ERROR(tensor_to_f32(info, host.tensor().data<float>()));
-        *out = std::move(host);
+        staging.resize(static_cast<size_t>(rows * cols));
+        SGL_RETURN_IF_ERROR(tensor_to_f32(info, staging.data()));
+        *out = Buffer(allocator, DType::kF32, {rows, cols});
+        kernels::copy(Tensor(staging.data(), DType::kF32, {rows, cols}), out->tensor(), stream);
+        backend::synchronize(stream);  // staging is reused
         adapter.nbytes += rows * cols * 4;
         unread.erase(it);
       }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/cuda_allocator.h"
@@ -22,6 +24,7 @@
 #include "kernels/fill.h"
 #include "kernels/gather.h"
 #include "kernels/linear.h"
+#include "kernels/lora.h"
 #include "kernels/pooling.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
@@ -369,6 +372,49 @@ TEST_P(CudaKernels, PoolRowsSweep) {
       // f32 sums in another order: 1e-4 relative to the sum's size whatever the input dtype.
       EXPECT_LE(max_rel_err(to_host(dout), expected), pool == RowPool::kLast ? 0.0 : 1e-4)
           << h << (pool == RowPool::kLast ? " last" : " sum");
+    }
+  }
+}
+
+// LoRA's update against the CPU's (f32 on the host) into a column range of a wider output: token
+// counts around the 8-row tile, ranks 1 to 64, widths that are not multiples of 32 or 256; the
+// columns outside the range stay as they were.
+TEST_P(CudaKernels, AddLoraSweep) {
+  const float scaling = 0.75f;
+  for (const int64_t t : {1, 7, 8, 33, 300}) {
+    for (const auto& [k, r, n] : {std::tuple<int64_t, int64_t, int64_t>{64, 1, 72},
+                                  {72, 8, 1024},
+                                  {4096, 16, 300},
+                                  {1000, 64, 4096}}) {
+      const int64_t wide = n + 40, col = 24;  // y is columns [col, col + n) of a wider output
+      Buffer x = host_random({t, k}), y = host_random({t, wide});
+      Buffer a = host_random({r, k}, 0.1f), b = host_random({n, r}, 0.1f);
+      Buffer want(cpu_allocator(), DType::kF32, {t, wide}),
+          shrunk(cpu_allocator(), DType::kF32, {t, r});
+      copy(y, want, cpu_);
+      add_lora(x, a, b, scaling, shrunk, want.tensor().slice_last(col, n), cpu_);
+      Buffer dx = to_device(x), dy = to_device(y);
+      Buffer da = test::to_device_as(a, DType::kF32, gpu_, stream_.get());
+      Buffer db = test::to_device_as(b, DType::kF32, gpu_, stream_.get());
+      Buffer dshrunk(gpu_, DType::kF32, {t, r});
+      add_lora(dx, da, db, scaling, dshrunk, dy.tensor().slice_last(col, n), stream_.get());
+      const Buffer got = to_host(dy);
+      const std::string where = std::to_string(t) + "x" + std::to_string(k) + " r" +
+                                std::to_string(r) + " n" + std::to_string(n);
+      double err = 0;
+      int64_t changed = 0;  // columns outside the range that differ from y
+      for (int64_t i = 0; i < t * wide; ++i) {
+        const int64_t c = i % wide;
+        const double g = got.data<float>()[i], w = want.data<float>()[i];
+        if (c >= col && c < col + n) {
+          err = std::max(err,
+                         std::isnan(g) ? INFINITY : std::abs(g - w) / std::max(1.0, std::abs(w)));
+        } else if (g != y.data<float>()[i]) {
+          ++changed;
+        }
+      }
+      EXPECT_LT(err, tol()) << where;
+      EXPECT_EQ(changed, 0) << where;
     }
   }
 }

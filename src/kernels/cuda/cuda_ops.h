@@ -26,6 +26,9 @@ void linear_library(const Tensor& x, const Tensor& w, const Tensor& bias, const 
 void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream);
 void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor& gate_up,
                          const Tensor& out, backend::Stream stream);
+// y += scaling * (x a^T) b^T (kernels/lora.h); a, b, shrunk f32.
+void add_lora(const Tensor& x, const Tensor& a, const Tensor& b, float scaling,
+              const Tensor& shrunk, const Tensor& y, backend::Stream stream);
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
                         backend::Stream stream);
 void scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& dst, backend::Stream stream);
