@@ -392,14 +392,15 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "40"},
       {.name = "--enable-lora",
        .help = "Serve LoRA adapters (SGLang's; implied by --lora-paths): a request names one by "
-               "lora_path, or on the OpenAI routes by model \"<base>:<adapter>\". For a dense "
-               "model at one rank, so far."},
+               "lora_path, or on the OpenAI routes by model \"<base>:<adapter>\"; "
+               "/load_lora_adapter and /unload_lora_adapter change them while the server runs. "
+               "For a dense model at one rank, so far."},
       {.name = "--lora-paths",
        .value = "NAME=PATH...",
        .help = "PEFT LoRA adapters to load at start (adapter_config.json and "
                "adapter_model.safetensors): NAME=PATH, PATH (named by itself) or JSON "
-               "{\"lora_name\": ..., \"lora_path\": ..., \"pinned\": ...}. Every adapter stays "
-               "loaded; each caches its prompts' prefixes apart."},
+               "{\"lora_name\": ..., \"lora_path\": ..., \"pinned\": ...} (a pinned adapter "
+               "is never unloaded to make room). Each caches its prompts' prefixes apart."},
       {.name = "--max-loras-per-batch",
        .value = "N",
        .help = "Distinct adapters one batch runs, the base model counted as one; a request of "
@@ -407,7 +408,8 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "8"},
       {.name = "--max-lora-rank",
        .value = "N",
-       .help = "Adapters of a larger rank are refused at start; 0: any."},
+       .help = "Adapters of a larger rank are refused; 0: the largest of --lora-paths' (then "
+               "needed beside --enable-lora without --lora-paths)."},
       {.name = "--lora-target-modules",
        .value = "MODULE...",
        .help = "The modules adapters may target (q_proj, k_proj, v_proj, o_proj, gate_proj, "
@@ -415,8 +417,9 @@ std::span<const FlagSpec> engine_flag_table() {
        .default_value = "all"},
       {.name = "--max-loaded-loras",
        .value = "N",
-       .help = "Adapters held in memory; every --lora-paths adapter stays loaded, so it must hold "
-               "them all (and --max-loras-per-batch)."},
+       .help = "Adapters held in memory (at least --max-loras-per-batch and the --lora-paths "
+               "ones): a /load_lora_adapter past it unloads the least recently used adapter "
+               "not pinned first."},
       {.name = "--watchdog-timeout",
        .value = "SECONDS",
        .help = "End the server (exit status 1) when batches are in flight and none finishes for "

@@ -22,20 +22,21 @@ Result<model::LoraAdapterPath> parse_one(const std::string& value) {
         !o.contains("lora_path") || !o["lora_path"].is_string()) {
       return invalid_argument("--lora-paths: '" + value + "' needs string lora_name and lora_path");
     }
+    bool pinned = false;
     for (const auto& [key, v] : o.items()) {
       if (key == "pinned") {
-        // Every adapter stays loaded (none is ever evicted): each is pinned already.
         if (!v.is_boolean()) return invalid_argument("--lora-paths: pinned must be a boolean");
+        pinned = v.get<bool>();
       } else if (key != "lora_name" && key != "lora_path") {
         return invalid_argument("--lora-paths: unknown field '" + key + "' in '" + value + "'");
       }
     }
     return model::LoraAdapterPath{o["lora_name"].get<std::string>(),
-                                  o["lora_path"].get<std::string>()};
+                                  o["lora_path"].get<std::string>(), pinned};
   }
   const size_t eq = value.find('=');
-  if (eq == std::string::npos) return model::LoraAdapterPath{value, value};
-  return model::LoraAdapterPath{value.substr(0, eq), value.substr(eq + 1)};
+  if (eq == std::string::npos) return model::LoraAdapterPath{value, value, false};
+  return model::LoraAdapterPath{value.substr(0, eq), value.substr(eq + 1), false};
 }
 
 constexpr const char* kLoraOnly[] = {"--max-loras-per-batch", "--max-lora-rank",
@@ -106,8 +107,9 @@ Status parse_lora_flags(const CliArgs& args, bool speculative, runner::ModelRunn
   if (args.has("--max-loaded-loras") && (max_loaded < per_batch || max_loaded < adapters)) {
     return invalid_argument("--max-loaded-loras " + std::to_string(max_loaded) +
                             " must hold --max-loras-per-batch and every --lora-paths adapter (" +
-                            std::to_string(adapters) + "): adapters stay loaded, none is evicted");
+                            std::to_string(adapters) + ")");
   }
+  runner.max_loaded_loras = max_loaded;
   scheduler.max_loras_per_batch = static_cast<int32_t>(per_batch);
   // --lora-target-modules: the adapters may target these (SGLang sizes its buffers by them); the
   // model checks each adapter's against them when it reads its config.

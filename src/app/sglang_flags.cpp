@@ -15,7 +15,8 @@ constexpr std::string_view kOneChain =
 constexpr std::string_view kOwnTokens =
     "NGRAM looks drafts up in each request's own tokens; there is no cross-request cache";
 constexpr std::string_view kLorasStay =
-    "every --lora-paths adapter stays loaded (none is evicted or loaded later)";
+    "every loaded adapter stays in device memory: there is no smaller pool of batch slots to "
+    "evict from or load into (--max-loaded-loras bounds the adapters loaded)";
 
 }  // namespace
 

@@ -129,7 +129,8 @@ Engine::Engine(const EngineOptions& options)
       scheduler_(std::make_unique<scheduler::Scheduler>(options.scheduler, options.num_kv_slots,
                                                         options.context_length,
                                                         options.eos_token_ids, options.vocab_size)),
-      next_rid_(options.first_rid) {
+      next_rid_(options.first_rid),
+      lora_keys_(options.lora_adapters) {
   SGL_CHECK(options.first_rid >= 1 && options.rid_stride >= 1) << "rid 0 names no request";
 }
 
@@ -192,6 +193,13 @@ std::string Engine::watchdog_info() const {
   return text + "; batches processed: " + std::to_string(steps_processed_.load());
 }
 
+void Engine::set_lora_adapter(int32_t id, std::string key) {
+  SGL_CHECK(id >= 1) << "LoRA adapter id " << id;
+  std::lock_guard lock(lora_mutex_);
+  if (lora_keys_.size() < static_cast<size_t>(id)) lora_keys_.resize(static_cast<size_t>(id));
+  lora_keys_[static_cast<size_t>(id - 1)] = std::move(key);
+}
+
 Result<std::shared_ptr<RequestStream>> Engine::submit(GenerateRequest request) {
   if (is_embedding()) {
     return invalid_argument(
@@ -227,16 +235,20 @@ Result<std::shared_ptr<RequestStream>> Engine::enqueue(GenerateRequest request) 
         "return_routed_experts needs a Mixture-of-Experts model served with "
         "--enable-return-routed-experts");
   }
-  const auto adapters = static_cast<int32_t>(options_.lora_adapters.size());
-  if (request.lora_id < 0 || request.lora_id > adapters) {
-    return invalid_argument("LoRA adapter " + std::to_string(request.lora_id) + " of " +
-                            std::to_string(adapters) + " loaded");
-  }
-  if (request.lora_id > 0) {
+  if (request.lora_id != 0) {
+    std::string key;
+    {
+      std::lock_guard lock(lora_mutex_);
+      if (request.lora_id > 0 && static_cast<size_t>(request.lora_id) <= lora_keys_.size()) {
+        key = lora_keys_[static_cast<size_t>(request.lora_id - 1)];
+      }
+    }
+    if (key.empty()) {
+      return invalid_argument("LoRA adapter " + std::to_string(request.lora_id) + " is not loaded");
+    }
     // An adapter's KV is its own: its prefixes are cached apart, in a namespace no server key
     // spells (those start with a digit: server/openai_json's cache_namespace_key).
-    request.cache_namespace = "\x01lora " + options_.lora_adapters[request.lora_id - 1] + "\x01" +
-                              request.cache_namespace;
+    request.cache_namespace = "\x01lora " + key + "\x01" + request.cache_namespace;
   }
   for (int32_t id : request.token_ids_logprob) {
     if (id >= options_.vocab_size) {

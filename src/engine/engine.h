@@ -50,8 +50,8 @@ struct EngineOptions {
   // The runner records each MoE layer's expert ids (--enable-return-routed-experts on a MoE
   // model): requests may ask for them (GenerateRequest::return_routed_experts).
   bool return_routed_experts = false;
-  // The runner's LoRA adapters (SGLang's --lora-paths), by name in id order: a request's
-  // lora_id is 0 (none) or 1..size().
+  // The runner's LoRA adapters at start (SGLang's --lora-paths), by name in id order: a
+  // request's lora_id is 0 (none) or one loaded (Engine::set_lora_adapter changes them).
   std::vector<std::string> lora_adapters;
   // SGLang's --watchdog-timeout: when batches are in flight and none has finished for this
   // long, the engine logs what ran and calls on_watchdog_timeout; 0: no watchdog.
@@ -109,6 +109,9 @@ class Engine {
   // prompt's embedding comes with the stream's final event (StreamEvent::embedding), errors as
   // submit's.
   Result<std::shared_ptr<RequestStream>> encode(std::vector<int32_t> input_ids);
+  // A LoRA adapter loaded as id `id` (>= 1) under `key` (unique per load: its prefixes are
+  // cached under it), or unloaded (`key` empty): requests naming an unloaded id are refused.
+  void set_lora_adapter(int32_t id, std::string key);
   bool is_embedding() const { return options_.scheduler.pooler.is_embedding(); }
   const EngineOptions& options() const { return options_; }
   void abort(uint64_t rid);
@@ -200,7 +203,9 @@ class Engine {
   // Pauses waiting for the batches in flight to be processed (engine thread only).
   std::vector<Pause> settling_pauses_;
   std::atomic<uint64_t> next_rid_;
-  std::atomic<int64_t> queued_{0};         // submitted, not yet finished
+  mutable std::mutex lora_mutex_;
+  std::vector<std::string> lora_keys_;  // under lora_mutex_: adapter id i's at [i - 1]; "" unloaded
+  std::atomic<int64_t> queued_{0};      // submitted, not yet finished
   std::atomic<int64_t> queued_tokens_{0};  // their prompt tokens
   std::atomic<uint64_t> steps_processed_{0};
   std::atomic<double> forward_sleep_s_{0};

@@ -203,7 +203,9 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
   options.eos_token_ids = config.eos_token_ids;
   options.return_routed_experts = ro.enable_return_routed_experts;
   options.lora_adapters.clear();
-  for (const model::LoraAdapterPath& p : ro.lora_paths) options.lora_adapters.push_back(p.name);
+  for (size_t i = 0; i < ro.lora_paths.size(); ++i) {
+    options.lora_adapters.push_back(lora_cache_key(i + 1, ro.lora_paths[i].name));
+  }
   options.scheduler.pooler = me.model_runner->pooler();
   // A sleeping thread wakes tens of microseconds late: on a GPU, steps of half a millisecond
   // (a small model, a speculative verify) would lose a tenth of their time to the two handoffs.
@@ -417,6 +419,32 @@ Status update_weights_from_disk(std::span<ModelEngine> replicas,
     return updated;
   }
   return Status::ok_status();
+}
+
+std::string lora_cache_key(uint64_t load, std::string_view name) {
+  return std::to_string(load) + ":" + std::string(name);
+}
+
+Status load_lora_adapter(std::span<ModelEngine> replicas, int32_t id,
+                         const model::LoraAdapterPath& adapter, const std::string& key) {
+  SGL_ASSIGN_OR_RETURN(const std::vector<runner::ModelRunner*> ranks,
+                       all_local_ranks(replicas, "loading a LoRA adapter"));
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const Status loaded = ranks[i]->load_lora_adapter(id, adapter);
+    if (loaded.ok()) continue;
+    for (size_t j = 0; j < i; ++j) ranks[j]->unload_lora_adapter(id);  // all serve one set
+    return loaded;
+  }
+  for (ModelEngine& replica : replicas) replica.engine->set_lora_adapter(id, key);
+  return Status::ok_status();
+}
+
+void unload_lora_adapter(std::span<ModelEngine> replicas, int32_t id) {
+  for (ModelEngine& replica : replicas) replica.engine->set_lora_adapter(id, "");
+  Result<std::vector<runner::ModelRunner*>> ranks =
+      all_local_ranks(replicas, "unloading a LoRA adapter");
+  SGL_CHECK(ranks.ok()) << ranks.status().to_string();  // load_lora_adapter reached them
+  for (runner::ModelRunner* rank : *ranks) rank->unload_lora_adapter(id);
 }
 
 }  // namespace sgl::engine

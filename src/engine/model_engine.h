@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "distributed/bootstrap.h"
@@ -45,6 +47,17 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
 // an EAGLE draft head (its weights, trained against the served ones, would stay) and across
 // nodes (the other nodes' ranks are out of reach here).
 Status update_weights_from_disk(std::span<ModelEngine> replicas, const std::filesystem::path& path);
+
+// The key adapter `name`'s `load`-th load (numbered from 1, the start's adapters first) caches
+// its prefixes under (Engine::set_lora_adapter): a reloaded adapter's are not the old ones'.
+std::string lora_cache_key(uint64_t load, std::string_view name);
+// SGLang's /load_lora_adapter: every replica's rank loads `adapter` as id `id` (a free one),
+// then the engines serve it under `key`. The engines must be paused; on an error none has it.
+Status load_lora_adapter(std::span<ModelEngine> replicas, int32_t id,
+                         const model::LoraAdapterPath& adapter, const std::string& key);
+// /unload_lora_adapter: the engines refuse id `id`, every rank frees it. The engines must be
+// paused, and no request may still run with the adapter (the server's LoraRegistry waits).
+void unload_lora_adapter(std::span<ModelEngine> replicas, int32_t id);
 
 // SGLang's release_memory_occupation: every tensor-parallel rank of every replica gives the
 // memory of `kinds` back (runner::ModelRunner::release_memory; needs --enable-memory-saver).

@@ -88,8 +88,9 @@ Status DecoderForCausalLM::check_and_load(WeightLoader& weights, Allocator& allo
   SGL_RETURN_IF_ERROR(uploaded);
   for (size_t i = 0; i < options_.lora_paths.size(); ++i) {
     const LoraAdapterPath& p = options_.lora_paths[i];
-    SGL_ASSIGN_OR_RETURN(LoraAdapter adapter, load_lora_adapter(p.name, p.path, lora_configs_[i],
-                                                                lora_shape(), allocator));
+    SGL_ASSIGN_OR_RETURN(
+        LoraAdapter adapter,
+        model::load_lora_adapter(p.name, p.path, lora_configs_[i], lora_shape(), allocator));
     memory_plan_.weights += adapter.nbytes;
     lora_adapters_.push_back(std::move(adapter));
   }
@@ -177,9 +178,9 @@ Status DecoderForCausalLM::load_weights(WeightLoader& w) {
 }
 
 Status DecoderForCausalLM::check_lora_configs() {
-  if (options_.lora_paths.empty()) return Status::ok_status();
+  if (!options_.enable_lora && options_.lora_paths.empty()) return Status::ok_status();
   const ModelConfig& c = config_;
-  const std::string what = "LoRA adapters (--lora-paths)";
+  const std::string what = "LoRA adapters (--enable-lora, --lora-paths)";
   if (c.num_experts > 0) {
     return unimplemented(what + " on a Mixture-of-Experts model are not supported yet");
   }
@@ -189,23 +190,71 @@ Status DecoderForCausalLM::check_lora_configs() {
     return unimplemented(what + " with an EAGLE-3 draft are not supported yet");
   }
   lora_configs_.clear();
+  lora_max_rank_ = 0;  // set below: check_lora_config compares later loads with it
+  int64_t largest = 0;
   for (const LoraAdapterPath& p : options_.lora_paths) {
     SGL_ASSIGN_OR_RETURN(LoraConfig config, read_lora_config(p.name, p.path));
-    if (options_.max_lora_rank > 0 && config.r > options_.max_lora_rank) {
-      return invalid_argument("LoRA adapter '" + p.name + "' has rank " + std::to_string(config.r) +
-                              ", over --max-lora-rank " + std::to_string(options_.max_lora_rank));
-    }
-    for (int m = 0; m < kNumLoraModules; ++m) {
-      if (config.targets[m] && !options_.lora_target_modules[m]) {
-        return invalid_argument("LoRA adapter '" + p.name + "' targets " +
-                                std::string(lora_module_name(static_cast<LoraModule>(m))) +
-                                ", which --lora-target-modules leaves out");
-      }
-    }
-    lora_max_rank_ = std::max(lora_max_rank_, config.r);
+    SGL_RETURN_IF_ERROR(check_lora_config(p.name, config));
+    largest = std::max(largest, config.r);
     lora_configs_.push_back(std::move(config));
   }
+  lora_max_rank_ = options_.max_lora_rank > 0 ? options_.max_lora_rank : largest;
+  if (lora_max_rank_ == 0) {
+    return invalid_argument(
+        "--enable-lora without --lora-paths needs --max-lora-rank: the largest rank of the "
+        "adapters /load_lora_adapter will load");
+  }
   return Status::ok_status();
+}
+
+Status DecoderForCausalLM::check_lora_config(const std::string& name,
+                                             const LoraConfig& config) const {
+  if (options_.max_lora_rank > 0 && config.r > options_.max_lora_rank) {
+    return invalid_argument("LoRA adapter '" + name + "' has rank " + std::to_string(config.r) +
+                            ", over --max-lora-rank " + std::to_string(options_.max_lora_rank));
+  }
+  if (lora_max_rank_ > 0 && config.r > lora_max_rank_) {  // a later load
+    return invalid_argument("LoRA adapter '" + name + "' has rank " + std::to_string(config.r) +
+                            ", over the largest this server was started for (" +
+                            std::to_string(lora_max_rank_) + "; --max-lora-rank sets it at start)");
+  }
+  for (int m = 0; m < kNumLoraModules; ++m) {
+    if (config.targets[m] && !options_.lora_target_modules[m]) {
+      return invalid_argument("LoRA adapter '" + name + "' targets " +
+                              std::string(lora_module_name(static_cast<LoraModule>(m))) +
+                              ", which --lora-target-modules leaves out");
+    }
+  }
+  return Status::ok_status();
+}
+
+Status DecoderForCausalLM::load_lora_adapter(int32_t id, const LoraAdapterPath& adapter,
+                                             Allocator& allocator) {
+  if (lora_max_rank_ == 0) {
+    return invalid_argument(
+        "LoRA is not enabled. Please set `--enable-lora` to enable LoRA.");  // SGLang's words
+  }
+  SGL_CHECK(id >= 1) << "LoRA adapter id " << id;
+  const auto slot = static_cast<size_t>(id - 1);
+  SGL_CHECK(slot >= lora_adapters_.size() || lora_adapters_[slot].layers.empty())
+      << "LoRA adapter id " << id << " is taken";
+  SGL_ASSIGN_OR_RETURN(LoraConfig config, read_lora_config(adapter.name, adapter.path));
+  SGL_RETURN_IF_ERROR(check_lora_config(adapter.name, config));
+  SGL_ASSIGN_OR_RETURN(
+      LoraAdapter loaded,
+      model::load_lora_adapter(adapter.name, adapter.path, config, lora_shape(), allocator));
+  if (slot >= lora_adapters_.size()) lora_adapters_.resize(slot + 1);
+  memory_plan_.weights += loaded.nbytes;
+  lora_adapters_[slot] = std::move(loaded);
+  return Status::ok_status();
+}
+
+void DecoderForCausalLM::unload_lora_adapter(int32_t id) {
+  SGL_CHECK(id >= 1 && static_cast<size_t>(id) <= lora_adapters_.size())
+      << "LoRA adapter id " << id;
+  LoraAdapter& slot = lora_adapters_[static_cast<size_t>(id - 1)];
+  memory_plan_.weights -= slot.nbytes;
+  slot = LoraAdapter();  // its Buffers freed
 }
 
 LoraModelShape DecoderForCausalLM::lora_shape() const {

@@ -49,6 +49,9 @@ class DecoderForCausalLM : public Model {
   EmbedAndHead embed_and_head() const override;
   Status update_weights(WeightLoader& weights, bool& overwritten) override;
   Result<WeightView> find_weight(const std::string& name) override;
+  Status load_lora_adapter(int32_t id, const LoraAdapterPath& adapter,
+                           Allocator& allocator) override;
+  void unload_lora_adapter(int32_t id) override;
 
  protected:
   // Builds nothing: the layers are built once the config's bounds have been checked.
@@ -87,10 +90,12 @@ class DecoderForCausalLM : public Model {
     Buffer lora_shrunk;  // f32 [N, the adapters' largest rank], with LoRA adapters
   };
 
-  // The LoRA adapters' configs (ModelOptions::lora_paths), read into lora_configs_: what LoRA
-  // needs of the model and options, each adapter's rank and modules within max_lora_rank and
-  // lora_target_modules; sets lora_max_rank_.
+  // With ModelOptions::enable_lora: what LoRA needs of the model and options; the start's
+  // adapters' configs (lora_paths) read into lora_configs_ and checked (check_lora_config);
+  // sets lora_max_rank_, which sizes the scratch.
   Status check_lora_configs();
+  // An adapter's rank and modules within max_lora_rank (the scratch's) and lora_target_modules.
+  Status check_lora_config(const std::string& name, const LoraConfig& config) const;
   // Each projection's size for the adapters.
   LoraModelShape lora_shape() const;
   // plan(): checks the config's bounds and the options, builds the layers, checks every tensor.
@@ -119,8 +124,10 @@ class DecoderForCausalLM : public Model {
   Linear lm_head_;       // [V, H]; empty when tied to embed_tokens_ or an embedding model
   Buffer rope_cos_sin_;  // f32 [max_positions, head_dim]
   Activations act_;
-  std::vector<LoraConfig> lora_configs_;    // ModelOptions::lora_paths', in order
-  std::vector<LoraAdapter> lora_adapters_;  // loaded with those configs
+  std::vector<LoraConfig> lora_configs_;  // ModelOptions::lora_paths', in order
+  // Adapter id i at [i - 1]: lora_paths' first, then load_lora_adapter's; an unloaded one's
+  // slot is empty (no layers) until a load takes it again.
+  std::vector<LoraAdapter> lora_adapters_;
   int64_t lora_max_rank_ = 0;
   ModelMemoryPlan memory_plan_;  // set by load()
 };

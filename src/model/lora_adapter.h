@@ -26,10 +26,12 @@ std::string_view lora_module_name(LoraModule m);  // "q_proj", ...
 using LoraModules = std::array<bool, kNumLoraModules>;
 inline constexpr LoraModules kAllLoraModules = {true, true, true, true, true, true, true};
 
-// An adapter to load: SGLang's --lora-paths entry NAME=PATH (or PATH, named by itself).
+// An adapter to load: SGLang's --lora-paths entry NAME=PATH (or PATH, named by itself), or its
+// JSON form, whose `pinned` keeps the adapter from --max-loaded-loras' eviction.
 struct LoraAdapterPath {
   std::string name;
   std::string path;
+  bool pinned = false;
 };
 
 // Each projection's whole-model size: in and out features.

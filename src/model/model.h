@@ -48,11 +48,15 @@ struct ModelOptions {
   // (--enable-fp32-all-reduce; Linear::forward). Off: each rank's partial is rounded and the
   // collective adds in the dtype, as SGLang does (twice the collective's bytes when on).
   bool fp32_all_reduce = false;
-  // SGLang's --lora-paths: PEFT LoRA adapters loaded with the model (model/lora_adapter.h), by
-  // name; a forward pass's requests name theirs in ForwardBatch::lora_ids_host (i: the i-th).
-  // A dense model on the CPU at one rank only, so far.
+  // SGLang's --enable-lora (implied by lora_paths): the model serves LoRA adapters, and
+  // --lora-paths: those loaded with it (model/lora_adapter.h), ids 1, 2, ... in order; more come
+  // and go by Model::load_lora_adapter. A forward pass's requests name theirs in
+  // ForwardBatch::lora_ids_host. A dense model at one rank only, so far.
+  bool enable_lora = false;
   std::vector<LoraAdapterPath> lora_paths;
-  int64_t max_lora_rank = 0;  // --max-lora-rank: adapters of a larger rank are refused; 0: any
+  // --max-lora-rank: adapters of a larger rank are refused; 0: the largest of lora_paths' (then
+  // required beside enable_lora without lora_paths).
+  int64_t max_lora_rank = 0;
   // --lora-target-modules: an adapter targeting another module is refused.
   LoraModules lora_target_modules = kAllLoraModules;
 };
@@ -133,6 +137,14 @@ class Model {
   // a tied LM head answers with the embedding); NotFound for one it does not hold. No forward
   // may run meanwhile.
   virtual Result<WeightView> find_weight(const std::string& name) = 0;
+  // SGLang's /load_lora_adapter: `adapter` becomes id `id` (>= 1, a free one), in `allocator`'s
+  // memory, checked as the adapters loaded at start are. No forward may run meanwhile.
+  virtual Status load_lora_adapter(int32_t /*id*/, const LoraAdapterPath& /*adapter*/,
+                                   Allocator& /*allocator*/) {
+    return unimplemented("LoRA adapters on this model");
+  }
+  // Frees adapter `id`'s memory; no request may use it any more. No forward may run meanwhile.
+  virtual void unload_lora_adapter(int32_t /*id*/) {}
 };
 
 }  // namespace sgl::model

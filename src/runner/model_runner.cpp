@@ -212,6 +212,17 @@ Result<ModelRunner::HostWeight> ModelRunner::read_weight(const std::string& name
   return out;
 }
 
+Status ModelRunner::load_lora_adapter(int32_t id, const model::LoraAdapterPath& adapter) {
+  if (released_memory().weights) return weights_released("loading a LoRA adapter");
+  backend::set_current_device(options_.device);
+  return model_->load_lora_adapter(id, adapter, weights_memory_ ? *weights_memory_ : *allocator_);
+}
+
+void ModelRunner::unload_lora_adapter(int32_t id) {
+  backend::set_current_device(options_.device);
+  model_->unload_lora_adapter(id);
+}
+
 Result<size_t> ModelRunner::release_memory(MemoryKinds kinds) {
   if (weights_memory_ == nullptr) {
     return invalid_argument("releasing memory needs the server started with --enable-memory-saver");
@@ -333,6 +344,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
                                      : std::max(options.max_num_tokens, options.max_batch_size);
   model_options.max_positions = context_length_;
   model_options.enable_return_routed_experts = options.enable_return_routed_experts;
+  model_options.enable_lora = options.enable_lora;
   model_options.lora_paths = options.lora_paths;
   model_options.max_lora_rank = options.max_lora_rank;
   model_options.lora_target_modules = options.lora_target_modules;

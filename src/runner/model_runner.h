@@ -72,6 +72,9 @@ struct ModelRunnerOptions {
   bool enable_lora = false;
   std::vector<model::LoraAdapterPath> lora_paths;  // model::ModelOptions' (SGLang's --lora-paths)
   int64_t max_lora_rank = 0;                       // model::ModelOptions'
+  // --max-loaded-loras: a /load_lora_adapter past it unloads the least recently used adapter
+  // not pinned (the server's LoraRegistry); 0: no bound.
+  int64_t max_loaded_loras = 0;
   model::LoraModules lora_target_modules = model::kAllLoraModules;  // model::ModelOptions'
   // SGLang's --enable-nan-detection: every batch samples on the host, where NaN logits become
   // sampling::kNanLogitReplacement (ModelBatchRunner, with a warning).
@@ -145,6 +148,10 @@ class ModelRunner {
     model::TensorSlice slice;    // which share `values` is
   };
   Result<HostWeight> read_weight(const std::string& name);
+  // SGLang's /load_lora_adapter and /unload_lora_adapter on this rank (model::Model's): adapter
+  // id `id` loaded beside the weights, or freed. No forward may run meanwhile.
+  Status load_lora_adapter(int32_t id, const model::LoraAdapterPath& adapter);
+  void unload_lora_adapter(int32_t id);
   // SGLang's release_memory_occupation (--enable-memory-saver): the device memory of `kinds` given
   // back, its addresses kept; returns the bytes given back (0 for kinds already released). The
   // KV cache's contents are lost (no request may hold KV: flush the scheduler's cache first);

@@ -89,6 +89,9 @@ struct GenerateRequest {
   // adapters: EngineOptions::lora_adapters): 0 none, i the i-th. Its KV is the adapter's, so
   // the radix cache keeps each adapter's prefixes apart (the engine's namespace for it).
   int32_t lora_id = 0;
+  // Kept as long as the request is (the server's LoraRegistry lease): an adapter is unloaded
+  // only once no request the scheduler holds still runs with it.
+  std::shared_ptr<const void> lora_lease;
 
   // Whether the request reports per-position outputs (hidden states or routed experts).
   bool reports_positions() const { return return_hidden_states || return_routed_experts; }

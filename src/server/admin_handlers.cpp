@@ -230,7 +230,7 @@ Reply loads_reply(ServerContext& ctx) {
 
 Reply handle_models(ServerContext& ctx, const HttpRequest&) {
   json data = json::array({model_card(ctx)});
-  for (const model::LoraAdapterPath& adapter : ctx.info.lora_adapters) {
+  for (const model::LoraAdapterPath& adapter : ctx.lora.adapters()) {
     data.push_back(lora_card(ctx, adapter));
   }
   return Reply::of(json_response({{"object", "list"}, {"data", std::move(data)}}));
@@ -240,7 +240,7 @@ Reply handle_model(ServerContext& ctx, const HttpRequest& request) {
   // A name with a '/' may come raw (the openai SDK's) or as %2F (a client that escapes it).
   const std::string id =
       percent_decoded(request.path.substr(std::string_view("/v1/models/").size()));
-  for (const model::LoraAdapterPath& adapter : ctx.info.lora_adapters) {
+  for (const model::LoraAdapterPath& adapter : ctx.lora.adapters()) {
     if (id == adapter.name) return Reply::of(json_response(lora_card(ctx, adapter)));
   }
   if (id != ctx.info.served_model_name) {
@@ -253,12 +253,6 @@ Reply handle_model(ServerContext& ctx, const HttpRequest& request) {
                                    404));
   }
   return Reply::of(json_response(model_card(ctx)));
-}
-
-Reply handle_lora_adapter_update(ServerContext&, const HttpRequest& request) {
-  return Reply::of(
-      error_response(400, request.path + ": loading or unloading LoRA adapters at run time is "
-                                         "not implemented; give them at start with --lora-paths"));
 }
 
 // 503 while the latest /health_generate found the engine stalled (SGLang's is_healthy()).

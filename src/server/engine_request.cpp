@@ -135,12 +135,11 @@ std::optional<int32_t> special_token_stop(const tokenizer::Tokenizer& tokenizer,
   return id;
 }
 
-Status apply_routing(const ServerContext& ctx, const RequestRouting& routing, size_t prompt,
+Status apply_routing(ServerContext& ctx, const RequestRouting& routing, size_t prompt,
                      engine::GenerateRequest& request) {
   request.cache_namespace = routing.cache_namespace_of(prompt);
   request.priority = routing.priority;
-  SGL_ASSIGN_OR_RETURN(request.lora_id, resolve_lora_id(ctx.info, routing, prompt));
-  return Status::ok_status();
+  return lease_lora(ctx.lora, routing, prompt, request);
 }
 
 ChoiceOptions choice_options(const SamplingInput& s, bool token_texts) {

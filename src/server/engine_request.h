@@ -44,7 +44,7 @@ std::vector<int32_t> prompt_ids(const ServerContext& ctx, const PromptInput& pro
 
 // What `routing` asks of the engine request for prompt `prompt` (of a batch): its cache
 // namespace, priority and LoRA adapter (a 400 for one not loaded).
-Status apply_routing(const ServerContext& ctx, const RequestRouting& routing, size_t prompt,
+Status apply_routing(ServerContext& ctx, const RequestRouting& routing, size_t prompt,
                      engine::GenerateRequest& request);
 
 struct ChoicePlan {

@@ -10,6 +10,7 @@
 #include "engine/model_engine.h"
 #include "server/errors.h"
 #include "server/handlers.h"
+#include "server/paused_in_place.h"
 #include "server/prepared_reply.h"
 #include "server/request_json.h"
 
@@ -33,27 +34,6 @@ Result<engine::PauseMode> parse_pause_mode(const json& o) {
 void abort_every_request(ServerContext& ctx) {
   for (uint64_t rid : ctx.registry.all_rids()) ctx.engine.abort(rid);
 }
-
-// The engines paused in place for the guard's life (the batches in flight finish; running
-// requests go on afterwards), unless they already were; keep() leaves them paused.
-class PausedInPlace {
- public:
-  explicit PausedInPlace(engine::DataParallelController& engine)
-      : engine_(engine), was_paused_(engine.paused()) {
-    if (!was_paused_) engine_.pause_generation(engine::PauseMode::kInPlace);
-  }
-  ~PausedInPlace() {
-    if (!was_paused_ && !keep_) engine_.continue_generation();
-  }
-  PausedInPlace(const PausedInPlace&) = delete;
-  PausedInPlace& operator=(const PausedInPlace&) = delete;
-  void keep() { keep_ = true; }
-
- private:
-  engine::DataParallelController& engine_;
-  const bool was_paused_;
-  bool keep_ = false;
-};
 
 // SGLang's UpdateWeightFromDiskReqInput, as far as it asks for something here.
 struct WeightUpdate {

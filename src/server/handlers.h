@@ -50,9 +50,9 @@ Reply handle_health_generate(ServerContext& ctx, const HttpRequest& request);
 Reply handle_model_info(ServerContext& ctx, const HttpRequest& request);
 Reply handle_server_info(ServerContext& ctx, const HttpRequest& request);
 Reply handle_flush_cache(ServerContext& ctx, const HttpRequest& request);
-// SGLang's /load_lora_adapter and /unload_lora_adapter: adapters load at start only
-// (--lora-paths), so these answer a 400 saying so, not a 404.
-Reply handle_lora_adapter_update(ServerContext& ctx, const HttpRequest& request);
+// SGLang's /load_lora_adapter and /unload_lora_adapter (lora_handlers.cpp).
+Reply handle_load_lora_adapter(ServerContext& ctx, const HttpRequest& request);
+Reply handle_unload_lora_adapter(ServerContext& ctx, const HttpRequest& request);
 Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request);
 // generation_control_handlers.cpp
 Reply handle_pause_generation(ServerContext& ctx, const HttpRequest& request);

@@ -33,24 +33,14 @@ void use_model_lora(const ServerInfo& info, const std::optional<std::string>& mo
   }
 }
 
-Result<int32_t> resolve_lora_id(const ServerInfo& info, const RequestRouting& routing,
-                                size_t prompt) {
+Status lease_lora(LoraRegistry& registry, const RequestRouting& routing, size_t prompt,
+                  engine::GenerateRequest& request) {
   const std::optional<std::string> name = routing.lora_path_of(prompt);
-  if (!name) return 0;
-  if (!info.enable_lora) {
-    return invalid_argument("LoRA adapter '" + *name +
-                            "' was requested, but LoRA is not enabled. Please launch the server "
-                            "with --enable-lora flag and preload adapters using --lora-paths.");
-  }
-  for (size_t i = 0; i < info.lora_adapters.size(); ++i) {
-    if (info.lora_adapters[i].name == *name) return static_cast<int32_t>(i + 1);
-  }
-  std::string loaded;
-  for (const model::LoraAdapterPath& a : info.lora_adapters) {
-    loaded += (loaded.empty() ? "" : ", ") + a.name;
-  }
-  return invalid_argument("The following requested LoRA adapters are not loaded: " + *name +
-                          "\nLoaded adapters: [" + loaded + "].");
+  if (!name) return Status::ok_status();
+  SGL_ASSIGN_OR_RETURN(LoraRegistry::Use use, registry.acquire(*name));
+  request.lora_id = use.id;
+  request.lora_lease = std::move(use.lease);
+  return Status::ok_status();
 }
 
 }  // namespace sgl::server

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "core/status.h"
+#include "engine/engine.h"
+#include "server/lora_registry.h"
 #include "server/openai_types.h"
 #include "server/server_context.h"
 
@@ -22,9 +24,10 @@ std::optional<std::string> lora_of_model(const std::string& model,
 void use_model_lora(const ServerInfo& info, const std::optional<std::string>& model,
                     RequestRouting& routing);
 
-// Prompt `prompt`'s adapter as the engine numbers them (0: none, i: info.lora_adapters[i - 1]);
-// a 400 for an adapter not loaded, or any with LoRA off, in SGLang's words.
-Result<int32_t> resolve_lora_id(const ServerInfo& info, const RequestRouting& routing,
-                                size_t prompt);
+// Prompt `prompt`'s adapter (none, or one `registry` serves) into request.lora_id, with the
+// lease that keeps it loaded while the request runs; a 400 for an adapter not loaded, or any
+// with LoRA off, in SGLang's words.
+Status lease_lora(LoraRegistry& registry, const RequestRouting& routing, size_t prompt,
+                  engine::GenerateRequest& request);
 
 }  // namespace sgl::server

@@ -120,8 +120,8 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/continue_generation", false, post, handle_continue_generation, admin},
       {"/update_weights_from_disk", false, post, handle_update_weights_from_disk, admin},
       {"/update_weight_version", false, post, handle_update_weight_version, admin},
-      {"/load_lora_adapter", false, post, handle_lora_adapter_update, admin},
-      {"/unload_lora_adapter", false, post, handle_lora_adapter_update, admin},
+      {"/load_lora_adapter", false, post, handle_load_lora_adapter, admin},
+      {"/unload_lora_adapter", false, post, handle_unload_lora_adapter, admin},
       {"/get_weights_by_name", false, both, handle_get_weights_by_name, admin},  // SGLang's methods
       {"/release_memory_occupation", false, both, handle_release_memory_occupation, admin},
       {"/resume_memory_occupation", false, both, handle_resume_memory_occupation, admin},

@@ -121,6 +121,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.enable_memory_saver = model_engine.model_runner->options().enable_memory_saver;
   info.enable_lora = model_engine.model_runner->options().enable_lora;
   info.lora_adapters = model_engine.model_runner->options().lora_paths;
+  info.max_loaded_loras = model_engine.model_runner->options().max_loaded_loras;
   info.enable_weights_cpu_backup = model_engine.model_runner->options().enable_weights_cpu_backup;
   info.log_requests = options.log_requests;
   info.enable_response_store = options.enable_response_store;

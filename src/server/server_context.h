@@ -17,6 +17,7 @@
 #include "server/api_auth.h"
 #include "server/api_options.h"
 #include "server/grammar_backend.h"
+#include "server/lora_registry.h"
 #include "server/metrics.h"
 #include "server/openai_types.h"
 #include "server/request_registry.h"
@@ -84,9 +85,11 @@ struct ServerInfo {
   // --enable-return-routed-experts (a MoE model): return_routed_experts is served (else a 400).
   RoutedExpertsLayout routed_experts;
   // --enable-lora / --lora-paths: requests may name these adapters (lora_path, or the OpenAI
-  // model "base:adapter"), numbered from 1 in this order as the engine's (server/lora_request.h).
+  // model "base:adapter"), numbered from 1 in this order as the engine's, and those
+  // /load_lora_adapter loads (ServerContext::lora); --max-loaded-loras (0: no bound).
   bool enable_lora = false;
   std::vector<model::LoraAdapterPath> lora_adapters;
+  int64_t max_loaded_loras = 0;
   std::string chat_template_origin;    // the --chat-template path, or where the tokenizer's is
   bool log_requests = false;           // --log-requests at start (ServerContext::log_requests)
   bool health_generates = true;        // /health probes the engine (ServeOptions')
@@ -209,6 +212,9 @@ struct ServerContext {
   // previous_response_id (empty, unused, without the flag).
   ResponseStore response_store{kResponseStoreBytes};
   SessionStore sessions;  // SGLang's /open_session and /generate's session_params
+  // The LoRA adapters served now: the start's, then /load_lora_adapter's and
+  // /unload_lora_adapter's changes.
+  LoraRegistry lora{info.enable_lora, info.lora_adapters, info.max_loaded_loras};
   // The latest /health_generate found the engine making no progress (SGLang's
   // ServerStatus.UnHealthy): /ping and /ready answer 503 until a probe finds it moving again.
   std::atomic<bool> unhealthy{false};

@@ -5,6 +5,7 @@
 # each adapter's prefixes are cached apart.
 import subprocess
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -51,6 +52,13 @@ def generate(server, ids, lora_path=None, **extra):
     if lora_path is not None:
         body["lora_path"] = lora_path
     r = server.post("/generate", body)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def generate_n(server, ids, lora_path, new):
+    r = server.post("/generate", {"input_ids": ids, "lora_path": lora_path, "sampling_params": {
+        "max_new_tokens": new, "temperature": 0, "ignore_eos": True}})
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -177,10 +185,6 @@ def test_bad_adapter_names_are_refused(servers):
         r = server.post(path, body)
         assert r.status_code == 400, (body, r.text)
         assert words in r.text, (body, r.text)
-    # Adapters load at start only: SGLang's run-time endpoints say so.
-    for path in ("/load_lora_adapter", "/unload_lora_adapter"):
-        r = lora.post(path, {"lora_name": "c", "lora_path": "/x"})
-        assert r.status_code == 400 and "--lora-paths" in r.text, r.text
     # A model name without an adapter part is the base model.
     r = lora.post("/v1/completions", {"prompt": "x", "model": "stories260K:", "max_tokens": 2})
     assert r.status_code == 200, r.text
@@ -218,6 +222,7 @@ def test_bad_adapters_and_flags_stop_the_start(tmp_path, adapters):
          "which --lora-target-modules leaves out"),
         (["--lora-paths", f"x={a}", "--lora-target-modules", "qkv"], "'qkv' is not one of"),
         (["--lora-paths", f"x={a}", "--max-loaded-loras", "1"], "--max-loaded-loras 1"),
+        (["--enable-lora"], "needs --max-lora-rank"),
         (["--lora-paths", f"x={a}", "--max-loras-per-batch", "0"], "--max-loras-per-batch"),
         (["--lora-paths", f"x={a}", "--tp-size", "2"], "--tp-size > 1"),
         (["--lora-paths", f"x={a}", "--speculative-algorithm", "NGRAM"], "speculative decoding"),
@@ -239,3 +244,139 @@ def test_one_adapter_per_batch_still_serves_them_all(tmp_path, adapters):
         assert_same(got, alone[i % 3])
     server.wait_idle_no_leak()
     assert server.stop() == 0, server.log()
+
+
+def load(server, name, path, **extra):
+    return server.post("/load_lora_adapter", {"lora_name": name, "lora_path": str(path), **extra})
+
+
+def unload(server, name):
+    return server.post("/unload_lora_adapter", {"lora_name": name})
+
+
+def test_adapters_load_and_unload_at_run_time(tmp_path, adapters, servers):
+    """SGLang's /load_lora_adapter and /unload_lora_adapter on a server started with none: a
+    loaded adapter serves as its merged weights, an unloaded one is refused, and a name loaded
+    again with other weights serves those (not the old adapter's cached prefixes)."""
+    root, _ = adapters
+    _, merged, plain = servers
+    server = Server(tmp_path, "--enable-lora", "--max-lora-rank", "4")
+    try:
+        ids = golden()["cases"][1]["prompt_ids"]
+        assert [m["id"] for m in server.get("/v1/models").json()["data"]] == ["stories260K"]
+        r = server.post("/generate", {"input_ids": ids, "lora_path": "x"})
+        assert r.status_code == 400 and "not loaded: x" in r.text, r.text
+        r = load(server, "x", root / "a")
+        assert r.status_code == 200, r.text
+        assert r.json() == {"success": True, "error_message": "",
+                            "loaded_adapters": {"x": str(root / "a")}}
+        assert [m["id"] for m in server.get("/v1/models").json()["data"]] == ["stories260K", "x"]
+        assert_same(generate(server, ids, "x"), generate(merged["a"], ids))
+        assert generate(server, ids, "x")["meta_info"]["cached_tokens"] == len(ids) - 1
+        assert_same(generate(server, ids), generate(plain, ids))
+
+        r = unload(server, "x")
+        assert r.status_code == 200 and r.json()["loaded_adapters"] == {}, r.text
+        r = server.post("/generate", {"input_ids": ids, "lora_path": "x"})
+        assert r.status_code == 400 and "not loaded: x" in r.text, r.text
+        # The name again, other weights: nothing of the first adapter's KV is served.
+        assert load(server, "x", root / "b").status_code == 200
+        again = generate(server, ids, "x")
+        assert again["meta_info"]["cached_tokens"] <= 1
+        assert_same(again, generate(merged["b"], ids))
+        server.wait_idle_no_leak()
+    finally:
+        assert server.stop() == 0, server.log()
+
+
+def test_bad_loads_and_unloads_change_nothing(tmp_path, adapters):
+    root, _ = adapters
+    (tmp_path / "empty").mkdir()
+    write_adapter(tmp_path / "wide", seed=5, rank=8)
+    server = Server(tmp_path, "--lora-paths", f"a={root / 'a'}", "--max-lora-rank", "4")
+    try:
+        cases = [
+            (load(server, "a", root / "b"), "already loaded"),
+            (load(server, "c", tmp_path / "missing"), "is not a directory"),
+            (load(server, "c", tmp_path / "empty"), "adapter_config.json"),
+            (load(server, "c", tmp_path / "wide"), "over --max-lora-rank 4"),
+            (unload(server, "c"), "'c' is not loaded"),
+        ]
+        for r, words in cases:
+            assert r.status_code == 400, r.text
+            assert r.json()["success"] is False and words in r.json()["error_message"], r.text
+            assert r.json()["loaded_adapters"] == {"a": str(root / "a")}, r.text
+        for path, body, words in [
+            ("/load_lora_adapter", {"lora_name": "c"}, "lora_path"),
+            ("/load_lora_adapter", {"lora_name": "", "lora_path": "/x"}, "lora_name"),
+            ("/load_lora_adapter", {"lora_name": "c", "lora_path": "/x", "lora_id": "1"},
+             "lora_id"),
+            ("/unload_lora_adapter", {"lora_name": 3}, "lora_name"),
+        ]:
+            r = server.post(path, body)
+            assert r.status_code == 400 and words in r.text, (body, r.text)
+        ids = golden()["cases"][0]["prompt_ids"]
+        assert generate(server, ids, "a")["output_ids"]
+    finally:
+        assert server.stop() == 0, server.log()
+    plain = Server(tmp_path)
+    try:
+        r = load(plain, "a", root / "a")
+        assert r.status_code == 400 and "LoRA is not enabled" in r.json()["error_message"]
+    finally:
+        assert plain.stop() == 0, plain.log()
+
+
+def test_an_unload_waits_for_the_requests_running_with_the_adapter(tmp_path, adapters):
+    root, _ = adapters
+    server = Server(tmp_path, "--lora-paths", f"a={root / 'a'}")
+    try:
+        ids = golden()["cases"][0]["prompt_ids"]
+        # Steps of 20 ms or more: the 200 tokens take 4 s at least.
+        assert server.post("/slow_down", {"forward_sleep_time": 0.02}).status_code == 200
+        done = {}
+
+        def long_request():
+            done["reply"] = generate_n(server, ids, "a", 200)
+            done["at"] = time.monotonic()
+
+        t = threading.Thread(target=long_request)
+        t.start()
+        time.sleep(0.5)
+        r = unload(server, "a")
+        unloaded_at = time.monotonic()
+        t.join(timeout=120)
+        server.post("/slow_down", {"forward_sleep_time": None})
+        assert r.status_code == 200, r.text
+        reply = done["reply"]
+        assert reply["meta_info"]["finish_reason"]["type"] == "length", reply
+        assert len(reply["output_ids"]) == 200
+        assert unloaded_at >= done["at"], "the unload answered before the request ended"
+        r = server.post("/generate", {"input_ids": ids, "lora_path": "a"})
+        assert r.status_code == 400 and "not loaded: a" in r.text, r.text
+    finally:
+        assert server.stop() == 0, server.log()
+
+
+def test_max_loaded_loras_unloads_the_least_recently_used(tmp_path, adapters):
+    root, _ = adapters
+    server = Server(tmp_path, "--enable-lora", "--max-lora-rank", "4", "--max-loaded-loras", "2",
+                    "--max-loras-per-batch", "2")
+    try:
+        ids = golden()["cases"][0]["prompt_ids"]
+        assert load(server, "a", root / "a").status_code == 200
+        assert load(server, "b", root / "b").status_code == 200
+        generate(server, ids, "a")  # b is now the least recently used
+        r = load(server, "c", root / "a")
+        assert r.status_code == 200, r.text
+        assert set(r.json()["loaded_adapters"]) == {"a", "c"}, r.text
+        # Pinned adapters stay: with both places pinned a load is refused.
+        assert unload(server, "c").status_code == 200
+        assert unload(server, "a").status_code == 200
+        assert load(server, "a", root / "a", pinned=True).status_code == 200
+        assert load(server, "b", root / "b", pinned=True).status_code == 200
+        r = load(server, "c", root / "a")
+        assert r.status_code == 400 and "pinned" in r.json()["error_message"], r.text
+        assert set(r.json()["loaded_adapters"]) == {"a", "b"}
+    finally:
+        assert server.stop() == 0, server.log()

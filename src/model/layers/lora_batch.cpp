@@ -18,6 +18,7 @@ LoraBatch::LoraBatch(std::span<const LoraAdapter> adapters, const ForwardBatch& 
     const int64_t begin = fb.qo_indptr_host[b], end = fb.qo_indptr_host[b + 1];
     if (id == 0 || begin == end) continue;
     const LoraAdapter* adapter = &adapters[id - 1];
+    SGL_CHECK(!adapter->layers.empty()) << "LoRA adapter " << id << " is not loaded";
     if (!segments_.empty() && segments_.back().adapter == adapter &&
         segments_.back().end == begin) {
       segments_.back().end = end;  // the same adapter's next request
