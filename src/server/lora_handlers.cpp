@@ -31,7 +31,12 @@ Reply lora_update_reply(ServerContext& ctx, const Status& status) {
 // Unloads `name` once no request runs with it (ctx.generation_control held).
 Status unload(ServerContext& ctx, const std::string& name) {
   SGL_ASSIGN_OR_RETURN(const int32_t id, ctx.lora.begin_unload(name));
-  ctx.lora.wait_unused(id);
+  // Paused requests would hold it forever, and /continue_generation waits behind this route.
+  if (!ctx.lora.wait_unused(id, [&ctx] { return ctx.engine.paused(); })) {
+    return invalid_argument("requests running with LoRA adapter '" + name +
+                            "' are paused (/pause_generation): continue generation, then "
+                            "unload it");
+  }
   {
     PausedInPlace paused(ctx.engine);
     engine::unload_lora_adapter(ctx.model_engines, id);

@@ -122,15 +122,20 @@ Result<int32_t> LoraRegistry::begin_unload(const std::string& name) {
   return static_cast<int32_t>(slot - slots_.data() + 1);
 }
 
-void LoraRegistry::wait_unused(int32_t id) {
+bool LoraRegistry::wait_unused(int32_t id, const std::function<bool()>& give_up) {
   // No new lease can be taken (the slot is unloading): the count only falls. Requests end in
   // milliseconds to minutes; a short poll costs nothing beside them.
   for (;;) {
+    const bool giving_up = give_up();
     {
       std::lock_guard lock(mutex_);
-      const Slot& slot = slots_.at(static_cast<size_t>(id - 1));
+      Slot& slot = slots_.at(static_cast<size_t>(id - 1));
       SGL_CHECK(slot.state == State::kUnloading) << "LoRA adapter " << id << " is not unloading";
-      if (slot.lease.use_count() == 1) return;
+      if (slot.lease.use_count() == 1) return true;
+      if (giving_up) {
+        slot.state = State::kServed;
+        return false;
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,10 +48,11 @@ class LoraRegistry {
   Result<std::optional<std::string>> eviction_for_load() const;
 
   // /unload_lora_adapter: new requests naming `name` are refused at once; then wait_unused
-  // returns when no request holds a lease on it, after which the engines unload id and
-  // finish_unload frees it.
+  // returns true when no request holds a lease on it, after which the engines unload id and
+  // finish_unload frees it. It gives up, serving the adapter again, and returns false once
+  // `give_up()` says so while leases remain (the engine paused: they would never end).
   Result<int32_t> begin_unload(const std::string& name);
-  void wait_unused(int32_t id);
+  bool wait_unused(int32_t id, const std::function<bool()>& give_up);
   void finish_unload(int32_t id);
 
  private:

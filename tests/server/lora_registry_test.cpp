@@ -42,7 +42,7 @@ TEST(LoraRegistry, ALoadTakesTheFirstFreeIdWithAKeyNoEarlierLoadHad) {
   EXPECT_FALSE(registry.reserve(adapter("c")).ok()) << "already loaded";
 
   ASSERT_EQ(*registry.begin_unload("a"), 1);
-  registry.wait_unused(1);
+  EXPECT_TRUE(registry.wait_unused(1, [] { return false; }));
   registry.finish_unload(1);
   auto again = registry.reserve(adapter("a"));  // id 1 is free again; the key is new
   ASSERT_TRUE(again.ok());
@@ -65,7 +65,7 @@ TEST(LoraRegistry, AnUnloadRefusesNewRequestsAndWaitsForTheLeasesHeld) {
   EXPECT_FALSE(registry.reserve(adapter("a")).ok()) << "loaded while it unloads";
   std::atomic<bool> waited{false};
   std::thread unloading([&] {
-    registry.wait_unused(1);
+    EXPECT_TRUE(registry.wait_unused(1, [] { return false; }));
     waited = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -77,6 +77,19 @@ TEST(LoraRegistry, AnUnloadRefusesNewRequestsAndWaitsForTheLeasesHeld) {
   EXPECT_TRUE(registry.adapters().empty());
 }
 
+// An unload that gives up (paused requests hold leases) serves the adapter again.
+TEST(LoraRegistry, AnUnloadThatGivesUpServesTheAdapterAgain) {
+  LoraRegistry registry(true, {adapter("a")}, 0);
+  auto use = registry.acquire("a");
+  ASSERT_TRUE(use.ok());
+  ASSERT_EQ(*registry.begin_unload("a"), 1);
+  EXPECT_FALSE(registry.wait_unused(1, [] { return true; }));
+  EXPECT_EQ(registry.acquire("a")->id, 1);
+  use->lease.reset();
+  ASSERT_EQ(*registry.begin_unload("a"), 1);
+  EXPECT_TRUE(registry.wait_unused(1, [] { return true; })) << "unused: no need to give up";
+}
+
 TEST(LoraRegistry, MaxLoadedEvictsTheLeastRecentlyUsedUnpinnedAdapter) {
   LoraRegistry registry(true, {adapter("a"), adapter("b"), adapter("p", true)}, 3);
   ASSERT_TRUE(registry.acquire("b").ok());
@@ -85,7 +98,7 @@ TEST(LoraRegistry, MaxLoadedEvictsTheLeastRecentlyUsedUnpinnedAdapter) {
   ASSERT_TRUE(registry.acquire("b").ok());
   EXPECT_EQ(*registry.eviction_for_load(), std::optional<std::string>("a"));
   ASSERT_EQ(*registry.begin_unload("a"), 1);
-  registry.wait_unused(1);
+  EXPECT_TRUE(registry.wait_unused(1, [] { return false; }));
   registry.finish_unload(1);
   EXPECT_EQ(*registry.eviction_for_load(), std::nullopt) << "room for one";
 

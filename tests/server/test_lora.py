@@ -358,6 +358,31 @@ def test_an_unload_waits_for_the_requests_running_with_the_adapter(tmp_path, ada
         assert server.stop() == 0, server.log()
 
 
+def test_an_unload_behind_paused_requests_is_refused(tmp_path, adapters):
+    """Requests paused in place would hold the adapter forever (and /continue_generation waits
+    behind the unload): the unload says so, and the adapter goes on serving them."""
+    root, _ = adapters
+    server = Server(tmp_path, "--lora-paths", f"a={root / 'a'}")
+    try:
+        ids = golden()["cases"][0]["prompt_ids"]
+        assert server.post("/slow_down", {"forward_sleep_time": 0.02}).status_code == 200
+        done = {}
+        t = threading.Thread(target=lambda: done.update(reply=generate_n(server, ids, "a", 100)))
+        t.start()
+        time.sleep(0.5)
+        assert server.post("/pause_generation", {"mode": "in_place"}).status_code == 200
+        r = unload(server, "a")
+        assert r.status_code == 400 and "paused" in r.json()["error_message"], r.text
+        assert r.json()["loaded_adapters"] == {"a": str(root / "a")}
+        server.post("/slow_down", {"forward_sleep_time": None})
+        assert server.post("/continue_generation", {}).status_code == 200
+        t.join(timeout=120)
+        assert len(done["reply"]["output_ids"]) == 100
+        assert unload(server, "a").status_code == 200
+    finally:
+        assert server.stop() == 0, server.log()
+
+
 def test_max_loaded_loras_unloads_the_least_recently_used(tmp_path, adapters):
     root, _ = adapters
     server = Server(tmp_path, "--enable-lora", "--max-lora-rank", "4", "--max-loaded-loras", "2",
