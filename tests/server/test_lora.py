@@ -327,22 +327,28 @@ def test_bad_loads_and_unloads_change_nothing(tmp_path, adapters):
         assert plain.stop() == 0, plain.log()
 
 
+def start_slow_request(server, ids, lora_path, new):
+    """A request of `new` tokens at 20 ms a step or more, running after this returns: its
+    thread and a dict that gets its reply and when it came."""
+    assert server.post("/slow_down", {"forward_sleep_time": 0.02}).status_code == 200
+    done = {}
+
+    def request():
+        done["reply"] = generate_n(server, ids, lora_path, new)
+        done["at"] = time.monotonic()
+
+    t = threading.Thread(target=request)
+    t.start()
+    time.sleep(0.5)
+    return t, done
+
+
 def test_an_unload_waits_for_the_requests_running_with_the_adapter(tmp_path, adapters):
     root, _ = adapters
     server = Server(tmp_path, "--lora-paths", f"a={root / 'a'}")
     try:
         ids = golden()["cases"][0]["prompt_ids"]
-        # Steps of 20 ms or more: the 200 tokens take 4 s at least.
-        assert server.post("/slow_down", {"forward_sleep_time": 0.02}).status_code == 200
-        done = {}
-
-        def long_request():
-            done["reply"] = generate_n(server, ids, "a", 200)
-            done["at"] = time.monotonic()
-
-        t = threading.Thread(target=long_request)
-        t.start()
-        time.sleep(0.5)
+        t, done = start_slow_request(server, ids, "a", 200)  # 4 s at least
         r = unload(server, "a")
         unloaded_at = time.monotonic()
         t.join(timeout=120)
@@ -365,11 +371,7 @@ def test_an_unload_behind_paused_requests_is_refused(tmp_path, adapters):
     server = Server(tmp_path, "--lora-paths", f"a={root / 'a'}")
     try:
         ids = golden()["cases"][0]["prompt_ids"]
-        assert server.post("/slow_down", {"forward_sleep_time": 0.02}).status_code == 200
-        done = {}
-        t = threading.Thread(target=lambda: done.update(reply=generate_n(server, ids, "a", 100)))
-        t.start()
-        time.sleep(0.5)
+        t, done = start_slow_request(server, ids, "a", 100)
         assert server.post("/pause_generation", {"mode": "in_place"}).status_code == 200
         r = unload(server, "a")
         assert r.status_code == 400 and "paused" in r.json()["error_message"], r.text
