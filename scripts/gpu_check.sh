@@ -38,7 +38,11 @@
 #   run(command="scripts/gpu_check.sh stage && scripts/gpu_check.sh run", carry=[".carry/gpu_part2"])
 # (stage copies the carried halves to /tmp/sgl_gpu_parts; run joins them when .carry/gpu.txz is
 # not carried.)
-# SGL_GPU_TARGETS="a b" limits the build to those targets.
+# SGL_GPU_TARGETS="a b" limits the build to those targets. SGL_GPU_PACK_ONLY="sgl-server
+# cuda_kernels_test ..." packs those binaries alone into .carry/gpu_one/gpu.txz, which travels
+# with the tree in one call:
+#   run(command="SGL_GPU_PACK=.carry/gpu_one/gpu.txz scripts/gpu_check.sh run",
+#       carry=[".carry/gpu_one"])
 # Every binary links libnccl.so.2 (the NCCL communicator); it is not packed (218 MB): run finds
 # the machine's (PyTorch's nvidia-nccl wheel, or a system copy) unless one is in gpu/lib.
 set -euo pipefail
@@ -58,6 +62,12 @@ pack() {
   done
   cp build/cuda/src/app/sgl-generate build/cuda/src/app/sgl-bench build/cuda/src/app/sgl-server \
      "$stage/gpu/"
+  if [ -n "${SGL_GPU_PACK_ONLY:-}" ]; then  # the named binaries alone
+    for bin in "$stage"/gpu/*; do
+      [ -f "$bin" ] || continue
+      [[ " $SGL_GPU_PACK_ONLY " == *" $(basename "$bin") "* ]] || rm -f "$bin"
+    done
+  fi
   cp -r configs "$stage/"
   cp bench/structured_output_schema.json "$stage/configs/"
   strip "$stage"/gpu/* 2>/dev/null || true
@@ -89,6 +99,11 @@ pack() {
   mkdir -p .carry && rm -f .carry/gpu.tgz &&
     tar cf - -C "$stage" gpu testdata configs "${wheels[@]}" | xz -T0 -6 >.carry/gpu.txz
   ls -la "$stage/gpu" && du -sh .carry/gpu.txz
+  if [ -n "${SGL_GPU_PACK_ONLY:-}" ]; then  # small enough for one call
+    rm -rf .carry/gpu_one && mkdir -p .carry/gpu_one && mv .carry/gpu.txz .carry/gpu_one/
+    du -sh .carry/gpu_one
+    return
+  fi
   rm -rf .carry/gpu_part1 .carry/gpu_part2 && mkdir -p .carry/gpu_part1 .carry/gpu_part2
   # Two halves, each carried in a call of its own (stage).
   split -n 2 -d .carry/gpu.txz .carry/gpu_part1/gpu.txz.part
