@@ -130,7 +130,7 @@ Engine::Engine(const EngineOptions& options)
                                                         options.context_length,
                                                         options.eos_token_ids, options.vocab_size)),
       next_rid_(options.first_rid),
-      lora_keys_(options.lora_adapters) {
+      lora_keys_(options.lora_cache_keys) {
   SGL_CHECK(options.first_rid >= 1 && options.rid_stride >= 1) << "rid 0 names no request";
 }
 

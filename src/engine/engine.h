@@ -50,9 +50,10 @@ struct EngineOptions {
   // The runner records each MoE layer's expert ids (--enable-return-routed-experts on a MoE
   // model): requests may ask for them (GenerateRequest::return_routed_experts).
   bool return_routed_experts = false;
-  // The runner's LoRA adapters at start (SGLang's --lora-paths), by name in id order: a
-  // request's lora_id is 0 (none) or one loaded (Engine::set_lora_adapter changes them).
-  std::vector<std::string> lora_adapters;
+  // The cache keys (lora_cache_key) of the runner's LoRA adapters at start (SGLang's
+  // --lora-paths), in id order: a request's lora_id is 0 (none) or one loaded
+  // (Engine::set_lora_adapter changes them).
+  std::vector<std::string> lora_cache_keys;
   // SGLang's --watchdog-timeout: when batches are in flight and none has finished for this
   // long, the engine logs what ran and calls on_watchdog_timeout; 0: no watchdog.
   // --soft-watchdog-timeout: the same log, and the engine goes on.

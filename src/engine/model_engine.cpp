@@ -202,9 +202,9 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
   options.max_num_tokens = ro.max_num_tokens;
   options.eos_token_ids = config.eos_token_ids;
   options.return_routed_experts = ro.enable_return_routed_experts;
-  options.lora_adapters.clear();
+  options.lora_cache_keys.clear();
   for (size_t i = 0; i < ro.lora_paths.size(); ++i) {
-    options.lora_adapters.push_back(lora_cache_key(i + 1, ro.lora_paths[i].name));
+    options.lora_cache_keys.push_back(lora_cache_key(i + 1, ro.lora_paths[i].name));
   }
   options.scheduler.pooler = me.model_runner->pooler();
   // A sleeping thread wakes tens of microseconds late: on a GPU, steps of half a millisecond

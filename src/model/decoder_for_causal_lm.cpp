@@ -209,14 +209,16 @@ Status DecoderForCausalLM::check_lora_configs() {
 
 Status DecoderForCausalLM::check_lora_config(const std::string& name,
                                              const LoraConfig& config) const {
-  if (options_.max_lora_rank > 0 && config.r > options_.max_lora_rank) {
-    return invalid_argument("LoRA adapter '" + name + "' has rank " + std::to_string(config.r) +
-                            ", over --max-lora-rank " + std::to_string(options_.max_lora_rank));
-  }
-  if (lora_max_rank_ > 0 && config.r > lora_max_rank_) {  // a later load
-    return invalid_argument("LoRA adapter '" + name + "' has rank " + std::to_string(config.r) +
-                            ", over the largest this server was started for (" +
-                            std::to_string(lora_max_rank_) + "; --max-lora-rank sets it at start)");
+  // --max-lora-rank, else (a later load) the largest rank of the start's adapters; none while
+  // those are read without the flag.
+  const int64_t limit = options_.max_lora_rank > 0 ? options_.max_lora_rank : lora_max_rank_;
+  if (limit > 0 && config.r > limit) {
+    return invalid_argument(
+        "LoRA adapter '" + name + "' has rank " + std::to_string(config.r) + ", over " +
+        (options_.max_lora_rank > 0
+             ? "--max-lora-rank " + std::to_string(limit)
+             : "the largest this server was started for (" + std::to_string(limit) +
+                   "; --max-lora-rank sets it at start)"));
   }
   for (int m = 0; m < kNumLoraModules; ++m) {
     if (config.targets[m] && !options_.lora_target_modules[m]) {

@@ -86,7 +86,7 @@ struct GenerateRequest {
   // (ReqUpdate::new_routed_experts), with the same radix cache and drafting rules.
   bool return_routed_experts = false;
   // The LoRA adapter the request runs with (SGLang's lora_path, resolved to the engine's
-  // adapters: EngineOptions::lora_adapters): 0 none, i the i-th. Its KV is the adapter's, so
+  // adapters: EngineOptions::lora_cache_keys): 0 none, i the i-th. Its KV is the adapter's, so
   // the radix cache keeps each adapter's prefixes apart (the engine's namespace for it).
   int32_t lora_id = 0;
   // Kept as long as the request is (the server's LoraRegistry lease): an adapter is unloaded
