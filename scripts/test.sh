@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The test command: format check, CPU build + tests, ASan/UBSan build + tests, TSan build + the
-# threaded layers' tests, fuzz targets over their corpora, CUDA compile.
-# Usage: scripts/test.sh [--quick]   (--quick: CPU build + tests only)
+# The test command: format check, CPU build, ASan/UBSan build, every test once (most under ASan),
+# TSan build + the threaded layers' tests, fuzz targets over their corpora, CUDA compile.
+# Usage: scripts/test.sh [--quick]   (--quick: CPU build + every test on it only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=${1:-}
@@ -67,7 +67,11 @@ if [ "$quick" != "--quick" ]; then
   # schemas, grammar correctness) is left out too: its requests take the structured-output
   # suite's path, and under TSan it outlasts its 10-minute limit on CI's two cores. The NGRAM
   # suite too: the engine's NGRAM tests below take its paths. So is the suites' second run
-  # behind two replicas: test_data_parallel runs the replicas' threads here.
+  # behind two replicas: test_data_parallel runs the replicas' threads here. So are the suites
+  # whose requests differ from the e2e suites' in what is parsed, rendered or written, not in
+  # which threads touch them (tool calls, reasoning under a grammar, template limits, the field
+  # table, request fields, Ollama's and Anthropic's tool routes): about four of CI's minutes
+  # (they run under ASan and the engine's grammar and reasoning tests run here).
   stage "TSan build and the engine, scheduler and server tests"
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan --target tests/engine/all tests/scheduler/all tests/server/all \
@@ -84,7 +88,7 @@ if [ "$quick" != "--quick" ]; then
   tsan_ctest distributed -j2
   tsan_ctest scheduler -j2
   tsan_ctest server -j1 -E \
-    "server_test_(default_model|launch_flags|sglang_bench|browser_cors|schema_suite|speculative)|server_dp2_"
+    "server_test_(default_model|launch_flags|sglang_bench|browser_cors|schema_suite|speculative|tool_calls|reasoning_grammar|chat_template_limits|field_table|request_fields|ollama_api|anthropic_tools)$|server_dp2_"
 
   # Each fuzz target for a few seconds over a scratch copy of its seed corpus (docs/fuzzing.md).
   stage "Fuzz targets (clang, libFuzzer + ASan + UBSan)"
