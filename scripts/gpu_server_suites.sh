@@ -27,6 +27,7 @@ export SGL_SERVER_BIN="$root/gpu/sgl-server" SGL_TEST_DP_SIZE=2 PYTHONDONTWRITEB
   SGL_TEST_SERVER_ARGS="--device cuda --dtype float32 --mem-fraction-static 0.25"
 passed=0 failed=()
 while read -r suite; do
+  [ -n "$suite" ] || continue  # (an empty SGL_GPU_DP2_SUITES prints one empty line)
   timeout -k 10 300 python3 -m pytest -q -rs -p no:cacheprovider "tests/server/$suite.py" \
     >"/tmp/$suite.log" 2>&1
   rc=$?
