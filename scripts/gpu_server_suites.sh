@@ -23,28 +23,22 @@ if ! python3 -c "import $(IFS=,; echo "${packages[*]}")" 2>/dev/null; then
       "${packages[@]}" >>"$log" 2>&1 ||
     { echo "RESULT: could not install ${packages[*]} from $root/wheels"; exit 1; }
 fi
-export SGL_SERVER_BIN="$root/gpu/sgl-server" SGL_TEST_DP_SIZE=2 PYTHONDONTWRITEBYTECODE=1 \
+export SGL_SERVER_BIN="$root/gpu/sgl-server" PYTHONDONTWRITEBYTECODE=1 \
   SGL_TEST_SERVER_ARGS="--device cuda --dtype float32 --mem-fraction-static 0.25"
 passed=0 failed=()
-while read -r suite; do
-  [ -n "$suite" ] || continue  # (an empty SGL_GPU_DP2_SUITES prints one empty line)
-  timeout -k 10 300 python3 -m pytest -q -rs -p no:cacheprovider "tests/server/$suite.py" \
-    >"/tmp/$suite.log" 2>&1
-  rc=$?
-  { echo "=== $suite rc $rc"; cat "/tmp/$suite.log"; } >>"$log"
-  echo "$suite: $(tail -n 1 "/tmp/$suite.log")"
-  if [ $rc = 0 ]; then passed=$((passed + 1)); else failed+=("$suite"); fi
-done < <(if [ -n "${SGL_GPU_DP2_SUITES+set}" ]; then printf '%s\n' $SGL_GPU_DP2_SUITES; else
-            cat tests/server/dp2_suites.txt; fi)
-# Suites whose assertions count one replica's cache, on one replica: LoRA (the CUDA update
-# against the merged weights, adapters of different batches).
-for suite in ${SGL_GPU_SOLO_SUITES:-test_lora}; do
-  SGL_TEST_DP_SIZE=1 timeout -k 10 300 python3 -m pytest -q -rs -p no:cacheprovider \
+# Runs tests/server/SUITE.py (DP: the replicas behind its servers), logs it and counts it.
+run_suite() {
+  local suite=$1 dp=$2 rc
+  SGL_TEST_DP_SIZE=$dp timeout -k 10 300 python3 -m pytest -q -rs -p no:cacheprovider \
     "tests/server/$suite.py" >"/tmp/$suite.log" 2>&1
   rc=$?
-  { echo "=== $suite (one replica) rc $rc"; cat "/tmp/$suite.log"; } >>"$log"
-  echo "$suite (one replica): $(tail -n 1 "/tmp/$suite.log")"
+  { echo "=== $suite (dp $dp) rc $rc"; cat "/tmp/$suite.log"; } >>"$log"
+  echo "$suite (dp $dp): $(tail -n 1 "/tmp/$suite.log")"
   if [ $rc = 0 ]; then passed=$((passed + 1)); else failed+=("$suite"); fi
-done
+}
+for suite in ${SGL_GPU_DP2_SUITES-$(cat tests/server/dp2_suites.txt)}; do run_suite "$suite" 2; done
+# Suites whose assertions count one replica's cache, on one replica: LoRA (the CUDA update
+# against the merged weights, adapters of different batches).
+for suite in ${SGL_GPU_SOLO_SUITES:-test_lora}; do run_suite "$suite" 1; done
 echo "RESULT: $passed suites passed${failed[*]:+, failed: ${failed[*]}}"
 [ ${#failed[@]} = 0 ]
