@@ -330,7 +330,8 @@ Result<std::string> take_final_assistant_text(json& messages) {
   if (last["role"] != "assistant") {
     return field_error("continue_final_message",
                        "needs the last message to be the assistant's (the text to continue); "
-                       "it is " + where + ", role '" + last["role"].get<std::string>() + "'");
+                       "it is " +
+                           where + ", role '" + last["role"].get<std::string>() + "'");
   }
   for (const char* key : {"tool_calls", "reasoning_content"}) {
     const json* value = find(last, key);

@@ -243,7 +243,8 @@ TEST(OpenAiJson, ContinueFinalMessageTakesTheAssistantsText) {
   // Without it (or false) the conversation is rendered whole and a new turn follows.
   for (const char* flag : {"", R"(, "continue_final_message": false)"}) {
     auto plain = parse_chat_request(std::string(R"({"messages": [{"role": "user", "content": "x"},
-        {"role": "assistant", "content": "y"}])") + flag + "}");
+        {"role": "assistant", "content": "y"}])") +
+                                    flag + "}");
     ASSERT_TRUE(plain.ok()) << plain.status().to_string();
     EXPECT_FALSE(plain->assistant_prefix.has_value());
     EXPECT_EQ(nlohmann::json::parse(plain->messages_json).size(), 2u);
