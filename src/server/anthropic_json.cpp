@@ -3,6 +3,7 @@
 #include "server/anthropic_json.h"
 
 #include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -179,9 +180,15 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
     SGL_RETURN_IF_ERROR(anthropic::append_message((*given)[i], i, messages));
   }
 
-  if ((*given)[given->size() - 1]["role"] == "assistant") {
-    // Anthropic continues a final assistant message; the chat template would open a new turn.
-    return unimplemented("a final assistant message (prefill) is not supported yet");
+  // A final assistant message is a prefill: the reply continues it (the chat route's
+  // continue_final_message). Anthropic refuses one ending in whitespace.
+  const bool prefill = (*given)[given->size() - 1]["role"] == "assistant";
+  if (prefill) {
+    const json& content = messages.back()["content"];
+    const std::string text = content.is_string() ? content.get<std::string>() : "";
+    if (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+      return field_error("messages", "final assistant content cannot end with trailing whitespace");
+    }
   }
 
   json chat = json::object();
@@ -198,6 +205,7 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
     }
   }
   chat["messages"] = std::move(messages);
+  if (prefill) chat["continue_final_message"] = true;
   SGL_RETURN_IF_ERROR(anthropic::translate_tools(o, chat));
   if (const json* stops = find(o, "stop_sequences")) {
     if (!stops->is_array()) return field_error("stop_sequences", "must be a list of strings");

@@ -39,7 +39,9 @@ Result<std::string> render_prompt(const ServerContext& ctx, const ChatRequest& r
       if (inputs.extra_context.find(key) == nullptr) inputs.extra_context.set(key, value);
     }
   }
-  inputs.add_generation_prompt = req.add_generation_prompt;
+  // A continued assistant message follows the opening of the assistant's turn (a request that
+  // says add_generation_prompt false with it, as vLLM asks, means the same prompt).
+  inputs.add_generation_prompt = req.add_generation_prompt || req.assistant_prefix.has_value();
   inputs.bos_token = ctx.tokenizer.bos_token().value_or("");
   inputs.eos_token = ctx.tokenizer.eos_token().value_or("");
   tokenizer::RenderOptions options;
@@ -74,6 +76,9 @@ Result<std::vector<int32_t>> chat_prompt_ids(const ServerContext& ctx, const Cha
     return *req.input_ids;
   }
   SGL_ASSIGN_OR_RETURN(*prompt, render_prompt(ctx, req, cancelled));
+  // continue_final_message: the prompt ends with the assistant's text (the output parsers see
+  // it too: a reasoning block it opened is still open).
+  if (req.assistant_prefix) *prompt += *req.assistant_prefix;
   // The completions routes' limit on text to tokenize, on the rendered conversation.
   SGL_RETURN_IF_ERROR(check_text_length(ctx, prompt->size(), "messages"));
   // The template writes the special tokens itself (transformers' apply_chat_template).

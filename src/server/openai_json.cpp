@@ -320,6 +320,31 @@ Result<json> template_message(const json& m, size_t index) {
   return out;
 }
 
+// continue_final_message: the final message, the assistant's text the model continues, taken out
+// of the conversation `messages` (template messages). SGLang's: the template then opens the
+// assistant's turn as for a new one, and this text follows. What the text could not carry on
+// (tool calls, reasoning) is refused rather than dropped.
+Result<std::string> take_final_assistant_text(json& messages) {
+  const std::string where = "messages[" + std::to_string(messages.size() - 1) + "]";
+  const json& last = messages.back();
+  if (last["role"] != "assistant") {
+    return field_error("continue_final_message",
+                       "needs the last message to be the assistant's (the text to continue); "
+                       "it is " +
+                           where + ", role '" + last["role"].get<std::string>() + "'");
+  }
+  for (const char* key : {"tool_calls", "reasoning_content"}) {
+    const json* value = find(last, key);
+    if (value && !value->is_null() && !value->empty()) {
+      return field_error(where + "." + key,
+                         "cannot be continued (continue_final_message continues the text)");
+    }
+  }
+  std::string text = last["content"].is_string() ? last["content"].get<std::string>() : "";
+  messages.erase(messages.size() - 1);
+  return text;
+}
+
 }  // namespace
 
 Result<CompletionRequest> parse_completion_request(std::string_view body,
@@ -422,10 +447,19 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
     SGL_ASSIGN_OR_RETURN(json m, template_message((*messages)[i], i));
     converted.push_back(std::move(m));
   }
+  bool continue_final = false;
+  SGL_RETURN_IF_ERROR(read(o, "continue_final_message", continue_final));
+  if (continue_final) {
+    SGL_ASSIGN_OR_RETURN(r.assistant_prefix, take_final_assistant_text(converted));
+  }
   r.messages_json = dump(converted);
   if (const json* ids = find(o, "input_ids")) {
     if (!ids->is_array() || ids->empty() || !(*ids)[0].is_number()) {
       return field_error("input_ids", "must be a non-empty list of token ids");
+    }
+    if (continue_final) {
+      return field_error("continue_final_message",
+                         "cannot be combined with input_ids (the ids stand for the rendering)");
     }
     SGL_RETURN_IF_ERROR(request_json::to_ids(*ids, "input_ids", r.input_ids.emplace()));
   }
@@ -492,9 +526,6 @@ Result<ChatRequest> request_json::parse_chat_object(const json& o, const Samplin
   SGL_RETURN_IF_ERROR(read(o, "separate_reasoning", r.separate_reasoning));
   SGL_RETURN_IF_ERROR(read(o, "stream_reasoning", r.stream_reasoning));
   SGL_RETURN_IF_ERROR(read(o, "add_generation_prompt", r.add_generation_prompt));
-  bool continue_final = false;
-  SGL_RETURN_IF_ERROR(read(o, "continue_final_message", continue_final));
-  if (continue_final) return unimplemented("continue_final_message is not supported yet");
 
   SGL_RETURN_IF_ERROR(read_sampling(o, r.sampling, false));
   SGL_RETURN_IF_ERROR(read_max_tokens(o, "max_tokens", r.sampling));

@@ -174,6 +174,10 @@ struct ChatRequest {
   // otherwise the reply ends there, stop reason max_tokens.
   std::optional<int64_t> max_reasoning_tokens;
   bool add_generation_prompt = true;
+  // continue_final_message (SGLang's): the final assistant message's text, taken out of
+  // messages_json; the template opens the assistant's turn and the prompt ends with this text,
+  // which the model continues. nullopt: a new turn as usual.
+  std::optional<std::string> assistant_prefix;
   SamplingInput sampling;
   bool logprobs = false;
   int64_t top_logprobs = 0;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "server/background_responses.h"
 #include "server/chat_submit.h"
 #include "server/engine_request.h"
 #include "server/errors.h"
@@ -36,7 +37,38 @@ class ResponsesReply final : public GenerationReply {
         req_(std::move(req)),
         model_(std::move(model)) {}
 
+  const std::string& id() const { return id_; }
+
+  // A background response before its end: the response object with `status` (queued,
+  // in_progress or cancelled) and no output, kept in the store with the input it has so far.
+  json store_unfinished(const char* status) {
+    json r = response(false);
+    r["status"] = status;
+    put_in_store(r);
+    return r;
+  }
+
+  // A background response the server ended with an error (`body`, the route's error response):
+  // failed, with that error's message.
+  void store_failed(const std::string& body) {
+    json r = response(false);
+    r["status"] = "failed";
+    const json error = json::parse(body, nullptr, false);
+    const json* message = error.is_object() && error.contains("error") && error["error"].is_object()
+                              ? request_json::find(error["error"], "message")
+                              : nullptr;
+    r["error"] = {{"code", "server_error"},
+                  {"message", message && message->is_string() ? *message : json(body)}};
+    put_in_store(r);
+  }
+
  private:
+  void put_in_store(const json& r) {
+    ctx_.response_store.put(
+        id_, {request_json::dump(r), std::make_shared<const ConversationTurn>(ConversationTurn{
+                                         req_->previous_turn, req_->input_items_json})});
+  }
+
   enum class Kind : uint8_t { kReasoning, kMessage, kCall };
 
   // One output item: the reasoning (its text), a message (its text) or a function call (its
@@ -128,7 +160,7 @@ class ResponsesReply final : public GenerationReply {
         {"object", "response"},
         {"created_at", created_},
         {"status", final ? status() : "in_progress"},
-        {"background", false},
+        {"background", req_->background},
         {"error", nullptr},
         {"incomplete_details", nullptr},
         {"instructions", nullptr},
@@ -368,6 +400,27 @@ class ResponsesReply final : public GenerationReply {
   int64_t sequence_ = 0;
 };
 
+// background: the reply runs on the server's background driver; the client gets it queued and
+// follows it in the store: in_progress once it runs, then its end (stored by the reply, as any
+// stored response), failed when the server ends it, cancelled when a cancel aborts it.
+Reply run_in_background(ServerContext& ctx, std::unique_ptr<ResponsesReply> reply) {
+  ResponsesReply* unfinished = reply.get();  // the callbacks run while the driver holds it
+  const std::string id = reply->id();
+  json queued = reply->store_unfinished("queued");
+  BackgroundResponses::Callbacks callbacks;
+  callbacks.started = [unfinished] { unfinished->store_unfinished("in_progress"); };
+  callbacks.done = [unfinished](HttpResponse response) {
+    if (response.status != 200) unfinished->store_failed(response.body);
+  };
+  callbacks.cancelled = [unfinished] { unfinished->store_unfinished("cancelled"); };
+  if (Status s = ctx.background_responses.run(id, std::move(reply), std::move(callbacks));
+      !s.ok()) {
+    ctx.response_store.remove(id);
+    return Reply::of(error_response(s));
+  }
+  return Reply::of(request_json::json_response(queued));
+}
+
 Reply prepare_responses(ServerContext& ctx, std::shared_ptr<const ResponsesRequest> req,
                         const std::atomic<bool>& cancelled) {
   auto claim = ctx.registry.claim(client_request_ids(req->chat.routing));
@@ -376,9 +429,11 @@ Reply prepare_responses(ServerContext& ctx, std::shared_ptr<const ResponsesReque
   if (!submitted.ok()) return Reply::of(error_response(submitted.status()));
   std::string model = req->chat.model.value_or(ctx.info.served_model_name);
   const bool stream = req->chat.stream;
-  return Reply::later(std::make_unique<ResponsesReply>(ctx, std::move(submitted->choices),
-                                                       std::move(req), std::move(model)),
-                      stream);
+  const bool background = req->background && !stream;
+  auto reply = std::make_unique<ResponsesReply>(ctx, std::move(submitted->choices), std::move(req),
+                                                std::move(model));
+  if (!background) return Reply::later(std::move(reply), stream);
+  return run_in_background(ctx, std::move(reply));
 }
 
 }  // namespace
@@ -405,13 +460,25 @@ Reply handle_responses(ServerContext& ctx, const HttpRequest& request) {
   });
 }
 
+namespace {
+
+HttpResponse stored_response(const ServerContext& ctx, const std::string& id) {
+  const auto stored = ctx.response_store.get(id);
+  if (!stored) return error_response(404, "response '" + id + "' is not stored");
+  HttpResponse r;
+  r.body = stored->response_json;
+  return r;
+}
+
+}  // namespace
+
 // GET /v1/responses/{id}: a stored response; DELETE removes it (OpenAI's, with
-// --enable-response-store); POST /v1/responses/{id}/cancel answers it.
+// --enable-response-store); POST /v1/responses/{id}/cancel aborts a background response still
+// running and answers the stored one.
 Reply handle_stored_response(ServerContext& ctx, const HttpRequest& request) {
   constexpr std::string_view kPrefix = "/v1/responses/";
   std::string id = request.path.substr(kPrefix.size());
-  // POST .../cancel: a stored response has ended, so cancelling it changes nothing and answers
-  // it as it is (SGLang's; only its background responses, not built here, can be cancelled).
+  // POST .../cancel: a response that has ended is answered as it is (SGLang's).
   const size_t slash = id.find('/');
   const bool cancel = slash != std::string::npos && id.substr(slash) == "/cancel";
   constexpr std::string_view kServed =
@@ -432,18 +499,19 @@ Reply handle_stored_response(ServerContext& ctx, const HttpRequest& request) {
     return Reply::of(error_response(
         400, "the response store is disabled: start the server with --enable-response-store"));
   }
-  if (request.method == "DELETE") {
+  if (request.method == "GET") return Reply::of(stored_response(ctx, id));
+  // A background response still running is aborted first (cancel: its status becomes cancelled;
+  // DELETE: then it goes). The abort waits for the background driver: on the admin pool.
+  const bool remove = request.method == "DELETE";
+  return on_admin_pool(ctx, [&ctx, id, remove] {
+    ctx.background_responses.cancel(id);
+    if (!remove) return Reply::of(stored_response(ctx, id));
     if (!ctx.response_store.remove(id)) {
       return Reply::of(error_response(404, "response '" + id + "' is not stored"));
     }
     return Reply::of(request_json::json_response(
         {{"id", id}, {"object", "response.deleted"}, {"deleted", true}}));
-  }
-  const auto stored = ctx.response_store.get(id);
-  if (!stored) return Reply::of(error_response(404, "response '" + id + "' is not stored"));
-  HttpResponse r;
-  r.body = stored->response_json;
-  return Reply::of(std::move(r));
+  });
 }
 
 }  // namespace sgl::server

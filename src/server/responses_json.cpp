@@ -167,7 +167,6 @@ constexpr request_json::RefusedField kRefusedFeatures[] = {
     {"conversation",
      "conversation objects are not implemented; send the conversation in 'input' "
      "(or, with --enable-response-store, 'previous_response_id')"},
-    {"background", "background responses are not implemented"},
     {"prompt", "stored prompt templates are not implemented"},
     {"max_tool_calls", "a limit on tool calls is not implemented"},
     {"context_management", "context management is not implemented"},
@@ -385,6 +384,13 @@ Status read_stored_conversation(json& o, const ResponseStore* store, ResponsesRe
                        "' is not stored (or was dropped: the store keeps the newest " +
                        std::to_string(kResponseStoreBytes >> 20) + " MiB)");
     }
+    // A background response still running has no output to continue yet.
+    const std::string status = json::parse(stored->response_json).value("status", std::string());
+    if (status == "queued" || status == "in_progress") {
+      return field_error("previous_response_id", "'" + previous->get<std::string>() +
+                                                     "' is still " + status +
+                                                     ": continue it once it has completed");
+    }
     json conversation = json::array();
     for (const std::string* turn : stored->conversation->items_in_order()) {
       for (json& item : json::parse(*turn)) conversation.push_back(std::move(item));
@@ -395,6 +401,27 @@ Status read_stored_conversation(json& o, const ResponseStore* store, ResponsesRe
     *input = std::move(conversation);
   }
   out.previous_response_id = previous ? previous->get<std::string>() : std::string();
+  return Status::ok_status();
+}
+
+// background (SGLang's): needs the response store and store, which keeps the response to be
+// retrieved. With stream the events come on this connection as usual (SGLang's).
+Status read_background(const json& o, const ResponseStore* store, ResponsesRequest& out) {
+  const json* background = find(o, "background");
+  if (!background) return Status::ok_status();
+  if (!background->is_boolean()) return field_error("background", "must be a boolean");
+  out.background = background->get<bool>();
+  if (!out.background) return Status::ok_status();
+  if (store == nullptr) {
+    return unimplemented(
+        "'background' is not supported: background responses are kept only with "
+        "--enable-response-store");
+  }
+  if (!out.store) {
+    return field_error("store",
+                       "must be true with background: true (SGLang's: the response "
+                       "is kept to be retrieved)");
+  }
   return Status::ok_status();
 }
 
@@ -412,6 +439,7 @@ Result<ResponsesRequest> request_json::parse_responses_object(json o, const Samp
   SGL_RETURN_IF_ERROR(check_options(o));
   ResponsesRequest out;
   SGL_RETURN_IF_ERROR(read_stored_conversation(o, store, out));
+  SGL_RETURN_IF_ERROR(read_background(o, store, out));
 
   json messages = json::array();
   if (const json* instructions = find(o, "instructions")) {

@@ -39,6 +39,9 @@ struct ResponsesRequest {
   // (echoed; empty: none) and its conversation (null: none), and this request's input as
   // Responses input items, which the stored response's own turn starts with.
   bool store = false;
+  // background (with store): the response runs without the connection, which gets it queued;
+  // GET /v1/responses/{id} shows it as it goes (server/background_responses.h).
+  bool background = false;
   std::string previous_response_id;
   std::shared_ptr<const ConversationTurn> previous_turn;
   std::string input_items_json;

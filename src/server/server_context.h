@@ -16,6 +16,7 @@
 #include "scheduler/priority.h"
 #include "server/api_auth.h"
 #include "server/api_options.h"
+#include "server/background_responses.h"
 #include "server/grammar_backend.h"
 #include "server/lora_registry.h"
 #include "server/metrics.h"
@@ -229,6 +230,9 @@ struct ServerContext {
   // the weights or while memory is released.
   std::mutex generation_control;
   ReleasedMemory released_memory;
+  // The Responses API's background replies, driven to their end without a connection. Last:
+  // destroyed first, while what the replies use (registry, engines) is still here.
+  BackgroundResponses background_responses;
 };
 
 }  // namespace sgl::server

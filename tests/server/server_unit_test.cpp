@@ -228,6 +228,37 @@ TEST(OpenAiJson, ParsesLogitProcessingAndPromptLogprobFields) {
   EXPECT_FALSE(parse_completion_request(R"({"prompt": "a", "logit_bias": {"-1": 1}})").ok());
 }
 
+// continue_final_message takes the final assistant message out of the conversation the
+// template renders: its text (parts joined as the route joins them) is what the prompt ends with.
+TEST(OpenAiJson, ContinueFinalMessageTakesTheAssistantsText) {
+  auto r = parse_chat_request(R"({"messages": [{"role": "user", "content": "x"},
+      {"role": "assistant", "content": [{"type": "text", "text": "Once"},
+                                        {"type": "text", "text": "upon"}]}],
+      "continue_final_message": true})");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->assistant_prefix, std::optional<std::string>("Once upon"));
+  const nlohmann::json messages = nlohmann::json::parse(r->messages_json);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0]["role"], "user");
+  // Without it (or false) the conversation is rendered whole and a new turn follows.
+  for (const char* flag : {"", R"(, "continue_final_message": false)"}) {
+    auto plain = parse_chat_request(std::string(R"({"messages": [{"role": "user", "content": "x"},
+        {"role": "assistant", "content": "y"}])") +
+                                    flag + "}");
+    ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+    EXPECT_FALSE(plain->assistant_prefix.has_value());
+    EXPECT_EQ(nlohmann::json::parse(plain->messages_json).size(), 2u);
+  }
+  // An empty assistant message continues from the opened turn alone.
+  auto empty = parse_chat_request(R"({"messages": [{"role": "user", "content": "x"},
+      {"role": "assistant", "content": null}], "continue_final_message": true})");
+  ASSERT_TRUE(empty.ok()) << empty.status().to_string();
+  EXPECT_EQ(empty->assistant_prefix, std::optional<std::string>(""));
+  auto user_last = parse_chat_request(
+      R"({"messages": [{"role": "user", "content": "x"}], "continue_final_message": true})");
+  EXPECT_EQ(user_last.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(OpenAiJson, GenerateTokenIdsLogprob) {
   auto one = parse_generate_request(R"({"text": ["a", "b"], "token_ids_logprob": [5, 7, 5]})");
   ASSERT_TRUE(one.ok()) << one.status().to_string();

@@ -55,6 +55,20 @@ def test_system_and_content_blocks(server, client):
     assert m.content[0].text == want
 
 
+def test_final_assistant_message_is_a_prefill(server, client):
+    # Anthropic's prefill: the reply continues the final assistant message (its text is not
+    # repeated), greedily into what the model would have written after it.
+    full = chat_text(server, [USER], 40)
+    cut = [i for i, ch in enumerate(full) if ch == " " and i > 0][3]
+    prefix = full[:cut]
+    for content in (prefix, [{"type": "text", "text": prefix}]):
+        m = client.messages.create(model="m", max_tokens=12, extra_body=GREEDY,
+                                   messages=[USER, {"role": "assistant", "content": content}])
+        rest = m.content[0].text
+        assert rest and full.startswith(prefix + rest), (prefix, rest, full)
+        assert m.usage.output_tokens == 12
+
+
 def test_stop_sequence(server, client):
     full = chat_text(server, [USER], 40)
     words = full.split()
@@ -110,8 +124,8 @@ def test_stream_event_order(server):
     ({"max_tokens": 4, "messages": [{"role": "user", "content": [
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ""}}]}]},
      400, "blocks of type 'image'"),
-    ({"max_tokens": 4, "messages": [USER, {"role": "assistant", "content": "The"}]}, 400,
-     "final assistant message (prefill)"),
+    ({"max_tokens": 4, "messages": [USER, {"role": "assistant", "content": "The "}]}, 400,
+     "final assistant content cannot end with trailing whitespace"),
     ({"max_tokens": 4, "messages": [USER],
       "tools": [{"type": "web_search_20250305", "name": "web_search"}]}, 400,
      "server tool 'web_search_20250305'"),

@@ -295,7 +295,7 @@ CHAT.update({
                       "return_input_ids_in_sglext", "return_output_ids_in_sglext",
                       "return_sampling_mask", "sampling_logprobs_mode",
                       "return_flat_raw_output_top_logprobs", "return_flat_raw_top_logprobs_b64",
-                      "continue_final_message", "session_id", "session_params",
+                      "session_id", "session_params",
                       "max_dynamic_patch", "min_dynamic_patch", "use_audio_in_video",
                       "images_config", "video_config", "mm_processor_kwargs",
                       "custom_logit_processor", "custom_params", "watermark",
@@ -310,6 +310,8 @@ CHAT.update({
     "stream_reasoning": shown(f"{REASONING}::test_chat_stream_reasoning_false_sends_the_reasoning_whole"),
     "chat_template_kwargs": shown(f"{REASONING}::test_responses_effort_switches_the_template"),
     "input_ids": shown(f"{FIELDS}::test_chat_input_ids_replace_the_rendering"),
+    "continue_final_message": shown(
+        f"{FIELDS}::test_chat_continue_final_message_continues_the_assistants_text"),
     "return_hidden_states": shown(OPENAI_HIDDEN_STATES),
     "return_token_ids": shown(f"{ROLLOUT}::test_chat_lists_the_rendered_prompt_and_the_response"),
     "return_prompt_token_ids": shown(
@@ -467,6 +469,8 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "extra_key": "tenant", "cache_salt": "salt",
               # An adapter's name needs --lora-paths (the cited test's server); null is none.
               "lora_path": None,
+              # True needs a final assistant message (the cited test's conversations).
+              "continue_final_message": False,
               # Any level (and a thinking budget) needs a reasoning parser, "none" a template
               # reading enable_thinking: this server has neither (the cited test's servers do).
               "reasoning_effort": None, "reasoning": {"enabled": False}}

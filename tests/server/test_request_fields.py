@@ -438,6 +438,55 @@ def test_chat_input_ids_replace_the_rendering(server):
         assert r.status_code == 400 and words in r.text, r.text
 
 
+def chat_content(server, messages, max_tokens, **extra):
+    r = server.post("/v1/chat/completions", {"messages": messages, "max_tokens": max_tokens,
+                                             "temperature": 0, **extra})
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]["message"]["content"]
+
+
+def test_chat_continue_final_message_continues_the_assistants_text(server):
+    # Greedy: a reply cut after a few words and sent back as the final assistant message is
+    # continued into the same reply (the new turn's rendering, then the text). vLLM's spelling,
+    # add_generation_prompt false beside it, renders the same prompt.
+    user = [{"role": "user", "content": "Once upon a time"}]
+    full = chat_content(server, user, 40)
+    cut = [i for i, ch in enumerate(full) if ch == " " and i > 0][3]
+    prefix = full[:cut]
+    assert prefix.strip() and len(prefix) < len(full) - 20, full
+    conversation = user + [{"role": "assistant", "content": prefix}]
+    rest = chat_content(server, conversation, 12, continue_final_message=True)
+    assert rest and full.startswith(prefix + rest), (prefix, rest, full)
+    assert chat_content(server, conversation, 12, continue_final_message=True,
+                        add_generation_prompt=False) == rest
+    # Text parts are the same text.
+    parts = user + [{"role": "assistant", "content": [{"type": "text", "text": prefix}]}]
+    assert chat_content(server, parts, 12, continue_final_message=True) == rest
+    # Without the flag the assistant's turn is closed and a new one follows: another reply.
+    assert chat_content(server, conversation, 12) != rest
+
+
+@pytest.mark.parametrize("messages, extra, words", [
+    ([{"role": "user", "content": "hi"}], {}, "needs the last message to be the assistant's"),
+    ([{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": None, "tool_calls": [
+          {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}],
+     {}, "'messages[1].tool_calls' cannot be continued"),
+    ([{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": "x", "reasoning_content": "thought"}],
+     {}, "'messages[1].reasoning_content' cannot be continued"),
+    ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}],
+     {"input_ids": [1, 2]}, "cannot be combined with input_ids"),
+    ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}],
+     {"continue_final_message": "yes"}, "continue_final_message"),
+])
+def test_chat_continue_final_message_refuses_what_it_cannot_continue(server, messages, extra,
+                                                                     words):
+    body = {"messages": messages, "max_tokens": 2, "continue_final_message": True, **extra}
+    r = server.post("/v1/chat/completions", body)
+    assert r.status_code == 400 and words in r.text, r.text
+
+
 def test_generate_meta_info_keys(server):
     # SGLang's meta_info keys, in its order; logprob listings only with return_logprob (its
     # top_logprobs_num and token_ids_logprob alone return nothing, as SGLang's).

@@ -3,6 +3,7 @@
 # usage and refusals. Greedy replies must equal /v1/chat/completions' for the same
 # conversation (one chat path).
 import json
+import time
 
 import requests
 
@@ -370,6 +371,82 @@ def test_only_the_response_itself_is_served(stored):
         r = getattr(requests, method)(stored.url + path, timeout=10)
         assert r.status_code == 405 and "not supported" in r.json()["error"]["message"], r.text
         assert r.headers["Allow"] == ("POST" if method == "get" else "GET, DELETE")
+
+
+def finished(client, response_id, timeout=60):
+    deadline = time.monotonic() + timeout
+    while True:
+        r = client.responses.retrieve(response_id)
+        if r.status not in ("queued", "in_progress"):
+            return r
+        assert time.monotonic() < deadline, f"{response_id} still {r.status}"
+        time.sleep(0.02)
+
+
+# background (SGLang's, with the store): the create returns the response queued; it runs without
+# the connection, and GET /v1/responses/{id} follows it to its end.
+def test_background_responses_run_without_the_connection(stored):
+    client = openai.OpenAI(base_url=stored.url + "/v1", api_key="unused", max_retries=0)
+    fg = client.responses.create(model="m", input="Once upon a time", max_output_tokens=12,
+                                 temperature=0)
+    bg = client.responses.create(model="m", input="Once upon a time", max_output_tokens=12,
+                                 temperature=0, background=True)
+    assert bg.background is True and bg.status == "queued" and bg.id != fg.id
+    assert bg.output == [] and bg.usage is None
+    done = finished(client, bg.id)
+    assert done.status == fg.status == "incomplete" and done.background is True
+    assert done.output_text == fg.output_text and done.usage.output_tokens == 12
+    # It is a stored response like any: continued, then deleted.
+    after = client.responses.create(model="m", input="Go on.", previous_response_id=bg.id,
+                                    max_output_tokens=4, temperature=0)
+    assert after.output_text
+    client.responses.delete(bg.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(bg.id)
+    # Streamed, the events come on the connection (SGLang's); the response says background.
+    events = list(client.responses.create(model="m", input="hi", max_output_tokens=4,
+                                          temperature=0, stream=True, background=True))
+    assert events[-1].type == "response.incomplete" and events[-1].response.background is True
+    r = stored.post("/v1/responses", {"model": "m", "input": "hi", "background": True,
+                                      "store": False})
+    assert r.status_code == 400 and "'store'" in r.json()["error"]["message"], r.text
+    stored.wait_idle_no_leak()
+
+
+def test_background_responses_cancel_abort_and_delete_while_running(stored):
+    client = openai.OpenAI(base_url=stored.url + "/v1", api_key="unused", max_retries=0)
+
+    def start():  # 200 steps of 10 ms at least: still running when the next call comes
+        return client.responses.create(model="m", input="Once upon a time", temperature=0,
+                                       max_output_tokens=200, background=True,
+                                       extra_body={"ignore_eos": True})
+
+    assert stored.post("/slow_down", {"forward_sleep_time": 0.01}).status_code == 200
+    try:
+        cancelled = start()
+        assert client.responses.retrieve(cancelled.id).status in ("queued", "in_progress")
+        with pytest.raises(openai.BadRequestError) as e:  # nothing to continue yet
+            client.responses.create(model="m", input="x", previous_response_id=cancelled.id)
+        assert "still" in str(e.value)
+        answer = client.responses.cancel(cancelled.id)
+        assert answer.id == cancelled.id and answer.status == "cancelled"
+        # /abort_request ends it as any request: failed, with the reason.
+        aborted = start()
+        assert stored.post("/abort_request", {"rid": aborted.id}).json()["success"]
+        failed = finished(client, aborted.id)
+        assert failed.status == "failed" and failed.error is not None, failed
+        # DELETE aborts it first.
+        deleted = start()
+        client.responses.delete(deleted.id)
+        with pytest.raises(openai.NotFoundError):
+            client.responses.retrieve(deleted.id)
+    finally:
+        stored.post("/slow_down", {"forward_sleep_time": None})
+    stored.wait_idle_no_leak()
+    # What was cancelled stays so, and nothing brings back what was deleted.
+    assert client.responses.retrieve(cancelled.id).status == "cancelled"
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(deleted.id)
 
 
 def test_without_the_store_flag_nothing_is_kept(server):
