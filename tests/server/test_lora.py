@@ -194,7 +194,10 @@ def start_fails(*args):
     binary = server_binary()
     if binary is None:
         pytest.skip("no sgl-server")
-    p = subprocess.run([str(binary), "--model-path", str(MODEL), "--port", "0", *args],
+    # On the CPU: these are the flags' refusals, which a GPU check (--tp-size 2 on one GPU) would
+    # otherwise answer first.
+    p = subprocess.run([str(binary), "--model-path", str(MODEL), "--port", "0", "--device", "cpu",
+                        *args],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode != 0, p.stderr
     return p.stderr
