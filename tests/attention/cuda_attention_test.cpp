@@ -9,13 +9,17 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "attention/attention_backend.h"
@@ -121,15 +125,6 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
 
   backend::Stream stream() const { return stream_.get(); }
   bool fp8() const { return is_fp8_kv(GetParam().kv); }
-  // Element i of the K (which 0) or V cache's bytes, as the value it stands for.
-  float cache_value(const std::vector<uint8_t>& bytes, size_t i, int which) const {
-    if (!fp8()) {
-      uint16_t bits;
-      std::memcpy(&bits, bytes.data() + 2 * i, 2);
-      return bf16_to_float(bits);
-    }
-    return fp8_table(GetParam().kv)[bytes[i]] * (which == 0 ? kFp8Scales.k : kFp8Scales.v);
-  }
   void check_rope_fusion(bool with_norm);
   cudaStream_t native() const { return static_cast<cudaStream_t>(stream_.get().native); }
 
@@ -183,47 +178,77 @@ class FlashAttentionTest : public ::testing::TestWithParam<HeadShape> {
 
   // Each (token, q head) row's softmax over its request's prefix and the new tokens its tree mask
   // row names (all up to itself without one), in double from the pool's bf16 K/V; bf16 out.
+  // Tokens spread over the host's threads (a tree sweep's batch takes minutes on one).
   std::vector<uint16_t> host_attention(const HostBatch& h, const std::vector<uint16_t>& qkv) {
     const HeadShape s = GetParam();
     const std::vector<uint8_t> kc = download_bytes(pool_->k(0), native());
     const std::vector<uint8_t> vc = download_bytes(pool_->v(0), native());
     const int64_t dim = s.head_dim, width = int64_t{s.q_heads + 2 * s.kv_heads} * dim;
-    std::vector<uint16_t> out(static_cast<size_t>(h.num_tokens()) * s.q_heads * dim);
-    for (int32_t b = 0; b < h.batch_size(); ++b) {
-      const int32_t prefix = h.prefix_lens[b];
-      const int32_t* slots = h.kv_indices.data() + h.kv_indptr[b];
-      for (int32_t t = h.qo_indptr[b]; t < h.qo_indptr[b + 1]; ++t) {
-        const int32_t i = t - h.qo_indptr[b];
-        std::vector<int32_t> seen(slots, slots + prefix);
-        for (int32_t j = 0; j <= i; ++j) {
-          if (h.tree_mask.empty() || ((h.tree_mask[t] >> j) & 1) != 0) {
-            seen.push_back(slots[prefix + j]);
-          }
-        }
-        for (int hq = 0; hq < s.q_heads; ++hq) {
-          const int64_t kvh = hq / (s.q_heads / s.kv_heads);
-          std::vector<double> w;
-          for (int32_t slot : seen) {
-            double dot = 0;
-            for (int64_t d = 0; d < dim; ++d) {
-              dot += double{bf16_to_float(qkv[t * width + hq * dim + d])} *
-                     cache_value(kc, (slot * s.kv_heads + kvh) * dim + d, 0);
-            }
-            w.push_back(dot * config_.scale);
-          }
-          const double max = *std::max_element(w.begin(), w.end());
-          double sum = 0;
-          for (double& x : w) sum += (x = std::exp(x - max));
-          for (int64_t d = 0; d < dim; ++d) {
-            double o = 0;
-            for (size_t k = 0; k < seen.size(); ++k) {
-              o += w[k] / sum * cache_value(vc, (seen[k] * s.kv_heads + kvh) * dim + d, 1);
-            }
-            out[(t * s.q_heads + hq) * dim + d] = float_to_bf16(static_cast<float>(o));
-          }
+    const bool fp8_cache = fp8();
+    const std::array<float, 256>* table = fp8_cache ? &fp8_table(s.kv) : nullptr;
+    // Row (slot, KV head) of the K (which 0) or V cache as doubles.
+    auto cache_row = [&](const std::vector<uint8_t>& bytes, int64_t slot, int64_t kvh, int which,
+                         double* row) {
+      const size_t first = static_cast<size_t>((slot * s.kv_heads + kvh) * dim);
+      const float scale = which == 0 ? kFp8Scales.k : kFp8Scales.v;
+      for (int64_t d = 0; d < dim; ++d) {
+        if (fp8_cache) {
+          row[d] = double{(*table)[bytes[first + d]] * scale};
+        } else {
+          uint16_t bits;
+          std::memcpy(&bits, bytes.data() + 2 * (first + d), 2);
+          row[d] = bf16_to_float(bits);
         }
       }
+    };
+    std::vector<uint16_t> out(static_cast<size_t>(h.num_tokens()) * s.q_heads * dim);
+    auto one_token = [&](int32_t b, int32_t t) {
+      const int32_t prefix = h.prefix_lens[b];
+      const int32_t* slots = h.kv_indices.data() + h.kv_indptr[b];
+      const int32_t i = t - h.qo_indptr[b];
+      std::vector<int32_t> seen(slots, slots + prefix);
+      for (int32_t j = 0; j <= i; ++j) {
+        if (h.tree_mask.empty() || ((h.tree_mask[t] >> j) & 1) != 0) {
+          seen.push_back(slots[prefix + j]);
+        }
+      }
+      std::vector<double> q(dim), row(dim), o(dim), w(seen.size());
+      for (int hq = 0; hq < s.q_heads; ++hq) {
+        const int64_t kvh = hq / (s.q_heads / s.kv_heads);
+        for (int64_t d = 0; d < dim; ++d) q[d] = bf16_to_float(qkv[t * width + hq * dim + d]);
+        for (size_t k = 0; k < seen.size(); ++k) {
+          cache_row(kc, seen[k], kvh, 0, row.data());
+          double dot = 0;
+          for (int64_t d = 0; d < dim; ++d) dot += q[d] * row[d];
+          w[k] = dot * config_.scale;
+        }
+        const double max = *std::max_element(w.begin(), w.end());
+        double sum = 0;
+        for (double& x : w) sum += (x = std::exp(x - max));
+        std::fill(o.begin(), o.end(), 0.0);
+        for (size_t k = 0; k < seen.size(); ++k) {
+          cache_row(vc, seen[k], kvh, 1, row.data());
+          for (int64_t d = 0; d < dim; ++d) o[d] += w[k] / sum * row[d];
+        }
+        for (int64_t d = 0; d < dim; ++d) {
+          out[(t * s.q_heads + hq) * dim + d] = float_to_bf16(static_cast<float>(o[d]));
+        }
+      }
+    };
+    std::vector<std::pair<int32_t, int32_t>> tokens;  // (request, token)
+    for (int32_t b = 0; b < h.batch_size(); ++b) {
+      for (int32_t t = h.qo_indptr[b]; t < h.qo_indptr[b + 1]; ++t) tokens.emplace_back(b, t);
     }
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> workers(std::max(1u, std::thread::hardware_concurrency()));
+    for (std::thread& worker : workers) {
+      worker = std::thread([&] {
+        for (size_t n = next++; n < tokens.size(); n = next++) {
+          one_token(tokens[n].first, tokens[n].second);
+        }
+      });
+    }
+    for (std::thread& worker : workers) worker.join();
     return out;
   }
 
