@@ -30,8 +30,8 @@ class BackgroundResponses {
   BackgroundResponses(const BackgroundResponses&) = delete;
   BackgroundResponses& operator=(const BackgroundResponses&) = delete;
 
-  // Runs the non-streaming `reply` under `id` (unique among those running: kAlreadyExists) to its
-  // end; the callbacks run on the driver thread, one at a time for all replies.
+  // Runs the non-streaming `reply` under `id` (unique among those running, else InvalidArgument)
+  // to its end; the callbacks run on the driver thread, one at a time for all replies.
   Status run(const std::string& id, std::unique_ptr<DeferredReply> reply, Callbacks callbacks);
   // Aborts reply `id` if it still runs and waits until the driver has (its `cancelled` callback
   // ran) or it ended first (its `done` ran). False: no reply `id` runs.
