@@ -132,11 +132,13 @@ run() {
       local name
       name=$(basename "$t")
       if [[ " ${SGL_GPU_SKIP:-} " == *" $name "* ]]; then continue; fi
+      local started=$SECONDS passed
       if "$t" >"$log/$name.log" 2>&1; then
-        rows+=("$name PASS $(grep -o 'PASSED  \] [0-9]* test' "$log/$name.log" | grep -o '[0-9]*')")
+        passed=$(grep -o 'PASSED  \] [0-9]* test' "$log/$name.log" | grep -o '[0-9]*')
+        rows+=("$name PASS $passed ($((SECONDS - started)) s)")
       else
         status=1
-        rows+=("$name FAIL")
+        rows+=("$name FAIL ($((SECONDS - started)) s)")
         grep -E "Failure|FAILED|error" -A4 "$log/$name.log" | head -60 || true
       fi
     done
