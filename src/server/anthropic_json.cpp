@@ -184,8 +184,8 @@ Result<ChatRequest> parse_messages_request(std::string_view body, const Sampling
   // continue_final_message). Anthropic refuses one ending in whitespace.
   const bool prefill = (*given)[given->size() - 1]["role"] == "assistant";
   if (prefill) {
-    const json& content = messages.back()["content"];
-    const std::string text = content.is_string() ? content.get<std::string>() : "";
+    const json* content = find(messages.back(), "content");
+    const std::string text = content && content->is_string() ? content->get<std::string>() : "";
     if (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
       return field_error("messages", "final assistant content cannot end with trailing whitespace");
     }
