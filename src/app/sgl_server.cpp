@@ -185,8 +185,25 @@ std::span<const FlagSpec> server_flag_table() {
                "/v1/responses/{id} and previous_response_id, as SGLang's flag does; at most "
                "256 MiB, the oldest dropped first."},
       {.name = "--log-requests",
-       .help = "Log each finished request (rid, prompt / completion / cached tokens, finish "
-               "reason, latency) at info level; lowers --log-level to info if it is higher."},
+       .help = "Log each request as it reaches the engine and when it finishes (rid, prompt / "
+               "completion / cached tokens, finish reason, latency), with the detail of "
+               "--log-requests-level, whatever --log-level says."},
+      {.name = "--log-requests-level",
+       .value = "0-3",
+       .help = "Detail of --log-requests (SGLang's): 0 metadata, 1 and sampling parameters, 2 "
+               "and inputs / outputs cut to 2048 characters or entries (OpenAI-style bodies "
+               "too), 3 all of them.",
+       .default_value = "2"},
+      {.name = "--log-requests-format",
+       .value = "text|json",
+       .help = "Lines of --log-requests as text or one JSON object each (SGLang's events "
+               "request.received, request.finished, request.received.openai).",
+       .default_value = "text"},
+      {.name = "--log-requests-target",
+       .value = "TARGET...",
+       .help = "Where --log-requests writes: stdout and/or directories (each gets "
+               "<hostname>_0.log, appended).",
+       .default_value = "the server log (stderr)"},
       {.name = "--bucket-time-to-first-token",
        .value = "S...",
        .help = "Upper bounds (seconds) of sglang:time_to_first_token_seconds' buckets.",
@@ -199,6 +216,16 @@ std::span<const FlagSpec> server_flag_table() {
        .value = "S...",
        .help = "Upper bounds (seconds) of sglang:e2e_request_latency_seconds' buckets.",
        .default_value = "SGLang's: 0.1 to 2400"},
+      {.name = "--prompt-tokens-buckets",
+       .value = "RULE...",
+       .help = "Buckets of sglang:prompt_tokens_histogram and "
+               "sglang:uncached_prompt_tokens_histogram (SGLang's rules): default, tse <middle> "
+               "<base> <count> (middle and middle +- base^i), or custom <value>....",
+       .default_value = "default: 100 to 1100000 tokens"},
+      {.name = "--generation-tokens-buckets",
+       .value = "RULE...",
+       .help = "Buckets of sglang:generation_tokens_histogram, by the same rules.",
+       .default_value = "default: 100 to 1100000 tokens"},
       {.name = "--extra-metric-labels",
        .value = "JSON",
        .help = "Labels every sglang:* metric carries, as a JSON object: "
@@ -353,7 +380,16 @@ Result<Options> parse_options(int argc, char** argv) {
   o.http_read_timeout = std::chrono::milliseconds(static_cast<int64_t>(read_timeout * 1000));
   o.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(drain_timeout * 1000));
   SGL_ASSIGN_OR_RETURN(options.setup, parse_engine_flags(args, "info"));  // sets the log level
-  o.log_requests = args.has("--log-requests");
+  o.request_log.enabled = args.has("--log-requests");
+  SGL_ASSIGN_OR_RETURN(const int64_t log_level,
+                       args.get_int("--log-requests-level", server::kRequestLogDefaultLevel));
+  SGL_RETURN_IF_ERROR(server::check_request_log_level(log_level, "--log-requests-level"));
+  o.request_log.level = static_cast<int>(log_level);
+  SGL_ASSIGN_OR_RETURN(o.request_log.format, server::parse_request_log_format(
+                                                 args.get("--log-requests-format").value_or("text"),
+                                                 "--log-requests-format"));
+  o.request_log.targets = args.get_list("--log-requests-target");
+  SGL_RETURN_IF_ERROR(server::prepare_request_log_targets(o.request_log.targets));
   o.enable_response_store = args.has("--enable-response-store");
   o.warmup = !args.has("--skip-server-warmup");
   SGL_ASSIGN_OR_RETURN(o.health_generates,
@@ -369,12 +405,17 @@ Result<Options> parse_options(int argc, char** argv) {
   SGL_ASSIGN_OR_RETURN(
       o.metrics, server::parse_metrics_options(std::move(ttft), std::move(itl), std::move(e2e),
                                                args.get("--extra-metric-labels").value_or("")));
+  SGL_ASSIGN_OR_RETURN(o.metrics.prompt_token_buckets,
+                       server::token_buckets_from_rule(args.get_list("--prompt-tokens-buckets"),
+                                                       "--prompt-tokens-buckets"));
+  SGL_ASSIGN_OR_RETURN(o.metrics.generation_token_buckets,
+                       server::token_buckets_from_rule(args.get_list("--generation-tokens-buckets"),
+                                                       "--generation-tokens-buckets"));
   options.setup.runner.is_embedding = args.has("--is-embedding");
   if (options.setup.runner.is_embedding && !o.chat_template_path.empty()) {
     return invalid_argument(
         "--chat-template with --is-embedding: an embedding model serves no chat route");
   }
-  if (o.log_requests && !log_enabled(LogLevel::kInfo)) set_log_level(LogLevel::kInfo);
   options.notes.insert(options.notes.end(), options.setup.notes.begin(), options.setup.notes.end());
   o.engine = options.setup.engine;
   o.device = options.setup.runner.device.to_string();

@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <type_traits>
 
-#include "core/logging.h"
 #include "server/engine_request.h"
+#include "server/request_log_json.h"
 #include "server/token_text.h"
 
 namespace sgl::server {
@@ -330,14 +329,21 @@ void ChoiceStream::set_finished(FinishInfo finish) {
   const double latency = now_s() - start_s_;
   ctx_.metrics.observe_finished(latency, finish_->reason, prompt_tokens_, completion_tokens(),
                                 cached_tokens_);
-  if (ctx_.log_requests && !options_.no_logs) {
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.3f", latency);
-    SGL_LOG_INFO << "request rid=" << rid() << " prompt_tokens=" << prompt_tokens_
-                 << " completion_tokens=" << completion_tokens()
-                 << " cached_tokens=" << cached_tokens_ << " finish_reason=" << finish_->reason
-                 << " latency=" << seconds << "s";
+  const RequestLogView log = ctx_.request_log.view();
+  if (!log.enabled || options_.no_logs) return;
+  request_log::json out = request_log::json::object();
+  if (log.level >= 2) {  // (levels 0 and 1 log no outputs)
+    if (!ctx_.info.skip_tokenizer_init) {
+      out["text"] =
+          ctx_.tokenizer.decode(total_.token_ids, decode_options(options_.skip_special_tokens));
+    }
+    out["output_ids"] = total_.token_ids;
   }
+  ctx_.request_log.write(
+      request_log::finished_line(log,
+                                 {std::to_string(rid()), prompt_tokens_, completion_tokens(),
+                                  cached_tokens_, finish_->reason, latency},
+                                 out));
 }
 
 }  // namespace sgl::server

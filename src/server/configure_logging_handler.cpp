@@ -1,6 +1,7 @@
 // SGLang's /configure_logging (GET or POST with a JSON body): request logging turned on or off
-// (log_requests) and the log level changed (log_level) while the server runs. The request dumps
-// SGLang writes to folders are not built, so their fields are refused by name.
+// (log_requests), its level and format changed (log_requests_level, log_requests_format), and the
+// log level changed (log_level) while the server runs. The request dumps SGLang writes to folders
+// are not built, so their fields are refused by name.
 #include <nlohmann/json.hpp>
 
 #include "core/logging.h"
@@ -33,17 +34,14 @@ Reply handle_configure_logging(ServerContext& ctx, const HttpRequest& request) {
   if (Status s = request_json::refuse_fields(o, kRefused); !s.ok()) {
     return Reply::of(error_response(s));
   }
-  // The log line holds a request's metadata (SGLang's level 0) as text.
   std::optional<int64_t> level;
   if (Status s = read(o, "log_requests_level", level); !s.ok()) return Reply::of(error_response(s));
-  if (level && *level != 0) {
-    return Reply::of(error_response(unimplemented(
-        "'log_requests_level' other than 0 is not supported: the request log line holds its "
-        "metadata only")));
-  }
-  if (const json* format = find(o, "log_requests_format"); format && *format != "text") {
-    return Reply::of(error_response(
-        unimplemented("'log_requests_format' other than \"text\" is not supported")));
+  std::optional<std::string_view> format;
+  if (const json* v = find(o, "log_requests_format")) {
+    if (!v->is_string()) {
+      return Reply::of(error_response(field_error("log_requests_format", "must be a string")));
+    }
+    format = v->get_ref<const std::string&>();
   }
   std::optional<LogLevel> log_level;
   if (const json* v = find(o, "log_level")) {
@@ -63,12 +61,10 @@ Reply handle_configure_logging(ServerContext& ctx, const HttpRequest& request) {
     log_requests = v->get<bool>();
   }
   // Checked whole before anything changes.
-  if (log_level) set_log_level(*log_level);
-  if (log_requests) {
-    ctx.log_requests = *log_requests;
-    // Request lines are info lines (as --log-requests raises the level at start).
-    if (*log_requests && !log_enabled(LogLevel::kInfo)) set_log_level(LogLevel::kInfo);
+  if (Status s = ctx.request_log.configure(log_requests, level, format); !s.ok()) {
+    return Reply::of(error_response(s));
   }
+  if (log_level) set_log_level(*log_level);
   SGL_LOG_INFO << "configure_logging: " << request.body;
   return Reply::of(plain_text_response());  // an empty 200, as SGLang's
 }

@@ -2,11 +2,10 @@
 #include "server/embedding_reply.h"
 
 #include <chrono>
-#include <cstdio>
 
-#include "core/logging.h"
 #include "server/engine_request.h"
 #include "server/errors.h"
+#include "server/request_log_json.h"
 
 namespace sgl::server {
 namespace {
@@ -63,15 +62,15 @@ DeferredReply::Progress EmbeddingReply::poll() {
           ctx_.metrics.observe_finished(latency, scheduler::finish_reason_name(f.reason),
                                         event->usage.prompt_tokens, 0, event->usage.cached_tokens);
         }
-        if (log_metrics_ && ctx_.log_requests) {
-          char seconds[32];
-          std::snprintf(seconds, sizeof seconds, "%.3f", latency);
-          // The generation routes' line (ChoiceStream), with nothing generated.
-          SGL_LOG_INFO << "request rid=" << streams_[i]->rid()
-                       << " prompt_tokens=" << event->usage.prompt_tokens
-                       << " completion_tokens=0 cached_tokens=" << event->usage.cached_tokens
-                       << " finish_reason=" << scheduler::finish_reason_name(f.reason)
-                       << " latency=" << seconds << "s";
+        const RequestLogView log = ctx_.request_log.view();
+        if (log_metrics_ && log.enabled) {
+          request_log::json out = request_log::json::object();
+          if (log.level >= 2) out["embedding"] = event->embedding;  // (0 and 1 drop it)
+          ctx_.request_log.write(request_log::finished_line(
+              log,
+              {std::to_string(streams_[i]->rid()), event->usage.prompt_tokens, 0,
+               event->usage.cached_tokens, scheduler::finish_reason_name(f.reason), latency},
+              out));
         }
         if (event->embedding.empty()) {
           if (!aborted_) aborted_ = f.message.empty() ? "no embedding came back" : f.message;
@@ -108,7 +107,7 @@ void EmbeddingReply::cancel() {
 }
 
 Result<std::vector<std::shared_ptr<engine::RequestStream>>> submit_encodes(
-    ServerContext& ctx, const std::vector<std::vector<int32_t>>& prompts) {
+    ServerContext& ctx, const std::vector<std::vector<int32_t>>& prompts, bool logged) {
   for (const std::vector<int32_t>& ids : prompts) SGL_RETURN_IF_ERROR(check_prompt_ids(ctx, ids));
   std::vector<std::shared_ptr<engine::RequestStream>> streams;
   streams.reserve(prompts.size());
@@ -119,6 +118,13 @@ Result<std::vector<std::shared_ptr<engine::RequestStream>>> submit_encodes(
       return stream.status();
     }
     streams.push_back(std::move(stream).value());
+  }
+  const RequestLogView log = ctx.request_log.view();
+  for (size_t i = 0; logged && log.enabled && i < prompts.size(); ++i) {
+    request_log::json request = {{"prompt_tokens", prompts[i].size()}};
+    if (log.level >= 2) request["input_ids"] = prompts[i];  // (levels 0 and 1 drop it)
+    ctx.request_log.write(
+        request_log::received_line(log, std::to_string(streams[i]->rid()), request));
   }
   return streams;
 }

@@ -58,8 +58,9 @@ class EmbeddingReply final : public DeferredReply {
 
 // Encodes each prompt (token ids): checks them all against the model (check_prompt_ids), then
 // submits each (Engine::encode). If a submission fails, the requests already submitted are
-// aborted and its error returned (a full queue is kResourceExhausted -> 503).
+// aborted and its error returned (a full queue is kResourceExhausted -> 503). `logged`: each goes
+// to --log-requests' received lines (a health probe's do not).
 Result<std::vector<std::shared_ptr<engine::RequestStream>>> submit_encodes(
-    ServerContext& ctx, const std::vector<std::vector<int32_t>>& prompts);
+    ServerContext& ctx, const std::vector<std::vector<int32_t>>& prompts, bool logged);
 
 }  // namespace sgl::server

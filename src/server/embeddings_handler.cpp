@@ -43,7 +43,7 @@ std::vector<std::vector<int32_t>> input_ids(const ServerContext& ctx,
 
 // On a pool thread: tokenizes, submits, and answers with OpenAI's embedding list.
 Reply prepare_embeddings(ServerContext& ctx, const EmbeddingRequest& req) {
-  auto streams = submit_encodes(ctx, input_ids(ctx, req.inputs));
+  auto streams = submit_encodes(ctx, input_ids(ctx, req.inputs), /*logged=*/true);
   if (!streams.ok()) return Reply::of(error_response(streams.status()));
   // SGLang serves whatever model name a request gives, and answers with it.
   const std::string model = req.model.value_or(ctx.info.served_model_name);
@@ -74,7 +74,7 @@ Reply prepare_encode(ServerContext& ctx, const EncodeInput& req) {
   auto claim = ctx.registry.claim(req.rid.empty() ? std::vector<std::string>{}
                                                   : std::vector<std::string>{req.rid});
   if (!claim.ok()) return Reply::of(error_response(claim.status()));
-  auto streams = submit_encodes(ctx, input_ids(ctx, req.prompts));
+  auto streams = submit_encodes(ctx, input_ids(ctx, req.prompts), /*logged=*/true);
   if (!streams.ok()) return Reply::of(error_response(streams.status()));
   const std::string id = reply_id(req.rid, "");
   auto format = [id, batch = req.batch](const std::vector<Encoded>& results, double seconds) {

@@ -8,6 +8,7 @@
 
 #include "core/logging.h"
 #include "server/lora_request.h"
+#include "server/request_log_json.h"
 
 namespace sgl::server {
 
@@ -155,11 +156,22 @@ Result<std::vector<std::unique_ptr<ChoiceStream>>> submit_choices(
     ServerContext& ctx, std::vector<ChoicePlan> plans, std::optional<int64_t> routed_dp_rank) {
   std::vector<std::unique_ptr<ChoiceStream>> choices;
   choices.reserve(plans.size());
+  const RequestLogView log = ctx.request_log.view();
   for (ChoicePlan& plan : plans) {
     const std::vector<int32_t> prompt = plan.request.input_ids;
+    request_log::json logged;  // built before the request moves into the engine
+    if (log.enabled && !plan.options.no_logs) {
+      logged = request_log::generate_request(
+          plan.request, plan.options, ctx.info.skip_tokenizer_init ? nullptr : &ctx.tokenizer,
+          log.level);
+    }
     auto stream = ctx.engine.submit(std::move(plan.request), routed_dp_rank);
     // On an error the streams already made abort their requests as they are destroyed.
     if (!stream.ok()) return stream.status();
+    if (!logged.is_null()) {
+      ctx.request_log.write(
+          request_log::received_line(log, std::to_string((*stream)->rid()), logged));
+    }
     choices.push_back(std::make_unique<ChoiceStream>(ctx, std::move(stream).value(), prompt,
                                                      std::move(plan.options)));
   }

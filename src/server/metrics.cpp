@@ -142,6 +142,63 @@ Result<MetricsOptions> parse_metrics_options(std::vector<double> ttft, std::vect
   return out;
 }
 
+Result<std::vector<double>> token_buckets_from_rule(const std::vector<std::string>& rule,
+                                                    std::string_view flag) {
+  const std::string name(flag);
+  if (rule.empty() || (rule.size() == 1 && rule[0] == "default")) return std::vector<double>{};
+  // Whether rule[i] is a finite number (into `v`).
+  auto number_at = [&](size_t i, double& v) {
+    const std::string& s = rule[i];
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && end == s.data() + s.size() && std::isfinite(v);
+  };
+  std::vector<double> bounds;
+  if (rule[0] == "tse") {
+    double middle = 0, base = 0, count = 0;
+    if (rule.size() != 4 || !number_at(1, middle) || !number_at(2, base) || !number_at(3, count) ||
+        count != std::floor(count)) {
+      return invalid_argument(name +
+                              ": the tse rule is 'tse <middle> <base> <count>' (numbers, "
+                              "count whole)");
+    }
+    if (middle <= 0 || base <= 1 || count <= 0 || count > 64) {
+      return invalid_argument(name + ": tse needs middle > 0, base > 1 and count in [1, 64]");
+    }
+    bounds.push_back(middle);
+    double distance = 1;
+    for (int i = 0; i < static_cast<int>(std::ceil(count / 2)); ++i) {
+      distance *= base;
+      bounds.push_back(middle + distance);
+      bounds.push_back(std::max(0.0, middle - distance));
+    }
+  } else if (rule[0] == "custom") {
+    if (rule.size() < 2) return invalid_argument(name + ": the custom rule needs bucket values");
+    for (size_t i = 1; i < rule.size(); ++i) {
+      double v = 0;
+      if (!number_at(i, v) || v < 0) {
+        return invalid_argument(name +
+                                ": custom bucket values must be non-negative numbers, "
+                                "not '" +
+                                rule[i] + "'");
+      }
+      if (std::find(bounds.begin(), bounds.end(), v) != bounds.end()) {
+        return invalid_argument(name + ": custom bucket values repeat " + rule[i]);
+      }
+      bounds.push_back(v);
+    }
+  } else if (rule[0] == "default") {
+    return invalid_argument(name + ": the default rule takes no values");
+  } else {
+    return invalid_argument(name +
+                            ": the rule must be 'default', 'tse <middle> <base> <count>' "
+                            "or 'custom <value>...', not '" +
+                            rule[0] + "'");
+  }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  return bounds;
+}
+
 namespace {
 
 std::string label_text(const std::string& model_name, const MetricsOptions& options) {
@@ -155,6 +212,14 @@ std::string label_text(const std::string& model_name, const MetricsOptions& opti
 // SGLang's default bounds (seconds).
 std::vector<double> or_default(const std::vector<double>& given, std::vector<double> fallback) {
   return given.empty() ? std::move(fallback) : given;
+}
+
+// SGLang's token-count bounds (both histograms use the prompt's).
+std::vector<double> default_token_buckets() {
+  return {100,    300,    500,    700,    1000,   1500,   2000,    3000,   4000,
+          5000,   6000,   7000,   8000,   9000,   10000,  12500,   15000,  17500,
+          20000,  22500,  25000,  27500,  30000,  35000,  40000,   60000,  80000,
+          100000, 200000, 300000, 400000, 600000, 800000, 1000000, 1100000};
 }
 
 // A method the server serves, or "other": the label stays bounded whatever a client sends.
@@ -177,7 +242,12 @@ Metrics::Metrics(std::string model_name, const MetricsOptions& options)
                                             0.600, 0.800, 1,     2,     4,     6,     8})),
       e2e_(or_default(options.e2e_buckets,
                       {0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,   4,   6,    8,    10,
-                       20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400})) {}
+                       20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400})),
+      prompt_tokens_hist_(or_default(options.prompt_token_buckets, default_token_buckets())),
+      uncached_prompt_tokens_hist_(
+          or_default(options.prompt_token_buckets, default_token_buckets())),
+      generation_tokens_hist_(
+          or_default(options.generation_token_buckets, default_token_buckets())) {}
 
 void Metrics::count_request(std::string_view endpoint, std::string_view method) {
   std::string label = method_label(method);
@@ -211,6 +281,9 @@ void Metrics::observe_finished(double e2e_seconds, const std::string& finish_rea
                                int64_t cached_tokens) {
   std::lock_guard lock(mutex_);
   e2e_.observe(e2e_seconds);
+  prompt_tokens_hist_.observe(static_cast<double>(prompt_tokens));
+  uncached_prompt_tokens_hist_.observe(static_cast<double>(prompt_tokens - cached_tokens));
+  generation_tokens_hist_.observe(static_cast<double>(completion_tokens));
   // A reply that ended in tool calls stopped on its own (SGLang counts no such reason).
   ++finished_[finish_reason == "tool_calls" ? "stop" : finish_reason];
   prompt_tokens_ += static_cast<uint64_t>(std::max<int64_t>(prompt_tokens, 0));
@@ -272,6 +345,14 @@ std::string Metrics::render(std::span<const engine::EngineStats> replicas, size_
   itl_.render("sglang:inter_token_latency_seconds", labels_, out);
   header(out, "sglang:e2e_request_latency_seconds", "histogram", "End-to-end request latency.");
   e2e_.render("sglang:e2e_request_latency_seconds", labels_, out);
+  header(out, "sglang:prompt_tokens_histogram", "histogram", "Histogram of prompt token length.");
+  prompt_tokens_hist_.render("sglang:prompt_tokens_histogram", labels_, out);
+  header(out, "sglang:uncached_prompt_tokens_histogram", "histogram",
+         "Histogram of uncached (compute) prompt token length.");
+  uncached_prompt_tokens_hist_.render("sglang:uncached_prompt_tokens_histogram", labels_, out);
+  header(out, "sglang:generation_tokens_histogram", "histogram",
+         "Histogram of generation token length.");
+  generation_tokens_hist_.render("sglang:generation_tokens_histogram", labels_, out);
 
   header(out, "sglang:num_running_reqs", "gauge", "Requests running.");
   sample(out, "sglang:num_running_reqs", labels_, static_cast<double>(s.num_running));

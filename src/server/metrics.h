@@ -22,6 +22,9 @@ struct MetricsOptions {
   // Histogram upper bounds in seconds (--bucket-time-to-first-token, --bucket-inter-token-latency,
   // --bucket-e2e-request-latency); empty: SGLang's defaults.
   std::vector<double> ttft_buckets, itl_buckets, e2e_buckets;
+  // Token-count upper bounds of the prompt / uncached prompt and the generation histograms
+  // (--prompt-tokens-buckets, --generation-tokens-buckets); empty: SGLang's defaults.
+  std::vector<double> prompt_token_buckets, generation_token_buckets;
   // --extra-metric-labels: labels every sglang:* sample carries after model_name.
   std::vector<std::pair<std::string, std::string>> extra_labels;
 };
@@ -32,6 +35,13 @@ struct MetricsOptions {
 Result<MetricsOptions> parse_metrics_options(std::vector<double> ttft, std::vector<double> itl,
                                              std::vector<double> e2e,
                                              std::string_view extra_labels_json);
+
+// Token-count buckets from SGLang's rule (--prompt-tokens-buckets, --generation-tokens-buckets,
+// named by `flag` in errors): "default" (empty: SGLang's defaults), "tse <middle> <base> <count>"
+// (middle and middle +- base^i for i = 1..ceil(count / 2), floored at 0) or "custom <value>...";
+// sorted, without repeats. No rule: empty.
+Result<std::vector<double>> token_buckets_from_rule(const std::vector<std::string>& rule,
+                                                    std::string_view flag);
 
 // A cumulative histogram over fixed upper bounds (+Inf implied).
 class Histogram {
@@ -62,7 +72,8 @@ class Metrics {
   void count_prepare_cancelled();
   void observe_time_to_first_token(double seconds);
   void observe_inter_token_latency(double seconds);
-  // A finished generation request: its end-to-end latency, finish reason and token counts.
+  // A finished request: its end-to-end latency, finish reason and token counts (counted, and in
+  // the prompt, uncached prompt and generation histograms).
   void observe_finished(double e2e_seconds, const std::string& finish_reason, int64_t prompt_tokens,
                         int64_t completion_tokens, int64_t cached_tokens);
 
@@ -86,6 +97,9 @@ class Metrics {
   Histogram ttft_;
   Histogram itl_;
   Histogram e2e_;
+  Histogram prompt_tokens_hist_;
+  Histogram uncached_prompt_tokens_hist_;
+  Histogram generation_tokens_hist_;
 };
 
 }  // namespace sgl::server

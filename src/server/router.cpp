@@ -9,6 +9,7 @@
 #include "core/logging.h"
 #include "server/errors.h"
 #include "server/handlers.h"
+#include "server/request_log_json.h"
 
 namespace sgl::server {
 namespace {
@@ -74,20 +75,22 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
                                  post_put = {"POST", "PUT"},
                                  get_post_delete = {"GET", "POST", "DELETE"};
   constexpr Needs any = Needs::kAny, gen = Needs::kGeneration, embed = Needs::kEmbedding;
-  constexpr bool text = true;  // needs the tokenizer
+  constexpr bool text = true;    // needs the tokenizer
+  constexpr bool logged = true;  // logs_body
   // Which key a route takes (SGLang's levels): open probes, the API key, the admin key.
   constexpr AuthLevel open = AuthLevel::kPublic, user = AuthLevel::kNormal,
                       admin = AuthLevel::kAdmin;
   routes_ = {
-      {"/v1/completions", false, post, handle_completions, user, gen, text},
-      {"/v1/chat/completions", false, post, handle_chat_completions, user, gen, text},
-      {"/invocations", false, post, handle_chat_completions, user, gen, text},  // SageMaker's name
-      {"/v1/responses", false, post, handle_responses, user, gen, text},
+      {"/v1/completions", false, post, handle_completions, user, gen, text, logged},
+      {"/v1/chat/completions", false, post, handle_chat_completions, user, gen, text, logged},
+      // SageMaker's name.
+      {"/invocations", false, post, handle_chat_completions, user, gen, text, logged},
+      {"/v1/responses", false, post, handle_responses, user, gen, text, logged},
       {"/v1/responses/", true, get_post_delete, handle_stored_response, user, gen, text},
-      {"/v1/messages", false, post, handle_messages, user, gen, text},
+      {"/v1/messages", false, post, handle_messages, user, gen, text, logged},
       {"/v1/messages/count_tokens", false, post, handle_messages_count_tokens, user, gen, text},
-      {"/v1/embeddings", false, post, handle_embeddings, user, embed},
-      {"/v1/score", false, post, handle_score, user, gen},
+      {"/v1/embeddings", false, post, handle_embeddings, user, embed, false, logged},
+      {"/v1/score", false, post, handle_score, user, gen, false, logged},
       // Ollama's, as SGLang serves them.
       {"/api/chat", false, post, handle_ollama_chat, user, gen, text},
       {"/api/generate", false, post, handle_ollama_generate, user, gen, text},
@@ -180,6 +183,12 @@ Reply Router::dispatch(const HttpRequest& request, std::string& endpoint) {
                    " reads or writes text, and this server has no tokenizer "
                    "(--skip-tokenizer-init): token ids go to /generate and /v1/score (an "
                    "embedding model's to /v1/embeddings and /encode)"));
+    }
+    if (route.logs_body) {
+      const RequestLogView log = ctx_.request_log.view();
+      if (log.enabled && log.level >= 2) {
+        ctx_.request_log.write(request_log::api_request_line(log, request.path, request.body));
+      }
     }
     return route.handler(ctx_, request);
   }

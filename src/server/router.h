@@ -32,6 +32,8 @@ class Router {
     // Text in or out on every request: refused without a tokenizer (--skip-tokenizer-init).
     // The routes that also take token ids check their prompts instead (check_prompts).
     bool needs_tokenizer = false;
+    // The body goes to --log-requests at levels 2 and 3 (SGLang's OpenAI routes log theirs).
+    bool logs_body = false;
   };
   // endpoint: set to the metrics' label of the request's route ("unmatched": none).
   Reply dispatch(const HttpRequest& request, std::string& endpoint);

@@ -123,7 +123,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.lora_adapters = model_engine.model_runner->options().lora_paths;
   info.max_loaded_loras = model_engine.model_runner->options().max_loaded_loras;
   info.enable_weights_cpu_backup = model_engine.model_runner->options().enable_weights_cpu_backup;
-  info.log_requests = options.log_requests;
+  info.request_log = options.request_log;
   info.enable_response_store = options.enable_response_store;
   info.health_generates = options.health_generates;
   info.health_check_timeout_s = options.health_check_timeout_s;

@@ -16,6 +16,7 @@
 #include "server/api_options.h"
 #include "server/cors.h"
 #include "server/metrics.h"
+#include "server/request_logger.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sgl::server {
@@ -38,7 +39,7 @@ struct ServeOptions {
   std::chrono::milliseconds http_read_timeout{30'000};
   std::chrono::milliseconds drain_timeout{10'000};
   std::string device;                  // reported by /get_server_info
-  bool log_requests = false;           // log each finished request at info level
+  RequestLogSettings request_log;      // --log-requests and its level, format and targets
   bool enable_response_store = false;  // --enable-response-store
   // SGLang's server warm-up (off with --skip-server-warmup): on CUDA, one request through each
   // replica before the port opens (server_warmup.h).

@@ -21,6 +21,7 @@
 #include "server/lora_registry.h"
 #include "server/metrics.h"
 #include "server/openai_types.h"
+#include "server/request_logger.h"
 #include "server/request_registry.h"
 #include "server/response_store.h"
 #include "server/session_store.h"
@@ -92,10 +93,10 @@ struct ServerInfo {
   std::vector<model::LoraAdapterPath> lora_adapters;
   int64_t max_loaded_loras = 0;
   std::string chat_template_origin;    // the --chat-template path, or where the tokenizer's is
-  bool log_requests = false;           // --log-requests at start (ServerContext::log_requests)
+  RequestLogSettings request_log;      // --log-requests' at start (ServerContext::request_log)
   bool health_generates = true;        // /health probes the engine (ServeOptions')
   double health_check_timeout_s = 20;  // a probe's wait for the engine (ServeOptions')
-  MetricsOptions metrics;              // --bucket-*, --extra-metric-labels
+  MetricsOptions metrics;              // --bucket-*, --*-tokens-buckets, --extra-metric-labels
   bool enable_response_store = false;  // --enable-response-store (SGLang's)
   std::string tool_call_parser;        // --tool-call-parser; empty: tool calls stay text
   std::string reasoning_parser;        // --reasoning-parser; empty: reasoning stays text
@@ -219,8 +220,8 @@ struct ServerContext {
   // The latest /health_generate found the engine making no progress (SGLang's
   // ServerStatus.UnHealthy): /ping and /ready answer 503 until a probe finds it moving again.
   std::atomic<bool> unhealthy{false};
-  // --log-requests, and as /configure_logging sets it since: a log line per finished request.
-  std::atomic<bool> log_requests{info.log_requests};
+  // --log-requests, and as /configure_logging sets it since: lines per request.
+  RequestLogger request_log{info.request_log};
   // The replicas' models, for /update_weights_from_disk (serve() sets them; empty: the route
   // has no model to update). Outlive the context.
   std::span<engine::ModelEngine> model_engines;

@@ -154,6 +154,56 @@ TEST(Metrics, NumbersAsPrometheusClientWritesThem) {
   EXPECT_NE(out.find("m_sum{k=\"v\"} 0.3\n"), std::string::npos) << out;
 }
 
+// SGLang's token bucket rules (--prompt-tokens-buckets, --generation-tokens-buckets).
+TEST(Metrics, TokenBucketRules) {
+  const auto rule = [](std::vector<std::string> r) { return token_buckets_from_rule(r, "--f"); };
+  EXPECT_TRUE(rule({})->empty());  // SGLang's defaults
+  EXPECT_TRUE(rule({"default"})->empty());
+  // SGLang's help example: tse 1000 2 8.
+  EXPECT_EQ(*rule({"tse", "1000", "2", "8"}),
+            (std::vector<double>{984, 992, 996, 998, 1000, 1002, 1004, 1008, 1016}));
+  // Floored at 0, repeats dropped, an odd count rounded up to the next pair.
+  EXPECT_EQ(*rule({"tse", "3", "2", "3"}), (std::vector<double>{0, 1, 3, 5, 7}));
+  EXPECT_EQ(*rule({"custom", "500", "10", "50.5"}), (std::vector<double>{10, 50.5, 500}));
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"default", "5"},
+                                             {"linear", "1"},
+                                             {"tse", "1000", "2"},
+                                             {"tse", "1000", "1", "8"},
+                                             {"tse", "0", "2", "8"},
+                                             {"tse", "1000", "2", "2.5"},
+                                             {"custom"},
+                                             {"custom", "-1"},
+                                             {"custom", "x"},
+                                             {"custom", "5", "5"}}) {
+    const auto r = rule(bad);
+    ASSERT_FALSE(r.ok()) << bad[0];
+    EXPECT_EQ(r.status().message().rfind("--f: ", 0), 0u) << r.status().message();
+  }
+}
+
+// The token histograms: prompt, uncached prompt (prompt - cached) and generation lengths.
+TEST(Metrics, TokenHistogramsObserveEachFinishedRequest) {
+  MetricsOptions options;
+  options.prompt_token_buckets = {10, 100};
+  Metrics metrics("m", options);
+  metrics.observe_finished(1.0, "stop", 50, 7, 45);
+  const std::vector<engine::EngineStats> stats(1);
+  const std::string out = metrics.render(stats);
+  for (const char* line :
+       {"sglang:prompt_tokens_histogram_bucket{model_name=\"m\",le=\"10.0\"} 0.0",
+        "sglang:prompt_tokens_histogram_bucket{model_name=\"m\",le=\"100.0\"} 1.0",
+        "sglang:prompt_tokens_histogram_sum{model_name=\"m\"} 50.0",
+        "sglang:uncached_prompt_tokens_histogram_bucket{model_name=\"m\",le=\"10.0\"} 1.0",
+        "sglang:uncached_prompt_tokens_histogram_sum{model_name=\"m\"} 5.0",
+        // SGLang's default bounds where none are given.
+        "sglang:generation_tokens_histogram_bucket{model_name=\"m\",le=\"100.0\"} 1.0",
+        "sglang:generation_tokens_histogram_bucket{model_name=\"m\",le=\"1.1e+06\"} 1.0",
+        "sglang:generation_tokens_histogram_sum{model_name=\"m\"} 7.0"}) {
+    EXPECT_NE(out.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << out;
+  }
+}
+
 TEST(OpenAiJson, ParsesPromptFormsAndRejectsBadFields) {
   auto r = parse_completion_request(R"({"prompt": [[1, 2], [3]], "n": 2, "stop": "x"})");
   ASSERT_TRUE(r.ok()) << r.status().to_string();

@@ -143,6 +143,14 @@ def test_log_requests_lines(mean):
         assert time.monotonic() < deadline, mean.log()
         time.sleep(0.05)
     assert "embedding model: mean pooling, not normalised" in log()
+    # At the default level 2: the input ids as received, the vector at the finish.
+    received = [l for l in log().splitlines() if "Receive: rid=" in l and '"input_ids":[7,8,9]' in l]
+    assert len(received) == 1, log()
+    rid = received[0].split("Receive: rid=", 1)[1].split()[0]
+    finished = [l for l in log().splitlines() if f"request rid={rid} " in l]
+    assert len(finished) == 1 and ' out={"embedding":[' in finished[0], log()
+    vector = json.loads(finished[0].split(" out=", 1)[1])["embedding"]
+    assert len(vector) == len(r.json()["data"][0]["embedding"])
 
 
 def test_concurrent_requests_equal_each_alone(last):

@@ -115,9 +115,10 @@ SERVES = [
     # One node, in SGLang's multi-node words.
     ("--model-path {model} --nnodes 1 --node-rank 0 --dist-init-addr 127.0.0.1:50000", []),
     ("--model-path {model} --tokenizer-path {model} --dtype float32", []),
-    ("--model-path {model} --nccl-port 5000 --log-requests-level 2 --dist-timeout 600",
-     ["--nccl-port has no effect", "--log-requests-level has no effect",
-      "--dist-timeout has no effect"]),
+    ("--model-path {model} --nccl-port 5000 --dist-timeout 600",
+     ["--nccl-port has no effect", "--dist-timeout has no effect"]),
+    ("--model-path {model} --log-requests --log-requests-level 3 --log-requests-format json "
+     "--log-requests-target stdout", []),
     ("--model-path {model} --cpu-offload-gb 0 --disaggregation-mode null", []),
 ]
 
@@ -147,6 +148,13 @@ REFUSES = [
     # Quantization.
     ("--model-path {model} --quantization fp8", ["--quantization fp8", "quantization"]),
     ("--model-path {model} --kv-cache-dtype fp4_e2m1", ["--kv-cache-dtype 'fp4_e2m1'"]),
+    # Request logging's settings.
+    ("--model-path {model} --log-requests --log-requests-level 4",
+     ["--log-requests-level must be 0, 1, 2 or 3"]),
+    ("--model-path {model} --log-requests-format yaml",
+     ["--log-requests-format must be \"text\" or \"json\""]),
+    ("--model-path {model} --log-requests-target /proc/no/such/dir",
+     ["--log-requests-target '/proc/no/such/dir'"]),
     # The memory saver releases the served model's memory, not an EAGLE head's.
     ("--model-path {model} --enable-memory-saver --speculative-algorithm EAGLE "
      "--speculative-draft-model-path {model}",
@@ -323,9 +331,10 @@ def test_preferred_sampling_params(tmp_path):
     assert "--preferred-sampling-params): temperature 0" in stderr_of(err)
 
 
-# --log-requests logs each finished request, except those that ask for no_logs (SGLang's).
+# --log-requests logs each request as it reaches the engine and as it finishes, except those
+# that ask for no_logs (SGLang's), at SGLang's default level 2: inputs and outputs included.
 def test_log_requests_and_no_logs(tmp_path):
-    proc, err = start(run_args("--model-path {model} --log-requests"), tmp_path)
+    proc, err = start(run_args("--model-path {model} --log-requests --log-level warning"), tmp_path)
     try:
         url = listening_url(proc, err)
         body = {"text": "Once upon a time", "sampling_params": {"max_new_tokens": 2}}
@@ -335,7 +344,55 @@ def test_log_requests_and_no_logs(tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0, stderr_of(err)
-    assert stderr_of(err).count("request rid=") == 1, stderr_of(err)
+    log = stderr_of(err)  # (written whatever --log-level says, as SGLang's request logger)
+    received = [l for l in log.splitlines() if "Receive: rid=" in l]
+    finished = [l for l in log.splitlines() if "request rid=" in l]
+    assert len(received) == 1 and len(finished) == 1, log
+    obj = json.loads(received[0].split(" obj=", 1)[1])
+    assert "Once upon a time" in obj["text"] and obj["sampling_params"]["max_new_tokens"] == 2
+    assert obj["prompt_tokens"] == len(obj["input_ids"])
+    out = json.loads(finished[0].split(" out=", 1)[1])
+    assert len(out["output_ids"]) == 2 and isinstance(out["text"], str), finished[0]
+    assert "completion_tokens=2" in finished[0]
+
+
+# --log-requests-level 0-3 through /configure_logging: 0 metadata only, 1 and the sampling
+# parameters, 2 the inputs and outputs (strings cut to 2048 characters), 3 whole. The OpenAI
+# body is logged as it arrives (levels 2 and 3), a request too long for the model's context too.
+def test_log_requests_levels(tmp_path):
+    proc, err = start(run_args("--model-path {model}"), tmp_path)
+    long_prompt = "Once upon a time " * 150  # 2550 characters, 601 tokens: over the context
+    try:
+        url = listening_url(proc, err)
+        for level in [0, 1, 2, 3]:
+            r = requests.post(url + "/configure_logging", timeout=10,
+                              json={"log_requests": True, "log_requests_level": level})
+            assert r.status_code == 200, r.text
+            r = requests.post(url + "/generate", timeout=60, json={
+                "text": "Once upon a time", "sampling_params": {"max_new_tokens": 2}})
+            assert r.status_code == 200, r.text
+            r = requests.post(url + "/v1/completions", timeout=60,
+                              json={"model": "m", "prompt": long_prompt, "max_tokens": 2})
+            assert r.status_code == 400 and "context length" in r.text, r.text
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
+    log = stderr_of(err).splitlines()
+    received = [json.loads(l.split(" obj=", 1)[1]) for l in log if "Receive: rid=" in l]
+    finished = [l for l in log if "request rid=" in l]
+    bodies = [json.loads(l.split(" obj=", 1)[1]) for l in log if "Receive OpenAI: " in l]
+    assert len(received) == 4 and len(finished) == 4 and len(bodies) == 2, log
+    assert set(received[0]) == {"prompt_tokens"}
+    assert set(received[1]) == {"prompt_tokens", "sampling_params"}
+    assert received[1]["sampling_params"]["max_new_tokens"] == 2
+    assert " out=" not in finished[0] and " out=" not in finished[1]
+    for level in [2, 3]:
+        assert "Once upon a time" in received[level]["text"]
+        assert received[level]["prompt_tokens"] == len(received[level]["input_ids"])
+        assert " out=" in finished[level]
+    cut, whole = bodies[0]["prompt"], bodies[1]["prompt"]
+    assert whole == long_prompt
+    assert cut == long_prompt[:1024] + "..." + long_prompt[-1024:]
 
 
 # SGLang's /configure_logging turns request logging on and off while the server runs and sets
@@ -354,22 +411,68 @@ def test_configure_logging(tmp_path):
 
         generate()  # not logged
         assert configure({"log_requests": True, "log_requests_level": 0}).status_code == 200
-        generate()  # logged (the level raised to info for it)
+        generate()  # logged (whatever the log level)
         assert configure({"log_requests": False}).status_code == 200
         generate()  # not logged
         for bad, field in [({"log_level": "loud"}, "log_level"),
                            ({"log_requests": "yes"}, "log_requests"),
-                           ({"log_requests_level": 2}, "log_requests_level"),
-                           ({"log_requests_format": "json"}, "log_requests_format"),
+                           ({"log_requests_level": 4}, "log_requests_level"),
+                           ({"log_requests_level": "2"}, "log_requests_level"),
+                           ({"log_requests_format": "yaml"}, "log_requests_format"),
+                           ({"log_requests": True, "log_requests_format": 1},
+                            "log_requests_format"),
                            ({"dump_requests_folder": "/tmp/x"}, "dump_requests_folder"),
                            ({"crash_dump_folder": "/tmp/x"}, "crash_dump_folder")]:
             r = configure(bad)
             assert r.status_code == 400 and field in r.text, (bad, r.text)
         assert configure({"log_level": "ERROR", "log_requests": False}).status_code == 200
+        generate()  # not logged: the refused bodies above changed nothing
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0, stderr_of(err)
     assert stderr_of(err).count("request rid=") == 1, stderr_of(err)
+
+
+# --log-requests-format json to stdout and a directory: SGLang's events, one JSON object a line
+# after a time stamp; each request's received and finished events, the OpenAI body's event; the
+# file holds the same lines.
+def test_log_requests_json_to_targets(tmp_path):
+    logs = tmp_path / "request-logs"
+    proc, err = start(run_args("--model-path {model} --log-requests --log-requests-format json "
+                               f"--log-requests-target stdout {logs}"), tmp_path)
+    try:
+        url = listening_url(proc, err)
+        g = requests.post(url + "/generate", timeout=60, json={
+            "text": "Once upon a time", "sampling_params": {"max_new_tokens": 3,
+                                                             "temperature": 0}})
+        assert g.status_code == 200, g.text
+        c = requests.post(url + "/v1/completions", timeout=60,
+                          json={"model": "m", "prompt": "Hello there", "max_tokens": 2})
+        assert c.status_code == 200, c.text
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
+    lines = proc.stdout.read().decode().splitlines()
+    assert all(re.match(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] \{", l) for l in lines), lines
+    events = [json.loads(l.split("] ", 1)[1]) for l in lines]
+    assert [e["event"] for e in events] == [
+        "request.received", "request.finished", "request.received.openai", "request.received",
+        "request.finished"], events
+    received, finished = events[0], events[1]
+    assert "Once upon a time" in received["obj"]["text"]
+    assert received["obj"]["sampling_params"]["temperature"] == 0
+    assert finished["rid"] == received["rid"]
+    assert finished["out"]["output_ids"] == g.json()["output_ids"]
+    assert finished["out"]["text"] == g.json()["text"]
+    assert finished["out"]["meta_info"]["completion_tokens"] == 3
+    assert finished["out"]["meta_info"]["finish_reason"] == {"type": "length"}
+    assert events[2]["route"] == "/v1/completions"
+    assert events[2]["obj"] == {"model": "m", "prompt": "Hello there", "max_tokens": 2}
+    assert "Hello there" in events[3]["obj"]["text"]
+    files = list(logs.iterdir())
+    assert len(files) == 1 and files[0].name.endswith("_0.log"), files
+    assert files[0].read_text().splitlines() == lines
+    assert "request.received" not in stderr_of(err)  # stdout and the file only
 
 
 @pytest.mark.parametrize("line,refusal", REFUSES,
@@ -714,12 +817,16 @@ def test_metric_buckets_and_extra_labels(tmp_path):
     for bad, words in ((["--bucket-inter-token-latency", "1", "0.5"], "increasing"),
                        (["--bucket-e2e-request-latency", "x"], "expects numbers"),
                        (["--extra-metric-labels", '{"le": "x"}'], "a label the server sets"),
-                       (["--extra-metric-labels", '{"a-b": "x"}'], "Prometheus label name")):
+                       (["--extra-metric-labels", '{"a-b": "x"}'], "Prometheus label name"),
+                       (["--prompt-tokens-buckets", "tse", "1000", "1", "8"], "base > 1"),
+                       (["--generation-tokens-buckets", "linear", "5"], "the rule must be")):
         proc, err = start(["--model-path", str(MODEL), *bad], tmp_path)
         assert proc.wait(timeout=30) != 0, bad
         assert words in stderr_of(err), (bad, stderr_of(err))
     proc, err = start(["--model-path", str(MODEL), "--served-model-name", "m",
                        "--bucket-time-to-first-token", "0.5", "1", "2.5",
+                       "--prompt-tokens-buckets", "custom", "2", "100",
+                       "--generation-tokens-buckets", "tse", "4", "2", "2",
                        "--extra-metric-labels", '{"cluster": "a"}'], tmp_path)
     try:
         url = listening_url(proc, err)
@@ -734,6 +841,16 @@ def test_metric_buckets_and_extra_labels(tmp_path):
         assert 'sglang:num_running_reqs{model_name="m",cluster="a"}' in text
         # SGLang's default buckets elsewhere.
         assert 'sglang:e2e_request_latency_seconds_bucket{model_name="m",cluster="a",le="2400.0"}' in text
+        # The token histograms with the rules' bounds: a prompt of more than 2 tokens, 2
+        # generated (tse 4 2 2: 2, 4, 6).
+        def bucket(name, le):
+            prefix = f'{name}_bucket{{model_name="m",cluster="a",le="{le}"}} '
+            return [float(l[len(prefix):]) for l in text.splitlines() if l.startswith(prefix)]
+        assert bucket("sglang:prompt_tokens_histogram", "2.0") == [0.0], text
+        assert bucket("sglang:prompt_tokens_histogram", "100.0") == [1.0], text
+        assert bucket("sglang:uncached_prompt_tokens_histogram", "+Inf") == [1.0], text
+        assert bucket("sglang:generation_tokens_histogram", "2.0") == [1.0], text
+        assert bucket("sglang:generation_tokens_histogram", "6.0") == [1.0], text
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0

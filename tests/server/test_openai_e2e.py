@@ -414,7 +414,9 @@ def test_metrics(server, client):
                  "sglang:inter_token_latency_seconds_count", "sglang:e2e_request_latency_seconds",
                  "sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
                  "sglang:cache_hit_rate", "sglang:prompt_tokens_total",
-                 "sglang:generation_tokens_total"):
+                 "sglang:generation_tokens_total", "sglang:prompt_tokens_histogram_bucket",
+                 "sglang:uncached_prompt_tokens_histogram_count",
+                 "sglang:generation_tokens_histogram_sum"):
         assert name in text
     values = {line.split("{")[0]: float(line.rsplit(" ", 1)[1])
               for line in text.splitlines() if line and not line.startswith("#")}
