@@ -1,5 +1,6 @@
 // sgl-server: the OpenAI-compatible HTTP server (flags, model loading; the rest is server/).
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -461,6 +462,9 @@ int run(int argc, char** argv) {
   if (!o.chat_template_path.empty()) {  // before the minutes a model may take to load
     if (Status s = server::check_chat_template_file(o.chat_template_path); !s.ok()) return fail(s);
   }
+  // A closed stdout (--log-requests-target stdout, the listening line) fails a write instead of
+  // ending the server (sockets already send without SIGPIPE).
+  std::signal(SIGPIPE, SIG_IGN);
   // Before any thread starts, so that every thread inherits the mask and serve() gets them.
   server::block_termination_signals();
   std::optional<server::ExitOnTerminationSignal> exit_on_signal(std::in_place, "loading the model");

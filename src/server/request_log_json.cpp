@@ -73,6 +73,20 @@ std::string iso_timestamp() {
 // SGLang's log_json: the timestamp and event first, then the event's fields.
 json event(std::string_view name) { return json{{"timestamp", iso_timestamp()}, {"event", name}}; }
 
+// A line naming what arrived (`key`=`value`: its rid or route) and its `fields`: the JSON event
+// `event_name`, or "<text_head><key>=<value> obj=<fields>".
+std::string arrival_line(const RequestLogView& view, std::string_view event_name,
+                         std::string_view text_head, const char* key, std::string_view value,
+                         json fields) {
+  if (view.format == RequestLogFormat::kJson) {
+    json line = event(event_name);
+    line[key] = value;
+    line["obj"] = std::move(fields);
+    return dump(line);
+  }
+  return std::string(text_head) + key + "=" + std::string(value) + " obj=" + dump(fields);
+}
+
 }  // namespace
 
 json truncated(const json& data, size_t max_length) {
@@ -116,14 +130,8 @@ json output_fields(const json& out, int level) {
 }
 
 std::string received_line(const RequestLogView& view, std::string_view rid, const json& request) {
-  json fields = request_fields(request, view.level);
-  if (view.format == RequestLogFormat::kJson) {
-    json line = event("request.received");
-    line["rid"] = rid;
-    line["obj"] = std::move(fields);
-    return dump(line);
-  }
-  return "Receive: rid=" + std::string(rid) + " obj=" + dump(fields);
+  return arrival_line(view, "request.received", "Receive: ", "rid", rid,
+                      request_fields(request, view.level));
 }
 
 std::string finished_line(const RequestLogView& view, const FinishedRequest& finished,
@@ -156,14 +164,8 @@ std::string api_request_line(const RequestLogView& view, std::string_view route,
                              std::string_view body) {
   json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) parsed = std::string(body);
-  json fields = cut_for(parsed, view.level);
-  if (view.format == RequestLogFormat::kJson) {
-    json line = event("request.received.openai");
-    line["route"] = route;
-    line["obj"] = std::move(fields);
-    return dump(line);
-  }
-  return "Receive OpenAI: route=" + std::string(route) + " obj=" + dump(fields);
+  return arrival_line(view, "request.received.openai", "Receive OpenAI: ", "route", route,
+                      cut_for(parsed, view.level));
 }
 
 json generate_request(const engine::GenerateRequest& request, const ChoiceOptions& options,

@@ -51,9 +51,9 @@ std::string finished_line(const RequestLogView& view, const FinishedRequest& fin
 std::string api_request_line(const RequestLogView& view, std::string_view route,
                              std::string_view body);
 
-// A generation request as the received line shows it: rid, prompt_tokens, sampling_params, the
-// prompt's input_ids and (levels 2 and 3, with a tokenizer) its decoded text, and the options it
-// asked for.
+// A generation request as the received line shows it (the line adds its rid): prompt_tokens,
+// sampling_params, the prompt's input_ids and (levels 2 and 3, with a tokenizer) its decoded
+// text, and the options it asked for.
 json generate_request(const engine::GenerateRequest& request, const ChoiceOptions& options,
                       const tokenizer::Tokenizer* tokenizer, int level);
 

@@ -395,6 +395,23 @@ def test_log_requests_levels(tmp_path):
     assert cut == long_prompt[:1024] + "..." + long_prompt[-1024:]
 
 
+# A reader of --log-requests-target stdout that goes away: the lines fail, the server goes on.
+def test_log_requests_to_a_closed_stdout(tmp_path):
+    proc, err = start(run_args("--model-path {model} --log-requests --log-requests-target stdout"),
+                      tmp_path)
+    try:
+        url = listening_url(proc, err)
+        proc.stdout.close()
+        for _ in range(2):
+            r = requests.post(url + "/generate", timeout=60, json={
+                "text": "Once upon a time", "sampling_params": {"max_new_tokens": 2}})
+            assert r.status_code == 200, r.text
+        assert proc.poll() is None, stderr_of(err)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, stderr_of(err)
+
+
 # SGLang's /configure_logging turns request logging on and off while the server runs and sets
 # the log level; the request dumps it does not build are refused by name.
 def test_configure_logging(tmp_path):
