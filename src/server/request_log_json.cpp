@@ -65,7 +65,7 @@ std::string iso_timestamp() {
   localtime_r(&seconds, &local);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &local);
-  char text[48];
+  char text[64];
   std::snprintf(text, sizeof(text), "%s.%06lld", date, static_cast<long long>(micros));
   return text;
 }
@@ -104,6 +104,7 @@ json truncated(const json& data, size_t max_length) {
     if (cut && i == half) {
       out.push_back("...");
       i = data.size() - half;
+      if (i == data.size()) break;  // max_length 1: nothing kept beside the marker
     }
     out.push_back(truncated(data[i], max_length));
   }

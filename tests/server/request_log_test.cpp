@@ -33,6 +33,8 @@ TEST(RequestLogCut, LongListsKeepBothHalvesAroundAMarker) {
   EXPECT_EQ(request_log::truncated(json({1, 2, 3, 4}), 4), json({1, 2, 3, 4}));
   EXPECT_EQ(request_log::truncated(json({1, 2, 3, 4, 5}), 4), json({1, 2, "...", 4, 5}));
   EXPECT_EQ(request_log::truncated(json({1, 2, 3, 4, 5, 6, 7}), 3), json({1, "...", 7}));
+  EXPECT_EQ(request_log::truncated(json({1, 2}), 1), json({"..."}));
+  EXPECT_EQ(request_log::truncated("ab", 1), "...");
   // Nested: an object's strings and lists are cut too, numbers and booleans kept.
   const json nested = {{"text", "abcdefgh"}, {"ids", {1, 2, 3, 4, 5, 6}}, {"n", 7}, {"b", true}};
   const json cut = request_log::truncated(nested, 4);
