@@ -333,10 +333,8 @@ void ChoiceStream::set_finished(FinishInfo finish) {
   if (!log.enabled || options_.no_logs) return;
   request_log::json out = request_log::json::object();
   if (log.level >= 2) {  // (levels 0 and 1 log no outputs)
-    if (!ctx_.info.skip_tokenizer_init) {
-      out["text"] =
-          ctx_.tokenizer.decode(total_.token_ids, decode_options(options_.skip_special_tokens));
-    }
+    // The generated text as detokenized (before stop trimming and the output parsers).
+    if (!ctx_.info.skip_tokenizer_init) out["text"] = detok_.emitted();
     out["output_ids"] = total_.token_ids;
   }
   ctx_.request_log.write(

@@ -41,6 +41,9 @@ class ResponseStore {
   struct Stored {
     std::string response_json;                             // the response object
     std::shared_ptr<const ConversationTurn> conversation;  // its last turn; never null
+    // The response object's status ("queued" and "in_progress": a background response not yet
+    // ended), kept beside it so that a continuation need not parse it.
+    std::string status;
   };
 
   // Stores (or replaces) response `id`; a response larger than max_bytes is not kept.

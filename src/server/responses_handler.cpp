@@ -64,9 +64,10 @@ class ResponsesReply final : public GenerationReply {
 
  private:
   void put_in_store(const json& r) {
-    ctx_.response_store.put(
-        id_, {request_json::dump(r), std::make_shared<const ConversationTurn>(ConversationTurn{
-                                         req_->previous_turn, req_->input_items_json})});
+    ctx_.response_store.put(id_, {request_json::dump(r),
+                                  std::make_shared<const ConversationTurn>(ConversationTurn{
+                                      req_->previous_turn, req_->input_items_json}),
+                                  r.at("status").get<std::string>()});
   }
 
   enum class Kind : uint8_t { kReasoning, kMessage, kCall };
@@ -373,7 +374,8 @@ class ResponsesReply final : public GenerationReply {
     }
     ctx_.response_store.put(id_, {request_json::dump(final_response),
                                   std::make_shared<const ConversationTurn>(ConversationTurn{
-                                      req_->previous_turn, request_json::dump(turn)})});
+                                      req_->previous_turn, request_json::dump(turn)}),
+                                  final_response.at("status").get<std::string>()});
     return final_response;
   }
 

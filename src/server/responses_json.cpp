@@ -385,7 +385,7 @@ Status read_stored_conversation(json& o, const ResponseStore* store, ResponsesRe
                        std::to_string(kResponseStoreBytes >> 20) + " MiB)");
     }
     // A background response still running has no output to continue yet.
-    const std::string status = json::parse(stored->response_json).value("status", std::string());
+    const std::string& status = stored->status;
     if (status == "queued" || status == "in_progress") {
       return field_error("previous_response_id", "'" + previous->get<std::string>() +
                                                      "' is still " + status +
