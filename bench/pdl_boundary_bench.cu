@@ -16,16 +16,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace {
+#include "cuda_bench.cuh"
 
-#define BENCH_CUDA(call)                                                              \
-  do {                                                                                \
-    const cudaError_t e = (call);                                                     \
-    if (e != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+namespace {
 
 enum Mode { kWait, kFlag, kNone };
 
@@ -42,14 +35,6 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
 
 __device__ __forceinline__ void add_release(unsigned* p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ uint4 load_streaming(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
 }
 
 template <Mode kMode>
@@ -122,24 +107,7 @@ float time_chain(int ctas, int weight_vectors, float* activations, uint4* weight
                                   static_cast<unsigned>(ctas)));
   }
   BENCH_CUDA(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec;
-  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int i = 0; i < 3; ++i) BENCH_CUDA(cudaGraphLaunch(exec, stream));  // warm-up
-  cudaEvent_t start, stop;
-  BENCH_CUDA(cudaEventCreate(&start));
-  BENCH_CUDA(cudaEventCreate(&stop));
-  constexpr int kReplays = 20;
-  BENCH_CUDA(cudaEventRecord(start, stream));
-  for (int i = 0; i < kReplays; ++i) BENCH_CUDA(cudaGraphLaunch(exec, stream));
-  BENCH_CUDA(cudaEventRecord(stop, stream));
-  BENCH_CUDA(cudaStreamSynchronize(stream));
-  float ms = 0;
-  BENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  BENCH_CUDA(cudaEventDestroy(start));
-  BENCH_CUDA(cudaEventDestroy(stop));
-  BENCH_CUDA(cudaGraphExecDestroy(exec));
-  BENCH_CUDA(cudaGraphDestroy(graph));
-  return ms * 1000.f / kReplays / kKernels;
+  return graph_replay_ms(graph, stream, /*warmups=*/3, /*replays=*/20) * 1000.f / kKernels;
 }
 
 }  // namespace

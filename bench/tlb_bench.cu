@@ -14,16 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace {
+#include "cuda_bench.cuh"
 
-#define BENCH_CUDA(call)                                                              \
-  do {                                                                                \
-    const cudaError_t e = (call);                                                     \
-    if (e != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+namespace {
 
 constexpr int kThreads = 512;
 constexpr int kPhases = 960;  // 48 layers x 20: enough pages to pass any TLB's reach
@@ -34,14 +27,6 @@ struct Phase {
   const uint4* piece[kMaxPieces];
   const uint4* touch[kMaxPieces];  // the pieces of the phase `ahead` kernels on (or null)
 };
-
-__device__ __forceinline__ uint4 load_streaming(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
 
 __global__ void __launch_bounds__(kThreads)
     phase_kernel(Phase phase, int pieces, size_t piece_vectors, int ctas_per_piece,
@@ -123,24 +108,7 @@ float time_phases(const Shape& shape, const Placement& placement, const uint4* b
     BENCH_CUDA(cudaGetLastError());
   }
   BENCH_CUDA(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec;
-  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  BENCH_CUDA(cudaGraphLaunch(exec, stream));  // warm-up
-  cudaEvent_t start, stop;
-  BENCH_CUDA(cudaEventCreate(&start));
-  BENCH_CUDA(cudaEventCreate(&stop));
-  constexpr int kReplays = 4;
-  BENCH_CUDA(cudaEventRecord(start, stream));
-  for (int i = 0; i < kReplays; ++i) BENCH_CUDA(cudaGraphLaunch(exec, stream));
-  BENCH_CUDA(cudaEventRecord(stop, stream));
-  BENCH_CUDA(cudaStreamSynchronize(stream));
-  float ms = 0;
-  BENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  BENCH_CUDA(cudaEventDestroy(start));
-  BENCH_CUDA(cudaEventDestroy(stop));
-  BENCH_CUDA(cudaGraphExecDestroy(exec));
-  BENCH_CUDA(cudaGraphDestroy(graph));
-  return ms * 1000.f / kReplays / kPhases;
+  return graph_replay_ms(graph, stream, /*warmups=*/1, /*replays=*/4) * 1000.f / kPhases;
 }
 
 }  // namespace

@@ -43,6 +43,16 @@ Status check_device_available(Device device) {
 #endif
 }
 
+Status set_device_profiler_capture(Device device, bool on) {
+  if (device.is_cpu()) return unimplemented("the CUDA profiler needs a CUDA device");
+#ifdef SGL_WITH_CUDA
+  return cuda::set_profiler_capture(device.index, on);
+#else
+  (void)on;
+  return unimplemented("this binary was built without CUDA");
+#endif
+}
+
 namespace {
 class CpuStream final : public OwnedStream {
  public:

@@ -29,4 +29,9 @@ std::unique_ptr<VirtualMemory> create_virtual_memory(Device device);
 // Checks that `device` can be used by this binary (built with CUDA, a GPU present).
 Status check_device_available(Device device);
 
+// cudaProfilerStart (on) or cudaProfilerStop (off): the range that nsys
+// (--capture-range=cudaProfilerApi) or ncu (--profile-from-start off) captures. Unimplemented
+// for the CPU.
+Status set_device_profiler_capture(Device device, bool on);
+
 }  // namespace sgl::backend

@@ -169,6 +169,28 @@ void DataParallelController::continue_generation() {
   for (Engine* e : replicas_) e->continue_generation();
 }
 
+Status DataParallelController::start_profile(const ProfileRequest& request) {
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    ProfileRequest replica_request = request;
+    if (replicas_.size() > 1) replica_request.rank_name += "-DP-" + std::to_string(i);
+    Status status = replicas_[i]->start_profile(std::move(replica_request));
+    if (!status.ok()) {
+      for (size_t j = 0; j < i; ++j) (void)replicas_[j]->stop_profile();
+      return status;
+    }
+  }
+  return {};
+}
+
+Status DataParallelController::stop_profile() {
+  Status first;
+  for (Engine* e : replicas_) {
+    Status status = e->stop_profile();
+    if (first.ok()) first = std::move(status);
+  }
+  return first;
+}
+
 bool DataParallelController::paused() const {
   return std::any_of(replicas_.begin(), replicas_.end(), [](Engine* e) { return e->paused(); });
 }

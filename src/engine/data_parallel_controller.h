@@ -59,6 +59,11 @@ class DataParallelController {
   std::vector<EngineStats> replica_stats();      // one per replica, in order
   std::vector<int64_t> routed_requests() const;  // requests each replica accepted from here
   uint64_t steps_processed() const;              // summed over replicas (Engine's)
+  // Every replica's profile (Engine's), its traces named "TP-0-DP-<i>" behind several
+  // replicas; a start refused by one replica is taken back from those it started on. A stop
+  // stops every replica's and returns the first refusal or failed write.
+  Status start_profile(const ProfileRequest& request);
+  Status stop_profile();
 
  private:
   // `pinned`: the replica the request names (no choice, no fallback when it is full); the

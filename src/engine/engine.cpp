@@ -63,6 +63,30 @@ std::string decode_status(const EngineStats& stats) {
          ", #queue-req: " + std::to_string(s.num_waiting);
 }
 
+// A launched batch as its trace events describe it (only built while profiling).
+ProfiledBatch profiled_batch(const scheduler::ScheduleBatch& batch,
+                             const scheduler::SchedulerStats& s) {
+  ProfiledBatch p;
+  p.id = batch.id;
+  p.mode = forward_mode_name(batch.mode);
+  p.requests = static_cast<int64_t>(batch.entries.size());
+  for (const scheduler::BatchEntry& e : batch.entries) {
+    p.tokens += e.extend_len;
+    if (e.decodes()) continue;
+    ++p.prefill_requests;
+    p.cached_tokens += e.prefix_len;
+  }
+  p.prefill = p.prefill_requests > 0;
+  p.running = s.num_running;
+  p.waiting = s.num_waiting;
+  p.kv_in_use = s.kv_in_use();
+  return p;
+}
+
+double to_us(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
+}
+
 constexpr std::chrono::milliseconds kWaitForever = std::chrono::hours(24 * 365);
 // generation_throughput: measured every this many decode steps when decode_log_interval is 0
 // (no logs; SGLang's default interval), and reported as 0 once no interval has ended for this
@@ -130,7 +154,8 @@ Engine::Engine(const EngineOptions& options)
                                                         options.context_length,
                                                         options.eos_token_ids, options.vocab_size)),
       next_rid_(options.first_rid),
-      lora_keys_(options.lora_cache_keys) {
+      lora_keys_(options.lora_cache_keys),
+      profiler_(options.device_profiler_capture) {
   SGL_CHECK(options.first_rid >= 1 && options.rid_stride >= 1) << "rid 0 names no request";
 }
 
@@ -330,6 +355,20 @@ void Engine::continue_generation() {
   done.get();
 }
 
+Status Engine::start_profile(ProfileRequest request) {
+  StartProfile start{std::move(request), {}};
+  std::future<Status> done = start.done.get_future();
+  post(std::move(start));
+  return done.get();
+}
+
+Status Engine::stop_profile() {
+  StopProfile stop;
+  std::future<Status> done = stop.done.get_future();
+  post(std::move(stop));
+  return done.get();
+}
+
 EngineStats Engine::get_stats() {
   Stats stats;
   std::future<EngineStats> done = stats.done.get_future();
@@ -371,6 +410,10 @@ void Engine::answer_unserved(Message& message) {
     p->done.set_value();  // nothing runs any more
   } else if (auto* c = std::get_if<Continue>(&message)) {
     c->done.set_value();
+  } else if (auto* sp = std::get_if<StartProfile>(&message)) {
+    sp->done.set_value(invalid_argument("the engine is shutting down"));
+  } else if (auto* tp = std::get_if<StopProfile>(&message)) {
+    tp->done.set_value(invalid_argument("the engine is shutting down"));
   }
 }
 
@@ -420,6 +463,14 @@ bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
     } else if (auto* c = std::get_if<Continue>(&m)) {
       paused_ = false;
       c->done.set_value();
+    } else if (auto* sp = std::get_if<StartProfile>(&m)) {
+      sp->done.set_value(profiler_.start(std::move(sp->request)));
+    } else if (auto* tp = std::get_if<StopProfile>(&m)) {
+      // Answered once the trace is written: after the batches it recorded still in flight.
+      auto done = std::make_shared<std::promise<Status>>(std::move(tp->done));
+      Status refused = profiler_.stop([done](Status status) { done->set_value(std::move(status)); },
+                                      scheduler_->in_flight_batches() > 0);
+      if (!refused.ok()) done->set_value(std::move(refused));
     }
   }
   return true;
@@ -496,6 +547,7 @@ void Engine::loop(runner::BatchRunner& runner) {
   struct InFlight {
     scheduler::ScheduleBatch batch;
     std::chrono::steady_clock::time_point scheduled;  // when its scheduling began
+    std::chrono::steady_clock::time_point launched;   // when it was handed to the executor
     bool is_decode = false;
   };
   std::deque<InFlight> in_flight;
@@ -507,6 +559,7 @@ void Engine::loop(runner::BatchRunner& runner) {
   // its result; returns the engine CPU seconds spent processing, the wait excluded.
   auto finish_oldest = [&] {
     runner::ExecResult result = executor->wait();
+    const auto received = std::chrono::steady_clock::now();
     const double t = thread_cpu_s();
     InFlight& oldest = in_flight.front();
     SGL_CHECK_EQ(result.batch_id, oldest.batch.id);
@@ -523,6 +576,9 @@ void Engine::loop(runner::BatchRunner& runner) {
       scheduler_->record_decode_time(oldest.batch.id, step.count());
     }
     last_finished = now;
+    profiler_.add_forward_span(oldest.batch.id, to_us(oldest.launched), to_us(received));
+    profiler_.add_process_span(oldest.batch.id, to_us(received), to_us(now));
+    profiler_.on_processed(oldest.batch.id);
     in_flight.pop_front();
     steps_processed_.fetch_add(1, std::memory_order_relaxed);
     batch_pending_.store(!in_flight.empty());
@@ -568,10 +624,18 @@ void Engine::loop(runner::BatchRunner& runner) {
       }
       batch_pending_.store(true);
       sleep_before_forward();
+      const auto launched = std::chrono::steady_clock::now();
+      if (profiler_.in_progress()) {
+        profiler_.on_launch(profiled_batch(*next.batch, scheduler_->stats()), to_us(launched));
+      } else {
+        profiler_.count_launch(next.batch->id);
+      }
       executor->submit(to_exec_batch(*next.batch, options_.eos_token_ids));
+      profiler_.add_schedule_span(next.batch->id, to_us(step_start),
+                                  to_us(std::chrono::steady_clock::now()));
       verify = std::any_of(next.batch->entries.begin(), next.batch->entries.end(),
                            [](const scheduler::BatchEntry& e) { return !e.draft_ids.empty(); });
-      in_flight.push_back({std::move(*next.batch), step_start, is_decode});
+      in_flight.push_back({std::move(*next.batch), step_start, launched, is_decode});
     }
     double cpu_s = thread_cpu_s() - cpu_start;
     // Overlap: keep the batch just launched running while the previous one is processed. Not a
@@ -610,6 +674,7 @@ void Engine::loop(runner::BatchRunner& runner) {
   }
   // Shutdown: finish what is in flight, then abort everything left, queued messages included.
   while (!in_flight.empty()) finish_oldest();
+  if (profiler_.stop_pending()) profiler_.on_settled();
   answer_settled_flushes();
   settle_pauses();
   abort_all("the engine is shutting down", scheduler::kServiceUnavailable);

@@ -20,6 +20,7 @@
 
 #include "engine/generate_request.h"
 #include "engine/request_stream.h"
+#include "engine/step_profiler.h"
 #include "engine/watchdog.h"
 #include "runner/batch_executor.h"
 #include "scheduler/scheduler.h"
@@ -61,6 +62,9 @@ struct EngineOptions {
   double soft_watchdog_timeout_s = 0;
   // Unset: end the process (exit status 1), as SGLang's watchdog kills its server. Tests set it.
   std::function<void()> on_watchdog_timeout;
+  // cudaProfilerStart (true) / Stop (false) for a profile's CUDA_PROFILER activity; unset
+  // without a CUDA device (StepProfiler).
+  std::function<Status(bool on)> device_profiler_capture;
 };
 
 // What a replica holds right now, counted at submission (not at the next step), so that a
@@ -126,6 +130,10 @@ class Engine {
   // the queue. Pausing a paused engine applies `mode` to what it holds.
   void pause_generation(PauseMode mode);
   void continue_generation();
+  // SGLang's /start_profile and /stop_profile (StepProfiler): a start is refused while a profile
+  // is in progress; a stop returns once the trace is written.
+  Status start_profile(ProfileRequest request);
+  Status stop_profile();
   // Between a pause and its continue (thread-safe).
   bool paused() const { return paused_.load(); }
   EngineStats get_stats();
@@ -164,7 +172,15 @@ class Engine {
   struct Continue {
     std::promise<void> done;
   };
-  using Message = std::variant<Submit, Abort, Flush, Stats, Pause, Continue>;
+  struct StartProfile {
+    ProfileRequest request;
+    std::promise<Status> done;
+  };
+  struct StopProfile {
+    std::promise<Status> done;
+  };
+  using Message =
+      std::variant<Submit, Abort, Flush, Stats, Pause, Continue, StartProfile, StopProfile>;
 
   // submit's and encode's checks and queueing.
   Result<std::shared_ptr<RequestStream>> enqueue(GenerateRequest request);
@@ -233,6 +249,8 @@ class Engine {
   // Started with the loop, stopped before it (a shutdown's last batches are not a stall).
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<Watchdog> soft_watchdog_;
+
+  StepProfiler profiler_;  // engine thread only
 
   bool check_integrity_ = false;
   mutable std::mutex integrity_mutex_;

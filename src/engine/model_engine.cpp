@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/backend.h"
 #include "core/logging.h"
 #include "runner/model_batch_runner.h"
 #include "runner/node_link.h"
@@ -209,7 +210,12 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
   options.scheduler.pooler = me.model_runner->pooler();
   // A sleeping thread wakes tens of microseconds late: on a GPU, steps of half a millisecond
   // (a small model, a speculative verify) would lose a tenth of their time to the two handoffs.
-  if (!ro.device.is_cpu()) options.executor_spin = std::chrono::microseconds(1000);
+  if (!ro.device.is_cpu()) {
+    options.executor_spin = std::chrono::microseconds(1000);
+    options.device_profiler_capture = [device = ro.device](bool on) {
+      return backend::set_device_profiler_capture(device, on);
+    };
+  }
   for (int32_t id : extra_eos_ids) {
     if (std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), id) ==
         options.eos_token_ids.end()) {

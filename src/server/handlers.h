@@ -67,6 +67,9 @@ Reply handle_resume_memory_occupation(ServerContext& ctx, const HttpRequest& req
 bool memory_released(ServerContext& ctx);
 // SGLang's /configure_logging (configure_logging_handler.cpp)
 Reply handle_configure_logging(ServerContext& ctx, const HttpRequest& request);
+// SGLang's /start_profile and /stop_profile (profile_handlers.cpp)
+Reply handle_start_profile(ServerContext& ctx, const HttpRequest& request);
+Reply handle_stop_profile(ServerContext& ctx, const HttpRequest& request);
 // session_handlers.cpp
 Reply handle_open_session(ServerContext& ctx, const HttpRequest& request);
 Reply handle_close_session(ServerContext& ctx, const HttpRequest& request);

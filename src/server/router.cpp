@@ -129,7 +129,9 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/release_memory_occupation", false, both, handle_release_memory_occupation, admin},
       {"/resume_memory_occupation", false, both, handle_resume_memory_occupation, admin},
       {"/configure_logging", false, both, handle_configure_logging, admin},  // SGLang's methods
-      {"/open_session", false, both, handle_open_session, user, gen},        // SGLang's methods
+      {"/start_profile", false, both, handle_start_profile, admin},
+      {"/stop_profile", false, both, handle_stop_profile, admin},
+      {"/open_session", false, both, handle_open_session, user, gen},  // SGLang's methods
       {"/close_session", false, both, handle_close_session, user, gen},
       {"/tokenize", false, post, handle_tokenize, user, any, text},
       {"/v1/tokenize", false, post, handle_tokenize, user, any, text},

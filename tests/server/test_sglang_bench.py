@@ -6,6 +6,7 @@
 # do), flushes the cache (/flush_cache), streams a ShareGPT-format dataset written here, and
 # records /server_info in its result file. Every request must complete with the server's own
 # greedy answer for its prompt, streamed in more than one piece.
+import gzip
 import importlib.metadata
 import importlib.util
 import json
@@ -82,13 +83,13 @@ def greedy_answer(server, backend, prompt):
     return r.json()["choices"][0]["text"]
 
 
-def run_bench(server, backend, dataset, workdir):
+def run_bench(server, backend, dataset, workdir, *extra_args):
     result_file = workdir / "result.jsonl"
     args = [sys.executable, str(RUNNER), "--backend", backend, "--host", server.host, "--port",
             str(server.port), "--dataset-name", "sharegpt", "--dataset-path", str(dataset),
             "--num-prompts", str(len(PROMPTS)), "--sharegpt-output-len", str(OUTPUT_LEN),
             "--flush-cache", "--output-file", str(result_file), "--output-details",
-            "--disable-tqdm", "--ready-check-timeout-sec", "30"]
+            "--disable-tqdm", "--ready-check-timeout-sec", "30", *extra_args]
     # Offline: CI reaches no model hub, and the tokenizer must come from /model_info's path. The
     # working directory is empty so that the model name never resolves to a local folder.
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -131,3 +132,30 @@ def test_bench_serving_backend(server, dataset, backend, tmp_path):
     for key in ("version", "model_path", "served_model_name", "context_length"):
         assert info[key] == live[key]
     assert info["internal_states"], info  # where the client looks for speculative stats
+
+
+def test_bench_serving_profile(server, dataset, tmp_path):
+    """--profile: the client starts the server's profiler before its requests and stops it
+    after them (/start_profile, /stop_profile); the traces land in a folder it makes under
+    --profile-output-dir, one per engine replica, with every pass of the run in them."""
+    traces = tmp_path / "traces"
+    result, output = run_bench(server, "sglang", dataset, tmp_path, "--profile",
+                               "--profile-output-dir", str(traces))
+    assert result["completed"] == len(PROMPTS), output[-6000:]
+    assert "Profiler started" in output and "Profiler stopped" in output, output[-6000:]
+    folders = list(traces.iterdir())
+    assert len(folders) == 1, folders  # the client's <time> folder
+    files = sorted(folders[0].glob("*.trace.json.gz"))
+    replicas = len(server.states())
+    assert len(files) == replicas, files
+    assert all("-TP-0" in f.name for f in files), files
+    passes = []
+    for f in files:
+        with gzip.open(f, "rt") as trace:
+            passes += [e for e in json.load(trace)["traceEvents"]
+                       if e["ph"] == "X" and e["tid"] == 2]
+    # Each request's last OUTPUT_LEN - 1 tokens come from decode entries (alone or beside a
+    # prefill): at least that many passes, each of at most every request.
+    assert len(passes) >= OUTPUT_LEN - 1, passes
+    assert all(1 <= p["args"]["requests"] <= len(PROMPTS) for p in passes), passes
+    assert any(p["args"]["mode"] == "decode" for p in passes), passes

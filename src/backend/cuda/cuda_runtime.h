@@ -11,5 +11,7 @@ Result<MemoryInfo> memory_info(int device_index);
 int multiprocessor_count(int device_index);
 Status check_device(int device_index);
 void synchronize(Stream stream);
+// cudaProfilerStart / cudaProfilerStop on the device.
+Status set_profiler_capture(int device_index, bool on);
 
 }  // namespace sgl::backend::cuda

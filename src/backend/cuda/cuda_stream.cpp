@@ -2,6 +2,7 @@
 #include "backend/cuda/cuda_stream.h"
 
 #include <cublas_v2.h>
+#include <cuda_profiler_api.h>
 
 #include <utility>
 
@@ -65,6 +66,16 @@ Result<MemoryInfo> memory_info(int device_index) {
   size_t free_bytes = 0, total_bytes = 0;
   SGL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   return MemoryInfo{free_bytes, total_bytes};
+}
+
+Status set_profiler_capture(int device_index, bool on) {
+  SGL_CUDA_CHECK(cudaSetDevice(device_index));
+  const cudaError_t err = on ? cudaProfilerStart() : cudaProfilerStop();
+  if (err != cudaSuccess) {
+    return internal_error(std::string(on ? "cudaProfilerStart" : "cudaProfilerStop") + ": " +
+                          cudaGetErrorString(err));
+  }
+  return {};
 }
 
 int multiprocessor_count(int device_index) {

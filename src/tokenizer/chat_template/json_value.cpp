@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/json_string.h"
 #include "core/ordered_json.h"
 #include "tokenizer/chat_template/errors.h"
 #include "tokenizer/chat_template/utf8.h"
@@ -58,84 +59,26 @@ Result<Value> from_json(const nlohmann::ordered_json& j, int depth) {
 }
 
 void append_escaped(std::string& out, const std::string& s, bool ensure_ascii) {
-  out += '"';
+  if (!ensure_ascii) {
+    append_json_string(out, s);
+    return;
+  }
   auto hex4 = [&](unsigned v) {
     char buf[16];
     std::snprintf(buf, sizeof(buf), "\\u%04x", v);
     out += buf;
   };
-  if (!ensure_ascii) {
-    for (char c : s) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        case '\b':
-          out += "\\b";
-          break;
-        case '\f':
-          out += "\\f";
-          break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            hex4(static_cast<unsigned char>(c));
-          } else {
-            out += c;
-          }
-      }
-    }
-    out += '"';
-    return;
-  }
+  out += '"';
   for (char32_t cp : utf8_decode(s)) {
-    switch (cp) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (cp < 0x20 || (cp >= 0x7F && cp < 0x10000)) {
-          if (cp == 0x7F) {
-            out += static_cast<char>(cp);
-          } else {
-            hex4(static_cast<unsigned>(cp));
-          }
-        } else if (cp >= 0x10000) {
-          char32_t v = cp - 0x10000;
-          hex4(0xD800 + static_cast<unsigned>(v >> 10));
-          hex4(0xDC00 + static_cast<unsigned>(v & 0x3FF));
-        } else {
-          out += static_cast<char>(cp);
-        }
+    if (append_json_escape(out, cp)) continue;
+    if (cp >= 0x80 && cp < 0x10000) {
+      hex4(static_cast<unsigned>(cp));
+    } else if (cp >= 0x10000) {
+      char32_t v = cp - 0x10000;
+      hex4(0xD800 + static_cast<unsigned>(v >> 10));
+      hex4(0xDC00 + static_cast<unsigned>(v & 0x3FF));
+    } else {
+      out += static_cast<char>(cp);  // ASCII, DEL included (as Python's json.dumps)
     }
   }
   out += '"';
