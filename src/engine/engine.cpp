@@ -468,8 +468,8 @@ bool Engine::handle_inbox(std::chrono::milliseconds max_wait) {
     } else if (auto* tp = std::get_if<StopProfile>(&m)) {
       // Answered once the trace is written: after the batches it recorded still in flight.
       auto done = std::make_shared<std::promise<Status>>(std::move(tp->done));
-      Status refused = profiler_.stop([done](Status status) { done->set_value(std::move(status)); },
-                                      scheduler_->in_flight_batches() > 0);
+      Status refused =
+          profiler_.stop([done](Status status) { done->set_value(std::move(status)); });
       if (!refused.ok()) done->set_value(std::move(refused));
     }
   }
@@ -674,7 +674,7 @@ void Engine::loop(runner::BatchRunner& runner) {
   }
   // Shutdown: finish what is in flight, then abort everything left, queued messages included.
   while (!in_flight.empty()) finish_oldest();
-  if (profiler_.stop_pending()) profiler_.on_settled();
+  profiler_.on_settled();
   answer_settled_flushes();
   settle_pauses();
   abort_all("the engine is shutting down", scheduler::kServiceUnavailable);

@@ -193,7 +193,7 @@ void StepProfiler::add_process_span(int64_t batch_id, double begin_us, double en
                     {{"batch", batch_id}});
 }
 
-Status StepProfiler::stop(std::function<void(Status)> done, bool in_flight) {
+Status StepProfiler::stop(std::function<void(Status)> done) {
   if (!in_progress()) {
     return invalid_argument("Profiling is not in progress. Call /start_profile first.");
   }
@@ -204,9 +204,8 @@ Status StepProfiler::stop(std::function<void(Status)> done, bool in_flight) {
     close(last_launched_);
   }
   finish_profile();
-  stop_done_ = std::move(done);
-  write_status_ = {};
-  if (!in_flight) on_settled();
+  stop_waiters_.push_back(std::move(done));
+  write_ready(last_processed_);
   return {};
 }
 
@@ -230,15 +229,13 @@ void StepProfiler::write_ready(int64_t processed_through) {
       SGL_LOG_INFO << "Profiling done. Traces are saved to: " << c.path;
     } else {
       SGL_LOG_WARN << "profile: " << status.message();
-      if (write_status_.ok()) write_status_ = status;
+      if (!stop_waiters_.empty() && write_status_.ok()) write_status_ = status;
     }
     it = closed_.erase(it);
   }
-  if (closed_.empty() && stop_done_) {
-    std::function<void(Status)> done = std::move(stop_done_);
-    stop_done_ = nullptr;
-    done(std::exchange(write_status_, {}));
-  }
+  if (!closed_.empty() || stop_waiters_.empty()) return;
+  const Status status = std::exchange(write_status_, {});
+  for (auto& done : std::exchange(stop_waiters_, {})) done(status);
 }
 
 }  // namespace sgl::engine

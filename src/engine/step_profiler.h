@@ -66,12 +66,10 @@ class StepProfiler {
   // (its output directory cannot be made, CUDA_PROFILER without a device).
   Status start(ProfileRequest request);
   // /stop_profile: ends the profile; `done` gets the outcome once its trace is written, which
-  // waits for the recorded batches still in flight (`in_flight`: the engine has any). Refused
+  // waits for the recorded batches still in flight (launched, not yet processed). Refused
   // (`done` not called) when no profile is in progress.
-  Status stop(std::function<void(Status)> done, bool in_flight);
+  Status stop(std::function<void(Status)> done);
   bool in_progress() const { return request_.has_value(); }
-  // A /stop_profile waits for its trace to be written.
-  bool stop_pending() const { return static_cast<bool>(stop_done_); }
 
   // The engine loop's hooks, in order for each batch: launched (counts the pass and opens or
   // closes traces as the request says), its spans, then processed (writes the traces whose
@@ -86,7 +84,7 @@ class StepProfiler {
   void add_forward_span(int64_t batch_id, double begin_us, double end_us);
   void add_process_span(int64_t batch_id, double begin_us, double end_us);
   void on_processed(int64_t batch_id);
-  // No batch in flight: the traces waiting for their batches can be written.
+  // No batch will be processed any more (the loop has ended): writes what waits.
   void on_settled();
 
   // Microseconds of the steady clock, the traces' time base.
@@ -119,8 +117,10 @@ class StepProfiler {
   bool capturing_device_ = false;
   std::unique_ptr<Capture> open_;                 // recording
   std::vector<std::unique_ptr<Capture>> closed_;  // waiting for their last batch
-  std::function<void(Status)> stop_done_;         // the /stop_profile waiting for the write
-  Status write_status_;                           // the first failed write stop_done_ reports
+  // The /stop_profile calls waiting for the traces to be written, and the first failed write
+  // among those they wait for.
+  std::vector<std::function<void(Status)>> stop_waiters_;
+  Status write_status_;
 };
 
 }  // namespace sgl::engine

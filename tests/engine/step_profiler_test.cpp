@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -130,8 +131,9 @@ TEST(StepProfiler, RecordsNumStepsPassesThenWritesAndEnds) {
     EXPECT_DOUBLE_EQ(e["ts"].get<double>(), id * 100.0 + 10);
     EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 80.0);
   }
-  EXPECT_FALSE(p.stop([](Status) { ADD_FAILURE() << "a refused stop answers nothing"; }, false)
-                   .ok());  // ended by its step count
+  EXPECT_FALSE(p.stop([](Status) {
+                  ADD_FAILURE() << "a refused stop answers nothing";
+                }).ok());  // ended by its step count
 }
 
 TEST(StepProfiler, StartStepWaitsForItsPass) {
@@ -168,13 +170,10 @@ TEST(StepProfiler, StopWaitsForTheRecordedBatchesInFlight) {
   p.add_schedule_span(2, 200, 210);
   int answers = 0;
   Status answer = internal_error("unanswered");
-  ASSERT_TRUE(p.stop(
-                   [&](Status s) {
-                     ++answers;
-                     answer = std::move(s);
-                   },
-                   /*in_flight=*/true)
-                  .ok());
+  ASSERT_TRUE(p.stop([&](Status s) {
+                 ++answers;
+                 answer = std::move(s);
+               }).ok());
   EXPECT_FALSE(p.in_progress());
   EXPECT_EQ(answers, 0);
   const fs::path file = dir / "42-TP-0.trace.json.gz";
@@ -190,6 +189,57 @@ TEST(StepProfiler, StopWaitsForTheRecordedBatchesInFlight) {
   EXPECT_EQ(span_batches(read_trace(file), kForward), (std::vector<int64_t>{1, 2}));
 }
 
+TEST(StepProfiler, EveryWaitingStopIsAnsweredAndAFailedWriteReported) {
+  const fs::path dir = fresh_dir("waiters");
+  StepProfiler p;
+  ProfileRequest first = request_in(dir);
+  first.profile_id = "first";
+  ASSERT_TRUE(p.start(first).ok());
+  run_batch(p, 1);
+  p.on_launch(batch(2, false), 210);  // in flight
+  std::vector<Status> answers;
+  auto answer = [&](Status s) { answers.push_back(std::move(s)); };
+  ASSERT_TRUE(p.stop(answer).ok());
+  // A second profile started and stopped while the first's trace waits for batch 2.
+  ProfileRequest second = request_in(dir);
+  second.profile_id = "second";
+  ASSERT_TRUE(p.start(second).ok());
+  ASSERT_TRUE(p.stop(answer).ok());
+  EXPECT_TRUE(answers.empty());
+  p.on_processed(2);
+  ASSERT_EQ(answers.size(), 2u);
+  EXPECT_TRUE(answers[0].ok() && answers[1].ok());
+  EXPECT_EQ(span_batches(read_trace(dir / "first-TP-0.trace.json.gz"), kForward),
+            (std::vector<int64_t>{1}));  // batch 2's forward span never came
+  EXPECT_TRUE(fs::exists(dir / "second-TP-0.trace.json.gz"));
+
+  // The directory replaced by a file after the start: the stop reports the failed write.
+  const fs::path gone = fresh_dir("waiters_gone");
+  ASSERT_TRUE(p.start(request_in(gone)).ok());
+  run_batch(p, 3);
+  fs::remove_all(gone);
+  std::ofstream(gone.string()) << "a file";
+  answers.clear();
+  ASSERT_TRUE(p.stop(answer).ok());
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_NE(answers[0].message().find("output_dir"), std::string::npos) << answers[0].message();
+  fs::remove(gone);
+  // A profile that ended by its count and failed to write blames no later stop.
+  const fs::path later = fresh_dir("waiters_later");
+  ProfileRequest counted = request_in(later);
+  counted.num_steps = 1;
+  ASSERT_TRUE(p.start(counted).ok());
+  fs::remove_all(later);
+  std::ofstream(later.string()) << "a file";
+  run_batch(p, 4);  // its write fails (logged)
+  fs::remove(later);
+  answers.clear();
+  ASSERT_TRUE(p.start(request_in(later)).ok());
+  ASSERT_TRUE(p.stop(answer).ok());
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_TRUE(answers[0].ok()) << answers[0].message();
+}
+
 TEST(StepProfiler, StopBeforeAnyPassWritesATraceWithoutSteps) {
   const fs::path dir = fresh_dir("empty");
   StepProfiler p;
@@ -199,7 +249,7 @@ TEST(StepProfiler, StopBeforeAnyPassWritesATraceWithoutSteps) {
   ASSERT_TRUE(p.start(r).ok());
   run_batch(p, 2);
   bool answered = false;
-  ASSERT_TRUE(p.stop([&](Status s) { answered = s.ok(); }, false).ok());
+  ASSERT_TRUE(p.stop([&](Status s) { answered = s.ok(); }).ok());
   EXPECT_TRUE(answered);
   const json trace = read_trace(dir / "42-TP-0.trace.json.gz");
   EXPECT_EQ(count_phase(trace, "X"), 0);
@@ -209,12 +259,12 @@ TEST(StepProfiler, StopBeforeAnyPassWritesATraceWithoutSteps) {
 TEST(StepProfiler, RefusesWhatItCannotDo) {
   const fs::path dir = fresh_dir("refusals");
   StepProfiler p;
-  const Status not_running = p.stop([](Status) {}, false);
+  const Status not_running = p.stop([](Status) {});
   EXPECT_EQ(not_running.message(), "Profiling is not in progress. Call /start_profile first.");
   ASSERT_TRUE(p.start(request_in(dir)).ok());
   EXPECT_EQ(p.start(request_in(dir)).message(),
             "Profiling is already in progress. Call /stop_profile first.");
-  ASSERT_TRUE(p.stop([](Status) {}, false).ok());
+  ASSERT_TRUE(p.stop([](Status) {}).ok());
 
   ProfileRequest r = request_in(dir);
   r.profile_by_stage = true;  // without num_steps
