@@ -1,6 +1,6 @@
 // Model and server endpoints: /v1/models, /health (and /ping), /health_generate,
 // /get_model_info, /get_server_info, /version, /v1/loads, /flush_cache, /abort_request, /metrics,
-// /slow_down.
+// /slow_down, /freeze_gc.
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -349,6 +349,16 @@ Reply handle_slow_down(ServerContext& ctx, const HttpRequest& request) {
   }
   ctx.engine.slow_down(t.is_null() ? 0.0 : std::max(0.0, t.get<double>()));
   return Reply::of(json_response(json(nullptr)));
+}
+
+// SGLang's /freeze_gc: after a warm-up its Python processes move what their garbage collector
+// tracks out of later collections, to shorten the pauses. sgl.cpp has no garbage collector, so
+// there is nothing to freeze: answered as SGLang answers. It takes no fields.
+Reply handle_freeze_gc(ServerContext& /*ctx*/, const HttpRequest& request) {
+  auto o = request_json::parse_optional_object(request.body);
+  if (!o.ok()) return Reply::of(error_response(o.status()));
+  if (Status s = request_json::check_fields(*o, {}); !s.ok()) return Reply::of(error_response(s));
+  return Reply::of(plain_text_response("Garbage collection frozen.\n"));
 }
 
 Reply handle_abort_request(ServerContext& ctx, const HttpRequest& request) {

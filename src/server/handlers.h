@@ -31,6 +31,7 @@ Reply handle_ollama_chat(ServerContext& ctx, const HttpRequest& request);
 Reply handle_ollama_generate(ServerContext& ctx, const HttpRequest& request);
 Reply handle_ollama_tags(ServerContext& ctx, const HttpRequest& request);
 Reply handle_slow_down(ServerContext& ctx, const HttpRequest& request);
+Reply handle_freeze_gc(ServerContext& ctx, const HttpRequest& request);
 Reply handle_ollama_ps(ServerContext& ctx, const HttpRequest& request);
 Reply handle_ollama_version(ServerContext& ctx, const HttpRequest& request);
 Reply handle_ollama_show(ServerContext& ctx, const HttpRequest& request);

@@ -119,6 +119,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/flush_cache", false, both, handle_flush_cache, admin},
       {"/abort_request", false, post, handle_abort_request, admin},
       {"/slow_down", false, both, handle_slow_down, admin},  // SGLang's, for tests
+      {"/freeze_gc", false, both, handle_freeze_gc, admin},
       {"/pause_generation", false, post, handle_pause_generation, admin},
       {"/continue_generation", false, post, handle_continue_generation, admin},
       {"/update_weights_from_disk", false, post, handle_update_weights_from_disk, admin},

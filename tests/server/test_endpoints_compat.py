@@ -45,6 +45,15 @@ def test_sglang_05_names_answer_as_the_old_ones(server):
     assert root.status_code == 200 and root.json() == "sgl.cpp is running"
 
 
+def test_freeze_gc_answers_as_sglang(server):
+    # Nothing to freeze (no garbage collector), but scripts that call it after a warm-up work.
+    for method in (server.get, server.post):
+        r = method("/freeze_gc")
+        assert r.status_code == 200 and r.text == "Garbage collection frozen.\n", r.text
+    r = server.post("/freeze_gc", {"gc_threshold": [1]})  # it takes no fields
+    assert r.status_code == 400 and "gc_threshold" in r.json()["error"]["message"], r.text
+
+
 def test_invocations_is_chat_completions(server):
     # SageMaker's inference route (with /ping its health check), SGLang's chat completions.
     body = {"model": "m", "messages": [{"role": "user", "content": "Once"}], "max_tokens": 6,

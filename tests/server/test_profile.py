@@ -2,12 +2,15 @@
 # with its step counts as strings; sglang.profiler's; the frontend's bare GET), the trace files
 # under SGLang's names (one per engine replica), their events read back, and the refusals.
 import gzip
+import importlib.util
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
-from conftest import Server
+from conftest import Server, require
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +89,34 @@ def test_bench_serving_body_records_num_steps_passes(server, tmp_path):
     assert [p["args"]["mode"] for p in passes] == ["extend", "decode", "decode"]
     # Ended by its count on the replica that ran; a stop reaches the idle ones.
     server.post("/stop_profile")
+
+
+def test_sglang_profiler_cli(server, tmp_path):
+    """SGLang's own `python -m sglang.profiler` (the release scripts/install_deps.sh pins), run
+    without torch: it records /server_info beside the traces and starts a profile of its
+    --num-steps passes, which the next request's passes fill."""
+    require(importlib.util.find_spec("sglang") is not None,
+            "sglang is not installed (scripts/install_deps.sh installs SGLang's clients)")
+    # The package entered without its __init__ (which imports torch), as run_sglang_bench.py.
+    code = ("import importlib.util, runpy, sys, types\n"
+            "root = importlib.util.find_spec('sglang').submodule_search_locations[0]\n"
+            "package = types.ModuleType('sglang')\n"
+            "package.__path__ = [root]\n"
+            "sys.modules['sglang'] = package\n"
+            "runpy.run_module('sglang.profiler', run_name='__main__', alter_sys=True)\n")
+    proc = subprocess.run([sys.executable, "-c", code, "--url", server.url, "--output-dir",
+                           str(tmp_path), "--num-steps", "3"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    generate(server, "Once upon a time", 8)
+    folders = list(tmp_path.iterdir())
+    assert len(folders) == 1, folders  # the client's <time> folder
+    assert json.loads((folders[0] / "server_args.json").read_text())["model_path"]
+    passes = []
+    for path in folders[0].glob("*.trace.json.gz"):
+        passes += forward_spans(read_trace(path))
+    assert [p["args"]["mode"] for p in passes] == ["extend", "decode", "decode"], passes
+    server.post("/stop_profile")  # the replicas that ran nothing
 
 
 def test_profile_by_stage_writes_extend_and_decode_traces(server, tmp_path):
