@@ -1,6 +1,5 @@
 #include "engine/step_profiler.h"
 
-#include <chrono>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -44,12 +43,6 @@ StepProfiler::StepProfiler(std::function<Status(bool on)> device_capture)
     : device_capture_(std::move(device_capture)) {}
 
 StepProfiler::~StepProfiler() = default;
-
-double StepProfiler::now_us() {
-  return std::chrono::duration<double, std::micro>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 Status StepProfiler::start(ProfileRequest request) {
   if (in_progress()) {

@@ -71,9 +71,9 @@ class StepProfiler {
   Status stop(std::function<void(Status)> done);
   bool in_progress() const { return request_.has_value(); }
 
-  // The engine loop's hooks, in order for each batch: launched (counts the pass and opens or
-  // closes traces as the request says), its spans, then processed (writes the traces whose
-  // batches are all processed).
+  // The engine loop's hooks (times in microseconds of the steady clock), in order for each batch:
+  // launched (counts the pass and opens or closes traces as the request says), its spans, then
+  // processed (writes the traces whose batches are all processed).
   void on_launch(const ProfiledBatch& batch, double at_us);
   // on_launch without a profile in progress (no batch description to build).
   void count_launch(int64_t batch_id) {
@@ -86,9 +86,6 @@ class StepProfiler {
   void on_processed(int64_t batch_id);
   // No batch will be processed any more (the loop has ended): writes what waits.
   void on_settled();
-
-  // Microseconds of the steady clock, the traces' time base.
-  static double now_us();
 
  private:
   struct Capture;
