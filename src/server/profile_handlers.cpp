@@ -2,6 +2,7 @@
 // an optional JSON body): every engine replica records a timeline of its forward passes
 // (engine::StepProfiler) and writes it as a Chrome trace. What SGLang's torch profiler records and
 // ours cannot (kernels, memory snapshots, ROCm traces, merged multi-rank files) is refused by name.
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
