@@ -576,8 +576,10 @@ void Engine::loop(runner::BatchRunner& runner) {
       scheduler_->record_decode_time(oldest.batch.id, step.count());
     }
     last_finished = now;
-    profiler_.add_forward_span(oldest.batch.id, to_us(oldest.launched), to_us(received));
-    profiler_.add_process_span(oldest.batch.id, to_us(received), to_us(now));
+    if (profiler_.recording()) {
+      profiler_.add_forward_span(oldest.batch.id, to_us(oldest.launched), to_us(received));
+      profiler_.add_process_span(oldest.batch.id, to_us(received), to_us(now));
+    }
     profiler_.on_processed(oldest.batch.id);
     in_flight.pop_front();
     steps_processed_.fetch_add(1, std::memory_order_relaxed);
@@ -631,8 +633,10 @@ void Engine::loop(runner::BatchRunner& runner) {
         profiler_.count_launch(next.batch->id);
       }
       executor->submit(to_exec_batch(*next.batch, options_.eos_token_ids));
-      profiler_.add_schedule_span(next.batch->id, to_us(step_start),
-                                  to_us(std::chrono::steady_clock::now()));
+      if (profiler_.recording()) {
+        profiler_.add_schedule_span(next.batch->id, to_us(step_start),
+                                    to_us(std::chrono::steady_clock::now()));
+      }
       verify = std::any_of(next.batch->entries.begin(), next.batch->entries.end(),
                            [](const scheduler::BatchEntry& e) { return !e.draft_ids.empty(); });
       in_flight.push_back({std::move(*next.batch), step_start, launched, is_decode});

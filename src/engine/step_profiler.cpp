@@ -114,8 +114,8 @@ bool StepProfiler::close(int64_t last_batch) {
 void StepProfiler::finish_profile() { request_.reset(); }
 
 void StepProfiler::on_launch(const ProfiledBatch& batch, double at_us) {
-  ++passes_;
-  const int64_t previous = std::exchange(last_launched_, batch.id);
+  const int64_t previous = last_launched_;
+  count_launch(batch.id);
   if (!request_) return;
   // Open a trace at this pass where the request says, and see whether the pass is its last.
   bool last = false;

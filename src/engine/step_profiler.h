@@ -70,6 +70,9 @@ class StepProfiler {
   // (`done` not called) when no profile is in progress.
   Status stop(std::function<void(Status)> done);
   bool in_progress() const { return request_.has_value(); }
+  // Some trace may take spans (one is open, or closed and waiting for its last batches): the
+  // loop times its spans only then.
+  bool recording() const { return open_ != nullptr || !closed_.empty(); }
 
   // The engine loop's hooks (times in microseconds of the steady clock), in order for each batch:
   // launched (counts the pass and opens or closes traces as the request says), its spans, then

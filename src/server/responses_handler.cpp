@@ -44,7 +44,7 @@ class ResponsesReply final : public GenerationReply {
   json store_unfinished(const char* status) {
     json r = response(false);
     r["status"] = status;
-    put_in_store(r);
+    put_in_store(r, req_->input_items_json);
     return r;
   }
 
@@ -59,14 +59,15 @@ class ResponsesReply final : public GenerationReply {
                               : nullptr;
     r["error"] = {{"code", "server_error"},
                   {"message", message && message->is_string() ? *message : json(body)}};
-    put_in_store(r);
+    put_in_store(r, req_->input_items_json);
   }
 
  private:
-  void put_in_store(const json& r) {
+  // `r` stored with the conversation so far: the previous turns', then `turn_items` (JSON).
+  void put_in_store(const json& r, std::string turn_items) {
     ctx_.response_store.put(id_, {request_json::dump(r),
-                                  std::make_shared<const ConversationTurn>(ConversationTurn{
-                                      req_->previous_turn, req_->input_items_json}),
+                                  std::make_shared<const ConversationTurn>(
+                                      ConversationTurn{req_->previous_turn, std::move(turn_items)}),
                                   r.at("status").get<std::string>()});
   }
 
@@ -372,10 +373,7 @@ class ResponsesReply final : public GenerationReply {
       }
       turn.push_back(std::move(item));
     }
-    ctx_.response_store.put(id_, {request_json::dump(final_response),
-                                  std::make_shared<const ConversationTurn>(ConversationTurn{
-                                      req_->previous_turn, request_json::dump(turn)}),
-                                  final_response.at("status").get<std::string>()});
+    put_in_store(final_response, request_json::dump(turn));
     return final_response;
   }
 
