@@ -8,6 +8,7 @@
 
 #include "engine/batch_generator.h"
 #include "runner/model_runner.h"
+#include "test_paths.h"
 
 namespace sgl {
 namespace {
@@ -22,7 +23,7 @@ std::filesystem::path model_dir(const char* name) {
                                        : std::string(home ? home : "/root") + "/.cache/sgl.cpp") /
            "SmolLM2-135M-Instruct.Q4_1.gguf";
   }
-  return std::filesystem::path(SGL_TESTDATA_DIR) / "models" / name;
+  return sgl::test::testdata_dir() / "models" / name;
 }
 
 // args: batch size, prompt length; generates 128 tokens per request.

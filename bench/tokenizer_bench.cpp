@@ -6,12 +6,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sgl::tokenizer {
 namespace {
 
-const std::string kData = SGL_TESTDATA_DIR;
+const std::string kData = sgl::test::testdata_dir().string();
 
 // All vector strings of the four sets joined by "\n", repeated to at least 1 MiB.
 std::string mixed_text() {

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "test_paths.h"
+
 namespace sgl::test {
 
 struct RunResult {
@@ -16,7 +18,7 @@ struct RunResult {
 
 // `binary` is relative to the build directory (e.g. "src/app/sgl-generate").
 inline RunResult run_tool(const std::string& binary, const std::string& args) {
-  const std::string cmd = std::string(SGL_BINARY_DIR) + "/" + binary + " " + args + " 2>&1";
+  const std::string cmd = (binary_dir() / binary).string() + " " + args + " 2>&1";
   RunResult result;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return result;

@@ -8,14 +8,10 @@
 #include <sstream>
 #include <string>
 
+#include "test_paths.h"
+
 namespace sgl::test {
 
-// SGL_TESTDATA_DIR in the environment overrides the build-time path (binaries carried to the
-// GPU machine find the data there).
-inline std::filesystem::path testdata_dir() {
-  const char* env = std::getenv("SGL_TESTDATA_DIR");
-  return env != nullptr ? env : SGL_TESTDATA_DIR;
-}
 inline std::filesystem::path model_dir(const std::string& name) {
   return testdata_dir() / "models" / name;
 }

@@ -41,7 +41,8 @@ struct Case {
 };
 
 std::vector<Case> reference_cases(const std::string& pooling) {
-  const nlohmann::json ref = test::read_json(SGL_EMBEDDING_REFERENCE);
+  const nlohmann::json ref =
+      test::read_json(sgl::test::test_data_dir("engine") / "tiny_qwen3_embedding_reference.json");
   std::vector<Case> cases;
   for (const auto& c : ref["cases"]) {
     cases.push_back(
@@ -90,7 +91,8 @@ Encoded collect_embedding(RequestStream& stream) {
 // scripts/gpu_check.sh).
 std::string embedding_models_dir() {
   const char* env = std::getenv("SGL_EMBEDDING_MODELS");
-  return env != nullptr ? env : SGL_EMBEDDING_MODELS;
+  if (env != nullptr) return env;
+  return (sgl::test::binary_dir() / "tests" / "engine" / "embedding_models").string();
 }
 
 runner::ModelRunnerOptions runner_options(bool is_embedding) {

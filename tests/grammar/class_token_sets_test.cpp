@@ -13,6 +13,7 @@
 #include "grammar/utf8.h"
 #include "grammar_test_util.h"
 #include "llama3_vocab.h"
+#include "test_paths.h"
 
 namespace sgl::grammar {
 namespace {
@@ -74,7 +75,7 @@ TEST(grammar_class_token_sets, EqualBruteForceOverRealVocabularies) {
                                make_class("0123456789", false)};
   int tested = 0;
   for (const char* name : {"llama3_1", "qwen3", "gpt2"}) {
-    const std::string dir = std::string(SGL_TESTDATA_DIR) + "/tokenizers/" + name;
+    const std::string dir = sgl::test::testdata_dir().string() + "/tokenizers/" + name;
     if (!std::filesystem::exists(dir)) continue;
     const auto info = test::load_llama3_vocab(dir);
     ASSERT_NE(info, nullptr) << dir;
@@ -106,12 +107,12 @@ TEST(grammar_class_token_sets, EqualBruteForceOverRealVocabularies) {
     }
     ++tested;
   }
-  if (tested == 0) GTEST_SKIP() << "no tokenizers under " << SGL_TESTDATA_DIR;
+  if (tested == 0) GTEST_SKIP() << "no tokenizers under " << sgl::test::testdata_dir();
 }
 
 TEST(grammar_class_token_sets, MasksInClassLoopsEqualEveryTokenTriedWithLlama3) {
   const auto info = test::load_llama3_vocab();
-  if (info == nullptr) GTEST_SKIP() << "no Llama-3.1 tokenizer under " << SGL_TESTDATA_DIR;
+  if (info == nullptr) GTEST_SKIP() << "no Llama-3.1 tokenizer under " << sgl::test::testdata_dir();
   const char* schema = R"({"type": "object", "properties": {
       "s": {"type": "string"}, "e": {"type": "string", "format": "email"},
       "u": {"type": "string", "format": "uri"}, "b": {"type": "string", "maxLength": 30}},

@@ -14,12 +14,13 @@
 #include "grammar/ebnf_parser.h"
 #include "grammar_test_util.h"
 #include "pcre2_reference.h"
+#include "test_paths.h"
 
 namespace sgl::grammar {
 namespace {
 
 std::shared_ptr<const CompiledGrammar> load(const std::string& name) {
-  std::ifstream in(std::string(SGL_GRAMMAR_DATA_DIR) + "/ebnf/" + name + ".ebnf");
+  std::ifstream in(sgl::test::test_data_dir("grammar").string() + "/ebnf/" + name + ".ebnf");
   std::stringstream text;
   text << in.rdbuf();
   auto g = parse_ebnf(text.str());

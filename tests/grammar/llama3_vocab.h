@@ -10,12 +10,13 @@
 
 #include "grammar/tokenizer_info.h"
 #include "server/grammar_backend.h"
+#include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sgl::grammar::test {
 
 inline std::string default_llama3_path() {
-  return std::string(SGL_TESTDATA_DIR) + "/tokenizers/llama3_1";
+  return (sgl::test::testdata_dir() / "tokenizers" / "llama3_1").string();
 }
 
 // `dir`: a tokenizer directory. nullptr when it is missing or unreadable.

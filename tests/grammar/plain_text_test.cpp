@@ -12,6 +12,7 @@
 #include "grammar/utf8.h"
 #include "grammar_test_util.h"
 #include "llama3_vocab.h"
+#include "test_paths.h"
 
 namespace sgl::grammar {
 namespace {
@@ -47,7 +48,7 @@ int32_t brute_force_plain_chars(const std::string& bytes) {
 TEST(grammar_plain_token_sets, EqualBruteForceOverRealVocabularies) {
   int tested = 0;
   for (const char* name : {"llama3_1", "qwen3", "gpt2"}) {
-    const std::string dir = std::string(SGL_TESTDATA_DIR) + "/tokenizers/" + name;
+    const std::string dir = sgl::test::testdata_dir().string() + "/tokenizers/" + name;
     if (!std::filesystem::exists(dir)) continue;
     const auto info = test::load_llama3_vocab(dir);
     ASSERT_NE(info, nullptr) << dir;
@@ -73,7 +74,7 @@ TEST(grammar_plain_token_sets, EqualBruteForceOverRealVocabularies) {
     }
     ++tested;
   }
-  if (tested == 0) GTEST_SKIP() << "no tokenizers under " << SGL_TESTDATA_DIR;
+  if (tested == 0) GTEST_SKIP() << "no tokenizers under " << sgl::test::testdata_dir();
 }
 
 // Plain strings of exactly n characters over a sample alphabet; with `cut`, the last one is a
@@ -144,7 +145,7 @@ TEST(grammar_plain_runs, RunsAndExactnessHoldWhenStepping) {
 
 TEST(grammar_plain_runs, MasksInBoundedStringsEqualEveryTokenTriedWithLlama3) {
   const auto info = test::load_llama3_vocab();
-  if (info == nullptr) GTEST_SKIP() << "no Llama-3.1 tokenizer under " << SGL_TESTDATA_DIR;
+  if (info == nullptr) GTEST_SKIP() << "no Llama-3.1 tokenizer under " << sgl::test::testdata_dir();
   const char* schema = R"({"type": "object", "properties": {
       "a": {"type": "string", "maxLength": 6}, "b": {"type": "string", "minLength": 2,
       "maxLength": 40}}, "required": ["a", "b"]})";

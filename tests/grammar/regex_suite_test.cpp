@@ -13,12 +13,13 @@
 #include "grammar/regex_compiler.h"
 #include "grammar_test_util.h"
 #include "pcre2_reference.h"
+#include "test_paths.h"
 
 namespace sgl::grammar {
 namespace {
 
 std::vector<std::string> load_patterns() {
-  std::ifstream in(std::string(SGL_GRAMMAR_DATA_DIR) + "/regexes.txt");
+  std::ifstream in(sgl::test::test_data_dir("grammar").string() + "/regexes.txt");
   std::vector<std::string> out;
   std::string line;
   while (std::getline(in, line)) {

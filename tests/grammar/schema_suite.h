@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.h"
+
 namespace sgl::grammar::test {
 
 struct SuiteSchema {
@@ -16,7 +18,7 @@ struct SuiteSchema {
 };
 
 inline std::string schema_suite_path() {
-  return std::string(SGL_GRAMMAR_DATA_DIR) + "/json_schemas.jsonl";
+  return (sgl::test::test_data_dir("grammar") / "json_schemas.jsonl").string();
 }
 
 inline std::vector<SuiteSchema> load_schema_suite(const std::string& path = schema_suite_path()) {

@@ -53,7 +53,7 @@ struct Tolerances {
 Tolerances tolerances_for(const std::string& model) {
   Tolerances t;
   if (!kBf16) return t;
-  const nlohmann::json measured = test::read_json(std::filesystem::path(SGL_RUNNER_TEST_DATA_DIR) /
+  const nlohmann::json measured = test::read_json(sgl::test::test_data_dir("runner") /
                                                   "transformers_bf16_error.json")["models"][model];
   t.step_logprob = std::max(2e-2, 1.5 * measured["step_top5_logprob"].get<double>());
   t.prefill_logprob = std::max(2e-2, 1.5 * measured["prefill_top10_logprob"].get<double>());
@@ -68,8 +68,7 @@ Tolerances tolerances_for(const std::string& model) {
 // changes one case's greedy ids.
 nlohmann::json golden_for(const std::string& model) {
   if (kBf16 && model == "stories260K") {
-    return test::read_json(std::filesystem::path(SGL_RUNNER_TEST_DATA_DIR) /
-                           "stories260K-bf16-weights.json");
+    return test::read_json(sgl::test::test_data_dir("runner") / "stories260K-bf16-weights.json");
   }
   return test::golden(model);
 }

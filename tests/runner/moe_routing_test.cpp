@@ -199,7 +199,7 @@ struct Bounds {
   double logprob = 0, logprob_after_flip = 0, logit = 0;
 };
 Bounds bounds_for(const std::string& model) {
-  const nlohmann::json measured = test::read_json(std::filesystem::path(SGL_RUNNER_TEST_DATA_DIR) /
+  const nlohmann::json measured = test::read_json(sgl::test::test_data_dir("runner") /
                                                   "transformers_bf16_error.json")["models"];
   const nlohmann::json& dense = measured["tiny-qwen3"];
   Bounds b;

@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 constexpr double kLogprobTol = 1e-3;
 
 nlohmann::json load_golden() {
-  std::ifstream in(fs::path(SGL_RUNNER_TEST_DATA_DIR) / "smollm2_golden.json");
+  std::ifstream in(sgl::test::test_data_dir("runner") / "smollm2_golden.json");
   EXPECT_TRUE(in.good()) << "golden file missing";
   return nlohmann::json::parse(in);
 }

@@ -58,7 +58,7 @@ using test::parallel_requests_of;
 
 // bf16's bound for `model`: golden_parity_test's max(2e-2, 1.5 x transformers' own bf16 error).
 double bf16_bound(const std::string& model) {
-  const nlohmann::json measured = test::read_json(std::filesystem::path(SGL_RUNNER_TEST_DATA_DIR) /
+  const nlohmann::json measured = test::read_json(sgl::test::test_data_dir("runner") /
                                                   "transformers_bf16_error.json")["models"][model];
   return std::max(2e-2, 1.5 * measured["step_top5_logprob"].get<double>());
 }

@@ -20,6 +20,7 @@
 #include "server/routed_experts_json.h"
 #include "server/sse.h"
 #include "server/tool_choice.h"
+#include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sgl::server {
@@ -486,7 +487,8 @@ namespace {
 // Strict tools under tool_choice auto are held where the format has a call marker the model can
 // write: qwen25's <tool_call> is ordinary text in the Qwen3 tokenizer; llama3's calls have none.
 TEST(ToolChoice, StrictAutoToolsAreHeldWhereTheMarkerCanBeWritten) {
-  auto qwen3 = tokenizer::Tokenizer::from_dir(std::string(SGL_TESTDATA_DIR) + "/tokenizers/qwen3");
+  auto qwen3 =
+      tokenizer::Tokenizer::from_dir(sgl::test::testdata_dir().string() + "/tokenizers/qwen3");
   ASSERT_TRUE(qwen3.ok()) << qwen3.status().to_string();
   EXPECT_FALSE(strict_auto_tools_unheld("qwen25", "", **qwen3).has_value());
   EXPECT_FALSE(strict_auto_tools_unheld("qwen3_coder", "qwen3", **qwen3).has_value());

@@ -22,7 +22,7 @@ using Json = nlohmann::json;
 using model::test_util::GgufWriter;
 namespace tu = model::test_util;
 
-const std::filesystem::path kTestdata = SGL_TESTDATA_DIR;
+const std::filesystem::path kTestdata = sgl::test::testdata_dir();
 
 std::string slurp(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -278,8 +278,8 @@ class SmolLM2GgufTest : public ::testing::Test {
     auto tok = Tokenizer::from_dir(path);
     ASSERT_TRUE(tok.ok()) << tok.status().to_string();
     tok_ = std::move(*tok);
-    golden_ = Json::parse(slurp(std::filesystem::path(SGL_TOKENIZER_TEST_DATA_DIR) /
-                                "smollm2_gguf_tokenizer_golden.json"));
+    golden_ = Json::parse(
+        slurp(sgl::test::test_data_dir("tokenizer") / "smollm2_gguf_tokenizer_golden.json"));
   }
   std::unique_ptr<Tokenizer> tok_;
   Json golden_;

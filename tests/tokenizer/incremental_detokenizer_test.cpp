@@ -8,13 +8,14 @@
 #include <random>
 #include <sstream>
 
+#include "test_paths.h"
 #include "tokenizer/stop_regex_matcher.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sgl::tokenizer {
 namespace {
 
-const std::string kData = SGL_TESTDATA_DIR;
+const std::string kData = sgl::test::testdata_dir().string();
 
 bool valid_utf8(const std::string& s) {
   size_t i = 0;

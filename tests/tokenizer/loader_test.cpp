@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "test_paths.h"
 #include "tokenizer/file_reader.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -242,7 +243,7 @@ TEST(LoaderTest, HostileInputNeverCrashes) {
 }
 
 TEST(LoaderTest, ConcurrentEncodeMatchesSerial) {
-  auto tok = Tokenizer::from_dir(fs::path(SGL_TESTDATA_DIR) / "tokenizers" / "qwen3");
+  auto tok = Tokenizer::from_dir(sgl::test::testdata_dir() / "tokenizers" / "qwen3");
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   std::vector<std::string> texts;
   for (int i = 0; i < 200; ++i) {

@@ -4,12 +4,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sgl::tokenizer {
 namespace {
 
-const std::filesystem::path kTestdata = SGL_TESTDATA_DIR;
+const std::filesystem::path kTestdata = sgl::test::testdata_dir();
 const std::filesystem::path kModelDir = kTestdata / "models" / "stories260K";
 
 std::unique_ptr<Tokenizer> load() {

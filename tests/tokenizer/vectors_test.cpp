@@ -5,13 +5,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 
 namespace sgl::tokenizer {
 namespace {
 
-const std::filesystem::path kTestdata = SGL_TESTDATA_DIR;
+const std::filesystem::path kTestdata = sgl::test::testdata_dir();
 
 struct VectorCase {
   std::string text;
@@ -63,7 +64,7 @@ struct VectorSet {
 std::filesystem::path expected_ids_path(const VectorSet& set, const Tokenizer& tok) {
   const auto vectors = kTestdata / "tokenizers" / "vectors";
   if (std::string(set.vocab) == "llama-spm" && tok.token_to_id("\u2581") != 29871) {
-    return std::filesystem::path(SGL_TOKENIZER_TEST_DATA_DIR) / "llama-spm.testdata-llama2.out";
+    return sgl::test::test_data_dir("tokenizer") / "llama-spm.testdata-llama2.out";
   }
   return vectors / (std::string(set.vocab) + ".out");
 }

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "test_paths.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/chat_template/json_value.h"
 #include "tokenizer/chat_template/test_util.h"
@@ -141,7 +142,7 @@ TEST(ChatTemplateApi, InputsAreNotMutated) {
 
 TEST(ChatTemplateApi, ConcurrentRenders) {
   std::string source =
-      read_file(std::string(SGL_TESTDATA_DIR) + "/chat_templates/openai-gpt-oss-120b.jinja");
+      read_file(sgl::test::testdata_dir().string() + "/chat_templates/openai-gpt-oss-120b.jinja");
   ASSERT_FALSE(source.empty());
   auto tmpl = ChatTemplate::parse(source);
   ASSERT_TRUE(tmpl.ok()) << tmpl.status().to_string();
@@ -172,8 +173,8 @@ TEST(ChatTemplateApi, ConcurrentRenders) {
 
 TEST(ChatTemplateApi, TokenizerConfigTemplatesRender) {
   for (const char* dir : {"llama3_1", "qwen3"}) {
-    std::string config =
-        read_file(std::string(SGL_TESTDATA_DIR) + "/tokenizers/" + dir + "/tokenizer_config.json");
+    std::string config = read_file(sgl::test::testdata_dir().string() + "/tokenizers/" + dir +
+                                   "/tokenizer_config.json");
     auto parsed = jinja::value_from_json(config);
     ASSERT_TRUE(parsed.ok()) << dir;
     const jinja::Value* source = parsed->dict_data().find("chat_template");

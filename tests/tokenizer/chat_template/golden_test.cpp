@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "test_paths.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/chat_template/json_value.h"
 
@@ -46,7 +47,7 @@ std::string expected_message(const std::string& golden_error) {
 }
 
 TEST(ChatTemplateGolden, AllTemplatesAllCases) {
-  const std::string dir = std::string(SGL_TESTDATA_DIR);
+  const std::string dir = sgl::test::testdata_dir().string();
   Json golden = Json::parse(read_file(dir + "/golden/chat_templates.json"));
   const Json& cases = golden["meta"]["cases"];
   const std::string bos = golden["meta"]["bos_token"];
