@@ -25,9 +25,10 @@ if [ "$quick" != "--quick" ]; then
 fi
 
 # Every test runs once in the full run: under ASan + UBSan (the same -O2 code as the release
-# build, plus the memory checks), except these, which run in the CPU stage: suites whose C++
-# path another suite under ASan already takes, and whose time goes to Python or to starting
-# clients: the JSON Schema suites through the server and through jsonschema (the
+# build, plus the memory checks; line tables only, -g1: the reports' stack traces at under half
+# the object size of -g, which every CI run links), except these, which run in the CPU stage:
+# suites whose C++ path another suite under ASan already takes, and whose time goes to Python or
+# to starting clients: the JSON Schema suites through the server and through jsonschema (the
 # grammar_schema_suite gtests walk the same schemas in C++), the tokenizer comparison against
 # Hugging Face (the fuzz stage drives the tokenizer), the real-client and launch-flag suites,
 # the default-model suite (the stories260K suites run the same server code), and the suites'
@@ -62,8 +63,9 @@ if [ "$quick" != "--quick" ]; then
   # (command-line parsing at start, no threads of interest), and so are the real-client suites
   # (SGLang's bench client, headless Chromium): they send the server the requests the e2e
   # suites already send it here (concurrent streams on each route, CORS preflights), and their
-  # time goes to starting the clients. The server suites run one at a time: their HTTP edge
-  # cases (a 40 MB upload answered 413) need a responsive client. The JSON Schema suite (320
+  # time goes to starting the clients. The server suites run two at a time, but for those with
+  # deadlines of about a second (HTTP read timeouts, the watchdog), which run alone
+  # (tests/server/CMakeLists.txt: RUN_SERIAL under TSan). The JSON Schema suite (320
   # schemas, grammar correctness) is left out too: its requests take the structured-output
   # suite's path, and under TSan it outlasts its 10-minute limit on CI's two cores. The NGRAM
   # suite too: the engine's NGRAM tests below take its paths. So is the suites' second run
@@ -87,7 +89,7 @@ if [ "$quick" != "--quick" ]; then
     "Speculative.*/(default|chunk16|no_mixed_draft2|tight_kv)$|StructuredOutput.*/(stories_no_overlap|stories_mixed|qwen3)"
   tsan_ctest distributed -j2
   tsan_ctest scheduler -j2
-  tsan_ctest server -j1 -E \
+  tsan_ctest server -j2 -E \
     "server_test_(default_model|launch_flags|sglang_bench|browser_cors|schema_suite|speculative|tool_calls|reasoning_grammar|chat_template_limits|field_table|request_fields|ollama_api|anthropic_tools)$|server_dp2_"
 
   # Each fuzz target for a few seconds over a scratch copy of its seed corpus (docs/fuzzing.md).
