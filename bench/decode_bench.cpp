@@ -2,28 +2,19 @@
 // Run: build/cpu/bench/decode_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "engine/batch_generator.h"
 #include "runner/model_runner.h"
-#include "test_paths.h"
+#include "test_data.h"
 
 namespace sgl {
 namespace {
 
 // A test model by name, or the default model (SmolLM2 GGUF) from the fetch script's cache.
 std::filesystem::path model_dir(const char* name) {
-  if (std::string(name) == "smollm2") {
-    if (const char* env = std::getenv("SGL_SMOLLM2_GGUF")) return env;
-    const char* cache = std::getenv("SGL_CACHE_DIR");
-    const char* home = std::getenv("HOME");
-    return std::filesystem::path(cache ? cache
-                                       : std::string(home ? home : "/root") + "/.cache/sgl.cpp") /
-           "SmolLM2-135M-Instruct.Q4_1.gguf";
-  }
-  return sgl::test::testdata_dir() / "models" / name;
+  return std::string(name) == "smollm2" ? test::smollm2_gguf_path() : test::model_dir(name);
 }
 
 // args: batch size, prompt length; generates 128 tokens per request.

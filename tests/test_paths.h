@@ -18,5 +18,11 @@ std::filesystem::path binary_dir();
 std::filesystem::path testdata_dir();
 // A test folder's committed data: tests/<test_folder>/data.
 std::filesystem::path test_data_dir(std::string_view test_folder);
+// A test folder's build folder (its CMAKE_CURRENT_BINARY_DIR), where the build writes files for
+// its tests: tests/<test_folder> under binary_dir().
+std::filesystem::path test_build_dir(std::string_view test_folder);
+// The path in the environment variable `var` when it is set (binaries carried to the GPU machine
+// find their files there), else `otherwise`.
+std::filesystem::path path_from_env(const char* var, std::filesystem::path otherwise);
 
 }  // namespace sgl::test

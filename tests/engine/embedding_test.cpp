@@ -90,9 +90,9 @@ Encoded collect_embedding(RequestStream& stream) {
 // SGL_EMBEDDING_MODELS in the environment overrides it (binaries carried to the GPU machine,
 // scripts/gpu_check.sh).
 std::string embedding_models_dir() {
-  const char* env = std::getenv("SGL_EMBEDDING_MODELS");
-  if (env != nullptr) return env;
-  return (sgl::test::binary_dir() / "tests" / "engine" / "embedding_models").string();
+  return test::path_from_env("SGL_EMBEDDING_MODELS",
+                             test::test_build_dir("engine") / "embedding_models")
+      .string();
 }
 
 runner::ModelRunnerOptions runner_options(bool is_embedding) {

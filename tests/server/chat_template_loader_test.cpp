@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "../model/gguf_test_util.h"
-#include "test_paths.h"
+#include "test_data.h"
 
 namespace sgl::server {
 namespace {
@@ -37,8 +37,8 @@ Status check(const std::string& source, WorkPool& p) {
 TEST(CheckChatTemplate, EveryTestdataTemplatePasses) {
   auto p = pool();
   int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(sgl::test::testdata_dir().string() +
-                                                               "/chat_templates")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(sgl::test::testdata_dir() / "chat_templates")) {
     if (entry.path().extension() != ".jinja") continue;
     ++count;
     Status s = check(read_file(entry.path()), *p);
@@ -78,8 +78,7 @@ TEST(LoadChatTemplate, AnExplicitBrokenTemplateIsAnErrorNamingIt) {
   auto p = pool();
   const auto path = std::filesystem::temp_directory_path() / "sgl_broken_chat_template.jinja";
   std::ofstream(path) << "{{ raise_exception('broken on purpose') }}";
-  auto tokenizer =
-      tokenizer::Tokenizer::from_dir(sgl::test::testdata_dir().string() + "/models/stories260K");
+  auto tokenizer = tokenizer::Tokenizer::from_dir(sgl::test::model_dir("stories260K").string());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
   auto loaded = load_chat_template(path.string(), "m", **tokenizer, *p);
   ASSERT_FALSE(loaded.ok());
@@ -92,8 +91,7 @@ TEST(LoadChatTemplate, AnExplicitBrokenTemplateIsAnErrorNamingIt) {
 // conversation templates, empty files and what is not a regular file are errors naming the path.
 TEST(LoadChatTemplate, ExplicitFilesAreReadOrRefusedByName) {
   auto p = pool();
-  auto tokenizer =
-      tokenizer::Tokenizer::from_dir(sgl::test::testdata_dir().string() + "/models/stories260K");
+  auto tokenizer = tokenizer::Tokenizer::from_dir(sgl::test::model_dir("stories260K").string());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
   const auto dir = std::filesystem::temp_directory_path() /
                    ("sgl_chat_template_files-" + std::to_string(::getpid()));
@@ -127,9 +125,9 @@ TEST(LoadChatTemplate, HfChatTemplateNamePicksANamedTemplate) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("sgl_named_templates-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(
-      sgl::test::testdata_dir().string() + "/models/stories260K/tokenizer.json",
-      dir / "tokenizer.json", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(sgl::test::model_dir("stories260K") / "tokenizer.json",
+                             dir / "tokenizer.json",
+                             std::filesystem::copy_options::overwrite_existing);
   std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": [
       {"name": "default", "template": "D{{ messages[0].content }}"},
       {"name": "tool_use", "template": "T{{ messages[0].content }}"}]})";
@@ -149,10 +147,9 @@ TEST(LoadChatTemplate, HfChatTemplateNamePicksANamedTemplate) {
       << missing.status().message();
   std::filesystem::remove_all(dir);
   // A tokenizer with one template names none.
-  auto stories =
-      tokenizer::Tokenizer::from_dir(sgl::test::testdata_dir().string() + "/models/stories260K");
-  auto none = load_chat_template("", sgl::test::testdata_dir().string() + "/models/stories260K",
-                                 **stories, *p, "default");
+  auto stories = tokenizer::Tokenizer::from_dir(sgl::test::model_dir("stories260K").string());
+  auto none = load_chat_template("", sgl::test::model_dir("stories260K").string(), **stories, *p,
+                                 "default");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("it names no templates"), std::string::npos);
 }

@@ -3,7 +3,6 @@
 // overrides it (binaries carried to the GPU machine, scripts/gpu_check.sh).
 #pragma once
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "test_paths.h"
@@ -11,9 +10,7 @@
 namespace sgl::test {
 
 inline std::filesystem::path eagle_heads_dir() {
-  const char* env = std::getenv("SGL_EAGLE_HEADS");
-  return env != nullptr ? std::filesystem::path(env)
-                        : binary_dir() / "tests" / "speculative" / "eagle_heads";
+  return path_from_env("SGL_EAGLE_HEADS", test_build_dir("speculative") / "eagle_heads");
 }
 
 }  // namespace sgl::test
