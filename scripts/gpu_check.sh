@@ -82,6 +82,8 @@ pack() {
   cp -r ../shared/testdata/models ../shared/testdata/golden "$stage/testdata/"
   # The tiny embedding models the build wrote (tests/engine: embedding tests).
   cp -r build/cuda/tests/engine/embedding_models "$stage/testdata/"
+  # The tiny classification and reward models (tests/engine: classifier tests).
+  cp -r build/cuda/tests/engine/classifier_models "$stage/testdata/"
   # The random EAGLE heads and their references (tests/speculative: EAGLE draft tests).
   cp -r build/cuda/tests/speculative/eagle_heads "$stage/testdata/"
   # The Llama-3.1 and Qwen3 tokenizers for the serving benchmarks (scripts/gpu_serving_bench.sh).

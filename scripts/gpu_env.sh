@@ -45,5 +45,5 @@ unpack_gpu_pack() {
   nccl_dir=$(nccl_lib_dir "$root" || true)
   export LD_LIBRARY_PATH="$root/gpu/lib${nccl_dir:+:$nccl_dir}:${LD_LIBRARY_PATH:-}"
   export SGL_TESTDATA_DIR="$root/testdata" SGL_EMBEDDING_MODELS="$root/testdata/embedding_models" \
-    SGL_EAGLE_HEADS="$root/testdata/eagle_heads"
+    SGL_CLASSIFIER_MODELS="$root/testdata/classifier_models" SGL_EAGLE_HEADS="$root/testdata/eagle_heads"
 }

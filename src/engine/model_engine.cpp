@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "core/logging.h"
+#include "model/model_source.h"
 #include "runner/model_batch_runner.h"
 #include "runner/node_link.h"
 #include "runner/tp_batch_runner.h"
@@ -76,6 +77,16 @@ Status check_nodes(const runner::ModelRunnerOptions& ro, const EngineOptions& op
                             ": the ranks' group takes PORT + 1, so PORT must be below 65535");
   }
   return Status::ok_status();
+}
+
+// A classification or reward model is served as an embedding model whether or not
+// --is-embedding says so (SGLang's is_generation_model). A config that cannot be read is the
+// runner's to report.
+bool scores_with_task_head(const std::filesystem::path& model_path,
+                           const runner::ModelRunnerOptions& ro) {
+  const Result<model::ModelSource> source = model::open_model_source(
+      model_path, {.open_weights = false, .config_overrides = ro.json_model_override_args});
+  return source.ok() && source->config.has_task_head();
 }
 
 // The runner sizes an engine of `options` needs (batch, token and logits rows, CUDA graphs for
@@ -153,6 +164,7 @@ Result<ModelEngine> launch_model_engine(const std::filesystem::path& model_path,
                                         const std::vector<int32_t>& extra_eos_ids,
                                         const distributed::MultiNode& nodes) {
   runner::ModelRunnerOptions ro = runner_options;
+  ro.is_embedding = ro.is_embedding || scores_with_task_head(model_path, ro);
   SGL_RETURN_IF_ERROR(size_runner_for_engine(model_path, ro, options));
   SGL_RETURN_IF_ERROR(check_nodes(ro, options, nodes));
   if (nodes.node_rank != 0) {
@@ -254,6 +266,7 @@ Status run_follower_node(const std::filesystem::path& model_path,
                          const runner::ModelRunnerOptions& runner_options, EngineOptions options,
                          const distributed::MultiNode& nodes) {
   runner::ModelRunnerOptions ro = runner_options;
+  ro.is_embedding = ro.is_embedding || scores_with_task_head(model_path, ro);
   SGL_RETURN_IF_ERROR(size_runner_for_engine(model_path, ro, options));
   SGL_RETURN_IF_ERROR(check_nodes(ro, options, nodes));
   if (nodes.node_rank == 0) return invalid_argument("node 0 runs the engine, not a follower");

@@ -217,6 +217,11 @@ void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stre
   SGL_RUN_ON(out.device(), silu_and_mul, (gate_up, out), (gate_up, out, stream));
 }
 
+void relu(const Tensor& x, backend::Stream stream) {
+  SGL_CHECK(x.is_contiguous()) << "relu: x " << x.shape_string() << " is not contiguous";
+  SGL_RUN_ON(x.device(), relu, (x), (x, stream));
+}
+
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out,
                         backend::Stream stream) {
   SGL_CHECK(src.ndim() == 2 && out.ndim() == 2 && src.is_contiguous() && out.is_contiguous() &&

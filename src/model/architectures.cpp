@@ -17,33 +17,47 @@ namespace {
 template <class M>
 constexpr ModelFactory kDecoder{&DecoderForCausalLM::load<M>, &DecoderForCausalLM::plan<M>};
 
-constexpr std::array<Architecture, 9> kArchitectures = {{
-    {.name = "LlamaForCausalLM",
-     .model_type = "llama",
-     .gguf_name = "llama",
-     .factory = &kDecoder<LlamaForCausalLM>,
-     .gguf_interleaved_qk = true},
+constexpr Architecture kLlama = {.name = "LlamaForCausalLM",
+                                 .model_type = "llama",
+                                 .gguf_name = "llama",
+                                 .factory = &kDecoder<LlamaForCausalLM>,
+                                 .gguf_interleaved_qk = true};
+constexpr Architecture kQwen2 = {.name = "Qwen2ForCausalLM",
+                                 .model_type = "qwen2",
+                                 .gguf_name = "qwen2",
+                                 .factory = &kDecoder<LlamaForCausalLM>,
+                                 .qkv_bias = true,
+                                 .attention_bias_key = AttentionBiasKey::kIgnored,
+                                 .sliding_window = SlidingWindowRule::kWhenEnabled,
+                                 .default_sliding_window = 4096};
+constexpr Architecture kQwen3 = {.name = "Qwen3ForCausalLM",
+                                 .model_type = "qwen3",
+                                 .gguf_name = "qwen3",
+                                 .factory = &kDecoder<LlamaForCausalLM>,
+                                 .qk_norm = true,
+                                 .sliding_window = SlidingWindowRule::kWhenEnabled,
+                                 .default_head_dim = 128,
+                                 .default_sliding_window = 4096};
+
+// A causal LM's decoder under a task head instead of the LM head: found by name only (its
+// config says the LM's model_type), never read from GGUF.
+constexpr Architecture with_task_head(Architecture lm, std::string_view name, TaskHead head) {
+  lm.name = name;
+  lm.model_type = "";
+  lm.gguf_name = "";
+  lm.task_head = head;
+  return lm;
+}
+
+constexpr std::array<Architecture, 13> kArchitectures = {{
+    kLlama,
     {.name = "MistralForCausalLM",
      .model_type = "mistral",
      .factory = &kDecoder<LlamaForCausalLM>,
      .sliding_window = SlidingWindowRule::kAlways,
      .default_sliding_window = 4096},
-    {.name = "Qwen2ForCausalLM",
-     .model_type = "qwen2",
-     .gguf_name = "qwen2",
-     .factory = &kDecoder<LlamaForCausalLM>,
-     .qkv_bias = true,
-     .attention_bias_key = AttentionBiasKey::kIgnored,
-     .sliding_window = SlidingWindowRule::kWhenEnabled,
-     .default_sliding_window = 4096},
-    {.name = "Qwen3ForCausalLM",
-     .model_type = "qwen3",
-     .gguf_name = "qwen3",
-     .factory = &kDecoder<LlamaForCausalLM>,
-     .qk_norm = true,
-     .sliding_window = SlidingWindowRule::kWhenEnabled,
-     .default_head_dim = 128,
-     .default_sliding_window = 4096},
+    kQwen2,
+    kQwen3,
     {.name = "MixtralForCausalLM",
      .model_type = "mixtral",
      .gguf_name = "llama",  // llama.cpp writes Mixtral as llama with experts
@@ -73,6 +87,11 @@ constexpr std::array<Architecture, 9> kArchitectures = {{
      .default_sliding_window = 4096,
      .moe = MoeStyle::kQwen,
      .gguf_norm_topk_prob = true},
+    // Classification and reward models (SGLang's LlamaForSequenceClassification, ...).
+    with_task_head(kLlama, "LlamaForSequenceClassification", TaskHead::kSequenceClassification),
+    with_task_head(kQwen2, "Qwen2ForSequenceClassification", TaskHead::kSequenceClassification),
+    with_task_head(kQwen3, "Qwen3ForSequenceClassification", TaskHead::kSequenceClassification),
+    with_task_head(kQwen2, "Qwen2ForRewardModel", TaskHead::kRewardModel),
     // Draft heads, found by name only (their configs say model_type "llama"): config parsing
     // reads them, the registry refuses to serve them alone.
     {.name = "LlamaForCausalLMEagle", .model_type = "", .draft = DraftKind::kEagle},

@@ -64,6 +64,18 @@ enum class DraftKind : uint8_t {
   kEagle3,  // SGLang's LlamaForCausalLMEagle3
 };
 
+// What the decoder's final hidden states feed (SGLang's model class). A task head scores each
+// request's last token (SGLang's LAST pooling, not normalised): such a model serves only pooling
+// batches, as an embedding model does, whatever --is-embedding says.
+enum class TaskHead : uint8_t {
+  kLmHead,  // a causal LM
+  // `score`: one linear layer [num_labels, hidden] (+ a bias where the checkpoint has one):
+  // transformers' *ForSequenceClassification.
+  kSequenceClassification,
+  // Qwen2ForRewardModel's `score`: Linear(hidden, hidden) + bias, ReLU, Linear(hidden, 1) + bias.
+  kRewardModel,
+};
+
 struct Architecture {
   std::string_view name;        // config.json `architectures[0]`: "Qwen2ForCausalLM"
   std::string_view model_type;  // config.json `model_type`: "qwen2"
@@ -93,6 +105,7 @@ struct Architecture {
   // `<arch>.expert_weights_norm` says otherwise (Qwen3-MoE: yes; Qwen2-MoE: no; Mixtral: always).
   bool gguf_norm_topk_prob = false;
   DraftKind draft = DraftKind::kNone;
+  TaskHead task_head = TaskHead::kLmHead;
 
   bool supported() const { return factory != nullptr; }
 };

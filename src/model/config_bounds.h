@@ -42,6 +42,8 @@ struct ConfigBounds {
   // Experts a token is routed to; released models use 1 to 10. The CUDA router keeps each pick
   // in one lane of a warp.
   static constexpr int64_t kMaxExpertsPerToken = 32;
+  // A classification head's labels; released ones have 1 to a few hundred.
+  static constexpr int64_t kMaxNumLabels = int64_t{1} << 16;
   // rms_norm_eps lies in (0, kMaxRmsNormEps); real models use 1e-6 .. 1e-5.
   static constexpr double kMaxRmsNormEps = 1.0;
 };

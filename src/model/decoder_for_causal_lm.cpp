@@ -46,6 +46,15 @@ Result<ModelMemoryPlan> DecoderForCausalLM::check_and_plan(WeightLoader& weights
     }
   }
   SGL_RETURN_IF_ERROR(check_lora_configs());
+  const Architecture* arch = find_architecture(c.architecture);
+  if (arch != nullptr && arch->task_head != TaskHead::kLmHead) {
+    if (!options_.is_embedding) {
+      return invalid_argument(c.architecture +
+                              " scores prompts with its task head and has no LM head: it is "
+                              "served as an embedding model (--is-embedding)");
+    }
+    score_head_.emplace(arch->task_head, c.hidden_size, c.pooled_size());
+  }
   // The bounds are checked: the layers can be built (nothing allocated).
   const AttentionShape attention = attention_shape(c, tp);
   layers_.reserve(static_cast<size_t>(c.num_hidden_layers));
@@ -174,6 +183,7 @@ Status DecoderForCausalLM::load_weights(WeightLoader& w) {
   } else {
     w.expect_unread("lm_head.weight");
   }
+  if (score_head_) SGL_RETURN_IF_ERROR(score_head_->load(w));
   return Status::ok_status();
 }
 
@@ -285,7 +295,11 @@ void DecoderForCausalLM::plan_activations(DType dtype, Device device, Activation
   DecoderLayer::plan_scratch(layers_, attention_shape(c, tp), n, dtype, device,
                              options_.fp32_all_reduce, act_.layer, plan);
   if (options_.is_embedding) {
-    plan.add(&act_.embeddings, DType::kF32, rows, c.hidden_size);
+    plan.add(&act_.embeddings, DType::kF32, rows, c.pooled_size());
+    if (score_head_) {
+      plan.add(&act_.last_hidden, dtype, rows, c.hidden_size);
+      score_head_->plan_scratch(rows, dtype, act_.score, plan);
+    }
   } else {
     plan.add(&act_.last_hidden, dtype, rows, c.hidden_size);
     plan.add(&act_.logits, DType::kF32, rows, c.vocab_size);
@@ -383,9 +397,16 @@ ModelOutput DecoderForCausalLM::forward(const ForwardBatch& fb, ModelContext& ct
     SGL_CHECK(options_.is_embedding)
         << "a pooling batch needs a model loaded as an embedding model";
     const Tensor pooled = act_.embeddings.tensor().slice_rows(0, fb.batch_size);
-    const kernels::RowPool pool =
-        fb.pooling == PoolingType::kMean ? kernels::RowPool::kSum : kernels::RowPool::kLast;
-    kernels::pool_rows(hidden, fb.qo_indptr, pool, pooled, ctx.stream);
+    if (score_head_) {
+      SGL_CHECK(fb.pooling == PoolingType::kLast) << "a score head reads each request's last token";
+      const Tensor last = act_.last_hidden.tensor().slice_rows(0, fb.batch_size);  // [B, H]
+      kernels::gather_last_tokens(hidden, fb.qo_indptr, last, ctx.stream);
+      score_head_->forward(last, pooled, act_.score, ctx.stream);
+    } else {
+      const kernels::RowPool pool =
+          fb.pooling == PoolingType::kMean ? kernels::RowPool::kSum : kernels::RowPool::kLast;
+      kernels::pool_rows(hidden, fb.qo_indptr, pool, pooled, ctx.stream);
+    }
     ModelOutput out;
     out.embeddings = pooled;
     if (sparse_layers > 0) {

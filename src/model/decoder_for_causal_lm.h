@@ -1,11 +1,13 @@
 // DecoderForCausalLM: the decoder stack the Llama-family architectures share: embedding ->
 // N x DecoderLayer (pre-norm attention block + MLP block) -> final norm -> LM head (tied or not),
 // or, loaded as an embedding model, -> pooling of the final norm's output per request (no LM
-// head). An architecture is a subclass that says what its layers' MLPs are (llama.h, ...).
+// head), or, for a classification or reward architecture, its score head over each request's
+// last token. An architecture is a subclass that says what its layers' MLPs are (llama.h, ...).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "model/layers/activation_plan.h"
 #include "model/layers/decoder_layer.h"
 #include "model/layers/linear.h"
+#include "model/layers/score_head.h"
 #include "model/model.h"
 #include "model/weight_loader.h"
 
@@ -76,13 +79,16 @@ class DecoderForCausalLM : public Model {
     LayerScratch layer;     // the blocks' scratch, shared by every layer
     // i32 [num_sparse_layers * N, top_k], only with options_.enable_return_routed_experts
     Buffer routed_experts;
-    Buffer last_hidden;  // [max_logit_rows, H]; generation models only
+    Buffer last_hidden;  // [max_logit_rows, H]; generation models and score heads only
     Buffer logits;       // f32 [max_logit_rows, V]; generation models only
     // At tp > 1, generation models only: the rank's vocabulary part of the logits, f32
     // [max_logit_rows, V / tp], and every rank's gathered, f32 [tp * max_logit_rows, V / tp].
     Buffer local_logits;
     Buffer gathered_logits;
-    Buffer embeddings;  // f32 [max_logit_rows, H]; embedding models only
+    // Embedding models only: f32 [max_logit_rows, config_.pooled_size()] (a score head's
+    // outputs, else the pooled hidden states); with a score head, last_hidden holds its input.
+    Buffer embeddings;
+    ScoreHead::Scratch score;
     // With ModelOptions::aux_hidden_state_layers (K of them): the captured residual streams.
     Buffer aux_stream;   // f32 [N, K * H]
     Buffer aux_last;     // f32 [max_logit_rows, K * H]: the logits rows' of an extend
@@ -120,9 +126,10 @@ class DecoderForCausalLM : public Model {
   std::string weight_prefix_ = "model.";
   Linear embed_tokens_;  // [V, H]
   std::vector<DecoderLayer> layers_;
-  Buffer final_norm_;    // [H]
-  Linear lm_head_;       // [V, H]; empty when tied to embed_tokens_ or an embedding model
-  Buffer rope_cos_sin_;  // f32 [max_positions, head_dim]
+  Buffer final_norm_;  // [H]
+  Linear lm_head_;     // [V, H]; empty when tied to embed_tokens_ or an embedding model
+  std::optional<ScoreHead> score_head_;  // a classification or reward architecture's
+  Buffer rope_cos_sin_;                  // f32 [max_positions, head_dim]
   Activations act_;
   std::vector<LoraConfig> lora_configs_;  // ModelOptions::lora_paths', in order
   // Adapter id i at [i - 1]: lora_paths' first, then load_lora_adapter's; an unloaded one's

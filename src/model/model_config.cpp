@@ -347,6 +347,55 @@ Status parse_moe(const Fields& top, const Architecture& arch, ModelConfig& confi
   return Status::ok_status();
 }
 
+// A task-head model's labels (ModelConfig::labels), as transformers' PretrainedConfig reads
+// them: id2label ({"0": "negative", ...}, ids 0..n-1) sets num_labels (over a num_labels that
+// disagrees); without it num_labels (default 2) names them LABEL_i. A reward model scores with one
+// output, labelled id2label's 0 or LABEL_0 (SGLang's Qwen2ForRewardModel ignores num_labels).
+Status parse_labels(const Fields& top, const Architecture& arch, ModelConfig& config) {
+  if (arch.task_head == TaskHead::kLmHead) return Status::ok_status();
+  std::vector<std::string> named;
+  if (const Json* id2label = top.get("id2label")) {
+    if (!id2label->is_object() || id2label->empty() ||
+        id2label->size() > static_cast<size_t>(ConfigBounds::kMaxNumLabels)) {
+      return top.error("id2label", "must be an object of 1 to " +
+                                       std::to_string(ConfigBounds::kMaxNumLabels) +
+                                       " label names by id");
+    }
+    named.resize(id2label->size());
+    std::vector<bool> seen(named.size(), false);
+    for (const auto& [key, value] : id2label->items()) {
+      size_t id = 0;
+      const bool numeric = !key.empty() && key.size() <= 9 &&
+                           key.find_first_not_of("0123456789") == std::string::npos;
+      if (numeric) id = std::stoul(key);
+      if (!numeric || id >= named.size() || seen[id] || !value.is_string()) {
+        return top.error("id2label", "must map the ids 0 to " + std::to_string(named.size() - 1) +
+                                         " to label names, got \"" + key + "\": " + value.dump());
+      }
+      seen[id] = true;
+      named[id] = value.get<std::string>();
+    }
+  }
+  SGL_ASSIGN_OR_RETURN(int64_t num_labels, top.positive_int("num_labels", 2));
+  if (!named.empty() && num_labels != static_cast<int64_t>(named.size())) {
+    if (top.has("num_labels")) {  // transformers warns too, and keeps id2label
+      SGL_LOG_WARN << "num_labels " << num_labels << " disagrees with id2label's " << named.size()
+                   << " labels; id2label is used";
+    }
+    num_labels = static_cast<int64_t>(named.size());
+  }
+  if (num_labels > ConfigBounds::kMaxNumLabels) {
+    return top.error("num_labels", "(" + std::to_string(num_labels) + ") exceeds " +
+                                       std::to_string(ConfigBounds::kMaxNumLabels));
+  }
+  const int64_t outputs = arch.task_head == TaskHead::kRewardModel ? 1 : num_labels;
+  for (int64_t i = 0; i < outputs; ++i) {
+    config.labels.push_back(named.empty() ? "LABEL_" + std::to_string(i)
+                                          : named[static_cast<size_t>(i)]);
+  }
+  return Status::ok_status();
+}
+
 // One --json-model-override-args field into config.json's `root`. As SGLang: the RoPE dicts
 // are merged key by key ({"rope_scaling": {"factor": 16}} keeps the rope_type); other fields are
 // replaced whole. A field config.json also holds under another name (rope_theta inside
@@ -439,6 +488,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   SGL_RETURN_IF_ERROR(parse_rope(top, source, arch->default_rope_theta, config));
   SGL_RETURN_IF_ERROR(parse_sliding_window(top, source, *arch, config));
   SGL_RETURN_IF_ERROR(parse_moe(top, *arch, config));
+  SGL_RETURN_IF_ERROR(parse_labels(top, *arch, config));
 
   SGL_ASSIGN_OR_RETURN(config.tie_word_embeddings, top.boolean("tie_word_embeddings", false));
   // `attention_bias` biases q/k/v and o where the architecture reads it (AttentionBiasKey);

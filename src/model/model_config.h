@@ -71,10 +71,20 @@ struct ModelConfig {
   int32_t bos_token_id = -1;
   GenerationDefaults generation_defaults;  // from generation_config.json
   WeightQuantization quantization;         // quantization_config: how the weights are stored
+  // A task-head model's (Architecture::task_head) output labels in id order: config.json's
+  // id2label, else LABEL_0 ... for num_labels (transformers' default 2); a reward model has one
+  // output. Empty for a causal LM.
+  std::vector<std::string> labels;
 
   // Derived sizes.
   int64_t q_size() const { return num_attention_heads * head_dim; }
   int64_t kv_size() const { return num_key_value_heads * head_dim; }
+  // A classification or reward model (Architecture::task_head): served as an embedding model.
+  bool has_task_head() const { return !labels.empty(); }
+  // The values a pooling batch returns per request: a task head's outputs, else the hidden size.
+  int64_t pooled_size() const {
+    return labels.empty() ? hidden_size : static_cast<int64_t>(labels.size());
+  }
   // Whether layer `layer` runs a sparse MoE block rather than a dense MLP (transformers'
   // Qwen2-MoE / Qwen3-MoE rule; Mixtral's configs make every layer sparse).
   bool is_sparse_layer(int64_t layer) const;

@@ -354,13 +354,19 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   model_options.ep_size = options.ep_size;
   model_options.ep_dispatch = options.ep_dispatch;
   model_options.fp32_all_reduce = options.fp32_all_reduce;
-  if (options.is_embedding) {
+  if (config.has_task_head()) {
+    // Its score head reads each request's last token (SGLang's LAST pooling, not normalised).
+    pooler_ = {.type = PoolingType::kLast, .normalize = false};
+  } else if (options.is_embedding) {
     SGL_ASSIGN_OR_RETURN(pooler_, model::read_pooler_config(model_path, config.hidden_size));
   }
   SGL_ASSIGN_OR_RETURN(model_, model::create_model(config, weights, *allocator_, model_options));
   const model::ModelMemoryPlan plan = model_->memory_plan();
   log_model_summary(config, plan, compute, context_length_);
-  if (pooler_.is_embedding()) {
+  if (config.has_task_head()) {
+    SGL_LOG_INFO << config.architecture << ": scores each prompt's last token ("
+                 << config.labels.size() << (config.labels.size() == 1 ? " output)" : " labels)");
+  } else if (pooler_.is_embedding()) {
     SGL_LOG_INFO << "embedding model: "
                  << (pooler_.type == PoolingType::kLast ? "last-token" : "mean") << " pooling"
                  << (pooler_.normalize ? ", L2-normalised" : ", not normalised");
@@ -459,7 +465,7 @@ Status ModelRunner::init(const std::filesystem::path& model_path, const ModelRun
   if (!options.device.is_cpu() && options.is_embedding) {
     staging_allocator_ = backend::create_staging_allocator(options.device);
     host_embeddings_ = Buffer(*staging_allocator_, DType::kF32,
-                              {model_options.max_logit_rows, config.hidden_size});
+                              {model_options.max_logit_rows, config.pooled_size()});
   } else if (!options.device.is_cpu()) {
     staging_allocator_ = backend::create_staging_allocator(options.device);
     // Any logits row may be sampled on the device (speculative verifies sample several rows a

@@ -20,7 +20,7 @@ namespace sgl::server {
 
 // One input's result.
 struct Encoded {
-  std::vector<float> embedding;  // f32 [hidden]
+  std::vector<float> embedding;  // f32 [ServerInfo::embedding_size()]
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;
 };

@@ -1,13 +1,19 @@
 // POST /v1/embeddings (OpenAI) and /encode (SGLang native): an embedding model's vectors for
-// text or token-id inputs, one or a list.
+// text or token-id inputs, one or a list; POST /v1/classify (SGLang's): a classification model's
+// label and probabilities for each.
+#include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/base64.h"
+#include "core/check.h"
 #include "server/embedding_reply.h"
 #include "server/embeddings_json.h"
 #include "server/engine_request.h"
@@ -95,15 +101,67 @@ Reply prepare_encode(ServerContext& ctx, const EncodeInput& req) {
                       false);
 }
 
+// A classification's reply item (SGLang's ClassifyData): the scores' softmax and the label of
+// the highest score (the first of equal ones).
+json classify_item(const std::vector<std::string>& labels, const std::vector<float>& scores,
+                   size_t index) {
+  SGL_CHECK(!scores.empty() && scores.size() == labels.size())
+      << scores.size() << " scores for " << labels.size() << " labels";
+  const auto best =
+      static_cast<size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
+  double sum = 0;
+  for (float s : scores) sum += std::exp(static_cast<double>(s) - scores[best]);
+  json probs = json::array();
+  for (float s : scores) {
+    probs.push_back(static_cast<float>(std::exp(static_cast<double>(s) - scores[best]) / sum));
+  }
+  return {{"index", index},
+          {"label", labels[best]},
+          {"probs", std::move(probs)},
+          {"num_classes", scores.size()}};
+}
+
+// On a pool thread: tokenizes, submits, and answers as SGLang's /v1/classify.
+Reply prepare_classify(ServerContext& ctx, const ClassifyRequest& req) {
+  auto claim = ctx.registry.claim(req.rid.empty() ? std::vector<std::string>{}
+                                                  : std::vector<std::string>{req.rid});
+  if (!claim.ok()) return Reply::of(error_response(claim.status()));
+  auto streams = submit_encodes(ctx, input_ids(ctx, req.inputs), /*logged=*/true);
+  if (!streams.ok()) return Reply::of(error_response(streams.status()));
+  const std::string model = req.model.value_or(ctx.info.served_model_name);
+  auto format = [model, labels = ctx.info.labels, created = std::time(nullptr)](
+                    const std::vector<Encoded>& results, double) {
+    json data = json::array();
+    int64_t tokens = 0;
+    for (size_t i = 0; i < results.size(); ++i) {
+      data.push_back(classify_item(labels, results[i].embedding, i));
+      tokens += results[i].prompt_tokens;
+    }
+    return request_json::json_response({{"id", make_request_id("classify-")},
+                                        {"object", "list"},
+                                        {"created", created},
+                                        {"model", model},
+                                        {"data", std::move(data)},
+                                        {"usage",
+                                         {{"prompt_tokens", tokens},
+                                          {"total_tokens", tokens},
+                                          {"completion_tokens", 0},
+                                          {"prompt_tokens_details", nullptr}}}});
+  };
+  return Reply::later(std::make_unique<EmbeddingReply>(ctx, reply_id(req.rid, "classify-"),
+                                                       std::move(streams).value(), format),
+                      false);
+}
+
 }  // namespace
 
 Reply handle_embeddings(ServerContext& ctx, const HttpRequest& request) {
   auto parsed = parse_embedding_request(request.body);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
-  if (parsed->dimensions && *parsed->dimensions != ctx.info.hidden_size) {
+  if (parsed->dimensions && *parsed->dimensions != ctx.info.embedding_size()) {
     return Reply::of(error_response(400,
                                     "'dimensions' is not supported: the model's embeddings have " +
-                                        std::to_string(ctx.info.hidden_size) +
+                                        std::to_string(ctx.info.embedding_size()) +
                                         " dimensions (no Matryoshka truncation)",
                                     "dimensions"));
   }
@@ -113,6 +171,24 @@ Reply handle_embeddings(ServerContext& ctx, const HttpRequest& request) {
   auto shared = std::make_shared<const EmbeddingRequest>(std::move(parsed).value());
   return PreparedReply::submit(ctx, false, [&ctx, shared](const std::atomic<bool>&) {
     return prepare_embeddings(ctx, *shared);
+  });
+}
+
+Reply handle_classify(ServerContext& ctx, const HttpRequest& request) {
+  if (ctx.info.labels.empty()) {
+    return Reply::of(
+        error_response(400, "/v1/classify needs a classification or reward model (such as " +
+                                std::string("LlamaForSequenceClassification); ") +
+                                ctx.info.architecture + " has no labels: use /v1/embeddings"));
+  }
+  auto parsed = parse_classify_request(request.body);
+  if (!parsed.ok()) return Reply::of(error_response(parsed.status()));
+  if (Status s = check_prompts(ctx, parsed->inputs, "input"); !s.ok()) {
+    return Reply::of(error_response(s));
+  }
+  auto shared = std::make_shared<const ClassifyRequest>(std::move(parsed).value());
+  return PreparedReply::submit(ctx, false, [&ctx, shared](const std::atomic<bool>&) {
+    return prepare_classify(ctx, *shared);
   });
 }
 

@@ -86,4 +86,38 @@ Result<EncodeInput> parse_encode_request(std::string_view body) {
   return r;
 }
 
+Result<ClassifyRequest> parse_classify_request(std::string_view body) {
+  SGL_ASSIGN_OR_RETURN(json o, request_json::parse_object(body));
+  ClassifyRequest r;
+  const json* input = find(o, "input");
+  if (!input) return field_error("input", "is required");
+  bool batch = false;
+  if (input->is_array() && !input->empty() && !input->front().is_string()) {
+    PromptInput ids;  // one prompt's token ids (SGLang's List[int]), not a list of them
+    SGL_RETURN_IF_ERROR(request_json::to_ids(*input, "input", ids.ids));
+    r.inputs.push_back(std::move(ids));
+  } else {
+    SGL_RETURN_IF_ERROR(request_json::read_prompts(*input, "input", r.inputs, batch));
+  }
+  SGL_RETURN_IF_ERROR(check_nonempty(r.inputs, "input", batch));
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    const PromptInput& p = r.inputs[i];
+    if (p.is_text && p.text.find_first_not_of(" \t\n\r\f\v") == std::string::npos) {
+      return field_error(batch ? "input[" + std::to_string(i) + "]" : std::string("input"),
+                         "must not be blank (whitespace only)");
+    }
+  }
+  SGL_RETURN_IF_ERROR(request_json::read(o, "model", r.model));
+  std::optional<std::string> user;  // describes the caller: checked, no effect
+  SGL_RETURN_IF_ERROR(request_json::read(o, "user", user));
+  std::optional<std::string> rid;
+  SGL_RETURN_IF_ERROR(request_json::read(o, "rid", rid));
+  r.rid = rid.value_or("");
+  constexpr request_json::RefusedField kClassifyRefused[] = {
+      {"priority", "request priorities are not implemented on /v1/classify"},
+  };
+  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kClassifyRefused));
+  return r;
+}
+
 }  // namespace sgl::server

@@ -19,6 +19,8 @@ Reply handle_model(ServerContext& ctx, const HttpRequest& request);      // /v1/
 Reply handle_responses(ServerContext& ctx, const HttpRequest& request);  // responses_handler.cpp
 Reply handle_stored_response(ServerContext& ctx, const HttpRequest& request);  // GET, DELETE
 Reply handle_embeddings(ServerContext& ctx, const HttpRequest& request);  // embeddings_handler.cpp
+// SGLang's /v1/classify: a classification model's labels (embeddings_handler.cpp)
+Reply handle_classify(ServerContext& ctx, const HttpRequest& request);
 // SGLang's /v1/score (score_handler.cpp)
 Reply handle_score(ServerContext& ctx, const HttpRequest& request);
 

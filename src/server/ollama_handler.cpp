@@ -227,9 +227,10 @@ Reply ollama_embed_reply(ServerContext& ctx, Result<OllamaEmbedRequest> parsed,
   if (parsed->embedding.inputs.empty()) {  // the older route's empty prompt
     return Reply::of(request_json::json_response({{"embedding", json::array()}}));
   }
-  if (parsed->embedding.dimensions && *parsed->embedding.dimensions > ctx.info.hidden_size) {
+  if (parsed->embedding.dimensions && *parsed->embedding.dimensions > ctx.info.embedding_size()) {
     return Reply::of(error_response(
-        400, "'dimensions' must be at most the model's " + std::to_string(ctx.info.hidden_size),
+        400,
+        "'dimensions' must be at most the model's " + std::to_string(ctx.info.embedding_size()),
         "dimensions"));
   }
   const std::string_view field = parsed->legacy ? "prompt" : "input";

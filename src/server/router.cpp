@@ -90,6 +90,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/v1/messages", false, post, handle_messages, user, gen, text, logged},
       {"/v1/messages/count_tokens", false, post, handle_messages_count_tokens, user, gen, text},
       {"/v1/embeddings", false, post, handle_embeddings, user, embed, false, logged},
+      {"/v1/classify", false, post, handle_classify, user, embed, false, logged},
       {"/v1/score", false, post, handle_score, user, gen, false, logged},
       // Ollama's, as SGLang serves them.
       {"/api/chat", false, post, handle_ollama_chat, user, gen, text},
@@ -104,6 +105,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"/v1/models/", true, get, handle_model, user},
       {"/generate", false, post_put, handle_generate, user, gen},  // SGLang's methods
       {"/encode", false, post_put, handle_encode, user, embed},
+      {"/classify", false, post_put, handle_encode, user, embed},  // SGLang's: /encode's reply
       {"/health", false, get, handle_health, open},
       {"/health_generate", false, get, handle_health_generate, open},
       {"/get_model_info", false, get, handle_model_info, user},

@@ -110,6 +110,7 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   info.context_length = model_engine.model_runner->context_length();
   info.vocab_size = config.vocab_size;
   info.hidden_size = config.hidden_size;
+  info.labels = config.labels;
   info.is_generation = is_generation;
   info.architecture = config.architecture;
   info.model_type = config.model_type;

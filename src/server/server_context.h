@@ -56,7 +56,10 @@ struct ServerInfo {
   int port = 0;
   int64_t context_length = 0;
   int64_t vocab_size = 0;
-  int64_t hidden_size = 0;  // an embedding model's vector size
+  int64_t hidden_size = 0;
+  // A classification or reward model's output labels in id order (config.json's id2label): its
+  // embeddings are their scores (/classify, /v1/classify). Empty for other models.
+  std::vector<std::string> labels;
   // false: an embedding model (--is-embedding) serving /v1/embeddings and /encode only.
   bool is_generation = true;
   std::string architecture;
@@ -117,6 +120,11 @@ struct ServerInfo {
   std::string kv_cache_dtype = "auto";     // --kv-cache-dtype
   bool enable_memory_saver = false;        // --enable-memory-saver
   bool enable_weights_cpu_backup = false;  // --enable-weights-cpu-backup
+
+  // An embedding model's vector size: its labels' scores, else its hidden states.
+  int64_t embedding_size() const {
+    return labels.empty() ? hidden_size : static_cast<int64_t>(labels.size());
+  }
 };
 
 // What /release_memory_occupation holds besides what the runners say is released (their

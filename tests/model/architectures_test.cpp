@@ -42,8 +42,9 @@ TEST(ArchitecturesTest, KeysAreUniqueAndFindable) {
     SCOPED_TRACE(std::string(a.name));
     EXPECT_TRUE(names.insert(a.name).second);
     EXPECT_EQ(find_architecture(a.name), &a);
-    // Draft heads are found by name only.
-    EXPECT_EQ(a.model_type.empty(), a.draft != DraftKind::kNone);
+    // Draft heads and task heads are found by name only.
+    EXPECT_EQ(a.model_type.empty(),
+              a.draft != DraftKind::kNone || a.task_head != TaskHead::kLmHead);
     if (!a.model_type.empty()) {
       EXPECT_TRUE(model_types.insert(a.model_type).second);
       EXPECT_EQ(find_architecture_by_model_type(a.model_type), &a);
@@ -58,7 +59,9 @@ TEST(ArchitecturesTest, KeysAreUniqueAndFindable) {
   EXPECT_EQ(find_architecture_by_gguf_name(""), nullptr);
   EXPECT_EQ(supported_architecture_names(),
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-            "MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM");
+            "MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
+            "LlamaForSequenceClassification, Qwen2ForSequenceClassification, "
+            "Qwen3ForSequenceClassification, Qwen2ForRewardModel");
   EXPECT_EQ(supported_gguf_names(), "llama, qwen2, qwen3, qwen2moe, qwen3moe");
   EXPECT_EQ(find_architecture_by_gguf_name("llama", true)->name, "MixtralForCausalLM");
   EXPECT_EQ(find_architecture_by_gguf_name("qwen3moe", false), nullptr);
@@ -79,6 +82,26 @@ TEST(ArchitecturesTest, ConfigParsingAndRegistryFollowTheTable) {
       test_util::expect_status(
           create_model(*c, dummy, cpu_allocator(), ModelOptions{16, 4, 0}).status(),
           StatusCode::kUnimplemented, {std::string(a.name), "EAGLE draft head"});
+      continue;
+    }
+    if (a.task_head != TaskHead::kLmHead) {
+      // A classification or reward model's config parses by name, with its labels; the model
+      // loads as an embedding model only.
+      Result<ModelConfig> c = parse_model_config(tiny_config(a.name, "").dump(), "config.json");
+      ASSERT_TRUE(c.ok()) << c.status().to_string();
+      EXPECT_EQ(c->architecture, a.name);
+      EXPECT_EQ(c->labels.size(), a.task_head == TaskHead::kRewardModel ? 1u : 2u);
+      EXPECT_EQ(c->attention_bias, a.qkv_bias);
+      EXPECT_EQ(c->qk_norm, a.qk_norm);
+      WeightLoader dummy(nullptr, cpu_allocator(), DType::kF32, backend::Stream{});
+      test_util::expect_status(
+          create_model(*c, dummy, cpu_allocator(), ModelOptions{16, 4, 0}).status(),
+          StatusCode::kInvalidArgument, {std::string(a.name), "--is-embedding"});
+      ModelOptions pooling{16, 4, 0};
+      pooling.is_embedding = true;
+      WeightLoader weights(nullptr, cpu_allocator(), DType::kF32, backend::Stream{});
+      Result<std::unique_ptr<Model>> model = create_model(*c, weights, cpu_allocator(), pooling);
+      ASSERT_TRUE(model.ok()) << model.status().to_string();
       continue;
     }
     for (const Json& j : {tiny_config(a.name, ""), tiny_config("", a.model_type)}) {

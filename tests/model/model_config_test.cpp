@@ -235,6 +235,49 @@ TEST(ModelConfigTest, BadMoeFieldsAreRefused) {
                {"shared_expert_intermediate_size", "maximum"});
 }
 
+TEST(ModelConfigTest, TaskHeadLabelsFollowTransformers) {
+  Json j = llama3_config();
+  EXPECT_TRUE(parse(j)->labels.empty());  // a causal LM
+  EXPECT_FALSE(parse(j)->has_task_head());
+  EXPECT_EQ(parse(j)->pooled_size(), 4096);
+  j["architectures"] = {"LlamaForSequenceClassification"};
+  ModelConfig c = parse(j).value();  // neither id2label nor num_labels: transformers' two
+  EXPECT_EQ(c.labels, (std::vector<std::string>{"LABEL_0", "LABEL_1"}));
+  EXPECT_TRUE(c.has_task_head());
+  EXPECT_EQ(c.pooled_size(), 2);
+  EXPECT_EQ(c.model_type, "llama");
+  j["num_labels"] = 3;
+  EXPECT_EQ(parse(j)->labels, (std::vector<std::string>{"LABEL_0", "LABEL_1", "LABEL_2"}));
+  // id2label names them in id order, whatever the keys' order; it wins over num_labels.
+  j["id2label"] = {{"1", "good"}, {"0", "bad"}};
+  EXPECT_EQ(parse(j)->labels, (std::vector<std::string>{"bad", "good"}));
+  // A reward model scores once, labelled id2label's 0.
+  j["architectures"] = {"Qwen2ForRewardModel"};
+  j["model_type"] = "qwen2";
+  EXPECT_EQ(parse(j)->labels, (std::vector<std::string>{"bad"}));
+  j.erase("id2label");
+  EXPECT_EQ(parse(j)->labels, (std::vector<std::string>{"LABEL_0"}));
+  // Found by name only: a model_type never makes a classifier.
+  j.erase("architectures");
+  EXPECT_EQ(parse(j)->architecture, "Qwen2ForCausalLM");
+  EXPECT_TRUE(parse(j)->labels.empty());
+
+  j = llama3_config();
+  j["architectures"] = {"Qwen3ForSequenceClassification"};
+  j["model_type"] = "qwen3";
+  for (const Json& bad : {Json::parse(R"({"0": "a", "2": "b"})"), Json::parse(R"({"x": "a"})"),
+                          Json::parse(R"({"0": 1})"), Json::parse(R"(["a"])"), Json::parse(R"({})"),
+                          Json::parse(R"({"-1": "a"})")}) {
+    j["id2label"] = bad;
+    expect_error(parse(j), StatusCode::kInvalidArgument, {"id2label"});
+  }
+  j.erase("id2label");
+  j["num_labels"] = 0;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"num_labels"});
+  j["num_labels"] = (int64_t{1} << 16) + 1;
+  expect_error(parse(j), StatusCode::kInvalidArgument, {"num_labels", "65536"});
+}
+
 TEST(ModelConfigTest, EveryTestModelParses) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(testdata_models_dir())) {

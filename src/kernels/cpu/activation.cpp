@@ -1,4 +1,5 @@
-// CPU SiLU-and-mul.
+// CPU activations: SiLU-and-mul, ReLU.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/cpu_ops.h"
@@ -18,6 +19,11 @@ void silu_and_mul(const Tensor& gate_up, const Tensor& out) {
       o[r * inter + i] = g / (1.0f + std::exp(-g)) * up[i];
     }
   }
+}
+
+void relu(const Tensor& x) {
+  float* v = x.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) v[i] = std::max(v[i], 0.0f);
 }
 
 }  // namespace sgl::kernels::cpu

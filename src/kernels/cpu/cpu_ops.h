@@ -18,6 +18,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& 
 void add_lora(const Tensor& x, const Tensor& a, const Tensor& b, float scaling,
               const Tensor& shrunk, const Tensor& y);
 void silu_and_mul(const Tensor& gate_up, const Tensor& out);
+void relu(const Tensor& x);
 void gather_last_tokens(const Tensor& src, const Tensor& qo_indptr, const Tensor& out);
 void scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& dst);
 void pool_rows(const Tensor& src, const Tensor& qo_indptr, RowPool pool, const Tensor& out);

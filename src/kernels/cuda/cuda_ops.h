@@ -24,6 +24,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& 
 void linear_library(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
                     backend::Stream stream);
 void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stream);
+void relu(const Tensor& x, backend::Stream stream);
 void linear_silu_and_mul(const Tensor& x, const Tensor& w_gate_up, const Tensor& gate_up,
                          const Tensor& out, backend::Stream stream);
 // y += scaling * (x a^T) b^T (kernels/lora.h); a, b, shrunk f32.

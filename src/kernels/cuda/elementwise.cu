@@ -126,6 +126,16 @@ __global__ void silu_and_mul_vec_kernel(const __nv_bfloat16* gate_up, __nv_bfloa
   }
 }
 
+template <typename T>
+__global__ void relu_kernel(T* x, int64_t total) {
+  pdl_wait();
+  pdl_launch_dependents();
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    x[idx] = from_float<T>(fmaxf(to_float(x[idx]), 0.0f));
+  }
+}
+
 template <typename T, typename B>
 __global__ void add_bias_kernel(T* y, const B* bias, int64_t rows, int64_t cols) {
   pdl_wait();
@@ -202,6 +212,15 @@ void silu_and_mul(const Tensor& gate_up, const Tensor& out, backend::Stream stre
     launch_pdl(silu_and_mul_kernel<T>, dim3(grid_for(total, 256)), 256, 0,
                backend::cuda::native_stream(stream), static_cast<const T*>(gate_up.raw()),
                static_cast<T*>(out.raw()), out.size(0), out.size(1));
+  });
+}
+
+void relu(const Tensor& x, backend::Stream stream) {
+  const int64_t total = x.numel();
+  if (total == 0) return;
+  SGL_DISPATCH_FLOAT(x.dtype(), T, {
+    launch_pdl(relu_kernel<T>, dim3(grid_for(total, 256)), 256, 0,
+               backend::cuda::native_stream(stream), static_cast<T*>(x.raw()), total);
   });
 }
 
