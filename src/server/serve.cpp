@@ -96,6 +96,10 @@ Status serve(const ServeOptions& options, std::span<engine::ModelEngine> replica
   // An embedding model serves no chat route: its tokenizer's template is not loaded; nor is one
   // without a tokenizer (the chat routes are refused).
   LoadedChatTemplate loaded;
+  if (!is_generation && !options.chat_template_path.empty()) {  // a classifier without the flag
+    return invalid_argument("--chat-template with " + config.architecture +
+                            ", which is served as an embedding model: it serves no chat route");
+  }
   if (is_generation && !options.skip_tokenizer_init) {
     SGL_ASSIGN_OR_RETURN(
         loaded, load_chat_template(options.chat_template_path, tokenizer_path, tokenizer, *pool,

@@ -3,7 +3,7 @@
 # embedding models, as in SGLang). SGLang's /v1/classify (label, softmax probabilities,
 # num_classes, usage) and /classify (/encode's reply) against transformers' golden logits through
 # the heads' constants; bad input answers 400 naming the field; /v1/classify on a model without
-# labels answers 400.
+# labels answers 400; a chat template for a classifier stops the start.
 import json
 import math
 import subprocess
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, TESTDATA, Server, raise_fd_limit
+from conftest import REPO, TESTDATA, Server, raise_fd_limit, requests, server_binary
 
 LOGIT_TOL = 2e-3  # the golden tests' bound on f32 last logits
 NAME = "tiny-classifier"
@@ -146,3 +146,16 @@ def test_classify_needs_labels(server):
     # stories260K, a causal LM: nothing to classify with (SGLang refuses such a server's route).
     r = server.post("/v1/classify", {"input": "Once upon a time"})
     assert r.status_code == 400, r.text
+
+
+def test_a_chat_template_for_a_classifier_stops_the_start(models, tmp_path):
+    binary = server_binary()
+    if binary is None or requests is None:
+        pytest.skip("sgl-server or the requests package is missing")
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages[0]['content'] }}")
+    proc = subprocess.run([str(binary), "--model-path", str(models / "tiny-llama-classifier"),
+                           "--port", "0", "--chat-template", str(template)],
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 1 and b"listening on" not in proc.stdout
+    assert b"--chat-template with LlamaForSequenceClassification" in proc.stderr, proc.stderr
