@@ -176,10 +176,9 @@ Reply handle_embeddings(ServerContext& ctx, const HttpRequest& request) {
 
 Reply handle_classify(ServerContext& ctx, const HttpRequest& request) {
   if (ctx.info.labels.empty()) {
-    return Reply::of(
-        error_response(400, "/v1/classify needs a classification or reward model (such as " +
-                                std::string("LlamaForSequenceClassification); ") +
-                                ctx.info.architecture + " has no labels: use /v1/embeddings"));
+    return Reply::of(error_response(400, ctx.info.architecture +
+                                             " has no labels: /v1/classify needs a classification "
+                                             "or reward model (use /v1/embeddings)"));
   }
   auto parsed = parse_classify_request(request.body);
   if (!parsed.ok()) return Reply::of(error_response(parsed.status()));

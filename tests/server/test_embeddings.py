@@ -436,3 +436,14 @@ def test_openai_sized_input_lists(last):
     assert [d.index for d in out.data] == list(range(2048))
     r = last.post("/v1/embeddings", {"model": NAME, "input": ["x"] * 2049})
     assert r.status_code == 400 and "at most 2048" in r.json()["error"]["message"]
+
+
+def test_classify_needs_a_classification_model(last):
+    # An embedding model has no labels: SGLang's /v1/classify is for classifiers
+    # (tests/server/test_classify.py); /classify is /encode there and here.
+    r = last.post("/v1/classify", {"input": "Once upon a time"})
+    assert r.status_code == 400, r.text
+    assert "has no labels" in r.json()["error"]["message"], r.text
+    classified = last.post("/classify", {"text": "Once upon a time"}).json()["embedding"]
+    encoded = last.post("/encode", {"text": "Once upon a time"}).json()["embedding"]
+    assert max_abs_diff(classified, encoded) < REPEAT_TOL
