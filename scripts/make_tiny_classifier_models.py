@@ -12,6 +12,7 @@ prefill.last_logits) give every score exactly, with no new reference to compute:
   tiny-qwen2-reward       Qwen2ForRewardModel from tiny-qwen2: score.0 = the LM head's rows
                           REWARD_IDS (hidden_size of them) with bias, ReLU, score.2 = REWARD_W
                           with bias REWARD_B
+  tiny-qwen3-reward       Qwen3ForRewardModel from tiny-qwen3: the same head
 
 so a prompt's scores are last_logits[LABEL_IDS] (+ BIAS), and its reward
 sum_j REWARD_W[j] * relu(last_logits[REWARD_IDS[j]] + REWARD_B1[j]) + REWARD_B. The head values
@@ -115,12 +116,14 @@ def main():
                 "Qwen3ForSequenceClassification", {"num_labels": n},
                 lambda h, p: {"score.weight": ([n, HIDDEN], head_rows(h, p, LABEL_IDS)),
                               "score.bias": ([n], bf16(BIAS))})
-    write_model(args.out / "tiny-qwen2-reward", models / "tiny-qwen2", tokenizer,
-                "Qwen2ForRewardModel", {"num_labels": 1},
-                lambda h, p: {"score.0.weight": ([HIDDEN, HIDDEN], head_rows(h, p, REWARD_IDS)),
-                              "score.0.bias": ([HIDDEN], bf16(REWARD_B1)),
-                              "score.2.weight": ([1, HIDDEN], bf16(REWARD_W)),
-                              "score.2.bias": ([1], bf16([REWARD_B]))})
+    def reward_head(h, p):
+        return {"score.0.weight": ([HIDDEN, HIDDEN], head_rows(h, p, REWARD_IDS)),
+                "score.0.bias": ([HIDDEN], bf16(REWARD_B1)),
+                "score.2.weight": ([1, HIDDEN], bf16(REWARD_W)),
+                "score.2.bias": ([1], bf16([REWARD_B]))}
+    for family in ("qwen2", "qwen3"):
+        write_model(args.out / f"tiny-{family}-reward", models / f"tiny-{family}", tokenizer,
+                    f"{family.capitalize()}ForRewardModel", {"num_labels": 1}, reward_head)
     (args.out / "classifier_heads.json").write_text(json.dumps(
         {"label_ids": LABEL_IDS, "bias": BIAS, "reward_ids": REWARD_IDS,
          "reward_b1": REWARD_B1, "reward_w": REWARD_W, "reward_b": REWARD_B}, indent=1) + "\n")

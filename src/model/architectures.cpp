@@ -49,7 +49,7 @@ constexpr Architecture with_task_head(Architecture lm, std::string_view name, Ta
   return lm;
 }
 
-constexpr std::array<Architecture, 13> kArchitectures = {{
+constexpr std::array<Architecture, 14> kArchitectures = {{
     kLlama,
     {.name = "MistralForCausalLM",
      .model_type = "mistral",
@@ -92,6 +92,7 @@ constexpr std::array<Architecture, 13> kArchitectures = {{
     with_task_head(kQwen2, "Qwen2ForSequenceClassification", TaskHead::kSequenceClassification),
     with_task_head(kQwen3, "Qwen3ForSequenceClassification", TaskHead::kSequenceClassification),
     with_task_head(kQwen2, "Qwen2ForRewardModel", TaskHead::kRewardModel),
+    with_task_head(kQwen3, "Qwen3ForRewardModel", TaskHead::kRewardModel),
     // Draft heads, found by name only (their configs say model_type "llama"): config parsing
     // reads them, the registry refuses to serve them alone.
     {.name = "LlamaForCausalLMEagle", .model_type = "", .draft = DraftKind::kEagle},

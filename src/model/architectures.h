@@ -72,7 +72,8 @@ enum class TaskHead : uint8_t {
   // `score`: one linear layer [num_labels, hidden] (+ a bias where the checkpoint has one):
   // transformers' *ForSequenceClassification.
   kSequenceClassification,
-  // Qwen2ForRewardModel's `score`: Linear(hidden, hidden) + bias, ReLU, Linear(hidden, 1) + bias.
+  // Qwen2ForRewardModel's and Qwen3ForRewardModel's `score`: Linear(hidden, hidden) + bias, ReLU,
+  // Linear(hidden, 1) + bias.
   kRewardModel,
 };
 

@@ -350,7 +350,8 @@ Status parse_moe(const Fields& top, const Architecture& arch, ModelConfig& confi
 // A task-head model's labels (ModelConfig::labels), as transformers' PretrainedConfig reads
 // them: id2label ({"0": "negative", ...}, ids 0..n-1) sets num_labels (over a num_labels that
 // disagrees); without it num_labels (default 2) names them LABEL_i. A reward model scores with one
-// output, labelled id2label's 0 or LABEL_0 (SGLang's Qwen2ForRewardModel ignores num_labels).
+// output, labelled id2label's 0 or LABEL_0 (SGLang's Qwen2 / Qwen3 reward models ignore
+// num_labels).
 Status parse_labels(const Fields& top, const Architecture& arch, ModelConfig& config) {
   if (arch.task_head == TaskHead::kLmHead) return Status::ok_status();
   std::vector<std::string> named;

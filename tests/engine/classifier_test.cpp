@@ -48,11 +48,13 @@ struct Model {
   const char* name;  // under classifier_models_dir()
   const char* lm;    // the golden it derives from
   std::vector<std::string> labels;
+  bool reward = false;  // the reward head (else one linear layer)
 };
 
 const Model kLlama{"tiny-llama-classifier", "tiny-llama", {"negative", "neutral", "positive"}};
 const Model kQwen3{"tiny-qwen3-classifier", "tiny-qwen3", {"LABEL_0", "LABEL_1", "LABEL_2"}};
-const Model kReward{"tiny-qwen2-reward", "tiny-qwen2", {"LABEL_0"}};
+const Model kReward{"tiny-qwen2-reward", "tiny-qwen2", {"LABEL_0"}, true};
+const Model kQwen3Reward{"tiny-qwen3-reward", "tiny-qwen3", {"LABEL_0"}, true};
 
 struct Case {
   std::vector<int32_t> ids;
@@ -73,7 +75,7 @@ std::vector<Case> cases_for(const Model& m) {
   for (const auto& c : golden["cases"]) {
     const auto last = c["prefill"]["last_logits"].get<std::vector<double>>();
     Case k{c["prompt_ids"].get<std::vector<int32_t>>(), {}, logit_tol(m.lm)};
-    if (std::string_view(m.name) == kReward.name) {
+    if (m.reward) {
       // Each hidden unit carries its logit's error through ReLU times |w|.
       double reward = heads["reward_b"].get<double>(), weight = 0;
       for (size_t j = 0; j < w.size(); ++j) {
@@ -198,7 +200,8 @@ std::vector<Config> configs() {
                              Config{"llama_chunk7_no_radix", &kLlama, false, 7},
                              Config{"qwen3_bias_chunk16", &kQwen3, true, 16},
                              Config{"qwen2_reward_whole", &kReward, true, 0},
-                             Config{"qwen2_reward_chunk7", &kReward, true, 7}};
+                             Config{"qwen2_reward_chunk7", &kReward, true, 7},
+                             Config{"qwen3_reward_chunk16", &kQwen3Reward, true, 16}};
 #ifndef SGL_TEST_ON_CUDA
   // Tensor parallelism: every rank holds the head whole and scores the same rows.
   out.push_back(Config{"qwen3_bias_chunk7_tp2", &kQwen3, true, 7, 2});

@@ -61,7 +61,7 @@ TEST(ArchitecturesTest, KeysAreUniqueAndFindable) {
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
             "MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
             "LlamaForSequenceClassification, Qwen2ForSequenceClassification, "
-            "Qwen3ForSequenceClassification, Qwen2ForRewardModel");
+            "Qwen3ForSequenceClassification, Qwen2ForRewardModel, Qwen3ForRewardModel");
   EXPECT_EQ(supported_gguf_names(), "llama, qwen2, qwen3, qwen2moe, qwen3moe");
   EXPECT_EQ(find_architecture_by_gguf_name("llama", true)->name, "MixtralForCausalLM");
   EXPECT_EQ(find_architecture_by_gguf_name("qwen3moe", false), nullptr);
