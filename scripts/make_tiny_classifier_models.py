@@ -29,6 +29,8 @@ import shutil
 import struct
 from pathlib import Path
 
+from make_tiny_embedding_model import read_safetensors  # this folder's, on sys.path as the script's
+
 REPO = Path(__file__).resolve().parents[1]
 LABEL_IDS = [123, 117, 7]
 BIAS = [0.5, -1.25, 0.0]
@@ -47,13 +49,6 @@ def bf16(values):
         assert bits & 0xFFFF == 0, f"{v} is not exact in bfloat16"
         out += struct.pack("<H", bits >> 16)
     return out
-
-
-def read_safetensors(path):
-    data = path.read_bytes()
-    (header_len,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + header_len])
-    return header, data[8 + header_len:]
 
 
 def head_rows(header, payload, ids):

@@ -10,7 +10,8 @@
 
 #include "backend/backend.h"
 #include "core/logging.h"
-#include "model/model_source.h"
+#include "model/gguf.h"
+#include "model/model_config.h"
 #include "runner/model_batch_runner.h"
 #include "runner/node_link.h"
 #include "runner/tp_batch_runner.h"
@@ -80,13 +81,14 @@ Status check_nodes(const runner::ModelRunnerOptions& ro, const EngineOptions& op
 }
 
 // A classification or reward model is served as an embedding model whether or not
-// --is-embedding says so (SGLang's is_generation_model). A config that cannot be read is the
-// runner's to report.
+// --is-embedding says so (SGLang's is_generation_model). Only config.json is read (a GGUF file
+// holds no task head); one that cannot be read is the runner's to report.
 bool scores_with_task_head(const std::filesystem::path& model_path,
                            const runner::ModelRunnerOptions& ro) {
-  const Result<model::ModelSource> source = model::open_model_source(
-      model_path, {.open_weights = false, .config_overrides = ro.json_model_override_args});
-  return source.ok() && source->config.has_task_head();
+  if (model::is_gguf_file(model_path)) return false;
+  const Result<model::ModelConfig> config =
+      model::load_model_config_file(model_path / "config.json", ro.json_model_override_args);
+  return config.ok() && config->has_task_head();
 }
 
 // The runner sizes an engine of `options` needs (batch, token and logits rows, CUDA graphs for

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -109,12 +110,11 @@ json classify_item(const std::vector<std::string>& labels, const std::vector<flo
       << scores.size() << " scores for " << labels.size() << " labels";
   const auto best =
       static_cast<size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
-  double sum = 0;
-  for (float s : scores) sum += std::exp(static_cast<double>(s) - scores[best]);
+  std::vector<double> exps;
+  for (float s : scores) exps.push_back(std::exp(static_cast<double>(s) - scores[best]));
+  const double sum = std::accumulate(exps.begin(), exps.end(), 0.0);
   json probs = json::array();
-  for (float s : scores) {
-    probs.push_back(static_cast<float>(std::exp(static_cast<double>(s) - scores[best]) / sum));
-  }
+  for (double e : exps) probs.push_back(static_cast<float>(e / sum));
   return {{"index", index},
           {"label", labels[best]},
           {"probs", std::move(probs)},

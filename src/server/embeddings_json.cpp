@@ -92,12 +92,9 @@ Result<ClassifyRequest> parse_classify_request(std::string_view body) {
   const json* input = find(o, "input");
   if (!input) return field_error("input", "is required");
   bool batch = false;
-  if (input->is_array() && !input->empty() && !input->front().is_string()) {
-    PromptInput ids;  // one prompt's token ids (SGLang's List[int]), not a list of them
-    SGL_RETURN_IF_ERROR(request_json::to_ids(*input, "input", ids.ids));
-    r.inputs.push_back(std::move(ids));
-  } else {
-    SGL_RETURN_IF_ERROR(request_json::read_prompts(*input, "input", r.inputs, batch));
+  SGL_RETURN_IF_ERROR(request_json::read_prompts(*input, "input", r.inputs, batch));
+  if (batch && !r.inputs.front().is_text) {  // SGLang's ClassifyInput: one prompt's ids only
+    return field_error("input", "must be a text, a list of texts or one list of token ids");
   }
   SGL_RETURN_IF_ERROR(check_nonempty(r.inputs, "input", batch));
   for (size_t i = 0; i < r.inputs.size(); ++i) {

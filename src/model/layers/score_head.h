@@ -38,8 +38,6 @@ class ScoreHead {
   void forward(const Tensor& last, const Tensor& out, const Scratch& scratch,
                backend::Stream stream) const;
 
-  int64_t num_outputs() const { return num_outputs_; }
-
  private:
   TaskHead kind_;
   int64_t hidden_size_;
