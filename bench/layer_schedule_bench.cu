@@ -10,13 +10,14 @@
 //   qkv-smem    registers + the o projection bulk-loaded into shared memory during attention,
 //               the router rows with it, and the next layer's qkv during the router, the route
 //               and the experts (its 21 MB is in shared memory when the layer begins)
-//   down-smem   registers + the o projection during attention and the experts' down rows (as
-//               much as fits) from the route on
+//   down-smem   registers + the o projection during attention and this CTA's share of the
+//               experts' down rows from the route on
 //   bytes-only  the same loads with no barriers and no stand-ins (a bound: wrong data)
 // Prints microseconds per layer and the share of the layer's bytes at the copy floor measured in
-// the same run. Measured numbers: docs/perf-log/2026-12-08-layer-schedule.md.
+// the same run ("attn ns": the stand-in at the rated clock; "MHz": the clock the SMs ran at).
+// Measured numbers: docs/perf-log/2026-12-08-layer-schedule.md.
 //   cmake --build --preset cuda --target layer_schedule_bench &&
-//   build/cuda/bench/layer_schedule_bench
+//     build/cuda/bench/layer_schedule_bench [rounds]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -48,6 +49,8 @@ constexpr int kAttnCtas = 16;                                // 4 KV heads x 4 s
 constexpr int kAttnSplits = 4;
 constexpr int kStampLayer = 24;
 constexpr int kPhases = 7;
+constexpr int kSteadyFrom = kPhases + 1, kSteadyTo = kPhases + 2, kClockFrom = kPhases + 3,
+              kClockTo = kPhases + 4, kStamps = kPhases + 5;
 constexpr const char* kPhaseNames[kPhases] = {"qkv",   "attention", "o",   "router",
                                               "route", "gate/up",   "down"};
 
@@ -81,7 +84,10 @@ struct Params {
   float* act;      // [8 x 768]
   float* sink;     // [grid]
   unsigned* arrived;
-  unsigned long long* stamps;  // [8]: CTA 0's time at each phase end of layer kStampLayer
+  // CTA 0's clocks: [0, 8) %globaltimer at layer kStampLayer's start and each phase's end;
+  // kSteadyFrom, kSteadyTo: at layer 1's start and the last layer's end (the steady layers,
+  // past the launch and the first layer's prologue); kClockFrom, kClockTo: clock64 there.
+  unsigned long long* stamps;
   Schedule schedule;
   long long attention_cycles;
   size_t region_vectors;  // the weight region's capacity
@@ -344,6 +350,10 @@ __global__ void __launch_bounds__(kThreads, 1) layers_kernel(const __grid_consta
       if (layer == kStampLayer && blockIdx.x == 0 && threadIdx.x == 0) p.stamps[i] = global_ns();
     };
     stamp(0);
+    if (layer == 1 && blockIdx.x == 0 && threadIdx.x == 0) {
+      p.stamps[kSteadyFrom] = global_ns();
+      p.stamps[kClockFrom] = clock64();
+    }
     const LayerWeights& L = p.layers[layer];
     const LayerWeights& next = p.layers[(layer + 1) % kLayers];
     // 1. qkv, the residual add + RMSNorm folded in (its sum of squares).
@@ -472,6 +482,10 @@ __global__ void __launch_bounds__(kThreads, 1) layers_kernel(const __grid_consta
     barrier();
     stamp(7);
   }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    p.stamps[kSteadyTo] = global_ns();
+    p.stamps[kClockTo] = clock64();
+  }
   region_load.wait();
   write_share(p.sink, gridDim.x, acc);
 }
@@ -516,7 +530,7 @@ int main(int argc, char** argv) {
   unsigned* arrived;
   BENCH_CUDA(cudaMalloc(&arrived, sizeof(unsigned)));
   unsigned long long* stamps;
-  BENCH_CUDA(cudaMalloc(&stamps, sizeof(unsigned long long) * (kPhases + 1)));
+  BENCH_CUDA(cudaMalloc(&stamps, sizeof(unsigned long long) * kStamps));
 
   // The copy floor, as sgl-bench measures it: 2 x bytes over a device-to-device copy's time.
   const size_t copy_bytes = size_t{2} << 30;
@@ -556,19 +570,28 @@ int main(int argc, char** argv) {
   const size_t region_vectors = (kSmemBytes - kRegionOffset) / kVec;
   const size_t qkv_share = (kQkvVectors + sms - 1) / sms;
   const size_t o_share = (kOVectors + sms - 1) / sms;
-  std::printf("weight region %zu KB a CTA (qkv share %zu KB, o share %zu KB)\n",
-              region_vectors * kVec / 1024, qkv_share * kVec / 1024, o_share * kVec / 1024);
+  const size_t down_share = (kTopK * kDownExpertVectors + sms - 1) / sms;
+  std::printf("weight region %zu KB a CTA (qkv share %zu KB, o %zu KB, down %zu KB)\n",
+              region_vectors * kVec / 1024, qkv_share * kVec / 1024, o_share * kVec / 1024,
+              down_share * kVec / 1024);
+  // Where a share does not fit this GPU's region the schedule is not run (a smaller GPU).
+  const bool fits[] = {true, true, true, o_share <= region_vectors && qkv_share <= region_vectors,
+                       o_share <= region_vectors && down_share <= region_vectors};
+  for (int sched = kStreamOnly; sched <= kDownInSmem; ++sched)
+    if (!fits[sched])
+      std::printf("%s: its shares do not fit the region; not run\n", kScheduleNames[sched]);
 
   const long long attention_ns[] = {0, 2000, 4000};
-  std::printf("%-10s %12s %11s %9s   us a phase in layer %d (CTA 0):", "schedule", "attention ns",
-              "us a layer", "of floor", kStampLayer);
+  // "us a layer": layers 1-47 by CTA 0's clock (the first layer, with qkv-smem's prologue,
+  // and the launch left out); "launch": the launches' event time over 48 layers.
+  std::printf("%-10s %9s %6s %11s %9s %7s   us a phase in layer %d (CTA 0):", "schedule", "attn ns",
+              "MHz", "us a layer", "of floor", "launch", kStampLayer);
   for (const char* name : kPhaseNames) std::printf(" %s", name);
   std::printf("\n");
   for (int r = 0; r < rounds; ++r) {
     for (long long ns : attention_ns) {
       for (int sched = kStreamOnly; sched <= kDownInSmem; ++sched) {
-        if (sched >= kQkvInSmem && o_share > region_vectors) continue;
-        if (sched == kQkvInSmem && qkv_share > region_vectors) continue;
+        if (!fits[sched]) continue;
         Params params{
             layers,
             scratch,
@@ -582,23 +605,33 @@ int main(int argc, char** argv) {
             ns * clock_khz / 1000000,
             region_vectors};
         float total_ms = 0;
+        double steady_us = 0;
         constexpr int kLaunches = 5;
+        unsigned long long t[kStamps];
         for (int launch = 0; launch <= kLaunches; ++launch) {
           BENCH_CUDA(cudaMemsetAsync(arrived, 0, sizeof(unsigned), stream));
           BENCH_CUDA(cudaEventRecord(start, stream));
-          layers_kernel<<<sms, kThreads, kSmemBytes, stream>>>(params);
-          BENCH_CUDA(cudaGetLastError());
+          // Cooperative: the grid barrier needs every CTA resident; a launch that cannot have
+          // them all fails instead of spinning forever.
+          void* args[] = {&params};
+          BENCH_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(layers_kernel),
+                                                 dim3(sms), dim3(kThreads), args, kSmemBytes,
+                                                 stream));
           BENCH_CUDA(cudaEventRecord(stop, stream));
           BENCH_CUDA(cudaEventSynchronize(stop));
           float ms = 0;
           BENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-          if (launch > 0) total_ms += ms;  // the first launch warms up
+          BENCH_CUDA(cudaMemcpy(t, stamps, sizeof t, cudaMemcpyDeviceToHost));
+          if (launch == 0) continue;  // the first launch warms up
+          total_ms += ms;
+          steady_us += (t[kSteadyTo] - t[kSteadyFrom]) / 1e3 / (kLayers - 1);
         }
-        const double us = total_ms * 1e3 / kLaunches / kLayers;
-        unsigned long long t[kPhases + 1];
-        BENCH_CUDA(cudaMemcpy(t, stamps, sizeof t, cudaMemcpyDeviceToHost));
-        std::printf("%-10s %12lld %11.2f %8.1f%%  ", kScheduleNames[sched], ns, us,
-                    100.0 * floor_us / us);
+        const double us = steady_us / kLaunches;
+        const double launch_us = total_ms * 1e3 / kLaunches / kLayers;
+        const double mhz = static_cast<double>(t[kClockTo] - t[kClockFrom]) * 1e3 /
+                           static_cast<double>(t[kSteadyTo] - t[kSteadyFrom]);
+        std::printf("%-10s %9lld %6.0f %11.2f %8.1f%% %7.2f  ", kScheduleNames[sched], ns, mhz, us,
+                    100.0 * floor_us / us, launch_us);
         for (int i = 0; i < kPhases; ++i) std::printf(" %5.2f", (t[i + 1] - t[i]) / 1e3);
         std::printf("\n");
       }
