@@ -2,8 +2,9 @@
 // anyone writes one. A skeleton of the layer: one CTA an SM runs all 48 layers, meeting at grid
 // barriers, with each phase's real bytes (qkv, attention's KV, o projection, router, the eight
 // routed experts' gate/up and down, picked by a real top-8 from 128 at random places) dotted
-// against an f32 activation vector, and attention's and the route's latency chains stood in
-// for (a spin of `attention_ns` on the attention CTAs; the top-8 of 128 logits in every CTA).
+// against an f32 activation vector, the route a real top-8 of 128 logits in every CTA, and
+// attention either done for real (scalar FMAs over 1024 keys, 16 CTAs) or stood in for by its
+// KV read and a spin of `attention ns`.
 // The numbers are not a model's outputs; only the schedule and the bytes are real. Schedules:
 //   serial      every phase streams its weights after the barrier before it
 //   registers   ... and issues its first loads before that barrier (the launch chain's rule)
@@ -47,6 +48,10 @@ constexpr int kInter = 768;
 constexpr size_t kKvBytes = size_t{1024} * 4 * 128 * 2 * 2;  // 1024 keys, K and V, bf16
 constexpr int kAttnCtas = 16;                                // 4 KV heads x 4 splits
 constexpr int kAttnSplits = 4;
+constexpr int kContext = 1024;
+constexpr int kHeadDim = 128;
+constexpr int kGroup = 8;  // q heads a KV head
+constexpr int kSplitKeys = kContext / kAttnSplits;
 constexpr int kStampLayer = 24;
 constexpr int kPhases = 7;
 constexpr int kSteadyFrom = kPhases + 1, kSteadyTo = kPhases + 2, kClockFrom = kPhases + 3,
@@ -89,8 +94,8 @@ struct Params {
   // past the launch and the first layer's prologue); kClockFrom, kClockTo: clock64 there.
   unsigned long long* stamps;
   Schedule schedule;
-  long long attention_cycles;
-  size_t region_vectors;  // the weight region's capacity
+  long long attention_cycles;  // < 0: attention done for real (decode_attention)
+  size_t region_vectors;       // the weight region's capacity
 };
 
 // ---- small device helpers ----------------------------------------------------------------
@@ -285,6 +290,90 @@ __device__ void route(const float* logits, int layer, int* picks) {
   }
 }
 
+// One (KV head, split) of decode attention done for real, with scalar FMAs: the group's 8 q
+// heads against the split's 256 keys (a thread a key), a softmax a warp a head, then P V (a
+// thread a dimension and half the keys). KV is [K | V] x [4 heads][1024 keys][128] bf16; the
+// split's partial output (unnormalised by the other splits) goes to out [8][128].
+__device__ float decode_attention(const uint4* kv, const float* q_src, float* xs, float* out) {
+  const int head = blockIdx.x / kAttnSplits, split = blockIdx.x % kAttnSplits;
+  float* q = xs;                                // [8][128]
+  float* scores = xs + kGroup * kHeadDim;       // [8][256]
+  float* upper = scores + kGroup * kSplitKeys;  // [8][128]: the second half's P V
+  float* sums = upper + kGroup * kHeadDim;      // [8]
+  for (int i = threadIdx.x; i < kGroup * kHeadDim; i += kThreads)
+    q[i] = __ldcg(q_src + head * kGroup * kHeadDim + i);
+  __syncthreads();
+  const size_t first_key = static_cast<size_t>(head) * kContext + split * kSplitKeys;
+  const uint4* k = kv + first_key * kHeadDim / 8;
+  const uint16_t* v =
+      reinterpret_cast<const uint16_t*>(kv + kKvBytes / kVec / 2) + first_key * kHeadDim;
+  const int t = threadIdx.x;
+  if (t < kSplitKeys) {
+    float dots[kGroup] = {};
+    for (int c = 0; c < kHeadDim / 8; ++c) {
+      const uint4 w = load_streaming(k + t * (kHeadDim / 8) + c);
+      const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float kj = __uint_as_float(j % 2 == 0 ? u[j / 2] << 16 : u[j / 2] & 0xffff0000u);
+#pragma unroll
+        for (int h = 0; h < kGroup; ++h) dots[h] = fmaf(kj, q[h * kHeadDim + c * 8 + j], dots[h]);
+      }
+    }
+    for (int h = 0; h < kGroup; ++h) scores[h * kSplitKeys + t] = dots[h] * 0.08838835f;
+  }
+  __syncthreads();
+  const int warp = t / 32, lane = t % 32;
+  if (warp < kGroup) {
+    float* row = scores + warp * kSplitKeys;
+    float m = -INFINITY;
+    for (int i = lane; i < kSplitKeys; i += 32) m = fmaxf(m, row[i]);
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float sum = 0;
+    for (int i = lane; i < kSplitKeys; i += 32) {
+      row[i] = __expf(row[i] - m);
+      sum += row[i];
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) sums[warp] = sum;
+  }
+  __syncthreads();
+  const int d = t % kHeadDim, half = t / kHeadDim;
+  float acc[kGroup] = {};
+  if (half < 2) {
+    for (int key = half * kSplitKeys / 2; key < (half + 1) * kSplitKeys / 2; ++key) {
+      const float vk = __uint_as_float(static_cast<uint32_t>(__ldcg(v + key * kHeadDim + d)) << 16);
+#pragma unroll
+      for (int h = 0; h < kGroup; ++h) acc[h] = fmaf(scores[h * kSplitKeys + key], vk, acc[h]);
+    }
+    if (half == 1)
+      for (int h = 0; h < kGroup; ++h) upper[h * kHeadDim + d] = acc[h];
+  }
+  __syncthreads();
+  float total = 0;
+  if (half == 0) {
+    for (int h = 0; h < kGroup; ++h) {
+      const float o = (acc[h] + upper[h * kHeadDim + d]) / sums[h];
+      out[h * kHeadDim + d] = o;
+      total += o;
+    }
+  }
+  return total;
+}
+
+// Asks L2 for this attention CTA's K and V lines (issued before its barrier).
+__device__ void prefetch_kv(const uint4* kv) {
+  const int head = blockIdx.x / kAttnSplits, split = blockIdx.x % kAttnSplits;
+  const size_t first_key = static_cast<size_t>(head) * kContext + split * kSplitKeys;
+  const char* k = reinterpret_cast<const char*>(kv + first_key * kHeadDim / 8);
+  const char* v = k + kKvBytes / 2;
+  constexpr int kLines = kSplitKeys * kHeadDim * 2 / 128;
+  for (int i = threadIdx.x; i < kLines; i += kThreads) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(k + i * 128));
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(v + i * 128));
+  }
+}
+
 // The concatenation of the eight picked experts' matrices (`piece_vectors` each): this CTA's
 // share of it, as one or two streams (split where it crosses from one expert to the next).
 __device__ void expert_streams(const uint4* base, size_t piece_vectors, const int* picks, Stream& a,
@@ -376,8 +465,15 @@ __global__ void __launch_bounds__(kThreads, 1) layers_kernel(const __grid_consta
                          kRouterRowVectors * kVec);
       }
     }
+    const bool real_attention = p.attention_cycles < 0;
     Stream kv{L.kv, share_of(kKvBytes / kVec, blockIdx.x, kAttnCtas)};
-    if (early && attention_cta) kv.issue_first();
+    if (early && attention_cta) {
+      if (real_attention) {
+        prefetch_kv(L.kv);
+      } else {
+        kv.issue_first();
+      }
+    }
     barrier();
     stamp(1);
 
@@ -386,7 +482,10 @@ __global__ void __launch_bounds__(kThreads, 1) layers_kernel(const __grid_consta
     // registers hold the KV's until then).
     Stream o{L.o, o_share};
     if (early && !o_in_smem && !attention_cta) o.issue_first();
-    if (attention_cta) {
+    if (attention_cta && real_attention) {
+      acc += decode_attention(L.kv, p.hidden, xs, p.partial + blockIdx.x * kGroup * kHeadDim);
+      if (early && !o_in_smem) o.issue_first();
+    } else if (attention_cta) {
       load_x(xs, p.hidden, kAttnWidth);
       acc += kv.dot<kAttnWidth / 8>(xs, early);
       if (early && !o_in_smem) o.issue_first();
@@ -581,7 +680,7 @@ int main(int argc, char** argv) {
     if (!fits[sched])
       std::printf("%s: its shares do not fit the region; not run\n", kScheduleNames[sched]);
 
-  const long long attention_ns[] = {0, 2000, 4000};
+  const long long attention_ns[] = {-1, 0, 2000, 4000};  // -1: done for real
   // "us a layer": layers 1-47 by CTA 0's clock (the first layer, with qkv-smem's prologue,
   // and the launch left out); "launch": the launches' event time over 48 layers.
   std::printf("%-10s %9s %6s %11s %9s %7s   us a phase in layer %d (CTA 0):", "schedule", "attn ns",
@@ -602,7 +701,7 @@ int main(int argc, char** argv) {
             arrived,
             stamps,
             static_cast<Schedule>(sched),
-            ns * clock_khz / 1000000,
+            ns < 0 ? -1 : ns * clock_khz / 1000000,
             region_vectors};
         float total_ms = 0;
         double steady_us = 0;
@@ -630,8 +729,10 @@ int main(int argc, char** argv) {
         const double launch_us = total_ms * 1e3 / kLaunches / kLayers;
         const double mhz = static_cast<double>(t[kClockTo] - t[kClockFrom]) * 1e3 /
                            static_cast<double>(t[kSteadyTo] - t[kSteadyFrom]);
-        std::printf("%-10s %9lld %6.0f %11.2f %8.1f%% %7.2f  ", kScheduleNames[sched], ns, mhz, us,
-                    100.0 * floor_us / us, launch_us);
+        char attention[16];
+        std::snprintf(attention, sizeof attention, ns < 0 ? "real" : "%lld", ns);
+        std::printf("%-10s %9s %6.0f %11.2f %8.1f%% %7.2f  ", kScheduleNames[sched], attention, mhz,
+                    us, 100.0 * floor_us / us, launch_us);
         for (int i = 0; i < kPhases; ++i) std::printf(" %5.2f", (t[i + 1] - t[i]) / 1e3);
         std::printf("\n");
       }
