@@ -125,9 +125,10 @@ Result<std::shared_ptr<RequestStream>> DataParallelController::submit(
 }
 
 Result<std::shared_ptr<RequestStream>> DataParallelController::encode(
-    std::vector<int32_t> input_ids) {
-  if (dp_size() == 1) return count(0, replicas_.front()->encode(std::move(input_ids)));
-  return route(input_ids, "", [&input_ids](Engine& e) { return e.encode(input_ids); });
+    std::vector<int32_t> input_ids, std::optional<int64_t> priority) {
+  if (dp_size() == 1) return count(0, replicas_.front()->encode(std::move(input_ids), priority));
+  return route(input_ids, "",
+               [&input_ids, priority](Engine& e) { return e.encode(input_ids, priority); });
 }
 
 Result<std::shared_ptr<RequestStream>> DataParallelController::count(

@@ -47,7 +47,8 @@ class DataParallelController {
   // dp_size().
   Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request,
                                                 std::optional<int64_t> replica = std::nullopt);
-  Result<std::shared_ptr<RequestStream>> encode(std::vector<int32_t> input_ids);
+  Result<std::shared_ptr<RequestStream>> encode(std::vector<int32_t> input_ids,
+                                                std::optional<int64_t> priority = std::nullopt);
   void abort(uint64_t rid);
   // Flushes every replica; false if any has requests running (the idle ones are flushed).
   bool flush_cache();

@@ -234,7 +234,8 @@ Result<std::shared_ptr<RequestStream>> Engine::submit(GenerateRequest request) {
   return enqueue(std::move(request));
 }
 
-Result<std::shared_ptr<RequestStream>> Engine::encode(std::vector<int32_t> input_ids) {
+Result<std::shared_ptr<RequestStream>> Engine::encode(std::vector<int32_t> input_ids,
+                                                      std::optional<int64_t> priority) {
   if (!is_embedding()) {
     // SGLang's words for the same mistake.
     return invalid_argument(
@@ -244,6 +245,7 @@ Result<std::shared_ptr<RequestStream>> Engine::encode(std::vector<int32_t> input
   GenerateRequest request;
   request.input_ids = std::move(input_ids);
   request.max_new_tokens = 0;
+  request.priority = priority;
   return enqueue(std::move(request));
 }
 

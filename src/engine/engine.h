@@ -112,8 +112,9 @@ class Engine {
   Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request);
   // An embedding model's request (SchedulerOptions::pooler; SGLang's Engine.encode): the
   // prompt's embedding comes with the stream's final event (StreamEvent::embedding), errors as
-  // submit's.
-  Result<std::shared_ptr<RequestStream>> encode(std::vector<int32_t> input_ids);
+  // submit's. `priority`: SGLang's request priority, scheduled as a generation request's.
+  Result<std::shared_ptr<RequestStream>> encode(std::vector<int32_t> input_ids,
+                                                std::optional<int64_t> priority = std::nullopt);
   // A LoRA adapter loaded as id `id` (>= 1) under `key` (unique per load: its prefixes are
   // cached under it), or unloaded (`key` empty): requests naming an unloaded id are refused.
   void set_lora_adapter(int32_t id, std::string key);

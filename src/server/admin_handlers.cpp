@@ -276,7 +276,7 @@ Reply handle_health_generate(ServerContext& ctx, const HttpRequest&) {
   if (ctx.engine.paused()) return Reply::of(paused_probe());
   std::vector<int32_t> bos = {ctx.tokenizer.bos_token_id().value_or(0)};
   if (!ctx.info.is_generation) {
-    auto streams = submit_encodes(ctx, {bos}, /*logged=*/false);
+    auto streams = submit_encodes(ctx, {bos}, /*logged=*/false, std::nullopt);
     if (!streams.ok()) return Reply::of(error_response(503, streams.status().message()));
     auto ok = [&ctx](const std::vector<Encoded>&, double) {
       ctx.unhealthy = false;

@@ -107,12 +107,13 @@ void EmbeddingReply::cancel() {
 }
 
 Result<std::vector<std::shared_ptr<engine::RequestStream>>> submit_encodes(
-    ServerContext& ctx, const std::vector<std::vector<int32_t>>& prompts, bool logged) {
+    ServerContext& ctx, const std::vector<std::vector<int32_t>>& prompts, bool logged,
+    std::optional<int64_t> priority) {
   for (const std::vector<int32_t>& ids : prompts) SGL_RETURN_IF_ERROR(check_prompt_ids(ctx, ids));
   std::vector<std::shared_ptr<engine::RequestStream>> streams;
   streams.reserve(prompts.size());
   for (const std::vector<int32_t>& ids : prompts) {
-    auto stream = ctx.engine.encode(ids);
+    auto stream = ctx.engine.encode(ids, priority);
     if (!stream.ok()) {
       for (const auto& s : streams) ctx.engine.abort(s->rid());
       return stream.status();

@@ -57,10 +57,11 @@ class EmbeddingReply final : public DeferredReply {
 };
 
 // Encodes each prompt (token ids): checks them all against the model (check_prompt_ids), then
-// submits each (Engine::encode). If a submission fails, the requests already submitted are
-// aborted and its error returned (a full queue is kResourceExhausted -> 503). `logged`: each goes
-// to --log-requests' received lines (a health probe's do not).
+// submits each (Engine::encode) at `priority`. If a submission fails, the requests already
+// submitted are aborted and its error returned (a full queue is kResourceExhausted -> 503).
+// `logged`: each goes to --log-requests' received lines (a health probe's do not).
 Result<std::vector<std::shared_ptr<engine::RequestStream>>> submit_encodes(
-    ServerContext& ctx, const std::vector<std::vector<int32_t>>& prompts, bool logged);
+    ServerContext& ctx, const std::vector<std::vector<int32_t>>& prompts, bool logged,
+    std::optional<int64_t> priority);
 
 }  // namespace sgl::server

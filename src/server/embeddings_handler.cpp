@@ -22,6 +22,7 @@
 #include "server/handlers.h"
 #include "server/prepared_reply.h"
 #include "server/request_json.h"
+#include "server/request_registry.h"
 
 namespace sgl::server {
 namespace {
@@ -48,9 +49,19 @@ std::vector<std::vector<int32_t>> input_ids(const ServerContext& ctx,
   return ids;
 }
 
+// The client's request id, held until the reply registers it (a duplicate in flight is
+// refused, as SGLang does).
+Result<RequestRegistry::Claim> claim_rid(ServerContext& ctx, const PoolingRouting& routing) {
+  return ctx.registry.claim(routing.rid.empty() ? std::vector<std::string>{}
+                                                : std::vector<std::string>{routing.rid});
+}
+
 // On a pool thread: tokenizes, submits, and answers with OpenAI's embedding list.
 Reply prepare_embeddings(ServerContext& ctx, const EmbeddingRequest& req) {
-  auto streams = submit_encodes(ctx, input_ids(ctx, req.inputs), /*logged=*/true);
+  auto claim = claim_rid(ctx, req.routing);
+  if (!claim.ok()) return Reply::of(error_response(claim.status()));
+  auto streams =
+      submit_encodes(ctx, input_ids(ctx, req.inputs), /*logged=*/true, req.routing.priority);
   if (!streams.ok()) return Reply::of(error_response(streams.status()));
   // SGLang serves whatever model name a request gives, and answers with it.
   const std::string model = req.model.value_or(ctx.info.served_model_name);
@@ -70,7 +81,7 @@ Reply prepare_embeddings(ServerContext& ctx, const EmbeddingRequest& req) {
          {"model", model},
          {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
   };
-  return Reply::later(std::make_unique<EmbeddingReply>(ctx, make_request_id("embd-"),
+  return Reply::later(std::make_unique<EmbeddingReply>(ctx, reply_id(req.routing.rid, "embd-"),
                                                        std::move(streams).value(), format),
                       false);
 }
@@ -78,12 +89,12 @@ Reply prepare_embeddings(ServerContext& ctx, const EmbeddingRequest& req) {
 // On a pool thread: tokenizes, submits, and answers as SGLang's /encode ({"embedding",
 // "meta_info"}, a list of them for a list of inputs).
 Reply prepare_encode(ServerContext& ctx, const EncodeInput& req) {
-  auto claim = ctx.registry.claim(req.rid.empty() ? std::vector<std::string>{}
-                                                  : std::vector<std::string>{req.rid});
+  auto claim = claim_rid(ctx, req.routing);
   if (!claim.ok()) return Reply::of(error_response(claim.status()));
-  auto streams = submit_encodes(ctx, input_ids(ctx, req.prompts), /*logged=*/true);
+  auto streams =
+      submit_encodes(ctx, input_ids(ctx, req.prompts), /*logged=*/true, req.routing.priority);
   if (!streams.ok()) return Reply::of(error_response(streams.status()));
-  const std::string id = reply_id(req.rid, "");
+  const std::string id = reply_id(req.routing.rid, "");
   auto format = [id, batch = req.batch](const std::vector<Encoded>& results, double seconds) {
     json items = json::array();
     for (size_t i = 0; i < results.size(); ++i) {
@@ -123,10 +134,10 @@ json classify_item(const std::vector<std::string>& labels, const std::vector<flo
 
 // On a pool thread: tokenizes, submits, and answers as SGLang's /v1/classify.
 Reply prepare_classify(ServerContext& ctx, const ClassifyRequest& req) {
-  auto claim = ctx.registry.claim(req.rid.empty() ? std::vector<std::string>{}
-                                                  : std::vector<std::string>{req.rid});
+  auto claim = claim_rid(ctx, req.routing);
   if (!claim.ok()) return Reply::of(error_response(claim.status()));
-  auto streams = submit_encodes(ctx, input_ids(ctx, req.inputs), /*logged=*/true);
+  auto streams =
+      submit_encodes(ctx, input_ids(ctx, req.inputs), /*logged=*/true, req.routing.priority);
   if (!streams.ok()) return Reply::of(error_response(streams.status()));
   const std::string model = req.model.value_or(ctx.info.served_model_name);
   auto format = [model, labels = ctx.info.labels, created = std::time(nullptr)](
@@ -148,7 +159,7 @@ Reply prepare_classify(ServerContext& ctx, const ClassifyRequest& req) {
                                           {"completion_tokens", 0},
                                           {"prompt_tokens_details", nullptr}}}});
   };
-  return Reply::later(std::make_unique<EmbeddingReply>(ctx, reply_id(req.rid, "classify-"),
+  return Reply::later(std::make_unique<EmbeddingReply>(ctx, reply_id(req.routing.rid, "classify-"),
                                                        std::move(streams).value(), format),
                       false);
 }

@@ -23,7 +23,17 @@ constexpr request_json::RefusedField kRefused[] = {
     {"lora_path", "LoRA adapters are not implemented"},
     {"is_cross_encoder_request", "cross-encoder scoring is not implemented"},
     {"return_pooled_hidden_states", "hidden states in replies are not implemented"},
+    {"embed_override_token_id", "embedding overrides are not implemented"},
+    {"embed_overrides", "embedding overrides are not implemented"},
 };
+
+// SGLang's `rid` (one string: a list of one per prompt is not taken) and `priority`.
+Status read_routing(const json& o, PoolingRouting& out) {
+  std::optional<std::string> rid;
+  SGL_RETURN_IF_ERROR(request_json::read(o, "rid", rid));
+  out.rid = rid.value_or("");
+  return request_json::read(o, "priority", out.priority);
+}
 
 // None of the prompts read from `key` is empty.
 Status check_nonempty(const std::vector<PromptInput>& prompts, std::string_view key, bool batch) {
@@ -64,6 +74,7 @@ Result<EmbeddingRequest> parse_embedding_request(std::string_view body) {
   }
   std::optional<std::string> user;  // describes the caller: checked, no effect
   SGL_RETURN_IF_ERROR(request_json::read(o, "user", user));
+  SGL_RETURN_IF_ERROR(read_routing(o, r.routing));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefused));
   return r;
 }
@@ -74,9 +85,7 @@ Result<EncodeInput> parse_encode_request(std::string_view body) {
   SGL_ASSIGN_OR_RETURN(const std::string_view key,
                        request_json::read_text_or_input_ids(o, r.prompts, r.batch));
   SGL_RETURN_IF_ERROR(check_nonempty(r.prompts, key, r.batch));
-  std::optional<std::string> rid;
-  SGL_RETURN_IF_ERROR(request_json::read(o, "rid", rid));
-  r.rid = rid.value_or("");
+  SGL_RETURN_IF_ERROR(read_routing(o, r.routing));
   constexpr request_json::RefusedField kEncodeOnly[] = {
       {"sampling_params", "an embedding request samples nothing"},
       {"dimensions", "the model's embeddings are served at their own size (no truncation)"},
@@ -107,13 +116,7 @@ Result<ClassifyRequest> parse_classify_request(std::string_view body) {
   SGL_RETURN_IF_ERROR(request_json::read(o, "model", r.model));
   std::optional<std::string> user;  // describes the caller: checked, no effect
   SGL_RETURN_IF_ERROR(request_json::read(o, "user", user));
-  std::optional<std::string> rid;
-  SGL_RETURN_IF_ERROR(request_json::read(o, "rid", rid));
-  r.rid = rid.value_or("");
-  constexpr request_json::RefusedField kClassifyRefused[] = {
-      {"priority", "request priorities are not implemented on /v1/classify"},
-  };
-  SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kClassifyRefused));
+  SGL_RETURN_IF_ERROR(read_routing(o, r.routing));
   return r;
 }
 

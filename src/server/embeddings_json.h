@@ -14,20 +14,21 @@
 
 namespace sgl::server {
 
-// `input`, `model`, `encoding_format` ("float" or "base64"), `dimensions`, `user` (no effect).
+// `input`, `model`, `encoding_format` ("float" or "base64"), `dimensions`, `user` (no effect),
+// SGLang's `rid` and `priority`.
 Result<EmbeddingRequest> parse_embedding_request(std::string_view body);
-// Exactly one of `text` and `input_ids`, and `rid`.
+// Exactly one of `text` and `input_ids`, `rid`, `priority`.
 Result<EncodeInput> parse_encode_request(std::string_view body);
 
 // POST /v1/classify: a classification model's label for each input (SGLang's ClassifyRequest).
 struct ClassifyRequest {
   std::optional<std::string> model;
   std::vector<PromptInput> inputs;  // one per `input` text, or one list of token ids
-  std::string rid;                  // the client's request id; empty: one is made up
+  PoolingRouting routing;
 };
 
 // `input` (a text, a list of texts, or one prompt's token ids: SGLang's ClassifyInput; no text
-// may be blank), `model`, `user` (no effect), `rid`.
+// may be blank), `model`, `user` (no effect), `rid`, `priority`.
 Result<ClassifyRequest> parse_classify_request(std::string_view body);
 
 }  // namespace sgl::server

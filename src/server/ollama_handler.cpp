@@ -196,7 +196,7 @@ Reply prepare_ollama_embed(ServerContext& ctx, const OllamaEmbedRequest& req,
     if (req.truncate && one.size() > fits) one.resize(fits);
     ids.push_back(std::move(one));
   }
-  auto streams = submit_encodes(ctx, std::move(ids), /*logged=*/true);
+  auto streams = submit_encodes(ctx, std::move(ids), /*logged=*/true, std::nullopt);
   if (!streams.ok()) return Reply::of(error_response(streams.status()));
   const std::string model = req.embedding.model.value_or(ctx.info.served_model_name);
   auto format = [model, dimensions = req.embedding.dimensions, received, legacy = req.legacy](

@@ -226,6 +226,12 @@ struct GenerateInput {
   RoutedExpertsInput routed_experts;     // each item's meta_info.routed_experts
 };
 
+// What SGLang's pooling requests (/v1/embeddings, /encode, /v1/classify) say of their routing.
+struct PoolingRouting {
+  std::string rid;                  // the client's request id; empty: one is made up
+  std::optional<int64_t> priority;  // SGLang's priority (--enable-priority-scheduling)
+};
+
 // POST /v1/embeddings (an embedding model's; embeddings_json.h)
 struct EmbeddingRequest {
   std::optional<std::string> model;
@@ -233,13 +239,14 @@ struct EmbeddingRequest {
   bool base64 = false;  // encoding_format "base64": each vector as little-endian f32 bytes
   // OpenAI's output size; only the model's own is served (no Matryoshka truncation).
   std::optional<int64_t> dimensions;
+  PoolingRouting routing;  // SGLang's fields (Ollama's /api/embed has none)
 };
 
 // POST /encode (SGLang native; embeddings_json.h)
 struct EncodeInput {
   std::vector<PromptInput> prompts;
   bool batch = false;  // text / input_ids was a list of prompts: answer a list
-  std::string rid;     // the client's request id; empty: one is made up
+  PoolingRouting routing;
 };
 
 // POST /tokenize

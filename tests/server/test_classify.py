@@ -133,7 +133,8 @@ def test_reward_model_scores_once(reward, models):
     ({"input": [1, -2]}, "input"),
     ({"input": 5}, "input"),
     ({"input": "x", "model": 3}, "model"),
-    ({"input": "x", "priority": 2}, "priority"),
+    ({"input": "x", "priority": "high"}, "priority"),
+    ({"input": "x", "rid": ["a"]}, "rid"),
     ({"input": [1, 5000]}, "vocabulary"),
 ])
 def test_bad_classify_bodies_are_refused(classifier, body, field):
@@ -159,3 +160,16 @@ def test_a_chat_template_for_a_classifier_stops_the_start(models, tmp_path):
                           capture_output=True, timeout=60)
     assert proc.returncode == 1 and b"listening on" not in proc.stdout
     assert b"--chat-template with LlamaForSequenceClassification" in proc.stderr, proc.stderr
+
+
+def test_a_priority_reaches_the_scheduler(tmp_path_factory, models):
+    # As on /v1/embeddings: a refused priority shows the field reached the scheduler.
+    raise_fd_limit()
+    srv = Server(tmp_path_factory.mktemp("priority"), "--abort-on-priority-when-disabled",
+                 model=models / "tiny-llama-classifier", served_model_name=NAME)
+    try:
+        r = srv.post("/v1/classify", {"input": "x", "priority": 1})
+        assert r.status_code == 503 and "priority is disabled" in r.text, r.text
+        assert srv.post("/v1/classify", {"input": "x"}).status_code == 200
+    finally:
+        assert srv.stop() == 0, srv.log()

@@ -183,11 +183,54 @@ def test_concurrent_requests_equal_each_alone(last):
     ({"input": "a", "user": 3}, "user"),
     ({"input": "a", "image_data": "x.png"}, "image_data"),
     ({"input": "a", "lora_path": "adapter"}, "lora_path"),
+    ({"input": "a", "embed_overrides": [[[0.5]]]}, "embed_overrides"),
+    ({"input": "a", "embed_override_token_id": 5}, "embed_override_token_id"),
+    ({"input": "a", "rid": ["r-1"]}, "rid"),
+    ({"input": "a", "priority": "high"}, "priority"),
 ])
 def test_bad_input_answers_400_naming_the_field(last, body, field):
     r = last.post("/v1/embeddings", body)
     assert r.status_code == 400, r.text
     assert f"'{field}'" in r.json()["error"]["message"], r.text
+
+
+def test_a_priority_reaches_the_scheduler(tmp_path_factory, models):
+    # SGLang's priority on the pooling routes is scheduled as a generation request's: here the
+    # server refuses one (--abort-on-priority-when-disabled), which it can only do if it got there.
+    srv = start(tmp_path_factory, models, "last", "--abort-on-priority-when-disabled")
+    try:
+        for path, body in [("/v1/embeddings", {"input": "a"}), ("/encode", {"text": "a"})]:
+            r = srv.post(path, {**body, "priority": 1})
+            assert r.status_code == 503 and "priority is disabled" in r.text, (path, r.text)
+            assert srv.post(path, body).status_code == 200, path
+    finally:
+        assert srv.stop() == 0, srv.log()
+
+
+@pytest.mark.parametrize("path,prompt", [("/v1/embeddings", "input"), ("/encode", "text")])
+def test_a_rid_names_the_request_in_flight(last, path, prompt):
+    # SGLang's rid: a second request under the rid of one in flight is refused, and
+    # /abort_request ends the one it names. Every engine step takes 2 s more (SGLang's
+    # /slow_down), so a request is in flight that long.
+    assert last.post("/slow_down", {"forward_sleep_time": 2.0}).status_code == 200
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            first = pool.submit(last.post, path, {prompt: "one", "rid": "emb-1"}, timeout=60)
+            time.sleep(0.2)
+            second = pool.submit(last.post, path, {prompt: "two", "rid": "emb-1"}, timeout=60)
+            replies = sorted([first.result(), second.result()], key=lambda r: r.status_code)
+            assert [r.status_code for r in replies] == [200, 400], [r.text for r in replies]
+            assert "Duplicate request ID detected: emb-1" in replies[1].text, replies[1].text
+            running = pool.submit(last.post, path, {prompt: "three", "rid": "emb-2"}, timeout=60)
+            deadline = time.monotonic() + 20
+            while last.post("/abort_request", {"rid": "emb-2"}).json()["num_aborted"] == 0:
+                assert time.monotonic() < deadline and not running.done(), "never in flight"
+                time.sleep(0.01)
+            r = running.result()
+            assert r.status_code == 503 and "aborted by the client" in r.text, r.text
+    finally:
+        assert last.post("/slow_down", {"forward_sleep_time": None}).status_code == 200
+    assert last.post(path, {prompt: "four", "rid": "emb-1"}).status_code == 200
 
 
 def test_model_limits_answer_400(last):

@@ -36,6 +36,8 @@ SGLANG_SAMPLING = [
     "spaces_between_special_tokens", "no_stop_trim", "custom_params", "stream_interval",
     "logit_bias", "sampling_seed"]
 OPENAI_EMBEDDINGS = ["model", "dimensions", "encoding_format", "user"]
+# SGLang's EmbeddingRequest beyond OpenAI's.
+SGLANG_EMBEDDINGS = ["rid", "priority", "lora_path", "embed_override_token_id", "embed_overrides"]
 # SGLang's GenerateReqInput, minus the prompt (text, input_ids) and sampling_params.
 SGLANG_GENERATE = [
     "rid", "session_id", "input_embeds", "image_data", "video_data", "audio_data", "mm_hashes",
@@ -128,6 +130,7 @@ REFUSED_SGLANG = {
     "bootstrap_port": 8998, "bootstrap_room": 7, "bootstrap_pair_key": "k",
     "disagg_prefill_dp_rank": 0, "decode_tp_size": 2,
     "max_thinking_tokens": 8, "background": True, "continue_final_message": True,
+    "embed_override_token_id": 5, "embed_overrides": [[[0.5]]],
 }
 
 
@@ -334,11 +337,14 @@ EMBEDDINGS = {
     "dimensions": refused(64),  # the model's own size (128) is accepted
     "encoding_format": shown(f"{EMB}::test_explicit_base64_is_little_endian_f32"),
     "user": no_effect("u", "describes the caller"),
+    "rid": shown(f"{EMB}::test_a_rid_names_the_request_in_flight"),
+    "priority": shown(f"{EMB}::test_a_priority_reaches_the_scheduler"),
+    **refused_sglang(["lora_path", "embed_override_token_id", "embed_overrides"]),
 }
 TABLES = {"chat": (CHAT, OPENAI_CHAT + SGLANG_CHAT),
           "completions": (COMPLETIONS, OPENAI_COMPLETIONS + SGLANG_COMPLETIONS),
           "sampling": (SAMPLING, SGLANG_SAMPLING), "generate": (GENERATE, SGLANG_GENERATE),
-          "embeddings": (EMBEDDINGS, OPENAI_EMBEDDINGS)}
+          "embeddings": (EMBEDDINGS, OPENAI_EMBEDDINGS + SGLANG_EMBEDDINGS)}
 
 
 @pytest.fixture(scope="module")
@@ -473,7 +479,9 @@ def test_shown_fields_are_accepted(request, route, field, spec):
               "continue_final_message": False,
               # Any level (and a thinking budget) needs a reasoning parser, "none" a template
               # reading enable_thinking: this server has neither (the cited test's servers do).
-              "reasoning_effort": None, "reasoning": {"enabled": False}}
+              "reasoning_effort": None, "reasoning": {"enabled": False},
+              # Without --enable-priority-scheduling a priority is taken and has no effect.
+              "priority": 3}
     if route == "completions" and field == "logprobs":
         values["logprobs"] = 2
     if field == "session_params":  # a turn of a session opened for it
