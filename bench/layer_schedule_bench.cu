@@ -290,12 +290,19 @@ __device__ void route(const float* logits, int layer, int* picks) {
   }
 }
 
+// This attention CTA's first key in the KV cache's [4 heads][1024 keys] rows: its KV head's
+// (blockIdx.x / kAttnSplits) keys of its split (blockIdx.x % kAttnSplits).
+__device__ size_t attention_first_key() {
+  return static_cast<size_t>(blockIdx.x / kAttnSplits) * kContext +
+         (blockIdx.x % kAttnSplits) * kSplitKeys;
+}
+
 // One (KV head, split) of decode attention done for real, with scalar FMAs: the group's 8 q
 // heads against the split's 256 keys (a thread a key), a softmax a warp a head, then P V (a
 // thread a dimension and half the keys). KV is [K | V] x [4 heads][1024 keys][128] bf16; the
 // split's partial output (unnormalised by the other splits) goes to out [8][128].
 __device__ float decode_attention(const uint4* kv, const float* q_src, float* xs, float* out) {
-  const int head = blockIdx.x / kAttnSplits, split = blockIdx.x % kAttnSplits;
+  const int head = blockIdx.x / kAttnSplits;
   float* q = xs;                                // [8][128]
   float* scores = xs + kGroup * kHeadDim;       // [8][256]
   float* upper = scores + kGroup * kSplitKeys;  // [8][128]: the second half's P V
@@ -303,7 +310,7 @@ __device__ float decode_attention(const uint4* kv, const float* q_src, float* xs
   for (int i = threadIdx.x; i < kGroup * kHeadDim; i += kThreads)
     q[i] = __ldcg(q_src + head * kGroup * kHeadDim + i);
   __syncthreads();
-  const size_t first_key = static_cast<size_t>(head) * kContext + split * kSplitKeys;
+  const size_t first_key = attention_first_key();
   const uint4* k = kv + first_key * kHeadDim / 8;
   const uint16_t* v =
       reinterpret_cast<const uint16_t*>(kv + kKvBytes / kVec / 2) + first_key * kHeadDim;
@@ -363,9 +370,7 @@ __device__ float decode_attention(const uint4* kv, const float* q_src, float* xs
 
 // Asks L2 for this attention CTA's K and V lines (issued before its barrier).
 __device__ void prefetch_kv(const uint4* kv) {
-  const int head = blockIdx.x / kAttnSplits, split = blockIdx.x % kAttnSplits;
-  const size_t first_key = static_cast<size_t>(head) * kContext + split * kSplitKeys;
-  const char* k = reinterpret_cast<const char*>(kv + first_key * kHeadDim / 8);
+  const char* k = reinterpret_cast<const char*>(kv + attention_first_key() * kHeadDim / 8);
   const char* v = k + kKvBytes / 2;
   constexpr int kLines = kSplitKeys * kHeadDim * 2 / 128;
   for (int i = threadIdx.x; i < kLines; i += kThreads) {

@@ -28,7 +28,7 @@ constexpr request_json::RefusedField kRefused[] = {
 };
 
 // SGLang's `rid` (one string: a list of one per prompt is not taken) and `priority`.
-Status read_routing(const json& o, PoolingRouting& out) {
+Status read_pooling_routing(const json& o, PoolingRouting& out) {
   std::optional<std::string> rid;
   SGL_RETURN_IF_ERROR(request_json::read(o, "rid", rid));
   out.rid = rid.value_or("");
@@ -74,7 +74,7 @@ Result<EmbeddingRequest> parse_embedding_request(std::string_view body) {
   }
   std::optional<std::string> user;  // describes the caller: checked, no effect
   SGL_RETURN_IF_ERROR(request_json::read(o, "user", user));
-  SGL_RETURN_IF_ERROR(read_routing(o, r.routing));
+  SGL_RETURN_IF_ERROR(read_pooling_routing(o, r.routing));
   SGL_RETURN_IF_ERROR(request_json::refuse_fields(o, kRefused));
   return r;
 }
@@ -85,7 +85,7 @@ Result<EncodeInput> parse_encode_request(std::string_view body) {
   SGL_ASSIGN_OR_RETURN(const std::string_view key,
                        request_json::read_text_or_input_ids(o, r.prompts, r.batch));
   SGL_RETURN_IF_ERROR(check_nonempty(r.prompts, key, r.batch));
-  SGL_RETURN_IF_ERROR(read_routing(o, r.routing));
+  SGL_RETURN_IF_ERROR(read_pooling_routing(o, r.routing));
   constexpr request_json::RefusedField kEncodeOnly[] = {
       {"sampling_params", "an embedding request samples nothing"},
       {"dimensions", "the model's embeddings are served at their own size (no truncation)"},
@@ -116,7 +116,7 @@ Result<ClassifyRequest> parse_classify_request(std::string_view body) {
   SGL_RETURN_IF_ERROR(request_json::read(o, "model", r.model));
   std::optional<std::string> user;  // describes the caller: checked, no effect
   SGL_RETURN_IF_ERROR(request_json::read(o, "user", user));
-  SGL_RETURN_IF_ERROR(read_routing(o, r.routing));
+  SGL_RETURN_IF_ERROR(read_pooling_routing(o, r.routing));
   return r;
 }
 
